@@ -1,0 +1,5 @@
+import sys
+
+from mpibench.cli import main
+
+sys.exit(main())

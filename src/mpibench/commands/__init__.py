@@ -1,0 +1,1 @@
+"""One module per CLI verb; each defines register(subparsers) and sets func on its parser."""

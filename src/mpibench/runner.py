@@ -1,0 +1,102 @@
+"""The one seam through which every external command runs (mpirun, compilers, sbatch, ...).
+
+Keeping it in one place gives uniform logging, timeouts that kill the whole process tree,
+and a single point to observe in tests.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+log = logging.getLogger("mpibench.runner")
+
+
+@dataclass
+class CommandResult:
+    argv: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+    elapsed: float
+    timed_out: bool = False
+    env_delta: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out
+
+    def stderr_tail(self, lines: int = 20) -> str:
+        return "\n".join(self.stderr.rstrip().splitlines()[-lines:])
+
+
+def run_command(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike | None = None,
+    timeout: float | None = None,
+    stdout_path: str | os.PathLike | None = None,
+    stderr_path: str | os.PathLike | None = None,
+    input_text: str | None = None,
+) -> CommandResult:
+    """Run argv (never through a shell) with extra env vars on top of os.environ.
+
+    On timeout the whole process group is killed (mpirun leaves orphans otherwise) and the
+    result says timed_out=True with returncode -9. Output is also written to stdout_path /
+    stderr_path when given, so raw output is kept as provenance even when parsing fails.
+    """
+    argv = [str(a) for a in argv]
+    full_env = dict(os.environ)
+    delta = dict(env or {})
+    full_env.update(delta)
+    log.debug("run %s (env %s, cwd %s, timeout %s)", argv, delta, cwd, timeout)
+    start = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            argv,
+            env=full_env,
+            cwd=cwd,
+            stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
+            start_new_session=True,
+        )
+    except OSError as exc:
+        return CommandResult(argv, 127, "", f"cannot execute {argv[0]}: {exc}", 0.0, False, delta)
+    timed_out = False
+    try:
+        out, err = proc.communicate(input=input_text, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill_group(proc)
+        out, err = proc.communicate()
+    elapsed = time.monotonic() - start
+    rc = proc.returncode if not timed_out else -9
+    if stdout_path is not None:
+        Path(stdout_path).write_text(out)
+    if stderr_path is not None:
+        Path(stderr_path).write_text(err)
+    return CommandResult(argv, rc, out, err, elapsed, timed_out, delta)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(timeout=3)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
