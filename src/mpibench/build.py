@@ -1,0 +1,91 @@
+"""Build the C parts (core/, profiler/) with each stack's own compiler wrapper, cached.
+
+Cache key = component + stack identity (wrapper path + library version string) + a hash of
+every source file, so a new library or an edited source triggers a rebuild and nothing else
+does. Builds go to a temporary directory and are renamed into place, so an interrupted build
+never leaves a half-written binary that looks valid.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import mpibench
+from mpibench.errors import BuildError, UsageError
+from mpibench.runner import run_command
+from mpibench.stacks import Stack, cache_dir
+
+COMPONENTS = {
+    "core": "mpibench-core",
+    "profiler": "libmpibench-profiler.so",
+}
+_SOURCE_SUFFIXES = (".c", ".h", ".py", ".in", ".txt")
+
+
+def source_root() -> Path:
+    env = os.environ.get("MPIBENCH_SOURCE_ROOT")
+    if env:
+        return Path(env)
+    return Path(mpibench.__file__).resolve().parents[2]
+
+
+def source_hash(src: Path) -> str:
+    h = hashlib.sha256()
+    for p in sorted(src.rglob("*")):
+        if not p.is_file() or "__pycache__" in p.parts:
+            continue
+        if p.name != "Makefile" and not p.name.endswith(_SOURCE_SUFFIXES):
+            continue
+        h.update(str(p.relative_to(src)).encode())
+        h.update(b"\0")
+        h.update(p.read_bytes())
+        h.update(b"\0")
+    return h.hexdigest()[:12]
+
+
+def build_component(stack: Stack, component: str = "core", *, force: bool = False,
+                    timeout: float = 600) -> Path:
+    """Return the path of the built artifact for this stack, building it if needed."""
+    if component not in COMPONENTS:
+        raise UsageError(f"unknown component {component!r}; expected one of {sorted(COMPONENTS)}")
+    src = source_root() / component
+    if not (src / "Makefile").exists():
+        raise BuildError(f"cannot build {component}: no Makefile in {src}")
+    key = f"{component}-{stack.name}-{stack.identity()}-{source_hash(src)}"
+    final = cache_dir() / "build" / key
+    artifact = final / COMPONENTS[component]
+    if artifact.exists() and not force:
+        return artifact
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=final.parent))
+    try:
+        res = run_command(["make", "-C", str(src), f"MPICC={stack.mpicc}", f"BUILD={tmp}"],
+                          timeout=timeout)
+        (tmp / "build.log").write_text(res.stdout + res.stderr)
+        if not res.ok or not (tmp / COMPONENTS[component]).exists():
+            why = "timed out" if res.timed_out else f"exit {res.returncode}"
+            raise BuildError(
+                f"building {component} for stack {stack.name!r} with {stack.mpicc} failed "
+                f"({why}); compiler output follows", log=_compiler_lines(res.stdout + res.stderr)
+            )
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return artifact
+
+
+def _compiler_lines(text: str, limit: int = 40) -> str:
+    """The errors a user needs: error/warning lines first, capped."""
+    lines = text.rstrip().splitlines()
+    important = [ln for ln in lines if "error" in ln or "warning" in ln]
+    chosen = important or lines
+    if len(chosen) > limit:
+        chosen = chosen[:limit] + [f"... ({len(chosen) - limit} more lines)"]
+    return "\n".join(chosen)

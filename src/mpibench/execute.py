@@ -1,0 +1,217 @@
+"""Run one cell: a variant (stack + transport + settings) launching a program in a run directory.
+
+Three narrow steps, so the local runner and batch schedulers share them:
+
+  prepare_cell(stack, variant, program, run_dir) -> CellCommand   (pure: argv + env + files)
+  run_local(cmd, timeout)                        -> CommandResult (writes stdout/stderr files)
+  ingest_core(cmd, result)                       -> CellOutcome   (parse JSONL, fingerprint)
+
+A batch job runs the same CellCommand argv from its script and the harness calls ingest_core on
+the files it left behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mpibench import fingerprint
+from mpibench.errors import UsageError
+from mpibench.launchers import LaunchSpec, get_launcher
+from mpibench.parsers.core_jsonl import CoreOutput, parse_core_jsonl
+from mpibench.runner import CommandResult, run_command
+from mpibench.stacks import Stack
+from mpibench.transports import preset
+
+ROOT_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+PROGRAM_PLACEHOLDER = "<program>"
+_root_notice_shown = False
+
+
+@dataclass
+class Variant:
+    """One configuration to measure. Campaign files and CLI flags both produce these."""
+
+    name: str
+    stack: str
+    transport: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    mca: dict[str, str] = field(default_factory=dict)
+    launcher: str | None = None  # registry name; default from the stack
+    launcher_args: list[str] = field(default_factory=list)
+    np: int = 2
+    ppn: int | None = None
+    nodes: int | None = None
+    hosts: list[str] | None = None
+    hostfile: str | None = None
+    bind: str | None = None
+    map_by: str | None = None
+    profile: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items()}
+
+
+@dataclass
+class CellCommand:
+    argv: list[str]
+    env: dict[str, str]  # added on top of the harness environment
+    run_dir: Path
+    stdout: Path
+    stderr: Path
+    jsonl: Path | None
+    fingerprint_argv: list[str]  # argv with the program replaced by a placeholder
+    variant: Variant
+    stack: Stack
+
+
+@dataclass
+class CellOutcome:
+    status: str  # done, failed, timeout
+    reason: str | None
+    records: list[dict[str, Any]]
+    fingerprint: dict[str, Any]
+    header: dict[str, Any]
+    exit_code: int | None
+    elapsed: float
+    stderr_tail: str
+
+
+def running_as_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def root_env_notice() -> str | None:
+    """Open MPI refuses root without two variables; we set them and say so once."""
+    global _root_notice_shown
+    if running_as_root() and not _root_notice_shown:
+        _root_notice_shown = True
+        return ("note: running as root, so mpibench sets OMPI_ALLOW_RUN_AS_ROOT=1 and "
+                "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 for Open MPI launches")
+    return None
+
+
+def resolve_settings(stack: Stack, variant: Variant) -> tuple[dict[str, str], dict[str, str]]:
+    """(env, mca) for the ranks: transport preset first, the variant's own settings on top."""
+    env: dict[str, str] = {}
+    mca: dict[str, str] = {}
+    p = preset(stack.kind, variant.transport)
+    if p is not None:
+        env.update(p.env)
+        mca.update(p.mca)
+    env.update({str(k): str(v) for k, v in variant.env.items()})
+    if variant.mca and stack.kind != "openmpi":
+        raise UsageError(f"variant {variant.name!r}: MCA parameters are Open MPI settings but "
+                         f"stack {stack.name!r} is {stack.kind}; use env instead")
+    mca.update({str(k): str(v) for k, v in variant.mca.items()})
+    return env, mca
+
+
+def prepare_cell(stack: Stack, variant: Variant, program: list[str], run_dir: Path, *,
+                 jsonl: Path | None = None, local: bool = True) -> CellCommand:
+    if variant.np < 1:
+        raise UsageError(f"variant {variant.name!r}: np must be >= 1, got {variant.np}")
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    env, mca = resolve_settings(stack, variant)
+    launcher = get_launcher(variant.launcher or stack.launcher_kind)
+    oversub = (local and stack.kind == "openmpi" and not variant.hosts and not variant.hostfile
+               and variant.np > (os.cpu_count() or 1))
+    spec = LaunchSpec(np=variant.np, program=list(program), env=env, mca=mca, ppn=variant.ppn,
+                      hosts=variant.hosts, hostfile=variant.hostfile, bind=variant.bind,
+                      map_by=variant.map_by, oversubscribe=oversub,
+                      extra=list(variant.launcher_args))
+    argv = launcher.argv(stack.launcher, spec)
+    placeholder = LaunchSpec(**{**spec.__dict__, "program": [PROGRAM_PLACEHOLDER]})
+    fp_argv = launcher.argv(stack.launcher, placeholder)
+    full_env = launcher.launcher_env(spec)
+    if running_as_root() and stack.kind == "openmpi":
+        full_env.update(ROOT_ENV)
+    return CellCommand(argv=argv, env=full_env, run_dir=run_dir, stdout=run_dir / "stdout.txt",
+                       stderr=run_dir / "stderr.txt", jsonl=jsonl, fingerprint_argv=fp_argv,
+                       variant=variant, stack=stack)
+
+
+def run_local(cmd: CellCommand, timeout: float | None) -> CommandResult:
+    (cmd.run_dir / "command.json").write_text(json.dumps(
+        {"argv": cmd.argv, "env": cmd.env, "variant": cmd.variant.to_dict(),
+         "stack": cmd.stack.name}, indent=2))
+    return run_command(cmd.argv, env=cmd.env, cwd=cmd.run_dir, timeout=timeout,
+                       stdout_path=cmd.stdout, stderr_path=cmd.stderr)
+
+
+def cell_fingerprint(cmd: CellCommand, header: Mapping[str, Any] | None = None
+                     ) -> dict[str, Any]:
+    header = header or {}
+    env = dict(os.environ)
+    env.update(cmd.env)
+    return fingerprint.collect(
+        stack=cmd.stack.to_dict(), launcher_argv=cmd.fingerprint_argv, env=env,
+        hosts=header.get("hosts"), ranks_per_host=header.get("ranks_per_host"),
+        binding=cmd.variant.bind,
+        extra={"np": cmd.variant.np, "transport_requested": cmd.variant.transport,
+               "library_version_runtime": header.get("mpi_library_version")},
+    )
+
+
+def ingest_core(cmd: CellCommand, result: CommandResult | None, *,
+                exit_code: int | None = None, timed_out: bool = False,
+                elapsed: float = 0.0) -> CellOutcome:
+    """Turn a finished core launch (local result, or a batch job's files) into an outcome.
+    Whatever the core managed to write is kept, even when the launch failed."""
+    if result is not None:
+        exit_code, timed_out, elapsed = result.returncode, result.timed_out, result.elapsed
+        stderr = result.stderr
+    else:
+        stderr = cmd.stderr.read_text(errors="replace") if cmd.stderr.exists() else ""
+    tail = "\n".join(stderr.rstrip().splitlines()[-20:])
+    parsed = CoreOutput(header={}, records=[], footer=None, problems=[])
+    if cmd.jsonl is not None and cmd.jsonl.exists():
+        parsed = parse_core_jsonl(cmd.jsonl.read_text(errors="replace"), source=str(cmd.jsonl))
+    fp = cell_fingerprint(cmd, parsed.header)
+    records = parsed.records
+    if timed_out:
+        status, reason = "timeout", "the launch exceeded its time limit and was killed"
+    elif any(r.get("status") == "timeout" for r in records):
+        status = "timeout"
+        reason = "watchdog: " + next(r.get("reason") or "a size timed out"
+                                     for r in records if r.get("status") == "timeout")
+    elif exit_code != 0:
+        status = "failed"
+        bad = [r for r in records if r.get("status") == "validation_failed"]
+        if bad:
+            reason = f"validation failed: {bad[0]['benchmark']} size {bad[0]['size']}: " \
+                     f"{bad[0].get('reason') or ''}".rstrip(": ")
+        else:
+            last = tail.splitlines()[-1] if tail else "no error output"
+            reason = f"exit status {exit_code}: {last}"
+    elif cmd.jsonl is not None and not parsed.header:
+        status, reason = "failed", "the core wrote no results (" + \
+            ("; ".join(parsed.problems) or "empty output") + ")"
+    else:
+        status, reason = "done", None
+    if parsed.problems and status == "done":
+        reason = "; ".join(parsed.problems)
+    return CellOutcome(status=status, reason=reason, records=records, fingerprint=fp,
+                       header=parsed.header, exit_code=exit_code, elapsed=elapsed,
+                       stderr_tail=tail)
+
+
+def core_args(benchmarks: list[str], sizes: str | None, jsonl: Path,
+              options: Mapping[str, Any] | None = None) -> list[str]:
+    """Arguments for mpibench-core. options maps long option names (without --) to values;
+    True means a bare flag, None/False omit it."""
+    args: list[str] = []
+    if sizes:
+        args += ["--sizes", str(sizes)]
+    for k, v in (options or {}).items():
+        if v is None or v is False:
+            continue
+        flag = "--" + k.replace("_", "-")
+        args += [flag] if v is True else [flag, str(v)]
+    args += ["--jsonl", str(jsonl), "--quiet"]
+    return args + list(benchmarks)

@@ -1,0 +1,63 @@
+"""What produced a result: stack, launcher argv, transport settings, hosts, machine.
+
+Two runs are pooled only when their fingerprints are equal, so everything that can change a
+measurement belongs here and nothing that merely differs between repeats (paths, times).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from collections.abc import Mapping
+
+import mpibench
+
+TRANSPORT_ENV_PREFIXES = ("UCX_", "FI_", "OMPI_MCA_", "MV2_", "MPICH_", "MPIR_CVAR_", "I_MPI_",
+                          "PSM2_", "HFI_", "NCCL_", "SLURM_MPI_TYPE", "PMIX_MCA_")
+# Set by mpibench or harmless bookkeeping: not part of what was measured.
+_IGNORED_ENV = {"OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM",
+                "OMPI_MCA_orte_tmpdir_base"}
+
+
+def transport_env(env: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in sorted(env.items())
+            if k.startswith(TRANSPORT_ENV_PREFIXES) and k not in _IGNORED_ENV}
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def machine() -> dict[str, object]:
+    return {"kernel": platform.release(), "os": platform.system(), "arch": platform.machine(),
+            "cpu_model": cpu_model(), "cores": os.cpu_count()}
+
+
+def collect(*, stack: Mapping[str, object], launcher_argv: list[str], env: Mapping[str, str],
+            hosts: list[str] | None = None, ranks_per_host: Mapping[str, int] | None = None,
+            binding: str | None = None, extra: Mapping[str, object] | None = None
+            ) -> dict[str, object]:
+    """Build a fingerprint. launcher_argv must already have run-specific paths replaced
+    (see execute.py) so that repeats of one configuration compare equal. env is the full
+    environment the ranks saw: process env plus what mpibench added."""
+    fp: dict[str, object] = {
+        "mpibench_version": mpibench.__version__,
+        "stack": {k: stack.get(k) for k in ("name", "kind", "version", "library_version",
+                                             "mpicc", "launcher")},
+        "launcher_argv": list(launcher_argv),
+        "transport_env": transport_env(env),
+        "hosts": sorted(hosts or []),
+        "ranks_per_host": dict(sorted((ranks_per_host or {}).items())),
+        "binding": binding,
+        "machine": machine(),
+    }
+    if extra:
+        fp.update(extra)
+    return fp

@@ -1,0 +1,75 @@
+"""Launchers turn a LaunchSpec into an argv, registered by name.
+
+Each launcher is one small module; adding MVAPICH's mpirun_rsh or a site's wrapper is a new
+module with @register_launcher, not edits across the tree. The argv is a list, never a shell
+string: values from campaign files go through unchanged.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass, field
+
+from mpibench.errors import UsageError
+
+
+@dataclass
+class LaunchSpec:
+    np: int
+    program: list[str]
+    env: dict[str, str] = field(default_factory=dict)  # exported to every rank
+    mca: dict[str, str] = field(default_factory=dict)  # Open MPI MCA parameters
+    ppn: int | None = None  # ranks per node
+    hosts: list[str] | None = None  # host names (one entry per node)
+    hostfile: str | None = None
+    bind: str | None = None  # core, socket, none ...
+    map_by: str | None = None  # core, socket, node ...
+    oversubscribe: bool = False
+    extra: list[str] = field(default_factory=list)  # launcher options, verbatim
+    mpi_plugin: str | None = None  # srun --mpi=
+
+
+class Launcher:
+    name = ""
+
+    def argv(self, exe: str, spec: LaunchSpec) -> list[str]:
+        raise NotImplementedError
+
+    def launcher_env(self, spec: LaunchSpec) -> dict[str, str]:
+        """Environment for the launcher process itself (inherited by local ranks)."""
+        return dict(spec.env)
+
+
+_REGISTRY: dict[str, type[Launcher]] = {}
+
+
+def register_launcher(name: str):
+    def deco(cls: type[Launcher]) -> type[Launcher]:
+        cls.name = name
+        _REGISTRY[name] = cls
+        return cls
+
+    return deco
+
+
+def _load_all() -> None:
+    for info in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{info.name}")
+
+
+def get_launcher(name: str) -> Launcher:
+    if not _REGISTRY:
+        _load_all()
+    try:
+        return _REGISTRY[name]()
+    except KeyError:
+        raise UsageError(
+            f"unknown launcher {name!r}; expected one of: {', '.join(sorted(_REGISTRY))}"
+        ) from None
+
+
+def launcher_names() -> list[str]:
+    if not _REGISTRY:
+        _load_all()
+    return sorted(_REGISTRY)
