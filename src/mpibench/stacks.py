@@ -250,7 +250,7 @@ def discover(prefixes: list[str] | None = None, stacks_file: str | Path | None =
     for name, cc, launchers in KNOWN_WRAPPERS:
         if shutil.which(cc):
             found.append(_make_stack(name, cc, launchers, "debian"))
-        elif include_missing:
+        elif include_missing and name != "mvapich":  # not packaged by Debian
             found.append(Stack(name=name, mpicc=cc, origin="debian", ok=False,
                                problem=f"{cc} not on PATH (install the {name} packages)"))
     plain = shutil.which("mpicc")
