@@ -1,0 +1,49 @@
+"""Options shared by several verbs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from rich.console import Console
+
+from mpibench import stacks as stacks_mod
+
+
+def add_stack_discovery(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("stack discovery")
+    g.add_argument("--stack-prefix", action="append", default=[], metavar="DIR",
+                   help="also use the MPI install under DIR (DIR/bin/mpicc); repeatable")
+    g.add_argument("--stacks-file", metavar="FILE",
+                   help="TOML file with [stacks.NAME] prefix/mpicc/launcher entries "
+                        "(default $MPIBENCH_STACKS or ~/.config/mpibench/stacks.toml)")
+
+
+def add_db(p: argparse.ArgumentParser, default: str = "mpibench.db") -> None:
+    p.add_argument("--db", default=default, metavar="PATH",
+                   help=f"SQLite results store (default: ./{default})")
+
+
+def discover_from_args(args: argparse.Namespace, include_missing: bool = False):
+    return stacks_mod.discover(prefixes=args.stack_prefix, stacks_file=args.stacks_file,
+                               include_missing=include_missing)
+
+
+def console() -> Console:
+    # Piped output (CI logs, files) gets a wide virtual terminal so tables are not squeezed.
+    return Console(highlight=False, soft_wrap=False,
+                   width=None if sys.stdout.isatty() else 200)
+
+
+def err_console() -> Console:
+    return Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 200)
+
+
+def print_json(obj) -> None:
+    json.dump(obj, sys.stdout, indent=2, default=str)
+    sys.stdout.write("\n")
+
+
+class Formatter(argparse.RawDescriptionHelpFormatter):
+    pass

@@ -1,0 +1,200 @@
+"""`mpibench run`: benchmark stacks/transports side by side and compare them."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from mpibench.benchmarks import canonical_benchmarks, parse_sizes
+from mpibench.commands._common import (
+    Formatter, add_db, add_stack_discovery, discover_from_args, err_console,
+)
+from mpibench.errors import BenchmarkFailure, UsageError
+from mpibench.execute import Variant, root_env_notice
+from mpibench.quickrun import execute_plan, make_plan
+from mpibench.store import Store
+from mpibench.transports import all_transport_names
+
+EXAMPLES = """\
+examples:
+  # Open MPI vs MPICH, 2 ranks, 0 B .. 1 MiB, 3 interleaved launches each
+  mpibench run PingPong Allreduce --stack openmpi --stack mpich --np 2 --sizes 0:20
+
+  # one stack, shared memory vs TCP
+  mpibench run PingPong --stack openmpi --transport shm --transport tcp
+
+  # a tuning knob as its own variant (NAME=stack[:transport] with settings)
+  mpibench run Allreduce --stack openmpi --variant eager=openmpi:shm \\
+      --mca btl_vader_eager_limit 16384
+
+Each stack x transport is a variant; every variant is launched --repeats times, interleaved.
+Times are microseconds (median of batched samples, 95% CI from order statistics); MB/s is
+10^6 bytes/s. Results go to the SQLite store (--db); raw output stays under --out."""
+
+
+def _kv(text: str) -> tuple[str, str]:
+    if "=" not in text or text.startswith("="):
+        raise argparse.ArgumentTypeError(f"expected K=V, got {text!r}")
+    k, v = text.split("=", 1)
+    return k, v
+
+
+def register(sub) -> None:
+    p = sub.add_parser("run", help="run core benchmarks on stacks/transports and compare",
+                       description="Run mpibench-core benchmarks on one or more MPI stacks and "
+                                   "transports, store the results, print per-variant tables "
+                                   "and a comparison against the first variant.",
+                       epilog=EXAMPLES, formatter_class=Formatter)
+    p.add_argument("benchmarks", nargs="+", metavar="BENCHMARK",
+                   help="IMB names (PingPong, Allreduce, ...) or 'all'")
+    p.add_argument("--stack", action="append", default=[], metavar="NAME",
+                   help="stack to run (repeatable; see 'mpibench stacks'); default openmpi")
+    p.add_argument("--transport", action="append", default=[], metavar="NAME",
+                   help=f"transport preset ({', '.join(all_transport_names())}); repeatable: "
+                        "each stack runs each transport")
+    p.add_argument("--variant", action="append", default=[], metavar="NAME=STACK[:TRANSPORT]",
+                   help="add a named variant; --env/--mca apply to named variants only when "
+                        "any are given")
+    p.add_argument("--np", type=int, default=2, help="MPI ranks (default 2)")
+    p.add_argument("--sizes", default="0:20",
+                   help="message sizes: log2 range MIN:MAX (0:20 = 0,1,2..1 MiB) or a list "
+                        "0,8,1K,1M (default 0:20)")
+    p.add_argument("--env", action="append", default=[], type=_kv, metavar="K=V",
+                   help="environment variable for the ranks (repeatable)")
+    p.add_argument("--mca", action="append", default=[], nargs=2, metavar=("K", "V"),
+                   help="Open MPI MCA parameter (repeatable)")
+    p.add_argument("--repeats", type=int, default=3,
+                   help="launches per variant, interleaved across variants (default 3)")
+    p.add_argument("--baseline", help="variant to compare against (default: the first)")
+    g = p.add_argument_group("measurement (passed to mpibench-core)")
+    g.add_argument("--target", type=float, help="stop a size when the 95%% CI of the median "
+                   "is within +-PCT (core default 1)")
+    g.add_argument("--max-time", type=float, help="time budget per size in seconds "
+                   "(core default 1)")
+    g.add_argument("--iterations", type=int, help="fixed iteration count instead of adaptive")
+    g.add_argument("--timeout", type=float, help="watchdog per size in seconds")
+    g.add_argument("--no-validate", action="store_true", help="skip the untimed validation pass")
+    g.add_argument("--launch-timeout", type=float,
+                   help="kill a launch after this many seconds (default: from the budgets)")
+    o = p.add_argument_group("output")
+    add_db(o)
+    o.add_argument("--out", metavar="DIR", help="raw run directories (default "
+                   "./mpibench-runs/<name>)")
+    o.add_argument("--name", help="name of this comparison in the store (default run-<time>)")
+    o.add_argument("--markdown", metavar="FILE", help="also write the tables as Markdown")
+    o.add_argument("--format", choices=["terminal", "markdown", "csv", "json"],
+                   default="terminal", help="format of the printed tables")
+    add_stack_discovery(p)
+    p.set_defaults(func=run)
+
+
+def variants_from_args(args) -> list[Variant]:
+    env = dict(args.env)
+    mca = {k: v for k, v in args.mca}
+    variants: list[Variant] = []
+    for spec in args.variant:
+        if "=" not in spec:
+            raise UsageError(f"--variant {spec!r}: expected NAME=STACK[:TRANSPORT]")
+        name, rest = spec.split("=", 1)
+        stack, _, transport = rest.partition(":")
+        if not name or not stack:
+            raise UsageError(f"--variant {spec!r}: expected NAME=STACK[:TRANSPORT]")
+        variants.append(Variant(name=name, stack=stack, transport=transport or None,
+                                env=env, mca=mca, np=args.np))
+    if args.variant and not args.stack:
+        return variants
+    base_env, base_mca = ({}, {}) if args.variant else (env, mca)
+    stacks = args.stack or ["openmpi"]
+    transports = args.transport or [None]
+    for s in stacks:
+        for t in transports:
+            name = f"{s}-{t}" if len(transports) > 1 else s
+            variants.append(Variant(name=name, stack=s, transport=t, env=base_env,
+                                    mca=base_mca, np=args.np))
+    return variants
+
+
+def core_options_from_args(args) -> dict:
+    return {"target": args.target, "max_time": args.max_time, "iterations": args.iterations,
+            "timeout": args.timeout, "no_validate": args.no_validate or None}
+
+
+def default_launch_timeout(benchmarks: list[str], n_sizes: int, opts: dict) -> float:
+    per_size = (opts.get("max_time") or 1.0) + 2.0
+    if opts.get("timeout"):
+        per_size = min(per_size, opts["timeout"] + 1.0)
+    return 120.0 + len(benchmarks) * n_sizes * per_size
+
+
+def run(args) -> int:
+    benchmarks = canonical_benchmarks(args.benchmarks)
+    sizes = parse_sizes(args.sizes)
+    if args.np < 1:
+        raise UsageError(f"--np must be >= 1, got {args.np}")
+    variants = variants_from_args(args)
+    groups, store_path = run_variants(
+        args, variants, benchmarks, args.sizes, n_sizes=len(sizes),
+        name=args.name or time.strftime("run-%Y%m%d-%H%M%S"))
+    return print_tables(args, store_path, groups, variants)
+
+
+def run_variants(args, variants, benchmarks, sizes_spec, n_sizes, name):
+    con = err_console()
+    found = discover_from_args(args)
+    opts = core_options_from_args(args)
+    timeout = args.launch_timeout or default_launch_timeout(benchmarks, n_sizes, opts)
+    plan = make_plan(variants, found, benchmarks, sizes_spec, opts, args.repeats, timeout,
+                     on_build=lambda s: con.print(f"building mpibench-core for {s.name} "
+                                                  f"({s.mpicc}) ...", end="\r"))
+    notice = root_env_notice() if any(s.kind == "openmpi" for s in plan.stacks.values()) \
+        else None
+    if notice:
+        con.print(notice)
+    run_root = Path(args.out) if args.out else Path("mpibench-runs") / name
+    store_path = Path(args.db)
+    with Store(store_path) as store, Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(),
+        TextColumn("{task.completed}/{task.total} launches"), TimeElapsedColumn(),
+        TextColumn("eta"), TimeRemainingColumn(), console=con, transient=True,
+    ) as bar:
+        task = bar.add_task("starting", total=len(plan.order))
+
+        def progress(done: int, total: int, what: str) -> None:
+            bar.update(task, completed=done, description=what)
+
+        groups = execute_plan(plan, store, run_root, name, progress)
+    con.print(f"results: {store_path} (comparison {name!r}); raw output: {run_root}/")
+    return groups, store_path
+
+
+def print_tables(args, store_path: Path, groups: dict[str, list[str]],
+                 variants: list[Variant]) -> int:
+    from mpibench.report.compare import compare_groups, render, render_results
+
+    baseline = args.baseline or variants[0].name
+    if baseline not in groups:
+        raise UsageError(f"--baseline {baseline!r} is not one of the variants: "
+                         f"{', '.join(groups)}")
+    md_parts: list[str] = []
+    failed = 0
+    with Store(store_path) as store:
+        for v in variants:
+            print(render_results(store, groups[v.name], args.format, title=v.name))
+            md_parts.append(render_results(store, groups[v.name], "markdown", title=v.name))
+            failed += sum(1 for rid in groups[v.name]
+                          if store.run(rid)["status"] != "done")
+        if len(groups) > 1:
+            cmp = compare_groups(store, groups, baseline)
+            print(render(cmp, args.format))
+            md_parts.append(render(cmp, "markdown"))
+    if args.markdown:
+        Path(args.markdown).write_text("\n\n".join(md_parts) + "\n")
+        err_console().print(f"markdown report: {args.markdown}")
+    if failed:
+        raise BenchmarkFailure(f"{failed} launch(es) failed or timed out; the reason and "
+                               "stderr tail are stored with each run, raw output is under "
+                               "the run directories")
+    return 0
