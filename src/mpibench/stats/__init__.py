@@ -1,0 +1,275 @@
+"""Statistics for benchmark samples: distribution-free median CI, Mann-Whitney U, Holm,
+Cliff's delta, bootstrap, geometric mean.
+
+Contracts (../shared/DESIGN.md "Units and statistics"):
+- a summary is the median with a 95% CI from order statistics (exact binomial ranks, no
+  distribution assumed), plus min, p5, p95, p99, max, mean, std and n; outliers are kept;
+- a comparison is a two-sided Mann-Whitney U test (exact when samples are small and untied),
+  Holm-corrected across the rows of one table, with Cliff's delta as effect size.
+
+Everything takes any sequence of floats (list, tuple, numpy array); NaNs are dropped.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+from scipy import stats as _sps
+
+__all__ = [
+    "MedianCI", "MWUResult", "median_ci", "summarize", "SUMMARY_KEYS", "mann_whitney",
+    "mann_whitney_test", "holm", "cliffs_delta", "cliffs_magnitude", "geomean",
+    "min_pvalue", "can_reach_significance", "min_n_per_side", "bootstrap_ci",
+    "ratio_of_medians_ci", "ci_percent",
+]
+
+# Keys of summarize(); they are also columns of the store's `results` table.
+SUMMARY_KEYS = ("n", "median", "ci_low", "ci_high", "min", "p5", "p95", "p99", "max", "mean",
+                "std")
+
+# Exact MWU is cheap while n_a * n_b stays small (a few ms at 50 x 50); above that the normal
+# approximation is accurate to well below any alpha anyone uses.
+_EXACT_MWU_MAX_PRODUCT = 2500
+
+
+def _clean(samples: Iterable[float] | None) -> np.ndarray:
+    if samples is None:
+        return np.empty(0)
+    x = np.asarray(samples if isinstance(samples, np.ndarray) else list(samples), dtype=float)
+    x = x.ravel()
+    return x[~np.isnan(x)] if x.size else x
+
+
+class MedianCI(NamedTuple):
+    """Confidence interval of the median. low/high are None when n is too small for any
+    pair of order statistics to reach the requested level (n < 6 at 95%); coverage is then
+    the best coverage available (from the extreme order statistics), for the message."""
+
+    low: float | None
+    high: float | None
+    coverage: float
+    lo_rank: int | None = None   # 1-based order statistic used for low
+    hi_rank: int | None = None   # 1-based order statistic used for high
+
+    @property
+    def ok(self) -> bool:
+        return self.low is not None
+
+
+def _median_ci_ranks(n: int, level: float) -> tuple[int | None, int | None, float]:
+    """Symmetric ranks (j, n+1-j) with the largest j whose exact coverage
+    1 - 2 * P(Bin(n, 1/2) <= j-1) is still >= level."""
+    if n <= 0:
+        return None, None, 0.0
+    # P(Bin(n, .5) <= j-1) <= (1 - level) / 2  <=>  j-1 <= ppf-ish; search from the cdf.
+    tail = (1.0 - level) / 2.0
+    ks = np.arange(0, (n + 1) // 2)
+    cdf = _sps.binom.cdf(ks, n, 0.5)
+    ok = np.nonzero(cdf <= tail + 1e-12)[0]
+    if ok.size == 0:
+        best = 1.0 - 2.0 * 0.5 ** n if n >= 1 else 0.0
+        return None, None, float(best)
+    jm1 = int(ok[-1])
+    j = jm1 + 1
+    coverage = 1.0 - 2.0 * float(cdf[jm1])
+    return j, n + 1 - j, coverage
+
+
+def median_ci(samples: Iterable[float], level: float = 0.95) -> MedianCI:
+    """Distribution-free CI of the median from order statistics (exact binomial ranks).
+
+    Returns MedianCI(low, high, coverage, lo_rank, hi_rank); coverage is the exact
+    (achieved) coverage, >= level. With too few samples low and high are None.
+    """
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    x = _clean(samples)
+    n = x.size
+    j, k, cov = _median_ci_ranks(n, level)
+    if j is None:
+        return MedianCI(None, None, cov)
+    if k - 1 == j - 1:
+        v = float(np.partition(x, j - 1)[j - 1])
+        return MedianCI(v, v, cov, j, k)
+    part = np.partition(x, (j - 1, k - 1))
+    return MedianCI(float(part[j - 1]), float(part[k - 1]), cov, j, k)
+
+
+def summarize(samples: Iterable[float], level: float = 0.95) -> dict[str, Any]:
+    """Summary with exactly SUMMARY_KEYS (store `results` column names). Empty input gives
+    n=0 and None elsewhere; ci_low/ci_high are None when n is too small (< 6 at 95%)."""
+    x = _clean(samples)
+    n = int(x.size)
+    if n == 0:
+        return {k: (0 if k == "n" else None) for k in SUMMARY_KEYS}
+    ci = median_ci(x, level)
+    p5, p50, p95, p99 = np.percentile(x, [5, 50, 95, 99])
+    return {
+        "n": n,
+        "median": float(p50),
+        "ci_low": ci.low,
+        "ci_high": ci.high,
+        "min": float(x.min()),
+        "p5": float(p5),
+        "p95": float(p95),
+        "p99": float(p99),
+        "max": float(x.max()),
+        "mean": float(x.mean()),
+        "std": float(x.std(ddof=1)) if n > 1 else 0.0,
+    }
+
+
+def ci_percent(median: float | None, low: float | None, high: float | None) -> float | None:
+    """Half-width of a CI as a percentage of the median, benchstat style: the larger of the
+    two distances, so an asymmetric interval is not understated."""
+    if median is None or low is None or high is None or not median:
+        return None
+    return 100.0 * max(median - low, high - median) / abs(median)
+
+
+class MWUResult(NamedTuple):
+    p: float
+    u: float
+    method: str     # 'exact', 'asymptotic', or 'degenerate' (all values equal)
+
+
+def mann_whitney_test(a: Iterable[float], b: Iterable[float]) -> MWUResult:
+    """Two-sided Mann-Whitney U. Exact when n_a*n_b <= 2500 and there are no ties, otherwise
+    the normal approximation with tie and continuity correction. p is NaN if a side is empty."""
+    x, y = _clean(a), _clean(b)
+    if x.size == 0 or y.size == 0:
+        return MWUResult(float("nan"), float("nan"), "empty")
+    both = np.concatenate([x, y])
+    if np.all(both == both[0]):
+        return MWUResult(1.0, x.size * y.size / 2.0, "degenerate")
+    ties = np.unique(both).size < both.size
+    method = "exact" if (not ties and x.size * y.size <= _EXACT_MWU_MAX_PRODUCT) else "asymptotic"
+    r = _sps.mannwhitneyu(x, y, alternative="two-sided", method=method)
+    return MWUResult(float(min(1.0, r.pvalue)), float(r.statistic), method)
+
+
+def mann_whitney(a: Iterable[float], b: Iterable[float]) -> float:
+    """Two-sided Mann-Whitney U p-value (see mann_whitney_test)."""
+    return mann_whitney_test(a, b).p
+
+
+def holm(pvalues: Sequence[float | None]) -> np.ndarray:
+    """Holm-Bonferroni adjusted p-values, same order as the input. None/NaN entries stay NaN
+    and do not count towards m (rows that were not tested are not part of the family)."""
+    p = np.array([np.nan if v is None else float(v) for v in pvalues], dtype=float)
+    out = np.full(p.shape, np.nan)
+    idx = np.nonzero(~np.isnan(p))[0]
+    m = idx.size
+    if m == 0:
+        return out
+    order = idx[np.argsort(p[idx], kind="stable")]
+    adj = (m - np.arange(m)) * p[order]
+    adj = np.minimum(1.0, np.maximum.accumulate(adj))
+    out[order] = adj
+    return out
+
+
+def cliffs_delta(a: Iterable[float], b: Iterable[float]) -> float:
+    """Cliff's delta = P(a > b) - P(a < b), in [-1, 1]; positive when a tends to be larger.
+    O((n+m) log m) via sorting, so it is fine for large samples. NaN if a side is empty."""
+    x, y = _clean(a), np.sort(_clean(b))
+    if x.size == 0 or y.size == 0:
+        return float("nan")
+    less = np.searchsorted(y, x, side="left")            # count of y < x_i
+    greater = y.size - np.searchsorted(y, x, side="right")  # count of y > x_i
+    return float((less.sum() - greater.sum()) / (x.size * y.size))
+
+
+def cliffs_magnitude(delta: float | None) -> str:
+    """Romano et al. (2006) thresholds: negligible < .147 <= small < .33 <= medium < .474."""
+    if delta is None or math.isnan(delta):
+        return ""
+    d = abs(delta)
+    if d < 0.147:
+        return "negligible"
+    if d < 0.33:
+        return "small"
+    if d < 0.474:
+        return "medium"
+    return "large"
+
+
+def geomean(values: Iterable[float | None]) -> float | None:
+    """Geometric mean of the positive finite values; None if there are none."""
+    v = np.array([x for x in values if x is not None], dtype=float)
+    v = v[np.isfinite(v) & (v > 0)]
+    if v.size == 0:
+        return None
+    return float(np.exp(np.mean(np.log(v))))
+
+
+def min_pvalue(n_a: int, n_b: int) -> float:
+    """Smallest two-sided p-value an exact MWU can give with these sample counts:
+    2 / C(n_a + n_b, n_a) (complete separation)."""
+    if n_a <= 0 or n_b <= 0:
+        return 1.0
+    return min(1.0, 2.0 / math.comb(n_a + n_b, n_a))
+
+
+def can_reach_significance(n_a: int, n_b: int, alpha: float = 0.05) -> bool:
+    """Whether any data with these counts can reach p <= alpha in a two-sided MWU.
+    At alpha 0.05: 3 vs 3 cannot (min p 0.10), 4 vs 4 can (0.029); uneven designs such as
+    3 vs 5 (0.036) can, 3 vs 4 (0.057) cannot."""
+    return min_pvalue(n_a, n_b) <= alpha
+
+
+def min_n_per_side(alpha: float = 0.05) -> int:
+    """Smallest equal sample count per side that can reach p <= alpha (4 at 0.05)."""
+    n = 1
+    while not can_reach_significance(n, n, alpha):
+        n += 1
+    return n
+
+
+def bootstrap_ci(stat, *samples: Iterable[float], level: float = 0.95, n_boot: int = 2000,
+                 rng: np.random.Generator | int | None = 0) -> tuple[float | None, float | None]:
+    """Percentile bootstrap CI of stat(*resampled_samples); each sample is resampled
+    independently. Seeded by default so reports are reproducible."""
+    arrays = [_clean(s) for s in samples]
+    if any(a.size == 0 for a in arrays):
+        return None, None
+    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    vals = np.empty(n_boot)
+    for i in range(n_boot):
+        vals[i] = stat(*(a[gen.integers(0, a.size, a.size)] for a in arrays))
+    vals = vals[np.isfinite(vals)]
+    if vals.size == 0:
+        return None, None
+    lo, hi = np.percentile(vals, [100 * (1 - level) / 2, 100 * (1 + level) / 2])
+    return float(lo), float(hi)
+
+
+def ratio_of_medians_ci(a: Iterable[float], b: Iterable[float], level: float = 0.95,
+                        n_boot: int = 2000, rng: np.random.Generator | int | None = 0
+                        ) -> tuple[float | None, float | None]:
+    """Bootstrap CI of median(a) / median(b), vectorised (one sort per side per resample
+    would dominate; np.median over a resample matrix is fine up to ~1e4 samples per side)."""
+    x, y = _clean(a), _clean(b)
+    if x.size == 0 or y.size == 0:
+        return None, None
+    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    # Cap memory: resample in chunks of rows.
+    ratios = []
+    chunk = max(1, int(2_000_000 // max(x.size, y.size)))
+    done = 0
+    while done < n_boot:
+        m = min(chunk, n_boot - done)
+        mx = np.median(x[gen.integers(0, x.size, (m, x.size))], axis=1)
+        my = np.median(y[gen.integers(0, y.size, (m, y.size))], axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratios.append(mx / my)
+        done += m
+    r = np.concatenate(ratios)
+    r = r[np.isfinite(r)]
+    if r.size == 0:
+        return None, None
+    lo, hi = np.percentile(r, [100 * (1 - level) / 2, 100 * (1 + level) / 2])
+    return float(lo), float(hi)

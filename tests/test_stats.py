@@ -1,0 +1,187 @@
+"""Statistics against known cases and simulated distributions (seeded)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats as sps
+
+from mpibench import stats
+
+
+def test_median_ci_small_n_has_no_bounds():
+    ci = stats.median_ci([1.0, 2.0, 3.0, 4.0, 5.0])
+    assert ci.low is None and ci.high is None and not ci.ok
+    assert ci.coverage == pytest.approx(1 - 2 / 32)       # best available: 93.75%
+    ci6 = stats.median_ci([6, 5, 4, 3, 2, 1])
+    assert ci6.ok and (ci6.low, ci6.high) == (1.0, 6.0)
+    assert ci6.coverage == pytest.approx(1 - 2 / 64)
+
+
+def test_median_ci_exact_ranks_n30():
+    x = np.arange(1, 31, dtype=float)
+    ci = stats.median_ci(x[::-1])
+    # P(Bin(30,.5) <= 9) = 0.0214 <= 0.025 < P(<= 10): ranks 10 and 21.
+    assert (ci.lo_rank, ci.hi_rank) == (10, 21)
+    assert (ci.low, ci.high) == (10.0, 21.0)
+    assert ci.coverage == pytest.approx(1 - 2 * sps.binom.cdf(9, 30, 0.5))
+    assert ci.coverage >= 0.95
+
+
+def test_median_ci_coverage_lognormal():
+    rng = np.random.default_rng(20260522)
+    true_median = math.exp(0.0)     # lognormal(mu=0, sigma=1) has median e^0
+    draws = rng.lognormal(0.0, 1.0, size=(2000, 30))
+    hits = 0
+    for row in draws:
+        ci = stats.median_ci(row)
+        hits += ci.low <= true_median <= ci.high
+    coverage = hits / 2000
+    assert 0.93 <= coverage <= 0.985, coverage
+
+
+def test_median_ci_coverage_discrete_heavy_tail_n100():
+    rng = np.random.default_rng(7)
+    hits = 0
+    for _ in range(1000):
+        x = rng.pareto(2.5, 100) + 1.0
+        ci = stats.median_ci(x)
+        hits += ci.low <= 2 ** (1 / 2.5) <= ci.high     # Pareto(a) + 1 median = 2^(1/a)
+    assert 0.93 <= hits / 1000 <= 0.985
+
+
+def test_summarize_keys_and_values():
+    x = np.arange(1, 101, dtype=float)
+    s = stats.summarize(x)
+    assert tuple(s) == stats.SUMMARY_KEYS
+    assert s["n"] == 100 and s["median"] == 50.5 and s["min"] == 1 and s["max"] == 100
+    assert s["ci_low"] <= 50.5 <= s["ci_high"]
+    assert s["mean"] == pytest.approx(50.5) and s["std"] == pytest.approx(np.std(x, ddof=1))
+    assert s["p5"] < s["p95"] < s["p99"] <= s["max"]
+    empty = stats.summarize([])
+    assert empty["n"] == 0 and empty["median"] is None
+    tiny = stats.summarize([3.0, float("nan"), 1.0])
+    assert tiny["n"] == 2 and tiny["ci_low"] is None and tiny["median"] == 2.0
+
+
+def test_identical_samples_not_significant():
+    rng = np.random.default_rng(1)
+    a = rng.lognormal(0, 0.1, 50)
+    assert stats.mann_whitney(a, a.copy()) > 0.9
+    assert stats.cliffs_delta(a, a) == 0.0
+    c = np.full(10, 2.5)
+    r = stats.mann_whitney_test(c, c)
+    assert r.p == 1.0 and r.method == "degenerate"
+
+
+def test_same_distribution_rarely_significant():
+    rng = np.random.default_rng(2)
+    sig = sum(stats.mann_whitney(rng.normal(size=20), rng.normal(size=20)) <= 0.05
+              for _ in range(400))
+    assert sig / 400 < 0.09     # nominal 5%
+
+
+def test_shifted_samples_significant_with_sign():
+    rng = np.random.default_rng(3)
+    a = rng.lognormal(np.log(10.0), 0.05, 40)   # slower
+    b = rng.lognormal(np.log(8.0), 0.05, 40)    # faster
+    r = stats.mann_whitney_test(a, b)
+    assert r.p < 1e-6
+    assert stats.cliffs_delta(a, b) > 0.9       # a larger than b
+    assert stats.cliffs_delta(b, a) < -0.9
+
+
+def test_mwu_exact_small_and_asymptotic_large_or_ties():
+    assert stats.mann_whitney_test([1, 2, 3, 4], [5, 6, 7, 8]).method == "exact"
+    assert stats.mann_whitney_test([1, 2, 3, 4], [5, 6, 7, 8]).p == pytest.approx(2 / 70)
+    assert stats.mann_whitney_test([1, 2, 2, 4], [5, 6, 7, 8]).method == "asymptotic"
+    rng = np.random.default_rng(4)
+    assert stats.mann_whitney_test(rng.normal(size=100), rng.normal(size=100)).method == \
+        "asymptotic"
+    assert math.isnan(stats.mann_whitney([], [1.0]))
+
+
+def test_min_samples_rule():
+    assert not stats.can_reach_significance(3, 3)
+    assert stats.can_reach_significance(4, 4)
+    assert not stats.can_reach_significance(3, 4)
+    assert stats.can_reach_significance(3, 5)
+    assert stats.min_n_per_side(0.05) == 4
+    assert stats.min_pvalue(3, 3) == pytest.approx(0.1)
+    # three per side completely separated still is not significant
+    assert stats.mann_whitney([1, 2, 3], [4, 5, 6]) > 0.05
+
+
+def test_holm_known_values_and_decision_change():
+    p = [0.01, 0.04, 0.03, 0.005]
+    adj = stats.holm(p)
+    # sorted 0.005*4=.02, .01*3=.03, .03*2=.06, .04*1=.04 -> monotone .06
+    assert adj.tolist() == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    # 0.04 and 0.03 were significant alone, are not after correction
+    assert [x <= 0.05 for x in p] == [True, True, True, True]
+    assert [x <= 0.05 for x in adj] == [True, False, False, True]
+    assert stats.holm([0.2]).tolist() == [0.2]
+    mixed = stats.holm([None, 0.01, float("nan"), 0.02])
+    assert math.isnan(mixed[0]) and math.isnan(mixed[2])
+    assert mixed[1] == pytest.approx(0.02) and mixed[3] == pytest.approx(0.02)
+
+
+def test_holm_changes_decision_on_simulated_table():
+    # one real difference among 10 rows; a borderline null row significant alone loses it
+    rng = np.random.default_rng(5)
+    a = rng.normal(0, 1, 30)
+    b = a + 0.9 + rng.normal(0, 0.2, 30)
+    pvals = [stats.mann_whitney(a, b)] + [0.03] + [0.5] * 8
+    adj = stats.holm(pvals)
+    assert adj[0] <= 0.05 and pvals[1] <= 0.05 and adj[1] > 0.05
+
+
+@pytest.mark.parametrize("a,b,expected", [
+    ([1, 2, 3], [1, 2, 3], 0.0),
+    ([4, 5, 6], [1, 2, 3], 1.0),
+    ([1, 2, 3], [4, 5, 6], -1.0),
+    ([1, 2, 3, 4], [2, 3], 0.0),       # pairs: >:3 (3>2,4>2,4>3) <:3 (1<2,1<3,2<3) -> 0
+    ([10, 20, 30, 40], [15], 0.5),     # 3 greater, 1 less -> (3-1)/4
+])
+def test_cliffs_delta_known(a, b, expected):
+    assert stats.cliffs_delta(a, b) == pytest.approx(expected)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 20), min_size=1, max_size=30),
+       st.lists(st.integers(0, 20), min_size=1, max_size=30))
+def test_cliffs_delta_matches_bruteforce(a, b):
+    brute = sum((x > y) - (x < y) for x in a for y in b) / (len(a) * len(b))
+    assert stats.cliffs_delta(a, b) == pytest.approx(brute)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(0.1, 1e6, allow_nan=False), min_size=6, max_size=200))
+def test_median_ci_brackets_median(xs):
+    ci = stats.median_ci(xs)
+    assert ci.ok and ci.coverage >= 0.95
+    assert ci.low <= float(np.median(xs)) <= ci.high
+
+
+def test_geomean_and_ci_percent():
+    assert stats.geomean([1.0, 4.0]) == pytest.approx(2.0)
+    assert stats.geomean([None, 2.0, float("nan"), -1]) == pytest.approx(2.0)
+    assert stats.geomean([]) is None
+    assert stats.ci_percent(10.0, 9.0, 10.5) == pytest.approx(10.0)
+    assert stats.ci_percent(10.0, None, 11) is None
+
+
+def test_ratio_of_medians_bootstrap():
+    rng = np.random.default_rng(6)
+    a = rng.lognormal(np.log(2.0), 0.05, 200)
+    b = rng.lognormal(np.log(1.0), 0.05, 200)
+    est = np.median(a) / np.median(b)
+    lo, hi = stats.ratio_of_medians_ci(a, b, n_boot=500)
+    assert lo < est < hi and hi - lo < 0.1 and abs(est - 2.0) < 0.05
+    lo2, hi2 = stats.bootstrap_ci(lambda x, y: np.median(x) / np.median(y), a, b, n_boot=300)
+    assert lo2 < est < hi2 and abs(lo2 - lo) < 0.02 and abs(hi2 - hi) < 0.02
+    assert stats.ratio_of_medians_ci([], b) == (None, None)
