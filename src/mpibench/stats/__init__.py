@@ -211,7 +211,8 @@ def min_pvalue(n_a: int, n_b: int) -> float:
     2 / C(n_a + n_b, n_a) (complete separation)."""
     if n_a <= 0 or n_b <= 0:
         return 1.0
-    return min(1.0, 2.0 / math.comb(n_a + n_b, n_a))
+    log_comb = math.lgamma(n_a + n_b + 1) - math.lgamma(n_a + 1) - math.lgamma(n_b + 1)
+    return min(1.0, 2.0 * math.exp(-log_comb))
 
 
 def can_reach_significance(n_a: int, n_b: int, alpha: float = 0.05) -> bool:

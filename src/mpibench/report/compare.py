@@ -1,0 +1,743 @@
+"""Compare result sets: benchstat-style tables with honest statistics.
+
+    cmp = compare_groups(store, {"openmpi": [run ids], "mpich": [run ids]}, "openmpi")
+    print(render(cmp, "terminal"))          # or markdown | csv | json
+
+Per cell (benchmark x size, or application cell) and per candidate group against the
+baseline: each side's median +- CI%, the gain oriented so > 1 is better (time-like metrics,
+better='lower': baseline/candidate; rates, better='higher': candidate/baseline), a two-sided
+Mann-Whitney U p-value Holm-corrected across every test of the comparison, and Cliff's delta
+oriented like the gain (positive = candidate better). Not significant prints as `~`.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import shutil
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC
+from typing import Any
+
+import numpy as np
+
+from mpibench import stats
+from mpibench.errors import UsageError
+from mpibench.report.data import (
+    Cell,
+    bench_sort_key,
+    cell_label,
+    fmt_num,
+    fmt_size,
+    load_cells,
+    params_key,
+    pool,
+)
+from mpibench.store import Store
+
+FORMATS = ("terminal", "markdown", "csv", "json")
+
+
+@dataclass
+class Delta:
+    """Candidate vs baseline in one row."""
+    gain: float | None = None
+    p: float | None = None          # raw MWU p
+    p_adj: float | None = None      # Holm-adjusted over the whole comparison
+    cliffs: float | None = None     # oriented: + means candidate better
+    significant: bool = False
+    tested: bool = False
+    n_base: int | None = None
+    n_cand: int | None = None
+    notes: list[int] = field(default_factory=list)   # footnote numbers
+
+    @property
+    def direction(self) -> str:
+        if not self.significant or self.gain is None:
+            return "~"
+        return "better" if self.gain > 1 else "worse"
+
+
+@dataclass
+class Row:
+    key: tuple
+    benchmark: str
+    size: int | None
+    np: int | None
+    params: dict[str, Any]
+    metric: str
+    unit: str
+    better: str
+    cells: dict[str, Cell]                 # group -> cell (missing groups absent)
+    deltas: dict[str, Delta]               # candidate group -> delta
+    notes: list[int] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return cell_label(self.key)
+
+
+@dataclass
+class Summary:
+    benchmark: str
+    metric: str
+    geomean: dict[str, float | None]       # candidate -> geomean gain over the rows
+    rows: int
+    better: dict[str, int]
+    worse: dict[str, int]
+    same: dict[str, int]
+
+
+@dataclass
+class Comparison:
+    groups: list[str]
+    baseline: str
+    alpha: float
+    rows: list[Row]
+    summaries: list[Summary]
+    footnotes: list[str]
+    verdict: str
+    verdicts: dict[str, str]
+    run_counts: dict[str, int]
+    title: str = ""
+
+    @property
+    def candidates(self) -> list[str]:
+        return [g for g in self.groups if g != self.baseline]
+
+
+class _Notes:
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def add(self, text: str) -> int:
+        if text not in self.texts:
+            self.texts.append(text)
+        return self.texts.index(text) + 1
+
+
+def orient_gain(base: float | None, cand: float | None, better: str) -> float | None:
+    if base is None or cand is None or base <= 0 or cand <= 0:
+        return None
+    return base / cand if better == "lower" else cand / base
+
+
+def compare_groups(store: Store, groups: Mapping[str, list[str]], baseline: str, *,
+                   alpha: float = 0.05, sizes: Iterable[int] | None = None,
+                   benchmarks: Iterable[str] | None = None, title: str = "") -> Comparison:
+    """Compare every group against `baseline`. groups: display name -> run ids."""
+    if baseline not in groups:
+        raise UsageError(f"baseline {baseline!r} is not one of the groups: {', '.join(groups)}")
+    if len(groups) < 2:
+        raise UsageError("a comparison needs at least two result sets (got "
+                         f"{', '.join(groups) or 'none'})")
+    order = [baseline] + [g for g in groups if g != baseline]
+    cells = load_cells(store, groups)
+    size_set = set(sizes) if sizes is not None else None
+    bench_set = {b.lower() for b in benchmarks} if benchmarks else None
+    notes = _Notes()
+    rows: list[Row] = []
+    min_n = stats.min_n_per_side(alpha)
+    for key, by_group in cells.items():
+        bench, size, np_, pkey, metric = key
+        if size_set is not None and size not in size_set:
+            continue
+        if bench_set is not None and bench.lower() not in bench_set:
+            continue
+        any_cell = by_group.get(baseline) or next(iter(by_group.values()))
+        row = Row(key=key, benchmark=bench, size=size, np=np_, params=dict(any_cell.params),
+                  metric=metric, unit=any_cell.unit, better=any_cell.better,
+                  cells=by_group, deltas={})
+        for g, c in by_group.items():
+            if c.mixed:
+                row.notes.append(notes.add(
+                    f"{g}: runs with different fingerprints are not pooled; used the most "
+                    f"common fingerprint ({len(c.runs_used)} run(s)), excluded "
+                    f"{len(c.runs_excluded)} run(s) with {c.n_fingerprints - 1} other "
+                    "fingerprint(s)"))
+            if c.runs_failed:
+                sts = sorted({s for _, s, _ in c.runs_failed})
+                row.notes.append(notes.add(
+                    f"{g}: some runs have no usable result for this cell ({', '.join(sts)}); "
+                    "see the run's reason in the store"))
+            if c.no_samples:
+                stat = "mean" if c.statistic != "median" else "median"
+                row.notes.append(notes.add(
+                    f"{stat}, no samples: imported summary without raw samples; shown, "
+                    "not tested"))
+        base = by_group.get(baseline)
+        for cand in order[1:]:
+            d = Delta()
+            row.deltas[cand] = d
+            c = by_group.get(cand)
+            if base is None or c is None:
+                missing = baseline if base is None else cand
+                d.notes.append(notes.add(f"{missing}: no result for this cell"))
+                continue
+            if base.status != "ok" or c.status != "ok":
+                bad = base if base.status != "ok" else c
+                d.notes.append(notes.add(
+                    f"{bad.group}: {bad.status}" + (f" ({bad.reason})" if bad.reason else "")))
+                continue
+            d.gain = orient_gain(base.value, c.value, row.better)
+            d.n_base, d.n_cand = base.n, c.n
+            if not (base.testable and c.testable):
+                continue
+            na, nb = base.samples.size, c.samples.size
+            if not stats.can_reach_significance(na, nb, alpha):
+                d.notes.append(notes.add(
+                    f"too few samples: need >= {min_n} per side to reach p <= {alpha:g} "
+                    "(two-sided Mann-Whitney); not tested"))
+                continue
+            d.tested = True
+            d.p = stats.mann_whitney(base.samples, c.samples)
+            delta = stats.cliffs_delta(base.samples, c.samples)
+            d.cliffs = delta if row.better == "lower" else -delta
+        rows.append(row)
+
+    # Holm across every test in the table.
+    tests = [(r, g) for r in rows for g, d in r.deltas.items() if d.tested]
+    adj = stats.holm([r.deltas[g].p for r, g in tests])
+    for (r, g), pa in zip(tests, adj, strict=True):
+        d = r.deltas[g]
+        d.p_adj = float(pa)
+        d.significant = bool(pa <= alpha)
+        if d.significant:
+            b, c = r.cells[baseline], r.cells[g]
+            if len(b.launch_medians) >= 2 and len(c.launch_medians) >= 2 and (
+                    min(b.launch_medians) <= max(c.launch_medians)
+                    and min(c.launch_medians) <= max(b.launch_medians)):
+                d.notes.append(notes.add(
+                    "per-launch medians overlap between the two sides: the difference is "
+                    "within launch-to-launch variation; more interleaved launches would "
+                    "tell"))
+
+    summaries = _summaries(rows, order[1:])
+    verdicts = {cand: _verdict(rows, baseline, cand, alpha) for cand in order[1:]}
+    return Comparison(groups=order, baseline=baseline, alpha=alpha, rows=rows,
+                      summaries=summaries, footnotes=notes.texts,
+                      verdict="; ".join(verdicts.values()), verdicts=verdicts,
+                      run_counts={g: len(ids) for g, ids in groups.items()}, title=title)
+
+
+def _summaries(rows: list[Row], candidates: list[str]) -> list[Summary]:
+    by_bench: dict[tuple[str, str], list[Row]] = {}
+    for r in rows:
+        by_bench.setdefault((r.benchmark, r.metric), []).append(r)
+    out = []
+    for (bench, metric), rs in by_bench.items():
+        out.append(Summary(
+            benchmark=bench, metric=metric, rows=len(rs),
+            geomean={c: stats.geomean(r.deltas[c].gain for r in rs) for c in candidates},
+            better={c: sum(r.deltas[c].direction == "better" for r in rs) for c in candidates},
+            worse={c: sum(r.deltas[c].direction == "worse" for r in rs) for c in candidates},
+            same={c: sum(r.deltas[c].direction == "~" for r in rs) for c in candidates}))
+    return out
+
+
+def _verdict(rows: list[Row], baseline: str, cand: str, alpha: float) -> str:
+    ds = [r.deltas[cand] for r in rows]
+    gains = [d.gain for d in ds if d.gain is not None]
+    g = stats.geomean(gains)
+    nb = sum(d.direction == "better" for d in ds)
+    nw = sum(d.direction == "worse" for d in ds)
+    ntested = sum(d.tested for d in ds)
+    if not gains:
+        return f"{cand} vs {baseline}: nothing to compare (no common cells)"
+    gm = f"geomean gain {g:.3f}x over {len(gains)} cell(s)"
+    if ntested == 0:
+        return (f"{cand} vs {baseline}: cannot tell (no cell has enough samples to test); "
+                f"{gm}")
+    if nb and not nw:
+        what = f"{cand} is better"
+    elif nw and not nb:
+        what = f"{cand} is worse"
+    elif nb and nw:
+        what = f"mixed: {cand} better in some cells, worse in others"
+    else:
+        what = f"no significant difference between {cand} and {baseline}"
+    return (f"{what} — {gm}; significant: {nb} better, {nw} worse, "
+            f"{ntested - nb - nw} ~ of {ntested} tested (MWU, Holm, alpha {alpha:g})")
+
+
+# ---------------------------------------------------------------------------------------
+# Rendering
+
+def _fmt_side(c: Cell | None) -> str:
+    if c is None:
+        return ""
+    if c.status != "ok":
+        return c.status
+    v = fmt_num(c.value)
+    if c.no_samples:
+        return f"{v} ({'mean' if c.statistic != 'median' else 'median'}, no samples)"
+    pct = c.ci_pct
+    return f"{v} ± {pct:.0f}%" if pct is not None and pct >= 0.5 else (
+        f"{v} ± {pct:.1f}%" if pct is not None else f"{v} ± ?")
+
+
+def _fmt_n(d: Delta) -> str:
+    if d.n_base is None and d.n_cand is None:
+        return ""
+    a = "?" if d.n_base is None else str(d.n_base)
+    b = "?" if d.n_cand is None else str(d.n_cand)
+    return f"n={a}+{b}"
+
+
+def _fmt_delta(d: Delta) -> str:
+    if d.gain is None:
+        return ""
+    n = _fmt_n(d)
+    if not d.tested:
+        return f"{d.gain:.3f}x (not tested{', ' + n if n else ''})"
+    p = f"p={d.p_adj:.3f}" if d.p_adj >= 0.001 else "p<0.001"
+    if not d.significant:
+        return f"~ (gain {d.gain:.3f}x {p} {n})"
+    return f"{d.gain:.3f}x ({p} {n})"
+
+
+def _marks(nums: Iterable[int]) -> str:
+    nums = sorted(set(nums))
+    return "".join(f"[{i}]" for i in nums)
+
+
+def _unit_header(rows: list[Row]) -> str:
+    units = {(r.metric, r.unit, r.better) for r in rows}
+    if len(units) == 1:
+        m, u, b = next(iter(units))
+        return f"{m} ({u}, {b} is better)"
+    return "value"
+
+
+def comparison_records(cmp: Comparison) -> list[dict[str, Any]]:
+    """Flat rows (one per cell x candidate) for CSV/JSON and notebooks."""
+    out = []
+    for r in cmp.rows:
+        b = r.cells.get(cmp.baseline)
+        for cand, d in r.deltas.items():
+            c = r.cells.get(cand)
+            rec: dict[str, Any] = {
+                "benchmark": r.benchmark, "size": r.size, "np": r.np, "params": r.params,
+                "metric": r.metric, "unit": r.unit, "better": r.better,
+                "baseline": cmp.baseline, "candidate": cand,
+            }
+            for prefix, cell in (("base", b), ("cand", c)):
+                rec[f"{prefix}_status"] = cell.status if cell else "missing"
+                rec[f"{prefix}_n"] = cell.n if cell else None
+                rec[f"{prefix}_statistic"] = (
+                    ("mean" if cell.no_samples and cell.statistic != "median" else "median")
+                    if cell else None)
+                rec[f"{prefix}_value"] = cell.value if cell else None
+                rec[f"{prefix}_ci_low"] = cell.ci_low if cell else None
+                rec[f"{prefix}_ci_high"] = cell.ci_high if cell else None
+                rec[f"{prefix}_runs"] = len(cell.runs_used) if cell else 0
+                rec[f"{prefix}_no_samples"] = cell.no_samples if cell else None
+            rec.update({"gain": d.gain, "p": d.p, "p_holm": d.p_adj, "cliffs_delta": d.cliffs,
+                        "significant": d.significant, "tested": d.tested,
+                        "direction": d.direction,
+                        "notes": [cmp.footnotes[i - 1] for i in sorted(set(r.notes + d.notes))]})
+            out.append(rec)
+    return out
+
+
+def _clean_json(o):
+    if isinstance(o, float) and not math.isfinite(o):
+        return None
+    if isinstance(o, dict):
+        return {k: _clean_json(v) for k, v in o.items()}
+    if isinstance(o, list | tuple):
+        return [_clean_json(v) for v in o]
+    if isinstance(o, np.generic):
+        return _clean_json(o.item())
+    return o
+
+
+def to_json_obj(cmp: Comparison) -> dict[str, Any]:
+    return _clean_json({
+        "title": cmp.title, "baseline": cmp.baseline, "groups": cmp.groups, "alpha": cmp.alpha,
+        "runs": cmp.run_counts, "verdict": cmp.verdict, "verdicts": cmp.verdicts,
+        "rows": comparison_records(cmp),
+        "summary": [{"benchmark": s.benchmark, "metric": s.metric, "rows": s.rows,
+                     "geomean_gain": s.geomean, "better": s.better, "worse": s.worse,
+                     "not_significant": s.same} for s in cmp.summaries],
+        "footnotes": cmp.footnotes,
+        "units": "time in microseconds; MB/s = 10^6 bytes/s; gain > 1 means the candidate "
+                 "is better",
+    })
+
+
+def _table_model(cmp: Comparison) -> tuple[list[str], list[list[str]], list[int]]:
+    """Header, body rows, and indices of summary rows (for styling)."""
+    show_np = len({r.np for r in cmp.rows}) > 1
+    hdr = ["benchmark", "size/cell"] + (["np"] if show_np else [])
+    hdr += [f"{cmp.baseline} (base)"]
+    for c in cmp.candidates:
+        hdr += [c, f"vs {cmp.baseline}", "Cliff's δ"] if len(cmp.candidates) > 1 else \
+            [c, "vs base", "Cliff's δ"]
+    hdr += ["notes"]
+    body: list[list[str]] = []
+    summary_idx: list[int] = []
+    summaries = {(s.benchmark, s.metric): s for s in cmp.summaries}
+    prev = None
+    for i, r in enumerate(cmp.rows):
+        group_key = (r.benchmark, r.metric)
+        line = [r.benchmark if group_key != prev else "", r.label]
+        if show_np:
+            line.append("" if r.np is None else str(r.np))
+        line.append(_fmt_side(r.cells.get(cmp.baseline)))
+        notes = list(r.notes)
+        for c in cmp.candidates:
+            d = r.deltas[c]
+            line += [_fmt_side(r.cells.get(c)), _fmt_delta(d),
+                     "" if d.cliffs is None else f"{d.cliffs:+.2f}"]
+            notes += d.notes
+        line.append(_marks(notes))
+        body.append(line)
+        prev = group_key
+        nxt = cmp.rows[i + 1] if i + 1 < len(cmp.rows) else None
+        if (nxt is None or (nxt.benchmark, nxt.metric) != group_key):
+            s = summaries[group_key]
+            if s.rows > 1:
+                line = ["", "geomean"] + ([""] if show_np else []) + [""]
+                for c in cmp.candidates:
+                    g = s.geomean[c]
+                    line += ["", "" if g is None else f"{g:.3f}x", ""]
+                line.append("")
+                body.append(line)
+                summary_idx.append(len(body) - 1)
+    return hdr, body, summary_idx
+
+
+def _header_lines(cmp: Comparison) -> list[str]:
+    runs = ", ".join(f"{g}: {cmp.run_counts.get(g, 0)} run(s)" for g in cmp.groups)
+    return [
+        f"{_unit_header(cmp.rows)}; baseline {cmp.baseline}; {runs}",
+        "median ± 95% CI (order statistics); gain > 1 = candidate better "
+        "(time: base/cand, rates: cand/base); p = two-sided Mann-Whitney U, Holm-corrected "
+        f"across the table; ~ = not significant at alpha {cmp.alpha:g}; Cliff's δ > 0 = "
+        "candidate better",
+    ]
+
+
+def render_terminal(cmp: Comparison, width: int | None = None) -> str:
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    tty = sys.stdout.isatty()
+    if width is None:
+        width = shutil.get_terminal_size((200, 40)).columns if tty else 240
+    buf = io.StringIO()
+    con = Console(file=buf, width=width, force_terminal=tty, color_system="auto" if tty else None,
+                  highlight=False, soft_wrap=False)
+    hdr, body, summary_idx = _table_model(cmp)
+    t = Table(title=cmp.title or f"comparison vs {cmp.baseline}", title_justify="left",
+              box=box.SIMPLE_HEAD, caption="\n".join(_header_lines(cmp)),
+              caption_justify="left")
+    for i, h in enumerate(hdr):
+        t.add_column(h, justify="left" if i < 2 else "right", overflow="fold")
+    for i, line in enumerate(body):
+        style = "bold" if i in summary_idx else None
+        t.add_row(*[Text(x) for x in line], style=style)
+    con.print(t)
+    for i, note in enumerate(cmp.footnotes, 1):
+        con.print(Text(f"[{i}] {note}"))
+    con.print(Text(f"verdict: {cmp.verdict}"), style="bold")
+    return buf.getvalue().rstrip("\n")
+
+
+def md_escape(s: Any) -> str:
+    """Escape text for a Markdown table cell (user labels may hold | or HTML)."""
+    text = "" if s is None else str(s)
+    for ch in ("\\", "|", "*", "_", "`", "[", "]"):
+        text = text.replace(ch, "\\" + ch)
+    # '<' and '&' as entities: Markdown renderers pass raw HTML through.
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return text.replace("\n", " ")
+
+
+def md_table(hdr: list[str], body: list[list[str]], bold_rows: Iterable[int] = ()) -> str:
+    bold = set(bold_rows)
+    out = ["| " + " | ".join(md_escape(h) for h in hdr) + " |",
+           "|" + "|".join("---" if i < 2 else "---:" for i in range(len(hdr))) + "|"]
+    for i, line in enumerate(body):
+        cells = [md_escape(x) for x in line]
+        if i in bold:
+            cells = [f"**{x}**" if x else x for x in cells]
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def render_markdown(cmp: Comparison, heading_level: int = 3) -> str:
+    hdr, body, summary_idx = _table_model(cmp)
+    h = "#" * heading_level
+    parts = [f"{h} {md_escape(cmp.title or 'Comparison vs ' + cmp.baseline)}", ""]
+    parts += [md_escape(x) for x in _header_lines(cmp)]
+    parts[-1] += "\n"
+    parts.append(md_table(hdr, body, summary_idx))
+    parts.append("")
+    for i, note in enumerate(cmp.footnotes, 1):
+        parts.append(f"\\[{i}\\] {md_escape(note)}  ")
+    parts.append("")
+    parts.append(f"**Verdict:** {md_escape(cmp.verdict)}")
+    return "\n".join(parts)
+
+
+def render_csv(cmp: Comparison) -> str:
+    recs = comparison_records(cmp)
+    buf = io.StringIO()
+    cols = list(recs[0]) if recs else ["benchmark", "size", "candidate", "gain"]
+    w = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n")
+    w.writeheader()
+    for rec in recs:
+        rec = dict(rec)
+        rec["params"] = json.dumps(rec["params"], sort_keys=True)
+        rec["notes"] = " / ".join(rec["notes"])
+        w.writerow({k: ("" if v is None else v) for k, v in rec.items()})
+    return buf.getvalue()
+
+
+def render(comparison: Comparison, fmt: str = "terminal") -> str:
+    """Render a Comparison as terminal | markdown | csv | json text."""
+    if fmt == "terminal":
+        return render_terminal(comparison)
+    if fmt == "markdown":
+        return render_markdown(comparison)
+    if fmt == "csv":
+        return render_csv(comparison)
+    if fmt == "json":
+        return json.dumps(to_json_obj(comparison), indent=2)
+    raise UsageError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+
+
+# ---------------------------------------------------------------------------------------
+# One result set
+
+RESULT_COLUMNS = ["benchmark", "size/cell", "np", "n", "median", "±CI", "min", "p95", "MB/s",
+                  "busbw MB/s", "first", "launches", "stop"]
+
+
+def result_cells(store: Store, run_ids: list[str]) -> list[Cell]:
+    return list(c for by in load_cells(store, {"_": list(run_ids)}).values() for c in by.values())
+
+
+def _launch_spread(c: Cell) -> str:
+    k = len(c.runs_used)
+    if k >= 2 and c.launch_medians:
+        return f"{k} ({fmt_num(min(c.launch_medians))}–{fmt_num(max(c.launch_medians))})"
+    return str(k)
+
+
+def results_records(cells: list[Cell]) -> list[dict[str, Any]]:
+    out = []
+    for c in cells:
+        out.append(_clean_json({
+            "benchmark": c.benchmark, "size": c.size, "np": c.np, "params": c.params,
+            "metric": c.metric, "unit": c.unit, "better": c.better, "status": c.status,
+            "reason": c.reason, "n": c.n,
+            "statistic": "mean" if c.no_samples and c.statistic != "median" else "median",
+            "value": c.value, "ci_low": c.ci_low, "ci_high": c.ci_high, "min": c.min,
+            "p5": c.p5, "p95": c.p95, "p99": c.p99, "max": c.max, "mean": c.mean, "std": c.std,
+            "bandwidth_mbps": c.bandwidth_mbps, "busbw_mbps": c.busbw_mbps, "first": c.first,
+            "launches": len(c.runs_used), "launch_medians": c.launch_medians,
+            "stop_reasons": dict(c.stop_reasons), "excluded_runs": c.runs_excluded,
+            "no_samples": c.no_samples,
+        }))
+    return out
+
+
+def _results_table(cells: list[Cell]) -> tuple[list[str], list[list[str]], list[str]]:
+    notes: list[str] = []
+    body = []
+    prev = None
+    for c in cells:
+        if c.status != "ok":
+            val = [c.status + (f": {c.reason}" if c.reason else "")] + [""] * 9
+            n = ""
+        else:
+            pct = c.ci_pct
+            stop = ", ".join(f"{k}×{v}" if v > 1 else k for k, v in c.stop_reasons.items())
+            val = [fmt_num(c.value) + (" (mean)" if c.no_samples and c.statistic != "median"
+                                       else ""),
+                   "" if pct is None else f"{pct:.1f}%", fmt_num(c.min), fmt_num(c.p95),
+                   fmt_num(c.bandwidth_mbps) if c.bandwidth_mbps is not None else "",
+                   fmt_num(c.busbw_mbps) if c.busbw_mbps is not None else "",
+                   fmt_num(c.first) if c.first is not None else "", _launch_spread(c), stop]
+            n = "" if c.n is None else str(c.n)
+        mark = ""
+        if c.mixed:
+            text = ("runs with different fingerprints are not pooled; shown: the most common "
+                    "fingerprint")
+            if text not in notes:
+                notes.append(text)
+            mark = f" [{notes.index(text) + 1}]"
+        body.append([c.benchmark if c.benchmark != prev else "", cell_label(c) + mark,
+                     "" if c.np is None else str(c.np), n] + val)
+        prev = c.benchmark
+    return RESULT_COLUMNS, body, notes
+
+
+def render_results(store: Store, run_ids: list[str], fmt: str = "terminal", *,
+                   title: str | None = None) -> str:
+    """Per-stack table of one result set (runs pooled per cell as in compare_groups)."""
+    cells = result_cells(store, run_ids)
+    title = title or "results"
+    if fmt == "json":
+        return json.dumps({"title": title, "runs": len(run_ids),
+                           "rows": results_records(cells)}, indent=2)
+    if fmt == "csv":
+        recs = results_records(cells)
+        buf = io.StringIO()
+        if recs:
+            w = csv.DictWriter(buf, fieldnames=list(recs[0]), lineterminator="\n")
+            w.writeheader()
+            for r in recs:
+                r = {k: (json.dumps(v, sort_keys=True) if isinstance(v, dict | list) else
+                         ("" if v is None else v)) for k, v in r.items()}
+                w.writerow(r)
+        return buf.getvalue()
+    hdr, body, notes = _results_table(cells)
+    units = {(c.metric, c.unit) for c in cells}
+    unit_line = ("times in microseconds" if units <= {("time", "us")} else
+                 "units: " + ", ".join(f"{m} ({u})" for m, u in sorted(units)))
+    caption = (f"{unit_line}: median and 95% CI half-width (order statistics) of samples "
+               f"pooled over {len(run_ids)} launch(es); MB/s = 10^6 bytes/s from the median; "
+               "busbw uses the usual collective factors; first = first-call time (median "
+               "over launches); launches = count (min–max of per-launch medians)")
+    if fmt == "markdown":
+        parts = [f"### {md_escape(title)}", "", md_escape(caption), "", md_table(hdr, body)]
+        parts += [""] + [f"\\[{i}\\] {md_escape(t)}  " for i, t in enumerate(notes, 1)]
+        return "\n".join(parts).rstrip()
+    if fmt == "terminal":
+        from rich import box
+        from rich.console import Console
+        from rich.table import Table
+        from rich.text import Text
+        tty = sys.stdout.isatty()
+        width = shutil.get_terminal_size((200, 40)).columns if tty else 240
+        buf = io.StringIO()
+        con = Console(file=buf, width=width, force_terminal=tty,
+                      color_system="auto" if tty else None, highlight=False)
+        t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, caption=caption,
+                  caption_justify="left")
+        for i, h in enumerate(hdr):
+            t.add_column(h, justify="left" if i < 2 else "right", overflow="fold")
+        for line in body:
+            t.add_row(*[Text(x) for x in line])
+        con.print(t)
+        for i, text in enumerate(notes, 1):
+            con.print(Text(f"[{i}] {text}"))
+        return buf.getvalue().rstrip("\n")
+    raise UsageError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+
+
+# ---------------------------------------------------------------------------------------
+# Selecting result sets
+
+def _parse_when(v: str | float | None, flag: str) -> float | None:
+    if v is None or isinstance(v, int | float):
+        return v
+    s = str(v).strip()
+    try:
+        return float(s)
+    except ValueError:
+        pass
+    from datetime import datetime
+    try:
+        dt = datetime.fromisoformat(s)
+    except ValueError as exc:
+        raise UsageError(f"{flag} {s!r}: expected an ISO date/time (2026-05-01 or "
+                         "2026-05-01T12:00) or a Unix timestamp") from exc
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return dt.timestamp()
+
+
+def select_groups(store: Store, *, variants: Iterable[str] | None = None,
+                  campaign: str | int | Iterable[str | int] | None = None,
+                  run_ids: Iterable[str] | None = None, labels: Iterable[str] | None = None,
+                  since: str | float | None = None, until: str | float | None = None,
+                  by: str | None = None) -> dict[str, list[str]]:
+    """Pick runs and group them into result sets (display name -> run ids, insertion order).
+
+    Groups are by variant, or by label when `labels` is given (or by="label"). With several
+    campaigns and variant names that occur in more than one, names become 'campaign/variant'
+    (comparing one variant across campaigns, e.g. before/after a system update).
+    since/until filter on the run's start time (ISO date/time, UTC if no zone, or epoch).
+    Runs without results (pending/running) are skipped.
+    """
+    q = ("SELECT u.id, u.variant, u.label, u.campaign_id, c.name AS campaign, u.started "
+         "FROM runs u JOIN campaigns c ON c.id = u.campaign_id "
+         "WHERE EXISTS (SELECT 1 FROM results r WHERE r.run_id = u.id)")
+    args: list[Any] = []
+    if campaign is not None:
+        camps = [campaign] if isinstance(campaign, str | int) else list(campaign)
+        ids = []
+        for name in camps:
+            row = store.campaign(name)
+            if row is None:
+                known = ", ".join(r["name"] for r in store.campaigns()) or "none"
+                raise UsageError(f"--campaign {name!r}: no such campaign in {store.path} "
+                                 f"(known: {known})")
+            # every campaign of that name (ad-hoc runs may share a name across files)
+            if isinstance(name, str) and not name.isdigit():
+                ids += [r["id"] for r in store.campaigns() if r["name"] == name]
+            else:
+                ids.append(row["id"])
+        q += f" AND u.campaign_id IN ({', '.join('?' for _ in ids)})"
+        args += ids
+    if run_ids is not None:
+        rids = list(run_ids)
+        unknown = [r for r in rids if store.run(r) is None]
+        if unknown:
+            raise UsageError(f"--run {unknown[0]!r}: no such run in {store.path}")
+        q += f" AND u.id IN ({', '.join('?' for _ in rids)})"
+        args += rids
+    if variants is not None:
+        vs = list(variants)
+        q += f" AND u.variant IN ({', '.join('?' for _ in vs)})"
+        args += vs
+    label_list = list(labels) if labels is not None else None
+    if label_list is not None:
+        q += f" AND u.label IN ({', '.join('?' for _ in label_list)})"
+        args += label_list
+    t0, t1 = _parse_when(since, "--since"), _parse_when(until, "--until")
+    if t0 is not None:
+        q += " AND u.started >= ?"
+        args.append(t0)
+    if t1 is not None:
+        q += " AND u.started <= ?"
+        args.append(t1)
+    q += " ORDER BY u.campaign_id, u.seq, u.id"
+    rows = store.db.execute(q, args).fetchall()
+    by = by or ("label" if label_list is not None else "variant")
+    camps_of_variant: dict[str, set[int]] = {}
+    for r in rows:
+        camps_of_variant.setdefault(r["variant"], set()).add(r["campaign_id"])
+    groups: dict[str, list[str]] = {}
+    order_hint = label_list if by == "label" else (list(variants) if variants else None)
+    for r in rows:
+        if by == "label":
+            name = r["label"] or r["variant"]
+        elif len(camps_of_variant[r["variant"]]) > 1:
+            name = f"{r['campaign']}/{r['variant']}"
+        else:
+            name = r["variant"]
+        groups.setdefault(name, []).append(r["id"])
+    if order_hint:
+        ranked = {n: i for i, n in enumerate(order_hint)}
+        groups = dict(sorted(groups.items(), key=lambda kv: ranked.get(kv[0], len(ranked))))
+    return groups
+
+
+__all__ = [
+    "Comparison", "Row", "Delta", "Summary", "compare_groups", "render", "render_results",
+    "render_terminal", "render_markdown", "render_csv", "to_json_obj", "comparison_records",
+    "select_groups", "result_cells", "results_records", "orient_gain", "md_escape", "md_table",
+    "FORMATS", "fmt_size", "bench_sort_key", "params_key", "pool",
+]

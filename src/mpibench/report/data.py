@@ -1,0 +1,276 @@
+"""Read result sets from the store and pool them into cells.
+
+A cell is one (benchmark, size, np, params, metric) of one group (a display name mapped to
+run ids). Samples of a cell are pooled across the group's runs only when the runs share a
+fingerprint. Policy for mixed fingerprints: pool the runs of the most common fingerprint
+(ties: the one with the most samples, then the earliest run) and exclude the others; the
+cell records what was excluded so the tables footnote it. Nothing is pooled across
+fingerprints, and nothing is dropped silently.
+
+Rows without raw samples (imported IMB/OSU summaries) keep their stored statistic; such a
+cell is marked `no_samples` and is shown but never tested.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics as _pystats
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from mpibench import stats
+from mpibench.store import Store
+
+# IMB order first; anything else (applications, imported names) after, alphabetically.
+try:
+    from mpibench.benchmarks import ALL as _IMB_ORDER
+except Exception:  # pragma: no cover - benchmarks module is the lead's; stay usable without
+    _IMB_ORDER = []
+_BENCH_RANK = {b: i for i, b in enumerate(_IMB_ORDER)}
+
+
+def params_key(params: Mapping[str, Any] | None) -> str:
+    return json.dumps(params or {}, sort_keys=True, default=str)
+
+
+def bench_sort_key(name: str) -> tuple[int, str]:
+    return (_BENCH_RANK.get(name, len(_BENCH_RANK)), name)
+
+
+@dataclass
+class Cell:
+    group: str
+    benchmark: str
+    size: int | None
+    np: int | None
+    params: dict[str, Any]
+    metric: str
+    unit: str
+    better: str
+    statistic: str = "median"
+    status: str = "ok"
+    reason: str | None = None
+    samples: np.ndarray = field(default_factory=lambda: np.empty(0))
+    no_samples: bool = False
+    n: int | None = None
+    median: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    min: float | None = None
+    p5: float | None = None
+    p95: float | None = None
+    p99: float | None = None
+    max: float | None = None
+    mean: float | None = None
+    std: float | None = None
+    bandwidth_mbps: float | None = None
+    busbw_mbps: float | None = None
+    msg_rate: float | None = None
+    firsts: list[float] = field(default_factory=list)
+    launch_medians: list[float] = field(default_factory=list)
+    stop_reasons: Counter = field(default_factory=Counter)
+    runs_used: list[str] = field(default_factory=list)
+    runs_excluded: list[str] = field(default_factory=list)
+    runs_failed: list[tuple[str, str, str | None]] = field(default_factory=list)
+    fingerprint_id: str | None = None
+    n_fingerprints: int = 1
+    batch: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    campaign_ids: set[int] = field(default_factory=set)
+
+    @property
+    def key(self) -> tuple:
+        return (self.benchmark, self.size, self.np, params_key(self.params), self.metric)
+
+    @property
+    def value(self) -> float | None:
+        """The statistic shown: the median, or the stored statistic for summaries without
+        samples (IMB t_avg is a mean)."""
+        if self.no_samples and self.statistic != "median":
+            return self.mean if self.mean is not None else self.median
+        return self.median
+
+    @property
+    def first(self) -> float | None:
+        return float(np.median(self.firsts)) if self.firsts else None
+
+    @property
+    def ci_pct(self) -> float | None:
+        return stats.ci_percent(self.value, self.ci_low, self.ci_high)
+
+    @property
+    def testable(self) -> bool:
+        return self.status == "ok" and not self.no_samples and self.samples.size > 0
+
+    @property
+    def mixed(self) -> bool:
+        return bool(self.runs_excluded)
+
+
+def _fetch_rows(store: Store, run_ids: list[str], with_samples: bool) -> Iterable[dict]:
+    # Chunk the IN (...) list: SQLite builds may cap host parameters.
+    for i in range(0, len(run_ids), 5000):
+        yield from store.results(run_ids[i:i + 5000], with_samples=with_samples)
+
+
+def load_cells(store: Store, groups: Mapping[str, list[str]], *,
+               with_samples: bool = True) -> dict[tuple, dict[str, Cell]]:
+    """{cell key: {group: Cell}} for every cell any group has. Keys are
+    (benchmark, size, np, params_key, metric)."""
+    owners: dict[str, list[str]] = defaultdict(list)
+    for g, ids in groups.items():
+        for rid in dict.fromkeys(ids):
+            owners[rid].append(g)
+    raw: dict[tuple, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
+    all_ids = [rid for ids in groups.values() for rid in ids]
+    for row in _fetch_rows(store, list(dict.fromkeys(all_ids)), with_samples):
+        key = (row["benchmark"], row["size"], row["np"], params_key(row["params"]),
+               row["metric"])
+        for g in owners[row["run_id"]]:
+            raw[key][g].append(row)
+    out: dict[tuple, dict[str, Cell]] = {}
+    for key in sorted(raw, key=_cell_sort_key):
+        out[key] = {g: pool(g, rows) for g, rows in raw[key].items()}
+    return out
+
+
+def _cell_sort_key(key: tuple) -> tuple:
+    bench, size, np_, pkey, metric = key
+    return (bench_sort_key(bench), metric, np_ if np_ is not None else -1, pkey,
+            size if size is not None else -1)
+
+
+def _num(v: Any) -> float | None:
+    return None if v is None else float(v)
+
+
+def pool(group: str, rows: list[dict]) -> Cell:
+    """Pool one group's rows of one cell (see module docstring for the policy)."""
+    first = rows[0]
+    cell = Cell(group=group, benchmark=first["benchmark"], size=first["size"], np=first["np"],
+                params=dict(first["params"] or {}), metric=first["metric"],
+                unit=first["unit"], better=first["better"], statistic=first["statistic"])
+    ok = [r for r in rows if r["status"] == "ok"]
+    for r in rows:
+        if r["status"] != "ok":
+            cell.runs_failed.append((r["run_id"], r["status"], r.get("reason")))
+        cell.campaign_ids.add(r["campaign_id"])
+    if not ok:
+        cell.status = rows[0]["status"]
+        cell.reason = rows[0].get("reason")
+        return cell
+
+    by_fp: dict[Any, list[dict]] = defaultdict(list)
+    for r in ok:
+        by_fp[r["fingerprint_id"]].append(r)
+    cell.n_fingerprints = len(by_fp)
+    if len(by_fp) > 1:
+        def rank(item):
+            fp, rs = item
+            nsamp = sum(len(r.get("samples", ())) for r in rs)
+            return (-len(rs), -nsamp, min(r["result_id"] for r in rs))
+        chosen_fp, used = sorted(by_fp.items(), key=rank)[0]
+        cell.runs_excluded = [r["run_id"] for fp, rs in by_fp.items() if fp != chosen_fp
+                              for r in rs]
+    else:
+        chosen_fp, used = next(iter(by_fp.items()))
+    cell.fingerprint_id = chosen_fp
+    cell.runs_used = [r["run_id"] for r in used]
+    cell.firsts = [float(r["first"]) for r in used if r.get("first") is not None]
+    cell.stop_reasons = Counter(r["stop_reason"] for r in used if r.get("stop_reason"))
+    cell.batch = used[0].get("batch")
+    cell.extra = used[0].get("extra") or {}
+
+    sample_arrays = [r["samples"] for r in used
+                     if r.get("samples") is not None and len(r["samples"]) > 0]
+    if sample_arrays and len(sample_arrays) == len(used):
+        x = np.concatenate(sample_arrays) if len(sample_arrays) > 1 else sample_arrays[0]
+        cell.samples = x
+        s = stats.summarize(x)
+        for k, v in s.items():
+            setattr(cell, k, v)
+        cell.launch_medians = [float(np.median(a)) for a in sample_arrays]
+    else:
+        # Stored summaries only (or some runs without samples): combine what is stored.
+        cell.no_samples = True
+        vals = [r for r in used if r.get("median") is not None or r.get("mean") is not None]
+        ns = [r["n"] for r in used if r.get("n") is not None]
+        cell.n = sum(ns) if len(ns) == len(used) and ns else None
+        meds = [r["median"] for r in used if r.get("median") is not None]
+        means = [r["mean"] for r in used if r.get("mean") is not None]
+        cell.median = _pystats.median(meds) if meds else None
+        cell.mean = float(np.mean(means)) if means else None
+        for col in ("min", "p5"):
+            v = [r[col] for r in used if r.get(col) is not None]
+            setattr(cell, col, min(v) if v else None)
+        for col in ("max", "p95", "p99"):
+            v = [r[col] for r in used if r.get(col) is not None]
+            setattr(cell, col, max(v) if v else None)
+        if len(vals) == 1:
+            only = vals[0]
+            cell.ci_low, cell.ci_high, cell.std = only.get("ci_low"), only.get("ci_high"), \
+                only.get("std")
+        cell.launch_medians = [float(r["median"] if r.get("median") is not None else r["mean"])
+                               for r in vals]
+
+    # Bandwidths: rescale the core's own figure to the pooled statistic, so each
+    # benchmark's byte-count convention (Exchange, Biband, collectives) is kept.
+    shown = cell.value
+    for col in ("bandwidth_mbps", "busbw_mbps", "msg_rate"):
+        pairs = [(r[col], r["median"] if r.get("median") else r.get("mean")) for r in used
+                 if r.get(col) is not None]
+        pairs = [(b, t) for b, t in pairs if t]
+        if pairs and shown:
+            if cell.metric == "time":
+                setattr(cell, col, float(np.median([b * t / shown for b, t in pairs])))
+            else:
+                setattr(cell, col, float(np.median([b for b, _ in pairs])))
+    return cell
+
+
+def fmt_size(size: int | None) -> str:
+    """Bytes, with K/M/G (powers of 1024) when exact."""
+    if size is None:
+        return ""
+    for unit, shift in (("G", 30), ("M", 20), ("K", 10)):
+        if size >= (1 << shift) and size % (1 << shift) == 0:
+            return f"{size >> shift}{unit}"
+    return str(size)
+
+
+def fmt_params(params: Mapping[str, Any] | None) -> str:
+    return " ".join(f"{k}={v}" for k, v in sorted((params or {}).items()))
+
+
+def fmt_num(v: float | None, digits: int = 4) -> str:
+    """Four significant digits, no exponent for the ranges benchmarks produce."""
+    if v is None or (isinstance(v, float) and not np.isfinite(v)):
+        return "-"
+    a = abs(v)
+    if a == 0:
+        return "0"
+    if a >= 10 ** digits:
+        return f"{v:.0f}"
+    if a < 1e-3:
+        return f"{v:.{digits - 1}e}"
+    decimals = max(0, digits - 1 - int(np.floor(np.log10(a))))
+    return f"{v:.{decimals}f}"
+
+
+def cell_label(cell_or_key: Cell | tuple) -> str:
+    """Size for message-size cells, 'k=v ...' for application cells, np appended if set."""
+    if isinstance(cell_or_key, Cell):
+        size, np_, params = cell_or_key.size, cell_or_key.np, cell_or_key.params
+    else:
+        _, size, np_, pkey, _ = cell_or_key
+        params = json.loads(pkey)
+    parts = []
+    if size is not None:
+        parts.append(fmt_size(size))
+    if params:
+        parts.append(fmt_params(params))
+    return " ".join(parts) if parts else "-"

@@ -1,0 +1,257 @@
+"""compare_groups / render / render_results / select_groups on synthetic stores."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import numpy as np
+import pytest
+
+from mpibench.errors import UsageError
+from mpibench.report.compare import (
+    FORMATS,
+    compare_groups,
+    render,
+    render_results,
+    select_groups,
+)
+from mpibench.store import Store
+from test_report_synth import (
+    IMB_SIZES,
+    add_variant_runs,
+    build_app_store,
+    build_two_stack_store,
+    core_record,
+)
+
+
+@pytest.fixture
+def two(tmp_path):
+    store, groups = build_two_stack_store(tmp_path / "s.db")
+    yield store, groups
+    store.close()
+
+
+def _row(cmp, bench, size):
+    return next(r for r in cmp.rows if r.benchmark == bench and r.size == size)
+
+
+def test_shift_is_significant_identical_is_tilde(two):
+    store, groups = two
+    cmp = compare_groups(store, groups, "base")
+    assert cmp.groups == ["base", "fast"]
+    assert len(cmp.rows) == 2 * len(IMB_SIZES)
+    d = _row(cmp, "PingPong", 1024).deltas["fast"]
+    assert d.significant and d.direction == "better"
+    assert d.gain == pytest.approx(1 / 0.8, rel=0.03)
+    assert d.cliffs > 0.9                   # oriented: + = candidate better
+    same = _row(cmp, "PingPong", 1).deltas["fast"]
+    assert not same.significant and same.direction == "~"
+    assert same.tested and same.p_adj > 0.05
+    text = render(cmp, "terminal")
+    line = next(x for x in text.splitlines() if x.strip().startswith("1 ") or " 1 " in x[:30])
+    assert "~" in line and "p=" in line and "n=90+90" in line
+    assert "fast is better" in cmp.verdict and "13 better" in cmp.verdict
+
+
+def test_reversed_baseline_flips_gain_and_sign(two):
+    store, groups = two
+    cmp = compare_groups(store, groups, "fast")
+    d = _row(cmp, "Allreduce", 65536).deltas["base"]
+    assert d.significant and d.direction == "worse" and d.gain < 1 and d.cliffs < -0.9
+    assert "base is worse" in cmp.verdict
+
+
+def test_geomean_summary_rows(two):
+    store, groups = two
+    cmp = compare_groups(store, groups, "base")
+    s = {x.benchmark: x for x in cmp.summaries}
+    gains = [r.deltas["fast"].gain for r in cmp.rows if r.benchmark == "Allreduce"]
+    assert s["Allreduce"].geomean["fast"] == pytest.approx(float(np.exp(np.mean(np.log(gains)))))
+    assert s["PingPong"].better["fast"] == len(IMB_SIZES) - 1 and s["PingPong"].same["fast"] == 1
+    assert "geomean" in render(cmp, "terminal")
+
+
+def test_rates_higher_is_better(tmp_path):
+    store, groups = build_app_store(tmp_path / "a.db")
+    cmp = compare_groups(store, groups, "plain")
+    rate_rows = [r for r in cmp.rows if r.metric == "ns/day"]
+    wall_rows = [r for r in cmp.rows if r.metric == "wall_time"]
+    assert len(rate_rows) == 12 and len(wall_rows) == 12
+    for r in rate_rows + wall_rows:
+        d = r.deltas["x"]
+        assert d.gain == pytest.approx(1.1, rel=0.05)      # x is 10% better either way
+        assert d.cliffs is None or d.cliffs > 0
+    # 4 repeats x 1 sample per side: testable, and clearly separated
+    assert all(r.deltas["x"].tested for r in rate_rows)
+    assert "nodes=8" in render(cmp, "markdown")
+    store.close()
+
+
+def test_holm_changes_decision_in_table(tmp_path):
+    # 20 cells; one borderline difference significant alone but not after Holm over 20 tests
+    rng = np.random.default_rng(11)
+    store = Store(tmp_path / "h.db")
+    cid = store.add_campaign("holm")
+    a_samples = {s: rng.normal(10, 1, 12) for s in range(20)}
+    b_samples = {s: rng.normal(10, 1, 12) for s in range(20)}
+    b_samples[5] = a_samples[5] + 0.9 + rng.normal(0, 0.05, 12)   # modest shift
+    ga = add_variant_runs(store, cid, "a", repeats=1, make=lambda rep: [
+        core_record("PingPong", s, a_samples[s]) for s in range(20)])
+    gb = add_variant_runs(store, cid, "b", repeats=1, make=lambda rep: [
+        core_record("PingPong", s, b_samples[s]) for s in range(20)])
+    cmp = compare_groups(store, {"a": ga, "b": gb}, "a")
+    d = _row(cmp, "PingPong", 5).deltas["b"]
+    assert d.p <= 0.05 < d.p_adj, (d.p, d.p_adj)
+    assert not d.significant
+    store.close()
+
+
+def test_too_few_samples_footnote(tmp_path):
+    rng = np.random.default_rng(3)
+    store = Store(tmp_path / "f.db")
+    cid = store.add_campaign("few")
+    ga = add_variant_runs(store, cid, "a", repeats=1,
+                          make=lambda rep: [core_record("Barrier", 0, rng.normal(5, .1, 3))])
+    gb = add_variant_runs(store, cid, "b", repeats=1,
+                          make=lambda rep: [core_record("Barrier", 0, rng.normal(9, .1, 3))])
+    cmp = compare_groups(store, {"a": ga, "b": gb}, "a")
+    d = cmp.rows[0].deltas["b"]
+    assert not d.tested and not d.significant and d.gain < 1
+    assert any("too few samples" in f for f in cmp.footnotes)
+    assert "cannot tell" in cmp.verdict
+    text = render(cmp, "terminal")
+    assert "not tested" in text and "[1]" in text
+    store.close()
+
+
+def test_mixed_fingerprints_not_pooled(tmp_path):
+    rng = np.random.default_rng(4)
+    store = Store(tmp_path / "m.db")
+    cid = store.add_campaign("mixed")
+    # 3 runs with fp A at ~10us, 1 run with fp B at ~100us: B must not be pooled
+    ga = add_variant_runs(
+        store, cid, "a", repeats=4,
+        fp_for_repeat=lambda rep: {"stack": "a", "kernel": "6.1" if rep < 3 else "6.9"},
+        make=lambda rep: [core_record("PingPong", 8, rng.normal(10 if rep < 3 else 100, .1,
+                                                                   20))])
+    gb = add_variant_runs(store, cid, "b", repeats=3,
+                          make=lambda rep: [core_record("PingPong", 8, rng.normal(10, .1, 20))])
+    cmp = compare_groups(store, {"a": ga, "b": gb}, "a")
+    cell = cmp.rows[0].cells["a"]
+    assert cell.n == 60 and len(cell.runs_excluded) == 1 and cell.median < 20
+    assert any("different fingerprints" in f for f in cmp.footnotes)
+    assert "\\[1\\]" in render(cmp, "markdown")
+    store.close()
+
+
+def test_imported_mean_without_samples_shown_not_tested(tmp_path):
+    store = Store(tmp_path / "i.db")
+    cid = store.add_campaign("imb")
+    ga = add_variant_runs(store, cid, "imb-a", repeats=1, make=lambda rep: [
+        {"benchmark": "Alltoall", "size": 1024, "np": 4, "statistic": "mean", "n": None,
+         "mean": 12.0, "min": 11.0, "max": 14.0}])
+    gb = add_variant_runs(store, cid, "imb-b", repeats=1, make=lambda rep: [
+        {"benchmark": "Alltoall", "size": 1024, "np": 4, "statistic": "mean", "n": None,
+         "mean": 8.0, "min": 7.0, "max": 9.0}])
+    cmp = compare_groups(store, {"imb-a": ga, "imb-b": gb}, "imb-a")
+    d = cmp.rows[0].deltas["imb-b"]
+    assert d.gain == pytest.approx(1.5) and not d.tested and d.p is None
+    assert any("mean, no samples" in f for f in cmp.footnotes)
+    assert "mean, no samples" in render(cmp, "terminal")
+    store.close()
+
+
+def test_failed_and_missing_cells(tmp_path):
+    rng = np.random.default_rng(5)
+    store = Store(tmp_path / "x.db")
+    cid = store.add_campaign("fail")
+    ga = add_variant_runs(store, cid, "a", repeats=1, make=lambda rep: [
+        core_record("PingPong", 8, rng.normal(5, .1, 10)),
+        core_record("PingPong", 1 << 31, rng.normal(5, .1, 10))])
+    gb = add_variant_runs(store, cid, "b", repeats=1, make=lambda rep: [
+        core_record("PingPong", 8, rng.normal(5, .1, 10)),
+        {"benchmark": "PingPong", "size": 1 << 31, "np": 2, "status": "unsupported",
+         "reason": "no large-count calls in this stack"}])
+    cmp = compare_groups(store, {"a": ga, "b": gb}, "a")
+    big = _row(cmp, "PingPong", 1 << 31).deltas["b"]
+    assert big.gain is None
+    assert any("large-count" in f for f in cmp.footnotes)
+    assert "unsupported" in render(cmp, "terminal")
+    store.close()
+
+
+def test_launch_overlap_footnote(tmp_path):
+    # pooled samples differ slightly but launch medians interleave: say so
+    store = Store(tmp_path / "o.db")
+    cid = store.add_campaign("ovl")
+    rng = np.random.default_rng(6)
+    centers_a, centers_b = [10.0, 12.0, 14.0], [10.5, 12.5, 14.5]
+    ga = add_variant_runs(store, cid, "a", repeats=3, make=lambda rep: [
+        core_record("PingPong", 8, rng.normal(centers_a[rep], .05, 200))])
+    gb = add_variant_runs(store, cid, "b", repeats=3, make=lambda rep: [
+        core_record("PingPong", 8, rng.normal(centers_b[rep], .05, 200))])
+    cmp = compare_groups(store, {"a": ga, "b": gb}, "a")
+    d = cmp.rows[0].deltas["b"]
+    assert d.significant
+    assert any("launch-to-launch" in f for f in cmp.footnotes)
+    store.close()
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_all_formats_render(two, fmt):
+    store, groups = two
+    cmp = compare_groups(store, groups, "base")
+    out = render(cmp, fmt)
+    assert out.strip()
+    if fmt == "json":
+        obj = json.loads(out)
+        assert obj["baseline"] == "base" and len(obj["rows"]) == len(cmp.rows)
+        assert obj["rows"][0]["p_holm"] is not None
+    if fmt == "csv":
+        rows = list(csv.DictReader(io.StringIO(out)))
+        assert len(rows) == len(cmp.rows) and "gain" in rows[0]
+    if fmt == "markdown":
+        assert out.count("\n|") >= len(cmp.rows) and "**Verdict:**" in out
+    res = render_results(store, groups["base"], fmt, title="base")
+    assert "PingPong" in res
+    with pytest.raises(UsageError):
+        render(cmp, "xml")
+
+
+def test_three_groups_and_bad_baseline(tmp_path):
+    store, groups = build_two_stack_store(tmp_path / "t.db", repeats=1, n=12)
+    groups["again"] = list(groups["base"])
+    cmp = compare_groups(store, groups, "base")
+    assert set(cmp.rows[0].deltas) == {"fast", "again"}
+    assert cmp.rows[0].deltas["again"].gain == pytest.approx(1.0)
+    assert not cmp.rows[0].deltas["again"].significant
+    assert cmp.verdict.count(";") >= 1
+    with pytest.raises(UsageError):
+        compare_groups(store, groups, "nope")
+    store.close()
+
+
+def test_select_groups(tmp_path):
+    store, groups = build_two_stack_store(tmp_path / "g.db", repeats=2, n=8, label_a="lab-a")
+    cid2 = store.add_campaign("second")
+    rng = np.random.default_rng(9)
+    add_variant_runs(store, cid2, "base", repeats=2, started0=1.8e9,
+                     make=lambda rep: [core_record("PingPong", 8, rng.normal(1, .01, 8))])
+    g = select_groups(store, campaign="synthetic")
+    assert list(g) == ["base", "fast"] and g == groups
+    g2 = select_groups(store, variants=["base"])
+    assert list(g2) == ["synthetic/base", "second/base"]     # same variant, two campaigns
+    g3 = select_groups(store, since="2027-01-01")
+    assert list(g3) == ["base"] and len(g3["base"]) == 2
+    g4 = select_groups(store, labels=["lab-a"])
+    assert list(g4) == ["lab-a"]
+    g5 = select_groups(store, run_ids=groups["fast"][:1])
+    assert g5 == {"fast": groups["fast"][:1]}
+    with pytest.raises(UsageError):
+        select_groups(store, campaign="nope")
+    with pytest.raises(UsageError):
+        select_groups(store, since="yesterday-ish")
+    store.close()
