@@ -1,0 +1,273 @@
+"""Scheduler backends, registered by name: how a campaign cell's commands get run.
+
+The campaign runner turns each cell into a JobRequest (one or more JobSteps: argv + env + run
+directory) and hands it to a backend:
+
+  local        runs steps synchronously in this process (`batch = False`, `run_step`)
+  slurm, pbs   batch backends (`batch = True`): render_script / submit / poll / cancel
+
+Contract for batch backends (one module each, `@register_scheduler("slurm")`):
+
+  render_script(req) -> str      the whole job script; directives from req/settings, then
+                                 `job_body(req)` (shared here) for the steps. Every value that
+                                 reaches the shell goes through shlex.quote.
+  submit(req) -> job_id          writes nothing into the store; raises SchedulerError on refusal
+  poll(job_ids) -> {id: JobStatus}   ONE scheduler query for all ids. Ids the scheduler no
+                                 longer knows may be missing from the answer; a failed query
+                                 raises SchedulerQueryError (the runner retries with backoff
+                                 and never gives up on the job because of it).
+  cancel(job_id) -> None
+
+Steps leave their results in their run directory (see job_body): stdout/stderr files, an
+`exit_status` file with the integer exit status (124 = killed by the step timeout) and a
+`timing.json` with start/end epoch seconds. The harness reads them with `read_step_result`
+and ingests; a job never writes the database (single writer).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import pkgutil
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mpibench.errors import MpibenchError, UsageError
+
+JOB_STATES = ("pending", "running", "completed", "failed", "timeout", "node_fail",
+              "cancelled", "oom")
+TERMINAL_JOB_STATES = frozenset(JOB_STATES) - {"pending", "running"}
+EXIT_STATUS_FILE = "exit_status"
+TIMING_FILE = "timing.json"
+STEP_TIMEOUT_EXIT = 124  # what coreutils `timeout` returns when it had to stop the command
+
+
+class SchedulerError(MpibenchError):
+    """A scheduler refused or failed an action (submit, cancel)."""
+
+
+class SchedulerQueryError(SchedulerError):
+    """A status query failed; transient until proven otherwise."""
+
+
+@dataclass
+class SchedulerSettings:
+    """The campaign file's [scheduler] table, validated (see campaign/spec.py)."""
+
+    name: str = "local"
+    partition: str | None = None  # Slurm partition or PBS queue
+    queue: str | None = None  # alias accepted for PBS users; backends use partition or queue
+    account: str | None = None
+    time_limit_s: float | None = None  # per job; default derived from the cell timeout
+    nodes: int | None = None  # per job; default from the variant
+    tasks_per_node: int | None = None  # per job; default from the variant's ppn
+    exclusive: bool = False
+    extra_directives: list[str] = field(default_factory=list)  # verbatim '#SBATCH ...' etc.
+    job_name_prefix: str = "mpibench"
+    max_jobs_in_flight: int = 50
+    group_cells: int = 1  # cells of one variant per job (1 = one job per cell)
+    poll_interval_s: float = 5.0  # first poll delay; backs off up to poll_max_interval_s
+    poll_max_interval_s: float = 60.0
+    modules: list[str] = field(default_factory=list)  # `module load` before the steps
+    options: dict[str, Any] = field(default_factory=dict)  # backend-specific keys
+
+    @property
+    def queue_or_partition(self) -> str | None:
+        return self.partition or self.queue
+
+
+@dataclass
+class JobStep:
+    """One cell's command inside a job: run in run_dir, output to files there."""
+
+    cell_id: str
+    run_dir: Path
+    argv: list[str]
+    env: dict[str, str]  # added on top of the job's environment
+    stdout: Path
+    stderr: Path
+    timeout_s: float | None = None
+    setup: list[list[str]] = field(default_factory=list)  # argvs run first, in run_dir
+    setup_env: dict[str, str] = field(default_factory=dict)
+    cell: Any = None  # the execute.CellCommand behind it (local backend runs that directly)
+
+
+@dataclass
+class JobRequest:
+    name: str  # job name, already prefixed
+    steps: list[JobStep]
+    run_dir: Path  # where the job script and the scheduler's own output go
+    nodes: int | None = None
+    tasks_per_node: int | None = None
+    time_limit_s: float | None = None
+    settings: SchedulerSettings = field(default_factory=SchedulerSettings)
+    modules: list[str] = field(default_factory=list)  # settings.modules + the stack's modules
+
+    @property
+    def cell_id(self) -> str:
+        return self.steps[0].cell_id
+
+    @property
+    def cell_ids(self) -> list[str]:
+        return [s.cell_id for s in self.steps]
+
+
+@dataclass
+class JobStatus:
+    state: str  # one of JOB_STATES
+    exit_code: int | None = None
+    reason: str | None = None
+    nodelist: str | None = None
+    raw: str | None = None  # the scheduler's own state text, stored as runs.sched_state
+
+    def __post_init__(self) -> None:
+        if self.state not in JOB_STATES:
+            raise ValueError(f"job state {self.state!r} not one of {JOB_STATES}")
+
+    @property
+    def finished(self) -> bool:
+        return self.state in TERMINAL_JOB_STATES
+
+
+@dataclass
+class StepResult:
+    """What a finished step left behind (read back from its run directory)."""
+
+    exit_code: int | None
+    timed_out: bool
+    elapsed: float
+    started: float | None = None
+    finished: float | None = None
+
+
+class Scheduler:
+    name = ""
+    batch = True
+    settings_keys: tuple[str, ...] = ()  # backend-specific [scheduler] keys it accepts
+
+    def __init__(self, settings: SchedulerSettings | None = None):
+        self.settings = settings or SchedulerSettings(name=self.name)
+
+    # batch backends ------------------------------------------------------------------
+    def render_script(self, req: JobRequest) -> str:
+        raise NotImplementedError
+
+    def submit(self, req: JobRequest) -> str:
+        raise NotImplementedError
+
+    def poll(self, job_ids: Sequence[str]) -> dict[str, JobStatus]:
+        raise NotImplementedError
+
+    def cancel(self, job_id: str) -> None:
+        raise NotImplementedError
+
+    # synchronous backends ------------------------------------------------------------
+    def run_step(self, step: JobStep) -> StepResult:
+        raise NotImplementedError
+
+
+_REGISTRY: dict[str, type[Scheduler]] = {}
+
+
+def register_scheduler(name: str):
+    def deco(cls: type[Scheduler]) -> type[Scheduler]:
+        cls.name = name
+        _REGISTRY[name] = cls
+        return cls
+
+    return deco
+
+
+def _load_all() -> None:
+    for info in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{info.name}")
+
+
+def scheduler_names() -> list[str]:
+    _load_all()
+    return sorted(_REGISTRY)
+
+
+def scheduler_class(name: str) -> type[Scheduler]:
+    if name not in _REGISTRY:
+        _load_all()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise UsageError(f"unknown scheduler {name!r}; expected one of: "
+                         f"{', '.join(sorted(_REGISTRY))}") from None
+
+
+def get_scheduler(name: str, settings: SchedulerSettings | None = None) -> Scheduler:
+    return scheduler_class(name)(settings or SchedulerSettings(name=name))
+
+
+# -- the shared job body -------------------------------------------------------------------
+def _env_prefix(env: Mapping[str, str]) -> list[str]:
+    return [f"{k}={shlex.quote(str(v))}" for k, v in sorted(env.items())]
+
+
+def step_lines(step: JobStep) -> list[str]:
+    """Shell lines that run one step and record exit status and timing in its run dir.
+    A step's own failure never stops the job: later steps (grouped cells) still run."""
+    d = shlex.quote(str(step.run_dir))
+    q = shlex.quote
+    lines = [f"# cell {step.cell_id}", f"cd {d}",
+             f"rm -f {EXIT_STATUS_FILE} {TIMING_FILE}",
+             "mb_start=$(date +%s.%N)", "mb_rc=0"]
+    limit = []
+    if step.timeout_s:
+        # TERM first so mpirun can tear its ranks down, KILL 10 s later.
+        limit = ["timeout", "--kill-after=10", f"{max(1, int(round(step.timeout_s)))}"]
+    for argv in step.setup:
+        cmd = " ".join(["env"] + _env_prefix(step.setup_env) + [q(a) for a in limit + list(argv)])
+        lines.append(f"if [ $mb_rc -eq 0 ]; then {cmd} >>setup.out 2>>setup.err "
+                     "|| mb_rc=$?; fi")
+    main = " ".join(["env"] + _env_prefix(step.env) + [q(a) for a in limit + list(step.argv)])
+    lines.append(f"if [ $mb_rc -eq 0 ]; then {main} >{q(step.stdout.name)} "
+                 f"2>{q(step.stderr.name)} || mb_rc=$?; fi")
+    lines += ["mb_end=$(date +%s.%N)",
+              f'printf \'{{"started": %s, "finished": %s}}\\n\' "$mb_start" "$mb_end" '
+              f">{TIMING_FILE}",
+              # written last: its presence means the step finished (whatever its status)
+              f"echo $mb_rc >{EXIT_STATUS_FILE}.tmp && mv {EXIT_STATUS_FILE}.tmp "
+              f"{EXIT_STATUS_FILE}"]
+    return lines
+
+
+def job_body(req: JobRequest) -> str:
+    """Everything after the directives: modules, then each step."""
+    lines = []
+    for m in req.modules:
+        lines.append(f"module load {shlex.quote(m)}")
+    for step in req.steps:
+        lines += step_lines(step)
+    return "\n".join(lines) + "\n"
+
+
+def read_step_result(step: JobStep, job_state: JobStatus | None = None) -> StepResult:
+    """Read back what step_lines recorded. Missing files (job killed, node lost) give
+    exit_code None; the job's own final state then tells why."""
+    exit_code: int | None = None
+    status_file = step.run_dir / EXIT_STATUS_FILE
+    if status_file.exists():
+        try:
+            exit_code = int(status_file.read_text().strip())
+        except ValueError:
+            exit_code = None
+    started = finished = None
+    try:
+        t = json.loads((step.run_dir / TIMING_FILE).read_text())
+        started, finished = float(t["started"]), float(t["finished"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    timed_out = exit_code == STEP_TIMEOUT_EXIT or (
+        job_state is not None and job_state.state == "timeout")
+    if exit_code is None and job_state is not None and job_state.exit_code is not None:
+        exit_code = job_state.exit_code
+    elapsed = (finished - started) if started is not None and finished is not None else 0.0
+    return StepResult(exit_code=exit_code, timed_out=timed_out, elapsed=elapsed,
+                      started=started, finished=finished)

@@ -1,0 +1,73 @@
+"""The local backend: run each step now, in this process, through the command runner.
+
+It records exit status and timing in the run directory exactly as a batch job script does
+(see schedulers.job_body), so a run directory looks the same whichever backend produced it,
+and it writes that script as job.sh so a user can re-run a cell by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+from mpibench.execute import ROOT_ENV, run_local, running_as_root
+from mpibench.runner import CommandResult, run_command
+from mpibench.schedulers import (
+    EXIT_STATUS_FILE, STEP_TIMEOUT_EXIT, TIMING_FILE, JobRequest, JobStep, Scheduler,
+    StepResult, job_body, register_scheduler,
+)
+
+
+@register_scheduler("local")
+class LocalScheduler(Scheduler):
+    batch = False
+
+    def render_script(self, req: JobRequest) -> str:
+        return "#!/bin/bash\n# mpibench: the cell's commands, as a job script would run them\n" \
+               + job_body(req)
+
+    def run_step(self, step: JobStep) -> StepResult:
+        """Setup commands, then the launch; the result is also kept on self.last_result
+        (the CommandResult of the launch, None when setup failed)."""
+        (step.run_dir / EXIT_STATUS_FILE).unlink(missing_ok=True)
+        started = time.time()
+        self.last_result: CommandResult | None = None
+        self.last_setup: CommandResult | None = None
+        deadline = time.monotonic() + step.timeout_s if step.timeout_s else None
+        env = dict(ROOT_ENV) if running_as_root() else {}
+        env.update(step.setup_env)
+        for argv in step.setup:
+            left = None if deadline is None else max(0.1, deadline - time.monotonic())
+            res = run_command(argv, env=env, cwd=step.run_dir, timeout=left)
+            _append(step.run_dir / "setup.out", res.stdout)
+            _append(step.run_dir / "setup.err", res.stderr)
+            self.last_setup = res
+            if not res.ok:
+                return self._finish(step, started, res.returncode, res.timed_out)
+        left = None if deadline is None else max(0.1, deadline - time.monotonic())
+        if step.cell is not None:
+            res = run_local(step.cell, timeout=left)
+        else:
+            res = run_command(step.argv, env=step.env, cwd=step.run_dir, timeout=left,
+                              stdout_path=step.stdout, stderr_path=step.stderr)
+        self.last_result = res
+        return self._finish(step, started, res.returncode, res.timed_out)
+
+    @staticmethod
+    def _finish(step: JobStep, started: float, rc: int, timed_out: bool) -> StepResult:
+        finished = time.time()
+        code = STEP_TIMEOUT_EXIT if timed_out else rc
+        (step.run_dir / TIMING_FILE).write_text(
+            json.dumps({"started": started, "finished": finished}) + "\n")
+        tmp = step.run_dir / (EXIT_STATUS_FILE + ".tmp")
+        tmp.write_text(f"{code}\n")
+        os.replace(tmp, step.run_dir / EXIT_STATUS_FILE)
+        return StepResult(exit_code=rc, timed_out=timed_out, elapsed=finished - started,
+                          started=started, finished=finished)
+
+
+def _append(path, text: str) -> None:
+    if text:
+        with open(path, "a") as fh:
+            fh.write(text)
