@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from pathlib import Path
 
@@ -179,17 +180,27 @@ def print_tables(args, store_path: Path, groups: dict[str, list[str]],
         raise UsageError(f"--baseline {baseline!r} is not one of the variants: "
                          f"{', '.join(groups)}")
     md_parts: list[str] = []
+    json_doc: dict = {"variants": {}, "comparison": None}
     failed = 0
     with Store(store_path) as store:
         for v in variants:
-            print(render_results(store, groups[v.name], args.format, title=v.name))
+            text = render_results(store, groups[v.name], args.format, title=v.name)
+            if args.format == "json":
+                json_doc["variants"][v.name] = json.loads(text)
+            else:
+                print(text)
             md_parts.append(render_results(store, groups[v.name], "markdown", title=v.name))
             failed += sum(1 for rid in groups[v.name]
                           if store.run(rid)["status"] != "done")
         if len(groups) > 1:
             cmp = compare_groups(store, groups, baseline)
-            print(render(cmp, args.format))
+            if args.format == "json":
+                json_doc["comparison"] = json.loads(render(cmp, "json"))
+            else:
+                print(render(cmp, args.format))
             md_parts.append(render(cmp, "markdown"))
+    if args.format == "json":
+        print(json.dumps(json_doc, indent=2))
     if args.markdown:
         Path(args.markdown).write_text("\n\n".join(md_parts) + "\n")
         err_console().print(f"markdown report: {args.markdown}")
