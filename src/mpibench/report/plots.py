@@ -1,0 +1,315 @@
+"""Plots for reports (matplotlib, Agg): returned as SVG text for inline HTML, or written as
+SVG/PNG files for Markdown. Labels come from user data; '$' is escaped so matplotlib does
+not parse them as math, and the SVG writer escapes XML."""
+
+from __future__ import annotations
+
+import functools
+import io
+from collections.abc import Mapping
+
+import matplotlib
+import matplotlib.patches
+import matplotlib.ticker
+import numpy as np
+from matplotlib.figure import Figure
+
+from mpibench.report.compare import Comparison
+from mpibench.report.data import Cell, fmt_params, fmt_size
+
+# Figures are built with matplotlib.figure.Figure (no pyplot): no global backend switch, no
+# global state, safe to import in a notebook. Our style applies only inside rc_context.
+_RC = {
+    "svg.fonttype": "none",        # text stays text: small, searchable, crisp
+    "svg.hashsalt": "mpibench",    # deterministic ids across runs
+    "font.size": 9,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "figure.dpi": 100,
+}
+
+COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+          "#7f7f7f", "#bcbd22", "#17becf"]
+
+
+def _styled(fn):
+    @functools.wraps(fn)
+    def inner(*a, **kw):
+        with matplotlib.rc_context(_RC):
+            return fn(*a, **kw)
+    return inner
+
+
+def _subplots(rows: int = 1, cols: int = 1, figsize=(6, 4), squeeze: bool = True):
+    fig = Figure(figsize=figsize)
+    return fig, fig.subplots(rows, cols, squeeze=squeeze)
+
+
+def safe(text: object) -> str:
+    return str(text).replace("$", r"\$")
+
+
+@_styled
+def to_svg(fig) -> str:
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight")
+    svg = buf.getvalue()
+    start = svg.find("<svg")
+    return svg[start:] if start >= 0 else svg
+
+
+@_styled
+def save(fig, path, fmt: str = "svg") -> None:
+    fig.savefig(path, format=fmt, bbox_inches="tight", dpi=110)
+
+
+def _size_x(size: int) -> float:
+    # log axes cannot show 0 bytes; plot it at 0.5 and label it 0
+    return 0.5 if size == 0 else float(size)
+
+
+def _size_ticks(ax, sizes: list[int]) -> None:
+    xs = sorted({_size_x(s) for s in sizes})
+    if len(xs) > 12:
+        step = int(np.ceil(len(xs) / 12))
+        xs = xs[::step]
+    ax.set_xticks(xs)
+    ax.set_xticklabels(["0" if x == 0.5 else fmt_size(int(x)) for x in xs], rotation=45,
+                       fontsize=7)
+    ax.minorticks_off()
+
+
+def _series(cmp: Comparison, bench: str, metric: str = "time"):
+    """group -> sorted list of cells of this benchmark (size cells only, one np)."""
+    out: dict[str, list[Cell]] = {}
+    for r in cmp.rows:
+        if r.benchmark != bench or r.metric != metric or r.size is None:
+            continue
+        for g, c in r.cells.items():
+            if c.status == "ok" and c.value is not None:
+                out.setdefault(g, []).append(c)
+    return {g: sorted(cs, key=lambda c: (c.np or 0, c.size)) for g, cs in out.items()}
+
+
+def size_benchmarks(cmp: Comparison) -> list[str]:
+    seen: list[str] = []
+    for r in cmp.rows:
+        if r.size is not None and r.metric == "time" and r.benchmark not in seen:
+            seen.append(r.benchmark)
+    return seen
+
+
+def _grid_axes(n: int, width: float = 11.0, per_row: int = 3, h: float = 3.0):
+    cols = min(per_row, max(1, n))
+    rows = int(np.ceil(n / cols))
+    fig, axes = _subplots(rows, cols, figsize=(width, h * rows), squeeze=False)
+    flat = axes.ravel()
+    for ax in flat[n:]:
+        ax.set_visible(False)
+    return fig, flat[:n]
+
+
+@_styled
+def latency_figure(cmp: Comparison, benches: list[str] | None = None):
+    """Median time vs message size, log-log, CI band per variant; one panel per benchmark."""
+    benches = benches or size_benchmarks(cmp)
+    if not benches:
+        return None
+    fig, axes = _grid_axes(len(benches))
+    for ax, bench in zip(axes, benches, strict=True):
+        series = _series(cmp, bench)
+        sizes: list[int] = []
+        for i, g in enumerate(cmp.groups):
+            cs = series.get(g)
+            if not cs:
+                continue
+            x = np.array([_size_x(c.size) for c in cs])
+            y = np.array([c.value for c in cs])
+            lo = np.array([c.ci_low if c.ci_low is not None else c.value for c in cs])
+            hi = np.array([c.ci_high if c.ci_high is not None else c.value for c in cs])
+            col = COLORS[i % len(COLORS)]
+            ax.plot(x, y, marker="o", ms=3, lw=1.2, color=col, label=safe(g))
+            ax.fill_between(x, lo, hi, color=col, alpha=0.25, lw=0)
+            sizes += [c.size for c in cs]
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_title(safe(bench))
+        ax.set_xlabel("message size (bytes)")
+        ax.set_ylabel("time (us), median, 95% CI")
+        if sizes:
+            _size_ticks(ax, sizes)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+@_styled
+def bandwidth_figure(cmp: Comparison, benches: list[str] | None = None):
+    """MB/s (10^6 B/s) vs size with the CI band mapped from the time CI."""
+    benches = [b for b in (benches or size_benchmarks(cmp))
+               if any(c.bandwidth_mbps for cs in _series(cmp, b).values() for c in cs)]
+    if not benches:
+        return None
+    fig, axes = _grid_axes(len(benches))
+    for ax, bench in zip(axes, benches, strict=True):
+        series = _series(cmp, bench)
+        sizes: list[int] = []
+        for i, g in enumerate(cmp.groups):
+            cs = [c for c in series.get(g, []) if c.bandwidth_mbps and c.size]
+            if not cs:
+                continue
+            x = np.array([float(c.size) for c in cs])
+            y = np.array([c.bandwidth_mbps for c in cs])
+            # bandwidth = k / time: the time CI maps to a bandwidth band (hi time -> lo bw)
+            lo = np.array([c.bandwidth_mbps * c.value / c.ci_high if c.ci_high else
+                           c.bandwidth_mbps for c in cs])
+            hi = np.array([c.bandwidth_mbps * c.value / c.ci_low if c.ci_low else
+                           c.bandwidth_mbps for c in cs])
+            col = COLORS[i % len(COLORS)]
+            ax.plot(x, y, marker="o", ms=3, lw=1.2, color=col, label=safe(g))
+            ax.fill_between(x, lo, hi, color=col, alpha=0.25, lw=0)
+            sizes += [c.size for c in cs]
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_title(safe(bench))
+        ax.set_xlabel("message size (bytes)")
+        ax.set_ylabel("MB/s (10^6 B/s)")
+        if sizes:
+            _size_ticks(ax, sizes)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+@_styled
+def gain_figure(cmp: Comparison, benches: list[str] | None = None):
+    """Gain per size against the baseline; filled markers significant, hollow `~`."""
+    benches = benches or size_benchmarks(cmp)
+    if not benches or not cmp.candidates:
+        return None
+    fig, axes = _grid_axes(len(benches))
+    for ax, bench in zip(axes, benches, strict=True):
+        rows = sorted([r for r in cmp.rows if r.benchmark == bench and r.size is not None
+                       and r.metric == "time"], key=lambda r: r.size)
+        sizes = [r.size for r in rows]
+        for i, cand in enumerate(cmp.candidates, 1):
+            col = COLORS[i % len(COLORS)]
+            pts = [(_size_x(r.size), r.deltas[cand]) for r in rows
+                   if r.deltas[cand].gain is not None]
+            if not pts:
+                continue
+            x = np.array([p[0] for p in pts])
+            y = np.array([p[1].gain for p in pts])
+            sig = np.array([p[1].significant for p in pts])
+            ax.plot(x, y, lw=1, color=col, label=safe(f"{cand} vs {cmp.baseline}"))
+            ax.scatter(x[sig], y[sig], color=col, s=18, zorder=3)
+            ax.scatter(x[~sig], y[~sig], facecolors="white", edgecolors=col, s=18, zorder=3)
+        ax.axhline(1.0, color="black", lw=0.8)
+        ax.set_xscale("log", base=2)
+        ax.set_title(safe(bench))
+        ax.set_xlabel("message size (bytes)")
+        ax.set_ylabel("gain (>1 = candidate better)")
+        if sizes:
+            _size_ticks(ax, sizes)
+        ax.legend(fontsize=7, title="hollow = not significant", title_fontsize=6)
+    fig.tight_layout()
+    return fig
+
+
+@_styled
+def grid_heatmap(grid, group: str | None = None, ratio_for: str | None = None):
+    """Heatmap of one grid: a variant's medians (best cell per row outlined) or the gain of
+    a candidate (diverging around 1)."""
+    rows, cols = grid.row_values, grid.col_values
+    data = np.full((len(rows), len(cols)), np.nan)
+    for i, rv in enumerate(rows):
+        for j, cv in enumerate(cols):
+            if ratio_for:
+                v = grid.ratio[ratio_for].get((rv, cv))
+            else:
+                c = grid.cells[group].get((rv, cv))
+                v = c.value if c is not None and c.status == "ok" else None
+            if v is not None:
+                data[i, j] = v
+    fig, ax = _subplots(figsize=(1.2 + 0.9 * len(cols), 0.9 + 0.5 * len(rows)))
+    if ratio_for:
+        span = np.nanmax(np.abs(np.log(data))) if np.isfinite(data).any() else 0.1
+        span = max(span, 0.01)
+        im = ax.imshow(np.log(data), cmap="RdYlGn", vmin=-span, vmax=span, aspect="auto")
+        title = f"gain {ratio_for} vs {grid.baseline}"
+    else:
+        # colour by how close each cell is to its row's best, since the question a grid
+        # answers is "which column is best for this row"; the numbers stay the medians
+        with np.errstate(invalid="ignore", divide="ignore"):
+            if grid.better == "higher":
+                rel = data / np.nanmax(data, axis=1, keepdims=True)
+            else:
+                rel = np.nanmin(data, axis=1, keepdims=True) / data
+        im = ax.imshow(rel, cmap="YlGn", vmin=min(0.5, np.nanmin(rel)) if
+                       np.isfinite(rel).any() else 0.5, vmax=1.0, aspect="auto")
+        title = f"{group}: {grid.metric} ({grid.unit}); colour = fraction of row best"
+    for i, rv in enumerate(rows):
+        for j, cv in enumerate(cols):
+            if np.isnan(data[i, j]):
+                continue
+            txt = f"{data[i, j]:.2f}x" if ratio_for else f"{data[i, j]:.4g}"
+            ax.text(j, i, txt, ha="center", va="center", fontsize=7, color="black")
+            if not ratio_for and grid.best[group].get(rv) == cv:
+                ax.add_patch(matplotlib.patches.Rectangle((j - .5, i - .5), 1, 1, fill=False, lw=2.2,
+                                           ec="red"))
+    ax.set_xticks(range(len(cols)))
+    ax.set_xticklabels([safe(c) for c in cols])
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([safe(r) for r in rows])
+    ax.set_xlabel(safe(grid.col_param))
+    ax.set_ylabel(safe(grid.row_param))
+    ax.grid(False)
+    ax.set_title(safe(title), fontsize=8)
+    fig.colorbar(im, ax=ax, fraction=0.05)
+    fig.tight_layout()
+    return fig
+
+
+@_styled
+def scaling_figure(records: list[Mapping]):
+    """Speedup vs count per variant and series, with the ideal line."""
+    if not records:
+        return None
+    series: dict[tuple, list[Mapping]] = {}
+    for r in records:
+        key = (r["variant"], r["benchmark"], r["metric"], r.get("size"),
+               fmt_params(r.get("params")))
+        series.setdefault(key, []).append(r)
+    benches = sorted({(k[1], k[2]) for k in series})
+    fig, axes = _grid_axes(len(benches), per_row=2, h=3.2, width=10)
+    variants = sorted({k[0] for k in series})
+    for ax, (bench, metric) in zip(axes, benches, strict=True):
+        maxc = 1.0
+        for key, pts in series.items():
+            if (key[1], key[2]) != (bench, metric):
+                continue
+            pts = sorted(pts, key=lambda p: float(p["count"]))
+            c0 = float(pts[0]["count"])
+            x = [float(p["count"]) for p in pts]
+            y = [p["speedup"] for p in pts]
+            maxc = max(maxc, x[-1] / c0)
+            col = COLORS[variants.index(key[0]) % len(COLORS)]
+            styles = ["-", "--", ":", "-."]
+            n_series = sorted({k[4] for k in series})
+            ax.plot(x, y, marker="o", ms=3, color=col, lw=1,
+                    ls=styles[n_series.index(key[4]) % len(styles)],
+                    label=safe(f"{key[0]} {key[4]}".strip()))
+        xs = np.array(sorted({float(p["count"]) for k, ps in series.items()
+                              if (k[1], k[2]) == (bench, metric) for p in ps}))
+        if xs.size:
+            ax.plot(xs, xs / xs[0], ls="--", color="grey", lw=0.8, label="ideal")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log", base=2)
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+        ax.set_title(safe(f"{bench} {metric}"))
+        ax.set_xlabel(safe(records[0]["by"]))
+        ax.set_ylabel("speedup")
+        ax.legend(fontsize=6)
+    fig.tight_layout()
+    return fig

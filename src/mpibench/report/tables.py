@@ -1,0 +1,691 @@
+"""The users' own report tables, computed from the store:
+
+gain_table       IMB-set gain table: one row per benchmark at one size, both sides' time and
+                 MB/s, the gain (from a Comparison, so significance comes with it)
+grids            application sweeps: rows one parameter, columns another, best cell marked;
+                 per variant side by side and a ratio grid against the baseline
+line_rate_table  peak bandwidth as % of a link's line rate and the size reaching half the peak
+first_call_table first-call (initialisation) time apart from the steady state
+scaling_table    speedup and parallel efficiency against the smallest np/nodes
+cost_table       cost and energy per run and per unit of the figure of merit, and the saving
+
+Every builder returns a Table (header, text rows, notes, plus machine-readable records);
+render_table() prints it as terminal | markdown | csv | json. HTML uses the same model.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from mpibench import stats
+from mpibench.errors import UsageError
+from mpibench.report.compare import Comparison, _clean_json, md_escape, orient_gain
+from mpibench.report.data import (
+    Cell,
+    bench_sort_key,
+    cell_label,
+    fmt_num,
+    fmt_params,
+    fmt_size,
+    load_cells,
+)
+from mpibench.store import Store
+
+
+@dataclass
+class Table:
+    title: str
+    header: list[str]
+    rows: list[list[str]]
+    caption: str = ""
+    notes: list[str] = field(default_factory=list)
+    records: list[dict[str, Any]] = field(default_factory=list)
+    bold_rows: set[int] = field(default_factory=set)
+    marked: set[tuple[int, int]] = field(default_factory=set)   # (row, col) best cells
+    kind: str = ""
+
+
+def render_table(t: Table, fmt: str = "terminal") -> str:
+    if fmt == "json":
+        return json.dumps(_clean_json({"title": t.title, "kind": t.kind, "caption": t.caption,
+                                       "rows": t.records, "notes": t.notes}), indent=2)
+    if fmt == "csv":
+        buf = io.StringIO()
+        if t.records:
+            cols: list[str] = []
+            for r in t.records:
+                cols += [k for k in r if k not in cols]
+            w = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n")
+            w.writeheader()
+            for r in t.records:
+                w.writerow({k: (json.dumps(v, sort_keys=True) if isinstance(v, dict | list)
+                                else ("" if v is None else v)) for k, v in r.items()})
+        return buf.getvalue()
+    rows = [[x + (" *" if (i, j) in t.marked else "") for j, x in enumerate(line)]
+            for i, line in enumerate(t.rows)]
+    if fmt == "markdown":
+        body = _md_table_marked(t)
+        parts = [f"### {md_escape(t.title)}", ""]
+        if t.caption:
+            parts += [md_escape(t.caption), ""]
+        parts.append(body)
+        if t.notes:
+            parts.append("")
+            parts += [f"\\[{i}\\] {md_escape(n)}  " for i, n in enumerate(t.notes, 1)]
+        return "\n".join(parts)
+    if fmt == "terminal":
+        import shutil
+        import sys
+
+        from rich import box
+        from rich.console import Console
+        from rich.table import Table as RTable
+        from rich.text import Text
+        tty = sys.stdout.isatty()
+        width = shutil.get_terminal_size((200, 40)).columns if tty else 240
+        buf = io.StringIO()
+        con = Console(file=buf, width=width, force_terminal=tty,
+                      color_system="auto" if tty else None, highlight=False)
+        rt = RTable(title=t.title, title_justify="left", box=box.SIMPLE_HEAD,
+                    caption=t.caption or None, caption_justify="left")
+        for j, h in enumerate(t.header):
+            rt.add_column(h, justify="left" if j == 0 else "right", overflow="fold")
+        for i, line in enumerate(rows):
+            rt.add_row(*[Text(x) for x in line], style="bold" if i in t.bold_rows else None)
+        con.print(rt)
+        for i, n in enumerate(t.notes, 1):
+            con.print(Text(f"[{i}] {n}"))
+        return buf.getvalue().rstrip("\n")
+    raise UsageError(f"unknown format {fmt!r}; expected terminal, markdown, csv or json")
+
+
+def _md_table_marked(t: Table) -> str:
+    out = ["| " + " | ".join(md_escape(h) for h in t.header) + " |",
+           "|" + "|".join("---" if j == 0 else "---:" for j in range(len(t.header))) + "|"]
+    for i, line in enumerate(t.rows):
+        cells = []
+        for j, x in enumerate(line):
+            e = md_escape(x)
+            if x and ((i, j) in t.marked or i in t.bold_rows):
+                e = f"**{e}**"
+            cells.append(e)
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------------------------------
+# Gain table
+
+def gain_table(cmp: Comparison, size: int | None = None) -> Table:
+    """One row per benchmark: each side's time (and MB/s where it applies) at `size` (default:
+    the largest size every group has an ok result for) and the gain against the baseline."""
+    by_bench: dict[tuple[str, str], list] = defaultdict(list)
+    for r in cmp.rows:
+        if r.size is not None:
+            by_bench[(r.benchmark, r.metric)].append(r)
+    cands = cmp.candidates
+    hdr = ["benchmark", "size"]
+    for g in cmp.groups:
+        hdr += [f"{g} time (us)", f"{g} MB/s"]
+    hdr += [f"gain {c}" if len(cands) > 1 else "gain" for c in cands]
+    t = Table(title=f"Gain table vs {cmp.baseline}"
+              + (f" at {fmt_size(size)} bytes" if size is not None else
+                 " at the largest common size"),
+              header=hdr, rows=[], kind="gain",
+              caption="time = median in microseconds; MB/s = 10^6 bytes/s from that median; "
+                      "gain > 1 = candidate better (baseline time / candidate time); ~ = not "
+                      f"significant (MWU, Holm over the full comparison, alpha {cmp.alpha:g})")
+    for (bench, metric), rows in sorted(by_bench.items(), key=lambda kv: bench_sort_key(kv[0][0])):
+        ok = [r for r in rows if all(g in r.cells and r.cells[g].status == "ok"
+                                     for g in cmp.groups)]
+        if size is None:
+            pick = max(ok, key=lambda r: r.size) if ok else None
+        else:
+            pick = next((r for r in rows if r.size == size), None)
+        if pick is None:
+            if size is not None:
+                continue
+            t.rows.append([bench, "-"] + ["-"] * (2 * len(cmp.groups) + len(cands)))
+            t.notes.append(f"{bench}: no size with results in every group")
+            continue
+        line = [bench, fmt_size(pick.size)]
+        rec: dict[str, Any] = {"benchmark": bench, "size": pick.size, "metric": metric}
+        for g in cmp.groups:
+            c = pick.cells.get(g)
+            v = c.value if c and c.status == "ok" else None
+            bw = c.bandwidth_mbps if c and c.status == "ok" else None
+            line += [fmt_num(v) if c is None or c.status == "ok" else c.status,
+                     fmt_num(bw) if bw is not None else ""]
+            rec[f"{g}_time_us"] = v
+            rec[f"{g}_mbps"] = bw
+        for cand in cands:
+            d = pick.deltas[cand]
+            if d.gain is None:
+                line.append("-")
+            elif d.tested and not d.significant:
+                line.append(f"~ {d.gain:.2f}x")
+            elif not d.tested:
+                line.append(f"{d.gain:.2f}x (untested)")
+            else:
+                line.append(f"{d.gain:.2f}x")
+            rec[f"gain_{cand}"] = d.gain
+            rec[f"significant_{cand}"] = d.significant
+            rec[f"p_holm_{cand}"] = d.p_adj
+        t.rows.append(line)
+        t.records.append(rec)
+    return t
+
+
+# ---------------------------------------------------------------------------------------
+# Grids
+
+def _param_value(cell: Cell, name: str) -> Any:
+    if name == "np":
+        return cell.np
+    if name == "size":
+        return cell.size
+    return cell.params.get(name)
+
+
+def _sort_values(vals: Iterable[Any]) -> list[Any]:
+    def key(v):
+        try:
+            return (0, float(v), "")
+        except (TypeError, ValueError):
+            return (1, 0.0, str(v))
+    return sorted(set(vals), key=key)
+
+
+@dataclass
+class Grid:
+    benchmark: str
+    metric: str
+    unit: str
+    better: str
+    row_param: str
+    col_param: str
+    fixed: dict[str, Any]                   # other params held constant in this grid
+    row_values: list[Any]
+    col_values: list[Any]
+    cells: dict[str, dict[tuple[Any, Any], Cell]]     # group -> (row, col) -> cell
+    best: dict[str, dict[Any, Any]]                   # group -> row -> best col
+    ratio: dict[str, dict[tuple[Any, Any], float | None]]   # candidate -> gain per cell
+    significant: dict[str, dict[tuple[Any, Any], bool | None]]
+    groups: list[str]
+    baseline: str
+
+    @property
+    def title(self) -> str:
+        fixed = f" ({fmt_params(self.fixed)})" if self.fixed else ""
+        return (f"{self.benchmark} {self.metric} ({self.unit}, {self.better} is better): "
+                f"{self.row_param} x {self.col_param}{fixed}")
+
+
+def grids(store: Store, groups: Mapping[str, list[str]], row_param: str, col_param: str, *,
+          baseline: str | None = None, metric: str | None = None,
+          benchmark: str | None = None, alpha: float = 0.05) -> list[Grid]:
+    """One Grid per (benchmark, metric, other params) whose cells vary row_param and col_param.
+    The best cell per row (per group) follows the metric's better-direction."""
+    order = list(groups)
+    baseline = baseline or order[0]
+    cells = load_cells(store, groups)
+    buckets: dict[tuple, dict[str, dict[tuple, Cell]]] = defaultdict(lambda: defaultdict(dict))
+    for key, by_group in cells.items():
+        bench, size, np_, _pkey, m = key
+        if metric is not None and m != metric:
+            continue
+        if benchmark is not None and bench.lower() != benchmark.lower():
+            continue
+        for g, c in by_group.items():
+            rv, cv = _param_value(c, row_param), _param_value(c, col_param)
+            if rv is None or cv is None:
+                continue
+            fixed = {k: v for k, v in c.params.items() if k not in (row_param, col_param)}
+            if size is not None and "size" not in (row_param, col_param):
+                fixed["size"] = size
+            fixed_key = json.dumps(fixed, sort_keys=True, default=str)
+            buckets[(bench, m, fixed_key)][g][(rv, cv)] = c
+    out = []
+    for (bench, m, fixed_key), per_group in sorted(buckets.items(),
+                                                   key=lambda kv: bench_sort_key(kv[0][0])):
+        any_cell = next(iter(next(iter(per_group.values())).values()))
+        rows = _sort_values(k[0] for pg in per_group.values() for k in pg)
+        cols = _sort_values(k[1] for pg in per_group.values() for k in pg)
+        if len(rows) * len(cols) < 2:
+            continue
+        better = any_cell.better
+        best: dict[str, dict[Any, Any]] = {}
+        for g, pg in per_group.items():
+            best[g] = {}
+            for rv in rows:
+                vals = [(cv, pg[(rv, cv)].value) for cv in cols
+                        if (rv, cv) in pg and pg[(rv, cv)].status == "ok"
+                        and pg[(rv, cv)].value is not None]
+                if vals:
+                    pick = (min if better == "lower" else max)(vals, key=lambda x: x[1])
+                    best[g][rv] = pick[0]
+        ratio: dict[str, dict] = {}
+        sig: dict[str, dict] = {}
+        base = per_group.get(baseline, {})
+        tests = []
+        for cand in [g for g in order if g != baseline and g in per_group]:
+            ratio[cand], sig[cand] = {}, {}
+            for pos, c in per_group[cand].items():
+                b = base.get(pos)
+                ratio[cand][pos] = orient_gain(b.value, c.value, better) if b else None
+                sig[cand][pos] = None
+                if b and b.testable and c.testable and stats.can_reach_significance(
+                        b.samples.size, c.samples.size, alpha):
+                    tests.append((cand, pos, stats.mann_whitney(b.samples, c.samples)))
+        for (cand, pos, _), pa in zip(tests, stats.holm([p for *_, p in tests]), strict=True):
+            sig[cand][pos] = bool(pa <= alpha)
+        out.append(Grid(benchmark=bench, metric=m, unit=any_cell.unit, better=better,
+                        row_param=row_param, col_param=col_param,
+                        fixed=json.loads(fixed_key), row_values=rows, col_values=cols,
+                        cells={g: per_group[g] for g in order if g in per_group}, best=best,
+                        ratio=ratio, significant=sig,
+                        groups=[g for g in order if g in per_group], baseline=baseline))
+    return out
+
+
+def grid_tables(grid: Grid) -> list[Table]:
+    """Side by side (one block of columns per group) and one ratio grid per candidate."""
+    hdr = [f"{grid.row_param} \\ {grid.col_param}"]
+    for g in grid.groups:
+        hdr += [f"{g}: {cv}" for cv in grid.col_values]
+    side = Table(title=grid.title, header=hdr, rows=[], kind="grid",
+                 caption="cells: median (n); * = best cell of the row for that variant")
+    for i, rv in enumerate(grid.row_values):
+        line = [str(rv)]
+        for g in grid.groups:
+            for cv in grid.col_values:
+                c = grid.cells[g].get((rv, cv))
+                if c is None:
+                    line.append("")
+                elif c.status != "ok":
+                    line.append(c.status)
+                else:
+                    line.append(f"{fmt_num(c.value)} ({c.n if c.n is not None else '?'})")
+                    if grid.best[g].get(rv) == cv:
+                        side.marked.add((i, len(line) - 1))
+                rec = {"benchmark": grid.benchmark, "metric": grid.metric, "variant": g,
+                       grid.row_param: rv, grid.col_param: cv, **grid.fixed,
+                       "median": c.value if c else None, "n": c.n if c else None,
+                       "best_in_row": bool(c) and grid.best[g].get(rv) == cv}
+                side.records.append(rec)
+        side.rows.append(line)
+    out = [side]
+    for cand, ratios in grid.ratio.items():
+        rt = Table(title=f"{grid.title}: gain {cand} vs {grid.baseline}",
+                   header=[f"{grid.row_param} \\ {grid.col_param}"] +
+                   [str(cv) for cv in grid.col_values], rows=[], kind="ratio-grid",
+                   caption="gain > 1 = candidate better; ~ = not significant (MWU, Holm over "
+                           "this grid); ? = too few samples to test")
+        for rv in grid.row_values:
+            line = [str(rv)]
+            for cv in grid.col_values:
+                g = ratios.get((rv, cv))
+                s = grid.significant.get(cand, {}).get((rv, cv))
+                if g is None:
+                    line.append("")
+                else:
+                    line.append(f"{g:.2f}x" + ("" if s else (" ~" if s is False else " ?")))
+                rt.records.append({"benchmark": grid.benchmark, "metric": grid.metric,
+                                   "candidate": cand, "baseline": grid.baseline,
+                                   grid.row_param: rv, grid.col_param: cv, **grid.fixed,
+                                   "gain": g, "significant": s})
+            rt.rows.append(line)
+        out.append(rt)
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# Line rate
+
+def parse_rate(text: str | float | int) -> float:
+    """'100Gb/s', '100Gbps', '25GbE', '200G' (bits) or '12.5GB/s' (bytes) -> bits per second."""
+    if isinstance(text, int | float):
+        return float(text)
+    s = str(text).strip()
+    m = re.match(r"^\s*([0-9]*\.?[0-9]+)\s*([kKmMgGtT]?)(.*)$", s)
+    if not m:
+        raise UsageError(f"--line-rate {text!r}: expected a link speed such as 100Gb/s, "
+                         "25GbE or 12.5GB/s")
+    value, prefix, rest = float(m.group(1)), m.group(2).lower(), m.group(3).strip()
+    mult = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}[prefix]
+    rest_l = rest.lower()
+    if rest.startswith("B") or rest_l.startswith("byte"):
+        bits_per = 8
+        rest_l = rest_l[5:] if rest_l.startswith("bytes") else rest_l[4:] if \
+            rest_l.startswith("byte") else rest_l[1:]
+    else:
+        bits_per = 1
+        for pre in ("bits", "bit", "b"):
+            if rest_l.startswith(pre):
+                rest_l = rest_l[len(pre):]
+                break
+    if rest_l not in ("", "/s", "ps", "e", "/sec"):
+        raise UsageError(f"--line-rate {text!r}: expected a link speed such as 100Gb/s, "
+                         "25GbE or 12.5GB/s")
+    return value * mult * bits_per
+
+
+def _spec_value(store: Store, run_ids: Iterable[str], keys: Iterable[str]) -> Any:
+    """First value of any of `keys` in the runs' spec_json, then their campaigns' spec."""
+    keys = list(keys)
+    ids = list(run_ids)[:2000]
+    if not ids:
+        return None
+    q = (f"SELECT u.spec_json, c.spec_json FROM runs u JOIN campaigns c ON c.id = u.campaign_id "
+         f"WHERE u.id IN ({', '.join('?' for _ in ids)})")
+    camp_specs = []
+    for run_spec, camp_spec in store.db.execute(q, ids):
+        for blob, sink in ((run_spec, None), (camp_spec, camp_specs)):
+            try:
+                spec = json.loads(blob or "{}")
+            except ValueError:
+                continue
+            if sink is not None:
+                sink.append(spec)
+                continue
+            for k in keys:
+                if isinstance(spec, dict) and spec.get(k) is not None:
+                    return spec[k]
+    for spec in camp_specs:
+        for k in keys:
+            if isinstance(spec, dict) and spec.get(k) is not None:
+                return spec[k]
+    return None
+
+
+def line_rate_table(store: Store, groups: Mapping[str, list[str]],
+                    line_rate: str | float | None = None) -> Table:
+    """Peak measured bandwidth per group and benchmark as % of the line rate, and the smallest
+    measured size reaching half of that peak. The line rate is the flag's, else each group's
+    runs' spec 'line_rate_bps' (or 'line_rate' text), else only the peak is shown."""
+    cells = load_cells(store, groups, with_samples=False)
+    t = Table(title="Bandwidth against line rate", kind="line-rate", rows=[],
+              header=["variant", "benchmark", "line rate", "peak MB/s", "at size", "% of line",
+                      "half-peak size"],
+              caption="MB/s = 10^6 bytes/s from the median time; line rate converted as "
+                      "bits/s / 8 / 10^6; half-peak size = smallest measured size whose "
+                      "bandwidth is >= 50% of the peak")
+    for g, ids in groups.items():
+        rate = line_rate
+        if rate is None:
+            rate = _spec_value(store, ids, ("line_rate_bps", "line_rate"))
+        bps = parse_rate(rate) if rate is not None else None
+        per_bench: dict[str, list[Cell]] = defaultdict(list)
+        for by_group in cells.values():
+            c = by_group.get(g)
+            if c and c.status == "ok" and c.size and c.bandwidth_mbps:
+                per_bench[c.benchmark].append(c)
+        for bench in sorted(per_bench, key=bench_sort_key):
+            cs = sorted(per_bench[bench], key=lambda c: c.size)
+            peak = max(cs, key=lambda c: c.bandwidth_mbps)
+            half = next(c for c in cs if c.bandwidth_mbps >= peak.bandwidth_mbps / 2)
+            line_mbps = bps / 8 / 1e6 if bps else None
+            pct = 100 * peak.bandwidth_mbps / line_mbps if line_mbps else None
+            t.rows.append([g, bench, _fmt_rate(bps), fmt_num(peak.bandwidth_mbps),
+                           fmt_size(peak.size), "" if pct is None else f"{pct:.1f}%",
+                           fmt_size(half.size)])
+            t.records.append({"variant": g, "benchmark": bench, "line_rate_bps": bps,
+                              "peak_mbps": peak.bandwidth_mbps, "peak_size": peak.size,
+                              "percent_of_line_rate": pct, "half_peak_size": half.size,
+                              "np": peak.np})
+    if not t.rows:
+        t.notes.append("no bandwidth results in the selection (point-to-point benchmarks such "
+                       "as PingPong or Uniband report MB/s)")
+    return t
+
+
+def _fmt_rate(bps: float | None) -> str:
+    if not bps:
+        return "-"
+    for unit, f in (("Tb/s", 1e12), ("Gb/s", 1e9), ("Mb/s", 1e6)):
+        if bps >= f:
+            return f"{bps / f:g} {unit}"
+    return f"{bps:g} b/s"
+
+
+# ---------------------------------------------------------------------------------------
+# First call vs steady state
+
+def first_call_table(store: Store, groups: Mapping[str, list[str]], *,
+                     mean_std: bool = False, sizes: Iterable[int] | None = None) -> Table:
+    cells = load_cells(store, groups)
+    gs = list(groups)
+    hdr = ["benchmark", "size"]
+    for g in gs:
+        hdr += [f"{g} first", f"{g} steady"] + ([f"{g} mean ± std"] if mean_std else []) + \
+            [f"{g} first/steady"]
+    t = Table(title="First call vs steady state", header=hdr, rows=[], kind="first-call",
+              caption="first = time of the first (initialisation) call, median over launches; "
+                      "steady = median ± 95% CI of the timed samples (warm-up discarded); "
+                      "times in microseconds")
+    size_set = set(sizes) if sizes is not None else None
+    for key, by_group in cells.items():
+        bench, size, _np, _pk, metric = key
+        if metric != "time" or (size_set is not None and size not in size_set):
+            continue
+        if not any(c.firsts for c in by_group.values()):
+            continue
+        line = [bench, cell_label(key)]
+        rec: dict[str, Any] = {"benchmark": bench, "size": size, "np": _np}
+        for g in gs:
+            c = by_group.get(g)
+            if c is None or c.status != "ok":
+                line += [""] * (3 + mean_std)
+                continue
+            pct = c.ci_pct
+            steady = fmt_num(c.value) + (f" ± {pct:.1f}%" if pct is not None else "")
+            ratio = c.first / c.value if c.first and c.value else None
+            line += [fmt_num(c.first), steady]
+            if mean_std:
+                line.append(f"{fmt_num(c.mean)} ± {fmt_num(c.std)}")
+            line.append("" if ratio is None else f"{ratio:.1f}x")
+            rec.update({f"{g}_first": c.first, f"{g}_firsts": c.firsts,
+                        f"{g}_median": c.value, f"{g}_ci_low": c.ci_low,
+                        f"{g}_ci_high": c.ci_high, f"{g}_mean": c.mean, f"{g}_std": c.std,
+                        f"{g}_first_over_steady": ratio})
+        t.rows.append(line)
+        t.records.append(rec)
+    return t
+
+
+# ---------------------------------------------------------------------------------------
+# Scaling
+
+def scaling_table(store: Store, groups: Mapping[str, list[str]], *, by: str | None = None,
+                  metric: str | None = None) -> Table:
+    """Speedup and parallel efficiency against the smallest count of `by` ('nodes' when cells
+    have that parameter, else 'np'), per variant and per series (benchmark, metric, size and
+    the other parameters). Time-like metrics: speedup = t0/t; rates: r/r0."""
+    cells = load_cells(store, groups, with_samples=False)
+    series: dict[tuple, dict[Any, Cell]] = defaultdict(dict)
+    chosen_by = by
+    for by_group in cells.values():
+        for g, c in by_group.items():
+            if c.status != "ok" or c.value is None:
+                continue
+            if metric is not None and c.metric != metric:
+                continue
+            b = chosen_by or ("nodes" if "nodes" in c.params else "np")
+            count = c.np if b == "np" else c.params.get(b)
+            if count is None:
+                continue
+            other = {k: v for k, v in c.params.items() if k != b}
+            skey = (g, c.benchmark, c.metric, c.size, b,
+                    json.dumps(other, sort_keys=True, default=str))
+            series[skey][count] = c
+    t = Table(title="Scaling", kind="scaling", rows=[],
+              header=["variant", "benchmark", "series", "count", "value", "speedup",
+                      "efficiency"],
+              caption="speedup against the smallest count of the series (time: t0/t, rates: "
+                      "r/r0); efficiency = speedup / (count / smallest count)")
+    for skey in sorted(series, key=lambda k: (bench_sort_key(k[1]), k[2], str(k[3]), k[5],
+                                              k[0])):
+        pts = series[skey]
+        if len(pts) < 2:
+            continue
+        g, bench, m, size, b, other = skey
+        counts = sorted(pts, key=float)
+        c0 = counts[0]
+        v0 = pts[c0].value
+        desc = " ".join(x for x in (m, fmt_size(size) if size is not None else "",
+                                    fmt_params(json.loads(other))) if x)
+        for cnt in counts:
+            v = pts[cnt].value
+            speed = (v0 / v if pts[cnt].better == "lower" else v / v0) if v and v0 else None
+            eff = speed / (float(cnt) / float(c0)) if speed else None
+            t.rows.append([g, bench, desc, f"{b}={cnt}", fmt_num(v),
+                           "" if speed is None else f"{speed:.2f}x",
+                           "" if eff is None else f"{100 * eff:.0f}%"])
+            t.records.append({"variant": g, "benchmark": bench, "metric": m, "size": size,
+                              "by": b, "count": cnt, "params": json.loads(other),
+                              "value": v, "speedup": speed, "efficiency": eff})
+    return t
+
+
+# ---------------------------------------------------------------------------------------
+# Cost and energy
+
+_PER_HOUR = {"/day": 1 / 24, "/d": 1 / 24, "/h": 1.0, "/hour": 1.0, "/s": 3600.0,
+             "/sec": 3600.0, "/min": 60.0}
+
+
+def _rate_per_hour(unit: str) -> tuple[float, str] | None:
+    u = unit.strip()
+    for suffix, f in _PER_HOUR.items():
+        if u.lower().endswith(suffix):
+            return f, u[: -len(suffix)].strip() or "unit"
+    return None
+
+
+def cost_table(store: Store, groups: Mapping[str, list[str]], *,
+               price_per_node_hour: float | None = None, power_per_node_w: float | None = None,
+               baseline: str | None = None) -> Table:
+    """Cost and energy per run and per unit of the figure of merit, per application cell.
+
+    Run time: the cell's wall_time/elapsed metric if it has one, else the runs' elapsed
+    seconds in the store. Nodes: the 'nodes' parameter, else the run spec's 'nodes', else 1
+    (said in a note). Price and power: flags, else run/campaign spec keys
+    'price_per_node_hour' and 'power_per_node_w'. The figure of merit is a rate metric whose
+    unit ends in /day, /h, /min or /s (e.g. ns/day): cost per unit = cost per hour / rate per
+    hour. The saving is the better variant's cost relative to the other's, per cell."""
+    order = list(groups)
+    baseline = baseline or order[0]
+    price = price_per_node_hour
+    power = power_per_node_w
+    all_ids = [r for ids in groups.values() for r in ids]
+    if price is None:
+        price = _spec_value(store, all_ids, ("price_per_node_hour",))
+    if power is None:
+        power = _spec_value(store, all_ids, ("power_per_node_w",))
+    t = Table(title="Cost and energy", kind="cost", rows=[], notes=[],
+              header=["cell", "variant", "nodes", "run time (s)", "cost/run", "energy/run (Wh)",
+                      "figure of merit", "cost/unit", "energy/unit (Wh)", "saving vs baseline"],
+              caption=(f"price {price if price is not None else '?'} per node-hour, power "
+                       f"{power if power is not None else '?'} W per node; cost = nodes x hours "
+                       "x price; energy = nodes x hours x power (node power only, no network "
+                       "or cooling)"))
+    if price is None and power is None:
+        t.notes.append("no price per node-hour or power per node given (flags "
+                       "--cost-per-node-hour/--power-per-node-w or campaign keys "
+                       "price_per_node_hour/power_per_node_w)")
+        return t
+    cells = load_cells(store, groups, with_samples=False)
+    # group cells per application cell (benchmark + params + np), across metrics
+    apps: dict[tuple, dict[str, dict[str, Cell]]] = defaultdict(lambda: defaultdict(dict))
+    for (bench, size, np_, pkey, metric), by_group in cells.items():
+        if size is not None:
+            continue
+        for g, c in by_group.items():
+            if c.status == "ok":
+                apps[(bench, np_, pkey)][g][metric] = c
+    assumed_one = False
+    elapsed_cache: dict[str, float | None] = {}
+    for (bench, np_, pkey), per_group in apps.items():
+        params = json.loads(pkey)
+        label = " ".join(x for x in (bench, fmt_params(params)) if x)
+        costs: dict[str, tuple[float | None, float | None]] = {}
+        lines = []
+        for g in [x for x in order if x in per_group]:
+            metrics = per_group[g]
+            wall = next((metrics[m] for m in ("wall_time", "elapsed", "walltime", "time_s")
+                         if m in metrics), None)
+            if wall is not None:
+                secs = wall.value if wall.unit in ("s", "sec", "seconds") else (
+                    wall.value / 1e6 if wall.unit == "us" else wall.value)
+                any_cell = wall
+            else:
+                any_cell = next(iter(metrics.values()))
+                secs = _median_elapsed(store, any_cell.runs_used, elapsed_cache)
+            nodes = params.get("nodes") or _spec_value(store, any_cell.runs_used, ("nodes",))
+            if nodes is None:
+                nodes, assumed_one = 1, True
+            hours = secs / 3600 if secs else None
+            cost = nodes * hours * price if (hours and price is not None) else None
+            energy = nodes * hours * power if (hours and power is not None) else None
+            fom = next(((m, c) for m, c in metrics.items() if c.better == "higher"
+                        and _rate_per_hour(c.unit)), None)
+            cpu = epu = None
+            fom_txt = what = ""
+            if fom:
+                m, c = fom
+                f, what = _rate_per_hour(c.unit)
+                per_hour = c.value * f
+                fom_txt = f"{fmt_num(c.value)} {c.unit}"
+                if per_hour > 0:
+                    cpu = nodes * price / per_hour if price is not None else None
+                    epu = nodes * power / per_hour if power is not None else None
+            costs[g] = (cpu if cpu is not None else cost, epu if epu is not None else energy)
+            per = f" /{what}" if fom else ""
+            lines.append([label, g, str(nodes), fmt_num(secs), _money(cost), fmt_num(energy),
+                          fom_txt, _money(cpu) + per if cpu is not None else "",
+                          fmt_num(epu) + per if epu is not None else ""])
+            t.records.append({"benchmark": bench, "params": params, "np": np_, "variant": g,
+                              "nodes": nodes, "seconds": secs, "cost_per_run": cost,
+                              "energy_wh_per_run": energy,
+                              "figure_of_merit": fom[1].value if fom else None,
+                              "figure_of_merit_unit": fom[1].unit if fom else None,
+                              "cost_per_unit": cpu, "energy_wh_per_unit": epu})
+        # saving of the cheaper variant against the baseline (or the other one)
+        base_cost = costs.get(baseline, (None, None))[0]
+        for line, g in zip(lines, [x for x in order if x in per_group], strict=True):
+            c = costs[g][0]
+            if g == baseline or base_cost is None or c is None or base_cost <= 0:
+                line.append("")
+            else:
+                s = 1 - c / base_cost
+                line.append(f"{100 * s:+.1f}% vs {baseline}")
+                t.records[-len(lines) + lines.index(line)]["saving_vs_baseline"] = s
+            t.rows.append(line)
+    if assumed_one:
+        t.notes.append("node count unknown for some cells (no 'nodes' parameter or spec): "
+                       "assumed 1 node")
+    return t
+
+
+def _median_elapsed(store: Store, run_ids: list[str], cache: dict) -> float | None:
+    vals = []
+    for rid in run_ids:
+        if rid not in cache:
+            row = store.run(rid)
+            cache[rid] = row["elapsed"] if row is not None else None
+        if cache[rid] is not None:
+            vals.append(cache[rid])
+    return float(np.median(vals)) if vals else None
+
+
+def _money(v: float | None, digits: int = 4) -> str:
+    return "" if v is None else fmt_num(v, digits)
