@@ -1,0 +1,575 @@
+"""Campaign file (TOML): load and validate everything before anything runs.
+
+Errors are UsageError with one line: "<file>: <key path>: <problem>; expected <form>".
+The complete reference is docs/campaigns.md.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import shlex
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mpibench.benchmarks import canonical_benchmarks, parse_sizes
+from mpibench.errors import UsageError
+from mpibench.execute import Variant
+from mpibench.schedulers import SchedulerSettings
+
+FORMAT_VERSION = 1
+ORDERS = ("interleaved", "random")
+# Placeholders every application template may use besides its own parameters.
+BUILTIN_PLACEHOLDERS = ("np", "nodes", "ppn", "variant", "stack", "repeat", "run_dir",
+                        "campaign_dir")
+CORE_OPTIONS = {"max_time": "number > 0 (seconds per size)",
+                "iterations": "integer >= 1", "target": "number > 0 (CI half-width, %)",
+                "timeout": "number > 0 (watchdog per size, seconds)",
+                "no_validate": "true or false"}
+VARIANT_KEYS = ("stack", "transport", "env", "mca", "launcher", "launcher_args", "np", "ppn",
+                "nodes", "hosts", "hostfile", "bind", "map_by", "profile", "sweep")
+SWEEPABLE = ("transport", "np", "ppn", "nodes", "bind", "map_by", "launcher", "stack")
+CORE_GROUP_KEYS = ("benchmarks", "sizes", "options", "timeout", "variants", "repeats",
+                   "exclude")
+APP_GROUP_KEYS = ("command", "params", "zip", "exclude", "setup", "inputs", "fom", "timeout",
+                  "variants", "repeats", "env")
+SCHEDULER_KEYS = ("name", "partition", "queue", "account", "time_limit", "nodes",
+                  "tasks_per_node", "exclusive", "extra_directives", "job_name_prefix",
+                  "max_jobs_in_flight", "group_cells", "poll_interval", "poll_max_interval",
+                  "modules")
+FOM_SOURCES = ("output", "stdout", "stderr")
+_PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*$")
+
+
+@dataclass
+class Fom:
+    name: str  # metric name, e.g. "ns/day"; "wall_time" for the wall clock
+    regex: re.Pattern | None  # None: wall time
+    unit: str
+    better: str  # higher | lower
+    source: str = "output"  # output (stdout then stderr), stdout, stderr, or a file in run_dir
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "regex": self.regex.pattern if self.regex else None,
+                "unit": self.unit, "better": self.better, "source": self.source}
+
+
+@dataclass
+class Group:
+    name: str
+    kind: str  # core | app
+    benchmarks: list[str] = field(default_factory=list)
+    sizes: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    command: list[str] = field(default_factory=list)  # shlex-split template
+    command_text: str = ""
+    setup: list[list[str]] = field(default_factory=list)
+    inputs: list[Path] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    params: dict[str, list[Any]] = field(default_factory=dict)
+    zips: dict[str, list[str]] = field(default_factory=dict)
+    exclude: list[dict[str, Any]] = field(default_factory=list)
+    foms: list[Fom] = field(default_factory=list)
+    timeout: float | None = None
+    variants: list[str] | None = None
+    repeats: int | None = None
+
+    def definition(self) -> dict[str, Any]:
+        """What the cell id hashes: what is measured, not how it is judged or bounded."""
+        if self.kind == "core":
+            return {"kind": "core", "benchmarks": self.benchmarks, "sizes": self.sizes,
+                    "options": self.options}
+        return {"kind": "app", "command": self.command, "setup": self.setup,
+                "inputs": [p.name for p in self.inputs], "env": self.env}
+
+    def to_dict(self) -> dict[str, Any]:
+        d = self.definition()
+        d.update(name=self.name, params=self.params, zips=self.zips, exclude=self.exclude,
+                 foms=[f.to_dict() for f in self.foms], timeout=self.timeout,
+                 variants=self.variants, repeats=self.repeats)
+        return d
+
+
+@dataclass
+class CampaignSpec:
+    path: Path
+    name: str
+    repeats: int
+    order: str
+    seed: int | None
+    timeout: float
+    verify_transport: bool
+    variants: list[Variant]
+    variant_keys: dict[str, str]  # expanded variant name -> key path in the file
+    variant_base: dict[str, str]  # expanded variant name -> [variants.NAME] it came from
+    groups: list[Group]
+    scheduler: SchedulerSettings
+    description: str = ""
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def directory(self) -> Path:
+        return self.path.parent
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": FORMAT_VERSION, "name": self.name, "repeats": self.repeats,
+                "order": self.order, "seed": self.seed, "timeout": self.timeout,
+                "verify_transport": self.verify_transport,
+                "variants": [v.to_dict() for v in self.variants],
+                "groups": [g.to_dict() for g in self.groups],
+                "scheduler": self.scheduler.__dict__}
+
+
+class _Ctx:
+    """Error helper: every message starts with the file and the key path."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def fail(self, key: str, problem: str, expected: str | None = None):
+        msg = f"{self.path}: {key}: {problem}"
+        if expected:
+            msg += f"; expected {expected}"
+        raise UsageError(msg)
+
+    def table(self, value: Any, key: str) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            self.fail(key, f"got {_show(value)}", "a table")
+        return value
+
+    def known(self, table: dict, key: str, allowed: tuple[str, ...] | list[str]) -> None:
+        unknown = [k for k in table if k not in allowed]
+        if unknown:
+            self.fail(f"{key}.{unknown[0]}" if key else unknown[0], "unknown key",
+                      "one of " + ", ".join(allowed))
+
+    def string(self, value: Any, key: str, *, nonempty: bool = True) -> str:
+        if not isinstance(value, str) or (nonempty and not value.strip()):
+            self.fail(key, f"got {_show(value)}", "a non-empty string")
+        return value
+
+    def integer(self, value: Any, key: str, minimum: int = 1) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            self.fail(key, f"got {_show(value)}", f"an integer >= {minimum}")
+        return value
+
+    def number(self, value: Any, key: str) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+            self.fail(key, f"got {_show(value)}", "a number > 0")
+        return float(value)
+
+    def boolean(self, value: Any, key: str) -> bool:
+        if not isinstance(value, bool):
+            self.fail(key, f"got {_show(value)}", "true or false")
+        return value
+
+    def str_list(self, value: Any, key: str) -> list[str]:
+        if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+            self.fail(key, f"got {_show(value)}", "a list of strings")
+        return list(value)
+
+    def str_map(self, value: Any, key: str) -> dict[str, str]:
+        t = self.table(value, key)
+        out = {}
+        for k, v in t.items():
+            if isinstance(v, bool):
+                v = "1" if v else "0"
+            if not isinstance(v, str | int | float):
+                self.fail(f"{key}.{k}", f"got {_show(v)}", "a string or number")
+            out[str(k)] = str(v)
+        return out
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def load(path: str | Path) -> CampaignSpec:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise UsageError(f"campaign file {path}: not found") from None
+    except OSError as exc:
+        raise UsageError(f"campaign file {path}: cannot read ({exc.strerror})") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"{path}: invalid TOML ({exc})") from None
+    return parse(data, path)
+
+
+def parse(data: dict[str, Any], path: Path) -> CampaignSpec:
+    c = _Ctx(path)
+    c.known(data, "", ("campaign", "defaults", "variants", "benchmarks", "scheduler"))
+    camp = c.table(data.get("campaign", {}), "campaign")
+    c.known(camp, "campaign", ("name", "format", "description", "repeats", "order", "seed",
+                               "timeout", "verify_transport"))
+    fmt = camp.get("format", FORMAT_VERSION)
+    if fmt != FORMAT_VERSION:
+        c.fail("campaign.format", f"got {_show(fmt)}",
+               f"{FORMAT_VERSION} (the only format this mpibench reads)")
+    name = c.string(camp.get("name", path.stem), "campaign.name")
+    repeats = c.integer(camp.get("repeats", 3), "campaign.repeats")
+    order = camp.get("order", "interleaved")
+    if order not in ORDERS:
+        c.fail("campaign.order", f"got {_show(order)}", " or ".join(f'"{o}"' for o in ORDERS))
+    seed = camp.get("seed")
+    if seed is not None:
+        seed = c.integer(seed, "campaign.seed", minimum=0)
+    timeout = c.number(camp.get("timeout", 600), "campaign.timeout")
+    verify = c.boolean(camp.get("verify_transport", True), "campaign.verify_transport")
+    description = c.string(camp.get("description", ""), "campaign.description", nonempty=False)
+
+    defaults = c.table(data.get("defaults", {}), "defaults")
+    c.known(defaults, "defaults", [k for k in VARIANT_KEYS if k != "sweep"])
+    vtable = c.table(data.get("variants"), "variants") if "variants" in data else \
+        c.fail("variants", "missing", "at least one [variants.NAME] table")
+    if not vtable:
+        c.fail("variants", "empty", "at least one [variants.NAME] table")
+    variants: list[Variant] = []
+    vkeys: dict[str, str] = {}
+    vbase: dict[str, str] = {}
+    for vname, vdef in vtable.items():
+        key = f"variants.{vname}"
+        if not _NAME.match(vname):
+            c.fail(key, f"bad variant name {vname!r}",
+                   "letters, digits and _ . + - (no spaces)")
+        vdef = c.table(vdef, key)
+        c.known(vdef, key, VARIANT_KEYS)
+        for v in _variants(c, key, vname, {**defaults, **vdef}):
+            if v.name in vkeys:
+                c.fail(key, f"variant name {v.name!r} is produced twice", "unique names")
+            vkeys[v.name] = key
+            vbase[v.name] = vname
+            variants.append(v)
+
+    gtable = c.table(data.get("benchmarks"), "benchmarks") if "benchmarks" in data else \
+        c.fail("benchmarks", "missing", "at least one [benchmarks.NAME] table")
+    if not gtable:
+        c.fail("benchmarks", "empty", "at least one [benchmarks.NAME] table")
+    groups = [_group(c, f"benchmarks.{g}", g, gdef, path, set(vbase.values()) | set(vkeys))
+              for g, gdef in gtable.items()]
+    scheduler = _scheduler(c, c.table(data.get("scheduler", {}), "scheduler"))
+    return CampaignSpec(path=path.resolve(), name=name, repeats=repeats, order=order, seed=seed,
+                        timeout=timeout, verify_transport=verify, variants=variants,
+                        variant_keys=vkeys, variant_base=vbase, groups=groups,
+                        scheduler=scheduler, description=description, raw=data)
+
+
+def _variants(c: _Ctx, key: str, name: str, d: dict[str, Any]) -> list[Variant]:
+    if "stack" not in d:
+        c.fail(f"{key}.stack", "missing", "the name of an MPI stack (see `mpibench stacks`)")
+    sweep = c.table(d.get("sweep", {}), f"{key}.sweep")
+    axes: list[tuple[str, list[Any]]] = []
+    for sk, values in sweep.items():
+        skey = f"{key}.sweep.{sk}"
+        field_name = sk.split(".", 1)[0]
+        if field_name not in SWEEPABLE + ("env", "mca") or (field_name in ("env", "mca")
+                                                             and "." not in sk):
+            c.fail(skey, "cannot be swept",
+                   "one of " + ", ".join(SWEEPABLE) + ', "env.NAME" or "mca.NAME"')
+        if not isinstance(values, list) or not values:
+            c.fail(skey, f"got {_show(values)}", "a non-empty list of values")
+        axes.append((sk, values))
+    out = []
+    for combo in itertools.product(*[vals for _, vals in axes]) if axes else [()]:
+        d2 = {k: v for k, v in d.items() if k != "sweep"}
+        d2["env"] = dict(d.get("env", {})) if isinstance(d.get("env", {}), dict) else d.get("env")
+        d2["mca"] = dict(d.get("mca", {})) if isinstance(d.get("mca", {}), dict) else d.get("mca")
+        label = []
+        for (sk, _), value in zip(axes, combo, strict=True):
+            if "." in sk:
+                table, sub = sk.split(".", 1)
+                if not isinstance(d2[table], dict):
+                    c.fail(f"{key}.{table}", f"got {_show(d2[table])}", "a table")
+                d2[table][sub] = value
+            else:
+                d2[sk] = value
+            label.append(f"{sk}={value}")
+        vname = f"{name}[{','.join(label)}]" if label else name
+        out.append(_variant(c, key, vname, d2))
+    return out
+
+
+def _variant(c: _Ctx, key: str, name: str, d: dict[str, Any]) -> Variant:
+    v = Variant(name=name, stack=c.string(d["stack"], f"{key}.stack"))
+    if d.get("transport") is not None:
+        v.transport = c.string(d["transport"], f"{key}.transport")
+    if "env" in d:
+        v.env = c.str_map(d["env"], f"{key}.env")
+    if "mca" in d:
+        v.mca = c.str_map(d["mca"], f"{key}.mca")
+    if "launcher" in d:
+        v.launcher = c.string(d["launcher"], f"{key}.launcher")
+    if "launcher_args" in d:
+        v.launcher_args = c.str_list(d["launcher_args"], f"{key}.launcher_args")
+    if "np" in d:
+        v.np = c.integer(d["np"], f"{key}.np")
+    for k in ("ppn", "nodes"):
+        if d.get(k) is not None:
+            setattr(v, k, c.integer(d[k], f"{key}.{k}"))
+    if "hosts" in d:
+        v.hosts = c.str_list(d["hosts"], f"{key}.hosts")
+    for k in ("hostfile", "bind", "map_by"):
+        if d.get(k) is not None:
+            setattr(v, k, c.string(d[k], f"{key}.{k}"))
+    if "profile" in d:
+        v.profile = c.boolean(d["profile"], f"{key}.profile")
+    return v
+
+
+def split_template(c: _Ctx, text: Any, key: str, names: set[str]) -> list[str]:
+    """shlex-split FIRST, then check placeholders per argv element (substitution happens per
+    element later, so a value with spaces stays one argument and nothing reaches a shell)."""
+    text = c.string(text, key)
+    try:
+        argv = shlex.split(text)
+    except ValueError as exc:
+        c.fail(key, f"cannot split {_show(text)} into arguments ({exc})",
+               "a command line with balanced quotes")
+    if not argv:
+        c.fail(key, "empty command", "a command line")
+    for arg in argv:
+        for m in _PLACEHOLDER.finditer(arg.replace("{{", "").replace("}}", "")):
+            if m.group(1) not in names:
+                c.fail(key, f"unknown placeholder {{{m.group(1)}}}",
+                       "one of " + ", ".join("{" + n + "}" for n in sorted(names)))
+    return argv
+
+
+def substitute(argv: list[str], values: dict[str, Any]) -> list[str]:
+    """Replace {name} in each argv element; {{ and }} are literal braces. No eval, no shell."""
+    out = []
+    for arg in argv:
+        parts = re.split(r"(\{\{|\}\})", arg)
+        text = []
+        for p in parts:
+            if p == "{{":
+                text.append("{")
+            elif p == "}}":
+                text.append("}")
+            else:
+                text.append(_PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), p))
+        out.append("".join(text))
+    return out
+
+
+def _scalar(c: _Ctx, value: Any, key: str) -> Any:
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        c.fail(key, f"got {_show(value)}", "a string or number")
+    return value
+
+
+def _group(c: _Ctx, key: str, name: str, gdef: Any, path: Path, variant_names: set[str]
+           ) -> Group:
+    if not _NAME.match(name):
+        c.fail(key, f"bad benchmark group name {name!r}", "letters, digits and _ . + -")
+    gdef = c.table(gdef, key)
+    if ("benchmarks" in gdef) == ("command" in gdef):
+        c.fail(key, "needs exactly one of 'benchmarks' (core benchmarks) or 'command' "
+               "(an application)", "benchmarks = [\"PingPong\", ...] or command = \"...\"")
+    g = Group(name=name, kind="core" if "benchmarks" in gdef else "app")
+    c.known(gdef, key, CORE_GROUP_KEYS if g.kind == "core" else APP_GROUP_KEYS)
+    if "timeout" in gdef:
+        g.timeout = c.number(gdef["timeout"], f"{key}.timeout")
+    if "repeats" in gdef:
+        g.repeats = c.integer(gdef["repeats"], f"{key}.repeats")
+    if "variants" in gdef:
+        g.variants = c.str_list(gdef["variants"], f"{key}.variants")
+        for vn in g.variants:
+            if vn not in variant_names:
+                c.fail(f"{key}.variants", f"unknown variant {vn!r}",
+                       "names of [variants.NAME] tables: " + ", ".join(sorted(variant_names)))
+    if g.kind == "core":
+        benches = c.str_list(gdef["benchmarks"], f"{key}.benchmarks")
+        try:
+            g.benchmarks = canonical_benchmarks(benches)
+        except UsageError as exc:
+            c.fail(f"{key}.benchmarks", str(exc))
+        if "sizes" in gdef:
+            g.sizes = c.string(gdef["sizes"], f"{key}.sizes")
+            try:
+                parse_sizes(g.sizes)
+            except UsageError as exc:
+                c.fail(f"{key}.sizes", str(exc))
+        opts = c.table(gdef.get("options", {}), f"{key}.options")
+        c.known(opts, f"{key}.options", tuple(CORE_OPTIONS))
+        for ok, ov in opts.items():
+            okey = f"{key}.options.{ok}"
+            if ok == "iterations":
+                g.options[ok] = c.integer(ov, okey)
+            elif ok == "no_validate":
+                g.options[ok] = c.boolean(ov, okey)
+            else:
+                g.options[ok] = c.number(ov, okey)
+        g.exclude = _exclude(c, key, gdef.get("exclude", []), set(), variant_names)
+        return g
+
+    params = c.table(gdef.get("params", {}), f"{key}.params")
+    for pk, pv in params.items():
+        pkey = f"{key}.params.{pk}"
+        if not re.match(r"^[A-Za-z_]\w*$", pk) or pk in BUILTIN_PLACEHOLDERS:
+            c.fail(pkey, "bad parameter name",
+                   "an identifier that is not one of " + ", ".join(BUILTIN_PLACEHOLDERS))
+        values = pv if isinstance(pv, list) else [pv]
+        if not values:
+            c.fail(pkey, "empty list", "a value or a non-empty list of values")
+        g.params[pk] = [_scalar(c, x, f"{pkey}[{i}]") for i, x in enumerate(values)]
+    zips = c.table(gdef.get("zip", {}), f"{key}.zip")
+    zipped: set[str] = set()
+    for zk, members in zips.items():
+        zkey = f"{key}.zip.{zk}"
+        members = c.str_list(members, zkey)
+        if len(members) < 2:
+            c.fail(zkey, f"got {_show(members)}", "a list of at least two parameter names")
+        for m in members:
+            if m not in g.params:
+                c.fail(zkey, f"unknown parameter {m!r}",
+                       "names from " + f"{key}.params: " + ", ".join(g.params))
+            if m in zipped:
+                c.fail(zkey, f"parameter {m!r} is already in another zip", "each once")
+            zipped.add(m)
+        lengths = {m: len(g.params[m]) for m in members}
+        if len(set(lengths.values())) != 1:
+            c.fail(zkey, "zipped parameters have different lengths "
+                   + ", ".join(f"{m}={n}" for m, n in lengths.items()), "equal-length lists")
+        g.zips[zk] = members
+    names = set(g.params) | set(BUILTIN_PLACEHOLDERS)
+    g.command_text = gdef["command"] if isinstance(gdef["command"], str) else ""
+    g.command = split_template(c, gdef["command"], f"{key}.command", names)
+    setup = gdef.get("setup", [])
+    if isinstance(setup, str):
+        setup = [setup]
+    if not isinstance(setup, list):
+        c.fail(f"{key}.setup", f"got {_show(setup)}", "a command line or a list of them")
+    g.setup = [split_template(c, s, f"{key}.setup[{i}]", names) for i, s in enumerate(setup)]
+    for i, inp in enumerate(c.str_list(gdef.get("inputs", []), f"{key}.inputs")):
+        p = Path(inp) if Path(inp).is_absolute() else path.parent / inp
+        if not p.exists():
+            c.fail(f"{key}.inputs[{i}]", f"{inp!r} does not exist (looked at {p})",
+                   "a file or directory, relative to the campaign file")
+        g.inputs.append(p.resolve())
+    if "env" in gdef:
+        g.env = c.str_map(gdef["env"], f"{key}.env")
+    g.exclude = _exclude(c, key, gdef.get("exclude", []), set(g.params), variant_names)
+    g.foms = _foms(c, f"{key}.fom", gdef.get("fom", "wall_time"))
+    return g
+
+
+def _exclude(c: _Ctx, key: str, value: Any, params: set[str], variant_names: set[str]
+             ) -> list[dict[str, Any]]:
+    if not isinstance(value, list):
+        c.fail(f"{key}.exclude", f"got {_show(value)}",
+               "a list of tables such as [{steps = 2000, variant = \"mpich\"}]")
+    allowed = sorted(params) + ["variant", "np", "nodes", "ppn", "stack", "transport"]
+    out = []
+    for i, ex in enumerate(value):
+        ekey = f"{key}.exclude[{i}]"
+        ex = c.table(ex, ekey)
+        if not ex:
+            c.fail(ekey, "empty (would exclude every cell)", "at least one key")
+        c.known(ex, ekey, allowed)
+        if "variant" in ex and ex["variant"] not in variant_names:
+            c.fail(f"{ekey}.variant", f"unknown variant {ex['variant']!r}",
+                   "one of " + ", ".join(sorted(variant_names)))
+        out.append(dict(ex))
+    return out
+
+
+def _foms(c: _Ctx, key: str, value: Any) -> list[Fom]:
+    if value == "wall_time":
+        return [Fom("wall_time", None, "s", "lower")]
+    items = value if isinstance(value, list) else [value]
+    out = []
+    for i, f in enumerate(items):
+        fkey = key if not isinstance(value, list) else f"{key}[{i}]"
+        if not isinstance(f, dict):
+            c.fail(fkey, f"got {_show(f)}", '"wall_time" or a table {name, regex, unit, better}')
+        c.known(f, fkey, ("name", "regex", "unit", "better", "source"))
+        for req in ("name", "regex", "unit", "better"):
+            if req not in f:
+                c.fail(f"{fkey}.{req}", "missing",
+                       {"name": 'a metric name such as "ns/day"',
+                        "regex": "a regular expression with one capture group",
+                        "unit": 'a unit such as "ns/day"',
+                        "better": '"higher" or "lower"'}[req])
+        fname = c.string(f["name"], f"{fkey}.name")
+        if fname == "wall_time":
+            c.fail(f"{fkey}.name", "wall_time is recorded for every cell", "another name")
+        try:
+            rx = re.compile(c.string(f["regex"], f"{fkey}.regex"), re.MULTILINE)
+        except re.error as exc:
+            c.fail(f"{fkey}.regex", f"invalid regular expression ({exc})",
+                   "a Python regular expression")
+        if rx.groups < 1:
+            c.fail(f"{fkey}.regex", "has no capture group",
+                   "one group capturing the number, e.g. 'Performance:\\s+([0-9.]+)'")
+        better = f["better"]
+        if better not in ("higher", "lower"):
+            c.fail(f"{fkey}.better", f"got {_show(better)}", '"higher" or "lower"')
+        source = c.string(f.get("source", "output"), f"{fkey}.source")
+        out.append(Fom(fname, rx, c.string(f["unit"], f"{fkey}.unit"), better, source))
+    names = [f.name for f in out]
+    if len(set(names)) != len(names):
+        c.fail(key, "figure-of-merit names repeat", "unique names")
+    return out
+
+
+def _scheduler(c: _Ctx, t: dict[str, Any]) -> SchedulerSettings:
+    from mpibench.schedulers import scheduler_class
+
+    name = c.string(t.get("name", "local"), "scheduler.name")
+    try:
+        cls = scheduler_class(name)
+    except UsageError as exc:
+        c.fail("scheduler.name", str(exc))
+    c.known(t, "scheduler", SCHEDULER_KEYS + tuple(cls.settings_keys))
+    s = SchedulerSettings(name=name)
+    for k in ("partition", "queue", "account"):
+        if k in t:
+            setattr(s, k, c.string(t[k], f"scheduler.{k}"))
+    if "job_name_prefix" in t:
+        s.job_name_prefix = c.string(t["job_name_prefix"], "scheduler.job_name_prefix")
+    if "time_limit" in t:
+        s.time_limit_s = _duration(c, t["time_limit"], "scheduler.time_limit")
+    for k in ("nodes", "tasks_per_node"):
+        if k in t:
+            setattr(s, k, c.integer(t[k], f"scheduler.{k}"))
+    if "max_jobs_in_flight" in t:
+        s.max_jobs_in_flight = c.integer(t["max_jobs_in_flight"], "scheduler.max_jobs_in_flight")
+    if "group_cells" in t:
+        gc = t["group_cells"]
+        s.group_cells = (1 if gc is False else 0 if gc is True
+                         else c.integer(gc, "scheduler.group_cells"))
+    if "exclusive" in t:
+        s.exclusive = c.boolean(t["exclusive"], "scheduler.exclusive")
+    if "extra_directives" in t:
+        s.extra_directives = c.str_list(t["extra_directives"], "scheduler.extra_directives")
+    if "modules" in t:
+        s.modules = c.str_list(t["modules"], "scheduler.modules")
+    if "poll_interval" in t:
+        s.poll_interval_s = c.number(t["poll_interval"], "scheduler.poll_interval")
+    if "poll_max_interval" in t:
+        s.poll_max_interval_s = c.number(t["poll_max_interval"], "scheduler.poll_max_interval")
+    s.options = {k: t[k] for k in cls.settings_keys if k in t}
+    return s
+
+
+def _duration(c: _Ctx, value: Any, key: str) -> float:
+    """Seconds as a number, or "HH:MM:SS" / "MM:SS" / "D-HH:MM:SS" as schedulers write it."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+        return float(value)
+    if isinstance(value, str):
+        m = re.match(r"^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+)$", value.strip())
+        if m:
+            d, h, mi, s = (int(x) if x else 0 for x in m.groups())
+            total = ((d * 24 + h) * 60 + mi) * 60 + s
+            if total > 0:
+                return float(total)
+    c.fail(key, f"got {_show(value)}", 'seconds (a number > 0) or "HH:MM:SS"')
+    raise AssertionError  # unreachable
