@@ -128,7 +128,8 @@ def orient_gain(base: float | None, cand: float | None, better: str) -> float | 
 
 def compare_groups(store: Store, groups: Mapping[str, list[str]], baseline: str, *,
                    alpha: float = 0.05, sizes: Iterable[int] | None = None,
-                   benchmarks: Iterable[str] | None = None, title: str = "") -> Comparison:
+                   benchmarks: Iterable[str] | None = None, title: str = "",
+                   cells: dict | None = None) -> Comparison:
     """Compare every group against `baseline`. groups: display name -> run ids."""
     if baseline not in groups:
         raise UsageError(f"baseline {baseline!r} is not one of the groups: {', '.join(groups)}")
@@ -136,7 +137,7 @@ def compare_groups(store: Store, groups: Mapping[str, list[str]], baseline: str,
         raise UsageError("a comparison needs at least two result sets (got "
                          f"{', '.join(groups) or 'none'})")
     order = [baseline] + [g for g in groups if g != baseline]
-    cells = load_cells(store, groups)
+    cells = cells if cells is not None else load_cells(store, groups)
     size_set = set(sizes) if sizes is not None else None
     bench_set = {b.lower() for b in benchmarks} if benchmarks else None
     notes = _Notes()

@@ -232,12 +232,13 @@ class Grid:
 
 def grids(store: Store, groups: Mapping[str, list[str]], row_param: str, col_param: str, *,
           baseline: str | None = None, metric: str | None = None,
-          benchmark: str | None = None, alpha: float = 0.05) -> list[Grid]:
+          benchmark: str | None = None, alpha: float = 0.05,
+          cells: dict | None = None) -> list[Grid]:
     """One Grid per (benchmark, metric, other params) whose cells vary row_param and col_param.
     The best cell per row (per group) follows the metric's better-direction."""
     order = list(groups)
     baseline = baseline or order[0]
-    cells = load_cells(store, groups)
+    cells = cells if cells is not None else load_cells(store, groups)
     buckets: dict[tuple, dict[str, dict[tuple, Cell]]] = defaultdict(lambda: defaultdict(dict))
     for key, by_group in cells.items():
         bench, size, np_, _pkey, m = key
@@ -408,11 +409,11 @@ def _spec_value(store: Store, run_ids: Iterable[str], keys: Iterable[str]) -> An
 
 
 def line_rate_table(store: Store, groups: Mapping[str, list[str]],
-                    line_rate: str | float | None = None) -> Table:
+                    line_rate: str | float | None = None, cells: dict | None = None) -> Table:
     """Peak measured bandwidth per group and benchmark as % of the line rate, and the smallest
     measured size reaching half of that peak. The line rate is the flag's, else each group's
     runs' spec 'line_rate_bps' (or 'line_rate' text), else only the peak is shown."""
-    cells = load_cells(store, groups, with_samples=False)
+    cells = cells if cells is not None else load_cells(store, groups, with_samples=False)
     t = Table(title="Bandwidth against line rate", kind="line-rate", rows=[],
               header=["variant", "benchmark", "line rate", "peak MB/s", "at size", "% of line",
                       "half-peak size"],
@@ -461,8 +462,9 @@ def _fmt_rate(bps: float | None) -> str:
 # First call vs steady state
 
 def first_call_table(store: Store, groups: Mapping[str, list[str]], *,
-                     mean_std: bool = False, sizes: Iterable[int] | None = None) -> Table:
-    cells = load_cells(store, groups)
+                     mean_std: bool = False, sizes: Iterable[int] | None = None,
+                     cells: dict | None = None) -> Table:
+    cells = cells if cells is not None else load_cells(store, groups)
     gs = list(groups)
     hdr = ["benchmark", "size"]
     for g in gs:
@@ -506,11 +508,11 @@ def first_call_table(store: Store, groups: Mapping[str, list[str]], *,
 # Scaling
 
 def scaling_table(store: Store, groups: Mapping[str, list[str]], *, by: str | None = None,
-                  metric: str | None = None) -> Table:
+                  metric: str | None = None, cells: dict | None = None) -> Table:
     """Speedup and parallel efficiency against the smallest count of `by` ('nodes' when cells
     have that parameter, else 'np'), per variant and per series (benchmark, metric, size and
     the other parameters). Time-like metrics: speedup = t0/t; rates: r/r0."""
-    cells = load_cells(store, groups, with_samples=False)
+    cells = cells if cells is not None else load_cells(store, groups, with_samples=False)
     series: dict[tuple, dict[Any, Cell]] = defaultdict(dict)
     chosen_by = by
     for by_group in cells.values():
@@ -573,7 +575,7 @@ def _rate_per_hour(unit: str) -> tuple[float, str] | None:
 
 def cost_table(store: Store, groups: Mapping[str, list[str]], *,
                price_per_node_hour: float | None = None, power_per_node_w: float | None = None,
-               baseline: str | None = None) -> Table:
+               baseline: str | None = None, cells: dict | None = None) -> Table:
     """Cost and energy per run and per unit of the figure of merit, per application cell.
 
     Run time: the cell's wall_time/elapsed metric if it has one, else the runs' elapsed
@@ -603,7 +605,7 @@ def cost_table(store: Store, groups: Mapping[str, list[str]], *,
                        "--cost-per-node-hour/--power-per-node-w or campaign keys "
                        "price_per_node_hour/power_per_node_w)")
         return t
-    cells = load_cells(store, groups, with_samples=False)
+    cells = cells if cells is not None else load_cells(store, groups, with_samples=False)
     # group cells per application cell (benchmark + params + np), across metrics
     apps: dict[tuple, dict[str, dict[str, Cell]]] = defaultdict(lambda: defaultdict(dict))
     for (bench, size, np_, pkey, metric), by_group in cells.items():

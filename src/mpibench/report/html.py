@@ -1,0 +1,374 @@
+"""`mpibench report`: one self-contained HTML file (and a Markdown version) from the store.
+
+The HTML is a jinja2 template with autoescape on; plots are matplotlib SVG inlined in the page
+(text as <text>, which matplotlib XML-escapes); a Content-Security-Policy meta tag forbids any
+fetch or script, so the file opens offline and user-provided strings cannot run code.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+import mpibench
+from mpibench.report import plots
+from mpibench.report.compare import (
+    Comparison,
+    Row,
+    _results_table,
+    _table_model,
+    compare_groups,
+    md_escape,
+    render_markdown,
+)
+from mpibench.report.data import load_cells
+from mpibench.report.tables import (
+    Table,
+    cost_table,
+    first_call_table,
+    gain_table,
+    grid_tables,
+    grids,
+    line_rate_table,
+    render_table,
+    scaling_table,
+)
+from mpibench.store import Store
+
+TEMPLATES = Path(__file__).with_name("templates")
+
+
+@dataclass
+class ReportOptions:
+    title: str = "mpibench report"
+    baseline: str | None = None
+    size: int | None = None                  # gain table size (default largest common)
+    line_rate: str | None = None             # e.g. "100Gb/s"; else runs' spec line_rate_bps
+    mean_std: bool = False
+    grid: tuple[str, str] | None = None      # (row param, column param); auto when None
+    price_per_node_hour: float | None = None
+    power_per_node_w: float | None = None
+    alpha: float = 0.05
+    plots: bool = True
+
+
+@dataclass
+class Figure:
+    name: str
+    caption: str
+    fig: Any                  # matplotlib Figure (rendered lazily)
+    _svg: str | None = None
+
+    @property
+    def svg(self) -> str:
+        if self._svg is None:
+            self._svg = plots.to_svg(self.fig)
+        return self._svg
+
+
+@dataclass
+class Section:
+    id: str
+    title: str
+    intro: str = ""
+    tables: list[Table] = field(default_factory=list)
+    markdown: list[str] = field(default_factory=list)     # pre-rendered Markdown blocks
+    figures: list[Figure] = field(default_factory=list)
+
+
+@dataclass
+class Report:
+    title: str
+    store_path: str
+    groups: list[dict[str, Any]]
+    baseline: str
+    comparison: Comparison | None
+    sections: list[Section]
+    verdicts: list[str]
+    generated: str
+
+
+def _group_info(store: Store, groups: Mapping[str, list[str]]) -> list[dict[str, Any]]:
+    out = []
+    for g, ids in groups.items():
+        camps, stacks, fps = Counter(), Counter(), Counter()
+        for i in range(0, len(ids), 5000):
+            chunk = ids[i:i + 5000]
+            q = ("SELECT c.name, u.spec_json, u.fingerprint_id, u.transport_actual, "
+                 "u.transport_requested FROM runs u JOIN campaigns c ON c.id = u.campaign_id "
+                 f"WHERE u.id IN ({', '.join('?' for _ in chunk)})")
+            for name, spec_json, fid, t_act, t_req in store.db.execute(q, chunk):
+                camps[name] += 1
+                fps[fid] += 1
+                try:
+                    spec = json.loads(spec_json or "{}")
+                except ValueError:
+                    spec = {}
+                stack = spec.get("stack") if isinstance(spec, dict) else None
+                transport = t_act or t_req or (spec.get("transport") if isinstance(spec, dict)
+                                               else None)
+                stacks[" / ".join(str(x) for x in (stack, transport) if x) or "-"] += 1
+        fp_desc = []
+        for fid, _n in fps.most_common(3):
+            fp = store.fingerprint(fid) if fid else None
+            if fp:
+                st = fp.get("stack") or {}
+                ver = st.get("version") if isinstance(st, dict) else st
+                name = st.get("name") if isinstance(st, dict) else ""
+                kernel = (fp.get("machine") or {}).get("kernel") if isinstance(
+                    fp.get("machine"), dict) else None
+                what = ", ".join(str(x) for x in (" ".join(str(y) for y in (name, ver) if y),
+                                                  f"kernel {kernel}" if kernel else "") if x)
+                fp_desc.append(f"{fid[:8]} ({what})" if what else fid[:8])
+            else:
+                fp_desc.append("none")
+        more = f" +{len(fps) - 3} more" if len(fps) > 3 else ""
+        out.append({"name": g, "runs": len(ids),
+                    "campaigns": ", ".join(c for c, _ in camps.most_common()),
+                    "stack": ", ".join(s for s, _ in stacks.most_common(3)),
+                    "fingerprints": f"{len(fps)}: " + "; ".join(fp_desc) + more})
+    return out
+
+
+def _auto_grid(cells: dict) -> tuple[str, str] | None:
+    """Rows 'nodes' (or 'np') x the parameter with most distinct values, for app cells."""
+    values: dict[str, set] = {}
+    nps = set()
+    for (_b, size, np_, pkey, _m) in cells:
+        if size is not None:
+            continue
+        nps.add(np_)
+        for k, v in json.loads(pkey).items():
+            values.setdefault(k, set()).add(json.dumps(v, default=str))
+    varying = {k: v for k, v in values.items() if len(v) > 1}
+    if "nodes" in varying:
+        row = "nodes"
+    elif len(nps) > 1:
+        row = "np"
+    elif varying:
+        row = max(varying, key=lambda k: len(varying[k]))
+    else:
+        return None
+    others = [k for k in varying if k != row]
+    if not others:
+        return None
+    return row, max(others, key=lambda k: len(varying[k]))
+
+
+def build_report(store: Store, groups: Mapping[str, list[str]],
+                 opts: ReportOptions | None = None) -> Report:
+    opts = opts or ReportOptions()
+    order = list(groups)
+    baseline = opts.baseline or order[0]
+    cells = load_cells(store, groups)
+    sections: list[Section] = []
+    cmp = None
+    verdicts: list[str] = []
+    if len(groups) > 1:
+        cmp = compare_groups(store, groups, baseline, alpha=opts.alpha, cells=cells,
+                             title=f"Comparison against {baseline}")
+        verdicts = list(cmp.verdicts.values())
+        s = Section("comparison", "Comparison",
+                    intro="Per cell: each side's median ± 95% CI; gain > 1 means the candidate "
+                          "is better; p Holm-corrected across the table; Cliff's δ > 0 means "
+                          "the candidate tends to be better.")
+        s.tables.append(_comparison_table(cmp))
+        s.markdown.append(render_markdown(cmp, heading_level=3))
+        sections.append(s)
+        gt = gain_table(cmp, size=opts.size)
+        if gt.rows:
+            sections.append(Section("gain", "Gain table", tables=[gt]))
+    else:
+        cmp_plot = _single(cells, order[0])
+    if opts.plots:
+        figs = []
+        plot_cmp = cmp if cmp is not None else cmp_plot
+        if plot_cmp.rows:
+            for name, fn, cap in (
+                    ("latency", plots.latency_figure, "Median time vs message size (log-log), "
+                     "shaded: 95% CI of the median"),
+                    ("bandwidth", plots.bandwidth_figure, "Bandwidth (MB/s = 10^6 B/s) vs "
+                     "message size, shaded: from the 95% CI of the time"),
+                    ("gain", plots.gain_figure, f"Gain against {baseline} per size; hollow "
+                     "markers are not significant")):
+                fig = fn(plot_cmp)
+                if fig is not None:
+                    figs.append(Figure(name, cap, fig))
+        if figs:
+            sections.append(Section("plots", "Plots", figures=figs))
+    # per-set results
+    rs = Section("results", "Results per set")
+    for g in order:
+        gcells = [by[g] for by in cells.values() if g in by]
+        hdr, body, notes = _results_table(gcells)
+        rs.tables.append(Table(title=g, header=hdr, rows=body, notes=notes, kind="results",
+                               caption="n = pooled samples; ±CI = half-width of the 95% CI as "
+                                       "% of the median; first = first-call time (median over "
+                                       "launches); launches = count (min–max of per-launch "
+                                       "medians)"))
+    sections.append(rs)
+    lr = line_rate_table(store, groups, opts.line_rate, cells=cells)
+    if lr.rows:
+        sections.append(Section("line-rate", "Line rate", tables=[lr]))
+    fc = first_call_table(store, groups, mean_std=opts.mean_std, cells=cells)
+    if fc.rows:
+        sections.append(Section("first-call", "First call vs steady state", tables=[fc]))
+    grid_spec = opts.grid or _auto_grid(cells)
+    if grid_spec:
+        gs = Section("grids", "Grids")
+        for grid in grids(store, groups, grid_spec[0], grid_spec[1], baseline=baseline,
+                          alpha=opts.alpha, cells=cells):
+            gs.tables += grid_tables(grid)
+            if opts.plots:
+                for g in grid.groups:
+                    gs.figures.append(Figure(f"grid-{len(gs.figures)}",
+                                             f"{grid.title}: {g} (best cell per row outlined)",
+                                             plots.grid_heatmap(grid, group=g)))
+                for cand in grid.ratio:
+                    gs.figures.append(Figure(f"grid-{len(gs.figures)}",
+                                             f"{grid.title}: gain {cand} vs {grid.baseline}",
+                                             plots.grid_heatmap(grid, ratio_for=cand)))
+        if gs.tables:
+            sections.append(gs)
+    sc = scaling_table(store, groups, cells=cells)
+    if sc.rows:
+        s = Section("scaling", "Scaling", tables=[sc])
+        if opts.plots:
+            s.figures.append(Figure("scaling", "Speedup vs count (dashed: ideal)",
+                                    plots.scaling_figure(sc.records)))
+        sections.append(s)
+    ct = cost_table(store, groups, price_per_node_hour=opts.price_per_node_hour,
+                    power_per_node_w=opts.power_per_node_w, baseline=baseline, cells=cells)
+    if ct.rows:
+        sections.append(Section("cost", "Cost and energy", tables=[ct]))
+    return Report(title=opts.title, store_path=str(store.path), groups=_group_info(store, groups),
+                  baseline=baseline, comparison=cmp, sections=sections, verdicts=verdicts,
+                  generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"))
+
+
+def _single(cells: dict, group: str) -> Comparison:
+    """A Comparison with one set and no tests, so the plots can show a single set."""
+    rows = []
+    for key, by in cells.items():
+        c = by.get(group)
+        if c is None:
+            continue
+        rows.append(Row(key=key, benchmark=c.benchmark, size=c.size, np=c.np, params=c.params,
+                        metric=c.metric, unit=c.unit, better=c.better, cells={group: c},
+                        deltas={}))
+    return Comparison(groups=[group], baseline=group, alpha=0.05, rows=rows, summaries=[],
+                      footnotes=[], verdict="", verdicts={}, run_counts={})
+
+
+def _comparison_table(cmp: Comparison) -> Table:
+    hdr, body, summary_idx = _table_model(cmp)
+    t = Table(title=cmp.title, header=hdr, rows=body, bold_rows=set(summary_idx),
+              notes=list(cmp.footnotes), kind="comparison")
+    t.cell_classes = {}   # type: ignore[attr-defined]
+    # class the "vs" columns by the outcome, for colour
+    show_np = len({r.np for r in cmp.rows}) > 1
+    base_cols = 3 + (1 if show_np else 0)
+    i = 0
+    for r in cmp.rows:
+        for k, cand in enumerate(cmp.candidates):
+            col = base_cols + 3 * k + 1
+            d = r.deltas[cand]
+            cls = {"better": "better", "worse": "worse"}.get(d.direction, "same") \
+                if d.tested else ""
+            t.cell_classes[(i, col)] = cls
+        i += 1
+        if i in summary_idx:
+            i += 1
+    return t
+
+
+def _html_table(t: Table) -> dict[str, Any]:
+    classes = getattr(t, "cell_classes", {})
+    rows = []
+    for i, line in enumerate(t.rows):
+        cells = []
+        for j, x in enumerate(line):
+            cls = "best" if (i, j) in t.marked else classes.get((i, j), "")
+            if j < 2 and t.kind in ("comparison", "results", "gain", "first-call", "scaling",
+                                    "cost", "line-rate"):
+                cls = (cls + " l").strip()
+            cells.append({"text": x + (" ★" if (i, j) in t.marked else ""), "cls": cls})
+        rows.append({"cells": cells, "cls": "summary" if i in t.bold_rows else ""})
+    return {"title": t.title, "header": t.header, "rows": rows, "caption": t.caption,
+            "notes": t.notes, "left": 2}
+
+
+def render_html(report: Report) -> str:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+                             autoescape=True, undefined=jinja2.StrictUndefined,
+                             trim_blocks=True, lstrip_blocks=True)
+    tpl = env.get_template("report.html.j2")
+    sections = [{"id": s.id, "title": s.title, "intro": s.intro,
+                 "tables": [_html_table(t) for t in s.tables],
+                 "plots": [{"svg": f.svg, "caption": f.caption} for f in s.figures]}
+                for s in report.sections]
+    return tpl.render(title=report.title, version=mpibench.__version__,
+                      generated=report.generated, store_path=report.store_path,
+                      groups=report.groups, baseline=report.baseline,
+                      verdicts=report.verdicts, sections=sections)
+
+
+def write_html(report: Report, path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_html(report), encoding="utf-8")
+    return path
+
+
+def render_markdown_report(report: Report, plot_dir: Path | None, rel_to: Path,
+                           plot_format: str = "svg") -> str:
+    out = [f"# {md_escape(report.title)}", "",
+           f"Generated {report.generated} by mpibench {mpibench.__version__} from "
+           f"`{report.store_path}`. Times in microseconds; MB/s = 10^6 bytes/s; medians with "
+           "distribution-free 95% CIs; two-sided Mann-Whitney U with Holm correction; `~` = "
+           "not significant.", "", "## Result sets", "",
+           "| set | campaign(s) | runs | stack / transport | fingerprints |",
+           "|---|---|---:|---|---|"]
+    for g in report.groups:
+        name = g["name"] + (" (baseline)" if g["name"] == report.baseline else "")
+        out.append(f"| {md_escape(name)} | {md_escape(g['campaigns'])} | {g['runs']} | "
+                   f"{md_escape(g['stack'])} | {md_escape(g['fingerprints'])} |")
+    out.append("")
+    for v in report.verdicts:
+        out += [f"**Verdict:** {md_escape(v)}", ""]
+    for s in report.sections:
+        out += [f"## {md_escape(s.title)}", ""]
+        if s.intro:
+            out += [md_escape(s.intro), ""]
+        if s.markdown:
+            out += s.markdown + [""]
+        else:
+            for t in s.tables:
+                out += [render_table(t, "markdown"), ""]
+        for f in s.figures:
+            if plot_dir is None:
+                continue
+            plot_dir.mkdir(parents=True, exist_ok=True)
+            fp = plot_dir / f"{s.id}-{f.name}.{plot_format}"
+            plots.save(f.fig, fp, plot_format)
+            rel = fp.relative_to(rel_to) if fp.is_relative_to(rel_to) else fp
+            out += [f"![{md_escape(f.caption)}]({rel.as_posix()})", "",
+                    f"*{md_escape(f.caption)}*", ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def write_markdown(report: Report, path: str | Path, plot_format: str = "svg") -> Path:
+    """Markdown with plots as files in '<stem>-plots/' beside it (SVG or PNG)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    plot_dir = path.parent / f"{path.stem}-plots"
+    path.write_text(render_markdown_report(report, plot_dir, path.parent, plot_format),
+                    encoding="utf-8")
+    return path
