@@ -165,6 +165,9 @@ def compare_groups(store: Store, groups: Mapping[str, list[str]], baseline: str,
                 row.notes.append(notes.add(
                     f"{g}: some runs have no usable result for this cell ({', '.join(sts)}); "
                     "see the run's reason in the store"))
+            if c.status == "ok" and not c.no_samples and c.ci_low is None and c.n:
+                row.notes.append(notes.add(
+                    "± ∞: fewer than 6 samples, too few for a 95% CI of the median"))
             if c.no_samples:
                 stat = "mean" if c.statistic != "median" else "median"
                 row.notes.append(notes.add(
@@ -277,8 +280,9 @@ def _fmt_side(c: Cell | None) -> str:
     if c.no_samples:
         return f"{v} ({'mean' if c.statistic != 'median' else 'median'}, no samples)"
     pct = c.ci_pct
-    return f"{v} ± {pct:.0f}%" if pct is not None and pct >= 0.5 else (
-        f"{v} ± {pct:.1f}%" if pct is not None else f"{v} ± ?")
+    if pct is None:
+        return f"{v} ± ∞"      # benchstat's way of saying: too few samples for a CI
+    return f"{v} ± {pct:.0f}%" if pct >= 0.5 else f"{v} ± {pct:.1f}%"
 
 
 def _fmt_n(d: Delta) -> str:
@@ -307,11 +311,11 @@ def _marks(nums: Iterable[int]) -> str:
 
 
 def _unit_header(rows: list[Row]) -> str:
-    units = {(r.metric, r.unit, r.better) for r in rows}
+    units = sorted({(r.metric, r.unit, r.better) for r in rows})
     if len(units) == 1:
-        m, u, b = next(iter(units))
+        m, u, b = units[0]
         return f"{m} ({u}, {b} is better)"
-    return "value"
+    return "; ".join(f"{m} ({u}, {b} is better)" for m, u, b in units)
 
 
 def comparison_records(cmp: Comparison) -> list[dict[str, Any]]:
@@ -384,9 +388,12 @@ def _table_model(cmp: Comparison) -> tuple[list[str], list[list[str]], list[int]
     summary_idx: list[int] = []
     summaries = {(s.benchmark, s.metric): s for s in cmp.summaries}
     prev = None
+    multi_metric = len({(r.metric, r.unit) for r in cmp.rows}) > 1
     for i, r in enumerate(cmp.rows):
         group_key = (r.benchmark, r.metric)
-        line = [r.benchmark if group_key != prev else "", r.label]
+        what = r.metric if r.metric == r.unit else f"{r.metric}, {r.unit}"
+        name = f"{r.benchmark} [{what}]" if multi_metric else r.benchmark
+        line = [name if group_key != prev else "", r.label]
         if show_np:
             line.append("" if r.np is None else str(r.np))
         line.append(_fmt_side(r.cells.get(cmp.baseline)))
@@ -584,9 +591,10 @@ def _results_table(cells: list[Cell]) -> tuple[list[str], list[list[str]], list[
 
 
 def render_results(store: Store, run_ids: list[str], fmt: str = "terminal", *,
-                   title: str | None = None) -> str:
-    """Per-stack table of one result set (runs pooled per cell as in compare_groups)."""
-    cells = result_cells(store, run_ids)
+                   title: str | None = None, cells: list[Cell] | None = None) -> str:
+    """Per-stack table of one result set (runs pooled per cell as in compare_groups).
+    `cells` (already pooled, e.g. filtered) skips reading the store."""
+    cells = cells if cells is not None else result_cells(store, run_ids)
     title = title or "results"
     if fmt == "json":
         return json.dumps({"title": title, "runs": len(run_ids),

@@ -1,0 +1,237 @@
+"""`mpibench compare`: compare result sets from the store, benchstat style."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from mpibench.benchmarks import parse_size
+from mpibench.commands._common import Formatter, add_db, err_console
+from mpibench.errors import UsageError
+from mpibench.store import Store
+
+EXAMPLES = """\
+examples:
+  # the latest campaign in ./mpibench.db, first variant as baseline
+  mpibench compare
+
+  # two variants, MPICH as baseline, Markdown for a wiki page
+  mpibench compare --variant openmpi --variant mpich --baseline mpich --format markdown
+
+  # the users' gain table at 1 MiB and bandwidth against a 100 Gb/s link
+  mpibench compare --campaign fabric --gain-table --size 1M --line-rate 100Gb/s
+
+  # application sweep: nodes x NCORE grid, scaling, and cost at 2.5 per node-hour, 450 W/node
+  mpibench compare --campaign vasp --grid nodes NCORE --scaling \\
+      --cost-per-node-hour 2.5 --power-per-node-w 450
+
+  # same variant before and after a system update (two campaigns)
+  mpibench compare --campaign image-2025 --campaign image-2026 --variant openmpi
+
+Result sets are grouped by variant (or by --label). Samples of a cell are pooled across the
+launches of a set only when their fingerprints match (otherwise the most common fingerprint
+is used and a footnote says what was left out). Gain > 1 means the candidate is better;
+`~` marks differences that are not significant (two-sided Mann-Whitney U, Holm-corrected
+across the table). Times in microseconds; MB/s = 10^6 bytes/s."""
+
+
+def add_selectors(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("which results (default: the latest campaign)")
+    g.add_argument("--variant", action="append", metavar="NAME",
+                   help="variant to include (repeatable)")
+    g.add_argument("--label", action="append", metavar="LABEL",
+                   help="run label to include (repeatable); groups by label")
+    g.add_argument("--campaign", action="append", metavar="NAME|ID",
+                   help="campaign to include (repeatable)")
+    g.add_argument("--run", action="append", metavar="RUN_ID", help="run id (repeatable)")
+    g.add_argument("--since", metavar="WHEN", help="runs started at/after (ISO date/time, UTC)")
+    g.add_argument("--until", metavar="WHEN", help="runs started at/before (ISO date/time)")
+    g.add_argument("--by", choices=["variant", "label"], help="group runs by (default variant)")
+    g.add_argument("--baseline", metavar="SET", help="result set to compare against "
+                   "(default: the first)")
+    g.add_argument("--benchmark", action="append", metavar="NAME",
+                   help="only these benchmarks (repeatable)")
+    g.add_argument("--size", action="append", metavar="BYTES",
+                   help="only these sizes (repeatable; 8, 4K, 1M); with --gain-table, the "
+                        "size of the gain table")
+    g.add_argument("--alpha", type=float, default=0.05, help="significance level (0.05)")
+
+
+def add_table_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("extra tables")
+    g.add_argument("--line-rate", metavar="RATE",
+                   help="link speed, e.g. 100Gb/s, 25GbE, 12.5GB/s (default: the runs' "
+                        "line_rate_bps)")
+    g.add_argument("--mean-std", action="store_true",
+                   help="show mean ± std beside the median in the first-call table")
+    g.add_argument("--grid", nargs=2, metavar=("ROW", "COL"),
+                   help="grid of an application sweep: rows one parameter (e.g. nodes), "
+                        "columns another (e.g. NCORE); np and size also work")
+    g.add_argument("--metric", help="metric for --grid/--scaling (e.g. ns/day)")
+    g.add_argument("--cost-per-node-hour", type=float, metavar="PRICE",
+                   help="price per node-hour (else campaign key price_per_node_hour)")
+    g.add_argument("--power-per-node-w", type=float, metavar="WATTS",
+                   help="power per node in W (else campaign key power_per_node_w)")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("compare", help="compare result sets (median ± CI, gain, p, ~)",
+                       description="Compare two or more result sets from the store: per "
+                                   "benchmark and size (or application cell) each side's "
+                                   "median ± 95% CI, the gain, a Holm-corrected Mann-Whitney "
+                                   "p-value, Cliff's delta, a geomean per benchmark and a "
+                                   "verdict.",
+                       epilog=EXAMPLES, formatter_class=Formatter)
+    add_db(p)
+    add_selectors(p)
+    o = p.add_argument_group("output")
+    o.add_argument("--format", choices=["terminal", "markdown", "csv", "json"],
+                   default="terminal")
+    o.add_argument("--gain-table", action="store_true",
+                   help="also the gain table: one row per benchmark at one size (--size, "
+                        "default the largest common size)")
+    o.add_argument("--first-call", action="store_true",
+                   help="also first-call vs steady-state times")
+    o.add_argument("--scaling", action="store_true",
+                   help="also speedup and efficiency vs the smallest np/nodes")
+    o.add_argument("--scaling-by", metavar="PARAM", help="count for --scaling (nodes or np)")
+    o.add_argument("--results", action="store_true", help="also each set's own results table")
+    o.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    add_table_options(p)
+    p.set_defaults(func=run)
+
+
+def open_store(path: str) -> Store:
+    if not Path(path).exists():
+        raise UsageError(f"--db {path}: no such results store (run 'mpibench run' or "
+                         "'mpibench campaign run' first, or pass --db)")
+    return Store(path)
+
+
+def parse_sizes_arg(values: list[str] | None) -> list[int] | None:
+    if not values:
+        return None
+    out: list[int] = []
+    for v in values:
+        out += [parse_size(t) for t in v.split(",") if t.strip()]
+    return out
+
+
+def groups_from_args(store: Store, args) -> dict[str, list[str]]:
+    from mpibench.report.compare import select_groups
+
+    campaign = args.campaign
+    if not any([args.variant, args.label, args.campaign, args.run, args.since, args.until]):
+        camps = store.campaigns()
+        if not camps:
+            raise UsageError(f"--db {store.path}: the store has no campaigns yet")
+        latest = max(camps, key=lambda r: (r["created"], r["id"]))
+        campaign = [latest["id"]]
+        err_console().print(f"comparing the latest campaign: {latest['name']} "
+                            "(choose with --campaign/--variant/--run)")
+    groups = select_groups(store, variants=args.variant, campaign=campaign, run_ids=args.run,
+                           labels=args.label, since=args.since, until=args.until, by=args.by)
+    if not groups:
+        raise UsageError(f"--db {store.path}: no results match the selection (check "
+                         "--variant/--label/--campaign/--run/--since/--until)")
+    if args.baseline and args.baseline not in groups:
+        raise UsageError(f"--baseline {args.baseline!r} is not one of the selected sets: "
+                         f"{', '.join(groups)}")
+    return groups
+
+
+def run(args) -> int:
+    from mpibench.report.compare import compare_groups, render, render_results
+    from mpibench.report.data import load_cells
+    from mpibench.report.tables import (
+        cost_table,
+        first_call_table,
+        gain_table,
+        grid_tables,
+        grids,
+        line_rate_table,
+        render_table,
+        scaling_table,
+    )
+
+    fmt = args.format
+    sizes = parse_sizes_arg(args.size)
+    parts: list[tuple[str, str]] = []     # (key, text)
+    json_parts: dict[str, object] = {}
+    with open_store(args.db) as store:
+        groups = groups_from_args(store, args)
+        baseline = args.baseline or next(iter(groups))
+        cells = load_cells(store, groups)
+        if args.benchmark or sizes:
+            wanted = {b.lower() for b in args.benchmark or []}
+            cells = {k: v for k, v in cells.items()
+                     if (not wanted or k[0].lower() in wanted)
+                     and (sizes is None or k[1] in sizes or k[1] is None)}
+        cmp = None
+        if len(groups) >= 2:
+            cmp = compare_groups(store, groups, baseline, alpha=args.alpha, cells=cells)
+            parts.append(("comparison", render(cmp, fmt)))
+        else:
+            err_console().print(f"only one result set selected ({next(iter(groups))}); "
+                                "showing its results")
+        if args.results or cmp is None:
+            for g, ids in groups.items():
+                gcells = [by[g] for by in cells.values() if g in by]
+                parts.append((f"results:{g}", render_results(store, ids, fmt, title=g,
+                                                             cells=gcells)))
+        tables = []
+        if args.gain_table:
+            if cmp is None:
+                raise UsageError("--gain-table needs two or more result sets")
+            if sizes and len(sizes) > 1:
+                raise UsageError("--gain-table takes one --size (the gain table shows one size "
+                                 "per benchmark)")
+            tables.append(("gain_table", gain_table(cmp, size=sizes[0] if sizes else None)))
+        if args.line_rate is not None or _has_line_rate(store, groups):
+            lr = line_rate_table(store, groups, args.line_rate, cells=cells)
+            if args.line_rate is not None or any(r.get("line_rate_bps") for r in lr.records):
+                tables.append(("line_rate", lr))
+        if args.first_call or args.mean_std:
+            tables.append(("first_call", first_call_table(store, groups, mean_std=args.mean_std,
+                                                          cells=cells)))
+        if args.grid:
+            gl = grids(store, groups, args.grid[0], args.grid[1], baseline=baseline,
+                       metric=args.metric, alpha=args.alpha, cells=cells)
+            if not gl:
+                raise UsageError(f"--grid {args.grid[0]} {args.grid[1]}: no cells vary both "
+                                 "parameters in the selection")
+            for i, grid in enumerate(gl):
+                for j, t in enumerate(grid_tables(grid)):
+                    tables.append((f"grid_{i}_{j}", t))
+        if args.scaling:
+            tables.append(("scaling", scaling_table(store, groups, by=args.scaling_by,
+                                                    metric=args.metric, cells=cells)))
+        if args.cost_per_node_hour is not None or args.power_per_node_w is not None:
+            tables.append(("cost", cost_table(store, groups,
+                                              price_per_node_hour=args.cost_per_node_hour,
+                                              power_per_node_w=args.power_per_node_w,
+                                              baseline=baseline, cells=cells)))
+        for key, t in tables:
+            parts.append((key, render_table(t, fmt)))
+    if fmt == "json":
+        for key, text in parts:
+            json_parts[key] = json.loads(text)
+        out = json.dumps(json_parts if len(parts) > 1 else json_parts[parts[0][0]], indent=2)
+    elif fmt == "csv" and len(parts) > 1:
+        out = "\n".join(f"# {key}\n{text.rstrip()}\n" for key, text in parts)
+    else:
+        out = "\n\n".join(text.rstrip() for _, text in parts)
+    if args.output:
+        Path(args.output).write_text(out + "\n", encoding="utf-8")
+        err_console().print(f"wrote {args.output}")
+    else:
+        sys.stdout.write(out + "\n")
+    return 0
+
+
+def _has_line_rate(store: Store, groups) -> bool:
+    from mpibench.report.tables import _spec_value
+    ids = [r for ids in groups.values() for r in ids]
+    return _spec_value(store, ids, ("line_rate_bps", "line_rate")) is not None
