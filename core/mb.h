@@ -1,0 +1,124 @@
+/* mpibench-core: shared types between the driver and the benchmark families.
+ *
+ * The driver (driver.c) owns everything that is common: argument parsing, the size loop,
+ * timing, adaptive stopping, statistics, the watchdog and output.  A benchmark family
+ * (pt2pt.c, coll.c) only fills descriptor tables: how much memory a rank needs, how to run
+ * one iteration, how many bytes one iteration moves, and how to fill and check buffers for
+ * the untimed validation pass.
+ */
+#ifndef MB_H
+#define MB_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* MPI-4 large-count calls (MPI_Send_c, ...) are used only for counts above INT_MAX. */
+#if defined(MPI_VERSION) && MPI_VERSION >= 4
+#define MB_HAVE_LARGE 1
+#else
+#define MB_HAVE_LARGE 0
+#endif
+
+#define MB_VERSION "0.1.0"
+#define MB_SCHEMA_VERSION 1
+#define MB_WINDOW 64 /* Uniband/Biband messages in flight per iteration (IMB's window) */
+
+enum mb_kind { MB_PT2PT = 0, MB_COLL = 1 };
+
+/* Everything a benchmark's callbacks may look at.  Buffers are owned by the driver. */
+typedef struct mb_ctx {
+    MPI_Comm comm;
+    int rank, np;
+    int64_t size;   /* message size in bytes, with IMB's meaning for this benchmark */
+    int root;       /* root for rooted collectives (rotated with --root-shift) */
+    int large;      /* counts exceed INT_MAX: use the MPI-4 _c calls */
+    int any_root;   /* --root-shift: every rank may be root, allocate root buffers everywhere */
+    unsigned char *sbuf, *rbuf; /* current send / receive buffers (rotated by --off-cache) */
+    int64_t sbytes, rbytes;     /* bytes of sbuf / rbuf in use by this rank */
+    /* balanced counts and displacements for v-variants and Reduce_scatter (np entries) */
+    int *counts, *displs;
+#if MB_HAVE_LARGE
+    MPI_Count *lcounts;
+    MPI_Aint *ldispls;
+#endif
+    MPI_Request reqs[2 * MB_WINDOW];
+} mb_ctx;
+
+typedef struct mb_bench {
+    const char *name;   /* IMB spelling */
+    enum mb_kind kind;
+    int min_np;
+    int single_pair;    /* only ranks 0 and 1 take part; the rest idle (IMB single transfer) */
+    int vdispl;         /* counts/displacements of np*size must fit the count type */
+    int sized;          /* 0: the size is meaningless (Barrier), run once at size 0 */
+    int iter_div;       /* reported time = iteration time / iter_div (2 for PingPong: half RTT) */
+    /* bytes this rank needs for the send and receive buffers */
+    void (*bufsize)(const mb_ctx *c, int64_t *sbytes, int64_t *rbytes);
+    /* optional: fill counts/displs for v-variants and Reduce_scatter (before bufsize) */
+    void (*setup)(mb_ctx *c);
+    /* one iteration; returns an MPI error code */
+    int (*run)(mb_ctx *c);
+    /* bytes one iteration counts for bandwidth (IMB/nccl-tests conventions) */
+    double (*bytes)(const mb_ctx *c);
+    /* bus-bandwidth factor (DESIGN.md); 0 means "not reported" */
+    double (*busbw)(int np);
+    double msgs_per_iter; /* >0: report a message rate = msgs_per_iter / time */
+    /* validation: fill this rank's send buffer for iteration it, then check what it received.
+     * check returns the index (in elements) of the first bad element, or -1 if all is well;
+     * *expected and *got describe that element. */
+    void (*fill)(mb_ctx *c, int it);
+    int64_t (*check)(mb_ctx *c, int it, double *expected, double *got);
+    int elem_bytes; /* bytes per element reported by check (1 = byte, 4 = float) */
+} mb_bench;
+
+/* Family tables; NULL-name terminated. */
+extern const mb_bench mb_pt2pt_benches[];
+extern const mb_bench mb_coll_benches[];
+
+/* Validation patterns shared by the families: a byte that depends on the rank that produced
+ * it, its index and the iteration; and a small float for reductions (sums stay exact). */
+static inline unsigned char mb_pat(int rank, int64_t i, int it)
+{
+    return (unsigned char)((uint64_t)rank * 131u + (uint64_t)i * 7u + (uint64_t)it * 29u + 1u);
+}
+static inline float mb_fpat(int rank, int64_t i, int it)
+{
+    return (float)((rank + 1) + (int)(i % 13) + 3 * it);
+}
+
+/* Statistics (stats.c). */
+typedef struct mb_summary {
+    int64_t n;
+    double median, ci_low, ci_high, min, p5, p95, p99, max, mean, std;
+    int ci_exact; /* 1 if the CI has >= 95% coverage (needs n >= 6) */
+} mb_summary;
+
+int mb_median_ci_ranks(int64_t n, double level, int64_t *lo, int64_t *hi);
+void mb_summarise(double *sorted, int64_t n, mb_summary *s);
+int mb_sort_doubles(double *v, int64_t n);
+double mb_quantile(const double *sorted, int64_t n, double q);
+int mb_stats_selftest(void);
+
+/* JSON writer (json.c): appends to a growable buffer, written out as one line. */
+typedef struct mb_json {
+    char *buf;
+    size_t len, cap;
+    int need_comma;
+} mb_json;
+
+void mj_init(mb_json *j);
+void mj_free(mb_json *j);
+void mj_obj_begin(mb_json *j);
+void mj_obj_end(mb_json *j);
+void mj_arr_begin(mb_json *j, const char *key);
+void mj_arr_end(mb_json *j);
+void mj_key_obj(mb_json *j, const char *key);
+void mj_str(mb_json *j, const char *key, const char *v);
+void mj_num(mb_json *j, const char *key, double v); /* NaN/inf -> null */
+void mj_int(mb_json *j, const char *key, int64_t v);
+void mj_bool(mb_json *j, const char *key, int v);
+void mj_null(mb_json *j, const char *key);
+void mj_raw(mb_json *j, const char *key, const char *raw);
+
+#endif
