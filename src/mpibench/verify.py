@@ -197,7 +197,9 @@ def diagnostic_variant(stack: Stack, variant: Variant) -> Variant:
     mca = dict(variant.mca)
     if stack.kind == "openmpi":
         mca.update(OMPI_DIAG_MCA)
-    return replace(variant, env=env, mca=mca, profile=False)
+    # one rank has no peer to talk to: probe the same settings with two
+    np = max(2, variant.np)
+    return replace(variant, env=env, mca=mca, profile=False, np=np)
 
 
 def prepare_probe(stack: Stack, variant: Variant, run_dir: Path, *, local: bool = True

@@ -1,0 +1,600 @@
+"""Run a campaign: cells through a scheduler backend, results into the store, crash-safe.
+
+State machine per cell (runs.status): pending -> running -> done | failed | timeout.
+
+Crash safety rests on two rules:
+  * a cell becomes `running` in one transaction (before its launch) and leaves it in another
+    that also deletes any partial results and inserts its results and fingerprint: a cell is
+    `done` exactly when its results are in the store;
+  * on start, a `running` cell whose process is gone (local backend; the previous harness is
+    dead because we hold the campaign lock) is reset to pending and re-run from an empty run
+    directory; a `running` cell with a batch job id is re-attached to its job instead.
+So after a SIGKILL at any moment, `resume` runs exactly the cells that have no final state.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from mpibench.build import build_component
+from mpibench.campaign.plan import Cell, expand
+from mpibench.campaign.spec import CampaignSpec, Group, substitute
+from mpibench.errors import UsageError
+from mpibench.execute import (
+    CellCommand, CellOutcome, Variant, core_args, ingest_core, prepare_cell,
+)
+from mpibench.launchers import get_launcher
+from mpibench.schedulers import (
+    JobRequest, JobStatus, JobStep, Scheduler, SchedulerQueryError, get_scheduler,
+    read_step_result,
+)
+from mpibench.stacks import Stack, find_stack
+from mpibench.store import Store
+from mpibench.transports import preset
+
+FINAL = ("done", "failed", "timeout")
+LOCAL_JOB_PREFIX = "local:"
+
+
+@dataclass
+class Summary:
+    campaign_id: int
+    total: int
+    ran: int = 0
+    skipped: int = 0  # already final before this invocation
+    recovered: int = 0  # found running after a crash and reset
+    reattached: int = 0  # batch jobs followed again
+    counts: dict[str, int] = field(default_factory=dict)
+    seed: int | None = None
+
+
+ProgressFn = Callable[[int, int, str], None]
+
+
+@dataclass
+class _Prepared:
+    cell: Cell
+    cmd: CellCommand
+    step: JobStep
+
+
+class CampaignRunner:
+    def __init__(self, spec: CampaignSpec, store: Store, stacks: list[Stack], *,
+                 scheduler: Scheduler | None = None, progress: ProgressFn | None = None,
+                 log: Callable[[str], None] | None = None, retry_failed: bool = False,
+                 verify: bool | None = None):
+        self.spec = spec
+        self.store = store
+        self.found = stacks
+        self.scheduler = scheduler or get_scheduler(spec.scheduler.name, spec.scheduler)
+        self.progress = progress
+        self.log = log or (lambda msg: None)
+        self.retry_failed = retry_failed
+        self.verify = spec.verify_transport if verify is None else verify
+        self.stacks: dict[str, Stack] = {}
+        self.binaries: dict[str, Path] = {}
+        self.verified: dict[str, Any] = {}
+        self.runs_root = spec.directory / "runs"
+        self._lock_fh = None
+
+    # -- checks that need the machine ---------------------------------------------------
+    def check(self) -> None:
+        """Everything that can fail before a launch: stacks, transports, launchers, MCA,
+        the core build. Errors name the file and the variant's key path."""
+        for v in self.spec.variants:
+            key = f"{self.spec.path}: {self.spec.variant_keys[v.name]}"
+            try:
+                stack = self.stacks.get(v.stack) or find_stack(v.stack, self.found)
+            except UsageError as exc:
+                raise UsageError(f"{key}.stack: {exc}") from None
+            self.stacks[v.stack] = stack
+            try:
+                preset(stack.kind, v.transport)
+            except UsageError as exc:
+                raise UsageError(f"{key}.transport: {exc}") from None
+            if v.mca and stack.kind != "openmpi":
+                raise UsageError(f"{key}.mca: MCA parameters are Open MPI settings but stack "
+                                 f"{stack.name!r} is {stack.kind}; expected env instead")
+            try:
+                get_launcher(v.launcher or stack.launcher_kind)
+            except UsageError as exc:
+                raise UsageError(f"{key}.launcher: {exc}") from None
+        for g in self.spec.groups:
+            if g.kind != "core":
+                continue
+            for v in self._variants_of(g):
+                if v.stack not in self.binaries:
+                    self.log(f"mpibench-core for {v.stack}: checking the build cache ...")
+                    self.binaries[v.stack] = build_component(self.stacks[v.stack], "core")
+
+    def _variants_of(self, g: Group) -> list[Variant]:
+        return [v for v in self.spec.variants if g.variants is None or v.name in g.variants
+                or self.spec.variant_base[v.name] in g.variants]
+
+    # -- lock ---------------------------------------------------------------------------
+    def lock(self) -> None:
+        self.runs_root.mkdir(parents=True, exist_ok=True)
+        safe = re.sub(r"[^A-Za-z0-9_.-]", "_", self.spec.name)
+        path = self.runs_root / f".{safe}.lock"
+        fh = open(path, "a+")
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            fh.seek(0)
+            holder = fh.read().strip() or "another process"
+            fh.close()
+            raise UsageError(f"{self.spec.path}: campaign {self.spec.name!r} is being run by "
+                             f"{holder}; wait for it or stop it first") from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
+        fh.flush()
+        self._lock_fh = fh
+
+    def unlock(self) -> None:
+        if self._lock_fh:
+            self._lock_fh.close()
+            self._lock_fh = None
+
+    # -- store sync ---------------------------------------------------------------------
+    def sync(self) -> tuple[int, list[Cell], int | None]:
+        """Create the campaign and a pending run per cell (existing runs are kept)."""
+        spec = self.spec
+        row = self.store.db.execute("SELECT id, spec_json FROM campaigns WHERE name=? AND "
+                                    "file IS ?", (spec.name, str(spec.path))).fetchone()
+        seed = spec.seed
+        if spec.order == "random" and seed is None:
+            old = json.loads(row["spec_json"]).get("seed") if row else None
+            seed = old if old is not None else random.randrange(2**31)
+        cells = expand(spec, seed=seed)
+        sdict = spec.to_dict()
+        sdict["seed"] = seed
+        with self.store.transaction():
+            cid = self.store.add_campaign(spec.name, sdict, file=str(spec.path))
+            for cell in cells:
+                self.store.create_run(
+                    cell.id, cid, cell.variant.name, grp=cell.group.name, params=cell.params,
+                    repeat=cell.repeat, spec=_cell_spec(cell), seq=cell.seq,
+                    transport_requested=cell.variant.transport,
+                    scheduler=self.scheduler.name, label=cell.label,
+                    run_dir=str(self.run_dir(cell)))
+            # an edited file may reorder cells: keep seq in step with this plan
+            self.store.db.executemany("UPDATE runs SET seq=? WHERE id=? AND seq<>?",
+                                      [(c.seq, c.id, c.seq) for c in cells])
+        return cid, cells, seed
+
+    def run_dir(self, cell: Cell) -> Path:
+        return self.runs_root / cell.id
+
+    # -- recovery -----------------------------------------------------------------------
+    def recover(self, cells: list[Cell]) -> tuple[int, list[tuple[str, list[str]]]]:
+        """Reset running cells left by a dead harness; return (reset count, batch jobs to
+        re-attach as (job_id, [cell ids]))."""
+        ids = {c.id for c in cells}
+        reset = 0
+        jobs: dict[str, list[str]] = {}
+        for row in self.store.db.execute("SELECT id, job_id, run_dir FROM runs WHERE "
+                                         "status='running'").fetchall():
+            if row["id"] not in ids:
+                continue
+            job = row["job_id"]
+            if job and not job.startswith(LOCAL_JOB_PREFIX) and self.scheduler.batch:
+                jobs.setdefault(job, []).append(row["id"])
+                continue
+            if row["run_dir"]:
+                kill_orphans(Path(row["run_dir"]))
+            with self.store.transaction():
+                self.store.delete_results(row["id"])
+                self.store.set_run(row["id"], "pending", reason=None, stderr_tail=None,
+                                   exit_code=None, finished=None, elapsed=None,
+                                   job_id=None, sched_state=None, fingerprint_id=None)
+            reset += 1
+        return reset, list(jobs.items())
+
+    # -- main ---------------------------------------------------------------------------
+    def run(self) -> Summary:
+        self.check()
+        self.lock()
+        try:
+            return self._run()
+        finally:
+            self.unlock()
+
+    def _run(self) -> Summary:
+        cid, cells, seed = self.sync()
+        reset, reattach = self.recover(cells)
+        status = {r["id"]: r["status"] for r in self.store.db.execute(
+            "SELECT id, status FROM runs WHERE campaign_id=?", (cid,))}
+        redo = ("failed", "timeout") if self.retry_failed else ()
+        attached = {cid_ for _, ids in reattach for cid_ in ids}
+        todo = [c for c in cells if c.id not in attached
+                and (status.get(c.id) == "pending" or status.get(c.id) in redo)]
+        summary = Summary(campaign_id=cid, total=len(cells), recovered=reset,
+                          reattached=len(reattach), seed=seed)
+        summary.skipped = len(cells) - len(todo) - len(attached)
+        self._done = summary.skipped
+        self._total = len(cells)
+        self._started = time.monotonic()
+        if reset:
+            self.log(f"{reset} cell(s) were running when the previous harness stopped; "
+                     "re-running them")
+        self._tick("starting")
+        if self.scheduler.batch:
+            self._run_batch(todo, reattach, summary, {c.id: c for c in cells})
+        else:
+            for cell in todo:
+                self._run_local_cell(cell)
+                summary.ran += 1
+        rows = self.store.db.execute("SELECT status, count(*) FROM runs WHERE campaign_id=? "
+                                     "GROUP BY status", (cid,)).fetchall()
+        summary.counts = {r[0]: r[1] for r in rows}
+        self._tick("finished")
+        return summary
+
+    def _tick(self, what: str) -> None:
+        if self.progress:
+            self.progress(self._done, self._total, what)
+
+    # -- one cell -----------------------------------------------------------------------
+    def prepare(self, cell: Cell, run_dir: Path, *, local: bool) -> _Prepared:
+        g = cell.group
+        stack = self.stacks[cell.variant.stack]
+        timeout = g.timeout or self.spec.timeout
+        if g.kind == "core":
+            jsonl = run_dir / "core.jsonl"
+            program = [str(self.binaries[cell.variant.stack]),
+                       *core_args(g.benchmarks, g.sizes, jsonl, g.options)]
+            cmd = prepare_cell(stack, cell.variant, program, run_dir, jsonl=jsonl, local=local)
+            step = JobStep(cell.id, run_dir, cmd.argv, cmd.env, cmd.stdout, cmd.stderr,
+                           timeout_s=timeout, cell=cmd)
+            return _Prepared(cell, cmd, step)
+        v = cell.variant
+        values = {**cell.params, "np": v.np, "nodes": v.nodes or 1, "ppn": v.ppn or "",
+                  "variant": v.name, "stack": v.stack, "repeat": cell.repeat,
+                  "run_dir": str(run_dir), "campaign_dir": str(self.spec.directory)}
+        argv = substitute(g.command, values)
+        setup = [substitute(s, values) for s in g.setup]
+        variant = replace(v, env={**v.env, **g.env}) if g.env else v
+        cmd = prepare_cell(stack, variant, argv, run_dir, jsonl=None, local=local)
+        step = JobStep(cell.id, run_dir, cmd.argv, cmd.env, cmd.stdout, cmd.stderr,
+                       timeout_s=timeout, setup=setup, setup_env=dict(g.env), cell=cmd)
+        return _Prepared(cell, cmd, step)
+
+    def _fresh_dir(self, cell: Cell) -> Path:
+        run_dir = self.run_dir(cell)
+        if run_dir.exists():  # left over from an interrupted attempt
+            shutil.rmtree(run_dir)
+        run_dir.mkdir(parents=True)
+        for src in cell.group.inputs:
+            dst = run_dir / src.name
+            if src.is_dir():
+                shutil.copytree(src, dst)
+            else:
+                shutil.copy2(src, dst)
+        return run_dir
+
+    def _write_cell_json(self, p: _Prepared) -> None:
+        (p.step.run_dir / "cell.json").write_text(json.dumps({
+            "id": p.cell.id, "campaign": self.spec.name, "file": str(self.spec.path),
+            "variant": p.cell.variant.to_dict(), "group": p.cell.group.name,
+            "params": p.cell.params, "repeat": p.cell.repeat, "argv": p.cmd.argv,
+            "env": p.cmd.env, "setup": p.step.setup, "timeout_s": p.step.timeout_s},
+            indent=2, default=str))
+
+    def _run_local_cell(self, cell: Cell) -> None:
+        self._tick(cell.label)
+        if self.verify:
+            self._verify_variant(cell.variant)
+        run_dir = self._fresh_dir(cell)
+        p = self.prepare(cell, run_dir, local=True)
+        self._write_cell_json(p)
+        (run_dir / "job.sh").write_text(self.scheduler.render_script(
+            JobRequest(name=cell.id, steps=[p.step], run_dir=run_dir)))
+        with self.store.transaction():
+            self.store.delete_results(cell.id)
+            self.store.set_run(cell.id, "running", started=time.time(), run_dir=str(run_dir),
+                               argv_json=p.cmd.argv, scheduler=self.scheduler.name,
+                               job_id=f"{LOCAL_JOB_PREFIX}{socket.gethostname()}:{os.getpid()}",
+                               reason=None, stderr_tail=None, exit_code=None, finished=None,
+                               elapsed=None, fingerprint_id=None)
+        sr = self.scheduler.run_step(p.step)
+        outcome = self.ingest(p, sr.exit_code, sr.timed_out, sr.elapsed)
+        self.commit(p, outcome)
+
+    def _verify_variant(self, variant: Variant) -> None:
+        from mpibench.verify import verify_local
+
+        if variant.name in self.verified:
+            return
+        safe = re.sub(r"[^A-Za-z0-9_.+-]", "_", variant.name)
+        self._tick(f"verifying transport of {variant.name}")
+        self.verified[variant.name] = verify_local(
+            self.stacks[variant.stack], variant, self.runs_root / "_verify" / safe,
+            timeout=min(60.0, self.spec.timeout))
+        v = self.verified[variant.name]
+        if v.verdict == "MISMATCH":
+            self.log(f"warning: variant {variant.name}: requested transport {v.requested!r} "
+                     f"but the probe shows {v.actual}")
+
+    def ingest(self, p: _Prepared, exit_code: int | None, timed_out: bool,
+               elapsed: float) -> CellOutcome:
+        cmd, g = p.cmd, p.cell.group
+        if p.step.setup and not cmd.stdout.exists() and not timed_out:
+            err = (p.step.run_dir / "setup.err")
+            tail = "\n".join(err.read_text(errors="replace").rstrip().splitlines()[-20:]) \
+                if err.exists() else ""
+            outcome = ingest_core(cmd, None, exit_code=exit_code, timed_out=False,
+                                  elapsed=elapsed)
+            outcome.status = "failed"
+            outcome.reason = f"setup command failed (exit status {exit_code}): " + \
+                (tail.splitlines()[-1] if tail else "no error output")
+            outcome.stderr_tail = tail
+            outcome.records = []
+        else:
+            outcome = ingest_core(cmd, None, exit_code=exit_code, timed_out=timed_out,
+                                  elapsed=elapsed)
+        if outcome.status == "failed" and exit_code not in (0, None) and not outcome.reason \
+                .startswith(("setup", "validation")):
+            outcome.reason = f"exit status {exit_code}: {reason_line(outcome.stderr_tail)}"
+        if timed_out:
+            outcome.reason = f"cell timeout: killed after {p.step.timeout_s:g} s"
+        if g.kind == "app":
+            outcome.fingerprint["application"] = {"command": g.command, "setup": g.setup,
+                                                  "env": g.env}
+            outcome.records = []
+            if outcome.status == "done":
+                outcome.records, problem = app_records(p.cell, p.step.run_dir, elapsed)
+                if problem:
+                    outcome.status, outcome.reason, outcome.records = "failed", problem, []
+        return outcome
+
+    def commit(self, p: _Prepared, outcome: CellOutcome, **extra: Any) -> None:
+        actual = None
+        v = self.verified.get(p.cell.variant.name)
+        if v is not None:
+            actual = v.actual
+        fields = dict(reason=outcome.reason, stderr_tail=outcome.stderr_tail or None,
+                      exit_code=outcome.exit_code, finished=time.time(),
+                      elapsed=outcome.elapsed)
+        if actual is not None:
+            fields["transport_actual"] = actual
+        fields.update(extra)
+        with self.store.transaction():
+            fid = self.store.add_fingerprint(outcome.fingerprint)
+            self.store.delete_results(p.cell.id)
+            self.store.add_results(p.cell.id, outcome.records)
+            self.store.set_run(p.cell.id, outcome.status, fingerprint_id=fid, **fields)
+        self._done += 1
+        self._tick(f"{p.cell.label}: {outcome.status}")
+
+    # -- batch --------------------------------------------------------------------------
+    def _job_requests(self, cells: list[Cell]) -> list[list[Cell]]:
+        n = self.spec.scheduler.group_cells
+        if n == 1:
+            return [[c] for c in cells]
+        by_variant: dict[str, list[Cell]] = {}
+        for c in cells:
+            by_variant.setdefault(c.variant.name, []).append(c)
+        groups = []
+        for vcells in by_variant.values():
+            size = n or len(vcells)
+            groups += [vcells[i:i + size] for i in range(0, len(vcells), size)]
+        groups.sort(key=lambda g: g[0].seq)
+        return groups
+
+    def _request(self, cells: list[Cell], fresh: bool) -> tuple[JobRequest, list[_Prepared]]:
+        s = self.spec.scheduler
+        preps = []
+        for cell in cells:
+            run_dir = self._fresh_dir(cell) if fresh else self.run_dir(cell)
+            p = self.prepare(cell, run_dir, local=False)
+            if fresh:
+                self._write_cell_json(p)
+            preps.append(p)
+        first = cells[0]
+        name = f"{s.job_name_prefix}-{first.id}" + (f"+{len(cells) - 1}" if len(cells) > 1
+                                                    else "")
+        v = first.variant
+        limit = s.time_limit_s or (sum(p.step.timeout_s or self.spec.timeout for p in preps)
+                                   + 60.0)
+        modules = list(s.modules)
+        for m in self.stacks[v.stack].modules:
+            if m not in modules:
+                modules.append(m)
+        req = JobRequest(name=name, steps=[p.step for p in preps], run_dir=self.run_dir(first),
+                         nodes=s.nodes or v.nodes, tasks_per_node=s.tasks_per_node or v.ppn,
+                         time_limit_s=limit, settings=s, modules=modules)
+        return req, preps
+
+    def _run_batch(self, todo: list[Cell], reattach: list[tuple[str, list[str]]],
+                   summary: Summary, by_id: dict[str, Cell]) -> None:
+        s = self.spec.scheduler
+        inflight: dict[str, tuple[JobRequest, list[_Prepared]]] = {}
+        missing: dict[str, int] = {}
+        for job_id, ids in reattach:
+            req, preps = self._request([by_id[i] for i in ids], fresh=False)
+            inflight[job_id] = (req, preps)
+            self.log(f"re-attached to job {job_id} ({len(ids)} cell(s))")
+        queue = self._job_requests(todo)
+        interval = s.poll_interval_s
+        failures = 0
+        while queue or inflight:
+            while queue and len(inflight) < s.max_jobs_in_flight:
+                cells = queue.pop(0)
+                req, preps = self._request(cells, fresh=True)
+                script = self.scheduler.render_script(req)
+                (req.run_dir / "job.sh").write_text(script)
+                with self.store.transaction():
+                    for p in preps:
+                        self.store.delete_results(p.cell.id)
+                        self.store.set_run(p.cell.id, "running", started=time.time(),
+                                           argv_json=p.cmd.argv, job_script=script,
+                                           scheduler=self.scheduler.name,
+                                           sched_state="submitting", job_id=None)
+                job_id = self.scheduler.submit(req)
+                with self.store.transaction():
+                    for p in preps:
+                        self.store.set_run(p.cell.id, job_id=str(job_id),
+                                           sched_state="submitted")
+                inflight[str(job_id)] = (req, preps)
+                summary.ran += len(cells)
+                self._tick(f"submitted {req.name} as job {job_id}")
+            if not inflight:
+                continue
+            time.sleep(interval)
+            try:
+                states = self.scheduler.poll(list(inflight))
+                failures = 0
+            except SchedulerQueryError as exc:
+                failures += 1
+                self.log(f"scheduler query failed ({exc}); retry {failures}")
+                interval = min(s.poll_max_interval_s, interval * 2)
+                continue
+            finished_any = False
+            for job_id in list(inflight):
+                req, preps = inflight[job_id]
+                st = states.get(job_id)
+                if st is None:
+                    missing[job_id] = missing.get(job_id, 0) + 1
+                    all_written = all((p.step.run_dir / "exit_status").exists() for p in preps)
+                    if missing[job_id] >= 3 and all_written:
+                        st = JobStatus("completed", 0, "finished (no longer in the queue)")
+                    elif missing[job_id] >= 10:
+                        st = JobStatus("failed", None, "the scheduler no longer knows the job")
+                    else:
+                        continue
+                missing.pop(job_id, None)
+                if not st.finished:
+                    with self.store.transaction():
+                        for p in preps:
+                            self.store.set_run(p.cell.id, sched_state=st.raw or st.state,
+                                               nodelist=st.nodelist)
+                    continue
+                finished_any = True
+                del inflight[job_id]
+                for p in preps:
+                    self._finish_batch_cell(p, st)
+            interval = s.poll_interval_s if finished_any else \
+                min(s.poll_max_interval_s, interval * 1.5)
+
+    def _finish_batch_cell(self, p: _Prepared, st: JobStatus) -> None:
+        sr = read_step_result(p.step, st)
+        outcome = self.ingest(p, sr.exit_code, sr.timed_out, sr.elapsed)
+        if sr.exit_code is None and not sr.timed_out:
+            # the step never finished: the job died around it
+            outcome.status = "timeout" if st.state == "timeout" else "failed"
+            outcome.reason = f"job ended {st.state}" + (f": {st.reason}" if st.reason else "")
+        elif st.state in ("node_fail", "oom", "cancelled") and outcome.status == "done":
+            outcome.status = "failed"
+            outcome.reason = f"job ended {st.state}" + (f": {st.reason}" if st.reason else "")
+        self.commit(p, outcome, sched_state=st.raw or st.state, nodelist=st.nodelist)
+
+
+def _cell_spec(cell: Cell) -> dict[str, Any]:
+    g = cell.group
+    return {"variant": cell.variant.to_dict(), "group": g.name, "kind": g.kind,
+            "definition": g.definition(), "params": cell.params, "repeat": cell.repeat}
+
+
+def app_records(cell: Cell, run_dir: Path, elapsed: float
+                ) -> tuple[list[dict[str, Any]], str | None]:
+    """Figure-of-merit rows (benchmark = group name, size None, statistic 'value') plus the
+    wall time; or a problem when a regex finds nothing."""
+    g = cell.group
+    texts: dict[str, str] = {}
+
+    def read(name: str) -> str:
+        if name not in texts:
+            p = run_dir / name
+            texts[name] = p.read_text(errors="replace") if p.exists() else ""
+        return texts[name]
+
+    rows = []
+    base = {"benchmark": g.name, "size": None, "np": cell.variant.np, "statistic": "value",
+            "n": 1, "status": "ok", "extra": {"params": cell.params}}
+    for fom in g.foms:
+        if fom.regex is None:
+            continue
+        if fom.source == "output":
+            text = read("stdout.txt") + "\n" + read("stderr.txt")
+        elif fom.source in ("stdout", "stderr"):
+            text = read(f"{fom.source}.txt")
+        else:
+            text = read(fom.source)
+        matches = fom.regex.findall(text)
+        if not matches:
+            return [], (f"figure of merit {fom.name!r}: regex {fom.regex.pattern!r} matched "
+                        f"nothing in {fom.source}")
+        last = matches[-1]
+        raw = last[0] if isinstance(last, tuple) else last
+        try:
+            value = float(raw)
+        except ValueError:
+            return [], f"figure of merit {fom.name!r}: captured {raw!r}, not a number"
+        rows.append({**base, "metric": fom.name, "unit": fom.unit, "better": fom.better,
+                     "median": value, "mean": value, "min": value, "max": value,
+                     "samples": [value]})
+    rows.append({**base, "metric": "wall_time", "unit": "s", "better": "lower",
+                 "median": elapsed, "mean": elapsed, "min": elapsed, "max": elapsed,
+                 "samples": [elapsed]})
+    return rows, None
+
+
+def reason_line(stderr_tail: str) -> str:
+    """The program's own last words, not the launcher's banner that follows them."""
+    lines = stderr_tail.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("-----"):  # Open MPI's help banner starts here
+            lines = lines[:i] or lines
+            break
+    lines = [ln.strip() for ln in lines if ln.strip() and not ln.startswith("-----")]
+    return lines[-1][:200] if lines else "no error output"
+
+
+def kill_orphans(run_dir: Path) -> list[int]:
+    """Processes a dead harness left behind in run_dir (their working directory): stop their
+    process groups, by PID. Returns the PIDs found."""
+    try:
+        target = os.path.realpath(run_dir)
+    except OSError:
+        return []
+    own = os.getpgid(0)
+    pids = []
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if not entry.isdigit():
+            continue
+        try:
+            cwd = os.readlink(f"/proc/{entry}/cwd")
+        except OSError:
+            continue
+        if cwd == target or cwd.startswith(target + os.sep):
+            pids.append(int(entry))
+    groups = set()
+    for pid in pids:
+        try:
+            pg = os.getpgid(pid)
+        except OSError:
+            continue
+        if pg != own and pid != os.getpid():
+            groups.add(pg)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pg in groups:
+            try:
+                os.killpg(pg, sig)
+            except OSError:
+                pass
+        if sig == signal.SIGTERM and groups:
+            time.sleep(1.0)
+    return pids

@@ -1,0 +1,97 @@
+"""Read-only views of a campaign in the store: per variant x group state counts, fingerprint
+mixing, transport verification, and the failed cells with their reasons."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import Any
+
+from mpibench.campaign.spec import CampaignSpec
+from mpibench.errors import UsageError
+from mpibench.store import Store
+from mpibench.verify import verdict
+
+STATES = ("done", "failed", "timeout", "running", "pending")
+
+
+def find_campaign(store: Store, spec: CampaignSpec):
+    row = store.db.execute("SELECT * FROM campaigns WHERE name=? AND file IS ?",
+                           (spec.name, str(spec.path))).fetchone()
+    if row is None:
+        raise UsageError(f"{spec.path}: campaign {spec.name!r} is not in the store "
+                         f"{store.path}; run it first with `mpibench campaign run`")
+    return row
+
+
+def status(store: Store, spec: CampaignSpec) -> dict[str, Any]:
+    camp = find_campaign(store, spec)
+    runs = store.db.execute(
+        "SELECT id, variant, grp, params_json, repeat, status, reason, stderr_tail, "
+        "fingerprint_id, transport_requested, transport_actual, elapsed, label, seq, job_id, "
+        "sched_state FROM runs WHERE campaign_id=? ORDER BY seq", (camp["id"],)).fetchall()
+    groups: dict[tuple[str, str], dict[str, Any]] = {}
+    fps: dict[tuple[str, str, str], set[str]] = defaultdict(set)
+    for r in runs:
+        key = (r["variant"], r["grp"])
+        g = groups.setdefault(key, {"variant": r["variant"], "group": r["grp"],
+                                    **{s: 0 for s in STATES}, "cells": 0,
+                                    "transport_requested": r["transport_requested"],
+                                    "transport_actual": None, "elapsed_s": 0.0})
+        g["cells"] += 1
+        g[r["status"]] += 1
+        if r["elapsed"]:
+            g["elapsed_s"] += r["elapsed"]
+        if r["transport_actual"]:
+            g["transport_actual"] = r["transport_actual"]
+        if r["status"] == "done" and r["fingerprint_id"]:
+            fps[(r["variant"], r["grp"], r["params_json"])].add(r["fingerprint_id"])
+    variants: dict[str, dict[str, Any]] = {}
+    for (vname, gname), g in groups.items():
+        point_fps = [v for (vv, gg, _), v in fps.items() if vv == vname and gg == gname]
+        g["fingerprints"] = len(set().union(*point_fps)) if point_fps else 0
+        g["mixed_fingerprints"] = any(len(s) > 1 for s in point_fps)
+        g["transport_verdict"] = verdict(g["transport_requested"], g["transport_actual"])
+        v = variants.setdefault(vname, {"variant": vname, "mixed_fingerprints": False,
+                                        "transport_requested": g["transport_requested"],
+                                        "transport_actual": None, "transport_verdict": None})
+        v["mixed_fingerprints"] |= g["mixed_fingerprints"]
+        if g["transport_actual"]:
+            v["transport_actual"] = g["transport_actual"]
+            v["transport_verdict"] = g["transport_verdict"]
+    for v in variants.values():
+        if v["transport_verdict"] is None:
+            v["transport_verdict"] = verdict(v["transport_requested"], None)
+    problems = [{"id": r["id"], "label": r["label"], "status": r["status"],
+                 "reason": r["reason"], "stderr_tail": r["stderr_tail"]}
+                for r in runs if r["status"] in ("failed", "timeout")]
+    totals = {s: sum(1 for r in runs if r["status"] == s) for s in STATES}
+    spec_json = json.loads(camp["spec_json"] or "{}")
+    return {"campaign": spec.name, "file": str(spec.path), "store": str(store.path),
+            "order": spec_json.get("order"), "seed": spec_json.get("seed"),
+            "cells": len(runs), "totals": totals, "groups": list(groups.values()),
+            "variants": list(variants.values()), "problems": problems}
+
+
+def cells(store: Store, spec: CampaignSpec) -> list[dict[str, Any]]:
+    camp = find_campaign(store, spec)
+    out = []
+    for r in store.db.execute(
+            "SELECT id, seq, variant, grp, params_json, repeat, status, reason, elapsed, "
+            "fingerprint_id, transport_actual, job_id, run_dir FROM runs WHERE campaign_id=? "
+            "ORDER BY seq", (camp["id"],)):
+        d = dict(r)
+        d["params"] = json.loads(d.pop("params_json") or "{}")
+        d["group"] = d.pop("grp")
+        out.append(d)
+    return out
+
+
+def campaigns(store: Store) -> list[dict[str, Any]]:
+    out = []
+    for c in store.campaigns():
+        counts = dict(store.db.execute("SELECT status, count(*) FROM runs WHERE campaign_id=? "
+                                       "GROUP BY status", (c["id"],)).fetchall())
+        out.append({"id": c["id"], "name": c["name"], "file": c["file"],
+                    "cells": sum(counts.values()), **{s: counts.get(s, 0) for s in STATES}})
+    return out

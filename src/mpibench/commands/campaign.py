@@ -1,0 +1,248 @@
+"""`mpibench campaign run|resume|status|list`: declarative campaigns (docs/campaigns.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.markup import escape
+from rich.progress import (
+    BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from mpibench.commands._common import (
+    Formatter, add_stack_discovery, console, discover_from_args, err_console, print_json,
+)
+from mpibench.errors import BenchmarkFailure, UsageError
+
+EXAMPLES = """\
+examples:
+  mpibench campaign run examples/stacks-imb.toml          # plan, verify, run every cell
+  mpibench campaign run examples/stacks-imb.toml --dry-run  # validate and show the plan
+  mpibench campaign status examples/stacks-imb.toml       # states, transports, failures
+  mpibench campaign resume examples/stacks-imb.toml       # after a crash or Ctrl-C
+  mpibench campaign list examples/stacks-imb.toml --json  # every cell with its state
+  mpibench campaign list                                  # campaigns in ./mpibench.db
+
+The store defaults to mpibench.db beside the campaign file; run directories go to
+<campaign dir>/runs/<cell id>/. The file format is described in docs/campaigns.md."""
+
+
+def register(sub) -> None:
+    p = sub.add_parser("campaign", help="run, resume and inspect campaign files",
+                       description="Campaigns: variants x benchmark groups x parameters x "
+                                   "repeats from a TOML file, crash-safe and resumable.",
+                       epilog=EXAMPLES, formatter_class=Formatter)
+    verbs = p.add_subparsers(dest="campaign_verb", metavar="<action>")
+    for name, helptext in (("run", "validate, plan and run every cell not yet finished"),
+                           ("resume", "finish a campaign that was interrupted"),
+                           ("status", "per variant x group states, transports, failures"),
+                           ("list", "the cells of a campaign, or the campaigns in a store")):
+        q = verbs.add_parser(name, help=helptext, description=helptext,
+                             formatter_class=Formatter)
+        q.add_argument("file", metavar="FILE", nargs="?" if name == "list" else None,
+                       help="campaign file (TOML)")
+        q.add_argument("--db", metavar="PATH",
+                       help="SQLite results store (default: mpibench.db beside FILE)")
+        q.add_argument("--json", action="store_true", help="print JSON for scripts")
+        if name in ("run", "resume"):
+            q.add_argument("--retry-failed", action="store_true",
+                           help="also re-run cells that failed or timed out")
+            q.add_argument("--no-verify", action="store_true",
+                           help="skip the transport verification probes")
+            q.add_argument("--no-progress", action="store_true", help="no progress bar")
+            add_stack_discovery(q)
+        if name == "run":
+            q.add_argument("--dry-run", action="store_true",
+                           help="validate and print the plan; run nothing, write nothing")
+        q.set_defaults(func=_dispatch)
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+
+def _db_path(args, spec_path: Path | None) -> Path:
+    if args.db:
+        return Path(args.db)
+    if spec_path is not None:
+        return spec_path.resolve().parent / "mpibench.db"
+    return Path("mpibench.db")
+
+
+def _dispatch(args) -> int:
+    verb = args.campaign_verb
+    if verb == "list" and not args.file:
+        return _list_campaigns(args)
+    from mpibench.campaign.spec import load
+
+    spec = load(args.file)
+    if verb in ("run", "resume"):
+        return _run(args, spec, resume=verb == "resume")
+    db = _db_path(args, spec.path)
+    if not db.exists():
+        raise UsageError(f"store {db}: not found; run the campaign first or pass --db")
+    from mpibench.campaign import status as st
+    from mpibench.store import Store
+
+    with Store(db) as store:
+        if verb == "status":
+            data = st.status(store, spec)
+            if args.json:
+                print_json(data)
+            else:
+                _print_status(data)
+            return 0
+        rows = st.cells(store, spec)
+    if args.json:
+        print_json(rows)
+        return 0
+    t = Table(title=f"campaign {spec.name}: {len(rows)} cells")
+    for col in ("seq", "id", "variant", "group", "params", "rep", "status", "elapsed",
+                "reason"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(str(r["seq"]), r["id"], escape(r["variant"]), r["group"],
+                  escape(", ".join(f"{k}={v}" for k, v in r["params"].items())),
+                  str(r["repeat"] + 1), r["status"],
+                  f"{r['elapsed']:.2f} s" if r["elapsed"] is not None else "",
+                  escape((r["reason"] or "")[:80]))
+    console().print(t)
+    return 0
+
+
+def _list_campaigns(args) -> int:
+    from mpibench.campaign import status as st
+    from mpibench.store import Store
+
+    db = _db_path(args, None)
+    if not db.exists():
+        raise UsageError(f"store {db}: not found; pass --db or a campaign FILE")
+    with Store(db) as store:
+        rows = st.campaigns(store)
+    if args.json:
+        print_json(rows)
+        return 0
+    t = Table(title=f"campaigns in {db}")
+    for col in ("id", "name", "file", "cells", "done", "failed", "timeout", "running",
+                "pending"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(*(escape(str(r[c])) for c in ("id", "name", "file", "cells", "done",
+                                                  "failed", "timeout", "running", "pending")))
+    console().print(t)
+    return 0
+
+
+def _run(args, spec, resume: bool) -> int:
+    from mpibench.campaign.plan import expand
+
+    if args.__dict__.get("dry_run"):
+        cells = expand(spec, seed=spec.seed or 0)
+        if args.json:
+            print_json({"campaign": spec.name, "cells": [
+                {"id": c.id, "seq": c.seq, "variant": c.variant.name, "group": c.group.name,
+                 "params": c.params, "repeat": c.repeat} for c in cells]})
+        else:
+            con = console()
+            con.print(f"campaign {escape(spec.name)}: {len(spec.variants)} variant(s), "
+                      f"{len(spec.groups)} group(s), {len(cells)} cell(s), order {spec.order}")
+            for c in cells[:50]:
+                con.print(f"  {c.seq:5d}  {c.id}  {escape(c.label)}")
+            if len(cells) > 50:
+                con.print(f"  ... {len(cells) - 50} more")
+        return 0
+    from mpibench.campaign.runner import CampaignRunner
+    from mpibench.execute import root_env_notice
+    from mpibench.store import Store
+
+    db = _db_path(args, spec.path)
+    if resume:
+        if not db.exists():
+            raise UsageError(f"store {db}: not found; nothing to resume (use "
+                             "`mpibench campaign run`)")
+        from mpibench.campaign.status import find_campaign
+        with Store(db) as store:
+            find_campaign(store, spec)
+    found = discover_from_args(args)
+    con = err_console()
+    notes: list[str] = []
+    show_bar = not args.no_progress and not args.json
+    with Store(db) as store:
+        progress = Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("cells"), TimeElapsedColumn(), TextColumn("eta"),
+            TimeRemainingColumn(), console=con, transient=True, disable=not show_bar)
+        with progress:
+            task = progress.add_task("planning", total=None)
+
+            def tick(done: int, total: int, what: str) -> None:
+                progress.update(task, completed=done, total=total,
+                                description=escape(what[:70]))
+
+            def log(msg: str) -> None:
+                notes.append(msg)
+                if not args.json:
+                    progress.console.print(escape(msg))
+
+            runner = CampaignRunner(spec, store, found, progress=tick, log=log,
+                                    retry_failed=args.retry_failed,
+                                    verify=False if args.no_verify else None)
+            notice = root_env_notice()
+            if notice and not args.json:
+                progress.console.print(notice)
+            summary = runner.run()
+        from mpibench.campaign import status as st
+
+        data = st.status(store, spec)
+    if args.json:
+        print_json({"summary": summary.__dict__, "status": data, "notes": notes})
+    else:
+        con.print(f"campaign {escape(spec.name)}: ran {summary.ran} cell(s), "
+                  f"{summary.skipped} already finished, {summary.recovered} recovered after "
+                  f"a crash; store {db}; run directories {spec.directory / 'runs'}/")
+        _print_status(data)
+    bad = data["totals"]["failed"] + data["totals"]["timeout"]
+    if bad:
+        raise BenchmarkFailure(f"{bad} cell(s) failed or timed out; `mpibench campaign status "
+                               f"{args.file}` shows the reasons, --retry-failed re-runs them")
+    return 0
+
+
+def _print_status(data: dict) -> None:
+    con = console()
+    tot = data["totals"]
+    con.print(f"[bold]campaign {escape(data['campaign'])}[/] ({escape(data['file'])}): "
+              f"{data['cells']} cells: " + ", ".join(f"{tot[s]} {s}" for s in tot)
+              + (f"; random order, seed {data['seed']}" if data.get("order") == "random"
+                 else ""))
+    t = Table()
+    for col in ("variant", "group", "done", "failed", "timeout", "running", "pending",
+                "fingerprints", "transport requested", "transport actual", "check"):
+        t.add_column(col)
+    for g in data["groups"]:
+        fp = str(g["fingerprints"]) + (" [red]MIXED[/]" if g["mixed_fingerprints"] else "")
+        check = g["transport_verdict"]
+        if check == "MISMATCH":
+            check = "[red]MISMATCH[/]"
+        t.add_row(escape(g["variant"]), escape(g["group"]), str(g["done"]), str(g["failed"]),
+                  str(g["timeout"]), str(g["running"]), str(g["pending"]), fp,
+                  escape(g["transport_requested"] or "-"),
+                  escape(g["transport_actual"] or "-"), check)
+    con.print(t)
+    for v in data["variants"]:
+        if v["mixed_fingerprints"]:
+            con.print(f"[yellow]note:[/] variant {escape(v['variant'])}: repeats ran with "
+                      "different fingerprints (environment, stack or hosts changed); they "
+                      "are not pooled in comparisons")
+        if v["transport_verdict"] == "MISMATCH":
+            con.print(f"[red]warning:[/] variant {escape(v['variant'])} requested transport "
+                      f"{escape(str(v['transport_requested']))} but "
+                      f"{escape(v['transport_actual'])} carried the traffic")
+    for p in data["problems"][:20]:
+        con.print(f"[red]{p['status']}[/] {p['id']} {escape(p['label'] or '')}: "
+                  f"{escape(p['reason'] or '')}")
+        if p["stderr_tail"]:
+            for line in p["stderr_tail"].splitlines()[-3:]:
+                con.print(f"    {escape(line)}")
+    if len(data["problems"]) > 20:
+        con.print(f"... {len(data['problems']) - 20} more failed/timed-out cells (--json)")
+
