@@ -1,0 +1,142 @@
+"""Python API for notebooks: results as pandas DataFrames.
+
+    from mpibench.api import load_results, load_samples, compare_frame
+    df = load_results("mpibench.db", campaign="fabric")
+    df.groupby(["variant", "benchmark", "size"])["median"].median()
+
+The store is opened read-only in spirit (nothing is written); a missing file raises
+UsageError rather than creating an empty store.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from mpibench.errors import UsageError
+from mpibench.store import RESULT_COLUMNS, Store
+
+__all__ = ["load_results", "load_samples", "compare_frame"]
+
+_RUN_COLS = ("campaign", "variant", "label", "grp", "repeat", "run_status", "source",
+             "fingerprint_id", "transport_requested", "transport_actual", "started", "elapsed")
+
+
+def _open(db_path: str | Path) -> Store:
+    if not Path(db_path).exists():
+        raise UsageError(f"{db_path}: no such results store")
+    return Store(db_path)
+
+
+def _run_ids(store: Store, campaign, variants, run_ids, labels) -> list[str] | None:
+    if campaign is None and variants is None and run_ids is None and labels is None:
+        return None
+    from mpibench.report.compare import select_groups
+    groups = select_groups(store, variants=variants, campaign=campaign, run_ids=run_ids,
+                           labels=labels)
+    return [r for ids in groups.values() for r in ids]
+
+
+def _iter_rows(store: Store, ids: list[str] | None, with_samples: bool):
+    if ids is None:
+        yield from store.results(None, with_samples=with_samples)
+        return
+    for i in range(0, len(ids), 5000):
+        yield from store.results(ids[i:i + 5000], with_samples=with_samples)
+
+
+def load_results(db_path: str | Path, campaign: str | int | Iterable | None = None, *,
+                 variants: Iterable[str] | None = None, run_ids: Iterable[str] | None = None,
+                 labels: Iterable[str] | None = None, samples: bool = False,
+                 ok_only: bool = False) -> pd.DataFrame:
+    """One row per result (run x benchmark x size, or application figure of merit).
+
+    Columns: run_id, campaign, variant, label, grp, repeat, run_status, the store's result
+    columns (benchmark, size, np, metric, unit, better, statistic, status, n, median, ci_low,
+    ci_high, min, p5, p95, p99, max, mean, std, first, bandwidth_mbps, busbw_mbps, ...),
+    'extra' (dict), and one column per cell parameter (params_json expanded; a parameter whose
+    name clashes with a column gets a 'param_' prefix). With samples=True a 'samples' column
+    holds each result's raw samples as a numpy array (microseconds for time metrics).
+    """
+    with _open(db_path) as store:
+        ids = _run_ids(store, campaign, variants, list(run_ids) if run_ids else None, labels)
+        camp_names = {r["id"]: r["name"] for r in store.campaigns()}
+        runs = {}
+        q = ("SELECT id, status, source, started, elapsed FROM runs")
+        for r in store.db.execute(q):
+            runs[r["id"]] = r
+        records: list[dict[str, Any]] = []
+        param_names: list[str] = []
+        for row in _iter_rows(store, ids, samples):
+            if ok_only and row["status"] != "ok":
+                continue
+            run = runs.get(row["run_id"])
+            rec = {"run_id": row["run_id"], "campaign": camp_names.get(row["campaign_id"]),
+                   "variant": row["variant"], "label": row["label"], "grp": row["grp"],
+                   "repeat": row["repeat"], "run_status": run["status"] if run else None,
+                   "source": row["source"], "fingerprint_id": row["fingerprint_id"],
+                   "transport_requested": row["transport_requested"],
+                   "transport_actual": row["transport_actual"],
+                   "started": run["started"] if run else None,
+                   "elapsed": run["elapsed"] if run else None}
+            for c in RESULT_COLUMNS:
+                rec[c] = row[c]
+            rec["extra"] = row["extra"]
+            for k, v in (row["params"] or {}).items():
+                name = k if k not in rec and k != "samples" else f"param_{k}"
+                if name not in param_names:
+                    param_names.append(name)
+                rec[name] = v
+            if samples:
+                rec["samples"] = np.array(row["samples"], copy=True)
+            records.append(rec)
+    cols = ["run_id", *_RUN_COLS, *RESULT_COLUMNS, "extra", *param_names]
+    if samples:
+        cols.append("samples")
+    df = pd.DataFrame.from_records(records, columns=cols)
+    for c in ("size", "np", "n", "batch", "warmup"):
+        df[c] = df[c].astype("Int64")
+    return df
+
+
+def load_samples(db_path: str | Path, campaign: str | int | Iterable | None = None, *,
+                 variants: Iterable[str] | None = None, run_ids: Iterable[str] | None = None,
+                 labels: Iterable[str] | None = None) -> pd.DataFrame:
+    """Long format: one row per raw sample, with run_id, variant, benchmark, size, np, metric,
+    params and 'value' (microseconds for time metrics). Handy for seaborn/plotnine."""
+    df = load_results(db_path, campaign, variants=variants, run_ids=run_ids, labels=labels,
+                      samples=True, ok_only=True)
+    keep = [c for c in df.columns if c not in ("samples", "extra", "median", "ci_low",
+                                               "ci_high", "min", "p5", "p95", "p99", "max",
+                                               "mean", "std")]
+    lengths = df["samples"].map(len).to_numpy() if len(df) else np.empty(0, dtype=int)
+    out = df.loc[df.index.repeat(lengths), keep].reset_index(drop=True)
+    out["value"] = np.concatenate(df["samples"].to_list()) if lengths.sum() else \
+        np.empty(0)
+    out["sample"] = np.concatenate([np.arange(n) for n in lengths]) if lengths.sum() else \
+        np.empty(0, dtype=int)
+    return out
+
+
+def compare_frame(db_path: str | Path, groups: dict[str, list[str]] | None = None,
+                  baseline: str | None = None, *, campaign=None, variants=None,
+                  alpha: float = 0.05) -> pd.DataFrame:
+    """The comparison table (one row per cell x candidate) as a DataFrame: medians, CIs,
+    gain, p, Holm p, Cliff's delta, significance, notes."""
+    from mpibench.report.compare import compare_groups, comparison_records, select_groups
+    with _open(db_path) as store:
+        if groups is None:
+            groups = select_groups(store, campaign=campaign, variants=variants)
+        if not groups:
+            raise UsageError(f"{db_path}: no results match the selection")
+        cmp = compare_groups(store, groups, baseline or next(iter(groups)), alpha=alpha)
+        recs = comparison_records(cmp)
+    df = pd.DataFrame.from_records(recs)
+    if "params" in df:
+        df["params"] = df["params"].map(lambda p: json.dumps(p, sort_keys=True))
+    return df

@@ -1,0 +1,53 @@
+"""mpibench.api: DataFrames for notebooks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mpibench.api import compare_frame, load_results, load_samples
+from mpibench.errors import UsageError
+from test_report_synth import IMB_SIZES, build_app_store, build_two_stack_store
+
+
+def test_load_results_core(tmp_path):
+    store, groups = build_two_stack_store(tmp_path / "s.db", repeats=2, n=10)
+    store.close()
+    df = load_results(tmp_path / "s.db")
+    assert len(df) == 2 * 2 * 2 * len(IMB_SIZES)
+    assert {"variant", "benchmark", "size", "median", "ci_low", "first", "campaign"} <= \
+        set(df.columns)
+    assert set(df["variant"]) == {"base", "fast"} and "samples" not in df.columns
+    assert str(df["size"].dtype) == "Int64"
+    df2 = load_results(tmp_path / "s.db", campaign="synthetic", variants=["fast"],
+                       samples=True)
+    assert set(df2["variant"]) == {"fast"}
+    assert isinstance(df2["samples"].iloc[0], np.ndarray) and df2["samples"].iloc[0].size == 10
+    med = df2.groupby(["benchmark", "size"])["median"].median()
+    assert med.loc[("PingPong", 1 << 20)] > med.loc[("PingPong", 8)]
+
+
+def test_params_expanded_and_samples_long(tmp_path):
+    store, groups = build_app_store(tmp_path / "a.db", nodes=(1, 2), ncore=(1, 2), repeats=2)
+    store.close()
+    df = load_results(tmp_path / "a.db", campaign="vasp-sweep")
+    assert {"nodes", "NCORE"} <= set(df.columns)
+    assert sorted(df["nodes"].unique().tolist()) == [1, 2]
+    long = load_samples(tmp_path / "a.db")
+    assert len(long) == len(df)          # one sample per app result
+    assert {"value", "sample", "nodes"} <= set(long.columns)
+
+
+def test_compare_frame(tmp_path):
+    store, groups = build_two_stack_store(tmp_path / "c.db", repeats=2, n=12)
+    store.close()
+    cf = compare_frame(tmp_path / "c.db", groups, "base")
+    assert len(cf) == 2 * len(IMB_SIZES)
+    assert {"gain", "p_holm", "cliffs_delta", "significant"} <= set(cf.columns)
+    assert cf.loc[(cf.benchmark == "PingPong") & (cf["size"] == 1024), "significant"].item()
+
+
+def test_missing_store(tmp_path):
+    with pytest.raises(UsageError):
+        load_results(tmp_path / "nope.db")
+    assert not (tmp_path / "nope.db").exists()
