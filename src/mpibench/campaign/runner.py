@@ -33,11 +33,21 @@ from mpibench.campaign.plan import Cell, expand
 from mpibench.campaign.spec import CampaignSpec, Group, substitute
 from mpibench.errors import UsageError
 from mpibench.execute import (
-    CellCommand, CellOutcome, Variant, core_args, ingest_core, prepare_cell,
+    CellCommand,
+    CellOutcome,
+    Variant,
+    core_args,
+    ingest_core,
+    prepare_cell,
 )
 from mpibench.launchers import get_launcher
 from mpibench.schedulers import (
-    JobRequest, JobStatus, JobStep, Scheduler, SchedulerQueryError, get_scheduler,
+    JobRequest,
+    JobStatus,
+    JobStep,
+    Scheduler,
+    SchedulerQueryError,
+    get_scheduler,
     read_step_result,
 )
 from mpibench.stacks import Stack, find_stack

@@ -6,13 +6,22 @@ from pathlib import Path
 
 from rich.markup import escape
 from rich.progress import (
-    BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
     TimeRemainingColumn,
 )
 from rich.table import Table
 
 from mpibench.commands._common import (
-    Formatter, add_stack_discovery, console, discover_from_args, err_console, print_json,
+    Formatter,
+    add_stack_discovery,
+    console,
+    discover_from_args,
+    err_console,
+    print_json,
 )
 from mpibench.errors import BenchmarkFailure, UsageError
 

@@ -14,8 +14,15 @@ import time
 from mpibench.execute import ROOT_ENV, run_local, running_as_root
 from mpibench.runner import CommandResult, run_command
 from mpibench.schedulers import (
-    EXIT_STATUS_FILE, STEP_TIMEOUT_EXIT, TIMING_FILE, JobRequest, JobStep, Scheduler,
-    StepResult, job_body, register_scheduler,
+    EXIT_STATUS_FILE,
+    STEP_TIMEOUT_EXIT,
+    TIMING_FILE,
+    JobRequest,
+    JobStep,
+    Scheduler,
+    StepResult,
+    job_body,
+    register_scheduler,
 )
 
 
