@@ -1,0 +1,246 @@
+"""Report tables (gain, grids, line rate, first call, scaling, cost), HTML/Markdown reports and
+the compare/report verbs, on synthetic stores."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from mpibench.cli import main as cli_main
+from mpibench.errors import UsageError
+from mpibench.report.compare import compare_groups
+from mpibench.report.html import ReportOptions, build_report, write_html, write_markdown
+from mpibench.report.tables import (
+    cost_table,
+    first_call_table,
+    gain_table,
+    grid_tables,
+    grids,
+    line_rate_table,
+    parse_rate,
+    render_table,
+    scaling_table,
+)
+from mpibench.store import Store
+from test_report_synth import (
+    add_variant_runs,
+    build_app_store,
+    build_two_stack_store,
+    core_record,
+)
+
+XSS = "<script>alert(1)</script>"
+
+
+@pytest.fixture
+def core(tmp_path):
+    store, groups = build_two_stack_store(tmp_path / "core.db",
+                                          spec={"line_rate_bps": 100e9})
+    yield store, groups
+    store.close()
+
+
+@pytest.fixture
+def app(tmp_path):
+    store, groups = build_app_store(tmp_path / "app.db")
+    yield store, groups
+    store.close()
+
+
+def test_gain_table_default_largest_common_size(core):
+    store, groups = core
+    cmp = compare_groups(store, groups, "base")
+    t = gain_table(cmp)
+    assert [r["benchmark"] for r in t.records] == ["PingPong", "Allreduce"]
+    assert all(r["size"] == 1 << 20 for r in t.records)
+    rec = t.records[0]
+    assert rec["gain_fast"] == pytest.approx(rec["base_time_us"] / rec["fast_time_us"])
+    assert rec["fast_mbps"] > rec["base_mbps"]
+    t64 = gain_table(cmp, size=1)
+    assert t64.rows[0][-1].startswith("~")       # PingPong at 1 byte: identical
+    for fmt in ("terminal", "markdown", "csv", "json"):
+        assert "PingPong" in render_table(t, fmt)
+
+
+def test_parse_rate():
+    assert parse_rate("100Gb/s") == 100e9
+    assert parse_rate("100Gbps") == 100e9
+    assert parse_rate("25GbE") == 25e9
+    assert parse_rate("12.5GB/s") == 100e9
+    assert parse_rate("200G") == 200e9
+    assert parse_rate(1e9) == 1e9
+    with pytest.raises(UsageError):
+        parse_rate("fast")
+    with pytest.raises(UsageError):
+        parse_rate("100 furlongs")
+
+
+def test_line_rate_from_spec_and_flag(core):
+    store, groups = core
+    t = line_rate_table(store, groups)
+    rec = next(r for r in t.records if r["variant"] == "base" and r["benchmark"] == "PingPong")
+    assert rec["line_rate_bps"] == 100e9
+    assert rec["percent_of_line_rate"] == pytest.approx(100 * rec["peak_mbps"] / 12500)
+    # the model: t = 0.3 + s/5000 us, so bandwidth reaches half its asymptote near 1.5 KB
+    assert rec["half_peak_size"] == 65536 or rec["half_peak_size"] <= 65536
+    t25 = line_rate_table(store, groups, "25Gb/s")
+    assert t25.records[0]["line_rate_bps"] == 25e9
+
+
+def test_first_call_table(core):
+    store, groups = core
+    t = first_call_table(store, groups, mean_std=True, sizes=[8])
+    assert len(t.records) == 2
+    r = t.records[0]
+    assert r["base_first_over_steady"] == pytest.approx(20, rel=0.05)   # synthetic: 20x
+    assert "mean ± std" in " ".join(t.header)
+
+
+def test_grids_best_cell_and_ratio(app):
+    store, groups = app
+    gl = grids(store, groups, "nodes", "NCORE", metric="ns/day")
+    assert len(gl) == 1
+    g = gl[0]
+    assert g.row_values == [1, 2, 4, 8] and g.col_values == [1, 2, 4]
+    assert all(g.best["plain"][n] == 2 for n in g.row_values)     # NCORE=2 best everywhere
+    assert g.ratio["x"][(8, 2)] == pytest.approx(1.1, rel=0.05)
+    side, ratio = grid_tables(g)
+    assert len(side.marked) == 8                                  # one best cell per row x 2
+    md = render_table(side, "markdown")
+    assert md.count("**") == 16
+    assert "1.1" in render_table(ratio, "terminal")
+    # wall_time is lower-better: best NCORE is still 2
+    gw = grids(store, groups, "nodes", "NCORE", metric="wall_time")[0]
+    assert all(gw.best["x"][n] == 2 for n in gw.row_values)
+
+
+def test_scaling(app):
+    store, groups = app
+    t = scaling_table(store, groups, metric="ns/day")
+    recs = [r for r in t.records if r["variant"] == "plain" and r["params"] == {"NCORE": 1}]
+    assert [r["count"] for r in recs] == [1, 2, 4, 8]
+    assert recs[0]["speedup"] == 1.0
+    # synthetic model: rate ~ nodes * 0.9^log2(nodes) -> efficiency 0.9 per doubling
+    assert recs[-1]["efficiency"] == pytest.approx(0.9 ** 3, rel=0.05)
+    tw = scaling_table(store, groups, metric="wall_time")
+    last = [r for r in tw.records if r["variant"] == "x" and r["params"] == {"NCORE": 2}][-1]
+    assert last["speedup"] == pytest.approx(8 * 0.9 ** 3, rel=0.05)
+
+
+def test_cost(app):
+    store, groups = app
+    t = cost_table(store, groups)               # price 2.0 and 400 W from the campaign spec
+    r = next(x for x in t.records if x["variant"] == "plain" and x["params"]["nodes"] == 2
+             and x["params"]["NCORE"] == 1)
+    assert r["nodes"] == 2
+    assert r["cost_per_run"] == pytest.approx(2 * r["seconds"] / 3600 * 2.0)
+    assert r["energy_wh_per_run"] == pytest.approx(2 * r["seconds"] / 3600 * 400)
+    assert r["cost_per_unit"] == pytest.approx(2 * 2.0 * 24 / r["figure_of_merit"])
+    xr = next(x for x in t.records if x["variant"] == "x" and x["params"] == r["params"])
+    assert xr["saving_vs_baseline"] == pytest.approx(1 - 1 / 1.1, abs=0.03)
+    t2 = cost_table(store, groups, price_per_node_hour=10.0, power_per_node_w=None)
+    assert "10.0 per node-hour" in t2.caption
+
+
+def test_cost_without_price_says_so(core):
+    store, groups = core
+    spec_free = cost_table(store, groups)
+    assert not spec_free.rows and "no price" in spec_free.notes[0]
+
+
+def _report_store(tmp_path):
+    """Core + app results in one store, with hostile labels and names."""
+    store, groups = build_two_stack_store(tmp_path / "r.db", campaign=XSS, n=12, repeats=2,
+                                          label_a=XSS, spec={"line_rate_bps": 25e9})
+    return store, groups
+
+
+def test_html_report_escapes_and_is_offline(tmp_path):
+    store, groups = _report_store(tmp_path)
+    rng = np.random.default_rng(1)
+    cid = store.add_campaign("x")
+    groups[XSS] = add_variant_runs(store, cid, XSS, repeats=2, make=lambda rep: [
+        core_record("PingPong", 8, rng.normal(0.3, 0.01, 12))])
+    rep = build_report(store, groups, ReportOptions(title=f"T {XSS}", mean_std=True))
+    html = write_html(rep, tmp_path / "r.html").read_text()
+    assert "<script" not in html.lower()
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert html.count("<svg") >= 3
+    assert not re.search(r"(src|href)=\"(https?:)?//", html)      # no fetches
+    assert "Content-Security-Policy" in html
+    md_path = write_markdown(rep, tmp_path / "r.md", "svg")
+    md = md_path.read_text()
+    assert "<script" not in md
+    assert (tmp_path / "r-plots").is_dir() and list((tmp_path / "r-plots").glob("*.svg"))
+    for svg in (tmp_path / "r-plots").glob("*.svg"):
+        assert "<script" not in svg.read_text()
+    store.close()
+
+
+def test_app_report_has_grids_scaling_cost(tmp_path, app):
+    store, groups = app
+    rep = build_report(store, groups, ReportOptions(title="vasp"))
+    ids = [s.id for s in rep.sections]
+    assert {"comparison", "grids", "scaling", "cost"} <= set(ids)
+    html = write_html(rep, tmp_path / "a.html").read_text()
+    assert "★" in html and html.count("<svg") >= 4
+    write_markdown(rep, tmp_path / "a.md", "png")
+    assert list((tmp_path / "a-plots").glob("*.png"))
+
+
+def test_single_set_report(tmp_path, core):
+    store, groups = core
+    rep = build_report(store, {"base": groups["base"]}, ReportOptions())
+    assert rep.comparison is None
+    html = write_html(rep, tmp_path / "one.html").read_text()
+    assert html.count("<svg") >= 1 and "Results per set" in html
+
+
+def test_cli_compare_and_report(tmp_path, capsys):
+    store, groups = build_two_stack_store(tmp_path / "cli.db", n=10, repeats=2)
+    store.close()
+    db = str(tmp_path / "cli.db")
+    assert cli_main(["compare", "--db", db]) == 0
+    out = capsys.readouterr().out
+    assert "verdict:" in out and "PingPong" in out
+    assert cli_main(["compare", "--db", db, "--format", "json", "--gain-table",
+                     "--size", "1K", "--line-rate", "100Gb/s", "--first-call"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    assert set(obj) >= {"comparison", "gain_table", "line_rate", "first_call"}
+    assert obj["gain_table"]["rows"][0]["size"] == 1024
+    assert cli_main(["compare", "--db", db, "--format", "csv", "--variant", "base",
+                     "--variant", "fast", "--baseline", "fast"]) == 0
+    assert "candidate" in capsys.readouterr().out
+    assert cli_main(["compare", "--db", db, "--baseline", "nope"]) == 2
+    assert cli_main(["compare", "--db", str(tmp_path / "missing.db")]) == 2
+    assert cli_main(["compare", "--db", db, "--grid", "nodes", "NCORE"]) == 2
+    html = tmp_path / "out.html"
+    assert cli_main(["report", "--db", db, "-o", str(html), "--markdown",
+                     str(tmp_path / "out.md"), "--plot-format", "png"]) == 0
+    assert html.exists() and (tmp_path / "out.md").exists()
+
+
+def test_cli_app_tables(tmp_path, capsys):
+    store, groups = build_app_store(tmp_path / "app2.db", nodes=(1, 2), ncore=(1, 2),
+                                    repeats=2)
+    store.close()
+    db = str(tmp_path / "app2.db")
+    assert cli_main(["compare", "--db", db, "--grid", "nodes", "NCORE", "--metric", "ns/day",
+                     "--scaling", "--cost-per-node-hour", "3", "--power-per-node-w",
+                     "350", "--format", "markdown"]) == 0
+    out = capsys.readouterr().out
+    assert "nodes \\\\ NCORE" in out or "nodes \\ NCORE" in out
+    assert "Scaling" in out and "Cost and energy" in out and "3.0 per node-hour" in out
+
+
+def test_mixed_store_runs_are_not_created_by_reports(tmp_path):
+    # reports never create a store by accident
+    with pytest.raises(UsageError):
+        from mpibench.commands.compare import open_store
+        open_store(str(tmp_path / "none.db"))
+    assert not (tmp_path / "none.db").exists()
+    Store(tmp_path / "empty.db").close()
+    assert cli_main(["report", "--db", str(tmp_path / "empty.db")]) == 2
