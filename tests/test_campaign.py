@@ -1,0 +1,227 @@
+"""Campaign files: validation (each error names file + key path + expected form), matrix
+expansion, stable ids, order, template substitution. Pure: nothing is launched."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mpibench.campaign.plan import expand, points
+from mpibench.campaign.spec import load, substitute
+from mpibench.errors import UsageError
+
+BASE = """
+[campaign]
+name = "t"
+repeats = 3
+[variants.a]
+stack = "openmpi"
+transport = "shm"
+[variants.b]
+stack = "mpich"
+[benchmarks.pp]
+benchmarks = ["PingPong"]
+sizes = "0,64"
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "c.toml") -> Path:
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def spec_of(tmp_path: Path, text: str):
+    return load(write(tmp_path, text))
+
+
+BAD = [
+    ("[campaign]\nrepeats = 0\n" + BASE.split("[campaign]\n", 1)[1].split("\n", 2)[2],
+     "campaign.repeats", "an integer >= 1"),
+    (BASE.replace('name = "t"', 'name = "t"\norder = "sorted"'), "campaign.order",
+     '"interleaved" or "random"'),
+    (BASE.replace('name = "t"', 'name = "t"\nformat = 2'), "campaign.format", "expected 1"),
+    (BASE.replace('name = "t"', 'name = "t"\ntimeout = -1'), "campaign.timeout", "> 0"),
+    (BASE + "[bogus]\nx = 1\n", "bogus", "unknown key"),
+    (BASE.replace('stack = "mpich"', 'np = 2'), "variants.b.stack", "missing"),
+    (BASE.replace('stack = "mpich"', 'stack = "mpich"\nnp = "two"'), "variants.b.np",
+     "an integer >= 1"),
+    (BASE.replace('stack = "mpich"', 'stack = "mpich"\nenv = "UCX_TLS=tcp"'),
+     "variants.b.env", "a table"),
+    (BASE.replace('stack = "mpich"', 'stack = "mpich"\ncolour = "red"'),
+     "variants.b.colour", "unknown key"),
+    (BASE.replace('stack = "mpich"', 'stack = "mpich"\nsweep = { np = 4 }'),
+     "variants.b.sweep.np", "a non-empty list"),
+    (BASE.replace('stack = "mpich"', 'stack = "mpich"\nsweep = { env = [1] }'),
+     "variants.b.sweep.env", "cannot be swept"),
+    (BASE.replace('"PingPong"', '"PingPang"'), "benchmarks.pp.benchmarks",
+     "unknown benchmark 'PingPang'"),
+    (BASE.replace('"0,64"', '"5:2"'), "benchmarks.pp.sizes", "MIN (5) is larger"),
+    (BASE + 'options = { max_tme = 1 }\n', "benchmarks.pp.options.max_tme", "unknown key"),
+    (BASE + 'options = { iterations = 0.5 }\n', "benchmarks.pp.options.iterations",
+     "an integer >= 1"),
+    (BASE + 'variants = ["c"]\n', "benchmarks.pp.variants", "unknown variant 'c'"),
+    (BASE + 'command = "true"\n', "benchmarks.pp", "exactly one of"),
+    (BASE + '[benchmarks.app]\ncommand = "run {stepz}"\nparams = { steps = [1] }\n',
+     "benchmarks.app.command", "unknown placeholder {stepz}"),
+    (BASE + '[benchmarks.app]\ncommand = "run \'unbalanced"\n', "benchmarks.app.command",
+     "balanced quotes"),
+    (BASE + '[benchmarks.app]\ncommand = "run {a} {b}"\nparams = { a = [1, 2], b = [1] }\n'
+     'zip = { ab = ["a", "b"] }\n', "benchmarks.app.zip.ab", "different lengths"),
+    (BASE + '[benchmarks.app]\ncommand = "run {a}"\nparams = { a = [1] }\n'
+     'zip = { ab = ["a", "c"] }\n', "benchmarks.app.zip.ab", "unknown parameter 'c'"),
+    (BASE + '[benchmarks.app]\ncommand = "run {a}"\nparams = { a = [1] }\n'
+     'exclude = [{ z = 1 }]\n', "benchmarks.app.exclude[0].z", "unknown key"),
+    (BASE + '[benchmarks.app]\ncommand = "run"\nfom = { name = "x", regex = "y", '
+     'unit = "u", better = "higher" }\n', "benchmarks.app.fom.regex", "no capture group"),
+    (BASE + '[benchmarks.app]\ncommand = "run"\nfom = { name = "x", regex = "(y", '
+     'unit = "u", better = "higher" }\n', "benchmarks.app.fom.regex", "invalid regular"),
+    (BASE + '[benchmarks.app]\ncommand = "run"\nfom = { name = "x", regex = "(y)", '
+     'unit = "u", better = "up" }\n', "benchmarks.app.fom.better", '"higher" or "lower"'),
+    (BASE + '[benchmarks.app]\ncommand = "run"\nfom = { name = "x", regex = "(y)", '
+     'better = "up" }\n', "benchmarks.app.fom.unit", "missing"),
+    (BASE + '[benchmarks.app]\ncommand = "run"\ninputs = ["nope.tpr"]\n',
+     "benchmarks.app.inputs[0]", "does not exist"),
+    (BASE + '[benchmarks.app]\ncommand = "run"\nparams = { np = [1] }\n',
+     "benchmarks.app.params.np", "bad parameter name"),
+    (BASE + '[scheduler]\nname = "lsf"\n', "scheduler.name", "unknown scheduler 'lsf'"),
+    (BASE + '[scheduler]\nname = "local"\ntime_limit = "ten"\n', "scheduler.time_limit",
+     "HH:MM:SS"),
+    (BASE + '[scheduler]\nname = "local"\nmax_jobs_in_flight = 0\n',
+     "scheduler.max_jobs_in_flight", "an integer >= 1"),
+    ("[campaign]\nname = 't'\n", "variants", "missing"),
+    (BASE.split("[benchmarks.pp]")[0], "benchmarks", "missing"),
+    ("[campaign\nname = 1", "invalid TOML", ""),
+]
+
+
+@pytest.mark.parametrize("text, key, expected", BAD)
+def test_each_validation_error_names_file_key_and_form(tmp_path, text, key, expected):
+    path = write(tmp_path, text)
+    with pytest.raises(UsageError) as err:
+        load(path)
+    msg = str(err.value)
+    assert msg.startswith(f"{path}: "), msg
+    assert key in msg and expected in msg, msg
+    assert "\n" not in msg
+
+
+def test_missing_file_is_usage_error(tmp_path):
+    with pytest.raises(UsageError, match="not found"):
+        load(tmp_path / "nope.toml")
+
+
+def test_cli_bad_file_exits_2_before_anything_runs(tmp_path):
+    path = write(tmp_path, BASE.replace('"0,64"', '"5:2"'))
+    res = subprocess.run([sys.executable, "-m", "mpibench", "campaign", "run", str(path)],
+                         capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert res.returncode == 2, res.stderr
+    assert "benchmarks.pp.sizes" in res.stderr and str(path) in res.stderr
+    assert not (tmp_path / "mpibench.db").exists() and not (tmp_path / "runs").exists()
+
+
+def test_unknown_stack_is_checked_before_any_launch(tmp_path, found_stacks):
+    from mpibench.campaign.runner import CampaignRunner
+    from mpibench.store import Store
+
+    spec = spec_of(tmp_path, BASE.replace('stack = "mpich"', 'stack = "nompi"'))
+    with Store(tmp_path / "x.db") as store:
+        with pytest.raises(UsageError, match=r"variants\.b\.stack: unknown stack 'nompi'"):
+            CampaignRunner(spec, store, found_stacks).run()
+        assert store.runs() == []
+    spec = spec_of(tmp_path, BASE.replace('stack = "mpich"', 'stack = "mpich"\n'
+                                          'transport = "ofi"'))
+    with Store(tmp_path / "y.db") as store:
+        with pytest.raises(UsageError, match=r"variants\.b\.transport: .*'ofi'"):
+            CampaignRunner(spec, store, found_stacks).run()
+
+
+def test_interleaved_order_alternates_variants_and_repeats(tmp_path):
+    spec = spec_of(tmp_path, BASE)
+    cells = expand(spec)
+    assert [(c.variant.name, c.repeat) for c in cells] == [
+        ("a", 0), ("b", 0), ("a", 1), ("b", 1), ("a", 2), ("b", 2)]
+    assert [c.seq for c in cells] == list(range(6))
+
+
+def test_random_order_is_reproducible_from_its_seed(tmp_path):
+    text = BASE.replace('name = "t"', 'name = "t"\norder = "random"\nrepeats = 20') \
+        .replace("repeats = 3\n", "")
+    spec = spec_of(tmp_path, text)
+    one = [c.id for c in expand(spec, seed=7)]
+    assert one == [c.id for c in expand(spec, seed=7)]
+    assert one != [c.id for c in expand(spec, seed=8)]
+    assert sorted(one) == sorted(c.id for c in expand(spec_of(tmp_path, BASE.replace(
+        "repeats = 3", "repeats = 20"))))  # same cells, other order
+
+
+def test_cell_ids_are_stable_and_survive_adding_variants(tmp_path):
+    ids = {c.id for c in expand(spec_of(tmp_path, BASE))}
+    assert len(ids) == 6
+    assert ids == {c.id for c in expand(spec_of(tmp_path, BASE))}
+    more = BASE.replace("[benchmarks.pp]", '[variants.c]\nstack = "openmpi"\n'
+                        'transport = "tcp"\n[benchmarks.pp]')
+    more_ids = {c.id for c in expand(spec_of(tmp_path, more))}
+    assert ids < more_ids and len(more_ids) == 9
+    changed = {c.id for c in expand(spec_of(tmp_path, BASE.replace('"0,64"', '"0,128"')))}
+    assert not ids & changed  # a different measurement is a different cell
+
+
+APP = BASE + """
+[benchmarks.md]
+command = "gmx_mpi mdrun -deffnm run -nsteps {steps} -title '{title} x'"
+params = { steps = [100, 200, 300], title = ["a b", "c", "d"], ntomp = [1, 2] }
+zip = { st = ["steps", "title"] }
+exclude = [{ steps = 300, variant = "b" }, { ntomp = 2, stack = "mpich" }]
+"""
+
+
+def test_sweeps_zips_and_exclusions(tmp_path):
+    spec = spec_of(tmp_path, APP)
+    group = spec.groups[1]
+    pts = points(group)
+    assert len(pts) == 6
+    assert {(p["steps"], p["title"]) for p in pts} == {(100, "a b"), (200, "c"), (300, "d")}
+    cells = [c for c in expand(spec) if c.group.name == "md"]
+    per_rep = [c for c in cells if c.repeat == 0]
+    # a: 6 points; b (mpich): ntomp=2 excluded (3 left), steps=300 excluded (2 left)
+    assert sum(c.variant.name == "a" for c in per_rep) == 6
+    assert sorted((c.params["steps"], c.params["ntomp"]) for c in per_rep
+                  if c.variant.name == "b") == [(100, 1), (200, 1)]
+    assert len(cells) == 3 * 8
+
+
+def test_variant_sweep_expands_named_variants(tmp_path):
+    spec = spec_of(tmp_path, BASE.replace(
+        'stack = "mpich"', 'stack = "mpich"\nsweep = { np = [2, 4], "env.UCX_TLS" = '
+        '["sm", "tcp"] }'))
+    names = [v.name for v in spec.variants]
+    assert names == ["a", "b[np=2,env.UCX_TLS=sm]", "b[np=2,env.UCX_TLS=tcp]",
+                     "b[np=4,env.UCX_TLS=sm]", "b[np=4,env.UCX_TLS=tcp]"]
+    v = spec.variants[4]
+    assert v.np == 4 and v.env == {"UCX_TLS": "tcp"} and v.stack == "mpich"
+
+
+def test_template_is_split_before_substitution(tmp_path):
+    spec = spec_of(tmp_path, APP)
+    argv = spec.groups[1].command
+    assert argv == ["gmx_mpi", "mdrun", "-deffnm", "run", "-nsteps", "{steps}", "-title",
+                    "{title} x"]
+    hostile = "$(rm -rf /); `x` 'q' \"z\" {np}"
+    out = substitute(argv, {"steps": hostile, "title": "a b"})
+    assert out[5] == hostile  # one argv element, untouched: never reaches a shell
+    assert out[7] == "a b x"
+    assert substitute(["{{literal}}", "{a}{a}"], {"a": 1}) == ["{literal}", "11"]
+
+
+def test_planning_is_fast_enough_for_big_matrices(tmp_path):
+    # correctness of a large expansion (timing is measured in bench/, never asserted here)
+    text = BASE + ('[benchmarks.grid]\ncommand = "x {p} {q}"\n'
+                   'params = { p = [%s], q = [%s] }\n'
+                   % (",".join(map(str, range(50))), ",".join(map(str, range(20)))))
+    cells = expand(spec_of(tmp_path, text))
+    assert len(cells) == 3 * (2 + 2 * 1000)
+    assert len({c.id for c in cells}) == len(cells)
