@@ -1,0 +1,311 @@
+"""A throw-away Slurm cluster on localhost, for tests, benchmarks and trying the backends.
+
+It writes everything (munge key, slurm.conf, state, spool, logs) into one directory, starts
+its own munged (own key and socket), slurmctld and two slurmd with node names n1 and n2 on
+127.0.0.1 with distinct ports, waits until both nodes are idle, and stops exactly the daemons
+it started, by PID. Nothing under /etc is touched: clients find the cluster through
+SLURM_CONF (see `env()`).
+
+Daemons are long-lived children started with subprocess.Popen in the foreground (-F / -D),
+so their PIDs are ours; short commands (sinfo, scontrol) go through runner.run_command.
+
+Without slurmdbd (Debian packages it separately) Slurm has no job accounting here, so sacct
+does not work; the slurm backend falls back to squeue, which keeps finished jobs for MinJobAge
+seconds (set to 600 here).
+
+    python -m mpibench.slurm_local start DIR     # prints `export SLURM_CONF=...`
+    python -m mpibench.slurm_local stop DIR
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mpibench.runner import run_command
+
+NODES = ("n1", "n2")
+REQUIRED = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "scontrol", "sinfo")
+STATE_FILE = "cluster.json"
+
+
+class SlurmStartError(RuntimeError):
+    """The local cluster did not come up; the message says which daemon and shows its log."""
+
+
+def missing_programs() -> list[str]:
+    return [p for p in REQUIRED if shutil.which(p) is None
+            and not os.path.exists(f"/usr/sbin/{p}")]
+
+
+def _which(prog: str) -> str:
+    return shutil.which(prog) or f"/usr/sbin/{prog}"
+
+
+def _free_ports(n: int) -> list[int]:
+    socks, ports = [], []
+    for _ in range(n):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+        ports.append(s.getsockname()[1])
+    for s in socks:
+        s.close()
+    return ports
+
+
+def _cpus() -> int:
+    return os.cpu_count() or 1
+
+
+@dataclass
+class LocalSlurm:
+    root: Path
+    cpus_per_node: int = field(default_factory=_cpus)
+    partition: str = "debug"
+    pids: dict[str, int] = field(default_factory=dict)
+    _procs: dict[str, subprocess.Popen] = field(default_factory=dict, repr=False)
+
+    @property
+    def conf(self) -> Path:
+        return self.root / "etc" / "slurm.conf"
+
+    @property
+    def munge_socket(self) -> Path:
+        return self.root / "munge" / "munge.socket"
+
+    def env(self) -> dict[str, str]:
+        """What client commands (sbatch, squeue, qsub ...) need to find this cluster."""
+        return {"SLURM_CONF": str(self.conf)}
+
+    # -- configuration ---------------------------------------------------------------
+    def write_config(self) -> None:
+        r = self.root
+        for d in ("etc", "munge", "state", "spool", "log", "jobs", "tmp/n1", "tmp/n2"):
+            (r / d).mkdir(parents=True, exist_ok=True)
+        os.chmod(r, 0o755)
+        os.chmod(r / "munge", 0o700)
+        key = r / "munge" / "munge.key"
+        if not key.exists():
+            key.write_bytes(os.urandom(1024))
+        os.chmod(key, 0o400)
+        ctl_port, n1_port, n2_port = _free_ports(3)
+        user = "root" if os.geteuid() == 0 else os.environ.get("USER", "nobody")
+        lines = [
+            "# written by mpibench.slurm_local: a test cluster on localhost",
+            "ClusterName=mpibench-test",
+            "SlurmctldHost=localhost(127.0.0.1)",
+            f"SlurmctldPort={ctl_port}",
+            f"SlurmUser={user}",
+            f"SlurmdUser={user}",
+            f"AuthInfo=socket={self.munge_socket}",
+            "AuthType=auth/munge",
+            "CredType=cred/munge",
+            f"StateSaveLocation={r / 'state'}",
+            f"SlurmdSpoolDir={r / 'spool' / '%n'}",
+            f"SlurmctldPidFile={r / 'slurmctld.pid'}",
+            f"SlurmdPidFile={r / 'slurmd-%n.pid'}",
+            f"SlurmctldLogFile={r / 'log' / 'slurmctld.log'}",
+            f"SlurmdLogFile={r / 'log' / 'slurmd-%n.log'}",
+            "SlurmctldDebug=info",
+            "SlurmdDebug=info",
+            # No cgroups in containers: track processes by /proc, no task binding.
+            "ProctrackType=proctrack/linuxproc",
+            "TaskPlugin=task/none",
+            "SelectType=select/cons_tres",
+            "SelectTypeParameters=CR_Core",
+            "SchedulerType=sched/backfill",
+            "MpiDefault=none",
+            "ReturnToService=2",
+            # No slurmdbd: no accounting storage, so sacct cannot answer; squeue keeps
+            # finished jobs for MinJobAge seconds and the backend reads them from there.
+            "AccountingStorageType=accounting_storage/none",
+            "JobAcctGatherType=jobacct_gather/none",
+            "JobCompType=jobcomp/filetxt",
+            f"JobCompLoc={r / 'log' / 'jobcomp.txt'}",
+            "MinJobAge=600",
+            # Both slurmd share this host's /tmp: per-node TmpFS keeps the PMIx plugin's
+            # per-step directories (spmix_appdir_<uid>_<job>.<step>) from colliding.
+            f"TmpFS={r / 'tmp' / '%n'}",
+            "MaxJobCount=20000",
+            # Enforce time limits promptly: no grace, short wait between TERM and KILL.
+            "OverTimeLimit=0",
+            "KillWait=2",
+            "InactiveLimit=0",
+            "SlurmctldTimeout=30",
+            "SlurmdTimeout=30",
+            "MessageTimeout=20",
+            "SchedulerParameters=defer_no,sched_interval=2",
+            "SlurmdParameters=config_overrides",
+            f"NodeName=n1 NodeHostname=localhost NodeAddr=127.0.0.1 Port={n1_port} "
+            f"CPUs={self.cpus_per_node} State=UNKNOWN",
+            f"NodeName=n2 NodeHostname=localhost NodeAddr=127.0.0.1 Port={n2_port} "
+            f"CPUs={self.cpus_per_node} State=UNKNOWN",
+            f"PartitionName={self.partition} Nodes=n1,n2 Default=YES MaxTime=INFINITE "
+            "State=UP OverSubscribe=NO",
+        ]
+        self.conf.write_text("\n".join(lines) + "\n")
+
+    # -- daemons ---------------------------------------------------------------------
+    def _spawn(self, name: str, argv: list[str]) -> None:
+        log = open(self.root / "log" / f"{name}.console", "ab")
+        env = dict(os.environ)
+        env.update(self.env())
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                env=env, start_new_session=True)
+        log.close()
+        self._procs[name] = proc
+        self.pids[name] = proc.pid
+        self._save()
+
+    def _save(self) -> None:
+        (self.root / STATE_FILE).write_text(json.dumps(
+            {"pids": self.pids, "conf": str(self.conf)}, indent=1))
+
+    def start(self, timeout: float = 60.0) -> None:
+        missing = missing_programs()
+        if missing:
+            raise SlurmStartError("Slurm/munge programs not found: " + ", ".join(missing))
+        self.write_config()
+        m = self.root / "munge"
+        self._spawn("munged", [_which("munged"), "-F", "--force",
+                               f"--socket={self.munge_socket}",
+                               f"--key-file={m / 'munge.key'}",
+                               f"--pid-file={m / 'munged.pid'}",
+                               f"--seed-file={m / 'munged.seed'}",
+                               f"--log-file={self.root / 'log' / 'munged.log'}"])
+        self._wait(lambda: self.munge_socket.exists(), 10, "munged", "munged.log")
+        self._spawn("slurmctld", [_which("slurmctld"), "-D", "-i", "-f", str(self.conf)])
+        self._wait(self._ctld_up, timeout / 2, "slurmctld", "slurmctld.log")
+        for n in NODES:
+            (self.root / "spool" / n).mkdir(parents=True, exist_ok=True)
+            self._spawn(f"slurmd-{n}", [_which("slurmd"), "-D", "-N", n, "-f", str(self.conf)])
+        self._wait(self._nodes_idle, timeout, "slurmd", "slurmd-n1.log")
+
+    def _ctld_up(self) -> bool:
+        return run_command(["scontrol", "ping"], env=self.env(), timeout=10).ok
+
+    def node_states(self) -> dict[str, str]:
+        res = run_command(["sinfo", "-h", "-N", "-o", "%N %T"], env=self.env(), timeout=10)
+        out = {}
+        for line in res.stdout.splitlines():
+            parts = line.split()
+            if len(parts) == 2:
+                out[parts[0]] = parts[1]
+        return out
+
+    def _nodes_idle(self) -> bool:
+        states = self.node_states()
+        if all(states.get(n) in ("idle", "mixed", "allocated") for n in NODES):
+            return True
+        # a node that registered as down/drained after a restart: bring it back
+        for n, st in states.items():
+            if st.rstrip("*") in ("down", "drained", "drain"):
+                run_command(["scontrol", "update", f"NodeName={n}", "State=RESUME"],
+                            env=self.env(), timeout=10)
+        return False
+
+    def _wait(self, ready, timeout: float, what: str, logname: str) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for name, proc in self._procs.items():
+                if proc.poll() is not None:
+                    self.stop()
+                    raise SlurmStartError(
+                        f"{name} exited with status {proc.returncode} while starting the "
+                        f"local Slurm in {self.root}:\n{self._tail(name)}")
+            if ready():
+                return
+            time.sleep(0.3)
+        detail = self._tail(what if what != "slurmd" else "slurmd-n1", logname)
+        self.stop()
+        raise SlurmStartError(f"{what} not ready after {timeout:.0f} s (local Slurm in "
+                              f"{self.root}):\n{detail}")
+
+    def _tail(self, name: str, logname: str | None = None, lines: int = 15) -> str:
+        out = []
+        for p in (self.root / "log" / f"{name}.console",
+                  self.root / "log" / (logname or f"{name}.log")):
+            if p.exists():
+                text = p.read_text(errors="replace").strip().splitlines()[-lines:]
+                if text:
+                    out.append(f"--- {p}\n" + "\n".join(text))
+        return "\n".join(out) or "(no log output)"
+
+    def stop(self) -> None:
+        """Stop the daemons this object started (by PID): slurmd first, munged last."""
+        order = [n for n in self.pids if n.startswith("slurmd")] + \
+            [n for n in ("slurmctld", "munged") if n in self.pids]
+        for name in order:
+            proc = self._procs.get(name)
+            if proc is not None:
+                _terminate(proc)
+            else:
+                _terminate_pid(self.pids[name])
+        self.pids.clear()
+        self._procs.clear()
+        if (self.root / STATE_FILE).exists():
+            self._save()
+
+
+def _terminate(proc: subprocess.Popen, grace: float = 10.0) -> None:
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=5)
+
+
+def _terminate_pid(pid: int, grace: float = 10.0) -> None:
+    """For `stop DIR` from another process: the PIDs recorded by `start`."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2 or argv[0] not in ("start", "stop"):
+        print("usage: python -m mpibench.slurm_local start|stop DIR", file=sys.stderr)
+        return 2
+    root = Path(argv[1]).resolve()
+    if argv[0] == "start":
+        cluster = LocalSlurm(root)
+        try:
+            cluster.start()
+        except SlurmStartError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        # the daemons outlive this process; `stop DIR` reads their PIDs from cluster.json
+        print(f"export SLURM_CONF={cluster.conf}")
+        return 0
+    state = json.loads((root / STATE_FILE).read_text())
+    cluster = LocalSlurm(root, pids={k: int(v) for k, v in state["pids"].items()})
+    cluster.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
