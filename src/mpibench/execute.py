@@ -115,7 +115,9 @@ def prepare_cell(stack: Stack, variant: Variant, program: list[str], run_dir: Pa
                  jsonl: Path | None = None, local: bool = True) -> CellCommand:
     if variant.np < 1:
         raise UsageError(f"variant {variant.name!r}: np must be >= 1, got {variant.np}")
-    run_dir = Path(run_dir)
+    run_dir = Path(run_dir).resolve()
+    if jsonl is not None:
+        jsonl = Path(jsonl).resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
     env, mca = resolve_settings(stack, variant)
     launcher = get_launcher(variant.launcher or stack.launcher_kind)
@@ -187,8 +189,7 @@ def ingest_core(cmd: CellCommand, result: CommandResult | None, *,
             reason = f"validation failed: {bad[0]['benchmark']} size {bad[0]['size']}: " \
                      f"{bad[0].get('reason') or ''}".rstrip(": ")
         else:
-            last = tail.splitlines()[-1] if tail else "no error output"
-            reason = f"exit status {exit_code}: {last}"
+            reason = f"exit status {exit_code}: {_key_error_line(stderr)}"
     elif cmd.jsonl is not None and not parsed.header:
         status, reason = "failed", "the core wrote no results (" + \
             ("; ".join(parsed.problems) or "empty output") + ")"
@@ -199,6 +200,16 @@ def ingest_core(cmd: CellCommand, result: CommandResult | None, *,
     return CellOutcome(status=status, reason=reason, records=records, fingerprint=fp,
                        header=parsed.header, exit_code=exit_code, elapsed=elapsed,
                        stderr_tail=tail)
+
+
+def _key_error_line(stderr: str) -> str:
+    """The line of a launcher's stderr that says what went wrong (Open MPI wraps errors in
+    banners of dashes; the program's own message is the useful part)."""
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip().strip("-")]
+    for ln in lines:
+        if ln.startswith("mpibench-core:") or "error" in ln.lower():
+            return ln
+    return lines[-1] if lines else "no error output"
 
 
 def core_args(benchmarks: list[str], sizes: str | None, jsonl: Path,

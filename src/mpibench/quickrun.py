@@ -79,6 +79,7 @@ def execute_plan(plan: Plan, store: Store, run_root: Path, campaign_name: str,
     spec = {"benchmarks": plan.benchmarks, "sizes": plan.sizes, "repeats": plan.repeats,
             "core_options": plan.core_options, "variants": [v.to_dict() for v in plan.variants]}
     campaign_id = store.add_campaign(campaign_name, spec)
+    run_root = Path(run_root).resolve()  # launches run with cwd = their run directory
     groups: dict[str, list[str]] = {v.name: [] for v in plan.variants}
     total = len(plan.order)
     for i, (repeat, variant) in enumerate(plan.order):
