@@ -1,0 +1,315 @@
+"""Campaigns for real: SIGKILL + resume on both stacks, application cells (figure of merit,
+failure, hang), fingerprint non-pooling, and the batch runner loop against a small in-test
+Scheduler that runs job scripts in subprocesses (a test double of the interface, not of
+Slurm)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from conftest import MPI_TIMEOUT, REPO
+from mpibench.campaign import status as st
+from mpibench.campaign.runner import CampaignRunner
+from mpibench.campaign.spec import load
+from mpibench.schedulers import (
+    JobRequest,
+    JobStatus,
+    Scheduler,
+    SchedulerQueryError,
+    job_body,
+    register_scheduler,
+)
+from mpibench.store import Store
+
+MPIBENCH = str(REPO / ".venv" / "bin" / "mpibench")
+
+CORE = """
+[campaign]
+name = "kill-resume"
+repeats = 3
+timeout = 60
+[variants.ompi]
+stack = "openmpi"
+transport = "shm"
+[variants.mpich]
+stack = "mpich"
+transport = "shm"
+[benchmarks.pt2pt]
+benchmarks = ["PingPong"]
+sizes = "0,64"
+options = { max_time = 0.02 }
+[benchmarks.coll]
+benchmarks = ["Allreduce"]
+sizes = "0,64"
+options = { max_time = 0.02 }
+"""
+
+
+def done_finished(db: Path) -> dict[str, float]:
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
+    try:
+        return dict(con.execute("SELECT id, finished FROM runs WHERE status='done'"))
+    except sqlite3.OperationalError:  # not created yet
+        return {}
+    finally:
+        con.close()
+
+
+@pytest.mark.mpi
+def test_sigkill_then_resume_finishes_exactly_the_missing_cells(tmp_path):
+    camp = tmp_path / "camp.toml"
+    camp.write_text(CORE)
+    db = tmp_path / "mpibench.db"
+    proc = subprocess.Popen([MPIBENCH, "campaign", "run", str(camp), "--no-progress"],
+                            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    deadline = time.monotonic() + MPI_TIMEOUT
+    before: dict[str, float] = {}
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            before = done_finished(db) if db.exists() else {}
+            if len(before) >= 3:
+                break
+            time.sleep(0.05)
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL, "the campaign finished before it was killed"
+    before = done_finished(db)
+    assert 3 <= len(before) < 12
+
+    res = subprocess.run([MPIBENCH, "campaign", "resume", str(camp), "--no-progress"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=MPI_TIMEOUT)
+    assert res.returncode == 0, res.stderr + res.stdout
+    after = done_finished(db)
+    assert len(after) == 12
+    # nothing done twice: cells finished before the kill kept their results and timestamps
+    assert all(after[i] == t for i, t in before.items())
+    with Store(db) as store:
+        rows = list(store.results(with_samples=False))
+        per_run = Counter(r["run_id"] for r in rows)
+        assert set(per_run) == set(after) and set(per_run.values()) == {2}
+        keys = Counter((r["run_id"], r["benchmark"], r["size"]) for r in rows)
+        assert max(keys.values()) == 1
+        runs = store.runs()
+        assert len(runs) == 12 and {r["status"] for r in runs} == {"done"}
+        assert all(r["fingerprint_id"] for r in runs)
+        assert Counter(r["variant"] for r in runs) == {"ompi": 6, "mpich": 6}
+        data = st.status(store, load(camp))
+    assert {g["transport_verdict"] for g in data["groups"]} == {"ok"}
+    # no orphan of the killed harness is still running in a run directory
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                assert not os.readlink(f"/proc/{pid}/cwd").startswith(str(tmp_path / "runs"))
+            except OSError:
+                pass
+
+
+APP = """
+[campaign]
+name = "apps"
+repeats = 2
+timeout = 30
+verify_transport = false
+[variants.one]
+stack = "openmpi"
+np = 1
+[benchmarks.echo]
+command = "sh -c 'echo Performance: {x} ns/day; echo {label} > out.txt'"
+params = { x = [1.5, 2.5], label = ["a b"] }
+fom = { name = "ns/day", regex = 'Performance:\\s+([0-9.]+)', unit = "ns/day", better = "higher" }
+[benchmarks.prep]
+command = "cat input.txt generated.txt"
+setup = ["cp input.txt generated.txt"]
+inputs = ["input.txt"]
+repeats = 1
+[benchmarks.fail]
+command = "sh -c 'echo the input deck is broken >&2; exit 3'"
+repeats = 1
+[benchmarks.hang]
+command = "sleep 30"
+timeout = 2
+repeats = 1
+"""
+
+
+def run_campaign(path: Path, db: Path, stacks, **kw):
+    with Store(db) as store:
+        runner = CampaignRunner(load(path), store, stacks, **kw)
+        summary = runner.run()
+        return summary, st.status(store, load(path))
+
+
+@pytest.mark.mpi
+def test_application_cells_fom_failure_and_timeout(tmp_path, found_stacks):
+    (tmp_path / "input.txt").write_text("hello\n")
+    camp = tmp_path / "apps.toml"
+    camp.write_text(APP)
+    t0 = time.monotonic()
+    summary, data = run_campaign(camp, tmp_path / "a.db", found_stacks)
+    assert time.monotonic() - t0 < 25  # the hang was cut at its 2 s timeout
+    assert data["totals"] == {"done": 5, "failed": 1, "timeout": 1, "running": 0,
+                              "pending": 0}
+    with Store(tmp_path / "a.db") as store:
+        runs = {r["grp"]: r for r in store.runs()}
+        fail, hang = runs["fail"], runs["hang"]
+        assert fail["status"] == "failed" and fail["exit_code"] == 3
+        assert "the input deck is broken" in fail["reason"]
+        assert "the input deck is broken" in fail["stderr_tail"]
+        assert hang["status"] == "timeout" and "2 s" in hang["reason"]
+        rows = list(store.results(benchmark="echo"))
+        fom = [r for r in rows if r["metric"] == "ns/day"]
+        assert sorted(r["median"] for r in fom) == [1.5, 1.5, 2.5, 2.5]
+        r = fom[0]
+        assert (r["size"], r["unit"], r["better"], r["statistic"], r["n"]) == \
+            (None, "ns/day", "higher", "value", 1)
+        assert r["mean"] == r["median"] and list(r["samples"]) == [r["median"]]
+        assert r["params"]["label"] == "a b"
+        assert sum(1 for r in rows if r["metric"] == "wall_time") == 4
+        for run in store.runs():
+            d = Path(run["run_dir"])
+            assert d.parent == tmp_path / "runs" and d.name == run["id"]
+            for f in ("stdout.txt", "stderr.txt", "command.json", "cell.json", "exit_status",
+                      "timing.json"):
+                assert (d / f).exists(), (run["grp"], f)
+        prep = Path(runs["prep"]["run_dir"])
+        assert (prep / "stdout.txt").read_text() == "hello\nhello\n"
+        assert (Path(runs["echo"]["run_dir"]) / "out.txt").read_text() == "a b\n"
+    # failed and timed-out cells are final: a resume does not re-run them
+    summary, _ = run_campaign(camp, tmp_path / "a.db", found_stacks)
+    assert summary.ran == 0 and summary.skipped == 7
+
+
+@pytest.mark.mpi
+def test_repeats_with_different_fingerprints_are_flagged(tmp_path, found_stacks, monkeypatch):
+    camp = tmp_path / "fp.toml"
+    text = APP.split("[benchmarks.prep]")[0].replace("repeats = 2", "repeats = 1")
+    camp.write_text(text)
+    run_campaign(camp, tmp_path / "f.db", found_stacks)
+    # the user's environment changes a transport setting between launches
+    monkeypatch.setenv("UCX_RNDV_THRESH", "8192")
+    camp.write_text(text.replace("repeats = 1", "repeats = 2"))
+    summary, data = run_campaign(camp, tmp_path / "f.db", found_stacks)
+    assert summary.ran == 2 and summary.skipped == 2
+    (g,) = data["groups"]
+    assert g["fingerprints"] == 2 and g["mixed_fingerprints"]
+    assert data["variants"][0]["mixed_fingerprints"]
+    with Store(tmp_path / "f.db") as store:
+        by_point: dict[str, set] = {}
+        for r in store.runs():
+            by_point.setdefault(r["params_json"], set()).add(r["fingerprint_id"])
+        assert all(len(ids) == 2 for ids in by_point.values())
+        fps = [store.fingerprint(r["fingerprint_id"]) for r in store.runs()]
+        assert {fp["transport_env"].get("UCX_RNDV_THRESH") for fp in fps} == {None, "8192"}
+    res = subprocess.run([MPIBENCH, "campaign", "status", str(camp), "--db",
+                          str(tmp_path / "f.db")], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0 and "MIXED" in res.stdout and "not pooled" in res.stdout
+
+
+# -- the batch path, against a scheduler that runs job scripts as local subprocesses -------
+JOBS: dict[str, subprocess.Popen] = {}
+CALLS = Counter()
+
+
+@register_scheduler("test-subprocess")
+class SubprocessScheduler(Scheduler):
+    """Jobs are `bash job.sh` processes; poll answers for all ids from one look."""
+
+    batch = True
+    fail_first_poll = False
+    die_on_poll = False
+
+    def render_script(self, req: JobRequest) -> str:
+        return f"#!/bin/bash\n# job {req.name}\n" + job_body(req)
+
+    def submit(self, req: JobRequest) -> str:
+        CALLS["submit"] += 1
+        path = req.run_dir / "job.sh"
+        path.write_text(self.render_script(req))
+        proc = subprocess.Popen(["bash", str(path)], cwd=req.run_dir,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
+        JOBS[str(proc.pid)] = proc
+        return str(proc.pid)
+
+    def poll(self, job_ids):
+        CALLS["poll"] += 1
+        if self.die_on_poll:
+            raise KeyboardInterrupt("the harness dies while jobs are in flight")
+        if self.fail_first_poll and CALLS["poll"] == 1:
+            raise SchedulerQueryError("squeue: socket timed out (transient)")
+        out = {}
+        for jid in job_ids:
+            rc = JOBS[jid].poll()
+            out[jid] = JobStatus("running", raw="RUNNING") if rc is None else \
+                JobStatus("completed" if rc == 0 else "failed", rc, raw="COMPLETED",
+                          nodelist="localhost")
+        return out
+
+    def cancel(self, job_id):
+        os.killpg(int(job_id), signal.SIGTERM)
+
+
+BATCH = """
+[campaign]
+name = "batch"
+repeats = 2
+timeout = 30
+verify_transport = false
+[variants.one]
+stack = "openmpi"
+np = 1
+[benchmarks.echo]
+command = "sh -c 'sleep 0.3; echo value {x}'"
+params = { x = [1, 2, 3] }
+fom = { name = "v", regex = 'value ([0-9]+)', unit = "u", better = "higher" }
+[scheduler]
+name = "test-subprocess"
+max_jobs_in_flight = 2
+poll_interval = 0.05
+poll_max_interval = 0.2
+"""
+
+
+@pytest.mark.mpi
+def test_batch_loop_submits_polls_ingests_and_reattaches(tmp_path, found_stacks):
+    camp = tmp_path / "batch.toml"
+    camp.write_text(BATCH)
+    db = tmp_path / "b.db"
+    CALLS.clear()
+    spec = load(camp)
+    sched = SubprocessScheduler(spec.scheduler)
+    sched.die_on_poll = True
+    with Store(db) as store, pytest.raises(KeyboardInterrupt):
+        CampaignRunner(spec, store, found_stacks, scheduler=sched).run()
+    with Store(db) as store:
+        running = store.runs(status="running")
+        assert len(running) == 2 and all(r["job_id"] for r in running)
+        attached = {r["job_id"] for r in running}
+    # a new harness re-attaches to the two jobs instead of submitting them again
+    sched = SubprocessScheduler(spec.scheduler)
+    sched.fail_first_poll = True
+    CALLS.clear()
+    with Store(db) as store:
+        summary = CampaignRunner(spec, store, found_stacks, scheduler=sched).run()
+        assert summary.reattached == 2
+        assert CALLS["submit"] == 4  # the other four cells, never the re-attached two
+        runs = store.runs()
+        assert {r["status"] for r in runs} == {"done"}
+        assert attached <= {r["job_id"] for r in runs}
+        assert all(r["job_script"] and "# cell " in r["job_script"] for r in runs)
+        assert {r["sched_state"] for r in runs} == {"COMPLETED"}
+        assert {r["nodelist"] for r in runs} == {"localhost"}
+        vals = sorted(r["median"] for r in store.results() if r["metric"] == "v")
+        assert vals == [1, 1, 2, 2, 3, 3]

@@ -1,0 +1,130 @@
+"""Transport verification: parsing each stack's diagnostics (captured lines from this
+machine's Open MPI 4.1.4 and MPICH 4.0.2/UCX 1.13.1), real probes catching a requested
+transport that did not take effect, and the mismatch shown by `campaign status`."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from conftest import MPI_TIMEOUT, REPO
+from mpibench.execute import Variant
+from mpibench.verify import parse_diagnostics, verdict, verify_local
+
+OB1_VADER = """\
+[vm:11296] selected ob1 best priority 20
+[vm:11296] select: component ob1 selected
+[vm:11295] mca: bml: Using vader btl for send to [[16613,1],1] on node vm
+[vm:11295] mca: bml: Using self btl for send to [[16613,1],0] on node vm
+"""
+OB1_TCP = """\
+[vm:11308] btl: tcp: Using interface: sppp
+[vm:11308] selected ob1 best priority 20
+[vm:11335] mca: bml: Using self btl for send to [[16573,1],0] on node vm
+[vm:11335] mca: bml: Using tcp btl for send to [[16573,1],1] on node vm
+"""
+PML_UCX = """\
+[vm:11349] selected ucx best priority 51
+[vm:11349] select: component ucx selected
+[1795334470.280595] [vm:11391:0]      ucp_worker.c:1763 UCX  INFO    ep_cfg[0]: tag(self/memory0 cma/memory)
+[1795334470.280767] [vm:11391:0]      ucp_worker.c:1763 UCX  INFO    ep_cfg[1]: tag(sysv/memory cma/memory)
+"""
+CM_OFI = """\
+[vm:11365] mca:base:select:(  mtl) Selected component [ofi]
+[vm:11365] ../../../../../../ompi/mca/mtl/ofi/mtl_ofi_component.c:365: mtl:ofi:provider: eth0
+[vm:11364] select: component ofi selected
+[vm:11364] selected cm best priority 25
+"""
+MPICH_TCP = """\
+[1795334470.531574] [vm:11419:0]      ucp_worker.c:1763 UCX  INFO    ep_cfg[0]: tag(self/memory0 tcp/lo tcp/eth0) rma(self/memory0) am(self/memory0 tcp/lo tcp/eth0)
+[1795334470.531690] [vm:11420:0]      ucp_worker.c:1763 UCX  INFO    ep_cfg[0]: tag(tcp/lo tcp/eth0) rma_am(tcp/lo) am(tcp/lo tcp/eth0)
+"""
+
+
+@pytest.mark.parametrize("kind, text, env, actual", [
+    ("openmpi", OB1_VADER, {}, "shm [pml ob1, btl vader]"),
+    ("openmpi", OB1_TCP, {}, "tcp [pml ob1, btl tcp]"),
+    ("openmpi", PML_UCX, {}, "ucx [pml ucx, tls cma,sysv: shm]"),
+    ("openmpi", CM_OFI, {"FI_PROVIDER": "tcp"}, "ofi [pml cm, mtl ofi, provider tcp, "
+                                                "domain eth0]"),
+    ("mpich", MPICH_TCP, {}, "tcp [ucx tls tcp]"),
+    ("mpich", "nothing useful\n", {}, "unknown [no UCX endpoint configuration in the "
+                                      "diagnostics]"),
+])
+def test_parse_diagnostics(kind, text, env, actual):
+    got, evidence = parse_diagnostics(kind, text, env)
+    assert got == actual
+    if not got.startswith("unknown"):
+        assert evidence
+
+
+def test_verdicts():
+    assert verdict("shm", "shm [pml ob1, btl vader]") == "ok"
+    assert verdict("shm", "tcp [pml ob1, btl tcp]") == "MISMATCH"
+    assert verdict("ucx", "ucx [pml ucx, tls tcp: tcp]") == "ok"
+    assert verdict("shm", "unknown [probe failed]") == "unverified"
+    assert verdict(None, "tcp [pml ob1, btl tcp]") == "n/a"
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("stack, transport, env, mca, expect_class, expect_verdict", [
+    ("openmpi", "shm", {}, {}, "shm", "ok"),
+    ("openmpi", "tcp", {}, {}, "tcp", "ok"),
+    # the user's own MCA setting overrides the preset: TCP carries the traffic
+    ("openmpi", "shm", {}, {"btl": "self,tcp"}, "tcp", "MISMATCH"),
+    ("mpich", "shm", {}, {}, "shm", "ok"),
+    # a UCX_TLS override in the variant's env beats the shm preset
+    ("mpich", "shm", {"UCX_TLS": "self,tcp"}, {}, "tcp", "MISMATCH"),
+])
+def test_real_probe(tmp_path, found_stacks, stack, transport, env, mca, expect_class,
+                    expect_verdict):
+    from mpibench.stacks import find_stack
+
+    s = find_stack(stack, found_stacks)
+    v = verify_local(s, Variant(name="v", stack=stack, transport=transport, env=env, mca=mca,
+                                np=1), tmp_path, timeout=60)
+    assert v.actual.split(" ")[0] == expect_class, v
+    assert v.verdict == expect_verdict
+    assert (tmp_path / "verification.txt").exists()
+
+
+CAMPAIGN = """
+[campaign]
+name = "fallback"
+repeats = 1
+timeout = 60
+[variants.want-shm]
+stack = "mpich"
+transport = "shm"
+env = { UCX_TLS = "self,tcp" }
+[variants.shm]
+stack = "openmpi"
+transport = "shm"
+[benchmarks.pp]
+benchmarks = ["PingPong"]
+sizes = "0"
+options = { max_time = 0.01 }
+"""
+
+
+@pytest.mark.mpi
+def test_campaign_status_flags_the_silent_fallback(tmp_path):
+    camp = tmp_path / "c.toml"
+    camp.write_text(CAMPAIGN)
+    mb = str(REPO / ".venv" / "bin" / "mpibench")
+    res = subprocess.run([mb, "campaign", "run", str(camp), "--no-progress"],
+                         capture_output=True, text=True, timeout=MPI_TIMEOUT)
+    assert res.returncode == 0, res.stderr
+    res = subprocess.run([mb, "campaign", "status", str(camp), "--json"],
+                         capture_output=True, text=True, timeout=60)
+    import json
+
+    data = json.loads(res.stdout)
+    by = {v["variant"]: v for v in data["variants"]}
+    assert by["want-shm"]["transport_verdict"] == "MISMATCH"
+    assert by["want-shm"]["transport_actual"].startswith("tcp")
+    assert by["shm"]["transport_verdict"] == "ok"
+    res = subprocess.run([mb, "campaign", "status", str(camp)], capture_output=True,
+                         text=True, timeout=60)
+    assert "MISMATCH" in res.stdout and "requested transport shm but tcp" in res.stdout
