@@ -219,9 +219,9 @@ def test_template_is_split_before_substitution(tmp_path):
 
 def test_planning_is_fast_enough_for_big_matrices(tmp_path):
     # correctness of a large expansion (timing is measured in bench/, never asserted here)
-    text = BASE + ('[benchmarks.grid]\ncommand = "x {p} {q}"\n'
-                   'params = { p = [%s], q = [%s] }\n'
-                   % (",".join(map(str, range(50))), ",".join(map(str, range(20)))))
+    p = ",".join(map(str, range(50)))
+    q = ",".join(map(str, range(20)))
+    text = BASE + f'[benchmarks.grid]\ncommand = "x {{p}} {{q}}"\nparams = {{ p = [{p}], q = [{q}] }}\n'
     cells = expand(spec_of(tmp_path, text))
     assert len(cells) == 3 * (2 + 2 * 1000)
     assert len({c.id for c in cells}) == len(cells)
