@@ -55,6 +55,7 @@ static long long g_start_ns;
 static atomic_llong g_deadline_ns;    /* 0 = watchdog disarmed */
 static atomic_int g_wd_stop;
 static const char *volatile g_cur_bench = "";
+static const mb_bench *volatile g_cur_b;
 static volatile int64_t g_cur_size;
 static volatile int g_cur_np;
 static const char *volatile g_cur_stage = "";
@@ -388,6 +389,25 @@ static int parse_args(int argc, char **argv, options *o)
 
 /* ---- watchdog ---- */
 
+typedef struct result {
+    const char *status;
+    char reason[512];
+    int64_t batch, warmup, n, iters_total;
+    double first_us;
+    double *samples;  /* rank 0: per-iteration time, max over ranks */
+    mb_summary s;
+    const char *stop_reason;
+    int validated, valid_ok, bad_rank, bad_it;
+    int64_t bad_index;
+    double bad_expected, bad_got;
+    double rank_min_us, rank_max_us, rank_avg_us;
+    int pool;
+    double timer_fraction;
+    int64_t mem_per_rank;
+    int root_first;
+} result;
+static void emit_result(const mb_bench *b, int64_t size, const result *r);
+
 static long long now_ns(void)
 {
     struct timespec ts;
@@ -429,28 +449,17 @@ static int watchdog(void *arg)
         long long grace = g_rank == 0 ? 0 : 3000000000LL;
         if (dl && now_ns() > dl + grace) {
             if (g_rank == 0) {
-                mtx_lock(&g_out_mtx);
-                char reason[256];
-                snprintf(reason, sizeof reason,
+                result r;
+                memset(&r, 0, sizeof r);
+                r.status = "timeout";
+                snprintf(r.reason, sizeof r.reason,
                          "watchdog: size did not finish within --timeout %g s (stage: %s)",
                          O.timeout, g_cur_stage);
-                mb_json j;
-                mj_init(&j);
-                mj_obj_begin(&j);
-                mj_str(&j, "record", "result");
-                mj_str(&j, "benchmark", g_cur_bench);
-                mj_int(&j, "size", g_cur_size);
-                mj_int(&j, "np", g_cur_np);
-                mj_str(&j, "status", "timeout");
-                mj_str(&j, "reason", reason);
-                mj_str(&j, "metric", "time");
-                mj_str(&j, "unit", "us");
-                mj_int(&j, "n", 0);
-                mj_arr_begin(&j, "samples_us");
-                mj_arr_end(&j);
-                mj_obj_end(&j);
-                write_line(&j);
-                mj_free(&j);
+                r.first_us = r.rank_min_us = r.rank_max_us = r.rank_avg_us = NAN;
+                r.timer_fraction = NAN;
+                emit_result(g_cur_b, g_cur_size, &r);
+                const char *reason = r.reason;
+                mtx_lock(&g_out_mtx);
                 footer("timeout");
                 if (g_json && g_json != stdout)
                     fsync(fileno(g_json));
@@ -476,6 +485,7 @@ static int watchdog(void *arg)
 
 static void arm(const mb_bench *b, int64_t size)
 {
+    g_cur_b = b;
     g_cur_bench = b->name;
     g_cur_size = size;
     g_cur_np = g_np;
@@ -549,23 +559,7 @@ static int64_t round_page(int64_t x) { return (x + 4095) / 4096 * 4096; }
 
 /* ---- one benchmark x size ---- */
 
-typedef struct result {
-    const char *status;
-    char reason[512];
-    int64_t batch, warmup, n, iters_total;
-    double first_us;
-    double *samples;  /* rank 0: per-iteration time, max over ranks */
-    mb_summary s;
-    const char *stop_reason;
-    int validated, valid_ok, bad_rank, bad_it;
-    int64_t bad_index;
-    double bad_expected, bad_got;
-    double rank_min_us, rank_max_us, rank_avg_us;
-    int pool;
-    double timer_fraction;
-    int64_t mem_per_rank;
-    int root_first;
-} result;
+
 
 typedef struct pool {
     unsigned char *s, *r;
@@ -829,6 +823,10 @@ static void run_size(const mb_bench *b, int64_t size, const timer_info *ti, resu
         r->warmup = O.warmup;
     }
     }
+    /* fixed-count mode runs exactly total_iters iterations: round k up to a divisor */
+    if (O.iterations)
+        while (total_iters % k)
+            k++;
     r->batch = k;
 
     /* measurement rounds */

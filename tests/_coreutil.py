@@ -1,0 +1,125 @@
+"""Helpers for the mpibench-core tests and benches: build the core per stack through its
+Makefile contract, launch it with a timeout, parse and schema-check its JSON Lines."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mpibench.runner import CommandResult, run_command
+
+REPO = Path(__file__).resolve().parents[1]
+CORE = REPO / "core"
+SCHEMA = json.loads((CORE / "core-output.schema.json").read_text())
+
+STACKS = {
+    "openmpi": {"mpicc": "mpicc.openmpi", "launch": ["mpirun.openmpi", "--oversubscribe", "-np"],
+                "env": {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+                        # shared memory only: tests must not depend on the machine's network
+                        "OMPI_MCA_btl": "self,vader"}},
+    "mpich": {"mpicc": "mpicc.mpich", "launch": ["mpiexec.hydra", "-n"], "env": {}},
+}
+
+
+def available(stack: str) -> bool:
+    s = STACKS[stack]
+    return shutil.which(s["mpicc"]) is not None and shutil.which(s["launch"][0]) is not None
+
+
+def build(stack: str, build_dir: Path, timeout: float = 300) -> Path:
+    build_dir.mkdir(parents=True, exist_ok=True)
+    res = run_command(["make", "-C", str(CORE), f"MPICC={STACKS[stack]['mpicc']}",
+                       f"BUILD={build_dir.resolve()}"], timeout=timeout)
+    exe = build_dir / "mpibench-core"
+    if not res.ok or not exe.exists():
+        raise RuntimeError(f"building mpibench-core for {stack} failed:\n{res.stdout}\n{res.stderr}")
+    return exe
+
+
+@dataclass
+class Run:
+    res: CommandResult
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def header(self) -> dict[str, Any]:
+        return next(r for r in self.records if r["record"] == "header")
+
+    @property
+    def results(self) -> list[dict[str, Any]]:
+        return [r for r in self.records if r["record"] == "result"]
+
+    @property
+    def footer(self) -> dict[str, Any] | None:
+        return next((r for r in self.records if r["record"] == "footer"), None)
+
+
+def launch(stack: str, exe: Path, np: int, args: list[str], jsonl: Path | None,
+           timeout: float = 120, extra_env: dict[str, str] | None = None) -> Run:
+    s = STACKS[stack]
+    argv = [*s["launch"], str(np), str(exe), *args]
+    if jsonl is not None:
+        argv += ["--jsonl", str(jsonl)]
+    env = dict(s["env"])
+    env.update(extra_env or {})
+    res = run_command(argv, env=env, timeout=timeout)
+    run = Run(res)
+    if jsonl is not None and jsonl.exists():
+        run.records = [json.loads(ln) for ln in jsonl.read_text().splitlines() if ln.strip()]
+    return run
+
+
+# ---- a small JSON Schema subset validator (type, const, enum, properties, required, items,
+# oneOf): enough for core-output.schema.json without adding a dependency ----
+
+_TYPES = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None)}
+
+
+def _type_ok(v: Any, t: str) -> bool:
+    if t == "integer":
+        return isinstance(v, int) and not isinstance(v, bool)
+    if t == "number":
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+    return isinstance(v, _TYPES[t])
+
+
+def schema_errors(v: Any, schema: dict[str, Any] = SCHEMA, path: str = "$") -> list[str]:
+    errs: list[str] = []
+    if "oneOf" in schema:
+        matches = [s for s in schema["oneOf"] if not schema_errors(v, s, path)]
+        if len(matches) != 1:
+            best = min((schema_errors(v, s, path) for s in schema["oneOf"]), key=len)
+            return [f"{path}: matches {len(matches)} of oneOf; nearest: {best[:3]}"]
+        return []
+    if "const" in schema and v != schema["const"]:
+        errs.append(f"{path}: {v!r} != {schema['const']!r}")
+    if "enum" in schema and v not in schema["enum"]:
+        errs.append(f"{path}: {v!r} not in {schema['enum']}")
+    if "type" in schema:
+        types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+        if not any(_type_ok(v, t) for t in types):
+            errs.append(f"{path}: {v!r} is not {types}")
+            return errs
+    if isinstance(v, dict):
+        for k in schema.get("required", []):
+            if k not in v:
+                errs.append(f"{path}: missing {k!r}")
+        for k, sub in schema.get("properties", {}).items():
+            if k in v:
+                errs += schema_errors(v[k], sub, f"{path}.{k}")
+    if isinstance(v, list) and "items" in schema:
+        for i, x in enumerate(v):
+            errs += schema_errors(x, schema["items"], f"{path}[{i}]")
+    return errs
+
+
+def check_schema(records: list[dict[str, Any]]) -> None:
+    assert records, "no records"
+    assert records[0]["record"] == "header"
+    for i, rec in enumerate(records):
+        errs = schema_errors(rec)
+        assert not errs, f"record {i} ({rec.get('record')}, {rec.get('benchmark')}): {errs}"
+
