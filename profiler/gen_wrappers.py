@@ -295,13 +295,13 @@ def byte_rule(fn: Func) -> tuple[str, str | None, list]:
     prefix = "coll.blocking"
     if base.endswith("_init") and base[:-5] in COLL:
         blocking, prefix = base[:-5], "coll.persistent"
-    elif base.startswith("I") and base[1:] in COLL:
-        blocking, prefix = base[1:], "coll.nonblocking"
+    elif base.startswith("I") and base[1:].capitalize() in COLL:
+        blocking, prefix = base[1:].capitalize(), "coll.nonblocking"
     if blocking in COLL:
         helper, spec = COLL[blocking]
         return (prefix, helper, spec)
     for nb in NEIGHBOR:
-        if base in (nb, "I" + nb, nb + "_init"):
+        if base in (nb, "I" + nb.lower(), nb + "_init"):
             return ("coll.neighbor", None, [])
     if base in RMA:
         return ("rma", *RMA[base])

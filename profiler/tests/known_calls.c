@@ -9,7 +9,8 @@
  * pcontrol: normal, then MPI_Pcontrol(2) (snapshot), MPI_Pcontrol(0), 3 barriers (not
  * counted), MPI_Pcontrol(1), 1 barrier.
  * abort: normal, then rank 0 calls MPI_Abort while the others wait in MPI_Barrier.
- * signal: normal, then every rank raises SIGTERM.
+ * signal: normal, then rank 0 raises SIGTERM while the others wait in MPI_Barrier (the
+ * launcher then stops them: Open MPI with SIGTERM, Hydra with SIGKILL).
  * threads: MPI_THREAD_MULTIPLE, 4 threads per rank x 1000 MPI_Send of 8 B to MPI_PROC_NULL.
  */
 #include <mpi.h>
@@ -93,7 +94,8 @@ int main(int argc, char **argv)
         if (rank == 0) MPI_Abort(MPI_COMM_WORLD, 7);
         MPI_Barrier(MPI_COMM_WORLD);
     } else if (strcmp(mode, "signal") == 0) {
-        raise(SIGTERM);
+        if (rank == 0) raise(SIGTERM);
+        MPI_Barrier(MPI_COMM_WORLD);
     }
     MPI_Finalize();
     return 0;

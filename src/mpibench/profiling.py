@@ -1,0 +1,580 @@
+"""The PMPI profiler, Python side: build the library per stack, run a command under it,
+collect and merge what the ranks wrote, store it, print a report, compare two profiles.
+
+    env = profile_env("openmpi", out_dir)        # LD_PRELOAD + MPIBENCH_PROFILE_DIR
+    ... launch the application with env ...
+    doc = collect_profile(out_dir)               # merged document (schema: docs/profiler.md)
+
+The C library (profiler/) merges at MPI_Finalize and writes profile.json; when a run was cut
+short (MPI_Abort, a signal) only per-rank files exist and collect_profile() merges them here
+with the same schema, marked "complete": false.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mpibench.errors import BenchmarkFailure, BuildError, UsageError
+from mpibench.runner import CommandResult, run_command
+
+SCHEMA = "mpibench-profile"
+RANK_SCHEMA = "mpibench-profile-rank"
+SCHEMA_VERSION = 1
+CAMPAIGN = "profiles"
+ROOT_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+# If mpibench.stacks cannot find a stack by name, these defaults (Debian's names) are used.
+FALLBACK_STACKS = {
+    "openmpi": ("mpicc.openmpi", "mpirun.openmpi"),
+    "mpich": ("mpicc.mpich", "mpiexec.hydra"),
+}
+_OPENMPI_LAUNCHERS = {"mpirun", "mpiexec", "orterun", "mpirun.openmpi", "mpiexec.openmpi"}
+_HYDRA_LAUNCHERS = {"mpiexec", "mpirun", "mpiexec.hydra", "mpiexec.mpich", "mpirun.mpich"}
+_RANK_FILE = re.compile(r"^rank-(\d+)\.json$")
+
+
+# ---- stacks and builds -----------------------------------------------------------------
+def resolve_stack(stack: Any = None, argv: Sequence[str] | None = None):
+    """A mpibench.stacks.Stack from a Stack, a stack name, a compiler wrapper, or (when None)
+    guessed from the launcher in argv, else the first usable stack."""
+    from mpibench import stacks as stacks_mod
+
+    if isinstance(stack, stacks_mod.Stack):
+        return stack
+    found = stacks_mod.discover()
+    usable = [s for s in found if s.ok and not s.alias_of]
+    if stack is None and argv:
+        exe = os.path.basename(argv[0])
+        for s in usable:
+            if s.launcher and os.path.basename(s.launcher) == exe:
+                return s
+        if exe in ("mpiexec.hydra", "mpiexec.mpich", "mpirun.mpich"):
+            stack = "mpich"
+        elif exe in ("mpirun.openmpi", "mpiexec.openmpi", "orterun"):
+            stack = "openmpi"
+    if stack is None:
+        if not usable:
+            raise UsageError("no usable MPI stack found; install Open MPI or MPICH, or give "
+                             "--stack")
+        return usable[0]
+    name = str(stack)
+    for s in found:
+        if s.name == name:
+            return stacks_mod.find_stack(name, found)
+    real = shutil.which(name)
+    for s in usable:
+        w = shutil.which(s.mpicc) if s.mpicc else None
+        if s.mpicc == name or (real and w and os.path.realpath(w) == os.path.realpath(real)):
+            return s
+    if name in FALLBACK_STACKS:
+        cc, launcher = FALLBACK_STACKS[name]
+        s = stacks_mod._make_stack(name, cc, [launcher], "fallback")
+    elif real:
+        s = stacks_mod._make_stack(os.path.basename(name), name, ["mpirun", "mpiexec"], "path")
+    else:
+        raise UsageError(f"--stack {name!r}: not a known stack or compiler wrapper; expected "
+                         f"one of {', '.join(s.name for s in usable) or 'none found'}")
+    if not s.ok:
+        raise UsageError(f"stack {name!r} is not usable: {s.problem}")
+    return s
+
+
+def build_profiler(stack: Any = None, *, force: bool = False) -> Path:
+    """Path of libmpibench-profiler.so for this stack (built into the cache if needed)."""
+    from mpibench.build import build_component
+
+    return build_component(resolve_stack(stack), "profiler", force=force)
+
+
+def build_test_programs(stack: Any = None) -> Path:
+    """Build profiler/tests/*.c (known_calls, pingpong0) for a stack; returns their dir."""
+    from mpibench.build import source_hash, source_root
+    from mpibench.stacks import cache_dir
+
+    s = resolve_stack(stack)
+    src = source_root() / "profiler"
+    out = cache_dir() / "build" / f"profiler-tests-{s.name}-{s.identity()}-{source_hash(src)}"
+    if (out / "known_calls").exists() and (out / "pingpong0").exists():
+        return out
+    out.mkdir(parents=True, exist_ok=True)
+    res = run_command(["make", "-C", str(src), f"MPICC={s.mpicc}", f"BUILD={out}", "testprogs"],
+                      timeout=300)
+    if not res.ok:
+        raise BuildError(f"building profiler test programs with {s.mpicc} failed",
+                         log=(res.stdout + res.stderr)[-4000:])
+    return out
+
+
+def profile_env(stack_name_or_wrapper: Any, out_dir: str | os.PathLike) -> dict[str, str]:
+    """Environment that profiles every MPI rank it reaches: builds the library if needed.
+    For campaign variants with `profile = true`; pass it to the ranks (Open MPI: -x NAME)."""
+    lib = build_profiler(stack_name_or_wrapper)
+    out = Path(out_dir).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    return {"LD_PRELOAD": str(lib), "MPIBENCH_PROFILE_DIR": str(out)}
+
+
+def inject_env(argv: Sequence[str], env: Mapping[str, str], kind: str) -> tuple[list[str], bool]:
+    """Pass env to the ranks through the launcher's own flags when argv starts with a known
+    launcher (so the launcher process itself is not preloaded). Returns (argv, injected)."""
+    argv = list(argv)
+    if not argv:
+        return argv, False
+    exe = os.path.basename(argv[0])
+    flags: list[str] = []
+    if kind == "openmpi" and exe in _OPENMPI_LAUNCHERS:
+        for k, v in env.items():
+            flags += ["-x", f"{k}={v}"]
+    elif kind in ("mpich", "mvapich", "intel") and exe in _HYDRA_LAUNCHERS:
+        for k, v in env.items():
+            flags += ["-genv", k, v]
+    else:
+        return argv, False
+    return [argv[0], *flags, *argv[1:]], True
+
+
+def clean_out_dir(out: Path) -> None:
+    """Remove files an earlier profile left in out (only ours), so runs never mix."""
+    if not out.is_dir():
+        return
+    for p in out.iterdir():
+        if p.name == "profile.json" or p.name.startswith("rank-") or p.name.endswith(".tmp"):
+            p.unlink()
+
+
+@dataclass
+class ProfileRun:
+    stack: Any
+    argv: list[str]           # what the user asked to run
+    launched: list[str]       # what was run (with env flags injected)
+    out_dir: Path
+    library: Path
+    result: CommandResult
+    doc: dict[str, Any] | None
+    error: str = ""
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def status(self) -> str:
+        if self.result.timed_out:
+            return "timeout"
+        return "done" if self.result.ok and self.doc and self.doc.get("complete") else "failed"
+
+
+def run_profiled(argv: Sequence[str], *, stack: Any = None, out_dir: str | os.PathLike,
+                 timeout: float = 600, extra_env: Mapping[str, str] | None = None) -> ProfileRun:
+    """Run a launcher command with every rank profiled; collect what was written."""
+    if not argv:
+        raise UsageError("profile: no command given; expected e.g. "
+                         "`mpibench profile -- mpirun -np 2 ./app`")
+    s = resolve_stack(stack, argv)
+    out = Path(out_dir).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    clean_out_dir(out)
+    penv = profile_env(s, out)
+    launched, injected = inject_env(argv, penv, s.kind)
+    env = dict(ROOT_ENV)
+    env.update(extra_env or {})
+    env["MPIBENCH_PROFILE_DIR"] = penv["MPIBENCH_PROFILE_DIR"]
+    if not injected:  # unknown launcher (srun, a script, a singleton): plain environment
+        env["LD_PRELOAD"] = ":".join(x for x in (penv["LD_PRELOAD"],
+                                                 os.environ.get("LD_PRELOAD")) if x)
+    res = run_command(launched, env=env, timeout=timeout,
+                      stdout_path=out / "stdout.txt", stderr_path=out / "stderr.txt")
+    doc, error = None, ""
+    try:
+        doc = collect_profile(out)
+    except BenchmarkFailure as exc:
+        error = str(exc)
+    return ProfileRun(s, list(argv), launched, out, Path(penv["LD_PRELOAD"]), res, doc, error,
+                      env)
+
+
+# ---- collect and merge -----------------------------------------------------------------
+def _check_schema(doc: Any, path: Path, schema: str) -> dict:
+    if not isinstance(doc, dict) or doc.get("schema") != schema:
+        raise UsageError(f"{path}: not a {schema} document")
+    v = doc.get("version")
+    if not isinstance(v, int) or v > SCHEMA_VERSION:
+        raise UsageError(f"{path}: {schema} version {v!r} is newer than this mpibench "
+                         f"understands ({SCHEMA_VERSION})")
+    return doc
+
+
+def _load(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except ValueError as exc:
+        raise UsageError(f"{path}: invalid JSON ({exc})") from exc
+
+
+def collect_profile(out_dir: str | os.PathLike) -> dict[str, Any]:
+    """The merged profile of a run: profile.json if the library wrote it (normal end), else
+    the per-rank files merged here ("complete": false) after an abort or a signal."""
+    out = Path(out_dir)
+    merged = out / "profile.json"
+    if merged.exists():
+        return _check_schema(_load(merged), merged, SCHEMA)
+    ranks = []
+    for p in sorted(out.glob("rank-*.json")):
+        if _RANK_FILE.match(p.name):
+            ranks.append(_check_schema(_load(p), p, RANK_SCHEMA))
+    if not ranks:
+        raise BenchmarkFailure(f"no profile in {out}: no profile.json and no rank-*.json (was "
+                               "the program an MPI program linked against this stack, and did "
+                               "it reach MPI_Init?)")
+    return merge_rank_docs(ranks)
+
+
+def _stats(values: Sequence[float], total: bool = False) -> dict[str, float]:
+    vals = list(values) or [0.0]
+    d = {"min": min(vals), "mean": sum(vals) / len(vals), "max": max(vals)}
+    if total:
+        d = {"total": sum(vals), **d}
+    return d
+
+
+def merge_rank_docs(ranks: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Merge per-rank documents (schema mpibench-profile-rank) into the merged schema, the
+    same computation the library does at MPI_Finalize."""
+    ranks = sorted(ranks, key=lambda r: r["rank"])
+    size = max(int(r.get("size") or 0) for r in ranks)
+    present = [int(r["rank"]) for r in ranks]
+    r0 = ranks[0]
+    wall = [r["wall_ns"] * 1e-9 for r in ranks]
+    mpi = [r["mpi_ns"] * 1e-9 for r in ranks]
+    frac = [m / w if w > 0 else 0.0 for m, w in zip(mpi, wall, strict=True)]
+    imin = min(range(len(ranks)), key=lambda i: mpi[i])
+    imax = max(range(len(ranks)), key=lambda i: mpi[i])
+    names: dict[str, str] = {}
+    for r in ranks:
+        for name, f in r["functions"].items():
+            names.setdefault(name, f["class"])
+    functions: dict[str, Any] = {}
+    for name in sorted(names):
+        per = [r["functions"].get(name) for r in ranks]
+        got = [f for f in per if f]
+        hist: dict[int, list[float]] = {}
+        for f in got:
+            for lo, calls, t_ns in f["hist"]:
+                h = hist.setdefault(int(lo), [0, 0.0])
+                h[0] += int(calls)
+                h[1] += t_ns * 1e-9
+        times = [(f["time_ns"] * 1e-9 if f else 0.0) for f in per]
+        calls = [(f["calls"] if f else 0) for f in per]
+        ncalls = sum(calls)
+        functions[name] = {
+            "class": names[name], "calls": ncalls, "time_s": sum(times),
+            "min_call_s": min(f["min_ns"] for f in got) * 1e-9,
+            "max_call_s": max(f["max_ns"] for f in got) * 1e-9,
+            "mean_call_s": sum(times) / ncalls if ncalls else 0.0,
+            **{k: sum(f[k] for f in got) for k in
+               ("bytes_sent", "bytes_recv", "bytes_recv_posted", "recv_unknown")},
+            "ranks_calling": sum(1 for c in calls if c),
+            "time_per_rank_s": _stats(times), "per_rank_time_s": times,
+            "per_rank_calls": calls,
+            "hist": [[lo, c, t] for lo, (c, t) in sorted(hist.items())],
+        }
+    ovh = [float(r.get("overhead_ns_per_call", 0)) for r in ranks]
+    ovhb = [float(r.get("overhead_bytes_ns_per_call", 0)) for r in ranks]
+    return {
+        "schema": SCHEMA, "version": SCHEMA_VERSION,
+        "complete": all(r.get("complete") for r in ranks) and len(ranks) == size,
+        "reason": ",".join(sorted({str(r.get("reason")) for r in ranks})),
+        "merged_by": "mpibench (per-rank files)",
+        "ranks_missing": [i for i in range(size) if i not in present],
+        "mpi_library": r0.get("mpi_library", ""),
+        "header_mpi_version": r0.get("header_mpi_version", ""),
+        "ranks": size, "thread_level": r0.get("thread_level"),
+        "timer": {"source": r0.get("timer"), "ns_per_tick": r0.get("ns_per_tick")},
+        "calls_total": sum(r["calls"] for r in ranks),
+        "overhead": {"ns_per_call": _stats(ovh), "ns_per_call_with_bytes": _stats(ovhb),
+                     "estimated_total_s": sum(r["calls"] * o * 1e-9
+                                              for r, o in zip(ranks, ovh, strict=True))},
+        "wall_s": _stats(wall), "mpi_time_s": _stats(mpi, total=True),
+        "mpi_fraction": _stats(frac),
+        "most_loaded_rank": {"rank": present[imin], "mpi_s": mpi[imin],
+                             "mpi_fraction": frac[imin]},
+        "least_loaded_rank": {"rank": present[imax], "mpi_s": mpi[imax],
+                              "mpi_fraction": frac[imax]},
+        "per_rank": [{"rank": r["rank"], "host": r.get("host", ""), "pid": r.get("pid"),
+                      "wall_s": w, "mpi_s": m, "mpi_fraction": fr, "calls": r["calls"],
+                      "threads": r.get("threads"), "init_s": r.get("init_ns", 0) * 1e-9,
+                      "overhead_ns_per_call": o, "reason": r.get("reason")}
+                     for r, w, m, fr, o in zip(ranks, wall, mpi, frac, ovh, strict=True)],
+        "functions": functions,
+    }
+
+
+# ---- store -----------------------------------------------------------------------------
+def profile_rows(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Result rows for the generic comparison machinery: one per function, benchmark
+    "profile:<name>", metric mpi_time in us; the samples are the per-rank sums of time in that
+    function (statistic "sum"), so two profiles compare rank by rank. Plus "profile:MPI"
+    (all functions) and the MPI time fraction."""
+    from mpibench import stats
+
+    n = int(doc.get("ranks") or 0)
+    rows = []
+
+    def row(bench: str, samples: list[float], metric: str, unit: str, extra: dict) -> dict:
+        return {"benchmark": bench, "np": n, "metric": metric, "unit": unit, "better": "lower",
+                "statistic": "sum", **stats.summarize(samples), "samples": samples,
+                "extra": extra}
+
+    per_rank = doc.get("per_rank") or []
+    rows.append(row("profile:MPI", [r["mpi_s"] * 1e6 for r in per_rank], "mpi_time", "us",
+                    {"total_us": doc["mpi_time_s"]["total"] * 1e6,
+                     "calls": doc.get("calls_total")}))
+    rows.append(row("profile:MPI", [r["mpi_fraction"] for r in per_rank], "mpi_fraction",
+                    "ratio", {"wall_s": doc.get("wall_s")}))
+    for name, f in doc.get("functions", {}).items():
+        rows.append(row(f"profile:{name}", [t * 1e6 for t in f["per_rank_time_s"]],
+                        "mpi_time", "us",
+                        {"class": f["class"], "calls": f["calls"], "total_us": f["time_s"] * 1e6,
+                         "bytes_sent": f["bytes_sent"], "bytes_recv": f["bytes_recv"],
+                         "bytes_recv_posted": f["bytes_recv_posted"],
+                         "recv_unknown": f["recv_unknown"], "hist": f["hist"],
+                         "per_rank_calls": f["per_rank_calls"]}))
+    return rows
+
+
+def store_profile(store, run: ProfileRun, *, label: str | None = None) -> str:
+    """Record a profiled run: campaign "profiles", the profile document, per-function rows."""
+    from mpibench import fingerprint
+
+    run_id = f"profile-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
+    stack_d = run.stack.to_dict() if hasattr(run.stack, "to_dict") else {}
+    fp = fingerprint.collect(stack=stack_d, launcher_argv=run.argv,
+                             env={**os.environ, **run.env},
+                             extra={"profiler": True})
+    finished = time.time()
+    with store.transaction():
+        cid = store.add_campaign(CAMPAIGN)
+        fid = store.add_fingerprint(fp)
+        store.create_run(run_id, cid, label or run.stack.name, source="profile", label=label,
+                         argv_json=run.launched, run_dir=str(run.out_dir), fingerprint_id=fid,
+                         started=finished - run.result.elapsed, params={"np": run.doc and
+                                                                         run.doc.get("ranks")})
+        if run.doc:
+            store.set_profile(run_id, run.doc)
+            store.add_results(run_id, profile_rows(run.doc))
+        reason = None
+        if run.status != "done":
+            why = "timed out" if run.result.timed_out else f"exit {run.result.returncode}"
+            part = (f"; partial profile ({run.doc.get('reason')})" if run.doc
+                    else f"; {run.error}")
+            reason = why + part
+        store.set_run(run_id, run.status, exit_code=run.result.returncode, finished=finished,
+                      elapsed=run.result.elapsed, reason=reason,
+                      stderr_tail=run.result.stderr_tail())
+    return run_id
+
+
+def load_profile(store, run_id: str) -> dict[str, Any]:
+    row = store.db.execute("SELECT json FROM profiles WHERE run_id=?", (run_id,)).fetchone()
+    if not row:
+        known = [r[0] for r in store.db.execute(
+            "SELECT run_id FROM profiles ORDER BY rowid DESC LIMIT 5")]
+        raise UsageError(f"run {run_id!r}: no profile in {store.path}; recent profiles: "
+                         f"{', '.join(known) or 'none'}")
+    return json.loads(row[0])
+
+
+# ---- report ----------------------------------------------------------------------------
+def fmt_bytes(n: float) -> str:
+    for unit, k in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= k:
+            return f"{n / k:.1f} {unit}"
+    return f"{int(n)} B"
+
+
+def fmt_time(s: float) -> str:
+    if s >= 1:
+        return f"{s:.3f} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.3f} ms"
+    return f"{s * 1e6:.2f} us"
+
+
+def _pow2(n: int) -> str:
+    for unit, shift in (("EiB", 60), ("PiB", 50), ("TiB", 40), ("GiB", 30), ("MiB", 20),
+                        ("KiB", 10)):
+        if n >= (1 << shift):
+            return f"{n >> shift} {unit}"
+    return f"{n} B"
+
+
+def bin_label(lo: int) -> str:
+    """Histogram bin [lo, 2*lo) bytes, lo a power of two; bin 0 is exactly 0 bytes."""
+    if lo == 0:
+        return "0 B"
+    if lo == 1:
+        return "1 B"
+    return f"{_pow2(lo)} - <{_pow2(2 * lo)}"
+
+
+def render_report(doc: Mapping[str, Any], console=None, *, top: int = 10,
+                  max_ranks: int = 32) -> None:
+    """Human report: time in MPI overall and per rank, top functions by time and by calls,
+    message sizes per function, the profiler's own overhead."""
+    from rich.console import Console
+    from rich.table import Table
+
+    con = console or Console()
+    funcs = doc.get("functions", {})
+    mpi = doc["mpi_time_s"]
+    frac = doc["mpi_fraction"]
+    state = "complete" if doc.get("complete") else f"PARTIAL ({doc.get('reason')})"
+    con.print(f"[bold]MPI profile[/bold]: {doc.get('ranks')} ranks, {doc.get('mpi_library')} "
+              f"(mpi.h {doc.get('header_mpi_version')}), {state}")
+    if doc.get("ranks_missing"):
+        con.print(f"  ranks with no data: {doc['ranks_missing']}")
+    con.print(f"  wall time per rank {fmt_time(doc['wall_s']['mean'])}; time in MPI "
+              f"{100 * frac['mean']:.1f}% on average (min {100 * frac['min']:.1f}%, "
+              f"max {100 * frac['max']:.1f}%), {fmt_time(mpi['total'])} over all ranks, "
+              f"{doc.get('calls_total')} calls")
+    ml, ll = doc.get("most_loaded_rank"), doc.get("least_loaded_rank")
+    if ml and ll:
+        con.print(f"  most loaded rank {ml['rank']} (least MPI time, "
+                  f"{100 * ml['mpi_fraction']:.1f}%); least loaded rank {ll['rank']} "
+                  f"({100 * ll['mpi_fraction']:.1f}% in MPI)")
+
+    t = Table(title="Time in MPI per rank", title_justify="left")
+    for c in ("rank", "host", "wall", "MPI", "MPI %", "calls", "threads"):
+        t.add_column(c, justify="left" if c == "host" else "right")
+    per = doc.get("per_rank", [])
+    for r in per[:max_ranks]:
+        t.add_row(str(r["rank"]), str(r.get("host", "")), fmt_time(r["wall_s"]),
+                  fmt_time(r["mpi_s"]), f"{100 * r['mpi_fraction']:.1f}", str(r["calls"]),
+                  str(r.get("threads", "")))
+    if len(per) > max_ranks:
+        t.add_row("...", f"{len(per) - max_ranks} more", "", "", "", "", "")
+    con.print(t)
+
+    total = mpi["total"] or 1e-30
+
+    def ftable(title: str, key) -> None:
+        tb = Table(title=title, title_justify="left")
+        for c in ("function", "class", "calls", "time", "% MPI", "per call", "rank min",
+                  "rank max", "sent", "received"):
+            tb.add_column(c, justify="left" if c in ("function", "class") else "right")
+        for name, f in sorted(funcs.items(), key=key)[:top]:
+            recv = fmt_bytes(f["bytes_recv"])
+            if f["recv_unknown"]:
+                recv += f" (+{f['recv_unknown']} unknown, {fmt_bytes(f['bytes_recv_posted'])} posted)"
+            tb.add_row(name, f["class"], str(f["calls"]), fmt_time(f["time_s"]),
+                       f"{100 * f['time_s'] / total:.1f}", fmt_time(f["mean_call_s"]),
+                       fmt_time(f["time_per_rank_s"]["min"]),
+                       fmt_time(f["time_per_rank_s"]["max"]),
+                       fmt_bytes(f["bytes_sent"]), recv)
+        con.print(tb)
+
+    ftable(f"Top {top} functions by time", lambda kv: -kv[1]["time_s"])
+    ftable(f"Top {top} functions by calls", lambda kv: -kv[1]["calls"])
+
+    sized = [(n, f) for n, f in funcs.items()
+             if f["bytes_sent"] or f["bytes_recv"] or f["bytes_recv_posted"]]
+    if sized:
+        h = Table(title="Message sizes per function (bytes moved by the rank in one call; "
+                        "log2 bins)", title_justify="left")
+        for c in ("function", "size", "calls", "% calls", "time", "% time"):
+            h.add_column(c, justify="left" if c in ("function", "size") else "right")
+        for name, f in sorted(sized, key=lambda kv: -kv[1]["time_s"])[:top]:
+            first = True
+            for lo, calls, tsec in f["hist"]:
+                h.add_row(name if first else "", bin_label(lo), str(calls),
+                          f"{100 * calls / max(f['calls'], 1):.1f}", fmt_time(tsec),
+                          f"{100 * tsec / (f['time_s'] or 1e-30):.1f}")
+                first = False
+        con.print(h)
+    o = doc.get("overhead", {})
+    npc = o.get("ns_per_call", {}).get("mean", 0.0)
+    npb = o.get("ns_per_call_with_bytes", {}).get("mean", 0.0)
+    est = o.get("estimated_total_s", 0.0)
+    con.print(f"profiler overhead (measured at MPI_Init): {npc:.1f} ns per call, {npb:.1f} ns "
+              f"with byte counting; estimated {fmt_time(est)} in total = "
+              f"{100 * est / total:.3f}% of the MPI time")
+
+
+# ---- compare ---------------------------------------------------------------------------
+def compare_profiles(doc_a: Mapping[str, Any], doc_b: Mapping[str, Any],
+                     alpha: float = 0.05) -> dict[str, Any]:
+    """Per-function differences of B against A. Per-rank times are the samples of a two-sided
+    Mann-Whitney U test (Holm-corrected across functions); with few ranks the test cannot
+    reach significance and the rows say so."""
+    from mpibench import stats
+
+    fa, fb = doc_a.get("functions", {}), doc_b.get("functions", {})
+    names = sorted(set(fa) | set(fb),
+                   key=lambda n: -max(fa.get(n, {}).get("time_s", 0), fb.get(n, {}).get("time_s", 0)))
+    rows = []
+
+    def side(doc, f):
+        if f is None:
+            return [0.0] * int(doc.get("ranks") or 0), 0, 0.0
+        return [t * 1e6 for t in f["per_rank_time_s"]], f["calls"], f["time_s"] * 1e6
+
+    entries = [("MPI (all)", [r["mpi_s"] * 1e6 for r in doc_a.get("per_rank", [])],
+                doc_a.get("calls_total"), doc_a["mpi_time_s"]["total"] * 1e6,
+                [r["mpi_s"] * 1e6 for r in doc_b.get("per_rank", [])],
+                doc_b.get("calls_total"), doc_b["mpi_time_s"]["total"] * 1e6)]
+    for n in names:
+        a, ca, ta = side(doc_a, fa.get(n))
+        b, cb, tb = side(doc_b, fb.get(n))
+        entries.append((n, a, ca, ta, b, cb, tb))
+    pvals = []
+    for n, a, ca, ta, b, cb, tb in entries:
+        reach = stats.can_reach_significance(len(a), len(b), alpha)
+        p = stats.mann_whitney_test(a, b).p if reach else None
+        if p is not None and p != p:  # NaN
+            p = None
+        pvals.append(p)
+        rows.append({"function": n, "calls_a": ca, "calls_b": cb, "total_us_a": ta,
+                     "total_us_b": tb, "ratio": (tb / ta) if ta else None,
+                     "n_a": len(a), "n_b": len(b), "p": p,
+                     "cliffs_delta": stats.cliffs_delta(b, a) if a and b else None,
+                     "testable": reach})
+    adj = stats.holm(pvals)
+    for r, pa in zip(rows, adj, strict=True):
+        r["p_adj"] = None if pa != pa else float(pa)
+        r["significant"] = r["p_adj"] is not None and r["p_adj"] <= alpha
+    return {"alpha": alpha, "rows": rows}
+
+
+def render_comparison(cmp: Mapping[str, Any], name_a: str, name_b: str, console=None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    con = console or Console()
+    t = Table(title=f"MPI time per function: {name_b} vs {name_a} (baseline)",
+              title_justify="left")
+    for c in ("function", f"calls {name_a}", f"calls {name_b}", f"time {name_a}",
+              f"time {name_b}", "B/A", "p (Holm)", "n"):
+        t.add_column(c, justify="left" if c == "function" else "right")
+    untestable = False
+    for r in cmp["rows"]:
+        ratio = f"{r['ratio']:.2f}x" if r["ratio"] is not None else "new"
+        if not r["testable"]:
+            ptxt, untestable = "~ (n too small)", True
+        elif r["p_adj"] is None:
+            ptxt = "~"
+        else:
+            ptxt = f"{'' if r['significant'] else '~ '}p={r['p_adj']:.3f}"
+        t.add_row(r["function"], str(r["calls_a"]), str(r["calls_b"]),
+                  fmt_time(r["total_us_a"] * 1e-6), fmt_time(r["total_us_b"] * 1e-6), ratio,
+                  ptxt, f"{r['n_a']}+{r['n_b']}")
+    con.print(t)
+    con.print("Times are summed over ranks; the test uses per-rank times as samples "
+              "(two-sided Mann-Whitney U, Holm across rows). `~` = not significant.")
+    if untestable:
+        con.print("Fewer than 4 ranks per side cannot reach p <= 0.05: profile more ranks or "
+                  "repeat the launches and compare with `mpibench compare --run ...`.")

@@ -1,0 +1,373 @@
+"""The PMPI profiler: wrapper generation from real headers, exact counts and bins from a known
+program on both stacks, partial profiles after abort/signals, Pcontrol, threads, the Python
+merge, store/compare, the CLI, and GROMACS under the profiler."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mpibench import profiling
+from mpibench.runner import run_command
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO / "tests" / "data" / "profiler"
+GEN = REPO / "profiler" / "gen_wrappers.py"
+TIMEOUT = 90  # every launch
+
+
+def _gen(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, dict[str, tuple]]:
+    res = subprocess.run([sys.executable, str(GEN), *args, "--out", str(tmp_path)],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    table = {}
+    for line in (tmp_path / "mpib_funcs.txt").read_text().splitlines():
+        name, cls, helper = line.split("\t")
+        table[name] = (cls, helper)
+    return res, table
+
+
+# ---- generator ---------------------------------------------------------------------------
+@pytest.mark.parametrize("wrapper,large", [("mpicc.openmpi", False), ("mpicc.mpich", True)])
+def test_generator_real_headers(tmp_path, wrapper, large):
+    if not shutil.which(wrapper):
+        pytest.skip(f"{wrapper} not installed")
+    res, t = _gen(tmp_path, "--mpicc", wrapper)
+    assert "warning" not in res.stderr, res.stderr
+    assert len(t) > 350  # hundreds, none written by hand
+    assert any(n.endswith("_c") for n in t) is large
+    expect = {
+        "MPI_Send": ("pt2pt.send", "send"), "MPI_Isend": ("pt2pt.send", "send"),
+        "MPI_Recv": ("pt2pt.recv", "status"), "MPI_Irecv": ("pt2pt.recv", "posted"),
+        "MPI_Send_init": ("pt2pt.persistent", "send"), "MPI_Start": ("pt2pt.persistent", "-"),
+        "MPI_Iprobe": ("pt2pt.probe", "-"), "MPI_Testsome": ("pt2pt.test", "-"),
+        "MPI_Waitall": ("pt2pt.wait", "-"), "MPI_Sendrecv": ("pt2pt.sendrecv", "sendrecv"),
+        "MPI_Allreduce": ("coll.blocking", "allreduce"),
+        "MPI_Ialltoallv": ("coll.nonblocking", "alltoallv"),
+        "MPI_Alltoallw": ("coll.blocking", "alltoallw"),
+        "MPI_Neighbor_alltoall": ("coll.neighbor", "-"),
+        "MPI_Put": ("rma", "put"), "MPI_Win_fence": ("rma", "-"),
+        "MPI_File_read_at_all": ("io", "status"), "MPI_File_iwrite": ("io", "io_write"),
+        "MPI_Comm_split": ("comm", "-"), "MPI_Comm_rank": ("other", "-"),
+    }
+    for name, want in expect.items():
+        assert t[name] == want, name
+    for handwritten in ("MPI_Init", "MPI_Finalize"):
+        assert handwritten not in t
+    if large:
+        assert t["MPI_Send_c"] == ("pt2pt.send", "send")
+        assert t["MPI_Alltoallv_c"] == ("coll.blocking", "alltoallv")
+        assert t["MPI_Allreduce_init"] == ("coll.persistent", "allreduce")
+        src = (tmp_path / "mpib_wrappers.c").read_text()
+        # MPI_Count arrays are summed as 64-bit (flag 1), int arrays as int (flag 0)
+        assert "mpib_b_alltoallv(&mpib_b, mpib_p_sendbuf, mpib_p_sendcounts, 1," in src
+
+
+def test_generator_odd_declarations(tmp_path):
+    res, t = _gen(tmp_path, "--preprocessed", str(DATA / "odd_header.i"))
+    assert set(t) >= {"MPI_Send", "MPI_Send_c", "MPI_Group_range_incl", "MPI_Unnamed",
+                      "MPI_Keyval", "MPI_Recv"}
+    assert "MPI_No_pmpi" not in t and "MPI_Wtime" not in t  # no PMPI / not int
+    assert t["MPI_Bcast"] == ("coll.blocking", "-")  # type check failed: no bytes, a warning
+    assert "MPI_Bcast: argument 2" in res.stderr
+    src = (tmp_path / "mpib_wrappers.c").read_text()
+    assert "int mpib_p_ranges[][3]" in src
+    assert "int (*mpib_p_copy_fn)(int, void *)" in src
+
+
+# ---- builds ------------------------------------------------------------------------------
+@pytest.fixture(scope="session", params=["openmpi", "mpich"])
+def built(request, found_stacks):
+    from mpibench.stacks import find_stack
+
+    try:
+        stack = find_stack(request.param, found_stacks)
+    except Exception as exc:  # noqa: BLE001 - a missing stack is a skip, not a failure
+        pytest.skip(f"stack {request.param}: {exc}")
+    lib = profiling.build_profiler(stack)
+    progs = profiling.build_test_programs(stack)
+    return stack, lib, progs
+
+
+def _run(built, tmp_path, mode="normal", np=2):
+    stack, _, progs = built
+    argv = [stack.launcher, "-np", str(np), str(progs / "known_calls"), mode]
+    return profiling.run_profiled(argv, stack=stack, out_dir=tmp_path / "prof", timeout=TIMEOUT)
+
+
+def _ranks(out: Path) -> dict[int, dict]:
+    return {int(p.stem.split("-")[1]): json.loads(p.read_text())
+            for p in out.glob("rank-*.json") if "pcontrol" not in p.name}
+
+
+def _bins(f) -> dict[int, int]:
+    return {lo: calls for lo, calls, _ in f["hist"]}
+
+
+def test_known_calls_exact(built, tmp_path):
+    run = _run(built, tmp_path)
+    assert run.result.ok, run.result.stderr
+    assert run.status == "done"
+    d = run.doc
+    assert d["complete"] and d["ranks"] == 2 and d["reason"] == "finalize"
+    f = d["functions"]
+    assert (f["MPI_Send"]["calls"], f["MPI_Send"]["bytes_sent"]) == (10, 10000)
+    assert _bins(f["MPI_Send"]) == {512: 10}
+    # MPI_Recv posted 4096 B with MPI_STATUS_IGNORE: bytes come from the real status
+    assert (f["MPI_Recv"]["calls"], f["MPI_Recv"]["bytes_recv"]) == (10, 10000)
+    assert f["MPI_Recv"]["recv_unknown"] == 0 and _bins(f["MPI_Recv"]) == {512: 10}
+    assert (f["MPI_Isend"]["calls"], f["MPI_Isend"]["bytes_sent"]) == (5, 5120)
+    assert _bins(f["MPI_Isend"]) == {1024: 5}
+    irecv = f["MPI_Irecv"]
+    assert (irecv["calls"], irecv["bytes_recv"], irecv["recv_unknown"],
+            irecv["bytes_recv_posted"]) == (5, 0, 5, 5120)
+    assert f["MPI_Waitall"]["calls"] == 2 and f["MPI_Waitall"]["class"] == "pt2pt.wait"
+    ar = f["MPI_Allreduce"]
+    assert (ar["calls"], ar["bytes_sent"], ar["bytes_recv"]) == (6, 4800, 4800)
+    assert _bins(ar) == {512: 6} and ar["per_rank_calls"] == [3, 3]
+    bc = f["MPI_Bcast"]
+    assert (bc["calls"], bc["bytes_sent"], bc["bytes_recv"]) == (4, 512, 512)
+    assert _bins(bc) == {256: 4}
+    a2a = f["MPI_Alltoallv"]  # rank 0 sends 1+2 ints, gets 1+3; rank 1 sends 3+4, gets 2+4
+    assert (a2a["calls"], a2a["bytes_sent"], a2a["bytes_recv"]) == (2, 40, 40)
+    assert _bins(a2a) == {8: 1, 16: 1}
+    assert 0 < d["mpi_fraction"]["min"] <= d["mpi_fraction"]["max"] < 1
+    assert d["overhead"]["ns_per_call"]["mean"] > 0
+    assert {d["most_loaded_rank"]["rank"], d["least_loaded_rank"]["rank"]} <= {0, 1}
+    # per rank and per-rank raw files
+    r = _ranks(run.out_dir)
+    assert set(r) == {0, 1} and all(x["complete"] for x in r.values())
+    assert r[0]["functions"]["MPI_Send"]["bytes_sent"] == 10000
+    assert "MPI_Send" not in r[1]["functions"]
+    assert r[0]["functions"]["MPI_Alltoallv"]["bytes_sent"] == 12
+    assert r[0]["functions"]["MPI_Alltoallv"]["bytes_recv"] == 16
+    assert r[0]["functions"]["MPI_Bcast"]["bytes_sent"] == 512  # 2 x 256 B as root
+    assert r[1]["functions"]["MPI_Bcast"]["bytes_recv"] == 512
+    # the Python merge of the rank files agrees with the library's merge at MPI_Finalize
+    py = profiling.merge_rank_docs(list(r.values()))
+    for name, fn in d["functions"].items():
+        for k in ("calls", "bytes_sent", "bytes_recv", "bytes_recv_posted", "recv_unknown",
+                  "per_rank_calls"):
+            assert py["functions"][name][k] == fn[k], (name, k)
+        assert _bins(py["functions"][name]) == _bins(fn)
+    assert py["calls_total"] == d["calls_total"]
+
+
+def test_signal_writes_partial_files(built, tmp_path):
+    run = _run(built, tmp_path, "signal")
+    assert not run.result.ok
+    r = _ranks(run.out_dir)
+    assert r[0]["reason"] == "signal:15" and r[0]["complete"] is False
+    assert r[0]["functions"]["MPI_Allreduce"]["calls"] == 3
+    assert r[0]["functions"]["MPI_Send"]["bytes_sent"] == 10000
+    if 1 in r:  # Open MPI stops rank 1 with SIGTERM (caught); Hydra uses SIGKILL
+        assert r[1]["reason"] == "signal:15"
+        assert r[1]["functions"]["MPI_Recv"]["bytes_recv"] == 10000
+    assert run.doc and run.doc["complete"] is False
+    assert run.doc["functions"]["MPI_Send"]["bytes_sent"] == 10000
+    assert run.status == "failed"
+
+
+def test_abort_writes_partial_file(built, tmp_path):
+    run = _run(built, tmp_path, "abort")
+    assert run.result.returncode != 0 and not run.result.timed_out
+    r = _ranks(run.out_dir)
+    assert r[0]["reason"] == "abort" and r[0]["functions"]["MPI_Abort"]["calls"] == 1
+    assert r[0]["functions"]["MPI_Send"]["calls"] == 10
+    # Open MPI stops the other ranks with SIGTERM (caught: a partial file); Hydra uses SIGKILL
+    if 1 in r:
+        assert r[1]["reason"].startswith("signal:")
+    assert not (run.out_dir / "profile.json").exists()
+    assert run.doc["complete"] is False
+
+
+def test_pcontrol_snapshot_pause_resume(built, tmp_path):
+    run = _run(built, tmp_path, "pcontrol")
+    assert run.result.ok, run.result.stderr
+    snap = json.loads((run.out_dir / "rank-0.pcontrol-1.json").read_text())
+    assert snap["reason"] == "pcontrol" and snap["complete"] is False
+    assert "MPI_Barrier" not in snap["functions"]
+    assert snap["functions"]["MPI_Send"]["calls"] == 10
+    f = run.doc["functions"]
+    assert f["MPI_Barrier"]["calls"] == 2  # 3 paused barriers per rank are not counted
+    assert f["MPI_Pcontrol"]["calls"] == 6
+
+
+def test_thread_multiple(built, tmp_path):
+    run = _run(built, tmp_path, "threads")
+    assert run.result.ok, run.result.stderr
+    assert run.doc["functions"]["MPI_Send"]["calls"] == 8000
+    assert run.doc["functions"]["MPI_Send"]["bytes_sent"] == 64000
+    for x in _ranks(run.out_dir).values():
+        assert x["threads"] >= 4
+        per = [t["calls"] for t in x["per_thread"] if t["calls"]]
+        assert sorted(per) == [1000] * 4
+
+
+# ---- merge, store, compare and CLI without MPI ---------------------------------------------
+def test_collect_merges_rank_files_when_no_merged_document(tmp_path):
+    for p in (DATA / "signal_mpich").glob("rank-*.json"):
+        shutil.copy(p, tmp_path / p.name)
+    doc = profiling.collect_profile(tmp_path)
+    assert doc["schema"] == "mpibench-profile" and doc["complete"] is False
+    assert doc["reason"] == "signal:15" and doc["ranks_missing"] == []
+    assert doc["functions"]["MPI_Recv"]["bytes_recv"] == 10000
+    (tmp_path / "rank-1.json").unlink()
+    doc = profiling.collect_profile(tmp_path)
+    assert doc["ranks_missing"] == [1]
+
+
+def test_collect_rejects_newer_schema(tmp_path):
+    d = json.loads((DATA / "known_calls_openmpi" / "profile.json").read_text())
+    d["version"] = 99
+    (tmp_path / "profile.json").write_text(json.dumps(d))
+    from mpibench.errors import UsageError
+
+    with pytest.raises(UsageError, match="newer"):
+        profiling.collect_profile(tmp_path)
+
+
+def test_store_rows_compare_and_report(tmp_path):
+    from rich.console import Console
+
+    from mpibench.runner import CommandResult
+    from mpibench.stacks import Stack
+    from mpibench.store import Store
+
+    doc = profiling.collect_profile(DATA / "known_calls_openmpi")
+    stack = Stack(name="openmpi", kind="openmpi", mpicc="mpicc.openmpi")
+    ok = CommandResult(["mpirun"], 0, "", "", 1.0)
+    with Store(tmp_path / "t.db") as store:
+        ids = []
+        for label in ("a", "b"):
+            run = profiling.ProfileRun(stack, ["mpirun", "-np", "2", "x"], ["mpirun"],
+                                       tmp_path, Path("lib.so"), ok, doc)
+            ids.append(profiling.store_profile(store, run, label=label))
+        r = store.run(ids[0])
+        assert (r["status"], r["source"], r["variant"]) == ("done", "profile", "a")
+        assert profiling.load_profile(store, ids[1])["functions"]["MPI_Send"]["calls"] == 10
+        rows = {(x["benchmark"], x["metric"]): x for x in store.results([ids[0]])}
+        send = rows[("profile:MPI_Send", "mpi_time")]
+        assert send["unit"] == "us" and send["statistic"] == "sum" and send["np"] == 2
+        assert send["extra"]["calls"] == 10 and send["extra"]["bytes_sent"] == 10000
+        assert len(send["samples"]) == 2  # one per rank
+        assert ("profile:MPI", "mpi_fraction") in rows
+        # the generic comparison machinery takes the rows as they are
+        from mpibench.report.compare import compare_groups
+
+        cmp_generic = compare_groups(store, {"a": [ids[0]], "b": [ids[1]]}, "a")
+        assert any(row.benchmark == "profile:MPI_Send" for row in cmp_generic.rows)
+    cmp = profiling.compare_profiles(doc, doc)
+    first = cmp["rows"][0]
+    assert first["function"] == "MPI (all)" and first["ratio"] == pytest.approx(1.0)
+    assert not first["testable"]  # 2 ranks per side can never reach p <= 0.05
+    con = Console(record=True, width=200)
+    profiling.render_report(doc, con)
+    profiling.render_comparison(cmp, "a", "b", con)
+    text = con.export_text()
+    for want in ("Time in MPI per rank", "Top 10 functions by time", "by calls",
+                 "Message sizes", "512 B - <1 KiB", "profiler overhead", "n too small"):
+        assert want in text
+
+
+def test_inject_env_flags():
+    env = {"LD_PRELOAD": "/x.so", "MPIBENCH_PROFILE_DIR": "/o"}
+    argv, inj = profiling.inject_env(["mpirun.openmpi", "-np", "2", "a"], env, "openmpi")
+    assert inj and argv[:5] == ["mpirun.openmpi", "-x", "LD_PRELOAD=/x.so", "-x",
+                                "MPIBENCH_PROFILE_DIR=/o"]
+    argv, inj = profiling.inject_env(["/usr/bin/mpiexec.hydra", "-np", "2", "a"], env, "mpich")
+    assert inj and argv[1:4] == ["-genv", "LD_PRELOAD", "/x.so"]
+    assert profiling.inject_env(["srun", "a"], env, "openmpi") == (["srun", "a"], False)
+
+
+def test_cli_profile_and_compare(built, tmp_path):
+    stack, _, progs = built
+    if stack.name != "openmpi":
+        pytest.skip("one CLI round trip is enough")
+    from mpibench.cli import main
+
+    db = tmp_path / "p.db"
+    for label in ("x", "y"):
+        rc = main(["profile", "--db", str(db), "--label", label, "--out", str(tmp_path / label),
+                   "--timeout", str(TIMEOUT), "--", stack.launcher, "-np", "2",
+                   str(progs / "known_calls")])
+        assert rc == 0
+    from mpibench.store import Store
+
+    with Store(db) as store:
+        ids = [r["id"] for r in store.runs()]
+    assert len(ids) == 2
+    assert main(["profile", "--db", str(db), "--compare", *ids]) == 0
+    assert main(["profile", "--db", str(db), "--show", ids[0], "--json"]) == 0
+    assert main(["profile", "--db", str(db)]) == 2  # no command: usage error
+
+
+# ---- GROMACS -------------------------------------------------------------------------------
+TOPOL = """#include "oplsaa.ff/forcefield.itp"
+#include "oplsaa.ff/spc.itp"
+
+[ system ]
+water box
+
+[ molecules ]
+"""
+MDP = """integrator = md
+dt = 0.002
+nsteps = 200
+nstlist = 10
+cutoff-scheme = Verlet
+coulombtype = PME
+rcoulomb = 0.9
+rvdw = 0.9
+tcoupl = v-rescale
+tc-grps = System
+tau-t = 0.1
+ref-t = 300
+constraints = h-bonds
+nstenergy = 100
+nstlog = 100
+"""
+GMX_ENV = {"OMP_NUM_THREADS": "1", "GMX_MAXBACKUP": "-1"}
+
+
+@pytest.fixture(scope="session")
+def gromacs_tpr(tmp_path_factory):
+    if not shutil.which("gmx_mpi"):
+        pytest.skip("gmx_mpi not installed (Debian package gromacs)")
+    d = tmp_path_factory.mktemp("gmx")
+    (d / "topol.top").write_text(TOPOL)
+    (d / "md.mdp").write_text(MDP)
+    env = {**GMX_ENV, **profiling.ROOT_ENV}
+    res = run_command(["gmx_mpi", "solvate", "-cs", "spc216.gro", "-box", "2", "2", "2",
+                       "-o", "conf.gro", "-p", "topol.top"], cwd=d, env=env, timeout=TIMEOUT)
+    assert res.ok, res.stderr[-2000:]
+    res = run_command(["gmx_mpi", "grompp", "-f", "md.mdp", "-c", "conf.gro", "-p", "topol.top",
+                       "-o", "topol.tpr", "-maxwarn", "5"], cwd=d, env=env, timeout=TIMEOUT)
+    assert res.ok, res.stderr[-2000:]
+    return d / "topol.tpr"
+
+
+def test_gromacs_under_profiler(openmpi, gromacs_tpr, tmp_path):
+    argv = [openmpi.launcher, "-np", "2", "gmx_mpi", "mdrun", "-s", str(gromacs_tpr),
+            "-nsteps", "200", "-ntomp", "1", "-deffnm", str(tmp_path / "md")]
+    run = profiling.run_profiled(argv, stack=openmpi, out_dir=tmp_path / "prof",
+                                 timeout=TIMEOUT, extra_env=GMX_ENV)
+    assert run.result.ok, run.result.stderr[-3000:]
+    d = run.doc
+    assert d["complete"] and d["ranks"] == 2
+    f = d["functions"]
+    # domain decomposition halo exchange, PME redistribution, global reductions, set-up
+    for name in ("MPI_Sendrecv", "MPI_Alltoall", "MPI_Allreduce", "MPI_Bcast",
+                 "MPI_Comm_split"):
+        assert name in f, sorted(f)
+    assert f["MPI_Sendrecv"]["calls"] > 100 and f["MPI_Sendrecv"]["bytes_sent"] > 0
+    assert f["MPI_Sendrecv"]["ranks_calling"] == 2
+    for name in ("MPI_Sendrecv", "MPI_Alltoall", "MPI_Allreduce"):
+        assert sum(c for lo, c, _ in f[name]["hist"] if lo > 0) > 0, name
+    assert 0 < d["mpi_fraction"]["min"] <= d["mpi_fraction"]["max"] < 1
+    assert all(0 < r["mpi_fraction"] < 1 for r in d["per_rank"])
