@@ -266,9 +266,9 @@ BATCH = """
 name = "batch"
 repeats = 2
 timeout = 30
-verify_transport = false
 [variants.one]
 stack = "openmpi"
+transport = "shm"
 np = 1
 [benchmarks.echo]
 command = "sh -c 'sleep 0.3; echo value {x}'"
@@ -311,5 +311,7 @@ def test_batch_loop_submits_polls_ingests_and_reattaches(tmp_path, found_stacks)
         assert all(r["job_script"] and "# cell " in r["job_script"] for r in runs)
         assert {r["sched_state"] for r in runs} == {"COMPLETED"}
         assert {r["nodelist"] for r in runs} == {"localhost"}
+        # each job verified its transport with a probe step on its own allocation
+        assert {r["transport_actual"].split()[0] for r in runs} == {"shm"}
         vals = sorted(r["median"] for r in store.results() if r["metric"] == "v")
         assert vals == [1, 1, 2, 2, 3, 3]

@@ -349,7 +349,7 @@ class CampaignRunner:
                                   elapsed=elapsed)
             outcome.status = "failed"
             outcome.reason = f"setup command failed (exit status {exit_code}): " + \
-                (tail.splitlines()[-1] if tail else "no error output")
+                reason_line(tail)
             outcome.stderr_tail = tail
             outcome.records = []
         else:
@@ -423,10 +423,42 @@ class CampaignRunner:
         for m in self.stacks[v.stack].modules:
             if m not in modules:
                 modules.append(m)
-        req = JobRequest(name=name, steps=[p.step for p in preps], run_dir=self.run_dir(first),
+        probe = self._probe_step(first) if self.verify else None
+        steps = ([probe] if probe else []) + [p.step for p in preps]
+        req = JobRequest(name=name, steps=steps, run_dir=self.run_dir(first),
                          nodes=s.nodes or v.nodes, tasks_per_node=s.tasks_per_node or v.ppn,
                          time_limit_s=limit, settings=s, modules=modules)
         return req, preps
+
+    def _probe_step(self, cell: Cell) -> JobStep | None:
+        """Batch jobs verify the transport on their own allocation: a probe step first."""
+        from mpibench.verify import prepare_probe
+
+        run_dir = self.run_dir(cell) / "verify"
+        try:
+            cmd = prepare_probe(self.stacks[cell.variant.stack], cell.variant, run_dir,
+                                local=False)
+        except RuntimeError as exc:
+            self.log(f"warning: no transport probe for {cell.variant.name}: {exc}")
+            return None
+        return JobStep(f"{cell.id}-verify", run_dir, cmd.argv, cmd.env, cmd.stdout,
+                       cmd.stderr, timeout_s=min(60.0, self.spec.timeout), cell=cmd)
+
+    def _judge_probe(self, req: JobRequest, preps: list[_Prepared]) -> str | None:
+        from mpibench.verify import judge
+
+        probe = next((s for s in req.steps if s.cell_id.endswith("-verify")), None)
+        if probe is None:
+            return None
+        text = "".join(p.read_text(errors="replace") for p in (probe.stdout, probe.stderr)
+                       if p.exists())
+        variant = preps[0].cell.variant
+        v = judge(self.stacks[variant.stack], variant, text, probe.env, probe.run_dir,
+                  None if text else "the probe step left no output")
+        if v.verdict == "MISMATCH":
+            self.log(f"warning: variant {variant.name}: requested transport {v.requested!r} "
+                     f"but the probe shows {v.actual}")
+        return v.actual
 
     def _run_batch(self, todo: list[Cell], reattach: list[tuple[str, list[str]]],
                    summary: Summary, by_id: dict[str, Cell]) -> None:
@@ -478,7 +510,7 @@ class CampaignRunner:
                 st = states.get(job_id)
                 if st is None:
                     missing[job_id] = missing.get(job_id, 0) + 1
-                    all_written = all((p.step.run_dir / "exit_status").exists() for p in preps)
+                    all_written = all((s.run_dir / "exit_status").exists() for s in req.steps)
                     if missing[job_id] >= 3 and all_written:
                         st = JobStatus("completed", 0, "finished (no longer in the queue)")
                     elif missing[job_id] >= 10:
@@ -494,12 +526,13 @@ class CampaignRunner:
                     continue
                 finished_any = True
                 del inflight[job_id]
+                actual = self._judge_probe(req, preps)
                 for p in preps:
-                    self._finish_batch_cell(p, st)
+                    self._finish_batch_cell(p, st, actual)
             interval = s.poll_interval_s if finished_any else \
                 min(s.poll_max_interval_s, interval * 1.5)
 
-    def _finish_batch_cell(self, p: _Prepared, st: JobStatus) -> None:
+    def _finish_batch_cell(self, p: _Prepared, st: JobStatus, actual: str | None) -> None:
         sr = read_step_result(p.step, st)
         outcome = self.ingest(p, sr.exit_code, sr.timed_out, sr.elapsed)
         if sr.exit_code is None and not sr.timed_out:
@@ -509,7 +542,8 @@ class CampaignRunner:
         elif st.state in ("node_fail", "oom", "cancelled") and outcome.status == "done":
             outcome.status = "failed"
             outcome.reason = f"job ended {st.state}" + (f": {st.reason}" if st.reason else "")
-        self.commit(p, outcome, sched_state=st.raw or st.state, nodelist=st.nodelist)
+        extra = {"transport_actual": actual} if actual else {}
+        self.commit(p, outcome, sched_state=st.raw or st.state, nodelist=st.nodelist, **extra)
 
 
 def _cell_spec(cell: Cell) -> dict[str, Any]:
