@@ -185,3 +185,31 @@ def test_ratio_of_medians_bootstrap():
     lo2, hi2 = stats.bootstrap_ci(lambda x, y: np.median(x) / np.median(y), a, b, n_boot=300)
     assert lo2 < est < hi2 and abs(lo2 - lo) < 0.02 and abs(hi2 - hi) < 0.02
     assert stats.ratio_of_medians_ci([], b) == (None, None)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.integers(0, 30), min_size=1, max_size=60),
+       st.lists(st.integers(0, 30), min_size=1, max_size=60))
+def test_asymptotic_mwu_matches_scipy(a, b):
+    if len(set(a) | set(b)) == 1:
+        return
+    ours = stats.mann_whitney_test(a, b)
+    ref = sps.mannwhitneyu(a, b, alternative="two-sided", method="asymptotic")
+    if ours.method == "asymptotic":
+        assert ours.p == pytest.approx(ref.pvalue, rel=1e-9, abs=1e-12)
+        assert ours.u == pytest.approx(ref.statistic)
+
+
+def test_asymptotic_mwu_matches_scipy_large_continuous():
+    rng = np.random.default_rng(8)
+    a, b = rng.normal(0, 1, 300), rng.normal(0.1, 1, 400)
+    ref = sps.mannwhitneyu(a, b, alternative="two-sided", method="asymptotic")
+    assert stats.mann_whitney(a, b) == pytest.approx(ref.pvalue, rel=1e-9)
+
+
+@pytest.mark.parametrize("n", [6, 7, 30, 101, 1000, 20000])
+def test_median_ci_ranks_match_scipy_binomial(n):
+    ci = stats.median_ci(np.arange(n, dtype=float))
+    j = ci.lo_rank
+    assert sps.binom.cdf(j - 1, n, 0.5) <= 0.025 < sps.binom.cdf(j, n, 0.5)
+    assert ci.coverage == pytest.approx(1 - 2 * sps.binom.cdf(j - 1, n, 0.5), rel=1e-9)

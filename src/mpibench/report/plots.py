@@ -52,7 +52,8 @@ def safe(text: object) -> str:
 @_styled
 def to_svg(fig) -> str:
     buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight")
+    # no bbox_inches="tight": it draws the figure twice; layouts set their own margins
+    fig.savefig(buf, format="svg")
     svg = buf.getvalue()
     start = svg.find("<svg")
     return svg[start:] if start >= 0 else svg
@@ -60,7 +61,7 @@ def to_svg(fig) -> str:
 
 @_styled
 def save(fig, path, fmt: str = "svg") -> None:
-    fig.savefig(path, format=fmt, bbox_inches="tight", dpi=110)
+    fig.savefig(path, format=fmt, dpi=110)
 
 
 def _size_x(size: int) -> float:
@@ -80,15 +81,31 @@ def _size_ticks(ax, sizes: list[int]) -> None:
 
 
 def _series(cmp: Comparison, bench: str, metric: str = "time"):
-    """group -> sorted list of cells of this benchmark (size cells only, one np)."""
-    out: dict[str, list[Cell]] = {}
+    """(group, np) -> cells of this benchmark sorted by size (message-size cells only)."""
+    out: dict[tuple[str, int | None], list[Cell]] = {}
     for r in cmp.rows:
         if r.benchmark != bench or r.metric != metric or r.size is None:
             continue
         for g, c in r.cells.items():
             if c.status == "ok" and c.value is not None:
-                out.setdefault(g, []).append(c)
-    return {g: sorted(cs, key=lambda c: (c.np or 0, c.size)) for g, cs in out.items()}
+                out.setdefault((g, c.np), []).append(c)
+    return {k: sorted(cs, key=lambda c: c.size) for k, cs in out.items()}
+
+
+_LINESTYLES = ["-", "--", ":", "-."]
+
+
+def _lines(cmp: Comparison, bench: str):
+    """(label, colour, linestyle, cells) per group and np; colour = group, style = np."""
+    series = _series(cmp, bench)
+    nps = sorted({k[1] for k in series}, key=lambda v: -1 if v is None else v)
+    for i, g in enumerate(cmp.groups):
+        for np_ in nps:
+            cs = series.get((g, np_))
+            if not cs:
+                continue
+            label = g if len(nps) == 1 else f"{g} np={np_}"
+            yield (label, COLORS[i % len(COLORS)], _LINESTYLES[nps.index(np_) % 4], cs)
 
 
 def size_benchmarks(cmp: Comparison) -> list[str]:
@@ -97,6 +114,18 @@ def size_benchmarks(cmp: Comparison) -> list[str]:
         if r.size is not None and r.metric == "time" and r.benchmark not in seen:
             seen.append(r.benchmark)
     return seen
+
+
+def _panel_layout(fig) -> None:
+    """Fixed margins in inches (tight_layout and loc='best' legends cost seconds on big
+    reports): room for rotated size labels, axis labels and titles."""
+    w, h = fig.get_size_inches()
+    rows = len({ax.get_subplotspec().rowspan.start for ax in fig.axes if ax.get_visible()})
+    bottom, top, gap = 0.85, 0.35, 1.15          # inches
+    rows = max(rows, 1)
+    axes_h = max(0.5, (h - bottom - top - (rows - 1) * gap) / rows)
+    fig.subplots_adjust(left=0.75 / w, right=1 - 0.2 / w, bottom=bottom / h, top=1 - top / h,
+                        wspace=0.35, hspace=gap / axes_h)
 
 
 def _grid_axes(n: int, width: float = 11.0, per_row: int = 3, h: float = 3.0):
@@ -117,18 +146,13 @@ def latency_figure(cmp: Comparison, benches: list[str] | None = None):
         return None
     fig, axes = _grid_axes(len(benches))
     for ax, bench in zip(axes, benches, strict=True):
-        series = _series(cmp, bench)
         sizes: list[int] = []
-        for i, g in enumerate(cmp.groups):
-            cs = series.get(g)
-            if not cs:
-                continue
+        for label, col, ls, cs in _lines(cmp, bench):
             x = np.array([_size_x(c.size) for c in cs])
             y = np.array([c.value for c in cs])
             lo = np.array([c.ci_low if c.ci_low is not None else c.value for c in cs])
             hi = np.array([c.ci_high if c.ci_high is not None else c.value for c in cs])
-            col = COLORS[i % len(COLORS)]
-            ax.plot(x, y, marker="o", ms=3, lw=1.2, color=col, label=safe(g))
+            ax.plot(x, y, marker="o", ms=3, lw=1.2, color=col, ls=ls, label=safe(label))
             ax.fill_between(x, lo, hi, color=col, alpha=0.25, lw=0)
             sizes += [c.size for c in cs]
         ax.set_xscale("log", base=2)
@@ -138,8 +162,8 @@ def latency_figure(cmp: Comparison, benches: list[str] | None = None):
         ax.set_ylabel("time (us), median, 95% CI")
         if sizes:
             _size_ticks(ax, sizes)
-        ax.legend(fontsize=7)
-    fig.tight_layout()
+        ax.legend(fontsize=7, loc="upper left")
+    _panel_layout(fig)
     return fig
 
 
@@ -152,10 +176,9 @@ def bandwidth_figure(cmp: Comparison, benches: list[str] | None = None):
         return None
     fig, axes = _grid_axes(len(benches))
     for ax, bench in zip(axes, benches, strict=True):
-        series = _series(cmp, bench)
         sizes: list[int] = []
-        for i, g in enumerate(cmp.groups):
-            cs = [c for c in series.get(g, []) if c.bandwidth_mbps and c.size]
+        for label, col, ls, all_cs in _lines(cmp, bench):
+            cs = [c for c in all_cs if c.bandwidth_mbps and c.size]
             if not cs:
                 continue
             x = np.array([float(c.size) for c in cs])
@@ -165,8 +188,7 @@ def bandwidth_figure(cmp: Comparison, benches: list[str] | None = None):
                            c.bandwidth_mbps for c in cs])
             hi = np.array([c.bandwidth_mbps * c.value / c.ci_low if c.ci_low else
                            c.bandwidth_mbps for c in cs])
-            col = COLORS[i % len(COLORS)]
-            ax.plot(x, y, marker="o", ms=3, lw=1.2, color=col, label=safe(g))
+            ax.plot(x, y, marker="o", ms=3, lw=1.2, color=col, ls=ls, label=safe(label))
             ax.fill_between(x, lo, hi, color=col, alpha=0.25, lw=0)
             sizes += [c.size for c in cs]
         ax.set_xscale("log", base=2)
@@ -176,8 +198,8 @@ def bandwidth_figure(cmp: Comparison, benches: list[str] | None = None):
         ax.set_ylabel("MB/s (10^6 B/s)")
         if sizes:
             _size_ticks(ax, sizes)
-        ax.legend(fontsize=7)
-    fig.tight_layout()
+        ax.legend(fontsize=7, loc="upper left")
+    _panel_layout(fig)
     return fig
 
 
@@ -189,11 +211,13 @@ def gain_figure(cmp: Comparison, benches: list[str] | None = None):
         return None
     fig, axes = _grid_axes(len(benches))
     for ax, bench in zip(axes, benches, strict=True):
-        rows = sorted([r for r in cmp.rows if r.benchmark == bench and r.size is not None
-                       and r.metric == "time"], key=lambda r: r.size)
-        sizes = [r.size for r in rows]
-        for i, cand in enumerate(cmp.candidates, 1):
+        all_rows = [r for r in cmp.rows if r.benchmark == bench and r.size is not None
+                    and r.metric == "time"]
+        sizes = [r.size for r in all_rows]
+        nps = sorted({r.np for r in all_rows}, key=lambda v: -1 if v is None else v)
+        for (i, cand), np_ in ((ic, n) for ic in enumerate(cmp.candidates, 1) for n in nps):
             col = COLORS[i % len(COLORS)]
+            rows = sorted((r for r in all_rows if r.np == np_), key=lambda r: r.size)
             pts = [(_size_x(r.size), r.deltas[cand]) for r in rows
                    if r.deltas[cand].gain is not None]
             if not pts:
@@ -201,18 +225,28 @@ def gain_figure(cmp: Comparison, benches: list[str] | None = None):
             x = np.array([p[0] for p in pts])
             y = np.array([p[1].gain for p in pts])
             sig = np.array([p[1].significant for p in pts])
-            ax.plot(x, y, lw=1, color=col, label=safe(f"{cand} vs {cmp.baseline}"))
+            label = f"{cand} vs {cmp.baseline}" + (f" np={np_}" if len(nps) > 1 else "")
+            ax.plot(x, y, lw=1, color=col, ls=_LINESTYLES[nps.index(np_) % 4],
+                    label=safe(label))
             ax.scatter(x[sig], y[sig], color=col, s=18, zorder=3)
             ax.scatter(x[~sig], y[~sig], facecolors="white", edgecolors=col, s=18, zorder=3)
         ax.axhline(1.0, color="black", lw=0.8)
+        # headroom above the data for the legend (fixed position: loc='best' is slow)
+        ys = [ln.get_ydata() for ln in ax.get_lines() if len(ln.get_ydata())]
+        if ys:
+            lo = min(1.0, min(float(np.min(y)) for y in ys))
+            hi = max(1.0, max(float(np.max(y)) for y in ys))
+            span = (hi - lo) or 0.1
+            ax.set_ylim(lo - 0.08 * span, hi + 0.55 * span)
         ax.set_xscale("log", base=2)
         ax.set_title(safe(bench))
         ax.set_xlabel("message size (bytes)")
         ax.set_ylabel("gain (>1 = candidate better)")
         if sizes:
             _size_ticks(ax, sizes)
-        ax.legend(fontsize=7, title="hollow = not significant", title_fontsize=6)
-    fig.tight_layout()
+        ax.legend(fontsize=7, title="hollow = not significant", title_fontsize=6,
+                  loc="upper left")
+    _panel_layout(fig)
     return fig
 
 
@@ -310,6 +344,6 @@ def scaling_figure(records: list[Mapping]):
         ax.set_title(safe(f"{bench} {metric}"))
         ax.set_xlabel(safe(records[0]["by"]))
         ax.set_ylabel("speedup")
-        ax.legend(fontsize=6)
-    fig.tight_layout()
+        ax.legend(fontsize=6, loc="upper left")
+    _panel_layout(fig)
     return fig

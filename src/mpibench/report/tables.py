@@ -508,16 +508,22 @@ def first_call_table(store: Store, groups: Mapping[str, list[str]], *,
 # Scaling
 
 def scaling_table(store: Store, groups: Mapping[str, list[str]], *, by: str | None = None,
-                  metric: str | None = None, cells: dict | None = None) -> Table:
+                  metric: str | None = None, cells: dict | None = None,
+                  include_sizes: bool = False) -> Table:
     """Speedup and parallel efficiency against the smallest count of `by` ('nodes' when cells
     have that parameter, else 'np'), per variant and per series (benchmark, metric, size and
-    the other parameters). Time-like metrics: speedup = t0/t; rates: r/r0."""
+    the other parameters). Time-like metrics: speedup = t0/t; rates: r/r0.
+    Message-size benchmarks are left out unless include_sizes: the latency of one collective
+    call at a fixed message size is not a strong-scaling problem, and its "speedup" would
+    mislead."""
     cells = cells if cells is not None else load_cells(store, groups, with_samples=False)
     series: dict[tuple, dict[Any, Cell]] = defaultdict(dict)
     chosen_by = by
     for by_group in cells.values():
         for g, c in by_group.items():
             if c.status != "ok" or c.value is None:
+                continue
+            if c.size is not None and not include_sizes:
                 continue
             if metric is not None and c.metric != metric:
                 continue

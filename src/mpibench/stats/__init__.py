@@ -12,12 +12,15 @@ Everything takes any sequence of floats (list, tuple, numpy array); NaNs are dro
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
-from scipy import stats as _sps
+
+# scipy.stats is imported lazily (only for exact Mann-Whitney): it costs ~1 s to import,
+# which would dominate `mpibench compare` on a small store.
 
 __all__ = [
     "MedianCI", "MWUResult", "median_ci", "summarize", "SUMMARY_KEYS", "mann_whitney",
@@ -59,22 +62,31 @@ class MedianCI(NamedTuple):
         return self.low is not None
 
 
+def _binom_half_log_cdf(n: int, kmax: int) -> np.ndarray:
+    """log P(Bin(n, 1/2) <= k) for k = 0..kmax, in log space (no underflow for large n)."""
+    i = np.arange(kmax, dtype=float)
+    logpmf = np.empty(kmax + 1)
+    logpmf[0] = -n * math.log(2.0)
+    if kmax:
+        logpmf[1:] = logpmf[0] + np.cumsum(np.log(n - i) - np.log(i + 1))
+    return np.logaddexp.accumulate(logpmf)
+
+
+@functools.lru_cache(maxsize=4096)
 def _median_ci_ranks(n: int, level: float) -> tuple[int | None, int | None, float]:
     """Symmetric ranks (j, n+1-j) with the largest j whose exact coverage
     1 - 2 * P(Bin(n, 1/2) <= j-1) is still >= level."""
     if n <= 0:
         return None, None, 0.0
-    # P(Bin(n, .5) <= j-1) <= (1 - level) / 2  <=>  j-1 <= ppf-ish; search from the cdf.
     tail = (1.0 - level) / 2.0
-    ks = np.arange(0, (n + 1) // 2)
-    cdf = _sps.binom.cdf(ks, n, 0.5)
-    ok = np.nonzero(cdf <= tail + 1e-12)[0]
+    log_cdf = _binom_half_log_cdf(n, (n + 1) // 2 - 1)
+    ok = np.nonzero(log_cdf <= math.log(tail) + 1e-12)[0]
     if ok.size == 0:
-        best = 1.0 - 2.0 * 0.5 ** n if n >= 1 else 0.0
+        best = 1.0 - 2.0 * 0.5 ** n
         return None, None, float(best)
     jm1 = int(ok[-1])
     j = jm1 + 1
-    coverage = 1.0 - 2.0 * float(cdf[jm1])
+    coverage = 1.0 - 2.0 * math.exp(float(log_cdf[jm1]))
     return j, n + 1 - j, coverage
 
 
@@ -136,9 +148,29 @@ class MWUResult(NamedTuple):
     method: str     # 'exact', 'asymptotic', or 'degenerate' (all values equal)
 
 
+def _mwu_asymptotic(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """Normal approximation with tie correction and continuity correction; the same
+    formula as scipy.stats.mannwhitneyu(method='asymptotic'), without importing scipy."""
+    n1, n2 = x.size, y.size
+    both = np.concatenate([x, y])
+    _, inv, counts = np.unique(both, return_inverse=True, return_counts=True)
+    avg_rank = np.cumsum(counts) - (counts - 1) / 2.0
+    r1 = float(avg_rank[inv[:n1]].sum())
+    u1 = r1 - n1 * (n1 + 1) / 2.0
+    u = max(u1, n1 * n2 - u1)
+    n = n1 + n2
+    tie = float(((counts.astype(float) ** 3) - counts).sum())
+    var = n1 * n2 / 12.0 * ((n + 1) - tie / (n * (n - 1)))
+    if var <= 0:
+        return 1.0, u1
+    z = (u - n1 * n2 / 2.0 - 0.5) / math.sqrt(var)
+    return min(1.0, math.erfc(z / math.sqrt(2.0))), u1
+
+
 def mann_whitney_test(a: Iterable[float], b: Iterable[float]) -> MWUResult:
     """Two-sided Mann-Whitney U. Exact when n_a*n_b <= 2500 and there are no ties, otherwise
-    the normal approximation with tie and continuity correction. p is NaN if a side is empty."""
+    the normal approximation with tie and continuity correction. p is NaN if a side is empty.
+    u is the U statistic of the first sample."""
     x, y = _clean(a), _clean(b)
     if x.size == 0 or y.size == 0:
         return MWUResult(float("nan"), float("nan"), "empty")
@@ -146,9 +178,12 @@ def mann_whitney_test(a: Iterable[float], b: Iterable[float]) -> MWUResult:
     if np.all(both == both[0]):
         return MWUResult(1.0, x.size * y.size / 2.0, "degenerate")
     ties = np.unique(both).size < both.size
-    method = "exact" if (not ties and x.size * y.size <= _EXACT_MWU_MAX_PRODUCT) else "asymptotic"
-    r = _sps.mannwhitneyu(x, y, alternative="two-sided", method=method)
-    return MWUResult(float(min(1.0, r.pvalue)), float(r.statistic), method)
+    if not ties and x.size * y.size <= _EXACT_MWU_MAX_PRODUCT:
+        from scipy import stats as sps
+        r = sps.mannwhitneyu(x, y, alternative="two-sided", method="exact")
+        return MWUResult(float(min(1.0, r.pvalue)), float(r.statistic), "exact")
+    p, u1 = _mwu_asymptotic(x, y)
+    return MWUResult(p, u1, "asymptotic")
 
 
 def mann_whitney(a: Iterable[float], b: Iterable[float]) -> float:

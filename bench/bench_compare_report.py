@@ -1,0 +1,129 @@
+"""Benchmark `mpibench compare` and `mpibench report` on a large synthetic store.
+
+    .venv/bin/python bench/bench_compare_report.py [--runs 10000] [--samples 1000000] [--keep DIR]
+
+Builds a store with --runs runs (2 variants x 5 benchmarks x 4 np x repeats, interleaved)
+holding --samples raw samples in total (5 sizes per run), then runs each verb in a fresh
+process (so import cost and peak RSS are the verb's own) and prints elapsed seconds and peak
+memory against the targets: compare < 3 s, report < 10 s, peak RSS < 1 GiB.
+Timings on a shared 2-core machine are noisy; the numbers are for orders of magnitude.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+TARGETS = {"compare": 3.0, "report": 10.0}
+MEM_TARGET_MIB = 1024
+BENCHES = ["PingPong", "Sendrecv", "Allreduce", "Alltoall", "Bcast"]
+NPS = [2, 4, 8, 16]
+SIZES = [8, 1024, 65536, 1 << 20, 1 << 22]
+
+
+def build(db: Path, runs: int, samples: int, seed: int = 1) -> None:
+    from mpibench import stats
+    from mpibench.store import Store
+
+    rng = np.random.default_rng(seed)
+    per_result = max(1, samples // (runs * len(SIZES)))
+    repeats = max(1, runs // (2 * len(BENCHES) * len(NPS)))
+    with Store(db) as store:
+        cid = store.add_campaign("bench", {"line_rate_bps": 100e9})
+        fps = {v: store.add_fingerprint({"stack": {"name": v, "version": "1"}}) for v in "ab"}
+        seq = 0
+        with store.transaction():
+            for rep in range(repeats):
+                for bench in BENCHES:
+                    for np_ in NPS:
+                        for v, speed in (("a", 1.0), ("b", 0.93)):
+                            rid = f"{v}-{bench}-{np_}-{rep}"
+                            store.create_run(rid, cid, v, grp="core", repeat=rep, seq=seq,
+                                             fingerprint_id=fps[v], spec={"stack": v})
+                            seq += 1
+                            recs = []
+                            for s in SIZES:
+                                mu = (0.3 + s / 5000) * np.log2(np_ * 2) * speed
+                                x = rng.lognormal(np.log(mu), 0.05, per_result)
+                                summ = stats.summarize(x)
+                                recs.append({"benchmark": bench, "size": s, "np": np_,
+                                             "samples": x, **summ, "first": mu * 10,
+                                             "bandwidth_mbps": s / summ["median"],
+                                             "stop_reason": "target"})
+                            store.add_results(rid, recs)
+                            store.set_run(rid, "done", started=1.7e9 + seq, elapsed=1.0)
+        n_runs = store.db.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+        n_res = store.db.execute("SELECT COUNT(*) FROM results").fetchone()[0]
+        n_samp = store.db.execute("SELECT SUM(LENGTH(samples)) / 8 FROM results").fetchone()[0]
+    print(f"store: {n_runs} runs, {n_res} results, {n_samp} samples, "
+          f"{db.stat().st_size / 2**20:.0f} MiB")
+
+
+def phase(verb: str, db: str, out: str) -> None:
+    """Run one verb in this (fresh) process; print elapsed and peak RSS as JSON."""
+    t0 = time.perf_counter()
+    from mpibench.cli import main
+    if verb == "compare":
+        rc = main(["compare", "--db", db, "--baseline", "a", "-o", out])
+    else:
+        rc = main(["report", "--db", db, "--baseline", "a", "-o", out])
+    elapsed = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024   # KiB -> MiB on Linux
+    print(json.dumps({"verb": verb, "rc": rc, "elapsed": elapsed, "peak_mib": peak}))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=10_000)
+    ap.add_argument("--samples", type=int, default=1_000_000)
+    ap.add_argument("--keep", metavar="DIR", help="build the store in DIR and keep it")
+    ap.add_argument("--phase", choices=["compare", "report"], help=argparse.SUPPRESS)
+    ap.add_argument("--db", help=argparse.SUPPRESS)
+    ap.add_argument("--out", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.phase:
+        phase(args.phase, args.db, args.out)
+        return 0
+    tmp = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="mpibench-bench-"))
+    tmp.mkdir(parents=True, exist_ok=True)
+    db = tmp / "bench.db"
+    if db.exists():
+        db.unlink()
+    t0 = time.perf_counter()
+    build(db, args.runs, args.samples)
+    print(f"build: {time.perf_counter() - t0:.1f} s")
+    failed = False
+    for verb, out in (("compare", tmp / "compare.txt"), ("report", tmp / "report.html")):
+        res = subprocess.run([sys.executable, __file__, "--phase", verb, "--db", str(db),
+                              "--out", str(out)], capture_output=True, text=True, timeout=600,
+                             env={**os.environ, "COLUMNS": "200"})
+        if res.returncode != 0:
+            print(res.stderr[-2000:])
+            return 1
+        r = json.loads(res.stdout.strip().splitlines()[-1])
+        ok_t = r["elapsed"] <= TARGETS[verb]
+        ok_m = r["peak_mib"] <= MEM_TARGET_MIB
+        failed |= not (ok_t and ok_m and r["rc"] == 0)
+        print(f"{verb:8s} elapsed {r['elapsed']:6.2f} s (target {TARGETS[verb]:.0f} s, "
+              f"{r['elapsed'] / TARGETS[verb]:.2f}x of target) {'ok' if ok_t else 'OVER'}; "
+              f"peak RSS {r['peak_mib']:6.0f} MiB (target {MEM_TARGET_MIB} MiB) "
+              f"{'ok' if ok_m else 'OVER'}; output {out.stat().st_size / 1024:.0f} KiB")
+    if not args.keep:
+        for f in tmp.iterdir():
+            f.unlink()
+        tmp.rmdir()
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
