@@ -405,6 +405,7 @@ typedef struct result {
     double timer_fraction;
     int64_t mem_per_rank;
     int root_first;
+    int rebatches;
 } result;
 static void emit_result(const mb_bench *b, int64_t size, const result *r);
 
@@ -837,13 +838,14 @@ static void run_size(const mb_bench *b, int64_t size, const timer_info *ti, resu
     double *all = g_rank == 0 ? malloc(sizeof(double) * (size_t)cap) : NULL;
     double *sorted = g_rank == 0 ? malloc(sizeof(double) * (size_t)cap) : NULL;
     int64_t n = 0;
-    int64_t R = O.iterations ? (cap < 1000 ? cap : 1000) : (O.min_samples < cap ? O.min_samples : cap);
+#define FIRST_R() (O.iterations ? (cap < 1000 ? cap : 1000) : (O.min_samples < cap ? O.min_samples : cap))
+    int64_t R = FIRST_R();
     double *loc = malloc(sizeof(double) * (size_t)(cap < 4096 ? cap : 4096));
     double *glob = malloc(sizeof(double) * (size_t)(cap < 4096 ? cap : 4096));
     double my_sum = 0;
     int64_t my_n = 0;
-    double tmeas0 = MPI_Wtime();
     int active = !b->single_pair || g_rank < 2;
+    int rebatches = 0;
     for (;;) {
         if (R > 4096)
             R = 4096;
@@ -860,19 +862,38 @@ static void run_size(const mb_bench *b, int64_t size, const timer_info *ti, resu
             for (int64_t s = 0; s < R; s++)
                 my_sum += loc[s];
         my_n += R;
-        int64_t ctl[2] = {0, 0}; /* stop reason code (0 = continue), next round size */
+        /* stop reason code (0 = continue, 5 = re-batch), next round size, new batch size */
+        int64_t ctl[3] = {0, 0, k};
         if (g_rank == 0) {
+            /* median of this round alone: the path may speed up well after warm-up */
+            memcpy(sorted, glob, sizeof(double) * (size_t)R);
+            mb_sort_doubles(sorted, R);
+            double round_med = mb_quantile(sorted, R, 0.5);
             memcpy(all + n, glob, sizeof(double) * (size_t)R);
             n += R;
             double now = MPI_Wtime(), round_wall = now - tr0;
-            if (O.iterations) {
+            memcpy(sorted, all, sizeof(double) * (size_t)n);
+            mb_sort_doubles(sorted, n);
+            mb_summary s;
+            mb_summarise(sorted, n, &s);
+            double batch_us = round_med * (double)k * b->iter_div;
+            if (batch_us < ti->min_interval_us && k < kmax && rebatches < 3) {
+                /* the path got faster after calibration (lazy connection set-up, caches):
+                 * the batch no longer keeps the timer under 1%.  Grow k and start over; the
+                 * samples so far count as warm-up. */
+                double f = batch_us > 0 ? 1.5 * ti->min_interval_us / batch_us : 16.0;
+                f = f < 2.0 ? 2.0 : f > 64.0 ? 64.0 : f;
+                int64_t nk = (int64_t)ceil((double)k * f);
+                nk = nk > kmax ? kmax : nk;
+                if (O.iterations)
+                    while (total_iters % nk)
+                        nk++;
+                ctl[0] = 5;
+                ctl[2] = nk;
+            } else if (O.iterations) {
                 ctl[0] = n >= cap ? 4 : 0;
                 ctl[1] = cap - n < 1000 ? cap - n : 1000;
             } else {
-                memcpy(sorted, all, sizeof(double) * (size_t)n);
-                mb_sort_doubles(sorted, n);
-                mb_summary s;
-                mb_summarise(sorted, n, &s);
                 double hw = fmax(s.median - s.ci_low, s.ci_high - s.median) /
                             (s.median > 0 ? s.median : 1e-300);
                 if (n >= O.min_samples && s.ci_exact && hw * 100.0 <= O.target_pct)
@@ -894,7 +915,19 @@ static void run_size(const mb_bench *b, int64_t size, const timer_info *ti, resu
                 ctl[1] = nr < 1 ? 1 : nr;
             }
         }
-        MPI_Bcast(ctl, 2, MPI_INT64_T, 0, MPI_COMM_WORLD);
+        MPI_Bcast(ctl, 3, MPI_INT64_T, 0, MPI_COMM_WORLD);
+        if (ctl[0] == 5) {
+            r->warmup += my_n;
+            rebatches++;
+            k = ctl[2];
+            n = 0;
+            my_sum = 0;
+            my_n = 0;
+            if (O.iterations)
+                cap = total_iters / k;
+            R = FIRST_R();
+            continue;
+        }
         if (ctl[0]) {
             const char *why[] = {"", "target", "max_time", "max_samples", "iterations"};
             r->stop_reason = why[ctl[0]];
@@ -902,7 +935,9 @@ static void run_size(const mb_bench *b, int64_t size, const timer_info *ti, resu
         }
         R = ctl[1];
     }
-    (void)tmeas0;
+#undef FIRST_R
+    r->batch = k;
+    r->rebatches = rebatches;
     disarm();
     free(loc);
     free(glob);
@@ -990,6 +1025,7 @@ static void emit_result(const mb_bench *b, int64_t size, const result *r)
         mj_bool(&j, "batched", 0);
         mj_int(&j, "warmup", 0);
     }
+    mj_int(&j, "rebatched", r->rebatches);
     mj_num(&j, "first_us", r->first_us);
     mj_arr_begin(&j, "samples_us");
     for (int64_t i = 0; ok && i < r->n; i++)
