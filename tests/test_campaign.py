@@ -225,3 +225,12 @@ def test_planning_is_fast_enough_for_big_matrices(tmp_path):
     cells = expand(spec_of(tmp_path, text))
     assert len(cells) == 3 * (2 + 2 * 1000)
     assert len({c.id for c in cells}) == len(cells)
+
+
+def test_cli_unknown_stack_exits_2_without_touching_the_store(tmp_path):
+    path = write(tmp_path, BASE.replace('stack = "mpich"', 'stack = "nompi"'))
+    res = subprocess.run([sys.executable, "-m", "mpibench", "campaign", "run", str(path)],
+                         capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert res.returncode == 2, res.stderr
+    assert f"{path.resolve()}: variants.b.stack: unknown stack 'nompi'" in res.stderr
+    assert not (tmp_path / "mpibench.db").exists() and not (tmp_path / "runs").exists()

@@ -81,7 +81,7 @@ class _Prepared:
 
 
 class CampaignRunner:
-    def __init__(self, spec: CampaignSpec, store: Store, stacks: list[Stack], *,
+    def __init__(self, spec: CampaignSpec, store: Store | None, stacks: list[Stack], *,
                  scheduler: Scheduler | None = None, progress: ProgressFn | None = None,
                  log: Callable[[str], None] | None = None, retry_failed: bool = False,
                  verify: bool | None = None):
@@ -214,8 +214,9 @@ class CampaignRunner:
         return reset, list(jobs.items())
 
     # -- main ---------------------------------------------------------------------------
-    def run(self) -> Summary:
-        self.check()
+    def run(self, *, checked: bool = False) -> Summary:
+        if not checked:
+            self.check()
         self.lock()
         try:
             return self._run()
@@ -355,8 +356,8 @@ class CampaignRunner:
         else:
             outcome = ingest_core(cmd, None, exit_code=exit_code, timed_out=timed_out,
                                   elapsed=elapsed)
-        if outcome.status == "failed" and exit_code not in (0, None) and not outcome.reason \
-                .startswith(("setup", "validation")):
+        if g.kind == "app" and outcome.status == "failed" and exit_code not in (0, None) \
+                and not outcome.reason.startswith("setup"):
             outcome.reason = f"exit status {exit_code}: {reason_line(outcome.stderr_tail)}"
         if timed_out:
             outcome.reason = f"cell timeout: killed after {p.step.timeout_s:g} s"

@@ -175,30 +175,32 @@ def _run(args, spec, resume: bool) -> int:
     con = err_console()
     notes: list[str] = []
     show_bar = not args.no_progress and not args.json
+    progress = Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("cells"), TimeElapsedColumn(), TextColumn("eta"),
+        TimeRemainingColumn(), console=con, transient=True, disable=not show_bar)
+    task = progress.add_task("planning", total=None)
+
+    def tick(done: int, total: int, what: str) -> None:
+        progress.update(task, completed=done, total=total, description=escape(what[:70]))
+
+    def log(msg: str) -> None:
+        notes.append(msg)
+        if not args.json:
+            progress.console.print(escape(msg))
+
+    runner = CampaignRunner(spec, None, found, progress=tick, log=log,
+                            retry_failed=args.retry_failed,
+                            verify=False if args.no_verify else None)
+    # stacks, transports, launchers and the core build are checked before the store exists
+    runner.check()
+    notice = root_env_notice()
+    if notice and not args.json:
+        con.print(notice)
     with Store(db) as store:
-        progress = Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("cells"), TimeElapsedColumn(), TextColumn("eta"),
-            TimeRemainingColumn(), console=con, transient=True, disable=not show_bar)
+        runner.store = store
         with progress:
-            task = progress.add_task("planning", total=None)
-
-            def tick(done: int, total: int, what: str) -> None:
-                progress.update(task, completed=done, total=total,
-                                description=escape(what[:70]))
-
-            def log(msg: str) -> None:
-                notes.append(msg)
-                if not args.json:
-                    progress.console.print(escape(msg))
-
-            runner = CampaignRunner(spec, store, found, progress=tick, log=log,
-                                    retry_failed=args.retry_failed,
-                                    verify=False if args.no_verify else None)
-            notice = root_env_notice()
-            if notice and not args.json:
-                progress.console.print(notice)
-            summary = runner.run()
+            summary = runner.run(checked=True)
         from mpibench.campaign import status as st
 
         data = st.status(store, spec)
