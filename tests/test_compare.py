@@ -244,6 +244,8 @@ def test_select_groups(tmp_path):
     assert list(g) == ["base", "fast"] and g == groups
     g2 = select_groups(store, variants=["base"])
     assert list(g2) == ["synthetic/base", "second/base"]     # same variant, two campaigns
+    merged = select_groups(store, variants=["base"], by="variant")
+    assert list(merged) == ["base"] and len(merged["base"]) == 4
     g3 = select_groups(store, since="2027-01-01")
     assert list(g3) == ["base"] and len(g3["base"]) == 2
     g4 = select_groups(store, labels=["lab-a"])

@@ -151,6 +151,17 @@ def test_cost_without_price_says_so(core):
     assert not spec_free.rows and "no price" in spec_free.notes[0]
 
 
+def test_cost_per_launch_for_message_size_campaigns(core):
+    store, groups = core
+    t = cost_table(store, groups, price_per_node_hour=3.6, power_per_node_w=360)
+    recs = {r["variant"]: r for r in t.records}
+    assert set(recs) == {"base", "fast"}
+    assert recs["base"]["cost_per_run"] == pytest.approx(30 / 3600 * 3.6)     # 30 s launches
+    assert recs["base"]["energy_wh_per_run"] == pytest.approx(30 / 3600 * 360)
+    assert recs["fast"]["saving_vs_baseline"] == pytest.approx(0.0)
+    assert any("assumed 1 node" in n for n in t.notes)
+
+
 def _report_store(tmp_path):
     """Core + app results in one store, with hostile labels and names."""
     store, groups = build_two_stack_store(tmp_path / "r.db", campaign=XSS, n=12, repeats=2,

@@ -33,7 +33,8 @@ def add_variant_runs(store: Store, campaign_id: int, variant: str, *, repeats: i
                      make: Callable[[int], list[dict]], fingerprint: dict | None = None,
                      label: str | None = None, grp: str = "core", params: dict | None = None,
                      spec: dict | None = None, seq0: int = 0, started0: float = 1.7e9,
-                     fp_for_repeat: Callable[[int], dict] | None = None) -> list[str]:
+                     fp_for_repeat: Callable[[int], dict] | None = None,
+                     elapsed: float = 30.0) -> list[str]:
     ids = []
     for rep in range(repeats):
         pkey = "-".join(f"{k}{v}" for k, v in sorted((params or {}).items()))
@@ -43,7 +44,8 @@ def add_variant_runs(store: Store, campaign_id: int, variant: str, *, repeats: i
         store.create_run(rid, campaign_id, variant, grp=grp, params=params, repeat=rep,
                          spec=spec or {}, label=label, seq=seq0 + rep, fingerprint_id=fid)
         store.add_results(rid, make(rep))
-        store.set_run(rid, "done", started=started0 + rep, finished=started0 + rep + 1)
+        store.set_run(rid, "done", started=started0 + rep, finished=started0 + rep + 1,
+                      elapsed=elapsed)
         ids.append(rid)
     return ids
 

@@ -282,7 +282,7 @@ def _fmt_side(c: Cell | None) -> str:
     pct = c.ci_pct
     if pct is None:
         return f"{v} ± ∞"      # benchstat's way of saying: too few samples for a CI
-    return f"{v} ± {pct:.0f}%" if pct >= 0.5 else f"{v} ± {pct:.1f}%"
+    return f"{v} ± {pct:.1f}%" if pct < 10 else f"{v} ± {pct:.0f}%"
 
 
 def _fmt_n(d: Delta) -> str:
@@ -676,7 +676,9 @@ def select_groups(store: Store, *, variants: Iterable[str] | None = None,
 
     Groups are by variant, or by label when `labels` is given (or by="label"). With several
     campaigns and variant names that occur in more than one, names become 'campaign/variant'
-    (comparing one variant across campaigns, e.g. before/after a system update).
+    (comparing one variant across campaigns, e.g. before/after a system update), unless
+    by="variant" is given explicitly, which merges a variant's runs across campaigns (the
+    fingerprint rule still keeps different setups apart).
     since/until filter on the run's start time (ISO date/time, UTC if no zone, or epoch).
     Runs without results (pending/running) are skipped.
     """
@@ -724,6 +726,7 @@ def select_groups(store: Store, *, variants: Iterable[str] | None = None,
         args.append(t1)
     q += " ORDER BY u.campaign_id, u.seq, u.id"
     rows = store.db.execute(q, args).fetchall()
+    split_campaigns = by is None
     by = by or ("label" if label_list is not None else "variant")
     camps_of_variant: dict[str, set[int]] = {}
     for r in rows:
@@ -733,7 +736,7 @@ def select_groups(store: Store, *, variants: Iterable[str] | None = None,
     for r in rows:
         if by == "label":
             name = r["label"] or r["variant"]
-        elif len(camps_of_variant[r["variant"]]) > 1:
+        elif split_campaigns and len(camps_of_variant[r["variant"]]) > 1:
             name = f"{r['campaign']}/{r['variant']}"
         else:
             name = r["variant"]

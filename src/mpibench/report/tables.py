@@ -678,6 +678,34 @@ def cost_table(store: Store, groups: Mapping[str, list[str]], *,
                 line.append(f"{100 * s:+.1f}% vs {baseline}")
                 t.records[-len(lines) + lines.index(line)]["saving_vs_baseline"] = s
             t.rows.append(line)
+    if not apps:
+        # Message-size campaigns: the unit of work is a launch (same benchmarks and sizes
+        # for every variant), so cost and energy are per launch.
+        base_cost = None
+        lines = []
+        for g in order:
+            ids = list(groups[g])
+            secs = _median_elapsed(store, ids, elapsed_cache)
+            nodes = _spec_value(store, ids, ("nodes",))
+            if nodes is None:
+                nodes, assumed_one = 1, True
+            hours = secs / 3600 if secs else None
+            cost = nodes * hours * price if (hours and price is not None) else None
+            energy = nodes * hours * power if (hours and power is not None) else None
+            if g == baseline:
+                base_cost = cost if cost is not None else energy
+            lines.append((g, nodes, secs, cost, energy, len(ids)))
+        for g, nodes, secs, cost, energy, nruns in lines:
+            mine = cost if cost is not None else energy
+            saving = (1 - mine / base_cost) if (g != baseline and mine is not None
+                                                and base_cost) else None
+            t.rows.append([f"one launch (median of {nruns})", g, str(nodes), fmt_num(secs),
+                           _money(cost), fmt_num(energy), "", "", "",
+                           "" if saving is None else f"{100 * saving:+.1f}% vs {baseline}"])
+            t.records.append({"benchmark": None, "params": {}, "variant": g, "nodes": nodes,
+                              "seconds": secs, "cost_per_run": cost,
+                              "energy_wh_per_run": energy, "launches": nruns,
+                              "saving_vs_baseline": saving})
     if assumed_one:
         t.notes.append("node count unknown for some cells (no 'nodes' parameter or spec): "
                        "assumed 1 node")
