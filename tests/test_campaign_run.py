@@ -315,3 +315,18 @@ def test_batch_loop_submits_polls_ingests_and_reattaches(tmp_path, found_stacks)
         assert {r["transport_actual"].split()[0] for r in runs} == {"shm"}
         vals = sorted(r["median"] for r in store.results() if r["metric"] == "v")
         assert vals == [1, 1, 2, 2, 3, 3]
+
+
+@pytest.mark.mpi
+def test_editing_the_file_runs_only_new_cells_and_status_follows_the_file(tmp_path,
+                                                                           found_stacks):
+    camp = tmp_path / "edit.toml"
+    text = APP.split("[benchmarks.prep]")[0]
+    camp.write_text(text)
+    summary, data = run_campaign(camp, tmp_path / "e.db", found_stacks)
+    assert summary.ran == 4 and data["totals"]["done"] == 4
+    # one more parameter value, and x=1.5 dropped: only the new point runs
+    camp.write_text(text.replace("x = [1.5, 2.5]", "x = [2.5, 3.5]"))
+    summary, data = run_campaign(camp, tmp_path / "e.db", found_stacks)
+    assert summary.ran == 2 and summary.skipped == 2
+    assert data["cells"] == 4 and data["not_in_file"] == 2 and data["totals"]["done"] == 4

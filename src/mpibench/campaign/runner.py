@@ -248,9 +248,13 @@ class CampaignRunner:
             for cell in todo:
                 self._run_local_cell(cell)
                 summary.ran += 1
-        rows = self.store.db.execute("SELECT status, count(*) FROM runs WHERE campaign_id=? "
-                                     "GROUP BY status", (cid,)).fetchall()
-        summary.counts = {r[0]: r[1] for r in rows}
+        ids = {c.id for c in cells}
+        counts: dict[str, int] = {}
+        for r in self.store.db.execute("SELECT id, status FROM runs WHERE campaign_id=?",
+                                       (cid,)):
+            if r["id"] in ids:
+                counts[r["status"]] = counts.get(r["status"], 0) + 1
+        summary.counts = counts
         self._tick("finished")
         return summary
 

@@ -7,6 +7,7 @@ import json
 from collections import defaultdict
 from typing import Any
 
+from mpibench.campaign.plan import expand
 from mpibench.campaign.spec import CampaignSpec
 from mpibench.errors import UsageError
 from mpibench.store import Store
@@ -26,10 +27,15 @@ def find_campaign(store: Store, spec: CampaignSpec):
 
 def status(store: Store, spec: CampaignSpec) -> dict[str, Any]:
     camp = find_campaign(store, spec)
+    current = {c.id for c in expand(spec, seed=0)}  # ids do not depend on the order
     runs = store.db.execute(
         "SELECT id, variant, grp, params_json, repeat, status, reason, stderr_tail, "
         "fingerprint_id, transport_requested, transport_actual, elapsed, label, seq, job_id, "
         "sched_state FROM runs WHERE campaign_id=? ORDER BY seq", (camp["id"],)).fetchall()
+    # cells of an earlier version of the file stay in the store (their results are real)
+    # but are not part of this campaign's progress
+    obsolete = sum(1 for r in runs if r["id"] not in current)
+    runs = [r for r in runs if r["id"] in current]
     groups: dict[tuple[str, str], dict[str, Any]] = {}
     fps: dict[tuple[str, str, str], set[str]] = defaultdict(set)
     for r in runs:
@@ -69,7 +75,7 @@ def status(store: Store, spec: CampaignSpec) -> dict[str, Any]:
     spec_json = json.loads(camp["spec_json"] or "{}")
     return {"campaign": spec.name, "file": str(spec.path), "store": str(store.path),
             "order": spec_json.get("order"), "seed": spec_json.get("seed"),
-            "cells": len(runs), "totals": totals, "groups": list(groups.values()),
+            "cells": len(runs), "not_in_file": obsolete, "totals": totals, "groups": list(groups.values()),
             "variants": list(variants.values()), "problems": problems}
 
 

@@ -225,6 +225,9 @@ def _print_status(data: dict) -> None:
               f"{data['cells']} cells: " + ", ".join(f"{tot[s]} {s}" for s in tot)
               + (f"; random order, seed {data['seed']}" if data.get("order") == "random"
                  else ""))
+    if data.get("not_in_file"):
+        con.print(f"({data['not_in_file']} cell(s) in the store come from an earlier version "
+                  "of the file; their results are kept)")
     t = Table()
     for col in ("variant", "group", "done", "failed", "timeout", "running", "pending",
                 "fingerprints", "transport requested", "transport actual", "check"):
