@@ -499,9 +499,14 @@ int MPI_Pcontrol(const int level, ...)
     } else if (level == 2) {
         write_rank_file("pcontrol", 0, ++g_snap);
     } else if (level == 3) {
+        /* Counters and the wall clock restart together, so the MPI time fraction stays
+         * meaningful; the tick ratio is re-measured from here. */
         unsigned n = used_slots();
         for (unsigned s = 0; s < n; s++) memset(&mpib_slots[s], 0, sizeof mpib_slots[s]);
         memset(&mpib_slots[MPIB_MAX_THREADS], 0, sizeof mpib_slots[MPIB_MAX_THREADS]);
+        g_ns0 = now_ns();
+        g_tick0 = mpib_ticks();
+        t0 = g_tick0;
     }
     mpib_record(MPIB_F_MPI_Pcontrol, mpib_ticks() - t0, &none);
     return MPI_SUCCESS;

@@ -198,6 +198,14 @@ def test_pcontrol_snapshot_pause_resume(built, tmp_path):
     assert f["MPI_Pcontrol"]["calls"] == 6
 
 
+def test_pcontrol_reset(built, tmp_path):
+    run = _run(built, tmp_path, "reset")
+    assert run.result.ok, run.result.stderr
+    f = run.doc["functions"]
+    assert sorted(f) == ["MPI_Barrier", "MPI_Pcontrol"]
+    assert f["MPI_Barrier"]["calls"] == 2 and f["MPI_Pcontrol"]["calls"] == 2
+
+
 def test_thread_multiple(built, tmp_path):
     run = _run(built, tmp_path, "threads")
     assert run.result.ok, run.result.stderr

@@ -53,8 +53,12 @@ def resolve_stack(stack: Any = None, argv: Sequence[str] | None = None):
     usable = [s for s in found if s.ok and not s.alias_of]
     if stack is None and argv:
         exe = os.path.basename(argv[0])
-        for s in usable:
+        real = shutil.which(argv[0])
+        for s in usable:  # by name, then through symlinks (Debian alternatives: mpirun)
             if s.launcher and os.path.basename(s.launcher) == exe:
+                return s
+        for s in usable:
+            if real and s.launcher and os.path.realpath(s.launcher) == os.path.realpath(real):
                 return s
         if exe in ("mpiexec.hydra", "mpiexec.mpich", "mpirun.mpich"):
             stack = "mpich"
