@@ -330,3 +330,37 @@ def test_editing_the_file_runs_only_new_cells_and_status_follows_the_file(tmp_pa
     summary, data = run_campaign(camp, tmp_path / "e.db", found_stacks)
     assert summary.ran == 2 and summary.skipped == 2
     assert data["cells"] == 4 and data["not_in_file"] == 2 and data["totals"]["done"] == 4
+
+
+def test_ctrl_c_leaves_the_cell_pending_and_stops_its_launch(tmp_path, found_stacks):
+    camp = tmp_path / "int.toml"
+    camp.write_text(APP.split("[benchmarks.echo]")[0]
+                    + '[benchmarks.slow]\ncommand = "sleep 20"\nrepeats = 1\n')
+    proc = subprocess.Popen([MPIBENCH, "campaign", "run", str(camp), "--no-progress"],
+                            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if (tmp_path / "runs").exists() and any(
+                    (d / "command.json").exists() for d in (tmp_path / "runs").iterdir()
+                    if d.name.startswith("c-")):
+                break
+            time.sleep(0.05)
+        time.sleep(0.5)
+        os.kill(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err
+    with Store(tmp_path / "mpibench.db") as store:
+        (run,) = store.runs()
+        assert run["status"] == "pending"
+        run_dir = Path(run["run_dir"])
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                assert not os.readlink(f"/proc/{pid}/cwd").startswith(str(run_dir))
+            except OSError:
+                pass

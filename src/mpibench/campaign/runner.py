@@ -324,7 +324,16 @@ class CampaignRunner:
                                job_id=f"{LOCAL_JOB_PREFIX}{socket.gethostname()}:{os.getpid()}",
                                reason=None, stderr_tail=None, exit_code=None, finished=None,
                                elapsed=None, fingerprint_id=None)
-        sr = self.scheduler.run_step(p.step)
+        try:
+            sr = self.scheduler.run_step(p.step)
+        except KeyboardInterrupt:
+            # Ctrl-C: the launch runs in its own session, so stop it here and leave the cell
+            # pending for `resume` (a SIGKILL skips this; resume then does the same)
+            kill_orphans(run_dir)
+            with self.store.transaction():
+                self.store.delete_results(cell.id)
+                self.store.set_run(cell.id, "pending", job_id=None, started=None)
+            raise
         outcome = self.ingest(p, sr.exit_code, sr.timed_out, sr.elapsed)
         self.commit(p, outcome)
 
