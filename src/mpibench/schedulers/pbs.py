@@ -1,0 +1,230 @@
+"""PBS backend (PBS Pro / OpenPBS, Torque, and Slurm's `slurm-wlm-torque` wrappers):
+qsub, one `qstat -f` per poll for all jobs, qdel.
+
+Resources are a `select` line, `#PBS -l select=N:ncpus=C:mpiprocs=P`, with C = the `ncpus`
+key (default P) and P = ranks per node; `resources = "nodes"` writes Torque's
+`-l nodes=N:ppn=P` instead. Finished jobs: Torque and Slurm's wrapper keep them in plain
+`qstat -f` (state C); PBS Pro needs `qstat -x`, enabled by `finished_jobs = true`. A job that
+has left qstat altogether is missing from the poll answer, and the runner falls back on the
+files the job left behind.
+
+Exit status mapping (qstat -f `exit_status` / `Exit_status`): 0 completed; PBS Pro's
+JOB_EXEC_KILL_WALLTIME (-29) timeout; JOB_EXEC_KILL_MEM/VMEM (-27/-26) out of memory;
+other negative values are PBS's own failures to start or run the job (node failure for
+-1..-3, -20, the rest failed); >= 256 killed by signal (status - 256); a `comment` that
+says the walltime was exceeded or the job was deleted decides timeout or cancelled.
+
+Backend-specific [scheduler] keys: ncpus, resources ("select" | "nodes"), place,
+finished_jobs, qsub, qstat, qdel, query_retries.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shlex
+from collections.abc import Sequence
+
+from mpibench.errors import UsageError
+from mpibench.schedulers import (
+    JobRequest,
+    JobStatus,
+    SchedulerError,
+    job_body,
+    register_scheduler,
+)
+from mpibench.schedulers.slurm import (
+    SlurmScheduler,
+    check_value,
+    hostfile_lines,
+    job_name,
+    job_ntasks,
+)
+
+PBS_STATE = {"Q": "pending", "H": "pending", "W": "pending", "T": "pending", "S": "running",
+             "U": "running", "B": "running", "R": "running", "E": "running", "M": "pending",
+             "C": "finished", "F": "finished", "X": "finished"}
+STATE_WORDS = {"Q": "queued", "H": "held", "W": "waiting for its start time",
+               "T": "being moved", "M": "moved to another server"}
+WALLTIME_EXIT = -29
+MEM_EXITS = (-26, -27)
+NODE_EXITS = (-1, -2, -3, -20)
+_JOB = re.compile(r"^Job Id:\s*(\S+)", re.MULTILINE)
+
+
+def pbs_walltime(seconds: float) -> str:
+    total = max(1, math.ceil(seconds))
+    h, rem = divmod(total, 3600)
+    m, s = divmod(rem, 60)
+    return f"{h:02d}:{m:02d}:{s:02d}"
+
+
+def parse_qstat_full(text: str) -> dict[str, dict[str, str]]:
+    """`qstat -f` text -> {job id: {attribute: value}}. Long values continue on lines
+    indented with a tab (PBS Pro) and are joined."""
+    jobs: dict[str, dict[str, str]] = {}
+    current: dict[str, str] | None = None
+    last_key = None
+    for line in text.splitlines():
+        m = _JOB.match(line)
+        if m:
+            current = jobs.setdefault(m.group(1).strip(), {})
+            last_key = None
+            continue
+        if current is None or not line.strip():
+            continue
+        if " = " in line and line[:1].isspace() and not line.startswith("\t\t"):
+            key, value = line.strip().split(" = ", 1)
+            current[key.strip()] = value.strip()
+            last_key = key.strip()
+        elif last_key is not None:  # continuation
+            current[last_key] += line.strip()
+    return jobs
+
+
+def map_pbs(attrs: dict[str, str]) -> JobStatus:
+    code_letter = attrs.get("job_state", "").strip()[:1].upper()
+    kind = PBS_STATE.get(code_letter)
+    nodes = attrs.get("exec_host") or None
+    if nodes:
+        # "n1/0*2+n2/0*2" or "n1/1+n2/1" -> "n1,n2"
+        seen: list[str] = []
+        for part in nodes.split("+"):
+            host = part.split("/")[0]
+            if host and host not in seen:
+                seen.append(host)
+        nodes = ",".join(seen)
+    comment = attrs.get("comment", "")
+    raw = f"job_state={code_letter or '?'}"
+    status_text = attrs.get("Exit_status", attrs.get("exit_status"))
+    if status_text is not None:
+        raw += f" exit_status={status_text}"
+    if kind is None:
+        return JobStatus("failed", None, f"unknown PBS job state {code_letter!r}", nodes, raw)
+    if kind == "pending":
+        reason = STATE_WORDS.get(code_letter, "queued")
+        return JobStatus("pending", None, reason + (f" ({comment})" if comment else ""),
+                         nodes, raw)
+    if kind == "running":
+        return JobStatus("running", None, None, nodes, raw)
+    low = comment.lower()
+    try:
+        status = int(status_text) if status_text is not None else None
+    except ValueError:
+        status = None
+    if status == WALLTIME_EXIT or ("walltime" in low and "exceed" in low):
+        return JobStatus("timeout", None, "the job exceeded its PBS walltime and was killed"
+                         + (f" ({comment})" if comment else ""), nodes, raw)
+    if status in MEM_EXITS or ("mem" in low and "exceed" in low):
+        return JobStatus("oom", None, "the job exceeded its memory limit"
+                         + (f" ({comment})" if comment else ""), nodes, raw)
+    if "deleted" in low or "qdel" in low or "cancel" in low:
+        return JobStatus("cancelled", status, "the job was deleted"
+                         + (f" ({comment})" if comment else ""), nodes, raw)
+    if status is None or status == 0:
+        return JobStatus("completed", status, None, nodes, raw)
+    if status in NODE_EXITS:
+        return JobStatus("node_fail", status, f"PBS could not run the job on its nodes "
+                         f"(exit status {status})" + (f": {comment}" if comment else ""),
+                         nodes, raw)
+    if status < 0:
+        return JobStatus("failed", status, f"PBS failed the job (exit status {status})"
+                         + (f": {comment}" if comment else ""), nodes, raw)
+    if status >= 256:
+        return JobStatus("failed", None, f"the job was killed by signal {status - 256}",
+                         nodes, raw)
+    return JobStatus("failed", status, f"the job script exited with status {status}",
+                     nodes, raw)
+
+
+@register_scheduler("pbs")
+class PBSScheduler(SlurmScheduler):
+    """Shares the query/retry machinery with the Slurm backend; only the words differ."""
+
+    settings_keys = ("ncpus", "resources", "place", "finished_jobs", "qsub", "qstat", "qdel",
+                     "query_retries")
+
+    def directives(self, req: JobRequest) -> list[str]:
+        s = req.settings if req.settings is not None else self.settings
+        opts = {**self.settings.options, **s.options}
+        q = shlex.quote
+        nodes = int(req.nodes or s.nodes or 1)
+        ntasks = job_ntasks(req)
+        ppn = int(req.tasks_per_node or s.tasks_per_node
+                  or (-(-ntasks // nodes) if ntasks else 1))
+        ncpus = int(opts.get("ncpus") or ppn)
+        style = opts.get("resources", "select")
+        if style not in ("select", "nodes"):
+            raise UsageError(f"scheduler.resources: got {style!r}; expected \"select\" or "
+                             "\"nodes\"")
+        d = [f"-N {q(check_value(job_name(req), 'job name'))}"]
+        if style == "select":
+            d.append(f"-l select={nodes}:ncpus={ncpus}:mpiprocs={ppn}")
+            place = opts.get("place") or ("scatter:excl" if s.exclusive else "scatter")
+            d.append(f"-l place={q(check_value(str(place), 'place'))}")
+        else:
+            d.append(f"-l nodes={nodes}:ppn={ppn}")
+            if s.exclusive:
+                d.append("-n")
+        limit = req.time_limit_s or s.time_limit_s
+        if limit:
+            d.append(f"-l walltime={pbs_walltime(limit)}")
+        queue = s.queue_or_partition
+        if queue:
+            d.append(f"-q {q(check_value(queue, 'queue'))}")
+        if s.account:
+            d.append(f"-A {q(check_value(s.account, 'account'))}")
+        d += [f"-o {q(check_value(str(req.run_dir / 'pbs.out'), 'run dir'))}",
+              f"-e {q(str(req.run_dir / 'pbs.err'))}",
+              "-r n"]  # not rerunnable: a node failure is reported, not silently re-run
+        return [f"#PBS {x}" for x in d]
+
+    def render_script(self, req: JobRequest) -> str:
+        s = req.settings if req.settings is not None else self.settings
+        lines = ["#!/bin/bash", *self.directives(req)]
+        for extra in s.extra_directives:
+            check_value(extra, "extra directive")
+            lines.append(extra if extra.startswith("#") else f"#PBS {extra}")
+        lines += [f"# mpibench job {job_name(req)}: cells {' '.join(req.cell_ids)}",
+                  "# generated; every value below is shell-quoted",
+                  f"export MPIBENCH_JOB_DIR={shlex.quote(str(req.run_dir))}",
+                  f"cd {shlex.quote(str(req.run_dir))}"]
+        lines += hostfile_lines(req, req.tasks_per_node or s.tasks_per_node)
+        return "\n".join(lines) + "\n" + job_body(req)
+
+    def submit(self, req: JobRequest) -> str:
+        script = self.write_script(req)
+        # -r n on the command line too: Slurm's qsub wrapper ignores it in the script
+        res = self._run([self._cmd("qsub"), "-r", "n", str(script)], cwd=req.run_dir)
+        jid = res.stdout.strip().splitlines()[-1].strip() if res.stdout.strip() else ""
+        if not res.ok or not jid:
+            raise SchedulerError(f"qsub refused job {req.name}: "
+                                 f"{res.stderr_tail(3).strip() or f'exit {res.returncode}'}")
+        return jid
+
+    def poll(self, job_ids: Sequence[str]) -> dict[str, JobStatus]:
+        ids = [str(j) for j in job_ids]
+        if not ids:
+            return {}
+        opts = self.settings.options
+        argv = [self._cmd("qstat"), "-f"]
+        if opts.get("finished_jobs"):
+            argv.append("-x")
+        # 153 = PBSE_UNKJOBID & 0xff: some ids are unknown, the others are still listed
+        res = self._query(argv + ids, accept=lambda r: r.returncode == 153 and not r.timed_out)
+        jobs = parse_qstat_full(res.stdout)
+        out: dict[str, JobStatus] = {}
+        for jid in ids:
+            attrs = jobs.get(jid) or jobs.get(jid.split(".")[0])
+            if attrs is None:  # "123" asked, "123.server" answered, or the other way round
+                attrs = next((a for k, a in jobs.items() if k.split(".")[0] ==
+                              jid.split(".")[0]), None)
+            if attrs is not None:
+                out[jid] = map_pbs(attrs)
+        return out
+
+    def cancel(self, job_id: str) -> None:
+        res = self._run([self._cmd("qdel"), str(job_id)])
+        if not res.ok and res.returncode != 153 and "unknown job" not in res.stderr.lower():
+            raise SchedulerError(f"qdel {job_id} failed: {res.stderr_tail(3).strip()}")
+
