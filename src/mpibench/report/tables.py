@@ -298,15 +298,19 @@ def grids(store: Store, groups: Mapping[str, list[str]], row_param: str, col_par
     return out
 
 
+def _fmt_param(name: str, v: Any) -> str:
+    return fmt_size(v) if name == "size" and isinstance(v, int) else str(v)
+
+
 def grid_tables(grid: Grid) -> list[Table]:
     """Side by side (one block of columns per group) and one ratio grid per candidate."""
     hdr = [f"{grid.row_param} \\ {grid.col_param}"]
     for g in grid.groups:
-        hdr += [f"{g}: {cv}" for cv in grid.col_values]
+        hdr += [f"{g}: {_fmt_param(grid.col_param, cv)}" for cv in grid.col_values]
     side = Table(title=grid.title, header=hdr, rows=[], kind="grid",
                  caption="cells: median (n); * = best cell of the row for that variant")
     for i, rv in enumerate(grid.row_values):
-        line = [str(rv)]
+        line = [_fmt_param(grid.row_param, rv)]
         for g in grid.groups:
             for cv in grid.col_values:
                 c = grid.cells[g].get((rv, cv))
@@ -328,11 +332,12 @@ def grid_tables(grid: Grid) -> list[Table]:
     for cand, ratios in grid.ratio.items():
         rt = Table(title=f"{grid.title}: gain {cand} vs {grid.baseline}",
                    header=[f"{grid.row_param} \\ {grid.col_param}"] +
-                   [str(cv) for cv in grid.col_values], rows=[], kind="ratio-grid",
+                   [_fmt_param(grid.col_param, cv) for cv in grid.col_values], rows=[],
+                   kind="ratio-grid",
                    caption="gain > 1 = candidate better; ~ = not significant (MWU, Holm over "
                            "this grid); ? = too few samples to test")
         for rv in grid.row_values:
-            line = [str(rv)]
+            line = [_fmt_param(grid.row_param, rv)]
             for cv in grid.col_values:
                 g = ratios.get((rv, cv))
                 s = grid.significant.get(cand, {}).get((rv, cv))
