@@ -195,6 +195,7 @@ class CampaignRunner:
         ids = {c.id for c in cells}
         reset = 0
         jobs: dict[str, list[str]] = {}
+        kill_orphans(self.runs_root / "_verify")  # a probe of a dead harness
         for row in self.store.db.execute("SELECT id, job_id, run_dir FROM runs WHERE "
                                          "status='running'").fetchall():
             if row["id"] not in ids:
