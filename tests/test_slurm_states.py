@@ -1,0 +1,229 @@
+"""Scheduler state mapping from captured outputs, and query failures through the runner seam.
+
+No cluster needed: real outputs captured from the local Slurm live in tests/data/slurm and
+tests/data/pbs (see their README.md); fake squeue/qstat wrapper scripts stand in for a
+scheduler that fails on demand.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from mpibench.schedulers import JobStatus, SchedulerQueryError, SchedulerSettings
+from mpibench.schedulers.pbs import PBSScheduler, map_pbs, parse_qstat_full
+from mpibench.schedulers.slurm import (
+    SlurmScheduler,
+    decode_wait_status,
+    parse_sacct,
+    parse_scontrol,
+    parse_squeue,
+    slurm_time,
+)
+
+DATA = Path(__file__).parent / "data"
+
+
+def _read(*parts: str) -> str:
+    return (DATA.joinpath(*parts)).read_text()
+
+
+def _brief(st: JobStatus) -> tuple:
+    return (st.state, st.exit_code, st.nodelist)
+
+
+def test_squeue_mixed_capture():
+    got = parse_squeue(_read("slurm", "squeue-mixed.txt"))
+    assert {k: _brief(v) for k, v in got.items()} == {
+        "4": ("cancelled", None, "n1"),  # killed by SIGTERM while running
+        "5": ("cancelled", 0, None),
+        "7": ("cancelled", 0, None),
+        "2": ("failed", 3, "n1"),  # raw wait status 768 = exit 3
+        "6": ("failed", None, "n1"),  # kill -9 of the batch shell
+        "3": ("pending", None, None),
+    }
+    assert got["2"].reason == "the job script exited with status 3"
+    assert "signal 9" in got["6"].reason and "JobLaunchFailure" in got["6"].reason
+    assert got["3"].reason == "held (JobHeldUser)"
+    assert got["2"].raw == "FAILED"
+
+
+def test_squeue_timeout_node_fail_running_captures():
+    running = parse_squeue(_read("slurm", "squeue-running.txt"))
+    assert _brief(running["10"]) == ("completed", 0, "n[1-2]")
+    assert running["8"].state == "running" and running["8"].exit_code is None
+    later = parse_squeue(_read("slurm", "squeue-timeout-requeued.txt"))
+    assert later["8"].state == "timeout"
+    assert "time limit" in later["8"].reason
+    assert later["9"].state == "pending"  # requeued after its node died
+    nf = parse_squeue(_read("slurm", "squeue-node-fail.txt"))
+    assert _brief(nf["12"]) == ("node_fail", 0, "n2")
+    assert nf["12"].reason == "a node of the job failed"
+
+
+def test_scontrol_captures():
+    text = "".join(_read("slurm", f) for f in ("scontrol-timeout.txt",
+                                               "scontrol-node-fail.txt",
+                                               "scontrol-failed-exit3.txt",
+                                               "scontrol-completed-2nodes.txt"))
+    got = parse_scontrol(text)
+    assert {k: v.state for k, v in got.items()} == {
+        "8": "timeout", "12": "node_fail", "2": "failed", "10": "completed"}
+    assert got["2"].exit_code == 3
+    assert got["10"].nodelist == "n[1-2]"
+
+
+def test_sacct_states_including_oom_and_cancelled_by():
+    got = parse_sacct(_read("slurm", "sacct-handwritten.txt"))
+    assert {k: v.state for k, v in got.items()} == {
+        "101": "completed", "102": "oom", "103": "cancelled", "104": "timeout",
+        "105": "node_fail", "106": "failed", "107": "pending", "108": "running",
+        "109": "cancelled"}
+    assert got["103"].reason == "the job was cancelled by 1234"
+    assert got["106"].exit_code == 2
+    assert got["107"].nodelist is None
+    assert got["109"].reason == "the job was preempted"
+
+
+@pytest.mark.parametrize("raw, expected", [
+    ("0", (0, 0)), ("768", (3, 0)), ("9", (None, 9)), ("15", (None, 15)),
+    ("2:0", (2, 0)), ("0:15", (0, 15)), ("", (None, None)), ("N/A", (None, None)),
+])
+def test_decode_wait_status(raw, expected):
+    assert decode_wait_status(raw) == expected
+
+
+def test_unknown_state_is_a_failure_with_its_name():
+    st = parse_squeue("5|WEIRD_NEW_STATE|None|n1|0|")["5"]
+    assert st.state == "failed" and "WEIRD_NEW_STATE" in st.reason
+
+
+def test_slurm_time_rounds_up_to_minutes():
+    assert slurm_time(10) == "00:01:00"
+    assert slurm_time(61) == "00:02:00"
+    assert slurm_time(3600) == "01:00:00"
+    assert slurm_time(2 * 86400 + 90) == "2-00:02:00"
+
+
+def test_qstat_slurm_wrapper_capture():
+    jobs = parse_qstat_full(_read("pbs", "qstat-f-slurm-wrapper.txt"))
+    assert set(jobs) == {"13", "14"}
+    done, held = map_pbs(jobs["13"]), map_pbs(jobs["14"])
+    assert _brief(done) == ("completed", None, "n1,n2")  # the wrapper prints no exit status
+    assert done.raw == "job_state=C"
+    assert held.state == "pending"
+
+
+def test_qstat_pbspro_states():
+    jobs = parse_qstat_full(_read("pbs", "qstat-f-pbspro-handwritten.txt"))
+    got = {k.split(".")[0]: map_pbs(v) for k, v in jobs.items()}
+    assert {k: v.state for k, v in got.items()} == {
+        "2001": "completed", "2002": "timeout", "2003": "failed", "2004": "oom",
+        "2005": "pending", "2006": "running", "2007": "failed", "2008": "node_fail",
+        "2009": "cancelled", "2010": "pending"}
+    assert got["2001"].nodelist == "cn01,cn02"
+    assert jobs["2001.pbs01"]["comment"].endswith("and finished")  # continuation joined
+    assert "walltime" in got["2002"].reason
+    assert got["2003"].reason == "the job was killed by signal 15"
+    assert got["2007"].exit_code == 3
+    assert "Insufficient" in got["2005"].reason
+    assert got["2010"].reason == "held"
+
+
+# -- query failures through the command-runner seam ----------------------------------------
+def _fake(tmp_path: Path, name: str, body: str) -> Path:
+    path = tmp_path / name
+    path.write_text("#!/bin/bash\n" + textwrap.dedent(body))
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path
+
+
+def _log_lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def test_transient_squeue_failure_is_retried_and_one_query_covers_all_jobs(tmp_path):
+    log = tmp_path / "calls.log"
+    capture = DATA / "slurm" / "squeue-mixed.txt"
+    squeue = _fake(tmp_path, "squeue", f"""\
+        echo "$*" >>{log}
+        if [ ! -e {tmp_path}/failed-once ]; then
+          touch {tmp_path}/failed-once
+          echo "squeue: error: slurm_receive_msg: Socket timed out on send/recv" >&2
+          exit 1
+        fi
+        cat {capture}
+        """)
+    sched = SlurmScheduler(SchedulerSettings(name="slurm", options={"squeue": str(squeue)}))
+    got = sched.poll(["2", "3", "4", "5", "6", "7"])
+    assert set(got) == {"2", "3", "4", "5", "6", "7"}
+    calls = _log_lines(log)
+    assert len(calls) == 2  # failed once, then answered
+    assert calls[0] == calls[1]
+    assert "--jobs=2,3,4,5,6,7" in calls[1] and "--states=all" in calls[1]
+    assert sched.queries == 2
+
+
+def test_query_that_keeps_failing_raises_transient_error(tmp_path):
+    log = tmp_path / "calls.log"
+    squeue = _fake(tmp_path, "squeue", f'echo x >>{log}; echo "slurmctld down" >&2; exit 1\n')
+    sched = SlurmScheduler(SchedulerSettings(name="slurm", options={
+        "squeue": str(squeue), "query_retries": 3}))
+    with pytest.raises(SchedulerQueryError, match="slurmctld down"):
+        sched.poll(["1"])
+    assert len(_log_lines(log)) == 3
+
+
+def test_jobs_aged_out_of_squeue_fall_back_to_sacct_once(tmp_path):
+    log = tmp_path / "calls.log"
+    squeue = _fake(tmp_path, "squeue", f"""\
+        echo squeue >>{log}
+        echo "slurm_load_jobs error: Invalid job id specified" >&2; exit 1
+        """)
+    sacct = _fake(tmp_path, "sacct", f"""\
+        echo sacct >>{log}
+        echo "Slurm accounting storage is disabled" >&2; exit 1
+        """)
+    sched = SlurmScheduler(SchedulerSettings(name="slurm", options={
+        "squeue": str(squeue), "sacct": str(sacct)}))
+    assert sched.poll(["77"]) == {}
+    assert sched.poll(["77"]) == {}
+    # accounting is off: asked once, then never again; squeue once per poll
+    assert _log_lines(log) == ["squeue", "sacct", "squeue"]
+
+
+def test_sacct_answers_for_aged_out_jobs(tmp_path):
+    squeue = _fake(tmp_path, "squeue", f"cat {DATA / 'slurm' / 'squeue-node-fail.txt'}\n")
+    sacct = _fake(tmp_path, "sacct", f"cat {DATA / 'slurm' / 'sacct-handwritten.txt'}\n")
+    sched = SlurmScheduler(SchedulerSettings(name="slurm", options={
+        "squeue": str(squeue), "sacct": str(sacct)}))
+    got = sched.poll(["12", "102", "999"])
+    assert got["12"].state == "node_fail" and got["102"].state == "oom"
+    assert "999" not in got
+
+
+def test_transient_qstat_failure_and_unknown_ids(tmp_path):
+    log = tmp_path / "calls.log"
+    capture = DATA / "pbs" / "qstat-f-slurm-wrapper.txt"
+    qstat = _fake(tmp_path, "qstat", f"""\
+        echo "$*" >>{log}
+        if [ ! -e {tmp_path}/failed-once ]; then
+          touch {tmp_path}/failed-once; echo "Problem loading jobs." >&2; exit 255
+        fi
+        cat {capture}; exit 153
+        """)
+    sched = PBSScheduler(SchedulerSettings(name="pbs", options={"qstat": str(qstat)}))
+    got = sched.poll(["13", "14", "999"])
+    assert {k: v.state for k, v in got.items()} == {"13": "completed", "14": "pending"}
+    calls = _log_lines(log)
+    assert len(calls) == 2 and calls[1] == "-f 13 14 999"
+
+
+def test_fake_commands_are_executable(tmp_path):
+    # guard for the tests above: a wrapper that cannot execute would look like a failure
+    p = _fake(tmp_path, "x", "exit 0\n")
+    assert os.access(p, os.X_OK)
