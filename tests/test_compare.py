@@ -257,3 +257,17 @@ def test_select_groups(tmp_path):
     with pytest.raises(UsageError):
         select_groups(store, since="yesterday-ish")
     store.close()
+
+
+def test_rich_markup_in_names_is_literal(tmp_path):
+    rng = np.random.default_rng(12)
+    store = Store(tmp_path / "mk.db")
+    cid = store.add_campaign("[red]c[/]")
+    names = ["[bold]a[/]", "b[/]"]
+    groups = {n: add_variant_runs(store, cid, n, repeats=1, make=lambda rep: [
+        core_record("PingPong", 8, rng.normal(5, .1, 10))]) for n in names}
+    cmp = compare_groups(store, groups, names[0], title="[/] title")
+    text = render(cmp, "terminal")
+    assert "[bold]a[/]" in text and "b[/]" in text and "[/] title" in text
+    assert "[bold]a[/]" in render_results(store, groups[names[0]], "terminal", title=names[0])
+    store.close()

@@ -444,11 +444,12 @@ def render_terminal(cmp: Comparison, width: int | None = None) -> str:
     con = Console(file=buf, width=width, force_terminal=tty, color_system="auto" if tty else None,
                   highlight=False, soft_wrap=False)
     hdr, body, summary_idx = _table_model(cmp)
-    t = Table(title=cmp.title or f"comparison vs {cmp.baseline}", title_justify="left",
-              box=box.SIMPLE_HEAD, caption="\n".join(_header_lines(cmp)),
+    # Text() everywhere: user names like "[bold]" or "[/]" must not be read as rich markup
+    t = Table(title=Text(cmp.title or f"comparison vs {cmp.baseline}"), title_justify="left",
+              box=box.SIMPLE_HEAD, caption=Text("\n".join(_header_lines(cmp))),
               caption_justify="left")
     for i, h in enumerate(hdr):
-        t.add_column(h, justify="left" if i < 2 else "right", overflow="fold")
+        t.add_column(Text(h), justify="left" if i < 2 else "right", overflow="fold")
     for i, line in enumerate(body):
         style = "bold" if i in summary_idx else None
         t.add_row(*[Text(x) for x in line], style=style)
@@ -632,10 +633,10 @@ def render_results(store: Store, run_ids: list[str], fmt: str = "terminal", *,
         buf = io.StringIO()
         con = Console(file=buf, width=width, force_terminal=tty,
                       color_system="auto" if tty else None, highlight=False)
-        t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, caption=caption,
-                  caption_justify="left")
+        t = Table(title=Text(title), title_justify="left", box=box.SIMPLE_HEAD,
+                  caption=Text(caption), caption_justify="left")
         for i, h in enumerate(hdr):
-            t.add_column(h, justify="left" if i < 2 else "right", overflow="fold")
+            t.add_column(Text(h), justify="left" if i < 2 else "right", overflow="fold")
         for line in body:
             t.add_row(*[Text(x) for x in line])
         con.print(t)

@@ -95,10 +95,10 @@ def render_table(t: Table, fmt: str = "terminal") -> str:
         buf = io.StringIO()
         con = Console(file=buf, width=width, force_terminal=tty,
                       color_system="auto" if tty else None, highlight=False)
-        rt = RTable(title=t.title, title_justify="left", box=box.SIMPLE_HEAD,
-                    caption=t.caption or None, caption_justify="left")
+        rt = RTable(title=Text(t.title), title_justify="left", box=box.SIMPLE_HEAD,
+                    caption=Text(t.caption) if t.caption else None, caption_justify="left")
         for j, h in enumerate(t.header):
-            rt.add_column(h, justify="left" if j == 0 else "right", overflow="fold")
+            rt.add_column(Text(h), justify="left" if j == 0 else "right", overflow="fold")
         for i, line in enumerate(rows):
             rt.add_row(*[Text(x) for x in line], style="bold" if i in t.bold_rows else None)
         con.print(rt)
