@@ -1,0 +1,117 @@
+"""Recognise a benchmark output by its content (never its file name) and parse it.
+
+`parse_bytes(data)` is the importer's entry point: it rejects binary data and unknown formats
+with a clear problem instead of an exception, decompresses gzip, decodes text (invalid bytes
+become U+FFFD, so the lines holding them fail to parse and are reported, the rest is kept),
+detects the tool and hands the text to that tool's parser.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+import zlib
+from collections.abc import Callable
+
+from mpibench.parsers import imb, nccl, netpipe, osu
+from mpibench.parsers.base import ParseResult, clip
+
+MAX_BYTES = 512 << 20        # a benchmark output is kilobytes; refuse to read a disk image
+
+PARSERS: dict[str, Callable[[str], ParseResult]] = {
+    "imb": imb.parse_imb,
+    "osu": osu.parse_osu,
+    "nccl": nccl.parse_nccl_text,
+    "nccl-json": nccl.parse_nccl_json,
+    "netpipe": netpipe.parse_netpipe,
+}
+
+_TEXT_CTRL = set(b"\t\n\r\f\v\x1b")
+_NETPIPE_ROW = re.compile(r"^\s*\d+\s+\d+(?:\.\d+)?\s+\d+(?:\.\d+)?(?:[eE][+-]?\d+)?\s*$")
+
+
+def decode(data: bytes) -> tuple[str | None, str | None]:
+    """(text, None) or (None, why it is not text)."""
+    head = data[:65536]
+    if not head:
+        return None, "empty file: expected IMB, OSU, nccl-tests or NetPIPE output"
+    bad = sum(1 for b in head if b < 32 and b not in _TEXT_CTRL)
+    text = data.decode("utf-8", errors="replace")
+    invalid = text[:65536].count("\ufffd")
+    if (bad + invalid) > 0.10 * len(head) or head.count(0) > 0.01 * len(head) + 8:
+        where = next((k for k, b in enumerate(head) if b < 32 and b not in _TEXT_CTRL), 0)
+        return None, (f"binary data (non-text byte 0x{head[where]:02x} at offset {where}): "
+                      "expected a text output of IMB, OSU, nccl-tests or NetPIPE")
+    # Stray control bytes inside a text file: keep the text, make those lines unparseable.
+    text = re.sub(r"[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f]", "\ufffd", text)
+    return text, None
+
+
+def detect(text: str) -> str | None:
+    """Format key of PARSERS, or None."""
+    head = text[:400_000]
+    if head.lstrip()[:1] == "{" and '"results"' in head and (
+            '"nccl_version"' in head or '"alg_bw"' in head or '"config"' in head):
+        return "nccl-json"
+    if imb.TITLE_RE.search(head) or ("# Benchmarking " in head and "#repetitions" in head):
+        return "imb"
+    if re.search(r"^#\s*OSU\s+.*?[Tt]est\s+v\d", head, re.M):
+        return "osu"
+    if "nccl-tests version" in head or (
+            "algbw" in head and "busbw" in head and ("# nThread" in head or "redop" in head)):
+        return "nccl"
+    lines = [ln for ln in head.splitlines()[:2000] if ln.strip()]
+    if any(netpipe.STDOUT_RE.match(ln) for ln in lines[:400]):
+        return "netpipe"
+    if len(lines) >= 2:
+        rows = sum(1 for ln in lines if _NETPIPE_ROW.match(ln))
+        if rows >= 0.8 * len(lines):
+            return "netpipe"
+    return None
+
+
+def describe_unknown(text: str) -> str:
+    first = next((ln for ln in text.splitlines() if ln.strip()), "")
+    if text.lstrip()[:1] in "{[" and '"record"' in text[:4000]:
+        return ("mpibench-core JSON Lines: native results are stored by 'mpibench run', "
+                "not imported")
+    return ("unrecognised format: expected IMB ('Intel(R) MPI Benchmarks' title or "
+            "'# Benchmarking' tables), OSU ('# OSU MPI ... Test vX'), nccl-tests (text with "
+            "algbw/busbw columns, or its JSON) or NetPIPE ('bytes Mbps seconds' rows); "
+            f"first line: {clip(first)!r}")
+
+
+def parse_text(text: str) -> ParseResult:
+    fmt = detect(text)
+    if fmt is None:
+        res = ParseResult()
+        res.problem(1, describe_unknown(text))
+        return res
+    return PARSERS[fmt](text)
+
+
+def parse_bytes(data: bytes) -> ParseResult:
+    compressed = False
+    if data[:2] == b"\x1f\x8b":
+        try:
+            d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            data = d.decompress(data, MAX_BYTES)
+            if d.unconsumed_tail:
+                res = ParseResult()
+                res.problem(None, f"gzip content larger than {MAX_BYTES >> 20} MiB; "
+                                  "expected a benchmark output")
+                return res
+            compressed = True
+        except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
+            res = ParseResult()
+            res.problem(None, f"gzip data that does not decompress ({exc})")
+            return res
+    text, why = decode(data)
+    if text is None:
+        res = ParseResult()
+        res.problem(None, why or "not text")
+        return res
+    res = parse_text(text)
+    if compressed:
+        res.meta["compressed"] = "gzip"
+    return res

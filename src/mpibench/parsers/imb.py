@@ -1,0 +1,352 @@
+"""Intel MPI Benchmarks text output (IMB-MPI1, IMB-NBC, IMB-RMA, IMB-EXT; 3.x, 4.x, 2018-2021.x).
+
+Columns are read from each table's header line, never by position, so every column set
+IMB prints is handled: t[usec] + Mbytes/sec (PingPong, PingPing, Multi- pt2pt), t_min/t_max/
+t_avg (+ Mbytes/sec for Sendrecv/Exchange), Mbytes/sec + Msg/sec (Uniband/Biband),
+t_ovrl/t_pure/t_CPU/overlap[%] (IMB-NBC), t_pure/t_ovrl (IMB-RMA passive), the leading Group
+column of `-multi 1` and the trailing defects column of `-check` builds. Several
+`#processes` blocks per benchmark (-npmin) give one np each. Failure rows ("out-of-mem.",
+"int-overflow.", "time-out.") become rows with that status and IMB's message as reason.
+
+Which figure a row stores in `mean` (and names in `statistic`):
+  t[usec]  -> statistic "mean": average time per repetition (PingPong: half the round trip)
+  t_avg    -> statistic "t_avg": per-rank average over repetitions, averaged over ranks;
+              t_min/t_max (min/max over ranks) go to extra t_min_us / t_max_us
+  t_pure   -> statistic "t_pure": IMB-NBC/RMA time of the communication alone; the overlapped
+              time, CPU time and overlap % go to extra
+  no time  -> metric "bandwidth" (Uniband, Biband): Mbytes/sec, better "higher"
+Mbytes/sec becomes bandwidth_mbps in 10^6 bytes/s: IMB 2018 and later print that already;
+older versions (3.x, 4.x, 2017) print 2^20 bytes/s, converted here (printed value kept).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from mpibench.parsers.base import (
+    ABORT_PATTERNS, ParseResult, as_float, as_int, bandwidth_record, clip, failure_record,
+    time_record,
+)
+
+TITLE_RE = re.compile(
+    r"Intel\s*\(R\)\s*MPI\s+Benchmarks?(?:\s+Suite)?\s+V?(\d[\w.]*(?:\s+Update\s+\d+)?)"
+    r"\s*,\s*(\S+)\s+part")
+BENCH_RE = re.compile(r"^#\s*Benchmarking\s+(Multi-)?(\S+)")
+PROCS_RE = re.compile(r"#processes\s*=\s*(\d+)")
+GROUPS_RE = re.compile(r"\(\s*(\d+)\s+groups?\s+of\s+(\d+)\s+process")
+MODE_RE = re.compile(r"MODE:\s*(NON-AGGREGATE|AGGREGATE)", re.I)
+INFO_RE = re.compile(r"^#\s*(Date|Machine|System|Release|Version|MPI Version|"
+                     r"MPI Thread Environment)\s*:\s*(.*?)\s*$")
+FAIL_RE = re.compile(r"^\s*((?:\d+\s+){1,2})(time-out|out-of-mem|int-overflow)\.?;?\s*(.*?)\s*$")
+FINALIZE = "# All processes entering MPI_Finalize"
+
+PARTS = {"MPI-1": "IMB-MPI1", "MPI-2": "IMB-EXT", "MPI-EXT": "IMB-EXT", "EXT": "IMB-EXT",
+         "MPI-NBC": "IMB-NBC", "NBC": "IMB-NBC", "MPI-RMA": "IMB-RMA", "RMA": "IMB-RMA",
+         "MPI-IO": "IMB-IO", "IO": "IMB-IO"}
+
+INT_COLS = {"Group", "#bytes", "#repetitions"}
+FLOAT_COLS = {"t[usec]", "Mbytes/sec", "Msg/sec", "t_min[usec]", "t_max[usec]",
+              "t_avg[usec]", "t_ovrl[usec]", "t_pure[usec]", "t_CPU[usec]", "overlap[%]",
+              "defects"}
+KNOWN_COLS = INT_COLS | FLOAT_COLS
+_EXTRA_NAME = {"t_min[usec]": "t_min_us", "t_max[usec]": "t_max_us", "t_ovrl[usec]": "t_ovrl_us",
+               "t_CPU[usec]": "t_cpu_us", "overlap[%]": "overlap_pct", "defects": "defects"}
+
+
+def mbytes_factor(version: str | None) -> tuple[float, str]:
+    """Multiplier from the printed Mbytes/sec to 10^6 bytes/s, and the unit as printed."""
+    if version:
+        m = re.match(r"(\d+)", version)
+        if m and int(m.group(1)) < 2018:
+            return (1 << 20) / 1e6, "2^20 bytes/s"
+    return 1.0, "10^6 bytes/s"
+
+
+def _is_header(tokens: list[str]) -> bool:
+    return (len(tokens) >= 2 and "#repetitions" in tokens
+            and all(t in KNOWN_COLS for t in tokens))
+
+
+class _Block:
+    def __init__(self, name: str, multi: bool, line: int):
+        self.name = name
+        self.multi = multi
+        self.line = line
+        self.np: int | None = None
+        self.n_groups: int | None = None
+        self.mode: str | None = None
+        self.cols: list[str] | None = None
+        self.header_line = 0
+        self.rows = 0
+        self.last_size: int | None = None
+        self.done = False            # its table has ended; IMB prints one table per block
+
+    @property
+    def benchmark(self) -> str:
+        name = ("Multi-" if self.multi else "") + self.name
+        return f"{name}:{self.mode}" if self.mode else name
+
+    def describe(self) -> str:
+        return f"{self.benchmark} table (#processes = {self.np if self.np else '?'})"
+
+
+def parse_imb(text: str) -> ParseResult:
+    res = ParseResult(format="imb", tool="IMB")
+    lines = text.splitlines()
+    # A last line without its newline may be cut mid-number: never trust it as a row.
+    partial_last = bool(lines) and not text.endswith(("\n", "\r"))
+    titles: list[int] = []
+    listed: list[str] = []
+    in_list = False
+    argv_next = False
+    block: _Block | None = None
+    seen_names: list[str] = []
+    finalized = False
+    abort_lines: list[int] = []
+    factor, unit_printed = 1.0, "10^6 bytes/s"
+    last_content = 0
+
+    def end_table() -> None:
+        if block is not None and block.cols is not None:
+            block.done = True
+            block.cols = None
+
+    for i, raw in enumerate(lines, 1):
+        line = raw.rstrip()
+        stripped = line.strip()
+        if stripped:
+            last_content = i
+        if not stripped:
+            in_list = in_list and not listed  # blank lines before the list entries are fine
+            end_table()
+            continue
+
+        # -- file header ----------------------------------------------------------------
+        m = TITLE_RE.search(line)
+        if m:
+            titles.append(i)
+            if len(titles) == 1:
+                res.version = m.group(1).strip()
+                part = m.group(2).strip()
+                res.tool = PARTS.get(part, "IMB-" + part)
+                res.meta["part"] = part
+                factor, unit_printed = mbytes_factor(res.version)
+            continue
+        if stripped.startswith("#") and block is None:
+            im = INFO_RE.match(stripped)
+            if im:
+                res.meta.setdefault(im.group(1).lower().replace(" ", "_"), im.group(2))
+                continue
+            if "Calling sequence was" in stripped:
+                argv_next = True
+                continue
+            if argv_next and stripped != "#":
+                res.meta.setdefault("argv", stripped.lstrip("#").strip())
+                argv_next = False
+                continue
+            if "List of Benchmarks to run" in stripped:
+                in_list = True
+                continue
+            if in_list:
+                lm = re.match(r"^#\s+([A-Za-z][\w-]*)\s*$", stripped)
+                if lm:
+                    listed.append(lm.group(1))
+                    continue
+                in_list = False
+
+        if stripped.startswith(FINALIZE):
+            finalized = True
+            end_table()
+            continue
+
+        # -- block header ----------------------------------------------------------------
+        bm = BENCH_RE.match(stripped)
+        if bm:
+            end_table()
+            if block is not None and block.rows == 0 and not block.done:
+                res.problem(block.line, f"{block.describe()}: no table follows; expected "
+                                        "a column header line and rows")
+            block = _Block(bm.group(2), bool(bm.group(1)), i)
+            seen_names.append(bm.group(2))
+            res.blocks += 1
+            continue
+        if stripped.startswith("#") and block is not None and block.cols is None:
+            pm = PROCS_RE.search(stripped)
+            if pm and not block.done:
+                block.np = as_int(pm.group(1))
+                continue
+            gm = GROUPS_RE.search(stripped)
+            if gm and not block.done:
+                block.n_groups, block.np = as_int(gm.group(1)), as_int(gm.group(2))
+                continue
+            mm = MODE_RE.search(stripped)
+            if mm and not block.done:
+                block.mode = mm.group(1).lower()
+                continue
+
+        tokens = stripped.split()
+        if block is None or block.cols is None:
+            if _is_header(tokens):
+                if block is None or block.done:
+                    res.problem(i, "column header without a '# Benchmarking <name>' line "
+                                   "before it; table skipped")
+                    block = None
+                    continue
+                block.cols = tokens
+                block.header_line = i
+                if block.np is None:
+                    res.problem(block.line, f"{block.benchmark}: no '# #processes = N' line; "
+                                            "np of these rows is unknown")
+                continue
+            if stripped.startswith("#"):
+                continue
+            if ABORT_PATTERNS.search(stripped):
+                abort_lines.append(i)
+                continue
+            if tokens and all(as_float(t) is not None for t in tokens):
+                res.problem(i, "numbers outside a table: expected a '# Benchmarking' block "
+                               "and a column header line before rows; line skipped")
+            elif tokens and as_int(tokens[0]) is not None and FAIL_RE.match(stripped):
+                res.problem(i, "failure note outside a table; line skipped")
+            continue
+
+        # -- inside a table --------------------------------------------------------------
+        if stripped.startswith("#"):
+            end_table()
+            continue
+        if ABORT_PATTERNS.search(stripped):
+            abort_lines.append(i)
+            end_table()
+            continue
+        if partial_last and i == len(lines):
+            res.problem(i, f"last line is incomplete (no newline at the end of the file): "
+                           f"{clip(stripped)!r} not imported")
+            continue
+        rec = _row(block, tokens, i, factor, unit_printed, res)
+        if rec is None:
+            fm = FAIL_RE.match(stripped)
+            if fm:
+                rec = _failure(block, fm, i)
+            if rec is None:
+                res.problem(i, f"expected a row of {len(block.cols)} numbers "
+                               f"({' '.join(block.cols)}) or an IMB failure note, got "
+                               f"{clip(stripped)!r}; line skipped")
+                continue
+        block.rows += 1
+        block.last_size = rec["size"]
+        res.records.append(rec)
+
+    # -- how did the file end? -----------------------------------------------------------
+    if len(titles) > 1:
+        res.problem(titles[1], f"a second IMB run starts here (titles at lines "
+                               f"{', '.join(map(str, titles))}); rows of all runs kept")
+    if not titles and res.blocks:
+        res.problem(None, "no 'Intel(R) MPI Benchmarks <version>, <part> part' title line: "
+                          "version unknown, Mbytes/sec taken as 10^6 bytes/s (IMB 2018+)")
+    if res.blocks and not finalized:
+        res.truncated = True
+        res.truncated_at = last_content
+        where = ""
+        if block is not None and block.cols is not None:
+            where = (f" inside the {block.describe()} after {block.rows} rows"
+                     + (f" (last size {block.last_size})" if block.last_size is not None else ""))
+        elif block is not None:
+            where = f" after the {block.describe()}"
+        killed = ""
+        if abort_lines:
+            # the most telling line of a launcher's banner is one with words in it
+            ab = next((n for n in abort_lines if re.search(r"[A-Za-z]", lines[n - 1])),
+                      abort_lines[0])
+            killed = f"; line {ab} shows the run was killed: {clip(lines[ab - 1])!r}"
+        missing = [b for b in listed if b not in seen_names]
+        not_run = f"; never started: {', '.join(missing)}" if missing else ""
+        res.problem(last_content, f"output ends{where}: expected more rows or "
+                                  f"'{FINALIZE}' (run did not finish{killed}){not_run}; "
+                                  "complete rows kept")
+    elif res.blocks == 0:
+        res.problem(None, "no '# Benchmarking <name>' block: expected IMB result tables")
+    res.meta = {k: v for k, v in res.meta.items() if v}
+    return res
+
+
+def _row(block: _Block, tokens: list[str], lineno: int, factor: float, unit_printed: str,
+         res: ParseResult) -> dict[str, Any] | None:
+    cols = block.cols or []
+    if len(tokens) != len(cols):
+        return None
+    vals: dict[str, Any] = {}
+    for c, t in zip(cols, tokens):
+        v = as_int(t) if c in INT_COLS else as_float(t)
+        if v is None:
+            return None
+        vals[c] = v
+    size = vals.get("#bytes", 0)
+    extra: dict[str, Any] = {"repetitions": vals["#repetitions"], "line": lineno}
+    if "#bytes" not in vals:
+        extra["sizeless"] = True
+    if "Group" in vals:
+        extra["group"] = vals["Group"]
+    if block.n_groups:
+        extra["n_groups"] = block.n_groups
+    if block.mode:
+        extra["mode"] = block.mode
+    for c, name in _EXTRA_NAME.items():
+        if c in vals and not (c in ("t_ovrl[usec]", "t_CPU[usec]") and "t_pure[usec]" not in vals):
+            extra[name] = vals[c]
+    name = block.benchmark
+    if "t_avg[usec]" in vals:
+        rec = time_record(name, size, block.np, vals["t_avg[usec]"], "t_avg", extra)
+    elif "t_pure[usec]" in vals:
+        rec = time_record(name, size, block.np, vals["t_pure[usec]"], "t_pure", extra)
+    elif "t[usec]" in vals:
+        rec = time_record(name, size, block.np, vals["t[usec]"], "mean", extra)
+    elif "t_ovrl[usec]" in vals:
+        rec = time_record(name, size, block.np, vals["t_ovrl[usec]"], "t_ovrl", extra)
+    elif "Mbytes/sec" in vals:
+        rec = bandwidth_record(name, size, block.np, vals["Mbytes/sec"] * factor, "mean", extra)
+    else:
+        return None
+    if "Mbytes/sec" in vals:
+        rec["bandwidth_mbps"] = vals["Mbytes/sec"] * factor
+        if rec["metric"] == "bandwidth":
+            rec["mean"] = rec["bandwidth_mbps"]
+        if factor != 1.0:
+            rec["extra"]["mbytes_per_sec_printed"] = vals["Mbytes/sec"]
+            rec["extra"]["mbytes_unit_printed"] = unit_printed
+    if "Msg/sec" in vals:
+        rec["msg_rate"] = vals["Msg/sec"]
+    if vals.get("defects", 0) > 0:
+        rec["status"] = "validation-failed"
+        rec["reason"] = f"IMB -check reported defects = {vals['defects']:g}"
+    return rec
+
+
+def _failure(block: _Block, fm: re.Match, lineno: int) -> dict[str, Any] | None:
+    nums = fm.group(1).split()
+    want = 2 if block.cols and block.cols[0] == "Group" else 1
+    if len(nums) != want or "#bytes" not in (block.cols or []):
+        return None
+    size = as_int(nums[-1])
+    if size is None:
+        return None
+    status = fm.group(2)
+    template = time_record(block.benchmark, size, block.np, None,
+                           _statistic_of(block.cols or []), {"line": lineno})
+    if "t_avg[usec]" not in (block.cols or []) and "t[usec]" not in (block.cols or []) \
+            and "t_pure[usec]" not in (block.cols or []):
+        template.update(metric="bandwidth", unit="MB/s", better="higher", statistic="mean")
+    if want == 2:
+        template["extra"]["group"] = as_int(nums[0])
+    if block.mode:
+        template["extra"]["mode"] = block.mode
+    reason = f"{status}. {fm.group(3)}".strip() if fm.group(3) else status
+    return failure_record(template, size, status, reason)
+
+
+def _statistic_of(cols: list[str]) -> str:
+    if "t_avg[usec]" in cols:
+        return "t_avg"
+    if "t_pure[usec]" in cols:
+        return "t_pure"
+    return "mean"

@@ -1,0 +1,104 @@
+"""NetPIPE 3.x output: the -o file ("size  Mbps  seconds" per line) or its stdout
+("  0:       1 bytes 163840 times -->     20.76 Mbps in       0.37 usec").
+
+NetPIPE's Mbps is 2^20 bits per second (it divides by 1024*1024; checked against a real run:
+65536 bytes in 18.18 us -> 27507 "Mbps"), and its time is the one-way time of the best of its
+trials (ping-pong round trip / 2). Rows: benchmark "NetPIPE", np 2, mean = that time in us
+(statistic "min": the best trial, not an average), bandwidth_mbps in 10^6 bytes/s from the
+printed Mbps (more digits than the time column). NetPIPE sizes include its perturbations
+(n-3, n, n+3), so sizes are not powers of two.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from mpibench.parsers.base import ABORT_PATTERNS, ParseResult, as_float, as_int, clip
+
+STDOUT_RE = re.compile(r"^\s*(\d+):\s+(\d+)\s+bytes\s+(\d+)\s+times\s+-->\s+(\S+)\s+Mbps\s+in\s+"
+                       r"(\S+)\s+usec\s*$")
+MBPS_TO_MBYTES = (1 << 20) / 8 / 1e6        # NetPIPE Mbps -> 10^6 bytes/s
+
+
+def _record(size: int, mbps: float, t_us: float, lineno: int,
+            extra: dict[str, Any]) -> dict[str, Any]:
+    return {"benchmark": "NetPIPE", "size": size, "np": 2, "status": "ok", "metric": "time",
+            "unit": "us", "better": "lower", "statistic": "min", "n": None, "mean": t_us,
+            "bandwidth_mbps": mbps * MBPS_TO_MBYTES,
+            "extra": {"mbps_printed": mbps, "line": lineno, **extra}}
+
+
+def parse_netpipe(text: str) -> ParseResult:
+    res = ParseResult(format="netpipe", tool="NetPIPE")
+    lines = text.splitlines()
+    partial_last = bool(lines) and not text.endswith(("\n", "\r"))
+    stdout_form = any(STDOUT_RE.match(ln) for ln in lines[:400])
+    res.meta["form"] = "stdout" if stdout_form else "output file (-o)"
+    hosts: list[str] = []
+    started = False
+    abort = None
+    last_content = 0
+    for i, raw in enumerate(lines, 1):
+        s = raw.strip()
+        if not s:
+            continue
+        last_content = i
+        if partial_last and i == len(lines):
+            res.problem(i, f"last line is incomplete (no newline at the end of the file): "
+                           f"{clip(s)!r} not imported")
+            continue
+        if stdout_form:
+            m = STDOUT_RE.match(raw)
+            if m:
+                size, reps = as_int(m.group(2)), as_int(m.group(3))
+                mbps, t_us = as_float(m.group(4)), as_float(m.group(5))
+                if None in (size, reps, mbps, t_us):
+                    res.problem(i, f"expected '<n>: <bytes> bytes <reps> times --> <Mbps> Mbps "
+                                   f"in <usec> usec', got {clip(s)!r}; line skipped")
+                    continue
+                res.records.append(_record(size, mbps, t_us, i, {"repetitions": reps}))
+                continue
+            hm = re.match(r"^(\d+):\s+(\S+)$", s)
+            if hm:
+                hosts.append(hm.group(2))
+                continue
+            if s.startswith(("Sending output to", "Now starting", "Latency:", "Now starting "
+                             "the main loop")):
+                started = started or s.startswith("Now starting")
+                continue
+            if ABORT_PATTERNS.search(s):
+                abort = abort or i
+                continue
+            if re.match(r"^\s*\d+:", s):
+                res.problem(i, f"expected '<n>: <bytes> bytes <reps> times --> <Mbps> Mbps in "
+                               f"<usec> usec', got {clip(s)!r}; line skipped")
+            continue
+        tokens = s.split()
+        if len(tokens) == 3:
+            size, mbps, sec = as_int(tokens[0]), as_float(tokens[1]), as_float(tokens[2])
+            if size is not None and mbps is not None and sec is not None:
+                res.records.append(_record(size, mbps, sec * 1e6, i, {}))
+                continue
+        if ABORT_PATTERNS.search(s):
+            abort = abort or i
+            continue
+        res.problem(i, f"expected 'bytes Mbps seconds' (3 numbers), got {clip(s)!r}; "
+                       "line skipped")
+    res.blocks = 1 if res.records else 0
+    if hosts:
+        res.meta["hosts"] = hosts
+    if not res.records:
+        res.problem(None, "no NetPIPE rows ('bytes Mbps seconds' lines or '<n>: <bytes> bytes "
+                          "... Mbps in ... usec' lines)")
+    else:
+        sizes = [r["size"] for r in res.records]
+        if any(b < a for a, b in zip(sizes, sizes[1:])):
+            res.problem(None, "sizes are not in increasing order: NetPIPE writes them "
+                              "increasing; rows kept, check the file")
+    if abort:
+        res.truncated = True
+        res.truncated_at = last_content
+        res.problem(abort, f"the run was killed ({clip(lines[abort - 1])!r}): rows before it "
+                           "kept")
+    return res

@@ -1,0 +1,310 @@
+"""OSU Micro-Benchmarks text output (5.x to 7.x).
+
+The title line ("# OSU MPI Allreduce Latency Test v7.4") names the benchmark, stored with the
+executable's name (osu_allreduce, osu_latency, osu_bw, osu_iallreduce, osu_put_latency...).
+Columns come from the header line, which OSU prints before or after the "# Datatype:" line
+depending on the version; every column set is read by name:
+  Latency / Avg Latency(us)          -> mean (statistic "mean": average over iterations)
+  Min/Max Latency(us), Iterations    -> extra t_min_us, t_max_us, iterations (-f)
+  P50/P90/P99 Tail Lat(us)           -> extra p50_us, p90_us, p99_us (-z)
+  Bandwidth (MB/s), MB/s             -> metric "bandwidth" (mean and bandwidth_mbps)
+  Messages/s                         -> msg_rate
+  Validation                         -> extra validation; "Fail" makes the row
+                                        status "validation-failed" (-c)
+  Overall/Compute/Pure Comm./Overlap -> non-blocking collectives: mean = Pure Comm. time
+                                        (statistic "pure_comm"), the rest in extra
+OSU's MB/s is 10^6 bytes/s. OSU prints no rank count: np is 2 for the two-rank tests,
+2 x pairs for osu_mbw_mr, and unknown (None) for the rest unless the caller supplies it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from mpibench.parsers.base import (
+    ABORT_PATTERNS, ParseResult, as_float, as_int, bandwidth_record, clip, time_record,
+)
+
+TITLE_RE = re.compile(r"^#\s*OSU\s+(.*?)\s+[Tt]est\s+v(\d[\w.]*)")
+PAIRS_RE = re.compile(r"pairs:\s*(\d+)")
+WINDOW_RE = re.compile(r"window size:\s*(\d+)")
+DATATYPE_RE = re.compile(r"^#\s*Datatype:\s*(\S+?)\.?\s*$")
+
+_COLLECTIVES = {
+    "allreduce": "allreduce", "allgather": "allgather", "allgatherv": "allgatherv",
+    "all-to-all personalized exchange": "alltoall", "all-to-all": "alltoall",
+    "all-to-allv personalized exchange": "alltoallv", "all-to-allv": "alltoallv",
+    "all-to-allw personalized exchange": "alltoallw", "alltoall": "alltoall",
+    "alltoallv": "alltoallv", "barrier": "barrier", "broadcast": "bcast", "bcast": "bcast",
+    "gather": "gather", "gatherv": "gatherv", "reduce": "reduce",
+    "reduce_scatter": "reduce_scatter", "reduce scatter": "reduce_scatter",
+    "reduce_scatter_block": "reduce_scatter_block", "scatter": "scatter",
+    "scatterv": "scatterv",
+}
+_PT2PT = {
+    "latency": "osu_latency", "bandwidth": "osu_bw", "bi-directional bandwidth": "osu_bibw",
+    "multiple bandwidth / message rate": "osu_mbw_mr", "multi latency": "osu_multi_lat",
+    "multi-threaded latency": "osu_latency_mt", "multi-threaded bandwidth": "osu_bw_mt",
+    "multi-threaded bi-directional bandwidth": "osu_bibw_mt",
+    "persistent latency": "osu_latency_persistent",
+    "persistent bandwidth": "osu_bw_persistent",
+}
+_ONE_SIDED = {"put": "put", "get": "get", "accumulate": "acc", "get_accumulate": "get_acc",
+              "fetch_and_op": "fop", "compare_and_swap": "cas"}
+_TWO_RANK = {"osu_latency", "osu_bw", "osu_bibw", "osu_latency_mt", "osu_bw_mt",
+             "osu_bibw_mt", "osu_latency_persistent", "osu_bw_persistent"}
+
+
+def benchmark_name(title: str) -> tuple[str, str | None]:
+    """'MPI Non-blocking Allreduce Latency' -> ('osu_iallreduce', None);
+    'MPI-CUDA Bandwidth' -> ('osu_bw', 'CUDA'). Unknown titles get a slug."""
+    t = title.strip()
+    accel = None
+    m = re.match(r"^MPI-(CUDA|ROCM|OPENACC|SYCL|HIP)\b\s*", t, re.I)
+    if m:
+        accel = m.group(1).upper()
+        t = t[m.end():]
+    low = t.lower()
+    m = re.match(r"^mpi_(\w+)\s+(.*)$", low)                # one-sided: "MPI_Put Latency"
+    if m:
+        op = _ONE_SIDED.get(m.group(1), m.group(1))
+        rest = m.group(2)
+        kind = ("bibw" if "bi-directional" in rest else "bw" if "bandwidth" in rest
+                else "latency")
+        return f"osu_{op}_{kind}", accel
+    low = re.sub(r"^mpi\s+", "", low)
+    if low in _PT2PT:
+        return _PT2PT[low], accel
+    nb = re.match(r"^non-?blocking\s+(.*)$", low)
+    core = nb.group(1) if nb else low
+    core = re.sub(r"\s+latency$", "", core)
+    if core in _COLLECTIVES:
+        return "osu_" + ("i" if nb else "") + _COLLECTIVES[core], accel
+    slug = re.sub(r"[^a-z0-9]+", "_", low).strip("_")
+    return "osu_" + (slug or "unknown"), accel
+
+
+def _column(name: str) -> str:
+    """Canonical key for an OSU column header."""
+    k = re.sub(r"\s+", "", name.lower())
+    if k == "size":
+        return "size"
+    if k in ("avglatency(us)", "latency(us)", "latency", "avglatency"):
+        return "latency"
+    if k in ("bandwidth(mb/s)", "mb/s", "bandwidth", "avgbandwidth(mb/s)", "bw(mb/s)"):
+        return "bandwidth"
+    if k in ("messages/s", "messagerate", "msg/s"):
+        return "msg_rate"
+    m = re.match(r"^(min|max)latency\(us\)$", k)
+    if m:
+        return f"t_{m.group(1)}_us"
+    m = re.match(r"^p(\d+)taillat\(us\)$", k)
+    if m:
+        return f"p{m.group(1)}_us"
+    m = re.match(r"^p(\d+)tailbw\(mb/s\)$", k)
+    if m:
+        return f"p{m.group(1)}_mbps"
+    table = {"iterations": "iterations", "validation": "validation",
+             "overall(us)": "overall_us", "compute(us)": "compute_us",
+             "purecomm.(us)": "pure_comm_us", "purecomm(us)": "pure_comm_us",
+             "overlap(%)": "overlap_pct", "coll.init(us)": "init_us",
+             "init(us)": "init_us", "mpi_test(us)": "test_us", "test(us)": "test_us",
+             "mpi_wait(us)": "wait_us", "wait(us)": "wait_us"}
+    return table.get(k, "")
+
+
+def _header(line: str) -> list[str] | None:
+    body = line.lstrip("#").strip()
+    if not body:
+        return None
+    names = re.split(r"\s{2,}|\t+", body)
+    keys = [_column(n) for n in names]
+    if not all(keys):
+        return None
+    if keys[0] == "size" or (len(keys) >= 1 and keys[0] in ("latency", "bandwidth")):
+        if len(set(keys)) != len(keys):
+            return None
+        return keys
+    return None
+
+
+class _Table:
+    def __init__(self, title: str, version: str, line: int):
+        self.name, self.accel = benchmark_name(title)
+        self.title = title
+        self.version = version
+        self.line = line
+        self.cols: list[str] | None = None
+        self.names: list[str] = []
+        self.ended = False
+        self.rows = 0
+        self.meta: dict[str, Any] = {}
+
+
+def parse_osu(text: str) -> ParseResult:
+    res = ParseResult(format="osu", tool="OSU")
+    lines = text.splitlines()
+    partial_last = bool(lines) and not text.endswith(("\n", "\r"))
+    table: _Table | None = None
+    titles: list[_Table] = []
+    abort_lines: list[int] = []
+    last_content = 0
+
+    for i, raw in enumerate(lines, 1):
+        stripped = raw.strip()
+        if stripped:
+            last_content = i
+        else:
+            if table is not None and table.rows:
+                table.ended = True
+            continue
+        m = TITLE_RE.match(stripped)
+        if m:
+            table = _Table(m.group(1), m.group(2), i)
+            titles.append(table)
+            res.blocks += 1
+            if res.version is None:
+                res.version = m.group(2)
+            elif res.version != m.group(2):
+                res.problem(i, f"OSU version {m.group(2)} differs from {res.version} above")
+            continue
+        if stripped.startswith("#"):
+            if table is None:
+                continue
+            hdr = _header(stripped)
+            if hdr is not None:
+                if table.cols is not None and table.rows:
+                    res.problem(i, "a second column header in one OSU table; "
+                                   "rows after it skipped")
+                    table.ended = True
+                    continue
+                table.cols = hdr
+                table.names = re.split(r"\s{2,}|\t+", stripped.lstrip("#").strip())
+                continue
+            dm = DATATYPE_RE.match(stripped)
+            if dm:
+                table.meta["datatype"] = dm.group(1)
+                continue
+            pm, wm = PAIRS_RE.search(stripped), WINDOW_RE.search(stripped)
+            if pm:
+                table.meta["pairs"] = as_int(pm.group(1))
+            if wm:
+                table.meta["window_size"] = as_int(wm.group(1))
+            kv = re.match(r"^#\s*([A-Za-z][\w .-]*?)\s*:\s*(.+?)\s*$", stripped)
+            if kv and not (pm or wm):
+                key = re.sub(r"[^a-z0-9]+", "_", kv.group(1).lower()).strip("_")
+                table.meta.setdefault(key, kv.group(2))
+            continue
+        if ABORT_PATTERNS.search(stripped):
+            abort_lines.append(i)
+            if table is not None:
+                table.ended = True
+            continue
+        tokens = stripped.split()
+        if table is None or table.cols is None:
+            if tokens and all(as_float(t) is not None for t in tokens):
+                res.problem(i, "numbers before any OSU title and column header line "
+                               "('# OSU MPI ... Test vX' then '# Size ...'); line skipped")
+            continue
+        if table.ended:
+            if tokens and all(as_float(t) is not None for t in tokens):
+                res.problem(i, f"row after the {table.name} table ended; line skipped")
+            continue
+        if partial_last and i == len(lines):
+            res.problem(i, f"last line is incomplete (no newline at the end of the file): "
+                           f"{clip(stripped)!r} not imported")
+            continue
+        rec = _row(table, tokens, i)
+        if rec is None:
+            res.problem(i, f"expected a row of {len(table.cols)} values "
+                           f"({', '.join(table.names)}), got {clip(stripped)!r}; line skipped")
+            continue
+        table.rows += 1
+        res.records.append(rec)
+
+    for t in titles:
+        if t.cols is None:
+            res.problem(t.line, f"{t.name}: no column header line ('# Size ...') after the "
+                                "title; expected a results table")
+        elif t.rows == 0:
+            res.problem(t.line, f"{t.name}: column header but no rows")
+    if not titles:
+        res.problem(None, "no '# OSU MPI ... Test vX.Y' title line: expected OSU output")
+    if abort_lines:
+        ab = next((n for n in abort_lines if re.search(r"[A-Za-z]", lines[n - 1])),
+                  abort_lines[0])
+        res.truncated = True
+        res.truncated_at = last_content
+        last = titles[-1] if titles else None
+        sizes = [r["size"] for r in res.records if r["benchmark"] == (last.name if last else "")]
+        res.problem(ab, f"the run was killed ({clip(lines[ab - 1])!r}): rows"
+                        + (f" up to size {max(sizes)}" if sizes else "")
+                        + " kept; larger sizes are missing")
+    if titles:
+        first = titles[0]
+        res.meta.update({k: v for k, v in first.meta.items() if v is not None})
+        res.meta["benchmark"] = first.name
+        res.meta["title"] = "OSU " + first.title + " Test"
+        if first.accel:
+            res.meta["accelerator"] = first.accel
+    return res
+
+
+def _row(table: _Table, tokens: list[str], lineno: int) -> dict[str, Any] | None:
+    cols = table.cols or []
+    if len(tokens) != len(cols):
+        return None
+    vals: dict[str, Any] = {}
+    for c, t in zip(cols, tokens):
+        if c == "validation":
+            if t.lower() not in ("pass", "fail", "passed", "failed"):
+                return None
+            vals[c] = t
+        elif c in ("size", "iterations"):
+            v = as_int(t)
+            if v is None:
+                return None
+            vals[c] = v
+        else:
+            v = as_float(t)
+            if v is None:
+                return None
+            vals[c] = v
+    size = vals.get("size", 0)
+    np_ = 2 if table.name in _TWO_RANK or table.name.startswith(("osu_put", "osu_get",
+                                                                 "osu_acc", "osu_fop",
+                                                                 "osu_cas")) else None
+    if table.name == "osu_mbw_mr" and table.meta.get("pairs"):
+        np_ = 2 * table.meta["pairs"]
+    extra: dict[str, Any] = {"line": lineno}
+    if "size" not in vals:
+        extra["sizeless"] = True
+    for k in ("datatype", "pairs", "window_size", "window_creation", "synchronization"):
+        if table.meta.get(k) is not None:
+            extra[k] = table.meta[k]
+    if table.accel:
+        extra["accelerator"] = table.accel
+    for k, v in vals.items():
+        if k not in ("size", "latency", "bandwidth", "msg_rate", "pure_comm_us"):
+            extra[k] = v
+    if "pure_comm_us" in vals:
+        rec = time_record(table.name, size, np_, vals["pure_comm_us"], "pure_comm", extra)
+    elif "latency" in vals:
+        rec = time_record(table.name, size, np_, vals["latency"], "mean", extra)
+        if size and vals["latency"] > 0 and table.name in ("osu_latency", "osu_multi_lat",
+                                                           "osu_latency_mt",
+                                                           "osu_latency_persistent"):
+            # one-way latency: the same bytes / time bandwidth IMB prints for PingPong
+            rec["bandwidth_mbps"] = size / vals["latency"]
+            rec["extra"]["bandwidth_derived"] = "size / latency"
+    elif "bandwidth" in vals:
+        rec = bandwidth_record(table.name, size, np_, vals["bandwidth"], "mean", extra)
+    else:
+        return None
+    if "msg_rate" in vals:
+        rec["msg_rate"] = vals["msg_rate"]
+    if str(vals.get("validation", "pass")).lower().startswith("fail"):
+        rec["status"] = "validation-failed"
+        rec["reason"] = "OSU -c validation reported Fail"
+    return rec
