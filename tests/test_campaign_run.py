@@ -364,3 +364,22 @@ def test_ctrl_c_leaves_the_cell_pending_and_stops_its_launch(tmp_path, found_sta
                 assert not os.readlink(f"/proc/{pid}/cwd").startswith(str(run_dir))
             except OSError:
                 pass
+
+
+@pytest.mark.mpi
+def test_profiled_variant_stores_its_profile(tmp_path, found_stacks):
+    camp = tmp_path / "prof.toml"
+    camp.write_text(CORE.replace('name = "kill-resume"', 'name = "prof"')
+                    .replace("repeats = 3", "repeats = 1")
+                    .replace('[variants.mpich]\nstack = "mpich"\ntransport = "shm"\n', "")
+                    .replace('transport = "shm"\n', 'transport = "shm"\nprofile = true\n', 1)
+                    .split("[benchmarks.coll]")[0])
+    summary, data = run_campaign(camp, tmp_path / "p.db", found_stacks, verify=False)
+    assert data["totals"]["done"] == 1, data["problems"]
+    with Store(tmp_path / "p.db") as store:
+        (run,) = store.runs()
+        assert store.db.execute("SELECT count(*) FROM profiles WHERE run_id=?",
+                                (run["id"],)).fetchone()[0] == 1
+        benches = {r["benchmark"] for r in store.results(with_samples=False)}
+        assert "PingPong" in benches and "profile:MPI" in benches
+        assert store.fingerprint(run["fingerprint_id"])["profiler"] is True

@@ -97,6 +97,7 @@ class CampaignRunner:
         self.binaries: dict[str, Path] = {}
         self.verified: dict[str, Any] = {}
         self.runs_root = spec.directory / "runs"
+        self._profiles: dict[str, Any] = {}
         self._lock_fh = None
 
     # -- checks that need the machine ---------------------------------------------------
@@ -273,6 +274,7 @@ class CampaignRunner:
             program = [str(self.binaries[cell.variant.stack]),
                        *core_args(g.benchmarks, g.sizes, jsonl, g.options)]
             cmd = prepare_cell(stack, cell.variant, program, run_dir, jsonl=jsonl, local=local)
+            self._profile(cell, cmd)
             step = JobStep(cell.id, run_dir, cmd.argv, cmd.env, cmd.stdout, cmd.stderr,
                            timeout_s=timeout, cell=cmd)
             return _Prepared(cell, cmd, step)
@@ -284,9 +286,23 @@ class CampaignRunner:
         setup = [substitute(s, values) for s in g.setup]
         variant = replace(v, env={**v.env, **g.env}) if g.env else v
         cmd = prepare_cell(stack, variant, argv, run_dir, jsonl=None, local=local)
+        self._profile(cell, cmd)
         step = JobStep(cell.id, run_dir, cmd.argv, cmd.env, cmd.stdout, cmd.stderr,
                        timeout_s=timeout, setup=setup, setup_env=dict(g.env), cell=cmd)
         return _Prepared(cell, cmd, step)
+
+    @staticmethod
+    def _profile(cell: Cell, cmd: CellCommand) -> None:
+        """profile = true: every rank runs under the PMPI profiler (LD_PRELOAD), passed through
+        the launcher's own flags so the launcher itself is not preloaded."""
+        if not cell.variant.profile:
+            return
+        from mpibench.profiling import inject_env, profile_env
+
+        penv = profile_env(cmd.stack, cmd.run_dir / "profile")
+        cmd.argv, injected = inject_env(cmd.argv, penv, cmd.stack.kind)
+        if not injected:
+            cmd.env.update(penv)
 
     def _fresh_dir(self, cell: Cell) -> Path:
         run_dir = self.run_dir(cell)
@@ -375,6 +391,10 @@ class CampaignRunner:
             outcome.reason = f"exit status {exit_code}: {reason_line(outcome.stderr_tail)}"
         if timed_out:
             outcome.reason = f"cell timeout: killed after {p.step.timeout_s:g} s"
+        self._profiles.pop(p.cell.id, None)
+        if p.cell.variant.profile:
+            # profiled runs are perturbed: never pooled with unprofiled ones
+            outcome.fingerprint["profiler"] = True
         if g.kind == "app":
             outcome.fingerprint["application"] = {"command": g.command, "setup": g.setup,
                                                   "env": g.env}
@@ -383,6 +403,18 @@ class CampaignRunner:
                 outcome.records, problem = app_records(p.cell, p.step.run_dir, elapsed)
                 if problem:
                     outcome.status, outcome.reason, outcome.records = "failed", problem, []
+        if p.cell.variant.profile:
+            from mpibench.errors import BenchmarkFailure
+            from mpibench.profiling import collect_profile, profile_rows
+
+            try:
+                doc = collect_profile(p.step.run_dir / "profile")
+            except BenchmarkFailure as exc:
+                if outcome.status == "done":
+                    outcome.reason = f"no profile: {exc}"
+            else:
+                self._profiles[p.cell.id] = doc
+                outcome.records = list(outcome.records) + profile_rows(doc)
         return outcome
 
     def commit(self, p: _Prepared, outcome: CellOutcome, **extra: Any) -> None:
@@ -400,6 +432,9 @@ class CampaignRunner:
             fid = self.store.add_fingerprint(outcome.fingerprint)
             self.store.delete_results(p.cell.id)
             self.store.add_results(p.cell.id, outcome.records)
+            doc = self._profiles.pop(p.cell.id, None)
+            if doc is not None:
+                self.store.set_profile(p.cell.id, doc)
             self.store.set_run(p.cell.id, outcome.status, fingerprint_id=fid, **fields)
         self._done += 1
         self._tick(f"{p.cell.label}: {outcome.status}")
