@@ -127,6 +127,8 @@ def hostfile_lines(req: JobRequest, ppn: int | None) -> list[str]:
         f"export MPIBENCH_HOSTFILE={job_hf}",
     ]
     for step in req.steps:
+        if step.run_dir == req.run_dir:
+            continue
         lines.append(f"mkdir -p {q(str(step.run_dir))} && cp {job_hf} "
                      f"{q(str(step.run_dir / HOSTFILE))}")
     return lines

@@ -1,0 +1,32 @@
+#!/bin/bash
+#PBS -N mpibench-c-0123456789abcdef
+#PBS -l select=2:ncpus=2:mpiprocs=2
+#PBS -l place=scatter
+#PBS -o '/scratch/camp aign/runs/c-0123456789abcdef/pbs.out'
+#PBS -e '/scratch/camp aign/runs/c-0123456789abcdef/pbs.err'
+#PBS -r n
+# mpibench job mpibench-c-0123456789abcdef: cells c-0123456789abcdef
+# generated; every value below is shell-quoted
+export MPIBENCH_JOB_DIR='/scratch/camp aign/runs/c-0123456789abcdef'
+cd '/scratch/camp aign/runs/c-0123456789abcdef'
+# hosts of this allocation, one line per rank slot
+if [ -n "${PBS_NODEFILE:-}" ] && [ -r "$PBS_NODEFILE" ]; then
+  cp "$PBS_NODEFILE" '/scratch/camp aign/runs/c-0123456789abcdef/hostfile'
+elif [ -n "${SLURM_JOB_NODELIST:-}" ]; then
+  mb_per="${SLURM_NTASKS_PER_NODE:-1}"; mb_per=${mb_per%%(*}
+  for mb_h in $(scontrol show hostnames "$SLURM_JOB_NODELIST"); do
+    mb_i=0; while [ "$mb_i" -lt "$mb_per" ]; do echo "$mb_h"; mb_i=$((mb_i + 1)); done
+  done >'/scratch/camp aign/runs/c-0123456789abcdef/hostfile'
+else
+  hostname >'/scratch/camp aign/runs/c-0123456789abcdef/hostfile'
+fi
+export MPIBENCH_HOSTFILE='/scratch/camp aign/runs/c-0123456789abcdef/hostfile'
+# cell c-0123456789abcdef
+cd '/scratch/camp aign/runs/c-0123456789abcdef'
+rm -f exit_status timing.json
+mb_start=$(date +%s.%N)
+mb_rc=0
+if [ $mb_rc -eq 0 ]; then env ODD='it'"'"'s $HOME; `x`' UCX_TLS=tcp,self timeout --kill-after=10 300 srun --mpi=pmix --ntasks 4 /opt/core --jsonl '/scratch/camp aign/runs/c-0123456789abcdef/core.jsonl' PingPong >stdout.txt 2>stderr.txt || mb_rc=$?; fi
+mb_end=$(date +%s.%N)
+printf '{"started": %s, "finished": %s}\n' "$mb_start" "$mb_end" >timing.json
+echo $mb_rc >exit_status.tmp && mv exit_status.tmp exit_status

@@ -1,0 +1,42 @@
+#!/bin/bash
+#SBATCH --job-name=mpibench-c-0123456789abcdef
+#SBATCH --output='/scratch/camp aign/runs/c-aaaa/slurm-%j.out'
+#SBATCH --error='/scratch/camp aign/runs/c-aaaa/slurm-%j.err'
+#SBATCH --chdir='/scratch/camp aign/runs/c-aaaa'
+#SBATCH --no-requeue
+#SBATCH --nodes=2
+#SBATCH --ntasks-per-node=1
+# mpibench job mpibench-c-0123456789abcdef: cells c-aaaa c-bbbb
+# generated; every value below is shell-quoted
+export MPIBENCH_JOB_DIR='/scratch/camp aign/runs/c-aaaa'
+# hosts of this allocation, one line per rank slot
+if [ -n "${PBS_NODEFILE:-}" ] && [ -r "$PBS_NODEFILE" ]; then
+  cp "$PBS_NODEFILE" '/scratch/camp aign/runs/c-aaaa/hostfile'
+elif [ -n "${SLURM_JOB_NODELIST:-}" ]; then
+  mb_per=1; mb_per=${mb_per%%(*}
+  for mb_h in $(scontrol show hostnames "$SLURM_JOB_NODELIST"); do
+    mb_i=0; while [ "$mb_i" -lt "$mb_per" ]; do echo "$mb_h"; mb_i=$((mb_i + 1)); done
+  done >'/scratch/camp aign/runs/c-aaaa/hostfile'
+else
+  hostname >'/scratch/camp aign/runs/c-aaaa/hostfile'
+fi
+export MPIBENCH_HOSTFILE='/scratch/camp aign/runs/c-aaaa/hostfile'
+mkdir -p '/scratch/camp aign/runs/c-bbbb' && cp '/scratch/camp aign/runs/c-aaaa/hostfile' '/scratch/camp aign/runs/c-bbbb/hostfile'
+# cell c-aaaa
+cd '/scratch/camp aign/runs/c-aaaa'
+rm -f exit_status timing.json
+mb_start=$(date +%s.%N)
+mb_rc=0
+if [ $mb_rc -eq 0 ]; then env ODD='it'"'"'s $HOME; `x`' UCX_TLS=tcp,self timeout --kill-after=10 300 srun --mpi=pmix --ntasks 2 /opt/core --jsonl '/scratch/camp aign/runs/c-aaaa/core.jsonl' PingPong >stdout.txt 2>stderr.txt || mb_rc=$?; fi
+mb_end=$(date +%s.%N)
+printf '{"started": %s, "finished": %s}\n' "$mb_start" "$mb_end" >timing.json
+echo $mb_rc >exit_status.tmp && mv exit_status.tmp exit_status
+# cell c-bbbb
+cd '/scratch/camp aign/runs/c-bbbb'
+rm -f exit_status timing.json
+mb_start=$(date +%s.%N)
+mb_rc=0
+if [ $mb_rc -eq 0 ]; then env ODD='it'"'"'s $HOME; `x`' UCX_TLS=tcp,self timeout --kill-after=10 300 srun --mpi=pmix --ntasks 2 /opt/core --jsonl '/scratch/camp aign/runs/c-bbbb/core.jsonl' PingPong >stdout.txt 2>stderr.txt || mb_rc=$?; fi
+mb_end=$(date +%s.%N)
+printf '{"started": %s, "finished": %s}\n' "$mb_start" "$mb_end" >timing.json
+echo $mb_rc >exit_status.tmp && mv exit_status.tmp exit_status
