@@ -25,7 +25,13 @@ import re
 from typing import Any
 
 from mpibench.parsers.base import (
-    ABORT_PATTERNS, ParseResult, as_float, as_int, bandwidth_record, clip, failure_record,
+    ABORT_PATTERNS,
+    ParseResult,
+    as_float,
+    as_int,
+    bandwidth_record,
+    clip,
+    failure_record,
     time_record,
 )
 
@@ -276,7 +282,7 @@ def _row(block: _Block, tokens: list[str], lineno: int, factor: float, unit_prin
     if len(tokens) != len(cols):
         return None
     vals: dict[str, Any] = {}
-    for c, t in zip(cols, tokens):
+    for c, t in zip(cols, tokens, strict=True):
         v = as_int(t) if c in INT_COLS else as_float(t)
         if v is None:
             return None

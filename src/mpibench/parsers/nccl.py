@@ -229,7 +229,7 @@ def _text_row(cols: list[str], tokens: list[str], program: str | None, np_: int 
     if len(times) != 2:
         return None
     out = []
-    for side, start in zip(("out-of-place", "in-place"), times):
+    for side, start in zip(("out-of-place", "in-place"), times, strict=True):
         seg = cols[start:start + 4]
         if seg[1:3] != ["algbw", "busbw"]:
             return None

@@ -93,7 +93,7 @@ def parse_netpipe(text: str) -> ParseResult:
                           "... Mbps in ... usec' lines)")
     else:
         sizes = [r["size"] for r in res.records]
-        if any(b < a for a, b in zip(sizes, sizes[1:])):
+        if any(b < a for a, b in zip(sizes, sizes[1:], strict=False)):
             res.problem(None, "sizes are not in increasing order: NetPIPE writes them "
                               "increasing; rows kept, check the file")
     if abort:

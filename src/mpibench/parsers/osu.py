@@ -23,7 +23,13 @@ import re
 from typing import Any
 
 from mpibench.parsers.base import (
-    ABORT_PATTERNS, ParseResult, as_float, as_int, bandwidth_record, clip, time_record,
+    ABORT_PATTERNS,
+    ParseResult,
+    as_float,
+    as_int,
+    bandwidth_record,
+    clip,
+    time_record,
 )
 
 TITLE_RE = re.compile(r"^#\s*OSU\s+(.*?)\s+[Tt]est\s+v(\d[\w.]*)")
@@ -256,7 +262,7 @@ def _row(table: _Table, tokens: list[str], lineno: int) -> dict[str, Any] | None
     if len(tokens) != len(cols):
         return None
     vals: dict[str, Any] = {}
-    for c, t in zip(cols, tokens):
+    for c, t in zip(cols, tokens, strict=True):
         if c == "validation":
             if t.lower() not in ("pass", "fail", "passed", "failed"):
                 return None

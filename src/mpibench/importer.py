@@ -1,0 +1,264 @@
+"""Import outputs of other tools (IMB, OSU, nccl-tests, NetPIPE) into the results store.
+
+One file -> one run in the campaign "imports", id "imp-<sha256[:16]>", source "import",
+status "done", with a fingerprint of what the file says produced it (tool, version, np,
+MPI library lines, command line, machine) and the file's path, hash, format and problems in
+the run's spec. Everything for one file is written in one transaction; a file whose sha256
+is already in the store's imports table is skipped, so importing twice never duplicates.
+
+Imported rows are the tool's summary per size (statistic as the file has it, usually a
+mean), never samples: n stays None and reports show them without confidence intervals.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mpibench.errors import UsageError
+from mpibench.parsers.base import ParseResult, stack_lines, stack_name
+from mpibench.parsers.detect import MAX_BYTES, parse_bytes
+from mpibench.store import Store
+
+CAMPAIGN = "imports"
+
+_RATE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgGtT]?)(.*)$")
+
+
+def parse_line_rate(text: str | float | int) -> float:
+    """Link speed -> bits per second (the unit of the run spec's 'line_rate_bps', which the
+    report's line-rate table reads). '100Gb/s', '25Gbit/s', '100Gbps', '25GbE', '200G' are
+    bits; '12.5GB/s', '12.5GByte/s' are bytes (x8). Decimal prefixes (G = 10^9)."""
+    if isinstance(text, int | float) and not isinstance(text, bool):
+        if text > 0:
+            return float(text)
+        raise UsageError(f"--line-rate {text!r}: expected a positive link speed")
+    m = _RATE_RE.match(str(text))
+    bad = UsageError(f"--line-rate {text!r}: expected a link speed such as 100Gb/s, "
+                     "25Gbit/s, 25GbE or 12.5GB/s")
+    if not m:
+        raise bad
+    value = float(m.group(1))
+    mult = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}[m.group(2).lower()]
+    rest = m.group(3).strip()
+    low = rest.lower()
+    if rest.startswith("B") or low.startswith("byte"):
+        per = 8.0
+        low = re.sub(r"^(bytes|byte|b)", "", low)
+    else:
+        per = 1.0
+        low = re.sub(r"^(bits|bit|b)", "", low)
+    if low not in ("", "/s", "ps", "e", "/sec", "it/s"):
+        raise bad
+    bps = value * mult * per
+    if not bps > 0:
+        raise bad
+    return bps
+
+
+@dataclass
+class FileReport:
+    path: str
+    status: str = "failed"                # imported | skipped | failed
+    sha256: str | None = None
+    format: str | None = None
+    tool: str | None = None
+    version: str | None = None
+    blocks: int = 0
+    rows: int = 0                         # rows stored (ok and failure rows)
+    failed_rows: int = 0                  # rows whose status is not "ok"
+    truncated: bool = False
+    run_id: str | None = None
+    variant: str | None = None
+    np: list[int] = field(default_factory=list)
+    benchmarks: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    note: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class ImportReport:
+    files: list[FileReport] = field(default_factory=list)
+
+    @property
+    def imported(self) -> list[FileReport]:
+        return [f for f in self.files if f.status == "imported"]
+
+    @property
+    def exit_code(self) -> int:
+        """2 when nothing could be imported (already-imported files count as fine)."""
+        return 0 if any(f.status in ("imported", "skipped") for f in self.files) else 2
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"files": [f.to_dict() for f in self.files],
+                "imported": len(self.imported),
+                "skipped": sum(1 for f in self.files if f.status == "skipped"),
+                "failed": sum(1 for f in self.files if f.status == "failed"),
+                "rows": sum(f.rows for f in self.imported),
+                "exit_code": self.exit_code}
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._+-]+", "-", text).strip("-") or "file"
+
+
+def variant_name(parsed: ParseResult, path: Path, stack: str | None) -> str:
+    tool = (parsed.format or "import").split("-")[0]
+    parts = [tool] + ([stack] if stack else []) + [_slug(path.name.split(".")[0]
+                                                         if path.suffix in (".gz",)
+                                                         else path.stem)]
+    return ":".join(parts)
+
+
+def fingerprint(parsed: ParseResult, libs: list[str], nps: list[int]) -> dict[str, Any]:
+    """What produced the results, as far as the file says. Per-file facts (name, hash, date)
+    stay out so repeats of one set-up share a fingerprint and may be pooled."""
+    fp: dict[str, Any] = {"source": "import", "tool": parsed.tool,
+                          "tool_version": parsed.version, "format": parsed.format,
+                          "np": nps}
+    if libs:
+        fp["mpi_library"] = libs
+    keep = ("part", "mpi_version", "argv", "machine", "system", "release", "program",
+            "benchmark", "datatype", "pairs", "window_size", "nccl_library", "hosts", "gpus",
+            "env", "nthread", "ngpus", "form", "accelerator")
+    for k in keep:
+        if parsed.meta.get(k) not in (None, "", []):
+            fp[k] = parsed.meta[k]
+    if "release" in fp:
+        fp["kernel"] = fp.pop("release")
+    return fp
+
+
+def _read(path: Path) -> tuple[bytes | None, str | None]:
+    try:
+        if path.is_dir():
+            return None, "is a directory; expected a benchmark output file"
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            return None, f"{size} bytes: too large for a benchmark output (limit " \
+                         f"{MAX_BYTES >> 20} MiB)"
+        return path.read_bytes(), None
+    except FileNotFoundError:
+        return None, "no such file"
+    except OSError as exc:
+        return None, f"cannot read ({exc.strerror or exc})"
+
+
+def import_files(store: Store, paths: list[str | Path], label: str | None = None,
+                 line_rate: str | float | None = None, np: int | None = None,
+                 campaign: str = CAMPAIGN) -> ImportReport:
+    """Import each file; never raises for bad file content (each problem is reported as
+    '<file>:<line>: <what was expected>'). A bad --line-rate raises UsageError before any
+    write. `np` fills in the rank count for rows whose file does not state it (OSU
+    collectives, NetPIPE)."""
+    bps = parse_line_rate(line_rate) if line_rate is not None else None
+    if np is not None and (not isinstance(np, int) or np < 1):
+        raise UsageError(f"--np {np!r}: expected a positive number of ranks")
+    report = ImportReport()
+    for p in paths:
+        report.files.append(_import_one(store, Path(p), label, line_rate, bps, np, campaign))
+    return report
+
+
+def _import_one(store: Store, path: Path, label: str | None, line_rate: Any,
+                bps: float | None, np_hint: int | None, campaign: str) -> FileReport:
+    fr = FileReport(path=str(path))
+    data, why = _read(path)
+    if data is None:
+        fr.problems.append(f"{path}: {why}")
+        return fr
+    sha = hashlib.sha256(data).hexdigest()
+    fr.sha256 = sha
+    prior = store.find_import(sha)
+    if prior is not None:
+        fr.status = "skipped"
+        fr.run_id = prior["run_id"]
+        fr.tool, fr.version = prior["tool"], prior["tool_version"]
+        fr.note = f"already imported (same sha256) from {prior['path']} as run {prior['run_id']}"
+        return fr
+
+    parsed = parse_bytes(data)
+    fr.format, fr.tool, fr.version = parsed.format, parsed.tool, parsed.version
+    fr.blocks, fr.truncated = parsed.blocks, parsed.truncated
+    fr.problems = parsed.problem_lines(str(path))
+    records = parsed.records
+    if np_hint is not None:
+        for r in records:
+            if r.get("np") is None:
+                r["np"] = np_hint
+                r.setdefault("extra", {})["np_from"] = "--np"
+    if not records:
+        if not fr.problems:
+            fr.problems.append(f"{path}: no result rows found")
+        return fr
+
+    nps = sorted({r["np"] for r in records if r.get("np") is not None})
+    if any(r.get("np") is None for r in records):
+        fr.problems.append(f"{path}: the file does not state the number of ranks for "
+                           f"{sum(1 for r in records if r.get('np') is None)} rows "
+                           "(np stored as unknown; pass --np N)")
+    text_head = data[:200_000].decode("utf-8", errors="replace")
+    libs = stack_lines(text_head)
+    stack = stack_name(libs)
+    variant = label or variant_name(parsed, path, stack)
+    run_id = f"imp-{sha[:16]}"
+    spec: dict[str, Any] = {
+        "import": {"path": str(path.resolve()), "sha256": sha, "format": parsed.format,
+                   "tool": parsed.tool, "tool_version": parsed.version,
+                   "blocks": parsed.blocks, "truncated": parsed.truncated,
+                   "truncated_at": parsed.truncated_at, "problems": fr.problems[:50],
+                   "statistic_note": "per-size summaries as printed by the tool; "
+                                     "no samples, no confidence intervals"},
+        "meta": {k: v for k, v in parsed.meta.items() if k not in ("env",)},
+    }
+    if bps is not None:
+        spec["line_rate_bps"] = bps
+        spec["line_rate"] = str(line_rate)
+    now = time.time()
+    try:
+        created = _write(store, campaign, parsed, libs, nps, run_id, variant, spec, label,
+                         path, records, sha, now, fr)
+    except (ValueError, sqlite3.IntegrityError) as exc:
+        fr.problems.append(f"{path}: not stored ({exc}); nothing of this file was written")
+        return fr
+    if not created:
+        # same bytes imported before without an imports row (e.g. an older mpibench)
+        fr.status = "skipped"
+        fr.run_id = run_id
+        fr.note = f"run {run_id} already exists"
+        return fr
+    fr.status = "imported"
+    fr.run_id, fr.variant, fr.np = run_id, variant, nps
+    fr.rows = len(records)
+    fr.failed_rows = sum(1 for r in records if r.get("status", "ok") != "ok")
+    fr.benchmarks = list(dict.fromkeys(r["benchmark"] for r in records))
+    return fr
+
+
+def _write(store: Store, campaign: str, parsed: ParseResult, libs: list[str], nps: list[int],
+           run_id: str, variant: str, spec: dict[str, Any], label: str | None, path: Path,
+           records: list[dict[str, Any]], sha: str, now: float, fr: FileReport) -> bool:
+    """All writes for one file, in one transaction; False if the run already exists."""
+    with store.transaction():
+        cid = store.add_campaign(campaign)
+        fid = store.add_fingerprint(fingerprint(parsed, libs, nps))
+        created = store.create_run(
+            run_id, cid, variant, grp=parsed.format or "", params={}, spec=spec,
+            label=label, source="import",
+            fingerprint_id=fid, transport_requested=None, seq=0)
+        if not created:
+            return False
+        store.add_results(run_id, records)
+        store.set_run(run_id, "done", started=now, finished=now, elapsed=0.0,
+                      reason=("truncated: " + (fr.problems[-1] if fr.problems else ""))
+                      if parsed.truncated else None)
+        store.record_import(sha, str(path.resolve()), parsed.tool, parsed.version, run_id)
+    return True
