@@ -77,15 +77,31 @@ static unsigned used_slots(void)
     return n < MPIB_MAX_THREADS ? n : MPIB_MAX_THREADS;
 }
 
+/* A (ticks, ns) pair read close together: a preemption between the two reads would skew the
+ * ratio by the whole time slice, so retry until both clock reads bracket the tick read
+ * within 2 us (keep the tightest pair if the machine never allows it). */
+static void clock_pair(uint64_t *ticks, uint64_t *ns)
+{
+    uint64_t best = UINT64_MAX;
+    for (int i = 0; i < 200; i++) {
+        uint64_t n1 = now_ns(), t = mpib_ticks(), n2 = now_ns();
+        if (n2 - n1 < best) {
+            best = n2 - n1;
+            *ticks = t;
+            *ns = n1 + (n2 - n1) / 2;
+        }
+        if (best < 2000) return;
+    }
+}
+
 /* Ticks to ns from the interval since MPI_Init; spin until it is long enough (20 ms) to give
- * a ratio good to ~1e-5. clock_gettime is async-signal-safe, so this works in handlers. */
+ * a ratio good to ~1e-4. clock_gettime is async-signal-safe, so this works in handlers. */
 static double ns_per_tick(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
-    uint64_t t, n;
+    uint64_t t = 0, n = 0;
     do {
-        t = mpib_ticks();
-        n = now_ns();
+        clock_pair(&t, &n);
     } while (n - g_ns0 < 20000000u);
     if (t > g_tick0) g_ns_per_tick = (double)(n - g_ns0) / (double)(t - g_tick0);
 #endif
@@ -449,16 +465,15 @@ static void after_init(uint64_t t_before)
     if (!dir || !*dir) dir = "mpibench-profile";
     strncpy(g_dir, dir, sizeof g_dir - 1);
     mkdirs(g_dir);
-    g_ns0 = now_ns();
+    clock_pair(&g_tick0, &g_ns0);
     g_init_ns = g_ns0 - t_before;
-    g_tick0 = mpib_ticks();
     install_handlers();
     MPIB_ST(&mpib_active, 1);
     /* A first ratio for calibration; refined over the whole run at every dump. */
-    uint64_t a = mpib_ticks(), na = now_ns(), b, nb;
+    uint64_t a = 0, na = 0, b = 0, nb = 0;
+    clock_pair(&a, &na);
     do {
-        b = mpib_ticks();
-        nb = now_ns();
+        clock_pair(&b, &nb);
     } while (nb - na < 2000000u);
     if (b > a) g_ns_per_tick = (double)(nb - na) / (double)(b - a);
     g_ovh_ns = calibrate_one(MPIB_F_MPI_Comm_rank, 0) * g_ns_per_tick;
@@ -504,8 +519,7 @@ int MPI_Pcontrol(const int level, ...)
         unsigned n = used_slots();
         for (unsigned s = 0; s < n; s++) memset(&mpib_slots[s], 0, sizeof mpib_slots[s]);
         memset(&mpib_slots[MPIB_MAX_THREADS], 0, sizeof mpib_slots[MPIB_MAX_THREADS]);
-        g_ns0 = now_ns();
-        g_tick0 = mpib_ticks();
+        clock_pair(&g_tick0, &g_ns0);
         t0 = g_tick0;
     }
     mpib_record(MPIB_F_MPI_Pcontrol, mpib_ticks() - t0, &none);

@@ -158,6 +158,65 @@ def test_known_calls_exact(built, tmp_path):
     assert py["calls_total"] == d["calls_total"]
 
 
+# (calls, bytes_sent, bytes_recv, bytes_recv_posted, recv_unknown) per rank, from the
+# arguments in profiler/tests/coverage.c
+COVERAGE = {
+    "MPI_Sendrecv": [(1, 100, 100, 0, 0), (1, 100, 100, 0, 0)],
+    "MPI_Gather": [(1, 40, 80, 0, 0), (1, 40, 0, 0, 0)],
+    "MPI_Gatherv": [(1, 4, 12, 0, 0), (1, 8, 0, 0, 0)],
+    "MPI_Scatter": [(1, 80, 40, 0, 0), (1, 0, 40, 0, 0)],
+    "MPI_Scatterv": [(1, 12, 4, 0, 0), (1, 0, 8, 0, 0)],
+    "MPI_Allgather": [(1, 20, 40, 0, 0), (1, 20, 40, 0, 0)],
+    "MPI_Allgatherv": [(1, 4, 12, 0, 0), (1, 8, 12, 0, 0)],
+    "MPI_Alltoall": [(1, 24, 24, 0, 0), (1, 24, 24, 0, 0)],
+    "MPI_Alltoallw": [(1, 8, 12, 0, 0), (1, 16, 12, 0, 0)],
+    "MPI_Reduce": [(1, 56, 0, 0, 0), (1, 56, 56, 0, 0)],
+    "MPI_Reduce_scatter_block": [(1, 32, 16, 0, 0), (1, 32, 16, 0, 0)],
+    "MPI_Reduce_scatter": [(1, 16, 4, 0, 0), (1, 16, 12, 0, 0)],
+    "MPI_Scan": [(1, 16, 16, 0, 0), (1, 16, 16, 0, 0)],
+    "MPI_Allreduce": [(1, 40, 40, 0, 0), (1, 40, 40, 0, 0)],
+    "MPI_Ibcast": [(1, 50, 0, 0, 0), (1, 0, 50, 0, 0)],
+    "MPI_Iallreduce": [(1, 16, 16, 0, 0), (1, 16, 16, 0, 0)],
+    "MPI_Send_init": [(1, 64, 0, 0, 0)] * 2,
+    "MPI_Recv_init": [(1, 0, 0, 64, 1)] * 2,
+    "MPI_Startall": [(3, 0, 0, 0, 0)] * 2,
+    "MPI_Isend": [(2, 50, 0, 0, 0)] * 2,
+    "MPI_Probe": [(1, 0, 0, 0, 0)] * 2,
+    "MPI_Recv": [(1, 0, 33, 0, 0)] * 2,
+    "MPI_Mprobe": [(1, 0, 0, 0, 0)] * 2,
+    "MPI_Mrecv": [(1, 0, 17, 0, 0)] * 2,
+    "MPI_Put": [(1, 40, 0, 0, 0), None],
+    "MPI_Get": [None, (1, 0, 20, 0, 0)],
+    "MPI_Fetch_and_op": [(1, 4, 4, 0, 0)] * 2,
+    "MPI_Win_fence": [(3, 0, 0, 0, 0)] * 2,
+    "MPI_File_write_at": [(1, 1000, 0, 0, 0)] * 2,
+    "MPI_File_read_at": [(1, 0, 1000, 0, 0)] * 2,
+    "MPI_Comm_split": [(1, 0, 0, 0, 0)] * 2,
+    "MPI_Comm_free": [(2, 0, 0, 0, 0)] * 2,
+}
+CLASSES = {"MPI_Ibcast": "coll.nonblocking", "MPI_Startall": "pt2pt.persistent",
+           "MPI_Mprobe": "pt2pt.probe", "MPI_Put": "rma", "MPI_File_read_at": "io",
+           "MPI_Comm_split": "comm", "MPI_Win_fence": "rma", "MPI_Sendrecv": "pt2pt.sendrecv"}
+
+
+def test_coverage_bytes(built, tmp_path):
+    stack, _, progs = built
+    argv = [stack.launcher, "-np", "2", str(progs / "coverage"), str(tmp_path)]
+    run = profiling.run_profiled(argv, stack=stack, out_dir=tmp_path / "prof", timeout=TIMEOUT)
+    assert run.result.ok, run.result.stderr[-3000:]
+    ranks = _ranks(run.out_dir)
+    keys = ("calls", "bytes_sent", "bytes_recv", "bytes_recv_posted", "recv_unknown")
+    for name, per_rank in COVERAGE.items():
+        for r, want in enumerate(per_rank):
+            got = ranks[r]["functions"].get(name)
+            assert (got and tuple(got[k] for k in keys)) == (want or None), (name, r)
+    for name, cls in CLASSES.items():
+        assert run.doc["functions"][name]["class"] == cls
+    if stack.large_count:  # MPI-4 large-count entry points are intercepted too
+        assert ranks[0]["functions"]["MPI_Send_c"]["bytes_sent"] == 300
+        assert ranks[1]["functions"]["MPI_Recv_c"]["bytes_recv"] == 300
+
+
 def test_signal_writes_partial_files(built, tmp_path):
     run = _run(built, tmp_path, "signal")
     assert not run.result.ok
