@@ -113,8 +113,10 @@ def parse_imb(text: str) -> ParseResult:
     factor, unit_printed = 1.0, "10^6 bytes/s"
     last_content = 0
 
-    def end_table() -> None:
+    def end_table(blank: bool = False) -> None:
         if block is not None and block.cols is not None:
+            if blank and block.cols[0] == "Group":
+                return          # -multi prints an empty line before each size's group rows
             block.done = True
             block.cols = None
 
@@ -125,7 +127,7 @@ def parse_imb(text: str) -> ParseResult:
             last_content = i
         if not stripped:
             in_list = in_list and not listed  # blank lines before the list entries are fine
-            end_table()
+            end_table(blank=True)
             continue
 
         # -- file header ----------------------------------------------------------------
@@ -344,6 +346,8 @@ def _failure(block: _Block, fm: re.Match, lineno: int) -> dict[str, Any] | None:
         template.update(metric="bandwidth", unit="MB/s", better="higher", statistic="mean")
     if want == 2:
         template["extra"]["group"] = as_int(nums[0])
+    if block.n_groups:
+        template["extra"]["n_groups"] = block.n_groups
     if block.mode:
         template["extra"]["mode"] = block.mode
     reason = f"{status}. {fm.group(3)}".strip() if fm.group(3) else status
