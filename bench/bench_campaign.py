@@ -54,8 +54,12 @@ def bench_planning(tmp: Path, n_cells: int) -> None:
         t0 = time.perf_counter()
         runner.sync()
         t_sync = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        runner.sync()
+        t_resync = time.perf_counter() - t0
     print(f"store sync (pending runs for every cell, one transaction): {t_sync:.2f} s "
-          f"= {t_sync / len(cells) * 1e6:.0f} us/cell (for information)")
+          f"= {t_sync / len(cells) * 1e6:.0f} us/cell; again on resume: {t_resync:.2f} s "
+          "(for information)")
 
 
 def bench_overhead(tmp: Path, n_cells: int) -> None:

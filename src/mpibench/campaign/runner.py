@@ -174,7 +174,11 @@ class CampaignRunner:
         sdict["seed"] = seed
         with self.store.transaction():
             cid = self.store.add_campaign(spec.name, sdict, file=str(spec.path))
+            known = dict(self.store.db.execute("SELECT id, seq FROM runs WHERE campaign_id=?",
+                                               (cid,)).fetchall())
             for cell in cells:
+                if cell.id in known:
+                    continue
                 self.store.create_run(
                     cell.id, cid, cell.variant.name, grp=cell.group.name, params=cell.params,
                     repeat=cell.repeat, spec=_cell_spec(cell), seq=cell.seq,
@@ -182,8 +186,9 @@ class CampaignRunner:
                     scheduler=self.scheduler.name, label=cell.label,
                     run_dir=str(self.run_dir(cell)))
             # an edited file may reorder cells: keep seq in step with this plan
-            self.store.db.executemany("UPDATE runs SET seq=? WHERE id=? AND seq<>?",
-                                      [(c.seq, c.id, c.seq) for c in cells])
+            self.store.db.executemany("UPDATE runs SET seq=? WHERE id=?",
+                                      [(c.seq, c.id) for c in cells
+                                       if c.id in known and known[c.id] != c.seq])
         return cid, cells, seed
 
     def run_dir(self, cell: Cell) -> Path:
