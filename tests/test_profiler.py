@@ -245,6 +245,14 @@ def test_abort_writes_partial_file(built, tmp_path):
     assert run.doc["complete"] is False
 
 
+def test_exit_without_finalize(built, tmp_path):
+    run = _run(built, tmp_path, "exit")  # launchers may call this an error: do not insist
+    r = _ranks(run.out_dir)
+    assert r[0]["reason"] == "exit-without-finalize" and r[0]["complete"] is False
+    assert r[0]["functions"]["MPI_Barrier"]["calls"] == 1
+    assert run.doc["complete"] is False
+
+
 def test_pcontrol_snapshot_pause_resume(built, tmp_path):
     run = _run(built, tmp_path, "pcontrol")
     assert run.result.ok, run.result.stderr

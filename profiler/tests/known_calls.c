@@ -1,6 +1,6 @@
 /* Known MPI calls with known sizes, for exact checks of the profiler (2 or more ranks).
  *
- *   known_calls [normal|pcontrol|reset|abort|signal|threads]
+ *   known_calls [normal|pcontrol|reset|exit|abort|signal|threads]
  *
  * normal: ranks 0 and 1 exchange 10 x MPI_Send of 1000 B (MPI_Recv posts 4096 B and passes
  * MPI_STATUS_IGNORE), 5 x MPI_Isend of 256 ints from 1 to 0 (MPI_Irecv + MPI_Waitall); all
@@ -8,6 +8,7 @@
  * MPI_Alltoallv where rank r sends r*n+j+1 ints to rank j.
  * pcontrol: normal, then MPI_Pcontrol(2) (snapshot), MPI_Pcontrol(0), 3 barriers (not
  * counted), MPI_Pcontrol(1), 1 barrier.
+ * exit: normal, then exit(0) without MPI_Finalize (after a barrier).
  * reset: normal, then MPI_Pcontrol(3) and 1 barrier.
  * abort: normal, then rank 0 calls MPI_Abort while the others wait in MPI_Barrier.
  * signal: normal, then rank 0 raises SIGTERM while the others wait in MPI_Barrier (the
@@ -91,6 +92,9 @@ int main(int argc, char **argv)
         for (int i = 0; i < 3; i++) MPI_Barrier(MPI_COMM_WORLD);
         MPI_Pcontrol(1);
         MPI_Barrier(MPI_COMM_WORLD);
+    } else if (strcmp(mode, "exit") == 0) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        exit(0);
     } else if (strcmp(mode, "reset") == 0) {
         MPI_Pcontrol(3);
         MPI_Barrier(MPI_COMM_WORLD);

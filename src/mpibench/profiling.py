@@ -118,11 +118,13 @@ def build_test_programs(stack: Any = None) -> Path:
 
 
 def profile_env(stack_name_or_wrapper: Any, out_dir: str | os.PathLike) -> dict[str, str]:
-    """Environment that profiles every MPI rank it reaches: builds the library if needed.
-    For campaign variants with `profile = true`; pass it to the ranks (Open MPI: -x NAME)."""
+    """Environment that profiles every MPI rank it reaches: builds the library if needed and
+    empties out_dir of earlier profile files. For campaign variants with `profile = true`;
+    pass it to the ranks only (inject_env adds Open MPI -x / Hydra -genv flags)."""
     lib = build_profiler(stack_name_or_wrapper)
     out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
+    clean_out_dir(out)  # one directory per launch: never merge files of an earlier run
     return {"LD_PRELOAD": str(lib), "MPIBENCH_PROFILE_DIR": str(out)}
 
 
