@@ -23,6 +23,7 @@ from mpibench.schedulers import (
     JobRequest,
     JobStatus,
     Scheduler,
+    SchedulerError,
     SchedulerQueryError,
     job_body,
     register_scheduler,
@@ -229,12 +230,15 @@ class SubprocessScheduler(Scheduler):
     batch = True
     fail_first_poll = False
     die_on_poll = False
+    refuse = False
 
     def render_script(self, req: JobRequest) -> str:
         return f"#!/bin/bash\n# job {req.name}\n" + job_body(req)
 
     def submit(self, req: JobRequest) -> str:
         CALLS["submit"] += 1
+        if self.refuse:
+            raise SchedulerError("sbatch: error: invalid partition specified: nope")
         path = req.run_dir / "job.sh"
         path.write_text(self.render_script(req))
         proc = subprocess.Popen(["bash", str(path)], cwd=req.run_dir,
@@ -313,6 +317,9 @@ def test_batch_loop_submits_polls_ingests_and_reattaches(tmp_path, found_stacks)
         assert {r["nodelist"] for r in runs} == {"localhost"}
         # each job verified its transport with a probe step on its own allocation
         assert {r["transport_actual"].split()[0] for r in runs} == {"shm"}
+        # jobs ran in plan order
+        assert [r["id"] for r in sorted(runs, key=lambda r: r["started"])] == \
+            [r["id"] for r in sorted(runs, key=lambda r: r["seq"])]
         vals = sorted(r["median"] for r in store.results() if r["metric"] == "v")
         assert vals == [1, 1, 2, 2, 3, 3]
 
@@ -383,3 +390,17 @@ def test_profiled_variant_stores_its_profile(tmp_path, found_stacks):
         benches = {r["benchmark"] for r in store.results(with_samples=False)}
         assert "PingPong" in benches and "profile:MPI" in benches
         assert store.fingerprint(run["fingerprint_id"])["profiler"] is True
+
+
+def test_refused_submission_fails_the_cells_with_the_reason(tmp_path, found_stacks):
+    camp = tmp_path / "refuse.toml"
+    camp.write_text(BATCH.replace('transport = "shm"\n', "").replace("repeats = 2",
+                                                                     "repeats = 1"))
+    spec = load(camp)
+    sched = SubprocessScheduler(spec.scheduler)
+    sched.refuse = True
+    with Store(tmp_path / "r.db") as store:
+        CampaignRunner(spec, store, found_stacks, scheduler=sched, verify=False).run()
+        runs = store.runs()
+        assert len(runs) == 3 and {r["status"] for r in runs} == {"failed"}
+        assert all("invalid partition" in r["reason"] for r in runs)

@@ -46,6 +46,7 @@ from mpibench.schedulers import (
     JobStatus,
     JobStep,
     Scheduler,
+    SchedulerError,
     SchedulerQueryError,
     get_scheduler,
     read_step_result,
@@ -540,7 +541,18 @@ class CampaignRunner:
                                            argv_json=p.cmd.argv, job_script=script,
                                            scheduler=self.scheduler.name,
                                            sched_state="submitting", job_id=None)
-                job_id = self.scheduler.submit(req)
+                try:
+                    job_id = self.scheduler.submit(req)
+                except SchedulerError as exc:
+                    # refused (bad partition, over a limit...): the cells fail with the reason
+                    with self.store.transaction():
+                        for p in preps:
+                            self.store.set_run(p.cell.id, "failed", finished=time.time(),
+                                               reason=f"job submission refused: {exc}",
+                                               sched_state="refused")
+                    self._done += len(preps)
+                    self.log(f"{req.name}: submission refused: {exc}")
+                    continue
                 with self.store.transaction():
                     for p in preps:
                         self.store.set_run(p.cell.id, job_id=str(job_id),
