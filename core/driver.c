@@ -406,6 +406,7 @@ typedef struct result {
     int64_t mem_per_rank;
     int root_first;
     int rebatches;
+    double elapsed_s; /* wall time spent on this size, set-up to statistics */
 } result;
 static void emit_result(const mb_bench *b, int64_t size, const result *r);
 
@@ -598,6 +599,7 @@ static void set_stage(int s) { g_cur_stage = stage_names[s]; }
 static void run_size(const mb_bench *b, int64_t size, const timer_info *ti, result *r)
 {
     memset(r, 0, sizeof *r);
+    double t_setup = MPI_Wtime();
     r->status = "ok";
     r->first_us = NAN;
     r->timer_fraction = NAN;
@@ -779,27 +781,21 @@ static void run_size(const mb_bench *b, int64_t size, const timer_info *ti, resu
         kmax = cap < 1 ? 1 : cap < O.iterations ? cap : O.iterations;
     }
     int64_t total_iters = O.iterations ? kmax : 0; /* fixed mode: iterations for this size */
-    /* pass 0 calibrates on a cold path, then the warm-up samples run, then pass 1 re-checks
-     * on the warm path (k only grows) */
-    for (int pass = 0; pass < 2; pass++) {
-    set_stage(pass == 0 ? 2 : 3);
+    /* one batch per step, max over ranks; k grows until the batch reaches the floor.  A
+     * preempted batch can make k too small here: the re-batch check on real samples below
+     * catches that, which is cheaper than timing every step several times. */
+    set_stage(2);
     for (int round = 0; round < 40; round++) {
-        /* three batches, max over ranks each, and the smallest of the three: one preempted
-         * batch must not make k too small */
-        double loc[3], gl[3];
-        for (int rep = 0; rep < 3; rep++) {
-            MPI_Barrier(MPI_COMM_WORLD);
-            double t0 = MPI_Wtime();
-            run_batch(b, &c, &p, k, &it_counter);
-            double t1 = MPI_Wtime();
-            loc[rep] = (t1 - t0) * 1e6;
-        }
-        MPI_Reduce(loc, gl, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-        double glob = fmin(gl[0], fmin(gl[1], gl[2]));
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        run_batch(b, &c, &p, k, &it_counter);
+        double t1 = MPI_Wtime();
+        double loc1 = (t1 - t0) * 1e6, glob1 = 0;
+        MPI_Reduce(&loc1, &glob1, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
         int64_t next[2] = {k, 1};
         if (g_rank == 0) {
-            if (glob < ti->min_interval_us && k < kmax) {
-                double f = glob > 0 ? 1.5 * ti->min_interval_us / glob : 16.0;
+            if (glob1 < ti->min_interval_us && k < kmax) {
+                double f = glob1 > 0 ? 1.5 * ti->min_interval_us / glob1 : 16.0;
                 f = f < 2.0 ? 2.0 : f > 64.0 ? 64.0 : f;
                 int64_t nk = (int64_t)ceil((double)k * f);
                 next[0] = nk > kmax ? kmax : nk;
@@ -814,16 +810,13 @@ static void run_size(const mb_bench *b, int64_t size, const timer_info *ti, resu
         if (next[1])
             break;
     }
-    if (pass == 0) {
-        /* warm-up samples, discarded */
-        set_stage(3);
-        for (int64_t w = 0; w < O.warmup; w++) {
-            MPI_Barrier(MPI_COMM_WORLD);
-            run_batch(b, &c, &p, k, &it_counter);
-        }
-        r->warmup = O.warmup;
+    /* warm-up samples, discarded */
+    set_stage(3);
+    for (int64_t w = 0; w < O.warmup; w++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        run_batch(b, &c, &p, k, &it_counter);
     }
-    }
+    r->warmup = O.warmup;
     /* fixed-count mode runs exactly total_iters iterations: round k up to a divisor */
     if (O.iterations)
         while (total_iters % k)
@@ -902,10 +895,11 @@ static void run_size(const mb_bench *b, int64_t size, const timer_info *ti, resu
                     ctl[0] = 3;
                 else if (now - tsize0 >= O.max_time)
                     ctl[0] = 2;
-                /* next round: grow by half, but stay within the remaining time and cap */
+                /* next round: a quarter more samples (overshoot past the target <= 25%),
+                 * within the remaining time and the cap */
                 double per = round_wall / (double)R;
                 double left = O.max_time - (now - tsize0);
-                int64_t nr = n / 2 > 8 ? n / 2 : 8;
+                int64_t nr = n / 4 > 8 ? n / 4 : 8;
                 if (n < O.min_samples)
                     nr = O.min_samples - n;
                 if (per > 0 && left > 0 && (double)nr * per > left)
@@ -970,6 +964,7 @@ static void run_size(const mb_bench *b, int64_t size, const timer_info *ti, resu
         r->timer_fraction = 2.0 * ti->overhead_us / (r->s.median * b->iter_div * (double)k);
     }
 out:
+    r->elapsed_s = MPI_Wtime() - t_setup;
     disarm();
     free(p.s);
     free(p.r);
@@ -1079,6 +1074,7 @@ static void emit_result(const mb_bench *b, int64_t size, const result *r)
     mj_int(&j, "buffer_copies", r->pool);
     mj_int(&j, "mem_per_rank", r->mem_per_rank);
     mj_bool(&j, "root_shift", O.root_shift);
+    mj_num(&j, "elapsed_s", r->elapsed_s);
     mj_obj_end(&j);
     mtx_lock(&g_out_mtx);
     write_line(&j);
@@ -1098,6 +1094,11 @@ static void emit_result(const mb_bench *b, int64_t size, const result *r)
                     (long long)size, (long long)r->iters_total, isfinite(bw) ? bw : 0.0,
                     isfinite(rate) ? rate : 0.0, med, ci,
                     (long long)r->n, (long long)r->batch, r->stop_reason);
+        } else if (b->kind == MB_PT2PT && !b->single_pair) {
+            fprintf(g_text, "%12lld %12lld %12.2f %12.2f %12.2f %12.2f %9s %12.2f %8lld %7lld %s\n",
+                    (long long)size, (long long)r->iters_total, r->rank_min_us, r->rank_max_us,
+                    r->rank_avg_us, med, ci, isfinite(bw) ? bw : 0.0, (long long)r->n,
+                    (long long)r->batch, r->stop_reason);
         } else if (b->kind == MB_PT2PT) {
             fprintf(g_text, "%12lld %12lld %12.2f %12.2f %9s %12.2f %8lld %7lld %s\n",
                     (long long)size, (long long)r->iters_total, s->mean, med, ci,
@@ -1127,6 +1128,10 @@ static void text_bench_header(const mb_bench *b)
     if (b->msgs_per_iter > 0)
         fprintf(g_text, "%12s %12s %12s %12s %12s %9s %8s %7s %s\n", "#bytes", "#repetitions",
                 "Mbytes/sec", "Msg/sec", "median[usec]", "ci95", "samples", "batch", "stop");
+    else if (b->kind == MB_PT2PT && !b->single_pair)
+        fprintf(g_text, "%12s %12s %12s %12s %12s %12s %9s %12s %8s %7s %s\n", "#bytes",
+                "#repetitions", "t_min[usec]", "t_max[usec]", "t_avg[usec]", "median[usec]",
+                "ci95", "Mbytes/sec", "samples", "batch", "stop");
     else if (b->kind == MB_PT2PT)
         fprintf(g_text, "%12s %12s %12s %12s %9s %12s %8s %7s %s\n", "#bytes", "#repetitions",
                 "t[usec]", "median[usec]", "ci95", "Mbytes/sec", "samples", "batch", "stop");

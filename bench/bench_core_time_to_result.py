@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Time to result: mpibench-core adaptive (+-1% CI of the median) vs a fixed-count IMB-like run.
+
+Runs the full IMB-MPI1 set (or --quick: a subset) at np=2 over sizes 0:22 twice per stack,
+back to back: adaptive mode with the defaults (target +-1%, 1 s per size) and fixed-count mode
+with IMB's rule (1000 iterations, at most 40 MB / size, `--iterations 1000 --iterations-volume
+40M`). Prints the wall-time ratio, how many sizes reached the +-1% target (and which did not,
+with their stop reason and CI), and how far the two modes' medians differ.
+Target: every size reaches its target, and adaptive takes at most half the fixed wall time.
+One run, ratios only, no assertions.
+
+usage: bench/bench_core_time_to_result.py [--quick] [--stack openmpi|mpich ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from _coreutil import STACKS, available, build, launch  # noqa: E402
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true",
+                    help="PingPong, Allreduce, Alltoall, Bcast over 0:16")
+    ap.add_argument("--stack", action="append", choices=sorted(STACKS))
+    ap.add_argument("--sizes", default=None, help="override the size spec")
+    a = ap.parse_args()
+    benches = ["PingPong", "Allreduce", "Alltoall", "Bcast"] if a.quick else ["all"]
+    sizes = a.sizes or ("0:16" if a.quick else "0:22")
+    stacks = [s for s in (a.stack or list(STACKS)) if available(s)]
+    modes = {
+        "adaptive": ["--target", "1", "--max-time", "1"],
+        "fixed": ["--iterations", "1000", "--iterations-volume", "40M"],
+    }
+    print(f"# time to result, np=2, sizes {sizes}, benchmarks {' '.join(benches)}")
+    with tempfile.TemporaryDirectory(prefix="mb-ttr-") as tmp:
+        for stack in stacks:
+            exe = build(stack, Path(tmp) / stack)
+            wall, runs = {}, {}
+            for mode, flags in modes.items():
+                out = Path(tmp) / f"{stack}-{mode}.jsonl"
+                t0 = time.monotonic()
+                run = launch(stack, exe, 2, ["--sizes", sizes, "--quiet", *flags, *benches],
+                             out, timeout=3600)
+                wall[mode] = time.monotonic() - t0
+                runs[mode] = run
+                if run.res.returncode != 0:
+                    print(f"{stack} {mode}: exit {run.res.returncode}: {run.res.stderr_tail()}")
+            ad = [r for r in runs["adaptive"].results if r["status"] == "ok"]
+            fx = {(r["benchmark"], r["size"]): r for r in runs["fixed"].results
+                  if r["status"] == "ok"}
+            reasons = Counter(r["stop_reason"] for r in ad)
+            missed = [r for r in ad if r["stop_reason"] != "target"]
+            print(f"\n## {stack}")
+            print(f"wall time: adaptive {wall['adaptive']:.1f} s, fixed IMB-like "
+                  f"{wall['fixed']:.1f} s, ratio adaptive/fixed {wall['adaptive'] / wall['fixed']:.2f}"
+                  f" (target <= 0.50)")
+            core_s = {m: (runs[m].footer or {}).get("elapsed_s", float("nan")) for m in runs}
+            print(f"inside the core (footer elapsed_s, no launcher start-up): adaptive "
+                  f"{core_s['adaptive']:.1f} s, fixed {core_s['fixed']:.1f} s, ratio "
+                  f"{core_s['adaptive'] / core_s['fixed']:.2f}")
+            print(f"sizes reaching +-1%: {reasons['target']} of {len(ad)}; stop reasons "
+                  f"{dict(reasons)}")
+            samples = sum(r["iterations"] for r in ad)
+            fsamples = sum(r["iterations"] for r in fx.values())
+            print(f"timed iterations: adaptive {samples}, fixed {fsamples}")
+            for r in missed[:40]:
+                hw = max(r["median_us"] - r["ci_low_us"], r["ci_high_us"] - r["median_us"])
+                print(f"  missed: {r['benchmark']:>14} {r['size']:>8} stop={r['stop_reason']:<11}"
+                      f" n={r['n']:<6} median {r['median_us']:.3f} us +-{hw / r['median_us']:.1%}")
+            if len(missed) > 40:
+                print(f"  ... {len(missed) - 40} more")
+            ratios = [r["median_us"] / fx[(r["benchmark"], r["size"])]["median_us"]
+                      for r in ad if (r["benchmark"], r["size"]) in fx
+                      and fx[(r["benchmark"], r["size"])]["median_us"]]
+            if ratios:
+                q = statistics.quantiles(ratios, n=20)
+                print(f"median adaptive/fixed per size: middle {statistics.median(ratios):.3f}, "
+                      f"5%-95% {q[0]:.3f}-{q[-1]:.3f} over {len(ratios)} sizes")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
