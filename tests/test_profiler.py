@@ -378,6 +378,8 @@ def test_cli_profile_and_compare(built, tmp_path):
         ids = [r["id"] for r in store.runs()]
     assert len(ids) == 2
     assert main(["profile", "--db", str(db), "--compare", *ids]) == 0
+    assert main(["profile", "--db", str(db), "--compare", "x", "y"]) == 0  # by label
+    assert main(["profile", "--db", str(db), "--compare", "x", "nope"]) == 2
     assert main(["profile", "--db", str(db), "--show", ids[0], "--json"]) == 0
     assert main(["profile", "--db", str(db)]) == 2  # no command: usage error
 

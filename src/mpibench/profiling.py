@@ -353,11 +353,16 @@ def profile_rows(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def store_profile(store, run: ProfileRun, *, label: str | None = None) -> str:
+def new_run_id() -> str:
+    return f"profile-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
+
+
+def store_profile(store, run: ProfileRun, *, label: str | None = None,
+                  run_id: str | None = None) -> str:
     """Record a profiled run: campaign "profiles", the profile document, per-function rows."""
     from mpibench import fingerprint
 
-    run_id = f"profile-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
+    run_id = run_id or new_run_id()
     stack_d = run.stack.to_dict() if hasattr(run.stack, "to_dict") else {}
     fp = fingerprint.collect(stack=stack_d, launcher_argv=run.argv,
                              env={**os.environ, **run.env},
@@ -386,11 +391,17 @@ def store_profile(store, run: ProfileRun, *, label: str | None = None) -> str:
 
 
 def load_profile(store, run_id: str) -> dict[str, Any]:
+    """A stored profile by run id, or the latest profile of a variant/label of that name."""
     row = store.db.execute("SELECT json FROM profiles WHERE run_id=?", (run_id,)).fetchone()
+    if not row:
+        row = store.db.execute(
+            "SELECT p.json FROM profiles p JOIN runs r ON r.id = p.run_id "
+            "WHERE r.variant=? OR r.label=? ORDER BY r.started DESC, r.rowid DESC LIMIT 1",
+            (run_id, run_id)).fetchone()
     if not row:
         known = [r[0] for r in store.db.execute(
             "SELECT run_id FROM profiles ORDER BY rowid DESC LIMIT 5")]
-        raise UsageError(f"run {run_id!r}: no profile in {store.path}; recent profiles: "
+        raise UsageError(f"{run_id!r}: no profile run or label in {store.path}; recent: "
                          f"{', '.join(known) or 'none'}")
     return json.loads(row[0])
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import time
 from pathlib import Path
 
 from mpibench.commands._common import Formatter, add_db, console, err_console, print_json
@@ -44,8 +43,9 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="print the merged profile as JSON")
     p.add_argument("--no-store", action="store_true", help="do not write to the results store")
     p.add_argument("--compare", nargs=2, metavar=("RUN_A", "RUN_B"),
-                   help="compare two stored profiles per function (A is the baseline)")
-    p.add_argument("--show", metavar="RUN_ID", help="print a stored profile")
+                   help="compare two stored profiles per function (A is the baseline); a run "
+                        "id or a label (its latest profile)")
+    p.add_argument("--show", metavar="RUN_ID", help="print a stored profile (run id or label)")
     p.add_argument("command", nargs=argparse.REMAINDER,
                    help="launcher command, after `--` (e.g. -- mpirun -np 4 ./app)")
     p.set_defaults(func=run)
@@ -82,8 +82,8 @@ def run(args) -> int:
     if not cmd:
         raise UsageError("profile: no command given; expected e.g. "
                          "`mpibench profile -- mpirun -np 2 ./app`")
-    out = Path(args.out) if args.out else Path("mpibench-profiles") / time.strftime(
-        "%Y%m%dT%H%M%S")
+    run_id = profiling.new_run_id()
+    out = Path(args.out) if args.out else Path("mpibench-profiles") / run_id
     run_ = profiling.run_profiled(cmd, stack=args.stack, out_dir=out, timeout=args.timeout)
     err = err_console()
     if run_.result.timed_out:
@@ -93,10 +93,11 @@ def run(args) -> int:
         tail = run_.result.stderr_tail(10)
         if tail:
             err.print(tail, markup=False)
-    run_id = None
     if not args.no_store:
         with Store(args.db) as store:
-            run_id = profiling.store_profile(store, run_, label=args.label)
+            run_id = profiling.store_profile(store, run_, label=args.label, run_id=run_id)
+    else:
+        run_id = None
     if run_.doc is None:
         raise BenchmarkFailure(run_.error or "no profile was written")
     if args.json:
