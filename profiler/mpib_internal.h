@@ -15,6 +15,9 @@
 #include <stdint.h>
 #include <time.h>
 
+/* Everything below is internal to the library: hidden symbols are reached without the GOT
+ * or PLT, which matters on the hot path. Only the MPI_ wrappers (declared by mpi.h) export. */
+#pragma GCC visibility push(hidden)
 #include "mpib_funcs.h"
 
 /* Bin 0: 0 bytes; bin k (1..64): [2^(k-1), 2^k) bytes. */
@@ -162,4 +165,5 @@ void mpib_b_fetch_and_op(mpib_bytes_t *b, MPI_Datatype t);
 void mpib_b_io_write(mpib_bytes_t *b, int64_t count, MPI_Datatype t);
 void mpib_b_io_posted(mpib_bytes_t *b, int64_t count, MPI_Datatype t);
 
+#pragma GCC visibility pop
 #endif
