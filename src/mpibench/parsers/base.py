@@ -61,6 +61,15 @@ class ParseResult:
         return sum(1 for r in self.records if r.get("status", "ok") == "ok")
 
 
+def split_lines(text: str) -> list[str]:
+    """Lines as editors and `sed -n Np` count them: split on \\n only (str.splitlines would
+    also split on \\x1c, \\x85, \\u2028... and shift every line number after them)."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
+
+
 # -- number checks -----------------------------------------------------------------------
 _INT_RE = re.compile(r"^[0-9]+$")
 _FLOAT_RE = re.compile(r"^[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?$|^\.[0-9]+(?:[eE][+-]?[0-9]+)?$")

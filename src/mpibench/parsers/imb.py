@@ -32,6 +32,7 @@ from mpibench.parsers.base import (
     bandwidth_record,
     clip,
     failure_record,
+    split_lines,
     time_record,
 )
 
@@ -99,7 +100,7 @@ class _Block:
 
 def parse_imb(text: str) -> ParseResult:
     res = ParseResult(format="imb", tool="IMB")
-    lines = text.splitlines()
+    lines = split_lines(text)
     # A last line without its newline may be cut mid-number: never trust it as a row.
     partial_last = bool(lines) and not text.endswith(("\n", "\r"))
     titles: list[int] = []
@@ -182,11 +183,12 @@ def parse_imb(text: str) -> ParseResult:
         if stripped.startswith("#") and block is not None and block.cols is None:
             pm = PROCS_RE.search(stripped)
             if pm and not block.done:
-                block.np = as_int(pm.group(1))
+                block.np = as_int(pm.group(1)) or None     # 0 ranks is no rank count
                 continue
             gm = GROUPS_RE.search(stripped)
             if gm and not block.done:
-                block.n_groups, block.np = as_int(gm.group(1)), as_int(gm.group(2))
+                block.n_groups = as_int(gm.group(1)) or None
+                block.np = as_int(gm.group(2)) or None
                 continue
             mm = MODE_RE.search(stripped)
             if mm and not block.done:
@@ -232,6 +234,9 @@ def parse_imb(text: str) -> ParseResult:
                            f"{clip(stripped)!r} not imported")
             continue
         rec = _row(block, tokens, i, factor, unit_printed, res)
+        if isinstance(rec, str):
+            res.problem(i, f"{block.benchmark} row {clip(stripped)!r}: {rec}; line skipped")
+            continue
         if rec is None:
             fm = FAIL_RE.match(stripped)
             if fm:
@@ -279,7 +284,9 @@ def parse_imb(text: str) -> ParseResult:
 
 
 def _row(block: _Block, tokens: list[str], lineno: int, factor: float, unit_printed: str,
-         res: ParseResult) -> dict[str, Any] | None:
+         res: ParseResult) -> dict[str, Any] | str | None:
+    """The row's record; None if it is not a row of this table; a reason if its numbers
+    cannot be right."""
     cols = block.cols or []
     if len(tokens) != len(cols):
         return None
@@ -290,6 +297,13 @@ def _row(block: _Block, tokens: list[str], lineno: int, factor: float, unit_prin
             return None
         vals[c] = v
     size = vals.get("#bytes", 0)
+    if vals["#repetitions"] < 1:
+        return "#repetitions must be at least 1"
+    # IMB's min <= avg <= max over ranks survives its 2-decimal rounding; a row breaking it
+    # has columns out of place, whatever its numbers look like.
+    if "t_avg[usec]" in vals and not (vals.get("t_min[usec]", 0) <= vals["t_avg[usec]"]
+                                      <= vals.get("t_max[usec]", float("inf"))):
+        return "t_min <= t_avg <= t_max does not hold (columns out of place?)"
     extra: dict[str, Any] = {"repetitions": vals["#repetitions"], "line": lineno}
     if "#bytes" not in vals:
         extra["sizeless"] = True

@@ -16,7 +16,7 @@ import math
 import re
 from typing import Any
 
-from mpibench.parsers.base import ABORT_PATTERNS, ParseResult, as_float, as_int, clip
+from mpibench.parsers.base import ABORT_PATTERNS, ParseResult, as_float, as_int, clip, split_lines
 
 VERSION_RE = re.compile(r"nccl-tests version\s+(\S+)(?:\s+nccl-headers=(\d+))?"
                         r"(?:\s+nccl-library=(\d+))?")
@@ -81,7 +81,7 @@ def _records(op: str, size: int, count: int | None, dtype: str, redop: str, root
 
 def parse_nccl_text(text: str) -> ParseResult:
     res = ParseResult(format="nccl", tool="nccl-tests")
-    lines = text.splitlines()
+    lines = split_lines(text)
     partial_last = bool(lines) and not text.endswith(("\n", "\r"))
     program: str | None = None
     ranks: dict[int, dict[str, Any]] = {}

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from mpibench.parsers.base import ABORT_PATTERNS, ParseResult, as_float, as_int, clip
+from mpibench.parsers.base import ABORT_PATTERNS, ParseResult, as_float, as_int, clip, split_lines
 
 STDOUT_RE = re.compile(r"^\s*(\d+):\s+(\d+)\s+bytes\s+(\d+)\s+times\s+-->\s+(\S+)\s+Mbps\s+in\s+"
                        r"(\S+)\s+usec\s*$")
@@ -31,7 +31,7 @@ def _record(size: int, mbps: float, t_us: float, lineno: int,
 
 def parse_netpipe(text: str) -> ParseResult:
     res = ParseResult(format="netpipe", tool="NetPIPE")
-    lines = text.splitlines()
+    lines = split_lines(text)
     partial_last = bool(lines) and not text.endswith(("\n", "\r"))
     stdout_form = any(STDOUT_RE.match(ln) for ln in lines[:400])
     res.meta["form"] = "stdout" if stdout_form else "output file (-o)"

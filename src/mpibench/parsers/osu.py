@@ -29,6 +29,7 @@ from mpibench.parsers.base import (
     as_int,
     bandwidth_record,
     clip,
+    split_lines,
     time_record,
 )
 
@@ -150,7 +151,7 @@ class _Table:
 
 def parse_osu(text: str) -> ParseResult:
     res = ParseResult(format="osu", tool="OSU")
-    lines = text.splitlines()
+    lines = split_lines(text)
     partial_last = bool(lines) and not text.endswith(("\n", "\r"))
     table: _Table | None = None
     titles: list[_Table] = []
@@ -200,7 +201,8 @@ def parse_osu(text: str) -> ParseResult:
             kv = re.match(r"^#\s*([A-Za-z][\w .-]*?)\s*:\s*(.+?)\s*$", stripped)
             if kv and not (pm or wm):
                 key = re.sub(r"[^a-z0-9]+", "_", kv.group(1).lower()).strip("_")
-                table.meta.setdefault(key, kv.group(2))
+                if key not in ("pairs", "window_size", "datatype"):
+                    table.meta.setdefault(key, kv.group(2))
             continue
         if ABORT_PATTERNS.search(stripped):
             abort_lines.append(i)
@@ -222,6 +224,9 @@ def parse_osu(text: str) -> ParseResult:
                            f"{clip(stripped)!r} not imported")
             continue
         rec = _row(table, tokens, i)
+        if isinstance(rec, str):
+            res.problem(i, f"{table.name} row {clip(stripped)!r}: {rec}; line skipped")
+            continue
         if rec is None:
             res.problem(i, f"expected a row of {len(table.cols)} values "
                            f"({', '.join(table.names)}), got {clip(stripped)!r}; line skipped")
@@ -257,7 +262,9 @@ def parse_osu(text: str) -> ParseResult:
     return res
 
 
-def _row(table: _Table, tokens: list[str], lineno: int) -> dict[str, Any] | None:
+def _row(table: _Table, tokens: list[str], lineno: int) -> dict[str, Any] | str | None:
+    """The row's record; None if it is not a row of this table; a reason if its numbers
+    cannot be right."""
     cols = table.cols or []
     if len(tokens) != len(cols):
         return None
@@ -277,12 +284,18 @@ def _row(table: _Table, tokens: list[str], lineno: int) -> dict[str, Any] | None
             if v is None:
                 return None
             vals[c] = v
+    if "latency" in vals and not (vals.get("t_min_us", 0) <= vals["latency"]
+                                  <= vals.get("t_max_us", float("inf"))):
+        return "Min <= Avg <= Max latency does not hold (columns out of place?)"
+    if vals.get("iterations", 1) < 1:
+        return "Iterations must be at least 1"
     size = vals.get("size", 0)
     np_ = 2 if table.name in _TWO_RANK or table.name.startswith(("osu_put", "osu_get",
                                                                  "osu_acc", "osu_fop",
                                                                  "osu_cas")) else None
-    if table.name == "osu_mbw_mr" and table.meta.get("pairs"):
-        np_ = 2 * table.meta["pairs"]
+    pairs = table.meta.get("pairs")
+    if table.name == "osu_mbw_mr" and isinstance(pairs, int) and pairs > 0:
+        np_ = 2 * pairs
     extra: dict[str, Any] = {"line": lineno}
     if "size" not in vals:
         extra["sizeless"] = True

@@ -1,0 +1,93 @@
+"""nccl-tests parser (text and JSON). The samples in tests/data/nccl are CONSTRUCTED from the
+documented output format (see tests/data/nccl/README.md): no GPU was available to capture."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mpibench.parsers.detect import parse_bytes
+from mpibench.parsers.nccl import parse_nccl_json, parse_nccl_text
+
+DATA = Path(__file__).parent / "data" / "nccl"
+TEXT = "nccl-tests2.13.10-all_reduce_perf-8gpu.txt"
+JSON = "nccl-tests-json2-all_reduce_perf-8gpu.json"
+OLD = "nccl-tests2.x-old-layout-all_reduce_perf-2gpu.txt"
+
+
+def get(res, bench, size):
+    (r,) = [r for r in res.records if r["benchmark"] == bench and r["size"] == size]
+    return r
+
+
+def test_text_out_of_place_and_in_place():
+    res = parse_bytes((DATA / TEXT).read_bytes())
+    assert (res.format, res.tool, res.version) == ("nccl", "nccl-tests", "2.13.10")
+    assert res.problems == [] and not res.truncated and len(res.records) == 50
+    assert res.meta["ranks"] == 8 and res.meta["program"] == "all_reduce_perf"
+    r = get(res, "nccl_all_reduce", 134217728)
+    assert (r["mean"], r["bandwidth_mbps"], r["busbw_mbps"], r["np"]) == (
+        1158.45, 115860.0, 202750.0, 8)
+    assert r["extra"]["count"] == 33554432 and r["extra"]["wrong"] == 0
+    assert r["extra"]["placement"] == "out-of-place" and r["statistic"] == "mean"
+    r = get(res, "nccl_all_reduce_inplace", 4194304)
+    assert (r["mean"], r["extra"]["algbw_gbps"], r["extra"]["busbw_gbps"]) == (48.58, 86.34,
+                                                                               151.09)
+
+
+def test_json_matches_text():
+    res = parse_bytes((DATA / JSON).read_bytes())
+    assert res.format == "nccl-json" and res.problems == [] and len(res.records) == 50
+    text = parse_bytes((DATA / TEXT).read_bytes())
+    for a, b in zip(res.records, text.records, strict=True):
+        assert (a["benchmark"], a["size"], a["mean"], a["bandwidth_mbps"], a["busbw_mbps"]) == (
+            b["benchmark"], b["size"], b["mean"], b["bandwidth_mbps"], b["busbw_mbps"])
+    assert res.meta["nccl_library"] == 21903 and res.meta["ranks"] == 8
+
+
+def test_old_layout_without_program_name():
+    res = parse_bytes((DATA / OLD).read_bytes())
+    assert res.format == "nccl" and len(res.records) == 36
+    r = get(res, "nccl_unknown", 1048576)
+    assert r["np"] == 2 and r["extra"]["wrong"] == 0.0
+    assert any("does not name the test program" in p.message for p in res.problems)
+
+
+def test_wrong_elements_fail_the_row_and_truncation_is_reported():
+    lines = (DATA / TEXT).read_text().splitlines(keepends=True)
+    i = next(k for k, ln in enumerate(lines) if ln.lstrip().startswith("1024 "))
+    lines[i] = lines[i].rstrip("\n")[:-1] + "7\n"          # in-place #wrong 0 -> 7
+    cut = next(k for k, ln in enumerate(lines) if ln.lstrip().startswith("2048 "))
+    res = parse_nccl_text("".join(lines[:cut + 1]))
+    bad = get(res, "nccl_all_reduce_inplace", 1024)
+    assert bad["status"] == "validation-failed" and bad["extra"]["wrong"] == 7
+    assert get(res, "nccl_all_reduce", 1024)["status"] == "ok"
+    assert res.truncated and "Avg bus bandwidth" in res.problems[-1].message
+    assert max(r["size"] for r in res.records) == 2048
+
+
+def test_truncated_json_keeps_complete_entries():
+    text = (DATA / JSON).read_text()
+    k = text.index('{"size":4096')
+    res = parse_nccl_json(text[:k + 30])
+    assert res.truncated
+    assert max(r["size"] for r in res.records) == 2048 and len(res.records) == 2 * 9
+    assert "kept the 9 complete 'results' entries" in res.problems[0].message
+
+
+def test_json_bad_values_are_skipped_with_a_problem():
+    doc = json.loads((DATA / JSON).read_text())
+    doc["results"][0]["out_of_place"]["time"] = "nan"
+    doc["results"][1]["size"] = -5
+    res = parse_nccl_json(json.dumps(doc))
+    assert len(res.records) == 50 - 1 - 2
+    assert any("results[0].out_of_place" in p.message for p in res.problems)
+    assert any("results[1]: 'size' -5" in p.message for p in res.problems)
+
+
+@pytest.mark.parametrize("text", ["{}", "[1, 2]", '{"results": 5}', "{not json"])
+def test_json_shapes_never_crash(text):
+    res = parse_nccl_json(text)
+    assert res.records == [] and res.problems
