@@ -166,7 +166,7 @@ COVERAGE = {
     "MPI_Gatherv": [(1, 4, 12, 0, 0), (1, 8, 0, 0, 0)],
     "MPI_Scatter": [(1, 80, 40, 0, 0), (1, 0, 40, 0, 0)],
     "MPI_Scatterv": [(1, 12, 4, 0, 0), (1, 0, 8, 0, 0)],
-    "MPI_Allgather": [(1, 20, 40, 0, 0), (1, 20, 40, 0, 0)],
+    "MPI_Allgather": [(2, 28, 48, 0, 0), (2, 28, 48, 0, 0)],  # + intercomm: 1 remote block
     "MPI_Allgatherv": [(1, 4, 12, 0, 0), (1, 8, 12, 0, 0)],
     "MPI_Alltoall": [(1, 24, 24, 0, 0), (1, 24, 24, 0, 0)],
     "MPI_Alltoallw": [(1, 8, 12, 0, 0), (1, 16, 12, 0, 0)],
@@ -191,8 +191,10 @@ COVERAGE = {
     "MPI_Win_fence": [(3, 0, 0, 0, 0)] * 2,
     "MPI_File_write_at": [(1, 1000, 0, 0, 0)] * 2,
     "MPI_File_read_at": [(1, 0, 1000, 0, 0)] * 2,
-    "MPI_Comm_split": [(1, 0, 0, 0, 0)] * 2,
-    "MPI_Comm_free": [(2, 0, 0, 0, 0)] * 2,
+    "MPI_Comm_split": [(2, 0, 0, 0, 0)] * 2,
+    "MPI_Comm_free": [(4, 0, 0, 0, 0)] * 2,
+    "MPI_Intercomm_create": [(1, 0, 0, 0, 0)] * 2,
+    "MPI_Bcast": [(1, 40, 0, 0, 0), (1, 0, 40, 0, 0)],  # intercomm: MPI_ROOT side sends
 }
 CLASSES = {"MPI_Ibcast": "coll.nonblocking", "MPI_Startall": "pt2pt.persistent",
            "MPI_Mprobe": "pt2pt.probe", "MPI_Put": "rma", "MPI_File_read_at": "io",

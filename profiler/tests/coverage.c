@@ -101,6 +101,15 @@ int main(int argc, char **argv)
     MPI_Comm_free(&c1);
     MPI_Comm_free(&c2);
 
+    /* intercommunicator: group A = rank 0, group B = rank 1 */
+    MPI_Comm half, inter;
+    MPI_Comm_split(w, r, 0, &half);
+    MPI_Intercomm_create(half, 0, w, p, 6, &inter);
+    MPI_Bcast(cb, 40, MPI_BYTE, r == 0 ? MPI_ROOT : 0, inter);
+    MPI_Allgather(ib, 2, MPI_INT, ib2, 2, MPI_INT, inter);
+    MPI_Comm_free(&inter);
+    MPI_Comm_free(&half);
+
 #if MPI_VERSION >= 4
     /* MPI-4 large-count entry points (MPICH 4.0 has them, Open MPI 4.1 does not) */
     MPI_Count big = 300;
