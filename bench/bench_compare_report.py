@@ -3,7 +3,8 @@
     .venv/bin/python bench/bench_compare_report.py [--runs 10000] [--samples 1000000] [--keep DIR]
 
 Builds a store with --runs runs (2 variants x 5 benchmarks x 4 np x repeats, interleaved)
-holding --samples raw samples in total (5 sizes per run), then runs each verb in a fresh
+holding --samples raw samples in total (5 sizes per run; --shape wide: every run its own
+application cell instead), then runs each verb in a fresh
 process (so import cost and peak RSS are the verb's own) and prints elapsed seconds and peak
 memory against the targets: compare < 3 s, report < 10 s, peak RSS < 1 GiB.
 Timings on a shared 2-core machine are noisy; the numbers are for orders of magnitude.
@@ -28,6 +29,34 @@ MEM_TARGET_MIB = 1024
 BENCHES = ["PingPong", "Sendrecv", "Allreduce", "Alltoall", "Bcast"]
 NPS = [2, 4, 8, 16]
 SIZES = [8, 1024, 65536, 1 << 20, 1 << 22]
+
+
+def build_wide(db: Path, runs: int, samples: int, seed: int = 1) -> None:
+    """Worst case for row count: every run is its own application cell (runs/2 cells per
+    variant, one launch each), so the table has runs/2 rows and one test per row."""
+    from mpibench import stats
+    from mpibench.store import Store
+
+    rng = np.random.default_rng(seed)
+    per_run = max(1, samples // runs)
+    with Store(db) as store:
+        cid = store.add_campaign("bench", {"price_per_node_hour": 2.0})
+        fps = {v: store.add_fingerprint({"stack": {"name": v, "version": "1"}}) for v in "ab"}
+        with store.transaction():
+            for i in range(runs // 2):
+                params = {"nodes": 1 + i % 8, "case": i // 8}
+                for v, speed in (("a", 1.0), ("b", 1.05)):
+                    rid = f"{v}-{i}"
+                    store.create_run(rid, cid, v, grp="app", params=params, seq=2 * i,
+                                     fingerprint_id=fps[v])
+                    x = rng.normal(10.0 * speed * params["nodes"], 0.5, per_run)
+                    store.add_results(rid, [{"benchmark": "app", "size": None, "np": 2,
+                                             "metric": "ns/day", "unit": "ns/day",
+                                             "better": "higher", "samples": x,
+                                             **stats.summarize(x)}])
+                    store.set_run(rid, "done", started=1.7e9 + i, elapsed=60.0)
+    print(f"store (wide): {runs} runs, {runs} results, {per_run * runs} samples, "
+          f"{db.stat().st_size / 2**20:.0f} MiB")
 
 
 def build(db: Path, runs: int, samples: int, seed: int = 1) -> None:
@@ -87,6 +116,9 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=10_000)
     ap.add_argument("--samples", type=int, default=1_000_000)
     ap.add_argument("--keep", metavar="DIR", help="build the store in DIR and keep it")
+    ap.add_argument("--shape", choices=["deep", "wide"], default="deep",
+                    help="deep: 200 cells pooling many launches (default); wide: every run "
+                         "its own application cell (runs/2 table rows)")
     ap.add_argument("--phase", choices=["compare", "report"], help=argparse.SUPPRESS)
     ap.add_argument("--db", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
@@ -100,7 +132,7 @@ def main() -> int:
     if db.exists():
         db.unlink()
     t0 = time.perf_counter()
-    build(db, args.runs, args.samples)
+    (build_wide if args.shape == "wide" else build)(db, args.runs, args.samples)
     print(f"build: {time.perf_counter() - t0:.1f} s")
     failed = False
     for verb, out in (("compare", tmp / "compare.txt"), ("report", tmp / "report.html")):

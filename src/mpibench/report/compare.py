@@ -431,7 +431,40 @@ def _header_lines(cmp: Comparison) -> list[str]:
     ]
 
 
+# Above this many rows, terminal tables are laid out as plain text: rich measures and wraps
+# every cell (seconds for 5,000 rows) and nobody reads such a table in colour anyway.
+PLAIN_TABLE_ROWS = 300
+
+
+def plain_table(title: str, header: list[str], body: list[list[str]], caption: str = "",
+                left_cols: int = 2) -> str:
+    """Fixed-width text table in the same shape as the rich tables (no wrapping)."""
+    ncol = len(header)
+    widths = [len(h) for h in header]
+    for line in body:
+        for j, x in enumerate(line[:ncol]):
+            if len(x) > widths[j]:
+                widths[j] = len(x)
+
+    def fmt(line: list[str]) -> str:
+        cells = [(x.ljust(widths[j]) if j < left_cols else x.rjust(widths[j]))
+                 for j, x in enumerate(line[:ncol])]
+        return "  " + "   ".join(cells).rstrip()
+
+    out = [title, "", fmt(header), " " + "-" * (sum(widths) + 3 * (ncol - 1) + 2)]
+    out += [fmt(line) for line in body]
+    if caption:
+        out += [""] + caption.splitlines()
+    return "\n".join(out)
+
+
 def render_terminal(cmp: Comparison, width: int | None = None) -> str:
+    hdr, body, summary_idx = _table_model(cmp)
+    if len(body) > PLAIN_TABLE_ROWS:
+        text = plain_table(cmp.title or f"comparison vs {cmp.baseline}", hdr, body,
+                           "\n".join(_header_lines(cmp)))
+        notes = [f"[{i}] {n}" for i, n in enumerate(cmp.footnotes, 1)]
+        return "\n".join([text, *notes, f"verdict: {cmp.verdict}"])
     from rich import box
     from rich.console import Console
     from rich.table import Table
@@ -443,7 +476,6 @@ def render_terminal(cmp: Comparison, width: int | None = None) -> str:
     buf = io.StringIO()
     con = Console(file=buf, width=width, force_terminal=tty, color_system="auto" if tty else None,
                   highlight=False, soft_wrap=False)
-    hdr, body, summary_idx = _table_model(cmp)
     # Text() everywhere: user names like "[bold]" or "[/]" must not be read as rich markup
     t = Table(title=Text(cmp.title or f"comparison vs {cmp.baseline}"), title_justify="left",
               box=box.SIMPLE_HEAD, caption=Text("\n".join(_header_lines(cmp))),
@@ -623,6 +655,9 @@ def render_results(store: Store, run_ids: list[str], fmt: str = "terminal", *,
         parts = [f"### {md_escape(title)}", "", md_escape(caption), "", md_table(hdr, body)]
         parts += [""] + [f"\\[{i}\\] {md_escape(t)}  " for i, t in enumerate(notes, 1)]
         return "\n".join(parts).rstrip()
+    if fmt == "terminal" and len(body) > PLAIN_TABLE_ROWS:
+        text = plain_table(title, hdr, body, caption)
+        return "\n".join([text, *(f"[{i}] {t}" for i, t in enumerate(notes, 1))])
     if fmt == "terminal":
         from rich import box
         from rich.console import Console

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import markupsafe
 
 import mpibench
 from mpibench.report import plots
@@ -43,6 +44,14 @@ from mpibench.report.tables import (
 from mpibench.store import Store
 
 TEMPLATES = Path(__file__).with_name("templates")
+
+# Limits that keep a report readable (and fast) when a campaign is huge; the CLI tables and
+# CSV/JSON always have everything.
+MAX_GRIDS = 12
+MAX_GRID_COLS = 40
+MAX_GRID_ROWS = 60
+MAX_SCALING_SERIES = 16
+MAX_PANELS = 12
 
 
 @dataclass
@@ -80,6 +89,7 @@ class Section:
     intro: str = ""
     tables: list[Table] = field(default_factory=list)
     markdown: list[str] = field(default_factory=list)     # pre-rendered Markdown blocks
+    comparison: Comparison | None = None                    # rendered with render_markdown
     figures: list[Figure] = field(default_factory=list)
 
 
@@ -180,7 +190,7 @@ def build_report(store: Store, groups: Mapping[str, list[str]],
                           "is better; p Holm-corrected across the table; Cliff's δ > 0 means "
                           "the candidate tends to be better.")
         s.tables.append(_comparison_table(cmp))
-        s.markdown.append(render_markdown(cmp, heading_level=3))
+        s.comparison = cmp            # Markdown rendered only when asked for
         sections.append(s)
         gt = gain_table(cmp, size=opts.size)
         if gt.rows:
@@ -223,8 +233,15 @@ def build_report(store: Store, groups: Mapping[str, list[str]],
     grid_spec = opts.grid or _auto_grid(cells)
     if grid_spec:
         gs = Section("grids", "Grids")
-        for grid in grids(store, groups, grid_spec[0], grid_spec[1], baseline=baseline,
-                          alpha=opts.alpha, cells=cells):
+        all_grids = grids(store, groups, grid_spec[0], grid_spec[1], baseline=baseline,
+                          alpha=opts.alpha, cells=cells,
+                          max_shape=(MAX_GRID_ROWS, MAX_GRID_COLS))
+        skipped = []
+        for grid in all_grids[:MAX_GRIDS]:
+            shape = (len(grid.row_values), len(grid.col_values))
+            if shape[1] > MAX_GRID_COLS or shape[0] > MAX_GRID_ROWS:
+                skipped.append(f"{grid.title} ({shape[0]} x {shape[1]})")
+                continue
             gs.tables += grid_tables(grid)
             if opts.plots:
                 for g in grid.groups:
@@ -235,14 +252,25 @@ def build_report(store: Store, groups: Mapping[str, list[str]],
                     gs.figures.append(Figure(f"grid-{len(gs.figures)}",
                                              f"{grid.title}: gain {cand} vs {grid.baseline}",
                                              plots.grid_heatmap(grid, ratio_for=cand)))
-        if gs.tables:
+        more = len(all_grids) - MAX_GRIDS
+        if skipped or more > 0:
+            gs.intro = ("Left out of the report to keep it readable: "
+                        + "; ".join(skipped[:5]) + (" ..." if len(skipped) > 5 else "")
+                        + (f"; {more} more grid(s)" if more > 0 else "")
+                        + f". All grids: mpibench compare --grid {grid_spec[0]} "
+                        f"{grid_spec[1]} --format csv.")
+        if gs.tables or gs.intro:
             sections.append(gs)
     sc = scaling_table(store, groups, cells=cells)
     if sc.rows:
         s = Section("scaling", "Scaling", tables=[sc])
         if opts.plots:
-            s.figures.append(Figure("scaling", "Speedup vs count (dashed: ideal)",
-                                    plots.scaling_figure(sc.records)))
+            fig, shown, total = plots.scaling_figure(sc.records, max_series=MAX_SCALING_SERIES,
+                                                     max_panels=MAX_PANELS, with_counts=True)
+            cap = "Speedup vs count (dashed: ideal)"
+            if shown < total:
+                cap += f"; {shown} of {total} series plotted (all are in the table)"
+            s.figures.append(Figure("scaling", cap, fig))
         sections.append(s)
     ct = cost_table(store, groups, price_per_node_hour=opts.price_per_node_hour,
                     power_per_node_w=opts.power_per_node_w, baseline=baseline, cells=cells)
@@ -289,20 +317,31 @@ def _comparison_table(cmp: Comparison) -> Table:
     return t
 
 
+_LEFT_KINDS = ("comparison", "results", "gain", "first-call", "scaling", "cost", "line-rate")
+
+
 def _html_table(t: Table) -> dict[str, Any]:
+    """Table body as HTML built in Python: a 5,000-row table through a jinja2 macro costs
+    seconds (one attribute lookup per cell). Every cell's text goes through
+    markupsafe.escape, the function jinja2's autoescape applies, so the guarantee is the
+    same; class names are our own constants."""
     classes = getattr(t, "cell_classes", {})
-    rows = []
+    esc = markupsafe.escape
+    left = t.kind in _LEFT_KINDS
+    out = []
     for i, line in enumerate(t.rows):
-        cells = []
+        tds = []
         for j, x in enumerate(line):
-            cls = "best" if (i, j) in t.marked else classes.get((i, j), "")
-            if j < 2 and t.kind in ("comparison", "results", "gain", "first-call", "scaling",
-                                    "cost", "line-rate"):
+            marked = (i, j) in t.marked
+            cls = "best" if marked else classes.get((i, j), "")
+            if j < 2 and left:
                 cls = (cls + " l").strip()
-            cells.append({"text": x + (" ★" if (i, j) in t.marked else ""), "cls": cls})
-        rows.append({"cells": cells, "cls": "summary" if i in t.bold_rows else ""})
-    return {"title": t.title, "header": t.header, "rows": rows, "caption": t.caption,
-            "notes": t.notes, "left": 2}
+            text = esc(x + (" ★" if marked else ""))
+            tds.append(f'<td class="{cls}">{text}</td>' if cls else f"<td>{text}</td>")
+        tr = '<tr class="summary">' if i in t.bold_rows else "<tr>"
+        out.append(tr + "".join(tds) + "</tr>")
+    return {"title": t.title, "header": t.header, "body": markupsafe.Markup("\n".join(out)),
+            "caption": t.caption, "notes": t.notes, "left": 2}
 
 
 def render_html(report: Report) -> str:
@@ -347,7 +386,9 @@ def render_markdown_report(report: Report, plot_dir: Path | None, rel_to: Path,
         out += [f"## {md_escape(s.title)}", ""]
         if s.intro:
             out += [md_escape(s.intro), ""]
-        if s.markdown:
+        if s.comparison is not None:
+            out += [render_markdown(s.comparison, heading_level=3), ""]
+        elif s.markdown:
             out += s.markdown + [""]
         else:
             for t in s.tables:

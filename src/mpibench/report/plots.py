@@ -282,15 +282,17 @@ def grid_heatmap(grid, group: str | None = None, ratio_for: str | None = None):
         im = ax.imshow(rel, cmap="YlGn", vmin=min(0.5, np.nanmin(rel)) if
                        np.isfinite(rel).any() else 0.5, vmax=1.0, aspect="auto")
         title = f"{group}: {grid.metric} ({grid.unit}); colour = fraction of row best"
+    annotate = len(rows) * len(cols) <= 150
     for i, rv in enumerate(rows):
         for j, cv in enumerate(cols):
             if np.isnan(data[i, j]):
                 continue
-            txt = f"{data[i, j]:.2f}x" if ratio_for else f"{data[i, j]:.4g}"
-            ax.text(j, i, txt, ha="center", va="center", fontsize=7, color="black")
+            if annotate:
+                txt = f"{data[i, j]:.2f}x" if ratio_for else f"{data[i, j]:.4g}"
+                ax.text(j, i, txt, ha="center", va="center", fontsize=7, color="black")
             if not ratio_for and grid.best[group].get(rv) == cv:
-                ax.add_patch(matplotlib.patches.Rectangle((j - .5, i - .5), 1, 1, fill=False, lw=2.2,
-                                           ec="red"))
+                ax.add_patch(matplotlib.patches.Rectangle((j - .5, i - .5), 1, 1, fill=False,
+                                                          lw=2.2, ec="red"))
     ax.set_xticks(range(len(cols)))
     ax.set_xticklabels([safe(c) for c in cols])
     ax.set_yticks(range(len(rows)))
@@ -305,16 +307,28 @@ def grid_heatmap(grid, group: str | None = None, ratio_for: str | None = None):
 
 
 @_styled
-def scaling_figure(records: list[Mapping]):
-    """Speedup vs count per variant and series, with the ideal line."""
+def scaling_figure(records: list[Mapping], max_series: int = 16, max_panels: int = 12,
+                   with_counts: bool = False):
+    """Speedup vs count per variant and series, with the ideal line. At most max_series
+    series per panel and max_panels panels (with_counts: also return (shown, total))."""
     if not records:
-        return None
+        return (None, 0, 0) if with_counts else None
     series: dict[tuple, list[Mapping]] = {}
     for r in records:
         key = (r["variant"], r["benchmark"], r["metric"], r.get("size"),
                fmt_params(r.get("params")))
         series.setdefault(key, []).append(r)
-    benches = sorted({(k[1], k[2]) for k in series})
+    total = len(series)
+    benches = sorted({(k[1], k[2]) for k in series})[:max_panels]
+    kept: dict[tuple, list[Mapping]] = {}
+    for bm in benches:
+        keys = [k for k in series if (k[1], k[2]) == bm]
+        # keep whole parameter combinations (all variants of one series) together
+        combos = list(dict.fromkeys(k[3:] for k in keys))
+        per_combo = max(1, len({k[0] for k in keys}))
+        allowed = set(combos[:max(1, max_series // per_combo)])
+        kept.update({k: series[k] for k in keys if k[3:] in allowed})
+    series = kept
     fig, axes = _grid_axes(len(benches), per_row=2, h=3.2, width=10)
     variants = sorted({k[0] for k in series})
     for ax, (bench, metric) in zip(axes, benches, strict=True):
@@ -346,4 +360,4 @@ def scaling_figure(records: list[Mapping]):
         ax.set_ylabel("speedup")
         ax.legend(fontsize=6, loc="upper left")
     _panel_layout(fig)
-    return fig
+    return (fig, len(series), total) if with_counts else fig

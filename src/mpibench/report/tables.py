@@ -28,7 +28,14 @@ import numpy as np
 
 from mpibench import stats
 from mpibench.errors import UsageError
-from mpibench.report.compare import Comparison, _clean_json, md_escape, orient_gain
+from mpibench.report.compare import (
+    PLAIN_TABLE_ROWS,
+    Comparison,
+    _clean_json,
+    md_escape,
+    orient_gain,
+    plain_table,
+)
 from mpibench.report.data import (
     Cell,
     bench_sort_key,
@@ -82,6 +89,9 @@ def render_table(t: Table, fmt: str = "terminal") -> str:
             parts.append("")
             parts += [f"\\[{i}\\] {md_escape(n)}  " for i, n in enumerate(t.notes, 1)]
         return "\n".join(parts)
+    if fmt == "terminal" and len(rows) > PLAIN_TABLE_ROWS:
+        text = plain_table(t.title, t.header, rows, t.caption, left_cols=1)
+        return "\n".join([text, *(f"[{i}] {n}" for i, n in enumerate(t.notes, 1))])
     if fmt == "terminal":
         import shutil
         import sys
@@ -233,7 +243,8 @@ class Grid:
 def grids(store: Store, groups: Mapping[str, list[str]], row_param: str, col_param: str, *,
           baseline: str | None = None, metric: str | None = None,
           benchmark: str | None = None, alpha: float = 0.05,
-          cells: dict | None = None) -> list[Grid]:
+          cells: dict | None = None,
+          max_shape: tuple[int, int] | None = None) -> list[Grid]:
     """One Grid per (benchmark, metric, other params) whose cells vary row_param and col_param.
     The best cell per row (per group) follows the metric's better-direction."""
     order = list(groups)
@@ -264,6 +275,14 @@ def grids(store: Store, groups: Mapping[str, list[str]], row_param: str, col_par
         if len(rows) * len(cols) < 2:
             continue
         better = any_cell.better
+        if max_shape and (len(rows) > max_shape[0] or len(cols) > max_shape[1]):
+            # too large to show: keep the shape (for the message), skip the statistics
+            out.append(Grid(benchmark=bench, metric=m, unit=any_cell.unit, better=better,
+                            row_param=row_param, col_param=col_param,
+                            fixed=json.loads(fixed_key), row_values=rows, col_values=cols,
+                            cells={}, best={}, ratio={}, significant={}, groups=[],
+                            baseline=baseline))
+            continue
         best: dict[str, dict[Any, Any]] = {}
         for g, pg in per_group.items():
             best[g] = {}
@@ -627,6 +646,12 @@ def cost_table(store: Store, groups: Mapping[str, list[str]], *,
                 apps[(bench, np_, pkey)][g][metric] = c
     assumed_one = False
     elapsed_cache: dict[str, float | None] = {}
+    for i in range(0, len(all_ids), 5000):       # one query instead of one per run
+        chunk = all_ids[i:i + 5000]
+        for rid, el in store.db.execute(
+                f"SELECT id, elapsed FROM runs WHERE id IN ({', '.join('?' for _ in chunk)})",
+                chunk):
+            elapsed_cache[rid] = el
     for (bench, np_, pkey), per_group in apps.items():
         params = json.loads(pkey)
         label = " ".join(x for x in (bench, fmt_params(params)) if x)
@@ -643,7 +668,9 @@ def cost_table(store: Store, groups: Mapping[str, list[str]], *,
             else:
                 any_cell = next(iter(metrics.values()))
                 secs = _median_elapsed(store, any_cell.runs_used, elapsed_cache)
-            nodes = params.get("nodes") or _spec_value(store, any_cell.runs_used, ("nodes",))
+            nodes = params.get("nodes")
+            if nodes is None:
+                nodes = _spec_value(store, any_cell.runs_used[:1], ("nodes",))
             if nodes is None:
                 nodes, assumed_one = 1, True
             hours = secs / 3600 if secs else None
