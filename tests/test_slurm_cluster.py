@@ -148,3 +148,74 @@ def test_a_daemon_that_dies_at_start_is_reported_and_the_rest_stopped(tmp_path, 
     with pytest.raises(sl.SlurmStartError, match="slurmctld exited with status 1"):
         cluster.start(timeout=20)
     assert cluster.pids == {}  # munged, started first, was stopped again
+
+
+RESUME = """
+[campaign]
+name = "slurm-reattach"
+repeats = 1
+timeout = 60
+verify_transport = false
+
+[variants.one]
+stack = "mpich"
+np = 1
+launcher = "srun"
+
+[benchmarks.nap]
+command = "sleep 8"
+fom = "wall_time"
+
+[scheduler]
+name = "slurm"
+partition = "debug"
+time_limit = "00:02:00"
+poll_interval = 1
+poll_max_interval = 2
+"""
+
+
+def test_resume_reattaches_to_the_running_job(slurm_cluster, tmp_path):  # noqa: F811
+    """SIGKILL the harness while its job runs; resume follows that job, submits nothing."""
+    import os
+    import signal
+    import subprocess
+
+    camp = tmp_path / "reattach.toml"
+    camp.write_text(RESUME)
+    db = tmp_path / "mpibench.db"
+    env = {**os.environ, **slurm_cluster.env()}
+    # Popen, not run_command: the point is to SIGKILL the harness at a chosen moment
+    proc = subprocess.Popen([sys.executable, "-m", "mpibench", "campaign", "run",
+                             "--no-progress", str(camp)], env=env, cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    job_id = None
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline and proc.poll() is None and not job_id:
+            time.sleep(0.2)
+            if db.exists():
+                try:
+                    rows = _rows(db)
+                except sqlite3.OperationalError:
+                    continue
+                job_id = rows[0]["job_id"] if rows else None
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    assert job_id, "the harness never recorded a job id"
+    assert proc.returncode == -signal.SIGKILL, "the campaign ended before it was killed"
+    assert _rows(db)[0]["status"] == "running"
+    res = run_command([sys.executable, "-m", "mpibench", "campaign", "resume", "--no-progress",
+                       str(camp)], env=slurm_cluster.env(), cwd=tmp_path, timeout=120)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    (row,) = _rows(db)
+    assert row["status"] == "done", (row["reason"], row["stderr_tail"])
+    assert row["job_id"] == job_id  # the same job, followed again, not a new submission
+    assert f"re-attached to job {job_id}" in res.stdout + res.stderr
+    mine = run_command(["squeue", "--noheader", "--states=all", "--name",
+                        f"mpibench-{row['id']}", "-o", "%i"], env=slurm_cluster.env(),
+                       timeout=30)
+    assert mine.stdout.split() == [job_id]
