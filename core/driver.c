@@ -37,7 +37,7 @@ typedef struct options {
     int64_t sizes[MAX_SIZES];
     int nsizes;
     const char *sizes_spec;
-    double target_pct, max_time, timeout;
+    double target_pct, max_time, timeout, batch_us;
     int64_t min_samples, max_samples, warmup, iterations, iterations_volume;
     int validate, off_cache, root_shift, quiet, list, self_test;
     int64_t mem_limit; /* 0 = automatic */
@@ -90,6 +90,8 @@ static void usage(FILE *f)
             "  --iterations-volume B with --iterations: at most B/size iterations per size, min 1\n"
             "                        (IMB's rule is --iterations 1000 --iterations-volume 40M)\n"
             "  --timeout SEC         watchdog per size (default 60): record a timeout and exit 1\n"
+            "  --batch-us US         point-to-point batches last at least US (default 20);\n"
+            "                        every batch also keeps the timer under 1%% of it\n"
             "  --no-validate         skip the untimed validation pass\n"
             "  --off-cache           rotate through a buffer pool larger than the last-level cache\n"
             "  --root-shift          rotate the root of rooted collectives every iteration\n"
@@ -280,6 +282,7 @@ static int parse_args(int argc, char **argv, options *o)
     o->target_pct = 1.0;
     o->max_time = 1.0;
     o->timeout = 60.0;
+    o->batch_us = 20.0;
     o->min_samples = 10;
     o->max_samples = 100000;
     o->warmup = 2;
@@ -306,6 +309,10 @@ static int parse_args(int argc, char **argv, options *o)
         } else if (!strcmp(a, "--max-time")) {
             NEEDV();
             if ((rc = num_arg(a, v, 0, 1e6, &o->max_time)))
+                return rc;
+        } else if (!strcmp(a, "--batch-us")) {
+            NEEDV();
+            if ((rc = num_arg(a, v, 0, 1e7, &o->batch_us)))
                 return rc;
         } else if (!strcmp(a, "--timeout")) {
             NEEDV();
@@ -407,6 +414,7 @@ typedef struct result {
     int root_first;
     int rebatches;
     double elapsed_s; /* wall time spent on this size, set-up to statistics */
+    double floor_us;  /* shortest batch interval allowed for this benchmark */
 } result;
 static void emit_result(const mb_bench *b, int64_t size, const result *r);
 
@@ -784,6 +792,14 @@ static void run_size(const mb_bench *b, int64_t size, const timer_info *ti, resu
     /* one batch per step, max over ranks; k grows until the batch reaches the floor.  A
      * preempted batch can make k too small here: the re-batch check on real samples below
      * catches that, which is cheaper than timing every step several times. */
+    /* shortest batch: the timer floor (cost < 1%); point-to-point batches also reach
+     * --batch-us, because every sample costs a barrier and on a busy machine a barrier can
+     * cost a scheduler time slice, while batching pt2pt iterations changes nothing they
+     * measure (IMB and OSU time whole loops).  Collectives batch only to the timer floor. */
+    double floor_us = ti->min_interval_us;
+    if (b->kind == MB_PT2PT && O.batch_us > floor_us)
+        floor_us = O.batch_us;
+    r->floor_us = floor_us;
     set_stage(2);
     for (int round = 0; round < 40; round++) {
         MPI_Barrier(MPI_COMM_WORLD);
@@ -794,8 +810,8 @@ static void run_size(const mb_bench *b, int64_t size, const timer_info *ti, resu
         MPI_Reduce(&loc1, &glob1, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
         int64_t next[2] = {k, 1};
         if (g_rank == 0) {
-            if (glob1 < ti->min_interval_us && k < kmax) {
-                double f = glob1 > 0 ? 1.5 * ti->min_interval_us / glob1 : 16.0;
+            if (glob1 < floor_us && k < kmax) {
+                double f = glob1 > 0 ? 1.5 * floor_us / glob1 : 16.0;
                 f = f < 2.0 ? 2.0 : f > 64.0 ? 64.0 : f;
                 int64_t nk = (int64_t)ceil((double)k * f);
                 next[0] = nk > kmax ? kmax : nk;
@@ -828,8 +844,10 @@ static void run_size(const mb_bench *b, int64_t size, const timer_info *ti, resu
     int64_t cap = O.iterations ? (total_iters + k - 1) / k : O.max_samples;
     if (cap < 1)
         cap = 1;
-    double *all = g_rank == 0 ? malloc(sizeof(double) * (size_t)cap) : NULL;
-    double *sorted = g_rank == 0 ? malloc(sizeof(double) * (size_t)cap) : NULL;
+    /* rank 0's sample store grows with n, so a large --max-samples costs nothing unused */
+    int64_t room = g_rank == 0 ? 4096 : 0;
+    double *all = g_rank == 0 ? malloc(sizeof(double) * (size_t)room) : NULL;
+    double *sorted = g_rank == 0 ? malloc(sizeof(double) * (size_t)room) : NULL;
     int64_t n = 0;
 #define FIRST_R() (O.iterations ? (cap < 1000 ? cap : 1000) : (O.min_samples < cap ? O.min_samples : cap))
     int64_t R = FIRST_R();
@@ -859,6 +877,19 @@ static void run_size(const mb_bench *b, int64_t size, const timer_info *ti, resu
         int64_t ctl[3] = {0, 0, k};
         if (g_rank == 0) {
             /* median of this round alone: the path may speed up well after warm-up */
+            if (n + R > room) {
+                while (n + R > room)
+                    room *= 2;
+                double *na = realloc(all, sizeof(double) * (size_t)room);
+                double *ns = realloc(sorted, sizeof(double) * (size_t)room);
+                if (!na || !ns) {
+                    fprintf(stderr, "mpibench-core: out of memory for %lld samples\n",
+                            (long long)room);
+                    MPI_Abort(MPI_COMM_WORLD, 1);
+                }
+                all = na;
+                sorted = ns;
+            }
             memcpy(sorted, glob, sizeof(double) * (size_t)R);
             mb_sort_doubles(sorted, R);
             double round_med = mb_quantile(sorted, R, 0.5);
@@ -870,11 +901,11 @@ static void run_size(const mb_bench *b, int64_t size, const timer_info *ti, resu
             mb_summary s;
             mb_summarise(sorted, n, &s);
             double batch_us = round_med * (double)k * b->iter_div;
-            if (batch_us < ti->min_interval_us && k < kmax && rebatches < 3) {
+            if (batch_us < floor_us && k < kmax && rebatches < 3) {
                 /* the path got faster after calibration (lazy connection set-up, caches):
                  * the batch no longer keeps the timer under 1%.  Grow k and start over; the
                  * samples so far count as warm-up. */
-                double f = batch_us > 0 ? 1.5 * ti->min_interval_us / batch_us : 16.0;
+                double f = batch_us > 0 ? 1.5 * floor_us / batch_us : 16.0;
                 f = f < 2.0 ? 2.0 : f > 64.0 ? 64.0 : f;
                 int64_t nk = (int64_t)ceil((double)k * f);
                 nk = nk > kmax ? kmax : nk;
@@ -1006,7 +1037,7 @@ static void emit_result(const mb_bench *b, int64_t size, const result *r)
     else
         mj_null(&j, "reason");
     mj_str(&j, "family", b->kind == MB_PT2PT ? "pt2pt" : "collective");
-    mj_int(&j, "active_ranks", b->single_pair ? 2 : g_np);
+    mj_int(&j, "active_ranks", b->single_pair && g_np > 2 ? 2 : g_np);
     mj_int(&j, "idle_ranks", b->single_pair && g_np > 2 ? g_np - 2 : 0);
     mj_str(&j, "metric", "time");
     mj_str(&j, "unit", "us");
@@ -1056,6 +1087,7 @@ static void emit_result(const mb_bench *b, int64_t size, const result *r)
     mj_num(&j, "busbw_factor", b->busbw ? b->busbw(g_np) : NAN);
     mj_num(&j, "msg_rate", rate);
     mj_num(&j, "timer_fraction", ok ? r->timer_fraction : NAN);
+    mj_num(&j, "batch_floor_us", ok ? r->floor_us : NAN);
     mj_key_obj(&j, "validation");
     mj_bool(&j, "checked", r->validated);
     if (r->validated) {
@@ -1249,6 +1281,7 @@ static void emit_header(int argc, char **argv, const timer_info *ti)
     else
         mj_null(&j, "iterations_volume");
     mj_num(&j, "timeout_s", O.timeout);
+    mj_num(&j, "batch_us", O.batch_us);
     mj_bool(&j, "validate", O.validate);
     mj_bool(&j, "off_cache", O.off_cache);
     mj_bool(&j, "root_shift", O.root_shift);
@@ -1281,12 +1314,14 @@ static void emit_header(int argc, char **argv, const timer_info *ti)
                 "# Processes           : %d on %d host%s\n"
                 "# Timer               : MPI_Wtime, overhead %.4f us/call, resolution %.4f us; "
                 "batches >= %.2f us (timer cost < 1%%), not subtracted\n"
+                "# Batches             : pt2pt >= %.1f us (--batch-us); collectives batch only "
+                "below the timer floor\n"
                 "# Statistic           : median of samples; sample = max over ranks of "
                 "(batch time / batch)\n"
                 "# ci95                : half-width of the distribution-free 95%% CI of the "
                 "median (~ = fewer than 6 samples)\n",
                 MB_VERSION, utc, first, vbuf, g_np, nu, nu > 1 ? "s" : "", ti->overhead_us,
-                ti->resolution_us, ti->min_interval_us);
+                ti->resolution_us, ti->min_interval_us, fmax(O.batch_us, ti->min_interval_us));
         if (O.iterations)
             fprintf(g_text, "# Stopping            : fixed %lld iterations per size%s\n",
                     (long long)O.iterations,
