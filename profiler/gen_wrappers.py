@@ -134,6 +134,20 @@ CHECKS = {
     "io_write": ["count", "MPI_Datatype"],
     "io_posted": ["count", "MPI_Datatype"],
 }
+# Non-blocking receives whose request is followed to completion: base -> request argument.
+TRACK_POST = {"Irecv": 6, "Imrecv": 4}
+# Completion calls: base -> (count, requests, status(es), "single"|"array", mode, index,
+# outcount, indices); ints are argument positions, "*i" dereferences argument i.
+WAITS = {
+    "Wait": ("1", 0, 1, "single", "MPIB_TRK_ALL", "0", "0", "NULL"),
+    "Test": ("1", 0, 2, "single", "MPIB_TRK_ALL", "0", "0", "NULL"),
+    "Waitall": (0, 1, 2, "array", "MPIB_TRK_ALL", "0", "0", "NULL"),
+    "Testall": (0, 1, 3, "array", "MPIB_TRK_ALL", "0", "0", "NULL"),
+    "Waitany": (0, 1, 3, "single", "MPIB_TRK_ANY", "*2", "0", "NULL"),
+    "Testany": (0, 1, 4, "single", "MPIB_TRK_ANY", "*2", "0", "NULL"),
+    "Waitsome": (0, 1, 4, "array", "MPIB_TRK_SOME", "0", "*2", 3),
+    "Testsome": (0, 1, 4, "array", "MPIB_TRK_SOME", "0", "*2", 3),
+}
 # Helpers that read the completed status after the call (the wrapper substitutes its own
 # status when the caller passed MPI_STATUS_IGNORE, so received bytes are always known).
 STATUS_HELPERS = {"status": 0, "sendrecv": 2}
@@ -352,12 +366,58 @@ def resolve(fn: Func, helper: str | None, spec: list, warn) -> tuple[str | None,
     return helper, args
 
 
-def emit_wrapper(fn: Func, fid: str, helper: str | None, args: list) -> str:
+def _arg(fn: Func, spec) -> str:
+    if isinstance(spec, int):
+        return fn.params[spec].name
+    if spec.startswith("*") and spec[1:].isdigit():
+        return "*" + fn.params[int(spec[1:])].name
+    return spec
+
+
+def _waits_ok(fn: Func) -> bool:
+    count, reqs, st, kind, _, index, outcount, indices = WAITS[fn.base]
+    try:
+        ok = "MPI_Request" in fn.params[reqs].bare_type and \
+            "MPI_Status" in fn.params[st].bare_type
+        for spec in (count, index, outcount, indices):
+            if isinstance(spec, str) and spec.startswith("*"):
+                spec = int(spec[1:])
+            if isinstance(spec, int):
+                ok = ok and "int" in fn.params[spec].bare_type
+        return ok
+    except IndexError:
+        return False
+
+
+def emit_wrapper(fn: Func, fid: str, helper: str | None, args: list, warn=None) -> str:
     decl = ", ".join(p.declaration() for p in fn.params) or "void"
     names = [p.name for p in fn.params]
     call_names = list(names)
     lines = [f"int {fn.name}({decl})", "{"]
     pre, post = [], []
+    waits = fn.base in WAITS and not fn.name.endswith("_c")
+    if waits and not _waits_ok(fn):
+        if warn:
+            warn(f"{fn.name}: unexpected signature; completed receives not followed")
+        waits = False
+    if waits:
+        count, reqs, st, kind, mode, index, outcount, indices = WAITS[fn.base]
+        sname = names[st]
+        pre.append(f"    int mpib_tr = mpib_track_on ? mpib_track_pre({_arg(fn, count)}, "
+                   f"{names[reqs]}) : 0;")
+        if kind == "single":
+            pre.append(f"    MPI_Status mpib_st1, *mpib_sp = {sname};")
+            pre.append(f"    if (mpib_tr && {sname} == MPI_STATUS_IGNORE) mpib_sp = &mpib_st1;")
+        else:
+            pre.append(f"    MPI_Status *mpib_sp = {sname};")
+            pre.append(f"    if (mpib_tr && {sname} == MPI_STATUSES_IGNORE) "
+                       "mpib_sp = mpib_track_statuses();")
+        call_names[st] = "mpib_sp"
+        post.append(f"    if (mpib_tr) mpib_track_done({_arg(fn, count)}, {names[reqs]}, mpib_sp, "
+                    f"{mode}, {_arg(fn, index)}, {_arg(fn, outcount)}, {_arg(fn, indices)}, "
+                    "mpib_rc);")
+    if fn.base == "Request_free" and fn.params and "MPI_Request" in fn.params[0].bare_type:
+        pre.append(f"    if (mpib_track_on) mpib_track_forget(*{names[0]});")
     if helper in STATUS_HELPERS:
         si = args[STATUS_HELPERS[helper]]
         sname = names[si]
@@ -387,6 +447,10 @@ def emit_wrapper(fn: Func, fid: str, helper: str | None, args: list) -> str:
         post.append(f"    if (mpib_rc == MPI_SUCCESS) mpib_b_{helper}(&mpib_b, {', '.join(cargs)});")
     lines += post
     lines.append(f"    MPIB_RECORD({fid}, &mpib_b);")
+    ri = TRACK_POST.get(fn.base)
+    if ri is not None and ri < len(fn.params) and "MPI_Request" in fn.params[ri].bare_type:
+        lines.append(f"    if (mpib_rc == MPI_SUCCESS && mpib_track_on) mpib_track_post({fid}, "
+                     f"*{names[ri]}, &mpib_b, mpib_t1 - mpib_t0);")
     lines.append("    return mpib_rc;")
     lines.append("}")
     return "\n".join(lines)
@@ -426,7 +490,7 @@ def generate(text: str, out: str, quiet: bool = False) -> dict:
         helper, args = resolve(fn, helper, spec, warnings.append)
         fid = "MPIB_F_" + fn.name
         ids.append(fid)
-        wrappers.append(emit_wrapper(fn, fid, helper, args))
+        wrappers.append(emit_wrapper(fn, fid, helper, args, warnings.append))
         table.append((fn.name, cls, helper or "-"))
     # Handwritten functions still get ids so the runtime can record them.
     extra = ["MPI_Abort", "MPI_Pcontrol"]

@@ -165,5 +165,19 @@ void mpib_b_fetch_and_op(mpib_bytes_t *b, MPI_Datatype t);
 void mpib_b_io_write(mpib_bytes_t *b, int64_t count, MPI_Datatype t);
 void mpib_b_io_posted(mpib_bytes_t *b, int64_t count, MPI_Datatype t);
 
+/* Completing non-blocking receives (mpib_track.c). */
+#define MPIB_TRK_SCRATCH 4096
+#define MPIB_TRK_ALL 0  /* status i belongs to request i (Wait, Test, Waitall, Testall) */
+#define MPIB_TRK_ANY 1  /* one status, for request *index (Waitany, Testany) */
+#define MPIB_TRK_SOME 2 /* status k belongs to request indices[k] (Waitsome, Testsome) */
+extern int mpib_track_on;
+void mpib_track_post(int fid, MPI_Request r, const mpib_bytes_t *b, uint64_t dt);
+int mpib_track_pre(int count, const MPI_Request *reqs);
+MPI_Status *mpib_track_statuses(void);
+void mpib_track_done(int count, const MPI_Request *after, const MPI_Status *st, int mode,
+                     int index, int outcount, const int *indices, int rc);
+void mpib_track_forget(MPI_Request r);
+void mpib_track_clear(void);
+
 #pragma GCC visibility pop
 #endif

@@ -285,6 +285,7 @@ static void write_rank_file(const char *reason, int complete, int snapshot)
     w_key("mpi_library"); w_str(g_lib); w_ch(',');
     w_key("header_mpi_version"); w_str(MPIB_HEADER_MPI_VERSION); w_ch(',');
     w_key("thread_level"); w_i64(g_thread_level); w_ch(',');
+    w_key("recv_tracking"); w_s(mpib_track_on ? "true" : "false"); w_ch(',');
 #if defined(__x86_64__) || defined(__i386__)
     w_key("timer"); w_str("rdtsc"); w_ch(',');
 #else
@@ -478,6 +479,8 @@ static void after_init(uint64_t t_before)
     g_init_ns = g_ns0 - t_before;
     install_handlers();
     atexit(at_exit);
+    const char *tr = getenv("MPIBENCH_PROFILE_TRACK");
+    mpib_track_on = g_thread_level < MPI_THREAD_SERIALIZED && !(tr && tr[0] == '0');
     MPIB_ST(&mpib_active, 1);
     /* A first ratio for calibration; refined over the whole run at every dump. */
     uint64_t a = 0, na = 0, b = 0, nb = 0;
@@ -519,6 +522,7 @@ int MPI_Pcontrol(const int level, ...)
     uint64_t t0 = mpib_ticks();
     if (level == 0) {
         MPIB_ST(&mpib_active, 0);
+        mpib_track_clear(); /* completions while paused are not seen: stay "unknown" */
     } else if (level == 1) {
         MPIB_ST(&mpib_active, 1);
     } else if (level == 2) {
@@ -529,6 +533,7 @@ int MPI_Pcontrol(const int level, ...)
         unsigned n = used_slots();
         for (unsigned s = 0; s < n; s++) memset(&mpib_slots[s], 0, sizeof mpib_slots[s]);
         memset(&mpib_slots[MPIB_MAX_THREADS], 0, sizeof mpib_slots[MPIB_MAX_THREADS]);
+        mpib_track_clear();
         clock_pair(&g_tick0, &g_ns0);
         t0 = g_tick0;
     }
@@ -652,8 +657,9 @@ static void merge(uint64_t wall_ns)
             fprintf(f, "{\"schema\":\"mpibench-profile\",\"version\":%d,\"complete\":true,"
                        "\"reason\":\"finalize\",\n\"mpi_library\":", MERGED_SCHEMA_VERSION);
             jstr(f, g_lib);
-            fprintf(f, ",\"header_mpi_version\":\"%s\",\"ranks\":%d,\"thread_level\":%d,",
-                    MPIB_HEADER_MPI_VERSION, np, g_thread_level);
+            fprintf(f, ",\"header_mpi_version\":\"%s\",\"ranks\":%d,\"thread_level\":%d,"
+                       "\"recv_tracking\":%s,",
+                    MPIB_HEADER_MPI_VERSION, np, g_thread_level, mpib_track_on ? "true" : "false");
 #if defined(__x86_64__) || defined(__i386__)
             fprintf(f, "\"timer\":{\"source\":\"rdtsc\",\"ns_per_tick\":%.9g},\n", g_ns_per_tick);
 #else

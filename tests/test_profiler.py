@@ -123,9 +123,10 @@ def test_known_calls_exact(built, tmp_path):
     assert f["MPI_Recv"]["recv_unknown"] == 0 and _bins(f["MPI_Recv"]) == {512: 10}
     assert (f["MPI_Isend"]["calls"], f["MPI_Isend"]["bytes_sent"]) == (5, 5120)
     assert _bins(f["MPI_Isend"]) == {1024: 5}
-    irecv = f["MPI_Irecv"]
+    irecv = f["MPI_Irecv"]  # 2 KiB posted, 1 KiB arrived: learned when Waitall completes
     assert (irecv["calls"], irecv["bytes_recv"], irecv["recv_unknown"],
-            irecv["bytes_recv_posted"]) == (5, 0, 5, 5120)
+            irecv["bytes_recv_posted"]) == (5, 5120, 0, 0)
+    assert _bins(irecv) == {1024: 5} and d["recv_tracking"] is True
     assert f["MPI_Waitall"]["calls"] == 2 and f["MPI_Waitall"]["class"] == "pt2pt.wait"
     ar = f["MPI_Allreduce"]
     assert (ar["calls"], ar["bytes_sent"], ar["bytes_recv"]) == (6, 4800, 4800)
@@ -180,7 +181,8 @@ COVERAGE = {
     "MPI_Send_init": [(1, 64, 0, 0, 0)] * 2,
     "MPI_Recv_init": [(1, 0, 0, 64, 1)] * 2,
     "MPI_Startall": [(3, 0, 0, 0, 0)] * 2,
-    "MPI_Isend": [(2, 50, 0, 0, 0)] * 2,
+    "MPI_Isend": [(7, 155, 0, 0, 0)] * 2,
+    "MPI_Irecv": [(5, 0, 105, 0, 0)] * 2,  # sizes learned from Test/Wait/Waitany/some/all
     "MPI_Probe": [(1, 0, 0, 0, 0)] * 2,
     "MPI_Recv": [(1, 0, 33, 0, 0)] * 2,
     "MPI_Mprobe": [(1, 0, 0, 0, 0)] * 2,
@@ -214,9 +216,23 @@ def test_coverage_bytes(built, tmp_path):
             assert (got and tuple(got[k] for k in keys)) == (want or None), (name, r)
     for name, cls in CLASSES.items():
         assert run.doc["functions"][name]["class"] == cls
+    assert _bins(ranks[0]["functions"]["MPI_Irecv"]) == {4: 1, 8: 1, 16: 2, 32: 1}
     if stack.large_count:  # MPI-4 large-count entry points are intercepted too
         assert ranks[0]["functions"]["MPI_Send_c"]["bytes_sent"] == 300
         assert ranks[1]["functions"]["MPI_Recv_c"]["bytes_recv"] == 300
+
+
+def test_irecv_sizes_unknown_without_tracking(built, tmp_path):
+    stack, _, progs = built
+    argv = [stack.launcher, "-np", "2", str(progs / "known_calls")]
+    run = profiling.run_profiled(argv, stack=stack, out_dir=tmp_path / "prof", timeout=TIMEOUT,
+                                 extra_env={"MPIBENCH_PROFILE_TRACK": "0"})
+    assert run.result.ok, run.result.stderr
+    irecv = run.doc["functions"]["MPI_Irecv"]
+    assert run.doc["recv_tracking"] is False
+    assert (irecv["bytes_recv"], irecv["recv_unknown"], irecv["bytes_recv_posted"]) == \
+        (0, 5, 10240)
+    assert _bins(irecv) == {2048: 5}
 
 
 def test_signal_writes_partial_files(built, tmp_path):

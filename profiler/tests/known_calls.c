@@ -3,7 +3,8 @@
  *   known_calls [normal|pcontrol|reset|exit|abort|signal|threads]
  *
  * normal: ranks 0 and 1 exchange 10 x MPI_Send of 1000 B (MPI_Recv posts 4096 B and passes
- * MPI_STATUS_IGNORE), 5 x MPI_Isend of 256 ints from 1 to 0 (MPI_Irecv + MPI_Waitall); all
+ * MPI_STATUS_IGNORE), 5 x MPI_Isend of 256 ints from 1 to 0 (MPI_Irecv of 512 ints +
+ * MPI_Waitall); all
  * ranks do 3 x MPI_Allreduce of 100 doubles, 2 x MPI_Bcast of 64 ints from root 0 and one
  * MPI_Alltoallv where rank r sends r*n+j+1 ints to rank j.
  * pcontrol: normal, then MPI_Pcontrol(2) (snapshot), MPI_Pcontrol(0), 3 barriers (not
@@ -55,12 +56,12 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     static char buf[4096];
-    static int ibuf[5][256];
+    static int ibuf[5][512];
     MPI_Request req[5];
     MPI_Status st[5]; /* not MPI_STATUSES_IGNORE: gcc 12 misreads MPICH's (MPI_Status *)1 */
     if (rank == 0) {
         for (int i = 0; i < 10; i++) MPI_Send(buf, 1000, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
-        for (int i = 0; i < 5; i++) MPI_Irecv(ibuf[i], 256, MPI_INT, 1, 2, MPI_COMM_WORLD, &req[i]);
+        for (int i = 0; i < 5; i++) MPI_Irecv(ibuf[i], 512, MPI_INT, 1, 2, MPI_COMM_WORLD, &req[i]);
         MPI_Waitall(5, req, st);
     } else if (rank == 1) {
         for (int i = 0; i < 10; i++)

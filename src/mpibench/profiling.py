@@ -300,6 +300,7 @@ def merge_rank_docs(ranks: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "mpi_library": r0.get("mpi_library", ""),
         "header_mpi_version": r0.get("header_mpi_version", ""),
         "ranks": size, "thread_level": r0.get("thread_level"),
+        "recv_tracking": r0.get("recv_tracking"),
         "timer": {"source": r0.get("timer"), "ns_per_tick": r0.get("ns_per_tick")},
         "calls_total": sum(r["calls"] for r in ranks),
         "overhead": {"ns_per_call": _stats(ovh), "ns_per_call_with_bytes": _stats(ovhb),
