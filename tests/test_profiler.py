@@ -250,6 +250,17 @@ def test_signal_writes_partial_files(built, tmp_path):
     assert run.status == "failed"
 
 
+def test_timeout_kill_leaves_partial_profile(built, tmp_path):
+    stack, _, progs = built
+    if stack.name != "openmpi":
+        pytest.skip("one stack is enough: the signal path is tested on both")
+    argv = [stack.launcher, "-np", "2", str(progs / "known_calls"), "hang"]
+    run = profiling.run_profiled(argv, stack=stack, out_dir=tmp_path / "prof", timeout=4)
+    assert run.result.timed_out and run.status == "timeout"
+    assert run.doc and run.doc["complete"] is False and run.doc["reason"] == "signal:15"
+    assert run.doc["functions"]["MPI_Send"]["bytes_sent"] == 10000
+
+
 def test_abort_writes_partial_file(built, tmp_path):
     run = _run(built, tmp_path, "abort")
     assert run.result.returncode != 0 and not run.result.timed_out

@@ -1,6 +1,6 @@
 /* Known MPI calls with known sizes, for exact checks of the profiler (2 or more ranks).
  *
- *   known_calls [normal|pcontrol|reset|exit|abort|signal|threads]
+ *   known_calls [normal|pcontrol|reset|exit|hang|abort|signal|threads]
  *
  * normal: ranks 0 and 1 exchange 10 x MPI_Send of 1000 B (MPI_Recv posts 4096 B and passes
  * MPI_STATUS_IGNORE), 5 x MPI_Isend of 256 ints from 1 to 0 (MPI_Irecv of 512 ints +
@@ -9,6 +9,7 @@
  * MPI_Alltoallv where rank r sends r*n+j+1 ints to rank j.
  * pcontrol: normal, then MPI_Pcontrol(2) (snapshot), MPI_Pcontrol(0), 3 barriers (not
  * counted), MPI_Pcontrol(1), 1 barrier.
+ * hang: normal, then every rank waits for a message that never comes (for timeouts).
  * exit: normal, then exit(0) without MPI_Finalize (after a barrier).
  * reset: normal, then MPI_Pcontrol(3) and 1 barrier.
  * abort: normal, then rank 0 calls MPI_Abort while the others wait in MPI_Barrier.
@@ -93,6 +94,8 @@ int main(int argc, char **argv)
         for (int i = 0; i < 3; i++) MPI_Barrier(MPI_COMM_WORLD);
         MPI_Pcontrol(1);
         MPI_Barrier(MPI_COMM_WORLD);
+    } else if (strcmp(mode, "hang") == 0) {
+        MPI_Recv(buf, 1, MPI_BYTE, MPI_ANY_SOURCE, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     } else if (strcmp(mode, "exit") == 0) {
         MPI_Barrier(MPI_COMM_WORLD);
         exit(0);
