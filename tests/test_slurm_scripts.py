@@ -102,3 +102,19 @@ def test_newlines_in_values_are_refused(name):
     s = SchedulerSettings(name=name, partition="debug\n#SBATCH --uid=0")
     with pytest.raises(UsageError, match="newline"):
         get_scheduler(name, s).render_script(_request(s))
+
+
+@pytest.mark.parametrize("name, options, message", [
+    ("slurm", {"qos": ""}, r"scheduler\.qos: got ''"),
+    ("slurm", {"query_retries": 0}, r"scheduler\.query_retries: got 0; expected an integer"),
+    ("slurm", {"qso": "x"}, r"scheduler\.qso: unknown key"),
+    ("pbs", {"resources": "chunks"}, r"scheduler\.resources: got 'chunks'"),
+    ("pbs", {"finished_jobs": "yes"}, r"scheduler\.finished_jobs: got 'yes'; expected true"),
+    ("pbs", {"ncpus": True}, r"scheduler\.ncpus: got True"),
+])
+def test_backend_options_are_validated_with_the_key_named(name, options, message):
+    from mpibench.schedulers import scheduler_class
+
+    with pytest.raises(UsageError, match=message):
+        scheduler_class(name).validate_options(options)
+    scheduler_class(name).validate_options({})  # nothing given is fine

@@ -143,6 +143,20 @@ class PBSScheduler(SlurmScheduler):
 
     settings_keys = ("ncpus", "resources", "place", "finished_jobs", "qsub", "qstat", "qdel",
                      "query_retries")
+    option_forms = {
+        "ncpus": (int, "an integer >= 1"), "resources": (str, '"select" or "nodes"'),
+        "place": (str, 'a PBS placement such as "scatter:excl"'),
+        "finished_jobs": (bool, "true or false"), "qsub": (str, "a command path"),
+        "qstat": (str, "a command path"), "qdel": (str, "a command path"),
+        "query_retries": (int, "an integer >= 1"),
+    }
+
+    @classmethod
+    def validate_options(cls, options: dict, where: str = "scheduler") -> None:
+        super().validate_options(options, where)
+        if options.get("resources", "select") not in ("select", "nodes"):
+            raise UsageError(f"{where}.resources: got {options['resources']!r}; expected "
+                             '"select" or "nodes"')
 
     def directives(self, req: JobRequest) -> list[str]:
         s = req.settings if req.settings is not None else self.settings

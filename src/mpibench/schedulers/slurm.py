@@ -247,6 +247,31 @@ class SlurmScheduler(Scheduler):
     settings_keys = ("qos", "constraint", "reservation", "mem", "sbatch", "squeue", "sacct",
                      "scancel", "query_retries")
 
+    # backend keys -> (check, expected form), used by validate_options
+    option_forms: dict[str, tuple] = {
+        "qos": (str, "a string"), "constraint": (str, "a string"),
+        "reservation": (str, "a string"), "mem": ((str, int), 'a size such as "4G"'),
+        "sbatch": (str, "a command path"), "squeue": (str, "a command path"),
+        "sacct": (str, "a command path"), "scancel": (str, "a command path"),
+        "query_retries": (int, "an integer >= 1"),
+    }
+
+    @classmethod
+    def validate_options(cls, options: dict, where: str = "scheduler") -> None:
+        """Check backend keys before anything runs (raises UsageError naming the key)."""
+        for key, value in options.items():
+            if key not in cls.option_forms:
+                raise UsageError(f"{where}.{key}: unknown key; expected one of "
+                                 + ", ".join(sorted(cls.option_forms)))
+            types, form = cls.option_forms[key]
+            bad = isinstance(value, bool) and types is not bool or not isinstance(value, types)
+            if not bad and isinstance(value, str):
+                bad = not value.strip() or any(ord(ch) < 32 for ch in value)
+            if not bad and isinstance(value, int) and not isinstance(value, bool):
+                bad = key in ("query_retries", "ncpus") and value < 1
+            if bad:
+                raise UsageError(f"{where}.{key}: got {value!r}; expected {form}")
+
     def __init__(self, settings=None):
         super().__init__(settings)
         self.queries = 0  # scheduler status queries made (bench and tests read it)
