@@ -2,7 +2,8 @@
 
 mpirun_rsh does not forward the caller's environment to remote ranks; variables travel as
 VAR=value arguments before the program. Without a hostfile or host list it uses `hostfile`
-in the run directory, which batch job scripts write from the allocation (one line per rank).
+in the run directory, which batch job scripts write from the allocation (one line per rank
+slot, so ranks per node follow from the file: mpirun_rsh has no portable -ppn).
 """
 
 from __future__ import annotations
@@ -25,8 +26,6 @@ class MpirunRsh(Launcher):
             argv += ranks
         else:
             argv += ["-hostfile", DEFAULT_HOSTFILE]
-        if spec.ppn and not spec.hosts:
-            argv += ["-ppn", str(spec.ppn)]
         env = dict(spec.env)
         if spec.bind:
             # MVAPICH2's binding knobs are environment variables
