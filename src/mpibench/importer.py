@@ -16,7 +16,10 @@ import hashlib
 import re
 import sqlite3
 import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -163,19 +166,56 @@ def import_files(store: Store, paths: list[str | Path], label: str | None = None
     if np is not None and (not isinstance(np, int) or np < 1):
         raise UsageError(f"--np {np!r}: expected a positive number of ranks")
     report = ImportReport()
-    for p in paths:
-        report.files.append(_import_one(store, Path(p), label, line_rate, bps, np, campaign))
+    known = {row[0] for row in store.db.execute("SELECT sha256 FROM imports")}
+    # Reading, hashing and parsing the next file (Python, holds the GIL) overlaps with
+    # SQLite inserting and committing the current one (C, releases the GIL). The look-ahead
+    # is bounded so thousands of files do not pile up in memory.
+    todo = iter(paths)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="mpibench-import") as pool:
+        ahead: deque = deque(pool.submit(_load, Path(p), known) for p in islice(todo, 2))
+        while ahead:
+            loaded = ahead.popleft().result()
+            nxt = next(todo, None)
+            if nxt is not None:
+                ahead.append(pool.submit(_load, Path(nxt), known))
+            report.files.append(_import_one(store, loaded, label, line_rate, bps, np,
+                                            campaign))
     return report
 
 
-def _import_one(store: Store, path: Path, label: str | None, line_rate: Any,
-                bps: float | None, np_hint: int | None, campaign: str) -> FileReport:
-    fr = FileReport(path=str(path))
+@dataclass
+class _Loaded:
+    path: Path
+    data: bytes | None = None
+    why: str | None = None
+    sha: str | None = None
+    parsed: ParseResult | None = None
+
+
+def _load(path: Path, known: set[str]) -> _Loaded:
+    """Read, hash and (unless already imported) parse one file; touches no store."""
     data, why = _read(path)
     if data is None:
-        fr.problems.append(f"{path}: {why}")
-        return fr
+        return _Loaded(path, why=why)
     sha = hashlib.sha256(data).hexdigest()
+    if sha in known:
+        return _Loaded(path, data, sha=sha)
+    try:
+        parsed = parse_bytes(data)
+    except Exception as exc:  # noqa: BLE001 - one bad file must not stop the others
+        parsed = ParseResult()
+        parsed.problem(None, f"internal parser error (please report with this file): {exc!r}")
+    return _Loaded(path, data, sha=sha, parsed=parsed)
+
+
+def _import_one(store: Store, loaded: _Loaded, label: str | None, line_rate: Any,
+                bps: float | None, np_hint: int | None, campaign: str) -> FileReport:
+    path, data = loaded.path, loaded.data
+    fr = FileReport(path=str(path))
+    if data is None:
+        fr.problems.append(f"{path}: {loaded.why}")
+        return fr
+    sha = loaded.sha or hashlib.sha256(data).hexdigest()
     fr.sha256 = sha
     prior = store.find_import(sha)
     if prior is not None:
@@ -185,7 +225,7 @@ def _import_one(store: Store, path: Path, label: str | None, line_rate: Any,
         fr.note = f"already imported (same sha256) from {prior['path']} as run {prior['run_id']}"
         return fr
 
-    parsed = parse_bytes(data)
+    parsed = loaded.parsed if loaded.parsed is not None else parse_bytes(data)
     fr.format, fr.tool, fr.version = parsed.format, parsed.tool, parsed.version
     fr.blocks, fr.truncated = parsed.blocks, parsed.truncated
     fr.problems = parsed.problem_lines(str(path))

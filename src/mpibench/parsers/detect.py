@@ -27,6 +27,7 @@ PARSERS: dict[str, Callable[[str], ParseResult]] = {
 }
 
 _TEXT_CTRL = set(b"\t\n\r\f\v\x1b")
+_CTRL_BYTES = bytes(b for b in range(32) if b not in _TEXT_CTRL)
 _NETPIPE_ROW = re.compile(r"^\s*\d+\s+\d+(?:\.\d+)?\s+\d+(?:\.\d+)?(?:[eE][+-]?\d+)?\s*$")
 
 
@@ -35,7 +36,7 @@ def decode(data: bytes) -> tuple[str | None, str | None]:
     head = data[:65536]
     if not head:
         return None, "empty file: expected IMB, OSU, nccl-tests or NetPIPE output"
-    bad = sum(1 for b in head if b < 32 and b not in _TEXT_CTRL)
+    bad = len(head) - len(head.translate(None, _CTRL_BYTES))
     text = data.decode("utf-8", errors="replace")
     invalid = text[:65536].count("\ufffd")
     if (bad + invalid) > 0.10 * len(head) or head.count(0) > 0.01 * len(head) + 8:
@@ -43,7 +44,8 @@ def decode(data: bytes) -> tuple[str | None, str | None]:
         return None, (f"binary data (non-text byte 0x{head[where]:02x} at offset {where}): "
                       "expected a text output of IMB, OSU, nccl-tests or NetPIPE")
     # Stray control bytes inside a text file: keep the text, make those lines unparseable.
-    text = re.sub(r"[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f]", "\ufffd", text)
+    if bad or b"\x7f" in data or len(data) > len(head):
+        text = re.sub(r"[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f]", "\ufffd", text)
     return text, None
 
 

@@ -21,11 +21,13 @@ older versions (3.x, 4.x, 2017) print 2^20 bytes/s, converted here (printed valu
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
 from mpibench.parsers.base import (
     ABORT_PATTERNS,
+    MAX_INT,
     ParseResult,
     as_float,
     as_int,
@@ -57,6 +59,8 @@ FLOAT_COLS = {"t[usec]", "Mbytes/sec", "Msg/sec", "t_min[usec]", "t_max[usec]",
               "t_avg[usec]", "t_ovrl[usec]", "t_pure[usec]", "t_CPU[usec]", "overlap[%]",
               "defects"}
 KNOWN_COLS = INT_COLS | FLOAT_COLS
+_INT_PAT = r"(\d+)"
+_FLOAT_PAT = r"(\d+(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)"
 _EXTRA_NAME = {"t_min[usec]": "t_min_us", "t_max[usec]": "t_max_us", "t_ovrl[usec]": "t_ovrl_us",
                "t_CPU[usec]": "t_cpu_us", "overlap[%]": "overlap_pct", "defects": "defects"}
 
@@ -84,6 +88,7 @@ class _Block:
         self.n_groups: int | None = None
         self.mode: str | None = None
         self.cols: list[str] | None = None
+        self.row_re: re.Pattern | None = None
         self.header_line = 0
         self.rows = 0
         self.last_size: int | None = None
@@ -131,8 +136,18 @@ def parse_imb(text: str) -> ParseResult:
             end_table(blank=True)
             continue
 
+        # Fast path: a row of the current table (most lines of a file).
+        if (block is not None and block.cols is not None and stripped[0] != "#"
+                and not (partial_last and i == len(lines))):
+            rec = _row(block, stripped, i, factor, unit_printed, res)
+            if isinstance(rec, dict):
+                block.rows += 1
+                block.last_size = rec["size"]
+                res.records.append(rec)
+                continue
+
         # -- file header ----------------------------------------------------------------
-        m = TITLE_RE.search(line)
+        m = TITLE_RE.search(line) if "Benchmark" in line else None
         if m:
             titles.append(i)
             if len(titles) == 1:
@@ -204,6 +219,8 @@ def parse_imb(text: str) -> ParseResult:
                     block = None
                     continue
                 block.cols = tokens
+                block.row_re = re.compile(r"^\s*" + r"\s+".join(
+                    _INT_PAT if c in INT_COLS else _FLOAT_PAT for c in tokens) + r"\s*$")
                 block.header_line = i
                 if block.np is None:
                     res.problem(block.line, f"{block.benchmark}: no '# #processes = N' line; "
@@ -233,7 +250,7 @@ def parse_imb(text: str) -> ParseResult:
             res.problem(i, f"last line is incomplete (no newline at the end of the file): "
                            f"{clip(stripped)!r} not imported")
             continue
-        rec = _row(block, tokens, i, factor, unit_printed, res)
+        rec = _row(block, stripped, i, factor, unit_printed, res)
         if isinstance(rec, str):
             res.problem(i, f"{block.benchmark} row {clip(stripped)!r}: {rec}; line skipped")
             continue
@@ -283,18 +300,24 @@ def parse_imb(text: str) -> ParseResult:
     return res
 
 
-def _row(block: _Block, tokens: list[str], lineno: int, factor: float, unit_printed: str,
+def _row(block: _Block, line: str, lineno: int, factor: float, unit_printed: str,
          res: ParseResult) -> dict[str, Any] | str | None:
     """The row's record; None if it is not a row of this table; a reason if its numbers
     cannot be right."""
     cols = block.cols or []
-    if len(tokens) != len(cols):
+    m = block.row_re.match(line) if block.row_re is not None else None
+    if m is None:
         return None
     vals: dict[str, Any] = {}
-    for c, t in zip(cols, tokens, strict=True):
-        v = as_int(t) if c in INT_COLS else as_float(t)
-        if v is None:
-            return None
+    for c, t in zip(cols, m.groups(), strict=True):
+        if c in INT_COLS:
+            v = int(t)
+            if v > MAX_INT:
+                return None
+        else:
+            v = float(t)
+            if not math.isfinite(v):
+                return None
         vals[c] = v
     size = vals.get("#bytes", 0)
     if vals["#repetitions"] < 1:

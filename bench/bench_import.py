@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Import throughput (prints numbers, asserts nothing).
+
+Issue 6 target: importing 1,000 IMB files of the full MPI-1 set takes under 10 s. The files
+are copies of the two real np2-all captures (tests/data/imb/*-np2-all.txt: 19 benchmarks,
+315 rows each) with every time and bandwidth varied (so each file has its own sha256 and is
+really parsed and stored), written to a temporary directory. Timed: mpibench.importer.
+import_files into a fresh store, i.e. read + sha256 + dedupe lookup + detect + parse + one
+transaction per file (campaign, fingerprint, run, 315 result rows, import record). Printed
+beside it, from the same run: parse-only time, so the store's share is visible, and a
+second import of the same files (all skipped as already imported).
+
+Usage: .venv/bin/python bench/bench_import.py [--quick] [--files N] [--dir DIR]
+(--dir /dev/shm puts the files and the store on tmpfs, to separate disk cost from CPU cost)
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from mpibench.importer import import_files
+from mpibench.parsers.detect import parse_bytes
+from mpibench.store import Store
+
+REPO = Path(__file__).resolve().parents[1]
+SOURCES = sorted((REPO / "tests" / "data" / "imb").glob("*-np2-all.txt"))
+TARGET_S = 10.0
+NUM = re.compile(r"(?<=\s)(\d+\.\d\d)(?=\s|$)")
+
+
+def variants(n: int, out: Path) -> list[Path]:
+    rng = random.Random(6)
+    texts = [p.read_text() for p in SOURCES]
+    paths = []
+    for i in range(n):
+        text = texts[i % len(texts)]
+        scale = rng.uniform(0.5, 2.0)
+
+        def vary(m: re.Match, scale: float = scale) -> str:
+            return f"{float(m.group(1)) * scale:.2f}"
+
+        # vary every two-decimal figure (times and bandwidths) by one factor per file
+        varied = NUM.sub(vary, text)
+        p = out / f"imb-run{i:04d}.txt"
+        p.write_text(varied)
+        paths.append(p)
+    return paths
+
+
+def main(argv: list[str]) -> int:
+    n = 100 if "--quick" in argv else 1000
+    if "--files" in argv:
+        n = int(argv[argv.index("--files") + 1])
+    where = argv[argv.index("--dir") + 1] if "--dir" in argv else None
+    if not SOURCES:
+        print("no tests/data/imb/*-np2-all.txt fixtures found")
+        return 1
+    with tempfile.TemporaryDirectory(prefix="mpibench-bench-import-", dir=where) as tmp:
+        tmpd = Path(tmp)
+        files = variants(n, tmpd)
+        size_mb = sum(p.stat().st_size for p in files) / 1e6
+
+        t0 = time.perf_counter()
+        rows = 0
+        for p in files:
+            rows += len(parse_bytes(p.read_bytes()).records)
+        parse_s = time.perf_counter() - t0
+
+        with Store(tmpd / "bench.db") as store:
+            # instrument the store's row insert and the per-file commit (bench only)
+            spent = {"add_results": 0.0, "commit": 0.0}
+            real_add = store.add_results
+            real_exit = Store._Tx.__exit__
+
+            def timed_add(run_id, records):
+                c = time.thread_time()          # this thread only: parsing runs beside it
+                try:
+                    return real_add(run_id, records)
+                finally:
+                    spent["add_results"] += time.thread_time() - c
+
+            def timed_exit(tx, *exc):
+                c = time.perf_counter()
+                try:
+                    return real_exit(tx, *exc)
+                finally:
+                    spent["commit"] += time.perf_counter() - c
+
+            store.add_results = timed_add
+            Store._Tx.__exit__ = timed_exit
+            t0, c0 = time.perf_counter(), time.process_time()
+            rep = import_files(store, files)
+            import_s = time.perf_counter() - t0
+            import_cpu = time.process_time() - c0
+            Store._Tx.__exit__ = real_exit
+            t0 = time.perf_counter()
+            again = import_files(store, files)
+            again_s = time.perf_counter() - t0
+            stored = store.db.execute("SELECT COUNT(*) FROM results").fetchone()[0]
+
+    ok = sum(1 for f in rep.files if f.status == "imported")
+    skipped = sum(1 for f in again.files if f.status == "skipped")
+    print(f"directory: {where or tempfile.gettempdir()}")
+    print(f"files: {n} IMB-MPI1 full MPI-1 set outputs ({size_mb:.1f} MB, {rows} rows parsed, "
+          f"{ok} imported, {stored} rows stored)")
+    print(f"import (read + sha256 + detect + parse + store): {import_s:.2f} s "
+          f"= {1000 * import_s / n:.2f} ms/file, {n / import_s:.0f} files/s")
+    print(f"  CPU time of this process for it: {import_cpu:.2f} s (wall - CPU = waiting for "
+          f"I/O or for the cores; 1-min load average at the end: {os.getloadavg()[0]:.1f} on "
+          f"{os.cpu_count()} cores)")
+    print(f"  parse only (same files, no store, measured separately): {parse_s:.2f} s wall")
+    print(f"  inside the import: Store.add_results {spent['add_results']:.2f} s thread CPU "
+          f"({100 * spent['add_results'] / import_cpu:.0f}% of the import's CPU), "
+          f"transaction commits {spent['commit']:.2f} s wall")
+    print(f"re-import of the same files (all skipped: {skipped}): {again_s:.2f} s")
+    if ok != n:
+        print(f"FAILED: only {ok} of {n} files imported")
+        return 1
+    scaled = import_s * 1000 / n
+    verdict = "meets" if scaled < TARGET_S else "MISSES"
+    print(f"target: 1,000 files in < {TARGET_S:.0f} s -> {scaled:.2f} s for 1,000 files "
+          f"({verdict} the target; ratio {scaled / TARGET_S:.2f} of the budget)")
+    return 0 if ok == n and skipped == n else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
