@@ -475,6 +475,9 @@ static void after_init(uint64_t t_before)
     if (!dir || !*dir) dir = "mpibench-profile";
     strncpy(g_dir, dir, sizeof g_dir - 1);
     mkdirs(g_dir);
+    if (access(g_dir, W_OK) != 0)
+        fprintf(stderr, "mpibench-profiler: rank %d cannot write to %s (%s); no profile will "
+                        "be written\n", g_rank, g_dir, strerror(errno));
     clock_pair(&g_tick0, &g_ns0);
     g_init_ns = g_ns0 - t_before;
     install_handlers();
@@ -526,7 +529,11 @@ int MPI_Pcontrol(const int level, ...)
     } else if (level == 1) {
         MPIB_ST(&mpib_active, 1);
     } else if (level == 2) {
-        write_rank_file("pcontrol", 0, ++g_snap);
+        /* Holding g_dumping keeps a signal arriving meanwhile from reusing the writer. */
+        if (!__atomic_exchange_n(&g_dumping, 1, __ATOMIC_ACQ_REL)) {
+            write_rank_file("pcontrol", 0, ++g_snap);
+            __atomic_store_n(&g_dumping, 0, __ATOMIC_RELEASE);
+        }
     } else if (level == 3) {
         /* Counters and the wall clock restart together, so the MPI time fraction stays
          * meaningful; the tick ratio is re-measured from here. */
