@@ -91,3 +91,18 @@ def test_json_bad_values_are_skipped_with_a_problem():
 def test_json_shapes_never_crash(text):
     res = parse_nccl_json(text)
     assert res.records == [] and res.problems
+
+
+def test_several_types_and_ops_are_named_apart_and_repeats_skipped():
+    text = (DATA / TEXT).read_text()
+    rows = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("#")][:3]
+    extra = [ln.replace("   float     sum", "    half     max") for ln in rows]
+    head, _, tail = text.partition(rows[0])
+    doc = head + "\n".join(extra) + "\n" + rows[0] + tail
+    doc = doc.replace(rows[2], rows[2] + "\n" + rows[2], 1)
+    res = parse_nccl_text(doc)
+    names = {r["benchmark"] for r in res.records}
+    assert {"nccl_all_reduce:float:sum", "nccl_all_reduce:half:max",
+            "nccl_all_reduce_inplace:half:max"} <= names
+    assert len(res.records) == 50 + 6
+    assert any("given twice" in p.message for p in res.problems)

@@ -91,6 +91,7 @@ class _Block:
         self.row_re: re.Pattern | None = None
         self.header_line = 0
         self.rows = 0
+        self.seen: dict[tuple, int] = {}
         self.last_size: int | None = None
         self.done = False            # its table has ended; IMB prints one table per block
 
@@ -141,9 +142,7 @@ def parse_imb(text: str) -> ParseResult:
                 and not (partial_last and i == len(lines))):
             rec = _row(block, stripped, i, factor, unit_printed, res)
             if isinstance(rec, dict):
-                block.rows += 1
-                block.last_size = rec["size"]
-                res.records.append(rec)
+                _add(block, rec, i, res)
                 continue
 
         # -- file header ----------------------------------------------------------------
@@ -263,9 +262,7 @@ def parse_imb(text: str) -> ParseResult:
                                f"({' '.join(block.cols)}) or an IMB failure note, got "
                                f"{clip(stripped)!r}; line skipped")
                 continue
-        block.rows += 1
-        block.last_size = rec["size"]
-        res.records.append(rec)
+        _add(block, rec, i, res)
 
     # -- how did the file end? -----------------------------------------------------------
     if len(titles) > 1:
@@ -298,6 +295,19 @@ def parse_imb(text: str) -> ParseResult:
         res.problem(None, "no '# Benchmarking <name>' block: expected IMB result tables")
     res.meta = {k: v for k, v in res.meta.items() if v}
     return res
+
+
+def _add(block: _Block, rec: dict[str, Any], lineno: int, res: ParseResult) -> None:
+    key = (rec["size"], rec["extra"].get("group"))
+    first = block.seen.get(key)
+    if first is not None:
+        res.problem(lineno, f"{block.benchmark}: size {rec['size']} already given at line "
+                            f"{first} of this table; second row skipped")
+        return
+    block.seen[key] = lineno
+    block.rows += 1
+    block.last_size = rec["size"]
+    res.records.append(rec)
 
 
 def _row(block: _Block, line: str, lineno: int, factor: float, unit_printed: str,

@@ -79,6 +79,35 @@ def _records(op: str, size: int, count: int | None, dtype: str, redop: str, root
     return rec
 
 
+def _distinguish(res: ParseResult) -> None:
+    """nccl-tests -d all / -o all repeat every size per data type and reduction: name such
+    rows nccl_<op>:<type>:<redop> so they are not pooled together. Then drop exact repeats."""
+    combos = {(r["extra"].get("type"), r["extra"].get("redop")) for r in res.records}
+    roots = {r["extra"].get("root") for r in res.records}
+    if len(combos) > 1 or len(roots) > 1:
+        for r in res.records:
+            x = r["extra"]
+            parts = [x.get("type", ""), x.get("redop", "")]
+            if len(roots) > 1:
+                parts.append(f"root{x.get('root', '')}")
+            base, inplace = (r["benchmark"][:-8], "_inplace") \
+                if r["benchmark"].endswith("_inplace") else (r["benchmark"], "")
+            r["benchmark"] = base + inplace + ":" + ":".join(parts)
+    seen: dict[tuple, int | None] = {}
+    kept = []
+    for r in res.records:
+        key = (r["benchmark"], r["size"])
+        if key in seen:
+            where = r["extra"].get("line")
+            res.problem(where, f"{r['benchmark']} size {r['size']} given twice"
+                               + (f" (first at line {seen[key]})" if seen[key] else "")
+                               + "; second row skipped")
+            continue
+        seen[key] = r["extra"].get("line")
+        kept.append(r)
+    res.records = kept
+
+
 def parse_nccl_text(text: str) -> ParseResult:
     res = ParseResult(format="nccl", tool="nccl-tests")
     lines = split_lines(text)
@@ -193,6 +222,7 @@ def parse_nccl_text(text: str) -> ParseResult:
             r["benchmark"] = r["benchmark"].replace("nccl_?", f"nccl_{op}")
         else:
             r["benchmark"] = r["benchmark"].replace("nccl_?", "nccl_unknown")
+    _distinguish(res)
     return res
 
 
@@ -335,6 +365,7 @@ def parse_nccl_json(text: str) -> ParseResult:
                 float(vals[2]), None if wrong is None else float(wrong), np_, None,
                 entry.get("actual_iterations") if isinstance(entry.get("actual_iterations"),
                                                              int) else iters))
+    _distinguish(res)
     if not res.records:
         res.problem(None, "no usable entries in 'results'")
     if "end_time" not in doc and not res.truncated:

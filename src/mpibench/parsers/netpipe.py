@@ -92,6 +92,17 @@ def parse_netpipe(text: str) -> ParseResult:
         res.problem(None, "no NetPIPE rows ('bytes Mbps seconds' lines or '<n>: <bytes> bytes "
                           "... Mbps in ... usec' lines)")
     else:
+        seen: dict[int, int] = {}
+        kept = []
+        for r in res.records:
+            first = seen.get(r["size"])
+            if first is not None:
+                res.problem(r["extra"]["line"], f"size {r['size']} already given at line "
+                                                f"{first}; second row skipped")
+                continue
+            seen[r["size"]] = r["extra"]["line"]
+            kept.append(r)
+        res.records = kept
         sizes = [r["size"] for r in res.records]
         if any(b < a for a, b in zip(sizes, sizes[1:], strict=False)):
             res.problem(None, "sizes are not in increasing order: NetPIPE writes them "

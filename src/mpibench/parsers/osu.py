@@ -146,6 +146,7 @@ class _Table:
         self.names: list[str] = []
         self.ended = False
         self.rows = 0
+        self.seen: dict[int, int] = {}
         self.meta: dict[str, Any] = {}
 
 
@@ -231,6 +232,12 @@ def parse_osu(text: str) -> ParseResult:
             res.problem(i, f"expected a row of {len(table.cols)} values "
                            f"({', '.join(table.names)}), got {clip(stripped)!r}; line skipped")
             continue
+        first = table.seen.get(rec["size"])
+        if first is not None:
+            res.problem(i, f"{table.name}: size {rec['size']} already given at line {first}; "
+                           "second row skipped")
+            continue
+        table.seen[rec["size"]] = i
         table.rows += 1
         res.records.append(rec)
 
