@@ -61,22 +61,29 @@ def campaigns(slurm_cluster, tmp_path_factory):  # noqa: F811
 def test_two_stacks_one_and_two_nodes(campaigns):
     res, rows = campaigns["slurm-local"]
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
-    assert len(rows) == 4
+    assert len(rows) == 6
     for r in rows:
         assert r["status"] == "done", (r["variant"], r["reason"], r["stderr_tail"])
         assert r["scheduler"] == "slurm" and r["job_id"].isdigit()
         assert r["sched_state"] == "COMPLETED"
         assert "#SBATCH --no-requeue" in r["job_script"]
-    nodes = {r["variant"]: r["nodelist"] for r in rows}
+    core = [r for r in rows if r["grp"] == "pingpong"]
+    nodes = {r["variant"]: r["nodelist"] for r in core}
     assert nodes["ompi[nodes=2]"] == nodes["mpich[nodes=2]"] == "n[1-2]"
     assert nodes["ompi[nodes=1]"] in ("n1", "n2")
-    two = next(r for r in rows if r["variant"] == "mpich[nodes=2]")
+    two = next(r for r in core if r["variant"] == "mpich[nodes=2]")
     assert "#SBATCH --nodes=2" in two["job_script"]
     hosts = (Path(two["run_dir"]) / "hostfile").read_text().split()
     assert sorted(hosts) == ["n1", "n2"]
     assert "--mpi=pmi2" in two["argv_json"]
-    ompi = next(r for r in rows if r["variant"] == "ompi[nodes=2]")
+    ompi = next(r for r in core if r["variant"] == "ompi[nodes=2]")
     assert "--mpi=pmix" in ompi["argv_json"]
+    # placement: two ranks on one node, then one rank on each node
+    placed = {r["variant"]: sorted((Path(r["run_dir"]) / "stdout.txt").read_text().split("\n"))
+              for r in rows if r["grp"] == "placement"}
+    assert placed["ompi[nodes=2]"] == ["", "rank 0 on n1", "rank 1 on n2"]
+    one = placed["ompi[nodes=1]"]
+    assert one[1:] in (["rank 0 on n1", "rank 1 on n1"], ["rank 0 on n2", "rank 1 on n2"])
 
 
 def test_cell_over_its_slurm_time_limit_is_a_timeout(campaigns):
