@@ -69,6 +69,14 @@ def main() -> int:
                   f"{core_s['adaptive'] / core_s['fixed']:.2f}")
             print(f"sizes reaching +-1%: {reasons['target']} of {len(ad)}; stop reasons "
                   f"{dict(reasons)}")
+            hit = [r for r in ad if r["stop_reason"] == "target"
+                   and (r["benchmark"], r["size"]) in fx]
+            if hit and all("elapsed_s" in r for r in hit):
+                ta = sum(r["elapsed_s"] for r in hit)
+                tf = sum(fx[(r["benchmark"], r["size"])]["elapsed_s"] for r in hit)
+                print(f"on the {len(hit)} sizes that reached the target: adaptive {ta:.1f} s, "
+                      f"fixed {tf:.1f} s, ratio {ta / tf:.2f}; the {len(ad) - len(hit)} that did "
+                      f"not cost adaptive {sum(r['elapsed_s'] for r in ad) - ta:.1f} s")
             samples = sum(r["iterations"] for r in ad)
             fsamples = sum(r["iterations"] for r in fx.values())
             print(f"timed iterations: adaptive {samples}, fixed {fsamples}")

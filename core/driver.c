@@ -630,7 +630,11 @@ static void run_size(const mb_bench *b, int64_t size, const timer_info *ti, resu
         return;
     }
     /* counts beyond INT_MAX: decided before any allocation */
-    int64_t biggest = b->vdispl ? size * g_np : size;
+    /* the largest count or displacement the calls take: elements, not bytes (reductions
+     * count floats); v-variants' displacements reach (np-1) x size */
+    int64_t biggest = b->elem_bytes == 4 ? size / 4 : size;
+    if (b->vdispl)
+        biggest *= g_np;
     if (biggest > INT_MAX) {
         if (!MB_HAVE_LARGE) {
             char lib[MPI_MAX_LIBRARY_VERSION_STRING];

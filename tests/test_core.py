@@ -84,7 +84,8 @@ def test_np4_oversubscribed_v_variants(core, stack, tmp_path):
 
 def test_text_view_openmpi(core, tmp_path):
     run = launch("openmpi", _exe(core, "openmpi"), 3,
-                 ["--sizes", "0,1K", "--max-time", "0.03", "PingPong", "Uniband", "Allreduce"],
+                 ["--sizes", "0,1K", "--max-time", "0.03", "PingPong", "Sendrecv", "Uniband",
+                  "Allreduce"],
                  None, timeout=120)
     assert run.res.returncode == 0, run.res.stderr_tail()
     text = run.res.stdout
@@ -94,6 +95,9 @@ def test_text_view_openmpi(core, tmp_path):
     assert "#bytes #repetitions      t[usec] median[usec]" in text
     assert "Mbytes/sec      Msg/sec" in text
     assert "t_min[usec]  t_max[usec]  t_avg[usec]" in text
+    sendrecv = text.split("# Benchmarking Sendrecv")[1].split("# Benchmarking")[0]
+    assert "t_avg[usec] median[usec]      ci95   Mbytes/sec" in sendrecv
+    assert "additional process" not in sendrecv  # Sendrecv runs on every rank (IMB chain)
 
 
 @pytest.mark.parametrize("stack", ["openmpi", "mpich"])
@@ -160,7 +164,7 @@ def test_large_count_unsupported_on_openmpi(core, tmp_path):
     out = tmp_path / "r.jsonl"
     run = launch("openmpi", _exe(core, "openmpi"), 2,
                  ["--sizes", "1K,2M,3G", "--max-time", "0.03", "--quiet", "--mem-limit", "1M",
-                  "PingPong", "Allgatherv"], out, timeout=120)
+                  "PingPong", "Allgatherv", "Allreduce"], out, timeout=120)
     assert run.res.returncode == 0, run.res.stderr_tail()
     check_schema(run.records)
     st = {(r["benchmark"], r["size"]): r for r in run.results}
@@ -172,6 +176,9 @@ def test_large_count_unsupported_on_openmpi(core, tmp_path):
     assert "is MPI-3.1" in big["reason"]
     assert st[("PingPong", 2 << 20)]["status"] == "skipped"
     assert "--mem-limit" in st[("PingPong", 2 << 20)]["reason"]
+    assert st[("Allgatherv", 3 << 30)]["status"] == "unsupported"
+    # 3 GiB of floats is 805M elements: an int count, so only the memory limit stops it
+    assert st[("Allreduce", 3 << 30)]["status"] == "skipped"
     assert run.header["large_count"] is False
 
 
