@@ -88,7 +88,8 @@ def bench_pingpong(stack, repeats: int, iters: int, tmp: Path) -> None:
                 calib.append(doc["overhead"]["ns_per_call"]["mean"])
     off_n, on_n = med(res[False]["null"]), med(res[True]["null"])
     off_p, on_p = med(res[False]["pp"]), med(res[True]["pp"])
-    print(f"{stack.name} ({repeats} interleaved launches per side)")
+    print(f"{stack.name} ({repeats} interleaved launches per side; each number is already the "
+          "best of many short rounds inside its launch)")
     print(f"  least disturbed launch: MPI_Comm_rank off {min(res[False]['null']):.2f} ns, on "
           f"{min(res[True]['null']):.2f} ns (+{min(res[True]['null']) - min(res[False]['null']):.2f}"
           f" ns/call); PingPong off {min(res[False]['pp']):.3f} us, on "
@@ -124,7 +125,7 @@ def bench_gromacs(stack, repeats: int, tmp: Path) -> None:
     wall = {False: [], True: [], }
     nsday = {False: [], True: []}
     launch_s = {False: [], True: []}
-    frac = []
+    frac, est, calls = [], [], []
     for i in range(repeats):
         for on in (False, True):
             argv = [stack.launcher, "-np", "2", "gmx_mpi", "mdrun", "-s", str(d / "topol.tpr"),
@@ -141,7 +142,11 @@ def bench_gromacs(stack, repeats: int, tmp: Path) -> None:
             nsday[on].append(float(p.group(1)))
             launch_s[on].append(r.elapsed)
             if on:
-                frac.append(profiling.collect_profile(out)["mpi_fraction"]["mean"])
+                doc = profiling.collect_profile(out)
+                frac.append(doc["mpi_fraction"]["mean"])
+                est.append(doc["overhead"]["estimated_total_s"] / doc["ranks"]
+                           / doc["wall_s"]["mean"])
+                calls.append(doc["calls_total"] / doc["ranks"])
     print(f"gromacs mdrun, 2 ranks, 1000 steps, {repeats} interleaved launches per side "
           "(medians)")
     print(f"  mdrun wall (its log)    off {med(wall[False]):7.3f} s   on {med(wall[True]):7.3f} s"
@@ -154,6 +159,8 @@ def bench_gromacs(stack, repeats: int, tmp: Path) -> None:
           f"({pct(min(wall[True]), min(wall[False])):+.2f}%)")
     print(f"    wall samples: off {wall[False]}  on {wall[True]}")
     print(f"  time in MPI (profiled): {100 * med(frac):.1f}% of wall time per rank")
+    print(f"  expected cost from the library's calibration: {med(calls):.0f} calls per rank x "
+          f"its ns/call = {100 * med(est):.3f}% of the wall time per rank")
 
 
 def main(argv=None) -> int:
