@@ -94,6 +94,13 @@ def as_float(tok: str) -> float | None:
     return v if math.isfinite(v) else None
 
 
+def finite(rec: dict[str, Any]) -> bool:
+    """After unit conversions (x1e6, x1000, x2^20/10^6) a huge but finite input can become
+    infinite: such a row is not storable as a number."""
+    return all(v is None or math.isfinite(v) for k in ("mean", "bandwidth_mbps", "busbw_mbps",
+                                                        "msg_rate") for v in [rec.get(k)])
+
+
 def time_record(benchmark: str, size: int, np_: int | None, value: float | None,
                 statistic: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """A time row (microseconds, lower is better) with the tool's statistic in `mean`."""

@@ -34,6 +34,7 @@ from mpibench.parsers.base import (
     bandwidth_record,
     clip,
     failure_record,
+    finite,
     split_lines,
     time_record,
 )
@@ -298,6 +299,9 @@ def parse_imb(text: str) -> ParseResult:
 
 
 def _add(block: _Block, rec: dict[str, Any], lineno: int, res: ParseResult) -> None:
+    if not finite(rec):
+        res.problem(lineno, f"{block.benchmark}: a number too large to store; line skipped")
+        return
     key = (rec["size"], rec["extra"].get("group"))
     first = block.seen.get(key)
     if first is not None:

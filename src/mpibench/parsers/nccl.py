@@ -16,7 +16,15 @@ import math
 import re
 from typing import Any
 
-from mpibench.parsers.base import ABORT_PATTERNS, ParseResult, as_float, as_int, clip, split_lines
+from mpibench.parsers.base import (
+    ABORT_PATTERNS,
+    ParseResult,
+    as_float,
+    as_int,
+    clip,
+    finite,
+    split_lines,
+)
 
 VERSION_RE = re.compile(r"nccl-tests version\s+(\S+)(?:\s+nccl-headers=(\d+))?"
                         r"(?:\s+nccl-library=(\d+))?")
@@ -96,6 +104,10 @@ def _distinguish(res: ParseResult) -> None:
     seen: dict[tuple, int | None] = {}
     kept = []
     for r in res.records:
+        if not finite(r):
+            res.problem(r["extra"].get("line"), f"{r['benchmark']} size {r['size']}: a number "
+                                                "too large to store; skipped")
+            continue
         key = (r["benchmark"], r["size"])
         if key in seen:
             where = r["extra"].get("line")

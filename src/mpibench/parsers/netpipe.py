@@ -14,7 +14,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from mpibench.parsers.base import ABORT_PATTERNS, ParseResult, as_float, as_int, clip, split_lines
+from mpibench.parsers.base import (
+    ABORT_PATTERNS,
+    ParseResult,
+    as_float,
+    as_int,
+    clip,
+    finite,
+    split_lines,
+)
 
 STDOUT_RE = re.compile(r"^\s*(\d+):\s+(\d+)\s+bytes\s+(\d+)\s+times\s+-->\s+(\S+)\s+Mbps\s+in\s+"
                        r"(\S+)\s+usec\s*$")
@@ -95,6 +103,9 @@ def parse_netpipe(text: str) -> ParseResult:
         seen: dict[int, int] = {}
         kept = []
         for r in res.records:
+            if not finite(r):
+                res.problem(r["extra"]["line"], "a number too large to store; line skipped")
+                continue
             first = seen.get(r["size"])
             if first is not None:
                 res.problem(r["extra"]["line"], f"size {r['size']} already given at line "

@@ -29,6 +29,7 @@ from mpibench.parsers.base import (
     as_int,
     bandwidth_record,
     clip,
+    finite,
     split_lines,
     time_record,
 )
@@ -231,6 +232,9 @@ def parse_osu(text: str) -> ParseResult:
         if rec is None:
             res.problem(i, f"expected a row of {len(table.cols)} values "
                            f"({', '.join(table.names)}), got {clip(stripped)!r}; line skipped")
+            continue
+        if not finite(rec):
+            res.problem(i, f"{table.name}: a number too large to store; line skipped")
             continue
         first = table.seen.get(rec["size"])
         if first is not None:
