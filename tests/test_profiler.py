@@ -255,7 +255,7 @@ def test_timeout_kill_leaves_partial_profile(built, tmp_path):
     if stack.name != "openmpi":
         pytest.skip("one stack is enough: the signal path is tested on both")
     argv = [stack.launcher, "-np", "2", str(progs / "known_calls"), "hang"]
-    run = profiling.run_profiled(argv, stack=stack, out_dir=tmp_path / "prof", timeout=4)
+    run = profiling.run_profiled(argv, stack=stack, out_dir=tmp_path / "prof", timeout=6)
     assert run.result.timed_out and run.status == "timeout"
     assert run.doc and run.doc["complete"] is False and run.doc["reason"] == "signal:15"
     assert run.doc["functions"]["MPI_Send"]["bytes_sent"] == 10000
