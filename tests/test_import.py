@@ -62,6 +62,8 @@ def test_import_pingpong_complete_rows_and_provenance(store):
     fp = store.fingerprint(run["fingerprint_id"])
     assert fp["tool"] == "IMB-MPI1" and fp["tool_version"] == "2021.11" and fp["np"] == [2]
     assert fp["argv"] == "./IMB-MPI1 PingPong -msglog 0:22"
+    # '# Date : Sun Nov 22 07:01:49 2026' in the file, read as UTC
+    assert run["started"] == 1795330909.0 and spec["import"]["started_from"].startswith("file")
     imp = store.find_import(f.sha256)
     assert imp["run_id"] == f.run_id and imp["tool"] == "IMB-MPI1"
     got = {r["size"]: r for r in rows(store, f.run_id)}

@@ -12,6 +12,7 @@ mean), never samples: n stays None and reports show them without confidence inte
 
 from __future__ import annotations
 
+import calendar
 import hashlib
 import re
 import sqlite3
@@ -140,6 +141,19 @@ def fingerprint(parsed: ParseResult, libs: list[str], nps: list[int]) -> dict[st
     return fp
 
 
+def file_time(meta: dict[str, Any]) -> float | None:
+    """When the run happened, if the file says: IMB '# Date' (asctime), nccl-tests JSON
+    start_time. The files carry no time zone; the time is read as UTC."""
+    for key, fmt in (("date", "%a %b %d %H:%M:%S %Y"), ("start_time", "%Y-%m-%d %H:%M:%S")):
+        text = meta.get(key)
+        if isinstance(text, str):
+            try:
+                return float(calendar.timegm(time.strptime(" ".join(text.split()), fmt)))
+            except ValueError:
+                continue
+    return None
+
+
 def _read(path: Path) -> tuple[bytes | None, str | None]:
     try:
         if path.is_dir():
@@ -255,6 +269,9 @@ def _import_one(store: Store, loaded: _Loaded, label: str | None, line_rate: Any
                    "tool": parsed.tool, "tool_version": parsed.version,
                    "blocks": parsed.blocks, "truncated": parsed.truncated,
                    "truncated_at": parsed.truncated_at, "problems": fr.problems[:50],
+                   "imported_at": time.time(),
+                   "started_from": "file (read as UTC)" if file_time(parsed.meta)
+                   else "import time",
                    "statistic_note": "per-size summaries as printed by the tool; "
                                      "no samples, no confidence intervals"},
         "meta": {k: v for k, v in parsed.meta.items() if k not in ("env",)},
@@ -297,7 +314,8 @@ def _write(store: Store, campaign: str, parsed: ParseResult, libs: list[str], np
         if not created:
             return False
         store.add_results(run_id, records)
-        store.set_run(run_id, "done", started=now, finished=now, elapsed=0.0,
+        when = file_time(parsed.meta)
+        store.set_run(run_id, "done", started=when or now, finished=when or now,
                       reason=("truncated: " + (fr.problems[-1] if fr.problems else ""))
                       if parsed.truncated else None)
         store.record_import(sha, str(path.resolve()), parsed.tool, parsed.version, run_id)

@@ -309,6 +309,9 @@ def parse_nccl_json(text: str) -> ParseResult:
     if version not in (None, 1, 2):
         res.problem(1, f"nccl-tests JSON version {version!r}; expected 2 (read anyway)")
     res.meta["json_version"] = version
+    for k in ("start_time", "end_time"):
+        if isinstance(doc.get(k), str):
+            res.meta[k] = doc[k]
     if isinstance(doc.get("nccl_version"), int):
         res.meta["nccl_library"] = doc["nccl_version"]
     args = doc.get("args") if isinstance(doc.get("args"), list) else []
