@@ -374,7 +374,8 @@ def test_store_rows_compare_and_report(tmp_path):
     profiling.render_report(doc, con)
     profiling.render_comparison(cmp, "a", "b", con)
     text = con.export_text()
-    for want in ("Time in MPI per rank", "Top 10 functions by time", "by calls",
+    for want in ("Time in MPI per rank", "Time in MPI by family", "coll.blocking",
+                 "Top 10 functions by time", "by calls",
                  "Message sizes", "512 B - <1 KiB", "profiler overhead", "n too small"):
         assert want in text
 

@@ -496,6 +496,21 @@ def render_report(doc: Mapping[str, Any], console=None, *, top: int = 10,
                        fmt_bytes(f["bytes_sent"]), recv)
         con.print(tb)
 
+    fam: dict[str, list[float]] = {}
+    for f in funcs.values():
+        a = fam.setdefault(f["class"], [0, 0.0, 0, 0, 0])
+        a[0] += f["calls"]
+        a[1] += f["time_s"]
+        a[2] += f["bytes_sent"]
+        a[3] += f["bytes_recv"]
+        a[4] += f["recv_unknown"]
+    ft = Table(title="Time in MPI by family", title_justify="left")
+    for c in ("family", "calls", "time", "% MPI", "sent", "received", "unknown-size recvs"):
+        ft.add_column(c, justify="left" if c == "family" else "right")
+    for cls, (calls, tsec, sent, recv, unk) in sorted(fam.items(), key=lambda kv: -kv[1][1]):
+        ft.add_row(cls, str(calls), fmt_time(tsec), f"{100 * tsec / total:.1f}",
+                   fmt_bytes(sent), fmt_bytes(recv), str(unk))
+    con.print(ft)
     ftable(f"Top {top} functions by time", lambda kv: -kv[1]["time_s"])
     ftable(f"Top {top} functions by calls", lambda kv: -kv[1]["calls"])
 
