@@ -53,10 +53,10 @@ def netpipe(stack: str, lo: int, hi: int, out: Path, repeats: int = 0) -> dict[i
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer sizes, one round")
-    ap.add_argument("--rounds", type=int, default=None, help="alternating rounds (default 2)")
+    ap.add_argument("--rounds", type=int, default=None, help="alternating rounds (default 3)")
     ap.add_argument("--stack", action="append", choices=sorted(STACKS))
     a = ap.parse_args()
-    rounds = a.rounds or (1 if a.quick else 2)
+    rounds = a.rounds or (1 if a.quick else 3)
     lat = [1 << e for e in range(0, 7 if a.quick else 11)]  # 1 B .. 64 B / 1 KiB
     bw = [1 << 20, 4 << 20] if a.quick else [1 << 20, 2 << 20, 4 << 20]
     budget = "0.3" if a.quick else "1"
