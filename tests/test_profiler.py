@@ -326,6 +326,31 @@ def test_collect_merges_rank_files_when_no_merged_document(tmp_path):
     assert doc["ranks_missing"] == [1]
 
 
+def _doc_examples() -> dict[str, dict]:
+    text = (REPO / "docs" / "profiler.md").read_text()
+    blocks = [b.split("```", 1)[0] for b in text.split("```json")[1:]]
+    return {json.loads(b)["schema"]: json.loads(b) for b in blocks}
+
+
+def test_docs_schema_examples_match_real_output():
+    """The examples in docs/profiler.md name exactly the fields the library writes."""
+    ex = _doc_examples()
+    data = DATA / "known_calls_openmpi"
+    merged = json.loads((data / "profile.json").read_text())
+    rank = json.loads((data / "rank-0.json").read_text())
+    for doc, real in ((ex["mpibench-profile"], merged), (ex["mpibench-profile-rank"], rank)):
+        assert set(doc) == set(real)
+        f_doc = next(iter(doc["functions"].values()))
+        f_real = next(iter(real["functions"].values()))
+        assert set(f_doc) == set(f_real)
+    assert set(ex["mpibench-profile"]["per_rank"][0]) == set(merged["per_rank"][0])
+    # the Python merge (after a crash) writes the same fields, plus the documented extras
+    py = profiling.merge_rank_docs([json.loads(p.read_text())
+                                    for p in sorted(data.glob("rank-*.json"))])
+    assert set(py) - set(merged) == {"merged_by", "ranks_missing"}
+    assert set(merged) <= set(py)
+
+
 def test_collect_rejects_newer_schema(tmp_path):
     d = json.loads((DATA / "known_calls_openmpi" / "profile.json").read_text())
     d["version"] = 99
