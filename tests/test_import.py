@@ -217,3 +217,9 @@ def test_two_fabrics_gain_and_line_rate_in_one_compare(tmp_path, capsys):
     assert rc == 0
     assert "1.81x" in out                       # 8775.88 / 4859.13
     assert "38.2%" in out and "6.9%" in out     # 477.94 MB/s of 1250, 863.18 of 12500
+
+
+def test_campaign_spec_is_kept(store):
+    store.add_campaign("imports", spec={"line_rate": "200Gb/s"})
+    import_files(store, [TCP])
+    assert json.loads(store.campaign("imports")["spec_json"]) == {"line_rate": "200Gb/s"}
