@@ -262,3 +262,17 @@ def test_cut_last_line_is_not_trusted():
     assert [r["size"] for r in res.records] == [0]
     assert res.truncated
     assert "last line is incomplete" in res.problems[0].message
+
+
+def test_crlf_and_old_title_and_launcher_noise():
+    data = (DATA / "imb2021.11-mpich4.0.2-np2-pingpong.txt").read_text()
+    res = parse_imb("\ufeff[vm:01] warning: something\r\n" + data.replace("\n", "\r\n"))
+    assert len(res.records) == 24 and res.problems == []
+    assert res.records[-1]["extra"]["line"] == 59            # one extra line at the top
+    old = data.replace("Intel(R) MPI Benchmarks 2021.11, MPI-1 part",
+                       "Intel (R) MPI Benchmark Suite V3.2.4, MPI-1 part")
+    res = parse_imb(old)
+    assert (res.tool, res.version) == ("IMB-MPI1", "3.2.4")
+    r = res.records[-1]
+    assert r["bandwidth_mbps"] == pytest.approx(4623.11 * 1.048576)
+    assert r["extra"]["mbytes_unit_printed"] == "2^20 bytes/s"
