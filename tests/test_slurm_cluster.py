@@ -61,7 +61,7 @@ def campaigns(slurm_cluster, tmp_path_factory):  # noqa: F811
 def test_two_stacks_one_and_two_nodes(campaigns):
     res, rows = campaigns["slurm-local"]
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
-    assert len(rows) == 6
+    assert len(rows) == 7
     for r in rows:
         assert r["status"] == "done", (r["variant"], r["reason"], r["stderr_tail"])
         assert r["scheduler"] == "slurm" and r["job_id"].isdigit()
@@ -78,6 +78,9 @@ def test_two_stacks_one_and_two_nodes(campaigns):
     assert "--mpi=pmi2" in two["argv_json"]
     ompi = next(r for r in core if r["variant"] == "ompi[nodes=2]")
     assert "--mpi=pmix" in ompi["argv_json"]
+    tmpl = next(r for r in core if r["variant"] == "mpich-template")
+    assert tmpl["nodelist"] == "n[1-2]"
+    assert '"-f", "hostfile"' in tmpl["argv_json"]
     # placement: two ranks on one node, then one rank on each node
     placed = {r["variant"]: sorted((Path(r["run_dir"]) / "stdout.txt").read_text().split("\n"))
               for r in rows if r["grp"] == "placement"}
