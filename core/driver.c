@@ -39,7 +39,7 @@ typedef struct options {
     const char *sizes_spec;
     double target_pct, max_time, timeout, batch_us;
     int64_t min_samples, max_samples, warmup, iterations, iterations_volume;
-    int validate, off_cache, root_shift, quiet, list, self_test;
+    int validate, off_cache, root_shift, quiet, list, self_test, sync_window;
     int64_t mem_limit; /* 0 = automatic */
     const char *jsonl;
     int64_t debug_corrupt, debug_stall;
@@ -92,6 +92,8 @@ static void usage(FILE *f)
             "  --timeout SEC         watchdog per size (default 60): record a timeout and exit 1\n"
             "  --batch-us US         point-to-point batches last at least US (default 20);\n"
             "                        every batch also keeps the timer under 1%% of it\n"
+            "  --sync barrier|window how samples start: a barrier before each (default), or at\n"
+            "                        scheduled times on clocks synchronised to rank 0\n"
             "  --no-validate         skip the untimed validation pass\n"
             "  --off-cache           rotate through a buffer pool larger than the last-level cache\n"
             "  --root-shift          rotate the root of rooted collectives every iteration\n"
@@ -353,6 +355,14 @@ static int parse_args(int argc, char **argv, options *o)
         } else if (!strcmp(a, "--jsonl")) {
             NEEDV();
             o->jsonl = v;
+        } else if (!strcmp(a, "--sync")) {
+            NEEDV();
+            if (!strcmp(v, "barrier"))
+                o->sync_window = 0;
+            else if (!strcmp(v, "window"))
+                o->sync_window = 1;
+            else
+                return arg_error("bad value '%s' for --sync%s: expected barrier or window", v, "");
         } else if (!strcmp(a, "--no-validate")) {
             o->validate = 0;
         } else if (!strcmp(a, "--off-cache")) {
@@ -415,6 +425,8 @@ typedef struct result {
     int rebatches;
     double elapsed_s; /* wall time spent on this size, set-up to statistics */
     double floor_us;  /* shortest batch interval allowed for this benchmark */
+    int64_t late;     /* --sync window: samples dropped because a rank started late */
+    double clock_offset_max_us; /* --sync window: largest |offset| to rank 0's clock */
 } result;
 static void emit_result(const mb_bench *b, int64_t size, const result *r);
 
@@ -603,6 +615,38 @@ static inline void run_batch(const mb_bench *b, mb_ctx *c, const pool *p, int64_
 }
 
 static void set_stage(int s) { g_cur_stage = stage_names[s]; }
+
+/* --sync window: this rank's clock minus rank 0's, in seconds, from the ping-pong with the
+ * smallest round trip among 16 (Cristian's method); 0 on rank 0. */
+static double clock_offset(void)
+{
+    double off = 0.0;
+    for (int r = 1; r < g_np; r++) {
+        if (g_rank == 0) {
+            double best_rtt = 1e30, best = 0.0;
+            for (int i = 0; i < 16; i++) {
+                double t0 = MPI_Wtime(), tr;
+                MPI_Send(&t0, 1, MPI_DOUBLE, r, 901, MPI_COMM_WORLD);
+                MPI_Recv(&tr, 1, MPI_DOUBLE, r, 902, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                double t1 = MPI_Wtime();
+                if (t1 - t0 < best_rtt) {
+                    best_rtt = t1 - t0;
+                    best = tr - (t0 + t1) / 2.0;
+                }
+            }
+            MPI_Send(&best, 1, MPI_DOUBLE, r, 903, MPI_COMM_WORLD);
+        } else if (g_rank == r) {
+            for (int i = 0; i < 16; i++) {
+                double x;
+                MPI_Recv(&x, 1, MPI_DOUBLE, 0, 901, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                double tr = MPI_Wtime();
+                MPI_Send(&tr, 1, MPI_DOUBLE, 0, 902, MPI_COMM_WORLD);
+            }
+            MPI_Recv(&off, 1, MPI_DOUBLE, 0, 903, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        }
+    }
+    return off;
+}
 
 static void run_size(const mb_bench *b, int64_t size, const timer_info *ti, result *r)
 {
@@ -800,6 +844,7 @@ static void run_size(const mb_bench *b, int64_t size, const timer_info *ti, resu
      * --batch-us, because every sample costs a barrier and on a busy machine a barrier can
      * cost a scheduler time slice, while batching pt2pt iterations changes nothing they
      * measure (IMB and OSU time whole loops).  Collectives batch only to the timer floor. */
+    double est_batch_us = 0.0; /* rank 0: latest estimate of one batch's duration */
     double floor_us = ti->min_interval_us;
     if (b->kind == MB_PT2PT && O.batch_us > floor_us)
         floor_us = O.batch_us;
@@ -812,6 +857,7 @@ static void run_size(const mb_bench *b, int64_t size, const timer_info *ti, resu
         double t1 = MPI_Wtime();
         double loc1 = (t1 - t0) * 1e6, glob1 = 0;
         MPI_Reduce(&loc1, &glob1, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        est_batch_us = glob1;
         int64_t next[2] = {k, 1};
         if (g_rank == 0) {
             if (glob1 < floor_us && k < kmax) {
@@ -855,8 +901,16 @@ static void run_size(const mb_bench *b, int64_t size, const timer_info *ti, resu
     int64_t n = 0;
 #define FIRST_R() (O.iterations ? (cap < 1000 ? cap : 1000) : (O.min_samples < cap ? O.min_samples : cap))
     int64_t R = FIRST_R();
-    double *loc = malloc(sizeof(double) * (size_t)(cap < 4096 ? cap : 4096));
-    double *glob = malloc(sizeof(double) * (size_t)(cap < 4096 ? cap : 4096));
+    /* per-sample times, then (with --sync window) per-sample late flags, reduced together */
+    double *loc = malloc(2 * sizeof(double) * (size_t)(cap < 4096 ? cap : 4096));
+    double *glob = malloc(2 * sizeof(double) * (size_t)(cap < 4096 ? cap : 4096));
+    double my_off = O.sync_window ? clock_offset() : 0.0;
+    if (O.sync_window) {
+        double a = fabs(my_off) * 1e6, amax;
+        MPI_Reduce(&a, &amax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        r->clock_offset_max_us = amax;
+    }
+    double win_scale = 1.0;
     double my_sum = 0;
     int64_t my_n = 0;
     int active = !b->single_pair || g_rank < 2;
@@ -865,14 +919,39 @@ static void run_size(const mb_bench *b, int64_t size, const timer_info *ti, resu
         if (R > 4096)
             R = 4096;
         double tr0 = MPI_Wtime();
-        for (int64_t s = 0; s < R; s++) {
-            MPI_Barrier(MPI_COMM_WORLD);
-            double t0 = MPI_Wtime();
-            run_batch(b, &c, &p, k, &it_counter);
-            double t1 = MPI_Wtime();
-            loc[s] = (t1 - t0) * 1e6 / (double)k / b->iter_div;
+        if (!O.sync_window) {
+            for (int64_t s = 0; s < R; s++) {
+                MPI_Barrier(MPI_COMM_WORLD);
+                double t0 = MPI_Wtime();
+                run_batch(b, &c, &p, k, &it_counter);
+                double t1 = MPI_Wtime();
+                loc[s] = (t1 - t0) * 1e6 / (double)k / b->iter_div;
+                loc[R + s] = 0.0;
+            }
+        } else {
+            /* rank 0 schedules sample s to start at start + s * win on its clock; every rank
+             * spins until that moment on its own clock (corrected by its offset).  A rank
+             * that arrives after the tolerance flags the sample late: it is dropped and
+             * counted, never silently. */
+            double sched[2];
+            if (g_rank == 0) {
+                double w = fmax(3.0 * est_batch_us, est_batch_us + 20.0) * win_scale;
+                sched[1] = w * 1e-6;
+                sched[0] = MPI_Wtime() + 0.002 * win_scale; /* covers the broadcast */
+            }
+            MPI_Bcast(sched, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+            double tol = 0.05 * sched[1] + 0.5e-6;
+            for (int64_t s = 0; s < R; s++) {
+                double when = sched[0] + (double)s * sched[1] + my_off, t0;
+                while ((t0 = MPI_Wtime()) < when)
+                    ;
+                run_batch(b, &c, &p, k, &it_counter);
+                double t1 = MPI_Wtime();
+                loc[s] = (t1 - t0) * 1e6 / (double)k / b->iter_div;
+                loc[R + s] = t0 - when > tol ? 1.0 : 0.0;
+            }
         }
-        MPI_Reduce(loc, glob, (int)R, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        MPI_Reduce(loc, glob, (int)(2 * R), MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
         if (active)
             for (int64_t s = 0; s < R; s++)
                 my_sum += loc[s];
@@ -880,6 +959,15 @@ static void run_size(const mb_bench *b, int64_t size, const timer_info *ti, resu
         /* stop reason code (0 = continue, 5 = re-batch), next round size, new batch size */
         int64_t ctl[3] = {0, 0, k};
         if (g_rank == 0) {
+            int64_t nvalid = 0;
+            for (int64_t s2 = 0; s2 < R; s2++)
+                if (glob[R + s2] == 0.0)
+                    glob[nvalid++] = glob[s2];
+            r->late += R - nvalid;
+            if (O.sync_window && nvalid * 10 < R * 9)
+                win_scale *= 2.0; /* more than 10% late: widen the schedule */
+            int64_t Rall = R;
+            R = nvalid;
             /* median of this round alone: the path may speed up well after warm-up */
             if (n + R > room) {
                 while (n + R > room)
@@ -897,6 +985,8 @@ static void run_size(const mb_bench *b, int64_t size, const timer_info *ti, resu
             memcpy(sorted, glob, sizeof(double) * (size_t)R);
             mb_sort_doubles(sorted, R);
             double round_med = mb_quantile(sorted, R, 0.5);
+            if (R > 0)
+                est_batch_us = round_med * (double)k * b->iter_div;
             memcpy(all + n, glob, sizeof(double) * (size_t)R);
             n += R;
             double now = MPI_Wtime(), round_wall = now - tr0;
@@ -905,7 +995,7 @@ static void run_size(const mb_bench *b, int64_t size, const timer_info *ti, resu
             mb_summary s;
             mb_summarise(sorted, n, &s);
             double batch_us = round_med * (double)k * b->iter_div;
-            if (batch_us < floor_us && k < kmax && rebatches < 3) {
+            if (R > 0 && batch_us < floor_us && k < kmax && rebatches < 3) {
                 /* the path got faster after calibration (lazy connection set-up, caches):
                  * the batch no longer keeps the timer under 1%.  Grow k and start over; the
                  * samples so far count as warm-up. */
@@ -919,8 +1009,10 @@ static void run_size(const mb_bench *b, int64_t size, const timer_info *ti, resu
                 ctl[0] = 5;
                 ctl[2] = nk;
             } else if (O.iterations) {
-                ctl[0] = n >= cap ? 4 : 0;
-                ctl[1] = cap - n < 1000 ? cap - n : 1000;
+                /* late samples (--sync window) count towards the fixed total, not the stats */
+                int64_t done = n + r->late;
+                ctl[0] = done >= cap ? 4 : 0;
+                ctl[1] = cap - done < 1000 ? cap - done : 1000;
             } else {
                 double hw = fmax(s.median - s.ci_low, s.ci_high - s.median) /
                             (s.median > 0 ? s.median : 1e-300);
@@ -932,7 +1024,7 @@ static void run_size(const mb_bench *b, int64_t size, const timer_info *ti, resu
                     ctl[0] = 2;
                 /* next round: a quarter more samples (overshoot past the target <= 25%),
                  * within the remaining time and the cap */
-                double per = round_wall / (double)R;
+                double per = round_wall / (double)Rall;
                 double left = O.max_time - (now - tsize0);
                 int64_t nr = n / 4 > 8 ? n / 4 : 8;
                 if (n < O.min_samples)
@@ -946,7 +1038,8 @@ static void run_size(const mb_bench *b, int64_t size, const timer_info *ti, resu
         }
         MPI_Bcast(ctl, 3, MPI_INT64_T, 0, MPI_COMM_WORLD);
         if (ctl[0] == 5) {
-            r->warmup += my_n;
+            r->warmup += my_n; /* includes late samples so far */
+            r->late = 0;
             rebatches++;
             k = ctl[2];
             n = 0;
@@ -985,6 +1078,12 @@ static void run_size(const mb_bench *b, int64_t size, const timer_info *ti, resu
             r->rank_max_us = -mm[1];
             r->rank_avg_us = tot / cnts;
         }
+    }
+    if (g_rank == 0 && n == 0) {
+        r->status = "skipped";
+        snprintf(r->reason, sizeof r->reason,
+                 "all %lld samples started late (--sync window on a busy machine); use --sync "
+                 "barrier", (long long)r->late);
     }
     if (g_rank == 0) {
         r->samples = all;
@@ -1092,6 +1191,10 @@ static void emit_result(const mb_bench *b, int64_t size, const result *r)
     mj_num(&j, "msg_rate", rate);
     mj_num(&j, "timer_fraction", ok ? r->timer_fraction : NAN);
     mj_num(&j, "batch_floor_us", ok ? r->floor_us : NAN);
+    mj_str(&j, "sync", O.sync_window ? "window" : "barrier");
+    mj_int(&j, "late_samples", r->late);
+    if (O.sync_window)
+        mj_num(&j, "clock_offset_max_us", ok ? r->clock_offset_max_us : NAN);
     mj_key_obj(&j, "validation");
     mj_bool(&j, "checked", r->validated);
     if (r->validated) {
@@ -1286,6 +1389,7 @@ static void emit_header(int argc, char **argv, const timer_info *ti)
         mj_null(&j, "iterations_volume");
     mj_num(&j, "timeout_s", O.timeout);
     mj_num(&j, "batch_us", O.batch_us);
+    mj_str(&j, "sync", O.sync_window ? "window" : "barrier");
     mj_bool(&j, "validate", O.validate);
     mj_bool(&j, "off_cache", O.off_cache);
     mj_bool(&j, "root_shift", O.root_shift);

@@ -140,7 +140,7 @@ BAD_ARGS = [
     ["--sizes", "0:x", "PingPong"], ["--sizes", "5:2", "PingPong"], ["--sizes", "-1", "PingPong"],
     ["--sizes", "1,,2", "PingPong"], ["--sizes", "4Q", "PingPong"], ["NoSuchBench"], [],
     ["--target", "abc", "PingPong"], ["--max-samples", "0", "PingPong"], ["--bogus", "PingPong"],
-    ["--iterations-volume", "1M", "PingPong"], ["--sizes"],
+    ["--iterations-volume", "1M", "PingPong"], ["--sizes"], ["--sync", "clock", "PingPong"],
 ]
 
 
@@ -221,6 +221,24 @@ def test_root_shift_and_off_cache(core, tmp_path):
     for r in run.results:
         assert r["status"] == "ok" and r["validation"]["ok"], r
         assert r["buffer_copies"] >= 2
+
+
+@pytest.mark.parametrize("stack", ["openmpi", "mpich"])
+def test_sync_window_schedule(core, stack, tmp_path):
+    """Samples started on synchronised clocks instead of barriers: results stay valid, and
+    samples that started late are counted, not hidden."""
+    out = tmp_path / "r.jsonl"
+    run = launch(stack, _exe(core, stack), 3,
+                 ["--sizes", "0,1K", "--max-time", "0.05", "--quiet", "--sync", "window",
+                  "PingPong", "Allreduce", "Bcast"], out, timeout=120)
+    assert run.res.returncode == 0, run.res.stderr_tail()
+    check_schema(run.records)
+    assert run.header["options"]["sync"] == "window"
+    for r in run.results:
+        assert r["status"] == "ok" and r["validation"]["ok"], r
+        assert r["sync"] == "window" and r["late_samples"] >= 0
+        assert r["clock_offset_max_us"] >= 0
+        assert r["n"] == len(r["samples_us"])
 
 
 def test_jsonl_to_stdout_moves_text_to_stderr(core):
