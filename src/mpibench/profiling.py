@@ -16,6 +16,8 @@ import json
 import os
 import re
 import shutil
+import signal
+import threading
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -167,10 +169,11 @@ class ProfileRun:
     doc: dict[str, Any] | None
     error: str = ""
     env: dict[str, str] = field(default_factory=dict)
+    timed_out: bool = False   # the ranks were stopped because the timeout was near
 
     @property
     def status(self) -> str:
-        if self.result.timed_out:
+        if self.result.timed_out or self.timed_out:
             return "timeout"
         return "done" if self.result.ok and self.doc and self.doc.get("complete") else "failed"
 
@@ -193,15 +196,54 @@ def run_profiled(argv: Sequence[str], *, stack: Any = None, out_dir: str | os.Pa
     if not injected:  # unknown launcher (srun, a script, a singleton): plain environment
         env["LD_PRELOAD"] = ":".join(x for x in (penv["LD_PRELOAD"],
                                                  os.environ.get("LD_PRELOAD")) if x)
-    res = run_command(launched, env=env, timeout=timeout,
-                      stdout_path=out / "stdout.txt", stderr_path=out / "stderr.txt")
+    # Shortly before the timeout, SIGTERM the ranks themselves (found by the profile
+    # directory in their environment), so each writes its partial profile. Launchers stop
+    # their ranks in ways a profile may not survive (Hydra: SIGKILL; Open MPI: SIGTERM, then
+    # SIGKILL once one rank has died); run_command's timeout then ends whatever is left.
+    grace = min(5.0, 0.25 * timeout)
+    fired = threading.Event()
+
+    def stop_ranks() -> None:
+        fired.set()
+        signal_ranks(out, Path(penv["LD_PRELOAD"]))
+
+    timer = threading.Timer(timeout - grace, stop_ranks)
+    timer.daemon = True
+    timer.start()
+    try:
+        res = run_command(launched, env=env, timeout=timeout,
+                          stdout_path=out / "stdout.txt", stderr_path=out / "stderr.txt")
+    finally:
+        timer.cancel()
     doc, error = None, ""
     try:
         doc = collect_profile(out)
     except BenchmarkFailure as exc:
         error = str(exc)
     return ProfileRun(s, list(argv), launched, out, Path(penv["LD_PRELOAD"]), res, doc, error,
-                      env)
+                      env, timed_out=fired.is_set())
+
+
+def signal_ranks(out_dir: Path, library: Path, sig: int = signal.SIGTERM) -> list[int]:
+    """Send sig to this host's processes that run with this profile directory and library
+    preloaded (the ranks of one profiled launch, which we started). Returns their PIDs."""
+    want_dir = b"MPIBENCH_PROFILE_DIR=" + str(out_dir).encode()
+    want_lib = str(library).encode()
+    hit = []
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit() or int(p.name) == os.getpid():
+            continue
+        try:
+            env = (p / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if want_dir in env and any(e.startswith(b"LD_PRELOAD=") and want_lib in e for e in env):
+            try:
+                os.kill(int(p.name), sig)
+                hit.append(int(p.name))
+            except ProcessLookupError:
+                pass
+    return hit
 
 
 # ---- collect and merge -----------------------------------------------------------------

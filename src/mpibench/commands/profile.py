@@ -86,8 +86,9 @@ def run(args) -> int:
     out = Path(args.out) if args.out else Path("mpibench-profiles") / run_id
     run_ = profiling.run_profiled(cmd, stack=args.stack, out_dir=out, timeout=args.timeout)
     err = err_console()
-    if run_.result.timed_out:
-        err.print(f"profile: the command timed out after {args.timeout:g} s")
+    if run_.result.timed_out or run_.timed_out:
+        err.print(f"profile: the command timed out after {args.timeout:g} s; the ranks were "
+                  "stopped with SIGTERM and wrote what they had")
     elif run_.result.returncode != 0:
         err.print(f"profile: the command exited with {run_.result.returncode}")
         tail = run_.result.stderr_tail(10)
