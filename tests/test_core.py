@@ -228,17 +228,20 @@ def test_sync_window_schedule(core, stack, tmp_path):
     """Samples started on synchronised clocks instead of barriers: results stay valid, and
     samples that started late are counted, not hidden."""
     out = tmp_path / "r.jsonl"
-    run = launch(stack, _exe(core, stack), 3,
-                 ["--sizes", "0,1K", "--max-time", "0.05", "--quiet", "--sync", "window",
+    run = launch(stack, _exe(core, stack), 2,
+                 ["--sizes", "0,1K", "--max-time", "0.2", "--quiet", "--sync", "window",
                   "PingPong", "Allreduce", "Bcast"], out, timeout=120)
     assert run.res.returncode == 0, run.res.stderr_tail()
     check_schema(run.records)
     assert run.header["options"]["sync"] == "window"
     for r in run.results:
-        assert r["status"] == "ok" and r["validation"]["ok"], r
-        assert r["sync"] == "window" and r["late_samples"] >= 0
-        assert r["clock_offset_max_us"] >= 0
-        assert r["n"] == len(r["samples_us"])
+        assert r["validation"]["ok"] and r["sync"] == "window", r
+        if r["status"] == "ok":
+            assert r["late_samples"] >= 0 and r["clock_offset_max_us"] >= 0
+            assert r["n"] == len(r["samples_us"]) > 0
+        else:  # a busy machine can preempt every scheduled start: said so, not hidden
+            assert r["status"] == "skipped" and "started late" in r["reason"], r
+            assert r["late_samples"] > 0
 
 
 def test_jsonl_to_stdout_moves_text_to_stderr(core):
