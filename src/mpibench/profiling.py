@@ -575,9 +575,11 @@ def render_report(doc: Mapping[str, Any], console=None, *, top: int = 10,
     npc = o.get("ns_per_call", {}).get("mean", 0.0)
     npb = o.get("ns_per_call_with_bytes", {}).get("mean", 0.0)
     est = o.get("estimated_total_s", 0.0)
+    wall_total = sum(r["wall_s"] for r in per) or 1e-30
     con.print(f"profiler overhead (measured at MPI_Init): {npc:.1f} ns per call, {npb:.1f} ns "
               f"with byte counting; estimated {fmt_time(est)} in total = "
-              f"{100 * est / total:.3f}% of the MPI time")
+              f"{100 * est / total:.3f}% of the MPI time, {100 * est / wall_total:.4f}% of the "
+              "run time")
 
 
 # ---- compare ---------------------------------------------------------------------------
