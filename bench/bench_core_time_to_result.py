@@ -4,7 +4,7 @@
 Runs the full IMB-MPI1 set (or --quick: a subset) at np=2 over sizes 0:22 twice per stack,
 back to back: adaptive mode with the defaults (target +-1%, 1 s per size) and fixed-count mode
 with IMB's rule (1000 iterations, at most 40 MB / size, `--iterations 1000 --iterations-volume
-40M`). Prints the wall-time ratio, how many sizes reached the +-1% target (and which did not,
+40M`), then adaptive with `--futility` (sizes that cannot reach the target give up early). Prints the wall-time ratio, how many sizes reached the +-1% target (and which did not,
 with their stop reason and CI), and how far the two modes' medians differ.
 Target: every size reaches its target, and adaptive takes at most half the fixed wall time.
 One run, ratios only, no assertions.
@@ -39,6 +39,7 @@ def main() -> int:
     modes = {
         "adaptive": ["--target", "1", "--max-time", "1"],
         "fixed": ["--iterations", "1000", "--iterations-volume", "40M"],
+        "adaptive+futility": ["--target", "1", "--max-time", "1", "--futility"],
     }
     print(f"# time to result, np=2, sizes {sizes}, benchmarks {' '.join(benches)}")
     with tempfile.TemporaryDirectory(prefix="mb-ttr-") as tmp:
@@ -89,6 +90,12 @@ def main() -> int:
             ratios = [r["median_us"] / fx[(r["benchmark"], r["size"])]["median_us"]
                       for r in ad if (r["benchmark"], r["size"]) in fx
                       and fx[(r["benchmark"], r["size"])]["median_us"]]
+            fu = runs.get("adaptive+futility")
+            if fu is not None and fu.footer:
+                fr = [r for r in fu.results if r["status"] == "ok"]
+                fc = Counter(r["stop_reason"] for r in fr)
+                print(f"with --futility: core {fu.footer['elapsed_s']:.1f} s, ratio to fixed "
+                      f"{fu.footer['elapsed_s'] / core_s['fixed']:.2f}; stop reasons {dict(fc)}")
             if ratios:
                 q = statistics.quantiles(ratios, n=20)
                 print(f"median adaptive/fixed per size: middle {statistics.median(ratios):.3f}, "

@@ -39,7 +39,7 @@ typedef struct options {
     const char *sizes_spec;
     double target_pct, max_time, timeout, batch_us;
     int64_t min_samples, max_samples, warmup, iterations, iterations_volume;
-    int validate, off_cache, root_shift, quiet, list, self_test, sync_window;
+    int validate, off_cache, root_shift, quiet, list, self_test, sync_window, futility;
     int64_t mem_limit; /* 0 = automatic */
     const char *jsonl;
     int64_t debug_corrupt, debug_stall;
@@ -57,7 +57,6 @@ static atomic_int g_wd_stop;
 static const char *volatile g_cur_bench = "";
 static const mb_bench *volatile g_cur_b;
 static volatile int64_t g_cur_size;
-static volatile int g_cur_np;
 static const char *volatile g_cur_stage = "";
 
 static const char *stage_names[] = {"first", "validate", "calibrate", "warmup", "measure"};
@@ -94,6 +93,8 @@ static void usage(FILE *f)
             "                        every batch also keeps the timer under 1%% of it\n"
             "  --sync barrier|window how samples start: a barrier before each (default), or at\n"
             "                        scheduled times on clocks synchronised to rank 0\n"
+            "  --futility            stop a size early (stop_reason futile) when its CI cannot\n"
+            "                        plausibly reach --target within --max-time\n"
             "  --no-validate         skip the untimed validation pass\n"
             "  --off-cache           rotate through a buffer pool larger than the last-level cache\n"
             "  --root-shift          rotate the root of rooted collectives every iteration\n"
@@ -363,6 +364,8 @@ static int parse_args(int argc, char **argv, options *o)
                 o->sync_window = 1;
             else
                 return arg_error("bad value '%s' for --sync%s: expected barrier or window", v, "");
+        } else if (!strcmp(a, "--futility")) {
+            o->futility = 1;
         } else if (!strcmp(a, "--no-validate")) {
             o->validate = 0;
         } else if (!strcmp(a, "--off-cache")) {
@@ -421,7 +424,6 @@ typedef struct result {
     int pool;
     double timer_fraction;
     int64_t mem_per_rank;
-    int root_first;
     int rebatches;
     double elapsed_s; /* wall time spent on this size, set-up to statistics */
     double floor_us;  /* shortest batch interval allowed for this benchmark */
@@ -510,7 +512,6 @@ static void arm(const mb_bench *b, int64_t size)
     g_cur_b = b;
     g_cur_bench = b->name;
     g_cur_size = size;
-    g_cur_np = g_np;
     atomic_store(&g_deadline_ns, now_ns() + (long long)(O.timeout * 1e9));
 }
 static void disarm(void) { atomic_store(&g_deadline_ns, 0); }
@@ -665,7 +666,6 @@ static void run_size(const mb_bench *b, int64_t size, const timer_info *ti, resu
     c.size = size;
     c.root = 0;
     c.any_root = O.root_shift;
-    r->root_first = 0;
 
     if (g_np < b->min_np) {
         r->status = "skipped";
@@ -1016,12 +1016,21 @@ static void run_size(const mb_bench *b, int64_t size, const timer_info *ti, resu
             } else {
                 double hw = fmax(s.median - s.ci_low, s.ci_high - s.median) /
                             (s.median > 0 ? s.median : 1e-300);
+                double spent = now - tsize0;
                 if (n >= O.min_samples && s.ci_exact && hw * 100.0 <= O.target_pct)
                     ctl[0] = 1;
                 else if (n >= cap)
                     ctl[0] = 3;
-                else if (now - tsize0 >= O.max_time)
+                else if (spent >= O.max_time)
                     ctl[0] = 2;
+                else if (O.futility && n >= 2 * O.min_samples && s.ci_exact &&
+                         spent >= 0.25 * O.max_time) {
+                    /* the CI half-width shrinks like 1/sqrt(n): project the time the target
+                     * needs; give up when it is more than twice the budget */
+                    double ratio = hw * 100.0 / O.target_pct;
+                    if (spent * ratio * ratio > 2.0 * O.max_time)
+                        ctl[0] = 6;
+                }
                 /* next round: a quarter more samples (overshoot past the target <= 25%),
                  * within the remaining time and the cap */
                 double per = round_wall / (double)Rall;
@@ -1051,7 +1060,8 @@ static void run_size(const mb_bench *b, int64_t size, const timer_info *ti, resu
             continue;
         }
         if (ctl[0]) {
-            const char *why[] = {"", "target", "max_time", "max_samples", "iterations"};
+            const char *why[] = {"", "target", "max_time", "max_samples", "iterations", "",
+                                 "futile"};
             r->stop_reason = why[ctl[0]];
             break;
         }
@@ -1108,7 +1118,6 @@ out:
     free(c.lcounts);
     free(c.ldispls);
 #endif
-    r->root_first = c.root;
 }
 
 /* ---- output ---- */
@@ -1390,6 +1399,7 @@ static void emit_header(int argc, char **argv, const timer_info *ti)
     mj_num(&j, "timeout_s", O.timeout);
     mj_num(&j, "batch_us", O.batch_us);
     mj_str(&j, "sync", O.sync_window ? "window" : "barrier");
+    mj_bool(&j, "futility", O.futility);
     mj_bool(&j, "validate", O.validate);
     mj_bool(&j, "off_cache", O.off_cache);
     mj_bool(&j, "root_shift", O.root_shift);

@@ -244,6 +244,18 @@ def test_sync_window_schedule(core, stack, tmp_path):
             assert r["late_samples"] > 0
 
 
+def test_futility_stops_an_unreachable_target(core, tmp_path):
+    out = tmp_path / "r.jsonl"
+    run = launch("openmpi", _exe(core, "openmpi"), 2,
+                 ["--sizes", "64K", "--target", "0.0001", "--max-time", "0.4", "--futility",
+                  "--quiet", "PingPong"], out, timeout=120)
+    assert run.res.returncode == 0, run.res.stderr_tail()
+    check_schema(run.records)
+    (r,) = run.results
+    assert r["stop_reason"] == "futile" and r["status"] == "ok"
+    assert r["n"] >= 20 and run.header["options"]["futility"] is True
+
+
 def test_jsonl_to_stdout_moves_text_to_stderr(core):
     run = launch("mpich", _exe(core, "mpich"), 2,
                  ["--sizes", "0:2", "--max-time", "0.03", "--jsonl", "-", "PingPong"], None,
