@@ -271,3 +271,20 @@ def test_rich_markup_in_names_is_literal(tmp_path):
     assert "[bold]a[/]" in text and "b[/]" in text and "[/] title" in text
     assert "[bold]a[/]" in render_results(store, groups[names[0]], "terminal", title=names[0])
     store.close()
+
+
+def test_large_tables_render_as_plain_text(tmp_path):
+    rng = np.random.default_rng(13)
+    store = Store(tmp_path / "big.db")
+    cid = store.add_campaign("big")
+    groups = {v: add_variant_runs(store, cid, v, repeats=1, make=lambda rep: [
+        core_record("PingPong", s, rng.normal(5, .1, 6)) for s in range(320)])
+        for v in ("a", "<b>")}
+    cmp = compare_groups(store, groups, "a")
+    text = render(cmp, "terminal")
+    lines = text.splitlines()
+    assert len(lines) > 320 and lines[-1].startswith("verdict:")
+    assert any(x.strip().startswith("PingPong") for x in lines) and "<b>" in lines[2]
+    res = render_results(store, groups["a"], "terminal", title="a")
+    assert len(res.splitlines()) > 320
+    store.close()
