@@ -177,8 +177,8 @@ def mann_whitney_test(a: Iterable[float], b: Iterable[float]) -> MWUResult:
     both = np.concatenate([x, y])
     if np.all(both == both[0]):
         return MWUResult(1.0, x.size * y.size / 2.0, "degenerate")
-    ties = np.unique(both).size < both.size
-    if not ties and x.size * y.size <= _EXACT_MWU_MAX_PRODUCT:
+    small = x.size * y.size <= _EXACT_MWU_MAX_PRODUCT
+    if small and np.unique(both).size == both.size:      # no ties: exact
         from scipy import stats as sps
         r = sps.mannwhitneyu(x, y, alternative="two-sided", method="exact")
         return MWUResult(float(min(1.0, r.pvalue)), float(r.statistic), "exact")
