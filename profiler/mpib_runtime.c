@@ -39,7 +39,10 @@ static int g_dumping = 0, g_snap = 0;
 static uint64_t g_tick0, g_ns0;            /* end of MPI_Init */
 static uint64_t g_init_ns;                 /* time spent in MPI_Init */
 static double g_ns_per_tick = 1.0;
-static double g_ovh_ns = 0, g_ovh_bytes_ns = 0; /* calibrated cost of the wrapper */
+/* Calibrated cost of the wrapper: a trivial call, a call with byte counting, a collective
+ * (whose byte rule also asks for the communicator's size and rank). */
+static double g_ovh_ns = 0, g_ovh_bytes_ns = 0, g_ovh_coll_ns = 0;
+static double g_est_ns = 0; /* calls x calibrated cost, from the last aggregate() */
 static char g_dir[3072];
 static char g_host[64];
 static char g_lib[256];
@@ -269,9 +272,15 @@ static void write_rank_file(const char *reason, int complete, int snapshot)
     if (w_fd < 0) return;
     w_len = 0;
     uint64_t mpi_ns = 0, calls = 0;
+    g_est_ns = 0;
     for (int f = 0; f < MPIB_NFUNCS; f++) {
-        mpi_ns += tick_ns(mpib_agg[f].ticks);
-        calls += mpib_agg[f].calls;
+        const mpib_fn_t *a = &mpib_agg[f];
+        mpi_ns += tick_ns(a->ticks);
+        calls += a->calls;
+        const char *cls = mpib_fn_class[f];
+        double per = (cls[0] == 'c' && cls[1] == 'o' && cls[2] == 'l') ? g_ovh_coll_ns
+                     : (a->sent || a->recv || a->posted) ? g_ovh_bytes_ns : g_ovh_ns;
+        g_est_ns += (double)a->calls * per;
     }
     w_s("{");
     w_key("schema"); w_str("mpibench-profile-rank"); w_ch(',');
@@ -298,6 +307,8 @@ static void write_rank_file(const char *reason, int complete, int snapshot)
     w_key("calls"); w_u64(calls); w_ch(',');
     w_key("overhead_ns_per_call"); w_f3(g_ovh_ns); w_ch(',');
     w_key("overhead_bytes_ns_per_call"); w_f3(g_ovh_bytes_ns); w_ch(',');
+    w_key("overhead_coll_ns_per_call"); w_f3(g_ovh_coll_ns); w_ch(',');
+    w_key("estimated_overhead_ns"); w_u64((uint64_t)g_est_ns); w_ch(',');
     w_key("threads"); w_u64(MPIB_LD(&mpib_nslots)); w_ch(',');
     w_key("thread_overflow"); w_s(MPIB_LD(&mpib_overflow) ? "true" : "false"); w_ch(',');
     w_key("per_thread"); w_ch('[');
@@ -378,6 +389,25 @@ static void on_signal(int sig, siginfo_t *si, void *ctx)
     raise(sig);
 }
 
+/* SIGRTMIN+7: write this rank's counters now and carry on. mpibench sends it to every rank
+ * shortly before a timeout, waits for the files, and only then sends SIGTERM: otherwise the
+ * first rank to die makes the launcher SIGKILL the others before they can write. */
+#define MPIB_DUMP_SIGNAL (SIGRTMIN + 7)
+static struct sigaction g_old_dump;
+
+static void on_dump_signal(int sig, siginfo_t *si, void *ctx)
+{
+    (void)sig;
+    (void)si;
+    (void)ctx;
+    int saved = errno;
+    if (!__atomic_exchange_n(&g_dumping, 1, __ATOMIC_ACQ_REL)) {
+        write_rank_file("dump-signal", 0, 0);
+        __atomic_store_n(&g_dumping, 0, __ATOMIC_RELEASE);
+    }
+    errno = saved;
+}
+
 static void install_handlers(void)
 {
     const char *e = getenv("MPIBENCH_PROFILE_SIGNALS");
@@ -388,6 +418,9 @@ static void install_handlers(void)
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
     sigemptyset(&sa.sa_mask);
     for (size_t k = 0; k < NSIG_HANDLED; k++) sigaction(g_signals[k], &sa, &g_old[k]);
+    sa.sa_sigaction = on_dump_signal;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigaction(MPIB_DUMP_SIGNAL, &sa, &g_old_dump);
     g_handlers = 1;
 }
 
@@ -395,6 +428,8 @@ static void remove_handlers(void)
 {
     if (!g_handlers) return;
     for (size_t k = 0; k < NSIG_HANDLED; k++) sigaction(g_signals[k], &g_old[k], NULL);
+    /* A late dump signal must not kill a finishing rank: ignore rather than restore. */
+    signal(MPIB_DUMP_SIGNAL, SIG_IGN);
     g_handlers = 0;
 }
 
@@ -416,7 +451,7 @@ static void mkdirs(const char *dir)
 
 /* Cost of the wrapper itself: the same trivial calls with and without interception, best of
  * several rounds. The counters touched are restored afterwards. */
-static double calibrate_one(int id, int with_bytes)
+static double calibrate_one(int id, int kind)
 {
     mpib_slot_t *s = mpib_tls.slot ? mpib_tls.slot : mpib_claim_slot();
     mpib_fn_t saved = s->fn[id];
@@ -427,14 +462,18 @@ static double calibrate_one(int id, int with_bytes)
     for (int round = 0; round < 5; round++) {
         uint64_t t0 = mpib_ticks();
         for (int i = 0; i < n; i++) {
-            if (with_bytes)
+            if (kind == 2)
+                PMPI_Bcast(&c, 1, MPI_BYTE, 0, MPI_COMM_SELF);
+            else if (kind == 1)
                 PMPI_Send(&c, 1, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF);
             else
                 PMPI_Comm_rank(MPI_COMM_SELF, &r);
         }
         uint64_t t1 = mpib_ticks();
         for (int i = 0; i < n; i++) {
-            if (with_bytes)
+            if (kind == 2)
+                MPI_Bcast(&c, 1, MPI_BYTE, 0, MPI_COMM_SELF);
+            else if (kind == 1)
                 MPI_Send(&c, 1, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF);
             else
                 MPI_Comm_rank(MPI_COMM_SELF, &r);
@@ -494,6 +533,7 @@ static void after_init(uint64_t t_before)
     if (b > a) g_ns_per_tick = (double)(nb - na) / (double)(b - a);
     g_ovh_ns = calibrate_one(MPIB_F_MPI_Comm_rank, 0) * g_ns_per_tick;
     g_ovh_bytes_ns = calibrate_one(MPIB_F_MPI_Send, 1) * g_ns_per_tick;
+    g_ovh_coll_ns = calibrate_one(MPIB_F_MPI_Bcast, 2) * g_ns_per_tick;
 }
 
 int MPI_Init(int *argc, char ***argv)
@@ -563,7 +603,7 @@ int MPI_Abort(MPI_Comm comm, int errorcode)
 /* ---- merge at MPI_Finalize ----------------------------------------------------------- */
 enum { V_CALLS, V_NS, V_SENT, V_RECV, V_POSTED, V_UNKNOWN, V_HIST };
 #define VW (V_HIST + 2 * MPIB_NBINS)
-enum { R_WALL, R_MPI, R_CALLS, R_THREADS, R_INIT, R_OVH, R_OVHB, R_PID, RW };
+enum { R_WALL, R_MPI, R_CALLS, R_THREADS, R_INIT, R_OVH, R_OVHB, R_OVHC, R_EST, R_PID, RW };
 
 static void jstats(FILE *f, const char *key, const double *v, int n, int with_total)
 {
@@ -644,6 +684,8 @@ static void merge(uint64_t wall_ns)
     rinfo[R_INIT] = g_init_ns;
     rinfo[R_OVH] = (uint64_t)(g_ovh_ns * 1000.0);
     rinfo[R_OVHB] = (uint64_t)(g_ovh_bytes_ns * 1000.0);
+    rinfo[R_OVHC] = (uint64_t)(g_ovh_coll_ns * 1000.0);
+    rinfo[R_EST] = (uint64_t)g_est_ns;
     rinfo[R_PID] = (uint64_t)getpid();
     uint64_t *all = me == 0 ? calloc((size_t)np * 2 * nv, sizeof *all) : NULL;
     uint64_t *rall = me == 0 ? calloc((size_t)np * RW, sizeof *rall) : NULL;
@@ -675,7 +717,7 @@ static void merge(uint64_t wall_ns)
             double total_calls = 0, est = 0;
             for (int r = 0; r < np; r++) {
                 total_calls += (double)rall[r * RW + R_CALLS];
-                est += (double)rall[r * RW + R_CALLS] * rall[r * RW + R_OVH] * 1e-12;
+                est += (double)rall[r * RW + R_EST] * 1e-9;
             }
             fprintf(f, "\"calls_total\":%.0f,\n\"overhead\":{", total_calls);
             for (int r = 0; r < np; r++) d[r] = rall[r * RW + R_OVH] / 1000.0;
@@ -683,6 +725,9 @@ static void merge(uint64_t wall_ns)
             fputc(',', f);
             for (int r = 0; r < np; r++) d[r] = rall[r * RW + R_OVHB] / 1000.0;
             jstats(f, "ns_per_call_with_bytes", d, np, 0);
+            fputc(',', f);
+            for (int r = 0; r < np; r++) d[r] = rall[r * RW + R_OVHC] / 1000.0;
+            jstats(f, "ns_per_call_collective", d, np, 0);
             fprintf(f, ",\"estimated_total_s\":%.9g},\n", est);
             for (int r = 0; r < np; r++) d[r] = rall[r * RW + R_WALL] * 1e-9;
             jstats(f, "wall_s", d, np, 0);

@@ -254,9 +254,10 @@ def test_timeout_leaves_partial_profile(built, tmp_path):
     stack, _, progs = built
     argv = [stack.launcher, "-np", "2", str(progs / "known_calls"), "hang"]
     run = profiling.run_profiled(argv, stack=stack, out_dir=tmp_path / "prof", timeout=8)
-    # 2 s before the timeout the ranks get SIGTERM from us, write, and end the launch
-    assert run.status == "timeout" and run.result.elapsed < 8
-    assert run.doc and run.doc["complete"] is False and run.doc["reason"] == "signal:15"
+    # 2 s before the timeout every rank is asked to write (dump signal), then SIGTERMed
+    assert run.status == "timeout"
+    assert run.doc and run.doc["complete"] is False
+    assert set(run.doc["reason"].split(",")) <= {"dump-signal", "signal:15"}
     assert run.doc["ranks_missing"] == []
     assert run.doc["functions"]["MPI_Send"]["bytes_sent"] == 10000
 

@@ -205,7 +205,13 @@ def run_profiled(argv: Sequence[str], *, stack: Any = None, out_dir: str | os.Pa
 
     def stop_ranks() -> None:
         fired.set()
-        signal_ranks(out, Path(penv["LD_PRELOAD"]))
+        lib = Path(penv["LD_PRELOAD"])
+        pids = signal_ranks(out, lib, DUMP_SIGNAL)  # write now, keep running
+        deadline = time.monotonic() + grace / 2
+        while time.monotonic() < deadline and \
+                len([p for p in out.glob("rank-*.json") if _RANK_FILE.match(p.name)]) < len(pids):
+            time.sleep(0.05)
+        signal_ranks(out, lib, signal.SIGTERM)
 
     timer = threading.Timer(timeout - grace, stop_ranks)
     timer.daemon = True
@@ -224,8 +230,15 @@ def run_profiled(argv: Sequence[str], *, stack: Any = None, out_dir: str | os.Pa
                       env, timed_out=fired.is_set())
 
 
+# The library writes its counters and carries on when it gets this signal (mpib_runtime.c).
+DUMP_SIGNAL = signal.SIGRTMIN + 7
+# Set by the launchers in each rank's environment (not in the launcher's own).
+_RANK_ENV = (b"OMPI_COMM_WORLD_RANK=", b"PMI_RANK=", b"PMIX_RANK=", b"SLURM_PROCID=",
+             b"MPI_LOCALRANKID=", b"MV2_COMM_WORLD_RANK=")
+
+
 def signal_ranks(out_dir: Path, library: Path, sig: int = signal.SIGTERM) -> list[int]:
-    """Send sig to this host's processes that run with this profile directory and library
+    """Send sig to this host's MPI ranks that run with this profile directory and library
     preloaded (the ranks of one profiled launch, which we started). Returns their PIDs."""
     want_dir = b"MPIBENCH_PROFILE_DIR=" + str(out_dir).encode()
     want_lib = str(library).encode()
@@ -237,7 +250,8 @@ def signal_ranks(out_dir: Path, library: Path, sig: int = signal.SIGTERM) -> lis
             env = (p / "environ").read_bytes().split(b"\0")
         except OSError:
             continue
-        if want_dir in env and any(e.startswith(b"LD_PRELOAD=") and want_lib in e for e in env):
+        if want_dir in env and any(e.startswith(b"LD_PRELOAD=") and want_lib in e for e in env) \
+                and any(e.startswith(_RANK_ENV) for e in env):
             try:
                 os.kill(int(p.name), sig)
                 hit.append(int(p.name))
@@ -333,6 +347,9 @@ def merge_rank_docs(ranks: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         }
     ovh = [float(r.get("overhead_ns_per_call", 0)) for r in ranks]
     ovhb = [float(r.get("overhead_bytes_ns_per_call", 0)) for r in ranks]
+    ovhc = [float(r.get("overhead_coll_ns_per_call", 0)) for r in ranks]
+    est = [r["estimated_overhead_ns"] * 1e-9 if "estimated_overhead_ns" in r
+           else r["calls"] * o * 1e-9 for r, o in zip(ranks, ovh, strict=True)]
     return {
         "schema": SCHEMA, "version": SCHEMA_VERSION,
         "complete": all(r.get("complete") for r in ranks) and len(ranks) == size,
@@ -346,8 +363,7 @@ def merge_rank_docs(ranks: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "timer": {"source": r0.get("timer"), "ns_per_tick": r0.get("ns_per_tick")},
         "calls_total": sum(r["calls"] for r in ranks),
         "overhead": {"ns_per_call": _stats(ovh), "ns_per_call_with_bytes": _stats(ovhb),
-                     "estimated_total_s": sum(r["calls"] * o * 1e-9
-                                              for r, o in zip(ranks, ovh, strict=True))},
+                     "ns_per_call_collective": _stats(ovhc), "estimated_total_s": sum(est)},
         "wall_s": _stats(wall), "mpi_time_s": _stats(mpi, total=True),
         "mpi_fraction": _stats(frac),
         "most_loaded_rank": {"rank": present[imin], "mpi_s": mpi[imin],
@@ -574,10 +590,11 @@ def render_report(doc: Mapping[str, Any], console=None, *, top: int = 10,
     o = doc.get("overhead", {})
     npc = o.get("ns_per_call", {}).get("mean", 0.0)
     npb = o.get("ns_per_call_with_bytes", {}).get("mean", 0.0)
+    npcoll = o.get("ns_per_call_collective", {}).get("mean", 0.0)
     est = o.get("estimated_total_s", 0.0)
     wall_total = sum(r["wall_s"] for r in per) or 1e-30
     con.print(f"profiler overhead (measured at MPI_Init): {npc:.1f} ns per call, {npb:.1f} ns "
-              f"with byte counting; estimated {fmt_time(est)} in total = "
+              f"with byte counting, {npcoll:.1f} ns per collective; estimated {fmt_time(est)} in total = "
               f"{100 * est / total:.3f}% of the MPI time, {100 * est / wall_total:.4f}% of the "
               "run time")
 
