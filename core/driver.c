@@ -99,7 +99,7 @@ static void usage(FILE *f)
             "  --off-cache           rotate through a buffer pool larger than the last-level cache\n"
             "  --root-shift          rotate the root of rooted collectives every iteration\n"
             "  --mem-limit BYTES     per-rank buffer limit (K/M/G); larger sizes are skipped\n"
-            "                        (default 75%% of physical memory / ranks on the host)\n"
+            "                        (default 75%% of physical memory / np)\n"
             "  --jsonl FILE          write JSON Lines (schema docs/core-output.md); '-' = stdout\n"
             "                        (the text view then goes to stderr)\n"
             "  --quiet               no text table\n"
