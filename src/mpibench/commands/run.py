@@ -149,7 +149,7 @@ def run_variants(args, variants, benchmarks, sizes_spec, n_sizes, name):
     timeout = args.launch_timeout or default_launch_timeout(benchmarks, n_sizes, opts)
     plan = make_plan(variants, found, benchmarks, sizes_spec, opts, args.repeats, timeout,
                      on_build=lambda s: con.print(f"building mpibench-core for {s.name} "
-                                                  f"({s.mpicc}) ...", end="\r"))
+                                                  f"({s.mpicc})"))
     notice = root_env_notice() if any(s.kind == "openmpi" for s in plan.stacks.values()) \
         else None
     if notice:
