@@ -92,6 +92,43 @@ BAD = [
      "HH:MM:SS"),
     (BASE + '[scheduler]\nname = "local"\nmax_jobs_in_flight = 0\n',
      "scheduler.max_jobs_in_flight", "an integer >= 1"),
+    # a swept value is reported as its sweep entry, not as the variant key it sets
+    (BASE.replace('stack = "mpich"', 'stack = "mpich"\nsweep = { np = [2, "x"] }'),
+     "variants.b.sweep.np[1]", "an integer >= 1"),
+    (BASE.replace('stack = "mpich"', 'stack = "mpich"\nsweep = { "env.X" = [{ a = 1 }] }'),
+     "variants.b.sweep.env.X[0]", "a string or number"),
+    (BASE.replace('stack = "mpich"', 'stack = "mpich"\nzip = { p = ["np", "ppn"] }'),
+     "variants.b.zip", "without a sweep"),
+    (BASE.replace('stack = "mpich"', 'stack = "mpich"\nsweep = { np = [2, 4], ppn = [1] }\n'
+                  'zip = { p = ["np", "ppn"] }'),
+     "variants.b.zip.p", "equal-length lists"),
+    (BASE.replace('stack = "mpich"', 'stack = "mpich"\nsweep = { np = [2, 4] }\n'
+                  'zip = { p = ["np", "bind"] }'),
+     "variants.b.zip.p", "unknown sweep key 'bind'"),
+    (BASE.replace('stack = "mpich"', 'stack = "mpich"\nsweep = { np = [2, 4] }\n'
+                  'exclude = [{ np = 3 }]'),
+     "variants.b.exclude[0].np", "3 matches no value of variants.b.sweep.np; expected one "
+                                 "of 2, 4"),
+    (BASE.replace('stack = "mpich"', 'stack = "mpich"\nsweep = { np = [2, 4] }\n'
+                  'exclude = [{ np = 2 }, { np = 4 }]'),
+     "variants.b.exclude", "excludes every combination"),
+    (BASE.replace('stack = "mpich"', 'stack = "mpich"\nsweep = { np = [2, 4] }\n'
+                  'exclude = [{ ppn = 2 }]'),
+     "variants.b.exclude[0].ppn", "unknown key"),
+    (BASE.replace("[variants.a]", '[defaults]\nsweep = { np = [2] }\n[variants.a]'),
+     "defaults.sweep", "unknown key"),
+    # exclusion values must exist in the group, so a typo cannot silently exclude nothing
+    (BASE + '[benchmarks.app]\ncommand = "run {a}"\nparams = { a = [1, 2] }\n'
+     'exclude = [{ a = 3 }]\n', "benchmarks.app.exclude[0].a",
+     "3 matches no value of benchmarks.app.params.a; expected one of 1, 2"),
+    (BASE + '[benchmarks.app]\ncommand = "run {a}"\nparams = { a = [1, 2] }\n'
+     'exclude = [{ a = "1" }]\n', "benchmarks.app.exclude[0].a", "expected one of 1, 2"),
+    (BASE + 'exclude = [{ np = 4 }]\n', "benchmarks.pp.exclude[0].np",
+     "4 matches no np of this group's variants; expected one of 2"),
+    (BASE + 'exclude = [{ variant = "c" }]\n', "benchmarks.pp.exclude[0].variant",
+     "'c' matches no variant of this group"),
+    (BASE + 'variants = ["a"]\nexclude = [{ stack = "mpich" }]\n',
+     "benchmarks.pp.exclude[0].stack", "expected one of 'openmpi'"),
     ("[campaign]\nname = 't'\n", "variants", "missing"),
     (BASE.split("[benchmarks.pp]")[0], "benchmarks", "missing"),
     ("[campaign\nname = 1", "invalid TOML", ""),
@@ -203,6 +240,27 @@ def test_variant_sweep_expands_named_variants(tmp_path):
                      "b[np=4,env.UCX_TLS=sm]", "b[np=4,env.UCX_TLS=tcp]"]
     v = spec.variants[4]
     assert v.np == 4 and v.env == {"UCX_TLS": "tcp"} and v.stack == "mpich"
+
+
+def test_variant_sweep_zips_and_exclusions(tmp_path):
+    spec = spec_of(tmp_path, BASE.replace(
+        'stack = "mpich"', 'stack = "mpich"\nsweep = { np = [2, 4, 8], ppn = [1, 2, 4], '
+        'bind = ["core", "none"] }\nzip = { placement = ["np", "ppn"] }\n'
+        'exclude = [{ np = 8, bind = "none" }]'))
+    got = [(v.np, v.ppn, v.bind) for v in spec.variants if v.stack == "mpich"]
+    # np and ppn advance together (3 points, not 9), crossed with bind, minus one exclusion
+    assert got == [(2, 1, "core"), (2, 1, "none"), (4, 2, "core"), (4, 2, "none"),
+                   (8, 4, "core")]
+    assert spec.variants[1].name == "b[np=2,ppn=1,bind=core]"
+    # the base name still selects every variant of the sweep
+    assert {spec.variant_base[v.name] for v in spec.variants} == {"a", "b"}
+
+
+def test_group_exclusion_by_variant_setting_drops_matching_cells(tmp_path):
+    spec = spec_of(tmp_path, BASE.replace('stack = "mpich"', 'stack = "mpich"\n'
+                                          'sweep = { np = [2, 4] }')
+                   + 'exclude = [{ stack = "mpich", np = 4 }, { variant = "a" }]\n')
+    assert {c.variant.name for c in expand(spec)} == {"b[np=2]"}
 
 
 def test_template_is_split_before_substitution(tmp_path):

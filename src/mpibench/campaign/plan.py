@@ -13,13 +13,12 @@ variants of one point follow each other, so drifts of the machine hit all varian
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
 import random
 from dataclasses import dataclass
 from typing import Any
 
-from mpibench.campaign.spec import CampaignSpec, Group
+from mpibench.campaign.spec import CampaignSpec, Group, grid
 from mpibench.execute import Variant
 
 
@@ -42,24 +41,7 @@ class Cell:
 def points(group: Group) -> list[dict[str, Any]]:
     """Parameter points of a group: cross product of the axes, where a zip is one axis whose
     members advance together."""
-    if not group.params:
-        return [{}]
-    axes: list[list[dict[str, Any]]] = []
-    zipped = {m for members in group.zips.values() for m in members}
-    for members in group.zips.values():
-        axes.append([dict(zip(members, vals, strict=True))
-                     for vals in zip(*(group.params[m] for m in members), strict=True)])
-    for name, values in group.params.items():
-        if name not in zipped:
-            axes.append([{name: v} for v in values])
-    out = []
-    for combo in itertools.product(*axes):
-        point: dict[str, Any] = {}
-        for part in combo:
-            point.update(part)
-        # keep the file's parameter order so labels read naturally
-        out.append({k: point[k] for k in group.params})
-    return out
+    return grid(group.params, group.zips)
 
 
 def _excluded(rules: list[dict[str, Any]], variant: Variant, base: str,

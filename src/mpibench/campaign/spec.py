@@ -29,7 +29,9 @@ CORE_OPTIONS = {"max_time": "number > 0 (seconds per size)",
                 "timeout": "number > 0 (watchdog per size, seconds)",
                 "no_validate": "true or false"}
 VARIANT_KEYS = ("stack", "transport", "env", "mca", "launcher", "launcher_args", "np", "ppn",
-                "nodes", "hosts", "hostfile", "bind", "map_by", "profile", "sweep")
+                "nodes", "hosts", "hostfile", "bind", "map_by", "profile", "sweep", "zip",
+                "exclude")
+SWEEP_KEYS = ("sweep", "zip", "exclude")  # per variant, not in [defaults]
 SWEEPABLE = ("transport", "np", "ppn", "nodes", "bind", "map_by", "launcher", "stack")
 CORE_GROUP_KEYS = ("benchmarks", "sizes", "options", "timeout", "variants", "repeats",
                    "exclude")
@@ -226,7 +228,7 @@ def parse(data: dict[str, Any], path: Path) -> CampaignSpec:
     description = c.string(camp.get("description", ""), "campaign.description", nonempty=False)
 
     defaults = c.table(data.get("defaults", {}), "defaults")
-    c.known(defaults, "defaults", [k for k in VARIANT_KEYS if k != "sweep"])
+    c.known(defaults, "defaults", [k for k in VARIANT_KEYS if k not in SWEEP_KEYS])
     vtable = c.table(data.get("variants"), "variants") if "variants" in data else \
         c.fail("variants", "missing", "at least one [variants.NAME] table")
     if not vtable:
@@ -252,7 +254,7 @@ def parse(data: dict[str, Any], path: Path) -> CampaignSpec:
         c.fail("benchmarks", "missing", "at least one [benchmarks.NAME] table")
     if not gtable:
         c.fail("benchmarks", "empty", "at least one [benchmarks.NAME] table")
-    groups = [_group(c, f"benchmarks.{g}", g, gdef, path, set(vbase.values()) | set(vkeys))
+    groups = [_group(c, f"benchmarks.{g}", g, gdef, path, variants, vbase)
               for g, gdef in gtable.items()]
     scheduler = _scheduler(c, c.table(data.get("scheduler", {}), "scheduler"))
     return CampaignSpec(path=path.resolve(), name=name, repeats=repeats, order=order, seed=seed,
@@ -261,11 +263,70 @@ def parse(data: dict[str, Any], path: Path) -> CampaignSpec:
                         scheduler=scheduler, description=description, raw=data)
 
 
+def grid(params: dict[str, list[Any]], zips: dict[str, list[str]]) -> list[dict[str, Any]]:
+    """Cross product of the axes in `params`, where each zip is one axis whose members advance
+    together; each point keeps the order of `params`."""
+    if not params:
+        return [{}]
+    axes: list[list[dict[str, Any]]] = []
+    zipped = {m for members in zips.values() for m in members}
+    for members in zips.values():
+        axes.append([dict(zip(members, vals, strict=True))
+                     for vals in zip(*(params[m] for m in members), strict=True)])
+    for name, values in params.items():
+        if name not in zipped:
+            axes.append([{name: v} for v in values])
+    out = []
+    for combo in itertools.product(*axes):
+        point: dict[str, Any] = {}
+        for part in combo:
+            point.update(part)
+        out.append({k: point[k] for k in params})
+    return out
+
+
+def _zips(c: _Ctx, key: str, value: Any, axes: dict[str, list[Any]], what: str
+          ) -> dict[str, list[str]]:
+    """Named zips: {name = [axis, axis, ...]}; the axes advance together (equal lengths)."""
+    zips = c.table(value, key)
+    out: dict[str, list[str]] = {}
+    zipped: set[str] = set()
+    for zk, members in zips.items():
+        zkey = f"{key}.{zk}"
+        members = c.str_list(members, zkey)
+        if len(members) < 2:
+            c.fail(zkey, f"got {_show(members)}", f"a list of at least two {what} names")
+        for m in members:
+            if m not in axes:
+                c.fail(zkey, f"unknown {what} {m!r}", "one of " + (", ".join(axes) or "none"))
+            if m in zipped:
+                c.fail(zkey, f"{what} {m!r} is already in another zip", "each once")
+            zipped.add(m)
+        lengths = {m: len(axes[m]) for m in members}
+        if len(set(lengths.values())) != 1:
+            c.fail(zkey, f"zipped {what}s have different lengths "
+                   + ", ".join(f"{m}={n}" for m, n in lengths.items()), "equal-length lists")
+        out[zk] = members
+    return out
+
+
+def _same(a: Any, b: Any) -> bool:
+    return a == b and isinstance(a, bool) == isinstance(b, bool)
+
+
+def _check_values(c: _Ctx, key: str, want: Any, have: list[Any], where: str) -> None:
+    """An exclusion value that matches nothing is a typo: say which values exist."""
+    if not any(_same(want, h) for h in have):
+        c.fail(key, f"{_show(want)} matches no {where}",
+               "one of " + ", ".join("(not set)" if h is None else _show(h)
+                                     for h in dict.fromkeys(have)))
+
+
 def _variants(c: _Ctx, key: str, name: str, d: dict[str, Any]) -> list[Variant]:
     if "stack" not in d:
         c.fail(f"{key}.stack", "missing", "the name of an MPI stack (see `mpibench stacks`)")
     sweep = c.table(d.get("sweep", {}), f"{key}.sweep")
-    axes: list[tuple[str, list[Any]]] = []
+    axes: dict[str, list[Any]] = {}
     for sk, values in sweep.items():
         skey = f"{key}.sweep.{sk}"
         field_name = sk.split(".", 1)[0]
@@ -275,25 +336,63 @@ def _variants(c: _Ctx, key: str, name: str, d: dict[str, Any]) -> list[Variant]:
                    "one of " + ", ".join(SWEEPABLE) + ', "env.NAME" or "mca.NAME"')
         if not isinstance(values, list) or not values:
             c.fail(skey, f"got {_show(values)}", "a non-empty list of values")
-        axes.append((sk, values))
+        axes[sk] = values
+    for extra in ("zip", "exclude"):
+        if extra in d and not axes:
+            c.fail(f"{key}.{extra}", "given without a sweep",
+                   f"a sweep table whose keys the {extra} names")
+    zips = _zips(c, f"{key}.zip", d.get("zip", {}), axes, "sweep key")
+    rules = d.get("exclude", [])
+    if not isinstance(rules, list):
+        c.fail(f"{key}.exclude", f"got {_show(rules)}",
+               'a list of tables such as [{ np = 4, "env.UCX_TLS" = "tcp" }]')
+    for i, rule in enumerate(rules):
+        ekey = f"{key}.exclude[{i}]"
+        rule = c.table(rule, ekey)
+        if not rule:
+            c.fail(ekey, "empty (would exclude every variant)", "at least one sweep key")
+        c.known(rule, ekey, list(axes))
+        for rk, want in rule.items():
+            _check_values(c, f"{ekey}.{rk}", want, axes[rk], f"value of {key}.sweep.{rk}")
+    combos = [p for p in grid(axes, zips)
+              if not any(all(p[k] == v for k, v in r.items()) for r in rules)]
+    if not combos:
+        c.fail(f"{key}.exclude", "excludes every combination of the sweep",
+               "rules that leave at least one variant")
     out = []
-    for combo in itertools.product(*[vals for _, vals in axes]) if axes else [()]:
-        d2 = {k: v for k, v in d.items() if k != "sweep"}
+    for combo in combos:
+        d2 = {k: v for k, v in d.items() if k not in ("sweep", "zip", "exclude")}
         d2["env"] = dict(d.get("env", {})) if isinstance(d.get("env", {}), dict) else d.get("env")
         d2["mca"] = dict(d.get("mca", {})) if isinstance(d.get("mca", {}), dict) else d.get("mca")
         label = []
-        for (sk, _), value in zip(axes, combo, strict=True):
+        sources: dict[str, str] = {}
+        for sk, value in combo.items():
+            # an error in a swept value names the sweep entry it came from
+            skey = f"{key}.sweep.{sk}[{axes[sk].index(value)}]"
             if "." in sk:
                 table, sub = sk.split(".", 1)
                 if not isinstance(d2[table], dict):
                     c.fail(f"{key}.{table}", f"got {_show(d2[table])}", "a table")
                 d2[table][sub] = value
+                sources[f"{key}.{table}.{sub}"] = skey
             else:
                 d2[sk] = value
+                sources[f"{key}.{sk}"] = skey
             label.append(f"{sk}={value}")
         vname = f"{name}[{','.join(label)}]" if label else name
-        out.append(_variant(c, key, vname, d2))
+        out.append(_variant(_SweepCtx(c, sources), key, vname, d2))
     return out
+
+
+class _SweepCtx(_Ctx):
+    """Like the file's context, but a key set by a sweep is reported as its sweep entry."""
+
+    def __init__(self, parent: _Ctx, sources: dict[str, str]):
+        super().__init__(parent.path)
+        self.sources = sources
+
+    def fail(self, key: str, problem: str, expected: str | None = None):
+        super().fail(self.sources.get(key, key), problem, expected)
 
 
 def _variant(c: _Ctx, key: str, name: str, d: dict[str, Any]) -> Variant:
@@ -313,6 +412,13 @@ def _variant(c: _Ctx, key: str, name: str, d: dict[str, Any]) -> Variant:
     for k in ("ppn", "nodes"):
         if d.get(k) is not None:
             setattr(v, k, c.integer(d[k], f"{key}.{k}"))
+    if v.nodes and v.ppn:
+        # a node-count sweep with ranks per node: np follows unless given
+        if "np" not in d:
+            v.np = v.nodes * v.ppn
+        elif v.np > v.nodes * v.ppn:
+            c.fail(f"{key}.np", f"{name}: {v.np} ranks do not fit {v.nodes} node(s) x ppn {v.ppn}",
+                   "np <= nodes * ppn (or leave np out: it is then nodes * ppn)")
     if "hosts" in d:
         v.hosts = c.str_list(d["hosts"], f"{key}.hosts")
     for k in ("hostfile", "bind", "map_by"):
@@ -365,8 +471,9 @@ def _scalar(c: _Ctx, value: Any, key: str) -> Any:
     return value
 
 
-def _group(c: _Ctx, key: str, name: str, gdef: Any, path: Path, variant_names: set[str]
-           ) -> Group:
+def _group(c: _Ctx, key: str, name: str, gdef: Any, path: Path, variants: list[Variant],
+           vbase: dict[str, str]) -> Group:
+    variant_names = set(vbase.values()) | set(vbase)
     if not _NAME.match(name):
         c.fail(key, f"bad benchmark group name {name!r}", "letters, digits and _ . + -")
     gdef = c.table(gdef, key)
@@ -407,7 +514,8 @@ def _group(c: _Ctx, key: str, name: str, gdef: Any, path: Path, variant_names: s
                 g.options[ok] = c.boolean(ov, okey)
             else:
                 g.options[ok] = c.number(ov, okey)
-        g.exclude = _exclude(c, key, gdef.get("exclude", []), set(), variant_names)
+        g.exclude = _exclude(c, key, gdef.get("exclude", []), {}, _members(g, variants, vbase),
+                             vbase)
         return g
 
     params = c.table(gdef.get("params", {}), f"{key}.params")
@@ -420,25 +528,7 @@ def _group(c: _Ctx, key: str, name: str, gdef: Any, path: Path, variant_names: s
         if not values:
             c.fail(pkey, "empty list", "a value or a non-empty list of values")
         g.params[pk] = [_scalar(c, x, f"{pkey}[{i}]") for i, x in enumerate(values)]
-    zips = c.table(gdef.get("zip", {}), f"{key}.zip")
-    zipped: set[str] = set()
-    for zk, members in zips.items():
-        zkey = f"{key}.zip.{zk}"
-        members = c.str_list(members, zkey)
-        if len(members) < 2:
-            c.fail(zkey, f"got {_show(members)}", "a list of at least two parameter names")
-        for m in members:
-            if m not in g.params:
-                c.fail(zkey, f"unknown parameter {m!r}",
-                       "names from " + f"{key}.params: " + ", ".join(g.params))
-            if m in zipped:
-                c.fail(zkey, f"parameter {m!r} is already in another zip", "each once")
-            zipped.add(m)
-        lengths = {m: len(g.params[m]) for m in members}
-        if len(set(lengths.values())) != 1:
-            c.fail(zkey, "zipped parameters have different lengths "
-                   + ", ".join(f"{m}={n}" for m, n in lengths.items()), "equal-length lists")
-        g.zips[zk] = members
+    g.zips = _zips(c, f"{key}.zip", gdef.get("zip", {}), g.params, "parameter")
     names = set(g.params) | set(BUILTIN_PLACEHOLDERS)
     g.command_text = gdef["command"] if isinstance(gdef["command"], str) else ""
     g.command = split_template(c, gdef["command"], f"{key}.command", names)
@@ -456,17 +546,30 @@ def _group(c: _Ctx, key: str, name: str, gdef: Any, path: Path, variant_names: s
         g.inputs.append(p.resolve())
     if "env" in gdef:
         g.env = c.str_map(gdef["env"], f"{key}.env")
-    g.exclude = _exclude(c, key, gdef.get("exclude", []), set(g.params), variant_names)
+    g.exclude = _exclude(c, key, gdef.get("exclude", []), g.params,
+                         _members(g, variants, vbase), vbase)
     g.foms = _foms(c, f"{key}.fom", gdef.get("fom", "wall_time"))
     return g
 
 
-def _exclude(c: _Ctx, key: str, value: Any, params: set[str], variant_names: set[str]
-             ) -> list[dict[str, Any]]:
+def _members(g: Group, variants: list[Variant], vbase: dict[str, str]) -> list[Variant]:
+    """The variants a group runs (all, or those its `variants` list names)."""
+    return [v for v in variants if g.variants is None or v.name in g.variants
+            or vbase[v.name] in g.variants]
+
+
+EXCLUDE_VARIANT_KEYS = ("variant", "np", "nodes", "ppn", "stack", "transport")
+
+
+def _exclude(c: _Ctx, key: str, value: Any, params: dict[str, list[Any]],
+             variants: list[Variant], vbase: dict[str, str]) -> list[dict[str, Any]]:
+    """Exclusion rules: a cell is dropped when it matches every key of one rule. Each value
+    must occur in the group (a parameter's values, or its variants' settings), so a typo is
+    an error instead of a rule that silently excludes nothing."""
     if not isinstance(value, list):
         c.fail(f"{key}.exclude", f"got {_show(value)}",
                "a list of tables such as [{steps = 2000, variant = \"mpich\"}]")
-    allowed = sorted(params) + ["variant", "np", "nodes", "ppn", "stack", "transport"]
+    allowed = list(params) + list(EXCLUDE_VARIANT_KEYS)
     out = []
     for i, ex in enumerate(value):
         ekey = f"{key}.exclude[{i}]"
@@ -474,9 +577,16 @@ def _exclude(c: _Ctx, key: str, value: Any, params: set[str], variant_names: set
         if not ex:
             c.fail(ekey, "empty (would exclude every cell)", "at least one key")
         c.known(ex, ekey, allowed)
-        if "variant" in ex and ex["variant"] not in variant_names:
-            c.fail(f"{ekey}.variant", f"unknown variant {ex['variant']!r}",
-                   "one of " + ", ".join(sorted(variant_names)))
+        for k, want in ex.items():
+            if k in params:
+                have, where = params[k], f"value of {key}.params.{k}"
+            elif k == "variant":
+                have = [n for v in variants for n in (v.name, vbase[v.name])]
+                where = "variant of this group"
+            else:
+                have = [getattr(v, k) for v in variants]
+                where = f"{k} of this group's variants"
+            _check_values(c, f"{ekey}.{k}", want, have, where)
         out.append(dict(ex))
     return out
 
@@ -545,7 +655,7 @@ def _scheduler(c: _Ctx, t: dict[str, Any]) -> SchedulerSettings:
     if "group_cells" in t:
         gc = t["group_cells"]
         s.group_cells = (1 if gc is False else 0 if gc is True
-                         else c.integer(gc, "scheduler.group_cells"))
+                         else c.integer(gc, "scheduler.group_cells", minimum=0))
     if "exclusive" in t:
         s.exclusive = c.boolean(t["exclusive"], "scheduler.exclusive")
     if "extra_directives" in t:
@@ -557,6 +667,10 @@ def _scheduler(c: _Ctx, t: dict[str, Any]) -> SchedulerSettings:
     if "poll_max_interval" in t:
         s.poll_max_interval_s = c.number(t["poll_max_interval"], "scheduler.poll_max_interval")
     s.options = {k: t[k] for k in cls.settings_keys if k in t}
+    try:
+        cls.validate_options(s.options)  # backend keys (qos, ncpus, query_retries ...)
+    except UsageError as exc:
+        raise UsageError(f"{c.path}: {exc}") from None
     return s
 
 
