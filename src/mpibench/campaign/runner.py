@@ -376,7 +376,7 @@ class CampaignRunner:
                      f"but the probe shows {v.actual}")
 
     def ingest(self, p: _Prepared, exit_code: int | None, timed_out: bool,
-               elapsed: float) -> CellOutcome:
+               elapsed: float, nodelist: str | None = None) -> CellOutcome:
         cmd, g = p.cmd, p.cell.group
         if p.step.setup and not cmd.stdout.exists() and not timed_out:
             err = (p.step.run_dir / "setup.err")
@@ -404,6 +404,12 @@ class CampaignRunner:
         if g.kind == "app":
             outcome.fingerprint["application"] = {"command": g.command, "setup": g.setup,
                                                   "env": g.env}
+            if not outcome.fingerprint.get("hosts"):
+                # the core reports where its ranks ran; an application does not
+                hosts, per_host = app_placement(p.cell.variant, self.scheduler.batch,
+                                                nodelist)
+                outcome.fingerprint["hosts"] = hosts
+                outcome.fingerprint["ranks_per_host"] = per_host
             outcome.records = []
             if outcome.status == "done":
                 outcome.records, problem = app_records(p.cell, p.step.run_dir, elapsed)
@@ -481,8 +487,10 @@ class CampaignRunner:
                 modules.append(m)
         probe = self._probe_step(first) if self.verify else None
         steps = ([probe] if probe else []) + [p.step for p in preps]
+        # np and ppn without nodes: the allocation needs ceil(np / ppn) nodes
+        nodes = s.nodes or v.nodes or (-(-v.np // v.ppn) if v.ppn else None)
         req = JobRequest(name=name, steps=steps, run_dir=self.run_dir(first),
-                         nodes=s.nodes or v.nodes, tasks_per_node=s.tasks_per_node or v.ppn,
+                         nodes=nodes, tasks_per_node=s.tasks_per_node or v.ppn,
                          time_limit_s=limit, settings=s, modules=modules)
         return req, preps
 
@@ -521,8 +529,11 @@ class CampaignRunner:
         s = self.spec.scheduler
         inflight: dict[str, tuple[JobRequest, list[_Prepared]]] = {}
         missing: dict[str, int] = {}
+        seen: dict[str, tuple[str, str | None]] = {}  # last state written per queued job
         for job_id, ids in reattach:
-            req, preps = self._request([by_id[i] for i in ids], fresh=False)
+            # plan order, as when submitted: the first cell's directory holds the probe
+            req, preps = self._request(sorted((by_id[i] for i in ids), key=lambda c: c.seq),
+                                       fresh=False)
             inflight[job_id] = (req, preps)
             self.log(f"re-attached to job {job_id} ({len(ids)} cell(s))")
         queue = self._job_requests(todo)
@@ -572,6 +583,7 @@ class CampaignRunner:
                 interval = min(s.poll_max_interval_s, interval * 2)
                 continue
             finished_any = False
+            changed: list[tuple[str, tuple[str, str | None]]] = []
             for job_id in list(inflight):
                 req, preps = inflight[job_id]
                 st = states.get(job_id)
@@ -586,26 +598,37 @@ class CampaignRunner:
                         continue
                 missing.pop(job_id, None)
                 if not st.finished:
-                    with self.store.transaction():
-                        for p in preps:
-                            self.store.set_run(p.cell.id, sched_state=st.raw or st.state,
-                                               nodelist=st.nodelist)
+                    # written only when it changes, all jobs in one transaction: 500 queued
+                    # jobs must not cost 500 commits per poll
+                    now = (st.raw or st.state, st.nodelist)
+                    if seen.get(job_id) != now:
+                        seen[job_id] = now
+                        changed += [(p.cell.id, now) for p in preps]
                     continue
                 finished_any = True
                 del inflight[job_id]
+                seen.pop(job_id, None)
                 actual = self._judge_probe(req, preps)
                 for p in preps:
                     self._finish_batch_cell(p, st, actual)
+            if changed:
+                with self.store.transaction():
+                    for cell_id, (state, nodes) in changed:
+                        self.store.set_run(cell_id, sched_state=state, nodelist=nodes)
             interval = s.poll_interval_s if finished_any else \
                 min(s.poll_max_interval_s, interval * 1.5)
 
     def _finish_batch_cell(self, p: _Prepared, st: JobStatus, actual: str | None) -> None:
         sr = read_step_result(p.step, st)
-        outcome = self.ingest(p, sr.exit_code, sr.timed_out, sr.elapsed)
-        if sr.exit_code is None and not sr.timed_out:
-            # the step never finished: the job died around it
+        outcome = self.ingest(p, sr.exit_code, sr.timed_out, sr.elapsed, st.nodelist)
+        if sr.exit_code is None:
+            # the step never finished: the job died around it (time limit, node, cancel)
             outcome.status = "timeout" if st.state == "timeout" else "failed"
             outcome.reason = f"job ended {st.state}" + (f": {st.reason}" if st.reason else "")
+            if st.state == "completed":
+                outcome.reason = ("the job ended before this cell recorded its exit status "
+                                  f"(scheduler state {st.raw or st.state}; see the scheduler's "
+                                  "output files in the job directory)")
         elif st.state in ("node_fail", "oom", "cancelled") and outcome.status == "done":
             outcome.status = "failed"
             outcome.reason = f"job ended {st.state}" + (f": {st.reason}" if st.reason else "")
@@ -661,6 +684,26 @@ def app_records(cell: Cell, run_dir: Path, elapsed: float
                  "median": elapsed, "mean": elapsed, "min": elapsed, "max": elapsed,
                  "samples": [elapsed]})
     return rows, None
+
+
+def app_placement(v: Variant, batch: bool, nodelist: str | None
+                  ) -> tuple[list[str], dict[str, int]]:
+    """Hosts and ranks per host of an application launch, from what is known without asking
+    the program: a local launch without hosts runs every rank here; otherwise the variant's
+    hosts or the batch job's node list (ranks per host only when it follows from them)."""
+    if v.hosts:
+        hosts = sorted(set(v.hosts))
+    elif batch and nodelist:
+        hosts = [nodelist]  # the scheduler's compact form, e.g. "node[01-04]"
+    elif not batch and not v.hostfile:
+        hosts = [socket.gethostname()]
+    else:
+        return [], {}
+    if len(hosts) == 1 and not (batch and nodelist and (v.nodes or 1) > 1):
+        return hosts, {hosts[0]: v.np}
+    if v.ppn and len(hosts) * v.ppn == v.np:
+        return hosts, {h: v.ppn for h in hosts}
+    return hosts, {}
 
 
 def reason_line(stderr_tail: str) -> str:

@@ -151,6 +151,13 @@ class Scheduler:
     def __init__(self, settings: SchedulerSettings | None = None):
         self.settings = settings or SchedulerSettings(name=self.name)
 
+    @classmethod
+    def validate_options(cls, options: dict, where: str = "scheduler") -> None:
+        """Check the backend-specific [scheduler] keys; raise UsageError naming the key."""
+        for key in options:
+            if key not in cls.settings_keys:
+                raise UsageError(f"{where}.{key}: unknown key for scheduler {cls.name!r}")
+
     # batch backends ------------------------------------------------------------------
     def render_script(self, req: JobRequest) -> str:
         raise NotImplementedError
@@ -250,7 +257,8 @@ def job_body(req: JobRequest) -> str:
 
 def read_step_result(step: JobStep, job_state: JobStatus | None = None) -> StepResult:
     """Read back what step_lines recorded. Missing files (job killed, node lost) give
-    exit_code None; the job's own final state then tells why."""
+    exit_code None; the job's own final state then tells why. A step that finished keeps
+    its own result even when the job later ran out of time (grouped cells)."""
     exit_code: int | None = None
     status_file = step.run_dir / EXIT_STATUS_FILE
     if status_file.exists():
@@ -264,10 +272,9 @@ def read_step_result(step: JobStep, job_state: JobStatus | None = None) -> StepR
         started, finished = float(t["started"]), float(t["finished"])
     except (OSError, ValueError, KeyError, TypeError):
         pass
+    # the job's exit code is not the step's: the script exits 0 after any step failure
     timed_out = exit_code == STEP_TIMEOUT_EXIT or (
-        job_state is not None and job_state.state == "timeout")
-    if exit_code is None and job_state is not None and job_state.exit_code is not None:
-        exit_code = job_state.exit_code
+        exit_code is None and job_state is not None and job_state.state == "timeout")
     elapsed = (finished - started) if started is not None and finished is not None else 0.0
     return StepResult(exit_code=exit_code, timed_out=timed_out, elapsed=elapsed,
                       started=started, finished=finished)
