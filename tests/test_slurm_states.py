@@ -49,7 +49,11 @@ def test_squeue_mixed_capture():
     assert got["2"].reason == "the job script exited with status 3"
     assert "signal 9" in got["6"].reason and "JobLaunchFailure" in got["6"].reason
     assert got["3"].reason == "held (JobHeldUser)"
-    assert got["2"].raw == "FAILED"
+    # the stored final state carries the job's exit status or signal
+    assert got["2"].raw == "FAILED exit=3"
+    assert got["6"].raw == "FAILED signal=9"
+    assert got["4"].raw == "CANCELLED signal=15"
+    assert got["3"].raw == "PENDING"  # nothing appended before the job has ended
 
 
 def test_squeue_timeout_node_fail_running_captures():
@@ -58,6 +62,8 @@ def test_squeue_timeout_node_fail_running_captures():
     assert running["8"].state == "running" and running["8"].exit_code is None
     later = parse_squeue(_read("slurm", "squeue-timeout-requeued.txt"))
     assert later["8"].state == "timeout"
+    assert later["8"].raw == "TIMEOUT signal=15"
+    assert parse_squeue(_read("slurm", "squeue-running.txt"))["10"].raw == "COMPLETED"
     assert "time limit" in later["8"].reason
     assert later["9"].state == "pending"  # requeued after its node died
     nf = parse_squeue(_read("slurm", "squeue-node-fail.txt"))
@@ -116,6 +122,29 @@ def test_qstat_slurm_wrapper_capture():
     assert _brief(done) == ("completed", None, "n1,n2")  # the wrapper prints no exit status
     assert done.raw == "job_state=C"
     assert held.state == "pending"
+
+
+def test_qstat_slurm_wrapper_walltime_kill_is_a_timeout():
+    """Slurm's qstat wrapper shows a TIMEOUT job as C without exit status (real capture, a
+    sleep 140 under a 1-minute limit); its mtime/ctime (start/end) span the walltime."""
+    jobs = parse_qstat_full(_read("pbs", "qstat-f-slurm-wrapper-timeout.txt"))
+    st = map_pbs(jobs["3"])
+    assert _brief(st) == ("timeout", None, "n1")
+    assert "walltime" in st.reason
+    # the same job ending 2 s before its limit is an ordinary completion
+    early = dict(jobs["3"], ctime="Mon Nov 23 12:23:34 2026")
+    assert map_pbs(early).state == "completed"
+
+
+@pytest.mark.parametrize("used, expected", [("00:01:00", "timeout"), ("00:00:59", "completed"),
+                                            ("01:00:00", "timeout")])
+def test_qstat_resources_used_walltime_decides_a_walltime_kill(used, expected):
+    # PBS Pro / Torque: creation time as ctime precedes mtime, resources_used decides
+    attrs = {"job_state": "F", "Exit_status": "0", "Resource_List.walltime": "00:01:00",
+             "resources_used.walltime": used, "ctime": "Mon Nov 23 12:00:00 2026",
+             "mtime": "Mon Nov 23 12:05:00 2026"}
+    assert map_pbs(attrs).state == expected
+    assert map_pbs({**attrs, "resources_used.walltime": "bogus"}).state == "completed"
 
 
 def test_qstat_pbspro_states():

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import re
 import shlex
+import time
 from collections.abc import Sequence
 
 from mpibench.errors import UsageError
@@ -57,6 +58,44 @@ def pbs_walltime(seconds: float) -> str:
     h, rem = divmod(total, 3600)
     m, s = divmod(rem, 60)
     return f"{h:02d}:{m:02d}:{s:02d}"
+
+
+def _seconds(hms: str | None) -> int | None:
+    """PBS durations: "HH:MM:SS" (hours may exceed 24), "MM:SS" or plain seconds."""
+    try:
+        parts = [int(x) for x in (hms or "").strip().split(":")]
+    except ValueError:
+        return None
+    if not parts or len(parts) > 3:
+        return None
+    total = 0
+    for x in parts:
+        total = total * 60 + x
+    return total
+
+
+def _stamp(text: str | None) -> float | None:
+    """qstat -f times such as "Mon Nov 23 12:22:36 2026" (local time)."""
+    try:
+        return time.mktime(time.strptime((text or "").strip(), "%a %b %d %H:%M:%S %Y"))
+    except ValueError:
+        return None
+
+
+def ran_out_of_walltime(attrs: dict[str, str]) -> bool:
+    """A finished job that used all of its walltime was stopped by it. PBS Pro and Torque
+    report resources_used.walltime; Slurm's qstat wrapper reports neither an exit status nor
+    resources_used, but prints a finished job's start as mtime and its end as ctime (real
+    PBS servers print the creation time as ctime, which precedes mtime, so this never fires
+    there)."""
+    limit = _seconds(attrs.get("Resource_List.walltime"))
+    if not limit:
+        return False
+    used = _seconds(attrs.get("resources_used.walltime"))
+    if used is not None:
+        return used >= limit
+    start, end = _stamp(attrs.get("mtime")), _stamp(attrs.get("ctime"))
+    return start is not None and end is not None and end - start >= limit
 
 
 def parse_qstat_full(text: str) -> dict[str, dict[str, str]]:
@@ -112,7 +151,8 @@ def map_pbs(attrs: dict[str, str]) -> JobStatus:
         status = int(status_text) if status_text is not None else None
     except ValueError:
         status = None
-    if status == WALLTIME_EXIT or ("walltime" in low and "exceed" in low):
+    if status == WALLTIME_EXIT or ("walltime" in low and "exceed" in low) \
+            or ran_out_of_walltime(attrs):
         return JobStatus("timeout", None, "the job exceeded its PBS walltime and was killed"
                          + (f" ({comment})" if comment else ""), nodes, raw)
     if status in MEM_EXITS or ("mem" in low and "exceed" in low):

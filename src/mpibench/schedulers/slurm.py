@@ -173,6 +173,9 @@ def map_state(state_text: str, reason: str | None, exit_field: str | None,
     text = REASONS.get(state)
     if state in ("pending", "running"):
         code = None  # squeue prints 0 before the job has ended
+    else:
+        # the stored final state carries the job's own exit status: "FAILED exit=3"
+        raw += (f" exit={code}" if code else "") + (f" signal={sig}" if sig else "")
     if state == "pending":
         text = f"queued ({reason})" if reason else "queued"
         if reason in ("JobHeldUser", "JobHeldAdmin"):

@@ -1,0 +1,333 @@
+"""The campaign side of batch scheduling, without a cluster: [scheduler] validation, node
+counts and ranks per node, and the runner's batch loop (jobs in flight, grouping, backoff,
+failed queries, job states -> cell states) against an in-test backend whose jobs "run" the
+moment they are polled. Nothing here launches MPI: the backend writes what a job script
+would leave in each run directory.
+"""
+
+from __future__ import annotations
+
+import json
+import types
+from pathlib import Path
+
+import pytest
+
+import mpibench.campaign.runner as runner_mod
+from mpibench.campaign.runner import CampaignRunner
+from mpibench.campaign.spec import load
+from mpibench.errors import UsageError
+from mpibench.schedulers import (
+    EXIT_STATUS_FILE,
+    TIMING_FILE,
+    JobStatus,
+    Scheduler,
+    SchedulerQueryError,
+    job_body,
+    register_scheduler,
+)
+from mpibench.store import Store
+
+HEAD = """
+[campaign]
+name = "fake-batch"
+repeats = {repeats}
+timeout = 30
+verify_transport = false
+
+[variants.a]
+stack = "mpich"
+np = 1
+{variant_extra}
+
+[benchmarks.echo]
+command = "echo hello"
+fom = "wall_time"
+
+[scheduler]
+name = "{scheduler}"
+poll_interval = 1
+poll_max_interval = 4
+{scheduler_extra}
+"""
+
+
+def _campaign(tmp_path: Path, *, repeats: int = 1, variant_extra: str = "",
+              scheduler: str = "test-instant", scheduler_extra: str = "") -> Path:
+    path = tmp_path / "camp.toml"
+    path.write_text(HEAD.format(repeats=repeats, variant_extra=variant_extra,
+                                scheduler=scheduler, scheduler_extra=scheduler_extra))
+    return path
+
+
+# -- [scheduler] and placement validation ----------------------------------------------------
+@pytest.mark.parametrize("extra, message", [
+    ('qos = ""', r"camp\.toml: scheduler\.qos: got ''"),
+    ("query_retries = 0", r"camp\.toml: scheduler\.query_retries: got 0; expected an integer"),
+    ("sbatch = 5", r"camp\.toml: scheduler\.sbatch: got 5; expected a command path"),
+    ("mem = true", r"camp\.toml: scheduler\.mem: got True"),
+    ("ncpus = 4", r"camp\.toml: scheduler\.ncpus: unknown key"),
+    ("max_jobs_in_flight = 0", r"scheduler\.max_jobs_in_flight: got 0; expected an integer"),
+    ("group_cells = -1", r"scheduler\.group_cells: got -1; expected an integer >= 0"),
+    ('time_limit = "1:xx"', r"scheduler\.time_limit: got '1:xx'"),
+])
+def test_backend_keys_are_checked_when_the_file_is_loaded(tmp_path, extra, message):
+    with pytest.raises(UsageError, match=message):
+        load(_campaign(tmp_path, scheduler="slurm", scheduler_extra=extra))
+
+
+def test_pbs_keys_are_checked_when_the_file_is_loaded(tmp_path):
+    with pytest.raises(UsageError, match=r"scheduler\.resources: got 'chunks'"):
+        load(_campaign(tmp_path, scheduler="pbs", scheduler_extra='resources = "chunks"'))
+    spec = load(_campaign(tmp_path, scheduler="pbs", scheduler_extra="ncpus = 8"))
+    assert spec.scheduler.options == {"ncpus": 8}
+
+
+@pytest.mark.parametrize("value, expected", [("0", 0), ("true", 0), ("false", 1), ("3", 3)])
+def test_group_cells_zero_or_true_means_all_cells_of_a_variant(tmp_path, value, expected):
+    spec = load(_campaign(tmp_path, scheduler="slurm", scheduler_extra=f"group_cells = {value}"))
+    assert spec.scheduler.group_cells == expected
+
+
+def test_node_sweep_with_ranks_per_node_sets_np(tmp_path):
+    path = _campaign(tmp_path, scheduler="slurm")
+    text = path.read_text().replace("np = 1\n", "ppn = 4\nsweep = { nodes = [2, 4, 8] }\n")
+    text += '\n[variants.half]\nstack = "mpich"\nppn = 2\nsweep = { nodes = [2, 4] }\n'
+    path.write_text(text)
+    got = {v.name: (v.nodes, v.ppn, v.np) for v in load(path).variants}
+    assert got == {"a[nodes=2]": (2, 4, 8), "a[nodes=4]": (4, 4, 16), "a[nodes=8]": (8, 4, 32),
+                   "half[nodes=2]": (2, 2, 4), "half[nodes=4]": (4, 2, 8)}
+
+
+def test_np_that_does_not_fit_nodes_times_ppn_is_refused(tmp_path):
+    path = _campaign(tmp_path, scheduler="slurm", variant_extra="nodes = 2\nppn = 2")
+    path.write_text(path.read_text().replace("np = 1", "np = 5"))
+    with pytest.raises(UsageError, match=r"variants\.a\.np: a: 5 ranks do not fit 2 node\(s\) "
+                                         r"x ppn 2; expected np <= nodes \* ppn"):
+        load(path)
+    path.write_text(path.read_text().replace("np = 5", "np = 3"))  # under-filled is allowed
+    assert load(path).variants[0].np == 3
+
+
+# -- the runner's batch loop against an instant backend ----------------------------------------
+@register_scheduler("test-instant")
+class InstantScheduler(Scheduler):
+    """Jobs stay queued for `queued_polls` polls, run for one, then finish with `final`.
+    Records what the runner asked for; writes the step files a job script would."""
+
+    batch = True
+    queued_polls = 1
+    final: JobStatus | None = None  # None: completed, every step exit 0
+    write_steps = True
+    failing_polls = 0  # the first N polls raise SchedulerQueryError
+
+    def __init__(self, settings=None):
+        super().__init__(settings)
+        self.jobs: dict[str, tuple] = {}
+        self.polls: list[list[str]] = []
+        self.in_flight_max = 0
+        self.requests = []
+
+    def render_script(self, req):
+        return "#!/bin/bash\n" + job_body(req)
+
+    def submit(self, req):
+        jid = str(1000 + len(self.jobs))
+        self.jobs[jid] = (req, 0)
+        self.requests.append(req)
+        unfinished = sum(1 for j, (_, n) in self.jobs.items()
+                         if n <= self.queued_polls + 1)
+        self.in_flight_max = max(self.in_flight_max, unfinished)
+        return jid
+
+    def poll(self, job_ids):
+        self.polls.append(list(job_ids))
+        if len(self.polls) <= self.failing_polls:
+            raise SchedulerQueryError("squeue: slurm_receive_msg: Socket timed out")
+        out = {}
+        for jid in job_ids:
+            req, n = self.jobs[jid]
+            n += 1
+            self.jobs[jid] = (req, n)
+            if n <= self.queued_polls:
+                out[jid] = JobStatus("pending", reason="queued (Priority)", raw="PENDING")
+            elif n == self.queued_polls + 1:
+                out[jid] = JobStatus("running", nodelist="n[1-2]", raw="RUNNING")
+            else:
+                if self.write_steps:
+                    n_steps = len(req.steps) if self.write_steps is True else self.write_steps
+                    for st in req.steps[:n_steps]:
+                        st.stdout.write_text("hello\n")
+                        st.stderr.write_text("")
+                        (st.run_dir / TIMING_FILE).write_text(
+                            json.dumps({"started": 1.0, "finished": 3.5}))
+                        (st.run_dir / EXIT_STATUS_FILE).write_text("0\n")
+                out[jid] = self.final or JobStatus("completed", 0, None, "n[1-2]",
+                                                   "COMPLETED")
+        return out
+
+
+class _Clock:
+    """Stands in for the runner's `time` module: sleeps are recorded, not slept."""
+
+    def __init__(self):
+        import time as real
+
+        self.sleeps: list[float] = []
+        self.time = real.time
+        self.monotonic = real.monotonic
+
+    def sleep(self, s: float) -> None:
+        self.sleeps.append(s)
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    c = _Clock()
+    monkeypatch.setattr(runner_mod, "time", types.SimpleNamespace(
+        sleep=c.sleep, time=c.time, monotonic=c.monotonic))
+    return c
+
+
+def _run(tmp_path, found_stacks, sched_setup=None, **kw):
+    spec = load(_campaign(tmp_path, **kw))
+    sched = InstantScheduler(spec.scheduler)
+    if sched_setup:
+        sched_setup(sched)
+    with Store(tmp_path / "m.db") as store:
+        CampaignRunner(spec, store, found_stacks, scheduler=sched, verify=False).run()
+        runs = store.runs()
+    return sched, runs
+
+
+def test_jobs_in_flight_never_exceed_the_limit_and_one_poll_covers_all(tmp_path, found_stacks,
+                                                                       clock):
+    sched, runs = _run(tmp_path, found_stacks, repeats=10,
+                       scheduler_extra="max_jobs_in_flight = 3")
+    assert len(sched.requests) == 10
+    assert sched.in_flight_max == 3
+    # every poll asks about every job in flight at once, never one job at a time
+    assert all(len(ids) == len(set(ids)) <= 3 for ids in sched.polls)
+    assert max(len(ids) for ids in sched.polls) == 3
+    assert {r["status"] for r in runs} == {"done"}
+    assert {r["sched_state"] for r in runs} == {"COMPLETED"}
+    assert {r["nodelist"] for r in runs} == {"n[1-2]"}
+    assert all(r["job_id"].startswith("10") and r["job_script"] for r in runs)
+    assert {r["exit_code"] for r in runs} == {0}
+
+
+def test_backoff_grows_while_nothing_finishes_and_resets_after(tmp_path, found_stacks, clock):
+    def slow(s):
+        s.queued_polls = 5
+
+    _run(tmp_path, found_stacks, sched_setup=slow, repeats=2,
+         scheduler_extra="max_jobs_in_flight = 1")
+    # job 1: 5 polls queued, 1 running, 1 finished; then job 2 the same from the start
+    one_job = [1, 1.5, 2.25, 3.375, 4, 4, 4]
+    assert clock.sleeps == one_job + [1] + one_job[1:]
+
+
+def test_failed_queries_back_off_and_never_give_up_on_the_job(tmp_path, found_stacks, clock):
+    def flaky(s):
+        s.failing_polls = 6
+
+    sched, runs = _run(tmp_path, found_stacks, sched_setup=flaky)
+    assert clock.sleeps[:7] == [1, 2, 4, 4, 4, 4, 4]  # doubling up to poll_max_interval
+    assert len(sched.polls) == 6 + 3  # then queued, running, finished
+    assert [r["status"] for r in runs] == ["done"]
+
+
+def test_grouped_cells_share_one_job_per_variant(tmp_path, found_stacks, clock):
+    text = _campaign(tmp_path, repeats=5, scheduler_extra="group_cells = 2").read_text()
+    text = text.replace("[benchmarks.echo]", '[variants.b]\nstack = "mpich"\nnp = 1\n\n'
+                        "[benchmarks.echo]")
+    (tmp_path / "camp.toml").write_text(text)
+    spec = load(tmp_path / "camp.toml")
+    sched = InstantScheduler(spec.scheduler)
+    with Store(tmp_path / "m.db") as store:
+        CampaignRunner(spec, store, found_stacks, scheduler=sched, verify=False).run()
+        runs = {r["id"]: r for r in store.runs()}
+    sizes = sorted(len(r.steps) for r in sched.requests)
+    assert sizes == [1, 1, 2, 2, 2, 2]  # 5 cells per variant: 2 + 2 + 1
+    for req in sched.requests:
+        variants = {runs[c]["variant"] for c in req.cell_ids}
+        assert len(variants) == 1
+        assert {runs[c]["job_id"] for c in req.cell_ids} == {str(1000 + sched.requests.index(req))}
+        if len(req.steps) == 2:
+            assert req.name.endswith("+1")
+            assert req.time_limit_s == 30 + 30 + 60  # both cells' timeouts + 60 s
+    assert {r["status"] for r in runs.values()} == {"done"}
+
+
+def test_job_nodes_follow_np_and_ppn(tmp_path, found_stacks, clock):
+    sched, _ = _run(tmp_path, found_stacks, variant_extra="ppn = 2",
+                    scheduler_extra="")
+    # np = 1 in the file: ceil(1 / 2) = 1 node
+    assert (sched.requests[0].nodes, sched.requests[0].tasks_per_node) == (1, 2)
+    path = tmp_path / "camp.toml"
+    path.write_text(path.read_text().replace("np = 1", "np = 5"))
+    spec = load(path)
+    sched = InstantScheduler(spec.scheduler)
+    with Store(tmp_path / "n.db") as store:
+        CampaignRunner(spec, store, found_stacks, scheduler=sched, verify=False).run()
+    assert (sched.requests[0].nodes, sched.requests[0].tasks_per_node) == (3, 2)
+
+
+@pytest.mark.parametrize("final, write_steps, status, reason", [
+    (JobStatus("timeout", None, "the job exceeded its Slurm time limit and was killed", "n1",
+               "TIMEOUT signal=15"), False, "timeout", "job ended timeout: the job exceeded"),
+    (JobStatus("completed", None, None, "n1", "job_state=C"), False, "failed",
+     "the job ended before this cell recorded its exit status (scheduler state job_state=C"),
+    (JobStatus("node_fail", 0, "a node of the job failed", "n2", "NODE_FAIL"), True, "failed",
+     "job ended node_fail: a node of the job failed"),
+    (JobStatus("oom", None, "the job ran out of memory", "n1", "OUT_OF_MEMORY"), False,
+     "failed", "job ended oom: the job ran out of memory"),
+    (JobStatus("cancelled", None, "the job was cancelled by 0", None, "CANCELLED by 0"), False,
+     "failed", "job ended cancelled: the job was cancelled by 0"),
+])
+def test_job_end_states_become_cell_states_with_the_reason(tmp_path, found_stacks, clock, final,
+                                                           write_steps, status, reason):
+    def ending(s):
+        s.final = final
+        s.write_steps = write_steps
+
+    _, runs = _run(tmp_path, found_stacks, sched_setup=ending)
+    (r,) = runs
+    assert r["status"] == status
+    assert r["reason"].startswith(reason), r["reason"]
+    assert r["sched_state"] == final.raw
+
+
+def test_queued_state_is_written_once_not_every_poll(tmp_path, found_stacks, clock, monkeypatch):
+    writes = []
+    real = Store.set_run
+
+    def counting(self, run_id, *a, **kw):
+        if set(kw) == {"sched_state", "nodelist"}:
+            writes.append((run_id, kw["sched_state"]))
+        return real(self, run_id, *a, **kw)
+
+    monkeypatch.setattr(Store, "set_run", counting)
+
+    def slow(s):
+        s.queued_polls = 6
+
+    _run(tmp_path, found_stacks, sched_setup=slow, repeats=3,
+         scheduler_extra="max_jobs_in_flight = 3")
+    states = [s for _, s in writes]
+    assert states.count("PENDING") == 3 and states.count("RUNNING") == 3
+
+
+def test_grouped_job_over_its_time_limit_keeps_the_cells_that_finished(tmp_path, found_stacks,
+                                                                       clock):
+    def first_only(s):
+        s.final = JobStatus("timeout", None, "the job exceeded its Slurm time limit and was "
+                            "killed", "n1", "TIMEOUT signal=15")
+        s.write_steps = 1  # the second cell was running when the limit struck
+
+    _, runs = _run(tmp_path, found_stacks, sched_setup=first_only, repeats=2,
+                   scheduler_extra="group_cells = 0")
+    got = sorted((r["seq"], r["status"], r["reason"]) for r in runs)
+    assert [g[:2] for g in got] == [(0, "done"), (1, "timeout")]
+    assert got[1][2].startswith("job ended timeout: the job exceeded its Slurm time limit")
+    assert {r["job_id"] for r in runs} == {"1000"}
