@@ -416,6 +416,29 @@ def test_inject_env_flags():
     assert profiling.inject_env(["srun", "a"], env, "openmpi") == (["srun", "a"], False)
 
 
+@pytest.mark.parametrize("args,msg", [
+    (["--timeout", "0", "--", "true"], "--timeout"),
+    (["--timeout", "-5", "--", "true"], "--timeout"),
+    (["--timeout", "nan", "--", "true"], "--timeout"),
+    (["--top", "0", "--", "true"], "--top 0"),
+    (["--", "/nonexistent/app", "-np", "2"], "not found"),
+    (["--stack", "mpich", "--", "mpirun.openmpi", "-np", "2", "true"], "does not match"),
+    (["--stack", "openmpi", "--", "mpiexec.hydra", "-np", "2", "true"], "does not match"),
+])
+def test_cli_bad_input_writes_nothing(tmp_path, capsys, args, msg):
+    """Bad input: exit 2 with one line naming the value, before anything is built, launched
+    or stored (a launcher of the other stack would load two MPI libraries into each rank)."""
+    from mpibench.cli import main
+
+    if "does not match" in msg and not (shutil.which("mpicc.mpich")
+                                        and shutil.which("mpicc.openmpi")):
+        pytest.skip("needs both stacks")
+    db = tmp_path / "p.db"
+    assert main(["profile", "--db", str(db), "--out", str(tmp_path / "o"), *args]) == 2
+    assert msg in capsys.readouterr().err
+    assert not db.exists() and not (tmp_path / "o").exists()
+
+
 def test_cli_profile_and_compare(built, tmp_path):
     stack, _, progs = built
     if stack.name != "openmpi":

@@ -13,6 +13,7 @@ with the same schema, marked "complete": false.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
@@ -44,28 +45,40 @@ _RANK_FILE = re.compile(r"^rank-(\d+)\.json$")
 
 
 # ---- stacks and builds -----------------------------------------------------------------
-def resolve_stack(stack: Any = None, argv: Sequence[str] | None = None):
+def _launcher_stack(argv0: str, usable: Sequence[Any]) -> tuple[Any, str | None]:
+    """The stack whose launcher argv0 is (a Stack or None) and, failing that, the kind its
+    name implies (Debian's names), or None when the launcher says nothing."""
+    exe = os.path.basename(argv0)
+    real = shutil.which(argv0)
+    for s in usable:  # by name, then through symlinks (Debian alternatives: mpirun)
+        if s.launcher and os.path.basename(s.launcher) == exe:
+            return s, s.kind
+    for s in usable:
+        if real and s.launcher and os.path.realpath(s.launcher) == os.path.realpath(real):
+            return s, s.kind
+    if exe in ("mpiexec.hydra", "mpiexec.mpich", "mpirun.mpich"):
+        return None, "mpich"
+    if exe in ("mpirun.openmpi", "mpiexec.openmpi", "orterun"):
+        return None, "openmpi"
+    return None, None
+
+
+def resolve_stack(stack: Any = None, argv: Sequence[str] | None = None,
+                  found: Sequence[Any] | None = None):
     """A mpibench.stacks.Stack from a Stack, a stack name, a compiler wrapper, or (when None)
-    guessed from the launcher in argv, else the first usable stack."""
+    guessed from the launcher in argv, else the first usable stack. `found`: the stacks
+    discovered (default: mpibench.stacks.discover())."""
     from mpibench import stacks as stacks_mod
 
     if isinstance(stack, stacks_mod.Stack):
         return stack
-    found = stacks_mod.discover()
+    found = list(found) if found is not None else stacks_mod.discover()
     usable = [s for s in found if s.ok and not s.alias_of]
     if stack is None and argv:
-        exe = os.path.basename(argv[0])
-        real = shutil.which(argv[0])
-        for s in usable:  # by name, then through symlinks (Debian alternatives: mpirun)
-            if s.launcher and os.path.basename(s.launcher) == exe:
-                return s
-        for s in usable:
-            if real and s.launcher and os.path.realpath(s.launcher) == os.path.realpath(real):
-                return s
-        if exe in ("mpiexec.hydra", "mpiexec.mpich", "mpirun.mpich"):
-            stack = "mpich"
-        elif exe in ("mpirun.openmpi", "mpiexec.openmpi", "orterun"):
-            stack = "openmpi"
+        s, kind = _launcher_stack(argv[0], usable)
+        if s is not None:
+            return s
+        stack = kind
     if stack is None:
         if not usable:
             raise UsageError("no usable MPI stack found; install Open MPI or MPICH, or give "
@@ -178,13 +191,43 @@ class ProfileRun:
         return "done" if self.result.ok and self.doc and self.doc.get("complete") else "failed"
 
 
-def run_profiled(argv: Sequence[str], *, stack: Any = None, out_dir: str | os.PathLike,
-                 timeout: float = 600, extra_env: Mapping[str, str] | None = None) -> ProfileRun:
-    """Run a launcher command with every rank profiled; collect what was written."""
+def check_command(argv: Sequence[str], stack: Any, timeout: float,
+                  found: Sequence[Any] | None = None) -> None:
+    """Bad input before anything is built, launched or stored: no command, a command that is
+    not there, a timeout that is not a positive number, a launcher of another stack (its
+    ranks would load two MPI libraries and crash)."""
     if not argv:
         raise UsageError("profile: no command given; expected e.g. "
                          "`mpibench profile -- mpirun -np 2 ./app`")
-    s = resolve_stack(stack, argv)
+    if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
+        raise UsageError(f"--timeout {timeout!r}: expected a positive number of seconds")
+    if shutil.which(argv[0]) is None:
+        raise UsageError(f"profile: command {argv[0]!r} not found or not executable")
+    from mpibench import stacks as stacks_mod
+
+    if found is None:
+        found = stacks_mod.discover()
+    usable = [s for s in found if s.ok and not s.alias_of]
+    _, launcher_kind = _launcher_stack(argv[0], usable)
+    kind = getattr(stack, "kind", None)
+    if launcher_kind and kind and kind != "unknown" and launcher_kind != kind:
+        raise UsageError(f"--stack {getattr(stack, 'name', stack)} ({kind}) does not match the "
+                         f"launcher {argv[0]!r} ({launcher_kind}): the ranks would load two MPI "
+                         "libraries; give the matching --stack or launcher")
+
+
+def run_profiled(argv: Sequence[str], *, stack: Any = None, out_dir: str | os.PathLike,
+                 timeout: float = 600, extra_env: Mapping[str, str] | None = None,
+                 found: Sequence[Any] | None = None) -> ProfileRun:
+    """Run a launcher command with every rank profiled; collect what was written."""
+    if not argv:
+        check_command(argv, None, timeout)
+    if found is None:
+        from mpibench import stacks as stacks_mod
+
+        found = stacks_mod.discover()
+    s = resolve_stack(stack, argv, found)
+    check_command(argv, s, timeout, found)
     out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
     clean_out_dir(out)

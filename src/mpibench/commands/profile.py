@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from mpibench.commands._common import Formatter, add_db, console, err_console, print_json
+from mpibench.commands._common import (
+    Formatter,
+    add_db,
+    add_stack_discovery,
+    console,
+    discover_from_args,
+    err_console,
+    print_json,
+)
 from mpibench.errors import BenchmarkFailure, UsageError
 
 EXAMPLES = """\
@@ -35,6 +43,7 @@ def register(sub) -> None:
                    help="stack name (openmpi, mpich, ...) or compiler wrapper; default: the "
                         "stack whose launcher starts the command")
     add_db(p)
+    add_stack_discovery(p)
     p.add_argument("--label", help="name of this profile in comparisons (default: the stack)")
     p.add_argument("--out", metavar="DIR", help="directory for raw and merged profile files")
     p.add_argument("--timeout", type=float, default=3600, metavar="S",
@@ -58,6 +67,8 @@ def run(args) -> int:
     cmd = list(args.command)
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
+    if args.top < 1:
+        raise UsageError(f"--top {args.top}: expected at least 1")
     if args.compare or args.show:
         if cmd:
             raise UsageError("profile: --compare/--show take no command")
@@ -82,9 +93,13 @@ def run(args) -> int:
     if not cmd:
         raise UsageError("profile: no command given; expected e.g. "
                          "`mpibench profile -- mpirun -np 2 ./app`")
+    found = discover_from_args(args)
+    stack = profiling.resolve_stack(args.stack, cmd, found)
+    profiling.check_command(cmd, stack, args.timeout, found)
     run_id = profiling.new_run_id()
     out = Path(args.out) if args.out else Path("mpibench-profiles") / run_id
-    run_ = profiling.run_profiled(cmd, stack=args.stack, out_dir=out, timeout=args.timeout)
+    run_ = profiling.run_profiled(cmd, stack=stack, out_dir=out, timeout=args.timeout,
+                                  found=found)
     err = err_console()
     if run_.result.timed_out or run_.timed_out:
         err.print(f"profile: the command timed out after {args.timeout:g} s; the ranks were "
