@@ -292,3 +292,41 @@ def test_cli_unknown_stack_exits_2_without_touching_the_store(tmp_path):
     assert res.returncode == 2, res.stderr
     assert f"{path.resolve()}: variants.b.stack: unknown stack 'nompi'" in res.stderr
     assert not (tmp_path / "mpibench.db").exists() and not (tmp_path / "runs").exists()
+
+
+def test_fingerprint_keeps_every_transport_family_and_nothing_else():
+    from mpibench.fingerprint import collect
+
+    env = {"UCX_TLS": "sm", "FI_PROVIDER": "tcp", "OMPI_MCA_btl": "self,tcp",
+           "MV2_USE_SHM": "1", "MPICH_ASYNC_PROGRESS": "1", "I_MPI_FABRICS": "shm",
+           "MPIR_CVAR_CH4_NETMOD": "ucx", "HOME": "/root", "PATH": "/bin", "TMPDIR": "/x",
+           "OMPI_ALLOW_RUN_AS_ROOT": "1"}
+    fp = collect(stack={"name": "s", "version": "1"}, launcher_argv=["mpirun", "<program>"],
+                 env=env, hosts=["b", "a"], ranks_per_host={"b": 1, "a": 1})
+    assert list(fp["transport_env"]) == sorted(
+        ["UCX_TLS", "FI_PROVIDER", "OMPI_MCA_btl", "MV2_USE_SHM", "MPICH_ASYNC_PROGRESS",
+         "I_MPI_FABRICS", "MPIR_CVAR_CH4_NETMOD"])
+    assert fp["hosts"] == ["a", "b"]
+    one = collect(stack={}, launcher_argv=[], env={"UCX_TLS": "sm"})
+    two = collect(stack={}, launcher_argv=[], env={"UCX_TLS": "tcp"})
+    from mpibench.store import fingerprint_id
+
+    assert fingerprint_id(one) != fingerprint_id(two)
+    assert fingerprint_id(one) == fingerprint_id(
+        collect(stack={}, launcher_argv=[], env={"UCX_TLS": "sm", "HOME": "/elsewhere"}))
+
+
+def test_app_placement_from_what_the_launch_knows():
+    import socket
+
+    from mpibench.campaign.runner import app_placement
+    from mpibench.execute import Variant
+
+    host = socket.gethostname()
+    assert app_placement(Variant("v", "s", np=3), False, None) == ([host], {host: 3})
+    assert app_placement(Variant("v", "s", np=4, hosts=["n2", "n1"], ppn=2), False, None) \
+        == (["n1", "n2"], {"n1": 2, "n2": 2})
+    assert app_placement(Variant("v", "s", np=4, hostfile="h"), False, None) == ([], {})
+    assert app_placement(Variant("v", "s", np=4), True, "node1") == (["node1"], {"node1": 4})
+    assert app_placement(Variant("v", "s", np=4, nodes=2), True, "node[1-2]") == \
+        (["node[1-2]"], {})

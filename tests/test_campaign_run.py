@@ -6,7 +6,10 @@ Slurm)."""
 from __future__ import annotations
 
 import os
+import platform
+import random
 import signal
+import socket
 import sqlite3
 import subprocess
 import time
@@ -64,38 +67,105 @@ def done_finished(db: Path) -> dict[str, float]:
         con.close()
 
 
+def check_fingerprint(fp: dict, variant: str) -> None:
+    """Everything the issue lists: stack and version, launcher argv, transport env, hosts,
+    ranks per host, cores, kernel, CPU model, mpibench version."""
+    import mpibench
+
+    host = socket.gethostname()
+    kind = "openmpi" if variant == "ompi" else "mpich"
+    assert fp["mpibench_version"] == mpibench.__version__
+    assert fp["stack"]["kind"] == kind and fp["stack"]["version"]
+    assert ("Open MPI" if kind == "openmpi" else "MPICH") in fp["stack"]["library_version"]
+    assert fp["library_version_runtime"]  # what the ranks' library said at run time
+    argv = fp["launcher_argv"]
+    assert argv[0] == fp["stack"]["launcher"] and argv[-1] == "<program>"
+    if kind == "mpich":  # the shm preset is an env var for MPICH: it must be in the print
+        assert fp["transport_env"]["UCX_TLS"] == "self,sm"
+    else:  # for Open MPI the preset is MCA flags on the launcher's command line
+        assert "vader" in " ".join(argv)
+    assert fp["hosts"] == [host] and fp["ranks_per_host"] == {host: 2}
+    m = fp["machine"]
+    assert m["cores"] == os.cpu_count() and m["kernel"] == platform.release()
+    assert m["cpu_model"] and m["cpu_model"] != "unknown"
+
+
+def store_invariants(db: Path) -> None:
+    """What a SIGKILL must never leave behind: a damaged database, a `done` cell without its
+    results, or results of a cell that is not done."""
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
+    try:
+        assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        per_state = dict(con.execute(
+            "SELECT u.status, count(r.id) FROM runs u LEFT JOIN results r ON r.run_id = u.id "
+            "GROUP BY u.status").fetchall())
+        done_without = con.execute(
+            "SELECT count(*) FROM runs u WHERE u.status='done' AND NOT EXISTS "
+            "(SELECT 1 FROM results r WHERE r.run_id = u.id)").fetchone()[0]
+    finally:
+        con.close()
+    assert done_without == 0
+    assert all(n == 0 for state, n in per_state.items() if state != "done"), per_state
+
+
 @pytest.mark.mpi
 def test_sigkill_then_resume_finishes_exactly_the_missing_cells(tmp_path):
+    """2 variants (Open MPI, MPICH) x 2 groups x 3 repeats. The harness is SIGKILLed twice at
+    random-ish moments (after a random number of finished cells plus a random delay, so the
+    kill lands between cells, in a transport probe, mid-launch or mid-commit), then resumed."""
+    seed = int(os.environ.get("MPIBENCH_KILL_SEED", random.randrange(2**32)))
+    rng = random.Random(seed)
+    print(f"kill seed {seed} (MPIBENCH_KILL_SEED={seed} repeats these kill points)")
     camp = tmp_path / "camp.toml"
     camp.write_text(CORE)
     db = tmp_path / "mpibench.db"
-    proc = subprocess.Popen([MPIBENCH, "campaign", "run", str(camp), "--no-progress"],
-                            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            start_new_session=True)
-    deadline = time.monotonic() + MPI_TIMEOUT
-    before: dict[str, float] = {}
+    first = rng.randint(1, 5)
+    targets = [first, rng.randint(first + 1, 9)]
+    snapshots: list[dict[str, float]] = []
     try:
-        while time.monotonic() < deadline and proc.poll() is None:
-            before = done_finished(db) if db.exists() else {}
-            if len(before) >= 3:
-                break
-            time.sleep(0.05)
-    finally:
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGKILL)
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-    assert proc.returncode == -signal.SIGKILL, "the campaign finished before it was killed"
-    before = done_finished(db)
-    assert 3 <= len(before) < 12
+        for i, target in enumerate(targets):
+            proc = subprocess.Popen(
+                [MPIBENCH, "campaign", "run" if i == 0 else "resume", str(camp),
+                 "--no-progress"], cwd=tmp_path, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL, start_new_session=True)
+            deadline = time.monotonic() + MPI_TIMEOUT
+            try:
+                while time.monotonic() < deadline and proc.poll() is None:
+                    if db.exists() and len(done_finished(db)) >= target:
+                        break
+                    time.sleep(0.05)
+                time.sleep(rng.uniform(0.0, 0.4))
+            finally:
+                if proc.poll() is None:
+                    # only the harness, as a crash would: its launch is left running
+                    os.kill(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=30)
+            assert proc.returncode == -signal.SIGKILL, \
+                f"kill {i + 1} came too late (seed {seed}): rc {proc.returncode}"
+            store_invariants(db)
+            snapshots.append(done_finished(db))
+            con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
+            print(f"kill {i + 1}: after {target}+ done cells:",
+                  dict(con.execute("SELECT status, count(*) FROM runs GROUP BY status")))
+            con.close()
+            assert target <= len(snapshots[-1]) < 12, (seed, len(snapshots[-1]))
 
-    res = subprocess.run([MPIBENCH, "campaign", "resume", str(camp), "--no-progress"],
-                         cwd=tmp_path, capture_output=True, text=True, timeout=MPI_TIMEOUT)
+        res = subprocess.run([MPIBENCH, "campaign", "resume", str(camp), "--no-progress"],
+                             cwd=tmp_path, capture_output=True, text=True,
+                             timeout=MPI_TIMEOUT)
+    finally:
+        from mpibench.campaign.runner import kill_orphans
+
+        # a failed assertion must not leave launches behind; after a good resume none is left
+        left = kill_orphans(tmp_path / "runs")
     assert res.returncode == 0, res.stderr + res.stdout
+    assert left == [], f"processes of a killed harness survived the resume: {left}"
+    store_invariants(db)
     after = done_finished(db)
     assert len(after) == 12
-    # nothing done twice: cells finished before the kill kept their results and timestamps
-    assert all(after[i] == t for i, t in before.items())
+    # nothing done twice: cells finished before each kill kept their results and timestamps
+    for before in snapshots:
+        assert all(after[i] == t for i, t in before.items()), seed
     with Store(db) as store:
         rows = list(store.results(with_samples=False))
         per_run = Counter(r["run_id"] for r in rows)
@@ -106,15 +176,13 @@ def test_sigkill_then_resume_finishes_exactly_the_missing_cells(tmp_path):
         assert len(runs) == 12 and {r["status"] for r in runs} == {"done"}
         assert all(r["fingerprint_id"] for r in runs)
         assert Counter(r["variant"] for r in runs) == {"ompi": 6, "mpich": 6}
+        assert Counter(r["grp"] for r in runs) == {"pt2pt": 6, "coll": 6}
+        assert sorted((r["variant"], r["grp"], r["repeat"]) for r in runs) == sorted(
+            (v, g, k) for v in ("ompi", "mpich") for g in ("pt2pt", "coll") for k in range(3))
+        for r in runs:
+            check_fingerprint(store.fingerprint(r["fingerprint_id"]), r["variant"])
         data = st.status(store, load(camp))
     assert {g["transport_verdict"] for g in data["groups"]} == {"ok"}
-    # no orphan of the killed harness is still running in a run directory
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                assert not os.readlink(f"/proc/{pid}/cwd").startswith(str(tmp_path / "runs"))
-            except OSError:
-                pass
 
 
 APP = """
@@ -213,6 +281,17 @@ def test_repeats_with_different_fingerprints_are_flagged(tmp_path, found_stacks,
         assert all(len(ids) == 2 for ids in by_point.values())
         fps = [store.fingerprint(r["fingerprint_id"]) for r in store.runs()]
         assert {fp["transport_env"].get("UCX_RNDV_THRESH") for fp in fps} == {None, "8192"}
+        # an application launch records where it ran, like the core's header does
+        host = socket.gethostname()
+        assert all(fp["hosts"] == [host] and fp["ranks_per_host"] == {host: 1} for fp in fps)
+        # and comparisons do not pool the two: each cell uses one fingerprint's run only
+        from mpibench.report.data import load_cells
+
+        cells = load_cells(store, {"one": [r["id"] for r in store.runs()]})
+        ns = [c["one"] for c in cells.values() if c["one"].metric == "ns/day"]
+        assert len(ns) == 2
+        assert all(c.n_fingerprints == 2 and len(c.runs_used) == 1
+                   and len(c.runs_excluded) == 1 for c in ns)
     res = subprocess.run([MPIBENCH, "campaign", "status", str(camp), "--db",
                           str(tmp_path / "f.db")], capture_output=True, text=True, timeout=60)
     assert res.returncode == 0 and "MIXED" in res.stdout and "not pooled" in res.stdout
