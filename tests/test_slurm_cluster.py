@@ -7,6 +7,7 @@ timeout; the tests then read what each recorded in its store.
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 import sys
@@ -21,7 +22,48 @@ from mpibench.schedulers import JobRequest, JobStep, SchedulerSettings, get_sche
 from slurm_cluster import slurm_cluster  # noqa: F401  (session fixture)
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-CAMPAIGNS = ("slurm-local", "slurm-timeout", "pbs-local")
+# every value that reaches a job script or a directive; must arrive intact, run nothing
+HOSTILE = "a'b\"c$(touch {marker})`touch {marker}`"
+HOSTILE_TOML = """
+[campaign]
+name = "slurm-hostile"
+repeats = 2
+timeout = 60
+verify_transport = false
+
+[variants.evil]
+stack = "mpich"
+np = 2
+nodes = 2
+launcher = "srun"
+env = { EVIL = {evil} }
+
+[benchmarks.show]
+command = "bash -c 'printf %s \\"$EVIL\\" >evil.txt; echo rank $SLURM_PROCID'"
+fom = "wall_time"
+
+[benchmarks.fails]
+command = "bash -c 'exit 3'"
+fom = "wall_time"
+
+[scheduler]
+name = "slurm"
+partition = "debug"
+account = {evil}
+job_name_prefix = {evil}
+time_limit = "00:04:00"
+group_cells = 0
+extra_directives = ["--comment=mpibench-test"]
+poll_interval = 1
+poll_max_interval = 3
+"""
+# the time-limit campaign again, through the PBS commands and with the other stack
+PBS_TIMEOUT_TOML = ((EXAMPLES / "slurm-timeout.toml").read_text()
+                    .replace('name = "slurm-timeout"', 'name = "pbs-timeout"')
+                    .replace('stack = "openmpi"', 'stack = "mpich"')
+                    .replace('name = "slurm"', 'name = "pbs"')
+                    .replace('partition = "debug"', 'queue = "debug"'))
+CAMPAIGNS = ("slurm-local", "slurm-timeout", "pbs-local", "slurm-hostile", "pbs-timeout")
 pytestmark = pytest.mark.slurm
 
 
@@ -38,11 +80,18 @@ def _rows(db: Path) -> list[dict]:
 def campaigns(slurm_cluster, tmp_path_factory):  # noqa: F811
     base = tmp_path_factory.mktemp("campaigns")
     files = {}
+    marker = base / "pwned"
+    inline = {"slurm-hostile": HOSTILE_TOML.replace(
+                  "{evil}", json.dumps(HOSTILE.format(marker=marker))),
+              "pbs-timeout": PBS_TIMEOUT_TOML}
     for name in CAMPAIGNS:
         d = base / name
         d.mkdir()
         files[name] = d / f"{name}.toml"
-        shutil.copy(EXAMPLES / f"{name}.toml", files[name])
+        if name in inline:
+            files[name].write_text(inline[name])
+        else:
+            shutil.copy(EXAMPLES / f"{name}.toml", files[name])
 
     def run(name):
         return run_command([sys.executable, "-m", "mpibench", "campaign", "run",
@@ -51,11 +100,17 @@ def campaigns(slurm_cluster, tmp_path_factory):  # noqa: F811
 
     with ThreadPoolExecutor(len(CAMPAIGNS)) as pool:
         results = dict(zip(CAMPAIGNS, pool.map(run, CAMPAIGNS), strict=True))
-    out = {}
+    out = {"marker": marker}
     for name, res in results.items():
         db = files[name].parent / "mpibench.db"
         out[name] = (res, _rows(db) if db.exists() else [])
     return out
+
+
+def _scontrol(job_id: str) -> dict[str, str]:
+    res = run_command(["scontrol", "show", "job", "-o", job_id], timeout=30)
+    assert res.ok, res.stderr
+    return dict(w.split("=", 1) for w in res.stdout.split() if "=" in w)
 
 
 def test_two_stacks_one_and_two_nodes(campaigns):
@@ -95,8 +150,45 @@ def test_cell_over_its_slurm_time_limit_is_a_timeout(campaigns):
     r = rows[0]
     assert r["status"] == "timeout", (r["reason"], r["stderr_tail"])
     assert r["sched_state"].startswith("TIMEOUT")
-    assert r["reason"]  # the runner words it; the scheduler state says who stopped it
+    # Slurm stopped it (1 min), not the cell's own 150 s timeout
+    assert r["reason"].startswith("job ended timeout: the job exceeded its Slurm time limit")
     assert "#SBATCH --time=00:01:00" in r["job_script"]
+    assert r["exit_code"] is None and r["nodelist"] in ("n1", "n2")
+
+
+def test_cell_over_its_pbs_walltime_is_a_timeout(campaigns):
+    res, rows = campaigns["pbs-timeout"]
+    (r,) = rows
+    assert r["status"] == "timeout", (r["reason"], r["stderr_tail"], res.stderr[-2000:])
+    assert r["scheduler"] == "pbs" and r["sched_state"] == "job_state=C"
+    assert "PBS walltime" in r["reason"]
+    assert "#PBS -l walltime=00:01:00" in r["job_script"]
+
+
+def test_hostile_values_grouped_cells_and_settings_reach_slurm_intact(campaigns):
+    res, rows = campaigns["slurm-hostile"]
+    evil = HOSTILE.format(marker=campaigns["marker"])
+    assert not campaigns["marker"].exists(), "a value was executed by a shell"
+    assert res.returncode == 1, res.stdout[-2000:] + res.stderr[-2000:]  # the failing cells
+    assert len(rows) == 4
+    (job_id,) = {r["job_id"] for r in rows}  # group_cells = 0: one job for the variant
+    for r in rows:
+        assert r["nodelist"] == "n[1-2]" and r["sched_state"] == "COMPLETED"
+        if r["grp"] == "show":
+            assert r["status"] == "done", (r["reason"], r["stderr_tail"])
+            assert (Path(r["run_dir"]) / "evil.txt").read_text() == evil
+            assert sorted((Path(r["run_dir"]) / "stdout.txt").read_text().split("\n")) == \
+                ["", "rank 0", "rank 1"]
+        else:  # a failed step does not stop the cells after it in the same job
+            assert r["status"] == "failed" and r["exit_code"] == 3, r["reason"]
+    job = _scontrol(job_id)
+    assert job["Partition"] == "debug" and job["TimeLimit"] == "00:04:00"
+    assert job["Comment"] == "mpibench-test"
+    assert job["JobName"].startswith("a_b_c__touch_")
+    first = next(r["id"] for r in rows if r["seq"] == 0)
+    assert job["JobName"].endswith(f"-{first}+3"), job["JobName"]
+    text = run_command(["scontrol", "show", "job", job_id], timeout=30).stdout
+    assert f" Account={evil} QOS=" in text, text
 
 
 def test_pbs_commands_over_slurm(campaigns):
@@ -160,16 +252,18 @@ def test_a_daemon_that_dies_at_start_is_reported_and_the_rest_stopped(tmp_path, 
     assert cluster.pids == {}  # munged, started first, was stopped again
 
 
+# two jobs that each want both nodes to themselves: one runs, the other waits in the queue
 RESUME = """
 [campaign]
 name = "slurm-reattach"
-repeats = 1
+repeats = 2
 timeout = 60
 verify_transport = false
 
 [variants.one]
 stack = "mpich"
-np = 1
+nodes = 2
+ppn = 1
 launcher = "srun"
 
 [benchmarks.nap]
@@ -179,14 +273,23 @@ fom = "wall_time"
 [scheduler]
 name = "slurm"
 partition = "debug"
+exclusive = true
 time_limit = "00:02:00"
 poll_interval = 1
 poll_max_interval = 2
 """
 
 
-def test_resume_reattaches_to_the_running_job(slurm_cluster, tmp_path):  # noqa: F811
-    """SIGKILL the harness while its job runs; resume follows that job, submits nothing."""
+def _squeue_states(ids: list[str]) -> dict[str, str]:
+    res = run_command(["squeue", "--noheader", "--states=all", f"--jobs={','.join(ids)}",
+                       "-o", "%i %T"], timeout=30)
+    return dict(line.split() for line in res.stdout.splitlines() if line.strip())
+
+
+def test_resume_reattaches_to_the_running_and_the_queued_job(slurm_cluster,  # noqa: F811
+                                                             tmp_path):
+    """SIGKILL the harness while one job runs and the other is queued; resume follows both
+    jobs and submits nothing."""
     import os
     import signal
     import subprocess
@@ -200,32 +303,43 @@ def test_resume_reattaches_to_the_running_job(slurm_cluster, tmp_path):  # noqa:
                              "--no-progress", str(camp)], env=env, cwd=tmp_path,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
-    job_id = None
+    job_ids: list[str] = []
+    at_kill: dict[str, str] = {}
     deadline = time.monotonic() + 60
     try:
-        while time.monotonic() < deadline and proc.poll() is None and not job_id:
+        while time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.2)
-            if db.exists():
+            if not job_ids and db.exists():
                 try:
                     rows = _rows(db)
                 except sqlite3.OperationalError:
                     continue
-                job_id = rows[0]["job_id"] if rows else None
+                if len(rows) == 2 and all(r["job_id"] for r in rows):
+                    job_ids = sorted((r["job_id"] for r in rows), key=int)
+            if job_ids:
+                at_kill = _squeue_states(job_ids)
+                if at_kill.get(job_ids[0]) == "RUNNING":
+                    break
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
-    assert job_id, "the harness never recorded a job id"
+    assert job_ids, "the harness never recorded both job ids"
     assert proc.returncode == -signal.SIGKILL, "the campaign ended before it was killed"
-    assert _rows(db)[0]["status"] == "running"
+    assert at_kill == {job_ids[0]: "RUNNING", job_ids[1]: "PENDING"}, at_kill
+    assert {r["status"] for r in _rows(db)} == {"running"}
     res = run_command([sys.executable, "-m", "mpibench", "campaign", "resume", "--no-progress",
                        str(camp)], env=slurm_cluster.env(), cwd=tmp_path, timeout=120)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
-    (row,) = _rows(db)
-    assert row["status"] == "done", (row["reason"], row["stderr_tail"])
-    assert row["job_id"] == job_id  # the same job, followed again, not a new submission
-    assert f"re-attached to job {job_id}" in res.stdout + res.stderr
-    mine = run_command(["squeue", "--noheader", "--states=all", "--name",
-                        f"mpibench-{row['id']}", "-o", "%i"], env=slurm_cluster.env(),
-                       timeout=30)
-    assert mine.stdout.split() == [job_id]
+    rows = _rows(db)
+    assert {r["status"] for r in rows} == {"done"}, [(r["reason"], r["stderr_tail"])
+                                                     for r in rows]
+    # the same jobs, followed again, not new submissions
+    assert sorted((r["job_id"] for r in rows), key=int) == job_ids
+    for jid in job_ids:
+        assert f"re-attached to job {jid}" in res.stdout + res.stderr
+    assert {r["nodelist"] for r in rows} == {"n[1-2]"}
+    for r in rows:
+        mine = run_command(["squeue", "--noheader", "--states=all", "--name",
+                            f"mpibench-{r['id']}", "-o", "%i"], timeout=30)
+        assert mine.stdout.split() == [r["job_id"]]

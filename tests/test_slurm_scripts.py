@@ -118,3 +118,19 @@ def test_backend_options_are_validated_with_the_key_named(name, options, message
     with pytest.raises(UsageError, match=message):
         scheduler_class(name).validate_options(options)
     scheduler_class(name).validate_options({})  # nothing given is fine
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("mpibench-c-0123456789abcdef", "mpibench-c-0123456789abcdef"),
+    ("a'b\"c$(touch /tmp/pwned)-c-0123456789abcdef+3",
+     "a_b_c__touch__tmp_pwned_-c-0123456789abcdef+3"),
+    ("42-c-0123456789abcdef", "mb42-c-0123456789abcdef"),  # PBS: a letter first
+    ("x" * 80 + "-c-0123456789abcdef+12",
+     "x" * 36 + "..xxxx-c-0123456789abcdef+12"),
+    ("", "mpibench"),
+])
+def test_job_names_are_safe_and_keep_the_cell_id(name, expected):
+    from mpibench.schedulers.slurm import job_name
+
+    got = job_name(JobRequest(name=name, steps=[_step("c-x")], run_dir=BASE))
+    assert got == expected and len(got) <= 64

@@ -83,9 +83,20 @@ def check_value(value: str, what: str) -> str:
     return value
 
 
+JOB_NAME_MAX = 64
+
+
 def job_name(req: JobRequest) -> str:
-    # Both sbatch and qsub accept these characters everywhere; others become '_'.
-    return re.sub(r"[^A-Za-z0-9_.+-]", "_", req.name)[:64] or "mpibench"
+    """Both sbatch and qsub accept these characters everywhere; others become '_'. PBS wants
+    a letter first. A long name loses the middle of its prefix, never its end: the cell id
+    (and +N for grouped cells) is what tells jobs apart in squeue/qstat."""
+    name = re.sub(r"[^A-Za-z0-9_.+-]", "_", req.name) or "mpibench"
+    if not name[0].isalpha():
+        name = "mb" + name
+    if len(name) > JOB_NAME_MAX:
+        keep = 26  # "-c-" + 16 hex digits + "+NNN" and a little room
+        name = name[:JOB_NAME_MAX - keep - 2] + ".." + name[-keep:]
+    return name
 
 
 def job_ntasks(req: JobRequest) -> int | None:
