@@ -26,6 +26,11 @@ CASES = {
                            env={"MV2_ENABLE_AFFINITY": "0"}),
     "extra-args": LaunchSpec(np=2, program=PROGRAM, extra=["--verbose"],
                              mpi_plugin="pmi2"),
+    # values pass through as single elements; the job script quotes them (test_slurm_scripts)
+    "hostile": LaunchSpec(np=2, program=[*PROGRAM, "a'b\"c$(touch /tmp/pwned)"],
+                          env={"EVIL": "a'b\"c$(touch /tmp/pwned)"},
+                          mca={"btl_tcp_if_include": "a'b\"c$(touch /tmp/pwned)"},
+                          hostfile="/run/a'b\"c$(touch /tmp/pwned)/hostfile"),
 }
 
 

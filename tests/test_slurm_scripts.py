@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
 import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -37,8 +40,26 @@ def _step(cell_id: str, np: int = 4) -> JobStep:
 
 def _request(settings: SchedulerSettings, **kw) -> JobRequest:
     steps = kw.pop("steps", None) or [_step("c-0123456789abcdef")]
-    return JobRequest(name="mpibench-c-0123456789abcdef", steps=steps,
-                      run_dir=BASE / steps[0].cell_id, settings=settings, **kw)
+    name = kw.pop("name", "mpibench-c-0123456789abcdef")
+    return JobRequest(name=name, steps=steps, run_dir=BASE / steps[0].cell_id,
+                      settings=settings, **kw)
+
+
+EVIL = "a'b\"c$(touch /tmp/pwned)"
+
+
+def _evil_step() -> JobStep:
+    st = _step("c-feedfacefeedface", 2)
+    st.env = {"EVIL": EVIL, "A;touch /tmp/pwned;B": "1"}
+    st.argv = [*st.argv, EVIL]
+    return st
+
+
+def _evil(backend: str) -> dict:
+    return dict(settings=SchedulerSettings(
+        name=backend, partition=EVIL, account=EVIL, job_name_prefix=EVIL,
+        extra_directives=["--comment=x"]), nodes=1, tasks_per_node=2, time_limit_s=60,
+        modules=[EVIL], steps=[_evil_step()], name=f"{EVIL}-c-feedfacefeedface")
 
 
 SLURM_CASES = {
@@ -51,6 +72,7 @@ SLURM_CASES = {
                                 time_limit_s=30),
     "grouped": dict(settings=SchedulerSettings(name="slurm"), nodes=2, tasks_per_node=1,
                     steps=[_step("c-aaaa", 2), _step("c-bbbb", 2)]),
+    "hostile": _evil("slurm"),
 }
 PBS_CASES = {
     "select": dict(settings=SchedulerSettings(
@@ -60,6 +82,7 @@ PBS_CASES = {
         name="pbs", exclusive=True, options={"resources": "nodes"}), nodes=3,
         tasks_per_node=2, time_limit_s=60),
     "ntasks-from-variant": dict(settings=SchedulerSettings(name="pbs"), nodes=2),
+    "hostile": _evil("pbs"),
 }
 
 
@@ -84,8 +107,8 @@ def test_scripts_are_valid_bash_and_keep_values_intact(name):
     script = get_scheduler(name, s).render_script(req)
     check = subprocess.run(["bash", "-n"], input=script, text=True, capture_output=True)
     assert check.returncode == 0, check.stderr
-    # the env value with quotes, $ and backticks survives as one shell word
-    assert "ODD=" + shlex.quote("it's $HOME; `x`") in script
+    # the env assignment with quotes, $ and backticks survives as one shell word
+    assert shlex.quote("ODD=it's $HOME; `x`") in script
     assert shlex.quote(str(BASE / "c-0123456789abcdef")) in script
 
 
@@ -134,3 +157,69 @@ def test_job_names_are_safe_and_keep_the_cell_id(name, expected):
 
     got = job_name(JobRequest(name=name, steps=[_step("c-x")], run_dir=BASE))
     assert got == expected and len(got) <= 64
+
+
+# -- every value quoted: run the generated scripts with hostile values ------------------------
+HOSTILE = "a'b\"c$(touch {m})`touch {m}`;touch {m} #"
+DUMP = ("import json, os, sys; json.dump({'argv': sys.argv[1:], 'env': {k: v for k, v in "
+        "os.environ.items() if k.startswith(('EVIL', 'A;'))}}, open('dump.json', 'w'))")
+
+SETUP = ("import os, sys; open('setup.txt', 'w').write(sys.argv[1] + os.environ['EVIL'])")
+
+
+def _launcher_argvs(value: str) -> dict[str, list[str]]:
+    from mpibench.launchers import LaunchSpec, get_launcher, launcher_names
+
+    spec = LaunchSpec(np=2, program=["prog", value], env={"EVIL": value}, ppn=1,
+                      hosts=["n1", value], mca={"btl": value})
+    out = {}
+    for name in launcher_names():
+        if name == "template":
+            spec.extra = ["run -n {np} {env} -- {program}"]
+        out[name] = get_launcher(name).argv(f"/opt/{name}", spec)
+    return out
+
+
+@pytest.mark.parametrize("backend", ["slurm", "pbs"])
+def test_generated_scripts_run_hostile_values_as_data(tmp_path, backend):
+    """The whole job script runs under bash (no scheduler needed: without SLURM_/PBS_
+    variables the hostfile is this host). Each launcher's argv, behind a program that dumps
+    what it received, must arrive element for element; nothing may be executed."""
+    marker = tmp_path / "pwned"
+    value = HOSTILE.format(m=marker)
+    base = tmp_path / "it's $(x) dir"
+    steps = []
+    argvs = _launcher_argvs(value)
+    for name, argv in argvs.items():
+        d = base / name
+        d.mkdir(parents=True)
+        steps.append(JobStep(cell_id=f"c-{name}", run_dir=d,
+                             argv=[sys.executable, "-c", DUMP, *argv],
+                             env={"EVIL": value, "A;touch " + str(marker) + ";B": value},
+                             stdout=d / "stdout.txt", stderr=d / "stderr.txt", timeout_s=60,
+                             setup=[[sys.executable, "-c", SETUP, value]],
+                             setup_env={"EVIL": value}))
+    settings = SchedulerSettings(name=backend, partition=value, account=value,
+                                 job_name_prefix=value, modules=[])
+    req = JobRequest(name=f"{value}-c-0123456789abcdef+4", steps=steps, run_dir=base,
+                     nodes=1, tasks_per_node=1, time_limit_s=60, settings=settings,
+                     modules=[value])
+    script = get_scheduler(backend, settings).render_script(req)
+    # `module` is a shell function on clusters; here a stand-in that records its argument
+    script = script.replace("#!/bin/bash\n", "#!/bin/bash\nmodule() { printf %s \"$2\" "
+                            ">module.txt; }\n", 1)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("SLURM_", "PBS_"))}
+    res = subprocess.run(["bash", "-c", script], cwd=base, env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert not marker.exists(), "a value was executed by the shell"
+    assert (base / "module.txt").read_text() == value
+    for name, argv in argvs.items():
+        d = base / name
+        assert (d / "exit_status").read_text().strip() == "0", (d / "stderr.txt").read_text()
+        got = json.loads((d / "dump.json").read_text())
+        assert got["argv"] == argv, name
+        assert got["env"] == {"EVIL": value, f"A;touch {marker};B": value}
+        # the setup command got the value as one argument, and its environment
+        assert (d / "setup.txt").read_text() == value + value

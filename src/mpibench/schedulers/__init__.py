@@ -214,7 +214,9 @@ def get_scheduler(name: str, settings: SchedulerSettings | None = None) -> Sched
 
 # -- the shared job body -------------------------------------------------------------------
 def _env_prefix(env: Mapping[str, str]) -> list[str]:
-    return [f"{k}={shlex.quote(str(v))}" for k, v in sorted(env.items())]
+    """`env NAME=value` arguments, each quoted whole: a name from a campaign file is as
+    untrusted as its value (`A;touch x;B` must not reach the shell as words)."""
+    return [shlex.quote(f"{k}={v}") for k, v in sorted(env.items())]
 
 
 def step_lines(step: JobStep) -> list[str]:

@@ -1,0 +1,37 @@
+#!/bin/bash
+#PBS -N a_b_c__touch__tmp_pwned_-c-feedfacefeedface
+#PBS -l select=1:ncpus=2:mpiprocs=2
+#PBS -l place=scatter
+#PBS -l walltime=00:01:00
+#PBS -q 'a'"'"'b"c$(touch /tmp/pwned)'
+#PBS -A 'a'"'"'b"c$(touch /tmp/pwned)'
+#PBS -o '/scratch/camp aign/runs/c-feedfacefeedface/pbs.out'
+#PBS -e '/scratch/camp aign/runs/c-feedfacefeedface/pbs.err'
+#PBS -r n
+#PBS --comment=x
+# mpibench job a_b_c__touch__tmp_pwned_-c-feedfacefeedface: cells c-feedfacefeedface
+# generated; every value below is shell-quoted
+export MPIBENCH_JOB_DIR='/scratch/camp aign/runs/c-feedfacefeedface'
+cd '/scratch/camp aign/runs/c-feedfacefeedface'
+# hosts of this allocation, one line per rank slot
+if [ -n "${PBS_NODEFILE:-}" ] && [ -r "$PBS_NODEFILE" ]; then
+  cp "$PBS_NODEFILE" '/scratch/camp aign/runs/c-feedfacefeedface/hostfile'
+elif [ -n "${SLURM_JOB_NODELIST:-}" ]; then
+  mb_per=2; mb_per=${mb_per%%(*}
+  for mb_h in $(scontrol show hostnames "$SLURM_JOB_NODELIST"); do
+    mb_i=0; while [ "$mb_i" -lt "$mb_per" ]; do echo "$mb_h"; mb_i=$((mb_i + 1)); done
+  done >'/scratch/camp aign/runs/c-feedfacefeedface/hostfile'
+else
+  hostname >'/scratch/camp aign/runs/c-feedfacefeedface/hostfile'
+fi
+export MPIBENCH_HOSTFILE='/scratch/camp aign/runs/c-feedfacefeedface/hostfile'
+module load 'a'"'"'b"c$(touch /tmp/pwned)'
+# cell c-feedfacefeedface
+cd '/scratch/camp aign/runs/c-feedfacefeedface'
+rm -f exit_status timing.json
+mb_start=$(date +%s.%N)
+mb_rc=0
+if [ $mb_rc -eq 0 ]; then env 'A;touch /tmp/pwned;B=1' 'EVIL=a'"'"'b"c$(touch /tmp/pwned)' timeout --kill-after=10 300 srun --mpi=pmix --ntasks 2 /opt/core --jsonl '/scratch/camp aign/runs/c-feedfacefeedface/core.jsonl' PingPong 'a'"'"'b"c$(touch /tmp/pwned)' >stdout.txt 2>stderr.txt || mb_rc=$?; fi
+mb_end=$(date +%s.%N)
+printf '{"started": %s, "finished": %s}\n' "$mb_start" "$mb_end" >timing.json
+echo $mb_rc >exit_status.tmp && mv exit_status.tmp exit_status
