@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import platform
 import random
+import re
 import signal
 import socket
 import sqlite3
@@ -483,3 +484,49 @@ def test_refused_submission_fails_the_cells_with_the_reason(tmp_path, found_stac
         runs = store.runs()
         assert len(runs) == 3 and {r["status"] for r in runs} == {"failed"}
         assert all("invalid partition" in r["reason"] for r in runs)
+
+
+PROGRESS = """
+[campaign]
+name = "progress"
+repeats = 3
+timeout = 30
+verify_transport = false
+[variants.o]
+stack = "openmpi"
+np = 1
+[benchmarks.quick]
+command = "sleep 0.2"
+"""
+
+
+@pytest.mark.mpi
+def test_progress_bar_shows_done_total_current_cell_and_eta(tmp_path, found_stacks):
+    camp = tmp_path / "p.toml"
+    camp.write_text(PROGRESS)
+    # a terminal as rich sees it, without colour codes
+    env = {**os.environ, "TTY_COMPATIBLE": "1", "TTY_INTERACTIVE": "1", "NO_COLOR": "1",
+           "COLUMNS": "160"}
+    res = subprocess.run([MPIBENCH, "campaign", "run", str(camp)], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=MPI_TIMEOUT)
+    assert res.returncode == 0, res.stderr
+    frames = [f for f in re.split(r"[\r\n]", re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", res.stderr))
+              if " cells " in f]
+    assert any(re.search(r"0/3 cells .*eta - +o / quick #1", f) for f in frames), frames
+    assert any(re.search(r"1/3 cells .*eta \d+:\d\d:\d\d +o / quick #2", f) for f in frames)
+    assert any("3/3 cells" in f for f in frames)
+
+    # a resume that skips finished cells: no estimate until a cell has run in this
+    # invocation (the 3 skipped ones are not instant progress), then one from its own pace
+    camp.write_text(PROGRESS.replace("repeats = 3", "repeats = 5"))
+    seen: list[tuple[int, int, str, float | None]] = []
+    with Store(tmp_path / "mpibench.db") as store:
+        runner = CampaignRunner(load(camp), store, found_stacks)
+        runner.progress = lambda d, t, w: seen.append((d, t, w, runner.eta()))
+        runner.run()
+    assert seen[0][:2] == (3, 5) and seen[0][3] is None
+    starts = [(d, w, eta) for d, t, w, eta in seen if w.startswith("o / quick #")
+              and ":" not in w]
+    assert [(d, w) for d, w, _ in starts] == [(3, "o / quick #4"), (4, "o / quick #5")]
+    assert starts[0][2] is None and starts[1][2] > 0
+    assert seen[-1][0] == 5 and seen[-1][3] == 0.0

@@ -11,7 +11,6 @@ from rich.progress import (
     Progress,
     TextColumn,
     TimeElapsedColumn,
-    TimeRemainingColumn,
 )
 from rich.table import Table
 
@@ -175,14 +174,17 @@ def _run(args, spec, resume: bool) -> int:
     con = err_console()
     notes: list[str] = []
     show_bar = not args.no_progress and not args.json
+    # The ETA is the runner's (this invocation's pace), not rich's speed estimate, which
+    # would count the cells a resume skips as instant progress.
     progress = Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-        TextColumn("cells"), TimeElapsedColumn(), TextColumn("eta"),
-        TimeRemainingColumn(), console=con, transient=True, disable=not show_bar)
-    task = progress.add_task("planning", total=None)
+        BarColumn(), MofNCompleteColumn(), TextColumn("cells"), TimeElapsedColumn(),
+        TextColumn("eta {task.fields[eta]}"), TextColumn("[bold]{task.description}"),
+        console=con, transient=True, disable=not show_bar)
+    task = progress.add_task("planning", total=None, eta="-")
 
     def tick(done: int, total: int, what: str) -> None:
-        progress.update(task, completed=done, total=total, description=escape(what[:70]))
+        progress.update(task, completed=done, total=total, description=escape(what[:70]),
+                        eta=format_eta(runner.eta()))
 
     def log(msg: str) -> None:
         notes.append(msg)
@@ -216,6 +218,13 @@ def _run(args, spec, resume: bool) -> int:
         raise BenchmarkFailure(f"{bad} cell(s) failed or timed out; `mpibench campaign status "
                                f"{args.file}` shows the reasons, --retry-failed re-runs them")
     return 0
+
+
+def format_eta(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    s = int(round(seconds))
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
 
 
 def _print_status(data: dict) -> None:
