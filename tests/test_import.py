@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
 
+from mpibench import importer
 from mpibench.cli import main
 from mpibench.errors import UsageError
 from mpibench.importer import import_files, parse_line_rate
@@ -223,3 +225,80 @@ def test_campaign_spec_is_kept(store):
     store.add_campaign("imports", spec={"line_rate": "200Gb/s"})
     import_files(store, [TCP])
     assert json.loads(store.campaign("imports")["spec_json"]) == {"line_rate": "200Gb/s"}
+
+
+def test_a_file_failing_mid_write_leaves_nothing_and_the_batch_keeps_the_others(
+        store, monkeypatch, tmp_path):
+    """Files share a transaction (importer.BATCH_FILES) but each has its own savepoint."""
+    other = tmp_path / "other.txt"
+    other.write_text(TCP.read_text().replace("8775.88", "8775.89"))
+    real = store.record_import
+    calls = []
+
+    def fail_second(sha, *args):
+        calls.append(sha)
+        if len(calls) == 2:                 # after the run and its 24 rows were inserted
+            raise sqlite3.IntegrityError("disk says no")
+        return real(sha, *args)
+
+    monkeypatch.setattr(store, "record_import", fail_second)
+    rep = import_files(store, [TCP, other, VADER])
+    assert [f.status for f in rep.files] == ["imported", "failed", "imported"]
+    assert "not stored (disk says no); nothing of this file was written" in \
+        rep.files[1].problems[-1]
+    assert store.run(rep.files[1].sha256 and f"imp-{rep.files[1].sha256[:16]}") is None
+    with Store(store.path) as fresh:          # committed: another connection sees it
+        assert fresh.db.execute("SELECT COUNT(*) FROM results").fetchone()[0] == 48
+        assert fresh.db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 2
+    monkeypatch.setattr(store, "record_import", real)
+    again = import_files(store, [TCP, other, VADER])
+    assert [f.status for f in again.files] == ["skipped", "imported", "skipped"]
+
+
+def test_interrupted_import_keeps_the_finished_files(store, monkeypatch, tmp_path):
+    paths = []
+    for k in range(4):
+        p = tmp_path / f"run{k}.txt"
+        p.write_text(TCP.read_text().replace("8775.88", f"{8000 + k}.00"))
+        paths.append(p)
+    real = importer._load
+
+    def interrupt_third(path, *args):
+        if path.name == "run2.txt":
+            raise KeyboardInterrupt
+        return real(path, *args)
+
+    monkeypatch.setattr(importer, "_load", interrupt_third)
+    with pytest.raises(KeyboardInterrupt):
+        import_files(store, paths)
+    with Store(store.path) as fresh:
+        assert fresh.db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 2
+        assert fresh.db.execute("SELECT COUNT(*) FROM results").fetchone()[0] == 48
+    monkeypatch.setattr(importer, "_load", real)
+    rep = import_files(store, paths)
+    assert [f.status for f in rep.files] == ["skipped", "skipped", "imported", "imported"]
+    assert store.db.execute("SELECT COUNT(*) FROM results").fetchone()[0] == 96
+
+
+def test_batches_commit_and_write_every_row(store, monkeypatch, tmp_path):
+    monkeypatch.setattr(importer, "BATCH_FILES", 2)
+    paths = []
+    for k in range(5):
+        p = tmp_path / f"r{k}.txt"
+        p.write_text(VADER.read_text().replace("4859.13", f"{4000 + k}.00"))
+        paths.append(p)
+    rep = import_files(store, paths, label="v")
+    assert [f.status for f in rep.files] == ["imported"] * 5
+    assert not store.db.in_transaction
+    got = sorted(r["mean"] for r in store.results(None, with_samples=False)
+                 if r["size"] == 4194304)
+    assert got == [4000.0, 4001.0, 4002.0, 4003.0, 4004.0]
+
+
+def test_truncated_reason_is_where_the_file_ended_not_a_later_warning(store):
+    # a killed OSU collective: the np warning comes after the parser's truncation note
+    rep = import_files(store, [DATA / "osu" / "osu7.4-mpich4.0.2-np3-osu_allreduce.txt"])
+    (f,) = rep.files
+    assert f.truncated and "pass --np N" in f.problems[-1]
+    reason = store.run(f.run_id)["reason"]
+    assert reason.startswith("truncated: ") and "the run was killed" in reason

@@ -34,7 +34,6 @@ from mpibench.parsers.base import (
     bandwidth_record,
     clip,
     failure_record,
-    finite,
     split_lines,
     time_record,
 )
@@ -90,6 +89,7 @@ class _Block:
         self.mode: str | None = None
         self.cols: list[str] | None = None
         self.row_re: re.Pattern | None = None
+        self.plan: _Plan | None = None
         self.header_line = 0
         self.rows = 0
         self.seen: dict[tuple, int] = {}
@@ -219,6 +219,7 @@ def parse_imb(text: str) -> ParseResult:
                     block = None
                     continue
                 block.cols = tokens
+                block.plan = None
                 block.row_re = re.compile(r"^\s*" + r"\s+".join(
                     _INT_PAT if c in INT_COLS else _FLOAT_PAT for c in tokens) + r"\s*$")
                 block.header_line = i
@@ -299,7 +300,9 @@ def parse_imb(text: str) -> ParseResult:
 
 
 def _add(block: _Block, rec: dict[str, Any], lineno: int, res: ParseResult) -> None:
-    if not finite(rec):
+    # after the 2^20/10^6 conversion a huge but finite figure can become infinite
+    bw = rec.get("bandwidth_mbps")
+    if bw is not None and not math.isfinite(bw):
         res.problem(lineno, f"{block.benchmark}: a number too large to store; line skipped")
         return
     key = (rec["size"], rec["extra"].get("group"))
@@ -314,68 +317,90 @@ def _add(block: _Block, rec: dict[str, Any], lineno: int, res: ParseResult) -> N
     res.records.append(rec)
 
 
+class _Plan:
+    """How the rows of one table become records, worked out once from its column header
+    (a full IMB-MPI1 file has ~300 rows and ~20 headers)."""
+
+    def __init__(self, block: _Block, factor: float, unit_printed: str):
+        cols = block.cols or []
+        self.convert = [(c, int if c in INT_COLS else float) for c in cols]
+        self.floats = [c for c in cols if c not in INT_COLS]
+        self.has_size = "#bytes" in cols
+        self.has_group = "Group" in cols
+        self.check_order = "t_avg[usec]" in cols
+        pure = "t_pure[usec]" in cols
+        self.extra_cols = [(c, name) for c, name in _EXTRA_NAME.items() if c in cols
+                           and not (c in ("t_ovrl[usec]", "t_CPU[usec]") and not pure)]
+        self.main, self.statistic = next(
+            ((c, st) for c, st in (("t_avg[usec]", "t_avg"), ("t_pure[usec]", "t_pure"),
+                                   ("t[usec]", "mean"), ("t_ovrl[usec]", "t_ovrl"),
+                                   ("Mbytes/sec", "mean")) if c in cols), (None, None))
+        self.bandwidth = "Mbytes/sec" in cols
+        self.msg_rate = "Msg/sec" in cols
+        self.defects = "defects" in cols
+        self.factor = factor
+        self.unit_printed = unit_printed
+        self.const_extra: dict[str, Any] = {}
+        if block.n_groups:
+            self.const_extra["n_groups"] = block.n_groups
+        if block.mode:
+            self.const_extra["mode"] = block.mode
+        if self.main == "Mbytes/sec":
+            self.base = bandwidth_record(block.benchmark, 0, block.np, None)
+        else:
+            self.base = time_record(block.benchmark, 0, block.np, None, self.statistic or "")
+        del self.base["extra"]
+
+
 def _row(block: _Block, line: str, lineno: int, factor: float, unit_printed: str,
          res: ParseResult) -> dict[str, Any] | str | None:
     """The row's record; None if it is not a row of this table; a reason if its numbers
     cannot be right."""
-    cols = block.cols or []
     m = block.row_re.match(line) if block.row_re is not None else None
     if m is None:
         return None
-    vals: dict[str, Any] = {}
-    for c, t in zip(cols, m.groups(), strict=True):
-        if c in INT_COLS:
-            v = int(t)
-            if v > MAX_INT:
-                return None
-        else:
-            v = float(t)
-            if not math.isfinite(v):
-                return None
-        vals[c] = v
+    plan = block.plan
+    if plan is None or plan.factor != factor:
+        plan = block.plan = _Plan(block, factor, unit_printed)
+    if plan.main is None:
+        return None
+    vals = {c: conv(t) for (c, conv), t in zip(plan.convert, m.groups(), strict=True)}
+    for c in plan.floats:
+        if not math.isfinite(vals[c]):
+            return None
     size = vals.get("#bytes", 0)
-    if vals["#repetitions"] < 1:
+    reps = vals["#repetitions"]
+    if size > MAX_INT or reps > MAX_INT or vals.get("Group", 0) > MAX_INT:
+        return None
+    if reps < 1:
         return "#repetitions must be at least 1"
     # IMB's min <= avg <= max over ranks survives its 2-decimal rounding; a row breaking it
     # has columns out of place, whatever its numbers look like.
-    if "t_avg[usec]" in vals and not (vals.get("t_min[usec]", 0) <= vals["t_avg[usec]"]
-                                      <= vals.get("t_max[usec]", float("inf"))):
+    if plan.check_order and not (vals.get("t_min[usec]", 0) <= vals["t_avg[usec]"]
+                                 <= vals.get("t_max[usec]", math.inf)):
         return "t_min <= t_avg <= t_max does not hold (columns out of place?)"
-    extra: dict[str, Any] = {"repetitions": vals["#repetitions"], "line": lineno}
-    if "#bytes" not in vals:
+    extra: dict[str, Any] = {"repetitions": reps, "line": lineno}
+    if not plan.has_size:
         extra["sizeless"] = True
-    if "Group" in vals:
+    if plan.has_group:
         extra["group"] = vals["Group"]
-    if block.n_groups:
-        extra["n_groups"] = block.n_groups
-    if block.mode:
-        extra["mode"] = block.mode
-    for c, name in _EXTRA_NAME.items():
-        if c in vals and not (c in ("t_ovrl[usec]", "t_CPU[usec]") and "t_pure[usec]" not in vals):
-            extra[name] = vals[c]
-    name = block.benchmark
-    if "t_avg[usec]" in vals:
-        rec = time_record(name, size, block.np, vals["t_avg[usec]"], "t_avg", extra)
-    elif "t_pure[usec]" in vals:
-        rec = time_record(name, size, block.np, vals["t_pure[usec]"], "t_pure", extra)
-    elif "t[usec]" in vals:
-        rec = time_record(name, size, block.np, vals["t[usec]"], "mean", extra)
-    elif "t_ovrl[usec]" in vals:
-        rec = time_record(name, size, block.np, vals["t_ovrl[usec]"], "t_ovrl", extra)
-    elif "Mbytes/sec" in vals:
-        rec = bandwidth_record(name, size, block.np, vals["Mbytes/sec"] * factor, "mean", extra)
-    else:
-        return None
-    if "Mbytes/sec" in vals:
-        rec["bandwidth_mbps"] = vals["Mbytes/sec"] * factor
-        if rec["metric"] == "bandwidth":
-            rec["mean"] = rec["bandwidth_mbps"]
+    if plan.const_extra:
+        extra.update(plan.const_extra)
+    for c, name in plan.extra_cols:
+        extra[name] = vals[c]
+    rec = dict(plan.base)
+    rec["size"] = size
+    rec["extra"] = extra
+    if plan.bandwidth:
+        printed = vals["Mbytes/sec"]
+        rec["bandwidth_mbps"] = printed * factor
         if factor != 1.0:
-            rec["extra"]["mbytes_per_sec_printed"] = vals["Mbytes/sec"]
-            rec["extra"]["mbytes_unit_printed"] = unit_printed
-    if "Msg/sec" in vals:
+            extra["mbytes_per_sec_printed"] = printed
+            extra["mbytes_unit_printed"] = unit_printed
+    rec["mean"] = rec["bandwidth_mbps"] if plan.main == "Mbytes/sec" else vals[plan.main]
+    if plan.msg_rate:
         rec["msg_rate"] = vals["Msg/sec"]
-    if vals.get("defects", 0) > 0:
+    if plan.defects and vals["defects"] > 0:
         rec["status"] = "validation-failed"
         rec["reason"] = f"IMB -check reported defects = {vals['defects']:g}"
     return rec
