@@ -151,3 +151,44 @@ def test_rows_with_wrong_shape_are_reported():
     assert [r["size"] for r in res.records] == [1, 16]
     assert [p.line for p in res.problems] == [5, 6, 7]
     assert "expected a row of 2 values (Size, Bandwidth (MB/s))" in res.problems[0].message
+
+
+def test_several_datatypes_in_one_run_are_named_apart():
+    """OSU 7 `-T mpi_char,mpi_int`: one '# Datatype:' section per type under one title,
+    each with its header again; sizes below the type's size are skipped."""
+    text = (DATA / "osu7.4-openmpi4.1.4-np3-osu_allreduce.txt").read_text()
+    text += ("# Datatype: MPI_INT.\n# Size       Avg Latency(us)\n"
+             "4                      11.50\n8                       6.20\n"
+             "65536                 99.00\n")
+    res = parse_osu(text)
+    assert res.problems == [] and len(res.records) == 17 + 3
+    names = {r["benchmark"] for r in res.records}
+    assert names == {"osu_allreduce:MPI_CHAR", "osu_allreduce:MPI_INT"}
+    (r,) = [r for r in res.records if r["benchmark"] == "osu_allreduce:MPI_INT"
+            and r["size"] == 8]
+    assert (r["mean"], r["extra"]["datatype"], r["extra"]["line"]) == (6.20, "MPI_INT", 25)
+    (r,) = [r for r in res.records if r["benchmark"] == "osu_allreduce:MPI_CHAR"
+            and r["size"] == 8]
+    assert r["mean"] == 6.14
+    assert res.meta["datatype"] == "MPI_CHAR,MPI_INT"
+
+
+def test_repeated_datatype_line_does_not_hide_duplicate_sizes():
+    text = ("# OSU MPI Latency Test v7.4\n# Datatype: MPI_CHAR.\n# Size  Avg Latency(us)\n"
+            "1   0.50\n2   0.60\n# Datatype: MPI_CHAR.\n2   0.70\n")
+    res = parse_osu(text)
+    assert [(r["size"], r["mean"]) for r in res.records] == [(1, 0.50), (2, 0.60)]
+    assert "size 2 already given at line 5" in res.problems[0].message
+
+
+def test_validation_error_stop_is_reported_as_truncation():
+    text = ("# OSU MPI Allreduce Latency Test v7.4\n# Datatype: MPI_CHAR.\n"
+            "# Size       Avg Latency(us)        Validation\n"
+            "1                       6.05              Pass\n"
+            "2                       5.98              Fail\n"
+            "DATA VALIDATION ERROR: ./osu_allreduce exited with status 1 on message size 2.\n")
+    res = parse_osu(text)
+    assert [r["status"] for r in res.records] == ["ok", "validation-failed"]
+    assert res.truncated
+    (p,) = res.problem_lines("v.txt")
+    assert p.startswith("v.txt:6: OSU stopped after a validation error at size 2")

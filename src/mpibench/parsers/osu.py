@@ -38,6 +38,7 @@ TITLE_RE = re.compile(r"^#\s*OSU\s+(.*?)\s+[Tt]est\s+v(\d[\w.]*)")
 PAIRS_RE = re.compile(r"pairs:\s*(\d+)")
 WINDOW_RE = re.compile(r"window size:\s*(\d+)")
 DATATYPE_RE = re.compile(r"^#\s*Datatype:\s*(\S+?)\.?\s*$")
+VALIDATION_STOP_RE = re.compile(r"DATA VALIDATION ERROR:.*?on\s+message size\s+(\d+)")
 
 _COLLECTIVES = {
     "allreduce": "allreduce", "allgather": "allgather", "allgatherv": "allgatherv",
@@ -147,8 +148,11 @@ class _Table:
         self.names: list[str] = []
         self.ended = False
         self.rows = 0
+        self.sec_rows = 0                  # rows of the current datatype section
         self.seen: dict[int, int] = {}
         self.meta: dict[str, Any] = {}
+        self.datatypes: list[str] = []     # OSU 7 -T prints one section per datatype
+        self.records: list[dict[str, Any]] = []
 
 
 def parse_osu(text: str) -> ParseResult:
@@ -158,6 +162,7 @@ def parse_osu(text: str) -> ParseResult:
     table: _Table | None = None
     titles: list[_Table] = []
     abort_lines: list[int] = []
+    validation_stop: tuple[int, int | None] | None = None
     last_content = 0
 
     for i, raw in enumerate(lines, 1):
@@ -165,7 +170,7 @@ def parse_osu(text: str) -> ParseResult:
         if stripped:
             last_content = i
         else:
-            if table is not None and table.rows:
+            if table is not None and table.sec_rows:
                 table.ended = True
             continue
         m = TITLE_RE.match(stripped)
@@ -183,7 +188,7 @@ def parse_osu(text: str) -> ParseResult:
                 continue
             hdr = _header(stripped)
             if hdr is not None:
-                if table.cols is not None and table.rows:
+                if table.cols is not None and table.sec_rows:
                     res.problem(i, "a second column header in one OSU table; "
                                    "rows after it skipped")
                     table.ended = True
@@ -193,7 +198,12 @@ def parse_osu(text: str) -> ParseResult:
                 continue
             dm = DATATYPE_RE.match(stripped)
             if dm:
+                if table.sec_rows and dm.group(1) != table.meta.get("datatype"):
+                    # the next datatype's section (osu_* -T): same sizes again, its own rows
+                    table.seen, table.sec_rows, table.ended = {}, 0, False
                 table.meta["datatype"] = dm.group(1)
+                if dm.group(1) not in table.datatypes:
+                    table.datatypes.append(dm.group(1))
                 continue
             pm, wm = PAIRS_RE.search(stripped), WINDOW_RE.search(stripped)
             if pm:
@@ -205,6 +215,13 @@ def parse_osu(text: str) -> ParseResult:
                 key = re.sub(r"[^a-z0-9]+", "_", kv.group(1).lower()).strip("_")
                 if key not in ("pairs", "window_size", "datatype"):
                     table.meta.setdefault(key, kv.group(2))
+            continue
+        vm = VALIDATION_STOP_RE.search(stripped)
+        if vm:
+            # OSU -c stops at the first size that fails validation and says so at the end
+            validation_stop = (i, as_int(vm.group(1)))
+            if table is not None:
+                table.ended = True
             continue
         if ABORT_PATTERNS.search(stripped):
             abort_lines.append(i)
@@ -243,9 +260,15 @@ def parse_osu(text: str) -> ParseResult:
             continue
         table.seen[rec["size"]] = i
         table.rows += 1
+        table.sec_rows += 1
+        table.records.append(rec)
         res.records.append(rec)
 
     for t in titles:
+        if len(t.datatypes) > 1:
+            # several datatypes in one table: name the rows apart so they are never pooled
+            for r in t.records:
+                r["benchmark"] = f"{t.name}:{r['extra'].get('datatype', '')}"
         if t.cols is None:
             res.problem(t.line, f"{t.name}: no column header line ('# Size ...') after the "
                                 "title; expected a results table")
@@ -263,10 +286,21 @@ def parse_osu(text: str) -> ParseResult:
         res.problem(ab, f"the run was killed ({clip(lines[ab - 1])!r}): rows"
                         + (f" up to size {max(sizes)}" if sizes else "")
                         + " kept; larger sizes are missing")
+    if validation_stop is not None:
+        vline, vsize = validation_stop
+        res.truncated = True
+        res.truncated_at = last_content
+        res.problem(vline, "OSU stopped after a validation error"
+                           + (f" at size {vsize}" if vsize is not None else "")
+                           + f" ({clip(lines[vline - 1])!r}): rows before it kept, that size "
+                             "stored as validation-failed if its row was printed; larger "
+                             "sizes were not run")
     if titles:
         first = titles[0]
         res.meta.update({k: v for k, v in first.meta.items() if v is not None})
         res.meta["benchmark"] = first.name
+        if len(first.datatypes) > 1:
+            res.meta["datatype"] = ",".join(first.datatypes)
         res.meta["title"] = "OSU " + first.title + " Test"
         if first.accel:
             res.meta["accelerator"] = first.accel
