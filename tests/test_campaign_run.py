@@ -5,6 +5,7 @@ Slurm)."""
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import random
@@ -211,7 +212,39 @@ repeats = 1
 command = "sleep 30"
 timeout = 2
 repeats = 1
+[benchmarks.typo]
+command = "no-such-program-mpibench --steps 10"
+repeats = 1
+[benchmarks.badsetup]
+command = "echo unreachable"
+setup = ["true", "sh -c 'exit 4'"]
+repeats = 1
 """
+
+
+@pytest.mark.parametrize("name, reason", [
+    ("openmpi-4.1.4-executable-not-found.stderr",
+     "mpirun.openmpi was unable to find the specified executable file, and therefore did "
+     "not launch the job. (Executable: gmx_mpii)"),
+    ("mpich-4.0.2-executable-not-found.stderr",
+     "[proxy:0:0@vm] HYDU_create_process (utils/launch/launch.c:73): execvp error on file "
+     "gmx_mpii (No such file or directory)"),
+])
+def test_reason_line_from_captured_launcher_errors(name, reason):
+    from mpibench.campaign.runner import reason_line
+
+    assert reason_line((REPO / "tests" / "data" / "campaign" / name).read_text()) == reason
+
+
+def test_reason_line_prefers_the_programs_words_to_banners():
+    from mpibench.campaign.runner import reason_line
+
+    banner = "-" * 74
+    assert reason_line(f"deck broken\n{banner}\nmpirun detected that\n{banner}\n") == \
+        "deck broken"
+    assert reason_line(f"{banner}\nWARNING: no device\n{banner}\nsegfault in foo\n") == \
+        "segfault in foo"
+    assert reason_line("") == "no error output"
 
 
 def run_campaign(path: Path, db: Path, stacks, **kw):
@@ -229,15 +262,29 @@ def test_application_cells_fom_failure_and_timeout(tmp_path, found_stacks):
     t0 = time.monotonic()
     summary, data = run_campaign(camp, tmp_path / "a.db", found_stacks)
     assert time.monotonic() - t0 < 25  # the hang was cut at its 2 s timeout
-    assert data["totals"] == {"done": 5, "failed": 1, "timeout": 1, "running": 0,
+    assert data["totals"] == {"done": 5, "failed": 3, "timeout": 1, "running": 0,
                               "pending": 0}
     with Store(tmp_path / "a.db") as store:
         runs = {r["grp"]: r for r in store.runs()}
         fail, hang = runs["fail"], runs["hang"]
         assert fail["status"] == "failed" and fail["exit_code"] == 3
-        assert "the input deck is broken" in fail["reason"]
+        assert fail["reason"] == "exit status 3: the input deck is broken"
         assert "the input deck is broken" in fail["stderr_tail"]
-        assert hang["status"] == "timeout" and "2 s" in hang["reason"]
+        assert hang["status"] == "timeout" and hang["reason"] == \
+            "cell timeout: killed after 2 s"
+        assert (Path(hang["run_dir"]) / "exit_status").read_text().strip() == "124"
+        # mpirun could not start the program: its banner's first sentence, and the name
+        typo = runs["typo"]
+        assert typo["status"] == "failed"
+        assert "unable to find the specified executable" in typo["reason"]
+        assert "no-such-program-mpibench" in typo["reason"]
+        bad = runs["badsetup"]
+        assert bad["status"] == "failed" and bad["reason"].startswith(
+            "setup command `sh -c 'exit 4'` failed (exit status 4)")
+        assert not (Path(bad["run_dir"]) / "stdout.txt").exists()  # never launched
+        assert (Path(fail["run_dir"]) / "exit_status").read_text().strip() == "3"
+        timing = json.loads((Path(fail["run_dir"]) / "timing.json").read_text())
+        assert 0 < timing["finished"] - timing["started"] < 30
         rows = list(store.results(benchmark="echo"))
         fom = [r for r in rows if r["metric"] == "ns/day"]
         assert sorted(r["median"] for r in fom) == [1.5, 1.5, 2.5, 2.5]
@@ -250,15 +297,16 @@ def test_application_cells_fom_failure_and_timeout(tmp_path, found_stacks):
         for run in store.runs():
             d = Path(run["run_dir"])
             assert d.parent == tmp_path / "runs" and d.name == run["id"]
-            for f in ("stdout.txt", "stderr.txt", "command.json", "cell.json", "exit_status",
-                      "timing.json"):
+            launched = ("stdout.txt", "stderr.txt", "command.json")
+            for f in ("cell.json", "job.sh", "exit_status", "timing.json") + (
+                    launched if run["grp"] != "badsetup" else ()):
                 assert (d / f).exists(), (run["grp"], f)
         prep = Path(runs["prep"]["run_dir"])
         assert (prep / "stdout.txt").read_text() == "hello\nhello\n"
         assert (Path(runs["echo"]["run_dir"]) / "out.txt").read_text() == "a b\n"
     # failed and timed-out cells are final: a resume does not re-run them
     summary, _ = run_campaign(camp, tmp_path / "a.db", found_stacks)
-    assert summary.ran == 0 and summary.skipped == 7
+    assert summary.ran == 0 and summary.skipped == 9
 
 
 @pytest.mark.mpi

@@ -19,6 +19,7 @@ import json
 import os
 import random
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -397,7 +398,10 @@ class CampaignRunner:
             outcome = ingest_core(cmd, None, exit_code=exit_code, timed_out=False,
                                   elapsed=elapsed)
             outcome.status = "failed"
-            outcome.reason = f"setup command failed (exit status {exit_code}): " + \
+            # the local backend knows which setup command failed; a job script does not say
+            last = None if self.scheduler.batch else getattr(self.scheduler, "last_setup", None)
+            which = f" `{shlex.join(last.argv)}`" if last is not None and not last.ok else ""
+            outcome.reason = f"setup command{which} failed (exit status {exit_code}): " + \
                 reason_line(tail)
             outcome.stderr_tail = tail
             outcome.records = []
@@ -719,14 +723,29 @@ def app_placement(v: Variant, batch: bool, nodelist: str | None
 
 
 def reason_line(stderr_tail: str) -> str:
-    """The program's own last words, not the launcher's banner that follows them."""
-    lines = stderr_tail.splitlines()
-    for i, line in enumerate(lines):
-        if line.startswith("-----"):  # Open MPI's help banner starts here
-            lines = lines[:i] or lines
-            break
-    lines = [ln.strip() for ln in lines if ln.strip() and not ln.startswith("-----")]
-    return lines[-1][:200] if lines else "no error output"
+    """The program's own last words, not the launcher's banners (Open MPI frames its messages
+    in lines of dashes) around them. When there is nothing but a banner (mpirun could not
+    start the program), its first sentence and its last `Key: value` line (e.g.
+    `Executable: gmx_mpii`)."""
+    own: list[str] = []
+    banners: list[list[str]] = []
+    inside = False
+    for ln in stderr_tail.splitlines():
+        if ln.startswith("-----"):
+            inside = not inside
+            if inside:
+                banners.append([])
+        elif ln.strip():
+            (banners[-1] if inside else own).append(ln.strip())
+    if own:
+        return own[-1][:200]
+    if not banners or not banners[0]:
+        return "no error output"
+    text = stderr_tail.split("-----", 1)[1].split("\n", 1)[-1]
+    paragraph = " ".join(ln.strip() for ln in text.split("\n\n", 1)[0].splitlines())
+    sentence = re.split(r"(?<=\.)\s", paragraph, maxsplit=1)[0]
+    keyed = [ln for ln in banners[0] if re.match(r"^[A-Z][\w ]*:\s+\S", ln)]
+    return (sentence + (f" ({keyed[-1]})" if keyed else ""))[:200]
 
 
 def kill_orphans(run_dir: Path) -> list[int]:
