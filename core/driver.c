@@ -43,6 +43,7 @@ typedef struct options {
     int64_t mem_limit; /* 0 = automatic */
     const char *jsonl;
     int64_t debug_corrupt, debug_stall;
+    int debug_large;
 } options;
 
 /* ---- the driver's state (the only global state in the program) ---- */
@@ -107,6 +108,8 @@ static void usage(FILE *f)
             "  --self-test           run the statistics self-test (no MPI) and exit\n"
             "  --debug-corrupt SIZE  DEBUG ONLY: corrupt one received element at SIZE (validation)\n"
             "  --debug-stall SIZE    DEBUG ONLY: the last rank stalls at SIZE (watchdog)\n"
+            "  --debug-large-count   DEBUG ONLY: treat every size as above INT_MAX (MPI-4 _c\n"
+            "                        calls on MPI-4 stacks, 'unsupported' on MPI-3 stacks)\n"
             "exit status: 0 ok, 1 validation failure or timeout, 2 bad arguments\n");
 }
 
@@ -207,6 +210,10 @@ static int parse_sizes(const char *spec, options *o)
             if (v < 0)
                 return arg_error("bad size '%s' in --sizes %s: expected a byte count such as 0, "
                                  "64, 4K, 1M or 2G", tok, spec);
+            /* 1 TiB, as the range form: keeps size x ranks far from int64 overflow */
+            if (v > INT64_C(1) << 40)
+                return arg_error("bad size '%s' in --sizes %s: sizes must be <= 1T (2^40 bytes)",
+                                 tok, spec);
             if (o->nsizes >= MAX_SIZES)
                 return arg_error("too many sizes in --sizes %s%s (max 256)", spec, "");
             o->sizes[o->nsizes++] = v;
@@ -353,6 +360,8 @@ static int parse_args(int argc, char **argv, options *o)
             NEEDV();
             if ((rc = int_arg(a, v, 0, INT64_MAX, &o->debug_stall)))
                 return rc;
+        } else if (!strcmp(a, "--debug-large-count")) {
+            o->debug_large = 1;
         } else if (!strcmp(a, "--jsonl")) {
             NEEDV();
             o->jsonl = v;
@@ -400,6 +409,13 @@ static int parse_args(int argc, char **argv, options *o)
         return rc;
     if (o->min_samples > o->max_samples)
         return arg_error("--min-samples is larger than --max-samples%s%s", "", "");
+    if (!o->iterations && o->timeout <= o->max_time) {
+        char t[64], m[64];
+        snprintf(t, sizeof t, "%g", o->timeout);
+        snprintf(m, sizeof m, "%g", o->max_time);
+        return arg_error("--timeout %s s is not longer than --max-time %s s: the watchdog would "
+                         "end every size that uses its budget; give --timeout a margin", t, m);
+    }
     if (o->iterations_volume && !o->iterations)
         return arg_error("--iterations-volume needs --iterations%s%s", "", "");
     if (!o->nbench && !o->list && !o->self_test)
@@ -429,6 +445,7 @@ typedef struct result {
     double floor_us;  /* shortest batch interval allowed for this benchmark */
     int64_t late;     /* --sync window: samples dropped because a rank started late */
     double clock_offset_max_us; /* --sync window: largest |offset| to rank 0's clock */
+    int large;        /* the MPI-4 large-count (_c) calls were used */
 } result;
 static void emit_result(const mb_bench *b, int64_t size, const result *r);
 
@@ -649,6 +666,25 @@ static double clock_offset(void)
     return off;
 }
 
+/* --debug-corrupt: flip byte 0 of what one rank received, choosing the highest rank whose
+ * check actually reads that byte in this iteration (a non-root rank of Reduce or Gather
+ * holds a receive buffer under --root-shift but checks nothing), so the corruption is
+ * always caught where a check exists.  Barrier has nothing to corrupt. */
+static void debug_corrupt(const mb_bench *b, mb_ctx *c, int64_t rb)
+{
+    int sensitive = 0;
+    if (rb > 0) {
+        double e, g;
+        c->rbuf[0] ^= 0x5a;
+        sensitive = b->check(c, 0, &e, &g) >= 0;
+        c->rbuf[0] ^= 0x5a;
+    }
+    int mine = sensitive ? g_rank : -1, who;
+    MPI_Allreduce(&mine, &who, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (who == g_rank)
+        c->rbuf[0] ^= 0x5a;
+}
+
 static void run_size(const mb_bench *b, int64_t size, const timer_info *ti, result *r)
 {
     memset(r, 0, sizeof *r);
@@ -679,7 +715,7 @@ static void run_size(const mb_bench *b, int64_t size, const timer_info *ti, resu
     int64_t biggest = b->elem_bytes == 4 ? size / 4 : size;
     if (b->vdispl)
         biggest *= g_np;
-    if (biggest > INT_MAX) {
+    if (biggest > INT_MAX || O.debug_large) {
         if (!MB_HAVE_LARGE) {
             char lib[MPI_MAX_LIBRARY_VERSION_STRING];
             int len, ver, sub;
@@ -692,11 +728,20 @@ static void run_size(const mb_bench *b, int64_t size, const timer_info *ti, resu
             if (comma)
                 *comma = 0;
             r->status = "unsupported";
-            snprintf(r->reason, sizeof r->reason,
-                     "needs MPI-4 large-count calls; %s is MPI-%d.%d", lib, ver, sub);
+            if (biggest > INT_MAX)
+                snprintf(r->reason, sizeof r->reason,
+                         "not supported by this stack: counts or displacements up to %lld "
+                         "exceed INT_MAX and need MPI-4 large-count calls; %s is MPI-%d.%d",
+                         (long long)biggest,
+                         lib, ver, sub);
+            else
+                snprintf(r->reason, sizeof r->reason,
+                         "not supported by this stack: --debug-large-count asks for MPI-4 "
+                         "large-count calls; %s is MPI-%d.%d", lib, ver, sub);
             return;
         }
         c.large = 1;
+        r->large = 1;
     }
     c.counts = calloc((size_t)g_np, sizeof(int));
     c.displs = calloc((size_t)g_np, sizeof(int));
@@ -721,7 +766,6 @@ static void run_size(const mb_bench *b, int64_t size, const timer_info *ti, resu
     }
     int64_t need = (p.sstride + p.rstride) * p.copies, need_max;
     MPI_Allreduce(&need, &need_max, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
-    r->mem_per_rank = need_max;
     int64_t limit = O.mem_limit, limit_min;
     if (!limit) {
         long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
@@ -739,6 +783,7 @@ static void run_size(const mb_bench *b, int64_t size, const timer_info *ti, resu
             need_max = fpmax * p.copies;
         }
     }
+    r->mem_per_rank = need_max; /* after any shrinking of the off-cache pool */
     if (need_max > limit_min) {
         r->status = "skipped";
         snprintf(r->reason, sizeof r->reason,
@@ -767,11 +812,6 @@ static void run_size(const mb_bench *b, int64_t size, const timer_info *ti, resu
 
     /* first iteration timed alone (initialisation cost), doubling as validation iteration 0;
      * then validation iteration 1 with a different pattern.  Checking is untimed. */
-    int corrupt_rank = -1;
-    {
-        int mine = rb > 0 ? g_rank : -1;
-        MPI_Allreduce(&mine, &corrupt_rank, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    }
     r->validated = O.validate;
     r->valid_ok = 1;
     for (int it = 0; it < (O.validate ? 2 : 1); it++) {
@@ -793,8 +833,8 @@ static void run_size(const mb_bench *b, int64_t size, const timer_info *ti, resu
         }
         if (!O.validate)
             break;
-        if (O.debug_corrupt == size && g_rank == corrupt_rank && it == 0)
-            c.rbuf[0] ^= 0x5a;
+        if (O.debug_corrupt == size && it == 0)
+            debug_corrupt(b, &c, rb);
         double e = 0, g = 0;
         int64_t bad = b->check(&c, it, &e, &g);
         int mine = bad >= 0 ? g_rank : g_np, first_bad;
@@ -1222,6 +1262,7 @@ static void emit_result(const mb_bench *b, int64_t size, const result *r)
     mj_int(&j, "buffer_copies", r->pool);
     mj_int(&j, "mem_per_rank", r->mem_per_rank);
     mj_bool(&j, "root_shift", O.root_shift);
+    mj_bool(&j, "large_count", r->large);
     mj_num(&j, "elapsed_s", r->elapsed_s);
     mj_obj_end(&j);
     mtx_lock(&g_out_mtx);
@@ -1252,6 +1293,10 @@ static void emit_result(const mb_bench *b, int64_t size, const result *r)
                     (long long)size, (long long)r->iters_total, s->mean, med, ci,
                     isfinite(bw) ? bw : 0.0,
                     (long long)r->n, (long long)r->batch, r->stop_reason);
+        } else if (!b->sized) {
+            fprintf(g_text, "%12lld %12.2f %12.2f %12.2f %12.2f %9s %8lld %7lld %s\n",
+                    (long long)r->iters_total, r->rank_min_us, r->rank_max_us, r->rank_avg_us,
+                    med, ci, (long long)r->n, (long long)r->batch, r->stop_reason);
         } else {
             fprintf(g_text, "%12lld %12lld %12.2f %12.2f %12.2f %12.2f %9s %12.2f %8lld %7lld %s\n",
                     (long long)size, (long long)r->iters_total, r->rank_min_us, r->rank_max_us,
@@ -1283,6 +1328,10 @@ static void text_bench_header(const mb_bench *b)
     else if (b->kind == MB_PT2PT)
         fprintf(g_text, "%12s %12s %12s %12s %9s %12s %8s %7s %s\n", "#bytes", "#repetitions",
                 "t[usec]", "median[usec]", "ci95", "Mbytes/sec", "samples", "batch", "stop");
+    else if (!b->sized) /* Barrier: IMB prints no #bytes column */
+        fprintf(g_text, "%12s %12s %12s %12s %12s %9s %8s %7s %s\n", "#repetitions",
+                "t_min[usec]", "t_max[usec]", "t_avg[usec]", "median[usec]", "ci95", "samples",
+                "batch", "stop");
     else
         fprintf(g_text, "%12s %12s %12s %12s %12s %12s %9s %12s %8s %7s %s\n", "#bytes",
                 "#repetitions", "t_min[usec]", "t_max[usec]", "t_avg[usec]", "median[usec]",
@@ -1413,6 +1462,8 @@ static void emit_header(int argc, char **argv, const timer_info *ti)
         mj_int(&j, "debug_corrupt", O.debug_corrupt);
     if (O.debug_stall >= 0)
         mj_int(&j, "debug_stall", O.debug_stall);
+    if (O.debug_large)
+        mj_bool(&j, "debug_large_count", 1);
     mj_obj_end(&j);
     mj_arr_begin(&j, "argv");
     for (int i = 0; i < argc; i++)
@@ -1454,6 +1505,11 @@ static void emit_header(int argc, char **argv, const timer_info *ti)
                 "# PingPong t          : half the round-trip time (IMB)\n"
                 "# Validation          : %s\n",
                 (long long)O.warmup, O.validate ? "on (separate untimed pass)" : "off");
+        if (O.root_shift || O.off_cache)
+            fprintf(g_text, "# Buffers and roots   :%s%s\n",
+                    O.root_shift ? " root rotates every iteration (--root-shift);" : "",
+                    O.off_cache ? " buffer pool >= 2x LLC, one copy per iteration (--off-cache)"
+                                : "");
         fflush(g_text);
     }
     free(uniq);

@@ -16,7 +16,54 @@ ALL = ["PingPong", "PingPing", "Sendrecv", "Exchange", "Uniband", "Biband", "All
        "Reduce", "Reduce_scatter", "Allgather", "Allgatherv", "Gather", "Gatherv", "Scatter",
        "Scatterv", "Alltoall", "Alltoallv", "Bcast", "Barrier"]
 SINGLE_PAIR = {"PingPong", "PingPing", "Uniband", "Biband"}
+ROOTED = ["Reduce", "Gather", "Gatherv", "Scatter", "Scatterv", "Bcast"]
 QUICK = ["--sizes", "0,4,1K", "--max-time", "0.03", "--min-samples", "5", "--quiet"]
+
+# IMB bytes per iteration for bandwidth, and DESIGN.md's bus-bandwidth factors, written out
+# independently of core/pt2pt.c and core/coll.c so a wrong descriptor fails here.
+_PER_RANK_BLOCK = {"Allgather", "Allgatherv", "Gather", "Gatherv", "Scatter", "Scatterv",
+                   "Alltoall", "Alltoallv"}
+
+
+def want_bytes(bench: str, size: int, np: int) -> float:
+    mult = {"Sendrecv": 2, "Exchange": 4, "Uniband": 64, "Biband": 128, "Barrier": 0}
+    if bench in _PER_RANK_BLOCK:
+        return float(np * size)
+    return float(mult.get(bench, 1) * size)
+
+
+def want_busbw_factor(bench: str, np: int) -> float | None:
+    if bench == "Allreduce":
+        return 2 * (np - 1) / np
+    if bench in ("Reduce", "Bcast"):
+        return 1.0
+    if bench == "Reduce_scatter" or bench in _PER_RANK_BLOCK:
+        return (np - 1) / np
+    return None  # point-to-point and Barrier: no bus bandwidth
+
+
+def check_units(r: dict) -> None:
+    """Bandwidth is MB/s = 10^6 B/s from the median; bus bandwidth = bandwidth x factor."""
+    b, size, np = r["benchmark"], r["size"], r["np"]
+    assert r["bytes"] == want_bytes(b, size, np), r
+    factor = want_busbw_factor(b, np)
+    if factor is None:
+        assert r["busbw_factor"] is None, r
+    else:
+        assert r["busbw_factor"] == pytest.approx(factor), r
+    if r["bytes"] > 0:
+        assert r["bandwidth_mbps"] == pytest.approx(r["bytes"] / r["median_us"], rel=1e-9)
+    else:
+        assert r["bandwidth_mbps"] is None
+    if factor is not None and r["bytes"] > 0:
+        assert r["busbw_mbps"] == pytest.approx(r["bandwidth_mbps"] * factor, rel=1e-9)
+    else:
+        assert r["busbw_mbps"] is None
+    msgs = {"Uniband": 64, "Biband": 128}.get(b)
+    if msgs:
+        assert r["msg_rate"] == pytest.approx(msgs / r["median_us"] * 1e6, rel=1e-9)
+    else:
+        assert r["msg_rate"] is None
 
 pytestmark = pytest.mark.mpi
 
@@ -59,62 +106,113 @@ def test_every_benchmark_validates(core, stack, np, tmp_path):
         assert r["min_us"] <= r["median_us"] <= r["max_us"]
         assert r["stop_reason"] in ("target", "max_time", "max_samples")
         assert r["batched"] == (r["batch"] > 1)
+        assert r["large_count"] is False
+        check_units(r)
         if r["benchmark"] in SINGLE_PAIR:
             assert r["active_ranks"] == 2 and r["idle_ranks"] == np - 2
     assert run.footer == {"record": "footer", "status": "ok", "elapsed_s": run.footer["elapsed_s"]}
 
 
 @pytest.mark.parametrize("stack", ["openmpi", "mpich"])
-def test_np4_oversubscribed_v_variants(core, stack, tmp_path):
-    """Uneven per-rank blocks (Reduce_scatter) and v-variant displacements only show up with
-    more ranks; MPICH busy-polls when oversubscribed, so few fixed iterations."""
+def test_np4_oversubscribed_every_benchmark(core, stack, tmp_path):
+    """np=4 matters where np=3 does not: power-of-two collective algorithms (recursive
+    doubling/halving) with more than two ranks, uneven Reduce_scatter blocks (12 B = 3 floats
+    over 4 ranks), v-variant displacements, and two idle ranks for single-pair benchmarks.
+    MPICH busy-polls when oversubscribed, so few fixed iterations."""
     out = tmp_path / "r.jsonl"
-    benches = ["Alltoallv", "Alltoall", "Allgatherv", "Gatherv", "Scatterv", "Reduce_scatter",
-               "Exchange", "PingPong"]
     run = launch(stack, _exe(core, stack), 4,
                  ["--sizes", "0,4,12,1K", "--iterations", "4", "--warmup", "1", "--quiet",
-                  *benches], out, timeout=240)
+                  "all"], out, timeout=300)
     assert run.res.returncode == 0, run.res.stderr_tail()
     check_schema(run.records)
-    assert len(run.results) == len(benches) * 4
+    assert len(run.results) == (len(ALL) - 1) * 4 + 1
     for r in run.results:
-        assert r["status"] == "ok" and r["validation"]["ok"], r
+        assert r["status"] == "ok" and r["validation"] == {"checked": True, "ok": True}, r
         assert r["iterations"] == 4 and r["stop_reason"] == "iterations"
+        check_units(r)
+        if r["benchmark"] in SINGLE_PAIR:
+            assert r["idle_ranks"] == 2
 
 
-def test_text_view_openmpi(core, tmp_path):
-    run = launch("openmpi", _exe(core, "openmpi"), 3,
-                 ["--sizes", "0,1K", "--max-time", "0.03", "PingPong", "Sendrecv", "Uniband",
-                  "Allreduce"],
-                 None, timeout=120)
+def _table(text: str, bench: str) -> tuple[list[str], list[list[str]]]:
+    """Column names and data rows of one benchmark's block in the text view."""
+    block = text.split(f"# Benchmarking {bench}\n")[1].split("# Benchmarking")[0]
+    lines = [ln for ln in block.splitlines() if ln.strip() and not ln.startswith("#-")]
+    head = next(ln for ln in lines if "#repetitions" in ln)
+    rows = [ln.split() for ln in lines if not ln.lstrip().startswith("#")]
+    return head.split(), rows
+
+
+@pytest.mark.parametrize("stack", ["openmpi", "mpich"])
+def test_text_view_imb_columns(core, stack, tmp_path):
+    """IMB's column set per benchmark type, then ours; the numbers are the JSON's."""
+    out = tmp_path / "r.jsonl"
+    run = launch(stack, _exe(core, stack), 3,
+                 ["--sizes", "0,1K", "--max-time", "0.03", "--root-shift", "PingPong",
+                  "Sendrecv", "Exchange", "Uniband", "Biband", "Allreduce", "Alltoall",
+                  "Barrier"], out, timeout=120)
     assert run.res.returncode == 0, run.res.stderr_tail()
     text = run.res.stdout
     assert "10^6 bytes per second" in text and "median" in text
     assert "Warm-up             : 2 samples per size, discarded" in text
-    assert "# Benchmarking PingPong" in text and "( 1 additional process waiting" in text
-    assert "#bytes #repetitions      t[usec] median[usec]" in text
-    assert "Mbytes/sec      Msg/sec" in text
-    assert "t_min[usec]  t_max[usec]  t_avg[usec]" in text
-    sendrecv = text.split("# Benchmarking Sendrecv")[1].split("# Benchmarking")[0]
-    assert "t_avg[usec] median[usec]      ci95   Mbytes/sec" in sendrecv
-    assert "additional process" not in sendrecv  # Sendrecv runs on every rank (IMB chain)
+    assert "root rotates every iteration (--root-shift)" in text
+    assert "( 1 additional process waiting in MPI_Barrier)" in text
+    ours = ["median[usec]", "ci95"]
+    tail = ["samples", "batch", "stop"]
+    want = {
+        "PingPong": ["#bytes", "#repetitions", "t[usec]", *ours, "Mbytes/sec", *tail],
+        "Sendrecv": ["#bytes", "#repetitions", "t_min[usec]", "t_max[usec]", "t_avg[usec]",
+                     *ours, "Mbytes/sec", *tail],
+        "Uniband": ["#bytes", "#repetitions", "Mbytes/sec", "Msg/sec", *ours, *tail],
+        "Allreduce": ["#bytes", "#repetitions", "t_min[usec]", "t_max[usec]", "t_avg[usec]",
+                      *ours, "busbw[MB/s]", *tail],
+        "Barrier": ["#repetitions", "t_min[usec]", "t_max[usec]", "t_avg[usec]", *ours, *tail],
+    }
+    want["Exchange"], want["Biband"], want["Alltoall"] = (
+        want["Sendrecv"], want["Uniband"], want["Allreduce"])
+    js = {(r["benchmark"], r["size"]): r for r in run.results}
+    for bench, cols in want.items():
+        head, rows = _table(text, bench)
+        assert head == cols, bench
+        banner = text.split(f"# Benchmarking {bench}\n")[1].split("#repetitions")[0]
+        assert ("( 1 additional process waiting" in banner) == (bench in SINGLE_PAIR), bench
+        assert len(rows) == (1 if bench == "Barrier" else 2), (bench, rows)
+        for row in rows:
+            cell = dict(zip(head, row, strict=True))
+            r = js[(bench, int(cell.get("#bytes", 0)))]
+            assert int(cell["#repetitions"]) == r["iterations"]
+            assert float(cell["median[usec]"]) == pytest.approx(r["median_us"], abs=0.006)
+            assert int(cell["samples"]) == r["n"] and cell["stop"] == r["stop_reason"]
+            for col, key in (("Mbytes/sec", "bandwidth_mbps"), ("busbw[MB/s]", "busbw_mbps"),
+                             ("t_avg[usec]", "rank_avg_us"), ("t[usec]", "mean_us")):
+                if col in cell:
+                    assert float(cell[col]) == pytest.approx(r[key] or 0.0, abs=0.006), (
+                        bench, col)
+            if "Msg/sec" in cell:
+                assert float(cell["Msg/sec"]) == pytest.approx(r["msg_rate"], abs=0.6)
 
 
 @pytest.mark.parametrize("stack", ["openmpi", "mpich"])
-def test_debug_corrupt_is_caught(core, stack, tmp_path):
+@pytest.mark.parametrize("root_shift", [False, True], ids=["root0", "root-shift"])
+def test_debug_corrupt_is_caught(core, stack, root_shift, tmp_path):
+    """Every benchmark that moves data must catch a flipped received byte; with --root-shift
+    the non-root ranks of Reduce/Gather also hold receive buffers, but check nothing."""
     out = tmp_path / "r.jsonl"
     run = launch(stack, _exe(core, stack), 3,
-                 ["--sizes", "0,1K", "--max-time", "0.03", "--quiet", "--debug-corrupt", "1K",
-                  "PingPong", "Allreduce", "Alltoall", "Bcast"], out, timeout=120)
+                 ["--sizes", "0,1K", "--iterations", "4", "--quiet", "--debug-corrupt", "1K",
+                  *(["--root-shift"] if root_shift else []), "all"], out, timeout=240)
     assert run.res.returncode == 1
     check_schema(run.records)
+    assert run.header["options"]["debug_corrupt"] == 1024
     bad = [r for r in run.results if r["status"] == "validation_failed"]
-    assert {r["benchmark"] for r in bad} == {"PingPong", "Allreduce", "Alltoall", "Bcast"}
+    assert {r["benchmark"] for r in bad} == set(ALL) - {"Barrier"}  # Barrier moves no data
     for r in bad:
         v = r["validation"]
         assert r["size"] == 1024 and v["ok"] is False and v["index"] == 0
-        assert v["expected"] != v["got"] and 0 <= v["rank"] < 3
-        assert f"rank {v['rank']}" in r["reason"]
+        assert v["iteration"] == 0 and v["expected"] != v["got"] and 0 <= v["rank"] < 3
+        assert v["element"] == ("float" if "educe" in r["benchmark"] else "byte")
+        assert f"rank {v['rank']}: element 0" in r["reason"]
+        assert r["n"] == 0 and r["median_us"] is None  # a failed size is not timed
     assert all(r["status"] == "ok" for r in run.results if r["size"] == 0)
     assert run.footer["status"] == "failed"
 
@@ -141,6 +239,8 @@ BAD_ARGS = [
     ["--sizes", "1,,2", "PingPong"], ["--sizes", "4Q", "PingPong"], ["NoSuchBench"], [],
     ["--target", "abc", "PingPong"], ["--max-samples", "0", "PingPong"], ["--bogus", "PingPong"],
     ["--iterations-volume", "1M", "PingPong"], ["--sizes"], ["--sync", "clock", "PingPong"],
+    ["--sizes", "2T", "PingPong"], ["--max-time", "5", "--timeout", "5", "PingPong"],
+    ["--timeout", "0.5", "PingPong"],
 ]
 
 
@@ -172,7 +272,9 @@ def test_large_count_unsupported_on_openmpi(core, tmp_path):
     # decided before allocating: no 3 GiB buffers on a 1 MiB limit
     big = st[("PingPong", 3 << 30)]
     assert big["status"] == "unsupported"
-    assert big["reason"].startswith("needs MPI-4 large-count calls; Open MPI")
+    assert big["reason"].startswith(f"not supported by this stack: counts or displacements up "
+                                    f"to {3 << 30} exceed INT_MAX and need MPI-4 large-count "
+                                    "calls; Open MPI")
     assert "is MPI-3.1" in big["reason"]
     assert st[("PingPong", 2 << 20)]["status"] == "skipped"
     assert "--mem-limit" in st[("PingPong", 2 << 20)]["reason"]
@@ -180,6 +282,33 @@ def test_large_count_unsupported_on_openmpi(core, tmp_path):
     # 3 GiB of floats is 805M elements: an int count, so only the memory limit stops it
     assert st[("Allreduce", 3 << 30)]["status"] == "skipped"
     assert run.header["large_count"] is False
+
+
+@pytest.mark.parametrize("stack", ["openmpi", "mpich"])
+def test_debug_large_count_path(core, stack, tmp_path):
+    """Sizes above 2 GiB cannot be allocated in a test, so --debug-large-count sends small
+    sizes through the same decision: on MPICH 4 every benchmark runs its MPI-4 _c calls and
+    validates (counts/displacements as MPI_Count/MPI_Aint); on Open MPI 4.1 (MPI-3.1) every
+    size is recorded as not supported by this stack."""
+    out = tmp_path / "r.jsonl"
+    run = launch(stack, _exe(core, stack), 3,
+                 ["--sizes", "0,4,13,1K", "--iterations", "4", "--quiet",
+                  "--debug-large-count", "all"], out, timeout=240)
+    assert run.res.returncode == 0, run.res.stderr_tail()
+    check_schema(run.records)
+    assert run.header["options"]["debug_large_count"] is True
+    assert len(run.results) == (len(ALL) - 1) * 4 + 1
+    if run.header["large_count"]:
+        assert stack == "mpich"
+        for r in run.results:
+            assert r["status"] == "ok" and r["validation"] == {"checked": True, "ok": True}, r
+            assert r["large_count"] is True
+    else:
+        assert stack == "openmpi"
+        for r in run.results:
+            assert r["status"] == "unsupported" and r["large_count"] is False, r
+            assert r["reason"].startswith("not supported by this stack: --debug-large-count")
+            assert r["n"] == 0 and r["validation"] == {"checked": False}
 
 
 def test_large_count_mem_limit_skip_on_mpich(core, tmp_path):
@@ -209,18 +338,34 @@ def test_fixed_iterations_and_imb_volume_rule(core, stack, tmp_path):
         assert r["iterations"] == r["n"] * r["batch"]
 
 
-def test_root_shift_and_off_cache(core, tmp_path):
+@pytest.mark.parametrize("stack", ["openmpi", "mpich"])
+def test_root_shift_and_off_cache(core, stack, tmp_path):
+    """Validation iteration 1 runs with root 1, so a root that does not move (or a non-root
+    rank without the root's buffers) fails here; the off-cache pool must span >= 2x LLC."""
     out = tmp_path / "r.jsonl"
-    rooted = ["Reduce", "Gather", "Gatherv", "Scatter", "Scatterv", "Bcast"]
-    run = launch("openmpi", _exe(core, "openmpi"), 3,
+    run = launch(stack, _exe(core, stack), 3,
                  ["--sizes", "0,4,1K", "--iterations", "12", "--quiet", "--root-shift",
-                  "--off-cache", *rooted, "Allreduce"], out, timeout=120)
+                  "--off-cache", *ROOTED, "Allreduce"], out, timeout=180)
     assert run.res.returncode == 0, run.res.stderr_tail()
     check_schema(run.records)
-    assert run.header["options"]["root_shift"] and run.header["options"]["off_cache"]
+    opts = run.header["options"]
+    assert opts["root_shift"] and opts["off_cache"]
     for r in run.results:
         assert r["status"] == "ok" and r["validation"]["ok"], r
-        assert r["buffer_copies"] >= 2
+        assert r["root_shift"] and r["off_cache"] and r["buffer_copies"] >= 2
+        assert r["mem_per_rank"] >= 2 * opts["llc_bytes"], r
+
+
+def test_off_cache_pool_shrinks_to_the_memory_limit(core, tmp_path):
+    """A pool that would pass --mem-limit shrinks (to at least 2 copies) instead of failing."""
+    out = tmp_path / "r.jsonl"
+    run = launch("openmpi", _exe(core, "openmpi"), 2,
+                 ["--sizes", "1M", "--iterations", "4", "--quiet", "--off-cache",
+                  "--mem-limit", "8M", "PingPong"], out, timeout=120)
+    assert run.res.returncode == 0, run.res.stderr_tail()
+    (r,) = run.results
+    assert r["status"] == "ok" and 2 <= r["buffer_copies"] <= 4
+    assert r["mem_per_rank"] <= 8 << 20
 
 
 @pytest.mark.parametrize("stack", ["openmpi", "mpich"])
