@@ -28,3 +28,17 @@ def test_benchmark_names():
     assert canonical_benchmarks(["all"]) == ALL
     with pytest.raises(UsageError, match="unknown benchmark 'Pingpng'"):
         canonical_benchmarks(["Pingpng"])
+
+
+def test_size_limits_match_the_core():
+    """The core (core/driver.c) takes K/M/G/T, at most 1 TiB per size and 256 sizes; checking
+    the same here fails before any build or launch."""
+    assert parse_sizes("1T") == parse_sizes("1TiB") == [1 << 40]
+    assert parse_sizes("0:40")[-1] == 1 << 40
+    with pytest.raises(UsageError, match="<= 1T"):
+        parse_sizes("2T")
+    with pytest.raises(UsageError, match="<= 1T"):
+        parse_sizes("1025G")
+    assert len(parse_sizes(",".join(str(i) for i in range(256)))) == 256
+    with pytest.raises(UsageError, match="257 sizes, at most 256"):
+        parse_sizes(",".join(str(i) for i in range(257)))

@@ -17,7 +17,10 @@ ALL = PT2PT + COLLECTIVES
 _BY_LOWER = {b.lower(): b for b in ALL}
 
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20,
-          "g": 1 << 30, "gib": 1 << 30}
+          "g": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tib": 1 << 40}
+# The core's limits (core/driver.c): sizes up to 1 TiB, at most 256 per run.
+MAX_SIZE = 1 << 40
+MAX_SIZES = 256
 _SIZE_RE = re.compile(r"^\s*(\d+)\s*([a-zA-Z]*)\s*$")
 
 
@@ -43,8 +46,11 @@ def parse_size(token: str) -> int:
     m = _SIZE_RE.match(token)
     if not m or m.group(2).lower() not in _UNITS:
         raise UsageError(f"bad message size {token!r}; expected a byte count such as 0, 64, "
-                         "4K, 1M or 2G (K/M/G are powers of 1024)")
-    return int(m.group(1)) * _UNITS[m.group(2).lower()]
+                         "4K, 1M or 2G (K/M/G/T are powers of 1024)")
+    size = int(m.group(1)) * _UNITS[m.group(2).lower()]
+    if size > MAX_SIZE:
+        raise UsageError(f"bad message size {token!r}: sizes must be <= 1T (2^40 bytes)")
+    return size
 
 
 def parse_sizes(spec: str) -> list[int]:
@@ -68,4 +74,6 @@ def parse_sizes(spec: str) -> list[int]:
     if not spec or any(not t.strip() for t in tokens):
         raise UsageError(f"bad size list {spec!r}; expected comma-separated byte counts, "
                          "e.g. 0,8,1K,1M")
+    if len(tokens) > MAX_SIZES:
+        raise UsageError(f"bad size list: {len(tokens)} sizes, at most {MAX_SIZES} per run")
     return sorted({parse_size(t) for t in tokens})
