@@ -276,3 +276,44 @@ def test_crlf_and_old_title_and_launcher_noise():
     r = res.records[-1]
     assert r["bandwidth_mbps"] == pytest.approx(4623.11 * 1.048576)
     assert r["extra"]["mbytes_unit_printed"] == "2^20 bytes/s"
+
+
+def test_multi_0_rank_order_and_a_sizeless_time_out():
+    """Layouts of IMB_output.c without a capture: `-multi 0` (Multi- name, groups line, one
+    aggregated t_min/t_max/t_avg row per size, no Group column), `-map 2x2` (rank order
+    lines after '#processes = 4'), and a failure note in a table without #bytes (IMB prints
+    the size anyway)."""
+    body = ["#" + "-" * 50, "# Benchmarking Multi-PingPong ",
+            "# ( 2 groups of 2 processes each running simultaneous ) ",
+            "# Group  0:     0    1 ", "# ", "# Group  1:     2    3 ", "# ", "#" + "-" * 50,
+            "       #bytes #repetitions  t_min[usec]  t_max[usec]  t_avg[usec]   Mbytes/sec",
+            fmt(0, 1000, 0.40, 0.60, 0.50, 0.00), fmt(1024, 1000, 1.40, 1.60, 1.50, 640.00),
+            "", "#" + "-" * 50, "# Benchmarking Barrier ",
+            "# #processes = 4; rank order (rowwise): ", "#     0    1 ", "# ",
+            "#     2    3 ", "# ", "#" + "-" * 50,
+            " #repetitions  t_min[usec]  t_max[usec]  t_avg[usec]",
+            f"{0:13d} time-out.; Time limit (secs_per_sample * msg_sizes_list_len) is over; "
+            "use \"-time X\" or SECS_PER_SAMPLE=X (IMB_settings.h) to increase time limit."]
+    res = parse_imb(imb_text("2021.6", "MPI-1", body))
+    assert res.problems == []
+    multi = [r for r in res.records if r["benchmark"] == "Multi-PingPong"]
+    assert [(r["size"], r["np"], r["mean"], r["bandwidth_mbps"]) for r in multi] == [
+        (0, 2, 0.50, 0.0), (1024, 2, 1.50, 640.00)]
+    assert multi[1]["extra"]["n_groups"] == 2 and "group" not in multi[1]["extra"]
+    (bar,) = [r for r in res.records if r["benchmark"] == "Barrier"]
+    assert (bar["np"], bar["status"], bar["size"], bar["mean"]) == (4, "time-out", 0, None)
+    assert bar["extra"]["sizeless"] and bar["statistic"] == "t_avg"
+
+
+@pytest.mark.parametrize("title, factor", [
+    ("Intel (R) MPI Benchmarks 2017 update 2, MPI-1 part", 1.048576),
+    ("Intel (R) MPI Benchmarks 2017, MPI-1 part", 1.048576),
+    ("Intel (R) MPI Benchmarks 4.0 Update 2, MPI-1 part", 1.048576),
+    ("Intel(R) MPI Benchmarks 2018, MPI-1 part", 1.0),
+    ("Intel(R) MPI Benchmarks 2019 Update 6, MPI-1 part", 1.0),
+])
+def test_units_follow_the_version_line(title, factor):
+    data = (DATA / "imb2021.11-mpich4.0.2-np2-pingpong.txt").read_text()
+    res = parse_imb(data.replace("Intel(R) MPI Benchmarks 2021.11, MPI-1 part", title))
+    assert res.tool == "IMB-MPI1" and res.problems == []
+    assert res.records[-1]["bandwidth_mbps"] == pytest.approx(4623.11 * factor)

@@ -40,7 +40,7 @@ from mpibench.parsers.base import (
 
 TITLE_RE = re.compile(
     r"Intel\s*\(R\)\s*MPI\s+Benchmarks?(?:\s+Suite)?\s+V?(\d[\w.]*(?:\s+Update\s+\d+)?)"
-    r"\s*,\s*(\S+)\s+part")
+    r"\s*,\s*(\S+)\s+part", re.I)
 BENCH_RE = re.compile(r"^#\s*Benchmarking\s+(Multi-)?(\S+)")
 PROCS_RE = re.compile(r"#processes\s*=\s*(\d+)")
 GROUPS_RE = re.compile(r"\(\s*(\d+)\s+groups?\s+of\s+(\d+)\s+process")
@@ -409,7 +409,8 @@ def _row(block: _Block, line: str, lineno: int, factor: float, unit_printed: str
 def _failure(block: _Block, fm: re.Match, lineno: int) -> dict[str, Any] | None:
     nums = fm.group(1).split()
     want = 2 if block.cols and block.cols[0] == "Group" else 1
-    if len(nums) != want or "#bytes" not in (block.cols or []):
+    # IMB prints the size even in tables without a #bytes column (Barrier, Ibarrier)
+    if len(nums) != want:
         return None
     size = as_int(nums[-1])
     if size is None:
@@ -420,6 +421,8 @@ def _failure(block: _Block, fm: re.Match, lineno: int) -> dict[str, Any] | None:
     if "t_avg[usec]" not in (block.cols or []) and "t[usec]" not in (block.cols or []) \
             and "t_pure[usec]" not in (block.cols or []):
         template.update(metric="bandwidth", unit="MB/s", better="higher", statistic="mean")
+    if "#bytes" not in (block.cols or []):
+        template["extra"]["sizeless"] = True
     if want == 2:
         template["extra"]["group"] = as_int(nums[0])
     if block.n_groups:
