@@ -91,8 +91,14 @@ COLL = {
     "Alltoallv": ("alltoallv", [0, 1, "N64:1", 3, 5, "N64:5", 7, 8]),
     "Alltoallw": ("alltoallw", [0, 1, "N64:1", 3, 5, "N64:5", 7, 8]),
 }
-NEIGHBOR = {"Neighbor_allgather", "Neighbor_allgatherv", "Neighbor_alltoall",
-            "Neighbor_alltoallv", "Neighbor_alltoallw"}
+# Peers from the communicator's topology (mpib_bytes.c); no MPI_IN_PLACE for these.
+NEIGHBOR = {
+    "Neighbor_allgather": ("nb_allgather", [1, 2, 4, 5, 6]),
+    "Neighbor_allgatherv": ("nb_allgatherv", [1, 2, 4, "N64:4", 6, 7]),
+    "Neighbor_alltoall": ("nb_alltoall", [1, 2, 4, 5, 6]),
+    "Neighbor_alltoallv": ("nb_alltoallv", [1, "N64:1", 3, 5, "N64:5", 7, 8]),
+    "Neighbor_alltoallw": ("nb_alltoallw", [1, "N64:1", 3, 5, "N64:5", 7, 8]),
+}
 
 RMA = {
     "Put": ("put", [1, 2]), "Rput": ("put", [1, 2]),
@@ -127,6 +133,11 @@ CHECKS = {
     "alltoall": ["void", "count", "MPI_Datatype", "count", "MPI_Datatype", "MPI_Comm"],
     "alltoallv": ["void", "counts", "MPI_Datatype", "counts", "MPI_Datatype", "MPI_Comm"],
     "alltoallw": ["void", "counts", "MPI_Datatype", "counts", "MPI_Datatype", "MPI_Comm"],
+    "nb_allgather": ["count", "MPI_Datatype", "count", "MPI_Datatype", "MPI_Comm"],
+    "nb_allgatherv": ["count", "MPI_Datatype", "counts", "MPI_Datatype", "MPI_Comm"],
+    "nb_alltoall": ["count", "MPI_Datatype", "count", "MPI_Datatype", "MPI_Comm"],
+    "nb_alltoallv": ["counts", "MPI_Datatype", "counts", "MPI_Datatype", "MPI_Comm"],
+    "nb_alltoallw": ["counts", "MPI_Datatype", "counts", "MPI_Datatype", "MPI_Comm"],
     "put": ["count", "MPI_Datatype"],
     "get": ["count", "MPI_Datatype"],
     "get_accumulate": ["count", "MPI_Datatype", "count", "MPI_Datatype"],
@@ -314,9 +325,9 @@ def byte_rule(fn: Func) -> tuple[str, str | None, list]:
     if blocking in COLL:
         helper, spec = COLL[blocking]
         return (prefix, helper, spec)
-    for nb in NEIGHBOR:
+    for nb, (helper, spec) in NEIGHBOR.items():
         if base in (nb, "I" + nb.lower(), nb + "_init"):
-            return ("coll.neighbor", None, [])
+            return ("coll.neighbor", helper, spec)
     if base in RMA:
         return ("rma", *RMA[base])
     if base.startswith("Win_"):

@@ -274,3 +274,111 @@ void mpib_b_fetch_and_op(mpib_bytes_t *b, MPI_Datatype t) { b->sent = b->recv = 
 void mpib_b_io_write(mpib_bytes_t *b, int64_t count, MPI_Datatype t) { b->sent = nbytes(count, t); }
 
 void mpib_b_io_posted(mpib_bytes_t *b, int64_t count, MPI_Datatype t) { mpib_b_posted(b, count, t); }
+
+/* ---- neighbourhood collectives ------------------------------------------------------------
+ * Peers come from the communicator's topology: Cartesian 2 x ndims (negative then positive
+ * direction per dimension, the same order for sources and destinations), graph the rank's
+ * neighbour count, distributed graph its in- and out-degree. Cartesian neighbours that are
+ * MPI_PROC_NULL (the edges of a non-periodic dimension) move no data: their blocks are not
+ * counted. The send block of an allgather is counted once (contributed, as for Allgather). */
+typedef struct {
+    int in, out;
+    uint64_t nullmask; /* Cartesian: bit i set if neighbour i is MPI_PROC_NULL (i < 64) */
+} nbinfo_t;
+
+static nbinfo_t nbinfo(MPI_Comm c)
+{
+    nbinfo_t nb = {0, 0, 0};
+    int topo = MPI_UNDEFINED;
+    if (PMPI_Topo_test(c, &topo) != MPI_SUCCESS) return nb;
+    if (topo == MPI_CART) {
+        int nd = 0;
+        PMPI_Cartdim_get(c, &nd);
+        nb.in = nb.out = 2 * nd;
+        for (int d = 0; d < nd && d < 32; d++) {
+            int src = MPI_PROC_NULL, dst = MPI_PROC_NULL;
+            if (PMPI_Cart_shift(c, d, 1, &src, &dst) != MPI_SUCCESS) continue;
+            if (src == MPI_PROC_NULL) nb.nullmask |= 1ull << (2 * d);
+            if (dst == MPI_PROC_NULL) nb.nullmask |= 1ull << (2 * d + 1);
+        }
+    } else if (topo == MPI_GRAPH) {
+        int r = 0, n = 0;
+        PMPI_Comm_rank(c, &r);
+        PMPI_Graph_neighbors_count(c, r, &n);
+        nb.in = nb.out = n;
+    } else if (topo == MPI_DIST_GRAPH) {
+        int weighted = 0;
+        PMPI_Dist_graph_neighbors_count(c, &nb.in, &nb.out, &weighted);
+    }
+    return nb;
+}
+
+static int nb_real(const nbinfo_t *nb, int i) { return i >= 64 || !((nb->nullmask >> i) & 1); }
+
+static int nb_nreal(const nbinfo_t *nb, int n)
+{
+    int k = 0;
+    for (int i = 0; i < n; i++) k += nb_real(nb, i);
+    return k;
+}
+
+static int64_t nb_sum(const nbinfo_t *nb, const void *counts, int is64, int n)
+{
+    int64_t s = 0;
+    if (!counts) return 0;
+    for (int i = 0; i < n; i++) {
+        int64_t v = at(counts, is64, i);
+        if (v > 0 && nb_real(nb, i)) s += v;
+    }
+    return s;
+}
+
+static int64_t nb_sum_w(const nbinfo_t *nb, const void *counts, int is64,
+                        const MPI_Datatype *types, int n)
+{
+    int64_t s = 0;
+    if (!counts || !types) return 0;
+    for (int i = 0; i < n; i++)
+        if (nb_real(nb, i)) s += nbytes(at(counts, is64, i), types[i]);
+    return s;
+}
+
+void mpib_b_nb_allgather(mpib_bytes_t *b, int64_t scount, MPI_Datatype st, int64_t rcount,
+                         MPI_Datatype rt, MPI_Comm c)
+{
+    nbinfo_t nb = nbinfo(c);
+    b->sent = nb_nreal(&nb, nb.out) ? nbytes(scount, st) : 0;
+    b->recv = nb_nreal(&nb, nb.in) * nbytes(rcount, rt);
+}
+
+void mpib_b_nb_allgatherv(mpib_bytes_t *b, int64_t scount, MPI_Datatype st,
+                          const void *rcounts, int r64, MPI_Datatype rt, MPI_Comm c)
+{
+    nbinfo_t nb = nbinfo(c);
+    b->sent = nb_nreal(&nb, nb.out) ? nbytes(scount, st) : 0;
+    b->recv = nb_sum(&nb, rcounts, r64, nb.in) * tsize(rt);
+}
+
+void mpib_b_nb_alltoall(mpib_bytes_t *b, int64_t scount, MPI_Datatype st, int64_t rcount,
+                        MPI_Datatype rt, MPI_Comm c)
+{
+    nbinfo_t nb = nbinfo(c);
+    b->sent = nb_nreal(&nb, nb.out) * nbytes(scount, st);
+    b->recv = nb_nreal(&nb, nb.in) * nbytes(rcount, rt);
+}
+
+void mpib_b_nb_alltoallv(mpib_bytes_t *b, const void *scounts, int s64, MPI_Datatype st,
+                         const void *rcounts, int r64, MPI_Datatype rt, MPI_Comm c)
+{
+    nbinfo_t nb = nbinfo(c);
+    b->sent = nb_sum(&nb, scounts, s64, nb.out) * tsize(st);
+    b->recv = nb_sum(&nb, rcounts, r64, nb.in) * tsize(rt);
+}
+
+void mpib_b_nb_alltoallw(mpib_bytes_t *b, const void *scounts, int s64, const MPI_Datatype *st,
+                         const void *rcounts, int r64, const MPI_Datatype *rt, MPI_Comm c)
+{
+    nbinfo_t nb = nbinfo(c);
+    b->sent = nb_sum_w(&nb, scounts, s64, st, nb.out);
+    b->recv = nb_sum_w(&nb, rcounts, r64, rt, nb.in);
+}

@@ -157,6 +157,16 @@ void mpib_b_alltoallv(mpib_bytes_t *b, const void *sbuf, const void *scounts, in
 void mpib_b_alltoallw(mpib_bytes_t *b, const void *sbuf, const void *scounts, int s64,
                       const MPI_Datatype *st, const void *rcounts, int r64,
                       const MPI_Datatype *rt, MPI_Comm c);
+void mpib_b_nb_allgather(mpib_bytes_t *b, int64_t scount, MPI_Datatype st, int64_t rcount,
+                         MPI_Datatype rt, MPI_Comm c);
+void mpib_b_nb_allgatherv(mpib_bytes_t *b, int64_t scount, MPI_Datatype st,
+                          const void *rcounts, int r64, MPI_Datatype rt, MPI_Comm c);
+void mpib_b_nb_alltoall(mpib_bytes_t *b, int64_t scount, MPI_Datatype st, int64_t rcount,
+                        MPI_Datatype rt, MPI_Comm c);
+void mpib_b_nb_alltoallv(mpib_bytes_t *b, const void *scounts, int s64, MPI_Datatype st,
+                         const void *rcounts, int r64, MPI_Datatype rt, MPI_Comm c);
+void mpib_b_nb_alltoallw(mpib_bytes_t *b, const void *scounts, int s64, const MPI_Datatype *st,
+                         const void *rcounts, int r64, const MPI_Datatype *rt, MPI_Comm c);
 void mpib_b_put(mpib_bytes_t *b, int64_t count, MPI_Datatype t);
 void mpib_b_get(mpib_bytes_t *b, int64_t count, MPI_Datatype t);
 void mpib_b_get_accumulate(mpib_bytes_t *b, int64_t ocount, MPI_Datatype ot, int64_t rcount,

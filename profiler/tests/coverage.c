@@ -131,11 +131,49 @@ int main(int argc, char **argv)
     MPI_Comm_free(&inter);
     MPI_Comm_free(&half);
 
+    /* neighbourhood collectives: a 1-D Cartesian line (rank 0's neighbours are MPI_PROC_NULL
+     * and 1, rank 1's are 0 and MPI_PROC_NULL: blocks for MPI_PROC_NULL move nothing), a ring
+     * of two (both neighbours are the other rank) and a distributed graph with one edge each
+     * way */
+    MPI_Comm c_line, c_ring, c_graph;
+    int two = 2, nonperiodic = 0, periodic = 1, weight = 1; /* (gcc 12 misreads Open MPI's
+                                                                MPI_UNWEIGHTED as int[0]) */
+    MPI_Cart_create(w, 1, &two, &nonperiodic, 0, &c_line);
+    MPI_Cart_create(w, 1, &two, &periodic, 0, &c_ring);
+    MPI_Dist_graph_create_adjacent(w, 1, &p, &weight, 1, &p, &weight, MPI_INFO_NULL, 0,
+                                   &c_graph);
+    MPI_Neighbor_allgather(ib, 3, MPI_INT, ib2, 3, MPI_INT, c_line);
+    MPI_Neighbor_alltoall(ib, 2, MPI_INT, ib2, 2, MPI_INT, c_ring);
+    /* rank 0 sends 1 int to rank 1, rank 1 sends 2 ints to rank 0; 5, 7, 9: MPI_PROC_NULL */
+    int lsc[2] = {r == 0 ? 5 : 2, r == 0 ? 1 : 7}, lrc[2] = {r == 0 ? 9 : 1, r == 0 ? 2 : 9};
+    int lsd[2] = {0, 16}, lrd[2] = {0, 16};
+    MPI_Neighbor_alltoallv(ib, lsc, lsd, MPI_INT, ib2, lrc, lrd, MPI_INT, c_line);
+    /* rank 0 sends 3 ints, rank 1 one double */
+    int gsc = r == 0 ? 3 : 1, grc = r == 0 ? 1 : 3;
+    MPI_Aint gdis = 0;
+    MPI_Datatype gst = r == 0 ? MPI_INT : MPI_DOUBLE, grt = r == 0 ? MPI_DOUBLE : MPI_INT;
+    MPI_Neighbor_alltoallw(cb, &gsc, &gdis, &gst, cb2, &grc, &gdis, &grt, c_graph);
+    int gac = 2 - r, gad = 0; /* rank r contributes r + 1 ints */
+    MPI_Ineighbor_allgatherv(ib, r + 1, MPI_INT, ib2, &gac, &gad, MPI_INT, c_graph, &rq[0]);
+    MPI_Wait(&rq[0], MPI_STATUS_IGNORE);
+    MPI_Comm_free(&c_graph);
+    MPI_Comm_free(&c_ring);
+    MPI_Comm_free(&c_line);
+
 #if MPI_VERSION >= 4
     /* MPI-4 large-count entry points (MPICH 4.0 has them, Open MPI 4.1 does not) */
     MPI_Count big = 300;
     if (r == 0) MPI_Send_c(cb, big, MPI_BYTE, 1, 5, w);
     if (r == 1) MPI_Recv_c(cb2, 4096, MPI_BYTE, 0, 5, w, MPI_STATUS_IGNORE);
+    /* MPI-4 MPI_Isendrecv: rank 0 sends 10 B and gets 11, then sends nothing and gets 20;
+     * rank 1 the other way round. Isendrecv_replace: 5 B each way. The received sizes stay
+     * unknown: MPICH 4.0.2 leaves the status of a completed Isendrecv request unset. */
+    MPI_Isendrecv(cb, 10 + r, MPI_BYTE, p, 7, cb2, 64, MPI_BYTE, p, 7, w, &rq[0]);
+    MPI_Wait(&rq[0], MPI_STATUS_IGNORE);
+    MPI_Isendrecv(cb, 20 * r, MPI_BYTE, p, 8, cb2, 64, MPI_BYTE, p, 8, w, &rq[0]);
+    MPI_Waitall(1, rq, MPI_STATUSES_IGNORE);
+    MPI_Isendrecv_replace(cb, 5, MPI_BYTE, p, 9, p, 9, w, &rq[0]);
+    MPI_Wait(&rq[0], MPI_STATUS_IGNORE);
 #endif
     MPI_Finalize();
     return 0;
