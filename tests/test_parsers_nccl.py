@@ -106,3 +106,40 @@ def test_several_types_and_ops_are_named_apart_and_repeats_skipped():
             "nccl_all_reduce_inplace:half:max"} <= names
     assert len(res.records) == 50 + 6
     assert any("given twice" in p.message for p in res.problems)
+
+
+def test_per_iteration_columns_text_and_json():
+    """nccl-tests -I adds i_min i_max i_p99 i_cv% after each side's #wrong (util.cu
+    writeResultHeader / writePerIterReport); they go to extra, the row stays the mean."""
+    lines = (DATA / TEXT).read_text().splitlines()
+    k = next(i for i, ln in enumerate(lines) if ln.startswith("#") and "algbw" in ln)
+    names = ("time", "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%")
+    lines[k] = (f"# {'size':>10}  {'count':>12}  {'type':>8}  {'redop':>6}  {'root':>6}"
+                + "".join(f"  {c:>7}" for c in names * 2))
+    row = next(i for i, ln in enumerate(lines) if ln.lstrip().startswith("1024 "))
+    toks = lines[row].split()
+    per = ["11.00", "13.00", "12.90", "3.10"]
+    lines[row] = "  ".join(toks[:9] + per + toks[9:] + ["11.10", "13.50", "13.20", "4.00"])
+    for i, ln in enumerate(lines):                   # the other rows get the columns too
+        if i != row and ln.strip() and not ln.startswith("#"):
+            t = ln.split()
+            lines[i] = "  ".join(t[:9] + per + t[9:] + per)
+    res = parse_nccl_text("\n".join(lines) + "\n")
+    assert res.problems == [] and len(res.records) == 50
+    r = get(res, "nccl_all_reduce_inplace", 1024)
+    assert (r["mean"], r["extra"]["t_min_us"], r["extra"]["t_max_us"], r["extra"]["p99_us"],
+            r["extra"]["cv_pct"]) == (11.36, 11.10, 13.50, 13.20, 4.00)
+    assert get(res, "nccl_all_reduce", 1024)["extra"]["t_min_us"] == 11.00
+
+    doc = json.loads((DATA / JSON).read_text())
+    doc["results"][0]["out_of_place_per_iter"] = {
+        "min_us": 11.0, "max_us": 14.0, "avg_us": 11.5, "p50_us": 11.4, "p95_us": 12.0,
+        "p99_us": 13.5, "stdev_us": 0.4, "cv_pct": 3.5, "times_us": [11.0, 14.0]}
+    doc["results"][0]["in_place_per_iter"] = {"min_us": "nan", "p99_us": -1}
+    res = parse_nccl_json(json.dumps(doc))
+    size = doc["results"][0]["size"]
+    x = get(res, "nccl_all_reduce", size)["extra"]
+    assert (x["t_min_us"], x["p50_us"], x["p99_us"], x["stdev_us"]) == (11.0, 11.4, 13.5, 0.4)
+    assert "times_us" not in x and get(res, "nccl_all_reduce", size)["n"] is None
+    y = get(res, "nccl_all_reduce_inplace", size)["extra"]
+    assert "t_min_us" not in y and "p99_us" not in y

@@ -42,6 +42,14 @@ _PROGRAMS = ("all_reduce", "all_gather", "broadcast", "reduce_scatter", "reduce"
              "sendrecv", "scatter", "gather", "hypercube")
 
 
+# per-iteration statistics (nccl-tests -I): text columns and JSON "<side>_per_iter" keys
+_PER_ITER_TEXT = {"i_min": "t_min_us", "i_max": "t_max_us", "i_p99": "p99_us",
+                  "i_cv%": "cv_pct"}
+_PER_ITER_JSON = {"min_us": "t_min_us", "max_us": "t_max_us", "avg_us": "iter_avg_us",
+                  "p50_us": "p50_us", "p95_us": "p95_us", "p99_us": "p99_us",
+                  "stdev_us": "stdev_us", "cv_pct": "cv_pct"}
+
+
 def op_name(program: str | None) -> str | None:
     if not program:
         return None
@@ -285,8 +293,19 @@ def _text_row(cols: list[str], tokens: list[str], program: str | None, np_: int 
                 wrong = _number(w)
                 if wrong is None:
                     return None
-        out.append(_records("?", size, count, dtype, redop, root, side, t, a, b, wrong,
-                            np_, lineno, iters))
+        rec = _records("?", size, count, dtype, redop, root, side, t, a, b, wrong, np_,
+                       lineno, iters)
+        # nccl-tests -I (per-iteration timing) adds i_min i_max i_p99 i_cv% to each side
+        k = start + 3
+        while k < len(cols) and cols[k] not in ("time", "cputime"):
+            name = _PER_ITER_TEXT.get(cols[k])
+            if name is not None:
+                v = _number(tokens[k])
+                if v is None:
+                    return None
+                rec["extra"][name] = v
+            k += 1
+        out.append(rec)
     return out
 
 
@@ -374,12 +393,19 @@ def parse_nccl_json(text: str) -> ParseResult:
             if wrong is not None and not _ok_num(wrong):
                 res.problem(None, f"{where}.{key}: nwrong {wrong!r} is not a count; skipped")
                 continue
-            res.records.append(_records(
+            rec = _records(
                 op, size, count, str(entry.get("type", "")), str(entry.get("redop", "")),
                 str(entry.get("root", "")).strip(), side, float(t), float(vals[1]),
                 float(vals[2]), None if wrong is None else float(wrong), np_, None,
                 entry.get("actual_iterations") if isinstance(entry.get("actual_iterations"),
-                                                             int) else iters))
+                                                             int) else iters)
+            per_iter = entry.get(f"{key}_per_iter")
+            if isinstance(per_iter, dict):
+                # summaries only: the raw per-iteration times are not imported as samples
+                for jk, name in _PER_ITER_JSON.items():
+                    if _ok_num(per_iter.get(jk)):
+                        rec["extra"][name] = float(per_iter[jk])
+            res.records.append(rec)
     _distinguish(res)
     if not res.records:
         res.problem(None, "no usable entries in 'results'")
