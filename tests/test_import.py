@@ -302,3 +302,28 @@ def test_truncated_reason_is_where_the_file_ended_not_a_later_warning(store):
     assert f.truncated and "pass --np N" in f.problems[-1]
     reason = store.run(f.run_id)["reason"]
     assert reason.startswith("truncated: ") and "the run was killed" in reason
+
+
+def test_reimport_with_label_or_line_rate_updates_the_run_not_the_rows(store):
+    first = import_files(store, [TCP])
+    run_id = first.files[0].run_id
+    rep = import_files(store, [TCP], label="tcp", line_rate="10Gb/s")
+    (f,) = rep.files
+    assert f.status == "skipped" and rep.exit_code == 0
+    assert "label changed from 'imb:imb2021.11-openmpi4.1.4-np2-pingpong-btl-tcp' to 'tcp'" \
+        in f.note and "line rate set to '10Gb/s'" in f.note
+    run = store.run(run_id)
+    assert (run["label"], run["variant"]) == ("tcp", "tcp")
+    spec = json.loads(run["spec_json"])
+    assert spec["line_rate_bps"] == 10e9 and spec["import"]["sha256"] == f.sha256
+    rep = import_files(store, [TCP], label="tcp", line_rate="25GbE")
+    assert rep.files[0].note.endswith("line rate changed from '10Gb/s' to '25GbE'")
+    rep = import_files(store, [TCP], label="tcp", line_rate="25GbE")
+    assert rep.files[0].note.endswith(f"as run {run_id}")          # nothing to change
+    assert store.db.execute("SELECT COUNT(*) FROM results").fetchone()[0] == 24
+    assert store.db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 1
+
+
+def test_empty_label_is_bad_input(store):
+    with pytest.raises(UsageError, match="--label"):
+        import_files(store, [TCP], label=" ")

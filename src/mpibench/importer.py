@@ -190,6 +190,8 @@ def import_files(store: Store, paths: list[str | Path], label: str | None = None
     interrupted, the files finished before the interruption are kept and a re-run imports
     the rest (the ones already stored are skipped by their sha256)."""
     bps = parse_line_rate(line_rate) if line_rate is not None else None
+    if label is not None and not label.strip():
+        raise UsageError("--label '': expected a non-empty name for these files")
     if np is not None and (not isinstance(np, int) or isinstance(np, bool) or np < 1):
         raise UsageError(f"--np {np!r}: expected a positive number of ranks")
     report = ImportReport()
@@ -332,6 +334,9 @@ def _import_one(store: Store, batch: _Batch, loaded: _Loaded, label: str | None,
         fr.run_id = prior["run_id"]
         fr.tool, fr.version = prior["tool"], prior["tool_version"]
         fr.note = f"already imported (same sha256) from {prior['path']} as run {prior['run_id']}"
+        changed = _relabel(store, batch, prior["run_id"], label, line_rate, bps)
+        if changed:
+            fr.note += "; " + ", ".join(changed)
         return fr
 
     parsed = loaded.parsed if loaded.parsed is not None else parse_bytes(data)
@@ -394,6 +399,31 @@ def _import_one(store: Store, batch: _Batch, loaded: _Loaded, label: str | None,
     fr.failed_rows = sum(1 for r in records if r.get("status", "ok") != "ok")
     fr.benchmarks = list(dict.fromkeys(r["benchmark"] for r in records))
     return fr
+
+
+def _relabel(store: Store, batch: _Batch, run_id: str, label: str | None, line_rate: Any,
+             bps: float | None) -> list[str]:
+    """A re-import with --label or --line-rate updates the stored run instead of being
+    ignored (the way to add a forgotten line rate or to rename a set); nothing else of the
+    run changes."""
+    run = store.run(run_id)
+    if run is None or (label is None and bps is None):
+        return []
+    spec = json.loads(run["spec_json"] or "{}")
+    changed = []
+    with batch.file():
+        if label is not None and (run["label"] != label or run["variant"] != label):
+            store.db.execute("UPDATE runs SET label=?, variant=? WHERE id=?",
+                             (label, label, run_id))
+            changed.append(f"label changed from {run['label'] or run['variant']!r} to "
+                           f"{label!r}")
+        if bps is not None and spec.get("line_rate_bps") != bps:
+            before = spec.get("line_rate")
+            spec["line_rate_bps"], spec["line_rate"] = bps, str(line_rate)
+            store.set_run(run_id, spec_json=spec)
+            changed.append(f"line rate changed from {before!r} to {str(line_rate)!r}" if before
+                           else f"line rate set to {str(line_rate)!r}")
+    return changed
 
 
 def _write(store: Store, campaign: str, parsed: ParseResult, libs: list[str], nps: list[int],
