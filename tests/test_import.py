@@ -327,3 +327,193 @@ def test_reimport_with_label_or_line_rate_updates_the_run_not_the_rows(store):
 def test_empty_label_is_bad_input(store):
     with pytest.raises(UsageError, match="--label"):
         import_files(store, [TCP], label=" ")
+
+
+# Every captured fixture, imported through the store: three rows each (first, middle, last
+# or a failure), values read by eye from the file at that line. (file, line, benchmark, np,
+# size, status, mean, {other column or extra key: value}).
+SPOT = [
+    ("imb/imb2021.11-mpich4.0.2-np2-all-truncated-timeout3.txt", [
+        (53, "PingPong", 2, 0, "ok", 0.27, {"bandwidth_mbps": 0.0}),
+        (150, "Exchange", 2, 64, "ok", 1.47, {"t_max_us": 1.47, "bandwidth_mbps": 173.62}),
+        (219, "Reduce", 2, 524288, "ok", 604.57, {"t_min_us": 604.12, "repetitions": 80})]),
+    ("imb/imb2021.11-mpich4.0.2-np2-all.txt", [
+        (53, "PingPong", 2, 0, "ok", 1.14, {"repetitions": 1000}),
+        (171, "Reduce", 2, 0, "ok", 0.09, {"t_min_us": 0.07, "t_max_us": 0.12}),
+        (300, "Allgatherv", 2, 65536, "ok", 85.26, {"repetitions": 640}),
+        (475, "Barrier", 2, 0, "ok", 1.76, {"sizeless": True})]),
+    ("imb/imb2021.11-mpich4.0.2-np2-pingpong.txt", [
+        (35, "PingPong", 2, 0, "ok", 0.33, {"bandwidth_mbps": 0.0}),
+        (47, "PingPong", 2, 2048, "ok", 0.60, {"bandwidth_mbps": 3398.60}),
+        (58, "PingPong", 2, 4194304, "ok", 907.25, {"bandwidth_mbps": 4623.11})]),
+    ("imb/imb2021.11-mpich4.0.2-np2-uniband-biband.txt", [
+        (36, "Uniband", 2, 0, "ok", 0.0, {"msg_rate": 1510397}),
+        (64, "Biband", 2, 0, "ok", 0.0, {"msg_rate": 1986035}),
+        (84, "Biband", 2, 524288, "ok", 15072.48, {"msg_rate": 28748}),
+        (85, "Biband", 2, 1048576, "time-out", None, {})]),
+    ("imb/imb2021.11-mpich4.0.2-np3-collectives.txt", [
+        (68, "Allreduce", 3, 0, "ok", 1106.38, {"t_min_us": 7.08, "repetitions": 310}),
+        (71, "Allreduce", 3, 16, "time-out", None, {}),
+        (80, "Reduce", 2, 4, "ok", 0.69, {"t_max_us": 0.97}),
+        (165, "Allgather", 3, 2, "ok", 6856.49, {"repetitions": 266})]),
+    ("imb/imb2021.11-openmpi4.1.4-np2-all-truncated-timeout3.txt", [
+        (53, "PingPong", 2, 0, "ok", 0.45, {}),
+        (84, "PingPing", 2, 1, "ok", 0.53, {"bandwidth_mbps": 1.89}),
+        (135, "Sendrecv", 2, 2097152, "ok", 911.94, {"bandwidth_mbps": 4480.61})]),
+    ("imb/imb2021.11-openmpi4.1.4-np2-all.txt", [
+        (53, "PingPong", 2, 0, "ok", 0.42, {}),
+        (171, "Reduce", 2, 0, "ok", 0.05, {"t_max_us": 0.05}),
+        (300, "Allgatherv", 2, 65536, "ok", 13.98, {"t_min_us": 13.91, "t_max_us": 14.06})]),
+    ("imb/imb2021.11-openmpi4.1.4-np2-nbc-iallreduce-ibarrier.txt", [
+        (36, "Iallreduce", 2, 0, "ok", 0.06, {"t_ovrl_us": 0.61, "t_cpu_us": 0.42}),
+        (51, "Iallreduce", 2, 65536, "ok", 68.73, {"t_ovrl_us": 141.81, "overlap_pct": 0.0}),
+        (58, "Ibarrier", 2, 0, "ok", 0.82, {"t_ovrl_us": 1.52, "sizeless": True})]),
+    ("imb/imb2021.11-openmpi4.1.4-np2-pingpong-btl-tcp.txt", [
+        (35, "PingPong", 2, 0, "ok", 25.21, {}),
+        (46, "PingPong", 2, 1024, "ok", 69.79, {"bandwidth_mbps": 14.67}),
+        (58, "PingPong", 2, 4194304, "ok", 8775.88, {"bandwidth_mbps": 477.94})]),
+    ("imb/imb2021.11-openmpi4.1.4-np2-pingpong-btl-vader.txt", [
+        (35, "PingPong", 2, 0, "ok", 0.51, {}),
+        (46, "PingPong", 2, 1024, "ok", 3.23, {"bandwidth_mbps": 316.69}),
+        (58, "PingPong", 2, 4194304, "ok", 4859.13, {"bandwidth_mbps": 863.18})]),
+    ("imb/imb2021.11-openmpi4.1.4-np2-uniband-biband.txt", [
+        (36, "Uniband", 2, 0, "ok", 0.0, {"msg_rate": 9457246}),
+        (83, "Biband", 2, 262144, "ok", 4522.27, {"msg_rate": 17251}),
+        (84, "Biband", 2, 524288, "time-out", None, {})]),
+    ("imb/imb2021.11-openmpi4.1.4-np3-collectives.txt", [
+        (68, "Allreduce", 3, 0, "ok", 0.06, {"t_max_us": 0.06}),
+        (240, "Allgatherv", 3, 2, "ok", 5.79, {"t_min_us": 0.78, "t_max_us": 8.49}),
+        (583, "Barrier", 3, 0, "ok", 7.50, {"sizeless": True})]),
+    ("imb/imb2021.11-openmpi4.1.4-np4-npmin2-allreduce.txt", [
+        (36, "Allreduce", 2, 0, "ok", 0.09, {"t_max_us": 0.13}),
+        (56, "Allreduce", 4, 0, "ok", 0.06, {"t_max_us": 0.07})]),
+    ("osu/osu7.4-mpich4.0.2-np2-osu_bibw.txt", [
+        (5, "osu_bibw", 2, 1, "ok", 5.13, {}), (15, "osu_bibw", 2, 1024, "ok", 3849.50, {}),
+        (21, "osu_bibw", 2, 65536, "ok", 9249.12, {"bandwidth_mbps": 9249.12})]),
+    ("osu/osu7.4-mpich4.0.2-np2-osu_bw.txt", [
+        (5, "osu_bw", 2, 1, "ok", 8.32, {}), (15, "osu_bw", 2, 1024, "ok", 3242.84, {}),
+        (21, "osu_bw", 2, 65536, "ok", 7249.29, {})]),
+    ("osu/osu7.4-mpich4.0.2-np2-osu_latency-c.txt", [
+        (5, "osu_latency", 2, 1, "ok", 0.33, {"validation": "Pass"}),
+        (15, "osu_latency", 2, 1024, "ok", 1.07, {}),
+        (21, "osu_latency", 2, 65536, "ok", 11.53, {})]),
+    ("osu/osu7.4-mpich4.0.2-np2-osu_latency.txt", [
+        (5, "osu_latency", 2, 1, "ok", 0.17, {}), (15, "osu_latency", 2, 1024, "ok", 0.30, {}),
+        (21, "osu_latency", 2, 65536, "ok", 11.26, {})]),
+    ("osu/osu7.4-mpich4.0.2-np3-osu_allreduce-f-z.txt", [
+        (5, "osu_allreduce", 3, 1, "ok", 4152.07, {"t_min_us": 1622.65, "p99_us": 6664.07}),
+        (15, "osu_allreduce", 3, 1024, "ok", 6865.17, {"p90_us": 11157.40}),
+        (21, "osu_allreduce", 3, 65536, "ok", 6431.97, {"iterations": 50})]),
+    ("osu/osu7.4-mpich4.0.2-np3-osu_allreduce-f.txt", [
+        (5, "osu_allreduce", 3, 1, "ok", 4409.44, {"t_max_us": 7426.04}),
+        (15, "osu_allreduce", 3, 1024, "ok", 5164.96, {"t_min_us": 2068.60}),
+        (21, "osu_allreduce", 3, 65536, "ok", 9036.78, {"iterations": 50})]),
+    ("osu/osu7.4-mpich4.0.2-np3-osu_allreduce.txt", [
+        (5, "osu_allreduce", 3, 1, "ok", 4232.03, {}),
+        (9, "osu_allreduce", 3, 16, "ok", 5714.30, {}),
+        (13, "osu_allreduce", 3, 256, "ok", 5945.23, {})]),
+    ("osu/osu7.4-mpich4.0.2-np3-osu_alltoall.txt", [
+        (5, "osu_alltoall", 3, 1, "ok", 4281.98, {}),
+        (15, "osu_alltoall", 3, 1024, "ok", 4060.53, {}),
+        (21, "osu_alltoall", 3, 65536, "ok", 10099.87, {})]),
+    ("osu/osu7.4-mpich4.0.2-np3-osu_barrier.txt", [
+        (4, "osu_barrier", 3, 0, "ok", 8479.08, {"sizeless": True})]),
+    ("osu/osu7.4-mpich4.0.2-np3-osu_bcast.txt", [
+        (5, "osu_bcast", 3, 1, "ok", 3.96, {}), (15, "osu_bcast", 3, 1024, "ok", 8.99, {}),
+        (21, "osu_bcast", 3, 65536, "ok", 3716.21, {})]),
+    ("osu/osu7.4-mpich4.0.2-np3-osu_iallreduce.txt", [
+        (7, "osu_iallreduce", 3, 1, "ok", 4233.65, {"overall_us": 5618.40}),
+        (17, "osu_iallreduce", 3, 1024, "ok", 4243.29, {"compute_us": 5482.76}),
+        (23, "osu_iallreduce", 3, 65536, "ok", 9021.66, {"overlap_pct": 33.35})]),
+    ("osu/osu7.4-openmpi4.1.4-np2-osu_bibw.txt", [
+        (5, "osu_bibw", 2, 1, "ok", 9.28, {}), (15, "osu_bibw", 2, 1024, "ok", 4564.17, {}),
+        (21, "osu_bibw", 2, 65536, "ok", 8960.95, {})]),
+    ("osu/osu7.4-openmpi4.1.4-np2-osu_bw.txt", [
+        (5, "osu_bw", 2, 1, "ok", 5.07, {}), (15, "osu_bw", 2, 1024, "ok", 1675.96, {}),
+        (21, "osu_bw", 2, 65536, "ok", 8167.06, {})]),
+    ("osu/osu7.4-openmpi4.1.4-np2-osu_latency-c.txt", [
+        (5, "osu_latency", 2, 1, "ok", 0.62, {"validation": "Pass"}),
+        (15, "osu_latency", 2, 1024, "ok", 1.44, {}),
+        (21, "osu_latency", 2, 65536, "ok", 10.72, {})]),
+    ("osu/osu7.4-openmpi4.1.4-np2-osu_latency-z.txt", [
+        (5, "osu_latency", 2, 1, "ok", 0.95, {"p50_us": 0.51, "p99_us": 1.17}),
+        (15, "osu_latency", 2, 1024, "ok", 1.38, {"p90_us": 1.23}),
+        (21, "osu_latency", 2, 65536, "ok", 14.04, {"p99_us": 56.24})]),
+    ("osu/osu7.4-openmpi4.1.4-np2-osu_latency.txt", [
+        (5, "osu_latency", 2, 1, "ok", 0.23, {}), (15, "osu_latency", 2, 1024, "ok", 0.46, {}),
+        (21, "osu_latency", 2, 65536, "ok", 10.54, {})]),
+    ("osu/osu7.4-openmpi4.1.4-np2-osu_mbw_mr.txt", [
+        (5, "osu_mbw_mr", 2, 1, "ok", 9.25, {"msg_rate": 9247739.72}),
+        (15, "osu_mbw_mr", 2, 1024, "ok", 5149.06, {"msg_rate": 5028378.91}),
+        (21, "osu_mbw_mr", 2, 65536, "ok", 6220.36, {"msg_rate": 94915.14})]),
+    ("osu/osu7.4-openmpi4.1.4-np3-osu_allreduce-f-z.txt", [
+        (5, "osu_allreduce", 3, 1, "ok", 8.07, {"t_min_us": 7.84, "p99_us": 23.01}),
+        (15, "osu_allreduce", 3, 1024, "ok", 17.19, {"p50_us": 16.56}),
+        (21, "osu_allreduce", 3, 65536, "ok", 160.48, {"iterations": 100})]),
+    ("osu/osu7.4-openmpi4.1.4-np3-osu_allreduce-f.txt", [
+        (5, "osu_allreduce", 3, 1, "ok", 8.00, {"t_min_us": 6.75, "t_max_us": 10.12}),
+        (15, "osu_allreduce", 3, 1024, "ok", 20.54, {"iterations": 1000}),
+        (21, "osu_allreduce", 3, 65536, "ok", 153.63, {"iterations": 100})]),
+    ("osu/osu7.4-openmpi4.1.4-np3-osu_allreduce.txt", [
+        (5, "osu_allreduce", 3, 1, "ok", 6.05, {}),
+        (15, "osu_allreduce", 3, 1024, "ok", 13.94, {}),
+        (21, "osu_allreduce", 3, 65536, "ok", 167.35, {})]),
+    ("osu/osu7.4-openmpi4.1.4-np3-osu_alltoall.txt", [
+        (5, "osu_alltoall", 3, 1, "ok", 7.52, {}), (15, "osu_alltoall", 3, 1024, "ok", 9.84, {}),
+        (21, "osu_alltoall", 3, 65536, "ok", 54.34, {})]),
+    ("osu/osu7.4-openmpi4.1.4-np3-osu_barrier.txt", [
+        (4, "osu_barrier", 3, 0, "ok", 6.56, {})]),
+    ("osu/osu7.4-openmpi4.1.4-np3-osu_bcast.txt", [
+        (5, "osu_bcast", 3, 1, "ok", 4.44, {}), (15, "osu_bcast", 3, 1024, "ok", 7.01, {}),
+        (21, "osu_bcast", 3, 65536, "ok", 17.61, {})]),
+    ("osu/osu7.4-openmpi4.1.4-np3-osu_iallreduce.txt", [
+        (7, "osu_iallreduce", 3, 1, "ok", 6.94, {"overall_us": 22.09, "compute_us": 7.97}),
+        (17, "osu_iallreduce", 3, 1024, "ok", 9.39, {"overall_us": 26.47}),
+        (23, "osu_iallreduce", 3, 65536, "ok", 103.92, {"overlap_pct": 0.0})]),
+    ("netpipe/netpipe3.7.2-mpich4.0.2-np2.out", [
+        (1, "NetPIPE", 2, 1, "ok", 0.62, {"mbps_printed": 12.278581}),
+        (40, "NetPIPE", 2, 515, "ok", 0.19, {"mbps_printed": 20228.355039}),
+        (82, "NetPIPE", 2, 65539, "ok", 7.19, {"mbps_printed": 69557.763024})]),
+    ("netpipe/netpipe3.7.2-openmpi4.1.4-np2.out", [
+        (1, "NetPIPE", 2, 1, "ok", 0.37, {"mbps_printed": 20.755825}),
+        (82, "NetPIPE", 2, 65539, "ok", 8.06, {"mbps_printed": 62018.065293})]),
+    ("netpipe/netpipe3.7.2-openmpi4.1.4-np2.stdout.txt", [
+        (40, "NetPIPE", 2, 381, "ok", 0.21, {"mbps_printed": 13859.64, "repetitions": 257527}),
+        (87, "NetPIPE", 2, 65539, "ok", 8.06, {"mbps_printed": 62018.07})]),
+    ("nccl/nccl-tests2.x-old-layout-all_reduce_perf-2gpu.txt", [
+        (10, "nccl_unknown", 2, 8, "ok", 9.20, {"busbw_gbps": 0.0}),
+        (20, "nccl_unknown_inplace", 2, 8192, "ok", 9.87, {"algbw_gbps": 0.83})]),
+    ("nccl/nccl-tests2.13.10-all_reduce_perf-8gpu.txt", [
+        (37, "nccl_all_reduce", 8, 4194304, "ok", 48.94, {"busbw_mbps": 149980.0}),
+        (39, "nccl_all_reduce_inplace", 8, 16777216, "ok", 156.92, {"busbw_gbps": 187.11})]),
+]
+
+
+def test_spot_table_covers_every_captured_fixture():
+    captured = {f"{d}/{p.name}" for d in ("imb", "osu") for p in (DATA / d).glob("*.txt")}
+    shared = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+    if shared.is_dir():                     # every file of ../shared/fixtures is copied here
+        for p in shared.glob("*/*.txt"):
+            assert (DATA / p.parent.name / p.name).read_bytes() == p.read_bytes(), p
+            captured.add(f"{p.parent.name}/{p.name}")
+    assert captured <= {name for name, _ in SPOT}
+
+
+def test_every_fixture_stores_its_exact_values(store):
+    paths = [DATA / name for name, _ in SPOT]
+    rep = import_files(store, paths, np=3)
+    assert [f.status for f in rep.files] == ["imported"] * len(paths)
+    for (name, checks), f in zip(SPOT, rep.files, strict=True):
+        by_line: dict[int, list] = {}
+        for r in rows(store, f.run_id):
+            by_line.setdefault(r["extra"]["line"], []).append(r)
+        for line, bench, np_, size, status, mean, more in checks:
+            hits = [r for r in by_line.get(line, []) if r["benchmark"] == bench]
+            assert len(hits) == 1, (name, line, bench, by_line.get(line))
+            r = hits[0]
+            assert (r["np"], r["size"], r["status"]) == (np_, size, status), (name, line)
+            assert r["mean"] == mean, (name, line)
+            for k, v in more.items():
+                got = r[k] if k in r.keys() else r["extra"][k]
+                assert got == v, (name, line, k)
+            assert r["n"] is None and r["median"] is None and r["ci_low"] is None

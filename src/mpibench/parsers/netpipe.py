@@ -12,6 +12,7 @@ printed Mbps (more digits than the time column). NetPIPE sizes include its pertu
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 from typing import Any
 
 from mpibench.parsers.base import (
@@ -86,7 +87,9 @@ def parse_netpipe(text: str) -> ParseResult:
         if len(tokens) == 3:
             size, mbps, sec = as_int(tokens[0]), as_float(tokens[1]), as_float(tokens[2])
             if size is not None and mbps is not None and sec is not None:
-                res.records.append(_record(size, mbps, sec * 1e6, i, {}))
+                # seconds -> us in decimal: 0.00000719 s is 7.19 us, not 7.1899999999999995
+                res.records.append(_record(size, mbps, float(Decimal(tokens[2]) * 1000000),
+                                           i, {}))
                 continue
         if ABORT_PATTERNS.search(s):
             abort = abort or i
