@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from mpibench.schedulers import JobStatus, SchedulerQueryError, SchedulerSettings
+from mpibench.schedulers import JobStatus, SchedulerError, SchedulerQueryError, SchedulerSettings
 from mpibench.schedulers.pbs import PBSScheduler, map_pbs, parse_qstat_full
 from mpibench.schedulers.slurm import (
     SlurmScheduler,
@@ -256,3 +256,71 @@ def test_fake_commands_are_executable(tmp_path):
     # guard for the tests above: a wrapper that cannot execute would look like a failure
     p = _fake(tmp_path, "x", "exit 0\n")
     assert os.access(p, os.X_OK)
+
+
+# -- submission: refused at once, lost conversations retried without running a cell twice ---
+def _req(tmp_path: Path):
+    from mpibench.schedulers import JobRequest, JobStep
+
+    d = tmp_path / "run"
+    d.mkdir()
+    step = JobStep("c-0123456789abcdef", d, ["true"], {}, d / "stdout.txt", d / "stderr.txt")
+    return JobRequest(name="mb-c-0123456789abcdef", steps=[step], run_dir=d)
+
+
+def _no_sleep(monkeypatch) -> None:
+    import types
+
+    import mpibench.schedulers.slurm as slurm_mod
+
+    monkeypatch.setattr(slurm_mod, "time", types.SimpleNamespace(sleep=lambda s: None))
+
+
+def _submit_fakes(tmp_path: Path, sbatch_body: str, squeue_body: str) -> SlurmScheduler:
+    sbatch = _fake(tmp_path, "sbatch", f'echo "$*" >>{tmp_path}/sbatch.log\n' + sbatch_body)
+    squeue = _fake(tmp_path, "squeue", f'echo "$*" >>{tmp_path}/squeue.log\n' + squeue_body)
+    return SlurmScheduler(SchedulerSettings(name="slurm", options={
+        "sbatch": str(sbatch), "squeue": str(squeue)}))
+
+
+def test_refused_submission_is_not_retried(tmp_path):
+    sched = _submit_fakes(tmp_path, 'echo "sbatch: error: Batch job submission failed: '
+                          'Invalid partition name specified" >&2; exit 1\n', "exit 0\n")
+    with pytest.raises(SchedulerError, match="refused.*Invalid partition"):
+        sched.submit(_req(tmp_path))
+    assert len(_log_lines(tmp_path / "sbatch.log")) == 1
+    assert not (tmp_path / "squeue.log").exists()
+
+
+def test_lost_submission_that_created_the_job_is_adopted_not_resubmitted(tmp_path,
+                                                                       monkeypatch):
+    _no_sleep(monkeypatch)
+    sched = _submit_fakes(
+        tmp_path, 'echo "sbatch: error: Batch job submission failed: Socket timed out on '
+        'send/recv operation" >&2; exit 1\n',
+        'case "$*" in *--name=mb-c-0123456789abcdef*) echo 4242;; esac\n')
+    assert sched.submit(_req(tmp_path)) == "4242"
+    assert len(_log_lines(tmp_path / "sbatch.log")) == 1  # never submitted twice
+    assert "--states=PENDING" in _log_lines(tmp_path / "squeue.log")[0]
+
+
+def test_lost_submission_without_a_job_is_retried(tmp_path, monkeypatch):
+    _no_sleep(monkeypatch)
+    sched = _submit_fakes(tmp_path, f"""\
+if [ ! -e {tmp_path}/once ]; then touch {tmp_path}/once
+  echo "sbatch: error: Unable to contact slurm controller (connect failure)" >&2; exit 1
+fi
+echo 77
+""", "exit 0\n")
+    assert sched.submit(_req(tmp_path)) == "77"
+    assert len(_log_lines(tmp_path / "sbatch.log")) == 2
+    assert len(_log_lines(tmp_path / "squeue.log")) == 1
+
+
+def test_submission_that_keeps_failing_fails_the_cells_with_the_reason(tmp_path, monkeypatch):
+    _no_sleep(monkeypatch)
+    sched = _submit_fakes(tmp_path, 'echo "sbatch: error: Socket timed out on send/recv '
+                          'operation" >&2; exit 1\n', "exit 0\n")
+    with pytest.raises(SchedulerError, match="failed 3 times.*no such job is queued"):
+        sched.submit(_req(tmp_path))
+    assert len(_log_lines(tmp_path / "sbatch.log")) == 3

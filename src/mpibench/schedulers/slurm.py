@@ -71,6 +71,10 @@ REASONS = {
     "cancelled": "the job was cancelled",
     "oom": "the job ran out of memory",
 }
+# sbatch/qsub failures worth another try: the conversation with the controller was lost
+TRANSIENT = re.compile(r"socket timed out|unable to contact|connection refused|connect failure|"
+                       r"zero bytes were transmitted|communication connection failure|"
+                       r"slurmctld.*(not responding|down)", re.IGNORECASE)
 SQUEUE_FIELDS = "JobID:|,State:|,Reason:|,NodeList:|,exit_code:|"
 SACCT_FIELDS = "JobIDRaw,State,ExitCode,NodeList,Reason"
 
@@ -378,16 +382,46 @@ class SlurmScheduler(Scheduler):
         return path
 
     def submit(self, req: JobRequest) -> str:
+        """sbatch --parsable. A refusal (bad partition, over a limit) raises at once. A lost
+        conversation with slurmctld (timeout, connect failure) is retried, but only after
+        asking squeue whether the job exists anyway under its name (which holds the cell
+        id): sbatch may time out after slurmctld accepted the job, and a blind retry would
+        run the cell twice."""
         script = self.write_script(req)
-        res = self._run([self._cmd("sbatch"), "--parsable", str(script)], cwd=req.run_dir)
-        if not res.ok:
-            raise SchedulerError(f"sbatch refused job {req.name}: "
-                                 f"{res.stderr_tail(3).strip() or f'exit {res.returncode}'}")
-        jid = res.stdout.strip().splitlines()[-1].split(";")[0].strip() if res.stdout.strip() \
-            else ""
-        if not jid.isdigit() and not re.match(r"^\d+(_\d+)?$", jid):
-            raise SchedulerError(f"sbatch gave no job id for {req.name}: {res.stdout!r}")
-        return jid
+        name = job_name(req)
+        retries = int(self.settings.options.get("query_retries", 3))
+        delay = 1.0
+        for attempt in range(max(1, retries)):
+            res = self._run([self._cmd("sbatch"), "--parsable", str(script)], cwd=req.run_dir)
+            if res.ok:
+                jid = res.stdout.strip().splitlines()[-1].split(";")[0].strip() \
+                    if res.stdout.strip() else ""
+                if not re.match(r"^\d+(_\d+)?$", jid):
+                    raise SchedulerError(f"sbatch gave no job id for {req.name}: "
+                                         f"{res.stdout!r}")
+                return jid
+            detail = res.stderr_tail(3).strip() or f"exit {res.returncode}"
+            if not (res.timed_out or TRANSIENT.search(res.stderr)):
+                raise SchedulerError(f"sbatch refused job {req.name}: {detail}")
+            if attempt + 1 < retries:
+                time.sleep(delay)
+                delay = min(delay * 2, 10.0)
+            existing = self._queued_by_name(name)
+            if existing:
+                return existing
+        raise SchedulerError(f"sbatch failed {retries} times for job {req.name} and no such "
+                             f"job is queued: {detail}")
+
+    def _queued_by_name(self, name: str) -> str | None:
+        """The id of a live (not finished) job of ours with this name, if squeue answers."""
+        try:
+            res = self._query([self._cmd("squeue"), "--noheader", f"--name={name}",
+                               "--states=PENDING,CONFIGURING,RUNNING,COMPLETING,SUSPENDED",
+                               "--format=%i"], accept=lambda r: False)
+        except SchedulerQueryError:
+            return None
+        ids = res.stdout.split()
+        return ids[-1] if ids else None
 
     def poll(self, job_ids: Sequence[str]) -> dict[str, JobStatus]:
         ids = [str(j) for j in job_ids]
