@@ -13,6 +13,7 @@ import gzip
 import json
 import math
 import re
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -198,3 +199,48 @@ def test_detection_uses_content_not_names():
         elif name.startswith("nccl"):
             expected = "nccl"
         assert fmt == expected, name
+
+
+def _key(r):
+    return (r["benchmark"], r["size"], r["np"], r["extra"].get("line"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(sorted(TEXTS)), st.floats(0.0, 1.0))
+def test_a_file_cut_anywhere_keeps_exactly_its_complete_rows(name, frac):
+    """A run killed mid-write: every row kept is the row the full file has at that line,
+    with the same values; a row cut mid-number is never stored."""
+    data = TEXTS[name]
+    full = {_key(r): r for r in parse_bytes(data).records}
+    cut = data[:int(len(data) * frac)]
+    res = parse_bytes(cut)
+    check_invariants(res, cut)
+    for r in res.records:
+        ref = full.get(_key(r))
+        assert ref is not None, (name, len(cut), r)
+        for k in ("mean", "bandwidth_mbps", "busbw_mbps", "msg_rate", "status"):
+            assert r.get(k) == ref.get(k), (name, len(cut), k, r, ref)
+    if res.records and len(cut) < len(data) and not name.endswith(".json"):
+        # what it kept is every complete row before the cut (nothing silently dropped)
+        complete = cut.count(b"\n")
+        expected = {k for k, r in full.items() if k[3] is not None and k[3] <= complete}
+        assert {_key(r) for r in res.records} == expected, name
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutated())
+def test_importer_on_mutated_files_never_raises_and_exit_code_matches(case):
+    from mpibench.importer import import_files
+    from mpibench.store import Store
+    name, data = case
+    with tempfile.TemporaryDirectory(prefix="mpibench-prop-") as tmp:
+        p = Path(tmp) / "case.txt"
+        p.write_bytes(data)
+        with Store(Path(tmp) / "s.db") as store:
+            rep = import_files(store, [p], np=3)
+            (f,) = rep.files
+            stored = store.db.execute("SELECT COUNT(*) FROM results").fetchone()[0]
+            assert stored == f.rows
+            assert (rep.exit_code == 0) == (f.status == "imported") == (stored > 0)
+            if f.status != "imported":
+                assert f.problems and all(ln.startswith(str(p)) for ln in f.problems)
