@@ -195,6 +195,7 @@ def test_cli_table(tmp_path, capsys):
     cap = capsys.readouterr()
     for word in ("IMB-MPI1", "2021.11", "137", "truncated", "imported"):
         assert word in cap.out
+    assert "2 imported (161 rows), 0 already in the store, 0 not imported" in cap.out
     assert "warning:" in cap.err and ":219: output ends inside the Reduce table" in cap.err
 
 

@@ -32,6 +32,9 @@ and report show them without confidence intervals. Bandwidths are stored in 10^6
 (IMB 4.x's 2^20-based Mbytes/sec is converted). Problems are reported as FILE:LINE: what
 was expected; complete rows of a truncated file are kept.
 
+Importing a file again with --label or --line-rate updates the stored run (to add a
+forgotten line rate, or rename a set); its rows are never stored twice.
+
 exit status: 0 when at least one file was imported (or was already), with warnings for
 problems; 2 when nothing could be imported."""
 
@@ -84,6 +87,9 @@ def run(args) -> int:
                   ",".join(map(str, f.np)) or ("?" if f.rows else ""),
                   str(len(f.problems)), result)
     out.print(t)
+    d = report.to_dict()
+    out.print(f"{d['imported']} imported ({d['rows']} rows), {d['skipped']} already in the "
+              f"store, {d['failed']} not imported")
     if report.imported:
         out.print("values are the tools' own per-size summaries (means, or IMB t_avg/t_pure), "
                   "not samples: compare and report show them without confidence intervals")
