@@ -128,3 +128,69 @@ def test_campaign_status_flags_the_silent_fallback(tmp_path):
     res = subprocess.run([mb, "campaign", "status", str(camp)], capture_output=True,
                          text=True, timeout=60)
     assert "MISMATCH" in res.stdout and "requested transport shm but tcp" in res.stdout
+    # the line a report or comparison prints for these runs
+    from mpibench.store import Store
+    from mpibench.verify import transport_warnings
+
+    with Store(tmp_path / "mpibench.db") as store:
+        (line,) = transport_warnings(store, [r["id"] for r in store.runs()])
+    assert line.startswith("variant want-shm: requested transport shm but tcp [ucx tls tcp]")
+    assert line.endswith("(1 run(s)); its results measure tcp, not shm")
+
+
+PRESETS = """
+[campaign]
+name = "presets"
+repeats = 1
+timeout = 60
+[variants.ompi-shm]
+stack = "openmpi"
+transport = "shm"
+[variants.ompi-tcp]
+stack = "openmpi"
+transport = "tcp"
+[variants.ompi-ucx]
+stack = "openmpi"
+transport = "ucx"
+[variants.ompi-ofi]
+stack = "openmpi"
+transport = "ofi"
+[variants.mpich-shm]
+stack = "mpich"
+transport = "shm"
+[variants.mpich-tcp]
+stack = "mpich"
+transport = "tcp"
+[benchmarks.pp]
+benchmarks = ["PingPong"]
+sizes = "0,4K"
+options = { max_time = 0.01 }
+"""
+
+
+@pytest.mark.mpi
+def test_every_preset_runs_here_and_is_verified(tmp_path, found_stacks):
+    """Open MPI shm/tcp/ucx/ofi and MPICH shm/tcp: a real core cell each, and the probe
+    confirms that the requested transport carried the traffic."""
+    from mpibench.campaign import status as st
+    from mpibench.campaign.runner import CampaignRunner
+    from mpibench.campaign.spec import load
+    from mpibench.store import Store
+
+    camp = tmp_path / "presets.toml"
+    camp.write_text(PRESETS)
+    with Store(tmp_path / "p.db") as store:
+        CampaignRunner(load(camp), store, found_stacks).run()
+        data = st.status(store, load(camp))
+        runs = {r["variant"]: r for r in store.runs()}
+        results = {r["run_id"] for r in store.results(with_samples=False)}
+    assert data["totals"]["done"] == 6, data["problems"]
+    by = {v["variant"]: v for v in data["variants"]}
+    expect = {"ompi-shm": "shm [pml ob1, btl vader]", "ompi-tcp": "tcp [pml ob1, btl tcp]",
+              "ompi-ucx": "ucx [pml ucx", "ompi-ofi": "ofi [pml cm, mtl ofi, provider tcp",
+              "mpich-shm": "shm [ucx tls", "mpich-tcp": "tcp [ucx tls tcp"}
+    for name, prefix in expect.items():
+        assert by[name]["transport_verdict"] == "ok", by[name]
+        assert by[name]["transport_actual"].startswith(prefix), by[name]
+        assert runs[name]["transport_actual"] == by[name]["transport_actual"]
+        assert runs[name]["id"] in results
