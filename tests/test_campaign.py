@@ -330,3 +330,37 @@ def test_app_placement_from_what_the_launch_knows():
     assert app_placement(Variant("v", "s", np=4), True, "node1") == (["node1"], {"node1": 4})
     assert app_placement(Variant("v", "s", np=4, nodes=2), True, "node[1-2]") == \
         (["node[1-2]"], {})
+
+
+def test_random_seed_is_drawn_once_recorded_and_reused(tmp_path):
+    import json
+
+    from mpibench.campaign import status as st
+    from mpibench.campaign.runner import CampaignRunner
+    from mpibench.store import Store
+
+    path = write(tmp_path, BASE.replace('name = "t"', 'name = "t"\norder = "random"')
+                 .replace("repeats = 3", "repeats = 10"))
+    spec = load(path)
+    with Store(tmp_path / "s.db") as store:
+        _, cells, seed = CampaignRunner(spec, store, []).sync()
+        assert seed is not None
+        recorded = json.loads(store.db.execute("SELECT spec_json FROM campaigns")
+                              .fetchone()[0])["seed"]
+        assert recorded == seed
+        # the order run is the order this seed gives, and a later sync (a resume) keeps it
+        assert [c.id for c in cells] == [c.id for c in expand(spec, seed=seed)]
+        _, again, seed2 = CampaignRunner(load(path), store, []).sync()
+        assert seed2 == seed and [c.id for c in again] == [c.id for c in cells]
+        seqs = dict(store.db.execute("SELECT id, seq FROM runs").fetchall())
+        assert [seqs[c.id] for c in cells] == list(range(20))
+        assert st.status(store, spec)["seed"] == seed
+    # interleaving is gone: some repeat k+1 of a variant runs before its repeat k of another
+    order = [(c.variant.name, c.repeat) for c in cells]
+    assert order != sorted(order, key=lambda x: (x[1], x[0] != "a"))
+    res = subprocess.run([sys.executable, "-m", "mpibench", "campaign", "run", str(path),
+                          "--dry-run", "--db", str(tmp_path / "s.db")],
+                         capture_output=True, text=True, timeout=60)
+    assert f"order random, seed {seed} (recorded in the store)" in res.stdout
+    lines = [ln.split()[1] for ln in res.stdout.splitlines()[1:] if ln.strip()]
+    assert lines == [c.id for c in cells]

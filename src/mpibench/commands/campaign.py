@@ -144,15 +144,23 @@ def _run(args, spec, resume: bool) -> int:
     from mpibench.campaign.plan import expand
 
     if args.__dict__.get("dry_run"):
-        cells = expand(spec, seed=spec.seed or 0)
+        seed, seed_note = spec.seed, ""
+        if spec.order == "random" and seed is None:
+            seed = _recorded_seed(_db_path(args, spec.path), spec)
+            seed_note = (f", seed {seed} (recorded in the store)" if seed is not None else
+                         ", seed drawn at the first run and recorded (this listing uses 0)")
+        elif spec.order == "random":
+            seed_note = f", seed {seed}"
+        cells = expand(spec, seed=seed or 0)
         if args.json:
-            print_json({"campaign": spec.name, "cells": [
+            print_json({"campaign": spec.name, "order": spec.order, "seed": seed, "cells": [
                 {"id": c.id, "seq": c.seq, "variant": c.variant.name, "group": c.group.name,
                  "params": c.params, "repeat": c.repeat} for c in cells]})
         else:
             con = console()
             con.print(f"campaign {escape(spec.name)}: {len(spec.variants)} variant(s), "
-                      f"{len(spec.groups)} group(s), {len(cells)} cell(s), order {spec.order}")
+                      f"{len(spec.groups)} group(s), {len(cells)} cell(s), order {spec.order}"
+                      + seed_note)
             for c in cells[:50]:
                 con.print(f"  {c.seq:5d}  {c.id}  {escape(c.label)}")
             if len(cells) > 50:
@@ -218,6 +226,25 @@ def _run(args, spec, resume: bool) -> int:
         raise BenchmarkFailure(f"{bad} cell(s) failed or timed out; `mpibench campaign status "
                                f"{args.file}` shows the reasons, --retry-failed re-runs them")
     return 0
+
+
+def _recorded_seed(db: Path, spec) -> int | None:
+    """The seed a random-order campaign drew at its first run, read without writing."""
+    import json
+    import sqlite3
+
+    if not db.exists():
+        return None
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
+        try:
+            row = con.execute("SELECT spec_json FROM campaigns WHERE name=? AND file IS ?",
+                              (spec.name, str(spec.path))).fetchone()
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return None
+    return json.loads(row[0]).get("seed") if row else None
 
 
 def format_eta(seconds: float | None) -> str:
