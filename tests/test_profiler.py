@@ -328,12 +328,32 @@ def test_pcontrol_reset(built, tmp_path):
 def test_thread_multiple(built, tmp_path):
     run = _run(built, tmp_path, "threads")
     assert run.result.ok, run.result.stderr
-    assert run.doc["functions"]["MPI_Send"]["calls"] == 8000
-    assert run.doc["functions"]["MPI_Send"]["bytes_sent"] == 64000
+    d = run.doc
+    assert d["thread_level"] == 3 and d["recv_tracking"] is False
+    assert d["functions"]["MPI_Send"]["calls"] == 8000
+    assert d["functions"]["MPI_Send"]["bytes_sent"] == 64000
+    # concurrent blocking receives: each thread's size from its own substituted status
+    sr = d["functions"]["MPI_Sendrecv"]
+    assert (sr["calls"], sr["bytes_sent"], sr["bytes_recv"], sr["recv_unknown"]) == \
+        (400, 6400, 6400, 0)
+    assert _bins(sr) == {16: 400}
     for x in _ranks(run.out_dir).values():
-        assert x["threads"] >= 4
+        assert x["threads"] >= 4 and x["thread_overflow"] is False
         per = [t["calls"] for t in x["per_thread"] if t["calls"]]
-        assert sorted(per) == [1000] * 4
+        assert sorted(per) == [2] + [1050] * 4  # main: Comm_size, Comm_rank
+
+
+def test_more_threads_than_slots(built, tmp_path):
+    """70 threads per rank, more than the 64 private slots: the rest share the overflow slot
+    (atomic updates); nothing is lost."""
+    run = _run(built, tmp_path, "manythreads")
+    assert run.result.ok, run.result.stderr
+    assert run.doc["functions"]["MPI_Send"]["calls"] == 2 * 70 * 1000
+    assert run.doc["functions"]["MPI_Send"]["bytes_sent"] == 2 * 70 * 8000
+    for x in _ranks(run.out_dir).values():
+        assert x["thread_overflow"] is True and x["threads"] >= 70
+        assert x["functions"]["MPI_Send"]["calls"] == 70 * 1000
+        assert len(x["per_thread"]) == 64  # the private slots; the overflow slot is shared
 
 
 # ---- merge, store, compare and CLI without MPI ---------------------------------------------

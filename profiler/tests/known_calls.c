@@ -1,6 +1,6 @@
 /* Known MPI calls with known sizes, for exact checks of the profiler (2 or more ranks).
  *
- *   known_calls [normal|pcontrol|reset|exit|hang|abort|signal|threads]
+ *   known_calls [normal|pcontrol|reset|exit|hang|abort|signal|threads|manythreads]
  *
  * normal: ranks 0 and 1 exchange 10 x MPI_Send of 1000 B (MPI_Recv posts 4096 B and passes
  * MPI_STATUS_IGNORE), 5 x MPI_Isend of 256 ints from 1 to 0 (MPI_Irecv of 512 ints +
@@ -15,7 +15,11 @@
  * abort: normal, then rank 0 calls MPI_Abort while the others wait in MPI_Barrier.
  * signal: normal, then rank 0 raises SIGTERM while the others wait in MPI_Barrier (the
  * launcher then stops them: Open MPI with SIGTERM, Hydra with SIGKILL).
- * threads: MPI_THREAD_MULTIPLE, 4 threads per rank x 1000 MPI_Send of 8 B to MPI_PROC_NULL.
+ * threads: MPI_THREAD_MULTIPLE, 4 threads per rank, each 1000 x MPI_Send of 8 B to
+ * MPI_PROC_NULL and 50 x MPI_Sendrecv of 16 B with the same thread of the other rank (tag =
+ * thread index, MPI_STATUS_IGNORE: received sizes come from the profiler's own status).
+ * manythreads: 70 threads per rank x 1000 MPI_Send of 8 B to MPI_PROC_NULL (more threads than
+ * the profiler has private slots: the rest share the atomic overflow slot).
  */
 #include <mpi.h>
 #include <pthread.h>
@@ -24,11 +28,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+static int g_exchange, g_rank; /* threads mode: also Sendrecv with the other rank */
+
 static void *sender(void *arg)
 {
-    (void)arg;
+    int tag = (int)(long)arg;
     double x = 0;
+    char s[16] = {0}, r[64];
     for (int i = 0; i < 1000; i++) MPI_Send(&x, 8, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_WORLD);
+    if (g_exchange) {
+        for (int i = 0; i < 50; i++)
+            MPI_Sendrecv(s, 16, MPI_BYTE, 1 - g_rank, tag, r, 64, MPI_BYTE, 1 - g_rank, tag,
+                         MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
     return NULL;
 }
 
@@ -36,16 +48,19 @@ int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "normal";
     int rank, n;
-    if (strcmp(mode, "threads") == 0) {
-        int provided;
+    if (strcmp(mode, "threads") == 0 || strcmp(mode, "manythreads") == 0) {
+        int provided, nt = mode[0] == 't' ? 4 : 70;
+        g_exchange = mode[0] == 't';
         MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-        if (provided < MPI_THREAD_MULTIPLE) {
-            fprintf(stderr, "MPI_THREAD_MULTIPLE not provided\n");
+        MPI_Comm_size(MPI_COMM_WORLD, &n);
+        MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+        if (provided < MPI_THREAD_MULTIPLE || n != 2) {
+            fprintf(stderr, "MPI_THREAD_MULTIPLE not provided, or not 2 ranks\n");
             MPI_Abort(MPI_COMM_WORLD, 3);
         }
-        pthread_t t[4];
-        for (int i = 0; i < 4; i++) pthread_create(&t[i], NULL, sender, NULL);
-        for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+        pthread_t t[70];
+        for (int i = 0; i < nt; i++) pthread_create(&t[i], NULL, sender, (void *)(long)i);
+        for (int i = 0; i < nt; i++) pthread_join(t[i], NULL);
         MPI_Finalize();
         return 0;
     }
