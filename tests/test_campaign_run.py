@@ -202,7 +202,7 @@ params = { x = [1.5, 2.5], label = ["a b"] }
 fom = { name = "ns/day", regex = 'Performance:\\s+([0-9.]+)', unit = "ns/day", better = "higher" }
 [benchmarks.prep]
 command = "cat input.txt generated.txt"
-setup = ["cp input.txt generated.txt"]
+setup = ["cp input.txt generated.txt", "sleep 2"]
 inputs = ["input.txt"]
 repeats = 1
 [benchmarks.fail]
@@ -301,6 +301,10 @@ def test_application_cells_fom_failure_and_timeout(tmp_path, found_stacks):
             for f in ("cell.json", "job.sh", "exit_status", "timing.json") + (
                     launched if run["grp"] != "badsetup" else ()):
                 assert (d / f).exists(), (run["grp"], f)
+        # wall time is the launch alone: the step (setup + launch) took >= 2 s longer
+        (wall,) = [r["median"] for r in store.results(benchmark="prep")
+                   if r["metric"] == "wall_time"]
+        assert 0 < wall <= runs["prep"]["elapsed"] - 1.99
         prep = Path(runs["prep"]["run_dir"])
         assert (prep / "stdout.txt").read_text() == "hello\nhello\n"
         assert (Path(runs["echo"]["run_dir"]) / "out.txt").read_text() == "a b\n"

@@ -428,7 +428,8 @@ class CampaignRunner:
                 outcome.fingerprint["ranks_per_host"] = per_host
             outcome.records = []
             if outcome.status == "done":
-                outcome.records, problem = app_records(p.cell, p.step.run_dir, elapsed)
+                outcome.records, problem = app_records(p.cell, p.step.run_dir,
+                                                       self._launch_elapsed(p, elapsed))
                 if problem:
                     outcome.status, outcome.reason, outcome.records = "failed", problem, []
         if p.cell.variant.profile:
@@ -444,6 +445,20 @@ class CampaignRunner:
                 self._profiles[p.cell.id] = doc
                 outcome.records = list(outcome.records) + profile_rows(doc)
         return outcome
+
+    def _launch_elapsed(self, p: _Prepared, elapsed: float) -> float:
+        """The application's wall time: the launch alone, without the setup commands
+        (e.g. grompp) that the step's elapsed time includes."""
+        if not p.step.setup:
+            return elapsed
+        last = None if self.scheduler.batch else getattr(self.scheduler, "last_result", None)
+        if last is not None:
+            return last.elapsed
+        try:  # a job script that records when the launch started
+            t = json.loads((p.step.run_dir / "timing.json").read_text())
+            return float(t["finished"]) - float(t["launch_started"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return elapsed
 
     def commit(self, p: _Prepared, outcome: CellOutcome, **extra: Any) -> None:
         actual = None
