@@ -3,6 +3,7 @@ expansion, stable ids, order, template substitution. Pure: nothing is launched."
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -364,3 +365,23 @@ def test_random_seed_is_drawn_once_recorded_and_reused(tmp_path):
     assert f"order random, seed {seed} (recorded in the store)" in res.stdout
     lines = [ln.split()[1] for ln in res.stdout.splitlines()[1:] if ln.strip()]
     assert lines == [c.id for c in cells]
+
+
+def test_a_second_harness_on_the_same_campaign_is_refused(tmp_path, found_stacks):
+    from mpibench.campaign.runner import CampaignRunner
+
+    path = write(tmp_path, BASE.split("[benchmarks.pp]")[0]
+                 + '[benchmarks.app]\ncommand = "true"\n')
+    first = CampaignRunner(load(path), None, found_stacks)
+    first.lock()
+    try:
+        res = subprocess.run([sys.executable, "-m", "mpibench", "campaign", "run", str(path),
+                              "--no-progress"], capture_output=True, text=True, timeout=120)
+    finally:
+        first.unlock()
+    assert res.returncode == 2, res.stderr
+    assert f"campaign 't' is being run by pid {os.getpid()}" in res.stderr
+    from mpibench.store import Store
+
+    with Store(tmp_path / "mpibench.db") as store:  # nothing was started
+        assert store.runs() == []
