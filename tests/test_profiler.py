@@ -444,8 +444,36 @@ def test_store_rows_compare_and_report(tmp_path):
     text = con.export_text()
     for want in ("Time in MPI per rank", "Time in MPI by family", "coll.blocking",
                  "Top 10 functions by time", "by calls",
-                 "Message sizes", "512 B - <1 KiB", "profiler overhead", "n too small"):
+                 "Message sizes", "512 B - <1 KiB", "profiler overhead", "n too small",
+                 "Cliff's δ"):
         assert want in text
+
+
+def _synthetic(per_rank_send: list[float], per_rank_recv: list[float]) -> dict:
+    """A merged profile with given per-rank seconds in MPI_Send and MPI_Recv."""
+    def fn(times):
+        return {"class": "pt2pt.send", "calls": 10 * len(times), "time_s": sum(times),
+                "per_rank_time_s": times}
+    mpi = [a + b for a, b in zip(per_rank_send, per_rank_recv, strict=True)]
+    return {"ranks": len(mpi), "calls_total": 20 * len(mpi),
+            "mpi_time_s": {"total": sum(mpi)}, "per_rank": [{"mpi_s": m} for m in mpi],
+            "functions": {"MPI_Send": fn(per_rank_send), "MPI_Recv": fn(per_rank_recv)}}
+
+
+def test_compare_profiles_statistics():
+    """8 ranks per side: B's MPI_Send is 2x slower on every rank (significant, delta +1,
+    ratio 2); MPI_Recv draws from the same values (not significant)."""
+    base = [1.0 + 0.01 * i for i in range(8)]
+    a = _synthetic(base, base)
+    b = _synthetic([2 * x for x in base], list(reversed(base)))
+    rows = {r["function"]: r for r in profiling.compare_profiles(a, b)["rows"]}
+    send, recv = rows["MPI_Send"], rows["MPI_Recv"]
+    assert send["testable"] and send["significant"] and send["p_adj"] < 0.01
+    assert send["ratio"] == pytest.approx(2.0) and send["cliffs_delta"] == 1.0
+    assert recv["testable"] and not recv["significant"] and recv["cliffs_delta"] == 0.0
+    assert recv["ratio"] == pytest.approx(1.0)
+    # Holm: the adjusted p of the 3 rows is never below the raw p
+    assert all(r["p_adj"] >= r["p"] for r in rows.values())
 
 
 def test_inject_env_flags():

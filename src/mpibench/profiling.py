@@ -695,7 +695,7 @@ def render_comparison(cmp: Mapping[str, Any], name_a: str, name_b: str, console=
     t = Table(title=f"MPI time per function: {name_b} vs {name_a} (baseline)",
               title_justify="left")
     for c in ("function", f"calls {name_a}", f"calls {name_b}", f"time {name_a}",
-              f"time {name_b}", "B/A", "p (Holm)", "n"):
+              f"time {name_b}", "B/A", "p (Holm)", "Cliff's δ", "n"):
         t.add_column(c, justify="left" if c == "function" else "right")
     untestable = False
     for r in cmp["rows"]:
@@ -706,12 +706,15 @@ def render_comparison(cmp: Mapping[str, Any], name_a: str, name_b: str, console=
             ptxt = "~"
         else:
             ptxt = f"{'' if r['significant'] else '~ '}p={r['p_adj']:.3f}"
+        d = r["cliffs_delta"]
+        delta = "" if d is None or d != d else f"{d:+.2f}"
         t.add_row(r["function"], str(r["calls_a"]), str(r["calls_b"]),
                   fmt_time(r["total_us_a"] * 1e-6), fmt_time(r["total_us_b"] * 1e-6), ratio,
-                  ptxt, f"{r['n_a']}+{r['n_b']}")
+                  ptxt, delta, f"{r['n_a']}+{r['n_b']}")
     con.print(t)
     con.print("Times are summed over ranks; the test uses per-rank times as samples "
-              "(two-sided Mann-Whitney U, Holm across rows). `~` = not significant.")
+              "(two-sided Mann-Whitney U, Holm across rows). `~` = not significant. "
+              "Cliff's δ > 0: B spends more time than A in most rank pairs.")
     if untestable:
         con.print("Fewer than 4 ranks per side cannot reach p <= 0.05: profile more ranks or "
                   "repeat the launches and compare with `mpibench compare --run ...`.")
