@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -98,7 +99,7 @@ def test_shifted_samples_significant_with_sign():
 def test_mwu_exact_small_and_asymptotic_large_or_ties():
     assert stats.mann_whitney_test([1, 2, 3, 4], [5, 6, 7, 8]).method == "exact"
     assert stats.mann_whitney_test([1, 2, 3, 4], [5, 6, 7, 8]).p == pytest.approx(2 / 70)
-    assert stats.mann_whitney_test([1, 2, 2, 4], [5, 6, 7, 8]).method == "asymptotic"
+    assert stats.mann_whitney_test([1, 2, 2, 4], [5, 6, 7, 8]).method == "exact-ties"
     rng = np.random.default_rng(4)
     assert stats.mann_whitney_test(rng.normal(size=100), rng.normal(size=100)).method == \
         "asymptotic"
@@ -213,3 +214,83 @@ def test_median_ci_ranks_match_scipy_binomial(n):
     j = ci.lo_rank
     assert sps.binom.cdf(j - 1, n, 0.5) <= 0.025 < sps.binom.cdf(j, n, 0.5)
     assert ci.coverage == pytest.approx(1 - 2 * sps.binom.cdf(j - 1, n, 0.5), rel=1e-9)
+
+
+def _permutation_p(a, b) -> float:
+    """Brute force: every split of the pooled values, mid-ranks, 2 x the smaller tail."""
+    x = np.concatenate([a, b]).astype(float)
+    r = sps.rankdata(x)
+    obs = r[: len(a)].sum()
+    sums = np.array([r[list(c)].sum() for c in itertools.combinations(range(x.size), len(a))])
+    lo, hi = (sums <= obs + 1e-9).mean(), (sums >= obs - 1e-9).mean()
+    return min(1.0, 2 * min(lo, hi))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 4), min_size=1, max_size=7),
+       st.lists(st.integers(0, 4), min_size=1, max_size=7))
+def test_exact_mwu_with_ties_matches_enumeration(a, b):
+    r = stats.mann_whitney_test(a, b)
+    if r.method == "degenerate":
+        return
+    assert r.p == pytest.approx(_permutation_p(a, b), rel=1e-9, abs=1e-12)
+
+
+def test_small_tied_samples_are_not_overstated():
+    # complete separation, 4 vs 4, with ties: the attainable p is 2/70, whatever the ties;
+    # the normal approximation says 0.013 and would overstate the evidence
+    r = stats.mann_whitney_test([1, 1, 1, 1], [2, 2, 2, 2])
+    assert r.method == "exact-ties" and r.p == pytest.approx(2 / 70)
+    asym = sps.mannwhitneyu([1] * 4, [2] * 4, method="asymptotic").pvalue
+    assert asym < 0.02 < r.p
+    # never below the untied minimum that the too-few-samples rule relies on
+    rng = np.random.default_rng(10)
+    for _ in range(200):
+        na, nb = rng.integers(2, 7, 2)
+        a, b = rng.integers(0, 3, na), rng.integers(0, 3, nb)
+        if len(set(a) | set(b)) > 1:
+            assert stats.mann_whitney(a, b) >= stats.min_pvalue(na, nb) - 1e-12
+
+
+def test_same_distribution_with_ties_keeps_its_size():
+    # quantised timings (many ties), same distribution: the exact test rejects at most
+    # about alpha of the time
+    rng = np.random.default_rng(12)
+    sig = sum(stats.mann_whitney(rng.integers(0, 4, 8), rng.integers(0, 4, 8)) <= 0.05
+              for _ in range(600))
+    assert sig / 600 <= 0.065
+
+
+def test_alpha_outside_zero_one_is_refused():
+    for bad in (0.0, 1.0, 2.0, float("nan"), -0.1):
+        with pytest.raises(ValueError):
+            stats.min_n_per_side(bad)
+
+
+def test_coverage_check_detects_a_too_narrow_interval():
+    # negative control for the coverage tests above: ranks one step inward from the exact
+    # ones (j+1, n-j) must fall below 95% coverage on the same kind of data, so the
+    # coverage assertions can fail when the ranks are wrong
+    rng = np.random.default_rng(20260522)
+    n = 30
+    j, k, _ = stats._median_ci_ranks(n, 0.95)
+    hits_exact = hits_narrow = 0
+    for row in rng.lognormal(0.0, 1.0, size=(2000, n)):
+        srt = np.sort(row)
+        hits_exact += srt[j - 1] <= 1.0 <= srt[k - 1]
+        hits_narrow += srt[j] <= 1.0 <= srt[k - 2]
+    assert hits_exact / 2000 >= 0.94
+    assert hits_narrow / 2000 < 0.93
+
+
+@pytest.mark.parametrize("n", [6, 10, 1000])
+def test_median_ci_coverage_other_sample_counts(n):
+    rng = np.random.default_rng(n)
+    draws = rng.exponential(1.0, size=(1500, n))          # median ln 2
+    hits = 0
+    for row in draws:
+        ci = stats.median_ci(row)
+        hits += ci.low <= math.log(2) <= ci.high
+    exact = stats.median_ci(draws[0]).coverage
+    # binomial noise over 1500 draws: +-0.012 (2 sigma) around the exact coverage
+    assert abs(hits / 1500 - exact) < 0.02, (hits / 1500, exact)
