@@ -288,3 +288,104 @@ def test_large_tables_render_as_plain_text(tmp_path):
     res = render_results(store, groups["a"], "terminal", title="a")
     assert len(res.splitlines()) > 320
     store.close()
+
+
+def test_holm_floor_says_cannot_tell(tmp_path):
+    # 4 vs 4 launches per cell, clearly separated, but 12 cells: min p 2/70 x 12 > 0.05, so
+    # no cell can be significant after Holm; the verdict must not claim "no difference"
+    rng = np.random.default_rng(14)
+    store = Store(tmp_path / "floor.db")
+    cid = store.add_campaign("floor")
+    ga = add_variant_runs(store, cid, "a", repeats=4, make=lambda rep: [
+        core_record("PingPong", s, rng.normal(10, .1, 1)) for s in range(12)])
+    gb = add_variant_runs(store, cid, "b", repeats=4, make=lambda rep: [
+        core_record("PingPong", s, rng.normal(8, .1, 1)) for s in range(12)])
+    cmp = compare_groups(store, {"a": ga, "b": gb}, "a")
+    assert all(r.deltas["b"].tested and not r.deltas["b"].significant for r in cmp.rows)
+    assert any("no adjusted p can reach" in f for f in cmp.footnotes)
+    assert "cannot tell" in cmp.verdict and "no significant difference" not in cmp.verdict
+    # one cell alone: 2/70 < 0.05, significant, and no such footnote
+    one = compare_groups(store, {"a": ga, "b": gb}, "a", sizes=[3])
+    assert one.rows[0].deltas["b"].significant
+    assert not any("no adjusted p" in f for f in one.footnotes)
+    assert "b is better" in one.verdict
+    store.close()
+
+
+def test_bad_alpha_is_a_usage_error(two):
+    store, groups = two
+    for bad in (0, 1, 2.0, float("nan")):
+        with pytest.raises(UsageError):
+            compare_groups(store, groups, "base", alpha=bad)
+
+
+def _app_row(np_: int, v: float) -> dict:
+    # shaped like campaign.runner.app_records: one value per launch, statistic 'value'
+    return {"benchmark": "md", "size": None, "np": np_, "metric": "ns/day", "unit": "ns/day",
+            "better": "higher", "statistic": "value", "n": 1, "median": v, "mean": v,
+            "min": v, "max": v, "samples": [v]}
+
+
+def _sweep_store(path):
+    """Campaign-style variant names: a sweep over np and nodes expands 'ompi' into
+    'ompi[np=2,nodes=1]' ...; plus a transport sweep that must stay separate sets."""
+    rng = np.random.default_rng(15)
+    store = Store(path)
+    cid = store.add_campaign("sweep")
+    seq = iter(range(0, 1000, 10))
+    for stack, speed in (("ompi", 1.0), ("mpich", 0.9)):
+        for nodes in (1, 2):
+            for np_ in (2, 4):
+                name = f"{stack}[np={np_},nodes={nodes}]"
+                add_variant_runs(
+                    store, cid, name, repeats=3, grp="app", params={"steps": 100},
+                    seq0=next(seq),
+                    fingerprint={"stack": stack, "np": np_, "nodes": nodes},
+                    spec={"variant": {"name": name, "stack": stack, "np": np_,
+                                      "nodes": nodes}},
+                    make=lambda rep, s=speed, n=np_ * nodes, np_=np_: [
+                        _app_row(np_, rng.normal(10 * n / s, 0.1))])
+    for tls in ("self,sm", "self,tcp"):
+        add_variant_runs(store, cid, f"ucx[env.UCX_TLS={tls},np=2]", repeats=2, grp="app",
+                         params={"steps": 100}, seq0=next(seq),
+                         make=lambda rep: [_app_row(2, 5.0 + rep)])
+    return store
+
+
+def test_split_variant():
+    from mpibench.report.data import split_variant
+    assert split_variant("ompi") == ("ompi", {})
+    assert split_variant("ompi[np=2]") == ("ompi", {"np": 2})
+    assert split_variant("ompi[np=2,nodes=4,ppn=2]") == ("ompi", {"np": 2, "nodes": 4,
+                                                                   "ppn": 2})
+    assert split_variant("x[env.UCX_TLS=self,sm,np=2]") == ("x[env.UCX_TLS=self,sm]",
+                                                           {"np": 2})
+    assert split_variant("x[transport=tcp]") == ("x[transport=tcp]", {})
+    assert split_variant("x[np=auto]") == ("x[np=auto]", {})
+
+
+def test_sweeps_over_np_and_nodes_form_one_set(tmp_path):
+    store = _sweep_store(tmp_path / "sw.db")
+    groups = select_groups(store, campaign="sweep")
+    assert list(groups) == ["ompi", "mpich", "ucx[env.UCX_TLS=self,sm]",
+                            "ucx[env.UCX_TLS=self,tcp]"]
+    assert len(groups["ompi"]) == 12
+    # ompi vs mpich compare cell by cell (np column, nodes parameter), not set by set
+    two = {k: groups[k] for k in ("ompi", "mpich")}
+    cmp = compare_groups(store, two, "ompi")
+    labels = sorted((r.np, r.params["nodes"]) for r in cmp.rows)
+    assert labels == [(2, 1), (2, 2), (4, 1), (4, 2)]
+    assert all(r.deltas["mpich"].gain == pytest.approx(1 / 0.9, rel=0.05) for r in cmp.rows)
+    # selecting by the sweep's base name takes every expansion
+    assert select_groups(store, variants=["ompi"]) == {"ompi": groups["ompi"]}
+    assert list(select_groups(store, variants=["ucx"])) == ["ucx[env.UCX_TLS=self,sm]",
+                                                            "ucx[env.UCX_TLS=self,tcp]"]
+    with pytest.raises(UsageError, match="ompi-typo"):
+        select_groups(store, variants=["ompi-typo"])
+    store.close()
+
+
+def test_unknown_variant_names_the_known_ones(two):
+    store, _ = two
+    with pytest.raises(UsageError, match="base, fast"):
+        select_groups(store, variants=["base", "nope"])

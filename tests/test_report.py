@@ -11,7 +11,7 @@ import pytest
 
 from mpibench.cli import main as cli_main
 from mpibench.errors import UsageError
-from mpibench.report.compare import compare_groups
+from mpibench.report.compare import compare_groups, select_groups
 from mpibench.report.html import ReportOptions, build_report, write_html, write_markdown
 from mpibench.report.tables import (
     cost_table,
@@ -255,3 +255,116 @@ def test_mixed_store_runs_are_not_created_by_reports(tmp_path):
     assert not (tmp_path / "none.db").exists()
     Store(tmp_path / "empty.db").close()
     assert cli_main(["report", "--db", str(tmp_path / "empty.db")]) == 2
+
+
+def test_grid_and_scaling_over_a_campaign_sweep(tmp_path):
+    from test_compare import _sweep_store
+    store = _sweep_store(tmp_path / "sw.db")
+    groups = select_groups(store, variants=["ompi", "mpich"])
+    (g,) = grids(store, groups, "nodes", "np", metric="ns/day")
+    assert g.groups == ["ompi", "mpich"]
+    assert g.row_values == [1, 2] and g.col_values == [2, 4]
+    assert all(g.best["ompi"][n] == 4 for n in (1, 2))      # more ranks, more ns/day
+    t = scaling_table(store, groups, by="nodes", metric="ns/day")
+    ompi = [r for r in t.records if r["variant"] == "ompi" and r["params"] == {"steps": 100}]
+    # one series keeps 2 ranks per node: (1 node, np 2) -> (2 nodes, np 4); the model's
+    # rate is 10 x np x nodes, so 4x; cells without a partner count form no series
+    assert [(r["count"], r["np"], round(r["speedup"], 1), r["ranks_per_count"])
+            for r in ompi] == [(1, 2, 1.0, 2.0), (2, 4, 4.0, 2.0)]
+    # nodes from the variant spec of a campaign run (nested under "variant")
+    ct = cost_table(store, {"ompi": groups["ompi"]}, price_per_node_hour=1.0)
+    assert {r["nodes"] for r in ct.records} == {1, 2}
+    assert not any("assumed 1 node" in n for n in ct.notes)
+    store.close()
+
+
+def test_line_rate_per_variant_from_a_campaign_run_spec(tmp_path):
+    store = Store(tmp_path / "lr.db")
+    cid = store.add_campaign("lr")
+    rng = np.random.default_rng(2)
+    groups = {}
+    for v, rate in (("ib", "100Gb/s"), ("eth", "25GbE")):
+        groups[v] = add_variant_runs(
+            store, cid, v, repeats=1, spec={"variant": {"name": v, "line_rate": rate}},
+            make=lambda rep: [core_record("PingPong", s, rng.normal(0.5 + s / 5000, .01, 10))
+                              for s in (8, 1024, 1 << 20)])
+    t = line_rate_table(store, groups)
+    assert {r["variant"]: r["line_rate_bps"] for r in t.records} == {"ib": 100e9,
+                                                                     "eth": 25e9}
+    store.close()
+
+
+def test_line_rate_uses_bus_bandwidth_for_collectives_and_splits_np(core):
+    store, groups = core
+    t = line_rate_table(store, groups)
+    ar = next(r for r in t.records if r["variant"] == "base" and r["benchmark"] == "Allreduce")
+    pp = next(r for r in t.records if r["variant"] == "base" and r["benchmark"] == "PingPong")
+    assert ar["figure"] == "busbw" and pp["figure"] == "mbps"
+    assert all(r["np"] == 2 for r in t.records)
+    with pytest.raises(UsageError):
+        line_rate_table(store, groups, "0Gb/s")
+
+
+def test_gain_table_missing_set_does_not_veto_and_np_rows(tmp_path):
+    store, groups = build_two_stack_store(tmp_path / "g.db", n=10, repeats=2)
+    rng = np.random.default_rng(4)
+    cid = store.add_campaign("third")
+    groups["only-pp"] = add_variant_runs(store, cid, "only-pp", repeats=2, make=lambda rep: [
+        core_record("PingPong", s, rng.normal(0.3 + s / 5000, .01, 10)) for s in (8, 1024)])
+    cmp = compare_groups(store, groups, "base")
+    t = gain_table(cmp)
+    sizes = {r["benchmark"]: r["size"] for r in t.records}
+    # PingPong: largest size all three have; Allreduce: 'only-pp' never ran it
+    assert sizes == {"PingPong": 1024, "Allreduce": 1 << 20}
+    ar = next(r for r in t.records if r["benchmark"] == "Allreduce")
+    assert ar["gain_fast"] > 1 and ar["gain_only-pp"] is None
+    none = gain_table(cmp, size=3)
+    assert not none.rows and "no benchmark has results at 3 bytes" in none.notes[0]
+    store.close()
+
+
+def test_cost_names_the_cheaper_variant(app):
+    store, groups = app
+    t = cost_table(store, groups)
+    assert any(n.startswith("x vs plain: x is cheaper in 12 of 12") for n in t.notes)
+
+
+def test_scaling_explains_an_empty_table(core):
+    store, groups = core
+    t = scaling_table(store, groups)
+    assert not t.rows and "no series varies np or nodes" in t.notes[0]
+
+
+def test_cli_rejects_bad_input(tmp_path, capsys):
+    store, _ = build_two_stack_store(tmp_path / "bad.db", n=8, repeats=1)
+    store.close()
+    db = str(tmp_path / "bad.db")
+    cases = [
+        (["--alpha", "2"], "between 0 and 1"), (["--alpha", "nan"], "between 0 and 1"),
+        (["--alpha", "0"], "between 0 and 1"),
+        (["--cost-per-node-hour", "-1"], ">= 0"), (["--power-per-node-w", "nan"], ">= 0"),
+        (["--line-rate", "0Gb/s"], "greater than 0"), (["--line-rate", "fast"], "link speed"),
+        (["--benchmark", "Nope"], "PingPong"), (["--size", "3"], "1K"),
+        (["--gain-table", "--size", "3"], "no selected result has this message size"),
+        (["--variant", "nope"], "base, fast"),
+        (["-o", str(tmp_path / "no" / "such" / "dir" / "x.txt")], "cannot write"),
+    ]
+    for extra, text in cases:
+        with pytest.raises(SystemExit) as exc:
+            rc = cli_main(["compare", "--db", db, *extra])
+            raise SystemExit(rc)
+        assert exc.value.code == 2, extra
+        err = capsys.readouterr().err
+        assert text in err.replace("\n", " "), (extra, err)
+    assert cli_main(["compare", "--db", db, "--scaling", "--scaling-by", "foo"]) == 0
+    assert "no series varies foo" in capsys.readouterr().out
+    assert cli_main(["report", "--db", db, "--benchmark", "Nope", "-o",
+                     str(tmp_path / "r.html")]) == 2
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_report_benchmark_filter(tmp_path, core):
+    store, groups = core
+    rep = build_report(store, groups, ReportOptions(benchmarks=["allreduce"], plots=False))
+    html = write_html(rep, tmp_path / "f.html").read_text()
+    assert "Allreduce" in html and "PingPong" not in html

@@ -37,6 +37,27 @@ is used and a footnote says what was left out). Gain > 1 means the candidate is 
 across the table). Times in microseconds; MB/s = 10^6 bytes/s."""
 
 
+def _alpha(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        v = float("nan")
+    if not 0.0 < v < 1.0:          # also rejects nan
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a significance level between "
+                                         "0 and 1, e.g. 0.05")
+    return v
+
+
+def _non_negative(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        v = float("nan")
+    if not (v >= 0.0 and v != float("inf")):     # rejects nan, inf and negatives
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a number >= 0")
+    return v
+
+
 def add_selectors(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("which results (default: the latest campaign)")
     g.add_argument("--variant", action="append", metavar="NAME",
@@ -56,7 +77,8 @@ def add_selectors(p: argparse.ArgumentParser) -> None:
     g.add_argument("--size", action="append", metavar="BYTES",
                    help="only these sizes (repeatable; 8, 4K, 1M); with --gain-table, the "
                         "size of the gain table")
-    g.add_argument("--alpha", type=float, default=0.05, help="significance level (0.05)")
+    g.add_argument("--alpha", type=_alpha, default=0.05,
+                   help="significance level, 0 < alpha < 1 (default 0.05)")
 
 
 def add_table_options(p: argparse.ArgumentParser) -> None:
@@ -70,9 +92,9 @@ def add_table_options(p: argparse.ArgumentParser) -> None:
                    help="grid of an application sweep: rows one parameter (e.g. nodes), "
                         "columns another (e.g. NCORE); np and size also work")
     g.add_argument("--metric", help="metric for --grid/--scaling (e.g. ns/day)")
-    g.add_argument("--cost-per-node-hour", type=float, metavar="PRICE",
+    g.add_argument("--cost-per-node-hour", type=_non_negative, metavar="PRICE",
                    help="price per node-hour (else campaign key price_per_node_hour)")
-    g.add_argument("--power-per-node-w", type=float, metavar="WATTS",
+    g.add_argument("--power-per-node-w", type=_non_negative, metavar="WATTS",
                    help="power per node in W (else campaign key power_per_node_w)")
 
 
@@ -142,6 +164,25 @@ def groups_from_args(store: Store, args) -> dict[str, list[str]]:
     return groups
 
 
+def check_filters(cells: dict, benchmarks: list[str] | None, sizes: list[int] | None) -> None:
+    """--benchmark/--size values that match nothing are typos, not empty tables."""
+    from mpibench.report.data import fmt_size
+
+    known = sorted({k[0] for k in cells})
+    lower = {b.lower() for b in known}
+    for b in benchmarks or []:
+        if b.lower() not in lower:
+            raise UsageError(f"--benchmark {b!r}: not in the selected results (benchmarks: "
+                             f"{', '.join(known) or 'none'})")
+    have = {k[1] for k in cells if k[1] is not None and (
+        not benchmarks or k[0].lower() in {b.lower() for b in benchmarks})}
+    for size in sizes or []:
+        if size not in have:
+            raise UsageError(f"--size {fmt_size(size) or size}: no selected result has this "
+                             "message size (sizes: "
+                             f"{', '.join(fmt_size(x) for x in sorted(have)) or 'none'})")
+
+
 def run(args) -> int:
     from mpibench.report.compare import compare_groups, render, render_results
     from mpibench.report.data import load_cells
@@ -165,6 +206,7 @@ def run(args) -> int:
         baseline = args.baseline or next(iter(groups))
         cells = load_cells(store, groups)
         if args.benchmark or sizes:
+            check_filters(cells, args.benchmark, sizes)
             wanted = {b.lower() for b in args.benchmark or []}
             cells = {k: v for k, v in cells.items()
                      if (not wanted or k[0].lower() in wanted)
@@ -207,7 +249,8 @@ def run(args) -> int:
                     tables.append((f"grid_{i}_{j}", t))
         if args.scaling:
             tables.append(("scaling", scaling_table(store, groups, by=args.scaling_by,
-                                                    metric=args.metric, cells=cells)))
+                                                    metric=args.metric, cells=cells,
+                                                    include_sizes=None)))
         if args.cost_per_node_hour is not None or args.power_per_node_w is not None:
             tables.append(("cost", cost_table(store, groups,
                                               price_per_node_hour=args.cost_per_node_hour,
@@ -224,7 +267,10 @@ def run(args) -> int:
     else:
         out = "\n\n".join(text.rstrip() for _, text in parts)
     if args.output:
-        Path(args.output).write_text(out + "\n", encoding="utf-8")
+        try:
+            Path(args.output).write_text(out + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"-o {args.output}: cannot write ({exc.strerror})") from None
         err_console().print(f"wrote {args.output}")
     else:
         sys.stdout.write(out + "\n")

@@ -6,6 +6,7 @@ from mpibench.commands._common import Formatter, add_db, err_console
 from mpibench.commands.compare import (
     add_selectors,
     add_table_options,
+    check_filters,
     groups_from_args,
     open_store,
     parse_sizes_arg,
@@ -56,6 +57,10 @@ def run(args) -> int:
         raise UsageError("-o -: nothing to write (give --markdown FILE or an HTML file)")
     with open_store(args.db) as store:
         groups = groups_from_args(store, args)
+        if args.benchmark or sizes:
+            from mpibench.report.data import load_cells
+            check_filters(load_cells(store, groups, with_samples=False), args.benchmark,
+                          sizes)
         title = args.title or ("mpibench report: " + " vs ".join(groups))
         opts = ReportOptions(title=title, baseline=args.baseline,
                              size=sizes[0] if sizes else None, line_rate=args.line_rate,
@@ -63,7 +68,7 @@ def run(args) -> int:
                              grid=tuple(args.grid) if args.grid else None,
                              price_per_node_hour=args.cost_per_node_hour,
                              power_per_node_w=args.power_per_node_w, alpha=args.alpha,
-                             plots=not args.no_plots)
+                             plots=not args.no_plots, benchmarks=args.benchmark)
         report = build_report(store, groups, opts)
     if args.output != "-":
         path = write_html(report, args.output)

@@ -36,6 +36,7 @@ from mpibench.report.data import (
     load_cells,
     params_key,
     pool,
+    split_variant,
 )
 from mpibench.store import Store
 
@@ -131,6 +132,9 @@ def compare_groups(store: Store, groups: Mapping[str, list[str]], baseline: str,
                    benchmarks: Iterable[str] | None = None, title: str = "",
                    cells: dict | None = None) -> Comparison:
     """Compare every group against `baseline`. groups: display name -> run ids."""
+    if not (isinstance(alpha, int | float) and 0.0 < alpha < 1.0):
+        raise UsageError(f"--alpha {alpha!r}: expected a significance level between 0 and 1 "
+                         "(e.g. 0.05)")
     if baseline not in groups:
         raise UsageError(f"baseline {baseline!r} is not one of the groups: {', '.join(groups)}")
     if len(groups) < 2:
@@ -169,7 +173,7 @@ def compare_groups(store: Store, groups: Mapping[str, list[str]], baseline: str,
                 row.notes.append(notes.add(
                     "± ∞: fewer than 6 samples, too few for a 95% CI of the median"))
             if c.no_samples:
-                stat = "mean" if c.statistic != "median" else "median"
+                stat = c.shown_statistic
                 row.notes.append(notes.add(
                     f"{stat}, no samples: imported summary without raw samples; shown, "
                     "not tested"))
@@ -220,8 +224,21 @@ def compare_groups(store: Store, groups: Mapping[str, list[str]], baseline: str,
                     "within launch-to-launch variation; more interleaved launches would "
                     "tell"))
 
+    # Every Holm-adjusted p is >= m x the smallest p any tested cell could reach; when that
+    # floor is above alpha nothing can be significant, and "no significant difference"
+    # would be the wrong thing to say.
+    floor = holm_floor([(r.deltas[g].n_base, r.deltas[g].n_cand) for r, g in tests])
+    unreachable = floor is not None and floor > alpha
+    if unreachable:
+        mark = notes.add(
+            f"Holm over {len(tests)} tests: with these sample counts no adjusted p can reach "
+            f"{alpha:g} (the smallest attainable is {min(floor, 1.0):.3g}), so no difference "
+            "can be significant; more repeats or samples per cell would tell")
+        for r, g in tests:
+            r.deltas[g].notes.append(mark)
     summaries = _summaries(rows, order[1:])
-    verdicts = {cand: _verdict(rows, baseline, cand, alpha) for cand in order[1:]}
+    verdicts = {cand: _verdict(rows, baseline, cand, alpha, unreachable)
+                for cand in order[1:]}
     return Comparison(groups=order, baseline=baseline, alpha=alpha, rows=rows,
                       summaries=summaries, footnotes=notes.texts,
                       verdict="; ".join(verdicts.values()), verdicts=verdicts,
@@ -243,7 +260,15 @@ def _summaries(rows: list[Row], candidates: list[str]) -> list[Summary]:
     return out
 
 
-def _verdict(rows: list[Row], baseline: str, cand: str, alpha: float) -> str:
+def holm_floor(counts: list[tuple[int | None, int | None]]) -> float | None:
+    """Lower bound of every Holm-adjusted p over these tests: m x the smallest exact
+    two-sided MWU p any of them can reach (complete separation)."""
+    mins = [stats.min_pvalue(a, b) for a, b in counts if a and b]
+    return len(counts) * min(mins) if mins else None
+
+
+def _verdict(rows: list[Row], baseline: str, cand: str, alpha: float,
+             unreachable: bool = False) -> str:
     ds = [r.deltas[cand] for r in rows]
     gains = [d.gain for d in ds if d.gain is not None]
     g = stats.geomean(gains)
@@ -256,6 +281,9 @@ def _verdict(rows: list[Row], baseline: str, cand: str, alpha: float) -> str:
     if ntested == 0:
         return (f"{cand} vs {baseline}: cannot tell (no cell has enough samples to test); "
                 f"{gm}")
+    if unreachable:
+        return (f"{cand} vs {baseline}: cannot tell (too few samples per cell for any "
+                f"difference to survive Holm over the table); {gm}")
     if nb and not nw:
         what = f"{cand} is better"
     elif nw and not nb:
@@ -278,7 +306,7 @@ def _fmt_side(c: Cell | None) -> str:
         return c.status
     v = fmt_num(c.value)
     if c.no_samples:
-        return f"{v} ({'mean' if c.statistic != 'median' else 'median'}, no samples)"
+        return f"{v} ({c.shown_statistic}, no samples)"
     pct = c.ci_pct
     if pct is None:
         return f"{v} ± ∞"      # benchstat's way of saying: too few samples for a CI
@@ -333,9 +361,7 @@ def comparison_records(cmp: Comparison) -> list[dict[str, Any]]:
             for prefix, cell in (("base", b), ("cand", c)):
                 rec[f"{prefix}_status"] = cell.status if cell else "missing"
                 rec[f"{prefix}_n"] = cell.n if cell else None
-                rec[f"{prefix}_statistic"] = (
-                    ("mean" if cell.no_samples and cell.statistic != "median" else "median")
-                    if cell else None)
+                rec[f"{prefix}_statistic"] = cell.shown_statistic if cell else None
                 rec[f"{prefix}_value"] = cell.value if cell else None
                 rec[f"{prefix}_ci_low"] = cell.ci_low if cell else None
                 rec[f"{prefix}_ci_high"] = cell.ci_high if cell else None
@@ -581,7 +607,7 @@ def results_records(cells: list[Cell]) -> list[dict[str, Any]]:
             "benchmark": c.benchmark, "size": c.size, "np": c.np, "params": c.params,
             "metric": c.metric, "unit": c.unit, "better": c.better, "status": c.status,
             "reason": c.reason, "n": c.n,
-            "statistic": "mean" if c.no_samples and c.statistic != "median" else "median",
+            "statistic": c.shown_statistic,
             "value": c.value, "ci_low": c.ci_low, "ci_high": c.ci_high, "min": c.min,
             "p5": c.p5, "p95": c.p95, "p99": c.p99, "max": c.max, "mean": c.mean, "std": c.std,
             "bandwidth_mbps": c.bandwidth_mbps, "busbw_mbps": c.busbw_mbps, "first": c.first,
@@ -603,8 +629,8 @@ def _results_table(cells: list[Cell]) -> tuple[list[str], list[list[str]], list[
         else:
             pct = c.ci_pct
             stop = ", ".join(f"{k}×{v}" if v > 1 else k for k, v in c.stop_reasons.items())
-            val = [fmt_num(c.value) + (" (mean)" if c.no_samples and c.statistic != "median"
-                                       else ""),
+            val = [fmt_num(c.value) + (f" ({c.shown_statistic})"
+                                       if c.shown_statistic != "median" else ""),
                    "" if pct is None else f"{pct:.1f}%", fmt_num(c.min), fmt_num(c.p95),
                    fmt_num(c.bandwidth_mbps) if c.bandwidth_mbps is not None else "",
                    fmt_num(c.busbw_mbps) if c.busbw_mbps is not None else "",
@@ -703,6 +729,25 @@ def _parse_when(v: str | float | None, flag: str) -> float | None:
     return dt.timestamp()
 
 
+def _match_variants(store: Store, rows: list, wanted: list[str]) -> list:
+    """Keep runs whose variant is one of `wanted`: the exact name, its set name (the scale
+    axes of a sweep removed, see split_variant), or the base name of a sweep ('ompi' selects
+    ompi[np=1], ompi[np=2], ...). A name that selects nothing is an error, not an empty
+    table."""
+    def hits(variant: str, w: str) -> bool:
+        return variant == w or split_variant(variant)[0] == w or variant.startswith(w + "[")
+
+    for w in wanted:
+        if not any(hits(r["variant"], w) for r in rows):
+            known = sorted({r[0] for r in store.db.execute(
+                "SELECT DISTINCT u.variant FROM runs u WHERE EXISTS "
+                "(SELECT 1 FROM results x WHERE x.run_id = u.id)")})
+            shown = ", ".join(known[:20]) + (" ..." if len(known) > 20 else "")
+            raise UsageError(f"--variant {w!r}: no results for this variant in the selection "
+                             f"(variants with results: {shown or 'none'})")
+    return [r for r in rows if any(hits(r["variant"], w) for w in wanted)]
+
+
 def select_groups(store: Store, *, variants: Iterable[str] | None = None,
                   campaign: str | int | Iterable[str | int] | None = None,
                   run_ids: Iterable[str] | None = None, labels: Iterable[str] | None = None,
@@ -715,6 +760,10 @@ def select_groups(store: Store, *, variants: Iterable[str] | None = None,
     (comparing one variant across campaigns, e.g. before/after a system update), unless
     by="variant" is given explicitly, which merges a variant's runs across campaigns (the
     fingerprint rule still keeps different setups apart).
+    Expansions of a campaign sweep over np, nodes or ppn ('ompi[np=2]') belong to one set
+    named without those axes ('ompi'); their cells differ by np or by the nodes/ppn
+    parameter, so grids and scaling see them side by side (see data.split_variant).
+    A variant selector matches the exact name, that set name, or a sweep's base name.
     since/until filter on the run's start time (ISO date/time, UTC if no zone, or epoch).
     Runs without results (pending/running) are skipped.
     """
@@ -745,10 +794,7 @@ def select_groups(store: Store, *, variants: Iterable[str] | None = None,
             raise UsageError(f"--run {unknown[0]!r}: no such run in {store.path}")
         q += f" AND u.id IN ({', '.join('?' for _ in rids)})"
         args += rids
-    if variants is not None:
-        vs = list(variants)
-        q += f" AND u.variant IN ({', '.join('?' for _ in vs)})"
-        args += vs
+    vs = list(variants) if variants is not None else None
     label_list = list(labels) if labels is not None else None
     if label_list is not None:
         q += f" AND u.label IN ({', '.join('?' for _ in label_list)})"
@@ -762,20 +808,25 @@ def select_groups(store: Store, *, variants: Iterable[str] | None = None,
         args.append(t1)
     q += " ORDER BY u.campaign_id, u.seq, u.id"
     rows = store.db.execute(q, args).fetchall()
+    if vs is not None:
+        rows = _match_variants(store, rows, vs)
     split_campaigns = by is None
     by = by or ("label" if label_list is not None else "variant")
+    set_name = {r["variant"]: split_variant(r["variant"])[0] for r in rows}
     camps_of_variant: dict[str, set[int]] = {}
     for r in rows:
-        camps_of_variant.setdefault(r["variant"], set()).add(r["campaign_id"])
+        camps_of_variant.setdefault(set_name[r["variant"]], set()).add(r["campaign_id"])
     groups: dict[str, list[str]] = {}
-    order_hint = label_list if by == "label" else (list(variants) if variants else None)
+    order_hint = label_list if by == "label" else (
+        [split_variant(v)[0] for v in vs] if vs else None)
     for r in rows:
+        v = set_name[r["variant"]]
         if by == "label":
-            name = r["label"] or r["variant"]
-        elif split_campaigns and len(camps_of_variant[r["variant"]]) > 1:
-            name = f"{r['campaign']}/{r['variant']}"
+            name = r["label"] or v
+        elif split_campaigns and len(camps_of_variant[v]) > 1:
+            name = f"{r['campaign']}/{v}"
         else:
-            name = r["variant"]
+            name = v
         groups.setdefault(name, []).append(r["id"])
     if order_hint:
         ranked = {n: i for i, n in enumerate(order_hint)}

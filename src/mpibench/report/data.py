@@ -14,6 +14,7 @@ cell is marked `no_samples` and is shown but never tested.
 from __future__ import annotations
 
 import json
+import re
 import statistics as _pystats
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
@@ -31,6 +32,37 @@ try:
 except Exception:  # pragma: no cover - benchmarks module is the lead's; stay usable without
     _IMB_ORDER = []
 _BENCH_RANK = {b: i for i, b in enumerate(_IMB_ORDER)}
+
+
+# Campaign sweeps name their expansions 'base[k=v,...]' (a user's variant name cannot hold
+# '['). Items are split at commas that start a new 'key=' so values such as UCX_TLS=self,sm
+# stay whole.
+_SWEEP_ITEM = re.compile(r",(?=[A-Za-z_][A-Za-z0-9_.]*=)")
+SCALE_AXES = ("np", "nodes", "ppn")
+
+
+def split_variant(name: str) -> tuple[str, dict[str, int]]:
+    """'ompi[np=2,transport=tcp]' -> ('ompi[transport=tcp]', {'np': 2}).
+
+    The scale axes of a sweep (np, nodes, ppn) describe where a cell ran, not a setting to
+    compare, so they leave the set name: results of ompi[np=1] and ompi[np=2] form one set
+    'ompi' whose cells differ by np (a column of every result) or by the nodes/ppn parameter
+    that load_cells adds. Other swept settings (transport, mca.*, env.*, ...) stay in the
+    name: those are what a user compares."""
+    if not name.endswith("]") or "[" not in name:
+        return name, {}
+    base, inner = name[:-1].split("[", 1)
+    keep: list[str] = []
+    scale: dict[str, int] = {}
+    for item in _SWEEP_ITEM.split(inner):
+        k, sep, v = item.partition("=")
+        if sep and k in SCALE_AXES and v.isdigit():
+            scale[k] = int(v)
+        else:
+            keep.append(item)
+    if not scale or not base:
+        return name, {}
+    return (f"{base}[{','.join(keep)}]" if keep else base), scale
 
 
 def params_key(params: Mapping[str, Any] | None) -> str:
@@ -87,10 +119,18 @@ class Cell:
         return (self.benchmark, self.size, self.np, params_key(self.params), self.metric)
 
     @property
+    def shown_statistic(self) -> str:
+        """'median' for pooled samples and for rows whose stored median is the value
+        (campaign figures of merit, statistic 'value'); else the imported tool's own
+        statistic (IMB t_avg 'mean', NetPIPE 'min', ...), which importers keep in `mean`."""
+        if not self.no_samples or self.statistic in ("median", "value"):
+            return "median"
+        return self.statistic
+
+    @property
     def value(self) -> float | None:
-        """The statistic shown: the median, or the stored statistic for summaries without
-        samples (IMB t_avg is a mean)."""
-        if self.no_samples and self.statistic != "median":
+        """The statistic shown (see shown_statistic)."""
+        if self.shown_statistic != "median":
             return self.mean if self.mean is not None else self.median
         return self.median
 
@@ -116,7 +156,7 @@ _FAST_COLS = ("r.id AS result_id", "r.run_id", "r.benchmark", "r.size", "r.np", 
               "r.ci_low", "r.ci_high", "r.min", "r.p5", "r.p95", "r.p99", "r.max", "r.mean",
               "r.std", "r.first", "r.batch", "r.stop_reason", "r.bandwidth_mbps",
               "r.busbw_mbps", "r.msg_rate", "r.extra_json", "u.params_json", "u.campaign_id",
-              "u.fingerprint_id")
+              "u.fingerprint_id", "u.variant")
 
 
 def _fetch_rows(store: Store, run_ids: list[str], with_samples: bool) -> Iterable[dict]:
@@ -126,7 +166,7 @@ def _fetch_rows(store: Store, run_ids: list[str], with_samples: bool) -> Iterabl
     from mpibench.store import blob_to_samples
 
     cols = list(_FAST_COLS) + (["r.samples"] if with_samples else [])
-    params_cache: dict[str, tuple[dict, str]] = {}
+    params_cache: dict[tuple[str, str], tuple[dict, str]] = {}
     # Chunk the IN (...) list: SQLite builds may cap host parameters.
     for i in range(0, len(run_ids), 5000):
         chunk = run_ids[i:i + 5000]
@@ -139,10 +179,16 @@ def _fetch_rows(store: Store, run_ids: list[str], with_samples: bool) -> Iterabl
         for tup in cur:
             d = dict(zip(names, tup, strict=True))
             pj = d.pop("params_json") or "{}"
-            hit = params_cache.get(pj)
+            variant = d.pop("variant")
+            hit = params_cache.get((pj, variant))
             if hit is None:
                 parsed = json.loads(pj)
-                hit = params_cache[pj] = (parsed, params_key(parsed))
+                # nodes/ppn swept on the variant are cell parameters (see split_variant);
+                # np already is a column of the result
+                scale = {k: v for k, v in split_variant(variant)[1].items() if k != "np"}
+                if scale:
+                    parsed = {**parsed, **{k: v for k, v in scale.items() if k not in parsed}}
+                hit = params_cache[(pj, variant)] = (parsed, params_key(parsed))
             d["params"], d["params_key"] = hit
             if with_samples:
                 d["samples"] = blob_to_samples(d["samples"])

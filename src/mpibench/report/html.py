@@ -66,6 +66,7 @@ class ReportOptions:
     power_per_node_w: float | None = None
     alpha: float = 0.05
     plots: bool = True
+    benchmarks: list[str] | None = None      # only these (case-insensitive)
 
 
 @dataclass
@@ -178,6 +179,9 @@ def build_report(store: Store, groups: Mapping[str, list[str]],
     order = list(groups)
     baseline = opts.baseline or order[0]
     cells = load_cells(store, groups)
+    if opts.benchmarks:
+        wanted = {b.lower() for b in opts.benchmarks}
+        cells = {k: v for k, v in cells.items() if k[0].lower() in wanted}
     sections: list[Section] = []
     cmp = None
     verdicts: list[str] = []

@@ -315,8 +315,11 @@ def scaling_figure(records: list[Mapping], max_series: int = 16, max_panels: int
         return (None, 0, 0) if with_counts else None
     series: dict[tuple, list[Mapping]] = {}
     for r in records:
+        per = r.get("ranks_per_count")
         key = (r["variant"], r["benchmark"], r["metric"], r.get("size"),
-               fmt_params(r.get("params")))
+               " ".join(x for x in (fmt_params(r.get("params")),
+                                    f"ranks/{r['by']}={per:g}" if per is not None else "")
+                        if x))
         series.setdefault(key, []).append(r)
     total = len(series)
     benches = sorted({(k[1], k[2]) for k in series})[:max_panels]

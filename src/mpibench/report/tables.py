@@ -32,6 +32,7 @@ from mpibench.report.compare import (
     PLAIN_TABLE_ROWS,
     Comparison,
     _clean_json,
+    holm_floor,
     md_escape,
     orient_gain,
     plain_table,
@@ -136,14 +137,20 @@ def _md_table_marked(t: Table) -> str:
 # Gain table
 
 def gain_table(cmp: Comparison, size: int | None = None) -> Table:
-    """One row per benchmark: each side's time (and MB/s where it applies) at `size` (default:
-    the largest size every group has an ok result for) and the gain against the baseline."""
-    by_bench: dict[tuple[str, str], list] = defaultdict(list)
+    """One row per benchmark (and np, and other cell parameters when they vary): each side's
+    time (and MB/s where it applies) at `size` and the gain against the baseline.
+
+    Default size: the largest size at which every set that ran the benchmark has an ok
+    result (a set that never ran it shows '-', it does not veto the others)."""
+    by_bench: dict[tuple, list] = defaultdict(list)
     for r in cmp.rows:
         if r.size is not None:
-            by_bench[(r.benchmark, r.metric)].append(r)
+            by_bench[(r.benchmark, r.metric, r.np, fmt_params(r.params))].append(r)
     cands = cmp.candidates
-    hdr = ["benchmark", "size"]
+    show_np = len({k[2] for k in by_bench}) > 1
+    show_params = any(k[3] for k in by_bench)
+    hdr = ["benchmark"] + (["np"] if show_np else []) + (["cell"] if show_params else [])
+    hdr += ["size"]
     for g in cmp.groups:
         hdr += [f"{g} time (us)", f"{g} MB/s"]
     hdr += [f"gain {c}" if len(cands) > 1 else "gain" for c in cands]
@@ -154,21 +161,32 @@ def gain_table(cmp: Comparison, size: int | None = None) -> Table:
               caption="time = median in microseconds; MB/s = 10^6 bytes/s from that median; "
                       "gain > 1 = candidate better (baseline time / candidate time); ~ = not "
                       f"significant (MWU, Holm over the full comparison, alpha {cmp.alpha:g})")
-    for (bench, metric), rows in sorted(by_bench.items(), key=lambda kv: bench_sort_key(kv[0][0])):
+
+    def key(kv):
+        (bench, metric, np_, params), _ = kv
+        return (bench_sort_key(bench), metric, -1 if np_ is None else np_, params)
+
+    for (bench, metric, np_, params), rows in sorted(by_bench.items(), key=key):
+        lead = [bench] + ([str(np_) if np_ is not None else ""] if show_np else []) + \
+            ([params] if show_params else [])
+        where = " ".join(x for x in (bench, f"np={np_}" if show_np else "", params) if x)
+        present = [g for g in cmp.groups if any(g in r.cells for r in rows)]
         ok = [r for r in rows if all(g in r.cells and r.cells[g].status == "ok"
-                                     for g in cmp.groups)]
+                                     for g in present)]
         if size is None:
-            pick = max(ok, key=lambda r: r.size) if ok else None
+            pick = max(ok, key=lambda r: r.size) if ok and cmp.baseline in present else None
         else:
             pick = next((r for r in rows if r.size == size), None)
         if pick is None:
             if size is not None:
                 continue
-            t.rows.append([bench, "-"] + ["-"] * (2 * len(cmp.groups) + len(cands)))
-            t.notes.append(f"{bench}: no size with results in every group")
+            t.rows.append(lead + ["-"] + ["-"] * (2 * len(cmp.groups) + len(cands)))
+            t.notes.append(f"{where}: no size with an ok result in the baseline and every "
+                           "set that ran it")
             continue
-        line = [bench, fmt_size(pick.size)]
-        rec: dict[str, Any] = {"benchmark": bench, "size": pick.size, "metric": metric}
+        line = lead + [fmt_size(pick.size)]
+        rec: dict[str, Any] = {"benchmark": bench, "np": np_, "params": pick.params,
+                               "size": pick.size, "metric": metric}
         for g in cmp.groups:
             c = pick.cells.get(g)
             v = c.value if c and c.status == "ok" else None
@@ -192,6 +210,8 @@ def gain_table(cmp: Comparison, size: int | None = None) -> Table:
             rec[f"p_holm_{cand}"] = d.p_adj
         t.rows.append(line)
         t.records.append(rec)
+    if size is not None and not t.rows:
+        t.notes.append(f"no benchmark has results at {fmt_size(size)} bytes")
     return t
 
 
@@ -232,6 +252,7 @@ class Grid:
     significant: dict[str, dict[tuple[Any, Any], bool | None]]
     groups: list[str]
     baseline: str
+    unreachable: bool = False       # too few samples for any cell to survive Holm
 
     @property
     def title(self) -> str:
@@ -297,6 +318,7 @@ def grids(store: Store, groups: Mapping[str, list[str]], row_param: str, col_par
         sig: dict[str, dict] = {}
         base = per_group.get(baseline, {})
         tests = []
+        counts: list[tuple[int, int]] = []
         for cand in [g for g in order if g != baseline and g in per_group]:
             ratio[cand], sig[cand] = {}, {}
             for pos, c in per_group[cand].items():
@@ -306,14 +328,20 @@ def grids(store: Store, groups: Mapping[str, list[str]], row_param: str, col_par
                 if b and b.testable and c.testable and stats.can_reach_significance(
                         b.samples.size, c.samples.size, alpha):
                     tests.append((cand, pos, stats.mann_whitney(b.samples, c.samples)))
+                    counts.append((b.samples.size, c.samples.size))
         for (cand, pos, _), pa in zip(tests, stats.holm([p for *_, p in tests]), strict=True):
             sig[cand][pos] = bool(pa <= alpha)
+        floor = holm_floor(counts)
+        if floor is not None and floor > alpha:
+            for cand, pos, _ in tests:           # cannot tell, rather than "the same"
+                sig[cand][pos] = None
         out.append(Grid(benchmark=bench, metric=m, unit=any_cell.unit, better=better,
                         row_param=row_param, col_param=col_param,
                         fixed=json.loads(fixed_key), row_values=rows, col_values=cols,
                         cells={g: per_group[g] for g in order if g in per_group}, best=best,
                         ratio=ratio, significant=sig,
-                        groups=[g for g in order if g in per_group], baseline=baseline))
+                        groups=[g for g in order if g in per_group], baseline=baseline,
+                        unreachable=floor is not None and floor > alpha))
     return out
 
 
@@ -355,6 +383,10 @@ def grid_tables(grid: Grid) -> list[Table]:
                    kind="ratio-grid",
                    caption="gain > 1 = candidate better; ~ = not significant (MWU, Holm over "
                            "this grid); ? = too few samples to test")
+        if grid.unreachable:
+            rt.notes.append("with these sample counts no cell can be significant after Holm "
+                            "over this grid, so every cell is marked ?; more repeats per cell "
+                            "would tell")
         for rv in grid.row_values:
             line = [_fmt_param(grid.row_param, rv)]
             for cv in grid.col_values:
@@ -379,6 +411,8 @@ def grid_tables(grid: Grid) -> list[Table]:
 def parse_rate(text: str | float | int) -> float:
     """'100Gb/s', '100Gbps', '25GbE', '200G' (bits) or '12.5GB/s' (bytes) -> bits per second."""
     if isinstance(text, int | float):
+        if not text > 0:
+            raise UsageError(f"line rate {text!r}: a link speed must be greater than 0")
         return float(text)
     s = str(text).strip()
     m = re.match(r"^\s*([0-9]*\.?[0-9]+)\s*([kKmMgGtT]?)(.*)$", s)
@@ -401,7 +435,23 @@ def parse_rate(text: str | float | int) -> float:
     if rest_l not in ("", "/s", "ps", "e", "/sec"):
         raise UsageError(f"--line-rate {text!r}: expected a link speed such as 100Gb/s, "
                          "25GbE or 12.5GB/s")
+    if value <= 0:
+        raise UsageError(f"--line-rate {text!r}: a link speed must be greater than 0")
     return value * mult * bits_per
+
+
+def _lookup(spec: Any, keys: list[str]) -> Any:
+    """A key at the top of a spec, or inside its 'variant' table (campaign runs store
+    {"variant": {...}, "group": ...}; `mpibench run` stores the variant itself) or its
+    'campaign' table (a campaign file's [campaign] keys)."""
+    if not isinstance(spec, dict):
+        return None
+    for where in (spec, spec.get("variant"), spec.get("campaign")):
+        if isinstance(where, dict):
+            for k in keys:
+                if where.get(k) is not None:
+                    return where[k]
+    return None
 
 
 def _spec_value(store: Store, run_ids: Iterable[str], keys: Iterable[str]) -> Any:
@@ -422,51 +472,63 @@ def _spec_value(store: Store, run_ids: Iterable[str], keys: Iterable[str]) -> An
             if sink is not None:
                 sink.append(spec)
                 continue
-            for k in keys:
-                if isinstance(spec, dict) and spec.get(k) is not None:
-                    return spec[k]
+            v = _lookup(spec, keys)
+            if v is not None:
+                return v
     for spec in camp_specs:
-        for k in keys:
-            if isinstance(spec, dict) and spec.get(k) is not None:
-                return spec[k]
+        v = _lookup(spec, keys)
+        if v is not None:
+            return v
     return None
 
 
 def line_rate_table(store: Store, groups: Mapping[str, list[str]],
                     line_rate: str | float | None = None, cells: dict | None = None) -> Table:
-    """Peak measured bandwidth per group and benchmark as % of the line rate, and the smallest
-    measured size reaching half of that peak. The line rate is the flag's, else each group's
-    runs' spec 'line_rate_bps' (or 'line_rate' text), else only the peak is shown."""
+    """Peak measured bandwidth per group, benchmark and np as % of the line rate, and the
+    smallest measured size reaching half of that peak. The line rate is the flag's, else each
+    group's runs' spec 'line_rate_bps' (or 'line_rate' text), else only the peak is shown.
+
+    Collectives are judged by their bus bandwidth (the usual factors, nccl-tests style):
+    that is what the links carry, and the figure that can be held against a link speed;
+    point-to-point benchmarks by their MB/s."""
     cells = cells if cells is not None else load_cells(store, groups, with_samples=False)
     t = Table(title="Bandwidth against line rate", kind="line-rate", rows=[],
-              header=["variant", "benchmark", "line rate", "peak MB/s", "at size", "% of line",
-                      "half-peak size"],
-              caption="MB/s = 10^6 bytes/s from the median time; line rate converted as "
-                      "bits/s / 8 / 10^6; half-peak size = smallest measured size whose "
-                      "bandwidth is >= 50% of the peak")
+              header=["variant", "benchmark", "np", "line rate", "figure", "peak MB/s",
+                      "at size", "% of line", "half-peak size"],
+              caption="MB/s = 10^6 bytes/s from the median time; figure = MB/s for "
+                      "point-to-point, busbw (bus bandwidth) for collectives; line rate "
+                      "converted as bits/s / 8 / 10^6; half-peak size = smallest measured "
+                      "size whose bandwidth is >= 50% of the peak")
     for g, ids in groups.items():
         rate = line_rate
         if rate is None:
             rate = _spec_value(store, ids, ("line_rate_bps", "line_rate"))
         bps = parse_rate(rate) if rate is not None else None
-        per_bench: dict[str, list[Cell]] = defaultdict(list)
+        per_bench: dict[tuple[str, int | None], list[Cell]] = defaultdict(list)
         for by_group in cells.values():
             c = by_group.get(g)
-            if c and c.status == "ok" and c.size and c.bandwidth_mbps:
-                per_bench[c.benchmark].append(c)
-        for bench in sorted(per_bench, key=bench_sort_key):
-            cs = sorted(per_bench[bench], key=lambda c: c.size)
-            peak = max(cs, key=lambda c: c.bandwidth_mbps)
-            half = next(c for c in cs if c.bandwidth_mbps >= peak.bandwidth_mbps / 2)
+            if c and c.status == "ok" and c.size and (c.busbw_mbps or c.bandwidth_mbps):
+                per_bench[(c.benchmark, c.np)].append(c)
+        for bench, np_ in sorted(per_bench, key=lambda k: (bench_sort_key(k[0]),
+                                                           -1 if k[1] is None else k[1])):
+            cs = sorted(per_bench[(bench, np_)], key=lambda c: c.size)
+            use_bus = any(c.busbw_mbps for c in cs)
+
+            def bw(c: Cell, use_bus: bool = use_bus) -> float:
+                return (c.busbw_mbps if use_bus else c.bandwidth_mbps) or 0.0
+
+            peak = max(cs, key=bw)
+            half = next(c for c in cs if bw(c) >= bw(peak) / 2)
             line_mbps = bps / 8 / 1e6 if bps else None
-            pct = 100 * peak.bandwidth_mbps / line_mbps if line_mbps else None
-            t.rows.append([g, bench, _fmt_rate(bps), fmt_num(peak.bandwidth_mbps),
+            pct = 100 * bw(peak) / line_mbps if line_mbps else None
+            t.rows.append([g, bench, "" if np_ is None else str(np_), _fmt_rate(bps),
+                           "busbw" if use_bus else "MB/s", fmt_num(bw(peak)),
                            fmt_size(peak.size), "" if pct is None else f"{pct:.1f}%",
                            fmt_size(half.size)])
-            t.records.append({"variant": g, "benchmark": bench, "line_rate_bps": bps,
-                              "peak_mbps": peak.bandwidth_mbps, "peak_size": peak.size,
-                              "percent_of_line_rate": pct, "half_peak_size": half.size,
-                              "np": peak.np})
+            t.records.append({"variant": g, "benchmark": bench, "np": np_,
+                              "line_rate_bps": bps, "figure": "busbw" if use_bus else "mbps",
+                              "peak_mbps": bw(peak), "peak_size": peak.size,
+                              "percent_of_line_rate": pct, "half_peak_size": half.size})
     if not t.rows:
         t.notes.append("no bandwidth results in the selection (point-to-point benchmarks such "
                        "as PingPong or Uniband report MB/s)")
@@ -539,8 +601,12 @@ def scaling_table(store: Store, groups: Mapping[str, list[str]], *, by: str | No
     the other parameters). Time-like metrics: speedup = t0/t; rates: r/r0.
     Message-size benchmarks are left out unless include_sizes: the latency of one collective
     call at a fixed message size is not a strong-scaling problem, and its "speedup" would
-    mislead."""
+    mislead. include_sizes=None: message-size cells only when the selection has no
+    application cells (an explicit `--scaling` on a core campaign), with a caption saying
+    what such a "speedup" means."""
     cells = cells if cells is not None else load_cells(store, groups, with_samples=False)
+    if include_sizes is None:
+        include_sizes = all(k[1] is not None for k in cells)
     series: dict[tuple, dict[Any, Cell]] = defaultdict(dict)
     chosen_by = by
     for by_group in cells.values():
@@ -556,25 +622,33 @@ def scaling_table(store: Store, groups: Mapping[str, list[str]], *, by: str | No
             if count is None:
                 continue
             other = {k: v for k, v in c.params.items() if k != b}
+            # scaling over nodes keeps the ranks per node: np grows with the nodes, and
+            # cells at one node count but different np belong to different series
+            per = (c.np / float(count) if b != "np" and c.np is not None and count
+                   else None)
             skey = (g, c.benchmark, c.metric, c.size, b,
-                    json.dumps(other, sort_keys=True, default=str))
+                    json.dumps(other, sort_keys=True, default=str), per)
             series[skey][count] = c
     t = Table(title="Scaling", kind="scaling", rows=[],
               header=["variant", "benchmark", "series", "count", "value", "speedup",
                       "efficiency"],
               caption="speedup against the smallest count of the series (time: t0/t, rates: "
-                      "r/r0); efficiency = speedup / (count / smallest count)")
+                      "r/r0); efficiency = speedup / (count / smallest count)"
+                      + ("; message-size benchmarks: t0/t of one call at a fixed size, i.e. "
+                         "how its cost grows with the count (not strong scaling: the work per "
+                         "rank does not shrink)" if include_sizes else ""))
     for skey in sorted(series, key=lambda k: (bench_sort_key(k[1]), k[2], str(k[3]), k[5],
-                                              k[0])):
+                                              k[6] or 0, k[0])):
         pts = series[skey]
         if len(pts) < 2:
             continue
-        g, bench, m, size, b, other = skey
+        g, bench, m, size, b, other, per = skey
         counts = sorted(pts, key=float)
         c0 = counts[0]
         v0 = pts[c0].value
         desc = " ".join(x for x in (m, fmt_size(size) if size is not None else "",
-                                    fmt_params(json.loads(other))) if x)
+                                    fmt_params(json.loads(other)),
+                                    f"ranks/{b}={per:g}" if per is not None else "") if x)
         for cnt in counts:
             v = pts[cnt].value
             speed = (v0 / v if pts[cnt].better == "lower" else v / v0) if v and v0 else None
@@ -584,7 +658,14 @@ def scaling_table(store: Store, groups: Mapping[str, list[str]], *, by: str | No
                            "" if eff is None else f"{100 * eff:.0f}%"])
             t.records.append({"variant": g, "benchmark": bench, "metric": m, "size": size,
                               "by": b, "count": cnt, "params": json.loads(other),
+                              "ranks_per_count": per, "np": pts[cnt].np,
                               "value": v, "speedup": speed, "efficiency": eff})
+    if not t.rows:
+        what = by or "np or nodes"
+        t.notes.append(f"no series varies {what} within a set (scaling needs the same cell "
+                       f"at two or more counts of {what}"
+                       + ("" if include_sizes else "; message-size benchmarks are left out "
+                          "when the selection has application cells") + ")")
     return t
 
 
@@ -645,6 +726,7 @@ def cost_table(store: Store, groups: Mapping[str, list[str]], *,
             if c.status == "ok":
                 apps[(bench, np_, pkey)][g][metric] = c
     assumed_one = False
+    savings: dict[str, list[float]] = defaultdict(list)
     elapsed_cache: dict[str, float | None] = {}
     for i in range(0, len(all_ids), 5000):       # one query instead of one per run
         chunk = all_ids[i:i + 5000]
@@ -709,6 +791,7 @@ def cost_table(store: Store, groups: Mapping[str, list[str]], *,
                 s = 1 - c / base_cost
                 line.append(f"{100 * s:+.1f}% vs {baseline}")
                 t.records[-len(lines) + lines.index(line)]["saving_vs_baseline"] = s
+                savings[g].append(s)
             t.rows.append(line)
     if not apps:
         # Message-size campaigns: the unit of work is a launch (same benchmarks and sizes
@@ -738,6 +821,14 @@ def cost_table(store: Store, groups: Mapping[str, list[str]], *,
                               "seconds": secs, "cost_per_run": cost,
                               "energy_wh_per_run": energy, "launches": nruns,
                               "saving_vs_baseline": saving})
+    for g, ss in savings.items():
+        # the headline users ask for: which variant is cheaper, and by how much
+        cheaper = sum(x > 0 for x in ss)
+        med = float(np.median(ss))
+        who = g if med > 0 else baseline
+        t.notes.append(f"{g} vs {baseline}: {g} is cheaper in {cheaper} of {len(ss)} cell(s); "
+                       f"median saving of {who}: {100 * abs(med):.1f}% (per unit of the "
+                       "figure of merit where there is one, else per run)")
     if assumed_one:
         t.notes.append("node count unknown for some cells (no 'nodes' parameter or spec): "
                        "assumed 1 node")
