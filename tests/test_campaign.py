@@ -385,3 +385,22 @@ def test_a_second_harness_on_the_same_campaign_is_refused(tmp_path, found_stacks
 
     with Store(tmp_path / "mpibench.db") as store:  # nothing was started
         assert store.runs() == []
+
+
+def test_every_example_campaign_is_valid(tmp_path):
+    examples = sorted((Path(__file__).parent.parent / "examples").glob("*.toml"))
+    assert len(examples) >= 3
+    for path in examples:
+        cells = expand(load(path))
+        assert cells and len({c.id for c in cells}) == len(cells), path
+    # the comparisons the issue names
+    imb = load(examples[0].parent / "stacks-imb.toml")
+    assert {v.stack for v in imb.variants} == {"openmpi", "mpich"}
+    assert {b for g in imb.groups for b in g.benchmarks} >= {"PingPong", "Allreduce"}
+    tr = load(examples[0].parent / "openmpi-transports.toml")
+    assert {v.stack for v in tr.variants} == {"openmpi"}
+    assert {v.transport for v in tr.variants} == {"shm", "tcp", "ucx", "ofi"}
+    gmx = load(examples[0].parent / "gromacs-grid.toml")
+    (g,) = gmx.groups
+    assert g.kind == "app" and len(points(g)) > 1
+    assert (g.foms[0].name, g.foms[0].unit, g.foms[0].better) == ("ns/day", "ns/day", "higher")

@@ -582,3 +582,34 @@ def test_progress_bar_shows_done_total_current_cell_and_eta(tmp_path, found_stac
     assert [(d, w) for d, w, _ in starts] == [(3, "o / quick #4"), (4, "o / quick #5")]
     assert starts[0][2] is None and starts[1][2] > 0
     assert seen[-1][0] == 5 and seen[-1][3] == 0.0
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("example", ["stacks-imb.toml", "openmpi-transports.toml",
+                                     "gromacs-grid.toml"])
+def test_example_campaigns_run_here(tmp_path, found_stacks, example):
+    """The examples as shipped, shrunk only in size (1 repeat, 2 message sizes, short
+    stopping budget, 1 GROMACS point) so the test stays short; every cell must finish and
+    every requested transport must verify."""
+    import shutil
+
+    src = REPO / "examples"
+    shutil.copy(src / example, tmp_path / example)
+    shutil.copytree(src / "gromacs", tmp_path / "gromacs")
+    spec = load(tmp_path / example)
+    spec.repeats = 1
+    for g in spec.groups:
+        if g.kind == "core":
+            g.sizes, g.options = "0,1K", {"max_time": 0.01}
+        else:
+            g.params = {"steps": [20], "box": g.params["box"]}
+            g.variants = ["ompi[np=2]"]
+    with Store(tmp_path / "e.db") as store:
+        CampaignRunner(spec, store, found_stacks).run()
+        data = st.status(store, spec)
+        results = list(store.results(with_samples=False))
+    assert data["cells"] > 0 and data["totals"]["done"] == data["cells"], data["problems"]
+    assert {v["transport_verdict"] for v in data["variants"]} == {"ok"}
+    if example == "gromacs-grid.toml":
+        (fom,) = [r for r in results if r["metric"] == "ns/day"]
+        assert fom["median"] > 0 and fom["unit"] == "ns/day" and fom["better"] == "higher"
