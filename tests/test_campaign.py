@@ -404,3 +404,16 @@ def test_every_example_campaign_is_valid(tmp_path):
     (g,) = gmx.groups
     assert g.kind == "app" and len(points(g)) > 1
     assert (g.foms[0].name, g.foms[0].unit, g.foms[0].better) == ("ns/day", "ns/day", "higher")
+
+
+def test_hostfile_is_relative_to_the_campaign_file_and_must_exist(tmp_path, found_stacks):
+    from mpibench.campaign.runner import CampaignRunner
+
+    sub = tmp_path / "c"
+    sub.mkdir()
+    text = BASE.replace('transport = "shm"', 'transport = "shm"\nhostfile = "hosts.txt"')
+    spec = load(write(sub, text))
+    assert spec.variants[0].hostfile == str(sub / "hosts.txt")  # not the run dir's
+    with pytest.raises(UsageError, match=r"c\.toml: variants\.a\.hostfile: .*hosts\.txt does "
+                                         r"not exist; expected a host file"):
+        CampaignRunner(spec, None, found_stacks).check()

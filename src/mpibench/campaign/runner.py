@@ -124,6 +124,10 @@ class CampaignRunner:
                 get_launcher(v.launcher or stack.launcher_kind)
             except UsageError as exc:
                 raise UsageError(f"{key}.launcher: {exc}") from None
+            if v.hostfile and not self.scheduler.batch and not Path(v.hostfile).is_file():
+                raise UsageError(f"{key}.hostfile: {v.hostfile} does not exist; expected a "
+                                 "host file (a relative path is relative to the campaign "
+                                 "file)")
         for g in self.spec.groups:
             if g.kind != "core":
                 continue

@@ -424,6 +424,9 @@ def _variant(c: _Ctx, key: str, name: str, d: dict[str, Any]) -> Variant:
     for k in ("hostfile", "bind", "map_by"):
         if d.get(k) is not None:
             setattr(v, k, c.string(d[k], f"{key}.{k}"))
+    if v.hostfile and not Path(v.hostfile).is_absolute():
+        # launches run in the cell's run directory: a relative host file means the campaign's
+        v.hostfile = str(c.path.resolve().parent / v.hostfile)
     if "profile" in d:
         v.profile = c.boolean(d["profile"], f"{key}.profile")
     return v
