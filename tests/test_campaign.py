@@ -84,6 +84,9 @@ BAD = [
      'unit = "u", better = "up" }\n', "benchmarks.app.fom.better", '"higher" or "lower"'),
     (BASE + '[benchmarks.app]\ncommand = "run"\nfom = { name = "x", regex = "(y)", '
      'better = "up" }\n', "benchmarks.app.fom.unit", "missing"),
+    (BASE + '[benchmarks.app]\ncommand = "run"\nfom = { name = "x", regex = "(y)", '
+     'unit = "u", better = "lower", source = "../../etc/passwd" }\n',
+     "benchmarks.app.fom.source", "a file name inside the run directory"),
     (BASE + '[benchmarks.app]\ncommand = "run"\ninputs = ["nope.tpr"]\n',
      "benchmarks.app.inputs[0]", "does not exist"),
     (BASE + '[benchmarks.app]\ncommand = "run"\nparams = { np = [1] }\n',

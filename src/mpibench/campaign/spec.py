@@ -626,6 +626,10 @@ def _foms(c: _Ctx, key: str, value: Any) -> list[Fom]:
         if better not in ("higher", "lower"):
             c.fail(f"{fkey}.better", f"got {_show(better)}", '"higher" or "lower"')
         source = c.string(f.get("source", "output"), f"{fkey}.source")
+        if source not in FOM_SOURCES and (Path(source).is_absolute()
+                                          or ".." in Path(source).parts):
+            c.fail(f"{fkey}.source", f"got {_show(source)}",
+                   '"output", "stdout", "stderr" or a file name inside the run directory')
         out.append(Fom(fname, rx, c.string(f["unit"], f"{fkey}.unit"), better, source))
     names = [f.name for f in out]
     if len(set(names)) != len(names):
