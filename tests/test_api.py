@@ -51,3 +51,14 @@ def test_missing_store(tmp_path):
     with pytest.raises(UsageError):
         load_results(tmp_path / "nope.db")
     assert not (tmp_path / "nope.db").exists()
+
+
+def test_sweep_sets_and_nodes_columns(tmp_path):
+    from test_compare import _sweep_store
+    _sweep_store(tmp_path / "sw.db").close()
+    df = load_results(tmp_path / "sw.db", variants=["ompi"])
+    assert set(df["set"]) == {"ompi"} and df["variant"].nunique() == 4
+    piv = df.pivot_table(index="nodes", columns="np", values="median")
+    assert piv.shape == (2, 2) and piv.loc[2, 4] > piv.loc[1, 2]
+    cf = compare_frame(tmp_path / "sw.db", campaign="sweep", variants=["ompi", "mpich"])
+    assert set(cf["candidate"]) == {"mpich"} and len(cf) == 4

@@ -19,11 +19,12 @@ import numpy as np
 import pandas as pd
 
 from mpibench.errors import UsageError
+from mpibench.report.data import split_variant
 from mpibench.store import RESULT_COLUMNS, Store
 
 __all__ = ["load_results", "load_samples", "compare_frame"]
 
-_RUN_COLS = ("campaign", "variant", "label", "grp", "repeat", "run_status", "source",
+_RUN_COLS = ("campaign", "variant", "set", "label", "grp", "repeat", "run_status", "source",
              "fingerprint_id", "transport_requested", "transport_actual", "started", "elapsed")
 
 
@@ -56,7 +57,9 @@ def load_results(db_path: str | Path, campaign: str | int | Iterable | None = No
                  ok_only: bool = False) -> pd.DataFrame:
     """One row per result (run x benchmark x size, or application figure of merit).
 
-    Columns: run_id, campaign, variant, label, grp, repeat, run_status, the store's result
+    Columns: run_id, campaign, variant, set (the variant without the np/nodes/ppn axes of a
+    campaign sweep: 'ompi[np=2]' -> 'ompi', as compare groups it), label, grp, repeat,
+    run_status, the store's result
     columns (benchmark, size, np, metric, unit, better, statistic, status, n, median, ci_low,
     ci_high, min, p5, p95, p99, max, mean, std, first, bandwidth_mbps, busbw_mbps, ...),
     'extra' (dict), and one column per cell parameter (params_json expanded; a parameter whose
@@ -76,8 +79,10 @@ def load_results(db_path: str | Path, campaign: str | int | Iterable | None = No
             if ok_only and row["status"] != "ok":
                 continue
             run = runs.get(row["run_id"])
+            set_name, scale = split_variant(row["variant"])
             rec = {"run_id": row["run_id"], "campaign": camp_names.get(row["campaign_id"]),
-                   "variant": row["variant"], "label": row["label"], "grp": row["grp"],
+                   "variant": row["variant"], "set": set_name, "label": row["label"],
+                   "grp": row["grp"],
                    "repeat": row["repeat"], "run_status": run["status"] if run else None,
                    "source": row["source"], "fingerprint_id": row["fingerprint_id"],
                    "transport_requested": row["transport_requested"],
@@ -87,7 +92,11 @@ def load_results(db_path: str | Path, campaign: str | int | Iterable | None = No
             for c in RESULT_COLUMNS:
                 rec[c] = row[c]
             rec["extra"] = row["extra"]
-            for k, v in (row["params"] or {}).items():
+            params = dict(row["params"] or {})
+            for k, v in scale.items():          # nodes/ppn swept on the variant
+                if k != "np":
+                    params.setdefault(k, v)
+            for k, v in params.items():
                 name = k if k not in rec and k != "samples" else f"param_{k}"
                 if name not in param_names:
                     param_names.append(name)
