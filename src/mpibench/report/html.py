@@ -29,7 +29,7 @@ from mpibench.report.compare import (
     md_escape,
     render_markdown,
 )
-from mpibench.report.data import load_cells
+from mpibench.report.data import bench_sort_key, load_cells
 from mpibench.report.tables import (
     Table,
     cost_table,
@@ -148,29 +148,33 @@ def _group_info(store: Store, groups: Mapping[str, list[str]]) -> list[dict[str,
     return out
 
 
-def _auto_grid(cells: dict) -> tuple[str, str] | None:
-    """Rows 'nodes' (or 'np') x the parameter with most distinct values, for app cells."""
-    values: dict[str, set] = {}
-    nps = set()
-    for (_b, size, np_, pkey, _m) in cells:
+def _auto_grid(cells: dict) -> list[tuple[str | None, str, str]]:
+    """Per application benchmark: rows 'nodes' (or 'np') x its parameter with most distinct
+    values. Each application group picks its own axes (a campaign may hold GROMACS over
+    steps and NetPIPE over message limits); [(benchmark, row, col)]."""
+    values: dict[str, dict[str, set]] = {}
+    nps: dict[str, set] = {}
+    for (bench, size, np_, pkey, _m) in cells:
         if size is not None:
             continue
-        nps.add(np_)
+        nps.setdefault(bench, set()).add(np_)
         for k, v in json.loads(pkey).items():
-            values.setdefault(k, set()).add(json.dumps(v, default=str))
-    varying = {k: v for k, v in values.items() if len(v) > 1}
-    if "nodes" in varying:
-        row = "nodes"
-    elif len(nps) > 1:
-        row = "np"
-    elif varying:
-        row = max(varying, key=lambda k: len(varying[k]))
-    else:
-        return None
-    others = [k for k in varying if k != row]
-    if not others:
-        return None
-    return row, max(others, key=lambda k: len(varying[k]))
+            values.setdefault(bench, {}).setdefault(k, set()).add(json.dumps(v, default=str))
+    out: list[tuple[str | None, str, str]] = []
+    for bench in sorted(nps, key=bench_sort_key):
+        varying = {k: v for k, v in values.get(bench, {}).items() if len(v) > 1}
+        if "nodes" in varying:
+            row = "nodes"
+        elif len(nps[bench]) > 1:
+            row = "np"
+        elif varying:
+            row = max(varying, key=lambda k: len(varying[k]))
+        else:
+            continue
+        others = [k for k in varying if k != row]
+        if others:
+            out.append((bench, row, max(others, key=lambda k: len(varying[k]))))
+    return out
 
 
 def build_report(store: Store, groups: Mapping[str, list[str]],
@@ -234,12 +238,13 @@ def build_report(store: Store, groups: Mapping[str, list[str]],
     fc = first_call_table(store, groups, mean_std=opts.mean_std, cells=cells)
     if fc.rows:
         sections.append(Section("first-call", "First call vs steady state", tables=[fc]))
-    grid_spec = opts.grid or _auto_grid(cells)
-    if grid_spec:
+    specs = [(None, *opts.grid)] if opts.grid else _auto_grid(cells)
+    if specs:
         gs = Section("grids", "Grids")
-        all_grids = grids(store, groups, grid_spec[0], grid_spec[1], baseline=baseline,
-                          alpha=opts.alpha, cells=cells,
-                          max_shape=(MAX_GRID_ROWS, MAX_GRID_COLS))
+        all_grids = [g for bench, row, col in specs
+                     for g in grids(store, groups, row, col, baseline=baseline,
+                                    alpha=opts.alpha, cells=cells, benchmark=bench,
+                                    max_shape=(MAX_GRID_ROWS, MAX_GRID_COLS))]
         skipped = []
         for grid in all_grids[:MAX_GRIDS]:
             shape = (len(grid.row_values), len(grid.col_values))
@@ -261,8 +266,7 @@ def build_report(store: Store, groups: Mapping[str, list[str]],
             gs.intro = ("Left out of the report to keep it readable: "
                         + "; ".join(skipped[:5]) + (" ..." if len(skipped) > 5 else "")
                         + (f"; {more} more grid(s)" if more > 0 else "")
-                        + f". All grids: mpibench compare --grid {grid_spec[0]} "
-                        f"{grid_spec[1]} --format csv.")
+                        + ". All grids: mpibench compare --grid ROW COL --format csv.")
         if gs.tables or gs.intro:
             sections.append(gs)
     sc = scaling_table(store, groups, cells=cells)

@@ -734,9 +734,11 @@ def cost_table(store: Store, groups: Mapping[str, list[str]], *,
                 f"SELECT id, elapsed FROM runs WHERE id IN ({', '.join('?' for _ in chunk)})",
                 chunk):
             elapsed_cache[rid] = el
+    many_np = len({k[1] for k in apps}) > 1
     for (bench, np_, pkey), per_group in apps.items():
         params = json.loads(pkey)
-        label = " ".join(x for x in (bench, fmt_params(params)) if x)
+        label = " ".join(x for x in (bench, fmt_params(params),
+                                     f"np={np_}" if many_np and np_ is not None else "") if x)
         costs: dict[str, tuple[float | None, float | None]] = {}
         lines = []
         for g in [x for x in order if x in per_group]:
