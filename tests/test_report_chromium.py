@@ -86,6 +86,64 @@ def test_report_renders_in_chromium(tmp_path):
     shutil.copy(html, ARTIFACTS / "report.html")
 
 
+_LAYOUT_PROBE = """<script>
+(function () {
+  var out = [];
+  document.querySelectorAll("figure.plot svg").forEach(function (svg) {
+    var r = svg.getBoundingClientRect();
+    var st = window.getComputedStyle(svg);
+    out.push({w: r.width, h: r.height, top: r.top + window.scrollY,
+              shown: st.display !== "none" && st.visibility !== "hidden",
+              marks: svg.querySelectorAll("path, use, rect").length});
+  });
+  var pre = document.createElement("pre");
+  pre.id = "layout-probe";
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+})();
+</script>"""
+
+
+def _layout(tmp_path: Path, html: Path) -> list[dict]:
+    """Lay the page out in Chromium and measure every plot. The report itself forbids
+    scripts (CSP), so the probe runs on a copy without the CSP line; the plots, styles and
+    tables are the report's own bytes."""
+    text = html.read_text()
+    probe = tmp_path / "probe.html"
+    text = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", text)
+    probe.write_text(text.replace("</body>", _LAYOUT_PROBE + "</body>"))
+    res = _chromium(tmp_path, "--dump-dom", "--window-size=1280,2000",
+                    url=probe.resolve().as_uri())
+    assert res.returncode == 0, res.stderr_tail()
+    m = re.search(r'<pre id="layout-probe">(.*?)</pre>', res.stdout, re.S)
+    assert m, "layout probe did not run"
+    import html as htmllib
+    import json
+    return json.loads(htmllib.unescape(m.group(1)))
+
+
+def test_plots_are_laid_out_and_drawn(tmp_path):
+    html = _build(tmp_path)
+    boxes = _layout(tmp_path, html)
+    assert len(boxes) >= 6
+    for b in boxes:
+        # a plot that collapsed to nothing, was hidden, or has no drawn marks is not "shown"
+        assert b["shown"] and b["w"] > 200 and b["h"] > 150, b
+        assert b["marks"] >= 10, b
+    # stacked down the page, not all at one spot
+    assert len({round(b["top"]) for b in boxes}) >= 3
+
+
+def test_layout_probe_is_not_vacuous(tmp_path):
+    # negative control: a plot hidden by style must fail the checks above
+    html = _build(tmp_path)
+    hidden = tmp_path / "hidden.html"
+    hidden.write_text(html.read_text().replace("</style>",
+                                               ".plot svg { display: none; }</style>", 1))
+    boxes = _layout(tmp_path, hidden)
+    assert boxes and not any(b["shown"] and b["w"] > 200 for b in boxes)
+
+
 def test_console_error_check_is_not_vacuous(tmp_path):
     # negative control: a page that logs and throws must be caught by _console_errors
     bad = tmp_path / "bad.html"

@@ -96,3 +96,165 @@ def test_html_and_markdown_report_on_real_results(real_db, tmp_path):
     assert text.count("<svg") >= 3 and "Verdict:" in text and "<script" not in text
     assert "Line rate" in text and "First call" in text
     assert (tmp_path / "real-plots").is_dir() and "![" in md.read_text()
+
+
+# ---------------------------------------------------------------------------------------
+# A real small campaign (`mpibench campaign run`) on both stacks: the core IMB set swept
+# over np on Open MPI and MPICH, NetPIPE (Debian builds it for both stacks) as an
+# application with a figure of merit, and GROMACS (Debian's gmx_mpi is an Open MPI build,
+# so this group runs on Open MPI only) swept over np and steps for the grid, scaling and
+# cost tables. The campaign name is hostile on purpose: every report must escape it.
+
+HOSTILE = "real <script>alert(1)</script>"
+REPO = __import__("pathlib").Path(__file__).resolve().parent.parent
+
+CAMPAIGN = '''
+[campaign]
+name = "real <script>alert(1)</script>"
+repeats = 2
+verify_transport = false
+timeout = 120
+
+[variants.ompi]
+stack = "openmpi"
+transport = "shm"
+sweep = { np = [2, 3] }
+
+[variants.mpich]
+stack = "mpich"
+transport = "shm"
+sweep = { np = [2, 3] }
+
+[variants.gmx]
+stack = "openmpi"
+transport = "shm"
+sweep = { np = [1, 2] }
+
+[benchmarks.core]
+benchmarks = ["PingPong", "Allreduce"]
+sizes = "0,8,1K,64K"
+options = { max_time = 0.02, timeout = 20 }
+variants = ["ompi", "mpich"]
+
+[benchmarks.netpipe]
+command = "sh -c 'case {stack} in openmpi) exec NPopenmpi -u {upper} -n 50 -p 0 ;; *) exec NPmpich2 -u {upper} -n 50 -p 0 ;; esac'"
+params = { upper = [256, 4096] }
+fom = { name = "Mbps", regex = '-->\\s+([0-9.]+)\\s+Mbps', unit = "Mb/s", better = "higher", source = "output" }
+variants = ["ompi[np=2]", "mpich[np=2]"]
+
+[benchmarks.mdrun]
+command = "gmx_mpi mdrun -deffnm run -nsteps {steps} -ntomp 1 -noconfout"
+params = { steps = [10, 20], box = [2.0] }
+inputs = ["gromacs/topol.top", "gromacs/md.mdp"]
+setup = [
+  "gmx_mpi solvate -cs spc216.gro -box {box} {box} {box} -o conf.gro -p topol.top",
+  "gmx_mpi grompp -f md.mdp -c conf.gro -p topol.top -o run.tpr -maxwarn 1",
+]
+fom = { name = "ns/day", regex = 'Performance:\\s+([0-9.]+)', unit = "ns/day", better = "higher", source = "stderr" }
+variants = ["gmx"]
+'''
+
+
+@pytest.fixture(scope="module")
+def campaign_db(tmp_path_factory):
+    if not HAVE_STACKS:
+        pytest.skip("needs Debian's Open MPI and MPICH (make setup)")
+    missing = [p for p in ("gmx_mpi", "NPopenmpi", "NPmpich2") if not shutil.which(p)]
+    if missing:
+        pytest.skip(f"needs {', '.join(missing)} (make setup installs GROMACS and NetPIPE)")
+    d = tmp_path_factory.mktemp("camp")
+    shutil.copytree(REPO / "examples" / "gromacs", d / "gromacs")
+    (d / "real.toml").write_text(CAMPAIGN)
+    res = _mpibench(["campaign", "run", "real.toml"], cwd=d, timeout=500)
+    assert res.returncode == 0, res.stderr_tail(40) + res.stdout[-3000:]
+    return d / "mpibench.db"
+
+
+def _json(db, *args, capsys):
+    rc = cli_main(["compare", "--db", str(db), "--campaign", HOSTILE, "--format", "json",
+                   *args])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    return json.loads(out)
+
+
+def test_campaign_sweeps_compare_cell_by_cell(campaign_db, capsys):
+    obj = _json(campaign_db, "--variant", "ompi", "--variant", "mpich", "--benchmark",
+                "PingPong", "--benchmark", "Allreduce", capsys=capsys)
+    assert obj["groups"] == ["ompi", "mpich"]          # not ompi[np=2], ompi[np=3], ...
+    rows = obj["rows"]
+    assert {(r["benchmark"], r["np"]) for r in rows} == {
+        (b, n) for b in ("PingPong", "Allreduce") for n in (2, 3)}
+    assert all(r["gain"] and r["base_n"] and r["cand_n"] for r in rows)
+    assert all(r["p_holm"] is not None for r in rows if r["tested"])
+    assert obj["summary"] and obj["verdict"]
+
+
+def test_campaign_core_grid_scaling_gain_line_rate(campaign_db, capsys):
+    obj = _json(campaign_db, "--variant", "ompi", "--variant", "mpich", "--benchmark",
+                "PingPong", "--grid", "np", "size", "--scaling", "--gain-table",
+                "--line-rate", "10Gb/s", "--first-call", "--mean-std", capsys=capsys)
+    side = obj["grid_0_0"]["rows"]
+    for v in ("ompi", "mpich"):
+        mine = [r for r in side if r["variant"] == v]
+        assert {r["np"] for r in mine} == {2, 3}
+        assert sum(r["best_in_row"] for r in mine) == 2          # one best cell per row
+    assert {r["candidate"] for r in obj["grid_0_1"]["rows"]} == {"mpich"}
+    sc = obj["scaling"]["rows"]
+    assert {(r["variant"], r["count"]) for r in sc} >= {("ompi", 2), ("ompi", 3),
+                                                        ("mpich", 2), ("mpich", 3)}
+    assert all(r["speedup"] == 1.0 for r in sc if r["count"] == 2)
+    assert {(r["np"], r["size"]) for r in obj["gain_table"]["rows"]} == {(2, 65536),
+                                                                         (3, 65536)}
+    assert {(r["variant"], r["np"]) for r in obj["line_rate"]["rows"]} == {
+        (v, n) for v in ("ompi", "mpich") for n in (2, 3)}
+    fc = obj["first_call"]["rows"]
+    assert fc and all(r["ompi_first"] and r["ompi_std"] is not None for r in fc)
+
+
+def test_campaign_application_grid_scaling_cost(campaign_db, capsys):
+    obj = _json(campaign_db, "--variant", "gmx", "--grid", "np", "steps", "--metric",
+                "ns/day", "--scaling", "--cost-per-node-hour", "2", "--power-per-node-w",
+                "300", "--results", capsys=capsys)
+    grid = obj["grid_0_0"]["rows"]
+    assert {(r["np"], r["steps"]) for r in grid} == {(1, 10), (1, 20), (2, 10), (2, 20)}
+    assert all(r["median"] > 0 and r["n"] == 2 for r in grid)
+    assert sum(r["best_in_row"] for r in grid) == 2
+    sc = obj["scaling"]["rows"]
+    assert {r["count"] for r in sc} == {1, 2} and all(r["by"] == "np" for r in sc)
+    cost = [r for r in obj["cost"]["rows"] if r["figure_of_merit_unit"] == "ns/day"]
+    assert len(cost) == 4
+    for r in cost:
+        assert r["cost_per_unit"] == pytest.approx(r["nodes"] * 2 * 24 / r["figure_of_merit"])
+        assert r["energy_wh_per_unit"] == pytest.approx(
+            r["nodes"] * 300 * 24 / r["figure_of_merit"])
+
+
+def test_campaign_application_on_both_stacks(campaign_db, capsys):
+    obj = _json(campaign_db, "--variant", "ompi", "--variant", "mpich", "--benchmark",
+                "netpipe", "--cost-per-node-hour", "1", "--grid", "upper", "np", "--metric",
+                "Mbps", capsys=capsys)
+    rows = [r for r in obj["comparison"]["rows"] if r["metric"] == "Mbps"]
+    assert {r["params"]["upper"] for r in rows} == {256, 4096}
+    assert all(r["base_value"] > 0 and r["cand_value"] > 0 and r["gain"] for r in rows)
+    assert all(not r["tested"] for r in rows)          # 2 launches per side: cannot tell
+    costs = {(r["variant"], r["params"]["upper"]) for r in obj["cost"]["rows"]}
+    assert costs == {(v, u) for v in ("ompi", "mpich") for u in (256, 4096)}
+    assert any(n.startswith("mpich vs ompi:") for n in obj["cost"]["notes"])
+
+
+def test_campaign_html_and_markdown_reports(campaign_db, tmp_path):
+    html, md = tmp_path / "camp.html", tmp_path / "camp.md"
+    rc = cli_main(["report", "--db", str(campaign_db), "--campaign", HOSTILE, "-o", str(html),
+                   "--markdown", str(md), "--plot-format", "png", "--line-rate", "10Gb/s",
+                   "--mean-std", "--cost-per-node-hour", "2"])
+    assert rc == 0
+    text = html.read_text()
+    assert "<script" not in text and "real &lt;script&gt;alert(1)&lt;/script&gt;" in text
+    for section in ("comparison", "gain", "plots", "results", "line-rate", "first-call",
+                    "grids", "scaling", "cost"):
+        assert f'id="{section}"' in text, section
+    assert text.count("<svg") >= 6
+    assert "mdrun ns/day (ns/day, higher is better): np x steps" in text   # auto grid
+    mdt = md.read_text()
+    assert "<script" not in mdt and len(list((tmp_path / "camp-plots").glob("*.png"))) >= 4
