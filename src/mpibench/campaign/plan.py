@@ -18,7 +18,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from mpibench.campaign.spec import CampaignSpec, Group, grid
+from mpibench.campaign.spec import CampaignSpec, Group, grid, group_variants
 from mpibench.execute import Variant
 
 
@@ -74,9 +74,7 @@ def expand(spec: CampaignSpec, seed: int | None = None) -> list[Cell]:
     for group in spec.groups:
         repeats = group.repeats or spec.repeats
         gdef = _canon(group.definition())
-        variants = [v for v in spec.variants
-                    if group.variants is None or v.name in group.variants
-                    or spec.variant_base[v.name] in group.variants]
+        variants = group_variants(group, spec.variants, spec.variant_base)
         vhash = {v.name: hashlib.sha256(prefix + _canon(v.to_dict()) + b"\0" + gdef + b"\0")
                  for v in variants}
         entries = []

@@ -31,7 +31,7 @@ from typing import Any
 
 from mpibench.build import build_component
 from mpibench.campaign.plan import Cell, expand
-from mpibench.campaign.spec import CampaignSpec, Group, substitute
+from mpibench.campaign.spec import CampaignSpec, Group, group_variants, substitute
 from mpibench.errors import UsageError
 from mpibench.execute import (
     CellCommand,
@@ -137,8 +137,7 @@ class CampaignRunner:
                     self.binaries[v.stack] = build_component(self.stacks[v.stack], "core")
 
     def _variants_of(self, g: Group) -> list[Variant]:
-        return [v for v in self.spec.variants if g.variants is None or v.name in g.variants
-                or self.spec.variant_base[v.name] in g.variants]
+        return group_variants(g, self.spec.variants, self.spec.variant_base)
 
     # -- lock ---------------------------------------------------------------------------
     def lock(self) -> None:

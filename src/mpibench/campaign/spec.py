@@ -517,8 +517,8 @@ def _group(c: _Ctx, key: str, name: str, gdef: Any, path: Path, variants: list[V
                 g.options[ok] = c.boolean(ov, okey)
             else:
                 g.options[ok] = c.number(ov, okey)
-        g.exclude = _exclude(c, key, gdef.get("exclude", []), {}, _members(g, variants, vbase),
-                             vbase)
+        g.exclude = _exclude(c, key, gdef.get("exclude", []), {},
+                             group_variants(g, variants, vbase), vbase)
         return g
 
     params = c.table(gdef.get("params", {}), f"{key}.params")
@@ -550,12 +550,12 @@ def _group(c: _Ctx, key: str, name: str, gdef: Any, path: Path, variants: list[V
     if "env" in gdef:
         g.env = c.str_map(gdef["env"], f"{key}.env")
     g.exclude = _exclude(c, key, gdef.get("exclude", []), g.params,
-                         _members(g, variants, vbase), vbase)
+                         group_variants(g, variants, vbase), vbase)
     g.foms = _foms(c, f"{key}.fom", gdef.get("fom", "wall_time"))
     return g
 
 
-def _members(g: Group, variants: list[Variant], vbase: dict[str, str]) -> list[Variant]:
+def group_variants(g: Group, variants: list[Variant], vbase: dict[str, str]) -> list[Variant]:
     """The variants a group runs (all, or those its `variants` list names)."""
     return [v for v in variants if g.variants is None or v.name in g.variants
             or vbase[v.name] in g.variants]
