@@ -75,8 +75,9 @@ def status(store: Store, spec: CampaignSpec) -> dict[str, Any]:
     spec_json = json.loads(camp["spec_json"] or "{}")
     return {"campaign": spec.name, "file": str(spec.path), "store": str(store.path),
             "order": spec_json.get("order"), "seed": spec_json.get("seed"),
-            "cells": len(runs), "not_in_file": obsolete, "totals": totals, "groups": list(groups.values()),
-            "variants": list(variants.values()), "problems": problems}
+            "cells": len(runs), "not_in_file": obsolete, "totals": totals,
+            "groups": list(groups.values()), "variants": list(variants.values()),
+            "problems": problems}
 
 
 def cells(store: Store, spec: CampaignSpec) -> list[dict[str, Any]]:
