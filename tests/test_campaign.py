@@ -4,6 +4,7 @@ expansion, stable ids, order, template substitution. Pure: nothing is launched."
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -236,6 +237,13 @@ def test_unknown_stack_is_checked_before_any_launch(tmp_path, found_stacks):
     with Store(tmp_path / "y.db") as store:
         with pytest.raises(UsageError, match=r"variants\.b\.transport: .*'ofi'"):
             CampaignRunner(spec, store, found_stacks).run()
+    for extra, pattern in [
+            ('mca = { btl = "self" }', r"variants\.b\.mca: MCA parameters are Open MPI "
+                                      r"settings .*; expected env instead"),
+            ('launcher = "qrun"', r"variants\.b\.launcher: unknown launcher 'qrun'")]:
+        spec = spec_of(tmp_path, BASE.replace('stack = "mpich"', f'stack = "mpich"\n{extra}'))
+        with pytest.raises(UsageError, match=rf"^{re.escape(str(spec.path))}: {pattern}"):
+            CampaignRunner(spec, None, found_stacks).check()
 
 
 def test_interleaved_order_alternates_variants_and_repeats(tmp_path):
