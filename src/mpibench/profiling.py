@@ -553,7 +553,9 @@ def render_report(doc: Mapping[str, Any], console=None, *, top: int = 10,
     mpi = doc["mpi_time_s"]
     frac = doc["mpi_fraction"]
     state = "complete" if doc.get("complete") else f"PARTIAL ({doc.get('reason')})"
-    con.print(f"[bold]MPI profile[/bold]: {doc.get('ranks')} ranks, {doc.get('mpi_library')} "
+    nr = doc.get("ranks")
+    con.print(f"[bold]MPI profile[/bold]: {nr} rank{'' if nr == 1 else 's'}, "
+              f"{doc.get('mpi_library')} "
               f"(mpi.h {doc.get('header_mpi_version')}), {state}")
     if doc.get("ranks_missing"):
         con.print(f"  ranks with no data: {doc['ranks_missing']}")
