@@ -343,3 +343,51 @@ def test_resume_reattaches_to_the_running_and_the_queued_job(slurm_cluster,  # n
         mine = run_command(["squeue", "--noheader", "--states=all", "--name",
                             f"mpibench-{r['id']}", "-o", "%i"], timeout=30)
         assert mine.stdout.split() == [r["job_id"]]
+
+
+def test_stop_cancels_jobs_still_running_before_stopping_the_daemons(tmp_path):
+    """slurmd's jobs outlive slurmd (slurmstepd by design): stop() must cancel them first, or
+    a test that fails with jobs in flight leaves processes running on a shared machine."""
+    import os
+    import random
+    import tempfile
+
+    import mpibench.slurm_local as sl
+
+    if sl.missing_programs() or os.geteuid() != 0:
+        pytest.skip("needs the Slurm/munge programs and root")
+    root = Path(tempfile.mkdtemp(prefix="mbs-stop-", dir="/tmp"))  # short socket paths
+    cluster = sl.LocalSlurm(root)
+    arg = f"{900 + random.random():.6f}"  # a sleep no one else runs
+    script = tmp_path / "long.sh"
+    script.write_text(f"#!/bin/bash\n#SBATCH --output={tmp_path}/out.txt\nsleep {arg}\n")
+    pid = None
+    try:
+        cluster.start(timeout=60)
+        res = run_command(["sbatch", "--parsable", str(script)], env=cluster.env(), timeout=30)
+        assert res.ok, res.stderr
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and pid is None:
+            time.sleep(0.3)
+            for entry in os.listdir("/proc"):  # find it (to check on it, never to kill it)
+                try:
+                    cmd = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+                except OSError:
+                    continue
+                if cmd[:2] == [b"sleep", arg.encode()]:
+                    pid = int(entry)
+        assert pid, "the job never started"
+    finally:
+        cluster.stop()
+        shutil.rmtree(root, ignore_errors=True)
+    gone = False
+    for _ in range(50):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            gone = True
+            break
+        time.sleep(0.1)
+    if not gone:
+        os.kill(pid, 9)  # by its PID: do not leave it behind even when the test fails
+    assert gone, "the job's process outlived the cluster"

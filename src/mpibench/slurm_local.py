@@ -240,8 +240,43 @@ class LocalSlurm:
                     out.append(f"--- {p}\n" + "\n".join(text))
         return "\n".join(out) or "(no log output)"
 
+    def _alive(self, name: str) -> bool:
+        proc = self._procs.get(name)
+        if proc is not None:
+            return proc.poll() is None
+        try:
+            os.kill(self.pids[name], 0)
+        except (KeyError, ProcessLookupError, PermissionError):
+            return False
+        return True
+
+    def drain_jobs(self, timeout: float = 30.0) -> list[str]:
+        """Cancel every job on this private cluster and wait until none runs any more:
+        stopping slurmd does not stop its jobs (their slurmstepd lives on by design), so a
+        test that failed with jobs in flight would otherwise leave them running after the
+        daemons are gone. Returns the ids it cancelled."""
+        if not self._alive("slurmctld"):
+            return []
+        env = self.env()
+        res = run_command(["squeue", "--noheader", "--format=%i"], env=env, timeout=10)
+        ids = res.stdout.split() if res.ok else []
+        if not ids:
+            return []
+        run_command(["scancel", *ids], env=env, timeout=30)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            res = run_command(["squeue", "--noheader", "--format=%i",
+                               "--states=PENDING,RUNNING,COMPLETING,CONFIGURING,SUSPENDED"],
+                              env=env, timeout=10)
+            if res.ok and not res.stdout.split():
+                break
+            time.sleep(0.5)
+        return ids
+
     def stop(self) -> None:
-        """Stop the daemons this object started (by PID): slurmd first, munged last."""
+        """Stop the daemons this object started (by PID): first every job still on the
+        cluster is cancelled, then slurmd, slurmctld, and munged last."""
+        self.drain_jobs()
         order = [n for n in self.pids if n.startswith("slurmd")] + \
             [n for n in ("slurmctld", "munged") if n in self.pids]
         for name in order:
