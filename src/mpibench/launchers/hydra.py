@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mpibench.launchers import LaunchSpec, Launcher, register_launcher
+from mpibench.launchers import Launcher, LaunchSpec, register_launcher
 
 
 @register_launcher("mpiexec-hydra")
