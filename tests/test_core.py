@@ -94,6 +94,8 @@ def test_every_benchmark_validates(core, stack, np, tmp_path):
     h = run.header
     assert h["np"] == np and sum(h["ranks_per_host"].values()) == np
     assert h["timer"]["overhead_us"] > 0 and h["timer"]["resolution_us"] > 0
+    # MPI_Init's level, as IMB/OSU/NetPIPE: Open MPI takes internal locks above single
+    assert h["options"]["thread_level"] == h["thread_level_provided"] == "single"
     assert h["options"]["benchmarks"] == ALL
     got = {(r["benchmark"], r["size"]) for r in run.results}
     want = {(b, s) for b in ALL if b != "Barrier" for s in (0, 4, 1024)} | {("Barrier", 0)}
@@ -240,7 +242,7 @@ BAD_ARGS = [
     ["--target", "abc", "PingPong"], ["--max-samples", "0", "PingPong"], ["--bogus", "PingPong"],
     ["--iterations-volume", "1M", "PingPong"], ["--sizes"], ["--sync", "clock", "PingPong"],
     ["--sizes", "2T", "PingPong"], ["--max-time", "5", "--timeout", "5", "PingPong"],
-    ["--timeout", "0.5", "PingPong"],
+    ["--timeout", "0.5", "PingPong"], ["--thread-level", "funnelled", "PingPong"],
 ]
 
 
@@ -399,6 +401,22 @@ def test_futility_stops_an_unreachable_target(core, tmp_path):
     (r,) = run.results
     assert r["stop_reason"] == "futile" and r["status"] == "ok"
     assert r["n"] >= 20 and run.header["options"]["futility"] is True
+
+
+@pytest.mark.parametrize("stack", ["openmpi", "mpich"])
+def test_thread_level_multiple(core, stack, tmp_path):
+    """--thread-level asks MPI_Init_thread for more (to measure what thread safety costs);
+    the header says what was asked and what the library provided."""
+    out = tmp_path / "r.jsonl"
+    run = launch(stack, _exe(core, stack), 2,
+                 ["--sizes", "0,1K", "--iterations", "20", "--quiet", "--thread-level",
+                  "multiple", "PingPong", "Allreduce"], out, timeout=120)
+    assert run.res.returncode == 0, run.res.stderr_tail()
+    check_schema(run.records)
+    assert run.header["options"]["thread_level"] == "multiple"
+    assert run.header["thread_level_provided"] in ("single", "funneled", "serialized",
+                                                   "multiple")
+    assert all(r["status"] == "ok" and r["validation"]["ok"] for r in run.results)
 
 
 def test_jsonl_to_stdout_moves_text_to_stderr(core):
