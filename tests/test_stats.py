@@ -294,3 +294,30 @@ def test_median_ci_coverage_other_sample_counts(n):
     exact = stats.median_ci(draws[0]).coverage
     # binomial noise over 1500 draws: +-0.012 (2 sigma) around the exact coverage
     assert abs(hits / 1500 - exact) < 0.02, (hits / 1500, exact)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=1, max_size=300))
+def test_summarize_matches_numpy_and_median_ci(xs):
+    # summarize sorts once and interpolates itself (speed); it must agree with numpy's
+    # percentiles to the bit, and with median_ci's order statistics
+    s = stats.summarize(xs)
+    x = np.array(xs)
+    assert [s["p5"], s["median"], s["p95"], s["p99"]] == \
+        np.percentile(x, [5, 50, 95, 99]).tolist()
+    ci = stats.median_ci(x)
+    assert (s["ci_low"], s["ci_high"]) == (ci.low, ci.high)
+    assert (s["min"], s["max"]) == (x.min(), x.max())
+    assert s["std"] == pytest.approx(x.std(ddof=1) if x.size > 1 else 0.0, rel=1e-9,
+                                     abs=1e-6)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.integers(0, 6), min_size=1, max_size=80),
+       st.lists(st.integers(0, 6), min_size=1, max_size=80))
+def test_cliffs_delta_from_the_tests_u(a, b):
+    # compare_groups takes Cliff's delta from the MWU statistic (exact, exact-ties,
+    # asymptotic and degenerate paths alike)
+    r = stats.mann_whitney_test(a, b)
+    assert stats.cliffs_from_u(r.u, len(a), len(b)) == pytest.approx(stats.cliffs_delta(a, b),
+                                                                     abs=1e-12)

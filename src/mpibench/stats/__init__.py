@@ -25,7 +25,8 @@ import numpy as np
 
 __all__ = [
     "MedianCI", "MWUResult", "median_ci", "summarize", "SUMMARY_KEYS", "mann_whitney",
-    "mann_whitney_test", "holm", "cliffs_delta", "cliffs_magnitude", "geomean",
+    "mann_whitney_test", "holm", "cliffs_delta", "cliffs_from_u", "cliffs_magnitude",
+    "geomean",
     "min_pvalue", "can_reach_significance", "min_n_per_side", "bootstrap_ci",
     "ratio_of_medians_ci", "ci_percent",
 ]
@@ -118,21 +119,47 @@ def summarize(samples: Iterable[float], level: float = 0.95) -> dict[str, Any]:
     n = int(x.size)
     if n == 0:
         return {k: (0 if k == "n" else None) for k in SUMMARY_KEYS}
-    ci = median_ci(x, level)
-    p5, p50, p95, p99 = np.percentile(x, [5, 50, 95, 99])
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    # One sort serves the percentiles, the CI's order statistics, min and max: reports
+    # summarize 10^4 cells, and np.percentile's per-call overhead dominated that.
+    srt = np.sort(x)
+    p5, p50, p95, p99 = _percentiles_sorted(srt, _QUANTILES)
+    j, k, _cov = _median_ci_ranks(n, level)
+    mean = float(srt.mean())
     return {
         "n": n,
-        "median": float(p50),
-        "ci_low": ci.low,
-        "ci_high": ci.high,
-        "min": float(x.min()),
-        "p5": float(p5),
-        "p95": float(p95),
-        "p99": float(p99),
-        "max": float(x.max()),
-        "mean": float(x.mean()),
-        "std": float(x.std(ddof=1)) if n > 1 else 0.0,
+        "median": p50,
+        "ci_low": float(srt[j - 1]) if j is not None else None,
+        "ci_high": float(srt[k - 1]) if j is not None else None,
+        "min": float(srt[0]),
+        "p5": p5,
+        "p95": p95,
+        "p99": p99,
+        "max": float(srt[-1]),
+        "mean": mean,
+        "std": float(np.sqrt(np.square(srt - mean).sum() / (n - 1))) if n > 1 else 0.0,
     }
+
+
+_QUANTILES = (0.05, 0.5, 0.95, 0.99)
+
+
+def _percentiles_sorted(srt: np.ndarray, qs: Sequence[float]) -> list[float]:
+    """numpy's default ('linear') percentiles of an already sorted array, with numpy's own
+    index and interpolation formulas in float64 (so results match np.percentile to the last
+    bit). Plain Python: for four quantiles it is ~6x faster than the array expression."""
+    n = srt.size
+    out = []
+    for q in qs:
+        pos = q * (n - 1)
+        lo = int(pos)
+        t = pos - lo
+        a = float(srt[lo])
+        b = float(srt[min(lo + 1, n - 1)])
+        diff = b - a
+        out.append(b - diff * (1 - t) if t >= 0.5 else a + diff * t)
+    return out
 
 
 def ci_percent(median: float | None, low: float | None, high: float | None) -> float | None:
@@ -246,6 +273,12 @@ def cliffs_delta(a: Iterable[float], b: Iterable[float]) -> float:
     less = np.searchsorted(y, x, side="left")            # count of y < x_i
     greater = y.size - np.searchsorted(y, x, side="right")  # count of y > x_i
     return float((less.sum() - greater.sum()) / (x.size * y.size))
+
+
+def cliffs_from_u(u: float, n_a: int, n_b: int) -> float:
+    """Cliff's delta of (a, b) from the Mann-Whitney U of a: U = #(a > b) + #(a = b) / 2, so
+    delta = #(a > b)/mn - #(a < b)/mn = 2U/mn - 1."""
+    return 2.0 * u / (n_a * n_b) - 1.0
 
 
 def cliffs_magnitude(delta: float | None) -> str:
