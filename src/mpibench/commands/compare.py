@@ -30,7 +30,8 @@ examples:
   # same variant before and after a system update (two campaigns)
   mpibench compare --campaign image-2025 --campaign image-2026 --variant openmpi
 
-Result sets are grouped by variant (or by --label). Samples of a cell are pooled across the
+Result sets are grouped by variant (or by --label); the runs of a campaign sweep over np,
+nodes or ppn form one set whose cells differ by those. Samples of a cell are pooled across the
 launches of a set only when their fingerprints match (otherwise the most common fingerprint
 is used and a footnote says what was left out). Gain > 1 means the candidate is better;
 `~` marks differences that are not significant (two-sided Mann-Whitney U, Holm-corrected
@@ -61,7 +62,8 @@ def _non_negative(text: str) -> float:
 def add_selectors(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("which results (default: the latest campaign)")
     g.add_argument("--variant", action="append", metavar="NAME",
-                   help="variant to include (repeatable)")
+                   help="variant to include (repeatable); a campaign sweep's base name "
+                        "('ompi' for ompi[np=2], ompi[np=4]) selects all its expansions")
     g.add_argument("--label", action="append", metavar="LABEL",
                    help="run label to include (repeatable); groups by label")
     g.add_argument("--campaign", action="append", metavar="NAME|ID",
@@ -76,7 +78,7 @@ def add_selectors(p: argparse.ArgumentParser) -> None:
                    help="only these benchmarks (repeatable)")
     g.add_argument("--size", action="append", metavar="BYTES",
                    help="only these sizes (repeatable; 8, 4K, 1M); with --gain-table, the "
-                        "size of the gain table")
+                        "size of the gain table (in `report`: only the gain table's size)")
     g.add_argument("--alpha", type=_alpha, default=0.05,
                    help="significance level, 0 < alpha < 1 (default 0.05)")
 
