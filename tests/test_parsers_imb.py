@@ -317,3 +317,13 @@ def test_units_follow_the_version_line(title, factor):
     res = parse_imb(data.replace("Intel(R) MPI Benchmarks 2021.11, MPI-1 part", title))
     assert res.tool == "IMB-MPI1" and res.problems == []
     assert res.records[-1]["bandwidth_mbps"] == pytest.approx(4623.11 * factor)
+
+
+def test_failure_note_with_garbage_bytes_is_not_a_row():
+    """Found by hypothesis: 'time-out\\x00.;' was stored as a time-out row."""
+    data = (DATA / "imb2021.11-openmpi4.1.4-np2-uniband-biband.txt").read_bytes()
+    bad = data.replace(b"524288 time-out.;", b"524288 time-out\x00.;")
+    res = parse_bytes(bad)
+    assert not [r for r in res.records if r["status"] == "time-out"]
+    (p,) = res.problems
+    assert p.line == 84 and "or an IMB failure note" in p.message

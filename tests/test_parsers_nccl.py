@@ -143,3 +143,14 @@ def test_per_iteration_columns_text_and_json():
     assert "times_us" not in x and get(res, "nccl_all_reduce", size)["n"] is None
     y = get(res, "nccl_all_reduce_inplace", size)["extra"]
     assert "t_min_us" not in y and "p99_us" not in y
+
+
+def test_garbage_in_type_or_redop_gives_no_row():
+    lines = (DATA / TEXT).read_text().splitlines(keepends=True)
+    i = next(k for k, ln in enumerate(lines) if ln.lstrip().startswith("1024 "))
+    j = next(k for k, ln in enumerate(lines) if ln.lstrip().startswith("2048 "))
+    lines[i] = lines[i].replace(" sum ", " s\ufffdm ")
+    lines[j] = lines[j].replace(" float ", " flo\u00e4t ")
+    res = parse_nccl_text("".join(lines))
+    assert {r["size"] for r in res.records}.isdisjoint({1024, 2048})
+    assert [p.line for p in res.problems] == [i + 1, j + 1]

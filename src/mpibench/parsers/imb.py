@@ -256,7 +256,8 @@ def parse_imb(text: str) -> ParseResult:
             res.problem(i, f"{block.benchmark} row {clip(stripped)!r}: {rec}; line skipped")
             continue
         if rec is None:
-            fm = FAIL_RE.match(stripped)
+            # a failure note with undecodable bytes in it is not trusted either
+            fm = FAIL_RE.match(stripped) if "\ufffd" not in stripped else None
             if fm:
                 rec = _failure(block, fm, i)
             if rec is None:

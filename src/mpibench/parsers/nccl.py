@@ -269,11 +269,13 @@ def _text_row(cols: list[str], tokens: list[str], program: str | None, np_: int 
     if size is None or count is None:
         return None
     dtype = tokens[i_type]
-    if not re.fullmatch(r"[A-Za-z_][\w]*", dtype):
+    if not re.fullmatch(r"[A-Za-z_]\w*", dtype, re.ASCII):
         return None
     redop = tokens[i_redop] if i_redop is not None else ""
     root = tokens[i_root] if i_root is not None else ""
     if root and not re.fullmatch(r"-?\d+", root):
+        return None
+    if redop and not re.fullmatch(r"[A-Za-z_]\w*", redop, re.ASCII):
         return None
     times = [k for k, c in enumerate(cols) if c in ("time", "cputime")]
     if len(times) != 2:
