@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
 from pathlib import Path
@@ -518,3 +519,48 @@ def test_every_fixture_stores_its_exact_values(store):
                 got = r[k] if k in r.keys() else r["extra"][k]
                 assert got == v, (name, line, k)
             assert r["n"] is None and r["median"] is None and r["ci_low"] is None
+
+
+def _copies(tmp_path, n):
+    paths = []
+    for k in range(n):
+        p = tmp_path / f"r{k:02d}.txt"
+        p.write_text(VADER.read_text().replace("4859.13", f"{4000 + k}.00"))
+        paths.append(p)
+    return paths
+
+
+def test_many_files_are_parsed_in_a_second_process(store, monkeypatch, tmp_path):
+    paths = _copies(tmp_path, importer.PROCESS_MIN_FILES)
+    real, pids = importer._load, set()
+
+    def spy(path, *args):
+        loaded = real(path, *args)
+        loaded.libs = [f"pid {os.getpid()}"]     # travels back with the result
+        return loaded
+
+    monkeypatch.setattr(importer, "_load", spy)
+    rep = import_files(store, paths, label="v")
+    assert [f.status for f in rep.files] == ["imported"] * len(paths)
+    for f in rep.files:
+        fp = store.fingerprint(store.run(f.run_id)["fingerprint_id"])
+        pids.add(fp["mpi_library"][0])
+    assert pids and f"pid {os.getpid()}" not in pids
+    got = sorted(r["mean"] for r in store.results(None, with_samples=False)
+                 if r["size"] == 4194304)
+    assert got == [4000.0 + k for k in range(len(paths))]
+
+
+def test_a_dead_parser_process_does_not_lose_files(store, monkeypatch, tmp_path):
+    paths = _copies(tmp_path, importer.PROCESS_MIN_FILES + 4)
+    real, main_pid = importer._load, os.getpid()
+
+    def die_on_r05(path, *args):
+        if path.name == "r05.txt" and os.getpid() != main_pid:
+            os._exit(3)                             # the worker dies (e.g. OOM-killed)
+        return real(path, *args)
+
+    monkeypatch.setattr(importer, "_load", die_on_r05)
+    rep = import_files(store, paths, label="v")
+    assert [f.status for f in rep.files] == ["imported"] * len(paths)
+    assert store.db.execute("SELECT COUNT(*) FROM results").fetchone()[0] == 24 * len(paths)

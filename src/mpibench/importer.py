@@ -15,12 +15,15 @@ from __future__ import annotations
 import calendar
 import hashlib
 import json
+import multiprocessing
+import os
 import re
 import sqlite3
 import time
 from collections import deque
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import islice
@@ -202,9 +205,9 @@ def import_files(store: Store, paths: list[str | Path], label: str | None = None
     store.db.execute("PRAGMA wal_autocheckpoint=16384")
     batch = _Batch(store.db)
     try:
-        for loaded in _loaded(paths, known, np):
+        for loaded in _loaded([Path(p) for p in paths], known, np):
             report.files.append(_import_one(store, batch, loaded, label, line_rate, bps,
-                                            campaign))
+                                            campaign, np))
     finally:
         try:
             batch.commit()
@@ -244,33 +247,79 @@ class _Batch:
             self.db.execute("COMMIT")
 
 
-def _loaded(paths, known: set[str], np_hint: int | None) -> Iterator[_Loaded]:
-    """Files read, hashed and parsed, in order. The next file is parsed while the current one
-    is stored: SQLite (C) releases the GIL while it inserts. The look-ahead is bounded so
-    thousands of files do not pile up in memory."""
+# From this many files on, a second process reads and parses the next files while this one
+# stores the current ones (SQLite ~45% of a big import's CPU, parsing and laying out rows
+# the rest). A thread cannot do that: sqlite3 releases and retakes the GIL for every row.
+PROCESS_MIN_FILES = 16
+_LOOKAHEAD = 4
+
+
+def _loaded(paths: list[Path], known: set[str], np_hint: int | None) -> Iterator[_Loaded]:
+    """Files read, hashed and parsed, in order; touches no store."""
+    pool = None
+    if len(paths) >= PROCESS_MIN_FILES and (os.cpu_count() or 1) > 1 \
+            and "fork" in multiprocessing.get_all_start_methods():
+        try:
+            # fork: the worker inherits `known` instead of receiving it with every file
+            pool = ProcessPoolExecutor(max_workers=1, initializer=_worker_init,
+                                       initargs=(known,),
+                                       mp_context=multiprocessing.get_context("fork"))
+        except OSError:
+            pool = None
+    if pool is None:
+        for p in paths:
+            yield _load(p, known, np_hint)
+        return
     todo = iter(paths)
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="mpibench-import") as pool:
-        ahead: deque = deque(pool.submit(_load, Path(p), known, np_hint)
-                             for p in islice(todo, 2))
+    with pool:
+        ahead: deque = deque((p, pool.submit(_load_in_worker, p, np_hint))
+                             for p in islice(todo, _LOOKAHEAD))
         while ahead:
-            loaded = ahead.popleft().result()
+            path, fut = ahead.popleft()
+            try:
+                loaded = fut.result()
+            except BrokenProcessPool:
+                # the worker died (e.g. out of memory): finish in this process
+                yield _load(path, known, np_hint)
+                for p, _ in ahead:
+                    yield _load(p, known, np_hint)
+                for p in todo:
+                    yield _load(p, known, np_hint)
+                return
             nxt = next(todo, None)
             if nxt is not None:
-                ahead.append(pool.submit(_load, Path(nxt), known, np_hint))
+                ahead.append((nxt, pool.submit(_load_in_worker, nxt, np_hint)))
             yield loaded
+
+
+_WORKER_KNOWN: set[str] = set()
+
+
+def _worker_init(known: set[str]) -> None:
+    global _WORKER_KNOWN
+    _WORKER_KNOWN = known
+
+
+def _load_in_worker(path: Path, np_hint: int | None) -> _Loaded:
+    return _load(path, _WORKER_KNOWN, np_hint)
 
 
 @dataclass
 class _Loaded:
+    """One file, read and parsed, in a form that is cheap to send between processes: the
+    rows laid out for the results table and a summary, not the parser's record dicts."""
     path: Path
-    data: bytes | None = None
-    why: str | None = None
+    why: str | None = None                     # why it could not be read
     sha: str | None = None
-    parsed: ParseResult | None = None
+    parsed: ParseResult | None = None          # None when its sha256 is already imported
     columns: tuple[str, ...] = ()              # results columns of `rows`
     rows: list[tuple] = field(default_factory=list)
     bad_rows: str | None = None                # why the records cannot be stored
     libs: list[str] = field(default_factory=list)
+    nps: list[int] = field(default_factory=list)
+    np_unknown: int = 0                        # rows whose np the file does not state
+    failed_rows: int = 0
+    benchmarks: list[str] = field(default_factory=list)
 
 
 # Store.add_results encodes `extra` with json.dumps(extra, default=str); one encoder object
@@ -287,46 +336,53 @@ def _load(path: Path, known: set[str], np_hint: int | None) -> _Loaded:
         return _Loaded(path, why=why)
     sha = hashlib.sha256(data).hexdigest()
     if sha in known:
-        return _Loaded(path, data, sha=sha)
+        return _Loaded(path, sha=sha)
     try:
         parsed = parse_bytes(data)
     except Exception as exc:  # noqa: BLE001 - one bad file must not stop the others
         parsed = ParseResult()
         parsed.problem(None, f"internal parser error (please report with this file): {exc!r}")
-    loaded = _Loaded(path, data, sha=sha, parsed=parsed)
+    loaded = _Loaded(path, sha=sha, parsed=parsed)
     records = parsed.records
+    parsed.records = []
+    if not records:
+        return loaded
     if np_hint is not None:
         for r in records:
             if r.get("np") is None:
                 r["np"] = np_hint
                 r.setdefault("extra", {})["np_from"] = "--np"
-    if records:
-        loaded.libs = stack_lines(data[:200_000].decode("utf-8", errors="replace"))
-        keys: set[str] = set()
-        for r in records:
-            keys.update(r)
-        unknown = keys - _ROW_KEYS
-        if unknown:
-            loaded.bad_rows = f"unknown result field(s) {sorted(unknown)}"
-            return loaded
-        # Only the columns the rows use: the others keep the schema's defaults. Binding
-        # ~30 mostly-NULL columns per row doubled SQLite's time per imported row.
-        cols = tuple(c for c in RESULT_COLUMNS if c in keys)
-        run_id = f"imp-{sha[:16]}"
-        loaded.columns = ("run_id", *cols, "extra_json")
-        loaded.rows = [(run_id, *[r.get(c) for c in cols],
-                        _EXTRA_JSON(r["extra"]) if r.get("extra") else None) for r in records]
+    loaded.libs = stack_lines(data[:200_000].decode("utf-8", errors="replace"))
+    loaded.nps = sorted({r["np"] for r in records if r.get("np") is not None})
+    loaded.np_unknown = sum(1 for r in records if r.get("np") is None)
+    loaded.failed_rows = sum(1 for r in records if r.get("status", "ok") != "ok")
+    loaded.benchmarks = list(dict.fromkeys(r["benchmark"] for r in records))
+    keys: set[str] = set()
+    for r in records:
+        keys.update(r)
+    unknown = keys - _ROW_KEYS
+    if unknown:
+        loaded.bad_rows = f"unknown result field(s) {sorted(unknown)}"
+        return loaded
+    # Only the columns the rows use: the others keep the schema's defaults. Binding ~30
+    # mostly-NULL columns per row doubled SQLite's time per imported row.
+    cols = tuple(c for c in RESULT_COLUMNS if c in keys)
+    run_id = f"imp-{sha[:16]}"
+    loaded.columns = ("run_id", *cols, "extra_json")
+    loaded.rows = [(run_id, *[r.get(c) for c in cols],
+                    _EXTRA_JSON(r["extra"]) if r.get("extra") else None) for r in records]
     return loaded
 
 
 def _import_one(store: Store, batch: _Batch, loaded: _Loaded, label: str | None,
-                line_rate: Any, bps: float | None, campaign: str) -> FileReport:
-    path, data = loaded.path, loaded.data
+                line_rate: Any, bps: float | None, campaign: str,
+                np_hint: int | None) -> FileReport:
+    path = loaded.path
     fr = FileReport(path=str(path))
-    if data is None:
+    if loaded.sha is None:
         fr.problems.append(f"{path}: {loaded.why}")
         return fr
-    sha = loaded.sha or hashlib.sha256(data).hexdigest()
+    sha = loaded.sha
     fr.sha256 = sha
     prior = store.find_import(sha)
     if prior is not None:
@@ -338,15 +394,20 @@ def _import_one(store: Store, batch: _Batch, loaded: _Loaded, label: str | None,
         if changed:
             fr.note += "; " + ", ".join(changed)
         return fr
+    if loaded.parsed is None:
+        # known when the import started but no longer in the store: parse it after all
+        loaded = _load(path, set(), np_hint)
+        if loaded.parsed is None:
+            fr.problems.append(f"{path}: {loaded.why}")
+            return fr
 
-    parsed = loaded.parsed if loaded.parsed is not None else parse_bytes(data)
+    parsed = loaded.parsed
     fr.format, fr.tool, fr.version = parsed.format, parsed.tool, parsed.version
     fr.blocks, fr.truncated = parsed.blocks, parsed.truncated
     fr.problems = parsed.problem_lines(str(path))
     # the parser reports where a truncated file ended last
     ended = fr.problems[-1] if parsed.truncated and fr.problems else ""
-    records = parsed.records
-    if not records:
+    if not loaded.benchmarks:
         if not fr.problems:
             fr.problems.append(f"{path}: no result rows found")
         return fr
@@ -355,11 +416,10 @@ def _import_one(store: Store, batch: _Batch, loaded: _Loaded, label: str | None,
                            "was written")
         return fr
 
-    nps = sorted({r["np"] for r in records if r.get("np") is not None})
-    if any(r.get("np") is None for r in records):
+    nps = loaded.nps
+    if loaded.np_unknown:
         fr.problems.append(f"{path}: the file does not state the number of ranks for "
-                           f"{sum(1 for r in records if r.get('np') is None)} rows "
-                           "(np stored as unknown; pass --np N)")
+                           f"{loaded.np_unknown} rows (np stored as unknown; pass --np N)")
     libs = loaded.libs
     stack = stack_name(libs)
     variant = label or variant_name(parsed, path, stack)
@@ -395,9 +455,9 @@ def _import_one(store: Store, batch: _Batch, loaded: _Loaded, label: str | None,
         return fr
     fr.status = "imported"
     fr.run_id, fr.variant, fr.np = run_id, variant, nps
-    fr.rows = len(records)
-    fr.failed_rows = sum(1 for r in records if r.get("status", "ok") != "ok")
-    fr.benchmarks = list(dict.fromkeys(r["benchmark"] for r in records))
+    fr.rows = len(loaded.rows)
+    fr.failed_rows = loaded.failed_rows
+    fr.benchmarks = loaded.benchmarks
     return fr
 
 
