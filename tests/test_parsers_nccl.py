@@ -154,3 +154,18 @@ def test_garbage_in_type_or_redop_gives_no_row():
     res = parse_nccl_text("".join(lines))
     assert {r["size"] for r in res.records}.isdisjoint({1024, 2048})
     assert [p.line for p in res.problems] == [i + 1, j + 1]
+
+
+def test_cputime_and_timestamp_columns():
+    """nccl-tests -C prints 'cputime' for both sides, -S a trailing 'timestamp' column
+    (util.cu writeResultHeader / writeTimestamp: one 'YYYY-mm-dd HH:MM:SS' per row)."""
+    lines = (DATA / TEXT).read_text().splitlines()
+    k = next(i for i, ln in enumerate(lines) if ln.startswith("#") and "algbw" in ln)
+    lines[k] = lines[k].replace(" time ", " cputime ").rstrip() + "  timestamp"
+    for i, ln in enumerate(lines):
+        if ln.strip() and not ln.startswith("#"):
+            lines[i] = ln.rstrip() + "  2025-06-02 14:03:12"
+    res = parse_nccl_text("\n".join(lines) + "\n")
+    assert res.problems == [] and len(res.records) == 50
+    r = get(res, "nccl_all_reduce_inplace", 4194304)
+    assert (r["mean"], r["busbw_mbps"]) == (48.58, 151090.0)
