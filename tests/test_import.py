@@ -282,13 +282,19 @@ def test_interrupted_import_keeps_the_finished_files(store, monkeypatch, tmp_pat
     assert store.db.execute("SELECT COUNT(*) FROM results").fetchone()[0] == 96
 
 
-def test_batches_commit_and_write_every_row(store, monkeypatch, tmp_path):
-    monkeypatch.setattr(importer, "BATCH_FILES", 2)
+def _copies(tmp_path, n):
+    """n copies of the vader PingPong file, each with its own 4 MiB time (4000 + k us)."""
     paths = []
-    for k in range(5):
-        p = tmp_path / f"r{k}.txt"
+    for k in range(n):
+        p = tmp_path / f"r{k:02d}.txt"
         p.write_text(VADER.read_text().replace("4859.13", f"{4000 + k}.00"))
         paths.append(p)
+    return paths
+
+
+def test_batches_commit_and_write_every_row(store, monkeypatch, tmp_path):
+    monkeypatch.setattr(importer, "BATCH_FILES", 2)
+    paths = _copies(tmp_path, 5)
     rep = import_files(store, paths, label="v")
     assert [f.status for f in rep.files] == ["imported"] * 5
     assert not store.db.in_transaction
@@ -519,15 +525,6 @@ def test_every_fixture_stores_its_exact_values(store):
                 got = r[k] if k in r.keys() else r["extra"][k]
                 assert got == v, (name, line, k)
             assert r["n"] is None and r["median"] is None and r["ci_low"] is None
-
-
-def _copies(tmp_path, n):
-    paths = []
-    for k in range(n):
-        p = tmp_path / f"r{k:02d}.txt"
-        p.write_text(VADER.read_text().replace("4859.13", f"{4000 + k}.00"))
-        paths.append(p)
-    return paths
 
 
 def test_many_files_are_parsed_in_a_second_process(store, monkeypatch, tmp_path):
