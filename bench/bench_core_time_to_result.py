@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
 """Time to result: mpibench-core adaptive (+-1% CI of the median) vs a fixed-count IMB-like run.
 
-Runs the full IMB-MPI1 set (or --quick: a subset) at np=2 over sizes 0:22 twice per stack,
-back to back: adaptive mode with the defaults (target +-1%, 1 s per size) and fixed-count mode
-with IMB's rule (1000 iterations, at most 40 MB / size, `--iterations 1000 --iterations-volume
-40M`), then adaptive with `--futility` (sizes that cannot reach the target give up early). Prints the wall-time ratio, how many sizes reached the +-1% target (and which did not,
-with their stop reason and CI), and how far the two modes' medians differ.
+Runs the full IMB-MPI1 set (or --quick: a subset) at np=2 over sizes 0:22 three times per
+stack, back to back: adaptive mode with the defaults (target +-1%, 1 s per size), fixed-count
+mode with IMB's rule (1000 iterations, at most 40 MB / size: `--iterations 1000
+--iterations-volume 40M`), and adaptive with `--futility` (sizes that cannot reach the target
+give up early). Prints the wall-time ratio, how many sizes reached the +-1% target (and which
+did not, with their stop reason and CI), the precision each mode bought (the same
+order-statistic CI computed from the fixed run's own samples), time by size class, and how far
+the two modes' medians differ.
 Target: every size reaches its target, and adaptive takes at most half the fixed wall time.
 One run, ratios only, no assertions.
 
-usage: bench/bench_core_time_to_result.py [--quick] [--stack openmpi|mpich ...]
+usage: bench/bench_core_time_to_result.py [--quick] [--stack openmpi|mpich ...] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -26,12 +29,27 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from _coreutil import STACKS, available, build, launch  # noqa: E402
 
 
+def half_width(r: dict) -> float | None:
+    """Larger half-width of the 95% CI of the median relative to it; None without a 95% CI."""
+    if not r.get("ci_exact") or not r.get("median_us"):
+        return None
+    return max(r["median_us"] - r["ci_low_us"], r["ci_high_us"] - r["median_us"]) / r["median_us"]
+
+
+def size_class(size: int) -> str:
+    for limit, name in ((1 << 10, "<=1K"), (1 << 16, "<=64K"), (1 << 19, "<=512K")):
+        if size <= limit:
+            return name
+    return ">=1M"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true",
                     help="PingPong, Allreduce, Alltoall, Bcast over 0:16")
     ap.add_argument("--stack", action="append", choices=sorted(STACKS))
     ap.add_argument("--sizes", default=None, help="override the size spec")
+    ap.add_argument("--keep", metavar="DIR", help="keep the JSON Lines of every run in DIR")
     a = ap.parse_args()
     benches = ["PingPong", "Allreduce", "Alltoall", "Bcast"] if a.quick else ["all"]
     sizes = a.sizes or ("0:16" if a.quick else "0:22")
@@ -42,7 +60,9 @@ def main() -> int:
         "adaptive+futility": ["--target", "1", "--max-time", "1", "--futility"],
     }
     print(f"# time to result, np=2, sizes {sizes}, benchmarks {' '.join(benches)}")
-    with tempfile.TemporaryDirectory(prefix="mb-ttr-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="mb-ttr-") as scratch:
+        tmp = a.keep or scratch
+        Path(tmp).mkdir(parents=True, exist_ok=True)
         for stack in stacks:
             exe = build(stack, Path(tmp) / stack)
             wall, runs = {}, {}
@@ -70,6 +90,27 @@ def main() -> int:
                   f"{core_s['adaptive'] / core_s['fixed']:.2f}")
             print(f"sizes reaching +-1%: {reasons['target']} of {len(ad)}; stop reasons "
                   f"{dict(reasons)}")
+            # what the fixed count bought: the same CI, computed from its own samples
+            for mode, recs in (("adaptive", ad), ("fixed", list(fx.values()))):
+                hws = [half_width(r) for r in recs]
+                exact = [h for h in hws if h is not None]
+                if exact:
+                    q = statistics.quantiles(exact, n=10) if len(exact) > 1 else exact * 9
+                    print(f"precision {mode}: CI of the median within +-1% for "
+                          f"{sum(h <= 0.01 for h in exact)} of {len(hws)} sizes; half-width "
+                          f"median {statistics.median(exact):.2%}, p90 {q[-1]:.2%}, max "
+                          f"{max(exact):.1%}; {len(hws) - len(exact)} with < 6 samples "
+                          "(no 95% CI)")
+            by_class: dict[str, list[float]] = {}
+            for r in ad:
+                f = fx.get((r["benchmark"], r["size"]))
+                if f is not None:
+                    c = by_class.setdefault(size_class(r["size"]), [0.0, 0.0, 0])
+                    c[0] += r["elapsed_s"]
+                    c[1] += f["elapsed_s"]
+                    c[2] += 1
+            print("time by size class (adaptive / fixed, sum of per-size elapsed_s): " + "; ".join(
+                f"{k} {v[0]:.1f}/{v[1]:.1f} s ({v[2]} sizes)" for k, v in by_class.items()))
             hit = [r for r in ad if r["stop_reason"] == "target"
                    and (r["benchmark"], r["size"]) in fx]
             if hit and all("elapsed_s" in r for r in hit):
