@@ -8,9 +8,11 @@ import json
 import subprocess
 import time
 
+import numpy as np
 import pytest
 
 from _coreutil import STACKS, available, build, check_schema, launch
+from mpibench.stats import median_ci
 
 ALL = ["PingPong", "PingPing", "Sendrecv", "Exchange", "Uniband", "Biband", "Allreduce",
        "Reduce", "Reduce_scatter", "Allgather", "Allgatherv", "Gather", "Gatherv", "Scatter",
@@ -40,6 +42,22 @@ def want_busbw_factor(bench: str, np: int) -> float | None:
     if bench == "Reduce_scatter" or bench in _PER_RANK_BLOCK:
         return (np - 1) / np
     return None  # point-to-point and Barrier: no bus bandwidth
+
+
+def check_stats(r: dict, target_pct: float = 1.0, min_samples: int = 5) -> None:
+    """The core's summary and its stop decision, recomputed from its own samples with the
+    harness's independent implementation (numpy, mpibench.stats)."""
+    x = np.array(r["samples_us"])
+    ci = median_ci(x)
+    assert r["median_us"] == pytest.approx(float(np.median(x)), rel=1e-9)
+    assert r["ci_exact"] == (ci.low is not None)
+    if ci.low is not None:
+        assert (r["ci_low_us"], r["ci_high_us"]) == pytest.approx((ci.low, ci.high), rel=1e-9)
+    for key, q in (("p5_us", 5), ("p95_us", 95), ("p99_us", 99)):
+        assert r[key] == pytest.approx(float(np.percentile(x, q)), rel=1e-9)
+    if r["stop_reason"] == "target":
+        hw = max(r["median_us"] - ci.low, ci.high - r["median_us"]) / r["median_us"]
+        assert r["n"] >= min_samples and hw * 100 <= target_pct + 1e-9, r["benchmark"]
 
 
 def check_units(r: dict) -> None:
@@ -110,6 +128,7 @@ def test_every_benchmark_validates(core, stack, np, tmp_path):
         assert r["batched"] == (r["batch"] > 1)
         assert r["large_count"] is False
         check_units(r)
+        check_stats(r)
         if r["benchmark"] in SINGLE_PAIR:
             assert r["active_ranks"] == 2 and r["idle_ranks"] == np - 2
     assert run.footer == {"record": "footer", "status": "ok", "elapsed_s": run.footer["elapsed_s"]}
