@@ -127,6 +127,8 @@ def test_every_benchmark_validates(core, stack, np, tmp_path):
         assert r["stop_reason"] in ("target", "max_time", "max_samples")
         assert r["batched"] == (r["batch"] > 1)
         assert r["large_count"] is False
+        # the first iteration is timed alone and kept apart; warm-up samples are counted
+        assert r["first_us"] > 0 and r["warmup"] >= 2 and r["batch_floor_us"] > 0
         check_units(r)
         check_stats(r)
         if r["benchmark"] in SINGLE_PAIR:
