@@ -11,7 +11,11 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 
 from mpibench.benchmarks import canonical_benchmarks, parse_sizes
 from mpibench.commands._common import (
-    Formatter, add_db, add_stack_discovery, discover_from_args, err_console,
+    Formatter,
+    add_db,
+    add_stack_discovery,
+    discover_from_args,
+    err_console,
 )
 from mpibench.errors import BenchmarkFailure, UsageError
 from mpibench.execute import Variant, root_env_notice

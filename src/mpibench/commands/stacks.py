@@ -5,7 +5,11 @@ from __future__ import annotations
 from rich.table import Table
 
 from mpibench.commands._common import (
-    Formatter, add_stack_discovery, console, discover_from_args, print_json,
+    Formatter,
+    add_stack_discovery,
+    console,
+    discover_from_args,
+    print_json,
 )
 
 EXAMPLES = """\
