@@ -329,6 +329,8 @@ static int64_t chk_none(mb_ctx *c, int it, double *e, double *g)
 
 /* ---- bytes and bus-bandwidth factors ---- */
 static double bytes_size(const mb_ctx *c) { return (double)c->size; }
+/* Reductions work on whole floats: 1-3 bytes reduce nothing and must not claim a bandwidth. */
+static double bytes_floats(const mb_ctx *c) { return (double)(c->size / 4 * 4); }
 static double bytes_np(const mb_ctx *c) { return (double)c->size * c->np; }
 static double bytes_zero(const mb_ctx *c) { (void)c; return 0.0; }
 static double bus_allreduce(int n) { return 2.0 * (n - 1) / n; }
@@ -339,12 +341,12 @@ static double bus_one(int n) { (void)n; return 1.0; }
 
 const mb_bench mb_coll_benches[] = {
     {.name = "Allreduce", COLL, .bufsize = buf_allreduce, .run = run_allreduce,
-     .bytes = bytes_size, .busbw = bus_allreduce, .fill = fill_fpat, .check = chk_allreduce,
+     .bytes = bytes_floats, .busbw = bus_allreduce, .fill = fill_fpat, .check = chk_allreduce,
      .elem_bytes = 4},
-    {.name = "Reduce", COLL, .bufsize = buf_reduce, .run = run_reduce, .bytes = bytes_size,
+    {.name = "Reduce", COLL, .bufsize = buf_reduce, .run = run_reduce, .bytes = bytes_floats,
      .busbw = bus_one, .fill = fill_fpat, .check = chk_reduce, .elem_bytes = 4},
     {.name = "Reduce_scatter", COLL, .setup = setup_rs, .bufsize = buf_rs, .run = run_rs,
-     .bytes = bytes_size, .busbw = bus_nm1, .fill = fill_fpat, .check = chk_rs,
+     .bytes = bytes_floats, .busbw = bus_nm1, .fill = fill_fpat, .check = chk_rs,
      .elem_bytes = 4},
     {.name = "Allgather", COLL, .bufsize = buf_allgather, .run = run_allgather,
      .bytes = bytes_np, .busbw = bus_nm1, .fill = fill_bytes, .check = chk_gathered,
