@@ -223,3 +223,60 @@ def test_generated_scripts_run_hostile_values_as_data(tmp_path, backend):
         assert got["env"] == {"EVIL": value, f"A;touch {marker};B": value}
         # the setup command got the value as one argument, and its environment
         assert (d / "setup.txt").read_text() == value + value
+
+
+# -- the same files whichever backend ran the step -------------------------------------------
+@pytest.mark.parametrize("setup", [["sleep", "0.3"], ["false"]])
+def test_local_backend_and_job_script_leave_the_same_files(tmp_path, setup):
+    """A run directory must not tell which backend produced it: setup.out/setup.err exist
+    (empty here) and timing.json has the same keys, launch_started after the setup (the
+    application's wall time excludes it) or null when the setup failed."""
+    from mpibench.schedulers import read_step_result
+    from mpibench.schedulers.local import LocalScheduler
+
+    got = {}
+    for how in ("local", "script"):
+        d = tmp_path / how
+        d.mkdir()
+        step = JobStep(cell_id=f"c-{how}", run_dir=d, argv=["echo", "hi"], env={},
+                       stdout=d / "stdout.txt", stderr=d / "stderr.txt", timeout_s=30,
+                       setup=[setup])
+        if how == "local":
+            LocalScheduler().run_step(step)
+        else:
+            from mpibench.schedulers import job_body
+
+            script = job_body(JobRequest(name="x", steps=[step], run_dir=d))
+            subprocess.run(["bash", "-c", script], check=True, timeout=60)
+        timing = json.loads((d / "timing.json").read_text())
+        sr = read_step_result(step)
+        got[how] = (sorted(p.name for p in d.iterdir()), sorted(timing),
+                    (d / "setup.out").read_text(), (d / "setup.err").read_text(), sr.exit_code)
+        if setup[0] == "sleep":
+            assert sr.exit_code == 0 and (d / "stdout.txt").read_text() == "hi\n"
+            assert sr.launch_started - sr.started >= 0.3  # the setup's sleep, not the launch
+            assert sr.launch_started <= sr.finished
+        else:
+            assert sr.exit_code == 1 and sr.launch_started is None
+            assert timing["launch_started"] is None
+    assert got["local"] == got["script"]
+    assert "setup.out" in got["local"][0] and "setup.err" in got["local"][0]
+
+
+@pytest.mark.parametrize("status, elapsed, timeout_s, timed_out", [
+    (124, 5.0, 2, True),    # `timeout` stopped it with TERM
+    (137, 12.5, 2, True),   # it ignored TERM; `timeout` needed the KILL 10 s later
+    (137, 1.0, 60, False),  # killed by someone else (OOM killer) well before its limit
+    (137, 5.0, None, False),
+    (3, 5.0, 2, False),
+])
+def test_step_timeouts_read_back(tmp_path, status, elapsed, timeout_s, timed_out):
+    from mpibench.schedulers import read_step_result
+
+    (tmp_path / "exit_status").write_text(f"{status}\n")
+    (tmp_path / "timing.json").write_text(json.dumps(
+        {"started": 100.0, "launch_started": 100.5, "finished": 100.0 + elapsed}))
+    step = JobStep(cell_id="c", run_dir=tmp_path, argv=["x"], env={},
+                   stdout=tmp_path / "o", stderr=tmp_path / "e", timeout_s=timeout_s)
+    sr = read_step_result(step)
+    assert (sr.exit_code, sr.timed_out, sr.launch_started) == (status, timed_out, 100.5)

@@ -19,8 +19,10 @@ Contract for batch backends (one module each, `@register_scheduler("slurm")`):
   cancel(job_id) -> None
 
 Steps leave their results in their run directory (see job_body): stdout/stderr files, an
-`exit_status` file with the integer exit status (124 = killed by the step timeout) and a
-`timing.json` with start/end epoch seconds. The harness reads them with `read_step_result`
+`exit_status` file with the integer exit status (124 = killed by the step timeout), a
+`timing.json` with epoch seconds {"started", "launch_started", "finished"} (launch_started:
+after the setup commands, null when setup failed) and, for steps with setup commands,
+`setup.out`/`setup.err` (created even when empty). The harness reads them with `read_step_result`
 and ingests; a job never writes the database (single writer).
 """
 
@@ -141,6 +143,7 @@ class StepResult:
     elapsed: float
     started: float | None = None
     finished: float | None = None
+    launch_started: float | None = None  # after the setup commands
 
 
 class Scheduler:
@@ -226,7 +229,7 @@ def step_lines(step: JobStep) -> list[str]:
     q = shlex.quote
     lines = [f"# cell {step.cell_id}", f"cd {d}",
              f"rm -f {EXIT_STATUS_FILE} {TIMING_FILE}",
-             "mb_start=$(date +%s.%N)", "mb_rc=0"]
+             "mb_start=$(date +%s.%N)", "mb_launch=", "mb_rc=0"]
     limit = []
     if step.timeout_s:
         # TERM first so mpirun can tear its ranks down, KILL 10 s later.
@@ -236,11 +239,12 @@ def step_lines(step: JobStep) -> list[str]:
         lines.append(f"if [ $mb_rc -eq 0 ]; then {cmd} >>setup.out 2>>setup.err "
                      "|| mb_rc=$?; fi")
     main = " ".join(["env"] + _env_prefix(step.env) + [q(a) for a in limit + list(step.argv)])
-    lines.append(f"if [ $mb_rc -eq 0 ]; then {main} >{q(step.stdout.name)} "
-                 f"2>{q(step.stderr.name)} || mb_rc=$?; fi")
+    # launch_started: an application's wall time is the launch alone, not its setup (grompp)
+    lines.append(f"if [ $mb_rc -eq 0 ]; then mb_launch=$(date +%s.%N); {main} "
+                 f">{q(step.stdout.name)} 2>{q(step.stderr.name)} || mb_rc=$?; fi")
     lines += ["mb_end=$(date +%s.%N)",
-              f'printf \'{{"started": %s, "finished": %s}}\\n\' "$mb_start" "$mb_end" '
-              f">{TIMING_FILE}",
+              'printf \'{"started": %s, "launch_started": %s, "finished": %s}\\n\' '
+              f'"$mb_start" "${{mb_launch:-null}}" "$mb_end" >{TIMING_FILE}',
               # written last: its presence means the step finished (whatever its status)
               f"echo $mb_rc >{EXIT_STATUS_FILE}.tmp && mv {EXIT_STATUS_FILE}.tmp "
               f"{EXIT_STATUS_FILE}"]
@@ -268,15 +272,18 @@ def read_step_result(step: JobStep, job_state: JobStatus | None = None) -> StepR
             exit_code = int(status_file.read_text().strip())
         except ValueError:
             exit_code = None
-    started = finished = None
+    started = finished = launch = None
     try:
         t = json.loads((step.run_dir / TIMING_FILE).read_text())
         started, finished = float(t["started"]), float(t["finished"])
-    except (OSError, ValueError, KeyError, TypeError):
+        launch = float(t["launch_started"]) if t.get("launch_started") is not None else None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         pass
-    # the job's exit code is not the step's: the script exits 0 after any step failure
-    timed_out = exit_code == STEP_TIMEOUT_EXIT or (
-        exit_code is None and job_state is not None and job_state.state == "timeout")
     elapsed = (finished - started) if started is not None and finished is not None else 0.0
+    # the job's exit code is not the step's: the script exits 0 after any step failure.
+    # `timeout` exits 124, or 128+9 when the command ignored TERM and needed the KILL.
+    timed_out = exit_code == STEP_TIMEOUT_EXIT or (
+        exit_code == 128 + 9 and bool(step.timeout_s) and elapsed >= step.timeout_s) or (
+        exit_code is None and job_state is not None and job_state.state == "timeout")
     return StepResult(exit_code=exit_code, timed_out=timed_out, elapsed=elapsed,
-                      started=started, finished=finished)
+                      started=started, finished=finished, launch_started=launch)

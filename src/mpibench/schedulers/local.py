@@ -51,30 +51,33 @@ class LocalScheduler(Scheduler):
             _append(step.run_dir / "setup.err", res.stderr)
             self.last_setup = res
             if not res.ok:
-                return self._finish(step, started, res.returncode, res.timed_out)
+                return self._finish(step, started, None, res.returncode, res.timed_out)
         left = None if deadline is None else max(0.1, deadline - time.monotonic())
+        launch_started = time.time()
         if step.cell is not None:
             res = run_local(step.cell, timeout=left)
         else:
             res = run_command(step.argv, env=step.env, cwd=step.run_dir, timeout=left,
                               stdout_path=step.stdout, stderr_path=step.stderr)
         self.last_result = res
-        return self._finish(step, started, res.returncode, res.timed_out)
+        return self._finish(step, started, launch_started, res.returncode, res.timed_out)
 
     @staticmethod
-    def _finish(step: JobStep, started: float, rc: int, timed_out: bool) -> StepResult:
+    def _finish(step: JobStep, started: float, launch_started: float | None, rc: int,
+                timed_out: bool) -> StepResult:
         finished = time.time()
         code = STEP_TIMEOUT_EXIT if timed_out else rc
-        (step.run_dir / TIMING_FILE).write_text(
-            json.dumps({"started": started, "finished": finished}) + "\n")
+        (step.run_dir / TIMING_FILE).write_text(json.dumps(
+            {"started": started, "launch_started": launch_started, "finished": finished})
+            + "\n")
         tmp = step.run_dir / (EXIT_STATUS_FILE + ".tmp")
         tmp.write_text(f"{code}\n")
         os.replace(tmp, step.run_dir / EXIT_STATUS_FILE)
         return StepResult(exit_code=rc, timed_out=timed_out, elapsed=finished - started,
-                          started=started, finished=finished)
+                          started=started, finished=finished, launch_started=launch_started)
 
 
 def _append(path, text: str) -> None:
-    if text:
-        with open(path, "a") as fh:
-            fh.write(text)
+    """Created even when empty, as a job script's `>>setup.out 2>>setup.err` does."""
+    with open(path, "a") as fh:
+        fh.write(text)
