@@ -120,6 +120,8 @@ class InstantScheduler(Scheduler):
     final: JobStatus | None = None  # None: completed, every step exit 0
     write_steps = True
     failing_polls = 0  # the first N polls raise SchedulerQueryError
+    probe_text = ""  # what a transport probe step prints on stderr
+    probe_status = 0  # and the exit status its job script records
 
     def __init__(self, settings=None):
         super().__init__(settings)
@@ -157,11 +159,14 @@ class InstantScheduler(Scheduler):
                 if self.write_steps:
                     n_steps = len(req.steps) if self.write_steps is True else self.write_steps
                     for st in req.steps[:n_steps]:
-                        st.stdout.write_text("hello\n")
-                        st.stderr.write_text("")
+                        probe = st.cell_id.endswith("-verify")
+                        st.run_dir.mkdir(parents=True, exist_ok=True)
+                        st.stdout.write_text("" if probe else "hello\n")
+                        st.stderr.write_text(self.probe_text if probe else "")
                         (st.run_dir / TIMING_FILE).write_text(
                             json.dumps({"started": 1.0, "finished": 3.5}))
-                        (st.run_dir / EXIT_STATUS_FILE).write_text("0\n")
+                        (st.run_dir / EXIT_STATUS_FILE).write_text(
+                            f"{self.probe_status if probe else 0}\n")
                 out[jid] = self.final or JobStatus("completed", 0, None, "n[1-2]",
                                                    "COMPLETED")
         return out
@@ -331,3 +336,34 @@ def test_grouped_job_over_its_time_limit_keeps_the_cells_that_finished(tmp_path,
     assert [g[:2] for g in got] == [(0, "done"), (1, "timeout")]
     assert got[1][2].startswith("job ended timeout: the job exceeded its Slurm time limit")
     assert {r["job_id"] for r in runs} == {"1000"}
+
+
+UCX_TCP = ("[1795334470.531690] [vm:11420:0]      ucp_worker.c:1763 UCX  INFO    ep_cfg[0]: "
+           "tag(tcp/lo tcp/eth0) rma_am(tcp/lo) am(tcp/lo tcp/eth0)\n")
+
+
+@pytest.mark.parametrize("probe_status, actual", [
+    (0, "tcp [ucx tls tcp]"),
+    # the job script's `timeout` stopped a probe that hung after printing its banner
+    (124, "unknown [probe launch timed out after 30 s; before that its diagnostics showed "
+          "tcp]"),
+    (137, "unknown [probe launch killed by signal 9; before that its diagnostics showed tcp]"),
+    (3, "unknown [probe launch failed (exit 3: [1795334470.531690]"),
+])
+def test_batch_probe_that_hung_is_not_judged_from_its_banner(tmp_path, found_stacks, clock,
+                                                             probe_status, actual):
+    def probe(s):
+        s.probe_text, s.probe_status = UCX_TCP, probe_status
+
+    path = _campaign(tmp_path, variant_extra='transport = "tcp"')
+    path.write_text(path.read_text().replace("verify_transport = false",
+                                             "verify_transport = true"))
+    spec = load(path)
+    sched = InstantScheduler(spec.scheduler)
+    probe(sched)
+    with Store(tmp_path / "m.db") as store:
+        CampaignRunner(spec, store, found_stacks, scheduler=sched).run()
+        (r,) = store.runs()
+    assert sched.requests[0].steps[0].cell_id.endswith("-verify")
+    assert r["status"] == "done"
+    assert r["transport_actual"].startswith(actual), r["transport_actual"]

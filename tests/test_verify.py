@@ -194,3 +194,64 @@ def test_every_preset_runs_here_and_is_verified(tmp_path, found_stacks):
         assert by[name]["transport_actual"].startswith(prefix), by[name]
         assert runs[name]["transport_actual"] == by[name]["transport_actual"]
         assert runs[name]["id"] in results
+
+
+# -- a probe that hung or was killed vouches for nothing --------------------------------------
+@pytest.mark.parametrize("exit_code, timed_out, expect", [
+    (0, False, None),
+    (None, True, "probe launch timed out after 60 s"),
+    (124, False, "probe launch timed out after 60 s"),  # the job script's `timeout`
+    (None, False, "the probe step never finished (its job ended first)"),
+    (-9, False, "probe launch killed by signal 9"),
+    (137, False, "probe launch killed by signal 9"),
+    (1, False, "probe launch failed (exit 1: MPI_Init failed)"),
+])
+def test_probe_problem(exit_code, timed_out, expect):
+    from mpibench.verify import probe_problem
+
+    assert probe_problem(exit_code, timed_out, 60, "banner\nMPI_Init failed\n") == expect
+
+
+@pytest.mark.parametrize("problem", ["probe launch timed out after 60 s",
+                                     "probe launch killed by signal 9"])
+def test_a_probe_killed_after_its_banner_is_never_ok(problem):
+    """MPICH printed its UCX endpoint lines (tcp, as requested) and then hung: the transport
+    that was configured never carried a message as far as anyone knows."""
+    from types import SimpleNamespace
+
+    from mpibench.verify import judge
+
+    stack = SimpleNamespace(kind="mpich")
+    v = judge(stack, Variant(name="v", stack="mpich", transport="tcp", np=2), MPICH_TCP, {},
+              None, problem)
+    assert v.verdict == "unverified"
+    assert v.actual == f"unknown [{problem}; before that its diagnostics showed tcp]"
+    assert v.problem == problem and v.evidence  # the lines are kept for the record
+    # the same text from a probe that ran to the end is ok
+    assert judge(stack, Variant(name="v", stack="mpich", transport="tcp", np=2), MPICH_TCP,
+                 {}).verdict == "ok"
+
+
+def test_verify_local_judges_a_timed_out_probe_unknown(tmp_path, monkeypatch):
+    """verify_local with the launch stood in for: the probe printed the tcp endpoint lines,
+    then the runner's timeout killed it."""
+    from types import SimpleNamespace
+
+    import mpibench.execute
+    import mpibench.verify as vf
+    from mpibench.runner import CommandResult
+
+    monkeypatch.setattr(vf, "prepare_probe", lambda *a, **k: SimpleNamespace(env={}))
+    for timed_out, rc in ((True, -9), (False, 0)):
+        monkeypatch.setattr(mpibench.execute, "run_local", lambda cmd, timeout, t=timed_out,
+                            r=rc: CommandResult(["mpiexec"], r, "", MPICH_TCP, 60.0, t))
+        v = vf.verify_local(SimpleNamespace(kind="mpich"),
+                            Variant(name="v", stack="mpich", transport="tcp", np=2), tmp_path,
+                            timeout=60)
+        text = (tmp_path / "verification.txt").read_text()
+        if timed_out:
+            assert v.verdict == "unverified", v
+            assert v.actual.startswith("unknown [probe launch timed out after 60 s;"), v
+            assert "problem: probe launch timed out after 60 s" in text
+        else:
+            assert (v.verdict, v.actual) == ("ok", "tcp [ucx tls tcp]")

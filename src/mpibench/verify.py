@@ -29,6 +29,7 @@ from pathlib import Path
 
 from mpibench.execute import CellCommand, Variant, prepare_cell
 from mpibench.runner import run_command
+from mpibench.schedulers import STEP_TIMEOUT_EXIT
 from mpibench.stacks import Stack, cache_dir
 
 PROBE_SOURCE = r"""
@@ -208,11 +209,34 @@ def prepare_probe(stack: Stack, variant: Variant, run_dir: Path, *, local: bool 
                         run_dir, jsonl=None, local=local)
 
 
+def probe_problem(exit_code: int | None, timed_out: bool, timeout: float | None,
+                  stderr: str = "") -> str | None:
+    """Why a finished probe launch cannot vouch for a transport, or None if it ran to the
+    end. A probe that hung or was killed printed its start-up diagnostics and then never
+    showed that traffic flowed: what it printed proves nothing. exit_code None: a batch
+    probe step that never recorded its status (the job died around it); 124: the job
+    script's `timeout` stopped it."""
+    if timed_out or exit_code == STEP_TIMEOUT_EXIT:
+        return "probe launch timed out" + (f" after {timeout:g} s" if timeout else "")
+    if exit_code is None:
+        return "the probe step never finished (its job ended first)"
+    if exit_code < 0 or 128 < exit_code <= 128 + 64:  # run_command's -N, a shell's 128+N
+        return f"probe launch killed by signal {-exit_code if exit_code < 0 else exit_code - 128}"
+    if exit_code != 0:
+        last = (stderr.strip().splitlines() or ["no error output"])[-1].strip()
+        return f"probe launch failed (exit {exit_code}: {last[:120]})"
+    return None
+
+
 def judge(stack: Stack, variant: Variant, text: str, env: dict[str, str],
           run_dir: Path | None = None, problem: str | None = None) -> Verification:
+    """The verdict on a probe's output. With a problem (see probe_problem) it is never ok:
+    actual is unknown with the reason, plus what the diagnostics said before it."""
     actual, evidence = parse_diagnostics(stack.kind, text, env)
     if problem:
-        actual = f"unknown [{problem}]"
+        cls = actual_class(actual)
+        actual = f"unknown [{problem}" + (f"; before that its diagnostics showed {cls}"
+                                          if cls and cls != "unknown" else "") + "]"
     return Verification(requested=variant.transport, actual=actual,
                         verdict=verdict(variant.transport, actual), evidence=evidence,
                         run_dir=run_dir, problem=problem)
@@ -232,16 +256,8 @@ def verify_local(stack: Stack, variant: Variant, run_dir: Path, timeout: float =
                             verdict(variant.transport, None), run_dir=run_dir,
                             problem=str(exc))
     res = run_local(cmd, timeout=timeout)
-    problem = None
-    if res.timed_out:
-        problem = f"probe launch timed out after {timeout:.0f} s"
-    elif res.returncode != 0:
-        last = (res.stderr.strip().splitlines() or ["no output"])[-1]
-        problem = f"probe launch failed (exit {res.returncode}: {last[:120]})"
-    v = judge(stack, variant, res.stdout + "\n" + res.stderr, cmd.env, run_dir, None)
-    if problem and v.actual.startswith("unknown"):
-        v.actual, v.problem = f"unknown [{problem}]", problem
-        v.verdict = verdict(variant.transport, None)
+    problem = probe_problem(res.returncode, res.timed_out, timeout, res.stderr)
+    v = judge(stack, variant, res.stdout + "\n" + res.stderr, cmd.env, run_dir, problem)
     (run_dir / "verification.txt").write_text(
         f"requested: {v.requested}\nactual: {v.actual}\nverdict: {v.verdict}\n"
         + (f"problem: {problem}\n" if problem else "") + "evidence:\n"

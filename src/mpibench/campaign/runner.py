@@ -543,7 +543,7 @@ class CampaignRunner:
                        cmd.stderr, timeout_s=min(60.0, self.spec.timeout), cell=cmd)
 
     def _judge_probe(self, req: JobRequest, preps: list[_Prepared]) -> str | None:
-        from mpibench.verify import judge
+        from mpibench.verify import judge, probe_problem
 
         probe = next((s for s in req.steps if s.cell_id.endswith("-verify")), None)
         if probe is None:
@@ -551,8 +551,12 @@ class CampaignRunner:
         text = "".join(p.read_text(errors="replace") for p in (probe.stdout, probe.stderr)
                        if p.exists())
         variant = preps[0].cell.variant
+        # a probe that hung (exit 124) or never finished proves nothing by what it printed
+        sr = read_step_result(probe)
+        err = probe.stderr.read_text(errors="replace") if probe.stderr.exists() else ""
+        problem = probe_problem(sr.exit_code, sr.timed_out, probe.timeout_s, err)
         v = judge(self.stacks[variant.stack], variant, text, probe.env, probe.run_dir,
-                  None if text else "the probe step left no output")
+                  problem or (None if text else "the probe step left no output"))
         if v.verdict == "MISMATCH":
             self.log(f"warning: variant {variant.name}: requested transport {v.requested!r} "
                      f"but the probe shows {v.actual}")
