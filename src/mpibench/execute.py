@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -156,8 +157,18 @@ def cell_fingerprint(cmd: CellCommand, header: Mapping[str, Any] | None = None
         hosts=header.get("hosts"), ranks_per_host=header.get("ranks_per_host"),
         binding=cmd.variant.bind,
         extra={"np": cmd.variant.np, "transport_requested": cmd.variant.transport,
-               "library_version_runtime": header.get("mpi_library_version")},
+               "library_version_runtime": header.get("mpi_library_version"),
+               **core_fingerprint(header)},
     )
+
+
+def core_fingerprint(header: Mapping[str, Any]) -> dict[str, Any]:
+    """{"core_options": ...}: what the core says it measured with (its header), limited to
+    FINGERPRINT_CORE_OPTIONS; empty when there is no core header (applications)."""
+    opts = header.get("options")
+    if not isinstance(opts, Mapping):
+        return {}
+    return {"core_options": {k: opts.get(k) for k in FINGERPRINT_CORE_OPTIONS}}
 
 
 def ingest_core(cmd: CellCommand, result: CommandResult | None, *,
@@ -180,8 +191,7 @@ def ingest_core(cmd: CellCommand, result: CommandResult | None, *,
         status, reason = "timeout", "the launch exceeded its time limit and was killed"
     elif any(r.get("status") == "timeout" for r in records):
         status = "timeout"
-        reason = "watchdog: " + next(r.get("reason") or "a size timed out"
-                                     for r in records if r.get("status") == "timeout")
+        reason = _watchdog_reason(next(r for r in records if r.get("status") == "timeout"))
     elif exit_code != 0:
         status = "failed"
         bad = [r for r in records if r.get("status") == "validation_failed"]
@@ -202,6 +212,15 @@ def ingest_core(cmd: CellCommand, result: CommandResult | None, *,
                        stderr_tail=tail)
 
 
+def _watchdog_reason(rec: Mapping[str, Any]) -> str:
+    """'watchdog: PingPong size 1024 did not finish within --timeout 2 s (stage: ...)'. The
+    core's reason already starts with 'watchdog:' (said once here) and names no benchmark."""
+    text = (rec.get("reason") or "did not finish within its timeout").strip()
+    text = re.sub(r"^watchdog:\s*", "", text)
+    text = re.sub(r"^size\s+", "", text)
+    return f"watchdog: {rec.get('benchmark', '?')} size {rec.get('size', '?')} {text}"
+
+
 def _key_error_line(stderr: str) -> str:
     """The line of a launcher's stderr that says what went wrong (Open MPI wraps errors in
     banners of dashes; the program's own message is the useful part)."""
@@ -210,6 +229,97 @@ def _key_error_line(stderr: str) -> str:
         if ln.startswith("mpibench-core:") or "error" in ln.lower():
             return ln
     return lines[-1] if lines else "no error output"
+
+
+THREAD_LEVELS = ("single", "funneled", "serialized", "multiple")
+# The core options a campaign (`options = {...}`) and `mpibench run` pass on, with the form
+# an error message asks for. Names are the core's long options with '_' for '-'.
+CORE_OPTIONS = {
+    "target": "a number > 0 and <= 1000 (CI half-width, %)",
+    "max_time": "a number > 0 and <= 1e6 (seconds per size)",
+    "iterations": "an integer >= 1 and <= 2^40 (fixed count per size)",
+    "iterations_volume": "bytes such as 40M or 41943040 (with iterations)",
+    "timeout": "a number >= 0.001 and <= 1e7 (watchdog per size, seconds)",
+    "mem_limit": "bytes per rank such as 512M, 2G or 1073741824",
+    "thread_level": "one of " + ", ".join(THREAD_LEVELS),
+    "no_validate": "true or false",
+    "off_cache": "true or false",
+    "root_shift": "true or false",
+    "futility": "true or false",
+}
+# What the core does without the option (core/driver.c), for the cross-checks below.
+_CORE_DEFAULT_MAX_TIME, _CORE_DEFAULT_TIMEOUT = 1.0, 60.0
+# Header options that change what one sample measures. Runs that differ in these are not
+# the same measurement, so they are part of the fingerprint (and never pooled). Options
+# that only decide how long to sample (target, max_time, min/max samples, futility), which
+# sizes are skipped (mem_limit), the watchdog and the untimed validation pass are not.
+FINGERPRINT_CORE_OPTIONS = ("mode", "iterations", "iterations_volume", "thread_level",
+                            "off_cache", "root_shift", "sync", "batch_us", "warmup")
+_BYTES = re.compile(r"^\s*(\d+)\s*(?:([kmgtKMGT])(?:i?[bB])?|[bB])?\s*$")
+
+
+def parse_bytes(value: Any) -> int | None:
+    """512, "512", "4K", "2GiB" -> bytes (K/M/G/T = 2^10/2^20/2^30/2^40, as the core reads
+    them); None if malformed, below 1 or beyond the core's 64-bit range."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        n = value
+    elif isinstance(value, str) and (m := _BYTES.match(value)):
+        n = int(m.group(1)) << {None: 0, "k": 10, "m": 20, "g": 30, "t": 40}[
+            m.group(2) and m.group(2).lower()]
+    else:
+        return None
+    return n if 1 <= n < 2**63 else None
+
+
+def check_core_options(options: Mapping[str, Any],
+                       fail: Callable[[str, str, str], Any]) -> dict[str, Any]:
+    """Validate core options before anything runs, the way the core would (so a launch never
+    dies of exit 2). `fail(name, problem, expected)` raises; names are CORE_OPTIONS keys.
+    Returns the options with normalised values (bytes as integers), None values dropped."""
+    out: dict[str, Any] = {}
+    for name, value in options.items():
+        if value is None:
+            continue
+        if name not in CORE_OPTIONS:
+            fail(name, "unknown core option", "one of " + ", ".join(CORE_OPTIONS))
+        form = CORE_OPTIONS[name]
+        bad = f"got {value!r}"
+        if CORE_OPTIONS[name] == "true or false":
+            if not isinstance(value, bool):
+                fail(name, bad, form)
+        elif name in ("iterations_volume", "mem_limit"):
+            value = parse_bytes(value)
+            if value is None:
+                fail(name, bad, form)
+        elif name == "thread_level":
+            if value not in THREAD_LEVELS:
+                fail(name, bad, form)
+        elif name == "iterations":
+            if isinstance(value, bool) or not isinstance(value, int) \
+                    or not 1 <= value <= 2**40:
+                fail(name, bad, form)
+        else:  # target, max_time, timeout: numbers within the core's ranges
+            lo, hi = {"target": (0, 1000), "max_time": (0, 1e6), "timeout": (0, 1e7)}[name]
+            if isinstance(value, bool) or not isinstance(value, int | float) \
+                    or not lo < value <= hi or (name == "timeout" and value < 0.001):
+                fail(name, bad, form)
+            value = float(value)
+        out[name] = value
+    if out.get("iterations_volume") and not out.get("iterations"):
+        fail("iterations_volume", "needs iterations (a fixed count to cap)",
+             "iterations as well, e.g. iterations 1000 with iterations_volume 40M as IMB")
+    if not out.get("iterations"):
+        max_time = out.get("max_time", _CORE_DEFAULT_MAX_TIME)
+        timeout = out.get("timeout", _CORE_DEFAULT_TIMEOUT)
+        if timeout <= max_time:
+            name = "timeout" if "timeout" in out else "max_time"
+            fail(name, f"the watchdog timeout ({timeout:g} s"
+                 + ("" if "timeout" in out else ", the core's default")
+                 + f") is not longer than max_time ({max_time:g} s), so it would end every "
+                 "size that uses its budget", "timeout > max_time, with a margin")
+    return out
 
 
 def core_args(benchmarks: list[str], sizes: str | None, jsonl: Path,

@@ -181,20 +181,36 @@ class CampaignRunner:
             cid = self.store.add_campaign(spec.name, sdict, file=str(spec.path))
             known = dict(self.store.db.execute("SELECT id, seq FROM runs WHERE campaign_id=?",
                                                (cid,)).fetchall())
-            for cell in cells:
-                if cell.id in known:
-                    continue
-                self.store.create_run(
-                    cell.id, cid, cell.variant.name, grp=cell.group.name, params=cell.params,
-                    repeat=cell.repeat, spec=_cell_spec(cell), seq=cell.seq,
-                    transport_requested=cell.variant.transport,
-                    scheduler=self.scheduler.name, label=cell.label,
-                    run_dir=str(self.run_dir(cell)))
+            self.store.create_runs(
+                dict(run_id=cell.id, campaign_id=cid, variant=cell.variant.name,
+                     grp=cell.group.name, params=cell.params, repeat=cell.repeat,
+                     spec=_cell_spec(cell, spec.judging(cell.variant.name)), seq=cell.seq,
+                     transport_requested=cell.variant.transport, scheduler=self.scheduler.name,
+                     label=cell.label, run_dir=str(self.run_dir(cell)))
+                for cell in cells if cell.id not in known)
             # an edited file may reorder cells: keep seq in step with this plan
             self.store.db.executemany("UPDATE runs SET seq=? WHERE id=?",
                                       [(c.seq, c.id) for c in cells
                                        if c.id in known and known[c.id] != c.seq])
+            if known:
+                self._refresh_judging(cid)
         return cid, cells, seed
+
+    def _refresh_judging(self, cid: int) -> None:
+        """A line rate added or changed in the file after cells ran: the reports read it from
+        each run's spec, so update the runs of each variant (one statement per variant; only
+        rows whose value differs are written). Cell ids do not depend on it."""
+        for v in self.spec.variants:
+            want = self.spec.judging(v.name)
+            text, bps = want.get("line_rate"), want.get("line_rate_bps")
+            self.store.db.execute(
+                "UPDATE runs SET spec_json = CASE WHEN ? IS NULL "
+                "THEN json_remove(spec_json, '$.line_rate', '$.line_rate_bps') "
+                "ELSE json_set(spec_json, '$.line_rate', ?, '$.line_rate_bps', ?) END "
+                "WHERE campaign_id=? AND variant=? AND "
+                "(json_extract(spec_json, '$.line_rate') IS NOT ? OR "
+                "json_extract(spec_json, '$.line_rate_bps') IS NOT ?)",
+                (text, text, bps, cid, v.name, text, bps))
 
     def run_dir(self, cell: Cell) -> Path:
         return self.runs_root / cell.id
@@ -674,10 +690,13 @@ class CampaignRunner:
         self.commit(p, outcome, sched_state=st.raw or st.state, nodelist=st.nodelist, **extra)
 
 
-def _cell_spec(cell: Cell) -> dict[str, Any]:
+def _cell_spec(cell: Cell, judging: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A run's stored spec; `judging` (the variant's line rate) goes at its top level,
+    where the reports' line-rate table looks first."""
     g = cell.group
     return {"variant": cell.variant.to_dict(), "group": g.name, "kind": g.kind,
-            "definition": g.definition(), "params": cell.params, "repeat": cell.repeat}
+            "definition": g.definition(), "params": cell.params, "repeat": cell.repeat,
+            **(judging or {})}
 
 
 def app_records(cell: Cell, run_dir: Path, elapsed: float

@@ -16,7 +16,7 @@ from typing import Any
 
 from mpibench.benchmarks import canonical_benchmarks, parse_sizes
 from mpibench.errors import UsageError
-from mpibench.execute import Variant
+from mpibench.execute import CORE_OPTIONS, Variant, check_core_options
 from mpibench.schedulers import SchedulerSettings
 
 FORMAT_VERSION = 1
@@ -24,13 +24,14 @@ ORDERS = ("interleaved", "random")
 # Placeholders every application template may use besides its own parameters.
 BUILTIN_PLACEHOLDERS = ("np", "nodes", "ppn", "variant", "stack", "repeat", "run_dir",
                         "campaign_dir")
-CORE_OPTIONS = {"max_time": "number > 0 (seconds per size)",
-                "iterations": "integer >= 1", "target": "number > 0 (CI half-width, %)",
-                "timeout": "number > 0 (watchdog per size, seconds)",
-                "no_validate": "true or false"}
 VARIANT_KEYS = ("stack", "transport", "env", "mca", "launcher", "launcher_args", "np", "ppn",
-                "nodes", "hosts", "hostfile", "bind", "map_by", "profile", "sweep", "zip",
-                "exclude")
+                "nodes", "hosts", "hostfile", "bind", "map_by", "profile", "line_rate", "sweep",
+                "zip", "exclude")
+# How results are judged, not what is measured: stored with the campaign and its runs for
+# the reports (line-rate and cost tables), never part of a cell id.
+COST_KEYS = ("price_per_node_hour", "power_per_node_w")
+LINE_RATE_FORM = 'a link speed such as "100Gb/s", "25GbE" or "12.5GB/s"'
+
 SWEEP_KEYS = ("sweep", "zip", "exclude")  # per variant, not in [defaults]
 SWEEPABLE = ("transport", "np", "ppn", "nodes", "bind", "map_by", "launcher", "stack")
 CORE_GROUP_KEYS = ("benchmarks", "sizes", "options", "timeout", "variants", "repeats",
@@ -111,18 +112,35 @@ class CampaignSpec:
     scheduler: SchedulerSettings
     description: str = ""
     raw: dict[str, Any] = field(default_factory=dict)
+    price_per_node_hour: float | None = None
+    power_per_node_w: float | None = None
+    # expanded variant name -> (line rate as written, bits per second)
+    line_rates: dict[str, tuple[str, float]] = field(default_factory=dict)
 
     @property
     def directory(self) -> Path:
         return self.path.parent
 
     def to_dict(self) -> dict[str, Any]:
+        """The campaign's stored spec. The reports read price_per_node_hour and
+        power_per_node_w at its top level (report.tables._spec_value)."""
         return {"format": FORMAT_VERSION, "name": self.name, "repeats": self.repeats,
                 "order": self.order, "seed": self.seed, "timeout": self.timeout,
                 "verify_transport": self.verify_transport,
-                "variants": [v.to_dict() for v in self.variants],
+                "price_per_node_hour": self.price_per_node_hour,
+                "power_per_node_w": self.power_per_node_w,
+                "variants": [{**v.to_dict(), **self.judging(v.name)} for v in self.variants],
                 "groups": [g.to_dict() for g in self.groups],
                 "scheduler": self.scheduler.__dict__}
+
+    def judging(self, variant: str) -> dict[str, Any]:
+        """Keys a run of this variant carries for the reports (at the top of its stored
+        spec, where the line-rate table looks first): the variant's line rate as written
+        and in bits per second, as `mpibench import --line-rate` stores them."""
+        if variant not in self.line_rates:
+            return {}
+        text, bps = self.line_rates[variant]
+        return {"line_rate": text, "line_rate_bps": bps}
 
 
 class _Ctx:
@@ -161,6 +179,12 @@ class _Ctx:
     def number(self, value: Any, key: str) -> float:
         if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
             self.fail(key, f"got {_show(value)}", "a number > 0")
+        return float(value)
+
+    def non_negative(self, value: Any, key: str) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value \
+                or value == float("inf"):
+            self.fail(key, f"got {_show(value)}", "a number >= 0")
         return float(value)
 
     def boolean(self, value: Any, key: str) -> bool:
@@ -210,7 +234,7 @@ def parse(data: dict[str, Any], path: Path) -> CampaignSpec:
     c.known(data, "", ("campaign", "defaults", "variants", "benchmarks", "scheduler"))
     camp = c.table(data.get("campaign", {}), "campaign")
     c.known(camp, "campaign", ("name", "format", "description", "repeats", "order", "seed",
-                               "timeout", "verify_transport"))
+                               "timeout", "verify_transport") + COST_KEYS)
     fmt = camp.get("format", FORMAT_VERSION)
     if fmt != FORMAT_VERSION:
         c.fail("campaign.format", f"got {_show(fmt)}",
@@ -226,8 +250,10 @@ def parse(data: dict[str, Any], path: Path) -> CampaignSpec:
     timeout = c.number(camp.get("timeout", 600), "campaign.timeout")
     verify = c.boolean(camp.get("verify_transport", True), "campaign.verify_transport")
     description = c.string(camp.get("description", ""), "campaign.description", nonempty=False)
+    cost = {k: c.non_negative(camp[k], f"campaign.{k}") for k in COST_KEYS if k in camp}
 
     defaults = c.table(data.get("defaults", {}), "defaults")
+    _no_cost_keys(c, defaults, "defaults")
     c.known(defaults, "defaults", [k for k in VARIANT_KEYS if k not in SWEEP_KEYS])
     vtable = c.table(data.get("variants"), "variants") if "variants" in data else \
         c.fail("variants", "missing", "at least one [variants.NAME] table")
@@ -236,19 +262,27 @@ def parse(data: dict[str, Any], path: Path) -> CampaignSpec:
     variants: list[Variant] = []
     vkeys: dict[str, str] = {}
     vbase: dict[str, str] = {}
+    line_rates: dict[str, tuple[str, float]] = {}
     for vname, vdef in vtable.items():
         key = f"variants.{vname}"
         if not _NAME.match(vname):
             c.fail(key, f"bad variant name {vname!r}",
                    "letters, digits and _ . + - (no spaces)")
         vdef = c.table(vdef, key)
+        _no_cost_keys(c, vdef, key)
         c.known(vdef, key, VARIANT_KEYS)
+        rate = None
+        if "line_rate" in vdef or "line_rate" in defaults:
+            rkey = f"{key}.line_rate" if "line_rate" in vdef else "defaults.line_rate"
+            rate = _line_rate(c, {**defaults, **vdef}["line_rate"], rkey)
         for v in _variants(c, key, vname, {**defaults, **vdef}):
             if v.name in vkeys:
                 c.fail(key, f"variant name {v.name!r} is produced twice", "unique names")
             vkeys[v.name] = key
             vbase[v.name] = vname
             variants.append(v)
+            if rate is not None:
+                line_rates[v.name] = rate
 
     gtable = c.table(data.get("benchmarks"), "benchmarks") if "benchmarks" in data else \
         c.fail("benchmarks", "missing", "at least one [benchmarks.NAME] table")
@@ -260,7 +294,30 @@ def parse(data: dict[str, Any], path: Path) -> CampaignSpec:
     return CampaignSpec(path=path.resolve(), name=name, repeats=repeats, order=order, seed=seed,
                         timeout=timeout, verify_transport=verify, variants=variants,
                         variant_keys=vkeys, variant_base=vbase, groups=groups,
-                        scheduler=scheduler, description=description, raw=data)
+                        scheduler=scheduler, description=description, raw=data,
+                        line_rates=line_rates, **cost)
+
+
+def _no_cost_keys(c: _Ctx, table: dict[str, Any], key: str) -> None:
+    """Price and power are one per campaign: the cost table prices every variant alike."""
+    for k in COST_KEYS:
+        if k in table:
+            c.fail(f"{key}.{k}", "a campaign setting (the cost table uses one price and one "
+                   "power for all variants)", f"{k} in [campaign]")
+
+
+def _line_rate(c: _Ctx, value: Any, key: str) -> tuple[str, float]:
+    """A link speed with its unit (a bare number would leave bits vs bytes and the prefix
+    to guesswork), checked by the same parser as `--line-rate`."""
+    from mpibench.importer import parse_line_rate  # not at import: planning stays light
+
+    if not isinstance(value, str):
+        c.fail(key, f"got {_show(value)}", LINE_RATE_FORM)
+    try:
+        bps = parse_line_rate(value)
+    except UsageError:
+        c.fail(key, f"got {_show(value)}", LINE_RATE_FORM)
+    return value, bps
 
 
 def grid(params: dict[str, list[Any]], zips: dict[str, list[str]]) -> list[dict[str, Any]]:
@@ -509,14 +566,10 @@ def _group(c: _Ctx, key: str, name: str, gdef: Any, path: Path, variants: list[V
                 c.fail(f"{key}.sizes", str(exc))
         opts = c.table(gdef.get("options", {}), f"{key}.options")
         c.known(opts, f"{key}.options", tuple(CORE_OPTIONS))
-        for ok, ov in opts.items():
-            okey = f"{key}.options.{ok}"
-            if ok == "iterations":
-                g.options[ok] = c.integer(ov, okey)
-            elif ok == "no_validate":
-                g.options[ok] = c.boolean(ov, okey)
-            else:
-                g.options[ok] = c.number(ov, okey)
+        # bytes are stored as integers, so "1G" and 1073741824 are one cell definition
+        g.options = check_core_options(
+            opts, lambda name, problem, expected: c.fail(f"{key}.options.{name}", problem,
+                                                         expected))
         g.exclude = _exclude(c, key, gdef.get("exclude", []), {},
                              group_variants(g, variants, vbase), vbase)
         return g
