@@ -8,6 +8,7 @@ would leave in each run directory.
 from __future__ import annotations
 
 import json
+import time
 import types
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from mpibench.schedulers import (
     JobStatus,
     Scheduler,
     SchedulerQueryError,
+    SubmissionUnknown,
     job_body,
     register_scheduler,
 )
@@ -129,6 +131,20 @@ class InstantScheduler(Scheduler):
         self.polls: list[list[str]] = []
         self.in_flight_max = 0
         self.requests = []
+        self.submitted: dict[str, float] = {}
+        self.lookups: list[tuple[str, float | None]] = []
+        self.lookup_fails = False
+
+    def find_job(self, req, since=None):
+        self.lookups.append((req.name, since))
+        if self.lookup_fails:
+            raise SchedulerQueryError("squeue: Unable to contact slurm controller")
+        for jid, (r, n) in self.jobs.items():
+            alive = n <= self.queued_polls + 1
+            if r.name == req.name and (alive or since is not None
+                                       and self.submitted[jid] >= since):
+                return jid
+        return None
 
     def render_script(self, req):
         return "#!/bin/bash\n" + job_body(req)
@@ -136,6 +152,7 @@ class InstantScheduler(Scheduler):
     def submit(self, req):
         jid = str(1000 + len(self.jobs))
         self.jobs[jid] = (req, 0)
+        self.submitted[jid] = time.time()
         self.requests.append(req)
         unfinished = sum(1 for j, (_, n) in self.jobs.items()
                          if n <= self.queued_polls + 1)
@@ -367,3 +384,92 @@ def test_batch_probe_that_hung_is_not_judged_from_its_banner(tmp_path, found_sta
     assert sched.requests[0].steps[0].cell_id.endswith("-verify")
     assert r["status"] == "done"
     assert r["transport_actual"].startswith(actual), r["transport_actual"]
+
+
+# -- a harness killed between the scheduler taking a job and storing its id --------------------
+class _Killed(BaseException):
+    """Stands in for SIGKILL: nothing after it in the harness runs."""
+
+
+def _die_around_submit(sched, after: bool):
+    real = sched.submit
+
+    def dying(req):
+        if after:
+            real(req)  # the scheduler took the job; its id never reaches the store
+        raise _Killed
+
+    sched.submit = dying
+    return real
+
+
+@pytest.mark.parametrize("after", [True, False])
+def test_resume_follows_the_job_a_killed_harness_submitted_and_never_resubmits_it(
+        tmp_path, found_stacks, clock, after):
+    spec = load(_campaign(tmp_path))
+    sched = InstantScheduler(spec.scheduler)
+    real = _die_around_submit(sched, after)
+    with Store(tmp_path / "m.db") as store:
+        with pytest.raises(_Killed):
+            CampaignRunner(spec, store, found_stacks, scheduler=sched, verify=False).run()
+        (r,) = store.runs()
+        assert (r["status"], r["job_id"], r["sched_state"]) == ("running", None, "submitting")
+        started = r["started"]
+    sched.submit = real
+    logs: list[str] = []
+    with Store(tmp_path / "m.db") as store:
+        summary = CampaignRunner(spec, store, found_stacks, scheduler=sched, verify=False,
+                                 log=logs.append).run()
+        (r,) = store.runs()
+    assert r["status"] == "done" and r["job_id"] == "1000"
+    assert len(sched.jobs) == 1  # exactly one job ever ran the cell
+    (name, since), = sched.lookups
+    assert (name, since) == (sched.requests[0].name, started)  # looked up by name, once
+    adopted = any("submitted just before the previous harness stopped" in m for m in logs)
+    assert (summary.reattached, summary.recovered, adopted) == \
+        ((1, 0, True) if after else (0, 1, False))
+
+
+def test_a_job_of_an_earlier_attempt_is_not_taken_for_the_lost_one(tmp_path, found_stacks,
+                                                                    clock):
+    """The cell failed once (its job finished), then --retry-failed dies before sbatch: the
+    old job has the same name but was submitted before this attempt started."""
+    spec = load(_campaign(tmp_path))
+    sched = InstantScheduler(spec.scheduler)
+    sched.final = JobStatus("failed", 3, "the job script exited with status 3", "n1",
+                            "FAILED exit=3")
+    sched.write_steps = False
+    with Store(tmp_path / "m.db") as store:
+        CampaignRunner(spec, store, found_stacks, scheduler=sched, verify=False).run()
+        assert store.runs()[0]["status"] == "failed"
+    sched.final, sched.write_steps = None, True
+    sched.submitted["1000"] -= 60  # long enough ago
+    real = _die_around_submit(sched, after=False)
+    with Store(tmp_path / "m.db") as store:
+        with pytest.raises(_Killed):
+            CampaignRunner(spec, store, found_stacks, scheduler=sched, verify=False,
+                           retry_failed=True).run()
+    sched.submit = real
+    with Store(tmp_path / "m.db") as store:
+        CampaignRunner(spec, store, found_stacks, scheduler=sched, verify=False).run()
+        (r,) = store.runs()
+    assert (r["status"], r["job_id"]) == ("done", "1001")
+    assert len(sched.jobs) == 2
+
+
+def test_resume_leaves_a_lost_submission_alone_while_the_scheduler_is_silent(
+        tmp_path, found_stacks, clock):
+    spec = load(_campaign(tmp_path))
+    sched = InstantScheduler(spec.scheduler)
+    real = _die_around_submit(sched, after=True)
+    with Store(tmp_path / "m.db") as store:
+        with pytest.raises(_Killed):
+            CampaignRunner(spec, store, found_stacks, scheduler=sched, verify=False).run()
+    sched.submit, sched.lookup_fails = real, True
+    with Store(tmp_path / "m.db") as store:
+        with pytest.raises(SubmissionUnknown, match="cannot tell whether job .* was "
+                                                    "submitted .* campaign resume"):
+            CampaignRunner(spec, store, found_stacks, scheduler=sched, verify=False).run()
+        (r,) = store.runs()
+    assert (r["status"], r["job_id"]) == ("running", None)
+    assert len(sched.jobs) == 1

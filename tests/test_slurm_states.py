@@ -10,14 +10,22 @@ from __future__ import annotations
 import os
 import stat
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
 
-from mpibench.schedulers import JobStatus, SchedulerError, SchedulerQueryError, SchedulerSettings
+from mpibench.schedulers import (
+    JobStatus,
+    SchedulerError,
+    SchedulerQueryError,
+    SchedulerSettings,
+    SubmissionUnknown,
+)
 from mpibench.schedulers.pbs import PBSScheduler, map_pbs, parse_qstat_full
 from mpibench.schedulers.slurm import (
     SlurmScheduler,
+    current_user,
     decode_wait_status,
     parse_sacct,
     parse_scontrol,
@@ -269,11 +277,13 @@ def _req(tmp_path: Path):
 
 
 def _no_sleep(monkeypatch) -> None:
+    import time as real
     import types
 
     import mpibench.schedulers.slurm as slurm_mod
 
-    monkeypatch.setattr(slurm_mod, "time", types.SimpleNamespace(sleep=lambda s: None))
+    monkeypatch.setattr(slurm_mod, "time", types.SimpleNamespace(
+        sleep=lambda s: None, time=real.time, mktime=real.mktime, strptime=real.strptime))
 
 
 def _submit_fakes(tmp_path: Path, sbatch_body: str, squeue_body: str) -> SlurmScheduler:
@@ -298,10 +308,92 @@ def test_lost_submission_that_created_the_job_is_adopted_not_resubmitted(tmp_pat
     sched = _submit_fakes(
         tmp_path, 'echo "sbatch: error: Batch job submission failed: Socket timed out on '
         'send/recv operation" >&2; exit 1\n',
-        'case "$*" in *--name=mb-c-0123456789abcdef*) echo 4242;; esac\n')
+        'case "$*" in *--name=mb-c-0123456789abcdef*) echo "4242|PENDING|$(date '
+        '+%Y-%m-%dT%H:%M:%S)";; esac\n')
     assert sched.submit(_req(tmp_path)) == "4242"
     assert len(_log_lines(tmp_path / "sbatch.log")) == 1  # never submitted twice
-    assert "--states=PENDING" in _log_lines(tmp_path / "squeue.log")[0]
+    query = _log_lines(tmp_path / "squeue.log")[0]
+    assert "--states=all" in query and f"--user={current_user()}" in query
+
+
+def test_lost_submission_with_the_scheduler_silent_is_left_for_resume(tmp_path, monkeypatch):
+    """sbatch lost and squeue not answering: submitting again could run the cell twice."""
+    _no_sleep(monkeypatch)
+    sched = _submit_fakes(tmp_path, 'echo "sbatch: error: Socket timed out on send/recv '
+                          'operation" >&2; exit 1\n',
+                          'echo "squeue: error: Unable to contact slurm controller" >&2; '
+                          "exit 1\n")
+    with pytest.raises(SubmissionUnknown, match=r"sbatch lost its conversation .* cannot say "
+                                                r"whether it took the job .* campaign resume"):
+        sched.submit(_req(tmp_path))
+    assert len(_log_lines(tmp_path / "sbatch.log")) == 1
+
+
+SQUEUE_BY_NAME = """41|COMPLETED|2026-11-22T08:10:00
+57|FAILED|2026-11-22T08:20:00
+"""
+
+
+@pytest.mark.parametrize("text, since, expected", [
+    (SQUEUE_BY_NAME, None, None),  # finished jobs and no time to judge them by
+    (SQUEUE_BY_NAME, "2026-11-22T08:19:58", "57"),  # submitted (within the slack) after
+    (SQUEUE_BY_NAME, "2026-11-22T08:25:00", None),  # an earlier attempt of the cell
+    (SQUEUE_BY_NAME + "60|PENDING|2026-11-22T08:00:00\n", "2026-11-22T08:25:00", "60"),
+    (SQUEUE_BY_NAME + "61|RUNNING|2026-11-22T08:00:00\n", None, "61"),
+    ("", 0.0, None),
+])
+def test_pick_job_by_name_alive_or_submitted_since(text, since, expected):
+    from mpibench.schedulers.slurm import pick_job
+
+    if isinstance(since, str):
+        since = time.mktime(time.strptime(since, "%Y-%m-%dT%H:%M:%S"))
+    assert pick_job(text, since) == expected
+
+
+def test_pick_pbs_job_from_the_slurm_wrapper_capture():
+    from mpibench.schedulers.pbs import parse_qstat_full, pick_pbs_job
+
+    jobs = parse_qstat_full((DATA / "pbs" / "qstat-f-slurm-wrapper.txt").read_text())
+    queued = time.mktime(time.strptime("Sun Nov 22 08:14:12 2026", "%a %b %d %H:%M:%S %Y"))
+    assert pick_pbs_job(jobs, "pbs2", "root", None) == "14"  # queued (Q)
+    assert pick_pbs_job(jobs, "pbs2", "alice", None) is None  # someone else's jobs
+    assert pick_pbs_job(jobs, "other", "root", None) is None
+    del jobs["14"]
+    assert pick_pbs_job(jobs, "pbs2", "root", queued - 1) == "13"  # finished, since
+    assert pick_pbs_job(jobs, "pbs2", "root", queued + 60) is None  # finished before
+
+
+def test_lost_qsub_is_retried_after_looking_for_the_job_by_name(tmp_path, monkeypatch):
+    _no_sleep(monkeypatch)
+    log = tmp_path / "calls.log"
+    qsub = _fake(tmp_path, "qsub", f"""\
+        echo "qsub $*" >>{log}
+        if [ ! -e {tmp_path}/once ]; then touch {tmp_path}/once
+          echo "qsub: error: Unable to contact slurm controller (connect failure)" >&2; exit 1
+        fi
+        echo 88
+        """)
+    qstat = _fake(tmp_path, "qstat", f'echo "qstat $*" >>{log}; exit 153\n')
+    sched = PBSScheduler(SchedulerSettings(name="pbs", options={"qsub": str(qsub),
+                                                                "qstat": str(qstat)}))
+    assert sched.submit(_req(tmp_path)) == "88"
+    calls = [c.split(" ", 1)[0] for c in _log_lines(log)]
+    assert calls == ["qsub", "qstat", "qsub"]
+
+
+def test_lost_qsub_whose_job_exists_is_adopted(tmp_path, monkeypatch):
+    _no_sleep(monkeypatch)
+    log = tmp_path / "calls.log"
+    qsub = _fake(tmp_path, "qsub", f'echo "qsub $*" >>{log}; echo "qsub: error: Socket timed '
+                 'out on send/recv operation" >&2; exit 1\n')
+    listing = (DATA / "pbs" / "qstat-f-slurm-wrapper.txt").read_text().replace(
+        "pbs2", "mb-c-0123456789abcdef").replace("root@", f"{current_user()}@")
+    (tmp_path / "listing.txt").write_text(listing)
+    qstat = _fake(tmp_path, "qstat", f'echo "qstat $*" >>{log}; cat {tmp_path}/listing.txt\n')
+    sched = PBSScheduler(SchedulerSettings(name="pbs", options={"qsub": str(qsub),
+                                                                "qstat": str(qstat)}))
+    assert sched.submit(_req(tmp_path)) == "14"
+    assert [c.split(" ", 1)[0] for c in _log_lines(log)] == ["qsub", "qstat"]
 
 
 def test_lost_submission_without_a_job_is_retried(tmp_path, monkeypatch):

@@ -49,6 +49,7 @@ from mpibench.schedulers import (
     Scheduler,
     SchedulerError,
     SchedulerQueryError,
+    SubmissionUnknown,
     get_scheduler,
     read_step_result,
 )
@@ -219,27 +220,65 @@ class CampaignRunner:
     def recover(self, cells: list[Cell]) -> tuple[int, list[tuple[str, list[str]]]]:
         """Reset running cells left by a dead harness; return (reset count, batch jobs to
         re-attach as (job_id, [cell ids]))."""
-        ids = {c.id for c in cells}
+        by_id = {c.id: c for c in cells}
         reset = 0
         jobs: dict[str, list[str]] = {}
+        unsure: dict[str, list] = {}  # job script -> cells submitted together, no job id
         kill_orphans(self.runs_root / "_verify")  # a probe of a dead harness
-        for row in self.store.db.execute("SELECT id, job_id, run_dir FROM runs WHERE "
-                                         "status='running'").fetchall():
-            if row["id"] not in ids:
+        for row in self.store.db.execute("SELECT id, job_id, run_dir, job_script, started "
+                                         "FROM runs WHERE status='running'").fetchall():
+            if row["id"] not in by_id:
                 continue
             job = row["job_id"]
             if job and not job.startswith(LOCAL_JOB_PREFIX) and self.scheduler.batch:
                 jobs.setdefault(job, []).append(row["id"])
                 continue
-            if row["run_dir"]:
-                kill_orphans(Path(row["run_dir"]))
-            with self.store.transaction():
-                self.store.delete_results(row["id"])
-                self.store.set_run(row["id"], "pending", reason=None, stderr_tail=None,
-                                   exit_code=None, finished=None, elapsed=None,
-                                   job_id=None, sched_state=None, fingerprint_id=None)
+            if self.scheduler.batch and not job and row["job_script"]:
+                # killed between sbatch/qsub and storing the job id: the job may exist
+                unsure.setdefault(row["job_script"], []).append(row)
+                continue
+            self._reset(row)
             reset += 1
+        for rows in unsure.values():
+            job = self._submitted_before(rows, by_id)
+            if job is None:
+                for row in rows:
+                    self._reset(row)
+                reset += len(rows)
+                continue
+            jobs.setdefault(job, []).extend(r["id"] for r in rows)
+            with self.store.transaction():
+                for row in rows:
+                    self.store.set_run(row["id"], job_id=job, sched_state="submitted")
         return reset, list(jobs.items())
+
+    def _reset(self, row) -> None:
+        if row["run_dir"]:
+            kill_orphans(Path(row["run_dir"]))
+        with self.store.transaction():
+            self.store.delete_results(row["id"])
+            self.store.set_run(row["id"], "pending", reason=None, stderr_tail=None,
+                               exit_code=None, finished=None, elapsed=None,
+                               job_id=None, sched_state=None, fingerprint_id=None)
+
+    def _submitted_before(self, rows, by_id: dict[str, Cell]) -> str | None:
+        """The job a previous harness submitted for these cells but never recorded (it was
+        killed after the scheduler took the job): found by its name, which holds the cell
+        id. Resubmitting would run the cells twice."""
+        cells = sorted((by_id[r["id"]] for r in rows), key=lambda c: c.seq)
+        req, _ = self._request(cells, fresh=False)
+        since = min((r["started"] for r in rows if r["started"]), default=None)
+        try:
+            job = self.scheduler.find_job(req, since)
+        except SchedulerQueryError as exc:
+            raise SubmissionUnknown(
+                f"cannot tell whether job {req.name} was submitted before the previous "
+                f"harness stopped ({exc}); its cells are left as they are: run `mpibench "
+                "campaign resume` again when the scheduler answers") from None
+        if job:
+            self.log(f"job {job} ({req.name}) was submitted just before the previous harness "
+                     "stopped; following it instead of submitting again")
+        return job
 
     # -- main ---------------------------------------------------------------------------
     def run(self, *, checked: bool = False) -> Summary:
@@ -608,6 +647,8 @@ class CampaignRunner:
                                            sched_state="submitting", job_id=None)
                 try:
                     job_id = self.scheduler.submit(req)
+                except SubmissionUnknown:
+                    raise  # cells stay `running` without a job id; resume settles them
                 except SchedulerError as exc:
                     # refused (bad partition, over a limit...): the cells fail with the reason
                     with self.store.transaction():

@@ -17,6 +17,7 @@ Contract for batch backends (one module each, `@register_scheduler("slurm")`):
                                  raises SchedulerQueryError (the runner retries with backoff
                                  and never gives up on the job because of it).
   cancel(job_id) -> None
+  find_job(req, since) -> job_id | None   the job a lost submission left behind (by name)
 
 Steps leave their results in their run directory (see job_body): stdout/stderr files, an
 `exit_status` file with the integer exit status (124 = killed by the step timeout), a
@@ -53,6 +54,12 @@ class SchedulerError(MpibenchError):
 
 class SchedulerQueryError(SchedulerError):
     """A status query failed; transient until proven otherwise."""
+
+
+class SubmissionUnknown(SchedulerError):
+    """A submission was lost and the scheduler cannot be asked whether it took the job:
+    submitting again could run the cells twice, so the cells stay as they are (`running`,
+    no job id) and `campaign resume` settles it once the scheduler answers."""
 
 
 @dataclass
@@ -173,6 +180,15 @@ class Scheduler:
 
     def cancel(self, job_id: str) -> None:
         raise NotImplementedError
+
+    def find_job(self, req: JobRequest, since: float | None = None) -> str | None:
+        """The id of a job named like req that is queued or running, or that was submitted
+        at `since` (epoch seconds) or later: what a lost submission, or a harness killed
+        between the scheduler's answer and storing the job id, left behind. None when
+        there is none, or when the backend cannot look jobs up by name (the cells are
+        then submitted again). Raises SchedulerQueryError when the scheduler does not
+        answer."""
+        return None
 
     # synchronous backends ------------------------------------------------------------
     def run_step(self, step: JobStep) -> StepResult:

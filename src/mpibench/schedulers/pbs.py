@@ -35,9 +35,12 @@ from mpibench.schedulers import (
     register_scheduler,
 )
 from mpibench.schedulers.slurm import (
+    SUBMIT_SLACK,
     SlurmScheduler,
     check_value,
+    current_user,
     hostfile_lines,
+    job_id_key,
     job_name,
     job_ntasks,
 )
@@ -177,6 +180,30 @@ def map_pbs(attrs: dict[str, str]) -> JobStatus:
                      nodes, raw)
 
 
+def _qsub_id(res, req: JobRequest) -> str:
+    jid = res.stdout.strip().splitlines()[-1].strip() if res.stdout.strip() else ""
+    if not jid:
+        raise SchedulerError(f"qsub gave no job id for {req.name}: {res.stdout!r}")
+    return jid
+
+
+def pick_pbs_job(jobs: dict[str, dict[str, str]], name: str, user: str,
+                 since: float | None) -> str | None:
+    """The newest of user's jobs called name that is alive, or that finished but was
+    queued (qtime) at `since` - SUBMIT_SLACK or later (see SlurmScheduler.find_job)."""
+    found = []
+    for jid, attrs in jobs.items():
+        owner = attrs.get("Job_Owner", "")
+        if attrs.get("Job_Name") != name or (owner and owner.split("@")[0] != user):
+            continue
+        kind = PBS_STATE.get(attrs.get("job_state", "").strip()[:1].upper())
+        queued = _stamp(attrs.get("qtime"))
+        if kind in ("pending", "running") or (
+                since is not None and queued is not None and queued >= since - SUBMIT_SLACK):
+            found.append(jid)
+    return max(found, key=job_id_key) if found else None
+
+
 @register_scheduler("pbs")
 class PBSScheduler(SlurmScheduler):
     """Shares the query/retry machinery with the Slurm backend; only the words differ."""
@@ -247,14 +274,23 @@ class PBSScheduler(SlurmScheduler):
         return "\n".join(lines) + "\n" + job_body(req)
 
     def submit(self, req: JobRequest) -> str:
+        """qsub, retried like sbatch when the conversation with the server was lost, after
+        looking for the job by name (find_job)."""
         script = self.write_script(req)
         # -r n on the command line too: Slurm's qsub wrapper ignores it in the script
-        res = self._run([self._cmd("qsub"), "-r", "n", str(script)], cwd=req.run_dir)
-        jid = res.stdout.strip().splitlines()[-1].strip() if res.stdout.strip() else ""
-        if not res.ok or not jid:
-            raise SchedulerError(f"qsub refused job {req.name}: "
-                                 f"{res.stderr_tail(3).strip() or f'exit {res.returncode}'}")
-        return jid
+        return self.submit_retrying(req, [self._cmd("qsub"), "-r", "n", str(script)], "qsub",
+                                    _qsub_id)
+
+    def find_job(self, req: JobRequest, since: float | None = None) -> str | None:
+        """PBS has no portable query by name: one `qstat -f` of every job the server shows
+        (`-x` with finished_jobs), filtered on Job_Name and Job_Owner. Only used after a
+        lost qsub or a harness killed around one, so its size does not matter."""
+        argv = [self._cmd("qstat"), "-f"]
+        if self.settings.options.get("finished_jobs"):
+            argv.append("-x")
+        # 153: no jobs at all (Slurm's wrapper), an answer
+        res = self._query(argv, accept=lambda r: r.returncode == 153 and not r.timed_out)
+        return pick_pbs_job(parse_qstat_full(res.stdout), job_name(req), current_user(), since)
 
     def poll(self, job_ids: Sequence[str]) -> dict[str, JobStatus]:
         ids = [str(j) for j in job_ids]

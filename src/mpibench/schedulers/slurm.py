@@ -19,6 +19,7 @@ Backend-specific [scheduler] keys (campaign file):
 from __future__ import annotations
 
 import math
+import os
 import re
 import shlex
 import time
@@ -33,6 +34,7 @@ from mpibench.schedulers import (
     Scheduler,
     SchedulerError,
     SchedulerQueryError,
+    SubmissionUnknown,
     job_body,
     register_scheduler,
 )
@@ -77,6 +79,49 @@ TRANSIENT = re.compile(r"socket timed out|unable to contact|connection refused|c
                        r"slurmctld.*(not responding|down)", re.IGNORECASE)
 SQUEUE_FIELDS = "JobID:|,State:|,Reason:|,NodeList:|,exit_code:|"
 SACCT_FIELDS = "JobIDRaw,State,ExitCode,NodeList,Reason"
+
+
+SUBMIT_SLACK = 5.0  # seconds: clock difference tolerated between this host and the server
+
+
+def current_user() -> str:
+    import pwd
+
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        return str(os.getuid())
+
+
+def _sbatch_id(res: CommandResult, req: JobRequest) -> str:
+    out = res.stdout.strip()
+    jid = out.splitlines()[-1].split(";")[0].strip() if out else ""
+    if not re.match(r"^\d+(_\d+)?$", jid):
+        raise SchedulerError(f"sbatch gave no job id for {req.name}: {res.stdout!r}")
+    return jid
+
+
+def pick_job(squeue_text: str, since: float | None) -> str | None:
+    """From `squeue --format=%i|%T|%V` lines: the newest job that is alive, or that
+    finished but was submitted at `since` - SUBMIT_SLACK or later."""
+    found: list[str] = []
+    for line in squeue_text.splitlines():
+        parts = [p.strip() for p in line.split("|")]
+        if len(parts) < 3 or not parts[0]:
+            continue
+        jid, state, submitted = parts[:3]
+        alive = not map_state(state, None, None, None).finished
+        try:
+            t = time.mktime(time.strptime(submitted, "%Y-%m-%dT%H:%M:%S"))
+        except ValueError:
+            t = None
+        if alive or (since is not None and t is not None and t >= since - SUBMIT_SLACK):
+            found.append(jid)
+    return max(found, key=job_id_key) if found else None
+
+
+def job_id_key(jid: str) -> tuple:
+    return tuple(int(x) if x.isdigit() else x for x in re.split(r"[._]", jid))
 
 
 def check_value(value: str, what: str) -> str:
@@ -382,46 +427,52 @@ class SlurmScheduler(Scheduler):
         return path
 
     def submit(self, req: JobRequest) -> str:
-        """sbatch --parsable. A refusal (bad partition, over a limit) raises at once. A lost
-        conversation with slurmctld (timeout, connect failure) is retried, but only after
-        asking squeue whether the job exists anyway under its name (which holds the cell
-        id): sbatch may time out after slurmctld accepted the job, and a blind retry would
-        run the cell twice."""
+        """sbatch --parsable; see submit_retrying for lost conversations."""
         script = self.write_script(req)
-        name = job_name(req)
+        return self.submit_retrying(req, [self._cmd("sbatch"), "--parsable", str(script)],
+                                    "sbatch", _sbatch_id)
+
+    def submit_retrying(self, req: JobRequest, argv: list[str], what: str, job_id) -> str:
+        """Run a submit command. A refusal (bad partition, over a limit) raises at once. A
+        lost conversation with the server (timeout, connect failure) is retried, but only
+        after asking whether the job exists anyway under its name, which holds the cell id
+        (find_job): the submit command can time out after the server accepted the job, and
+        a blind retry would run the cells twice. When that question cannot be answered
+        either, SubmissionUnknown: the cells are left for `campaign resume` to settle."""
         retries = int(self.settings.options.get("query_retries", 3))
         delay = 1.0
+        since = time.time()
         for attempt in range(max(1, retries)):
-            res = self._run([self._cmd("sbatch"), "--parsable", str(script)], cwd=req.run_dir)
+            res = self._run(argv, cwd=req.run_dir)
             if res.ok:
-                jid = res.stdout.strip().splitlines()[-1].split(";")[0].strip() \
-                    if res.stdout.strip() else ""
-                if not re.match(r"^\d+(_\d+)?$", jid):
-                    raise SchedulerError(f"sbatch gave no job id for {req.name}: "
-                                         f"{res.stdout!r}")
-                return jid
+                return job_id(res, req)
             detail = res.stderr_tail(3).strip() or f"exit {res.returncode}"
             if not (res.timed_out or TRANSIENT.search(res.stderr)):
-                raise SchedulerError(f"sbatch refused job {req.name}: {detail}")
+                raise SchedulerError(f"{what} refused job {req.name}: {detail}")
             if attempt + 1 < retries:
                 time.sleep(delay)
                 delay = min(delay * 2, 10.0)
-            existing = self._queued_by_name(name)
+            try:
+                existing = self.find_job(req, since)
+            except SchedulerQueryError as exc:
+                raise SubmissionUnknown(
+                    f"{what} lost its conversation with the scheduler for job {req.name} "
+                    f"({detail}) and the scheduler cannot say whether it took the job "
+                    f"({exc}); run `mpibench campaign resume` when it answers again") from None
             if existing:
                 return existing
-        raise SchedulerError(f"sbatch failed {retries} times for job {req.name} and no such "
+        raise SchedulerError(f"{what} failed {retries} times for job {req.name} and no such "
                              f"job is queued: {detail}")
 
-    def _queued_by_name(self, name: str) -> str | None:
-        """The id of a live (not finished) job of ours with this name, if squeue answers."""
-        try:
-            res = self._query([self._cmd("squeue"), "--noheader", f"--name={name}",
-                               "--states=PENDING,CONFIGURING,RUNNING,COMPLETING,SUSPENDED",
-                               "--format=%i"], accept=lambda r: False)
-        except SchedulerQueryError:
-            return None
-        ids = res.stdout.split()
-        return ids[-1] if ids else None
+    def find_job(self, req: JobRequest, since: float | None = None) -> str | None:
+        """One squeue for this user's jobs with req's name (all states). A queued or running
+        one is ours (the runner never has two jobs of one cell alive); a finished one only
+        if it was submitted at `since` or later (SUBMIT_SLACK s allowed for the clocks of
+        this host and slurmctld): an earlier attempt of the same cell ended before."""
+        res = self._query([self._cmd("squeue"), "--noheader", "--states=all",
+                           f"--name={job_name(req)}", f"--user={current_user()}",
+                           "--format=%i|%T|%V"], accept=lambda r: False)
+        return pick_job(res.stdout, since)
 
     def poll(self, job_ids: Sequence[str]) -> dict[str, JobStatus]:
         ids = [str(j) for j in job_ids]
