@@ -112,8 +112,8 @@ class CampaignSpec:
     scheduler: SchedulerSettings
     description: str = ""
     raw: dict[str, Any] = field(default_factory=dict)
-    price_per_node_hour: float | None = None
-    power_per_node_w: float | None = None
+    price_per_node_hour: int | float | None = None
+    power_per_node_w: int | float | None = None
     # expanded variant name -> (line rate as written, bits per second)
     line_rates: dict[str, tuple[str, float]] = field(default_factory=dict)
 
@@ -181,11 +181,12 @@ class _Ctx:
             self.fail(key, f"got {_show(value)}", "a number > 0")
         return float(value)
 
-    def non_negative(self, value: Any, key: str) -> float:
+    def non_negative(self, value: Any, key: str) -> int | float:
+        """A number >= 0, kept as written (2 stays 2, for captions)."""
         if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value \
                 or value == float("inf"):
             self.fail(key, f"got {_show(value)}", "a number >= 0")
-        return float(value)
+        return value
 
     def boolean(self, value: Any, key: str) -> bool:
         if not isinstance(value, bool):

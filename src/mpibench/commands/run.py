@@ -18,7 +18,7 @@ from mpibench.commands._common import (
     err_console,
 )
 from mpibench.errors import BenchmarkFailure, UsageError
-from mpibench.execute import Variant, root_env_notice
+from mpibench.execute import CORE_OPTIONS, Variant, check_core_options, root_env_notice
 from mpibench.quickrun import execute_plan, make_plan
 from mpibench.store import Store
 from mpibench.transports import all_transport_names
@@ -82,6 +82,21 @@ def register(sub) -> None:
     g.add_argument("--iterations", type=int, help="fixed iteration count instead of adaptive")
     g.add_argument("--timeout", type=float, help="watchdog per size in seconds")
     g.add_argument("--no-validate", action="store_true", help="skip the untimed validation pass")
+    g.add_argument("--iterations-volume", metavar="BYTES",
+                   help="with --iterations: at most BYTES/size iterations per size (IMB: "
+                        "--iterations 1000 --iterations-volume 40M)")
+    g.add_argument("--root-shift", action="store_true",
+                   help="rotate the root of rooted collectives every iteration")
+    g.add_argument("--off-cache", action="store_true",
+                   help="rotate through buffers larger than the last-level cache")
+    g.add_argument("--mem-limit", metavar="BYTES",
+                   help="per-rank buffer limit (512M, 2G); larger sizes are recorded as "
+                        "skipped")
+    g.add_argument("--thread-level", metavar="LEVEL",
+                   help="MPI_Init_thread level: single (core default), funneled, "
+                        "serialized, multiple")
+    g.add_argument("--futility", action="store_true",
+                   help="stop a size early when its CI cannot reach --target in --max-time")
     g.add_argument("--launch-timeout", type=float,
                    help="kill a launch after this many seconds (default: from the budgets)")
     o = p.add_argument_group("output")
@@ -123,13 +138,26 @@ def variants_from_args(args) -> list[Variant]:
 
 
 def core_options_from_args(args) -> dict:
-    return {"target": args.target, "max_time": args.max_time, "iterations": args.iterations,
-            "timeout": args.timeout, "no_validate": args.no_validate or None}
+    """The core options the flags ask for, checked as the core would check them (exit 2 with
+    one line here, not a failed launch per variant later). Flags a caller's namespace lacks
+    (`mpibench demo` builds its own) are not set."""
+    def flag(name: str) -> str:
+        return "--" + name.replace("_", "-")
+
+    def fail(name: str, problem: str, expected: str):
+        raise UsageError(f"{flag(name)}: {problem}; expected {expected}")
+
+    opts = {k: getattr(args, k, None) for k in CORE_OPTIONS}
+    opts.update({k: True if opts[k] else None for k in CORE_OPTIONS
+                 if CORE_OPTIONS[k] == "true or false"})
+    return check_core_options(opts, fail, spell=flag)
 
 
 def default_launch_timeout(benchmarks: list[str], n_sizes: int, opts: dict) -> float:
     per_size = (opts.get("max_time") or 1.0) + 2.0
-    if opts.get("timeout"):
+    if opts.get("iterations"):  # --max-time does not apply; the watchdog bounds each size
+        per_size = (opts.get("timeout") or 60.0) + 1.0
+    elif opts.get("timeout"):
         per_size = min(per_size, opts["timeout"] + 1.0)
     return 120.0 + len(benchmarks) * n_sizes * per_size
 
@@ -139,6 +167,7 @@ def run(args) -> int:
     sizes = parse_sizes(args.sizes)
     if args.np < 1:
         raise UsageError(f"--np must be >= 1, got {args.np}")
+    core_options_from_args(args)  # before stack discovery, builds or the store
     variants = variants_from_args(args)
     groups, store_path = run_variants(
         args, variants, benchmarks, args.sizes, n_sizes=len(sizes),
