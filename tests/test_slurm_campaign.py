@@ -8,6 +8,7 @@ would leave in each run directory.
 from __future__ import annotations
 
 import json
+import re
 import time
 import types
 from pathlib import Path
@@ -473,3 +474,78 @@ def test_resume_leaves_a_lost_submission_alone_while_the_scheduler_is_silent(
         (r,) = store.runs()
     assert (r["status"], r["job_id"]) == ("running", None)
     assert len(sched.jobs) == 1
+
+
+# -- job id, node list and scheduler state in `campaign status` and `campaign list` ------------
+def test_status_and_list_show_each_batch_cells_job(tmp_path, found_stacks, clock, capsys):
+    """Two cells: one whose job hit the Slurm time limit, one still in its job when the
+    harness died. The table and --json both carry job id, nodes and the scheduler's state."""
+    from mpibench.campaign import status as st
+    from mpibench.cli import main
+
+    path = _campaign(tmp_path, repeats=2, scheduler_extra="max_jobs_in_flight = 1")
+    spec = load(path)
+    sched = InstantScheduler(spec.scheduler)
+    sched.final = JobStatus("timeout", None, "the job exceeded its Slurm time limit and was "
+                            "killed", "n1", "TIMEOUT signal=15")
+    sched.write_steps = False
+    real_poll = sched.poll
+
+    def poll(ids):  # the harness dies once job 1001 is seen running (job 1000 has ended)
+        if len(sched.polls) == 5:  # 1000: queued, running, ended; 1001: queued, running
+            raise _Killed
+        return real_poll(ids)
+
+    sched.poll = poll
+    db = tmp_path / "m.db"
+    with Store(db) as store:
+        with pytest.raises(_Killed):
+            CampaignRunner(spec, store, found_stacks, scheduler=sched, verify=False).run()
+        data = st.status(store, spec)
+        cells = {c["job_id"]: c for c in st.cells(store, spec)}
+        (camp,) = st.campaigns(store)
+    assert data["scheduler"] == "test-instant"
+    (p,) = data["problems"]
+    assert (p["status"], p["job_id"], p["nodelist"], p["sched_state"]) == \
+        ("timeout", "1000", "n1", "TIMEOUT signal=15")
+    (j,) = data["jobs"]
+    assert (j["job_id"], j["nodelist"], j["sched_state"]) == ("1001", "n[1-2]", "RUNNING")
+    assert (cells["1000"]["sched_state"], cells["1001"]["nodelist"]) == \
+        ("TIMEOUT signal=15", "n[1-2]")
+    assert (camp["scheduler"], camp["jobs_in_flight"], camp["running"]) == \
+        ("test-instant", 1, 1)
+
+    def cli(*args: str) -> str:
+        capsys.readouterr()
+        main(["campaign", *args, "--db", str(db)])
+        return capsys.readouterr().out
+
+    out = cli("status", str(path))
+    assert "1 cell(s) in batch jobs:" in out
+    assert "job 1001 on n[1-2]: RUNNING: c-" in out
+    assert re.search(r"timeout c-\w+ .*: job ended timeout: the job exceeded its Slurm time "
+                     r"limit and was killed \[job 1000 on n1: TIMEOUT signal=15\]", out), out
+    table = cli("list", str(path))
+    header = next(ln for ln in table.splitlines() if "seq" in ln)
+    assert re.search(r"job\s*┃\s*nodes\s*┃\s*sched state", header), header
+    row = next(ln for ln in table.splitlines() if "1000" in ln)
+    assert re.search(r"1000\s*│\s*n1\s*│\s*TIMEOUT signal=15", row), row
+    listed = {c["job_id"]: c for c in json.loads(cli("list", str(path), "--json"))}
+    assert (listed["1000"]["sched_state"], listed["1000"]["nodelist"]) == \
+        ("TIMEOUT signal=15", "n1")
+    as_json = json.loads(cli("status", str(path), "--json"))
+    assert as_json["problems"][0]["sched_state"] == "TIMEOUT signal=15"
+    assert as_json["jobs"][0]["job_id"] == "1001"
+    overview = cli("list")
+    assert re.search(r"test-instant\s*│.*│\s*1\s*│$", next(
+        ln for ln in overview.splitlines() if "fake-batch" in ln).rstrip()), overview
+
+
+def test_local_cells_show_no_job_columns(tmp_path):
+    """A local launch's job id (local:host:pid) is not a batch job: no job columns."""
+    from mpibench.campaign.status import job_info
+
+    row = {"job_id": "local:vm:123", "nodelist": None, "sched_state": None}
+    assert job_info(row) == {"job_id": None, "nodelist": None, "sched_state": None}
+    row = {"job_id": "77", "nodelist": "n1", "sched_state": "COMPLETED"}
+    assert job_info(row) == row

@@ -8,12 +8,22 @@ from collections import defaultdict
 from typing import Any
 
 from mpibench.campaign.plan import expand
+from mpibench.campaign.runner import LOCAL_JOB_PREFIX
 from mpibench.campaign.spec import CampaignSpec
 from mpibench.errors import UsageError
 from mpibench.store import Store
 from mpibench.verify import verdict
 
 STATES = ("done", "failed", "timeout", "running", "pending")
+
+
+def job_info(r) -> dict[str, Any]:
+    """A batch cell's job: id, node list and the scheduler's state (final: e.g. `TIMEOUT
+    signal=15`); all None for a cell the local backend ran (or that never reached a job)."""
+    jid = r["job_id"]
+    if not jid or jid.startswith(LOCAL_JOB_PREFIX):
+        return {"job_id": None, "nodelist": None, "sched_state": None}
+    return {"job_id": jid, "nodelist": r["nodelist"], "sched_state": r["sched_state"]}
 
 
 def find_campaign(store: Store, spec: CampaignSpec):
@@ -31,7 +41,8 @@ def status(store: Store, spec: CampaignSpec) -> dict[str, Any]:
     runs = store.db.execute(
         "SELECT id, variant, grp, params_json, repeat, status, reason, stderr_tail, "
         "fingerprint_id, transport_requested, transport_actual, elapsed, label, seq, job_id, "
-        "sched_state FROM runs WHERE campaign_id=? ORDER BY seq", (camp["id"],)).fetchall()
+        "sched_state, nodelist FROM runs WHERE campaign_id=? ORDER BY seq",
+        (camp["id"],)).fetchall()
     # cells of an earlier version of the file stay in the store (their results are real)
     # but are not part of this campaign's progress
     obsolete = sum(1 for r in runs if r["id"] not in current)
@@ -69,15 +80,19 @@ def status(store: Store, spec: CampaignSpec) -> dict[str, Any]:
         if v["transport_verdict"] is None:
             v["transport_verdict"] = verdict(v["transport_requested"], None)
     problems = [{"id": r["id"], "label": r["label"], "status": r["status"],
-                 "reason": r["reason"], "stderr_tail": r["stderr_tail"]}
+                 "reason": r["reason"], "stderr_tail": r["stderr_tail"], **job_info(r)}
                 for r in runs if r["status"] in ("failed", "timeout")]
+    # batch jobs the harness follows (or would follow on resume): queued or running
+    jobs = [{"id": r["id"], "label": r["label"], **job_info(r)}
+            for r in runs if r["status"] == "running" and job_info(r)["job_id"]]
     totals = {s: sum(1 for r in runs if r["status"] == s) for s in STATES}
     spec_json = json.loads(camp["spec_json"] or "{}")
     return {"campaign": spec.name, "file": str(spec.path), "store": str(store.path),
             "order": spec_json.get("order"), "seed": spec_json.get("seed"),
+            "scheduler": spec.scheduler.name,
             "cells": len(runs), "not_in_file": obsolete, "totals": totals,
             "groups": list(groups.values()), "variants": list(variants.values()),
-            "problems": problems}
+            "problems": problems, "jobs": jobs}
 
 
 def cells(store: Store, spec: CampaignSpec) -> list[dict[str, Any]]:
@@ -85,11 +100,12 @@ def cells(store: Store, spec: CampaignSpec) -> list[dict[str, Any]]:
     out = []
     for r in store.db.execute(
             "SELECT id, seq, variant, grp, params_json, repeat, status, reason, elapsed, "
-            "fingerprint_id, transport_actual, job_id, run_dir FROM runs WHERE campaign_id=? "
-            "ORDER BY seq", (camp["id"],)):
+            "fingerprint_id, transport_actual, scheduler, job_id, nodelist, sched_state, "
+            "run_dir FROM runs WHERE campaign_id=? ORDER BY seq", (camp["id"],)):
         d = dict(r)
         d["params"] = json.loads(d.pop("params_json") or "{}")
         d["group"] = d.pop("grp")
+        d.update(job_info(r))
         out.append(d)
     return out
 
@@ -99,6 +115,12 @@ def campaigns(store: Store) -> list[dict[str, Any]]:
     for c in store.campaigns():
         counts = dict(store.db.execute("SELECT status, count(*) FROM runs WHERE campaign_id=? "
                                        "GROUP BY status", (c["id"],)).fetchall())
+        sched = (json.loads(c["spec_json"] or "{}").get("scheduler") or {}).get("name")
+        jobs = store.db.execute(
+            "SELECT count(DISTINCT job_id) FROM runs WHERE campaign_id=? AND status='running' "
+            "AND job_id IS NOT NULL AND job_id NOT LIKE ?",
+            (c["id"], LOCAL_JOB_PREFIX + "%")).fetchone()[0]
         out.append({"id": c["id"], "name": c["name"], "file": c["file"],
+                    "scheduler": sched or "local", "jobs_in_flight": jobs,
                     "cells": sum(counts.values()), **{s: counts.get(s, 0) for s in STATES}})
     return out

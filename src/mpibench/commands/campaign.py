@@ -104,15 +104,19 @@ def _dispatch(args) -> int:
         print_json(rows)
         return 0
     t = Table(title=f"campaign {spec.name}: {len(rows)} cells")
-    for col in ("seq", "id", "variant", "group", "params", "rep", "status", "elapsed",
-                "reason"):
+    batch = any(r["job_id"] for r in rows)  # job columns only where there are jobs
+    cols = ["seq", "id", "variant", "group", "params", "rep", "status", "elapsed"]
+    cols += ["job", "nodes", "sched state"] if batch else []
+    for col in cols + ["reason"]:
         t.add_column(col)
     for r in rows:
-        t.add_row(str(r["seq"]), r["id"], escape(r["variant"]), r["group"],
-                  escape(", ".join(f"{k}={v}" for k, v in r["params"].items())),
-                  str(r["repeat"] + 1), r["status"],
-                  f"{r['elapsed']:.2f} s" if r["elapsed"] is not None else "",
-                  escape((r["reason"] or "")[:80]))
+        cells = [str(r["seq"]), r["id"], escape(r["variant"]), r["group"],
+                 escape(", ".join(f"{k}={v}" for k, v in r["params"].items())),
+                 str(r["repeat"] + 1), r["status"],
+                 f"{r['elapsed']:.2f} s" if r["elapsed"] is not None else ""]
+        if batch:
+            cells += [escape(r[k] or "") for k in ("job_id", "nodelist", "sched_state")]
+        t.add_row(*cells, escape((r["reason"] or "")[:80]))
     console().print(t)
     return 0
 
@@ -130,12 +134,12 @@ def _list_campaigns(args) -> int:
         print_json(rows)
         return 0
     t = Table(title=f"campaigns in {db}")
-    for col in ("id", "name", "file", "cells", "done", "failed", "timeout", "running",
-                "pending"):
-        t.add_column(col)
+    cols = ("id", "name", "file", "scheduler", "cells", "done", "failed", "timeout", "running",
+            "pending", "jobs_in_flight")
+    for col in cols:
+        t.add_column(col.replace("_", " "))
     for r in rows:
-        t.add_row(*(escape(str(r[c])) for c in ("id", "name", "file", "cells", "done",
-                                                  "failed", "timeout", "running", "pending")))
+        t.add_row(*(escape(str(r[c])) for c in cols))
     console().print(t)
     return 0
 
@@ -254,6 +258,12 @@ def format_eta(seconds: float | None) -> str:
     return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
 
 
+def _job_text(j: dict) -> str:
+    """`job 123 on n[1-2]: TIMEOUT signal=15` (plain text: escape it for rich)."""
+    return (f"job {j['job_id']}" + (f" on {j['nodelist']}" if j["nodelist"] else "")
+            + (f": {j['sched_state']}" if j["sched_state"] else ""))
+
+
 def _print_status(data: dict) -> None:
     con = console()
     tot = data["totals"]
@@ -287,9 +297,16 @@ def _print_status(data: dict) -> None:
             con.print(f"[red]warning:[/] variant {escape(v['variant'])} requested transport "
                       f"{escape(str(v['transport_requested']))} but "
                       f"{escape(v['transport_actual'])} carried the traffic")
+    if data.get("jobs"):
+        con.print(f"{len(data['jobs'])} cell(s) in batch jobs:")
+        for j in data["jobs"][:20]:
+            con.print(escape(f"  {_job_text(j)}: {j['id']} {j['label'] or ''}"))
+        if len(data["jobs"]) > 20:
+            con.print(f"  ... {len(data['jobs']) - 20} more (--json)")
     for p in data["problems"][:20]:
+        job = escape(f" [{_job_text(p)}]") if p.get("job_id") else ""
         con.print(f"[red]{p['status']}[/] {p['id']} {escape(p['label'] or '')}: "
-                  f"{escape(p['reason'] or '')}")
+                  f"{escape(p['reason'] or '')}{job}")
         if p["stderr_tail"]:
             for line in p["stderr_tail"].splitlines()[-3:]:
                 con.print(f"    {escape(line)}")
