@@ -32,6 +32,20 @@ def mpibench(*args, cwd, timeout=MPI_TIMEOUT, env=None):
     (["PingPong", "--stack", "mpich", "--transport", "ofi"],
      "transport 'ofi' is not available for mpich"),
     (["PingPong", "--stack", "mpich", "--mca", "btl", "tcp"], "--mca applies to Open MPI only"),
+    # core options: checked before discovery, build and store, as the core would check them
+    (["PingPong", "--mem-limit", "12Q"], "--mem-limit: got '12Q'; expected bytes per rank"),
+    (["PingPong", "--mem-limit", "0"], "--mem-limit: got '0'"),
+    (["PingPong", "--thread-level", "many"],
+     "--thread-level: got 'many'; expected one of single, funneled, serialized, multiple"),
+    (["PingPong", "--iterations-volume", "40M"], "--iterations-volume: needs --iterations"),
+    (["PingPong", "--iterations", "5", "--iterations-volume", "1.5M"],
+     "--iterations-volume: got '1.5M'"),
+    (["PingPong", "--max-time", "100"],
+     "--max-time: the watchdog --timeout (60 s, the core's default) is not longer than "
+     "--max-time (100 s)"),
+    (["PingPong", "--timeout", "0.5"], "expected --timeout > --max-time"),
+    (["PingPong", "--target", "-1"], "--target: got -1.0; expected a number > 0"),
+    (["PingPong", "--iterations", "0"], "--iterations: got 0; expected an integer >= 1"),
 ])
 def test_bad_input_exits_2_without_results(tmp_path, args, expect):
     res = mpibench("run", *args, cwd=tmp_path)
@@ -85,3 +99,57 @@ def test_real_two_rank_run_on_both_stacks(tmp_path):
                 for (fp,) in con.execute("SELECT json FROM fingerprints")}
     assert versions == {"Open", "MPICH"}
     assert (tmp_path / "out.md").read_text().count("|") > 20
+
+
+def _fingerprints_and_rows(db):
+    con = sqlite3.connect(db)
+    fps = {v: json.loads(fp) for v, fp in con.execute(
+        "SELECT u.variant, f.json FROM runs u JOIN fingerprints f ON f.id = u.fingerprint_id")}
+    rows = {(v, b, s): (st, json.loads(x or "{}")) for v, b, s, st, x in con.execute(
+        "SELECT u.variant, r.benchmark, r.size, r.status, r.extra_json FROM results r "
+        "JOIN runs u ON u.id = r.run_id")}
+    dirs = dict(con.execute("SELECT variant, run_dir FROM runs"))
+    con.close()
+    return fps, rows, dirs
+
+
+@pytest.mark.mpi
+def test_core_options_reach_the_core_on_both_stacks(tmp_path):
+    """Each flag must show in what the core did: its header (kept in the fingerprint for the
+    options that change a sample), the per-size records and the skipped sizes."""
+    res = mpibench("run", "Reduce", "PingPong", "--stack", "openmpi", "--np", "2", "--sizes",
+                   "8,256,1M", "--iterations", "40", "--iterations-volume", "2K",
+                   "--root-shift", "--off-cache", "--thread-level", "funneled", "--mem-limit",
+                   "64K", "--repeats", "1", "--timeout", "30", "--format", "json",
+                   "--db", "fixed.db", cwd=tmp_path)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
+    fps, rows, _ = _fingerprints_and_rows(tmp_path / "fixed.db")
+    assert fps["openmpi"]["core_options"] == {
+        "mode": "iterations", "iterations": 40, "iterations_volume": 2048,
+        "thread_level": "funneled", "off_cache": True, "root_shift": True, "sync": "barrier",
+        "batch_us": 20, "warmup": 2}
+    for b in ("Reduce", "PingPong"):
+        st8, x8 = rows[("openmpi", b, 8)]
+        st256, x256 = rows[("openmpi", b, 256)]
+        assert st8 == st256 == "ok"
+        assert x8["iterations"] == 40 and x256["iterations"] == 8      # min(40, 2K / size)
+        assert x8["root_shift"] is True and x8["off_cache"] is True
+        assert x8["buffer_copies"] > 1                                    # cold buffers
+        assert rows[("openmpi", b, 1 << 20)][0] == "skipped"            # above --mem-limit
+
+    res = mpibench("run", "PingPong", "--stack", "mpich", "--np", "2", "--sizes", "8,1M",
+                   "--max-time", "0.05", "--futility", "--thread-level", "serialized",
+                   "--mem-limit", "64K", "--repeats", "1", "--timeout", "30", "--format",
+                   "json", "--db", "adaptive.db", cwd=tmp_path)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
+    fps, rows, dirs = _fingerprints_and_rows(tmp_path / "adaptive.db")
+    opts = fps["mpich"]["core_options"]
+    assert opts["mode"] == "adaptive" and opts["thread_level"] == "serialized"
+    assert opts["root_shift"] is False and opts["off_cache"] is False
+    assert rows[("mpich", "PingPong", 8)][0] == "ok"
+    assert rows[("mpich", "PingPong", 1 << 20)][0] == "skipped"
+    with open(os.path.join(dirs["mpich"], "core.jsonl")) as fh:
+        header = json.loads(fh.readline())
+    assert header["options"]["futility"] is True          # stop rule: header, not fingerprint
+    assert header["options"]["mem_limit"] == 65536
+    assert header["thread_level_provided"] in ("serialized", "multiple")
