@@ -613,3 +613,58 @@ def test_example_campaigns_run_here(tmp_path, found_stacks, example):
     if example == "gromacs-grid.toml":
         (fom,) = [r for r in results if r["metric"] == "ns/day"]
         assert fom["median"] > 0 and fom["unit"] == "ns/day" and fom["better"] == "higher"
+
+
+OPTIONS = """
+[campaign]
+name = "core-options"
+repeats = 1
+timeout = 120
+verify_transport = false
+[variants.ompi]
+stack = "openmpi"
+transport = "shm"
+[variants.mpich]
+stack = "mpich"
+transport = "shm"
+[benchmarks.plain]
+benchmarks = ["Reduce"]
+sizes = "8"
+options = { max_time = 0.02, timeout = 20 }
+[benchmarks.tuned]
+benchmarks = ["Reduce"]
+sizes = "8,1M"
+options = { iterations = 30, iterations_volume = "128", root_shift = true, off_cache = true, thread_level = "multiple", mem_limit = "64K", timeout = 20 }
+"""
+
+
+@pytest.mark.mpi
+def test_core_options_of_a_group_take_effect_and_are_never_pooled(tmp_path, found_stacks):
+    camp = tmp_path / "opts.toml"
+    camp.write_text(OPTIONS)
+    summary, _ = run_campaign(camp, tmp_path / "o.db", found_stacks)
+    assert summary.counts == {"done": 4}, summary
+    with Store(tmp_path / "o.db") as store:
+        runs = {(r["variant"], r["grp"]): r for r in store.runs()}
+        for v in ("ompi", "mpich"):
+            plain, tuned = runs[(v, "plain")], runs[(v, "tuned")]
+            assert plain["id"] != tuned["id"] and plain["fingerprint_id"] != tuned["fingerprint_id"]
+            opts = store.fingerprint(tuned["fingerprint_id"])["core_options"]
+            assert opts["root_shift"] is True and opts["off_cache"] is True
+            assert opts["thread_level"] == "multiple" and opts["iterations_volume"] == 128
+            assert store.fingerprint(plain["fingerprint_id"])["core_options"]["mode"] == \
+                "adaptive"
+            rows = {r["size"]: r for r in store.results([tuned["id"]], with_samples=False)}
+            assert rows[8]["extra"]["iterations"] == 16                 # min(30, 128 / 8)
+            assert rows[8]["extra"]["root_shift"] is True
+            assert rows[1 << 20]["status"] == "skipped"                 # above mem_limit
+            header = json.loads((Path(tuned["run_dir"]) / "core.jsonl").open().readline())
+            assert header["options"]["mem_limit"] == 65536
+        # the same benchmark and size measured two ways is one cell for a comparison, but
+        # its runs are not pooled: one fingerprint is used, the other footnoted
+        from mpibench.report.data import load_cells
+
+        cells = load_cells(store, {"ompi": [runs[("ompi", g)]["id"] for g in ("plain",
+                                                                               "tuned")]})
+        c = cells[("Reduce", 8, 2, "{}", "time")]["ompi"]
+        assert c.n_fingerprints == 2 and len(c.runs_used) == 1 and len(c.runs_excluded) == 1
