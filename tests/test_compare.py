@@ -389,3 +389,66 @@ def test_unknown_variant_names_the_known_ones(two):
     store, _ = two
     with pytest.raises(UsageError, match="base, fast"):
         select_groups(store, variants=["base", "nope"])
+
+
+def _with_app_only_set(tmp_path):
+    """base/fast: IMB cells; gmx: one application cell only (a GROMACS-only variant in the
+    same campaign, as the default 'latest campaign' view selects it)."""
+    store, groups = build_two_stack_store(tmp_path / "d.db", repeats=2, n=12)
+    cid = store.campaign("synthetic")["id"]
+    rng = np.random.default_rng(11)
+    groups["gmx"] = add_variant_runs(store, cid, "gmx", repeats=3, grp="mdrun",
+                                     params={"steps": 10}, seq0=200, make=lambda rep: [
+        {"benchmark": "mdrun", "size": None, "np": 2, "metric": "ns/day", "unit": "ns/day",
+         "better": "higher", "samples": [float(rng.normal(50, 1))]}])
+    return store, groups
+
+
+def test_set_without_common_cells_gets_one_footnote_not_a_column(tmp_path):
+    store, groups = _with_app_only_set(tmp_path)
+    cmp = compare_groups(store, groups, "base")
+    assert cmp.groups == ["base", "fast"] and cmp.not_compared == ["gmx"]
+    assert all("gmx" not in r.cells and "gmx" not in r.deltas for r in cmp.rows)
+    assert {r.benchmark for r in cmp.rows} == {"PingPong", "Allreduce"}
+    said = [f for f in cmp.footnotes if "gmx" in f]
+    assert said == ["set gmx has no cell in common with the baseline base: compared nowhere "
+                    "(its 1 cell(s): mdrun; see its own results, --results)"]
+    assert not any("no result for this cell" in f for f in cmp.footnotes)
+    assert cmp.verdicts["gmx"].startswith("gmx vs base: nothing to compare")
+    assert "fast is better" in cmp.verdicts["fast"]
+    for fmt in ("terminal", "markdown"):
+        out = render(cmp, fmt)
+        header = next(x for x in out.splitlines() if "benchmark" in x and "size/cell" in x)
+        assert "gmx" not in header and out.count("has no cell in common") == 1
+    obj = json.loads(render(cmp, "json"))
+    assert obj["not_compared"] == ["gmx"] and {r["candidate"] for r in obj["rows"]} == {"fast"}
+    store.close()
+
+
+def test_disjoint_set_in_the_default_view_and_the_report(tmp_path, capsys):
+    from mpibench.cli import main as cli_main
+    from mpibench.report.html import ReportOptions, build_report, render_html
+
+    store, groups = _with_app_only_set(tmp_path)
+    rep = build_report(store, groups, ReportOptions(plots=False))
+    comparison = next(s for s in rep.sections if s.id == "comparison").tables[0]
+    assert comparison.header.count("gmx") == 0 and any("compared nowhere" in n
+                                                       for n in comparison.notes)
+    html = render_html(rep)
+    assert "set gmx has no cell in common" in html
+    assert any(t.title == "gmx" for s in rep.sections if s.id == "results" for t in s.tables)
+    store.close()
+    assert cli_main(["compare", "--db", str(tmp_path / "d.db")]) == 0     # latest campaign
+    out = capsys.readouterr().out
+    assert out.count("compared nowhere") == 1 and "no result" not in out
+
+
+def test_disjoint_baseline_compares_nothing_and_says_so(tmp_path):
+    store, groups = _with_app_only_set(tmp_path)
+    cmp = compare_groups(store, groups, "gmx")
+    assert cmp.groups == ["gmx"] and cmp.not_compared == ["base", "fast"]
+    assert [r.benchmark for r in cmp.rows] == ["mdrun"]
+    assert sum("compared nowhere" in f for f in cmp.footnotes) == 2
+    assert "nothing to compare" in cmp.verdict
+    render(cmp, "terminal")
+    store.close()

@@ -186,7 +186,12 @@ def check_filters(cells: dict, benchmarks: list[str] | None, sizes: list[int] | 
 
 
 def run(args) -> int:
-    from mpibench.report.compare import compare_groups, render, render_results
+    from mpibench.report.compare import (
+        compare_groups,
+        render,
+        render_results,
+        transport_notes,
+    )
     from mpibench.report.data import load_cells
     from mpibench.report.tables import (
         cost_table,
@@ -225,6 +230,12 @@ def run(args) -> int:
                 gcells = [by[g] for by in cells.values() if g in by]
                 parts.append((f"results:{g}", render_results(store, ids, fmt, title=g,
                                                              cells=gcells)))
+        if cmp is None:
+            # one set: no comparison to footnote, but a transport that did not take effect
+            # must still be said beside its results
+            lines = [w for ws in transport_notes(store, groups).values() for w in ws]
+            if lines:
+                parts.append(("warnings", _warnings_text(lines, fmt)))
         tables = []
         if args.gain_table:
             if cmp is None:
@@ -283,3 +294,20 @@ def _has_line_rate(store: Store, groups) -> bool:
     from mpibench.report.tables import _spec_value
     ids = [r for ids in groups.values() for r in ids]
     return _spec_value(store, ids, ("line_rate_bps", "line_rate")) is not None
+
+
+def _warnings_text(lines: list[str], fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps(lines)
+    if fmt == "csv":
+        import csv
+        import io
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(["warning"])
+        w.writerows([x] for x in lines)
+        return buf.getvalue()
+    if fmt == "markdown":
+        from mpibench.report.compare import md_escape
+        return "\n".join(f"> **{md_escape(x)}**  " for x in lines)
+    return "\n".join(lines)

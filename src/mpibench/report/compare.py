@@ -33,10 +33,12 @@ from mpibench.report.data import (
     cell_label,
     fmt_num,
     fmt_size,
+    imported_clause,
     load_cells,
     params_key,
     pool,
     split_variant,
+    statistic_legend,
 )
 from mpibench.store import Store
 
@@ -105,10 +107,25 @@ class Comparison:
     verdicts: dict[str, str]
     run_counts: dict[str, int]
     title: str = ""
+    # transport verification (verify.transport_warnings): set -> its warning lines, and the
+    # footnote numbers that mark the set's column
+    warnings: dict[str, list[str]] = field(default_factory=dict)
+    set_marks: dict[str, list[int]] = field(default_factory=dict)
+    # sets without a single cell in common with the baseline: no column, one footnote
+    not_compared: list[str] = field(default_factory=list)
 
     @property
     def candidates(self) -> list[str]:
         return [g for g in self.groups if g != self.baseline]
+
+    @property
+    def warning_lines(self) -> list[str]:
+        return [w for g in self.groups + self.not_compared for w in self.warnings.get(g, [])]
+
+    def header_name(self, group: str) -> str:
+        """The set's column name with its warning footnote marks, e.g. 'mpich [1]'."""
+        marks = _marks(self.set_marks.get(group, ()))
+        return f"{group} {marks}" if marks else group
 
 
 class _Notes:
@@ -121,6 +138,21 @@ class _Notes:
         return self.texts.index(text) + 1
 
 
+def transport_notes(store: Store, groups: Mapping[str, list[str]]) -> dict[str, list[str]]:
+    """Per set, one warning line per variant whose requested transport did not take effect
+    (the MISMATCH `campaign status` shows): the results of such a set measure another
+    transport than its name says, which every table built from it must say."""
+    from mpibench.verify import transport_warnings
+
+    out: dict[str, list[str]] = {}
+    for g, ids in groups.items():
+        lines = transport_warnings(store, list(ids))
+        if lines:
+            out[g] = [("WARNING: " if line.startswith(f"variant {g}:") else
+                       f"WARNING (set {g}): ") + line for line in lines]
+    return out
+
+
 def orient_gain(base: float | None, cand: float | None, better: str) -> float | None:
     if base is None or cand is None or base <= 0 or cand <= 0:
         return None
@@ -130,8 +162,11 @@ def orient_gain(base: float | None, cand: float | None, better: str) -> float | 
 def compare_groups(store: Store, groups: Mapping[str, list[str]], baseline: str, *,
                    alpha: float = 0.05, sizes: Iterable[int] | None = None,
                    benchmarks: Iterable[str] | None = None, title: str = "",
-                   cells: dict | None = None) -> Comparison:
-    """Compare every group against `baseline`. groups: display name -> run ids."""
+                   cells: dict | None = None, transport_check: bool = True) -> Comparison:
+    """Compare every group against `baseline`. groups: display name -> run ids.
+
+    transport_check: footnote the sets whose runs did not use the transport they requested
+    (verify.transport_warnings) and mark their columns."""
     if not (isinstance(alpha, int | float) and 0.0 < alpha < 1.0):
         raise UsageError(f"--alpha {alpha!r}: expected a significance level between 0 and 1 "
                          "(e.g. 0.05)")
@@ -144,15 +179,35 @@ def compare_groups(store: Store, groups: Mapping[str, list[str]], baseline: str,
     cells = cells if cells is not None else load_cells(store, groups)
     size_set = set(sizes) if sizes is not None else None
     bench_set = {b.lower() for b in benchmarks} if benchmarks else None
+    selected = [(key, by_group) for key, by_group in cells.items()
+                if (size_set is None or key[1] in size_set)
+                and (bench_set is None or key[0].lower() in bench_set)]
     notes = _Notes()
+    # Transport warnings first: they decide whether any number below means what it says.
+    warnings = transport_notes(store, groups) if transport_check else {}
+    set_marks = {g: [notes.add(w) for w in ws] for g, ws in warnings.items()}
+    # A set that shares no cell with the baseline would get an empty column and a "no
+    # result" note on every row; it is named once in a footnote instead.
+    shared = {g for _key, by_group in selected if baseline in by_group for g in by_group}
+    not_compared = [g for g in order[1:] if g not in shared]
+    for g in not_compared:
+        own = [key for key, by_group in selected if g in by_group]
+        benches = sorted({key[0] for key in own}, key=bench_sort_key)
+        what = (f"its {len(own)} cell(s): {', '.join(benches[:6])}"
+                + (" ..." if len(benches) > 6 else "") + "; see its own results, --results"
+                if own else "it has no cells in the selection")
+        notes.add(f"set {g} has no cell in common with the baseline {baseline}: compared "
+                  f"nowhere ({what})")
+    if not_compared:
+        order = [g for g in order if g not in not_compared]
+        drop = set(not_compared)
+        selected = [(key, {g: c for g, c in by_group.items() if g not in drop})
+                    for key, by_group in selected]
+        selected = [(key, by_group) for key, by_group in selected if by_group]
     rows: list[Row] = []
     min_n = stats.min_n_per_side(alpha)
-    for key, by_group in cells.items():
+    for key, by_group in selected:
         bench, size, np_, pkey, metric = key
-        if size_set is not None and size not in size_set:
-            continue
-        if bench_set is not None and bench.lower() not in bench_set:
-            continue
         any_cell = by_group.get(baseline) or next(iter(by_group.values()))
         row = Row(key=key, benchmark=bench, size=size, np=np_, params=dict(any_cell.params),
                   metric=metric, unit=any_cell.unit, better=any_cell.better,
@@ -242,10 +297,20 @@ def compare_groups(store: Store, groups: Mapping[str, list[str]], baseline: str,
     summaries = _summaries(rows, order[1:])
     verdicts = {cand: _verdict(rows, baseline, cand, alpha, unreachable)
                 for cand in order[1:]}
+    for cand in not_compared:
+        verdicts[cand] = (f"{cand} vs {baseline}: nothing to compare (no cell in common with "
+                          "the baseline)")
+    for cand in verdicts:
+        marks = set_marks.get(baseline, []) + set_marks.get(cand, [])
+        if marks:
+            who = " and ".join(dict.fromkeys(g for g in (baseline, cand) if g in set_marks))
+            verdicts[cand] += (f" — WARNING: {who} did not run on the requested transport "
+                               f"{_marks(marks)}")
     return Comparison(groups=order, baseline=baseline, alpha=alpha, rows=rows,
                       summaries=summaries, footnotes=notes.texts,
                       verdict="; ".join(verdicts.values()), verdicts=verdicts,
-                      run_counts={g: len(ids) for g, ids in groups.items()}, title=title)
+                      run_counts={g: len(ids) for g, ids in groups.items()}, title=title,
+                      warnings=warnings, set_marks=set_marks, not_compared=not_compared)
 
 
 def _summaries(rows: list[Row], candidates: list[str]) -> list[Summary]:
@@ -373,7 +438,9 @@ def comparison_records(cmp: Comparison) -> list[dict[str, Any]]:
             rec.update({"gain": d.gain, "p": d.p, "p_holm": d.p_adj, "cliffs_delta": d.cliffs,
                         "significant": d.significant, "tested": d.tested,
                         "direction": d.direction,
-                        "notes": [cmp.footnotes[i - 1] for i in sorted(set(r.notes + d.notes))]})
+                        "notes": [cmp.footnotes[i - 1] for i in sorted(set(r.notes + d.notes))],
+                        "transport_warnings": cmp.warnings.get(cmp.baseline, [])
+                        + cmp.warnings.get(cand, [])})
             out.append(rec)
     return out
 
@@ -399,8 +466,11 @@ def to_json_obj(cmp: Comparison) -> dict[str, Any]:
                      "geomean_gain": s.geomean, "better": s.better, "worse": s.worse,
                      "not_significant": s.same} for s in cmp.summaries],
         "footnotes": cmp.footnotes,
+        "warnings": cmp.warning_lines,
+        "not_compared": cmp.not_compared,
         "units": "time in microseconds; MB/s = 10^6 bytes/s; gain > 1 means the candidate "
                  "is better",
+        "statistic": statistic_legend(c for r in cmp.rows for c in r.cells.values()),
     })
 
 
@@ -408,10 +478,11 @@ def _table_model(cmp: Comparison) -> tuple[list[str], list[list[str]], list[int]
     """Header, body rows, and indices of summary rows (for styling)."""
     show_np = len({r.np for r in cmp.rows}) > 1
     hdr = ["benchmark", "size/cell"] + (["np"] if show_np else [])
-    hdr += [f"{cmp.baseline} (base)"]
+    base_name = cmp.header_name(cmp.baseline)
+    hdr += [f"{cmp.baseline} (base) {base_name[len(cmp.baseline) + 1:]}".rstrip()]
     for c in cmp.candidates:
-        hdr += [c, f"vs {cmp.baseline}", "Cliff's δ"] if len(cmp.candidates) > 1 else \
-            [c, "vs base", "Cliff's δ"]
+        hdr += [cmp.header_name(c), f"vs {cmp.baseline}", "Cliff's δ"] \
+            if len(cmp.candidates) > 1 else [cmp.header_name(c), "vs base", "Cliff's δ"]
     hdr += ["notes"]
     body: list[list[str]] = []
     summary_idx: list[int] = []
@@ -451,9 +522,13 @@ def _table_model(cmp: Comparison) -> tuple[list[str], list[list[str]], list[int]
 
 def _header_lines(cmp: Comparison) -> list[str]:
     runs = ", ".join(f"{g}: {cmp.run_counts.get(g, 0)} run(s)" for g in cmp.groups)
+    legend = statistic_legend(c for r in cmp.rows for c in r.cells.values())
+    # 'value = median[; imported rows: ...]' or, all imported, 'value = the tool's own ...'
+    shown = (legend.replace("value = median", "median ± 95% CI (order statistics)", 1)
+             if legend.startswith("value = median") else legend)
     return [
         f"{_unit_header(cmp.rows)}; baseline {cmp.baseline}; {runs}",
-        "median ± 95% CI (order statistics); gain > 1 = candidate better "
+        f"{shown}; gain > 1 = candidate better "
         "(time: base/cand, rates: cand/base); p = two-sided Mann-Whitney U, Holm-corrected "
         f"across the table; ~ = not significant at alpha {cmp.alpha:g}; Cliff's δ > 0 = "
         "candidate better",
@@ -516,7 +591,8 @@ def render_terminal(cmp: Comparison, width: int | None = None) -> str:
         t.add_row(*[Text(x) for x in line], style=style)
     con.print(t)
     for i, note in enumerate(cmp.footnotes, 1):
-        con.print(Text(f"[{i}] {note}"))
+        con.print(Text(f"[{i}] {note}"),
+                  style="bold red" if note.startswith("WARNING") else None)
     con.print(Text(f"verdict: {cmp.verdict}"), style="bold")
     return buf.getvalue().rstrip("\n")
 
@@ -552,7 +628,9 @@ def render_markdown(cmp: Comparison, heading_level: int = 3) -> str:
     parts.append(md_table(hdr, body, summary_idx))
     parts.append("")
     for i, note in enumerate(cmp.footnotes, 1):
-        parts.append(f"\\[{i}\\] {md_escape(note)}  ")
+        text = md_escape(note)
+        parts.append(f"\\[{i}\\] **{text}**  " if note.startswith("WARNING") else
+                     f"\\[{i}\\] {text}  ")
     parts.append("")
     parts.append(f"**Verdict:** {md_escape(cmp.verdict)}")
     return "\n".join(parts)
@@ -568,6 +646,7 @@ def render_csv(cmp: Comparison) -> str:
         rec = dict(rec)
         rec["params"] = json.dumps(rec["params"], sort_keys=True)
         rec["notes"] = " / ".join(rec["notes"])
+        rec["transport_warnings"] = " / ".join(rec["transport_warnings"])
         w.writerow({k: ("" if v is None else v) for k, v in rec.items()})
     return buf.getvalue()
 
@@ -676,8 +755,11 @@ def render_results(store: Store, run_ids: list[str], fmt: str = "terminal", *,
     units = {(c.metric, c.unit) for c in cells}
     unit_line = ("times in microseconds" if units <= {("time", "us")} else
                  "units: " + ", ".join(f"{m} ({u})" for m, u in sorted(units)))
+    imported = imported_clause(cells)
     caption = (f"{unit_line}: median and 95% CI half-width (order statistics) of samples "
-               f"pooled over {len(run_ids)} launch(es); MB/s = 10^6 bytes/s from the median; "
+               f"pooled over {len(run_ids)} launch(es)"
+               + (f" ({imported})" if imported else "")
+               + "; MB/s = 10^6 bytes/s from that value; "
                "busbw uses the usual collective factors; first = first-call time (median "
                "over launches); launches = count (min–max of per-launch medians)")
     if fmt == "markdown":

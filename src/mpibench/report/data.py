@@ -357,3 +357,35 @@ def cell_label(cell_or_key: Cell | tuple) -> str:
     if params:
         parts.append(fmt_params(params))
     return " ".join(parts) if parts else "-"
+
+
+def imported_statistics(cells: Iterable[Cell]) -> list[str]:
+    """The statistics of rows shown without samples (imported tables: IMB t[usec]/t_avg,
+    OSU/nccl-tests averages, NetPIPE min), sorted; empty when every value is a median."""
+    return sorted({c.shown_statistic for c in cells
+                   if c.no_samples and c.status == "ok" and c.shown_statistic != "median"})
+
+
+def imported_clause(cells: Iterable[Cell]) -> str:
+    """'' when every value is a median, else e.g. "imported rows: the tool's own mean, no
+    samples, untested" - appended to captions that describe the median."""
+    imported = imported_statistics(cells)
+    if not imported:
+        return ""
+    return f"imported rows: the tool's own {' or '.join(imported)}, no samples, untested"
+
+
+def statistic_legend(cells: Iterable[Cell], what: str = "value", unit: str | None = None
+                     ) -> str:
+    """What a value column holds, for captions: 'time = median (us)', or when imported rows
+    are present, which statistic those are and that they were never tested, e.g.
+    'time = median (us); imported rows: the tool's own mean, no samples, untested'."""
+    cells = list(cells)
+    imported = imported_statistics(cells)
+    u = f" ({unit})" if unit else ""
+    if not imported:
+        return f"{what} = median{u}"
+    own = "the tool's own " + " or ".join(imported)
+    if all(c.shown_statistic != "median" for c in cells if c.status == "ok"):
+        return f"{what} = {own}{u}; imported rows: no samples, untested"
+    return f"{what} = median{u}; imported rows: {own}, no samples, untested"

@@ -28,8 +28,9 @@ from mpibench.report.compare import (
     compare_groups,
     md_escape,
     render_markdown,
+    transport_notes,
 )
-from mpibench.report.data import bench_sort_key, load_cells
+from mpibench.report.data import bench_sort_key, imported_clause, load_cells
 from mpibench.report.tables import (
     Table,
     cost_table,
@@ -104,6 +105,12 @@ class Report:
     sections: list[Section]
     verdicts: list[str]
     generated: str
+    # transport verification: a requested transport that did not take effect (escaped
+    # and shown above everything else)
+    warnings: list[str] = field(default_factory=list)
+    # e.g. "imported rows: the tool's own mean, no samples, untested"; '' for all-median
+    imported: str = ""
+    not_compared: list[str] = field(default_factory=list)
 
 
 def _group_info(store: Store, groups: Mapping[str, list[str]]) -> list[dict[str, Any]]:
@@ -189,12 +196,17 @@ def build_report(store: Store, groups: Mapping[str, list[str]],
     sections: list[Section] = []
     cmp = None
     verdicts: list[str] = []
+    imported = imported_clause(c for by in cells.values() for c in by.values())
+    warnings: list[str] = []
     if len(groups) > 1:
         cmp = compare_groups(store, groups, baseline, alpha=opts.alpha, cells=cells,
                              title=f"Comparison against {baseline}")
         verdicts = list(cmp.verdicts.values())
+        warnings = cmp.warning_lines
         s = Section("comparison", "Comparison",
-                    intro="Per cell: each side's median ± 95% CI; gain > 1 means the candidate "
+                    intro="Per cell: each side's median ± 95% CI"
+                          + (f" ({imported})" if imported else "")
+                          + "; gain > 1 means the candidate "
                           "is better; p Holm-corrected across the table; Cliff's δ > 0 means "
                           "the candidate tends to be better.")
         s.tables.append(_comparison_table(cmp))
@@ -205,13 +217,15 @@ def build_report(store: Store, groups: Mapping[str, list[str]],
             sections.append(Section("gain", "Gain table", tables=[gt]))
     else:
         cmp_plot = _single(cells, order[0])
+        warnings = [w for ws in transport_notes(store, groups).values() for w in ws]
     if opts.plots:
         figs = []
         plot_cmp = cmp if cmp is not None else cmp_plot
         if plot_cmp.rows:
             for name, fn, cap in (
                     ("latency", plots.latency_figure, "Median time vs message size (log-log), "
-                     "shaded: 95% CI of the median"),
+                     "shaded: 95% CI of the median"
+                     + (f"; {imported} (no band)" if imported else "")),
                     ("bandwidth", plots.bandwidth_figure, "Bandwidth (MB/s = 10^6 B/s) vs "
                      "message size, shaded: from the 95% CI of the time"),
                     ("gain", plots.gain_figure, f"Gain against {baseline} per size; hollow "
@@ -228,7 +242,10 @@ def build_report(store: Store, groups: Mapping[str, list[str]],
         hdr, body, notes = _results_table(gcells)
         rs.tables.append(Table(title=g, header=hdr, rows=body, notes=notes, kind="results",
                                caption="n = pooled samples; ±CI = half-width of the 95% CI as "
-                                       "% of the median; first = first-call time (median over "
+                                       "% of the median"
+                                       + (f" ({own})" if (own := imported_clause(gcells))
+                                          else "")
+                                       + "; first = first-call time (median over "
                                        "launches); launches = count (min–max of per-launch "
                                        "medians)"))
     sections.append(rs)
@@ -286,7 +303,8 @@ def build_report(store: Store, groups: Mapping[str, list[str]],
         sections.append(Section("cost", "Cost and energy", tables=[ct]))
     return Report(title=opts.title, store_path=str(store.path), groups=_group_info(store, groups),
                   baseline=baseline, comparison=cmp, sections=sections, verdicts=verdicts,
-                  generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"))
+                  generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"), warnings=warnings,
+                  imported=imported, not_compared=cmp.not_compared if cmp else [])
 
 
 def _single(cells: dict, group: str) -> Comparison:
@@ -364,7 +382,14 @@ def render_html(report: Report) -> str:
     return tpl.render(title=report.title, version=mpibench.__version__,
                       generated=report.generated, store_path=report.store_path,
                       groups=report.groups, baseline=report.baseline,
-                      verdicts=report.verdicts, sections=sections)
+                      verdicts=report.verdicts, sections=sections, warnings=report.warnings,
+                      imported=_imported_sentence(report.imported) if report.imported else "")
+
+
+def _imported_sentence(imported: str) -> str:
+    """The report header's sentence on imported rows (mpibench import)."""
+    return (imported[0].upper() + imported[1:]).replace(", no samples, untested",
+                                                        ": no samples, no CI, never tested.")
 
 
 def write_html(report: Report, path: str | Path) -> Path:
@@ -380,9 +405,13 @@ def render_markdown_report(report: Report, plot_dir: Path | None, rel_to: Path,
            f"Generated {report.generated} by mpibench {mpibench.__version__} from "
            f"`{report.store_path}`. Times in microseconds; MB/s = 10^6 bytes/s; medians with "
            "distribution-free 95% CIs; two-sided Mann-Whitney U with Holm correction; `~` = "
-           "not significant.", "", "## Result sets", "",
-           "| set | campaign(s) | runs | stack / transport | fingerprints |",
-           "|---|---|---:|---|---|"]
+           "not significant." + (f" {_imported_sentence(report.imported)}"
+                                 if report.imported else ""), ""]
+    if report.warnings:
+        out += [f"> **{md_escape(w)}**  " for w in report.warnings] + [""]
+    out += ["## Result sets", "",
+            "| set | campaign(s) | runs | stack / transport | fingerprints |",
+            "|---|---|---:|---|---|"]
     for g in report.groups:
         name = g["name"] + (" (baseline)" if g["name"] == report.baseline else "")
         out.append(f"| {md_escape(name)} | {md_escape(g['campaigns'])} | {g['runs']} | "

@@ -36,6 +36,7 @@ from mpibench.report.compare import (
     md_escape,
     orient_gain,
     plain_table,
+    transport_notes,
 )
 from mpibench.report.data import (
     Cell,
@@ -44,7 +45,9 @@ from mpibench.report.data import (
     fmt_num,
     fmt_params,
     fmt_size,
+    imported_clause,
     load_cells,
+    statistic_legend,
 )
 from mpibench.store import Store
 
@@ -154,13 +157,16 @@ def gain_table(cmp: Comparison, size: int | None = None) -> Table:
     for g in cmp.groups:
         hdr += [f"{g} time (us)", f"{g} MB/s"]
     hdr += [f"gain {c}" if len(cands) > 1 else "gain" for c in cands]
+    legend = statistic_legend((c for rs in by_bench.values() for r in rs
+                               for c in r.cells.values()), "time", "us")
     t = Table(title=f"Gain table vs {cmp.baseline}"
               + (f" at {fmt_size(size)} bytes" if size is not None else
                  " at the largest common size"),
               header=hdr, rows=[], kind="gain",
-              caption="time = median in microseconds; MB/s = 10^6 bytes/s from that median; "
+              caption=f"{legend}; MB/s = 10^6 bytes/s from that time; "
                       "gain > 1 = candidate better (baseline time / candidate time); ~ = not "
-                      f"significant (MWU, Holm over the full comparison, alpha {cmp.alpha:g})")
+                      f"significant (MWU, Holm over the full comparison, alpha {cmp.alpha:g})",
+              notes=list(cmp.warning_lines))
 
     def key(kv):
         (bench, metric, np_, params), _ = kv
@@ -191,9 +197,12 @@ def gain_table(cmp: Comparison, size: int | None = None) -> Table:
             c = pick.cells.get(g)
             v = c.value if c and c.status == "ok" else None
             bw = c.bandwidth_mbps if c and c.status == "ok" else None
-            line += [fmt_num(v) if c is None or c.status == "ok" else c.status,
-                     fmt_num(bw) if bw is not None else ""]
+            shown = fmt_num(v) if c is None or c.status == "ok" else c.status
+            if c is not None and c.status == "ok" and c.no_samples:
+                shown += f" ({c.shown_statistic})"      # an imported row: not a median
+            line += [shown, fmt_num(bw) if bw is not None else ""]
             rec[f"{g}_time_us"] = v
+            rec[f"{g}_statistic"] = c.shown_statistic if c is not None else None
             rec[f"{g}_mbps"] = bw
         for cand in cands:
             d = pick.deltas[cand]
@@ -354,8 +363,10 @@ def grid_tables(grid: Grid) -> list[Table]:
     hdr = [f"{grid.row_param} \\ {grid.col_param}"]
     for g in grid.groups:
         hdr += [f"{g}: {_fmt_param(grid.col_param, cv)}" for cv in grid.col_values]
+    legend = statistic_legend(c for pg in grid.cells.values() for c in pg.values())
     side = Table(title=grid.title, header=hdr, rows=[], kind="grid",
-                 caption="cells: median (n); * = best cell of the row for that variant")
+                 caption=f"cells: value (n), {legend}; * = best cell of the row for that "
+                         "variant")
     for i, rv in enumerate(grid.row_values):
         line = [_fmt_param(grid.row_param, rv)]
         for g in grid.groups:
@@ -492,13 +503,17 @@ def line_rate_table(store: Store, groups: Mapping[str, list[str]],
     that is what the links carry, and the figure that can be held against a link speed;
     point-to-point benchmarks by their MB/s."""
     cells = cells if cells is not None else load_cells(store, groups, with_samples=False)
+    wanted = set(groups)
+    legend = statistic_legend((c for by in cells.values() for g, c in by.items()
+                               if g in wanted and c.size), "time")
     t = Table(title="Bandwidth against line rate", kind="line-rate", rows=[],
               header=["variant", "benchmark", "np", "line rate", "figure", "peak MB/s",
                       "at size", "% of line", "half-peak size"],
-              caption="MB/s = 10^6 bytes/s from the median time; figure = MB/s for "
+              caption=f"MB/s = 10^6 bytes/s from the time ({legend}); figure = MB/s for "
                       "point-to-point, busbw (bus bandwidth) for collectives; line rate "
                       "converted as bits/s / 8 / 10^6; half-peak size = smallest measured "
-                      "size whose bandwidth is >= 50% of the peak")
+                      "size whose bandwidth is >= 50% of the peak",
+              notes=[w for ws in transport_notes(store, groups).values() for w in ws])
     for g, ids in groups.items():
         rate = line_rate
         if rate is None:
@@ -556,10 +571,12 @@ def first_call_table(store: Store, groups: Mapping[str, list[str]], *,
     for g in gs:
         hdr += [f"{g} first", f"{g} steady"] + ([f"{g} mean ± std"] if mean_std else []) + \
             [f"{g} first/steady"]
+    imported = imported_clause(c for key, by in cells.items() if key[4] == "time"
+                               for c in by.values())
     t = Table(title="First call vs steady state", header=hdr, rows=[], kind="first-call",
               caption="first = time of the first (initialisation) call, median over launches; "
-                      "steady = median ± 95% CI of the timed samples (warm-up discarded); "
-                      "times in microseconds")
+                      "steady = median ± 95% CI of the timed samples (warm-up discarded)"
+                      + (f"; {imported}" if imported else "") + "; times in microseconds")
     size_set = set(sizes) if sizes is not None else None
     for key, by_group in cells.items():
         bench, size, _np, _pk, metric = key

@@ -1,0 +1,118 @@
+"""Captions say which statistic a table shows. Imported rows (`mpibench import`) hold the
+tool's own per-size figure (IMB t[usec]: a mean over repetitions), not samples: every caption
+and legend - compare, gain table, line rate, results, the HTML and Markdown reports - must
+say so when such rows are present, and must keep saying "median" when they are not.
+Uses the real captured IMB PingPong outputs in tests/data/imb."""
+
+from __future__ import annotations
+
+import json
+from html import unescape
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mpibench.cli import main as cli_main
+from mpibench.importer import import_files
+from mpibench.report.compare import compare_groups, render_results
+from mpibench.report.html import ReportOptions, build_report, render_html, write_markdown
+from mpibench.report.tables import gain_table, line_rate_table
+from mpibench.store import Store
+from test_report_synth import add_variant_runs, core_record
+
+IMB = Path(__file__).parent / "data" / "imb"
+TCP = IMB / "imb2021.11-openmpi4.1.4-np2-pingpong-btl-tcp.txt"
+VADER = IMB / "imb2021.11-openmpi4.1.4-np2-pingpong-btl-vader.txt"
+OWN = "the tool's own mean"
+UNTESTED = "imported rows: the tool's own mean, no samples, untested"
+
+
+@pytest.fixture
+def imported_db(tmp_path):
+    db = str(tmp_path / "f.db")
+    assert cli_main(["import", str(TCP), "--db", db, "--label", "tcp", "--line-rate",
+                     "10Gb/s", "--json"]) == 0
+    assert cli_main(["import", str(VADER), "--db", db, "--label", "vader", "--line-rate",
+                     "100Gb/s", "--json"]) == 0
+    return db
+
+
+def _compare(db, capsys, fmt, *extra):
+    capsys.readouterr()
+    rc = cli_main(["compare", "--db", db, "--campaign", "imports", "--variant", "tcp",
+                   "--variant", "vader", "--gain-table", "--format", fmt, *extra])
+    assert rc == 0
+    return capsys.readouterr().out
+
+
+def test_imported_captions_in_every_compare_format(imported_db, capsys):
+    obj = json.loads(_compare(imported_db, capsys, "json"))
+    gain = obj["gain_table"]
+    assert gain["caption"].startswith(f"time = {OWN} (us); imported rows: no samples, "
+                                      "untested")
+    assert "median" not in gain["caption"]
+    assert all(r["tcp_statistic"] == r["vader_statistic"] == "mean" for r in gain["rows"])
+    assert OWN in obj["line_rate"]["caption"] and "median" not in obj["line_rate"]["caption"]
+    assert obj["comparison"]["statistic"] == f"value = {OWN}; imported rows: no samples, " \
+                                             "untested"
+    for fmt in ("terminal", "markdown"):
+        out = " ".join(_compare(imported_db, capsys, fmt, "--size", "4M").split())
+        out = out.replace("\\", "")                     # Markdown escapes
+        assert "time = median" not in out and "from the median" not in out
+        assert f"time = {OWN} (us)" in out              # gain table
+        assert f"value = {OWN}; imported rows: no samples, untested" in out   # comparison
+        assert "8776 (mean)" in out                     # the gain table's cell says it too
+    out = _compare(imported_db, capsys, "csv")
+    assert "tcp_statistic" in out
+
+
+def test_imported_results_and_reports_say_mean(imported_db, tmp_path):
+    with Store(imported_db) as store:
+        ids = {r["label"]: [r["id"]] for r in store.runs()}
+        rep = build_report(store, ids, ReportOptions(plots=False, line_rate="10Gb/s"))
+        html = unescape(render_html(rep))               # &#39; -> '
+        md = write_markdown(rep, tmp_path / "r.md").read_text()
+        res = render_results(store, ids["tcp"], "terminal", title="tcp")
+    assert "Imported rows: the tool's own mean: no samples, no CI, never tested." in html
+    assert f"time = {OWN} (us)" in html and "time = median" not in html
+    md_flat = " ".join(md.replace("\\", "").split())
+    assert "Imported rows: the tool's own mean: no samples, no CI, never tested." in md_flat
+    assert f"time = {OWN} (us)" in md_flat
+    assert UNTESTED in " ".join(res.split())
+
+
+def test_mixed_sets_say_both(tmp_path):
+    """One set imported from IMB, one measured by the core: 'median' for the core's cells,
+    and which statistic the imported cells are."""
+    rng = np.random.default_rng(4)
+    with Store(tmp_path / "m.db") as store:
+        import_files(store, [VADER], label="imb")
+        imb = [r["id"] for r in store.runs()]
+        cid = store.add_campaign("core")
+        core = add_variant_runs(store, cid, "core", repeats=2, make=lambda rep: [
+            core_record("PingPong", s, rng.normal(0.3 + s / 5000, 0.01, 12))
+            for s in (8, 1024, 1 << 20)])
+        cmp = compare_groups(store, {"core": core, "imb": imb}, "core")
+        gt = gain_table(cmp)
+        lr = line_rate_table(store, {"core": core, "imb": imb}, "100Gb/s")
+    assert gt.caption.startswith(f"time = median (us); {UNTESTED}")
+    assert gt.rows[0][2] != "" and gt.rows[0][4].endswith(" (mean)")   # imb column, 1M
+    assert not gt.rows[0][2].endswith(")")                            # core: a median
+    assert f"time = median; {UNTESTED}" in lr.caption
+    d = next(r for r in cmp.rows if r.size == 1 << 20).deltas["imb"]
+    assert d.gain is not None and not d.tested
+
+
+def test_sampled_rows_keep_the_median_captions(tmp_path):
+    rng = np.random.default_rng(5)
+    with Store(tmp_path / "c.db") as store:
+        cid = store.add_campaign("core")
+        groups = {v: add_variant_runs(store, cid, v, repeats=2, make=lambda rep: [
+            core_record("PingPong", s, rng.normal(0.3 + s / 5000, 0.01, 12))
+            for s in (8, 1 << 20)]) for v in ("a", "b")}
+        cmp = compare_groups(store, groups, "a")
+        gt = gain_table(cmp)
+        html = render_html(build_report(store, groups, ReportOptions(plots=False)))
+    assert gt.caption.startswith("time = median (us); MB/s")
+    assert "imported" not in gt.caption and "Imported rows" not in html
