@@ -116,3 +116,16 @@ def test_sampled_rows_keep_the_median_captions(tmp_path):
         html = render_html(build_report(store, groups, ReportOptions(plots=False)))
     assert gt.caption.startswith("time = median (us); MB/s")
     assert "imported" not in gt.caption and "Imported rows" not in html
+
+
+def test_plot_legend_names_the_imported_statistic(imported_db):
+    from mpibench.report import plots
+
+    with Store(imported_db) as store:
+        ids = {r["label"]: [r["id"]] for r in store.runs()}
+        cmp = compare_groups(store, ids, "tcp")
+    fig = plots.latency_figure(cmp)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["tcp (tool's mean)",
+                                                                    "vader (tool's mean)"]
+    assert "imported: tool's own" in ax.get_ylabel()

@@ -15,7 +15,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from mpibench.report.compare import Comparison
-from mpibench.report.data import Cell, fmt_params, fmt_size
+from mpibench.report.data import Cell, fmt_params, fmt_size, imported_statistics
 
 # Figures are built with matplotlib.figure.Figure (no pyplot): no global backend switch, no
 # global state, safe to import in a notebook. Our style applies only inside rc_context.
@@ -105,6 +105,9 @@ def _lines(cmp: Comparison, bench: str):
             if not cs:
                 continue
             label = g if len(nps) == 1 else f"{g} np={np_}"
+            own = imported_statistics(cs)
+            if own:            # imported rows: the tool's own figure, not a median
+                label += f" (tool's {'/'.join(own)})"
             yield (label, COLORS[i % len(COLORS)], _LINESTYLES[nps.index(np_) % 4], cs)
 
 
@@ -147,7 +150,9 @@ def latency_figure(cmp: Comparison, benches: list[str] | None = None):
     fig, axes = _grid_axes(len(benches))
     for ax, bench in zip(axes, benches, strict=True):
         sizes: list[int] = []
+        imported = False
         for label, col, ls, cs in _lines(cmp, bench):
+            imported |= bool(imported_statistics(cs))
             x = np.array([_size_x(c.size) for c in cs])
             y = np.array([c.value for c in cs])
             lo = np.array([c.ci_low if c.ci_low is not None else c.value for c in cs])
@@ -159,7 +164,8 @@ def latency_figure(cmp: Comparison, benches: list[str] | None = None):
         ax.set_yscale("log")
         ax.set_title(safe(bench))
         ax.set_xlabel("message size (bytes)")
-        ax.set_ylabel("time (us), median, 95% CI")
+        ax.set_ylabel("time (us): median, 95% CI" + ("; imported: tool's own" if imported
+                                                      else ""))
         if sizes:
             _size_ticks(ax, sizes)
         ax.legend(fontsize=7, loc="upper left")
