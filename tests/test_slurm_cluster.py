@@ -63,7 +63,33 @@ PBS_TIMEOUT_TOML = ((EXAMPLES / "slurm-timeout.toml").read_text()
                     .replace('stack = "openmpi"', 'stack = "mpich"')
                     .replace('name = "slurm"', 'name = "pbs"')
                     .replace('partition = "debug"', 'queue = "debug"'))
-CAMPAIGNS = ("slurm-local", "slurm-timeout", "pbs-local", "slurm-hostile", "pbs-timeout")
+# an application cell whose setup (think grompp) sleeps: its wall time must not include it
+SETUP_TOML = """
+[campaign]
+name = "slurm-setup"
+repeats = 1
+timeout = 60
+verify_transport = false
+
+[variants.one]
+stack = "mpich"
+np = 1
+launcher = "srun"
+
+[benchmarks.app]
+setup = "sleep 3"
+command = "true"
+fom = "wall_time"
+
+[scheduler]
+name = "slurm"
+partition = "debug"
+time_limit = "00:02:00"
+poll_interval = 1
+poll_max_interval = 2
+"""
+CAMPAIGNS = ("slurm-local", "slurm-timeout", "pbs-local", "slurm-hostile", "pbs-timeout",
+             "slurm-setup")
 pytestmark = pytest.mark.slurm
 
 
@@ -83,7 +109,7 @@ def campaigns(slurm_cluster, tmp_path_factory):  # noqa: F811
     marker = base / "pwned"
     inline = {"slurm-hostile": HOSTILE_TOML.replace(
                   "{evil}", json.dumps(HOSTILE.format(marker=marker))),
-              "pbs-timeout": PBS_TIMEOUT_TOML}
+              "pbs-timeout": PBS_TIMEOUT_TOML, "slurm-setup": SETUP_TOML}
     for name in CAMPAIGNS:
         d = base / name
         d.mkdir()
@@ -100,7 +126,7 @@ def campaigns(slurm_cluster, tmp_path_factory):  # noqa: F811
 
     with ThreadPoolExecutor(len(CAMPAIGNS)) as pool:
         results = dict(zip(CAMPAIGNS, pool.map(run, CAMPAIGNS), strict=True))
-    out = {"marker": marker}
+    out = {"marker": marker, "files": files}
     for name, res in results.items():
         db = files[name].parent / "mpibench.db"
         out[name] = (res, _rows(db) if db.exists() else [])
@@ -154,6 +180,37 @@ def test_cell_over_its_slurm_time_limit_is_a_timeout(campaigns):
     assert r["reason"].startswith("job ended timeout: the job exceeded its Slurm time limit")
     assert "#SBATCH --time=00:01:00" in r["job_script"]
     assert r["exit_code"] is None and r["nodelist"] in ("n1", "n2")
+    # what `campaign status` and `campaign list` show for it, table and --json
+    camp = str(campaigns["files"]["slurm-timeout"])
+    res = run_command([sys.executable, "-m", "mpibench", "campaign", "status", camp, "--json"],
+                      timeout=60)
+    (p,) = json.loads(res.stdout)["problems"]
+    assert (p["job_id"], p["nodelist"], p["sched_state"]) == \
+        (r["job_id"], r["nodelist"], r["sched_state"])
+    assert p["sched_state"] == "TIMEOUT signal=15", p  # slurmstepd's SIGTERM at the limit
+    text = run_command([sys.executable, "-m", "mpibench", "campaign", "status", camp],
+                       timeout=60).stdout
+    assert f"[job {r['job_id']} on {r['nodelist']}: TIMEOUT signal=15]" in text, text
+    text = run_command([sys.executable, "-m", "mpibench", "campaign", "list", camp],
+                       timeout=60).stdout
+    row = next(ln for ln in text.splitlines() if r["id"] in ln)
+    assert f" {r['job_id']} " in row and "TIMEOUT signal=15" in row, text
+
+
+def test_batch_app_wall_time_excludes_its_setup(campaigns):
+    res, rows = campaigns["slurm-setup"]
+    (r,) = rows
+    assert r["status"] == "done", (r["reason"], r["stderr_tail"], res.stderr[-2000:])
+    timing = json.loads((Path(r["run_dir"]) / "timing.json").read_text())
+    assert timing["launch_started"] - timing["started"] >= 3  # the setup's sleep
+    con = sqlite3.connect(campaigns["files"]["slurm-setup"].parent / "mpibench.db")
+    try:
+        (wall,) = con.execute("SELECT median FROM results WHERE run_id=? AND "
+                              "metric='wall_time'", (r["id"],)).fetchone()
+    finally:
+        con.close()
+    assert wall == pytest.approx(timing["finished"] - timing["launch_started"])
+    assert wall <= r["elapsed"] - 3  # the step took the sleep and the launch; wall only one
 
 
 def test_cell_over_its_pbs_walltime_is_a_timeout(campaigns):
@@ -391,3 +448,79 @@ def test_stop_cancels_jobs_still_running_before_stopping_the_daemons(tmp_path):
     if not gone:
         os.kill(pid, 9)  # by its PID: do not leave it behind even when the test fails
     assert gone, "the job's process outlived the cluster"
+
+
+# -- a harness SIGKILLed right after sbatch answered, before the job id reached the store -----
+ORPHAN = """
+[campaign]
+name = "slurm-orphan"
+repeats = 1
+timeout = 60
+verify_transport = false
+
+[variants.one]
+stack = "mpich"
+np = 1
+launcher = "srun"
+
+[benchmarks.count]
+command = "bash -c 'echo $SLURM_JOB_ID >>{campaign_dir}/ran.txt; sleep {nap}'"
+fom = "wall_time"
+
+[scheduler]
+name = "slurm"
+partition = "debug"
+time_limit = "00:02:00"
+poll_interval = 1
+poll_max_interval = 2
+"""
+# the harness itself, with sbatch's answer followed by a SIGKILL of the harness: the job
+# exists in Slurm, the store never hears of it
+DIE_AFTER_SBATCH = """
+import os, signal, sys
+import mpibench.schedulers.slurm as slurm
+real = slurm.SlurmScheduler.submit
+def submit(self, req):
+    job = real(self, req)
+    with open(sys.argv[1], "w") as fh:
+        fh.write(job)
+    os.kill(os.getpid(), signal.SIGKILL)
+slurm.SlurmScheduler.submit = submit
+from mpibench.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+@pytest.mark.parametrize("nap", [20, 0], ids=["job-alive-at-resume", "job-ended-before"])
+def test_resume_adopts_the_job_a_killed_harness_submitted(slurm_cluster, tmp_path,  # noqa: F811
+                                                          nap):
+    camp = tmp_path / "orphan.toml"
+    camp.write_text(ORPHAN.replace("{nap}", str(nap)))
+    script = tmp_path / "die.py"
+    script.write_text(DIE_AFTER_SBATCH)
+    res = run_command([sys.executable, str(script), str(tmp_path / "job"), "campaign", "run",
+                       "--no-progress", str(camp)], env=slurm_cluster.env(), cwd=tmp_path,
+                      timeout=120)
+    assert res.returncode == -9, res.stdout[-2000:] + res.stderr[-2000:]
+    job = (tmp_path / "job").read_text()
+    (r,) = _rows(tmp_path / "mpibench.db")
+    assert (r["status"], r["job_id"], r["sched_state"]) == ("running", None, "submitting")
+    if nap == 0:  # let it finish first: squeue still knows it (MinJobAge), finished
+        deadline = time.monotonic() + 60
+        while _squeue_states([job]).get(job) != "COMPLETED" and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert _squeue_states([job]).get(job) == "COMPLETED"
+    else:
+        assert _squeue_states([job]).get(job) in ("PENDING", "RUNNING")
+    res = run_command([sys.executable, "-m", "mpibench", "campaign", "resume", "--no-progress",
+                       str(camp)], env=slurm_cluster.env(), cwd=tmp_path, timeout=120)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    assert f"job {job} (mpibench-{r['id']}) was submitted just before the previous harness " \
+           "stopped" in res.stdout + res.stderr
+    (r,) = _rows(tmp_path / "mpibench.db")
+    assert (r["status"], r["job_id"], r["sched_state"]) == ("done", job, "COMPLETED"), r
+    # exactly one job ever carried the cell's name, and the cell's command ran once
+    mine = run_command(["squeue", "--noheader", "--states=all", f"--name=mpibench-{r['id']}",
+                        "-o", "%i"], timeout=30)
+    assert mine.stdout.split() == [job]
+    assert (tmp_path / "ran.txt").read_text().split() == [job]
