@@ -258,3 +258,134 @@ def test_campaign_html_and_markdown_reports(campaign_db, tmp_path):
     assert "mdrun ns/day (ns/day, higher is better): np x steps" in text   # auto grid
     mdt = md.read_text()
     assert "<script" not in mdt and len(list((tmp_path / "camp-plots").glob("*.png"))) >= 4
+
+
+# ---------------------------------------------------------------------------------------
+# Line rate per variant and price/power per campaign, from the campaign file alone: compare
+# and report show the line-rate and cost tables with no flags; flags still override.
+
+JUDGED = '''
+[campaign]
+name = "judged"
+repeats = 2
+verify_transport = false
+timeout = 120
+price_per_node_hour = 2.5
+power_per_node_w = 400
+
+[defaults]
+line_rate = "25GbE"
+
+[variants.ompi]
+stack = "openmpi"
+transport = "shm"
+line_rate = "100Gb/s"
+
+[variants.mpich]
+stack = "mpich"
+transport = "shm"
+
+[benchmarks.pp]
+benchmarks = ["PingPong"]
+sizes = "8,64K"
+options = { max_time = 0.02, timeout = 20 }
+'''
+
+
+@pytest.fixture(scope="module")
+def judged_db(tmp_path_factory):
+    if not HAVE_STACKS:
+        pytest.skip("needs Debian's Open MPI and MPICH (make setup)")
+    d = tmp_path_factory.mktemp("judged")
+    (d / "judged.toml").write_text(JUDGED)
+    res = _mpibench(["campaign", "run", "judged.toml"], cwd=d, timeout=300)
+    assert res.returncode == 0, res.stderr_tail(40) + res.stdout[-3000:]
+    return d
+
+
+def _finished(db) -> dict:
+    import sqlite3
+
+    con = sqlite3.connect(db)
+    try:
+        return dict(con.execute("SELECT id, finished FROM runs WHERE status='done'"))
+    finally:
+        con.close()
+
+
+def _compare(db, *args, capsys):
+    rc = cli_main(["compare", "--db", str(db), "--campaign", "judged", "--format", "json",
+                   *args])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    return json.loads(out)
+
+
+def test_campaign_line_rate_per_variant_reaches_compare(judged_db, capsys):
+    obj = _compare(judged_db / "mpibench.db", capsys=capsys)
+    rates = {r["variant"]: r["line_rate_bps"] for r in obj["line_rate"]["rows"]}
+    assert rates == {"ompi": 100e9, "mpich": 25e9}
+    for r in obj["line_rate"]["rows"]:
+        assert r["percent_of_line_rate"] == pytest.approx(
+            100 * r["peak_mbps"] / (r["line_rate_bps"] / 8e6))
+    # the flag wins over the file
+    obj = _compare(judged_db / "mpibench.db", "--line-rate", "1Gb/s", capsys=capsys)
+    assert {r["line_rate_bps"] for r in obj["line_rate"]["rows"]} == {1e9}
+
+
+@pytest.mark.xfail(strict=True, reason="commands/compare.py shows the cost table only when "
+                   "--cost-per-node-hour/--power-per-node-w is given; the change that reads "
+                   "the campaign keys is proposed in /tmp/notes/round2-A.md (remove this mark "
+                   "when it lands)")
+def test_campaign_price_and_power_reach_compare_without_flags(judged_db, capsys):
+    obj = _compare(judged_db / "mpibench.db", capsys=capsys)
+    cost = {r["variant"]: r for r in obj["cost"]["rows"]}
+    assert set(cost) == {"ompi", "mpich"}
+    for r in cost.values():
+        assert r["cost_per_run"] == pytest.approx(r["nodes"] * r["seconds"] / 3600 * 2.5)
+
+
+def test_campaign_price_and_power_flags_override_in_compare(judged_db, capsys):
+    obj = _compare(judged_db / "mpibench.db", "--cost-per-node-hour", "10", capsys=capsys)
+    cost = obj["cost"]
+    assert "price 10.0 per node-hour, power 400 W per node" in cost["caption"]
+    for r in cost["rows"]:
+        assert r["cost_per_run"] == pytest.approx(r["nodes"] * r["seconds"] / 3600 * 10)
+        assert r["energy_wh_per_run"] == pytest.approx(r["nodes"] * r["seconds"] / 3600 * 400)
+
+
+def test_campaign_keys_reach_the_report_without_flags(judged_db, tmp_path):
+    html = tmp_path / "judged.html"
+    rc = cli_main(["report", "--db", str(judged_db / "mpibench.db"), "--campaign", "judged",
+                   "-o", str(html), "--no-plots"])
+    assert rc == 0
+    text = html.read_text()
+    assert 'id="line-rate"' in text and 'id="cost"' in text
+    assert "100 Gb/s" in text and "25 Gb/s" in text
+    assert "price 2.5 per node-hour, power 400 W per node" in text
+    rc = cli_main(["report", "--db", str(judged_db / "mpibench.db"), "--campaign", "judged",
+                   "-o", str(html), "--no-plots", "--line-rate", "1Gb/s",
+                   "--cost-per-node-hour", "7"])
+    assert rc == 0
+    text = html.read_text()
+    assert "1 Gb/s" in text and "100 Gb/s" not in text and "price 7.0 per node-hour" in text
+
+
+def test_a_line_rate_edited_after_the_run_reaches_the_reports(judged_db, capsys):
+    d = judged_db
+    before = _finished(d / "mpibench.db")
+    assert len(before) == 4
+    # same cells (a line rate is not part of a cell id): resuming the finished campaign
+    # runs nothing and updates the stored runs
+    (d / "judged.toml").write_text(JUDGED.replace('line_rate = "100Gb/s"',
+                                                  'line_rate = "200Gb/s"'))
+    try:
+        res = _mpibench(["campaign", "resume", "judged.toml"], cwd=d, timeout=120)
+        assert res.returncode == 0, res.stderr_tail(20)
+        assert _finished(d / "mpibench.db") == before          # nothing ran again
+        obj = _compare(d / "mpibench.db", capsys=capsys)
+        rates = {r["variant"]: r["line_rate_bps"] for r in obj["line_rate"]["rows"]}
+        assert rates == {"ompi": 200e9, "mpich": 25e9}
+    finally:
+        (d / "judged.toml").write_text(JUDGED)
+        _mpibench(["campaign", "resume", "judged.toml"], cwd=d, timeout=120)
