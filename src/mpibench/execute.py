@@ -273,10 +273,11 @@ def parse_bytes(value: Any) -> int | None:
     return n if 1 <= n < 2**63 else None
 
 
-def check_core_options(options: Mapping[str, Any],
-                       fail: Callable[[str, str, str], Any]) -> dict[str, Any]:
+def check_core_options(options: Mapping[str, Any], fail: Callable[[str, str, str], Any],
+                       spell: Callable[[str], str] = str) -> dict[str, Any]:
     """Validate core options before anything runs, the way the core would (so a launch never
-    dies of exit 2). `fail(name, problem, expected)` raises; names are CORE_OPTIONS keys.
+    dies of exit 2). `fail(name, problem, expected)` raises; names are CORE_OPTIONS keys;
+    `spell` writes an option's name in messages (campaign key or command-line flag).
     Returns the options with normalised values (bytes as integers), None values dropped."""
     out: dict[str, Any] = {}
     for name, value in options.items():
@@ -307,18 +308,20 @@ def check_core_options(options: Mapping[str, Any],
                 fail(name, bad, form)
             value = float(value)
         out[name] = value
+    it, vol, mt, to = (spell(k) for k in ("iterations", "iterations_volume", "max_time",
+                                          "timeout"))
     if out.get("iterations_volume") and not out.get("iterations"):
-        fail("iterations_volume", "needs iterations (a fixed count to cap)",
-             "iterations as well, e.g. iterations 1000 with iterations_volume 40M as IMB")
+        fail("iterations_volume", f"needs {it} (the fixed count it caps)",
+             f"{it} as well (IMB's rule: {it} 1000 with {vol} 40M)")
     if not out.get("iterations"):
         max_time = out.get("max_time", _CORE_DEFAULT_MAX_TIME)
         timeout = out.get("timeout", _CORE_DEFAULT_TIMEOUT)
         if timeout <= max_time:
             name = "timeout" if "timeout" in out else "max_time"
-            fail(name, f"the watchdog timeout ({timeout:g} s"
+            fail(name, f"the watchdog {to} ({timeout:g} s"
                  + ("" if "timeout" in out else ", the core's default")
-                 + f") is not longer than max_time ({max_time:g} s), so it would end every "
-                 "size that uses its budget", "timeout > max_time, with a margin")
+                 + f") is not longer than {mt} ({max_time:g} s), so it would end every size "
+                 "that uses its budget", f"{to} > {mt}, with a margin")
     return out
 
 
