@@ -325,3 +325,28 @@ def test_fingerprint_carries_the_options_that_change_a_sample(tmp_path):
     h2["options"]["thread_level"] = "multiple"
     assert core_fingerprint(h2) != core_fingerprint(header)
     assert core_fingerprint({}) == {}          # no core header (applications): nothing
+
+
+def test_sync_rows_are_what_create_run_would_have_written(tmp_path):
+    """Sync serialises each variant x group once and splices the parameter points in: the
+    stored text must equal json.dumps of the whole spec, cell by cell."""
+    from mpibench.campaign.runner import _cell_spec
+
+    text = BASE.replace('stack = "openmpi"', 'stack = "openmpi"\nline_rate = "100Gb/s"') + (
+        '[benchmarks.app]\ncommand = "run {a} {b}"\n'
+        'params = { a = [1, 2.5, "x y"], b = ["\\"q\\"", 0] }\nrepeats = 3\n')
+    spec = load_text(tmp_path, text)
+    with Store(tmp_path / "s.db") as store:
+        runner = CampaignRunner(spec, store, [])
+        _, cells, _ = runner.sync()
+        rows = {r["id"]: r for r in store.runs()}
+        assert len(rows) == len(cells) == 3 * 2 + 3 * 6 * 3
+        for c in cells:
+            r = rows[c.id]
+            assert r["spec_json"] == json.dumps(_cell_spec(c, spec.judging(c.variant.name)),
+                                                sort_keys=True, default=str)
+            assert r["params_json"] == json.dumps(c.params, sort_keys=True, default=str)
+            assert r["run_dir"] == str(runner.run_dir(c)) and r["label"] == c.label
+            assert (r["variant"], r["grp"], r["repeat"], r["seq"]) == \
+                (c.variant.name, c.group.name, c.repeat, c.seq)
+            assert json.loads(r["spec_json"])["repeat"] == c.repeat

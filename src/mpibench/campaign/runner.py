@@ -24,7 +24,7 @@ import shutil
 import signal
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -182,13 +182,8 @@ class CampaignRunner:
             cid = self.store.add_campaign(spec.name, sdict, file=str(spec.path))
             known = dict(self.store.db.execute("SELECT id, seq FROM runs WHERE campaign_id=?",
                                                (cid,)).fetchall())
-            self.store.create_runs(
-                dict(run_id=cell.id, campaign_id=cid, variant=cell.variant.name,
-                     grp=cell.group.name, params=cell.params, repeat=cell.repeat,
-                     spec=_cell_spec(cell, spec.judging(cell.variant.name)), seq=cell.seq,
-                     transport_requested=cell.variant.transport, scheduler=self.scheduler.name,
-                     label=cell.label, run_dir=str(self.run_dir(cell)))
-                for cell in cells if cell.id not in known)
+            self.store.create_runs(self._new_runs(cid, [c for c in cells
+                                                        if c.id not in known]))
             # an edited file may reorder cells: keep seq in step with this plan
             self.store.db.executemany("UPDATE runs SET seq=? WHERE id=?",
                                       [(c.seq, c.id) for c in cells
@@ -196,6 +191,32 @@ class CampaignRunner:
             if known:
                 self._refresh_judging(cid)
         return cid, cells, seed
+
+    def _new_runs(self, cid: int, cells: list[Cell]) -> Iterator[dict[str, Any]]:
+        """Rows for Store.create_runs. A big campaign is a few variant x group blobs repeated
+        over many parameter points: serialise each blob and each point once, and splice
+        them (the text equals json.dumps(_cell_spec(...), sort_keys=True))."""
+        root = str(self.runs_root)
+        blobs: dict[tuple[int, int], list[str]] = {}
+        points: dict[int, str] = {}
+        hole = "\0mpibench-cell\0"
+        quoted = json.dumps(hole)
+        for cell in cells:
+            v, g = cell.variant, cell.group
+            parts = blobs.get((id(v), id(g)))
+            if parts is None:
+                blob = json.dumps(_cell_spec(cell, self.spec.judging(v.name)) | {
+                    "params": hole, "repeat": hole}, sort_keys=True, default=str)
+                parts = blobs[(id(v), id(g))] = blob.split(quoted)
+            pj = points.get(id(cell.params))
+            if pj is None:
+                pj = points[id(cell.params)] = json.dumps(cell.params, sort_keys=True,
+                                                          default=str)
+            yield dict(run_id=cell.id, campaign_id=cid, variant=v.name, grp=g.name,
+                       params_json=pj, repeat=cell.repeat, seq=cell.seq,
+                       spec_json=parts[0] + pj + parts[1] + str(cell.repeat) + parts[2],
+                       transport_requested=v.transport, scheduler=self.scheduler.name,
+                       label=cell.label, run_dir=f"{root}/{cell.id}")
 
     def _refresh_judging(self, cid: int) -> None:
         """A line rate added or changed in the file after cells ran: the reports read it from
