@@ -189,7 +189,7 @@ class CampaignRunner:
                                       [(c.seq, c.id) for c in cells
                                        if c.id in known and known[c.id] != c.seq])
             if known:
-                self._refresh_judging(cid)
+                self._refresh_judging(cid, json.loads(row["spec_json"]) if row else {})
         return cid, cells, seed
 
     def _new_runs(self, cid: int, cells: list[Cell]) -> Iterator[dict[str, Any]]:
@@ -218,13 +218,18 @@ class CampaignRunner:
                        transport_requested=v.transport, scheduler=self.scheduler.name,
                        label=cell.label, run_dir=f"{root}/{cell.id}")
 
-    def _refresh_judging(self, cid: int) -> None:
+    def _refresh_judging(self, cid: int, before: dict[str, Any]) -> None:
         """A line rate added or changed in the file after cells ran: the reports read it from
-        each run's spec, so update the runs of each variant (one statement per variant; only
-        rows whose value differs are written). Cell ids do not depend on it."""
+        each run's spec, so update the runs of each variant whose line rate differs from the
+        last sync's (`before`, the campaign's stored spec; only rows whose value differs are
+        written). Cell ids do not depend on it. A resume of an unchanged file writes nothing."""
+        last = {v.get("name"): (v.get("line_rate"), v.get("line_rate_bps"))
+                for v in before.get("variants", []) if isinstance(v, dict)}
         for v in self.spec.variants:
             want = self.spec.judging(v.name)
             text, bps = want.get("line_rate"), want.get("line_rate_bps")
+            if last.get(v.name, "unknown") == (text, bps):
+                continue
             self.store.db.execute(
                 "UPDATE runs SET spec_json = CASE WHEN ? IS NULL "
                 "THEN json_remove(spec_json, '$.line_rate', '$.line_rate_bps') "
