@@ -75,12 +75,15 @@ def register(sub) -> None:
                    help="launches per variant, interleaved across variants (default 3)")
     p.add_argument("--baseline", help="variant to compare against (default: the first)")
     g = p.add_argument_group("measurement (passed to mpibench-core)")
-    g.add_argument("--target", type=float, help="stop a size when the 95%% CI of the median "
+    g.add_argument("--target", type=float, metavar="PCT", help="stop a size when the 95%% CI of the median "
                    "is within +-PCT (core default 1)")
-    g.add_argument("--max-time", type=float, help="time budget per size in seconds "
+    g.add_argument("--max-time", type=float, metavar="SEC", help="time budget per size in seconds "
                    "(core default 1)")
-    g.add_argument("--iterations", type=int, help="fixed iteration count instead of adaptive")
-    g.add_argument("--timeout", type=float, help="watchdog per size in seconds")
+    g.add_argument("--iterations", type=int, metavar="N",
+                   help="fixed iteration count instead of adaptive")
+    g.add_argument("--timeout", type=float, metavar="SEC",
+                   help="watchdog per size in seconds (core default 60; must exceed "
+                        "--max-time)")
     g.add_argument("--no-validate", action="store_true", help="skip the untimed validation pass")
     g.add_argument("--iterations-volume", metavar="BYTES",
                    help="with --iterations: at most BYTES/size iterations per size (IMB: "
@@ -97,7 +100,7 @@ def register(sub) -> None:
                         "serialized, multiple")
     g.add_argument("--futility", action="store_true",
                    help="stop a size early when its CI cannot reach --target in --max-time")
-    g.add_argument("--launch-timeout", type=float,
+    g.add_argument("--launch-timeout", type=float, metavar="SEC",
                    help="kill a launch after this many seconds (default: from the budgets)")
     o = p.add_argument_group("output")
     add_db(o)
