@@ -321,3 +321,108 @@ def test_cliffs_delta_from_the_tests_u(a, b):
     r = stats.mann_whitney_test(a, b)
     assert stats.cliffs_from_u(r.u, len(a), len(b)) == pytest.approx(stats.cliffs_delta(a, b),
                                                                      abs=1e-12)
+
+
+def _bits(v):
+    """A float's exact bits (NaN as one value), None as None: equality is bit-identity."""
+    if v is None:
+        return None
+    v = float(v)
+    return "nan" if math.isnan(v) else v.hex()
+
+
+def _random_samples(rng, k):
+    """Samples of the shapes reports meet: equal and unequal lengths, continuous, coarse
+    timer ticks (ties), all-equal, negative, NaN, inf and empty."""
+    out = []
+    for i in range(k):
+        n = int(rng.choice([0, 1, 2, 5, 6, 7, 30, 100, 257]))
+        kind = i % 7
+        if kind == 0:
+            x = rng.lognormal(0, 0.3, n)
+        elif kind == 1:
+            x = np.round(rng.normal(5, 1, n), 1)          # timer ticks: many ties
+        elif kind == 2:
+            x = np.full(n, 3.25)
+        elif kind == 3:
+            x = rng.normal(-2, 10, n)
+        elif kind == 4:
+            x = rng.lognormal(0, 0.3, n)
+            if n:
+                x[rng.integers(0, n)] = np.nan
+        elif kind == 5:
+            x = rng.lognormal(0, 0.3, n)
+            if n > 2:
+                x[0] = np.inf
+        else:
+            x = rng.integers(0, 3, n).astype(float)
+        out.append(x)
+    return out
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")     # inf samples
+@pytest.mark.parametrize("seed", range(6))
+def test_summarize_many_is_bit_identical_to_summarize(seed):
+    rng = np.random.default_rng(seed)
+    xs = _random_samples(rng, 300)
+    many = stats.summarize_many(xs)
+    assert len(many) == len(xs)
+    for x, got in zip(xs, many, strict=True):
+        want = stats.summarize(x)
+        assert list(got) == list(want)
+        assert {k: _bits(v) for k, v in got.items()} == {k: _bits(v) for k, v in want.items()}
+    # large batches of one length (the wide report store: 10,000 cells x 100 samples)
+    xs = [rng.lognormal(0, 0.2, 100) for _ in range(500)]
+    for x, got in zip(xs, stats.summarize_many(xs), strict=True):
+        assert {k: _bits(v) for k, v in got.items()} == \
+            {k: _bits(v) for k, v in stats.summarize(x).items()}
+
+
+def test_summarize_many_batches_and_rejects_a_bad_level():
+    with pytest.raises(ValueError):
+        stats.summarize_many([[1.0, 2.0]], level=1.5)
+    assert stats.summarize_many([]) == []
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_mann_whitney_many_is_bit_identical_to_the_single_test(seed):
+    rng = np.random.default_rng(100 + seed)
+    pairs = []
+    for a, b in zip(_random_samples(rng, 200), _random_samples(rng, 200), strict=True):
+        pairs.append((a, b))
+    # many pairs of one shape on the asymptotic path, with and without ties and shifts
+    for i in range(300):
+        n1, n2 = (60, 60) if i % 2 else (100, 70)
+        a = rng.lognormal(0, 0.3, n1)
+        b = rng.lognormal(0.05 * (i % 3), 0.3, n2)
+        if i % 5 == 0:
+            a, b = np.round(a, 1), np.round(b, 1)
+        if i % 17 == 0:
+            a, b = np.full(n1, 2.0), np.full(n2, 2.0)
+        if i % 23 == 0:
+            a[3] = np.nan
+        pairs.append((a, b))
+    got = stats.mann_whitney_many(pairs)
+    assert len(got) == len(pairs)
+    methods = set()
+    for (a, b), r in zip(pairs, got, strict=True):
+        want = stats.mann_whitney_test(a, b)
+        assert (_bits(r.p), _bits(r.u), r.method) == (_bits(want.p), _bits(want.u),
+                                                       want.method)
+        methods.add(r.method)
+    assert {"asymptotic", "exact", "exact-ties", "degenerate", "empty"} <= methods
+
+
+def test_exact_ties_counts_the_smaller_side():
+    # 257 vs 7 with ties took 10 s when the larger side's subsets were counted; the
+    # result is the mirror of 7 vs 257, and matches enumeration on a size that allows it
+    rng = np.random.default_rng(8)
+    a, b = np.round(rng.normal(5, 1, 257), 1), np.round(rng.normal(5.5, 1, 7), 1)
+    ab, ba = stats.mann_whitney_test(a, b), stats.mann_whitney_test(b, a)
+    assert ab.method == ba.method == "exact-ties"
+    assert ab.p == pytest.approx(ba.p, rel=1e-12) and ab.u + ba.u == 257 * 7
+    a, b = np.round(rng.normal(5, 1, 20), 0), np.round(rng.normal(6, 1, 3), 0)
+    r = stats.mann_whitney_test(a, b)
+    assert r.method == "exact-ties"
+    assert r.p == pytest.approx(_permutation_p(a, b), rel=1e-9, abs=1e-12)
+    assert stats.cliffs_from_u(r.u, 20, 3) == pytest.approx(stats.cliffs_delta(a, b))

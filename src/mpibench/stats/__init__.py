@@ -24,8 +24,8 @@ import numpy as np
 # which would dominate `mpibench compare` on a small store.
 
 __all__ = [
-    "MedianCI", "MWUResult", "median_ci", "summarize", "SUMMARY_KEYS", "mann_whitney",
-    "mann_whitney_test", "holm", "cliffs_delta", "cliffs_from_u", "cliffs_magnitude",
+    "MedianCI", "MWUResult", "median_ci", "summarize", "summarize_many", "SUMMARY_KEYS",
+    "mann_whitney", "mann_whitney_test", "mann_whitney_many", "holm", "cliffs_delta", "cliffs_from_u", "cliffs_magnitude",
     "geomean",
     "min_pvalue", "can_reach_significance", "min_n_per_side", "bootstrap_ci",
     "ratio_of_medians_ci", "ci_percent",
@@ -144,6 +144,53 @@ def summarize(samples: Iterable[float], level: float = 0.95) -> dict[str, Any]:
 
 _QUANTILES = (0.05, 0.5, 0.95, 0.99)
 
+# Below this many equal-length samples a batch is not worth the stacking.
+_BATCH_MIN = 4
+
+
+def summarize_many(samples: Sequence[Iterable[float]], level: float = 0.95
+                   ) -> list[dict[str, Any]]:
+    """summarize() of each sample, bit-identical, with samples of equal length summarized
+    together as the rows of one 2-D array: one sort, and the percentiles, mean and std as
+    column operations instead of a dozen numpy calls per sample. Reports summarize 10^4
+    cells; per-call overhead, not arithmetic, was their cost."""
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    arrays = [_clean(x) for x in samples]
+    out: list[dict[str, Any] | None] = [None] * len(arrays)
+    by_n: dict[int, list[int]] = {}
+    for i, x in enumerate(arrays):
+        by_n.setdefault(x.size, []).append(i)
+    for n, idx in by_n.items():
+        if n == 0 or len(idx) < _BATCH_MIN:
+            for i in idx:
+                out[i] = summarize(arrays[i], level)
+            continue
+        srt = np.sort(np.stack([arrays[i] for i in idx]), axis=1)
+        cols: list[list[float]] = []
+        for q in _QUANTILES:           # _percentiles_sorted's formulas, one column at a time
+            pos = q * (n - 1)
+            lo = int(pos)
+            t = pos - lo
+            a = srt[:, lo]
+            b = srt[:, min(lo + 1, n - 1)]
+            diff = b - a
+            cols.append((b - diff * (1 - t) if t >= 0.5 else a + diff * t).tolist())
+        p5, p50, p95, p99 = cols
+        j, k, _cov = _median_ci_ranks(n, level)
+        ci_low = srt[:, j - 1].tolist() if j is not None else [None] * len(idx)
+        ci_high = srt[:, k - 1].tolist() if j is not None else [None] * len(idx)
+        # each row reduced alone (numpy's pairwise sum over the row, as for a 1-D array)
+        mean = srt.mean(axis=1)
+        std = (np.sqrt(np.square(srt - mean[:, None]).sum(axis=1) / (n - 1)).tolist()
+               if n > 1 else [0.0] * len(idx))
+        mins, maxs, means = srt[:, 0].tolist(), srt[:, -1].tolist(), mean.tolist()
+        for r, i in enumerate(idx):
+            out[i] = {"n": n, "median": p50[r], "ci_low": ci_low[r], "ci_high": ci_high[r],
+                      "min": mins[r], "p5": p5[r], "p95": p95[r], "p99": p99[r],
+                      "max": maxs[r], "mean": means[r], "std": std[r]}
+    return out  # type: ignore[return-value]
+
 
 def _percentiles_sorted(srt: np.ndarray, qs: Sequence[float]) -> list[float]:
     """numpy's default ('linear') percentiles of an already sorted array, with numpy's own
@@ -184,10 +231,15 @@ def _mwu_asymptotic(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     _, inv, counts = np.unique(both, return_inverse=True, return_counts=True)
     avg_rank = np.cumsum(counts) - (counts - 1) / 2.0
     r1 = float(avg_rank[inv[:n1]].sum())
+    tie = float(((counts.astype(float) ** 3) - counts).sum())
+    return _asymptotic_p(r1, tie, n1, n2)
+
+
+def _asymptotic_p(r1: float, tie: float, n1: int, n2: int) -> tuple[float, float]:
+    """p and U of the first sample from its rank sum r1 and the tie term sum(t^3 - t)."""
     u1 = r1 - n1 * (n1 + 1) / 2.0
     u = max(u1, n1 * n2 - u1)
     n = n1 + n2
-    tie = float(((counts.astype(float) ** 3) - counts).sum())
     var = n1 * n2 / 12.0 * ((n + 1) - tie / (n * (n - 1)))
     if var <= 0:
         return 1.0, u1
@@ -201,7 +253,14 @@ def _mwu_exact_ties(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     are integers). p = 2 * min(lower tail, upper tail), capped at 1 - the convention of the
     untied exact test. scipy's exact mode assumes no ties, and the normal approximation is
     anti-conservative at small n (4 vs 4 complete separation with ties: 0.013 instead of
-    the attainable 0.029), which would let small samples look significant."""
+    the attainable 0.029), which would let small samples look significant.
+
+    The count runs over subsets of the smaller side (the distribution of the other side's
+    rank sum is its mirror image): counting 257-subsets of 264 values took 10 s, where
+    the 7-subsets take milliseconds."""
+    if x.size > y.size:
+        p, u_y = _mwu_exact_ties(y, x)
+        return p, x.size * y.size - u_y
     n1 = x.size
     both = np.concatenate([x, y])
     _, inv, counts = np.unique(both, return_inverse=True, return_counts=True)
@@ -241,6 +300,57 @@ def mann_whitney_test(a: Iterable[float], b: Iterable[float]) -> MWUResult:
         return MWUResult(p, u1, "exact-ties")
     p, u1 = _mwu_asymptotic(x, y)
     return MWUResult(p, u1, "asymptotic")
+
+
+def mann_whitney_many(pairs: Sequence[tuple[Iterable[float], Iterable[float]]]
+                      ) -> list[MWUResult]:
+    """mann_whitney_test() of each (a, b) pair, bit-identical. Pairs that take the normal
+    approximation and share their sample counts are ranked together as the rows of one 2-D
+    array (one argsort, mid-ranks and tie counts as column operations); the rest, and any
+    row with NaNs, all-equal values or huge ties, go through mann_whitney_test."""
+    out: list[MWUResult | None] = [None] * len(pairs)
+    by_shape: dict[tuple[int, int], list[int]] = {}
+    cleaned = []
+    for i, (a, b) in enumerate(pairs):
+        x, y = _clean(a), _clean(b)
+        cleaned.append((x, y))
+        if x.size * y.size > _EXACT_MWU_MAX_PRODUCT:
+            by_shape.setdefault((x.size, y.size), []).append(i)
+        else:
+            out[i] = mann_whitney_test(x, y)
+    for (n1, n2), idx in by_shape.items():
+        if len(idx) < _BATCH_MIN:
+            for i in idx:
+                out[i] = mann_whitney_test(*cleaned[i])
+            continue
+        both = np.stack([np.concatenate(cleaned[i]) for i in idx])
+        n = n1 + n2
+        order = np.argsort(both, axis=1, kind="stable")
+        srt = np.take_along_axis(both, order, axis=1)
+        pos = np.arange(n)
+        starts = np.ones(srt.shape, dtype=bool)
+        starts[:, 1:] = srt[:, 1:] != srt[:, :-1]
+        ends = np.ones(srt.shape, dtype=bool)
+        ends[:, :-1] = starts[:, 1:]
+        first = np.maximum.accumulate(np.where(starts, pos, 0), axis=1)
+        last = np.minimum.accumulate(np.where(ends, pos, n - 1)[:, ::-1], axis=1)[:, ::-1]
+        # mid-rank of a tie group at positions first..last is (first + last) / 2 + 1, the
+        # value np.unique's cumsum(counts) - (counts - 1) / 2 gives; half-integers, so the
+        # sums below are exact in any order
+        mid = (first + last) / 2.0 + 1.0
+        r1 = np.where(order < n1, mid, 0.0).sum(axis=1).tolist()
+        size = (last - first + 1).astype(float)
+        tie = np.where(starts, size ** 3 - size, 0.0).sum(axis=1).tolist()
+        # rows the batch does not handle exactly like the scalar path: all values equal,
+        # NaNs, and ties so large that sum(t^3 - t) is no longer an exact float
+        odd = ((srt[:, 0] == srt[:, -1]) | np.isnan(srt).any(axis=1)
+               | (np.array(tie) >= 2.0 ** 52)).tolist()
+        for r, i in enumerate(idx):
+            if odd[r]:
+                out[i] = mann_whitney_test(*cleaned[i])
+                continue
+            out[i] = MWUResult(*_asymptotic_p(r1[r], tie[r], n1, n2), "asymptotic")
+    return out  # type: ignore[return-value]
 
 
 def mann_whitney(a: Iterable[float], b: Iterable[float]) -> float:
