@@ -1,6 +1,7 @@
 """Benchmark `mpibench compare` and `mpibench report` on a large synthetic store.
 
     .venv/bin/python bench/bench_compare_report.py [--runs 10000] [--samples 1000000] [--keep DIR]
+        [--shape deep|wide] [--against REV] [--rounds N]
 
 Builds a store with --runs runs (2 variants x 5 benchmarks x 4 np x repeats, interleaved)
 holding --samples raw samples in total (5 sizes per run; --shape wide: every run its own
@@ -8,6 +9,11 @@ application cell instead), then runs each verb in a fresh
 process (so import cost and peak RSS are the verb's own) and prints elapsed seconds and peak
 memory against the targets: compare < 3 s, report < 10 s, peak RSS < 1 GiB.
 Timings on a shared 2-core machine are noisy; the numbers are for orders of magnitude.
+
+--against REV runs the same verbs with the code of another commit (its src/ from
+`git archive`, first on PYTHONPATH) on the same store, interleaved with this tree's over
+--rounds rounds, and prints both medians and their ratio: before/after measured side by side
+in one run, under the same load.
 """
 
 from __future__ import annotations
@@ -16,14 +22,15 @@ import argparse
 import json
 import os
 import resource
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
+REPO = Path(__file__).resolve().parent.parent
 TARGETS = {"compare": 3.0, "report": 10.0}
 MEM_TARGET_MIB = 1024
 BENCHES = ["PingPong", "Sendrecv", "Allreduce", "Alltoall", "Bcast"]
@@ -34,6 +41,8 @@ SIZES = [8, 1024, 65536, 1 << 20, 1 << 22]
 def build_wide(db: Path, runs: int, samples: int, seed: int = 1) -> None:
     """Worst case for row count: every run is its own application cell (runs/2 cells per
     variant, one launch each), so the table has runs/2 rows and one test per row."""
+    import numpy as np
+
     from mpibench import stats
     from mpibench.store import Store
 
@@ -60,6 +69,8 @@ def build_wide(db: Path, runs: int, samples: int, seed: int = 1) -> None:
 
 
 def build(db: Path, runs: int, samples: int, seed: int = 1) -> None:
+    import numpy as np
+
     from mpibench import stats
     from mpibench.store import Store
 
@@ -98,7 +109,9 @@ def build(db: Path, runs: int, samples: int, seed: int = 1) -> None:
 
 
 def phase(verb: str, db: str, out: str) -> None:
-    """Run one verb in this (fresh) process; print elapsed and peak RSS as JSON."""
+    """Run one verb in this (fresh) process; print elapsed and peak RSS as JSON. Elapsed
+    starts before mpibench (and numpy) are imported: their import is part of the verb's
+    cost; the interpreter's own start is in the parent's 'process wall'."""
     t0 = time.perf_counter()
     from mpibench.cli import main
     if verb == "compare":
@@ -119,6 +132,11 @@ def main() -> int:
     ap.add_argument("--shape", choices=["deep", "wide"], default="deep",
                     help="deep: 200 cells pooling many launches (default); wide: every run "
                          "its own application cell (runs/2 table rows)")
+    ap.add_argument("--against", metavar="REV",
+                    help="also run the verbs with the code of this commit (e.g. the commit "
+                         "before a change) and print the ratio")
+    ap.add_argument("--rounds", type=int, default=None,
+                    help="interleaved runs per verb and code (default 1, or 3 with --against)")
     ap.add_argument("--phase", choices=["compare", "report"], help=argparse.SUPPRESS)
     ap.add_argument("--db", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
@@ -126,34 +144,75 @@ def main() -> int:
     if args.phase:
         phase(args.phase, args.db, args.out)
         return 0
+    rounds = args.rounds or (3 if args.against else 1)
     tmp = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="mpibench-bench-"))
     tmp.mkdir(parents=True, exist_ok=True)
     db = tmp / "bench.db"
     if db.exists():
         db.unlink()
+    codes = {"this tree": None}
+    if args.against:
+        base = tmp / "against"
+        if base.exists():
+            shutil.rmtree(base)
+        base.mkdir()
+        arch = subprocess.run(["git", "-C", str(REPO), "archive", args.against, "src"],
+                              capture_output=True, timeout=120)
+        if arch.returncode != 0:
+            print(f"--against {args.against}: {arch.stderr.decode().strip()}")
+            return 2
+        subprocess.run(["tar", "-x", "-C", str(base)], input=arch.stdout, check=True,
+                       timeout=120)
+        rev = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", args.against],
+                             capture_output=True, text=True, timeout=60).stdout.strip()
+        codes[f"at {rev}"] = base / "src"
     t0 = time.perf_counter()
     (build_wide if args.shape == "wide" else build)(db, args.runs, args.samples)
-    print(f"build: {time.perf_counter() - t0:.1f} s")
+    print(f"build: {time.perf_counter() - t0:.1f} s; load average "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     failed = False
     for verb, out in (("compare", tmp / "compare.txt"), ("report", tmp / "report.html")):
-        res = subprocess.run([sys.executable, __file__, "--phase", verb, "--db", str(db),
-                              "--out", str(out)], capture_output=True, text=True, timeout=600,
-                             env={**os.environ, "COLUMNS": "200"})
-        if res.returncode != 0:
-            print(res.stderr[-2000:])
-            return 1
-        r = json.loads(res.stdout.strip().splitlines()[-1])
-        ok_t = r["elapsed"] <= TARGETS[verb]
-        ok_m = r["peak_mib"] <= MEM_TARGET_MIB
-        failed |= not (ok_t and ok_m and r["rc"] == 0)
-        print(f"{verb:8s} elapsed {r['elapsed']:6.2f} s (target {TARGETS[verb]:.0f} s, "
-              f"{r['elapsed'] / TARGETS[verb]:.2f}x of target) {'ok' if ok_t else 'OVER'}; "
-              f"peak RSS {r['peak_mib']:6.0f} MiB (target {MEM_TARGET_MIB} MiB) "
-              f"{'ok' if ok_m else 'OVER'}; output {out.stat().st_size / 1024:.0f} KiB")
+        res: dict[str, list[dict]] = {name: [] for name in codes}
+        for _ in range(rounds):
+            for name, src in codes.items():          # interleaved: same load for both
+                env = {**os.environ, "COLUMNS": "200"}
+                if src is not None:
+                    env["PYTHONPATH"] = str(src)
+                w0 = time.perf_counter()
+                p = subprocess.run([sys.executable, __file__, "--phase", verb, "--db",
+                                    str(db), "--out", str(out)], capture_output=True,
+                                   text=True, timeout=600, env=env)
+                wall = time.perf_counter() - w0
+                if p.returncode != 0:
+                    print(p.stderr[-2000:])
+                    return 1
+                r = json.loads(p.stdout.strip().splitlines()[-1])
+                r["wall"] = wall
+                r["kib"] = out.stat().st_size / 1024
+                res[name].append(r)
+        for name, rs in res.items():
+            el = statistics.median(r["elapsed"] for r in rs)
+            wall = statistics.median(r["wall"] for r in rs)
+            peak = max(r["peak_mib"] for r in rs)
+            ok_t = el <= TARGETS[verb]
+            ok_m = peak <= MEM_TARGET_MIB
+            if name == "this tree":
+                failed |= not (ok_t and ok_m and all(r["rc"] == 0 for r in rs))
+            spread = (f" [{min(r['elapsed'] for r in rs):.2f}-"
+                      f"{max(r['elapsed'] for r in rs):.2f}]" if len(rs) > 1 else "")
+            print(f"{verb:8s} {name:>12s}: elapsed {el:6.2f} s{spread} (median of {len(rs)}; "
+                  f"target {TARGETS[verb]:.0f} s, {el / TARGETS[verb]:.2f}x of target) "
+                  f"{'ok' if ok_t else 'OVER'}; process wall {wall:5.2f} s; peak RSS "
+                  f"{peak:5.0f} MiB (target {MEM_TARGET_MIB}) {'ok' if ok_m else 'OVER'}; "
+                  f"output {rs[-1]['kib']:.0f} KiB")
+        if len(codes) > 1:
+            (a, ra), (b, rb) = res.items()
+            pairs = [y["elapsed"] / x["elapsed"] for x, y in zip(ra, rb, strict=True)]
+            print(f"{verb:8s} elapsed {b} / {a}: {statistics.median(pairs):.2f}x (> 1: this "
+                  f"tree is faster; median of {len(pairs)} interleaved pairs: "
+                  f"{', '.join(f'{x:.2f}' for x in pairs)})")
     if not args.keep:
-        for f in tmp.iterdir():
-            f.unlink()
-        tmp.rmdir()
+        shutil.rmtree(tmp)
     return 1 if failed else 0
 
 

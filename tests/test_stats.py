@@ -426,3 +426,16 @@ def test_exact_ties_counts_the_smaller_side():
     assert r.method == "exact-ties"
     assert r.p == pytest.approx(_permutation_p(a, b), rel=1e-9, abs=1e-12)
     assert stats.cliffs_from_u(r.u, 20, 3) == pytest.approx(stats.cliffs_delta(a, b))
+
+
+def test_batches_split_into_chunks_give_the_same_bits(monkeypatch):
+    # a real batch is capped at 2^18 values; a tiny cap makes many chunks of a few rows
+    rng = np.random.default_rng(21)
+    xs = [rng.lognormal(0, 0.2, 60) for _ in range(50)]
+    pairs = [(np.round(rng.normal(0, 1, 55), 1), rng.normal(0.2, 1, 50)) for _ in range(50)]
+    whole_s, whole_p = stats.summarize_many(xs), stats.mann_whitney_many(pairs)
+    monkeypatch.setattr(stats, "_BATCH_VALUES", 300)
+    assert stats.summarize_many(xs) == whole_s
+    assert stats.mann_whitney_many(pairs) == whole_p
+    assert whole_s == [stats.summarize(x) for x in xs]
+    assert whole_p == [stats.mann_whitney_test(a, b) for a, b in pairs]

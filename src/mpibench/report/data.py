@@ -167,6 +167,8 @@ def _fetch_rows(store: Store, run_ids: list[str], with_samples: bool) -> Iterabl
 
     cols = list(_FAST_COLS) + (["r.samples"] if with_samples else [])
     params_cache: dict[tuple[str, str], tuple[dict, str]] = {}
+    parsed_cache: dict[str, tuple[dict, str]] = {}      # params_json -> (params, key)
+    scale_cache: dict[str, dict[str, int]] = {}         # variant -> its nodes/ppn sweep
     # Chunk the IN (...) list: SQLite builds may cap host parameters.
     for i in range(0, len(run_ids), 5000):
         chunk = run_ids[i:i + 5000]
@@ -182,13 +184,20 @@ def _fetch_rows(store: Store, run_ids: list[str], with_samples: bool) -> Iterabl
             variant = d.pop("variant")
             hit = params_cache.get((pj, variant))
             if hit is None:
-                parsed = json.loads(pj)
+                hit = parsed_cache.get(pj)
+                if hit is None:
+                    parsed = json.loads(pj)
+                    hit = parsed_cache[pj] = (parsed, params_key(parsed))
                 # nodes/ppn swept on the variant are cell parameters (see split_variant);
                 # np already is a column of the result
-                scale = {k: v for k, v in split_variant(variant)[1].items() if k != "np"}
+                scale = scale_cache.get(variant)
+                if scale is None:
+                    scale = scale_cache[variant] = {
+                        k: v for k, v in split_variant(variant)[1].items() if k != "np"}
                 if scale:
-                    parsed = {**parsed, **{k: v for k, v in scale.items() if k not in parsed}}
-                hit = params_cache[(pj, variant)] = (parsed, params_key(parsed))
+                    parsed = {**hit[0], **{k: v for k, v in scale.items() if k not in hit[0]}}
+                    hit = (parsed, params_key(parsed))
+                params_cache[(pj, variant)] = hit
             d["params"], d["params_key"] = hit
             if with_samples:
                 d["samples"] = blob_to_samples(d["samples"])
@@ -212,8 +221,15 @@ def load_cells(store: Store, groups: Mapping[str, list[str]], *,
         for g in owners[row["run_id"]]:
             raw[key][g].append(row)
     out: dict[tuple, dict[str, Cell]] = {}
+    pending: list[tuple[Cell, list[dict]]] = []
     for key in sorted(raw, key=_cell_sort_key):
-        out[key] = {g: pool(g, rows) for g, rows in raw[key].items()}
+        out[key] = by_group = {}
+        for g, rows in raw[key].items():
+            by_group[g] = cell = pool(g, rows, _defer=pending)
+    # the summaries of all cells at once (stats.summarize_many: same bits, 2-D batches)
+    for (cell, used), summary in zip(pending, stats.summarize_many(
+            [c.samples for c, _ in pending]), strict=True):
+        _finish(cell, used, summary)
     return out
 
 
@@ -227,25 +243,29 @@ def _num(v: Any) -> float | None:
     return None if v is None else float(v)
 
 
-def pool(group: str, rows: list[dict]) -> Cell:
-    """Pool one group's rows of one cell (see module docstring for the policy)."""
+def pool(group: str, rows: list[dict], *,
+         _defer: list[tuple[Cell, list[dict]]] | None = None) -> Cell:
+    """Pool one group's rows of one cell (see module docstring for the policy).
+
+    _defer: a list that receives (cell, rows used) instead of summarizing the pooled samples
+    here; load_cells summarizes them all in one batch and then calls _finish."""
     first = rows[0]
     cell = Cell(group=group, benchmark=first["benchmark"], size=first["size"], np=first["np"],
                 params=first["params"] or {}, metric=first["metric"],
                 unit=first["unit"], better=first["better"], statistic=first["statistic"])
     ok = [r for r in rows if r["status"] == "ok"]
-    for r in rows:
-        if r["status"] != "ok":
-            cell.runs_failed.append((r["run_id"], r["status"], r.get("reason")))
-        cell.campaign_ids.add(r["campaign_id"])
+    cell.campaign_ids = {r["campaign_id"] for r in rows}
+    if len(ok) < len(rows):
+        cell.runs_failed = [(r["run_id"], r["status"], r.get("reason")) for r in rows
+                            if r["status"] != "ok"]
     if not ok:
         cell.status = rows[0]["status"]
         cell.reason = rows[0].get("reason")
         return cell
 
-    by_fp: dict[Any, list[dict]] = defaultdict(list)
+    by_fp: dict[Any, list[dict]] = {}
     for r in ok:
-        by_fp[r["fingerprint_id"]].append(r)
+        by_fp.setdefault(r["fingerprint_id"], []).append(r)
     cell.n_fingerprints = len(by_fp)
     if len(by_fp) > 1:
         def rank(item):
@@ -260,23 +280,26 @@ def pool(group: str, rows: list[dict]) -> Cell:
     cell.fingerprint_id = chosen_fp
     cell.runs_used = [r["run_id"] for r in used]
     cell.firsts = [float(r["first"]) for r in used if r.get("first") is not None]
-    cell.stop_reasons = Counter(r["stop_reason"] for r in used if r.get("stop_reason"))
+    reasons = [r["stop_reason"] for r in used if r.get("stop_reason")]
+    if reasons:
+        cell.stop_reasons = Counter(reasons)
     cell.batch = used[0].get("batch")
     extra = used[0].get("extra_json")
     cell.extra = json.loads(extra) if extra else (used[0].get("extra") or {})
 
-    sample_arrays = [r["samples"] for r in used
-                     if r.get("samples") is not None and len(r["samples"]) > 0]
+    sample_arrays = [a for r in used if (a := r.get("samples")) is not None and len(a) > 0]
     if sample_arrays and len(sample_arrays) == len(used):
         x = np.concatenate(sample_arrays) if len(sample_arrays) > 1 else sample_arrays[0]
         cell.samples = x
-        s = stats.summarize(x)
-        for k, v in s.items():
-            setattr(cell, k, v)
         # the core's own per-launch median when stored (cheap), else computed
         cell.launch_medians = [float(r["median"]) if r.get("median") is not None
                                else float(np.median(a)) for r, a in zip(used, sample_arrays,
                                                                         strict=True)]
+        if _defer is not None:
+            _defer.append((cell, used))
+            return cell
+        _finish(cell, used, stats.summarize(x))
+        return cell
     else:
         # Stored summaries only (or some runs without samples): combine what is stored.
         cell.no_samples = True
@@ -300,6 +323,15 @@ def pool(group: str, rows: list[dict]) -> Cell:
         cell.launch_medians = [float(r["median"] if r.get("median") is not None else r["mean"])
                                for r in vals]
 
+    _finish(cell, used, None)
+    return cell
+
+
+def _finish(cell: Cell, used: list[dict], summary: dict[str, Any] | None) -> None:
+    """Set the pooled samples' summary (None: stored summaries, already set) and the
+    bandwidths, which follow the statistic shown."""
+    if summary is not None:
+        cell.__dict__.update(summary)      # SUMMARY_KEYS are Cell fields
     # Bandwidths: rescale the core's own figure to the pooled statistic, so each
     # benchmark's byte-count convention (Exchange, Biband, collectives) is kept.
     shown = cell.value
@@ -312,7 +344,6 @@ def pool(group: str, rows: list[dict]) -> Cell:
                 setattr(cell, col, float(np.median([b * t / shown for b, t in pairs])))
             else:
                 setattr(cell, col, float(np.median([b for b, _ in pairs])))
-    return cell
 
 
 def fmt_size(size: int | None) -> str:
@@ -346,11 +377,11 @@ def fmt_num(v: float | None, digits: int = 4) -> str:
 
 def cell_label(cell_or_key: Cell | tuple) -> str:
     """Size for message-size cells, 'k=v ...' for application cells, np appended if set."""
-    if isinstance(cell_or_key, Cell):
-        size, np_, params = cell_or_key.size, cell_or_key.np, cell_or_key.params
-    else:
+    if isinstance(cell_or_key, tuple):
         _, size, np_, pkey, _ = cell_or_key
         params = json.loads(pkey)
+    else:                      # a Cell, or anything with size and params (a compare Row)
+        size, params = cell_or_key.size, cell_or_key.params
     parts = []
     if size is not None:
         parts.append(fmt_size(size))

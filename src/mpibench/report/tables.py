@@ -336,8 +336,10 @@ def grids(store: Store, groups: Mapping[str, list[str]], row_param: str, col_par
                 sig[cand][pos] = None
                 if b and b.testable and c.testable and stats.can_reach_significance(
                         b.samples.size, c.samples.size, alpha):
-                    tests.append((cand, pos, stats.mann_whitney(b.samples, c.samples)))
+                    tests.append((cand, pos, (b.samples, c.samples)))
                     counts.append((b.samples.size, c.samples.size))
+        tests = [(cand, pos, r.p) for (cand, pos, _), r in zip(
+            tests, stats.mann_whitney_many([pair for *_, pair in tests]), strict=True)]
         for (cand, pos, _), pa in zip(tests, stats.holm([p for *_, p in tests]), strict=True):
             sig[cand][pos] = bool(pa <= alpha)
         floor = holm_floor(counts)
@@ -471,10 +473,16 @@ def _spec_value(store: Store, run_ids: Iterable[str], keys: Iterable[str]) -> An
     ids = list(run_ids)[:2000]
     if not ids:
         return None
-    q = (f"SELECT u.spec_json, c.spec_json FROM runs u JOIN campaigns c ON c.id = u.campaign_id "
-         f"WHERE u.id IN ({', '.join('?' for _ in ids)})")
+    # DISTINCT: a campaign's runs mostly share their spec text, and its campaign's
+    q = (f"SELECT DISTINCT u.spec_json, c.spec_json FROM runs u JOIN campaigns c "
+         f"ON c.id = u.campaign_id WHERE u.id IN ({', '.join('?' for _ in ids)})")
     camp_specs = []
+    seen_camp: set[str | None] = set()
     for run_spec, camp_spec in store.db.execute(q, ids):
+        if camp_spec in seen_camp:
+            camp_spec = "{}"
+        else:
+            seen_camp.add(camp_spec)
         for blob, sink in ((run_spec, None), (camp_spec, camp_specs)):
             try:
                 spec = json.loads(blob or "{}")

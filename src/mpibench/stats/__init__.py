@@ -45,7 +45,9 @@ def _clean(samples: Iterable[float] | None) -> np.ndarray:
         return np.empty(0)
     x = np.asarray(samples if isinstance(samples, np.ndarray) else list(samples), dtype=float)
     x = x.ravel()
-    return x[~np.isnan(x)] if x.size else x
+    # a copy only when there is a NaN to drop: batches hold 10^6 samples at once
+    nan = np.isnan(x)
+    return x[~nan] if nan.any() else x
 
 
 class MedianCI(NamedTuple):
@@ -161,35 +163,53 @@ def summarize_many(samples: Sequence[Iterable[float]], level: float = 0.95
     by_n: dict[int, list[int]] = {}
     for i, x in enumerate(arrays):
         by_n.setdefault(x.size, []).append(i)
-    for n, idx in by_n.items():
-        if n == 0 or len(idx) < _BATCH_MIN:
-            for i in idx:
+    for n, idx_n in by_n.items():
+        if n == 0 or len(idx_n) < _BATCH_MIN:
+            for i in idx_n:
                 out[i] = summarize(arrays[i], level)
             continue
-        srt = np.sort(np.stack([arrays[i] for i in idx]), axis=1)
-        cols: list[list[float]] = []
-        for q in _QUANTILES:           # _percentiles_sorted's formulas, one column at a time
-            pos = q * (n - 1)
-            lo = int(pos)
-            t = pos - lo
-            a = srt[:, lo]
-            b = srt[:, min(lo + 1, n - 1)]
-            diff = b - a
-            cols.append((b - diff * (1 - t) if t >= 0.5 else a + diff * t).tolist())
-        p5, p50, p95, p99 = cols
-        j, k, _cov = _median_ci_ranks(n, level)
-        ci_low = srt[:, j - 1].tolist() if j is not None else [None] * len(idx)
-        ci_high = srt[:, k - 1].tolist() if j is not None else [None] * len(idx)
-        # each row reduced alone (numpy's pairwise sum over the row, as for a 1-D array)
-        mean = srt.mean(axis=1)
-        std = (np.sqrt(np.square(srt - mean[:, None]).sum(axis=1) / (n - 1)).tolist()
-               if n > 1 else [0.0] * len(idx))
-        mins, maxs, means = srt[:, 0].tolist(), srt[:, -1].tolist(), mean.tolist()
-        for r, i in enumerate(idx):
-            out[i] = {"n": n, "median": p50[r], "ci_low": ci_low[r], "ci_high": ci_high[r],
-                      "min": mins[r], "p5": p5[r], "p95": p95[r], "p99": p99[r],
-                      "max": maxs[r], "mean": means[r], "std": std[r]}
+        for idx in _chunks(idx_n, n):
+            _summarize_rows(np.sort(np.stack([arrays[i] for i in idx]), axis=1), idx, out,
+                            level)
     return out  # type: ignore[return-value]
+
+
+def _chunks(idx: list[int], n: int) -> Iterable[list[int]]:
+    """Rows per 2-D batch: about 2^18 values (2 MiB per temporary array), so a batch's
+    temporaries stay small next to the samples themselves."""
+    step = max(1, _BATCH_VALUES // n)
+    for i in range(0, len(idx), step):
+        yield idx[i:i + step]
+
+
+_BATCH_VALUES = 1 << 18
+
+
+def _summarize_rows(srt: np.ndarray, idx: list[int], out: list, level: float) -> None:
+    """summarize() of each row of a sorted 2-D array, into out[idx[r]]."""
+    n = srt.shape[1]
+    cols: list[list[float]] = []
+    for q in _QUANTILES:           # _percentiles_sorted's formulas, one column at a time
+        pos = q * (n - 1)
+        lo = int(pos)
+        t = pos - lo
+        a = srt[:, lo]
+        b = srt[:, min(lo + 1, n - 1)]
+        diff = b - a
+        cols.append((b - diff * (1 - t) if t >= 0.5 else a + diff * t).tolist())
+    p5, p50, p95, p99 = cols
+    j, k, _cov = _median_ci_ranks(n, level)
+    ci_low = srt[:, j - 1].tolist() if j is not None else [None] * len(idx)
+    ci_high = srt[:, k - 1].tolist() if j is not None else [None] * len(idx)
+    # each row reduced alone (numpy's pairwise sum over the row, as for a 1-D array)
+    mean = srt.mean(axis=1)
+    std = (np.sqrt(np.square(srt - mean[:, None]).sum(axis=1) / (n - 1)).tolist()
+           if n > 1 else [0.0] * len(idx))
+    mins, maxs, means = srt[:, 0].tolist(), srt[:, -1].tolist(), mean.tolist()
+    for r, i in enumerate(idx):
+        out[i] = {"n": n, "median": p50[r], "ci_low": ci_low[r], "ci_high": ci_high[r],
+                  "min": mins[r], "p5": p5[r], "p95": p95[r], "p99": p99[r],
+                  "max": maxs[r], "mean": means[r], "std": std[r]}
 
 
 def _percentiles_sorted(srt: np.ndarray, qs: Sequence[float]) -> list[float]:
@@ -307,7 +327,7 @@ def mann_whitney_many(pairs: Sequence[tuple[Iterable[float], Iterable[float]]]
     """mann_whitney_test() of each (a, b) pair, bit-identical. Pairs that take the normal
     approximation and share their sample counts are ranked together as the rows of one 2-D
     array (one argsort, mid-ranks and tie counts as column operations); the rest, and any
-    row with NaNs, all-equal values or huge ties, go through mann_whitney_test."""
+    row with all-equal values or huge ties, go through mann_whitney_test."""
     out: list[MWUResult | None] = [None] * len(pairs)
     by_shape: dict[tuple[int, int], list[int]] = {}
     cleaned = []
@@ -318,39 +338,46 @@ def mann_whitney_many(pairs: Sequence[tuple[Iterable[float], Iterable[float]]]
             by_shape.setdefault((x.size, y.size), []).append(i)
         else:
             out[i] = mann_whitney_test(x, y)
-    for (n1, n2), idx in by_shape.items():
-        if len(idx) < _BATCH_MIN:
-            for i in idx:
+    for (n1, n2), idx_shape in by_shape.items():
+        if len(idx_shape) < _BATCH_MIN:
+            for i in idx_shape:
                 out[i] = mann_whitney_test(*cleaned[i])
             continue
-        both = np.stack([np.concatenate(cleaned[i]) for i in idx])
-        n = n1 + n2
-        order = np.argsort(both, axis=1, kind="stable")
-        srt = np.take_along_axis(both, order, axis=1)
-        pos = np.arange(n)
-        starts = np.ones(srt.shape, dtype=bool)
-        starts[:, 1:] = srt[:, 1:] != srt[:, :-1]
-        ends = np.ones(srt.shape, dtype=bool)
-        ends[:, :-1] = starts[:, 1:]
-        first = np.maximum.accumulate(np.where(starts, pos, 0), axis=1)
-        last = np.minimum.accumulate(np.where(ends, pos, n - 1)[:, ::-1], axis=1)[:, ::-1]
-        # mid-rank of a tie group at positions first..last is (first + last) / 2 + 1, the
-        # value np.unique's cumsum(counts) - (counts - 1) / 2 gives; half-integers, so the
-        # sums below are exact in any order
-        mid = (first + last) / 2.0 + 1.0
-        r1 = np.where(order < n1, mid, 0.0).sum(axis=1).tolist()
-        size = (last - first + 1).astype(float)
-        tie = np.where(starts, size ** 3 - size, 0.0).sum(axis=1).tolist()
-        # rows the batch does not handle exactly like the scalar path: all values equal,
-        # NaNs, and ties so large that sum(t^3 - t) is no longer an exact float
-        odd = ((srt[:, 0] == srt[:, -1]) | np.isnan(srt).any(axis=1)
-               | (np.array(tie) >= 2.0 ** 52)).tolist()
-        for r, i in enumerate(idx):
-            if odd[r]:
-                out[i] = mann_whitney_test(*cleaned[i])
-                continue
-            out[i] = MWUResult(*_asymptotic_p(r1[r], tie[r], n1, n2), "asymptotic")
+        for idx in _chunks(idx_shape, n1 + n2):
+            _mwu_rows(np.stack([np.concatenate(cleaned[i]) for i in idx]), n1, idx, cleaned,
+                      out)
     return out  # type: ignore[return-value]
+
+
+def _mwu_rows(both: np.ndarray, n1: int, idx: list[int], cleaned: list, out: list) -> None:
+    """mann_whitney_test of each row of `both` (first n1 values one side, the rest the
+    other), into out[idx[r]]: the normal approximation with ties, ranked as one array."""
+    n = both.shape[1]
+    n2 = n - n1
+    order = np.argsort(both, axis=1, kind="stable")
+    srt = np.take_along_axis(both, order, axis=1)
+    pos = np.arange(n)
+    starts = np.ones(srt.shape, dtype=bool)
+    starts[:, 1:] = srt[:, 1:] != srt[:, :-1]
+    ends = np.ones(srt.shape, dtype=bool)
+    ends[:, :-1] = starts[:, 1:]
+    first = np.maximum.accumulate(np.where(starts, pos, 0), axis=1)
+    last = np.minimum.accumulate(np.where(ends, pos, n - 1)[:, ::-1], axis=1)[:, ::-1]
+    # mid-rank of a tie group at positions first..last is (first + last) / 2 + 1, the
+    # value np.unique's cumsum(counts) - (counts - 1) / 2 gives; half-integers, so the
+    # sums below are exact in any order
+    mid = (first + last) / 2.0 + 1.0
+    r1 = np.where(order < n1, mid, 0.0).sum(axis=1).tolist()
+    size = (last - first + 1).astype(float)
+    tie = np.where(starts, size ** 3 - size, 0.0).sum(axis=1).tolist()
+    # rows the batch does not handle exactly like the scalar path (NaNs are already gone):
+    # all values equal, and ties so large that sum(t^3 - t) is no longer an exact float
+    odd = ((srt[:, 0] == srt[:, -1]) | (np.array(tie) >= 2.0 ** 52)).tolist()
+    for r, i in enumerate(idx):
+        if odd[r]:
+            out[i] = mann_whitney_test(*cleaned[i])
+            continue
+        out[i] = MWUResult(*_asymptotic_p(r1[r], tie[r], n1, n2), "asymptotic")
 
 
 def mann_whitney(a: Iterable[float], b: Iterable[float]) -> float:
