@@ -452,3 +452,25 @@ def test_disjoint_baseline_compares_nothing_and_says_so(tmp_path):
     assert "nothing to compare" in cmp.verdict
     render(cmp, "terminal")
     store.close()
+
+
+def test_batched_summaries_and_tests_land_on_their_own_cells(tmp_path):
+    # load_cells and compare_groups summarize and test in 2-D batches of equal-sized cells;
+    # every cell and row must get exactly what the one-at-a-time functions give for it
+    from mpibench import stats
+
+    store, groups = build_two_stack_store(tmp_path / "b.db", repeats=2, n=40)
+    cmp = compare_groups(store, groups, "base")
+    tested = 0
+    for r in cmp.rows:
+        for c in r.cells.values():
+            want = stats.summarize(c.samples)
+            assert {k: getattr(c, k) for k in want} == want
+        b, c = r.cells["base"], r.cells["fast"]
+        mwu = stats.mann_whitney_test(b.samples, c.samples)
+        d = r.deltas["fast"]
+        delta = stats.cliffs_from_u(mwu.u, b.samples.size, c.samples.size)
+        assert d.p == mwu.p and d.cliffs == (delta if r.better == "lower" else -delta)
+        tested += mwu.method == "asymptotic"
+    assert tested >= 8          # 80 vs 80 samples: the batched (asymptotic) path was taken
+    store.close()
