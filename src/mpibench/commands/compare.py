@@ -245,7 +245,8 @@ def run(args) -> int:
                                  "per benchmark)")
             tables.append(("gain_table", gain_table(cmp, size=sizes[0] if sizes else None)))
         if args.line_rate is not None or _has_line_rate(store, groups):
-            lr = line_rate_table(store, groups, args.line_rate, cells=cells)
+            lr = line_rate_table(store, groups, args.line_rate, cells=cells,
+                                 warnings=cmp.warning_lines if cmp is not None else None)
             if args.line_rate is not None or any(r.get("line_rate_bps") for r in lr.records):
                 tables.append(("line_rate", lr))
         if args.first_call or args.mean_std:

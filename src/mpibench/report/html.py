@@ -249,7 +249,7 @@ def build_report(store: Store, groups: Mapping[str, list[str]],
                                        "launches); launches = count (min–max of per-launch "
                                        "medians)"))
     sections.append(rs)
-    lr = line_rate_table(store, groups, opts.line_rate, cells=cells)
+    lr = line_rate_table(store, groups, opts.line_rate, cells=cells, warnings=warnings)
     if lr.rows:
         sections.append(Section("line-rate", "Line rate", tables=[lr]))
     fc = first_call_table(store, groups, mean_std=opts.mean_std, cells=cells)

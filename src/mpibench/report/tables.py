@@ -502,14 +502,17 @@ def _spec_value(store: Store, run_ids: Iterable[str], keys: Iterable[str]) -> An
 
 
 def line_rate_table(store: Store, groups: Mapping[str, list[str]],
-                    line_rate: str | float | None = None, cells: dict | None = None) -> Table:
+                    line_rate: str | float | None = None, cells: dict | None = None,
+                    warnings: list[str] | None = None) -> Table:
     """Peak measured bandwidth per group, benchmark and np as % of the line rate, and the
     smallest measured size reaching half of that peak. The line rate is the flag's, else each
     group's runs' spec 'line_rate_bps' (or 'line_rate' text), else only the peak is shown.
 
     Collectives are judged by their bus bandwidth (the usual factors, nccl-tests style):
     that is what the links carry, and the figure that can be held against a link speed;
-    point-to-point benchmarks by their MB/s."""
+    point-to-point benchmarks by their MB/s. A bandwidth measured on another transport
+    than the one requested is footnoted (`warnings`: the comparison's transport warnings
+    when it has them, else looked up)."""
     cells = cells if cells is not None else load_cells(store, groups, with_samples=False)
     wanted = set(groups)
     legend = statistic_legend((c for by in cells.values() for g, c in by.items()
@@ -521,7 +524,8 @@ def line_rate_table(store: Store, groups: Mapping[str, list[str]],
                       "point-to-point, busbw (bus bandwidth) for collectives; line rate "
                       "converted as bits/s / 8 / 10^6; half-peak size = smallest measured "
                       "size whose bandwidth is >= 50% of the peak",
-              notes=[w for ws in transport_notes(store, groups).values() for w in ws])
+              notes=list(warnings) if warnings is not None else
+              [w for ws in transport_notes(store, groups).values() for w in ws])
     for g, ids in groups.items():
         rate = line_rate
         if rate is None:
