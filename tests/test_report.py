@@ -247,6 +247,19 @@ def test_cli_app_tables(tmp_path, capsys):
     assert "Scaling" in out and "Cost and energy" in out and "3.0 per node-hour" in out
 
 
+def test_campaign_price_turns_the_cost_table_on_without_flags(tmp_path, capsys):
+    # as a stored line rate turns on the line-rate table; a store without them has neither
+    store, _ = build_app_store(tmp_path / "priced.db", nodes=(1, 2), ncore=(1,), repeats=2)
+    store.close()
+    assert cli_main(["compare", "--db", str(tmp_path / "priced.db"), "--format", "json"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    assert "2.0 per node-hour" in obj["cost"]["caption"] and obj["cost"]["rows"]
+    store, _ = build_two_stack_store(tmp_path / "plain.db", n=8, repeats=1)
+    store.close()
+    assert cli_main(["compare", "--db", str(tmp_path / "plain.db"), "--format", "json"]) == 0
+    assert "cost" not in json.loads(capsys.readouterr().out)
+
+
 def test_mixed_store_runs_are_not_created_by_reports(tmp_path):
     # reports never create a store by accident
     with pytest.raises(UsageError):

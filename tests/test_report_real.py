@@ -333,10 +333,6 @@ def test_campaign_line_rate_per_variant_reaches_compare(judged_db, capsys):
     assert {r["line_rate_bps"] for r in obj["line_rate"]["rows"]} == {1e9}
 
 
-@pytest.mark.xfail(strict=True, reason="commands/compare.py shows the cost table only when "
-                   "--cost-per-node-hour/--power-per-node-w is given; the change that reads "
-                   "the campaign keys is proposed in /tmp/notes/round2-A.md (remove this mark "
-                   "when it lands)")
 def test_campaign_price_and_power_reach_compare_without_flags(judged_db, capsys):
     obj = _compare(judged_db / "mpibench.db", capsys=capsys)
     cost = {r["variant"]: r for r in obj["cost"]["rows"]}

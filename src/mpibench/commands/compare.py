@@ -265,7 +265,8 @@ def run(args) -> int:
             tables.append(("scaling", scaling_table(store, groups, by=args.scaling_by,
                                                     metric=args.metric, cells=cells,
                                                     include_sizes=None)))
-        if args.cost_per_node_hour is not None or args.power_per_node_w is not None:
+        if args.cost_per_node_hour is not None or args.power_per_node_w is not None \
+                or _has_cost(store, groups):
             tables.append(("cost", cost_table(store, groups,
                                               price_per_node_hour=args.cost_per_node_hour,
                                               power_per_node_w=args.power_per_node_w,
@@ -312,3 +313,11 @@ def _warnings_text(lines: list[str], fmt: str) -> str:
         from mpibench.report.compare import md_escape
         return "\n".join(f"> **{md_escape(x)}**  " for x in lines)
     return "\n".join(lines)
+
+
+def _has_cost(store: Store, groups) -> bool:
+    """A campaign file's price_per_node_hour / power_per_node_w (stored with the campaign)
+    turn the cost table on, as a stored line rate turns on the line-rate table."""
+    from mpibench.report.tables import _spec_value
+    ids = [r for ids in groups.values() for r in ids]
+    return _spec_value(store, ids, ("price_per_node_hour", "power_per_node_w")) is not None
