@@ -1,7 +1,7 @@
 """Benchmark `mpibench compare` and `mpibench report` on a large synthetic store.
 
     .venv/bin/python bench/bench_compare_report.py [--runs 10000] [--samples 1000000] [--keep DIR]
-        [--shape deep|wide] [--against REV] [--rounds N]
+        [--shape deep|wide] [--against REV] [--rounds N] [--flags '...']
 
 Builds a store with --runs runs (2 variants x 5 benchmarks x 4 np x repeats, interleaved)
 holding --samples raw samples in total (5 sizes per run; --shape wide: every run its own
@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import resource
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -108,16 +109,13 @@ def build(db: Path, runs: int, samples: int, seed: int = 1) -> None:
           f"{db.stat().st_size / 2**20:.0f} MiB")
 
 
-def phase(verb: str, db: str, out: str) -> None:
+def phase(verb: str, db: str, out: str, extra: list[str]) -> None:
     """Run one verb in this (fresh) process; print elapsed and peak RSS as JSON. Elapsed
     starts before mpibench (and numpy) are imported: their import is part of the verb's
     cost; the interpreter's own start is in the parent's 'process wall'."""
     t0 = time.perf_counter()
     from mpibench.cli import main
-    if verb == "compare":
-        rc = main(["compare", "--db", db, "--baseline", "a", "-o", out])
-    else:
-        rc = main(["report", "--db", db, "--baseline", "a", "-o", out])
+    rc = main([verb, "--db", db, "--baseline", "a", "-o", out, *extra])
     elapsed = time.perf_counter() - t0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024   # KiB -> MiB on Linux
     print(json.dumps({"verb": verb, "rc": rc, "elapsed": elapsed, "peak_mib": peak}))
@@ -137,12 +135,15 @@ def main() -> int:
                          "before a change) and print the ratio")
     ap.add_argument("--rounds", type=int, default=None,
                     help="interleaved runs per verb and code (default 1, or 3 with --against)")
+    ap.add_argument("--flags", default="", metavar="'FLAGS'",
+                    help="extra flags for both verbs, e.g. '--cost-per-node-hour 2' (so that "
+                         "two trees that turn tables on differently do the same work)")
     ap.add_argument("--phase", choices=["compare", "report"], help=argparse.SUPPRESS)
     ap.add_argument("--db", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.phase:
-        phase(args.phase, args.db, args.out)
+        phase(args.phase, args.db, args.out, shlex.split(args.flags))
         return 0
     rounds = args.rounds or (3 if args.against else 1)
     tmp = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="mpibench-bench-"))
@@ -180,8 +181,8 @@ def main() -> int:
                     env["PYTHONPATH"] = str(src)
                 w0 = time.perf_counter()
                 p = subprocess.run([sys.executable, __file__, "--phase", verb, "--db",
-                                    str(db), "--out", str(out)], capture_output=True,
-                                   text=True, timeout=600, env=env)
+                                    str(db), "--out", str(out), f"--flags={args.flags}"],
+                                   capture_output=True, text=True, timeout=600, env=env)
                 wall = time.perf_counter() - w0
                 if p.returncode != 0:
                     print(p.stderr[-2000:])
@@ -207,6 +208,9 @@ def main() -> int:
                   f"output {rs[-1]['kib']:.0f} KiB")
         if len(codes) > 1:
             (a, ra), (b, rb) = res.items()
+            if abs(ra[-1]["kib"] - rb[-1]["kib"]) > 0.02 * max(ra[-1]["kib"], 1):
+                print(f"{verb:8s} NOTE: the outputs differ ({ra[-1]['kib']:.0f} vs "
+                      f"{rb[-1]['kib']:.0f} KiB): the trees did different work (see --flags)")
             pairs = [y["elapsed"] / x["elapsed"] for x, y in zip(ra, rb, strict=True)]
             print(f"{verb:8s} elapsed {b} / {a}: {statistics.median(pairs):.2f}x (> 1: this "
                   f"tree is faster; median of {len(pairs)} interleaved pairs: "

@@ -474,3 +474,29 @@ def test_batched_summaries_and_tests_land_on_their_own_cells(tmp_path):
         tested += mwu.method == "asymptotic"
     assert tested >= 8          # 80 vs 80 samples: the batched (asymptotic) path was taken
     store.close()
+
+
+def test_fmt_num_digits_next_to_powers_of_ten():
+    # fmt_num picks its decimals from floor(log10); it must agree with numpy's on values
+    # one or a few ulps around every power of ten a table shows
+    from mpibench.report.data import fmt_num
+
+    def reference(v, digits=4):
+        a = abs(v)
+        if a >= 10 ** digits:
+            return f"{v:.0f}"
+        if a < 1e-3:
+            return f"{v:.{digits - 1}e}"
+        return f"{v:.{max(0, digits - 1 - int(np.floor(np.log10(a))))}f}"
+
+    vals = list(10 ** np.random.default_rng(0).uniform(-3.5, 4.5, 5000))
+    for k in range(-3, 5):
+        for direction in (np.inf, -np.inf):
+            y = 10.0 ** k
+            for _ in range(20):
+                vals.append(float(y))
+                y = np.nextafter(y, direction)
+    assert [fmt_num(v) for v in vals] == [reference(v) for v in vals]
+    assert [fmt_num(-v) for v in vals[:100]] == [reference(-v) for v in vals[:100]]
+    assert fmt_num(float("nan")) == fmt_num(float("inf")) == fmt_num(None) == "-"
+    assert fmt_num(0.0) == "0" and fmt_num(12345.6) == "12346" and fmt_num(7) == "7.000"

@@ -381,3 +381,26 @@ def test_report_benchmark_filter(tmp_path, core):
     rep = build_report(store, groups, ReportOptions(benchmarks=["allreduce"], plots=False))
     html = write_html(rep, tmp_path / "f.html").read_text()
     assert "Allreduce" in html and "PingPong" not in html
+
+
+def test_cost_reads_nodes_from_each_runs_spec(tmp_path):
+    # no 'nodes' parameter: the run spec's (top level or its variant table), else the
+    # campaign's, else 1 - looked up per run in one pass, not one query per cell
+    store = Store(tmp_path / "n.db")
+    cid = store.add_campaign("n", {"nodes": 7})
+    groups = {}
+    for v, spec in (("top", {"nodes": 3}), ("nested", {"variant": {"nodes": 4}}),
+                    ("camp", {})):
+        groups[v] = []
+        for steps in (10, 20):
+            groups[v] += add_variant_runs(
+                store, cid, v, repeats=1, grp="md", params={"steps": steps}, spec=spec,
+                seq0=steps, make=lambda rep: [
+                    {"benchmark": "md", "size": None, "np": 2, "metric": "ns/day",
+                     "unit": "ns/day", "better": "higher", "n": 1, "median": 5.0,
+                     "samples": [5.0]}])
+    ct = cost_table(store, groups, price_per_node_hour=1.0)
+    assert {(r["variant"], r["nodes"]) for r in ct.records} == {
+        ("top", 3), ("nested", 4), ("camp", 7)}
+    assert not any("assumed 1 node" in n for n in ct.notes)
+    store.close()
