@@ -35,7 +35,10 @@ nodes or ppn form one set whose cells differ by those. Samples of a cell are poo
 launches of a set only when their fingerprints match (otherwise the most common fingerprint
 is used and a footnote says what was left out). Gain > 1 means the candidate is better;
 `~` marks differences that are not significant (two-sided Mann-Whitney U, Holm-corrected
-across the table). Times in microseconds; MB/s = 10^6 bytes/s."""
+across the table). Times in microseconds; MB/s = 10^6 bytes/s. A set whose requested transport
+did not take effect (campaign status: MISMATCH) is a WARNING footnote on its column; imported
+rows show the tool's own statistic (e.g. mean), untested; a set sharing no cell with the
+baseline is named in a footnote instead of getting an empty column."""
 
 
 def _alpha(text: str) -> float:
