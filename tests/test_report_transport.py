@@ -110,6 +110,14 @@ def test_report_shows_an_escaped_warning_block(tmp_path):
     store.close()
 
 
+def test_single_set_report_still_warns(tmp_path):
+    store, groups = _store(tmp_path)
+    rep = build_report(store, {"want-shm": groups["want-shm"]}, ReportOptions(plots=False))
+    assert rep.comparison is None and rep.warnings == [f"WARNING: {WARNING}"]
+    assert '<div class="warning"' in render_html(rep)
+    store.close()
+
+
 @pytest.mark.parametrize("fmt", ["terminal", "markdown", "csv", "json"])
 def test_single_set_compare_still_warns(tmp_path, capsys, fmt):
     store, groups = _store(tmp_path)
