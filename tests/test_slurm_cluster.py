@@ -88,8 +88,11 @@ time_limit = "00:02:00"
 poll_interval = 1
 poll_max_interval = 2
 """
+# the site-style example, shrunk in size only (one repeat, two sizes)
+SITE_TOML = ((EXAMPLES / "slurm.toml").read_text().replace("repeats = 3", "repeats = 1")
+             .replace('sizes = "0:16"', 'sizes = "0,1K"'))
 CAMPAIGNS = ("slurm-local", "slurm-timeout", "pbs-local", "slurm-hostile", "pbs-timeout",
-             "slurm-setup")
+             "slurm-setup", "slurm")
 pytestmark = pytest.mark.slurm
 
 
@@ -109,7 +112,8 @@ def campaigns(slurm_cluster, tmp_path_factory):  # noqa: F811
     marker = base / "pwned"
     inline = {"slurm-hostile": HOSTILE_TOML.replace(
                   "{evil}", json.dumps(HOSTILE.format(marker=marker))),
-              "pbs-timeout": PBS_TIMEOUT_TOML, "slurm-setup": SETUP_TOML}
+              "pbs-timeout": PBS_TIMEOUT_TOML, "slurm-setup": SETUP_TOML,
+              "slurm": SITE_TOML}
     for name in CAMPAIGNS:
         d = base / name
         d.mkdir()
@@ -195,6 +199,23 @@ def test_cell_over_its_slurm_time_limit_is_a_timeout(campaigns):
                        timeout=60).stdout
     row = next(ln for ln in text.splitlines() if r["id"] in ln)
     assert f" {r['job_id']} " in row and "TIMEOUT signal=15" in row, text
+
+
+def test_site_example_each_stacks_own_launcher_on_one_and_two_nodes(campaigns):
+    """examples/slurm.toml: mpirun and mpiexec.hydra inside the allocation, np = 2 on one
+    node and across two (2 ranks on each of 2 nodes would meet MPICH 4.0.2's finalize
+    deadlock here, docs/schedulers.md)."""
+    res, rows = campaigns["slurm"]
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    assert len(rows) == 8
+    for r in rows:
+        assert r["status"] == "done", (r["variant"], r["reason"], r["stderr_tail"])
+        launcher = json.loads(r["argv_json"])[0]
+        want = "mpiexec.hydra" if r["variant"].startswith("mpich") else "mpirun"
+        assert want in Path(launcher).name, launcher
+        two = r["variant"].endswith("[nodes=2]")
+        assert (r["nodelist"] == "n[1-2]") == two, (r["variant"], r["nodelist"])
+        assert r["transport_actual"].startswith("tcp"), r["transport_actual"]
 
 
 def test_batch_app_wall_time_excludes_its_setup(campaigns):
