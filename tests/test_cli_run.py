@@ -153,3 +153,20 @@ def test_core_options_reach_the_core_on_both_stacks(tmp_path):
     assert header["options"]["futility"] is True          # stop rule: header, not fingerprint
     assert header["options"]["mem_limit"] == 65536
     assert header["thread_level_provided"] in ("serialized", "multiple")
+
+
+@pytest.mark.mpi
+def test_a_name_given_again_adds_launches_and_never_doubles_a_runs_rows(tmp_path):
+    args = ["run", "PingPong", "--stack", "openmpi", "--sizes", "0,8", "--max-time", "0.02",
+            "--repeats", "1", "--timeout", "30", "--name", "same"]
+    for _ in range(2):
+        res = mpibench(*args, cwd=tmp_path)
+        assert res.returncode == 0, res.stderr[-3000:]
+    con = sqlite3.connect(tmp_path / "mpibench.db")
+    runs = con.execute("SELECT r.id FROM runs r JOIN campaigns c ON c.id=r.campaign_id "
+                       "WHERE c.name='same'").fetchall()
+    assert len(runs) == 2  # one launch per invocation, side by side
+    per_run = con.execute("SELECT run_id, benchmark, size, COUNT(*) FROM results "
+                          "GROUP BY run_id, benchmark, size").fetchall()
+    assert len(per_run) == 4 and all(n == 1 for *_, n in per_run), per_run
+    assert len({p.name for p in (tmp_path / "mpibench-runs" / "same").iterdir()}) == 2

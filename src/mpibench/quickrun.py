@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -66,8 +67,11 @@ def make_plan(variants: list[Variant], found: list[Stack], benchmarks: list[str]
                 launch_timeout, order)
 
 
-def run_id_for(campaign: str, variant: Variant, repeat: int) -> str:
-    blob = json.dumps([campaign, variant.to_dict(), repeat], sort_keys=True, default=str)
+def run_id_for(campaign: str, variant: Variant, repeat: int, invocation: str) -> str:
+    """One id per launch of one invocation: a comparison name given again (`--name`) adds
+    that invocation's launches beside the earlier ones instead of writing into their runs."""
+    blob = json.dumps([campaign, variant.to_dict(), repeat, invocation], sort_keys=True,
+                      default=str)
     return "r-" + hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -80,10 +84,11 @@ def execute_plan(plan: Plan, store: Store, run_root: Path, campaign_name: str,
             "core_options": plan.core_options, "variants": [v.to_dict() for v in plan.variants]}
     campaign_id = store.add_campaign(campaign_name, spec)
     run_root = Path(run_root).resolve()  # launches run with cwd = their run directory
+    invocation = f"{time.time_ns()}-{os.getpid()}"
     groups: dict[str, list[str]] = {v.name: [] for v in plan.variants}
     total = len(plan.order)
     for i, (repeat, variant) in enumerate(plan.order):
-        run_id = run_id_for(campaign_name, variant, repeat)
+        run_id = run_id_for(campaign_name, variant, repeat, invocation)
         groups[variant.name].append(run_id)
         if progress:
             progress(i, total, f"{variant.name} repeat {repeat + 1}/{plan.repeats}")

@@ -106,7 +106,8 @@ def register(sub) -> None:
     add_db(o)
     o.add_argument("--out", metavar="DIR", help="raw run directories (default "
                    "./mpibench-runs/<name>)")
-    o.add_argument("--name", help="name of this comparison in the store (default run-<time>)")
+    o.add_argument("--name", help="name of this comparison in the store (default run-<time>); a name "
+                   "used before gets this invocation's launches beside its earlier ones")
     o.add_argument("--markdown", metavar="FILE", help="also write the tables as Markdown")
     o.add_argument("--format", choices=["terminal", "markdown", "csv", "json"],
                    default="terminal", help="format of the printed tables")
