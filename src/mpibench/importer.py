@@ -272,14 +272,18 @@ def _loaded(paths: list[Path], known: set[str], np_hint: int | None) -> Iterator
         return
     todo = iter(paths)
     with pool:
-        ahead: deque = deque((p, pool.submit(_load_in_worker, p, np_hint))
-                             for p in islice(todo, _LOOKAHEAD))
+        # the worker can die (e.g. out of memory) while a result is awaited or between two
+        # submissions: from then on every file not yet returned is read in this process
+        ahead: deque = deque((p, _submit(pool, p, np_hint)) for p in islice(todo, _LOOKAHEAD))
         while ahead:
             path, fut = ahead.popleft()
-            try:
-                loaded = fut.result()
-            except BrokenProcessPool:
-                # the worker died (e.g. out of memory): finish in this process
+            loaded = None
+            if fut is not None:
+                try:
+                    loaded = fut.result()
+                except BrokenProcessPool:
+                    pass
+            if loaded is None:
                 yield _load(path, known, np_hint)
                 for p, _ in ahead:
                     yield _load(p, known, np_hint)
@@ -288,8 +292,16 @@ def _loaded(paths: list[Path], known: set[str], np_hint: int | None) -> Iterator
                 return
             nxt = next(todo, None)
             if nxt is not None:
-                ahead.append((nxt, pool.submit(_load_in_worker, nxt, np_hint)))
+                ahead.append((nxt, _submit(pool, nxt, np_hint)))
             yield loaded
+
+
+def _submit(pool: ProcessPoolExecutor, path: Path, np_hint: int | None):
+    """The future of `path` parsed by the worker, or None when the pool is already broken."""
+    try:
+        return pool.submit(_load_in_worker, path, np_hint)
+    except BrokenProcessPool:
+        return None
 
 
 _WORKER_KNOWN: set[str] = set()
