@@ -500,3 +500,13 @@ def test_fmt_num_digits_next_to_powers_of_ten():
     assert [fmt_num(-v) for v in vals[:100]] == [reference(-v) for v in vals[:100]]
     assert fmt_num(float("nan")) == fmt_num(float("inf")) == fmt_num(None) == "-"
     assert fmt_num(0.0) == "0" and fmt_num(12345.6) == "12346" and fmt_num(7) == "7.000"
+
+
+def test_results_table_names_each_metric_of_an_application(tmp_path):
+    store, groups = build_app_store(tmp_path / "a.db")
+    rows = json.loads(render_results(store, groups["plain"], "json"))["rows"]
+    assert {r["metric"] for r in rows} == {"ns/day", "wall_time"}
+    text = render_results(store, groups["plain"], "markdown")
+    names = [ln.split(" | ")[0] for ln in text.splitlines() if ln.startswith("| vasp")]
+    assert names == [r"| vasp \[ns/day\]", r"| vasp \[wall\_time, s\]"]
+    store.close()

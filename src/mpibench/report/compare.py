@@ -708,7 +708,12 @@ def _results_table(cells: list[Cell]) -> tuple[list[str], list[list[str]], list[
     notes: list[str] = []
     body = []
     prev = None
+    # an application reports several metrics (its figure of merit and wall_time): name each
+    # as the comparison table does, or two rows per cell would differ only by magnitude
+    multi_metric = len({(c.metric, c.unit) for c in cells}) > 1
     for c in cells:
+        what = c.metric if c.metric == c.unit else f"{c.metric}, {c.unit}"
+        name = f"{c.benchmark} [{what}]" if multi_metric else c.benchmark
         if c.status != "ok":
             val = [c.status + (f": {c.reason}" if c.reason else "")] + [""] * 9
             n = ""
@@ -729,9 +734,9 @@ def _results_table(cells: list[Cell]) -> tuple[list[str], list[list[str]], list[
             if text not in notes:
                 notes.append(text)
             mark = f" [{notes.index(text) + 1}]"
-        body.append([c.benchmark if c.benchmark != prev else "", cell_label(c) + mark,
+        body.append([name if name != prev else "", cell_label(c) + mark,
                      "" if c.np is None else str(c.np), n] + val)
-        prev = c.benchmark
+        prev = name
     return RESULT_COLUMNS, body, notes
 
 
