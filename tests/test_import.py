@@ -220,7 +220,16 @@ def test_two_fabrics_gain_and_line_rate_in_one_compare(tmp_path, capsys):
     out = capsys.readouterr().out
     assert rc == 0
     assert "1.81x" in out                       # 8775.88 / 4859.13
-    assert "38.2%" in out and "6.9%" in out     # 477.94 MB/s of 1250, 863.18 of 12500
+    # the line rate is judged on the whole curve, not on the gain table's size: the tcp peak
+    # is the 2 MiB row (497.53 MB/s of 1250), the vader peak the 512 KiB row (2366.36 of 12500)
+    assert "39.8%" in out and "18.9%" in out
+    capsys.readouterr()
+    main(["compare", "--db", db, "--campaign", "imports", "--variant", "tcp",
+          "--variant", "vader", "--gain-table", "--size", "4M", "--format", "json"])
+    lr = {r["variant"]: r for r in json.loads(capsys.readouterr().out)["line_rate"]["rows"]}
+    assert (lr["tcp"]["peak_mbps"], lr["tcp"]["peak_size"], lr["tcp"]["half_peak_size"]) == \
+        (497.53, 2097152, 524288)
+    assert lr["vader"]["peak_size"] == 524288
 
 
 def test_campaign_spec_is_kept(store):

@@ -215,12 +215,14 @@ def run(args) -> int:
         groups = groups_from_args(store, args)
         baseline = args.baseline or next(iter(groups))
         cells = load_cells(store, groups)
+        curve_cells = cells   # every measured size of the selected benchmarks
         if args.benchmark or sizes:
             check_filters(cells, args.benchmark, sizes)
             wanted = {b.lower() for b in args.benchmark or []}
-            cells = {k: v for k, v in cells.items()
-                     if (not wanted or k[0].lower() in wanted)
-                     and (sizes is None or k[1] in sizes or k[1] is None)}
+            curve_cells = {k: v for k, v in cells.items()
+                           if not wanted or k[0].lower() in wanted}
+            cells = {k: v for k, v in curve_cells.items()
+                     if sizes is None or k[1] in sizes or k[1] is None}
         cmp = None
         if len(groups) >= 2:
             cmp = compare_groups(store, groups, baseline, alpha=args.alpha, cells=cells)
@@ -248,7 +250,9 @@ def run(args) -> int:
                                  "per benchmark)")
             tables.append(("gain_table", gain_table(cmp, size=sizes[0] if sizes else None)))
         if args.line_rate is not None or _has_line_rate(store, groups):
-            lr = line_rate_table(store, groups, args.line_rate, cells=cells,
+            # the peak and the half-peak size are properties of the whole bandwidth curve:
+            # --size picks the rows of the other tables, not the sizes searched here
+            lr = line_rate_table(store, groups, args.line_rate, cells=curve_cells,
                                  warnings=cmp.warning_lines if cmp is not None else None)
             if args.line_rate is not None or any(r.get("line_rate_bps") for r in lr.records):
                 tables.append(("line_rate", lr))
