@@ -308,6 +308,19 @@ def test_watchdog_reason_is_said_once_with_benchmark_and_size(tmp_path):
     assert out.reason.count("watchdog") == 1
 
 
+def test_a_launch_killed_after_the_core_finished_says_so_and_keeps_its_rows(tmp_path):
+    """MPICH 4.0.2 can hang in MPI_Finalize after the footer (docs/schedulers.md): still a
+    timeout, but the reason tells the user every size was measured; a stall does not."""
+    done = ingest_core(_cmd(tmp_path, DATA / "mpich-np2-ok.jsonl"), None, exit_code=124,
+                       timed_out=True)
+    assert done.status == "timeout" and done.records
+    assert "after the core had written all its results" in done.reason
+    stalled = ingest_core(_cmd(tmp_path, DATA / "mpich-np2-stall.jsonl"), None,
+                          exit_code=124, timed_out=True)
+    assert stalled.status == "timeout"
+    assert "written all its results" not in stalled.reason
+
+
 def test_fingerprint_carries_the_options_that_change_a_sample(tmp_path):
     plain = ingest_core(_cmd(tmp_path, DATA / "mpich-np2-ok.jsonl"), None, exit_code=0)
     shifted = ingest_core(_cmd(tmp_path, DATA / "openmpi-np3-rootshift-offcache.jsonl"),

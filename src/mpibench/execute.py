@@ -189,6 +189,12 @@ def ingest_core(cmd: CellCommand, result: CommandResult | None, *,
     records = parsed.records
     if timed_out:
         status, reason = "timeout", "the launch exceeded its time limit and was killed"
+        if parsed.footer is not None and parsed.footer.get("status") == "ok":
+            # the footer is written just before MPI_Finalize: every size was measured, then
+            # the library or launcher never let the ranks exit (seen with MPICH 4.0.2 over
+            # UCX tcp, docs/schedulers.md); the rows are kept, the run is still not pooled
+            reason += (" after the core had written all its results (footer ok): "
+                       "MPI_Finalize or the launcher did not return")
     elif any(r.get("status") == "timeout" for r in records):
         status = "timeout"
         reason = _watchdog_reason(next(r for r in records if r.get("status") == "timeout"))
