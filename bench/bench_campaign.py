@@ -18,6 +18,7 @@ Usage: .venv/bin/python bench/bench_campaign.py [--quick]
 
 from __future__ import annotations
 
+import argparse
 import sys
 import tempfile
 import time
@@ -145,7 +146,11 @@ def bench_overhead(tmp: Path, n_cells: int) -> None:
 
 
 def main(argv: list[str]) -> int:
-    quick = "--quick" in argv
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true",
+                    help="10,000 cells to plan and 40 to run instead of 100,000 and 200")
+    quick = ap.parse_args(argv).quick
     with tempfile.TemporaryDirectory(prefix="mpibench-bench-campaign-") as tmp:
         bench_planning(Path(tmp), 10_000 if quick else 100_000)
         bench_overhead(Path(tmp), 40 if quick else 200)

@@ -138,6 +138,9 @@ def main() -> int:
     ap.add_argument("--flags", default="", metavar="'FLAGS'",
                     help="extra flags for both verbs, e.g. '--cost-per-node-hour 2' (so that "
                          "two trees that turn tables on differently do the same work)")
+    ap.add_argument("--quick", action="store_true",
+                    help="a tenth of the store (1,000 runs, 100,000 samples): checks the "
+                         "bench runs; the targets are for the full size")
     ap.add_argument("--phase", choices=["compare", "report"], help=argparse.SUPPRESS)
     ap.add_argument("--db", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
@@ -145,6 +148,10 @@ def main() -> int:
     if args.phase:
         phase(args.phase, args.db, args.out, shlex.split(args.flags))
         return 0
+    if args.quick:
+        args.runs, args.samples = args.runs // 10, args.samples // 10
+        print("--quick: a tenth of the store the targets are set for; the 'of target' "
+              "figures below are not a verdict on them")
     rounds = args.rounds or (3 if args.against else 1)
     tmp = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="mpibench-bench-"))
     tmp.mkdir(parents=True, exist_ok=True)

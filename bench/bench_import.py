@@ -18,6 +18,7 @@ Usage: .venv/bin/python bench/bench_import.py [--quick] [--files N] [--dir DIR]
 
 from __future__ import annotations
 
+import argparse
 import os
 import random
 import re
@@ -58,10 +59,14 @@ def variants(n: int, out: Path) -> list[Path]:
 
 
 def main(argv: list[str]) -> int:
-    n = 100 if "--quick" in argv else 1000
-    if "--files" in argv:
-        n = int(argv[argv.index("--files") + 1])
-    where = argv[argv.index("--dir") + 1] if "--dir" in argv else None
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="100 files instead of 1,000")
+    ap.add_argument("--files", type=int, help="how many files (overrides --quick)")
+    ap.add_argument("--dir", help="where the files and the store go (e.g. /dev/shm)")
+    args = ap.parse_args(argv)
+    n = args.files or (100 if args.quick else 1000)
+    where = args.dir
     if not SOURCES:
         print("no tests/data/imb/*-np2-all.txt fixtures found")
         return 1
