@@ -376,6 +376,31 @@ def test_cli_rejects_bad_input(tmp_path, capsys):
     assert not (tmp_path / "r.html").exists()
 
 
+def test_cli_report_loads_the_cells_once(tmp_path, monkeypatch):
+    """The --benchmark/--size check and the report share one load_cells (with samples)."""
+    import mpibench.report.compare as rcompare
+    import mpibench.report.data as rdata
+    import mpibench.report.html as rhtml
+    import mpibench.report.tables as rtables
+
+    store, _ = build_two_stack_store(tmp_path / "once.db", n=8, repeats=1)
+    store.close()
+    calls = []
+    real = rdata.load_cells
+
+    def counting(*a, **kw):
+        calls.append(kw.get("with_samples", True))
+        return real(*a, **kw)
+
+    for mod in (rdata, rhtml, rcompare, rtables):
+        monkeypatch.setattr(mod, "load_cells", counting)
+    html = tmp_path / "once.html"
+    assert cli_main(["report", "--db", str(tmp_path / "once.db"), "--benchmark", "allreduce",
+                     "--size", "1K", "--no-plots", "-o", str(html)]) == 0
+    assert calls == [True]
+    assert "Allreduce" in html.read_text()
+
+
 def test_report_benchmark_filter(tmp_path, core):
     store, groups = core
     rep = build_report(store, groups, ReportOptions(benchmarks=["allreduce"], plots=False))

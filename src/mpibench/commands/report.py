@@ -55,12 +55,13 @@ def run(args) -> int:
                          "one --size")
     if args.output == "-" and not args.markdown:
         raise UsageError("-o -: nothing to write (give --markdown FILE or an HTML file)")
+    from mpibench.report.data import load_cells
+
     with open_store(args.db) as store:
         groups = groups_from_args(store, args)
+        cells = load_cells(store, groups)     # once: the filter check and the report
         if args.benchmark or sizes:
-            from mpibench.report.data import load_cells
-            check_filters(load_cells(store, groups, with_samples=False), args.benchmark,
-                          sizes)
+            check_filters(cells, args.benchmark, sizes)
         title = args.title or ("mpibench report: " + " vs ".join(groups))
         opts = ReportOptions(title=title, baseline=args.baseline,
                              size=sizes[0] if sizes else None, line_rate=args.line_rate,
@@ -69,7 +70,7 @@ def run(args) -> int:
                              price_per_node_hour=args.cost_per_node_hour,
                              power_per_node_w=args.power_per_node_w, alpha=args.alpha,
                              plots=not args.no_plots, benchmarks=args.benchmark)
-        report = build_report(store, groups, opts)
+        report = build_report(store, groups, opts, cells=cells)
     if args.output != "-":
         path = write_html(report, args.output)
         err_console().print(f"HTML report: {path}")

@@ -185,11 +185,12 @@ def _auto_grid(cells: dict) -> list[tuple[str | None, str, str]]:
 
 
 def build_report(store: Store, groups: Mapping[str, list[str]],
-                 opts: ReportOptions | None = None) -> Report:
+                 opts: ReportOptions | None = None, *, cells: dict | None = None) -> Report:
+    """cells: load_cells(store, groups) when the caller already has them (with samples)."""
     opts = opts or ReportOptions()
     order = list(groups)
     baseline = opts.baseline or order[0]
-    cells = load_cells(store, groups)
+    cells = cells if cells is not None else load_cells(store, groups)
     if opts.benchmarks:
         wanted = {b.lower() for b in opts.benchmarks}
         cells = {k: v for k, v in cells.items() if k[0].lower() in wanted}
