@@ -125,6 +125,7 @@ class InstantScheduler(Scheduler):
     failing_polls = 0  # the first N polls raise SchedulerQueryError
     probe_text = ""  # what a transport probe step prints on stderr
     probe_status = 0  # and the exit status its job script records
+    timing = {"started": 1.0, "finished": 3.5}  # each step's timing.json
 
     def __init__(self, settings=None):
         super().__init__(settings)
@@ -181,8 +182,7 @@ class InstantScheduler(Scheduler):
                         st.run_dir.mkdir(parents=True, exist_ok=True)
                         st.stdout.write_text("" if probe else "hello\n")
                         st.stderr.write_text(self.probe_text if probe else "")
-                        (st.run_dir / TIMING_FILE).write_text(
-                            json.dumps({"started": 1.0, "finished": 3.5}))
+                        (st.run_dir / TIMING_FILE).write_text(json.dumps(self.timing))
                         (st.run_dir / EXIT_STATUS_FILE).write_text(
                             f"{self.probe_status if probe else 0}\n")
                 out[jid] = self.final or JobStatus("completed", 0, None, "n[1-2]",
@@ -354,6 +354,31 @@ def test_grouped_job_over_its_time_limit_keeps_the_cells_that_finished(tmp_path,
     assert [g[:2] for g in got] == [(0, "done"), (1, "timeout")]
     assert got[1][2].startswith("job ended timeout: the job exceeded its Slurm time limit")
     assert {r["job_id"] for r in runs} == {"1000"}
+
+
+@pytest.mark.parametrize("launch_started, wall", [(2.25, 1.25), (None, 2.5)])
+def test_batch_app_wall_time_is_the_launch_the_job_script_timed(tmp_path, found_stacks, clock,
+                                                                 launch_started, wall):
+    """With setup commands, wall_time is finished - launch_started from timing.json; a job
+    script that never recorded the launch start leaves the step's whole elapsed time."""
+    path = _campaign(tmp_path)
+    path.write_text(path.read_text().replace('command = "echo hello"',
+                                             'setup = "true"\ncommand = "echo hello"'))
+
+    def timed(s):
+        s.timing = {"started": 1.0, "launch_started": launch_started, "finished": 3.5}
+
+    spec = load(path)
+    sched = InstantScheduler(spec.scheduler)
+    timed(sched)
+    with Store(tmp_path / "m.db") as store:
+        CampaignRunner(spec, store, found_stacks, scheduler=sched, verify=False).run()
+        (r,) = store.runs()
+        got = store.db.execute("SELECT median FROM results WHERE run_id=? AND "
+                               "metric='wall_time'", (r["id"],)).fetchone()
+    assert r["status"] == "done", r["reason"]
+    assert r["elapsed"] == pytest.approx(2.5)
+    assert got[0] == pytest.approx(wall)
 
 
 UCX_TCP = ("[1795334470.531690] [vm:11420:0]      ucp_worker.c:1763 UCX  INFO    ep_cfg[0]: "

@@ -49,6 +49,7 @@ from mpibench.schedulers import (
     Scheduler,
     SchedulerError,
     SchedulerQueryError,
+    StepResult,
     SubmissionUnknown,
     get_scheduler,
     read_step_result,
@@ -454,7 +455,7 @@ class CampaignRunner:
                 self.store.delete_results(cell.id)
                 self.store.set_run(cell.id, "pending", job_id=None, started=None)
             raise
-        outcome = self.ingest(p, sr.exit_code, sr.timed_out, sr.elapsed)
+        outcome = self.ingest(p, sr)
         self.commit(p, outcome)
 
     def _verify_variant(self, variant: Variant) -> None:
@@ -472,9 +473,9 @@ class CampaignRunner:
             self.log(f"warning: variant {variant.name}: requested transport {v.requested!r} "
                      f"but the probe shows {v.actual}")
 
-    def ingest(self, p: _Prepared, exit_code: int | None, timed_out: bool,
-               elapsed: float, nodelist: str | None = None) -> CellOutcome:
+    def ingest(self, p: _Prepared, sr: StepResult, nodelist: str | None = None) -> CellOutcome:
         cmd, g = p.cmd, p.cell.group
+        exit_code, timed_out, elapsed = sr.exit_code, sr.timed_out, sr.elapsed
         if p.step.setup and not cmd.stdout.exists() and not timed_out:
             err = (p.step.run_dir / "setup.err")
             tail = "\n".join(err.read_text(errors="replace").rstrip().splitlines()[-20:]) \
@@ -513,7 +514,7 @@ class CampaignRunner:
             outcome.records = []
             if outcome.status == "done":
                 outcome.records, problem = app_records(p.cell, p.step.run_dir,
-                                                       self._launch_elapsed(p, elapsed))
+                                                       self._launch_elapsed(p, sr))
                 if problem:
                     outcome.status, outcome.reason, outcome.records = "failed", problem, []
         if p.cell.variant.profile:
@@ -530,19 +531,19 @@ class CampaignRunner:
                 outcome.records = list(outcome.records) + profile_rows(doc)
         return outcome
 
-    def _launch_elapsed(self, p: _Prepared, elapsed: float) -> float:
+    def _launch_elapsed(self, p: _Prepared, sr: StepResult) -> float:
         """The application's wall time: the launch alone, without the setup commands
         (e.g. grompp) that the step's elapsed time includes."""
         if not p.step.setup:
-            return elapsed
+            return sr.elapsed
+        # the local backend timed the launch itself (monotonic clock)
         last = None if self.scheduler.batch else getattr(self.scheduler, "last_result", None)
         if last is not None:
             return last.elapsed
-        try:  # a job script that records when the launch started
-            t = json.loads((p.step.run_dir / "timing.json").read_text())
-            return float(t["finished"]) - float(t["launch_started"])
-        except (OSError, ValueError, KeyError, TypeError):
-            return elapsed
+        # a job script records when the launch started (read_step_result read timing.json)
+        if sr.launch_started is not None and sr.finished is not None:
+            return sr.finished - sr.launch_started
+        return sr.elapsed
 
     def commit(self, p: _Prepared, outcome: CellOutcome, **extra: Any) -> None:
         actual = None
@@ -741,7 +742,7 @@ class CampaignRunner:
 
     def _finish_batch_cell(self, p: _Prepared, st: JobStatus, actual: str | None) -> None:
         sr = read_step_result(p.step, st)
-        outcome = self.ingest(p, sr.exit_code, sr.timed_out, sr.elapsed, st.nodelist)
+        outcome = self.ingest(p, sr, st.nodelist)
         if sr.exit_code is None:
             # the step never finished: the job died around it (time limit, node, cancel)
             outcome.status = "timeout" if st.state == "timeout" else "failed"
