@@ -456,6 +456,32 @@ def test_resume_follows_the_job_a_killed_harness_submitted_and_never_resubmits_i
         ((1, 0, True) if after else (0, 1, False))
 
 
+def test_looking_up_a_lost_submission_prepares_no_cell(tmp_path, found_stacks, clock,
+                                                       monkeypatch):
+    """Only the job's name is looked up: no cell command is prepared, no probe built."""
+    path = _campaign(tmp_path, repeats=2, scheduler_extra="group_cells = 0")
+    spec = load(path)
+    sched = InstantScheduler(spec.scheduler)
+    real = _die_around_submit(sched, after=True)
+    with Store(tmp_path / "m.db") as store:
+        with pytest.raises(_Killed):
+            CampaignRunner(spec, store, found_stacks, scheduler=sched, verify=False).run()
+    sched.submit = real
+
+    def refuse(*a, **kw):
+        raise AssertionError("prepared a cell only to look up its job's name")
+
+    with Store(tmp_path / "m.db") as store:
+        runner = CampaignRunner(spec, store, found_stacks, scheduler=sched, verify=True)
+        _, cells, _ = runner.sync()
+        monkeypatch.setattr(runner, "prepare", refuse)
+        monkeypatch.setattr(runner, "_probe_step", refuse)
+        reset, reattach = runner.recover(cells)
+    assert (reset, reattach) == (0, [("1000", [c.id for c in cells])])
+    assert [n for n, _ in sched.lookups] == [sched.requests[0].name]
+    assert sched.requests[0].name.endswith("+1")
+
+
 def test_a_job_of_an_earlier_attempt_is_not_taken_for_the_lost_one(tmp_path, found_stacks,
                                                                     clock):
     """The cell failed once (its job finished), then --retry-failed dies before sbatch: the

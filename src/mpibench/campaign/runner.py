@@ -293,7 +293,8 @@ class CampaignRunner:
         killed after the scheduler took the job): found by its name, which holds the cell
         id. Resubmitting would run the cells twice."""
         cells = sorted((by_id[r["id"]] for r in rows), key=lambda c: c.seq)
-        req, _ = self._request(cells, fresh=False)
+        # only the name is looked up: no cell is prepared, no probe built
+        req = JobRequest(name=self._job_name(cells), steps=[], run_dir=self.run_dir(cells[0]))
         since = min((r["started"] for r in rows if r["started"]), default=None)
         try:
             job = self.scheduler.find_job(req, since)
@@ -582,6 +583,11 @@ class CampaignRunner:
         groups.sort(key=lambda g: g[0].seq)
         return groups
 
+    def _job_name(self, cells: list[Cell]) -> str:
+        """The prefix and the first cell's id, +N for the other cells of a grouped job."""
+        return f"{self.spec.scheduler.job_name_prefix}-{cells[0].id}" + (
+            f"+{len(cells) - 1}" if len(cells) > 1 else "")
+
     def _request(self, cells: list[Cell], fresh: bool) -> tuple[JobRequest, list[_Prepared]]:
         s = self.spec.scheduler
         preps = []
@@ -592,8 +598,6 @@ class CampaignRunner:
                 self._write_cell_json(p)
             preps.append(p)
         first = cells[0]
-        name = f"{s.job_name_prefix}-{first.id}" + (f"+{len(cells) - 1}" if len(cells) > 1
-                                                    else "")
         v = first.variant
         limit = s.time_limit_s or (sum(p.step.timeout_s or self.spec.timeout for p in preps)
                                    + 60.0)
@@ -605,7 +609,7 @@ class CampaignRunner:
         steps = ([probe] if probe else []) + [p.step for p in preps]
         # np and ppn without nodes: the allocation needs ceil(np / ppn) nodes
         nodes = s.nodes or v.nodes or (-(-v.np // v.ppn) if v.ppn else None)
-        req = JobRequest(name=name, steps=steps, run_dir=self.run_dir(first),
+        req = JobRequest(name=self._job_name(cells), steps=steps, run_dir=self.run_dir(first),
                          nodes=nodes, tasks_per_node=s.tasks_per_node or v.ppn,
                          time_limit_s=limit, settings=s, modules=modules)
         return req, preps
