@@ -634,12 +634,12 @@ class CampaignRunner:
         probe = next((s for s in req.steps if s.cell_id.endswith("-verify")), None)
         if probe is None:
             return None
-        text = "".join(p.read_text(errors="replace") for p in (probe.stdout, probe.stderr)
-                       if p.exists())
+        out, err = (f.read_text(errors="replace") if f.exists() else ""
+                    for f in (probe.stdout, probe.stderr))
+        text = out + err
         variant = preps[0].cell.variant
         # a probe that hung (exit 124) or never finished proves nothing by what it printed
         sr = read_step_result(probe)
-        err = probe.stderr.read_text(errors="replace") if probe.stderr.exists() else ""
         problem = probe_problem(sr.exit_code, sr.timed_out, probe.timeout_s, err)
         v = judge(self.stacks[variant.stack], variant, text, probe.env, probe.run_dir,
                   problem or (None if text else "the probe step left no output"))
