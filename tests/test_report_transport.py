@@ -133,6 +133,30 @@ def test_single_set_compare_still_warns(tmp_path, capsys, fmt):
         assert json.loads(out)["warnings"] == [f"WARNING: {WARNING}"]
 
 
+def test_single_set_compare_looks_up_the_transport_once(tmp_path, capsys, monkeypatch):
+    """One set with the line-rate table: the warning block and the table's footnote come
+    from one transport lookup."""
+    import mpibench.verify as verify
+
+    store, groups = _store(tmp_path)
+    store.close()
+    calls = []
+    real = verify.transport_warnings
+
+    def counting(*a, **kw):
+        calls.append(1)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(verify, "transport_warnings", counting)
+    rc = cli_main(["compare", "--db", str(tmp_path / "t.db"), "--variant", "want-shm",
+                   "--format", "json", "--line-rate", "10Gb/s"])
+    assert rc == 0
+    obj = json.loads(capsys.readouterr().out)
+    assert obj["warnings"] == [f"WARNING: {WARNING}"]
+    assert obj["line_rate"]["notes"] == [f"WARNING: {WARNING}"]
+    assert len(calls) == 1
+
+
 # ---------------------------------------------------------------------------------------
 # The mismatch for real: `mpibench campaign run` verifies each variant's transport with a
 # probe launch; 'want-shm' asks for the shm preset but its MCA btl setting forces TCP.

@@ -193,7 +193,7 @@ def run(args) -> int:
         compare_groups,
         render,
         render_results,
-        transport_notes,
+        transport_lines,
     )
     from mpibench.report.data import load_cells
     from mpibench.report.tables import (
@@ -235,12 +235,14 @@ def run(args) -> int:
                 gcells = [by[g] for by in cells.values() if g in by]
                 parts.append((f"results:{g}", render_results(store, ids, fmt, title=g,
                                                              cells=gcells)))
-        if cmp is None:
+        if cmp is not None:
+            warning_lines = cmp.warning_lines
+        else:
             # one set: no comparison to footnote, but a transport that did not take effect
             # must still be said beside its results
-            lines = [w for ws in transport_notes(store, groups).values() for w in ws]
-            if lines:
-                parts.append(("warnings", _warnings_text(lines, fmt)))
+            warning_lines = transport_lines(store, groups)
+            if warning_lines:
+                parts.append(("warnings", _warnings_text(warning_lines, fmt)))
         tables = []
         if args.gain_table:
             if cmp is None:
@@ -253,7 +255,7 @@ def run(args) -> int:
             # the peak and the half-peak size are properties of the whole bandwidth curve:
             # --size picks the rows of the other tables, not the sizes searched here
             lr = line_rate_table(store, groups, args.line_rate, cells=curve_cells,
-                                 warnings=cmp.warning_lines if cmp is not None else None)
+                                 warnings=warning_lines)
             if args.line_rate is not None or any(r.get("line_rate_bps") for r in lr.records):
                 tables.append(("line_rate", lr))
         if args.first_call or args.mean_std:

@@ -153,6 +153,12 @@ def transport_notes(store: Store, groups: Mapping[str, list[str]]) -> dict[str, 
     return out
 
 
+def transport_lines(store: Store, groups: Mapping[str, list[str]]) -> list[str]:
+    """transport_notes flattened, set by set: the warning lines of a table without a
+    comparison (a comparison has them as Comparison.warning_lines)."""
+    return [w for ws in transport_notes(store, groups).values() for w in ws]
+
+
 def orient_gain(base: float | None, cand: float | None, better: str) -> float | None:
     if base is None or cand is None or base <= 0 or cand <= 0:
         return None

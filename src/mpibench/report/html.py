@@ -28,7 +28,7 @@ from mpibench.report.compare import (
     compare_groups,
     md_escape,
     render_markdown,
-    transport_notes,
+    transport_lines,
 )
 from mpibench.report.data import bench_sort_key, imported_clause, load_cells
 from mpibench.report.tables import (
@@ -218,7 +218,7 @@ def build_report(store: Store, groups: Mapping[str, list[str]],
             sections.append(Section("gain", "Gain table", tables=[gt]))
     else:
         cmp_plot = _single(cells, order[0])
-        warnings = [w for ws in transport_notes(store, groups).values() for w in ws]
+        warnings = transport_lines(store, groups)
     if opts.plots:
         figs = []
         plot_cmp = cmp if cmp is not None else cmp_plot

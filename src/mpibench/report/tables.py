@@ -37,7 +37,7 @@ from mpibench.report.compare import (
     md_escape,
     orient_gain,
     plain_table,
-    transport_notes,
+    transport_lines,
 )
 from mpibench.report.data import (
     Cell,
@@ -552,7 +552,7 @@ def line_rate_table(store: Store, groups: Mapping[str, list[str]],
                       "converted as bits/s / 8 / 10^6; half-peak size = smallest measured "
                       "size whose bandwidth is >= 50% of the peak",
               notes=list(warnings) if warnings is not None else
-              [w for ws in transport_notes(store, groups).values() for w in ws])
+              transport_lines(store, groups))
     for g, ids in groups.items():
         rate = line_rate
         if rate is None:
