@@ -93,13 +93,12 @@ def run(args) -> int:
     if not cmd:
         raise UsageError("profile: no command given; expected e.g. "
                          "`mpibench profile -- mpirun -np 2 ./app`")
-    found = discover_from_args(args)
-    stack = profiling.resolve_stack(args.stack, cmd, found)
-    profiling.check_command(cmd, stack, args.timeout, found)
     run_id = profiling.new_run_id()
     out = Path(args.out) if args.out else Path("mpibench-profiles") / run_id
-    run_ = profiling.run_profiled(cmd, stack=stack, out_dir=out, timeout=args.timeout,
-                                  found=found)
+    # run_profiled resolves the stack and checks the command (UsageError) before it creates
+    # the output directory or builds the library
+    run_ = profiling.run_profiled(cmd, stack=args.stack, out_dir=out, timeout=args.timeout,
+                                  found=discover_from_args(args))
     err = err_console()
     if run_.result.timed_out or run_.timed_out:
         err.print(f"profile: the command timed out after {args.timeout:g} s; the ranks were "
