@@ -25,6 +25,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from mpibench.stats import ci_percent
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from _coreutil import STACKS, available, build, launch  # noqa: E402
 
@@ -33,7 +35,7 @@ def half_width(r: dict) -> float | None:
     """Larger half-width of the 95% CI of the median relative to it; None without a 95% CI."""
     if not r.get("ci_exact") or not r.get("median_us"):
         return None
-    return max(r["median_us"] - r["ci_low_us"], r["ci_high_us"] - r["median_us"]) / r["median_us"]
+    return ci_percent(r["median_us"], r["ci_low_us"], r["ci_high_us"]) / 100.0
 
 
 def size_class(size: int) -> str:
