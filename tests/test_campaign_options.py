@@ -257,6 +257,20 @@ def test_create_runs_matches_create_run_row_for_row(tmp_path):
         assert short["grp"] == "" and short["params_json"] == "{}" and short["seq"] == 0
 
 
+def test_create_runs_takes_spec_json_text_as_is_and_never_as_an_extra_column(tmp_path):
+    with Store(tmp_path / "s.db") as store:
+        cid = store.add_campaign("c", {})
+        text = '{"b": 1, "a": 2}'  # the caller's serialisation, kept byte for byte
+        assert store.create_runs([
+            {"run_id": "t", "campaign_id": cid, "variant": "v", "spec_json": text},
+            {"run_id": "d", "campaign_id": cid, "variant": "v", "spec_json": {"b": 1, "a": 2}},
+            {"run_id": "s", "campaign_id": cid, "variant": "v", "spec": {"b": 1, "a": 2},
+             "seq": 3}]) == 3
+        got = dict(store.db.execute("SELECT id, spec_json FROM runs").fetchall())
+        assert got == {"t": text, "d": '{"a": 2, "b": 1}', "s": '{"a": 2, "b": 1}'}
+        assert store.run("s")["seq"] == 3
+
+
 def test_create_runs_is_all_or_nothing(tmp_path):
     with Store(tmp_path / "s.db") as store:
         cid = store.add_campaign("c", {})

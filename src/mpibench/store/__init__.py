@@ -20,6 +20,7 @@ import json
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -279,25 +280,16 @@ class Store:
                    sj if isinstance(sj, str) else json.dumps(
                        r.get("spec") or sj or {}, sort_keys=True, default=str),
                    *(self._run_fields({k: r[k]})[k] if k == "argv_json" else r[k]
-                     for k in extra if k != "spec_json"))
+                     for k in extra))
             batches.setdefault(extra, []).append(row)
         before = self.db.total_changes
-        own = not self.db.in_transaction
-        if own:
-            self.db.execute("BEGIN IMMEDIATE")
-        try:
+        with nullcontext() if self.db.in_transaction else self.transaction():
             for extra, rows in batches.items():
                 names = ("id", "campaign_id", "variant", "grp", "params_json", "repeat",
-                         "spec_json", *(k for k in extra if k != "spec_json"))
+                         "spec_json", *extra)
                 self.db.executemany(
                     f"INSERT OR IGNORE INTO runs ({', '.join(names)}) "
                     f"VALUES ({', '.join('?' for _ in names)})", rows)
-        except BaseException:
-            if own:
-                self.db.execute("ROLLBACK")
-            raise
-        if own:
-            self.db.execute("COMMIT")
         return self.db.total_changes - before
 
     def set_run(self, run_id: str, status: str | None = None, **fields: Any) -> None:
@@ -432,7 +424,7 @@ class Store:
 
 
 _CREATE_ARGS = ("run_id", "campaign_id", "variant", "grp", "params", "params_json", "repeat",
-                "spec")
+                "spec", "spec_json")
 _DEFAULTS = {"status": "ok", "metric": "time", "unit": "us", "better": "lower",
              "statistic": "median"}
 
