@@ -62,3 +62,27 @@ def test_sweep_sets_and_nodes_columns(tmp_path):
     assert piv.shape == (2, 2) and piv.loc[2, 4] > piv.loc[1, 2]
     cf = compare_frame(tmp_path / "sw.db", campaign="sweep", variants=["ompi", "mpich"])
     assert set(cf["candidate"]) == {"mpich"} and len(cf) == 4
+
+
+def test_sweep_parameters_do_not_override_stored_ones(tmp_path):
+    """nodes/ppn from a variant name become parameters only where the stored params lack
+    them; the notebook API and the compare cells apply the same rule."""
+    from mpibench.report.data import load_cells
+    from mpibench.store import Store
+    from test_compare import _app_row
+    from test_report_synth import add_variant_runs
+
+    store = Store(tmp_path / "sp.db")
+    cid = store.add_campaign("sp")
+    ids = add_variant_runs(store, cid, "ompi[np=2,nodes=2,ppn=4]", repeats=2, grp="app",
+                           params={"steps": 100, "nodes": 3},
+                           make=lambda rep: [_app_row(2, 10.0 + rep)])
+    cells = load_cells(store, {"ompi": ids})
+    store.close()
+    (key,) = cells
+    assert cells[key]["ompi"].params == {"steps": 100, "nodes": 3, "ppn": 4}
+    df = load_results(tmp_path / "sp.db")
+    assert set(df["set"]) == {"ompi"}
+    assert df["nodes"].tolist() == [3, 3] and df["ppn"].tolist() == [4, 4]
+    assert "np" in df.columns and df["np"].tolist() == [2, 2]
+

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from mpibench.errors import UsageError
-from mpibench.report.data import split_variant
+from mpibench.report.data import sweep_params, with_sweep_params
 from mpibench.store import RESULT_COLUMNS, Store
 
 __all__ = ["load_results", "load_samples", "compare_frame"]
@@ -79,7 +79,7 @@ def load_results(db_path: str | Path, campaign: str | int | Iterable | None = No
             if ok_only and row["status"] != "ok":
                 continue
             run = runs.get(row["run_id"])
-            set_name, scale = split_variant(row["variant"])
+            set_name = sweep_params(row["variant"])[0]
             rec = {"run_id": row["run_id"], "campaign": camp_names.get(row["campaign_id"]),
                    "variant": row["variant"], "set": set_name, "label": row["label"],
                    "grp": row["grp"],
@@ -92,10 +92,8 @@ def load_results(db_path: str | Path, campaign: str | int | Iterable | None = No
             for c in RESULT_COLUMNS:
                 rec[c] = row[c]
             rec["extra"] = row["extra"]
-            params = dict(row["params"] or {})
-            for k, v in scale.items():          # nodes/ppn swept on the variant
-                if k != "np":
-                    params.setdefault(k, v)
+            # nodes/ppn swept on the variant are parameters too (stored values win)
+            params = with_sweep_params(row["params"] or {}, row["variant"])
             for k, v in params.items():
                 name = k if k not in rec and k != "samples" else f"param_{k}"
                 if name not in param_names:

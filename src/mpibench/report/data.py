@@ -20,6 +20,7 @@ import statistics as _pystats
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -64,6 +65,25 @@ def split_variant(name: str) -> tuple[str, dict[str, int]]:
     if not scale or not base:
         return name, {}
     return (f"{base}[{','.join(keep)}]" if keep else base), scale
+
+
+@lru_cache(maxsize=4096)
+def sweep_params(variant: str) -> tuple[str, dict[str, int]]:
+    """(set name, the nodes/ppn swept on the variant name): split_variant without np, which
+    already is a column of every result. Cached per name (a store has few variants and
+    10^5 rows): treat the dict as read-only."""
+    name, scale = split_variant(variant)
+    return name, {k: v for k, v in scale.items() if k != "np"}
+
+
+def with_sweep_params(params: Mapping[str, Any], variant: str) -> Mapping[str, Any]:
+    """The cell parameters of a result: its stored params plus the nodes/ppn swept on its
+    variant name where the stored params do not have them (stored values win). The same
+    object when the variant sweeps neither."""
+    scale = sweep_params(variant)[1]
+    if not scale:
+        return params
+    return {**params, **{k: v for k, v in scale.items() if k not in params}}
 
 
 def params_key(params: Mapping[str, Any] | None) -> str:
@@ -169,7 +189,6 @@ def _fetch_rows(store: Store, run_ids: list[str], with_samples: bool) -> Iterabl
     cols = list(_FAST_COLS) + (["r.samples"] if with_samples else [])
     params_cache: dict[tuple[str, str], tuple[dict, str]] = {}
     parsed_cache: dict[str, tuple[dict, str]] = {}      # params_json -> (params, key)
-    scale_cache: dict[str, dict[str, int]] = {}         # variant -> its nodes/ppn sweep
     # Chunk the IN (...) list: SQLite builds may cap host parameters.
     for i in range(0, len(run_ids), 5000):
         chunk = run_ids[i:i + 5000]
@@ -189,14 +208,9 @@ def _fetch_rows(store: Store, run_ids: list[str], with_samples: bool) -> Iterabl
                 if hit is None:
                     parsed = json.loads(pj)
                     hit = parsed_cache[pj] = (parsed, params_key(parsed))
-                # nodes/ppn swept on the variant are cell parameters (see split_variant);
-                # np already is a column of the result
-                scale = scale_cache.get(variant)
-                if scale is None:
-                    scale = scale_cache[variant] = {
-                        k: v for k, v in split_variant(variant)[1].items() if k != "np"}
-                if scale:
-                    parsed = {**hit[0], **{k: v for k, v in scale.items() if k not in hit[0]}}
+                # nodes/ppn swept on the variant are cell parameters (see split_variant)
+                parsed = with_sweep_params(hit[0], variant)
+                if parsed is not hit[0]:
                     hit = (parsed, params_key(parsed))
                 params_cache[(pj, variant)] = hit
             d["params"], d["params_key"] = hit
