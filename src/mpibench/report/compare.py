@@ -168,11 +168,11 @@ def orient_gain(base: float | None, cand: float | None, better: str) -> float | 
 def compare_groups(store: Store, groups: Mapping[str, list[str]], baseline: str, *,
                    alpha: float = 0.05, sizes: Iterable[int] | None = None,
                    benchmarks: Iterable[str] | None = None, title: str = "",
-                   cells: dict | None = None, transport_check: bool = True) -> Comparison:
+                   cells: dict | None = None) -> Comparison:
     """Compare every group against `baseline`. groups: display name -> run ids.
 
-    transport_check: footnote the sets whose runs did not use the transport they requested
-    (verify.transport_warnings) and mark their columns."""
+    The sets whose runs did not use the transport they requested
+    (verify.transport_warnings) are footnoted and their columns marked."""
     if not (isinstance(alpha, int | float) and 0.0 < alpha < 1.0):
         raise UsageError(f"--alpha {alpha!r}: expected a significance level between 0 and 1 "
                          "(e.g. 0.05)")
@@ -190,7 +190,7 @@ def compare_groups(store: Store, groups: Mapping[str, list[str]], baseline: str,
                 and (bench_set is None or key[0].lower() in bench_set)]
     notes = _Notes()
     # Transport warnings first: they decide whether any number below means what it says.
-    warnings = transport_notes(store, groups) if transport_check else {}
+    warnings = transport_notes(store, groups)
     set_marks = {g: [notes.add(w) for w in ws] for g, ws in warnings.items()}
     # A set that shares no cell with the baseline would get an empty column and a "no
     # result" note on every row; it is named once in a footnote instead.
