@@ -600,3 +600,28 @@ def test_local_cells_show_no_job_columns(tmp_path):
     assert job_info(row) == {"job_id": None, "nodelist": None, "sched_state": None}
     row = {"job_id": "77", "nodelist": "n1", "sched_state": "COMPLETED"}
     assert job_info(row) == row
+
+
+def test_campaign_list_counts_distinct_batch_jobs_of_running_cells(tmp_path):
+    """Jobs in flight: distinct job ids of running cells; a grouped job counts once, a local
+    launch, a cell with no job yet and a finished cell's job not at all."""
+    from mpibench.campaign.status import campaigns
+
+    with Store(tmp_path / "s.db") as store:
+        cid = store.add_campaign("c", {"scheduler": {"name": "slurm"}})
+        other = store.add_campaign("d", {})
+        for i, (status, job) in enumerate([
+                ("running", "10"), ("running", "10"), ("running", "11"),
+                ("running", "local:vm:123"), ("running", None), ("done", "12"),
+                ("failed", "13"), ("pending", None)]):
+            store.create_run(f"r{i}", cid, "v")
+            store.set_run(f"r{i}", status, job_id=job)
+        store.create_run("o", other, "v")
+        store.set_run("o", "running", job_id="99")
+        got = {c["name"]: c for c in campaigns(store)}
+    assert {k: got["c"][k] for k in ("scheduler", "jobs_in_flight", "cells", "running",
+                                     "done", "failed", "timeout", "pending")} == \
+        {"scheduler": "slurm", "jobs_in_flight": 2, "cells": 8, "running": 5, "done": 1,
+         "failed": 1, "timeout": 0, "pending": 1}
+    assert (got["d"]["scheduler"], got["d"]["jobs_in_flight"], got["d"]["cells"]) == \
+        ("local", 1, 1)

@@ -83,8 +83,8 @@ def status(store: Store, spec: CampaignSpec) -> dict[str, Any]:
                  "reason": r["reason"], "stderr_tail": r["stderr_tail"], **job_info(r)}
                 for r in runs if r["status"] in ("failed", "timeout")]
     # batch jobs the harness follows (or would follow on resume): queued or running
-    jobs = [{"id": r["id"], "label": r["label"], **job_info(r)}
-            for r in runs if r["status"] == "running" and job_info(r)["job_id"]]
+    jobs = [{"id": r["id"], "label": r["label"], **job}
+            for r in runs if r["status"] == "running" and (job := job_info(r))["job_id"]]
     totals = {s: sum(1 for r in runs if r["status"] == s) for s in STATES}
     spec_json = json.loads(camp["spec_json"] or "{}")
     return {"campaign": spec.name, "file": str(spec.path), "store": str(store.path),
@@ -113,13 +113,17 @@ def cells(store: Store, spec: CampaignSpec) -> list[dict[str, Any]]:
 def campaigns(store: Store) -> list[dict[str, Any]]:
     out = []
     for c in store.campaigns():
-        counts = dict(store.db.execute("SELECT status, count(*) FROM runs WHERE campaign_id=? "
-                                       "GROUP BY status", (c["id"],)).fetchall())
+        # one query: cells per state and, per state, the distinct batch jobs (a local
+        # cell's job id is not a scheduler's job)
+        counts, jobs = {}, 0
+        for state, n, n_jobs in store.db.execute(
+                "SELECT status, count(*), count(DISTINCT CASE WHEN job_id NOT LIKE ? "
+                "THEN job_id END) FROM runs WHERE campaign_id=? GROUP BY status",
+                (LOCAL_JOB_PREFIX + "%", c["id"])):
+            counts[state] = n
+            if state == "running":
+                jobs = n_jobs
         sched = (json.loads(c["spec_json"] or "{}").get("scheduler") or {}).get("name")
-        jobs = store.db.execute(
-            "SELECT count(DISTINCT job_id) FROM runs WHERE campaign_id=? AND status='running' "
-            "AND job_id IS NOT NULL AND job_id NOT LIKE ?",
-            (c["id"], LOCAL_JOB_PREFIX + "%")).fetchone()[0]
         out.append({"id": c["id"], "name": c["name"], "file": c["file"],
                     "scheduler": sched or "local", "jobs_in_flight": jobs,
                     "cells": sum(counts.values()), **{s: counts.get(s, 0) for s in STATES}})
