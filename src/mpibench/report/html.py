@@ -110,7 +110,6 @@ class Report:
     warnings: list[str] = field(default_factory=list)
     # e.g. "imported rows: the tool's own mean, no samples, untested"; '' for all-median
     imported: str = ""
-    not_compared: list[str] = field(default_factory=list)
 
 
 def _group_info(store: Store, groups: Mapping[str, list[str]]) -> list[dict[str, Any]]:
@@ -305,7 +304,7 @@ def build_report(store: Store, groups: Mapping[str, list[str]],
     return Report(title=opts.title, store_path=str(store.path), groups=_group_info(store, groups),
                   baseline=baseline, comparison=cmp, sections=sections, verdicts=verdicts,
                   generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"), warnings=warnings,
-                  imported=imported, not_compared=cmp.not_compared if cmp else [])
+                  imported=imported)
 
 
 def _single(cells: dict, group: str) -> Comparison:
