@@ -16,6 +16,7 @@ from mpibench.campaign.runner import CampaignRunner
 from mpibench.campaign.spec import load
 from mpibench.errors import UsageError
 from mpibench.execute import (
+    BOOL_CORE_OPTIONS,
     CORE_OPTIONS,
     CellCommand,
     Variant,
@@ -138,6 +139,30 @@ def test_every_core_option_reaches_the_core_argv(tmp_path):
     doc = (Path(__file__).parents[1] / "docs" / "core-output.md").read_text()
     for name in CORE_OPTIONS:
         assert f"`--{name.replace('_', '-')}" in doc, name
+
+
+def test_on_off_options_are_booleans_in_a_file_and_flags_on_the_command_line(tmp_path):
+    """BOOL_CORE_OPTIONS: exactly the options asked for as "true or false"; a campaign file
+    refuses anything but a boolean for them, and `mpibench run` has each as a bare flag that
+    sets True (and leaves the option out when absent)."""
+    import argparse
+
+    from mpibench.commands.run import core_options_from_args
+
+    assert set(BOOL_CORE_OPTIONS) == {k for k, v in CORE_OPTIONS.items()
+                                      if v == "true or false"}
+
+    def fail(name, problem, expected):
+        raise UsageError(f"{name}: {problem}; expected {expected}")
+
+    for name in BOOL_CORE_OPTIONS:
+        assert check_core_options({name: True}, fail) == {name: True}
+        with pytest.raises(UsageError, match=f"{name}: got 1; expected true or false"):
+            check_core_options({name: 1}, fail)
+    on = core_options_from_args(argparse.Namespace(**{k: True for k in BOOL_CORE_OPTIONS}))
+    assert on == {k: True for k in BOOL_CORE_OPTIONS}
+    assert core_options_from_args(argparse.Namespace(
+        **{k: False for k in BOOL_CORE_OPTIONS})) == {}
 
 
 def test_false_options_pass_nothing(tmp_path):

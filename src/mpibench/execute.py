@@ -253,6 +253,8 @@ CORE_OPTIONS = {
     "root_shift": "true or false",
     "futility": "true or false",
 }
+# The on/off options (flags on the command line, booleans in a campaign file).
+BOOL_CORE_OPTIONS = ("no_validate", "off_cache", "root_shift", "futility")
 # What the core does without the option (core/driver.c), for the cross-checks below.
 _CORE_DEFAULT_MAX_TIME, _CORE_DEFAULT_TIMEOUT = 1.0, 60.0
 # Header options that change what one sample measures. Runs that differ in these are not
@@ -293,7 +295,7 @@ def check_core_options(options: Mapping[str, Any], fail: Callable[[str, str, str
             fail(name, "unknown core option", "one of " + ", ".join(CORE_OPTIONS))
         form = CORE_OPTIONS[name]
         bad = f"got {value!r}"
-        if CORE_OPTIONS[name] == "true or false":
+        if name in BOOL_CORE_OPTIONS:
             if not isinstance(value, bool):
                 fail(name, bad, form)
         elif name in ("iterations_volume", "mem_limit"):

@@ -18,7 +18,13 @@ from mpibench.commands._common import (
     err_console,
 )
 from mpibench.errors import BenchmarkFailure, UsageError
-from mpibench.execute import CORE_OPTIONS, Variant, check_core_options, root_env_notice
+from mpibench.execute import (
+    BOOL_CORE_OPTIONS,
+    CORE_OPTIONS,
+    Variant,
+    check_core_options,
+    root_env_notice,
+)
 from mpibench.quickrun import execute_plan, make_plan
 from mpibench.store import Store
 from mpibench.transports import all_transport_names
@@ -152,8 +158,7 @@ def core_options_from_args(args) -> dict:
         raise UsageError(f"{flag(name)}: {problem}; expected {expected}")
 
     opts = {k: getattr(args, k, None) for k in CORE_OPTIONS}
-    opts.update({k: True if opts[k] else None for k in CORE_OPTIONS
-                 if CORE_OPTIONS[k] == "true or false"})
+    opts.update({k: True if opts[k] else None for k in BOOL_CORE_OPTIONS})
     return check_core_options(opts, fail, spell=flag)
 
 
