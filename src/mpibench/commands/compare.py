@@ -251,7 +251,8 @@ def run(args) -> int:
                 raise UsageError("--gain-table takes one --size (the gain table shows one size "
                                  "per benchmark)")
             tables.append(("gain_table", gain_table(cmp, size=sizes[0] if sizes else None)))
-        if args.line_rate is not None or _has_line_rate(store, groups):
+        if args.line_rate is not None or _has_spec(store, groups,
+                                                   ("line_rate_bps", "line_rate")):
             # the peak and the half-peak size are properties of the whole bandwidth curve:
             # --size picks the rows of the other tables, not the sizes searched here
             lr = line_rate_table(store, groups, args.line_rate, cells=curve_cells,
@@ -275,7 +276,7 @@ def run(args) -> int:
                                                     metric=args.metric, cells=cells,
                                                     include_sizes=None)))
         if args.cost_per_node_hour is not None or args.power_per_node_w is not None \
-                or _has_cost(store, groups):
+                or _has_spec(store, groups, ("price_per_node_hour", "power_per_node_w")):
             tables.append(("cost", cost_table(store, groups,
                                               price_per_node_hour=args.cost_per_node_hour,
                                               power_per_node_w=args.power_per_node_w,
@@ -301,12 +302,6 @@ def run(args) -> int:
     return 0
 
 
-def _has_line_rate(store: Store, groups) -> bool:
-    from mpibench.report.tables import _spec_value
-    ids = [r for ids in groups.values() for r in ids]
-    return _spec_value(store, ids, ("line_rate_bps", "line_rate")) is not None
-
-
 def _warnings_text(lines: list[str], fmt: str) -> str:
     if fmt == "json":
         return json.dumps(lines)
@@ -324,9 +319,10 @@ def _warnings_text(lines: list[str], fmt: str) -> str:
     return "\n".join(lines)
 
 
-def _has_cost(store: Store, groups) -> bool:
-    """A campaign file's price_per_node_hour / power_per_node_w (stored with the campaign)
-    turn the cost table on, as a stored line rate turns on the line-rate table."""
+def _has_spec(store: Store, groups, keys: tuple[str, ...]) -> bool:
+    """Whether any selected run's spec (or its campaign's) sets one of `keys`: a stored line
+    rate turns the line-rate table on, a campaign file's price_per_node_hour /
+    power_per_node_w the cost table."""
     from mpibench.report.tables import _spec_value
     ids = [r for ids in groups.values() for r in ids]
-    return _spec_value(store, ids, ("price_per_node_hour", "power_per_node_w")) is not None
+    return _spec_value(store, ids, keys) is not None
