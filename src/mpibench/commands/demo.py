@@ -8,7 +8,7 @@ from pathlib import Path
 
 from mpibench.benchmarks import parse_sizes
 from mpibench.commands._common import Formatter, err_console
-from mpibench.commands.run import print_tables, run_variants
+from mpibench.commands.run import core_options_from_args, print_tables, run_variants
 from mpibench.execute import Variant
 
 DESCRIPTION = """\
@@ -52,7 +52,8 @@ def run(args) -> int:
             baseline=None, format="terminal", markdown=str(out / f"comparison-{i}.md"),
         )
         groups, store_path = run_variants(ns, variants, ["PingPong", "Allreduce"], args.sizes,
-                                          n_sizes, f"demo-{stamp}-{i}")
+                                          n_sizes, f"demo-{stamp}-{i}",
+                                          opts=core_options_from_args(ns))
         try:
             print_tables(ns, store_path, groups, variants)
         except Exception as exc:  # keep going: the report says what failed

@@ -176,18 +176,18 @@ def run(args) -> int:
     sizes = parse_sizes(args.sizes)
     if args.np < 1:
         raise UsageError(f"--np must be >= 1, got {args.np}")
-    core_options_from_args(args)  # before stack discovery, builds or the store
+    opts = core_options_from_args(args)  # before stack discovery, builds or the store
     variants = variants_from_args(args)
     groups, store_path = run_variants(
         args, variants, benchmarks, args.sizes, n_sizes=len(sizes),
-        name=args.name or time.strftime("run-%Y%m%d-%H%M%S"))
+        name=args.name or time.strftime("run-%Y%m%d-%H%M%S"), opts=opts)
     return print_tables(args, store_path, groups, variants)
 
 
-def run_variants(args, variants, benchmarks, sizes_spec, n_sizes, name):
+def run_variants(args, variants, benchmarks, sizes_spec, n_sizes, name, *, opts: dict):
+    """`opts`: the checked core options, core_options_from_args(args)."""
     con = err_console()
     found = discover_from_args(args)
-    opts = core_options_from_args(args)
     timeout = args.launch_timeout or default_launch_timeout(benchmarks, n_sizes, opts)
     plan = make_plan(variants, found, benchmarks, sizes_spec, opts, args.repeats, timeout,
                      on_build=lambda s: con.print(f"building mpibench-core for {s.name} "
