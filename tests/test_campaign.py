@@ -97,6 +97,9 @@ BAD = [
      "HH:MM:SS"),
     (BASE + '[scheduler]\nname = "local"\nmax_jobs_in_flight = 0\n',
      "scheduler.max_jobs_in_flight", "an integer >= 1"),
+    # the loader is what refuses another backend's key (Scheduler.validate_options only
+    # checks the values of the keys a backend accepts)
+    (BASE + '[scheduler]\nname = "local"\nqos = "x"\n', "scheduler.qos", "unknown key"),
     # a swept value is reported as its sweep entry, not as the variant key it sets
     (BASE.replace('stack = "mpich"', 'stack = "mpich"\nsweep = { np = [2, "x"] }'),
      "variants.b.sweep.np[1]", "an integer >= 1"),

@@ -163,10 +163,10 @@ class Scheduler:
 
     @classmethod
     def validate_options(cls, options: dict, where: str = "scheduler") -> None:
-        """Check the backend-specific [scheduler] keys; raise UsageError naming the key."""
-        for key in options:
-            if key not in cls.settings_keys:
-                raise UsageError(f"{where}.{key}: unknown key for scheduler {cls.name!r}")
+        """Check the values of the backend-specific [scheduler] keys; raise UsageError
+        naming the key. The campaign loader has already refused every key that is not in
+        settings_keys, so a backend overrides this only to check values; by default there
+        is nothing to check."""
 
     # batch backends ------------------------------------------------------------------
     def render_script(self, req: JobRequest) -> str:
