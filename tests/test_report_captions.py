@@ -104,6 +104,36 @@ def test_mixed_sets_say_both(tmp_path):
     assert d.gain is not None and not d.tested
 
 
+def test_header_texts_built_from_the_statistics(tmp_path):
+    """The compare header's legend and the report's sentence on imported rows, exactly: a
+    mixed comparison names the median's CI then the imported statistic, an all-imported one
+    the tool's statistic; two tools' own statistics are joined with 'or' (NetPIPE's min
+    shares no cell with IMB, so only the report, which lists every set, shows both)."""
+    from mpibench.report.compare import _header_lines
+    from mpibench.report.html import render_markdown_report
+
+    netpipe = Path(__file__).parent / "data" / "netpipe" / "netpipe3.7.2-openmpi4.1.4-np2.out"
+    rng = np.random.default_rng(6)
+    with Store(tmp_path / "h.db") as store:
+        import_files(store, [VADER], label="imb")
+        import_files(store, [netpipe], label="np", np=2)
+        ids = {r["label"]: [r["id"]] for r in store.runs()}
+        cid = store.add_campaign("core")
+        core = add_variant_runs(store, cid, "core", repeats=2, make=lambda rep: [
+            core_record("PingPong", s, rng.normal(0.3 + s / 5000, 0.01, 12))
+            for s in (8, 1024, 1 << 20)])
+        mixed = compare_groups(store, {"core": core, "imb": ids["imb"]}, "core")
+        tools = compare_groups(store, ids, "imb")
+        rep = build_report(store, ids, ReportOptions(plots=False))
+        md = render_markdown_report(rep, None, tmp_path)
+    assert _header_lines(mixed)[1].startswith(
+        f"median ± 95% CI (order statistics); {UNTESTED}; gain > 1 = candidate better")
+    assert _header_lines(tools)[1].startswith(
+        "value = the tool's own mean; imported rows: no samples, untested; gain > 1")
+    sentence = "Imported rows: the tool's own mean or min: no samples, no CI, never tested."
+    assert sentence in unescape(render_html(rep)) and sentence in md
+
+
 def test_sampled_rows_keep_the_median_captions(tmp_path):
     rng = np.random.default_rng(5)
     with Store(tmp_path / "c.db") as store:

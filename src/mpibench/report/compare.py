@@ -532,10 +532,9 @@ def _table_model(cmp: Comparison) -> tuple[list[str], list[list[str]], list[int]
 
 def _header_lines(cmp: Comparison) -> list[str]:
     runs = ", ".join(f"{g}: {cmp.run_counts.get(g, 0)} run(s)" for g in cmp.groups)
-    legend = statistic_legend(c for r in cmp.rows for c in r.cells.values())
-    # 'value = median[; imported rows: ...]' or, all imported, 'value = the tool's own ...'
-    shown = (legend.replace("value = median", "median ± 95% CI (order statistics)", 1)
-             if legend.startswith("value = median") else legend)
+    # 'median ± 95% CI ...[; imported rows: ...]' or, all imported, 'value = the tool's own ...'
+    shown = statistic_legend((c for r in cmp.rows for c in r.cells.values()),
+                             median="median ± 95% CI (order statistics)")
     return [
         f"{_unit_header(cmp.rows)}; baseline {cmp.baseline}; {runs}",
         f"{shown}; gain > 1 = candidate better "

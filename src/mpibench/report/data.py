@@ -414,26 +414,34 @@ def imported_statistics(cells: Iterable[Cell]) -> list[str]:
                    if c.no_samples and c.status == "ok" and c.shown_statistic != "median"})
 
 
+def tool_statistic(statistics: list[str]) -> str:
+    """"the tool's own mean" (or "... mean or min") for imported_statistics' list."""
+    return "the tool's own " + " or ".join(statistics)
+
+
+def imported_clause_for(statistics: list[str]) -> str:
+    """imported_clause from imported_statistics' list."""
+    if not statistics:
+        return ""
+    return f"imported rows: {tool_statistic(statistics)}, no samples, untested"
+
+
 def imported_clause(cells: Iterable[Cell]) -> str:
     """'' when every value is a median, else e.g. "imported rows: the tool's own mean, no
     samples, untested" - appended to captions that describe the median."""
-    imported = imported_statistics(cells)
-    if not imported:
-        return ""
-    return f"imported rows: the tool's own {' or '.join(imported)}, no samples, untested"
+    return imported_clause_for(imported_statistics(cells))
 
 
-def statistic_legend(cells: Iterable[Cell], what: str = "value", unit: str | None = None
-                     ) -> str:
+def statistic_legend(cells: Iterable[Cell], what: str = "value", unit: str | None = None,
+                     *, median: str | None = None) -> str:
     """What a value column holds, for captions: 'time = median (us)', or when imported rows
     are present, which statistic those are and that they were never tested, e.g.
-    'time = median (us); imported rows: the tool's own mean, no samples, untested'."""
+    'time = median (us); imported rows: the tool's own mean, no samples, untested'.
+    median: the words for the median values instead of '<what> = median (<unit>)'."""
     cells = list(cells)
     imported = imported_statistics(cells)
     u = f" ({unit})" if unit else ""
-    if not imported:
-        return f"{what} = median{u}"
-    own = "the tool's own " + " or ".join(imported)
-    if all(c.shown_statistic != "median" for c in cells if c.status == "ok"):
-        return f"{what} = {own}{u}; imported rows: no samples, untested"
-    return f"{what} = median{u}; imported rows: {own}, no samples, untested"
+    if imported and all(c.shown_statistic != "median" for c in cells if c.status == "ok"):
+        return f"{what} = {tool_statistic(imported)}{u}; imported rows: no samples, untested"
+    shown = median or f"{what} = median{u}"
+    return f"{shown}; {imported_clause_for(imported)}" if imported else shown

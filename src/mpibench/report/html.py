@@ -30,7 +30,14 @@ from mpibench.report.compare import (
     render_markdown,
     transport_lines,
 )
-from mpibench.report.data import bench_sort_key, imported_clause, load_cells
+from mpibench.report.data import (
+    bench_sort_key,
+    imported_clause,
+    imported_clause_for,
+    imported_statistics,
+    load_cells,
+    tool_statistic,
+)
 from mpibench.report.tables import (
     Table,
     cost_table,
@@ -108,8 +115,8 @@ class Report:
     # transport verification: a requested transport that did not take effect (escaped
     # and shown above everything else)
     warnings: list[str] = field(default_factory=list)
-    # e.g. "imported rows: the tool's own mean, no samples, untested"; '' for all-median
-    imported: str = ""
+    # the statistics of imported rows (data.imported_statistics); empty for all-median
+    imported: list[str] = field(default_factory=list)
 
 
 def _group_info(store: Store, groups: Mapping[str, list[str]]) -> list[dict[str, Any]]:
@@ -196,7 +203,8 @@ def build_report(store: Store, groups: Mapping[str, list[str]],
     sections: list[Section] = []
     cmp = None
     verdicts: list[str] = []
-    imported = imported_clause(c for by in cells.values() for c in by.values())
+    imported_stats = imported_statistics(c for by in cells.values() for c in by.values())
+    imported = imported_clause_for(imported_stats)
     warnings: list[str] = []
     if len(groups) > 1:
         cmp = compare_groups(store, groups, baseline, alpha=opts.alpha, cells=cells,
@@ -304,7 +312,7 @@ def build_report(store: Store, groups: Mapping[str, list[str]],
     return Report(title=opts.title, store_path=str(store.path), groups=_group_info(store, groups),
                   baseline=baseline, comparison=cmp, sections=sections, verdicts=verdicts,
                   generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"), warnings=warnings,
-                  imported=imported)
+                  imported=imported_stats)
 
 
 def _single(cells: dict, group: str) -> Comparison:
@@ -383,13 +391,14 @@ def render_html(report: Report) -> str:
                       generated=report.generated, store_path=report.store_path,
                       groups=report.groups, baseline=report.baseline,
                       verdicts=report.verdicts, sections=sections, warnings=report.warnings,
-                      imported=_imported_sentence(report.imported) if report.imported else "")
+                      imported=_imported_sentence(report.imported))
 
 
-def _imported_sentence(imported: str) -> str:
-    """The report header's sentence on imported rows (mpibench import)."""
-    return (imported[0].upper() + imported[1:]).replace(", no samples, untested",
-                                                        ": no samples, no CI, never tested.")
+def _imported_sentence(statistics: list[str]) -> str:
+    """The report header's sentence on imported rows (mpibench import); '' without any."""
+    if not statistics:
+        return ""
+    return f"Imported rows: {tool_statistic(statistics)}: no samples, no CI, never tested."
 
 
 def write_html(report: Report, path: str | Path) -> Path:
