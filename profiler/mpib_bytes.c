@@ -24,13 +24,17 @@ static int64_t at(const void *counts, int is64, int i)
     return is64 ? (int64_t)((const MPI_Count *)counts)[i] : (int64_t)((const int *)counts)[i];
 }
 
-static int64_t sum(const void *counts, int is64, int n)
+/* Bit i of a skip mask set: peer i moves no data (a Cartesian MPI_PROC_NULL neighbour; only
+ * the first 64 peers can be marked). Every other caller passes 0. */
+static int skipped(uint64_t skip, int i) { return i < 64 && ((skip >> i) & 1); }
+
+static int64_t sum(const void *counts, int is64, int n, uint64_t skip)
 {
     int64_t s = 0;
     if (!counts) return 0;
     for (int i = 0; i < n; i++) {
         int64_t v = at(counts, is64, i);
-        if (v > 0) s += v;
+        if (v > 0 && !(skip && skipped(skip, i))) s += v;
     }
     return s;
 }
@@ -142,7 +146,7 @@ void mpib_b_reduce_scatter(mpib_bytes_t *b, const void *rcounts, int r64, MPI_Da
 {
     cinfo_t ci = cinfo(c);
     int64_t ts = tsize(t);
-    b->sent = sum(rcounts, r64, ci.local) * ts;
+    b->sent = sum(rcounts, r64, ci.local, 0) * ts;
     b->recv = rcounts ? at(rcounts, r64, ci.rank) * ts : 0;
 }
 
@@ -161,7 +165,7 @@ void mpib_b_allgatherv(mpib_bytes_t *b, const void *sbuf, int64_t scount, MPI_Da
     cinfo_t ci = cinfo(c);
     int64_t rts = tsize(rt);
     b->sent = sbuf == MPI_IN_PLACE ? at(rcounts, r64, ci.rank) * rts : nbytes(scount, st);
-    b->recv = sum(rcounts, r64, ci.n) * rts;
+    b->recv = sum(rcounts, r64, ci.n, 0) * rts;
 }
 
 void mpib_b_gather(mpib_bytes_t *b, const void *sbuf, int64_t scount, MPI_Datatype st,
@@ -185,7 +189,7 @@ void mpib_b_gatherv(mpib_bytes_t *b, const void *sbuf, int64_t scount, MPI_Datat
     int r = role(root, &ci);
     if (r == 1) {
         int64_t rts = tsize(rt);
-        b->recv = sum(rcounts, r64, ci.n) * rts;
+        b->recv = sum(rcounts, r64, ci.n, 0) * rts;
         if (!ci.inter)
             b->sent = sbuf == MPI_IN_PLACE ? at(rcounts, r64, ci.rank) * rts
                                            : nbytes(scount, st);
@@ -215,7 +219,7 @@ void mpib_b_scatterv(mpib_bytes_t *b, const void *scounts, int s64, MPI_Datatype
     int r = role(root, &ci);
     if (r == 1) {
         int64_t sts = tsize(st);
-        b->sent = sum(scounts, s64, ci.n) * sts;
+        b->sent = sum(scounts, s64, ci.n, 0) * sts;
         if (!ci.inter)
             b->recv = rbuf == MPI_IN_PLACE ? at(scounts, s64, ci.rank) * sts
                                            : nbytes(rcount, rt);
@@ -237,15 +241,17 @@ void mpib_b_alltoallv(mpib_bytes_t *b, const void *sbuf, const void *scounts, in
                       MPI_Comm c)
 {
     cinfo_t ci = cinfo(c);
-    b->recv = sum(rcounts, r64, ci.n) * tsize(rt);
-    b->sent = sbuf == MPI_IN_PLACE ? b->recv : sum(scounts, s64, ci.n) * tsize(st);
+    b->recv = sum(rcounts, r64, ci.n, 0) * tsize(rt);
+    b->sent = sbuf == MPI_IN_PLACE ? b->recv : sum(scounts, s64, ci.n, 0) * tsize(st);
 }
 
-static int64_t sum_w(const void *counts, int is64, const MPI_Datatype *types, int n)
+static int64_t sum_w(const void *counts, int is64, const MPI_Datatype *types, int n,
+                     uint64_t skip)
 {
     int64_t s = 0;
     if (!counts || !types) return 0;
-    for (int i = 0; i < n; i++) s += nbytes(at(counts, is64, i), types[i]);
+    for (int i = 0; i < n; i++)
+        if (!(skip && skipped(skip, i))) s += nbytes(at(counts, is64, i), types[i]);
     return s;
 }
 
@@ -254,8 +260,8 @@ void mpib_b_alltoallw(mpib_bytes_t *b, const void *sbuf, const void *scounts, in
                       const MPI_Datatype *rt, MPI_Comm c)
 {
     cinfo_t ci = cinfo(c);
-    b->recv = sum_w(rcounts, r64, rt, ci.n);
-    b->sent = sbuf == MPI_IN_PLACE ? b->recv : sum_w(scounts, s64, st, ci.n);
+    b->recv = sum_w(rcounts, r64, rt, ci.n, 0);
+    b->sent = sbuf == MPI_IN_PLACE ? b->recv : sum_w(scounts, s64, st, ci.n, 0);
 }
 
 void mpib_b_put(mpib_bytes_t *b, int64_t count, MPI_Datatype t) { b->sent = nbytes(count, t); }
@@ -313,34 +319,13 @@ static nbinfo_t nbinfo(MPI_Comm c)
     return nb;
 }
 
-static int nb_real(const nbinfo_t *nb, int i) { return i >= 64 || !((nb->nullmask >> i) & 1); }
+static int nb_real(const nbinfo_t *nb, int i) { return !skipped(nb->nullmask, i); }
 
 static int nb_nreal(const nbinfo_t *nb, int n)
 {
     int k = 0;
     for (int i = 0; i < n; i++) k += nb_real(nb, i);
     return k;
-}
-
-static int64_t nb_sum(const nbinfo_t *nb, const void *counts, int is64, int n)
-{
-    int64_t s = 0;
-    if (!counts) return 0;
-    for (int i = 0; i < n; i++) {
-        int64_t v = at(counts, is64, i);
-        if (v > 0 && nb_real(nb, i)) s += v;
-    }
-    return s;
-}
-
-static int64_t nb_sum_w(const nbinfo_t *nb, const void *counts, int is64,
-                        const MPI_Datatype *types, int n)
-{
-    int64_t s = 0;
-    if (!counts || !types) return 0;
-    for (int i = 0; i < n; i++)
-        if (nb_real(nb, i)) s += nbytes(at(counts, is64, i), types[i]);
-    return s;
 }
 
 void mpib_b_nb_allgather(mpib_bytes_t *b, int64_t scount, MPI_Datatype st, int64_t rcount,
@@ -356,7 +341,7 @@ void mpib_b_nb_allgatherv(mpib_bytes_t *b, int64_t scount, MPI_Datatype st,
 {
     nbinfo_t nb = nbinfo(c);
     b->sent = nb_nreal(&nb, nb.out) ? nbytes(scount, st) : 0;
-    b->recv = nb_sum(&nb, rcounts, r64, nb.in) * tsize(rt);
+    b->recv = sum(rcounts, r64, nb.in, nb.nullmask) * tsize(rt);
 }
 
 void mpib_b_nb_alltoall(mpib_bytes_t *b, int64_t scount, MPI_Datatype st, int64_t rcount,
@@ -371,14 +356,14 @@ void mpib_b_nb_alltoallv(mpib_bytes_t *b, const void *scounts, int s64, MPI_Data
                          const void *rcounts, int r64, MPI_Datatype rt, MPI_Comm c)
 {
     nbinfo_t nb = nbinfo(c);
-    b->sent = nb_sum(&nb, scounts, s64, nb.out) * tsize(st);
-    b->recv = nb_sum(&nb, rcounts, r64, nb.in) * tsize(rt);
+    b->sent = sum(scounts, s64, nb.out, nb.nullmask) * tsize(st);
+    b->recv = sum(rcounts, r64, nb.in, nb.nullmask) * tsize(rt);
 }
 
 void mpib_b_nb_alltoallw(mpib_bytes_t *b, const void *scounts, int s64, const MPI_Datatype *st,
                          const void *rcounts, int r64, const MPI_Datatype *rt, MPI_Comm c)
 {
     nbinfo_t nb = nbinfo(c);
-    b->sent = nb_sum_w(&nb, scounts, s64, st, nb.out);
-    b->recv = nb_sum_w(&nb, rcounts, r64, rt, nb.in);
+    b->sent = sum_w(scounts, s64, st, nb.out, nb.nullmask);
+    b->recv = sum_w(rcounts, r64, rt, nb.in, nb.nullmask);
 }
