@@ -194,13 +194,8 @@ def _summarize_rows(srt: np.ndarray, idx: list[int], out: list, level: float) ->
     n = srt.shape[1]
     cols: list[list[float]] = []
     for q in _QUANTILES:           # _percentiles_sorted's formulas, one column at a time
-        pos = q * (n - 1)
-        lo = int(pos)
-        t = pos - lo
-        a = srt[:, lo]
-        b = srt[:, min(lo + 1, n - 1)]
-        diff = b - a
-        cols.append((b - diff * (1 - t) if t >= 0.5 else a + diff * t).tolist())
+        lo, hi, t = _qpos(q, n)
+        cols.append(_lerp(srt[:, lo], srt[:, hi], t).tolist())
     p5, p50, p95, p99 = cols
     j, k, _cov = _median_ci_ranks(n, level)
     ci_low = srt[:, j - 1].tolist() if j is not None else [None] * len(idx)
@@ -216,6 +211,21 @@ def _summarize_rows(srt: np.ndarray, idx: list[int], out: list, level: float) ->
                   "max": maxs[r], "mean": means[r], "std": std[r]}
 
 
+def _qpos(q: float, n: int) -> tuple[int, int, float]:
+    """numpy's 'linear' percentile position of quantile q (0..1) in n sorted values: the
+    two neighbouring indices and the fraction between them."""
+    pos = q * (n - 1)
+    lo = int(pos)
+    return lo, min(lo + 1, n - 1), pos - lo
+
+
+def _lerp(a, b, t: float):
+    """numpy's interpolation between a and b (floats or arrays), computed from the nearer
+    end as numpy does, so the result is bit-identical to np.percentile."""
+    diff = b - a
+    return b - diff * (1 - t) if t >= 0.5 else a + diff * t
+
+
 def _percentiles_sorted(srt: np.ndarray, qs: Sequence[float]) -> list[float]:
     """numpy's default ('linear') percentiles of an already sorted array, with numpy's own
     index and interpolation formulas in float64 (so results match np.percentile to the last
@@ -223,13 +233,8 @@ def _percentiles_sorted(srt: np.ndarray, qs: Sequence[float]) -> list[float]:
     n = srt.size
     out = []
     for q in qs:
-        pos = q * (n - 1)
-        lo = int(pos)
-        t = pos - lo
-        a = float(srt[lo])
-        b = float(srt[min(lo + 1, n - 1)])
-        diff = b - a
-        out.append(b - diff * (1 - t) if t >= 0.5 else a + diff * t)
+        lo, hi, t = _qpos(q, n)
+        out.append(_lerp(float(srt[lo]), float(srt[hi]), t))
     return out
 
 
