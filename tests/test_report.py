@@ -117,6 +117,21 @@ def test_grids_best_cell_and_ratio(app):
     assert all(gw.best["x"][n] == 2 for n in gw.row_values)
 
 
+def test_grid_says_when_holm_leaves_no_cell_testable(app, tmp_path):
+    """4 launches a side: each cell's exact MWU p is at least 2/70, and Holm over 12 cells
+    lifts every p above alpha, so the grid says 'cannot tell' (None), not 'the same'."""
+    store, groups = app
+    g = grids(store, groups, "nodes", "NCORE", metric="ns/day")[0]
+    assert g.unreachable
+    assert g.significant["x"] and all(v is None for v in g.significant["x"].values())
+    small, sgroups = build_app_store(tmp_path / "small.db", nodes=(1, 2), ncore=(1, 2),
+                                     repeats=8)
+    gs = grids(small, sgroups, "nodes", "NCORE", metric="ns/day")[0]
+    small.close()
+    assert not gs.unreachable
+    assert len(gs.significant["x"]) == 4 and all(gs.significant["x"].values())
+
+
 def test_scaling(app):
     store, groups = app
     t = scaling_table(store, groups, metric="ns/day")

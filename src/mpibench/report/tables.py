@@ -328,7 +328,6 @@ def grids(store: Store, groups: Mapping[str, list[str]], row_param: str, col_par
         sig: dict[str, dict] = {}
         base = per_group.get(baseline, {})
         tests = []
-        counts: list[tuple[int, int]] = []
         for cand in [g for g in order if g != baseline and g in per_group]:
             ratio[cand], sig[cand] = {}, {}
             for pos, c in per_group[cand].items():
@@ -338,13 +337,13 @@ def grids(store: Store, groups: Mapping[str, list[str]], row_param: str, col_par
                 if b and b.testable and c.testable and stats.can_reach_significance(
                         b.samples.size, c.samples.size, alpha):
                     tests.append((cand, pos, (b.samples, c.samples)))
-                    counts.append((b.samples.size, c.samples.size))
+        floor = holm_floor([(x.size, y.size) for *_, (x, y) in tests])
+        unreachable = floor is not None and floor > alpha
         tests = [(cand, pos, r.p) for (cand, pos, _), r in zip(
             tests, stats.mann_whitney_many([pair for *_, pair in tests]), strict=True)]
         for (cand, pos, _), pa in zip(tests, stats.holm([p for *_, p in tests]), strict=True):
             sig[cand][pos] = bool(pa <= alpha)
-        floor = holm_floor(counts)
-        if floor is not None and floor > alpha:
+        if unreachable:
             for cand, pos, _ in tests:           # cannot tell, rather than "the same"
                 sig[cand][pos] = None
         out.append(Grid(benchmark=bench, metric=m, unit=any_cell.unit, better=better,
@@ -353,7 +352,7 @@ def grids(store: Store, groups: Mapping[str, list[str]], row_param: str, col_par
                         cells={g: per_group[g] for g in order if g in per_group}, best=best,
                         ratio=ratio, significant=sig,
                         groups=[g for g in order if g in per_group], baseline=baseline,
-                        unreachable=floor is not None and floor > alpha))
+                        unreachable=unreachable))
     return out
 
 
