@@ -113,7 +113,7 @@ class CountingSlurm(SlurmScheduler):
             self.per_poll.append((len(job_ids), self.queries - q0))
 
 
-def campaign_bench(args, tmp: Path, options: dict[str, str], cluster) -> dict:
+def campaign_bench(args, tmp: Path, options: dict[str, str]) -> dict:
     from mpibench.campaign.runner import CampaignRunner
     from mpibench.campaign.spec import load
     from mpibench.stacks import discover
@@ -243,7 +243,7 @@ def main() -> int:
         if args.backend:
             result = backend_bench(args, tmp, options)
         else:
-            result = campaign_bench(args, tmp, options, cluster)
+            result = campaign_bench(args, tmp, options)
     finally:
         if cluster is not None:
             left = result.get("ids") or []
