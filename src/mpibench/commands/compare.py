@@ -179,8 +179,8 @@ def check_filters(cells: dict, benchmarks: list[str] | None, sizes: list[int] | 
         if b.lower() not in lower:
             raise UsageError(f"--benchmark {b!r}: not in the selected results (benchmarks: "
                              f"{', '.join(known) or 'none'})")
-    have = {k[1] for k in cells if k[1] is not None and (
-        not benchmarks or k[0].lower() in {b.lower() for b in benchmarks})}
+    wanted = {b.lower() for b in benchmarks or []}
+    have = {k[1] for k in cells if k[1] is not None and (not wanted or k[0].lower() in wanted)}
     for size in sizes or []:
         if size not in have:
             raise UsageError(f"--size {fmt_size(size) or size}: no selected result has this "
