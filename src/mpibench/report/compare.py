@@ -488,8 +488,8 @@ def _table_model(cmp: Comparison) -> tuple[list[str], list[list[str]], list[int]
     """Header, body rows, and indices of summary rows (for styling)."""
     show_np = len({r.np for r in cmp.rows}) > 1
     hdr = ["benchmark", "size/cell"] + (["np"] if show_np else [])
-    base_name = cmp.header_name(cmp.baseline)
-    hdr += [f"{cmp.baseline} (base) {base_name[len(cmp.baseline) + 1:]}".rstrip()]
+    base_marks = _marks(cmp.set_marks.get(cmp.baseline, ()))
+    hdr += [f"{cmp.baseline} (base) {base_marks}".rstrip()]
     for c in cmp.candidates:
         hdr += [cmp.header_name(c), f"vs {cmp.baseline}", "Cliff's δ"] \
             if len(cmp.candidates) > 1 else [cmp.header_name(c), "vs base", "Cliff's δ"]
