@@ -240,7 +240,7 @@ def load_cells(store: Store, groups: Mapping[str, list[str]], *,
     for key in sorted(raw, key=_cell_sort_key):
         out[key] = by_group = {}
         for g, rows in raw[key].items():
-            by_group[g] = cell = pool(g, rows, _defer=pending)
+            by_group[g] = pool(g, rows, _defer=pending)
     # the summaries of all cells at once (stats.summarize_many: same bits, 2-D batches)
     for (cell, used), summary in zip(pending, stats.summarize_many(
             [c.samples for c, _ in pending]), strict=True):
