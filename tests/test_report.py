@@ -444,3 +444,42 @@ def test_cost_reads_nodes_from_each_runs_spec(tmp_path):
         ("top", 3), ("nested", 4), ("camp", 7)}
     assert not any("assumed 1 node" in n for n in ct.notes)
     store.close()
+
+
+def test_gain_table_says_which_benchmark_has_no_such_size(tmp_path):
+    # Barrier has one size (0); a gain table at 1 MiB must say so, not drop it silently
+    store, groups = build_two_stack_store(tmp_path / "b.db", n=10, repeats=2)
+    rng = np.random.default_rng(5)
+    cid = store.add_campaign("barrier")
+    for g in ("base", "fast"):
+        groups[g] += add_variant_runs(store, cid, g, repeats=2, grp="bar", make=lambda rep: [
+            core_record("Barrier", 0, rng.normal(2.0, .01, 10))])
+    cmp = compare_groups(store, groups, "base")
+    t = gain_table(cmp, size=1 << 20)
+    assert {r["benchmark"] for r in t.records} == {"PingPong", "Allreduce"}
+    assert any(n.startswith("Barrier: not measured at 1M bytes (its sizes: 0)")
+               for n in t.notes), t.notes
+    store.close()
+
+
+def test_params_sort_as_numbers_in_comparisons_and_gain_tables(tmp_path):
+    store, groups = build_app_store(tmp_path / "p.db", nodes=(1,), ncore=(500, 1000, 2000),
+                                    repeats=2)
+    cmp = compare_groups(store, groups, "plain")
+    order = [r.params["NCORE"] for r in cmp.rows if r.metric == "ns/day"]
+    assert order == [500, 1000, 2000]
+    store.close()
+
+
+def test_line_rate_above_100_percent_is_flagged(core):
+    store, groups = core
+    # PingPong here peaks near 5000 MB/s = 40 Gb/s: against 10 Gb/s that is ~400%
+    t = line_rate_table(store, groups, "10Gb/s")
+    pp = next(r for r in t.records if r["variant"] == "base" and r["benchmark"] == "PingPong")
+    assert pp["percent_of_line_rate"] > 100 and pp["above_line_rate"]
+    row = next(r for r in t.rows if r[0] == "base" and r[1] == "PingPong")
+    assert row[7].endswith("% (!)")
+    assert any("base PingPong np=2" in n and "above 100%" in n for n in t.notes)
+    ok = line_rate_table(store, groups, "1000Gb/s")
+    assert not any(r["above_line_rate"] for r in ok.records)
+    assert not any("above 100%" in n for n in ok.notes)

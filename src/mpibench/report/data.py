@@ -90,6 +90,26 @@ def params_key(params: Mapping[str, Any] | None) -> str:
     return json.dumps(params or {}, sort_keys=True, default=str)
 
 
+def _value_key(v: Any) -> tuple:
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        try:
+            return (0, float(v), "")
+        except (TypeError, ValueError):
+            return (1, 0.0, str(v))
+    return (0, float(v), "")
+
+
+def params_sort_key(params: Mapping[str, Any] | str | None) -> tuple:
+    """Order parameter points by value, numbers as numbers: steps 500, 1000, 2000 (as text
+    they sort 1000, 2000, 500). Accepts the params dict or its params_key JSON."""
+    if isinstance(params, str):
+        try:
+            params = json.loads(params) if params else {}
+        except ValueError:
+            return ((params, (1, 0.0, params)),)
+    return tuple((k, _value_key(v)) for k, v in sorted((params or {}).items()))
+
+
 def bench_sort_key(name: str) -> tuple[int, str]:
     return (_BENCH_RANK.get(name, len(_BENCH_RANK)), name)
 
@@ -250,8 +270,8 @@ def load_cells(store: Store, groups: Mapping[str, list[str]], *,
 
 def _cell_sort_key(key: tuple) -> tuple:
     bench, size, np_, pkey, metric = key
-    return (bench_sort_key(bench), metric, np_ if np_ is not None else -1, pkey,
-            size if size is not None else -1)
+    return (bench_sort_key(bench), metric, np_ if np_ is not None else -1,
+            params_sort_key(pkey), size if size is not None else -1)
 
 
 def _num(v: Any) -> float | None:

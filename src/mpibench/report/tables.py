@@ -48,6 +48,7 @@ from mpibench.report.data import (
     fmt_size,
     imported_clause,
     load_cells,
+    params_sort_key,
     statistic_legend,
 )
 from mpibench.store import Store
@@ -171,8 +172,11 @@ def gain_table(cmp: Comparison, size: int | None = None) -> Table:
 
     def key(kv):
         (bench, metric, np_, params), _ = kv
-        return (bench_sort_key(bench), metric, -1 if np_ is None else np_, params)
+        return (bench_sort_key(bench), metric, -1 if np_ is None else np_,
+                params_sort_key(rows_params[params]))
 
+    rows_params = {k[3]: rs[0].params for k, rs in by_bench.items()}
+    missing: list[str] = []
     for (bench, metric, np_, params), rows in sorted(by_bench.items(), key=key):
         lead = [bench] + ([str(np_) if np_ is not None else ""] if show_np else []) + \
             ([params] if show_params else [])
@@ -186,6 +190,11 @@ def gain_table(cmp: Comparison, size: int | None = None) -> Table:
             pick = next((r for r in rows if r.size == size), None)
         if pick is None:
             if size is not None:
+                # said, not silently dropped: a Barrier has no 4 MiB row
+                measured = sorted({r.size for r in rows})
+                missing.append(f"{where}: not measured at {fmt_size(size)} bytes (its sizes: "
+                               + ", ".join(fmt_size(s) for s in measured[:8])
+                               + (" ..." if len(measured) > 8 else "") + ")")
                 continue
             t.rows.append(lead + ["-"] + ["-"] * (2 * len(cmp.groups) + len(cands)))
             t.notes.append(f"{where}: no size with an ok result in the baseline and every "
@@ -222,6 +231,8 @@ def gain_table(cmp: Comparison, size: int | None = None) -> Table:
         t.records.append(rec)
     if size is not None and not t.rows:
         t.notes.append(f"no benchmark has results at {fmt_size(size)} bytes")
+    else:
+        t.notes.extend(missing)
     return t
 
 
@@ -574,14 +585,24 @@ def line_rate_table(store: Store, groups: Mapping[str, list[str]],
             half = next(c for c in cs if bw(c) >= bw(peak) / 2)
             line_mbps = bps / 8 / 1e6 if bps else None
             pct = 100 * bw(peak) / line_mbps if line_mbps else None
+            shown_pct = "" if pct is None else f"{pct:.1f}%"
+            if pct is not None and pct > 100:
+                # faster than the wire: the traffic did not cross that link (shared memory,
+                # a loopback), or the line rate is wrong; never a result to quote
+                shown_pct += " (!)"
+                t.notes.append(
+                    f"{g} {bench}" + (f" np={np_}" if np_ is not None else "")
+                    + f": {pct:.0f}% of the {_fmt_rate(bps)} line rate is above 100%: the "
+                    "traffic did not cross that link (shared memory or loopback?) or the "
+                    "line rate is wrong")
             t.rows.append([g, bench, "" if np_ is None else str(np_), _fmt_rate(bps),
                            "busbw" if use_bus else "MB/s", fmt_num(bw(peak)),
-                           fmt_size(peak.size), "" if pct is None else f"{pct:.1f}%",
-                           fmt_size(half.size)])
+                           fmt_size(peak.size), shown_pct, fmt_size(half.size)])
             t.records.append({"variant": g, "benchmark": bench, "np": np_,
                               "line_rate_bps": bps, "figure": "busbw" if use_bus else "mbps",
                               "peak_mbps": bw(peak), "peak_size": peak.size,
-                              "percent_of_line_rate": pct, "half_peak_size": half.size})
+                              "percent_of_line_rate": pct, "half_peak_size": half.size,
+                              "above_line_rate": pct is not None and pct > 100})
     if not t.rows:
         t.notes.append("no bandwidth results in the selection (point-to-point benchmarks such "
                        "as PingPong or Uniband report MB/s)")
