@@ -35,7 +35,7 @@ POWER = 0.8
 
 
 def _t():
-    from scipy import stats as sps     # ~1 s import: only when a test runs
+    from scipy import stats as sps  # ~1 s import: only when a test runs
     return sps.t
 
 
