@@ -184,8 +184,18 @@ BAD = [
      "benchmarks.app.setup[1]", "balanced quotes"),
     (BASE + '[benchmarks.app]\ncommand = "run"\nenv = { A = { b = 1 } }\n',
      "benchmarks.app.env.A", "a string or number"),
-    (BASE + '[benchmarks.app]\ncommand = "run"\nfom = ["wall_time"]\n',
+    (BASE + '[benchmarks.app]\ncommand = "run"\nfom = [3]\n',
      "benchmarks.app.fom[0]", "a table {name, regex, unit, better}"),
+    (BASE + '[benchmarks.app]\ncommand = "run"\nfom = 3\n',
+     "benchmarks.app.fom", "a table {name, regex, unit, better} (or a list of them)"),
+    (BASE + '[scheduler]\nname = "slurm"\nextra_directives = ["--job-name=mine"]\n',
+     "scheduler.extra_directives[0]", "leaves the job name"),
+    (BASE + '[scheduler]\nname = "slurm"\nextra_directives = ["#SBATCH -J mine"]\n',
+     "scheduler.extra_directives[0]", "leaves the job name"),
+    (BASE + '[scheduler]\nname = "pbs"\nextra_directives = ["-N mine"]\n',
+     "scheduler.extra_directives[0]", "leaves the job name"),
+    (BASE.replace('stack = "mpich"', 'stack = "mpich"\ncpus_per_task = 0'),
+     "variants.b.cpus_per_task", "an integer >= 1"),
     (BASE + '[benchmarks.app]\ncommand = "run"\nfom = { name = "wall_time", regex = "(y)", '
      'unit = "s", better = "lower" }\n', "benchmarks.app.fom.name", "another name"),
     (BASE + '[benchmarks.app]\ncommand = "run"\nfom = [{ name = "x", regex = "(y)", '
@@ -489,3 +499,65 @@ def test_hostfile_is_relative_to_the_campaign_file_and_must_exist(tmp_path, foun
     with pytest.raises(UsageError, match=r"c\.toml: variants\.a\.hostfile: .*hosts\.txt does "
                                          r"not exist; expected a host file"):
         CampaignRunner(spec, None, found_stacks).check()
+
+
+def test_variant_env_and_mca_merge_over_defaults(tmp_path):
+    spec = spec_of(tmp_path, BASE.replace("[variants.a]", """[defaults]
+env = { UCX_LOG_LEVEL = "warn", A = "1" }
+mca = { btl_vader_single_copy_mechanism = "none" }
+[variants.a]
+env = { A = "2", B = "3" }
+mca = { pml = "ob1" }"""))
+    a = next(v for v in spec.variants if v.name == "a")
+    b = next(v for v in spec.variants if v.name == "b")
+    assert a.env == {"UCX_LOG_LEVEL": "warn", "A": "2", "B": "3"}
+    assert a.mca == {"btl_vader_single_copy_mechanism": "none", "pml": "ob1"}
+    assert b.env == {"UCX_LOG_LEVEL": "warn", "A": "1"}
+
+
+def test_wall_time_may_be_named_among_the_figures_of_merit(tmp_path):
+    spec = spec_of(tmp_path, BASE + """[benchmarks.app]
+command = "run"
+fom = ["wall_time", { name = "ns/day", regex = 'P: ([0-9.]+)', unit = "ns/day", better = "higher" }]
+""")
+    g = next(g for g in spec.groups if g.name == "app")
+    assert [f.name for f in g.foms] == ["ns/day"]      # wall_time is recorded for every cell
+
+
+def test_cpus_per_task_reaches_every_launcher_and_scheduler(tmp_path):
+    from mpibench.launchers import LaunchSpec, get_launcher
+    from mpibench.schedulers import JobRequest, SchedulerSettings, scheduler_class
+
+    spec = spec_of(tmp_path, BASE.replace('stack = "mpich"',
+                                          'stack = "mpich"\ncpus_per_task = 2\nppn = 1'))
+    b = next(v for v in spec.variants if v.name == "b")
+    assert b.cpus_per_task == 2 and b.to_dict()["cpus_per_task"] == 2
+    a = next(v for v in spec.variants if v.name == "a")
+    assert "cpus_per_task" not in a.to_dict()     # unset: cell ids stay as they were
+    ls = LaunchSpec(np=2, program=["x"], ppn=1, cpus_per_task=2)
+    assert get_launcher("mpirun-openmpi").argv("mpirun", ls)[3:5] == ["--map-by",
+                                                                      "ppr:1:node:PE=2"]
+    assert "core:2" in get_launcher("mpiexec-hydra").argv("mpiexec", ls)
+    srun = get_launcher("srun").argv("srun", ls)
+    assert srun[srun.index("--cpus-per-task") + 1] == "2"
+    req = JobRequest(name="mpibench-c-1", steps=[], run_dir=tmp_path, nodes=2,
+                     tasks_per_node=1, settings=SchedulerSettings(name="slurm"),
+                     cpus_per_task=2)
+    assert "#SBATCH --cpus-per-task=2" in scheduler_class("slurm")().directives(req)
+    req.settings = SchedulerSettings(name="pbs")
+    assert "-l select=2:ncpus=2:mpiprocs=1:ompthreads=2" in " ".join(
+        scheduler_class("pbs")().directives(req))
+
+
+def test_openmpi_map_by_is_kept_beside_ppn():
+    from mpibench.launchers import LaunchSpec
+    from mpibench.launchers.openmpi import map_args
+
+    # ppn places the ranks; a plain map_by orders them instead of vanishing
+    assert map_args(LaunchSpec(np=4, program=[], ppn=2, map_by="node")) == [
+        "--map-by", "ppr:2:node", "--rank-by", "node"]
+    # a full mapping is the user's and wins over ppn
+    assert map_args(LaunchSpec(np=4, program=[], ppn=2, map_by="ppr:1:socket")) == [
+        "--map-by", "ppr:1:socket"]
+    assert map_args(LaunchSpec(np=4, program=[], map_by="socket")) == ["--map-by", "socket"]
+    assert map_args(LaunchSpec(np=4, program=[])) == []

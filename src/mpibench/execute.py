@@ -52,9 +52,16 @@ class Variant:
     bind: str | None = None
     map_by: str | None = None
     profile: bool = False
+    cpus_per_task: int | None = None  # cores per rank (threads of a hybrid code)
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items()}
+        # keys added later are left out while unset, so cell ids of existing campaigns
+        # (hashed over this dict) do not change
+        return {k: v for k, v in self.__dict__.items()
+                if not (k in _LATER_KEYS and v is None)}
+
+
+_LATER_KEYS = ("cpus_per_task",)
 
 
 @dataclass
@@ -104,6 +111,9 @@ def resolve_settings(stack: Stack, variant: Variant) -> tuple[dict[str, str], di
     if p is not None:
         env.update(p.env)
         mca.update(p.mca)
+    if variant.cpus_per_task and "OMP_NUM_THREADS" not in variant.env:
+        # a rank given c cores runs c OpenMP threads unless the variant says otherwise
+        env["OMP_NUM_THREADS"] = str(variant.cpus_per_task)
     env.update({str(k): str(v) for k, v in variant.env.items()})
     if variant.mca and stack.kind != "openmpi":
         raise UsageError(f"variant {variant.name!r}: MCA parameters are Open MPI settings but "
@@ -127,6 +137,7 @@ def prepare_cell(stack: Stack, variant: Variant, program: list[str], run_dir: Pa
     spec = LaunchSpec(np=variant.np, program=list(program), env=env, mca=mca, ppn=variant.ppn,
                       hosts=variant.hosts, hostfile=variant.hostfile, bind=variant.bind,
                       map_by=variant.map_by, oversubscribe=oversub,
+                      cpus_per_task=variant.cpus_per_task,
                       extra=list(variant.launcher_args))
     argv = launcher.argv(stack.launcher, spec)
     placeholder = LaunchSpec(**{**spec.__dict__, "program": [PROGRAM_PLACEHOLDER]})

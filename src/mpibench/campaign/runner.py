@@ -611,7 +611,8 @@ class CampaignRunner:
         nodes = s.nodes or v.nodes or (-(-v.np // v.ppn) if v.ppn else None)
         req = JobRequest(name=self._job_name(cells), steps=steps, run_dir=self.run_dir(first),
                          nodes=nodes, tasks_per_node=s.tasks_per_node or v.ppn,
-                         time_limit_s=limit, settings=s, modules=modules)
+                         time_limit_s=limit, settings=s, modules=modules,
+                         cpus_per_task=v.cpus_per_task)
         return req, preps
 
     def _probe_step(self, cell: Cell) -> JobStep | None:

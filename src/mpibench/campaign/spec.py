@@ -26,6 +26,7 @@ BUILTIN_PLACEHOLDERS = ("np", "nodes", "ppn", "variant", "stack", "repeat", "run
                         "campaign_dir")
 VARIANT_KEYS = ("stack", "transport", "env", "mca", "launcher", "launcher_args", "np", "ppn",
                 "nodes", "hosts", "hostfile", "bind", "map_by", "profile", "line_rate", "sweep",
+                "cpus_per_task",
                 "zip", "exclude")
 # How results are judged, not what is measured: stored with the campaign and its runs for
 # the reports (line-rate and cost tables), never part of a cell id.
@@ -33,7 +34,8 @@ COST_KEYS = ("price_per_node_hour", "power_per_node_w")
 LINE_RATE_FORM = 'a link speed such as "100Gb/s", "25GbE" or "12.5GB/s"'
 
 SWEEP_KEYS = ("sweep", "zip", "exclude")  # per variant, not in [defaults]
-SWEEPABLE = ("transport", "np", "ppn", "nodes", "bind", "map_by", "launcher", "stack")
+SWEEPABLE = ("transport", "np", "ppn", "nodes", "bind", "map_by", "launcher", "stack",
+             "cpus_per_task")
 CORE_GROUP_KEYS = ("benchmarks", "sizes", "options", "timeout", "variants", "repeats",
                    "exclude")
 APP_GROUP_KEYS = ("command", "params", "zip", "exclude", "setup", "inputs", "fom", "timeout",
@@ -276,7 +278,7 @@ def parse(data: dict[str, Any], path: Path) -> CampaignSpec:
         if "line_rate" in vdef or "line_rate" in defaults:
             rkey = f"{key}.line_rate" if "line_rate" in vdef else "defaults.line_rate"
             rate = _line_rate(c, {**defaults, **vdef}["line_rate"], rkey)
-        for v in _variants(c, key, vname, {**defaults, **vdef}):
+        for v in _variants(c, key, vname, _with_defaults(defaults, vdef)):
             if v.name in vkeys:
                 c.fail(key, f"variant name {v.name!r} is produced twice", "unique names")
             vkeys[v.name] = key
@@ -297,6 +299,17 @@ def parse(data: dict[str, Any], path: Path) -> CampaignSpec:
                         variant_keys=vkeys, variant_base=vbase, groups=groups,
                         scheduler=scheduler, description=description, raw=data,
                         line_rates=line_rates, **cost)
+
+
+def _with_defaults(defaults: dict[str, Any], vdef: dict[str, Any]) -> dict[str, Any]:
+    """A variant over [defaults]: its env and mca tables merge key by key over the
+    defaults' (a variant adding UCX_TLS keeps the site-wide UCX_LOG_LEVEL); every other key
+    replaces the default. Non-tables are left for the checks to name."""
+    out = {**defaults, **vdef}
+    for table in ("env", "mca"):
+        if isinstance(defaults.get(table), dict) and isinstance(vdef.get(table), dict):
+            out[table] = {**defaults[table], **vdef[table]}
+    return out
 
 
 def _no_cost_keys(c: _Ctx, table: dict[str, Any], key: str) -> None:
@@ -467,7 +480,7 @@ def _variant(c: _Ctx, key: str, name: str, d: dict[str, Any]) -> Variant:
         v.launcher_args = c.str_list(d["launcher_args"], f"{key}.launcher_args")
     if "np" in d:
         v.np = c.integer(d["np"], f"{key}.np")
-    for k in ("ppn", "nodes"):
+    for k in ("ppn", "nodes", "cpus_per_task"):
         if d.get(k) is not None:
             setattr(v, k, c.integer(d[k], f"{key}.{k}"))
     if v.nodes and v.ppn:
@@ -655,8 +668,13 @@ def _foms(c: _Ctx, key: str, value: Any) -> list[Fom]:
     out = []
     for i, f in enumerate(items):
         fkey = key if not isinstance(value, list) else f"{key}[{i}]"
+        if f == "wall_time" and isinstance(value, list):
+            # every application cell records its wall time anyway; naming it beside the
+            # regex figures is harmless, so it is accepted rather than refused
+            continue
         if not isinstance(f, dict):
-            c.fail(fkey, f"got {_show(f)}", '"wall_time" or a table {name, regex, unit, better}')
+            c.fail(fkey, f"got {_show(f)}", '"wall_time" or a table {name, regex, unit, better}'
+                   + (" (or a list of them)" if not isinstance(value, list) else ""))
         c.known(f, fkey, ("name", "regex", "unit", "better", "source"))
         for req in ("name", "regex", "unit", "better"):
             if req not in f:
@@ -721,6 +739,11 @@ def _scheduler(c: _Ctx, t: dict[str, Any]) -> SchedulerSettings:
         s.exclusive = c.boolean(t["exclusive"], "scheduler.exclusive")
     if "extra_directives" in t:
         s.extra_directives = c.str_list(t["extra_directives"], "scheduler.extra_directives")
+        for i, line in enumerate(s.extra_directives):
+            why = cls.check_directive(line)
+            if why:
+                c.fail(f"scheduler.extra_directives[{i}]", f"{line!r} {why}",
+                       "a directive that leaves the job name, output and directory to mpibench")
     if "modules" in t:
         s.modules = c.str_list(t["modules"], "scheduler.modules")
     if "poll_interval" in t:

@@ -28,6 +28,7 @@ class LaunchSpec:
     oversubscribe: bool = False
     extra: list[str] = field(default_factory=list)  # launcher options, verbatim
     mpi_plugin: str | None = None  # srun --mpi=
+    cpus_per_task: int | None = None  # cores per rank
 
 
 class Launcher:

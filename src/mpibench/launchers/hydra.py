@@ -15,8 +15,11 @@ class HydraExec(Launcher):
             argv += ["-hosts", ",".join(spec.hosts)]
         if spec.ppn:
             argv += ["-ppn", str(spec.ppn)]
-        if spec.bind:
-            argv += ["-bind-to", spec.bind]
+        if spec.bind or spec.cpus_per_task:
+            bind = spec.bind or "core"
+            if spec.cpus_per_task and ":" not in bind and bind != "none":
+                bind = f"{bind}:{spec.cpus_per_task}"   # Hydra: c cores per rank
+            argv += ["-bind-to", bind]
         if spec.map_by:
             argv += ["-map-by", spec.map_by]
         for k in sorted(spec.env):

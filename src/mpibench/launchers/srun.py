@@ -49,6 +49,8 @@ class Srun(Launcher):
             # Slurm reads a node list from a file when the argument contains a '/'
             argv += ["--nodelist", os.path.abspath(spec.hostfile)
                      if "/" not in spec.hostfile else spec.hostfile]
+        if spec.cpus_per_task:
+            argv += ["--cpus-per-task", str(spec.cpus_per_task)]
         if spec.bind:
             argv.append(f"--cpu-bind={BIND.get(spec.bind, spec.bind)}")
         if spec.map_by:

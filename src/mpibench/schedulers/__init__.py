@@ -114,6 +114,7 @@ class JobRequest:
     time_limit_s: float | None = None
     settings: SchedulerSettings = field(default_factory=SchedulerSettings)
     modules: list[str] = field(default_factory=list)  # settings.modules + the stack's modules
+    cpus_per_task: int | None = None  # cores per rank (the variant's cpus_per_task)
 
     @property
     def cell_id(self) -> str:
@@ -157,6 +158,9 @@ class Scheduler:
     name = ""
     batch = True
     settings_keys: tuple[str, ...] = ()  # backend-specific [scheduler] keys it accepts
+    # directive options an extra_directives line may not set (option -> why): the job name
+    # holds the cell id that recovery after a lost submission looks jobs up by
+    reserved_directives: dict[str, str] = {}
 
     def __init__(self, settings: SchedulerSettings | None = None):
         self.settings = settings or SchedulerSettings(name=self.name)
@@ -167,6 +171,22 @@ class Scheduler:
         naming the key. The campaign loader has already refused every key that is not in
         settings_keys, so a backend overrides this only to check values; by default there
         is nothing to check."""
+
+    @classmethod
+    def check_directive(cls, line: str) -> str | None:
+        """Why an extra_directives line may not be used (None when it may): it sets an
+        option the harness owns, e.g. `-J x` / `#SBATCH --job-name=x` or PBS `-N x`."""
+        words = line.split()
+        if words and words[0].startswith("#"):
+            words = words[1:]
+        for w in words:
+            opt = w.split("=", 1)[0]
+            hit = next((o for o in cls.reserved_directives
+                        if opt == o or (len(o) == 2 and w.startswith(o) and len(w) > 2)),
+                       None)
+            if hit:
+                return f"sets {hit}: {cls.reserved_directives[hit]}"
+        return None
 
     # batch backends ------------------------------------------------------------------
     def render_script(self, req: JobRequest) -> str:

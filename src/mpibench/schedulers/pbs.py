@@ -210,6 +210,12 @@ class PBSScheduler(SlurmScheduler):
 
     settings_keys = ("ncpus", "resources", "place", "finished_jobs", "qsub", "qstat", "qdel",
                      "query_retries")
+    reserved_directives = {
+        "-N": "the job name is prefix-cellid, which `campaign resume` looks lost jobs up by "
+              "(set scheduler.job_name_prefix instead)",
+        "-o": "the job's output goes to its run directory (pbs.out), which mpibench reads",
+        "-e": "the job's errors go to its run directory (pbs.err), which mpibench reads",
+    }
     option_forms = {
         "ncpus": (int, "an integer >= 1"), "resources": (str, '"select" or "nodes"'),
         "place": (str, 'a PBS placement such as "scatter:excl"'),
@@ -233,14 +239,15 @@ class PBSScheduler(SlurmScheduler):
         ntasks = job_ntasks(req)
         ppn = int(req.tasks_per_node or s.tasks_per_node
                   or (-(-ntasks // nodes) if ntasks else 1))
-        ncpus = int(opts.get("ncpus") or ppn)
+        ncpus = int(opts.get("ncpus") or ppn * (req.cpus_per_task or 1))
         style = opts.get("resources", "select")
         if style not in ("select", "nodes"):
             raise UsageError(f"scheduler.resources: got {style!r}; expected \"select\" or "
                              "\"nodes\"")
         d = [f"-N {q(check_value(job_name(req), 'job name'))}"]
         if style == "select":
-            d.append(f"-l select={nodes}:ncpus={ncpus}:mpiprocs={ppn}")
+            d.append(f"-l select={nodes}:ncpus={ncpus}:mpiprocs={ppn}"
+                     + (f":ompthreads={int(req.cpus_per_task)}" if req.cpus_per_task else ""))
             place = opts.get("place") or ("scatter:excl" if s.exclusive else "scatter")
             d.append(f"-l place={q(check_value(str(place), 'place'))}")
         else:

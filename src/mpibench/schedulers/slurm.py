@@ -309,6 +309,19 @@ class SlurmScheduler(Scheduler):
     batch = True
     settings_keys = ("qos", "constraint", "reservation", "mem", "sbatch", "squeue", "sacct",
                      "scancel", "query_retries")
+    reserved_directives = {
+        "-J": "the job name is prefix-cellid, which `campaign resume` looks lost jobs up by "
+              "(set scheduler.job_name_prefix instead)",
+        "--job-name": "the job name is prefix-cellid, which `campaign resume` looks lost jobs "
+                      "up by (set scheduler.job_name_prefix instead)",
+        "-o": "the job's output goes to its run directory (slurm-%j.out), which mpibench reads",
+        "--output": "the job's output goes to its run directory (slurm-%j.out), which "
+                    "mpibench reads",
+        "-e": "the job's errors go to its run directory (slurm-%j.err), which mpibench reads",
+        "--error": "the job's errors go to its run directory (slurm-%j.err), which "
+                   "mpibench reads",
+        "-D": "the job runs in its run directory", "--chdir": "the job runs in its run directory",
+    }
 
     # backend keys -> (check, expected form), used by validate_options
     option_forms: dict[str, tuple] = {
@@ -391,6 +404,8 @@ class SlurmScheduler(Scheduler):
             ntasks = job_ntasks(req)
             if ntasks:
                 d.append(f"--ntasks={ntasks}")
+        if req.cpus_per_task:
+            d.append(f"--cpus-per-task={int(req.cpus_per_task)}")
         limit = req.time_limit_s or s.time_limit_s
         if limit:
             d.append(f"--time={slurm_time(limit)}")
