@@ -61,5 +61,5 @@ def test_newer_schema_fails_clearly(tmp_path):
 def test_not_a_database(tmp_path):
     bad = tmp_path / "bad.db"
     bad.write_bytes(b"this is not sqlite" * 100)
-    with pytest.raises(UsageError, match="not a usable SQLite database"):
+    with pytest.raises(UsageError, match="not an SQLite database"):
         Store(bad)

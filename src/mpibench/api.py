@@ -31,7 +31,7 @@ _RUN_COLS = ("campaign", "variant", "set", "label", "grp", "repeat", "run_status
 def _open(db_path: str | Path) -> Store:
     if not Path(db_path).exists():
         raise UsageError(f"{db_path}: no such results store")
-    return Store(db_path)
+    return Store(db_path, readonly=True)
 
 
 def _run_ids(store: Store, campaign, variants, run_ids, labels) -> list[str] | None:

@@ -91,7 +91,7 @@ def _dispatch(args) -> int:
     from mpibench.campaign import status as st
     from mpibench.store import Store
 
-    with Store(db) as store:
+    with Store(db, readonly=True, check=True) as store:
         if verb == "status":
             data = st.status(store, spec)
             if args.json:
@@ -128,7 +128,7 @@ def _list_campaigns(args) -> int:
     db = _db_path(args, None)
     if not db.exists():
         raise UsageError(f"store {db}: not found; pass --db or a campaign FILE")
-    with Store(db) as store:
+    with Store(db, readonly=True) as store:
         rows = st.campaigns(store)
     if args.json:
         print_json(rows)
@@ -180,7 +180,7 @@ def _run(args, spec, resume: bool) -> int:
             raise UsageError(f"store {db}: not found; nothing to resume (use "
                              "`mpibench campaign run`)")
         from mpibench.campaign.status import find_campaign
-        with Store(db) as store:
+        with Store(db, readonly=True) as store:
             find_campaign(store, spec)
     found = discover_from_args(args)
     con = err_console()

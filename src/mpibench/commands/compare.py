@@ -134,7 +134,7 @@ def open_store(path: str) -> Store:
     if not Path(path).exists():
         raise UsageError(f"--db {path}: no such results store (run 'mpibench run' or "
                          "'mpibench campaign run' first, or pass --db)")
-    return Store(path)
+    return Store(path, readonly=True, check=True)
 
 
 def parse_sizes_arg(values: list[str] | None) -> list[int] | None:

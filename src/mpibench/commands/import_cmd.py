@@ -61,7 +61,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    with Store(args.db) as store:
+    with Store(args.db, check=True) as store:
         report = import_files(store, args.files, label=args.label, line_rate=args.line_rate,
                               np=args.np)
     if args.json:

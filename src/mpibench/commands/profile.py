@@ -74,7 +74,7 @@ def run(args) -> int:
             raise UsageError("profile: --compare/--show take no command")
         if not Path(args.db).exists():
             raise UsageError(f"--db {args.db}: no such store")
-        with Store(args.db) as store:
+        with Store(args.db, readonly=True) as store:
             if args.show:
                 doc = profiling.load_profile(store, args.show)
                 if args.json:

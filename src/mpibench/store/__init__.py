@@ -11,14 +11,18 @@ Tables
   profiles      one JSON profile document per profiled run
 
 Raw output files stay in the run directory as provenance; the store holds their paths.
+The schema is the ordered list of migrations in store/schema.py; opening a store made by an
+earlier mpibench migrates it (see Store).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 import time
+import urllib.parse
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import nullcontext
 from pathlib import Path
@@ -27,97 +31,13 @@ from typing import Any
 import numpy as np
 
 from mpibench.errors import UsageError
+from mpibench.store import schema
+from mpibench.store.schema import SCHEMA_VERSION
 
-SCHEMA_VERSION = 1
+__all__ = ["SCHEMA_VERSION", "Store", "RESULT_COLUMNS", "RUN_FIELDS", "RUN_STATES"]
 
 RUN_STATES = ("pending", "running", "done", "failed", "timeout")
 
-_SCHEMA = """
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE campaigns (
-    id INTEGER PRIMARY KEY,
-    name TEXT NOT NULL,
-    file TEXT,
-    spec_json TEXT NOT NULL DEFAULT '{}',
-    created REAL NOT NULL,
-    UNIQUE (name, file)
-);
-CREATE TABLE fingerprints (
-    id TEXT PRIMARY KEY,
-    json TEXT NOT NULL
-);
-CREATE TABLE runs (
-    id TEXT PRIMARY KEY,
-    campaign_id INTEGER NOT NULL REFERENCES campaigns(id),
-    variant TEXT NOT NULL,
-    grp TEXT NOT NULL DEFAULT '',
-    params_json TEXT NOT NULL DEFAULT '{}',
-    repeat INTEGER NOT NULL DEFAULT 0,
-    seq INTEGER NOT NULL DEFAULT 0,
-    label TEXT,
-    source TEXT NOT NULL DEFAULT 'native',
-    status TEXT NOT NULL DEFAULT 'pending'
-        CHECK (status IN ('pending', 'running', 'done', 'failed', 'timeout')),
-    reason TEXT,
-    stderr_tail TEXT,
-    spec_json TEXT NOT NULL DEFAULT '{}',
-    argv_json TEXT,
-    run_dir TEXT,
-    fingerprint_id TEXT REFERENCES fingerprints(id),
-    transport_requested TEXT,
-    transport_actual TEXT,
-    exit_code INTEGER,
-    started REAL,
-    finished REAL,
-    elapsed REAL,
-    scheduler TEXT,
-    job_id TEXT,
-    job_script TEXT,
-    nodelist TEXT,
-    sched_state TEXT
-);
-CREATE INDEX runs_campaign ON runs(campaign_id, status);
-CREATE TABLE results (
-    id INTEGER PRIMARY KEY,
-    run_id TEXT NOT NULL REFERENCES runs(id),
-    benchmark TEXT NOT NULL,
-    size INTEGER,
-    np INTEGER,
-    status TEXT NOT NULL DEFAULT 'ok',
-    reason TEXT,
-    metric TEXT NOT NULL DEFAULT 'time',
-    unit TEXT NOT NULL DEFAULT 'us',
-    better TEXT NOT NULL DEFAULT 'lower' CHECK (better IN ('lower', 'higher')),
-    statistic TEXT NOT NULL DEFAULT 'median',
-    n INTEGER,
-    median REAL, ci_low REAL, ci_high REAL,
-    min REAL, p5 REAL, p95 REAL, p99 REAL, max REAL,
-    mean REAL, std REAL,
-    first REAL,
-    batch INTEGER,
-    warmup INTEGER,
-    stop_reason TEXT,
-    bandwidth_mbps REAL,
-    busbw_mbps REAL,
-    msg_rate REAL,
-    samples BLOB,
-    extra_json TEXT
-);
-CREATE INDEX results_run ON results(run_id);
-CREATE INDEX results_bench ON results(benchmark, size);
-CREATE TABLE imports (
-    sha256 TEXT PRIMARY KEY,
-    path TEXT NOT NULL,
-    tool TEXT,
-    tool_version TEXT,
-    run_id TEXT REFERENCES runs(id),
-    imported REAL NOT NULL
-);
-CREATE TABLE profiles (
-    run_id TEXT PRIMARY KEY REFERENCES runs(id),
-    json TEXT NOT NULL
-);
-"""
 
 # Columns of `results` that add_results() accepts directly from a record dict.
 RESULT_COLUMNS = (
@@ -129,6 +49,7 @@ RUN_FIELDS = (
     "label", "source", "reason", "stderr_tail", "argv_json", "run_dir", "fingerprint_id",
     "transport_requested", "transport_actual", "exit_code", "started", "finished", "elapsed",
     "scheduler", "job_id", "job_script", "nodelist", "sched_state", "spec_json", "seq",
+    "harness",
 )
 
 
@@ -151,47 +72,172 @@ def blob_to_samples(blob: bytes | None) -> np.ndarray:
 
 
 class Store:
-    """A SQLite results store. Use as a context manager or call close()."""
+    """A SQLite results store. Use as a context manager or call close().
 
-    def __init__(self, path: str | Path):
+    readonly=True is for verbs that only read (compare, report, status, profile --show):
+    the file is opened read-only and never changed; a store from an earlier mpibench is
+    migrated in an in-memory copy. check=True runs SQLite's quick integrity check first
+    (import, and verbs whose answer would be silently wrong on a damaged file).
+    Whatever is wrong (not SQLite, another program's database, a newer schema, damage, a
+    read-only place for a writing verb) is one UsageError and the file is left untouched."""
+
+    def __init__(self, path: str | Path, *, readonly: bool = False, check: bool = False):
         self.path = Path(path)
-        if self.path.exists() and self.path.is_dir():
-            raise UsageError(f"store {self.path}: is a directory, expected an SQLite file")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.readonly = readonly
+        self.migrated_from: int | None = None  # schema version before this open migrated it
+        exists = self._check_file()
         try:
-            self.db = sqlite3.connect(str(self.path), timeout=30, isolation_level=None)
-            self.db.row_factory = sqlite3.Row
-            # WAL keeps readers (reports) from blocking the single writer, and a SIGKILL
-            # mid-write leaves a consistent database: the last commit is what survives.
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
-            self.db.execute("PRAGMA foreign_keys=ON")
-            self._migrate()
+            version = self._inspect(exists, check)
+            if readonly:
+                self.db = self._open_readonly(version)
+            else:
+                self.db = self._open_writable(exists, version)
         except sqlite3.DatabaseError as exc:
-            raise UsageError(f"store {self.path}: not a usable SQLite database ({exc})") from exc
+            what = ("damaged" if "malformed" in str(exc) or "corrupt" in str(exc)
+                    else "not a usable SQLite database")
+            raise UsageError(f"store {self.path}: {what} (SQLite: {exc}); nothing was "
+                             "written") from exc
 
-    # -- lifecycle -----------------------------------------------------------------------
-    def _migrate(self) -> None:
-        tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if "meta" not in tables:
-            with self.transaction():
-                for stmt in _SCHEMA.split(";"):
-                    if stmt.strip():
-                        self.db.execute(stmt)
-                self.db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-            return
-        row = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-        version = int(row[0]) if row else 0
-        if version > SCHEMA_VERSION:
-            raise UsageError(
-                f"store {self.path}: schema version {version} is newer than this mpibench "
-                f"understands ({SCHEMA_VERSION}); upgrade mpibench or use another --db"
-            )
-        if version < SCHEMA_VERSION:
-            raise UsageError(
-                f"store {self.path}: schema version {version} is older than {SCHEMA_VERSION} "
-                "and has no migration"
-            )
+    # -- opening -------------------------------------------------------------------------
+    def _check_file(self) -> bool:
+        p = self.path
+        try:
+            st = p.stat()
+        except FileNotFoundError:
+            if self.readonly:
+                raise UsageError(f"store {p}: no such file") from None
+            return False
+        except OSError as exc:
+            raise UsageError(f"store {p}: cannot be read ({exc.strerror})") from None
+        if p.is_dir():
+            raise UsageError(f"store {p}: is a directory, expected an SQLite file")
+        if not p.is_file():
+            raise UsageError(f"store {p}: not a regular file, expected an SQLite file")
+        if st.st_size == 0:
+            return False
+        try:
+            with open(p, "rb") as fh:
+                head = fh.read(16)
+        except OSError as exc:
+            raise UsageError(f"store {p}: cannot be read ({exc.strerror})") from None
+        if head != b"SQLite format 3\x00":
+            raise UsageError(f"store {p}: not an SQLite database (it does not start with the "
+                             "SQLite header); pass another --db")
+        return True
+
+    def _uri(self, **query: str) -> str:
+        q = "&".join(f"{k}={v}" for k, v in query.items())
+        return f"file:{urllib.parse.quote(str(self.path.absolute()))}?{q}"
+
+    def _connect_ro(self) -> sqlite3.Connection:
+        try:
+            con = _connect(self._uri(mode="ro"))
+            con.execute("SELECT count(*) FROM sqlite_master").fetchone()  # opening is lazy
+            return con
+        except sqlite3.OperationalError:
+            # a WAL store on a read-only mount: SQLite cannot create the -shm file there,
+            # and nothing can be writing to it, so reading it as immutable is exact
+            if os.access(self.path.parent, os.W_OK):
+                raise
+            return _connect(self._uri(mode="ro", immutable="1"))
+
+    def _inspect(self, exists: bool, check: bool) -> int:
+        """The schema version of an existing store (0 if new), refusing without writing
+        anything if it is not one of ours, is newer than this code, or is damaged."""
+        if not exists:
+            if self.readonly:
+                raise UsageError(f"store {self.path}: empty file, not an mpibench store")
+            return 0
+        con = self._connect_ro()
+        try:
+            tables = {r[0] for r in con.execute(
+                "SELECT name FROM sqlite_master WHERE type='table'")}
+            if not tables:
+                if self.readonly:
+                    raise UsageError(f"store {self.path}: empty database, not an mpibench "
+                                     "store")
+                return 0
+            try:
+                row = (con.execute("SELECT value FROM meta WHERE key='schema_version'")
+                       .fetchone() if "meta" in tables else None)
+            except sqlite3.OperationalError:  # another program's 'meta' table
+                row = None
+            if row is None:
+                shown = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
+                raise UsageError(f"store {self.path}: not an mpibench store (an SQLite database "
+                                 f"with tables {shown} and no mpibench schema version); it was "
+                                 "left untouched, pass another --db")
+            try:
+                version = int(str(row[0]).strip())
+            except ValueError:
+                raise UsageError(f"store {self.path}: schema_version {str(row[0])[:40]!r} is "
+                                 "not a number; not a store mpibench wrote") from None
+            if version > SCHEMA_VERSION:
+                raise UsageError(
+                    f"store {self.path}: schema version {version} is newer than this mpibench "
+                    f"understands ({SCHEMA_VERSION}); upgrade mpibench or use another --db")
+            if version < 1:
+                raise UsageError(f"store {self.path}: schema version {version} is not one "
+                                 "mpibench ever wrote")
+            missing = {"runs", "results", "campaigns"} - tables
+            if missing:
+                raise UsageError(f"store {self.path}: damaged mpibench store: table(s) "
+                                 f"{', '.join(sorted(missing))} missing")
+            if check:
+                problems = [r[0] for r in con.execute("PRAGMA quick_check(3)")]
+                if problems != ["ok"]:
+                    raise UsageError(
+                        f"store {self.path}: damaged: SQLite's quick integrity check failed "
+                        f"({'; '.join(problems)[:200]}); nothing was read or written. Restore "
+                        "a copy, or salvage it with `sqlite3 FILE .recover`")
+            return version
+        finally:
+            con.close()
+
+    def _open_readonly(self, version: int) -> sqlite3.Connection:
+        con = self._connect_ro()
+        if version == SCHEMA_VERSION:
+            return con
+        # an earlier mpibench's store: migrate a copy in memory, never the file
+        mem = _connect(":memory:")
+        con.backup(mem)
+        con.close()
+        with Store._Tx(mem):
+            schema.apply(mem, version)
+        self.migrated_from = version
+        return mem
+
+    def _open_writable(self, exists: bool, version: int) -> sqlite3.Connection:
+        p = self.path
+        if exists and not (os.access(p, os.W_OK) and os.access(p.parent, os.W_OK)):
+            where = "file" if not os.access(p, os.W_OK) else "directory"
+            raise UsageError(f"store {p}: read-only {where} (a read-only mount or no write "
+                             "permission); this verb writes to the store: pass --db to a "
+                             "writable place")
+        if not exists:
+            try:
+                p.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise UsageError(f"store {p}: cannot create its directory "
+                                 f"({exc.strerror})") from None
+            if not os.access(p.parent, os.W_OK):
+                raise UsageError(f"store {p}: directory {p.parent} is not writable; "
+                                 "pass --db to a writable place")
+        db = _connect(str(p))
+        # WAL keeps readers (reports) from blocking the single writer, and a SIGKILL
+        # mid-write leaves a consistent database: the last commit is what survives.
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("PRAGMA foreign_keys=ON")
+        with Store._Tx(db):
+            # re-read inside the write lock: another process may have created or migrated it
+            have = db.execute("SELECT name FROM sqlite_master WHERE type='table' AND "
+                              "name='meta'").fetchone()
+            now = (int(db.execute("SELECT value FROM meta WHERE key='schema_version'")
+                       .fetchone()[0]) if have else 0)
+            if schema.apply(db, now) and now:
+                self.migrated_from = now
+        return db
 
     def close(self) -> None:
         self.db.close()
@@ -427,6 +473,12 @@ _CREATE_ARGS = ("run_id", "campaign_id", "variant", "grp", "params", "params_jso
                 "spec", "spec_json")
 _DEFAULTS = {"status": "ok", "metric": "time", "unit": "us", "better": "lower",
              "statistic": "median"}
+
+
+def _connect(target: str) -> sqlite3.Connection:
+    db = sqlite3.connect(target, timeout=30, isolation_level=None, uri=target.startswith("file:"))
+    db.row_factory = sqlite3.Row
+    return db
 
 
 def default_db_path() -> Path:
