@@ -28,7 +28,7 @@ rm -f exit_status timing.json
 mb_start=$(date +%s.%N)
 mb_launch=
 mb_rc=0
-if [ $mb_rc -eq 0 ]; then mb_launch=$(date +%s.%N); env 'ODD=it'"'"'s $HOME; `x`' UCX_TLS=tcp,self timeout --kill-after=10 300 srun --mpi=pmix --ntasks 4 /opt/core --jsonl '/scratch/camp aign/runs/c-0123456789abcdef/core.jsonl' PingPong >stdout.txt 2>stderr.txt || mb_rc=$?; fi
+if [ $mb_rc -eq 0 ]; then mb_launch=$(date +%s.%N); env -- 'ODD=it'"'"'s $HOME; `x`' UCX_TLS=tcp,self timeout --kill-after=10 300 srun --mpi=pmix --ntasks 4 /opt/core --jsonl '/scratch/camp aign/runs/c-0123456789abcdef/core.jsonl' PingPong >stdout.txt 2>stderr.txt || mb_rc=$?; fi
 mb_end=$(date +%s.%N)
 printf '{"started": %s, "launch_started": %s, "finished": %s}\n' "$mb_start" "${mb_launch:-null}" "$mb_end" >timing.json
 echo $mb_rc >exit_status.tmp && mv exit_status.tmp exit_status

@@ -32,7 +32,7 @@ rm -f exit_status timing.json
 mb_start=$(date +%s.%N)
 mb_launch=
 mb_rc=0
-if [ $mb_rc -eq 0 ]; then mb_launch=$(date +%s.%N); env 'A;touch /tmp/pwned;B=1' 'EVIL=a'"'"'b"c$(touch /tmp/pwned)' timeout --kill-after=10 300 srun --mpi=pmix --ntasks 2 /opt/core --jsonl '/scratch/camp aign/runs/c-feedfacefeedface/core.jsonl' PingPong 'a'"'"'b"c$(touch /tmp/pwned)' >stdout.txt 2>stderr.txt || mb_rc=$?; fi
+if [ $mb_rc -eq 0 ]; then mb_launch=$(date +%s.%N); env -- A_B=1 'EVIL=a'"'"'b"c$(touch /tmp/pwned)' timeout --kill-after=10 300 srun --mpi=pmix --ntasks 2 /opt/core --jsonl '/scratch/camp aign/runs/c-feedfacefeedface/core.jsonl' PingPong 'a'"'"'b"c$(touch /tmp/pwned)' >stdout.txt 2>stderr.txt || mb_rc=$?; fi
 mb_end=$(date +%s.%N)
 printf '{"started": %s, "launch_started": %s, "finished": %s}\n' "$mb_start" "${mb_launch:-null}" "$mb_end" >timing.json
 echo $mb_rc >exit_status.tmp && mv exit_status.tmp exit_status

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mpibench.benchmarks import canonical_benchmarks, parse_sizes
+from mpibench.envnames import ENV_NAME, env_name_problem, mca_name_problem
 from mpibench.errors import UsageError
 from mpibench.execute import CORE_OPTIONS, Variant, check_core_options
 from mpibench.schedulers import SchedulerSettings
@@ -200,10 +201,16 @@ class _Ctx:
             self.fail(key, f"got {_show(value)}", "a list of strings")
         return list(value)
 
-    def str_map(self, value: Any, key: str) -> dict[str, str]:
+    def str_map(self, value: Any, key: str, names: str | None = None) -> dict[str, str]:
+        """A table of strings; names="env" or "mca" also checks each key is a valid name
+        (an env name reaches `env`, `mpirun -x`, `-genv` as an argument)."""
         t = self.table(value, key)
         out = {}
         for k, v in t.items():
+            problem = (env_name_problem(k) if names == "env" else
+                       mca_name_problem(k) if names == "mca" else None)
+            if problem:
+                self.fail(f"{key}.{k}" if ENV_NAME.match(str(k)) else f"{key}.{k!r}", problem)
             if isinstance(v, bool):
                 v = "1" if v else "0"
             if not isinstance(v, str | int | float):
@@ -232,8 +239,26 @@ def load(path: str | Path) -> CampaignSpec:
     return parse(data, path)
 
 
+def _no_nul(c: _Ctx, value: Any, key: str) -> None:
+    """No string anywhere in the file may hold a NUL byte (TOML allows \\u0000): it cannot
+    be passed to a process, and would be cut short or refused after launches began."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            c.fail(key or "(top level)", "contains a NUL byte", "text without \\u0000")
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            sub = f"{key}.{k}" if key else str(k)
+            if "\x00" in str(k):
+                c.fail(repr(sub), "key contains a NUL byte", "text without \\u0000")
+            _no_nul(c, v, sub)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _no_nul(c, v, f"{key}[{i}]")
+
+
 def parse(data: dict[str, Any], path: Path) -> CampaignSpec:
     c = _Ctx(path)
+    _no_nul(c, data, "")
     c.known(data, "", ("campaign", "defaults", "variants", "benchmarks", "scheduler"))
     camp = c.table(data.get("campaign", {}), "campaign")
     c.known(camp, "campaign", ("name", "format", "description", "repeats", "order", "seed",
@@ -471,9 +496,9 @@ def _variant(c: _Ctx, key: str, name: str, d: dict[str, Any]) -> Variant:
     if d.get("transport") is not None:
         v.transport = c.string(d["transport"], f"{key}.transport")
     if "env" in d:
-        v.env = c.str_map(d["env"], f"{key}.env")
+        v.env = c.str_map(d["env"], f"{key}.env", names="env")
     if "mca" in d:
-        v.mca = c.str_map(d["mca"], f"{key}.mca")
+        v.mca = c.str_map(d["mca"], f"{key}.mca", names="mca")
     if "launcher" in d:
         v.launcher = c.string(d["launcher"], f"{key}.launcher")
     if "launcher_args" in d:
@@ -615,7 +640,7 @@ def _group(c: _Ctx, key: str, name: str, gdef: Any, path: Path, variants: list[V
                    "a file or directory, relative to the campaign file")
         g.inputs.append(p.resolve())
     if "env" in gdef:
-        g.env = c.str_map(gdef["env"], f"{key}.env")
+        g.env = c.str_map(gdef["env"], f"{key}.env", names="env")
     g.exclude = _exclude(c, key, gdef.get("exclude", []), g.params,
                          group_variants(g, variants, vbase), vbase)
     g.foms = _foms(c, f"{key}.fom", gdef.get("fom", "wall_time"))

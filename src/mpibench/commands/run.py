@@ -17,6 +17,7 @@ from mpibench.commands._common import (
     discover_from_args,
     err_console,
 )
+from mpibench.envnames import env_name_problem, mca_name_problem, value_problem
 from mpibench.errors import BenchmarkFailure, UsageError
 from mpibench.execute import (
     BOOL_CORE_OPTIONS,
@@ -50,6 +51,9 @@ def _kv(text: str) -> tuple[str, str]:
     if "=" not in text or text.startswith("="):
         raise argparse.ArgumentTypeError(f"expected K=V, got {text!r}")
     k, v = text.split("=", 1)
+    problem = env_name_problem(k) or value_problem(v)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
     return k, v
 
 
@@ -124,6 +128,10 @@ def register(sub) -> None:
 def variants_from_args(args) -> list[Variant]:
     env = dict(args.env)
     mca = {k: v for k, v in args.mca}
+    for k, v in mca.items():
+        problem = mca_name_problem(k) or value_problem(v)
+        if problem:
+            raise UsageError(f"--mca {k!r}: {problem}")
     variants: list[Variant] = []
     for spec in args.variant:
         if "=" not in spec:

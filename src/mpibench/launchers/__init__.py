@@ -11,6 +11,7 @@ import importlib
 import pkgutil
 from dataclasses import dataclass, field
 
+from mpibench.envnames import env_name_problem, mca_name_problem, value_problem
 from mpibench.errors import UsageError
 
 
@@ -29,6 +30,21 @@ class LaunchSpec:
     extra: list[str] = field(default_factory=list)  # launcher options, verbatim
     mpi_plugin: str | None = None  # srun --mpi=
     cpus_per_task: int | None = None  # cores per rank
+
+    def __post_init__(self) -> None:
+        # env names become `-x NAME`, `-genv NAME v`, `NAME=v` arguments: an option-like
+        # name must never get this far (campaign and CLI loading refuse it first)
+        for k, v in self.env.items():
+            problem = env_name_problem(k) or value_problem(str(v))
+            if problem:
+                raise UsageError(f"env {k!r}: {problem}")
+        for k, v in self.mca.items():
+            problem = mca_name_problem(k) or value_problem(str(v))
+            if problem:
+                raise UsageError(f"mca {k!r}: {problem}")
+        for a in [*self.program, *self.extra]:
+            if "\x00" in a:
+                raise UsageError(f"argument {a!r}: contains a NUL byte")
 
 
 class Launcher:

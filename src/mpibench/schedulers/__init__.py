@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mpibench.envnames import checked_env
 from mpibench.errors import MpibenchError, UsageError
 
 JOB_STATES = ("pending", "running", "completed", "failed", "timeout", "node_fail",
@@ -253,9 +254,11 @@ def get_scheduler(name: str, settings: SchedulerSettings | None = None) -> Sched
 
 # -- the shared job body -------------------------------------------------------------------
 def _env_prefix(env: Mapping[str, str]) -> list[str]:
-    """`env NAME=value` arguments, each quoted whole: a name from a campaign file is as
-    untrusted as its value (`A;touch x;B` must not reach the shell as words)."""
-    return [shlex.quote(f"{k}={v}") for k, v in sorted(env.items())]
+    """`env -- NAME=value` arguments, each quoted whole: a name from a campaign file is as
+    untrusted as its value (`A;touch x;B` must not reach the shell as words), and after `--`
+    GNU env takes nothing as an option (a name `--split-string` ran a command)."""
+    checked_env(env)
+    return ["--"] + [shlex.quote(f"{k}={v}") for k, v in sorted(env.items())]
 
 
 def step_lines(step: JobStep) -> list[str]:
