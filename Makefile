@@ -2,7 +2,7 @@
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup demo test bench lint clean
+.PHONY: setup demo test test-unit test-system bench lint clean
 
 setup:
 	@bash scripts/setup.sh
@@ -10,8 +10,16 @@ setup:
 demo: setup
 	$(VENV)/bin/mpibench demo
 
+# Both tiers. test-unit: no MPI, Slurm, PBS, compiler, GROMACS or browser (tests/conftest.py
+# fails a unit test that starts one); test-system: the rest.
 test: setup
 	$(PY) -m pytest -q tests
+
+test-unit: setup
+	$(PY) -m pytest -q -m "not system" tests
+
+test-system: setup
+	$(PY) -m pytest -q -m system tests
 
 bench: setup
 	$(PY) bench/run_all.py

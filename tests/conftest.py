@@ -3,12 +3,66 @@
 from __future__ import annotations
 
 import os
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 os.environ.setdefault("MPIBENCH_CACHE", str(REPO / ".mpibench-cache"))
+
+# Two tiers: `make test-unit` runs `-m "not system"` (no MPI, Slurm, PBS, compilers, GROMACS or
+# browser; seconds), `make test` runs both. A test that starts any of those without the
+# `system` marker (or `mpi`/`slurm`, which imply it) fails: see tests/_tier/tierguard.py.
+_TIER_DIR = Path(__file__).resolve().parent / "_tier"
+sys.path.insert(0, str(_TIER_DIR))
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [str(_TIER_DIR)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+import tierguard  # noqa: E402
+
+tierguard.install()
+_SYSTEM_MARKS = ("system", "mpi", "slurm")
+# Fixtures that start system programs (stack discovery compiles with each stack's wrapper):
+# a test that asks for one, directly or through another fixture, is a system test.
+_SYSTEM_FIXTURES = {"found_stacks", "openmpi", "mpich", "slurm_cluster", "core", "gromacs_tpr"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if (any(item.get_closest_marker(m) for m in _SYSTEM_MARKS[1:])
+                or _SYSTEM_FIXTURES.intersection(getattr(item, "fixturenames", ()))):
+            item.add_marker(pytest.mark.system)
+
+
+def _is_system(item) -> bool:
+    return item.get_closest_marker("system") is not None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    # Before any fixture of the test is set up, session-scoped ones included (a unit test that
+    # asks for a fixture which discovers stacks or builds the core is a system test).
+    if not _is_system(item):
+        fd, log = tempfile.mkstemp(prefix="mpibench-tier-", suffix=".log")
+        os.close(fd)
+        os.environ[tierguard.ENV] = log
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item):
+    # After the test's own teardown; also catches a test that skipped because the launch
+    # was refused (a fixture that found no usable stack).
+    log = os.environ.pop(tierguard.ENV, None)
+    if not log:
+        return
+    text = Path(log).read_text().strip() if os.path.exists(log) else ""
+    os.unlink(log)
+    if text:
+        pytest.fail("a unit-tier test started a system program; mark it @pytest.mark.system "
+                    "(or mpi/slurm):\n" + text, pytrace=False)
+
+
 # Every MPI launch in the tests is bounded by this (seconds) unless a test sets its own.
 MPI_TIMEOUT = 180
 

@@ -27,6 +27,7 @@ def src_root(tmp_path, monkeypatch):
     return root
 
 
+@pytest.mark.system
 def test_cached_until_source_changes(src_root, openmpi):
     first = build_component(openmpi, "core")
     assert first.exists()
@@ -38,12 +39,14 @@ def test_cached_until_source_changes(src_root, openmpi):
     assert rebuilt != first and rebuilt.exists()
 
 
+@pytest.mark.system
 def test_each_stack_gets_its_own_build(src_root, openmpi, mpich):
     a = build_component(openmpi, "core")
     b = build_component(mpich, "core")
     assert a != b and a.exists() and b.exists()
 
 
+@pytest.mark.system
 def test_compiler_errors_are_shown(src_root, openmpi, tmp_path):
     (src_root / "core" / "main.c").write_text("int main(void) { return undeclared_thing; }\n")
     with pytest.raises(BuildError) as info:

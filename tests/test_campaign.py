@@ -236,6 +236,7 @@ def test_cli_bad_file_exits_2_before_anything_runs(tmp_path):
     assert not (tmp_path / "mpibench.db").exists() and not (tmp_path / "runs").exists()
 
 
+@pytest.mark.system
 def test_unknown_stack_is_checked_before_any_launch(tmp_path, found_stacks):
     from mpibench.campaign.runner import CampaignRunner
     from mpibench.store import Store
@@ -368,6 +369,7 @@ def test_planning_is_fast_enough_for_big_matrices(tmp_path):
     assert len({c.id for c in cells}) == len(cells)
 
 
+@pytest.mark.system
 def test_cli_unknown_stack_exits_2_without_touching_the_store(tmp_path):
     path = write(tmp_path, BASE.replace('stack = "mpich"', 'stack = "nompi"'))
     res = subprocess.run([sys.executable, "-m", "mpibench", "campaign", "run", str(path)],
@@ -449,6 +451,7 @@ def test_random_seed_is_drawn_once_recorded_and_reused(tmp_path):
     assert lines == [c.id for c in cells]
 
 
+@pytest.mark.system
 def test_a_second_harness_on_the_same_campaign_is_refused(tmp_path, found_stacks):
     from mpibench.campaign.runner import CampaignRunner
 
@@ -488,6 +491,7 @@ def test_every_example_campaign_is_valid(tmp_path):
     assert (g.foms[0].name, g.foms[0].unit, g.foms[0].better) == ("ns/day", "ns/day", "higher")
 
 
+@pytest.mark.system
 def test_hostfile_is_relative_to_the_campaign_file_and_must_exist(tmp_path, found_stacks):
     from mpibench.campaign.runner import CampaignRunner
 

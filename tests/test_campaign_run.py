@@ -471,6 +471,7 @@ def test_editing_the_file_runs_only_new_cells_and_status_follows_the_file(tmp_pa
     assert data["cells"] == 4 and data["not_in_file"] == 2 and data["totals"]["done"] == 4
 
 
+@pytest.mark.system
 def test_ctrl_c_leaves_the_cell_pending_and_stops_its_launch(tmp_path, found_stacks):
     camp = tmp_path / "int.toml"
     camp.write_text(APP.split("[benchmarks.echo]")[0]
@@ -524,6 +525,7 @@ def test_profiled_variant_stores_its_profile(tmp_path, found_stacks):
         assert store.fingerprint(run["fingerprint_id"])["profiler"] is True
 
 
+@pytest.mark.system
 def test_refused_submission_fails_the_cells_with_the_reason(tmp_path, found_stacks):
     camp = tmp_path / "refuse.toml"
     camp.write_text(BATCH.replace('transport = "shm"\n', "").replace("repeats = 2",

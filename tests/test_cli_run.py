@@ -47,6 +47,7 @@ def mpibench(*args, cwd, timeout=MPI_TIMEOUT, env=None):
     (["PingPong", "--target", "-1"], "--target: got -1.0; expected a number > 0"),
     (["PingPong", "--iterations", "0"], "--iterations: got 0; expected an integer >= 1"),
 ])
+@pytest.mark.system
 def test_bad_input_exits_2_without_results(tmp_path, args, expect):
     res = mpibench("run", *args, cwd=tmp_path)
     assert res.returncode == 2, res.stderr
@@ -56,6 +57,7 @@ def test_bad_input_exits_2_without_results(tmp_path, args, expect):
     assert not (tmp_path / "mpibench-runs").exists()
 
 
+@pytest.mark.system
 def test_stack_whose_compiler_fails(tmp_path):
     src = tmp_path / "src" / "core"
     src.mkdir(parents=True)

@@ -33,6 +33,7 @@ def _gen(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, dict[
 
 
 # ---- generator ---------------------------------------------------------------------------
+@pytest.mark.system
 @pytest.mark.parametrize("wrapper,large", [("mpicc.openmpi", False), ("mpicc.mpich", True)])
 def test_generator_real_headers(tmp_path, wrapper, large):
     if not shutil.which(wrapper):
@@ -495,6 +496,7 @@ def test_inject_env_flags():
     (["--stack", "mpich", "--", "mpirun.openmpi", "-np", "2", "true"], "does not match"),
     (["--stack", "openmpi", "--", "mpiexec.hydra", "-np", "2", "true"], "does not match"),
 ])
+@pytest.mark.system
 def test_cli_bad_input_writes_nothing(tmp_path, capsys, args, msg):
     """Bad input: exit 2 with one line naming the value, before anything is built, launched
     or stored (a launcher of the other stack would load two MPI libraries into each rank)."""
@@ -578,6 +580,7 @@ def gromacs_tpr(tmp_path_factory):
     return d / "topol.tpr"
 
 
+@pytest.mark.system
 def test_gromacs_under_profiler(openmpi, gromacs_tpr, tmp_path):
     argv = [openmpi.launcher, "-np", "2", "gmx_mpi", "mdrun", "-s", str(gromacs_tpr),
             "-nsteps", "200", "-ntomp", "1", "-deffnm", str(tmp_path / "md")]

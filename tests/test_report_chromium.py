@@ -64,6 +64,7 @@ def _build(tmp_path: Path) -> Path:
     return write_html(rep, tmp_path / "report.html")
 
 
+@pytest.mark.system
 def test_report_renders_in_chromium(tmp_path):
     html = _build(tmp_path)
     url = html.resolve().as_uri()
@@ -122,6 +123,7 @@ def _layout(tmp_path: Path, html: Path) -> list[dict]:
     return json.loads(htmllib.unescape(m.group(1)))
 
 
+@pytest.mark.system
 def test_plots_are_laid_out_and_drawn(tmp_path):
     html = _build(tmp_path)
     boxes = _layout(tmp_path, html)
@@ -134,6 +136,7 @@ def test_plots_are_laid_out_and_drawn(tmp_path):
     assert len({round(b["top"]) for b in boxes}) >= 3
 
 
+@pytest.mark.system
 def test_layout_probe_is_not_vacuous(tmp_path):
     # negative control: a plot hidden by style must fail the checks above
     html = _build(tmp_path)
@@ -144,6 +147,7 @@ def test_layout_probe_is_not_vacuous(tmp_path):
     assert boxes and not any(b["shown"] and b["w"] > 200 for b in boxes)
 
 
+@pytest.mark.system
 def test_console_error_check_is_not_vacuous(tmp_path):
     # negative control: a page that logs and throws must be caught by _console_errors
     bad = tmp_path / "bad.html"

@@ -223,6 +223,7 @@ def _run(tmp_path, found_stacks, sched_setup=None, **kw):
     return sched, runs
 
 
+@pytest.mark.system
 def test_jobs_in_flight_never_exceed_the_limit_and_one_poll_covers_all(tmp_path, found_stacks,
                                                                        clock):
     sched, runs = _run(tmp_path, found_stacks, repeats=10,
@@ -239,6 +240,7 @@ def test_jobs_in_flight_never_exceed_the_limit_and_one_poll_covers_all(tmp_path,
     assert {r["exit_code"] for r in runs} == {0}
 
 
+@pytest.mark.system
 def test_backoff_grows_while_nothing_finishes_and_resets_after(tmp_path, found_stacks, clock):
     def slow(s):
         s.queued_polls = 5
@@ -250,6 +252,7 @@ def test_backoff_grows_while_nothing_finishes_and_resets_after(tmp_path, found_s
     assert clock.sleeps == one_job + [1] + one_job[1:]
 
 
+@pytest.mark.system
 def test_failed_queries_back_off_and_never_give_up_on_the_job(tmp_path, found_stacks, clock):
     def flaky(s):
         s.failing_polls = 6
@@ -260,6 +263,7 @@ def test_failed_queries_back_off_and_never_give_up_on_the_job(tmp_path, found_st
     assert [r["status"] for r in runs] == ["done"]
 
 
+@pytest.mark.system
 def test_grouped_cells_share_one_job_per_variant(tmp_path, found_stacks, clock):
     text = _campaign(tmp_path, repeats=5, scheduler_extra="group_cells = 2").read_text()
     text = text.replace("[benchmarks.echo]", '[variants.b]\nstack = "mpich"\nnp = 1\n\n'
@@ -282,6 +286,7 @@ def test_grouped_cells_share_one_job_per_variant(tmp_path, found_stacks, clock):
     assert {r["status"] for r in runs.values()} == {"done"}
 
 
+@pytest.mark.system
 def test_job_nodes_follow_np_and_ppn(tmp_path, found_stacks, clock):
     sched, _ = _run(tmp_path, found_stacks, variant_extra="ppn = 2",
                     scheduler_extra="")
@@ -308,6 +313,7 @@ def test_job_nodes_follow_np_and_ppn(tmp_path, found_stacks, clock):
     (JobStatus("cancelled", None, "the job was cancelled by 0", None, "CANCELLED by 0"), False,
      "failed", "job ended cancelled: the job was cancelled by 0"),
 ])
+@pytest.mark.system
 def test_job_end_states_become_cell_states_with_the_reason(tmp_path, found_stacks, clock, final,
                                                            write_steps, status, reason):
     def ending(s):
@@ -321,6 +327,7 @@ def test_job_end_states_become_cell_states_with_the_reason(tmp_path, found_stack
     assert r["sched_state"] == final.raw
 
 
+@pytest.mark.system
 def test_queued_state_is_written_once_not_every_poll(tmp_path, found_stacks, clock, monkeypatch):
     writes = []
     real = Store.set_run
@@ -341,6 +348,7 @@ def test_queued_state_is_written_once_not_every_poll(tmp_path, found_stacks, clo
     assert states.count("PENDING") == 3 and states.count("RUNNING") == 3
 
 
+@pytest.mark.system
 def test_grouped_job_over_its_time_limit_keeps_the_cells_that_finished(tmp_path, found_stacks,
                                                                        clock):
     def first_only(s):
@@ -356,6 +364,7 @@ def test_grouped_job_over_its_time_limit_keeps_the_cells_that_finished(tmp_path,
     assert {r["job_id"] for r in runs} == {"1000"}
 
 
+@pytest.mark.system
 @pytest.mark.parametrize("launch_started, wall", [(2.25, 1.25), (None, 2.5)])
 def test_batch_app_wall_time_is_the_launch_the_job_script_timed(tmp_path, found_stacks, clock,
                                                                  launch_started, wall):
@@ -393,6 +402,7 @@ UCX_TCP = ("[1795334470.531690] [vm:11420:0]      ucp_worker.c:1763 UCX  INFO   
     (137, "unknown [probe launch killed by signal 9; before that its diagnostics showed tcp]"),
     (3, "unknown [probe launch failed (exit 3: [1795334470.531690]"),
 ])
+@pytest.mark.system
 def test_batch_probe_that_hung_is_not_judged_from_its_banner(tmp_path, found_stacks, clock,
                                                              probe_status, actual):
     def probe(s):
@@ -429,6 +439,7 @@ def _die_around_submit(sched, after: bool):
     return real
 
 
+@pytest.mark.system
 @pytest.mark.parametrize("after", [True, False])
 def test_resume_follows_the_job_a_killed_harness_submitted_and_never_resubmits_it(
         tmp_path, found_stacks, clock, after):
@@ -456,6 +467,7 @@ def test_resume_follows_the_job_a_killed_harness_submitted_and_never_resubmits_i
         ((1, 0, True) if after else (0, 1, False))
 
 
+@pytest.mark.system
 def test_looking_up_a_lost_submission_prepares_no_cell(tmp_path, found_stacks, clock,
                                                        monkeypatch):
     """Only the job's name is looked up: no cell command is prepared, no probe built."""
@@ -482,6 +494,7 @@ def test_looking_up_a_lost_submission_prepares_no_cell(tmp_path, found_stacks, c
     assert sched.requests[0].name.endswith("+1")
 
 
+@pytest.mark.system
 def test_a_job_of_an_earlier_attempt_is_not_taken_for_the_lost_one(tmp_path, found_stacks,
                                                                     clock):
     """The cell failed once (its job finished), then --retry-failed dies before sbatch: the
@@ -509,6 +522,7 @@ def test_a_job_of_an_earlier_attempt_is_not_taken_for_the_lost_one(tmp_path, fou
     assert len(sched.jobs) == 2
 
 
+@pytest.mark.system
 def test_resume_leaves_a_lost_submission_alone_while_the_scheduler_is_silent(
         tmp_path, found_stacks, clock):
     spec = load(_campaign(tmp_path))
@@ -528,6 +542,7 @@ def test_resume_leaves_a_lost_submission_alone_while_the_scheduler_is_silent(
 
 
 # -- job id, node list and scheduler state in `campaign status` and `campaign list` ------------
+@pytest.mark.system
 def test_status_and_list_show_each_batch_cells_job(tmp_path, found_stacks, clock, capsys):
     """Two cells: one whose job hit the Slurm time limit, one still in its job when the
     harness died. The table and --json both carry job id, nodes and the scheduler's state."""

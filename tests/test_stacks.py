@@ -17,6 +17,7 @@ def _script(path: Path, body: str) -> None:
     path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
 
 
+@pytest.mark.system
 def test_debian_side_by_side_stacks_found(found_stacks):
     by_name = {s.name: s for s in found_stacks}
     assert by_name["openmpi"].ok and by_name["openmpi"].kind == "openmpi"
@@ -31,6 +32,7 @@ def test_debian_side_by_side_stacks_found(found_stacks):
                                                           "mpirun.mpich"}
 
 
+@pytest.mark.system
 def test_plain_mpicc_is_reported_as_alias():
     found = stacks.discover(include_missing=True)
     default = [s for s in found if s.name == "default"]
@@ -38,6 +40,7 @@ def test_plain_mpicc_is_reported_as_alias():
     assert default[0].alias_of in {"openmpi", "mpich"} or default[0].ok
 
 
+@pytest.mark.system
 def test_fake_prefix_layout_is_identified(tmp_path):
     prefix = tmp_path / "opt" / "mympi"
     (prefix / "bin").mkdir(parents=True)
@@ -50,6 +53,7 @@ def test_fake_prefix_layout_is_identified(tmp_path):
     assert s.prefix == str(prefix)
 
 
+@pytest.mark.system
 def test_broken_prefix_reports_reason_not_traceback(tmp_path):
     prefix = tmp_path / "broken"
     (prefix / "bin").mkdir(parents=True)
@@ -63,11 +67,13 @@ def test_broken_prefix_reports_reason_not_traceback(tmp_path):
         stacks.find_stack(s.name, [s])
 
 
+@pytest.mark.system
 def test_unknown_stack_names_the_choices(found_stacks):
     with pytest.raises(StackError, match=r"unknown stack 'nope'; expected one of: .*openmpi"):
         stacks.find_stack("nope", found_stacks)
 
 
+@pytest.mark.system
 def test_stacks_file(tmp_path):
     f = tmp_path / "stacks.toml"
     f.write_text('[stacks.site-ompi]\nmpicc = "mpicc.openmpi"\nlauncher = "/usr/bin/mpirun.openmpi"\n'
@@ -83,6 +89,7 @@ def test_stacks_file(tmp_path):
         stacks.load_stacks_file(f)
 
 
+@pytest.mark.system
 def test_stacks_cli_json(tmp_path):
     import json
     import subprocess
