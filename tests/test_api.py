@@ -43,7 +43,8 @@ def test_compare_frame(tmp_path):
     store.close()
     cf = compare_frame(tmp_path / "c.db", groups, "base")
     assert len(cf) == 2 * len(IMB_SIZES)
-    assert {"gain", "p_holm", "cliffs_delta", "significant"} <= set(cf.columns)
+    assert {"gain", "gain_ci_low", "gain_ci_high", "p_holm", "significant",
+            "base_launches"} <= set(cf.columns)
     assert cf.loc[(cf.benchmark == "PingPong") & (cf["size"] == 1024), "significant"].item()
 
 

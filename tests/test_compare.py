@@ -46,21 +46,23 @@ def test_shift_is_significant_identical_is_tilde(two):
     d = _row(cmp, "PingPong", 1024).deltas["fast"]
     assert d.significant and d.direction == "better"
     assert d.gain == pytest.approx(1 / 0.8, rel=0.03)
-    assert d.cliffs > 0.9                   # oriented: + = candidate better
+    assert d.ci_low < d.gain < d.ci_high and d.ci_low > 1.0   # CI between launches
+    assert (d.n_base, d.n_cand) == (3, 3)                       # launches, not samples
     same = _row(cmp, "PingPong", 1).deltas["fast"]
     assert not same.significant and same.direction == "~"
-    assert same.tested and same.p_adj > 0.05
+    assert same.tested and same.p_adj > 0.05 and same.ci_low < 1.0 < same.ci_high
     text = render(cmp, "terminal")
     line = next(x for x in text.splitlines() if x.strip().startswith("1 ") or " 1 " in x[:30])
-    assert "~" in line and "p=" in line and "n=90+90" in line
+    assert "~" in line and "p=" in line and "n=3+3" in line
     assert "fast is better" in cmp.verdict and "13 better" in cmp.verdict
+    assert cmp.kinds["fast"] == "better" and cmp.overall["fast"].ci_low > 1.0
 
 
 def test_reversed_baseline_flips_gain_and_sign(two):
     store, groups = two
     cmp = compare_groups(store, groups, "fast")
     d = _row(cmp, "Allreduce", 65536).deltas["base"]
-    assert d.significant and d.direction == "worse" and d.gain < 1 and d.cliffs < -0.9
+    assert d.significant and d.direction == "worse" and d.gain < 1 and d.ci_high < 1
     assert "base is worse" in cmp.verdict
 
 
@@ -69,7 +71,10 @@ def test_geomean_summary_rows(two):
     cmp = compare_groups(store, groups, "base")
     s = {x.benchmark: x for x in cmp.summaries}
     gains = [r.deltas["fast"].gain for r in cmp.rows if r.benchmark == "Allreduce"]
+    # every launch has every size: the per-launch aggregate equals the geomean of the cells
     assert s["Allreduce"].geomean["fast"] == pytest.approx(float(np.exp(np.mean(np.log(gains)))))
+    t = s["Allreduce"].test["fast"]
+    assert (t.n_base, t.n_cand) == (3, 3) and t.ci_low < t.gain < t.ci_high
     assert s["PingPong"].better["fast"] == len(IMB_SIZES) - 1 and s["PingPong"].same["fast"] == 1
     assert "geomean" in render(cmp, "terminal")
 
@@ -83,25 +88,27 @@ def test_rates_higher_is_better(tmp_path):
     for r in rate_rows + wall_rows:
         d = r.deltas["x"]
         assert d.gain == pytest.approx(1.1, rel=0.05)      # x is 10% better either way
-        assert d.cliffs is None or d.cliffs > 0
-    # 4 repeats x 1 sample per side: testable, and clearly separated
-    assert all(r.deltas["x"].tested for r in rate_rows)
+    # 4 launches x 1 figure of merit per side: tested, and clearly separated
+    assert all(r.deltas["x"].tested and r.deltas["x"].significant for r in rate_rows)
     assert "nodes=8" in render(cmp, "markdown")
     store.close()
 
 
 def test_holm_changes_decision_in_table(tmp_path):
-    # 20 cells; one borderline difference significant alone but not after Holm over 20 tests
+    # 20 cells, 4 launches a side; one borderline difference is significant alone but not
+    # after Holm over 20 tests
     rng = np.random.default_rng(11)
     store = Store(tmp_path / "h.db")
     cid = store.add_campaign("holm")
-    a_samples = {s: rng.normal(10, 1, 12) for s in range(20)}
-    b_samples = {s: rng.normal(10, 1, 12) for s in range(20)}
-    b_samples[5] = a_samples[5] + 0.9 + rng.normal(0, 0.05, 12)   # modest shift
-    ga = add_variant_runs(store, cid, "a", repeats=1, make=lambda rep: [
-        core_record("PingPong", s, a_samples[s]) for s in range(20)])
-    gb = add_variant_runs(store, cid, "b", repeats=1, make=lambda rep: [
-        core_record("PingPong", s, b_samples[s]) for s in range(20)])
+    offs = {v: rng.normal(0, 0.05, (4, 20)) for v in "ab"}
+    spread = np.array([-0.05, -0.02, 0.02, 0.05])           # Welch t = 2.9 on 6 df: p ~ 0.03
+    offs["a"][:, 5], offs["b"][:, 5] = spread, spread[::-1] + 0.09
+    ga = add_variant_runs(store, cid, "a", repeats=4, make=lambda rep: [
+        core_record("PingPong", s, 10 * np.exp(offs["a"][rep, s] + rng.normal(0, 1e-4, 12)))
+        for s in range(20)])
+    gb = add_variant_runs(store, cid, "b", repeats=4, make=lambda rep: [
+        core_record("PingPong", s, 10 * np.exp(offs["b"][rep, s] + rng.normal(0, 1e-4, 12)))
+        for s in range(20)])
     cmp = compare_groups(store, {"a": ga, "b": gb}, "a")
     d = _row(cmp, "PingPong", 5).deltas["b"]
     assert d.p <= 0.05 < d.p_adj, (d.p, d.p_adj)
@@ -113,17 +120,19 @@ def test_too_few_samples_footnote(tmp_path):
     rng = np.random.default_rng(3)
     store = Store(tmp_path / "f.db")
     cid = store.add_campaign("few")
+    # one launch per side with thousands of samples each decides nothing (the pooled test
+    # this replaces called such pairs significant)
     ga = add_variant_runs(store, cid, "a", repeats=1,
-                          make=lambda rep: [core_record("Barrier", 0, rng.normal(5, .1, 3))])
+                          make=lambda rep: [core_record("Barrier", 0, rng.normal(5, .1, 3000))])
     gb = add_variant_runs(store, cid, "b", repeats=1,
-                          make=lambda rep: [core_record("Barrier", 0, rng.normal(9, .1, 3))])
+                          make=lambda rep: [core_record("Barrier", 0, rng.normal(9, .1, 3000))])
     cmp = compare_groups(store, {"a": ga, "b": gb}, "a")
     d = cmp.rows[0].deltas["b"]
-    assert not d.tested and not d.significant and d.gain < 1
-    assert any("too few samples" in f for f in cmp.footnotes)
-    assert "cannot tell" in cmp.verdict
+    assert not d.tested and not d.significant and d.gain < 1 and d.ci_low is None
+    assert any("one launch per side decides nothing" in f for f in cmp.footnotes)
+    assert "cannot tell" in cmp.verdict and cmp.kinds["b"] == "cannot tell"
     text = render(cmp, "terminal")
-    assert "not tested" in text and "[1]" in text
+    assert "cannot tell" in text and "n=1+1" in text and "[1]" in text
     store.close()
 
 
@@ -158,9 +167,40 @@ def test_imported_mean_without_samples_shown_not_tested(tmp_path):
          "mean": 8.0, "min": 7.0, "max": 9.0}])
     cmp = compare_groups(store, {"imb-a": ga, "imb-b": gb}, "imb-a")
     d = cmp.rows[0].deltas["imb-b"]
+    # one imported file a side is one launch a side: a gain (mean vs mean), no test
     assert d.gain == pytest.approx(1.5) and not d.tested and d.p is None
-    assert any("mean, no samples" in f for f in cmp.footnotes)
-    assert "mean, no samples" in render(cmp, "terminal")
+    assert any("mean: imported summary" in f for f in cmp.footnotes)
+    assert "(mean)" in render(cmp, "terminal")
+    store.close()
+
+
+def test_imported_files_are_launches_and_mean_never_meets_median(tmp_path):
+    # five IMB files per label are five launches: tested like native launches
+    rng = np.random.default_rng(21)
+    store = Store(tmp_path / "i5.db")
+    cid = store.add_campaign("imb5")
+    groups = {}
+    for v, mu in (("imb-a", 12.0), ("imb-b", 8.0)):
+        groups[v] = add_variant_runs(store, cid, v, repeats=5, make=lambda rep, mu=mu: [
+            {"benchmark": "Alltoall", "size": 1024, "np": 4, "statistic": "mean", "n": None,
+             "mean": float(mu * np.exp(rng.normal(0, 0.05)))}])
+    cmp = compare_groups(store, groups, "imb-a")
+    d = cmp.rows[0].deltas["imb-b"]
+    assert d.tested and d.significant and (d.n_base, d.n_cand) == (5, 5)
+    assert d.gain == pytest.approx(1.5, rel=0.1)
+    # a native median against an imported mean: no gain at all
+    groups["native"] = add_variant_runs(store, cid, "native", repeats=3, make=lambda rep: [
+        core_record("Alltoall", 1024, rng.normal(8, .1, 50), np_=4)])
+    cmp = compare_groups(store, {"imb-a": groups["imb-a"], "native": groups["native"]},
+                         "imb-a")
+    d = cmp.rows[0].deltas["native"]
+    assert d.gain is None and not d.tested
+    assert any("only computed between the same statistic" in f for f in cmp.footnotes)
+    # ... but with --statistic mean the native launch means meet the imported means
+    cmp = compare_groups(store, {"imb-a": groups["imb-a"], "native": groups["native"]},
+                         "imb-a", statistic="mean")
+    d = cmp.rows[0].deltas["native"]
+    assert d.tested and d.gain == pytest.approx(1.5, rel=0.1)
     store.close()
 
 
@@ -183,8 +223,9 @@ def test_failed_and_missing_cells(tmp_path):
     store.close()
 
 
-def test_launch_overlap_footnote(tmp_path):
-    # pooled samples differ slightly but launch medians interleave: say so
+def test_interleaved_launches_are_not_significant(tmp_path):
+    # pooled samples differ slightly (a pooled test calls it significant) but the launch
+    # medians interleave: the launch-level test says ~
     store = Store(tmp_path / "o.db")
     cid = store.add_campaign("ovl")
     rng = np.random.default_rng(6)
@@ -195,8 +236,12 @@ def test_launch_overlap_footnote(tmp_path):
         core_record("PingPong", 8, rng.normal(centers_b[rep], .05, 200))])
     cmp = compare_groups(store, {"a": ga, "b": gb}, "a")
     d = cmp.rows[0].deltas["b"]
-    assert d.significant
-    assert any("launch-to-launch" in f for f in cmp.footnotes)
+    from mpibench import stats
+    assert stats.mann_whitney(cmp.rows[0].cells["a"].samples,
+                              cmp.rows[0].cells["b"].samples) < 0.001     # pooled: "yes"
+    assert d.tested and not d.significant and d.p > 0.3
+    assert d.ci_low < 1.0 < d.ci_high
+    assert cmp.kinds["b"] == "same"
     store.close()
 
 
@@ -290,26 +335,21 @@ def test_large_tables_render_as_plain_text(tmp_path):
     store.close()
 
 
-def test_holm_floor_says_cannot_tell(tmp_path):
-    # 4 vs 4 launches per cell, clearly separated, but 12 cells: min p 2/70 x 12 > 0.05, so
-    # no cell can be significant after Holm; the verdict must not claim "no difference"
+def test_cannot_tell_says_how_many_launches(tmp_path):
+    # one side has a spread (3 launches), the other a single launch: not tested, and the
+    # footnote plans from the spread seen
     rng = np.random.default_rng(14)
-    store = Store(tmp_path / "floor.db")
-    cid = store.add_campaign("floor")
-    ga = add_variant_runs(store, cid, "a", repeats=4, make=lambda rep: [
-        core_record("PingPong", s, rng.normal(10, .1, 1)) for s in range(12)])
-    gb = add_variant_runs(store, cid, "b", repeats=4, make=lambda rep: [
-        core_record("PingPong", s, rng.normal(8, .1, 1)) for s in range(12)])
+    store = Store(tmp_path / "plan.db")
+    cid = store.add_campaign("plan")
+    ga = add_variant_runs(store, cid, "a", repeats=3, make=lambda rep: [
+        core_record("PingPong", 8, 10 * np.exp(rng.normal(0, .05) + rng.normal(0, .01, 40)))])
+    gb = add_variant_runs(store, cid, "b", repeats=1, make=lambda rep: [
+        core_record("PingPong", 8, 9 * np.exp(rng.normal(0, .01, 40)))])
     cmp = compare_groups(store, {"a": ga, "b": gb}, "a")
-    assert all(r.deltas["b"].tested and not r.deltas["b"].significant for r in cmp.rows)
-    assert any("no adjusted p can reach" in f for f in cmp.footnotes)
-    assert "cannot tell" in cmp.verdict and "no significant difference" not in cmp.verdict
-    # one cell alone: 2/70 < 0.05, significant, and no such footnote
-    one = compare_groups(store, {"a": ga, "b": gb}, "a", sizes=[3])
-    assert one.rows[0].deltas["b"].significant
-    assert not any("no adjusted p" in f for f in one.footnotes)
-    assert "b is better" in one.verdict
-    store.close()
+    d = cmp.rows[0].deltas["b"]
+    assert not d.tested and d.needed is not None and d.needed >= 2
+    assert any(f"{d.needed} launches per side would detect" in f for f in cmp.footnotes)
+    assert "cannot tell" in cmp.verdict
 
 
 def test_bad_alpha_is_a_usage_error(two):
@@ -455,25 +495,26 @@ def test_disjoint_baseline_compares_nothing_and_says_so(tmp_path):
 
 
 def test_batched_summaries_and_tests_land_on_their_own_cells(tmp_path):
-    # load_cells and compare_groups summarize and test in 2-D batches of equal-sized cells;
-    # every cell and row must get exactly what the one-at-a-time functions give for it
+    # load_cells summarizes in 2-D batches of equal-sized cells: every cell must get the
+    # descriptive summary of its own pooled samples, the launch estimate of its own launch
+    # medians, and every row the launch test of its own two cells
     from mpibench import stats
+    from mpibench.stats import launch as L
 
     store, groups = build_two_stack_store(tmp_path / "b.db", repeats=2, n=40)
     cmp = compare_groups(store, groups, "base")
-    tested = 0
     for r in cmp.rows:
         for c in r.cells.values():
             want = stats.summarize(c.samples)
-            assert {k: getattr(c, k) for k in want} == want
+            for k in ("n", "min", "p5", "p95", "p99", "max", "mean", "std"):
+                assert getattr(c, k) == want[k]
+            est = L.estimate(c.launch_values)
+            assert (c.value, c.ci_low, c.ci_high) == (est.value, est.ci_low, est.ci_high)
+            assert len(c.launch_values) == 2
         b, c = r.cells["base"], r.cells["fast"]
-        mwu = stats.mann_whitney_test(b.samples, c.samples)
+        t = L.compare(b.launch_values, c.launch_values, r.better)
         d = r.deltas["fast"]
-        delta = stats.cliffs_from_u(mwu.u, b.samples.size, c.samples.size)
-        assert d.p == mwu.p and d.cliffs == (delta if r.better == "lower" else -delta)
-        tested += mwu.method == "asymptotic"
-    assert tested >= 8          # 80 vs 80 samples: the batched (asymptotic) path was taken
-    store.close()
+        assert (d.p, d.gain, d.ci_low) == (t.p, t.gain, t.ci_low)
 
 
 def test_fmt_num_digits_next_to_powers_of_ten():

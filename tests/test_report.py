@@ -117,19 +117,22 @@ def test_grids_best_cell_and_ratio(app):
     assert all(gw.best["x"][n] == 2 for n in gw.row_values)
 
 
-def test_grid_says_when_holm_leaves_no_cell_testable(app, tmp_path):
-    """4 launches a side: each cell's exact MWU p is at least 2/70, and Holm over 12 cells
-    lifts every p above alpha, so the grid says 'cannot tell' (None), not 'the same'."""
+def test_grid_tests_launches_with_a_gain_ci(app, tmp_path):
+    """4 launches a side, x 10% better with 1% launch-to-launch spread: every ratio cell is
+    tested on launch statistics (Welch t), significant after Holm over the grid, and carries
+    its CI; with one launch a side every cell is "cannot tell" (None), not "the same"."""
     store, groups = app
     g = grids(store, groups, "nodes", "NCORE", metric="ns/day")[0]
-    assert g.unreachable
-    assert g.significant["x"] and all(v is None for v in g.significant["x"].values())
-    small, sgroups = build_app_store(tmp_path / "small.db", nodes=(1, 2), ncore=(1, 2),
-                                     repeats=8)
-    gs = grids(small, sgroups, "nodes", "NCORE", metric="ns/day")[0]
-    small.close()
-    assert not gs.unreachable
-    assert len(gs.significant["x"]) == 4 and all(gs.significant["x"].values())
+    assert g.significant["x"] and all(g.significant["x"].values())
+    t = g.tests["x"][(8, 2)]
+    assert (t.n_base, t.n_cand) == (4, 4) and t.ci_low < 1.1 < t.ci_high
+    assert "[" in grid_tables(g)[1].rows[0][1]                    # gain [CI] in the cells
+    one, ogroups = build_app_store(tmp_path / "one.db", nodes=(1, 2), ncore=(1, 2),
+                                   repeats=1)
+    gs = grids(one, ogroups, "nodes", "NCORE", metric="ns/day")[0]
+    one.close()
+    assert len(gs.significant["x"]) == 4 and all(v is None for v in gs.significant["x"].values())
+    assert all(r.endswith(" ?") for r in grid_tables(gs)[1].rows[0][1:])
 
 
 def test_scaling(app):

@@ -25,7 +25,13 @@ IMB = Path(__file__).parent / "data" / "imb"
 TCP = IMB / "imb2021.11-openmpi4.1.4-np2-pingpong-btl-tcp.txt"
 VADER = IMB / "imb2021.11-openmpi4.1.4-np2-pingpong-btl-vader.txt"
 OWN = "the tool's own mean"
-UNTESTED = "imported rows: the tool's own mean, no samples, untested"
+UNTESTED = ("imported rows: the tool's own mean, no samples (each file one launch; compared "
+            "only with the same statistic)")
+ALL_IMPORTED = ("the tool's own mean (us), geometric mean over the imported files (each file "
+                "one launch); imported rows: no samples")
+SENTENCE = ("Imported rows: the tool's own mean: no samples; each imported file is one launch, "
+            "compared only with the same statistic.")
+LAUNCH_MEDIANS = "time = geometric mean of launch medians (us), each launch weighted equally"
 
 
 @pytest.fixture
@@ -49,19 +55,19 @@ def _compare(db, capsys, fmt, *extra):
 def test_imported_captions_in_every_compare_format(imported_db, capsys):
     obj = json.loads(_compare(imported_db, capsys, "json"))
     gain = obj["gain_table"]
-    assert gain["caption"].startswith(f"time = {OWN} (us); imported rows: no samples, "
-                                      "untested")
+    assert gain["caption"].startswith(f"time = {ALL_IMPORTED}")
     assert "median" not in gain["caption"]
     assert all(r["tcp_statistic"] == r["vader_statistic"] == "mean" for r in gain["rows"])
     assert OWN in obj["line_rate"]["caption"] and "median" not in obj["line_rate"]["caption"]
-    assert obj["comparison"]["statistic"] == f"value = {OWN}; imported rows: no samples, " \
-                                             "untested"
+    assert obj["comparison"]["statistic"] == (
+        f"value = {OWN}, geometric mean over the imported files (each file one launch); "
+        "imported rows: no samples")
     for fmt in ("terminal", "markdown"):
         out = " ".join(_compare(imported_db, capsys, fmt, "--size", "4M").split())
         out = out.replace("\\", "")                     # Markdown escapes
         assert "time = median" not in out and "from the median" not in out
         assert f"time = {OWN} (us)" in out              # gain table
-        assert f"value = {OWN}; imported rows: no samples, untested" in out   # comparison
+        assert f"value = {OWN}, geometric mean over the imported files" in out   # comparison
         assert "8776 (mean)" in out                     # the gain table's cell says it too
     out = _compare(imported_db, capsys, "csv")
     assert "tcp_statistic" in out
@@ -74,10 +80,10 @@ def test_imported_results_and_reports_say_mean(imported_db, tmp_path):
         html = unescape(render_html(rep))               # &#39; -> '
         md = write_markdown(rep, tmp_path / "r.md").read_text()
         res = render_results(store, ids["tcp"], "terminal", title="tcp")
-    assert "Imported rows: the tool's own mean: no samples, no CI, never tested." in html
+    assert SENTENCE in html
     assert f"time = {OWN} (us)" in html and "time = median" not in html
     md_flat = " ".join(md.replace("\\", "").split())
-    assert "Imported rows: the tool's own mean: no samples, no CI, never tested." in md_flat
+    assert SENTENCE in md_flat
     assert f"time = {OWN} (us)" in md_flat
     assert UNTESTED in " ".join(res.split())
 
@@ -96,12 +102,14 @@ def test_mixed_sets_say_both(tmp_path):
         cmp = compare_groups(store, {"core": core, "imb": imb}, "core")
         gt = gain_table(cmp)
         lr = line_rate_table(store, {"core": core, "imb": imb}, "100Gb/s")
-    assert gt.caption.startswith(f"time = median (us); {UNTESTED}")
+    assert gt.caption.startswith(f"{LAUNCH_MEDIANS}; {UNTESTED}")
     assert gt.rows[0][2] != "" and gt.rows[0][4].endswith(" (mean)")   # imb column, 1M
     assert not gt.rows[0][2].endswith(")")                            # core: a median
-    assert f"time = median; {UNTESTED}" in lr.caption
+    assert UNTESTED in lr.caption
     d = next(r for r in cmp.rows if r.size == 1 << 20).deltas["imb"]
-    assert d.gain is not None and not d.tested
+    # a native median never meets an imported mean: no gain, a footnote says why
+    assert d.gain is None and not d.tested
+    assert any("only computed between the same statistic" in f for f in cmp.footnotes)
 
 
 def test_header_texts_built_from_the_statistics(tmp_path):
@@ -127,10 +135,14 @@ def test_header_texts_built_from_the_statistics(tmp_path):
         rep = build_report(store, ids, ReportOptions(plots=False))
         md = render_markdown_report(rep, None, tmp_path)
     assert _header_lines(mixed)[1].startswith(
-        f"median ± 95% CI (order statistics); {UNTESTED}; gain > 1 = candidate better")
+        "value = geometric mean of the launch medians (each launch, one mpirun, weighted "
+        f"equally) ± 95% CI from the spread between launches (± ? = one launch); {UNTESTED}; "
+        "gain > 1 = candidate better")
     assert _header_lines(tools)[1].startswith(
-        "value = the tool's own mean; imported rows: no samples, untested; gain > 1")
-    sentence = "Imported rows: the tool's own mean or min: no samples, no CI, never tested."
+        "value = the tool's own mean, geometric mean over the imported files (each file one "
+        "launch); imported rows: no samples; gain > 1")
+    sentence = ("Imported rows: the tool's own mean or min: no samples; each imported file is "
+                "one launch, compared only with the same statistic.")
     assert sentence in unescape(render_html(rep)) and sentence in md
 
 
@@ -144,7 +156,7 @@ def test_sampled_rows_keep_the_median_captions(tmp_path):
         cmp = compare_groups(store, groups, "a")
         gt = gain_table(cmp)
         html = render_html(build_report(store, groups, ReportOptions(plots=False)))
-    assert gt.caption.startswith("time = median (us); MB/s")
+    assert gt.caption.startswith(f"{LAUNCH_MEDIANS}; MB/s")
     assert "imported" not in gt.caption and "Imported rows" not in html
 
 

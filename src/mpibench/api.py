@@ -134,7 +134,7 @@ def compare_frame(db_path: str | Path, groups: dict[str, list[str]] | None = Non
                   baseline: str | None = None, *, campaign=None, variants=None,
                   alpha: float = 0.05) -> pd.DataFrame:
     """The comparison table (one row per cell x candidate) as a DataFrame: medians, CIs,
-    gain, p, Holm p, Cliff's delta, significance, notes."""
+    gain with its 95% CI, p, Holm p, launch counts, significance, notes."""
     from mpibench.report.compare import compare_groups, comparison_records, select_groups
     with _open(db_path) as store:
         if groups is None:

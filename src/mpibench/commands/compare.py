@@ -30,12 +30,18 @@ examples:
   # same variant before and after a system update (two campaigns)
   mpibench compare --campaign image-2025 --campaign image-2026 --variant openmpi
 
+  # how many interleaved launches per side would detect a 5% difference
+  mpibench compare --campaign fabric --detect 5%
+
 Result sets are grouped by variant (or by --label); the runs of a campaign sweep over np,
-nodes or ppn form one set whose cells differ by those. Samples of a cell are pooled across the
-launches of a set only when their fingerprints match (otherwise the most common fingerprint
-is used and a footnote says what was left out). Gain > 1 means the candidate is better;
-`~` marks differences that are not significant (two-sided Mann-Whitney U, Holm-corrected
-across the table). Times in microseconds; MB/s = 10^6 bytes/s. A set whose requested transport
+nodes or ppn form one set whose cells differ by those. A launch (one mpirun) is the unit of
+replication: each launch gives one statistic per cell (its median, or --statistic mean), a
+set's value is the geometric mean of its launches' statistics ± the 95% CI from the spread
+between launches, and the gain [95% CI] and p come from Welch's t test on the logs of the
+launch statistics, Holm-corrected across the table. `~` = not significant; "cannot tell" =
+fewer than two launches on a side (one launch per variant decides nothing). Launches are
+only combined when their fingerprints match (otherwise the most common fingerprint is used
+and a footnote says what was left out). Times in microseconds; MB/s = 10^6 bytes/s. A set whose requested transport
 did not take effect (campaign status: MISMATCH) is a WARNING footnote on its column; imported
 rows show the tool's own statistic (e.g. mean), untested; a set sharing no cell with the
 baseline is named in a footnote instead of getting an empty column."""
@@ -84,6 +90,10 @@ def add_selectors(p: argparse.ArgumentParser) -> None:
                         "size of the gain table (in `report`: only the gain table's size)")
     g.add_argument("--alpha", type=_alpha, default=0.05,
                    help="significance level, 0 < alpha < 1 (default 0.05)")
+    g.add_argument("--statistic", choices=["median", "mean"], default="median",
+                   help="each launch's statistic: the median of its samples (default) or "
+                        "their mean; a gain is only computed between the same statistic on "
+                        "both sides (imported IMB/OSU files carry their own mean)")
 
 
 def add_table_options(p: argparse.ArgumentParser) -> None:
@@ -104,12 +114,14 @@ def add_table_options(p: argparse.ArgumentParser) -> None:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("compare", help="compare result sets (median ± CI, gain, p, ~)",
+    p = sub.add_parser("compare", help="compare result sets (value ± CI, gain [CI], p, ~)",
                        description="Compare two or more result sets from the store: per "
                                    "benchmark and size (or application cell) each side's "
-                                   "median ± 95% CI, the gain, a Holm-corrected Mann-Whitney "
-                                   "p-value, Cliff's delta, a geomean per benchmark and a "
-                                   "verdict.",
+                                   "geometric mean of launch statistics ± 95% CI between "
+                                   "launches, the gain with its 95% CI, a Holm-corrected "
+                                   "p-value from Welch's t on log launch statistics, a "
+                                   "geomean per benchmark and a verdict (aggregated per "
+                                   "launch).",
                        epilog=EXAMPLES, formatter_class=Formatter)
     add_db(p)
     add_selectors(p)
@@ -125,6 +137,9 @@ def register(sub) -> None:
                    help="also speedup and efficiency vs the smallest np/nodes")
     o.add_argument("--scaling-by", metavar="PARAM", help="count for --scaling (nodes or np)")
     o.add_argument("--results", action="store_true", help="also each set's own results table")
+    o.add_argument("--detect", metavar="PCT",
+                   help="also the launches per side needed to detect a difference of PCT "
+                        "(e.g. 5%%), from the spread between launches seen so far")
     o.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
     add_table_options(p)
     p.set_defaults(func=run)
@@ -214,7 +229,12 @@ def run(args) -> int:
     with open_store(args.db) as store:
         groups = groups_from_args(store, args)
         baseline = args.baseline or next(iter(groups))
-        cells = load_cells(store, groups)
+        statistic = getattr(args, "statistic", "median")
+        detect = None
+        if getattr(args, "detect", None) is not None:
+            from mpibench.report.tables import parse_effect
+            detect = parse_effect(args.detect)
+        cells = load_cells(store, groups, statistic=statistic)
         curve_cells = cells   # every measured size of the selected benchmarks
         if args.benchmark or sizes:
             check_filters(cells, args.benchmark, sizes)
@@ -225,7 +245,8 @@ def run(args) -> int:
                      if sizes is None or k[1] in sizes or k[1] is None}
         cmp = None
         if len(groups) >= 2:
-            cmp = compare_groups(store, groups, baseline, alpha=args.alpha, cells=cells)
+            cmp = compare_groups(store, groups, baseline, alpha=args.alpha, cells=cells,
+                                 statistic=statistic)
             parts.append(("comparison", render(cmp, fmt)))
         else:
             err_console().print(f"only one result set selected ({next(iter(groups))}); "
@@ -244,6 +265,11 @@ def run(args) -> int:
             if warning_lines:
                 parts.append(("warnings", _warnings_text(warning_lines, fmt)))
         tables = []
+        if detect is not None:
+            if cmp is None:
+                raise UsageError("--detect needs two or more result sets")
+            from mpibench.report.tables import plan_table
+            tables.append(("plan", plan_table(cmp, detect)))
         if args.gain_table:
             if cmp is None:
                 raise UsageError("--gain-table needs two or more result sets")
@@ -264,7 +290,8 @@ def run(args) -> int:
                                                           cells=cells)))
         if args.grid:
             gl = grids(store, groups, args.grid[0], args.grid[1], baseline=baseline,
-                       metric=args.metric, alpha=args.alpha, cells=cells)
+                       metric=args.metric, alpha=args.alpha, cells=cells,
+                       statistic=statistic)
             if not gl:
                 raise UsageError(f"--grid {args.grid[0]} {args.grid[1]}: no cells vary both "
                                  "parameters in the selection")

@@ -59,7 +59,8 @@ def run(args) -> int:
 
     with open_store(args.db) as store:
         groups = groups_from_args(store, args)
-        cells = load_cells(store, groups)     # once: the filter check and the report
+        statistic = getattr(args, "statistic", "median")
+        cells = load_cells(store, groups, statistic=statistic)   # once: filters and report
         if args.benchmark or sizes:
             check_filters(cells, args.benchmark, sizes)
         title = args.title or ("mpibench report: " + " vs ".join(groups))
@@ -69,7 +70,8 @@ def run(args) -> int:
                              grid=tuple(args.grid) if args.grid else None,
                              price_per_node_hour=args.cost_per_node_hour,
                              power_per_node_w=args.power_per_node_w, alpha=args.alpha,
-                             plots=not args.no_plots, benchmarks=args.benchmark)
+                             plots=not args.no_plots, benchmarks=args.benchmark,
+                             statistic=statistic)
         report = build_report(store, groups, opts, cells=cells)
     if args.output != "-":
         path = write_html(report, args.output)

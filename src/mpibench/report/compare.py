@@ -3,11 +3,15 @@
     cmp = compare_groups(store, {"openmpi": [run ids], "mpich": [run ids]}, "openmpi")
     print(render(cmp, "terminal"))          # or markdown | csv | json
 
-Per cell (benchmark x size, or application cell) and per candidate group against the
-baseline: each side's median +- CI%, the gain oriented so > 1 is better (time-like metrics,
-better='lower': baseline/candidate; rates, better='higher': candidate/baseline), a two-sided
-Mann-Whitney U p-value Holm-corrected across every test of the comparison, and Cliff's delta
-oriented like the gain (positive = candidate better). Not significant prints as `~`.
+The launch (one mpirun) is the unit of replication (stats.launch). Per cell (benchmark x
+size, or application cell) each side shows the geometric mean of its launch statistics ±
+the 95% CI from the spread between its launches. Per candidate against the baseline: the
+gain oriented so > 1 is better (time-like metrics, better='lower': baseline/candidate;
+rates, better='higher': candidate/baseline) with its 95% CI, and Welch's t test on the logs
+of the launch statistics, Holm-corrected across every test of the comparison. Not
+significant prints as `~`; fewer than two launches on a side is "cannot tell". The geomean
+per benchmark and the verdict aggregate per launch first (one launch measures every size).
+A gain is only computed between the same statistic on both sides.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from mpibench.report.data import (
     split_variant,
     statistic_legend,
 )
+from mpibench.stats import launch as launch_stats
 from mpibench.store import Store
 
 FORMATS = ("terminal", "markdown", "csv", "json")
@@ -47,15 +52,19 @@ FORMATS = ("terminal", "markdown", "csv", "json")
 
 @dataclass
 class Delta:
-    """Candidate vs baseline in one row."""
+    """Candidate vs baseline in one row. n_base/n_cand count launches."""
     gain: float | None = None
-    p: float | None = None          # raw MWU p
+    ci_low: float | None = None     # 95% CI of the gain (Welch, between launches)
+    ci_high: float | None = None
+    p: float | None = None          # raw Welch t p on the log launch statistics
     p_adj: float | None = None      # Holm-adjusted over the whole comparison
-    cliffs: float | None = None     # oriented: + means candidate better
     significant: bool = False
     tested: bool = False
     n_base: int | None = None
     n_cand: int | None = None
+    sd_log: float | None = None     # pooled between-launch sd of the logs
+    detectable: float | None = None  # smallest gain - 1 detectable at these counts (80%)
+    needed: int | None = None       # launches per side to detect the observed gain
     notes: list[int] = field(default_factory=list)   # footnote numbers
 
     @property
@@ -93,6 +102,8 @@ class Summary:
     better: dict[str, int]
     worse: dict[str, int]
     same: dict[str, int]
+    # candidate -> the per-launch aggregate (gain, CI, p over launches)
+    test: dict[str, launch_stats.LaunchTest] = field(default_factory=dict)
 
 
 @dataclass
@@ -107,6 +118,11 @@ class Comparison:
     verdicts: dict[str, str]
     run_counts: dict[str, int]
     title: str = ""
+    # candidate -> the whole comparison aggregated per launch, and the verdict's kind
+    # (better, worse, mixed, same, cannot tell, nothing)
+    overall: dict[str, launch_stats.LaunchTest] = field(default_factory=dict)
+    kinds: dict[str, str] = field(default_factory=dict)
+    statistic: str = "median"
     # transport verification (verify.transport_warnings): set -> its warning lines, and the
     # footnote numbers that mark the set's column
     warnings: dict[str, list[str]] = field(default_factory=dict)
@@ -168,8 +184,9 @@ def orient_gain(base: float | None, cand: float | None, better: str) -> float | 
 def compare_groups(store: Store, groups: Mapping[str, list[str]], baseline: str, *,
                    alpha: float = 0.05, sizes: Iterable[int] | None = None,
                    benchmarks: Iterable[str] | None = None, title: str = "",
-                   cells: dict | None = None) -> Comparison:
+                   cells: dict | None = None, statistic: str = "median") -> Comparison:
     """Compare every group against `baseline`. groups: display name -> run ids.
+    statistic: each launch's statistic (median or mean of its samples).
 
     The sets whose runs did not use the transport they requested
     (verify.transport_warnings) are footnoted and their columns marked."""
@@ -182,7 +199,7 @@ def compare_groups(store: Store, groups: Mapping[str, list[str]], baseline: str,
         raise UsageError("a comparison needs at least two result sets (got "
                          f"{', '.join(groups) or 'none'})")
     order = [baseline] + [g for g in groups if g != baseline]
-    cells = cells if cells is not None else load_cells(store, groups)
+    cells = cells if cells is not None else load_cells(store, groups, statistic=statistic)
     size_set = set(sizes) if sizes is not None else None
     bench_set = {b.lower() for b in benchmarks} if benchmarks else None
     selected = [(key, by_group) for key, by_group in cells.items()
@@ -211,8 +228,6 @@ def compare_groups(store: Store, groups: Mapping[str, list[str]], baseline: str,
                     for key, by_group in selected]
         selected = [(key, by_group) for key, by_group in selected if by_group]
     rows: list[Row] = []
-    pending: list[tuple[Row, Delta, np.ndarray, np.ndarray]] = []
-    min_n = stats.min_n_per_side(alpha)
     for key, by_group in selected:
         bench, size, np_, pkey, metric = key
         any_cell = by_group.get(baseline) or next(iter(by_group.values()))
@@ -231,14 +246,15 @@ def compare_groups(store: Store, groups: Mapping[str, list[str]], baseline: str,
                 row.notes.append(notes.add(
                     f"{g}: some runs have no usable result for this cell ({', '.join(sts)}); "
                     "see the run's reason in the store"))
-            if c.status == "ok" and not c.no_samples and c.ci_low is None and c.n:
+            if c.status == "ok" and c.value is not None and c.launches == 1:
                 row.notes.append(notes.add(
-                    "± ∞: fewer than 6 samples, too few for a 95% CI of the median"))
-            if c.no_samples:
+                    "± ?: one launch, so no spread between launches to give a CI; a launch "
+                    "is the unit of replication (run more interleaved launches)"))
+            if c.no_samples and c.status == "ok":
                 stat = c.shown_statistic
                 row.notes.append(notes.add(
-                    f"{stat}, no samples: imported summary without raw samples; shown, "
-                    "not tested"))
+                    f"{stat}: imported summary without raw samples; each imported file is "
+                    "one launch"))
         base = by_group.get(baseline)
         for cand in order[1:]:
             d = Delta()
@@ -253,27 +269,21 @@ def compare_groups(store: Store, groups: Mapping[str, list[str]], baseline: str,
                 d.notes.append(notes.add(
                     f"{bad.group}: {bad.status}" + (f" ({bad.reason})" if bad.reason else "")))
                 continue
-            d.gain = orient_gain(base.value, c.value, row.better)
-            d.n_base, d.n_cand = base.n, c.n
-            if not (base.testable and c.testable):
-                continue
-            na, nb = base.samples.size, c.samples.size
-            if not stats.can_reach_significance(na, nb, alpha):
+            if base.shown_statistic != c.shown_statistic:
                 d.notes.append(notes.add(
-                    f"too few samples: need >= {min_n} per side to reach p <= {alpha:g} "
-                    "(two-sided Mann-Whitney); not tested"))
+                    f"{baseline} shows a {base.shown_statistic}, {cand} a "
+                    f"{c.shown_statistic}: a gain is only computed between the same "
+                    "statistic on both sides (see --statistic)"))
                 continue
-            d.tested = True
-            pending.append((row, d, base.samples, c.samples))
+            t = launch_stats.compare(base.launch_values, c.launch_values, row.better, alpha)
+            d.gain, d.ci_low, d.ci_high = t.gain, t.ci_low, t.ci_high
+            d.n_base, d.n_cand = t.n_base, t.n_cand
+            d.sd_log, d.detectable, d.tested, d.p = t.sd_log, t.detectable, t.tested, t.p
+            if d.gain is not None and d.gain != 1.0:
+                d.needed = launch_stats.launches_needed(t.sd_log, abs(d.gain - 1.0), alpha)
+            if not t.tested:
+                d.notes.append(notes.add(_untested_note(t, alpha)))
         rows.append(row)
-    # every test of the table at once (stats.mann_whitney_many: same bits, 2-D batches)
-    for (row, d, a, b), mwu in zip(pending, stats.mann_whitney_many(
-            [(a, b) for _r, _d, a, b in pending]), strict=True):
-        d.p = mwu.p
-        # Cliff's delta is U rescaled (U counts pairs a > b plus half the ties), so the
-        # test's own U gives it without a second pass over the samples
-        delta = stats.cliffs_from_u(mwu.u, a.size, b.size)
-        d.cliffs = delta if row.better == "lower" else -delta
 
     # Holm across every test in the table.
     tests = [(r, g) for r in rows for g, d in r.deltas.items() if d.tested]
@@ -282,32 +292,14 @@ def compare_groups(store: Store, groups: Mapping[str, list[str]], baseline: str,
         d = r.deltas[g]
         d.p_adj = float(pa)
         d.significant = bool(pa <= alpha)
-        if d.significant:
-            b, c = r.cells[baseline], r.cells[g]
-            if len(b.launch_medians) >= 2 and len(c.launch_medians) >= 2 and (
-                    min(b.launch_medians) <= max(c.launch_medians)
-                    and min(c.launch_medians) <= max(b.launch_medians)):
-                d.notes.append(notes.add(
-                    "per-launch medians overlap between the two sides: the difference is "
-                    "within launch-to-launch variation; more interleaved launches would "
-                    "tell"))
-
-    # Every Holm-adjusted p is >= m x the smallest p any tested cell could reach; when that
-    # floor is above alpha nothing can be significant, and "no significant difference"
-    # would be the wrong thing to say.
-    floor = holm_floor([(r.deltas[g].n_base, r.deltas[g].n_cand) for r, g in tests])
-    unreachable = floor is not None and floor > alpha
-    if unreachable:
-        mark = notes.add(
-            f"Holm over {len(tests)} tests: with these sample counts no adjusted p can reach "
-            f"{alpha:g} (the smallest attainable is {min(floor, 1.0):.3g}), so no difference "
-            "can be significant; more repeats or samples per cell would tell")
-        for r, g in tests:
-            r.deltas[g].notes.append(mark)
-    summaries = _summaries(rows, order[1:])
-    verdicts = {cand: _verdict(rows, baseline, cand, alpha, unreachable)
-                for cand in order[1:]}
+    summaries = _summaries(rows, baseline, order[1:], alpha)
+    overall = {cand: _aggregate(rows, baseline, cand, alpha) for cand in order[1:]}
+    kinds: dict[str, str] = {}
+    verdicts = {}
+    for cand in order[1:]:
+        kinds[cand], verdicts[cand] = _verdict(rows, baseline, cand, alpha, overall[cand])
     for cand in not_compared:
+        kinds[cand] = "nothing"
         verdicts[cand] = (f"{cand} vs {baseline}: nothing to compare (no cell in common with "
                           "the baseline)")
     for cand in verdicts:
@@ -320,58 +312,118 @@ def compare_groups(store: Store, groups: Mapping[str, list[str]], baseline: str,
                       summaries=summaries, footnotes=notes.texts,
                       verdict="; ".join(verdicts.values()), verdicts=verdicts,
                       run_counts={g: len(ids) for g, ids in groups.items()}, title=title,
-                      warnings=warnings, set_marks=set_marks, not_compared=not_compared)
+                      warnings=warnings, set_marks=set_marks, not_compared=not_compared,
+                      overall=overall, kinds=kinds, statistic=statistic)
 
 
-def _summaries(rows: list[Row], candidates: list[str]) -> list[Summary]:
+def _untested_note(t: launch_stats.LaunchTest, alpha: float) -> str:
+    if t.reason.startswith("too few launches"):
+        need = launch_stats.MIN_LAUNCHES
+        plan = (f"; at the spread seen so far, {n} launches per side would detect the "
+                f"observed {launch_stats.fmt_pct(abs(t.gain - 1))} difference"
+                if t.gain and t.gain != 1 and t.sd_log and
+                (n := launch_stats.launches_needed(t.sd_log, abs(t.gain - 1), alpha))
+                else "; run >= 3 interleaved launches per side, then `compare --detect 5%` "
+                "says how many a given difference needs")
+        return (f"cannot tell: a side has fewer than {need} launches (a launch is the unit "
+                f"of replication; one launch per side decides nothing){plan}")
+    return f"not tested: {t.reason}"
+
+
+def _pairs(rows: list[Row], baseline: str, cand: str) -> list[tuple[dict, dict, str]]:
+    """Per row with a gain, (baseline {launch: stat}, candidate {launch: stat}, better)."""
+    out = []
+    for r in rows:
+        d = r.deltas.get(cand)
+        if d is None or d.gain is None:
+            continue
+        out.append((r.cells[baseline].by_launch, r.cells[cand].by_launch, r.better))
+    return out
+
+
+def _aggregate(rows: list[Row], baseline: str, cand: str,
+               alpha: float) -> launch_stats.LaunchTest:
+    return launch_stats.aggregate(_pairs(rows, baseline, cand), alpha)
+
+
+def _summaries(rows: list[Row], baseline: str, candidates: list[str],
+               alpha: float) -> list[Summary]:
     by_bench: dict[tuple[str, str], list[Row]] = {}
     for r in rows:
         by_bench.setdefault((r.benchmark, r.metric), []).append(r)
     out = []
     for (bench, metric), rs in by_bench.items():
+        tests = {c: _aggregate(rs, baseline, c, alpha) for c in candidates}
         out.append(Summary(
             benchmark=bench, metric=metric, rows=len(rs),
-            geomean={c: stats.geomean(r.deltas[c].gain for r in rs) for c in candidates},
+            geomean={c: tests[c].gain for c in candidates},
             better={c: sum(r.deltas[c].direction == "better" for r in rs) for c in candidates},
             worse={c: sum(r.deltas[c].direction == "worse" for r in rs) for c in candidates},
-            same={c: sum(r.deltas[c].direction == "~" for r in rs) for c in candidates}))
+            same={c: sum(r.deltas[c].direction == "~" for r in rs) for c in candidates},
+            test=tests))
     return out
 
 
-def holm_floor(counts: list[tuple[int | None, int | None]]) -> float | None:
-    """Lower bound of every Holm-adjusted p over these tests: m x the smallest exact
-    two-sided MWU p any of them can reach (complete separation)."""
-    mins = [stats.min_pvalue(a, b) for a, b in counts if a and b]
-    return len(counts) * min(mins) if mins else None
+def fmt_gain_ci(gain: float | None, lo: float | None, hi: float | None,
+                digits: int = 3) -> str:
+    """'1.042x [0.981, 1.107]' (no brackets without a CI)."""
+    if gain is None:
+        return ""
+    g = f"{gain:.{digits}f}x"
+    if lo is None or hi is None:
+        return g
+    return f"{g} [{lo:.{digits}f}, {hi:.{digits}f}]"
+
+
+def fmt_p(p: float | None) -> str:
+    if p is None:
+        return ""
+    return f"p={p:.3f}" if p >= 0.001 else "p<0.001"
 
 
 def _verdict(rows: list[Row], baseline: str, cand: str, alpha: float,
-             unreachable: bool = False) -> str:
+             agg: launch_stats.LaunchTest) -> tuple[str, str]:
+    """(kind, sentence). The kind better/worse comes from one test: the whole comparison
+    aggregated per launch (Welch t on the launches' mean oriented log statistic) at alpha;
+    the Holm-significant cells are counted beside it."""
     ds = [r.deltas[cand] for r in rows]
     gains = [d.gain for d in ds if d.gain is not None]
-    g = stats.geomean(gains)
     nb = sum(d.direction == "better" for d in ds)
     nw = sum(d.direction == "worse" for d in ds)
     ntested = sum(d.tested for d in ds)
     if not gains:
-        return f"{cand} vs {baseline}: nothing to compare (no common cells)"
-    gm = f"geomean gain {g:.3f}x over {len(gains)} cell(s)"
-    if ntested == 0:
-        return (f"{cand} vs {baseline}: cannot tell (no cell has enough samples to test); "
-                f"{gm}")
-    if unreachable:
-        return (f"{cand} vs {baseline}: cannot tell (too few samples per cell for any "
-                f"difference to survive Holm over the table); {gm}")
-    if nb and not nw:
-        what = f"{cand} is better"
-    elif nw and not nb:
-        what = f"{cand} is worse"
-    elif nb and nw:
-        what = f"mixed: {cand} better in some cells, worse in others"
+        return "nothing", f"{cand} vs {baseline}: nothing to compare (no common cells)"
+    gm = (f"overall gain {fmt_gain_ci(agg.gain, agg.ci_low, agg.ci_high)} over "
+          f"{len(gains)} cell(s), {agg.n_base}+{agg.n_cand} launches")
+    if not agg.tested:
+        need = ""
+        if agg.gain and agg.gain != 1 and agg.sd_log:
+            n = launch_stats.launches_needed(agg.sd_log, abs(agg.gain - 1), alpha)
+            if n:
+                need = (f"; ~{n} launches per side would detect a "
+                        f"{launch_stats.fmt_pct(abs(agg.gain - 1))} difference")
+        return "cannot tell", (
+            f"{cand} vs {baseline}: cannot tell — {agg.n_base}+{agg.n_cand} launches; a test "
+            f"needs >= {launch_stats.MIN_LAUNCHES} launches per side (one launch per variant "
+            f"decides nothing){need}; {gm}")
+    counts = (f"cells: {nb} better, {nw} worse, {ntested - nb - nw} ~ of {ntested} tested "
+              f"(Welch t on log launch statistics, Holm, alpha {alpha:g})")
+    sig = agg.p is not None and agg.p <= alpha
+    if sig and ((agg.gain > 1 and nw) or (agg.gain < 1 and nb)):
+        kind = "mixed"
+        what = (f"mixed: {cand} {'better' if agg.gain > 1 else 'worse'} overall, but "
+                f"{nw if agg.gain > 1 else nb} cell(s) significantly "
+                f"{'worse' if agg.gain > 1 else 'better'}")
+    elif sig:
+        kind = "better" if agg.gain > 1 else "worse"
+        what = f"{cand} is {kind}"
     else:
-        what = f"no significant difference between {cand} and {baseline}"
-    return (f"{what} — {gm}; significant: {nb} better, {nw} worse, "
-            f"{ntested - nb - nw} ~ of {ntested} tested (MWU, Holm, alpha {alpha:g})")
+        kind = "same"
+        what = f"no significant overall difference between {cand} and {baseline}"
+        if agg.detectable is not None:
+            what += (f" (these launch counts detect >= "
+                     f"{launch_stats.fmt_pct(agg.detectable)} overall)")
+    return kind, f"{what} — {gm}, {fmt_p(agg.p)}; {counts}"
 
 
 # ---------------------------------------------------------------------------------------
@@ -383,11 +435,11 @@ def _fmt_side(c: Cell | None) -> str:
     if c.status != "ok":
         return c.status
     v = fmt_num(c.value)
-    if c.no_samples:
-        return f"{v} ({c.shown_statistic}, no samples)"
+    if c.shown_statistic != "median":
+        v += f" ({c.shown_statistic})"
     pct = c.ci_pct
     if pct is None:
-        return f"{v} ± ∞"      # benchstat's way of saying: too few samples for a CI
+        return f"{v} ± ?"      # one launch: no spread between launches to give a CI
     return f"{v} ± {pct:.1f}%" if pct < 10 else f"{v} ± {pct:.0f}%"
 
 
@@ -400,15 +452,18 @@ def _fmt_n(d: Delta) -> str:
 
 
 def _fmt_delta(d: Delta) -> str:
+    """benchstat style: '1.21x [1.10, 1.33] (p=0.002 n=5+5)'; '~ (...)' when not
+    significant; 'cannot tell (n=1+1)' below two launches a side."""
     if d.gain is None:
         return ""
     n = _fmt_n(d)
+    g = fmt_gain_ci(d.gain, d.ci_low, d.ci_high)
     if not d.tested:
-        return f"{d.gain:.3f}x (not tested{', ' + n if n else ''})"
-    p = f"p={d.p_adj:.3f}" if d.p_adj >= 0.001 else "p<0.001"
+        return f"cannot tell ({g}, {n})" if n else f"cannot tell ({g})"
+    p = fmt_p(d.p_adj)
     if not d.significant:
-        return f"~ (gain {d.gain:.3f}x {p} {n})"
-    return f"{d.gain:.3f}x ({p} {n})"
+        return f"~ ({g} {p} {n})"
+    return f"{g} ({p} {n})"
 
 
 def _marks(nums: Iterable[int]) -> str:
@@ -445,9 +500,16 @@ def comparison_records(cmp: Comparison) -> list[dict[str, Any]]:
                 rec[f"{prefix}_ci_high"] = cell.ci_high if cell else None
                 rec[f"{prefix}_runs"] = len(cell.runs_used) if cell else 0
                 rec[f"{prefix}_no_samples"] = cell.no_samples if cell else None
-            rec.update({"gain": d.gain, "p": d.p, "p_holm": d.p_adj, "cliffs_delta": d.cliffs,
+                rec[f"{prefix}_launch_values"] = cell.launch_values if cell else []
+                rec[f"{prefix}_within_launch_ci_pct"] = cell.within_ci_pct if cell else None
+            rec.update({"gain": d.gain, "gain_ci_low": d.ci_low, "gain_ci_high": d.ci_high,
+                        "p": d.p, "p_holm": d.p_adj,
                         "significant": d.significant, "tested": d.tested,
-                        "direction": d.direction,
+                        "direction": d.direction, "base_launches": d.n_base,
+                        "cand_launches": d.n_cand, "sd_log_between_launches": d.sd_log,
+                        "detectable_gain": (None if d.detectable is None
+                                            else 1.0 + d.detectable),
+                        "launches_needed": d.needed,
                         "notes": [cmp.footnotes[i - 1] for i in sorted(set(r.notes + d.notes))],
                         "transport_warnings": cmp.warnings.get(cmp.baseline, [])
                         + cmp.warnings.get(cand, [])})
@@ -473,8 +535,17 @@ def to_json_obj(cmp: Comparison) -> dict[str, Any]:
         "runs": cmp.run_counts, "verdict": cmp.verdict, "verdicts": cmp.verdicts,
         "rows": comparison_records(cmp),
         "summary": [{"benchmark": s.benchmark, "metric": s.metric, "rows": s.rows,
-                     "geomean_gain": s.geomean, "better": s.better, "worse": s.worse,
+                     "geomean_gain": s.geomean,
+                     "geomean_ci": {c: [t.ci_low, t.ci_high] for c, t in s.test.items()},
+                     "geomean_p": {c: t.p for c, t in s.test.items()},
+                     "better": s.better, "worse": s.worse,
                      "not_significant": s.same} for s in cmp.summaries],
+        "overall": {c: {"gain": t.gain, "ci_low": t.ci_low, "ci_high": t.ci_high, "p": t.p,
+                        "base_launches": t.n_base, "cand_launches": t.n_cand,
+                        "verdict": cmp.kinds.get(c)} for c, t in cmp.overall.items()},
+        "test": "Welch t on the logs of the launch statistics (one value per launch), Holm "
+                "across the table; gain CI: Welch 95%",
+        "launch_statistic": cmp.statistic,
         "footnotes": cmp.footnotes,
         "warnings": cmp.warning_lines,
         "not_compared": cmp.not_compared,
@@ -491,8 +562,8 @@ def _table_model(cmp: Comparison) -> tuple[list[str], list[list[str]], list[int]
     base_marks = _marks(cmp.set_marks.get(cmp.baseline, ()))
     hdr += [f"{cmp.baseline} (base) {base_marks}".rstrip()]
     for c in cmp.candidates:
-        hdr += [cmp.header_name(c), f"vs {cmp.baseline}", "Cliff's δ"] \
-            if len(cmp.candidates) > 1 else [cmp.header_name(c), "vs base", "Cliff's δ"]
+        hdr += [cmp.header_name(c), f"vs {cmp.baseline}"] \
+            if len(cmp.candidates) > 1 else [cmp.header_name(c), "vs base"]
     hdr += ["notes"]
     body: list[list[str]] = []
     summary_idx: list[int] = []
@@ -510,8 +581,7 @@ def _table_model(cmp: Comparison) -> tuple[list[str], list[list[str]], list[int]
         notes = list(r.notes)
         for c in cmp.candidates:
             d = r.deltas[c]
-            line += [_fmt_side(r.cells.get(c)), _fmt_delta(d),
-                     "" if d.cliffs is None else f"{d.cliffs:+.2f}"]
+            line += [_fmt_side(r.cells.get(c)), _fmt_delta(d)]
             notes += d.notes
         line.append(_marks(notes))
         body.append(line)
@@ -522,25 +592,35 @@ def _table_model(cmp: Comparison) -> tuple[list[str], list[list[str]], list[int]
             if s.rows > 1:
                 line = ["", "geomean"] + ([""] if show_np else []) + [""]
                 for c in cmp.candidates:
-                    g = s.geomean[c]
-                    line += ["", "" if g is None else f"{g:.3f}x", ""]
+                    t = s.test[c]
+                    line += ["", "" if t.gain is None else
+                             fmt_gain_ci(t.gain, t.ci_low, t.ci_high)
+                             + (f" ({fmt_p(t.p)} n={t.n_base}+{t.n_cand})" if t.tested
+                                else " (cannot tell)")]
                 line.append("")
                 body.append(line)
                 summary_idx.append(len(body) - 1)
     return hdr, body, summary_idx
 
 
+def launch_legend(statistic: str = "median") -> str:
+    """What a value ± CI% means, for captions."""
+    return (f"value = geometric mean of the launch {statistic}s (each launch, one mpirun, "
+            "weighted equally) ± 95% CI from the spread between launches (± ? = one launch)")
+
+
 def _header_lines(cmp: Comparison) -> list[str]:
-    runs = ", ".join(f"{g}: {cmp.run_counts.get(g, 0)} run(s)" for g in cmp.groups)
-    # 'median ± 95% CI ...[; imported rows: ...]' or, all imported, 'value = the tool's own ...'
+    runs = ", ".join(f"{g}: {cmp.run_counts.get(g, 0)} launch(es)" for g in cmp.groups)
+    # the launch legend[; imported rows: ...] or, all imported, 'value = the tool's own ...'
     shown = statistic_legend((c for r in cmp.rows for c in r.cells.values()),
-                             median="median ± 95% CI (order statistics)")
+                             median=launch_legend(cmp.statistic))
     return [
         f"{_unit_header(cmp.rows)}; baseline {cmp.baseline}; {runs}",
-        f"{shown}; gain > 1 = candidate better "
-        "(time: base/cand, rates: cand/base); p = two-sided Mann-Whitney U, Holm-corrected "
-        f"across the table; ~ = not significant at alpha {cmp.alpha:g}; Cliff's δ > 0 = "
-        "candidate better",
+        f"{shown}; gain > 1 = candidate better (time: base/cand, rates: cand/base) [95% CI]; "
+        "p = Welch t on the logs of the launch statistics, Holm-corrected across the table; "
+        f"~ = not significant at alpha {cmp.alpha:g}; n = launches per side; cannot tell = "
+        f"fewer than {launch_stats.MIN_LAUNCHES} launches on a side; geomean rows aggregate "
+        "per launch first",
     ]
 
 
@@ -676,7 +756,8 @@ def render(comparison: Comparison, fmt: str = "terminal") -> str:
 # ---------------------------------------------------------------------------------------
 # One result set
 
-RESULT_COLUMNS = ["benchmark", "size/cell", "np", "n", "median", "±CI", "min", "p95", "MB/s",
+RESULT_COLUMNS = ["benchmark", "size/cell", "np", "n", "median", "±CI", "within", "min", "p95",
+                  "MB/s",
                   "busbw MB/s", "first", "launches", "stop"]
 
 
@@ -699,7 +780,11 @@ def results_records(cells: list[Cell]) -> list[dict[str, Any]]:
             "metric": c.metric, "unit": c.unit, "better": c.better, "status": c.status,
             "reason": c.reason, "n": c.n,
             "statistic": c.shown_statistic,
-            "value": c.value, "ci_low": c.ci_low, "ci_high": c.ci_high, "min": c.min,
+            "value": c.value, "ci_low": c.ci_low, "ci_high": c.ci_high,
+            "ci": "95% CI of the value from the spread between launches",
+            "launch_values": c.launch_values, "within_launch_ci_pct": c.within_ci_pct,
+            "sd_log_between_launches": c.estimate.sd_log if c.estimate else None,
+            "pooled_median": c.median, "min": c.min,
             "p5": c.p5, "p95": c.p95, "p99": c.p99, "max": c.max, "mean": c.mean, "std": c.std,
             "bandwidth_mbps": c.bandwidth_mbps, "busbw_mbps": c.busbw_mbps, "first": c.first,
             "launches": len(c.runs_used), "launch_medians": c.launch_medians,
@@ -720,14 +805,16 @@ def _results_table(cells: list[Cell]) -> tuple[list[str], list[list[str]], list[
         what = c.metric if c.metric == c.unit else f"{c.metric}, {c.unit}"
         name = f"{c.benchmark} [{what}]" if multi_metric else c.benchmark
         if c.status != "ok":
-            val = [c.status + (f": {c.reason}" if c.reason else "")] + [""] * 9
+            val = [c.status + (f": {c.reason}" if c.reason else "")] + [""] * 10
             n = ""
         else:
             pct = c.ci_pct
             stop = ", ".join(f"{k}×{v}" if v > 1 else k for k, v in c.stop_reasons.items())
+            wpct = c.within_ci_pct
             val = [fmt_num(c.value) + (f" ({c.shown_statistic})"
                                        if c.shown_statistic != "median" else ""),
-                   "" if pct is None else f"{pct:.1f}%", fmt_num(c.min), fmt_num(c.p95),
+                   "?" if pct is None else f"{pct:.1f}%",
+                   "" if wpct is None else f"{wpct:.1f}%", fmt_num(c.min), fmt_num(c.p95),
                    fmt_num(c.bandwidth_mbps) if c.bandwidth_mbps is not None else "",
                    fmt_num(c.busbw_mbps) if c.busbw_mbps is not None else "",
                    fmt_num(c.first) if c.first is not None else "", _launch_spread(c), stop]
@@ -770,8 +857,12 @@ def render_results(store: Store, run_ids: list[str], fmt: str = "terminal", *,
     unit_line = ("times in microseconds" if units <= {("time", "us")} else
                  "units: " + ", ".join(f"{m} ({u})" for m, u in sorted(units)))
     imported = imported_clause(cells)
-    caption = (f"{unit_line}: median and 95% CI half-width (order statistics) of samples "
-               f"pooled over {len(run_ids)} launch(es)"
+    caption = (f"{unit_line}: median = geometric mean of the launch medians over "
+               f"{len(run_ids)} launch(es), each weighted equally; ±CI = its 95% CI half-width "
+               "from the spread between launches (? = one launch: no spread to see); within "
+               "= a launch's own 95% CI of its median (median over launches), precision inside "
+               "a launch and never the uncertainty of a comparison; n, min, p95 over all "
+               "samples"
                + (f" ({imported})" if imported else "")
                + "; MB/s = 10^6 bytes/s from that value; "
                "busbw uses the usual collective factors; first = first-call time (median "

@@ -7,8 +7,17 @@ fingerprint. Policy for mixed fingerprints: pool the runs of the most common fin
 cell records what was excluded so the tables footnote it. Nothing is pooled across
 fingerprints, and nothing is dropped silently.
 
+The launch (one mpirun) is the unit of replication (stats.launch): each run used gives one
+launch statistic (the median of its samples, or their mean with statistic="mean"; an
+imported file's own statistic; an application's figure of merit), and the cell's value is
+the geometric mean of those, every launch weighted equally, with a 95% CI from the spread
+between launches (none with one launch). The pooled samples only describe the distribution
+(min, p5, p95, p99, max, mean, std); each launch's own order-statistic CI is kept as the
+"within-launch CI", which is never the uncertainty of a comparison.
+
 Rows without raw samples (imported IMB/OSU summaries) keep their stored statistic; such a
-cell is marked `no_samples` and is shown but never tested.
+cell is marked `no_samples`; each imported file is a launch, so two imported sets with the
+same statistic are tested like native ones.
 """
 
 from __future__ import annotations
@@ -26,7 +35,10 @@ from typing import Any
 import numpy as np
 
 from mpibench import stats
+from mpibench.stats import launch as launch_stats
 from mpibench.store import Store
+
+STATISTICS = ("median", "mean")
 
 # IMB order first; anything else (applications, imported names) after, alphabetically.
 try:
@@ -154,6 +166,12 @@ class Cell:
     batch: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     campaign_ids: set[int] = field(default_factory=set)
+    # launch level (see the module docstring)
+    requested: str = "median"            # the launch statistic asked for (median | mean)
+    launch_ids: list[str] = field(default_factory=list)
+    launch_values: list[float] = field(default_factory=list)
+    estimate: launch_stats.Estimate | None = None
+    within_ci_pct: float | None = None   # median over launches of their own CI half-width
 
     @property
     def key(self) -> tuple:
@@ -164,16 +182,30 @@ class Cell:
         """'median' for pooled samples and for rows whose stored median is the value
         (campaign figures of merit, statistic 'value'); else the imported tool's own
         statistic (IMB t_avg 'mean', NetPIPE 'min', ...), which importers keep in `mean`."""
-        if not self.no_samples or self.statistic in ("median", "value"):
+        if not self.no_samples:
+            return self.requested
+        if self.statistic in ("median", "value"):
             return "median"
         return self.statistic
 
     @property
     def value(self) -> float | None:
-        """The statistic shown (see shown_statistic)."""
+        """The set's estimate: the geometric mean of the launch statistics."""
+        if self.estimate is not None and self.estimate.value is not None:
+            return self.estimate.value
         if self.shown_statistic != "median":
             return self.mean if self.mean is not None else self.median
         return self.median
+
+    @property
+    def launches(self) -> int:
+        return len(self.launch_values)
+
+    @property
+    def by_launch(self) -> dict[str, float]:
+        """{run id: launch statistic}: a launch is identified by its run, shared by every
+        cell it measured."""
+        return dict(zip(self.launch_ids, self.launch_values, strict=True))
 
     @property
     def first(self) -> float | None:
@@ -185,7 +217,7 @@ class Cell:
 
     @property
     def testable(self) -> bool:
-        return self.status == "ok" and not self.no_samples and self.samples.size > 0
+        return self.status == "ok" and bool(self.launch_values)
 
     @property
     def mixed(self) -> bool:
@@ -239,10 +271,20 @@ def _fetch_rows(store: Store, run_ids: list[str], with_samples: bool) -> Iterabl
             yield d
 
 
+def check_statistic(statistic: str) -> str:
+    if statistic not in STATISTICS:
+        from mpibench.errors import UsageError
+        raise UsageError(f"--statistic {statistic!r}: expected one of {', '.join(STATISTICS)}")
+    return statistic
+
+
 def load_cells(store: Store, groups: Mapping[str, list[str]], *,
-               with_samples: bool = True) -> dict[tuple, dict[str, Cell]]:
+               with_samples: bool = True, statistic: str = "median"
+               ) -> dict[tuple, dict[str, Cell]]:
     """{cell key: {group: Cell}} for every cell any group has. Keys are
-    (benchmark, size, np, params_key, metric)."""
+    (benchmark, size, np, params_key, metric). statistic: each launch's statistic
+    (median or mean of its samples)."""
+    check_statistic(statistic)
     owners: dict[str, list[str]] = defaultdict(list)
     for g, ids in groups.items():
         for rid in dict.fromkeys(ids):
@@ -260,7 +302,7 @@ def load_cells(store: Store, groups: Mapping[str, list[str]], *,
     for key in sorted(raw, key=_cell_sort_key):
         out[key] = by_group = {}
         for g, rows in raw[key].items():
-            by_group[g] = pool(g, rows, _defer=pending)
+            by_group[g] = pool(g, rows, _defer=pending, statistic=statistic)
     # the summaries of all cells at once (stats.summarize_many: same bits, 2-D batches)
     for (cell, used), summary in zip(pending, stats.summarize_many(
             [c.samples for c, _ in pending]), strict=True):
@@ -279,7 +321,8 @@ def _num(v: Any) -> float | None:
 
 
 def pool(group: str, rows: list[dict], *,
-         _defer: list[tuple[Cell, list[dict]]] | None = None) -> Cell:
+         _defer: list[tuple[Cell, list[dict]]] | None = None,
+         statistic: str = "median") -> Cell:
     """Pool one group's rows of one cell (see module docstring for the policy).
 
     _defer: a list that receives (cell, rows used) instead of summarizing the pooled samples
@@ -287,7 +330,8 @@ def pool(group: str, rows: list[dict], *,
     first = rows[0]
     cell = Cell(group=group, benchmark=first["benchmark"], size=first["size"], np=first["np"],
                 params=first["params"] or {}, metric=first["metric"],
-                unit=first["unit"], better=first["better"], statistic=first["statistic"])
+                unit=first["unit"], better=first["better"], statistic=first["statistic"],
+                requested=statistic)
     ok = [r for r in rows if r["status"] == "ok"]
     cell.campaign_ids = {r["campaign_id"] for r in rows}
     if len(ok) < len(rows):
@@ -330,6 +374,17 @@ def pool(group: str, rows: list[dict], *,
         cell.launch_medians = [float(r["median"]) if r.get("median") is not None
                                else float(np.median(a)) for r, a in zip(used, sample_arrays,
                                                                         strict=True)]
+        if statistic == "mean":
+            cell.launch_values = [float(r["mean"]) if r.get("mean") is not None
+                                  else float(np.mean(a)) for r, a in zip(used, sample_arrays,
+                                                                         strict=True)]
+        else:
+            cell.launch_values = list(cell.launch_medians)
+        cell.launch_ids = [r["run_id"] for r in used]
+        pcts = [stats.ci_percent(r.get("median"), r.get("ci_low"), r.get("ci_high"))
+                for r in used]
+        pcts = [p for p in pcts if p is not None]
+        cell.within_ci_pct = float(np.median(pcts)) if pcts else None
         if _defer is not None:
             _defer.append((cell, used))
             return cell
@@ -357,6 +412,12 @@ def pool(group: str, rows: list[dict], *,
                 only.get("std")
         cell.launch_medians = [float(r["median"] if r.get("median") is not None else r["mean"])
                                for r in vals]
+        # each imported file (or application run) is a launch, with the tool's own statistic
+        own = cell.shown_statistic
+        cell.launch_ids = [r["run_id"] for r in vals]
+        cell.launch_values = [float(r["median"]) if own == "median" and r.get("median")
+                              is not None else float(r["mean"] if r.get("mean") is not None
+                                                     else r["median"]) for r in vals]
 
     _finish(cell, used, None)
     return cell
@@ -367,10 +428,20 @@ def _finish(cell: Cell, used: list[dict], summary: dict[str, Any] | None) -> Non
     bandwidths, which follow the statistic shown."""
     if summary is not None:
         cell.__dict__.update(summary)      # SUMMARY_KEYS are Cell fields
-    # Bandwidths: rescale the core's own figure to the pooled statistic, so each
-    # benchmark's byte-count convention (Exchange, Biband, collectives) is kept.
+        if len(used) > 1:
+            # a pooled order-statistic CI mixes launches: it is no one's within-launch CI
+            cell.ci_low = cell.ci_high = None
+        elif cell.within_ci_pct is None:
+            cell.within_ci_pct = stats.ci_percent(summary["median"], summary["ci_low"],
+                                                  summary["ci_high"])
+    if cell.launch_values:
+        cell.estimate = est = launch_stats.estimate(cell.launch_values)
+        cell.ci_low, cell.ci_high = est.ci_low, est.ci_high
+    # Bandwidths: rescale the core's own figure to the value shown, so each benchmark's
+    # byte-count convention (Exchange, Biband, collectives) is kept.
     shown = cell.value
     for col in ("bandwidth_mbps", "busbw_mbps", "msg_rate"):
+        # bandwidth x the time it was computed from = the bytes moved, whatever statistic
         pairs = [(r[col], r["median"] if r.get("median") else r.get("mean")) for r in used
                  if r.get(col) is not None]
         pairs = [(b, t) for b, t in pairs if t]
@@ -443,7 +514,8 @@ def imported_clause_for(statistics: list[str]) -> str:
     """imported_clause from imported_statistics' list."""
     if not statistics:
         return ""
-    return f"imported rows: {tool_statistic(statistics)}, no samples, untested"
+    return (f"imported rows: {tool_statistic(statistics)}, no samples (each file one launch; "
+            "compared only with the same statistic)")
 
 
 def imported_clause(cells: Iterable[Cell]) -> str:
@@ -461,7 +533,11 @@ def statistic_legend(cells: Iterable[Cell], what: str = "value", unit: str | Non
     cells = list(cells)
     imported = imported_statistics(cells)
     u = f" ({unit})" if unit else ""
-    if imported and all(c.shown_statistic != "median" for c in cells if c.status == "ok"):
-        return f"{what} = {tool_statistic(imported)}{u}; imported rows: no samples, untested"
-    shown = median or f"{what} = median{u}"
+    if imported and all(c.no_samples and c.shown_statistic != "median" for c in cells
+                        if c.status == "ok"):
+        return (f"{what} = {tool_statistic(imported)}{u}, geometric mean over the imported "
+                "files (each file one launch); imported rows: no samples")
+    stat = next((c.requested for c in cells if not c.no_samples), "median")
+    shown = median or (f"{what} = geometric mean of launch {stat}s{u}, each launch weighted "
+                       "equally")
     return f"{shown}; {imported_clause_for(imported)}" if imported else shown

@@ -73,6 +73,7 @@ class ReportOptions:
     price_per_node_hour: float | None = None
     power_per_node_w: float | None = None
     alpha: float = 0.05
+    statistic: str = "median"        # each launch's statistic (median | mean)
     plots: bool = True
     benchmarks: list[str] | None = None      # only these (case-insensitive)
 
@@ -196,7 +197,8 @@ def build_report(store: Store, groups: Mapping[str, list[str]],
     opts = opts or ReportOptions()
     order = list(groups)
     baseline = opts.baseline or order[0]
-    cells = cells if cells is not None else load_cells(store, groups)
+    cells = cells if cells is not None else load_cells(store, groups,
+                                                       statistic=opts.statistic)
     if opts.benchmarks:
         wanted = {b.lower() for b in opts.benchmarks}
         cells = {k: v for k, v in cells.items() if k[0].lower() in wanted}
@@ -208,15 +210,18 @@ def build_report(store: Store, groups: Mapping[str, list[str]],
     warnings: list[str] = []
     if len(groups) > 1:
         cmp = compare_groups(store, groups, baseline, alpha=opts.alpha, cells=cells,
-                             title=f"Comparison against {baseline}")
+                             title=f"Comparison against {baseline}",
+                             statistic=opts.statistic)
         verdicts = list(cmp.verdicts.values())
         warnings = cmp.warning_lines
         s = Section("comparison", "Comparison",
-                    intro="Per cell: each side's median ± 95% CI"
+                    intro="Per cell: each side's geometric mean of its launch medians ± 95% "
+                          "CI from the spread between launches (one launch = one mpirun, the "
+                          "unit of replication)"
                           + (f" ({imported})" if imported else "")
-                          + "; gain > 1 means the candidate "
-                          "is better; p Holm-corrected across the table; Cliff's δ > 0 means "
-                          "the candidate tends to be better.")
+                          + "; gain > 1 means the candidate is better, with its 95% CI; p = "
+                          "Welch t on the log launch statistics, Holm-corrected across the "
+                          "table; cannot tell = fewer than two launches on a side.")
         s.tables.append(_comparison_table(cmp))
         s.comparison = cmp            # Markdown rendered only when asked for
         sections.append(s)
@@ -231,13 +236,13 @@ def build_report(store: Store, groups: Mapping[str, list[str]],
         plot_cmp = cmp if cmp is not None else cmp_plot
         if plot_cmp.rows:
             for name, fn, cap in (
-                    ("latency", plots.latency_figure, "Median time vs message size (log-log), "
-                     "shaded: 95% CI of the median"
+                    ("latency", plots.latency_figure, "Time (geometric mean of launch medians) "
+                     "vs message size (log-log), shaded: 95% CI between launches"
                      + (f"; {imported} (no band)" if imported else "")),
                     ("bandwidth", plots.bandwidth_figure, "Bandwidth (MB/s = 10^6 B/s) vs "
-                     "message size, shaded: from the 95% CI of the time"),
-                    ("gain", plots.gain_figure, f"Gain against {baseline} per size; hollow "
-                     "markers are not significant")):
+                     "message size, shaded: from the between-launch 95% CI of the time"),
+                    ("gain", plots.gain_figure, f"Gain against {baseline} per size, error "
+                     "bars: 95% CI between launches; hollow markers are not significant")):
                 fig = fn(plot_cmp)
                 if fig is not None:
                     figs.append(Figure(name, cap, fig))
@@ -249,8 +254,12 @@ def build_report(store: Store, groups: Mapping[str, list[str]],
         gcells = [by[g] for by in cells.values() if g in by]
         hdr, body, notes = _results_table(gcells)
         rs.tables.append(Table(title=g, header=hdr, rows=body, notes=notes, kind="results",
-                               caption="n = pooled samples; ±CI = half-width of the 95% CI as "
-                                       "% of the median"
+                               caption="n = samples over all launches; median = geometric "
+                                       "mean of the launch medians; ±CI = half-width of its "
+                                       "95% CI from the spread between launches, as % (? = "
+                                       "one launch); within = a launch's own CI of its "
+                                       "median (median over launches): precision inside a "
+                                       "launch, not the uncertainty of a comparison"
                                        + (f" ({own})" if (own := imported_clause(gcells))
                                           else "")
                                        + "; first = first-call time (median over "
@@ -398,7 +407,8 @@ def _imported_sentence(statistics: list[str]) -> str:
     """The report header's sentence on imported rows (mpibench import); '' without any."""
     if not statistics:
         return ""
-    return f"Imported rows: {tool_statistic(statistics)}: no samples, no CI, never tested."
+    return (f"Imported rows: {tool_statistic(statistics)}: no samples; each imported file is "
+            "one launch, compared only with the same statistic.")
 
 
 def write_html(report: Report, path: str | Path) -> Path:
@@ -412,9 +422,11 @@ def render_markdown_report(report: Report, plot_dir: Path | None, rel_to: Path,
                            plot_format: str = "svg") -> str:
     out = [f"# {md_escape(report.title)}", "",
            f"Generated {report.generated} by mpibench {mpibench.__version__} from "
-           f"`{report.store_path}`. Times in microseconds; MB/s = 10^6 bytes/s; medians with "
-           "distribution-free 95% CIs; two-sided Mann-Whitney U with Holm correction; `~` = "
-           "not significant." + (f" {_imported_sentence(report.imported)}"
+           f"`{report.store_path}`. Times in microseconds; MB/s = 10^6 bytes/s; values are "
+           "geometric means of launch medians (one launch = one mpirun, the unit of "
+           "replication) with 95% CIs from the spread between launches; gains tested with "
+           "Welch t on the log launch statistics, Holm-corrected; `~` = not significant; "
+           "cannot tell = fewer than two launches on a side." + (f" {_imported_sentence(report.imported)}"
                                  if report.imported else ""), ""]
     if report.warnings:
         out += [f"> **{md_escape(w)}**  " for w in report.warnings] + [""]

@@ -143,7 +143,8 @@ def _grid_axes(n: int, width: float = 11.0, per_row: int = 3, h: float = 3.0):
 
 @_styled
 def latency_figure(cmp: Comparison, benches: list[str] | None = None):
-    """Median time vs message size, log-log, CI band per variant; one panel per benchmark."""
+    """Time (geometric mean of launch medians) vs message size, log-log, band = the 95% CI
+    between launches, per variant; one panel per benchmark."""
     benches = benches or size_benchmarks(cmp)
     if not benches:
         return None
@@ -164,7 +165,8 @@ def latency_figure(cmp: Comparison, benches: list[str] | None = None):
         ax.set_yscale("log")
         ax.set_title(safe(bench))
         ax.set_xlabel("message size (bytes)")
-        ax.set_ylabel("time (us): median, 95% CI" + ("; imported: tool's own" if imported
+        ax.set_ylabel("time (us): launch geomean, 95% CI" + ("; imported: tool's own"
+                                                             if imported
                                                       else ""))
         if sizes:
             _size_ticks(ax, sizes)
@@ -211,7 +213,8 @@ def bandwidth_figure(cmp: Comparison, benches: list[str] | None = None):
 
 @_styled
 def gain_figure(cmp: Comparison, benches: list[str] | None = None):
-    """Gain per size against the baseline; filled markers significant, hollow `~`."""
+    """Gain per size against the baseline with its between-launch 95% CI as error bars;
+    filled markers significant, hollow `~`."""
     benches = benches or size_benchmarks(cmp)
     if not benches or not cmp.candidates:
         return None
@@ -234,6 +237,13 @@ def gain_figure(cmp: Comparison, benches: list[str] | None = None):
             label = f"{cand} vs {cmp.baseline}" + (f" np={np_}" if len(nps) > 1 else "")
             ax.plot(x, y, lw=1, color=col, ls=_LINESTYLES[nps.index(np_) % 4],
                     label=safe(label))
+            lo = np.array([p[1].ci_low if p[1].ci_low is not None else p[1].gain
+                           for p in pts])
+            hi = np.array([p[1].ci_high if p[1].ci_high is not None else p[1].gain
+                           for p in pts])
+            # error bars: the gain's 95% CI from the spread between launches
+            ax.errorbar(x, y, yerr=[np.maximum(y - lo, 0), np.maximum(hi - y, 0)], fmt="none",
+                        ecolor=col, elinewidth=0.8, capsize=2, zorder=2)
             ax.scatter(x[sig], y[sig], color=col, s=18, zorder=3)
             ax.scatter(x[~sig], y[~sig], facecolors="white", edgecolors=col, s=18, zorder=3)
         ax.axhline(1.0, color="black", lw=0.8)
@@ -250,7 +260,7 @@ def gain_figure(cmp: Comparison, benches: list[str] | None = None):
         ax.set_ylabel("gain (>1 = candidate better)")
         if sizes:
             _size_ticks(ax, sizes)
-        ax.legend(fontsize=7, title="hollow = not significant", title_fontsize=6,
+        ax.legend(fontsize=7, title="hollow = not significant; bars: 95% CI", title_fontsize=6,
                   loc="upper left")
     _panel_layout(fig)
     return fig

@@ -33,7 +33,7 @@ from mpibench.report.compare import (
     PLAIN_TABLE_ROWS,
     Comparison,
     _clean_json,
-    holm_floor,
+    fmt_gain_ci,
     md_escape,
     orient_gain,
     plain_table,
@@ -51,6 +51,7 @@ from mpibench.report.data import (
     params_sort_key,
     statistic_legend,
 )
+from mpibench.stats import launch as launch_stats
 from mpibench.store import Store
 
 
@@ -166,8 +167,11 @@ def gain_table(cmp: Comparison, size: int | None = None) -> Table:
                  " at the largest common size"),
               header=hdr, rows=[], kind="gain",
               caption=f"{legend}; MB/s = 10^6 bytes/s from that time; "
-                      "gain > 1 = candidate better (baseline time / candidate time); ~ = not "
-                      f"significant (MWU, Holm over the full comparison, alpha {cmp.alpha:g})",
+                      "gain > 1 = candidate better (baseline time / candidate time) [95% CI "
+                      "from the spread between launches]; ~ = not significant (Welch t on "
+                      "log launch statistics, Holm over the full comparison, alpha "
+                      f"{cmp.alpha:g}); cannot tell = fewer than {launch_stats.MIN_LAUNCHES} "
+                      "launches on a side",
               notes=list(cmp.warning_lines))
 
     def key(kv):
@@ -216,15 +220,18 @@ def gain_table(cmp: Comparison, size: int | None = None) -> Table:
             rec[f"{g}_mbps"] = bw
         for cand in cands:
             d = pick.deltas[cand]
+            g = fmt_gain_ci(d.gain, d.ci_low, d.ci_high, 2)
             if d.gain is None:
                 line.append("-")
             elif d.tested and not d.significant:
-                line.append(f"~ {d.gain:.2f}x")
+                line.append(f"~ {g}")
             elif not d.tested:
-                line.append(f"{d.gain:.2f}x (untested)")
+                line.append(f"{g} (cannot tell, n={d.n_base}+{d.n_cand})")
             else:
-                line.append(f"{d.gain:.2f}x")
+                line.append(g)
             rec[f"gain_{cand}"] = d.gain
+            rec[f"gain_ci_{cand}"] = [d.ci_low, d.ci_high]
+            rec[f"launches_{cand}"] = [d.n_base, d.n_cand]
             rec[f"significant_{cand}"] = d.significant
             rec[f"p_holm_{cand}"] = d.p_adj
         t.rows.append(line)
@@ -273,7 +280,10 @@ class Grid:
     significant: dict[str, dict[tuple[Any, Any], bool | None]]
     groups: list[str]
     baseline: str
-    unreachable: bool = False       # too few samples for any cell to survive Holm
+    # candidate -> (row, col) -> the launch-level test (gain CI, p, launch counts)
+    tests: dict[str, dict[tuple[Any, Any], launch_stats.LaunchTest]] = field(
+        default_factory=dict)
+    statistic: str = "median"
 
     @property
     def title(self) -> str:
@@ -286,12 +296,14 @@ def grids(store: Store, groups: Mapping[str, list[str]], row_param: str, col_par
           baseline: str | None = None, metric: str | None = None,
           benchmark: str | None = None, alpha: float = 0.05,
           cells: dict | None = None,
-          max_shape: tuple[int, int] | None = None) -> list[Grid]:
+          max_shape: tuple[int, int] | None = None, statistic: str = "median") -> list[Grid]:
     """One Grid per (benchmark, metric, other params) whose cells vary row_param and col_param.
-    The best cell per row (per group) follows the metric's better-direction."""
+    The best cell per row (per group) follows the metric's better-direction; a cell's value
+    is the geometric mean of its launch statistics (statistic: median or mean), and the
+    ratio grid tests launches against launches (Welch t on logs, Holm over the grid)."""
     order = list(groups)
     baseline = baseline or order[0]
-    cells = cells if cells is not None else load_cells(store, groups)
+    cells = cells if cells is not None else load_cells(store, groups, statistic=statistic)
     buckets: dict[tuple, dict[str, dict[tuple, Cell]]] = defaultdict(lambda: defaultdict(dict))
     for key, by_group in cells.items():
         bench, size, np_, _pkey, m = key
@@ -337,33 +349,34 @@ def grids(store: Store, groups: Mapping[str, list[str]], row_param: str, col_par
                     best[g][rv] = pick[0]
         ratio: dict[str, dict] = {}
         sig: dict[str, dict] = {}
+        ltests: dict[str, dict] = {}
         base = per_group.get(baseline, {})
-        tests = []
+        tested = []
         for cand in [g for g in order if g != baseline and g in per_group]:
-            ratio[cand], sig[cand] = {}, {}
+            ratio[cand], sig[cand], ltests[cand] = {}, {}, {}
             for pos, c in per_group[cand].items():
                 b = base.get(pos)
                 ratio[cand][pos] = orient_gain(b.value, c.value, better) if b else None
                 sig[cand][pos] = None
-                if b and b.testable and c.testable and stats.can_reach_significance(
-                        b.samples.size, c.samples.size, alpha):
-                    tests.append((cand, pos, (b.samples, c.samples)))
-        floor = holm_floor([(x.size, y.size) for *_, (x, y) in tests])
-        unreachable = floor is not None and floor > alpha
-        tests = [(cand, pos, r.p) for (cand, pos, _), r in zip(
-            tests, stats.mann_whitney_many([pair for *_, pair in tests]), strict=True)]
-        for (cand, pos, _), pa in zip(tests, stats.holm([p for *_, p in tests]), strict=True):
+                if b and b.testable and c.testable and \
+                        b.shown_statistic == c.shown_statistic:
+                    t = launch_stats.compare(b.launch_values, c.launch_values, better, alpha)
+                    ltests[cand][pos] = t
+                    ratio[cand][pos] = t.gain
+                    if t.tested:
+                        tested.append((cand, pos, t.p))
+                elif b and b.shown_statistic != c.shown_statistic:
+                    ratio[cand][pos] = None     # never a mean against a median
+        for (cand, pos, _), pa in zip(tested, stats.holm([p for *_, p in tested]),
+                                      strict=True):
             sig[cand][pos] = bool(pa <= alpha)
-        if unreachable:
-            for cand, pos, _ in tests:           # cannot tell, rather than "the same"
-                sig[cand][pos] = None
         out.append(Grid(benchmark=bench, metric=m, unit=any_cell.unit, better=better,
                         row_param=row_param, col_param=col_param,
                         fixed=json.loads(fixed_key), row_values=rows, col_values=cols,
                         cells={g: per_group[g] for g in order if g in per_group}, best=best,
                         ratio=ratio, significant=sig,
                         groups=[g for g in order if g in per_group], baseline=baseline,
-                        unreachable=unreachable))
+                        tests=ltests, statistic=statistic))
     return out
 
 
@@ -378,8 +391,9 @@ def grid_tables(grid: Grid) -> list[Table]:
         hdr += [f"{g}: {_fmt_param(grid.col_param, cv)}" for cv in grid.col_values]
     legend = statistic_legend(c for pg in grid.cells.values() for c in pg.values())
     side = Table(title=grid.title, header=hdr, rows=[], kind="grid",
-                 caption=f"cells: value (n), {legend}; * = best cell of the row for that "
-                         "variant")
+                 caption=f"cells: value ± 95% CI (launches), {legend}; CI from the spread "
+                         "between launches (± ? = one launch); * = best cell of the row for "
+                         "that variant")
     for i, rv in enumerate(grid.row_values):
         line = [_fmt_param(grid.row_param, rv)]
         for g in grid.groups:
@@ -390,12 +404,19 @@ def grid_tables(grid: Grid) -> list[Table]:
                 elif c.status != "ok":
                     line.append(c.status)
                 else:
-                    line.append(f"{fmt_num(c.value)} ({c.n if c.n is not None else '?'})")
+                    pct = c.ci_pct
+                    ci = "?" if pct is None else (f"{pct:.1f}%" if pct < 10 else f"{pct:.0f}%")
+                    line.append(f"{fmt_num(c.value)} ± {ci} ({c.launches})")
                     if grid.best[g].get(rv) == cv:
                         side.marked.add((i, len(line) - 1))
                 rec = {"benchmark": grid.benchmark, "metric": grid.metric, "variant": g,
                        grid.row_param: rv, grid.col_param: cv, **grid.fixed,
-                       "median": c.value if c else None, "n": c.n if c else None,
+                       "value": c.value if c else None,
+                       "statistic": c.shown_statistic if c else None,
+                       "ci_low": c.ci_low if c else None, "ci_high": c.ci_high if c else None,
+                       "launches": c.launches if c else None,
+                       "launch_values": c.launch_values if c else None,
+                       "n": c.n if c else None,
                        "best_in_row": bool(c) and grid.best[g].get(rv) == cv}
                 side.records.append(rec)
         side.rows.append(line)
@@ -405,25 +426,29 @@ def grid_tables(grid: Grid) -> list[Table]:
                    header=[f"{grid.row_param} \\ {grid.col_param}"] +
                    [_fmt_param(grid.col_param, cv) for cv in grid.col_values], rows=[],
                    kind="ratio-grid",
-                   caption="gain > 1 = candidate better; ~ = not significant (MWU, Holm over "
-                           "this grid); ? = too few samples to test")
-        if grid.unreachable:
-            rt.notes.append("with these sample counts no cell can be significant after Holm "
-                            "over this grid, so every cell is marked ?; more repeats per cell "
-                            "would tell")
+                   caption="gain > 1 = candidate better [95% CI from the spread between "
+                           "launches]; ~ = not significant (Welch t on log launch statistics, "
+                           "Holm over this grid); ? = cannot tell (fewer than "
+                           f"{launch_stats.MIN_LAUNCHES} launches on a side)")
         for rv in grid.row_values:
             line = [_fmt_param(grid.row_param, rv)]
             for cv in grid.col_values:
                 g = ratios.get((rv, cv))
                 s = grid.significant.get(cand, {}).get((rv, cv))
+                t = grid.tests.get(cand, {}).get((rv, cv))
                 if g is None:
                     line.append("")
                 else:
-                    line.append(f"{g:.2f}x" + ("" if s else (" ~" if s is False else " ?")))
+                    txt = fmt_gain_ci(g, t.ci_low, t.ci_high, 2) if t else f"{g:.2f}x"
+                    line.append(txt + ("" if s else (" ~" if s is False else " ?")))
                 rt.records.append({"benchmark": grid.benchmark, "metric": grid.metric,
                                    "candidate": cand, "baseline": grid.baseline,
                                    grid.row_param: rv, grid.col_param: cv, **grid.fixed,
-                                   "gain": g, "significant": s})
+                                   "gain": g, "gain_ci_low": t.ci_low if t else None,
+                                   "gain_ci_high": t.ci_high if t else None,
+                                   "p": t.p if t else None,
+                                   "launches": [t.n_base, t.n_cand] if t else None,
+                                   "significant": s})
             rt.rows.append(line)
         out.append(rt)
     return out
@@ -634,7 +659,8 @@ def first_call_table(store: Store, groups: Mapping[str, list[str]], *,
                                for c in by.values())
     t = Table(title="First call vs steady state", header=hdr, rows=[], kind="first-call",
               caption="first = time of the first (initialisation) call, median over launches; "
-                      "steady = median ± 95% CI of the timed samples (warm-up discarded)"
+                      "steady = geometric mean of the launch medians ± 95% CI from the "
+                      "spread between launches (warm-up discarded; ± ? = one launch)"
                       + (f"; {imported}" if imported else "") + "; times in microseconds")
     size_set = set(sizes) if sizes is not None else None
     for key, by_group in cells.items():
@@ -651,7 +677,7 @@ def first_call_table(store: Store, groups: Mapping[str, list[str]], *,
                 line += [""] * (3 + mean_std)
                 continue
             pct = c.ci_pct
-            steady = fmt_num(c.value) + (f" ± {pct:.1f}%" if pct is not None else "")
+            steady = fmt_num(c.value) + (f" ± {pct:.1f}%" if pct is not None else " ± ?")
             ratio = c.first / c.value if c.first and c.value else None
             line += [fmt_num(c.first), steady]
             if mean_std:
@@ -708,8 +734,10 @@ def scaling_table(store: Store, groups: Mapping[str, list[str]], *, by: str | No
     t = Table(title="Scaling", kind="scaling", rows=[],
               header=["variant", "benchmark", "series", "count", "value", "speedup",
                       "efficiency"],
-              caption="speedup against the smallest count of the series (time: t0/t, rates: "
-                      "r/r0); efficiency = speedup / (count / smallest count)"
+              caption="value = geometric mean of the launch statistics ± 95% CI between "
+                      "launches; speedup against the smallest count of the series (time: "
+                      "t0/t, rates: r/r0) [95% CI, Welch on log launch statistics]; "
+                      "efficiency = speedup / (count / smallest count)"
                       + ("; message-size benchmarks: t0/t of one call at a fixed size, i.e. "
                          "how its cost grows with the count (not strong scaling: the work per "
                          "rank does not shrink)" if include_sizes else ""))
@@ -728,14 +756,26 @@ def scaling_table(store: Store, groups: Mapping[str, list[str]], *, by: str | No
         for cnt in counts:
             v = pts[cnt].value
             speed = (v0 / v if pts[cnt].better == "lower" else v / v0) if v and v0 else None
+            lt = launch_stats.compare(pts[c0].launch_values, pts[cnt].launch_values,
+                                      pts[cnt].better) if cnt != c0 else None
+            if lt is not None and lt.gain is not None:
+                speed = lt.gain
             eff = speed / (float(cnt) / float(c0)) if speed else None
-            t.rows.append([g, bench, desc, f"{b}={cnt}", fmt_num(v),
-                           "" if speed is None else f"{speed:.2f}x",
+            pct = pts[cnt].ci_pct
+            t.rows.append([g, bench, desc, f"{b}={cnt}",
+                           fmt_num(v) + (" ± ?" if pct is None else f" ± {pct:.1f}%"),
+                           "" if speed is None else (
+                               fmt_gain_ci(speed, lt.ci_low, lt.ci_high, 2) if lt
+                               else f"{speed:.2f}x"),
                            "" if eff is None else f"{100 * eff:.0f}%"])
             t.records.append({"variant": g, "benchmark": bench, "metric": m, "size": size,
                               "by": b, "count": cnt, "params": json.loads(other),
                               "ranks_per_count": per, "np": pts[cnt].np,
-                              "value": v, "speedup": speed, "efficiency": eff})
+                              "value": v, "ci_low": pts[cnt].ci_low,
+                              "ci_high": pts[cnt].ci_high, "launches": pts[cnt].launches,
+                              "speedup": speed,
+                              "speedup_ci": [lt.ci_low, lt.ci_high] if lt else None,
+                              "efficiency": eff})
     if not t.rows:
         what = by or "np or nodes"
         t.notes.append(f"no series varies {what} within a set (scaling needs the same cell "
@@ -932,3 +972,72 @@ def _median_elapsed(store: Store, run_ids: list[str], cache: dict) -> float | No
 
 def _money(v: float | None, digits: int = 4) -> str:
     return "" if v is None else fmt_num(v, digits)
+
+
+# ---------------------------------------------------------------------------------------
+# Planning: launches needed
+
+def parse_effect(text: str | float) -> float:
+    """'5%', '5', '0.05' -> 0.05 (a relative difference, > 0 and < 10 = 1000%)."""
+    s = str(text).strip()
+    try:
+        v = float(s[:-1]) / 100.0 if s.endswith("%") else float(s)
+    except ValueError:
+        v = float("nan")
+    if not s.endswith("%") and v >= 1.0:
+        v = v / 100.0                   # '5' means 5%
+    if not 0.0 < v < 10.0:
+        raise UsageError(f"--detect {text!r}: expected a relative difference such as 5% or "
+                         "0.05")
+    return v
+
+
+def plan_table(cmp: Comparison, effect: float, power: float = launch_stats.POWER) -> Table:
+    """Launches per side needed to detect a gain of 1 + effect, from the between-launch
+    spread seen in each cell (interleaved launches; Welch t on log launch statistics).
+
+    Per benchmark and candidate: the launches now, the median between-launch sd of the
+    logs, the smallest gain detectable now (median over cells), and the launches per side
+    needed for the median cell and for the noisiest cell, at alpha (one cell) and at
+    alpha / m (every one of the table's m tests under Holm)."""
+    alpha = cmp.alpha
+    m = max(1, sum(d.tested for r in cmp.rows for d in r.deltas.values()))
+    t = Table(title=f"Launches needed to detect {launch_stats.fmt_pct(effect)} "
+                    f"(power {power:.0%}, alpha {alpha:g})",
+              header=["benchmark", "candidate", "launches now", "between-launch sd",
+                      "detectable now", "needed (median cell)", "needed (noisiest cell)",
+                      f"needed, all {m} tests (Holm)"], rows=[], kind="plan",
+              caption="launches per side, interleaved; from the spread between launches of "
+                      "each cell (sd of the log launch statistics, both sides pooled); "
+                      "Welch t on log launch statistics; 'all tests' plans at alpha/m so "
+                      "that a real difference of this size survives Holm in every cell")
+    by: dict[tuple[str, str], list] = defaultdict(list)
+    for r in cmp.rows:
+        for cand, d in r.deltas.items():
+            if d.sd_log is not None:
+                by[(r.benchmark, cand)].append(d)
+    for (bench, cand), ds in sorted(by.items(), key=lambda kv: (bench_sort_key(kv[0][0]),
+                                                                 kv[0][1])):
+        sds = sorted(d.sd_log for d in ds)
+        med = float(np.median(sds))
+        worst = sds[-1]
+        now = [d.detectable for d in ds if d.detectable is not None]
+        n_med = launch_stats.launches_needed(med, effect, alpha, power)
+        n_worst = launch_stats.launches_needed(worst, effect, alpha, power)
+        n_all = launch_stats.launches_needed(worst, effect, alpha / m, power)
+        counts = sorted({(d.n_base, d.n_cand) for d in ds})
+        t.rows.append([bench, cand, ", ".join(f"{a}+{b}" for a, b in counts),
+                       f"{100 * med:.1f}%", launch_stats.fmt_pct(float(np.median(now)))
+                       if now else "-", str(n_med or ">10000"), str(n_worst or ">10000"),
+                       str(n_all or ">10000")])
+        t.records.append({"benchmark": bench, "candidate": cand, "effect": effect,
+                          "power": power, "alpha": alpha, "launches": counts,
+                          "sd_log_median": med, "sd_log_max": worst,
+                          "detectable_now_median": float(np.median(now)) if now else None,
+                          "needed_median_cell": n_med, "needed_noisiest_cell": n_worst,
+                          "needed_all_tests_holm": n_all})
+    if not t.rows:
+        t.notes.append("no cell has two or more launches on any side: the spread between "
+                       "launches is unknown; run at least 3 interleaved launches per side "
+                       "and ask again")
+    return t
