@@ -1,0 +1,101 @@
+"""Synthetic launches for checking the inference end to end (tests, bench/bench_inference.py,
+the sequential `repeats = "auto"` rule).
+
+Model of one variant's launch L at message size s (logs):
+
+    log sample = log mu_s + effect + u_L + v_L,s + e
+
+u_L ~ N(0, sigma_L) is the launch's own offset, shared by every size it measures (one core
+launch measures all sizes); v_L,s ~ N(0, sigma_L / 2) the part of the launch effect specific
+to a size; e ~ N(0, within) the sample noise inside the launch (n_samples per launch, drawn
+from a range, so adaptive stopping's unequal counts are there too). Launches go through the
+project's own Store -> load_cells -> compare_groups path.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from mpibench import stats
+from mpibench.store import Store
+
+
+def launch_rows(rng: np.random.Generator, sizes: Sequence[int], *, sigma_l: float,
+                within: float, effect: float = 0.0, n_samples: tuple[int, int] = (100, 500),
+                benchmark: str = "PingPong") -> list[dict]:
+    """The result rows of one launch (core-record shaped: summary + samples)."""
+    u = rng.normal(0.0, sigma_l)
+    rows = []
+    for s in sizes:
+        mu = math.log(0.3 + s / 5000.0) + effect + u + rng.normal(0.0, sigma_l / 2)
+        n = int(rng.integers(n_samples[0], n_samples[1] + 1))
+        x = np.exp(mu + rng.normal(0.0, within, n))
+        rows.append({"benchmark": benchmark, "size": int(s), "np": 2, "samples": x,
+                     **stats.summarize(x)})
+    return rows
+
+
+def build_store(path: str | Path, rng: np.random.Generator, *, launches: int | tuple[int, int],
+                sigma_l: float, within: float = 0.02, effect: float = 0.0,
+                sizes: Sequence[int] = tuple(2 ** k for k in range(20)),
+                n_samples: tuple[int, int] = (100, 500)) -> tuple[Store, dict[str, list[str]]]:
+    """Variants 'a' (baseline) and 'b' (times x exp(-effect): b better by effect in logs),
+    launches interleaved a, b, a, b, ...; returns the store and {set: run ids}."""
+    na, nb = (launches, launches) if isinstance(launches, int) else launches
+    store = Store(path)
+    cid = store.add_campaign("sim")
+    groups: dict[str, list[str]] = {"a": [], "b": []}
+    fids = {v: store.add_fingerprint({"stack": "sim"}) for v in groups}
+    seq = 0
+    for i in range(max(na, nb)):
+        for v, n, eff in (("a", na, 0.0), ("b", nb, -effect)):
+            if i >= n:
+                continue
+            rid = f"{v}-{i}"
+            store.create_run(rid, cid, v, grp="core", repeat=i, spec={}, seq=seq,
+                             fingerprint_id=fids[v])
+            store.add_results(rid, launch_rows(rng, sizes, sigma_l=sigma_l, within=within,
+                                               effect=eff, n_samples=n_samples))
+            store.set_run(rid, "done", started=1.7e9 + seq, finished=1.7e9 + seq + 1,
+                          elapsed=1.0)
+            groups[v].append(rid)
+            seq += 1
+    return store, groups
+
+
+def run_compare(path: str | Path, rng: np.random.Generator, **kw):
+    """build_store then the real compare_groups; the store is closed and removed."""
+    from mpibench.report.compare import compare_groups
+
+    store, groups = build_store(path, rng, **kw)
+    try:
+        return compare_groups(store, groups, "a")
+    finally:
+        store.close()
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(str(path) + suffix).unlink(missing_ok=True)
+
+
+def tally(cmps, true_gain: float = 1.0) -> dict[str, float]:
+    """Rates over comparisons: per-cell significant (Holm), family-wise (any cell), verdict
+    better/worse, gain-CI coverage of the true gain, cells tested."""
+    cells = sig = cover = ci_n = fam = verdict = 0
+    for cmp in cmps:
+        ds = [r.deltas["b"] for r in cmp.rows]
+        cells += len(ds)
+        s = sum(d.significant for d in ds)
+        sig += s
+        fam += s > 0
+        verdict += cmp.kinds.get("b") in ("better", "worse")
+        for d in ds:
+            if d.ci_low is not None:
+                ci_n += 1
+                cover += d.ci_low <= true_gain <= d.ci_high
+    n = max(1, len(cmps))
+    return {"comparisons": len(cmps), "cells": cells, "cell_rate": sig / max(1, cells),
+            "familywise": fam / n, "verdict": verdict / n,
+            "coverage": cover / ci_n if ci_n else float("nan")}

@@ -1,0 +1,55 @@
+"""The launch is the unit of replication: simulated launches through the project's real
+Store -> load_cells -> compare_groups path (stats.simulate). Identical variants must come
+out "no difference"; a real difference must be found. Seeded, with tolerances several
+standard errors wide (bench/bench_inference.py prints the full figures)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mpibench import stats
+from mpibench.stats import simulate as S
+
+
+@pytest.fixture(scope="module")
+def aa(tmp_path_factory):
+    """40 A/A comparisons: sigma_L 0.3, 5 launches per side, 20 sizes."""
+    rng = np.random.default_rng(2026)
+    path = tmp_path_factory.mktemp("sim") / "aa.db"
+    return [S.run_compare(path, rng, launches=5, sigma_l=0.3, n_samples=(30, 60))
+            for _ in range(40)]
+
+
+def test_identical_variants_come_out_no_difference(aa):
+    t = S.tally(aa)
+    assert t["cells"] == 800
+    assert t["cell_rate"] <= 0.06          # Holm-significant cells (a pooled test: ~90%)
+    assert t["familywise"] <= 0.15         # comparisons with any significant cell
+    assert t["verdict"] <= 0.15            # "better"/"worse" verdicts
+    assert 0.90 <= t["coverage"] <= 0.99   # the gain CI covers the true gain 1.0
+
+
+def test_the_pooled_test_it_replaces_fails_the_same_data(aa):
+    # the same cells, samples pooled across launches as main did: most cells "significant"
+    cmp = aa[0]
+    pooled = [stats.mann_whitney(r.cells["a"].samples, r.cells["b"].samples) for r in cmp.rows]
+    assert np.mean(np.array(pooled) < 0.05) > 0.5
+
+
+def test_a_real_difference_is_found(tmp_path):
+    rng = np.random.default_rng(7)
+    cmps = [S.run_compare(tmp_path / "ab.db", rng, launches=5, sigma_l=0.05,
+                          effect=np.log(1.2), n_samples=(30, 60)) for _ in range(10)]
+    t = S.tally(cmps, true_gain=1.2)
+    assert t["cell_rate"] >= 0.6
+    assert all(c.kinds["b"] == "better" for c in cmps)
+    assert 0.85 <= t["coverage"] <= 1.0
+
+
+def test_one_launch_per_side_decides_nothing(tmp_path):
+    rng = np.random.default_rng(9)
+    cmp = S.run_compare(tmp_path / "one.db", rng, launches=1, sigma_l=0.3,
+                        effect=np.log(1.5), n_samples=(300, 500))
+    assert not any(r.deltas["b"].tested for r in cmp.rows)
+    assert cmp.kinds["b"] == "cannot tell"
