@@ -147,7 +147,7 @@ BAD = [
      "variants.b.hosts", "a list of strings"),
     (BASE.replace("[variants.b]", '[variants."b c"]'), "variants.b c", "no spaces"),
     (BASE.replace('stack = "mpich"', 'stack = "mpich"\nsweep = { np = [2, 2] }'),
-     "variants.b", "produced twice"),
+     "variants.b.sweep.np[1]", "distinct sweep values"),
     (BASE.replace('stack = "mpich"', 'stack = "mpich"\nnp = 8\nnodes = 2\nppn = 2'),
      "variants.b.np", "np <= nodes * ppn"),
     (BASE.replace('stack = "mpich"', 'stack = "mpich"\nsweep = { np = [2, 4] }\n'
@@ -565,3 +565,86 @@ def test_openmpi_map_by_is_kept_beside_ppn():
         "--map-by", "ppr:1:socket"]
     assert map_args(LaunchSpec(np=4, program=[], map_by="socket")) == ["--map-by", "socket"]
     assert map_args(LaunchSpec(np=4, program=[])) == []
+
+
+TWO_GROUPS = """
+[campaign]
+name = "twins"
+repeats = 1
+[variants.a]
+stack = "openmpi"
+[benchmarks.first]
+command = "echo {x}"
+params = { x = [1, 2] }
+[benchmarks.second]
+command = "echo {x}"
+params = { x = [1, 2] }
+"""
+
+
+def test_cell_ids_include_group_name_timeout_and_foms(tmp_path):
+    cells = expand(spec_of(tmp_path, TWO_GROUPS))
+    assert len({c.id for c in cells}) == len(cells) == 4
+    timed = expand(spec_of(tmp_path, TWO_GROUPS.replace(
+        '[benchmarks.second]', '[benchmarks.second]\ntimeout = 5')))
+    assert {c.id for c in timed if c.group.name == "second"}.isdisjoint(
+        c.id for c in cells)
+    fom = expand(spec_of(tmp_path, TWO_GROUPS + 'fom = { name = "v", regex = "([0-9]+)", '
+                                   'unit = "u", better = "higher" }\n'))
+    assert {c.id for c in fom if c.group.name == "second"}.isdisjoint(c.id for c in cells)
+    # the first group's ids are untouched by edits to the second
+    assert {c.id for c in fom if c.group.name == "first"} == \
+        {c.id for c in cells if c.group.name == "first"}
+
+
+@pytest.mark.parametrize("text, key", [
+    ('params = { x = [1, 1] }', "benchmarks.app.params.x[1]"),
+    ('params = { x = ["a", "b", "a"] }', "benchmarks.app.params.x[2]"),
+    ('params = { x = [1, 1], y = [3, 3] }\nzip = { p = ["x", "y"] }', "zip p"),
+])
+def test_duplicate_parameter_values_are_errors(tmp_path, text, key):
+    body = BASE + f'[benchmarks.app]\ncommand = "echo {{x}}"\n{text}\n'
+    with pytest.raises(UsageError, match=re.escape(key)):
+        spec_of(tmp_path, body)
+
+
+def test_zip_may_repeat_a_value_in_distinct_tuples(tmp_path):
+    body = BASE + ('[benchmarks.app]\ncommand = "echo {x} {y}"\n'
+                   'params = { x = [1, 1], y = [2, 3] }\nzip = { p = ["x", "y"] }\n')
+    cells = expand(spec_of(tmp_path, body))
+    assert len({c.id for c in cells}) == len(cells)
+
+
+def test_group_variant_list_without_duplicates(tmp_path):
+    body = BASE.replace('sizes = "0,64"', 'sizes = "0,64"\nvariants = ["a", "a"]')
+    with pytest.raises(UsageError, match=r"variants\[1\].*listed twice"):
+        spec_of(tmp_path, body)
+
+
+def test_runs_stored_under_earlier_ids_are_renamed_not_rerun(tmp_path):
+    """A campaign run by an mpibench whose ids left out the group name keeps its results:
+    the next sync renames the runs instead of adding pending cells beside them."""
+    from mpibench.campaign.plan import legacy_ids
+    from mpibench.campaign.runner import CampaignRunner
+    from mpibench.store import Store
+
+    spec = spec_of(tmp_path, TWO_GROUPS)
+    old = expand(spec, seed=0, legacy=True)
+    assert len({c.id for c in old}) == 2  # the collision: two groups, one id per point
+    with Store(tmp_path / "s.db") as store:
+        cid = store.add_campaign(spec.name, spec.to_dict(), file=str(spec.path))
+        seen = set()
+        for c in old:
+            if c.id in seen:
+                continue
+            seen.add(c.id)
+            store.create_run(c.id, cid, c.variant.name, grp=c.group.name, params=c.params)
+            store.add_results(c.id, [{"benchmark": "app", "metric": "v", "median": 1.0}])
+            store.set_run(c.id, "done")
+        runner = CampaignRunner(spec, store, [])
+        _, cells, _ = runner.sync()
+        ids = {r["id"]: r["status"] for r in store.runs(cid)}
+        assert set(ids) == {c.id for c in cells}
+        firsts = {new for new in legacy_ids(spec)}
+        assert {i for i, s in ids.items() if s == "done"} == firsts
+        assert {r["run_id"] for r in store.results()} == firsts

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mpibench.campaign.spec import CampaignSpec, Group, grid, group_variants
+from mpibench.errors import UsageError
 from mpibench.execute import Variant
 
 
@@ -67,13 +68,16 @@ def _canon(obj: Any) -> bytes:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str).encode()
 
 
-def expand(spec: CampaignSpec, seed: int | None = None) -> list[Cell]:
-    """All cells in run order, seq = position. seed overrides spec.seed for random order."""
+def expand(spec: CampaignSpec, seed: int | None = None, *, legacy: bool = False
+           ) -> list[Cell]:
+    """All cells in run order, seq = position. seed overrides spec.seed for random order.
+    legacy=True gives the ids mpibench gave before they included the group's name, timeout
+    and figures of merit (see legacy_ids); such ids may collide."""
     blocks: list[tuple[int, list[tuple[Variant, Group, dict[str, Any], Any]]]] = []
     prefix = _canon(spec.name) + b"\0"
     for group in spec.groups:
         repeats = group.repeats or spec.repeats
-        gdef = _canon(group.definition())
+        gdef = _canon(group.definition() if legacy else group.identity())
         variants = group_variants(group, spec.variants, spec.variant_base)
         vhash = {v.name: hashlib.sha256(prefix + _canon(v.to_dict()) + b"\0" + gdef + b"\0")
                  for v in variants}
@@ -99,9 +103,37 @@ def expand(spec: CampaignSpec, seed: int | None = None) -> list[Cell]:
                 h2 = h.copy()
                 h2.update(rb)
                 cells.append(Cell("c-" + h2.hexdigest()[:16], 0, v, group, point, rep))
+    if not legacy and len({c.id for c in cells}) != len(cells):
+        _duplicate(cells)
     if spec.order == "random":
         rng = random.Random(seed if seed is not None else spec.seed)
         rng.shuffle(cells)
     for i, cell in enumerate(cells):
         cell.seq = i
     return cells
+
+
+def _duplicate(cells: list[Cell]) -> None:
+    """Two cells with one id would be stored once and launched twice: a campaign that
+    loading let through with two identical cells is refused here, naming both."""
+    seen: dict[str, Cell] = {}
+    for c in cells:
+        if c.id in seen:
+            raise UsageError(f"campaign cells {seen[c.id].label!r} and {c.label!r} are "
+                             "identical (same variant, group and parameters); make them "
+                             "differ or remove one")
+        seen[c.id] = c
+
+
+def legacy_ids(spec: CampaignSpec) -> dict[str, str]:
+    """{id: id an earlier mpibench gave the same cell}, for cells whose id changed when ids
+    came to include the group's name, timeout and figures of merit. A legacy id shared by
+    several cells (the collision that change fixed) goes to the first of them in plan
+    order: that is the cell whose results the store kept."""
+    out: dict[str, str] = {}
+    taken: set[str] = set()
+    for new, old in zip(expand(spec, seed=0), expand(spec, seed=0, legacy=True), strict=True):
+        if new.id != old.id and old.id not in taken:
+            out[new.id] = old.id
+            taken.add(old.id)
+    return out

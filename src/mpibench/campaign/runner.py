@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from mpibench.build import build_component
-from mpibench.campaign.plan import Cell, expand
+from mpibench.campaign.plan import Cell, expand, legacy_ids
 from mpibench.campaign.spec import CampaignSpec, Group, group_variants, substitute
 from mpibench.errors import UsageError
 from mpibench.execute import (
@@ -183,6 +183,14 @@ class CampaignRunner:
             cid = self.store.add_campaign(spec.name, sdict, file=str(spec.path))
             known = dict(self.store.db.execute("SELECT id, seq FROM runs WHERE campaign_id=?",
                                                (cid,)).fetchall())
+            if known and any(c.id not in known for c in cells):
+                # cells an earlier mpibench stored under ids without the group's name,
+                # timeout and figures of merit keep their runs and results
+                renames = [(old, new) for new, old in legacy_ids(spec).items()
+                           if old in known and new not in known]
+                if renames and self.store.rename_runs(renames):
+                    known = dict(self.store.db.execute(
+                        "SELECT id, seq FROM runs WHERE campaign_id=?", (cid,)).fetchall())
             self.store.create_runs(self._new_runs(cid, [c for c in cells
                                                         if c.id not in known]))
             # an edited file may reorder cells: keep seq in step with this plan

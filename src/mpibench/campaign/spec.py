@@ -7,6 +7,7 @@ The complete reference is docs/campaigns.md.
 from __future__ import annotations
 
 import itertools
+import json
 import re
 import shlex
 import tomllib
@@ -83,8 +84,17 @@ class Group:
     variants: list[str] | None = None
     repeats: int | None = None
 
+    def identity(self) -> dict[str, Any]:
+        """What the cell id hashes: what is measured, and what makes this group's cells
+        distinct from another group's with the same definition (its name, its own timeout,
+        its figures of merit). The campaign-wide timeout is a bound, not part of it."""
+        ident = self.definition()
+        ident.update(group=self.name, timeout=self.timeout,
+                     foms=[f.to_dict() for f in self.foms])
+        return ident
+
     def definition(self) -> dict[str, Any]:
-        """What the cell id hashes: what is measured, not how it is judged or bounded."""
+        """What is measured (ids before schema 2 hashed only this; see plan.legacy_ids)."""
         if self.kind == "core":
             return {"kind": "core", "benchmarks": self.benchmarks, "sizes": self.sizes,
                     "options": self.options}
@@ -381,6 +391,31 @@ def grid(params: dict[str, list[Any]], zips: dict[str, list[str]]) -> list[dict[
     return out
 
 
+def _distinct(c: _Ctx, key: str, params: dict[str, list[Any]], zips: dict[str, list[str]],
+              what: str) -> None:
+    """Repeated values would give two cells one id (one would be stored, the launch run
+    twice): a value repeated on an axis, or a tuple repeated in a zip, is an error."""
+    zipped = {m for members in zips.values() for m in members}
+    for name, values in params.items():
+        if name in zipped:
+            continue
+        seen: dict[str, int] = {}
+        for i, v in enumerate(values):
+            k = json.dumps(v, sort_keys=True, default=str)
+            if k in seen:
+                c.fail(f"{key}.{name}[{i}]", f"{_show(v)} repeats {key}.{name}[{seen[k]}]",
+                       f"distinct {what} values (raise repeats to measure a point again)")
+            seen[k] = i
+    for zname, members in zips.items():
+        seen_t: dict[str, int] = {}
+        for i, vals in enumerate(zip(*(params[m] for m in members), strict=True)):
+            k = json.dumps(vals, sort_keys=True, default=str)
+            if k in seen_t:
+                c.fail(f"{key}: zip {zname}", f"entry {i} {_show(vals)} repeats entry "
+                       f"{seen_t[k]}", "distinct combinations")
+            seen_t[k] = i
+
+
 def _zips(c: _Ctx, key: str, value: Any, axes: dict[str, list[Any]], what: str
           ) -> dict[str, list[str]]:
     """Named zips: {name = [axis, axis, ...]}; the axes advance together (equal lengths)."""
@@ -438,6 +473,7 @@ def _variants(c: _Ctx, key: str, name: str, d: dict[str, Any]) -> list[Variant]:
             c.fail(f"{key}.{extra}", "given without a sweep",
                    f"a sweep table whose keys the {extra} names")
     zips = _zips(c, f"{key}.zip", d.get("zip", {}), axes, "sweep key")
+    _distinct(c, f"{key}.sweep", axes, zips, "sweep")
     rules = d.get("exclude", [])
     if not isinstance(rules, list):
         c.fail(f"{key}.exclude", f"got {_show(rules)}",
@@ -587,6 +623,9 @@ def _group(c: _Ctx, key: str, name: str, gdef: Any, path: Path, variants: list[V
         g.repeats = c.integer(gdef["repeats"], f"{key}.repeats")
     if "variants" in gdef:
         g.variants = c.str_list(gdef["variants"], f"{key}.variants")
+        for i, vn in enumerate(g.variants):
+            if vn in g.variants[:i]:
+                c.fail(f"{key}.variants[{i}]", f"{vn!r} is listed twice", "distinct names")
         for vn in g.variants:
             if vn not in variant_names:
                 c.fail(f"{key}.variants", f"unknown variant {vn!r}",
@@ -624,6 +663,7 @@ def _group(c: _Ctx, key: str, name: str, gdef: Any, path: Path, variants: list[V
             c.fail(pkey, "empty list", "a value or a non-empty list of values")
         g.params[pk] = [_scalar(c, x, f"{pkey}[{i}]") for i, x in enumerate(values)]
     g.zips = _zips(c, f"{key}.zip", gdef.get("zip", {}), g.params, "parameter")
+    _distinct(c, f"{key}.params", g.params, g.zips, "parameter")
     names = set(g.params) | set(BUILTIN_PLACEHOLDERS)
     g.command_text = gdef["command"] if isinstance(gdef["command"], str) else ""
     g.command = split_template(c, gdef["command"], f"{key}.command", names)

@@ -7,7 +7,7 @@ import json
 from collections import defaultdict
 from typing import Any
 
-from mpibench.campaign.plan import expand
+from mpibench.campaign.plan import expand, legacy_ids
 from mpibench.campaign.runner import LOCAL_JOB_PREFIX
 from mpibench.campaign.spec import CampaignSpec
 from mpibench.errors import UsageError
@@ -45,6 +45,10 @@ def status(store: Store, spec: CampaignSpec) -> dict[str, Any]:
         (camp["id"],)).fetchall()
     # cells of an earlier version of the file stay in the store (their results are real)
     # but are not part of this campaign's progress
+    stored = {r["id"] for r in runs}
+    if current - stored:
+        # a campaign an earlier mpibench ran: its cells' old ids (the next run renames them)
+        current |= {old for new, old in legacy_ids(spec).items() if new not in stored}
     obsolete = sum(1 for r in runs if r["id"] not in current)
     runs = [r for r in runs if r["id"] in current]
     groups: dict[tuple[str, str], dict[str, Any]] = {}

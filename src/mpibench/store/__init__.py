@@ -383,6 +383,22 @@ class Store:
         )
         return len(rows)
 
+    def rename_runs(self, pairs: Iterable[tuple[str, str]]) -> int:
+        """Give runs new ids ((old, new) pairs), with their results, import records and
+        profiles, in the caller's transaction (or one of its own). Returns how many runs
+        were renamed; an old id that is absent, or a new id already taken, is skipped."""
+        n = 0
+        with nullcontext() if self.db.in_transaction else self.transaction():
+            self.db.execute("PRAGMA defer_foreign_keys=ON")  # results point at the old id
+            for old, new in pairs:
+                cur = self.db.execute("UPDATE OR IGNORE runs SET id=? WHERE id=?", (new, old))
+                if cur.rowcount != 1:
+                    continue
+                n += 1
+                for table in ("results", "imports", "profiles"):
+                    self.db.execute(f"UPDATE {table} SET run_id=? WHERE run_id=?", (new, old))
+        return n
+
     def delete_results(self, run_id: str) -> None:
         self.db.execute("DELETE FROM results WHERE run_id=?", (run_id,))
 
