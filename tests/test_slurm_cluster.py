@@ -91,8 +91,37 @@ poll_max_interval = 2
 # the site-style example, shrunk in size only (one repeat, two sizes)
 SITE_TOML = ((EXAMPLES / "slurm.toml").read_text().replace("repeats = 3", "repeats = 1")
              .replace('sizes = "0:16"', 'sizes = "0,1K"'))
+# Open MPI's mpirun over the two nodes of one host, with a memory request the nodes hold:
+# each rank prints the cores it may run on (both on core 0 before the shared-host fix)
+BIND_TOML = """
+[campaign]
+name = "slurm-bind"
+repeats = 1
+timeout = 60
+verify_transport = false
+
+[variants.ompi]
+stack = "openmpi"
+transport = "tcp"
+nodes = 2
+ppn = 1
+
+[benchmarks.where]
+command = "bash -c 'echo rank $OMPI_COMM_WORLD_RANK $(grep Cpus_allowed_list /proc/self/status)'"
+
+[scheduler]
+name = "slurm"
+partition = "debug"
+mem = "100M"
+time_limit = "00:02:00"
+poll_interval = 1
+poll_max_interval = 2
+"""
+# more memory than any node has: refused, and the reason says why
+MEM_TOML = (BIND_TOML.replace('name = "slurm-bind"', 'name = "slurm-mem"')
+            .replace('mem = "100M"', 'mem = "64T"'))
 CAMPAIGNS = ("slurm-local", "slurm-timeout", "pbs-local", "slurm-hostile", "pbs-timeout",
-             "slurm-setup", "slurm")
+             "slurm-setup", "slurm", "slurm-bind", "slurm-mem")
 pytestmark = pytest.mark.slurm
 
 
@@ -113,7 +142,7 @@ def campaigns(slurm_cluster, tmp_path_factory):  # noqa: F811
     inline = {"slurm-hostile": HOSTILE_TOML.replace(
                   "{evil}", json.dumps(HOSTILE.format(marker=marker))),
               "pbs-timeout": PBS_TIMEOUT_TOML, "slurm-setup": SETUP_TOML,
-              "slurm": SITE_TOML}
+              "slurm": SITE_TOML, "slurm-bind": BIND_TOML, "slurm-mem": MEM_TOML}
     for name in CAMPAIGNS:
         d = base / name
         d.mkdir()
@@ -172,6 +201,35 @@ def test_two_stacks_one_and_two_nodes(campaigns):
     assert placed["ompi[nodes=2]"] == ["", "rank 0 on n1", "rank 1 on n2"]
     one = placed["ompi[nodes=1]"]
     assert one[1:] in (["rank 0 on n1", "rank 1 on n1"], ["rank 0 on n2", "rank 1 on n2"])
+
+
+def test_two_nodes_on_one_host_do_not_share_a_core_and_mem_is_granted(campaigns):
+    res, rows = campaigns["slurm-bind"]
+    assert res.ok, res.stderr[-2000:]
+    (run,) = rows
+    assert run["status"] == "done", run["reason"]
+    run_dir = campaigns["files"]["slurm-bind"].parent / "runs" / run["id"]
+    lines = sorted((run_dir / "stdout.txt").read_text().split("\n"))
+    allowed = [ln.split("Cpus_allowed_list:")[1].strip() for ln in lines if "Cpus_allowed" in ln]
+    assert len(allowed) == 2
+    # Open MPI's default would pin each node's rank to its core 0: the same core
+    assert not (allowed[0] == allowed[1] and "-" not in allowed[0] and "," not in allowed[0])
+    assert (run_dir / "shared_host").read_text().startswith("2 nodes on 1 host")
+    con = sqlite3.connect(campaigns["files"]["slurm-bind"].parent / "mpibench.db")
+    fp = json.loads(con.execute("SELECT f.json FROM fingerprints f JOIN runs r ON "
+                                "r.fingerprint_id = f.id").fetchone()[0])
+    con.close()
+    assert fp["binding"] == "none (nodes share a host)"
+
+
+def test_refused_memory_request_says_what_was_asked_and_what_nodes_have(campaigns):
+    res, rows = campaigns["slurm-mem"]
+    assert res.returncode == 1
+    (run,) = rows
+    assert run["status"] == "failed"
+    assert "Memory specification can not be satisfied" in run["reason"]
+    assert "scheduler.mem = '64T' asks for more per node, but the nodes of partition debug " \
+           "have at most" in run["reason"], run["reason"]
 
 
 def test_cell_over_its_slurm_time_limit_is_a_timeout(campaigns):

@@ -166,11 +166,19 @@ def cell_fingerprint(cmd: CellCommand, header: Mapping[str, Any] | None = None
     return fingerprint.collect(
         stack=cmd.stack.to_dict(), launcher_argv=cmd.fingerprint_argv, env=env,
         hosts=header.get("hosts"), ranks_per_host=header.get("ranks_per_host"),
-        binding=cmd.variant.bind,
+        binding=cmd.variant.bind or _shared_host_binding(cmd),
         extra={"np": cmd.variant.np, "transport_requested": cmd.variant.transport,
                "library_version_runtime": header.get("mpi_library_version"),
                **core_fingerprint(header)},
     )
+
+
+def _shared_host_binding(cmd: CellCommand) -> str | None:
+    """A batch step whose allocation put several nodes on one host ran Open MPI without its
+    default binding (schedulers.slurm.shared_host_lines): the fingerprint says so."""
+    if cmd.stack.kind == "openmpi" and (cmd.run_dir / "shared_host").exists():
+        return "none (nodes share a host)"
+    return None
 
 
 def core_fingerprint(header: Mapping[str, Any]) -> dict[str, Any]:

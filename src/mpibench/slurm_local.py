@@ -66,6 +66,16 @@ def _cpus() -> int:
     return os.cpu_count() or 1
 
 
+def _node_memory_mb(nodes: int = 2) -> int:
+    """RealMemory per node: this host's memory shared by the slurmd daemons. Without it
+    Slurm gives every node 1 MB and refuses any `--mem`."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // (1 << 20)
+    except (ValueError, OSError, AttributeError):
+        return 1
+    return max(1, int(total * 0.9) // nodes)
+
+
 @dataclass
 class LocalSlurm:
     root: Path
@@ -146,9 +156,9 @@ class LocalSlurm:
             "SchedulerParameters=defer_no,sched_interval=2",
             "SlurmdParameters=config_overrides",
             f"NodeName=n1 NodeHostname=localhost NodeAddr=127.0.0.1 Port={n1_port} "
-            f"CPUs={self.cpus_per_node} State=UNKNOWN",
+            f"CPUs={self.cpus_per_node} RealMemory={_node_memory_mb()} State=UNKNOWN",
             f"NodeName=n2 NodeHostname=localhost NodeAddr=127.0.0.1 Port={n2_port} "
-            f"CPUs={self.cpus_per_node} State=UNKNOWN",
+            f"CPUs={self.cpus_per_node} RealMemory={_node_memory_mb()} State=UNKNOWN",
             f"PartitionName={self.partition} Nodes=n1,n2 Default=YES MaxTime=INFINITE "
             "State=UP OverSubscribe=NO",
         ]

@@ -28,6 +28,15 @@ else
   hostname >'/scratch/camp aign/runs/c-0123456789abcdef/hostfile'
 fi
 export MPIBENCH_HOSTFILE='/scratch/camp aign/runs/c-0123456789abcdef/hostfile'
+# nodes of this allocation that are one host: no default core binding (see docs)
+if [ -n "${SLURM_JOB_NODELIST:-}" ] && command -v scontrol >/dev/null; then
+  mb_nodes=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | wc -l)
+  mb_hosts=$(scontrol show node -o "$SLURM_JOB_NODELIST" 2>/dev/null | sed -n 's/.*NodeHostName=\([^ ]*\).*/\1/p' | sort -u | wc -l)
+  if [ "$mb_nodes" -gt 1 ] && [ "$mb_hosts" -ge 1 ] && [ "$mb_hosts" -lt "$mb_nodes" ]; then
+    export OMPI_MCA_hwloc_base_binding_policy="${OMPI_MCA_hwloc_base_binding_policy:-none}"
+    for mb_f in '/scratch/camp aign/runs/c-0123456789abcdef/shared_host'; do mkdir -p "$(dirname "$mb_f")" && echo "$mb_nodes nodes on $mb_hosts host(s)" >"$mb_f"; done
+  fi
+fi
 module load openmpi/4.1.4
 module load 'ucx/1.15 (site)'
 # cell c-0123456789abcdef

@@ -77,7 +77,9 @@ class SchedulerSettings:
     exclusive: bool = False
     extra_directives: list[str] = field(default_factory=list)  # verbatim '#SBATCH ...' etc.
     job_name_prefix: str = "mpibench"
-    max_jobs_in_flight: int = 50
+    # one job at a time by default: jobs of different variants running together on the
+    # same nodes measure each other, and the interleaved order means nothing
+    max_jobs_in_flight: int = 1
     group_cells: int = 1  # cells of one variant per job (1 = one job per cell)
     poll_interval_s: float = 5.0  # first poll delay; backs off up to poll_max_interval_s
     poll_max_interval_s: float = 60.0
