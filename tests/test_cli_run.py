@@ -171,4 +171,50 @@ def test_a_name_given_again_adds_launches_and_never_doubles_a_runs_rows(tmp_path
     per_run = con.execute("SELECT run_id, benchmark, size, COUNT(*) FROM results "
                           "GROUP BY run_id, benchmark, size").fetchall()
     assert len(per_run) == 4 and all(n == 1 for *_, n in per_run), per_run
-    assert len({p.name for p in (tmp_path / "mpibench-runs" / "same").iterdir()}) == 2
+    launch_dirs = (tmp_path / "mpibench-runs" / "same" / "runs").glob("c-*")
+    assert len({p.name for p in launch_dirs}) == 2
+
+
+@pytest.mark.mpi
+def test_run_verifies_the_transport_and_resumes_after_a_kill(tmp_path):
+    """`mpibench run` goes through the campaign runner: the transport is checked with the
+    stack's diagnostics, and after a SIGKILL the same command runs only what is unfinished."""
+    import signal
+    import time
+
+    args = ["run", "PingPong", "--stack", "openmpi", "--transport", "shm", "--sizes", "0,8",
+            "--max-time", "0.02", "--repeats", "4", "--timeout", "30", "--name", "killed"]
+    db = tmp_path / "mpibench.db"
+    proc = subprocess.Popen([*MPIBENCH, *args], cwd=tmp_path, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    done_before: dict[str, float] = {}
+    try:
+        deadline = time.monotonic() + MPI_TIMEOUT
+        while time.monotonic() < deadline and proc.poll() is None:
+            if db.exists():
+                try:
+                    con = sqlite3.connect(db, timeout=5)
+                    done_before = dict(con.execute(
+                        "SELECT id, finished FROM runs WHERE status='done'").fetchall())
+                    con.close()
+                except sqlite3.OperationalError:  # the harness is creating the schema
+                    pass
+            if done_before:
+                break
+            time.sleep(0.05)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    assert done_before, "no launch finished before the harness was killed"
+    res = mpibench(*args, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]
+    con = sqlite3.connect(db)
+    rows = con.execute("SELECT id, status, finished, transport_actual FROM runs").fetchall()
+    assert len(rows) == 4, rows  # the same four launches, none added, none lost
+    assert all(status == "done" for _, status, _, _ in rows), rows
+    for rid, finished in done_before.items():  # a finished launch is never run again
+        assert dict((r[0], r[2]) for r in rows)[rid] == finished
+    # verified with Open MPI's own diagnostics: shared memory carried the traffic
+    assert {actual for *_, actual in rows} and all(a and "shm" in a or "vader" in a
+                                                   for *_, a in rows), rows

@@ -75,6 +75,8 @@ def expand(spec: CampaignSpec, seed: int | None = None, *, legacy: bool = False
     and figures of merit (see legacy_ids); such ids may collide."""
     blocks: list[tuple[int, list[tuple[Variant, Group, dict[str, Any], Any]]]] = []
     prefix = _canon(spec.name) + b"\0"
+    if spec.instance:  # an ad-hoc run's invocation (campaign/adhoc.py); files have none
+        prefix += _canon(spec.instance) + b"\0"
     for group in spec.groups:
         repeats = group.repeats or spec.repeats
         gdef = _canon(group.definition() if legacy else group.identity())

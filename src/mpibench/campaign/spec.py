@@ -129,6 +129,8 @@ class CampaignSpec:
     power_per_node_w: int | float | None = None
     # expanded variant name -> (line rate as written, bits per second)
     line_rates: dict[str, tuple[str, float]] = field(default_factory=dict)
+    # set by `mpibench run` (campaign/adhoc.py): one invocation's launches are its own cells
+    instance: str = ""
 
     @property
     def directory(self) -> Path:
@@ -140,6 +142,7 @@ class CampaignSpec:
         return {"format": FORMAT_VERSION, "name": self.name, "repeats": self.repeats,
                 "order": self.order, "seed": self.seed, "timeout": self.timeout,
                 "verify_transport": self.verify_transport,
+                **({"instance": self.instance} if self.instance else {}),
                 "price_per_node_hour": self.price_per_node_hour,
                 "power_per_node_w": self.power_per_node_w,
                 "variants": [{**v.to_dict(), **self.judging(v.name)} for v in self.variants],

@@ -26,7 +26,6 @@ from mpibench.execute import (
     check_core_options,
     root_env_notice,
 )
-from mpibench.quickrun import execute_plan, make_plan
 from mpibench.store import Store
 from mpibench.transports import all_transport_names
 
@@ -193,30 +192,58 @@ def run(args) -> int:
 
 
 def run_variants(args, variants, benchmarks, sizes_spec, n_sizes, name, *, opts: dict):
-    """`opts`: the checked core options, core_options_from_args(args)."""
+    """Run the variants as an in-memory campaign (campaign/adhoc.py) through the campaign
+    runner: transports verified, crash- and Ctrl-C-safe, resumed by the same command.
+    `opts`: the checked core options, core_options_from_args(args)."""
+    from mpibench.campaign.adhoc import adhoc_campaign, check_variants, instance_for
+    from mpibench.campaign.plan import expand
+    from mpibench.campaign.runner import CampaignRunner
+
     con = err_console()
     found = discover_from_args(args)
     timeout = args.launch_timeout or default_launch_timeout(benchmarks, n_sizes, opts)
-    plan = make_plan(variants, found, benchmarks, sizes_spec, opts, args.repeats, timeout,
-                     on_build=lambda s: con.print(f"building mpibench-core for {s.name} "
-                                                  f"({s.mpicc})"))
-    notice = root_env_notice() if any(s.kind == "openmpi" for s in plan.stacks.values()) \
+    stacks = check_variants(variants, found)
+    run_root = Path(args.out) if args.out else Path("mpibench-runs") / name
+    spec = adhoc_campaign(name, variants, benchmarks, sizes_spec, opts, args.repeats, timeout,
+                          run_root, instance="")
+    notes: list[str] = []
+    runner = CampaignRunner(spec, None, found, log=notes.append)
+    for s in stacks.values():
+        con.print(f"mpibench-core for {s.name} ({s.mpicc}): checking the build cache")
+    runner.check()  # the core builds before the store is touched
+    notice = root_env_notice() if any(s.kind == "openmpi" for s in stacks.values()) \
         else None
     if notice:
         con.print(notice)
-    run_root = Path(args.out) if args.out else Path("mpibench-runs") / name
     store_path = Path(args.db)
     with Store(store_path) as store, Progress(
         TextColumn("[bold]{task.description}"), BarColumn(),
         TextColumn("{task.completed}/{task.total} launches"), TimeElapsedColumn(),
         TextColumn("eta"), TimeRemainingColumn(), console=con, transient=True,
     ) as bar:
-        task = bar.add_task("starting", total=len(plan.order))
+        spec.instance = instance_for(store, name, run_root)
+        cells = expand(spec)
+        task = bar.add_task("starting", total=len(cells))
 
         def progress(done: int, total: int, what: str) -> None:
             bar.update(task, completed=done, description=what)
 
-        groups = execute_plan(plan, store, run_root, name, progress)
+        runner.store, runner.progress = store, progress
+        try:
+            summary = runner.run(checked=True)
+        except KeyboardInterrupt:
+            bar.stop()
+            con.print(f"interrupted: the launches not finished are left pending; the same "
+                      f"command with --name {name} resumes them")
+            raise
+    for msg in notes:
+        con.print(msg)
+    if summary.recovered or summary.skipped:
+        con.print(f"resumed comparison {name!r}: {summary.skipped} launch(es) were already "
+                  "done")
+    groups: dict[str, list[str]] = {v.name: [] for v in variants}
+    for cell in cells:
+        groups[cell.variant.name].append(cell.id)
     con.print(f"results: {store_path} (comparison {name!r}); raw output: {run_root}/")
     return groups, store_path
 

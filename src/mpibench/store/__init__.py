@@ -427,6 +427,15 @@ class Store:
             "SELECT * FROM campaigns WHERE name=? ORDER BY id DESC", (name_or_id,)
         ).fetchone()
 
+    def unfinished_instance(self, name: str, file: str) -> str | None:
+        """The instance (spec_json's "instance") of campaign (name, file) when some of its
+        runs are not final: an ad-hoc run that was interrupted (campaign/adhoc.py)."""
+        row = self.db.execute(
+            "SELECT json_extract(c.spec_json, '$.instance') FROM campaigns c WHERE c.name=? "
+            "AND c.file IS ? AND EXISTS (SELECT 1 FROM runs r WHERE r.campaign_id=c.id AND "
+            "r.status IN ('pending', 'running'))", (name, file)).fetchone()
+        return row[0] if row and row[0] else None
+
     def campaigns(self) -> list[sqlite3.Row]:
         return self.db.execute("SELECT * FROM campaigns ORDER BY id").fetchall()
 
