@@ -6,7 +6,7 @@ Model of one variant's launch L at message size s (logs):
     log sample = log mu_s + effect + u_L + v_L,s + e
 
 u_L ~ N(0, sigma_L) is the launch's own offset, shared by every size it measures (one core
-launch measures all sizes); v_L,s ~ N(0, sigma_L / 2) the part of the launch effect specific
+launch measures all sizes); v_L,s ~ N(0, size_part x sigma_L) (default half) the part of the launch effect specific
 to a size; e ~ N(0, within) the sample noise inside the launch (n_samples per launch, drawn
 from a range, so adaptive stopping's unequal counts are there too). Launches go through the
 project's own Store -> load_cells -> compare_groups path.
@@ -26,12 +26,13 @@ from mpibench.store import Store
 
 def launch_rows(rng: np.random.Generator, sizes: Sequence[int], *, sigma_l: float,
                 within: float, effect: float = 0.0, n_samples: tuple[int, int] = (100, 500),
-                benchmark: str = "PingPong") -> list[dict]:
-    """The result rows of one launch (core-record shaped: summary + samples)."""
+                benchmark: str = "PingPong", size_part: float = 0.5) -> list[dict]:
+    """The result rows of one launch (core-record shaped: summary + samples). size_part:
+    the sd of the size-specific launch effect as a fraction of sigma_l."""
     u = rng.normal(0.0, sigma_l)
     rows = []
     for s in sizes:
-        mu = math.log(0.3 + s / 5000.0) + effect + u + rng.normal(0.0, sigma_l / 2)
+        mu = math.log(0.3 + s / 5000.0) + effect + u + rng.normal(0.0, sigma_l * size_part)
         n = int(rng.integers(n_samples[0], n_samples[1] + 1))
         x = np.exp(mu + rng.normal(0.0, within, n))
         rows.append({"benchmark": benchmark, "size": int(s), "np": 2, "samples": x,
@@ -42,7 +43,8 @@ def launch_rows(rng: np.random.Generator, sizes: Sequence[int], *, sigma_l: floa
 def build_store(path: str | Path, rng: np.random.Generator, *, launches: int | tuple[int, int],
                 sigma_l: float, within: float = 0.02, effect: float = 0.0,
                 sizes: Sequence[int] = tuple(2 ** k for k in range(20)),
-                n_samples: tuple[int, int] = (100, 500)) -> tuple[Store, dict[str, list[str]]]:
+                n_samples: tuple[int, int] = (100, 500), size_part: float = 0.5
+                ) -> tuple[Store, dict[str, list[str]]]:
     """Variants 'a' (baseline) and 'b' (times x exp(-effect): b better by effect in logs),
     launches interleaved a, b, a, b, ...; returns the store and {set: run ids}."""
     na, nb = (launches, launches) if isinstance(launches, int) else launches
@@ -59,7 +61,8 @@ def build_store(path: str | Path, rng: np.random.Generator, *, launches: int | t
             store.create_run(rid, cid, v, grp="core", repeat=i, spec={}, seq=seq,
                              fingerprint_id=fids[v])
             store.add_results(rid, launch_rows(rng, sizes, sigma_l=sigma_l, within=within,
-                                               effect=eff, n_samples=n_samples))
+                                               effect=eff, n_samples=n_samples,
+                                               size_part=size_part))
             store.set_run(rid, "done", started=1.7e9 + seq, finished=1.7e9 + seq + 1,
                           elapsed=1.0)
             groups[v].append(rid)
