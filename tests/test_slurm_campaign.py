@@ -485,10 +485,10 @@ def test_looking_up_a_lost_submission_prepares_no_cell(tmp_path, found_stacks, c
 
     with Store(tmp_path / "m.db") as store:
         runner = CampaignRunner(spec, store, found_stacks, scheduler=sched, verify=True)
-        _, cells, _ = runner.sync()
+        cid, cells, _ = runner.sync()
         monkeypatch.setattr(runner, "prepare", refuse)
         monkeypatch.setattr(runner, "_probe_step", refuse)
-        reset, reattach = runner.recover(cells)
+        reset, reattach = runner.recover(cells, cid)
     assert (reset, reattach) == (0, [("1000", [c.id for c in cells])])
     assert [n for n, _ in sched.lookups] == [sched.requests[0].name]
     assert sched.requests[0].name.endswith("+1")

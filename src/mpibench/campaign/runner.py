@@ -103,6 +103,7 @@ class CampaignRunner:
         self.runs_root = spec.directory / "runs"
         self._profiles: dict[str, Any] = {}
         self._lock_fh = None
+        self.harness = harness_token()
 
     # -- checks that need the machine ---------------------------------------------------
     def check(self) -> None:
@@ -179,6 +180,8 @@ class CampaignRunner:
         cells = expand(spec, seed=seed)
         sdict = spec.to_dict()
         sdict["seed"] = seed
+        if row is None and cells:
+            self._adopt_moved(cells[0].id)
         with self.store.transaction():
             cid = self.store.add_campaign(spec.name, sdict, file=str(spec.path))
             known = dict(self.store.db.execute("SELECT id, seq FROM runs WHERE campaign_id=?",
@@ -191,8 +194,9 @@ class CampaignRunner:
                 if renames and self.store.rename_runs(renames):
                     known = dict(self.store.db.execute(
                         "SELECT id, seq FROM runs WHERE campaign_id=?", (cid,)).fetchall())
-            self.store.create_runs(self._new_runs(cid, [c for c in cells
-                                                        if c.id not in known]))
+            fresh = [c for c in cells if c.id not in known]
+            if self.store.create_runs(self._new_runs(cid, fresh)) != len(fresh):
+                self._foreign_cells(cid, fresh)  # raises; the transaction rolls back
             # an edited file may reorder cells: keep seq in step with this plan
             self.store.db.executemany("UPDATE runs SET seq=? WHERE id=?",
                                       [(c.seq, c.id) for c in cells
@@ -200,6 +204,31 @@ class CampaignRunner:
             if known:
                 self._refresh_judging(cid, json.loads(row["spec_json"]) if row else {})
         return cid, cells, seed
+
+    def _adopt_moved(self, cell_id: str) -> None:
+        """A campaign whose file moved (with its store) is the same campaign: its row is
+        re-pointed at the new path, so its cells are not refused as another campaign's."""
+        owner = self.store.campaign_of_run(cell_id)
+        if (owner is not None and owner["name"] == self.spec.name and owner["file"]
+                and self.spec.path.exists()
+                and not Path(owner["file"]).exists()):
+            self.store.set_campaign_file(owner["id"], str(self.spec.path))
+            self.log(f"campaign {self.spec.name!r} moved from {owner['file']}; its cells "
+                     "and results follow it")
+
+    def _foreign_cells(self, cid: int, fresh: list[Cell]) -> None:
+        """Cell ids already stored under another campaign: a copy of a campaign (file or
+        directory) sharing a store with the original. Its cells would be the original's
+        rows: refused, nothing written."""
+        for c in fresh:
+            owner = self.store.campaign_of_run(c.id)
+            if owner is not None and owner["id"] != cid:
+                raise UsageError(
+                    f"{self.spec.path}: cell {c.id} ({c.label}) is already in the store "
+                    f"{self.store.path} under campaign {owner['name']!r} of {owner['file']} "
+                    "(a copy of that campaign?); give this one its own --db or another "
+                    "campaign name")
+        raise UsageError(f"{self.spec.path}: some cells could not be stored (ids taken)")
 
     def _new_runs(self, cid: int, cells: list[Cell]) -> Iterator[dict[str, Any]]:
         """Rows for Store.create_runs. A big campaign is a few variant x group blobs repeated
@@ -252,17 +281,22 @@ class CampaignRunner:
         return self.runs_root / cell.id
 
     # -- recovery -----------------------------------------------------------------------
-    def recover(self, cells: list[Cell]) -> tuple[int, list[tuple[str, list[str]]]]:
-        """Reset running cells left by a dead harness; return (reset count, batch jobs to
-        re-attach as (job_id, [cell ids]))."""
+    def recover(self, cells: list[Cell], cid: int) -> tuple[int, list[tuple[str, list[str]]]]:
+        """Reset this campaign's running cells left by a dead harness; return (reset count,
+        batch jobs to re-attach as (job_id, [cell ids])). Another campaign's cells (one store
+        shared by several campaigns, or a copied campaign directory), and cells a live
+        harness on this host holds, are never touched."""
         by_id = {c.id: c for c in cells}
         reset = 0
         jobs: dict[str, list[str]] = {}
         unsure: dict[str, list] = {}  # job script -> cells submitted together, no job id
         kill_orphans(self.runs_root / "_verify")  # a probe of a dead harness
-        for row in self.store.db.execute("SELECT id, job_id, run_dir, job_script, started "
-                                         "FROM runs WHERE status='running'").fetchall():
+        for row in self.store.runs(campaign_id=cid, status="running"):
             if row["id"] not in by_id:
+                continue
+            holder = row["harness"]
+            if holder and holder != self.harness and harness_alive(holder):
+                self.log(f"cell {row['id']} is held by a live harness ({holder}); left alone")
                 continue
             job = row["job_id"]
             if job and not job.startswith(LOCAL_JOB_PREFIX) and self.scheduler.batch:
@@ -288,7 +322,9 @@ class CampaignRunner:
         return reset, list(jobs.items())
 
     def _reset(self, row) -> None:
-        if row["run_dir"]:
+        # only processes in this campaign's own run directories: a stored run_dir elsewhere
+        # (a copied store or campaign directory) may be another campaign's live launch
+        if row["run_dir"] and _inside(Path(row["run_dir"]), self.runs_root):
             kill_orphans(Path(row["run_dir"]))
         with self.store.transaction():
             self.store.delete_results(row["id"])
@@ -328,7 +364,7 @@ class CampaignRunner:
 
     def _run(self) -> Summary:
         cid, cells, seed = self.sync()
-        reset, reattach = self.recover(cells)
+        reset, reattach = self.recover(cells, cid)
         status = {r["id"]: r["status"] for r in self.store.db.execute(
             "SELECT id, status FROM runs WHERE campaign_id=?", (cid,))}
         redo = ("failed", "timeout") if self.retry_failed else ()
@@ -450,6 +486,7 @@ class CampaignRunner:
         with self.store.transaction():
             self.store.delete_results(cell.id)
             self.store.set_run(cell.id, "running", started=time.time(), run_dir=str(run_dir),
+                               harness=self.harness,
                                argv_json=p.cmd.argv, scheduler=self.scheduler.name,
                                job_id=f"{LOCAL_JOB_PREFIX}{socket.gethostname()}:{os.getpid()}",
                                reason=None, stderr_tail=None, exit_code=None, finished=None,
@@ -683,6 +720,7 @@ class CampaignRunner:
                         self.store.delete_results(p.cell.id)
                         self.store.set_run(p.cell.id, "running", started=time.time(),
                                            argv_json=p.cmd.argv, job_script=script,
+                                           harness=self.harness,
                                            scheduler=self.scheduler.name,
                                            sched_state="submitting", job_id=None)
                 try:
@@ -868,6 +906,38 @@ def reason_line(stderr_tail: str) -> str:
     sentence = re.split(r"(?<=\.)\s", paragraph, maxsplit=1)[0]
     keyed = [ln for ln in banners[0] if re.match(r"^[A-Z][\w ]*:\s+\S", ln)]
     return (sentence + (f" ({keyed[-1]})" if keyed else ""))[:200]
+
+
+def _proc_start(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (/proc/PID/stat field 22): with the
+    PID it names one process, not a later one that reused the PID."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            stat = fh.read()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def harness_token() -> str:
+    """Who holds a running cell: 'host pid start-ticks', stored in runs.harness."""
+    return f"{socket.gethostname()} {os.getpid()} {_proc_start(os.getpid()) or '?'}"
+
+
+def harness_alive(token: str) -> bool:
+    """Whether the harness a token names still runs (False for a token from another host:
+    that cannot be checked from here, and the campaign lock guards a shared directory)."""
+    parts = token.split()
+    if len(parts) != 3 or parts[0] != socket.gethostname() or not parts[1].isdigit():
+        return False
+    return _proc_start(int(parts[1])) == parts[2]
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        return Path(os.path.realpath(path)).is_relative_to(os.path.realpath(root))
+    except OSError:
+        return False
 
 
 def kill_orphans(run_dir: Path) -> list[int]:

@@ -436,6 +436,14 @@ class Store:
             "r.status IN ('pending', 'running'))", (name, file)).fetchone()
         return row[0] if row and row[0] else None
 
+    def campaign_of_run(self, run_id: str) -> sqlite3.Row | None:
+        """The campaign (id, name, file) a run belongs to, or None."""
+        return self.db.execute("SELECT c.id, c.name, c.file FROM runs r JOIN campaigns c "
+                               "ON c.id = r.campaign_id WHERE r.id=?", (run_id,)).fetchone()
+
+    def set_campaign_file(self, campaign_id: int, file: str) -> None:
+        self.db.execute("UPDATE campaigns SET file=? WHERE id=?", (file, campaign_id))
+
     def campaigns(self) -> list[sqlite3.Row]:
         return self.db.execute("SELECT * FROM campaigns ORDER BY id").fetchall()
 
