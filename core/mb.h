@@ -75,6 +75,9 @@ typedef struct mb_bench {
 /* Family tables; NULL-name terminated. */
 extern const mb_bench mb_pt2pt_benches[];
 extern const mb_bench mb_coll_benches[];
+/* All family tables, NULL-terminated (args.c): the driver finds, lists and names benchmarks
+ * only through this. */
+extern const mb_bench *const mb_tables[];
 
 /* Validation patterns shared by the families: a byte that depends on the rank that produced
  * it, its index and the iteration; and a small float for reductions (sums stay exact). */
@@ -99,6 +102,45 @@ void mb_summarise(double *sorted, int64_t n, mb_summary *s);
 int mb_sort_doubles(double *v, int64_t n);
 double mb_quantile(const double *sorted, int64_t n, double q);
 int mb_stats_selftest(void);
+int mb_selftest_report(const char *check, int ok, const char *detail);
+
+/* Stopping and batch growth (stop.c): pure functions of what rank 0 knows after a round, so
+ * --self-test can drive them without MPI.  Why a size stopped is a named reason. */
+enum mb_stop {
+    MB_CONTINUE = 0,     /* keep sampling */
+    MB_STOP_TARGET,      /* the CI of the median is within --target */
+    MB_STOP_MAX_TIME,    /* the per-size budget is spent */
+    MB_STOP_MAX_SAMPLES, /* the sample cap */
+    MB_STOP_ITERATIONS,  /* fixed-count mode: all iterations done */
+    MB_REBATCH,          /* not a stop: batches got too short, grow k and start over */
+    MB_STOP_FUTILE,      /* --futility: the target is out of reach within the budget */
+};
+const char *mb_stop_name(enum mb_stop s); /* JSON spelling; NULL when not a stop */
+
+typedef struct mb_stop_rule {
+    double target_pct; /* --target */
+    double max_time;   /* --max-time, seconds */
+    int64_t min_samples, cap;
+    int futility;
+} mb_stop_rule;
+
+typedef struct mb_progress {
+    int64_t n;                      /* samples so far */
+    double median, ci_low, ci_high; /* the statistic and its 95% CI */
+    int ci_exact;                   /* the CI has its full coverage */
+    double spent;                   /* seconds spent on this size since calibration began */
+} mb_progress;
+
+enum mb_stop mb_adaptive_stop(const mb_stop_rule *rule, const mb_progress *p);
+/* samples in the next adaptive round: a quarter more (at least 8, or up to min_samples),
+ * within the time left (per_sample_s: last round's wall time per sample) and the cap */
+int64_t mb_next_round(const mb_stop_rule *rule, int64_t n, double per_sample_s, double left_s);
+/* the batch-growth rule: k unchanged when a batch of k lasts >= floor_us (or k is at kmax);
+ * else k x (1.5 floor / batch) within [2x, 64x], at most kmax */
+int64_t mb_grow_batch(int64_t k, double batch_us, double floor_us, int64_t kmax);
+/* fixed-count mode: the smallest batch >= k that divides total */
+int64_t mb_fixed_batch(int64_t k, int64_t total);
+int mb_stop_selftest(void);
 
 /* JSON writer (json.c): appends to a growable buffer, written out as one line. */
 typedef struct mb_json {

@@ -102,7 +102,7 @@ static double nrand(uint64_t *st)
     return sqrt(-2.0 * log(urand(st))) * cos(6.283185307179586 * urand(st));
 }
 
-static int report(const char *name, int ok, const char *detail)
+int mb_selftest_report(const char *name, int ok, const char *detail)
 {
     printf("{\"record\":\"selftest\",\"check\":\"%s\",\"ok\":%s,\"detail\":\"%s\"}\n", name,
            ok ? "true" : "false", detail);
@@ -146,7 +146,7 @@ int mb_stats_selftest(void)
         snprintf(d, sizeof d, "n=%lld: got [%lld,%lld] exact=%d, want [%lld,%lld] exact=%d",
                  (long long)tab[i].n, (long long)lo, (long long)hi, ex, (long long)tab[i].lo,
                  (long long)tab[i].hi, tab[i].exact);
-        fails += report("ci_ranks", lo == tab[i].lo && hi == tab[i].hi && ex == tab[i].exact, d);
+        fails += mb_selftest_report("ci_ranks", lo == tab[i].lo && hi == tab[i].hi && ex == tab[i].exact, d);
     }
     /* large n must not underflow into a useless interval */
     {
@@ -155,7 +155,7 @@ int mb_stats_selftest(void)
         double half = (double)(hi - lo) / 2.0, want = 1.96 * sqrt(100000.0) / 2.0;
         snprintf(d, sizeof d, "n=100000: [%lld,%lld] half-width %.1f ranks, normal approx %.1f",
                  (long long)lo, (long long)hi, half, want);
-        fails += report("ci_ranks_large", ex && fabs(half - want) < 3.0, d);
+        fails += mb_selftest_report("ci_ranks_large", ex && fabs(half - want) < 3.0, d);
     }
     const char *names[] = {"uniform", "exponential", "normal", "lognormal"};
     for (int dist = 0; dist < 4; dist++) {
@@ -165,7 +165,7 @@ int mb_stats_selftest(void)
             /* the order-statistic interval is conservative: exact coverage >= 95% */
             snprintf(d, sizeof d, "%s n=%lld coverage %.3f over 2000 trials", names[dist],
                      (long long)ns[k], cov);
-            fails += report("ci_coverage", cov >= 0.935 && cov <= 0.995, d);
+            fails += mb_selftest_report("ci_coverage", cov >= 0.935 && cov <= 0.995, d);
         }
     }
     /* quantiles match numpy's default on a known sample */
@@ -174,7 +174,7 @@ int mb_stats_selftest(void)
         double med = mb_quantile(v, 10, 0.5), p5 = mb_quantile(v, 10, 0.05);
         double p99 = mb_quantile(v, 10, 0.99);
         snprintf(d, sizeof d, "median %.4g p5 %.4g p99 %.4g (numpy: 5.5 1.45 9.91)", med, p5, p99);
-        fails += report("quantiles", fabs(med - 5.5) < 1e-12 && fabs(p5 - 1.45) < 1e-12 &&
+        fails += mb_selftest_report("quantiles", fabs(med - 5.5) < 1e-12 && fabs(p5 - 1.45) < 1e-12 &&
                                          fabs(p99 - 9.91) < 1e-12, d);
     }
     /* stopping rule: a +-1% target on N(100, sd) samples stops near the n the normal theory
@@ -194,8 +194,11 @@ int mb_stats_selftest(void)
                 mb_sort_doubles(y, n);
                 mb_summary s;
                 mb_summarise(y, n, &s);
-                double hw = fmax(s.median - s.ci_low, s.ci_high - s.median) / s.median;
-                if (s.ci_exact && hw <= 0.01) {
+                mb_stop_rule rule = {.target_pct = 1.0, .max_time = 1e9, .min_samples = 1,
+                                     .cap = cap};
+                mb_progress p = {.n = n, .median = s.median, .ci_low = s.ci_low,
+                                 .ci_high = s.ci_high, .ci_exact = s.ci_exact};
+                if (mb_adaptive_stop(&rule, &p) == MB_STOP_TARGET) {
                     stop_n = n;
                     break;
                 }
@@ -203,12 +206,13 @@ int mb_stats_selftest(void)
             double pred = pow(1.96 * 1.2533 * sds[k] / 1.0, 2.0); /* n for 1% of 100 */
             snprintf(d, sizeof d, "sd=%.0f%%: stopped at n=%lld, theory ~%.0f", sds[k],
                      (long long)stop_n, pred);
-            fails += report("stopping", stop_n > 0 && stop_n <= 3.0 * pred + 20 &&
+            fails += mb_selftest_report("stopping", stop_n > 0 && stop_n <= 3.0 * pred + 20 &&
                                             stop_n >= pred / 3.0, d);
             free(x);
             free(y);
         }
     }
+    fails += mb_stop_selftest();
     printf("{\"record\":\"selftest_summary\",\"failures\":%d}\n", fails);
     return fails ? 1 : 0;
 }

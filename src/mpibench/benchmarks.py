@@ -18,7 +18,7 @@ _BY_LOWER = {b.lower(): b for b in ALL}
 
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20,
           "g": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tib": 1 << 40}
-# The core's limits (core/driver.c): sizes up to 1 TiB, at most 256 per run.
+# The core's limits (core/args.c): sizes up to 1 TiB, at most 256 per run.
 MAX_SIZE = 1 << 40
 MAX_SIZES = 256
 _SIZE_RE = re.compile(r"^\s*(\d+)\s*([a-zA-Z]*)\s*$")

@@ -1,0 +1,146 @@
+/* mpibench-core clocks: the timer calibration, clock offsets for --sync window, and the
+ * watchdog that turns a hang into a recorded timeout. */
+#define _POSIX_C_SOURCE 200809L
+
+#include "driver.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *stage_names[] = {"first", "validate", "calibrate", "warmup", "measure"};
+
+const char *mb_stage_name(int s) { return stage_names[s]; }
+
+void mb_set_stage(mb_state *st, enum mb_stage s) { st->cur_stage = (int)s; }
+
+long long mb_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+int mb_watchdog(void *arg)
+{
+    mb_state *st = arg;
+    while (!atomic_load(&st->wd_stop)) {
+        long long dl = atomic_load(&st->deadline_ns);
+        /* rank 0 writes the record and exits first; the others give it a head start so the
+         * launcher does not kill rank 0 before its record is on disk */
+        long long grace = st->rank == 0 ? 0 : 3000000000LL;
+        if (dl && mb_now_ns() > dl + grace) {
+            if (st->rank == 0) {
+                mb_result r;
+                memset(&r, 0, sizeof r);
+                r.status = "timeout";
+                snprintf(r.reason, sizeof r.reason,
+                         "watchdog: size did not finish within --timeout %g s (stage: %s)",
+                         st->opt.timeout, mb_stage_name(st->cur_stage));
+                r.first_us = r.rank_min_us = r.rank_max_us = r.rank_avg_us = NAN;
+                r.timer_fraction = NAN;
+                mb_emit_result(st, st->cur_b, st->cur_size, &r);
+                const char *reason = r.reason;
+                mtx_lock(&st->out_mtx);
+                mb_footer(st, "timeout");
+                if (st->json && st->json != stdout)
+                    fsync(fileno(st->json));
+                if (st->text) {
+                    fprintf(st->text, "# TIMEOUT %s size %lld: %s\n", st->cur_b->name,
+                            (long long)st->cur_size, reason);
+                    fflush(st->text);
+                }
+                fprintf(stderr, "mpibench-core: TIMEOUT in %s at size %lld bytes: %s; exiting\n",
+                        st->cur_b->name, (long long)st->cur_size, reason);
+                fflush(stdout);
+                fflush(stderr);
+            }
+            /* MPI_Abort is not safe from a second thread without MPI_THREAD_MULTIPLE; a process
+             * exit makes every launcher (mpirun, hydra) tear the job down. */
+            _exit(1);
+        }
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        thrd_sleep(&ts, NULL);
+    }
+    return 0;
+}
+
+void mb_arm(mb_state *st, const mb_bench *b, int64_t size)
+{
+    st->cur_b = b;
+    st->cur_size = size;
+    atomic_store(&st->deadline_ns, mb_now_ns() + (long long)(st->opt.timeout * 1e9));
+}
+void mb_disarm(mb_state *st) { atomic_store(&st->deadline_ns, 0); }
+
+/* ---- timer calibration ---- */
+
+mb_timer mb_calibrate_timer(void)
+{
+    mb_timer t;
+    const int N = 20000;
+    volatile double sink = 0;
+    double best = 1e9;
+    for (int rep = 0; rep < 5; rep++) {
+        double t0 = MPI_Wtime();
+        for (int i = 0; i < N; i++)
+            sink += MPI_Wtime();
+        double t1 = MPI_Wtime();
+        if ((t1 - t0) / N < best)
+            best = (t1 - t0) / N;
+    }
+    (void)sink;
+    double res = 1e9;
+    for (int rep = 0; rep < 2000; rep++) {
+        double a = MPI_Wtime(), b;
+        while ((b = MPI_Wtime()) == a)
+            ;
+        if (b - a < res)
+            res = b - a;
+    }
+    double loc[2] = {best * 1e6, res * 1e6}, glob[2];
+    MPI_Allreduce(loc, glob, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    t.overhead_us = glob[0];
+    t.resolution_us = glob[1];
+    t.wtick_us = MPI_Wtick() * 1e6;
+    /* the two MPI_Wtime calls of an interval cost at most 2 overheads, and the reading is
+     * quantised by the resolution: both must stay under 1% of the interval */
+    double cost = fmax(2.0 * t.overhead_us, t.resolution_us);
+    t.min_interval_us = 100.0 * cost;
+    return t;
+}
+
+/* --sync window: this rank's clock minus rank 0's, in seconds, from the ping-pong with the
+ * smallest round trip among 16 (Cristian's method); 0 on rank 0. */
+double mb_clock_offset(const mb_state *st)
+{
+    double off = 0.0;
+    for (int r = 1; r < st->np; r++) {
+        if (st->rank == 0) {
+            double best_rtt = 1e30, best = 0.0;
+            for (int i = 0; i < 16; i++) {
+                double t0 = MPI_Wtime(), tr;
+                MPI_Send(&t0, 1, MPI_DOUBLE, r, 901, MPI_COMM_WORLD);
+                MPI_Recv(&tr, 1, MPI_DOUBLE, r, 902, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                double t1 = MPI_Wtime();
+                if (t1 - t0 < best_rtt) {
+                    best_rtt = t1 - t0;
+                    best = tr - (t0 + t1) / 2.0;
+                }
+            }
+            MPI_Send(&best, 1, MPI_DOUBLE, r, 903, MPI_COMM_WORLD);
+        } else if (st->rank == r) {
+            for (int i = 0; i < 16; i++) {
+                double x;
+                MPI_Recv(&x, 1, MPI_DOUBLE, 0, 901, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                double tr = MPI_Wtime();
+                MPI_Send(&tr, 1, MPI_DOUBLE, 0, 902, MPI_COMM_WORLD);
+            }
+            MPI_Recv(&off, 1, MPI_DOUBLE, 0, 903, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        }
+    }
+    return off;
+}
+

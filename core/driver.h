@@ -1,0 +1,126 @@
+/* mpibench-core: the driver's parts and the one struct that holds its state.
+ *
+ *   driver.c    main, the benchmark x size loop, one size's measurement
+ *   args.c      command line, usage, --list (names come from the descriptor tables)
+ *   stop.c      stopping rules and batch growth: pure functions, covered by --self-test
+ *   buffers.c   per-size buffers: memory limit, off-cache pool, page touching
+ *   clock.c     timer calibration, clock offsets (--sync window), the watchdog
+ *   output.c    JSON Lines records and the IMB-style text view
+ *
+ * Nothing here is seen by the benchmark families (pt2pt.c, coll.c): they only know mb.h.
+ */
+#ifndef MB_DRIVER_H
+#define MB_DRIVER_H
+
+#include "mb.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <threads.h>
+
+#define MB_MAX_BENCH 64
+#define MB_MAX_SIZES 256
+
+typedef struct mb_options {
+    const mb_bench *bench[MB_MAX_BENCH];
+    int nbench;
+    int64_t sizes[MB_MAX_SIZES];
+    int nsizes;
+    const char *sizes_spec;
+    double target_pct, max_time, timeout, batch_us;
+    int64_t min_samples, max_samples, warmup, iterations, iterations_volume;
+    int validate, off_cache, root_shift, quiet, list, self_test, sync_window, futility;
+    int thread_level; /* requested from MPI_Init_thread (default MPI_THREAD_SINGLE) */
+    int64_t mem_limit; /* 0 = automatic */
+    const char *jsonl;
+    int64_t debug_corrupt, debug_stall;
+    int debug_large;
+} mb_options;
+
+typedef struct mb_timer {
+    double overhead_us, resolution_us, wtick_us, min_interval_us;
+} mb_timer;
+
+/* Where the run is, for the watchdog thread (it reads these while the main thread works). */
+enum mb_stage { MB_STAGE_FIRST, MB_STAGE_VALIDATE, MB_STAGE_CALIBRATE, MB_STAGE_WARMUP,
+                MB_STAGE_MEASURE };
+
+/* The whole run's state: the only mutable state in the program, one instance in driver.c. */
+typedef struct mb_state {
+    mb_options opt;
+    int rank, np;
+    int thread_provided;
+    mb_timer timer;
+    FILE *json; /* rank 0 only */
+    FILE *text; /* rank 0 only, NULL when --quiet */
+    mtx_t out_mtx;
+    long long start_ns;
+    atomic_llong deadline_ns; /* 0 = watchdog disarmed */
+    atomic_int wd_stop;
+    const mb_bench *volatile cur_b;
+    volatile int64_t cur_size;
+    volatile int cur_stage;
+} mb_state;
+
+/* One benchmark x size: what output.c writes. */
+typedef struct mb_result {
+    const char *status;
+    char reason[512];
+    int64_t batch, warmup, n, iters_total;
+    double first_us;
+    double *samples; /* rank 0: per-iteration time, max over ranks */
+    mb_summary s;
+    enum mb_stop stop; /* MB_CONTINUE = not measured */
+    int validated, valid_ok, bad_rank, bad_it;
+    int64_t bad_index;
+    double bad_expected, bad_got;
+    double rank_min_us, rank_max_us, rank_avg_us;
+    int pool;
+    double timer_fraction;
+    int64_t mem_per_rank;
+    int rebatches;
+    double elapsed_s;           /* wall time spent on this size, set-up to statistics */
+    double floor_us;            /* shortest batch interval allowed for this benchmark */
+    int64_t late;               /* --sync window: samples dropped because a rank started late */
+    double clock_offset_max_us; /* --sync window: largest |offset| to rank 0's clock */
+    int large;                  /* the MPI-4 large-count (_c) calls were used */
+} mb_result;
+
+/* A size's buffers: `copies` send/receive pairs (more than one with --off-cache). */
+typedef struct mb_pool {
+    unsigned char *s, *r;
+    int64_t sstride, rstride;
+    int copies;
+} mb_pool;
+
+/* args.c */
+int mb_parse_args(int argc, char **argv, mb_options *o); /* 0 ok, -1 --help, 2 bad */
+int64_t mb_parse_bytes(const char *s);
+int mb_is_rank0_env(void);
+void mb_list(FILE *f);
+const char *mb_thread_level_name(int level);
+const char *mb_family_name(const mb_bench *b);
+
+/* buffers.c */
+int64_t mb_llc_bytes(void);
+int mb_pool_alloc(mb_state *st, mb_ctx *c, mb_pool *p, mb_result *r);
+void mb_pool_use(mb_ctx *c, const mb_pool *p, int64_t it);
+void mb_pool_free(mb_pool *p);
+
+/* clock.c */
+long long mb_now_ns(void);
+mb_timer mb_calibrate_timer(void);
+double mb_clock_offset(const mb_state *st);
+int mb_watchdog(void *state);
+void mb_arm(mb_state *st, const mb_bench *b, int64_t size);
+void mb_disarm(mb_state *st);
+void mb_set_stage(mb_state *st, enum mb_stage s);
+const char *mb_stage_name(int s);
+
+/* output.c */
+void mb_emit_header(mb_state *st, int argc, char **argv);
+void mb_emit_result(mb_state *st, const mb_bench *b, int64_t size, const mb_result *r);
+void mb_text_bench_header(const mb_state *st, const mb_bench *b);
+void mb_footer(mb_state *st, const char *status);
+
+#endif

@@ -1,0 +1,150 @@
+/* Stopping rules and batch growth: pure functions of what rank 0 knows after a round of
+ * samples.  The driver calls them and broadcasts the answer; --self-test drives them with
+ * made-up inputs (mb_stop_selftest), so every reason can be reached without MPI. */
+#include "mb.h"
+
+#include <math.h>
+#include <stdio.h>
+
+const char *mb_stop_name(enum mb_stop s)
+{
+    switch (s) {
+    case MB_STOP_TARGET: return "target";
+    case MB_STOP_MAX_TIME: return "max_time";
+    case MB_STOP_MAX_SAMPLES: return "max_samples";
+    case MB_STOP_ITERATIONS: return "iterations";
+    case MB_STOP_FUTILE: return "futile";
+    case MB_CONTINUE:
+    case MB_REBATCH: break;
+    }
+    return NULL;
+}
+
+enum mb_stop mb_adaptive_stop(const mb_stop_rule *rule, const mb_progress *p)
+{
+    /* the CI's larger half-width, relative to the median */
+    double hw = fmax(p->median - p->ci_low, p->ci_high - p->median) /
+                (p->median > 0 ? p->median : 1e-300);
+    if (p->n >= rule->min_samples && p->ci_exact && hw * 100.0 <= rule->target_pct)
+        return MB_STOP_TARGET;
+    if (p->n >= rule->cap)
+        return MB_STOP_MAX_SAMPLES;
+    if (p->spent >= rule->max_time)
+        return MB_STOP_MAX_TIME;
+    if (rule->futility && p->n >= 2 * rule->min_samples && p->ci_exact &&
+        p->spent >= 0.25 * rule->max_time) {
+        /* the half-width shrinks like 1/sqrt(n): project the time the target needs and give
+         * up when it is more than twice the budget */
+        double ratio = hw * 100.0 / rule->target_pct;
+        if (p->spent * ratio * ratio > 2.0 * rule->max_time)
+            return MB_STOP_FUTILE;
+    }
+    return MB_CONTINUE;
+}
+
+int64_t mb_next_round(const mb_stop_rule *rule, int64_t n, double per_sample_s, double left_s)
+{
+    /* a quarter more samples keeps the overshoot past the target under 25% */
+    int64_t nr = n / 4 > 8 ? n / 4 : 8;
+    if (n < rule->min_samples)
+        nr = rule->min_samples - n;
+    if (per_sample_s > 0 && left_s > 0 && (double)nr * per_sample_s > left_s)
+        nr = (int64_t)(left_s / per_sample_s) + 1;
+    if (nr > rule->cap - n)
+        nr = rule->cap - n;
+    return nr < 1 ? 1 : nr;
+}
+
+int64_t mb_grow_batch(int64_t k, double batch_us, double floor_us, int64_t kmax)
+{
+    if (!(batch_us < floor_us) || k >= kmax)
+        return k;
+    /* aim 50% above the floor so one noisy estimate does not leave k just short of it */
+    double f = batch_us > 0 ? 1.5 * floor_us / batch_us : 16.0;
+    f = f < 2.0 ? 2.0 : f > 64.0 ? 64.0 : f;
+    int64_t nk = (int64_t)ceil((double)k * f);
+    return nk > kmax ? kmax : nk;
+}
+
+int64_t mb_fixed_batch(int64_t k, int64_t total)
+{
+    while (total % k)
+        k++;
+    return k;
+}
+
+/* ---- self-test ---- */
+
+static int expect_stop(const char *what, const mb_stop_rule *rule, const mb_progress *p,
+                       enum mb_stop want)
+{
+    enum mb_stop got = mb_adaptive_stop(rule, p);
+    char d[256];
+    snprintf(d, sizeof d, "%s: n=%lld spent=%g -> %s (want %s)", what, (long long)p->n,
+             p->spent, got == MB_CONTINUE ? "continue" : mb_stop_name(got),
+             want == MB_CONTINUE ? "continue" : mb_stop_name(want));
+    return mb_selftest_report("stop_rule", got == want, d);
+}
+
+static int expect_i64(const char *check, const char *what, int64_t got, int64_t want)
+{
+    char d[256];
+    snprintf(d, sizeof d, "%s: got %lld, want %lld", what, (long long)got, (long long)want);
+    return mb_selftest_report(check, got == want, d);
+}
+
+int mb_stop_selftest(void)
+{
+    int fails = 0;
+    mb_stop_rule rule = {.target_pct = 1.0, .max_time = 1.0, .min_samples = 10, .cap = 1000,
+                         .futility = 1};
+    /* +-0.5% CI, exact, enough samples: target */
+    mb_progress p = {.n = 50, .median = 100, .ci_low = 99.5, .ci_high = 100.4, .ci_exact = 1,
+                     .spent = 0.1};
+    fails += expect_stop("within target", &rule, &p, MB_STOP_TARGET);
+    p.n = 9;
+    fails += expect_stop("too few samples", &rule, &p, MB_CONTINUE);
+    p.n = 50;
+    p.ci_exact = 0;
+    fails += expect_stop("CI without full coverage", &rule, &p, MB_CONTINUE);
+    p.ci_exact = 1;
+    p.ci_high = 101.5; /* the larger half-width decides */
+    fails += expect_stop("one side too wide", &rule, &p, MB_CONTINUE);
+    p.n = 1000;
+    fails += expect_stop("cap", &rule, &p, MB_STOP_MAX_SAMPLES);
+    p.n = 50;
+    p.spent = 1.0;
+    fails += expect_stop("budget spent", &rule, &p, MB_STOP_MAX_TIME);
+    /* +-1.5% after 0.3 s: 0.3 x 1.5^2 = 0.675 s projected, within twice the budget */
+    p.spent = 0.3;
+    fails += expect_stop("reachable", &rule, &p, MB_CONTINUE);
+    /* +-3% after 0.3 s: 2.7 s projected > 2 s */
+    p.ci_high = 103.0;
+    fails += expect_stop("futile", &rule, &p, MB_STOP_FUTILE);
+    rule.futility = 0;
+    fails += expect_stop("futility off", &rule, &p, MB_CONTINUE);
+    p.median = 0; /* zero-time iterations must not divide by zero into a target stop */
+    p.ci_low = 0;
+    p.ci_high = 1e-3;
+    fails += expect_stop("zero median", &rule, &p, MB_CONTINUE);
+
+    /* round sizes */
+    fails += expect_i64("next_round", "first rounds fill min_samples", mb_next_round(&rule, 3, 0, 1), 7);
+    fails += expect_i64("next_round", "at least 8", mb_next_round(&rule, 12, 0, 1), 8);
+    fails += expect_i64("next_round", "a quarter more", mb_next_round(&rule, 400, 0, 1), 100);
+    fails += expect_i64("next_round", "time left", mb_next_round(&rule, 400, 0.01, 0.5), 51);
+    fails += expect_i64("next_round", "cap", mb_next_round(&rule, 990, 0, 1), 10);
+    fails += expect_i64("next_round", "at least 1", mb_next_round(&rule, 1000, 0, 1), 1);
+
+    /* batch growth, the one rule for calibration and re-batching */
+    fails += expect_i64("grow_batch", "long enough", mb_grow_batch(4, 25, 20, 1 << 30), 4);
+    fails += expect_i64("grow_batch", "at least doubles", mb_grow_batch(4, 19, 20, 1 << 30), 8);
+    fails += expect_i64("grow_batch", "1.5x the floor", mb_grow_batch(10, 3, 20, 1 << 30), 100);
+    fails += expect_i64("grow_batch", "at most 64x", mb_grow_batch(3, 0.01, 20, 1 << 30), 192);
+    fails += expect_i64("grow_batch", "zero time", mb_grow_batch(2, 0, 20, 1 << 30), 32);
+    fails += expect_i64("grow_batch", "kmax", mb_grow_batch(100, 1, 20, 1000), 1000);
+    fails += expect_i64("grow_batch", "at kmax", mb_grow_batch(1000, 1, 20, 1000), 1000);
+    fails += expect_i64("fixed_batch", "divisor of 1000", mb_fixed_batch(30, 1000), 40);
+    fails += expect_i64("fixed_batch", "already divides", mb_fixed_batch(25, 1000), 25);
+    return fails;
+}

@@ -1,0 +1,136 @@
+"""mpibench-core as parts: the benchmark names agree everywhere, adding a benchmark is one
+descriptor entry, and a deterministic clock pins every result bit for bit (so a change in what
+the core measures shows up as a reviewed golden diff, and a reorganisation shows none)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from _coreutil import CORE, SCHEMA, STACKS, available, build, check_schema, launch
+from golden_util import check_golden
+from mpibench import benchmarks
+from mpibench.runner import run_command
+
+pytestmark = pytest.mark.mpi
+
+
+@pytest.fixture(scope="module")
+def core(tmp_path_factory):
+    exes = {}
+    for stack in STACKS:
+        if available(stack):
+            exes[stack] = build(stack, tmp_path_factory.mktemp(f"core-{stack}"))
+    if not exes:
+        pytest.skip("no MPI stack installed")
+    return exes
+
+
+def _list(exe) -> list[tuple[str, str]]:
+    res = run_command([str(exe), "--list"], timeout=30)
+    assert res.ok, res.stderr
+    return [tuple(line.split("\t")) for line in res.stdout.splitlines()]
+
+
+def test_names_agree_core_list_schema_and_python(core):
+    """One list of names: the core's descriptor tables (--list), the JSON schema's enum and
+    mpibench.benchmarks, in the same order and with the same families."""
+    for exe in core.values():
+        listed = _list(exe)
+        assert [n for n, _ in listed] == benchmarks.ALL
+        assert [n for n, f in listed if f == "pt2pt"] == benchmarks.PT2PT
+        assert [n for n, f in listed if f == "collective"] == benchmarks.COLLECTIVES
+    result = next(o for o in SCHEMA["oneOf"]
+                  if o["properties"]["record"].get("const") == "result")
+    assert result["properties"]["benchmark"]["enum"] == benchmarks.ALL
+
+
+def test_usage_and_errors_name_the_benchmarks_from_the_tables(core):
+    exe = next(iter(core.values()))
+    res = run_command([str(exe), "--help"], timeout=30)
+    assert all(name in res.stdout for name in benchmarks.ALL)
+    res = run_command([str(exe), "Pingpng"], timeout=30)
+    assert res.returncode == 2
+    assert res.stderr.strip() == ("mpibench-core: unknown benchmark 'Pingpng'; expected IMB "
+                                  f"names: {' '.join(benchmarks.ALL)} (or all)")
+
+
+def test_adding_a_benchmark_is_one_descriptor_entry(tmp_path):
+    """A copy of core/ with one more entry in coll.c's table (an Allreduce under another name)
+    builds, lists, documents and runs it with validation: no other core file changes."""
+    stack = "openmpi" if available("openmpi") else "mpich"
+    if not available(stack):
+        pytest.skip("no MPI stack installed")
+    src = tmp_path / "core"
+    shutil.copytree(CORE, src)
+    coll = (src / "coll.c").read_text()
+    entry = ('    {.name = "Allreduce_twin", COLL, .bufsize = buf_allreduce, .run = run_allreduce,\n'
+             '     .bytes = bytes_floats, .busbw = bus_allreduce, .fill = fill_fpat,\n'
+             '     .check = chk_allreduce, .elem_bytes = 4},\n')
+    assert coll.count("    {.name = NULL},") == 1
+    (src / "coll.c").write_text(coll.replace("    {.name = NULL},", entry + "    {.name = NULL},"))
+    out = tmp_path / "build"
+    res = run_command(["make", "-C", str(src), f"MPICC={STACKS[stack]['mpicc']}",
+                       f"BUILD={out}"], timeout=300)
+    assert res.ok, res.stderr
+    exe = out / "mpibench-core"
+    assert _list(exe)[-1] == ("Allreduce_twin", "collective")
+    assert "Allreduce_twin" in run_command([str(exe), "--help"], timeout=30).stdout
+    run = launch(stack, exe, 2, ["allreduce_twin", "--sizes", "0,64", "--max-time", "0.02",
+                                 "--quiet"], tmp_path / "twin.jsonl", timeout=60)
+    assert run.res.ok, run.res.stderr
+    assert [(r["benchmark"], r["status"], r["validation"]["ok"]) for r in run.results] == [
+        ("Allreduce_twin", "ok", True), ("Allreduce_twin", "ok", True)]
+
+
+# ---- bit for bit under a deterministic clock ----
+
+_FAKE_CONFIGS = {
+    "adaptive": ["PingPong", "Allreduce", "Barrier", "--sizes", "0,1K", "--max-time", "0.1",
+                 "--max-samples", "300"],
+    "fixed": ["PingPong", "Allreduce", "--sizes", "0,64K", "--iterations", "1000",
+              "--iterations-volume", "40M"],
+    "futility": ["PingPong", "--sizes", "4K", "--max-time", "0.2", "--futility", "--target",
+                 "0.1"],
+}
+# what depends on the machine rather than on the core's arithmetic
+_MACHINE_KEYS = {"hosts", "ranks_per_host", "mpi_library_version", "mpi_library_version_full",
+                 "argv", "start_utc"}
+
+
+def _shim(stack: str, tmp_path):
+    so = tmp_path / f"fakeclock-{stack}.so"
+    res = run_command([STACKS[stack]["mpicc"], "-O2", "-shared", "-fPIC", "-o", str(so),
+                       str(CORE.parent / "tests" / "data" / "core" / "fakeclock.c")], timeout=120)
+    assert res.ok, res.stderr
+    return so
+
+
+@pytest.mark.parametrize("stack", ["openmpi", "mpich"])
+def test_results_bit_for_bit_under_a_deterministic_clock(core, stack, tmp_path):
+    """tests/data/core/fakeclock.c replaces MPI_Wtime by a clock driven only by the core's own
+    calls, so batch sizes, samples, stop reasons and every statistic are a pure function of the
+    code.  The golden files change only when what the core measures or decides changes."""
+    if stack not in core:
+        pytest.skip(f"{stack} is not installed")
+    so = _shim(stack, tmp_path)
+    env = ({"LD_PRELOAD": str(so)} if stack == "mpich" else {})
+    s = STACKS[stack]
+    out = {}
+    for name, args in _FAKE_CONFIGS.items():
+        jsonl = tmp_path / f"{name}.jsonl"
+        argv = [*s["launch"], "2"]
+        if stack == "openmpi":
+            argv += ["-x", f"LD_PRELOAD={so}"]
+        argv += [str(core[stack]), *args, "--quiet", "--jsonl", str(jsonl)]
+        res = run_command(argv, env={**s["env"], **env}, timeout=120)
+        assert res.ok, res.stderr
+        recs = [json.loads(ln) for ln in jsonl.read_text().splitlines()]
+        check_schema(recs)
+        header = {k: v for k, v in recs[0].items() if k not in _MACHINE_KEYS}
+        header["options"] = {k: v for k, v in header["options"].items()
+                             if k not in ("llc_bytes",)}
+        out[name] = [header] + [r for r in recs if r["record"] == "result"]
+    check_golden(f"core-fakeclock-{stack}.json", out)
