@@ -21,6 +21,7 @@ import pandas as pd
 from mpibench.errors import UsageError
 from mpibench.report.data import sweep_params, with_sweep_params
 from mpibench.store import RESULT_COLUMNS, Store
+from mpibench.store.queries import run_timing
 
 __all__ = ["load_results", "load_samples", "compare_frame"]
 
@@ -69,10 +70,7 @@ def load_results(db_path: str | Path, campaign: str | int | Iterable | None = No
     with _open(db_path) as store:
         ids = _run_ids(store, campaign, variants, list(run_ids) if run_ids else None, labels)
         camp_names = {r["id"]: r["name"] for r in store.campaigns()}
-        runs = {}
-        q = ("SELECT id, status, source, started, elapsed FROM runs")
-        for r in store.db.execute(q):
-            runs[r["id"]] = r
+        runs = run_timing(store)
         records: list[dict[str, Any]] = []
         param_names: list[str] = []
         for row in _iter_rows(store, ids, samples):

@@ -269,14 +269,12 @@ def transport_warnings(store, run_ids: list[str]) -> list[str]:
     """One line per variant among these runs whose requested transport did not take effect
     (verdict MISMATCH), for reports and comparisons to print beside their tables."""
     seen: dict[tuple[str, str, str], int] = {}
-    for i in range(0, len(run_ids), 5000):
-        chunk = run_ids[i:i + 5000]
-        q = ("SELECT variant, transport_requested, transport_actual FROM runs WHERE id IN "
-             f"({', '.join('?' for _ in chunk)})")
-        for variant, req, act in store.db.execute(q, chunk):
-            if verdict(req, act) == "MISMATCH":
-                key = (variant, req, act)
-                seen[key] = seen.get(key, 0) + 1
+    from mpibench.store.queries import transports
+
+    for variant, req, act in transports(store, run_ids):
+        if verdict(req, act) == "MISMATCH":
+            key = (variant, req, act)
+            seen[key] = seen.get(key, 0) + 1
     return [f"variant {v}: requested transport {req} but {act} carried the traffic "
             f"({n} run(s)); its results measure {actual_class(act)}, not {req}"
             for (v, req, act), n in seen.items()]

@@ -11,10 +11,14 @@ from mpibench.campaign.plan import expand, legacy_ids
 from mpibench.campaign.runner import LOCAL_JOB_PREFIX
 from mpibench.campaign.spec import CampaignSpec
 from mpibench.errors import UsageError
-from mpibench.store import Store
+from mpibench.store import Store, queries
 from mpibench.verify import verdict
 
 STATES = ("done", "failed", "timeout", "running", "pending")
+# what `campaign cells` shows of each cell
+_CELLS_KEYS = ("id", "seq", "variant", "grp", "params_json", "repeat", "status", "reason",
+               "elapsed", "fingerprint_id", "transport_actual", "scheduler", "job_id",
+               "nodelist", "sched_state", "run_dir")
 
 
 def job_info(r) -> dict[str, Any]:
@@ -27,8 +31,7 @@ def job_info(r) -> dict[str, Any]:
 
 
 def find_campaign(store: Store, spec: CampaignSpec):
-    row = store.db.execute("SELECT * FROM campaigns WHERE name=? AND file IS ?",
-                           (spec.name, str(spec.path))).fetchone()
+    row = queries.campaign_row(store, spec.name, str(spec.path))
     if row is None:
         raise UsageError(f"{spec.path}: campaign {spec.name!r} is not in the store "
                          f"{store.path}; run it first with `mpibench campaign run`")
@@ -38,11 +41,7 @@ def find_campaign(store: Store, spec: CampaignSpec):
 def status(store: Store, spec: CampaignSpec) -> dict[str, Any]:
     camp = find_campaign(store, spec)
     current = {c.id for c in expand(spec, seed=0)}  # ids do not depend on the order
-    runs = store.db.execute(
-        "SELECT id, variant, grp, params_json, repeat, status, reason, stderr_tail, "
-        "fingerprint_id, transport_requested, transport_actual, elapsed, label, seq, job_id, "
-        "sched_state, nodelist FROM runs WHERE campaign_id=? ORDER BY seq",
-        (camp["id"],)).fetchall()
+    runs = queries.campaign_cells(store, camp["id"])
     # cells of an earlier version of the file stay in the store (their results are real)
     # but are not part of this campaign's progress
     stored = {r["id"] for r in runs}
@@ -102,11 +101,8 @@ def status(store: Store, spec: CampaignSpec) -> dict[str, Any]:
 def cells(store: Store, spec: CampaignSpec) -> list[dict[str, Any]]:
     camp = find_campaign(store, spec)
     out = []
-    for r in store.db.execute(
-            "SELECT id, seq, variant, grp, params_json, repeat, status, reason, elapsed, "
-            "fingerprint_id, transport_actual, scheduler, job_id, nodelist, sched_state, "
-            "run_dir FROM runs WHERE campaign_id=? ORDER BY seq", (camp["id"],)):
-        d = dict(r)
+    for r in queries.campaign_cells(store, camp["id"]):
+        d = {k: r[k] for k in _CELLS_KEYS}
         d["params"] = json.loads(d.pop("params_json") or "{}")
         d["group"] = d.pop("grp")
         d.update(job_info(r))
@@ -119,14 +115,7 @@ def campaigns(store: Store) -> list[dict[str, Any]]:
     for c in store.campaigns():
         # one query: cells per state and, per state, the distinct batch jobs (a local
         # cell's job id is not a scheduler's job)
-        counts, jobs = {}, 0
-        for state, n, n_jobs in store.db.execute(
-                "SELECT status, count(*), count(DISTINCT CASE WHEN job_id NOT LIKE ? "
-                "THEN job_id END) FROM runs WHERE campaign_id=? GROUP BY status",
-                (LOCAL_JOB_PREFIX + "%", c["id"])):
-            counts[state] = n
-            if state == "running":
-                jobs = n_jobs
+        counts, jobs = queries.state_counts(store, c["id"], LOCAL_JOB_PREFIX)
         sched = (json.loads(c["spec_json"] or "{}").get("scheduler") or {}).get("name")
         out.append({"id": c["id"], "name": c["name"], "file": c["file"],
                     "scheduler": sched or "local", "jobs_in_flight": jobs,

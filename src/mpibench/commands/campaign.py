@@ -150,7 +150,9 @@ def _run(args, spec, resume: bool) -> int:
     if args.__dict__.get("dry_run"):
         seed, seed_note = spec.seed, ""
         if spec.order == "random" and seed is None:
-            seed = _recorded_seed(_db_path(args, spec.path), spec)
+            from mpibench.store.queries import recorded_seed
+
+            seed = recorded_seed(_db_path(args, spec.path), spec.name, str(spec.path))
             seed_note = (f", seed {seed} (recorded in the store)" if seed is not None else
                          ", seed drawn at the first run and recorded (this listing uses 0)")
         elif spec.order == "random":
@@ -230,25 +232,6 @@ def _run(args, spec, resume: bool) -> int:
         raise BenchmarkFailure(f"{bad} cell(s) failed or timed out; `mpibench campaign status "
                                f"{args.file}` shows the reasons, --retry-failed re-runs them")
     return 0
-
-
-def _recorded_seed(db: Path, spec) -> int | None:
-    """The seed a random-order campaign drew at its first run, read without writing."""
-    import json
-    import sqlite3
-
-    if not db.exists():
-        return None
-    try:
-        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
-        try:
-            row = con.execute("SELECT spec_json FROM campaigns WHERE name=? AND file IS ?",
-                              (spec.name, str(spec.path))).fetchone()
-        finally:
-            con.close()
-    except sqlite3.Error:
-        return None
-    return json.loads(row[0]).get("seed") if row else None
 
 
 def format_eta(seconds: float | None) -> str:
