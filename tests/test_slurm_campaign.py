@@ -395,7 +395,7 @@ UCX_TCP = ("[1795334470.531690] [vm:11420:0]      ucp_worker.c:1763 UCX  INFO   
 
 
 @pytest.mark.parametrize("probe_status, actual", [
-    (0, "tcp [ucx tls tcp]"),
+    (0, "tcp [via ucx netmod, tls tcp]"),
     # the job script's `timeout` stopped a probe that hung after printing its banner
     (124, "unknown [probe launch timed out after 30 s; before that its diagnostics showed "
           "tcp]"),

@@ -77,10 +77,10 @@ def test_unknown_stack_names_the_choices(found_stacks):
 def test_stacks_file(tmp_path):
     f = tmp_path / "stacks.toml"
     f.write_text('[stacks.site-ompi]\nmpicc = "mpicc.openmpi"\nlauncher = "/usr/bin/mpirun.openmpi"\n'
-                 'modules = ["openmpi/4.1.4"]\n')
+                 'env = { UCX_WARN_UNUSED_ENV_VARS = "n" }\n')
     (s,) = stacks.load_stacks_file(f)
     assert s.ok and s.name == "site-ompi" and s.kind == "openmpi"
-    assert s.modules == ["openmpi/4.1.4"]
+    assert s.env == {"UCX_WARN_UNUSED_ENV_VARS": "n"}
     f.write_text('[stacks.x]\nprefx = "/opt"\n')
     with pytest.raises(UsageError, match=r"stacks\.x: unknown key\(s\) \['prefx'\]"):
         stacks.load_stacks_file(f)

@@ -48,9 +48,9 @@ MPICH_TCP = """\
     ("openmpi", PML_UCX, {}, "ucx [pml ucx, tls cma,sysv: shm]"),
     ("openmpi", CM_OFI, {"FI_PROVIDER": "tcp"}, "ofi [pml cm, mtl ofi, provider tcp, "
                                                 "domain eth0]"),
-    ("mpich", MPICH_TCP, {}, "tcp [ucx tls tcp]"),
-    ("mpich", "nothing useful\n", {}, "unknown [no UCX endpoint configuration in the "
-                                      "diagnostics]"),
+    ("mpich", MPICH_TCP, {}, "tcp [via ucx netmod, tls tcp]"),
+    ("mpich", "nothing useful\n", {}, "unknown [no UCX endpoint configuration or libfabric "
+                                      "provider in the diagnostics]"),
 ])
 def test_parse_diagnostics(kind, text, env, actual):
     got, evidence = parse_diagnostics(kind, text, env)
@@ -134,7 +134,7 @@ def test_campaign_status_flags_the_silent_fallback(tmp_path):
 
     with Store(tmp_path / "mpibench.db") as store:
         (line,) = transport_warnings(store, [r["id"] for r in store.runs()])
-    assert line.startswith("variant want-shm: requested transport shm but tcp [ucx tls tcp]")
+    assert line.startswith("variant want-shm: requested transport shm but tcp [via ucx netmod, tls tcp]")
     assert line.endswith("(1 run(s)); its results measure tcp, not shm")
 
 
@@ -188,7 +188,7 @@ def test_every_preset_runs_here_and_is_verified(tmp_path, found_stacks):
     by = {v["variant"]: v for v in data["variants"]}
     expect = {"ompi-shm": "shm [pml ob1, btl vader]", "ompi-tcp": "tcp [pml ob1, btl tcp]",
               "ompi-ucx": "ucx [pml ucx", "ompi-ofi": "ofi [pml cm, mtl ofi, provider tcp",
-              "mpich-shm": "shm [ucx tls", "mpich-tcp": "tcp [ucx tls tcp"}
+              "mpich-shm": "shm [via ucx netmod, tls", "mpich-tcp": "tcp [via ucx netmod, tls tcp"}
     for name, prefix in expect.items():
         assert by[name]["transport_verdict"] == "ok", by[name]
         assert by[name]["transport_actual"].startswith(prefix), by[name]
@@ -254,4 +254,4 @@ def test_verify_local_judges_a_timed_out_probe_unknown(tmp_path, monkeypatch):
             assert v.actual.startswith("unknown [probe launch timed out after 60 s;"), v
             assert "problem: probe launch timed out after 60 s" in text
         else:
-            assert (v.verdict, v.actual) == ("ok", "tcp [ucx tls tcp]")
+            assert (v.verdict, v.actual) == ("ok", "tcp [via ucx netmod, tls tcp]")

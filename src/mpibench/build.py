@@ -63,8 +63,9 @@ def build_component(stack: Stack, component: str = "core", *, force: bool = Fals
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=final.parent))
     try:
-        res = run_command(["make", "-C", str(src), f"MPICC={stack.mpicc}", f"BUILD={tmp}"],
-                          timeout=timeout)
+        # the stack's modules and environment (I_MPI_ROOT...) apply to its wrapper too
+        res = run_command(stack.command(["make", "-C", str(src), f"MPICC={stack.mpicc}",
+                                         f"BUILD={tmp}"]), env=stack.env, timeout=timeout)
         (tmp / "build.log").write_text(res.stdout + res.stderr)
         if not res.ok or not (tmp / COMPONENTS[component]).exists():
             why = "timed out" if res.timed_out else f"exit {res.returncode}"

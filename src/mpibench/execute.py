@@ -105,9 +105,9 @@ def root_env_notice() -> str | None:
 
 def resolve_settings(stack: Stack, variant: Variant) -> tuple[dict[str, str], dict[str, str]]:
     """(env, mca) for the ranks: transport preset first, the variant's own settings on top."""
-    env: dict[str, str] = {}
+    env: dict[str, str] = dict(stack.env)
     mca: dict[str, str] = {}
-    p = preset(stack.kind, variant.transport)
+    p = preset(stack.kind, variant.transport, stack.library_version)
     if p is not None:
         env.update(p.env)
         mca.update(p.mca)
@@ -115,7 +115,7 @@ def resolve_settings(stack: Stack, variant: Variant) -> tuple[dict[str, str], di
         # a rank given c cores runs c OpenMP threads unless the variant says otherwise
         env["OMP_NUM_THREADS"] = str(variant.cpus_per_task)
     env.update({str(k): str(v) for k, v in variant.env.items()})
-    if variant.mca and stack.kind != "openmpi":
+    if variant.mca and not stack.kind_class.accepts_mca:
         raise UsageError(f"variant {variant.name!r}: MCA parameters are Open MPI settings but "
                          f"stack {stack.name!r} is {stack.kind}; use env instead")
     mca.update({str(k): str(v) for k, v in variant.mca.items()})
@@ -132,7 +132,7 @@ def prepare_cell(stack: Stack, variant: Variant, program: list[str], run_dir: Pa
     run_dir.mkdir(parents=True, exist_ok=True)
     env, mca = resolve_settings(stack, variant)
     launcher = get_launcher(variant.launcher or stack.launcher_kind)
-    oversub = (local and stack.kind == "openmpi" and not variant.hosts and not variant.hostfile
+    oversub = (local and stack.kind_class.oversubscribe_flag and not variant.hosts and not variant.hostfile
                and variant.np > (os.cpu_count() or 1))
     spec = LaunchSpec(np=variant.np, program=list(program), env=env, mca=mca, ppn=variant.ppn,
                       hosts=variant.hosts, hostfile=variant.hostfile, bind=variant.bind,
@@ -143,8 +143,8 @@ def prepare_cell(stack: Stack, variant: Variant, program: list[str], run_dir: Pa
     placeholder = LaunchSpec(**{**spec.__dict__, "program": [PROGRAM_PLACEHOLDER]})
     fp_argv = launcher.argv(stack.launcher, placeholder)
     full_env = launcher.launcher_env(spec)
-    if running_as_root() and stack.kind == "openmpi":
-        full_env.update(ROOT_ENV)
+    if running_as_root():
+        full_env.update(stack.kind_class.root_env)
     return CellCommand(argv=argv, env=full_env, run_dir=run_dir, stdout=run_dir / "stdout.txt",
                        stderr=run_dir / "stderr.txt", jsonl=jsonl, fingerprint_argv=fp_argv,
                        variant=variant, stack=stack)

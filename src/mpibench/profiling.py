@@ -34,13 +34,6 @@ RANK_SCHEMA = "mpibench-profile-rank"
 SCHEMA_VERSION = 1
 CAMPAIGN = "profiles"
 ROOT_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
-# If mpibench.stacks cannot find a stack by name, these defaults (Debian's names) are used.
-FALLBACK_STACKS = {
-    "openmpi": ("mpicc.openmpi", "mpirun.openmpi"),
-    "mpich": ("mpicc.mpich", "mpiexec.hydra"),
-}
-_OPENMPI_LAUNCHERS = {"mpirun", "mpiexec", "orterun", "mpirun.openmpi", "mpiexec.openmpi"}
-_HYDRA_LAUNCHERS = {"mpiexec", "mpirun", "mpiexec.hydra", "mpiexec.mpich", "mpirun.mpich"}
 _RANK_FILE = re.compile(r"^rank-(\d+)\.json$")
 
 
@@ -56,11 +49,9 @@ def _launcher_stack(argv0: str, usable: Sequence[Any]) -> tuple[Any, str | None]
     for s in usable:
         if real and s.launcher and os.path.realpath(s.launcher) == os.path.realpath(real):
             return s, s.kind
-    if exe in ("mpiexec.hydra", "mpiexec.mpich", "mpirun.mpich"):
-        return None, "mpich"
-    if exe in ("mpirun.openmpi", "mpiexec.openmpi", "orterun"):
-        return None, "openmpi"
-    return None, None
+    from mpibench.stacks.kinds import kind_for_launcher
+
+    return None, kind_for_launcher(exe)
 
 
 def resolve_stack(stack: Any = None, argv: Sequence[str] | None = None,
@@ -93,11 +84,12 @@ def resolve_stack(stack: Any = None, argv: Sequence[str] | None = None,
         w = shutil.which(s.mpicc) if s.mpicc else None
         if s.mpicc == name or (real and w and os.path.realpath(w) == os.path.realpath(real)):
             return s
-    if name in FALLBACK_STACKS:
-        cc, launcher = FALLBACK_STACKS[name]
-        s = stacks_mod._make_stack(name, cc, [launcher], "fallback")
+    from mpibench.stacks.kinds import REGISTRY as KINDS
+
+    if name in KINDS and KINDS.get(name).debian_wrapper:
+        s = stacks_mod._make_stack(name, KINDS.get(name).debian_wrapper, "fallback")
     elif real:
-        s = stacks_mod._make_stack(os.path.basename(name), name, ["mpirun", "mpiexec"], "path")
+        s = stacks_mod._make_stack(os.path.basename(name), name, "path")
     else:
         raise UsageError(f"--stack {name!r}: not a known stack or compiler wrapper; expected "
                          f"one of {', '.join(s.name for s in usable) or 'none found'}")
@@ -124,8 +116,8 @@ def build_test_programs(stack: Any = None) -> Path:
     if (out / "known_calls").exists() and (out / "pingpong0").exists():
         return out
     out.mkdir(parents=True, exist_ok=True)
-    res = run_command(["make", "-C", str(src), f"MPICC={s.mpicc}", f"BUILD={out}", "testprogs"],
-                      timeout=300)
+    res = run_command(s.command(["make", "-C", str(src), f"MPICC={s.mpicc}", f"BUILD={out}",
+                                 "testprogs"]), env=s.env, timeout=300)
     if not res.ok:
         raise BuildError(f"building profiler test programs with {s.mpicc} failed",
                          log=(res.stdout + res.stderr)[-4000:])
@@ -149,17 +141,16 @@ def inject_env(argv: Sequence[str], env: Mapping[str, str], kind: str) -> tuple[
     argv = list(argv)
     if not argv:
         return argv, False
+    from mpibench.stacks.kinds import REGISTRY as KINDS
+
     exe = os.path.basename(argv[0])
-    flags: list[str] = []
-    if kind == "openmpi" and exe in _OPENMPI_LAUNCHERS:
-        for k, v in env.items():
-            flags += ["-x", f"{k}={v}"]
-    elif kind in ("mpich", "mvapich", "intel") and exe in _HYDRA_LAUNCHERS:
-        for k, v in env.items():
-            flags += ["-genv", k, v]
-    else:
+    if kind == "unknown" or kind not in KINDS:
         return argv, False
-    return [argv[0], *flags, *argv[1:]], True
+    k = KINDS.get(kind)
+    names = {*k.launcher_names, *k.prefix_launchers, *k.debian_launchers}
+    if exe not in names or k.launcher_backend(exe) != k.launcher_kind:
+        return argv, False
+    return [argv[0], *k.env_flags(env), *argv[1:]], True
 
 
 def clean_out_dir(out: Path) -> None:

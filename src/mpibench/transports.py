@@ -1,12 +1,20 @@
-"""Transport presets per stack kind, so users need not know each library's knobs.
+"""Transport presets and the vocabulary for saying which transport carried the traffic.
 
-A preset is a set of MCA parameters and environment variables. Free-form env and MCA settings
-from the user go on top (they win). What actually carried the traffic is checked after the
-run by the transport verification (campaign runner); a preset only states the request.
+A preset is a set of MCA parameters and environment variables that asks a stack for one
+transport; each stack kind (mpibench.stacks.kinds) owns its table. Free-form env and MCA
+settings from the user go on top (they win). What actually carried the traffic is checked
+after the run by the transport verification (verify.py), from the stack's own diagnostics;
+the pure helpers that name transports live here so that every kind classifies alike.
+
+An actual transport reads "<class> [<detail>]": class one of shm, tcp, shm+tcp, ib, ucx, ofi
+(or an MTL's name), unknown. A detail may say "via ucx" or "via ofi": the route the traffic
+took (MPICH's netmod, Intel MPI's fabric), so that a request for the route is satisfied too.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from mpibench.errors import UsageError
@@ -19,38 +27,118 @@ class Preset:
     env: dict[str, str] = field(default_factory=dict)
 
 
-PRESETS: dict[str, dict[str, Preset]] = {
-    "openmpi": {
-        "shm": Preset("ob1 PML with the vader shared-memory BTL",
-                      mca={"pml": "ob1", "btl": "self,vader"}),
-        "tcp": Preset("ob1 PML with the TCP BTL (loopback on one host)",
-                      mca={"pml": "ob1", "btl": "self,tcp"}),
-        # Without InfiniBand, pml ucx refuses to run unless any device/transport is allowed.
-        "ucx": Preset("UCX PML (any device, any UCX transport)",
-                      mca={"pml": "ucx", "pml_ucx_devices": "any", "pml_ucx_tls": "any"}),
-        # mtl ofi excludes the tcp and shm providers by default; clear the exclusion and pick
-        # the provider with FI_PROVIDER (override it in the variant's env).
-        "ofi": Preset("cm PML with the OFI MTL (libfabric provider from FI_PROVIDER)",
-                      mca={"pml": "cm", "mtl": "ofi", "mtl_ofi_provider_exclude": "none"},
-                      env={"FI_PROVIDER": "tcp"}),
-    },
-    "mpich": {
-        "shm": Preset("ch4:ucx with UCX shared-memory transports", env={"UCX_TLS": "self,sm"}),
-        "tcp": Preset("ch4:ucx with the UCX TCP transport", env={"UCX_TLS": "self,tcp"}),
-    },
-}
-PRESETS["mvapich"] = {}
-PRESETS["intel"] = {
-    "shm": Preset("Intel MPI shared memory fabric", env={"I_MPI_FABRICS": "shm"}),
-    "ofi": Preset("Intel MPI OFI fabric", env={"I_MPI_FABRICS": "ofi"}),
-}
+SHM_NAMES = {"vader", "sm", "smcuda", "sysv", "posix", "cma", "xpmem", "knem", "mm", "shm"}
+TCP_NAMES = {"tcp", "sockets", "tcp;ofi_rxm", "ofi_rxm"}
+IB_NAMES = {"openib", "rc", "rc_verbs", "rc_mlx5", "ud", "ud_verbs", "ud_mlx5", "dc",
+            "dc_mlx5", "uct", "verbs", "psm2", "psm3", "efa", "usnic", "mlx"}
+_ORDER = ["shm", "tcp", "ib"]
+_ROUTE = re.compile(r"\bvia (ucx|ofi)\b")
+
+# UCX prints the lanes of every endpoint: 1.13 as "ep_cfg[1]: tag(sysv/memory cma/memory)",
+# 1.20 as "ucp_context_0 intra-node cfg#1 tag(sysv/memory cma/memory)" (and "self cfg#0"
+# for a rank's endpoint to itself, which carries no traffic to a peer).
+_UCX_EP_113 = re.compile(r"ep_cfg\[\d+\]: (.*)$")
+_UCX_EP_120 = re.compile(r"ucp_context_\d+ (\S+) cfg#\d+ (.*)$")
+_UCX_TAG = re.compile(r"\btag\(([^)]*)\)")
+UCX_VERSION = re.compile(r"UCX\s+INFO\s+Version (\S+) \(loaded from ([^)]+)\)")
 
 
-def preset(kind: str, name: str | None) -> Preset | None:
-    """The preset for a stack kind, None when no transport was requested."""
+def classify(names: Iterable[str]) -> str:
+    classes = set()
+    for n in names:
+        if n in SHM_NAMES:
+            classes.add("shm")
+        elif n in TCP_NAMES:
+            classes.add("tcp")
+        elif n in IB_NAMES:
+            classes.add("ib")
+        else:
+            classes.add(n)
+    return "+".join(sorted(classes, key=lambda c: (_ORDER.index(c) if c in _ORDER else 9, c))) \
+        or "unknown"
+
+
+class Evidence:
+    """The diagnostic lines a verdict rests on, collected while matching (at most 40)."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.lines: list[str] = []
+
+    def add(self, line: str) -> None:
+        line = line.strip()
+        if len(self.lines) < 40 and line not in self.lines:
+            self.lines.append(line)
+
+    def keep(self, rx: re.Pattern) -> list[str]:
+        found = []
+        for line in self.text.splitlines():
+            m = rx.search(line)
+            if m:
+                found.append(m.group(1))
+                self.add(line)
+        return found
+
+
+def ucx_transports(text: str, evidence: Evidence | None = None) -> set[str]:
+    """UCX transport names on the tag lanes of every endpoint to a peer, 'self' excluded;
+    UCX 1.13's and 1.20's log formats."""
+    names: set[str] = set()
+    for line in text.splitlines():
+        m = _UCX_EP_120.search(line)
+        if m:
+            if m.group(1) == "self":
+                continue
+            lanes = m.group(2)
+        else:
+            m = _UCX_EP_113.search(line)
+            if not m:
+                continue
+            lanes = m.group(1)
+        if evidence is not None:
+            evidence.add(line)
+        for group in _UCX_TAG.findall(lanes) or [lanes]:
+            for tl in group.split():
+                name = tl.split("/", 1)[0]
+                if name and name != "self":
+                    names.add(name)
+    return names
+
+
+def actual_class(actual: str | None) -> str | None:
+    return actual.split(" ", 1)[0] if actual else None
+
+
+def routes(actual: str | None) -> set[str]:
+    return set(_ROUTE.findall(actual or ""))
+
+
+def verdict(requested: str | None, actual: str | None) -> str:
+    """ok when the class (shm, tcp...) or the route (via ucx, via ofi) is what was asked;
+    "ofi-shm" asks for both: the ofi route and the shm class."""
+    if not requested:
+        return "n/a"
+    cls = actual_class(actual)
+    if cls is None or cls == "unknown":
+        return "unverified"
+    if "-" in requested:
+        route, _, want = requested.partition("-")
+        return "ok" if route in routes(actual) and cls == want else "MISMATCH"
+    return "ok" if cls == requested or requested in routes(actual) else "MISMATCH"
+
+
+def presets_for(kind: str, library_version: str = "") -> Mapping[str, Preset]:
+    from mpibench.stacks.kinds import get_kind
+
+    return get_kind(kind).presets_for(library_version)
+
+
+def preset(kind: str, name: str | None, library_version: str = "") -> Preset | None:
+    """The preset for a stack kind (and build, when the kind's presets depend on it), None
+    when no transport was requested."""
     if not name:
         return None
-    table = PRESETS.get(kind, {})
+    table = presets_for(kind, library_version)
     if name not in table:
         known = ", ".join(sorted(table)) or "none"
         raise UsageError(f"transport {name!r} is not available for {kind} stacks; "
@@ -59,4 +147,6 @@ def preset(kind: str, name: str | None) -> Preset | None:
 
 
 def all_transport_names() -> list[str]:
-    return sorted({t for table in PRESETS.values() for t in table})
+    from mpibench.stacks.kinds import kinds
+
+    return sorted({t for k in kinds() for t in k.presets_for("")})

@@ -4,26 +4,24 @@ diagnostics, compared with what the variant requested.
 How (decided for timing's sake): a separate, short *probe launch* per variant, never the
 measured run. The probe is a tiny ring exchange (8 B and 64 KiB, so eager and rendezvous paths
 are both opened) built with the stack's compiler wrapper, launched exactly like the variant
-(same launcher, np, placement, env, MCA) plus diagnostics that only add output at start-up:
+(same launcher, np, placement, env, MCA) plus diagnostics that only add output at start-up.
+Each rank prints its host, so a kind can tell whether all peers shared one host. Which
+diagnostics and how to read them is the stack kind's business (mpibench.stacks.kinds):
 
-  Open MPI  --mca pml_base_verbose 10 --mca btl_base_verbose 100 --mca mtl_base_verbose 10
-            (ob1 prints "bml: Using <btl> btl for send to <peer>" per peer; the PML and MTL
-            selection lines say whether ucx or cm/ofi took over), plus UCX_LOG_LEVEL=info for
-            pml ucx ("ep_cfg[n]: tag(sysv/memory cma/memory)").
-  MPICH     (ch4:ucx) UCX_LOG_LEVEL=info: the same ep_cfg lines list the UCX transports per
-            endpoint.
+  Open MPI   --mca pml_base_verbose/btl_base_verbose/mtl_base_verbose, UCX_LOG_LEVEL=info
+  MPICH      MPIR_CVAR_DEBUG_SUMMARY=1 (shm module, libfabric provider), UCX_LOG_LEVEL=info
+  Intel MPI  I_MPI_DEBUG=5 (fabric, libfabric provider)
 
 The verbose flags change the launcher argv, so putting them into the measured run would also
 change its fingerprint and its output; a probe costs one short launch per variant instead.
 
-Result: `transport_actual` = "<class> [<detail>]", class one of shm, tcp, shm+tcp, ib, ucx,
-ofi (or the MTL's name), unknown. `verdict(requested, actual)` is ok / MISMATCH / unverified.
+Result: `transport_actual` = "<class> [<detail>]" (see mpibench.transports);
+`verdict(requested, actual)` is ok / MISMATCH / unverified.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -31,16 +29,23 @@ from mpibench.execute import CellCommand, Variant, prepare_cell
 from mpibench.runner import run_command
 from mpibench.schedulers import STEP_TIMEOUT_EXIT
 from mpibench.stacks import Stack, cache_dir
+from mpibench.stacks.kinds import get_kind
+from mpibench.transports import actual_class, classify, ucx_transports, verdict  # noqa: F401
 
 PROBE_SOURCE = r"""
 #include <mpi.h>
+#include <stdio.h>
 #include <stdlib.h>
 int main(int argc, char **argv) {
-    int rank, size;
+    int rank, size, len = 0;
     static char sbuf[65536], rbuf[65536];
+    char host[MPI_MAX_PROCESSOR_NAME];
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Get_processor_name(host, &len);
+    printf("mpibench-probe rank=%d host=%s\n", rank, host);
+    fflush(stdout);
     int next = (rank + 1) % size, prev = (rank + size - 1) % size;
     const int lens[2] = {8, 65536};
     for (int rep = 0; rep < 3; rep++)
@@ -53,24 +58,6 @@ int main(int argc, char **argv) {
 }
 """
 
-OMPI_DIAG_MCA = {"pml_base_verbose": "10", "btl_base_verbose": "100",
-                 "mtl_base_verbose": "10"}
-UCX_DIAG_ENV = {"UCX_LOG_LEVEL": "info"}
-
-SHM_NAMES = {"vader", "sm", "smcuda", "sysv", "posix", "cma", "xpmem", "knem", "mm", "shm"}
-TCP_NAMES = {"tcp", "sockets"}
-IB_NAMES = {"openib", "rc", "rc_verbs", "rc_mlx5", "ud", "ud_verbs", "ud_mlx5", "dc",
-            "dc_mlx5", "uct", "verbs", "psm2", "efa", "usnic"}
-
-_BML = re.compile(r"bml: Using (\S+) btl for send to")
-_PML = re.compile(r"select: component (\S+) selected")
-_PML_BEST = re.compile(r"selected (\S+) best priority")
-_MTL = re.compile(r"mca:base:select:\(\s*mtl\) Selected component \[(\S+)\]")
-_OFI_DOMAIN = re.compile(r"mtl:ofi:provider: (\S+)")
-_UCX_EP = re.compile(r"ep_cfg\[\d+\]: (.*)$", re.MULTILINE)
-_UCX_TAG = re.compile(r"\btag\(([^)]*)\)")
-
-
 @dataclass
 class Verification:
     requested: str | None
@@ -81,95 +68,10 @@ class Verification:
     problem: str | None = None
 
 
-def _classify(names: set[str]) -> str:
-    classes = set()
-    for n in names:
-        if n in SHM_NAMES:
-            classes.add("shm")
-        elif n in TCP_NAMES:
-            classes.add("tcp")
-        elif n in IB_NAMES:
-            classes.add("ib")
-        else:
-            classes.add(n)
-    order = ["shm", "tcp", "ib"]
-    return "+".join(sorted(classes, key=lambda c: (order.index(c) if c in order else 9, c))) \
-        or "unknown"
-
-
-def ucx_transports(text: str) -> set[str]:
-    """UCX transport names on the tag lanes of every endpoint, 'self' excluded."""
-    names: set[str] = set()
-    for line in _UCX_EP.findall(text):
-        for group in _UCX_TAG.findall(line) or [line]:
-            for tl in group.split():
-                name = tl.split("/", 1)[0]
-                if name and name != "self":
-                    names.add(name)
-    return names
-
-
 def parse_diagnostics(kind: str, text: str, env: dict[str, str] | None = None
                       ) -> tuple[str, list[str]]:
     """(actual, evidence lines) from a probe's combined output. Pure."""
-    env = env or {}
-    evidence: list[str] = []
-
-    def keep(rx: re.Pattern) -> list[str]:
-        found = []
-        for line in text.splitlines():
-            m = rx.search(line)
-            if m:
-                found.append(m.group(1))
-                if len(evidence) < 40 and line.strip() not in evidence:
-                    evidence.append(line.strip())
-        return found
-
-    if kind == "openmpi":
-        pmls = keep(_PML_BEST) or keep(_PML)
-        pml = pmls[0] if pmls else None
-        if pml == "ob1" or (pml is None and _BML.search(text)):
-            btls = set(keep(_BML)) - {"self"}
-            if not btls:
-                return "unknown [pml ob1, no btl reported]", evidence
-            return f"{_classify(btls)} [pml ob1, btl {','.join(sorted(btls))}]", evidence
-        if pml == "ucx":
-            tls = ucx_transports(text)
-            keep(_UCX_EP)
-            detail = ",".join(sorted(tls)) or "?"
-            return f"ucx [pml ucx, tls {detail}: {_classify(tls) if tls else '?'}]", evidence
-        if pml == "cm":
-            mtls = keep(_MTL)
-            mtl = mtls[0] if mtls else "?"
-            if mtl == "ofi":
-                domains = keep(_OFI_DOMAIN)
-                prov = env.get("FI_PROVIDER", "")
-                return (f"ofi [pml cm, mtl ofi, provider {prov or '?'}, "
-                        f"domain {domains[0] if domains else '?'}]"), evidence
-            return f"{mtl} [pml cm, mtl {mtl}]", evidence
-        if pml:
-            return f"{pml} [pml {pml}]", evidence
-        return "unknown [no PML selection in the diagnostics]", evidence
-    if kind in ("mpich", "mvapich", "intel"):
-        tls = ucx_transports(text)
-        keep(_UCX_EP)
-        if tls:
-            return f"{_classify(tls)} [ucx tls {','.join(sorted(tls))}]", evidence
-        return "unknown [no UCX endpoint configuration in the diagnostics]", evidence
-    return f"unknown [no diagnostics known for {kind} stacks]", evidence
-
-
-def actual_class(actual: str | None) -> str | None:
-    return actual.split(" ", 1)[0] if actual else None
-
-
-def verdict(requested: str | None, actual: str | None) -> str:
-    if not requested:
-        return "n/a"
-    cls = actual_class(actual)
-    if cls is None or cls == "unknown":
-        return "unverified"
-    return "ok" if cls == requested else "MISMATCH"
+    return get_kind(kind).parse_diagnostics(text, env or {})
 
 
 def probe_binary(stack: Stack, timeout: float = 120) -> Path:
@@ -183,7 +85,8 @@ def probe_binary(stack: Stack, timeout: float = 120) -> Path:
     src = out_dir / "probe.c"
     src.write_text(PROBE_SOURCE)
     tmp = out_dir / f".probe.{id(src)}"
-    res = run_command([stack.mpicc, str(src), "-o", str(tmp)], timeout=timeout)
+    res = run_command(stack.command([stack.mpicc, str(src), "-o", str(tmp)]), env=stack.env,
+                      timeout=timeout)
     if not res.ok:
         raise RuntimeError(f"cannot build the transport probe with {stack.mpicc}: "
                            f"{res.stderr_tail(3)}")
@@ -193,11 +96,11 @@ def probe_binary(stack: Stack, timeout: float = 120) -> Path:
 
 def diagnostic_variant(stack: Stack, variant: Variant) -> Variant:
     """The variant plus start-up diagnostics; everything that selects transports unchanged."""
+    kind = stack.kind_class
     env = dict(variant.env)
-    env.update(UCX_DIAG_ENV)
+    env.update(kind.diag_env)
     mca = dict(variant.mca)
-    if stack.kind == "openmpi":
-        mca.update(OMPI_DIAG_MCA)
+    mca.update(kind.diag_mca)
     # one rank has no peer to talk to: probe the same settings with two
     np = max(2, variant.np)
     return replace(variant, env=env, mca=mca, profile=False, np=np)

@@ -69,8 +69,9 @@ def check_variants(variants: list[Variant], found: list[Stack]) -> dict[str, Sta
     for v in variants:
         stack = stacks.get(v.stack) or find_stack(v.stack, found)
         stacks[v.stack] = stack
-        preset(stack.kind, v.transport)  # raises UsageError for a transport the stack lacks
-        if v.mca and stack.kind != "openmpi":
+        # raises UsageError for a transport the stack lacks
+        preset(stack.kind, v.transport, stack.library_version)
+        if v.mca and not stack.kind_class.accepts_mca:
             raise UsageError(f"--mca applies to Open MPI only; stack {stack.name!r} is "
                              f"{stack.kind} (use --env for MPICH CVARs / UCX_* settings)")
     return stacks

@@ -117,10 +117,10 @@ class CampaignRunner:
                 raise UsageError(f"{key}.stack: {exc}") from None
             self.stacks[v.stack] = stack
             try:
-                preset(stack.kind, v.transport)
+                preset(stack.kind, v.transport, stack.library_version)
             except UsageError as exc:
                 raise UsageError(f"{key}.transport: {exc}") from None
-            if v.mca and stack.kind != "openmpi":
+            if v.mca and not stack.kind_class.accepts_mca:
                 raise UsageError(f"{key}.mca: MCA parameters are Open MPI settings but stack "
                                  f"{stack.name!r} is {stack.kind}; expected env instead")
             try:

@@ -211,7 +211,7 @@ def run_variants(args, variants, benchmarks, sizes_spec, n_sizes, name, *, opts:
     for s in stacks.values():
         con.print(f"mpibench-core for {s.name} ({s.mpicc}): checking the build cache")
     runner.check()  # the core builds before the store is touched
-    notice = root_env_notice() if any(s.kind == "openmpi" for s in stacks.values()) \
+    notice = root_env_notice() if any(s.kind_class.root_env for s in stacks.values()) \
         else None
     if notice:
         con.print(notice)

@@ -45,10 +45,7 @@ def run(args) -> int:
             status = f"same as {s.alias_of}"
         else:
             status = "ok" if s.ok else f"[red]unusable:[/] {s.problem}"
-        device = ""
-        for line in s.library_version.splitlines():
-            if line.startswith("MPICH Device:"):
-                device = " " + line.split(":", 1)[1].strip()
+        device = " " + s.kind_class.describe(s.library_version) if s.ok else ""
         t.add_row(s.name, s.kind, (s.version + device).strip(), s.mpi_standard, s.mpicc,
                   f"{s.launcher} ({s.launcher_kind})" if s.launcher else "", s.prefix, status)
     console().print(t)

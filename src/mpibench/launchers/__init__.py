@@ -7,12 +7,11 @@ string: values from campaign files go through unchanged.
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from dataclasses import dataclass, field
 
 from mpibench.envnames import env_name_problem, mca_name_problem, value_problem
 from mpibench.errors import UsageError
+from mpibench.registry import Registry
 
 
 @dataclass
@@ -58,35 +57,13 @@ class Launcher:
         return dict(spec.env)
 
 
-_REGISTRY: dict[str, type[Launcher]] = {}
-
-
-def register_launcher(name: str):
-    def deco(cls: type[Launcher]) -> type[Launcher]:
-        cls.name = name
-        _REGISTRY[name] = cls
-        return cls
-
-    return deco
-
-
-def _load_all() -> None:
-    for info in pkgutil.iter_modules(__path__):
-        importlib.import_module(f"{__name__}.{info.name}")
+REGISTRY: Registry[type[Launcher]] = Registry("launcher", __name__)
+register_launcher = REGISTRY.register
 
 
 def get_launcher(name: str) -> Launcher:
-    if not _REGISTRY:
-        _load_all()
-    try:
-        return _REGISTRY[name]()
-    except KeyError:
-        raise UsageError(
-            f"unknown launcher {name!r}; expected one of: {', '.join(sorted(_REGISTRY))}"
-        ) from None
+    return REGISTRY.get(name)()
 
 
 def launcher_names() -> list[str]:
-    if not _REGISTRY:
-        _load_all()
-    return sorted(_REGISTRY)
+    return REGISTRY.names()

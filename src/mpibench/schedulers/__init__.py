@@ -29,9 +29,7 @@ and ingests; a job never writes the database (single writer).
 
 from __future__ import annotations
 
-import importlib
 import json
-import pkgutil
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -39,7 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from mpibench.envnames import checked_env
-from mpibench.errors import MpibenchError, UsageError
+from mpibench.errors import MpibenchError
+from mpibench.registry import Registry
 
 JOB_STATES = ("pending", "running", "completed", "failed", "timeout", "node_fail",
               "cancelled", "oom")
@@ -218,36 +217,16 @@ class Scheduler:
         raise NotImplementedError
 
 
-_REGISTRY: dict[str, type[Scheduler]] = {}
-
-
-def register_scheduler(name: str):
-    def deco(cls: type[Scheduler]) -> type[Scheduler]:
-        cls.name = name
-        _REGISTRY[name] = cls
-        return cls
-
-    return deco
-
-
-def _load_all() -> None:
-    for info in pkgutil.iter_modules(__path__):
-        importlib.import_module(f"{__name__}.{info.name}")
+REGISTRY: Registry[type[Scheduler]] = Registry("scheduler", __name__)
+register_scheduler = REGISTRY.register
 
 
 def scheduler_names() -> list[str]:
-    _load_all()
-    return sorted(_REGISTRY)
+    return REGISTRY.names()
 
 
 def scheduler_class(name: str) -> type[Scheduler]:
-    if name not in _REGISTRY:
-        _load_all()
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise UsageError(f"unknown scheduler {name!r}; expected one of: "
-                         f"{', '.join(sorted(_REGISTRY))}") from None
+    return REGISTRY.get(name)
 
 
 def get_scheduler(name: str, settings: SchedulerSettings | None = None) -> Scheduler:
