@@ -518,8 +518,11 @@ def test_batched_summaries_and_tests_land_on_their_own_cells(tmp_path):
 
 
 def test_fmt_num_digits_next_to_powers_of_ten():
-    # fmt_num picks its decimals from floor(log10); it must agree with numpy's on values
-    # one or a few ulps around every power of ten a table shows
+    # exactly four significant digits on values one or a few ulps around every power of ten
+    # a table shows, where the value may round up to the next decade; the reference takes
+    # the exponent from the exact decimal value of the float (no libm log10 involved)
+    from decimal import ROUND_HALF_EVEN, Decimal
+
     from mpibench.report.data import fmt_num
 
     def reference(v, digits=4):
@@ -528,7 +531,10 @@ def test_fmt_num_digits_next_to_powers_of_ten():
             return f"{v:.0f}"
         if a < 1e-3:
             return f"{v:.{digits - 1}e}"
-        return f"{v:.{max(0, digits - 1 - int(np.floor(np.log10(a))))}f}"
+        d = Decimal(a)
+        e = d.quantize(Decimal(1).scaleb(d.adjusted() - digits + 1),
+                       rounding=ROUND_HALF_EVEN).adjusted()
+        return f"{v:.{max(0, digits - 1 - e)}f}"
 
     vals = list(10 ** np.random.default_rng(0).uniform(-3.5, 4.5, 5000))
     for k in range(-3, 5):

@@ -467,9 +467,10 @@ def fmt_params(params: Mapping[str, Any] | None) -> str:
 
 
 def fmt_num(v: float | None, digits: int = 4) -> str:
-    """Four significant digits, no exponent for the ranges benchmarks produce. (math, not
-    numpy, on these scalars: tables format 10^5 numbers and numpy's scalar calls cost ~1 us
-    each; the two agree on floor(log10) even next to powers of ten, tested.)"""
+    """Four significant digits, no exponent for the ranges benchmarks produce (plain Python
+    on these scalars: tables format 10^5 numbers and numpy's scalar calls cost ~1 us each).
+    Exactly `digits` significant digits also next to powers of ten, where the value rounds
+    up (0.009999999999999998 -> 0.01000, not 0.010000)."""
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
         return "-"
     a = abs(v)
@@ -479,7 +480,11 @@ def fmt_num(v: float | None, digits: int = 4) -> str:
         return f"{v:.0f}"
     if a < 1e-3:
         return f"{v:.{digits - 1}e}"
-    decimals = max(0, digits - 1 - math.floor(math.log10(a)))
+    # the decimal exponent of the value rounded to `digits` significant digits, from
+    # Python's own correctly rounded formatting: floor(log10(a)) depends on the platform's
+    # libm next to powers of ten (999.9999999999999 -> 3.0 on some) and ignores rounding up
+    e = int(f"{a:.{digits - 1}e}".rpartition("e")[2])
+    decimals = max(0, digits - 1 - e)
     return f"{v:.{decimals}f}"
 
 

@@ -62,13 +62,16 @@ class Estimate(NamedTuple):
 
 def estimate(values: Iterable[float | None], level: float = 0.95) -> Estimate:
     """Geometric mean of the launch statistics with a t CI on their logs."""
+    values = list(values)
     y = _logs(values)
     n = int(y.size)
     if n == 0:
         return Estimate(None, None, None, 0, None)
     m = float(y.mean())
     if n < 2:
-        return Estimate(math.exp(m), None, None, n, None)
+        # the launch's own value, not exp(log(x)), which can differ in the last bit
+        only = next(float(x) for x in values if x is not None and math.isfinite(x) and x > 0)
+        return Estimate(only, None, None, n, None)
     sd = float(y.std(ddof=1))
     h = float(_t().ppf(0.5 + level / 2, n - 1)) * sd / math.sqrt(n)
     return Estimate(math.exp(m), math.exp(m - h), math.exp(m + h), n, sd)
