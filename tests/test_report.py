@@ -378,7 +378,7 @@ def test_cli_rejects_bad_input(tmp_path, capsys):
         (["--benchmark", "Nope"], "PingPong"), (["--size", "3"], "1K"),
         (["--gain-table", "--size", "3"], "no selected result has this message size"),
         (["--variant", "nope"], "base, fast"),
-        (["-o", str(tmp_path / "no" / "such" / "dir" / "x.txt")], "cannot write"),
+        (["-o", str(tmp_path / "no" / "such" / "dir" / "x.txt")], "does not exist"),
     ]
     for extra, text in cases:
         with pytest.raises(SystemExit) as exc:

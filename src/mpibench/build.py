@@ -16,6 +16,7 @@ from pathlib import Path
 
 import mpibench
 from mpibench.errors import BuildError, UsageError
+from mpibench.files import write_file
 from mpibench.runner import run_command
 from mpibench.stacks import Stack, cache_dir
 
@@ -66,7 +67,7 @@ def build_component(stack: Stack, component: str = "core", *, force: bool = Fals
         # the stack's modules and environment (I_MPI_ROOT...) apply to its wrapper too
         res = run_command(stack.command(["make", "-C", str(src), f"MPICC={stack.mpicc}",
                                          f"BUILD={tmp}"]), env=stack.env, timeout=timeout)
-        (tmp / "build.log").write_text(res.stdout + res.stderr)
+        write_file(tmp / "build.log", res.stdout + res.stderr)
         if not res.ok or not (tmp / COMPONENTS[component]).exists():
             why = "timed out" if res.timed_out else f"exit {res.returncode}"
             raise BuildError(

@@ -22,6 +22,7 @@ from typing import Any
 
 from mpibench import fingerprint
 from mpibench.errors import UsageError
+from mpibench.files import write_file
 from mpibench.launchers import LaunchSpec, get_launcher
 from mpibench.parsers.core_jsonl import CoreOutput, parse_core_jsonl
 from mpibench.runner import CommandResult, run_command
@@ -151,7 +152,7 @@ def prepare_cell(stack: Stack, variant: Variant, program: list[str], run_dir: Pa
 
 
 def run_local(cmd: CellCommand, timeout: float | None) -> CommandResult:
-    (cmd.run_dir / "command.json").write_text(json.dumps(
+    write_file(cmd.run_dir / "command.json", json.dumps(
         {"argv": cmd.argv, "env": cmd.env, "variant": cmd.variant.to_dict(),
          "stack": cmd.stack.name}, indent=2))
     return run_command(cmd.argv, env=cmd.env, cwd=cmd.run_dir, timeout=timeout,

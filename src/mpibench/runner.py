@@ -13,7 +13,8 @@ import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+
+from mpibench.files import write_file
 
 log = logging.getLogger("mpibench.runner")
 
@@ -82,9 +83,9 @@ def run_command(
     elapsed = time.monotonic() - start
     rc = proc.returncode if not timed_out else -9
     if stdout_path is not None:
-        Path(stdout_path).write_text(out)
+        write_file(stdout_path, out)
     if stderr_path is not None:
-        Path(stderr_path).write_text(err)
+        write_file(stderr_path, err)
     return CommandResult(argv, rc, out, err, elapsed, timed_out, delta)
 
 

@@ -30,6 +30,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mpibench.files import write_file
 from mpibench.runner import run_command
 
 NODES = ("n1", "n2")
@@ -105,7 +106,7 @@ class LocalSlurm:
         os.chmod(r / "munge", 0o700)
         key = r / "munge" / "munge.key"
         if not key.exists():
-            key.write_bytes(os.urandom(1024))
+            write_file(key, os.urandom(1024), mode=0o400)
         os.chmod(key, 0o400)
         ctl_port, n1_port, n2_port = _free_ports(3)
         user = "root" if os.geteuid() == 0 else os.environ.get("USER", "nobody")
@@ -162,7 +163,7 @@ class LocalSlurm:
             f"PartitionName={self.partition} Nodes=n1,n2 Default=YES MaxTime=INFINITE "
             "State=UP OverSubscribe=NO",
         ]
-        self.conf.write_text("\n".join(lines) + "\n")
+        write_file(self.conf, "\n".join(lines) + "\n")
 
     # -- daemons ---------------------------------------------------------------------
     def _spawn(self, name: str, argv: list[str]) -> None:
@@ -177,7 +178,7 @@ class LocalSlurm:
         self._save()
 
     def _save(self) -> None:
-        (self.root / STATE_FILE).write_text(json.dumps(
+        write_file(self.root / STATE_FILE, json.dumps(
             {"pids": self.pids, "conf": str(self.conf)}, indent=1))
 
     def start(self, timeout: float = 60.0) -> None:

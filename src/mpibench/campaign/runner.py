@@ -41,6 +41,7 @@ from mpibench.execute import (
     ingest_core,
     prepare_cell,
 )
+from mpibench.files import write_file
 from mpibench.launchers import get_launcher
 from mpibench.schedulers import (
     JobRequest,
@@ -467,7 +468,7 @@ class CampaignRunner:
         return run_dir
 
     def _write_cell_json(self, p: _Prepared) -> None:
-        (p.step.run_dir / "cell.json").write_text(json.dumps({
+        write_file(p.step.run_dir / "cell.json", json.dumps({
             "id": p.cell.id, "campaign": self.spec.name, "file": str(self.spec.path),
             "variant": p.cell.variant.to_dict(), "group": p.cell.group.name,
             "params": p.cell.params, "repeat": p.cell.repeat, "argv": p.cmd.argv,
@@ -481,7 +482,7 @@ class CampaignRunner:
         run_dir = self._fresh_dir(cell)
         p = self.prepare(cell, run_dir, local=True)
         self._write_cell_json(p)
-        (run_dir / "job.sh").write_text(self.scheduler.render_script(
+        write_file(run_dir / "job.sh", self.scheduler.render_script(
             JobRequest(name=cell.id, steps=[p.step], run_dir=run_dir)))
         with self.store.transaction():
             self.store.delete_results(cell.id)
@@ -714,7 +715,7 @@ class CampaignRunner:
                 cells = queue.pop(0)
                 req, preps = self._request(cells, fresh=True)
                 script = self.scheduler.render_script(req)
-                (req.run_dir / "job.sh").write_text(script)
+                write_file(req.run_dir / "job.sh", script)
                 with self.store.transaction():
                     for p in preps:
                         self.store.delete_results(p.cell.id)

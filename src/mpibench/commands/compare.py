@@ -10,6 +10,7 @@ from pathlib import Path
 from mpibench.benchmarks import parse_size
 from mpibench.commands._common import Formatter, add_db, err_console
 from mpibench.errors import UsageError
+from mpibench.files import check_output, write_file
 from mpibench.store import Store
 
 EXAMPLES = """\
@@ -204,6 +205,8 @@ def check_filters(cells: dict, benchmarks: list[str] | None, sizes: list[int] | 
 
 
 def run(args) -> int:
+    if args.output:
+        check_output(args.output, "-o")
     from mpibench.report.compare import (
         compare_groups,
         render,
@@ -320,7 +323,7 @@ def run(args) -> int:
         out = "\n\n".join(text.rstrip() for _, text in parts)
     if args.output:
         try:
-            Path(args.output).write_text(out + "\n", encoding="utf-8")
+            write_file(args.output, out + "\n")
         except OSError as exc:
             raise UsageError(f"-o {args.output}: cannot write ({exc.strerror})") from None
         err_console().print(f"wrote {args.output}")

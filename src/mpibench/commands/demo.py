@@ -9,7 +9,9 @@ from pathlib import Path
 from mpibench.benchmarks import parse_sizes
 from mpibench.commands._common import Formatter, err_console
 from mpibench.commands.run import core_options_from_args, print_tables, run_variants
+from mpibench.errors import UsageError
 from mpibench.execute import Variant
+from mpibench.files import write_file
 
 DESCRIPTION = """\
 Runs three real comparisons with the embedded defaults and writes a Markdown report:
@@ -34,9 +36,12 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    n_sizes = len(parse_sizes(args.sizes))  # before anything is created
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    n_sizes = len(parse_sizes(args.sizes))
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--out {out}: cannot create it ({exc.strerror})") from None
     stamp = time.strftime("%Y%m%d-%H%M%S")
     comparisons = [
         ("Open MPI vs MPICH over shared memory",
@@ -71,7 +76,7 @@ def run(args) -> int:
             text += "\n\n" + line
         sections.append(text)
     report = out / "report.md"
-    report.write_text(
+    write_file(report,
         "# mpibench demo\n\n"
         f"Generated {time.strftime('%Y-%m-%d %H:%M:%S')}. PingPong and Allreduce at np=2, "
         f"sizes {args.sizes}, {args.repeats} interleaved launches per variant, "

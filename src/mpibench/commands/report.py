@@ -12,6 +12,7 @@ from mpibench.commands.compare import (
     parse_sizes_arg,
 )
 from mpibench.errors import UsageError
+from mpibench.files import check_output
 
 EXAMPLES = """\
 examples:
@@ -55,6 +56,10 @@ def run(args) -> int:
                          "one --size")
     if args.output == "-" and not args.markdown:
         raise UsageError("-o -: nothing to write (give --markdown FILE or an HTML file)")
+    if args.output != "-":
+        check_output(args.output, "-o")
+    if args.markdown:
+        check_output(args.markdown, "--markdown")
     from mpibench.report.data import load_cells
 
     with open_store(args.db) as store:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from mpibench.execute import (
     check_core_options,
     root_env_notice,
 )
+from mpibench.files import check_output, write_file
 from mpibench.store import Store
 from mpibench.transports import all_transport_names
 
@@ -185,10 +187,33 @@ def run(args) -> int:
         raise UsageError(f"--np must be >= 1, got {args.np}")
     opts = core_options_from_args(args)  # before stack discovery, builds or the store
     variants = variants_from_args(args)
+    check_run_outputs(args)
     groups, store_path = run_variants(
         args, variants, benchmarks, args.sizes, n_sizes=len(sizes),
         name=args.name or time.strftime("run-%Y%m%d-%H%M%S"), opts=opts)
     return print_tables(args, store_path, groups, variants)
+
+
+def check_run_outputs(args) -> None:
+    """--markdown, --out and --db checked before anything launches (they used to fail after
+    every launch had run)."""
+    if getattr(args, "markdown", None):
+        check_output(args.markdown, "--markdown")
+    if getattr(args, "out", None):
+        out = Path(args.out)
+        if out.exists() and not out.is_dir():
+            raise UsageError(f"--out {out}: not a directory; expected a directory for the "
+                             "run directories")
+        anc = out
+        while not anc.exists() and anc != anc.parent:
+            anc = anc.parent
+        if not anc.is_dir() or not os.access(anc, os.W_OK):
+            raise UsageError(f"--out {out}: cannot create it ({anc} is not a writable "
+                             "directory)")
+    if getattr(args, "db", None):
+        db = Path(args.db)
+        if db.is_dir():
+            raise UsageError(f"--db {db}: is a directory, expected an SQLite file")
 
 
 def run_variants(args, variants, benchmarks, sizes_spec, n_sizes, name, *, opts: dict):
@@ -279,7 +304,7 @@ def print_tables(args, store_path: Path, groups: dict[str, list[str]],
     if args.format == "json":
         print(json.dumps(json_doc, indent=2))
     if args.markdown:
-        Path(args.markdown).write_text("\n\n".join(md_parts) + "\n")
+        write_file(args.markdown, "\n\n".join(md_parts) + "\n")
         err_console().print(f"markdown report: {args.markdown}")
     if failed:
         raise BenchmarkFailure(f"{failed} launch(es) failed or timed out; the reason and "

@@ -19,6 +19,7 @@ import jinja2
 import markupsafe
 
 import mpibench
+from mpibench.files import write_file
 from mpibench.report import plots
 from mpibench.report.compare import (
     Comparison,
@@ -414,7 +415,7 @@ def _imported_sentence(statistics: list[str]) -> str:
 def write_html(report: Report, path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_html(report), encoding="utf-8")
+    write_file(path, render_html(report))
     return path
 
 
@@ -468,6 +469,5 @@ def write_markdown(report: Report, path: str | Path, plot_format: str = "svg") -
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     plot_dir = path.parent / f"{path.stem}-plots"
-    path.write_text(render_markdown_report(report, plot_dir, path.parent, plot_format),
-                    encoding="utf-8")
+    write_file(path, render_markdown_report(report, plot_dir, path.parent, plot_format))
     return path

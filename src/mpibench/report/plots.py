@@ -14,6 +14,7 @@ import matplotlib.ticker
 import numpy as np
 from matplotlib.figure import Figure
 
+from mpibench.files import write_file
 from mpibench.report.compare import Comparison
 from mpibench.report.data import Cell, fmt_params, fmt_size, imported_statistics
 
@@ -61,7 +62,9 @@ def to_svg(fig) -> str:
 
 @_styled
 def save(fig, path, fmt: str = "svg") -> None:
-    fig.savefig(path, format=fmt, dpi=110)
+    buf = io.BytesIO()
+    fig.savefig(buf, format=fmt, dpi=110)
+    write_file(path, buf.getvalue())
 
 
 def _size_x(size: int) -> float:

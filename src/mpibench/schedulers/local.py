@@ -8,10 +8,10 @@ and it writes that script as job.sh so a user can re-run a cell by hand.
 from __future__ import annotations
 
 import json
-import os
 import time
 
 from mpibench.execute import ROOT_ENV, run_local, running_as_root
+from mpibench.files import write_file
 from mpibench.runner import CommandResult, run_command
 from mpibench.schedulers import (
     EXIT_STATUS_FILE,
@@ -67,12 +67,10 @@ class LocalScheduler(Scheduler):
                 timed_out: bool) -> StepResult:
         finished = time.time()
         code = STEP_TIMEOUT_EXIT if timed_out else rc
-        (step.run_dir / TIMING_FILE).write_text(json.dumps(
+        write_file(step.run_dir / TIMING_FILE, json.dumps(
             {"started": started, "launch_started": launch_started, "finished": finished})
             + "\n")
-        tmp = step.run_dir / (EXIT_STATUS_FILE + ".tmp")
-        tmp.write_text(f"{code}\n")
-        os.replace(tmp, step.run_dir / EXIT_STATUS_FILE)
+        write_file(step.run_dir / EXIT_STATUS_FILE, f"{code}\n")
         return StepResult(exit_code=rc, timed_out=timed_out, elapsed=finished - started,
                           started=started, finished=finished, launch_started=launch_started)
 

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mpibench.errors import UsageError
+from mpibench.files import write_file
 from mpibench.runner import CommandResult, run_command
 from mpibench.schedulers import (
     JobRequest,
@@ -465,8 +466,7 @@ class SlurmScheduler(Scheduler):
     def write_script(self, req: JobRequest) -> Path:
         req.run_dir.mkdir(parents=True, exist_ok=True)
         path = req.run_dir / SCRIPT_NAME
-        path.write_text(self.render_script(req))
-        path.chmod(0o755)
+        write_file(path, self.render_script(req), mode=0o755)
         return path
 
     def submit(self, req: JobRequest) -> str:
