@@ -100,6 +100,7 @@ class CampaignRunner:
         self.verify = spec.verify_transport if verify is None else verify
         self.stacks: dict[str, Stack] = {}
         self.binaries: dict[str, Path] = {}
+        self.peer_programs: dict[tuple[str, str], Path] = {}  # (group, stack) -> program
         self.verified: dict[str, Any] = {}
         self.runs_root = spec.directory / "runs"
         self._profiles: dict[str, Any] = {}
@@ -133,12 +134,41 @@ class CampaignRunner:
                                  "host file (a relative path is relative to the campaign "
                                  "file)")
         for g in self.spec.groups:
+            if g.kind == "peer":
+                self._check_peer(g)
             if g.kind != "core":
                 continue
             for v in self._variants_of(g):
                 if v.stack not in self.binaries:
                     self.log(f"mpibench-core for {v.stack}: checking the build cache ...")
                     self.binaries[v.stack] = build_component(self.stacks[v.stack], "core")
+
+    def _check_peer(self, g: Group) -> None:
+        """The suite's program per stack: the given binary, or built from the source with
+        each stack's wrappers (cached like the core)."""
+        from mpibench.peers import build_peer, find_binary
+
+        key = f"{self.spec.path}: benchmarks.{g.name}"
+        for v in self._variants_of(g):
+            if (g.name, v.stack) in self.peer_programs:
+                continue
+            peer = g.peer
+            try:
+                if peer.binary:
+                    if not Path(peer.binary).exists() and not self.scheduler.batch:
+                        raise UsageError(f"{peer.binary} does not exist")
+                    root = Path(peer.binary)
+                    prog = find_binary(root, peer.suite, peer.benchmarks[0]
+                                       if peer.benchmarks else None) if root.exists() else root
+                else:
+                    root = build_peer(self.stacks[v.stack], peer.suite, peer.source,
+                                      log=self.log)
+                    prog = find_binary(root, peer.suite,
+                                       peer.benchmarks[0] if peer.benchmarks else None)
+            except UsageError as exc:
+                raise UsageError(f"{key}.{'binary' if peer.binary else 'source'}: {exc}") \
+                    from None
+            self.peer_programs[(g.name, v.stack)] = prog
 
     def _variants_of(self, g: Group) -> list[Variant]:
         return group_variants(g, self.spec.variants, self.spec.variant_base)
@@ -428,6 +458,18 @@ class CampaignRunner:
             step = JobStep(cell.id, run_dir, cmd.argv, cmd.env, cmd.stdout, cmd.stderr,
                            timeout_s=timeout, cell=cmd)
             return _Prepared(cell, cmd, step)
+        if g.kind == "peer":
+            from mpibench.peers import program_args
+
+            program = [str(self.peer_programs[(g.name, cell.variant.stack)]),
+                       *program_args(g.peer, run_dir)]
+            variant = replace(cell.variant, env={**cell.variant.env, **g.env}) if g.env \
+                else cell.variant
+            cmd = prepare_cell(stack, variant, program, run_dir, jsonl=None, local=local)
+            self._profile(cell, cmd)
+            step = JobStep(cell.id, run_dir, cmd.argv, cmd.env, cmd.stdout, cmd.stderr,
+                           timeout_s=timeout, cell=cmd)
+            return _Prepared(cell, cmd, step)
         v = cell.variant
         values = {**cell.params, "np": v.np, "nodes": v.nodes or 1, "ppn": v.ppn or "",
                   "variant": v.name, "stack": v.stack, "repeat": cell.repeat,
@@ -540,7 +582,8 @@ class CampaignRunner:
         else:
             outcome = ingest_core(cmd, None, exit_code=exit_code, timed_out=timed_out,
                                   elapsed=elapsed)
-        if g.kind == "app" and outcome.status == "failed" and exit_code not in (0, None) \
+        if g.kind in ("app", "peer") and outcome.status == "failed" \
+                and exit_code not in (0, None) \
                 and not outcome.reason.startswith("setup"):
             outcome.reason = f"exit status {exit_code}: {reason_line(outcome.stderr_tail)}"
         if timed_out:
@@ -564,6 +607,8 @@ class CampaignRunner:
                                                        self._launch_elapsed(p, sr))
                 if problem:
                     outcome.status, outcome.reason, outcome.records = "failed", problem, []
+        if g.kind == "peer":
+            self._ingest_peer(p, outcome, nodelist)
         if p.cell.variant.profile:
             from mpibench.errors import BenchmarkFailure
             from mpibench.profiling import collect_profile, profile_rows
@@ -577,6 +622,36 @@ class CampaignRunner:
                 self._profiles[p.cell.id] = doc
                 outcome.records = list(outcome.records) + profile_rows(doc)
         return outcome
+
+    def _ingest_peer(self, p: _Prepared, outcome: CellOutcome, nodelist: str | None) -> None:
+        """IMB/OSU/NetPIPE stdout -> rows with the parsers `mpibench import` uses; the
+        fingerprint names the suite, its version and the program."""
+        from mpibench.peers import parse_output
+
+        g, v = p.cell.group, p.cell.variant
+        out = p.cmd.stdout.read_text(errors="replace") if p.cmd.stdout.exists() else ""
+        rows, meta = parse_output(g.peer, out, v.np)
+        outcome.fingerprint["peer"] = {
+            "suite": g.peer.suite, "tool": meta["tool"], "version": meta["version"],
+            "program": str(self.peer_programs.get((g.name, v.stack), "")),
+            "args": list(g.peer.args)}
+        if not outcome.fingerprint.get("hosts"):
+            hosts, per_host = app_placement(v, self.scheduler.batch, nodelist)
+            outcome.fingerprint["hosts"] = hosts
+            outcome.fingerprint["ranks_per_host"] = per_host
+        outcome.records = rows
+        if outcome.status != "done":
+            return
+        if not any(r.get("status", "ok") == "ok" for r in rows):
+            outcome.status = "failed"
+            outcome.reason = (f"{g.peer.suite} output has no results"
+                              + (f" ({'; '.join(meta['problems'][:3])})"
+                                 if meta["problems"] else ""))
+            outcome.records = []
+        elif meta["truncated"]:
+            outcome.status, outcome.reason = "failed", f"{g.peer.suite} output is truncated"
+        elif meta["problems"]:
+            outcome.reason = "; ".join(meta["problems"][:3])
 
     def _launch_elapsed(self, p: _Prepared, sr: StepResult) -> float:
         """The application's wall time: the launch alone, without the setup commands

@@ -40,6 +40,8 @@ SWEEPABLE = ("transport", "np", "ppn", "nodes", "bind", "map_by", "launcher", "s
              "cpus_per_task")
 CORE_GROUP_KEYS = ("benchmarks", "sizes", "options", "timeout", "variants", "repeats",
                    "exclude")
+PEER_GROUP_KEYS = ("suite", "benchmarks", "sizes", "binary", "source", "args", "timeout",
+                   "variants", "repeats", "exclude", "env")
 APP_GROUP_KEYS = ("command", "params", "zip", "exclude", "setup", "inputs", "fom", "timeout",
                   "variants", "repeats", "env")
 SCHEDULER_KEYS = ("name", "partition", "queue", "account", "time_limit", "nodes",
@@ -67,7 +69,7 @@ class Fom:
 @dataclass
 class Group:
     name: str
-    kind: str  # core | app
+    kind: str  # core | app | peer (IMB, OSU, NetPIPE binaries: mpibench.peers)
     benchmarks: list[str] = field(default_factory=list)
     sizes: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
@@ -83,6 +85,7 @@ class Group:
     timeout: float | None = None
     variants: list[str] | None = None
     repeats: int | None = None
+    peer: Any = None  # peers.PeerSpec for kind "peer"
 
     def identity(self) -> dict[str, Any]:
         """What the cell id hashes: what is measured, and what makes this group's cells
@@ -98,6 +101,8 @@ class Group:
         if self.kind == "core":
             return {"kind": "core", "benchmarks": self.benchmarks, "sizes": self.sizes,
                     "options": self.options}
+        if self.kind == "peer":
+            return {"kind": "peer", **self.peer.to_dict(), "env": self.env}
         return {"kind": "app", "command": self.command, "setup": self.setup,
                 "inputs": [p.name for p in self.inputs], "env": self.env}
 
@@ -329,8 +334,14 @@ def parse(data: dict[str, Any], path: Path) -> CampaignSpec:
         c.fail("benchmarks", "missing", "at least one [benchmarks.NAME] table")
     if not gtable:
         c.fail("benchmarks", "empty", "at least one [benchmarks.NAME] table")
-    groups = [_group(c, f"benchmarks.{g}", g, gdef, path, variants, vbase)
-              for g, gdef in gtable.items()]
+    groups = [grp for g, gdef in gtable.items()
+              for grp in _groups(c, f"benchmarks.{g}", g, gdef, path, variants, vbase)]
+    seen: dict[str, str] = {}
+    for grp in groups:
+        if grp.name in seen:
+            c.fail(f"benchmarks.{grp.name}", f"group name {grp.name!r} is produced twice "
+                   f"(also by {seen[grp.name]})", "unique group names")
+        seen[grp.name] = grp.name
     scheduler = _scheduler(c, c.table(data.get("scheduler", {}), "scheduler"))
     return CampaignSpec(path=path.resolve(), name=name, repeats=repeats, order=order, seed=seed,
                         timeout=timeout, verify_transport=verify, variants=variants,
@@ -607,6 +618,96 @@ def _scalar(c: _Ctx, value: Any, key: str) -> Any:
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         c.fail(key, f"got {_show(value)}", "a string or number")
     return value
+
+
+def _groups(c: _Ctx, key: str, name: str, gdef: Any, path: Path, variants: list[Variant],
+            vbase: dict[str, str]) -> list[Group]:
+    if isinstance(gdef, dict) and "suite" in gdef:
+        return _peer_groups(c, key, name, gdef, path, variants, vbase)
+    return [_group(c, key, name, gdef, path, variants, vbase)]
+
+
+def _peer_groups(c: _Ctx, key: str, name: str, gdef: dict[str, Any], path: Path,
+                 variants: list[Variant], vbase: dict[str, str]) -> list[Group]:
+    """suite = "imb" | "osu" | "netpipe": the suite's binary launched under the variant's
+    launcher, its output parsed into result rows (mpibench.peers). OSU runs one program per
+    benchmark, so an OSU group becomes one group per program, NAME.osu_latency ..."""
+    from mpibench.peers import SUITES, PeerSpec
+
+    if not _NAME.match(name):
+        c.fail(key, f"bad benchmark group name {name!r}", "letters, digits and _ . + -")
+    c.known(gdef, key, PEER_GROUP_KEYS)
+    suite = gdef["suite"]
+    if suite not in SUITES:
+        c.fail(f"{key}.suite", f"got {_show(suite)}", " or ".join(f'"{s}"' for s in SUITES))
+    if ("binary" in gdef) == ("source" in gdef):
+        c.fail(key, "needs exactly one of 'binary' (a built program) or 'source' (a tarball "
+               "or source tree, built per stack)",
+               'binary = "/path/IMB-MPI1" or source = "/path/imb-2021.11.tar.gz"')
+    where = {}
+    for k in ("binary", "source"):
+        if k in gdef:
+            text = c.string(gdef[k], f"{key}.{k}")
+            p = Path(text)
+            # a relative path is the campaign file's; the binary may only exist on the
+            # cluster, so it is checked when the campaign runs, not when it loads
+            where[k] = str(p if p.is_absolute() else (path.parent / p).resolve())
+    benches: list[str] = []
+    if suite == "netpipe":
+        if "benchmarks" in gdef:
+            c.fail(f"{key}.benchmarks", "NetPIPE runs one ping-pong test",
+                   "no benchmarks key for suite = \"netpipe\"")
+    else:
+        if "benchmarks" not in gdef:
+            c.fail(f"{key}.benchmarks", "missing",
+                   '["PingPong", "Allreduce", ...] (IMB names)' if suite == "imb"
+                   else '["osu_latency", "osu_allreduce", ...] (OSU program names)')
+        benches = c.str_list(gdef["benchmarks"], f"{key}.benchmarks")
+        if not benches:
+            c.fail(f"{key}.benchmarks", "empty", "at least one benchmark")
+        if suite == "imb":
+            try:
+                benches = canonical_benchmarks(benches)
+            except UsageError as exc:
+                c.fail(f"{key}.benchmarks", str(exc))
+        else:
+            for i, b in enumerate(benches):
+                if not re.match(r"^osu_[a-z0-9_]+$", b):
+                    c.fail(f"{key}.benchmarks[{i}]", f"got {_show(b)}",
+                           "an OSU program name such as osu_latency or osu_allreduce")
+    sizes = None
+    if "sizes" in gdef:
+        sizes = c.string(gdef["sizes"], f"{key}.sizes")
+        try:
+            parse_sizes(sizes)
+        except UsageError as exc:
+            c.fail(f"{key}.sizes", str(exc))
+    args = tuple(c.str_list(gdef.get("args", []), f"{key}.args"))
+    out = []
+    for bench in (benches if suite == "osu" else [None]):
+        g = Group(name=f"{name}.{bench}" if bench and len(benches) > 1 else name, kind="peer")
+        g.peer = PeerSpec(suite=suite, benchmarks=(bench,) if bench else tuple(benches),
+                          sizes=sizes, args=args, binary=where.get("binary"),
+                          source=where.get("source"))
+        g.benchmarks = list(g.peer.benchmarks)
+        g.sizes = sizes
+        if "timeout" in gdef:
+            g.timeout = c.number(gdef["timeout"], f"{key}.timeout")
+        if "repeats" in gdef:
+            g.repeats = c.integer(gdef["repeats"], f"{key}.repeats")
+        if "variants" in gdef:
+            g.variants = c.str_list(gdef["variants"], f"{key}.variants")
+            known = set(vbase.values()) | set(vbase)
+            for vn in g.variants:
+                if vn not in known:
+                    c.fail(f"{key}.variants", f"unknown variant {vn!r}",
+                           "names of [variants.NAME] tables: " + ", ".join(sorted(known)))
+        if "env" in gdef:
+            g.env = c.str_map(gdef["env"], f"{key}.env", names="env")
+        g.exclude = _exclude(c, key, gdef.get("exclude", []), {},
+                             group_variants(g, variants, vbase), vbase)
+        out.append(g)
+    return out
 
 
 def _group(c: _Ctx, key: str, name: str, gdef: Any, path: Path, variants: list[Variant],

@@ -81,7 +81,9 @@ def add_selectors(p: argparse.ArgumentParser) -> None:
     g.add_argument("--run", action="append", metavar="RUN_ID", help="run id (repeatable)")
     g.add_argument("--since", metavar="WHEN", help="runs started at/after (ISO date/time, UTC)")
     g.add_argument("--until", metavar="WHEN", help="runs started at/before (ISO date/time)")
-    g.add_argument("--by", choices=["variant", "label"], help="group runs by (default variant)")
+    g.add_argument("--by", choices=["variant", "label", "tool"],
+                   help="group runs by (default variant); tool = variant and what measured "
+                        "it: ompi/core, ompi/imb, ompi/osu (campaign suite groups, imports)")
     g.add_argument("--baseline", metavar="SET", help="result set to compare against "
                    "(default: the first)")
     g.add_argument("--benchmark", action="append", metavar="NAME",

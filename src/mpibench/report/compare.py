@@ -945,7 +945,8 @@ def select_groups(store: Store, *, variants: Iterable[str] | None = None,
                   by: str | None = None) -> dict[str, list[str]]:
     """Pick runs and group them into result sets (display name -> run ids, insertion order).
 
-    Groups are by variant, or by label when `labels` is given (or by="label"). With several
+    Groups are by variant, or by label when `labels` is given (or by="label"), or by
+    variant and tool (by="tool": 'ompi/core', 'ompi/imb', 'ompi/osu'). With several
     campaigns and variant names that occur in more than one, names become 'campaign/variant'
     (comparing one variant across campaigns, e.g. before/after a system update), unless
     by="variant" is given explicitly, which merges a variant's runs across campaigns (the
@@ -957,7 +958,12 @@ def select_groups(store: Store, *, variants: Iterable[str] | None = None,
     since/until filter on the run's start time (ISO date/time, UTC if no zone, or epoch).
     Runs without results (pending/running) are skipped.
     """
-    q = ("SELECT u.id, u.variant, u.label, u.campaign_id, c.name AS campaign, u.started "
+    q = ("SELECT u.id, u.variant, u.label, u.campaign_id, c.name AS campaign, u.started, "
+         # what measured it: a peer suite (imb, osu, netpipe), an imported file's format,
+         # else the campaign group's kind (core, app); --by tool splits sets on it
+         "coalesce(json_extract(u.spec_json, '$.definition.suite'), "
+         "json_extract(u.spec_json, '$.import.format'), "
+         "json_extract(u.spec_json, '$.kind'), 'core') AS tool "
          "FROM runs u JOIN campaigns c ON c.id = u.campaign_id "
          "WHERE EXISTS (SELECT 1 FROM results r WHERE r.run_id = u.id)")
     args: list[Any] = []
@@ -1013,6 +1019,9 @@ def select_groups(store: Store, *, variants: Iterable[str] | None = None,
         v = set_name[r["variant"]]
         if by == "label":
             name = r["label"] or v
+        elif by == "tool":
+            # one variant measured by the core, IMB and OSU: one set per tool
+            name = f"{v}/{r['tool']}"
         elif split_campaigns and len(camps_of_variant[v]) > 1:
             name = f"{r['campaign']}/{v}"
         else:

@@ -1,0 +1,180 @@
+"""Third-party suites inside campaigns (suite = "imb" | "osu"): validation, command lines, and
+real IMB 2021.11 and OSU 7.4 builds from ../shared/peers run next to the core in one store."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from mpibench.campaign.plan import expand
+from mpibench.campaign.spec import load
+from mpibench.cli import main as cli_main
+from mpibench.errors import UsageError
+from mpibench.peers import PeerSpec, parse_output, program_args
+
+PEERS = Path(os.environ.get("MPIBENCH_PEERS", "/work/shared/peers"))
+IMB_TGZ = PEERS / "imb-2021.11.tar.gz"
+OSU_TGZ = PEERS / "osu-micro-benchmarks-7.4.tar.gz"
+
+HEAD = """
+[campaign]
+name = "peers"
+repeats = 2
+timeout = 120
+[defaults]
+np = 2
+[variants.ompi]
+stack = "openmpi"
+transport = "shm"
+"""
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "peers.toml"
+    p.write_text(text)
+    return p
+
+
+@pytest.mark.parametrize("group, key, expected", [
+    ('suite = "hpl"\nbinary = "x"\nbenchmarks = ["PingPong"]', "benchmarks.p.suite",
+     '"imb" or "osu" or "netpipe"'),
+    ('suite = "imb"\nbinary = "x"\nsource = "y"\nbenchmarks = ["PingPong"]', "benchmarks.p",
+     "exactly one of 'binary'"),
+    ('suite = "imb"\nbinary = "x"', "benchmarks.p.benchmarks", "IMB names"),
+    ('suite = "imb"\nbinary = "x"\nbenchmarks = ["PingPongg"]', "benchmarks.p.benchmarks",
+     "PingPongg"),
+    ('suite = "osu"\nbinary = "x"\nbenchmarks = ["latency"]', "benchmarks.p.benchmarks[0]",
+     "an OSU program name"),
+    ('suite = "netpipe"\nbinary = "x"\nbenchmarks = ["a"]', "benchmarks.p.benchmarks",
+     "no benchmarks key"),
+    ('suite = "imb"\nbinary = "x"\nbenchmarks = ["PingPong"]\ncommand = "y"', "benchmarks.p.command",
+     "unknown key"),
+])
+def test_peer_group_errors_name_the_key(tmp_path, group, key, expected):
+    with pytest.raises(UsageError) as exc:
+        load(_write(tmp_path, HEAD + f"[benchmarks.p]\n{group}\n"))
+    assert f": {key}:" in str(exc.value) and expected in str(exc.value), str(exc.value)
+
+
+def test_osu_group_is_one_group_per_program_and_ids_are_stable(tmp_path):
+    text = HEAD + """[benchmarks.osu]
+suite = "osu"
+binary = "/opt/osu/libexec"
+benchmarks = ["osu_latency", "osu_allreduce"]
+sizes = "0:10"
+"""
+    spec = load(_write(tmp_path, text))
+    assert [g.name for g in spec.groups] == ["osu.osu_latency", "osu.osu_allreduce"]
+    assert [g.peer.benchmarks for g in spec.groups] == [("osu_latency",), ("osu_allreduce",)]
+    ids = [c.id for c in expand(spec)]
+    assert len(ids) == 4 and ids == [c.id for c in expand(load(_write(tmp_path, text)))]
+    # another argument list is another measurement: new cells
+    other = load(_write(tmp_path, text.replace('sizes = "0:10"',
+                                               'sizes = "0:10"\nargs = ["-i", "10"]')))
+    assert not set(ids) & {c.id for c in expand(other)}
+
+
+def test_program_args_translate_sizes_per_suite(tmp_path):
+    imb = PeerSpec("imb", ("PingPong", "Allreduce"), "0:4", ("-iter", "10"), "x", None)
+    assert program_args(imb, tmp_path) == ["PingPong", "Allreduce", "-msglog", "0:4",
+                                           "-iter", "10"]
+    imb_list = PeerSpec("imb", ("PingPong",), "0,8,1K", (), "x", None)
+    assert program_args(imb_list, tmp_path) == ["PingPong", "-msglen", "msglen.txt"]
+    assert (tmp_path / "msglen.txt").read_text() == "0\n8\n1024\n"
+    osu = PeerSpec("osu", ("osu_latency",), "3:10", (), "x", None)
+    assert program_args(osu, tmp_path) == ["-m", "8:1024"]
+
+
+def test_osu_rows_line_up_with_imb_names(tmp_path):
+    text = ("# OSU MPI Allreduce Latency Test v7.4\n# Datatype: MPI_CHAR.\n"
+            "# Size       Avg Latency(us)\n4                       0.36\n8   0.40\n")
+    rows, meta = parse_output(PeerSpec("osu", ("osu_allreduce",), None, (), "x", None),
+                              text, 4)
+    assert meta["version"] == "7.4"
+    assert [(r["benchmark"], r["size"], r["np"]) for r in rows] == [("Allreduce", 4, 4),
+                                                                    ("Allreduce", 8, 4)]
+    assert rows[0]["extra"]["tool_benchmark"] == "osu_allreduce"
+    assert rows[0]["extra"]["np_from"] == "variant"
+
+
+CAMPAIGN = HEAD + f"""
+[benchmarks.core]
+benchmarks = ["PingPong", "Allreduce"]
+sizes = "0,8,1K"
+options = {{ iterations = 50 }}
+
+[benchmarks.imb]
+suite = "imb"
+source = "{IMB_TGZ}"
+benchmarks = ["PingPong", "Allreduce", "Barrier"]
+sizes = "0,8,1K"
+args = ["-iter", "50", "-time", "1"]
+
+[benchmarks.osu]
+suite = "osu"
+source = "{OSU_TGZ}"
+benchmarks = ["osu_latency"]
+sizes = "0:10"
+args = ["-i", "50", "-x", "5"]
+"""
+
+
+@pytest.mark.mpi
+@pytest.mark.skipif(not (IMB_TGZ.exists() and OSU_TGZ.exists()),
+                    reason="the peer tarballs (../shared/peers) are not on this machine")
+def test_real_imb_and_osu_built_per_stack_run_beside_the_core(tmp_path, capsys):
+    camp = _write(tmp_path, CAMPAIGN)
+    assert cli_main(["campaign", "run", "--no-progress", str(camp)]) == 0
+    con = sqlite3.connect(tmp_path / "mpibench.db")
+    con.row_factory = sqlite3.Row
+    runs = {r["id"]: dict(r) for r in con.execute("SELECT * FROM runs")}
+    assert {r["status"] for r in runs.values()} == {"done"} and len(runs) == 6
+    rows = con.execute("SELECT u.grp, r.benchmark, r.size, r.np, r.statistic, r.mean, "
+                       "r.extra_json FROM results r JOIN runs u ON u.id = r.run_id").fetchall()
+    imb = {(b, s) for g, b, s, *_ in rows if g == "imb"}
+    assert imb == {("PingPong", 0), ("PingPong", 8), ("PingPong", 1024), ("Allreduce", 0),
+                   ("Allreduce", 8), ("Allreduce", 1024), ("Barrier", 0)}
+    osu = [r for r in rows if r[0] == "osu"]
+    assert {r[2] for r in osu} == {1 << e for e in range(11)}       # 0:10 -> 1 B .. 1 KiB
+    assert all(r[1] == "PingPong" and r[3] == 2 and r[5] > 0 for r in osu)
+    assert json.loads(osu[0][6])["tool_benchmark"] == "osu_latency"
+    fps = [json.loads(f[0]) for f in con.execute(
+        "SELECT f.json FROM fingerprints f JOIN runs u ON u.fingerprint_id = f.id "
+        "WHERE u.grp = 'imb'")]
+    assert fps[0]["peer"]["suite"] == "imb" and fps[0]["peer"]["version"].startswith("2021")
+    assert fps[0]["peer"]["program"].endswith("IMB-MPI1")
+    program = fps[0]["peer"]["program"]
+    con.close()
+
+    # one variant, three tools: compared side by side, each launch one replicate
+    capsys.readouterr()
+    assert cli_main(["compare", "--db", str(tmp_path / "mpibench.db"), "--by", "tool",
+                     "--baseline", "ompi/core", "--statistic", "mean", "--benchmark",
+                     "PingPong", "--format", "json"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    obj = obj.get("comparison", obj)
+    assert obj["groups"] == ["ompi/core", "ompi/imb", "ompi/osu"]
+    pp8 = {r["candidate"]: r for r in obj["rows"]
+           if r["benchmark"] == "PingPong" and r["size"] == 8}
+    assert pp8["ompi/imb"]["gain"] > 0 and pp8["ompi/osu"]["gain"] > 0
+    assert pp8["ompi/imb"]["cand_launches"] == 2
+
+    # a given binary instead of a source tree: the same suite, no build
+    given = tmp_path / "given"
+    given.mkdir()
+    _write(given, HEAD.replace("repeats = 2", "repeats = 1") + f"""
+[benchmarks.imb]
+suite = "imb"
+binary = "{program}"
+benchmarks = ["PingPong"]
+sizes = "0:3"
+""")
+    assert cli_main(["campaign", "run", "--no-progress", str(given / "peers.toml")]) == 0
+    con = sqlite3.connect(given / "mpibench.db")
+    sizes = sorted(s for (s,) in con.execute("SELECT size FROM results"))
+    con.close()
+    assert sizes == [0, 1, 2, 4, 8]
