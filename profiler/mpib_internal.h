@@ -35,6 +35,7 @@ typedef struct {
     uint64_t calls, ticks, tmin_inv, tmax, sent, recv, posted, unknown;
     uint64_t hcalls[MPIB_NBINS];
     uint64_t hticks[MPIB_NBINS];
+    uint64_t hbytes[MPIB_NBINS]; /* the sizes (h below) of the bin's calls, summed */
 } mpib_fn_t;
 
 typedef struct {
@@ -108,6 +109,7 @@ static inline void mpib_record(int id, uint64_t dt, const mpib_bytes_t *b)
     if (b->unknown) mpib_add(&f->unknown, 1, sh);
     mpib_add(&f->hcalls[bin], 1, sh);
     mpib_add(&f->hticks[bin], dt, sh);
+    if (h) mpib_add(&f->hbytes[bin], h, sh);
 }
 
 #define MPIB_SKIP() (!MPIB_LD(&mpib_active) || mpib_tls.depth)

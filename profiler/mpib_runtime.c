@@ -137,6 +137,7 @@ static void aggregate(void)
             for (int b = 0; b < MPIB_NBINS; b++) {
                 d->hcalls[b] += MPIB_LD(&src->hcalls[b]);
                 d->hticks[b] += MPIB_LD(&src->hticks[b]);
+                d->hbytes[b] += MPIB_LD(&src->hbytes[b]);
             }
         }
     }
@@ -351,7 +352,8 @@ static void write_rank_file(const char *reason, int complete, int snapshot)
             w_ch('[');
             w_u64(b ? (uint64_t)1 << (b - 1) : 0); w_ch(',');
             w_u64(a->hcalls[b]); w_ch(',');
-            w_u64(tick_ns(a->hticks[b])); w_ch(']');
+            w_u64(tick_ns(a->hticks[b])); w_ch(',');
+            w_u64(a->hbytes[b]); w_ch(']');
         }
         w_s("]}");
     }
@@ -602,7 +604,7 @@ int MPI_Abort(MPI_Comm comm, int errorcode)
 
 /* ---- merge at MPI_Finalize ----------------------------------------------------------- */
 enum { V_CALLS, V_NS, V_SENT, V_RECV, V_POSTED, V_UNKNOWN, V_HIST };
-#define VW (V_HIST + 2 * MPIB_NBINS)
+#define VW (V_HIST + 3 * MPIB_NBINS)
 enum { R_WALL, R_MPI, R_CALLS, R_THREADS, R_INIT, R_OVH, R_OVHB, R_OVHC, R_EST, R_PID, RW };
 
 static void jstats(FILE *f, const char *key, const double *v, int n, int with_total)
@@ -667,6 +669,7 @@ static void merge(uint64_t wall_ns)
         for (int b = 0; b < MPIB_NBINS; b++) {
             v[V_HIST + b] = a->hcalls[b];
             v[V_HIST + MPIB_NBINS + b] = tick_ns(a->hticks[b]);
+            v[V_HIST + 2 * MPIB_NBINS + b] = a->hbytes[b];
         }
         mins[i] = a->calls ? tick_ns(~a->tmin_inv) : UINT64_MAX;
         maxs[i] = tick_ns(a->tmax);
@@ -792,9 +795,10 @@ static void merge(uint64_t wall_ns)
                 int hf = 1;
                 for (int b = 0; b < MPIB_NBINS; b++) {
                     if (!v[V_HIST + b]) continue;
-                    fprintf(f, "%s[%llu,%llu,%.9g]", hf ? "" : ",",
+                    fprintf(f, "%s[%llu,%llu,%.9g,%llu]", hf ? "" : ",",
                             (unsigned long long)(b ? (uint64_t)1 << (b - 1) : 0),
-                            (unsigned long long)v[V_HIST + b], v[V_HIST + MPIB_NBINS + b] * 1e-9);
+                            (unsigned long long)v[V_HIST + b], v[V_HIST + MPIB_NBINS + b] * 1e-9,
+                            (unsigned long long)v[V_HIST + 2 * MPIB_NBINS + b]);
                     hf = 0;
                 }
                 fputs("]}", f);

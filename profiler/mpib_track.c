@@ -129,7 +129,12 @@ static void attribute(const trk_ent_t *e, const MPI_Status *st)
     uint64_t p = MPIB_LD(&f->posted);
     MPIB_ST(&f->posted, p >= e->posted ? p - e->posted : 0);
     int from = bin_of(e->posted), to = bin_of(bytes);
-    if (from != to && MPIB_LD(&f->hcalls[from])) {
+    if (!MPIB_LD(&f->hcalls[from])) return;
+    /* the call was binned by its posted size; now it is known by its received size */
+    uint64_t hb = MPIB_LD(&f->hbytes[from]);
+    MPIB_ST(&f->hbytes[from], hb >= e->posted ? hb - e->posted : 0);
+    MPIB_ST(&f->hbytes[to], MPIB_LD(&f->hbytes[to]) + bytes);
+    if (from != to) {
         MPIB_ST(&f->hcalls[from], MPIB_LD(&f->hcalls[from]) - 1);
         uint64_t t = MPIB_LD(&f->hticks[from]);
         MPIB_ST(&f->hticks[from], t >= e->dt ? t - e->dt : 0);

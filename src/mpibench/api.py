@@ -4,6 +4,10 @@
     df = load_results("mpibench.db", campaign="fabric")
     df.groupby(["variant", "benchmark", "size"])["median"].median()
 
+    from mpibench.api import load_profiles, load_size_buckets   # profiled launches
+    sizes = load_size_buckets("mpibench.db", campaign="gromacs-water-profile")
+    sizes.groupby(["set", "np", "bucket"], sort=False)["message_share"].mean()
+
 The store is opened read-only in spirit (nothing is written); a missing file raises
 UsageError rather than creating an empty store.
 """
@@ -23,7 +27,8 @@ from mpibench.report.data import sweep_params, with_sweep_params
 from mpibench.store import RESULT_COLUMNS, Store
 from mpibench.store.queries import run_timing
 
-__all__ = ["load_results", "load_samples", "compare_frame"]
+__all__ = ["load_results", "load_samples", "compare_frame", "load_profiles",
+           "load_size_buckets"]
 
 _RUN_COLS = ("campaign", "variant", "set", "label", "grp", "repeat", "run_status", "source",
              "fingerprint_id", "transport_requested", "transport_actual", "started", "elapsed")
@@ -144,4 +149,77 @@ def compare_frame(db_path: str | Path, groups: dict[str, list[str]] | None = Non
     df = pd.DataFrame.from_records(recs)
     if "params" in df:
         df["params"] = df["params"].map(lambda p: json.dumps(p, sort_keys=True))
+    return df
+
+
+def _profile_launches(db_path, campaign, variants, run_ids, labels):
+    """(run row, profile document) of every stored profile in the selection."""
+    with _open(db_path) as store:
+        ids = _run_ids(store, campaign, variants, list(run_ids) if run_ids else None, labels)
+        q = ("SELECT p.run_id, p.json, r.variant, r.label, r.status, r.started, "
+             "c.name AS campaign FROM profiles p JOIN runs r ON r.id = p.run_id "
+             "JOIN campaigns c ON c.id = r.campaign_id")
+        rows = store.db.execute(q + " ORDER BY r.started, r.rowid").fetchall()
+    wanted = None if ids is None else set(ids)
+    for r in rows:
+        if wanted is None or r["run_id"] in wanted:
+            yield r, json.loads(r["json"])
+
+
+def _launch_cols(r, doc) -> dict[str, Any]:
+    return {"run_id": r["run_id"], "campaign": r["campaign"], "variant": r["variant"],
+            "set": sweep_params(r["variant"])[0], "label": r["label"],
+            "np": int(doc.get("ranks") or 0), "run_status": r["status"],
+            "complete": bool(doc.get("complete")), "started": r["started"]}
+
+
+def load_profiles(db_path: str | Path, campaign: str | int | Iterable | None = None, *,
+                  variants: Iterable[str] | None = None, run_ids: Iterable[str] | None = None,
+                  labels: Iterable[str] | None = None) -> pd.DataFrame:
+    """One row per profiled launch x MPI function (mpibench profile, or campaign cells of a
+    variant with profile = true): run_id, campaign, variant, set, label, np, run_status,
+    complete, function, class, calls, time_s (over all ranks), share_of_mpi, mean_call_s,
+    bytes_sent, bytes_recv, recv_unknown, ranks_calling, message_function, and the launch's
+    mpi_time_s (all ranks), mpi_fraction (mean over ranks), wall_s (mean over ranks) and
+    calls_total. Each launch is one unit of replication: aggregate per launch first."""
+    from mpibench.profile_data import function_records
+
+    recs = []
+    for r, doc in _profile_launches(db_path, campaign, variants, run_ids, labels):
+        launch = {**_launch_cols(r, doc), "mpi_time_s": doc["mpi_time_s"]["total"],
+                  "mpi_fraction": doc["mpi_fraction"]["mean"],
+                  "wall_s": doc["wall_s"]["mean"], "calls_total": doc.get("calls_total")}
+        for f in function_records(doc):
+            recs.append({**launch, **f})
+    cols = ["run_id", "campaign", "variant", "set", "label", "np", "run_status", "complete",
+            "started", "mpi_time_s", "mpi_fraction", "wall_s", "calls_total", "function",
+            "class", "calls", "time_s", "share_of_mpi", "mean_call_s", "bytes_sent",
+            "bytes_recv", "recv_unknown", "ranks_calling", "message_function"]
+    return pd.DataFrame.from_records(recs, columns=cols)
+
+
+def load_size_buckets(db_path: str | Path, campaign: str | int | Iterable | None = None, *,
+                      variants: Iterable[str] | None = None,
+                      run_ids: Iterable[str] | None = None,
+                      labels: Iterable[str] | None = None,
+                      buckets: str = "coarse") -> pd.DataFrame:
+    """One row per profiled launch x message-size bucket, over all functions that move data
+    (docs/profiler.md): run_id, campaign, variant, set, label, np, run_status, complete,
+    bucket, lo, hi (bytes; hi None for the last), messages, message_share, bytes,
+    byte_share, time_s, time_share, top_function, bytes_exact. buckets: 'coarse' (every
+    bucket, zeros included), 'log2' (non-empty log2 bins) or edges such as '64,1K,16K'."""
+    from mpibench.profile_data import parse_buckets, size_buckets
+
+    edges = parse_buckets(buckets)
+    recs = []
+    for r, doc in _profile_launches(db_path, campaign, variants, run_ids, labels):
+        launch = _launch_cols(r, doc)
+        b = size_buckets(doc, edges)
+        for row in b["buckets"]:
+            recs.append({**launch, **row, "bytes_exact": b["bytes_exact"]})
+    cols = ["run_id", "campaign", "variant", "set", "label", "np", "run_status", "complete",
+            "started", "bucket", "lo", "hi", "messages", "message_share", "bytes",
+            "byte_share", "time_s", "time_share", "top_function", "bytes_exact"]
+    df = pd.DataFrame.from_records(recs, columns=cols)
+    df["hi"] = df["hi"].astype("Int64")
     return df

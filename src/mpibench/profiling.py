@@ -358,12 +358,17 @@ def merge_rank_docs(ranks: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     for name in sorted(names):
         per = [r["functions"].get(name) for r in ranks]
         got = [f for f in per if f]
-        hist: dict[int, list[float]] = {}
+        hist: dict[int, list] = {}
+        # bins carry the bytes of their calls as a 4th element since the library started
+        # counting them; a rank file without them makes the merged bins 3 elements long
+        with_bytes = all(len(e) > 3 for f in got for e in f["hist"])
         for f in got:
-            for lo, calls, t_ns in f["hist"]:
-                h = hist.setdefault(int(lo), [0, 0.0])
-                h[0] += int(calls)
-                h[1] += t_ns * 1e-9
+            for e in f["hist"]:
+                h = hist.setdefault(int(e[0]), [0, 0.0, 0])
+                h[0] += int(e[1])
+                h[1] += e[2] * 1e-9
+                if with_bytes:
+                    h[2] += int(e[3])
         times = [(f["time_ns"] * 1e-9 if f else 0.0) for f in per]
         calls = [(f["calls"] if f else 0) for f in per]
         ncalls = sum(calls)
@@ -377,7 +382,8 @@ def merge_rank_docs(ranks: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             "ranks_calling": sum(1 for c in calls if c),
             "time_per_rank_s": _stats(times), "per_rank_time_s": times,
             "per_rank_calls": calls,
-            "hist": [[lo, c, t] for lo, (c, t) in sorted(hist.items())],
+            "hist": [[lo, c, t, b] if with_bytes else [lo, c, t]
+                     for lo, (c, t, b) in sorted(hist.items())],
         }
     ovh = [float(r.get("overhead_ns_per_call", 0)) for r in ranks]
     ovhb = [float(r.get("overhead_bytes_ns_per_call", 0)) for r in ranks]
@@ -415,11 +421,18 @@ def merge_rank_docs(ranks: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 # ---- store -----------------------------------------------------------------------------
 def profile_rows(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Result rows for the generic comparison machinery: one per function, benchmark
-    "profile:<name>", metric mpi_time in us; the samples are the per-rank sums of time in that
-    function (statistic "sum"), so two profiles compare rank by rank. Plus "profile:MPI"
-    (all functions) and the MPI time fraction."""
+    """Result rows, so that profiles compare across np, nodes and variants like any other
+    metric (mpibench compare / report / scaling, the pandas API):
+
+    - "profile:MPI": mpi_time (us), mpi_fraction (ratio), calls;
+    - "profile:<function>": mpi_time (us) and calls;
+      samples: one per rank (that rank's sum over its calls, statistic "sum"), so a launch's
+      statistic is the median (or mean) over its ranks;
+    - "profile:sizes", size = lower bound of a log2 bin [size, 2 size) of the functions that
+      move data (profile_data.is_message_function): messages, bytes, message_share,
+      byte_share; one sample (the launch's total over its ranks)."""
     from mpibench import stats
+    from mpibench.profile_data import size_buckets
 
     n = int(doc.get("ranks") or 0)
     rows = []
@@ -435,7 +448,11 @@ def profile_rows(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
                      "calls": doc.get("calls_total")}))
     rows.append(row("profile:MPI", [r["mpi_fraction"] for r in per_rank], "mpi_fraction",
                     "ratio", {"wall_s": doc.get("wall_s")}))
+    rows.append(row("profile:MPI", [float(r["calls"]) for r in per_rank], "calls", "calls",
+                    {"total": doc.get("calls_total")}))
     for name, f in doc.get("functions", {}).items():
+        rows.append(row(f"profile:{name}", [float(c) for c in f["per_rank_calls"]], "calls",
+                        "calls", {"class": f["class"], "total": f["calls"]}))
         rows.append(row(f"profile:{name}", [t * 1e6 for t in f["per_rank_time_s"]],
                         "mpi_time", "us",
                         {"class": f["class"], "calls": f["calls"], "total_us": f["time_s"] * 1e6,
@@ -443,6 +460,15 @@ def profile_rows(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
                          "bytes_recv_posted": f["bytes_recv_posted"],
                          "recv_unknown": f["recv_unknown"], "hist": f["hist"],
                          "per_rank_calls": f["per_rank_calls"]}))
+    sizes = size_buckets(doc, None)
+    for b in sizes["buckets"]:
+        for metric, unit in (("messages", "calls"), ("bytes", "B"), ("message_share", "ratio"),
+                             ("byte_share", "ratio")):
+            r = row("profile:sizes", [float(b[metric])], metric, unit,
+                    {"bucket": b["bucket"], "top_function": b["top_function"],
+                     "bytes_exact": sizes["bytes_exact"]})
+            r["size"] = b["lo"]
+            rows.append(r)
     return rows
 
 
@@ -532,10 +558,14 @@ def bin_label(lo: int) -> str:
     return f"{_pow2(lo)} - <{_pow2(2 * lo)}"
 
 
+_COARSE = object()  # the default bucket edges (profile_data.COARSE_EDGES)
+
+
 def render_report(doc: Mapping[str, Any], console=None, *, top: int = 10,
-                  max_ranks: int = 32) -> None:
+                  max_ranks: int = 32, buckets: Any = _COARSE) -> None:
     """Human report: time in MPI overall and per rank, top functions by time and by calls,
-    message sizes per function, the profiler's own overhead."""
+    message sizes per function and over all functions (buckets: edges from
+    profile_data.parse_buckets; None = log2 bins), the profiler's own overhead."""
     from rich.console import Console
     from rich.table import Table
 
@@ -617,12 +647,15 @@ def render_report(doc: Mapping[str, Any], console=None, *, top: int = 10,
             h.add_column(c, justify="left" if c in ("function", "size") else "right")
         for name, f in sorted(sized, key=lambda kv: -kv[1]["time_s"])[:top]:
             first = True
-            for lo, calls, tsec in f["hist"]:
+            for lo, calls, tsec, *_ in f["hist"]:
                 h.add_row(name if first else "", bin_label(lo), str(calls),
                           f"{100 * calls / max(f['calls'], 1):.1f}", fmt_time(tsec),
                           f"{100 * tsec / (f['time_s'] or 1e-30):.1f}")
                 first = False
         con.print(h)
+    from mpibench.profile_data import COARSE_EDGES, render_buckets
+
+    render_buckets(doc, con, COARSE_EDGES if buckets is _COARSE else buckets)
     o = doc.get("overhead", {})
     npc = o.get("ns_per_call", {}).get("mean", 0.0)
     npb = o.get("ns_per_call_with_bytes", {}).get("mean", 0.0)
@@ -633,81 +666,3 @@ def render_report(doc: Mapping[str, Any], console=None, *, top: int = 10,
               f"with byte counting, {npcoll:.1f} ns per collective; estimated {fmt_time(est)} in total = "
               f"{100 * est / total:.3f}% of the MPI time, {100 * est / wall_total:.4f}% of the "
               "run time")
-
-
-# ---- compare ---------------------------------------------------------------------------
-def compare_profiles(doc_a: Mapping[str, Any], doc_b: Mapping[str, Any],
-                     alpha: float = 0.05) -> dict[str, Any]:
-    """Per-function differences of B against A. Per-rank times are the samples of a two-sided
-    Mann-Whitney U test (Holm-corrected across functions); with few ranks the test cannot
-    reach significance and the rows say so."""
-    from mpibench import stats
-
-    fa, fb = doc_a.get("functions", {}), doc_b.get("functions", {})
-    names = sorted(set(fa) | set(fb),
-                   key=lambda n: -max(fa.get(n, {}).get("time_s", 0), fb.get(n, {}).get("time_s", 0)))
-    rows = []
-
-    def side(doc, f):
-        if f is None:
-            return [0.0] * int(doc.get("ranks") or 0), 0, 0.0
-        return [t * 1e6 for t in f["per_rank_time_s"]], f["calls"], f["time_s"] * 1e6
-
-    entries = [("MPI (all)", [r["mpi_s"] * 1e6 for r in doc_a.get("per_rank", [])],
-                doc_a.get("calls_total"), doc_a["mpi_time_s"]["total"] * 1e6,
-                [r["mpi_s"] * 1e6 for r in doc_b.get("per_rank", [])],
-                doc_b.get("calls_total"), doc_b["mpi_time_s"]["total"] * 1e6)]
-    for n in names:
-        a, ca, ta = side(doc_a, fa.get(n))
-        b, cb, tb = side(doc_b, fb.get(n))
-        entries.append((n, a, ca, ta, b, cb, tb))
-    pvals = []
-    for n, a, ca, ta, b, cb, tb in entries:
-        reach = stats.can_reach_significance(len(a), len(b), alpha)
-        p = stats.mann_whitney_test(a, b).p if reach else None
-        if p is not None and p != p:  # NaN
-            p = None
-        pvals.append(p)
-        rows.append({"function": n, "calls_a": ca, "calls_b": cb, "total_us_a": ta,
-                     "total_us_b": tb, "ratio": (tb / ta) if ta else None,
-                     "n_a": len(a), "n_b": len(b), "p": p,
-                     "cliffs_delta": stats.cliffs_delta(b, a) if a and b else None,
-                     "testable": reach})
-    adj = stats.holm(pvals)
-    for r, pa in zip(rows, adj, strict=True):
-        r["p_adj"] = None if pa != pa else float(pa)
-        r["significant"] = r["p_adj"] is not None and r["p_adj"] <= alpha
-    return {"alpha": alpha, "rows": rows}
-
-
-def render_comparison(cmp: Mapping[str, Any], name_a: str, name_b: str, console=None) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    con = console or Console()
-    t = Table(title=f"MPI time per function: {name_b} vs {name_a} (baseline)",
-              title_justify="left")
-    for c in ("function", f"calls {name_a}", f"calls {name_b}", f"time {name_a}",
-              f"time {name_b}", "B/A", "p (Holm)", "Cliff's δ", "n"):
-        t.add_column(c, justify="left" if c == "function" else "right")
-    untestable = False
-    for r in cmp["rows"]:
-        ratio = f"{r['ratio']:.2f}x" if r["ratio"] is not None else "new"
-        if not r["testable"]:
-            ptxt, untestable = "~ (n too small)", True
-        elif r["p_adj"] is None:
-            ptxt = "~"
-        else:
-            ptxt = f"{'' if r['significant'] else '~ '}p={r['p_adj']:.3f}"
-        d = r["cliffs_delta"]
-        delta = "" if d is None or d != d else f"{d:+.2f}"
-        t.add_row(r["function"], str(r["calls_a"]), str(r["calls_b"]),
-                  fmt_time(r["total_us_a"] * 1e-6), fmt_time(r["total_us_b"] * 1e-6), ratio,
-                  ptxt, delta, f"{r['n_a']}+{r['n_b']}")
-    con.print(t)
-    con.print("Times are summed over ranks; the test uses per-rank times as samples "
-              "(two-sided Mann-Whitney U, Holm across rows). `~` = not significant. "
-              "Cliff's δ > 0: B spends more time than A in most rank pairs.")
-    if untestable:
-        con.print("Fewer than 4 ranks per side cannot reach p <= 0.05: profile more ranks or "
-                  "repeat the launches and compare with `mpibench compare --run ...`.")

@@ -21,12 +21,16 @@ examples:
   # which calls and message sizes dominate? (Open MPI; -x flags are added for you)
   mpibench profile --label gromacs -- mpirun.openmpi -np 2 gmx_mpi mdrun -s topol.tpr
 
-  # the same application on MPICH, then the per-function differences
-  mpibench profile --stack mpich --label gromacs-mpich -- mpiexec.hydra -np 2 gmx_mpi ...
-  mpibench profile --compare RUN_A RUN_B
+  # the same application on MPICH, three launches each, then the diff of the two labels
+  for i in 1 2 3; do
+    mpibench profile --label ompi -- mpirun.openmpi -np 2 gmx_mpi mdrun ...
+    mpibench profile --label mpich -- mpiexec.hydra -np 2 gmx_mpi mdrun ...
+  done
+  mpibench profile --compare ompi mpich
+  mpibench profile --compare shm tcp --campaign gromacs-water-profile   # campaign variants
 
-  # print a stored profile again, or as JSON
-  mpibench profile --show RUN_ID [--json]
+  # print a stored profile again, as JSON, or its size buckets / functions as CSV
+  mpibench profile --show RUN_ID [--json | --csv sizes | --csv functions] [--buckets log2]
 
 The library is built for the stack with its own compiler wrapper (cached) and preloaded into
 every rank (LD_PRELOAD); the application is not recompiled. Raw per-rank files and the merged
@@ -51,17 +55,48 @@ def register(sub) -> None:
     p.add_argument("--top", type=int, default=10, metavar="N", help="rows per table (10)")
     p.add_argument("--json", action="store_true", help="print the merged profile as JSON")
     p.add_argument("--no-store", action="store_true", help="do not write to the results store")
-    p.add_argument("--compare", nargs=2, metavar=("RUN_A", "RUN_B"),
-                   help="compare two stored profiles per function (A is the baseline); a run "
-                        "id or a label (its latest profile)")
-    p.add_argument("--show", metavar="RUN_ID", help="print a stored profile (run id or label)")
+    p.add_argument("--csv", choices=["sizes", "functions"],
+                   help="print the size buckets or the functions as CSV (with --show, after "
+                        "a run, or of the diff with --compare)")
+    p.add_argument("--buckets", metavar="SPEC", default="coarse",
+                   help="message-size buckets: coarse (0, 1-64 B, 64 B-1 KiB, 1-16 KiB, "
+                        "16-256 KiB, 256 KiB-4 MiB, 4-64 MiB, more; default), log2 (every "
+                        "power of two), or edges such as 64,1K,16K,256K")
+    p.add_argument("--compare", nargs=2, metavar=("A", "B"),
+                   help="diff of B against A (the baseline), per function and per size "
+                        "bucket: each a run id (one launch) or a variant/label (all its "
+                        "launches), tested on the launches")
+    p.add_argument("--campaign", metavar="NAME",
+                   help="with --compare: variants of this campaign only")
+    p.add_argument("--show", metavar="RUN_ID",
+                   help="print a stored profile (run id, or the latest of a variant/label)")
     p.add_argument("command", nargs=argparse.REMAINDER,
                    help="launcher command, after `--` (e.g. -- mpirun -np 4 ./app)")
     p.set_defaults(func=run)
 
 
+def _print(doc, args, edges) -> None:
+    """A profile as the report, JSON (with its size buckets) or CSV."""
+    from mpibench import profile_data, profiling
+
+    if args.json:
+        print_json({**doc, "size_buckets": profile_data.size_buckets(doc, edges)})
+    elif args.csv:
+        import csv
+        import sys
+
+        recs = (profile_data.bucket_records(doc, edges) if args.csv == "sizes"
+                else profile_data.function_records(doc))
+        w = csv.DictWriter(sys.stdout, fieldnames=list(recs[0]) if recs else ["bucket"],
+                           lineterminator="\n")
+        w.writeheader()
+        w.writerows(recs)
+    else:
+        profiling.render_report(doc, console(), top=args.top, buckets=edges)
+
+
 def run(args) -> int:
-    from mpibench import profiling
+    from mpibench import profile_data, profiling
     from mpibench.store import Store
 
     cmd = list(args.command)
@@ -69,26 +104,41 @@ def run(args) -> int:
         cmd = cmd[1:]
     if args.top < 1:
         raise UsageError(f"--top {args.top}: expected at least 1")
+    edges = profile_data.parse_buckets(args.buckets)
+    if args.json and args.csv:
+        raise UsageError("--json and --csv: give one")
+    if args.campaign and not args.compare:
+        raise UsageError("--campaign: only with --compare")
     if args.compare or args.show:
         if cmd:
             raise UsageError("profile: --compare/--show take no command")
+        if args.compare and args.show:
+            raise UsageError("profile: --compare and --show: give one")
         if not Path(args.db).exists():
             raise UsageError(f"--db {args.db}: no such store")
         with Store(args.db, readonly=True) as store:
             if args.show:
-                doc = profiling.load_profile(store, args.show)
-                if args.json:
-                    print_json(doc)
-                else:
-                    profiling.render_report(doc, console(), top=args.top)
+                _print(profiling.load_profile(store, args.show), args, edges)
                 return 0
             a, b = args.compare
-            cmp = profiling.compare_profiles(profiling.load_profile(store, a),
-                                             profiling.load_profile(store, b))
+            la = profile_data.load_launches(store, a, campaign=args.campaign)
+            lb = profile_data.load_launches(store, b, campaign=args.campaign)
+            if la[0].np != lb[0].np:
+                raise UsageError(f"--compare {a} {b}: {a} ran at np {la[0].np}, {b} at np "
+                                 f"{lb[0].np}; a diff compares launches at one np (compare "
+                                 "across np with `mpibench compare` or `report --scaling`)")
+            diff = profile_data.diff_launches(la, lb, edges=edges, top=args.top)
             if args.json:
-                print_json(cmp)
+                print_json(diff)
+            elif args.csv:
+                from mpibench.report.tables import render_table
+
+                kind = {"sizes": "profile-diff-sizes", "functions": "profile-diff-functions"}
+                t = next(t for t in profile_data.diff_tables(diff, a, b)
+                         if t.kind == kind[args.csv])
+                print(render_table(t, "csv"), end="")
             else:
-                profiling.render_comparison(cmp, a, b, console())
+                profile_data.render_diff(diff, a, b, console())
             return 0
     if not cmd:
         raise UsageError("profile: no command given; expected e.g. "
@@ -115,10 +165,10 @@ def run(args) -> int:
         run_id = None
     if run_.doc is None:
         raise BenchmarkFailure(run_.error or "no profile was written")
-    if args.json:
-        print_json(run_.doc)
+    if args.json or args.csv:
+        _print(run_.doc, args, edges)
     else:
-        profiling.render_report(run_.doc, console(), top=args.top)
+        profiling.render_report(run_.doc, console(), top=args.top, buckets=edges)
         con = console()
         con.print(f"raw files: {run_.out_dir}")
         if run_id:

@@ -315,6 +315,16 @@ def build_report(store: Store, groups: Mapping[str, list[str]],
                 cap += f"; {shown} of {total} series plotted (all are in the table)"
             s.figures.append(Figure("scaling", cap, fig))
         sections.append(s)
+    # profiled launches (mpibench profile, campaign variants with profile = true)
+    from mpibench.profile_data import report_tables as profile_tables
+
+    pt = profile_tables(store, groups)
+    if pt:
+        sections.append(Section("profile", "MPI profile", tables=pt,
+                                intro="From the PMPI profiler's per-rank counters of every "
+                                      "profiled launch (docs/profiler.md): columns are sets "
+                                      "at one np; a message is one call of a function that "
+                                      "moves data, on the rank that made it."))
     ct = cost_table(store, groups, price_per_node_hour=opts.price_per_node_hour,
                     power_per_node_w=opts.power_per_node_w, baseline=baseline, cells=cells)
     if ct.rows:

@@ -1,0 +1,663 @@
+"""Profiles as comparable data: message-size buckets, profiled launches, and the launch-level
+diff of two variants.
+
+    buckets = size_buckets(doc)                 # share of messages and bytes per size bucket
+    a = load_launches(store, "ompi-shm")        # every stored profile of that variant/label
+    b = load_launches(store, "ompi-tcp")
+    d = diff_launches(a, b)                     # per function and per bucket, B vs A
+
+A profile is one launch (one mpirun): the unit of replication (DESIGN.md). The diff takes
+one statistic per launch (e.g. the time all ranks spent in MPI_Allreduce in that launch) and
+compares the two sets of launch statistics with mpibench.stats.launch (geometric mean with a
+between-launch CI per side, Welch t on the logs with a gain CI); ranks and calls are never
+pooled across launches.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mpibench.errors import UsageError
+
+# ---- which calls are messages ------------------------------------------------------------
+# A "message" is one call of a function that moves data, on the rank that made it: a Send and
+# its matching Recv count once each, an Allreduce once per rank. The size of a call is what
+# the profiler bins it by (profiler/mpib_internal.h): the bytes the rank sent or contributed,
+# else received, else the receive buffer posted when the received size stayed unknown.
+_MESSAGE_CLASSES = {"pt2pt.send", "pt2pt.recv", "pt2pt.sendrecv", "coll.blocking",
+                    "coll.nonblocking", "coll.neighbor", "rma", "io"}
+# Calls of those classes that carry no payload: barriers synchronise, window and file
+# management calls set up. Persistent requests (Send_init, Allreduce_init, ...) are left
+# out too: their size is known at *_init, which is not a transfer, and Start* carries none.
+_NO_PAYLOAD = re.compile(r"^MPI_(I?barrier|Barrier|Win_|File_(?!i?(read|write)))")
+
+
+def is_message_function(name: str, cls: str | None) -> bool:
+    """True for functions whose calls are messages (see _MESSAGE_CLASSES)."""
+    return cls in _MESSAGE_CLASSES and not _NO_PAYLOAD.match(name)
+
+
+# ---- size buckets -----------------------------------------------------------------------
+# Lower bounds of the default buckets after "0 B": factors of 16 around 1 KiB, so that the
+# table reads like "most messages are 1-16 KiB" (the log2 bins are one --buckets log2 away).
+COARSE_EDGES = (1, 64, 1 << 10, 16 << 10, 256 << 10, 4 << 20, 64 << 20)
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20,
+          "mb": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30}
+
+
+def parse_buckets(spec: str | Sequence[int] | None) -> tuple[int, ...] | None:
+    """Bucket edges from --buckets: "coarse" (default), "log2" (None: every log2 bin is its
+    own bucket), or a comma list of powers of two, e.g. "64,1K,16K,256K" (K/M/G = 1024^n).
+    The profiler bins sizes by powers of two, so only those can be bucket edges."""
+    if spec is None or spec == "coarse":
+        return COARSE_EDGES
+    if spec == "log2":
+        return None
+    items = spec.split(",") if isinstance(spec, str) else list(spec)
+    edges = []
+    for item in items:
+        text = str(item).strip()
+        m = re.fullmatch(r"(\d+)\s*([A-Za-z]*)", text)
+        if not m or m.group(2).lower() not in _UNITS:
+            raise UsageError(f"--buckets {spec!r}: {text!r} is not a size; expected 'coarse', "
+                             "'log2' or sizes like 64,1K,16K,256K")
+        v = int(m.group(1)) * _UNITS[m.group(2).lower()]
+        if v < 1 or v & (v - 1):
+            raise UsageError(f"--buckets {spec!r}: {text!r} is not a power of two; the "
+                             "profiler bins message sizes by powers of two")
+        edges.append(v)
+    if edges != sorted(set(edges)):
+        raise UsageError(f"--buckets {spec!r}: expected increasing sizes")
+    if edges[0] != 1:
+        edges.insert(0, 1)
+    return tuple(edges)
+
+
+def _pow2(n: int) -> str:
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= (1 << shift):
+            return f"{n >> shift} {unit}"
+    return f"{n} B"
+
+
+def bucket_label(lo: int, hi: int | None) -> str:
+    """'0 B', '1 KiB - <16 KiB', '>= 64 MiB'."""
+    if lo == 0:
+        return "0 B"
+    if hi is None:
+        return f">= {_pow2(lo)}"
+    if hi == 2 * lo and lo == 1:
+        return "1 B"
+    return f"{_pow2(lo)} - <{_pow2(hi)}"
+
+
+def _bucket_of(lo: int, edges: tuple[int, ...] | None) -> tuple[int, int | None]:
+    """The (lower, upper) bounds of the bucket holding log2 bin [lo, 2 lo)."""
+    if lo == 0:
+        return 0, 1
+    if edges is None:
+        return lo, 2 * lo
+    below = [e for e in edges if e <= lo]
+    start = below[-1]
+    above = [e for e in edges if e > lo]
+    return start, (above[0] if above else None)
+
+
+def _bin_bytes(entry: Sequence[Any]) -> tuple[int, bool]:
+    """Bytes of one histogram bin and whether they were counted (4th element, written by the
+    library since it counts them) or estimated (older profiles: 1.5 x the lower bound per
+    call, the middle of [lo, 2 lo); exact for 0 and 1 byte)."""
+    if len(entry) > 3:
+        return int(entry[3]), True
+    lo, calls = int(entry[0]), int(entry[1])
+    return (calls * lo if lo <= 1 else int(round(calls * 1.5 * lo))), False
+
+
+def size_buckets(doc: Mapping[str, Any], edges: tuple[int, ...] | None = COARSE_EDGES
+                 ) -> dict[str, Any]:
+    """Messages and bytes by size bucket, summed over every function that moves data and
+    every rank of one profile. edges: lower bounds (COARSE_EDGES, None = log2 bins).
+
+    Returns {"buckets": [{lo, hi, bucket, messages, message_share, bytes, byte_share,
+    time_s, time_share, top_function}], "messages", "bytes", "time_s", "bytes_exact",
+    "functions" (the message functions counted), "other_calls" (calls of functions that move
+    no data: waits, tests, barriers, communicator calls), "most_messages", "most_bytes"}.
+    With coarse edges every bucket is listed (zeros included, a fixed shape for tables and
+    data frames); with log2 bins only the non-empty ones."""
+    acc: dict[tuple[int, int | None], list] = {}
+    if edges is not None:
+        acc[(0, 1)] = [0, 0, 0.0, {}]
+        for i, e in enumerate(edges):
+            acc[(e, edges[i + 1] if i + 1 < len(edges) else None)] = [0, 0, 0.0, {}]
+    exact = True
+    counted: list[str] = []
+    other = 0
+    for name, f in (doc.get("functions") or {}).items():
+        if not is_message_function(name, f.get("class")):
+            other += int(f.get("calls") or 0)
+            continue
+        counted.append(name)
+        for entry in f.get("hist") or []:
+            key = _bucket_of(int(entry[0]), edges)
+            a = acc.setdefault(key, [0, 0, 0.0, {}])
+            nbytes, ok = _bin_bytes(entry)
+            exact = exact and ok
+            a[0] += int(entry[1])
+            a[1] += nbytes
+            a[2] += float(entry[2])
+            a[3][name] = a[3].get(name, 0) + int(entry[1])
+    msgs = sum(a[0] for a in acc.values())
+    nbytes = sum(a[1] for a in acc.values())
+    tsec = sum(a[2] for a in acc.values())
+    rows = []
+    for (lo, hi), (m, b, t, per_fn) in sorted(acc.items()):
+        rows.append({"lo": lo, "hi": hi, "bucket": bucket_label(lo, hi), "messages": m,
+                     "message_share": m / msgs if msgs else 0.0, "bytes": b,
+                     "byte_share": b / nbytes if nbytes else 0.0, "time_s": t,
+                     "time_share": t / tsec if tsec else 0.0,
+                     "top_function": max(per_fn, key=per_fn.get) if per_fn else None})
+    top_m = max(rows, key=lambda r: r["messages"]) if msgs else None
+    top_b = max(rows, key=lambda r: r["bytes"]) if nbytes else None
+    return {"edges": list(edges) if edges is not None else "log2", "buckets": rows,
+            "messages": msgs, "bytes": nbytes, "time_s": tsec, "bytes_exact": exact,
+            "functions": sorted(counted), "other_calls": other,
+            "most_messages": top_m and {"bucket": top_m["bucket"],
+                                        "share": top_m["message_share"]},
+            "most_bytes": top_b and {"bucket": top_b["bucket"], "share": top_b["byte_share"]}}
+
+
+def bucket_headline(b: Mapping[str, Any]) -> str:
+    """'most messages are 1 KiB - <16 KiB (62%), most bytes 16 KiB - <256 KiB (80%)'."""
+    if not b.get("messages"):
+        return "no messages (no calls of functions that move data)"
+    mm, mb = b["most_messages"], b["most_bytes"]
+    text = f"most messages are {mm['bucket']} ({100 * mm['share']:.0f}%)"
+    if mb:
+        text += f", most bytes {mb['bucket']} ({100 * mb['share']:.0f}%)"
+    return text
+
+
+def fmt_bytes(n: float) -> str:
+    for unit, k in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= k:
+            return f"{n / k:.1f} {unit}"
+    return f"{int(n)} B"
+
+
+def render_buckets(doc: Mapping[str, Any], console, edges: tuple[int, ...] | None = COARSE_EDGES
+                   ) -> None:
+    """The size-bucket table of one profile (terminal)."""
+    from rich.table import Table
+
+    b = size_buckets(doc, edges)
+    rows = _trim(b["buckets"])
+    t = Table(title="Messages by size, all functions that move data (per call on each rank; "
+                    f"{bucket_headline(b)})", title_justify="left")
+    for c in ("size", "messages", "% messages", "bytes", "% bytes", "time", "% time",
+              "most calls"):
+        t.add_column(c, justify="left" if c in ("size", "most calls") else "right")
+    for r in rows:
+        t.add_row(r["bucket"], str(r["messages"]), f"{100 * r['message_share']:.1f}",
+                  fmt_bytes(r["bytes"]), f"{100 * r['byte_share']:.1f}",
+                  _fmt_time(r["time_s"]), f"{100 * r['time_share']:.1f}",
+                  r["top_function"] or "")
+    console.print(t)
+    notes = [f"{len(b['functions'])} functions counted; {b['other_calls']} calls of functions "
+             "that move no data (waits, tests, barriers, communicator calls) are not messages"]
+    if not b["bytes_exact"]:
+        notes.append("bytes estimated from the log2 bins (1.5 x the lower bound per call): "
+                     "this profile predates per-bin byte counts")
+    console.print("; ".join(notes))
+
+
+def _trim(rows: list[dict]) -> list[dict]:
+    """Without the empty buckets at both ends (the shape in between stays)."""
+    idx = [i for i, r in enumerate(rows) if r["messages"]]
+    return rows[idx[0]:idx[-1] + 1] if idx else []
+
+
+def _fmt_time(s: float) -> str:
+    if s >= 1:
+        return f"{s:.3f} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.3f} ms"
+    return f"{s * 1e6:.2f} us"
+
+
+def bucket_records(doc: Mapping[str, Any], edges: tuple[int, ...] | None = COARSE_EDGES
+                   ) -> list[dict[str, Any]]:
+    """size_buckets' rows, for CSV."""
+    return [{k: r[k] for k in ("bucket", "lo", "hi", "messages", "message_share", "bytes",
+                               "byte_share", "time_s", "time_share", "top_function")}
+            for r in size_buckets(doc, edges)["buckets"]]
+
+
+def function_records(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One record per function (sums over ranks), for CSV."""
+    total = (doc.get("mpi_time_s") or {}).get("total") or 0.0
+    out = []
+    for name, f in sorted((doc.get("functions") or {}).items(), key=lambda kv: -kv[1]["time_s"]):
+        out.append({"function": name, "class": f["class"], "calls": f["calls"],
+                    "time_s": f["time_s"], "share_of_mpi": f["time_s"] / total if total else 0.0,
+                    "mean_call_s": f.get("mean_call_s"), "bytes_sent": f["bytes_sent"],
+                    "bytes_recv": f["bytes_recv"], "recv_unknown": f["recv_unknown"],
+                    "ranks_calling": f.get("ranks_calling"),
+                    "message_function": is_message_function(name, f["class"])})
+    return out
+
+
+# ---- profiled launches in the store -------------------------------------------------------
+@dataclass
+class ProfileLaunch:
+    run_id: str
+    variant: str
+    label: str | None
+    campaign: str
+    np: int
+    status: str
+    doc: dict[str, Any]
+
+
+def _launch(row) -> ProfileLaunch:
+    doc = json.loads(row["json"])
+    return ProfileLaunch(row["run_id"], row["variant"], row["label"], row["campaign"],
+                         int(doc.get("ranks") or 0), row["status"], doc)
+
+
+_LAUNCH_Q = ("SELECT p.run_id, p.json, r.variant, r.label, r.status, c.name AS campaign "
+             "FROM profiles p JOIN runs r ON r.id = p.run_id "
+             "JOIN campaigns c ON c.id = r.campaign_id ")
+
+
+def load_launches(store, name: str, *, campaign: str | None = None,
+                  complete_only: bool = True) -> list[ProfileLaunch]:
+    """The stored profiles a name stands for: a run id (one launch), else every profile whose
+    variant or label is the name (all its launches), in order of start; campaign: only that
+    campaign's. Launches whose run failed or whose profile is partial are left out unless
+    complete_only is False (a partial profile covers part of the run and would compare as a
+    faster launch)."""
+    args: list[Any] = [name]
+    rows = store.db.execute(_LAUNCH_Q + "WHERE p.run_id = ?", args).fetchall()
+    if not rows:
+        q = _LAUNCH_Q + "WHERE (r.variant = ? OR r.label = ?)"
+        args = [name, name]
+        if campaign is not None:
+            q += " AND c.name = ?"
+            args.append(campaign)
+        rows = store.db.execute(q + " ORDER BY r.started, r.rowid", args).fetchall()
+    if not rows:
+        known = sorted({r[0] for r in store.db.execute(
+            "SELECT COALESCE(r.label, r.variant) FROM profiles p JOIN runs r "
+            "ON r.id = p.run_id")})
+        where = f" in campaign {campaign!r}" if campaign else ""
+        raise UsageError(f"{name!r}: no profile run, variant or label{where} in {store.path}; "
+                         f"profiled variants/labels: {', '.join(known[:12]) or 'none'}")
+    launches = [_launch(r) for r in rows]
+    if complete_only:
+        launches = [x for x in launches if x.status == "done" and x.doc.get("complete")]
+        if not launches:
+            raise UsageError(f"{name!r}: no complete profile (every matching run failed or "
+                             "left a partial profile)")
+    nps = sorted({x.np for x in launches})
+    if len(nps) > 1:
+        names = sorted({x.variant for x in launches})
+        raise UsageError(f"{name!r}: its profiles ran at np {', '.join(map(str, nps))}; a diff "
+                         f"compares one np: name one variant ({', '.join(names[:6])}) or run id")
+    return launches
+
+
+def launch_values(launches: Sequence[ProfileLaunch], edges: tuple[int, ...] | None
+                  ) -> dict[str, Any]:
+    """Per launch (in order): MPI time, MPI fraction, calls, and per function its time and
+    calls, per size bucket its messages, bytes and shares."""
+    out: dict[str, Any] = {"mpi_s": [], "mpi_fraction": [], "calls": [], "functions": {},
+                           "buckets": {}, "classes": {}, "bytes_exact": True}
+    for i, x in enumerate(launches):
+        d = x.doc
+        out["mpi_s"].append(float(d["mpi_time_s"]["total"]))
+        out["mpi_fraction"].append(float(d["mpi_fraction"]["mean"]))
+        out["calls"].append(int(d.get("calls_total") or 0))
+        for name, f in (d.get("functions") or {}).items():
+            out["classes"][name] = f["class"]
+            v = out["functions"].setdefault(name, {"time_s": [0.0] * len(launches),
+                                                   "calls": [0] * len(launches)})
+            v["time_s"][i] = float(f["time_s"])
+            v["calls"][i] = int(f["calls"])
+        b = size_buckets(d, edges)
+        out["bytes_exact"] = out["bytes_exact"] and b["bytes_exact"]
+        for r in b["buckets"]:
+            v = out["buckets"].setdefault((r["lo"], r["hi"]), {
+                "bucket": r["bucket"], **{k: [0.0] * len(launches) for k in (
+                    "messages", "bytes", "message_share", "byte_share")}})
+            for k in ("messages", "bytes", "message_share", "byte_share"):
+                v[k][i] = r[k]
+    return out
+
+
+# ---- the diff --------------------------------------------------------------------------
+def _side(values: Sequence[float]) -> dict[str, Any]:
+    from mpibench.stats import launch as ls
+
+    e = ls.estimate(values)
+    return {"value": e.value, "ci_low": e.ci_low, "ci_high": e.ci_high, "launches": e.launches}
+
+
+def _test(a: Sequence[float], b: Sequence[float], alpha: float) -> dict[str, Any]:
+    """B vs A as a ratio B/A (time, calls, messages: more is a larger ratio), Welch t on the
+    logs of the launch statistics. stats.launch orients gains so that > 1 is better; here
+    the ratio is reported as it is, which is what a diff of counts needs."""
+    from mpibench.stats import launch as ls
+
+    t = ls.compare(a, b, "higher", alpha)
+    return {"ratio": t.gain, "ratio_ci_low": t.ci_low, "ratio_ci_high": t.ci_high, "p": t.p,
+            "tested": t.tested, "reason": t.reason, "n_a": t.n_base, "n_b": t.n_cand,
+            "detectable": t.detectable}
+
+
+def diff_launches(a: Sequence[ProfileLaunch], b: Sequence[ProfileLaunch], *,
+                  edges: tuple[int, ...] | None = COARSE_EDGES, alpha: float = 0.05,
+                  top: int | None = None) -> dict[str, Any]:
+    """The profile diff of B against A (A the baseline), per function and per size bucket.
+
+    Per launch the statistics are totals over its ranks (time in a function, its calls,
+    messages and bytes in a bucket) or shares (MPI time / wall time, a bucket's share of the
+    messages). Each side's value is the geometric mean of its launch statistics with a 95%
+    CI from the spread between launches; the ratio B/A comes with its Welch CI and p (on the
+    logs), Holm-corrected across the function rows and, separately, the bucket rows. A
+    function or bucket that one side never used has a value of 0 there and no ratio. With
+    fewer than 2 launches on a side nothing is tested (stats.launch.MIN_LAUNCHES)."""
+    from mpibench import stats
+
+    va, vb = launch_values(a, edges), launch_values(b, edges)
+    total_rows = []
+    for label, key in (("MPI time (s, all ranks)", "mpi_s"), ("MPI % of wall time", "mpi_fraction"),
+                       ("calls (all functions)", "calls")):
+        total_rows.append({"what": label, "a": _side(va[key]), "b": _side(vb[key]),
+                           **_test(va[key], vb[key], alpha)})
+    names = set(va["functions"]) | set(vb["functions"])
+
+    def weight(n: str) -> float:
+        return max(sum(va["functions"].get(n, {}).get("time_s", [0.0])) / max(len(a), 1),
+                   sum(vb["functions"].get(n, {}).get("time_s", [0.0])) / max(len(b), 1))
+    ordered = sorted(names, key=lambda n: (-weight(n), n))
+    if top is not None:
+        ordered = ordered[:top]
+    fn_rows = []
+    for n in ordered:
+        fa, fb = va["functions"].get(n), vb["functions"].get(n)
+        row = {"function": n, "class": va["classes"].get(n) or vb["classes"].get(n),
+               "only_in": "A" if fb is None else "B" if fa is None else None}
+        for key in ("time_s", "calls"):
+            xa = fa[key] if fa else [0.0] * len(a)
+            xb = fb[key] if fb else [0.0] * len(b)
+            row[key] = {"a": _side(xa), "b": _side(xb), **_test(xa, xb, alpha)}
+        fn_rows.append(row)
+    bucket_rows = []
+    keys = sorted(set(va["buckets"]) | set(vb["buckets"]))
+    for k in keys:
+        ba, bb = va["buckets"].get(k), vb["buckets"].get(k)
+        if not any((ba and any(ba["messages"]), bb and any(bb["messages"]))):
+            continue
+        row = {"bucket": (ba or bb)["bucket"], "lo": k[0], "hi": k[1]}
+        for key in ("messages", "bytes"):
+            xa = ba[key] if ba else [0.0] * len(a)
+            xb = bb[key] if bb else [0.0] * len(b)
+            row[key] = {"a": _side(xa), "b": _side(xb), **_test(xa, xb, alpha)}
+        for key in ("message_share", "byte_share"):
+            xa = ba[key] if ba else [0.0] * len(a)
+            xb = bb[key] if bb else [0.0] * len(b)
+            # shares are averaged (each launch equally) and differ in percentage points
+            ma, mb = sum(xa) / len(xa), sum(xb) / len(xb)
+            row[key] = {"a": ma, "b": mb, "points": 100 * (mb - ma)}
+        bucket_rows.append(row)
+    for rows, metric in ((fn_rows, "time_s"), (bucket_rows, "messages")):
+        adj = stats.holm([r[metric]["p"] if r[metric]["tested"] else None for r in rows])
+        for r, pa in zip(rows, adj, strict=True):
+            p_adj = None if pa != pa else float(pa)
+            r[metric]["p_adj"] = p_adj
+            r[metric]["significant"] = p_adj is not None and p_adj <= alpha
+    for r in total_rows:
+        r["p_adj"] = r["p"]
+        r["significant"] = r["p"] is not None and r["p"] <= alpha
+    return {"alpha": alpha, "np": {"A": a[0].np, "B": b[0].np},
+            "launches": {"A": [x.run_id for x in a], "B": [x.run_id for x in b]},
+            "bytes_exact": va["bytes_exact"] and vb["bytes_exact"],
+            "edges": list(edges) if edges is not None else "log2",
+            "totals": total_rows, "functions": fn_rows, "buckets": bucket_rows}
+
+
+def _fmt_side(s: Mapping[str, Any], fmt) -> str:
+    v = s["value"]
+    if v is None:
+        return "0"
+    text = fmt(v)
+    if s["ci_low"] is not None and v:
+        pct = 100 * max(v - s["ci_low"], s["ci_high"] - v) / v
+        text += f" ±{pct:.0f}%" if pct >= 1 else f" ±{pct:.1f}%"
+    return text
+
+
+def _fmt_ratio(r: Mapping[str, Any], alpha: float) -> tuple[str, str]:
+    """(ratio with CI, p / verdict) cells."""
+    if r["ratio"] is None:
+        return ("only in A" if r["n_b"] == 0 and r["n_a"] else
+                "only in B" if r["n_a"] == 0 and r["n_b"] else "-"), ""
+    ratio = f"{r['ratio']:.3g}x"
+    if r["ratio_ci_low"] is not None:
+        ratio += f" [{r['ratio_ci_low']:.3g}, {r['ratio_ci_high']:.3g}]"
+    if not r["tested"]:
+        return ratio, f"cannot tell ({r['n_a']}+{r['n_b']} launches)"
+    p = r.get("p_adj", r["p"])
+    if p is None:
+        return ratio, "~"
+    return ratio, (f"p={p:.3f}" if p <= alpha else f"~ p={p:.2f}") + f" ({r['n_a']}+{r['n_b']})"
+
+
+def _num(v: float) -> str:
+    a = abs(v)
+    if a >= 1e4 or (a == int(a) and a < 1e4):
+        return f"{v:,.0f}"
+    return f"{v:.4g}"
+
+
+def diff_tables(d: Mapping[str, Any], name_a: str, name_b: str) -> list[Any]:
+    """The diff as report tables (mpibench.report.tables.Table): totals, functions, sizes."""
+    from mpibench.report.tables import Table
+
+    alpha = d["alpha"]
+    n = f"{len(d['launches']['A'])}+{len(d['launches']['B'])} launches"
+    tables = []
+    rows, recs = [], []
+    for r in d["totals"]:
+        fmt = (lambda v: f"{100 * v:.1f}%") if "%" in r["what"] else \
+              (lambda v: f"{v:.4g}") if "time" in r["what"] else _num
+        ratio, verdict = _fmt_ratio(r, alpha)
+        rows.append([r["what"], _fmt_side(r["a"], fmt), _fmt_side(r["b"], fmt), ratio, verdict])
+        recs.append({"what": r["what"], "a": r["a"]["value"], "b": r["b"]["value"],
+                     "ratio": r["ratio"], "ratio_ci_low": r["ratio_ci_low"],
+                     "ratio_ci_high": r["ratio_ci_high"], "p": r["p"], "n_a": r["n_a"],
+                     "n_b": r["n_b"]})
+    tables.append(Table(title=f"MPI totals per launch: {name_b} vs {name_a} ({n})",
+                        header=["", name_a, name_b, "B/A [95% CI]", "p"], rows=rows,
+                        records=recs, kind="profile-diff-totals"))
+    rows, recs = [], []
+    for r in d["functions"]:
+        t, c = r["time_s"], r["calls"]
+        ratio, verdict = _fmt_ratio(t, alpha)
+        cratio = "-" if c["ratio"] is None else f"{c['ratio']:.3g}x"
+        rows.append([r["function"], _fmt_side(t["a"], _fmt_time), _fmt_side(t["b"], _fmt_time),
+                     ratio, verdict, _fmt_side(c["a"], _num), _fmt_side(c["b"], _num), cratio])
+        recs.append({"function": r["function"], "class": r["class"],
+                     "time_s_a": t["a"]["value"], "time_s_b": t["b"]["value"],
+                     "time_ratio": t["ratio"], "time_ratio_ci_low": t["ratio_ci_low"],
+                     "time_ratio_ci_high": t["ratio_ci_high"], "time_p_holm": t["p_adj"],
+                     "calls_a": c["a"]["value"], "calls_b": c["b"]["value"],
+                     "calls_ratio": c["ratio"], "n_a": t["n_a"], "n_b": t["n_b"]})
+    tables.append(Table(
+        title=f"MPI functions: {name_b} vs {name_a} (time in the function over all ranks, "
+              "per launch)",
+        header=["function", f"time {name_a}", f"time {name_b}", "B/A [95% CI]", "p (Holm)",
+                f"calls {name_a}", f"calls {name_b}", "calls B/A"],
+        rows=rows, records=recs, kind="profile-diff-functions"))
+    rows, recs = [], []
+    for r in d["buckets"]:
+        m, s, bs = r["messages"], r["message_share"], r["byte_share"]
+        ratio, verdict = _fmt_ratio(m, alpha)
+        rows.append([r["bucket"], f"{100 * s['a']:.1f}", f"{100 * s['b']:.1f}",
+                     f"{s['points']:+.1f}", f"{100 * bs['a']:.1f}", f"{100 * bs['b']:.1f}",
+                     _fmt_side(m["a"], _num), _fmt_side(m["b"], _num), ratio, verdict])
+        recs.append({"bucket": r["bucket"], "lo": r["lo"], "hi": r["hi"],
+                     "message_share_a": s["a"], "message_share_b": s["b"],
+                     "byte_share_a": bs["a"], "byte_share_b": bs["b"],
+                     "messages_a": m["a"]["value"], "messages_b": m["b"]["value"],
+                     "messages_ratio": m["ratio"], "messages_p_holm": m["p_adj"]})
+    tables.append(Table(
+        title=f"Messages by size: {name_b} vs {name_a} (all functions that move data)",
+        header=["size", f"% msgs {name_a}", f"% msgs {name_b}", "Δ points",
+                f"% bytes {name_a}", f"% bytes {name_b}", f"messages {name_a}",
+                f"messages {name_b}", "B/A [95% CI]", "p (Holm)"],
+        rows=rows, records=recs, kind="profile-diff-sizes",
+        notes=[] if d["bytes_exact"] else ["bytes estimated from the log2 bins for profiles "
+                                           "that predate per-bin byte counts"]))
+    caption = ("Per side: geometric mean of the launch statistics (totals over each launch's "
+               "ranks) ± 95% CI from the spread between launches; B/A with the Welch CI and "
+               "p on the logs of the launch statistics, Holm across the rows of a table; "
+               "cannot tell = fewer than 2 launches on a side; shares are means over launches, "
+               "Δ in percentage points.")
+    for t in tables:
+        t.caption = caption
+    return tables
+
+
+def render_diff(d: Mapping[str, Any], name_a: str, name_b: str, console=None) -> None:
+    from rich.console import Console
+    from rich.table import Table as RichTable
+
+    con = console or Console()
+    tables = diff_tables(d, name_a, name_b)
+    for t in tables:
+        rt = RichTable(title=t.title, title_justify="left")
+        for i, h in enumerate(t.header):
+            rt.add_column(h, justify="left" if i == 0 else "right")
+        for row in t.rows:
+            rt.add_row(*row)
+        con.print(rt)
+        for note in t.notes:
+            con.print(note)
+    con.print(tables[0].caption)
+    na, nb = len(d["launches"]["A"]), len(d["launches"]["B"])
+    if min(na, nb) < 2:
+        con.print(f"One launch per side decides nothing ({na}+{nb}): profile each side "
+                  "several times under one label (or a campaign with profile = true and "
+                  "repeats) and compare the labels.")
+
+
+# ---- report section ------------------------------------------------------------------------
+def report_tables(store, groups: Mapping[str, Iterable[str]], *, top: int = 10,
+                  edges: tuple[int, ...] | None = COARSE_EDGES) -> list[Any]:
+    """The profile section of a report: for every set and np with profiled launches, the top
+    functions and the size-bucket shares (means over its launches, each launch weighted
+    equally), side by side; with two or more sets at the same np, the diff of each against
+    the first. [] when no selected run has a profile."""
+    from mpibench.report.tables import Table
+
+    cols: dict[tuple[str, int], list[ProfileLaunch]] = {}
+    for g, ids in groups.items():
+        ids = list(dict.fromkeys(ids))
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            q = _LAUNCH_Q + f"WHERE p.run_id IN ({', '.join('?' for _ in chunk)})"
+            for row in store.db.execute(q + " ORDER BY r.started, r.rowid", chunk):
+                x = _launch(row)
+                if x.status == "done" and x.doc.get("complete"):
+                    cols.setdefault((g, x.np), []).append(x)
+    if not cols:
+        return []
+    order = sorted(cols, key=lambda k: (list(groups).index(k[0]), k[1]))
+    names = [f"{g} np={n}" for g, n in order]
+    # functions by mean share of MPI time
+    share: dict[str, dict[tuple[str, int], float]] = {}
+    calls: dict[str, dict[tuple[str, int], float]] = {}
+    mpi_frac = {}
+    for k in order:
+        ls_ = cols[k]
+        mpi_frac[k] = sum(x.doc["mpi_fraction"]["mean"] for x in ls_) / len(ls_)
+        for x in ls_:
+            total = x.doc["mpi_time_s"]["total"] or 1e-30
+            for name, f in x.doc["functions"].items():
+                share.setdefault(name, {}).setdefault(k, 0.0)
+                share[name][k] += f["time_s"] / total / len(ls_)
+                calls.setdefault(name, {}).setdefault(k, 0.0)
+                calls[name][k] += f["calls"] / len(ls_)
+    best = sorted(share, key=lambda n: -max(share[n].values()))[:top]
+    rows = [["MPI % of wall time", *(f"{100 * mpi_frac[k]:.1f}" for k in order)]]
+    recs = [{"function": "MPI % of wall time",
+             **{nm: mpi_frac[k] for nm, k in zip(names, order, strict=True)}}]
+    for name in best:
+        rows.append([name, *(f"{100 * share[name].get(k, 0.0):.1f} ({_num(calls[name].get(k, 0.0))})"
+                             for k in order)])
+        recs.append({"function": name, **{f"{nm} share_of_mpi": share[name].get(k, 0.0)
+                                          for nm, k in zip(names, order, strict=True)},
+                     **{f"{nm} calls": calls[name].get(k, 0.0)
+                        for nm, k in zip(names, order, strict=True)}})
+    launches = ", ".join(f"{nm}: {len(cols[k])}" for nm, k in zip(names, order, strict=True))
+    tables = [Table(title=f"Top {len(best)} MPI functions by share of MPI time",
+                    header=["function", *names], rows=rows, records=recs, kind="profile-top",
+                    caption="% of the launch's MPI time (calls per launch in brackets), mean "
+                            f"over launches, each weighted equally; launches: {launches}")]
+    per = {k: [size_buckets(x.doc, edges) for x in cols[k]] for k in order}
+    exact = all(b["bytes_exact"] for bs in per.values() for b in bs)
+    keys: list[tuple[int, Any, str]] = []
+    for bs in per.values():
+        for b in bs:
+            for r in b["buckets"]:
+                if (r["lo"], r["hi"], r["bucket"]) not in keys:
+                    keys.append((r["lo"], r["hi"], r["bucket"]))
+    keys.sort(key=lambda t: t[0])
+
+    def mean_share(k, lo, what):
+        vals = [next((r[what] for r in b["buckets"] if r["lo"] == lo), 0.0) for b in per[k]]
+        return sum(vals) / len(vals)
+
+    used = [t for t in keys if any(mean_share(k, t[0], "message_share") for k in order)]
+    rows, recs = [], []
+    for lo, hi, label in used:
+        cells = []
+        rec = {"bucket": label, "lo": lo, "hi": hi}
+        for nm, k in zip(names, order, strict=True):
+            m, b = mean_share(k, lo, "message_share"), mean_share(k, lo, "byte_share")
+            cells.append(f"{100 * m:.1f} / {100 * b:.1f}")
+            rec[f"{nm} message_share"], rec[f"{nm} byte_share"] = m, b
+        rows.append([label, *cells])
+        recs.append(rec)
+    heads = [bucket_headline(size_buckets(cols[k][0].doc, edges)) if len(cols[k]) == 1 else
+             _mean_headline(rec_rows=recs, name=nm) for nm, k in zip(names, order, strict=True)]
+    tables.append(Table(
+        title="Messages by size: % of messages / % of bytes (all functions that move data)",
+        header=["size", *names], rows=rows, records=recs, kind="profile-sizes",
+        caption="per call on each rank, summed over ranks; mean over launches; "
+                + "; ".join(f"{nm}: {h}" for nm, h in zip(names, heads, strict=True)),
+        notes=[] if exact else ["bytes estimated from the log2 bins (profiles that predate "
+                                "per-bin byte counts)"]))
+    # diffs against the first set at each np
+    by_np: dict[int, list[tuple[str, int]]] = {}
+    for k in order:
+        by_np.setdefault(k[1], []).append(k)
+    for npv, ks in by_np.items():
+        for k in ks[1:]:
+            d = diff_launches(cols[ks[0]], cols[k], edges=edges, top=top)
+            tables += diff_tables(d, f"{ks[0][0]} np={npv}", f"{k[0]} np={npv}")
+    return tables
+
+
+def _mean_headline(rec_rows: list[dict], name: str) -> str:
+    if not rec_rows:
+        return "no messages"
+    m = max(rec_rows, key=lambda r: r[f"{name} message_share"])
+    b = max(rec_rows, key=lambda r: r[f"{name} byte_share"])
+    return (f"most messages are {m['bucket']} ({100 * m[f'{name} message_share']:.0f}%), "
+            f"most bytes {b['bucket']} ({100 * b[f'{name} byte_share']:.0f}%)")
