@@ -9,7 +9,7 @@ overall: the per-cell rate of Holm-significant cells, the family-wise rate (comp
 any significant cell), the rate of "better"/"worse" verdicts, and how often the gain's 95% CI
 covers the true gain 1.0; beside them the pooled Mann-Whitney test main used to run on the
 same cells. Then power: a real 10% difference at sigma_L 0.05 with 5, 6 and 10 launches per
-side.
+side, and the sequential `repeats = "auto"` rule under A/A and with a real difference.
 
 Targets (issue 16): cell rate <= alpha + 1 point, family-wise <= alpha, verdict <= 5%,
 coverage 93-97%, power >= 80%. The model is stats.simulate's (launch offsets shared by all
@@ -94,6 +94,14 @@ def main(argv: list[str]) -> int:
         power(db, rng, reps, part)
     print("target: >= 80% at 5+5 (the t test's own power there is 73-75% at a per-cell "
           "launch sd of exactly 0.05: stats.launch.launches_needed(0.05, 0.10) = 6)")
+    from mpibench.campaign.auto_repeats import AutoRepeats, simulate_sequential
+    print('\nSequential repeats = "auto" (A/A; stops on the gain CI width, never on p):')
+    for sigma in (0.03, 0.1):
+        print("  " + simulate_sequential(rng, max(50, 2 * reps), sigma_l=sigma,
+                                         rule=AutoRepeats(3, 10, 0.05)), flush=True)
+    print("  with a real 10% difference (sigma_L 0.03): "
+          + simulate_sequential(rng, max(25, reps // 2), sigma_l=0.03,
+                                effect=math.log(1.1)))
     print(f"\n{time.monotonic() - t0:.0f} s")
     return 0
 

@@ -218,7 +218,9 @@ def test_campaign_application_grid_scaling_cost(campaign_db, capsys):
                 "300", "--results", capsys=capsys)
     grid = obj["grid_0_0"]["rows"]
     assert {(r["np"], r["steps"]) for r in grid} == {(1, 10), (1, 20), (2, 10), (2, 20)}
-    assert all(r["median"] > 0 and r["n"] == 2 for r in grid)
+    # each cell: the geometric mean of its 2 launches' figures of merit, with their CI
+    assert all(r["value"] > 0 and r["launches"] == 2 and len(r["launch_values"]) == 2
+               and r["ci_low"] <= r["value"] <= r["ci_high"] for r in grid)
     assert sum(r["best_in_row"] for r in grid) == 2
     sc = obj["scaling"]["rows"]
     assert {r["count"] for r in sc} == {1, 2} and all(r["by"] == "np" for r in sc)
@@ -237,7 +239,9 @@ def test_campaign_application_on_both_stacks(campaign_db, capsys):
     rows = [r for r in obj["comparison"]["rows"] if r["metric"] == "Mbps"]
     assert {r["params"]["upper"] for r in rows} == {256, 4096}
     assert all(r["base_value"] > 0 and r["cand_value"] > 0 and r["gain"] for r in rows)
-    assert all(not r["tested"] for r in rows)          # 2 launches per side: cannot tell
+    # 2 launches per side: tested on the launch figures (Welch t on logs), with a gain CI
+    assert all(r["tested"] and r["base_launches"] == r["cand_launches"] == 2
+               and r["gain_ci_low"] <= r["gain"] <= r["gain_ci_high"] for r in rows)
     costs = {(r["variant"], r["params"]["upper"]) for r in obj["cost"]["rows"]}
     assert costs == {(v, u) for v in ("ompi", "mpich") for u in (256, 4096)}
     assert any(n.startswith("mpich vs ompi:") for n in obj["cost"]["notes"])

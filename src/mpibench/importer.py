@@ -34,42 +34,9 @@ from mpibench.errors import UsageError
 from mpibench.parsers.base import ParseResult, stack_lines, stack_name
 from mpibench.parsers.detect import MAX_BYTES, parse_bytes
 from mpibench.store import RESULT_COLUMNS, Store
+from mpibench.units import parse_line_rate  # one parser: import, compare, campaigns
 
 CAMPAIGN = "imports"
-
-_RATE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgGtT]?)(.*)$")
-
-
-def parse_line_rate(text: str | float | int) -> float:
-    """Link speed -> bits per second (the unit of the run spec's 'line_rate_bps', which the
-    report's line-rate table reads). '100Gb/s', '25Gbit/s', '100Gbps', '25GbE', '200G' are
-    bits; '12.5GB/s', '12.5GByte/s' are bytes (x8). Decimal prefixes (G = 10^9)."""
-    if isinstance(text, int | float) and not isinstance(text, bool):
-        if text > 0:
-            return float(text)
-        raise UsageError(f"--line-rate {text!r}: expected a positive link speed")
-    m = _RATE_RE.match(str(text))
-    bad = UsageError(f"--line-rate {text!r}: expected a link speed such as 100Gb/s, "
-                     "25Gbit/s, 25GbE or 12.5GB/s")
-    if not m:
-        raise bad
-    value = float(m.group(1))
-    mult = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}[m.group(2).lower()]
-    rest = m.group(3).strip()
-    low = rest.lower()
-    if rest.startswith("B") or low.startswith("byte"):
-        per = 8.0
-        low = re.sub(r"^(bytes|byte|b)", "", low)
-    else:
-        per = 1.0
-        low = re.sub(r"^(bits|bit|b)", "", low)
-    if low not in ("", "/s", "ps", "e", "/sec", "it/s"):
-        raise bad
-    bps = value * mult * per
-    if not bps > 0:
-        raise bad
-    return bps
-
 
 @dataclass
 class FileReport:

@@ -73,6 +73,7 @@ class Summary:
     reattached: int = 0  # batch jobs followed again
     counts: dict[str, int] = field(default_factory=dict)
     seed: int | None = None
+    auto_skipped: int = 0  # launches repeats = "auto" found unnecessary (left pending)
 
 
 ProgressFn = Callable[[int, int, str], None]
@@ -415,7 +416,11 @@ class CampaignRunner:
         if self.scheduler.batch:
             self._run_batch(todo, reattach, summary, {c.id: c for c in cells})
         else:
+            auto = _AutoRule(self, cid) if self.spec.auto else None
             for cell in todo:
+                if auto is not None and auto.skip(cell):
+                    summary.auto_skipped += 1
+                    continue
                 self._run_local_cell(cell)
                 summary.ran += 1
         ids = {c.id for c in cells}
@@ -883,6 +888,37 @@ class CampaignRunner:
             outcome.reason = f"job ended {st.state}" + (f": {st.reason}" if st.reason else "")
         extra = {"transport_actual": actual} if actual else {}
         self.commit(p, outcome, sched_state=st.raw or st.state, nodelist=st.nodelist, **extra)
+
+
+class _AutoRule:
+    """repeats = "auto" (campaign/auto_repeats.py) for the local scheduler: before the first
+    cell of each round past the minimum, a group whose gains are all known to +-target stops
+    (its remaining cells stay pending and are reported). Batch schedulers submit every
+    round up to the maximum."""
+
+    def __init__(self, runner: CampaignRunner, campaign_id: int):
+        self.runner, self.cid = runner, campaign_id
+        self.rule = runner.spec.auto
+        self.checked: dict[str, int] = {}       # group -> round last evaluated
+        self.stopped: dict[str, int] = {}       # group -> rounds run
+
+    def skip(self, cell: Cell) -> bool:
+        from mpibench.campaign.auto_repeats import group_launches, precise_enough
+
+        g = cell.group.name
+        if g in self.stopped:
+            return True
+        if cell.repeat < self.rule.min or self.checked.get(g) == cell.repeat:
+            return False
+        self.checked[g] = cell.repeat
+        per_variant, better = group_launches(self.runner.store, self.cid, g)
+        if precise_enough(per_variant, self.rule.target, better):
+            self.stopped[g] = cell.repeat
+            self.runner.log(f"repeats = auto: group {g} stops after {cell.repeat} launches "
+                            f"per variant: every gain's 95% CI is within "
+                            f"±{100 * self.rule.target:g}%")
+            return True
+        return False
 
 
 def _cell_spec(cell: Cell, judging: dict[str, Any] | None = None) -> dict[str, Any]:

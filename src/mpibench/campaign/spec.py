@@ -136,6 +136,8 @@ class CampaignSpec:
     line_rates: dict[str, tuple[str, float]] = field(default_factory=dict)
     # set by `mpibench run` (campaign/adhoc.py): one invocation's launches are its own cells
     instance: str = ""
+    # repeats = "auto" (campaign/auto_repeats.py): repeats is then its maximum
+    auto: Any = None
 
     @property
     def directory(self) -> Path:
@@ -145,6 +147,7 @@ class CampaignSpec:
         """The campaign's stored spec. The reports read price_per_node_hour and
         power_per_node_w at its top level (report.tables._spec_value)."""
         return {"format": FORMAT_VERSION, "name": self.name, "repeats": self.repeats,
+                **({"repeats_auto": self.auto.to_dict()} if self.auto else {}),
                 "order": self.order, "seed": self.seed, "timeout": self.timeout,
                 "verify_transport": self.verify_transport,
                 **({"instance": self.instance} if self.instance else {}),
@@ -286,7 +289,14 @@ def parse(data: dict[str, Any], path: Path) -> CampaignSpec:
         c.fail("campaign.format", f"got {_show(fmt)}",
                f"{FORMAT_VERSION} (the only format this mpibench reads)")
     name = c.string(camp.get("name", path.stem), "campaign.name")
-    repeats = c.integer(camp.get("repeats", 3), "campaign.repeats")
+    auto = None
+    if isinstance(camp.get("repeats"), str | dict):
+        from mpibench.campaign.auto_repeats import parse as parse_auto
+        auto = parse_auto(camp["repeats"], lambda want: c.fail(
+            "campaign.repeats", f"got {_show(camp['repeats'])}", want))
+        repeats = auto.max              # the plan holds every launch the rule may run
+    else:
+        repeats = c.integer(camp.get("repeats", 3), "campaign.repeats")
     order = camp.get("order", "interleaved")
     if order not in ORDERS:
         c.fail("campaign.order", f"got {_show(order)}", " or ".join(f'"{o}"' for o in ORDERS))
@@ -343,7 +353,8 @@ def parse(data: dict[str, Any], path: Path) -> CampaignSpec:
                    f"(also by {seen[grp.name]})", "unique group names")
         seen[grp.name] = grp.name
     scheduler = _scheduler(c, c.table(data.get("scheduler", {}), "scheduler"))
-    return CampaignSpec(path=path.resolve(), name=name, repeats=repeats, order=order, seed=seed,
+    return CampaignSpec(path=path.resolve(), name=name, repeats=repeats, auto=auto,
+                        order=order, seed=seed,
                         timeout=timeout, verify_transport=verify, variants=variants,
                         variant_keys=vkeys, variant_base=vbase, groups=groups,
                         scheduler=scheduler, description=description, raw=data,

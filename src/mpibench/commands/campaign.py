@@ -226,6 +226,9 @@ def _run(args, spec, resume: bool) -> int:
         con.print(f"campaign {escape(spec.name)}: ran {summary.ran} cell(s), "
                   f"{summary.skipped} already finished, {summary.recovered} recovered after "
                   f"a crash; store {db}; run directories {spec.directory / 'runs'}/")
+        if summary.auto_skipped:
+            con.print(f'repeats = "auto": {summary.auto_skipped} launch(es) not needed (every '
+                      "gain's 95% CI within the target); they stay pending")
         _print_status(data)
     bad = data["totals"]["failed"] + data["totals"]["timeout"]
     if bad:

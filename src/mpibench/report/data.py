@@ -37,6 +37,7 @@ import numpy as np
 from mpibench import stats
 from mpibench.stats import launch as launch_stats
 from mpibench.store import Store
+from mpibench.units import fmt_size  # noqa: F401 - re-exported: reports import it from here
 
 STATISTICS = ("median", "mean")
 
@@ -450,16 +451,6 @@ def _finish(cell: Cell, used: list[dict], summary: dict[str, Any] | None) -> Non
                 setattr(cell, col, float(np.median([b * t / shown for b, t in pairs])))
             else:
                 setattr(cell, col, float(np.median([b for b, _ in pairs])))
-
-
-def fmt_size(size: int | None) -> str:
-    """Bytes, with K/M/G (powers of 1024) when exact."""
-    if size is None:
-        return ""
-    for unit, shift in (("G", 30), ("M", 20), ("K", 10)):
-        if size >= (1 << shift) and size % (1 << shift) == 0:
-            return f"{size >> shift}{unit}"
-    return str(size)
 
 
 def fmt_params(params: Mapping[str, Any] | None) -> str:

@@ -19,7 +19,6 @@ import csv
 import functools
 import io
 import json
-import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -53,6 +52,7 @@ from mpibench.report.data import (
 )
 from mpibench.stats import launch as launch_stats
 from mpibench.store import Store
+from mpibench.units import fmt_line_rate, parse_line_rate
 
 
 @dataclass
@@ -458,35 +458,9 @@ def grid_tables(grid: Grid) -> list[Table]:
 # Line rate
 
 def parse_rate(text: str | float | int) -> float:
-    """'100Gb/s', '100Gbps', '25GbE', '200G' (bits) or '12.5GB/s' (bytes) -> bits per second."""
-    if isinstance(text, int | float):
-        if not text > 0:
-            raise UsageError(f"line rate {text!r}: a link speed must be greater than 0")
-        return float(text)
-    s = str(text).strip()
-    m = re.match(r"^\s*([0-9]*\.?[0-9]+)\s*([kKmMgGtT]?)(.*)$", s)
-    if not m:
-        raise UsageError(f"--line-rate {text!r}: expected a link speed such as 100Gb/s, "
-                         "25GbE or 12.5GB/s")
-    value, prefix, rest = float(m.group(1)), m.group(2).lower(), m.group(3).strip()
-    mult = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}[prefix]
-    rest_l = rest.lower()
-    if rest.startswith("B") or rest_l.startswith("byte"):
-        bits_per = 8
-        rest_l = rest_l[5:] if rest_l.startswith("bytes") else rest_l[4:] if \
-            rest_l.startswith("byte") else rest_l[1:]
-    else:
-        bits_per = 1
-        for pre in ("bits", "bit", "b"):
-            if rest_l.startswith(pre):
-                rest_l = rest_l[len(pre):]
-                break
-    if rest_l not in ("", "/s", "ps", "e", "/sec"):
-        raise UsageError(f"--line-rate {text!r}: expected a link speed such as 100Gb/s, "
-                         "25GbE or 12.5GB/s")
-    if value <= 0:
-        raise UsageError(f"--line-rate {text!r}: a link speed must be greater than 0")
-    return value * mult * bits_per
+    """'100Gb/s', '100Gbps', '25GbE', '200G', 1e11 (bits) or '12.5GB/s' (bytes) -> bits per
+    second: units.parse_line_rate, the parser `import` and campaign files use too."""
+    return parse_line_rate(text)
 
 
 def _lookup(spec: Any, keys: list[str]) -> Any:
@@ -635,12 +609,7 @@ def line_rate_table(store: Store, groups: Mapping[str, list[str]],
 
 
 def _fmt_rate(bps: float | None) -> str:
-    if not bps:
-        return "-"
-    for unit, f in (("Tb/s", 1e12), ("Gb/s", 1e9), ("Mb/s", 1e6)):
-        if bps >= f:
-            return f"{bps / f:g} {unit}"
-    return f"{bps:g} b/s"
+    return fmt_line_rate(bps)
 
 
 # ---------------------------------------------------------------------------------------

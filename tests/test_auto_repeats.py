@@ -1,0 +1,80 @@
+"""repeats = "auto": parsing, the precision rule, and the sequential rule's false-positive
+rate by simulation (seeded; the campaign runner's use of it runs in test_campaign_run-style
+system tests and in the closing note's real check)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from mpibench.campaign.auto_repeats import AutoRepeats, precise_enough, simulate_sequential
+from mpibench.campaign.plan import expand
+from mpibench.campaign.spec import load
+from mpibench.errors import UsageError
+
+BASE = """
+[campaign]
+name = "auto"
+repeats = {repeats}
+
+[variants.a]
+stack = "openmpi"
+transport = "shm"
+
+[variants.b]
+stack = "openmpi"
+transport = "shm"
+
+[benchmarks.latency]
+benchmarks = ["PingPong"]
+sizes = "0:2"
+"""
+
+
+def _spec(tmp_path, repeats):
+    p = tmp_path / "c.toml"
+    p.write_text(BASE.replace("{repeats}", repeats))
+    return load(p)
+
+
+def test_auto_plans_the_maximum_and_keeps_the_rule(tmp_path):
+    spec = _spec(tmp_path, '"auto"')
+    assert spec.auto == AutoRepeats(3, 10, 0.05) and spec.repeats == 10
+    assert len(expand(spec)) == 2 * 10
+    spec = _spec(tmp_path, '{ min = 4, max = 6, target = "3%" }')
+    assert spec.auto == AutoRepeats(4, 6, 0.03) and len(expand(spec)) == 2 * 6
+    assert spec.to_dict()["repeats_auto"] == {"min": 4, "max": 6, "target": 0.03}
+    assert _spec(tmp_path, "3").auto is None
+
+
+@pytest.mark.parametrize("bad, words", [
+    ('"sometimes"', "an integer >= 1, \"auto\""),
+    ('{ min = 1 }', "integers >= 2"),
+    ('{ min = 5, max = 4 }', "max >= min"),
+    ('{ target = "abc%" }', "target as a percentage"),
+    ('{ minimum = 3 }', "only the keys min, max and target"),
+])
+def test_bad_auto_repeats_name_the_key(tmp_path, bad, words):
+    with pytest.raises(UsageError, match=re.escape("campaign.repeats")) as e:
+        _spec(tmp_path, bad)
+    assert words in str(e.value)
+
+
+def test_precise_enough_needs_every_gain_within_the_target():
+    tight = {"a": {1: [1.0, 1.01, 0.99]}, "b": {1: [1.0, 1.005, 0.995]}}
+    assert precise_enough(tight, 0.05)
+    loose = {"a": {1: [1.0, 1.3, 0.8]}, "b": {1: [1.0, 1.2, 0.9]}}
+    assert not precise_enough(loose, 0.05)
+    assert not precise_enough({"a": {1: [1.0]}, "b": {1: [1.0]}}, 0.5)   # no CI: not precise
+    assert precise_enough({"a": {1: [1.0]}}, 0.05)                         # nothing to compare
+
+
+def test_sequential_rule_keeps_the_false_positive_rate():
+    # stopping on the CI's width (not on p) leaves the A/A rate at alpha: unadjusted
+    # per-cell p <= 0.05 in about 5% of cells, and it does stop early
+    line = simulate_sequential(np.random.default_rng(4), 60, sigma_l=0.03, cells=10)
+    unadj = float(re.search(r"\(unadjusted\) ([0-9.]+)%", line).group(1))
+    early = float(re.search(r"before max in ([0-9.]+)%", line).group(1))
+    assert unadj <= 8.0 and early >= 50
