@@ -2,10 +2,14 @@
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup demo test test-unit test-system bench lint clean
+.PHONY: setup setup-intel demo test test-unit test-system bench lint clean
 
 setup:
 	@bash scripts/setup.sh
+
+# Intel MPI 2021.18.1 from PyPI (impi-rt + impi-devel, ~300 MB, Intel's licence) beside the rest
+setup-intel:
+	@MPIBENCH_INTEL=1 bash scripts/setup.sh
 
 demo: setup
 	$(VENV)/bin/mpibench demo

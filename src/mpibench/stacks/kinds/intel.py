@@ -17,26 +17,31 @@ import re
 from collections.abc import Mapping
 
 from mpibench.stacks.kinds import StackKind, register_kind
+from mpibench.stacks.kinds.mpich import probe_hosts
 from mpibench.transports import Evidence, Preset, classify
 
 _PROVIDER = re.compile(r"libfabric provider: (\S+)")
 _FABRICS = re.compile(r"I_MPI_FABRICS\s*[=:]\s*(\S+)")
-_SHM_ONLY = re.compile(r"MPI startup\(\): (shm) segment size")
+_LIBFABRIC = re.compile(r"libfabric version: (\S+)")
 FABRIC = "I_MPI_FABRICS"
 
 
 def own_libfabric(prefix: str) -> tuple[str, str] | None:
-    """(libfabric.so.1, provider dir) shipped inside an Intel MPI prefix, if any."""
+    """(libfabric.so.1, provider dir) shipped inside an Intel MPI prefix, if any: the PyPI
+    wheels put both into <prefix>/lib (libtcp-fi.so...), Intel's installers into
+    opt/mpi/libfabric/lib and its prov/ directory."""
     for sub in ("opt/mpi/libfabric/lib", "libfabric/lib", "lib/libfabric", "lib"):
         lib = os.path.join(prefix, sub, "libfabric.so.1")
         if os.path.exists(lib):
-            return lib, os.path.join(prefix, sub, "prov")
+            prov = os.path.join(prefix, sub, "prov")
+            return lib, prov if os.path.isdir(prov) else os.path.join(prefix, sub)
     return None
 
 
 @register_kind("intel")
 class IntelMPI(StackKind):
     title = "Intel MPI"
+    pypi_packages = ("impi-rt", "impi-devel")
     detect_order = 30
     version_pattern = r"Intel\(R\) MPI Library (\S+(?: Update \d+)?)"
     prefix_launchers = ("mpiexec.hydra", "mpiexec", "mpirun")
@@ -65,7 +70,12 @@ class IntelMPI(StackKind):
         ev = Evidence(text)
         provs = ev.keep(_PROVIDER)
         fabrics = ev.keep(_FABRICS)
-        fabric = fabrics[0] if fabrics else env.get(FABRIC, "")
+        fabric = fabrics[0] if fabrics else ""
+        ev.keep(_LIBFABRIC)
+        if fabric in ("", "shm:ofi") and len(probe_hosts(text)) == 1 and provs:
+            # the default fabric: shm between ranks on a host, ofi only between hosts
+            return f"shm [Intel MPI shm:ofi with every rank on one host; ofi provider " \
+                   f"{provs[0]} unused]", ev.lines
         if provs and fabric != "shm":
             prov = provs[0]
             cls_ = "tcp" if prov in ("tcp", "tcp;ofi_rxm", "sockets") else classify({prov})
@@ -73,6 +83,6 @@ class IntelMPI(StackKind):
             if how:
                 cls_ = classify({"shm", cls_})
             return f"{cls_} [{how}via ofi fabric, provider {prov}]", ev.lines
-        if fabric == "shm" or ev.keep(_SHM_ONLY):
+        if fabric == "shm":
             return "shm [Intel MPI shm fabric]", ev.lines
         return "unknown [no fabric or libfabric provider in the I_MPI_DEBUG output]", ev.lines

