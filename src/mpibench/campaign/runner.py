@@ -15,6 +15,7 @@ So after a SIGKILL at any moment, `resume` runs exactly the cells that have no f
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import random
@@ -481,12 +482,62 @@ class CampaignRunner:
                   "run_dir": str(run_dir), "campaign_dir": str(self.spec.directory)}
         argv = substitute(g.command, values)
         setup = [substitute(s, values) for s in g.setup]
+        if g.prepare:
+            setup.insert(0, self._prepare_step(cell, values))
         variant = replace(v, env={**v.env, **g.env}) if g.env else v
         cmd = prepare_cell(stack, variant, argv, run_dir, jsonl=None, local=local)
         self._profile(cell, cmd)
         step = JobStep(cell.id, run_dir, cmd.argv, cmd.env, cmd.stdout, cmd.stderr,
                        timeout_s=timeout, setup=setup, setup_env=dict(g.env), cell=cmd)
         return _Prepared(cell, cmd, step)
+
+    def prepare_dir(self, cell: Cell) -> tuple[Path, list[list[str]]]:
+        """Where a group's prepare runs for this cell, and its commands: one directory per
+        campaign, or per variant and/or prepare_per parameter values, keyed by a hash of
+        the commands, the inputs' names and those values (a changed prepare is redone)."""
+        g, v = cell.group, cell.variant
+        scope: dict[str, Any] = {p: cell.params[p] for p in g.prepare_per if p != "variant"}
+        values: dict[str, Any] = {**scope, "campaign_dir": str(self.spec.directory)}
+        if "variant" in g.prepare_per:
+            scope["variant"] = v.to_dict()
+            values.update(variant=v.name, stack=v.stack, np=v.np, nodes=v.nodes or 1,
+                          ppn=v.ppn or "")
+        cmds = [substitute(s, values) for s in g.prepare]
+        blob = json.dumps([self.spec.name, g.name, cmds, [p.name for p in g.inputs],
+                           g.env, scope], sort_keys=True, default=str)
+        key = hashlib.sha256(blob.encode()).hexdigest()[:16]
+        return self.runs_root / "_prepare" / g.name / key, cmds
+
+    def _prepare_step(self, cell: Cell, values: dict[str, Any]) -> list[str]:
+        """A setup command (first of the cell's) that runs the prepare commands in the
+        shared directory unless a previous cell did (marker `.prepared`, under flock so two
+        jobs never prepare at once), then copies its files into the cell's run directory.
+        Being a setup command, it is never part of the timed launch."""
+        d, cmds = self.prepare_dir(cell)
+        q = shlex.quote
+        inputs = " ".join(q(p.name) for p in cell.group.inputs)
+        body = " && ".join(shlex.join(c) for c in cmds)
+        script = "\n".join([
+            "set -e",
+            f"d={q(str(d))}",
+            'mkdir -p "$d"',
+            'if command -v flock >/dev/null 2>&1; then exec 9>"$d/.lock"; flock 9; fi',
+            'if [ -f "$d/.prepared" ]; then',
+            '  echo "mpibench prepare: reusing $d"',
+            "else",
+            '  rm -rf "$d/work" && mkdir -p "$d/work"',
+            *([f'  cp -a {inputs} "$d/work/"'] if inputs else []),
+            f'  if ! ( cd "$d/work" && {body} ) >"$d/prepare.log" 2>&1; then',
+            '    echo "mpibench prepare failed in $d (prepare.log):" >&2',
+            '    tail -n 20 "$d/prepare.log" >&2',
+            "    exit 1",
+            "  fi",
+            '  date +%s >"$d/.prepared"',
+            '  echo "mpibench prepare: prepared $d"',
+            "fi",
+            'cp -a "$d/work/." .',
+        ])
+        return ["sh", "-c", script]
 
     @staticmethod
     def _profile(cell: Cell, cmd: CellCommand) -> None:
@@ -580,6 +631,9 @@ class CampaignRunner:
             # the local backend knows which setup command failed; a job script does not say
             last = None if self.scheduler.batch else getattr(self.scheduler, "last_setup", None)
             which = f" `{shlex.join(last.argv)}`" if last is not None and not last.ok else ""
+            if last is not None and not last.ok and g.prepare \
+                    and list(last.argv) == p.step.setup[0]:
+                which = " (the group's prepare)"   # not its whole shell script
             outcome.reason = f"setup command{which} failed (exit status {exit_code}): " + \
                 reason_line(tail)
             outcome.stderr_tail = tail
@@ -600,6 +654,10 @@ class CampaignRunner:
         if g.kind == "app":
             outcome.fingerprint["application"] = {"command": g.command, "setup": g.setup,
                                                   "env": g.env}
+            if g.prepare:
+                outcome.fingerprint["application"]["prepare"] = {
+                    "commands": g.prepare, "per": g.prepare_per,
+                    "dir": self.prepare_dir(p.cell)[0].name}
             if not outcome.fingerprint.get("hosts"):
                 # the core reports where its ranks ran; an application does not
                 hosts, per_host = app_placement(p.cell.variant, self.scheduler.batch,

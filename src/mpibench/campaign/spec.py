@@ -43,7 +43,9 @@ CORE_GROUP_KEYS = ("benchmarks", "sizes", "options", "timeout", "variants", "rep
 PEER_GROUP_KEYS = ("suite", "benchmarks", "sizes", "binary", "source", "args", "timeout",
                    "variants", "repeats", "exclude", "env")
 APP_GROUP_KEYS = ("command", "params", "zip", "exclude", "setup", "inputs", "fom", "timeout",
-                  "variants", "repeats", "env")
+                  "variants", "repeats", "env", "prepare", "prepare_per")
+# placeholders a prepare command may use when prepared once per variant
+PREPARE_VARIANT_PLACEHOLDERS = ("variant", "stack", "np", "nodes", "ppn")
 SCHEDULER_KEYS = ("name", "partition", "queue", "account", "time_limit", "nodes",
                   "tasks_per_node", "exclusive", "extra_directives", "job_name_prefix",
                   "max_jobs_in_flight", "group_cells", "poll_interval", "poll_max_interval",
@@ -86,6 +88,10 @@ class Group:
     variants: list[str] | None = None
     repeats: int | None = None
     peer: Any = None  # peers.PeerSpec for kind "peer"
+    # application preparation run once and reused (per campaign, or per variant and/or
+    # per value of the parameters named in prepare_per), before setup; never timed
+    prepare: list[list[str]] = field(default_factory=list)
+    prepare_per: list[str] = field(default_factory=list)
 
     def identity(self) -> dict[str, Any]:
         """What the cell id hashes: what is measured, and what makes this group's cells
@@ -103,8 +109,11 @@ class Group:
                     "options": self.options}
         if self.kind == "peer":
             return {"kind": "peer", **self.peer.to_dict(), "env": self.env}
-        return {"kind": "app", "command": self.command, "setup": self.setup,
-                "inputs": [p.name for p in self.inputs], "env": self.env}
+        d = {"kind": "app", "command": self.command, "setup": self.setup,
+             "inputs": [p.name for p in self.inputs], "env": self.env}
+        if self.prepare:  # only when used: ids of groups without it stay as they were
+            d.update(prepare=self.prepare, prepare_per=self.prepare_per)
+        return d
 
     def to_dict(self) -> dict[str, Any]:
         d = self.definition()
@@ -721,6 +730,39 @@ def _peer_groups(c: _Ctx, key: str, name: str, gdef: dict[str, Any], path: Path,
     return out
 
 
+def _prepare(c: _Ctx, key: str, gdef: dict[str, Any], g: Group) -> None:
+    """prepare = commands run once (per campaign, or per prepare_per: "variant" and/or
+    parameter names) in a shared directory whose files every cell then starts from."""
+    if "prepare_per" in gdef and "prepare" not in gdef:
+        c.fail(f"{key}.prepare_per", "given without prepare", "a prepare command list")
+    if "prepare" not in gdef:
+        return
+    per = c.str_list(gdef.get("prepare_per", []), f"{key}.prepare_per")
+    for i, p in enumerate(per):
+        if p != "variant" and p not in g.params:
+            c.fail(f"{key}.prepare_per[{i}]", f"got {p!r}",
+                   '"variant" or a parameter of this group: '
+                   + ", ".join(["variant", *g.params]))
+    g.prepare_per = per
+    names = {"campaign_dir"} | {p for p in per if p != "variant"}
+    if "variant" in per:
+        names |= set(PREPARE_VARIANT_PLACEHOLDERS)
+    cmds = gdef["prepare"]
+    if isinstance(cmds, str):
+        cmds = [cmds]
+    if not isinstance(cmds, list) or not cmds:
+        c.fail(f"{key}.prepare", f"got {_show(cmds)}", "a command line or a list of them")
+    try:
+        g.prepare = [split_template(c, s, f"{key}.prepare[{i}]", names)
+                     for i, s in enumerate(cmds)]
+    except UsageError as exc:
+        if "placeholder" in str(exc):
+            raise UsageError(f"{exc} (prepare runs once per campaign"
+                             + (f" and per {', '.join(per)}" if per else "")
+                             + ": name what it depends on in prepare_per)") from None
+        raise
+
+
 def _group(c: _Ctx, key: str, name: str, gdef: Any, path: Path, variants: list[Variant],
            vbase: dict[str, str]) -> Group:
     variant_names = set(vbase.values()) | set(vbase)
@@ -788,6 +830,7 @@ def _group(c: _Ctx, key: str, name: str, gdef: Any, path: Path, variants: list[V
     if not isinstance(setup, list):
         c.fail(f"{key}.setup", f"got {_show(setup)}", "a command line or a list of them")
     g.setup = [split_template(c, s, f"{key}.setup[{i}]", names) for i, s in enumerate(setup)]
+    _prepare(c, key, gdef, g)
     for i, inp in enumerate(c.str_list(gdef.get("inputs", []), f"{key}.inputs")):
         p = Path(inp) if Path(inp).is_absolute() else path.parent / inp
         if not p.exists():
