@@ -83,6 +83,8 @@ static void usage(FILE *f)
             "  --quiet               no text table\n"
             "  --list                list benchmarks and exit\n"
             "  --self-test           run the statistics self-test (no MPI) and exit\n"
+            "  --ci-simulation N     coverage of the within-launch CI on N simulated AR(1) runs\n"
+            "                        per autocorrelation (no MPI), JSON lines, exit\n"
             "  --debug-corrupt SIZE  DEBUG ONLY: corrupt one received element at SIZE (validation)\n"
             "  --debug-stall SIZE    DEBUG ONLY: the last rank stalls at SIZE (watchdog)\n"
             "  --debug-large-count   DEBUG ONLY: treat every size as above INT_MAX (MPI-4 _c\n"
@@ -389,6 +391,10 @@ int mb_parse_args(int argc, char **argv, mb_options *o)
             o->list = 1;
         } else if (!strcmp(a, "--self-test")) {
             o->self_test = 1;
+        } else if (!strcmp(a, "--ci-simulation")) {
+            NEEDV();
+            if ((rc = int_arg(a, v, 1, 1000000, &o->ci_simulation)))
+                return rc;
         } else if (a[0] == '-' && a[1]) {
             return arg_error("unknown option '%s'%s; see --help", a, "");
         } else if (!strcasecmp(a, "all")) {
@@ -426,7 +432,7 @@ int mb_parse_args(int argc, char **argv, mb_options *o)
     }
     if (o->iterations_volume && !o->iterations)
         return arg_error("--iterations-volume needs --iterations%s%s", "", "");
-    if (!o->nbench && !o->list && !o->self_test)
+    if (!o->nbench && !o->list && !o->self_test && !o->ci_simulation)
         return arg_error("no benchmark given%s%s; name one or more (or 'all'); see --help", "", "");
     return 0;
 }

@@ -331,10 +331,8 @@ static void measure(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool *p
             v.n += R;
             int64_t n = v.n;
             double now = MPI_Wtime(), round_wall = now - tr0;
-            memcpy(v.sorted, v.all, sizeof(double) * (size_t)n);
-            mb_sort_doubles(v.sorted, n);
             mb_summary s;
-            mb_summarise(v.sorted, n, &s);
+            mb_summarise_series(v.all, v.sorted, n, &s);
             double batch_us = round_med * (double)z->k * b->iter_div;
             /* the path got faster after calibration (lazy connection set-up, caches): the
              * batch no longer keeps the timer under 1%.  Grow k and start over; the samples
@@ -502,10 +500,8 @@ static void run_size(mb_state *st, const mb_bench *b, int64_t size, mb_result *r
     }
     if (st->rank == 0) {
         r->iters_total = r->n * z.k;
-        double *tmp = malloc(sizeof(double) * (size_t)r->n);
-        memcpy(tmp, r->samples, sizeof(double) * (size_t)r->n);
-        mb_sort_doubles(tmp, r->n);
-        mb_summarise(tmp, r->n, &r->s);
+        double *tmp = malloc(sizeof(double) * (size_t)(r->n > 0 ? r->n : 1));
+        mb_summarise_series(r->samples, tmp, r->n, &r->s);
         free(tmp);
         /* the timer's cost relative to one batch interval at the median */
         r->timer_fraction =
@@ -553,6 +549,8 @@ int main(int argc, char **argv)
         return rc;
     if (st->opt.self_test)
         return mb_stats_selftest();
+    if (st->opt.ci_simulation)
+        return mb_ci_simulation_print((int)st->opt.ci_simulation);
     if (st->opt.list) {
         if (mb_is_rank0_env())
             mb_list(stdout);

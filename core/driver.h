@@ -35,6 +35,7 @@ typedef struct mb_options {
     const char *jsonl;
     int64_t debug_corrupt, debug_stall;
     int debug_large;
+    int64_t ci_simulation; /* --ci-simulation TRIALS: print coverage figures, exit */
 } mb_options;
 
 typedef struct mb_timer {

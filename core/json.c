@@ -98,6 +98,18 @@ void mj_num(mb_json *j, const char *k, double v)
         puts_(j, "null");
 }
 
+/* 17 significant digits read back as the same double: samples are written this way so that
+ * every statistic (the autocorrelation above all, which ties can change) can be recomputed
+ * from the file exactly as the core computed it */
+void mj_num_exact(mb_json *j, const char *k, double v)
+{
+    key(j, k);
+    if (isfinite(v))
+        putf(j, "%.17g", v);
+    else
+        puts_(j, "null");
+}
+
 void mj_int(mb_json *j, const char *k, int64_t v) { key(j, k); putf(j, "%lld", (long long)v); }
 void mj_bool(mb_json *j, const char *k, int v) { key(j, k); puts_(j, v ? "true" : "false"); }
 void mj_null(mb_json *j, const char *k) { key(j, k); puts_(j, "null"); }

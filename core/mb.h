@@ -94,11 +94,31 @@ static inline float mb_fpat(int rank, int64_t i, int it)
 typedef struct mb_summary {
     int64_t n;
     double median, ci_low, ci_high, min, p5, p95, p99, max, mean, std;
-    int ci_exact; /* 1 if the CI has >= 95% coverage (needs n >= 6) */
+    int ci_exact; /* 1 if the CI has its full 95% coverage (see mb_summarise_series) */
+    double lag1;  /* lag-1 autocorrelation of the log samples (NaN: n < 3, no spread, x <= 0) */
+    double tau;   /* autocorrelation time the CI allows for (1 = independent samples) */
+    int64_t n_eff; /* effective sample size n / tau the CI is computed for */
 } mb_summary;
 
 int mb_median_ci_ranks(int64_t n, double level, int64_t *lo, int64_t *hi);
+/* independent samples, already sorted: order-statistic CI over all n */
 void mb_summarise(double *sorted, int64_t n, mb_summary *s);
+/* samples in the order they were taken (scratch: n doubles): the CI allows for
+ * autocorrelation through an effective sample size */
+void mb_summarise_series(const double *x, double *scratch, int64_t n, mb_summary *s);
+double mb_lag1_log(const double *x, int64_t n);
+double mb_tau_indicator(const double *x, int64_t n, double m);
+/* coverage of the within-launch CI under the stopping rule, on AR(1) log-normal series */
+typedef struct mb_ci_sim {
+    double phi;            /* lag-1 autocorrelation of the log series */
+    int trials;
+    int robust;            /* 1: mb_summarise_series' CI; 0: the order-statistic CI alone */
+    double coverage;       /* share of trials whose final CI holds the true median */
+    double median_n;       /* samples at the stop, median over trials */
+    double stopped_target; /* share of trials that stopped on the target */
+} mb_ci_sim;
+void mb_ci_simulate(mb_ci_sim *sim, uint64_t seed);
+int mb_ci_simulation_print(int trials);
 int mb_sort_doubles(double *v, int64_t n);
 double mb_quantile(const double *sorted, int64_t n, double q);
 int mb_stats_selftest(void);
@@ -158,6 +178,7 @@ void mj_arr_end(mb_json *j);
 void mj_key_obj(mb_json *j, const char *key);
 void mj_str(mb_json *j, const char *key, const char *v);
 void mj_num(mb_json *j, const char *key, double v); /* NaN/inf -> null */
+void mj_num_exact(mb_json *j, const char *key, double v); /* round-trip exact */
 void mj_int(mb_json *j, const char *key, int64_t v);
 void mj_bool(mb_json *j, const char *key, int v);
 void mj_null(mb_json *j, const char *key);

@@ -82,7 +82,7 @@ void mb_emit_result(mb_state *st, const mb_bench *b, int64_t size, const mb_resu
     mj_num(&j, "first_us", r->first_us);
     mj_arr_begin(&j, "samples_us");
     for (int64_t i = 0; ok && i < r->n; i++)
-        mj_num(&j, NULL, r->samples[i]);
+        mj_num_exact(&j, NULL, r->samples[i]);
     mj_arr_end(&j);
     mj_int(&j, "n", ok ? r->n : 0);
     mj_int(&j, "iterations", ok ? r->iters_total : 0);
@@ -93,6 +93,13 @@ void mb_emit_result(mb_state *st, const mb_bench *b, int64_t size, const mb_resu
     NUM("ci_high_us", s->ci_high);
     mj_num(&j, "ci_level", 0.95);
     mj_bool(&j, "ci_exact", ok && s->ci_exact);
+    mj_str(&j, "ci_method", "order_statistics_n_eff");
+    NUM("lag1_autocorr", s->lag1);
+    NUM("autocorr_time", s->tau);
+    if (ok)
+        mj_int(&j, "n_eff", s->n_eff);
+    else
+        mj_null(&j, "n_eff");
     NUM("min_us", s->min);
     NUM("p5_us", s->p5);
     NUM("p95_us", s->p95);
@@ -365,8 +372,8 @@ void mb_emit_header(mb_state *st, int argc, char **argv)
                 "below the timer floor\n"
                 "# Statistic           : median of samples; sample = max over ranks of "
                 "(batch time / batch)\n"
-                "# ci95                : half-width of the distribution-free 95%% CI of the "
-                "median (~ = fewer than 6 samples)\n",
+                "# ci95                : half-width of the 95%% CI of the median, allowing for "
+                "autocorrelation (~ = too few samples to tell)\n",
                 MB_VERSION, utc, first, vbuf, st->np, nu, nu > 1 ? "s" : "", st->timer.overhead_us,
                 st->timer.resolution_us, st->timer.min_interval_us, fmax(st->opt.batch_us, st->timer.min_interval_us));
         if (st->opt.iterations)

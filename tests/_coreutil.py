@@ -123,3 +123,62 @@ def check_schema(records: list[dict[str, Any]]) -> None:
         errs = schema_errors(rec)
         assert not errs, f"record {i} ({rec.get('record')}, {rec.get('benchmark')}): {errs}"
 
+
+
+# ---- the core's within-launch CI, written again independently (numpy/scipy) ----
+
+def within_launch_ci(samples: list[float]) -> dict[str, Any]:
+    """The 95% CI of the median that mpibench-core reports (docs/core-output.md, Statistics):
+    order statistics on an effective sample size n / tau, tau the larger of the median
+    indicator's integrated autocorrelation time (Sokal window, lags <= 500) and the AR(1)
+    factor (1 + r) / (1 - r) of the log samples' lag-1 autocorrelation r."""
+    import numpy as np
+    from scipy.stats import binom
+
+    x = np.asarray(samples, dtype=float)
+    n = len(x)
+    s = np.sort(x)
+    m = float(np.median(x))
+    lag1 = float("nan")
+    if n >= 3 and (x > 0).all():
+        lx = np.log(x) - np.log(x).mean()
+        den = float(np.dot(lx, lx))
+        if den > 0:
+            lag1 = float(np.dot(lx[:-1], lx[1:])) / den
+    ind = (x <= m).astype(float)
+    p = ind.mean()
+    var = p * (1 - p)
+    tau_i = 1.0
+    if n >= 3 and var > 0:
+        c = ind - p
+        for lag in range(1, min(n // 2, 501)):
+            tau_i += 2.0 * float(np.dot(c[:-lag], c[lag:])) / n / var
+            if lag >= 5.0 * tau_i:
+                break
+    r = 0.0 if lag1 != lag1 else min(max(lag1, 0.0), 0.999)
+    tau = max(max(tau_i, 1.0), (1 + r) / (1 - r))
+    neff = int(np.floor(n / tau))
+    if tau <= 1.0 or neff >= n:
+        neff = n
+    neff = max(neff, 1)
+
+    def ranks(k: int) -> int | None:
+        lo = None
+        for j in range(1, k + 1):
+            if binom.cdf(j - 1, k, 0.5) <= 0.025:
+                lo = j
+            else:
+                break
+        return lo
+
+    lo = ranks(neff)
+    if neff == n:
+        if lo is None:
+            return {"low": s[0], "high": s[-1], "exact": False, "lag1": lag1, "tau": tau,
+                    "n_eff": neff}
+        return {"low": s[lo - 1], "high": s[n - lo], "exact": n >= 20, "lag1": lag1,
+                "tau": tau, "n_eff": neff}
+    big_l = int(np.floor((lo or 1) * n / neff))
+    big_l = min(max(big_l, 1), (n + 1) // 2)
+    return {"low": s[big_l - 1], "high": s[n - big_l], "exact": lo is not None and n >= 20 * tau,
+            "lag1": lag1, "tau": tau, "n_eff": neff}

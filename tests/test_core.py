@@ -11,8 +11,7 @@ import time
 import numpy as np
 import pytest
 
-from _coreutil import STACKS, available, build, check_schema, launch
-from mpibench.stats import median_ci
+from _coreutil import STACKS, available, build, check_schema, launch, within_launch_ci
 
 ALL = ["PingPong", "PingPing", "Sendrecv", "Exchange", "Uniband", "Biband", "Allreduce",
        "Reduce", "Reduce_scatter", "Allgather", "Allgatherv", "Gather", "Gatherv", "Scatter",
@@ -48,17 +47,22 @@ def want_busbw_factor(bench: str, np: int) -> float | None:
 
 def check_stats(r: dict, target_pct: float = 1.0, min_samples: int = 5) -> None:
     """The core's summary and its stop decision, recomputed from its own samples with the
-    harness's independent implementation (numpy, mpibench.stats)."""
+    harness's independent implementation (numpy, scipy; _coreutil.within_launch_ci)."""
     x = np.array(r["samples_us"])
-    ci = median_ci(x)
+    ci = within_launch_ci(r["samples_us"])
     assert r["median_us"] == pytest.approx(float(np.median(x)), rel=1e-9)
-    assert r["ci_exact"] == (ci.low is not None)
-    if ci.low is not None:
-        assert (r["ci_low_us"], r["ci_high_us"]) == pytest.approx((ci.low, ci.high), rel=1e-9)
+    assert r["ci_exact"] == ci["exact"], r["benchmark"]
+    assert r["n_eff"] == ci["n_eff"], r["benchmark"]
+    assert r["autocorr_time"] == pytest.approx(ci["tau"], rel=1e-6)
+    if ci["lag1"] == ci["lag1"]:
+        assert r["lag1_autocorr"] == pytest.approx(ci["lag1"], rel=1e-6, abs=1e-9)
+    else:
+        assert r["lag1_autocorr"] is None
+    assert (r["ci_low_us"], r["ci_high_us"]) == pytest.approx((ci["low"], ci["high"]), rel=1e-9)
     for key, q in (("p5_us", 5), ("p95_us", 95), ("p99_us", 99)):
         assert r[key] == pytest.approx(float(np.percentile(x, q)), rel=1e-9)
     if r["stop_reason"] == "target":
-        hw = max(r["median_us"] - ci.low, ci.high - r["median_us"]) / r["median_us"]
+        hw = max(r["median_us"] - ci["low"], ci["high"] - r["median_us"]) / r["median_us"]
         assert r["n"] >= min_samples and hw * 100 <= target_pct + 1e-9, r["benchmark"]
 
 

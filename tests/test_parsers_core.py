@@ -6,6 +6,7 @@ Captured with the core built by each stack's wrapper (see the header's argv in e
   openmpi-np2-corrupt-unsupported.jsonl  --debug-corrupt 1K, --mem-limit 1M, 3G on MPI-3.1
   mpich-np2-stall.jsonl                  --debug-stall 1K --timeout 2 (watchdog)
   openmpi-np3-rootshift-offcache.jsonl   --root-shift --off-cache --iterations 8, np=3
+  openmpi-np2-autocorr.jsonl             adaptive, with lag1_autocorr / autocorr_time / n_eff
 """
 
 from __future__ import annotations
@@ -62,6 +63,27 @@ def test_ok_run_rows():
         assert "samples_us" not in row["extra"] and "median_us" not in row["extra"]
     pp = next(r for r in out.records if (r["benchmark"], r["size"]) == ("PingPong", 1024))
     assert pp["bandwidth_mbps"] == pytest.approx(1024 / pp["median"])
+
+
+def test_autocorrelation_fields_reach_their_store_columns(tmp_path):
+    """lag1_autocorr -> results.lag1 and n_eff -> results.n_eff (store migration 3), the CI
+    stays in ci_low/ci_high; autocorr_time and ci_method are kept in extra."""
+    from mpibench.store import Store
+
+    recs = [r for r in _records("openmpi-np2-autocorr.jsonl") if r["record"] == "result"]
+    rows = parse_core_jsonl(_text("openmpi-np2-autocorr.jsonl")).records
+    assert len(rows) == len(recs) == 6
+    for rec, row in zip(recs, rows, strict=True):
+        assert row["lag1"] == rec["lag1_autocorr"] and row["n_eff"] == rec["n_eff"]
+        assert 1 <= row["n_eff"] <= row["n"]
+        assert row["extra"]["autocorr_time"] == rec["autocorr_time"] >= 1
+        assert row["extra"]["ci_method"] == "order_statistics_n_eff"
+        assert "lag1_autocorr" not in row["extra"]
+    store = Store(tmp_path / "s.db")
+    store.create_run("r1", store.add_campaign("c"), "openmpi")
+    store.add_results("r1", rows)
+    got = list(store.results(["r1"], with_samples=False))
+    assert [(g["lag1"], g["n_eff"]) for g in got] == [(r["lag1"], r["n_eff"]) for r in rows]
 
 
 def test_failures_are_rows_with_reasons():

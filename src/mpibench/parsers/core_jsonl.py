@@ -19,8 +19,13 @@ _SUMMARY_KEYS = {
     "std_us": "std", "first_us": "first",
 }
 _PLAIN_KEYS = ("benchmark", "size", "np", "status", "reason", "n", "batch", "warmup",
-               "stop_reason", "bandwidth_mbps", "busbw_mbps", "msg_rate", "statistic")
-_EXTRA_SKIP = set(_SUMMARY_KEYS) | set(_PLAIN_KEYS) | {"record", "samples_us", "metric", "unit"}
+               "stop_reason", "bandwidth_mbps", "busbw_mbps", "msg_rate", "statistic",
+               "n_eff")
+# core key -> store column, for keys whose names differ (lag1_autocorr: lag-1 autocorrelation
+# of the log samples; outputs before it was recorded leave the column NULL)
+_RENAMED_KEYS = {"lag1_autocorr": "lag1"}
+_EXTRA_SKIP = (set(_SUMMARY_KEYS) | set(_PLAIN_KEYS) | set(_RENAMED_KEYS)
+               | {"record", "samples_us", "metric", "unit"})
 
 
 @dataclass
@@ -33,7 +38,7 @@ class CoreOutput:
 
 def to_row(rec: dict[str, Any]) -> dict[str, Any]:
     row: dict[str, Any] = {k: rec.get(k) for k in _PLAIN_KEYS if k in rec}
-    for src, dst in _SUMMARY_KEYS.items():
+    for src, dst in (*_SUMMARY_KEYS.items(), *_RENAMED_KEYS.items()):
         if src in rec:
             row[dst] = rec[src]
     row["metric"] = rec.get("metric", "time")

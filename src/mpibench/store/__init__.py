@@ -44,6 +44,7 @@ RESULT_COLUMNS = (
     "benchmark", "size", "np", "status", "reason", "metric", "unit", "better", "statistic",
     "n", "median", "ci_low", "ci_high", "min", "p5", "p95", "p99", "max", "mean", "std",
     "first", "batch", "warmup", "stop_reason", "bandwidth_mbps", "busbw_mbps", "msg_rate",
+    "lag1", "n_eff",
 )
 RUN_FIELDS = (
     "label", "source", "reason", "stderr_tail", "argv_json", "run_dir", "fingerprint_id",

@@ -116,6 +116,12 @@ MIGRATIONS: tuple[Migration, ...] = (
                  "so that a second harness's recovery leaves a live one's cells and processes "
                  "alone",
               "ALTER TABLE runs ADD COLUMN harness TEXT"),
+    Migration(3, "results.lag1 and results.n_eff: the core's lag-1 autocorrelation of a "
+                 "launch's log samples and the effective sample size its within-launch CI was "
+                 "computed for (core output ci_method order_statistics_n_eff), so that launch-"
+                 "level statistics can see how correlated each launch's samples were",
+              "ALTER TABLE results ADD COLUMN lag1 REAL; "
+              "ALTER TABLE results ADD COLUMN n_eff INTEGER"),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version
