@@ -101,8 +101,9 @@ def group_launches(store, campaign_id: int, group: str
     from mpibench.report.data import load_cells
 
     runs: dict[str, list[str]] = defaultdict(list)
-    for r in store.db.execute("SELECT id, variant FROM runs WHERE campaign_id=? AND grp=? "
-                              "AND status='done' ORDER BY seq", (campaign_id, group)):
+    from mpibench.store.report_queries import done_runs_of_group
+
+    for r in done_runs_of_group(store, campaign_id, group):
         runs[r["variant"]].append(r["id"])
     cells = load_cells(store, dict(runs), with_samples=False)
     out: dict[str, dict[tuple, list[float]]] = {v: {} for v in runs}

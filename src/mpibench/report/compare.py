@@ -46,6 +46,7 @@ from mpibench.report.data import (
 )
 from mpibench.stats import launch as launch_stats
 from mpibench.store import Store
+from mpibench.store.report_queries import runs_with_results, variants_with_results
 
 FORMATS = ("terminal", "markdown", "csv", "json")
 
@@ -929,9 +930,7 @@ def _match_variants(store: Store, rows: list, wanted: list[str]) -> list:
 
     for w in wanted:
         if not any(hits(r["variant"], w) for r in rows):
-            known = sorted({r[0] for r in store.db.execute(
-                "SELECT DISTINCT u.variant FROM runs u WHERE EXISTS "
-                "(SELECT 1 FROM results x WHERE x.run_id = u.id)")})
+            known = variants_with_results(store)
             shown = ", ".join(known[:20]) + (" ..." if len(known) > 20 else "")
             raise UsageError(f"--variant {w!r}: no results for this variant in the selection "
                              f"(variants with results: {shown or 'none'})")
@@ -958,15 +957,8 @@ def select_groups(store: Store, *, variants: Iterable[str] | None = None,
     since/until filter on the run's start time (ISO date/time, UTC if no zone, or epoch).
     Runs without results (pending/running) are skipped.
     """
-    q = ("SELECT u.id, u.variant, u.label, u.campaign_id, c.name AS campaign, u.started, "
-         # what measured it: a peer suite (imb, osu, netpipe), an imported file's format,
-         # else the campaign group's kind (core, app); --by tool splits sets on it
-         "coalesce(json_extract(u.spec_json, '$.definition.suite'), "
-         "json_extract(u.spec_json, '$.import.format'), "
-         "json_extract(u.spec_json, '$.kind'), 'core') AS tool "
-         "FROM runs u JOIN campaigns c ON c.id = u.campaign_id "
-         "WHERE EXISTS (SELECT 1 FROM results r WHERE r.run_id = u.id)")
-    args: list[Any] = []
+    camp_ids: list[int] | None = None
+    rids: list[str] | None = None
     if campaign is not None:
         camps = [campaign] if isinstance(campaign, str | int) else list(campaign)
         ids = []
@@ -981,29 +973,17 @@ def select_groups(store: Store, *, variants: Iterable[str] | None = None,
                 ids += [r["id"] for r in store.campaigns() if r["name"] == name]
             else:
                 ids.append(row["id"])
-        q += f" AND u.campaign_id IN ({', '.join('?' for _ in ids)})"
-        args += ids
+        camp_ids = ids
     if run_ids is not None:
         rids = list(run_ids)
         unknown = [r for r in rids if store.run(r) is None]
         if unknown:
             raise UsageError(f"--run {unknown[0]!r}: no such run in {store.path}")
-        q += f" AND u.id IN ({', '.join('?' for _ in rids)})"
-        args += rids
     vs = list(variants) if variants is not None else None
     label_list = list(labels) if labels is not None else None
-    if label_list is not None:
-        q += f" AND u.label IN ({', '.join('?' for _ in label_list)})"
-        args += label_list
     t0, t1 = _parse_when(since, "--since"), _parse_when(until, "--until")
-    if t0 is not None:
-        q += " AND u.started >= ?"
-        args.append(t0)
-    if t1 is not None:
-        q += " AND u.started <= ?"
-        args.append(t1)
-    q += " ORDER BY u.campaign_id, u.seq, u.id"
-    rows = store.db.execute(q, args).fetchall()
+    rows = runs_with_results(store, campaign_ids=camp_ids, run_ids=rids, labels=label_list,
+                             since=t0, until=t1)
     if vs is not None:
         rows = _match_variants(store, rows, vs)
     split_campaigns = by is None

@@ -225,51 +225,34 @@ class Cell:
         return bool(self.runs_excluded)
 
 
-_FAST_COLS = ("r.id AS result_id", "r.run_id", "r.benchmark", "r.size", "r.np", "r.status",
-              "r.reason", "r.metric", "r.unit", "r.better", "r.statistic", "r.n", "r.median",
-              "r.ci_low", "r.ci_high", "r.min", "r.p5", "r.p95", "r.p99", "r.max", "r.mean",
-              "r.std", "r.first", "r.batch", "r.stop_reason", "r.bandwidth_mbps",
-              "r.busbw_mbps", "r.msg_rate", "r.extra_json", "u.params_json", "u.campaign_id",
-              "u.fingerprint_id", "u.variant")
-
-
 def _fetch_rows(store: Store, run_ids: list[str], with_samples: bool) -> Iterable[dict]:
     """Read-only fast path over the store's documented tables (results JOIN runs): the same
     fields as Store.results(), but params_json is parsed once per distinct text and extra
     only on demand, which matters at 10^4-10^5 rows."""
     from mpibench.store import blob_to_samples
+    from mpibench.store.report_queries import result_rows
 
-    cols = list(_FAST_COLS) + (["r.samples"] if with_samples else [])
     params_cache: dict[tuple[str, str], tuple[dict, str]] = {}
     parsed_cache: dict[str, tuple[dict, str]] = {}      # params_json -> (params, key)
-    # Chunk the IN (...) list: SQLite builds may cap host parameters.
-    for i in range(0, len(run_ids), 5000):
-        chunk = run_ids[i:i + 5000]
-        q = (f"SELECT {', '.join(cols)} FROM results r JOIN runs u ON u.id = r.run_id "
-             f"WHERE r.run_id IN ({', '.join('?' for _ in chunk)}) ORDER BY r.id")
-        cur = store.db.cursor()
-        cur.row_factory = None          # plain tuples: sqlite3.Row per row costs at 1e5 rows
-        cur.execute(q, chunk)
-        names = [d[0] for d in cur.description]
-        for tup in cur:
-            d = dict(zip(names, tup, strict=True))
-            pj = d.pop("params_json") or "{}"
-            variant = d.pop("variant")
-            hit = params_cache.get((pj, variant))
+    for names, tup in result_rows(store, run_ids, with_samples):
+        d = dict(zip(names, tup, strict=True))
+        pj = d.pop("params_json") or "{}"
+        variant = d.pop("variant")
+        hit = params_cache.get((pj, variant))
+        if hit is None:
+            hit = parsed_cache.get(pj)
             if hit is None:
-                hit = parsed_cache.get(pj)
-                if hit is None:
-                    parsed = json.loads(pj)
-                    hit = parsed_cache[pj] = (parsed, params_key(parsed))
-                # nodes/ppn swept on the variant are cell parameters (see split_variant)
-                parsed = with_sweep_params(hit[0], variant)
-                if parsed is not hit[0]:
-                    hit = (parsed, params_key(parsed))
-                params_cache[(pj, variant)] = hit
-            d["params"], d["params_key"] = hit
-            if with_samples:
-                d["samples"] = blob_to_samples(d["samples"])
-            yield d
+                parsed = json.loads(pj)
+                hit = parsed_cache[pj] = (parsed, params_key(parsed))
+            # nodes/ppn swept on the variant are cell parameters (see split_variant)
+            parsed = with_sweep_params(hit[0], variant)
+            if parsed is not hit[0]:
+                hit = (parsed, params_key(parsed))
+            params_cache[(pj, variant)] = hit
+        d["params"], d["params_key"] = hit
+        if with_samples:
+            d["samples"] = blob_to_samples(d["samples"])
+        yield d
 
 
 def check_statistic(statistic: str) -> str:

@@ -51,6 +51,7 @@ from mpibench.report.tables import (
     scaling_table,
 )
 from mpibench.store import Store
+from mpibench.store.report_queries import set_runs_info
 
 TEMPLATES = Path(__file__).with_name("templates")
 
@@ -125,22 +126,17 @@ def _group_info(store: Store, groups: Mapping[str, list[str]]) -> list[dict[str,
     out = []
     for g, ids in groups.items():
         camps, stacks, fps = Counter(), Counter(), Counter()
-        for i in range(0, len(ids), 5000):
-            chunk = ids[i:i + 5000]
-            q = ("SELECT c.name, u.spec_json, u.fingerprint_id, u.transport_actual, "
-                 "u.transport_requested FROM runs u JOIN campaigns c ON c.id = u.campaign_id "
-                 f"WHERE u.id IN ({', '.join('?' for _ in chunk)})")
-            for name, spec_json, fid, t_act, t_req in store.db.execute(q, chunk):
-                camps[name] += 1
-                fps[fid] += 1
-                try:
-                    spec = json.loads(spec_json or "{}")
-                except ValueError:
-                    spec = {}
-                stack = spec.get("stack") if isinstance(spec, dict) else None
-                transport = t_act or t_req or (spec.get("transport") if isinstance(spec, dict)
-                                               else None)
-                stacks[" / ".join(str(x) for x in (stack, transport) if x) or "-"] += 1
+        for name, spec_json, fid, t_act, t_req in set_runs_info(store, ids):
+            camps[name] += 1
+            fps[fid] += 1
+            try:
+                spec = json.loads(spec_json or "{}")
+            except ValueError:
+                spec = {}
+            stack = spec.get("stack") if isinstance(spec, dict) else None
+            transport = t_act or t_req or (spec.get("transport") if isinstance(spec, dict)
+                                           else None)
+            stacks[" / ".join(str(x) for x in (stack, transport) if x) or "-"] += 1
         fp_desc = []
         for fid, _n in fps.most_common(3):
             fp = store.fingerprint(fid) if fid else None

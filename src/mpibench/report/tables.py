@@ -52,6 +52,7 @@ from mpibench.report.data import (
 )
 from mpibench.stats import launch as launch_stats
 from mpibench.store import Store
+from mpibench.store.report_queries import distinct_specs, run_elapsed, run_specs
 from mpibench.units import fmt_line_rate, parse_line_rate
 
 
@@ -484,11 +485,9 @@ def _spec_value(store: Store, run_ids: Iterable[str], keys: Iterable[str]) -> An
     if not ids:
         return None
     # DISTINCT: a campaign's runs mostly share their spec text, and its campaign's
-    q = (f"SELECT DISTINCT u.spec_json, c.spec_json FROM runs u JOIN campaigns c "
-         f"ON c.id = u.campaign_id WHERE u.id IN ({', '.join('?' for _ in ids)})")
     camp_specs = []
     seen_camp: set[str | None] = set()
-    for run_spec, camp_spec in store.db.execute(q, ids):
+    for run_spec, camp_spec in distinct_specs(store, ids):
         if camp_spec in seen_camp:
             camp_spec = "{}"
         else:
@@ -518,22 +517,18 @@ def _spec_value_per_run(store: Store, run_ids: list[str], keys: Iterable[str]
     keys = list(keys)
     out: dict[str, Any] = {}
     found: dict[tuple[str | None, str | None], Any] = {}
-    for i in range(0, len(run_ids), 5000):
-        chunk = run_ids[i:i + 5000]
-        q = (f"SELECT u.id, u.spec_json, c.spec_json FROM runs u JOIN campaigns c ON "
-             f"c.id = u.campaign_id WHERE u.id IN ({', '.join('?' for _ in chunk)})")
-        for rid, run_spec, camp_spec in store.db.execute(q, chunk):
-            if (run_spec, camp_spec) not in found:
-                v = None
-                for blob in (run_spec, camp_spec):
-                    try:
-                        v = _lookup(json.loads(blob or "{}"), keys)
-                    except ValueError:
-                        continue
-                    if v is not None:
-                        break
-                found[(run_spec, camp_spec)] = v
-            out[rid] = found[(run_spec, camp_spec)]
+    for rid, run_spec, camp_spec in run_specs(store, run_ids):
+        if (run_spec, camp_spec) not in found:
+            v = None
+            for blob in (run_spec, camp_spec):
+                try:
+                    v = _lookup(json.loads(blob or "{}"), keys)
+                except ValueError:
+                    continue
+                if v is not None:
+                    break
+            found[(run_spec, camp_spec)] = v
+        out[rid] = found[(run_spec, camp_spec)]
     return out
 
 
@@ -814,12 +809,7 @@ def cost_table(store: Store, groups: Mapping[str, list[str]], *,
     assumed_one = False
     savings: dict[str, list[float]] = defaultdict(list)
     elapsed_cache: dict[str, float | None] = {}
-    for i in range(0, len(all_ids), 5000):       # one query instead of one per run
-        chunk = all_ids[i:i + 5000]
-        for rid, el in store.db.execute(
-                f"SELECT id, elapsed FROM runs WHERE id IN ({', '.join('?' for _ in chunk)})",
-                chunk):
-            elapsed_cache[rid] = el
+    elapsed_cache.update(run_elapsed(store, all_ids))     # one query, not one per run
     many_np = len({k[1] for k in apps}) > 1
     spec_nodes: dict[str, Any] | None = None
     for (bench, np_, pkey), per_group in apps.items():

@@ -1,0 +1,133 @@
+"""Named read queries of compare and report (report/ holds no SQL): result rows with their
+run's columns, the selection of runs into result sets, run and campaign specs, elapsed
+times, and what the report's set table shows. Each takes an open Store; run-id lists are
+chunked, since SQLite builds may cap the number of host parameters."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from mpibench.store import Store
+
+_CHUNK = 5000
+
+# results JOIN runs: what load_cells needs of a result and its run
+RESULT_COLUMNS = ("r.id AS result_id", "r.run_id", "r.benchmark", "r.size", "r.np", "r.status",
+                  "r.reason", "r.metric", "r.unit", "r.better", "r.statistic", "r.n",
+                  "r.median", "r.ci_low", "r.ci_high", "r.min", "r.p5", "r.p95", "r.p99",
+                  "r.max", "r.mean", "r.std", "r.first", "r.batch", "r.stop_reason",
+                  "r.bandwidth_mbps", "r.busbw_mbps", "r.msg_rate", "r.extra_json",
+                  "u.params_json", "u.campaign_id", "u.fingerprint_id", "u.variant")
+
+
+def _chunks(ids: Sequence[str]) -> Iterator[list[str]]:
+    ids = list(ids)
+    for i in range(0, len(ids), _CHUNK):
+        yield ids[i:i + _CHUNK]
+
+
+def _marks(n: int) -> str:
+    return ", ".join("?" for _ in range(n))
+
+
+def result_rows(store: Store, run_ids: Sequence[str], with_samples: bool
+                ) -> Iterator[tuple[list[str], tuple]]:
+    """(column names, row tuple) of every result of these runs, in result id order, with
+    the raw samples blob last when asked for. Plain tuples: sqlite3.Row per row costs at
+    10^5 rows."""
+    cols = list(RESULT_COLUMNS) + (["r.samples"] if with_samples else [])
+    for chunk in _chunks(run_ids):
+        cur = store.db.cursor()
+        cur.row_factory = None
+        cur.execute(f"SELECT {', '.join(cols)} FROM results r JOIN runs u ON u.id = r.run_id "
+                    f"WHERE r.run_id IN ({_marks(len(chunk))}) ORDER BY r.id", chunk)
+        names = [d[0] for d in cur.description]
+        for tup in cur:
+            yield names, tup
+
+
+def variants_with_results(store: Store) -> list[str]:
+    """Variant names that have at least one result, sorted."""
+    return sorted({r[0] for r in store.db.execute(
+        "SELECT DISTINCT u.variant FROM runs u WHERE EXISTS "
+        "(SELECT 1 FROM results x WHERE x.run_id = u.id)")})
+
+
+def runs_with_results(store: Store, *, campaign_ids: Iterable[int] | None = None,
+                      run_ids: Iterable[str] | None = None, labels: Iterable[str] | None = None,
+                      since: float | None = None, until: float | None = None) -> list:
+    """Runs that have results (id, variant, label, campaign_id, campaign, started, tool), in
+    campaign and plan order, filtered by campaign ids, run ids, labels and start time."""
+    q = ("SELECT u.id, u.variant, u.label, u.campaign_id, c.name AS campaign, u.started, "
+         # what measured it: a peer suite (imb, osu, netpipe), an imported file's format,
+         # else the campaign group's kind (core, app); compare --by tool splits sets on it
+         "coalesce(json_extract(u.spec_json, '$.definition.suite'), "
+         "json_extract(u.spec_json, '$.import.format'), "
+         "json_extract(u.spec_json, '$.kind'), 'core') AS tool "
+         "FROM runs u JOIN campaigns c ON c.id = u.campaign_id "
+         "WHERE EXISTS (SELECT 1 FROM results r WHERE r.run_id = u.id)")
+    args: list[Any] = []
+    for col, values in (("u.campaign_id", campaign_ids), ("u.id", run_ids),
+                        ("u.label", labels)):
+        if values is not None:
+            vals = list(values)
+            q += f" AND {col} IN ({_marks(len(vals))})"
+            args += vals
+    if since is not None:
+        q += " AND u.started >= ?"
+        args.append(since)
+    if until is not None:
+        q += " AND u.started <= ?"
+        args.append(until)
+    q += " ORDER BY u.campaign_id, u.seq, u.id"
+    return store.db.execute(q, args).fetchall()
+
+
+def distinct_specs(store: Store, run_ids: Sequence[str]) -> Iterator[tuple[str, str]]:
+    """Distinct (run spec_json, campaign spec_json) pairs of these runs."""
+    ids = list(run_ids)
+    if not ids:
+        return
+    yield from store.db.execute(
+        f"SELECT DISTINCT u.spec_json, c.spec_json FROM runs u JOIN campaigns c "
+        f"ON c.id = u.campaign_id WHERE u.id IN ({_marks(len(ids))})", ids)
+
+
+def run_specs(store: Store, run_ids: Sequence[str]) -> Iterator[tuple[str, str, str]]:
+    """(run id, run spec_json, campaign spec_json) of each run."""
+    for chunk in _chunks(run_ids):
+        yield from store.db.execute(
+            f"SELECT u.id, u.spec_json, c.spec_json FROM runs u JOIN campaigns c ON "
+            f"c.id = u.campaign_id WHERE u.id IN ({_marks(len(chunk))})", chunk)
+
+
+def run_elapsed(store: Store, run_ids: Sequence[str]) -> dict[str, float | None]:
+    """{run id: elapsed seconds of its launch}."""
+    out: dict[str, float | None] = {}
+    for chunk in _chunks(run_ids):
+        for rid, el in store.db.execute(
+                f"SELECT id, elapsed FROM runs WHERE id IN ({_marks(len(chunk))})", chunk):
+            out[rid] = el
+    return out
+
+
+def set_runs_info(store: Store, run_ids: Sequence[str]
+                  ) -> Iterator[tuple[str, str, Any, str | None, str | None]]:
+    """(campaign name, run spec_json, fingerprint id, transport actual, requested) of each
+    run: the report's table of result sets."""
+    for chunk in _chunks(run_ids):
+        yield from store.db.execute(
+            "SELECT c.name, u.spec_json, u.fingerprint_id, u.transport_actual, "
+            "u.transport_requested FROM runs u JOIN campaigns c ON c.id = u.campaign_id "
+            f"WHERE u.id IN ({_marks(len(chunk))})", chunk)
+
+
+def done_runs_of_group(store: Store, campaign_id: int, group: str) -> list:
+    """(id, variant) of a campaign group's finished launches in plan order (repeats = auto)."""
+    return store.db.execute("SELECT id, variant FROM runs WHERE campaign_id=? AND grp=? "
+                            "AND status='done' ORDER BY seq", (campaign_id, group)).fetchall()
+
+
+__all__ = ["RESULT_COLUMNS", "result_rows", "variants_with_results", "runs_with_results",
+           "distinct_specs", "run_specs", "run_elapsed", "set_runs_info", "done_runs_of_group"]
