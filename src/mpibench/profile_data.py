@@ -436,6 +436,11 @@ def _fmt_side(s: Mapping[str, Any], fmt) -> str:
         return "0"
     text = fmt(v)
     if s["ci_low"] is not None and v:
+        # the CI is symmetric in the logs: within a factor f = high / value either way;
+        # beyond f = 2 a "±%" would read as a range below zero, so say "×÷f"
+        f = s["ci_high"] / v
+        if f >= 2:
+            return text + f" ×÷{f:.2g}"
         pct = 100 * max(v - s["ci_low"], s["ci_high"] - v) / v
         text += f" ±{pct:.0f}%" if pct >= 1 else f" ±{pct:.1f}%"
     return text
@@ -524,7 +529,8 @@ def diff_tables(d: Mapping[str, Any], name_a: str, name_b: str) -> list[Any]:
         notes=[] if d["bytes_exact"] else ["bytes estimated from the log2 bins for profiles "
                                            "that predate per-bin byte counts"]))
     caption = ("Per side: geometric mean of the launch statistics (totals over each launch's "
-               "ranks) ± 95% CI from the spread between launches; B/A with the Welch CI and "
+               "ranks) ± 95% CI from the spread between launches (×÷f: within a factor f); "
+               "B/A with the Welch CI and "
                "p on the logs of the launch statistics, Holm across the rows of a table; "
                "cannot tell = fewer than 2 launches on a side; shares are means over launches, "
                "Δ in percentage points.")
