@@ -282,6 +282,16 @@ def test_load_launches_by_label_run_id_and_errors(tmp_path):
             profile_data.load_launches(store, "nope")
         with pytest.raises(UsageError, match="in campaign 'other'"):
             profile_data.load_launches(store, "a", campaign="other")
+    # a campaign sweep's set name stands for its variants; one np must be chosen
+    rng = np.random.default_rng(2)
+    one, two = launches(1, 1.0, rng)[0].doc, launches(1, 1.0, rng)[0].doc
+    one["ranks"] = 1
+    _store_profiles(db, [("s[np=1]", one), ("s[np=2]", two), ("s[np=2]", two)])
+    with Store(db, readonly=True) as store:
+        assert len(profile_data.load_launches(store, "s[np=2]")) == 2
+        with pytest.raises(UsageError, match=r"np 1, 2; .*name one variant \(s\[np=1\], "
+                                             r"s\[np=2\]\)"):
+            profile_data.load_launches(store, "s")
     # np differs within a name: refused
     d4 = copy.deepcopy(captured())
     d4["ranks"] = 4
@@ -333,6 +343,8 @@ def test_report_profile_section(tmp_path):
         ids = {lab: [r["id"] for r in store.runs() if r["label"] == lab] for lab in "ab"}
         rep = build_report(store, ids, ReportOptions(plots=False))
     sec = next(s for s in rep.sections if s.id == "profile")
+    # profile:sizes rows have a size (the bin) but are no time at a message size
+    assert all(s.id != "gain" for s in rep.sections)
     kinds = [t.kind for t in sec.tables]
     assert kinds == ["profile-top", "profile-sizes", "profile-diff-totals",
                      "profile-diff-functions", "profile-diff-sizes"]

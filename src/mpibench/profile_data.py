@@ -280,15 +280,21 @@ def load_launches(store, name: str, *, campaign: str | None = None,
     campaign's. Launches whose run failed or whose profile is partial are left out unless
     complete_only is False (a partial profile covers part of the run and would compare as a
     faster launch)."""
+    from mpibench.report.data import split_variant
+
     args: list[Any] = [name]
     rows = store.db.execute(_LAUNCH_Q + "WHERE p.run_id = ?", args).fetchall()
     if not rows:
-        q = _LAUNCH_Q + "WHERE (r.variant = ? OR r.label = ?)"
-        args = [name, name]
+        q = _LAUNCH_Q + "WHERE (r.variant = ? OR r.label = ? OR r.variant LIKE ?)"
+        args = [name, name, name + "[%"]
         if campaign is not None:
             q += " AND c.name = ?"
             args.append(campaign)
         rows = store.db.execute(q + " ORDER BY r.started, r.rowid", args).fetchall()
+        exact = [r for r in rows if name in (r["variant"], r["label"])]
+        # else the set a campaign sweep expanded ('shm' for shm[np=1], shm[np=2]): the np
+        # check below then asks for one of them
+        rows = exact or [r for r in rows if split_variant(r["variant"])[0] == name]
     if not rows:
         known = sorted({r[0] for r in store.db.execute(
             "SELECT COALESCE(r.label, r.variant) FROM profiles p JOIN runs r "
@@ -563,6 +569,7 @@ def render_diff(d: Mapping[str, Any], name_a: str, name_b: str, console=None) ->
 
 
 # ---- report section ------------------------------------------------------------------------
+MAX_REPORT_DIFFS = 6
 def report_tables(store, groups: Mapping[str, Iterable[str]], *, top: int = 10,
                   edges: tuple[int, ...] | None = COARSE_EDGES) -> list[Any]:
     """The profile section of a report: for every set and np with profiled launches, the top
@@ -653,10 +660,14 @@ def report_tables(store, groups: Mapping[str, Iterable[str]], *, top: int = 10,
     by_np: dict[int, list[tuple[str, int]]] = {}
     for k in order:
         by_np.setdefault(k[1], []).append(k)
-    for npv, ks in by_np.items():
-        for k in ks[1:]:
-            d = diff_launches(cols[ks[0]], cols[k], edges=edges, top=top)
-            tables += diff_tables(d, f"{ks[0][0]} np={npv}", f"{k[0]} np={npv}")
+    pairs = [(ks[0], k) for ks in by_np.values() for k in ks[1:]]
+    for base, k in pairs[:MAX_REPORT_DIFFS]:
+        d = diff_launches(cols[base], cols[k], edges=edges, top=top)
+        tables += diff_tables(d, f"{base[0]} np={base[1]}", f"{k[0]} np={k[1]}")
+    if len(pairs) > MAX_REPORT_DIFFS:
+        tables[-1].notes.append(
+            f"{len(pairs) - MAX_REPORT_DIFFS} more profile diffs left out of the report to keep "
+            "it readable; each: mpibench profile --compare A B")
     return tables
 
 

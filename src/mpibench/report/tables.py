@@ -151,7 +151,8 @@ def gain_table(cmp: Comparison, size: int | None = None) -> Table:
     result (a set that never ran it shows '-', it does not veto the others)."""
     by_bench: dict[tuple, list] = defaultdict(list)
     for r in cmp.rows:
-        if r.size is not None:
+        # profile:sizes rows count messages per size bin: not a time at a message size
+        if r.size is not None and r.benchmark != "profile:sizes":
             by_bench[(r.benchmark, r.metric, r.np, fmt_params(r.params))].append(r)
     cands = cmp.candidates
     show_np = len({k[2] for k in by_bench}) > 1
