@@ -95,12 +95,12 @@ def test_sigkill_mid_write_leaves_old_or_new_never_partial(tmp_path):
 
 
 @pytest.mark.parametrize("target, match", [
-    ("DIR", "is a directory"), ("/nonexistent/x.md", "does not exist"),
+    ("DIR", "is a directory"), ("{tmp}/no-such-dir/x.md", "does not exist"),
     ("/etc/passwd/x", "is not a directory"), ("", "expected a file name"),
 ])
 def test_check_output(tmp_path, target, match):
     with pytest.raises(UsageError, match=match):
-        check_output(str(tmp_path) if target == "DIR" else target, "-o")
+        check_output(str(tmp_path) if target == "DIR" else target.format(tmp=tmp_path), "-o")
 
 
 OSU = "osu7.4-mpich4.0.2-np2-osu_latency.txt"
@@ -108,8 +108,10 @@ OSU = "osu7.4-mpich4.0.2-np2-osu_latency.txt"
 
 @pytest.mark.parametrize("argv", [
     ["report", "-o", "{tmp}"], ["report", "--markdown", "{tmp}"],
-    ["report", "-o", "/nonexistent/r.html"], ["compare", "-o", "{tmp}"],
-    ["run", "PingPong", "--markdown", "/nonexistent/x.md"], ["run", "PingPong", "--out", "{file}"],
+    ["report", "-o", "{tmp}/no-such-dir/r.html"], ["compare", "-o", "{tmp}"],
+    # a path under a directory this test owns: "/nonexistent" can exist on a shared machine
+    ["run", "PingPong", "--markdown", "{tmp}/no-such-dir/x.md"],
+    ["run", "PingPong", "--out", "{file}"],
     ["run", "PingPong", "--db", "{tmp}"],
     ["demo", "--out", "/etc/passwd/x"], ["demo", "--sizes", "99:2"],
 ])
