@@ -16,21 +16,16 @@ A gain is only computed between the same statistic on both sides.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
-import shutil
-import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC
 from typing import Any
 
-import numpy as np
-
 from mpibench import stats
 from mpibench.errors import UsageError
+from mpibench.report import render as render_mod
 from mpibench.report.data import (
     Cell,
     bench_sort_key,
@@ -44,11 +39,18 @@ from mpibench.report.data import (
     split_variant,
     statistic_legend,
 )
+from mpibench.report.render import (  # noqa: F401 - re-exported for callers and tests
+    FORMATS,
+    PLAIN_TABLE_ROWS,
+    Table,
+    clean_json,
+    md_escape,
+    md_table,
+    plain_table,
+)
 from mpibench.stats import launch as launch_stats
 from mpibench.store import Store
 from mpibench.store.report_queries import runs_with_results, variants_with_results
-
-FORMATS = ("terminal", "markdown", "csv", "json")
 
 
 @dataclass
@@ -370,6 +372,8 @@ def fmt_gain_ci(gain: float | None, lo: float | None, hi: float | None,
     """'1.042x [0.981, 1.107]' (no brackets without a CI)."""
     if gain is None:
         return ""
+    if 0 < gain < 1:      # at least `digits` significant figures below 1 (0.0710x, not 0.07x)
+        digits = max(digits, digits - math.floor(math.log10(gain)) - 1)
     g = f"{gain:.{digits}f}x"
     if lo is None or hi is None:
         return g
@@ -518,20 +522,8 @@ def comparison_records(cmp: Comparison) -> list[dict[str, Any]]:
     return out
 
 
-def _clean_json(o):
-    if isinstance(o, float) and not math.isfinite(o):
-        return None
-    if isinstance(o, dict):
-        return {k: _clean_json(v) for k, v in o.items()}
-    if isinstance(o, list | tuple):
-        return [_clean_json(v) for v in o]
-    if isinstance(o, np.generic):
-        return _clean_json(o.item())
-    return o
-
-
 def to_json_obj(cmp: Comparison) -> dict[str, Any]:
-    return _clean_json({
+    return clean_json({
         "title": cmp.title, "baseline": cmp.baseline, "groups": cmp.groups, "alpha": cmp.alpha,
         "runs": cmp.run_counts, "verdict": cmp.verdict, "verdicts": cmp.verdicts,
         "rows": comparison_records(cmp),
@@ -625,120 +617,38 @@ def _header_lines(cmp: Comparison) -> list[str]:
     ]
 
 
-# Above this many rows, terminal tables are laid out as plain text: rich measures and wraps
-# every cell (seconds for 5,000 rows) and nobody reads such a table in colour anyway.
-PLAIN_TABLE_ROWS = 300
-
-
-def plain_table(title: str, header: list[str], body: list[list[str]], caption: str = "",
-                left_cols: int = 2) -> str:
-    """Fixed-width text table in the same shape as the rich tables (no wrapping)."""
-    ncol = len(header)
-    widths = [len(h) for h in header]
-    for line in body:
-        for j, x in enumerate(line[:ncol]):
-            if len(x) > widths[j]:
-                widths[j] = len(x)
-
-    def fmt(line: list[str]) -> str:
-        cells = [(x.ljust(widths[j]) if j < left_cols else x.rjust(widths[j]))
-                 for j, x in enumerate(line[:ncol])]
-        return "  " + "   ".join(cells).rstrip()
-
-    out = [title, "", fmt(header), " " + "-" * (sum(widths) + 3 * (ncol - 1) + 2)]
-    out += [fmt(line) for line in body]
-    if caption:
-        out += [""] + caption.splitlines()
-    return "\n".join(out)
+def comparison_table(cmp: Comparison, heading_level: int = 3) -> Table:
+    """The comparison as a Table: one row per cell (geomean rows bold), the legend as its
+    caption, footnotes, and the verdict as its footer."""
+    hdr, body, summary_idx = _table_model(cmp)
+    return Table(title=cmp.title or f"comparison vs {cmp.baseline}", header=hdr, rows=body,
+                 caption="\n".join(_header_lines(cmp)), notes=list(cmp.footnotes),
+                 bold_rows=set(summary_idx), kind="comparison", left_cols=2,
+                 footer=[("verdict", cmp.verdict)], md_heading_level=heading_level,
+                 records=comparison_records(cmp))
 
 
 def render_terminal(cmp: Comparison, width: int | None = None) -> str:
-    hdr, body, summary_idx = _table_model(cmp)
-    if len(body) > PLAIN_TABLE_ROWS:
-        text = plain_table(cmp.title or f"comparison vs {cmp.baseline}", hdr, body,
-                           "\n".join(_header_lines(cmp)))
-        notes = [f"[{i}] {n}" for i, n in enumerate(cmp.footnotes, 1)]
-        return "\n".join([text, *notes, f"verdict: {cmp.verdict}"])
-    from rich import box
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
-
-    tty = sys.stdout.isatty()
-    if width is None:
-        width = shutil.get_terminal_size((200, 40)).columns if tty else 240
-    buf = io.StringIO()
-    con = Console(file=buf, width=width, force_terminal=tty, color_system="auto" if tty else None,
-                  highlight=False, soft_wrap=False)
-    # Text() everywhere: user names like "[bold]" or "[/]" must not be read as rich markup
-    t = Table(title=Text(cmp.title or f"comparison vs {cmp.baseline}"), title_justify="left",
-              box=box.SIMPLE_HEAD, caption=Text("\n".join(_header_lines(cmp))),
-              caption_justify="left")
-    for i, h in enumerate(hdr):
-        t.add_column(Text(h), justify="left" if i < 2 else "right", overflow="fold")
-    for i, line in enumerate(body):
-        style = "bold" if i in summary_idx else None
-        t.add_row(*[Text(x) for x in line], style=style)
-    con.print(t)
-    for i, note in enumerate(cmp.footnotes, 1):
-        con.print(Text(f"[{i}] {note}"),
-                  style="bold red" if note.startswith("WARNING") else None)
-    con.print(Text(f"verdict: {cmp.verdict}"), style="bold")
-    return buf.getvalue().rstrip("\n")
-
-
-def md_escape(s: Any) -> str:
-    """Escape text for a Markdown table cell (user labels may hold | or HTML)."""
-    text = "" if s is None else str(s)
-    for ch in ("\\", "|", "*", "_", "`", "[", "]"):
-        text = text.replace(ch, "\\" + ch)
-    # '<' and '&' as entities: Markdown renderers pass raw HTML through.
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return text.replace("\n", " ")
-
-
-def md_table(hdr: list[str], body: list[list[str]], bold_rows: Iterable[int] = ()) -> str:
-    bold = set(bold_rows)
-    out = ["| " + " | ".join(md_escape(h) for h in hdr) + " |",
-           "|" + "|".join("---" if i < 2 else "---:" for i in range(len(hdr))) + "|"]
-    for i, line in enumerate(body):
-        cells = [md_escape(x) for x in line]
-        if i in bold:
-            cells = [f"**{x}**" if x else x for x in cells]
-        out.append("| " + " | ".join(cells) + " |")
-    return "\n".join(out)
+    return render_mod.terminal(comparison_table(cmp), width)
 
 
 def render_markdown(cmp: Comparison, heading_level: int = 3) -> str:
-    hdr, body, summary_idx = _table_model(cmp)
-    h = "#" * heading_level
-    parts = [f"{h} {md_escape(cmp.title or 'Comparison vs ' + cmp.baseline)}", ""]
-    parts += [md_escape(x) for x in _header_lines(cmp)]
-    parts[-1] += "\n"
-    parts.append(md_table(hdr, body, summary_idx))
-    parts.append("")
-    for i, note in enumerate(cmp.footnotes, 1):
-        text = md_escape(note)
-        parts.append(f"\\[{i}\\] **{text}**  " if note.startswith("WARNING") else
-                     f"\\[{i}\\] {text}  ")
-    parts.append("")
-    parts.append(f"**Verdict:** {md_escape(cmp.verdict)}")
-    return "\n".join(parts)
+    t = comparison_table(cmp, heading_level)
+    if not cmp.title:
+        t.title = "Comparison vs " + cmp.baseline
+    return render_mod.markdown(t)
 
 
 def render_csv(cmp: Comparison) -> str:
-    recs = comparison_records(cmp)
-    buf = io.StringIO()
-    cols = list(recs[0]) if recs else ["benchmark", "size", "candidate", "gain"]
-    w = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n")
-    w.writeheader()
-    for rec in recs:
+    recs = []
+    for rec in comparison_records(cmp):
         rec = dict(rec)
-        rec["params"] = json.dumps(rec["params"], sort_keys=True)
         rec["notes"] = " / ".join(rec["notes"])
         rec["transport_warnings"] = " / ".join(rec["transport_warnings"])
-        w.writerow({k: ("" if v is None else v) for k, v in rec.items()})
-    return buf.getvalue()
+        recs.append(rec)
+    if not recs:
+        return "benchmark,size,candidate,gain\n"
+    return render_mod.csv_text(recs)
 
 
 def render(comparison: Comparison, fmt: str = "terminal") -> str:
@@ -776,7 +686,7 @@ def _launch_spread(c: Cell) -> str:
 def results_records(cells: list[Cell]) -> list[dict[str, Any]]:
     out = []
     for c in cells:
-        out.append(_clean_json({
+        out.append(clean_json({
             "benchmark": c.benchmark, "size": c.size, "np": c.np, "params": c.params,
             "metric": c.metric, "unit": c.unit, "better": c.better, "status": c.status,
             "reason": c.reason, "n": c.n,
@@ -843,16 +753,7 @@ def render_results(store: Store, run_ids: list[str], fmt: str = "terminal", *,
         return json.dumps({"title": title, "runs": len(run_ids),
                            "rows": results_records(cells)}, indent=2)
     if fmt == "csv":
-        recs = results_records(cells)
-        buf = io.StringIO()
-        if recs:
-            w = csv.DictWriter(buf, fieldnames=list(recs[0]), lineterminator="\n")
-            w.writeheader()
-            for r in recs:
-                r = {k: (json.dumps(v, sort_keys=True) if isinstance(v, dict | list) else
-                         ("" if v is None else v)) for k, v in r.items()}
-                w.writerow(r)
-        return buf.getvalue()
+        return render_mod.csv_text(results_records(cells))
     hdr, body, notes = _results_table(cells)
     units = {(c.metric, c.unit) for c in cells}
     unit_line = ("times in microseconds" if units <= {("time", "us")} else
@@ -868,33 +769,10 @@ def render_results(store: Store, run_ids: list[str], fmt: str = "terminal", *,
                + "; MB/s = 10^6 bytes/s from that value; "
                "busbw uses the usual collective factors; first = first-call time (median "
                "over launches); launches = count (min–max of per-launch medians)")
-    if fmt == "markdown":
-        parts = [f"### {md_escape(title)}", "", md_escape(caption), "", md_table(hdr, body)]
-        parts += [""] + [f"\\[{i}\\] {md_escape(t)}  " for i, t in enumerate(notes, 1)]
-        return "\n".join(parts).rstrip()
-    if fmt == "terminal" and len(body) > PLAIN_TABLE_ROWS:
-        text = plain_table(title, hdr, body, caption)
-        return "\n".join([text, *(f"[{i}] {t}" for i, t in enumerate(notes, 1))])
-    if fmt == "terminal":
-        from rich import box
-        from rich.console import Console
-        from rich.table import Table
-        from rich.text import Text
-        tty = sys.stdout.isatty()
-        width = shutil.get_terminal_size((200, 40)).columns if tty else 240
-        buf = io.StringIO()
-        con = Console(file=buf, width=width, force_terminal=tty,
-                      color_system="auto" if tty else None, highlight=False)
-        t = Table(title=Text(title), title_justify="left", box=box.SIMPLE_HEAD,
-                  caption=Text(caption), caption_justify="left")
-        for i, h in enumerate(hdr):
-            t.add_column(Text(h), justify="left" if i < 2 else "right", overflow="fold")
-        for line in body:
-            t.add_row(*[Text(x) for x in line])
-        con.print(t)
-        for i, text in enumerate(notes, 1):
-            con.print(Text(f"[{i}] {text}"))
-        return buf.getvalue().rstrip("\n")
+    t = Table(title=title, header=hdr, rows=body, caption=caption, notes=notes,
+              kind="results", left_cols=2)
+    if fmt in ("terminal", "markdown"):
+        return render_mod.render(t, fmt)
     raise UsageError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
 
 

@@ -15,9 +15,7 @@ render_table() prints it as terminal | markdown | csv | json. HTML uses the same
 
 from __future__ import annotations
 
-import csv
 import functools
-import io
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
@@ -29,13 +27,9 @@ import numpy as np
 from mpibench import stats
 from mpibench.errors import UsageError
 from mpibench.report.compare import (
-    PLAIN_TABLE_ROWS,
     Comparison,
-    _clean_json,
     fmt_gain_ci,
-    md_escape,
     orient_gain,
-    plain_table,
     transport_lines,
 )
 from mpibench.report.data import (
@@ -50,94 +44,16 @@ from mpibench.report.data import (
     params_sort_key,
     statistic_legend,
 )
+from mpibench.report.render import Table, render
 from mpibench.stats import launch as launch_stats
 from mpibench.store import Store
 from mpibench.store.report_queries import distinct_specs, run_elapsed, run_specs
 from mpibench.units import fmt_line_rate, parse_line_rate
 
 
-@dataclass
-class Table:
-    title: str
-    header: list[str]
-    rows: list[list[str]]
-    caption: str = ""
-    notes: list[str] = field(default_factory=list)
-    records: list[dict[str, Any]] = field(default_factory=list)
-    bold_rows: set[int] = field(default_factory=set)
-    marked: set[tuple[int, int]] = field(default_factory=set)   # (row, col) best cells
-    kind: str = ""
-
-
 def render_table(t: Table, fmt: str = "terminal") -> str:
-    if fmt == "json":
-        return json.dumps(_clean_json({"title": t.title, "kind": t.kind, "caption": t.caption,
-                                       "rows": t.records, "notes": t.notes}), indent=2)
-    if fmt == "csv":
-        buf = io.StringIO()
-        if t.records:
-            cols: list[str] = []
-            for r in t.records:
-                cols += [k for k in r if k not in cols]
-            w = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n")
-            w.writeheader()
-            for r in t.records:
-                w.writerow({k: (json.dumps(v, sort_keys=True) if isinstance(v, dict | list)
-                                else ("" if v is None else v)) for k, v in r.items()})
-        return buf.getvalue()
-    rows = [[x + (" *" if (i, j) in t.marked else "") for j, x in enumerate(line)]
-            for i, line in enumerate(t.rows)]
-    if fmt == "markdown":
-        body = _md_table_marked(t)
-        parts = [f"### {md_escape(t.title)}", ""]
-        if t.caption:
-            parts += [md_escape(t.caption), ""]
-        parts.append(body)
-        if t.notes:
-            parts.append("")
-            parts += [f"\\[{i}\\] {md_escape(n)}  " for i, n in enumerate(t.notes, 1)]
-        return "\n".join(parts)
-    if fmt == "terminal" and len(rows) > PLAIN_TABLE_ROWS:
-        text = plain_table(t.title, t.header, rows, t.caption, left_cols=1)
-        return "\n".join([text, *(f"[{i}] {n}" for i, n in enumerate(t.notes, 1))])
-    if fmt == "terminal":
-        import shutil
-        import sys
-
-        from rich import box
-        from rich.console import Console
-        from rich.table import Table as RTable
-        from rich.text import Text
-        tty = sys.stdout.isatty()
-        width = shutil.get_terminal_size((200, 40)).columns if tty else 240
-        buf = io.StringIO()
-        con = Console(file=buf, width=width, force_terminal=tty,
-                      color_system="auto" if tty else None, highlight=False)
-        rt = RTable(title=Text(t.title), title_justify="left", box=box.SIMPLE_HEAD,
-                    caption=Text(t.caption) if t.caption else None, caption_justify="left")
-        for j, h in enumerate(t.header):
-            rt.add_column(Text(h), justify="left" if j == 0 else "right", overflow="fold")
-        for i, line in enumerate(rows):
-            rt.add_row(*[Text(x) for x in line], style="bold" if i in t.bold_rows else None)
-        con.print(rt)
-        for i, n in enumerate(t.notes, 1):
-            con.print(Text(f"[{i}] {n}"))
-        return buf.getvalue().rstrip("\n")
-    raise UsageError(f"unknown format {fmt!r}; expected terminal, markdown, csv or json")
-
-
-def _md_table_marked(t: Table) -> str:
-    out = ["| " + " | ".join(md_escape(h) for h in t.header) + " |",
-           "|" + "|".join("---" if j == 0 else "---:" for j in range(len(t.header))) + "|"]
-    for i, line in enumerate(t.rows):
-        cells = []
-        for j, x in enumerate(line):
-            e = md_escape(x)
-            if x and ((i, j) in t.marked or i in t.bold_rows):
-                e = f"**{e}**"
-            cells.append(e)
-        out.append("| " + " | ".join(cells) + " |")
-    return "\n".join(out)
+    """A Table as terminal | markdown | csv | json (report.render, the one renderer)."""
+    return render(t, fmt)
 
 
 # ---------------------------------------------------------------------------------------
