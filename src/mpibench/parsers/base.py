@@ -101,6 +101,121 @@ def finite(rec: dict[str, Any]) -> bool:
                                                         "msg_rate") for v in [rec.get(k)])
 
 
+# -- physical bounds ---------------------------------------------------------------------
+# A figure outside these is not a measurement but a corrupted file (a digit run together
+# with the next column, a counter printed uninitialised, an edited table). Such a row is
+# kept, as the file has it, with status "out-of-bounds" and the reason, and a warning names
+# its line; comparisons and reports leave it out like any row whose status is not "ok".
+# docs/import.md ("Values outside physical bounds") explains each bound.
+MAX_TIME_US = 3.6e9              # one call taking more than an hour
+MAX_BANDWIDTH_MBPS = 1e7         # 10 TB/s (10^6 bytes/s): beyond any link or memory bus
+MAX_MSG_RATE = 1e10              # messages per second: 50 x a fast NIC's 2e8/s
+MAX_SIZE = 1 << 42               # 4 TiB in one message: more than a node's memory
+MAX_COUNT = 10 ** 12             # repetitions/iterations: 1e12 calls of 1 us are 11 days
+MAX_OVERLAP_PCT = 200.0          # IMB/OSU overlap is 0-100%; OSU's noise can pass 100 a bit
+OUT_OF_BOUNDS = "out-of-bounds"
+
+_TIME_KEYS = ("median", "min", "max", "p5", "p95", "p99", "ci_low", "ci_high", "first", "std")
+_COUNT_EXTRAS = ("repetitions", "iterations")
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.6g}"
+
+
+def _as_float(v: Any) -> float | None:
+    """A JSON or parsed number as a float (a 400-digit integer becomes inf), else None."""
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return None
+    try:
+        return float(v)
+    except OverflowError:
+        return math.inf
+
+
+def out_of_bounds(rec: dict[str, Any]) -> list[str]:
+    """What in a record lies outside the physical bounds above (empty when nothing)."""
+    why: list[str] = []
+    size = rec.get("size")
+    if isinstance(size, int) and size > MAX_SIZE:
+        why.append(f"size {size} bytes > {MAX_SIZE} (4 TiB)")
+
+    def time(name: str, v: Any, zero_ok: bool = False) -> None:
+        v = _as_float(v)
+        if v is None:
+            return
+        if not math.isfinite(v) or v < 0:
+            why.append(f"{name} {v!r} us is not a time")
+        elif v > MAX_TIME_US:
+            why.append(f"{name} {_fmt(v)} us > {_fmt(MAX_TIME_US)} us (1 hour per call)")
+        elif v == 0 and not zero_ok:
+            why.append(f"{name} 0 us: no call takes no time (below the print resolution; "
+                       "a gain would divide by it)")
+
+    def rate(name: str, v: Any, bound: float, unit: str, what: str) -> None:
+        v = _as_float(v)
+        if v is None:
+            return
+        if not math.isfinite(v) or v < 0:
+            why.append(f"{name} {v!r} {unit} is not a rate")
+        elif v > bound:
+            why.append(f"{name} {_fmt(v)} {unit} > {_fmt(bound)} {unit} ({what})")
+
+    bw = (MAX_BANDWIDTH_MBPS, "MB/s", "10 TB/s")
+    if rec.get("metric", "time") == "time" and rec.get("unit", "us") == "us":
+        time("mean" if "median" in rec else "time", rec.get("mean"))
+        for k in _TIME_KEYS:
+            time(k, rec.get(k), zero_ok=k in ("min", "p5", "ci_low", "std", "first"))
+    elif rec.get("metric") == "bandwidth":
+        rate("bandwidth", rec.get("mean"), *bw)
+    if rec.get("metric") != "bandwidth":
+        rate("bandwidth", rec.get("bandwidth_mbps"), *bw)
+    rate("bus bandwidth", rec.get("busbw_mbps"), *bw)
+    rate("message rate", rec.get("msg_rate"), MAX_MSG_RATE, "msg/s", "messages per second")
+    extra = rec.get("extra") or {}
+    for k, v in extra.items():
+        if k.endswith("_us"):
+            time(k, v, zero_ok=True)
+        elif k.endswith("_mbps") and k != "mbps_printed":
+            rate(k, v, *bw)
+        elif k.endswith("_gbps"):
+            rate(k, v, MAX_BANDWIDTH_MBPS / 1000, "GB/s", "10 TB/s")
+        elif k in _COUNT_EXTRAS and isinstance(v, int) and v > MAX_COUNT:
+            why.append(f"{k} {v} > {MAX_COUNT}")
+        elif k == "overlap_pct" and (_as_float(v) or 0.0) > MAX_OVERLAP_PCT:
+            why.append(f"overlap {_fmt(_as_float(v) or 0.0)}% > {MAX_OVERLAP_PCT:g}%")
+    wrong, count = _as_float(extra.get("wrong")), extra.get("count")
+    if wrong is not None and isinstance(count, int) and wrong > count:
+        why.append(f"{_fmt(wrong)} wrong elements out of {count}")
+    return why
+
+
+def flag_out_of_bounds(res: ParseResult) -> None:
+    """Mark (never drop) the records of `res` holding figures outside the physical bounds:
+    status "out-of-bounds" (an earlier failure status is kept), the reason, extra
+    "out_of_bounds", and one warning per record at its line. The warning saying where a
+    truncated file ended stays the last problem (the importer stores it as the reason)."""
+    ended = res.problems.pop() if res.truncated and res.problems else None
+    for r in res.records:
+        why = out_of_bounds(r)
+        if not why:
+            continue
+        text = "; ".join(why)
+        extra = r.setdefault("extra", {})
+        extra["out_of_bounds"] = text
+        if r.get("status", "ok") == "ok":
+            r["status"] = OUT_OF_BOUNDS
+            r["reason"] = f"outside physical bounds: {text}"
+        else:
+            r["reason"] = f"{r.get('reason') or r['status']}; outside physical bounds: {text}"
+        line = extra.get("line")
+        res.problem(line if isinstance(line, int) else None,
+                    f"{r.get('benchmark')} size {r.get('size')}: {text}; row stored with "
+                    f"status '{OUT_OF_BOUNDS}' (left out of comparisons)")
+    if ended is not None:
+        res.problems.append(ended)
+
+
 def time_record(benchmark: str, size: int, np_: int | None, value: float | None,
                 statistic: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """A time row (microseconds, lower is better) with the tool's statistic in `mean`."""

@@ -7,8 +7,11 @@ record and reports the line where it ended.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
+
+from mpibench.parsers.base import MAX_INT, OUT_OF_BOUNDS, out_of_bounds
 
 SUPPORTED_SCHEMA = 1
 
@@ -26,6 +29,61 @@ _PLAIN_KEYS = ("benchmark", "size", "np", "status", "reason", "n", "batch", "war
 _RENAMED_KEYS = {"lag1_autocorr": "lag1"}
 _EXTRA_SKIP = (set(_SUMMARY_KEYS) | set(_PLAIN_KEYS) | set(_RENAMED_KEYS)
                | {"record", "samples_us", "metric", "unit"})
+_NUMBER_KEYS = set(_SUMMARY_KEYS) | {"bandwidth_mbps", "busbw_mbps", "msg_rate", "n_eff"}
+_COUNT_KEYS = ("n", "batch", "warmup")
+_TEXT_KEYS = ("status", "reason", "stop_reason", "statistic", "metric", "unit")
+
+
+def _number(v: Any) -> bool:
+    """A finite, non-negative JSON number (a 400-digit integer has no float)."""
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return False
+    if isinstance(v, int):
+        return 0 <= v <= MAX_INT
+    return math.isfinite(v) and v >= 0
+
+
+def _storable(v: Any) -> bool:
+    try:
+        json.dumps(v, allow_nan=False)
+    except (TypeError, ValueError, OverflowError):
+        return False
+    return True
+
+
+def check_record(rec: dict[str, Any]) -> str | None:
+    """Why a result record cannot be stored as it is (None if it can). New optional fields
+    are fine as long as they are plain JSON values."""
+    bench = rec.get("benchmark")
+    if not isinstance(bench, str) or not bench.strip():
+        return f"'benchmark' {bench!r} is not a name"
+    size = rec.get("size")
+    if not (isinstance(size, int) and not isinstance(size, bool) and 0 <= size <= MAX_INT):
+        return f"'size' {size!r} is not a byte count"
+    np_ = rec.get("np")
+    if np_ is not None and not (isinstance(np_, int) and not isinstance(np_, bool)
+                                and 1 <= np_ <= MAX_INT):
+        return f"'np' {np_!r} is not a rank count"
+    for k in _NUMBER_KEYS:
+        if rec.get(k) is not None and not _number(rec[k]):
+            return f"{k!r} {rec[k]!r} is not a finite non-negative number"
+    for k in _COUNT_KEYS:
+        v = rec.get(k)
+        if v is not None and not (isinstance(v, int) and not isinstance(v, bool)
+                                  and 0 <= v <= MAX_INT):
+            return f"{k!r} {v!r} is not a count"
+    for k in _TEXT_KEYS:
+        if rec.get(k) is not None and not isinstance(rec[k], str):
+            return f"{k!r} {rec[k]!r} is not a string"
+    lag1 = rec.get("lag1_autocorr")
+    if lag1 is not None and not (isinstance(lag1, int | float) and not isinstance(lag1, bool)
+                                 and -1.0 <= lag1 <= 1.0):
+        return f"'lag1_autocorr' {lag1!r} is not a correlation (-1 to 1)"
+    samples = rec.get("samples_us")
+    if samples is not None and not (isinstance(samples, list)
+                                    and all(_number(x) for x in samples)):
+        return "'samples_us' is not a list of finite non-negative numbers"
+    return None
 
 
 @dataclass
@@ -48,10 +106,25 @@ def to_row(rec: dict[str, Any]) -> dict[str, Any]:
     row.setdefault("status", "ok")
     if rec.get("samples_us") is not None:
         row["samples"] = [float(x) for x in rec["samples_us"]]
-    extra = {k: v for k, v in rec.items() if k not in _EXTRA_SKIP}
+    extra = {k: v for k, v in rec.items() if k not in _EXTRA_SKIP and _storable(v)}
     if extra:
         row["extra"] = extra
     return row
+
+
+def _flag(row: dict[str, Any]) -> str | None:
+    """Mark a row holding figures outside the physical bounds (parsers/base.py), as the
+    importer does: kept, status out-of-bounds (an earlier failure status is kept), reason."""
+    why = out_of_bounds(row)
+    if not why:
+        return None
+    text = "; ".join(why)
+    row.setdefault("extra", {})["out_of_bounds"] = text
+    if row.get("status", "ok") == "ok":
+        row["status"], row["reason"] = OUT_OF_BOUNDS, f"outside physical bounds: {text}"
+    else:
+        row["reason"] = f"{row.get('reason') or row['status']}; outside physical bounds: {text}"
+    return text
 
 
 def parse_core_jsonl(text: str, source: str = "<core output>") -> CoreOutput:
@@ -62,7 +135,7 @@ def parse_core_jsonl(text: str, source: str = "<core output>") -> CoreOutput:
             continue
         try:
             rec = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):     # RecursionError: '[[[[...' nested deeply
             where = "last line" if lineno == len(lines) else f"line {lineno}"
             out.problems.append(f"{source}:{lineno}: {where} is not a complete JSON record "
                                 "(output truncated?)")
@@ -78,7 +151,21 @@ def parse_core_jsonl(text: str, source: str = "<core output>") -> CoreOutput:
             if "benchmark" not in rec:
                 out.problems.append(f"{source}:{lineno}: result record without 'benchmark'")
                 continue
-            out.records.append(to_row(rec))
+            why = check_record(rec)
+            if why:
+                out.problems.append(f"{source}:{lineno}: result record skipped: {why}")
+                continue
+            dropped = sorted(k for k, v in rec.items() if k not in _EXTRA_SKIP
+                             and not _storable(v))
+            if dropped:
+                out.problems.append(f"{source}:{lineno}: field(s) {', '.join(dropped)} are not "
+                                    "plain JSON values (NaN, Infinity?); not stored")
+            row = to_row(rec)
+            text = _flag(row)
+            if text:
+                out.problems.append(f"{source}:{lineno}: {row['benchmark']} size {row['size']}: "
+                                    f"{text}; row stored with status '{OUT_OF_BOUNDS}'")
+            out.records.append(row)
         elif kind == "footer":
             out.footer = rec
         else:

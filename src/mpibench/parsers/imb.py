@@ -34,6 +34,7 @@ from mpibench.parsers.base import (
     bandwidth_record,
     clip,
     failure_record,
+    flag_out_of_bounds,
     split_lines,
     time_record,
 )
@@ -41,13 +42,16 @@ from mpibench.parsers.base import (
 TITLE_RE = re.compile(
     r"Intel\s*\(R\)\s*MPI\s+Benchmarks?(?:\s+Suite)?\s+V?(\d[\w.]*(?:\s+Update\s+\d+)?)"
     r"\s*,\s*(\S+)\s+part", re.I)
+# what IMB prints as its version: 3.2.4, 4.1, 2017, 2019 Update 6, 2021.11
+VERSION_RE = re.compile(r"([0-9]+)(?:\.[0-9]+)*(?:\s+Update\s+[0-9]+)?", re.I)
 BENCH_RE = re.compile(r"^#\s*Benchmarking\s+(Multi-)?(\S+)")
 PROCS_RE = re.compile(r"#processes\s*=\s*(\d+)")
 GROUPS_RE = re.compile(r"\(\s*(\d+)\s+groups?\s+of\s+(\d+)\s+process")
 MODE_RE = re.compile(r"MODE:\s*(NON-AGGREGATE|AGGREGATE)", re.I)
 INFO_RE = re.compile(r"^#\s*(Date|Machine|System|Release|Version|MPI Version|"
                      r"MPI Thread Environment)\s*:\s*(.*?)\s*$")
-FAIL_RE = re.compile(r"^\s*((?:\d+\s+){1,2})(time-out|out-of-mem|int-overflow)\.?;?\s*(.*?)\s*$")
+FAIL_RE = re.compile(r"^\s*((?:\d+\s+){1,2})(time-out|out-of-mem|int-overflow)\.?;?\s*(.*?)\s*$",
+                     re.ASCII)
 FINALIZE = "# All processes entering MPI_Finalize"
 
 PARTS = {"MPI-1": "IMB-MPI1", "MPI-2": "IMB-EXT", "MPI-EXT": "IMB-EXT", "EXT": "IMB-EXT",
@@ -67,10 +71,9 @@ _EXTRA_NAME = {"t_min[usec]": "t_min_us", "t_max[usec]": "t_max_us", "t_ovrl[use
 
 def mbytes_factor(version: str | None) -> tuple[float, str]:
     """Multiplier from the printed Mbytes/sec to 10^6 bytes/s, and the unit as printed."""
-    if version:
-        m = re.match(r"(\d+)", version)
-        if m and int(m.group(1)) < 2018:
-            return (1 << 20) / 1e6, "2^20 bytes/s"
+    m = VERSION_RE.fullmatch(version or "")
+    if m and int(m.group(1)) < 2018:
+        return (1 << 20) / 1e6, "2^20 bytes/s"
     return 1.0, "10^6 bytes/s"
 
 
@@ -156,6 +159,10 @@ def parse_imb(text: str) -> ParseResult:
                 res.tool = PARTS.get(part, "IMB-" + part)
                 res.meta["part"] = part
                 factor, unit_printed = mbytes_factor(res.version)
+                if not VERSION_RE.fullmatch(res.version):
+                    res.problem(i, f"IMB version {res.version!r} is not a version number "
+                                   "(such as 2021.11 or 4.1): Mbytes/sec taken as 10^6 "
+                                   "bytes/s (IMB 2018+)")
             continue
         if stripped.startswith("#") and block is None:
             im = INFO_RE.match(stripped)
@@ -220,8 +227,10 @@ def parse_imb(text: str) -> ParseResult:
                     continue
                 block.cols = tokens
                 block.plan = None
+                # ASCII digits only: int() and float() also read '٣' or '３' as 3
                 block.row_re = re.compile(r"^\s*" + r"\s+".join(
-                    _INT_PAT if c in INT_COLS else _FLOAT_PAT for c in tokens) + r"\s*$")
+                    _INT_PAT if c in INT_COLS else _FLOAT_PAT for c in tokens) + r"\s*$",
+                    re.ASCII)
                 block.header_line = i
                 if block.np is None:
                     res.problem(block.line, f"{block.benchmark}: no '# #processes = N' line; "
@@ -297,6 +306,7 @@ def parse_imb(text: str) -> ParseResult:
     elif res.blocks == 0:
         res.problem(None, "no '# Benchmarking <name>' block: expected IMB result tables")
     res.meta = {k: v for k, v in res.meta.items() if v}
+    flag_out_of_bounds(res)
     return res
 
 

@@ -23,6 +23,7 @@ from mpibench.parsers.base import (
     as_int,
     clip,
     finite,
+    flag_out_of_bounds,
     split_lines,
 )
 
@@ -30,10 +31,11 @@ VERSION_RE = re.compile(r"nccl-tests version\s+(\S+)(?:\s+nccl-headers=(\d+))?"
                         r"(?:\s+nccl-library=(\d+))?")
 START_RE = re.compile(r"Collective test starting:\s*(\S+)")
 CONFIG_RE = re.compile(r"^#\s*nThread\s+(\d+)\s+nGpus\s+(\d+)\s+minBytes\s+(\d+)\s+maxBytes\s+(\d+)"
-                       r".*?warmup iters:\s*(\d+)\s+iters:\s*(\d+)")
+                       r".*?warmup iters:\s*(\d+)\s+iters:\s*(\d+)", re.ASCII)
 RANK_RE = re.compile(r"^#\s*Rank\s+(\d+)\s+(?:Group\s+(\d+)\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+"
-                     r"device\s+(\d+)\s+\[([^\]]*)\]\s*(.*)$")
+                     r"device\s+(\d+)\s+\[([^\]]*)\]\s*(.*)$", re.ASCII)
 AVG_BUSBW_RE = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(\S+)")
+_SIGNED_NUM = re.compile(r"^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$")
 OOB_RE = re.compile(r"^#\s*Out of bounds values\s*:\s*(\d+)\s*(\w*)")
 
 # Name a table after the program; without it (older versions print no name) the ratio of
@@ -62,10 +64,10 @@ def _number(tok: str) -> float | None:
     """nccl-tests prints %g / %e forms ('0', '0e+00', '1.2e+03'); N/A means not checked."""
     v = as_float(tok)
     if v is None:
-        try:
-            v = float(tok)
-        except ValueError:
+        # float() would also take '٣', '1_0', ' 1' and 'infinity': only ASCII %e/%g forms
+        if not _SIGNED_NUM.match(tok):
             return None
+        v = float(tok)
         if not math.isfinite(v) or v < 0:
             return None
     return v
@@ -126,6 +128,7 @@ def _distinguish(res: ParseResult) -> None:
         seen[key] = r["extra"].get("line")
         kept.append(r)
     res.records = kept
+    flag_out_of_bounds(res)
 
 
 def parse_nccl_text(text: str) -> ParseResult:
@@ -165,6 +168,11 @@ def parse_nccl_text(text: str) -> ParseResult:
                             min_bytes=int(m.group(3)), max_bytes=int(m.group(4)),
                             warmup_iters=int(m.group(5)), iters=int(m.group(6)))
             iters = int(m.group(6))
+            continue
+        if s.startswith("#") and re.search(r"nThread|minBytes|warmup iters", s):
+            res.problem(i, f"expected the settings line '# nThread N nGpus N minBytes N "
+                           f"maxBytes N ... warmup iters: N iters: N', got {clip(s)!r}; "
+                           "iteration counts unknown")
             continue
         m = RANK_RE.match(s)
         if m:
@@ -273,7 +281,8 @@ def _text_row(cols: list[str], tokens: list[str], program: str | None, np_: int 
         return None
     redop = tokens[i_redop] if i_redop is not None else ""
     root = tokens[i_root] if i_root is not None else ""
-    if root and not re.fullmatch(r"-?\d+", root):
+    # -1 is "no root"; otherwise a rank number (ASCII: re's \d also matches '٣')
+    if root and not (root == "-1" or as_int(root) is not None):
         return None
     if redop and not re.fullmatch(r"[A-Za-z_]\w*", redop, re.ASCII):
         return None
@@ -322,6 +331,9 @@ def parse_nccl_json(text: str) -> ParseResult:
         if doc is None:
             res.problem(1, "expected a JSON object with a 'results' list (nccl-tests -J)")
             return res
+    except RecursionError:
+        res.problem(1, "JSON nested too deeply; expected nccl-tests JSON output")
+        return res
     except ValueError as exc:
         doc = _salvage(text, res, exc)
         if doc is None:
@@ -417,8 +429,11 @@ def parse_nccl_json(text: str) -> ParseResult:
 
 
 def _ok_num(v: Any) -> bool:
-    return (isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
-            and v >= 0)
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return False
+    if isinstance(v, int):
+        return 0 <= v <= 1 << 63        # a JSON integer of 400 digits has no float
+    return math.isfinite(v) and v >= 0
 
 
 def _salvage(text: str, res: ParseResult, exc: ValueError) -> dict[str, Any] | None:

@@ -22,11 +22,14 @@ from mpibench.parsers.base import (
     as_int,
     clip,
     finite,
+    flag_out_of_bounds,
     split_lines,
 )
 
 STDOUT_RE = re.compile(r"^\s*(\d+):\s+(\d+)\s+bytes\s+(\d+)\s+times\s+-->\s+(\S+)\s+Mbps\s+in\s+"
-                       r"(\S+)\s+usec\s*$")
+                       r"(\S+)\s+usec\s*$", re.ASCII)
+# any line shaped like a row (its index, or a number in it, may be damaged)
+ROW_RE = re.compile(r"^\s*(\S+):\s+\S+\s+bytes\s+\S+\s+times\s+-->", re.ASCII)
 MBPS_TO_MBYTES = (1 << 20) / 8 / 1e6        # NetPIPE Mbps -> 10^6 bytes/s
 
 
@@ -58,28 +61,34 @@ def parse_netpipe(text: str) -> ParseResult:
                            f"{clip(s)!r} not imported")
             continue
         if stdout_form:
-            m = STDOUT_RE.match(raw)
-            if m:
-                size, reps = as_int(m.group(2)), as_int(m.group(3))
-                mbps, t_us = as_float(m.group(4)), as_float(m.group(5))
+            row = ROW_RE.match(raw)
+            if row:
+                m = STDOUT_RE.match(raw)
+                idx = as_int(row.group(1))
+                size, reps = (as_int(m.group(2)), as_int(m.group(3))) if m else (None, None)
+                mbps, t_us = (as_float(m.group(4)), as_float(m.group(5))) if m else (None, None)
+                if idx is None:
+                    res.problem(i, f"row index {row.group(1)!r} is not a number (NetPIPE numbers "
+                                   f"its rows 0, 1, 2, ...): {clip(s)!r}; line skipped")
+                    continue
                 if None in (size, reps, mbps, t_us):
                     res.problem(i, f"expected '<n>: <bytes> bytes <reps> times --> <Mbps> Mbps "
                                    f"in <usec> usec', got {clip(s)!r}; line skipped")
                     continue
                 res.records.append(_record(size, mbps, t_us, i, {"repetitions": reps}))
                 continue
-            hm = re.match(r"^(\d+):\s+(\S+)$", s)
-            if hm:
+            hm = re.match(r"^([0-9]+):\s+(\S+)$", s)
+            if hm and not started:
                 hosts.append(hm.group(2))
                 continue
-            if s.startswith(("Sending output to", "Now starting", "Latency:", "Now starting "
-                             "the main loop")):
+            if s.startswith(("Sending output to", "Now starting", "Latency:", "Sync Time:")):
                 started = started or s.startswith("Now starting")
                 continue
             if ABORT_PATTERNS.search(s):
                 abort = abort or i
                 continue
-            if re.match(r"^\s*\d+:", s):
+            if started or re.search(r"bytes|Mbps|usec|^\S*:", s):
+                # inside the main loop, or a row whose index or words are damaged
                 res.problem(i, f"expected '<n>: <bytes> bytes <reps> times --> <Mbps> Mbps in "
                                f"<usec> usec', got {clip(s)!r}; line skipped")
             continue
@@ -126,4 +135,5 @@ def parse_netpipe(text: str) -> ParseResult:
         res.truncated_at = last_content
         res.problem(abort, f"the run was killed ({clip(lines[abort - 1])!r}): rows before it "
                            "kept")
+    flag_out_of_bounds(res)
     return res

@@ -30,13 +30,15 @@ from mpibench.parsers.base import (
     bandwidth_record,
     clip,
     finite,
+    flag_out_of_bounds,
     split_lines,
     time_record,
 )
 
 TITLE_RE = re.compile(r"^#\s*OSU\s+(.*?)\s+[Tt]est\s+v(\d[\w.]*)")
-PAIRS_RE = re.compile(r"pairs:\s*(\d+)")
-WINDOW_RE = re.compile(r"window size:\s*(\d+)")
+# the number must end there: "window size: 1e400" is not a window of 1
+PAIRS_RE = re.compile(r"pairs:\s*(\S*)")
+WINDOW_RE = re.compile(r"window\s+size:\s*(\S*)")
 DATATYPE_RE = re.compile(r"^#\s*Datatype:\s*(\S+?)\.?\s*$")
 VALIDATION_STOP_RE = re.compile(r"DATA VALIDATION ERROR:.*?on\s+message size\s+(\d+)")
 
@@ -92,6 +94,18 @@ def benchmark_name(title: str) -> tuple[str, str | None]:
         return "osu_" + ("i" if nb else "") + _COLLECTIVES[core], accel
     slug = re.sub(r"[^a-z0-9]+", "_", low).strip("_")
     return "osu_" + (slug or "unknown"), accel
+
+
+def known_benchmark(name: str) -> bool:
+    """A name benchmark_name gives for a title it knows (not a slug of an unknown one)."""
+    if name in _PT2PT.values():
+        return True
+    m = re.fullmatch(r"osu_(\w+?)_(latency|bw|bibw)", name)
+    if m and m.group(1) in _ONE_SIDED.values():
+        return True
+    base = name[4:]
+    return base in _COLLECTIVES.values() or (base[:1] == "i" and base[1:] in
+                                               _COLLECTIVES.values())
 
 
 def _column(name: str) -> str:
@@ -176,6 +190,9 @@ def parse_osu(text: str) -> ParseResult:
         m = TITLE_RE.match(stripped)
         if m:
             table = _Table(m.group(1), m.group(2), i)
+            if not known_benchmark(table.name):
+                res.problem(i, f"OSU test {m.group(1)!r} is not one this version knows: rows "
+                               f"stored as {table.name}, np unknown")
             titles.append(table)
             res.blocks += 1
             if res.version is None:
@@ -206,10 +223,13 @@ def parse_osu(text: str) -> ParseResult:
                     table.datatypes.append(dm.group(1))
                 continue
             pm, wm = PAIRS_RE.search(stripped), WINDOW_RE.search(stripped)
-            if pm:
-                table.meta["pairs"] = as_int(pm.group(1))
-            if wm:
-                table.meta["window_size"] = as_int(wm.group(1))
+            for km, key in ((pm, "pairs"), (wm, "window_size")):
+                if km:
+                    v = as_int(km.group(1).rstrip("],;"))
+                    table.meta[key] = v
+                    if v is None:
+                        res.problem(i, f"{key.replace('_', ' ')} {km.group(1)!r} is not a "
+                                       "count; stored as unknown")
             kv = re.match(r"^#\s*([A-Za-z][\w .-]*?)\s*:\s*(.+?)\s*$", stripped)
             if kv and not (pm or wm):
                 key = re.sub(r"[^a-z0-9]+", "_", kv.group(1).lower()).strip("_")
@@ -274,6 +294,9 @@ def parse_osu(text: str) -> ParseResult:
                                 "title; expected a results table")
         elif t.rows == 0:
             res.problem(t.line, f"{t.name}: column header but no rows")
+        elif t.name == "osu_mbw_mr" and not t.meta.get("pairs"):
+            res.problem(t.line, "osu_mbw_mr without its '# [ pairs: N ] [ window size: N ]' "
+                                "line: np unknown")
     if not titles:
         res.problem(None, "no '# OSU MPI ... Test vX.Y' title line: expected OSU output")
     if abort_lines:
@@ -304,6 +327,7 @@ def parse_osu(text: str) -> ParseResult:
         res.meta["title"] = "OSU " + first.title + " Test"
         if first.accel:
             res.meta["accelerator"] = first.accel
+    flag_out_of_bounds(res)
     return res
 
 

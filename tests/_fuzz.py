@@ -1,0 +1,734 @@
+"""Mutation fuzzing of the parsers and the CLI verbs: the cases and the oracle.
+
+Shared by tests/test_parsers_properties.py and tests/test_cli_fuzz.py (hypothesis drives a
+random.Random, short runs in the suite) and bench/bench_fuzz.py (seeded, long runs). Pure
+Python; the CLI part never launches anything: mpibench.runner.run_command, the one seam every
+external command goes through, is replaced by a function that refuses and records the call.
+
+A parser case is a real captured output (tests/data) with a few mutations applied; each
+mutated line remembers which original line it came from and whether its content was
+corrupted in a way a careful reader could notice (a byte that cannot belong to a number or a
+word of the format, a number replaced by a huge, negative, non-finite or non-ASCII one, a
+cut mid-line, a line of garbage). The oracle (`check_parse`) then says, per record:
+
+  crash            the parser raised
+  invalid          a record with the wrong types, a negative or non-finite number
+  invented         a value that does not appear in the line (or document) it came from
+  silent           a record from a corrupted line that differs from what the original line
+                   gave, without a problem reported at that line
+  changed          a record from an untouched line whose values differ from the original
+                   file's (the mutation elsewhere changed how it is read) and no problem was
+                   reported anywhere
+
+Cases where a mutation cannot be noticed are not generated: a digit flipped into another digit,
+two numbers swapped within a row (both still numbers) are checked for invented values only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import math
+import os
+import random
+import re
+import sys
+import tempfile
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+DATA = Path(__file__).resolve().parent / "data"
+FIXTURES = sorted(p for d in ("imb", "osu", "nccl", "netpipe", "core")
+                  for p in (DATA / d).iterdir() if p.suffix in (".txt", ".out", ".json", ".jsonl"))
+
+# Replacements for a number: each is unreadable as a number of the formats, or outside the
+# physical bounds the parsers flag (docs/import.md "Bad input").
+HOSTILE_NUMBERS = ["1e30", "9" * 30, "1e400", "-1", "-0.5", "-7", "nan", "NaN", "inf",
+                   "-inf", "Infinity", "\u0663", "\u00b2", "\uff13", "1\u0663", "\u0663.5",
+                   "0x10", "1,5", "18446744073709551616", "1e20", "9" * 19 + ".5",
+                   "1" + "0" * 400, "\u00bd", "\u2167"]
+# Bytes a corruption may put in place of one byte: none can be part of a number or of the
+# whitespace between columns, so a row holding one cannot be read as a different valid row.
+FLIP_BYTES = (b"!\"$%&'()*/;<=>?@[\\]^_`{|}~xyzqXYZQ\x00\x01\x07\x7f\x80\x9f\xc3\xe2\xff"
+              b"\xa0\xd9")
+NUM_TOKEN = re.compile(rb"(?<![\w.+-])\d+(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\w.])")
+ASCII_NUM = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$", re.ASCII)
+JSON_NUM = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?", re.ASCII)
+
+
+@dataclass
+class ParseCase:
+    name: str
+    lines: list[bytes]                         # mutated file, split on \n
+    origin: list[int | None]                   # per line: original line number (1-based)
+    corrupt: set[int] = field(default_factory=set)   # 1-based mutated line numbers
+    ops: list[str] = field(default_factory=list)
+    trailing_newline: bool = True
+
+    @property
+    def data(self) -> bytes:
+        blob = b"\n".join(self.lines)
+        return blob + b"\n" if self.trailing_newline and self.lines else blob
+
+    def describe(self) -> str:
+        return f"{self.name} [{', '.join(self.ops)}]"
+
+
+def _split(data: bytes) -> tuple[list[bytes], bool]:
+    trailing = data.endswith(b"\n")
+    lines = data.split(b"\n")
+    if trailing:
+        lines.pop()
+    return lines, trailing
+
+
+def mutate(rng: random.Random, name: str, data: bytes, n_ops: int | None = None) -> ParseCase:
+    lines, trailing = _split(data)
+    case = ParseCase(name, list(lines), list(range(1, len(lines) + 1)), set(), [], trailing)
+    cut = False
+    for _ in range(n_ops if n_ops is not None else rng.randint(1, 4)):
+        if not case.lines:
+            break
+        cut = _one_op(rng, case, cut_later=True) or cut
+    if cut and case.lines:
+        # last, so that the line cut mid-way stays the last line, as in a killed run
+        _one_op(rng, case, kind="cut")
+    return case
+
+
+def _shift_corrupt(case: ParseCase, at: int, by: int) -> None:
+    """Line numbers >= at (1-based) move by `by`."""
+    case.corrupt = {c + by if c >= at else c for c in case.corrupt if not (by < 0 and c == at)}
+
+
+def _one_op(rng: random.Random, case: ParseCase, kind: str | None = None,
+            cut_later: bool = False) -> bool:
+    """Apply one mutation; True when it is a cut left for the end (cut_later)."""
+    kinds = ["number", "number", "number", "flip", "flip", "unicode", "cut", "dup", "drop",
+             "swap_lines", "swap_tokens", "garbage_line", "dup_section", "move_section",
+             "tabs", "blank"]
+    kind = kind or rng.choice(kinds)
+    if kind == "cut" and cut_later:
+        return True
+    n = len(case.lines)
+    i = rng.randrange(n)
+    line = case.lines[i]
+    if kind == "number":
+        toks = list(NUM_TOKEN.finditer(line))
+        if not toks:
+            return
+        m = rng.choice(toks)
+        new = rng.choice(HOSTILE_NUMBERS).encode()
+        case.lines[i] = line[:m.start()] + new + line[m.end():]
+        case.corrupt.add(i + 1)
+        case.ops.append(f"number@{i + 1}:{m.group().decode()}->{new.decode()}")
+    elif kind == "unicode":
+        digits = [k for k, b in enumerate(line) if 48 <= b <= 57]
+        if not digits:
+            return
+        k = rng.choice(digits)
+        u = rng.choice(["\u0663", "\uff13", "\u00b2", "\u0969", "\U0001d7d1"]).encode()
+        case.lines[i] = line[:k] + u + line[k + 1:]
+        case.corrupt.add(i + 1)
+        case.ops.append(f"unicode@{i + 1}")
+    elif kind == "flip":
+        if not line:
+            return
+        k = rng.randrange(len(line))
+        b = FLIP_BYTES[rng.randrange(len(FLIP_BYTES))]
+        if line[k] == b:
+            return
+        case.lines[i] = line[:k] + bytes([b]) + line[k + 1:]
+        case.corrupt.add(i + 1)
+        case.ops.append(f"flip@{i + 1}:{k}")
+    elif kind == "cut":
+        blob = case.data
+        pos = rng.randrange(len(blob) + 1)
+        cut = blob[:pos]
+        lines, trailing = _split(cut)
+        case.lines, case.trailing_newline = lines, trailing
+        case.origin = case.origin[:len(lines)]
+        case.corrupt = {c for c in case.corrupt if c <= len(lines)}
+        if lines and not trailing:
+            case.corrupt.add(len(lines))          # cut mid-line
+        case.ops.append(f"cut@{pos}")
+    elif kind == "dup":
+        case.lines.insert(i, line)
+        case.origin.insert(i, case.origin[i])
+        was = (i + 1) in case.corrupt
+        _shift_corrupt(case, i + 1, 1)
+        if was:
+            case.corrupt.add(i + 1)
+        case.ops.append(f"dup@{i + 1}")
+    elif kind == "drop":
+        del case.lines[i]
+        del case.origin[i]
+        _shift_corrupt(case, i + 1, -1)
+        case.ops.append(f"drop@{i + 1}")
+    elif kind == "blank":
+        case.lines.insert(i, b"")
+        case.origin.insert(i, None)
+        _shift_corrupt(case, i + 1, 1)
+        case.ops.append(f"blank@{i + 1}")
+    elif kind == "swap_lines":
+        if n < 2:
+            return
+        j = min(i + 1, n - 1) if i < n - 1 else i - 1
+        a, b = sorted((i, j))
+        case.lines[a], case.lines[b] = case.lines[b], case.lines[a]
+        case.origin[a], case.origin[b] = case.origin[b], case.origin[a]
+        ca, cb = (a + 1) in case.corrupt, (b + 1) in case.corrupt
+        case.corrupt.discard(a + 1)
+        case.corrupt.discard(b + 1)
+        if ca:
+            case.corrupt.add(b + 1)
+        if cb:
+            case.corrupt.add(a + 1)
+        case.ops.append(f"swap_lines@{a + 1}")
+    elif kind == "swap_tokens":
+        # two columns exchanged: cannot always be noticed, so not marked corrupt; the oracle
+        # still requires every stored value to be one the line holds
+        toks = line.split()
+        if len(toks) < 2:
+            return
+        a, b = rng.randrange(len(toks)), rng.randrange(len(toks))
+        toks[a], toks[b] = toks[b], toks[a]
+        case.lines[i] = b"   ".join(toks)
+        case.origin[i] = None if toks != line.split() else case.origin[i]
+        if case.origin[i] is None:
+            case.ops.append(f"swap_tokens@{i + 1}")
+    elif kind == "garbage_line":
+        junk = bytes(rng.randrange(256) for _ in range(rng.randint(1, 40))).replace(b"\n", b"")
+        case.lines.insert(i, junk)
+        case.origin.insert(i, None)
+        _shift_corrupt(case, i + 1, 1)
+        case.corrupt.add(i + 1)
+        case.ops.append(f"garbage_line@{i + 1}")
+    elif kind in ("dup_section", "move_section"):
+        if n < 3:
+            return
+        a = rng.randrange(n - 1)
+        b = min(n, a + rng.randint(2, 40))
+        block, borig = case.lines[a:b], case.origin[a:b]
+        bcorrupt = {c - a for c in case.corrupt if a < c <= b}     # 1-based inside block
+        if kind == "move_section":
+            del case.lines[a:b]
+            del case.origin[a:b]
+            case.corrupt = {c if c <= a else c - (b - a) for c in case.corrupt
+                            if not a < c <= b}
+        at = rng.randrange(len(case.lines) + 1)
+        case.lines[at:at] = block
+        case.origin[at:at] = borig
+        case.corrupt = {c if c <= at else c + len(block) for c in case.corrupt}
+        case.corrupt |= {at + c for c in bcorrupt}
+        case.ops.append(f"{kind}@{a + 1}-{b}->{at + 1}")
+    elif kind == "tabs":
+        if b" " not in line:
+            return
+        case.lines[i] = re.sub(rb" +", b"\t", line)
+        case.ops.append(f"tabs@{i + 1}")
+    return False
+
+
+# -- the oracle ------------------------------------------------------------------------------
+_ORIG_CACHE: dict[str, Any] = {}
+VALUE_KEYS = ("mean", "bandwidth_mbps", "busbw_mbps", "msg_rate")
+STORE_KEYS = ("size", "status", "mean", "bandwidth_mbps", "busbw_mbps", "msg_rate", "median",
+              "min", "max")
+
+
+def fixture_bytes(name: str) -> bytes:
+    return next(p for p in FIXTURES if p.name == name).read_bytes()
+
+
+def is_core(name: str) -> bool:
+    return name.endswith(".jsonl")
+
+
+def parse_any(name: str, data: bytes):
+    """(result, records, problems as (line, message)) for either parser family."""
+    if is_core(name):
+        from mpibench.parsers.core_jsonl import parse_core_jsonl
+        out = parse_core_jsonl(data.decode("utf-8", errors="replace"), source="f")
+        probs = []
+        for p in out.problems:
+            m = re.match(r"^f:(\d+):", p)
+            probs.append((int(m.group(1)) if m else None, p))
+        return out, out.records, probs
+    from mpibench.parsers.detect import parse_bytes
+    res = parse_bytes(data)
+    return res, res.records, [(p.line, p.message) for p in res.problems]
+
+
+def _original(name: str) -> dict[tuple, dict]:
+    if not any(p.name == name for p in FIXTURES):
+        return {}
+    if name not in _ORIG_CACHE:
+        _, records, _ = parse_any(name, fixture_bytes(name))
+        _ORIG_CACHE[name] = {_rec_key(r): r for r in records}
+    return _ORIG_CACHE[name]
+
+
+def _rec_key(r: dict, line: int | None = None) -> tuple:
+    x = r.get("extra") or {}
+    return (line if line is not None else x.get("line", r.get("_line")),
+            x.get("placement"), x.get("group"), r.get("benchmark") if line is None else None)
+
+
+def _comparable(r: dict) -> dict:
+    """The figures of a record (words such as a datatype name can change undetectably)."""
+    out = {k: r.get(k) for k in STORE_KEYS}
+    out["extra"] = {k: v for k, v in (r.get("extra") or {}).items()
+                    if k not in ("line", "np_from") and isinstance(v, int | float)}
+    return out
+
+
+def _nums(text: str) -> list[float]:
+    out = []
+    for t in text.split():
+        if ASCII_NUM.match(t):
+            try:
+                out.append(float(t))
+            except ValueError:
+                pass
+    return out
+
+
+def _close(v: float, nums: list[float]) -> bool:
+    return any(math.isclose(v, x, rel_tol=1e-9, abs_tol=0.0) for x in nums)
+
+
+@dataclass
+class Finding:
+    kind: str            # crash | invalid | invented | silent | changed
+    case: str
+    detail: str
+
+
+def check_parse(case: ParseCase, call: Callable | None = None) -> tuple[list[Finding], int, int]:
+    """Findings for one case; also (records, problems) counts."""
+    data = case.data
+    try:
+        res, records, probs = (call or parse_any)(case.name, data)
+    except Exception:  # noqa: BLE001 - a crash is what we count
+        return [Finding("crash", case.describe(), traceback.format_exc(limit=-3))], 0, 0
+    found: list[Finding] = []
+    text = data.decode("utf-8", errors="replace")
+    lines = text.split("\n")
+    warned = {ln for ln, _ in probs if ln is not None}
+    any_problem = bool(probs)
+    orig = _original(case.name)
+    core = is_core(case.name)
+    json_nums = None
+    for r in records:
+        bad = _invalid(r, core)
+        if bad:
+            found.append(Finding("invalid", case.describe(), f"{bad}: {_short(r)}"))
+            continue
+        x = r.get("extra") or {}
+        ln = x.get("line")
+        if core or ln is None:
+            # JSON: every value must be a number of the document
+            if json_nums is None:
+                json_nums = [float(t) for t in JSON_NUM.findall(text)]
+            for k in ("mean", "median") if core else ("mean",):
+                v = r.get(k)
+                if v is not None and not _close(float(v), json_nums):
+                    found.append(Finding("invented", case.describe(),
+                                         f"{k}={v!r} not in the document: {_short(r)}"))
+            continue
+        if not 1 <= ln <= len(lines):
+            found.append(Finding("invented", case.describe(), f"line {ln} out of range"))
+            continue
+        src = lines[ln - 1]
+        nums = _nums(src)
+        toks = src.split()
+        if not x.get("sizeless") and str(r["size"]) not in toks:
+            found.append(Finding("invented", case.describe(),
+                                 f"size {r['size']} not a token of line {ln} {src[:80]!r}"))
+            continue
+        shown = _shown_values(r)
+        missing = [f"{k}={v!r}" for k, v in shown if v is not None and not _close(v, nums)]
+        if missing:
+            found.append(Finding("invented", case.describe(),
+                                 f"{', '.join(missing)} not in line {ln} {src[:80]!r}"))
+            continue
+        # from a corrupted line: must equal what the original line gave, or be reported
+        origin = case.origin[ln - 1] if ln - 1 < len(case.origin) else None
+        ref = orig.get(_rec_key(r, origin)) if origin is not None else None
+        if ref is None and origin is not None:
+            ref = next((o for k, o in orig.items() if k[0] == origin
+                        and k[1] == x.get("placement") and k[2] == x.get("group")), None)
+        same = ref is not None and _comparable(ref) == _comparable(r)
+        if ln in case.corrupt:
+            if not same and ln not in warned:
+                found.append(Finding("silent", case.describe(),
+                                     f"line {ln} {src[:90]!r} -> {_short(r)} (original: "
+                                     f"{_short(ref) if ref else 'no row'}), no warning at "
+                                     "that line"))
+        elif ref is not None and not same and not any_problem:
+            found.append(Finding("changed", case.describe(),
+                                 f"line {ln} {src[:90]!r} -> {_short(r)}, original "
+                                 f"{_short(ref)}, no warning at all"))
+    return found, len(records), len(probs)
+
+
+def _shown_values(r: dict) -> list[tuple[str, float | None]]:
+    """The figures of a record that the tool printed (before any unit conversion)."""
+    x = r.get("extra") or {}
+    if "mbps_printed" in x:                                  # NetPIPE
+        return [("mbps_printed", x["mbps_printed"])]
+    if "algbw_gbps" in x:                                    # nccl-tests
+        return [("mean", r.get("mean")), ("algbw_gbps", x.get("algbw_gbps")),
+                ("busbw_gbps", x.get("busbw_gbps"))]
+    if r.get("metric") == "bandwidth" and "mbytes_per_sec_printed" in x:
+        return [("mbytes_per_sec_printed", x["mbytes_per_sec_printed"])]
+    out = [("mean", r.get("mean"))]
+    if r.get("msg_rate") is not None:
+        out.append(("msg_rate", r["msg_rate"]))
+    for k in ("t_min_us", "t_max_us"):
+        if k in x:
+            out.append((k, x[k]))
+    return out
+
+
+def _invalid(r: dict, core: bool) -> str | None:
+    if not isinstance(r.get("benchmark"), str) or not r["benchmark"]:
+        return "benchmark not a non-empty string"
+    size = r.get("size")
+    if not (isinstance(size, int) and not isinstance(size, bool) and 0 <= size < 1 << 63):
+        return f"size {size!r}"
+    np_ = r.get("np")
+    if np_ is not None and not (isinstance(np_, int) and not isinstance(np_, bool)
+                                and 1 <= np_ < 1 << 63):
+        return f"np {np_!r}"
+    if not isinstance(r.get("status"), str):
+        return "status"
+    for k in ("mean", "median", "min", "max", "ci_low", "ci_high", "bandwidth_mbps",
+              "busbw_mbps", "msg_rate", "first", "std", "p5", "p95", "p99"):
+        v = r.get(k)
+        if v is None:
+            continue
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) \
+                or v < 0:
+            return f"{k}={v!r}"
+    for k in ("n", "batch", "warmup"):
+        v = r.get(k)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+            return f"{k}={v!r}"
+    s = r.get("samples")
+    if s is not None and not (isinstance(s, list) and all(
+            isinstance(v, float) and math.isfinite(v) and v >= 0 for v in s)):
+        return "samples"
+    try:
+        json.dumps(r.get("extra") or {}, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        return f"extra not storable ({exc})"
+    return None
+
+
+def _short(r: dict | None) -> str:
+    if r is None:
+        return "None"
+    x = r.get("extra") or {}
+    return (f"{r.get('benchmark')} size={r.get('size')} np={r.get('np')} "
+            f"status={r.get('status')} mean={r.get('mean')} bw={r.get('bandwidth_mbps')} "
+            f"busbw={r.get('busbw_mbps')} line={x.get('line')}")
+
+
+# -- CLI -------------------------------------------------------------------------------------
+class LaunchRefused(Exception):
+    """What the fuzzer's stand-in for runner.run_command raises."""
+
+
+HOSTILE_INT = ["0", "-1", "nan", "inf", "1e400", "\u0663", "\u00b2", "\uff13", "", " ",
+               "1" + "0" * 40, "0x10", "2.5", "\x00", "1_000_000_000_000_000"]
+HOSTILE_FLOAT = ["nan", "inf", "-inf", "-1", "0", "1e400", "\u0663", "\u00b2", "", "1e999",
+                 "-0", "NaN", "Infinity"]
+HOSTILE_PATH_OUT = ["/nonexistent/dir/x.out", "/proc/self/status/x", "/dev/null/x",
+                    "\x00", "a" * 5000]
+HOSTILE_TEXT = ["", "\x00", "a\nb", "\x1b[31mred"]
+HOSTILE_SIZES = ["99:2", "0:\u0663", "\u00b2:3", "0 :3", "1e35", "0:" + "9" * 35,
+                 ",".join(["1"] * 2000), "-1", "nan", "", "0:64", "1K:1", "abc", "0:3:x"]
+
+
+def cli_cases(rng: random.Random, n: int) -> list[tuple[str, list[str]]]:
+    """(what, argv) pairs, each with exactly one hostile value in an otherwise valid call
+    that does not launch anything (dry runs, missing stores)."""
+    out = []
+    for _ in range(n):
+        verb, builder = rng.choice(CLI_BUILDERS)
+        argv = builder(rng)
+        out.append((verb, argv))
+    return out
+
+
+def _camp(dirpath: str = "CAMP") -> str:
+    return f"{dirpath}/c.toml"
+
+
+def _b_run(rng):
+    opt, vals = rng.choice([("--np", HOSTILE_INT), ("--repeats", HOSTILE_INT),
+                            ("--sizes", HOSTILE_SIZES), ("--target", HOSTILE_FLOAT),
+                            ("--max-time", HOSTILE_FLOAT), ("--iterations", HOSTILE_INT),
+                            ("--timeout", HOSTILE_FLOAT), ("--launch-timeout", HOSTILE_FLOAT),
+                            ("--mem-limit", HOSTILE_SIZES[:6] + ["-5", "nan"]),
+                            ("--iterations-volume", ["-5", "nan", "\u0663", "1e400", ""]),
+                            ("--markdown", HOSTILE_PATH_OUT), ("--thread-level",
+                                                               ["bogus", "", "\x00"]),
+                            ("--baseline", ["bogus"]), ("--env", ["NOEQUALS", "=v", "A B=1",
+                                                                  "--x=1", "A\x00=1"])])
+    return ["run", "PingPong", opt, rng.choice(vals), "--out", "OUT"]
+
+
+def _b_demo(rng):
+    opt, vals = rng.choice([("--sizes", HOSTILE_SIZES), ("--max-time", HOSTILE_FLOAT),
+                            ("--repeats", HOSTILE_INT), ("--out", HOSTILE_PATH_OUT[:3])])
+    return ["demo", opt, rng.choice(vals)]
+
+
+def _b_campaign(rng):
+    sub = rng.choice(["run", "status", "list", "resume"])
+    kind = rng.choice(["file", "db"])
+    if kind == "file":
+        f = rng.choice(["/nonexistent/c.toml", "/dev/zero", "/etc", "\x00", "a" * 5000,
+                        "BADTOML", "NOTUTF8"])
+        argv = ["campaign", sub, f]
+    else:
+        argv = ["campaign", sub, "GOOD", "--db", rng.choice(
+            ["/nonexistent/x.db", "FOREIGN", "/etc", "\x00", "NOTDB"])]
+    if sub == "run":
+        argv.append("--dry-run")
+    return argv
+
+
+def _b_compare(rng):
+    opt, vals = rng.choice([("--alpha", HOSTILE_FLOAT + ["1", "2"]),
+                            ("--size", ["abc", "-1", "\u0663", "1e400", "nan", ""]),
+                            ("--line-rate", ["1e400Gb/s", "nan", "-1Gb/s", "0", "abc", ""]),
+                            ("--since", ["yesterday-ish", "", "2024-13-45"]),
+                            ("--detect", HOSTILE_FLOAT + ["abc"]),
+                            ("--campaign", ["10" * 12 + "0" * 3]),
+                            ("--cost-per-node-hour", HOSTILE_FLOAT),
+                            ("--db", ["/nonexistent/x.db", "FOREIGN", "NOTDB", "/etc"]),
+                            ("-o", ["/nonexistent/dir/x.md", "/etc", "/dev/null/x"])])
+    argv = ["compare", "--db", "STORE", opt, rng.choice(vals)]
+    if opt == "--db":
+        argv = ["compare", opt, argv[-1]]
+    return argv
+
+
+def _b_report(rng):
+    opt, vals = rng.choice([("-o", ["/nonexistent/dir/r.html", "/etc", "/dev/null/x", "DIR"]),
+                            ("--markdown", ["/nonexistent/dir/r.md", "/etc", "DIR"]),
+                            ("--db", ["/nonexistent/x.db", "FOREIGN", "NOTDB", "/etc"])])
+    argv = ["report", "--db", "STORE", opt, rng.choice(vals)]
+    if opt == "--db":
+        argv = ["report", opt, argv[-1], "-o", "r.html"]
+    return argv
+
+
+def _b_import(rng):
+    opt, vals = rng.choice([("--np", HOSTILE_INT), ("--label", HOSTILE_TEXT[:2]),
+                            ("--line-rate", ["1e400Gb/s", "nan", "-1Gb/s", "0", "abc", "",
+                                             "\u0663Gb/s", "1e999", "inf"]),
+                            ("FILE", ["/dev/zero", "/nonexistent", "/etc", "\x00"])])
+    if opt == "FILE":
+        return ["import", rng.choice(vals), "--db", "NEW.db"]
+    return ["import", "GOODFILE", "--db", "NEW.db", opt, rng.choice(vals)]
+
+
+def _b_profile(rng):
+    opt, vals = rng.choice([("--timeout", HOSTILE_FLOAT), ("--top", HOSTILE_INT),
+                            ("--out", HOSTILE_PATH_OUT[:3]), ("--show", ["nope"])])
+    if opt == "--show":
+        return ["profile", "--show", "nope", "--db", "NEW.db"]
+    return ["profile", "--db", "NEW.db", opt, rng.choice(vals), "--", "true"]
+
+
+def _b_stacks(rng):
+    opt, vals = rng.choice([("--stacks-file", ["/nonexistent/s.toml", "/etc", "/dev/zero",
+                                               "BADTOML", "NOTUTF8", "\x00"])])
+    return ["stacks", opt, rng.choice(vals)]
+
+
+def _b_build(rng):
+    opt, vals = rng.choice([("--stacks-file", ["/nonexistent/s.toml", "/etc", "BADTOML",
+                                               "NOTUTF8", "\x00"]),
+                            ("--stack", ["nosuchstack", "", "\x00"])])
+    return ["build", opt, rng.choice(vals)]
+
+
+CLI_BUILDERS = [("run", _b_run), ("demo", _b_demo), ("campaign", _b_campaign),
+                ("compare", _b_compare), ("report", _b_report), ("import", _b_import),
+                ("profile", _b_profile), ("stacks", _b_stacks), ("build", _b_build)]
+
+GOOD_CAMPAIGN = """\
+name = "fz"
+[[variants]]
+name = "a"
+stack = "openmpi"
+[[benchmarks]]
+name = "PingPong"
+sizes = [0, 8]
+"""
+
+
+def _prepare(tmp: Path) -> dict[str, str]:
+    """Files the argv placeholders stand for."""
+    (tmp / "CAMP").mkdir()
+    (tmp / "CAMP" / "c.toml").write_text(GOOD_CAMPAIGN)
+    (tmp / "BADTOML").write_text("name = [unclosed\n")
+    (tmp / "NOTUTF8").write_bytes(b"name = \"\xff\xfe\"\n")
+    (tmp / "NOTDB").write_bytes(b"this is not sqlite\n" * 100)
+    import sqlite3
+    con = sqlite3.connect(tmp / "FOREIGN")
+    con.execute("CREATE TABLE t (x)")
+    con.commit()
+    con.close()
+    (tmp / "DIR").mkdir()
+    fx = next(p for p in FIXTURES if p.name.endswith("btl-tcp.txt"))
+    (tmp / "GOODFILE").write_bytes(fx.read_bytes())
+    return {"GOOD": str(tmp / "CAMP" / "c.toml"), "GOODFILE": str(tmp / "GOODFILE")}
+
+
+def _snapshot(tmp: Path) -> dict[str, tuple[int, int]]:
+    out = {}
+    for p in tmp.rglob("*"):
+        try:
+            st = p.lstat()
+        except OSError:
+            continue
+        out[str(p.relative_to(tmp))] = (st.st_size, int(st.st_mtime_ns))
+    return out
+
+
+@dataclass
+class CliOutcome:
+    argv: list[str]
+    rc: int | None
+    stderr: str
+    crash: str | None = None
+    launched: list[str] = field(default_factory=list)
+    written: list[str] = field(default_factory=list)
+
+    def problems(self) -> list[str]:
+        """Why this outcome breaks 'exit 2, one line, nothing written, nothing launched'."""
+        out = []
+        if self.crash:
+            out.append("traceback: " + self.crash.strip().splitlines()[-1])
+        if self.launched:
+            out.append(f"started an external command: {self.launched[0][:120]}")
+        if self.rc != 2 and not self.crash:
+            out.append(f"exit {self.rc} (expected 2)")
+        err = [ln for ln in self.stderr.splitlines() if ln.strip()]
+        if "Traceback (most recent call last)" in self.stderr:
+            out.append("traceback on stderr")
+        if self.rc == 2 and not self.crash:
+            msg = [ln for ln in err if not ln.startswith(("usage:", " "))]
+            if len(msg) != 1 or "error" not in msg[0]:
+                out.append(f"expected one error line, got {len(msg)}: {msg[:3]!r}")
+        if self.written:
+            out.append(f"wrote {self.written[:3]}")
+        return out
+
+
+class CaseTimeout(BaseException):
+    """A CLI case ran longer than its alarm."""
+
+
+@contextlib.contextmanager
+def _limits(mem_mb: int, seconds: int):
+    """A soft address-space limit (a verb that reads /dev/zero gets MemoryError instead of
+    the machine's OOM killer) and an alarm, both restored afterwards."""
+    import resource
+    import signal
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    # on top of what the process already maps (numpy and friends map a lot of address space)
+    with open("/proc/self/statm") as f:
+        mapped = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    want = mapped + (mem_mb << 20)
+    if hard != resource.RLIM_INFINITY:
+        want = min(want, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (want, hard))
+
+    def ring(*_):
+        raise CaseTimeout(f"still running after {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, ring)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+def run_cli(argv: list[str], tmp: Path, mem_mb: int = 1024, seconds: int = 30) -> CliOutcome:
+    """One invocation in process, cwd = tmp, with run_command refused, memory and time
+    bounded."""
+    from mpibench import cli, runner
+    launched: list[str] = []
+
+    def refuse(cmd, *a, **k):
+        launched.append(" ".join(map(str, cmd)) if isinstance(cmd, list | tuple) else str(cmd))
+        raise LaunchRefused("the fuzzer does not run external commands")
+
+    before = _snapshot(tmp)
+    err, out = io.StringIO(), io.StringIO()
+    old_cwd = os.getcwd()
+    saved = runner.run_command
+    patched = _patch_run_command(refuse)
+    rc: int | None = None
+    crash = None
+    try:
+        os.chdir(tmp)
+        with _limits(mem_mb, seconds), contextlib.redirect_stderr(err), \
+                contextlib.redirect_stdout(out):
+            try:
+                rc = cli.main(argv)
+            except SystemExit as exc:
+                rc = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except LaunchRefused:
+        crash = None
+    except BaseException:  # noqa: BLE001 - a crash is what we count
+        crash = traceback.format_exc(limit=-4)
+    finally:
+        os.chdir(old_cwd)
+        for mod, name, orig in patched:
+            setattr(mod, name, orig)
+        # modules first imported during the call took the stand-in from runner: restore too
+        for mod in list(sys.modules.values()):
+            if getattr(mod, "run_command", None) is refuse:
+                mod.run_command = saved
+    after = _snapshot(tmp)
+    written = sorted(k for k, v in after.items() if before.get(k) != v)
+    return CliOutcome(argv, rc, err.getvalue(), crash, launched, written)
+
+
+def _patch_run_command(fn) -> list[tuple[Any, str, Any]]:
+    """Replace run_command in mpibench.runner and in every loaded module that imported it."""
+    from mpibench import runner
+    orig = runner.run_command
+    patched = [(runner, "run_command", orig)]
+    runner.run_command = fn
+    for name, mod in list(sys.modules.items()):
+        if name.startswith("mpibench.") and getattr(mod, "run_command", None) is orig:
+            patched.append((mod, "run_command", orig))
+            mod.run_command = fn
+    return patched
+
+
+def substitute(argv: list[str], names: dict[str, str]) -> list[str]:
+    return [names.get(a, a) for a in argv]
+
+
+def cli_workdir() -> tuple[tempfile.TemporaryDirectory, Path, dict[str, str]]:
+    td = tempfile.TemporaryDirectory(prefix="mpibench-fuzz-")
+    tmp = Path(td.name)
+    return td, tmp, _prepare(tmp)

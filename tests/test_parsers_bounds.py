@@ -1,0 +1,222 @@
+"""Values outside physical bounds (parsers/base.py: out_of_bounds) and damaged lines that used
+to be read silently, each on a real captured output with one line changed.
+
+A finite but absurd figure (a latency of 1e30 us, a bus bandwidth of 1e20 GB/s, a time of 0)
+is kept as the file has it, with status "out-of-bounds", the reason, extra "out_of_bounds"
+and a warning at its line; comparisons leave such rows out like any row that is not "ok".
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mpibench.parsers.base import MAX_BANDWIDTH_MBPS, MAX_TIME_US, out_of_bounds
+from mpibench.parsers.core_jsonl import parse_core_jsonl
+from mpibench.parsers.detect import parse_bytes
+
+DATA = Path(__file__).parent / "data"
+IMB_TCP = DATA / "imb" / "imb2021.11-openmpi4.1.4-np2-pingpong-btl-tcp.txt"
+OSU_BW = DATA / "osu" / "osu7.4-openmpi4.1.4-np2-osu_bw.txt"
+OSU_IALL = DATA / "osu" / "osu7.4-openmpi4.1.4-np3-osu_iallreduce.txt"
+OSU_MBW = DATA / "osu" / "osu7.4-openmpi4.1.4-np2-osu_mbw_mr.txt"
+OSU_LAT = DATA / "osu" / "osu7.4-mpich4.0.2-np2-osu_latency.txt"
+NCCL = DATA / "nccl" / "nccl-tests2.13.10-all_reduce_perf-8gpu.txt"
+NCCL_JSON = DATA / "nccl" / "nccl-tests-json2-all_reduce_perf-8gpu.json"
+NP_OUT = DATA / "netpipe" / "netpipe3.7.2-openmpi4.1.4-np2.out"
+NP_STDOUT = DATA / "netpipe" / "netpipe3.7.2-openmpi4.1.4-np2.stdout.txt"
+CORE = DATA / "core" / "mpich-np2-ok.jsonl"
+
+
+def _edit(path: Path, old: str, new: str) -> bytes:
+    text = path.read_text()
+    assert text.count(old) == 1, old
+    return text.replace(old, new).encode()
+
+
+def _at(res, line):
+    return [r for r in res.records if r["extra"].get("line") == line]
+
+
+def _warned(res, line, *words):
+    msgs = [p.message for p in res.problems if p.line == line]
+    assert msgs and all(any(w in m for m in msgs) for w in words), res.problem_lines("f")
+    return msgs
+
+
+def test_imb_latency_1e30_is_kept_flagged_and_warned():
+    res = parse_bytes(_edit(IMB_TCP, "1024         1000        69.79        14.67",
+                            "1024         1000        1e30        14.67"))
+    (r,) = _at(res, 46)
+    assert r["mean"] == 1e30 and r["status"] == "out-of-bounds"
+    assert "time 1e+30 us > 3.6e+09 us" in r["reason"] and r["extra"]["out_of_bounds"]
+    _warned(res, 46, "out-of-bounds", "PingPong size 1024")
+    assert res.ok_rows == len(res.records) - 1        # the rest of the table is untouched
+
+
+def test_imb_time_of_zero_is_flagged():
+    res = parse_bytes(_edit(IMB_TCP, "1024         1000        69.79        14.67",
+                            "1024         1000         0.00        14.67"))
+    (r,) = _at(res, 46)
+    assert r["status"] == "out-of-bounds" and "0 us" in r["reason"]
+
+
+def test_imb_unicode_digits_are_not_numbers():
+    # int('1٣00') is 1300 and float('٣.5') 3.5 in Python: the row must not be read
+    for bad in ("1024         1\u066300        69.79        14.67",
+                "1024         1000        6\uff19.79        14.67",
+                "1024         1000        69.79        1\u00b2.67"):
+        res = parse_bytes(_edit(IMB_TCP, "1024         1000        69.79        14.67", bad))
+        assert not _at(res, 46)
+        _warned(res, 46, "line skipped")
+
+
+def test_imb_damaged_version_is_not_read_as_an_old_one():
+    # 'V2x21.11' once matched as version 2 (< 2018) and converted every Mbytes/sec by 2^20/10^6
+    res = parse_bytes(_edit(IMB_TCP, "Intel(R) MPI Benchmarks 2021.11, MPI-1 part",
+                            "Intel(R) MPI Benchmarks 2x21.11, MPI-1 part"))
+    (r,) = _at(res, 46)
+    assert r["bandwidth_mbps"] == 14.67 and "mbytes_per_sec_printed" not in r["extra"]
+    assert any("is not a version number" in p.message for p in res.problems)
+
+
+def test_osu_bandwidth_1e20_is_flagged():
+    res = parse_bytes(_edit(OSU_BW, "1024                 1675.96", "1024                 1e20"))
+    (r,) = _at(res, 15)
+    assert r["bandwidth_mbps"] == 1e20 and r["status"] == "out-of-bounds"
+    assert f"> {MAX_BANDWIDTH_MBPS:.6g} MB/s" in r["reason"]
+    _warned(res, 15, "out-of-bounds")
+
+
+def test_osu_overlap_and_window_and_title_damage_is_reported():
+    row = "1024                   26.47             10.54              9.39              0.00"
+    res = parse_bytes(_edit(OSU_IALL, row, row[:-4] + "1e20"))
+    (r,) = _at(res, 17)
+    assert r["status"] == "out-of-bounds" and "overlap" in r["reason"]
+    # 'window size: 1e400' was read as a window of 1
+    res = parse_bytes(_edit(OSU_MBW, "window size: 64", "window size: 1e400"))
+    assert all("window_size" not in r["extra"] for r in res.records)
+    _warned(res, 2, "window size '1e400'")
+    # without its pairs line osu_mbw_mr has no np: said, not left to guess
+    res = parse_bytes(_edit(OSU_MBW, "# [ pairs: 1 ] [ window size: 64 ]\n", ""))
+    assert all(r["np"] is None for r in res.records)
+    _warned(res, 1, "pairs")
+    # a damaged title gives a name nobody asked for: said at the title line
+    res = parse_bytes(_edit(OSU_LAT, "# OSU MPI Latency Test", "# OSU MPI Lat!ncy Test"))
+    _warned(res, 2, "not one this version knows")
+
+
+def test_nccl_busbw_wrong_count_root_and_settings_line():
+    row = ("        1024           256     float     sum      -1    11.85    0.09    0.15       0"
+           "    11.36    0.09    0.16       0")
+    res = parse_bytes(_edit(NCCL, row, row.replace("0.15", "1e20")))
+    r = next(r for r in _at(res, 25) if r["extra"]["placement"] == "out-of-place")
+    assert r["busbw_mbps"] == 1e23 and r["status"] == "out-of-bounds"
+    _warned(res, 25, "bus bandwidth")
+    # more wrong elements than the count: not a validation result, a damaged number
+    res = parse_bytes(_edit(NCCL, row, row[:-1] + "99999"))
+    r = next(r for r in _at(res, 25) if r["extra"]["placement"] == "in-place")
+    assert "wrong elements out of 256" in r["reason"]
+    # '३' (Devanagari 3) is not a count of wrong elements, '٣' not a root
+    for bad in (row[:-1] + "\u0969", row.replace("-1", "\u0663")):
+        res = parse_bytes(_edit(NCCL, row, bad))
+        assert not _at(res, 25)
+        _warned(res, 25, "line skipped")
+    res = parse_bytes(_edit(NCCL, "# nThread 1 nGpus", "# nThrea! 1 nGpus"))
+    _warned(res, 3, "settings line")
+
+
+def test_nccl_json_huge_integer_is_not_a_crash():
+    doc = json.loads(NCCL_JSON.read_text())
+    doc["results"][0]["out_of_place"]["time"] = 10 ** 400
+    doc["results"][1]["out_of_place"]["time"] = 1e30
+    res = parse_bytes(json.dumps(doc).encode())
+    assert any("not finite non-negative numbers" in p.message for p in res.problems)
+    flagged = [r for r in res.records if r["status"] == "out-of-bounds"]
+    assert [r["mean"] for r in flagged] == [1e30]
+
+
+def test_netpipe_seconds_out_of_bounds_and_corrupted_index():
+    res = parse_bytes(_edit(NP_OUT, "    1024 37148.290795   0.00000021",
+                            "    1024 37148.290795   9999999.5"))
+    (r,) = _at(res, 45)
+    assert r["mean"] == 9999999.5e6 and r["status"] == "out-of-bounds"
+    _warned(res, 45, "out-of-bounds")
+    # a row whose index is damaged used to vanish without a word
+    for bad in ("  7x:", "  \u0663:", "  ?:"):
+        res = parse_bytes(_edit(NP_STDOUT, "  7:      13 bytes", bad + "      13 bytes"))
+        assert 13 not in [r["size"] for r in res.records] and len(res.records) == 81
+        _warned(res, 13, "row index", "line skipped")
+
+
+def test_core_jsonl_bad_numbers_are_reported_not_raised():
+    lines = CORE.read_text().splitlines()
+    rec = json.loads(lines[2])
+    assert rec["benchmark"] == "PingPong" and rec["size"] == 1024
+    cases = {
+        "huge int sample": dict(rec, samples_us=[10 ** 400]),
+        "nan median": dict(rec, median_us=float("nan")),
+        "string size": dict(rec, size="1024"),
+        "negative np": dict(rec, np=-2),
+        "list benchmark": dict(rec, benchmark=["PingPong"]),
+        "samples not a list": dict(rec, samples_us="0.5"),
+    }
+    for what, bad in cases.items():
+        text = "\n".join(lines[:2] + [json.dumps(bad)] + lines[3:]) + "\n"
+        out = parse_core_jsonl(text, source="c.jsonl")
+        assert [r for r in out.records if r["size"] == 1024 and r["benchmark"] == "PingPong"] \
+            == [], what
+        assert any(p.startswith("c.jsonl:3: result record skipped") for p in out.problems), what
+    # a finite but absurd median is kept and flagged; a NaN in a new optional field is dropped
+    text = "\n".join(lines[:2] + [json.dumps(dict(rec, median_us=1e30, lag1=float("nan")))]
+                     + lines[3:]) + "\n"
+    out = parse_core_jsonl(text, source="c.jsonl")
+    (r,) = [r for r in out.records if r["size"] == 1024 and r["benchmark"] == "PingPong"]
+    assert r["status"] == "out-of-bounds" and r["median"] == 1e30 and "lag1" not in r["extra"]
+    assert any("c.jsonl:3:" in p and "lag1" in p for p in out.problems)
+    # new optional fields of the core (lag-1 autocorrelation, per-call mode) are kept
+    text = "\n".join(lines[:2] + [json.dumps(dict(rec, lag1_autocorr=-0.31,
+                                                    per_call_mode="batched"))]
+                     + lines[3:]) + "\n"
+    out = parse_core_jsonl(text, source="c.jsonl")
+    (r,) = [r for r in out.records if r["size"] == 1024 and r["benchmark"] == "PingPong"]
+    assert r["status"] == "ok" and r["lag1"] == -0.31
+    assert r["extra"]["per_call_mode"] == "batched"
+    text = "\n".join(lines[:2] + [json.dumps(dict(rec, lag1_autocorr=7))] + lines[3:]) + "\n"
+    assert any("lag1_autocorr" in p for p in parse_core_jsonl(text, source="c").problems)
+
+
+@pytest.mark.parametrize("rec,expect", [
+    ({"metric": "time", "mean": MAX_TIME_US}, []),
+    ({"metric": "time", "mean": MAX_TIME_US * 1.01}, ["time"]),
+    ({"metric": "bandwidth", "mean": 1.1e7, "bandwidth_mbps": 1.1e7}, ["bandwidth"]),
+    ({"metric": "time", "mean": 3.0, "msg_rate": 2e10}, ["message rate"]),
+    ({"metric": "time", "mean": 3.0, "size": 1 << 43}, ["size"]),
+    ({"metric": "time", "mean": 3.0, "extra": {"repetitions": 10 ** 13}}, ["repetitions"]),
+    ({"metric": "time", "mean": 3.0, "extra": {"t_max_us": 1e12}}, ["t_max_us"]),
+    ({"metric": "time", "mean": 3.0, "extra": {"t_min_us": 0.0}}, []),
+    ({"metric": "bandwidth", "mean": 0.0, "bandwidth_mbps": 0.0, "size": 0}, []),
+])
+def test_bounds(rec, expect):
+    why = out_of_bounds(rec)
+    assert len(why) == len(expect) and all(w.startswith(e) or e in w
+                                           for w, e in zip(why, expect, strict=True)), why
+
+
+def test_import_stores_the_flagged_row_and_compare_leaves_it_out(tmp_path, capsys):
+    from mpibench.cli import main
+    from mpibench.store import Store
+    f = tmp_path / "pp.txt"
+    f.write_bytes(_edit(IMB_TCP, "1024         1000        69.79        14.67",
+                        "1024         1000        1e30        14.67"))
+    db = tmp_path / "s.db"
+    assert main(["import", str(f), "--db", str(db), "--label", "x"]) == 0
+    err = capsys.readouterr().err
+    assert f"{f}:46:" in err and "out-of-bounds" in err
+    with Store(db) as store:
+        rows = store.db.execute("SELECT status, mean, reason FROM results WHERE size=1024 "
+                                "AND benchmark='PingPong'").fetchall()
+    assert [tuple(r)[:2] for r in rows] == [("out-of-bounds", 1e30)]
+    assert "outside physical bounds" in rows[0][2]
