@@ -13,13 +13,18 @@ mean), never samples: n stays None and reports show them without confidence inte
 from __future__ import annotations
 
 import calendar
+import gzip
 import hashlib
 import json
 import multiprocessing
 import os
 import re
+import signal
 import sqlite3
+import stat
+import threading
 import time
+import zlib
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -32,7 +37,7 @@ from typing import Any
 
 from mpibench.errors import UsageError
 from mpibench.parsers.base import ParseResult, stack_lines, stack_name
-from mpibench.parsers.detect import MAX_BYTES, parse_bytes
+from mpibench.parsers.detect import MAX_BYTES, TooLarge, parse_bytes, parse_stream
 from mpibench.store import RESULT_COLUMNS, Store
 from mpibench.units import parse_line_rate  # one parser: import, compare, campaigns
 
@@ -127,19 +132,66 @@ def file_time(meta: dict[str, Any]) -> float | None:
     return None
 
 
-def _read(path: Path) -> tuple[bytes | None, str | None]:
+# Files up to this size are read and parsed whole (in a worker process when there are many);
+# larger ones are hashed and parsed in segments while their rows are written (parse_stream).
+STREAM_MIN = 4 << 20
+
+
+def _check(path: Path) -> tuple[int | None, str | None]:
+    """(size, None) for a regular file within the cap, else (None, why)."""
     try:
-        if path.is_dir():
-            return None, "is a directory; expected a benchmark output file"
-        size = path.stat().st_size
-        if size > MAX_BYTES:
-            return None, f"{size} bytes: too large for a benchmark output (limit " \
-                         f"{MAX_BYTES >> 20} MiB)"
-        return path.read_bytes(), None
+        st = path.stat()
     except FileNotFoundError:
         return None, "no such file"
     except OSError as exc:
         return None, f"cannot read ({exc.strerror or exc})"
+    if stat.S_ISDIR(st.st_mode):
+        return None, "is a directory; expected a benchmark output file"
+    if not stat.S_ISREG(st.st_mode):
+        # /dev/zero, a FIFO, a socket: reading them never ends (or blocks)
+        return None, "not a regular file (a device, FIFO or socket); expected a benchmark " \
+                     "output file"
+    if st.st_size > MAX_BYTES:
+        return None, f"{st.st_size} bytes: too large for a benchmark output (limit " \
+                     f"{MAX_BYTES >> 20} MiB)"
+    return st.st_size, None
+
+
+def _read(path: Path) -> tuple[bytes | None, str | None]:
+    size, why = _check(path)
+    if size is None:
+        return None, why
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_BYTES + 1)  # bounded even if the file grows meanwhile
+    except OSError as exc:
+        return None, f"cannot read ({exc.strerror or exc})"
+    if len(data) > MAX_BYTES:
+        return None, f"grew past {MAX_BYTES >> 20} MiB while read; expected a benchmark output"
+    return data, None
+
+
+def _gzipped(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(2) == b"\x1f\x8b"
+    except OSError:
+        return False
+
+
+def _hash_file(path: Path) -> tuple[str | None, str | None]:
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as fh:
+            total = 0
+            while block := fh.read(1 << 20):
+                total += len(block)
+                if total > MAX_BYTES:
+                    return None, f"grew past {MAX_BYTES >> 20} MiB while read"
+                h.update(block)
+    except OSError as exc:
+        return None, f"cannot read ({exc.strerror or exc})"
+    return h.hexdigest(), None
 
 
 # A big import commits several files per SQLite transaction (each file in its own SAVEPOINT,
@@ -159,11 +211,8 @@ def import_files(store: Store, paths: list[str | Path], label: str | None = None
     collectives, NetPIPE). Each file is stored completely or not at all; if the import is
     interrupted, the files finished before the interruption are kept and a re-run imports
     the rest (the ones already stored are skipped by their sha256)."""
+    check_args(label, line_rate, np)
     bps = parse_line_rate(line_rate) if line_rate is not None else None
-    if label is not None and not label.strip():
-        raise UsageError("--label '': expected a non-empty name for these files")
-    if np is not None and (not isinstance(np, int) or isinstance(np, bool) or np < 1):
-        raise UsageError(f"--np {np!r}: expected a positive number of ranks")
     report = ImportReport()
     known = {row[0] for row in store.db.execute("SELECT sha256 FROM imports")}
     # Checkpointing the WAL (the fsyncs) every ~64 MB of commits instead of SQLite's default
@@ -277,6 +326,54 @@ _WORKER_KNOWN: set[str] = set()
 def _worker_init(known: set[str]) -> None:
     global _WORKER_KNOWN
     _WORKER_KNOWN = known
+    _die_with_parent()
+
+
+def _die_with_parent() -> None:
+    """A parser process whose importer is SIGKILLed must not wait forever for work that
+    never comes: the kernel kills it with its parent (Linux PR_SET_PDEATHSIG); elsewhere a
+    thread watches for the parent to go."""
+    parent = os.getppid()
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(1, signal.SIGKILL, 0, 0, 0) == 0:  # 1 = PR_SET_PDEATHSIG
+            if os.getppid() != parent:  # the parent died before prctl took effect
+                os._exit(1)
+            return
+    except (OSError, AttributeError):
+        pass
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def check_args(label: str | None, line_rate: str | float | None, np: int | None) -> None:
+    """The import's flags, checked before the store is opened (a bad one used to leave an
+    empty store behind)."""
+    if line_rate is not None:
+        parse_line_rate(line_rate)
+    if label is not None and not label.strip():
+        raise UsageError("--label '': expected a non-empty name for these files")
+    if np is not None and (not isinstance(np, int) or isinstance(np, bool) or np < 1):
+        raise UsageError(f"--np {np!r}: expected a positive number of ranks")
+
+
+def check_files(paths: list[str | Path]) -> None:
+    """Refuse (UsageError) when no file can even be opened, before the store exists."""
+    problems = []
+    for p in paths:
+        size, why = _check(Path(p))
+        if size is not None:
+            return
+        problems.append(f"{p}: {why}")
+    if problems:
+        more = f" (and {len(problems) - 1} more file(s) like it)" if len(problems) > 1 else ""
+        raise UsageError(problems[0] + more)
 
 
 def _load_in_worker(path: Path, np_hint: int | None) -> _Loaded:
@@ -299,6 +396,7 @@ class _Loaded:
     np_unknown: int = 0                        # rows whose np the file does not state
     failed_rows: int = 0
     benchmarks: list[str] = field(default_factory=list)
+    stream: bool = False                       # too big to hold: parse while writing
 
 
 # Store.add_results encodes `extra` with json.dumps(extra, default=str); one encoder object
@@ -309,7 +407,17 @@ _ROW_KEYS = frozenset(RESULT_COLUMNS) | {"extra"}
 
 def _load(path: Path, known: set[str], np_hint: int | None) -> _Loaded:
     """Read, hash and (unless already imported) parse one file, and lay out its rows for
-    the results table; touches no store."""
+    the results table; touches no store. A big file is only hashed: it is parsed while its
+    rows are written (_import_streamed), so memory stays bounded."""
+    size, why = _check(path)
+    if size is None:
+        return _Loaded(path, why=why)
+    if size > STREAM_MIN or _gzipped(path):
+        # gzip inflates up to MAX_BYTES: never hold that whole either
+        sha, why = _hash_file(path)
+        if sha is None:
+            return _Loaded(path, why=why)
+        return _Loaded(path, sha=sha, stream=sha not in known)
     data, why = _read(path)
     if data is None:
         return _Loaded(path, why=why)
@@ -326,31 +434,41 @@ def _load(path: Path, known: set[str], np_hint: int | None) -> _Loaded:
     parsed.records = []
     if not records:
         return loaded
+    loaded.libs = stack_lines(data[:200_000].decode("utf-8", errors="replace"))
+    nps: set[int] = set()
+    benchmarks: dict[str, None] = {}
+    _layout(loaded, records, f"imp-{sha[:16]}", np_hint, nps, benchmarks)
+    loaded.nps, loaded.benchmarks = sorted(nps), list(benchmarks)
+    return loaded
+
+
+def _layout(loaded: _Loaded, records: list[dict[str, Any]], run_id: str,
+            np_hint: int | None, nps: set[int], benchmarks: dict[str, None]) -> None:
+    """Rows of `records` for the results table into loaded.columns/rows (replacing them),
+    counts added to loaded's and to nps/benchmarks; loaded.bad_rows says why not."""
     if np_hint is not None:
         for r in records:
             if r.get("np") is None:
                 r["np"] = np_hint
                 r.setdefault("extra", {})["np_from"] = "--np"
-    loaded.libs = stack_lines(data[:200_000].decode("utf-8", errors="replace"))
-    loaded.nps = sorted({r["np"] for r in records if r.get("np") is not None})
-    loaded.np_unknown = sum(1 for r in records if r.get("np") is None)
-    loaded.failed_rows = sum(1 for r in records if r.get("status", "ok") != "ok")
-    loaded.benchmarks = list(dict.fromkeys(r["benchmark"] for r in records))
+    nps.update(r["np"] for r in records if r.get("np") is not None)
+    loaded.np_unknown += sum(1 for r in records if r.get("np") is None)
+    loaded.failed_rows += sum(1 for r in records if r.get("status", "ok") != "ok")
+    benchmarks.update(dict.fromkeys(r["benchmark"] for r in records))
     keys: set[str] = set()
     for r in records:
         keys.update(r)
     unknown = keys - _ROW_KEYS
     if unknown:
         loaded.bad_rows = f"unknown result field(s) {sorted(unknown)}"
-        return loaded
+        loaded.columns, loaded.rows = (), []
+        return
     # Only the columns the rows use: the others keep the schema's defaults. Binding ~30
     # mostly-NULL columns per row doubled SQLite's time per imported row.
     cols = tuple(c for c in RESULT_COLUMNS if c in keys)
-    run_id = f"imp-{sha[:16]}"
     loaded.columns = ("run_id", *cols, "extra_json")
     loaded.rows = [(run_id, *[r.get(c) for c in cols],
                     _EXTRA_JSON(r["extra"]) if r.get("extra") else None) for r in records]
-    return loaded
 
 
 def _import_one(store: Store, batch: _Batch, loaded: _Loaded, label: str | None,
@@ -373,9 +491,15 @@ def _import_one(store: Store, batch: _Batch, loaded: _Loaded, label: str | None,
         if changed:
             fr.note += "; " + ", ".join(changed)
         return fr
+    if loaded.stream:
+        return _import_streamed(store, batch, fr, path, label, line_rate, bps, campaign,
+                                np_hint)
     if loaded.parsed is None:
         # known when the import started but no longer in the store: parse it after all
         loaded = _load(path, set(), np_hint)
+        if loaded.stream:
+            return _import_streamed(store, batch, fr, path, label, line_rate, bps, campaign,
+                                    np_hint)
         if loaded.parsed is None:
             fr.problems.append(f"{path}: {loaded.why}")
             return fr
@@ -403,21 +527,7 @@ def _import_one(store: Store, batch: _Batch, loaded: _Loaded, label: str | None,
     stack = stack_name(libs)
     variant = label or variant_name(parsed, path, stack)
     run_id = f"imp-{sha[:16]}"
-    spec: dict[str, Any] = {
-        "import": {"path": str(path.resolve()), "sha256": sha, "format": parsed.format,
-                   "tool": parsed.tool, "tool_version": parsed.version,
-                   "blocks": parsed.blocks, "truncated": parsed.truncated,
-                   "truncated_at": parsed.truncated_at, "problems": fr.problems[:50],
-                   "imported_at": time.time(),
-                   "started_from": "file (read as UTC)" if file_time(parsed.meta)
-                   else "import time",
-                   "statistic_note": "per-size summaries as printed by the tool; "
-                                     "no samples, no confidence intervals"},
-        "meta": {k: v for k, v in parsed.meta.items() if k not in ("env",)},
-    }
-    if bps is not None:
-        spec["line_rate_bps"] = bps
-        spec["line_rate"] = str(line_rate)
+    spec = _run_spec(parsed, path, sha, fr.problems, bps, line_rate)
     now = time.time()
     try:
         with batch.file():
@@ -437,6 +547,146 @@ def _import_one(store: Store, batch: _Batch, loaded: _Loaded, label: str | None,
     fr.rows = len(loaded.rows)
     fr.failed_rows = loaded.failed_rows
     fr.benchmarks = loaded.benchmarks
+    return fr
+
+
+def _run_spec(parsed: ParseResult, path: Path, sha: str, problems: list[str],
+              bps: float | None, line_rate: Any) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "import": {"path": str(path.resolve()), "sha256": sha, "format": parsed.format,
+                   "tool": parsed.tool, "tool_version": parsed.version,
+                   "blocks": parsed.blocks, "truncated": parsed.truncated,
+                   "truncated_at": parsed.truncated_at, "problems": problems[:50],
+                   "imported_at": time.time(),
+                   "started_from": "file (read as UTC)" if file_time(parsed.meta)
+                   else "import time",
+                   "statistic_note": "per-size summaries as printed by the tool; "
+                                     "no samples, no confidence intervals"},
+        "meta": {k: v for k, v in parsed.meta.items() if k not in ("env",)},
+    }
+    if bps is not None:
+        spec["line_rate_bps"] = bps
+        spec["line_rate"] = str(line_rate)
+    return spec
+
+
+# Problems kept per file for the report (a broken 8-million-line file has millions).
+MAX_PROBLEMS = 1000
+
+
+class _Abandon(Exception):
+    """A streamed file turned out not storable: roll its savepoint back."""
+
+
+def _open_stream(path: Path):
+    fh = open(path, "rb")
+    if fh.read(2) == b"\x1f\x8b":
+        fh.seek(0)
+        return gzip.GzipFile(fileobj=fh, mode="rb")
+    fh.seek(0)
+    return fh
+
+
+def _import_streamed(store: Store, batch: _Batch, fr: FileReport, path: Path,
+                     label: str | None, line_rate: Any, bps: float | None, campaign: str,
+                     np_hint: int | None) -> FileReport:
+    """A big file, parsed segment by segment (parse_stream) while its rows are written, in
+    one savepoint: memory is bounded by a segment, and the file is still stored completely
+    or not at all."""
+    sha = fr.sha256 or ""
+    run_id = f"imp-{sha[:16]}"
+    acc = _Loaded(path, sha=sha)
+    nps: set[int] = set()
+    benchmarks: dict[str, None] = {}
+    problems: list[str] = []
+    dropped = 0
+    first: ParseResult | None = None
+    last: ParseResult | None = None
+    blocks = 0
+    rows = 0
+    created = False
+    libs: list[str] = []
+    try:
+        with _open_stream(path) as fh, batch.file():
+            for seg in parse_stream(fh):
+                if first is None:
+                    first = seg
+                    fr.format, fr.tool, fr.version = seg.format, seg.tool, seg.version
+                if last is None or not last.truncated or seg.truncated:
+                    last = seg  # the segment that says how the file ended (or was cut)
+                blocks += seg.blocks
+                lines = seg.problem_lines(str(path))
+                room = MAX_PROBLEMS - len(problems)
+                problems += lines[:max(room, 0)]
+                dropped += max(len(lines) - max(room, 0), 0)
+                if not seg.records:
+                    continue
+                if not created:
+                    with _open_stream(path) as head:
+                        libs = stack_lines(head.read(200_000).decode("utf-8", "replace"))
+                    variant = label or variant_name(first, path, stack_name(libs))
+                    row = store.db.execute("SELECT spec_json FROM campaigns WHERE name=? AND "
+                                           "file IS NULL", (campaign,)).fetchone()
+                    cid = store.add_campaign(campaign,
+                                             spec=json.loads(row[0]) if row else None)
+                    if not store.create_run(run_id, cid, variant, grp=first.format or "",
+                                            params={}, label=label, source="import", seq=0):
+                        raise _Abandon(f"run {run_id} already exists")
+                    created = True
+                    fr.variant = variant
+                _layout(acc, seg.records, run_id, np_hint, nps, benchmarks)
+                seg.records = []
+                if acc.bad_rows:
+                    raise _Abandon(f"not stored ({acc.bad_rows}); nothing of this file was "
+                                   "written")
+                store.db.executemany(f"INSERT INTO results ({', '.join(acc.columns)}) "
+                                     f"VALUES ({', '.join('?' for _ in acc.columns)})",
+                                     acc.rows)
+                rows += len(acc.rows)
+                acc.rows = []
+            if dropped:
+                problems.append(f"{path}: {dropped} more problem(s) not listed")
+            fr.problems = problems
+            fr.blocks = blocks
+            if not created or first is None or last is None:
+                raise _Abandon("no result rows found" if not problems else "")
+            fr.truncated = last.truncated
+            whole = ParseResult(format=first.format, tool=first.tool, version=first.version,
+                                blocks=blocks, truncated=last.truncated,
+                                truncated_at=last.truncated_at, meta=first.meta)
+            if acc.np_unknown:
+                problems.append(f"{path}: the file does not state the number of ranks for "
+                                f"{acc.np_unknown} rows (np stored as unknown; pass --np N)")
+            spec = _run_spec(whole, path, sha, problems, bps, line_rate)
+            spec["import"]["streamed"] = True
+            fid = store.add_fingerprint(fingerprint(whole, libs, sorted(nps)))
+            when = file_time(first.meta)
+            now = time.time()
+            ended = problems[-1] if last.truncated and problems else ""
+            store.set_run(run_id, "done", fingerprint_id=fid, spec_json=spec,
+                          started=when or now, finished=when or now,
+                          reason=f"truncated: {ended}" if last.truncated else None)
+            store.record_import(sha, str(path.resolve()), first.tool, first.version, run_id)
+    except _Abandon as exc:
+        if str(exc):
+            fr.problems.append(f"{path}: {exc}")
+        if "already exists" in str(exc):
+            fr.status, fr.run_id, fr.note = "skipped", run_id, f"run {run_id} already exists"
+        return fr
+    except TooLarge as exc:
+        fr.problems.append(f"{path}: {exc}; nothing of this file was written")
+        return fr
+    except (OSError, EOFError, zlib.error) as exc:
+        fr.problems.append(f"{path}: cannot read ({exc}); nothing of this file was written")
+        return fr
+    except (ValueError, sqlite3.IntegrityError) as exc:
+        fr.problems.append(f"{path}: not stored ({exc}); nothing of this file was written")
+        return fr
+    fr.status = "imported"
+    fr.run_id, fr.np = run_id, sorted(nps)
+    fr.rows = rows
+    fr.failed_rows = acc.failed_rows
+    fr.benchmarks = list(benchmarks)
     return fr
 
 

@@ -6,7 +6,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from mpibench.commands._common import Formatter, add_db, console, err_console, print_json
-from mpibench.importer import import_files
+from mpibench.importer import check_args, check_files, import_files
 from mpibench.store import Store
 
 EXAMPLES = """\
@@ -61,6 +61,8 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    check_args(args.label, args.line_rate, args.np)  # before the store is created
+    check_files(args.files)
     with Store(args.db, check=True) as store:
         report = import_files(store, args.files, label=args.label, line_rate=args.line_rate,
                               np=args.np)

@@ -97,8 +97,15 @@ def as_float(tok: str) -> float | None:
 def finite(rec: dict[str, Any]) -> bool:
     """After unit conversions (x1e6, x1000, x2^20/10^6) a huge but finite input can become
     infinite: such a row is not storable as a number."""
-    return all(v is None or math.isfinite(v) for k in ("mean", "bandwidth_mbps", "busbw_mbps",
-                                                        "msg_rate") for v in [rec.get(k)])
+    get, isfinite = rec.get, math.isfinite  # per row of a million-row import: no generator
+    for k in _FINITE_KEYS:
+        v = get(k)
+        if v is not None and not isfinite(v):
+            return False
+    return True
+
+
+_FINITE_KEYS = ("mean", "bandwidth_mbps", "busbw_mbps", "msg_rate")
 
 
 # -- physical bounds ---------------------------------------------------------------------

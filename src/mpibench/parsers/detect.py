@@ -11,12 +11,17 @@ from __future__ import annotations
 import gzip
 import re
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from mpibench.parsers import imb, nccl, netpipe, osu
 from mpibench.parsers.base import ParseResult, clip
 
 MAX_BYTES = 512 << 20        # a benchmark output is kilobytes; refuse to read a disk image
+# Formats parsed whole hold the text, its lines and every record at once (~40x the file):
+# past this size only OSU output, whose tables stand alone, is read (streamed) in segments.
+WHOLE_MAX = 16 << 20
+SEGMENT_BYTES = 1 << 20
+_HEAD_BYTES = 400_000
 
 PARSERS: dict[str, Callable[[str], ParseResult]] = {
     "imb": imb.parse_imb,
@@ -117,3 +122,112 @@ def parse_bytes(data: bytes) -> ParseResult:
     if compressed:
         res.meta["compressed"] = "gzip"
     return res
+
+
+class TooLarge(Exception):
+    """The content is past a cap (MAX_BYTES, or WHOLE_MAX for a format parsed whole)."""
+
+
+def _bounded(fh, limit: int) -> Iterator[bytes]:
+    """Lines of a binary stream, stopping with TooLarge past `limit` bytes (a file that
+    grows while read, or gzip content that inflates, is still bounded)."""
+    total = 0
+    for line in fh:
+        total += len(line)
+        if total > limit:
+            raise TooLarge(f"content larger than {limit >> 20} MiB; expected a benchmark "
+                           "output")
+        yield line
+
+
+def _clean(raw: bytes) -> str:
+    text = raw.decode("utf-8", errors="replace")
+    return re.sub(r"[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f]", "\ufffd", text)
+
+
+def _shift(res: ParseResult, offset: int) -> ParseResult:
+    """A segment's line numbers as the file's."""
+    if offset:
+        for p in res.problems:
+            if p.line is not None:
+                p.line += offset
+        if res.truncated_at is not None:
+            res.truncated_at += offset
+        for r in res.records:
+            extra = r.get("extra")
+            if extra and isinstance(extra.get("line"), int):
+                extra["line"] += offset
+    return res
+
+
+def parse_stream(fh, segment_bytes: int = SEGMENT_BYTES) -> Iterator[ParseResult]:
+    """Parse a binary stream (a file, or gzip.open of one) in bounded memory: yields one
+    ParseResult per segment, line numbers counted in the whole file. OSU output is cut
+    before a title line once a segment holds `segment_bytes` (each OSU table stands alone,
+    so the records equal a whole-file parse); the other formats are parsed whole and
+    refused (TooLarge) past WHOLE_MAX. The first result carries the file's format, tool,
+    version and meta. Raises TooLarge past MAX_BYTES."""
+    lines = _bounded(fh, MAX_BYTES)
+    head: list[bytes] = []
+    size = 0
+    for line in lines:
+        head.append(line)
+        size += len(line)
+        if size >= _HEAD_BYTES:
+            break
+    data = b"".join(head)
+    text, why = decode(data)
+    if text is None:
+        res = ParseResult()
+        res.problem(None, why or "not text")
+        yield res
+        return
+    fmt = detect(text)
+    if fmt != "osu":
+        try:
+            rest = b"".join(_bounded(iter(lines), WHOLE_MAX - len(data)))
+        except TooLarge:
+            raise TooLarge(f"{fmt or 'this'} output larger than {WHOLE_MAX >> 20} MiB: only "
+                           "OSU output is read in segments, other formats are parsed whole "
+                           "and this one would not fit in memory; split the file") from None
+        if rest:
+            text, _ = decode(data + rest)
+        yield parse_text(text or "")
+        return
+    first: ParseResult | None = None
+    chunk: list[bytes] = []
+    chunk_bytes = 0
+    start = 0  # lines before this segment
+
+    def flush() -> ParseResult:
+        res = _shift(osu.parse_osu(_clean(b"".join(chunk))), start)
+        if first is not None:
+            if res.version and first.version and res.version != first.version:
+                res.problem(start + 1, f"OSU version {res.version} differs from "
+                                       f"{first.version} above")
+            res.meta = {}
+        return res
+
+    titled = False  # the segment holds a title: text before the first one stays with it
+    for line in _chain(head, lines):
+        # a cut before a title; a table bigger than 8 MiB (no real OSU table is: its
+        # sizes are distinct) is cut anyway, its rest then reported as rows without a title
+        is_title = line.lstrip()[:1] == b"#" and osu.TITLE_RE.match(
+            line.strip().decode("utf-8", errors="replace")) is not None
+        if chunk_bytes >= segment_bytes and (chunk_bytes >= 8 * SEGMENT_BYTES or
+                                             (is_title and titled)):
+            res = flush()
+            first = first or res
+            yield res
+            start += len(chunk)
+            chunk, chunk_bytes, titled = [], 0, False
+        titled = titled or is_title
+        chunk.append(line)
+        chunk_bytes += len(line)
+    if chunk or first is None:
+        yield flush()
+
+
+def _chain(head: list[bytes], rest: Iterator[bytes]) -> Iterator[bytes]:
+    yield from head
+    yield from rest

@@ -167,6 +167,7 @@ class _Table:
         self.meta: dict[str, Any] = {}
         self.datatypes: list[str] = []     # OSU 7 -T prints one section per datatype
         self.records: list[dict[str, Any]] = []
+        self.constants: tuple[Any, int | None, dict[str, Any]] | None = None
 
 
 def parse_osu(text: str) -> ParseResult:
@@ -331,6 +332,29 @@ def parse_osu(text: str) -> ParseResult:
     return res
 
 
+def _table_constants(table: _Table) -> tuple[int | None, dict[str, Any]]:
+    """np and the extra keys every row of the table shares, from what the table said so far
+    (recomputed when its meta changes: a '# Datatype' line can come between sections)."""
+    key = tuple(table.meta.items())
+    cached = table.constants
+    if cached is not None and cached[0] == key:
+        return cached[1], cached[2]
+    np_ = 2 if table.name in _TWO_RANK or table.name.startswith(("osu_put", "osu_get",
+                                                                 "osu_acc", "osu_fop",
+                                                                 "osu_cas")) else None
+    pairs = table.meta.get("pairs")
+    if table.name == "osu_mbw_mr" and isinstance(pairs, int) and pairs > 0:
+        np_ = 2 * pairs
+    base: dict[str, Any] = {}
+    for k in ("datatype", "pairs", "window_size", "window_creation", "synchronization"):
+        if table.meta.get(k) is not None:
+            base[k] = table.meta[k]
+    if table.accel:
+        base["accelerator"] = table.accel
+    table.constants = (key, np_, base)
+    return np_, base
+
+
 def _row(table: _Table, tokens: list[str], lineno: int) -> dict[str, Any] | str | None:
     """The row's record; None if it is not a row of this table; a reason if its numbers
     cannot be right."""
@@ -359,20 +383,10 @@ def _row(table: _Table, tokens: list[str], lineno: int) -> dict[str, Any] | str 
     if vals.get("iterations", 1) < 1:
         return "Iterations must be at least 1"
     size = vals.get("size", 0)
-    np_ = 2 if table.name in _TWO_RANK or table.name.startswith(("osu_put", "osu_get",
-                                                                 "osu_acc", "osu_fop",
-                                                                 "osu_cas")) else None
-    pairs = table.meta.get("pairs")
-    if table.name == "osu_mbw_mr" and isinstance(pairs, int) and pairs > 0:
-        np_ = 2 * pairs
-    extra: dict[str, Any] = {"line": lineno}
+    np_, base = _table_constants(table)
+    extra: dict[str, Any] = {"line": lineno, **base}
     if "size" not in vals:
         extra["sizeless"] = True
-    for k in ("datatype", "pairs", "window_size", "window_creation", "synchronization"):
-        if table.meta.get(k) is not None:
-            extra[k] = table.meta[k]
-    if table.accel:
-        extra["accelerator"] = table.accel
     for k, v in vals.items():
         if k not in ("size", "latency", "bandwidth", "msg_rate", "pure_comm_us"):
             extra[k] = v
