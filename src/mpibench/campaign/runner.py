@@ -1029,6 +1029,10 @@ def app_records(cell: Cell, run_dir: Path, elapsed: float
     rows.append({**base, "metric": "wall_time", "unit": "s", "better": "lower",
                  "median": elapsed, "mean": elapsed, "min": elapsed, "max": elapsed,
                  "samples": [elapsed]})
+    if g.derived:
+        from mpibench.derived import derived_rows
+
+        rows += derived_rows(g.derived, rows, base)
     return rows, None
 
 

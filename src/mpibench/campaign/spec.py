@@ -32,7 +32,7 @@ VARIANT_KEYS = ("stack", "transport", "env", "mca", "launcher", "launcher_args",
                 "zip", "exclude")
 # How results are judged, not what is measured: stored with the campaign and its runs for
 # the reports (line-rate and cost tables), never part of a cell id.
-COST_KEYS = ("price_per_node_hour", "power_per_node_w")
+COST_KEYS = ("price_per_node_hour", "power_per_node_w", "price_per_kwh", "jobs_per_year")
 LINE_RATE_FORM = 'a link speed such as "100Gb/s", "25GbE" or "12.5GB/s"'
 
 SWEEP_KEYS = ("sweep", "zip", "exclude")  # per variant, not in [defaults]
@@ -43,7 +43,7 @@ CORE_GROUP_KEYS = ("benchmarks", "sizes", "options", "timeout", "variants", "rep
 PEER_GROUP_KEYS = ("suite", "benchmarks", "sizes", "binary", "source", "args", "timeout",
                    "variants", "repeats", "exclude", "env")
 APP_GROUP_KEYS = ("command", "params", "zip", "exclude", "setup", "inputs", "fom", "timeout",
-                  "variants", "repeats", "env", "prepare", "prepare_per")
+                  "variants", "repeats", "env", "prepare", "prepare_per", "derived")
 # placeholders a prepare command may use when prepared once per variant
 PREPARE_VARIANT_PLACEHOLDERS = ("variant", "stack", "np", "nodes", "ppn")
 SCHEDULER_KEYS = ("name", "partition", "queue", "account", "time_limit", "nodes",
@@ -92,6 +92,7 @@ class Group:
     # per value of the parameters named in prepare_per), before setup; never timed
     prepare: list[list[str]] = field(default_factory=list)
     prepare_per: list[str] = field(default_factory=list)
+    derived: list[Any] = field(default_factory=list)  # derived.Derived figures of merit
 
     def identity(self) -> dict[str, Any]:
         """What the cell id hashes: what is measured, and what makes this group's cells
@@ -100,6 +101,8 @@ class Group:
         ident = self.definition()
         ident.update(group=self.name, timeout=self.timeout,
                      foms=[f.to_dict() for f in self.foms])
+        if self.derived:  # only when used: existing ids stay
+            ident["derived"] = [d.to_dict() for d in self.derived]
         return ident
 
     def definition(self) -> dict[str, Any]:
@@ -120,6 +123,8 @@ class Group:
         d.update(name=self.name, params=self.params, zips=self.zips, exclude=self.exclude,
                  foms=[f.to_dict() for f in self.foms], timeout=self.timeout,
                  variants=self.variants, repeats=self.repeats)
+        if self.derived:
+            d["derived"] = [x.to_dict() for x in self.derived]
         return d
 
 
@@ -141,6 +146,8 @@ class CampaignSpec:
     raw: dict[str, Any] = field(default_factory=dict)
     price_per_node_hour: int | float | None = None
     power_per_node_w: int | float | None = None
+    price_per_kwh: int | float | None = None     # electricity, for the yearly projection
+    jobs_per_year: int | float | None = None     # the workload of the yearly projection
     # expanded variant name -> (line rate as written, bits per second)
     line_rates: dict[str, tuple[str, float]] = field(default_factory=dict)
     # set by `mpibench run` (campaign/adhoc.py): one invocation's launches are its own cells
@@ -162,6 +169,10 @@ class CampaignSpec:
                 **({"instance": self.instance} if self.instance else {}),
                 "price_per_node_hour": self.price_per_node_hour,
                 "power_per_node_w": self.power_per_node_w,
+                **({"price_per_kwh": self.price_per_kwh} if self.price_per_kwh is not None
+                   else {}),
+                **({"jobs_per_year": self.jobs_per_year} if self.jobs_per_year is not None
+                   else {}),
                 "variants": [{**v.to_dict(), **self.judging(v.name)} for v in self.variants],
                 "groups": [g.to_dict() for g in self.groups],
                 "scheduler": self.scheduler.__dict__}
@@ -842,7 +853,49 @@ def _group(c: _Ctx, key: str, name: str, gdef: Any, path: Path, variants: list[V
     g.exclude = _exclude(c, key, gdef.get("exclude", []), g.params,
                          group_variants(g, variants, vbase), vbase)
     g.foms = _foms(c, f"{key}.fom", gdef.get("fom", "wall_time"))
+    g.derived = _derived(c, f"{key}.derived", gdef.get("derived", []), g.foms)
     return g
+
+
+def _derived(c: _Ctx, key: str, value: Any, foms: list[Fom]) -> list[Any]:
+    """derived = [{ name, expr, unit, better }]: figures computed from the cell's own."""
+    from mpibench.derived import Derived, compile_expr, ident
+
+    if isinstance(value, dict):
+        value = [value]
+    if not isinstance(value, list):
+        c.fail(key, f"got {_show(value)}", "a list of tables {name, expr, unit, better}")
+    known = {"wall_time"} | {ident(f.name) for f in foms}
+    out = []
+    for i, d in enumerate(value):
+        dkey = f"{key}[{i}]"
+        d = c.table(d, dkey)
+        c.known(d, dkey, ("name", "expr", "unit", "better"))
+        for req in ("name", "expr", "unit", "better"):
+            if req not in d:
+                c.fail(f"{dkey}.{req}", "missing",
+                       {"name": '"jobs/day"', "expr": '"86400 / wall_time"',
+                        "unit": '"jobs/day"', "better": '"higher" or "lower"'}[req])
+        name = c.string(d["name"], f"{dkey}.name")
+        if ident(name) in known:
+            c.fail(f"{dkey}.name", f"{name!r} is already a metric of this group",
+                   "a new name")
+        expr = c.string(d["expr"], f"{dkey}.expr")
+        try:
+            tree = compile_expr(expr)
+        except ValueError as exc:
+            c.fail(f"{dkey}.expr", str(exc))
+        if d["better"] not in ("higher", "lower"):
+            c.fail(f"{dkey}.better", f"got {_show(d['better'])}", '"higher" or "lower"')
+        der = Derived(name, expr, c.string(d["unit"], f"{dkey}.unit"), d["better"], tree)
+        unknown = sorted(der.names() - known)
+        if unknown:
+            c.fail(f"{dkey}.expr", f"unknown metric {unknown[0]!r}",
+                   "one of " + ", ".join(sorted(known))
+                   + " (metric names as identifiers: ns/day -> ns_day)")
+        known.add(ident(name))
+        out.append(der)
+    return out
 
 
 def group_variants(g: Group, variants: list[Variant], vbase: dict[str, str]) -> list[Variant]:

@@ -114,6 +114,13 @@ def add_table_options(p: argparse.ArgumentParser) -> None:
                    help="price per node-hour (else campaign key price_per_node_hour)")
     g.add_argument("--power-per-node-w", type=_non_negative, metavar="WATTS",
                    help="power per node in W (else campaign key power_per_node_w)")
+    g.add_argument("--price-per-kwh", type=_non_negative, metavar="PRICE",
+                   help="electricity price per kWh, for the yearly projection (else campaign "
+                        "key price_per_kwh)")
+    g.add_argument("--jobs-per-year", type=_non_negative, metavar="N",
+                   help="a fixed workload of N jobs (runs of each cell) per year: the yearly "
+                        "projection of node-hours, cost, kWh and savings (else campaign key "
+                        "jobs_per_year)")
 
 
 def register(sub) -> None:
@@ -313,6 +320,14 @@ def run(args) -> int:
                                               price_per_node_hour=args.cost_per_node_hour,
                                               power_per_node_w=args.power_per_node_w,
                                               baseline=baseline, cells=cells)))
+        if args.jobs_per_year or _has_spec(store, groups, ("jobs_per_year",)):
+            from mpibench.report.projection import projection_table
+
+            tables.append(("projection", projection_table(
+                store, groups, jobs_per_year=args.jobs_per_year or None,
+                price_per_node_hour=args.cost_per_node_hour,
+                power_per_node_w=args.power_per_node_w, price_per_kwh=args.price_per_kwh,
+                baseline=baseline, cells=cells)))
         for key, t in tables:
             parts.append((key, render_table(t, fmt)))
     if fmt == "json":

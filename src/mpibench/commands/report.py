@@ -74,7 +74,10 @@ def run(args) -> int:
                              mean_std=args.mean_std,
                              grid=tuple(args.grid) if args.grid else None,
                              price_per_node_hour=args.cost_per_node_hour,
-                             power_per_node_w=args.power_per_node_w, alpha=args.alpha,
+                             power_per_node_w=args.power_per_node_w,
+                             price_per_kwh=getattr(args, "price_per_kwh", None),
+                             jobs_per_year=getattr(args, "jobs_per_year", None) or None,
+                             alpha=args.alpha,
                              plots=not args.no_plots, benchmarks=args.benchmark,
                              statistic=statistic)
         report = build_report(store, groups, opts, cells=cells)

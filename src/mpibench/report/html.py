@@ -74,6 +74,8 @@ class ReportOptions:
     grid: tuple[str, str] | None = None      # (row param, column param); auto when None
     price_per_node_hour: float | None = None
     power_per_node_w: float | None = None
+    price_per_kwh: float | None = None
+    jobs_per_year: float | None = None
     alpha: float = 0.05
     statistic: str = "median"        # each launch's statistic (median | mean)
     plots: bool = True
@@ -324,7 +326,15 @@ def build_report(store: Store, groups: Mapping[str, list[str]],
     ct = cost_table(store, groups, price_per_node_hour=opts.price_per_node_hour,
                     power_per_node_w=opts.power_per_node_w, baseline=baseline, cells=cells)
     if ct.rows:
-        sections.append(Section("cost", "Cost and energy", tables=[ct]))
+        from mpibench.report.projection import projection_table
+
+        pj = projection_table(store, groups, jobs_per_year=opts.jobs_per_year,
+                              price_per_node_hour=opts.price_per_node_hour,
+                              power_per_node_w=opts.power_per_node_w,
+                              price_per_kwh=opts.price_per_kwh, baseline=baseline,
+                              cells=cells)
+        sections.append(Section("cost", "Cost and energy",
+                                tables=[ct] + ([pj] if pj.rows else [])))
     return Report(title=opts.title, store_path=str(store.path), groups=_group_info(store, groups),
                   baseline=baseline, comparison=cmp, sections=sections, verdicts=verdicts,
                   generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"), warnings=warnings,
