@@ -244,7 +244,8 @@ def test_diff_size_buckets_shift():
 
 
 # ---- store, report, CLI, pandas ----------------------------------------------------------------
-def _store_profiles(db: Path, labels_docs: list[tuple[str, dict]]) -> list[str]:
+def _store_profiles(db: Path, labels_docs: list[tuple[str, dict]],
+                    argv: tuple[str, ...] = ("mpirun", "-np", "2", "x")) -> list[str]:
     from mpibench.runner import CommandResult
     from mpibench.stacks import Stack
     from mpibench.store import Store
@@ -254,7 +255,7 @@ def _store_profiles(db: Path, labels_docs: list[tuple[str, dict]]) -> list[str]:
     ids = []
     with Store(db) as store:
         for label, doc in labels_docs:
-            run = profiling.ProfileRun(stack, ["mpirun", "-np", "2", "x"], ["mpirun"],
+            run = profiling.ProfileRun(stack, list(argv), ["mpirun"],
                                        db.parent, Path("lib.so"), ok, doc)
             ids.append(profiling.store_profile(store, run, label=label))
     return ids
@@ -308,8 +309,10 @@ def test_cli_compare_show_csv_json(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "MPI functions: b vs a" in out and "Messages by size: b vs a" in out
     assert "(3+3)" in out
+    assert "fingerprints" not in out         # launches of a label run alike
     assert main(["profile", "--db", str(db), "--compare", "a", "b", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
+    assert d["notes"] == []
     send = next(r for r in d["functions"] if r["function"] == "MPI_Send")
     assert send["time_s"]["significant"] and d["launches"]["A"] and d["np"] == {"A": 2, "B": 2}
     assert main(["profile", "--db", str(db), "--compare", "a", "b", "--csv", "sizes"]) == 0
@@ -326,6 +329,12 @@ def test_cli_compare_show_csv_json(tmp_path, capsys):
     assert doc["size_buckets"]["edges"] == "log2" and doc["functions"]
     assert main(["profile", "--db", str(db), "--show", "a", "--buckets", "log2"]) == 0
     assert "Messages by size" in capsys.readouterr().out
+    # launches of one label that were not run alike: said, not hidden
+    rng = np.random.default_rng(4)
+    _store_profiles(db, [("a", launches(1, 1.0, rng)[0].doc)], argv=("mpirun", "./other"))
+    assert main(["profile", "--db", str(db), "--compare", "a", "b"]) == 0
+    assert "A (a): 4 launches with 2 fingerprints, differing in launcher_argv" in \
+        capsys.readouterr().out.replace("\n", " ")
     for bad, msg in ((["--show", "a", "--buckets", "100"], "power of two"),
                      (["--show", "a", "--json", "--csv", "sizes"], "give one"),
                      (["--show", "a", "--campaign", "x"], "only with --compare"),

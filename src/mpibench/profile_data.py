@@ -260,15 +260,18 @@ class ProfileLaunch:
     np: int
     status: str
     doc: dict[str, Any]
+    fingerprint_id: str | None = None
 
 
 def _launch(row) -> ProfileLaunch:
     doc = json.loads(row["json"])
     return ProfileLaunch(row["run_id"], row["variant"], row["label"], row["campaign"],
-                         int(doc.get("ranks") or 0), row["status"], doc)
+                         int(doc.get("ranks") or 0), row["status"], doc,
+                         row["fingerprint_id"])
 
 
-_LAUNCH_Q = ("SELECT p.run_id, p.json, r.variant, r.label, r.status, c.name AS campaign "
+_LAUNCH_Q = ("SELECT p.run_id, p.json, r.variant, r.label, r.status, r.fingerprint_id, "
+             "c.name AS campaign "
              "FROM profiles p JOIN runs r ON r.id = p.run_id "
              "JOIN campaigns c ON c.id = r.campaign_id ")
 
@@ -314,6 +317,21 @@ def load_launches(store, name: str, *, campaign: str | None = None,
         raise UsageError(f"{name!r}: its profiles ran at np {', '.join(map(str, nps))}; a diff "
                          f"compares one np: name one variant ({', '.join(names[:6])}) or run id")
     return launches
+
+
+def fingerprint_note(store, launches: Sequence[ProfileLaunch], side: str) -> str | None:
+    """A line saying which fingerprint fields differ between one side's launches (None when
+    they share one). The generic comparison pools only launches with one fingerprint; a diff
+    takes the launches a name stands for, so it says when they were not run alike (often
+    only the command line differs, e.g. an output file name)."""
+    fps = [store.fingerprint(x.fingerprint_id) or {} for x in launches]
+    if len({x.fingerprint_id for x in launches}) <= 1:
+        return None
+    keys = sorted({k for f in fps for k in f if any(g.get(k) != f.get(k) for g in fps)})
+    n = len({x.fingerprint_id for x in launches})
+    return (f"{side}: {len(launches)} launches with {n} fingerprints, differing in "
+            f"{', '.join(keys) or 'nothing recorded'}; they are compared as launches of one "
+            "variant")
 
 
 def launch_values(launches: Sequence[ProfileLaunch], edges: tuple[int, ...] | None
@@ -366,7 +384,7 @@ def _test(a: Sequence[float], b: Sequence[float], alpha: float) -> dict[str, Any
 
 def diff_launches(a: Sequence[ProfileLaunch], b: Sequence[ProfileLaunch], *,
                   edges: tuple[int, ...] | None = COARSE_EDGES, alpha: float = 0.05,
-                  top: int | None = None) -> dict[str, Any]:
+                  top: int | None = None, notes: Sequence[str] = ()) -> dict[str, Any]:
     """The profile diff of B against A (A the baseline), per function and per size bucket.
 
     Per launch the statistics are totals over its ranks (time in a function, its calls,
@@ -433,7 +451,8 @@ def diff_launches(a: Sequence[ProfileLaunch], b: Sequence[ProfileLaunch], *,
             "launches": {"A": [x.run_id for x in a], "B": [x.run_id for x in b]},
             "bytes_exact": va["bytes_exact"] and vb["bytes_exact"],
             "edges": list(edges) if edges is not None else "log2",
-            "totals": total_rows, "functions": fn_rows, "buckets": bucket_rows}
+            "totals": total_rows, "functions": fn_rows, "buckets": bucket_rows,
+            "notes": [n for n in notes if n]}
 
 
 def _fmt_side(s: Mapping[str, Any], fmt) -> str:
@@ -494,7 +513,8 @@ def diff_tables(d: Mapping[str, Any], name_a: str, name_b: str) -> list[Any]:
                      "n_b": r["n_b"]})
     tables.append(Table(title=f"MPI totals per launch: {name_b} vs {name_a} ({n})",
                         header=["", name_a, name_b, "B/A [95% CI]", "p"], rows=rows,
-                        records=recs, kind="profile-diff-totals"))
+                        records=recs, kind="profile-diff-totals",
+                        notes=list(d.get("notes") or [])))
     rows, recs = [], []
     for r in d["functions"]:
         t, c = r["time_s"], r["calls"]
@@ -662,7 +682,9 @@ def report_tables(store, groups: Mapping[str, Iterable[str]], *, top: int = 10,
         by_np.setdefault(k[1], []).append(k)
     pairs = [(ks[0], k) for ks in by_np.values() for k in ks[1:]]
     for base, k in pairs[:MAX_REPORT_DIFFS]:
-        d = diff_launches(cols[base], cols[k], edges=edges, top=top)
+        notes = [fingerprint_note(store, cols[base], f"{base[0]} np={base[1]}"),
+                 fingerprint_note(store, cols[k], f"{k[0]} np={k[1]}")]
+        d = diff_launches(cols[base], cols[k], edges=edges, top=top, notes=notes)
         tables += diff_tables(d, f"{base[0]} np={base[1]}", f"{k[0]} np={k[1]}")
     if len(pairs) > MAX_REPORT_DIFFS:
         tables[-1].notes.append(

@@ -127,7 +127,9 @@ def run(args) -> int:
                 raise UsageError(f"--compare {a} {b}: {a} ran at np {la[0].np}, {b} at np "
                                  f"{lb[0].np}; a diff compares launches at one np (compare "
                                  "across np with `mpibench compare` or `report --scaling`)")
-            diff = profile_data.diff_launches(la, lb, edges=edges, top=args.top)
+            notes = [profile_data.fingerprint_note(store, la, f"A ({a})"),
+                     profile_data.fingerprint_note(store, lb, f"B ({b})")]
+            diff = profile_data.diff_launches(la, lb, edges=edges, top=args.top, notes=notes)
             if args.json:
                 print_json(diff)
             elif args.csv:
