@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+
 import pytest
 
 from mpibench.build import build_component
@@ -55,3 +58,21 @@ def test_compiler_errors_are_shown(src_root, openmpi, tmp_path):
     assert "undeclared_thing" in info.value.log and "error" in info.value.log
     # nothing half-built is left where a later call would take it for a good build
     assert not list((tmp_path / "cache" / "build").glob("core-openmpi-*/mpibench-core"))
+
+
+def test_cache_key_of_a_bare_wrapper_name_does_not_depend_on_the_directory(tmp_path,
+                                                                            monkeypatch):
+    """A stack whose wrapper is a bare name ('mpicc') once got one cache key per working
+    directory (realpath of the name), so every directory rebuilt the core."""
+    from mpibench.stacks import Stack, wrapper_key
+
+    s = Stack(name="x", mpicc="mpicc-does-not-exist", library_version="v", kind="mpich")
+    keys = set()
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir()
+        monkeypatch.chdir(tmp_path / d)
+        keys.add(s.identity())
+    assert len(keys) == 1
+    # a bare name found on PATH is the program it runs, wherever mpibench is started
+    assert wrapper_key("sh") == os.path.realpath(shutil.which("sh"))
+    assert wrapper_key("sh", ["openmpi/4"]) == "sh"  # a module provides it: not looked up

@@ -113,7 +113,8 @@ class Stack:
     def identity(self) -> str:
         """Stable key for build caches: wrapper path, what the library says it is, and the
         environment and modules it is compiled and run with."""
-        blob = json.dumps([os.path.realpath(self.mpicc), self.library_version, self.kind,
+        blob = json.dumps([wrapper_key(self.mpicc, self.modules), self.library_version,
+                           self.kind,
                            sorted(self.env.items()), list(self.modules)])
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
@@ -125,6 +126,20 @@ class Stack:
         d = asdict(self)
         d["large_count"] = self.large_count
         return d
+
+
+def wrapper_key(mpicc: str, modules: Sequence[str] = ()) -> str:
+    """The wrapper as a build-cache key. A bare name ('mpicc', a module's wrapper) is not a
+    path: realpath made it one under the current directory, so every working directory got
+    its own key and rebuilt the core. It is looked up on PATH (unless modules provide it:
+    then the name and the modules are the key)."""
+    if os.sep in mpicc:
+        return os.path.realpath(mpicc)
+    if not modules:
+        found = shutil.which(mpicc)
+        if found:
+            return os.path.realpath(found)
+    return mpicc
 
 
 def cache_dir() -> Path:
