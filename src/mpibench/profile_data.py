@@ -503,7 +503,7 @@ def diff_tables(d: Mapping[str, Any], name_a: str, name_b: str) -> list[Any]:
     tables = []
     rows, recs = [], []
     for r in d["totals"]:
-        fmt = (lambda v: f"{100 * v:.1f}%") if "%" in r["what"] else \
+        fmt = _pct if "%" in r["what"] else \
               (lambda v: f"{v:.4g}") if "time" in r["what"] else _num
         ratio, verdict = _fmt_ratio(r, alpha)
         rows.append([r["what"], _fmt_side(r["a"], fmt), _fmt_side(r["b"], fmt), ratio, verdict])
@@ -560,9 +560,15 @@ def diff_tables(d: Mapping[str, Any], name_a: str, name_b: str) -> list[Any]:
                "p on the logs of the launch statistics, Holm across the rows of a table; "
                "cannot tell = fewer than 2 launches on a side; shares are means over launches, "
                "Δ in percentage points.")
-    for t in tables:
-        t.caption = caption
+    tables[0].caption = caption
+    for t in tables[1:]:
+        t.caption = "as in the totals table above"
     return tables
+
+
+def _pct(v: float) -> str:
+    """A share as % with 3 significant digits (0.00796%, 39.0%)."""
+    return f"{100 * v:.3g}%"
 
 
 def render_diff(d: Mapping[str, Any], name_a: str, name_b: str, console=None) -> None:
@@ -627,7 +633,7 @@ def report_tables(store, groups: Mapping[str, Iterable[str]], *, top: int = 10,
                 calls.setdefault(name, {}).setdefault(k, 0.0)
                 calls[name][k] += f["calls"] / len(ls_)
     best = sorted(share, key=lambda n: -max(share[n].values()))[:top]
-    rows = [["MPI % of wall time", *(f"{100 * mpi_frac[k]:.1f}" for k in order)]]
+    rows = [["MPI % of wall time", *(_pct(mpi_frac[k]) for k in order)]]
     recs = [{"function": "MPI % of wall time",
              **{nm: mpi_frac[k] for nm, k in zip(names, order, strict=True)}}]
     for name in best:
