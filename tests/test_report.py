@@ -486,3 +486,21 @@ def test_line_rate_above_100_percent_is_flagged(core):
     ok = line_rate_table(store, groups, "1000Gb/s")
     assert not any(r["above_line_rate"] for r in ok.records)
     assert not any("above 100%" in n for n in ok.notes)
+
+
+def test_compare_gain_table_at_a_size_names_benchmarks_the_size_filter_removed(tmp_path,
+                                                                                 capsys):
+    # `compare --size 1M` filters the cells first: Barrier (size 0 only) must still be said
+    store, groups = build_two_stack_store(tmp_path / "f.db", n=10, repeats=2)
+    rng = np.random.default_rng(6)
+    cid = store.add_campaign("barrier")
+    for g in ("base", "fast"):
+        add_variant_runs(store, cid, g, repeats=2, grp="bar", make=lambda rep: [
+            core_record("Barrier", 0, rng.normal(2.0, .01, 10))])
+    store.close()
+    capsys.readouterr()
+    assert cli_main(["compare", "--db", str(tmp_path / "f.db"), "--variant", "base",
+                     "--variant", "fast", "--gain-table", "--size", "1M",
+                     "--format", "json"]) in (0, 1)
+    notes = json.loads(capsys.readouterr().out)["gain_table"]["notes"]
+    assert any(n.startswith("Barrier: not measured at 1M bytes (its sizes: 0)") for n in notes)

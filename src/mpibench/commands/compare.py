@@ -288,7 +288,8 @@ def run(args) -> int:
             if sizes and len(sizes) > 1:
                 raise UsageError("--gain-table takes one --size (the gain table shows one size "
                                  "per benchmark)")
-            tables.append(("gain_table", gain_table(cmp, size=sizes[0] if sizes else None)))
+            tables.append(("gain_table", gain_table(cmp, size=sizes[0] if sizes else None,
+                                                    measured=curve_cells)))
         if args.line_rate is not None or _has_spec(store, groups,
                                                    ("line_rate_bps", "line_rate")):
             # the peak and the half-peak size are properties of the whole bandwidth curve:

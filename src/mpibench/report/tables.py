@@ -59,12 +59,15 @@ def render_table(t: Table, fmt: str = "terminal") -> str:
 # ---------------------------------------------------------------------------------------
 # Gain table
 
-def gain_table(cmp: Comparison, size: int | None = None) -> Table:
+def gain_table(cmp: Comparison, size: int | None = None,
+               measured: Mapping[tuple, Any] | None = None) -> Table:
     """One row per benchmark (and np, and other cell parameters when they vary): each side's
     time (and MB/s where it applies) at `size` and the gain against the baseline.
 
     Default size: the largest size at which every set that ran the benchmark has an ok
-    result (a set that never ran it shows '-', it does not veto the others)."""
+    result (a set that never ran it shows '-', it does not veto the others).
+    `measured`: the cells before a --size filter (load_cells keys), so a benchmark the
+    filter removed entirely (Barrier has size 0 only) still gets its note."""
     by_bench: dict[tuple, list] = defaultdict(list)
     for r in cmp.rows:
         # profile:sizes rows count messages per size bin: not a time at a message size
@@ -113,10 +116,10 @@ def gain_table(cmp: Comparison, size: int | None = None) -> Table:
         if pick is None:
             if size is not None:
                 # said, not silently dropped: a Barrier has no 4 MiB row
-                measured = sorted({r.size for r in rows})
+                have = sorted({r.size for r in rows})
                 missing.append(f"{where}: not measured at {fmt_size(size)} bytes (its sizes: "
-                               + ", ".join(fmt_size(s) for s in measured[:8])
-                               + (" ..." if len(measured) > 8 else "") + ")")
+                               + ", ".join(fmt_size(s) for s in have[:8])
+                               + (" ..." if len(have) > 8 else "") + ")")
                 continue
             t.rows.append(lead + ["-"] + ["-"] * (2 * len(cmp.groups) + len(cands)))
             t.notes.append(f"{where}: no size with an ok result in the baseline and every "
@@ -154,6 +157,17 @@ def gain_table(cmp: Comparison, size: int | None = None) -> Table:
             rec[f"p_holm_{cand}"] = d.p_adj
         t.rows.append(line)
         t.records.append(rec)
+    if size is not None and measured is not None:
+        seen = {k[0] for k in by_bench}
+        gone: dict[str, set[int]] = defaultdict(set)
+        for k in measured:
+            if k[1] is not None and k[0] not in seen and k[0] != "profile:sizes":
+                gone[k[0]].add(k[1])
+        for bench in sorted(gone, key=bench_sort_key):
+            sizes_ = sorted(gone[bench])
+            missing.append(f"{bench}: not measured at {fmt_size(size)} bytes (its sizes: "
+                           + ", ".join(fmt_size(s) for s in sizes_[:8])
+                           + (" ..." if len(sizes_) > 8 else "") + ")")
     if size is not None and not t.rows:
         t.notes.append(f"no benchmark has results at {fmt_size(size)} bytes")
     else:
