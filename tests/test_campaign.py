@@ -648,3 +648,41 @@ def test_runs_stored_under_earlier_ids_are_renamed_not_rerun(tmp_path):
         firsts = {new for new in legacy_ids(spec)}
         assert {i for i, s in ids.items() if s == "done"} == firsts
         assert {r["run_id"] for r in store.results()} == firsts
+
+
+@pytest.mark.parametrize("where", ["campaign", "group", "time_limit", "poll_interval",
+                                   "poll_max_interval"])
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "-1", "0", "1e30"])
+def test_durations_must_be_finite_and_positive(tmp_path, where, value):
+    body = {
+        "campaign": BASE.replace('name = "t"', f'name = "t"\ntimeout = {value}'),
+        "group": BASE.replace('sizes = "0,64"', f'sizes = "0,64"\ntimeout = {value}'),
+    }.get(where) or BASE + f'[scheduler]\nname = "slurm"\n{where} = {value}\n'
+    with pytest.raises(UsageError, match=r"(a number > 0|seconds)"):
+        spec_of(tmp_path, body)
+
+
+def test_cell_count_is_capped_with_an_override(tmp_path):
+    huge = BASE.replace("repeats = 3", "repeats = 100000000")
+    with pytest.raises(UsageError, match=r"200,000,000 cells.*max_cells"):
+        spec_of(tmp_path, huge)
+    few = BASE.replace("repeats = 3", "repeats = 3\nmax_cells = 5")
+    with pytest.raises(UsageError, match="more than the cap of 5"):
+        spec_of(tmp_path, few)
+    spec = spec_of(tmp_path, BASE.replace("repeats = 3", "repeats = 3\nmax_cells = 6"))
+    assert len(expand(spec)) == 6
+
+
+def test_cli_dry_run_of_a_huge_campaign_is_refused_quickly(tmp_path, capsys):
+    from mpibench.cli import main as cli_main
+
+    path = write(tmp_path, BASE.replace("repeats = 3", "repeats = 100000000"))
+    assert cli_main(["campaign", "run", str(path), "--dry-run"]) == 2
+    assert "max_cells" in capsys.readouterr().err
+
+
+def test_campaign_name_length_and_control_characters(tmp_path):
+    with pytest.raises(UsageError, match="at most 200 characters"):
+        spec_of(tmp_path, BASE.replace('name = "t"', f'name = "{"x" * 5000}"'))
+    with pytest.raises(UsageError, match="printable name"):
+        spec_of(tmp_path, BASE.replace('name = "t"', 'name = "a\\u001b[31mb"'))

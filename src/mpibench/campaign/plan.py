@@ -18,7 +18,13 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from mpibench.campaign.spec import CampaignSpec, Group, grid, group_variants
+from mpibench.campaign.spec import (
+    CampaignSpec,
+    Group,
+    check_cell_count,
+    grid,
+    group_variants,
+)
 from mpibench.errors import UsageError
 from mpibench.execute import Variant
 
@@ -73,6 +79,7 @@ def expand(spec: CampaignSpec, seed: int | None = None, *, legacy: bool = False
     """All cells in run order, seq = position. seed overrides spec.seed for random order.
     legacy=True gives the ids mpibench gave before they included the group's name, timeout
     and figures of merit (see legacy_ids); such ids may collide."""
+    check_cell_count(spec)  # before building a plan that would not fit in memory
     blocks: list[tuple[int, list[tuple[Variant, Group, dict[str, Any], Any]]]] = []
     prefix = _canon(spec.name) + b"\0"
     if spec.instance:  # an ad-hoc run's invocation (campaign/adhoc.py); files have none

@@ -32,6 +32,12 @@ VARIANT_KEYS = ("stack", "transport", "env", "mca", "launcher", "launcher_args",
                 "zip", "exclude")
 # How results are judged, not what is measured: stored with the campaign and its runs for
 # the reports (line-rate and cost tables), never part of a cell id.
+MAX_SECONDS = 366 * 86400  # timeouts, time limits, poll intervals: finite, at most a year
+# A plan is held in memory and stored row by row: past this many cells (before exclusions) a
+# file is refused unless [campaign] max_cells raises the cap (repeats = 100000000 made a
+# dry run that never ended).
+MAX_CELLS = 1_000_000
+MAX_NAME = 200  # a campaign name is part of file names (the lock) and ids
 COST_KEYS = ("price_per_node_hour", "power_per_node_w", "price_per_kwh", "jobs_per_year")
 LINE_RATE_FORM = 'a link speed such as "100Gb/s", "25GbE" or "12.5GB/s"'
 
@@ -154,6 +160,7 @@ class CampaignSpec:
     instance: str = ""
     # repeats = "auto" (campaign/auto_repeats.py): repeats is then its maximum
     auto: Any = None
+    max_cells: int = MAX_CELLS  # refused above this (check_cell_count)
 
     @property
     def directory(self) -> Path:
@@ -221,8 +228,11 @@ class _Ctx:
         return value
 
     def number(self, value: Any, key: str) -> float:
-        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-            self.fail(key, f"got {_show(value)}", "a number > 0")
+        # TOML has nan and inf: a timeout of nan or inf crashed after the launch began
+        if isinstance(value, bool) or not isinstance(value, int | float) or \
+                not 0 < value < MAX_SECONDS:
+            self.fail(key, f"got {_show(value)}", "a number > 0, finite (seconds: at most "
+                      "one year)")
         return float(value)
 
     def non_negative(self, value: Any, key: str) -> int | float:
@@ -303,12 +313,16 @@ def parse(data: dict[str, Any], path: Path) -> CampaignSpec:
     c.known(data, "", ("campaign", "defaults", "variants", "benchmarks", "scheduler"))
     camp = c.table(data.get("campaign", {}), "campaign")
     c.known(camp, "campaign", ("name", "format", "description", "repeats", "order", "seed",
-                               "timeout", "verify_transport") + COST_KEYS)
+                               "timeout", "verify_transport", "max_cells") + COST_KEYS)
     fmt = camp.get("format", FORMAT_VERSION)
     if fmt != FORMAT_VERSION:
         c.fail("campaign.format", f"got {_show(fmt)}",
                f"{FORMAT_VERSION} (the only format this mpibench reads)")
     name = c.string(camp.get("name", path.stem), "campaign.name")
+    if len(name) > MAX_NAME or not name.isprintable():
+        c.fail("campaign.name", f"{len(name)} characters" if len(name) > MAX_NAME else
+               f"got {_show(name)}", f"a printable name of at most {MAX_NAME} characters")
+    max_cells = c.integer(camp.get("max_cells", MAX_CELLS), "campaign.max_cells")
     auto = None
     if isinstance(camp.get("repeats"), str | dict):
         from mpibench.campaign.auto_repeats import parse as parse_auto
@@ -373,12 +387,40 @@ def parse(data: dict[str, Any], path: Path) -> CampaignSpec:
                    f"(also by {seen[grp.name]})", "unique group names")
         seen[grp.name] = grp.name
     scheduler = _scheduler(c, c.table(data.get("scheduler", {}), "scheduler"))
-    return CampaignSpec(path=path.resolve(), name=name, repeats=repeats, auto=auto,
+    spec = CampaignSpec(path=path.resolve(), name=name, repeats=repeats, auto=auto,
                         order=order, seed=seed,
                         timeout=timeout, verify_transport=verify, variants=variants,
                         variant_keys=vkeys, variant_base=vbase, groups=groups,
                         scheduler=scheduler, description=description, raw=data,
-                        line_rates=line_rates, **cost)
+                        line_rates=line_rates, max_cells=max_cells, **cost)
+    check_cell_count(spec)
+    return spec
+
+
+def cell_bound(spec: CampaignSpec) -> int:
+    """Cells the plan has at most (before exclusions), computed without expanding it."""
+    total = 0
+    for g in spec.groups:
+        zipped = {m for members in g.zips.values() for m in members}
+        points = 1
+        for members in g.zips.values():
+            points *= len(g.params[members[0]])
+        for name, values in g.params.items():
+            if name not in zipped:
+                points *= len(values)
+        total += points * len(group_variants(g, spec.variants, spec.variant_base)) * \
+            (g.repeats or spec.repeats)
+    return total
+
+
+def check_cell_count(spec: CampaignSpec) -> None:
+    n = cell_bound(spec)
+    if n > spec.max_cells:
+        where = f"{spec.path}: " if spec.instance == "" else ""
+        raise UsageError(f"{where}the plan has {n:,} cells (variants x groups x parameter "
+                         f"points x repeats), more than the cap of {spec.max_cells:,}; "
+                         "expected fewer repeats or values, or raise the cap with "
+                         "max_cells = N in [campaign] (docs/campaigns.md)")
 
 
 def _with_defaults(defaults: dict[str, Any], vdef: dict[str, Any]) -> dict[str, Any]:
@@ -1036,14 +1078,15 @@ def _scheduler(c: _Ctx, t: dict[str, Any]) -> SchedulerSettings:
 
 def _duration(c: _Ctx, value: Any, key: str) -> float:
     """Seconds as a number, or "HH:MM:SS" / "MM:SS" / "D-HH:MM:SS" as schedulers write it."""
-    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+    if isinstance(value, int | float) and not isinstance(value, bool) and \
+            0 < value < MAX_SECONDS:
         return float(value)
     if isinstance(value, str):
         m = re.match(r"^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+)$", value.strip())
         if m:
             d, h, mi, s = (int(x) if x else 0 for x in m.groups())
             total = ((d * 24 + h) * 60 + mi) * 60 + s
-            if total > 0:
+            if 0 < total < MAX_SECONDS:
                 return float(total)
     c.fail(key, f"got {_show(value)}", 'seconds (a number > 0) or "HH:MM:SS"')
     raise AssertionError  # unreachable

@@ -188,6 +188,9 @@ def run(args) -> int:
     opts = core_options_from_args(args)  # before stack discovery, builds or the store
     variants = variants_from_args(args)
     check_run_outputs(args)
+    lt = getattr(args, "launch_timeout", None)
+    if lt is not None and not 0 < lt < 366 * 86400:  # nan, inf, 0, negative
+        raise UsageError(f"--launch-timeout {lt!r}: expected a finite number of seconds > 0")
     groups, store_path = run_variants(
         args, variants, benchmarks, args.sizes, n_sizes=len(sizes),
         name=args.name or time.strftime("run-%Y%m%d-%H%M%S"), opts=opts)
