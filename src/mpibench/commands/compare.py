@@ -223,16 +223,8 @@ def run(args) -> int:
         transport_lines,
     )
     from mpibench.report.data import load_cells
-    from mpibench.report.tables import (
-        cost_table,
-        first_call_table,
-        gain_table,
-        grid_tables,
-        grids,
-        line_rate_table,
-        render_table,
-        scaling_table,
-    )
+    from mpibench.report.sections import Context, Options, compare_tables
+    from mpibench.report.tables import render_table
 
     fmt = args.format
     sizes = parse_sizes_arg(args.size)
@@ -276,59 +268,20 @@ def run(args) -> int:
             warning_lines = transport_lines(store, groups)
             if warning_lines:
                 parts.append(("warnings", _warnings_text(warning_lines, fmt)))
-        tables = []
-        if detect is not None:
-            if cmp is None:
-                raise UsageError("--detect needs two or more result sets")
-            from mpibench.report.tables import plan_table
-            tables.append(("plan", plan_table(cmp, detect)))
-        if args.gain_table:
-            if cmp is None:
-                raise UsageError("--gain-table needs two or more result sets")
-            if sizes and len(sizes) > 1:
-                raise UsageError("--gain-table takes one --size (the gain table shows one size "
-                                 "per benchmark)")
-            tables.append(("gain_table", gain_table(cmp, size=sizes[0] if sizes else None,
-                                                    measured=curve_cells)))
-        if args.line_rate is not None or _has_spec(store, groups,
-                                                   ("line_rate_bps", "line_rate")):
-            # the peak and the half-peak size are properties of the whole bandwidth curve:
-            # --size picks the rows of the other tables, not the sizes searched here
-            lr = line_rate_table(store, groups, args.line_rate, cells=curve_cells,
-                                 warnings=warning_lines)
-            if args.line_rate is not None or any(r.get("line_rate_bps") for r in lr.records):
-                tables.append(("line_rate", lr))
-        if args.first_call or args.mean_std:
-            tables.append(("first_call", first_call_table(store, groups, mean_std=args.mean_std,
-                                                          cells=cells)))
-        if args.grid:
-            gl = grids(store, groups, args.grid[0], args.grid[1], baseline=baseline,
-                       metric=args.metric, alpha=args.alpha, cells=cells,
-                       statistic=statistic)
-            if not gl:
-                raise UsageError(f"--grid {args.grid[0]} {args.grid[1]}: no cells vary both "
-                                 "parameters in the selection")
-            for i, grid in enumerate(gl):
-                for j, t in enumerate(grid_tables(grid)):
-                    tables.append((f"grid_{i}_{j}", t))
-        if args.scaling:
-            tables.append(("scaling", scaling_table(store, groups, by=args.scaling_by,
-                                                    metric=args.metric, cells=cells,
-                                                    include_sizes=None)))
-        if args.cost_per_node_hour is not None or args.power_per_node_w is not None \
-                or _has_spec(store, groups, ("price_per_node_hour", "power_per_node_w")):
-            tables.append(("cost", cost_table(store, groups,
-                                              price_per_node_hour=args.cost_per_node_hour,
-                                              power_per_node_w=args.power_per_node_w,
-                                              baseline=baseline, cells=cells)))
-        if args.jobs_per_year or _has_spec(store, groups, ("jobs_per_year",)):
-            from mpibench.report.projection import projection_table
-
-            tables.append(("projection", projection_table(
-                store, groups, jobs_per_year=args.jobs_per_year or None,
-                price_per_node_hour=args.cost_per_node_hour,
-                power_per_node_w=args.power_per_node_w, price_per_kwh=args.price_per_kwh,
-                baseline=baseline, cells=cells)))
+        ctx = Context(store=store, groups=groups, baseline=baseline, cells=cells,
+                      curve_cells=curve_cells, cmp=cmp, warnings=warning_lines,
+                      alpha=args.alpha, statistic=statistic, opts=Options(
+                          size=sizes[0] if sizes else None, line_rate=args.line_rate,
+                          mean_std=args.mean_std,
+                          grid=tuple(args.grid) if args.grid else None, metric=args.metric,
+                          scaling_by=args.scaling_by,
+                          price_per_node_hour=args.cost_per_node_hour,
+                          power_per_node_w=args.power_per_node_w, detect=detect,
+                          gain_table=args.gain_table, first_call=args.first_call,
+                          scaling=args.scaling, multi_sizes=bool(sizes and len(sizes) > 1),
+                          price_per_kwh=args.price_per_kwh,
+                          jobs_per_year=args.jobs_per_year or None))
+        tables = compare_tables(ctx)
         for key, t in tables:
             parts.append((key, render_table(t, fmt)))
     if fmt == "json":
@@ -365,12 +318,3 @@ def _warnings_text(lines: list[str], fmt: str) -> str:
         from mpibench.report.compare import md_escape
         return "\n".join(f"> **{md_escape(x)}**  " for x in lines)
     return "\n".join(lines)
-
-
-def _has_spec(store: Store, groups, keys: tuple[str, ...]) -> bool:
-    """Whether any selected run's spec (or its campaign's) sets one of `keys`: a stored line
-    rate turns the line-rate table on, a campaign file's price_per_node_hour /
-    power_per_node_w the cost table."""
-    from mpibench.report.tables import _spec_value
-    ids = [r for ids in groups.values() for r in ids]
-    return _spec_value(store, ids, keys) is not None

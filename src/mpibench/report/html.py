@@ -39,16 +39,12 @@ from mpibench.report.data import (
     load_cells,
     tool_statistic,
 )
+from mpibench.report.sections import Context, Options, report_sections
 from mpibench.report.tables import (
     Table,
-    cost_table,
-    first_call_table,
-    gain_table,
     grid_tables,
     grids,
-    line_rate_table,
     render_table,
-    scaling_table,
 )
 from mpibench.store import Store
 from mpibench.store.report_queries import set_runs_info
@@ -202,6 +198,7 @@ def build_report(store: Store, groups: Mapping[str, list[str]],
         wanted = {b.lower() for b in opts.benchmarks}
         cells = {k: v for k, v in cells.items() if k[0].lower() in wanted}
     sections: list[Section] = []
+    gain_at = 1                       # the gain table follows the comparison
     cmp = None
     verdicts: list[str] = []
     imported_stats = imported_statistics(c for by in cells.values() for c in by.values())
@@ -224,9 +221,6 @@ def build_report(store: Store, groups: Mapping[str, list[str]],
         s.tables.append(_comparison_table(cmp))
         s.comparison = cmp            # Markdown rendered only when asked for
         sections.append(s)
-        gt = gain_table(cmp, size=opts.size)
-        if gt.rows:
-            sections.append(Section("gain", "Gain table", tables=[gt]))
     else:
         cmp_plot = _single(cells, order[0])
         warnings = transport_lines(store, groups)
@@ -265,57 +259,89 @@ def build_report(store: Store, groups: Mapping[str, list[str]],
                                        "launches); launches = count (min–max of per-launch "
                                        "medians)"))
     sections.append(rs)
-    lr = line_rate_table(store, groups, opts.line_rate, cells=cells, warnings=warnings)
-    if lr.rows:
-        sections.append(Section("line-rate", "Line rate", tables=[lr]))
-    fc = first_call_table(store, groups, mean_std=opts.mean_std, cells=cells)
-    if fc.rows:
-        sections.append(Section("first-call", "First call vs steady state", tables=[fc]))
-    specs = [(None, *opts.grid)] if opts.grid else _auto_grid(cells)
-    if specs:
-        gs = Section("grids", "Grids")
-        all_grids = [g for bench, row, col in specs
-                     for g in grids(store, groups, row, col, baseline=baseline,
-                                    alpha=opts.alpha, cells=cells, benchmark=bench,
-                                    max_shape=(MAX_GRID_ROWS, MAX_GRID_COLS))]
-        skipped = []
-        for grid in all_grids[:MAX_GRIDS]:
-            shape = (len(grid.row_values), len(grid.col_values))
-            if shape[1] > MAX_GRID_COLS or shape[0] > MAX_GRID_ROWS:
-                skipped.append(f"{grid.title} ({shape[0]} x {shape[1]})")
-                continue
-            gs.tables += grid_tables(grid)
-            if opts.plots:
-                for g in grid.groups:
-                    gs.figures.append(Figure(f"grid-{len(gs.figures)}",
-                                             f"{grid.title}: {g} (best cell per row outlined)",
-                                             plots.grid_heatmap(grid, group=g)))
-                for cand in grid.ratio:
-                    gs.figures.append(Figure(f"grid-{len(gs.figures)}",
-                                             f"{grid.title}: gain {cand} vs {grid.baseline}",
-                                             plots.grid_heatmap(grid, ratio_for=cand)))
-        more = len(all_grids) - MAX_GRIDS
-        if skipped or more > 0:
-            gs.intro = ("Left out of the report to keep it readable: "
-                        + "; ".join(skipped[:5]) + (" ..." if len(skipped) > 5 else "")
-                        + (f"; {more} more grid(s)" if more > 0 else "")
-                        + ". All grids: mpibench compare --grid ROW COL --format csv.")
-        if gs.tables or gs.intro:
-            sections.append(gs)
-    sc = scaling_table(store, groups, cells=cells)
-    if sc.rows:
-        s = Section("scaling", "Scaling", tables=[sc])
-        if opts.plots:
-            fig, shown, total = plots.scaling_figure(sc.records, max_series=MAX_SCALING_SERIES,
+    # the tables compare can print too: one list (report/sections.py) that both walk
+    ctx = Context(store=store, groups=groups, baseline=baseline, cells=cells,
+                  curve_cells=cells, cmp=cmp, warnings=warnings, alpha=opts.alpha,
+                  statistic=opts.statistic, for_report=True,
+                  opts=Options(size=opts.size, line_rate=opts.line_rate,
+                               mean_std=opts.mean_std, grid=opts.grid,
+                               price_per_node_hour=opts.price_per_node_hour,
+                               power_per_node_w=opts.power_per_node_w,
+                               price_per_kwh=opts.price_per_kwh,
+                               jobs_per_year=opts.jobs_per_year))
+    for spec, built in report_sections(ctx, own={"grid": lambda c: _grid_section(c, opts)}):
+        if spec.key == "grid":
+            if built is not None:
+                sections.append(built)
+            continue
+        if spec.key == "cost":
+            _add_profile(store, groups, sections)
+        s = Section(spec.report_id, spec.title, tables=built)
+        if spec.key == "scaling" and opts.plots:
+            fig, shown, total = plots.scaling_figure(built[0].records,
+                                                     max_series=MAX_SCALING_SERIES,
                                                      max_panels=MAX_PANELS, with_counts=True)
             cap = "Speedup vs count (dashed: ideal)"
             if shown < total:
                 cap += f"; {shown} of {total} series plotted (all are in the table)"
             s.figures.append(Figure("scaling", cap, fig))
+        if spec.key == "gain_table":
+            sections.insert(gain_at, s)     # right after the comparison, as it reads best
+            continue
         sections.append(s)
-    # profiled launches (mpibench profile, campaign variants with profile = true)
+    if not any(x.id == "cost" for x in sections):
+        _add_profile(store, groups, sections)
+    return Report(title=opts.title, store_path=str(store.path), groups=_group_info(store, groups),
+                  baseline=baseline, comparison=cmp, sections=sections, verdicts=verdicts,
+                  generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"), warnings=warnings,
+                  imported=imported_stats)
+
+
+def _grid_section(ctx: Context, opts: ReportOptions) -> Section | None:
+    """The report's grids: the asked-for one or every grid the cells form, with heatmaps,
+    within the size limits that keep a report readable."""
+    store, groups, cells = ctx.store, ctx.groups, ctx.cells
+    specs = [(None, *opts.grid)] if opts.grid else _auto_grid(cells)
+    if not specs:
+        return None
+    gs = Section("grids", "Grids")
+    all_grids = [g for bench, row, col in specs
+                 for g in grids(store, groups, row, col, baseline=ctx.baseline,
+                                alpha=opts.alpha, cells=cells, benchmark=bench,
+                                max_shape=(MAX_GRID_ROWS, MAX_GRID_COLS),
+                                statistic=opts.statistic)]
+    skipped = []
+    for grid in all_grids[:MAX_GRIDS]:
+        shape = (len(grid.row_values), len(grid.col_values))
+        if shape[1] > MAX_GRID_COLS or shape[0] > MAX_GRID_ROWS:
+            skipped.append(f"{grid.title} ({shape[0]} x {shape[1]})")
+            continue
+        gs.tables += grid_tables(grid)
+        if opts.plots:
+            for g in grid.groups:
+                gs.figures.append(Figure(f"grid-{len(gs.figures)}",
+                                         f"{grid.title}: {g} (best cell per row outlined)",
+                                         plots.grid_heatmap(grid, group=g)))
+            for cand in grid.ratio:
+                gs.figures.append(Figure(f"grid-{len(gs.figures)}",
+                                         f"{grid.title}: gain {cand} vs {grid.baseline}",
+                                         plots.grid_heatmap(grid, ratio_for=cand)))
+    more = len(all_grids) - MAX_GRIDS
+    if skipped or more > 0:
+        gs.intro = ("Left out of the report to keep it readable: "
+                    + "; ".join(skipped[:5]) + (" ..." if len(skipped) > 5 else "")
+                    + (f"; {more} more grid(s)" if more > 0 else "")
+                    + ". All grids: mpibench compare --grid ROW COL --format csv.")
+    return gs if gs.tables or gs.intro else None
+
+
+def _add_profile(store: Store, groups: Mapping[str, list[str]],
+                 sections: list[Section]) -> None:
+    """Profiled launches (mpibench profile, campaign variants with profile = true)."""
     from mpibench.profile_data import report_tables as profile_tables
 
+    if any(x.id == "profile" for x in sections):
+        return
     pt = profile_tables(store, groups)
     if pt:
         sections.append(Section("profile", "MPI profile", tables=pt,
@@ -323,22 +349,6 @@ def build_report(store: Store, groups: Mapping[str, list[str]],
                                       "profiled launch (docs/profiler.md): columns are sets "
                                       "at one np; a message is one call of a function that "
                                       "moves data, on the rank that made it."))
-    ct = cost_table(store, groups, price_per_node_hour=opts.price_per_node_hour,
-                    power_per_node_w=opts.power_per_node_w, baseline=baseline, cells=cells)
-    if ct.rows:
-        from mpibench.report.projection import projection_table
-
-        pj = projection_table(store, groups, jobs_per_year=opts.jobs_per_year,
-                              price_per_node_hour=opts.price_per_node_hour,
-                              power_per_node_w=opts.power_per_node_w,
-                              price_per_kwh=opts.price_per_kwh, baseline=baseline,
-                              cells=cells)
-        sections.append(Section("cost", "Cost and energy",
-                                tables=[ct] + ([pj] if pj.rows else [])))
-    return Report(title=opts.title, store_path=str(store.path), groups=_group_info(store, groups),
-                  baseline=baseline, comparison=cmp, sections=sections, verdicts=verdicts,
-                  generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"), warnings=warnings,
-                  imported=imported_stats)
 
 
 def _single(cells: dict, group: str) -> Comparison:
@@ -366,7 +376,7 @@ def _comparison_table(cmp: Comparison) -> Table:
     i = 0
     for r in cmp.rows:
         for k, cand in enumerate(cmp.candidates):
-            col = base_cols + 3 * k + 1
+            col = base_cols + 2 * k + 1      # per candidate: its value, then "vs"
             d = r.deltas[cand]
             cls = {"better": "better", "worse": "worse"}.get(d.direction, "same") \
                 if d.tested else ""

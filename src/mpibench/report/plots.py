@@ -227,6 +227,7 @@ def gain_figure(cmp: Comparison, benches: list[str] | None = None):
                     and r.metric == "time"]
         sizes = [r.size for r in all_rows]
         nps = sorted({r.np for r in all_rows}, key=lambda v: -1 if v is None else v)
+        bounds: list[float] = []           # the CIs' ends, so no error bar is cut off
         for (i, cand), np_ in ((ic, n) for ic in enumerate(cmp.candidates, 1) for n in nps):
             col = COLORS[i % len(COLORS)]
             rows = sorted((r for r in all_rows if r.np == np_), key=lambda r: r.size)
@@ -247,14 +248,15 @@ def gain_figure(cmp: Comparison, benches: list[str] | None = None):
             # error bars: the gain's 95% CI from the spread between launches
             ax.errorbar(x, y, yerr=[np.maximum(y - lo, 0), np.maximum(hi - y, 0)], fmt="none",
                         ecolor=col, elinewidth=0.8, capsize=2, zorder=2)
+            bounds += [float(np.min(lo)), float(np.max(hi))]
             ax.scatter(x[sig], y[sig], color=col, s=18, zorder=3)
             ax.scatter(x[~sig], y[~sig], facecolors="white", edgecolors=col, s=18, zorder=3)
         ax.axhline(1.0, color="black", lw=0.8)
         # headroom above the data for the legend (fixed position: loc='best' is slow)
         ys = [ln.get_ydata() for ln in ax.get_lines() if len(ln.get_ydata())]
         if ys:
-            lo = min(1.0, min(float(np.min(y)) for y in ys))
-            hi = max(1.0, max(float(np.max(y)) for y in ys))
+            lo = min([1.0, *bounds] + [float(np.min(y)) for y in ys])
+            hi = max([1.0, *bounds] + [float(np.max(y)) for y in ys])
             span = (hi - lo) or 0.1
             ax.set_ylim(lo - 0.08 * span, hi + 0.55 * span)
         ax.set_xscale("log", base=2)
