@@ -255,3 +255,19 @@ def test_verify_local_judges_a_timed_out_probe_unknown(tmp_path, monkeypatch):
             assert "problem: probe launch timed out after 60 s" in text
         else:
             assert (v.verdict, v.actual) == ("ok", "tcp [via ucx netmod, tls tcp]")
+
+
+def test_probe_of_a_one_rank_one_node_variant_keeps_both_ranks_on_that_node():
+    # nodes = 1, ppn = 1 (np 1): the probe needs two ranks; ppr:1:node had no slot for the
+    # second one and the probe failed, leaving the variant 'unverified'
+    from mpibench.execute import Variant
+    from mpibench.stacks import Stack
+    from mpibench.verify import diagnostic_variant
+
+    stack = Stack(name="openmpi", kind="openmpi")
+    v = diagnostic_variant(stack, Variant(name="ompi[nodes=1]", stack="openmpi", np=1,
+                                          nodes=1, ppn=1, transport="tcp"))
+    assert (v.np, v.nodes, v.ppn) == (2, 1, 2)
+    w = diagnostic_variant(stack, Variant(name="ompi[nodes=2]", stack="openmpi", np=2,
+                                          nodes=2, ppn=1, transport="tcp"))
+    assert (w.np, w.nodes, w.ppn) == (2, 2, 1)

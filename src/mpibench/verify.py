@@ -103,7 +103,12 @@ def diagnostic_variant(stack: Stack, variant: Variant) -> Variant:
     mca.update(kind.diag_mca)
     # one rank has no peer to talk to: probe the same settings with two
     np = max(2, variant.np)
-    return replace(variant, env=env, mca=mca, profile=False, np=np)
+    ppn = variant.ppn
+    if ppn and variant.nodes and variant.nodes * ppn < np:
+        # one node at ppn 1 (a node-count sweep's first point): ppr:1:node has no slot for
+        # the second rank, so the probe (like the variant) keeps its ranks on that node
+        ppn = -(-np // variant.nodes)
+    return replace(variant, env=env, mca=mca, profile=False, np=np, ppn=ppn)
 
 
 def prepare_probe(stack: Stack, variant: Variant, run_dir: Path, *, local: bool = True
