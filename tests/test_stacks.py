@@ -46,7 +46,7 @@ def test_fake_prefix_layout_is_identified(tmp_path):
     (prefix / "bin").mkdir(parents=True)
     _script(prefix / "bin" / "mpicc", 'exec mpicc.mpich "$@"')
     _script(prefix / "bin" / "mpiexec", 'exec mpiexec.hydra "$@"')
-    s = stacks.discover(prefixes=[str(prefix)])[-1]
+    (s,) = [s for s in stacks.discover(prefixes=[str(prefix)]) if s.prefix == str(prefix)]
     assert s.ok, s.problem
     assert s.kind == "mpich" and s.name.startswith("mpich-")
     assert s.launcher == str(prefix / "bin" / "mpiexec")
@@ -58,10 +58,11 @@ def test_broken_prefix_reports_reason_not_traceback(tmp_path):
     prefix = tmp_path / "broken"
     (prefix / "bin").mkdir(parents=True)
     _script(prefix / "bin" / "mpicc", 'echo "mpicc: fatal: license expired" >&2; exit 1')
-    s = stacks.discover(prefixes=[str(prefix)])[-1]
+    (s,) = [s for s in stacks.discover(prefixes=[str(prefix)]) if s.prefix == str(prefix)]
     assert not s.ok
     assert "license expired" in s.problem
-    missing = stacks.discover(prefixes=[str(tmp_path / "nowhere")])[-1]
+    (missing,) = [s for s in stacks.discover(prefixes=[str(tmp_path / "nowhere")])
+                  if s.origin == "prefix"]
     assert not missing.ok and "does not exist" in missing.problem
     with pytest.raises(StackError, match="not usable"):
         stacks.find_stack(s.name, [s])

@@ -184,6 +184,7 @@ def test_every_preset_runs_here_and_is_verified(tmp_path, found_stacks):
         data = st.status(store, load(camp))
         runs = {r["variant"]: r for r in store.runs()}
         results = {r["run_id"] for r in store.results(with_samples=False)}
+        fps = {name: store.fingerprint(r["fingerprint_id"]) for name, r in runs.items()}
     assert data["totals"]["done"] == 6, data["problems"]
     by = {v["variant"]: v for v in data["variants"]}
     expect = {"ompi-shm": "shm [pml ob1, btl vader]", "ompi-tcp": "tcp [pml ob1, btl tcp]",
@@ -194,6 +195,14 @@ def test_every_preset_runs_here_and_is_verified(tmp_path, found_stacks):
         assert by[name]["transport_actual"].startswith(prefix), by[name]
         assert runs[name]["transport_actual"] == by[name]["transport_actual"]
         assert runs[name]["id"] in results
+    # the fingerprint says what ran where the ranks ran: the probe's node and libraries
+    ompi, mpich = fps["ompi-ucx"], fps["mpich-tcp"]
+    assert ompi["libraries"]["library"].startswith("Open MPI v4.1")
+    assert any("libmpi.so" in p for p in ompi["libraries"]["libraries"])
+    assert ompi["libraries"]["ucx"].startswith("1.13")
+    assert mpich["libraries"]["library"].startswith("MPICH Version:")
+    assert ompi["machine"]["kernel"] and ompi["machine"]["cores"] >= 1
+    assert fps["ompi-ofi"]["libraries"]["libfabric_api"].startswith("1.")
 
 
 # -- a probe that hung or was killed vouches for nothing --------------------------------------

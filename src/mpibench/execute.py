@@ -233,9 +233,32 @@ def ingest_core(cmd: CellCommand, result: CommandResult | None, *,
         status, reason = "done", None
     if parsed.problems and status == "done":
         reason = "; ".join(parsed.problems)
+    swapped = library_swapped(cmd.stack, parsed.header.get("mpi_library_version"))
+    if swapped and status == "done":
+        status, reason = "failed", swapped
     return CellOutcome(status=status, reason=reason, records=records, fingerprint=fp,
                        header=parsed.header, exit_code=exit_code, elapsed=elapsed,
                        stderr_tail=tail)
+
+
+def library_swapped(stack: Stack, runtime: str | None) -> str | None:
+    """Why the library the ranks loaded is not the stack's (a module, LD_LIBRARY_PATH or a
+    launcher from another install swapped it), or None. Results of another library must not
+    be stored under this stack's name and version."""
+    if not runtime or not stack.library_version:
+        return None
+    from mpibench.stacks.kinds import kind_from_version
+
+    want, got = kind_from_version(stack.library_version), kind_from_version(runtime)
+    if got[0] == "unknown" or want[0] == "unknown":
+        same = runtime.strip().splitlines()[:1] == stack.library_version.strip().splitlines()[:1]
+    else:
+        same = got == want
+    if same:
+        return None
+    first = (runtime.strip().splitlines() or ["?"])[0][:80]
+    return (f"the ranks ran another MPI library than stack {stack.name!r} "
+            f"({want[0]} {want[1]}): MPI_Get_library_version says {first!r}")
 
 
 def _watchdog_reason(rec: Mapping[str, Any]) -> str:

@@ -61,3 +61,24 @@ def collect(*, stack: Mapping[str, object], launcher_argv: list[str], env: Mappi
     if extra:
         fp.update(extra)
     return fp
+
+
+# machine facts the verification probe reports from the node where rank 0 ran
+_NODE_MACHINE_KEYS = ("kernel", "arch", "cpu_model", "cores")
+
+
+def add_node_facts(fp: dict[str, object], facts: Mapping[str, object]) -> None:
+    """Put what the transport probe saw where the ranks ran into a fingerprint: the machine
+    (kernel, CPU, cores) becomes the ranks' node's, the harness's own is kept beside it, and
+    the MPI/UCX/libfabric libraries actually mapped and their versions are recorded."""
+    if not facts:
+        return
+    harness = fp.get("machine")
+    machine = dict(harness) if isinstance(harness, Mapping) else {}
+    machine.update({k: facts[k] for k in _NODE_MACHINE_KEYS if k in facts})
+    fp["machine"] = machine
+    fp["harness_machine"] = harness
+    fp["libraries"] = {k: facts[k] for k in ("library", "ucx", "libfabric_api", "libraries")
+                       if k in facts}
+    if facts.get("hosts"):
+        fp["probe_hosts"] = list(facts["hosts"])

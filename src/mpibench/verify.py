@@ -22,6 +22,7 @@ Result: `transport_actual` = "<class> [<detail>]" (see mpibench.transports);
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -33,18 +34,74 @@ from mpibench.stacks.kinds import get_kind
 from mpibench.transports import actual_class, classify, ucx_transports, verdict  # noqa: F401
 
 PROBE_SOURCE = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+/* What the ranks' node runs: kernel, CPU, and the MPI/UCX/libfabric libraries actually mapped
+   into this process (a module, LD_LIBRARY_PATH or I_MPI_OFI_LIBRARY decides which). */
+static void node_facts(void) {
+    struct utsname u;
+    char line[4096], seen[32][1024];
+    int nseen = 0;
+    if (uname(&u) == 0) printf("mpibench-probe kernel=%s arch=%s\n", u.release, u.machine);
+    printf("mpibench-probe cores=%ld\n", sysconf(_SC_NPROCESSORS_ONLN));
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    while (f && fgets(line, sizeof line, f)) {
+        if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
+            char *v = strchr(line, ':') + 1;
+            while (*v == ' ') v++;
+            printf("mpibench-probe cpu=%s", v);
+            break;
+        }
+    }
+    if (f) fclose(f);
+    f = fopen("/proc/self/maps", "r");
+    while (f && fgets(line, sizeof line, f)) {
+        char *path = strchr(line, '/');
+        if (!path) continue;
+        path[strcspn(path, "\n")] = 0;
+        const char *base = strrchr(path, '/') + 1;
+        if (strncmp(base, "libmpi", 6) && strncmp(base, "libucp", 6) &&
+            strncmp(base, "libfabric", 9) && strncmp(base, "libpmix", 7) &&
+            strncmp(base, "libopen-pal", 11)) continue;
+        int dup = 0;
+        for (int i = 0; i < nseen; i++) dup |= !strcmp(seen[i], path);
+        if (dup || nseen == 32 || strlen(path) >= 1024) continue;
+        strcpy(seen[nseen++], path);
+        printf("mpibench-probe lib=%s\n", path);
+        void *h = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
+        if (!h) continue;
+        const char *(*ucp)(void) = (const char *(*)(void))dlsym(h, "ucp_get_version_string");
+        if (!strncmp(base, "libucp", 6) && ucp) printf("mpibench-probe ucx=%s\n", ucp());
+        unsigned (*fiv)(void) = (unsigned (*)(void))dlsym(h, "fi_version");
+        if (!strncmp(base, "libfabric", 9) && fiv)
+            printf("mpibench-probe libfabric_api=%u.%u\n", fiv() >> 16, fiv() & 0xffff);
+        dlclose(h);
+    }
+    if (f) fclose(f);
+}
+
 int main(int argc, char **argv) {
     int rank, size, len = 0;
     static char sbuf[65536], rbuf[65536];
-    char host[MPI_MAX_PROCESSOR_NAME];
+    char host[MPI_MAX_PROCESSOR_NAME], lib[MPI_MAX_LIBRARY_VERSION_STRING];
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Get_processor_name(host, &len);
     printf("mpibench-probe rank=%d host=%s\n", rank, host);
+    if (rank == 0) {
+        MPI_Get_library_version(lib, &len);
+        lib[strcspn(lib, "\n")] = 0;
+        printf("mpibench-probe library=%s\n", lib);
+        node_facts();
+    }
     fflush(stdout);
     int next = (rank + 1) % size, prev = (rank + size - 1) % size;
     const int lens[2] = {8, 65536};
@@ -66,6 +123,38 @@ class Verification:
     evidence: list[str] = field(default_factory=list)  # the diagnostic lines it rests on
     run_dir: Path | None = None
     problem: str | None = None
+    # where rank 0 ran: kernel, CPU, cores, hosts, libraries mapped and their versions
+    node: dict = field(default_factory=dict)
+
+
+_FACT = re.compile(r"^mpibench-probe (\w+)=(.*)$", re.MULTILINE)
+
+
+def node_facts(text: str) -> dict:
+    """What the probe's rank 0 saw on its node (see PROBE_SOURCE). Pure."""
+    facts: dict = {}
+    libs: list[str] = []
+    hosts: set[str] = set()
+    for key, value in _FACT.findall(text):
+        value = value.strip()
+        if key == "lib":
+            libs.append(value)
+        elif key == "rank":
+            hosts.add(value.split(" host=", 1)[-1])
+        elif key == "cores":
+            facts["cores"] = int(value) if value.isdigit() else value
+        elif key == "kernel":
+            facts["kernel"], _, arch = value.partition(" arch=")
+            facts["arch"] = arch
+        elif key == "cpu":
+            facts["cpu_model"] = value
+        elif key in ("ucx", "libfabric_api", "library"):
+            facts[key] = value
+    if libs:
+        facts["libraries"] = sorted(set(libs))
+    if hosts:
+        facts["hosts"] = sorted(hosts)
+    return facts
 
 
 def parse_diagnostics(kind: str, text: str, env: dict[str, str] | None = None
@@ -85,8 +174,8 @@ def probe_binary(stack: Stack, timeout: float = 120) -> Path:
     src = out_dir / "probe.c"
     src.write_text(PROBE_SOURCE)
     tmp = out_dir / f".probe.{id(src)}"
-    res = run_command(stack.command([stack.mpicc, str(src), "-o", str(tmp)]), env=stack.env,
-                      timeout=timeout)
+    res = run_command(stack.command([stack.mpicc, str(src), "-o", str(tmp), "-ldl"]),
+                      env=stack.env, timeout=timeout)
     if not res.ok:
         raise RuntimeError(f"cannot build the transport probe with {stack.mpicc}: "
                            f"{res.stderr_tail(3)}")
@@ -147,7 +236,7 @@ def judge(stack: Stack, variant: Variant, text: str, env: dict[str, str],
                                           if cls and cls != "unknown" else "") + "]"
     return Verification(requested=variant.transport, actual=actual,
                         verdict=verdict(variant.transport, actual), evidence=evidence,
-                        run_dir=run_dir, problem=problem)
+                        run_dir=run_dir, problem=problem, node=node_facts(text))
 
 
 def verify_local(stack: Stack, variant: Variant, run_dir: Path, timeout: float = 60

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from mpibench import fingerprint
 from mpibench.build import build_component
 from mpibench.campaign.plan import Cell, expand, legacy_ids
 from mpibench.campaign.spec import CampaignSpec, Group, group_variants, substitute
@@ -104,6 +105,7 @@ class CampaignRunner:
         self.binaries: dict[str, Path] = {}
         self.peer_programs: dict[tuple[str, str], Path] = {}  # (group, stack) -> program
         self.verified: dict[str, Any] = {}
+        self.node_facts: dict[str, dict] = {}  # variant -> what its probe saw on the ranks' node
         self.runs_root = spec.directory / "runs"
         self._profiles: dict[str, Any] = {}
         self._lock_fh = None
@@ -614,6 +616,7 @@ class CampaignRunner:
             self.stacks[variant.stack], variant, self.runs_root / "_verify" / safe,
             timeout=min(60.0, self.spec.timeout))
         v = self.verified[variant.name]
+        self.node_facts[variant.name] = v.node
         if v.verdict == "MISMATCH":
             self.log(f"warning: variant {variant.name}: requested transport {v.requested!r} "
                      f"but the probe shows {v.actual}")
@@ -741,6 +744,9 @@ class CampaignRunner:
         if actual is not None:
             fields["transport_actual"] = actual
         fields.update(extra)
+        facts = self.node_facts.get(p.cell.variant.name)
+        if facts:
+            fingerprint.add_node_facts(outcome.fingerprint, facts)
         with self.store.transaction():
             fid = self.store.add_fingerprint(outcome.fingerprint)
             self.store.delete_results(p.cell.id)
@@ -828,6 +834,7 @@ class CampaignRunner:
         problem = probe_problem(sr.exit_code, sr.timed_out, probe.timeout_s, err)
         v = judge(self.stacks[variant.stack], variant, text, probe.env, probe.run_dir,
                   problem or (None if text else "the probe step left no output"))
+        self.node_facts[variant.name] = v.node
         if v.verdict == "MISMATCH":
             self.log(f"warning: variant {variant.name}: requested transport {v.requested!r} "
                      f"but the probe shows {v.actual}")

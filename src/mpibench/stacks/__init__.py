@@ -401,7 +401,12 @@ def discover(prefixes: list[str] | None = None, stacks_file: str | Path | None =
         found.append(_prefix_stack(prefix))
     sf = stacks_file or default_stacks_file()
     if sf:
-        found.extend(load_stacks_file(sf))
+        registered = load_stacks_file(sf)
+        # --stack-prefix of an install the stacks file already names: one stack, its name
+        known = {os.path.realpath(s.prefix) for s in registered if s.prefix}
+        found = [s for s in found if s.origin != "prefix"
+                 or os.path.realpath(s.prefix) not in known]
+        found.extend(registered)
     check_unique_names(found)
     return found
 

@@ -116,7 +116,7 @@ class MPICH(StackKind):
             net, net_class = "", ""
         if shm and len(hosts) <= 1:
             # every peer is on this host: the netmod carried nothing
-            return f"shm [mpich {shm} shared memory, {NOLOCAL} unset]", ev.lines
+            return f"shm [mpich {shm} shared memory, {NOLOCAL} not set to 1]", ev.lines
         if shm and net_class:
             return f"{classify({'shm', net_class})} [mpich {shm} shm on a host; {net}]", ev.lines
         if net_class:
