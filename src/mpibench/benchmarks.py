@@ -16,12 +16,18 @@ COLLECTIVES = ["Allreduce", "Reduce", "Reduce_scatter", "Allgather", "Allgatherv
 ALL = PT2PT + COLLECTIVES
 _BY_LOWER = {b.lower(): b for b in ALL}
 
-_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20,
-          "g": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tib": 1 << 40}
 # The core's limits (core/args.c): sizes up to 1 TiB, at most 256 per run.
 MAX_SIZE = 1 << 40
 MAX_SIZES = 256
-_SIZE_RE = re.compile(r"^\s*(\d+)\s*([a-zA-Z]*)\s*$")
+# The core's grammar (core/args.c mb_parse_bytes and parse_sizes), character for character:
+# ASCII digits and C isspace() only ('٣', '²' and U+00A0 are not), K/M/G/T with an optional
+# iB, or B; a range is MIN:MAX of at most 31 ASCII digits each, nothing else; a list is
+# under 4096 bytes. What Python accepts here the core accepts: no launch fails on --sizes.
+_SPACE = "[ \t\n\v\f\r]*"
+_SIZE_RE = re.compile(f"{_SPACE}([0-9]+){_SPACE}(?:([KMGTkmgt])(?:[iI][bB])?|[bB])?{_SPACE}")
+_RANGE_RE = re.compile(r"([0-9]{1,31}):([0-9]{1,31})")
+_SHIFT = {"k": 10, "m": 20, "g": 30, "t": 40}
+MAX_LIST_BYTES = 4095
 
 
 def canonical_benchmarks(names: list[str]) -> list[str]:
@@ -43,11 +49,15 @@ def canonical_benchmarks(names: list[str]) -> list[str]:
 
 
 def parse_size(token: str) -> int:
-    m = _SIZE_RE.match(token)
-    if not m or m.group(2).lower() not in _UNITS:
+    m = _SIZE_RE.fullmatch(token)
+    if not m:
         raise UsageError(f"bad message size {token!r}; expected a byte count such as 0, 64, "
                          "4K, 1M or 2G (K/M/G/T are powers of 1024)")
-    size = int(m.group(1)) * _UNITS[m.group(2).lower()]
+    digits = m.group(1)
+    if len(digits) > 40:  # beyond any 64-bit count; int() of a huge string is slow, too
+        raise UsageError(f"bad message size {token[:40]!r}...: sizes must be <= 1T "
+                         "(2^40 bytes)")
+    size = int(digits) << _SHIFT.get((m.group(2) or "").lower(), 0)
     if size > MAX_SIZE:
         raise UsageError(f"bad message size {token!r}: sizes must be <= 1T (2^40 bytes)")
     return size
@@ -56,13 +66,13 @@ def parse_size(token: str) -> int:
 def parse_sizes(spec: str) -> list[int]:
     """'0:22' -> 0,1,2,4,...,2^22 (0 included only when the range starts at 0, as IMB's
     -msglog does); '0,8,1K,1M' -> that list. Sizes are bytes, returned sorted and unique."""
-    spec = spec.strip()
     if ":" in spec:
-        parts = spec.split(":")
-        if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
-            raise UsageError(f"bad size range {spec!r}; expected MIN:MAX with log2 exponents, "
-                             "e.g. 0:22 for 0, 1, 2, 4 ... 4 MiB")
-        lo, hi = int(parts[0]), int(parts[1])
+        m = _RANGE_RE.fullmatch(spec)
+        if not m:
+            raise UsageError(f"bad size range {spec[:80]!r}; expected MIN:MAX with log2 "
+                             "exponents (ASCII digits, no spaces), e.g. 0:22 for 0, 1, 2, 4 "
+                             "... 4 MiB")
+        lo, hi = int(m.group(1)), int(m.group(2))
         if lo > hi:
             raise UsageError(f"bad size range {spec!r}: MIN ({lo}) is larger than MAX ({hi})")
         if hi > 40:
@@ -70,8 +80,11 @@ def parse_sizes(spec: str) -> list[int]:
                              "expected MAX <= 40")
         sizes = ([0] if lo == 0 else []) + [1 << e for e in range(lo, hi + 1)]
         return sorted(set(sizes))
-    tokens = [t for t in spec.split(",")]
-    if not spec or any(not t.strip() for t in tokens):
+    if len(spec.encode("utf-8", "surrogateescape")) > MAX_LIST_BYTES:
+        raise UsageError(f"bad size list ({len(spec)} characters): at most {MAX_LIST_BYTES} "
+                         "bytes, as the core reads it")
+    tokens = spec.split(",")
+    if not spec or any(not t.strip(" \t\n\v\f\r") for t in tokens):
         raise UsageError(f"bad size list {spec!r}; expected comma-separated byte counts, "
                          "e.g. 0,8,1K,1M")
     if len(tokens) > MAX_SIZES:
