@@ -12,7 +12,7 @@ import pytest
 
 from mpibench import profile_data
 from mpibench.store import Store
-from test_profiler import GMX_ENV, gromacs_tpr  # noqa: F401 - the fixture, shared
+from test_profiler import GMX_ENV, built, gromacs_tpr  # noqa: F401 - fixtures, shared
 
 TIMEOUT = 120
 
@@ -41,6 +41,28 @@ benchmarks = ["Allreduce"]
 sizes = "2K,8K"
 options = { max_time = 0.02 }
 """
+
+
+@pytest.mark.system
+def test_message_functions_are_those_with_a_byte_rule(built):  # noqa: F811
+    """What counts as a message (profile_data.is_message_function) agrees with the byte
+    rules the wrapper generator gave each function of this stack's mpi.h, except the
+    persistent *_init calls (a size, but no transfer) and the halves of split collective
+    file accesses that carry no size (write *_end, read *_begin counts the posted size)."""
+    _, lib, _ = built
+    funcs = [line.split()[:3] for line in (lib.parent / "mpib_funcs.txt").read_text().splitlines()
+             if len(line.split()) >= 3]
+    assert len(funcs) > 300
+    odd = []
+    for name, cls, rule in funcs:
+        if profile_data.is_message_function(name, cls) != (rule != "-"):
+            odd.append(name)
+    persistent = {n for n, c, _ in funcs if c in ("pt2pt.persistent", "coll.persistent")}
+    split = {n for n, _, _ in funcs if n.startswith("MPI_File_read") and "_begin" in n}
+    assert set(odd) <= persistent | split, sorted(set(odd) - persistent - split)
+    assert "MPI_Send_init" in odd and "MPI_File_read_all_begin" in odd
+    assert profile_data.is_message_function("MPI_File_write_all_begin", "io")
+    assert not profile_data.is_message_function("MPI_File_write_all_end", "io")
 
 
 @pytest.mark.mpi

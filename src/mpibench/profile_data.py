@@ -31,9 +31,14 @@ from mpibench.errors import UsageError
 _MESSAGE_CLASSES = {"pt2pt.send", "pt2pt.recv", "pt2pt.sendrecv", "coll.blocking",
                     "coll.nonblocking", "coll.neighbor", "rma", "io"}
 # Calls of those classes that carry no payload: barriers synchronise, window and file
-# management calls set up. Persistent requests (Send_init, Allreduce_init, ...) are left
-# out too: their size is known at *_init, which is not a transfer, and Start* carries none.
-_NO_PAYLOAD = re.compile(r"^MPI_(I?barrier|Barrier|Win_|File_(?!i?(read|write)))")
+# management calls set up. A split collective file access is one message: a read at its
+# *_end (the status has the size), a write at its *_begin (the buffer). Persistent requests
+# (Send_init, Allreduce_init, ...) are left out too: their size is known at *_init, which is
+# not a transfer, and Start* carries none. Apart from the persistent *_init calls, the result
+# is the set of functions with a byte rule (profiler/gen_wrappers.py; a test checks it against
+# the mpib_funcs.txt of both stacks' builds).
+_NO_PAYLOAD = re.compile(r"^MPI_(I?barrier|Barrier|Win_|File_(?!i?(read|write))"
+                         r"|File_read\w*_begin$|File_write\w*_end$)")
 
 
 def is_message_function(name: str, cls: str | None) -> bool:
