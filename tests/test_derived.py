@@ -125,3 +125,23 @@ def test_campaign_stores_jobs_per_day_and_compare_projects_a_year(tmp_path, caps
                      "--metric", "ns/day"]) in (0, 1)
     out = capsys.readouterr().out
     assert '"projection"' in out and '"jobs_per_year": 10000' in out
+
+
+def test_cost_and_projection_price_the_application_not_its_profile_rows(tmp_path):
+    from mpibench.report.tables import cost_table
+    from test_report_synth import add_variant_runs
+
+    store, groups = build_app_store(tmp_path / "p.db", nodes=(1,), ncore=(2,), repeats=2,
+                                    spec={"price_per_node_hour": 2.0, "power_per_node_w": 400,
+                                          "jobs_per_year": 100})
+    cid = store.add_campaign("prof")
+    for g in ("plain", "x"):
+        groups[g] += add_variant_runs(store, cid, g, repeats=2, grp="vasp", make=lambda rep: [
+            {"benchmark": "profile:MPI", "size": None, "np": 2, "metric": "mpi_time",
+             "unit": "us", "better": "lower", "statistic": "sum", "n": 2, "median": 5.0,
+             "samples": [5.0, 5.0]}])
+    ct = cost_table(store, groups)
+    pj = projection_table(store, groups, baseline="plain")
+    store.close()
+    assert {r["benchmark"] for r in ct.records} == {"vasp"}
+    assert {r["benchmark"] for r in pj.records} == {"vasp"}

@@ -95,10 +95,10 @@ def projection_table(store: Store, groups: Mapping[str, list[str]], *,
                     save_kwh = base["kwh"] - p["kwh"]
             t.rows.append([label, g, str(p["nodes"]), fmt_num(p["seconds"]),
                            fmt_num(p["jobs_per_day"]), fmt_num(p["node_hours"]),
-                           _money(p["cost"], 6) if p["cost"] is not None else "",
-                           fmt_num(p["kwh"]), _money(p["electricity"], 6)
+                           _money(p["cost"]) if p["cost"] is not None else "",
+                           fmt_num(p["kwh"]), _money(p["electricity"])
                            if p["electricity"] is not None else "",
-                           "" if save is None else f"{_money(save, 6)}",
+                           "" if save is None else _money(save),
                            "" if save_kwh is None else fmt_num(save_kwh)])
             t.records.append({"benchmark": bench, "params": params, "np": np_, "variant": g,
                               **p, "saving_per_year": save, "kwh_saved_per_year": save_kwh,

@@ -732,7 +732,9 @@ def cost_table(store: Store, groups: Mapping[str, list[str]], *,
     # group cells per application cell (benchmark + params + np), across metrics
     apps: dict[tuple, dict[str, dict[str, Cell]]] = defaultdict(lambda: defaultdict(dict))
     for (bench, size, np_, pkey, metric), by_group in cells.items():
-        if size is not None:
+        # profile:* rows describe the application's own launches (profile = true): they
+        # are not more jobs to price
+        if size is not None or bench.startswith("profile:"):
             continue
         for g, c in by_group.items():
             if c.status == "ok":
