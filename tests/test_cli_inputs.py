@@ -35,3 +35,43 @@ def test_bad_invocation_is_one_line_exit_2_nothing_written(tmp_path, monkeypatch
     assert "Traceback" not in err
     assert err.strip().count("\n") == 0 or err.startswith("usage:"), err
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_campaign_file_not_utf8(tmp_path, capsys):
+    p = tmp_path / "c.toml"
+    p.write_bytes(b'[campaign]\nname = "\xff\xfe"\n')
+    assert cli_main(["campaign", "run", str(p), "--dry-run"]) == 2
+    assert "not UTF-8 text (byte 0xff at offset 19)" in capsys.readouterr().err
+
+
+def test_stacks_file_that_is_a_directory(tmp_path, capsys):
+    assert cli_main(["stacks", "--stacks-file", str(tmp_path)]) == 2
+    assert "cannot read (Is a directory)" in capsys.readouterr().err
+
+
+def test_compare_campaign_id_beyond_64_bits(tmp_path, capsys):
+    db = tmp_path / "s.db"
+    assert cli_main(["import", str(OSU), "--db", str(db)]) == 0
+    capsys.readouterr()
+    assert cli_main(["compare", "--db", str(db), "--campaign", "1" + "0" * 24]) == 2
+    err = capsys.readouterr().err
+    assert "no such campaign" in err and "Traceback" not in err
+
+
+def test_import_onto_a_full_disk_is_one_line(tmp_path, capsys):
+    import subprocess
+
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=160k", "tmpfs", str(mnt)],
+                      capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here (not root)")
+    try:
+        big = tmp_path / "big.txt"
+        big.write_bytes(OSU.read_bytes() * 200)  # ~600 KB of rows, one file
+        rc = cli_main(["import", str(big), "--db", str(mnt / "s.db")])
+        err = capsys.readouterr().err
+        assert rc == 2 and "Traceback" not in err
+        assert "cannot write" in err or "full" in err, err
+    finally:
+        subprocess.run(["umount", str(mnt)], capture_output=True)

@@ -221,14 +221,21 @@ def import_files(store: Store, paths: list[str | Path], label: str | None = None
     store.db.execute("PRAGMA wal_autocheckpoint=16384")
     batch = _Batch(store.db)
     try:
-        for loaded in _loaded([Path(p) for p in paths], known, np):
-            report.files.append(_import_one(store, batch, loaded, label, line_rate, bps,
-                                            campaign, np))
-    finally:
         try:
-            batch.commit()
+            for loaded in _loaded([Path(p) for p in paths], known, np):
+                report.files.append(_import_one(store, batch, loaded, label, line_rate, bps,
+                                                campaign, np))
         finally:
-            store.db.execute(f"PRAGMA wal_autocheckpoint={int(saved)}")
+            try:
+                batch.commit()
+            finally:
+                store.db.execute(f"PRAGMA wal_autocheckpoint={int(saved)}")
+    except sqlite3.OperationalError as exc:  # a full disk, an I/O error under the store
+        if store.db.in_transaction:
+            store.db.execute("ROLLBACK")
+        raise UsageError(f"store {store.path}: cannot write ({exc}); files committed before "
+                         "this stay stored (a re-run skips them), the rest was not "
+                         "stored") from None
     return report
 
 

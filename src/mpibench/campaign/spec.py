@@ -281,6 +281,10 @@ def load(path: str | Path) -> CampaignSpec:
         text = path.read_text()
     except FileNotFoundError:
         raise UsageError(f"campaign file {path}: not found") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"campaign file {path}: not UTF-8 text (byte "
+                         f"0x{exc.object[exc.start]:02x} at offset {exc.start}); expected a "
+                         "TOML file") from None
     except OSError as exc:
         raise UsageError(f"campaign file {path}: cannot read ({exc.strerror})") from None
     try:

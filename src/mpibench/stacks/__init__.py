@@ -315,6 +315,11 @@ def load_stacks_file(path: str | Path) -> list[Stack]:
         data = tomllib.loads(path.read_text())
     except FileNotFoundError as exc:
         raise UsageError(f"stacks file {path}: not found") from exc
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"stacks file {path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} "
+                         f"at offset {exc.start})") from None
+    except OSError as exc:  # a directory, no permission, an I/O error
+        raise UsageError(f"stacks file {path}: cannot read ({exc.strerror or exc})") from None
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"stacks file {path}: invalid TOML ({exc})") from exc
     table = data.get("stacks", {}) if data else {}

@@ -422,8 +422,12 @@ class Store:
 
     # -- reads ---------------------------------------------------------------------------
     def campaign(self, name_or_id: str | int) -> sqlite3.Row | None:
-        if isinstance(name_or_id, int) or str(name_or_id).isdigit():
-            return self.db.execute("SELECT * FROM campaigns WHERE id=?", (int(name_or_id),)).fetchone()
+        if isinstance(name_or_id, int) or (str(name_or_id).isascii()
+                                            and str(name_or_id).isdigit()):
+            cid = int(name_or_id)
+            if not 0 <= cid < 1 << 63:  # no such id (and SQLite could not even bind it)
+                return None
+            return self.db.execute("SELECT * FROM campaigns WHERE id=?", (cid,)).fetchone()
         return self.db.execute(
             "SELECT * FROM campaigns WHERE name=? ORDER BY id DESC", (name_or_id,)
         ).fetchone()
