@@ -325,7 +325,10 @@ def check_parse(case: ParseCase, call: Callable | None = None) -> tuple[list[Fin
     core = is_core(case.name)
     json_nums = None
     for r in records:
-        bad = _invalid(r, core)
+        try:
+            bad = _invalid(r, core)
+        except (OverflowError, TypeError, ValueError) as exc:
+            bad = f"unreadable record ({exc})"
         if bad:
             found.append(Finding("invalid", case.describe(), f"{bad}: {_short(r)}"))
             continue
@@ -413,16 +416,17 @@ def _invalid(r: dict, core: bool) -> str | None:
         v = r.get(k)
         if v is None:
             continue
-        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) \
-                or v < 0:
-            return f"{k}={v!r}"
+        if isinstance(v, bool) or not isinstance(v, int | float) or v < 0 \
+                or (isinstance(v, int) and v >= 1 << 63) or not math.isfinite(v):
+            return f"{k}={str(v)[:40]}"
     for k in ("n", "batch", "warmup"):
         v = r.get(k)
         if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
             return f"{k}={v!r}"
     s = r.get("samples")
     if s is not None and not (isinstance(s, list) and all(
-            isinstance(v, float) and math.isfinite(v) and v >= 0 for v in s)):
+            isinstance(v, float) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+            for v in s)):
         return "samples"
     try:
         json.dumps(r.get("extra") or {}, allow_nan=False)
@@ -449,8 +453,10 @@ HOSTILE_INT = ["0", "-1", "nan", "inf", "1e400", "\u0663", "\u00b2", "\uff13", "
                "1" + "0" * 40, "0x10", "2.5", "\x00", "1_000_000_000_000_000"]
 HOSTILE_FLOAT = ["nan", "inf", "-inf", "-1", "0", "1e400", "\u0663", "\u00b2", "", "1e999",
                  "-0", "NaN", "Infinity"]
-HOSTILE_PATH_OUT = ["/nonexistent/dir/x.out", "/proc/self/status/x", "/dev/null/x",
-                    "\x00", "a" * 5000]
+# Paths that cannot be written: under a regular file of the case directory, under /proc or
+# /dev/null, a NUL byte, a name longer than NAME_MAX. Nothing the fuzzer passes may lead
+# outside its temporary directory to a path that could be created.
+HOSTILE_PATH_OUT = ["FILE/x.out", "/proc/self/status/x", "/dev/null/x", "\x00", "a" * 5000]
 HOSTILE_TEXT = ["", "\x00", "a\nb", "\x1b[31mred"]
 HOSTILE_SIZES = ["99:2", "0:\u0663", "\u00b2:3", "0 :3", "1e35", "0:" + "9" * 35,
                  ",".join(["1"] * 2000), "-1", "nan", "", "0:64", "1K:1", "abc", "0:3:x"]
@@ -487,7 +493,8 @@ def _b_run(rng):
 
 def _b_demo(rng):
     opt, vals = rng.choice([("--sizes", HOSTILE_SIZES), ("--max-time", HOSTILE_FLOAT),
-                            ("--repeats", HOSTILE_INT), ("--out", HOSTILE_PATH_OUT[:3])])
+                            ("--repeats", HOSTILE_INT),
+                            ("--out", ["FILE", "FILE/x", "/dev/null/x", "/proc/self/status/x"])])
     return ["demo", opt, rng.choice(vals)]
 
 
@@ -495,12 +502,12 @@ def _b_campaign(rng):
     sub = rng.choice(["run", "status", "list", "resume"])
     kind = rng.choice(["file", "db"])
     if kind == "file":
-        f = rng.choice(["/nonexistent/c.toml", "/dev/zero", "/etc", "\x00", "a" * 5000,
+        f = rng.choice(["MISSING.toml", "/dev/zero", "/etc", "\x00", "a" * 5000,
                         "BADTOML", "NOTUTF8"])
         argv = ["campaign", sub, f]
     else:
         argv = ["campaign", sub, "GOOD", "--db", rng.choice(
-            ["/nonexistent/x.db", "FOREIGN", "/etc", "\x00", "NOTDB"])]
+            ["FILE/x.db", "FOREIGN", "DIR", "\x00", "NOTDB"])]
     if sub == "run":
         argv.append("--dry-run")
     return argv
@@ -514,8 +521,8 @@ def _b_compare(rng):
                             ("--detect", HOSTILE_FLOAT + ["abc"]),
                             ("--campaign", ["10" * 12 + "0" * 3]),
                             ("--cost-per-node-hour", HOSTILE_FLOAT),
-                            ("--db", ["/nonexistent/x.db", "FOREIGN", "NOTDB", "/etc"]),
-                            ("-o", ["/nonexistent/dir/x.md", "/etc", "/dev/null/x"])])
+                            ("--db", ["FILE/x.db", "FOREIGN", "NOTDB", "DIR"]),
+                            ("-o", ["FILE/x.md", "/dev/null/x", "DIR"])])
     argv = ["compare", "--db", "STORE", opt, rng.choice(vals)]
     if opt == "--db":
         argv = ["compare", opt, argv[-1]]
@@ -523,9 +530,9 @@ def _b_compare(rng):
 
 
 def _b_report(rng):
-    opt, vals = rng.choice([("-o", ["/nonexistent/dir/r.html", "/etc", "/dev/null/x", "DIR"]),
-                            ("--markdown", ["/nonexistent/dir/r.md", "/etc", "DIR"]),
-                            ("--db", ["/nonexistent/x.db", "FOREIGN", "NOTDB", "/etc"])])
+    opt, vals = rng.choice([("-o", ["FILE/r.html", "/dev/null/x", "DIR"]),
+                            ("--markdown", ["FILE/r.md", "DIR"]),
+                            ("--db", ["FILE/x.db", "FOREIGN", "NOTDB", "DIR"])])
     argv = ["report", "--db", "STORE", opt, rng.choice(vals)]
     if opt == "--db":
         argv = ["report", opt, argv[-1], "-o", "r.html"]
@@ -536,7 +543,7 @@ def _b_import(rng):
     opt, vals = rng.choice([("--np", HOSTILE_INT), ("--label", HOSTILE_TEXT[:2]),
                             ("--line-rate", ["1e400Gb/s", "nan", "-1Gb/s", "0", "abc", "",
                                              "\u0663Gb/s", "1e999", "inf"]),
-                            ("FILE", ["/dev/zero", "/nonexistent", "/etc", "\x00"])])
+                            ("FILE", ["/dev/zero", "MISSING", "/etc", "\x00"])])
     if opt == "FILE":
         return ["import", rng.choice(vals), "--db", "NEW.db"]
     return ["import", "GOODFILE", "--db", "NEW.db", opt, rng.choice(vals)]
@@ -544,20 +551,20 @@ def _b_import(rng):
 
 def _b_profile(rng):
     opt, vals = rng.choice([("--timeout", HOSTILE_FLOAT), ("--top", HOSTILE_INT),
-                            ("--out", HOSTILE_PATH_OUT[:3]), ("--show", ["nope"])])
+                            ("--out", ["FILE", "FILE/x", "/dev/null/x"]), ("--show", ["nope"])])
     if opt == "--show":
         return ["profile", "--show", "nope", "--db", "NEW.db"]
     return ["profile", "--db", "NEW.db", opt, rng.choice(vals), "--", "true"]
 
 
 def _b_stacks(rng):
-    opt, vals = rng.choice([("--stacks-file", ["/nonexistent/s.toml", "/etc", "/dev/zero",
+    opt, vals = rng.choice([("--stacks-file", ["MISSING.toml", "/etc", "/dev/zero",
                                                "BADTOML", "NOTUTF8", "\x00"])])
     return ["stacks", opt, rng.choice(vals)]
 
 
 def _b_build(rng):
-    opt, vals = rng.choice([("--stacks-file", ["/nonexistent/s.toml", "/etc", "BADTOML",
+    opt, vals = rng.choice([("--stacks-file", ["MISSING.toml", "/etc", "BADTOML",
                                                "NOTUTF8", "\x00"]),
                             ("--stack", ["nosuchstack", "", "\x00"])])
     return ["build", opt, rng.choice(vals)]
@@ -591,6 +598,7 @@ def _prepare(tmp: Path) -> dict[str, str]:
     con.commit()
     con.close()
     (tmp / "DIR").mkdir()
+    (tmp / "FILE").write_text("a regular file\n")
     fx = next(p for p in FIXTURES if p.name.endswith("btl-tcp.txt"))
     (tmp / "GOODFILE").write_bytes(fx.read_bytes())
     return {"GOOD": str(tmp / "CAMP" / "c.toml"), "GOODFILE": str(tmp / "GOODFILE")}
