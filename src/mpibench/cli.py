@@ -17,8 +17,16 @@ exit status: 0 ok, 1 a benchmark or validation failed, 2 bad input.
 Run 'mpibench <verb> --help' for each verb's options and examples."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """Refusals in one line (exit 2), like every other bad input: argparse's default prints
+    the whole usage block before its message. Sub-parsers inherit this class."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="mpibench",
         description="Benchmark, profile and compare MPI stacks and interconnects.",
         epilog=EPILOG,
@@ -39,6 +47,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    args_in = sys.argv[1:] if argv is None else argv
+    bad = next((a for a in args_in if "\x00" in str(a)), None)
+    if bad is not None:
+        # no shell can pass one (execve ends strings at NUL); from Python it would reach
+        # open() and sqlite3 as "embedded null byte" tracebacks
+        print(f"mpibench: error: argument {str(bad)!r} contains a NUL byte", file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.WARNING,

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from pathlib import Path
 
 from rich.console import Console
 
 from mpibench import stacks as stacks_mod
+from mpibench.errors import UsageError
 
 
 def add_stack_discovery(p: argparse.ArgumentParser) -> None:
@@ -47,3 +50,16 @@ def print_json(obj) -> None:
 
 class Formatter(argparse.RawDescriptionHelpFormatter):
     pass
+
+
+def check_out_dir(path: str | Path, flag: str = "--out") -> None:
+    """An output directory that exists as a directory or can be created (its nearest existing
+    ancestor is a writable directory); UsageError otherwise, before any work."""
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"{flag} {out}: not a directory; expected a directory")
+    anc = out
+    while not anc.exists() and anc != anc.parent:
+        anc = anc.parent
+    if not anc.is_dir() or not os.access(anc, os.W_OK):
+        raise UsageError(f"{flag} {out}: cannot create it ({anc} is not a writable directory)")

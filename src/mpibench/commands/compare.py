@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from mpibench.benchmarks import parse_size
+from mpibench.commands import _args
 from mpibench.commands._common import Formatter, add_db, err_console
 from mpibench.errors import UsageError
 from mpibench.files import check_output, write_file
@@ -50,8 +51,8 @@ baseline is named in a footnote instead of getting an empty column."""
 
 def _alpha(text: str) -> float:
     try:
-        v = float(text)
-    except ValueError:
+        v = _args.number(text)   # ASCII, finite: float() takes '٣', '1_0'
+    except argparse.ArgumentTypeError:
         v = float("nan")
     if not 0.0 < v < 1.0:          # also rejects nan
         raise argparse.ArgumentTypeError(f"{text!r}: expected a significance level between "
@@ -61,8 +62,8 @@ def _alpha(text: str) -> float:
 
 def _non_negative(text: str) -> float:
     try:
-        v = float(text)
-    except ValueError:
+        v = _args.number(text)   # ASCII, finite: float() takes '٣', '1_0'
+    except argparse.ArgumentTypeError:
         v = float("nan")
     if not (v >= 0.0 and v != float("inf")):     # rejects nan, inf and negatives
         raise argparse.ArgumentTypeError(f"{text!r}: expected a number >= 0")

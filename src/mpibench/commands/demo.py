@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from mpibench.benchmarks import parse_sizes
+from mpibench.commands import _args
 from mpibench.commands._common import Formatter, err_console
 from mpibench.commands.run import core_options_from_args, print_tables, run_variants
 from mpibench.errors import UsageError
@@ -29,15 +30,28 @@ def register(sub) -> None:
     p.add_argument("--out", default="demo-results", help="directory for the store, raw runs "
                    "and report (default demo-results)")
     p.add_argument("--sizes", default="0:20", help="message sizes (default 0:20)")
-    p.add_argument("--max-time", type=float, default=0.05,
+    p.add_argument("--max-time", type=_args.seconds, default=0.05,
                    help="time budget per size and launch in seconds (default 0.05)")
-    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--repeats", type=_args.integer(1, 1000, "a launch count"), default=3)
     p.set_defaults(func=run)
+
+
+def _namespace(args, out: Path, i: int) -> argparse.Namespace:
+    """The `mpibench run` arguments of the demo's i-th comparison."""
+    return argparse.Namespace(
+        stack_prefix=[], stacks_file=None, target=None, max_time=args.max_time,
+        iterations=None, timeout=30.0, no_validate=False, launch_timeout=None,
+        repeats=args.repeats, db=str(out / "mpibench.db"), out=str(out / "runs" / f"c{i}"),
+        baseline=None, format="terminal", markdown=str(out / f"comparison-{i}.md"),
+    )
 
 
 def run(args) -> int:
     n_sizes = len(parse_sizes(args.sizes))  # before anything is created
     out = Path(args.out)
+    # the core options (--max-time against the demo's 30 s watchdog) before anything is
+    # created or printed: one error line, no demo-results directory
+    core_options_from_args(_namespace(args, out, 1))
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -55,12 +69,7 @@ def run(args) -> int:
     rc = 0
     for i, (title, variants) in enumerate(comparisons, 1):
         err_console().rule(f"[bold]{i}. {title}")
-        ns = argparse.Namespace(
-            stack_prefix=[], stacks_file=None, target=None, max_time=args.max_time,
-            iterations=None, timeout=30.0, no_validate=False, launch_timeout=None,
-            repeats=args.repeats, db=str(out / "mpibench.db"), out=str(out / "runs" / f"c{i}"),
-            baseline=None, format="terminal", markdown=str(out / f"comparison-{i}.md"),
-        )
+        ns = _namespace(args, out, i)
         groups, store_path = run_variants(ns, variants, ["PingPong", "Allreduce"], args.sizes,
                                           n_sizes, f"demo-{stamp}-{i}",
                                           opts=core_options_from_args(ns))

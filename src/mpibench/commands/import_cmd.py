@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.table import Table
 
+from mpibench.commands import _args
 from mpibench.commands._common import Formatter, add_db, console, err_console, print_json
 from mpibench.importer import check_args, check_files, import_files
 from mpibench.store import Store
@@ -52,7 +53,7 @@ def register(sub) -> None:
     p.add_argument("--line-rate", metavar="RATE",
                    help="link speed the runs used, e.g. 100Gb/s, 25Gbit/s, 25GbE, 12.5GB/s; "
                         "stored with each run so compare/report show %% of line rate")
-    p.add_argument("--np", type=int, metavar="N",
+    p.add_argument("--np", type=_args.whole, metavar="N",
                    help="number of ranks, for rows whose file does not say "
                         "(OSU collectives)")
     add_db(p)

@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from mpibench.commands import _args
 from mpibench.commands._common import (
     Formatter,
     add_db,
     add_stack_discovery,
+    check_out_dir,
     console,
     discover_from_args,
     err_console,
@@ -50,9 +52,9 @@ def register(sub) -> None:
     add_stack_discovery(p)
     p.add_argument("--label", help="name of this profile in comparisons (default: the stack)")
     p.add_argument("--out", metavar="DIR", help="directory for raw and merged profile files")
-    p.add_argument("--timeout", type=float, default=3600, metavar="S",
+    p.add_argument("--timeout", type=_args.seconds, default=3600, metavar="S",
                    help="kill the launch after S seconds (default 3600)")
-    p.add_argument("--top", type=int, default=10, metavar="N", help="rows per table (10)")
+    p.add_argument("--top", type=_args.count, default=10, metavar="N", help="rows per table (10)")
     p.add_argument("--json", action="store_true", help="print the merged profile as JSON")
     p.add_argument("--no-store", action="store_true", help="do not write to the results store")
     p.add_argument("--csv", choices=["sizes", "functions"],
@@ -147,6 +149,7 @@ def run(args) -> int:
                          "`mpibench profile -- mpirun -np 2 ./app`")
     run_id = profiling.new_run_id()
     out = Path(args.out) if args.out else Path("mpibench-profiles") / run_id
+    check_out_dir(out)
     # run_profiled resolves the stack and checks the command (UsageError) before it creates
     # the output directory or builds the library
     run_ = profiling.run_profiled(cmd, stack=args.stack, out_dir=out, timeout=args.timeout,

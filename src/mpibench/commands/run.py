@@ -11,6 +11,7 @@ from pathlib import Path
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from mpibench.benchmarks import canonical_benchmarks, parse_sizes
+from mpibench.commands import _args
 from mpibench.commands._common import (
     Formatter,
     add_db,
@@ -74,7 +75,7 @@ def register(sub) -> None:
     p.add_argument("--variant", action="append", default=[], metavar="NAME=STACK[:TRANSPORT]",
                    help="add a named variant; --env/--mca apply to named variants only when "
                         "any are given")
-    p.add_argument("--np", type=int, default=2, help="MPI ranks (default 2)")
+    p.add_argument("--np", type=_args.whole, default=2, help="MPI ranks (default 2)")
     p.add_argument("--sizes", default="0:20",
                    help="message sizes: log2 range MIN:MAX (0:20 = 0,1,2..1 MiB) or a list "
                         "0,8,1K,1M (default 0:20)")
@@ -82,17 +83,17 @@ def register(sub) -> None:
                    help="environment variable for the ranks (repeatable)")
     p.add_argument("--mca", action="append", default=[], nargs=2, metavar=("K", "V"),
                    help="Open MPI MCA parameter (repeatable)")
-    p.add_argument("--repeats", type=int, default=3,
+    p.add_argument("--repeats", type=_args.whole, default=3,
                    help="launches per variant, interleaved across variants (default 3)")
     p.add_argument("--baseline", help="variant to compare against (default: the first)")
     g = p.add_argument_group("measurement (passed to mpibench-core)")
-    g.add_argument("--target", type=float, metavar="PCT", help="stop a size when the 95%% CI of the median "
+    g.add_argument("--target", type=_args.number, metavar="PCT", help="stop a size when the 95%% CI of the median "
                    "is within +-PCT (core default 1)")
-    g.add_argument("--max-time", type=float, metavar="SEC", help="time budget per size in seconds "
+    g.add_argument("--max-time", type=_args.number, metavar="SEC", help="time budget per size in seconds "
                    "(core default 1)")
-    g.add_argument("--iterations", type=int, metavar="N",
+    g.add_argument("--iterations", type=_args.whole, metavar="N",
                    help="fixed iteration count instead of adaptive")
-    g.add_argument("--timeout", type=float, metavar="SEC",
+    g.add_argument("--timeout", type=_args.number, metavar="SEC",
                    help="watchdog per size in seconds (core default 60; must exceed "
                         "--max-time)")
     g.add_argument("--no-validate", action="store_true", help="skip the untimed validation pass")
@@ -111,7 +112,7 @@ def register(sub) -> None:
                         "serialized, multiple")
     g.add_argument("--futility", action="store_true",
                    help="stop a size early when its CI cannot reach --target in --max-time")
-    g.add_argument("--launch-timeout", type=float, metavar="SEC",
+    g.add_argument("--launch-timeout", type=_args.number, metavar="SEC",
                    help="kill a launch after this many seconds (default: from the budgets)")
     o = p.add_argument_group("output")
     add_db(o)

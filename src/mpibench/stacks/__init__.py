@@ -27,6 +27,7 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from mpibench.errors import StackError, UsageError
 from mpibench.runner import run_command
@@ -309,19 +310,37 @@ def _str_table(value: object, where: str, key: str) -> dict[str, str]:
     return {str(k): str(v) for k, v in value.items()}
 
 
-def load_stacks_file(path: str | Path) -> list[Stack]:
+MAX_STACKS_FILE = 1 << 20      # a stacks file is a few hundred bytes
+
+
+def read_stacks_file(path: str | Path) -> dict[str, Any]:
+    """The stacks file's TOML, or UsageError naming the file and what is wrong (missing, a
+    directory or a device such as /dev/zero, too large, not UTF-8, not TOML)."""
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text())
-    except FileNotFoundError as exc:
-        raise UsageError(f"stacks file {path}: not found") from exc
+        if not path.exists():
+            raise UsageError(f"stacks file {path}: not found")
+        if not path.is_file():
+            raise UsageError(f"stacks file {path}: not a regular file; expected a TOML file")
+        if path.stat().st_size > MAX_STACKS_FILE:
+            raise UsageError(f"stacks file {path}: larger than {MAX_STACKS_FILE >> 20} MiB; "
+                             "expected a TOML file of [stacks.NAME] tables")
+        with path.open("rb") as f:
+            text = f.read(MAX_STACKS_FILE + 1).decode("utf-8")
+        return tomllib.loads(text)
     except UnicodeDecodeError as exc:
         raise UsageError(f"stacks file {path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} "
-                         f"at offset {exc.start})") from None
-    except OSError as exc:  # a directory, no permission, an I/O error
+                         f"at offset {exc.start}); expected a TOML file") from None
+    except OSError as exc:
         raise UsageError(f"stacks file {path}: cannot read ({exc.strerror or exc})") from None
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"stacks file {path}: invalid TOML ({exc})") from exc
+
+
+def load_stacks_file(path: str | Path, data: dict[str, Any] | None = None) -> list[Stack]:
+    path = Path(path)
+    if data is None:
+        data = read_stacks_file(path)
     table = data.get("stacks", {}) if data else {}
     if not isinstance(table, dict):
         raise UsageError(f"stacks file {path}: expected a [stacks.NAME] table")
@@ -378,6 +397,9 @@ def discover(prefixes: list[str] | None = None, stacks_file: str | Path | None =
     """All stacks this machine offers. Missing Debian stacks appear only with include_missing.
     Two stacks with one name raise UsageError (a name must say which stack ran)."""
     found: list[Stack] = []
+    # the stacks file is read first: a bad one is refused before any compiler probe runs
+    sf = stacks_file or default_stacks_file()
+    sf_data = read_stacks_file(sf) if sf else None
     for k in kinds():
         if not k.debian_wrapper:
             continue
@@ -404,9 +426,8 @@ def discover(prefixes: list[str] | None = None, stacks_file: str | Path | None =
                                launcher_kind=alias.launcher_kind))
     for prefix in prefixes or []:
         found.append(_prefix_stack(prefix))
-    sf = stacks_file or default_stacks_file()
     if sf:
-        registered = load_stacks_file(sf)
+        registered = load_stacks_file(sf, sf_data)
         # --stack-prefix of an install the stacks file already names: one stack, its name
         known = {os.path.realpath(s.prefix) for s in registered if s.prefix}
         found = [s for s in found if s.origin != "prefix"

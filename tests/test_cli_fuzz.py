@@ -1,0 +1,101 @@
+"""Hostile argument values for every verb: exit 2, one error line, nothing written, nothing
+started (tests/_fuzz.py builds the calls; mpibench.runner.run_command is replaced by one that
+refuses and records, so these stay unit-tier). bench/bench_fuzz.py runs the same for longer.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import _fuzz
+
+# Values whose fix belongs to another piece of issue 12 still in progress when this test was
+# written (the --sizes grammar, unreadable stacks/campaign files, --baseline checked before
+# launching, campaign files that are not UTF-8 or not regular files). They are tried by
+# bench/bench_fuzz.py and by test_pending below.
+PENDING = [
+    ("--sizes", "0:\u0663"), ("--sizes", "0 :3"), ("--sizes", "\u00b2:3"),
+    ("--baseline", "bogus"), ("NOTUTF8",), ("/dev/zero",), ("--markdown", "a" * 5000),
+]
+
+
+def _pending(argv: list[str]) -> bool:
+    for p in PENDING:
+        if len(p) == 1 and p[0] in argv and argv[0] == "campaign":
+            return True
+        if len(p) == 2 and any(argv[k:k + 2] == list(p) for k in range(len(argv) - 1)):
+            return True
+    return False
+
+
+def _check(argv: list[str]) -> None:
+    td, tmp, names = _fuzz.cli_workdir()
+    with td:
+        outcome = _fuzz.run_cli(_fuzz.substitute(argv, names), tmp)
+    assert not outcome.problems(), (argv, outcome.problems(), outcome.stderr[-2000:],
+                                    outcome.crash)
+
+
+@pytest.mark.parametrize("verb", [v for v, _ in _fuzz.CLI_BUILDERS])
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rng=st.randoms(use_true_random=False))
+def test_hostile_values_per_verb(verb, rng):
+    builder = dict(_fuzz.CLI_BUILDERS)[verb]
+    argv = builder(rng)
+    if _pending(argv):
+        return
+    _check(argv)
+
+
+@pytest.mark.parametrize("argv", [
+    # int('٣') is 3 and float('٣') 3.0 in Python; '1_000' is 1000; argparse took them all
+    ["import", "GOODFILE", "--db", "NEW.db", "--np", "\u0663"],
+    ["import", "GOODFILE", "--db", "NEW.db", "--np", "1_000"],
+    ["import", "GOODFILE", "--db", "NEW.db", "--np", "1" + "0" * 40],
+    ["run", "PingPong", "--np", "\uff13", "--out", "OUT"],
+    ["run", "PingPong", "--repeats", "\uff13", "--out", "OUT"],
+    ["run", "PingPong", "--target", "\u0663", "--out", "OUT"],
+    ["run", "PingPong", "--timeout", "\u0663", "--out", "OUT"],
+    ["run", "PingPong", "--iterations", "\u0663", "--out", "OUT"],
+    ["demo", "--max-time", "\u0663"],
+    ["demo", "--max-time", "nan"],
+    ["demo", "--max-time", "100"],          # > the demo's 30 s watchdog: said before any output
+    ["demo", "--repeats", "0"],
+    ["demo", "--repeats", "1_000_000_000_000_000"],
+    ["profile", "--db", "NEW.db", "--timeout", "\u0663", "--", "true"],
+    ["profile", "--db", "NEW.db", "--top", "1_000_000", "--", "true"],
+    ["profile", "--db", "NEW.db", "--out", "FILE", "--", "true"],
+    ["profile", "--db", "NEW.db", "--out", "FILE/x", "--", "true"],
+    ["compare", "--db", "STORE", "--alpha", "\u0663"],
+    # a NUL byte cannot come from a shell; from Python it was an 'embedded null byte' traceback
+    ["import", "GOODFILE", "--db", "NEW.db", "--label", "\x00"],
+    ["import", "\x00", "--db", "NEW.db"],
+    ["campaign", "status", "\x00"],
+    ["stacks", "--stacks-file", "\x00"],
+    # the stacks file is read before any compiler probe, and a bad one is one line
+    ["stacks", "--stacks-file", "NOTUTF8"],
+    ["stacks", "--stacks-file", "/etc"],
+    ["stacks", "--stacks-file", "/dev/zero"],
+    ["build", "--stacks-file", "NOTUTF8"],
+    ["build", "--stacks-file", "MISSING.toml"],
+    # argparse's own refusals: one line too, not the usage block
+    ["run", "PingPong", "--np", "two", "--out", "OUT"],
+    ["compare", "--format", "pdf"],
+], ids=lambda a: " ".join(a).encode("unicode_escape").decode()[:70])
+def test_found_by_the_fuzzer(argv):
+    _check(argv)
+
+
+@pytest.mark.xfail(reason="fixes in progress elsewhere in issue 12 (sizes grammar, stacks and "
+                          "campaign file reading, --baseline before launching)", strict=False)
+@pytest.mark.parametrize("argv", [
+    ["run", "PingPong", "--sizes", "0:\u0663", "--out", "OUT"],
+    ["demo", "--sizes", "0 :3"],
+    ["run", "PingPong", "--baseline", "bogus", "--out", "OUT"],
+    ["campaign", "status", "NOTUTF8"],
+    ["campaign", "run", "/dev/zero", "--dry-run"],
+], ids=lambda a: " ".join(a).encode("unicode_escape").decode()[:70])
+def test_pending(argv):
+    _check(argv)
