@@ -83,7 +83,7 @@ def register(sub) -> None:
                    help="environment variable for the ranks (repeatable)")
     p.add_argument("--mca", action="append", default=[], nargs=2, metavar=("K", "V"),
                    help="Open MPI MCA parameter (repeatable)")
-    p.add_argument("--repeats", type=_args.whole, default=3,
+    p.add_argument("--repeats", type=_args.count, default=3,
                    help="launches per variant, interleaved across variants (default 3)")
     p.add_argument("--baseline", help="variant to compare against (default: the first)")
     g = p.add_argument_group("measurement (passed to mpibench-core)")

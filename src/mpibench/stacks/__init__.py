@@ -320,8 +320,11 @@ def read_stacks_file(path: str | Path) -> dict[str, Any]:
     try:
         if not path.exists():
             raise UsageError(f"stacks file {path}: not found")
+        if path.is_dir():
+            raise UsageError(f"stacks file {path}: cannot read (Is a directory)")
         if not path.is_file():
-            raise UsageError(f"stacks file {path}: not a regular file; expected a TOML file")
+            raise UsageError(f"stacks file {path}: not a regular file (a device such as "
+                             "/dev/zero?); expected a TOML file")
         if path.stat().st_size > MAX_STACKS_FILE:
             raise UsageError(f"stacks file {path}: larger than {MAX_STACKS_FILE >> 20} MiB; "
                              "expected a TOML file of [stacks.NAME] tables")
