@@ -686,3 +686,29 @@ def test_campaign_name_length_and_control_characters(tmp_path):
         spec_of(tmp_path, BASE.replace('name = "t"', f'name = "{"x" * 5000}"'))
     with pytest.raises(UsageError, match="printable name"):
         spec_of(tmp_path, BASE.replace('name = "t"', 'name = "a\\u001b[31mb"'))
+
+
+@pytest.mark.parametrize("text, key", [
+    ('launcher = "template"\nlauncher_args = ["mympirun", "-n", "{nprocs}", "{program}"]',
+     "variants.b.launcher_args"),
+    ('launcher = "template"\nlauncher_args = ["mympirun \'-n"]', "variants.b.launcher_args"),
+    ('launcher = "template"\nlauncher_args = []', "variants.b.launcher_args"),
+])
+def test_bad_template_launcher_is_refused_at_load(tmp_path, text, key):
+    with pytest.raises(UsageError, match=re.escape(key)):
+        spec_of(tmp_path, BASE.replace('stack = "mpich"', f'stack = "mpich"\n{text}'))
+
+
+@pytest.mark.parametrize("line, key", [
+    ('partition = "debug\\n#SBATCH --uid=0"', "scheduler.partition"),
+    ('extra_directives = ["--exclusive", "--x\\r"]', "scheduler.extra_directives[1]"),
+    ('account = "a\\u0000b"', "account"),
+    ('modules = ["gcc\\nrm -rf x"]', "scheduler.modules[0]"),
+])
+def test_scheduler_values_are_single_lines_at_load(tmp_path, line, key):
+    from mpibench.cli import main as cli_main
+
+    path = write(tmp_path, BASE + f'[scheduler]\nname = "slurm"\n{line}\n')
+    with pytest.raises(UsageError, match=re.escape(key)):
+        load(path)
+    assert cli_main(["campaign", "run", str(path), "--dry-run"]) == 2

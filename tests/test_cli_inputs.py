@@ -11,6 +11,8 @@ from mpibench.cli import main as cli_main
 OSU = Path(__file__).parent / "data" / "osu" / "osu7.4-mpich4.0.2-np2-osu_latency.txt"
 
 BAD = [
+    ["run", "PingPong", "--baseline", "bogus"],
+    ["run", "PingPong", "--variant", "a=openmpi", "--variant", "b=mpich", "--baseline", "c"],
     ["run", "PingPong", "--launch-timeout", "nan"],
     ["run", "PingPong", "--launch-timeout", "inf"],
     ["run", "PingPong", "--launch-timeout", "-5"],

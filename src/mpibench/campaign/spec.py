@@ -630,6 +630,13 @@ def _variant(c: _Ctx, key: str, name: str, d: dict[str, Any]) -> Variant:
         v.launcher = c.string(d["launcher"], f"{key}.launcher")
     if "launcher_args" in d:
         v.launcher_args = c.str_list(d["launcher_args"], f"{key}.launcher_args")
+    if v.launcher == "template":
+        from mpibench.launchers.template import check_template
+
+        try:  # a bad template used to fail every launch; it is text, checkable now
+            check_template(v.launcher_args)
+        except UsageError as exc:
+            c.fail(f"{key}.launcher_args", str(exc))
     if "np" in d:
         v.np = c.integer(d["np"], f"{key}.np")
     for k in ("ppn", "nodes", "cpus_per_task"):
@@ -1040,6 +1047,7 @@ def _scheduler(c: _Ctx, t: dict[str, Any]) -> SchedulerSettings:
     except UsageError as exc:
         c.fail("scheduler.name", str(exc))
     c.known(t, "scheduler", SCHEDULER_KEYS + tuple(cls.settings_keys))
+    _single_lines(c, t, "scheduler")
     s = SchedulerSettings(name=name)
     for k in ("partition", "queue", "account"):
         if k in t:
@@ -1078,6 +1086,24 @@ def _scheduler(c: _Ctx, t: dict[str, Any]) -> SchedulerSettings:
     except UsageError as exc:
         raise UsageError(f"{c.path}: {exc}") from None
     return s
+
+
+def _single_lines(c: _Ctx, value: Any, key: str) -> None:
+    """[scheduler] values become #SBATCH/#PBS directive lines: a newline (or another control
+    character) in a partition or an extra directive would start a line of its own. Refused
+    here, at load, not when the first job script is written after cells were stored."""
+    if isinstance(value, str):
+        bad = next((ch for ch in value if ord(ch) < 32 and ch != "\t" or ord(ch) == 127),
+                   None)
+        if bad is not None:
+            c.fail(key, f"{_show(value)} contains a control character ({bad!r})",
+                   "a single-line value")
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _single_lines(c, v, f"{key}.{k}")
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _single_lines(c, v, f"{key}[{i}]")
 
 
 def _duration(c: _Ctx, value: Any, key: str) -> float:

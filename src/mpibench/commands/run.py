@@ -189,6 +189,11 @@ def run(args) -> int:
     opts = core_options_from_args(args)  # before stack discovery, builds or the store
     variants = variants_from_args(args)
     check_run_outputs(args)
+    names = [v.name for v in variants]
+    if args.baseline is not None and args.baseline not in names:
+        # used to be found only when the tables were printed, after every launch
+        raise UsageError(f"--baseline {args.baseline!r}: not one of this run's variants "
+                         f"({', '.join(names)})")
     lt = getattr(args, "launch_timeout", None)
     if lt is not None and not 0 < lt < 366 * 86400:  # nan, inf, 0, negative
         raise UsageError(f"--launch-timeout {lt!r}: expected a finite number of seconds > 0")

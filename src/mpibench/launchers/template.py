@@ -37,6 +37,17 @@ def split_template(extra: list[str]) -> list[str]:
     return list(extra)
 
 
+def check_template(extra: list[str]) -> None:
+    """Refuse (UsageError) a template that could never produce an argv: empty, unbalanced
+    quotes, an unknown placeholder. Run at load time (campaign files, `run`)."""
+    for element in split_template(extra):
+        for m in _FIELD.finditer(element):
+            if m.group(0) not in ("{{", "}}") and m.group(1) not in PLACEHOLDERS:
+                raise UsageError(f"launcher 'template': unknown placeholder {{{m.group(1)}}} "
+                                 f"in {element!r}; expected one of "
+                                 + ", ".join("{" + p + "}" for p in PLACEHOLDERS))
+
+
 @register_launcher("template")
 class TemplateLauncher(Launcher):
     def argv(self, exe: str, spec: LaunchSpec) -> list[str]:
