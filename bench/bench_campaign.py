@@ -61,7 +61,7 @@ def bench_sync(tmp: Path, spec, cells) -> None:
     did it. After: what sync does now (each variant x group and each parameter point
     serialised once, Store.create_runs = one executemany). Then the whole
     CampaignRunner.sync (planning included) and a re-sync (resume), which inserts nothing."""
-    from mpibench.campaign.runner import _cell_spec
+    from mpibench.campaign.cells import _cell_spec
 
     times = {}
     for how in ("before", "after"):

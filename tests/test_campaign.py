@@ -404,7 +404,7 @@ def test_fingerprint_keeps_every_transport_family_and_nothing_else():
 def test_app_placement_from_what_the_launch_knows():
     import socket
 
-    from mpibench.campaign.runner import app_placement
+    from mpibench.campaign.cells import app_placement
     from mpibench.execute import Variant
 
     host = socket.gethostname()

@@ -382,7 +382,7 @@ def test_fingerprint_carries_the_options_that_change_a_sample(tmp_path):
 def test_sync_rows_are_what_create_run_would_have_written(tmp_path):
     """Sync serialises each variant x group once and splices the parameter points in: the
     stored text must equal json.dumps of the whole spec, cell by cell."""
-    from mpibench.campaign.runner import _cell_spec
+    from mpibench.campaign.cells import _cell_spec
 
     text = BASE.replace('stack = "openmpi"', 'stack = "openmpi"\nline_rate = "100Gb/s"') + (
         '[benchmarks.app]\ncommand = "run {a} {b}"\n'

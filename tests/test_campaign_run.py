@@ -156,7 +156,7 @@ def test_sigkill_then_resume_finishes_exactly_the_missing_cells(tmp_path):
                              cwd=tmp_path, capture_output=True, text=True,
                              timeout=MPI_TIMEOUT)
     finally:
-        from mpibench.campaign.runner import kill_orphans
+        from mpibench.runner import kill_orphans
 
         # a failed assertion must not leave launches behind; after a good resume none is left
         left = kill_orphans(tmp_path / "runs")
@@ -231,13 +231,13 @@ repeats = 1
      "gmx_mpii (No such file or directory)"),
 ])
 def test_reason_line_from_captured_launcher_errors(name, reason):
-    from mpibench.campaign.runner import reason_line
+    from mpibench.campaign.cells import reason_line
 
     assert reason_line((REPO / "tests" / "data" / "campaign" / name).read_text()) == reason
 
 
 def test_reason_line_prefers_the_programs_words_to_banners():
-    from mpibench.campaign.runner import reason_line
+    from mpibench.campaign.cells import reason_line
 
     banner = "-" * 74
     assert reason_line(f"deck broken\n{banner}\nmpirun detected that\n{banner}\n") == \

@@ -360,7 +360,7 @@ def test_bad_alpha_is_a_usage_error(two):
 
 
 def _app_row(np_: int, v: float) -> dict:
-    # shaped like campaign.runner.app_records: one value per launch, statistic 'value'
+    # shaped like parsers.fom.app_records: one value per launch, statistic 'value'
     return {"benchmark": "md", "size": None, "np": np_, "metric": "ns/day", "unit": "ns/day",
             "better": "higher", "statistic": "value", "n": 1, "median": v, "mean": v,
             "min": v, "max": v, "samples": [v]}

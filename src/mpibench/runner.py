@@ -13,6 +13,7 @@ import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from mpibench.files import write_file
 
@@ -101,3 +102,41 @@ def _kill_group(proc: subprocess.Popen) -> None:
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+def kill_orphans(run_dir: Path) -> list[int]:
+    """Processes a dead harness left behind in run_dir (their working directory): stop their
+    process groups, by PID. Returns the PIDs found."""
+    try:
+        target = os.path.realpath(run_dir)
+    except OSError:
+        return []
+    own = os.getpgid(0)
+    pids = []
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if not entry.isdigit():
+            continue
+        try:
+            cwd = os.readlink(f"/proc/{entry}/cwd")
+        except OSError:
+            continue
+        if cwd == target or cwd.startswith(target + os.sep):
+            pids.append(int(entry))
+    groups = set()
+    for pid in pids:
+        try:
+            pg = os.getpgid(pid)
+        except OSError:
+            continue
+        if pg != own and pid != os.getpid():
+            groups.add(pg)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pg in groups:
+            try:
+                os.killpg(pg, sig)
+            except OSError:
+                pass
+        if sig == signal.SIGTERM and groups:
+            time.sleep(1.0)
+    return pids
+

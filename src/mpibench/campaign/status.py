@@ -7,8 +7,8 @@ import json
 from collections import defaultdict
 from typing import Any
 
+from mpibench.campaign.local import LOCAL_JOB_PREFIX
 from mpibench.campaign.plan import expand, legacy_ids
-from mpibench.campaign.runner import LOCAL_JOB_PREFIX
 from mpibench.campaign.spec import CampaignSpec
 from mpibench.errors import UsageError
 from mpibench.store import Store, queries

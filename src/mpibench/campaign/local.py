@@ -1,0 +1,91 @@
+"""The serial policy: the local backend runs one cell at a time on this machine, in plan
+order; Ctrl-C stops the launch and leaves its cell pending for `resume`. Part of
+CampaignRunner (campaign/runner.py)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+
+from mpibench.campaign.plan import Cell
+from mpibench.files import write_file
+from mpibench.runner import kill_orphans
+from mpibench.schedulers import (
+    JobRequest,
+)
+
+# a cell the local backend runs: its job id names this harness, not a scheduler's job
+LOCAL_JOB_PREFIX = "local:"
+
+
+class LocalPolicy:
+    def _run_local(self, todo: list[Cell], summary, campaign_id: int) -> None:
+        auto = _AutoRule(self, campaign_id) if self.spec.auto else None
+        for cell in todo:
+            if auto is not None and auto.skip(cell):
+                summary.auto_skipped += 1  # repeats = "auto": the target was reached
+                continue
+            self._run_local_cell(cell)
+            summary.ran += 1
+
+    def _run_local_cell(self, cell: Cell) -> None:
+        self._tick(cell.label)
+        if self.verify:
+            self._verify_variant(cell.variant)
+        run_dir = self._fresh_dir(cell)
+        p = self.prepare(cell, run_dir, local=True)
+        self._write_cell_json(p)
+        write_file(run_dir / "job.sh", self.scheduler.render_script(
+            JobRequest(name=cell.id, steps=[p.step], run_dir=run_dir)))
+        with self.store.transaction():
+            self.store.delete_results(cell.id)
+            self.store.set_run(cell.id, "running", started=time.time(), run_dir=str(run_dir),
+                               harness=self.harness,
+                               argv_json=p.cmd.argv, scheduler=self.scheduler.name,
+                               job_id=f"{LOCAL_JOB_PREFIX}{socket.gethostname()}:{os.getpid()}",
+                               reason=None, stderr_tail=None, exit_code=None, finished=None,
+                               elapsed=None, fingerprint_id=None)
+        try:
+            sr = self.scheduler.run_step(p.step)
+        except KeyboardInterrupt:
+            # Ctrl-C: the launch runs in its own session, so stop it here and leave the cell
+            # pending for `resume` (a SIGKILL skips this; resume then does the same)
+            kill_orphans(run_dir)
+            with self.store.transaction():
+                self.store.delete_results(cell.id)
+                self.store.set_run(cell.id, "pending", job_id=None, started=None)
+            raise
+        outcome = self.ingest(p, sr)
+        self.commit(p, outcome)
+
+
+class _AutoRule:
+    """repeats = "auto" (campaign/auto_repeats.py) for the local scheduler: before the first
+    cell of each round past the minimum, a group whose gains are all known to +-target stops
+    (its remaining cells stay pending and are reported). Batch schedulers submit every
+    round up to the maximum."""
+
+    def __init__(self, runner, campaign_id: int):
+        self.runner, self.cid = runner, campaign_id
+        self.rule = runner.spec.auto
+        self.checked: dict[str, int] = {}       # group -> round last evaluated
+        self.stopped: dict[str, int] = {}       # group -> rounds run
+
+    def skip(self, cell: Cell) -> bool:
+        from mpibench.campaign.auto_repeats import group_launches, precise_enough
+
+        g = cell.group.name
+        if g in self.stopped:
+            return True
+        if cell.repeat < self.rule.min or self.checked.get(g) == cell.repeat:
+            return False
+        self.checked[g] = cell.repeat
+        per_variant, better = group_launches(self.runner.store, self.cid, g)
+        if precise_enough(per_variant, self.rule.target, better):
+            self.stopped[g] = cell.repeat
+            self.runner.log(f"repeats = auto: group {g} stops after {cell.repeat} launches "
+                            f"per variant: every gain's 95% CI is within "
+                            f"±{100 * self.rule.target:g}%")
+            return True
+        return False

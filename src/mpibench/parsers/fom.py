@@ -1,0 +1,57 @@
+"""Figures of merit of an application launch: the values its output shows (a regex per
+metric, the last match), its wall time, and the metrics derived from them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from mpibench.campaign.plan import Cell
+
+
+def app_records(cell: Cell, run_dir: Path, elapsed: float
+                ) -> tuple[list[dict[str, Any]], str | None]:
+    """Figure-of-merit rows (benchmark = group name, size None, statistic 'value') plus the
+    wall time; or a problem when a regex finds nothing."""
+    g = cell.group
+    texts: dict[str, str] = {}
+
+    def read(name: str) -> str:
+        if name not in texts:
+            p = run_dir / name
+            texts[name] = p.read_text(errors="replace") if p.exists() else ""
+        return texts[name]
+
+    rows = []
+    base = {"benchmark": g.name, "size": None, "np": cell.variant.np, "statistic": "value",
+            "n": 1, "status": "ok", "extra": {"params": cell.params}}
+    for fom in g.foms:
+        if fom.regex is None:
+            continue
+        if fom.source == "output":
+            text = read("stdout.txt") + "\n" + read("stderr.txt")
+        elif fom.source in ("stdout", "stderr"):
+            text = read(f"{fom.source}.txt")
+        else:
+            text = read(fom.source)
+        matches = fom.regex.findall(text)
+        if not matches:
+            return [], (f"figure of merit {fom.name!r}: regex {fom.regex.pattern!r} matched "
+                        f"nothing in {fom.source}")
+        last = matches[-1]
+        raw = last[0] if isinstance(last, tuple) else last
+        try:
+            value = float(raw)
+        except ValueError:
+            return [], f"figure of merit {fom.name!r}: captured {raw!r}, not a number"
+        rows.append({**base, "metric": fom.name, "unit": fom.unit, "better": fom.better,
+                     "median": value, "mean": value, "min": value, "max": value,
+                     "samples": [value]})
+    rows.append({**base, "metric": "wall_time", "unit": "s", "better": "lower",
+                 "median": elapsed, "mean": elapsed, "min": elapsed, "max": elapsed,
+                 "samples": [elapsed]})
+    if g.derived:
+        from mpibench.derived import derived_rows
+
+        rows += derived_rows(g.derived, rows, base)
+    return rows, None
