@@ -577,10 +577,11 @@ def _pct(v: float) -> str:
 
 
 def render_diff(d: Mapping[str, Any], name_a: str, name_b: str, console=None) -> None:
-    from rich.console import Console
     from rich.table import Table as RichTable
 
-    con = console or Console()
+    from mpibench.termsafe import SafeConsole
+
+    con = console or SafeConsole()
     tables = diff_tables(d, name_a, name_b)
     for t in tables:
         rt = RichTable(title=t.title, title_justify="left")

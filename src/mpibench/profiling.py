@@ -566,10 +566,11 @@ def render_report(doc: Mapping[str, Any], console=None, *, top: int = 10,
     """Human report: time in MPI overall and per rank, top functions by time and by calls,
     message sizes per function and over all functions (buckets: edges from
     profile_data.parse_buckets; None = log2 bins), the profiler's own overhead."""
-    from rich.console import Console
     from rich.table import Table
 
-    con = console or Console()
+    from mpibench.termsafe import SafeConsole
+
+    con = console or SafeConsole()
     funcs = doc.get("functions", {})
     mpi = doc["mpi_time_s"]
     frac = doc["mpi_fraction"]

@@ -12,6 +12,7 @@ from rich.console import Console
 
 from mpibench import stacks as stacks_mod
 from mpibench.errors import UsageError
+from mpibench.termsafe import SafeConsole
 
 
 def add_stack_discovery(p: argparse.ArgumentParser) -> None:
@@ -35,12 +36,13 @@ def discover_from_args(args: argparse.Namespace, include_missing: bool = False):
 
 def console() -> Console:
     # Piped output (CI logs, files) gets a wide virtual terminal so tables are not squeezed.
-    return Console(highlight=False, soft_wrap=False,
+    return SafeConsole(highlight=False, soft_wrap=False,
                    width=None if sys.stdout.isatty() else 200)
 
 
 def err_console() -> Console:
-    return Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 200)
+    return SafeConsole(stderr=True, highlight=False,
+                       width=None if sys.stderr.isatty() else 200)
 
 
 def print_json(obj) -> None:

@@ -64,7 +64,7 @@ def clean_json(o):
 def console(buf: io.StringIO, width: int | None = None):
     """The rich console every terminal table prints through: the terminal's width (240
     columns when not a terminal), colour only on a terminal, no markup highlighting."""
-    from rich.console import Console
+    from mpibench.termsafe import SafeConsole as Console
 
     tty = sys.stdout.isatty()
     if width is None:
@@ -74,8 +74,11 @@ def console(buf: io.StringIO, width: int | None = None):
 
 
 def md_escape(s: Any) -> str:
-    """Escape text for a Markdown table cell (user labels may hold | or HTML)."""
-    text = "" if s is None else str(s)
+    """Escape text for a Markdown table cell (user labels may hold | or HTML, and control
+    characters, which no Markdown needs and a terminal would obey)."""
+    from mpibench.termsafe import safe_text
+
+    text = "" if s is None else safe_text(str(s))
     for ch in ("\\", "|", "*", "_", "`", "[", "]"):
         text = text.replace(ch, "\\" + ch)
     # '<' and '&' as entities: Markdown renderers pass raw HTML through.
