@@ -25,7 +25,7 @@ import pandas as pd
 from mpibench.errors import UsageError
 from mpibench.report.data import sweep_params, with_sweep_params
 from mpibench.store import RESULT_COLUMNS, Store
-from mpibench.store.queries import run_timing
+from mpibench.store.queries import profile_launches, run_timing
 
 __all__ = ["load_results", "load_samples", "compare_frame", "load_profiles",
            "load_size_buckets"]
@@ -156,10 +156,7 @@ def _profile_launches(db_path, campaign, variants, run_ids, labels):
     """(run row, profile document) of every stored profile in the selection."""
     with _open(db_path) as store:
         ids = _run_ids(store, campaign, variants, list(run_ids) if run_ids else None, labels)
-        q = ("SELECT p.run_id, p.json, r.variant, r.label, r.status, r.started, "
-             "c.name AS campaign FROM profiles p JOIN runs r ON r.id = p.run_id "
-             "JOIN campaigns c ON c.id = r.campaign_id")
-        rows = store.db.execute(q + " ORDER BY r.started, r.rowid").fetchall()
+        rows = profile_launches(store)
     wanted = None if ids is None else set(ids)
     for r in rows:
         if wanted is None or r["run_id"] in wanted:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mpibench.errors import UsageError
+from mpibench.store import queries
 
 # ---- which calls are messages ------------------------------------------------------------
 # A "message" is one call of a function that moves data, on the rank that made it: a Send and
@@ -275,12 +276,6 @@ def _launch(row) -> ProfileLaunch:
                          row["fingerprint_id"])
 
 
-_LAUNCH_Q = ("SELECT p.run_id, p.json, r.variant, r.label, r.status, r.fingerprint_id, "
-             "c.name AS campaign "
-             "FROM profiles p JOIN runs r ON r.id = p.run_id "
-             "JOIN campaigns c ON c.id = r.campaign_id ")
-
-
 def load_launches(store, name: str, *, campaign: str | None = None,
                   complete_only: bool = True) -> list[ProfileLaunch]:
     """The stored profiles a name stands for: a run id (one launch), else every profile whose
@@ -290,23 +285,15 @@ def load_launches(store, name: str, *, campaign: str | None = None,
     faster launch)."""
     from mpibench.report.data import split_variant
 
-    args: list[Any] = [name]
-    rows = store.db.execute(_LAUNCH_Q + "WHERE p.run_id = ?", args).fetchall()
+    rows = queries.profile_launches(store, run_id=name)
     if not rows:
-        q = _LAUNCH_Q + "WHERE (r.variant = ? OR r.label = ? OR r.variant LIKE ?)"
-        args = [name, name, name + "[%"]
-        if campaign is not None:
-            q += " AND c.name = ?"
-            args.append(campaign)
-        rows = store.db.execute(q + " ORDER BY r.started, r.rowid", args).fetchall()
+        rows = queries.profile_launches(store, name=name, campaign=campaign)
         exact = [r for r in rows if name in (r["variant"], r["label"])]
         # else the set a campaign sweep expanded ('shm' for shm[np=1], shm[np=2]): the np
         # check below then asks for one of them
         rows = exact or [r for r in rows if split_variant(r["variant"])[0] == name]
     if not rows:
-        known = sorted({r[0] for r in store.db.execute(
-            "SELECT COALESCE(r.label, r.variant) FROM profiles p JOIN runs r "
-            "ON r.id = p.run_id")})
+        known = queries.profile_names(store)
         where = f" in campaign {campaign!r}" if campaign else ""
         raise UsageError(f"{name!r}: no profile run, variant or label{where} in {store.path}; "
                          f"profiled variants/labels: {', '.join(known[:12]) or 'none'}")
@@ -612,14 +599,10 @@ def report_tables(store, groups: Mapping[str, Iterable[str]], *, top: int = 10,
 
     cols: dict[tuple[str, int], list[ProfileLaunch]] = {}
     for g, ids in groups.items():
-        ids = list(dict.fromkeys(ids))
-        for i in range(0, len(ids), 500):
-            chunk = ids[i:i + 500]
-            q = _LAUNCH_Q + f"WHERE p.run_id IN ({', '.join('?' for _ in chunk)})"
-            for row in store.db.execute(q + " ORDER BY r.started, r.rowid", chunk):
-                x = _launch(row)
-                if x.status == "done" and x.doc.get("complete"):
-                    cols.setdefault((g, x.np), []).append(x)
+        for row in queries.profile_launches_of(store, list(ids)):
+            x = _launch(row)
+            if x.status == "done" and x.doc.get("complete"):
+                cols.setdefault((g, x.np), []).append(x)
     if not cols:
         return []
     order = sorted(cols, key=lambda k: (list(groups).index(k[0]), k[1]))

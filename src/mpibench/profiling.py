@@ -511,18 +511,13 @@ def store_profile(store, run: ProfileRun, *, label: str | None = None,
 
 def load_profile(store, run_id: str) -> dict[str, Any]:
     """A stored profile by run id, or the latest profile of a variant/label of that name."""
-    row = store.db.execute("SELECT json FROM profiles WHERE run_id=?", (run_id,)).fetchone()
-    if not row:
-        row = store.db.execute(
-            "SELECT p.json FROM profiles p JOIN runs r ON r.id = p.run_id "
-            "WHERE r.variant=? OR r.label=? ORDER BY r.started DESC, r.rowid DESC LIMIT 1",
-            (run_id, run_id)).fetchone()
-    if not row:
-        known = [r[0] for r in store.db.execute(
-            "SELECT run_id FROM profiles ORDER BY rowid DESC LIMIT 5")]
+    from mpibench.store.queries import profile_document, recent_profiles
+
+    doc = profile_document(store, run_id)
+    if doc is None:
         raise UsageError(f"{run_id!r}: no profile run or label in {store.path}; recent: "
-                         f"{', '.join(known) or 'none'}")
-    return json.loads(row[0])
+                         f"{', '.join(recent_profiles(store)) or 'none'}")
+    return json.loads(doc)
 
 
 # ---- report ----------------------------------------------------------------------------

@@ -46,7 +46,7 @@ from mpibench.schedulers import (
     get_scheduler,
 )
 from mpibench.stacks import Stack, find_stack
-from mpibench.store import Store
+from mpibench.store import Store, queries
 from mpibench.transports import preset
 
 FINAL = ("done", "failed", "timeout")
@@ -190,8 +190,7 @@ class CampaignRunner(CellSteps, LocalPolicy, BatchPolicy):
     def sync(self) -> tuple[int, list[Cell], int | None]:
         """Create the campaign and a pending run per cell (existing runs are kept)."""
         spec = self.spec
-        row = self.store.db.execute("SELECT id, spec_json FROM campaigns WHERE name=? AND "
-                                    "file IS ?", (spec.name, str(spec.path))).fetchone()
+        row = queries.campaign_row(self.store, spec.name, str(spec.path))
         seed = spec.seed
         if spec.order == "random" and seed is None:
             old = json.loads(row["spec_json"]).get("seed") if row else None
@@ -203,23 +202,20 @@ class CampaignRunner(CellSteps, LocalPolicy, BatchPolicy):
             self._adopt_moved(cells[0].id)
         with self.store.transaction():
             cid = self.store.add_campaign(spec.name, sdict, file=str(spec.path))
-            known = dict(self.store.db.execute("SELECT id, seq FROM runs WHERE campaign_id=?",
-                                               (cid,)).fetchall())
+            known = queries.run_seqs(self.store, cid)
             if known and any(c.id not in known for c in cells):
                 # cells an earlier mpibench stored under ids without the group's name,
                 # timeout and figures of merit keep their runs and results
                 renames = [(old, new) for new, old in legacy_ids(spec).items()
                            if old in known and new not in known]
                 if renames and self.store.rename_runs(renames):
-                    known = dict(self.store.db.execute(
-                        "SELECT id, seq FROM runs WHERE campaign_id=?", (cid,)).fetchall())
+                    known = queries.run_seqs(self.store, cid)
             fresh = [c for c in cells if c.id not in known]
             if self.store.create_runs(self._new_runs(cid, fresh)) != len(fresh):
                 self._foreign_cells(cid, fresh)  # raises; the transaction rolls back
             # an edited file may reorder cells: keep seq in step with this plan
-            self.store.db.executemany("UPDATE runs SET seq=? WHERE id=?",
-                                      [(c.seq, c.id) for c in cells
-                                       if c.id in known and known[c.id] != c.seq])
+            queries.set_seqs(self.store, [(c.seq, c.id) for c in cells
+                                          if c.id in known and known[c.id] != c.seq])
             if known:
                 self._refresh_judging(cid, json.loads(row["spec_json"]) if row else {})
         return cid, cells, seed
@@ -287,14 +283,7 @@ class CampaignRunner(CellSteps, LocalPolicy, BatchPolicy):
             text, bps = want.get("line_rate"), want.get("line_rate_bps")
             if last.get(v.name, "unknown") == (text, bps):
                 continue
-            self.store.db.execute(
-                "UPDATE runs SET spec_json = CASE WHEN ? IS NULL "
-                "THEN json_remove(spec_json, '$.line_rate', '$.line_rate_bps') "
-                "ELSE json_set(spec_json, '$.line_rate', ?, '$.line_rate_bps', ?) END "
-                "WHERE campaign_id=? AND variant=? AND "
-                "(json_extract(spec_json, '$.line_rate') IS NOT ? OR "
-                "json_extract(spec_json, '$.line_rate_bps') IS NOT ?)",
-                (text, text, bps, cid, v.name, text, bps))
+            queries.set_line_rate(self.store, cid, v.name, text, bps)
 
     def run_dir(self, cell: Cell) -> Path:
         return self.runs_root / cell.id
@@ -384,8 +373,7 @@ class CampaignRunner(CellSteps, LocalPolicy, BatchPolicy):
     def _run(self) -> Summary:
         cid, cells, seed = self.sync()
         reset, reattach = self.recover(cells, cid)
-        status = {r["id"]: r["status"] for r in self.store.db.execute(
-            "SELECT id, status FROM runs WHERE campaign_id=?", (cid,))}
+        status = queries.run_statuses(self.store, cid)
         redo = ("failed", "timeout") if self.retry_failed else ()
         attached = {cid_ for _, ids in reattach for cid_ in ids}
         todo = [c for c in cells if c.id not in attached
@@ -406,10 +394,9 @@ class CampaignRunner(CellSteps, LocalPolicy, BatchPolicy):
             self._run_local(todo, summary, cid)
         ids = {c.id for c in cells}
         counts: dict[str, int] = {}
-        for r in self.store.db.execute("SELECT id, status FROM runs WHERE campaign_id=?",
-                                       (cid,)):
-            if r["id"] in ids:
-                counts[r["status"]] = counts.get(r["status"], 0) + 1
+        for rid, state in queries.run_statuses(self.store, cid).items():
+            if rid in ids:
+                counts[state] = counts.get(state, 0) + 1
         summary.counts = counts
         self._tick("finished")
         return summary

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -76,3 +76,92 @@ def run_timing(store: Store) -> dict[str, Any]:
     return {r["id"]: r for r in store.db.execute(
         "SELECT id, status, source, started, elapsed FROM runs")}
 
+
+
+# -- the campaign runner's bookkeeping of its runs ---------------------------------------------
+def run_seqs(store: Store, campaign_id: int) -> dict[str, int]:
+    """run id -> position in the plan, for the campaign's stored runs."""
+    return dict(store.db.execute("SELECT id, seq FROM runs WHERE campaign_id=?",
+                                 (campaign_id,)).fetchall())
+
+
+def set_seqs(store: Store, moves: Iterable[tuple[int, str]]) -> None:
+    """(new seq, run id) pairs: an edited campaign file may reorder its cells."""
+    store.db.executemany("UPDATE runs SET seq=? WHERE id=?", list(moves))
+
+
+def run_statuses(store: Store, campaign_id: int) -> dict[str, str]:
+    return {r["id"]: r["status"] for r in store.db.execute(
+        "SELECT id, status FROM runs WHERE campaign_id=?", (campaign_id,))}
+
+
+def set_line_rate(store: Store, campaign_id: int, variant: str, text: str | None,
+                  bps: float | None) -> None:
+    """A variant's line rate as its runs' stored specs carry it (the reports read it there);
+    None removes it. Only runs whose value differs are written."""
+    store.db.execute(
+        "UPDATE runs SET spec_json = CASE WHEN ? IS NULL "
+        "THEN json_remove(spec_json, '$.line_rate', '$.line_rate_bps') "
+        "ELSE json_set(spec_json, '$.line_rate', ?, '$.line_rate_bps', ?) END "
+        "WHERE campaign_id=? AND variant=? AND "
+        "(json_extract(spec_json, '$.line_rate') IS NOT ? OR "
+        "json_extract(spec_json, '$.line_rate_bps') IS NOT ?)",
+        (text, text, bps, campaign_id, variant, text, bps))
+
+
+# -- stored profiles ----------------------------------------------------------------------------
+_PROFILE_LAUNCH = ("SELECT p.run_id, p.json, r.variant, r.label, r.status, r.fingerprint_id, "
+                   "r.started, c.name AS campaign "
+                   "FROM profiles p JOIN runs r ON r.id = p.run_id "
+                   "JOIN campaigns c ON c.id = r.campaign_id ")
+
+
+def profile_launches(store: Store, *, run_id: str | None = None, name: str | None = None,
+                     campaign: str | None = None) -> list[sqlite3.Row]:
+    """Profiled runs with their documents, oldest first: one run id; or every run whose
+    variant or label is `name`, or whose variant is a sweep point of it (`name[...]`),
+    optionally within one campaign; or, with neither, every profiled run."""
+    q, args = _PROFILE_LAUNCH, []
+    if run_id is not None:
+        q += "WHERE p.run_id = ?"
+        args = [run_id]
+    elif name is not None:
+        q += "WHERE (r.variant = ? OR r.label = ? OR r.variant LIKE ?)"
+        args = [name, name, name + "[%"]
+        if campaign is not None:
+            q += " AND c.name = ?"
+            args.append(campaign)
+    return store.db.execute(q + " ORDER BY r.started, r.rowid", args).fetchall()
+
+
+def profile_launches_of(store: Store, run_ids: list[str]) -> Iterator[sqlite3.Row]:
+    """Profiled runs among run_ids, oldest first within each chunk of 500."""
+    ids = list(dict.fromkeys(run_ids))
+    for i in range(0, len(ids), 500):
+        chunk = ids[i:i + 500]
+        yield from store.db.execute(
+            _PROFILE_LAUNCH + f"WHERE p.run_id IN ({', '.join('?' for _ in chunk)}) "
+            "ORDER BY r.started, r.rowid", chunk)
+
+
+def profile_names(store: Store) -> list[str]:
+    """Label or variant of every profiled run, sorted: what a profile name can be."""
+    return sorted({r[0] for r in store.db.execute(
+        "SELECT COALESCE(r.label, r.variant) FROM profiles p JOIN runs r ON r.id = p.run_id")})
+
+
+def profile_document(store: Store, run_id_or_name: str) -> str | None:
+    """The profile JSON of a run id, else of the newest run with that variant or label."""
+    row = store.db.execute("SELECT json FROM profiles WHERE run_id=?",
+                           (run_id_or_name,)).fetchone()
+    if not row:
+        row = store.db.execute(
+            "SELECT p.json FROM profiles p JOIN runs r ON r.id = p.run_id "
+            "WHERE r.variant=? OR r.label=? ORDER BY r.started DESC, r.rowid DESC LIMIT 1",
+            (run_id_or_name, run_id_or_name)).fetchone()
+    return row[0] if row else None
+
+
+def recent_profiles(store: Store, n: int = 5) -> list[str]:
+    return [r[0] for r in store.db.execute(
+        "SELECT run_id FROM profiles ORDER BY rowid DESC LIMIT ?", (n,))]
