@@ -274,6 +274,14 @@ def test_site_example_each_stacks_own_launcher_on_one_and_two_nodes(campaigns):
         two = r["variant"].endswith("[nodes=2]")
         assert (r["nodelist"] == "n[1-2]") == two, (r["variant"], r["nodelist"])
         assert r["transport_actual"].startswith("tcp"), r["transport_actual"]
+        # the fingerprint comes from the job's node (the probe step inside the allocation)
+        con = sqlite3.connect(campaigns["files"]["slurm"].parent / "mpibench.db")
+        fp = json.loads(con.execute("SELECT json FROM fingerprints WHERE id=?",
+                                    (r["fingerprint_id"],)).fetchone()[0])
+        con.close()
+        assert fp["probe_node"] in ("n1", "n2"), fp.get("probe_node")
+        assert fp["machine"]["kernel"] and fp["libraries"]["library"], fp["libraries"]
+        assert any("libmpi" in p for p in fp["libraries"]["libraries"])
 
 
 def test_batch_app_wall_time_excludes_its_setup(campaigns):

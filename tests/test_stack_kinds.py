@@ -255,3 +255,58 @@ def test_a_run_of_another_library_is_not_stored_under_this_stack():
                           "(intel 2021.18.1): MPI_Get_library_version says 'Intel(R) MPI "
                           "Library 2021.19")
     assert library_swapped(s, None) is None
+
+
+# -- environment modules: two stacks that differ only by module --------------------------------
+MODULEFILE = """#%Module1.0
+prepend-path PATH {bindir}
+"""
+
+
+@pytest.mark.mpi
+def test_modules_are_loaded_for_probing_building_and_running(tmp_path, monkeypatch):
+    """Both stacks say mpicc and mpirun; only their module tells Open MPI from MPICH. Without
+    the module, `mpicc` on PATH is Debian's default (Open MPI): the MPICH stack can only come
+    out as MPICH, build and run with MPICH if its module is loaded every time."""
+    import shutil as sh
+
+    from mpibench.build import build_component
+    from mpibench.execute import Variant
+    from mpibench.verify import verify_local
+
+    if not Path("/usr/share/modules/init/bash").exists():
+        pytest.skip("environment-modules is not installed (make setup installs it)")
+    monkeypatch.setenv("MPIBENCH_CACHE", str(tmp_path / "cache"))
+    mods = tmp_path / "modulefiles" / "testmpi"
+    mods.mkdir(parents=True)
+    for name, cc, run in (("openmpi", "mpicc.openmpi", "mpirun.openmpi"),
+                          ("mpich", "mpicc.mpich", "mpiexec.hydra")):
+        bindir = tmp_path / f"{name}-bin"
+        bindir.mkdir()
+        (bindir / "mpicc").symlink_to(sh.which(cc))
+        (bindir / "mpirun").symlink_to(sh.which(run))
+        if name == "mpich":  # Hydra starts the proxy that sits beside it
+            (bindir / "hydra_pmi_proxy").symlink_to(sh.which("hydra_pmi_proxy"))
+        (mods / name).write_text(MODULEFILE.format(bindir=bindir))
+    monkeypatch.setenv("MODULEPATH", str(tmp_path / "modulefiles"))
+    f = tmp_path / "stacks.toml"
+    f.write_text('[stacks.mod-ompi]\nmpicc = "mpicc"\nmodules = ["testmpi/openmpi"]\n'
+                 '[stacks.mod-mpich]\nmpicc = "mpicc"\nmodules = ["testmpi/mpich"]\n'
+                 '[stacks.mod-missing]\nmpicc = "mpicc"\nmodules = ["testmpi/nope"]\n')
+    a, b, missing = stacks.load_stacks_file(f)
+    assert a.ok and a.kind == "openmpi", a.problem
+    assert b.ok and b.kind == "mpich", b.problem  # probed with its module loaded
+    assert b.launcher == str(tmp_path / "mpich-bin" / "mpirun")  # beside the module's mpicc
+    assert b.launcher_kind == "mpiexec-hydra"
+    assert not missing.ok and "testmpi/nope" in missing.problem
+    # built with the module's wrapper: two builds, each linked against its own library
+    ca, cb = build_component(a), build_component(b)
+    assert ca != cb
+    # run with the module loaded: the probe's rank 0 reports the library it actually loaded
+    va = verify_local(a, Variant(name="a", stack=a.name, transport="shm", np=2),
+                      tmp_path / "va", timeout=60)
+    vb = verify_local(b, Variant(name="b", stack=b.name, transport="shm", np=2),
+                      tmp_path / "vb", timeout=60)
+    assert va.node["library"].startswith("Open MPI v4.1"), va
+    assert vb.node["library"].startswith("MPICH Version:"), vb
+    assert va.verdict == vb.verdict == "ok", (va, vb)

@@ -141,6 +141,8 @@ def prepare_cell(stack: Stack, variant: Variant, program: list[str], run_dir: Pa
                       cpus_per_task=variant.cpus_per_task,
                       extra=list(variant.launcher_args))
     argv = launcher.argv(stack.launcher, spec)
+    if local:  # a batch job script loads the stack's modules itself, before every step
+        argv = stack.command(argv)
     placeholder = LaunchSpec(**{**spec.__dict__, "program": [PROGRAM_PLACEHOLDER]})
     fp_argv = launcher.argv(stack.launcher, placeholder)
     full_env = launcher.launcher_env(spec)

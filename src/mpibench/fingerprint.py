@@ -50,7 +50,7 @@ def collect(*, stack: Mapping[str, object], launcher_argv: list[str], env: Mappi
     fp: dict[str, object] = {
         "mpibench_version": mpibench.__version__,
         "stack": {k: stack.get(k) for k in ("name", "kind", "version", "library_version",
-                                             "mpicc", "launcher")},
+                                             "mpicc", "launcher", "modules")},
         "launcher_argv": list(launcher_argv),
         "transport_env": transport_env(env),
         "hosts": sorted(hosts or []),
@@ -82,3 +82,5 @@ def add_node_facts(fp: dict[str, object], facts: Mapping[str, object]) -> None:
                        if k in facts}
     if facts.get("hosts"):
         fp["probe_hosts"] = list(facts["hosts"])
+    if facts.get("scheduler_node"):
+        fp["probe_node"] = facts["scheduler_node"]

@@ -51,6 +51,10 @@ static void node_facts(void) {
     int nseen = 0;
     if (uname(&u) == 0) printf("mpibench-probe kernel=%s arch=%s\n", u.release, u.machine);
     printf("mpibench-probe cores=%ld\n", sysconf(_SC_NPROCESSORS_ONLN));
+    /* the batch system's name for this node (several slurmd on one test host share a name) */
+    const char *node = getenv("SLURMD_NODENAME");
+    if (!node) node = getenv("PBS_NODENAME");
+    if (node) printf("mpibench-probe scheduler_node=%s\n", node);
     FILE *f = fopen("/proc/cpuinfo", "r");
     while (f && fgets(line, sizeof line, f)) {
         if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
@@ -148,6 +152,8 @@ def node_facts(text: str) -> dict:
             facts["arch"] = arch
         elif key == "cpu":
             facts["cpu_model"] = value
+        elif key == "scheduler_node":
+            facts["scheduler_node"] = value
         elif key in ("ucx", "libfabric_api", "library"):
             facts[key] = value
     if libs:

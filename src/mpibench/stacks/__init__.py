@@ -204,12 +204,23 @@ def probe(mpicc: str, timeout: float = 60, env: Mapping[str, str] | None = None,
     return info
 
 
-def _find_launcher(kind: type[StackKind], mpicc: str, bindir: str | None) -> str:
+def _which(name: str, modules: Sequence[str] = ()) -> str | None:
+    """shutil.which, after the modules are loaded when there are any."""
+    if not modules:
+        return shutil.which(name)
+    res = run_command(with_modules(["sh", "-c", 'command -v "$0"', name], modules), timeout=60)
+    found = res.stdout.strip().splitlines()
+    return found[-1] if res.ok and found and os.path.isabs(found[-1]) else None
+
+
+def _find_launcher(kind: type[StackKind], mpicc: str, bindir: str | None,
+                   modules: Sequence[str] = ()) -> str:
     """The kind's launcher that belongs to this install: in the prefix's bin (its order of
-    preference), else beside the wrapper, else one of Debian's suffixed names on PATH. A bare
-    mpirun/mpiexec from PATH is never taken: it may be another stack's."""
+    preference), else beside the wrapper (found with the stack's modules loaded), else one of
+    Debian's suffixed names on PATH. A bare mpirun/mpiexec from PATH is never taken: it may
+    be another stack's."""
     dirs = [bindir] if bindir else []
-    wrapper = shutil.which(mpicc) or mpicc
+    wrapper = _which(mpicc, modules) or mpicc
     if os.path.isabs(wrapper):
         dirs.append(os.path.dirname(wrapper))
     names = list(kind.prefix_launchers) if bindir else \
@@ -256,10 +267,11 @@ def _make_stack(name: str, mpicc: str, origin: str, *, bindir: str | None = None
     stack.mpi_standard = info["mpi_standard"]
     k = stack.kind_class
     if not stack.prefix:
-        stack.prefix = str(Path(os.path.realpath(shutil.which(mpicc) or mpicc)).parent.parent)
+        where = _which(mpicc, stack.modules) or mpicc
+        stack.prefix = str(Path(os.path.realpath(where)).parent.parent)
     if hinted is None and prefix:
         stack.env = {**k.prefix_env(prefix), **stack.env}
-    stack.launcher = launcher or _find_launcher(k, mpicc, bindir)
+    stack.launcher = launcher or _find_launcher(k, mpicc, bindir, stack.modules)
     stack.launcher_kind = launcher_kind or k.launcher_backend(stack.launcher)
     if not stack.launcher:
         where = f" in {bindir}" if bindir else ""
