@@ -712,3 +712,35 @@ def test_scheduler_values_are_single_lines_at_load(tmp_path, line, key):
     with pytest.raises(UsageError, match=re.escape(key)):
         load(path)
     assert cli_main(["campaign", "run", str(path), "--dry-run"]) == 2
+
+
+def test_campaign_list_pages_a_big_campaign(tmp_path, capsys):
+    """A 100k-cell campaign took 161 s and 721 MB to list as one table: the terminal shows a
+    page (1000 cells), --offset/--limit move through them, --json streams every cell."""
+    import json
+
+    from mpibench.campaign.runner import CampaignRunner
+    from mpibench.cli import main as cli_main
+    from mpibench.store import Store
+
+    xs = ", ".join(str(i) for i in range(1200))
+    path = write(tmp_path, f'[campaign]\nname = "big"\nrepeats = 2\n[variants.a]\n'
+                           f'stack = "openmpi"\n[benchmarks.app]\ncommand = "echo {{x}}"\n'
+                           f'params = {{ x = [{xs}] }}\n')
+    db = tmp_path / "s.db"
+    with Store(db) as store:
+        CampaignRunner(load(path), store, []).sync()
+    assert cli_main(["campaign", "list", str(path), "--db", str(db)]) == 0
+    out = capsys.readouterr()
+    assert len([ln for ln in out.out.splitlines() if " c-" in ln]) == 1000
+    assert "cells 1-1000 of 2400; next page: --offset 1000" in out.err
+    assert cli_main(["campaign", "list", str(path), "--db", str(db), "--offset", "2390"]) == 0
+    out = capsys.readouterr()
+    seqs = [int(ln.split("│")[1].strip()) for ln in out.out.splitlines() if " c-" in ln]
+    assert seqs == list(range(2390, 2400)) and "cells 2391-2400 of 2400" in out.err
+    assert cli_main(["campaign", "list", str(path), "--db", str(db), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["seq"] for r in rows] == list(range(2400))
+    assert cli_main(["campaign", "list", str(path), "--db", str(db), "--json", "--offset", "5",
+                     "--limit", "3"]) == 0
+    assert [r["seq"] for r in json.loads(capsys.readouterr().out)] == [5, 6, 7]

@@ -98,10 +98,12 @@ def status(store: Store, spec: CampaignSpec) -> dict[str, Any]:
             "problems": problems, "jobs": jobs}
 
 
-def cells(store: Store, spec: CampaignSpec) -> list[dict[str, Any]]:
+def cells(store: Store, spec: CampaignSpec, offset: int = 0,
+          limit: int | None = None) -> list[dict[str, Any]]:
+    """The campaign's cells in plan order (a page of them with offset/limit)."""
     camp = find_campaign(store, spec)
     out = []
-    for r in queries.campaign_cells(store, camp["id"]):
+    for r in queries.campaign_cells(store, camp["id"], offset, limit):
         d = {k: r[k] for k in _CELLS_KEYS}
         d["params"] = json.loads(d.pop("params_json") or "{}")
         d["group"] = d.pop("grp")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
+import json
+import sys
 from pathlib import Path
 
 from rich.markup import escape
@@ -61,11 +64,28 @@ def register(sub) -> None:
                            help="skip the transport verification probes")
             q.add_argument("--no-progress", action="store_true", help="no progress bar")
             add_stack_discovery(q)
+        if name == "list":
+            q.add_argument("--offset", type=_count, default=0, metavar="N",
+                           help="list from the N-th cell on (0 = the first)")
+            q.add_argument("--limit", type=_count, metavar="N",
+                           help=f"at most N cells (terminal default {LIST_PAGE}; --json "
+                                "default: every cell, streamed)")
+            q.add_argument("--all", action="store_true",
+                           help="every cell (the terminal table then comes in pages)")
         if name == "run":
             q.add_argument("--dry-run", action="store_true",
                            help="validate and print the plan; run nothing, write nothing")
         q.set_defaults(func=_dispatch)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+
+LIST_PAGE = 1000  # cells per terminal table: rich takes ~0.8 ms a row
+
+
+def _count(text: str) -> int:
+    if not (text.isascii() and text.isdigit()) or len(text) > 12:
+        raise argparse.ArgumentTypeError(f"expected a count (0 or more), got {text!r}")
+    return int(text)
 
 
 def _db_path(args, spec_path: Path | None) -> Path:
@@ -99,12 +119,51 @@ def _dispatch(args) -> int:
             else:
                 _print_status(data)
             return 0
-        rows = st.cells(store, spec)
+        return _list_cells(args, spec, store)
+
+
+def _list_cells(args, spec, store) -> int:
+    """Cells a page at a time: a 100k-cell campaign took 161 s and 721 MB as one table.
+    JSON is streamed page by page (one array); the terminal shows one page unless --all."""
+    from mpibench.campaign import status as st
+    from mpibench.campaign.local import LOCAL_JOB_PREFIX
+    from mpibench.store import queries
+
+    camp = st.find_campaign(store, spec)
+    total = queries.cell_count(store, camp["id"])
+    start = args.offset
+    if args.all or (args.json and args.limit is None):
+        stop = total
+    else:
+        stop = min(total, start + (args.limit if args.limit is not None else LIST_PAGE))
+    page = 5000 if args.json else LIST_PAGE
     if args.json:
-        print_json(rows)
+        out = sys.stdout
+        out.write("[")
+        first = True
+        for off in range(start, stop, page):
+            for r in st.cells(store, spec, off, min(page, stop - off)):
+                out.write(("\n  " if first else ",\n  ") + json.dumps(r, default=str))
+                first = False
+        out.write("\n]\n" if not first else "]\n")
         return 0
-    t = Table(title=f"campaign {spec.name}: {len(rows)} cells")
-    batch = any(r["job_id"] for r in rows)  # job columns only where there are jobs
+    batch = queries.has_batch_jobs(store, camp["id"], LOCAL_JOB_PREFIX)
+    con = console()
+    for off in range(start, max(stop, start + 1), page):
+        rows = st.cells(store, spec, off, min(page, stop - off)) if off < stop else []
+        title = (f"campaign {spec.name}: {total} cells" if off == start else None)
+        _cells_table(con, rows, batch, title, show_header=off == start)
+    if start > 0 or stop < total:
+        shown = f"cells {start + 1}-{stop} of {total}" if stop > start else \
+            f"no cells from --offset {start} (the campaign has {total})"
+        more = (f"; next page: --offset {stop}, every cell: --all or --json"
+                if stop < total else "")
+        err_console().print(escape(shown + more))
+    return 0
+
+
+def _cells_table(con, rows, batch: bool, title: str | None, show_header: bool) -> None:
+    t = Table(title=title, show_header=show_header)
     cols = ["seq", "id", "variant", "group", "params", "rep", "status", "elapsed"]
     cols += ["job", "nodes", "sched state"] if batch else []
     for col in cols + ["reason"]:
@@ -117,8 +176,7 @@ def _dispatch(args) -> int:
         if batch:
             cells += [escape(r[k] or "") for k in ("job_id", "nodelist", "sched_state")]
         t.add_row(*cells, escape((r["reason"] or "")[:80]))
-    console().print(t)
-    return 0
+    con.print(t)
 
 
 def _list_campaigns(args) -> int:

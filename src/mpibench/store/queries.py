@@ -24,10 +24,26 @@ def campaign_row(store: Store, name: str, file: str | None) -> sqlite3.Row | Non
                             (name, file)).fetchone()
 
 
-def campaign_cells(store: Store, campaign_id: int) -> list[sqlite3.Row]:
-    """The campaign's runs in plan order, without results."""
+def campaign_cells(store: Store, campaign_id: int, offset: int = 0,
+                   limit: int | None = None) -> list[sqlite3.Row]:
+    """The campaign's runs in plan order, without results; a page of them with offset and
+    limit (a 100k-cell campaign is listed a page at a time)."""
     return store.db.execute(f"SELECT {_CELL_COLUMNS} FROM runs WHERE campaign_id=? "
-                            "ORDER BY seq", (campaign_id,)).fetchall()
+                            "ORDER BY seq, id LIMIT ? OFFSET ?",
+                            (campaign_id, -1 if limit is None else limit,
+                             offset)).fetchall()
+
+
+def cell_count(store: Store, campaign_id: int) -> int:
+    return store.db.execute("SELECT count(*) FROM runs WHERE campaign_id=?",
+                            (campaign_id,)).fetchone()[0]
+
+
+def has_batch_jobs(store: Store, campaign_id: int, local_job_prefix: str) -> bool:
+    """Whether any cell ran in a batch job (a local cell's job id is not one)."""
+    return store.db.execute("SELECT 1 FROM runs WHERE campaign_id=? AND job_id IS NOT NULL "
+                            "AND job_id NOT LIKE ? LIMIT 1",
+                            (campaign_id, local_job_prefix + "%")).fetchone() is not None
 
 
 def state_counts(store: Store, campaign_id: int, local_job_prefix: str
