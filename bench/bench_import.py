@@ -31,7 +31,7 @@ from pathlib import Path
 from mpibench import importer
 from mpibench.importer import import_files
 from mpibench.parsers.detect import parse_bytes
-from mpibench.store import Store
+from mpibench.store import Store, bulk
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCES = sorted((REPO / "tests" / "data" / "imb").glob("*-np2-all.txt"))
@@ -84,7 +84,7 @@ def main(argv: list[str]) -> int:
         with Store(tmpd / "bench.db") as store:
             # instrument the per-file writes and the batch commits (bench only)
             spent = {"write": 0.0, "commit": 0.0, "commits": 0}
-            real_write, real_commit = importer._write, importer._Batch.commit
+            real_write, real_commit = importer._write, bulk.Batch.commit
 
             def timed_write(*args):
                 c = time.thread_time()
@@ -101,7 +101,7 @@ def main(argv: list[str]) -> int:
                     spent["commit"] += time.perf_counter() - c
                     spent["commits"] += 1
 
-            importer._write, importer._Batch.commit = timed_write, timed_commit
+            importer._write, bulk.Batch.commit = timed_write, timed_commit
             try:
                 kids0 = resource.getrusage(resource.RUSAGE_CHILDREN)
                 t0, c0 = time.perf_counter(), time.process_time()
@@ -111,7 +111,7 @@ def main(argv: list[str]) -> int:
                 kids1 = resource.getrusage(resource.RUSAGE_CHILDREN)   # the parser process
                 worker_cpu = (kids1.ru_utime + kids1.ru_stime) - (kids0.ru_utime + kids0.ru_stime)
             finally:
-                importer._write, importer._Batch.commit = real_write, real_commit
+                importer._write, bulk.Batch.commit = real_write, real_commit
             t0 = time.perf_counter()
             again = import_files(store, files)
             again_s = time.perf_counter() - t0

@@ -20,7 +20,6 @@ import multiprocessing
 import os
 import re
 import signal
-import sqlite3
 import stat
 import threading
 import time
@@ -29,7 +28,6 @@ from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
@@ -38,7 +36,8 @@ from typing import Any
 from mpibench.errors import UsageError
 from mpibench.parsers.base import ParseResult, stack_lines, stack_name
 from mpibench.parsers.detect import MAX_BYTES, TooLarge, parse_bytes, parse_stream
-from mpibench.store import RESULT_COLUMNS, Store
+from mpibench.store import RESULT_COLUMNS, Store, bulk
+from mpibench.store.queries import campaign_row
 from mpibench.units import parse_line_rate  # one parser: import, compare, campaigns
 
 CAMPAIGN = "imports"
@@ -214,60 +213,23 @@ def import_files(store: Store, paths: list[str | Path], label: str | None = None
     check_args(label, line_rate, np)
     bps = parse_line_rate(line_rate) if line_rate is not None else None
     report = ImportReport()
-    known = {row[0] for row in store.db.execute("SELECT sha256 FROM imports")}
-    # Checkpointing the WAL (the fsyncs) every ~64 MB of commits instead of SQLite's default
-    # 1000 pages keeps a big import off the disk's critical path. Restored afterwards.
-    saved = store.db.execute("PRAGMA wal_autocheckpoint").fetchone()[0]
-    store.db.execute("PRAGMA wal_autocheckpoint=16384")
-    batch = _Batch(store.db)
+    known = bulk.imported_hashes(store)
+    batch = bulk.Batch(store, BATCH_FILES, BATCH_SECONDS)
     try:
-        try:
-            for loaded in _loaded([Path(p) for p in paths], known, np):
-                report.files.append(_import_one(store, batch, loaded, label, line_rate, bps,
-                                                campaign, np))
-        finally:
+        # the WAL checkpointed every ~64 MB of commits: a big import off the disk's fsyncs
+        with bulk.checkpoint_every(store, 16384):
             try:
-                batch.commit()
+                for loaded in _loaded([Path(p) for p in paths], known, np):
+                    report.files.append(_import_one(store, batch, loaded, label, line_rate,
+                                                    bps, campaign, np))
             finally:
-                store.db.execute(f"PRAGMA wal_autocheckpoint={int(saved)}")
-    except sqlite3.OperationalError as exc:  # a full disk, an I/O error under the store
-        if store.db.in_transaction:
-            store.db.execute("ROLLBACK")
+                batch.commit()
+    except bulk.WriteError as exc:  # a full disk, an I/O error under the store
+        batch.rollback()
         raise UsageError(f"store {store.path}: cannot write ({exc}); files committed before "
                          "this stay stored (a re-run skips them), the rest was not "
                          "stored") from None
     return report
-
-
-class _Batch:
-    """Several files per transaction, one SAVEPOINT per file (see BATCH_FILES)."""
-
-    def __init__(self, db: sqlite3.Connection):
-        self.db = db
-        self.files = 0
-        self.since = 0.0
-
-    @contextmanager
-    def file(self) -> Iterator[None]:
-        if not self.db.in_transaction:
-            self.db.execute("BEGIN IMMEDIATE")
-            self.files, self.since = 0, time.monotonic()
-        self.db.execute("SAVEPOINT import_file")
-        try:
-            yield
-        except BaseException:
-            if self.db.in_transaction:   # some errors make SQLite roll everything back itself
-                self.db.execute("ROLLBACK TO import_file")
-                self.db.execute("RELEASE import_file")
-            raise
-        self.db.execute("RELEASE import_file")
-        self.files += 1
-        if self.files >= BATCH_FILES or time.monotonic() - self.since >= BATCH_SECONDS:
-            self.commit()
-
-    def commit(self) -> None:
-        if self.db.in_transaction:
-            self.db.execute("COMMIT")
 
 
 # From this many files on, a second process reads and parses the next files while this one
@@ -478,7 +440,7 @@ def _layout(loaded: _Loaded, records: list[dict[str, Any]], run_id: str,
                     _EXTRA_JSON(r["extra"]) if r.get("extra") else None) for r in records]
 
 
-def _import_one(store: Store, batch: _Batch, loaded: _Loaded, label: str | None,
+def _import_one(store: Store, batch: bulk.Batch, loaded: _Loaded, label: str | None,
                 line_rate: Any, bps: float | None, campaign: str,
                 np_hint: int | None) -> FileReport:
     path = loaded.path
@@ -540,7 +502,7 @@ def _import_one(store: Store, batch: _Batch, loaded: _Loaded, label: str | None,
         with batch.file():
             created = _write(store, campaign, parsed, libs, nps, run_id, variant, spec, label,
                              path, loaded, sha, now, ended)
-    except (ValueError, sqlite3.IntegrityError) as exc:
+    except (ValueError, bulk.IntegrityError) as exc:
         fr.problems.append(f"{path}: not stored ({exc}); nothing of this file was written")
         return fr
     if not created:
@@ -594,7 +556,7 @@ def _open_stream(path: Path):
     return fh
 
 
-def _import_streamed(store: Store, batch: _Batch, fr: FileReport, path: Path,
+def _import_streamed(store: Store, batch: bulk.Batch, fr: FileReport, path: Path,
                      label: str | None, line_rate: Any, bps: float | None, campaign: str,
                      np_hint: int | None) -> FileReport:
     """A big file, parsed segment by segment (parse_stream) while its rows are written, in
@@ -632,10 +594,9 @@ def _import_streamed(store: Store, batch: _Batch, fr: FileReport, path: Path,
                     with _open_stream(path) as head:
                         libs = stack_lines(head.read(200_000).decode("utf-8", "replace"))
                     variant = label or variant_name(first, path, stack_name(libs))
-                    row = store.db.execute("SELECT spec_json FROM campaigns WHERE name=? AND "
-                                           "file IS NULL", (campaign,)).fetchone()
+                    row = campaign_row(store, campaign, None)
                     cid = store.add_campaign(campaign,
-                                             spec=json.loads(row[0]) if row else None)
+                                             spec=json.loads(row["spec_json"]) if row else None)
                     if not store.create_run(run_id, cid, variant, grp=first.format or "",
                                             params={}, label=label, source="import", seq=0):
                         raise _Abandon(f"run {run_id} already exists")
@@ -646,9 +607,7 @@ def _import_streamed(store: Store, batch: _Batch, fr: FileReport, path: Path,
                 if acc.bad_rows:
                     raise _Abandon(f"not stored ({acc.bad_rows}); nothing of this file was "
                                    "written")
-                store.db.executemany(f"INSERT INTO results ({', '.join(acc.columns)}) "
-                                     f"VALUES ({', '.join('?' for _ in acc.columns)})",
-                                     acc.rows)
+                bulk.insert_results(store, acc.columns, acc.rows)
                 rows += len(acc.rows)
                 acc.rows = []
             if dropped:
@@ -686,7 +645,7 @@ def _import_streamed(store: Store, batch: _Batch, fr: FileReport, path: Path,
     except (OSError, EOFError, zlib.error) as exc:
         fr.problems.append(f"{path}: cannot read ({exc}); nothing of this file was written")
         return fr
-    except (ValueError, sqlite3.IntegrityError) as exc:
+    except (ValueError, bulk.IntegrityError) as exc:
         fr.problems.append(f"{path}: not stored ({exc}); nothing of this file was written")
         return fr
     fr.status = "imported"
@@ -697,7 +656,7 @@ def _import_streamed(store: Store, batch: _Batch, fr: FileReport, path: Path,
     return fr
 
 
-def _relabel(store: Store, batch: _Batch, run_id: str, label: str | None, line_rate: Any,
+def _relabel(store: Store, batch: bulk.Batch, run_id: str, label: str | None, line_rate: Any,
              bps: float | None) -> list[str]:
     """A re-import with --label or --line-rate updates the stored run instead of being
     ignored (the way to add a forgotten line rate or to rename a set); nothing else of the
@@ -709,8 +668,7 @@ def _relabel(store: Store, batch: _Batch, run_id: str, label: str | None, line_r
     changed = []
     with batch.file():
         if label is not None and (run["label"] != label or run["variant"] != label):
-            store.db.execute("UPDATE runs SET label=?, variant=? WHERE id=?",
-                             (label, label, run_id))
+            bulk.relabel_run(store, run_id, label)
             changed.append(f"label changed from {run['label'] or run['variant']!r} to "
                            f"{label!r}")
         if bps is not None and spec.get("line_rate_bps") != bps:
@@ -727,9 +685,8 @@ def _write(store: Store, campaign: str, parsed: ParseResult, libs: list[str], np
            loaded: _Loaded, sha: str, now: float, ended: str) -> bool:
     """All writes for one file (the caller holds its savepoint); False if the run exists."""
     # add_campaign refreshes the spec: pass the existing one so nothing set there is lost
-    row = store.db.execute("SELECT spec_json FROM campaigns WHERE name=? AND file IS NULL",
-                           (campaign,)).fetchone()
-    cid = store.add_campaign(campaign, spec=json.loads(row[0]) if row else None)
+    row = campaign_row(store, campaign, None)
+    cid = store.add_campaign(campaign, spec=json.loads(row["spec_json"]) if row else None)
     fid = store.add_fingerprint(fingerprint(parsed, libs, nps))
     created = store.create_run(
         run_id, cid, variant, grp=parsed.format or "", params={}, spec=spec,
@@ -739,8 +696,7 @@ def _write(store: Store, campaign: str, parsed: ParseResult, libs: list[str], np
         return False
     # Store.add_results' columns, laid out by _load (a thin adapter: see _Loaded.columns)
     cols = loaded.columns
-    store.db.executemany(f"INSERT INTO results ({', '.join(cols)}) "
-                         f"VALUES ({', '.join('?' for _ in cols)})", loaded.rows)
+    bulk.insert_results(store, cols, loaded.rows)
     when = file_time(parsed.meta)
     store.set_run(run_id, "done", started=when or now, finished=when or now,
                   reason=f"truncated: {ended}" if parsed.truncated else None)
