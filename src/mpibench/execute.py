@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -166,14 +167,32 @@ def cell_fingerprint(cmd: CellCommand, header: Mapping[str, Any] | None = None
     header = header or {}
     env = dict(os.environ)
     env.update(cmd.env)
+    rph = header.get("ranks_per_host")
+    o = oversubscribed(cmd.variant, ranks_per_host=rph if isinstance(rph, Mapping) and len(
+        rph) == 1 and all(isinstance(x, int) for x in rph.values()) else None)
+    # only when it happened: other fingerprints (and their ids) are unchanged
+    over = {"oversubscribed": o} if o else {}
     return fingerprint.collect(
         stack=cmd.stack.to_dict(), launcher_argv=cmd.fingerprint_argv, env=env,
         hosts=header.get("hosts"), ranks_per_host=header.get("ranks_per_host"),
         binding=cmd.variant.bind or _shared_host_binding(cmd),
         extra={"np": cmd.variant.np, "transport_requested": cmd.variant.transport,
                "library_version_runtime": header.get("mpi_library_version"),
-               **core_fingerprint(header)},
+               **core_fingerprint(header), **over},
     )
+
+
+def oversubscribed(variant: Variant, cores: int | None = None,
+                   ranks_per_host: Mapping[str, int] | None = None) -> dict[str, int] | None:
+    """{"ranks": r, "cores": c} when a launch on this machine puts more ranks than cores on
+    it (None otherwise, and for launches across hosts or nodes, whose cores are not ours)."""
+    if variant.hosts or variant.hostfile or (variant.nodes or 1) > 1:
+        return None
+    if ranks_per_host and set(ranks_per_host) != {socket.gethostname()}:
+        return None  # the ranks ran on another machine: its cores are not os.cpu_count()
+    cores = cores or os.cpu_count() or 1
+    ranks = max(ranks_per_host.values()) if ranks_per_host else variant.np
+    return {"ranks": int(ranks), "cores": int(cores)} if ranks > cores else None
 
 
 def _shared_host_binding(cmd: CellCommand) -> str | None:

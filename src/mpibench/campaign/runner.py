@@ -35,6 +35,7 @@ from mpibench.campaign.spec import CampaignSpec, Group, group_variants
 from mpibench.errors import UsageError
 from mpibench.execute import (
     Variant,
+    oversubscribed,
 )
 from mpibench.launchers import get_launcher
 from mpibench.runner import kill_orphans
@@ -387,6 +388,9 @@ class CampaignRunner(CellSteps, LocalPolicy, BatchPolicy):
         if reset:
             self.log(f"{reset} cell(s) were running when the previous harness stopped; "
                      "re-running them")
+        if not self.scheduler.batch:
+            for note in oversubscription_notes({c.variant.name: c.variant for c in todo}):
+                self.log(note)  # once per run, not once per cell
         self._tick("starting")
         if self.scheduler.batch:
             self._run_batch(todo, reattach, summary, {c.id: c for c in cells})
@@ -416,6 +420,22 @@ class CampaignRunner(CellSteps, LocalPolicy, BatchPolicy):
         if done_here <= 0:
             return None
         return (time.monotonic() - self._started) / done_here * left
+
+
+def oversubscription_notes(variants: dict[str, Any]) -> list[str]:
+    """One line for the variants that run more ranks than this machine has cores (local
+    launches: no hosts, host file or node count). MPICH busy-polls: at np=3 on 2 cores a
+    Barrier takes ms instead of us and `run all` minutes instead of seconds. The fingerprint
+    records it too (execute.oversubscription), so such runs are never pooled with others."""
+    cores = os.cpu_count() or 1
+    over = [f"{name} (np {v.np})" for name, v in variants.items()
+            if oversubscribed(v, cores) is not None]
+    if not over:
+        return []
+    return [f"warning: {', '.join(over)} run{'s' if len(over) == 1 else ''} more ranks than "
+            f"the {cores} core(s) here: ranks share cores and busy-polling MPI libraries "
+            "(MPICH, MVAPICH) slow down by orders of magnitude; fine for correctness, not "
+            "for timing (recorded in the fingerprint as 'oversubscribed')"]
 
 
 def _proc_start(pid: int) -> str | None:

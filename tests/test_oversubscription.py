@@ -1,0 +1,58 @@
+"""More ranks than cores: one warning per run, and the fingerprint records it."""
+
+from __future__ import annotations
+
+import os
+import socket
+
+import pytest
+
+from mpibench.campaign.runner import oversubscription_notes
+from mpibench.execute import Variant, oversubscribed
+
+
+def test_oversubscribed_only_for_local_launches_beyond_the_cores():
+    cores = os.cpu_count() or 1
+    v = Variant("a", "mpich", np=cores + 1)
+    assert oversubscribed(v) == {"ranks": cores + 1, "cores": cores}
+    assert oversubscribed(Variant("b", "mpich", np=cores)) is None
+    assert oversubscribed(Variant("c", "mpich", np=cores + 1, hosts=["n1", "n2"])) is None
+    assert oversubscribed(Variant("d", "mpich", np=64, nodes=4)) is None
+    here = socket.gethostname()
+    assert oversubscribed(v, ranks_per_host={here: cores + 2}) == {"ranks": cores + 2,
+                                                                   "cores": cores}
+    assert oversubscribed(v, ranks_per_host={"elsewhere": 99}) is None
+
+
+def test_one_note_for_the_whole_run():
+    cores = os.cpu_count() or 1
+    variants = {"mpich": Variant("mpich", "mpich", np=cores + 1),
+                "ompi": Variant("ompi", "openmpi", np=cores + 2),
+                "ok": Variant("ok", "openmpi", np=1)}
+    notes = oversubscription_notes(variants)
+    assert len(notes) == 1
+    assert "mpich (np" in notes[0] and "ompi (np" in notes[0] and "ok" not in notes[0]
+    assert f"{cores} core(s)" in notes[0] and "fingerprint" in notes[0]
+    assert oversubscription_notes({"ok": variants["ok"]}) == []
+
+
+@pytest.mark.mpi
+def test_a_run_beyond_the_cores_warns_once_and_the_fingerprint_says_so(tmp_path, capsys,
+                                                                       monkeypatch):
+    from mpibench.cli import main as cli_main
+    from mpibench.store import Store
+
+    cores = os.cpu_count() or 1
+    if cores > 3:
+        pytest.skip("needs a machine with fewer than 4 cores (3 ranks must oversubscribe)")
+    monkeypatch.chdir(tmp_path)
+    db = tmp_path / "s.db"
+    rc = cli_main(["run", "PingPong", "--stack", "openmpi", "--np", "3", "--sizes", "0",
+                   "--repeats", "2", "--max-time", "0.05", "--db", str(db), "--name", "o"])
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    assert err.count("more ranks than") == 1, err
+    with Store(db, readonly=True) as s:
+        fps = {r["fingerprint_id"] for r in s.runs()}
+        assert all(s.fingerprint(f)["oversubscribed"] == {"ranks": 3, "cores": cores}
+                   for f in fps), [s.fingerprint(f) for f in fps]
