@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # Open MPI MCA parameter names: framework_component_param, letters, digits, '_'
-MCA_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_]*\Z")
+MCA_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
 
 
 def env_name_problem(name: str) -> str | None:
@@ -26,7 +26,7 @@ def env_name_problem(name: str) -> str | None:
 
 def mca_name_problem(name: str) -> str | None:
     if not isinstance(name, str) or not MCA_NAME.match(name):
-        return f"MCA parameter name {name!r} is not letters, digits and '_'"
+        return f"MCA parameter name {name!r} is not a letter then letters, digits and '_'"
     return None
 
 
