@@ -45,7 +45,8 @@ def pooled_rate(cmps) -> float:
 
 
 def row(name: str, t: dict, extra: str = "") -> str:
-    return (f"{name:<28} {t['comparisons']:>5} {t['cells']:>6} {100 * t['cell_rate']:>7.2f}% "
+    return (f"{name:<28} {t['comparisons']:>5} {t['cells']:>6} {100 * t['cell_raw']:>7.2f}% "
+            f"{100 * t['cell_rate']:>7.2f}% "
             f"{100 * t['familywise']:>7.2f}% {100 * t['verdict']:>7.2f}% "
             f"{100 * t['coverage']:>7.2f}%  {extra}")
 
@@ -78,7 +79,8 @@ def main(argv: list[str]) -> int:
     db = tmp / "sim.db"
     t0 = time.monotonic()
     print("A/A: identical variants, 20 sizes, within-launch noise 0.02, 100-500 samples/launch")
-    print(f"{'configuration':<28} {'comps':>5} {'cells':>6} {'cell':>8} {'family':>8} "
+    print(f"{'configuration':<28} {'comps':>5} {'cells':>6} {'raw p':>8} {'Holm':>8} "
+          f"{'family':>8} "
           f"{'verdict':>8} {'CI cover':>8}  old pooled MWU, cells after Holm (10 comps)")
     every = []
     for sigma in (0.1, 0.3):
@@ -88,6 +90,8 @@ def main(argv: list[str]) -> int:
             print(row(f"sigma_L {sigma}, {n}+{n} launches", S.tally(cmps),
                       f"{100 * pooled_rate(cmps[:10]):.1f}%"), flush=True)
     print(row("all A/A", S.tally(every)))
+    print("raw p = cells with p <= 0.05 before Holm; Holm = significant cells; family = "
+          "comparisons with any significant cell")
     print("targets: cell <= 6%, family-wise <= 5%, verdict <= 5%, coverage 93-97%\n")
 
     for part in (0.5, 0.0):

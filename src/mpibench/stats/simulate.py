@@ -84,13 +84,14 @@ def run_compare(path: str | Path, rng: np.random.Generator, **kw):
 
 
 def tally(cmps, true_gain: float = 1.0) -> dict[str, float]:
-    """Rates over comparisons: per-cell significant (Holm), family-wise (any cell), verdict
-    better/worse, gain-CI coverage of the true gain, cells tested."""
-    cells = sig = cover = ci_n = fam = verdict = 0
+    """Rates over comparisons: per-cell significant (Holm) and p <= alpha before Holm,
+    family-wise (any cell), verdict better/worse, gain-CI coverage of the true gain."""
+    cells = sig = cover = ci_n = fam = verdict = raw = 0
     for cmp in cmps:
         ds = [r.deltas["b"] for r in cmp.rows]
         cells += len(ds)
         s = sum(d.significant for d in ds)
+        raw += sum(d.p is not None and d.p <= cmp.alpha for d in ds)
         sig += s
         fam += s > 0
         verdict += cmp.kinds.get("b") in ("better", "worse")
@@ -100,5 +101,6 @@ def tally(cmps, true_gain: float = 1.0) -> dict[str, float]:
                 cover += d.ci_low <= true_gain <= d.ci_high
     n = max(1, len(cmps))
     return {"comparisons": len(cmps), "cells": cells, "cell_rate": sig / max(1, cells),
+            "cell_raw": raw / max(1, cells),
             "familywise": fam / n, "verdict": verdict / n,
             "coverage": cover / ci_n if ci_n else float("nan")}
