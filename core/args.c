@@ -57,9 +57,9 @@ static void usage(FILE *f)
     fprintf(f,
             "  --sizes SPEC          log2 range A:B (0 only if A==0, then 2^A..2^B) or list 0,8,1K,1M\n"
             "                        (default 0:22; K/M/G = 2^10/2^20/2^30)\n"
-            "  --target PCT          stop when the 95%% CI of the median is within +-PCT (default 1)\n"
-            "  --max-time SEC        time budget per size for sampling (default 1)\n"
-            "  --min-samples N       (default 10)    --max-samples N (default 100000)\n"
+            "  --target PCT          stop when the 95%% CI of the median is within +-PCT (default 5)\n"
+            "  --max-time SEC        time budget per size for sampling (default 0.05)\n"
+            "  --min-samples N       (default 20)    --max-samples N (default 100000)\n"
             "  --warmup N            warm-up samples per size, discarded (default 2)\n"
             "  --iterations N        fixed count: N iterations per size (IMB-like), no adaptive stop\n"
             "  --iterations-volume B with --iterations: at most B/size iterations per size, min 1\n"
@@ -71,6 +71,8 @@ static void usage(FILE *f)
             "                        scheduled times on clocks synchronised to rank 0\n"
             "  --thread-level L      single (default), funneled, serialized or multiple: what\n"
             "                        MPI_Init_thread requests (Open MPI takes locks above single)\n"
+            "  --per-call            every sample is one call timed alone (k = 1), for small\n"
+            "                        fixed counts; the timer's share is in timer_fraction\n"
             "  --futility            stop a size early (stop_reason futile) when its CI cannot\n"
             "                        plausibly reach --target within --max-time\n"
             "  --no-validate         skip the untimed validation pass\n"
@@ -287,11 +289,11 @@ static int int_arg(const char *opt, const char *v, int64_t lo, int64_t hi, int64
 int mb_parse_args(int argc, char **argv, mb_options *o)
 {
     memset(o, 0, sizeof *o);
-    o->target_pct = 1.0;
-    o->max_time = 1.0;
+    o->target_pct = 5.0;
+    o->max_time = 0.05;
     o->timeout = 60.0;
     o->batch_us = 20.0;
-    o->min_samples = 10;
+    o->min_samples = 20;
     o->max_samples = 100000;
     o->warmup = 2;
     o->validate = 1;
@@ -379,6 +381,8 @@ int mb_parse_args(int argc, char **argv, mb_options *o)
                                  "serialized or multiple", v, "");
         } else if (!strcmp(a, "--futility")) {
             o->futility = 1;
+        } else if (!strcmp(a, "--per-call")) {
+            o->per_call = 1;
         } else if (!strcmp(a, "--no-validate")) {
             o->validate = 0;
         } else if (!strcmp(a, "--off-cache")) {

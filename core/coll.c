@@ -28,10 +28,8 @@ static int is_root(const mb_ctx *c) { return c->rank == c->root; }
 /* with --root-shift every rank becomes root, so every rank needs the root's buffers */
 static int may_be_root(const mb_ctx *c) { return c->any_root || c->rank == c->root; }
 
-static unsigned char blockpat(int src, int dst, int64_t i, int it)
-{
-    return mb_pat(src * 17 + dst * 5 + 3, i, it);
-}
+/* the pattern of the block rank src sends to rank dst */
+static int blockwho(int src, int dst) { return src * 17 + dst * 5 + 3; }
 
 /* expected element i of a sum over all ranks of mb_fpat */
 static float fsum(int np, int64_t i, int it)
@@ -56,31 +54,10 @@ static int64_t check_fsum(const mb_ctx *c, const float *v, int64_t n, int64_t of
     return -1;
 }
 
-static int64_t check_bytes(const unsigned char *b, int64_t n, int src, int it, double *e, double *g)
-{
-    for (int64_t i = 0; i < n; i++) {
-        unsigned char want = mb_pat(src, i, it);
-        if (b[i] != want) {
-            *e = want;
-            *g = b[i];
-            return i;
-        }
-    }
-    return -1;
-}
-
 static int64_t check_blocks(const unsigned char *b, int64_t n, int src, int dst, int it,
                             double *e, double *g)
 {
-    for (int64_t i = 0; i < n; i++) {
-        unsigned char want = blockpat(src, dst, i, it);
-        if (b[i] != want) {
-            *e = want;
-            *g = b[i];
-            return i;
-        }
-    }
-    return -1;
+    return mb_check_pat(b, n, blockwho(src, dst), it, e, g);
 }
 
 static void fill_fpat(mb_ctx *c, int it)
@@ -90,11 +67,7 @@ static void fill_fpat(mb_ctx *c, int it)
         v[i] = mb_fpat(c->rank, i, it);
 }
 
-static void fill_bytes(mb_ctx *c, int it)
-{
-    for (int64_t i = 0; i < c->sbytes; i++)
-        c->sbuf[i] = mb_pat(c->rank, i, it);
-}
+static void fill_bytes(mb_ctx *c, int it) { mb_fill_pat(c->sbuf, c->sbytes, c->rank, it); }
 
 /* root's send buffer holds one block per destination */
 static void fill_blocks_root(mb_ctx *c, int it)
@@ -102,15 +75,13 @@ static void fill_blocks_root(mb_ctx *c, int it)
     if (!is_root(c))
         return;
     for (int p = 0; p < c->np; p++)
-        for (int64_t i = 0; i < c->size; i++)
-            c->sbuf[(int64_t)p * c->size + i] = blockpat(c->rank, p, i, it);
+        mb_fill_pat(c->sbuf + (int64_t)p * c->size, c->size, blockwho(c->rank, p), it);
 }
 
 static void fill_blocks_all(mb_ctx *c, int it)
 {
     for (int p = 0; p < c->np; p++)
-        for (int64_t i = 0; i < c->size; i++)
-            c->sbuf[(int64_t)p * c->size + i] = blockpat(c->rank, p, i, it);
+        mb_fill_pat(c->sbuf + (int64_t)p * c->size, c->size, blockwho(c->rank, p), it);
 }
 
 /* balanced counts and displacements: every block = size bytes */
@@ -287,7 +258,7 @@ static int64_t chk_rs(mb_ctx *c, int it, double *e, double *g)
 static int64_t chk_gathered(mb_ctx *c, int it, double *e, double *g)
 {
     for (int p = 0; p < c->np; p++) {
-        int64_t bad = check_bytes(c->rbuf + (int64_t)p * c->size, c->size, p, it, e, g);
+        int64_t bad = mb_check_pat(c->rbuf + (int64_t)p * c->size, c->size, p, it, e, g);
         if (bad >= 0)
             return (int64_t)p * c->size + bad;
     }
@@ -313,12 +284,11 @@ static int64_t chk_alltoall(mb_ctx *c, int it, double *e, double *g)
 static void fill_bcast(mb_ctx *c, int it)
 {
     if (is_root(c))
-        for (int64_t i = 0; i < c->size; i++)
-            c->sbuf[i] = mb_pat(c->rank, i, it);
+        mb_fill_pat(c->sbuf, c->size, c->rank, it);
 }
 static int64_t chk_bcast(mb_ctx *c, int it, double *e, double *g)
 {
-    return is_root(c) ? -1 : check_bytes(c->rbuf, c->size, c->root, it, e, g);
+    return is_root(c) ? -1 : mb_check_pat(c->rbuf, c->size, c->root, it, e, g);
 }
 static void fill_none(mb_ctx *c, int it) { (void)c; (void)it; }
 static int64_t chk_none(mb_ctx *c, int it, double *e, double *g)

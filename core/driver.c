@@ -279,10 +279,17 @@ static void measure(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool *p
         v.all = malloc(sizeof(double) * (size_t)v.room);
         v.sorted = malloc(sizeof(double) * (size_t)v.room);
     }
-    /* the first round: fixed mode up to 1000 samples, adaptive mode --min-samples */
-#define FIRST_R() (o->iterations ? (cap < 1000 ? cap : 1000) \
-                                 : (o->min_samples < cap ? o->min_samples : cap))
-    int64_t R = FIRST_R();
+    mb_stop_rule rule = {.target_pct = o->target_pct, .max_time = o->max_time,
+                         .min_samples = o->min_samples, .cap = cap, .futility = o->futility};
+    /* the first round: fixed mode up to 1000 samples; adaptive mode --min-samples within the
+     * time left (one sample ~ the last calibration batch), decided by rank 0 */
+    int64_t R = cap < 1000 ? cap : 1000;
+    if (!o->iterations) {
+        if (st->rank == 0)
+            R = mb_first_round(&rule, z->est_batch_us * 1e-6,
+                               o->max_time - (MPI_Wtime() - z->tsize0));
+        MPI_Bcast(&R, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
+    }
     /* per-sample times, then (with --sync window) per-sample late flags, reduced together */
     double *loc = malloc(2 * sizeof(double) * (size_t)(cap < 4096 ? cap : 4096));
     double *glob = malloc(2 * sizeof(double) * (size_t)(cap < 4096 ? cap : 4096));
@@ -292,8 +299,6 @@ static void measure(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool *p
         MPI_Reduce(&a, &amax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
         r->clock_offset_max_us = amax;
     }
-    mb_stop_rule rule = {.target_pct = o->target_pct, .max_time = o->max_time,
-                         .min_samples = o->min_samples, .cap = cap, .futility = o->futility};
     double win_scale = 1.0;
     *my_sum = 0;
     *my_n = 0;
@@ -342,6 +347,8 @@ static void measure(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool *p
             if (nk != z->k) {
                 ctl[0] = MB_REBATCH;
                 ctl[2] = o->iterations ? mb_fixed_batch(nk, z->total) : nk;
+                ctl[1] = mb_first_round(&rule, batch_us * (double)ctl[2] / (double)z->k * 1e-6,
+                                        o->max_time - (now - z->tsize0));
             } else if (o->iterations) {
                 /* late samples (--sync window) count towards the fixed total, not the stats */
                 int64_t done = n + r->late;
@@ -365,9 +372,12 @@ static void measure(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool *p
             v.n = 0;
             *my_sum = 0;
             *my_n = 0;
-            if (o->iterations)
+            if (o->iterations) {
                 rule.cap = cap = z->total / z->k;
-            R = FIRST_R();
+                R = cap < 1000 ? cap : 1000;
+            } else {
+                R = ctl[1];
+            }
             continue;
         }
         if (ctl[0] != MB_CONTINUE) {
@@ -376,7 +386,6 @@ static void measure(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool *p
         }
         R = ctl[1];
     }
-#undef FIRST_R
     r->batch = z->k;
     free(loc);
     free(glob);
@@ -465,6 +474,9 @@ static void run_size(mb_state *st, const mb_bench *b, int64_t size, mb_result *r
         z.kmax = vcap < 1 ? 1 : vcap < o->iterations ? vcap : o->iterations;
     }
     z.total = o->iterations ? z.kmax : 0;
+    /* --per-call: no batching at all; calibration then times one call and stops */
+    if (o->per_call)
+        z.kmax = 1;
     /* shortest batch: the timer floor (cost < 1%); point-to-point batches also reach
      * --batch-us, because every sample costs a barrier and on a busy machine a barrier can
      * cost a scheduler time slice, while batching pt2pt iterations changes nothing they
@@ -560,9 +572,13 @@ int main(int argc, char **argv)
     /* MPI_THREAD_SINGLE by default, as MPI_Init in IMB, OSU, NetPIPE and most applications:
      * Open MPI 4.1 turns on its internal locks for any higher level, which cost 8-byte
      * PingPong ~0.07 us (30%) here.  The watchdog thread never calls MPI. */
+    long long init0 = mb_now_ns();
     MPI_Init_thread(&argc, &argv, st->opt.thread_level, &st->thread_provided);
+    double my_init_us = (double)(mb_now_ns() - init0) / 1e3;
     MPI_Comm_rank(MPI_COMM_WORLD, &st->rank);
     MPI_Comm_size(MPI_COMM_WORLD, &st->np);
+    /* the launch's start-up cost, per launch (MPI_Wtime does not exist before MPI_Init) */
+    MPI_Reduce(&my_init_us, &st->init_us, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     mtx_init(&st->out_mtx, mtx_plain);
     if (!open_outputs(st)) {
         MPI_Finalize();

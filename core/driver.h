@@ -30,6 +30,7 @@ typedef struct mb_options {
     double target_pct, max_time, timeout, batch_us;
     int64_t min_samples, max_samples, warmup, iterations, iterations_volume;
     int validate, off_cache, root_shift, quiet, list, self_test, sync_window, futility;
+    int per_call; /* --per-call: k = 1, every sample is one call timed alone */
     int thread_level; /* requested from MPI_Init_thread (default MPI_THREAD_SINGLE) */
     int64_t mem_limit; /* 0 = automatic */
     const char *jsonl;
@@ -52,6 +53,7 @@ typedef struct mb_state {
     int rank, np;
     int thread_provided;
     mb_timer timer;
+    double init_us; /* rank 0: MPI_Init_thread's wall time, max over ranks */
     FILE *json; /* rank 0 only */
     FILE *text; /* rank 0 only, NULL when --quiet */
     mtx_t out_mtx;

@@ -89,6 +89,11 @@ static inline float mb_fpat(int rank, int64_t i, int it)
 {
     return (float)((rank + 1) + (int)(i % 13) + 3 * it);
 }
+/* b[i] = mb_pat(who, i, it) for i < n; and the index of the first byte that differs from it
+ * (-1 if none; *expected / *got describe it), both at memory speed (pattern.c) */
+void mb_fill_pat(unsigned char *b, int64_t n, int who, int it);
+int64_t mb_check_pat(const unsigned char *b, int64_t n, int who, int it, double *expected,
+                     double *got);
 
 /* Statistics (stats.c). */
 typedef struct mb_summary {
@@ -155,6 +160,10 @@ enum mb_stop mb_adaptive_stop(const mb_stop_rule *rule, const mb_progress *p);
 /* samples in the next adaptive round: a quarter more (at least 8, or up to min_samples),
  * within the time left (per_sample_s: last round's wall time per sample) and the cap */
 int64_t mb_next_round(const mb_stop_rule *rule, int64_t n, double per_sample_s, double left_s);
+/* samples in the first adaptive round: min_samples, fewer when that many would overrun the
+ * time left (est_sample_s: one sample, from calibration), never fewer than MB_FLOOR_SAMPLES */
+#define MB_FLOOR_SAMPLES 5
+int64_t mb_first_round(const mb_stop_rule *rule, double est_sample_s, double left_s);
 /* the batch-growth rule: k unchanged when a batch of k lasts >= floor_us (or k is at kmax);
  * else k x (1.5 floor / batch) within [2x, 64x], at most kmax */
 int64_t mb_grow_batch(int64_t k, double batch_us, double floor_us, int64_t kmax);

@@ -145,6 +145,7 @@ void mb_emit_result(mb_state *st, const mb_bench *b, int64_t size, const mb_resu
     mj_int(&j, "buffer_copies", r->pool);
     mj_int(&j, "mem_per_rank", r->mem_per_rank);
     mj_bool(&j, "root_shift", st->opt.root_shift);
+    mj_bool(&j, "per_call", st->opt.per_call);
     mj_bool(&j, "large_count", r->large);
     mj_num(&j, "elapsed_s", r->elapsed_s);
     mj_obj_end(&j);
@@ -289,6 +290,7 @@ void mb_emit_header(mb_state *st, int argc, char **argv)
     mj_bool(&j, "large_count", MB_HAVE_LARGE);
     mj_str(&j, "thread_level_provided", mb_thread_level_name(st->thread_provided));
     mj_int(&j, "np", st->np);
+    mj_num(&j, "mpi_init_us", st->init_us);
     mj_arr_begin(&j, "hosts");
     for (int u = 0; u < nu; u++)
         mj_str(&j, NULL, names + (size_t)uniq[u] * MPI_MAX_PROCESSOR_NAME);
@@ -334,6 +336,7 @@ void mb_emit_header(mb_state *st, int argc, char **argv)
     mj_str(&j, "sync", st->opt.sync_window ? "window" : "barrier");
     mj_str(&j, "thread_level", mb_thread_level_name(st->opt.thread_level));
     mj_bool(&j, "futility", st->opt.futility);
+    mj_bool(&j, "per_call", st->opt.per_call);
     mj_bool(&j, "validate", st->opt.validate);
     mj_bool(&j, "off_cache", st->opt.off_cache);
     mj_bool(&j, "root_shift", st->opt.root_shift);
@@ -360,22 +363,30 @@ void mb_emit_header(mb_state *st, int argc, char **argv)
     mj_free(&j);
 
     if (st->text) {
+        char batches[160];
+        if (st->opt.per_call)
+            snprintf(batches, sizeof batches, "# Batches             : none (--per-call): every "
+                     "sample is one call timed alone\n");
+        else
+            snprintf(batches, sizeof batches, "# Batches             : pt2pt >= %.1f us "
+                     "(--batch-us); collectives batch only below the timer floor\n",
+                     fmax(st->opt.batch_us, st->timer.min_interval_us));
         fprintf(st->text,
                 "#------------------------------------------------------------\n"
                 "#    mpibench-core %s (IMB-style view; JSON Lines has every sample)\n"
                 "#------------------------------------------------------------\n"
                 "# Date                : %s\n# MPI library         : %s (MPI-%s)\n"
-                "# Processes           : %d on %d host%s\n"
+                "# Processes           : %d on %d host%s; MPI_Init %.0f us\n"
                 "# Timer               : MPI_Wtime, overhead %.4f us/call, resolution %.4f us; "
                 "batches >= %.2f us (timer cost < 1%%), not subtracted\n"
-                "# Batches             : pt2pt >= %.1f us (--batch-us); collectives batch only "
-                "below the timer floor\n"
+                "%s"
                 "# Statistic           : median of samples; sample = max over ranks of "
                 "(batch time / batch)\n"
                 "# ci95                : half-width of the 95%% CI of the median, allowing for "
                 "autocorrelation (~ = too few samples to tell)\n",
-                MB_VERSION, utc, first, vbuf, st->np, nu, nu > 1 ? "s" : "", st->timer.overhead_us,
-                st->timer.resolution_us, st->timer.min_interval_us, fmax(st->opt.batch_us, st->timer.min_interval_us));
+                MB_VERSION, utc, first, vbuf, st->np, nu, nu > 1 ? "s" : "", st->init_us,
+                st->timer.overhead_us,
+                st->timer.resolution_us, st->timer.min_interval_us, batches);
         if (st->opt.iterations)
             fprintf(st->text, "# Stopping            : fixed %lld iterations per size%s\n",
                     (long long)st->opt.iterations,

@@ -148,50 +148,33 @@ static double bytes_uni(const mb_ctx *c) { return (double)MB_WINDOW * (double)c-
 static double bytes_bi(const mb_ctx *c) { return 2.0 * MB_WINDOW * (double)c->size; }
 
 /* ---- validation ---- */
-static void fill_own(mb_ctx *c, int it)
-{
-    for (int64_t i = 0; i < c->sbytes; i++)
-        c->sbuf[i] = mb_pat(c->rank, i, it);
-}
-
-static int64_t check_block(const unsigned char *b, int64_t n, int src, int it, double *e, double *g)
-{
-    for (int64_t i = 0; i < n; i++) {
-        unsigned char want = mb_pat(src, i, it);
-        if (b[i] != want) {
-            *e = want;
-            *g = b[i];
-            return i;
-        }
-    }
-    return -1;
-}
+static void fill_own(mb_ctx *c, int it) { mb_fill_pat(c->sbuf, c->sbytes, c->rank, it); }
 
 static int64_t check_pair(mb_ctx *c, int it, double *e, double *g)
 {
     if (c->rank > 1)
         return -1;
-    return check_block(c->rbuf, c->size, peer(c), it, e, g);
+    return mb_check_pat(c->rbuf, c->size, peer(c), it, e, g);
 }
 
 static int64_t check_uniband(mb_ctx *c, int it, double *e, double *g)
 {
     if (c->rank != 1)
         return -1;
-    return check_block(c->rbuf, c->size, 0, it, e, g);
+    return mb_check_pat(c->rbuf, c->size, 0, it, e, g);
 }
 
 static int64_t check_sendrecv(mb_ctx *c, int it, double *e, double *g)
 {
-    return check_block(c->rbuf, c->size, left(c), it, e, g);
+    return mb_check_pat(c->rbuf, c->size, left(c), it, e, g);
 }
 
 static int64_t check_exchange(mb_ctx *c, int it, double *e, double *g)
 {
-    int64_t bad = check_block(c->rbuf, c->size, left(c), it, e, g);
+    int64_t bad = mb_check_pat(c->rbuf, c->size, left(c), it, e, g);
     if (bad >= 0)
         return bad;
-    bad = check_block(c->rbuf + c->size, c->size, right(c), it, e, g);
+    bad = mb_check_pat(c->rbuf + c->size, c->size, right(c), it, e, g);
     return bad >= 0 ? c->size + bad : -1;
 }
 

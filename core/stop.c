@@ -55,6 +55,21 @@ int64_t mb_next_round(const mb_stop_rule *rule, int64_t n, double per_sample_s, 
     return nr < 1 ? 1 : nr;
 }
 
+int64_t mb_first_round(const mb_stop_rule *rule, double est_sample_s, double left_s)
+{
+    int64_t r = rule->min_samples < rule->cap ? rule->min_samples : rule->cap;
+    /* a size whose iterations are long (4 MiB Biband: ~0.2 s) would otherwise spend
+     * min_samples x that before the budget is ever looked at */
+    if (est_sample_s > 0 && (double)r * est_sample_s > left_s) {
+        double fit = left_s > 0 ? floor(left_s / est_sample_s) : 0.0;
+        r = fit < (double)r ? (int64_t)fit : r;
+        int64_t floor_n = MB_FLOOR_SAMPLES < rule->cap ? MB_FLOOR_SAMPLES : rule->cap;
+        if (r < floor_n)
+            r = floor_n;
+    }
+    return r < 1 ? 1 : r;
+}
+
 int64_t mb_grow_batch(int64_t k, double batch_us, double floor_us, int64_t kmax)
 {
     if (!(batch_us < floor_us) || k >= kmax)
@@ -135,6 +150,12 @@ int mb_stop_selftest(void)
     fails += expect_i64("next_round", "time left", mb_next_round(&rule, 400, 0.01, 0.5), 51);
     fails += expect_i64("next_round", "cap", mb_next_round(&rule, 990, 0, 1), 10);
     fails += expect_i64("next_round", "at least 1", mb_next_round(&rule, 1000, 0, 1), 1);
+
+    /* the first round within the budget */
+    fails += expect_i64("first_round", "min_samples when it fits", mb_first_round(&rule, 1e-3, 0.5), 10);
+    fails += expect_i64("first_round", "what fits the time left", mb_first_round(&rule, 0.07, 0.5), 7);
+    fails += expect_i64("first_round", "never below the floor", mb_first_round(&rule, 0.2, 0.5), MB_FLOOR_SAMPLES);
+    fails += expect_i64("first_round", "budget already spent", mb_first_round(&rule, 0.2, -0.1), MB_FLOOR_SAMPLES);
 
     /* batch growth, the one rule for calibration and re-batching */
     fails += expect_i64("grow_batch", "long enough", mb_grow_batch(4, 25, 20, 1 << 30), 4);

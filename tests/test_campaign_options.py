@@ -72,7 +72,7 @@ BAD = [
      "needs iterations"),
     (with_options('iterations = 10, iterations_volume = "-1"'),
      "benchmarks.pp.options.iterations_volume", "bytes such as 40M"),
-    (with_options("timeout = 0.5"), "benchmarks.pp.options.timeout",
+    (with_options("timeout = 0.04"), "benchmarks.pp.options.timeout",
      "timeout > max_time, with a margin"),
     (with_options("max_time = 100"), "benchmarks.pp.options.max_time",
      "60 s, the core's default"),
@@ -124,11 +124,11 @@ def test_every_core_option_reaches_the_core_argv(tmp_path):
     spec = load_text(tmp_path, with_options(
         'root_shift = true, off_cache = true, futility = true, mem_limit = "1G", '
         'thread_level = "funneled", iterations = 100, iterations_volume = "40M", '
-        "timeout = 30, no_validate = true, target = 2, max_time = 0.5"))
+        "timeout = 30, no_validate = true, target = 2, max_time = 0.5, per_call = true"))
     opts = spec.groups[0].options
     assert opts["mem_limit"] == 1 << 30 and opts["iterations_volume"] == 40 << 20
     argv = core_args(["PingPong"], "0,64", Path("/x/core.jsonl"), opts)
-    for flag in ("--root-shift", "--off-cache", "--futility", "--no-validate"):
+    for flag in ("--root-shift", "--off-cache", "--futility", "--no-validate", "--per-call"):
         assert flag in argv
     pairs = {argv[i]: argv[i + 1] for i in range(len(argv) - 1)}
     assert pairs["--mem-limit"] == str(1 << 30)

@@ -43,7 +43,7 @@ def mpibench(*args, cwd, timeout=MPI_TIMEOUT, env=None):
     (["PingPong", "--max-time", "100"],
      "--max-time: the watchdog --timeout (60 s, the core's default) is not longer than "
      "--max-time (100 s)"),
-    (["PingPong", "--timeout", "0.5"], "expected --timeout > --max-time"),
+    (["PingPong", "--timeout", "0.04"], "expected --timeout > --max-time"),
     (["PingPong", "--target", "-1"], "--target: got -1.0; expected a number > 0"),
     (["PingPong", "--iterations", "0"], "--iterations: got 0; expected an integer >= 1"),
 ])
@@ -122,14 +122,14 @@ def test_core_options_reach_the_core_on_both_stacks(tmp_path):
     res = mpibench("run", "Reduce", "PingPong", "--stack", "openmpi", "--np", "2", "--sizes",
                    "8,256,1M", "--iterations", "40", "--iterations-volume", "2K",
                    "--root-shift", "--off-cache", "--thread-level", "funneled", "--mem-limit",
-                   "64K", "--repeats", "1", "--timeout", "30", "--format", "json",
+                   "64K", "--per-call", "--repeats", "1", "--timeout", "30", "--format", "json",
                    "--db", "fixed.db", cwd=tmp_path)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
     fps, rows, _ = _fingerprints_and_rows(tmp_path / "fixed.db")
     assert fps["openmpi"]["core_options"] == {
         "mode": "iterations", "iterations": 40, "iterations_volume": 2048,
         "thread_level": "funneled", "off_cache": True, "root_shift": True, "sync": "barrier",
-        "batch_us": 20, "warmup": 2}
+        "batch_us": 20, "warmup": 2, "per_call": True}
     for b in ("Reduce", "PingPong"):
         st8, x8 = rows[("openmpi", b, 8)]
         st256, x256 = rows[("openmpi", b, 256)]
@@ -137,7 +137,11 @@ def test_core_options_reach_the_core_on_both_stacks(tmp_path):
         assert x8["iterations"] == 40 and x256["iterations"] == 8      # min(40, 2K / size)
         assert x8["root_shift"] is True and x8["off_cache"] is True
         assert x8["buffer_copies"] > 1                                    # cold buffers
+        assert x8["per_call"] is True                                     # one call a sample
         assert rows[("openmpi", b, 1 << 20)][0] == "skipped"            # above --mem-limit
+    from mpibench.store import Store
+    inits = {r["mpi_init_us"] for r in Store(tmp_path / "fixed.db").results(None)}
+    assert len(inits) == 1 and inits.pop() > 0          # MPI_Init time of the one launch
 
     res = mpibench("run", "PingPong", "--stack", "mpich", "--np", "2", "--sizes", "8,1M",
                    "--max-time", "0.05", "--futility", "--thread-level", "serialized",

@@ -97,7 +97,7 @@ _FAKE_CONFIGS = {
 }
 # what depends on the machine rather than on the core's arithmetic
 _MACHINE_KEYS = {"hosts", "ranks_per_host", "mpi_library_version", "mpi_library_version_full",
-                 "argv", "start_utc"}
+                 "argv", "start_utc", "mpi_init_us"}
 
 
 def _shim(stack: str, tmp_path):

@@ -31,7 +31,8 @@ __all__ = ["load_results", "load_samples", "compare_frame", "load_profiles",
            "load_size_buckets"]
 
 _RUN_COLS = ("campaign", "variant", "set", "label", "grp", "repeat", "run_status", "source",
-             "fingerprint_id", "transport_requested", "transport_actual", "started", "elapsed")
+             "fingerprint_id", "transport_requested", "transport_actual", "started", "elapsed",
+             "mpi_init_us")
 
 
 def _open(db_path: str | Path) -> Store:
@@ -91,7 +92,8 @@ def load_results(db_path: str | Path, campaign: str | int | Iterable | None = No
                    "transport_requested": row["transport_requested"],
                    "transport_actual": row["transport_actual"],
                    "started": run["started"] if run else None,
-                   "elapsed": run["elapsed"] if run else None}
+                   "elapsed": run["elapsed"] if run else None,
+                   "mpi_init_us": row.get("mpi_init_us")}
             for c in RESULT_COLUMNS:
                 rec[c] = row[c]
             rec["extra"] = row["extra"]

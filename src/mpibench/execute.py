@@ -316,17 +316,19 @@ CORE_OPTIONS = {
     "off_cache": "true or false",
     "root_shift": "true or false",
     "futility": "true or false",
+    "per_call": "true or false",
 }
 # The on/off options (flags on the command line, booleans in a campaign file).
-BOOL_CORE_OPTIONS = ("no_validate", "off_cache", "root_shift", "futility")
+BOOL_CORE_OPTIONS = ("no_validate", "off_cache", "root_shift", "futility", "per_call")
 # What the core does without the option (core/driver.c), for the cross-checks below.
-_CORE_DEFAULT_MAX_TIME, _CORE_DEFAULT_TIMEOUT = 1.0, 60.0
+_CORE_DEFAULT_MAX_TIME, _CORE_DEFAULT_TIMEOUT = 0.05, 60.0
 # Header options that change what one sample measures. Runs that differ in these are not
 # the same measurement, so they are part of the fingerprint (and never pooled). Options
 # that only decide how long to sample (target, max_time, min/max samples, futility), which
 # sizes are skipped (mem_limit), the watchdog and the untimed validation pass are not.
 FINGERPRINT_CORE_OPTIONS = ("mode", "iterations", "iterations_volume", "thread_level",
-                            "off_cache", "root_shift", "sync", "batch_us", "warmup")
+                            "off_cache", "root_shift", "sync", "batch_us", "warmup",
+                            "per_call")
 _BYTES = re.compile(r"^\s*(\d+)\s*(?:([kmgtKMGT])(?:i?[bB])?|[bB])?\s*$")
 
 

@@ -288,6 +288,9 @@ class CellSteps:
                       elapsed=outcome.elapsed)
         if actual is not None:
             fields["transport_actual"] = actual
+        init_us = (outcome.header or {}).get("mpi_init_us")
+        if init_us is not None:
+            fields["mpi_init_us"] = init_us
         fields.update(extra)
         facts = self.node_facts.get(p.cell.variant.name)
         if facts:

@@ -88,9 +88,9 @@ def register(sub) -> None:
     p.add_argument("--baseline", help="variant to compare against (default: the first)")
     g = p.add_argument_group("measurement (passed to mpibench-core)")
     g.add_argument("--target", type=_args.number, metavar="PCT", help="stop a size when the 95%% CI of the median "
-                   "is within +-PCT (core default 1)")
+                   "is within +-PCT (core default 5)")
     g.add_argument("--max-time", type=_args.number, metavar="SEC", help="time budget per size in seconds "
-                   "(core default 1)")
+                   "(core default 0.05)")
     g.add_argument("--iterations", type=_args.whole, metavar="N",
                    help="fixed iteration count instead of adaptive")
     g.add_argument("--timeout", type=_args.number, metavar="SEC",
@@ -110,6 +110,10 @@ def register(sub) -> None:
     g.add_argument("--thread-level", metavar="LEVEL",
                    help="MPI_Init_thread level: single (core default), funneled, "
                         "serialized, multiple")
+    g.add_argument("--per-call", action="store_true",
+                   help="every sample is one call timed alone instead of a batch (for small "
+                        "fixed counts: --iterations 10 --per-call gives mean(std) over 10 "
+                        "calls; the first call is always reported apart)")
     g.add_argument("--futility", action="store_true",
                    help="stop a size early when its CI cannot reach --target in --max-time")
     g.add_argument("--launch-timeout", type=_args.number, metavar="SEC",

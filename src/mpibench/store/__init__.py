@@ -50,7 +50,7 @@ RUN_FIELDS = (
     "label", "source", "reason", "stderr_tail", "argv_json", "run_dir", "fingerprint_id",
     "transport_requested", "transport_actual", "exit_code", "started", "finished", "elapsed",
     "scheduler", "job_id", "job_script", "nodelist", "sched_state", "spec_json", "seq",
-    "harness",
+    "harness", "mpi_init_us",
 )
 
 
@@ -482,7 +482,7 @@ class Store:
         cols = ["r.id AS result_id", "r.run_id"] + [f"r.{c}" for c in RESULT_COLUMNS]
         cols += ["r.extra_json", "u.variant", "u.grp", "u.params_json", "u.repeat", "u.label",
                  "u.campaign_id", "u.fingerprint_id", "u.source", "u.transport_requested",
-                 "u.transport_actual"]
+                 "u.transport_actual", "u.mpi_init_us"]
         if with_samples:
             cols.append("r.samples")
         q = f"SELECT {', '.join(cols)} FROM results r JOIN runs u ON u.id = r.run_id WHERE 1=1"

@@ -122,6 +122,10 @@ MIGRATIONS: tuple[Migration, ...] = (
                  "level statistics can see how correlated each launch's samples were",
               "ALTER TABLE results ADD COLUMN lag1 REAL; "
               "ALTER TABLE results ADD COLUMN n_eff INTEGER"),
+    Migration(4, "runs.mpi_init_us: how long MPI_Init took in that launch (the core's header, "
+                 "max over ranks), so that a study can report start-up cost per launch beside "
+                 "the first call and the per-call times",
+              "ALTER TABLE runs ADD COLUMN mpi_init_us REAL"),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version
