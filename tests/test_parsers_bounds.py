@@ -220,3 +220,52 @@ def test_import_stores_the_flagged_row_and_compare_leaves_it_out(tmp_path, capsy
                                 "AND benchmark='PingPong'").fetchall()
     assert [tuple(r)[:2] for r in rows] == [("out-of-bounds", 1e30)]
     assert "outside physical bounds" in rows[0][2]
+
+
+def test_imb_header_with_columns_out_of_order_is_not_a_header():
+    # found by the fuzzer: '#bytes' and 'Msg/sec' swapped in Biband's header made every
+    # message rate a size, without a word
+    path = DATA / "imb" / "imb2021.11-openmpi4.1.4-np2-uniband-biband.txt"
+    text = path.read_text()
+    hdr = next(ln for ln in text.splitlines() if "Msg/sec" in ln)
+    bad = hdr.replace("#bytes", "@@").replace("Msg/sec", "#bytes").replace("@@", "Msg/sec")
+    res = parse_bytes(text.replace(hdr, bad, 1).encode())
+    full = parse_bytes(path.read_bytes())
+    assert len(res.records) < len(full.records)
+    assert {r["size"] for r in res.records} <= {r["size"] for r in full.records}
+    assert any("numbers outside a table" in p.message for p in res.problems)
+
+
+def test_damaged_header_words_are_reported():
+    """More cases the fuzzer found: a damaged word in a header changed what rows meant
+    without a warning."""
+    # OSU: re's \d took 'P5٣' as a percentile column named p5٣_us
+    z = DATA / "osu" / "osu7.4-openmpi4.1.4-np3-osu_allreduce-f-z.txt"
+    res = parse_bytes(_edit(z, "P50 Tail Lat(us)", "P5\u0663 Tail Lat(us)"))
+    assert not any(k.startswith("p5\u0663") for r in res.records for k in r["extra"])
+    assert res.problems
+    # OSU: a damaged window item, and the pairs line after the rows
+    res = parse_bytes(_edit(OSU_MBW, "window size: 64", "wiZdow size: 64"))
+    _warned(res, 2, "pairs: N ] [ window size")
+    text = OSU_MBW.read_text().replace("# [ pairs: 1 ] [ window size: 64 ]\n", "")
+    res = parse_bytes((text + "# [ pairs: 1 ] [ window size: 64 ]\n").encode())
+    assert any("np is unknown" in p.message for p in res.problems)
+    # nccl-tests: '#!rong' is no column nccl-tests prints; 'Yfloat' no type; a damaged rank
+    # line no longer silently counts one rank less; 'iters: 2²' is not 2 iterations
+    res = parse_bytes(_edit(NCCL, "busbw  #wrong     time", "busbw  #!rong     time"))
+    _warned(res, 16, "#!rong")
+    row = ("        1024           256     float     sum      -1    11.85    0.09    0.15       0"
+           "    11.36    0.09    0.16       0")
+    res = parse_bytes(_edit(NCCL, row, row.replace("float", "Yfloat")))
+    _warned(res, 25, "data type 'Yfloat'")
+    rank = next(ln for ln in NCCL.read_text().splitlines() if "Rank  3" in ln)
+    res = parse_bytes(_edit(NCCL, rank, rank.replace("device", "devi!e")))
+    assert res.meta["ranks"] == 7 and any("not counted in np" in p.message
+                                          for p in res.problems)
+    res = parse_bytes(_edit(NCCL, "iters: 20 agg", "iters: 2\u00b2 agg"))
+    assert all("iterations" not in r["extra"] for r in res.records)
+    assert any("settings line" in p.message for p in res.problems)
+    # IMB: '#processes = 2²' is not 2 processes
+    res = parse_bytes(_edit(IMB_TCP, "# #processes = 2 ", "# #processes = 2\u00b2 "))
+    assert all(r["np"] is None for r in res.records)
+    assert any("np of these rows is unknown" in p.message for p in res.problems)

@@ -45,8 +45,9 @@ TITLE_RE = re.compile(
 # what IMB prints as its version: 3.2.4, 4.1, 2017, 2019 Update 6, 2021.11
 VERSION_RE = re.compile(r"([0-9]+)(?:\.[0-9]+)*(?:\s+Update\s+[0-9]+)?", re.I)
 BENCH_RE = re.compile(r"^#\s*Benchmarking\s+(Multi-)?(\S+)")
-PROCS_RE = re.compile(r"#processes\s*=\s*(\d+)")
-GROUPS_RE = re.compile(r"\(\s*(\d+)\s+groups?\s+of\s+(\d+)\s+process")
+# a number ends at a space or punctuation: "#processes = 2²" is not 2 processes
+PROCS_RE = re.compile(r"#processes\s*=\s*(\d+)(?![^\s;,)])", re.ASCII)
+GROUPS_RE = re.compile(r"\(\s*(\d+)\s+groups?\s+of\s+(\d+)\s+process", re.ASCII)
 MODE_RE = re.compile(r"MODE:\s*(NON-AGGREGATE|AGGREGATE)", re.I)
 INFO_RE = re.compile(r"^#\s*(Date|Machine|System|Release|Version|MPI Version|"
                      r"MPI Thread Environment)\s*:\s*(.*?)\s*$")
@@ -78,8 +79,15 @@ def mbytes_factor(version: str | None) -> tuple[float, str]:
 
 
 def _is_header(tokens: list[str]) -> bool:
-    return (len(tokens) >= 2 and "#repetitions" in tokens
-            and all(t in KNOWN_COLS for t in tokens))
+    """IMB prints [Group] [#bytes] #repetitions, then the figures, each column once: a line
+    with these columns in another order is a damaged header, and reading rows under it
+    would put sizes and counts in the wrong place."""
+    if len(tokens) < 2 or not all(t in KNOWN_COLS for t in tokens) \
+            or len(set(tokens)) != len(tokens):
+        return False
+    lead = tokens[:tokens.index("#repetitions") + 1] if "#repetitions" in tokens else []
+    return lead in (["#repetitions"], ["#bytes", "#repetitions"],
+                    ["Group", "#bytes", "#repetitions"], ["Group", "#repetitions"])
 
 
 class _Block:

@@ -31,7 +31,7 @@ VERSION_RE = re.compile(r"nccl-tests version\s+(\S+)(?:\s+nccl-headers=(\d+))?"
                         r"(?:\s+nccl-library=(\d+))?")
 START_RE = re.compile(r"Collective test starting:\s*(\S+)")
 CONFIG_RE = re.compile(r"^#\s*nThread\s+(\d+)\s+nGpus\s+(\d+)\s+minBytes\s+(\d+)\s+maxBytes\s+(\d+)"
-                       r".*?warmup iters:\s*(\d+)\s+iters:\s*(\d+)", re.ASCII)
+                       r"\s.*?warmup iters:\s*(\d+)\s+iters:\s*(\d+)(?=\s|$)", re.ASCII)
 RANK_RE = re.compile(r"^#\s*Rank\s+(\d+)\s+(?:Group\s+(\d+)\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+"
                      r"device\s+(\d+)\s+\[([^\]]*)\]\s*(.*)$", re.ASCII)
 AVG_BUSBW_RE = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(\S+)")
@@ -50,6 +50,16 @@ _PER_ITER_TEXT = {"i_min": "t_min_us", "i_max": "t_max_us", "i_p99": "p99_us",
 _PER_ITER_JSON = {"min_us": "t_min_us", "max_us": "t_max_us", "avg_us": "iter_avg_us",
                   "p50_us": "p50_us", "p95_us": "p95_us", "p99_us": "p99_us",
                   "stdev_us": "stdev_us", "cv_pct": "cv_pct"}
+
+
+# what nccl-tests prints in its type and redop columns (a newer version may add some: such
+# rows are kept, with a warning)
+_TYPES = {"int8", "char", "uint8", "int32", "int", "uint32", "int64", "uint64", "half",
+          "float16", "float", "float32", "double", "float64", "bfloat16", "f8e4m3", "f8e5m2",
+          "fp8_e4m3", "fp8_e5m2"}
+_COLUMNS = {"size", "count", "type", "redop", "root", "time", "cputime", "algbw", "busbw",
+            "#wrong", "error", "timestamp", *_PER_ITER_TEXT}
+_REDOPS = {"sum", "prod", "max", "min", "avg", "mulsum", "premulsum", "none", "all"}
 
 
 def op_name(program: str | None) -> str | None:
@@ -179,12 +189,20 @@ def parse_nccl_text(text: str) -> ParseResult:
             ranks[int(m.group(1))] = {"host": m.group(4), "device": int(m.group(5)),
                                       "gpu": m.group(7).strip()}
             continue
+        if s.startswith("#") and re.match(r"^#\s*Rank\b", s):
+            res.problem(i, f"expected '#  Rank N Group N Pid N on HOST device N [BUS] GPU', "
+                           f"got {clip(s)!r}; this rank is not counted in np")
+            continue
         if s.startswith("#"):
             body = s.lstrip("#").split()
             if "size" in body and "algbw" in body and "busbw" in body:
                 cols = body
                 header_line = i
                 res.blocks += 1
+                unknown = [c for c in body if c not in _COLUMNS]
+                if unknown:
+                    res.problem(i, f"column(s) {', '.join(unknown)} not ones nccl-tests "
+                                   "prints (damaged header?); their values are not stored")
                 continue
             m = AVG_BUSBW_RE.match(s)
             if m:
@@ -219,9 +237,23 @@ def parse_nccl_text(text: str) -> ParseResult:
             continue
         res.records.extend(recs)
         last_size = recs[0]["size"]
+        x = recs[0]["extra"]
+        odd = [f"{what} {v!r}" for what, v, known in (("data type", x.get("type"), _TYPES),
+                                                     ("reduction", x.get("redop"), _REDOPS))
+               if v and v not in known]
+        if odd:
+            res.problem(i, f"{' and '.join(odd)} not one nccl-tests prints (damaged line?); "
+                           "row kept")
 
     op = op_name(program)
     res.meta["program"] = program
+    if iters is None and res.records:
+        res.problem(None, "no settings line ('# nThread N nGpus N ... iters: N'): iteration "
+                          "count unknown")
+    if iters is not None:
+        # the settings line holds for the whole run, wherever it stands in the file
+        for r in res.records:
+            r["extra"].setdefault("iterations", iters)
     if ranks:
         res.meta["ranks"] = len(ranks)
         res.meta["hosts"] = sorted({r["host"] for r in ranks.values()})

@@ -40,7 +40,8 @@ TITLE_RE = re.compile(r"^#\s*OSU\s+(.*?)\s+[Tt]est\s+v(\d[\w.]*)")
 PAIRS_RE = re.compile(r"pairs:\s*(\S*)")
 WINDOW_RE = re.compile(r"window\s+size:\s*(\S*)")
 DATATYPE_RE = re.compile(r"^#\s*Datatype:\s*(\S+?)\.?\s*$")
-VALIDATION_STOP_RE = re.compile(r"DATA VALIDATION ERROR:.*?on\s+message size\s+(\d+)")
+VALIDATION_STOP_RE = re.compile(r"DATA VALIDATION ERROR:.*?on\s+message size\s+(\d+)(?![^\s.,;])",
+                                re.ASCII)
 
 _COLLECTIVES = {
     "allreduce": "allreduce", "allgather": "allgather", "allgatherv": "allgatherv",
@@ -111,6 +112,8 @@ def known_benchmark(name: str) -> bool:
 def _column(name: str) -> str:
     """Canonical key for an OSU column header."""
     k = re.sub(r"\s+", "", name.lower())
+    if not k.isascii():        # re's \d would take "P5٣" as a percentile
+        return ""
     if k == "size":
         return "size"
     if k in ("avglatency(us)", "latency(us)", "latency", "avglatency"):
@@ -224,6 +227,11 @@ def parse_osu(text: str) -> ParseResult:
                     table.datatypes.append(dm.group(1))
                 continue
             pm, wm = PAIRS_RE.search(stripped), WINDOW_RE.search(stripped)
+            items = re.findall(r"\[([^\]]*)\]", stripped)
+            if (re.search(r"pairs|window", stripped, re.I) and not (pm or wm)) or any(
+                    not re.match(r"^\s*(pairs|window\s+size):", it) for it in items):
+                res.problem(i, f"expected '# [ pairs: N ] [ window size: N ]', got "
+                               f"{clip(stripped)!r}; what it does not say is unknown")
             for km, key in ((pm, "pairs"), (wm, "window_size")):
                 if km:
                     v = as_int(km.group(1).rstrip("],;"))
@@ -295,9 +303,9 @@ def parse_osu(text: str) -> ParseResult:
                                 "title; expected a results table")
         elif t.rows == 0:
             res.problem(t.line, f"{t.name}: column header but no rows")
-        elif t.name == "osu_mbw_mr" and not t.meta.get("pairs"):
-            res.problem(t.line, "osu_mbw_mr without its '# [ pairs: N ] [ window size: N ]' "
-                                "line: np unknown")
+        elif t.name == "osu_mbw_mr" and any(r["np"] is None for r in t.records):
+            res.problem(t.line, "osu_mbw_mr rows without a '# [ pairs: N ] [ window size: N ]' "
+                                "line before them: their np is unknown")
     if not titles:
         res.problem(None, "no '# OSU MPI ... Test vX.Y' title line: expected OSU output")
     if abort_lines:
