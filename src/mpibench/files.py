@@ -35,6 +35,13 @@ def check_output(path: str | Path, what: str) -> Path:
     p = Path(path)
     if str(path) == "" or p.name in ("", ".", ".."):
         raise UsageError(f"{what} {str(path)!r}: expected a file name")
+    try:
+        max_name = os.pathconf(p.parent if str(p.parent) else ".", "PC_NAME_MAX")
+    except OSError:
+        max_name = 255
+    if len(os.fsencode(p.name)) > max_name:
+        # Path.exists()/is_dir() raise "File name too long" instead of answering
+        raise UsageError(f"{what} {str(path)[:60]}...: file name longer than {max_name} bytes")
     if p.is_dir():
         raise UsageError(f"{what} {p}: is a directory; expected a file name")
     parent = p.parent

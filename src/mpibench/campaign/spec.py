@@ -275,10 +275,21 @@ def _show(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+MAX_CAMPAIGN_FILE = 16 << 20     # a campaign file is kilobytes
+
+
 def load(path: str | Path) -> CampaignSpec:
     path = Path(path)
     try:
-        text = path.read_text()
+        # a device (/dev/zero) or a huge file would be read until memory runs out
+        if path.exists() and not path.is_dir() and not path.is_file():
+            raise UsageError(f"campaign file {path}: not a regular file; expected a TOML file")
+        with path.open("rb") as f:
+            raw = f.read(MAX_CAMPAIGN_FILE + 1)
+        if len(raw) > MAX_CAMPAIGN_FILE:
+            raise UsageError(f"campaign file {path}: larger than {MAX_CAMPAIGN_FILE >> 20} MiB; "
+                             "expected a TOML campaign file")
+        text = raw.decode("utf-8")
     except FileNotFoundError:
         raise UsageError(f"campaign file {path}: not found") from None
     except UnicodeDecodeError as exc:
