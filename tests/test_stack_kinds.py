@@ -4,6 +4,7 @@ Open MPI 5 / MPICH 5 / Intel MPI (real captured outputs), stacks-file validation
 from __future__ import annotations
 
 import json
+import os
 import stat
 from pathlib import Path
 
@@ -310,3 +311,23 @@ def test_modules_are_loaded_for_probing_building_and_running(tmp_path, monkeypat
     assert va.node["library"].startswith("Open MPI v4.1"), va
     assert vb.node["library"].startswith("MPICH Version:"), vb
     assert va.verdict == vb.verdict == "ok", (va, vb)
+
+
+@pytest.mark.system
+def test_versions_example_campaign_plans_with_the_installed_stacks(tmp_path, pypi_stacks,
+                                                                   intel_stack):
+    import subprocess
+    import sys
+
+    from mpibench.stacks.install import entry_text
+
+    reg = tmp_path / "stacks.toml"
+    reg.write_text("\n".join(entry_text(s) for s in (*pypi_stacks.values(), intel_stack)))
+    example = Path(__file__).resolve().parents[1] / "examples" / "stacks-versions.toml"
+    res = subprocess.run([sys.executable, "-m", "mpibench", "campaign", "run", str(example),
+                          "--dry-run", "--db", str(tmp_path / "x.db")], capture_output=True,
+                         text=True, timeout=300, env={**os.environ,
+                                                      "MPIBENCH_STACKS": str(reg)})
+    assert res.returncode == 0, res.stderr
+    assert "mpich5-ofi-tcp" in res.stdout and "impi-ofi-tcp" in res.stdout
+    assert not (tmp_path / "x.db").exists()
