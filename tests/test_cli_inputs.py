@@ -77,3 +77,22 @@ def test_import_onto_a_full_disk_is_one_line(tmp_path, capsys):
         assert "cannot write" in err or "full" in err, err
     finally:
         subprocess.run(["umount", str(mnt)], capture_output=True)
+
+
+@pytest.mark.parametrize("verb", [["campaign", "run", "{f}", "--dry-run"],
+                                  ["campaign", "list", "{f}"], ["campaign", "status", "{f}"],
+                                  ["campaign", "resume", "{f}"]])
+@pytest.mark.parametrize("target", ["/dev/zero", "{tmp}", "{fifo}", "{big}"])
+def test_campaign_file_that_cannot_be_a_campaign(tmp_path, capsys, verb, target):
+    """bench_fuzz found `campaign list /dev/zero` reading until MemoryError."""
+    import os
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    big = tmp_path / "big.toml"
+    big.write_bytes(b"#" * (17 << 20))
+    f = target.format(tmp=tmp_path, fifo=fifo, big=big)
+    rc = cli_main([a.format(f=f) for a in verb] + ["--db", str(tmp_path / "s.db")])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert not (tmp_path / "s.db").exists()
