@@ -16,19 +16,21 @@ REPO = Path(__file__).resolve().parents[1]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")),
         *sorted((REPO / "examples").rglob("*.md"))]
 _FENCE = re.compile(r"^```(\w*)\s*$")
+_SHELL_BLOCKS = ("", "sh", "bash", "shell", "console")  # not text, toml, json ...
 _START = re.compile(r"^\s*(?:\$\s+)?(?:\S*/)?mpibench\s")
 
 
 def _commands(path: Path) -> list[tuple[str, int, str]]:
     """(file, line, command) for each mpibench command line in the file's code blocks."""
-    out, in_block, pending, start = [], False, "", 0
+    out, in_block, shell, pending, start = [], False, False, "", 0
     for no, line in enumerate(path.read_text().splitlines(), 1):
         m = _FENCE.match(line.strip())
         if m:
             in_block = not in_block
+            shell = in_block and m.group(1) in _SHELL_BLOCKS
             pending = ""
             continue
-        if not in_block:
+        if not shell:
             continue
         if pending:
             pending += " " + line.strip()
