@@ -19,6 +19,11 @@ Plus random bytes and random text. A case is
 oracle.) Importer: some of the same cases through mpibench.importer.import_files into a fresh
 store: it must not raise, and what it stores must be what the parser returned.
 
+Campaign files: examples/*.toml with 1-3 values made hostile (numbers, strings with NUL or
+newline escapes, 5000 characters, option-like), lines dropped, duplicated or a byte flipped,
+through `campaign run FILE --dry-run`: exit 0 (still valid) or exit 2 with one line, nothing
+written, nothing started.
+
 CLI: each verb (run, demo, campaign run/status/list/resume, compare, report, import, profile,
 stacks, build) called in process with one hostile argument value (nan/inf/negative/zero/huge/
 unicode-digit numbers, size lists the core would reject, paths that cannot be written, missing
@@ -149,6 +154,23 @@ def fuzz_cli(rng: random.Random, n: int, show: int) -> dict:
             "bad_verb": bad_verb, "examples": examples}
 
 
+def fuzz_campaign_files(rng: random.Random, n: int, show: int) -> dict:
+    crashes = breaks = 0
+    examples: list[str] = []
+    for k in range(n):
+        path = _fuzz.CAMPAIGN_FILES[k % len(_fuzz.CAMPAIGN_FILES)]
+        data = _fuzz.mutate_campaign(random.Random(rng.getrandbits(64)), path)
+        outcome = _fuzz.run_campaign_case(data, path.name)
+        probs = outcome.problems(ok_rcs=(0, 2))
+        if outcome.crash:
+            crashes += 1
+        elif probs:
+            breaks += 1
+        if probs and len(examples) < show:
+            examples.append(f"{path.name} mutated: {'; '.join(probs)[:300]}")
+    return {"cases": n, "crashes": crashes, "breaks": breaks, "examples": examples}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -172,6 +194,8 @@ def main(argv: list[str] | None = None) -> int:
     t2 = time.monotonic()
     c = fuzz_cli(rng, n_cli, args.show)
     t3 = time.monotonic()
+    cf = fuzz_campaign_files(rng, n_cli // 3, args.show)
+    t4 = time.monotonic()
 
     pc = p["counts"]
     silent = sum(pc[k] for k in ("invalid", "invented", "silent", "changed"))
@@ -198,10 +222,17 @@ def main(argv: list[str] | None = None) -> int:
                                         for v in sorted(c["per_verb"])))
     for e in c["examples"]:
         print(f"    {e}")
-    total = p["cases"] + imp["cases"] + c["cases"]
-    crashes = pc["crash"] + imp["crashes"] + c["crashes"]
+    print(f"campaign files: {cf['cases']} mutated examples/*.toml through 'campaign run "
+          f"--dry-run', {t4 - t3:.1f} s")
+    print(f"  crashes (tracebacks):  {cf['crashes']}")
+    print(f"  contract breaks (not exit 0 or exit 2 with one error line, or wrote a file, or "
+          f"started a command): {cf['breaks']}")
+    for e in cf["examples"]:
+        print(f"    {e}")
+    total = p["cases"] + imp["cases"] + c["cases"] + cf["cases"]
+    crashes = pc["crash"] + imp["crashes"] + c["crashes"] + cf["crashes"]
     print(f"\nbad inputs tried: {total}; crashes: {crashes}; silent misparses: "
-          f"{silent + imp['mismatches']}; CLI contract breaks: {c['breaks']}")
+          f"{silent + imp['mismatches']}; CLI contract breaks: {c['breaks'] + cf['breaks']}")
     return 0
 
 

@@ -627,15 +627,17 @@ class CliOutcome:
     launched: list[str] = field(default_factory=list)
     written: list[str] = field(default_factory=list)
 
-    def problems(self) -> list[str]:
-        """Why this outcome breaks 'exit 2, one line, nothing written, nothing launched'."""
+    def problems(self, ok_rcs: tuple[int, ...] = (2,)) -> list[str]:
+        """Why this outcome breaks 'exit 2, one line, nothing written, nothing launched'
+        (ok_rcs: the exit statuses accepted, e.g. 0 too for a dry run of a campaign file
+        that is still valid after its mutation)."""
         out = []
         if self.crash:
             out.append("traceback: " + self.crash.strip().splitlines()[-1])
         if self.launched:
             out.append(f"started an external command: {self.launched[0][:120]}")
-        if self.rc != 2 and not self.crash:
-            out.append(f"exit {self.rc} (expected 2)")
+        if self.rc not in ok_rcs and not self.crash:
+            out.append(f"exit {self.rc} (expected {' or '.join(map(str, ok_rcs))})")
         err = [ln for ln in self.stderr.splitlines() if ln.strip()]
         if "Traceback (most recent call last)" in self.stderr:
             out.append("traceback on stderr")
@@ -733,6 +735,61 @@ def _patch_run_command(fn) -> list[tuple[Any, str, Any]]:
             patched.append((mod, "run_command", orig))
             mod.run_command = fn
     return patched
+
+
+# -- campaign files ------------------------------------------------------------------------
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+CAMPAIGN_FILES = sorted(p for p in EXAMPLES.glob("*.toml") if "stacks" not in p.name
+                        or "[[" in p.read_text())
+HOSTILE_STRINGS = ['""', '"\\u0000x"', '"a\\nb"', '"' + "n" * 5000 + '"', '"--split-string"',
+                   '"\\u001b[31m"', '" "', '"../../etc/passwd"', '"$(touch /tmp/x)"']
+
+
+def mutate_campaign(rng: random.Random, path: Path) -> bytes:
+    """A campaign file with 1-3 values made hostile (numbers huge, negative, nan, non-ASCII;
+    strings empty, with NUL or newline escapes, 5000 long, option-like) or lines dropped or
+    duplicated."""
+    lines = path.read_bytes().split(b"\n")
+    for _ in range(rng.randint(1, 3)):
+        i = rng.randrange(len(lines))
+        line = lines[i]
+        kind = rng.choice(["number", "string", "drop", "dup", "flip"])
+        if kind == "number":
+            toks = list(NUM_TOKEN.finditer(line))
+            if toks:
+                m = rng.choice(toks)
+                new = rng.choice(HOSTILE_NUMBERS + ["1e308", "0", "-0", "inf", "nan"])
+                lines[i] = line[:m.start()] + new.encode() + line[m.end():]
+        elif kind == "string":
+            strs = list(re.finditer(rb'"[^"\n]*"', line))
+            if strs:
+                m = rng.choice(strs)
+                lines[i] = line[:m.start()] + rng.choice(HOSTILE_STRINGS).encode() \
+                    + line[m.end():]
+        elif kind == "drop":
+            del lines[i]
+        elif kind == "dup":
+            lines.insert(i, line)
+        elif kind == "flip" and line:
+            k = rng.randrange(len(line))
+            lines[i] = line[:k] + bytes([FLIP_BYTES[rng.randrange(len(FLIP_BYTES))]]) \
+                + line[k + 1:]
+    return b"\n".join(lines)
+
+
+def run_campaign_case(data: bytes, name: str = "c.toml") -> CliOutcome:
+    """`campaign run FILE --dry-run` on a (mutated) campaign file copied into a fresh
+    directory with the example's inputs beside it: valid (exit 0) or refused (exit 2, one
+    line), never a traceback, nothing written, nothing started."""
+    td, tmp, _ = cli_workdir()
+    with td:
+        for sub in ("gromacs", "studies"):
+            if (EXAMPLES / sub).is_dir():
+                import shutil
+                shutil.copytree(EXAMPLES / sub, tmp / sub)
+        f = tmp / name
+        f.write_bytes(data)
+        return run_cli(["campaign", "run", str(f), "--dry-run"], tmp)
 
 
 def substitute(argv: list[str], names: dict[str, str]) -> list[str]:

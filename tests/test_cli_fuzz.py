@@ -92,3 +92,25 @@ def test_hostile_values_per_verb(verb, rng):
 ], ids=lambda a: " ".join(a).encode("unicode_escape").decode()[:70])
 def test_found_by_the_fuzzer(argv):
     _check(argv)
+
+
+@pytest.mark.parametrize("example", [p.name for p in _fuzz.CAMPAIGN_FILES])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rng=st.randoms(use_true_random=False))
+def test_mutated_campaign_files_dry_run(example, rng):
+    """`campaign run FILE --dry-run` on an example with hostile values: still valid (exit 0)
+    or refused in one line (exit 2); never a traceback, nothing written or started."""
+    path = _fuzz.EXAMPLES / example
+    outcome = _fuzz.run_campaign_case(_fuzz.mutate_campaign(rng, path), example)
+    assert not outcome.problems(ok_rcs=(0, 2)), (outcome.problems(ok_rcs=(0, 2)),
+                                                 outcome.stderr[-1000:])
+
+
+def test_campaign_input_name_longer_than_name_max():
+    # found by the fuzzer: inputs = ["nnn...5000"] was an OSError traceback in Path.exists()
+    text = (_fuzz.EXAMPLES / "gromacs-grid.toml").read_text()
+    assert '"gromacs/md.mdp"' in text
+    outcome = _fuzz.run_campaign_case(text.replace('"gromacs/md.mdp"', '"' + "n" * 5000 + '"')
+                                      .encode(), "gromacs-grid.toml")
+    assert not outcome.problems(), outcome.problems()
+    assert "File name too long" in outcome.stderr

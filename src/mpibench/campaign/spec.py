@@ -908,7 +908,12 @@ def _group(c: _Ctx, key: str, name: str, gdef: Any, path: Path, variants: list[V
     _prepare(c, key, gdef, g)
     for i, inp in enumerate(c.str_list(gdef.get("inputs", []), f"{key}.inputs")):
         p = Path(inp) if Path(inp).is_absolute() else path.parent / inp
-        if not p.exists():
+        try:
+            there = p.exists()
+        except OSError as exc:       # e.g. a name longer than NAME_MAX
+            c.fail(f"{key}.inputs[{i}]", f"{_show(inp)}: {exc.strerror}",
+                   "a file or directory, relative to the campaign file")
+        if not there:
             c.fail(f"{key}.inputs[{i}]", f"{inp!r} does not exist (looked at {p})",
                    "a file or directory, relative to the campaign file")
         g.inputs.append(p.resolve())
