@@ -178,3 +178,26 @@ sizes = "0:3"
     sizes = sorted(s for (s,) in con.execute("SELECT size FROM results"))
     con.close()
     assert sizes == [0, 1, 2, 4, 8]
+
+
+@pytest.mark.mpi
+@pytest.mark.skipif(not Path("/usr/bin/NPopenmpi").exists(),
+                    reason="Debian's netpipe-openmpi (NPopenmpi) is not installed")
+def test_real_netpipe_binary_rows_come_from_its_np_out(tmp_path):
+    # NetPIPE prints its table to stderr (stdout has only '0: host' lines) and writes np.out
+    _write(tmp_path, HEAD.replace("repeats = 2", "repeats = 1") + """
+[benchmarks.np]
+suite = "netpipe"
+binary = "/usr/bin/NPopenmpi"
+sizes = "0:10"
+args = ["-p", "0"]
+""")
+    assert cli_main(["campaign", "run", "--no-progress", str(tmp_path / "peers.toml")]) == 0
+    con = sqlite3.connect(tmp_path / "mpibench.db")
+    rows = con.execute("SELECT benchmark, size, statistic, mean, bandwidth_mbps "
+                       "FROM results").fetchall()
+    fp = json.loads(con.execute("SELECT json FROM fingerprints").fetchone()[0])
+    con.close()
+    assert {r[0] for r in rows} == {"NetPIPE"} and {r[2] for r in rows} == {"min"}
+    assert max(r[1] for r in rows) == 1024 and all(r[3] > 0 for r in rows)
+    assert fp["peer"]["suite"] == "netpipe"

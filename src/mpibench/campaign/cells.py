@@ -99,6 +99,13 @@ class CellSteps:
 
         g, v = p.cell.group, p.cell.variant
         out = p.cmd.stdout.read_text(errors="replace") if p.cmd.stdout.exists() else ""
+        if g.peer.suite == "netpipe":
+            # NetPIPE prints its table to stderr and writes it, with more digits, to np.out
+            npout = p.step.run_dir / "np.out"
+            if npout.exists():
+                out = npout.read_text(errors="replace")
+            elif p.cmd.stderr.exists():
+                out = p.cmd.stderr.read_text(errors="replace") + "\n" + out
         rows, meta = parse_output(g.peer, out, v.np)
         outcome.fingerprint["peer"] = {
             "suite": g.peer.suite, "tool": meta["tool"], "version": meta["version"],
