@@ -48,10 +48,12 @@ def test_kind_from_version(text, kind, version):
     assert kind_from_version(text) == (kind, version)
 
 
-def test_kind_from_launcher_name():
+def test_kind_from_launcher_name(tmp_path):
     assert kind_for_launcher("/opt/mv2/bin/mpirun_rsh") == "mvapich"
     assert kind_for_launcher("/usr/bin/mpirun.openmpi") == "openmpi"
-    assert kind_for_launcher("/usr/bin/mpirun") is None
+    assert kind_for_launcher(str(tmp_path / "mpirun")) is None
+    (tmp_path / "ompi_info").write_text("")  # a generic name beside Open MPI's marker
+    assert kind_for_launcher(str(tmp_path / "mpirun")) == "openmpi"
     assert KINDS.get("mvapich").launcher_backend("/opt/mv2/bin/mpirun_rsh") == "mpirun_rsh"
     assert KINDS.get("intel").launcher_backend("/opt/impi/bin/mpiexec.hydra") == "mpiexec-hydra"
 

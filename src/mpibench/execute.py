@@ -198,7 +198,7 @@ def oversubscribed(variant: Variant, cores: int | None = None,
 def _shared_host_binding(cmd: CellCommand) -> str | None:
     """A batch step whose allocation put several nodes on one host ran Open MPI without its
     default binding (schedulers.slurm.shared_host_lines): the fingerprint says so."""
-    if cmd.stack.kind == "openmpi" and (cmd.run_dir / "shared_host").exists():
+    if cmd.stack.kind_class.binds_by_default and (cmd.run_dir / "shared_host").exists():
         return "none (nodes share a host)"
     return None
 

@@ -22,15 +22,14 @@ DISTRIBUTION = {"core": "block", "slot": "block", "block": "block", "node": "cyc
 
 def default_plugin(exe: str, spec: LaunchSpec) -> str:
     """The PMI plugin that matches the stack behind `exe` (the stack's own launcher path)."""
+    from mpibench.stacks.kinds import get_kind, kind_for_launcher, kinds
+
     if spec.mpi_plugin:
         return spec.mpi_plugin
-    name = os.path.basename(exe).lower()
-    if spec.mca or any(k in name for k in ("openmpi", "orterun", "prterun", "ompi")):
-        return "pmix"
-    if name in ("mpirun", "mpiexec") and os.path.exists(
-            os.path.join(os.path.dirname(exe), "ompi_info")):
-        return "pmix"
-    return "pmi2"
+    kind = kind_for_launcher(exe)
+    if spec.mca and kind is None:  # MCA parameters: an Open MPI-like stack
+        kind = next((k.name for k in kinds() if k.accepts_mca), None)
+    return get_kind(kind).srun_mpi_plugin if kind else "pmi2"
 
 
 @register_launcher("srun")

@@ -41,6 +41,10 @@ class StackKind:
     # launchers of this kind that need another backend, by file name (mpirun_rsh)
     launcher_backends: Mapping[str, str] = {}
     accepts_mca = False  # Open MPI MCA parameters
+    binds_by_default = False  # the launcher binds ranks to cores unless told otherwise
+    srun_mpi_plugin = "pmi2"  # srun --mpi= for direct launch
+    # files beside a generic mpirun/mpiexec that say it is this kind's (ompi_info)
+    marker_files: tuple[str, ...] = ()
     oversubscribe_flag = False  # the launcher must be told to run more ranks than cores
     root_env: Mapping[str, str] = {}  # needed when running as root
     presets: Mapping[str, Preset] = {}
@@ -131,4 +135,9 @@ def kind_for_launcher(path: str) -> str | None:
     for k in kinds():
         if base in k.launcher_names:
             return k.name
+    if base in ("mpirun", "mpiexec") and os.path.dirname(path):
+        for k in kinds():
+            if any(os.path.exists(os.path.join(os.path.dirname(path), f))
+                   for f in k.marker_files):
+                return k.name
     return None

@@ -34,6 +34,9 @@ class OpenMPI(StackKind):
     launcher_names = ("mpirun.openmpi", "mpiexec.openmpi", "orterun", "prterun")
     launcher_kind = "mpirun-openmpi"
     accepts_mca = True
+    binds_by_default = True
+    srun_mpi_plugin = "pmix"  # Debian's Open MPI 4.1 has no Slurm PMI-2 support, only PMIx
+    marker_files = ("ompi_info",)
     oversubscribe_flag = True
     root_env = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
     presets = {
