@@ -28,6 +28,7 @@ from typing import Any
 
 from mpibench.benchmarks import parse_sizes
 from mpibench.errors import BuildError, UsageError
+from mpibench.files import write_file
 from mpibench.runner import run_command
 from mpibench.stacks import Stack, cache_dir
 
@@ -139,15 +140,15 @@ def build_peer(stack: Stack, suite: str, source: str | Path, *, timeout: float =
             res = run_command(argv, cwd=tree, timeout=timeout)
             out.append(res.stdout + res.stderr)
             if not res.ok:
-                (tmp / "build.log").write_text("\n".join(out))
+                write_file(tmp / "build.log", "\n".join(out))
                 why = "timed out" if res.timed_out else f"exit {res.returncode}"
                 lines = [ln for ln in (res.stdout + res.stderr).splitlines() if "rror" in ln]
                 raise BuildError(f"building {suite} for stack {stack.name!r} from {src}: "
                                  f"`{' '.join(argv[:2])}` failed ({why})",
                                  log="\n".join((lines or (res.stdout + res.stderr)
                                                 .splitlines())[-30:]))
-        (tmp / "build.log").write_text("\n".join(out))
-        (tmp / ".built").write_text(str(src) + "\n")
+        write_file(tmp / "build.log", "\n".join(out))
+        write_file(tmp / ".built", str(src) + "\n")
         if final.exists():
             shutil.rmtree(final)
         os.replace(tmp, final)
@@ -183,7 +184,7 @@ def program_args(peer: PeerSpec, run_dir: Path) -> list[str]:
             args += ["-msglog", peer.sizes.strip()]
         elif sizes is not None:
             # an explicit size list: IMB reads it from a file, one length per line
-            (run_dir / "msglen.txt").write_text("".join(f"{s}\n" for s in sizes))
+            write_file(run_dir / "msglen.txt", "".join(f"{s}\n" for s in sizes))
             args += ["-msglen", "msglen.txt"]
     elif peer.suite == "osu":
         if sizes is not None:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from mpibench.execute import CellCommand, Variant, prepare_cell
+from mpibench.files import write_file
 from mpibench.runner import run_command
 from mpibench.schedulers import STEP_TIMEOUT_EXIT
 from mpibench.stacks import Stack, cache_dir
@@ -178,7 +179,7 @@ def probe_binary(stack: Stack, timeout: float = 120) -> Path:
         return exe
     out_dir.mkdir(parents=True, exist_ok=True)
     src = out_dir / "probe.c"
-    src.write_text(PROBE_SOURCE)
+    write_file(src, PROBE_SOURCE)
     tmp = out_dir / f".probe.{id(src)}"
     res = run_command(stack.command([stack.mpicc, str(src), "-o", str(tmp), "-ldl"]),
                       env=stack.env, timeout=timeout)
@@ -261,10 +262,10 @@ def verify_local(stack: Stack, variant: Variant, run_dir: Path, timeout: float =
     res = run_local(cmd, timeout=timeout)
     problem = probe_problem(res.returncode, res.timed_out, timeout, res.stderr)
     v = judge(stack, variant, res.stdout + "\n" + res.stderr, cmd.env, run_dir, problem)
-    (run_dir / "verification.txt").write_text(
-        f"requested: {v.requested}\nactual: {v.actual}\nverdict: {v.verdict}\n"
-        + (f"problem: {problem}\n" if problem else "") + "evidence:\n"
-        + "\n".join(f"  {line}" for line in v.evidence) + "\n")
+    write_file(run_dir / "verification.txt",
+               f"requested: {v.requested}\nactual: {v.actual}\nverdict: {v.verdict}\n"
+               + (f"problem: {problem}\n" if problem else "") + "evidence:\n"
+               + "\n".join(f"  {line}" for line in v.evidence) + "\n")
     return v
 
 

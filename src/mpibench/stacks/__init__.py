@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from mpibench.errors import StackError, UsageError
+from mpibench.files import write_file
 from mpibench.runner import run_command
 from mpibench.stacks.kinds import (
     StackKind,
@@ -179,7 +180,7 @@ def probe(mpicc: str, timeout: float = 60, env: Mapping[str, str] | None = None,
             pass
     with tempfile.TemporaryDirectory(prefix="mpibench-probe-") as tmp:
         src = Path(tmp) / "probe.c"
-        src.write_text(PROBE_SOURCE)
+        write_file(src, PROBE_SOURCE)
         exe = Path(tmp) / "probe"
         cc = mpicc if modules else real
         res = run_command(with_modules([cc, str(src), "-o", str(exe)], modules), env=env,
@@ -198,9 +199,7 @@ def probe(mpicc: str, timeout: float = 60, env: Mapping[str, str] | None = None,
     info = {"ok": True, "problem": "", "kind": kind, "version": version,
             "library_version": libver, "mpi_standard": standard}
     cached.parent.mkdir(parents=True, exist_ok=True)
-    tmpf = cached.with_suffix(f".{os.getpid()}.tmp")
-    tmpf.write_text(json.dumps(info))
-    os.replace(tmpf, cached)
+    write_file(cached, json.dumps(info))
     return info
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mpibench.errors import StackError, UsageError
+from mpibench.files import write_file
 from mpibench.runner import run_command
 from mpibench.stacks import Stack, _prefix_stack
 from mpibench.stacks.kinds import StackKind, kinds
@@ -96,9 +97,7 @@ def register(stack: Stack, registry: Path) -> str:
                          "--name")
     registry.parent.mkdir(parents=True, exist_ok=True)
     sep = "" if not text or text.endswith("\n\n") else ("\n" if text.endswith("\n") else "\n\n")
-    tmp = registry.with_name(f".{registry.name}.{os.getpid()}.tmp")
-    tmp.write_text(text + sep + entry_text(stack))
-    os.replace(tmp, registry)
+    write_file(registry, text + sep + entry_text(stack))
     return "added"
 
 
