@@ -509,8 +509,9 @@ def test_per_call_samples_are_single_calls(core, stack, tmp_path):
         assert r["mean_us"] == pytest.approx(float(x.mean()), rel=1e-9)
         assert r["std_us"] == pytest.approx(float(x.std(ddof=1)), rel=1e-6)
         assert r["first_us"] is not None and r["first_us"] > 0
-    # without --per-call the same count is batched: fewer samples of several calls each
+    # without --per-call the same count may be batched (k from the timer floor, so how much
+    # depends on the machine's speed at that moment): the record says which it was
     run = launch(stack, _exe(core, stack), 2, ["PingPong", "--sizes", "0", "--iterations", "10",
                                                "--quiet"], tmp_path / "b.jsonl", timeout=120)
     r = run.results[0]
-    assert r["per_call"] is False and r["batch"] > 1 and r["n"] < 10
+    assert r["per_call"] is False and r["n"] * r["batch"] == 10
