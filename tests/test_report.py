@@ -504,3 +504,13 @@ def test_compare_gain_table_at_a_size_names_benchmarks_the_size_filter_removed(t
                      "--format", "json"]) in (0, 1)
     notes = json.loads(capsys.readouterr().out)["gain_table"]["notes"]
     assert any(n.startswith("Barrier: not measured at 1M bytes (its sizes: 0)") for n in notes)
+
+
+def test_first_call_table_notes_mpi_init_time_per_set(core):
+    store, groups = core
+    for i, rid in enumerate(groups["base"]):
+        store.set_run(rid, mpi_init_us=20000.0 + 1000 * i)
+    t = first_call_table(store, groups, mean_std=True, sizes=[8])
+    base = [n for n in t.notes if n.startswith("base: MPI_Init")]
+    assert base and "median of 3 launch(es)" in base[0] and "MPI_Init 21.00 ms" in base[0] and "20.00–22.00" in base[0]
+    assert not any(n.startswith("fast: MPI_Init") for n in t.notes)   # never reported

@@ -584,6 +584,16 @@ def first_call_table(store: Store, groups: Mapping[str, list[str]], *,
                         f"{g}_first_over_steady": ratio})
         t.rows.append(line)
         t.records.append(rec)
+    # start-up before any benchmark: the core's MPI_Init time per launch
+    from mpibench.store.report_queries import run_mpi_init
+
+    inits = run_mpi_init(store, [r for ids in groups.values() for r in ids])
+    for g in gs:
+        vals = sorted(inits[r] for r in dict.fromkeys(groups[g]) if r in inits)
+        if vals:
+            med = float(np.median(vals))
+            t.notes.append(f"{g}: MPI_Init {fmt_num(med / 1000)} ms (median of {len(vals)} "
+                           f"launch(es), {fmt_num(vals[0] / 1000)}–{fmt_num(vals[-1] / 1000)})")
     return t
 
 

@@ -112,6 +112,17 @@ def run_elapsed(store: Store, run_ids: Sequence[str]) -> dict[str, float | None]
     return out
 
 
+def run_mpi_init(store: Store, run_ids: Sequence[str]) -> dict[str, float]:
+    """{run id: MPI_Init time in us} of the runs whose core reported it."""
+    out: dict[str, float] = {}
+    for chunk in _chunks(run_ids):
+        for rid, v in store.db.execute(
+                f"SELECT id, mpi_init_us FROM runs WHERE id IN ({_marks(len(chunk))}) "
+                "AND mpi_init_us IS NOT NULL", chunk):
+            out[rid] = v
+    return out
+
+
 def set_runs_info(store: Store, run_ids: Sequence[str]
                   ) -> Iterator[tuple[str, str, Any, str | None, str | None]]:
     """(campaign name, run spec_json, fingerprint id, transport actual, requested) of each
@@ -130,4 +141,5 @@ def done_runs_of_group(store: Store, campaign_id: int, group: str) -> list:
 
 
 __all__ = ["RESULT_COLUMNS", "result_rows", "variants_with_results", "runs_with_results",
-           "distinct_specs", "run_specs", "run_elapsed", "set_runs_info", "done_runs_of_group"]
+           "distinct_specs", "run_specs", "run_elapsed", "run_mpi_init", "set_runs_info",
+           "done_runs_of_group"]
