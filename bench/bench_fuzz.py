@@ -24,6 +24,10 @@ newline escapes, 5000 characters, option-like), lines dropped, duplicated or a b
 through `campaign run FILE --dry-run`: exit 0 (still valid) or exit 2 with one line, nothing
 written, nothing started.
 
+Reports on hostile data: two mutated outputs of one tool imported as sets a and b, then
+compare (terminal, gain table as JSON, line rate as CSV) and report: exit 0, 1 or 2 (one line),
+never a traceback.
+
 CLI: each verb (run, demo, campaign run/status/list/resume, compare, report, import, profile,
 stacks, build) called in process with one hostile argument value (nan/inf/negative/zero/huge/
 unicode-digit numbers, size lists the core would reject, paths that cannot be written, missing
@@ -171,6 +175,25 @@ def fuzz_campaign_files(rng: random.Random, n: int, show: int) -> dict:
     return {"cases": n, "crashes": crashes, "breaks": breaks, "examples": examples}
 
 
+def fuzz_reports(rng: random.Random, n: int, show: int) -> dict:
+    crashes = breaks = calls = 0
+    examples: list[str] = []
+    for _ in range(n):
+        for argv, outcome in _fuzz.run_report_case(random.Random(rng.getrandbits(64))):
+            calls += 1
+            probs = ([("traceback: " + outcome.crash.strip().splitlines()[-1])]
+                     if outcome.crash else []) if argv[0] == "import" \
+                else outcome.problems(ok_rcs=(0, 1, 2))
+            if outcome.crash:
+                crashes += 1
+            elif probs:
+                breaks += 1
+            if probs and len(examples) < show:
+                examples.append(f"mpibench {' '.join(argv[:2])} ...: {'; '.join(probs)[:300]}")
+    return {"cases": n, "calls": calls, "crashes": crashes, "breaks": breaks,
+            "examples": examples}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -196,6 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     t3 = time.monotonic()
     cf = fuzz_campaign_files(rng, n_cli // 3, args.show)
     t4 = time.monotonic()
+    rp = fuzz_reports(rng, max(5, n_cli // 20), args.show)
+    t5 = time.monotonic()
 
     pc = p["counts"]
     silent = sum(pc[k] for k in ("invalid", "invented", "silent", "changed"))
@@ -229,10 +254,19 @@ def main(argv: list[str] | None = None) -> int:
           f"started a command): {cf['breaks']}")
     for e in cf["examples"]:
         print(f"    {e}")
-    total = p["cases"] + imp["cases"] + c["cases"] + cf["cases"]
-    crashes = pc["crash"] + imp["crashes"] + c["crashes"] + cf["crashes"]
+    print(f"reports on hostile data: {rp['cases']} pairs of mutated outputs imported as two "
+          f"sets, then compare (terminal, gain table JSON, line rate CSV) and report: "
+          f"{rp['calls']} calls, {t5 - t4:.1f} s")
+    print(f"  crashes (tracebacks):  {rp['crashes']}")
+    print(f"  contract breaks (compare/report exit not 0/1/2, or an exit 2 of several "
+          f"lines): {rp['breaks']}")
+    for e in rp["examples"]:
+        print(f"    {e}")
+    total = p["cases"] + imp["cases"] + c["cases"] + cf["cases"] + rp["cases"]
+    crashes = pc["crash"] + imp["crashes"] + c["crashes"] + cf["crashes"] + rp["crashes"]
+    breaks = c["breaks"] + cf["breaks"] + rp["breaks"]
     print(f"\nbad inputs tried: {total}; crashes: {crashes}; silent misparses: "
-          f"{silent + imp['mismatches']}; CLI contract breaks: {c['breaks'] + cf['breaks']}")
+          f"{silent + imp['mismatches']}; CLI contract breaks: {breaks}")
     return 0
 
 

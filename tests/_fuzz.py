@@ -792,6 +792,39 @@ def run_campaign_case(data: bytes, name: str = "c.toml") -> CliOutcome:
         return run_cli(["campaign", "run", str(f), "--dry-run"], tmp)
 
 
+# -- reports on hostile data ----------------------------------------------------------------
+def run_report_case(rng: random.Random) -> list[tuple[list[str], CliOutcome]]:
+    """Two mutated outputs of one tool imported as sets a and b, then compare (terminal,
+    gain table, JSON, CSV) and report on them: whatever the files held, the verbs end with
+    a status (0, 1, or 2 with one line) and no traceback. (An import of a file with nothing
+    usable lists every problem, one per line, and exits 2: only tracebacks count there.)"""
+    td, tmp, _ = cli_workdir()
+    out = []
+    with td:
+        fam = rng.choice(["imb", "osu", "nccl", "netpipe"])
+        names = [p.name for p in FIXTURES if p.parent.name == fam]
+        for label in ("a", "b"):
+            name = rng.choice(names)
+            case = mutate(random.Random(rng.getrandbits(64)), name, fixture_bytes(name))
+            (tmp / f"{label}.txt").write_bytes(case.data)
+            argv = ["import", str(tmp / f"{label}.txt"), "--label", label, "--db", "s.db",
+                    "--np", "2"]
+            out.append((argv, run_cli(argv, tmp)))
+        for argv in (["compare", "--db", "s.db", "--label", "a", "--label", "b"],
+                     ["compare", "--db", "s.db", "--label", "a", "--label", "b",
+                      "--gain-table", "--format", "json"],
+                     ["compare", "--db", "s.db", "--label", "a", "--label", "b",
+                      "--line-rate", "100Gb/s", "--format", "csv"],
+                     ["report", "--db", "s.db", "--label", "a", "--label", "b", "-o", "r.html",
+                      "--no-plots"]):
+            before = _snapshot(tmp)
+            o = run_cli(argv, tmp)
+            o.written = [w for w in o.written if w not in before and not w.startswith("r.html")
+                         and not w.startswith("s.db") and not w.startswith(".r.html")]
+            out.append((argv, o))
+    return out
+
+
 def substitute(argv: list[str], names: dict[str, str]) -> list[str]:
     return [names.get(a, a) for a in argv]
 

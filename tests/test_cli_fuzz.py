@@ -114,3 +114,27 @@ def test_campaign_input_name_longer_than_name_max():
                                       .encode(), "gromacs-grid.toml")
     assert not outcome.problems(), outcome.problems()
     assert "File name too long" in outcome.stderr
+
+
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rng=st.randoms(use_true_random=False))
+def test_compare_and_report_on_mutated_imports(rng):
+    """Whatever two imported files held (flagged rows, odd names, truncation), compare and
+    report end with a status and never a traceback."""
+    for argv, outcome in _fuzz.run_report_case(rng):
+        probs = outcome.problems(ok_rcs=(0, 1, 2)) if argv[0] != "import" else \
+            ([outcome.crash] if outcome.crash else [])
+        assert not probs, (argv, probs, outcome.stderr[-1000:])
+
+
+def test_gain_table_with_one_set_is_one_line(tmp_path, capsys):
+    # found by the fuzzer: set a's file could not be imported; compare printed "only one
+    # result set selected" and then the error: two lines for one refusal
+    from mpibench.cli import main
+    fx = next(p for p in _fuzz.FIXTURES if p.name.endswith("btl-tcp.txt"))
+    db = str(tmp_path / "s.db")
+    assert main(["import", str(fx), "--label", "b", "--db", db]) == 0
+    capsys.readouterr()
+    rc = main(["compare", "--db", db, "--label", "a", "--label", "b", "--gain-table"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.strip().count("\n") == 0 and "--gain-table needs two" in err, err

@@ -269,3 +269,9 @@ def test_damaged_header_words_are_reported():
     res = parse_bytes(_edit(IMB_TCP, "# #processes = 2 ", "# #processes = 2\u00b2 "))
     assert all(r["np"] is None for r in res.records)
     assert any("np of these rows is unknown" in p.message for p in res.problems)
+
+
+def test_osu_title_with_tabs_is_the_same_test():
+    res = parse_bytes(_edit(OSU_LAT, "# OSU MPI Latency Test", "# OSU\tMPI\tLatency Test"))
+    assert {r["benchmark"] for r in res.records} == {"osu_latency"}
+    assert not any("not one this version knows" in p.message for p in res.problems)

@@ -254,6 +254,11 @@ def run(args) -> int:
                                  statistic=statistic)
             parts.append(("comparison", render(cmp, fmt)))
         else:
+            # said before anything is printed: a refusal is one line
+            for flag, on in (("--gain-table", args.gain_table), ("--detect", args.detect)):
+                if on:
+                    raise UsageError(f"{flag} needs two or more result sets; only "
+                                     f"{next(iter(groups))} has results in this selection")
             err_console().print(f"only one result set selected ({next(iter(groups))}); "
                                 "showing its results")
         if args.results or cmp is None:

@@ -71,7 +71,7 @@ _TWO_RANK = {"osu_latency", "osu_bw", "osu_bibw", "osu_latency_mt", "osu_bw_mt",
 def benchmark_name(title: str) -> tuple[str, str | None]:
     """'MPI Non-blocking Allreduce Latency' -> ('osu_iallreduce', None);
     'MPI-CUDA Bandwidth' -> ('osu_bw', 'CUDA'). Unknown titles get a slug."""
-    t = title.strip()
+    t = " ".join(title.split())         # a tab or two spaces between words: same title
     accel = None
     m = re.match(r"^MPI-(CUDA|ROCM|OPENACC|SYCL|HIP)\b\s*", t, re.I)
     if m:
