@@ -201,3 +201,15 @@ args = ["-p", "0"]
     assert {r[0] for r in rows} == {"NetPIPE"} and {r[2] for r in rows} == {"min"}
     assert max(r[1] for r in rows) == 1024 and all(r[3] > 0 for r in rows)
     assert fp["peer"]["suite"] == "netpipe"
+
+
+def test_cxx_wrapper_beside_each_kind_of_c_wrapper(tmp_path):
+    from mpibench.peers import cxx_wrapper
+    from mpibench.stacks import Stack
+
+    for cc, cxx in (("mpicc.openmpi", "mpicxx.openmpi"), ("mpiicc", "mpiicpc")):
+        (tmp_path / cc).write_text("")
+        (tmp_path / cxx).write_text("")
+        assert cxx_wrapper(Stack(name="s", mpicc=str(tmp_path / cc))) == str(tmp_path / cxx)
+    # a module's bare wrapper: its sibling's name, found once the module is loaded
+    assert cxx_wrapper(Stack(name="m", mpicc="mpicc", modules=["openmpi/4.1.6"])) == "mpicxx"

@@ -70,7 +70,13 @@ class PeerSpec:
 def cxx_wrapper(stack: Stack) -> str:
     """The stack's C++ wrapper beside its mpicc (mpicc.openmpi -> mpicxx.openmpi)."""
     cc = Path(stack.mpicc)
-    for name in (cc.name.replace("mpicc", "mpicxx"), cc.name.replace("mpicc", "mpic++"),
+    if cc.parent == Path(".") and getattr(stack, "modules", None):
+        # a bare wrapper name from a module: its C++ sibling is found after `module load`
+        for a, b in (("mpiicc", "mpiicpc"), ("mpiicx", "mpiicpx"), ("mpicc", "mpicxx")):
+            if a in cc.name:
+                return cc.name.replace(a, b)
+    for name in (cc.name.replace("mpiicc", "mpiicpc"), cc.name.replace("mpiicx", "mpiicpx"),
+                 cc.name.replace("mpicc", "mpicxx"), cc.name.replace("mpicc", "mpic++"),
                  cc.name.replace("mpicc", "mpiCC")):
         cand = cc.with_name(name)
         if name != cc.name and cand.exists():
@@ -137,7 +143,9 @@ def build_peer(stack: Stack, suite: str, source: str | Path, *, timeout: float =
             steps = [["make", "-C", str(tree), "mpi", f"CC={cc}"]]
         out = []
         for argv in steps:
-            res = run_command(argv, cwd=tree, timeout=timeout)
+            # the stack's modules and environment apply to its wrappers, as for the core
+            res = run_command(stack.command(argv), cwd=tree, env=getattr(stack, "env", None),
+                              timeout=timeout)
             out.append(res.stdout + res.stderr)
             if not res.ok:
                 write_file(tmp / "build.log", "\n".join(out))
