@@ -89,26 +89,21 @@ void mj_str(mb_json *j, const char *k, const char *v)
         puts_(j, "null");
 }
 
-void mj_num(mb_json *j, const char *k, double v)
+static void num(mb_json *j, const char *k, double v, const char *fmt)
 {
     key(j, k);
     if (isfinite(v))
-        putf(j, "%.10g", v);
+        putf(j, fmt, v);
     else
         puts_(j, "null");
 }
 
+void mj_num(mb_json *j, const char *k, double v) { num(j, k, v, "%.10g"); }
+
 /* 17 significant digits read back as the same double: samples are written this way so that
  * every statistic (the autocorrelation above all, which ties can change) can be recomputed
  * from the file exactly as the core computed it */
-void mj_num_exact(mb_json *j, const char *k, double v)
-{
-    key(j, k);
-    if (isfinite(v))
-        putf(j, "%.17g", v);
-    else
-        puts_(j, "null");
-}
+void mj_num_exact(mb_json *j, const char *k, double v) { num(j, k, v, "%.17g"); }
 
 void mj_int(mb_json *j, const char *k, int64_t v) { key(j, k); putf(j, "%lld", (long long)v); }
 void mj_bool(mb_json *j, const char *k, int v) { key(j, k); puts_(j, v ? "true" : "false"); }

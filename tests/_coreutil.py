@@ -29,6 +29,12 @@ def available(stack: str) -> bool:
     return shutil.which(s["mpicc"]) is not None and shutil.which(s["launch"][0]) is not None
 
 
+def build_all(tmp_path_factory) -> dict[str, Path]:
+    """The core built once per installed stack (pytest's tmp_path_factory), by stack name."""
+    return {stack: build(stack, tmp_path_factory.mktemp(f"core-{stack}"))
+            for stack in STACKS if available(stack)}
+
+
 def build(stack: str, build_dir: Path, timeout: float = 300) -> Path:
     build_dir.mkdir(parents=True, exist_ok=True)
     res = run_command(["make", "-C", str(CORE), f"MPICC={STACKS[stack]['mpicc']}",

@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pytest
 
-from _coreutil import STACKS, available, build, check_schema, launch, within_launch_ci
+from _coreutil import STACKS, build_all, check_schema, launch, within_launch_ci
 
 ALL = ["PingPong", "PingPing", "Sendrecv", "Exchange", "Uniband", "Biband", "Allreduce",
        "Reduce", "Reduce_scatter", "Allgather", "Allgatherv", "Gather", "Gatherv", "Scatter",
@@ -95,11 +95,7 @@ pytestmark = pytest.mark.mpi
 @pytest.fixture(scope="session")
 def core(tmp_path_factory):
     """Build the core once per stack per session, through the Makefile contract."""
-    exes = {}
-    for stack in STACKS:
-        if available(stack):
-            exes[stack] = build(stack, tmp_path_factory.mktemp(f"core-{stack}"))
-    return exes
+    return build_all(tmp_path_factory)
 
 
 def _exe(core, stack):

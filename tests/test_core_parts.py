@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from _coreutil import CORE, SCHEMA, STACKS, available, build, check_schema, launch
+from _coreutil import CORE, SCHEMA, STACKS, available, build_all, check_schema, launch
 from golden_util import check_golden
 from mpibench import benchmarks
 from mpibench.runner import run_command
@@ -19,10 +19,7 @@ pytestmark = pytest.mark.mpi
 
 @pytest.fixture(scope="module")
 def core(tmp_path_factory):
-    exes = {}
-    for stack in STACKS:
-        if available(stack):
-            exes[stack] = build(stack, tmp_path_factory.mktemp(f"core-{stack}"))
+    exes = build_all(tmp_path_factory)
     if not exes:
         pytest.skip("no MPI stack installed")
     return exes
