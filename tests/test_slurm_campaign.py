@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-import mpibench.campaign.runner as runner_mod
+import mpibench.campaign.batch as batch_mod
 from mpibench.campaign.runner import CampaignRunner
 from mpibench.campaign.spec import load
 from mpibench.errors import UsageError
@@ -207,7 +207,8 @@ class _Clock:
 @pytest.fixture
 def clock(monkeypatch):
     c = _Clock()
-    monkeypatch.setattr(runner_mod, "time", types.SimpleNamespace(
+    # the batch policy's poll loop is what sleeps
+    monkeypatch.setattr(batch_mod, "time", types.SimpleNamespace(
         sleep=c.sleep, time=c.time, monotonic=c.monotonic))
     return c
 
