@@ -421,6 +421,7 @@ exclusive = true
 time_limit = "00:02:00"
 poll_interval = 1
 poll_max_interval = 2
+max_jobs_in_flight = 2   # one job running, the other queued behind it (the default is 1)
 """
 
 
