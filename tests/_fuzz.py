@@ -521,11 +521,19 @@ def _b_compare(rng):
                             ("--line-rate", ["1e400Gb/s", "nan", "-1Gb/s", "0", "abc", ""]),
                             ("--since", ["yesterday-ish", "", "2024-13-45"]),
                             ("--detect", HOSTILE_FLOAT + ["abc"]),
-                            ("--campaign", ["10" * 12 + "0" * 3]),
-                            ("--cost-per-node-hour", HOSTILE_FLOAT),
+                            ("--campaign", ["10" * 12 + "0" * 3, "nosuch", "-1"]),
+                            ("--label", ["nosuch"]), ("--variant", ["nosuch"]),
+                            ("--run", ["nosuch"]), ("--baseline", ["nosuch"]),
+                            ("--until", ["2024-02-30", "tomorrow", ""]),
+                            ("--grid", ["nosuch"]),
+                            ("--cost-per-node-hour", [v for v in HOSTILE_FLOAT
+                                                      if v not in ("0", "-0")]),
                             ("--db", ["FILE/x.db", "FOREIGN", "NOTDB", "DIR"]),
                             ("-o", ["FILE/x.md", "/dev/null/x", "DIR"])])
-    argv = ["compare", "--db", "STORE", opt, rng.choice(vals)]
+    val = rng.choice(vals)
+    argv = ["compare", "--db", "STORE", "--label", "tcp", "--label", "vader", opt, val]
+    if opt == "--grid":
+        argv.append("np")                       # ROW COL: an unknown row parameter
     if opt == "--db":
         argv = ["compare", opt, argv[-1]]
     return argv
@@ -534,8 +542,10 @@ def _b_compare(rng):
 def _b_report(rng):
     opt, vals = rng.choice([("-o", ["FILE/r.html", "/dev/null/x", "DIR"]),
                             ("--markdown", ["FILE/r.md", "DIR"]),
+                            ("--label", ["nosuch"]), ("--baseline", ["nosuch"]),
                             ("--db", ["FILE/x.db", "FOREIGN", "NOTDB", "DIR"])])
-    argv = ["report", "--db", "STORE", opt, rng.choice(vals)]
+    argv = ["report", "--db", "STORE", "--label", "tcp", "--label", "vader", opt,
+            rng.choice(vals)]
     if opt == "--db":
         argv = ["report", opt, argv[-1], "-o", "r.html"]
     return argv
@@ -604,6 +614,13 @@ def _prepare(tmp: Path) -> dict[str, str]:
     (tmp / "FILE").write_text("a regular file\n")
     fx = next(p for p in FIXTURES if p.name.endswith("btl-tcp.txt"))
     (tmp / "GOODFILE").write_bytes(fx.read_bytes())
+    # a real store with two imported sets, so compare and report get past opening it
+    from mpibench.importer import import_files
+    from mpibench.store import Store
+    with Store(tmp / "STORE") as store:
+        for label, end in (("tcp", "btl-tcp.txt"), ("vader", "btl-vader.txt")):
+            import_files(store, [next(p for p in FIXTURES if p.name.endswith(end))],
+                         label=label)
     return {"GOOD": str(tmp / "CAMP" / "c.toml"), "GOODFILE": str(tmp / "GOODFILE")}
 
 
@@ -720,7 +737,10 @@ def run_cli(argv: list[str], tmp: Path, mem_mb: int = 1024, seconds: int = 30) -
             if getattr(mod, "run_command", None) is refuse:
                 mod.run_command = saved
     after = _snapshot(tmp)
-    written = sorted(k for k, v in after.items() if before.get(k) != v)
+    # SQLite's WAL sidecars (<db>-wal, <db>-shm) appear when any connection opens a WAL
+    # store, a reader included: not data mpibench wrote
+    written = sorted(k for k, v in after.items() if before.get(k) != v
+                     and not k.endswith(("-wal", "-shm")))
     return CliOutcome(argv, rc, err.getvalue(), crash, launched, written)
 
 

@@ -86,6 +86,12 @@ def test_hostile_values_per_verb(verb, rng):
     # a campaign file that is a device was read until memory ran out
     ["campaign", "run", "/dev/zero", "--dry-run"],
     ["campaign", "status", "/dev/zero"],
+    # compare/report: --detect read float('٣'), an empty --size and a --label that selects
+    # nothing were silently ignored (exit 0)
+    ["compare", "--db", "STORE", "--label", "tcp", "--label", "vader", "--detect", "\u0663"],
+    ["compare", "--db", "STORE", "--label", "tcp", "--label", "vader", "--size", ""],
+    ["compare", "--db", "STORE", "--label", "tcp", "--label", "vader", "--label", "nosuch"],
+    ["report", "--db", "STORE", "--label", "tcp", "--label", "vader", "--label", "nosuch"],
     # argparse's own refusals: one line too, not the usage block
     ["run", "PingPong", "--np", "two", "--out", "OUT"],
     ["compare", "--format", "pdf"],
@@ -136,5 +142,10 @@ def test_gain_table_with_one_set_is_one_line(tmp_path, capsys):
     assert main(["import", str(fx), "--label", "b", "--db", db]) == 0
     capsys.readouterr()
     rc = main(["compare", "--db", db, "--label", "a", "--label", "b", "--gain-table"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.strip().count("\n") == 0, err
+    assert "--label 'a'" in err or "--gain-table needs two" in err, err
+    # with only the set that exists, the gain table's own refusal, still one line
+    rc = main(["compare", "--db", db, "--label", "b", "--gain-table"])
     err = capsys.readouterr().err
     assert rc == 2 and err.strip().count("\n") == 0 and "--gain-table needs two" in err, err

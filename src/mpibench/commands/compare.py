@@ -168,6 +168,8 @@ def parse_sizes_arg(values: list[str] | None) -> list[int] | None:
         return None
     out: list[int] = []
     for v in values:
+        if not v.strip():
+            raise UsageError(f"--size {v!r}: expected a message size such as 4M or 1024")
         out += [parse_size(t) for t in v.split(",") if t.strip()]
     return out
 
@@ -189,6 +191,16 @@ def groups_from_args(store: Store, args) -> dict[str, list[str]]:
     if not groups:
         raise UsageError(f"--db {store.path}: no results match the selection (check "
                          "--variant/--label/--campaign/--run/--since/--until)")
+    # a --label or --variant that selects nothing is a typo, like --benchmark/--size
+    # (check_filters): said, not silently left out of a comparison of the others
+    for flag, names, by in (("--label", args.label, "label"), ("--variant", args.variant,
+                                                                "variant")):
+        if names and not (args.label and args.variant) and (args.by or by) == by:
+            for n in names:
+                # sets of several campaigns are named '<campaign>/<name>'
+                if not any(k == n or k.endswith("/" + n) for k in groups):
+                    raise UsageError(f"{flag} {n!r}: no results with this {by} in the "
+                                     f"selection (selected: {', '.join(groups)})")
     if args.baseline and args.baseline not in groups:
         raise UsageError(f"--baseline {args.baseline!r} is not one of the selected sets: "
                          f"{', '.join(groups)}")

@@ -886,6 +886,8 @@ def parse_effect(text: str | float) -> float:
         v = float(s[:-1]) / 100.0 if s.endswith("%") else float(s)
     except ValueError:
         v = float("nan")
+    if not s.isascii() or "_" in s:     # float() also reads '٣' and '1_0'
+        v = float("nan")
     if not s.endswith("%") and v >= 1.0:
         v = v / 100.0                   # '5' means 5%
     if not 0.0 < v < 10.0:
