@@ -378,7 +378,9 @@ def test_root_shift_and_off_cache(core, stack, tmp_path):
     for r in run.results:
         assert r["status"] == "ok" and r["validation"]["ok"], r
         assert r["root_shift"] and r["off_cache"] and r["buffer_copies"] >= 2
-        assert r["mem_per_rank"] >= 2 * opts["llc_bytes"], r
+        # the pool spans 2x the last-level cache, unless it hit the core's cap of 100,000
+        # copies (tiny sizes on a CPU reporting a 480 MiB L3, as this one does)
+        assert r["mem_per_rank"] >= 2 * opts["llc_bytes"] or r["buffer_copies"] == 100_000, r
 
 
 def test_off_cache_pool_shrinks_to_the_memory_limit(core, tmp_path):
