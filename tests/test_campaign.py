@@ -253,11 +253,13 @@ def test_unknown_stack_is_checked_before_any_launch(tmp_path, found_stacks):
             CampaignRunner(spec, store, found_stacks).run()
     for extra, pattern in [
             ('mca = { btl = "self" }', r"variants\.b\.mca: MCA parameters are Open MPI "
-                                      r"settings .*; expected env instead"),
-            ('launcher = "qrun"', r"variants\.b\.launcher: unknown launcher 'qrun'")]:
+                                      r"settings .*; expected env instead")]:
         spec = spec_of(tmp_path, BASE.replace('stack = "mpich"', f'stack = "mpich"\n{extra}'))
         with pytest.raises(UsageError, match=rf"^{re.escape(str(spec.path))}: {pattern}"):
             CampaignRunner(spec, None, found_stacks).check()
+    # a launcher name is checked against the registry when the file is loaded
+    with pytest.raises(UsageError, match=r"variants\.b\.launcher: unknown launcher 'qrun'"):
+        spec_of(tmp_path, BASE.replace('stack = "mpich"', 'stack = "mpich"\nlauncher = "qrun"'))
 
 
 def test_interleaved_order_alternates_variants_and_repeats(tmp_path):
@@ -744,3 +746,17 @@ def test_campaign_list_pages_a_big_campaign(tmp_path, capsys):
     assert cli_main(["campaign", "list", str(path), "--db", str(db), "--json", "--offset", "5",
                      "--limit", "3"]) == 0
     assert [r["seq"] for r in json.loads(capsys.readouterr().out)] == [5, 6, 7]
+
+
+@pytest.mark.parametrize("extra, key", [('launcher = "bogus"', "variants.b.launcher"),
+                                        ('transport = "nosuch"', "variants.b.transport"),
+                                        ('sweep = { transport = ["shm", "sm"] }',
+                                         "variants.b.sweep.transport[1]")])
+def test_registry_names_are_checked_at_load_and_dry_run(tmp_path, extra, key, capsys):
+    from mpibench.cli import main as cli_main
+
+    path = write(tmp_path, BASE.replace('stack = "mpich"', f'stack = "mpich"\n{extra}'))
+    with pytest.raises(UsageError, match=re.escape(key)):
+        load(path)
+    assert cli_main(["campaign", "run", str(path), "--dry-run"]) == 2
+    assert key in capsys.readouterr().err

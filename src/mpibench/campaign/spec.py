@@ -641,6 +641,7 @@ def _variant(c: _Ctx, key: str, name: str, d: dict[str, Any]) -> Variant:
         v.launcher = c.string(d["launcher"], f"{key}.launcher")
     if "launcher_args" in d:
         v.launcher_args = c.str_list(d["launcher_args"], f"{key}.launcher_args")
+    _known_names(c, key, v)
     if v.launcher == "template":
         from mpibench.launchers.template import check_template
 
@@ -1102,6 +1103,25 @@ def _scheduler(c: _Ctx, t: dict[str, Any]) -> SchedulerSettings:
     except UsageError as exc:
         raise UsageError(f"{c.path}: {exc}") from None
     return s
+
+
+def _known_names(c: _Ctx, key: str, v: Variant) -> None:
+    """Launcher and transport names come from registries this file can be checked against
+    without the machine: a typo is refused at load (dry runs included), not after the store
+    was written. Whether the stack found here has the transport is checked before launches."""
+    from mpibench.launchers import get_launcher
+    from mpibench.transports import all_transport_names
+
+    if v.launcher:
+        try:
+            get_launcher(v.launcher)
+        except UsageError as exc:
+            c.fail(f"{key}.launcher", str(exc))
+    if v.transport:
+        names = all_transport_names()
+        if v.transport not in names:
+            c.fail(f"{key}.transport", f"unknown transport {v.transport!r}",
+                   "one of " + ", ".join(names) + " (see `mpibench stacks`)")
 
 
 def _single_lines(c: _Ctx, value: Any, key: str) -> None:
