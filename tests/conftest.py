@@ -50,18 +50,22 @@ def pytest_runtest_setup(item):
         os.environ[tierguard.ENV] = log
 
 
-@pytest.hookimpl(trylast=True)
+@pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(item):
-    # After the test's own teardown; also catches a test that skipped because the launch
-    # was refused (a fixture that found no usable stack).
+    # Stop watching before the teardown: fixtures of a wider scope (a session's localhost
+    # Slurm) are torn down in the teardown of whichever test ran last, which may be a unit
+    # test. What the test's setup and call started was logged; fail after the teardown ran
+    # (this also catches a test that skipped because a fixture found no usable stack).
     log = os.environ.pop(tierguard.ENV, None)
-    if not log:
-        return
-    text = Path(log).read_text().strip() if os.path.exists(log) else ""
-    os.unlink(log)
+    text = ""
+    if log:
+        text = Path(log).read_text().strip() if os.path.exists(log) else ""
+        os.unlink(log)
+    result = yield
     if text:
         pytest.fail("a unit-tier test started a system program; mark it @pytest.mark.system "
                     "(or mpi/slurm):\n" + text, pytrace=False)
+    return result
 
 
 # Every MPI launch in the tests is bounded by this (seconds) unless a test sets its own.
