@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from _coreutil import STACKS, available, build  # noqa: E402
-from mpibench.runner import run_command  # noqa: E402
+from mpibench.process import run_command  # noqa: E402
 
 
 def main() -> int:

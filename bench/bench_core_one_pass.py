@@ -31,7 +31,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from mpibench.parsers.imb import parse_imb
-from mpibench.runner import run_command
+from mpibench.process import run_command
 
 REPO = Path(__file__).resolve().parents[1]
 PEERS = Path(os.environ.get("MPIBENCH_PEERS", REPO.parent.parent / "shared" / "peers"))

@@ -32,7 +32,7 @@ CLI: each verb (run, demo, campaign run/status/list/resume, compare, report, imp
 stacks, build) called in process with one hostile argument value (nan/inf/negative/zero/huge/
 unicode-digit numbers, size lists the core would reject, paths that cannot be written, missing
 or foreign or non-UTF-8 files, NUL bytes). Expected: exit 2, one error line, nothing written in
-the working directory, no external command started (mpibench.runner.run_command is replaced by
+the working directory, no external command started (mpibench.process.run_command is replaced by
 one that refuses and records). A case breaking that is counted as a crash (traceback) or a
 contract break (the rest).
 

@@ -28,7 +28,7 @@ import tempfile
 from pathlib import Path
 
 from mpibench import profiling, stats
-from mpibench.runner import run_command
+from mpibench.process import run_command
 
 GMX_ENV = {"OMP_NUM_THREADS": "1", "GMX_MAXBACKUP": "-1"}
 TOPOL = """#include "oplsaa.ff/forcefield.itp"

@@ -33,7 +33,7 @@ import threading
 import time
 from pathlib import Path
 
-from mpibench.runner import run_command
+from mpibench.process import run_command
 from mpibench.schedulers import JobRequest, JobStep, SchedulerSettings
 from mpibench.schedulers.slurm import SlurmScheduler
 from mpibench.slurm_local import LocalSlurm, SlurmStartError, missing_programs

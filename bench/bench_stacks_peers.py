@@ -31,7 +31,7 @@ from pathlib import Path
 
 from mpibench.build import build_component
 from mpibench.launchers import LaunchSpec, get_launcher
-from mpibench.runner import run_command
+from mpibench.process import run_command
 from mpibench.stacks import Stack, cache_dir, discover
 
 PEERS = Path(os.environ.get("MPIBENCH_PEERS", "/work/shared/peers"))

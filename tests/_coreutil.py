@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mpibench.runner import CommandResult, run_command
+from mpibench.process import CommandResult, run_command
 
 REPO = Path(__file__).resolve().parents[1]
 CORE = REPO / "core"

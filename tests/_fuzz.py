@@ -2,7 +2,7 @@
 
 Shared by tests/test_parsers_properties.py and tests/test_cli_fuzz.py (hypothesis drives a
 random.Random, short runs in the suite) and bench/bench_fuzz.py (seeded, long runs). Pure
-Python; the CLI part never launches anything: mpibench.runner.run_command, the one seam every
+Python; the CLI part never launches anything: mpibench.process.run_command, the one seam every
 external command goes through, is replaced by a function that refuses and records the call.
 
 A parser case is a real captured output (tests/data) with a few mutations applied; each
@@ -448,7 +448,7 @@ def _short(r: dict | None) -> str:
 
 # -- CLI -------------------------------------------------------------------------------------
 class LaunchRefused(Exception):
-    """What the fuzzer's stand-in for runner.run_command raises."""
+    """What the fuzzer's stand-in for process.run_command raises."""
 
 
 HOSTILE_INT = ["0", "-1", "nan", "inf", "1e400", "\u0663", "\u00b2", "\uff13", "", " ",
@@ -702,7 +702,7 @@ def _limits(mem_mb: int, seconds: int):
 def run_cli(argv: list[str], tmp: Path, mem_mb: int = 1024, seconds: int = 30) -> CliOutcome:
     """One invocation in process, cwd = tmp, with run_command refused, memory and time
     bounded."""
-    from mpibench import cli, runner
+    from mpibench import cli, process
     launched: list[str] = []
 
     def refuse(cmd, *a, **k):
@@ -712,7 +712,7 @@ def run_cli(argv: list[str], tmp: Path, mem_mb: int = 1024, seconds: int = 30) -
     before = _snapshot(tmp)
     err, out = io.StringIO(), io.StringIO()
     old_cwd = os.getcwd()
-    saved = runner.run_command
+    saved = process.run_command
     patched = _patch_run_command(refuse)
     rc: int | None = None
     crash = None
@@ -732,7 +732,7 @@ def run_cli(argv: list[str], tmp: Path, mem_mb: int = 1024, seconds: int = 30) -
         os.chdir(old_cwd)
         for mod, name, orig in patched:
             setattr(mod, name, orig)
-        # modules first imported during the call took the stand-in from runner: restore too
+        # modules first imported during the call took the stand-in from process: restore too
         for mod in list(sys.modules.values()):
             if getattr(mod, "run_command", None) is refuse:
                 mod.run_command = saved
@@ -745,11 +745,11 @@ def run_cli(argv: list[str], tmp: Path, mem_mb: int = 1024, seconds: int = 30) -
 
 
 def _patch_run_command(fn) -> list[tuple[Any, str, Any]]:
-    """Replace run_command in mpibench.runner and in every loaded module that imported it."""
-    from mpibench import runner
-    orig = runner.run_command
-    patched = [(runner, "run_command", orig)]
-    runner.run_command = fn
+    """Replace run_command in mpibench.process and in every loaded module that imported it."""
+    from mpibench import process
+    orig = process.run_command
+    patched = [(process, "run_command", orig)]
+    process.run_command = fn
     for name, mod in list(sys.modules.items()):
         if name.startswith("mpibench.") and getattr(mod, "run_command", None) is orig:
             patched.append((mod, "run_command", orig))

@@ -156,7 +156,7 @@ def test_sigkill_then_resume_finishes_exactly_the_missing_cells(tmp_path):
                              cwd=tmp_path, capture_output=True, text=True,
                              timeout=MPI_TIMEOUT)
     finally:
-        from mpibench.runner import kill_orphans
+        from mpibench.process import kill_orphans
 
         # a failed assertion must not leave launches behind; after a good resume none is left
         left = kill_orphans(tmp_path / "runs")

@@ -1,5 +1,5 @@
 """Hostile argument values for every verb: exit 2, one error line, nothing written, nothing
-started (tests/_fuzz.py builds the calls; mpibench.runner.run_command is replaced by one that
+started (tests/_fuzz.py builds the calls; mpibench.process.run_command is replaced by one that
 refuses and records, so these stay unit-tier). bench/bench_fuzz.py runs the same for longer.
 """
 

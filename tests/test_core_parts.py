@@ -12,7 +12,7 @@ import pytest
 from _coreutil import CORE, SCHEMA, STACKS, available, build_all, check_schema, launch
 from golden_util import check_golden
 from mpibench import benchmarks
-from mpibench.runner import run_command
+from mpibench.process import run_command
 
 pytestmark = pytest.mark.mpi
 

@@ -246,7 +246,7 @@ def test_diff_size_buckets_shift():
 # ---- store, report, CLI, pandas ----------------------------------------------------------------
 def _store_profiles(db: Path, labels_docs: list[tuple[str, dict]],
                     argv: tuple[str, ...] = ("mpirun", "-np", "2", "x")) -> list[str]:
-    from mpibench.runner import CommandResult
+    from mpibench.process import CommandResult
     from mpibench.stacks import Stack
     from mpibench.store import Store
 

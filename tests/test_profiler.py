@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from mpibench import profiling
-from mpibench.runner import run_command
+from mpibench.process import run_command
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data" / "profiler"
@@ -421,7 +421,7 @@ def test_collect_rejects_newer_schema(tmp_path):
 def test_store_rows_compare_and_report(tmp_path):
     from rich.console import Console
 
-    from mpibench.runner import CommandResult
+    from mpibench.process import CommandResult
     from mpibench.stacks import Stack
     from mpibench.store import Store
 

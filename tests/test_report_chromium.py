@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from mpibench.process import run_command
 from mpibench.report.html import ReportOptions, build_report, write_html
-from mpibench.runner import run_command
 from test_report_synth import add_variant_runs, build_app_store, build_two_stack_store, core_record
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

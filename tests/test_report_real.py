@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from mpibench.cli import main as cli_main
-from mpibench.runner import run_command
+from mpibench.process import run_command
 
 pytestmark = [pytest.mark.mpi, pytest.mark.slow]
 

@@ -184,7 +184,7 @@ options = { max_time = 0.01, timeout = 20 }
 def test_real_fallback_is_flagged_in_compare_and_report(tmp_path, capsys):
     if not shutil.which("mpicc.openmpi"):
         pytest.skip("needs Debian's Open MPI (make setup)")
-    from mpibench.runner import run_command
+    from mpibench.process import run_command
 
     (tmp_path / "c.toml").write_text(CAMPAIGN)
     res = run_command([sys.executable, "-m", "mpibench", "campaign", "run", "c.toml",

@@ -80,7 +80,7 @@ def test_python_grammar_equals_the_core_reference(spec):
 def test_python_grammar_equals_the_real_core(tmp_path):
     """The real mpibench-core's argument parser (it exits before MPI_Init with --list)."""
     from _coreutil import available, build
-    from mpibench.runner import run_command
+    from mpibench.process import run_command
 
     stack = "mpich" if available("mpich") else "openmpi"
     if not available(stack):

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from mpibench.runner import run_command
+from mpibench.process import run_command
 from mpibench.schedulers import JobRequest, JobStep, SchedulerSettings, get_scheduler
 from slurm_cluster import slurm_cluster  # noqa: F401  (session fixture)
 

@@ -248,7 +248,7 @@ def test_verify_local_judges_a_timed_out_probe_unknown(tmp_path, monkeypatch):
 
     import mpibench.execute
     import mpibench.verify as vf
-    from mpibench.runner import CommandResult
+    from mpibench.process import CommandResult
 
     monkeypatch.setattr(vf, "prepare_probe", lambda *a, **k: SimpleNamespace(env={}))
     for timed_out, rc in ((True, -9), (False, 0)):

@@ -17,7 +17,7 @@ from pathlib import Path
 import mpibench
 from mpibench.errors import BuildError, UsageError
 from mpibench.files import write_file
-from mpibench.runner import run_command
+from mpibench.process import run_command
 from mpibench.stacks import Stack, cache_dir
 
 COMPONENTS = {

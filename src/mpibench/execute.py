@@ -26,7 +26,7 @@ from mpibench.errors import UsageError
 from mpibench.files import write_file
 from mpibench.launchers import LaunchSpec, get_launcher
 from mpibench.parsers.core_jsonl import CoreOutput, parse_core_jsonl
-from mpibench.runner import CommandResult, run_command
+from mpibench.process import CommandResult, run_command
 from mpibench.stacks import Stack
 from mpibench.transports import preset
 

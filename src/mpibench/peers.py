@@ -29,7 +29,7 @@ from typing import Any
 from mpibench.benchmarks import parse_sizes
 from mpibench.errors import BuildError, UsageError
 from mpibench.files import write_file
-from mpibench.runner import run_command
+from mpibench.process import run_command
 from mpibench.stacks import Stack, cache_dir
 
 SUITES = ("imb", "osu", "netpipe")

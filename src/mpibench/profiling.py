@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from mpibench.errors import BenchmarkFailure, BuildError, UsageError
-from mpibench.runner import CommandResult, run_command
+from mpibench.process import CommandResult, run_command
 
 SCHEMA = "mpibench-profile"
 RANK_SCHEMA = "mpibench-profile-rank"

@@ -7,7 +7,7 @@ it started, by PID. Nothing under /etc is touched: clients find the cluster thro
 SLURM_CONF (see `env()`).
 
 Daemons are long-lived children started with subprocess.Popen in the foreground (-F / -D),
-so their PIDs are ours; short commands (sinfo, scontrol) go through runner.run_command.
+so their PIDs are ours; short commands (sinfo, scontrol) go through process.run_command.
 
 Without slurmdbd (Debian packages it separately) Slurm has no job accounting here, so sacct
 does not work; the slurm backend falls back to squeue, which keeps finished jobs for MinJobAge
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mpibench.files import write_file
-from mpibench.runner import run_command
+from mpibench.process import run_command
 
 NODES = ("n1", "n2")
 REQUIRED = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "scontrol", "sinfo")

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from mpibench.execute import CellCommand, Variant, prepare_cell
 from mpibench.files import write_file
-from mpibench.runner import run_command
+from mpibench.process import run_command
 from mpibench.schedulers import STEP_TIMEOUT_EXIT
 from mpibench.stacks import Stack, cache_dir
 from mpibench.stacks.kinds import get_kind

@@ -10,7 +10,7 @@ import time
 
 from mpibench.campaign.plan import Cell
 from mpibench.files import write_file
-from mpibench.runner import kill_orphans
+from mpibench.process import kill_orphans
 from mpibench.schedulers import (
     JobRequest,
 )

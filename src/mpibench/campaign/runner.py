@@ -38,7 +38,7 @@ from mpibench.execute import (
     oversubscribed,
 )
 from mpibench.launchers import get_launcher
-from mpibench.runner import kill_orphans
+from mpibench.process import kill_orphans
 from mpibench.schedulers import (
     JobRequest,
     Scheduler,

@@ -12,7 +12,7 @@ import time
 
 from mpibench.execute import ROOT_ENV, run_local, running_as_root
 from mpibench.files import write_file
-from mpibench.runner import CommandResult, run_command
+from mpibench.process import CommandResult, run_command
 from mpibench.schedulers import (
     EXIT_STATUS_FILE,
     STEP_TIMEOUT_EXIT,

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from mpibench.errors import UsageError
 from mpibench.files import write_file
-from mpibench.runner import CommandResult, run_command
+from mpibench.process import CommandResult, run_command
 from mpibench.schedulers import (
     JobRequest,
     JobStatus,

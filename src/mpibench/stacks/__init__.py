@@ -31,7 +31,7 @@ from typing import Any
 
 from mpibench.errors import StackError, UsageError
 from mpibench.files import write_file
-from mpibench.runner import run_command
+from mpibench.process import run_command
 from mpibench.stacks.kinds import (
     StackKind,
     get_kind,

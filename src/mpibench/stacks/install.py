@@ -23,7 +23,7 @@ from pathlib import Path
 
 from mpibench.errors import StackError, UsageError
 from mpibench.files import write_file
-from mpibench.runner import run_command
+from mpibench.process import run_command
 from mpibench.stacks import Stack, _prefix_stack
 from mpibench.stacks.kinds import StackKind, kinds
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from mpibench.files import write_file
 
-log = logging.getLogger("mpibench.runner")
+log = logging.getLogger("mpibench.process")
 
 
 @dataclass
