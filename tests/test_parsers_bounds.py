@@ -12,6 +12,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mpibench.parsers.base import MAX_BANDWIDTH_MBPS, MAX_TIME_US, out_of_bounds
 from mpibench.parsers.core_jsonl import parse_core_jsonl
@@ -275,3 +277,40 @@ def test_osu_title_with_tabs_is_the_same_test():
     res = parse_bytes(_edit(OSU_LAT, "# OSU MPI Latency Test", "# OSU\tMPI\tLatency Test"))
     assert {r["benchmark"] for r in res.records} == {"osu_latency"}
     assert not any("not one this version knows" in p.message for p in res.problems)
+
+
+_NUMBERS = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True), st.integers(-10, 10 ** 14),
+    st.sampled_from([0.0, -0.0, 1e-9, MAX_TIME_US, MAX_TIME_US * 1.0000001,
+                     MAX_BANDWIDTH_MBPS, MAX_BANDWIDTH_MBPS * 1.0000001]),
+    st.none(), st.text(max_size=3), st.booleans())
+_KEYS = ("mean", "median", "min", "max", "p5", "p95", "p99", "ci_low", "ci_high", "first",
+         "std", "bandwidth_mbps", "busbw_mbps", "msg_rate", "size")
+_EXTRA_KEYS = ("t_us", "x_mbps", "mbps_printed", "y_gbps", "repetitions", "iterations",
+               "overlap_pct", "wrong", "count", "line", "tool")
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.dictionaries(st.sampled_from(_KEYS), _NUMBERS),
+       st.dictionaries(st.sampled_from(_EXTRA_KEYS), _NUMBERS),
+       st.sampled_from([("time", "us"), ("bandwidth", "MB/s"), ("time", "s"), (None, None)]))
+def test_the_fast_path_never_passes_a_record_the_full_check_flags(rec, extra, metric_unit):
+    from mpibench.parsers.base import bounds_problems, plainly_in_bounds
+
+    metric, unit = metric_unit
+    if metric is not None:
+        rec = {**rec, "metric": metric, "unit": unit}
+    if extra:
+        rec = {**rec, "extra": extra}
+    if plainly_in_bounds(rec):
+        assert bounds_problems(rec) == [], rec
+
+
+def test_the_fast_path_takes_the_common_row():
+    # else it saves nothing: a plain OSU latency row and a core row go the short way
+    from mpibench.parsers.base import plainly_in_bounds
+
+    assert plainly_in_bounds({"size": 8, "metric": "time", "unit": "us", "mean": 0.25,
+                              "median": 0.25, "extra": {"line": 12}})
+    assert plainly_in_bounds({"size": 1024, "mean": 1.5, "min": 0.0, "bandwidth_mbps": 680.0})
+    assert not plainly_in_bounds({"size": 8, "mean": 0.0})
