@@ -12,6 +12,8 @@ import hashlib
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import mpibench
@@ -61,9 +63,7 @@ def build_component(stack: Stack, component: str = "core", *, force: bool = Fals
     artifact = final / COMPONENTS[component]
     if artifact.exists() and not force:
         return artifact
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=final.parent))
-    try:
+    with staged_build(final) as tmp:
         # the stack's modules and environment (I_MPI_ROOT...) apply to its wrapper too
         res = run_command(stack.command(["make", "-C", str(src), f"MPICC={stack.mpicc}",
                                          f"BUILD={tmp}"]), env=stack.env, timeout=timeout)
@@ -74,13 +74,24 @@ def build_component(stack: Stack, component: str = "core", *, force: bool = Fals
                 f"building {component} for stack {stack.name!r} with {stack.mpicc} failed "
                 f"({why}); compiler output follows", log=_compiler_lines(res.stdout + res.stderr)
             )
+    return artifact
+
+
+@contextmanager
+def staged_build(final: Path) -> Iterator[Path]:
+    """A fresh directory beside `final` to build into. It replaces `final` when the block
+    ends without an error and is removed either way, so a cache entry is whole or absent
+    (two builds racing each finish their own directory; the last rename wins)."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
+    try:
+        yield tmp
         if final.exists():
             shutil.rmtree(final)
         os.replace(tmp, final)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
-    return artifact
 
 
 def _compiler_lines(text: str, limit: int = 40) -> str:

@@ -21,12 +21,12 @@ import hashlib
 import os
 import shutil
 import tarfile
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mpibench.benchmarks import parse_sizes
+from mpibench.build import staged_build
 from mpibench.errors import BuildError, UsageError
 from mpibench.files import write_file
 from mpibench.process import run_command
@@ -127,9 +127,7 @@ def build_peer(stack: Stack, suite: str, source: str | Path, *, timeout: float =
         return final
     if log:
         log(f"building {suite} for {stack.name} from {src} (cached after this) ...")
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=final.parent))
-    try:
+    with staged_build(final) as tmp:
         tree = _unpack(src, tmp)
         cc, cxx = stack.mpicc, cxx_wrapper(stack) if suite != "netpipe" else ""
         if suite == "imb":
@@ -157,12 +155,6 @@ def build_peer(stack: Stack, suite: str, source: str | Path, *, timeout: float =
                                                 .splitlines())[-30:]))
         write_file(tmp / "build.log", "\n".join(out))
         write_file(tmp / ".built", str(src) + "\n")
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(tmp, final)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
     return final
 
 
