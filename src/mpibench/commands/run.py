@@ -244,11 +244,12 @@ def run_variants(args, variants, benchmarks, sizes_spec, n_sizes, name, *, opts:
     run_root = Path(args.out) if args.out else Path("mpibench-runs") / name
     spec = adhoc_campaign(name, variants, benchmarks, sizes_spec, opts, args.repeats, timeout,
                           run_root, instance="")
+    # the runner's build notices print as they happen; its notes during the launches wait
+    # until the progress bar is gone
     notes: list[str] = []
-    runner = CampaignRunner(spec, None, found, log=notes.append)
-    for s in stacks.values():
-        con.print(f"mpibench-core for {s.name} ({s.mpicc}): checking the build cache")
+    runner = CampaignRunner(spec, None, found, log=con.print)
     runner.check()  # the core builds before the store is touched
+    runner.log = notes.append
     notice = root_env_notice() if any(s.kind_class.root_env for s in stacks.values()) \
         else None
     if notice:
