@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import tmpfs
 from mpibench.cli import main as cli_main
 from mpibench.errors import UsageError
 from mpibench.files import check_output, write_file
@@ -50,15 +51,8 @@ def test_failed_write_keeps_the_old_file(tmp_path, monkeypatch):
 
 @pytest.fixture
 def small_fs(tmp_path):
-    mnt = tmp_path / "small"
-    mnt.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)],
-                      capture_output=True).returncode:
-        pytest.skip("cannot mount a tmpfs here (not root)")
-    try:
+    with tmpfs(tmp_path / "small", "64k") as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", str(mnt)], capture_output=True)
 
 
 def test_full_disk_keeps_the_good_report(small_fs):

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import tmpfs
 from mpibench.cli import main as cli_main
 from mpibench.errors import UsageError
 from mpibench.store import SCHEMA_VERSION, Store
@@ -213,15 +214,8 @@ def test_not_sqlite_and_not_regular(tmp_path):
 @pytest.fixture
 def ro_mount(tmp_path):
     """A tmpfs remounted read-only (needs root; skipped elsewhere)."""
-    mnt = tmp_path / "mnt"
-    mnt.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mnt)],
-                      capture_output=True).returncode:
-        pytest.skip("cannot mount a tmpfs here (not root)")
-    try:
+    with tmpfs(tmp_path / "mnt", "8m") as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", str(mnt)], capture_output=True)
 
 
 def test_store_on_read_only_mount(ro_mount):
