@@ -414,6 +414,14 @@ SPOT = [
         (5, "osu_latency", 2, 1, "ok", 0.33, {"validation": "Pass"}),
         (15, "osu_latency", 2, 1024, "ok", 1.07, {}),
         (21, "osu_latency", 2, 65536, "ok", 11.53, {})]),
+    ("osu/osu7.4-mpich4.0.2-np2-osu_latency-debug-summary.txt", [
+        (18, "osu_latency", 2, 1, "ok", 0.25, {}), (30, "osu_latency", 2, 4096, "ok", 0.98, {})]),
+    ("osu/osu7.4-mpich4.0.2-osu_latency+allreduce-debug-summary-appended.txt", [
+        (28, "osu_latency", 2, 1024, "ok", 0.46, {}),
+        (52, "osu_allreduce", 3, 64, "ok", 6392.94, {}),
+        (56, "osu_allreduce", 3, 1024, "ok", 5858.71, {})]),
+    ("osu/osu7.4-mpich5.0.2-ofi-np2-osu_latency-debug-summary.txt", [
+        (141, "osu_latency", 2, 1, "ok", 4.00, {}), (147, "osu_latency", 2, 64, "ok", 3.67, {})]),
     ("osu/osu7.4-mpich4.0.2-np2-osu_latency.txt", [
         (5, "osu_latency", 2, 1, "ok", 0.17, {}), (15, "osu_latency", 2, 1024, "ok", 0.30, {}),
         (21, "osu_latency", 2, 65536, "ok", 11.26, {})]),

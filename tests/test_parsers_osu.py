@@ -192,3 +192,30 @@ def test_validation_error_stop_is_reported_as_truncation():
     assert res.truncated
     (p,) = res.problem_lines("v.txt")
     assert p.startswith("v.txt:6: OSU stopped after a validation error at size 2")
+
+
+# Real runs with MPICH's MPIR_CVAR_DEBUG_SUMMARY=1: MPI_Init prints its settings between
+# '====' rules before OSU's title (4.0.2 over UCX; 5.0.2 over libfabric, with its provider
+# list); the third file is two such runs appended to one file (osu_latency np2, then
+# osu_allreduce np3), as a job script's `>>` leaves them.
+@pytest.mark.parametrize("name, tables, rows", [
+    ("osu7.4-mpich4.0.2-np2-osu_latency-debug-summary.txt", ["osu_latency"], 13),
+    ("osu7.4-mpich5.0.2-ofi-np2-osu_latency-debug-summary.txt", ["osu_latency"], 7),
+    ("osu7.4-mpich4.0.2-osu_latency+allreduce-debug-summary-appended.txt",
+     ["osu_latency", "osu_allreduce"], 13 + 9),
+])
+def test_mpich_debug_summary_is_not_a_killed_run(name, tables, rows):
+    res = load(name)
+    assert not res.truncated and res.problems == []
+    assert sorted({r["benchmark"] for r in res.records}) == sorted(tables)
+    assert len(res.records) == rows and res.ok_rows == rows
+
+
+def test_hydra_kill_banner_still_ends_the_run_mid_table():
+    text = ("# OSU MPI Latency Test v7.4\n# Datatype: MPI_CHAR.\n# Size       Avg Latency(us)\n"
+            "1                       0.25\n" + "=" * 83 + "\n"
+            "=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n" + "=" * 83 + "\n")
+    res = parse_osu(text)
+    assert res.truncated and len(res.records) == 1
+    (p,) = res.problem_lines("f")
+    assert p.startswith("f:6: the run was killed")

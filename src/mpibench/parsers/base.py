@@ -25,8 +25,14 @@ ABORT_PATTERNS = re.compile(
     r"BAD TERMINATION|Terminated \(signal|mpirun noticed that|MPI_ABORT was invoked|"
     r"exited on signal|Primary job\s+terminated|\*\*\* STEP .* CANCELLED|DUE TO TIME LIMIT|"
     r"YOUR APPLICATION TERMINATED|Segmentation fault|Killed\s*$|prterun noticed|"
-    r"srun: error:|^={20,}\s*$"
+    r"srun: error:"
 )
+
+# A rule of '=' signs, bare or around a title: MPICH prints its settings between such rules at
+# MPI_Init when MPIR_CVAR_DEBUG_SUMMARY=1 ("==== UCX netmod Capability ====" ... "=====").
+# Hydra draws its kill banner with the same rules, but says "BAD TERMINATION" on a line of its
+# own, which ABORT_PATTERNS catches: a rule alone is the library talking, not a killed run.
+RULE_LINE = re.compile(r"^=+(?:\s.*\s=+)?\s*$")
 
 
 @dataclass

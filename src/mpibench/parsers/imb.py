@@ -27,6 +27,7 @@ from typing import Any
 
 from mpibench.parsers.base import (
     ABORT_PATTERNS,
+    RULE_LINE,
     MAX_INT,
     ParseResult,
     as_float,
@@ -257,7 +258,7 @@ def parse_imb(text: str) -> ParseResult:
             continue
 
         # -- inside a table --------------------------------------------------------------
-        if stripped.startswith("#"):
+        if stripped.startswith("#") or RULE_LINE.match(stripped):
             end_table()
             continue
         if ABORT_PATTERNS.search(stripped):

@@ -17,6 +17,7 @@ from typing import Any
 
 from mpibench.parsers.base import (
     ABORT_PATTERNS,
+    RULE_LINE,
     ParseResult,
     as_float,
     as_int,
@@ -56,6 +57,8 @@ def parse_netpipe(text: str) -> ParseResult:
         if not s:
             continue
         last_content = i
+        if RULE_LINE.match(s):      # an MPI library's own banner rule: not NetPIPE's output
+            continue
         if partial_last and i == len(lines):
             res.problem(i, f"last line is incomplete (no newline at the end of the file): "
                            f"{clip(s)!r} not imported")

@@ -24,6 +24,7 @@ from typing import Any
 
 from mpibench.parsers.base import (
     ABORT_PATTERNS,
+    RULE_LINE,
     ParseResult,
     as_float,
     as_int,
@@ -250,6 +251,11 @@ def parse_osu(text: str) -> ParseResult:
             # OSU -c stops at the first size that fails validation and says so at the end
             validation_stop = (i, as_int(vm.group(1)))
             if table is not None:
+                table.ended = True
+            continue
+        if RULE_LINE.match(stripped):
+            # the MPI library's own summary (or Hydra's banner) starts: the table is over
+            if table is not None and table.sec_rows:
                 table.ended = True
             continue
         if ABORT_PATTERNS.search(stripped):
