@@ -27,8 +27,8 @@ from typing import Any
 
 from mpibench.parsers.base import (
     ABORT_PATTERNS,
-    RULE_LINE,
     MAX_INT,
+    RULE_LINE,
     ParseResult,
     as_float,
     as_int,
