@@ -145,3 +145,28 @@ def test_cost_and_projection_price_the_application_not_its_profile_rows(tmp_path
     store.close()
     assert {r["benchmark"] for r in ct.records} == {"vasp"}
     assert {r["benchmark"] for r in pj.records} == {"vasp"}
+
+
+def test_projection_prices_the_energy_saving_and_never_prints_an_unpriced_zero(tmp_path):
+    spec = {"price_per_node_hour": 2.0, "power_per_node_w": 400, "price_per_kwh": 0.25,
+            "jobs_per_year": 1000}
+    store, groups = build_app_store(tmp_path / "p.db", nodes=(1,), ncore=(2,), repeats=3,
+                                    spec=spec)
+    t = projection_table(store, groups, baseline="plain")
+    (x,) = [r for r in t.records if r["variant"] == "x"]
+    # kWh saved x price per kWh, in money, next to the kWh
+    assert x["electricity_saved_per_year"] == pytest.approx(x["kwh_saved_per_year"] * 0.25)
+    assert x["electricity_saved_per_year"] > 0
+    col = t.header.index("electricity saved/year")
+    (row,) = [r for r in t.rows if r[1] == "x"]
+    assert row[col] not in ("", "0")
+    # price_per_node_hour = 0: node-hours are not priced, so no money saving from them
+    free = projection_table(store, groups, baseline="plain", price_per_node_hour=0)
+    store.close()
+    (fx,) = [r for r in free.records if r["variant"] == "x"]
+    assert fx["saving_per_year"] is None and fx["cost"] is None
+    (row,) = [r for r in free.rows if r[1] == "x"]
+    assert row[free.header.index("saving/year")] == "not priced"
+    assert row[free.header.index("cost/year")] == "not priced"
+    assert fx["electricity_saved_per_year"] == pytest.approx(x["electricity_saved_per_year"])
+    assert any("price per node-hour is 0" in n for n in free.notes), free.notes
