@@ -557,3 +557,54 @@ def test_results_table_names_each_metric_of_an_application(tmp_path):
     names = [ln.split(" | ")[0] for ln in text.splitlines() if ln.startswith("| vasp")]
     assert names == [r"| vasp \[ns/day\]", r"| vasp \[wall\_time, s\]"]
     store.close()
+
+
+def _placement_store(path):
+    """A sweep over nodes at one rank per node ('ompi[nodes=1]' np=1, 'ompi[nodes=2]' np=2)
+    and fixed variants: 'spread' (nodes = 2, ppn = 1: the sweep's nodes=2 placement),
+    'packed' (nodes = 1, ppn = 2: np = 2 too, but on one node) and 'wide' (nodes = 4)."""
+    store = Store(path)
+    cid = store.add_campaign("placement")
+    seq = iter(range(0, 1000, 10))
+
+    def runs(name, np_, nodes, ppn, value):
+        v = {"name": name, "stack": "ompi", "np": np_, "nodes": nodes, "ppn": ppn}
+        add_variant_runs(store, cid, name, repeats=3, grp="app", params={"steps": 100},
+                         seq0=next(seq), spec={"variant": v},
+                         fingerprint={"stack": "ompi", "np": np_, "nodes": nodes},
+                         make=lambda rep: [_app_row(np_, value + rep * 0.01)])
+
+    runs("ompi[nodes=1]", 1, 1, 1, 10.0)
+    runs("ompi[nodes=2]", 2, 2, 1, 20.0)
+    runs("spread", 2, 2, 1, 40.0)
+    runs("packed", 2, 1, 2, 30.0)
+    runs("wide", 4, 4, 1, 50.0)
+    return store
+
+
+def test_swept_and_fixed_variants_meet_by_effective_placement(tmp_path):
+    """A fixed variant (nodes = 2, ppn = 1) is the sweep's nodes=2 point: they meet at
+    (np=2, nodes=2), not nowhere; a fixed variant at another placement with the same np
+    (packed: one node) or another node count (wide) meets none of the sweep's cells."""
+    store = _placement_store(tmp_path / "pl.db")
+    groups = select_groups(store, campaign="placement")
+    assert list(groups) == ["ompi", "spread", "packed", "wide"]
+    cmp = compare_groups(store, {k: groups[k] for k in ("ompi", "spread")}, "ompi")
+    both = [r for r in cmp.rows if r.deltas.get("spread") and r.deltas["spread"].gain]
+    assert [(r.np, r.params.get("nodes")) for r in both] == [(2, 2)]
+    assert both[0].deltas["spread"].gain == pytest.approx(2.0, rel=0.01)
+    for other in ("packed", "wide"):
+        cmp = compare_groups(store, {"ompi": groups["ompi"], other: groups[other]}, "ompi")
+        assert cmp.not_compared == [other]
+        assert any("no cell in common" in n for n in cmp.footnotes)
+    # two fixed placements are what a placement study compares: they still meet at np=2
+    cmp = compare_groups(store, {k: groups[k] for k in ("spread", "packed")}, "spread")
+    assert [r.np for r in cmp.rows] == [2] and "nodes" not in cmp.rows[0].params
+    assert cmp.rows[0].deltas["packed"].gain == pytest.approx(30 / 40, rel=0.01)
+    store.close()
+    # the notebook API fills the nodes column the sweep opened the same way
+    from mpibench.api import load_results
+
+    df = load_results(tmp_path / "pl.db")
+    assert dict(df.groupby("variant")["nodes"].first()) == {
+        "ompi[nodes=1]": 1, "ompi[nodes=2]": 2, "spread": 2, "packed": 1, "wide": 4}

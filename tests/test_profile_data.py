@@ -393,3 +393,36 @@ def test_pandas_api(tmp_path):
     assert {"calls", "mpi_time", "messages", "message_share"} <= set(res["metric"])
     with pytest.raises(UsageError):
         load_size_buckets(db, buckets="3")
+
+
+def test_report_profile_pairs_by_effective_placement(tmp_path):
+    """The report's profile diff pairs what compare pairs: a sweep over nodes at np=2
+    ('s[nodes=1]', 's[nodes=2]') gets one column per placement, and a fixed variant meets the
+    sweep's point of the same placement: f (nodes = 2, ppn = 1) the nodes=2 point, g (one
+    node, np = 2) the nodes=1 point; never pooled, never paired across placements."""
+    from mpibench.profile_data import report_tables
+    from mpibench.store import Store
+
+    rng = np.random.default_rng(3)
+    ids: dict[str, list[str]] = {}
+    with Store(tmp_path / "pl.db") as store:
+        cid = store.add_campaign("pl")
+        for name, group, nodes, ppn in (("s[nodes=1]", "s", 1, None),
+                                        ("s[nodes=2]", "s", 2, None),
+                                        ("f", "f", 2, 1), ("g", "g", None, None)):
+            for i, x in enumerate(launches(2, 1.0, rng, name=name)):
+                rid = f"{name}-{i}"
+                store.create_run(rid, cid, name, grp="core", repeat=i,
+                                 spec={"variant": {"name": name, "stack": "ompi", "np": 2,
+                                                   "nodes": nodes, "ppn": ppn}})
+                store.set_profile(rid, x.doc)
+                store.set_run(rid, "done", started=1.7e9 + i, finished=1.7e9 + i + 1)
+                ids.setdefault(group, []).append(rid)
+        tables = report_tables(store, ids)
+    top = tables[0]
+    assert top.header[1:] == ["s np=2 nodes=1", "s np=2 nodes=2", "f np=2 nodes=2",
+                              "g np=2 nodes=1"]
+    diffs = [t.title for t in tables if t.kind == "profile-diff-totals"]
+    assert len(diffs) == 2
+    assert any("f np=2 nodes=2" in t and "s np=2 nodes=2" in t for t in diffs)
+    assert any("g np=2 nodes=1" in t and "s np=2 nodes=1" in t for t in diffs)

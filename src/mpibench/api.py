@@ -23,7 +23,13 @@ import numpy as np
 import pandas as pd
 
 from mpibench.errors import UsageError
-from mpibench.report.data import sweep_params, with_sweep_params
+from mpibench.report.data import (
+    PLACEMENT_AXES,
+    run_placements,
+    sweep_params,
+    with_placement,
+    with_sweep_params,
+)
 from mpibench.store import RESULT_COLUMNS, Store
 from mpibench.store.queries import profile_launches, run_timing
 
@@ -107,6 +113,16 @@ def load_results(db_path: str | Path, campaign: str | int | Iterable | None = No
             if samples:
                 rec["samples"] = np.array(row["samples"], copy=True)
             records.append(rec)
+        # a fixed variant's placement fills the nodes/ppn columns a sweep opened, as compare
+        # keys its cells (report.data.with_placement)
+        axes = [a for a in PLACEMENT_AXES if a in param_names]
+        lacking = {r["run_id"] for r in records if any(a not in r for a in axes)}
+        if lacking:
+            placed = run_placements(store, lacking)
+            for r in records:
+                if r["run_id"] in lacking:
+                    r.update(with_placement({a: r[a] for a in axes if a in r}, axes,
+                                            placed.get(r["run_id"], {})))
     cols = ["run_id", *_RUN_COLS, *RESULT_COLUMNS, "extra", *param_names]
     if samples:
         cols.append("samples")

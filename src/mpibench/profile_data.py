@@ -595,18 +595,35 @@ def report_tables(store, groups: Mapping[str, Iterable[str]], *, top: int = 10,
     functions and the size-bucket shares (means over its launches, each launch weighted
     equally), side by side; with two or more sets at the same np, the diff of each against
     the first. [] when no selected run has a profile."""
+    from mpibench.report.data import (
+        PLACEMENT_AXES,
+        run_placements,
+        sweep_params,
+        with_placement,
+    )
     from mpibench.report.tables import Table
 
-    cols: dict[tuple[str, int], list[ProfileLaunch]] = {}
+    found: list[tuple[str, ProfileLaunch]] = []
     for g, ids in groups.items():
         for row in queries.profile_launches_of(store, list(ids)):
             x = _launch(row)
             if x.status == "done" and x.doc.get("complete"):
-                cols.setdefault((g, x.np), []).append(x)
-    if not cols:
+                found.append((g, x))
+    if not found:
         return []
-    order = sorted(cols, key=lambda k: (list(groups).index(k[0]), k[1]))
-    names = [f"{g} np={n}" for g, n in order]
+    # one column per set, np and, where a selected variant sweeps nodes or ppn, placement:
+    # the cells compare and the report's tables pair (data.with_placement)
+    axes = [a for a in PLACEMENT_AXES if any(a in sweep_params(x.variant)[1] for _, x in found)]
+    placed = run_placements(store, [x.run_id for _, x in found]) if axes else {}
+    cols: dict[tuple[str, int, tuple], list[ProfileLaunch]] = {}
+    for g, x in found:
+        p = with_placement(sweep_params(x.variant)[1], axes, placed.get(x.run_id, {}))
+        cols.setdefault((g, x.np, tuple((a, p.get(a)) for a in axes)), []).append(x)
+    order = sorted(cols, key=lambda k: (list(groups).index(k[0]), k[1],
+                                        [v if v is not None else -1 for _, v in k[2]]))
+    names = [f"{g} np={n}" + "".join(f" {a}={v}" for a, v in pl if v is not None)
+             for g, n, pl in order]
+    col_name = dict(zip(order, names, strict=True))
     # functions by mean share of MPI time
     share: dict[str, dict[tuple[str, int], float]] = {}
     calls: dict[str, dict[tuple[str, int], float]] = {}
@@ -671,16 +688,16 @@ def report_tables(store, groups: Mapping[str, Iterable[str]], *, top: int = 10,
                 + "; ".join(f"{nm}: {h}" for nm, h in zip(names, heads, strict=True)),
         notes=[] if exact else ["bytes estimated from the log2 bins (profiles that predate "
                                 "per-bin byte counts)"]))
-    # diffs against the first set at each np
-    by_np: dict[int, list[tuple[str, int]]] = {}
+    # diffs against the first set at each np and placement
+    by_np: dict[tuple, list[tuple[str, int, tuple]]] = {}
     for k in order:
-        by_np.setdefault(k[1], []).append(k)
+        by_np.setdefault(k[1:], []).append(k)
     pairs = [(ks[0], k) for ks in by_np.values() for k in ks[1:]]
     for base, k in pairs[:MAX_REPORT_DIFFS]:
-        notes = [fingerprint_note(store, cols[base], f"{base[0]} np={base[1]}"),
-                 fingerprint_note(store, cols[k], f"{k[0]} np={k[1]}")]
+        notes = [fingerprint_note(store, cols[base], col_name[base]),
+                 fingerprint_note(store, cols[k], col_name[k])]
         d = diff_launches(cols[base], cols[k], edges=edges, top=top, notes=notes)
-        tables += diff_tables(d, f"{base[0]} np={base[1]}", f"{k[0]} np={k[1]}")
+        tables += diff_tables(d, col_name[base], col_name[k])
     if len(pairs) > MAX_REPORT_DIFFS:
         tables[-1].notes.append(
             f"{len(pairs) - MAX_REPORT_DIFFS} more profile diffs left out of the report to keep "

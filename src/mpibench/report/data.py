@@ -99,6 +99,59 @@ def with_sweep_params(params: Mapping[str, Any], variant: str) -> Mapping[str, A
     return {**params, **{k: v for k, v in scale.items() if k not in params}}
 
 
+PLACEMENT_AXES = ("nodes", "ppn")
+
+
+def effective_placement(variant: Mapping[str, Any] | None) -> dict[str, int]:
+    """Where a variant's ranks run, as it asked: {'nodes': N, 'ppn': P} from its stored
+    settings, whether they were fixed or swept. nodes: the variant's nodes, else its distinct
+    hosts, else 1 (a local launch; unknown with a hostfile alone); ppn: the variant's ppn, else
+    np / nodes where that divides (an uneven spread has no ranks-per-node figure). {} for a
+    run without a variant (an imported file)."""
+    if not isinstance(variant, Mapping):
+        return {}
+    np_ = variant.get("np")
+    nodes = variant.get("nodes") or (len(set(variant["hosts"])) if variant.get("hosts")
+                                     else None if variant.get("hostfile") else 1)
+    out: dict[str, int] = {}
+    if isinstance(nodes, int):
+        out["nodes"] = nodes
+    ppn = variant.get("ppn")
+    if not ppn and isinstance(nodes, int) and isinstance(np_, int) and nodes > 0 \
+            and np_ % nodes == 0:
+        ppn = np_ // nodes
+    if isinstance(ppn, int) and ppn:
+        out["ppn"] = ppn
+    return out
+
+
+def run_placements(store: Store, run_ids: Iterable[str]) -> dict[str, dict[str, int]]:
+    """{run id: effective_placement of its variant} (the run's stored spec)."""
+    from mpibench.store.report_queries import run_specs
+
+    out: dict[str, dict[str, int]] = {}
+    for rid, spec_json, _camp in run_specs(store, list(dict.fromkeys(run_ids))):
+        try:
+            spec = json.loads(spec_json or "{}")
+        except ValueError:
+            spec = {}
+        out[rid] = effective_placement(spec.get("variant") if isinstance(spec, dict) else None)
+    return out
+
+
+def with_placement(params: Mapping[str, Any], axes: Iterable[str],
+                   placement: Mapping[str, int]) -> Mapping[str, Any]:
+    """The cell parameters of a result when the selection compares placements: every axis
+    in `axes` (nodes, ppn: those some selected variant sweeps) that the result's params lack
+    comes from its run's effective placement, so a fixed variant (nodes = 2, ppn = 1) meets
+    a sweep's nodes=2 point and no other. Axes no selected variant sweeps stay out of the
+    key: two fixed variants at different placements (a placement study: 4 x 32 against
+    8 x 16 ranks) meet at their np, as the things compared. The same object when nothing
+    is added."""
+    add = {a: placement[a] for a in axes if a not in params and a in placement}
+    return {**params, **add} if add else params
+
+
 def params_key(params: Mapping[str, Any] | None) -> str:
     return json.dumps(params or {}, sort_keys=True, default=str)
 
@@ -275,7 +328,19 @@ def load_cells(store: Store, groups: Mapping[str, list[str]], *,
             owners[rid].append(g)
     raw: dict[tuple, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
     all_ids = [rid for ids in groups.values() for rid in ids]
-    for row in _fetch_rows(store, list(dict.fromkeys(all_ids)), with_samples):
+    rows = list(_fetch_rows(store, list(dict.fromkeys(all_ids)), with_samples))
+    # placement (nodes, ppn) is part of a cell's identity wherever a selected variant sweeps
+    # it; the others get their effective placement (see with_placement)
+    axes = [a for a in PLACEMENT_AXES if any(a in r["params"] for r in rows)]
+    lacking = {r["run_id"] for r in rows if any(a not in r["params"] for a in axes)}
+    if lacking:
+        placed = run_placements(store, lacking)
+        for r in rows:
+            if r["run_id"] in lacking:
+                p = with_placement(r["params"], axes, placed.get(r["run_id"], {}))
+                if p is not r["params"]:
+                    r["params"], r["params_key"] = p, params_key(p)
+    for row in rows:
         key = (row["benchmark"], row["size"], row["np"],
                row.get("params_key") or params_key(row["params"]),
                row["metric"])
