@@ -112,6 +112,22 @@ def test_mutated_campaign_files_dry_run(example, rng):
                                                  outcome.stderr[-1000:])
 
 
+@pytest.mark.parametrize("value", ["a\\nb", "gromacs/md.mdp\\n", "a\\rb", "\\u2028x",
+                                   "\\u0085x"])
+def test_refusal_quoting_a_value_with_a_line_break_is_one_line(value):
+    # found by hypothesis in make test: inputs = ["a\nb"] gave 'does not exist (looked at
+    # .../a' and 'b)' on two lines; every refusal escapes line breaks (errors.one_line)
+    text = (_fuzz.EXAMPLES / "gromacs-grid.toml").read_text()
+    outcome = _fuzz.run_campaign_case(text.replace('"gromacs/md.mdp"', f'"{value}"').encode(),
+                                      "gromacs-grid.toml")
+    assert outcome.rc == 2 and not outcome.problems(), (outcome.problems(), outcome.stderr)
+    assert "does not exist" in outcome.stderr
+
+
+def test_argparse_refusal_quoting_a_line_break_is_one_line():
+    _check(["run", "PingPong", "--np", "2\nx", "--out", "OUT"])
+
+
 def test_campaign_input_name_longer_than_name_max():
     # found by the fuzzer: inputs = ["nnn...5000"] was an OSError traceback in Path.exists()
     text = (_fuzz.EXAMPLES / "gromacs-grid.toml").read_text()

@@ -10,7 +10,7 @@ import pkgutil
 import sys
 
 from mpibench import __version__, commands
-from mpibench.errors import BuildError, MpibenchError
+from mpibench.errors import BuildError, MpibenchError, UsageError, one_line
 
 EPILOG = """\
 exit status: 0 ok, 1 a benchmark or validation failed, 2 bad input.
@@ -22,7 +22,7 @@ class _Parser(argparse.ArgumentParser):
     the whole usage block before its message. Sub-parsers inherit this class."""
 
     def error(self, message: str):
-        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+        self.exit(2, f"{self.prog}: error: {one_line(message)} (see '{self.prog} --help')\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -65,12 +65,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         rc = args.func(args)
     except BuildError as exc:
-        print(f"mpibench: error: {exc}", file=sys.stderr)
+        print(f"mpibench: error: {one_line(exc)}", file=sys.stderr)
         if exc.log:
             print(exc.log.rstrip(), file=sys.stderr)
         return exc.exit_code
     except MpibenchError as exc:
-        print(f"mpibench: error: {exc}", file=sys.stderr)
+        # a refusal (exit 2) is one line whatever user text it quotes
+        msg = one_line(exc) if isinstance(exc, UsageError) else str(exc)
+        print(f"mpibench: error: {msg}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("mpibench: interrupted", file=sys.stderr)

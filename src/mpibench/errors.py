@@ -1,5 +1,17 @@
 """Exceptions that map to the CLI's exit codes (0 ok, 1 a benchmark failed, 2 bad input)."""
 
+# Everything str.splitlines() breaks a line at: a refusal quotes user text (a path holding a
+# newline, a value with U+2028) and must still be one line.
+_LINE_BREAKS = {c: c.encode("unicode_escape").decode() for c in
+                "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"}
+_LINE_BREAKS_TABLE = str.maketrans(_LINE_BREAKS)
+
+
+def one_line(text: str) -> str:
+    """text with every line break escaped (\\n, \\u2028, ...): an error message stays one
+    line whatever user value it quotes."""
+    return str(text).translate(_LINE_BREAKS_TABLE)
+
 
 class MpibenchError(Exception):
     """Base class; exit_code is what the CLI returns."""
