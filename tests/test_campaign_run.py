@@ -471,25 +471,43 @@ def test_editing_the_file_runs_only_new_cells_and_status_follows_the_file(tmp_pa
     assert data["cells"] == 4 and data["not_in_file"] == 2 and data["totals"]["done"] == 4
 
 
+def _wait_for_launched(runs: Path, program: str, harness: subprocess.Popen) -> bool:
+    """Wait until a process running `program` has its working directory under runs/ (the
+    launch started); False if the harness exits first or after MPI_TIMEOUT (a failure bound,
+    not a timing assumption)."""
+    end = time.monotonic() + MPI_TIMEOUT
+    while time.monotonic() < end and harness.poll() is None:
+        if runs.is_dir():
+            target = str(runs.resolve()) + os.sep
+            for pid in filter(str.isdigit, os.listdir("/proc")):
+                try:
+                    cwd = os.readlink(f"/proc/{pid}/cwd") + os.sep
+                    argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
+                except OSError:
+                    continue
+                if cwd.startswith(target) and os.path.basename(argv0) == program.encode():
+                    return True
+        time.sleep(0.05)
+    return False
+
+
 @pytest.mark.system
 def test_ctrl_c_leaves_the_cell_pending_and_stops_its_launch(tmp_path, found_stacks):
+    # The SIGINT is sent once the launched program is running (an event seen in /proc: a
+    # process of the command with its working directory in the cell's run directory), never
+    # after a guessed delay; it sleeps far longer than any load can stretch the wait (it was
+    # "sleep 20" after command.json + 0.5 s, and under load the cell finished first).
     camp = tmp_path / "int.toml"
-    camp.write_text(APP.split("[benchmarks.echo]")[0]
-                    + '[benchmarks.slow]\ncommand = "sleep 20"\nrepeats = 1\n')
+    camp.write_text(APP.split("[benchmarks.echo]")[0].replace("timeout = 30", "timeout = 3600")
+                    + '[benchmarks.slow]\ncommand = "sleep 3000"\nrepeats = 1\n')
     proc = subprocess.Popen([MPIBENCH, "campaign", "run", str(camp), "--no-progress"],
                             cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if (tmp_path / "runs").exists() and any(
-                    (d / "command.json").exists() for d in (tmp_path / "runs").iterdir()
-                    if d.name.startswith("c-")):
-                break
-            time.sleep(0.05)
-        time.sleep(0.5)
+        assert _wait_for_launched(tmp_path / "runs", "sleep", proc), \
+            "the launch never started: " + proc.stderr.read()
         os.kill(proc.pid, signal.SIGINT)
-        _, err = proc.communicate(timeout=30)
+        _, err = proc.communicate(timeout=MPI_TIMEOUT)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
