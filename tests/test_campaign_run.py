@@ -456,6 +456,47 @@ def test_batch_loop_submits_polls_ingests_and_reattaches(tmp_path, found_stacks)
         assert vals == [1, 1, 2, 2, 3, 3]
 
 
+class TimeLimitScheduler(SubprocessScheduler):
+    """A job whose step died of the time limit's SIGTERM (the step itself is real: it is
+    killed by SIGTERM and says what srun says); the job then ends TIMEOUT, as sacct says
+    after slurmstepd's signals. Only the queue's answer is made up: a real time limit that
+    lets the script record 143 before it dies needs a loaded Slurm node (see
+    test_slurm_cluster.py::test_cell_over_its_slurm_time_limit_is_a_timeout)."""
+
+    def poll(self, job_ids):
+        out = super().poll(job_ids)
+        return {j: (JobStatus("timeout", None, "the job exceeded its Slurm time limit and "
+                              "was killed", nodelist="localhost", raw="TIMEOUT signal=15")
+                    if st.finished else st) for j, st in out.items()}
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("command, status", [
+    # under load at a Slurm time limit: exit status 143 with srun's complaint recorded
+    ("sh -c 'echo srun: got SIGCONT >&2; kill -TERM $$'", "timeout"),
+    # a step that failed on its own keeps its failure even if the job later ran out of time
+    ("sh -c 'echo the input deck is broken >&2; exit 3'", "failed"),
+])
+def test_step_killed_by_the_time_limit_signal_is_a_timeout(tmp_path, found_stacks, command,
+                                                           status):
+    camp = tmp_path / "tl.toml"
+    camp.write_text(BATCH.replace("repeats = 2", "repeats = 1")
+                    .replace("params = { x = [1, 2, 3] }", "params = { x = [1] }")
+                    .replace("command = \"sh -c 'sleep 0.3; echo value {x}'\"",
+                             f'command = "{command}"'))
+    spec = load(camp)
+    with Store(tmp_path / "t.db") as store:
+        CampaignRunner(spec, store, found_stacks, scheduler=TimeLimitScheduler(spec.scheduler),
+                       verify=False).run()
+        (r,) = store.runs()
+    assert r["status"] == status, (r["reason"], r["stderr_tail"])
+    if status == "timeout":
+        assert r["reason"].startswith("job ended timeout: the job exceeded its Slurm time "
+                                      "limit"), r["reason"]
+    else:
+        assert r["reason"].startswith("exit status 3"), r["reason"]
+
+
 @pytest.mark.mpi
 def test_editing_the_file_runs_only_new_cells_and_status_follows_the_file(tmp_path,
                                                                            found_stacks):

@@ -5,6 +5,8 @@ CampaignRunner (campaign/runner.py)."""
 
 from __future__ import annotations
 
+import re
+import signal
 import time
 from typing import TYPE_CHECKING
 
@@ -23,6 +25,17 @@ from mpibench.schedulers import (
 
 if TYPE_CHECKING:
     from mpibench.campaign.runner import Summary
+
+
+# what a time limit's signals leave: a launcher or program killed by (or exiting on) SIGTERM,
+# SIGKILL, SIGHUP or SIGINT (128+n, or -n from a wait status), or saying so on stderr
+_LIMIT_SIGNALS = (signal.SIGTERM, signal.SIGKILL, signal.SIGHUP, signal.SIGINT)
+_LIMIT_EXITS = {128 + s for s in _LIMIT_SIGNALS} | {-s for s in _LIMIT_SIGNALS}
+_LIMIT_TEXT = re.compile(r"got SIGCONT|DUE TO TIME LIMIT|got SIGTERM|exited on signal 15")
+
+
+def _stopped_by_the_limit(exit_code: int | None, stderr_tail: str | None) -> bool:
+    return exit_code in _LIMIT_EXITS or bool(_LIMIT_TEXT.search(stderr_tail or ""))
 
 
 class BatchPolicy:
@@ -215,6 +228,15 @@ class BatchPolicy:
                 outcome.reason = ("the job ended before this cell recorded its exit status "
                                   f"(scheduler state {st.raw or st.state}; see the scheduler's "
                                   "output files in the job directory)")
+        elif st.state == "timeout" and outcome.status == "failed" and not sr.timed_out \
+                and _stopped_by_the_limit(sr.exit_code, outcome.stderr_tail):
+            # at the time limit slurmstepd sends SIGCONT+SIGTERM to every process of the job:
+            # under load the step's launcher may die of it (exit 143, "srun: got SIGCONT")
+            # and the script still record that exit status before it is killed itself. A
+            # step that failed on its own (exit 3) before a later grouped step ran out of
+            # time keeps its own result.
+            outcome.status = "timeout"
+            outcome.reason = f"job ended {st.state}" + (f": {st.reason}" if st.reason else "")
         elif st.state in ("node_fail", "oom", "cancelled") and outcome.status == "done":
             outcome.status = "failed"
             outcome.reason = f"job ended {st.state}" + (f": {st.reason}" if st.reason else "")
