@@ -514,3 +514,48 @@ def test_first_call_table_notes_mpi_init_time_per_set(core):
     base = [n for n in t.notes if n.startswith("base: MPI_Init")]
     assert base and "median of 3 launch(es)" in base[0] and "MPI_Init 21.00 ms" in base[0] and "20.00–22.00" in base[0]
     assert not any(n.startswith("fast: MPI_Init") for n in t.notes)   # never reported
+
+
+def test_grid_mean_of_launches_and_failed_or_missing_cells(tmp_path):
+    """The VASP seed's grid: with statistic mean each cell is the arithmetic mean of its
+    launches ± their standard deviation, the best per row is marked, a failed cell reads
+    'x' and one never run '-', not a blank."""
+    store = Store(tmp_path / "g.db")
+    cid = store.add_campaign("vasp", {})
+    groups: dict[str, list[str]] = {"plain": [], "x": []}
+    values = {(1, 1): [10.0, 12.0, 14.0], (1, 2): [20.0, 21.0, 22.0],
+              (2, 1): [30.0, 36.0, 33.0], (2, 2): [31.0, 29.0, 30.0]}
+    for variant in groups:
+        for (nd, nc), vals in values.items():
+            if variant == "x" and (nd, nc) == (2, 2):
+                continue                                      # never run: '-'
+            if variant == "x" and (nd, nc) == (2, 1):
+                rid = f"fail-{nd}-{nc}"
+                store.create_run(rid, cid, variant, grp="vasp", params={"nodes": nd,
+                                 "NCORE": nc}, repeat=0, spec={}, seq=99,
+                                 fingerprint_id=store.add_fingerprint({"stack": variant}))
+                store.set_run(rid, "failed", reason="exit status 1")
+                groups[variant].append(rid)
+                continue
+
+            def make(rep, vals=vals, nd=nd):
+                return [{"benchmark": "vasp", "size": None, "np": nd, "metric": "time",
+                         "unit": "s", "better": "lower", "statistic": "median", "n": 1,
+                         "median": vals[rep], "samples": [vals[rep]]}]
+            groups[variant] += add_variant_runs(store, cid, variant, repeats=3, grp="vasp",
+                                                params={"nodes": nd, "NCORE": nc}, make=make)
+    (g,) = grids(store, groups, "nodes", "NCORE", statistic="mean")
+    side = grid_tables(g)[0]
+    store.close()
+    assert side.header == ["nodes \\ NCORE", "plain: 1", "plain: 2", "x: 1", "x: 2"]
+    row1, row2 = side.rows
+    # mean ± std (launches)
+    assert row1[1] == "12.00 ± 2.000 (3)" and row2[2] == "30.00 ± 1.000 (3)"
+    assert row2[3] == "x" and row2[4] == "-"
+    # best per row by the arithmetic mean (lower is better): NCORE=1 at 1 node, NCORE=2 at 2
+    assert (0, 1) in side.marked and (1, 2) in side.marked
+    rec = next(r for r in side.records if r["variant"] == "plain" and r["nodes"] == 1
+               and r["NCORE"] == 1)
+    assert rec["value"] == pytest.approx(12.0) and rec["std"] == pytest.approx(2.0)
+    assert rec["statistic"] == "mean of launches"
+    assert "x = failed" in side.caption and "- = not run" in side.caption

@@ -43,11 +43,18 @@ from mpibench.report.data import (
     load_cells,
     params_sort_key,
     statistic_legend,
+    with_sweep_params,
 )
 from mpibench.report.render import Table, render
 from mpibench.stats import launch as launch_stats
 from mpibench.store import Store
-from mpibench.store.report_queries import distinct_specs, run_elapsed, run_specs
+from mpibench.store.report_queries import (
+    distinct_specs,
+    failed_runs_beside,
+    run_campaign_variant,
+    run_elapsed,
+    run_specs,
+)
 from mpibench.units import fmt_line_rate, parse_line_rate
 
 
@@ -216,6 +223,18 @@ class Grid:
     tests: dict[str, dict[tuple[Any, Any], launch_stats.LaunchTest]] = field(
         default_factory=dict)
     statistic: str = "median"
+    # group -> positions whose launches all failed (no ok cell): shown as "x", never blank
+    failed: dict[str, set[tuple[Any, Any]]] = field(default_factory=dict)
+
+    def shown(self, c: Cell) -> tuple[float | None, float | None]:
+        """A cell's value and spread as the grid shows them: with statistic 'mean' the
+        arithmetic mean of the launch means and their standard deviation (the VASP seed's
+        "mean of 3"), else the set's estimate (geometric mean of launch statistics) and None."""
+        if self.statistic == "mean" and c.launch_values:
+            lv = c.launch_values
+            m = float(np.mean(lv))
+            return m, (float(np.std(lv, ddof=1)) if len(lv) > 1 else None)
+        return c.value, None
 
     @property
     def title(self) -> str:
@@ -231,8 +250,10 @@ def grids(store: Store, groups: Mapping[str, list[str]], row_param: str, col_par
           max_shape: tuple[int, int] | None = None, statistic: str = "median") -> list[Grid]:
     """One Grid per (benchmark, metric, other params) whose cells vary row_param and col_param.
     The best cell per row (per group) follows the metric's better-direction; a cell's value
-    is the geometric mean of its launch statistics (statistic: median or mean), and the
-    ratio grid tests launches against launches (Welch t on logs, Holm over the grid)."""
+    is the geometric mean of its launch statistics (statistic median), or with statistic
+    mean the arithmetic mean of the launch means (Grid.shown); the ratio grid tests launches
+    against launches (Welch t on logs, Holm over the grid). Positions where a group's
+    launches failed (with or without result rows) are kept in Grid.failed."""
     order = list(groups)
     baseline = baseline or order[0]
     cells = cells if cells is not None else load_cells(store, groups, statistic=statistic)
@@ -252,12 +273,19 @@ def grids(store: Store, groups: Mapping[str, list[str]], row_param: str, col_par
                 fixed["size"] = size
             fixed_key = json.dumps(fixed, sort_keys=True, default=str)
             buckets[(bench, m, fixed_key)][g][(rv, cv)] = c
+    failed = _failed_positions(store, groups, row_param, col_param)
     out = []
     for (bench, m, fixed_key), per_group in sorted(buckets.items(),
                                                    key=lambda kv: bench_sort_key(kv[0][0])):
         any_cell = next(iter(next(iter(per_group.values())).values()))
-        rows = _sort_values(k[0] for pg in per_group.values() for k in pg)
-        cols = _sort_values(k[1] for pg in per_group.values() for k in pg)
+        fails = {g: {(rv, cv) for b, fk, rv, cv in failed.get(g, ())
+                     if b == bench and fk == fixed_key} for g in order}
+        fails = {g: {p for p in ps if p not in per_group.get(g, {})
+                     or per_group[g][p].status != "ok"} for g, ps in fails.items() if ps}
+        rows = _sort_values([k[0] for pg in per_group.values() for k in pg]
+                            + [p[0] for ps in fails.values() for p in ps])
+        cols = _sort_values([k[1] for pg in per_group.values() for k in pg]
+                            + [p[1] for ps in fails.values() for p in ps])
         if len(rows) * len(cols) < 2:
             continue
         better = any_cell.better
@@ -273,9 +301,9 @@ def grids(store: Store, groups: Mapping[str, list[str]], row_param: str, col_par
         for g, pg in per_group.items():
             best[g] = {}
             for rv in rows:
-                vals = [(cv, pg[(rv, cv)].value) for cv in cols
+                vals = [(cv, v) for cv in cols
                         if (rv, cv) in pg and pg[(rv, cv)].status == "ok"
-                        and pg[(rv, cv)].value is not None]
+                        and (v := _shown_value(pg[(rv, cv)], statistic)) is not None]
                 if vals:
                     pick = (min if better == "lower" else max)(vals, key=lambda x: x[1])
                     best[g][rv] = pick[0]
@@ -308,7 +336,41 @@ def grids(store: Store, groups: Mapping[str, list[str]], row_param: str, col_par
                         cells={g: per_group[g] for g in order if g in per_group}, best=best,
                         ratio=ratio, significant=sig,
                         groups=[g for g in order if g in per_group], baseline=baseline,
-                        tests=ltests, statistic=statistic))
+                        tests=ltests, statistic=statistic, failed=fails))
+    return out
+
+
+def _shown_value(c: Cell, statistic: str) -> float | None:
+    if statistic == "mean" and c.launch_values:
+        return float(np.mean(c.launch_values))
+    return c.value
+
+
+def _failed_positions(store: Store, groups: Mapping[str, list[str]], row_param: str,
+                      col_param: str) -> dict[str, list[tuple]]:
+    """group -> [(benchmark, fixed params key, row value, col value)] of its failed launches
+    (a failed application launch stores no rows: only its run says where it was)."""
+    if "size" in (row_param, col_param):
+        return {}                  # a failed launch has no per-size rows to place
+    owner: dict[tuple[int, str], list[str]] = defaultdict(list)
+    rows = failed_runs_beside(store, [r for ids in groups.values() for r in ids])
+    if not rows:
+        return {}
+    for g, ids in groups.items():
+        for cv_key in set(run_campaign_variant(store, ids).values()):
+            owner[cv_key].append(g)
+    out: dict[str, list[tuple]] = defaultdict(list)
+    for r in rows:
+        params = dict(with_sweep_params(json.loads(r["params_json"] or "{}"), r["variant"]))
+        if r["np"] is not None:
+            params.setdefault("np", r["np"])
+        rv, cv = params.get(row_param), params.get(col_param)
+        if rv is None or cv is None:
+            continue
+        fixed = {k: v for k, v in params.items() if k not in (row_param, col_param, "np")}
+        key = (r["grp"], json.dumps(fixed, sort_keys=True, default=str), rv, cv)
+        for g in owner.get((r["campaign_id"], r["variant"]), ()):
+            out[g].append(key)
     return out
 
 
@@ -322,34 +384,54 @@ def grid_tables(grid: Grid) -> list[Table]:
     for g in grid.groups:
         hdr += [f"{g}: {_fmt_param(grid.col_param, cv)}" for cv in grid.col_values]
     legend = statistic_legend(c for pg in grid.cells.values() for c in pg.values())
+    if grid.statistic == "mean":
+        what = ("cells: arithmetic mean of the launch means ± their standard deviation "
+                "(launches; ± ? = one launch)")
+    else:
+        what = (f"cells: value ± 95% CI (launches), {legend}; CI from the spread between "
+                "launches (± ? = one launch)")
     side = Table(title=grid.title, header=hdr, rows=[], kind="grid",
-                 caption=f"cells: value ± 95% CI (launches), {legend}; CI from the spread "
-                         "between launches (± ? = one launch); * = best cell of the row for "
-                         "that variant")
+                 caption=f"{what}; * = best cell of the row for that variant; x = failed "
+                         "(every launch failed or timed out), - = not run")
     for i, rv in enumerate(grid.row_values):
         line = [_fmt_param(grid.row_param, rv)]
         for g in grid.groups:
             for cv in grid.col_values:
                 c = grid.cells[g].get((rv, cv))
-                if c is None:
-                    line.append("")
-                elif c.status != "ok":
-                    line.append(c.status)
+                failed = (rv, cv) in grid.failed.get(g, ()) or (c is not None
+                                                                and c.status != "ok")
+                value = std = None
+                if failed:
+                    line.append("x")
+                elif c is None:
+                    line.append("-")
                 else:
-                    pct = c.ci_pct
-                    ci = "?" if pct is None else (f"{pct:.1f}%" if pct < 10 else f"{pct:.0f}%")
-                    line.append(f"{fmt_num(c.value)} ± {ci} ({c.launches})")
+                    value, std = grid.shown(c)
+                    if grid.statistic == "mean":
+                        sd = "?" if std is None else fmt_num(std)
+                        line.append(f"{fmt_num(value)} ± {sd} ({c.launches})")
+                    else:
+                        pct = c.ci_pct
+                        ci = "?" if pct is None else (f"{pct:.1f}%" if pct < 10
+                                                      else f"{pct:.0f}%")
+                        line.append(f"{fmt_num(value)} ± {ci} ({c.launches})")
                     if grid.best[g].get(rv) == cv:
                         side.marked.add((i, len(line) - 1))
+                mean_mode = grid.statistic == "mean" and c is not None and bool(
+                    c.launch_values)
                 rec = {"benchmark": grid.benchmark, "metric": grid.metric, "variant": g,
                        grid.row_param: rv, grid.col_param: cv, **grid.fixed,
-                       "value": c.value if c else None,
-                       "statistic": c.shown_statistic if c else None,
-                       "ci_low": c.ci_low if c else None, "ci_high": c.ci_high if c else None,
+                       "value": value,
+                       "statistic": ("mean of launches" if mean_mode else
+                                     c.shown_statistic if c else None),
+                       "std": std,
+                       "status": "failed" if failed else ("ok" if c else "not run"),
+                       "ci_low": c.ci_low if c and not mean_mode else None,
+                       "ci_high": c.ci_high if c and not mean_mode else None,
                        "launches": c.launches if c else None,
                        "launch_values": c.launch_values if c else None,
                        "n": c.n if c else None,
-                       "best_in_row": bool(c) and grid.best[g].get(rv) == cv}
+                       "best_in_row": bool(c) and not failed and grid.best[g].get(rv) == cv}
                 side.records.append(rec)
         side.rows.append(line)
     out = [side]
@@ -369,7 +451,8 @@ def grid_tables(grid: Grid) -> list[Table]:
                 s = grid.significant.get(cand, {}).get((rv, cv))
                 t = grid.tests.get(cand, {}).get((rv, cv))
                 if g is None:
-                    line.append("")
+                    # the candidate's cell failed: x; no pair to compare: -
+                    line.append("x" if (rv, cv) in grid.failed.get(cand, ()) else "-")
                 else:
                     txt = fmt_gain_ci(g, t.ci_low, t.ci_high, 2) if t else f"{g:.2f}x"
                     line.append(txt + ("" if s else (" ~" if s is False else " ?")))

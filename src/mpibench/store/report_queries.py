@@ -134,12 +134,39 @@ def set_runs_info(store: Store, run_ids: Sequence[str]
             f"WHERE u.id IN ({_marks(len(chunk))})", chunk)
 
 
+def run_campaign_variant(store: Store, run_ids: Sequence[str]) -> dict[str, tuple[int, str]]:
+    """{run id: (campaign id, variant)}."""
+    out: dict[str, tuple[int, str]] = {}
+    for chunk in _chunks(run_ids):
+        for rid, cid, variant in store.db.execute(
+                f"SELECT id, campaign_id, variant FROM runs WHERE id IN ({_marks(len(chunk))})",
+                chunk):
+            out[rid] = (cid, variant)
+    return out
+
+
+def failed_runs_beside(store: Store, run_ids: Sequence[str]) -> list:
+    """(id, campaign_id, variant, grp, params_json, np, status) of the failed or timed-out
+    launches among these runs and beside them (same campaign and variant): a failed launch
+    often has no result rows, so the reports' sets never hold it, yet a grid must show it."""
+    keys = set(run_campaign_variant(store, run_ids).values())
+    out = []
+    for cid, variant in sorted(keys):
+        out += store.db.execute(
+            "SELECT id, campaign_id, variant, grp, params_json, "
+            "json_extract(spec_json, '$.np') AS np, status FROM runs WHERE campaign_id=? "
+            "AND variant=? AND status IN ('failed', 'timeout') ORDER BY seq, id",
+            (cid, variant)).fetchall()
+    return out
+
+
 def done_runs_of_group(store: Store, campaign_id: int, group: str) -> list:
     """(id, variant) of a campaign group's finished launches in plan order (repeats = auto)."""
     return store.db.execute("SELECT id, variant FROM runs WHERE campaign_id=? AND grp=? "
                             "AND status='done' ORDER BY seq", (campaign_id, group)).fetchall()
 
 
-__all__ = ["RESULT_COLUMNS", "result_rows", "variants_with_results", "runs_with_results",
-           "distinct_specs", "run_specs", "run_elapsed", "run_mpi_init", "set_runs_info",
+__all__ = ["RESULT_COLUMNS", "result_rows", "failed_runs_beside", "run_campaign_variant",
+           "variants_with_results",
+           "runs_with_results", "distinct_specs", "run_specs", "run_elapsed", "run_mpi_init", "set_runs_info",
            "done_runs_of_group"]
