@@ -55,6 +55,16 @@ class Variant:
     map_by: str | None = None
     profile: bool = False
     cpus_per_task: int | None = None  # cores per rank (threads of a hybrid code)
+    # the network interface(s) the traffic between nodes must use ("eth-fast", "ib0";
+    # comma-separated for several), pinned through the stack kind's own settings
+    interface: str | None = None
+
+    def transport_request(self) -> str | None:
+        """What the run asks of its transport, as stored and judged: the preset name, with
+        "@interface" when an interface is pinned ("tcp@eth-fast", "@eth-fast")."""
+        if self.interface:
+            return f"{self.transport or ''}@{self.interface}"
+        return self.transport
 
     def to_dict(self) -> dict[str, Any]:
         # keys added later are left out while unset, so cell ids of existing campaigns
@@ -63,7 +73,7 @@ class Variant:
                 if not (k in _LATER_KEYS and v is None)}
 
 
-_LATER_KEYS = ("cpus_per_task",)
+_LATER_KEYS = ("cpus_per_task", "interface")
 
 
 @dataclass
@@ -113,6 +123,10 @@ def resolve_settings(stack: Stack, variant: Variant) -> tuple[dict[str, str], di
     if p is not None:
         env.update(p.env)
         mca.update(p.mca)
+    if variant.interface:
+        pin = stack.kind_class.interface_settings(variant.interface, stack.library_version)
+        env.update(pin.env)
+        mca.update(pin.mca)
     if variant.cpus_per_task and "OMP_NUM_THREADS" not in variant.env:
         # a rank given c cores runs c OpenMP threads unless the variant says otherwise
         env["OMP_NUM_THREADS"] = str(variant.cpus_per_task)

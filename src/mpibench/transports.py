@@ -9,6 +9,14 @@ the pure helpers that name transports live here so that every kind classifies al
 An actual transport reads "<class> [<detail>]": class one of shm, tcp, shm+tcp, ib, ucx, ofi
 (or an MTL's name), unknown. A detail may say "via ucx" or "via ofi": the route the traffic
 took (MPICH's netmod, Intel MPI's fabric), so that a request for the route is satisfied too.
+
+Interfaces: a variant may pin the network interface between nodes (`interface = "eth-fast"`;
+each kind's interface_settings says how: btl_tcp_if_include, UCX_NET_DEVICES, FI_TCP_IFACE).
+The request is then stored as "<preset>@<interface>" ("tcp@eth-fast"), and the probe's
+per-interface byte counters (the nodes' own /proc/net/dev, read around a payload exchange)
+add "iface <names>" to the detail: the interfaces that carried the payload ("iface none":
+no IP interface did: shared memory, or RDMA, which bypasses the counters). A pinned
+interface that did not carry it is a MISMATCH, like a wrong transport class.
 """
 
 from __future__ import annotations
@@ -33,6 +41,12 @@ IB_NAMES = {"openib", "rc", "rc_verbs", "rc_mlx5", "ud", "ud_verbs", "ud_mlx5", 
             "dc_mlx5", "uct", "verbs", "psm2", "psm3", "efa", "usnic", "mlx"}
 _ORDER = ["shm", "tcp", "ib"]
 _ROUTE = re.compile(r"\bvia (ucx|ofi)\b")
+_IFACE = re.compile(r"\biface ([A-Za-z0-9_.:@+,-]+)")
+_IFNAME = re.compile(r"^[A-Za-z0-9_.:@-]{1,64}$")
+# a probe line: one rank's node's byte counters of one interface, before -> after the payload
+NETDEV = re.compile(r"^mpibench-netdev rank=(\d+) host=(\S+) if=(\S+) rx=(\d+) tx=(\d+)\s*$",
+                    re.MULTILINE)
+NETDEV_PAYLOAD = re.compile(r"^mpibench-netdev payload=(\d+)\s*$", re.MULTILINE)
 
 # UCX prints the lanes of every endpoint: 1.13 as "ep_cfg[1]: tag(sysv/memory cma/memory)",
 # 1.20 as "ucp_context_0 intra-node cfg#1 tag(sysv/memory cma/memory)" (and "self cfg#0"
@@ -113,12 +127,88 @@ def routes(actual: str | None) -> set[str]:
     return set(_ROUTE.findall(actual or ""))
 
 
+def interface_problem(text: str) -> str | None:
+    """Why `text` is not an interface name or a comma list of them, or None."""
+    names = text.split(",")
+    for n in names:
+        if not _IFNAME.match(n):
+            return (f"{n!r} is not an interface name (letters, digits and _ . : @ -, "
+                    "at most 64 characters; several separated by commas)")
+    return None
+
+
+def netdev_traffic(text: str) -> tuple[dict[str, dict[str, int]], int | None]:
+    """({interface: {"tx": bytes, "rx": bytes, "nodes": n}}, payload bytes per rank) from a
+    probe's netdev lines. Ranks on one node read the same counters, so a node's figure is
+    the largest of its ranks'; the nodes' figures are summed. ({}, None) without lines."""
+    per_node: dict[tuple[str, str], tuple[int, int]] = {}
+    for _rank, host, iface, rx, tx in NETDEV.findall(text):
+        old = per_node.get((host, iface), (0, 0))
+        per_node[(host, iface)] = (max(old[0], int(rx)), max(old[1], int(tx)))
+    out: dict[str, dict[str, int]] = {}
+    for (_host, iface), (rx, tx) in per_node.items():
+        d = out.setdefault(iface, {"tx": 0, "rx": 0, "nodes": 0})
+        d["tx"] += tx
+        d["rx"] += rx
+        d["nodes"] += 1
+    m = NETDEV_PAYLOAD.search(text)
+    return out, (int(m.group(1)) if m else None)
+
+
+def carriers(traffic: Mapping[str, Mapping[str, int]], payload: int | None) -> list[str]:
+    """The interfaces that carried the probe's payload: those that sent at least half of one
+    rank's payload, most bytes first."""
+    if not payload:
+        return []
+    return [i for i, d in sorted(traffic.items(), key=lambda kv: -kv[1]["tx"])
+            if d["tx"] >= payload // 2]
+
+
+def interface_detail(text: str) -> str | None:
+    """"iface eth-fast 4.3 MB" (the carriers and what they sent), "iface none" when no
+    interface carried the payload, None when the probe printed no counters."""
+    traffic, payload = netdev_traffic(text)
+    if payload is None:
+        return None
+    found = carriers(traffic, payload)
+    if not found:
+        return "iface none"
+    sent = ", ".join(f"{traffic[i]['tx'] / 1e6:.3g} MB" for i in found)
+    return f"iface {'+'.join(found)} ({sent} sent during a {payload / 1e6:.3g} MB/rank payload)"
+
+
+def actual_interfaces(actual: str | None) -> set[str] | None:
+    """The interfaces an actual transport says carried the payload ({} for none), None when
+    it does not say."""
+    m = _IFACE.search(actual or "")
+    if not m:
+        return None
+    return set() if m.group(1) == "none" else set(m.group(1).split("+"))
+
+
 def verdict(requested: str | None, actual: str | None) -> str:
     """ok when the class (shm, tcp...) or the route (via ucx, via ofi) is what was asked;
-    "ofi-shm" asks for both: the ofi route and the shm class."""
+    "ofi-shm" asks for both: the ofi route and the shm class; "shm+tcp" is satisfied by
+    either or both (one rank per node uses only tcp). "<request>@<interfaces>" adds: the
+    payload crossed no interface but those (see the module docstring)."""
     if not requested:
         return "n/a"
+    requested, _, pinned = requested.partition("@")
     cls = actual_class(actual)
+    if pinned:
+        used = actual_interfaces(actual)
+        if used is None:
+            return "unverified"
+        # lo carries what ranks of one node send each other over TCP (to the node's own
+        # address): traffic inside a node, like shared memory, not a wrong fabric
+        if used - set(pinned.split(",")) - {"lo"}:
+            return "MISMATCH"
+        if not requested:
+            return "ok"
+    if cls is None or cls == "unknown":
+        return "unverified"
+    if requested == "shm+tcp":
+        return "ok" if cls in ("shm", "tcp", "shm+tcp") else "MISMATCH"
     if cls is None or cls == "unknown":
         return "unverified"
     if "-" in requested:

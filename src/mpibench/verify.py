@@ -32,7 +32,14 @@ from mpibench.process import run_command
 from mpibench.schedulers import STEP_TIMEOUT_EXIT
 from mpibench.stacks import Stack, cache_dir
 from mpibench.stacks.kinds import get_kind
-from mpibench.transports import actual_class, classify, ucx_transports, verdict  # noqa: F401
+from mpibench.transports import (  # noqa: F401
+    NETDEV,
+    actual_class,
+    classify,
+    interface_detail,
+    ucx_transports,
+    verdict,
+)
 
 PROBE_SOURCE = r"""
 #define _GNU_SOURCE
@@ -92,6 +99,35 @@ static void node_facts(void) {
     if (f) fclose(f);
 }
 
+/* This node's byte counters per network interface (/proc/net/dev is the reading process's
+   network namespace: the node's own interfaces on a testbed). */
+#define MAXIF 64
+static int netdev(char names[MAXIF][64], long long rx[MAXIF], long long tx[MAXIF]) {
+    char line[512];
+    int n = 0;
+    FILE *f = fopen("/proc/net/dev", "r");
+    while (f && n < MAXIF && fgets(line, sizeof line, f)) {
+        char *colon = strchr(line, ':');
+        unsigned long long v[16];
+        if (!colon) continue;
+        *colon = 0;
+        char *name = line;
+        while (*name == ' ') name++;
+        if (sscanf(colon + 1, "%llu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
+                   &v[3], &v[4], &v[5], &v[6], &v[7], &v[8]) != 9) continue;
+        snprintf(names[n], 64, "%s", name);
+        rx[n] = (long long)v[0];
+        tx[n] = (long long)v[8];
+        n++;
+    }
+    if (f) fclose(f);
+    return n;
+}
+
+#define PAYLOAD (1 << 20)
+#define PAYLOAD_REPS 2
+static char pay_s[PAYLOAD], pay_r[PAYLOAD];
+
 int main(int argc, char **argv) {
     int rank, size, len = 0;
     static char sbuf[65536], rbuf[65536];
@@ -114,6 +150,23 @@ int main(int argc, char **argv) {
         for (int i = 0; i < 2; i++)
             MPI_Sendrecv(sbuf, lens[i], MPI_CHAR, next, i, rbuf, lens[i], MPI_CHAR, prev, i,
                          MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    /* which interface carries traffic: the node's counters around a payload exchange */
+    static char n0[MAXIF][64], n1[MAXIF][64];
+    static long long rx0[MAXIF], tx0[MAXIF], rx1[MAXIF], tx1[MAXIF];
+    MPI_Barrier(MPI_COMM_WORLD);
+    int c0 = netdev(n0, rx0, tx0);
+    for (int rep = 0; rep < PAYLOAD_REPS; rep++)
+        MPI_Sendrecv(pay_s, PAYLOAD, MPI_CHAR, next, 7, pay_r, PAYLOAD, MPI_CHAR, prev, 7,
+                     MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Barrier(MPI_COMM_WORLD);
+    int c1 = netdev(n1, rx1, tx1);
+    if (rank == 0) printf("mpibench-netdev payload=%d\n", PAYLOAD * PAYLOAD_REPS);
+    for (int i = 0; i < c1; i++)
+        for (int j = 0; j < c0; j++)
+            if (!strcmp(n1[i], n0[j]) && (rx1[i] > rx0[j] || tx1[i] > tx0[j]))
+                printf("mpibench-netdev rank=%d host=%s if=%s rx=%lld tx=%lld\n", rank, host,
+                       n1[i], rx1[i] - rx0[j], tx1[i] - tx0[j]);
+    fflush(stdout);
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Finalize();
     return 0;
@@ -237,13 +290,28 @@ def judge(stack: Stack, variant: Variant, text: str, env: dict[str, str],
     """The verdict on a probe's output. With a problem (see probe_problem) it is never ok:
     actual is unknown with the reason, plus what the diagnostics said before it."""
     actual, evidence = parse_diagnostics(stack.kind, text, env)
+    # which interface carried the payload: said where it can matter (ranks on several
+    # nodes, or an interface pinned); one host's TCP goes over lo, which says nothing new
+    iface = interface_detail(text) if (variant.interface or len(
+        node_facts(text).get("hosts", [])) > 1) else None
+    if iface and not problem:
+        actual = _with_detail(actual, iface)
+        evidence += [m.group(0) for m in NETDEV.finditer(text)][:16]
     if problem:
         cls = actual_class(actual)
         actual = f"unknown [{problem}" + (f"; before that its diagnostics showed {cls}"
                                           if cls and cls != "unknown" else "") + "]"
-    return Verification(requested=variant.transport, actual=actual,
-                        verdict=verdict(variant.transport, actual), evidence=evidence,
+    requested = variant.transport_request()
+    return Verification(requested=requested, actual=actual,
+                        verdict=verdict(requested, actual), evidence=evidence,
                         run_dir=run_dir, problem=problem, node=node_facts(text))
+
+
+def _with_detail(actual: str, more: str) -> str:
+    """"tcp [pml ob1, btl tcp]" + "iface eth0" -> "tcp [pml ob1, btl tcp; iface eth0]"."""
+    if actual.endswith("]"):
+        return f"{actual[:-1]}; {more}]"
+    return f"{actual} [{more}]"
 
 
 def verify_local(stack: Stack, variant: Variant, run_dir: Path, timeout: float = 60
@@ -256,8 +324,8 @@ def verify_local(stack: Stack, variant: Variant, run_dir: Path, timeout: float =
     try:
         cmd = prepare_probe(stack, variant, run_dir)
     except RuntimeError as exc:
-        return Verification(variant.transport, f"unknown [{exc}]",
-                            verdict(variant.transport, None), run_dir=run_dir,
+        return Verification(variant.transport_request(), f"unknown [{exc}]",
+                            verdict(variant.transport_request(), None), run_dir=run_dir,
                             problem=str(exc))
     res = run_local(cmd, timeout=timeout)
     problem = probe_problem(res.returncode, res.timed_out, timeout, res.stderr)

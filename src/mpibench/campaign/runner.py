@@ -269,7 +269,7 @@ class CampaignRunner(CellSteps, LocalPolicy, BatchPolicy):
             yield dict(run_id=cell.id, campaign_id=cid, variant=v.name, grp=g.name,
                        params_json=pj, repeat=cell.repeat, seq=cell.seq,
                        spec_json=parts[0] + pj + parts[1] + str(cell.repeat) + parts[2],
-                       transport_requested=v.transport, scheduler=self.scheduler.name,
+                       transport_requested=v.transport_request(), scheduler=self.scheduler.name,
                        label=cell.label, run_dir=f"{root}/{cell.id}")
 
     def _refresh_judging(self, cid: int, before: dict[str, Any]) -> None:

@@ -28,7 +28,7 @@ BUILTIN_PLACEHOLDERS = ("np", "nodes", "ppn", "variant", "stack", "repeat", "run
                         "campaign_dir")
 VARIANT_KEYS = ("stack", "transport", "env", "mca", "launcher", "launcher_args", "np", "ppn",
                 "nodes", "hosts", "hostfile", "bind", "map_by", "profile", "line_rate", "sweep",
-                "cpus_per_task",
+                "cpus_per_task", "interface",
                 "zip", "exclude")
 # How results are judged, not what is measured: stored with the campaign and its runs for
 # the reports (line-rate and cost tables), never part of a cell id.
@@ -43,7 +43,7 @@ LINE_RATE_FORM = 'a link speed such as "100Gb/s", "25GbE" or "12.5GB/s"'
 
 SWEEP_KEYS = ("sweep", "zip", "exclude")  # per variant, not in [defaults]
 SWEEPABLE = ("transport", "np", "ppn", "nodes", "bind", "map_by", "launcher", "stack",
-             "cpus_per_task")
+             "cpus_per_task", "interface")
 CORE_GROUP_KEYS = ("benchmarks", "sizes", "options", "timeout", "variants", "repeats",
                    "exclude")
 PEER_GROUP_KEYS = ("suite", "benchmarks", "sizes", "binary", "source", "args", "timeout",
@@ -633,6 +633,14 @@ def _variant(c: _Ctx, key: str, name: str, d: dict[str, Any]) -> Variant:
     v = Variant(name=name, stack=c.string(d["stack"], f"{key}.stack"))
     if d.get("transport") is not None:
         v.transport = c.string(d["transport"], f"{key}.transport")
+    if d.get("interface") is not None:
+        from mpibench.transports import interface_problem
+
+        v.interface = c.string(d["interface"], f"{key}.interface")
+        problem = interface_problem(v.interface)
+        if problem:
+            c.fail(f"{key}.interface", problem,
+                   'a network interface name such as "eth-fast" or "ib0"')
     if "env" in d:
         v.env = c.str_map(d["env"], f"{key}.env", names="env")
     if "mca" in d:

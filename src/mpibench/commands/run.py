@@ -30,7 +30,7 @@ from mpibench.execute import (
 )
 from mpibench.files import check_output, write_file
 from mpibench.store import Store
-from mpibench.transports import all_transport_names
+from mpibench.transports import all_transport_names, interface_problem
 
 EXAMPLES = """\
 examples:
@@ -72,6 +72,11 @@ def register(sub) -> None:
     p.add_argument("--transport", action="append", default=[], metavar="NAME",
                    help=f"transport preset ({', '.join(all_transport_names())}); repeatable: "
                         "each stack runs each transport")
+    p.add_argument("--interface", action="append", default=[], metavar="IF",
+                   help="network interface between nodes (eth-fast, ib0; comma list for "
+                        "several), pinned with the stack's own settings (btl_tcp_if_include, "
+                        "UCX_NET_DEVICES, FI_TCP_IFACE); repeatable: each one is a variant; "
+                        "verification says which interface carried the traffic")
     p.add_argument("--variant", action="append", default=[], metavar="NAME=STACK[:TRANSPORT]",
                    help="add a named variant; --env/--mca apply to named variants only when "
                         "any are given")
@@ -138,6 +143,11 @@ def variants_from_args(args) -> list[Variant]:
         problem = mca_name_problem(k) or value_problem(v)
         if problem:
             raise UsageError(f"--mca {k!r}: {problem}")
+    interfaces = list(getattr(args, "interface", None) or [])
+    for iface in interfaces:
+        problem = interface_problem(iface)
+        if problem:
+            raise UsageError(f"--interface {iface!r}: {problem}")
     variants: list[Variant] = []
     for spec in args.variant:
         if "=" not in spec:
@@ -146,8 +156,12 @@ def variants_from_args(args) -> list[Variant]:
         stack, _, transport = rest.partition(":")
         if not name or not stack:
             raise UsageError(f"--variant {spec!r}: expected NAME=STACK[:TRANSPORT]")
+        if len(interfaces) > 1:
+            raise UsageError("--interface: give one with --variant (each named variant is "
+                             "one configuration), or several with --stack/--transport")
         variants.append(Variant(name=name, stack=stack, transport=transport or None,
-                                env=env, mca=mca, np=args.np))
+                                env=env, mca=mca, np=args.np,
+                                interface=interfaces[0] if interfaces else None))
     if args.variant and not args.stack:
         return variants
     base_env, base_mca = ({}, {}) if args.variant else (env, mca)
@@ -155,9 +169,12 @@ def variants_from_args(args) -> list[Variant]:
     transports = args.transport or [None]
     for s in stacks:
         for t in transports:
-            name = f"{s}-{t}" if len(transports) > 1 else s
-            variants.append(Variant(name=name, stack=s, transport=t, env=base_env,
-                                    mca=base_mca, np=args.np))
+            for iface in interfaces or [None]:
+                name = f"{s}-{t}" if len(transports) > 1 else s
+                if len(interfaces) > 1:
+                    name = f"{name}-{iface}"
+                variants.append(Variant(name=name, stack=s, transport=t, env=base_env,
+                                        mca=base_mca, np=args.np, interface=iface))
     return variants
 
 

@@ -93,6 +93,15 @@ class StackKind:
         return cls.presets
 
     @classmethod
+    def interface_settings(cls, interface: str, library_version: str) -> Preset:
+        """The settings that keep traffic between nodes on `interface` (one name or a comma
+        list), as a site pins a fabric: UCX's and libfabric's TCP device variables by
+        default (MPICH, MVAPICH, Intel MPI); Open MPI adds its BTL/OOB MCA parameters."""
+        return Preset(f"traffic between nodes on {interface}",
+                      env={"UCX_NET_DEVICES": interface, "FI_TCP_IFACE": interface,
+                           "FI_SOCKETS_IFACE": interface})
+
+    @classmethod
     def parse_diagnostics(cls, text: str, env: Mapping[str, str]) -> tuple[str, list[str]]:
         """(actual transport "<class> [<detail>]", evidence lines) from a probe's output."""
         return f"unknown [no diagnostics known for {cls.name} stacks]", []

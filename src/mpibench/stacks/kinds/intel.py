@@ -50,12 +50,20 @@ class IntelMPI(StackKind):
         "shm": Preset("Intel MPI shared memory fabric", env={FABRIC: "shm"}),
         "tcp": Preset("Intel MPI OFI fabric with libfabric's tcp provider (also between "
                       "ranks on one host)", env={FABRIC: "ofi", "FI_PROVIDER": "tcp"}),
+        "shm+tcp": Preset("Intel MPI shared memory inside a node, OFI with libfabric's tcp "
+                          "provider between nodes", env={FABRIC: "shm:ofi", "FI_PROVIDER": "tcp"}),
         "ofi": Preset("Intel MPI OFI fabric for every peer (provider from FI_PROVIDER)",
                       env={FABRIC: "ofi", "FI_PROVIDER": "tcp"}),
         "ofi-shm": Preset("Intel MPI OFI fabric with libfabric's shm provider",
                           env={FABRIC: "ofi", "FI_PROVIDER": "shm"}),
     }
     diag_env = {"I_MPI_DEBUG": "5"}
+
+    @classmethod
+    def interface_settings(cls, interface: str, library_version: str) -> Preset:
+        """libfabric's variables, and Hydra's own connections on the same interface."""
+        base = super().interface_settings(interface, library_version)
+        return Preset(base.description, env={**base.env, "I_MPI_HYDRA_IFACE": interface})
 
     @classmethod
     def prefix_env(cls, prefix: str) -> dict[str, str]:

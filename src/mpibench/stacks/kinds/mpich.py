@@ -87,11 +87,18 @@ class MPICH(StackKind):
                                 env={NOLOCAL: "0", "UCX_TLS": "self,sm", **pick("ucx")})
             out["tcp"] = Preset("ch4:ucx with the UCX TCP transport, MPICH shm off",
                                 env={NOLOCAL: "1", "UCX_TLS": "self,tcp", **pick("ucx")})
+            out["shm+tcp"] = Preset("MPICH shared memory inside a node, ch4:ucx with the UCX "
+                                    "TCP transport between nodes",
+                                    env={NOLOCAL: "0", "UCX_TLS": "self,sm,tcp", **pick("ucx")})
             out["ucx"] = Preset("ch4:ucx netmod for every peer (UCX picks its transports), "
                                 "MPICH shm off", env={NOLOCAL: "1", **pick("ucx")})
         else:
             out["shm"] = Preset("MPICH shared memory between ranks on one host",
                                 env={NOLOCAL: "0"})
+            if "ofi" in mods:
+                out["shm+tcp"] = Preset("MPICH shared memory inside a node, ch4:ofi with "
+                                        "libfabric's tcp provider between nodes",
+                                        env={NOLOCAL: "0", "FI_PROVIDER": "tcp"})
         if "ofi" in mods:
             out["ofi"] = Preset("ch4:ofi netmod for every peer (libfabric provider from "
                                 "FI_PROVIDER), MPICH shm off",

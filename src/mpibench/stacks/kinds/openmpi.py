@@ -45,6 +45,10 @@ class OpenMPI(StackKind):
         "tcp": Preset("ob1 PML with the TCP BTL (loopback on one host)",
                       mca={"pml": "ob1", "btl": "self,tcp"}),
         # Without InfiniBand, pml ucx refuses to run unless any device/transport is allowed.
+        # what a cluster runs without InfiniBand: vader between the ranks of a node, TCP
+        # between nodes (pin the interface with the variant's `interface`)
+        "shm+tcp": Preset("ob1 PML: shared memory inside a node, TCP between nodes",
+                          mca={"pml": "ob1", "btl": "self,vader,tcp"}),
         "ucx": Preset("UCX PML (any device, any UCX transport)",
                       mca={"pml": "ucx", "pml_ucx_devices": "any", "pml_ucx_tls": "any"}),
         # mtl ofi excludes the tcp and shm providers by default; clear the exclusion and pick
@@ -62,6 +66,15 @@ class OpenMPI(StackKind):
         for k, v in env.items():
             flags += ["-x", f"{k}={v}"]
         return flags
+
+    @classmethod
+    def interface_settings(cls, interface: str, library_version: str) -> Preset:
+        """ob1's TCP BTL and the runtime's out-of-band channel (ORTE's in 4.x; 5.x's mpirun
+        hands oob_* to PRRTE) on `interface`, plus UCX's and libfabric's device variables for
+        pml ucx and mtl ofi."""
+        base = super().interface_settings(interface, library_version)
+        return Preset(base.description, env=dict(base.env),
+                      mca={"btl_tcp_if_include": interface, "oob_tcp_if_include": interface})
 
     @classmethod
     def parse_diagnostics(cls, text: str, env: Mapping[str, str]) -> tuple[str, list[str]]:
