@@ -333,3 +333,58 @@ def test_versions_example_campaign_plans_with_the_installed_stacks(tmp_path, pyp
     assert res.returncode == 0, res.stderr
     assert "mpich5-ofi-tcp" in res.stdout and "impi-ofi-tcp" in res.stdout
     assert not (tmp_path / "x.db").exists()
+
+
+MV2 = "MVAPICH2 Version:\t2.3.7\nMVAPICH2 Release date:\tWed March 02 22:00:00 EST 2022\n"
+MV3 = "MVAPICH Version:\t3.0\nMVAPICH Device:\tch4:ofi\n"
+
+
+def test_mvapich2_presets_are_its_documented_variables():
+    p = {n: preset("mvapich", n, MV2) for n in ("shm", "ib", "roce", "iwarp", "ud")}
+    assert p["shm"].env == {"MV2_USE_SHARED_MEM": "1", "MV2_SMP_USE_CMA": "1"}
+    # every network preset turns shared memory off so that ranks on one host use the HCA
+    assert all(p[n].env["MV2_USE_SHARED_MEM"] == "0" for n in ("ib", "roce", "iwarp", "ud"))
+    assert p["roce"].env["MV2_USE_RoCE"] == "1" and p["roce"].env["MV2_USE_RDMA_CM"] == "1"
+    assert p["iwarp"].env["MV2_USE_IWARP_MODE"] == "1"
+    assert p["ud"].env["MV2_USE_ONLY_UD"] == "1"
+    assert all(k.startswith("MV2_") for q in p.values() for k in q.env)
+    assert not any(q.mca for q in p.values())
+    with pytest.raises(UsageError, match=r"transport 'ucx' is not available for mvapich"):
+        preset("mvapich", "ucx", MV2)
+    # MVAPICH 3 is CH4-based: MPICH's CVARs (netmod, NOLOCAL), not MV2_*
+    p3 = preset("mvapich", "ofi", MV3)
+    assert p3.env["MPIR_CVAR_NOLOCAL"] == "1" and not any(k.startswith("MV2_") for k in p3.env)
+    with pytest.raises(UsageError):
+        preset("mvapich", "roce", MV3)
+    assert {"ib", "roce", "iwarp", "ud"} <= set(all_transport_names())
+
+
+@pytest.mark.system
+def test_mvapich2_preset_reaches_the_ranks_through_a_stand_in_mpirun_rsh(tmp_path):
+    """MVAPICH is not installed here: a stand-in mpirun_rsh that keeps mpirun_rsh's contract
+    (-np N [-hostfile F | hosts...] VAR=value ... program: the variables reach the ranks only
+    as arguments) shows the preset and the variant's own MV2_IBA_HCA arrive in every rank."""
+    from mpibench.execute import Variant, prepare_cell, run_local
+    from mpibench.stacks import Stack
+
+    rsh = tmp_path / "bin" / "mpirun_rsh"
+    rsh.parent.mkdir()
+    # remote ranks never see the caller's environment: only the VAR=value arguments
+    _script(rsh, 'unset MV2_USE_SHARED_MEM MV2_IBA_HCA\nnp=1 hosts=0\n'
+                 'while [ $# -gt 0 ]; do case "$1" in\n'
+                 '  -np) np=$2; hosts=1; shift 2;;\n  -hostfile) hosts=0; shift 2;;\n'
+                 '  *=*) export "$1"; shift;;\n'
+                 '  *) if [ $hosts = 1 ]; then shift "$np"; hosts=0; else break; fi;;\n'
+                 'esac; done\n'
+                 'i=0; while [ $i -lt $np ]; do MV2_RANK=$i "$@" || exit 1; i=$((i+1)); done')
+    stack = Stack(name="mv2", kind="mvapich", version="2.3.7", library_version=MV2,
+                  launcher=str(rsh), launcher_kind="mpirun_rsh")
+    v = Variant(name="ib", stack="mv2", transport="ib", env={"MV2_IBA_HCA": "mlx5_0"}, np=2,
+                hosts=["localhost"])
+    cmd = prepare_cell(stack, v, ["sh", "-c", 'echo "rank $MV2_RANK shm=$MV2_USE_SHARED_MEM '
+                                  'hca=$MV2_IBA_HCA"'], tmp_path / "run")
+    assert "MV2_USE_SHARED_MEM=0" in cmd.argv and "MV2_IBA_HCA=mlx5_0" in cmd.argv
+    res = run_local(cmd, timeout=30)
+    assert res.returncode == 0, res
+    assert cmd.stdout.read_text().splitlines() == ["rank 0 shm=0 hca=mlx5_0",
+                                                  "rank 1 shm=0 hca=mlx5_0"]
