@@ -559,3 +559,44 @@ def test_grid_mean_of_launches_and_failed_or_missing_cells(tmp_path):
     assert rec["value"] == pytest.approx(12.0) and rec["std"] == pytest.approx(2.0)
     assert rec["statistic"] == "mean of launches"
     assert "x = failed" in side.caption and "- = not run" in side.caption
+
+
+def test_relative_gives_every_value_as_a_percent_of_the_baseline(core, tmp_path):
+    """The image-regression seed reports slowdowns as % of the production run: with
+    --relative each candidate cell is candidate / baseline in %, with the 95% CI of the gain,
+    the baseline reads 100%; the plots follow."""
+    from mpibench.report import plots
+    from mpibench.report.compare import comparison_table
+
+    store, groups = core
+    cmp = compare_groups(store, groups, "base")
+    cmp.relative = True
+    t = comparison_table(cmp)
+    col = t.header.index("fast")
+    base_col = col - 1
+    recs = [r for r in t.records if r["benchmark"] == "Allreduce" and r["size"] == 1 << 20]
+    (rec,) = recs
+    # fast = 0.8 x base time: 80% of the baseline, inside its CI
+    assert rec["cand_pct_of_base"] == pytest.approx(100 / rec["gain"])
+    assert rec["cand_pct_of_base"] == pytest.approx(80, rel=0.05)
+    assert rec["cand_pct_of_base_ci_low"] <= rec["cand_pct_of_base"] \
+        <= rec["cand_pct_of_base_ci_high"]
+    shown = [r for r in t.rows if r[1] == "1M"]
+    assert any(r[col].startswith(f"{rec['cand_pct_of_base']:.1f}% [") for r in shown), shown
+    assert all(r[base_col].startswith("100% (") for r in shown)
+    assert "% of the baseline" in t.caption
+    fig = plots.latency_figure(cmp)
+    assert fig is not None and "% of base" in fig.axes[0].get_ylabel()
+    # off: the values themselves
+    cmp.relative = False
+    assert not any("100% (" in r[base_col] for r in comparison_table(cmp).rows)
+
+
+def test_relative_flag_on_compare(tmp_path, capsys):
+    store, _ = build_two_stack_store(tmp_path / "c.db", repeats=3)
+    store.close()
+    capsys.readouterr()
+    assert cli_main(["compare", "--db", str(tmp_path / "c.db"), "--relative",
+                     "--benchmark", "Allreduce", "--size", "1MiB"]) in (0, 1)
+    out = capsys.readouterr().out
+    assert "100% (" in out and "% of the baseline" in out.replace("\n", " ")

@@ -105,6 +105,10 @@ def add_table_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--line-rate", metavar="RATE",
                    help="link speed, e.g. 100Gb/s, 25GbE, 12.5GB/s (default: the runs' "
                         "line_rate_bps)")
+    g.add_argument("--relative", action="store_true",
+                   help="every candidate value as %% of the baseline's (candidate / baseline "
+                        "x 100, with the gain's 95%% CI), in tables and plots: slowdowns as "
+                        "the image-regression study reports them")
     g.add_argument("--mean-std", action="store_true",
                    help="show mean ± std beside the median in the first-call table")
     g.add_argument("--grid", nargs=2, metavar=("ROW", "COL"),
@@ -264,6 +268,7 @@ def run(args) -> int:
         if len(groups) >= 2:
             cmp = compare_groups(store, groups, baseline, alpha=args.alpha, cells=cells,
                                  statistic=statistic)
+            cmp.relative = bool(getattr(args, "relative", False))
             parts.append(("comparison", render(cmp, fmt)))
         else:
             # said before anything is printed: a refusal is one line

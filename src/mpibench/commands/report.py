@@ -79,7 +79,8 @@ def run(args) -> int:
                              jobs_per_year=getattr(args, "jobs_per_year", None) or None,
                              alpha=args.alpha,
                              plots=not args.no_plots, benchmarks=args.benchmark,
-                             statistic=statistic)
+                             statistic=statistic,
+                             relative=bool(getattr(args, "relative", False)))
         report = build_report(store, groups, opts, cells=cells)
     if args.output != "-":
         path = write_html(report, args.output)

@@ -132,6 +132,8 @@ class Comparison:
     set_marks: dict[str, list[int]] = field(default_factory=dict)
     # sets without a single cell in common with the baseline: no column, one footnote
     not_compared: list[str] = field(default_factory=list)
+    # --relative: candidates shown as % of the baseline (tables and plots)
+    relative: bool = False
 
     @property
     def candidates(self) -> list[str]:
@@ -448,6 +450,28 @@ def _fmt_side(c: Cell | None) -> str:
     return f"{v} ± {pct:.1f}%" if pct < 10 else f"{v} ± {pct:.0f}%"
 
 
+def pct_of_base(d: Delta, better: str) -> tuple[float | None, float | None, float | None]:
+    """The candidate's value as % of the baseline's (candidate / baseline x 100) and its 95%
+    CI, from the gain and its CI: the gain is base/cand for times, cand/base for rates."""
+    if d.gain is None or d.gain <= 0:
+        return None, None, None
+    if better == "lower":
+        lo = 100.0 / d.ci_high if d.ci_high else None
+        hi = 100.0 / d.ci_low if d.ci_low else None
+        return 100.0 / d.gain, lo, hi
+    return (100.0 * d.gain, None if d.ci_low is None else 100.0 * d.ci_low,
+            None if d.ci_high is None else 100.0 * d.ci_high)
+
+
+def _fmt_pct(d: Delta, better: str, c: Cell | None) -> str:
+    pct, lo, hi = pct_of_base(d, better)
+    if pct is None:
+        return _fmt_side(c)
+    if lo is None or hi is None:
+        return f"{pct:.1f}%"
+    return f"{pct:.1f}% [{lo:.1f}, {hi:.1f}]"
+
+
 def _fmt_n(d: Delta) -> str:
     if d.n_base is None and d.n_cand is None:
         return ""
@@ -507,6 +531,9 @@ def comparison_records(cmp: Comparison) -> list[dict[str, Any]]:
                 rec[f"{prefix}_no_samples"] = cell.no_samples if cell else None
                 rec[f"{prefix}_launch_values"] = cell.launch_values if cell else []
                 rec[f"{prefix}_within_launch_ci_pct"] = cell.within_ci_pct if cell else None
+            pct, pct_lo, pct_hi = pct_of_base(d, r.better)
+            rec.update({"cand_pct_of_base": pct, "cand_pct_of_base_ci_low": pct_lo,
+                        "cand_pct_of_base_ci_high": pct_hi})
             rec.update({"gain": d.gain, "gain_ci_low": d.ci_low, "gain_ci_high": d.ci_high,
                         "p": d.p, "p_holm": d.p_adj,
                         "significant": d.significant, "tested": d.tested,
@@ -570,11 +597,15 @@ def _table_model(cmp: Comparison) -> tuple[list[str], list[list[str]], list[int]
         line = [name if group_key != prev else "", r.label]
         if show_np:
             line.append("" if r.np is None else str(r.np))
-        line.append(_fmt_side(r.cells.get(cmp.baseline)))
+        base = r.cells.get(cmp.baseline)
+        line.append(f"100% ({_fmt_side(base)})" if cmp.relative and base is not None
+                    and base.status == "ok" else _fmt_side(base))
         notes = list(r.notes)
         for c in cmp.candidates:
             d = r.deltas[c]
-            line += [_fmt_side(r.cells.get(c)), _fmt_delta(d)]
+            side = (_fmt_pct(d, r.better, r.cells.get(c)) if cmp.relative
+                    else _fmt_side(r.cells.get(c)))
+            line += [side, _fmt_delta(d)]
             notes += d.notes
         line.append(_marks(notes))
         body.append(line)
@@ -607,7 +638,10 @@ def _header_lines(cmp: Comparison) -> list[str]:
     # the launch legend[; imported rows: ...] or, all imported, 'value = the tool's own ...'
     shown = statistic_legend((c for r in cmp.rows for c in r.cells.values()),
                              median=launch_legend(cmp.statistic))
-    return [
+    rel = ([f"--relative: candidate cells are % of the baseline (candidate value / "
+            f"{cmp.baseline}'s x 100) [95% CI from the gain's]; above 100% a time is slower, "
+            "a rate faster; the baseline's own value in parentheses"] if cmp.relative else [])
+    return rel + [
         f"{_unit_header(cmp.rows)}; baseline {cmp.baseline}; {runs}",
         f"{shown}; gain > 1 = candidate better (time: base/cand, rates: cand/base) [95% CI]; "
         "p = Welch t on the logs of the launch statistics, Holm-corrected across the table; "

@@ -74,6 +74,7 @@ class ReportOptions:
     jobs_per_year: float | None = None
     alpha: float = 0.05
     statistic: str = "median"        # each launch's statistic (median | mean)
+    relative: bool = False           # candidates as % of the baseline (tables and plots)
     plots: bool = True
     benchmarks: list[str] | None = None      # only these (case-insensitive)
 
@@ -208,6 +209,7 @@ def build_report(store: Store, groups: Mapping[str, list[str]],
         cmp = compare_groups(store, groups, baseline, alpha=opts.alpha, cells=cells,
                              title=f"Comparison against {baseline}",
                              statistic=opts.statistic)
+        cmp.relative = opts.relative
         verdicts = list(cmp.verdicts.values())
         warnings = cmp.warning_lines
         s = Section("comparison", "Comparison",

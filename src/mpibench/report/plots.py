@@ -151,6 +151,8 @@ def latency_figure(cmp: Comparison, benches: list[str] | None = None):
     benches = benches or size_benchmarks(cmp)
     if not benches:
         return None
+    if cmp.relative:
+        return relative_figure(cmp, benches)
     fig, axes = _grid_axes(len(benches))
     for ax, bench in zip(axes, benches, strict=True):
         sizes: list[int] = []
@@ -171,6 +173,44 @@ def latency_figure(cmp: Comparison, benches: list[str] | None = None):
         ax.set_ylabel("time (us): launch geomean, 95% CI" + ("; imported: tool's own"
                                                              if imported
                                                       else ""))
+        if sizes:
+            _size_ticks(ax, sizes)
+        ax.legend(fontsize=7, loc="upper left")
+    _panel_layout(fig)
+    return fig
+
+
+def relative_figure(cmp: Comparison, benches: list[str]):
+    """--relative: each candidate's time as % of the baseline's vs message size (the baseline
+    is the 100% line), band = the 95% CI of the gain; one panel per benchmark."""
+    from mpibench.report.compare import pct_of_base
+
+    fig, axes = _grid_axes(len(benches))
+    for ax, bench in zip(axes, benches, strict=True):
+        sizes: list[int] = []
+        rows = sorted((r for r in cmp.rows if r.benchmark == bench and r.metric == "time"
+                       and r.size is not None), key=lambda r: r.size)
+        for i, g in enumerate(cmp.groups):
+            if g == cmp.baseline:
+                continue
+            pts = [(r.size, *pct_of_base(r.deltas[g], r.better)) for r in rows
+                   if g in r.deltas]
+            pts = [p for p in pts if p[1] is not None]
+            if not pts:
+                continue
+            col = COLORS[i % len(COLORS)]
+            x = np.array([_size_x(p[0]) for p in pts])
+            y = np.array([p[1] for p in pts])
+            lo = np.array([p[2] if p[2] is not None else p[1] for p in pts])
+            hi = np.array([p[3] if p[3] is not None else p[1] for p in pts])
+            ax.plot(x, y, marker="o", ms=3, lw=1.2, color=col, label=safe(g))
+            ax.fill_between(x, lo, hi, color=col, alpha=0.25, lw=0)
+            sizes += [p[0] for p in pts]
+        ax.axhline(100, color="0.4", lw=1, ls="--", label=safe(f"{cmp.baseline} (100%)"))
+        ax.set_xscale("log", base=2)
+        ax.set_title(safe(bench))
+        ax.set_xlabel("message size (bytes)")
+        ax.set_ylabel(safe(f"time, % of baseline {cmp.baseline}"))
         if sizes:
             _size_ticks(ax, sizes)
         ax.legend(fontsize=7, loc="upper left")
