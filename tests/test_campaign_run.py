@@ -447,8 +447,12 @@ def test_batch_loop_submits_polls_ingests_and_reattaches(tmp_path, found_stacks)
         assert all(r["job_script"] and "# cell " in r["job_script"] for r in runs)
         assert {r["sched_state"] for r in runs} == {"COMPLETED"}
         assert {r["nodelist"] for r in runs} == {"localhost"}
-        # each job verified its transport with a probe step on its own allocation
-        assert {r["transport_actual"].split()[0] for r in runs} == {"shm"}
+        # each job ran its probe step on its own allocation, with the variant's one rank:
+        # nothing between ranks to verify (n/a, never 'unverified'), its node still probed
+        assert {r["transport_actual"] for r in runs} == {
+            "none [one rank: no traffic between ranks to verify]"}
+        assert {st.verdict("shm", r["transport_actual"]) for r in runs} == {"n/a"}
+        assert all(store.fingerprint(r["fingerprint_id"]).get("probe_hosts") for r in runs)
         # jobs ran in plan order
         assert [r["id"] for r in sorted(runs, key=lambda r: r["started"])] == \
             [r["id"] for r in sorted(runs, key=lambda r: r["seq"])]

@@ -411,7 +411,8 @@ def test_batch_probe_that_hung_is_not_judged_from_its_banner(tmp_path, found_sta
 
     path = _campaign(tmp_path, variant_extra='transport = "tcp"')
     path.write_text(path.read_text().replace("verify_transport = false",
-                                             "verify_transport = true"))
+                                             "verify_transport = true")
+                    .replace("np = 1", "np = 2"))
     spec = load(path)
     sched = InstantScheduler(spec.scheduler)
     probe(sched)

@@ -83,7 +83,7 @@ def test_real_probe(tmp_path, found_stacks, stack, transport, env, mca, expect_c
 
     s = find_stack(stack, found_stacks)
     v = verify_local(s, Variant(name="v", stack=stack, transport=transport, env=env, mca=mca,
-                                np=1), tmp_path, timeout=60)
+                                np=2), tmp_path, timeout=60)
     assert v.actual.split(" ")[0] == expect_class, v
     assert v.verdict == expect_verdict
     assert (tmp_path / "verification.txt").exists()
@@ -266,17 +266,61 @@ def test_verify_local_judges_a_timed_out_probe_unknown(tmp_path, monkeypatch):
             assert (v.verdict, v.actual) == ("ok", "tcp [via ucx netmod, tls tcp]")
 
 
-def test_probe_of_a_one_rank_one_node_variant_keeps_both_ranks_on_that_node():
-    # nodes = 1, ppn = 1 (np 1): the probe needs two ranks; ppr:1:node had no slot for the
-    # second one and the probe failed, leaving the variant 'unverified'
+def test_probe_fits_the_allocation_of_a_one_rank_variant(tmp_path):
+    """nodes = 1, ppn = 1 (a node sweep's first point) or np = 1: the job's allocation has one
+    slot, and the probe asked it for two ('not enough slots' under mpirun, 'More processors
+    requested than permitted' under srun): the variant showed 'unverified'. The probe runs
+    with the variant's own ranks and placement, never more."""
     from mpibench.execute import Variant
     from mpibench.stacks import Stack
     from mpibench.verify import diagnostic_variant
 
     stack = Stack(name="openmpi", kind="openmpi")
-    v = diagnostic_variant(stack, Variant(name="ompi[nodes=1]", stack="openmpi", np=1,
-                                          nodes=1, ppn=1, transport="tcp"))
-    assert (v.np, v.nodes, v.ppn) == (2, 1, 2)
-    w = diagnostic_variant(stack, Variant(name="ompi[nodes=2]", stack="openmpi", np=2,
-                                          nodes=2, ppn=1, transport="tcp"))
-    assert (w.np, w.nodes, w.ppn) == (2, 2, 1)
+    for variant, placement in (
+            (Variant(name="ompi[nodes=1]", stack="openmpi", np=1, nodes=1, ppn=1,
+                     transport="tcp"), (1, 1, 1)),
+            (Variant(name="one", stack="openmpi", np=1, transport="shm"), (1, None, None)),
+            (Variant(name="ompi[nodes=2]", stack="openmpi", np=2, nodes=2, ppn=1,
+                     transport="tcp"), (2, 2, 1))):
+        v = diagnostic_variant(stack, variant)
+        assert (v.np, v.nodes, v.ppn) == placement
+    # the batch probe's argv, per launcher: one rank for a one-slot allocation
+    import mpibench.verify as vf
+    from mpibench.verify import prepare_probe
+
+    exe = tmp_path / "probe"
+    exe.write_text("")
+    orig, vf.probe_binary = vf.probe_binary, lambda s, timeout=120: exe
+    try:
+        for kind, launcher, want in (("openmpi", None, ["-np", "1"]),
+                                     ("openmpi", "srun", ["--ntasks", "1"]),
+                                     ("mpich", None, ["-n", "1"])):
+            st = Stack(name=kind, kind=kind, launcher=f"/usr/bin/mpirun.{kind}",
+                       launcher_kind="mpirun-openmpi" if kind == "openmpi"
+                       else "mpiexec-hydra")
+            cmd = prepare_probe(st, Variant(name="x", stack=kind, np=1, nodes=1, ppn=1,
+                                            launcher=launcher), tmp_path / kind, local=False)
+            joined = " ".join(cmd.argv)
+            assert " ".join(want) in joined, cmd.argv
+            assert not any(f"{f} 2" in joined for f in ("-np", "-n", "--ntasks")), cmd.argv
+    finally:
+        vf.probe_binary = orig
+
+
+def test_a_one_rank_probe_has_nothing_to_verify_and_says_so():
+    """One rank sends nothing to a peer: its verdict is n/a ('one rank'), not unverified, and
+    what it saw of its node is kept; a one-rank probe that failed stays unverified."""
+    from mpibench.stacks import Stack
+    from mpibench.transports import verdict as tverdict
+    from mpibench.verify import judge
+
+    stack = Stack(name="openmpi", kind="openmpi")
+    out = ("mpibench-probe rank=0 host=n1\nmpibench-probe kernel=6.1 arch=x86_64\n"
+           "mpibench-probe cores=2\n" + OB1_VADER)
+    one = Variant(name="one", stack="openmpi", transport="tcp", np=1)
+    v = judge(stack, one, out, {})
+    assert v.verdict == "n/a" and v.actual.startswith("none [one rank"), v
+    assert tverdict("tcp", v.actual) == "n/a"      # what status recomputes from the store
+    assert v.node["hosts"] == ["n1"] and v.node["cores"] == 2
+    bad = judge(stack, one, out, {}, problem="probe launch failed (exit 1: x)")
+    assert bad.verdict == "unverified"

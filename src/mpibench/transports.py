@@ -211,6 +211,8 @@ def verdict(requested: str | None, actual: str | None) -> str:
         return "ok" if cls in ("shm", "tcp", "shm+tcp") else "MISMATCH"
     if cls is None or cls == "unknown":
         return "unverified"
+    if cls == "none":  # one rank (verify.ONE_RANK): no traffic between ranks to check
+        return "n/a"
     if "-" in requested:
         route, _, want = requested.partition("-")
         return "ok" if route in routes(actual) and cls == want else "MISMATCH"

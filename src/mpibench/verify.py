@@ -173,6 +173,10 @@ int main(int argc, char **argv) {
 }
 """
 
+# what a one-rank probe carried: nothing between ranks (class "none", verdict n/a)
+ONE_RANK = "none [one rank: no traffic between ranks to verify]"
+
+
 @dataclass
 class Verification:
     requested: str | None
@@ -250,14 +254,11 @@ def diagnostic_variant(stack: Stack, variant: Variant) -> Variant:
     env.update(kind.diag_env)
     mca = dict(variant.mca)
     mca.update(kind.diag_mca)
-    # one rank has no peer to talk to: probe the same settings with two
-    np = max(2, variant.np)
-    ppn = variant.ppn
-    if ppn and variant.nodes and variant.nodes * ppn < np:
-        # one node at ppn 1 (a node-count sweep's first point): ppr:1:node has no slot for
-        # the second rank, so the probe (like the variant) keeps its ranks on that node
-        ppn = -(-np // variant.nodes)
-    return replace(variant, env=env, mca=mca, profile=False, np=np, ppn=ppn)
+    # the variant's own ranks and placement, never more: a batch probe runs inside the
+    # variant's allocation, and one rank (np = 1, or nodes = 1 at ppn = 1) has one slot;
+    # two ranks there fail ("not enough slots", "More processors requested than
+    # permitted"). One rank has no peer: judge() says there is nothing to verify.
+    return replace(variant, env=env, mca=mca, profile=False)
 
 
 def prepare_probe(stack: Stack, variant: Variant, run_dir: Path, *, local: bool = True
@@ -290,11 +291,15 @@ def judge(stack: Stack, variant: Variant, text: str, env: dict[str, str],
     """The verdict on a probe's output. With a problem (see probe_problem) it is never ok:
     actual is unknown with the reason, plus what the diagnostics said before it."""
     actual, evidence = parse_diagnostics(stack.kind, text, env)
+    if not problem and variant.np == 1:
+        # no traffic between ranks: no transport to check (transports.verdict: n/a); the
+        # probe still reports its node (kernel, CPU, libraries) for the fingerprint
+        actual = ONE_RANK
     # which interface carried the payload: said where it can matter (ranks on several
     # nodes, or an interface pinned); one host's TCP goes over lo, which says nothing new
     iface = interface_detail(text) if (variant.interface or len(
         node_facts(text).get("hosts", [])) > 1) else None
-    if iface and not problem:
+    if iface and not problem and variant.np > 1:
         actual = _with_detail(actual, iface)
         evidence += [m.group(0) for m in NETDEV.finditer(text)][:16]
     if problem:
