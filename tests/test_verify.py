@@ -321,6 +321,7 @@ def test_a_one_rank_probe_has_nothing_to_verify_and_says_so():
     v = judge(stack, one, out, {})
     assert v.verdict == "n/a" and v.actual.startswith("none [one rank"), v
     assert tverdict("tcp", v.actual) == "n/a"      # what status recomputes from the store
+    assert tverdict("tcp@eth1", v.actual) == "n/a"  # an interface pinned: nothing crossed it
     assert v.node["hosts"] == ["n1"] and v.node["cores"] == 2
     bad = judge(stack, one, out, {}, problem="probe launch failed (exit 1: x)")
     assert bad.verdict == "unverified"

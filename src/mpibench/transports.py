@@ -195,6 +195,8 @@ def verdict(requested: str | None, actual: str | None) -> str:
         return "n/a"
     requested, _, pinned = requested.partition("@")
     cls = actual_class(actual)
+    if cls == "none":  # one rank (verify.ONE_RANK): no traffic between ranks to check
+        return "n/a"
     if pinned:
         used = actual_interfaces(actual)
         if used is None:
@@ -209,10 +211,6 @@ def verdict(requested: str | None, actual: str | None) -> str:
         return "unverified"
     if requested == "shm+tcp":
         return "ok" if cls in ("shm", "tcp", "shm+tcp") else "MISMATCH"
-    if cls is None or cls == "unknown":
-        return "unverified"
-    if cls == "none":  # one rank (verify.ONE_RANK): no traffic between ranks to check
-        return "n/a"
     if "-" in requested:
         route, _, want = requested.partition("-")
         return "ok" if route in routes(actual) and cls == want else "MISMATCH"
