@@ -105,17 +105,26 @@ void mb_summarise(double *sorted, int64_t n, mb_summary *s)
  * estimated, and stopping on such a CI is what made strongly correlated runs stop early. */
 
 #define MB_TAU_MAX_LAG 500
+/* tau is often an exact ratio (the indicator's sums are integers over n p (1 - p)): n / tau,
+ * 5 tau and 20 tau then land exactly on an integer that floating point puts a few ulps either
+ * side, and the Python recomputation (tests/_coreutil.py) summed in another order rounded
+ * n_eff 21 down to 20.  A value within MB_SLACK (relative) of an integer counts as it. */
+#define MB_SLACK 1e-9
 
 double mb_lag1_log(const double *x, int64_t n)
 {
     if (n < 3)
         return NAN;
     double mean = 0.0;
+    int spread = 0;
     for (int64_t i = 0; i < n; i++) {
         if (!(x[i] > 0))
             return NAN;
         mean += log(x[i]);
+        spread |= x[i] != x[0];
     }
+    if (!spread)
+        return NAN; /* no spread: the mean's rounding alone would make an r near 1 */
     mean /= (double)n;
     double num = 0.0, den = 0.0, prev = log(x[0]) - mean;
     den = prev * prev;
@@ -144,7 +153,7 @@ double mb_tau_indicator(const double *x, int64_t n, double m)
         for (int64_t t = 0; t + lag < n; t++)
             acc += ((x[t] <= m) - p) * ((x[t + lag] <= m) - p);
         tau += 2.0 * acc / (double)n / var;
-        if ((double)lag >= 5.0 * tau)
+        if ((double)lag >= 5.0 * tau * (1.0 - MB_SLACK))
             break;
     }
     return tau < 1.0 ? 1.0 : tau;
@@ -161,7 +170,7 @@ void mb_summarise_series(const double *x, double *scratch, int64_t n, mb_summary
     s->lag1 = mb_lag1_log(x, n);
     double r = isnan(s->lag1) ? 0.0 : s->lag1 < 0 ? 0.0 : s->lag1 > 0.999 ? 0.999 : s->lag1;
     double tau = fmax(mb_tau_indicator(x, n, s->median), (1.0 + r) / (1.0 - r));
-    int64_t neff = (int64_t)floor((double)n / tau);
+    int64_t neff = (int64_t)floor((double)n / tau * (1.0 + MB_SLACK));
     if (tau <= 1.0 || neff >= n)
         neff = n;
     if (neff < 1)
@@ -180,7 +189,7 @@ void mb_summarise_series(const double *x, double *scratch, int64_t n, mb_summary
     L = L < 1 ? 1 : L > (n + 1) / 2 ? (n + 1) / 2 : L;
     s->ci_low = scratch[L - 1];
     s->ci_high = scratch[n - L];
-    s->ci_exact = ok && (double)n >= 20.0 * tau;
+    s->ci_exact = ok && (double)n >= 20.0 * tau * (1.0 - MB_SLACK);
 }
 
 /* AR(1) log-normal series: log x_t = sigma y_t, y_t = phi y_{t-1} + sqrt(1 - phi^2) e_t,

@@ -133,6 +133,11 @@ def check_schema(records: list[dict[str, Any]]) -> None:
 
 # ---- the core's within-launch CI, written again independently (numpy/scipy) ----
 
+# n / tau, 5 tau and 20 tau are often exact integers that rounding puts either side: within
+# this (relative) of an integer counts as it, in the core (core/stats.c MB_SLACK) and here
+SLACK = 1e-9
+
+
 def within_launch_ci(samples: list[float]) -> dict[str, Any]:
     """The 95% CI of the median that mpibench-core reports (docs/core-output.md, Statistics):
     order statistics on an effective sample size n / tau, tau the larger of the median
@@ -146,7 +151,7 @@ def within_launch_ci(samples: list[float]) -> dict[str, Any]:
     s = np.sort(x)
     m = float(np.median(x))
     lag1 = float("nan")
-    if n >= 3 and (x > 0).all():
+    if n >= 3 and (x > 0).all() and (x != x[0]).any():
         lx = np.log(x) - np.log(x).mean()
         den = float(np.dot(lx, lx))
         if den > 0:
@@ -159,11 +164,11 @@ def within_launch_ci(samples: list[float]) -> dict[str, Any]:
         c = ind - p
         for lag in range(1, min(n // 2, 501)):
             tau_i += 2.0 * float(np.dot(c[:-lag], c[lag:])) / n / var
-            if lag >= 5.0 * tau_i:
+            if lag >= 5.0 * tau_i * (1 - SLACK):
                 break
     r = 0.0 if lag1 != lag1 else min(max(lag1, 0.0), 0.999)
     tau = max(max(tau_i, 1.0), (1 + r) / (1 - r))
-    neff = int(np.floor(n / tau))
+    neff = int(np.floor(n / tau * (1 + SLACK)))
     if tau <= 1.0 or neff >= n:
         neff = n
     neff = max(neff, 1)
@@ -186,5 +191,5 @@ def within_launch_ci(samples: list[float]) -> dict[str, Any]:
                 "tau": tau, "n_eff": neff}
     big_l = int(np.floor((lo or 1) * n / neff))
     big_l = min(max(big_l, 1), (n + 1) // 2)
-    return {"low": s[big_l - 1], "high": s[n - big_l], "exact": lo is not None and n >= 20 * tau,
+    return {"low": s[big_l - 1], "high": s[n - big_l], "exact": lo is not None and n >= 20 * tau * (1 - SLACK),
             "lag1": lag1, "tau": tau, "n_eff": neff}

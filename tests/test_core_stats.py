@@ -1,0 +1,85 @@
+"""The core's within-launch summary (core/stats.c) and the Python recomputation the core tests
+check it against (tests/_coreutil.within_launch_ci) are one definition: the same n_eff, tau,
+CI and exactness on the edges where tau is an exact ratio (n / tau, 5 tau, 20 tau land on an
+integer) and on samples with no spread. Found under load: Allgather at 2 B, n_eff 21 from the
+core and 20 from Python."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from _coreutil import CORE, STACKS, available, within_launch_ci
+from mpibench.process import run_command
+
+pytestmark = pytest.mark.system  # compiles core/stats.c with an MPI wrapper
+
+
+@pytest.fixture(scope="module")
+def probe(tmp_path_factory):
+    stack = next((s for s in STACKS if available(s)), None)
+    if stack is None:
+        pytest.skip("no MPI stack installed")
+    exe = tmp_path_factory.mktemp("probe") / "summary-probe"
+    res = run_command([STACKS[stack]["mpicc"], "-O2", f"-I{CORE}", "-o", str(exe),
+                       str(CORE.parent / "tests" / "data" / "core" / "summary_probe.c"),
+                       str(CORE / "stats.c"), str(CORE / "stop.c"), "-lm"], timeout=120)
+    assert res.ok, res.stderr
+
+    def run(samples: list[float]) -> dict:
+        out = run_command([str(exe)], input_text="\n".join(map(repr, samples)), timeout=60)
+        assert out.ok, out.stderr
+        return json.loads(out.stdout)
+    return run
+
+
+def _agree(c: dict, p: dict) -> None:
+    assert c["n_eff"] == p["n_eff"], (c, p)
+    assert c["tau"] == pytest.approx(p["tau"], rel=1e-9)
+    assert c["ci_exact"] == p["exact"]
+    assert (c["ci_low"], c["ci_high"]) == (p["low"], p["high"])
+    assert (c["lag1"] is None) == (p["lag1"] != p["lag1"])
+
+
+# tau = 6.5 exactly, n = 65: n_eff is 10 (the core's sum gave 6.4999..., numpy's 6.5000...2)
+EXACT_RATIO = [0.75] * 8 + [2.0] * 11 + [0.75] * 2 + [2.0] * 5 + [0.75] * 11 + [2.0] * 8 + \
+    [0.75] * 4 + [2.0] * 2 + [0.75] * 14
+# the indicator's tau is exactly 1.0 at lag 4: the window closes at lag 5 (= 5 tau); the core
+# went on past it and reported tau 1.044 and n_eff 43 where Python said 1.0 and 45
+WINDOW_EDGE = [2.0, 0.75, 3.5, 3.5, 2.0, 3.5, 0.75, 3.5, 2.0, 2.0, 3.5, 3.5, 0.75, 3.5, 0.75,
+               3.5, 0.75, 3.5, 2.0, 2.0, 3.5, 3.5, 0.75, 0.75, 0.75, 0.75, 0.75, 2.0, 0.75, 2.0,
+               2.0, 2.0, 3.5, 3.5, 2.0, 0.75, 3.5, 2.0, 3.5, 2.0, 3.5, 3.5, 3.5, 0.75, 0.75]
+
+
+@pytest.mark.parametrize("samples, n_eff, tau", [
+    (EXACT_RATIO, 10, 6.5),
+    (WINDOW_EDGE, 45, 1.0),
+    # no spread: no correlation to measure (the mean's rounding made a lag-1 near 1 and n_eff
+    # 1 in the core, n_eff n or 1 in Python depending on n)
+    ([3.0] * 20, 20, 1.0),
+    ([3.0] * 21, 21, 1.0),
+    ([3.0] * 26, 26, 1.0),
+    ([1.25] * 400, 400, 1.0),
+])
+def test_exact_edges_give_the_exact_answer_in_both(probe, samples, n_eff, tau):
+    c, p = probe(samples), within_launch_ci(samples)
+    assert (c["n_eff"], p["n_eff"]) == (n_eff, n_eff)
+    assert c["tau"] == pytest.approx(tau, rel=1e-12) and p["tau"] == pytest.approx(tau, rel=1e-12)
+    _agree(c, p)
+
+
+def test_blocky_series_agree(probe):
+    """Few distinct values in runs (a quantised clock, phases of a loaded machine): tau is a
+    ratio of small integers, the edges above come up often. A fixed seed: the same cases every
+    run (bench/bench_core_ci.py explores)."""
+    rng = random.Random(22)
+    for _ in range(150):
+        n = rng.randint(20, 120)
+        vals = [rng.choice([0.75, 1.0, 1.25, 2.0, 3.5]) for _ in range(3)]
+        x: list[float] = []
+        while len(x) < n:
+            x += [rng.choice(vals)] * rng.randint(1, 8)
+        x = x[:n]
+        _agree(probe(x), within_launch_ci(x))
