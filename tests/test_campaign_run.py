@@ -115,7 +115,9 @@ def test_sigkill_then_resume_finishes_exactly_the_missing_cells(tmp_path):
     """2 variants (Open MPI, MPICH) x 2 groups x 3 repeats. The harness is SIGKILLed twice at
     random-ish moments (after a random number of finished cells plus a random delay, so the
     kill lands between cells, in a transport probe, mid-launch or mid-commit), then resumed."""
-    seed = int(os.environ.get("MPIBENCH_KILL_SEED", random.randrange(2**32)))
+    # a fixed default: the same kill points on every run (the gate is deterministic); set
+    # MPIBENCH_KILL_SEED to explore others
+    seed = int(os.environ.get("MPIBENCH_KILL_SEED", "22"))
     rng = random.Random(seed)
     print(f"kill seed {seed} (MPIBENCH_KILL_SEED={seed} repeats these kill points)")
     camp = tmp_path / "camp.toml"
