@@ -1,0 +1,124 @@
+"""Plain TCP transfers between testbed nodes (Python sockets, no MPI): what a fabric's shaper
+lets through, for the tests, bench/bench_testbed.py and a quick look by hand:
+
+    python -m mpibench.testbed.measure DIR [--fabric NAME] [--mib 64] [--from tn1 --to tn2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+
+from mpibench.process import run_command
+from mpibench.testbed.bed import Testbed
+from mpibench.testbed.system import TestbedError
+
+# The receiver: prints its port, then (after EOF) bytes and seconds from first to last byte.
+_SERVER = r"""
+import json, socket, sys, time
+s = socket.socket()
+s.bind((sys.argv[1], 0))
+s.listen(1)
+print(s.getsockname()[1], flush=True)
+s.settimeout(float(sys.argv[2]))
+c, _ = s.accept()
+c.settimeout(float(sys.argv[2]))
+n = 0
+t0 = t1 = None
+while True:
+    b = c.recv(1 << 20)
+    if not b:
+        break
+    t1 = time.monotonic()
+    if t0 is None:
+        t0 = t1
+    n += len(b)
+print(json.dumps({"bytes": n, "seconds": (t1 - t0) if t0 is not None else 0.0}), flush=True)
+"""
+
+_CLIENT = r"""
+import socket, sys
+c = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=float(sys.argv[4]))
+buf = b"\0" * (1 << 20)
+left = int(sys.argv[3])
+while left > 0:
+    c.sendall(buf[:min(left, len(buf))])
+    left -= min(left, len(buf))
+c.shutdown(socket.SHUT_WR)
+c.recv(1)
+c.close()
+"""
+
+
+@dataclass
+class Transfer:
+    src: str
+    dst: str
+    fabric: str
+    bytes: int
+    seconds: float
+    configured_bps: int
+
+    @property
+    def goodput_bps(self) -> float:
+        """TCP payload bits per second, first to last byte at the receiver."""
+        return self.bytes * 8 / self.seconds if self.seconds > 0 else float("inf")
+
+    @property
+    def ratio(self) -> float:
+        """goodput / configured rate (TCP/IP/Ethernet headers make the ceiling ~0.96 at
+        MTU 1500, as tbf counts frames without preamble and FCS)."""
+        return self.goodput_bps / self.configured_bps
+
+
+def tcp_transfer(bed: Testbed, fabric: str, *, src: str = "tn1", dst: str = "tn2",
+                 nbytes: int = 64 << 20, timeout: float = 120) -> Transfer:
+    """Send nbytes over one TCP connection from src to dst's address on `fabric`."""
+    f = bed.fabric(fabric)
+    addr = bed.node(dst).addresses[f.name]
+    srv = subprocess.Popen(bed.argv(dst, [sys.executable, "-c", _SERVER, addr, str(timeout)]),
+                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        port = srv.stdout.readline().strip()
+        if not port.isdigit():
+            raise TestbedError(f"TCP receiver in {dst} did not start: {srv.stderr.read()[-300:]}")
+        res = run_command(bed.argv(src, [sys.executable, "-c", _CLIENT, addr, port,
+                                         str(nbytes), str(timeout)]), timeout=timeout)
+        if not res.ok:
+            raise TestbedError(f"TCP sender in {src} failed: {res.stderr_tail(5)}")
+        out, err = srv.communicate(timeout=timeout)
+    finally:
+        if srv.poll() is None:
+            srv.kill()
+            srv.wait()
+    try:
+        d = json.loads(out.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        raise TestbedError(f"TCP receiver in {dst} gave no result: {err[-300:]}") from None
+    return Transfer(src, dst, f.name, int(d["bytes"]), float(d["seconds"]), f.rate_bps)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m mpibench.testbed.measure",
+                                description="TCP goodput between two testbed nodes per fabric")
+    p.add_argument("dir", metavar="DIR")
+    p.add_argument("--fabric", action="append", help="fabric(s) to measure (default: all)")
+    p.add_argument("--mib", type=int, default=64, help="MiB per transfer (default 64)")
+    p.add_argument("--from", dest="src", default="tn1")
+    p.add_argument("--to", dest="dst", default="tn2")
+    a = p.parse_args(argv)
+    bed = Testbed.load(a.dir)
+    for name in a.fabric or [f.name for f in bed.fabrics]:
+        t = tcp_transfer(bed, name, src=a.src, dst=a.dst, nbytes=a.mib << 20)
+        print(f"{name}: {a.src} -> {a.dst} {t.bytes / 1e6:.1f} MB in {t.seconds:.3f} s: "
+              f"{t.goodput_bps / 1e9:.3f} Gbit/s goodput, configured "
+              f"{bed.fabric(name).rate_text} ({t.ratio:.1%})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,299 @@
+"""The testbed (mpibench.testbed): nodes as namespaces, fabrics as shaped bridges.
+
+Unit tier: argument parsing, CPU assignment, finding the cpuset hierarchy. System tier (the
+session `testbed` fixture, or a testbed of the test's own): each node has its own hostname,
+addresses, /dev/shm, System V IPC and CPUs; names resolve in every node; the rsh agent works
+from the host and from inside a node; a fabric's shaper caps what TCP gets through; stop
+removes everything; a crashed or SIGKILLed testbed is cleaned up; refusals are one line.
+No timing thresholds: the only rate check is that shaping caps TCP (load only slows it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mpibench.errors import UsageError
+from mpibench.testbed import FabricSpec, Testbed, TestbedError, parse_fabrics
+from mpibench.testbed import system as sx
+from mpibench.testbed.bed import tbf_params
+from testbed_cluster import testbed  # noqa: F401  (session fixture)
+
+T = 60  # seconds: bound on every command run inside a node
+
+
+# -- unit tier -------------------------------------------------------------------------------
+
+def test_fabric_arguments_parse_to_bits_per_second_and_microseconds():
+    fs = parse_fabrics(["fast:4gbit", "slow:100Mbit"], ["fast=50us", "slow=2ms"])
+    assert [(f.name, f.rate_bps, f.delay_us) for f in fs] == [
+        ("fast", 4_000_000_000, 50.0), ("slow", 100_000_000, 2000.0)]
+    assert fs[0].rate_text == "4gbit"
+
+
+@pytest.mark.parametrize("fabric,delay,words", [
+    (["fast"], [], "expected NAME:RATE"),
+    (["fast:4gbps"], [], "expected a rate"),
+    (["fast:0bit"], [], "between 8kbit and 1tbit"),
+    (["Fast:1gbit"], [], "fabric name 'Fast'"),
+    (["mgmt:1gbit"], [], "fabric name 'mgmt'"),
+    (["averyveryverylongname:1gbit"], [], "fabric name"),
+    (["a:1gbit", "a:2gbit"], [], "given twice"),
+    (["a:1gbit"], ["b=5us"], "no fabric named 'b'"),
+    (["a:1gbit"], ["a=5"], "expected a delay"),
+    (["a:1gbit"], ["a"], "expected NAME=DELAY"),
+])
+def test_bad_fabric_arguments_are_one_line_naming_the_value(fabric, delay, words):
+    with pytest.raises(UsageError) as ei:
+        parse_fabrics(fabric, delay)
+    assert words in str(ei.value) and "\n" not in str(ei.value)
+
+
+def test_cpus_are_split_into_disjoint_blocks_or_shared_round_robin():
+    assert sx.assign_cpus([0, 1], 2) == [[0], [1]]
+    assert sx.assign_cpus([0, 1, 2, 3, 4], 2) == [[0, 1], [2, 3]]
+    assert sx.assign_cpus([0, 1], 4) == [[0], [1], [0], [1]]
+    assert sx.parse_cpulist("0-2,5,7-8\n") == [0, 1, 2, 5, 7, 8]
+
+
+def test_tbf_bucket_holds_a_whole_gso_packet():
+    for rate in (10**6, 10**9, 4 * 10**9, 100 * 10**9):
+        burst, limit = tbf_params(rate)
+        assert burst > 65536 + 1514 and limit >= burst
+
+
+MOUNTINFO_V1 = """\
+31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
+32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu
+34 31 0:31 / /sys/fs/cgroup/cpuset rw,relatime - cgroup cgroup rw,cpuset
+"""
+MOUNTINFO_V2 = "30 23 0:27 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n"
+
+
+def test_cpuset_hierarchy_is_found_with_this_process_path_or_not_at_all():
+    assert sx.cpuset_dir(MOUNTINFO_V1, "3:cpuset:/a/b\n2:cpu:/\n") == \
+        Path("/sys/fs/cgroup/cpuset/a/b")
+    assert sx.cpuset_dir(MOUNTINFO_V1, "3:cpuset:/\n") == Path("/sys/fs/cgroup/cpuset")
+    assert sx.cpuset_dir(MOUNTINFO_V2, "0::/user.slice\n") is None
+
+
+# -- system tier: the session testbed -------------------------------------------------------
+
+def _in(bed, node, *argv, check=True):
+    res = bed.run(node, list(argv), timeout=T)
+    if check:
+        assert res.ok, (argv, res.returncode, res.stderr)
+    return res
+
+
+@pytest.mark.system
+def test_nodes_have_their_own_hostname_addresses_and_cpus(testbed):  # noqa: F811
+    seen = {}
+    for n in testbed.nodes:
+        host = _in(testbed, n.name, "hostname").stdout.strip()
+        addrs = _in(testbed, n.name, "ip", "-o", "-4", "addr", "show").stdout
+        status = _in(testbed, n.name, "cat", "/proc/self/status").stdout
+        allowed = next(li.split(":", 1)[1].strip() for li in status.splitlines()
+                       if li.startswith("Cpus_allowed_list"))
+        seen[n.name] = (host, allowed)
+        assert host == n.name
+        assert f"{n.mgmt_address}/24" in addrs
+        for fab, a in n.addresses.items():
+            assert f"{a}/24" in addrs and f" {fab} " in f" {addrs.replace(':', ' ')} "
+        assert sx.parse_cpulist(allowed) == n.cpus
+    if len(os.sched_getaffinity(0)) >= len(testbed.nodes):
+        cpus = [set(n.cpus) for n in testbed.nodes]
+        assert not set.intersection(*cpus), "nodes share CPUs although there are enough"
+    assert len({h for h, _ in seen.values()}) == len(testbed.nodes)
+
+
+@pytest.mark.system
+def test_dev_shm_and_sysv_ipc_are_private_to_each_node(testbed):  # noqa: F811
+    # Trap 2 of issue 19: MPI libraries find "the same host" through /dev/shm and SysV IPC
+    tn1, tn2 = testbed.nodes[0].name, testbed.nodes[1].name
+    name = f"mbt-test-{os.getpid()}"
+    _in(testbed, tn1, "sh", "-c", f"echo x > /dev/shm/{name}")
+    try:
+        assert _in(testbed, tn1, "ls", "/dev/shm").stdout.split() == [name]
+        assert name not in _in(testbed, tn2, "ls", "/dev/shm").stdout
+        assert not os.path.exists(f"/dev/shm/{name}")
+    finally:
+        _in(testbed, tn1, "rm", "-f", f"/dev/shm/{name}")
+    shmid = _in(testbed, tn1, "ipcmk", "-M", "4096").stdout.split()[-1]
+    try:
+        assert shmid in _in(testbed, tn1, "ipcs", "-m").stdout
+        assert shmid not in _in(testbed, tn2, "ipcs", "-m").stdout.split()
+    finally:
+        _in(testbed, tn1, "ipcrm", "-m", shmid)
+
+
+@pytest.mark.system
+def test_names_resolve_in_every_node_but_not_on_the_host(testbed):  # noqa: F811
+    for n in testbed.nodes:
+        for m in testbed.nodes:
+            out = _in(testbed, n.name, "getent", "hosts", m.name).stdout.split()
+            assert out[0] == m.mgmt_address
+            for fab, a in m.addresses.items():
+                assert _in(testbed, n.name, "getent", "hosts",
+                           f"{m.name}-{fab}").stdout.split()[0] == a
+    # the host's /etc/hosts is untouched
+    assert "tn1" not in Path("/etc/hosts").read_text().split()
+
+
+@pytest.mark.system
+def test_rsh_agent_enters_a_node_from_the_host_and_from_another_node(testbed):  # noqa: F811
+    agent = str(testbed.agent)
+    res = subprocess.run([agent, "-x", "-l", "root", "tn2", "echo", "$(hostname)", "ok"],
+                         capture_output=True, text=True, timeout=T)
+    assert (res.returncode, res.stdout) == (0, "tn2 ok\n"), res.stderr
+    # as Open MPI and hydra do from the first node: agent run inside tn1 reaching tn2 by
+    # its fabric address, and the exit status comes back
+    res = subprocess.run([agent, "tn1", agent, testbed.node("tn2").addresses["slow"],
+                          "'hostname; exit 3'"], capture_output=True, text=True, timeout=T)
+    assert (res.returncode, res.stdout) == (3, "tn2\n"), res.stderr
+    res = subprocess.run([agent, "nosuchnode", "true"], capture_output=True, text=True,
+                         timeout=T)
+    assert res.returncode == 255 and "no node 'nosuchnode'" in res.stderr
+
+
+@pytest.mark.system
+def test_exec_verb_runs_argv_unchanged_in_the_callers_directory(testbed, tmp_path):  # noqa: F811
+    res = subprocess.run([sys.executable, "-m", "mpibench.testbed", "exec", str(testbed.root),
+                          "tn1", "--", "sh", "-c", 'echo "$0|$1|$(hostname)|$PWD"', "z", "a b"],
+                         capture_output=True, text=True, timeout=T, cwd=tmp_path)
+    assert res.stdout == f"z|a b|tn1|{tmp_path}\n", res.stderr
+
+
+@pytest.mark.system
+def test_fabric_shaper_caps_tcp_at_the_configured_rate(testbed):  # noqa: F811
+    from mpibench.testbed.measure import tcp_transfer
+
+    f = testbed.fabric("slow")
+    for n in testbed.nodes:
+        q = _in(testbed, n.name, "tc", "qdisc", "show", "dev", f.interface).stdout
+        assert "tbf" in q and "rate 1Gbit" in q, q
+    # both directions; 32 MiB so the bucket's unpaced first burst is < 0.3% of it.
+    # Shaping caps the rate; load can only make it slower, so only the cap is checked.
+    for src, dst in (("tn1", "tn2"), ("tn2", "tn1")):
+        t = tcp_transfer(testbed, "slow", src=src, dst=dst, nbytes=32 << 20, timeout=T)
+        assert t.bytes == 32 << 20
+        assert t.goodput_bps <= f.rate_bps * 1.03, (src, dst, t)
+
+
+@pytest.mark.system
+def test_testbed_addresses_exist_only_inside_it(testbed):  # noqa: F811
+    host = subprocess.run(["ip", "-o", "-4", "addr", "show"], capture_output=True, text=True,
+                          timeout=T).stdout
+    assert "198.18." not in host
+    ours = [li for li in host.splitlines() if testbed.mgmt_subnet.rsplit(".", 1)[0] in li]
+    assert len(ours) == 1 and testbed.host_link in ours[0]
+    # the nodes have no route out
+    assert "default" not in _in(testbed, "tn1", "ip", "route").stdout
+    assert json.loads((testbed.root / "testbed.json").read_text())["state"] == "running"
+
+
+# -- system tier: testbeds of the test's own ------------------------------------------------
+
+def _needs_testbed():
+    try:
+        sx.preflight()
+    except sx.TestbedUnavailable as exc:
+        pytest.skip(f"no testbed on this machine: {exc}")
+
+
+def _host_links() -> str:
+    return subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True,
+                          timeout=T).stdout
+
+
+@pytest.mark.system
+def test_stop_ends_every_process_and_removes_everything(tmp_path):
+    _needs_testbed()
+    bed = Testbed.start(tmp_path / "tb", nodes=1, fabrics=[FabricSpec("f", 10**8)])
+    stray = subprocess.Popen(bed.argv("tn1", ["sleep", "1000"]), start_new_session=True)
+    anchor = bed.nodes[0].anchor
+    assert anchor.alive() and bed.cgroup.is_dir() and bed.host_link in _host_links()
+    bed.stop()
+    assert stray.wait(timeout=T) is not None
+    assert not anchor.alive() and not bed.switch.alive()
+    assert not bed.cgroup.exists()
+    assert bed.host_link not in _host_links()
+    assert Testbed.load(bed.root).state == "stopped"
+    res = subprocess.run([str(bed.enter), "tn1", "true"], capture_output=True, text=True,
+                         timeout=T)
+    assert res.returncode == 255 and "not running" in res.stderr
+
+
+@pytest.mark.system
+def test_start_refuses_a_running_testbed_and_cleans_up_a_crashed_one(tmp_path):
+    _needs_testbed()
+    root = tmp_path / "tb"
+    bed = Testbed.start(root, nodes=1)
+    try:
+        with pytest.raises(TestbedError, match="already running"):
+            Testbed.start(root, nodes=1)
+        # a crash: the node's anchor dies under it
+        os.kill(bed.nodes[0].anchor.pid, signal.SIGKILL)
+        old_cgroup = bed.cgroup
+        bed2 = Testbed.start(root, nodes=1)
+        assert not old_cgroup.exists() and bed.host_link not in _host_links()
+        assert _in(bed2, "tn1", "hostname").stdout.strip() == "tn1"
+    finally:
+        Testbed.load(root).stop()  # the second one, or the first if the test failed early
+        bed.stop()
+
+
+@pytest.mark.system
+def test_a_sigkilled_session_is_reaped_by_the_next(tmp_path):
+    _needs_testbed()
+    from mpibench.testbed.session import reap_stale
+
+    base = tmp_path / "base"
+    code = ("import sys, time\n"
+            "from mpibench.testbed.session import session_testbed\n"
+            f"with session_testbed(nodes=1, base={str(base)!r}) as bed:\n"
+            "    print(bed.root, flush=True)\n"
+            "    time.sleep(600)\n")
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    try:
+        root = Path(p.stdout.readline().strip())
+        bed = Testbed.load(root)
+        assert bed.running()
+        assert reap_stale(base) == []  # its owner is alive: left alone
+    finally:
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait(timeout=T)
+    assert bed.running()  # SIGKILL left it behind...
+    assert reap_stale(base) == [root]  # ...and the next session cleans it up
+    assert not bed.nodes[0].anchor.alive() and not bed.cgroup.exists()
+    assert bed.host_link not in _host_links() and not root.exists()
+
+
+@pytest.mark.system
+def test_refusals_are_one_line(tmp_path):
+    _needs_testbed()
+    cmd = [sys.executable, "-m", "mpibench.testbed", "start", str(tmp_path / "tb")]
+    # not root: a real unprivileged user
+    res = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                          *cmd], capture_output=True, text=True, timeout=T, cwd="/")
+    if "Permission denied" in res.stderr or "can't open" in res.stderr:
+        pytest.skip("this checkout is not readable by an unprivileged user")
+    assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
+    assert "needs root" in res.stderr
+    # root without the capabilities to make namespaces (a locked-down container)
+    res = subprocess.run(["setpriv", "--inh-caps=-all", "--bounding-set=-all", *cmd],
+                         capture_output=True, text=True, timeout=T)
+    assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
+    assert "cannot create namespaces" in res.stderr
+    assert not (tmp_path / "tb").exists()
+    res = subprocess.run([*cmd, "--fabric", "x:fast"], capture_output=True, text=True,
+                         timeout=T)
+    assert res.returncode == 2 and "expected a rate" in res.stderr
+    assert not (tmp_path / "tb").exists()
