@@ -24,6 +24,7 @@ from conftest import MPI_TIMEOUT, REPO
 from mpibench.campaign import status as st
 from mpibench.campaign.runner import CampaignRunner
 from mpibench.campaign.spec import load
+from mpibench.errors import UsageError
 from mpibench.schedulers import (
     JobRequest,
     JobStatus,
@@ -735,3 +736,51 @@ def test_core_options_of_a_group_take_effect_and_are_never_pooled(tmp_path, foun
                                                                                "tuned")]})
         c = cells[("Reduce", 8, 2, "{}", "time")]["ompi"]
         assert c.n_fingerprints == 2 and len(c.runs_used) == 1 and len(c.runs_excluded) == 1
+
+
+NO_MPI = """
+[campaign]
+name = "charm"
+repeats = 2
+[variants.charm-net]
+stack = "none"
+launcher = "template"
+launcher_args = ["sh", "-c", 'echo ranks={np}; exec "$0" "$@"', "{program}"]
+np = 2
+[benchmarks.app]
+command = "sh -c 'echo rate 3.5 ns/day'"
+fom = { name = "ns/day", regex = 'rate ([0-9.]+)', unit = "ns/day", better = "higher" }
+"""
+
+
+@pytest.mark.system
+def test_an_application_without_mpi_is_a_first_class_variant(tmp_path):
+    """A Charm++-style build over its own network layer: stack = "none" names no MPI, runs
+    through its own launcher (here a template standing for charmrun +p{np}), has no MPI
+    probe and no 'unverified' flag, and its fingerprint claims no MPI library."""
+    camp = tmp_path / "c.toml"
+    camp.write_text(NO_MPI)
+    summary, data = run_campaign(camp, tmp_path / "c.db", [])      # no MPI stack at all
+    assert data["totals"]["done"] == 2
+    with Store(tmp_path / "c.db") as store:
+        runs = store.runs()
+        assert all(r["transport_actual"] is None for r in runs)
+        fp = store.fingerprint(runs[0]["fingerprint_id"])
+        assert fp["stack"]["kind"] == "none" and fp["stack"]["name"] == "none"
+        assert "openmpi" not in json.dumps(fp).lower() and not fp["stack"]["version"]
+        assert (Path(runs[0]["run_dir"]) / "stdout.txt").read_text().startswith("ranks=2\n")
+        assert sorted(r["median"] for r in store.results(benchmark="app")
+                      if r["metric"] == "ns/day") == [3.5, 3.5]
+    assert not (tmp_path / "runs" / "_verify").exists()
+    # an MPI-only setting on it is refused, in one line naming the key
+    for extra, key in (('transport = "tcp"', "transport"), ('mca = { btl = "tcp" }', "mca")):
+        bad = tmp_path / "bad.toml"
+        bad.write_text(NO_MPI.replace('stack = "none"', f'stack = "none"\n{extra}'))
+        with pytest.raises(UsageError, match=rf"variants\.charm-net\.{key}: .*no MPI"):
+            load(bad)
+    core = tmp_path / "core.toml"
+    core.write_text(NO_MPI.split("[benchmarks.app]")[0] + "[benchmarks.pp]\n"
+                    'benchmarks = ["PingPong"]\n')
+    with pytest.raises(UsageError, match=r"no MPI"):
+        with Store(tmp_path / "core.db") as store:
+            CampaignRunner(load(core), store, []).check()

@@ -89,6 +89,8 @@ class BatchPolicy:
         """Batch jobs verify the transport on their own allocation: a probe step first."""
         from mpibench.verify import prepare_probe
 
+        if self.stacks[cell.variant.stack].kind == "none":
+            return None                # no MPI: nothing to probe
         run_dir = self.run_dir(cell) / "verify"
         try:
             cmd = prepare_probe(self.stacks[cell.variant.stack], cell.variant, run_dir,

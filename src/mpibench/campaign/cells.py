@@ -316,8 +316,8 @@ class CellSteps:
     def _verify_variant(self, variant: Variant) -> None:
         from mpibench.verify import verify_local
 
-        if variant.name in self.verified:
-            return
+        if variant.name in self.verified or self.stacks[variant.stack].kind == "none":
+            return                     # a variant without MPI has no MPI probe
         safe = re.sub(r"[^A-Za-z0-9_.+-]", "_", variant.name)
         self._tick(f"verifying transport of {variant.name}")
         self.verified[variant.name] = verify_local(

@@ -123,6 +123,13 @@ class CampaignRunner(CellSteps, LocalPolicy, BatchPolicy):
                                  "host file (a relative path is relative to the campaign "
                                  "file)")
         for g in self.spec.groups:
+            nompi = [v.name for v in self._variants_of(g)
+                     if g.kind in ("core", "peer") and self.stacks[v.stack].kind == "none"]
+            if nompi:
+                raise UsageError(f"{self.spec.path}: benchmarks.{g.name}: {g.kind} benchmarks "
+                                 f"are MPI programs, but variant {nompi[0]} has stack = "
+                                 "\"none\" (no MPI); expected an application group (command "
+                                 "= ...) for it, or an MPI stack")
             if g.kind == "peer":
                 self._check_peer(g)
             if g.kind != "core":

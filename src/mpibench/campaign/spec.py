@@ -679,6 +679,14 @@ def _variant(c: _Ctx, key: str, name: str, d: dict[str, Any]) -> Variant:
         v.hostfile = str(c.path.resolve().parent / v.hostfile)
     if "profile" in d:
         v.profile = c.boolean(d["profile"], f"{key}.profile")
+    if v.stack == "none":
+        # an application over its own network layer: MPI settings would be silently ignored
+        for k, on in (("transport", v.transport), ("mca", v.mca), ("interface", v.interface),
+                      ("profile", v.profile)):
+            if on:
+                c.fail(f"{key}.{k}", f"{name} has stack = \"none\" (an application with no "
+                                     "MPI), which has no MPI transport, MCA or PMPI profile",
+                       "env and a launcher (launcher = \"template\") only")
     return v
 
 

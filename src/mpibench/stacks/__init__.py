@@ -466,8 +466,20 @@ def _where(s: Stack) -> str:
     return f"{s.origin} {s.prefix or s.mpicc}".strip()
 
 
+NO_MPI = "none"
+
+
+def no_mpi_stack() -> Stack:
+    """The stack of a variant without MPI (stack = "none"): nothing to find, build or probe."""
+    return Stack(name=NO_MPI, kind="none", launcher_kind="direct", origin="builtin",
+                 ok=True)
+
+
 def find_stack(name: str, stacks: list[Stack]) -> Stack:
-    """Resolve a user-given name; raise StackError naming what exists."""
+    """Resolve a user-given name; raise StackError naming what exists. "none" is a variant
+    without MPI, unless a stack of that name exists."""
+    if name == NO_MPI and not any(s.name == name for s in stacks):
+        return no_mpi_stack()
     for s in stacks:
         if s.name == name:
             if s.alias_of:
