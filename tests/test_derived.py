@@ -3,6 +3,7 @@ fixed workload (node-hours, cost, kWh, electricity, savings per year)."""
 
 from __future__ import annotations
 
+import math
 import shutil
 import sqlite3
 
@@ -52,10 +53,107 @@ def test_expressions_are_arithmetic_on_metrics_only():
         with pytest.raises(ValueError):
             compile_expr(bad)
     rows = [{"metric": "wall_time", "median": 10.0}, {"metric": "ns/day", "median": 50.0}]
-    out = derived_rows([Derived("jobs/day", "86400 / wall_time", "jobs/day", "higher",
-                                compile_expr("86400 / wall_time"))], rows,
-                       {"benchmark": "app", "extra": {"params": {}}})
+    out, problem = derived_rows([Derived("jobs/day", "86400 / wall_time", "jobs/day", "higher",
+                                         compile_expr("86400 / wall_time"))], rows,
+                                {"benchmark": "app", "extra": {"params": {}}})
+    assert problem is None
     assert out[0]["median"] == 8640.0 and out[0]["extra"]["derived"] == "86400 / wall_time"
+
+
+@pytest.mark.parametrize("expr, values, why", [
+    # an integer 10**400 passed the try and raised OverflowError in float(): the cell was left
+    # "running"; 9**9**9 computed an integer power for hours
+    ("10**400", {}, "overflow"),
+    ("9**9**9", {}, "overflow"),
+    ("x * 1e300", {"x": 1e10}, "overflow"),
+    ("1 / x", {"x": 0.0}, "division by zero"),
+    ("1 / x", {"x": math.inf}, "not a finite number"),      # was stored as 0.0
+    ("x", {"x": math.nan}, "not a finite number"),
+    ("(0 - 8) ** (1 / 3)", {}, "not a real number"),
+    ("2 ** -2000", {}, "underflow"),
+    ("x * 1e-300", {"x": 1e-300}, "underflow"),
+])
+def test_undefined_values_are_refused_with_the_reason(expr, values, why):
+    v, reason = _d(expr).value_or_reason(values)
+    assert v is None and why in reason, reason
+    rows, problem = derived_rows([_d(expr)], [{"metric": k, "median": x}
+                                              for k, x in values.items()], {"extra": {}})
+    assert rows == [] and why in problem and expr in problem
+
+
+def test_defined_edges_still_compute():
+    assert _d("0 ** 2").evaluate({}) == 0.0
+    assert _d("2 ** 0.5").evaluate({}) == pytest.approx(math.sqrt(2))
+    assert _d("x - x").evaluate({"x": 1e300}) == 0.0      # an exact zero, not an underflow
+    assert _d("2 ** 1023").evaluate({}) == 2.0 ** 1023
+
+
+def test_9_to_the_9_to_the_9_does_not_hang():
+    # evaluated in floating point: an OverflowError at once, whatever the machine's speed
+    # (an integer power would run for hours; a test cannot time it, it can only finish)
+    assert _d("9**9**9").value_or_reason({})[0] is None
+    assert _d("(2**2**2**2**2)").value_or_reason({})[0] is None
+
+
+@pytest.mark.parametrize("expr, why", [
+    ("+".join(["a"] * 3000), "nests too deep"),               # was a RecursionError at load
+    ("+".join(["a"] * 150), "nests too deep"),
+    ("-" * 3000 + "1", "nests too deep"),
+    ("-" * 500 + "1", "nests too deep"),
+    ("1e999", "not a finite"),
+    ("1" + "0" * 400, "not a finite"),
+    ("a" * 20000, "characters"),
+])
+def test_oversized_expressions_are_refused_at_load(expr, why):
+    with pytest.raises(ValueError, match=why):
+        compile_expr(expr)
+
+
+@pytest.mark.parametrize("fom, derived, both", [
+    # x/y and x.y both fold to x_y: the expression silently took the last
+    ('[{ name = "x/y", regex = "a ([0-9]+)", unit = "u", better = "higher" },'
+     ' { name = "x.y", regex = "b ([0-9]+)", unit = "u", better = "higher" }]',
+     '[{ name = "j", expr = "x_y * 2", unit = "u", better = "higher" }]', ("x/y", "x.y")),
+    # U+FB01 folds to fi as Python folds identifiers
+    ('[{ name = "fi", regex = "a ([0-9]+)", unit = "u", better = "higher" },'
+     ' { name = "\ufb01", regex = "b ([0-9]+)", unit = "u", better = "higher" }]',
+     '[{ name = "j", expr = "fi * 2", unit = "u", better = "higher" }]', ("fi", "\ufb01")),
+    ('{ name = "wall-time", regex = "a ([0-9]+)", unit = "u", better = "higher" }',
+     '[{ name = "j", expr = "wall_time * 2", unit = "u", better = "higher" }]',
+     ("wall_time", "wall-time")),
+    # a derived metric named like a figure of merit after folding
+    ('{ name = "ns/day", regex = "a ([0-9]+)", unit = "u", better = "higher" }',
+     '[{ name = "ns.day", expr = "1", unit = "u", better = "higher" }]', ("ns.day", "ns/day")),
+])
+def test_metric_names_that_fold_to_one_identifier_are_refused_naming_both(tmp_path, fom,
+                                                                           derived, both):
+    p = tmp_path / "d.toml"
+    p.write_text(APP.split("fom = ")[0] + f"fom = {fom}\nderived = {derived}\n",
+                 encoding="utf-8")
+    with pytest.raises(UsageError) as exc:
+        load(p)
+    msg = str(exc.value)
+    assert all(repr(b) in msg for b in both) and "\n" not in msg, msg
+
+
+def test_folding_names_without_derived_expressions_are_fine(tmp_path):
+    p = tmp_path / "d.toml"
+    p.write_text(APP.split("fom = ")[0] + 'fom = [{ name = "x/y", regex = "a ([0-9]+)", '
+                 'unit = "u", better = "higher" }, { name = "x.y", regex = "b ([0-9]+)", '
+                 'unit = "u", better = "higher" }]\n')
+    assert [f.name for f in load(p).groups[0].foms] == ["x/y", "x.y"]
+
+
+@pytest.mark.parametrize("raw, ok", [
+    ("12.5", 12.5), ("-3", -3.0), (".5", 0.5), ("1e5", 1e5), ("5e-324", 5e-324),
+    ("inf", None), ("nan", None), ("1e999", None), ("1e-400", None), ("1_000", None),
+    ("\u0663", None), ("0x10", None), ("Infinity", None),
+])
+def test_figure_of_merit_capture_must_be_a_finite_decimal(raw, ok):
+    from mpibench.parsers.fom import fom_value
+
+    v, why = fom_value(raw)
+    assert v == ok and (why is None) == (ok is not None), (v, why)
 
 
 @pytest.mark.parametrize("derived, key, expected", [
@@ -170,3 +268,52 @@ def test_projection_prices_the_energy_saving_and_never_prints_an_unpriced_zero(t
     assert row[free.header.index("cost/year")] == "not priced"
     assert fx["electricity_saved_per_year"] == pytest.approx(x["electricity_saved_per_year"])
     assert any("price per node-hour is 0" in n for n in free.notes), free.notes
+
+
+BAD = """
+[campaign]
+name = "bad-values"
+repeats = 1
+verify_transport = false
+[variants.a]
+stack = "openmpi"
+np = 1
+[benchmarks.inf]
+command = "sh -c 'echo rate inf'"
+fom = { name = "r", regex = 'rate (\\S+)', unit = "u", better = "higher" }
+[benchmarks.e999]
+command = "sh -c 'echo rate 1e999'"
+fom = { name = "r", regex = 'rate (\\S+)', unit = "u", better = "higher" }
+[benchmarks.overflow]
+command = "sh -c 'echo rate 12.5'"
+fom = { name = "r", regex = 'rate (\\S+)', unit = "u", better = "higher" }
+derived = [{ name = "big", expr = "10**400 * r", unit = "u", better = "higher" }]
+[benchmarks.zero]
+command = "sh -c 'echo rate 0'"
+fom = { name = "r", regex = 'rate (\\S+)', unit = "u", better = "higher" }
+derived = [{ name = "inv", expr = "1 / r", unit = "u", better = "higher" }]
+"""
+
+
+@pytest.mark.mpi
+def test_undefined_figures_fail_the_cell_with_the_reason(tmp_path, capsys):
+    """An application printing inf or 1e999 was stored as Inf with status ok; a derived
+    10**400 raised after the launch and left the cell "running" (every resume repeated it).
+    Each is now a failed cell with the reason, and nothing non-finite is stored."""
+    if not shutil.which("mpirun.openmpi") and not shutil.which("mpirun"):
+        pytest.skip("no mpirun")
+    p = tmp_path / "bad.toml"
+    p.write_text(BAD)
+    assert cli_main(["campaign", "run", "--no-progress", str(p)]) == 1
+    con = sqlite3.connect(tmp_path / "mpibench.db")
+    runs = {g: (st, reason) for g, st, reason in con.execute(
+        "SELECT grp, status, reason FROM runs")}
+    stored = con.execute("SELECT count(*) FROM results WHERE NOT (median BETWEEN -1e308 AND "
+                         "1e308)").fetchone()[0]
+    con.close()
+    assert stored == 0
+    assert runs["inf"] == ("failed", "figure of merit 'r': captured 'inf', not a number")
+    assert runs["e999"][0] == "failed" and "beyond the range" in runs["e999"][1]
+    assert runs["overflow"][0] == "failed" and "'big' = 10**400 * r: overflow" in \
+        runs["overflow"][1]
+    assert runs["zero"] == ("failed", "derived metric 'inv' = 1 / r: division by zero")

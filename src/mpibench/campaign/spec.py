@@ -951,7 +951,14 @@ def _derived(c: _Ctx, key: str, value: Any, foms: list[Fom]) -> list[Any]:
         value = [value]
     if not isinstance(value, list):
         c.fail(key, f"got {_show(value)}", "a list of tables {name, expr, unit, better}")
-    known = {"wall_time"} | {ident(f.name) for f in foms}
+    known: dict[str, str] = {"wall_time": "wall_time"}   # identifier -> metric name
+    for f in foms if value else []:
+        other = known.setdefault(ident(f.name), f.name)
+        if other != f.name:
+            # x/y and x.y are both x_y, U+FB01 folds to fi: an expression could not say which
+            c.fail(f"{key.rsplit('.', 1)[0]}.fom",
+                   f"metrics {other!r} and {f.name!r} are both written {ident(f.name)} in a "
+                   "derived expression", "names that differ in letters or digits")
     out = []
     for i, d in enumerate(value):
         dkey = f"{key}[{i}]"
@@ -964,8 +971,10 @@ def _derived(c: _Ctx, key: str, value: Any, foms: list[Fom]) -> list[Any]:
                         "unit": '"jobs/day"', "better": '"higher" or "lower"'}[req])
         name = c.string(d["name"], f"{dkey}.name")
         if ident(name) in known:
-            c.fail(f"{dkey}.name", f"{name!r} is already a metric of this group",
-                   "a new name")
+            other = known[ident(name)]
+            c.fail(f"{dkey}.name", f"{name!r} is already a metric of this group"
+                   if other == name else f"{name!r} and the metric {other!r} are both written "
+                   f"{ident(name)} in a derived expression", "a new name")
         expr = c.string(d["expr"], f"{dkey}.expr")
         try:
             tree = compile_expr(expr)
@@ -974,12 +983,12 @@ def _derived(c: _Ctx, key: str, value: Any, foms: list[Fom]) -> list[Any]:
         if d["better"] not in ("higher", "lower"):
             c.fail(f"{dkey}.better", f"got {_show(d['better'])}", '"higher" or "lower"')
         der = Derived(name, expr, c.string(d["unit"], f"{dkey}.unit"), d["better"], tree)
-        unknown = sorted(der.names() - known)
+        unknown = sorted(der.names() - known.keys())
         if unknown:
             c.fail(f"{dkey}.expr", f"unknown metric {unknown[0]!r}",
                    "one of " + ", ".join(sorted(known))
                    + " (metric names as identifiers: ns/day -> ns_day)")
-        known.add(ident(name))
+        known[ident(name)] = name
         out.append(der)
     return out
 

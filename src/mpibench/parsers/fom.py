@@ -3,10 +3,27 @@ metric, the last match), its wall time, and the metrics derived from them."""
 
 from __future__ import annotations
 
+import math
+import re
 from pathlib import Path
 from typing import Any
 
 from mpibench.campaign.plan import Cell
+
+# what a figure of merit may capture: an ASCII decimal number. float() alone also takes
+# 'inf', 'nan', '1e999' (inf), '1_000' and other scripts' digits ('\u0663' is 3).
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def fom_value(raw: str) -> tuple[float | None, str | None]:
+    """The number a figure of merit captured, or why it is not one (a finite decimal)."""
+    text = raw.strip()
+    if not _NUMBER.fullmatch(text):
+        return None, f"captured {raw[:80]!r}, not a number"
+    v = float(text)
+    if not math.isfinite(v) or (v == 0.0 and re.search(r"[1-9]", re.split("[eE]", text)[0])):
+        return None, f"captured {raw[:80]!r}, beyond the range of a floating-point number"
+    return v, None
 
 
 def app_records(cell: Cell, run_dir: Path, elapsed: float
@@ -40,10 +57,9 @@ def app_records(cell: Cell, run_dir: Path, elapsed: float
                         f"nothing in {fom.source}")
         last = matches[-1]
         raw = last[0] if isinstance(last, tuple) else last
-        try:
-            value = float(raw)
-        except ValueError:
-            return [], f"figure of merit {fom.name!r}: captured {raw!r}, not a number"
+        value, why = fom_value(raw)
+        if value is None:
+            return [], f"figure of merit {fom.name!r}: {why}"
         rows.append({**base, "metric": fom.name, "unit": fom.unit, "better": fom.better,
                      "median": value, "mean": value, "min": value, "max": value,
                      "samples": [value]})
@@ -53,5 +69,8 @@ def app_records(cell: Cell, run_dir: Path, elapsed: float
     if g.derived:
         from mpibench.derived import derived_rows
 
-        rows += derived_rows(g.derived, rows, base)
+        extra, problem = derived_rows(g.derived, rows, base)
+        if problem:
+            return [], problem
+        rows += extra
     return rows, None
