@@ -600,3 +600,25 @@ def test_relative_flag_on_compare(tmp_path, capsys):
                      "--benchmark", "Allreduce", "--size", "1MiB"]) in (0, 1)
     out = capsys.readouterr().out
     assert "100% (" in out and "% of the baseline" in out.replace("\n", " ")
+
+
+def test_grouped_bar_chart_per_benchmark_and_size(core):
+    """Two stacks side by side at each size, one panel per benchmark, whiskers = the
+    95% CI between launches; the HTML report carries it as inline SVG."""
+    from mpibench.report import plots
+
+    store, groups = core
+    cmp = compare_groups(store, groups, "base")
+    fig = plots.bar_figure(cmp)
+    assert fig is not None
+    ax = fig.axes[0]
+    assert ax.get_title() == "PingPong"
+    bars = [p for p in ax.patches]
+    sizes = {r.size for r in cmp.rows if r.benchmark == "PingPong"}
+    assert len(bars) == 2 * len(sizes)                  # base and fast at every size
+    assert len(ax.containers) >= 2 and any(
+        getattr(c, "has_yerr", False) for c in ax.containers)   # CI whiskers
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["base", "fast"]
+    html = build_report(store, groups, ReportOptions())
+    names = [f.name for s in html.sections for f in getattr(s, "figures", [])]
+    assert "bars" in names

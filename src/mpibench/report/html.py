@@ -234,6 +234,8 @@ def build_report(store: Store, groups: Mapping[str, list[str]],
                     ("latency", plots.latency_figure, "Time (geometric mean of launch medians) "
                      "vs message size (log-log), shaded: 95% CI between launches"
                      + (f"; {imported} (no band)" if imported else "")),
+                    ("bars", plots.bar_figure, "Time per benchmark and message size, the "
+                     "sets side by side (log scale); whiskers: 95% CI between launches"),
                     ("bandwidth", plots.bandwidth_figure, "Bandwidth (MB/s = 10^6 B/s) vs "
                      "message size, shaded: from the between-launch 95% CI of the time"),
                     ("gain", plots.gain_figure, f"Gain against {baseline} per size, error "

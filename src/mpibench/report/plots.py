@@ -219,6 +219,47 @@ def relative_figure(cmp: Comparison, benches: list[str]):
 
 
 @_styled
+def bar_figure(cmp: Comparison, benches: list[str] | None = None, max_sizes: int = 12):
+    """Grouped bars: per benchmark one panel, per message size one group of bars, one bar per
+    set side by side, whiskers = the 95% CI between launches (log time axis). At most
+    max_sizes sizes per panel (evenly spread over the measured ones), so bars stay legible."""
+    benches = benches or size_benchmarks(cmp)
+    if not benches:
+        return None
+    fig, axes = _grid_axes(len(benches), h=3.2)
+    n = len(cmp.groups)
+    width = 0.8 / max(n, 1)
+    for ax, bench in zip(axes, benches, strict=True):
+        rows = sorted((r for r in cmp.rows if r.benchmark == bench and r.metric == "time"
+                       and r.size is not None), key=lambda r: r.size)
+        if len(rows) > max_sizes:
+            rows = [rows[round(i * (len(rows) - 1) / (max_sizes - 1))]
+                    for i in range(max_sizes)]
+        xs = np.arange(len(rows))
+        for i, g in enumerate(cmp.groups):
+            ys, lo, hi = [], [], []
+            for r in rows:
+                c = r.cells.get(g)
+                ok = c is not None and c.status == "ok" and c.value is not None
+                v = c.value if ok else np.nan
+                ys.append(v)
+                lo.append(v - c.ci_low if ok and c.ci_low is not None else 0.0)
+                hi.append(c.ci_high - v if ok and c.ci_high is not None else 0.0)
+            ax.bar(xs + (i - (n - 1) / 2) * width, ys, width, color=COLORS[i % len(COLORS)],
+                   label=safe(g), yerr=[lo, hi], capsize=2, ecolor="0.2",
+                   error_kw={"lw": 0.8})
+        ax.set_xticks(xs)
+        ax.set_xticklabels([fmt_size(r.size) for r in rows], rotation=45, fontsize=7)
+        ax.set_yscale("log")
+        ax.set_title(safe(bench))
+        ax.set_xlabel("message size")
+        ax.set_ylabel("time (us): launch geomean, 95% CI")
+        ax.legend(fontsize=7, loc="upper left")
+    _panel_layout(fig)
+    return fig
+
+
+@_styled
 def bandwidth_figure(cmp: Comparison, benches: list[str] | None = None):
     """MB/s (10^6 B/s) vs size with the CI band mapped from the time CI."""
     benches = [b for b in (benches or size_benchmarks(cmp))
