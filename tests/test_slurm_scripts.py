@@ -281,3 +281,107 @@ def test_step_timeouts_read_back(tmp_path, status, elapsed, timeout_s, timed_out
                    stdout=tmp_path / "o", stderr=tmp_path / "e", timeout_s=timeout_s)
     sr = read_step_result(step)
     assert (sr.exit_code, sr.timed_out, sr.launch_started) == (status, timed_out, 100.5)
+
+
+# -- campaign run --dry-run --show-scripts: the distinct scripts of a whole campaign ---------
+DRY_TOML = """
+[campaign]
+name = "dry"
+repeats = 2
+timeout = 60
+
+[variants.ompi]
+stack = "openmpi"
+transport = "tcp"
+ppn = 1
+sweep = { nodes = [1, 2] }
+env = { ODD = "it's $HOME; `x`" }
+
+[variants.mpich-srun]
+stack = "mpich"
+np = 2
+nodes = 2
+launcher = "srun"
+
+[variants.mpich-template]
+stack = "mpich"
+nodes = 2
+ppn = 1
+launcher = "template"
+launcher_args = ["{exe} -n {np} -f {hostfile} {program}"]
+
+[benchmarks.pingpong]
+benchmarks = ["PingPong"]
+sizes = "0,1K"
+
+[benchmarks.app]
+command = "bash -c 'echo steps {steps}'"
+params = { steps = [10, 20] }
+fom = "wall_time"
+variants = ["mpich-srun"]
+"""
+SCHEDULER_TABLES = {
+    "slurm": '[scheduler]\nname = "slurm"\npartition = "debug"\naccount = "proj 42"\n'
+             'group_cells = 1\n',
+    "pbs": '[scheduler]\nname = "pbs"\nqueue = "workq"\ngroup_cells = 0\n',
+    "local": "",
+}
+
+
+def _dry_stacks():
+    from mpibench.stacks import Stack
+
+    return [Stack(name="openmpi", kind="openmpi", mpicc="/opt/ompi/bin/mpicc",
+                  launcher="/opt/ompi/bin/mpirun", launcher_kind="mpirun-openmpi",
+                  library_version="Open MPI v4.1.4", modules=["openmpi/4.1.4 (site)"]),
+            Stack(name="mpich", kind="mpich", mpicc="/opt/mpich/bin/mpicc",
+                  launcher="/opt/mpich/bin/mpiexec.hydra", launcher_kind="mpiexec-hydra",
+                  library_version="MPICH Version: 4.0.2")]
+
+
+def _dry_text(tmp_path: Path, backend: str, monkeypatch) -> tuple[str, list]:
+    import re
+
+    import mpibench.execute
+    from mpibench.campaign.scripts import describe_cells, job_scripts
+    from mpibench.campaign.spec import load
+    from mpibench.stacks import cache_dir
+
+    monkeypatch.setattr(mpibench.execute, "running_as_root", lambda: False)
+    d = tmp_path / "camp aign"            # a space: quoting must hold
+    d.mkdir()
+    (d / "dry.toml").write_text(DRY_TOML + SCHEDULER_TABLES[backend])
+    scripts = job_scripts(load(d / "dry.toml"), _dry_stacks())
+    assert not (d / "runs").exists() and not (d / "mpibench.db").exists()  # nothing written
+    text = "".join(f"===== {describe_cells(s.cells, limit=99)}\n{s.text}" for s in scripts)
+    # machine- and source-dependent parts: the campaign directory and build-cache keys
+    text = text.replace(str(d), "/CAMPAIGN").replace(str(cache_dir()), "/CACHE")
+    text = re.sub(r"/CACHE/(build|verify)/[^/']+/", r"/CACHE/\1/KEY/", text)
+    return text, scripts
+
+
+@pytest.mark.parametrize("backend", ["slurm", "pbs", "local"])
+def test_dry_run_shows_every_distinct_job_script(tmp_path, monkeypatch, backend):
+    """The scripts a campaign would submit, before submitting: directives, module loads,
+    the probe and launcher lines, each distinct script once with the cells that use it (the
+    two repeats of a point share one; the app's two parameter points do not)."""
+    text, scripts = _dry_text(tmp_path, backend, monkeypatch)
+    check_golden(f"dryrun-{backend}.txt", text)
+    n_cells = 2 * (2 + 1 + 1 + 2)      # repeats x (ompi sweep, mpich-srun, template, app)
+    assert sum(len(s.cells) for s in scripts) == n_cells
+    if backend == "pbs":                # group_cells = 0: one job per variant
+        assert len(scripts) == 4
+    else:                               # one per variant/point; repeats share theirs
+        assert len(scripts) == n_cells // 2
+        assert all(len(s.cells) == 2 for s in scripts)
+    for s in scripts:
+        assert "<cell" in s.text and not any(c.id in s.text for c in s.cells)
+        check = subprocess.run(["bash", "-n"], input=s.text, text=True, capture_output=True)
+        assert check.returncode == 0, check.stderr
+    # the hostile value is one quoted word, in every script that carries it
+    assert shlex.quote("ODD=it's $HOME; `x`") in text
+    if backend != "local":
+        # the probe step of a one-rank job asks for one rank, never two
+        one = next(s for s in scripts if "ompi[nodes=1]" in s.cells[0].label)
+        probe = next(ln for ln in one.text.splitlines() if "mpibench-transport-probe" in ln)
+        assert "-np 1 " in probe, probe

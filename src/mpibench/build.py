@@ -50,17 +50,24 @@ def source_hash(src: Path) -> str:
     return h.hexdigest()[:12]
 
 
-def build_component(stack: Stack, component: str = "core", *, force: bool = False,
-                    timeout: float = 600) -> Path:
-    """Return the path of the built artifact for this stack, building it if needed."""
+def artifact_path(stack: Stack, component: str = "core") -> Path:
+    """Where the built artifact for this stack is (or will be) in the build cache; builds
+    nothing (a dry run shows it in the job scripts)."""
     if component not in COMPONENTS:
         raise UsageError(f"unknown component {component!r}; expected one of {sorted(COMPONENTS)}")
     src = source_root() / component
     if not (src / "Makefile").exists():
         raise BuildError(f"cannot build {component}: no Makefile in {src}")
     key = f"{component}-{stack.name}-{stack.identity()}-{source_hash(src)}"
-    final = cache_dir() / "build" / key
-    artifact = final / COMPONENTS[component]
+    return cache_dir() / "build" / key / COMPONENTS[component]
+
+
+def build_component(stack: Stack, component: str = "core", *, force: bool = False,
+                    timeout: float = 600) -> Path:
+    """Return the path of the built artifact for this stack, building it if needed."""
+    artifact = artifact_path(stack, component)
+    final = artifact.parent
+    src = source_root() / component
     if artifact.exists() and not force:
         return artifact
     with staged_build(final) as tmp:

@@ -139,13 +139,16 @@ def resolve_settings(stack: Stack, variant: Variant) -> tuple[dict[str, str], di
 
 
 def prepare_cell(stack: Stack, variant: Variant, program: list[str], run_dir: Path, *,
-                 jsonl: Path | None = None, local: bool = True) -> CellCommand:
+                 jsonl: Path | None = None, local: bool = True, create: bool = True
+                 ) -> CellCommand:
+    """create=False: the run directory is not made (a dry run shows the command only)."""
     if variant.np < 1:
         raise UsageError(f"variant {variant.name!r}: np must be >= 1, got {variant.np}")
     run_dir = Path(run_dir).resolve()
     if jsonl is not None:
         jsonl = Path(jsonl).resolve()
-    run_dir.mkdir(parents=True, exist_ok=True)
+    if create:
+        run_dir.mkdir(parents=True, exist_ok=True)
     env, mca = resolve_settings(stack, variant)
     launcher = get_launcher(variant.launcher or stack.launcher_kind)
     oversub = (local and stack.kind_class.oversubscribe_flag and not variant.hosts and not variant.hostfile

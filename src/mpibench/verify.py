@@ -227,11 +227,17 @@ def parse_diagnostics(kind: str, text: str, env: dict[str, str] | None = None
     return get_kind(kind).parse_diagnostics(text, env or {})
 
 
+def probe_path(stack: Stack) -> Path:
+    """Where the probe built for this stack is (or will be) cached; builds nothing."""
+    key = hashlib.sha256(PROBE_SOURCE.encode()).hexdigest()[:8]
+    return cache_dir() / "verify" / f"{stack.name}-{stack.identity()}-{key}" / \
+        "mpibench-transport-probe"
+
+
 def probe_binary(stack: Stack, timeout: float = 120) -> Path:
     """The probe built with the stack's wrapper, cached per stack identity."""
-    key = hashlib.sha256(PROBE_SOURCE.encode()).hexdigest()[:8]
-    out_dir = cache_dir() / "verify" / f"{stack.name}-{stack.identity()}-{key}"
-    exe = out_dir / "mpibench-transport-probe"
+    exe = probe_path(stack)
+    out_dir = exe.parent
     if exe.exists():
         return exe
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -261,10 +267,12 @@ def diagnostic_variant(stack: Stack, variant: Variant) -> Variant:
     return replace(variant, env=env, mca=mca, profile=False)
 
 
-def prepare_probe(stack: Stack, variant: Variant, run_dir: Path, *, local: bool = True
-                  ) -> CellCommand:
-    return prepare_cell(stack, diagnostic_variant(stack, variant), [str(probe_binary(stack))],
-                        run_dir, jsonl=None, local=local)
+def prepare_probe(stack: Stack, variant: Variant, run_dir: Path, *, local: bool = True,
+                  dry: bool = False) -> CellCommand:
+    """dry: build nothing and create no directory (a dry run's job scripts)."""
+    exe = probe_path(stack) if dry else probe_binary(stack)
+    return prepare_cell(stack, diagnostic_variant(stack, variant), [str(exe)],
+                        run_dir, jsonl=None, local=local, create=not dry)
 
 
 def probe_problem(exit_code: int | None, timed_out: bool, timeout: float | None,

@@ -44,6 +44,10 @@ class _Prepared:
 
 
 class CellSteps:
+    # a dry run (campaign/scripts.py) prepares cells to show their job scripts: no
+    # directory is made, nothing is built
+    dry = False
+
     def prepare_dir(self, cell: Cell) -> tuple[Path, list[list[str]]]:
         """Where a group's prepare runs for this cell, and its commands: one directory per
         campaign, or per variant and/or prepare_per parameter values, keyed by a hash of
@@ -137,7 +141,8 @@ class CellSteps:
             jsonl = run_dir / "core.jsonl"
             program = [str(self.binaries[cell.variant.stack]),
                        *core_args(g.benchmarks, g.sizes, jsonl, g.options)]
-            cmd = prepare_cell(stack, cell.variant, program, run_dir, jsonl=jsonl, local=local)
+            cmd = prepare_cell(stack, cell.variant, program, run_dir, jsonl=jsonl, local=local,
+                               create=not self.dry)
             self._profile(cell, cmd)
             step = JobStep(cell.id, run_dir, cmd.argv, cmd.env, cmd.stdout, cmd.stderr,
                            timeout_s=timeout, cell=cmd)
@@ -149,7 +154,8 @@ class CellSteps:
                        *program_args(g.peer, run_dir)]
             variant = replace(cell.variant, env={**cell.variant.env, **g.env}) if g.env \
                 else cell.variant
-            cmd = prepare_cell(stack, variant, program, run_dir, jsonl=None, local=local)
+            cmd = prepare_cell(stack, variant, program, run_dir, jsonl=None, local=local,
+                               create=not self.dry)
             self._profile(cell, cmd)
             step = JobStep(cell.id, run_dir, cmd.argv, cmd.env, cmd.stdout, cmd.stderr,
                            timeout_s=timeout, cell=cmd)
@@ -163,21 +169,27 @@ class CellSteps:
         if g.prepare:
             setup.insert(0, self._prepare_step(cell, values))
         variant = replace(v, env={**v.env, **g.env}) if g.env else v
-        cmd = prepare_cell(stack, variant, argv, run_dir, jsonl=None, local=local)
+        cmd = prepare_cell(stack, variant, argv, run_dir, jsonl=None, local=local,
+                           create=not self.dry)
         self._profile(cell, cmd)
         step = JobStep(cell.id, run_dir, cmd.argv, cmd.env, cmd.stdout, cmd.stderr,
                        timeout_s=timeout, setup=setup, setup_env=dict(g.env), cell=cmd)
         return _Prepared(cell, cmd, step)
 
-    @staticmethod
-    def _profile(cell: Cell, cmd: CellCommand) -> None:
+    def _profile(self, cell: Cell, cmd: CellCommand) -> None:
         """profile = true: every rank runs under the PMPI profiler (LD_PRELOAD), passed through
         the launcher's own flags so the launcher itself is not preloaded."""
         if not cell.variant.profile:
             return
         from mpibench.profiling import inject_env, profile_env
 
-        penv = profile_env(cmd.stack, cmd.run_dir / "profile")
+        if self.dry:  # what profile_env gives, without building or emptying anything
+            from mpibench.build import artifact_path
+
+            penv = {"LD_PRELOAD": str(artifact_path(cmd.stack, "profiler")),
+                    "MPIBENCH_PROFILE_DIR": str((cmd.run_dir / "profile").resolve())}
+        else:
+            penv = profile_env(cmd.stack, cmd.run_dir / "profile")
         cmd.argv, injected = inject_env(cmd.argv, penv, cmd.stack.kind)
         if not injected:
             cmd.env.update(penv)

@@ -136,8 +136,12 @@ class CampaignRunner(CellSteps, LocalPolicy, BatchPolicy):
                 continue
             for v in self._variants_of(g):
                 if v.stack not in self.binaries:
-                    self.log(f"mpibench-core for {v.stack}: checking the build cache ...")
-                    self.binaries[v.stack] = build_component(self.stacks[v.stack], "core")
+                    self.binaries[v.stack] = self._core_binary(self.stacks[v.stack])
+
+    def _core_binary(self, stack: Stack) -> Path:
+        """The core built for a stack (a dry run overrides this: it builds nothing)."""
+        self.log(f"mpibench-core for {stack.name}: checking the build cache ...")
+        return build_component(stack, "core")
 
     def _check_peer(self, g: Group) -> None:
         """The suite's program per stack: the given binary, or built from the source with

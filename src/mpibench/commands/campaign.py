@@ -75,6 +75,10 @@ def register(sub) -> None:
         if name == "run":
             q.add_argument("--dry-run", action="store_true",
                            help="validate and print the plan; run nothing, write nothing")
+            q.add_argument("--show-scripts", action="store_true",
+                           help="with --dry-run (implied): also print every distinct job "
+                                "script (directives, module loads, probe and launcher lines) "
+                                "and the cells that use it; finds the stacks, builds nothing")
         q.set_defaults(func=_dispatch)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
@@ -202,10 +206,29 @@ def _list_campaigns(args) -> int:
     return 0
 
 
+def _print_scripts(spec, scripts, n_cells: int) -> None:
+    """The scripts verbatim (no markup, no wrapping: what the scheduler would be given)."""
+    from mpibench.campaign.scripts import CELL_TOKEN, describe_cells
+    from mpibench.termsafe import safe_text
+
+    out = sys.stdout
+    local = ("; the local backend runs these commands itself and probes each variant in a "
+             "separate launch") if spec.scheduler.name == "local" else ""
+    out.write(f"\n{len(scripts)} distinct job script(s) ({spec.scheduler.name}) for {n_cells} "
+              f"cell(s); {CELL_TOKEN} stands for each cell's id (its directory is "
+              f"runs/{CELL_TOKEN}){local}\n")
+    for i, s in enumerate(scripts, 1):
+        out.write(f"\n===== script {i} of {len(scripts)}, "
+                  f"{safe_text(describe_cells(s.cells))}\n")
+        text = safe_text(s.text)   # values with control characters never reach a script
+        out.write(text if text.endswith("\n") else text + "\n")
+    out.flush()
+
+
 def _run(args, spec, resume: bool) -> int:
     from mpibench.campaign.plan import expand
 
-    if args.__dict__.get("dry_run"):
+    if args.__dict__.get("dry_run") or args.__dict__.get("show_scripts"):
         seed, seed_note = spec.seed, ""
         if spec.order == "random" and seed is None:
             from mpibench.store.queries import recorded_seed
@@ -216,10 +239,21 @@ def _run(args, spec, resume: bool) -> int:
         elif spec.order == "random":
             seed_note = f", seed {seed}"
         cells = expand(spec, seed=seed or 0)
+        scripts = None
+        if args.__dict__.get("show_scripts"):
+            from mpibench.campaign.scripts import job_scripts
+
+            scripts = job_scripts(spec, discover_from_args(args),
+                                  verify=False if args.no_verify else None, seed=seed or 0)
         if args.json:
-            print_json({"campaign": spec.name, "order": spec.order, "seed": seed, "cells": [
+            doc = {"campaign": spec.name, "order": spec.order, "seed": seed, "cells": [
                 {"id": c.id, "seq": c.seq, "variant": c.variant.name, "group": c.group.name,
-                 "params": c.params, "repeat": c.repeat} for c in cells]})
+                 "params": c.params, "repeat": c.repeat} for c in cells]}
+            if scripts is not None:
+                doc["scheduler"] = spec.scheduler.name
+                doc["scripts"] = [{"script": s.text, "cells": [c.id for c in s.cells],
+                                   "labels": [c.label for c in s.cells]} for s in scripts]
+            print_json(doc)
         else:
             con = console()
             con.print(f"campaign {escape(spec.name)}: {len(spec.variants)} variant(s), "
@@ -229,6 +263,8 @@ def _run(args, spec, resume: bool) -> int:
                 con.print(f"  {c.seq:5d}  {c.id}  {escape(c.label)}")
             if len(cells) > 50:
                 con.print(f"  ... {len(cells) - 50} more")
+            if scripts is not None:
+                _print_scripts(spec, scripts, len(cells))
         return 0
     from mpibench.campaign.runner import CampaignRunner
     from mpibench.execute import root_env_notice

@@ -1,0 +1,96 @@
+"""The job scripts a campaign would run, for `campaign run --dry-run --show-scripts`: every
+cell prepared as the run would prepare it (launcher argv, environment, modules, directives,
+the transport probe step), rendered by the campaign's scheduler backend, and grouped into the
+distinct scripts with the cells that use each. Nothing is run, built or written: the core,
+the probe and the profiler are shown at the build-cache paths the run would use, and peer
+programs still to be built from source by a placeholder.
+
+Two cells' scripts differ at least in their cell ids (job name, run directory); those are
+replaced by `<cell>` (`<cell1>`, `<cell2>` ... in a job of several cells) before comparing,
+so the repeats of one variant and parameter point share one script."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mpibench.campaign.plan import Cell, expand
+from mpibench.campaign.runner import CampaignRunner
+from mpibench.campaign.spec import CampaignSpec, Group
+from mpibench.schedulers import JobRequest, JobStep
+from mpibench.stacks import Stack
+
+CELL_TOKEN = "<cell>"
+
+
+@dataclass
+class Script:
+    text: str
+    cells: list[Cell] = field(default_factory=list)
+
+
+class DryRunner(CampaignRunner):
+    """A runner that prepares cells without side effects (CellSteps.dry)."""
+
+    dry = True
+
+    def _core_binary(self, stack: Stack) -> Path:
+        from mpibench.build import artifact_path
+
+        return artifact_path(stack, "core")
+
+    def _check_peer(self, g: Group) -> None:
+        for v in self._variants_of(g):
+            peer = g.peer
+            self.peer_programs[(g.name, v.stack)] = Path(peer.binary) if peer.binary else \
+                Path(f"<{peer.suite} built for {v.stack} at the first run>")
+
+    def _probe_step(self, cell: Cell) -> JobStep | None:
+        from mpibench.verify import prepare_probe
+
+        run_dir = self.run_dir(cell) / "verify"
+        cmd = prepare_probe(self.stacks[cell.variant.stack], cell.variant, run_dir,
+                            local=False, dry=True)
+        return JobStep(f"{cell.id}-verify", run_dir, cmd.argv, cmd.env, cmd.stdout,
+                       cmd.stderr, timeout_s=min(60.0, self.spec.timeout), cell=cmd)
+
+
+def _normalise(text: str, cells: list[Cell]) -> str:
+    if len(cells) == 1:
+        return text.replace(cells[0].id, CELL_TOKEN)
+    for i, c in enumerate(cells, 1):
+        text = text.replace(c.id, f"<cell{i}>")
+    return text
+
+
+def job_scripts(spec: CampaignSpec, stacks: list[Stack], *, verify: bool | None = None,
+                seed: int = 0) -> list[Script]:
+    """The distinct scripts of the campaign's jobs in plan order, each with its cells.
+    Batch backends: one script per job (grouped cells as the run groups them), with the
+    probe step when transports are verified. Local: the script the run writes into each
+    cell's directory (job.sh); the local probe is a separate launch per variant, not part
+    of it."""
+    runner = DryRunner(spec, None, stacks, verify=verify)
+    runner.check()
+    cells = expand(spec, seed=seed)
+    out: dict[str, Script] = {}
+    if runner.scheduler.batch:
+        for group in runner._job_requests(cells):
+            req, _preps = runner._request(group, fresh=False)
+            text = _normalise(runner.scheduler.render_script(req), group)
+            out.setdefault(text, Script(text)).cells.extend(group)
+    else:
+        for cell in cells:
+            run_dir = runner.run_dir(cell)
+            p = runner.prepare(cell, run_dir, local=True)
+            text = _normalise(runner.scheduler.render_script(
+                JobRequest(name=cell.id, steps=[p.step], run_dir=run_dir)), [cell])
+            out.setdefault(text, Script(text)).cells.append(cell)
+    return list(out.values())
+
+
+def describe_cells(cells: list[Cell], limit: int = 6) -> str:
+    """'4 cells: ompi[nodes=1] / pingpong #1, ... (+1 more)'."""
+    shown = ", ".join(c.label for c in cells[:limit])
+    more = f" (+{len(cells) - limit} more)" if len(cells) > limit else ""
+    return f"{len(cells)} cell{'s' if len(cells) != 1 else ''}: {shown}{more}"
