@@ -622,3 +622,24 @@ def test_grouped_bar_chart_per_benchmark_and_size(core):
     html = build_report(store, groups, ReportOptions())
     names = [f.name for s in html.sections for f in getattr(s, "figures", [])]
     assert "bars" in names
+
+
+def test_figure_of_merit_vs_nodes_curve_per_variant(app):
+    """The application plot people expect: the figure of merit itself (not the speedup)
+    against nodes, one curve per variant (and per other parameter), CI whiskers."""
+    from mpibench.report import plots
+
+    store, groups = app
+    t = scaling_table(store, groups, metric="ns/day")
+    fig = plots.fom_figure(t.records)
+    assert fig is not None
+    ax = fig.axes[0]
+    assert ax.get_xlabel() == "nodes" and "ns/day" in ax.get_ylabel()
+    labels = [x.get_text() for x in ax.get_legend().get_texts()]
+    assert any(lb.startswith("plain") for lb in labels) and any(lb.startswith("x") for lb in labels)
+    # a curve's points are the table's values at 1, 2, 4, 8 nodes
+    line = ax.get_lines()[0]
+    assert list(line.get_xdata()) == [1.0, 2.0, 4.0, 8.0]
+    html = build_report(store, groups, ReportOptions())
+    names = [f.name for s in html.sections for f in getattr(s, "figures", [])]
+    assert "figure-of-merit" in names

@@ -289,6 +289,11 @@ def build_report(store: Store, groups: Mapping[str, list[str]],
             if shown < total:
                 cap += f"; {shown} of {total} series plotted (all are in the table)"
             s.figures.append(Figure("scaling", cap, fig))
+            fom = plots.fom_figure(built[0].records, max_series=MAX_SCALING_SERIES,
+                                   max_panels=MAX_PANELS)
+            if fom is not None:
+                s.figures.append(Figure("figure-of-merit", "Figure of merit vs count per "
+                                        "variant; whiskers: 95% CI between launches", fom))
         if spec.key == "gain_table":
             sections.insert(gain_at, s)     # right after the comparison, as it reads best
             continue

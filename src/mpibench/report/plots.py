@@ -409,6 +409,47 @@ def grid_heatmap(grid, group: str | None = None, ratio_for: str | None = None):
 
 
 @_styled
+def fom_figure(records: list[Mapping], max_series: int = 16, max_panels: int = 12):
+    """The figure of merit itself (ns/day, s/step, us...) against the count (nodes or np),
+    one curve per variant and series, whiskers = the 95% CI between launches; from the
+    scaling table's records. Applications only: message-size rows are left out."""
+    recs = [r for r in records if r.get("size") is None and r.get("value") is not None]
+    if not recs:
+        return None
+    series: dict[tuple, list[Mapping]] = {}
+    for r in recs:
+        key = (r["benchmark"], r["metric"], r["variant"], fmt_params(r.get("params")))
+        series.setdefault(key, []).append(r)
+    panels = sorted({k[:2] for k in series})[:max_panels]
+    fig, axes = _grid_axes(len(panels), per_row=2, h=3.2, width=10)
+    variants = sorted({k[2] for k in series})
+    styles = ["-", "--", ":", "-."]
+    for ax, (bench, metric) in zip(axes, panels, strict=True):
+        keys = [k for k in series if k[:2] == (bench, metric)][:max_series]
+        others = sorted({k[3] for k in keys})
+        for key in keys:
+            pts = sorted(series[key], key=lambda p: float(p["count"]))
+            x = np.array([float(p["count"]) for p in pts])
+            y = np.array([p["value"] for p in pts])
+            lo = np.array([p["value"] - p["ci_low"] if p.get("ci_low") is not None else 0.0
+                           for p in pts])
+            hi = np.array([p["ci_high"] - p["value"] if p.get("ci_high") is not None else 0.0
+                           for p in pts])
+            col = COLORS[variants.index(key[2]) % len(COLORS)]
+            ax.errorbar(x, y, yerr=[lo, hi], marker="o", ms=3, lw=1, capsize=2, color=col,
+                        ls=styles[others.index(key[3]) % len(styles)],
+                        label=safe(f"{key[2]} {key[3]}".strip()))
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+        ax.set_title(safe(bench))
+        ax.set_xlabel(safe(recs[0]["by"]))
+        ax.set_ylabel(safe(f"{metric}: launch geomean, 95% CI"))
+        ax.legend(fontsize=6, loc="upper left")
+    _panel_layout(fig)
+    return fig
+
+
+@_styled
 def scaling_figure(records: list[Mapping], max_series: int = 16, max_panels: int = 12,
                    with_counts: bool = False):
     """Speedup vs count per variant and series, with the ideal line. At most max_series
