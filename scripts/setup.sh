@@ -14,6 +14,7 @@ APT_PACKAGES=(
   gromacs
   chromium
   environment-modules
+  postgresql
 )
 
 missing=()

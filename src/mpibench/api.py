@@ -9,7 +9,8 @@
     sizes.groupby(["set", "np", "bucket"], sort=False)["message_share"].mean()
 
 The store is opened read-only in spirit (nothing is written); a missing file raises
-UsageError rather than creating an empty store.
+UsageError rather than creating an empty store. db_path may also be a team archive's URL
+(postgresql://..., docs/archive.md) or None for $MPIBENCH_DB.
 """
 
 from __future__ import annotations
@@ -41,8 +42,13 @@ _RUN_COLS = ("campaign", "variant", "set", "label", "grp", "repeat", "run_status
              "mpi_init_us")
 
 
-def _open(db_path: str | Path) -> Store:
-    if not Path(db_path).exists():
+def _open(db_path: str | Path | None) -> Store:
+    """A store file or a team archive's postgresql:// URL (None: $MPIBENCH_DB, else
+    ./mpibench.db)."""
+    from mpibench.store import db_exists, open_db_arg
+
+    db_path = open_db_arg(str(db_path) if db_path is not None else None)
+    if not db_exists(db_path):
         raise UsageError(f"{db_path}: no such results store")
     return Store(db_path, readonly=True)
 

@@ -22,7 +22,8 @@ ENV = "MPIBENCH_TIER_GUARD"
 _SYSTEM = re.compile(
     r"^(mpirun|mpiexec|orterun|prterun|prte|hydra_|mpicc|mpicxx|mpif|mpibench-core|"
     r"srun|sbatch|salloc|squeue|scontrol|sinfo|scancel|sacct|slurmctld|slurmd|munged|"
-    r"qsub|qstat|qdel|pbsnodes|gmx|chromium|NPmpi|IMB-|osu_|make$|cc$|gcc|unshare$|nsenter$)")
+    r"qsub|qstat|qdel|pbsnodes|gmx|chromium|NPmpi|IMB-|osu_|make$|cc$|gcc|unshare$|nsenter$|"
+    r"initdb|pg_ctl|postgres$)")
 _SCRIPT_WORDS = re.compile(r"\b(mpirun|mpiexec|srun|mpibench-core|gmx_mpi|gmx)\b")
 _SHELLS = {"bash", "sh", "dash"}
 

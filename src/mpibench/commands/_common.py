@@ -24,7 +24,15 @@ def add_stack_discovery(p: argparse.ArgumentParser) -> None:
                         "(default $MPIBENCH_STACKS or ~/.config/mpibench/stacks.toml)")
 
 
-def add_db(p: argparse.ArgumentParser, default: str = "mpibench.db") -> None:
+def add_db(p: argparse.ArgumentParser, default: str = "mpibench.db", *,
+           archive: bool = False) -> None:
+    """--db; archive=True for read verbs, which also take a team archive's URL and
+    $MPIBENCH_DB (resolved by store.open_db_arg)."""
+    if archive:
+        p.add_argument("--db", default=None, metavar="PATH|URL",
+                       help=f"SQLite results store, or a team archive postgresql://... "
+                            f"(default: $MPIBENCH_DB, else ./{default}; docs/archive.md)")
+        return
     p.add_argument("--db", default=default, metavar="PATH",
                    help=f"SQLite results store (default: ./{default})")
 

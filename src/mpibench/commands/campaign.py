@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -55,7 +56,8 @@ def register(sub) -> None:
         q.add_argument("file", metavar="FILE", nargs="?" if name == "list" else None,
                        help="campaign file (TOML)")
         q.add_argument("--db", metavar="PATH",
-                       help="SQLite results store (default: mpibench.db beside FILE)")
+                       help="SQLite results store (default: mpibench.db beside FILE); status and "
+                            "list also read a team archive, postgresql://... or $MPIBENCH_DB")
         q.add_argument("--json", action="store_true", help="print JSON for scripts")
         if name in ("run", "resume"):
             q.add_argument("--retry-failed", action="store_true",
@@ -92,9 +94,19 @@ def _count(text: str) -> int:
     return int(text)
 
 
-def _db_path(args, spec_path: Path | None) -> Path:
-    if args.db:
-        return Path(args.db)
+def _db_path(args, spec_path: Path | None, *, read: bool = False):
+    """The store: --db, else ($MPIBENCH_DB for status/list) mpibench.db beside FILE. status
+    and list also read a team archive (a postgresql:// URL, returned as a string)."""
+    from mpibench.store import is_url, mask_url
+
+    target = args.db or (os.environ.get("MPIBENCH_DB") if read else None)
+    if target and is_url(target):
+        if not read:
+            raise UsageError(f"--db {mask_url(target)}: a campaign runs into a local store; "
+                             "send its finished runs to the archive with `mpibench push`")
+        return target
+    if target:
+        return Path(target)
     if spec_path is not None:
         return spec_path.resolve().parent / "mpibench.db"
     return Path("mpibench.db")
@@ -109,8 +121,8 @@ def _dispatch(args) -> int:
     spec = load(args.file)
     if verb in ("run", "resume"):
         return _run(args, spec, resume=verb == "resume")
-    db = _db_path(args, spec.path)
-    if not db.exists():
+    db = _db_path(args, spec.path, read=True)
+    if isinstance(db, Path) and not db.exists():
         raise UsageError(f"store {db}: not found; run the campaign first or pass --db")
     from mpibench.campaign import status as st
     from mpibench.store import Store
@@ -187,15 +199,16 @@ def _list_campaigns(args) -> int:
     from mpibench.campaign import status as st
     from mpibench.store import Store
 
-    db = _db_path(args, None)
-    if not db.exists():
+    db = _db_path(args, None, read=True)
+    if isinstance(db, Path) and not db.exists():
         raise UsageError(f"store {db}: not found; pass --db or a campaign FILE")
     with Store(db, readonly=True) as store:
         rows = st.campaigns(store)
+        where = store.path
     if args.json:
         print_json(rows)
         return 0
-    t = Table(title=f"campaigns in {db}")
+    t = Table(title=f"campaigns in {escape(str(where))}")
     cols = ("id", "name", "file", "scheduler", "cells", "done", "failed", "timeout", "running",
             "pending", "jobs_in_flight")
     for col in cols:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 from mpibench.benchmarks import parse_size
 from mpibench.commands import _args
@@ -138,7 +137,7 @@ def register(sub) -> None:
                                    "geomean per benchmark and a verdict (aggregated per "
                                    "launch).",
                        epilog=EXAMPLES, formatter_class=Formatter)
-    add_db(p)
+    add_db(p, archive=True)
     add_selectors(p)
     o = p.add_argument_group("output")
     o.add_argument("--format", choices=["terminal", "markdown", "csv", "json"],
@@ -160,8 +159,13 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def open_store(path: str) -> Store:
-    if not Path(path).exists():
+def open_store(path: str | None) -> Store:
+    """A read verb's store: --db (a file or a postgresql:// archive), else $MPIBENCH_DB,
+    else ./mpibench.db."""
+    from mpibench.store import db_exists, open_db_arg
+
+    path = open_db_arg(path)
+    if not db_exists(path):
         raise UsageError(f"--db {path}: no such results store (run 'mpibench run' or "
                          "'mpibench campaign run' first, or pass --db)")
     return Store(path, readonly=True, check=True)

@@ -33,7 +33,7 @@ def register(sub) -> None:
                                    "size with CI bands, gain per size, grid heatmaps, scaling "
                                    "curves).",
                        epilog=EXAMPLES, formatter_class=Formatter)
-    add_db(p)
+    add_db(p, archive=True)
     add_selectors(p)
     o = p.add_argument_group("output")
     o.add_argument("-o", "--output", default="report.html", metavar="FILE",

@@ -32,9 +32,11 @@ import numpy as np
 
 from mpibench.errors import UsageError
 from mpibench.store import schema
+from mpibench.store.engine import is_url, looks_like_url, mask_url
 from mpibench.store.schema import SCHEMA_VERSION
 
-__all__ = ["SCHEMA_VERSION", "Store", "RESULT_COLUMNS", "RUN_FIELDS", "RUN_STATES"]
+__all__ = ["SCHEMA_VERSION", "Store", "RESULT_COLUMNS", "RUN_FIELDS", "RUN_STATES", "is_url",
+           "mask_url", "open_db_arg"]
 
 RUN_STATES = ("pending", "running", "done", "failed", "timeout")
 
@@ -82,7 +84,18 @@ class Store:
     Whatever is wrong (not SQLite, another program's database, a newer schema, damage, a
     read-only place for a writing verb) is one UsageError and the file is left untouched."""
 
+    def __new__(cls, path: str | Path = "", *args: Any, **kwargs: Any):
+        # a postgresql:// URL is a team archive (store/archive.py), read through this API
+        if cls is Store and is_url(path):
+            from mpibench.store.archive import ArchiveStore
+            return super().__new__(ArchiveStore)
+        return super().__new__(cls)
+
     def __init__(self, path: str | Path, *, readonly: bool = False, check: bool = False):
+        if looks_like_url(path):
+            raise UsageError(f"--db {mask_url(str(path))}: an archive URL here (written as "
+                             "a path?); this verb needs a local store, or a read verb with "
+                             "--db postgresql://...")
         self.path = Path(path)
         self.readonly = readonly
         self.migrated_from: int | None = None  # schema version before this open migrated it
@@ -517,6 +530,17 @@ def _connect(target: str) -> sqlite3.Connection:
     db = sqlite3.connect(target, timeout=30, isolation_level=None, uri=target.startswith("file:"))
     db.row_factory = sqlite3.Row
     return db
+
+
+def open_db_arg(value: str | None, default: str = "mpibench.db") -> str:
+    """A read verb's store: --db, else $MPIBENCH_DB, else default (a path or an archive URL)."""
+    return value or os.environ.get("MPIBENCH_DB") or default
+
+
+def db_exists(target: str | Path) -> bool:
+    """Whether a read verb's --db names something to open: an archive URL (checked when
+    opened) or an existing file."""
+    return is_url(target) or Path(target).exists()
 
 
 def default_db_path() -> Path:

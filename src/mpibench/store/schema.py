@@ -131,25 +131,62 @@ MIGRATIONS: tuple[Migration, ...] = (
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
 
-def apply(db: sqlite3.Connection, current: int) -> int:
-    """Bring db from version `current` to SCHEMA_VERSION inside the caller's transaction;
-    returns how many migrations ran."""
-    todo = [m for m in MIGRATIONS if m.version > current]
+# The team archive (PostgreSQL, store/archive.py) has the schema above, translated by
+# engine.ddl_for, plus what only an archive needs, versioned apart under meta
+# 'archive_version': where each pushed run came from, and indexes for selections that span
+# sites and months.
+ARCHIVE_MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "archive: campaigns content-addressed by a key (name, file, creation time: a "
+                 "copy of a store pushes the same key, two sites' runs of one file do not); "
+                 "origins (site, user, host, local store identity) and which origin pushed "
+                 "each run; one row per push; indexes for selections by campaign name, label, "
+                 "variant and start time",
+              "ALTER TABLE campaigns ADD COLUMN key TEXT; "
+              "ALTER TABLE campaigns DROP CONSTRAINT campaigns_name_file_key; "
+              "CREATE UNIQUE INDEX campaigns_key ON campaigns(key); "
+              "CREATE INDEX campaigns_name ON campaigns(name); "
+              "CREATE TABLE origins (id TEXT PRIMARY KEY, site TEXT NOT NULL, "
+              "username TEXT NOT NULL, host TEXT NOT NULL, store TEXT NOT NULL, "
+              "path TEXT NOT NULL); "
+              "CREATE TABLE run_origins (run_id TEXT NOT NULL REFERENCES runs(id), "
+              "origin_id TEXT NOT NULL REFERENCES origins(id), local_id TEXT NOT NULL, "
+              "pushed REAL NOT NULL, PRIMARY KEY (run_id, origin_id)); "
+              "CREATE INDEX run_origins_origin ON run_origins(origin_id); "
+              "CREATE TABLE pushes (id INTEGER PRIMARY KEY, origin_id TEXT NOT NULL "
+              "REFERENCES origins(id), started REAL NOT NULL, finished REAL NOT NULL, "
+              "runs_sent INTEGER NOT NULL, runs_new INTEGER NOT NULL, "
+              "results_new INTEGER NOT NULL); "
+              "CREATE INDEX runs_label ON runs(label); "
+              "CREATE INDEX runs_variant ON runs(variant); "
+              "CREATE INDEX runs_started ON runs(started)"),
+)
+ARCHIVE_VERSION = ARCHIVE_MIGRATIONS[-1].version
+
+
+def apply(db: sqlite3.Connection, current: int, engine: str = "sqlite", *,
+          migrations: tuple[Migration, ...] = MIGRATIONS, key: str = "schema_version") -> int:
+    """Bring db from version `current` to the last of `migrations` inside the caller's
+    transaction, with each statement in `engine`'s dialect (engine.ddl_for); returns how
+    many migrations ran."""
+    from mpibench.store.engine import ddl_for, upsert
+
+    todo = [m for m in migrations if m.version > current]
     for m in todo:
         for stmt in m.sql.split(";"):
             if stmt.strip():
-                db.execute(stmt)
+                db.execute(ddl_for(engine, stmt))
         if m.fn is not None:
             m.fn(db)
-        db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
-                   (str(m.version),))
+        db.execute(upsert(engine, "meta", ("key", "value"), ("key",)), (key, str(m.version)))
     return len(todo)
 
 
 def _check_numbering() -> None:
-    versions = [m.version for m in MIGRATIONS]
-    if versions != list(range(1, len(versions) + 1)):
-        raise AssertionError(f"store migrations must be numbered 1..n in order, got {versions}")
+    for ms in (MIGRATIONS, ARCHIVE_MIGRATIONS):
+        versions = [m.version for m in ms]
+        if versions != list(range(1, len(versions) + 1)):
+            raise AssertionError(f"store migrations must be numbered 1..n in order, got "
+                                 f"{versions}")
 
 
 _check_numbering()
