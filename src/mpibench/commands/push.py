@@ -7,6 +7,8 @@ import os
 import re
 import socket
 
+from rich.markup import escape
+
 from mpibench.commands._common import Formatter, console, err_console, print_json
 from mpibench.errors import UsageError
 
@@ -65,21 +67,22 @@ def run(args) -> int:
                          "$MPIBENCH_ARCHIVE)")
     if not is_url(url):
         raise UsageError(f"push: {mask_url(url)[:200]!r} is not a postgresql:// URL")
-    site = check_site(args.site or os.environ.get("MPIBENCH_SITE") or
+    site = check_site(args.site if args.site is not None else
+                      os.environ.get("MPIBENCH_SITE") or
                       (socket.gethostname().split(".")[0] or "local"))
     if not Path(args.db_from).is_file():
         raise UsageError(f"--db-from {args.db_from}: no such store")
     con = err_console()
     summary = push(args.db_from, url, site=site, user=getpass.getuser(),
-                   progress=None if args.json else (lambda m: con.print(m)))
+                   progress=None if args.json else (lambda m: con.print(escape(m))))
     if args.json:
         print_json({**summary.__dict__, "archive": mask_url(url)})
         return 0
-    console().print(
+    console().print(escape(
         f"pushed {summary.runs_sent} finished run(s) from {args.db_from} to {mask_url(url)} "
         f"as {summary.origin}: {summary.runs_new} new ({summary.results_new} results, "
         f"{summary.profiles_new} profiles, {summary.campaigns_new} campaigns, "
         f"{summary.fingerprints_new} fingerprints), "
         f"{summary.runs_sent - summary.runs_new} already there; "
-        f"{summary.skipped_unfinished} unfinished run(s) not sent; {summary.seconds:.1f} s")
+        f"{summary.skipped_unfinished} unfinished run(s) not sent; {summary.seconds:.1f} s"))
     return 0

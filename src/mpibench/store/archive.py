@@ -127,7 +127,7 @@ class ArchiveStore(Store):
     queries work on it unchanged (SQL translated by store/engine.py). Read-only, one
     snapshot for the whole verb. `path` is the URL with its password masked."""
 
-    def __init__(self, url: str, *, readonly: bool = True, check: bool = False):
+    def __init__(self, url: str, *, readonly: bool = False, check: bool = False):
         self.url = url
         self.path = mask_url(url)  # type: ignore[assignment]
         self.readonly = True
@@ -227,6 +227,12 @@ def push(local_path: str | Path, url: str, *, site: str, user: str | None = None
     host = host or socket.gethostname()
     where = mask_url(url)
     with Store(local_path, readonly=True, check=True) as local:
+        db = PgConnection(_connect(url, readonly=False))
+        try:
+            ensure_schema(db, where)    # a foreign or newer archive is refused before work
+        except BaseException:
+            db.close()
+            raise
         camps = {r["id"]: r for r in local.campaigns()}
         runs = _local_runs(local)
         out.skipped_unfinished = local.db.execute(
@@ -272,9 +278,7 @@ def push(local_path: str | Path, url: str, *, site: str, user: str | None = None
         used_camps = sorted({r["campaign_id"] for r in runs},
                             key=lambda cid: (camps[cid]["created"], ckey[cid]))
 
-        db = PgConnection(_connect(url, readonly=False))
         try:
-            ensure_schema(db, where)
             raw = db.raw
             started = time.time()
             say(f"sending to {where}")

@@ -1,0 +1,254 @@
+"""The team archive against a real PostgreSQL server (tests/pg_server.py): push twice, three
+concurrent pushes of overlapping stores, SIGKILL mid-push, read verbs giving the local store's
+output, a newer schema and a foreign database refused, the password never printed."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from itertools import count
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mpibench import profiling
+from mpibench.store import Store
+from pg_server import pg_server  # noqa: F401
+from test_report_synth import add_variant_runs, build_two_stack_store, core_record
+
+pytestmark = pytest.mark.system
+
+MPIBENCH = [sys.executable, "-m", "mpibench"]
+_n = count()
+
+
+def cli(*args, cwd, env=None, timeout=120):
+    full = dict(os.environ)
+    full.pop("MPIBENCH_DB", None)
+    full.update(env or {})
+    return subprocess.run([*MPIBENCH, *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, env=full)
+
+
+@pytest.fixture
+def archive(pg_server):  # noqa: F811
+    """A fresh, empty database on the session's server: its URL (with the password)."""
+    return pg_server.create_database(f"t{os.getpid()}_{next(_n)}")
+
+
+def connect(url):
+    import psycopg
+    return psycopg.connect(url, autocommit=True)
+
+
+def counts(url) -> dict[str, int]:
+    with connect(url) as c:
+        return {t: c.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+                for t in ("campaigns", "runs", "results", "fingerprints", "run_origins")}
+
+
+def extra_runs(path: Path, variant: str, repeats: int, seed: int, seq0: int) -> list[str]:
+    rng = np.random.default_rng(seed)
+    with Store(path) as s:
+        cid = s.campaigns()[0]["id"]
+        return add_variant_runs(
+            s, cid, variant, repeats=repeats, seq0=seq0, started0=1.8e9 + seed,
+            make=lambda rep: [core_record("PingPong", z, rng.lognormal(0, 0.05, 8))
+                              for z in (0, 8, 1024)])
+
+
+def test_push_twice_stores_once_and_reads_like_the_local_store(archive, tmp_path):
+    db = tmp_path / "a.db"
+    store, groups = build_two_stack_store(db, repeats=3, n=20)
+    with store:
+        store.create_run("pending-1", 1, "base", seq=999)        # unfinished: not sent
+        profile_run = groups["base"][0]
+        # a real captured profile (tests/data/profiler)
+        store.set_profile(profile_run, profiling.collect_profile(
+            Path(__file__).parent / "data" / "profiler" / "known_calls_openmpi"))
+    first = cli("push", archive, "--db-from", str(db), "--site", "alpha", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert "6 new" in first.stdout and "1 unfinished" in first.stdout
+    after_one = counts(archive)
+    assert after_one["runs"] == 6 and after_one["results"] == 6 * 14
+    second = cli("push", "--db-from", str(db), "--site", "alpha", cwd=tmp_path,
+                 env={"MPIBENCH_ARCHIVE": archive})
+    assert second.returncode == 0, second.stderr
+    assert "0 new" in second.stdout
+    assert counts(archive) == after_one
+    for out in (first, second):
+        assert pg_password(archive) not in out.stdout + out.stderr
+
+    # every read verb: the same output as on the local file
+    for args in (["compare"], ["compare", "--format", "csv"], ["compare", "--results"],
+                 ["compare", "--variant", "fast", "--variant", "base", "--format", "json"],
+                 ["campaign", "list", "--json"]):
+        local = cli(*args, "--db", str(db), cwd=tmp_path)
+        remote = cli(*args, "--db", archive, cwd=tmp_path)
+        assert local.returncode == 0 and remote.returncode == 0, remote.stderr
+        if args[0] == "campaign":   # the pending run was not pushed
+            assert '"pending": 1' in local.stdout and '"pending": 0' in remote.stdout
+            continue
+        assert remote.stdout == local.stdout, args
+    env_read = cli("compare", cwd=tmp_path, env={"MPIBENCH_DB": archive})
+    assert env_read.stdout == cli("compare", "--db", str(db), cwd=tmp_path).stdout
+    md = {}
+    for name, target in (("l", str(db)), ("r", archive)):
+        res = cli("report", "--db", target, "-o", "-", "--markdown", f"{name}.md",
+                  "--no-plots", cwd=tmp_path)
+        assert res.returncode == 0, res.stderr
+        md[name] = [ln for ln in (tmp_path / f"{name}.md").read_text().splitlines()
+                    if not ln.startswith("Generated ")]   # the date and the source differ
+    assert md["l"] == md["r"]
+    assert pg_password(archive) not in (tmp_path / "r.md").read_text()
+
+    # the pandas API
+    from mpibench.api import load_profiles, load_results
+    a = load_results(str(db), samples=True).drop(columns=["run_id"])
+    b = load_results(archive, samples=True).drop(columns=["run_id"])
+    pd.testing.assert_frame_equal(a.drop(columns=["samples"]), b.drop(columns=["samples"]))
+    assert all(np.array_equal(x, y) for x, y in zip(a["samples"], b["samples"], strict=True))
+    assert len(load_profiles(archive)) == len(load_profiles(str(db)))
+
+
+def pg_password(url: str) -> str:
+    from mpibench.store.engine import url_password
+    pw = url_password(url)
+    assert pw and len(pw) >= 8
+    return pw
+
+
+def test_three_concurrent_pushes_of_overlapping_stores(archive, tmp_path):
+    base = tmp_path / "base.db"
+    build_two_stack_store(base, repeats=2, n=10)[0].close()
+    stores = []
+    for i, site in enumerate(("alpha", "beta", "gamma")):
+        p = tmp_path / f"{site}.db"
+        shutil.copy(base, p)                    # the same campaign, copied to three machines
+        extra_runs(p, f"{site}-only", repeats=2, seed=i, seq0=200)
+        extra_runs(p, "shared-later", repeats=1, seed=99, seq0=300) if i else None
+        stores.append((site, p))
+    procs = [subprocess.Popen([*MPIBENCH, "push", archive, "--db-from", str(p), "--site", s],
+                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for s, p in stores]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], outs
+    c = counts(archive)
+    # 4 shared runs + 2 per site + 1 'shared-later' run in two of the stores
+    assert c["runs"] == 4 + 3 * 2 + 1
+    assert c["campaigns"] == 1
+    with connect(archive) as conn:
+        dup = conn.execute("SELECT run_id, benchmark, size, count(*) FROM results "
+                           "GROUP BY 1, 2, 3 HAVING count(*) > 1").fetchall()
+        assert dup == []
+        origins_of_shared = conn.execute(
+            "SELECT count(DISTINCT origin_id) FROM run_origins o JOIN runs r ON r.id = o.run_id "
+            "WHERE r.variant = 'base'").fetchone()[0]
+        assert origins_of_shared == 3           # every site's push is recorded
+        sites = {r[0] for r in conn.execute("SELECT site FROM origins")}
+        assert sites == {"alpha", "beta", "gamma"}
+    assert c["results"] == sum(1 for _ in results_of(archive))
+
+
+def results_of(url):
+    with connect(url) as c:
+        yield from c.execute("SELECT id FROM results")
+
+
+def test_sigkill_mid_push_leaves_nothing_then_push_completes(archive, tmp_path):
+    db = tmp_path / "k.db"
+    build_two_stack_store(db, repeats=3, n=10)[0].close()
+    assert cli("push", archive, "--db-from", str(db), "--site", "x", cwd=tmp_path
+               ).returncode == 0
+    extra_runs(db, "late", repeats=3, seed=5, seq0=400)
+    before = counts(archive)
+    blocker = connect(archive)
+    blocker.autocommit = False
+    # the push's last statement (its row in `pushes`) waits on this lock: the push is then
+    # mid-transaction, with its runs and results written but not committed
+    blocker.execute("LOCK TABLE pushes IN ACCESS EXCLUSIVE MODE")
+    proc = subprocess.Popen([*MPIBENCH, "push", archive, "--db-from", str(db), "--site", "x"],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    dbname = archive.rsplit("/", 1)[1]
+    with connect(archive.rsplit("/", 1)[0] + "/postgres") as watch:
+        waiting = None
+        for _ in range(1200):           # the event: the push's backend waits on the lock
+            waiting = watch.execute(
+                "SELECT pid FROM pg_stat_activity WHERE datname = %s AND "
+                "application_name = 'mpibench' AND wait_event_type = 'Lock'",
+                (dbname,)).fetchone()
+            if waiting or proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert waiting, proc.communicate()
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        blocker.rollback()
+        blocker.close()
+        for _ in range(600):            # the server ends the orphaned backend's transaction
+            if not watch.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s",
+                                 waiting).fetchone():
+                break
+            time.sleep(0.1)
+    assert counts(archive) == before    # nothing half-written is visible
+    again = cli("push", archive, "--db-from", str(db), "--site", "x", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert "3 new" in again.stdout
+    after = counts(archive)
+    assert after["runs"] == before["runs"] + 3
+    assert after["results"] == before["results"] + 3 * 3
+
+
+def test_newer_schema_and_foreign_database_refused_in_one_line(archive, pg_server, tmp_path):  # noqa: F811
+    db = tmp_path / "n.db"
+    build_two_stack_store(db, repeats=2, n=5)[0].close()
+    assert cli("push", archive, "--db-from", str(db), cwd=tmp_path).returncode == 0
+    with connect(archive) as c:
+        c.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    before = counts(archive)
+    for args in (["compare", "--db", archive], ["push", archive, "--db-from", str(db)],
+                 ["campaign", "list", "--db", archive]):
+        res = cli(*args, cwd=tmp_path)
+        assert res.returncode == 2, res.stderr
+        lines = res.stderr.strip().splitlines()
+        assert len(lines) == 1 and "newer than this mpibench" in lines[0], res.stderr
+        assert pg_password(archive) not in res.stderr + res.stdout
+    assert counts(archive) == before
+
+    foreign = pg_server.create_database(f"foreign{os.getpid()}")
+    with connect(foreign) as c:
+        c.execute("CREATE TABLE accounts (id int PRIMARY KEY, owner text)")
+    for args in (["push", foreign, "--db-from", str(db)], ["report", "--db", foreign]):
+        res = cli(*args, cwd=tmp_path)
+        assert res.returncode == 2 and "not an mpibench archive" in res.stderr, res.stderr
+        assert len(res.stderr.strip().splitlines()) == 1
+    with connect(foreign) as c:
+        tables = {r[0] for r in c.execute("SELECT table_name FROM information_schema.tables "
+                                          "WHERE table_schema = 'public'")}
+    assert tables == {"accounts"}       # left untouched
+
+
+def test_password_never_printed(archive, tmp_path):
+    db = tmp_path / "p.db"
+    build_two_stack_store(db, repeats=1, n=5)[0].close()
+    pw = pg_password(archive)
+    wrong = archive.replace(f":{pw}@", ":Wr0ngPassw0rd-xyz@")
+    res = cli("push", wrong, "--db-from", str(db), cwd=tmp_path)
+    assert res.returncode == 2
+    assert "Wr0ngPassw0rd-xyz" not in res.stdout + res.stderr
+    assert "cannot connect" in res.stderr and "***" in res.stderr
+    ok = cli("push", archive, "--db-from", str(db), "--json", cwd=tmp_path)
+    assert ok.returncode == 0 and pw not in ok.stdout + ok.stderr and "***" in ok.stdout
+    empty = cli("compare", "--db", archive + "x", cwd=tmp_path)   # no such database
+    assert empty.returncode == 2 and pw not in empty.stderr
+    with connect(archive) as c:            # nothing of the URL went into the archive
+        for table, col in (("origins", "path"), ("fingerprints", "json"),
+                           ("campaigns", "spec_json"), ("runs", "spec_json")):
+            assert not c.execute(f"SELECT 1 FROM {table} WHERE {col} LIKE %s",
+                                 (f"%{pw}%",)).fetchone()
