@@ -167,3 +167,15 @@ def test_run_flags_make_one_variant_per_interface():
     ns.interface = ["eth;x"]
     with pytest.raises(UsageError, match="--interface 'eth;x'"):
         variants_from_args(ns)
+
+
+def test_tcp_payload_efficiency_from_headers():
+    from mpibench.linkmodel import WIRE_L2, expected_tcp_mbps, tcp_payload_efficiency
+
+    assert tcp_payload_efficiency(1500) == 1448 / 1514
+    assert tcp_payload_efficiency(1500, l2=WIRE_L2) == 1448 / 1538
+    assert tcp_payload_efficiency(9000) == 8948 / 9014
+    assert tcp_payload_efficiency(1500, timestamps=False) == 1460 / 1514
+    assert expected_tcp_mbps(1e9, 1500) == pytest.approx(125 * 1448 / 1514, rel=1e-12)
+    with pytest.raises(ValueError):
+        tcp_payload_efficiency(40)
