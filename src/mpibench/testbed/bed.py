@@ -5,7 +5,8 @@ Layout, all created by `Testbed.start` and removed by `Testbed.stop`:
 - a *switch* namespace (network only) holding one bridge per network: `br0` for the
   management network, `br1`, `br2`, ... for the fabrics in the order given;
 - per node `tnK`: an anchor process (`sleep infinity`) in new network, UTS, IPC and mount
-  namespaces, with hostname tnK, a tmpfs of its own on /dev/shm, DIR/hosts bind-mounted over
+  namespaces, with hostname tnK, a tmpfs of its own on /dev/shm, a sysfs of its own on /sys
+  (the cpuset hierarchy mounted again inside it), DIR/hosts bind-mounted over
   /etc/hosts (inside its private mount namespace only), IPv6 off, and one veth per network:
   `mgmt` (198.19.M.K) and one named after each fabric (198.18.F.K), shaped by tbf in both
   directions (at the node's interface and at its switch port);
@@ -315,7 +316,8 @@ class Testbed:
                 n.name, self.node_cgroup(n),
                 f"echo {n.name} > /proc/sys/kernel/hostname && "
                 f"mount -t tmpfs -o mode=1777 mbt-shm /dev/shm && "
-                f"mount --bind {shlex.quote(str(self.hosts_file))} /etc/hosts && ")
+                f"mount --bind {shlex.quote(str(self.hosts_file))} /etc/hosts && "
+                + _own_sysfs())
         self.save()
         deadline = time.monotonic() + timeout
         for name, proc in [("switch", self.switch)] + [(n.name, n.anchor) for n in self.nodes]:
@@ -564,6 +566,27 @@ def dir_lock(root: Path):
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _own_sysfs() -> str:
+    """Shell for a node's anchor: a sysfs of the node's own (so /sys/class/net lists the
+    node's interfaces, which UCX reads to find its TCP devices: without it, UCX inside a node
+    sees only lo and MPICH's ch4:ucx cannot reach another node), with the cpuset hierarchy
+    mounted again at its usual place (the agents put what they start into the node's cpuset
+    through that path, also when called from inside another node)."""
+    point = None
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        pre, sep, post = line.partition(" - ")
+        fields, tail = pre.split(), post.split()
+        if sep and len(fields) >= 5 and len(tail) >= 3 and tail[0] == "cgroup" \
+                and "cpuset" in tail[2].split(","):
+            point = fields[4]
+            break
+    if point is None or not point.startswith("/sys/"):
+        return "mount -t sysfs mbt-sys /sys && "
+    q = shlex.quote(point)
+    return ("mount -t sysfs mbt-sys /sys && mount -t tmpfs -o mode=755 mbt-cg /sys/fs/cgroup && "
+            f"mkdir -p {q} && mount -t cgroup -o cpuset mbt-cpuset {q} && ")
 
 
 def _ok(res: CommandResult) -> CommandResult:

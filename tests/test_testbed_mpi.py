@@ -1,0 +1,102 @@
+"""MPI across the testbed's nodes for real (issue 19 items 2 and 3): Open MPI (ob1 over TCP)
+and MPICH (ch4:ucx over UCX's TCP) between two namespace nodes, each fabric pinned by its
+interface name, the probe's per-interface byte counters saying which fabric carried the
+traffic, and the ground-truth checks that load cannot break: a shaped link is a physical
+upper bound (a shaper only ever slows traffic), so measured large-message bandwidth is at
+most the configured rate times TCP's payload efficiency (+10%). Lower bounds and the
+10%-both-ways figures are bench/bench_testbed.py's (they depend on an idle machine).
+
+One small campaign, run once for the module inside node tn1 as a job script would run on
+the first node of its allocation: 1 launch per variant, PingPong at 0 B and 4 MiB."""
+
+from __future__ import annotations
+
+import pytest
+
+from mpibench import fabric as fb
+from testbed_cluster import testbed  # noqa: F401  (session fixture)
+
+pytestmark = [pytest.mark.system, pytest.mark.mpi]
+
+EXTRA = """
+# asks for the slow fabric, but its own MCA setting sends ob1's TCP over fast: a MISMATCH
+[variants.wrong]
+stack = "openmpi"
+interface = "slow"
+mca = { btl_tcp_if_include = "fast" }
+
+# both ranks on one node: shared memory, no fabric carries the payload
+[variants.packed]
+stack = "openmpi"
+hosts = ["tn1"]
+ppn = 2
+bind = "none"
+interface = "fast"
+"""
+
+
+@pytest.fixture(scope="module")
+def fabric_run(testbed, tmp_path_factory):  # noqa: F811
+    work = tmp_path_factory.mktemp("fabric")
+    text = fb.fabric_campaign(testbed, "tb-mpi", stacks=("openmpi", "mpich"), sizes="0,4M",
+                              repeats=1, max_time=0.05) + EXTRA
+    res, camp, db = fb.run_campaign(testbed, text, work, timeout=600)
+    from mpibench.campaign import status as st
+    from mpibench.campaign.spec import load
+    from mpibench.store import Store
+
+    with Store(db) as store:
+        data = st.status(store, load(camp))
+    assert data["totals"]["done"] == 6, (res.stdout[-2000:], res.stderr[-2000:])
+    return res, {v["variant"]: v for v in data["variants"]}, db, testbed
+
+
+def test_every_variant_ran_across_the_nodes(fabric_run):
+    _res, by, _db, _bed = fabric_run
+    assert set(by) == {"openmpi-fast", "openmpi-slow", "mpich-fast", "mpich-slow", "wrong",
+                       "packed"}
+
+
+@pytest.mark.parametrize("variant, fabric", [("openmpi-fast", "fast"), ("openmpi-slow", "slow"),
+                                             ("mpich-fast", "fast"), ("mpich-slow", "slow")])
+def test_the_pinned_fabric_carried_the_traffic(fabric_run, variant, fabric):
+    """Verified from the nodes' own byte counters, not from what was asked; MPICH over UCX
+    needs the node's own /sys to find its interfaces (it saw only lo without it)."""
+    _res, by, _db, _bed = fabric_run
+    v = by[variant]
+    assert v["transport_requested"] == f"shm+tcp@{fabric}"
+    assert v["transport_verdict"] == "ok", v
+    assert f"; iface {fabric} (" in v["transport_actual"], v["transport_actual"]
+
+
+def test_a_pin_the_run_overrides_is_a_mismatch(fabric_run):
+    _res, by, _db, _bed = fabric_run
+    v = by["wrong"]
+    assert v["transport_verdict"] == "MISMATCH"
+    assert "iface fast (" in v["transport_actual"]
+
+
+def test_ranks_on_one_node_use_shared_memory_and_no_fabric(fabric_run):
+    _res, by, _db, _bed = fabric_run
+    v = by["packed"]
+    assert v["transport_actual"].startswith("shm [pml ob1, btl vader")
+    assert "iface none" in v["transport_actual"] and v["transport_verdict"] == "ok"
+
+
+def test_no_fabric_is_faster_than_its_configured_rate(fabric_run):
+    """A shaper only slows traffic: PingPong at 4 MiB over each fabric, and mpibench's % of
+    line rate for it, stay under the link's TCP payload rate (+10% for the tbf burst and
+    timer granularity). Load can only lower the measured figure."""
+    _res, _by, db, bed = fabric_run
+    figs = {f.variant: f for f in fb.figures(bed, db)}
+    for name in ("openmpi-fast", "openmpi-slow", "mpich-fast", "mpich-slow"):
+        f = figs[name]
+        assert f.mbps is not None and f.size == 4 << 20
+        assert f.mbps <= f.expected.mbps * 1.10, (name, f.mbps, f.expected.mbps)
+        # the line-rate table's figure is the same measurement against the same rate
+        assert f.percent_of_line_rate is not None
+        assert f.percent_of_line_rate <= f.expected.efficiency * 100 * 1.10
+        assert f.percent_of_line_rate == pytest.approx(
+            f.mbps / (f.expected.rate_bps / 8e6) * 100, rel=1e-6)
+        if f.expected.delay_us:  # a delay is a lower bound on the one-way latency
+            assert f.latency_us >= f.expected.delay_us
