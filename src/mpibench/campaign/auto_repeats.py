@@ -99,6 +99,7 @@ def group_launches(store, campaign_id: int, group: str
     """{variant: {cell key: launch medians}} of one group's finished launches, and each
     cell's better-direction (read through the store like every comparison)."""
     from mpibench.report.data import load_cells
+    from mpibench.report.rules import comparable
 
     runs: dict[str, list[str]] = defaultdict(list)
     from mpibench.store.report_queries import done_runs_of_group
@@ -108,8 +109,13 @@ def group_launches(store, campaign_id: int, group: str
     cells = load_cells(store, dict(runs), with_samples=False)
     out: dict[str, dict[tuple, list[float]]] = {v: {} for v in runs}
     better: dict[tuple, str] = {}
+    first = next(iter(runs), None)           # precise_enough's baseline
     for key, by in cells.items():
+        base = by.get(first)
         for v, c in by.items():
+            # the comparability rule (report/rules.py), as every table applies it
+            if base is not None and v != first and not comparable(base, c):
+                continue
             if c.status == "ok" and c.launch_values:
                 out[v][key] = list(c.launch_values)
                 better[key] = c.better

@@ -48,6 +48,7 @@ from mpibench.report.render import (  # noqa: F401 - re-exported for callers and
     md_table,
     plain_table,
 )
+from mpibench.report.rules import CellKey, why_not_comparable
 from mpibench.stats import launch as launch_stats
 from mpibench.store import Store
 from mpibench.store.report_queries import runs_with_results, variants_with_results
@@ -55,20 +56,50 @@ from mpibench.store.report_queries import runs_with_results, variants_with_resul
 
 @dataclass
 class Delta:
-    """Candidate vs baseline in one row. n_base/n_cand count launches."""
-    gain: float | None = None
-    ci_low: float | None = None     # 95% CI of the gain (Welch, between launches)
-    ci_high: float | None = None
-    p: float | None = None          # raw Welch t p on the log launch statistics
+    """Candidate vs baseline in one row: the launch-level test (stats.launch.LaunchTest,
+    None when the two cells may not be compared) and what the table adds to it."""
+    test: launch_stats.LaunchTest | None = None
     p_adj: float | None = None      # Holm-adjusted over the whole comparison
     significant: bool = False
-    tested: bool = False
-    n_base: int | None = None
-    n_cand: int | None = None
-    sd_log: float | None = None     # pooled between-launch sd of the logs
-    detectable: float | None = None  # smallest gain - 1 detectable at these counts (80%)
     needed: int | None = None       # launches per side to detect the observed gain
     notes: list[int] = field(default_factory=list)   # footnote numbers
+
+    # the test's figures, read through (None / False / 0 without a test)
+    @property
+    def gain(self) -> float | None:
+        return self.test.gain if self.test else None
+
+    @property
+    def ci_low(self) -> float | None:      # 95% CI of the gain (Welch, between launches)
+        return self.test.ci_low if self.test else None
+
+    @property
+    def ci_high(self) -> float | None:
+        return self.test.ci_high if self.test else None
+
+    @property
+    def p(self) -> float | None:          # raw Welch t p on the log launch statistics
+        return self.test.p if self.test else None
+
+    @property
+    def tested(self) -> bool:
+        return bool(self.test and self.test.tested)
+
+    @property
+    def n_base(self) -> int | None:       # launches per side
+        return self.test.n_base if self.test else None
+
+    @property
+    def n_cand(self) -> int | None:
+        return self.test.n_cand if self.test else None
+
+    @property
+    def sd_log(self) -> float | None:     # pooled between-launch sd of the logs
+        return self.test.sd_log if self.test else None
+
+    @property
+    def detectable(self) -> float | None:  # smallest gain - 1 detectable at these counts
+        return self.test.detectable if self.test else None
 
     @property
     def direction(self) -> str:
@@ -79,7 +110,7 @@ class Delta:
 
 @dataclass
 class Row:
-    key: tuple
+    key: CellKey
     benchmark: str
     size: int | None
     np: int | None
@@ -95,6 +126,16 @@ class Row:
     def label(self) -> str:
         return cell_label(self)
 
+    @property
+    def tool(self) -> str | None:
+        """The tool when it is part of the cell key (a set holding several tools)."""
+        return self.key.tool
+
+    @property
+    def title(self) -> str:
+        """The benchmark's name in tables, with the tool when the key has one."""
+        return self.key.title
+
 
 @dataclass
 class Summary:
@@ -107,6 +148,7 @@ class Summary:
     same: dict[str, int]
     # candidate -> the per-launch aggregate (gain, CI, p over launches)
     test: dict[str, launch_stats.LaunchTest] = field(default_factory=dict)
+    tool: str | None = None                # when the cell keys carry the tool (rules.py)
 
 
 @dataclass
@@ -208,8 +250,8 @@ def compare_groups(store: Store, groups: Mapping[str, list[str]], baseline: str,
     size_set = set(sizes) if sizes is not None else None
     bench_set = {b.lower() for b in benchmarks} if benchmarks else None
     selected = [(key, by_group) for key, by_group in cells.items()
-                if (size_set is None or key[1] in size_set)
-                and (bench_set is None or key[0].lower() in bench_set)]
+                if (size_set is None or key.size in size_set)
+                and (bench_set is None or key.benchmark.lower() in bench_set)]
     notes = _Notes()
     # Transport warnings first: they decide whether any number below means what it says.
     warnings = transport_notes(store, groups)
@@ -220,7 +262,7 @@ def compare_groups(store: Store, groups: Mapping[str, list[str]], baseline: str,
     not_compared = [g for g in order[1:] if g not in shared]
     for g in not_compared:
         own = [key for key, by_group in selected if g in by_group]
-        benches = sorted({key[0] for key in own}, key=bench_sort_key)
+        benches = sorted({key.benchmark for key in own}, key=bench_sort_key)
         what = (f"its {len(own)} cell(s): {', '.join(benches[:6])}"
                 + (" ..." if len(benches) > 6 else "") + "; see its own results, --results"
                 if own else "it has no cells in the selection")
@@ -234,11 +276,10 @@ def compare_groups(store: Store, groups: Mapping[str, list[str]], baseline: str,
         selected = [(key, by_group) for key, by_group in selected if by_group]
     rows: list[Row] = []
     for key, by_group in selected:
-        bench, size, np_, pkey, metric = key
         any_cell = by_group.get(baseline) or next(iter(by_group.values()))
-        row = Row(key=key, benchmark=bench, size=size, np=np_, params=dict(any_cell.params),
-                  metric=metric, unit=any_cell.unit, better=any_cell.better,
-                  cells=by_group, deltas={})
+        row = Row(key=key, benchmark=key.benchmark, size=key.size, np=key.np,
+                  params=dict(any_cell.params), metric=key.metric, unit=any_cell.unit,
+                  better=any_cell.better, cells=by_group, deltas={})
         for g, c in by_group.items():
             if c.mixed:
                 row.notes.append(notes.add(
@@ -269,23 +310,14 @@ def compare_groups(store: Store, groups: Mapping[str, list[str]], baseline: str,
                 missing = baseline if base is None else cand
                 d.notes.append(notes.add(f"{missing}: no result for this cell"))
                 continue
-            if base.status != "ok" or c.status != "ok":
-                bad = base if base.status != "ok" else c
-                d.notes.append(notes.add(
-                    f"{bad.group}: {bad.status}" + (f" ({bad.reason})" if bad.reason else "")))
+            why = why_not_comparable(base, c)          # the comparability rule
+            if why is not None:
+                d.notes.append(notes.add(why))
                 continue
-            if base.shown_statistic != c.shown_statistic:
-                d.notes.append(notes.add(
-                    f"{baseline} shows a {base.shown_statistic}, {cand} a "
-                    f"{c.shown_statistic}: a gain is only computed between the same "
-                    "statistic on both sides (see --statistic)"))
-                continue
-            t = launch_stats.compare(base.launch_values, c.launch_values, row.better, alpha)
-            d.gain, d.ci_low, d.ci_high = t.gain, t.ci_low, t.ci_high
-            d.n_base, d.n_cand = t.n_base, t.n_cand
-            d.sd_log, d.detectable, d.tested, d.p = t.sd_log, t.detectable, t.tested, t.p
-            if d.gain is not None and d.gain != 1.0:
-                d.needed = launch_stats.launches_needed(t.sd_log, abs(d.gain - 1.0), alpha)
+            d.test = t = launch_stats.compare(base.launch_values, c.launch_values, row.better,
+                                              alpha)
+            if t.gain is not None and t.gain != 1.0:
+                d.needed = launch_stats.launches_needed(t.sd_log, abs(t.gain - 1.0), alpha)
             if not t.tested:
                 d.notes.append(notes.add(_untested_note(t, alpha)))
         rows.append(row)
@@ -298,11 +330,17 @@ def compare_groups(store: Store, groups: Mapping[str, list[str]], baseline: str,
         d.p_adj = float(pa)
         d.significant = bool(pa <= alpha)
     summaries = _summaries(rows, baseline, order[1:], alpha)
-    overall = {cand: _aggregate(rows, baseline, cand, alpha) for cand in order[1:]}
+    # one tool per verdict: with the core's and a peer suite's rows in one table (a set
+    # holding both), the verdict is the core's (else the first tool's) and says so
+    vrows, others = _verdict_rows(rows)
+    overall = {cand: _aggregate(vrows, baseline, cand, alpha) for cand in order[1:]}
     kinds: dict[str, str] = {}
     verdicts = {}
     for cand in order[1:]:
-        kinds[cand], verdicts[cand] = _verdict(rows, baseline, cand, alpha, overall[cand])
+        kinds[cand], verdicts[cand] = _verdict(vrows, baseline, cand, alpha, overall[cand])
+        if others:
+            verdicts[cand] += (f" ({vrows[0].tool} rows only; {', '.join(others)} rows are "
+                               "separate cells with their own geomean rows)")
     for cand in not_compared:
         kinds[cand] = "nothing"
         verdicts[cand] = (f"{cand} vs {baseline}: nothing to compare (no cell in common with "
@@ -351,16 +389,26 @@ def _aggregate(rows: list[Row], baseline: str, cand: str,
     return launch_stats.aggregate(_pairs(rows, baseline, cand), alpha)
 
 
+def _verdict_rows(rows: list[Row]) -> tuple[list[Row], list[str]]:
+    """(the rows one verdict aggregates, the other tools left to their own rows): all rows
+    when the keys carry no tool; else the core's rows (or the first tool's)."""
+    tools = list(dict.fromkeys(r.tool for r in rows))
+    if len(tools) <= 1:
+        return rows, []
+    main = "core" if "core" in tools else sorted(t or "" for t in tools)[0]
+    return [r for r in rows if r.tool == main], [t for t in tools if t != main]
+
+
 def _summaries(rows: list[Row], baseline: str, candidates: list[str],
                alpha: float) -> list[Summary]:
-    by_bench: dict[tuple[str, str], list[Row]] = {}
+    by_bench: dict[tuple[str, str, str | None], list[Row]] = {}
     for r in rows:
-        by_bench.setdefault((r.benchmark, r.metric), []).append(r)
+        by_bench.setdefault((r.benchmark, r.metric, r.tool), []).append(r)
     out = []
-    for (bench, metric), rs in by_bench.items():
+    for (bench, metric, tool), rs in by_bench.items():
         tests = {c: _aggregate(rs, baseline, c, alpha) for c in candidates}
         out.append(Summary(
-            benchmark=bench, metric=metric, rows=len(rs),
+            benchmark=bench, metric=metric, rows=len(rs), tool=tool,
             geomean={c: tests[c].gain for c in candidates},
             better={c: sum(r.deltas[c].direction == "better" for r in rs) for c in candidates},
             worse={c: sum(r.deltas[c].direction == "worse" for r in rs) for c in candidates},
@@ -517,7 +565,7 @@ def comparison_records(cmp: Comparison) -> list[dict[str, Any]]:
             c = r.cells.get(cand)
             rec: dict[str, Any] = {
                 "benchmark": r.benchmark, "size": r.size, "np": r.np, "params": r.params,
-                "metric": r.metric, "unit": r.unit, "better": r.better,
+                "metric": r.metric, "unit": r.unit, "better": r.better, "tool": r.tool,
                 "baseline": cmp.baseline, "candidate": cand,
             }
             for prefix, cell in (("base", b), ("cand", c)):
@@ -554,7 +602,8 @@ def to_json_obj(cmp: Comparison) -> dict[str, Any]:
         "title": cmp.title, "baseline": cmp.baseline, "groups": cmp.groups, "alpha": cmp.alpha,
         "runs": cmp.run_counts, "verdict": cmp.verdict, "verdicts": cmp.verdicts,
         "rows": comparison_records(cmp),
-        "summary": [{"benchmark": s.benchmark, "metric": s.metric, "rows": s.rows,
+        "summary": [{"benchmark": s.benchmark, "metric": s.metric, "tool": s.tool,
+                     "rows": s.rows,
                      "geomean_gain": s.geomean,
                      "geomean_ci": {c: [t.ci_low, t.ci_high] for c, t in s.test.items()},
                      "geomean_p": {c: t.p for c, t in s.test.items()},
@@ -587,13 +636,13 @@ def _table_model(cmp: Comparison) -> tuple[list[str], list[list[str]], list[int]
     hdr += ["notes"]
     body: list[list[str]] = []
     summary_idx: list[int] = []
-    summaries = {(s.benchmark, s.metric): s for s in cmp.summaries}
+    summaries = {(s.benchmark, s.metric, s.tool): s for s in cmp.summaries}
     prev = None
     multi_metric = len({(r.metric, r.unit) for r in cmp.rows}) > 1
     for i, r in enumerate(cmp.rows):
-        group_key = (r.benchmark, r.metric)
+        group_key = (r.benchmark, r.metric, r.tool)
         what = r.metric if r.metric == r.unit else f"{r.metric}, {r.unit}"
-        name = f"{r.benchmark} [{what}]" if multi_metric else r.benchmark
+        name = f"{r.title} [{what}]" if multi_metric else r.title
         line = [name if group_key != prev else "", r.label]
         if show_np:
             line.append("" if r.np is None else str(r.np))
@@ -611,7 +660,7 @@ def _table_model(cmp: Comparison) -> tuple[list[str], list[list[str]], list[int]
         body.append(line)
         prev = group_key
         nxt = cmp.rows[i + 1] if i + 1 < len(cmp.rows) else None
-        if (nxt is None or (nxt.benchmark, nxt.metric) != group_key):
+        if (nxt is None or (nxt.benchmark, nxt.metric, nxt.tool) != group_key):
             s = summaries[group_key]
             if s.rows > 1:
                 line = ["", "geomean"] + ([""] if show_np else []) + [""]

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from mpibench import stats
+from mpibench.report.rules import CellKey, MetricKind, metric_kind, why_unusable
 from mpibench.stats import launch as launch_stats
 from mpibench.store import Store
 from mpibench.units import fmt_size  # noqa: F401 - re-exported: reports import it from here
@@ -226,10 +227,17 @@ class Cell:
     launch_values: list[float] = field(default_factory=list)
     estimate: launch_stats.Estimate | None = None
     within_ci_pct: float | None = None   # median over launches of their own CI half-width
+    tool: str | None = None              # what measured its rows (core, imb, osu, app, ...)
+    key_tool: str | None = None          # the tool when it is part of the key (rules.CellKey)
 
     @property
-    def key(self) -> tuple:
-        return (self.benchmark, self.size, self.np, params_key(self.params), self.metric)
+    def key(self) -> CellKey:
+        return CellKey(self.benchmark, self.size, self.np, params_key(self.params),
+                       self.metric, self.key_tool)
+
+    @property
+    def kind(self) -> MetricKind:
+        return metric_kind(self.benchmark, self.metric, self.unit, self.better)
 
     @property
     def shown_statistic(self) -> str:
@@ -317,10 +325,14 @@ def check_statistic(statistic: str) -> str:
 
 def load_cells(store: Store, groups: Mapping[str, list[str]], *,
                with_samples: bool = True, statistic: str = "median"
-               ) -> dict[tuple, dict[str, Cell]]:
-    """{cell key: {group: Cell}} for every cell any group has. Keys are
-    (benchmark, size, np, params_key, metric). statistic: each launch's statistic
-    (median or mean of its samples)."""
+               ) -> dict[CellKey, dict[str, Cell]]:
+    """{cell key: {group: Cell}} for every cell any group has (keys: rules.CellKey).
+    statistic: each launch's statistic (median or mean of its samples).
+
+    A set never pools two tools' rows into one cell: where one set measured a cell with
+    more than one tool (a campaign with core and IMB groups, read by variant), the tool is
+    part of that cell's key, so the core's and the suite's rows are separate cells
+    (rules.py)."""
     check_statistic(statistic)
     owners: dict[str, list[str]] = defaultdict(list)
     for g, ids in groups.items():
@@ -342,16 +354,23 @@ def load_cells(store: Store, groups: Mapping[str, list[str]], *,
                     r["params"], r["params_key"] = p, params_key(p)
     for row in rows:
         key = (row["benchmark"], row["size"], row["np"],
-               row.get("params_key") or params_key(row["params"]),
-               row["metric"])
+               row.get("params_key") or params_key(row["params"]), row["metric"])
         for g in owners[row["run_id"]]:
             raw[key][g].append(row)
-    out: dict[tuple, dict[str, Cell]] = {}
+    merged: dict[CellKey, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
+    for key, by_group in raw.items():
+        # a cell that one set measured with two tools is split by tool (rules.CellKey)
+        split = any(len({r.get("tool") for r in rows}) > 1 for rows in by_group.values())
+        for g, rows in by_group.items():
+            for r in rows:
+                merged[CellKey(*key, r.get("tool") if split else None)][g].append(r)
+    out: dict[CellKey, dict[str, Cell]] = {}
     pending: list[tuple[Cell, list[dict]]] = []
-    for key in sorted(raw, key=_cell_sort_key):
+    for key in sorted(merged, key=_cell_sort_key):
         out[key] = by_group = {}
-        for g, rows in raw[key].items():
-            by_group[g] = pool(g, rows, _defer=pending, statistic=statistic)
+        for g, rows in merged[key].items():
+            by_group[g] = c = pool(g, rows, _defer=pending, statistic=statistic)
+            c.key_tool = key.tool
     # the summaries of all cells at once (stats.summarize_many: same bits, 2-D batches)
     for (cell, used), summary in zip(pending, stats.summarize_many(
             [c.samples for c, _ in pending]), strict=True):
@@ -359,10 +378,10 @@ def load_cells(store: Store, groups: Mapping[str, list[str]], *,
     return out
 
 
-def _cell_sort_key(key: tuple) -> tuple:
-    bench, size, np_, pkey, metric = key
-    return (bench_sort_key(bench), metric, np_ if np_ is not None else -1,
-            params_sort_key(pkey), size if size is not None else -1)
+def _cell_sort_key(key: CellKey) -> tuple:
+    return (bench_sort_key(key.benchmark), key.tool or "", key.metric,
+            key.np if key.np is not None else -1, params_sort_key(key.params_key),
+            key.size if key.size is not None else -1)
 
 
 def _num(v: Any) -> float | None:
@@ -380,15 +399,18 @@ def pool(group: str, rows: list[dict], *,
     cell = Cell(group=group, benchmark=first["benchmark"], size=first["size"], np=first["np"],
                 params=first["params"] or {}, metric=first["metric"],
                 unit=first["unit"], better=first["better"], statistic=first["statistic"],
-                requested=statistic)
-    ok = [r for r in rows if r["status"] == "ok"]
+                requested=statistic, tool=first.get("tool"))
+    # the row rule (rules.why_unusable): only finished runs' ok rows make a value
+    ok = []
+    for r in rows:
+        bad = why_unusable(r)
+        if bad is None:
+            ok.append(r)
+        else:
+            cell.runs_failed.append((r["run_id"], bad[0], bad[1]))
     cell.campaign_ids = {r["campaign_id"] for r in rows}
-    if len(ok) < len(rows):
-        cell.runs_failed = [(r["run_id"], r["status"], r.get("reason")) for r in rows
-                            if r["status"] != "ok"]
     if not ok:
-        cell.status = rows[0]["status"]
-        cell.reason = rows[0].get("reason")
+        cell.status, cell.reason = cell.runs_failed[0][1], cell.runs_failed[0][2]
         return cell
 
     by_fp: dict[Any, list[dict]] = {}
@@ -530,8 +552,8 @@ def fmt_num(v: float | None, digits: int = 4) -> str:
 def cell_label(cell_or_key: Cell | tuple) -> str:
     """Size for message-size cells, 'k=v ...' for application cells, np appended if set."""
     if isinstance(cell_or_key, tuple):
-        _, size, np_, pkey, _ = cell_or_key
-        params = json.loads(pkey)
+        key = CellKey(*cell_or_key)
+        size, params = key.size, key.params
     else:                      # a Cell, or anything with size and params (a compare Row)
         size, params = cell_or_key.size, cell_or_key.params
     parts = []

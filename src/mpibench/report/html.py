@@ -164,11 +164,12 @@ def _auto_grid(cells: dict) -> list[tuple[str | None, str, str]]:
     steps and NetPIPE over message limits); [(benchmark, row, col)]."""
     values: dict[str, dict[str, set]] = {}
     nps: dict[str, set] = {}
-    for (bench, size, np_, pkey, _m) in cells:
-        if size is not None:
+    for key in cells:
+        if key.size is not None:
             continue
-        nps.setdefault(bench, set()).add(np_)
-        for k, v in json.loads(pkey).items():
+        bench = key.benchmark
+        nps.setdefault(bench, set()).add(key.np)
+        for k, v in key.params.items():
             values.setdefault(bench, {}).setdefault(k, set()).add(json.dumps(v, default=str))
     out: list[tuple[str | None, str, str]] = []
     for bench in sorted(nps, key=bench_sort_key):

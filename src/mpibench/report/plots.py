@@ -84,10 +84,11 @@ def _size_ticks(ax, sizes: list[int]) -> None:
 
 
 def _series(cmp: Comparison, bench: str, metric: str = "time"):
-    """(group, np) -> cells of this benchmark sorted by size (message-size cells only)."""
+    """(group, np) -> cells of this benchmark sorted by size (message-size cells only).
+    bench: the row's title (the benchmark, with the tool where the cell key has one)."""
     out: dict[tuple[str, int | None], list[Cell]] = {}
     for r in cmp.rows:
-        if r.benchmark != bench or r.metric != metric or r.size is None:
+        if r.title != bench or r.metric != metric or not r.key.at_message_size:
             continue
         for g, c in r.cells.items():
             if c.status == "ok" and c.value is not None:
@@ -117,8 +118,8 @@ def _lines(cmp: Comparison, bench: str):
 def size_benchmarks(cmp: Comparison) -> list[str]:
     seen: list[str] = []
     for r in cmp.rows:
-        if r.size is not None and r.metric == "time" and r.benchmark not in seen:
-            seen.append(r.benchmark)
+        if r.key.is_message_time and r.title not in seen:
+            seen.append(r.title)
     return seen
 
 
@@ -304,8 +305,7 @@ def gain_figure(cmp: Comparison, benches: list[str] | None = None):
         return None
     fig, axes = _grid_axes(len(benches))
     for ax, bench in zip(axes, benches, strict=True):
-        all_rows = [r for r in cmp.rows if r.benchmark == bench and r.size is not None
-                    and r.metric == "time"]
+        all_rows = [r for r in cmp.rows if r.title == bench and r.key.is_message_time]
         sizes = [r.size for r in all_rows]
         nps = sorted({r.np for r in all_rows}, key=lambda v: -1 if v is None else v)
         bounds: list[float] = []           # the CIs' ends, so no error bar is cut off

@@ -46,6 +46,7 @@ from mpibench.report.data import (
     with_sweep_params,
 )
 from mpibench.report.render import Table, render
+from mpibench.report.rules import comparable, why_not_comparable
 from mpibench.stats import launch as launch_stats
 from mpibench.store import Store
 from mpibench.store.report_queries import (
@@ -78,8 +79,8 @@ def gain_table(cmp: Comparison, size: int | None = None,
     by_bench: dict[tuple, list] = defaultdict(list)
     for r in cmp.rows:
         # profile:sizes rows count messages per size bin: not a time at a message size
-        if r.size is not None and r.benchmark != "profile:sizes":
-            by_bench[(r.benchmark, r.metric, r.np, fmt_params(r.params))].append(r)
+        if r.key.at_message_size:
+            by_bench[(r.title, r.metric, r.np, fmt_params(r.params))].append(r)
     cands = cmp.candidates
     show_np = len({k[2] for k in by_bench}) > 1
     show_params = any(k[3] for k in by_bench)
@@ -168,8 +169,8 @@ def gain_table(cmp: Comparison, size: int | None = None,
         seen = {k[0] for k in by_bench}
         gone: dict[str, set[int]] = defaultdict(set)
         for k in measured:
-            if k[1] is not None and k[0] not in seen and k[0] != "profile:sizes":
-                gone[k[0]].add(k[1])
+            if k.at_message_size and k.title not in seen:
+                gone[k.title].add(k.size)
         for bench in sorted(gone, key=bench_sort_key):
             sizes_ = sorted(gone[bench])
             missing.append(f"{bench}: not measured at {fmt_size(size)} bytes (its sizes: "
@@ -259,7 +260,7 @@ def grids(store: Store, groups: Mapping[str, list[str]], row_param: str, col_par
     cells = cells if cells is not None else load_cells(store, groups, statistic=statistic)
     buckets: dict[tuple, dict[str, dict[tuple, Cell]]] = defaultdict(lambda: defaultdict(dict))
     for key, by_group in cells.items():
-        bench, size, np_, _pkey, m = key
+        bench, size, m = key.title, key.size, key.metric
         if metric is not None and m != metric:
             continue
         if benchmark is not None and bench.lower() != benchmark.lower():
@@ -316,17 +317,18 @@ def grids(store: Store, groups: Mapping[str, list[str]], row_param: str, col_par
             ratio[cand], sig[cand], ltests[cand] = {}, {}, {}
             for pos, c in per_group[cand].items():
                 b = base.get(pos)
-                ratio[cand][pos] = orient_gain(b.value, c.value, better) if b else None
                 sig[cand][pos] = None
-                if b and b.testable and c.testable and \
-                        b.shown_statistic == c.shown_statistic:
+                # the comparability rule: never a mean against a median, nor a failed cell
+                if b is None or not comparable(b, c):
+                    ratio[cand][pos] = None
+                    continue
+                ratio[cand][pos] = orient_gain(b.value, c.value, better)
+                if b.testable and c.testable:
                     t = launch_stats.compare(b.launch_values, c.launch_values, better, alpha)
                     ltests[cand][pos] = t
                     ratio[cand][pos] = t.gain
                     if t.tested:
                         tested.append((cand, pos, t.p))
-                elif b and b.shown_statistic != c.shown_statistic:
-                    ratio[cand][pos] = None     # never a mean against a median
         for (cand, pos, _), pa in zip(tested, stats.holm([p for *_, p in tested]),
                                       strict=True):
             sig[cand][pos] = bool(pa <= alpha)
@@ -580,7 +582,7 @@ def line_rate_table(store: Store, groups: Mapping[str, list[str]],
         for by_group in cells.values():
             c = by_group.get(g)
             if c and c.status == "ok" and c.size and (c.busbw_mbps or c.bandwidth_mbps):
-                per_bench[(c.benchmark, c.np)].append(c)
+                per_bench[(c.key.title, c.np)].append(c)
         for bench, np_ in sorted(per_bench, key=lambda k: (bench_sort_key(k[0]),
                                                            -1 if k[1] is None else k[1])):
             cs = sorted(per_bench[(bench, np_)], key=lambda c: c.size)
@@ -633,7 +635,7 @@ def first_call_table(store: Store, groups: Mapping[str, list[str]], *,
     for g in gs:
         hdr += [f"{g} first", f"{g} steady"] + ([f"{g} mean ± std"] if mean_std else []) + \
             [f"{g} first/steady"]
-    imported = imported_clause(c for key, by in cells.items() if key[4] == "time"
+    imported = imported_clause(c for key, by in cells.items() if key.metric == "time"
                                for c in by.values())
     t = Table(title="First call vs steady state", header=hdr, rows=[], kind="first-call",
               caption="first = time of the first (initialisation) call, median over launches; "
@@ -642,8 +644,8 @@ def first_call_table(store: Store, groups: Mapping[str, list[str]], *,
                       + (f"; {imported}" if imported else "") + "; times in microseconds")
     size_set = set(sizes) if sizes is not None else None
     for key, by_group in cells.items():
-        bench, size, _np, _pk, metric = key
-        if metric != "time" or (size_set is not None and size not in size_set):
+        bench, size, _np = key.title, key.size, key.np
+        if key.metric != "time" or (size_set is not None and size not in size_set):
             continue
         if not any(c.firsts for c in by_group.values()):
             continue
@@ -716,7 +718,7 @@ def scaling_table(store: Store, groups: Mapping[str, list[str]], *, by: str | No
             # cells at one node count but different np belong to different series
             per = (c.np / float(count) if b != "np" and c.np is not None and count
                    else None)
-            skey = (g, c.benchmark, c.metric, c.size, b,
+            skey = (g, c.key.title, c.metric, c.size, b,
                     json.dumps(other, sort_keys=True, default=str), per)
             series[skey][count] = c
     t = Table(title="Scaling", kind="scaling", rows=[],
@@ -737,17 +739,26 @@ def scaling_table(store: Store, groups: Mapping[str, list[str]], *, by: str | No
         g, bench, m, size, b, other, per = skey
         counts = sorted(pts, key=float)
         c0 = counts[0]
-        v0 = pts[c0].value
         desc = " ".join(x for x in (m, fmt_size(size) if size is not None else "",
                                     fmt_params(json.loads(other)),
                                     f"ranks/{b}={per:g}" if per is not None else "") if x)
+        kind = pts[c0].kind
+        if not kind.scales:
+            # a call count or an MPI fraction at more ranks is not a speedup
+            note = (f"{g} {bench} {m}: a {kind} figure: values only, no speedup or "
+                    "efficiency")
+            if note not in t.notes:
+                t.notes.append(note)
         for cnt in counts:
             v = pts[cnt].value
-            speed = (v0 / v if pts[cnt].better == "lower" else v / v0) if v and v0 else None
-            lt = launch_stats.compare(pts[c0].launch_values, pts[cnt].launch_values,
-                                      pts[cnt].better) if cnt != c0 else None
-            if lt is not None and lt.gain is not None:
-                speed = lt.gain
+            speed, lt = _speedup(pts[c0], pts[cnt]) if cnt != c0 else (1.0, None)
+            if cnt != c0 and speed is None and kind.scales:
+                why = why_not_comparable(pts[c0], pts[cnt])
+                if why:
+                    t.notes.append(f"{g} {bench} {desc}: {b}={cnt} against {b}={c0}: "
+                                   f"no speedup ({why})")
+            if not kind.scales:
+                speed = lt = None
             eff = speed / (float(cnt) / float(c0)) if speed else None
             pct = pts[cnt].ci_pct
             t.rows.append([g, bench, desc, f"{b}={cnt}",
@@ -771,6 +782,18 @@ def scaling_table(store: Store, groups: Mapping[str, list[str]], *, by: str | No
                        + ("" if include_sizes else "; message-size benchmarks are left out "
                           "when the selection has application cells") + ")")
     return t
+
+
+def _speedup(c0: Cell, c: Cell) -> tuple[float | None, launch_stats.LaunchTest | None]:
+    """(speedup of c against the series' first cell c0, the launch-level test): None when
+    the two may not be compared (rules.why_not_comparable: a median never against an
+    imported mean, a failed cell never)."""
+    if not comparable(c0, c):
+        return None, None
+    lt = launch_stats.compare(c0.launch_values, c.launch_values, c.better)
+    if lt.gain is not None:
+        return lt.gain, lt
+    return orient_gain(c0.value, c.value, c.better), lt
 
 
 # ---------------------------------------------------------------------------------------
@@ -824,14 +847,14 @@ def cost_table(store: Store, groups: Mapping[str, list[str]], *,
     cells = cells if cells is not None else load_cells(store, groups, with_samples=False)
     # group cells per application cell (benchmark + params + np), across metrics
     apps: dict[tuple, dict[str, dict[str, Cell]]] = defaultdict(lambda: defaultdict(dict))
-    for (bench, size, np_, pkey, metric), by_group in cells.items():
+    for key, by_group in cells.items():
         # profile:* rows describe the application's own launches (profile = true): they
         # are not more jobs to price
-        if size is not None or bench.startswith("profile:"):
+        if not key.is_application:
             continue
         for g, c in by_group.items():
             if c.status == "ok":
-                apps[(bench, np_, pkey)][g][metric] = c
+                apps[(key.title, key.np, key.params_key)][g][key.metric] = c
     assumed_one = False
     savings: dict[str, list[float]] = defaultdict(list)
     elapsed_cache: dict[str, float | None] = {}
@@ -896,7 +919,7 @@ def cost_table(store: Store, groups: Mapping[str, list[str]], *,
                 line.append("")
             else:
                 s = 1 - c / base_cost
-                line.append(f"{100 * s:+.1f}% vs {baseline}")
+                line.append(_fmt_saving(s, baseline))
                 t.records[-len(lines) + lines.index(line)]["saving_vs_baseline"] = s
                 savings[g].append(s)
             t.rows.append(line)
@@ -923,7 +946,7 @@ def cost_table(store: Store, groups: Mapping[str, list[str]], *,
                                                 and base_cost) else None
             t.rows.append([f"one launch (median of {nruns})", g, str(nodes), fmt_num(secs),
                            _money(cost), fmt_num(energy), "", "", "",
-                           "" if saving is None else f"{100 * saving:+.1f}% vs {baseline}"])
+                           "" if saving is None else _fmt_saving(saving, baseline)])
             t.records.append({"benchmark": None, "params": {}, "variant": g, "nodes": nodes,
                               "seconds": secs, "cost_per_run": cost,
                               "energy_wh_per_run": energy, "launches": nruns,
@@ -931,15 +954,40 @@ def cost_table(store: Store, groups: Mapping[str, list[str]], *,
     for g, ss in savings.items():
         # the headline users ask for: which variant is cheaper, and by how much
         cheaper = sum(x > 0 for x in ss)
-        med = float(np.median(ss))
-        who = g if med > 0 else baseline
+        who, saving = cheaper_side(float(np.median(ss)), g, baseline)
         t.notes.append(f"{g} vs {baseline}: {g} is cheaper in {cheaper} of {len(ss)} cell(s); "
-                       f"median saving of {who}: {100 * abs(med):.1f}% (per unit of the "
-                       "figure of merit where there is one, else per run)")
+                       + (f"median saving of {who}: {100 * saving:.1f}%" if who else
+                          "same median cost")
+                       + " (per unit of the figure of merit where there is one, else per run;"
+                         " a saving is relative to the dearer side)")
     if assumed_one:
         t.notes.append("node count unknown for some cells (no 'nodes' parameter or spec): "
                        "assumed 1 node")
     return t
+
+
+def cheaper_side(saving_vs_baseline: float, cand: str, baseline: str
+                 ) -> tuple[str | None, float]:
+    """(the cheaper side, its saving relative to the dearer side) from the candidate's
+    saving against the baseline, 1 - cost_cand / cost_base. A saving is always taken
+    against the dearer side, so it lies in [0, 1): a candidate costing 102.5% more gives
+    the baseline a saving of 50.6%, never 'a saving of 102.5%'."""
+    if saving_vs_baseline > 0:
+        return cand, saving_vs_baseline
+    if saving_vs_baseline < 0:
+        ratio = 1.0 - saving_vs_baseline            # cost_cand / cost_base > 1
+        return baseline, 1.0 - 1.0 / ratio
+    return None, 0.0
+
+
+def _fmt_saving(saving_vs_baseline: float, baseline: str) -> str:
+    """'-20.0% vs ompi' style is a cost change, not a saving: the cheaper side and its
+    saving against the dearer one ('saves 20.0% vs ompi', 'ompi saves 50.6%')."""
+    who, saving = cheaper_side(saving_vs_baseline, "", baseline)
+    if who is None:
+        return f"same as {baseline}"
+    return f"saves {100 * saving:.1f}% vs {baseline}" if who == "" else \
+        f"{baseline} saves {100 * saving:.1f}%"
 
 
 def _median_elapsed(store: Store, run_ids: list[str], cache: dict) -> float | None:

@@ -12,13 +12,22 @@ from mpibench.store import Store
 
 _CHUNK = 5000
 
-# results JOIN runs: what load_cells needs of a result and its run
+# what measured a run: a peer suite (imb, osu, netpipe), an imported file's format, else
+# the campaign group's kind (core, app). compare --by tool splits sets on it, and the
+# reports never pool two tools' rows into one cell (report/rules.py)
+TOOL_SQL = ("coalesce(json_extract(u.spec_json, '$.definition.suite'), "
+            "json_extract(u.spec_json, '$.import.format'), "
+            "json_extract(u.spec_json, '$.kind'), 'core')")
+
+# results JOIN runs: what load_cells needs of a result and its run (the run's status and
+# reason for the row rule, report/rules.why_unusable)
 RESULT_COLUMNS = ("r.id AS result_id", "r.run_id", "r.benchmark", "r.size", "r.np", "r.status",
                   "r.reason", "r.metric", "r.unit", "r.better", "r.statistic", "r.n",
                   "r.median", "r.ci_low", "r.ci_high", "r.min", "r.p5", "r.p95", "r.p99",
                   "r.max", "r.mean", "r.std", "r.first", "r.batch", "r.stop_reason",
                   "r.bandwidth_mbps", "r.busbw_mbps", "r.msg_rate", "r.extra_json",
-                  "u.params_json", "u.campaign_id", "u.fingerprint_id", "u.variant")
+                  "u.params_json", "u.campaign_id", "u.fingerprint_id", "u.variant",
+                  "u.status AS run_status", "u.reason AS run_reason", f"{TOOL_SQL} AS tool")
 
 
 def _chunks(ids: Sequence[str]) -> Iterator[list[str]]:
@@ -60,11 +69,7 @@ def runs_with_results(store: Store, *, campaign_ids: Iterable[int] | None = None
     """Runs that have results (id, variant, label, campaign_id, campaign, started, tool), in
     campaign and plan order, filtered by campaign ids, run ids, labels and start time."""
     q = ("SELECT u.id, u.variant, u.label, u.campaign_id, c.name AS campaign, u.started, "
-         # what measured it: a peer suite (imb, osu, netpipe), an imported file's format,
-         # else the campaign group's kind (core, app); compare --by tool splits sets on it
-         "coalesce(json_extract(u.spec_json, '$.definition.suite'), "
-         "json_extract(u.spec_json, '$.import.format'), "
-         "json_extract(u.spec_json, '$.kind'), 'core') AS tool "
+         f"{TOOL_SQL} AS tool "
          "FROM runs u JOIN campaigns c ON c.id = u.campaign_id "
          "WHERE EXISTS (SELECT 1 FROM results r WHERE r.run_id = u.id)")
     args: list[Any] = []
@@ -166,7 +171,7 @@ def done_runs_of_group(store: Store, campaign_id: int, group: str) -> list:
                             "AND status='done' ORDER BY seq", (campaign_id, group)).fetchall()
 
 
-__all__ = ["RESULT_COLUMNS", "result_rows", "failed_runs_beside", "run_campaign_variant",
-           "variants_with_results",
-           "runs_with_results", "distinct_specs", "run_specs", "run_elapsed", "run_mpi_init", "set_runs_info",
+__all__ = ["RESULT_COLUMNS", "TOOL_SQL", "result_rows", "failed_runs_beside",
+           "run_campaign_variant", "variants_with_results", "runs_with_results",
+           "distinct_specs", "run_specs", "run_elapsed", "run_mpi_init", "set_runs_info",
            "done_runs_of_group"]
