@@ -185,3 +185,20 @@ def figures(bed: Any, db: str | Path) -> list[FabricFigure]:
             percent_of_line_rate=rec.get("percent_of_line_rate"),
             latency_us=t_small, interface_actual=actual.get(variant)))
     return out
+
+
+def estimates(db: str | Path) -> dict[tuple[str, str, int], tuple[float, int]]:
+    """{(variant, benchmark, size): (time in us, launches)}: the geometric mean of the launch
+    medians of the finished runs in a store, as `mpibench compare` estimates a cell."""
+    import math
+
+    from mpibench.store import Store
+
+    logs: dict[tuple[str, str, int], list[float]] = {}
+    with Store(db) as store:
+        done = {r["id"] for r in store.runs() if r["status"] == "done"}
+        for r in store.results(with_samples=False):
+            if r["run_id"] in done and r.get("median") and r.get("metric", "time") == "time":
+                logs.setdefault((r["variant"], r["benchmark"], int(r["size"])), []).append(
+                    math.log(r["median"]))
+    return {k: (math.exp(sum(v) / len(v)), len(v)) for k, v in logs.items()}
