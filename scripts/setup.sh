@@ -11,6 +11,7 @@ APT_PACKAGES=(
   ucx-utils libfabric-bin
   netpipe-openmpi netpipe-mpich2
   munge slurm-wlm slurm-wlm-torque
+  iproute2 util-linux
   gromacs
   chromium
   environment-modules

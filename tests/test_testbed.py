@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -297,3 +298,36 @@ def test_refusals_are_one_line(tmp_path):
                          timeout=T)
     assert res.returncode == 2 and "expected a rate" in res.stderr
     assert not (tmp_path / "tb").exists()
+
+
+# -- Slurm across the nodes ---------------------------------------------------------------
+
+@pytest.mark.system
+def test_slurm_runs_jobs_across_the_nodes_from_the_host(testbed, tmp_path):  # noqa: F811
+    if not testbed.slurm_conf:
+        pytest.skip("Slurm is not installed (make setup installs slurm-wlm and munge)")
+    from mpibench.process import run_command
+
+    env = testbed.env()
+    nodes = run_command(["sinfo", "-h", "-N", "-o", "%N %c %n %o"], env=env, timeout=T)
+    assert nodes.ok, nodes.stderr
+    assert sorted(nodes.stdout.split("\n")[:-1]) == [
+        f"{n.name} {len(n.cpus)} {n.name} {n.mgmt_address}" for n in testbed.nodes]
+    # the batch script runs in the first node; srun inside it reaches the second
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/sh\nhostname\nsrun -N2 -n2 sh -c 'echo step $(hostname)'\n"
+                      "grep Cpus_allowed_list /proc/self/status\n")
+    out = tmp_path / "job.out"
+    res = run_command(["sbatch", "--parsable", "-N2", "-n2", "-t", "2", "-o", str(out),
+                       str(script)], env=env, timeout=T, cwd=tmp_path)
+    assert res.ok, res.stderr
+    job = res.stdout.strip().split(";")[0]
+    for _ in range(int(T / 0.5)):
+        q = run_command(["squeue", "-h", "-j", job, "-o", "%T"], env=env, timeout=T)
+        if q.ok and not q.stdout.strip():
+            break
+        time.sleep(0.5)
+    lines = out.read_text().splitlines()
+    assert lines[0] == "tn1"
+    assert sorted(li for li in lines if li.startswith("step")) == ["step tn1", "step tn2"]
+    assert lines[-1].split(":")[1].strip() == sx.format_cpulist(testbed.nodes[0].cpus)

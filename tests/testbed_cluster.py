@@ -26,5 +26,5 @@ def testbed():
         preflight()
     except TestbedUnavailable as exc:
         pytest.skip(f"no testbed on this machine: {exc}")
-    with session_testbed(nodes=2, fabrics=FABRICS, slurm=False) as bed:
+    with session_testbed(nodes=2, fabrics=FABRICS, slurm=None) as bed:
         yield bed

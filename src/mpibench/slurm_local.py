@@ -97,10 +97,32 @@ class LocalSlurm:
         """What client commands (sbatch, squeue, qsub ...) need to find this cluster."""
         return {"SLURM_CONF": str(self.conf)}
 
+    # -- what a subclass changes (mpibench.testbed runs the daemons in namespaces) -------
+    def node_names(self) -> list[str]:
+        return list(NODES)
+
+    def controller_lines(self, port: int) -> list[str]:
+        return ["SlurmctldHost=localhost(127.0.0.1)", f"SlurmctldPort={port}"]
+
+    def node_lines(self, ports: list[int]) -> list[str]:
+        return [f"NodeName={n} NodeHostname=localhost NodeAddr=127.0.0.1 Port={port} "
+                f"CPUs={self.cpus_per_node} RealMemory={_node_memory_mb(len(ports))} "
+                "State=UNKNOWN" for n, port in zip(self.node_names(), ports)]
+
+    def ports(self) -> tuple[int, list[int]]:
+        """(slurmctld's port, each slurmd's): free ports of this host's loopback."""
+        ports = _free_ports(1 + len(self.node_names()))
+        return ports[0], ports[1:]
+
+    def daemon_argv(self, name: str, argv: list[str]) -> list[str]:
+        """How daemon `name` (munged, slurmctld, slurmd-NODE) is started."""
+        return argv
+
     # -- configuration ---------------------------------------------------------------
     def write_config(self) -> None:
         r = self.root
-        for d in ("etc", "munge", "state", "spool", "log", "jobs", "tmp/n1", "tmp/n2"):
+        for d in ("etc", "munge", "state", "spool", "log", "jobs",
+                  *(f"tmp/{n}" for n in self.node_names())):
             (r / d).mkdir(parents=True, exist_ok=True)
         os.chmod(r, 0o755)
         os.chmod(r / "munge", 0o700)
@@ -108,13 +130,12 @@ class LocalSlurm:
         if not key.exists():
             write_file(key, os.urandom(1024), mode=0o400)
         os.chmod(key, 0o400)
-        ctl_port, n1_port, n2_port = _free_ports(3)
+        ctl_port, node_ports = self.ports()
         user = "root" if os.geteuid() == 0 else os.environ.get("USER", "nobody")
         lines = [
-            "# written by mpibench.slurm_local: a test cluster on localhost",
+            f"# written by {type(self).__module__}: a test cluster",
             "ClusterName=mpibench-test",
-            "SlurmctldHost=localhost(127.0.0.1)",
-            f"SlurmctldPort={ctl_port}",
+            *self.controller_lines(ctl_port),
             f"SlurmUser={user}",
             f"SlurmdUser={user}",
             f"AuthInfo=socket={self.munge_socket}",
@@ -156,12 +177,9 @@ class LocalSlurm:
             "MessageTimeout=20",
             "SchedulerParameters=defer_no,sched_interval=2",
             "SlurmdParameters=config_overrides",
-            f"NodeName=n1 NodeHostname=localhost NodeAddr=127.0.0.1 Port={n1_port} "
-            f"CPUs={self.cpus_per_node} RealMemory={_node_memory_mb()} State=UNKNOWN",
-            f"NodeName=n2 NodeHostname=localhost NodeAddr=127.0.0.1 Port={n2_port} "
-            f"CPUs={self.cpus_per_node} RealMemory={_node_memory_mb()} State=UNKNOWN",
-            f"PartitionName={self.partition} Nodes=n1,n2 Default=YES MaxTime=INFINITE "
-            "State=UP OverSubscribe=NO",
+            *self.node_lines(node_ports),
+            f"PartitionName={self.partition} Nodes={','.join(self.node_names())} Default=YES "
+            "MaxTime=INFINITE State=UP OverSubscribe=NO",
         ]
         write_file(self.conf, "\n".join(lines) + "\n")
 
@@ -170,8 +188,9 @@ class LocalSlurm:
         log = open(self.root / "log" / f"{name}.console", "ab")
         env = dict(os.environ)
         env.update(self.env())
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                env=env, start_new_session=True)
+        proc = subprocess.Popen(self.daemon_argv(name, argv), stdin=subprocess.DEVNULL,
+                                stdout=log, stderr=log, env=env, start_new_session=True,
+                                cwd=self.root)
         log.close()
         self._procs[name] = proc
         self.pids[name] = proc.pid
@@ -196,10 +215,11 @@ class LocalSlurm:
         self._wait(lambda: self.munge_socket.exists(), 10, "munged", "munged.log")
         self._spawn("slurmctld", [_which("slurmctld"), "-D", "-i", "-f", str(self.conf)])
         self._wait(self._ctld_up, timeout / 2, "slurmctld", "slurmctld.log")
-        for n in NODES:
+        for n in self.node_names():
             (self.root / "spool" / n).mkdir(parents=True, exist_ok=True)
             self._spawn(f"slurmd-{n}", [_which("slurmd"), "-D", "-N", n, "-f", str(self.conf)])
-        self._wait(self._nodes_idle, timeout, "slurmd", "slurmd-n1.log")
+        self._wait(self._nodes_idle, timeout, "slurmd",
+                   f"slurmd-{self.node_names()[0]}.log")
 
     def _ctld_up(self) -> bool:
         return run_command(["scontrol", "ping"], env=self.env(), timeout=10).ok
@@ -215,7 +235,7 @@ class LocalSlurm:
 
     def _nodes_idle(self) -> bool:
         states = self.node_states()
-        if all(states.get(n) in ("idle", "mixed", "allocated") for n in NODES):
+        if all(states.get(n) in ("idle", "mixed", "allocated") for n in self.node_names()):
             return True
         # a node that registered as down/drained after a restart: bring it back
         for n, st in states.items():
@@ -236,7 +256,8 @@ class LocalSlurm:
             if ready():
                 return
             time.sleep(0.3)
-        detail = self._tail(what if what != "slurmd" else "slurmd-n1", logname)
+        detail = self._tail(what if what != "slurmd" else f"slurmd-{self.node_names()[0]}",
+                            logname)
         self.stop()
         raise SlurmStartError(f"{what} not ready after {timeout:.0f} s (local Slurm in "
                               f"{self.root}):\n{detail}")

@@ -27,6 +27,9 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--delay", action="append", default=[], metavar="NAME=DELAY",
                    help="one-way delay on a fabric, e.g. fast=50us (needs netem in the "
                         "kernel; recorded as not applied otherwise)")
+    s.add_argument("--no-slurm", action="store_true",
+                   help="do not start Slurm (default: start munged, slurmctld and one slurmd "
+                        "per node when Slurm is installed)")
     s.add_argument("--timeout", type=float, default=90, help="seconds to wait (default 90)")
     t = sub.add_parser("stop", help="stop everything the testbed in DIR started, remove "
                                     "its namespaces, bridges and cgroups")
@@ -50,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
             fabrics = parse_fabrics(args.fabric, args.delay)
             t0 = time.monotonic()
             bed = Testbed.start(args.dir, nodes=args.nodes, fabrics=fabrics,
-                                slurm=False, timeout=args.timeout)
+                                slurm=False if args.no_slurm else None, timeout=args.timeout)
             print(bed.describe())
             print(f"started in {time.monotonic() - t0:.1f} s; stop with: "
                   f"python -m mpibench.testbed stop {bed.root}")

@@ -241,10 +241,11 @@ class Testbed:
     # -- start ---------------------------------------------------------------------------
     @classmethod
     def start(cls, root: str | Path, nodes: int = 2, fabrics: list[FabricSpec] | None = None,
-              *, slurm: bool = False, timeout: float = 60) -> Testbed:
+              *, slurm: bool | None = False, timeout: float = 60) -> Testbed:
         """Create and start a testbed in root (created if needed). Refuses with
         TestbedUnavailable where it cannot run, and with TestbedError when root holds a
-        testbed that is still running; a dead one left there (a crash) is cleaned up first."""
+        testbed that is still running; a dead one left there (a crash) is cleaned up first.
+        slurm: True starts Slurm across the nodes, None does where it is installed."""
         check_nodes(nodes)
         fabrics = list(fabrics or [])
         caps = sx.preflight()
@@ -255,7 +256,7 @@ class Testbed:
 
     @classmethod
     def _start_locked(cls, root: Path, nodes: int, fabrics: list[FabricSpec],
-                      caps: sx.Capabilities, slurm: bool, timeout: float) -> Testbed:
+                      caps: sx.Capabilities, slurm: bool | None, timeout: float) -> Testbed:
         if (root / STATE_FILE).exists():
             old = cls.load(root)
             if old.state != "stopped":
@@ -293,6 +294,9 @@ class Testbed:
         bed.save()
         try:
             bed._create(avail, mems, timeout)
+            if slurm is None:  # when installed
+                from mpibench.slurm_local import missing_programs
+                slurm = not missing_programs()
             if slurm:
                 from mpibench.testbed.slurm import start_slurm
                 start_slurm(bed, timeout=timeout)

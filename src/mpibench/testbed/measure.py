@@ -71,14 +71,15 @@ class Transfer:
     def ratio(self) -> float:
         """goodput / configured rate (TCP/IP/Ethernet headers make the ceiling ~0.96 at
         MTU 1500, as tbf counts frames without preamble and FCS)."""
-        return self.goodput_bps / self.configured_bps
+        return self.goodput_bps / self.configured_bps if self.configured_bps else float("nan")
 
 
-def tcp_transfer(bed: Testbed, fabric: str, *, src: str = "tn1", dst: str = "tn2",
+def tcp_transfer(bed: Testbed, fabric: str | None, *, src: str = "tn1", dst: str = "tn2",
                  nbytes: int = 64 << 20, timeout: float = 120) -> Transfer:
-    """Send nbytes over one TCP connection from src to dst's address on `fabric`."""
-    f = bed.fabric(fabric)
-    addr = bed.node(dst).addresses[f.name]
+    """Send nbytes over one TCP connection from src to dst's address on `fabric` (None: the
+    unshaped management network, configured rate 0)."""
+    f = bed.fabric(fabric) if fabric is not None else None
+    addr = bed.node(dst).addresses[f.name] if f else bed.node(dst).mgmt_address
     srv = subprocess.Popen(bed.argv(dst, [sys.executable, "-c", _SERVER, addr, str(timeout)]),
                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -99,7 +100,8 @@ def tcp_transfer(bed: Testbed, fabric: str, *, src: str = "tn1", dst: str = "tn2
         d = json.loads(out.strip().splitlines()[-1])
     except (ValueError, IndexError):
         raise TestbedError(f"TCP receiver in {dst} gave no result: {err[-300:]}") from None
-    return Transfer(src, dst, f.name, int(d["bytes"]), float(d["seconds"]), f.rate_bps)
+    return Transfer(src, dst, f.name if f else "mgmt", int(d["bytes"]), float(d["seconds"]),
+                    f.rate_bps if f else 0)
 
 
 def main(argv: list[str] | None = None) -> int:
