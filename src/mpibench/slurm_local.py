@@ -107,7 +107,7 @@ class LocalSlurm:
     def node_lines(self, ports: list[int]) -> list[str]:
         return [f"NodeName={n} NodeHostname=localhost NodeAddr=127.0.0.1 Port={port} "
                 f"CPUs={self.cpus_per_node} RealMemory={_node_memory_mb(len(ports))} "
-                "State=UNKNOWN" for n, port in zip(self.node_names(), ports)]
+                "State=UNKNOWN" for n, port in zip(self.node_names(), ports, strict=True)]
 
     def ports(self) -> tuple[int, list[int]]:
         """(slurmctld's port, each slurmd's): free ports of this host's loopback."""
