@@ -13,9 +13,15 @@ export MPIBENCH_JOB_DIR='/scratch/camp aign/runs/c-aaaa'
 if [ -n "${PBS_NODEFILE:-}" ] && [ -r "$PBS_NODEFILE" ]; then
   cp "$PBS_NODEFILE" '/scratch/camp aign/runs/c-aaaa/hostfile'
 elif [ -n "${SLURM_JOB_NODELIST:-}" ]; then
-  mb_per=1; mb_per=${mb_per%%(*}
+  mb_per=(); mb_tpn=1
+  for mb_t in ${mb_tpn//,/ }; do
+    mb_r=1; case $mb_t in *"(x"*) mb_r=${mb_t#*(x}; mb_r=${mb_r%)};; esac
+    while [ "$mb_r" -gt 0 ]; do mb_per+=("${mb_t%%(*}"); mb_r=$((mb_r - 1)); done
+  done
+  mb_k=0
   for mb_h in $(scontrol show hostnames "$SLURM_JOB_NODELIST"); do
-    mb_i=0; while [ "$mb_i" -lt "$mb_per" ]; do echo "$mb_h"; mb_i=$((mb_i + 1)); done
+    mb_n=${mb_per[$mb_k]:-${mb_per[${#mb_per[@]}-1]}}; mb_k=$((mb_k + 1))
+    mb_i=0; while [ "$mb_i" -lt "$mb_n" ]; do echo "$mb_h"; mb_i=$((mb_i + 1)); done
   done >'/scratch/camp aign/runs/c-aaaa/hostfile'
 else
   hostname >'/scratch/camp aign/runs/c-aaaa/hostfile'

@@ -171,15 +171,24 @@ def hostfile_lines(req: JobRequest, ppn: int | None) -> list[str]:
     template launcher. PBS gives a node file; Slurm a compressed node list."""
     q = shlex.quote
     job_hf = q(str(req.run_dir / HOSTFILE))
-    per = str(int(ppn)) if ppn else '"${SLURM_NTASKS_PER_NODE:-1}"'
+    # ranks per node: the variant's ppn, else what Slurm placed on each node
+    # (SLURM_TASKS_PER_NODE '2(x2),1': 2 on each of the first two nodes, then 1)
+    per = str(int(ppn)) if ppn else \
+        '"${SLURM_TASKS_PER_NODE:-${SLURM_NTASKS_PER_NODE:-1}}"'
     lines = [
         "# hosts of this allocation, one line per rank slot",
         'if [ -n "${PBS_NODEFILE:-}" ] && [ -r "$PBS_NODEFILE" ]; then',
         f'  cp "$PBS_NODEFILE" {job_hf}',
         'elif [ -n "${SLURM_JOB_NODELIST:-}" ]; then',
-        f'  mb_per={per}; mb_per=${{mb_per%%(*}}',
+        f"  mb_per=(); mb_tpn={per}",
+        '  for mb_t in ${mb_tpn//,/ }; do',
+        '    mb_r=1; case $mb_t in *"(x"*) mb_r=${mb_t#*(x}; mb_r=${mb_r%)};; esac',
+        '    while [ "$mb_r" -gt 0 ]; do mb_per+=("${mb_t%%(*}"); mb_r=$((mb_r - 1)); done',
+        "  done",
+        "  mb_k=0",
         '  for mb_h in $(scontrol show hostnames "$SLURM_JOB_NODELIST"); do',
-        '    mb_i=0; while [ "$mb_i" -lt "$mb_per" ]; do echo "$mb_h"; '
+        '    mb_n=${mb_per[$mb_k]:-${mb_per[${#mb_per[@]}-1]}}; mb_k=$((mb_k + 1))',
+        '    mb_i=0; while [ "$mb_i" -lt "$mb_n" ]; do echo "$mb_h"; '
         'mb_i=$((mb_i + 1)); done',
         f"  done >{job_hf}",
         "else",
