@@ -45,7 +45,7 @@ def test_dry_run_show_scripts_from_the_command_line(tmp_path):
 
 
 # -- hostfiles from the allocation ------------------------------------------------------------
-def _hostfile(slurm_cluster, tmp_path, env: dict[str, str], ppn: int | None) -> list[str]:
+def _hostfile(cluster, tmp_path, env: dict[str, str], ppn: int | None) -> list[str]:
     """Run the job script's hostfile lines as a job would, with the allocation's variables."""
     from mpibench.schedulers import JobRequest, JobStep
     from mpibench.schedulers.slurm import hostfile_lines
@@ -54,7 +54,7 @@ def _hostfile(slurm_cluster, tmp_path, env: dict[str, str], ppn: int | None) -> 
     d.mkdir(exist_ok=True)
     step = JobStep("c-1", d, ["true"], {}, d / "o", d / "e")
     script = "\n".join(hostfile_lines(JobRequest("j", [step], d), ppn))
-    res = subprocess.run(["bash", "-c", script], env={**os.environ, **slurm_cluster.env(),
+    res = subprocess.run(["bash", "-c", script], env={**os.environ, **cluster.env(),
                                                        **env}, text=True, capture_output=True,
                          timeout=60)
     assert res.returncode == 0, res.stderr

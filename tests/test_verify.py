@@ -325,3 +325,70 @@ def test_a_one_rank_probe_has_nothing_to_verify_and_says_so():
     assert v.node["hosts"] == ["n1"] and v.node["cores"] == 2
     bad = judge(stack, one, out, {}, problem="probe launch failed (exit 1: x)")
     assert bad.verdict == "unverified"
+
+
+TWO_NODES = """\
+mpibench-probe rank=0 host=tn1
+mpibench-probe rank=1 host=tn2
+mpibench-node host=tn1 kernel=6.1.0-18-amd64
+mpibench-node host=tn1 arch=x86_64
+mpibench-node host=tn1 cores=2
+mpibench-node host=tn1 cpu=Intel(R) Xeon(R) CPU @ 2.20GHz
+mpibench-node host=tn1 cpuset=1
+mpibench-node host=tn1 shm_bytes=67108864
+mpibench-node host=tn1 interfaces=fast0,slow0
+mpibench-node host=tn2 kernel=6.1.0-18-amd64
+mpibench-node host=tn2 arch=x86_64
+mpibench-node host=tn2 cores=2
+mpibench-node host=tn2 cpu=Intel(R) Xeon(R) CPU @ 2.20GHz
+mpibench-node host=tn2 cpuset=1
+mpibench-node host=tn2 shm_bytes=67108864
+mpibench-node host=tn2 interfaces=slow0,fast0
+"""
+
+
+def test_every_nodes_shape_goes_into_the_fingerprint():
+    """The fingerprint held the harness's machine and rank 0's node only: two runs whose
+    second node differed (another cpuset, /dev/shm, interfaces) were pooled. Each node's
+    shape, printed by the first rank on it, is stored per host."""
+    from mpibench import fingerprint
+    from mpibench.store import fingerprint_id
+    from mpibench.verify import node_facts
+
+    facts = node_facts(TWO_NODES)
+    assert facts["hosts"] == ["tn1", "tn2"]
+    assert facts["nodes"]["tn2"] == {
+        "kernel": "6.1.0-18-amd64", "arch": "x86_64", "cores": 2, "cpuset": 1,
+        "cpu_model": "Intel(R) Xeon(R) CPU @ 2.20GHz", "shm_bytes": 67108864,
+        "interfaces": ["fast0", "slow0"]}
+    fp = {"stack": "x"}
+    fingerprint.add_node_facts(fp, facts)
+    assert set(fp["nodes"]) == {"tn1", "tn2"}
+    other = {"stack": "x"}
+    fingerprint.add_node_facts(other, node_facts(
+        TWO_NODES.replace("host=tn2 cpuset=1", "host=tn2 cpuset=2")))
+    assert fingerprint_id(fp) != fingerprint_id(other)
+    same = {"stack": "x"}
+    fingerprint.add_node_facts(same, node_facts("\n".join(reversed(TWO_NODES.splitlines()))))
+    assert fingerprint_id(fp) == fingerprint_id(same)
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("stack", ["openmpi", "mpich"])
+def test_real_probe_reports_its_nodes_shape(tmp_path, found_stacks, stack):
+    import os
+    import platform
+    import socket
+
+    from mpibench.stacks import find_stack
+
+    s = find_stack(stack, found_stacks)
+    v = verify_local(s, Variant(name="v", stack=stack, transport="shm", np=2), tmp_path,
+                     timeout=60)
+    assert v.verdict == "ok", v
+    (host,) = v.node["nodes"]           # two ranks on one host: one shape
+    assert host == socket.gethostname() or host.split(".")[0] == socket.gethostname()
+    shape = v.node["nodes"][host]
+    assert shape["kernel"] == platform.release() and shape["cores"] == os.cpu_count()
+    assert shape["shm_bytes"] > 0 and isinstance(shape["interfaces"], list)
+    assert 1 <= shape.get("cpuset", 1) <= os.cpu_count()

@@ -80,6 +80,10 @@ def add_node_facts(fp: dict[str, object], facts: Mapping[str, object]) -> None:
     fp["harness_machine"] = harness
     fp["libraries"] = {k: facts[k] for k in ("library", "ucx", "libfabric_api", "libraries")
                        if k in facts}
+    if facts.get("nodes"):
+        # every node's shape, from where the ranks ran: runs on differently shaped nodes
+        # (another kernel, CPU, cpuset, /dev/shm or interfaces) get different fingerprints
+        fp["nodes"] = {h: dict(f) for h, f in facts["nodes"].items()}
     if facts.get("hosts"):
         fp["probe_hosts"] = list(facts["hosts"])
     if facts.get("scheduler_node"):

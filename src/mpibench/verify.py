@@ -48,6 +48,10 @@ PROBE_SOURCE = r"""
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sys/statvfs.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -99,6 +103,76 @@ static void node_facts(void) {
     if (f) fclose(f);
 }
 
+/* CPUs in a list such as "0-3,8,10-11" (cpuset.cpus): 7 */
+static int cpu_count(const char *list) {
+    int n = 0;
+    while (*list && *list != '\n') {
+        char *end;
+        long a = strtol(list, &end, 10), b = a;
+        if (end == list) return -1;
+        if (*end == '-') b = strtol(end + 1, &end, 10);
+        n += (int)(b - a + 1);
+        list = *end == ',' ? end + 1 : end;
+    }
+    return n;
+}
+
+/* One node's shape, printed by the first rank on each host: hostname, kernel, CPU model and
+   count, the CPUs of its cpuset cgroup (a batch job's or a testbed node's), the size of its
+   /dev/shm and its network interfaces with an IPv4 address. Each fact on its own line:
+   "mpibench-node host=H key=value". */
+static void node_shape(const char *host) {
+    struct utsname u;
+    char line[4096], path[4200];
+    if (uname(&u) == 0) {
+        printf("mpibench-node host=%s kernel=%s\n", host, u.release);
+        printf("mpibench-node host=%s arch=%s\n", host, u.machine);
+    }
+    printf("mpibench-node host=%s cores=%ld\n", host, sysconf(_SC_NPROCESSORS_ONLN));
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    while (f && fgets(line, sizeof line, f)) {
+        if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
+            char *v = strchr(line, ':') + 1;
+            while (*v == ' ') v++;
+            printf("mpibench-node host=%s cpu=%s", host, v);
+            break;
+        }
+    }
+    if (f) fclose(f);
+    f = fopen("/proc/self/cgroup", "r");
+    while (f && fgets(line, sizeof line, f)) {
+        char *p = strstr(line, ":cpuset:");
+        line[strcspn(line, "\n")] = 0;
+        if (p) snprintf(path, sizeof path, "/sys/fs/cgroup/cpuset%s/cpuset.cpus", p + 8);
+        else if (!strncmp(line, "0::", 3))
+            snprintf(path, sizeof path, "/sys/fs/cgroup%s/cpuset.cpus.effective", line + 3);
+        else continue;
+        FILE *c = fopen(path, "r");
+        char cpus[4096];
+        if (c && fgets(cpus, sizeof cpus, c) && cpu_count(cpus) > 0)
+            printf("mpibench-node host=%s cpuset=%d\n", host, cpu_count(cpus));
+        if (c) fclose(c);
+        break;
+    }
+    if (f) fclose(f);
+    struct statvfs sv;
+    if (statvfs("/dev/shm", &sv) == 0)
+        printf("mpibench-node host=%s shm_bytes=%llu\n", host,
+               (unsigned long long)sv.f_blocks * (unsigned long long)sv.f_frsize);
+    struct ifaddrs *ifs, *i;
+    if (getifaddrs(&ifs) == 0) {
+        printf("mpibench-node host=%s interfaces=", host);
+        int first = 1;
+        for (i = ifs; i; i = i->ifa_next)
+            if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET && !(i->ifa_flags & IFF_LOOPBACK)) {
+                printf("%s%s", first ? "" : ",", i->ifa_name);
+                first = 0;
+            }
+        printf("\n");
+        freeifaddrs(ifs);
+    }
+}
+
 /* This node's byte counters per network interface (/proc/net/dev is the reading process's
    network namespace: the node's own interfaces on a testbed). */
 #define MAXIF 64
@@ -135,8 +209,19 @@ int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    memset(host, 0, sizeof host);
     MPI_Get_processor_name(host, &len);
     printf("mpibench-probe rank=%d host=%s\n", rank, host);
+    /* every node's shape, from the first rank on it */
+    char *names = malloc((size_t)size * MPI_MAX_PROCESSOR_NAME);
+    MPI_Allgather(host, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names, MPI_MAX_PROCESSOR_NAME,
+                  MPI_CHAR, MPI_COMM_WORLD);
+    int first_here = 1;
+    for (int r = 0; r < rank; r++)
+        if (!strncmp(names + (size_t)r * MPI_MAX_PROCESSOR_NAME, host, MPI_MAX_PROCESSOR_NAME))
+            first_here = 0;
+    free(names);
+    if (first_here) node_shape(host);
     if (rank == 0) {
         MPI_Get_library_version(lib, &len);
         lib[strcspn(lib, "\n")] = 0;
@@ -190,6 +275,28 @@ class Verification:
 
 
 _FACT = re.compile(r"^mpibench-probe (\w+)=(.*)$", re.MULTILINE)
+_NODE = re.compile(r"^mpibench-node host=(\S+) (\w+)=(.*)$", re.MULTILINE)
+_NODE_INTS = ("cores", "cpuset", "shm_bytes")
+_NODE_KEYS = {"cpu": "cpu_model"}
+
+
+def node_shapes(text: str) -> dict[str, dict]:
+    """{host: its shape} from the probe's `mpibench-node` lines (one set per host, printed
+    by the first rank on it): kernel, arch, cpu_model, cores, cpuset (CPUs of its cpuset
+    cgroup), shm_bytes (/dev/shm), interfaces (with an IPv4 address, loopback left out).
+    Pure."""
+    nodes: dict[str, dict] = {}
+    for host, key, value in _NODE.findall(text):
+        value = value.strip()
+        facts = nodes.setdefault(host, {})
+        if key in _NODE_INTS:
+            if value.isdigit():
+                facts[key] = int(value)
+        elif key == "interfaces":
+            facts[key] = sorted(set(filter(None, value.split(","))))
+        else:
+            facts[_NODE_KEYS.get(key, key)] = value
+    return dict(sorted(nodes.items()))
 
 
 def node_facts(text: str) -> dict:
@@ -218,6 +325,9 @@ def node_facts(text: str) -> dict:
         facts["libraries"] = sorted(set(libs))
     if hosts:
         facts["hosts"] = sorted(hosts)
+    nodes = node_shapes(text)
+    if nodes:
+        facts["nodes"] = nodes
     return facts
 
 
