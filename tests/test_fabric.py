@@ -179,3 +179,33 @@ def test_tcp_payload_efficiency_from_headers():
     assert expected_tcp_mbps(1e9, 1500) == pytest.approx(125 * 1448 / 1514, rel=1e-12)
     with pytest.raises(ValueError):
         tcp_payload_efficiency(40)
+
+
+def test_demo_says_in_one_line_why_the_fabric_part_is_skipped(tmp_path):
+    """For real: the demo's fabric part run by an unprivileged user (nobody) cannot start a
+    testbed; it says why in one line and creates nothing."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0 or not setpriv:
+        pytest.skip("needs root and setpriv to run the demo's fabric part as nobody")
+    out = tmp_path / "out"
+    out.mkdir()
+    os.chmod(tmp_path, 0o777)
+    os.chmod(out, 0o777)
+    code = ("import argparse, pathlib, sys\n"
+            "from mpibench.commands.demo import fabric_comparison\n"
+            "text, rc = fabric_comparison(argparse.Namespace(repeats=3, max_time=0.05), "
+            "pathlib.Path(sys.argv[1]))\n"
+            "print(repr(text)); print(rc)\n")
+    res = subprocess.run([setpriv, "--reuid=65534", "--regid=65534", "--clear-groups",
+                          sys.executable, "-c", code, str(out)], capture_output=True, text=True,
+                         timeout=120, env={**os.environ, "HOME": str(out)})
+    assert res.returncode == 0, res.stderr
+    text_line, rc = res.stdout.strip().splitlines()[-2:]
+    assert text_line.startswith("'skipped: no testbed on this machine (the testbed needs root")
+    assert "\\n" not in text_line and rc == "0"
+    assert list(out.iterdir()) == []

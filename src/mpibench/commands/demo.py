@@ -21,6 +21,9 @@ Runs three real comparisons with the embedded defaults and writes a Markdown rep
   3. A/A: Open MPI over shared memory under two names - the same stack, so any "difference"
      is launch-to-launch variation; mpibench must find none, where a test on samples pooled
      across launches calls many cells significant (both counts are printed)
+  4. Where root and namespaces are available: Open MPI across a 2-node testbed
+     (mpibench.testbed), fast (4 Gbit/s) vs slow (1 Gbit/s) fabric, PingPong and Allreduce,
+     % of line rate against the configured rates; elsewhere one line says why it is skipped
 Each variant is launched 3 times, interleaved. Takes about three minutes on 2 cores."""
 
 
@@ -84,6 +87,10 @@ def run(args) -> int:
             err_console().print(f"[bold]{line}")
             text += "\n\n" + line
         sections.append(text)
+    err_console().rule("[bold]4. Fabrics: fast vs slow across a 2-node testbed")
+    text, frc = fabric_comparison(args, out)
+    rc = rc or frc
+    sections.append("## 4. Fabrics: fast vs slow across a 2-node testbed\n\n" + text)
     report = out / "report.md"
     write_file(report,
         "# mpibench demo\n\n"
@@ -123,3 +130,64 @@ def aa_summary(store_path, groups: dict[str, list[str]]) -> str:
             f"launch medians, Holm), verdict: {cmp.kinds.get(cand)}; a test on samples pooled "
             f"across launches (Mann-Whitney, Holm) would call {naive} of {len(rows)} "
             "significant.")
+
+
+FABRICS = (("fast", 4 * 10**9), ("slow", 10**9))
+
+
+def fabric_comparison(args, out: Path) -> tuple[str, int]:
+    """Open MPI over a 2-node testbed's fast and slow fabric (one rank per node, each fabric
+    pinned by its interface and verified by the nodes' byte counters): the comparison, the
+    line-rate table against the configured rates and measured vs the link's TCP payload
+    rate. (Markdown, exit status); one line instead where no testbed can run here."""
+    from mpibench import fabric as fb
+    from mpibench.report.compare import compare_groups, render
+    from mpibench.report.tables import line_rate_table, render_table
+    from mpibench.store import Store
+    from mpibench.testbed import FabricSpec, Testbed, TestbedUnavailable, preflight
+
+    try:
+        preflight()
+    except TestbedUnavailable as exc:
+        line = f"skipped: no testbed on this machine ({exc})"
+        err_console().print(line)
+        return line, 0
+    work = out / "fabrics"
+    bed = Testbed.start(work / "testbed", nodes=2,
+                        fabrics=[FabricSpec(n, r) for n, r in FABRICS])
+    try:
+        # sizes from 1 MiB up for the bandwidth: a shaper's token bucket (about 96 KiB here)
+        # lets a smaller message through at memory speed, above the link's rate
+        text = fb.fabric_campaign(bed, f"demo-fabrics-{time.strftime('%Y%m%d-%H%M%S')}",
+                                  benchmarks=("PingPong", "Allreduce"), sizes="0,1K,1M,4M",
+                                  repeats=args.repeats, max_time=args.max_time)
+        res, _camp, db = fb.run_campaign(bed, text, work, timeout=900)
+        figs = fb.figures(bed, db)
+    finally:
+        bed.stop()
+    if not res.ok:
+        err_console().print(f"[red]fabric campaign failed (exit {res.returncode}): "
+                            f"{res.stderr_tail(5)}")
+    with Store(db) as store:
+        groups: dict[str, list[str]] = {}
+        for r in store.runs():
+            groups.setdefault(r["variant"], []).append(r["id"])
+        if len(groups) < 2:
+            return "the fabric campaign did not finish: " + res.stderr_tail(3), 1
+        cmp = compare_groups(store, groups, "openmpi-slow")
+        lr = line_rate_table(store, groups)
+        print(render(cmp, "terminal"))
+        print(render_table(lr, "terminal"))
+        md = render(cmp, "markdown") + "\n\n" + render_table(lr, "markdown")
+    lines = ["measured vs configured (PingPong, largest size; expected = rate / 8 x TCP "
+             "payload efficiency at MTU 1500, mpibench.linkmodel):"]
+    for f in figs:
+        lines.append(f"  {f.variant}: {f.mbps or 0:.1f} MB/s of {f.expected.mbps:.1f} "
+                     f"expected ({(f.ratio or 0) * 100:.0f}%), {f.percent_of_line_rate or 0:.1f}% "
+                     f"of its {f.expected.line_rate} line rate; "
+                     f"{(f.interface_actual or '?').split('; ', 1)[-1].rstrip(']')}")
+    lines.append("  (each node has one CPU, which also does the work a NIC would: busy-polling "
+                 "ranks and other load keep the figures below the link; docs/testbed.md)")
+    for line in lines:
+        err_console().print(line)
+    return md + "\n\n" + "\n".join(lines), 0
