@@ -6,7 +6,7 @@ Layout, all created by `Testbed.start` and removed by `Testbed.stop`:
   management network, `br1`, `br2`, ... for the fabrics in the order given;
 - per node `tnK`: an anchor process (`sleep infinity`) in new network, UTS, IPC and mount
   namespaces, with hostname tnK, a tmpfs of its own on /dev/shm, a sysfs of its own on /sys
-  (the cpuset hierarchy mounted again inside it), DIR/hosts bind-mounted over
+  (the host's /sys/fs/cgroup tree moved on top of it), DIR/hosts bind-mounted over
   /etc/hosts (inside its private mount namespace only), IPv6 off, and one veth per network:
   `mgmt` (198.19.M.K) and one named after each fabric (198.18.F.K), shaped by tbf in both
   directions (at the node's interface and at its switch port);
@@ -313,6 +313,7 @@ class Testbed:
         for n in self.nodes:
             sx.cg_make(self.node_cgroup(n), sx.format_cpulist(n.cpus), mems)
         write_file(self.hosts_file, self._hosts_text())
+        (self.root / "mnt").mkdir(exist_ok=True)
         # the anchors: all started at once, then waited for
         self.switch = self._anchor("switch", self.cgroup / HEAD_CG, "")
         for n in self.nodes:
@@ -321,7 +322,7 @@ class Testbed:
                 f"echo {n.name} > /proc/sys/kernel/hostname && "
                 f"mount -t tmpfs -o mode=1777 mbt-shm /dev/shm && "
                 f"mount --bind {shlex.quote(str(self.hosts_file))} /etc/hosts && "
-                + _own_sysfs())
+                + _own_sysfs(self.root / "mnt"))
         self.save()
         deadline = time.monotonic() + timeout
         for name, proc in [("switch", self.switch)] + [(n.name, n.anchor) for n in self.nodes]:
@@ -572,25 +573,20 @@ def dir_lock(root: Path):
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _own_sysfs() -> str:
+def _own_sysfs(stage: Path) -> str:
     """Shell for a node's anchor: a sysfs of the node's own (so /sys/class/net lists the
     node's interfaces, which UCX reads to find its TCP devices: without it, UCX inside a node
-    sees only lo and MPICH's ch4:ucx cannot reach another node), with the cpuset hierarchy
-    mounted again at its usual place (the agents put what they start into the node's cpuset
-    through that path, also when called from inside another node)."""
-    point = None
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
-        pre, sep, post = line.partition(" - ")
-        fields, tail = pre.split(), post.split()
-        if sep and len(fields) >= 5 and len(tail) >= 3 and tail[0] == "cgroup" \
-                and "cpuset" in tail[2].split(","):
-            point = fields[4]
-            break
-    if point is None or not point.startswith("/sys/"):
+    sees only lo and MPICH's ch4:ucx cannot reach another node), with the host's whole
+    /sys/fs/cgroup tree moved back on top of it (every hierarchy, as mounted: the agents put
+    what they start into the node's cpuset through it, also when called from inside another
+    node, and slurmd's cgroup plugin wants the others, e.g. name=systemd). `stage` is an
+    empty directory under DIR that holds the tree for the moment /sys is replaced; all of
+    this happens in the node's private mount namespace."""
+    q = shlex.quote(str(stage))
+    if not Path("/sys/fs/cgroup").is_dir():
         return "mount -t sysfs mbt-sys /sys && "
-    q = shlex.quote(point)
-    return ("mount -t sysfs mbt-sys /sys && mount -t tmpfs -o mode=755 mbt-cg /sys/fs/cgroup && "
-            f"mkdir -p {q} && mount -t cgroup -o cpuset mbt-cpuset {q} && ")
+    return (f"mount --rbind /sys/fs/cgroup {q} && mount -t sysfs mbt-sys /sys && "
+            f"mount --move {q} /sys/fs/cgroup && ")
 
 
 def _ok(res: CommandResult) -> CommandResult:
