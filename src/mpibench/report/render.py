@@ -206,6 +206,11 @@ def render(t: Table, fmt: str = "terminal") -> str:
     raise UsageError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
 
 
-__all__ = ["Table", "FORMATS", "PLAIN_TABLE_ROWS", "render", "terminal", "markdown",
+def render_table(t: Table, fmt: str = "terminal") -> str:
+    """A Table as terminal | markdown | csv | json (the name the section builders use)."""
+    return render(t, fmt)
+
+
+__all__ = ["Table", "FORMATS", "PLAIN_TABLE_ROWS", "render", "render_table", "terminal", "markdown",
            "csv_text", "json_text", "clean_json", "console", "md_escape", "md_table",
            "plain_table"]

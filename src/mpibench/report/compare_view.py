@@ -1,0 +1,285 @@
+"""The comparison as a Table (the one model every format renders) and as terminal,
+Markdown, CSV and JSON text; the records notebooks and CI pipelines read.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mpibench.errors import UsageError
+from mpibench.report import render as render_mod
+from mpibench.report.data import (
+    Cell,
+    fmt_num,
+    statistic_legend,
+)
+from mpibench.report.model import Comparison, Delta, Row, _marks, fmt_gain_ci, fmt_p
+from mpibench.report.render import (  # noqa: F401 - re-exported for callers and tests
+    FORMATS,
+    PLAIN_TABLE_ROWS,
+    Table,
+    clean_json,
+    md_escape,
+    md_table,
+    plain_table,
+)
+from mpibench.stats import launch as launch_stats
+
+
+def _fmt_side(c: Cell | None) -> str:
+    if c is None:
+        return ""
+    if c.status != "ok":
+        return c.status
+    v = fmt_num(c.value)
+    if c.shown_statistic != "median":
+        v += f" ({c.shown_statistic})"
+    pct = c.ci_pct
+    if pct is None:
+        return f"{v} ± ?"      # one launch: no spread between launches to give a CI
+    return f"{v} ± {pct:.1f}%" if pct < 10 else f"{v} ± {pct:.0f}%"
+
+
+def pct_of_base(d: Delta, better: str) -> tuple[float | None, float | None, float | None]:
+    """The candidate's value as % of the baseline's (candidate / baseline x 100) and its 95%
+    CI, from the gain and its CI: the gain is base/cand for times, cand/base for rates."""
+    if d.gain is None or d.gain <= 0:
+        return None, None, None
+    if better == "lower":
+        lo = 100.0 / d.ci_high if d.ci_high else None
+        hi = 100.0 / d.ci_low if d.ci_low else None
+        return 100.0 / d.gain, lo, hi
+    return (100.0 * d.gain, None if d.ci_low is None else 100.0 * d.ci_low,
+            None if d.ci_high is None else 100.0 * d.ci_high)
+
+
+def _fmt_pct(d: Delta, better: str, c: Cell | None) -> str:
+    pct, lo, hi = pct_of_base(d, better)
+    if pct is None:
+        return _fmt_side(c)
+    if lo is None or hi is None:
+        return f"{pct:.1f}%"
+    return f"{pct:.1f}% [{lo:.1f}, {hi:.1f}]"
+
+
+def _fmt_n(d: Delta) -> str:
+    if d.n_base is None and d.n_cand is None:
+        return ""
+    a = "?" if d.n_base is None else str(d.n_base)
+    b = "?" if d.n_cand is None else str(d.n_cand)
+    return f"n={a}+{b}"
+
+
+def _fmt_delta(d: Delta) -> str:
+    """benchstat style: '1.21x [1.10, 1.33] (p=0.002 n=5+5)'; '~ (...)' when not
+    significant; 'cannot tell (n=1+1)' below two launches a side."""
+    if d.gain is None:
+        return ""
+    n = _fmt_n(d)
+    g = fmt_gain_ci(d.gain, d.ci_low, d.ci_high)
+    if not d.tested:
+        return f"cannot tell ({g}, {n})" if n else f"cannot tell ({g})"
+    p = fmt_p(d.p_adj)
+    if not d.significant:
+        return f"~ ({g} {p} {n})"
+    return f"{g} ({p} {n})"
+
+
+def _unit_header(rows: list[Row]) -> str:
+    units = sorted({(r.metric, r.unit, r.better) for r in rows})
+    if len(units) == 1:
+        m, u, b = units[0]
+        return f"{m} ({u}, {b} is better)"
+    return "; ".join(f"{m} ({u}, {b} is better)" for m, u, b in units)
+
+
+def comparison_records(cmp: Comparison) -> list[dict[str, Any]]:
+    """Flat rows (one per cell x candidate) for CSV/JSON and notebooks."""
+    out = []
+    for r in cmp.rows:
+        b = r.cells.get(cmp.baseline)
+        for cand, d in r.deltas.items():
+            c = r.cells.get(cand)
+            rec: dict[str, Any] = {
+                "benchmark": r.benchmark, "size": r.size, "np": r.np, "params": r.params,
+                "metric": r.metric, "unit": r.unit, "better": r.better, "tool": r.tool,
+                "baseline": cmp.baseline, "candidate": cand,
+            }
+            for prefix, cell in (("base", b), ("cand", c)):
+                rec[f"{prefix}_status"] = cell.status if cell else "missing"
+                rec[f"{prefix}_n"] = cell.n if cell else None
+                rec[f"{prefix}_statistic"] = cell.shown_statistic if cell else None
+                rec[f"{prefix}_value"] = cell.value if cell else None
+                rec[f"{prefix}_ci_low"] = cell.ci_low if cell else None
+                rec[f"{prefix}_ci_high"] = cell.ci_high if cell else None
+                rec[f"{prefix}_runs"] = len(cell.runs_used) if cell else 0
+                rec[f"{prefix}_no_samples"] = cell.no_samples if cell else None
+                rec[f"{prefix}_launch_values"] = cell.launch_values if cell else []
+                rec[f"{prefix}_within_launch_ci_pct"] = cell.within_ci_pct if cell else None
+            pct, pct_lo, pct_hi = pct_of_base(d, r.better)
+            rec.update({"cand_pct_of_base": pct, "cand_pct_of_base_ci_low": pct_lo,
+                        "cand_pct_of_base_ci_high": pct_hi})
+            rec.update({"gain": d.gain, "gain_ci_low": d.ci_low, "gain_ci_high": d.ci_high,
+                        "p": d.p, "p_holm": d.p_adj,
+                        "significant": d.significant, "tested": d.tested,
+                        "direction": d.direction, "base_launches": d.n_base,
+                        "cand_launches": d.n_cand, "sd_log_between_launches": d.sd_log,
+                        "detectable_gain": (None if d.detectable is None
+                                            else 1.0 + d.detectable),
+                        "launches_needed": d.needed,
+                        "notes": [cmp.footnotes[i - 1] for i in sorted(set(r.notes + d.notes))],
+                        "transport_warnings": cmp.warnings.get(cmp.baseline, [])
+                        + cmp.warnings.get(cand, [])})
+            out.append(rec)
+    return out
+
+
+def to_json_obj(cmp: Comparison) -> dict[str, Any]:
+    return clean_json({
+        "title": cmp.title, "baseline": cmp.baseline, "groups": cmp.groups, "alpha": cmp.alpha,
+        "runs": cmp.run_counts, "verdict": cmp.verdict, "verdicts": cmp.verdicts,
+        "rows": comparison_records(cmp),
+        "summary": [{"benchmark": s.benchmark, "metric": s.metric, "tool": s.tool,
+                     "rows": s.rows,
+                     "geomean_gain": s.geomean,
+                     "geomean_ci": {c: [t.ci_low, t.ci_high] for c, t in s.test.items()},
+                     "geomean_p": {c: t.p for c, t in s.test.items()},
+                     "better": s.better, "worse": s.worse,
+                     "not_significant": s.same} for s in cmp.summaries],
+        "overall": {c: {"gain": t.gain, "ci_low": t.ci_low, "ci_high": t.ci_high, "p": t.p,
+                        "base_launches": t.n_base, "cand_launches": t.n_cand,
+                        "verdict": cmp.kinds.get(c)} for c, t in cmp.overall.items()},
+        "test": "Welch t on the logs of the launch statistics (one value per launch), Holm "
+                "across the table; gain CI: Welch 95%",
+        "launch_statistic": cmp.statistic,
+        "footnotes": cmp.footnotes,
+        "warnings": cmp.warning_lines,
+        "not_compared": cmp.not_compared,
+        "units": "time in microseconds; MB/s = 10^6 bytes/s; gain > 1 means the candidate "
+                 "is better",
+        "statistic": statistic_legend(c for r in cmp.rows for c in r.cells.values()),
+    })
+
+
+def _table_model(cmp: Comparison) -> tuple[list[str], list[list[str]], list[int]]:
+    """Header, body rows, and indices of summary rows (for styling)."""
+    show_np = len({r.np for r in cmp.rows}) > 1
+    hdr = ["benchmark", "size/cell"] + (["np"] if show_np else [])
+    base_marks = _marks(cmp.set_marks.get(cmp.baseline, ()))
+    hdr += [f"{cmp.baseline} (base) {base_marks}".rstrip()]
+    for c in cmp.candidates:
+        hdr += [cmp.header_name(c), f"vs {cmp.baseline}"] \
+            if len(cmp.candidates) > 1 else [cmp.header_name(c), "vs base"]
+    hdr += ["notes"]
+    body: list[list[str]] = []
+    summary_idx: list[int] = []
+    summaries = {(s.benchmark, s.metric, s.tool): s for s in cmp.summaries}
+    prev = None
+    multi_metric = len({(r.metric, r.unit) for r in cmp.rows}) > 1
+    for i, r in enumerate(cmp.rows):
+        group_key = (r.benchmark, r.metric, r.tool)
+        what = r.metric if r.metric == r.unit else f"{r.metric}, {r.unit}"
+        name = f"{r.title} [{what}]" if multi_metric else r.title
+        line = [name if group_key != prev else "", r.label]
+        if show_np:
+            line.append("" if r.np is None else str(r.np))
+        base = r.cells.get(cmp.baseline)
+        line.append(f"100% ({_fmt_side(base)})" if cmp.relative and base is not None
+                    and base.status == "ok" else _fmt_side(base))
+        notes = list(r.notes)
+        for c in cmp.candidates:
+            d = r.deltas[c]
+            side = (_fmt_pct(d, r.better, r.cells.get(c)) if cmp.relative
+                    else _fmt_side(r.cells.get(c)))
+            line += [side, _fmt_delta(d)]
+            notes += d.notes
+        line.append(_marks(notes))
+        body.append(line)
+        prev = group_key
+        nxt = cmp.rows[i + 1] if i + 1 < len(cmp.rows) else None
+        if (nxt is None or (nxt.benchmark, nxt.metric, nxt.tool) != group_key):
+            s = summaries[group_key]
+            if s.rows > 1:
+                line = ["", "geomean"] + ([""] if show_np else []) + [""]
+                for c in cmp.candidates:
+                    t = s.test[c]
+                    line += ["", "" if t.gain is None else
+                             fmt_gain_ci(t.gain, t.ci_low, t.ci_high)
+                             + (f" ({fmt_p(t.p)} n={t.n_base}+{t.n_cand})" if t.tested
+                                else " (cannot tell)")]
+                line.append("")
+                body.append(line)
+                summary_idx.append(len(body) - 1)
+    return hdr, body, summary_idx
+
+
+def launch_legend(statistic: str = "median") -> str:
+    """What a value ± CI% means, for captions."""
+    return (f"value = geometric mean of the launch {statistic}s (each launch, one mpirun, "
+            "weighted equally) ± 95% CI from the spread between launches (± ? = one launch)")
+
+
+def _header_lines(cmp: Comparison) -> list[str]:
+    runs = ", ".join(f"{g}: {cmp.run_counts.get(g, 0)} launch(es)" for g in cmp.groups)
+    # the launch legend[; imported rows: ...] or, all imported, 'value = the tool's own ...'
+    shown = statistic_legend((c for r in cmp.rows for c in r.cells.values()),
+                             median=launch_legend(cmp.statistic))
+    rel = ([f"--relative: candidate cells are % of the baseline (candidate value / "
+            f"{cmp.baseline}'s x 100) [95% CI from the gain's]; above 100% a time is slower, "
+            "a rate faster; the baseline's own value in parentheses"] if cmp.relative else [])
+    return rel + [
+        f"{_unit_header(cmp.rows)}; baseline {cmp.baseline}; {runs}",
+        f"{shown}; gain > 1 = candidate better (time: base/cand, rates: cand/base) [95% CI]; "
+        "p = Welch t on the logs of the launch statistics, Holm-corrected across the table; "
+        f"~ = not significant at alpha {cmp.alpha:g}; n = launches per side; cannot tell = "
+        f"fewer than {launch_stats.MIN_LAUNCHES} launches on a side; geomean rows aggregate "
+        "per launch first",
+    ]
+
+
+def comparison_table(cmp: Comparison, heading_level: int = 3) -> Table:
+    """The comparison as a Table: one row per cell (geomean rows bold), the legend as its
+    caption, footnotes, and the verdict as its footer."""
+    hdr, body, summary_idx = _table_model(cmp)
+    return Table(title=cmp.title or f"comparison vs {cmp.baseline}", header=hdr, rows=body,
+                 caption="\n".join(_header_lines(cmp)), notes=list(cmp.footnotes),
+                 bold_rows=set(summary_idx), kind="comparison", left_cols=2,
+                 footer=[("verdict", cmp.verdict)], md_heading_level=heading_level,
+                 records=comparison_records(cmp))
+
+
+def render_terminal(cmp: Comparison, width: int | None = None) -> str:
+    return render_mod.terminal(comparison_table(cmp), width)
+
+
+def render_markdown(cmp: Comparison, heading_level: int = 3) -> str:
+    t = comparison_table(cmp, heading_level)
+    if not cmp.title:
+        t.title = "Comparison vs " + cmp.baseline
+    return render_mod.markdown(t)
+
+
+def render_csv(cmp: Comparison) -> str:
+    recs = []
+    for rec in comparison_records(cmp):
+        rec = dict(rec)
+        rec["notes"] = " / ".join(rec["notes"])
+        rec["transport_warnings"] = " / ".join(rec["transport_warnings"])
+        recs.append(rec)
+    if not recs:
+        return "benchmark,size,candidate,gain\n"
+    return render_mod.csv_text(recs)
+
+
+def render(comparison: Comparison, fmt: str = "terminal") -> str:
+    """Render a Comparison as terminal | markdown | csv | json text."""
+    if fmt == "terminal":
+        return render_terminal(comparison)
+    if fmt == "markdown":
+        return render_markdown(comparison)
+    if fmt == "csv":
+        return render_csv(comparison)
+    if fmt == "json":
+        return json.dumps(to_json_obj(comparison), indent=2)
+    raise UsageError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")

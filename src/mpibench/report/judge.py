@@ -1,0 +1,300 @@
+"""Judge: compare every set against the baseline, cell by cell.
+
+The launch (one mpirun) is the unit of replication (stats.launch). Per cell each side shows
+the geometric mean of its launch statistics with the 95% CI from the spread between its
+launches. Per candidate against the baseline: the gain oriented so > 1 is better (time-like
+metrics, better='lower': baseline/candidate; rates: candidate/baseline) with its 95% CI,
+and Welch's t test on the logs of the launch statistics, Holm-corrected across every test
+of the comparison. Not significant prints as `~`; fewer than two launches on a side is
+"cannot tell". The geomean per benchmark and the verdict aggregate per launch first (one
+launch measures every size). Two cells meet only under the comparability rule
+(report/rules.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from mpibench import stats
+from mpibench.errors import UsageError
+from mpibench.report.data import (
+    bench_sort_key,
+    load_cells,
+)
+from mpibench.report.model import (
+    Comparison,
+    Delta,
+    Row,
+    Summary,
+    _marks,
+    _Notes,
+    fmt_gain_ci,
+    fmt_p,
+)
+from mpibench.report.render import (  # noqa: F401 - re-exported for callers and tests
+    FORMATS,
+    PLAIN_TABLE_ROWS,
+    Table,
+    clean_json,
+    md_escape,
+    md_table,
+    plain_table,
+)
+from mpibench.report.rules import why_not_comparable
+from mpibench.stats import launch as launch_stats
+from mpibench.store import Store
+
+
+def transport_notes(store: Store, groups: Mapping[str, list[str]]) -> dict[str, list[str]]:
+    """Per set, one warning line per variant whose requested transport did not take effect
+    (the MISMATCH `campaign status` shows): the results of such a set measure another
+    transport than its name says, which every table built from it must say."""
+    from mpibench.verify import transport_warnings
+
+    out: dict[str, list[str]] = {}
+    for g, ids in groups.items():
+        lines = transport_warnings(store, list(ids))
+        if lines:
+            out[g] = [("WARNING: " if line.startswith(f"variant {g}:") else
+                       f"WARNING (set {g}): ") + line for line in lines]
+    return out
+
+
+def transport_lines(store: Store, groups: Mapping[str, list[str]]) -> list[str]:
+    """transport_notes flattened, set by set: the warning lines of a table without a
+    comparison (a comparison has them as Comparison.warning_lines)."""
+    return [w for ws in transport_notes(store, groups).values() for w in ws]
+
+
+def compare_groups(store: Store, groups: Mapping[str, list[str]], baseline: str, *,
+                   alpha: float = 0.05, sizes: Iterable[int] | None = None,
+                   benchmarks: Iterable[str] | None = None, title: str = "",
+                   cells: dict | None = None, statistic: str = "median") -> Comparison:
+    """Compare every group against `baseline`. groups: display name -> run ids.
+    statistic: each launch's statistic (median or mean of its samples).
+
+    The sets whose runs did not use the transport they requested
+    (verify.transport_warnings) are footnoted and their columns marked."""
+    if not (isinstance(alpha, int | float) and 0.0 < alpha < 1.0):
+        raise UsageError(f"--alpha {alpha!r}: expected a significance level between 0 and 1 "
+                         "(e.g. 0.05)")
+    if baseline not in groups:
+        raise UsageError(f"baseline {baseline!r} is not one of the groups: {', '.join(groups)}")
+    if len(groups) < 2:
+        raise UsageError("a comparison needs at least two result sets (got "
+                         f"{', '.join(groups) or 'none'})")
+    order = [baseline] + [g for g in groups if g != baseline]
+    cells = cells if cells is not None else load_cells(store, groups, statistic=statistic)
+    size_set = set(sizes) if sizes is not None else None
+    bench_set = {b.lower() for b in benchmarks} if benchmarks else None
+    selected = [(key, by_group) for key, by_group in cells.items()
+                if (size_set is None or key.size in size_set)
+                and (bench_set is None or key.benchmark.lower() in bench_set)]
+    notes = _Notes()
+    # Transport warnings first: they decide whether any number below means what it says.
+    warnings = transport_notes(store, groups)
+    set_marks = {g: [notes.add(w) for w in ws] for g, ws in warnings.items()}
+    # A set that shares no cell with the baseline would get an empty column and a "no
+    # result" note on every row; it is named once in a footnote instead.
+    shared = {g for _key, by_group in selected if baseline in by_group for g in by_group}
+    not_compared = [g for g in order[1:] if g not in shared]
+    for g in not_compared:
+        own = [key for key, by_group in selected if g in by_group]
+        benches = sorted({key.benchmark for key in own}, key=bench_sort_key)
+        what = (f"its {len(own)} cell(s): {', '.join(benches[:6])}"
+                + (" ..." if len(benches) > 6 else "") + "; see its own results, --results"
+                if own else "it has no cells in the selection")
+        notes.add(f"set {g} has no cell in common with the baseline {baseline}: compared "
+                  f"nowhere ({what})")
+    if not_compared:
+        order = [g for g in order if g not in not_compared]
+        drop = set(not_compared)
+        selected = [(key, {g: c for g, c in by_group.items() if g not in drop})
+                    for key, by_group in selected]
+        selected = [(key, by_group) for key, by_group in selected if by_group]
+    rows: list[Row] = []
+    for key, by_group in selected:
+        any_cell = by_group.get(baseline) or next(iter(by_group.values()))
+        row = Row(key=key, benchmark=key.benchmark, size=key.size, np=key.np,
+                  params=dict(any_cell.params), metric=key.metric, unit=any_cell.unit,
+                  better=any_cell.better, cells=by_group, deltas={})
+        for g, c in by_group.items():
+            if c.mixed:
+                row.notes.append(notes.add(
+                    f"{g}: runs with different fingerprints are not pooled; used the most "
+                    f"common fingerprint ({len(c.runs_used)} run(s)), excluded "
+                    f"{len(c.runs_excluded)} run(s) with {c.n_fingerprints - 1} other "
+                    "fingerprint(s)"))
+            if c.runs_failed:
+                sts = sorted({s for _, s, _ in c.runs_failed})
+                row.notes.append(notes.add(
+                    f"{g}: some runs have no usable result for this cell ({', '.join(sts)}); "
+                    "see the run's reason in the store"))
+            if c.status == "ok" and c.value is not None and c.launches == 1:
+                row.notes.append(notes.add(
+                    "± ?: one launch, so no spread between launches to give a CI; a launch "
+                    "is the unit of replication (run more interleaved launches)"))
+            if c.no_samples and c.status == "ok":
+                stat = c.shown_statistic
+                row.notes.append(notes.add(
+                    f"{stat}: imported summary without raw samples; each imported file is "
+                    "one launch"))
+        base = by_group.get(baseline)
+        for cand in order[1:]:
+            d = Delta()
+            row.deltas[cand] = d
+            c = by_group.get(cand)
+            if base is None or c is None:
+                missing = baseline if base is None else cand
+                d.notes.append(notes.add(f"{missing}: no result for this cell"))
+                continue
+            why = why_not_comparable(base, c)          # the comparability rule
+            if why is not None:
+                d.notes.append(notes.add(why))
+                continue
+            d.test = t = launch_stats.compare(base.launch_values, c.launch_values, row.better,
+                                              alpha)
+            if t.gain is not None and t.gain != 1.0:
+                d.needed = launch_stats.launches_needed(t.sd_log, abs(t.gain - 1.0), alpha)
+            if not t.tested:
+                d.notes.append(notes.add(_untested_note(t, alpha)))
+        rows.append(row)
+
+    # Holm across every test in the table.
+    tests = [(r, g) for r in rows for g, d in r.deltas.items() if d.tested]
+    adj = stats.holm([r.deltas[g].p for r, g in tests])
+    for (r, g), pa in zip(tests, adj, strict=True):
+        d = r.deltas[g]
+        d.p_adj = float(pa)
+        d.significant = bool(pa <= alpha)
+    summaries = _summaries(rows, baseline, order[1:], alpha)
+    # one tool per verdict: with the core's and a peer suite's rows in one table (a set
+    # holding both), the verdict is the core's (else the first tool's) and says so
+    vrows, others = _verdict_rows(rows)
+    overall = {cand: _aggregate(vrows, baseline, cand, alpha) for cand in order[1:]}
+    kinds: dict[str, str] = {}
+    verdicts = {}
+    for cand in order[1:]:
+        kinds[cand], verdicts[cand] = _verdict(vrows, baseline, cand, alpha, overall[cand])
+        if others:
+            verdicts[cand] += (f" ({vrows[0].tool} rows only; {', '.join(others)} rows are "
+                               "separate cells with their own geomean rows)")
+    for cand in not_compared:
+        kinds[cand] = "nothing"
+        verdicts[cand] = (f"{cand} vs {baseline}: nothing to compare (no cell in common with "
+                          "the baseline)")
+    for cand in verdicts:
+        marks = set_marks.get(baseline, []) + set_marks.get(cand, [])
+        if marks:
+            who = " and ".join(dict.fromkeys(g for g in (baseline, cand) if g in set_marks))
+            verdicts[cand] += (f" — WARNING: {who} did not run on the requested transport "
+                               f"{_marks(marks)}")
+    return Comparison(groups=order, baseline=baseline, alpha=alpha, rows=rows,
+                      summaries=summaries, footnotes=notes.texts,
+                      verdict="; ".join(verdicts.values()), verdicts=verdicts,
+                      run_counts={g: len(ids) for g, ids in groups.items()}, title=title,
+                      warnings=warnings, set_marks=set_marks, not_compared=not_compared,
+                      overall=overall, kinds=kinds, statistic=statistic)
+
+
+def _untested_note(t: launch_stats.LaunchTest, alpha: float) -> str:
+    if t.reason.startswith("too few launches"):
+        need = launch_stats.MIN_LAUNCHES
+        plan = (f"; at the spread seen so far, {n} launches per side would detect the "
+                f"observed {launch_stats.fmt_pct(abs(t.gain - 1))} difference"
+                if t.gain and t.gain != 1 and t.sd_log and
+                (n := launch_stats.launches_needed(t.sd_log, abs(t.gain - 1), alpha))
+                else "; run >= 3 interleaved launches per side, then `compare --detect 5%` "
+                "says how many a given difference needs")
+        return (f"cannot tell: a side has fewer than {need} launches (a launch is the unit "
+                f"of replication; one launch per side decides nothing){plan}")
+    return f"not tested: {t.reason}"
+
+
+def _pairs(rows: list[Row], baseline: str, cand: str) -> list[tuple[dict, dict, str]]:
+    """Per row with a gain, (baseline {launch: stat}, candidate {launch: stat}, better)."""
+    out = []
+    for r in rows:
+        d = r.deltas.get(cand)
+        if d is None or d.gain is None:
+            continue
+        out.append((r.cells[baseline].by_launch, r.cells[cand].by_launch, r.better))
+    return out
+
+
+def _aggregate(rows: list[Row], baseline: str, cand: str,
+               alpha: float) -> launch_stats.LaunchTest:
+    return launch_stats.aggregate(_pairs(rows, baseline, cand), alpha)
+
+
+def _verdict_rows(rows: list[Row]) -> tuple[list[Row], list[str]]:
+    """(the rows one verdict aggregates, the other tools left to their own rows): all rows
+    when the keys carry no tool; else the core's rows (or the first tool's)."""
+    tools = list(dict.fromkeys(r.tool for r in rows))
+    if len(tools) <= 1:
+        return rows, []
+    main = "core" if "core" in tools else sorted(t or "" for t in tools)[0]
+    return [r for r in rows if r.tool == main], [t for t in tools if t != main]
+
+
+def _summaries(rows: list[Row], baseline: str, candidates: list[str],
+               alpha: float) -> list[Summary]:
+    by_bench: dict[tuple[str, str, str | None], list[Row]] = {}
+    for r in rows:
+        by_bench.setdefault((r.benchmark, r.metric, r.tool), []).append(r)
+    out = []
+    for (bench, metric, tool), rs in by_bench.items():
+        tests = {c: _aggregate(rs, baseline, c, alpha) for c in candidates}
+        out.append(Summary(
+            benchmark=bench, metric=metric, rows=len(rs), tool=tool,
+            geomean={c: tests[c].gain for c in candidates},
+            better={c: sum(r.deltas[c].direction == "better" for r in rs) for c in candidates},
+            worse={c: sum(r.deltas[c].direction == "worse" for r in rs) for c in candidates},
+            same={c: sum(r.deltas[c].direction == "~" for r in rs) for c in candidates},
+            test=tests))
+    return out
+
+
+def _verdict(rows: list[Row], baseline: str, cand: str, alpha: float,
+             agg: launch_stats.LaunchTest) -> tuple[str, str]:
+    """(kind, sentence). The kind better/worse comes from one test: the whole comparison
+    aggregated per launch (Welch t on the launches' mean oriented log statistic) at alpha;
+    the Holm-significant cells are counted beside it."""
+    ds = [r.deltas[cand] for r in rows]
+    gains = [d.gain for d in ds if d.gain is not None]
+    nb = sum(d.direction == "better" for d in ds)
+    nw = sum(d.direction == "worse" for d in ds)
+    ntested = sum(d.tested for d in ds)
+    if not gains:
+        return "nothing", f"{cand} vs {baseline}: nothing to compare (no common cells)"
+    gm = (f"overall gain {fmt_gain_ci(agg.gain, agg.ci_low, agg.ci_high)} over "
+          f"{len(gains)} cell(s), {agg.n_base}+{agg.n_cand} launches")
+    if not agg.tested:
+        need = ""
+        if agg.gain and agg.gain != 1 and agg.sd_log:
+            n = launch_stats.launches_needed(agg.sd_log, abs(agg.gain - 1), alpha)
+            if n:
+                need = (f"; ~{n} launches per side would detect a "
+                        f"{launch_stats.fmt_pct(abs(agg.gain - 1))} difference")
+        return "cannot tell", (
+            f"{cand} vs {baseline}: cannot tell — {agg.n_base}+{agg.n_cand} launches; a test "
+            f"needs >= {launch_stats.MIN_LAUNCHES} launches per side (one launch per variant "
+            f"decides nothing){need}; {gm}")
+    counts = (f"cells: {nb} better, {nw} worse, {ntested - nb - nw} ~ of {ntested} tested "
+              f"(Welch t on log launch statistics, Holm, alpha {alpha:g})")
+    sig = agg.p is not None and agg.p <= alpha
+    if sig and ((agg.gain > 1 and nw) or (agg.gain < 1 and nb)):
+        kind = "mixed"
+        what = (f"mixed: {cand} {'better' if agg.gain > 1 else 'worse'} overall, but "
+                f"{nw if agg.gain > 1 else nb} cell(s) significantly "
+                f"{'worse' if agg.gain > 1 else 'better'}")
+    elif sig:
+        kind = "better" if agg.gain > 1 else "worse"
+        what = f"{cand} is {kind}"
+    else:
+        kind = "same"
+        what = f"no significant overall difference between {cand} and {baseline}"
+        if agg.detectable is not None:
+            what += (f" (these launch counts detect >= "
+                     f"{launch_stats.fmt_pct(agg.detectable)} overall)")
+    return kind, f"{what} — {gm}, {fmt_p(agg.p)}; {counts}"

@@ -1,0 +1,87 @@
+"""Planning: the launches per side needed to detect a given effect, from the spread
+between launches seen in each cell.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+from mpibench.errors import UsageError
+from mpibench.report.compare import (
+    Comparison,
+)
+from mpibench.report.data import (
+    bench_sort_key,
+)
+from mpibench.report.render import Table
+from mpibench.stats import launch as launch_stats
+
+
+def parse_effect(text: str | float) -> float:
+    """'5%', '5', '0.05' -> 0.05 (a relative difference, > 0 and < 10 = 1000%)."""
+    s = str(text).strip()
+    try:
+        v = float(s[:-1]) / 100.0 if s.endswith("%") else float(s)
+    except ValueError:
+        v = float("nan")
+    if not s.isascii() or "_" in s:     # float() also reads '٣' and '1_0'
+        v = float("nan")
+    if not s.endswith("%") and v >= 1.0:
+        v = v / 100.0                   # '5' means 5%
+    if not 0.0 < v < 10.0:
+        raise UsageError(f"--detect {text!r}: expected a relative difference such as 5% or "
+                         "0.05")
+    return v
+
+
+def plan_table(cmp: Comparison, effect: float, power: float = launch_stats.POWER) -> Table:
+    """Launches per side needed to detect a gain of 1 + effect, from the between-launch
+    spread seen in each cell (interleaved launches; Welch t on log launch statistics).
+
+    Per benchmark and candidate: the launches now, the median between-launch sd of the
+    logs, the smallest gain detectable now (median over cells), and the launches per side
+    needed for the median cell and for the noisiest cell, at alpha (one cell) and at
+    alpha / m (every one of the table's m tests under Holm)."""
+    alpha = cmp.alpha
+    m = max(1, sum(d.tested for r in cmp.rows for d in r.deltas.values()))
+    t = Table(title=f"Launches needed to detect {launch_stats.fmt_pct(effect)} "
+                    f"(power {power:.0%}, alpha {alpha:g})",
+              header=["benchmark", "candidate", "launches now", "between-launch sd",
+                      "detectable now", "needed (median cell)", "needed (noisiest cell)",
+                      f"needed, all {m} tests (Holm)"], rows=[], kind="plan",
+              caption="launches per side, interleaved; from the spread between launches of "
+                      "each cell (sd of the log launch statistics, both sides pooled); "
+                      "Welch t on log launch statistics; 'all tests' plans at alpha/m so "
+                      "that a real difference of this size survives Holm in every cell")
+    by: dict[tuple[str, str], list] = defaultdict(list)
+    for r in cmp.rows:
+        for cand, d in r.deltas.items():
+            if d.sd_log is not None:
+                by[(r.benchmark, cand)].append(d)
+    for (bench, cand), ds in sorted(by.items(), key=lambda kv: (bench_sort_key(kv[0][0]),
+                                                                 kv[0][1])):
+        sds = sorted(d.sd_log for d in ds)
+        med = float(np.median(sds))
+        worst = sds[-1]
+        now = [d.detectable for d in ds if d.detectable is not None]
+        n_med = launch_stats.launches_needed(med, effect, alpha, power)
+        n_worst = launch_stats.launches_needed(worst, effect, alpha, power)
+        n_all = launch_stats.launches_needed(worst, effect, alpha / m, power)
+        counts = sorted({(d.n_base, d.n_cand) for d in ds})
+        t.rows.append([bench, cand, ", ".join(f"{a}+{b}" for a, b in counts),
+                       f"{100 * med:.1f}%", launch_stats.fmt_pct(float(np.median(now)))
+                       if now else "-", str(n_med or ">10000"), str(n_worst or ">10000"),
+                       str(n_all or ">10000")])
+        t.records.append({"benchmark": bench, "candidate": cand, "effect": effect,
+                          "power": power, "alpha": alpha, "launches": counts,
+                          "sd_log_median": med, "sd_log_max": worst,
+                          "detectable_now_median": float(np.median(now)) if now else None,
+                          "needed_median_cell": n_med, "needed_noisiest_cell": n_worst,
+                          "needed_all_tests_holm": n_all})
+    if not t.rows:
+        t.notes.append("no cell has two or more launches on any side: the spread between "
+                       "launches is unknown; run at least 3 interleaved launches per side "
+                       "and ask again")
+    return t
