@@ -853,3 +853,144 @@ def cli_workdir() -> tuple[tempfile.TemporaryDirectory, Path, dict[str, str]]:
     td = tempfile.TemporaryDirectory(prefix="mpibench-fuzz-")
     tmp = Path(td.name)
     return td, tmp, _prepare(tmp)
+
+
+# -- damaged stores on every read verb -------------------------------------------------------
+# Every verb that reads a store, with the store's path as S. A byte-flipped store is refused
+# in one line (exit 2) or, where the damage is in no value read, answered (exit 0/1); never a
+# traceback. The report's own output file is what it is asked to write.
+STORE_READ_VERBS: list[list[str]] = [
+    ["compare", "--db", "S"],
+    ["compare", "--db", "S", "--label", "tcp", "--label", "vader", "--format", "json"],
+    ["compare", "--db", "S", "--label", "tcp", "--label", "vader", "--format", "csv"],
+    ["compare", "--db", "S", "--label", "tcp", "--label", "vader", "--gain-table"],
+    ["report", "--db", "S", "-o", "r.html"],
+    ["campaign", "list", "--db", "S"],
+    ["campaign", "list", "--db", "S", "--json"],
+    ["campaign", "status", "CAMPFILE", "--db", "S", "--json"],
+    ["campaign", "list", "CAMPFILE", "--db", "S"],
+]
+STORE_API_CALLS = ["load_results", "load_samples", "compare_frame"]
+_CLEAN_STORE: dict[str, bytes] = {}
+# the campaign the clean store holds, as a file (campaign status / list FILE read it)
+STORE_CAMPAIGN = """
+[campaign]
+name = "fz"
+repeats = 2
+verify_transport = false
+[variants.a]
+stack = "openmpi"
+np = 1
+[benchmarks.app]
+command = "sh -c 'echo rate 1'"
+fom = { name = "r", regex = 'rate ([0-9.]+)', unit = "u", better = "higher" }
+"""
+
+
+def clean_store_bytes() -> bytes:
+    """A real store (built once per process): two imported sets (IMB PingPong over tcp and
+    vader) and a campaign's runs with results, through the same code the verbs use."""
+    if "s" not in _CLEAN_STORE:
+        from mpibench.campaign.plan import expand
+        from mpibench.campaign.spec import load
+        from mpibench.importer import import_files
+        from mpibench.store import Store
+        with tempfile.TemporaryDirectory(prefix="mpibench-fuzz-store-") as td:
+            db = Path(td) / "s.db"
+            camp = _store_campaign_file()
+            with Store(db) as store:
+                for label, end in (("tcp", "btl-tcp.txt"), ("vader", "btl-vader.txt")):
+                    import_files(store, [next(p for p in FIXTURES if p.name.endswith(end))],
+                                 label=label)
+                spec = load(camp)
+                cid = store.add_campaign(spec.name, spec.to_dict(), file=str(camp))
+                for c in expand(spec, seed=0):
+                    store.create_run(c.id, cid, c.variant.name, grp=c.group.name,
+                                     params=c.params, repeat=c.repeat)
+                    store.set_run(c.id, "done", started=1.0, finished=2.0, elapsed=1.0)
+                    store.add_results(c.id, [{
+                        "benchmark": "app", "size": None, "np": 1, "metric": "r", "unit": "u",
+                        "better": "higher", "statistic": "value", "n": 1,
+                        "median": 1.0 + c.repeat, "samples": [1.0 + c.repeat]}])
+            _CLEAN_STORE["s"] = db.read_bytes()
+    return _CLEAN_STORE["s"]
+
+
+def _store_campaign_file() -> Path:
+    """The campaign file the clean store names (one fixed path: find_campaign matches the
+    store's campaign by name and file)."""
+    p = Path(tempfile.gettempdir()) / "mpibench-fuzz-store-campaign" / "fz.toml"
+    p.parent.mkdir(exist_ok=True)
+    if not p.exists() or p.read_text() != STORE_CAMPAIGN:
+        p.write_text(STORE_CAMPAIGN)
+    return p
+
+
+def flip_store(rng: random.Random, data: bytes) -> tuple[bytes, str]:
+    """1-4 bytes of a store changed (anywhere past SQLite's 100-byte header, which opening
+    checks; sometimes inside it), or the file cut short."""
+    b = bytearray(data)
+    kind = rng.choice(["flip"] * 4 + ["header", "truncate"] + ["text"] * 3 + ["json"] * 2
+                      + ["real"] * 2)
+    if kind in ("text", "json", "real"):
+        # inside a stored value: text turned into bad UTF-8 or a broken JSON document, or a
+        # float's exponent bytes (an IEEE double's top bytes: huge, inf or nan)
+        if kind == "real":
+            spots = [m.start() + 7 for m in re.finditer(rb"[\x3f\x40\x41\xbf\xc0]", data)]
+        else:
+            pat = rb'\{"[^\x00]{3,}' if kind == "json" else rb"[ -~]{6,}"
+            spots = [m.start() + rng.randrange(len(m.group())) for m in re.finditer(pat, data)
+                     if m.start() > 100]
+        if spots:
+            where = [rng.choice(spots) for _ in range(rng.randint(1, 2))]
+            for k in where:
+                k = min(k, len(b) - 1)
+                b[k] = rng.choice([0xff, 0x80, 0x7f, 0x22, 0x7b, 0x00]) if kind != "real" \
+                    else rng.choice([0x7f, 0xff, 0x7e])
+            return bytes(b), f"{kind} value at bytes {where}"
+        kind = "flip"
+    if kind == "truncate":
+        k = rng.randrange(100, len(b))
+        return bytes(b[:k]), f"cut at byte {k}"
+    where = []
+    for _ in range(rng.randint(1, 4)):
+        k = rng.randrange(16, 100) if kind == "header" else rng.randrange(100, len(b))
+        b[k] ^= 1 << rng.randrange(8) if rng.random() < 0.7 else rng.randrange(1, 256)
+        where.append(k)
+    return bytes(b), f"{kind} at bytes {where}"
+
+
+def run_store_case(rng: random.Random) -> list[tuple[list[str], CliOutcome, str]]:
+    """One damaged copy of the clean store through every read verb and the Python API."""
+    data, how = flip_store(rng, clean_store_bytes())
+    out = []
+    with tempfile.TemporaryDirectory(prefix="mpibench-fuzz-dmg-") as td:
+        tmp = Path(td)
+        camp = str(_store_campaign_file())
+        for argv in STORE_READ_VERBS:
+            (tmp / "s.db").write_bytes(data)
+            for side in ("s.db-wal", "s.db-shm", "r.html"):
+                (tmp / side).unlink(missing_ok=True)
+            real = [{"S": "s.db", "CAMPFILE": camp}.get(a, a) for a in argv]
+            o = run_cli(real, tmp)
+            o.written = [w for w in o.written if w not in ("r.html", "s.db")]
+            out.append((argv, o, how))
+        for call in STORE_API_CALLS:
+            (tmp / "s.db").write_bytes(data)
+            out.append((["api", call], _api_call(call, tmp / "s.db"), how))
+    return out
+
+
+def _api_call(call: str, db: Path) -> CliOutcome:
+    """mpibench.api on a damaged store: a UsageError (one line) is its refusal."""
+    from mpibench import api
+    from mpibench.errors import UsageError
+    try:
+        getattr(api, call)(db)
+        return CliOutcome(["api", call], 0, "")
+    except UsageError as exc:
+        msg = str(exc)
+        return CliOutcome(["api", call], 2, f"mpibench: error: {msg}\n" if "\n" not in msg
+                          else msg)
+    except BaseException:  # noqa: BLE001 - a crash is what we count
+        return CliOutcome(["api", call], None, "", traceback.format_exc(limit=-4))

@@ -244,3 +244,27 @@ def load_size_buckets(db_path: str | Path, campaign: str | int | Iterable | None
     df = pd.DataFrame.from_records(recs, columns=cols)
     df["hi"] = df["hi"].astype("Int64")
     return df
+
+
+def _refusing_damage(fn):
+    """A damaged store met past the opening checks (SQLite's own errors while reading) is a
+    one-line UsageError, as at the CLI, not whatever the query raised."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        from mpibench.store import store_error
+        try:
+            return fn(*args, **kwargs)
+        except UsageError:
+            raise
+        except Exception as exc:
+            msg = store_error(exc)
+            if msg is None:
+                raise
+            raise UsageError(msg) from exc
+    return wrapper
+
+
+for _name in __all__:
+    globals()[_name] = _refusing_damage(globals()[_name])

@@ -77,6 +77,14 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("mpibench: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:
+        from mpibench.store import store_error
+
+        msg = store_error(exc)   # a damaged store met past the opening checks: one line
+        if msg is None:
+            raise
+        print(f"mpibench: error: {one_line(msg)}", file=sys.stderr)
+        return 2
     return int(rc or 0)
 
 

@@ -20,9 +20,13 @@ class MpibenchError(Exception):
 
 
 class UsageError(MpibenchError):
-    """Bad input from the user: a flag, a file, a value. One clear line, exit 2."""
+    """Bad input from the user: a flag, a file, a value. One clear line, exit 2 (line breaks
+    in the user text it quotes are escaped here, so it is one line wherever it is shown)."""
 
     exit_code = 2
+
+    def __init__(self, message: object = "", *args: object):
+        super().__init__(one_line(message) if isinstance(message, str) else message, *args)
 
 
 class StackError(UsageError):

@@ -36,7 +36,7 @@ from mpibench.store.engine import is_url, looks_like_url, mask_url
 from mpibench.store.schema import SCHEMA_VERSION
 
 __all__ = ["SCHEMA_VERSION", "Store", "RESULT_COLUMNS", "RUN_FIELDS", "RUN_STATES", "is_url",
-           "mask_url", "open_db_arg"]
+           "mask_url", "open_db_arg", "store_error"]
 
 RUN_STATES = ("pending", "running", "done", "failed", "timeout")
 
@@ -71,7 +71,58 @@ def samples_to_blob(samples: Iterable[float] | None) -> bytes | None:
 def blob_to_samples(blob: bytes | None) -> np.ndarray:
     if not blob:
         return np.empty(0)
-    return np.frombuffer(blob, dtype="<f8")
+    if len(blob) % 8:
+        raise UsageError(f"a stored sample list is {len(blob)} bytes, not whole 8-byte "
+                         "numbers: the store is damaged")
+    v = np.frombuffer(blob, dtype="<f8")
+    if not np.isfinite(v).all():
+        raise UsageError("a stored sample is not a finite number: the store is damaged")
+    return v
+
+
+# what the value check reads (table -> JSON columns, REAL columns): a flipped byte in a JSON
+# text or a float makes a traceback or a silently wrong table far from the file
+_JSON_COLUMNS = {"campaigns": ("spec_json",), "fingerprints": ("json",),
+                 "runs": ("params_json", "spec_json", "argv_json"),
+                 "results": ("extra_json",), "profiles": ("json",)}
+_REAL_COLUMNS = {"runs": ("started", "finished", "elapsed", "mpi_init_us"),
+                 "results": ("median", "ci_low", "ci_high", "min", "p5", "p95", "p99", "max",
+                             "mean", "std", "first", "bandwidth_mbps", "busbw_mbps",
+                             "msg_rate", "lag1")}
+_MAX_DOUBLE = "1.7976931348623157e308"
+
+
+def _damaged_value(con: sqlite3.Connection, tables: set[str]) -> str | None:
+    """The first value a damaged store holds that mpibench never writes, or None. One pass
+    per table; columns an older schema lacks are skipped."""
+    for table in sorted(tables & (set(_JSON_COLUMNS) | set(_REAL_COLUMNS))):
+        have = {r[1] for r in con.execute(f"PRAGMA table_info({table})")}
+        checks = [(f"{c} IS NOT NULL AND NOT json_valid({c})", f"{c} is not valid JSON")
+                  for c in _JSON_COLUMNS.get(table, ()) if c in have]
+        checks += [(f"({c} > {_MAX_DOUBLE} OR {c} < -{_MAX_DOUBLE})",
+                    f"{c} is not a finite number") for c in _REAL_COLUMNS.get(table, ())
+                   if c in have]
+        if table == "results" and "samples" in have:
+            checks.append(("length(samples) % 8 != 0", "samples are not whole 8-byte numbers"))
+        if not checks:
+            continue
+        where = " OR ".join(f"({c})" for c, _ in checks)
+        row = con.execute(f"SELECT rowid, {', '.join(f'({c})' for c, _ in checks)} "
+                          f"FROM {table} WHERE {where} LIMIT 1").fetchone()
+        if row is not None:
+            what = next(w for (_, w), hit in zip(checks, tuple(row)[1:], strict=True) if hit)
+            return f"{table} row {row[0]}: {what}"
+    return None
+
+
+def store_error(exc: BaseException) -> str | None:
+    """One line for an error that reading a damaged store raised past the opening checks
+    (SQLite's own, e.g. text that is not UTF-8), else None: the CLI and mpibench.api print
+    or raise it instead of a traceback."""
+    if isinstance(exc, sqlite3.DatabaseError):
+        return (f"the store cannot be read (SQLite: {exc}); it is damaged or was changed by "
+                "another program: restore a copy, or salvage it with `sqlite3 FILE .recover`")
+    return None
 
 
 class Store:
@@ -79,8 +130,12 @@ class Store:
 
     readonly=True is for verbs that only read (compare, report, status, profile --show):
     the file is opened read-only and never changed; a store from an earlier mpibench is
-    migrated in an in-memory copy. check=True runs SQLite's quick integrity check first
-    (import, and verbs whose answer would be silently wrong on a damaged file).
+    migrated in an in-memory copy. check=True runs SQLite's quick integrity check first and
+    then a check of the values (JSON columns parse, sample blobs are whole float64s, numbers
+    are finite): import, and every read-only open (compare, report, campaign list/status,
+    profile --show, mpibench.api), whose answer would be silently wrong or a traceback on
+    a damaged file. A damaged value met while reading anyway (text that is not UTF-8) is
+    store_error()'s one line at the CLI and the API.
     Whatever is wrong (not SQLite, another program's database, a newer schema, damage, a
     read-only place for a writing verb) is one UsageError and the file is left untouched."""
 
@@ -101,7 +156,9 @@ class Store:
         self.migrated_from: int | None = None  # schema version before this open migrated it
         exists = self._check_file()
         try:
-            version = self._inspect(exists, check)
+            # every read verb checks what import checks: a byte-flipped store is refused in
+            # one line instead of a traceback from whichever query meets the damage first
+            version = self._inspect(exists, check or readonly)
             if readonly:
                 self.db = self._open_readonly(version)
             else:
@@ -204,6 +261,11 @@ class Store:
                         f"store {self.path}: damaged: SQLite's quick integrity check failed "
                         f"({'; '.join(problems)[:200]}); nothing was read or written. Restore "
                         "a copy, or salvage it with `sqlite3 FILE .recover`")
+                bad = _damaged_value(con, tables)
+                if bad:
+                    raise UsageError(f"store {self.path}: damaged: {bad}; nothing was read or "
+                                     "written. Restore a copy, or salvage it with `sqlite3 "
+                                     "FILE .recover`")
             return version
         finally:
             con.close()
