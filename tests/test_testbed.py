@@ -251,11 +251,14 @@ def test_start_refuses_a_running_testbed_and_cleans_up_a_crashed_one(tmp_path):
 
 
 @pytest.mark.system
-def test_a_sigkilled_session_is_reaped_by_the_next(tmp_path):
+def test_a_sigkilled_session_is_reaped_by_the_next():
     _needs_testbed()
+    import shutil
+    import tempfile
+
     from mpibench.testbed.session import reap_stale
 
-    base = tmp_path / "base"
+    base = Path(tempfile.mkdtemp(prefix="mbt-reap-", dir="/tmp"))  # short: socket paths
     code = ("import sys, time\n"
             "from mpibench.testbed.session import session_testbed\n"
             f"with session_testbed(nodes=1, base={str(base)!r}) as bed:\n"
@@ -271,10 +274,15 @@ def test_a_sigkilled_session_is_reaped_by_the_next(tmp_path):
     finally:
         os.kill(p.pid, signal.SIGKILL)
         p.wait(timeout=T)
-    assert bed.running()  # SIGKILL left it behind...
-    assert reap_stale(base) == [root]  # ...and the next session cleans it up
-    assert not bed.nodes[0].anchor.alive() and not bed.cgroup.exists()
-    assert bed.host_link not in _host_links() and not root.exists()
+    try:
+        assert bed.running()  # SIGKILL left it behind...
+        assert reap_stale(base) == [root]  # ...and the next session cleans it up
+        assert not bed.nodes[0].anchor.alive() and not bed.cgroup.exists()
+        assert bed.host_link not in _host_links() and not root.exists()
+    finally:
+        if root.exists():
+            bed.stop()
+        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.mark.system
@@ -331,3 +339,29 @@ def test_slurm_runs_jobs_across_the_nodes_from_the_host(testbed, tmp_path):  # n
     assert lines[0] == "tn1"
     assert sorted(li for li in lines if li.startswith("step")) == ["step tn1", "step tn2"]
     assert lines[-1].split(":")[1].strip() == sx.format_cpulist(testbed.nodes[0].cpus)
+
+
+@pytest.mark.system
+def test_clean_removes_a_testbed_whose_directory_was_deleted(tmp_path):
+    _needs_testbed()
+    import shutil
+
+    from mpibench.testbed.bed import clean_orphans
+
+    bed = Testbed.start(tmp_path / "tb", nodes=1, fabrics=[FabricSpec("f", 10**8)])
+    try:
+        assert bed.id not in clean_orphans(min_age=0)  # its directory describes it
+        shutil.rmtree(bed.root)
+        assert bed.id in clean_orphans(min_age=0)
+        assert not bed.nodes[0].anchor.alive() and not bed.switch.alive()
+        assert not bed.cgroup.exists() and bed.host_link not in _host_links()
+    finally:
+        if bed.root.exists():
+            bed.stop()
+
+
+def test_a_directory_too_long_for_unix_sockets_is_refused_before_anything(tmp_path):
+    root = tmp_path / ("d" * 100)
+    with pytest.raises(UsageError, match="path too long"):
+        Testbed.start(root, nodes=1)
+    assert not root.exists()

@@ -37,6 +37,8 @@ def _parser() -> argparse.ArgumentParser:
     st = sub.add_parser("status", help="describe the testbed in DIR")
     st.add_argument("dir", metavar="DIR")
     st.add_argument("--json", action="store_true", help="the recorded state, as JSON")
+    sub.add_parser("clean", help="stop and remove testbeds whose directory was deleted "
+                                 "while they ran (found by their cgroups)")
     e = sub.add_parser("exec", help="run a command inside a node: exec DIR NODE -- CMD...")
     e.add_argument("dir", metavar="DIR")
     e.add_argument("node", metavar="NODE")
@@ -61,6 +63,13 @@ def main(argv: list[str] | None = None) -> int:
                 if f.delay_us and not f.delay_applied:
                     print(f"warning: fabric {f.name}: delay {f.delay_us:g} us NOT applied "
                           "(this kernel has no netem)", file=sys.stderr)
+            return 0
+        if args.verb == "clean":
+            from mpibench.testbed.bed import clean_orphans
+
+            gone = clean_orphans()
+            print(f"removed {len(gone)} orphaned testbed(s)" +
+                  (f": {', '.join(gone)}" if gone else ""))
             return 0
         bed = Testbed.load(args.dir)
         if args.verb == "stop":

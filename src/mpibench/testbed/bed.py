@@ -33,6 +33,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from mpibench.errors import UsageError
 from mpibench.files import write_file
 from mpibench.process import CommandResult, run_command
 from mpibench.testbed import system as sx
@@ -43,6 +44,8 @@ NODE_PREFIX = "tn"
 MGMT_IF = "mgmt"
 MTU = 1500
 HEAD_CG = "head"
+CG_PREFIX = "mpibench-testbed-"
+ORPHAN_ENV = "MPIBENCH_TESTBED"
 
 
 def fabric_subnet(index: int) -> str:
@@ -248,8 +251,12 @@ class Testbed:
         slurm: True starts Slurm across the nodes, None does where it is installed."""
         check_nodes(nodes)
         fabrics = list(fabrics or [])
-        caps = sx.preflight()
         root = Path(root).resolve()
+        # munge's and Slurm's Unix sockets live under DIR: sun_path holds 108 bytes
+        if len(os.fsencode(root / "slurm" / "munge" / "munge.socket")) > 100:
+            raise UsageError(f"testbed directory {str(root)[:60]}...: path too long for the "
+                             "Unix sockets under it; expected at most 75 characters")
+        caps = sx.preflight()
         root.mkdir(parents=True, exist_ok=True)
         with dir_lock(root):
             return cls._start_locked(root, nodes, fabrics, caps, slurm, timeout)
@@ -286,7 +293,7 @@ class Testbed:
                           addresses={f.name: _ip(f.subnet, k) for f in fabs})
                      for k in range(1, nodes + 1)]
         bed = cls(root=root, id=tid, fabrics=fabs, nodes=node_list,
-                  cgroup=caps.cpuset_root / f"mpibench-testbed-{tid}", mgmt_subnet=mgmt,
+                  cgroup=caps.cpuset_root / f"{CG_PREFIX}{tid}", mgmt_subnet=mgmt,
                   host_link=f"mbt-{tid}", netem=caps.netem, cpu_note=note)
         for d in ("bin", "log"):
             (root / d).mkdir(exist_ok=True)
@@ -343,8 +350,10 @@ class Testbed:
                   + " ".join(shlex.quote(a) for a in [*unshare, "--", "sh", "-c", inner]))
         log = open(self.root / "log" / f"anchor-{name}.log", "ab")
         try:
+            # the environment names its testbed, for `clean` once DIR itself is gone
+            env = {**os.environ, ORPHAN_ENV: f"{self.id}:{self.root}"}
             p = subprocess.Popen(["sh", "-c", script], stdin=subprocess.DEVNULL, stdout=log,
-                                 stderr=log, start_new_session=True, cwd="/")
+                                 stderr=log, start_new_session=True, cwd="/", env=env)
         finally:
             log.close()
         self._popen[p.pid] = p
@@ -614,3 +623,56 @@ def _pick_mgmt_subnet(tid: str) -> str:
         if m not in used:
             return f"198.19.{m}.0/24"
     raise sx.TestbedError("no free 198.19.M.0/24 for the management network (250 in use)")
+
+
+def clean_orphans(min_age: float = 60.0) -> list[str]:
+    """Stop and remove testbeds whose directory is gone (or no longer describes them): a
+    cgroup `mpibench-testbed-ID` of this cpuset hierarchy whose processes' environment names
+    a DIR without a live testbed.json of that ID. Cgroups younger than min_age seconds are
+    left alone (a testbed being started right now). Returns the IDs removed."""
+    try:
+        cs = sx.cpuset_dir()
+    except OSError:
+        return []
+    if cs is None or not cs.is_dir():
+        return []
+    removed = []
+    for cg in sorted(cs.glob(CG_PREFIX + "*")):
+        tid = cg.name[len(CG_PREFIX):]
+        try:
+            if time.time() - cg.stat().st_mtime < min_age:
+                continue
+        except OSError:
+            continue
+        procs = sx.cg_procs(cg)
+        owner = None
+        for pid in procs:
+            try:
+                env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            for item in env:
+                if item.startswith(ORPHAN_ENV.encode() + b"="):
+                    owner = item.split(b"=", 1)[1].decode(errors="replace")
+        if owner is not None:
+            oid, _, root = owner.partition(":")
+            if oid != tid:
+                continue  # not what it seems: leave it
+            try:
+                d = json.loads((Path(root) / STATE_FILE).read_text())
+                if d.get("id") == tid and d.get("state") != "stopped":
+                    continue  # its directory still describes it: `stop DIR` is the way
+            except (OSError, ValueError):
+                pass
+        elif procs:
+            continue  # processes that do not say they are ours: leave them
+        sx.terminate(procs)
+        link = f"mbt-{tid}"
+        if Path(f"/sys/class/net/{link}").exists():
+            run_command([sx.which("ip"), "link", "del", link], timeout=30)
+        try:
+            sx.cg_remove(cg)
+        except OSError:
+            continue
+        removed.append(tid)
+    return removed

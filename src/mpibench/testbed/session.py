@@ -19,7 +19,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from mpibench.testbed.bed import STATE_FILE, Testbed
+from mpibench.testbed.bed import STATE_FILE, Testbed, clean_orphans
 from mpibench.testbed.spec import FabricSpec
 from mpibench.testbed.system import TestbedError
 
@@ -65,6 +65,7 @@ def session_testbed(nodes: int = 2, fabrics: list[FabricSpec] | None = None, *,
     base.mkdir(parents=True, exist_ok=True)
     os.chmod(base, 0o755)
     reap_stale(base)
+    clean_orphans()
     # short: Slurm and munge socket paths must stay under ~100 characters
     root = Path(tempfile.mkdtemp(prefix="tb-", dir=base))
     os.chmod(root, 0o755)
