@@ -647,3 +647,54 @@ def test_figure_of_merit_vs_nodes_curve_per_variant(app):
     html = build_report(store, groups, ReportOptions())
     names = [f.name for s in html.sections for f in getattr(s, "figures", [])]
     assert "figure-of-merit" in names
+
+
+def test_what_differs_between_two_sets(tmp_path, capsys):
+    """The image-regression question "what changed under us?": the two sets' fingerprints
+    side by side, only where they differ (library, UCX, the library's own settings, env, MCA
+    on the launcher line, kernel, CPU, node names); the same in compare and the report."""
+    store = Store(tmp_path / "d.db")
+    cid = store.add_campaign("img", {})
+    base = {"stack": {"name": "ompi", "kind": "openmpi", "version": "4.1.4",
+                      "library_version": "Open MPI v4.1.4"},
+            "launcher_argv": ["mpirun", "-np", "2", "--mca", "btl", "self,vader", "PROG"],
+            "transport_env": {"UCX_TLS": "sm"}, "hosts": ["n1"],
+            "machine": {"kernel": "6.1.0-18", "cpu_model": "EPYC 7763", "cores": 128},
+            "libraries": {"library": "Open MPI v4.1.4", "ucx": "1.13.1"},
+            "library_settings": {"openmpi_mca": {"pml": "^ucx (file (/etc/x.conf:69))",
+                                                 "btl": "self,vader (environment)"}}}
+    new = json.loads(json.dumps(base))
+    new["machine"]["kernel"] = "6.1.0-25"
+    new["libraries"]["ucx"] = "1.16.0"
+    new["library_settings"]["openmpi_mca"]["pml"] = "ucx (environment)"
+    new["transport_env"]["UCX_RNDV_THRESH"] = "8192"
+    new["hosts"] = ["n2"]
+    # per-node fingerprints (the probe's first rank on each host): listed per node
+    base["nodes"] = {"n1": {"kernel": "6.1.0-18", "interfaces": ["ib0"]}}
+    new["nodes"] = {"n1": {"kernel": "6.1.0-18", "interfaces": ["ib0", "eth1"]}}
+
+    def make(rep):
+        return [core_record("PingPong", 8, [1.0 + 0.01 * rep] * 5)]
+    groups = {"old": add_variant_runs(store, cid, "old", repeats=2, make=make,
+                                      fingerprint=base),
+              "new": add_variant_runs(store, cid, "new", repeats=2, make=make,
+                                      fingerprint=new)}
+    from mpibench.report.differences import differences_table
+
+    t = differences_table(store, groups, "old")
+    store.close()
+    got = {(r["what"], r["setting"]): (r["old"], r["new"]) for r in t.records}
+    assert got == {
+        ("UCX/libfabric", "UCX version"): ("1.13.1", "1.16.0"),
+        ("library settings (openmpi_mca)", "pml"): ("^ucx (file (/etc/x.conf:69))",
+                                                    "ucx (environment)"),
+        ("env", "UCX_RNDV_THRESH"): ("-", "8192"),
+        ("kernel", "kernel"): ("6.1.0-18", "6.1.0-25"),
+        ("nodes", "hosts"): ("n1", "n2"),
+        ("node n1", "interfaces"): ("ib0", "ib0, eth1")}
+    assert t.header == ["what", "setting", "old", "new"]
+    capsys.readouterr()
+    assert cli_main(["compare", "--db", str(tmp_path / "d.db"), "--baseline", "old",
+                     "--differences", "--format", "json"]) in (0, 1)
+    obj = json.loads(capsys.readouterr().out)
+    assert {(r["what"], r["setting"]) for r in obj["differences"]["rows"]} == set(got)

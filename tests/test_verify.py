@@ -87,6 +87,17 @@ def test_real_probe(tmp_path, found_stacks, stack, transport, env, mca, expect_c
     assert v.actual.split(" ")[0] == expect_class, v
     assert v.verdict == expect_verdict
     assert (tmp_path / "verification.txt").exists()
+    # the library's own account of its settings, for the fingerprint
+    settings = v.node.get("library_settings", {})
+    if stack == "openmpi":
+        mca_btl = mca.get("btl") or ("self,vader" if transport == "shm" else "self,tcp")
+        assert settings["openmpi_mca"]["btl"].startswith(mca_btl + " ("), settings
+        # Debian's openmpi-mca-params.conf: a setting nobody wrote into the campaign
+        assert settings["openmpi_mca"]["osc"].startswith("^ucx,pt2pt (file (")
+        assert settings["openmpi_mca"]["pml"] == "ob1 (environment)"     # the preset
+    else:
+        assert any(k.startswith("UCX netmod Capability") for k in
+                   settings["mpich_debug_summary"]), settings
 
 
 CAMPAIGN = """

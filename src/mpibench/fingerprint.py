@@ -84,6 +84,10 @@ def add_node_facts(fp: dict[str, object], facts: Mapping[str, object]) -> None:
         # every node's shape, from where the ranks ran: runs on differently shaped nodes
         # (another kernel, CPU, cpuset, /dev/shm or interfaces) get different fingerprints
         fp["nodes"] = {h: dict(f) for h, f in facts["nodes"].items()}
+    if facts.get("library_settings"):
+        # what the library said it runs with (mpibench.libsettings): MCA parameters and
+        # where they came from, MPICH's netmod/provider summary, Intel MPI's I_MPI_*
+        fp["library_settings"] = facts["library_settings"]
     if facts.get("hosts"):
         fp["probe_hosts"] = list(facts["hosts"])
     if facts.get("scheduler_node"):

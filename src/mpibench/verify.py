@@ -425,9 +425,16 @@ def judge(stack: Stack, variant: Variant, text: str, env: dict[str, str],
         actual = f"unknown [{problem}" + (f"; before that its diagnostics showed {cls}"
                                           if cls and cls != "unknown" else "") + "]"
     requested = variant.transport_request()
+    node = node_facts(text)
+    # the library's own account of its settings (MCA dump, MPICH debug summary, I_MPI_DEBUG)
+    from mpibench.libsettings import library_settings
+
+    settings = library_settings(text)
+    if settings:
+        node["library_settings"] = settings
     return Verification(requested=requested, actual=actual,
                         verdict=verdict(requested, actual), evidence=evidence,
-                        run_dir=run_dir, problem=problem, node=node_facts(text))
+                        run_dir=run_dir, problem=problem, node=node)
 
 
 def _with_detail(actual: str, more: str) -> str:

@@ -104,6 +104,10 @@ def add_table_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--line-rate", metavar="RATE",
                    help="link speed, e.g. 100Gb/s, 25GbE, 12.5GB/s (default: the runs' "
                         "line_rate_bps)")
+    g.add_argument("--differences", action="store_true",
+                   help="what differs between the sets' fingerprints: library and its "
+                        "reported settings (MCA, MPICH debug summary, I_MPI_*), UCX/"
+                        "libfabric, env, MCA, kernel, CPU, node names")
     g.add_argument("--relative", action="store_true",
                    help="every candidate value as %% of the baseline's (candidate / baseline "
                         "x 100, with the gain's 95%% CI), in tables and plots: slowdowns as "
@@ -307,7 +311,8 @@ def run(args) -> int:
                           gain_table=args.gain_table, first_call=args.first_call,
                           scaling=args.scaling, multi_sizes=bool(sizes and len(sizes) > 1),
                           price_per_kwh=args.price_per_kwh,
-                          jobs_per_year=args.jobs_per_year or None))
+                          jobs_per_year=args.jobs_per_year or None,
+                          differences=args.differences))
         tables = compare_tables(ctx)
         for key, t in tables:
             parts.append((key, render_table(t, fmt)))

@@ -37,6 +37,7 @@ class Options:
     multi_sizes: bool = False            # compare was given several --size values
     price_per_kwh: float | None = None
     jobs_per_year: float | None = None
+    differences: bool = False            # the "what differs between the sets" table
 
 
 @dataclass
@@ -160,6 +161,12 @@ def _cost_wanted(ctx: Context) -> bool:
             or _has_spec(ctx, ("price_per_node_hour", "power_per_node_w")))
 
 
+def _differences(ctx: Context) -> list[Table]:
+    from mpibench.report.differences import differences_table
+
+    return [differences_table(ctx.store, ctx.groups, ctx.baseline)]
+
+
 # Order = the order compare prints them and the report shows them (after the comparison and
 # the results). The report builds its grids itself (auto-detected, with heatmaps).
 SECTIONS: list[SectionSpec] = [
@@ -185,6 +192,9 @@ SECTIONS: list[SectionSpec] = [
     SectionSpec("cost", "cost", "Cost and energy", _cost,
                 in_compare=_cost_wanted,
                 in_report=lambda c: True),
+    SectionSpec("differences", "differences", "What differs between the sets", _differences,
+                in_compare=lambda c: c.opts.differences and len(c.groups) > 1,
+                in_report=lambda c: len(c.groups) > 1),
     SectionSpec("projection", "projection", "Yearly projection", _projection,
                 in_compare=lambda c: bool(c.opts.jobs_per_year)
                 or _has_spec(c, ("jobs_per_year",)),

@@ -58,7 +58,10 @@ class OpenMPI(StackKind):
                       env={"FI_PROVIDER": "tcp"}),
     }
     diag_env = {"UCX_LOG_LEVEL": "info"}
-    diag_mca = {"pml_base_verbose": "10", "btl_base_verbose": "100", "mtl_base_verbose": "10"}
+    # the last: every MCA parameter set from the environment, a file or the command line,
+    # with its source, for the fingerprint's library_settings (mpibench.libsettings)
+    diag_mca = {"pml_base_verbose": "10", "btl_base_verbose": "100", "mtl_base_verbose": "10",
+                "mpi_show_mca_params": "enviro,api,file"}
 
     @classmethod
     def env_flags(cls, env: Mapping[str, str]) -> list[str]:
