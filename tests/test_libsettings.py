@@ -50,3 +50,11 @@ def test_intel_mpi_debug_settings():
 
 def test_nothing_found_is_empty():
     assert library_settings("hello\nrank 0\n") == {}
+
+
+def test_ucx_info_lines_under_open_mpi_and_mpich():
+    o = library_settings(_read("stacks/openmpi-5.0.11-pml-ucx-ucx-1.20.txt"))["ucx"]
+    assert o == {"version": "1.20.1", "endpoint intra-node": "tag(sysv/memory cma/memory)"}
+    m = library_settings(_read("stacks/mpich-5.0.2-ucx-tcp-nolocal.txt"))["ucx"]
+    assert m["version"] == "1.20.1" and m["UCX_TLS"] == "self,tcp"
+    assert "UCX_LOG_LEVEL" not in m            # the probe's own switch

@@ -682,6 +682,9 @@ def test_what_differs_between_two_sets(tmp_path, capsys):
     from mpibench.report.differences import differences_table
 
     t = differences_table(store, groups, "old")
+    rep = build_report(store, groups, ReportOptions(baseline="old", plots=False))
+    (sec,) = [x for x in rep.sections if x.id == "differences"]
+    assert sec.tables[0].records == t.records
     store.close()
     got = {(r["what"], r["setting"]): (r["old"], r["new"]) for r in t.records}
     assert got == {

@@ -4,8 +4,9 @@ The transport probe (verify.py) runs every variant once with the library's diagn
 Open MPI's MCA parameter dump (`--mca mpi_show_mca_params enviro,api,file`: every parameter
 set from the environment, a file or the command line, with where it came from), MPICH's
 `MPIR_CVAR_DEBUG_SUMMARY=1` (netmod capabilities, libfabric provider and its thresholds,
-collective selection, thread level) and Intel MPI's `I_MPI_DEBUG=5` (its I_MPI_* settings,
-libfabric version and provider). `library_settings(text)` turns those lines into
+collective selection, thread level), Intel MPI's `I_MPI_DEBUG=5` (its I_MPI_* settings,
+libfabric version and provider) and UCX's `UCX_LOG_LEVEL=info` (version, the UCX_* variables
+it read, the lanes of each endpoint configuration). `library_settings(text)` turns those lines into
 {source: {name: value}} for the fingerprint, so that two sets that differ in a setting the
 user never wrote down (Debian's /etc/openmpi/openmpi-mca-params.conf sets pml=^ucx) show it.
 
@@ -75,8 +76,36 @@ def mpich_settings(text: str) -> dict[str, str]:
     return out
 
 
+# UCX with UCX_LOG_LEVEL=info: its version, the UCX_* variables it read, and the lanes of
+# each endpoint configuration (1.20: "ucp_context_0 intra-node cfg#1 tag(...)", 1.13:
+# "ep_cfg[1]: tag(...)"; a rank's endpoint to itself is not traffic and is left out)
+_UCX_VERSION = re.compile(r"UCX\s+INFO\s+Version (\S+)")
+_UCX_ENV = re.compile(r"UCX\s+INFO\s+UCX_\* env variables?: (.*?)\s*$", re.M)
+_UCX_EP120 = re.compile(r"UCX\s+INFO\s+ucp_context_\d+ (\S+) cfg#\d+ (.*?)\s*$", re.M)
+_UCX_EP113 = re.compile(r"UCX\s+INFO\s+ep_cfg\[(\d+)\]: (.*?)\s*$", re.M)
+_UCX_VOLATILE = {"UCX_LOG_LEVEL"}          # the probe's own diagnostics switch
+
+
+def ucx_settings(text: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    m = _UCX_VERSION.search(text)
+    if m:
+        out["version"] = m.group(1)
+    for line in _UCX_ENV.findall(text):
+        for item in line.split():
+            k, sep, v = item.partition("=")
+            if sep and k not in _UCX_VOLATILE:
+                out[k] = v
+    for where, lanes in _UCX_EP120.findall(text):
+        if where != "self":
+            out[f"endpoint {where}"] = " ".join(lanes.split())
+    for idx, lanes in _UCX_EP113.findall(text):
+        out[f"endpoint cfg[{idx}]"] = " ".join(lanes.split())
+    return out
+
+
 def library_settings(text: str) -> dict[str, dict[str, str]]:
     """{source: {name: value}} of every library account found in a probe's output."""
     found = {"openmpi_mca": openmpi_settings(text), "mpich_debug_summary": mpich_settings(text),
-             "intel_mpi": intel_settings(text)}
+             "intel_mpi": intel_settings(text), "ucx": ucx_settings(text)}
     return {k: v for k, v in found.items() if v}
