@@ -339,13 +339,8 @@ def _warnings_text(lines: list[str], fmt: str) -> str:
     if fmt == "json":
         return json.dumps(lines)
     if fmt == "csv":
-        import csv
-        import io
-        buf = io.StringIO()
-        w = csv.writer(buf, lineterminator="\n")
-        w.writerow(["warning"])
-        w.writerows([x] for x in lines)
-        return buf.getvalue()
+        from mpibench.report.render import csv_rows
+        return csv_rows([["warning"]] + [[x] for x in lines])
     if fmt == "markdown":
         from mpibench.report.compare import md_escape
         return "\n".join(f"> **{md_escape(x)}**  " for x in lines)

@@ -84,15 +84,14 @@ def _print(doc, args, edges) -> None:
     if args.json:
         print_json({**doc, "size_buckets": profile_data.size_buckets(doc, edges)})
     elif args.csv:
-        import csv
         import sys
+
+        from mpibench.report.render import csv_rows
 
         recs = (profile_data.bucket_records(doc, edges) if args.csv == "sizes"
                 else profile_data.function_records(doc))
-        w = csv.DictWriter(sys.stdout, fieldnames=list(recs[0]) if recs else ["bucket"],
-                           lineterminator="\n")
-        w.writeheader()
-        w.writerows(recs)
+        cols = list(recs[0]) if recs else ["bucket"]
+        sys.stdout.write(csv_rows([cols] + [[r.get(c) for c in cols] for r in recs]))
     else:
         profiling.render_report(doc, console(), top=args.top, buckets=edges)
 

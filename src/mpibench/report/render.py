@@ -173,19 +173,44 @@ def markdown(t: Table) -> str:
     return "\n".join(parts)
 
 
-def csv_text(records: list[dict[str, Any]]) -> str:
-    """One row per record; the union of their keys as columns; dicts and lists as JSON."""
+# A spreadsheet reads a cell that starts with one of these as a formula (=HYPERLINK(...) in
+# an import label, a derived unit, a parameter value): CSV injection. Such a text cell gets a
+# leading ' (shown, never evaluated); numbers are written as they are.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: Any) -> Any:
+    """A CSV cell that no spreadsheet evaluates: text starting with = + - @ tab or CR is
+    prefixed with a quote mark; numbers (a negative number too) and None are unchanged."""
+    if isinstance(value, str):
+        # a CR is no line end to csv.writer (lineterminator "\n"), so it left the cell
+        # unquoted and a reader split the row there: as LF it is quoted
+        value = value.replace("\r\n", "\n").replace("\r", "\n")
+        if value.startswith(_FORMULA_START) or value.startswith("\n="):
+            return "'" + value
+    return value
+
+
+def csv_rows(rows: Iterable[Iterable[Any]]) -> str:
+    """Rows (the first one the header) as CSV text, every cell through csv_cell."""
     buf = io.StringIO()
-    if records:
-        cols: list[str] = []
-        for r in records:
-            cols += [k for k in r if k not in cols]
-        w = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n")
-        w.writeheader()
-        for r in records:
-            w.writerow({k: (json.dumps(v, sort_keys=True) if isinstance(v, dict | list)
-                            else ("" if v is None else v)) for k, v in r.items()})
+    w = csv.writer(buf, lineterminator="\n")
+    for row in rows:
+        w.writerow([csv_cell("" if v is None else v) for v in row])
     return buf.getvalue()
+
+
+def csv_text(records: list[dict[str, Any]]) -> str:
+    """One row per record; the union of their keys as columns; dicts and lists as JSON.
+    Every CSV mpibench writes goes through csv_rows (formula cells neutralised)."""
+    if not records:
+        return ""
+    cols: list[str] = []
+    for r in records:
+        cols += [k for k in r if k not in cols]
+    return csv_rows([cols] + [[json.dumps(r[k], sort_keys=True, default=str)
+                               if isinstance(r.get(k), dict | list) else r.get(k)
+                               for k in cols] for r in records])
 
 
 def json_text(obj: Any) -> str:
