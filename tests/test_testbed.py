@@ -60,6 +60,9 @@ def test_cpus_are_split_into_disjoint_blocks_or_shared_round_robin():
     assert sx.assign_cpus([0, 1], 2) == [[0], [1]]
     assert sx.assign_cpus([0, 1, 2, 3, 4], 2) == [[0, 1], [2, 3]]
     assert sx.assign_cpus([0, 1], 4) == [[0], [1], [0], [1]]
+    assert sx.assign_cpus([0, 1], 2, per=2) == [[0, 1], [0, 1]]
+    assert sx.assign_cpus([0, 1, 2, 3], 2, per=2) == [[0, 1], [2, 3]]
+    assert sx.assign_cpus([0, 1, 2], 2, per=2) == [[0, 1], [0, 2]]
     assert sx.parse_cpulist("0-2,5,7-8\n") == [0, 1, 2, 5, 7, 8]
 
 

@@ -27,6 +27,9 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--delay", action="append", default=[], metavar="NAME=DELAY",
                    help="one-way delay on a fabric, e.g. fast=50us (needs netem in the "
                         "kernel; recorded as not applied otherwise)")
+    s.add_argument("--cpus-per-node", type=int, metavar="N",
+                   help="CPUs per node (default: an equal, disjoint share of this machine's; "
+                        "more makes nodes share CPUs, which status says)")
     s.add_argument("--no-slurm", action="store_true",
                    help="do not start Slurm (default: start munged, slurmctld and one slurmd "
                         "per node when Slurm is installed)")
@@ -55,7 +58,8 @@ def main(argv: list[str] | None = None) -> int:
             fabrics = parse_fabrics(args.fabric, args.delay)
             t0 = time.monotonic()
             bed = Testbed.start(args.dir, nodes=args.nodes, fabrics=fabrics,
-                                slurm=False if args.no_slurm else None, timeout=args.timeout)
+                                slurm=False if args.no_slurm else None,
+                                cpus_per_node=args.cpus_per_node, timeout=args.timeout)
             print(bed.describe())
             print(f"started in {time.monotonic() - t0:.1f} s; stop with: "
                   f"python -m mpibench.testbed stop {bed.root}")

@@ -244,11 +244,15 @@ class Testbed:
     # -- start ---------------------------------------------------------------------------
     @classmethod
     def start(cls, root: str | Path, nodes: int = 2, fabrics: list[FabricSpec] | None = None,
-              *, slurm: bool | None = False, timeout: float = 60) -> Testbed:
+              *, slurm: bool | None = False, cpus_per_node: int | None = None,
+              timeout: float = 60) -> Testbed:
         """Create and start a testbed in root (created if needed). Refuses with
         TestbedUnavailable where it cannot run, and with TestbedError when root holds a
         testbed that is still running; a dead one left there (a crash) is cleaned up first.
-        slurm: True starts Slurm across the nodes, None does where it is installed."""
+        slurm: True starts Slurm across the nodes, None does where it is installed.
+        cpus_per_node: CPUs per node (default: an equal disjoint share, see assign_cpus)."""
+        if cpus_per_node is not None and cpus_per_node < 1:
+            raise UsageError(f"--cpus-per-node {cpus_per_node}: expected 1 or more")
         check_nodes(nodes)
         fabrics = list(fabrics or [])
         root = Path(root).resolve()
@@ -259,11 +263,12 @@ class Testbed:
         caps = sx.preflight()
         root.mkdir(parents=True, exist_ok=True)
         with dir_lock(root):
-            return cls._start_locked(root, nodes, fabrics, caps, slurm, timeout)
+            return cls._start_locked(root, nodes, fabrics, caps, slurm, cpus_per_node, timeout)
 
     @classmethod
     def _start_locked(cls, root: Path, nodes: int, fabrics: list[FabricSpec],
-                      caps: sx.Capabilities, slurm: bool | None, timeout: float) -> Testbed:
+                      caps: sx.Capabilities, slurm: bool | None, cpus_per_node: int | None,
+                      timeout: float) -> Testbed:
         if (root / STATE_FILE).exists():
             old = cls.load(root)
             if old.state != "stopped":
@@ -275,10 +280,14 @@ class Testbed:
         tid = secrets.token_hex(4)
         avail = sx.parse_cpulist((caps.cpuset_root / "cpuset.effective_cpus").read_text())
         mems = (caps.cpuset_root / "cpuset.effective_mems").read_text().strip()
-        blocks = sx.assign_cpus(avail, nodes)
-        if nodes > len(avail):
+        blocks = sx.assign_cpus(avail, nodes, cpus_per_node)
+        shared = sum(len(b) for b in blocks) > len({c for b in blocks for c in b})
+        if cpus_per_node is None and nodes > len(avail):
             note = (f"{nodes} nodes on {len(avail)} CPUs: one CPU each, shared round robin "
                     f"(tnK and tn(K+{len(avail)}) share a CPU)")
+        elif shared:
+            note = (f"{len(blocks[0])} CPU(s) per node on {len(avail)} CPUs: nodes SHARE "
+                    "CPUs (each node's ranks may be bound to the same cores as another's)")
         else:
             note = f"{len(blocks[0])} CPU(s) per node, disjoint"
         mgmt = _pick_mgmt_subnet(tid)

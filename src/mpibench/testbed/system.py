@@ -130,9 +130,15 @@ def format_cpulist(cpus: list[int]) -> str:
     return ",".join(str(c) for c in cpus)
 
 
-def assign_cpus(cpus: list[int], n: int) -> list[list[int]]:
+def assign_cpus(cpus: list[int], n: int, per: int | None = None) -> list[list[int]]:
     """Each node's CPUs: equal disjoint blocks where there are at least as many CPUs as nodes
-    (the remainder unused), else one CPU each, round robin (nodes then share CPUs)."""
+    (the remainder unused), else one CPU each, round robin (nodes then share CPUs). With
+    `per`, `per` CPUs each (at most all of them), consecutive blocks taken round robin:
+    they overlap where per * n exceeds the CPUs."""
+    if per is not None:
+        per = min(per, len(cpus))
+        return [sorted({cpus[(i * per + j) % len(cpus)] for j in range(per)})
+                for i in range(n)]
     if n <= len(cpus):
         per = len(cpus) // n
         return [cpus[i * per:(i + 1) * per] for i in range(n)]
