@@ -34,7 +34,8 @@ sys.path.insert(0, str(ROOT / "src"))
 from mpibench.report.compare import compare_groups, select_groups  # noqa: E402
 from mpibench.store import Store  # noqa: E402
 
-PEERS = Path(os.environ.get("MPIBENCH_PEERS", "/work/shared/peers"))
+# the peers tarballs sit beside the repository (../shared/peers), never at an absolute path
+PEERS = Path(os.environ.get("MPIBENCH_PEERS", ROOT.parent / "shared" / "peers"))
 IMB_TGZ = PEERS / "imb-2021.11.tar.gz"
 LOCK = "/tmp/mpibench-mpi.lock"
 TARGET = 0.05
