@@ -439,3 +439,16 @@ def test_batches_split_into_chunks_give_the_same_bits(monkeypatch):
     assert stats.mann_whitney_many(pairs) == whole_p
     assert whole_s == [stats.summarize(x) for x in xs]
     assert whole_p == [stats.mann_whitney_test(a, b) for a, b in pairs]
+
+
+def test_weighted_holm():
+    # equal weights are Holm; a heavier weight is tested first at a larger share of alpha
+    p = [0.01, 0.04, 0.03, None]
+    assert np.allclose(stats.holm(p, [1, 1, 1, 1])[:3], stats.holm(p)[:3])
+    adj = stats.holm([0.02, 0.01, 0.01], [2.0, 1.0, 1.0])
+    # order by p/w: 0.01 (w 2 -> 0.02/2), then the two 0.01/1; sums of remaining weights 4, 2
+    assert adj.tolist() == pytest.approx([0.04, 0.04, 0.04])
+    adj = stats.holm([0.001, 0.3], [1.0, 3.0])
+    assert adj.tolist() == pytest.approx([0.004, 0.3])
+    with pytest.raises(ValueError):
+        stats.holm([0.1], [0.0])

@@ -14,7 +14,15 @@ from mpibench.report.data import (
     fmt_num,
     statistic_legend,
 )
-from mpibench.report.model import Comparison, Delta, Row, _marks, fmt_gain_ci, fmt_p
+from mpibench.report.model import (
+    Comparison,
+    Delta,
+    Row,
+    _marks,
+    fmt_gain_ci,
+    fmt_margin,
+    fmt_p,
+)
 from mpibench.report.render import (  # noqa: F401 - re-exported for callers and tests
     FORMATS,
     PLAIN_TABLE_ROWS,
@@ -77,12 +85,14 @@ def _fmt_delta(d: Delta) -> str:
     if d.gain is None:
         return ""
     n = _fmt_n(d)
-    g = fmt_gain_ci(d.gain, d.ci_low, d.ci_high)
+    lo, hi = d.ci_holm if d.ci_holm else (d.ci_low, d.ci_high)
+    g = fmt_gain_ci(d.gain, lo, hi)
     if not d.tested:
         return f"cannot tell ({g}, {n})" if n else f"cannot tell ({g})"
     p = fmt_p(d.p_adj)
     if not d.significant:
-        return f"~ ({g} {p} {n})"
+        mark = "≈" if d.equivalent else "~"
+        return f"{mark} ({g} {p} {n})"
     return f"{g} ({p} {n})"
 
 
@@ -122,6 +132,8 @@ def comparison_records(cmp: Comparison) -> list[dict[str, Any]]:
                         "cand_pct_of_base_ci_high": pct_hi})
             rec.update({"gain": d.gain, "gain_ci_low": d.ci_low, "gain_ci_high": d.ci_high,
                         "p": d.p, "p_holm": d.p_adj,
+                        "gain_ci_holm": list(d.ci_holm) if d.ci_holm else None,
+                        "p_equivalence": d.p_equiv, "equivalent": d.equivalent,
                         "significant": d.significant, "tested": d.tested,
                         "direction": d.direction, "base_launches": d.n_base,
                         "cand_launches": d.n_cand, "sd_log_between_launches": d.sd_log,
@@ -145,13 +157,22 @@ def to_json_obj(cmp: Comparison) -> dict[str, Any]:
                      "geomean_gain": s.geomean,
                      "geomean_ci": {c: [t.ci_low, t.ci_high] for c, t in s.test.items()},
                      "geomean_p": {c: t.p for c, t in s.test.items()},
+                     "geomean_p_holm": s.p_adj,
                      "better": s.better, "worse": s.worse,
                      "not_significant": s.same} for s in cmp.summaries],
+        "equivalence_margin": cmp.equivalence,
         "overall": {c: {"gain": t.gain, "ci_low": t.ci_low, "ci_high": t.ci_high, "p": t.p,
+                        "p_holm": cmp.overall_p_adj.get(c),
+                        "p_equivalence": (t.tost(cmp.equivalence) if cmp.equivalence
+                                          else None),
                         "base_launches": t.n_base, "cand_launches": t.n_cand,
                         "verdict": cmp.kinds.get(c)} for c, t in cmp.overall.items()},
-        "test": "Welch t on the logs of the launch statistics (one value per launch), Holm "
-                "across the table; gain CI: Welch 95%",
+        "test": "t on the logs of the launch statistics (one value per launch); a "
+                "benchmark's sizes pool their between-launch spread (launch effect shared "
+                "by the sizes + size-specific part, stats.launch.compare_cells); Welch df, "
+                "Cochran-Cox critical values when a side has 2-3 launches; weighted Holm over "
+                "every p shown (verdicts half of alpha, cells and geomean rows the other "
+                "half); gain_ci_*: 95%, gain_ci_holm: at the row's Holm level",
         "launch_statistic": cmp.statistic,
         "footnotes": cmp.footnotes,
         "warnings": cmp.warning_lines,
@@ -204,10 +225,13 @@ def _table_model(cmp: Comparison) -> tuple[list[str], list[list[str]], list[int]
                 line = ["", "geomean"] + ([""] if show_np else []) + [""]
                 for c in cmp.candidates:
                     t = s.test[c]
+                    lo, hi = s.ci_holm.get(c) or (t.ci_low, t.ci_high)
+                    sig = s.p_adj.get(c) is not None and s.p_adj[c] <= cmp.alpha
                     line += ["", "" if t.gain is None else
-                             fmt_gain_ci(t.gain, t.ci_low, t.ci_high)
-                             + (f" ({fmt_p(t.p)} n={t.n_base}+{t.n_cand})" if t.tested
-                                else " (cannot tell)")]
+                             ("" if sig or not t.tested else "~ ")
+                             + fmt_gain_ci(t.gain, lo, hi)
+                             + (f" ({fmt_p(s.p_adj.get(c, t.p))} n={t.n_base}+{t.n_cand})"
+                                if t.tested else " (cannot tell)")]
                 line.append("")
                 body.append(line)
                 summary_idx.append(len(body) - 1)
@@ -230,9 +254,17 @@ def _header_lines(cmp: Comparison) -> list[str]:
             "a rate faster; the baseline's own value in parentheses"] if cmp.relative else [])
     return rel + [
         f"{_unit_header(cmp.rows)}; baseline {cmp.baseline}; {runs}",
-        f"{shown}; gain > 1 = candidate better (time: base/cand, rates: cand/base) [95% CI]; "
-        "p = Welch t on the logs of the launch statistics, Holm-corrected across the table; "
-        f"~ = not significant at alpha {cmp.alpha:g}; n = launches per side; cannot tell = "
+        f"{shown}; gain > 1 = candidate better (time: base/cand, rates: cand/base) [CI at the "
+        "row's Holm level, 1 - alpha·p/p_Holm: it excludes 1 exactly when the row is "
+        "significant; the plain 95% CI is in the JSON]; "
+        "p = t on the logs of the launch statistics (a benchmark's sizes pool their "
+        "between-launch spread: a shared launch effect plus a size-specific part), "
+        "Holm-adjusted over every p shown (weighted: the verdicts hold half of alpha, the "
+        "rows, cells and geomean rows, the other half; a rejection passes its share on); "
+        f"~ = not significant at alpha {cmp.alpha:g}"
+        + (f"; ≈ = not significant and equivalent within ±{fmt_margin(cmp.equivalence)} (TOST "
+           f"at alpha {cmp.alpha:g} per cell)" if cmp.equivalence else "")
+        + f"; n = launches per side; cannot tell = "
         f"fewer than {launch_stats.MIN_LAUNCHES} launches on a side; geomean rows aggregate "
         "per launch first",
     ]

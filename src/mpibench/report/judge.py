@@ -14,6 +14,7 @@ launch measures every size). Two cells meet only under the comparability rule
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from mpibench import stats
 from mpibench.errors import UsageError
@@ -29,6 +30,7 @@ from mpibench.report.model import (
     _marks,
     _Notes,
     fmt_gain_ci,
+    fmt_margin,
     fmt_p,
 )
 from mpibench.report.render import (  # noqa: F401 - re-exported for callers and tests
@@ -69,9 +71,16 @@ def transport_lines(store: Store, groups: Mapping[str, list[str]]) -> list[str]:
 def compare_groups(store: Store, groups: Mapping[str, list[str]], baseline: str, *,
                    alpha: float = 0.05, sizes: Iterable[int] | None = None,
                    benchmarks: Iterable[str] | None = None, title: str = "",
-                   cells: dict | None = None, statistic: str = "median") -> Comparison:
+                   cells: dict | None = None, statistic: str = "median",
+                   equivalence: float | None = None) -> Comparison:
     """Compare every group against `baseline`. groups: display name -> run ids.
-    statistic: each launch's statistic (median or mean of its samples).
+    statistic: each launch's statistic (median or mean of its samples). equivalence: a
+    margin (0.02 = ±2%, log-symmetric) for TOST per cell and overall.
+
+    Each benchmark's sizes are tested together under the hierarchical model
+    (stats.launch.compare_cells): a launch effect the sizes share plus a size-specific
+    part, the between-launch spread pooled over the sizes. Holm runs over every p the
+    table shows (cells, geomean rows and each candidate's overall test).
 
     The sets whose runs did not use the transport they requested
     (verify.transport_warnings) are footnoted and their columns marked."""
@@ -113,6 +122,8 @@ def compare_groups(store: Store, groups: Mapping[str, list[str]], baseline: str,
                     for key, by_group in selected]
         selected = [(key, by_group) for key, by_group in selected if by_group]
     rows: list[Row] = []
+    # (cell key without its size, candidate) -> the cells tested together (one benchmark)
+    pending: dict[tuple, list[tuple[Delta, Any, Any, str]]] = {}
     for key, by_group in selected:
         any_cell = by_group.get(baseline) or next(iter(by_group.values()))
         row = Row(key=key, benchmark=key.benchmark, size=key.size, np=key.np,
@@ -152,30 +163,68 @@ def compare_groups(store: Store, groups: Mapping[str, list[str]], baseline: str,
             if why is not None:
                 d.notes.append(notes.add(why))
                 continue
-            d.test = t = launch_stats.compare(base.launch_values, c.launch_values, row.better,
-                                              alpha)
+            pending.setdefault((key._replace(size=None), cand), []).append(
+                (d, base, c, row.better))
+        rows.append(row)
+    for group in pending.values():
+        tests = launch_stats.compare_cells(
+            [(b.by_launch, c.by_launch, better) for _d, b, c, better in group], alpha)
+        for (d, _b, _c, _better), t in zip(group, tests, strict=True):
+            d.test = t
             if t.gain is not None and t.gain != 1.0:
-                d.needed = launch_stats.launches_needed(t.sd_log, abs(t.gain - 1.0), alpha)
+                d.needed = launch_stats.launches_needed(t.sd_log, t.gain - 1.0, alpha)
             if not t.tested:
                 d.notes.append(notes.add(_untested_note(t, alpha)))
-        rows.append(row)
+            if equivalence and t.tested:
+                d.p_equiv = t.tost(equivalence)
+                d.equivalent = d.p_equiv is not None and d.p_equiv <= alpha
 
-    # Holm across every test in the table.
-    tests = [(r, g) for r in rows for g, d in r.deltas.items() if d.tested]
-    adj = stats.holm([r.deltas[g].p for r, g in tests])
-    for (r, g), pa in zip(tests, adj, strict=True):
-        d = r.deltas[g]
-        d.p_adj = float(pa)
-        d.significant = bool(pa <= alpha)
-    summaries = _summaries(rows, baseline, order[1:], alpha)
+    # Holm across every p the table shows: the cells, the geomean rows (benchmarks with
+    # more than one row) and each candidate's overall test (its verdict)
+    cell_tests = [r.deltas[g] for r in rows for g, d in r.deltas.items() if d.tested]
     # one tool per verdict: with the core's and a peer suite's rows in one table (a set
     # holding both), the verdict is the core's (else the first tool's) and says so
     vrows, others = _verdict_rows(rows)
     overall = {cand: _aggregate(vrows, baseline, cand, alpha) for cand in order[1:]}
+    summaries = _summaries(rows, baseline, order[1:], alpha)
+    shown_summaries = [(s, c) for s in summaries if s.rows > 1 for c in s.test
+                       if s.test[c].tested]
+    shown_overall = [c for c in overall if overall[c].tested]
+    # weighted Holm: the verdicts (the headline) hold half of alpha between them, the
+    # table's rows (cells and geomean rows) the other half, one equal share per row; a
+    # rejected verdict passes its share on to the rows, so with a real difference the rows
+    # are tested at about alpha / rows, as with Holm over the rows alone
+    n_rows = len(cell_tests) + len(shown_summaries)
+    weights = ([1.0 / max(1, n_rows)] * n_rows
+               + [1.0 / len(shown_overall)] * len(shown_overall)) if n_rows and \
+        shown_overall else None
+    adj = stats.holm([d.p for d in cell_tests] + [s.test[c].p for s, c in shown_summaries]
+                     + [overall[c].p for c in shown_overall], weights)
+    adj = [float(a) for a in adj]
+    for d, pa in zip(cell_tests, adj, strict=False):
+        d.p_adj = pa
+        d.significant = bool(pa <= alpha)
+        d.ci_holm = _holm_ci(d.test, pa, alpha)
+    k = len(cell_tests)
+    for (s, c), pa in zip(shown_summaries, adj[k:], strict=False):
+        s.p_adj[c] = pa
+        s.ci_holm[c] = _holm_ci(s.test[c], pa, alpha)
+    k += len(shown_summaries)
+    overall_p_adj = dict(zip(shown_overall, adj[k:], strict=True))
+    for s in summaries:           # the counts read the Holm decisions
+        rs = [r for r in rows if (r.benchmark, r.metric, r.tool) == (s.benchmark, s.metric,
+                                                                       s.tool)]
+        for c in s.test:
+            s.better[c] = sum(r.deltas[c].direction == "better" for r in rs)
+            s.worse[c] = sum(r.deltas[c].direction == "worse" for r in rs)
+            s.same[c] = sum(r.deltas[c].direction == "~" for r in rs)
     kinds: dict[str, str] = {}
     verdicts = {}
     for cand in order[1:]:
-        kinds[cand], verdicts[cand] = _verdict(vrows, baseline, cand, alpha, overall[cand])
+        kinds[cand], verdicts[cand] = _verdict(vrows, baseline, cand, alpha, overall[cand],
+                                               overall_p_adj.get(cand), equivalence,
+                                               family=(0.5 / len(shown_overall)
+                                                       if weights else 1.0 / max(1, len(adj))))
         if others:
             verdicts[cand] += (f" ({vrows[0].tool} rows only; {', '.join(others)} rows are "
                                "separate cells with their own geomean rows)")
@@ -194,14 +243,27 @@ def compare_groups(store: Store, groups: Mapping[str, list[str]], baseline: str,
                       verdict="; ".join(verdicts.values()), verdicts=verdicts,
                       run_counts={g: len(ids) for g, ids in groups.items()}, title=title,
                       warnings=warnings, set_marks=set_marks, not_compared=not_compared,
-                      overall=overall, kinds=kinds, statistic=statistic)
+                      overall=overall, kinds=kinds, statistic=statistic,
+                      overall_p_adj=overall_p_adj, equivalence=equivalence)
+
+
+def _holm_ci(t: launch_stats.LaunchTest | None, p_adj: float,
+             alpha: float) -> tuple[float, float] | None:
+    """The gain's CI at the level Holm gave this test, 1 - alpha * p / p_adj: it excludes 1
+    exactly when p_adj <= alpha (p <= alpha p / p_adj), so it never contradicts the
+    decision. Wider than the plain 95% CI, which is kept in the JSON (gain_ci_*)."""
+    if t is None or not t.tested or t.p is None:
+        return None
+    level = 1.0 - alpha * (t.p / p_adj if p_adj > 0 else 1.0)
+    lo, hi = t.ci_at(min(max(level, 1.0 - alpha), 1.0 - 1e-12))
+    return (lo, hi) if lo is not None and hi is not None else None
 
 
 def _untested_note(t: launch_stats.LaunchTest, alpha: float) -> str:
     if t.reason.startswith("too few launches"):
         need = launch_stats.MIN_LAUNCHES
         plan = (f"; at the spread seen so far, {n} launches per side would detect the "
-                f"observed {launch_stats.fmt_pct(abs(t.gain - 1))} difference"
+                f"observed {launch_stats.fmtfmt_margin(abs(t.gain - 1))} difference"
                 if t.gain and t.gain != 1 and t.sd_log and
                 (n := launch_stats.launches_needed(t.sd_log, abs(t.gain - 1), alpha))
                 else "; run >= 3 interleaved launches per side, then `compare --detect 5%` "
@@ -256,10 +318,13 @@ def _summaries(rows: list[Row], baseline: str, candidates: list[str],
 
 
 def _verdict(rows: list[Row], baseline: str, cand: str, alpha: float,
-             agg: launch_stats.LaunchTest) -> tuple[str, str]:
+             agg: launch_stats.LaunchTest, p_adj: float | None = None,
+             equivalence: float | None = None, family: float = 1.0) -> tuple[str, str]:
     """(kind, sentence). The kind better/worse comes from one test: the whole comparison
-    aggregated per launch (Welch t on the launches' mean oriented log statistic) at alpha;
-    the Holm-significant cells are counted beside it."""
+    aggregated per launch (t on the launches' mean oriented log statistic), its p
+    Holm-adjusted in the table's family (p_adj); the Holm-significant cells are counted
+    beside it. With an equivalence margin, a non-significant comparison whose overall TOST
+    passes at alpha is "equivalent within ±margin" (a finding, not an absence of one)."""
     ds = [r.deltas[cand] for r in rows]
     gains = [d.gain for d in ds if d.gain is not None]
     nb = sum(d.direction == "better" for d in ds)
@@ -267,22 +332,31 @@ def _verdict(rows: list[Row], baseline: str, cand: str, alpha: float,
     ntested = sum(d.tested for d in ds)
     if not gains:
         return "nothing", f"{cand} vs {baseline}: nothing to compare (no common cells)"
-    gm = (f"overall gain {fmt_gain_ci(agg.gain, agg.ci_low, agg.ci_high)} over "
+    lo, hi = agg.ci_low, agg.ci_high
+    if p_adj is not None and (ci := _holm_ci(agg, p_adj, alpha)) is not None:
+        lo, hi = ci
+    gm = (f"overall gain {fmt_gain_ci(agg.gain, lo, hi)} over "
           f"{len(gains)} cell(s), {agg.n_base}+{agg.n_cand} launches")
     if not agg.tested:
         need = ""
         if agg.gain and agg.gain != 1 and agg.sd_log:
-            n = launch_stats.launches_needed(agg.sd_log, abs(agg.gain - 1), alpha)
+            n = launch_stats.launches_needed(agg.sd_log, agg.gain - 1, alpha)
             if n:
                 need = (f"; ~{n} launches per side would detect a "
-                        f"{launch_stats.fmt_pct(abs(agg.gain - 1))} difference")
+                        f"{launch_stats.fmtfmt_margin(abs(agg.gain - 1))} difference")
         return "cannot tell", (
             f"{cand} vs {baseline}: cannot tell — {agg.n_base}+{agg.n_cand} launches; a test "
             f"needs >= {launch_stats.MIN_LAUNCHES} launches per side (one launch per variant "
             f"decides nothing){need}; {gm}")
-    counts = (f"cells: {nb} better, {nw} worse, {ntested - nb - nw} ~ of {ntested} tested "
-              f"(Welch t on log launch statistics, Holm, alpha {alpha:g})")
-    sig = agg.p is not None and agg.p <= alpha
+    neq = sum(d.equivalent for d in ds)
+    eq_cells = (f", {neq} of them equivalent within ±{fmt_margin(equivalence)}"
+                if equivalence else "")
+    counts = (f"cells: {nb} better, {nw} worse, {ntested - nb - nw} ~ of {ntested} tested"
+              f"{eq_cells} (t on log launch statistics, sizes pooled per benchmark, Holm "
+              f"over every p shown, alpha {alpha:g})")
+    p_shown = p_adj if p_adj is not None else agg.p
+    sig = p_shown is not None and p_shown <= alpha
+    p_eq = agg.tost(equivalence) if equivalence else None
     if sig and ((agg.gain > 1 and nw) or (agg.gain < 1 and nb)):
         kind = "mixed"
         what = (f"mixed: {cand} {'better' if agg.gain > 1 else 'worse'} overall, but "
@@ -291,10 +365,21 @@ def _verdict(rows: list[Row], baseline: str, cand: str, alpha: float,
     elif sig:
         kind = "better" if agg.gain > 1 else "worse"
         what = f"{cand} is {kind}"
+    elif p_eq is not None and p_eq <= alpha:
+        kind = "equivalent"
+        what = (f"{cand} is equivalent to {baseline} within ±{fmt_margin(equivalence)} overall "
+                f"(TOST p={p_eq:.3g})")
     else:
         kind = "same"
         what = f"no significant overall difference between {cand} and {baseline}"
-        if agg.detectable is not None:
-            what += (f" (these launch counts detect >= "
-                     f"{launch_stats.fmt_pct(agg.detectable)} overall)")
-    return kind, f"{what} — {gm}, {fmt_p(agg.p)}; {counts}"
+        if equivalence:
+            what += f", and not shown equivalent within ±{fmt_margin(equivalence)}"
+        # planning at the level the verdict is held to: Holm's first step, alpha / family
+        mde = launch_stats.detectable_at(agg, alpha * family)
+        if mde is not None:
+            what += (f" (these launch counts detect an overall difference of ±"
+                     f"{launch_stats.fmtfmt_margin(mde)} with 80% power at the verdict's first "
+                     f"Holm level, alpha {alpha * family:.2g})")
+    p_txt = fmt_p(p_shown) + (" Holm-adjusted" if p_adj is not None else "")
+    return kind, f"{what} — {gm}, {p_txt}; {counts}"
+

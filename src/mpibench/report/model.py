@@ -36,6 +36,11 @@ class Delta:
     p_adj: float | None = None      # Holm-adjusted over the whole comparison
     significant: bool = False
     needed: int | None = None       # launches per side to detect the observed gain
+    # the gain's CI at the level Holm gave this row (1 - alpha * p / p_adj): it excludes 1
+    # exactly when the row is significant, so the table's CI and decision never disagree
+    ci_holm: tuple[float, float] | None = None
+    p_equiv: float | None = None    # TOST p within the comparison's equivalence margin
+    equivalent: bool = False
     notes: list[int] = field(default_factory=list)   # footnote numbers
 
     # the test's figures, read through (None / False / 0 without a test)
@@ -123,6 +128,10 @@ class Summary:
     # candidate -> the per-launch aggregate (gain, CI, p over launches)
     test: dict[str, launch_stats.LaunchTest] = field(default_factory=dict)
     tool: str | None = None                # when the cell keys carry the tool (rules.py)
+    # candidate -> Holm-adjusted p of the geomean row (same family as the cells) and the
+    # CI at that row's Holm level
+    p_adj: dict[str, float] = field(default_factory=dict)
+    ci_holm: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
 @dataclass
@@ -141,6 +150,9 @@ class Comparison:
     # (better, worse, mixed, same, cannot tell, nothing)
     overall: dict[str, launch_stats.LaunchTest] = field(default_factory=dict)
     kinds: dict[str, str] = field(default_factory=dict)
+    # candidate -> Holm-adjusted p of the overall test (same family as the cells)
+    overall_p_adj: dict[str, float] = field(default_factory=dict)
+    equivalence: float | None = None       # margin of --equivalence (0.02 = ±2%), or None
     statistic: str = "median"
     # transport verification (verify.transport_warnings): set -> its warning lines, and the
     # footnote numbers that mark the set's column
@@ -192,6 +204,11 @@ def fmt_gain_ci(gain: float | None, lo: float | None, hi: float | None,
     if lo is None or hi is None:
         return g
     return f"{g} [{lo:.{digits}f}, {hi:.{digits}f}]"
+
+
+def fmt_margin(margin: float | None) -> str:
+    """An equivalence margin as a percentage: 0.02 -> '2%'."""
+    return "" if margin is None else f"{100 * margin:g}%"
 
 
 def fmt_p(p: float | None) -> str:

@@ -394,17 +394,31 @@ def mann_whitney(a: Iterable[float], b: Iterable[float]) -> float:
     return mann_whitney_test(a, b).p
 
 
-def holm(pvalues: Sequence[float | None]) -> np.ndarray:
+def holm(pvalues: Sequence[float | None],
+         weights: Sequence[float] | None = None) -> np.ndarray:
     """Holm-Bonferroni adjusted p-values, same order as the input. None/NaN entries stay NaN
-    and do not count towards m (rows that were not tested are not part of the family)."""
+    and do not count towards m (rows that were not tested are not part of the family).
+
+    weights (optional, > 0): Holm's weighted procedure (Holm 1979): hypotheses are taken
+    in order of p / w, and the k-th is rejected when p <= alpha w / (sum of the weights
+    not yet rejected), so a rejection passes its share of alpha on to the rest. It controls
+    the family-wise error rate at alpha like the unweighted one (equal weights give it)."""
     p = np.array([np.nan if v is None else float(v) for v in pvalues], dtype=float)
     out = np.full(p.shape, np.nan)
     idx = np.nonzero(~np.isnan(p))[0]
     m = idx.size
     if m == 0:
         return out
-    order = idx[np.argsort(p[idx], kind="stable")]
-    adj = (m - np.arange(m)) * p[order]
+    if weights is None:
+        order = idx[np.argsort(p[idx], kind="stable")]
+        adj = (m - np.arange(m)) * p[order]
+    else:
+        w = np.asarray(weights, dtype=float)
+        if w.shape != p.shape or not np.all(w[idx] > 0):
+            raise ValueError("holm: one positive weight per p-value")
+        order = idx[np.argsort(p[idx] / w[idx], kind="stable")]
+        remaining = np.cumsum(w[order][::-1])[::-1]       # weights from step k on
+        adj = p[order] / w[order] * remaining
     adj = np.minimum(1.0, np.maximum.accumulate(adj))
     out[order] = adj
     return out

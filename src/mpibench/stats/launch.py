@@ -22,6 +22,7 @@ Pure numpy (scipy only for t quantiles and the t distribution, imported lazily).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
@@ -80,16 +81,157 @@ def estimate(values: Iterable[float | None], level: float = 0.95) -> Estimate:
 class LaunchTest(NamedTuple):
     """Candidate vs baseline on launch statistics. gain > 1 = candidate better."""
     gain: float | None
-    ci_low: float | None          # 95% CI of the gain (Welch)
+    ci_low: float | None          # 95% CI of the gain (the test's own critical value)
     ci_high: float | None
-    p: float | None               # two-sided Welch t on the logs; None when not tested
+    p: float | None               # two-sided p on the logs; None when not tested
     n_base: int
     n_cand: int
     tested: bool
     reason: str = ""              # why not tested
     sd_log: float | None = None   # pooled between-launch sd of the logs (planning)
-    detectable: float | None = None   # smallest gain-1 detectable at these counts (80%)
-    df: float | None = None
+    detectable: float | None = None   # smallest |gain| - 1 (log-symmetric) detectable (80%)
+    df: float | None = None       # Welch-Satterthwaite df of the standard error (planning)
+    diff_log: float | None = None     # log gain (oriented: > 0 = candidate better)
+    se_log: float | None = None       # its standard error
+    # the standard error's variance components: (variance, degrees of freedom) pairs, from
+    # which the critical values come (cochran_cox); pooled = the benchmark's sizes shared it
+    components: tuple[tuple[float, float], ...] = ()
+    pooled: bool = False
+
+    def ci_at(self, level: float) -> tuple[float | None, float | None]:
+        """The gain's CI at another level (e.g. adjusted for multiplicity), from the same
+        components and critical values as p: it excludes 1 exactly when p <= 1 - level."""
+        if self.diff_log is None or self.se_log is None or not self.components:
+            return self.ci_low, self.ci_high
+        h = cochran_cox_crit(self.components, (1.0 - level) / 2.0) * self.se_log
+        return math.exp(self.diff_log - h), math.exp(self.diff_log + h)
+
+    def tost(self, margin: float) -> float | None:
+        """Two one-sided tests of equivalence within a log-symmetric margin (0.02 = the
+        gain is within [1/1.02, 1.02]): the larger one-sided p. Equivalent at alpha when
+        tost <= alpha (the 1 - 2 alpha CI lies inside the margin)."""
+        if not self.tested or self.diff_log is None or self.se_log is None:
+            return None
+        bound = math.log1p(margin)
+        if self.se_log == 0:
+            return 0.0 if abs(self.diff_log) < bound else 1.0
+        lo = one_sided_p((self.diff_log + bound) / self.se_log, self.components)
+        hi = one_sided_p((bound - self.diff_log) / self.se_log, self.components)
+        return max(lo, hi)
+
+
+# ---------------------------------------------------------------------------------------
+# Critical values: Cochran and Cox's weighted t
+#
+# The standard error of a gain is a sum of variance components, each estimated with its
+# own degrees of freedom (a side's launches, n - 1; or, pooled over a benchmark's sizes,
+# the launch part with n - 1 and the size-specific part with (n - 1)(S - 1)). Welch's
+# Satterthwaite df for such a sum is liberal when a component has 1-2 df and dominates
+# (2 vs 7 launches: 8-11% false positives per cell at alpha 0.05), because an
+# underestimated small component also inflates the df. Cochran and Cox's critical value,
+# the variance-weighted mean of each component's own t quantile, stays at or below alpha
+# in every design bench/bench_inference.py tries, and equals Student's t when there is one
+# component.
+
+# Components with this many df or more are tested with Welch-Satterthwaite df (accurate
+# there, and Cochran-Cox would be needlessly conservative: 98% coverage at 5+5); a side
+# with 2-3 launches (1-2 df) makes the test Cochran-Cox (Welch: 7-11% false positives).
+WELCH_MIN_DF = 3
+
+
+def _use_welch(components) -> bool:
+    return all(d >= WELCH_MIN_DF for v, d in components if v > 0)
+
+
+def cochran_cox_crit(components: Sequence[tuple[float, float]], tail: float) -> float:
+    """Critical value for a one-sided tail probability `tail` (0.025 for a 95% CI): Student's
+    t at the Welch-Satterthwaite df when every component has >= WELCH_MIN_DF df, else
+    Cochran-Cox's variance-weighted mean of the components' own t quantiles."""
+    t = _t()
+    if _use_welch(components):
+        return float(t.isf(tail, _satterthwaite(components)))
+    tot = sum(v for v, _ in components)
+    if tot <= 0:
+        return float(t.isf(tail, max(1.0, min(d for _, d in components))))
+    return float(sum(v * t.isf(tail, d) for v, d in components if v > 0) / tot)
+
+
+@functools.lru_cache(maxsize=4096)
+def _crit(components: tuple, tail: float) -> float:
+    return cochran_cox_crit(components, tail)
+
+
+def _cc_tail(tstats: np.ndarray, components: Sequence[tuple[float, float]]) -> np.ndarray:
+    """One-sided tail probability q with cochran_cox_crit(q) = t, for each |t| (vectorised
+    bisection on log q). The critical value is a weighted mean of t quantiles, so q lies
+    between the tails of Student's t at the smallest and the largest df: the bracket."""
+    t = _t()
+    x = np.abs(np.asarray(tstats, dtype=float))
+    if _use_welch(components):
+        return np.where(x == 0, 0.5, t.sf(x, _satterthwaite(components)))
+    tot = sum(v for v, _ in components)
+    comps = [(v / tot, d) for v, d in components if v > 0]
+    dfs = [d for _, d in comps]
+    with np.errstate(divide="ignore"):
+        lo = np.log(np.maximum(t.sf(x, max(dfs)), 1e-300))
+        hi = np.log(np.maximum(t.sf(x, min(dfs)), 1e-300))
+    if len(comps) > 1 and min(dfs) != max(dfs):
+        for _ in range(40):
+            mid = 0.5 * (lo + hi)
+            c = sum(w * t.isf(np.exp(mid), d) for w, d in comps)
+            above = c > x            # critical value too high: q must grow
+            lo = np.where(above, mid, lo)
+            hi = np.where(above, hi, mid)
+    return np.where(x == 0, 0.5, np.exp(0.5 * (lo + hi)))
+
+
+def two_sided_p(tstats, components) -> np.ndarray:
+    return np.minimum(1.0, 2.0 * _cc_tail(tstats, components))
+
+
+def one_sided_p(tstat: float, components) -> float:
+    """P(T >= tstat) under the weighted-t reference (tstat may be negative)."""
+    q = float(_cc_tail(np.array([tstat]), components)[0])
+    return q if tstat >= 0 else 1.0 - q
+
+
+def _satterthwaite(components: Sequence[tuple[float, float]]) -> float:
+    tot = sum(v for v, _ in components)
+    den = sum(v * v / d for v, d in components if v > 0 and d > 0)
+    return tot * tot / den if den > 0 else float(sum(d for _, d in components))
+
+
+def _power_delta(components: Sequence[tuple[float, float]], alpha: float,
+                 power: float) -> float | None:
+    """Smallest true |log gain| / se detected with probability `power` by the two-sided
+    test: T is noncentral t with the Satterthwaite df, rejected beyond the test's own
+    critical value (cochran_cox_crit)."""
+    if not components or sum(v for v, _ in components) <= 0:
+        return None
+    c = cochran_cox_crit(components, alpha / 2.0)
+    df = _satterthwaite(components)
+    # cached on (c, df) rounded: per-cell spreads make every pair a little different
+    return _ncp_for_power(round(c, 3), round(df, 1) if df < 30 else round(df), power)
+
+
+@functools.lru_cache(maxsize=8192)
+def _ncp_for_power(c: float, df: float, power: float) -> float:
+    from scipy import stats as sps
+    from scipy.optimize import brentq
+
+    # T = (Z + ncp) / W with W = sqrt(chi2_df / df): the noncentral t, integrated over W on
+    # 400 equal-probability points (scipy's nct is NaN at some df/ncp pairs)
+    w = np.sqrt(sps.chi2.ppf((np.arange(400) + 0.5) / 400, df) / df)
+
+    def pw(ncp: float) -> float:
+        return float(np.mean(sps.norm.cdf(ncp - c * w) + sps.norm.cdf(-ncp - c * w))) - power
+
+    if pw(0.0) >= 0:
+        return 0.0
+    hi = c + 10.0
+    while pw(hi) < 0:
+        hi *= 2
+    return brentq(pw, 0.0, hi, xtol=1e-6)
 
 
 def _welch(yb: np.ndarray, yc: np.ndarray) -> tuple[float, float, float]:
@@ -117,21 +259,38 @@ def pooled_sd(*sides: np.ndarray) -> float | None:
 
 def detectable_effect(sd_log: float | None, n_base: int, n_cand: int, alpha: float = 0.05,
                       power: float = POWER) -> float | None:
-    """Smallest true gain - 1 (e.g. 0.05 = 5%) that a two-sided t test on the logs detects
-    with probability `power` at these launch counts, for this between-launch sd."""
+    """Smallest true difference, as |log gain| turned into a percentage (0.05 = a gain of
+    1.05 or 1/1.05: symmetric for speedups and slowdowns), that the two-sided test
+    compare() uses detects with probability `power` at these launch counts, for this
+    between-launch sd on both sides (noncentral t, Cochran-Cox critical value)."""
     if sd_log is None or n_base < MIN_LAUNCHES or n_cand < MIN_LAUNCHES:
         return None
-    df = n_base + n_cand - 2
-    t = _t()
-    k = float(t.ppf(1 - alpha / 2, df) + t.ppf(power, df))
-    return math.expm1(k * sd_log * math.sqrt(1 / n_base + 1 / n_cand))
+    v = sd_log * sd_log
+    comps = ((v / n_base, n_base - 1), (v / n_cand, n_cand - 1))
+    return _detectable(tuple(comps), alpha, power)
+
+
+def detectable_at(t: LaunchTest, alpha: float, power: float = POWER) -> float | None:
+    """The smallest difference (log-symmetric, as a percentage) the test t ran detects
+    with probability `power` at another alpha (e.g. a Holm family's first step)."""
+    if not t.tested or not t.components:
+        return None
+    return _detectable(tuple(t.components), alpha, power)
+
+
+def _detectable(components: tuple, alpha: float, power: float) -> float | None:
+    k = _power_delta(components, alpha, power)
+    if k is None:
+        return None
+    return math.expm1(k * math.sqrt(sum(v for v, _ in components)))
 
 
 def launches_needed(sd_log: float | None, effect: float, alpha: float = 0.05,
                     power: float = POWER, max_n: int = 10_000) -> int | None:
-    """Launches per side (equal, interleaved) for a two-sided t test on the logs to detect a
-    gain of 1 + effect with probability `power`. None when the spread is unknown (fewer
-    than two launches on every side) or more than max_n would be needed."""
+    """Launches per side (equal, interleaved) for the two-sided test to detect a gain of
+    1 + effect (effect < 0: a slowdown; log-symmetric, so -0.0909 needs what +0.10 needs)
+    with probability `power`. None when the spread is unknown (fewer than two launches on
+    every side) or more than max_n would be needed."""
     if sd_log is None or not effect or effect <= -1:
         return None
     target = abs(math.log1p(effect))
@@ -140,43 +299,172 @@ def launches_needed(sd_log: float | None, effect: float, alpha: float = 0.05,
     n = MIN_LAUNCHES
     while n <= max_n:
         d = detectable_effect(sd_log, n, n, alpha, power)
-        if d is not None and math.log1p(d) <= target:
+        if d is not None and math.log1p(d) <= target + 1e-12:
             return n
         n = n + 1 if n < 64 else int(n * 1.1)
     return None
 
 
-def compare(base: Iterable[float | None], cand: Iterable[float | None], better: str,
-            alpha: float = 0.05, level: float = 0.95) -> LaunchTest:
-    """Welch t on the logs of the launch statistics of two sets of one cell.
+# ---------------------------------------------------------------------------------------
+# The hierarchical model: what a benchmark's sizes share
 
-    better: 'lower' (times: gain = baseline / candidate) or 'higher' (rates: gain =
-    candidate / baseline). Fewer than MIN_LAUNCHES on a side: not tested (the gain is the
-    ratio of the estimates, without CI)."""
-    yb, yc = _logs(base), _logs(cand)
+class Spread(NamedTuple):
+    """One side's between-launch variance of the logs over a benchmark's cells, split as
+    log y[L, s] = mu_s + u_L + v_L,s: u the launch effect every cell of the launch shares,
+    v the cell-specific part (with the within-launch error).
+
+    ms_launch: mean square of the launches' mean residuals, times the cells per launch;
+    estimates cells * var(u) + var(v) with n - 1 df. ms_cell: the residual mean square
+    after removing cell and launch means; estimates var(v) with (n - 1)(cells - 1) df.
+    var(u) + var(v), the variance of one launch value, = ms_launch/S + ms_cell (S-1)/S:
+    a sum of two independent mean squares, each with its own df."""
+    ms_launch: float
+    df_launch: float
+    ms_cell: float
+    df_cell: float
+    cells: float          # mean number of cells per launch (S)
+    launches: int
+
+    def components(self, n: int) -> list[tuple[float, float]]:
+        """Variance components of a cell's mean over n of these launches."""
+        s = self.cells
+        out = [(self.ms_launch / s / n, self.df_launch)]
+        if s > 1 and self.df_cell > 0:
+            out.append((self.ms_cell * (s - 1) / s / n, self.df_cell))
+        return out
+
+    @property
+    def sd(self) -> float:
+        return math.sqrt(max(0.0, sum(v for v, _ in self.components(1))))
+
+
+def spread(side: Mapping[object, Mapping[str, float]]) -> Spread | None:
+    """Spread of one side from {cell: {launch id: statistic}} (the cells of one benchmark;
+    launches are matched by id across cells). None with fewer than two launches, or when
+    the cells do not overlap enough to separate the two parts."""
+    cells = [{k: math.log(v) for k, v in by.items()
+              if v is not None and math.isfinite(v) and v > 0} for by in side.values()]
+    cells = [c for c in cells if len(c) >= 2]
+    if not cells:
+        return None
+    launches = sorted({k for c in cells for k in c}, key=str)
+    if len(launches) < 2:
+        return None
+    index = {k: i for i, k in enumerate(launches)}
+    r = np.full((len(launches), len(cells)), np.nan)
+    for j, c in enumerate(cells):
+        vals = np.array(list(c.values()))
+        for k, v in zip(c, vals - vals.mean(), strict=True):
+            r[index[k], j] = v
+    obs = ~np.isnan(r)
+    per_launch = obs.sum(axis=1)
+    keep = per_launch > 0
+    r, obs, per_launch = r[keep], obs[keep], per_launch[keep]
+    n, s_cols = r.shape
+    if n < 2:
+        return None
+    m = np.nansum(r, axis=1) / per_launch
+    s_bar = float(per_launch.mean())
+    ms_launch = s_bar * float((m * m).sum()) / (n - 1)
+    n_obs = int(obs.sum())
+    df_cell = n_obs - n - s_cols + 1
+    if s_cols > 1 and df_cell > 0:
+        res = np.where(obs, r - m[:, None], 0.0)
+        ms_cell = float((res * res).sum()) / df_cell
+    else:
+        ms_cell, df_cell, s_bar = 0.0, 0, 1.0
+        ms_launch = float((r[:, 0] ** 2).sum()) / (n - 1) if s_cols == 1 else ms_launch
+    return Spread(ms_launch, n - 1, ms_cell, df_cell, s_bar, n)
+
+
+def _oriented_logs(by: Mapping[str, float | None], sign: float) -> dict[str, float]:
+    return {k: sign * math.log(v) for k, v in by.items()
+            if v is not None and math.isfinite(v) and v > 0}
+
+
+def compare_cells(cells: Sequence[tuple[Mapping[str, float | None], Mapping[str, float | None],
+                                        str]],
+                  alpha: float = 0.05, level: float = 0.95, pool: bool = True
+                  ) -> list[LaunchTest]:
+    """Tests of the cells of one benchmark (its sizes), each (baseline {launch id: stat},
+    candidate {launch id: stat}, better), under the hierarchical model (Spread): each side's
+    between-launch variance is pooled over the cells, split into the launch effect the
+    cells share (n - 1 df) and the cell-specific part ((n - 1)(S - 1) df). With 2-3 launches
+    the cell-specific part then has many df; the shared part keeps the launches' own
+    df, since no number of sizes tells more about a launch effect they all share. The
+    reference distribution is Cochran-Cox's weighted t over the four components (see
+    cochran_cox_crit). pool=False, or a side whose cells cannot be pooled, tests each
+    cell on its own launches (the same weighted t with one component per side)."""
+    sides = ([b for b, _c, _ in cells], [c for _b, c, _ in cells])
+    spreads = [spread(dict(enumerate(s))) if pool and len(cells) > 1 else None
+               for s in sides]
+    if any(s is None for s in spreads):
+        spreads = [None, None]
+    out: list[LaunchTest] = []
+    for base, cand, better in cells:
+        sign = -1.0 if better == "lower" else 1.0
+        yb = np.array(list(_oriented_logs(base, sign).values()))
+        yc = np.array(list(_oriented_logs(cand, sign).values()))
+        out.append(_test_cell(yb, yc, spreads, alpha, level))
+    # p: one vectorised inversion per set of components (a benchmark's cells share them)
+    todo: dict[tuple, list[int]] = {}
+    for i, t in enumerate(out):
+        if t.tested and t.p is None and t.se_log:
+            todo.setdefault(t.components, []).append(i)
+    for comps, idx in todo.items():
+        ps = two_sided_p(np.array([out[i].diff_log / out[i].se_log for i in idx]), comps)
+        for i, p in zip(idx, ps, strict=True):
+            out[i] = out[i]._replace(p=float(p))
+    return out
+
+
+def _test_cell(yb: np.ndarray, yc: np.ndarray, spreads, alpha: float,
+               level: float) -> LaunchTest:
     nb, nc = int(yb.size), int(yc.size)
-    sign = -1.0 if better == "lower" else 1.0
     if nb == 0 or nc == 0:
         return LaunchTest(None, None, None, None, nb, nc, False, "no launch statistic")
-    point = math.exp(sign * float(yc.mean() - yb.mean()))
+    diff = float(yc.mean() - yb.mean())
+    point = math.exp(diff)
     sd = pooled_sd(yb, yc)
     if nb < MIN_LAUNCHES or nc < MIN_LAUNCHES:
         return LaunchTest(point, None, None, None, nb, nc, False,
                           f"too few launches ({nb}+{nc}; a test needs >= {MIN_LAUNCHES} per "
-                          "side)", sd)
-    diff, se, df = _welch(yb, yc)
-    mde = detectable_effect(sd, nb, nc, alpha)
-    if se == 0:
+                          "side)", sd, diff_log=diff)
+    pooled = spreads[0] is not None
+    if pooled:
+        comps = spreads[0].components(nb) + spreads[1].components(nc)
+        sd = math.sqrt(0.5 * (spreads[0].sd ** 2 + spreads[1].sd ** 2))
+    else:
+        comps = [(float(yb.var(ddof=1)) / nb, nb - 1), (float(yc.var(ddof=1)) / nc, nc - 1)]
+    se2 = sum(v for v, _ in comps)
+    df = _satterthwaite(comps)
+    if se2 <= 0:
         # every launch of both sides gave the same value: no spread to test against
         p = 1.0 if diff == 0 else None
         return LaunchTest(point, point, point, p, nb, nc, p is not None,
-                          "" if p is not None else "no spread between launches", sd, mde, df)
-    t = _t()
-    tstat = diff / se
-    p = float(min(1.0, 2.0 * t.sf(abs(tstat), df)))
-    h = float(t.ppf(0.5 + level / 2, df)) * se
-    lo, hi = sorted((math.exp(sign * (diff - h)), math.exp(sign * (diff + h))))
-    return LaunchTest(point, lo, hi, p, nb, nc, True, "", sd, mde, df)
+                          "" if p is not None else "no spread between launches", sd, None,
+                          df, diff, 0.0, tuple(comps), pooled)
+    se = math.sqrt(se2)
+    comps = tuple(comps)
+    h = _crit(comps, (1.0 - level) / 2.0) * se
+    mde = _detectable(comps, alpha, POWER)
+    # p (None here) is filled in by compare_cells, vectorised over the cells
+    return LaunchTest(point, math.exp(diff - h), math.exp(diff + h), None, nb, nc, True, "", sd,
+                      mde, df, diff, se, tuple(comps), pooled)
+
+
+def compare(base: Iterable[float | None], cand: Iterable[float | None], better: str,
+            alpha: float = 0.05, level: float = 0.95) -> LaunchTest:
+    """One cell on its own launches: the t test on the logs of the launch statistics,
+    each side's variance with its own df (Welch's standard error), Cochran-Cox critical
+    values (conservative where Welch's df are not: a side with 2 launches).
+
+    better: 'lower' (times: gain = baseline / candidate) or 'higher' (rates: gain =
+    candidate / baseline). Fewer than MIN_LAUNCHES on a side: not tested (the gain is the
+    ratio of the estimates, without CI)."""
+    b = {str(i): v for i, v in enumerate(base)}
+    c = {str(i): v for i, v in enumerate(cand)}
+    return compare_cells([(b, c, better)], alpha, level, pool=False)[0]
 
 
 def aggregate(rows: Sequence[tuple[Mapping[str, float], Mapping[str, float], str]],
@@ -194,8 +482,7 @@ def aggregate(rows: Sequence[tuple[Mapping[str, float], Mapping[str, float], str
     acc: dict[tuple[int, str], list[float]] = {}
     for base, cand, better in rows:
         sign = -1.0 if better == "lower" else 1.0
-        ys = [{k: sign * math.log(v) for k, v in side.items()
-               if v is not None and math.isfinite(v) and v > 0} for side in (base, cand)]
+        ys = [_oriented_logs(side, sign) for side in (base, cand)]
         if not ys[0] or not ys[1]:
             continue
         centre = 0.5 * (float(np.mean(list(ys[0].values())))
@@ -218,4 +505,6 @@ def fmt_pct(effect: float | None) -> str:
 
 
 __all__ = ["MIN_LAUNCHES", "POWER", "Estimate", "estimate", "LaunchTest", "compare",
-           "aggregate", "detectable_effect", "launches_needed", "pooled_sd", "fmt_pct"]
+           "compare_cells", "detectable_at", "Spread", "spread", "aggregate", "detectable_effect",
+           "launches_needed", "pooled_sd", "fmt_pct", "cochran_cox_crit", "two_sided_p",
+           "one_sided_p"]
