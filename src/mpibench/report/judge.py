@@ -263,7 +263,7 @@ def _untested_note(t: launch_stats.LaunchTest, alpha: float) -> str:
     if t.reason.startswith("too few launches"):
         need = launch_stats.MIN_LAUNCHES
         plan = (f"; at the spread seen so far, {n} launches per side would detect the "
-                f"observed {launch_stats.fmtfmt_margin(abs(t.gain - 1))} difference"
+                f"observed {launch_stats.fmt_pct(abs(t.gain - 1))} difference"
                 if t.gain and t.gain != 1 and t.sd_log and
                 (n := launch_stats.launches_needed(t.sd_log, abs(t.gain - 1), alpha))
                 else "; run >= 3 interleaved launches per side, then `compare --detect 5%` "
@@ -343,7 +343,7 @@ def _verdict(rows: list[Row], baseline: str, cand: str, alpha: float,
             n = launch_stats.launches_needed(agg.sd_log, agg.gain - 1, alpha)
             if n:
                 need = (f"; ~{n} launches per side would detect a "
-                        f"{launch_stats.fmtfmt_margin(abs(agg.gain - 1))} difference")
+                        f"{launch_stats.fmt_pct(abs(agg.gain - 1))} difference")
         return "cannot tell", (
             f"{cand} vs {baseline}: cannot tell — {agg.n_base}+{agg.n_cand} launches; a test "
             f"needs >= {launch_stats.MIN_LAUNCHES} launches per side (one launch per variant "
@@ -378,7 +378,7 @@ def _verdict(rows: list[Row], baseline: str, cand: str, alpha: float,
         mde = launch_stats.detectable_at(agg, alpha * family)
         if mde is not None:
             what += (f" (these launch counts detect an overall difference of ±"
-                     f"{launch_stats.fmtfmt_margin(mde)} with 80% power at the verdict's first "
+                     f"{launch_stats.fmt_pct(mde)} with 80% power at the verdict's first "
                      f"Holm level, alpha {alpha * family:.2g})")
     p_txt = fmt_p(p_shown) + (" Holm-adjusted" if p_adj is not None else "")
     return kind, f"{what} — {gm}, {p_txt}; {counts}"
