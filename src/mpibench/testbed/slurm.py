@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 from dataclasses import dataclass
 
 from mpibench.files import write_file
@@ -80,6 +81,10 @@ def start_slurm(bed, timeout: float = 60) -> None:
     root = bed.root / "slurm"
     root.mkdir(exist_ok=True)
     os.chmod(root, 0o755)
+    # a testbed started again in the same DIR is a new cluster: no jobs or node states of
+    # the last one (their nodes had other addresses); the logs are kept (appended to)
+    for d in ("state", "spool"):
+        shutil.rmtree(root / d, ignore_errors=True)
     cluster = TestbedSlurm(root, bed=bed)
     bed.slurm_conf = str(cluster.conf)
     try:
