@@ -36,6 +36,9 @@ the working directory, no external command started (mpibench.process.run_command
 one that refuses and records). A case breaking that is counted as a crash (traceback) or a
 contract break (the rest).
 
+Testbed: --fabric/--delay values and damaged testbed.json states (mpibench.testbed): a result
+or a one-line refusal, and never a loaded state naming PIDs, cgroups or links not its own.
+
 Usage: .venv/bin/python bench/bench_fuzz.py [--quick] [--seed N] [--cases N] [--cli N]
        [--show N]
 Exit status 0 whatever it finds (a bench reports; the suite's property tests assert).
@@ -194,6 +197,100 @@ def fuzz_reports(rng: random.Random, n: int, show: int) -> dict:
             "examples": examples}
 
 
+_HOSTILE = [None, True, -1, 0, 1, 2**70, 1e308, float("nan"), "", "x" * 5000, "1\n2", "\0",
+            "../../etc", "/tmp/x", "-rf", [], {}, [1, 2], {"pid": 1}, "\u0663", "tn1"]
+
+
+def _mutate_json(rng: random.Random, d):
+    """One random change to a random place of a JSON value: a leaf replaced by a hostile
+    value, a key dropped or added, a list emptied."""
+    paths = []
+
+    def walk(x, path):
+        paths.append(path)
+        if isinstance(x, dict):
+            for k, v in x.items():
+                walk(v, (*path, k))
+        elif isinstance(x, list):
+            for i, v in enumerate(x):
+                walk(v, (*path, i))
+    walk(d, ())
+    path = rng.choice(paths[1:] or paths)
+    parent = d
+    for k in path[:-1]:
+        parent = parent[k]
+    if not path:
+        return rng.choice(_HOSTILE)
+    kind = rng.random()
+    if kind < 0.6:
+        parent[path[-1]] = rng.choice(_HOSTILE)
+    elif kind < 0.8 and isinstance(parent, dict):
+        del parent[path[-1]]
+    elif isinstance(parent, dict):
+        parent[f"extra{rng.randrange(9)}"] = rng.choice(_HOSTILE)
+    else:
+        parent.clear()
+    return d
+
+
+def fuzz_testbed(rng: random.Random, n: int, show: int) -> dict:
+    """The testbed's inputs: --fabric/--delay values (parse_fabrics: a list, or UsageError in
+    one line) and a damaged DIR/testbed.json (Testbed.load: a Testbed whose state passes the
+    checks `stop` relies on, or TestbedError in one line). Anything else is a crash."""
+    import json
+
+    from mpibench.errors import UsageError
+    from mpibench.testbed import Testbed, TestbedError, parse_fabrics
+    from mpibench.testbed.bed import bed_problem
+
+    state = (REPO / "tests" / "data" / "testbed" / "testbed.json").read_text()
+    pieces = ["fast", "slow", ":", "=", "4gbit", "1.5Mbit", "0bit", "9" * 30, "e3", "-1", "us",
+              "ms", "nan", "inf", "\u0663", " ", "mgmt", "", "kbit", "2", "\n", "Gbit", "s"]
+    crashes = 0
+    examples: list[str] = []
+    with tempfile.TemporaryDirectory() as td:
+        for k in range(n):
+            if k % 2:
+                fab = ["".join(rng.choice(pieces) for _ in range(rng.randrange(1, 5)))
+                       for _ in range(rng.randrange(1, 3))]
+                dl = ["".join(rng.choice(pieces) for _ in range(rng.randrange(1, 4)))
+                      for _ in range(rng.randrange(0, 2))]
+                try:
+                    parse_fabrics(fab, dl)
+                    err = None
+                except UsageError as exc:
+                    err = None if "\n" not in str(exc) else f"multi-line error: {exc!s:.80}"
+                except Exception as exc:  # noqa: BLE001 - a crash is what is counted
+                    err = f"{type(exc).__name__}: {exc!s:.80}"
+                case = f"--fabric {fab!r} --delay {dl!r}"
+            else:
+                if rng.random() < 0.8:
+                    d = json.loads(state)
+                    for _ in range(rng.randrange(1, 4)):
+                        d = _mutate_json(rng, d)
+                    blob = json.dumps(d).encode()
+                else:
+                    b = bytearray(state.encode())
+                    cut = rng.randrange(len(b))
+                    b = b[:cut] if rng.random() < 0.5 else b[:cut] + bytes([rng.randrange(256)]) \
+                        + b[cut + 1:]
+                    blob = bytes(b)
+                Path(td, "testbed.json").write_bytes(blob)
+                try:
+                    bed = Testbed.load(td)
+                    err = bed_problem(bed)
+                except TestbedError as exc:
+                    err = None if "\n" not in str(exc) else f"multi-line error: {exc!s:.80}"
+                except Exception as exc:  # noqa: BLE001
+                    err = f"{type(exc).__name__}: {exc!s:.80}"
+                case = f"testbed.json {blob[:60]!r}..."
+            if err:
+                crashes += 1
+                if len(examples) < show:
+                    examples.append(f"{case[:120]}: {err}")
+    return {"cases": n, "crashes": crashes, "examples": examples}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -221,6 +318,8 @@ def main(argv: list[str] | None = None) -> int:
     t4 = time.monotonic()
     rp = fuzz_reports(rng, max(5, n_cli // 20), args.show)
     t5 = time.monotonic()
+    tb = fuzz_testbed(rng, n_cli * 2, args.show)
+    t6 = time.monotonic()
 
     pc = p["counts"]
     silent = sum(pc[k] for k in ("invalid", "invented", "silent", "changed"))
@@ -262,8 +361,15 @@ def main(argv: list[str] | None = None) -> int:
           f"lines): {rp['breaks']}")
     for e in rp["examples"]:
         print(f"    {e}")
-    total = p["cases"] + imp["cases"] + c["cases"] + cf["cases"] + rp["cases"]
-    crashes = pc["crash"] + imp["crashes"] + c["crashes"] + cf["crashes"] + rp["crashes"]
+    print(f"testbed: {tb['cases']} --fabric/--delay values and damaged testbed.json states "
+          f"(parse_fabrics, Testbed.load), {t6 - t5:.1f} s")
+    print(f"  crashes (not a result or a one-line refusal, or a loaded state `stop` must not "
+          f"act on): {tb['crashes']}")
+    for e in tb["examples"]:
+        print(f"    {e}")
+    total = p["cases"] + imp["cases"] + c["cases"] + cf["cases"] + rp["cases"] + tb["cases"]
+    crashes = pc["crash"] + imp["crashes"] + c["crashes"] + cf["crashes"] + rp["crashes"] + \
+        tb["crashes"]
     breaks = c["breaks"] + cf["breaks"] + rp["breaks"]
     print(f"\nbad inputs tried: {total}; crashes: {crashes}; silent misparses: "
           f"{silent + imp['mismatches']}; CLI contract breaks: {breaks}")

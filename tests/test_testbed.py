@@ -368,3 +368,44 @@ def test_a_directory_too_long_for_unix_sockets_is_refused_before_anything(tmp_pa
     with pytest.raises(UsageError, match="path too long"):
         Testbed.start(root, nodes=1)
     assert not root.exists()
+
+
+STATE = Path(__file__).resolve().parent / "data" / "testbed" / "testbed.json"
+
+
+@pytest.mark.parametrize("change,words", [
+    (lambda d: d.update(cgroup="/tmp/x/mpibench-testbed-" + d["id"]), "cgroup"),
+    (lambda d: d.update(cgroup=d["cgroup"].rsplit("/", 1)[0] + "/other"), "cgroup"),
+    (lambda d: d.update(host_link="eth0"), "host_link"),
+    (lambda d: d.update(id="../../x"), "id"),
+    (lambda d: d["nodes"][0]["anchor"].update(pid=1), "PID"),
+    (lambda d: d["nodes"][0]["anchor"].update(pid="1"), "PID"),
+    (lambda d: d["daemons"]["munged"].update(pid=True), "PID"),
+    (lambda d: d["nodes"][0].update(cpus="01"), "unexpected fields"),
+    (lambda d: d.update(nodes=[7]), "unexpected testbed state"),
+    (lambda d: d["nodes"][0].update(addresses="ab"), "unexpected testbed state"),
+    (lambda d: d.pop("fabrics"), "unexpected testbed state"),
+    (lambda d: d["fabrics"][0].update(extra=1), "unexpected testbed state"),
+])
+def test_a_state_naming_anything_but_the_testbeds_own_is_refused(tmp_path, change, words):
+    # stop kills the PIDs, empties the cgroup and deletes the link a state names: a state
+    # pointing elsewhere must be refused, not acted on
+    d = json.loads(STATE.read_text())
+    change(d)
+    (tmp_path / "testbed.json").write_text(json.dumps(d))
+    with pytest.raises(TestbedError, match=words) as ei:
+        Testbed.load(tmp_path)
+    assert "\n" not in str(ei.value)
+
+
+def test_a_real_state_loads_where_its_cgroup_path_is_a_cgroup_filesystem(tmp_path):
+    d = json.loads(STATE.read_text())
+    if not sx.on_cgroupfs(Path(d["cgroup"]).parent):
+        pytest.skip("no cgroup v1 cpuset at /sys/fs/cgroup/cpuset here")
+    (tmp_path / "testbed.json").write_text(json.dumps(d))
+    bed = Testbed.load(tmp_path)
+    assert [n.name for n in bed.nodes] == ["tn1", "tn2"] and bed.fabric("slow").rate_bps == 10**9
+    for garbage in (b"", b"\xff\xfe", b"[]", b"{}", b'{"id": 3}'):
+        (tmp_path / "testbed.json").write_bytes(garbage)
+        with pytest.raises(TestbedError):
+            Testbed.load(tmp_path)

@@ -26,6 +26,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import secrets
 import shlex
 import subprocess
@@ -221,14 +222,18 @@ class Testbed:
                           mgmt_address=n["mgmt_address"], addresses=dict(n["addresses"]),
                           anchor=Proc(**n["anchor"]) if n.get("anchor") else None)
                      for n in d["nodes"]]
-            return cls(root=root, id=d["id"], fabrics=[Fabric(**f) for f in d["fabrics"]],
+            bed = cls(root=root, id=d["id"], fabrics=[Fabric(**f) for f in d["fabrics"]],
                        nodes=nodes, cgroup=Path(d["cgroup"]), mgmt_subnet=d["mgmt_subnet"],
                        host_link=d["host_link"], netem=d["netem"], cpu_note=d["cpu_note"],
                        state=d["state"],
                        switch=Proc(**d["switch"]) if d.get("switch") else None,
                        daemons=d.get("daemons", {}), slurm_conf=d.get("slurm_conf"))
-        except (KeyError, TypeError) as exc:
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
             raise sx.TestbedError(f"{p}: unexpected testbed state ({exc})") from None
+        problem = bed_problem(bed)
+        if problem:
+            raise sx.TestbedError(f"{p}: unexpected testbed state ({problem})")
+        return bed
 
     def running(self) -> bool:
         return self.state == "running" and all(
@@ -578,6 +583,63 @@ exec {q(str(self.enter))} "$host" /bin/sh -c "$*"
         if self.slurm_conf:
             lines.append(f"  slurm: export SLURM_CONF={self.slurm_conf}")
         return "\n".join(lines)
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _proc_problem(p, what: str) -> str | None:
+    if not isinstance(p, Proc) or not _is_int(p.pid) or p.pid <= 1 or not (
+            p.start is None or _is_int(p.start)) or not (p.netns is None
+                                                         or isinstance(p.netns, str)):
+        return f"{what}: expected a PID, its start time and namespace"
+    return None
+
+
+def bed_problem(bed: Testbed) -> str | None:
+    """What is wrong with a loaded state, or None. `stop` kills the PIDs it names, empties
+    and removes the cgroup and deletes the host link: a state that names anything but a
+    testbed's own (its cgroup on a cgroup filesystem, named after its id; its link named
+    after its id) is refused rather than acted on."""
+    if not isinstance(bed.id, str) or not re.fullmatch(r"[0-9a-f]{8}", bed.id):
+        return f"id {bed.id!r}: expected 8 hex digits"
+    if bed.host_link != f"mbt-{bed.id}":
+        return f"host_link {bed.host_link!r}: expected mbt-{bed.id}"
+    if bed.cgroup.name != f"{CG_PREFIX}{bed.id}" or not sx.on_cgroupfs(bed.cgroup.parent):
+        return f"cgroup {str(bed.cgroup)[:80]!r}: expected {CG_PREFIX}{bed.id} in a cpuset"
+    if bed.state not in ("starting", "running", "stopped"):
+        return f"state {bed.state!r}"
+    for k in ("mgmt_subnet", "cpu_note"):
+        if not isinstance(getattr(bed, k), str):
+            return f"{k}: expected text"
+    if not isinstance(bed.netem, bool) or not (bed.slurm_conf is None
+                                               or isinstance(bed.slurm_conf, str)):
+        return "netem/slurm_conf: unexpected types"
+    for n in bed.nodes:
+        if not (isinstance(n.name, str) and re.fullmatch(r"tn[0-9]+", n.name)
+                and _is_int(n.index) and isinstance(n.mgmt_address, str)
+                and all(_is_int(c) and c >= 0 for c in n.cpus)
+                and all(isinstance(k, str) and isinstance(v, str)
+                        for k, v in n.addresses.items())):
+            return f"node {str(n.name)[:20]!r}: unexpected fields"
+        if n.anchor is not None and (msg := _proc_problem(n.anchor, f"node {n.name}")):
+            return msg
+    if bed.switch is not None and (msg := _proc_problem(bed.switch, "switch")):
+        return msg
+    for f in bed.fabrics:
+        if not (isinstance(f.name, str) and _is_int(f.index) and _is_int(f.rate_bps)
+                and isinstance(f.delay_us, (int, float)) and isinstance(f.delay_applied, bool)
+                and isinstance(f.subnet, str) and _is_int(f.mtu) and _is_int(f.burst)
+                and _is_int(f.limit)):
+            return f"fabric {str(f.name)[:20]!r}: unexpected fields"
+    if not isinstance(bed.daemons, dict):
+        return "daemons: expected a table"
+    for name, dd in bed.daemons.items():
+        if not isinstance(dd, dict) or not _is_int(dd.get("pid")) or dd["pid"] <= 1 or not (
+                dd.get("start") is None or _is_int(dd.get("start"))):
+            return f"daemon {str(name)[:20]!r}: expected a PID and its start time"
+    return None
 
 
 @contextlib.contextmanager

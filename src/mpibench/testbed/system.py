@@ -73,6 +73,27 @@ def cpuset_dir(mountinfo: str | None = None, self_cgroup: str | None = None) -> 
     return Path(point) / own.lstrip("/")
 
 
+def on_cgroupfs(path: Path, mountinfo: str | None = None) -> bool:
+    """Whether path lies on a cgroup (v1 or v2) filesystem, by the mount that holds it."""
+    if mountinfo is None:
+        try:
+            mountinfo = Path("/proc/self/mountinfo").read_text()
+        except OSError:
+            return False
+    path = os.path.normpath(str(path))
+    best, fstype = "", ""
+    for line in mountinfo.splitlines():
+        pre, sep, post = line.partition(" - ")
+        fields, tail = pre.split(), post.split()
+        if not sep or len(fields) < 5 or not tail:
+            continue
+        point = fields[4]
+        if (path == point or path.startswith(point.rstrip("/") + "/")) and \
+                len(point) >= len(best):
+            best, fstype = point, tail[0]
+    return fstype in ("cgroup", "cgroup2")
+
+
 _PROBE = r"""
 ip link set lo up || { echo "FAIL namespaces: cannot configure a network namespace"; exit 0; }
 ip link add mbtprobe type bridge 2>/dev/null || { echo "FAIL bridges: the kernel cannot create a bridge (CONFIG_BRIDGE)"; exit 0; }
