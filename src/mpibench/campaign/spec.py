@@ -161,6 +161,8 @@ class CampaignSpec:
     # repeats = "auto" (campaign/auto_repeats.py): repeats is then its maximum
     auto: Any = None
     max_cells: int = MAX_CELLS  # refused above this (check_cell_count)
+    # equivalence margin (0.02 = ±2%): compare and check test equivalence (TOST) with it
+    equivalence: float | None = None
 
     @property
     def directory(self) -> Path:
@@ -179,6 +181,8 @@ class CampaignSpec:
                 **({"price_per_kwh": self.price_per_kwh} if self.price_per_kwh is not None
                    else {}),
                 **({"jobs_per_year": self.jobs_per_year} if self.jobs_per_year is not None
+                   else {}),
+                **({"equivalence": self.equivalence} if self.equivalence is not None
                    else {}),
                 "variants": [{**v.to_dict(), **self.judging(v.name)} for v in self.variants],
                 "groups": [g.to_dict() for g in self.groups],
@@ -328,7 +332,8 @@ def parse(data: dict[str, Any], path: Path) -> CampaignSpec:
     c.known(data, "", ("campaign", "defaults", "variants", "benchmarks", "scheduler"))
     camp = c.table(data.get("campaign", {}), "campaign")
     c.known(camp, "campaign", ("name", "format", "description", "repeats", "order", "seed",
-                               "timeout", "verify_transport", "max_cells") + COST_KEYS)
+                               "timeout", "verify_transport", "max_cells", "equivalence")
+            + COST_KEYS)
     fmt = camp.get("format", FORMAT_VERSION)
     if fmt != FORMAT_VERSION:
         c.fail("campaign.format", f"got {_show(fmt)}",
@@ -356,6 +361,13 @@ def parse(data: dict[str, Any], path: Path) -> CampaignSpec:
     verify = c.boolean(camp.get("verify_transport", True), "campaign.verify_transport")
     description = c.string(camp.get("description", ""), "campaign.description", nonempty=False)
     cost = {k: c.non_negative(camp[k], f"campaign.{k}") for k in COST_KEYS if k in camp}
+    equivalence = None
+    if "equivalence" in camp:
+        from mpibench.stats.launch import parse_margin
+        equivalence = parse_margin(camp["equivalence"])
+        if equivalence is None:
+            c.fail("campaign.equivalence", f"got {_show(camp['equivalence'])}",
+                   'a margin such as "2%" (compare reports "equivalent within ±2%")')
 
     defaults = c.table(data.get("defaults", {}), "defaults")
     _no_cost_keys(c, defaults, "defaults")
@@ -407,7 +419,8 @@ def parse(data: dict[str, Any], path: Path) -> CampaignSpec:
                         timeout=timeout, verify_transport=verify, variants=variants,
                         variant_keys=vkeys, variant_base=vbase, groups=groups,
                         scheduler=scheduler, description=description, raw=data,
-                        line_rates=line_rates, max_cells=max_cells, **cost)
+                        line_rates=line_rates, max_cells=max_cells, equivalence=equivalence,
+                        **cost)
     check_cell_count(spec)
     return spec
 

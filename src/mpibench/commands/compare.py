@@ -158,9 +158,35 @@ def register(sub) -> None:
     o.add_argument("--detect", metavar="PCT",
                    help="also the launches per side needed to detect a difference of PCT "
                         "(e.g. 5%%), from the spread between launches seen so far")
+    o.add_argument("--equivalence", metavar="MARGIN", type=_margin,
+                   help="also test equivalence within ±MARGIN (e.g. 2%%): TOST per cell (≈) "
+                        "and overall, so a verdict can be 'equivalent within ±2%%' (default: "
+                        "the campaign's [campaign] equivalence, else none)")
     o.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
     add_table_options(p)
     p.set_defaults(func=run)
+
+
+def _margin(text: str) -> float:
+    from mpibench.stats.launch import parse_margin
+
+    v = parse_margin(text)
+    if v is None:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a margin such as 2% (between "
+                                         "0.01% and 100%)")
+    return v
+
+
+def equivalence_margin(store: Store, groups: dict[str, list[str]], flag: float | None
+                       ) -> float | None:
+    """--equivalence, else the [campaign] equivalence of the selected runs' campaign."""
+    if flag is not None:
+        return flag
+    from mpibench.report.specs import _spec_value
+    from mpibench.stats.launch import parse_margin
+
+    v = _spec_value(store, [r for ids in groups.values() for r in ids], ("equivalence",))
+    return parse_margin(v) if v is not None else None
 
 
 def open_store(path: str | None) -> Store:
@@ -275,7 +301,8 @@ def run(args) -> int:
         cmp = None
         if len(groups) >= 2:
             cmp = compare_groups(store, groups, baseline, alpha=args.alpha, cells=cells,
-                                 statistic=statistic)
+                                 statistic=statistic, equivalence=equivalence_margin(
+                                     store, groups, getattr(args, "equivalence", None)))
             cmp.relative = bool(getattr(args, "relative", False))
             parts.append(("comparison", render(cmp, fmt)))
         else:

@@ -117,7 +117,7 @@ def aa_summary(store_path, groups: dict[str, list[str]]) -> str:
     names = list(groups)
     with Store(store_path) as store:
         g = {n: groups[n] for n in names}
-        cmp = compare_groups(store, g, names[0])
+        cmp = compare_groups(store, g, names[0], equivalence=AA_MARGIN)
     cand = names[1]
     rows = [r for r in cmp.rows if r.deltas[cand].gain is not None]
     ours = sum(r.deltas[cand].significant for r in rows)
@@ -125,11 +125,21 @@ def aa_summary(store_path, groups: dict[str, list[str]]) -> str:
                                             r.cells[cand].samples) for r in rows])
     naive = int((np.asarray(pooled) <= 0.05).sum())
     launches = cmp.run_counts
+    equiv = sum(r.deltas[cand].equivalent for r in rows)
+    kind = cmp.kinds.get(cand)
+    said = (f"equivalent within ±{100 * AA_MARGIN:g}% overall (TOST)" if kind == "equivalent"
+            else f"{kind}, not shown equivalent within ±{100 * AA_MARGIN:g}% (more launches "
+            "would narrow the CI)")
     return (f"A/A check: {ours} of {len(rows)} cells significant with the launch-level test "
-            f"({launches.get(names[0], 0)}+{launches.get(cand, 0)} launches, Welch t on log "
-            f"launch medians, Holm), verdict: {cmp.kinds.get(cand)}; a test on samples pooled "
+            f"({launches.get(names[0], 0)}+{launches.get(cand, 0)} launches, t on log "
+            f"launch medians, sizes pooled, Holm), {equiv} of {len(rows)} cells equivalent "
+            f"within ±{100 * AA_MARGIN:g}%, verdict: {said}; a test on samples pooled "
             f"across launches (Mann-Whitney, Holm) would call {naive} of {len(rows)} "
             "significant.")
+
+
+# The margin the A/A section tests equivalence within: "the same" is only said with one.
+AA_MARGIN = 0.05
 
 
 FABRICS = (("fast", 4 * 10**9), ("slow", 10**9))

@@ -496,6 +496,23 @@ def aggregate(rows: Sequence[tuple[Mapping[str, float], Mapping[str, float], str
     return compare(per_side[0], per_side[1], "higher", alpha, level)
 
 
+def parse_margin(value: object) -> float | None:
+    """An equivalence margin: '2%', 2 (percent) or 0.02 -> 0.02; None when it is not a
+    margin between 0.01% and 100% (the caller names the flag or key in its error)."""
+    if isinstance(value, bool):
+        return None
+    s = str(value).strip()
+    if not s.isascii() or "_" in s:
+        return None
+    try:
+        v = float(s[:-1]) / 100.0 if s.endswith("%") else float(s)
+    except ValueError:
+        return None
+    if not s.endswith("%") and v >= 1.0:
+        v = v / 100.0                   # '2' means 2%
+    return v if 1e-4 <= v <= 1.0 else None
+
+
 def fmt_pct(effect: float | None) -> str:
     """0.052 -> '5.2%' (two significant digits), for 'detectable' and planning lines."""
     if effect is None or not math.isfinite(effect):
@@ -507,4 +524,4 @@ def fmt_pct(effect: float | None) -> str:
 __all__ = ["MIN_LAUNCHES", "POWER", "Estimate", "estimate", "LaunchTest", "compare",
            "compare_cells", "detectable_at", "Spread", "spread", "aggregate", "detectable_effect",
            "launches_needed", "pooled_sd", "fmt_pct", "cochran_cox_crit", "two_sided_p",
-           "one_sided_p"]
+           "one_sided_p", "parse_margin"]
