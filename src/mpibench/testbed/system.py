@@ -244,15 +244,18 @@ def terminate(pids: list[int], grace: float = 5.0) -> None:
             os.kill(p, signal.SIGTERM)
         except ProcessLookupError:
             pass
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and any(start_time(p) is not None for p in pids):
-        time.sleep(0.05)
+    _wait_gone(pids, grace)
     for p in pids:
         if start_time(p) is not None:
             try:
                 os.kill(p, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+    _wait_gone(pids, grace)
+
+
+def _wait_gone(pids: list[int], grace: float) -> None:
+    """Until none of pids is alive (a zombie counts as gone), at most grace seconds."""
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline and any(start_time(p) is not None for p in pids):
         time.sleep(0.05)
