@@ -10,8 +10,11 @@ so that it can be checked before any work is done.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from mpibench.errors import UsageError
@@ -85,3 +88,21 @@ def write_file(path: str | Path, data: str | bytes, *, mode: int | None = None,
             pass
         raise
     return p
+
+
+@contextlib.contextmanager
+def locked(lock_path: str | Path) -> Iterator[None]:
+    """An exclusive advisory lock (flock) on lock_path, created if missing, held for the
+    block: processes that share a file (the stacks registry, a build-cache entry) take turns
+    at read-modify-write. The kernel drops it when the holder dies, SIGKILL included, so a
+    crash never leaves it stuck. The lock file itself stays (removing it would race)."""
+    p = Path(lock_path)
+    try:
+        fd = os.open(p, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666 & ~_umask())
+    except OSError as exc:
+        raise UsageError(f"cannot lock {p}: {exc.strerror or exc}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)   # closing drops the lock

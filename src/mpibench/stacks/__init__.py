@@ -316,9 +316,24 @@ STACK_FILE_KEYS = ("prefix", "mpicc", "launcher", "launcher_kind", "kind", "modu
 
 def _str_table(value: object, where: str, key: str) -> dict[str, str]:
     if not isinstance(value, dict) or not all(isinstance(v, (str, int, float))
+                                              and not isinstance(v, bool)
                                               for v in value.values()):
-        raise UsageError(f"{where}: {key} must be a table of NAME = \"value\", got {value!r}")
-    return {str(k): str(v) for k, v in value.items()}
+        raise UsageError(f"{where}: {key} must be a table of NAME = \"value\", "
+                         f"got {_shown(value)}")
+    out = {str(k): str(v) for k, v in value.items()}
+    for k, v in out.items():
+        # the environment cannot hold these: os.environ raised ValueError at `stacks list`
+        if not k or "=" in k or "\x00" in k:
+            raise UsageError(f"{where}: {key} name {k!r}: expected a variable name without "
+                             "'=' or NUL")
+        if "\x00" in v:
+            raise UsageError(f"{where}: {key}.{k} = {v!r}: a value cannot hold a NUL byte")
+    return out
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 MAX_STACKS_FILE = 1 << 20      # a stacks file is a few hundred bytes
@@ -355,10 +370,25 @@ def load_stacks_file(path: str | Path, data: dict[str, Any] | None = None) -> li
     path = Path(path)
     if data is None:
         data = read_stacks_file(path)
+    stacks = []
+    for name, spec, kw in check_stacks_data(path, data):
+        if "prefix" in spec:
+            stacks.append(_prefix_stack(spec["prefix"], name=name, origin="file", **kw))
+        else:
+            stacks.append(_make_stack(name, spec["mpicc"], "file", **kw))
+    return stacks
+
+
+def check_stacks_data(path: Path, data: dict[str, Any] | None
+                      ) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """Every [stacks.NAME] entry checked (keys, types, kinds, launchers, env), without
+    probing anything: (name, entry, keyword arguments for the Stack). UsageError names the
+    file, the entry and the value."""
     table = data.get("stacks", {}) if data else {}
     if not isinstance(table, dict):
-        raise UsageError(f"stacks file {path}: expected a [stacks.NAME] table")
-    stacks = []
+        raise UsageError(f"stacks file {path}: stacks = {_shown(table)}: expected "
+                         "[stacks.NAME] tables")
+    out = []
     for name, spec in table.items():
         where = f"stacks file {path}: stacks.{name}"
         if not isinstance(spec, dict):
@@ -367,13 +397,23 @@ def load_stacks_file(path: str | Path, data: dict[str, Any] | None = None) -> li
         if unknown:
             raise UsageError(f"{where}: unknown key(s) {sorted(unknown)}; expected "
                              f"{', '.join(STACK_FILE_KEYS)}")
+        for key in ("prefix", "mpicc", "launcher", "launcher_kind", "kind"):
+            # mpicc = [list], prefix = 5: a TypeError deep in a probe before
+            if key in spec and (not isinstance(spec[key], str) or "\x00" in spec[key]
+                                or (key in ("prefix", "mpicc") and not spec[key].strip())):
+                raise UsageError(f"{where}: {key} = {_shown(spec[key])}: expected a "
+                                 + ("non-empty " if key in ("prefix", "mpicc") else "")
+                                 + "string" + (" (a path)" if key in ("prefix", "mpicc")
+                                               else ""))
         kind = spec.get("kind", "")
         if kind and kind not in kind_names():
             raise UsageError(f"{where}: kind = {kind!r} is not a known stack kind; expected "
                              f"one of: {', '.join(k for k in kind_names() if k != 'unknown')}")
         modules = spec.get("modules", [])
-        if not isinstance(modules, list) or not all(isinstance(m, str) for m in modules):
-            raise UsageError(f"{where}: modules must be a list of module names, got {modules!r}")
+        if not isinstance(modules, list) or not all(isinstance(m, str) and "\x00" not in m
+                                                    for m in modules):
+            raise UsageError(f"{where}: modules must be a list of module names, got "
+                             f"{_shown(modules)}")
         launcher = spec.get("launcher", "")
         launcher_kind = spec.get("launcher_kind", "")
         if launcher_kind:
@@ -389,13 +429,10 @@ def load_stacks_file(path: str | Path, data: dict[str, Any] | None = None) -> li
                 launcher_kind = get_kind(implied).launcher_backend(launcher)
         kw = {"launcher": launcher, "launcher_kind": launcher_kind, "modules": modules,
               "env": _str_table(spec.get("env", {}), where, "env"), "kind": kind}
-        if "prefix" in spec:
-            stacks.append(_prefix_stack(spec["prefix"], name=name, origin="file", **kw))
-        elif "mpicc" in spec:
-            stacks.append(_make_stack(name, spec["mpicc"], "file", **kw))
-        else:
+        if "prefix" not in spec and "mpicc" not in spec:
             raise UsageError(f"{where}: needs 'prefix' or 'mpicc'")
-    return stacks
+        out.append((name, spec, kw))
+    return out
 
 
 def default_stacks_file() -> Path | None:
@@ -414,6 +451,8 @@ def discover(prefixes: list[str] | None = None, stacks_file: str | Path | None =
     # the stacks file is read first: a bad one is refused before any compiler probe runs
     sf = stacks_file or default_stacks_file()
     sf_data = read_stacks_file(sf) if sf else None
+    if sf:
+        check_stacks_data(Path(sf), sf_data)
     for k in kinds():
         if not k.debian_wrapper:
             continue

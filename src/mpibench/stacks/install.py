@@ -24,7 +24,7 @@ from pathlib import Path
 from mpibench.errors import StackError, UsageError
 from mpibench.files import write_file
 from mpibench.process import run_command
-from mpibench.stacks import Stack, _prefix_stack
+from mpibench.stacks import Stack, _prefix_stack, check_stacks_data, read_stacks_file
 from mpibench.stacks.kinds import StackKind, kinds
 
 _SPEC = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([0-9][0-9A-Za-z.+-]*)$")
@@ -82,23 +82,89 @@ def entry_text(stack: Stack) -> str:
 
 def register(stack: Stack, registry: Path) -> str:
     """Add the stack to the stacks file; 'added' or 'already registered'. A different stack
-    under the same name is a collision (UsageError, file untouched)."""
-    text = registry.read_text() if registry.exists() else ""
+    under the same name is a collision (UsageError, file untouched). Read, check and write
+    happen under a lock beside the file (two concurrent installs both register), and the
+    new file is written whole and atomically: the new section is appended when the result
+    still reads back as the old stacks plus this one (comments and layout kept), else the
+    whole file is written again from its parsed content (a file holding `stacks = {...}` as
+    an inline table cannot take a [stacks."x"] section)."""
+    from mpibench.files import locked
+
+    check_registry(registry)
     try:
-        data = tomllib.loads(text) if text else {}
-    except tomllib.TOMLDecodeError as exc:
-        raise UsageError(f"stacks file {registry}: invalid TOML ({exc})") from None
-    existing = (data.get("stacks") or {}).get(stack.name)
-    if existing is not None:
-        if os.path.abspath(str(existing.get("prefix", ""))) == stack.prefix:
-            return "already registered"
-        raise UsageError(f"stacks file {registry}: stacks.{stack.name} already names "
-                         f"{existing.get('prefix') or existing.get('mpicc')}; choose another "
-                         "--name")
-    registry.parent.mkdir(parents=True, exist_ok=True)
-    sep = "" if not text or text.endswith("\n\n") else ("\n" if text.endswith("\n") else "\n\n")
-    write_file(registry, text + sep + entry_text(stack))
+        registry.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"stacks file {registry}: cannot create its directory "
+                         f"({exc.strerror})") from None
+    with locked(registry.parent / f".{registry.name}.lock"):
+        exists = registry.exists() or registry.is_symlink()
+        data = read_stacks_file(registry) if exists else {}
+        text = registry.read_text(encoding="utf-8") if exists else ""
+        check_stacks_data(registry, data)    # every entry valid before one is added
+        table = data.get("stacks", {})
+        existing = table.get(stack.name)
+        if existing is not None:
+            if os.path.abspath(str(existing.get("prefix", ""))) == stack.prefix:
+                return "already registered"
+            raise UsageError(f"stacks file {registry}: stacks.{stack.name} already names "
+                             f"{existing.get('prefix') or existing.get('mpicc')}; choose "
+                             "another --name")
+        entry = tomllib.loads(entry_text(stack))["stacks"][stack.name]
+        want = {**data, "stacks": {**table, stack.name: entry}}
+        sep = "" if not text or text.endswith("\n\n") else \
+            ("\n" if text.endswith("\n") else "\n\n")
+        new = text + sep + entry_text(stack)
+        try:
+            ok = tomllib.loads(new) == want
+        except tomllib.TOMLDecodeError:
+            ok = False
+        if not ok:
+            new = toml_text(want)
+            if tomllib.loads(new) != want:   # a value this writer cannot express
+                raise UsageError(f"stacks file {registry}: cannot add a section to it and "
+                                 "cannot rewrite it without changing it; add the stack by "
+                                 f"hand:\n{entry_text(stack)}")
+        write_file(registry, new)
     return "added"
+
+
+def toml_text(data: dict) -> str:
+    """TOML for a stacks file's content (strings, numbers, booleans, lists, tables): plain
+    keys first, then each table as its own [section]."""
+    def key(k: str) -> str:
+        return k if re.fullmatch(r"[A-Za-z0-9_-]+", k) else _toml_str(k)
+
+    def value(v) -> str:
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, int | float):
+            return repr(v)
+        if isinstance(v, str):
+            return _toml_str(v)
+        if isinstance(v, list):
+            return "[" + ", ".join(value(x) for x in v) + "]"
+        if isinstance(v, dict):
+            return "{ " + ", ".join(f"{key(k)} = {value(x)}" for k, x in v.items()) + " }"
+        raise UsageError(f"a stacks file value {v!r} cannot be written back")
+
+    out: list[str] = []
+
+    def section(path: list[str], table: dict) -> None:
+        # a stack's own table ([stacks.NAME]) holds its env inline; above that, tables
+        # become sections
+        inline = len(path) >= 2
+        plain = {k: v for k, v in table.items() if inline or not isinstance(v, dict)}
+        if path and (plain or len(plain) == len(table)):
+            out.append("[" + ".".join(key(p) for p in path) + "]")
+        out.extend(f"{key(k)} = {value(v)}" for k, v in plain.items())
+        if plain or path:
+            out.append("")
+        for k, v in table.items():
+            if k not in plain:
+                section(path + [k], v)
+
+    section([], data)
+    return "\n".join(out).rstrip("\n") + "\n"
 
 
 def install(spec: str, *, name: str | None = None, root: Path | None = None,
@@ -108,12 +174,64 @@ def install(spec: str, *, name: str | None = None, root: Path | None = None,
     name = name or f"{req.kind.name}-{req.version}"
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+-]*", name):
         raise UsageError(f"--name {name!r}: expected letters, digits and . _ + -")
+    registry = Path(registry or default_registry_file())
+    check_registry(registry)          # a bad stacks file is refused before pip runs
+    taken = discovered_names()
+    if name in taken:
+        # registered, then every verb refused: "two stacks are named 'openmpi'"
+        raise UsageError(f"--name {name!r}: {taken[name]} already has this name; choose "
+                         "another --name")
     root = Path(root or stacks_dir()).expanduser().resolve()
     prefix = root / f"{req.kind.name}-{req.version}"
-    registry = Path(registry or default_registry_file())
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"stacks directory {root}: cannot create it ({exc.strerror})") \
+            from None
+    # one installer per prefix at a time: a second install of the same package waits and
+    # then reuses it (it removed the first one's finished prefix as "a leftover" before)
+    from mpibench.files import locked
+    with locked(root / f".{prefix.name}.lock"):
+        happened = _install_prefix(spec, req, root, prefix, timeout)
+    stack = _prefix_stack(str(prefix), name=name, origin="installed", kind=req.kind.name)
+    if not stack.ok:
+        raise StackError(f"stacks install {spec}: {prefix} does not work: {stack.problem}")
+    if stack.version and not (req.version.startswith(stack.version)
+                              or stack.version.startswith(req.version)):
+        raise StackError(f"stacks install {spec}: {prefix} reports version {stack.version}, "
+                         f"not {req.version}")
+    what = register(stack, registry)
+    return stack, f"{happened}, {what} in {registry}"
+
+
+def check_registry(registry: Path) -> None:
+    """The stacks file an install will register in: a file (or nothing yet) holding valid
+    [stacks.NAME] entries."""
+    if registry.is_dir():
+        raise UsageError(f"stacks file {registry}: is a directory; expected a TOML file")
+    if registry.exists():
+        check_stacks_data(registry, read_stacks_file(registry))
+
+
+def discovered_names() -> dict[str, str]:
+    """Names stack discovery gives without a stacks file (a Debian stack's kind, `default`
+    for the mpicc on PATH, `none`): an installed stack registered under one of them makes
+    every verb refuse two stacks of one name."""
+    out = {"none": "a variant without MPI (stack = \"none\")"}
+    for k in kinds():
+        if k.debian_wrapper and shutil.which(k.debian_wrapper):
+            out[k.name] = f"the {k.name} stack found on this machine ({k.debian_wrapper})"
+    if shutil.which("mpicc"):
+        out["default"] = "the mpicc on PATH (stack 'default')"
+    return out
+
+
+def _install_prefix(spec: str, req: InstallRequest, root: Path, prefix: Path,
+                    timeout: float) -> str:
+    """pip into a temporary directory, renamed over the prefix once complete (under the
+    prefix's lock); 'installed' or 'reused'."""
     happened = "reused"
     if not (prefix / "bin" / "mpicc").exists():
-        root.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{prefix.name}.", dir=root))
         try:
             res = run_command([sys.executable, "-m", "pip", "install", "--no-deps",
@@ -131,12 +249,4 @@ def install(spec: str, *, name: str | None = None, root: Path | None = None,
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)
         happened = "installed"
-    stack = _prefix_stack(str(prefix), name=name, origin="installed", kind=req.kind.name)
-    if not stack.ok:
-        raise StackError(f"stacks install {spec}: {prefix} does not work: {stack.problem}")
-    if stack.version and not (req.version.startswith(stack.version)
-                              or stack.version.startswith(req.version)):
-        raise StackError(f"stacks install {spec}: {prefix} reports version {stack.version}, "
-                         f"not {req.version}")
-    what = register(stack, registry)
-    return stack, f"{happened}, {what} in {registry}"
+    return happened
