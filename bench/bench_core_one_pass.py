@@ -34,9 +34,8 @@ from mpibench.parsers.imb import parse_imb
 from mpibench.process import run_command
 
 REPO = Path(__file__).resolve().parents[1]
-PEERS = Path(os.environ.get("MPIBENCH_PEERS", REPO.parent.parent / "shared" / "peers"))
-if not PEERS.exists():
-    PEERS = Path("/work/shared/peers")
+# beside the repository (../shared/peers), or $MPIBENCH_PEERS; never an absolute path
+PEERS = Path(os.environ.get("MPIBENCH_PEERS") or REPO.parent / "shared" / "peers")
 CACHE = Path.home() / ".cache" / "mpibench" / "peers"
 MPIBENCH = Path(sys.executable).with_name("mpibench")
 STACKS = {

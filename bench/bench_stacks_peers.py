@@ -34,7 +34,9 @@ from mpibench.launchers import LaunchSpec, get_launcher
 from mpibench.process import run_command
 from mpibench.stacks import Stack, cache_dir, discover
 
-PEERS = Path(os.environ.get("MPIBENCH_PEERS", "/work/shared/peers"))
+# beside the repository (../shared/peers), or $MPIBENCH_PEERS; never an absolute path
+PEERS = Path(os.environ.get("MPIBENCH_PEERS")
+             or Path(__file__).resolve().parents[1].parent / "shared" / "peers")
 SIZES = (8, 1 << 20)
 LOCK = "/tmp/mpibench-mpi.lock"
 _ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+([\d.]+)\s+(.*)$")

@@ -35,7 +35,7 @@ from mpibench.report.compare import compare_groups, select_groups  # noqa: E402
 from mpibench.store import Store  # noqa: E402
 
 # the peers tarballs sit beside the repository (../shared/peers), never at an absolute path
-PEERS = Path(os.environ.get("MPIBENCH_PEERS", ROOT.parent / "shared" / "peers"))
+PEERS = Path(os.environ.get("MPIBENCH_PEERS") or ROOT.parent / "shared" / "peers")
 IMB_TGZ = PEERS / "imb-2021.11.tar.gz"
 LOCK = "/tmp/mpibench-mpi.lock"
 TARGET = 0.05

@@ -33,3 +33,21 @@ def test_two_runs_of_a_property_draw_the_same_cases():
     _DRAWN.clear()
     _draw()
     assert first == _DRAWN and len(set(first)) > 3
+
+
+def test_no_absolute_work_paths_in_code():
+    """The peers (and everything else) are found relative to the repository (peers:
+    ../shared/peers or $MPIBENCH_PEERS): a fresh clone elsewhere must run the same."""
+    import re
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    bad = []
+    for sub in ("src", "tests", "bench", "scripts"):
+        for p in (repo / sub).rglob("*"):
+            if p.suffix not in (".py", ".sh") or not p.is_file():
+                continue
+            for i, line in enumerate(p.read_text(errors="replace").splitlines(), 1):
+                if re.search(r"""["'(=\s]/work/""", line) and "noqa: abs-path" not in line:
+                    bad.append(f"{p.relative_to(repo)}:{i}: {line.strip()[:80]}")
+    assert not bad, "\n".join(bad)
