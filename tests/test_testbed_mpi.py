@@ -100,3 +100,73 @@ def test_no_fabric_is_faster_than_its_configured_rate(fabric_run):
             f.mbps / (f.expected.rate_bps / 8e6) * 100, rel=1e-6)
         if f.expected.delay_us:  # a delay is a lower bound on the one-way latency
             assert f.latency_us >= f.expected.delay_us
+
+
+SLURM_CAMPAIGN = """
+[campaign]
+name = "tb-slurm"
+repeats = 1
+timeout = 300
+
+[defaults]
+nodes = 2
+ppn = 1
+transport = "shm+tcp"
+
+# mpirun inside the allocation (Open MPI starts its daemons with srun)
+[variants.ompi-mpirun-fast]
+stack = "openmpi"
+interface = "fast"
+
+# srun as the launcher (PMIx), no mpirun
+[variants.ompi-srun-slow]
+stack = "openmpi"
+launcher = "srun"
+interface = "slow"
+
+# Hydra inside the allocation
+[variants.mpich-slow]
+stack = "mpich"
+interface = "slow"
+
+[benchmarks.pt2pt]
+benchmarks = ["PingPong"]
+sizes = "0,4M"
+options = { max_time = 0.05 }
+
+[scheduler]
+name = "slurm"
+partition = "debug"
+time_limit = "00:05:00"
+poll_interval = 1
+poll_max_interval = 2
+"""
+
+
+def test_under_the_testbeds_slurm_each_launcher_keeps_to_its_pinned_fabric(testbed,  # noqa: F811
+                                                                            tmp_path):
+    """Submitted from the host with sbatch: the job runs in tn1, mpirun (and Hydra) reach tn2
+    through the allocation, srun launches directly; each run's probe step reads the nodes'
+    counters, so the verdict says which fabric carried it under the batch system too."""
+    import sys
+
+    from mpibench.campaign import status as st
+    from mpibench.campaign.spec import load
+    from mpibench.files import write_file
+    from mpibench.process import run_command
+    from mpibench.store import Store
+
+    if not testbed.slurm_conf:
+        pytest.skip("the session testbed runs no Slurm (not installed)")
+    camp = tmp_path / "slurm.toml"
+    write_file(camp, SLURM_CAMPAIGN)
+    res = run_command([sys.executable, "-m", "mpibench", "campaign", "run", str(camp), "--db",
+                       str(tmp_path / "s.db")], env=testbed.env(), cwd=tmp_path, timeout=900)
+    with Store(tmp_path / "s.db") as store:
+        data = st.status(store, load(camp))
+    assert data["totals"]["done"] == 3, (res.stdout[-2000:], res.stderr[-2000:])
+    by = {v["variant"]: v for v in data["variants"]}
+    for name, fabric in (("ompi-mpirun-fast", "fast"), ("ompi-srun-slow", "slow"),
+                         ("mpich-slow", "slow")):
+        assert by[name]["transport_verdict"] == "ok", by[name]
+        assert f"; iface {fabric} (" in by[name]["transport_actual"]
