@@ -398,7 +398,6 @@ def test_cli_report_loads_the_cells_once(tmp_path, monkeypatch):
     """The --benchmark/--size check and the report share one load_cells (with samples)."""
     import mpibench.report.compare as rcompare
     import mpibench.report.data as rdata
-    import mpibench.report.html as rhtml
     import mpibench.report.tables as rtables
 
     store, _ = build_two_stack_store(tmp_path / "once.db", n=8, repeats=1)
@@ -413,8 +412,8 @@ def test_cli_report_loads_the_cells_once(tmp_path, monkeypatch):
     # every module that loads cells (the tables' and the comparison's own modules too)
     import importlib
     others = [importlib.import_module(f"mpibench.report.{m}") for m in (
-        "judge", "grids", "linerate", "firstcall", "scaling", "cost", "results")]
-    for mod in (rdata, rhtml, rcompare, rtables, *others):
+        "pipeline", "judge", "grids", "linerate", "firstcall", "scaling", "cost", "results")]
+    for mod in (rdata, rcompare, rtables, *others):
         monkeypatch.setattr(mod, "load_cells", counting)
     html = tmp_path / "once.html"
     assert cli_main(["report", "--db", str(tmp_path / "once.db"), "--benchmark", "allreduce",

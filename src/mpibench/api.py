@@ -162,14 +162,20 @@ def compare_frame(db_path: str | Path, groups: dict[str, list[str]] | None = Non
                   alpha: float = 0.05) -> pd.DataFrame:
     """The comparison table (one row per cell x candidate) as a DataFrame: medians, CIs,
     gain with its 95% CI, p, Holm p, launch counts, significance, notes."""
-    from mpibench.report.compare import compare_groups, comparison_records, select_groups
+    from mpibench.report import pipeline
+    from mpibench.report.compare_view import comparison_records
+    from mpibench.report.select import select_groups
     with _open(db_path) as store:
-        if groups is None:
+        if groups is None:                                                  # select
             groups = select_groups(store, campaign=campaign, variants=variants)
         if not groups:
             raise UsageError(f"{db_path}: no results match the selection")
-        cmp = compare_groups(store, groups, baseline or next(iter(groups)), alpha=alpha)
-        recs = comparison_records(cmp)
+        # load and judge as compare and report do (report/pipeline.py)
+        judged = pipeline.run(store, groups, pipeline.Request(baseline=baseline, alpha=alpha))
+        if judged.cmp is None:
+            raise UsageError(f"{db_path}: a comparison needs at least two result sets (got "
+                             f"{', '.join(groups)})")
+        recs = comparison_records(judged.cmp)
     df = pd.DataFrame.from_records(recs)
     if "params" in df:
         df["params"] = df["params"].map(lambda p: json.dumps(p, sort_keys=True))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from mpibench.benchmarks import parse_size
 from mpibench.commands import _args
@@ -246,66 +247,52 @@ def groups_from_args(store: Store, args) -> dict[str, list[str]]:
 
 
 def check_filters(cells: dict, benchmarks: list[str] | None, sizes: list[int] | None) -> None:
-    """--benchmark/--size values that match nothing are typos, not empty tables."""
-    from mpibench.report.data import fmt_size
+    """--benchmark/--size values that match nothing are typos (report.pipeline)."""
+    from mpibench.report.pipeline import check_filters as check
 
-    known = sorted({k[0] for k in cells})
-    lower = {b.lower() for b in known}
-    for b in benchmarks or []:
-        if b.lower() not in lower:
-            raise UsageError(f"--benchmark {b!r}: not in the selected results (benchmarks: "
-                             f"{', '.join(known) or 'none'})")
-    wanted = {b.lower() for b in benchmarks or []}
-    have = {k[1] for k in cells if k[1] is not None and (not wanted or k[0].lower() in wanted)}
-    for size in sizes or []:
-        if size not in have:
-            raise UsageError(f"--size {fmt_size(size) or size}: no selected result has this "
-                             "message size (sizes: "
-                             f"{', '.join(fmt_size(x) for x in sorted(have)) or 'none'})")
+    check(cells, benchmarks, sizes)
 
 
 def run(args) -> int:
+    """The report pipeline (report/pipeline.py): select, load, judge, build the sections,
+    then render every part in the asked format (JSON: the objects, dumped once)."""
     if args.output:
         check_output(args.output, "-o")
-    from mpibench.report.compare import (
-        compare_groups,
-        render,
-        render_results,
-        transport_lines,
-    )
-    from mpibench.report.data import load_cells
-    from mpibench.report.sections import Context, Options, compare_tables
-    from mpibench.report.tables import render_table
+    from mpibench.report import pipeline
+    from mpibench.report.compare_view import render, to_json_obj
+    from mpibench.report.render import render_table, table_obj
+    from mpibench.report.results import render_results, results_obj
+    from mpibench.report.sections import Options, compare_tables
 
     fmt = args.format
+    as_json = fmt == "json"
     sizes = parse_sizes_arg(args.size)
-    parts: list[tuple[str, str]] = []     # (key, text)
-    json_parts: dict[str, object] = {}
+    parts: list[tuple[str, Any]] = []     # (key, text; with --format json the object)
     with open_store(args.db) as store:
-        groups = groups_from_args(store, args)
-        baseline = args.baseline or next(iter(groups))
+        groups = groups_from_args(store, args)                              # select
         statistic = getattr(args, "statistic", "median")
         detect = None
         if getattr(args, "detect", None) is not None:
-            from mpibench.report.tables import parse_effect
+            from mpibench.report.planning import parse_effect
             detect = parse_effect(args.detect)
-        cells = load_cells(store, groups, statistic=statistic)
-        curve_cells = cells   # every measured size of the selected benchmarks
-        if args.benchmark or sizes:
-            check_filters(cells, args.benchmark, sizes)
-            wanted = {b.lower() for b in args.benchmark or []}
-            curve_cells = {k: v for k, v in cells.items()
-                           if not wanted or k[0].lower() in wanted}
-            cells = {k: v for k, v in curve_cells.items()
-                     if sizes is None or k[1] in sizes or k[1] is None}
-        cmp = None
-        if len(groups) >= 2:
-            cmp = compare_groups(store, groups, baseline, alpha=args.alpha, cells=cells,
-                                 statistic=statistic, equivalence=equivalence_margin(
-                                     store, groups, getattr(args, "equivalence", None)))
-            cmp.relative = bool(getattr(args, "relative", False))
-            parts.append(("comparison", render(cmp, fmt)))
-        else:
+        request = pipeline.Request(
+            baseline=args.baseline, alpha=args.alpha, statistic=statistic,
+            benchmarks=args.benchmark, sizes=sizes,
+            relative=bool(getattr(args, "relative", False)),
+            equivalence=equivalence_margin(store, groups, getattr(args, "equivalence", None)),
+            options=Options(size=sizes[0] if sizes else None, line_rate=args.line_rate,
+                            mean_std=args.mean_std,
+                            grid=tuple(args.grid) if args.grid else None, metric=args.metric,
+                            scaling_by=args.scaling_by,
+                            price_per_node_hour=args.cost_per_node_hour,
+                            power_per_node_w=args.power_per_node_w, detect=detect,
+                            gain_table=args.gain_table, first_call=args.first_call,
+                            scaling=args.scaling, multi_sizes=bool(sizes and len(sizes) > 1),
+                            price_per_kwh=args.price_per_kwh,
+                            jobs_per_year=args.jobs_per_year or None,
+                            differences=args.differences))
+        loaded = pipeline.load(store, groups, request)                      # load
+        if len(groups) < 2:
             # said before anything is printed: a refusal is one line
             for flag, on in (("--gain-table", args.gain_table), ("--detect", args.detect)):
                 if on:
@@ -313,40 +300,23 @@ def run(args) -> int:
                                      f"{next(iter(groups))} has results in this selection")
             err_console().print(f"only one result set selected ({next(iter(groups))}); "
                                 "showing its results")
+        judged = pipeline.judge(store, loaded, request)                     # judge
+        cmp = judged.cmp
+        if cmp is not None:
+            parts.append(("comparison", to_json_obj(cmp) if as_json else render(cmp, fmt)))
         if args.results or cmp is None:
             for g, ids in groups.items():
-                gcells = [by[g] for by in cells.values() if g in by]
-                parts.append((f"results:{g}", render_results(store, ids, fmt, title=g,
-                                                             cells=gcells)))
-        if cmp is not None:
-            warning_lines = cmp.warning_lines
-        else:
-            # one set: no comparison to footnote, but a transport that did not take effect
-            # must still be said beside its results
-            warning_lines = transport_lines(store, groups)
-            if warning_lines:
-                parts.append(("warnings", _warnings_text(warning_lines, fmt)))
-        ctx = Context(store=store, groups=groups, baseline=baseline, cells=cells,
-                      curve_cells=curve_cells, cmp=cmp, warnings=warning_lines,
-                      alpha=args.alpha, statistic=statistic, opts=Options(
-                          size=sizes[0] if sizes else None, line_rate=args.line_rate,
-                          mean_std=args.mean_std,
-                          grid=tuple(args.grid) if args.grid else None, metric=args.metric,
-                          scaling_by=args.scaling_by,
-                          price_per_node_hour=args.cost_per_node_hour,
-                          power_per_node_w=args.power_per_node_w, detect=detect,
-                          gain_table=args.gain_table, first_call=args.first_call,
-                          scaling=args.scaling, multi_sizes=bool(sizes and len(sizes) > 1),
-                          price_per_kwh=args.price_per_kwh,
-                          jobs_per_year=args.jobs_per_year or None,
-                          differences=args.differences))
-        tables = compare_tables(ctx)
-        for key, t in tables:
-            parts.append((key, render_table(t, fmt)))
-    if fmt == "json":
-        for key, text in parts:
-            json_parts[key] = json.loads(text)
-        out = json.dumps(json_parts if len(parts) > 1 else json_parts[parts[0][0]], indent=2)
+                gcells = [by[g] for by in loaded.cells.values() if g in by]
+                parts.append((f"results:{g}", results_obj(gcells, g, len(ids)) if as_json
+                              else render_results(store, ids, fmt, title=g, cells=gcells)))
+        if cmp is None and judged.warnings:
+            parts.append(("warnings", judged.warnings if as_json
+                          else _warnings_text(judged.warnings, fmt)))
+        ctx = pipeline.context(store, judged, request)
+        for key, t in compare_tables(ctx):                                  # sections
+            parts.append((key, table_obj(t) if as_json else render_table(t, fmt)))
+    if as_json:                                                             # render
+        out = json.dumps(dict(parts) if len(parts) > 1 else parts[0][1], indent=2)
     elif fmt == "csv" and len(parts) > 1:
         out = "\n".join(f"# {key}\n{text.rstrip()}\n" for key, text in parts)
     else:

@@ -20,23 +20,20 @@ import markupsafe
 
 import mpibench
 from mpibench.files import write_file
-from mpibench.report import plots
+from mpibench.report import pipeline, plots
 from mpibench.report.compare import (
     Comparison,
     Row,
     _results_table,
     _table_model,
-    compare_groups,
     md_escape,
     render_markdown,
-    transport_lines,
 )
 from mpibench.report.data import (
     bench_sort_key,
     imported_clause,
     imported_clause_for,
     imported_statistics,
-    load_cells,
     tool_statistic,
 )
 from mpibench.report.sections import Context, Options, report_sections
@@ -194,25 +191,24 @@ def build_report(store: Store, groups: Mapping[str, list[str]],
     opts = opts or ReportOptions()
     order = list(groups)
     baseline = opts.baseline or order[0]
-    cells = cells if cells is not None else load_cells(store, groups,
-                                                       statistic=opts.statistic)
-    if opts.benchmarks:
-        wanted = {b.lower() for b in opts.benchmarks}
-        cells = {k: v for k, v in cells.items() if k[0].lower() in wanted}
+    # the report pipeline (report/pipeline.py): load and judge as compare does
+    request = pipeline.Request(
+        baseline=baseline, alpha=opts.alpha, statistic=opts.statistic,
+        benchmarks=opts.benchmarks, title=f"Comparison against {baseline}",
+        relative=opts.relative,
+        options=Options(size=opts.size, line_rate=opts.line_rate, mean_std=opts.mean_std,
+                        grid=opts.grid, price_per_node_hour=opts.price_per_node_hour,
+                        power_per_node_w=opts.power_per_node_w,
+                        price_per_kwh=opts.price_per_kwh, jobs_per_year=opts.jobs_per_year))
+    judged = pipeline.judge(store, pipeline.load(store, groups, request, cells=cells), request)
+    cells, cmp, warnings = judged.loaded.cells, judged.cmp, judged.warnings
     sections: list[Section] = []
     gain_at = 1                       # the gain table follows the comparison
-    cmp = None
     verdicts: list[str] = []
     imported_stats = imported_statistics(c for by in cells.values() for c in by.values())
     imported = imported_clause_for(imported_stats)
-    warnings: list[str] = []
-    if len(groups) > 1:
-        cmp = compare_groups(store, groups, baseline, alpha=opts.alpha, cells=cells,
-                             title=f"Comparison against {baseline}",
-                             statistic=opts.statistic)
-        cmp.relative = opts.relative
+    if cmp is not None:
         verdicts = list(cmp.verdicts.values())
-        warnings = cmp.warning_lines
         s = Section("comparison", "Comparison",
                     intro="Per cell: each side's geometric mean of its launch medians ± 95% "
                           "CI from the spread between launches (one launch = one mpirun, the "
@@ -226,7 +222,6 @@ def build_report(store: Store, groups: Mapping[str, list[str]],
         sections.append(s)
     else:
         cmp_plot = _single(cells, order[0])
-        warnings = transport_lines(store, groups)
     if opts.plots:
         figs = []
         plot_cmp = cmp if cmp is not None else cmp_plot
@@ -265,23 +260,13 @@ def build_report(store: Store, groups: Mapping[str, list[str]],
                                        "medians)"))
     sections.append(rs)
     # the tables compare can print too: one list (report/sections.py) that both walk
-    ctx = Context(store=store, groups=groups, baseline=baseline, cells=cells,
-                  curve_cells=cells, cmp=cmp, warnings=warnings, alpha=opts.alpha,
-                  statistic=opts.statistic, for_report=True,
-                  opts=Options(size=opts.size, line_rate=opts.line_rate,
-                               mean_std=opts.mean_std, grid=opts.grid,
-                               price_per_node_hour=opts.price_per_node_hour,
-                               power_per_node_w=opts.power_per_node_w,
-                               price_per_kwh=opts.price_per_kwh,
-                               jobs_per_year=opts.jobs_per_year))
+    ctx = pipeline.context(store, judged, request, for_report=True)
     for spec, built in report_sections(ctx, own={"grid": lambda c: _grid_section(c, opts)}):
         if spec.key == "grid":
             if built is not None:
                 sections.append(built)
             continue
-        if spec.key == "cost":
-            _add_profile(store, groups, sections)
-        s = Section(spec.report_id, spec.title, tables=built)
+        s = Section(spec.report_id, spec.title, tables=built, intro=spec.intro)
         if spec.key == "scaling" and opts.plots:
             fig, shown, total = plots.scaling_figure(built[0].records,
                                                      max_series=MAX_SCALING_SERIES,
@@ -299,8 +284,6 @@ def build_report(store: Store, groups: Mapping[str, list[str]],
             sections.insert(gain_at, s)     # right after the comparison, as it reads best
             continue
         sections.append(s)
-    if not any(x.id == "cost" for x in sections):
-        _add_profile(store, groups, sections)
     return Report(title=opts.title, store_path=str(store.path), groups=_group_info(store, groups),
                   baseline=baseline, comparison=cmp, sections=sections, verdicts=verdicts,
                   generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"), warnings=warnings,
@@ -343,22 +326,6 @@ def _grid_section(ctx: Context, opts: ReportOptions) -> Section | None:
                     + (f"; {more} more grid(s)" if more > 0 else "")
                     + ". All grids: mpibench compare --grid ROW COL --format csv.")
     return gs if gs.tables or gs.intro else None
-
-
-def _add_profile(store: Store, groups: Mapping[str, list[str]],
-                 sections: list[Section]) -> None:
-    """Profiled launches (mpibench profile, campaign variants with profile = true)."""
-    from mpibench.profile_data import report_tables as profile_tables
-
-    if any(x.id == "profile" for x in sections):
-        return
-    pt = profile_tables(store, groups)
-    if pt:
-        sections.append(Section("profile", "MPI profile", tables=pt,
-                                intro="From the PMPI profiler's per-rank counters of every "
-                                      "profiled launch (docs/profiler.md): columns are sets "
-                                      "at one np; a message is one call of a function that "
-                                      "moves data, on the rank that made it."))
 
 
 def _single(cells: dict, group: str) -> Comparison:

@@ -217,6 +217,12 @@ def json_text(obj: Any) -> str:
     return json.dumps(clean_json(obj), indent=2)
 
 
+def table_obj(t: Table) -> dict[str, Any]:
+    """A Table as the JSON object its json rendering prints (records, not text rows)."""
+    return clean_json({"title": t.title, "kind": t.kind, "caption": t.caption,
+                       "rows": t.records, "notes": t.notes})
+
+
 def render(t: Table, fmt: str = "terminal") -> str:
     """A Table as terminal | markdown | csv | json text."""
     if fmt == "terminal":
@@ -226,8 +232,7 @@ def render(t: Table, fmt: str = "terminal") -> str:
     if fmt == "csv":
         return csv_text(t.records)
     if fmt == "json":
-        return json_text({"title": t.title, "kind": t.kind, "caption": t.caption,
-                          "rows": t.records, "notes": t.notes})
+        return json_text(table_obj(t))
     raise UsageError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
 
 
@@ -236,6 +241,6 @@ def render_table(t: Table, fmt: str = "terminal") -> str:
     return render(t, fmt)
 
 
-__all__ = ["Table", "FORMATS", "PLAIN_TABLE_ROWS", "render", "render_table", "terminal", "markdown",
+__all__ = ["Table", "FORMATS", "PLAIN_TABLE_ROWS", "render", "render_table", "table_obj", "terminal", "markdown",
            "csv_text", "json_text", "clean_json", "console", "md_escape", "md_table",
            "plain_table"]

@@ -103,6 +103,11 @@ def _results_table(cells: list[Cell]) -> tuple[list[str], list[list[str]], list[
     return RESULT_COLUMNS, body, notes
 
 
+def results_obj(cells: list[Cell], title: str, runs: int) -> dict[str, Any]:
+    """One set's results as the JSON object render_results(..., "json") prints."""
+    return {"title": title, "runs": runs, "rows": results_records(cells)}
+
+
 def render_results(store: Store, run_ids: list[str], fmt: str = "terminal", *,
                    title: str | None = None, cells: list[Cell] | None = None) -> str:
     """Per-stack table of one result set (runs pooled per cell as in compare_groups).
@@ -110,8 +115,7 @@ def render_results(store: Store, run_ids: list[str], fmt: str = "terminal", *,
     cells = cells if cells is not None else result_cells(store, run_ids)
     title = title or "results"
     if fmt == "json":
-        return json.dumps({"title": title, "runs": len(run_ids),
-                           "rows": results_records(cells)}, indent=2)
+        return json.dumps(results_obj(cells, title, len(run_ids)), indent=2)
     if fmt == "csv":
         return render_mod.csv_text(results_records(cells))
     hdr, body, notes = _results_table(cells)

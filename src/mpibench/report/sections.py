@@ -65,6 +65,7 @@ class SectionSpec:
     build: Callable[[Context], list[Table]]
     in_compare: Callable[[Context], bool]
     in_report: Callable[[Context], bool]
+    intro: str = ""         # the report's paragraph above the section's tables
 
 
 def _has_spec(ctx: Context, keys: tuple[str, ...]) -> bool:
@@ -156,6 +157,12 @@ def _projection(ctx: Context) -> list[Table]:
                              cells=ctx.cells)]
 
 
+def _profile(ctx: Context) -> list[Table]:
+    from mpibench.profile_data import report_tables
+
+    return report_tables(ctx.store, ctx.groups)
+
+
 def _cost_wanted(ctx: Context) -> bool:
     return (ctx.opts.price_per_node_hour is not None or ctx.opts.power_per_node_w is not None
             or _has_spec(ctx, ("price_per_node_hour", "power_per_node_w")))
@@ -189,6 +196,12 @@ SECTIONS: list[SectionSpec] = [
     SectionSpec("scaling", "scaling", "Scaling", _scaling,
                 in_compare=lambda c: c.opts.scaling,
                 in_report=lambda c: True),
+    SectionSpec("profile", "profile", "MPI profile", _profile,
+                in_compare=lambda c: False,     # mpibench profile --show prints them
+                in_report=lambda c: True,
+                intro="From the PMPI profiler's per-rank counters of every profiled launch "
+                      "(docs/profiler.md): columns are sets at one np; a message is one call "
+                      "of a function that moves data, on the rank that made it."),
     SectionSpec("cost", "cost", "Cost and energy", _cost,
                 in_compare=_cost_wanted,
                 in_report=lambda c: True),
