@@ -1,0 +1,57 @@
+"""`mpibench check`, the regression gate, on seeded simulated launches through the real
+store and compare path (the real-run shm vs tcp check is in test_check_real.py)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from mpibench.cli import main as cli_main
+from mpibench.stats import simulate as S
+
+
+def _store(tmp_path, effect: float, seed: int, launches=5):
+    rng = np.random.default_rng(seed)
+    store, _ = S.build_store(tmp_path / "g.db", rng, launches=launches, sigma_l=0.02,
+                             within=0.005, effect=effect, sizes=(0, 8, 64, 1024, 65536),
+                             n_samples=(20, 40))
+    store.close()
+    return str(tmp_path / "g.db")
+
+
+def test_a_real_slowdown_fails_the_gate(tmp_path, capsys):
+    db = _store(tmp_path, math.log(1 / 1.2), 41)        # b 20% slower
+    assert cli_main(["check", "--db", db, "--baseline", "a"]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("REGRESSION: b vs a")
+    assert cli_main(["check", "--db", db, "--baseline", "a", "--json"]) == 1
+    obj = json.loads(capsys.readouterr().out)
+    assert obj["status"] == "regression" and obj["regressions"]
+    assert all(r["gain"] < 1 for r in obj["regressions"])
+
+
+def test_a_speedup_and_a_slowdown_within_the_margin_pass(tmp_path, capsys):
+    db = _store(tmp_path, math.log(1.2), 42)            # b 20% faster
+    assert cli_main(["check", "--db", db, "--baseline", "a"]) == 0
+    assert capsys.readouterr().out.startswith("OK: b vs a")
+    (tmp_path / "m").mkdir()
+    db2 = _store(tmp_path / "m", math.log(1 / 1.05), 43)
+    # 5% slower: a regression at margin 0, not beyond a 15% margin
+    assert cli_main(["check", "--db", db2, "--baseline", "a"]) == 1
+    assert cli_main(["check", "--db", db2, "--baseline", "a", "--margin", "15%"]) == 0
+
+
+@pytest.mark.parametrize("seed", [44, 45, 46])
+def test_identical_launches_pass(tmp_path, seed, capsys):
+    db = _store(tmp_path, 0.0, seed)
+    assert cli_main(["check", "--db", db, "--baseline", "a"]) == 0
+
+
+def test_too_few_launches_cannot_tell(tmp_path, capsys):
+    db = _store(tmp_path, math.log(1 / 1.5), 47, launches=1)
+    assert cli_main(["check", "--db", db, "--baseline", "a"]) == 0
+    assert capsys.readouterr().out.startswith("CANNOT TELL")
+    assert cli_main(["check", "--db", db, "--baseline", "a", "--require-decision"]) == 3
