@@ -102,3 +102,16 @@ def test_template_substitutes_per_element_never_through_a_shell():
 def test_template_errors_name_the_problem(extra, message):
     with pytest.raises(UsageError, match=message.replace("{", r"\{").replace("}", r"\}")):
         get_launcher("template").argv("x", LaunchSpec(np=1, program=["p"], extra=extra))
+
+
+def test_template_passes_mca_as_environment_and_knows_the_node_count():
+    """A template launcher dropped the variant's MCA settings (a transport preset of an
+    Open MPI stack never reached the ranks), and {nodes} was 1 for a 2-node variant without
+    ppn."""
+    t = get_launcher("template")
+    spec = LaunchSpec(np=4, program=["a"], env={"X": "1"}, mca={"btl": "self,tcp"},
+                      nodes=2, extra=["run -N {nodes} -n {np}"])
+    assert t.launcher_env(spec) == {"OMPI_MCA_btl": "self,tcp", "X": "1"}
+    assert t.argv("x", spec) == ["run", "-N", "2", "-n", "4", "a"]
+    assert t.argv("x", LaunchSpec(np=4, program=["a"], ppn=2, extra=["r {nodes}"])) == \
+        ["r", "2", "a"]

@@ -156,7 +156,7 @@ def prepare_cell(stack: Stack, variant: Variant, program: list[str], run_dir: Pa
     spec = LaunchSpec(np=variant.np, program=list(program), env=env, mca=mca, ppn=variant.ppn,
                       hosts=variant.hosts, hostfile=variant.hostfile, bind=variant.bind,
                       map_by=variant.map_by, oversubscribe=oversub,
-                      cpus_per_task=variant.cpus_per_task,
+                      cpus_per_task=variant.cpus_per_task, nodes=variant.nodes,
                       extra=list(variant.launcher_args))
     argv = launcher.argv(stack.launcher, spec)
     if local:  # a batch job script loads the stack's modules itself, before every step

@@ -29,6 +29,7 @@ class LaunchSpec:
     extra: list[str] = field(default_factory=list)  # launcher options, verbatim
     mpi_plugin: str | None = None  # srun --mpi=
     cpus_per_task: int | None = None  # cores per rank
+    nodes: int | None = None  # nodes the variant asked for (the template's {nodes})
 
     def __post_init__(self) -> None:
         # env names become `-x NAME`, `-genv NAME v`, `NAME=v` arguments: an option-like

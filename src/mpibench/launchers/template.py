@@ -5,6 +5,7 @@ elements. Placeholders are substituted per element, never through a shell, so a 
 spaces stays one argument:
 
   {np} {ppn} {nodes} {hostfile} {hosts} (comma-separated) {exe} (the stack's launcher)
+  (MCA settings reach the ranks as OMPI_MCA_* variables in the launcher's environment)
   {program}  the program argv; an element that is exactly "{program}" becomes all of its
              elements, inside a longer element it is shlex.join-ed
   {env}      an element that is exactly "{env}" becomes VAR=value elements
@@ -53,7 +54,7 @@ class TemplateLauncher(Launcher):
     def argv(self, exe: str, spec: LaunchSpec) -> list[str]:
         template = split_template(spec.extra)
         hostfile = spec.hostfile or "hostfile"
-        nodes = len(spec.hosts) if spec.hosts else (
+        nodes = len(spec.hosts) if spec.hosts else spec.nodes or (
             -(-spec.np // spec.ppn) if spec.ppn else 1)
         values = {"np": str(spec.np), "ppn": str(spec.ppn or ""), "nodes": str(nodes),
                   "hostfile": hostfile, "hosts": ",".join(spec.hosts or []), "exe": exe,
@@ -74,6 +75,14 @@ class TemplateLauncher(Launcher):
         if not used_program:
             out += list(spec.program)
         return out
+
+
+    def launcher_env(self, spec: LaunchSpec) -> dict[str, str]:
+        # MCA settings (an Open MPI transport preset) cannot be placed on an unknown command
+        # line: they reach the ranks as OMPI_MCA_* variables, as with srun
+        env = {f"OMPI_MCA_{k}": str(v) for k, v in spec.mca.items()}
+        env.update(spec.env)
+        return env
 
 
 def _substitute(element: str, values: dict[str, str]) -> tuple[str, set[str]]:
