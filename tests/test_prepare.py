@@ -151,3 +151,34 @@ def test_prepare_per_parameter_and_a_failing_prepare(tmp_path):
         reasons
     # a failed preparation is not reused: no marker
     assert not list((bad / "runs" / "_prepare" / "md").glob("*/.prepared"))
+
+
+OPTION_NAMED = """
+[campaign]
+name = "dash"
+repeats = 1
+verify_transport = false
+[variants.a]
+stack = "openmpi"
+np = 1
+[benchmarks.app]
+inputs = ["--help", "-r"]
+prepare = ["sh -c 'cat ./--help ./-r > joined.txt'"]
+command = "sh -c 'echo value $(wc -l < joined.txt)'"
+fom = { name = "lines", regex = 'value ([0-9]+)', unit = "lines", better = "higher" }
+"""
+
+
+@pytest.mark.mpi
+def test_inputs_named_like_options_reach_the_prepare(tmp_path):
+    # an input named --help reached `cp -a --help "$d/work/"`: cp printed its help, exited 0,
+    # and the preparation ran without its input
+    (tmp_path / "--help").write_text("one\ntwo\n")
+    (tmp_path / "-r").write_text("three\n")
+    camp = tmp_path / "dash.toml"
+    camp.write_text(OPTION_NAMED)
+    assert cli_main(["campaign", "run", "--no-progress", str(camp)]) == 0
+    con = sqlite3.connect(tmp_path / "mpibench.db")
+    vals = [v for (v,) in con.execute("SELECT mean FROM results WHERE metric = 'lines'")]
+    con.close()
+    assert vals == [3.0]

@@ -83,7 +83,8 @@ class CellSteps:
             '  echo "mpibench prepare: reusing $d"',
             "else",
             '  rm -rf "$d/work" && mkdir -p "$d/work"',
-            *([f'  cp -a {inputs} "$d/work/"'] if inputs else []),
+            # "--": an input named --help (or -r) is a file, never an option of cp
+            *([f'  cp -a -- {inputs} "$d/work/"'] if inputs else []),
             f'  if ! ( cd "$d/work" && {body} ) >"$d/prepare.log" 2>&1; then',
             '    echo "mpibench prepare failed in $d (prepare.log):" >&2',
             '    tail -n 20 "$d/prepare.log" >&2',
