@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from mpibench.errors import UsageError
+from mpibench.units import BYTES_RE, byte_count
 
 PT2PT = ["PingPong", "PingPing", "Sendrecv", "Exchange", "Uniband", "Biband"]
 COLLECTIVES = ["Allreduce", "Reduce", "Reduce_scatter", "Allgather", "Allgatherv", "Gather",
@@ -23,10 +24,7 @@ MAX_SIZES = 256
 # ASCII digits and C isspace() only ('٣', '²' and U+00A0 are not), K/M/G/T with an optional
 # iB, or B; a range is MIN:MAX of at most 31 ASCII digits each, nothing else; a list is
 # under 4096 bytes. What Python accepts here the core accepts: no launch fails on --sizes.
-_SPACE = "[ \t\n\v\f\r]*"
-_SIZE_RE = re.compile(f"{_SPACE}([0-9]+){_SPACE}(?:([KMGTkmgt])(?:[iI][bB])?|[bB])?{_SPACE}")
 _RANGE_RE = re.compile(r"([0-9]{1,31}):([0-9]{1,31})")
-_SHIFT = {"k": 10, "m": 20, "g": 30, "t": 40}
 MAX_LIST_BYTES = 4095
 
 
@@ -49,15 +47,14 @@ def canonical_benchmarks(names: list[str]) -> list[str]:
 
 
 def parse_size(token: str) -> int:
-    m = _SIZE_RE.fullmatch(token)
-    if not m:
+    """A message size in the core's byte-count grammar (units.byte_count), <= 1 TiB."""
+    size = byte_count(token)
+    if size is None:
+        if BYTES_RE.fullmatch(token):     # well formed, but more digits than any size
+            raise UsageError(f"bad message size {token[:40]!r}...: sizes must be <= 1T "
+                             "(2^40 bytes)")
         raise UsageError(f"bad message size {token!r}; expected a byte count such as 0, 64, "
                          "4K, 1M or 2G (K/M/G/T are powers of 1024)")
-    digits = m.group(1)
-    if len(digits) > 40:  # beyond any 64-bit count; int() of a huge string is slow, too
-        raise UsageError(f"bad message size {token[:40]!r}...: sizes must be <= 1T "
-                         "(2^40 bytes)")
-    size = int(digits) << _SHIFT.get((m.group(2) or "").lower(), 0)
     if size > MAX_SIZE:
         raise UsageError(f"bad message size {token!r}: sizes must be <= 1T (2^40 bytes)")
     return size

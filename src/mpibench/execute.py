@@ -29,6 +29,7 @@ from mpibench.parsers.core_jsonl import CoreOutput, parse_core_jsonl
 from mpibench.process import CommandResult, run_command
 from mpibench.stacks import Stack
 from mpibench.transports import preset
+from mpibench.units import byte_count
 
 ROOT_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 PROGRAM_PLACEHOLDER = "<program>"
@@ -346,19 +347,16 @@ _CORE_DEFAULT_MAX_TIME, _CORE_DEFAULT_TIMEOUT = 0.05, 60.0
 FINGERPRINT_CORE_OPTIONS = ("mode", "iterations", "iterations_volume", "thread_level",
                             "off_cache", "root_shift", "sync", "batch_us", "warmup",
                             "per_call")
-_BYTES = re.compile(r"^\s*(\d+)\s*(?:([kmgtKMGT])(?:i?[bB])?|[bB])?\s*$")
-
-
 def parse_bytes(value: Any) -> int | None:
-    """512, "512", "4K", "2GiB" -> bytes (K/M/G/T = 2^10/2^20/2^30/2^40, as the core reads
-    them); None if malformed, below 1 or beyond the core's 64-bit range."""
+    """512, "512", "4K", "2GiB" -> bytes in the core's grammar (units.byte_count: ASCII
+    digits, K/M/G/T = 2^10..2^40 with an optional iB); None if malformed, below 1 or beyond
+    the core's 64-bit range."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
         n = value
-    elif isinstance(value, str) and (m := _BYTES.match(value)):
-        n = int(m.group(1)) << {None: 0, "k": 10, "m": 20, "g": 30, "t": 40}[
-            m.group(2) and m.group(2).lower()]
+    elif isinstance(value, str) and (b := byte_count(value)) is not None:
+        n = b
     else:
         return None
     return n if 1 <= n < 2**63 else None

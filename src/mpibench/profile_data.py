@@ -23,6 +23,7 @@ from typing import Any
 
 from mpibench.errors import UsageError
 from mpibench.store import queries
+from mpibench.units import byte_count, fmt_bytes, fmt_pow2, fmt_seconds
 
 # ---- which calls are messages ------------------------------------------------------------
 # A "message" is one call of a function that moves data, on the rank that made it: a Send and
@@ -51,8 +52,6 @@ def is_message_function(name: str, cls: str | None) -> bool:
 # Lower bounds of the default buckets after "0 B": factors of 16 around 1 KiB, so that the
 # table reads like "most messages are 1-16 KiB" (the log2 bins are one --buckets log2 away).
 COARSE_EDGES = (1, 64, 1 << 10, 16 << 10, 256 << 10, 4 << 20, 64 << 20)
-_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20,
-          "mb": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30}
 
 
 def parse_buckets(spec: str | Sequence[int] | None) -> tuple[int, ...] | None:
@@ -67,11 +66,10 @@ def parse_buckets(spec: str | Sequence[int] | None) -> tuple[int, ...] | None:
     edges = []
     for item in items:
         text = str(item).strip()
-        m = re.fullmatch(r"(\d+)\s*([A-Za-z]*)", text)
-        if not m or m.group(2).lower() not in _UNITS:
+        v = byte_count(text)                 # the one byte-count grammar (units.py)
+        if v is None:
             raise UsageError(f"--buckets {spec!r}: {text!r} is not a size; expected 'coarse', "
                              "'log2' or sizes like 64,1K,16K,256K")
-        v = int(m.group(1)) * _UNITS[m.group(2).lower()]
         if v < 1 or v & (v - 1):
             raise UsageError(f"--buckets {spec!r}: {text!r} is not a power of two; the "
                              "profiler bins message sizes by powers of two")
@@ -83,22 +81,15 @@ def parse_buckets(spec: str | Sequence[int] | None) -> tuple[int, ...] | None:
     return tuple(edges)
 
 
-def _pow2(n: int) -> str:
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if n >= (1 << shift):
-            return f"{n >> shift} {unit}"
-    return f"{n} B"
-
-
 def bucket_label(lo: int, hi: int | None) -> str:
     """'0 B', '1 KiB - <16 KiB', '>= 64 MiB'."""
     if lo == 0:
         return "0 B"
     if hi is None:
-        return f">= {_pow2(lo)}"
+        return f">= {fmt_pow2(lo)}"
     if hi == 2 * lo and lo == 1:
         return "1 B"
-    return f"{_pow2(lo)} - <{_pow2(hi)}"
+    return f"{fmt_pow2(lo)} - <{fmt_pow2(hi)}"
 
 
 def _bucket_of(lo: int, edges: tuple[int, ...] | None) -> tuple[int, int | None]:
@@ -187,13 +178,6 @@ def bucket_headline(b: Mapping[str, Any]) -> str:
     return text
 
 
-def fmt_bytes(n: float) -> str:
-    for unit, k in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= k:
-            return f"{n / k:.1f} {unit}"
-    return f"{int(n)} B"
-
-
 def render_buckets(doc: Mapping[str, Any], console, edges: tuple[int, ...] | None = COARSE_EDGES
                    ) -> None:
     """The size-bucket table of one profile (terminal)."""
@@ -209,7 +193,7 @@ def render_buckets(doc: Mapping[str, Any], console, edges: tuple[int, ...] | Non
     for r in rows:
         t.add_row(r["bucket"], str(r["messages"]), f"{100 * r['message_share']:.1f}",
                   fmt_bytes(r["bytes"]), f"{100 * r['byte_share']:.1f}",
-                  _fmt_time(r["time_s"]), f"{100 * r['time_share']:.1f}",
+                  fmt_seconds(r["time_s"]), f"{100 * r['time_share']:.1f}",
                   r["top_function"] or "")
     console.print(t)
     notes = [f"{len(b['functions'])} functions counted; {b['other_calls']} calls of functions "
@@ -224,14 +208,6 @@ def _trim(rows: list[dict]) -> list[dict]:
     """Without the empty buckets at both ends (the shape in between stays)."""
     idx = [i for i, r in enumerate(rows) if r["messages"]]
     return rows[idx[0]:idx[-1] + 1] if idx else []
-
-
-def _fmt_time(s: float) -> str:
-    if s >= 1:
-        return f"{s:.3f} s"
-    if s >= 1e-3:
-        return f"{s * 1e3:.3f} ms"
-    return f"{s * 1e6:.2f} us"
 
 
 def bucket_records(doc: Mapping[str, Any], edges: tuple[int, ...] | None = COARSE_EDGES
@@ -512,7 +488,7 @@ def diff_tables(d: Mapping[str, Any], name_a: str, name_b: str) -> list[Any]:
         t, c = r["time_s"], r["calls"]
         ratio, verdict = _fmt_ratio(t, alpha)
         cratio = "-" if c["ratio"] is None else f"{c['ratio']:.3g}x"
-        rows.append([r["function"], _fmt_side(t["a"], _fmt_time), _fmt_side(t["b"], _fmt_time),
+        rows.append([r["function"], _fmt_side(t["a"], fmt_seconds), _fmt_side(t["b"], fmt_seconds),
                      ratio, verdict, _fmt_side(c["a"], _num), _fmt_side(c["b"], _num), cratio])
         recs.append({"function": r["function"], "class": r["class"],
                      "time_s_a": t["a"]["value"], "time_s_b": t["b"]["value"],

@@ -28,6 +28,7 @@ from typing import Any
 
 from mpibench.errors import BenchmarkFailure, BuildError, UsageError
 from mpibench.process import CommandResult, run_command
+from mpibench.units import fmt_bytes, fmt_pow2, fmt_seconds
 
 SCHEMA = "mpibench-profile"
 RANK_SCHEMA = "mpibench-profile-rank"
@@ -521,36 +522,13 @@ def load_profile(store, run_id: str) -> dict[str, Any]:
 
 
 # ---- report ----------------------------------------------------------------------------
-def fmt_bytes(n: float) -> str:
-    for unit, k in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= k:
-            return f"{n / k:.1f} {unit}"
-    return f"{int(n)} B"
-
-
-def fmt_time(s: float) -> str:
-    if s >= 1:
-        return f"{s:.3f} s"
-    if s >= 1e-3:
-        return f"{s * 1e3:.3f} ms"
-    return f"{s * 1e6:.2f} us"
-
-
-def _pow2(n: int) -> str:
-    for unit, shift in (("EiB", 60), ("PiB", 50), ("TiB", 40), ("GiB", 30), ("MiB", 20),
-                        ("KiB", 10)):
-        if n >= (1 << shift):
-            return f"{n >> shift} {unit}"
-    return f"{n} B"
-
-
 def bin_label(lo: int) -> str:
     """Histogram bin [lo, 2*lo) bytes, lo a power of two; bin 0 is exactly 0 bytes."""
     if lo == 0:
         return "0 B"
     if lo == 1:
         return "1 B"
-    return f"{_pow2(lo)} - <{_pow2(2 * lo)}"
+    return f"{fmt_pow2(lo)} - <{fmt_pow2(2 * lo)}"
 
 
 _COARSE = object()  # the default bucket edges (profile_data.COARSE_EDGES)
@@ -576,9 +554,9 @@ def render_report(doc: Mapping[str, Any], console=None, *, top: int = 10,
               f"(mpi.h {doc.get('header_mpi_version')}), {state}")
     if doc.get("ranks_missing"):
         con.print(f"  ranks with no data: {doc['ranks_missing']}")
-    con.print(f"  wall time per rank {fmt_time(doc['wall_s']['mean'])}; time in MPI "
+    con.print(f"  wall time per rank {fmt_seconds(doc['wall_s']['mean'])}; time in MPI "
               f"{100 * frac['mean']:.1f}% on average (min {100 * frac['min']:.1f}%, "
-              f"max {100 * frac['max']:.1f}%), {fmt_time(mpi['total'])} over all ranks, "
+              f"max {100 * frac['max']:.1f}%), {fmt_seconds(mpi['total'])} over all ranks, "
               f"{doc.get('calls_total')} calls")
     ml, ll = doc.get("most_loaded_rank"), doc.get("least_loaded_rank")
     if ml and ll:
@@ -591,8 +569,8 @@ def render_report(doc: Mapping[str, Any], console=None, *, top: int = 10,
         t.add_column(c, justify="left" if c == "host" else "right")
     per = doc.get("per_rank", [])
     for r in per[:max_ranks]:
-        t.add_row(str(r["rank"]), str(r.get("host", "")), fmt_time(r["wall_s"]),
-                  fmt_time(r["mpi_s"]), f"{100 * r['mpi_fraction']:.1f}", str(r["calls"]),
+        t.add_row(str(r["rank"]), str(r.get("host", "")), fmt_seconds(r["wall_s"]),
+                  fmt_seconds(r["mpi_s"]), f"{100 * r['mpi_fraction']:.1f}", str(r["calls"]),
                   str(r.get("threads", "")))
     if len(per) > max_ranks:
         t.add_row("...", f"{len(per) - max_ranks} more", "", "", "", "", "")
@@ -609,10 +587,10 @@ def render_report(doc: Mapping[str, Any], console=None, *, top: int = 10,
             recv = fmt_bytes(f["bytes_recv"])
             if f["recv_unknown"]:
                 recv += f" (+{f['recv_unknown']} unknown, {fmt_bytes(f['bytes_recv_posted'])} posted)"
-            tb.add_row(name, f["class"], str(f["calls"]), fmt_time(f["time_s"]),
-                       f"{100 * f['time_s'] / total:.1f}", fmt_time(f["mean_call_s"]),
-                       fmt_time(f["time_per_rank_s"]["min"]),
-                       fmt_time(f["time_per_rank_s"]["max"]),
+            tb.add_row(name, f["class"], str(f["calls"]), fmt_seconds(f["time_s"]),
+                       f"{100 * f['time_s'] / total:.1f}", fmt_seconds(f["mean_call_s"]),
+                       fmt_seconds(f["time_per_rank_s"]["min"]),
+                       fmt_seconds(f["time_per_rank_s"]["max"]),
                        fmt_bytes(f["bytes_sent"]), recv)
         con.print(tb)
 
@@ -628,7 +606,7 @@ def render_report(doc: Mapping[str, Any], console=None, *, top: int = 10,
     for c in ("family", "calls", "time", "% MPI", "sent", "received", "unknown-size recvs"):
         ft.add_column(c, justify="left" if c == "family" else "right")
     for cls, (calls, tsec, sent, recv, unk) in sorted(fam.items(), key=lambda kv: -kv[1][1]):
-        ft.add_row(cls, str(calls), fmt_time(tsec), f"{100 * tsec / total:.1f}",
+        ft.add_row(cls, str(calls), fmt_seconds(tsec), f"{100 * tsec / total:.1f}",
                    fmt_bytes(sent), fmt_bytes(recv), str(unk))
     con.print(ft)
     ftable(f"Top {top} functions by time", lambda kv: -kv[1]["time_s"])
@@ -645,7 +623,7 @@ def render_report(doc: Mapping[str, Any], console=None, *, top: int = 10,
             first = True
             for lo, calls, tsec, *_ in f["hist"]:
                 h.add_row(name if first else "", bin_label(lo), str(calls),
-                          f"{100 * calls / max(f['calls'], 1):.1f}", fmt_time(tsec),
+                          f"{100 * calls / max(f['calls'], 1):.1f}", fmt_seconds(tsec),
                           f"{100 * tsec / (f['time_s'] or 1e-30):.1f}")
                 first = False
         con.print(h)
@@ -659,6 +637,6 @@ def render_report(doc: Mapping[str, Any], console=None, *, top: int = 10,
     est = o.get("estimated_total_s", 0.0)
     wall_total = sum(r["wall_s"] for r in per) or 1e-30
     con.print(f"profiler overhead (measured at MPI_Init): {npc:.1f} ns per call, {npb:.1f} ns "
-              f"with byte counting, {npcoll:.1f} ns per collective; estimated {fmt_time(est)} in total = "
+              f"with byte counting, {npcoll:.1f} ns per collective; estimated {fmt_seconds(est)} in total = "
               f"{100 * est / total:.3f}% of the MPI time, {100 * est / wall_total:.4f}% of the "
               "run time")

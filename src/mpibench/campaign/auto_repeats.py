@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from mpibench.stats import launch as launch_stats
+from mpibench.units import percent
 
 DEFAULT_MIN, DEFAULT_MAX, DEFAULT_TARGET = 3, 10, 0.05
 
@@ -57,12 +58,8 @@ def parse(value: Any, fail) -> AutoRepeats:
     if hi < lo:
         fail(f"max >= min (got min {lo}, max {hi})")
     t = value.get("target", DEFAULT_TARGET)
-    if isinstance(t, str) and t.strip().endswith("%"):
-        try:
-            t = float(t.strip()[:-1]) / 100.0
-        except ValueError:
-            t = None
-    if isinstance(t, bool) or not isinstance(t, int | float) or not 0 < t < 1:
+    t = percent(t) if isinstance(t, str | int | float) else None   # one grammar (units.py)
+    if t is None or not 0 < t < 1:
         fail('target as a percentage such as "5%" (or 0.05)')
     return AutoRepeats(lo, hi, float(t))
 

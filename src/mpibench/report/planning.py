@@ -17,19 +17,14 @@ from mpibench.report.data import (
 )
 from mpibench.report.render import Table
 from mpibench.stats import launch as launch_stats
+from mpibench.units import percent
 
 
 def parse_effect(text: str | float) -> float:
     """'5%', '5', '0.05' -> 0.05 (a relative difference, > 0 and < 10 = 1000%)."""
-    s = str(text).strip()
-    try:
-        v = float(s[:-1]) / 100.0 if s.endswith("%") else float(s)
-    except ValueError:
+    v = percent(text)                   # the one percentage grammar (units.py)
+    if v is None:
         v = float("nan")
-    if not s.isascii() or "_" in s:     # float() also reads '٣' and '1_0'
-        v = float("nan")
-    if not s.endswith("%") and v >= 1.0:
-        v = v / 100.0                   # '5' means 5%
     if not 0.0 < v < 10.0:
         raise UsageError(f"--detect {text!r}: expected a relative difference such as 5% or "
                          "0.05")

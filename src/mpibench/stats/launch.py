@@ -29,6 +29,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from mpibench.units import percent
+
 # A side needs two launches for any spread to be seen; below that nothing is tested.
 MIN_LAUNCHES = 2
 # The power the planning numbers are computed for.
@@ -499,18 +501,8 @@ def aggregate(rows: Sequence[tuple[Mapping[str, float], Mapping[str, float], str
 def parse_margin(value: object) -> float | None:
     """An equivalence margin: '2%', 2 (percent) or 0.02 -> 0.02; None when it is not a
     margin between 0.01% and 100% (the caller names the flag or key in its error)."""
-    if isinstance(value, bool):
-        return None
-    s = str(value).strip()
-    if not s.isascii() or "_" in s:
-        return None
-    try:
-        v = float(s[:-1]) / 100.0 if s.endswith("%") else float(s)
-    except ValueError:
-        return None
-    if not s.endswith("%") and v >= 1.0:
-        v = v / 100.0                   # '2' means 2%
-    return v if 1e-4 <= v <= 1.0 else None
+    v = percent(value)                  # the one percentage grammar (units.py)
+    return v if v is not None and 1e-4 <= v <= 1.0 else None
 
 
 def fmt_pct(effect: float | None) -> str:
