@@ -61,31 +61,32 @@ class LocalPolicy:
 
 
 class _AutoRule:
-    """repeats = "auto" (campaign/auto_repeats.py) for the local scheduler: before the first
-    cell of each round past the minimum, a group whose gains are all known to +-target stops
-    (its remaining cells stay pending and are reported). Batch schedulers submit every
-    round up to the maximum."""
+    """repeats = "auto" (campaign/auto_repeats.py) for the local scheduler: a two-stage rule.
+    Once a group has its first `min` rounds, its total is fixed from their spread
+    (stage_two_total) and the rounds past it are skipped (their cells stay pending and are
+    reported). One look per group, on the spread only. Batch schedulers submit every round
+    up to the maximum."""
 
     def __init__(self, runner, campaign_id: int):
         self.runner, self.cid = runner, campaign_id
         self.rule = runner.spec.auto
-        self.checked: dict[str, int] = {}       # group -> round last evaluated
-        self.stopped: dict[str, int] = {}       # group -> rounds run
+        self.total: dict[str, int] = {}         # group -> launches per variant (stage 2)
+        self.stopped: dict[str, int] = {}       # group -> rounds run (when fewer than max)
 
     def skip(self, cell: Cell) -> bool:
-        from mpibench.campaign.auto_repeats import group_launches, precise_enough
+        from mpibench.campaign.auto_repeats import group_launches, stage_two_total
 
         g = cell.group.name
-        if g in self.stopped:
-            return True
-        if cell.repeat < self.rule.min or self.checked.get(g) == cell.repeat:
+        if cell.repeat < self.rule.min:
             return False
-        self.checked[g] = cell.repeat
-        per_variant, better = group_launches(self.runner.store, self.cid, g)
-        if precise_enough(per_variant, self.rule.target, better):
-            self.stopped[g] = cell.repeat
-            self.runner.log(f"repeats = auto: group {g} stops after {cell.repeat} launches "
-                            f"per variant: every gain's 95% CI is within "
-                            f"±{100 * self.rule.target:g}%")
-            return True
-        return False
+        if g not in self.total:
+            per_variant, better = group_launches(self.runner.store, self.cid, g)
+            n = stage_two_total(per_variant, self.rule, better)
+            self.total[g] = n
+            self.runner.log(f"repeats = auto: group {g}: {n} launches per variant (two-stage "
+                            f"rule: at the spread of the first {self.rule.min}, every gain's "
+                            f"95% CI within ±{100 * self.rule.target:g}%"
+                            + (", or the maximum" if n == self.rule.max else "") + ")")
+            if n < self.rule.max:
+                self.stopped[g] = n
+        return cell.repeat >= self.total[g]
