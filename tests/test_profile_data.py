@@ -400,7 +400,7 @@ def test_report_profile_pairs_by_effective_placement(tmp_path):
     ('s[nodes=1]', 's[nodes=2]') gets one column per placement, and a fixed variant meets the
     sweep's point of the same placement: f (nodes = 2, ppn = 1) the nodes=2 point, g (one
     node, np = 2) the nodes=1 point; never pooled, never paired across placements."""
-    from mpibench.profile_data import report_tables
+    from mpibench.report.profile import report_tables
     from mpibench.store import Store
 
     rng = np.random.default_rng(3)

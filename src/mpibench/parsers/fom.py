@@ -6,9 +6,10 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mpibench.campaign.plan import Cell
+if TYPE_CHECKING:  # a type only: parsers sit below campaign/ (tests/test_layers.py)
+    from mpibench.campaign.plan import Cell
 
 # what a figure of merit may capture: an ASCII decimal number. float() alone also takes
 # 'inf', 'nan', '1e999' (inf), '1_000' and other scripts' digits ('\u0663' is 3).

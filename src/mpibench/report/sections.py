@@ -158,7 +158,7 @@ def _projection(ctx: Context) -> list[Table]:
 
 
 def _profile(ctx: Context) -> list[Table]:
-    from mpibench.profile_data import report_tables
+    from mpibench.report.profile import report_tables
 
     return report_tables(ctx.store, ctx.groups)
 

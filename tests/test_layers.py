@@ -1,0 +1,107 @@
+"""The layer order of src/mpibench (docs/architecture.md "Layers"): a module imports only from
+its own layer or the layers below. Every import counts, at the top of a module or inside a
+function, except those under `if TYPE_CHECKING:` (types only, nothing runs).
+
+KNOWN lists the imports that still run up a layer: the list may only shrink. An import that
+runs up and is not in it fails this test (remove an entry when its import goes)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parent.parent / "src" / "mpibench"
+
+# bottom to top; a name is a top-level module or package of mpibench
+LAYERS: list[set[str]] = [
+    # foundations: no mpibench imports beyond this layer
+    {"__init__", "errors", "units", "termsafe", "files", "envnames", "registry", "benchmarks",
+     "linkmodel", "derived", "fingerprint"},
+    # primitives: external commands, the store, statistics, pure parsers
+    {"process", "store", "stats", "parsers", "libsettings"},
+    # what a stack is and how its transports are set
+    {"stacks", "transports"},
+    # running things: launchers, schedulers, one cell's command, builds, imports, profiles
+    {"launchers", "schedulers", "execute", "build", "verify", "peers", "importer",
+     "profiling", "profile_data", "slurm_local", "testbed"},
+    # campaigns: plan, runner, policies
+    {"campaign"},
+    # reading results back: reports and the pandas API
+    {"report", "api", "gate"},
+    # verbs
+    {"commands", "cli", "__main__", "fabric"},
+]
+
+# (importing module, imported module): the imports that still run up a layer
+KNOWN = {
+    ("campaign/auto_repeats.py", "mpibench.report.data"),        # repeats=auto reads cells
+    ("campaign/auto_repeats.py", "mpibench.report.rules"),
+    ("profile_data.py", "mpibench.report.data"),                 # split_variant
+    ("profile_data.py", "mpibench.report.render"),               # diff_tables' Table
+    ("stacks/__init__.py", "mpibench.launchers"),                # launcher_kind check
+    ("stats/simulate.py", "mpibench.report.compare"),            # simulations, real path
+}
+
+
+def layer_of(name: str) -> int:
+    for i, names in enumerate(LAYERS):
+        if name in names:
+            return i
+    raise AssertionError(f"mpibench.{name} is in no layer of tests/test_layers.py: add it")
+
+
+def _type_only(tree: ast.Module) -> set[int]:
+    """Line numbers of imports under `if TYPE_CHECKING:`."""
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for sub in node.body:
+                for x in ast.walk(sub):
+                    if isinstance(x, ast.Import | ast.ImportFrom):
+                        out.add(x.lineno)
+    return out
+
+
+def imports_up() -> set[tuple[str, str]]:
+    found = set()
+    for path in sorted(SRC.rglob("*.py")):
+        rel = path.relative_to(SRC).as_posix()
+        mine = layer_of(rel.split("/")[0].removesuffix(".py"))
+        tree = ast.parse(path.read_text())
+        skip = _type_only(tree)
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Import | ast.ImportFrom) or node.lineno in skip:
+                continue
+            if isinstance(node, ast.ImportFrom):
+                if not node.module or not node.module.startswith("mpibench"):
+                    continue
+                mods = ([f"mpibench.{a.name}" for a in node.names]
+                        if node.module == "mpibench" else [node.module])
+            else:
+                mods = [a.name for a in node.names if a.name.startswith("mpibench.")]
+            for m in mods:
+                parts = m.split(".")
+                if len(parts) < 2 or parts[1].startswith("__"):
+                    continue                    # mpibench.__version__, __file__
+                if layer_of(parts[1]) > mine:
+                    found.add((rel, m))
+    return found
+
+
+def test_no_import_runs_up_a_layer():
+    up = imports_up()
+    new = sorted(up - KNOWN)
+    assert not new, ("imports that run up a layer (docs/architecture.md 'Layers'): "
+                     + "; ".join(f"{a} -> {b}" for a, b in new))
+
+
+def test_the_check_sees_an_import_that_runs_up(tmp_path, monkeypatch):
+    """The test can fail: a parser importing the report is caught."""
+    pkg = tmp_path / "mpibench"
+    (pkg / "parsers").mkdir(parents=True)
+    (pkg / "parsers" / "bad.py").write_text(
+        "from typing import TYPE_CHECKING\n"
+        "from mpibench.report.data import load_cells\n"
+        "if TYPE_CHECKING:\n    from mpibench.campaign.plan import Cell\n")
+    monkeypatch.setattr(__import__(__name__), "SRC", pkg)
+    assert imports_up() == {("parsers/bad.py", "mpibench.report.data")}
