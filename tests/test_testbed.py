@@ -366,7 +366,7 @@ def test_clean_removes_a_testbed_whose_directory_was_deleted(tmp_path):
 def test_a_directory_too_long_for_unix_sockets_is_refused_before_anything(tmp_path):
     root = tmp_path / ("d" * 100)
     with pytest.raises(UsageError, match="path too long"):
-        Testbed.start(root, nodes=1)
+        Testbed.start(root, nodes=1, slurm=True)
     assert not root.exists()
 
 

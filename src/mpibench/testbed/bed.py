@@ -261,10 +261,14 @@ class Testbed:
         check_nodes(nodes)
         fabrics = list(fabrics or [])
         root = Path(root).resolve()
+        if slurm is None:  # when installed
+            from mpibench.slurm_local import missing_programs
+            slurm = not missing_programs()
         # munge's and Slurm's Unix sockets live under DIR: sun_path holds 108 bytes
-        if len(os.fsencode(root / "slurm" / "munge" / "munge.socket")) > 100:
-            raise UsageError(f"testbed directory {str(root)[:60]}...: path too long for the "
-                             "Unix sockets under it; expected at most 75 characters")
+        if slurm and len(os.fsencode(root / "slurm" / "munge" / "munge.socket")) > 100:
+            raise UsageError(f"testbed directory {str(root)[:60]}...: path too long for "
+                             "Slurm's Unix sockets under it; expected at most 75 characters "
+                             "(or no Slurm)")
         caps = sx.preflight()
         root.mkdir(parents=True, exist_ok=True)
         with dir_lock(root):
@@ -272,7 +276,7 @@ class Testbed:
 
     @classmethod
     def _start_locked(cls, root: Path, nodes: int, fabrics: list[FabricSpec],
-                      caps: sx.Capabilities, slurm: bool | None, cpus_per_node: int | None,
+                      caps: sx.Capabilities, slurm: bool, cpus_per_node: int | None,
                       timeout: float) -> Testbed:
         if (root / STATE_FILE).exists():
             old = cls.load(root)
@@ -315,9 +319,6 @@ class Testbed:
         bed.save()
         try:
             bed._create(avail, mems, timeout)
-            if slurm is None:  # when installed
-                from mpibench.slurm_local import missing_programs
-                slurm = not missing_programs()
             if slurm:
                 from mpibench.testbed.slurm import start_slurm
                 start_slurm(bed, timeout=timeout)
