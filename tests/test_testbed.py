@@ -161,6 +161,9 @@ def test_rsh_agent_enters_a_node_from_the_host_and_from_another_node(testbed):  
     res = subprocess.run([agent, "tn1", agent, testbed.node("tn2").addresses["slow"],
                           "'hostname; exit 3'"], capture_output=True, text=True, timeout=T)
     assert (res.returncode, res.stdout) == (3, "tn2\n"), res.stderr
+    res = subprocess.run([agent, "-p", "22", "-o", "BatchMode=yes", "root@tn1-fast", "hostname"],
+                         capture_output=True, text=True, timeout=T)
+    assert (res.returncode, res.stdout) == (0, "tn1\n"), res.stderr
     res = subprocess.run([agent, "nosuchnode", "true"], capture_output=True, text=True,
                          timeout=T)
     assert res.returncode == 255 and "no node 'nosuchnode'" in res.stderr
@@ -409,3 +412,22 @@ def test_a_real_state_loads_where_its_cgroup_path_is_a_cgroup_filesystem(tmp_pat
         (tmp_path / "testbed.json").write_bytes(garbage)
         with pytest.raises(TestbedError):
             Testbed.load(tmp_path)
+
+
+@pytest.mark.system
+def test_a_delay_is_set_with_netem_or_recorded_as_not_applied(tmp_path):
+    _needs_testbed()
+    bed = Testbed.start(tmp_path / "tb", nodes=1,
+                        fabrics=[FabricSpec("f", 10**8, delay_us=250.0)])
+    try:
+        q = _in(bed, "tn1", "tc", "qdisc", "show", "dev", "f").stdout
+        f = bed.fabric("f")
+        assert "tbf" in q and f.delay_us == 250.0
+        if bed.netem:
+            assert f.delay_applied and "netem" in q and "delay 250us" in q, q
+        else:  # this kernel has no sch_netem: started anyway, and says so
+            assert not f.delay_applied and "netem" not in q
+            assert "NOT applied (kernel has no netem)" in bed.describe()
+        assert Testbed.load(bed.root).fabric("f").delay_applied == f.delay_applied
+    finally:
+        bed.stop()
