@@ -1,0 +1,344 @@
+"""Benchmark the team archive (PostgreSQL, docs/archive.md) at team scale.
+
+    .venv/bin/python bench/bench_archive.py [--quick] [--runs 1000000] [--results-per-run 10]
+        [--sample-fraction 0.01] [--push-runs 10000] [--keep DIR]
+
+Starts a throw-away PostgreSQL (store/pg_local.py, fsync on), loads a synthetic archive with
+COPY (--runs runs in campaigns of 1000 runs: 3 sites x months, 4 variants of 250 launches
+each, --results-per-run results per run, raw samples (100 per result) for
+--sample-fraction of the results), then times in fresh processes (import cost included):
+
+  push      `mpibench push` of a --push-runs run local store (campaigns of 1000 runs with
+            raw samples) into that archive, and the same push again (nothing new)
+  compare   two variants (250 launches each) of a pushed campaign, on the archive and on the
+            local SQLite file side by side; the same in a synthetic campaign; and two labels
+            that span a site's 12 months
+  report    `mpibench report` of that selection, archive and local file side by side
+
+and prints the archive's size on disk. Targets (issue 24): compare < 2 s, report < 10 s, push
+of a 10,000-run store < 30 s, on a 2-core machine. Each timing is the median of --rounds
+runs; a shared machine is noisy, so read them as orders of magnitude and the archive/local
+ratios as measured under the same load. --quick: 20,000 runs and a 1,000-run push.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "src"))
+
+VARIANTS = ("ompi-ucx", "ompi-ob1", "mpich-ucx", "mpich-tcp")
+SITES = ("alpha", "beta", "gamma")
+SIZES = (0, 8, 64, 512, 4096, 32768, 262144, 1 << 20, 1 << 21, 1 << 22)
+TARGETS = {"compare": 2.0, "report": 10.0, "push": 30.0}
+RUNS_PER_CAMPAIGN = 1000
+SAMPLES = 100
+
+
+def _copy_frame(cur, table: str, df) -> None:
+    buf = io.StringIO()
+    df.to_csv(buf, header=False, index=False, na_rep="", float_format="%.9g")
+    with cur.copy(f"COPY {table} ({', '.join(df.columns)}) FROM STDIN (FORMAT csv)") as cp:
+        cp.write(buf.getvalue())
+
+
+def load_synthetic(url: str, runs: int, per_run: int, sample_fraction: float,
+                   seed: int = 7) -> dict:
+    """COPY a synthetic archive: campaigns, fingerprints, runs, results (some with samples)."""
+    import numpy as np
+    import pandas as pd
+    import psycopg
+
+    from mpibench.store.archive import ensure_schema
+    from mpibench.store.engine import PgConnection
+
+    rng = np.random.default_rng(seed)
+    db = PgConnection(psycopg.connect(url))
+    ensure_schema(db, "bench")
+    conn = db.raw
+    cur = conn.cursor()
+    # bulk load: indexes and FK checks after, not per row (what a restore does)
+    idx = {r[0]: r[1] for r in cur.execute(
+        "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = current_schema() "
+        "AND tablename IN ('runs', 'results') AND indexdef NOT LIKE '%UNIQUE%'")}
+    for name in idx:
+        cur.execute(f"DROP INDEX {name}")
+    cur.execute("SET session_replication_role = replica")
+    n_camp = max(1, runs // RUNS_PER_CAMPAIGN)
+    t_start = 1.70e9
+    month = 30 * 86400.0
+    camps = pd.DataFrame({
+        "id": np.arange(1, n_camp + 1),
+        "name": [f"{SITES[i % 3]}-fabric-m{i // 3 % 12 + 1:02d}-{i // 36}" for i in range(n_camp)],
+        "file": [f"/home/{SITES[i % 3]}/fabric.toml" for i in range(n_camp)],
+        "spec_json": "{}",
+        "created": [t_start + (i // 3 % 12) * month + i for i in range(n_camp)],
+        "key": [f"k{i:019d}" for i in range(n_camp)]})
+    _copy_frame(cur, "campaigns", camps)
+    cur.execute("SELECT setval(pg_get_serial_sequence('campaigns', 'id'), %s)", (n_camp,))
+    fps = pd.DataFrame({"id": [f"fp-{s}-{v}" for s in SITES for v in VARIANTS],
+                        "json": [json.dumps({"site": s, "stack": v}) for s in SITES
+                                 for v in VARIANTS]})
+    _copy_frame(cur, "fingerprints", fps)
+    speed = {v: 1.0 + 0.05 * i for i, v in enumerate(VARIANTS)}
+    t0 = time.perf_counter()
+    total_results = 0
+    with_samples = 0
+    chunk_camps = 50
+    for c0 in range(0, n_camp, chunk_camps):
+        cs = np.arange(c0, min(n_camp, c0 + chunk_camps))
+        n = len(cs) * RUNS_PER_CAMPAIGN
+        camp_of = np.repeat(cs, RUNS_PER_CAMPAIGN)
+        within = np.tile(np.arange(RUNS_PER_CAMPAIGN), len(cs))
+        vidx = within % len(VARIANTS)   # interleaved order, as campaigns run
+        rep = within // len(VARIANTS)
+        site = camp_of % 3
+        variant = np.array(VARIANTS)[vidx]
+        ids = np.char.add("r", np.char.zfill((camp_of * RUNS_PER_CAMPAIGN + within)
+                                             .astype(str), 9))
+        started = t_start + (camp_of // 3 % 12) * month + camp_of + within * 30.0
+        runs_df = pd.DataFrame({
+            "id": ids, "campaign_id": camp_of + 1, "variant": variant, "grp": "core",
+            "params_json": "{}", "repeat": rep, "seq": within,
+            "label": np.char.add(np.char.add(variant, "@"), np.array(SITES)[site]),
+            "source": "native", "status": "done", "spec_json": "{}",
+            "fingerprint_id": np.char.add(np.char.add(np.char.add("fp-", np.array(SITES)[site]),
+                                                      "-"), variant),
+            "started": started, "finished": started + 25.0, "elapsed": 25.0})
+        _copy_frame(cur, "runs", runs_df)
+        # results: per_run sizes of PingPong per run
+        m = n * per_run
+        size = np.tile(np.array(SIZES * (per_run // len(SIZES) + 1))[:per_run], n)
+        base = 0.3 + size / 5000.0
+        fac = np.repeat(np.array([speed[v] for v in VARIANTS])[vidx], per_run)
+        med = base * fac * rng.lognormal(0.0, 0.03, m)
+        res = pd.DataFrame({
+            "run_id": np.repeat(ids, per_run), "benchmark": "PingPong", "size": size, "np": 2,
+            "n": SAMPLES, "median": med, "ci_low": med * 0.99, "ci_high": med * 1.01,
+            "min": med * 0.95, "max": med * 1.3, "mean": med * 1.02,
+            "bandwidth_mbps": np.where(size > 0, size / med, np.nan)})
+        pick = rng.random(m) < sample_fraction
+        res["samples"] = None
+        if pick.any():
+            k = int(pick.sum())
+            blobs = rng.lognormal(0.0, 0.03, (k, SAMPLES)) * med[pick, None]
+            res.loc[pick, "samples"] = ["\\x" + b.astype("<f8").tobytes().hex()
+                                        for b in blobs]
+            with_samples += k
+        _copy_frame(cur, "results", res)
+        total_results += m
+        conn.commit()
+        print(f"  loaded {min(n_camp, c0 + chunk_camps) * RUNS_PER_CAMPAIGN:>9,} runs, "
+              f"{total_results:>11,} results ({time.perf_counter() - t0:.0f} s)", flush=True)
+    cur.execute("SET session_replication_role = origin")
+    t1 = time.perf_counter()
+    for ddl in idx.values():
+        cur.execute(ddl)
+    conn.commit()
+    conn.autocommit = True
+    cur.execute("VACUUM ANALYZE")
+    print(f"  indexes and ANALYZE: {time.perf_counter() - t1:.0f} s", flush=True)
+    conn.close()
+    return {"campaigns": n_camp, "runs": n_camp * RUNS_PER_CAMPAIGN, "results": total_results,
+            "with_samples": with_samples, "load_s": time.perf_counter() - t0}
+
+
+def build_local(path: Path, runs: int, per_run: int, seed: int = 11) -> list[str]:
+    """A local SQLite store with `runs` finished runs with raw samples, in campaigns of 1000
+    runs like the archive's (4 variants x 250 launches, interleaved); returns their names."""
+    import numpy as np
+
+    from mpibench.store import Store
+    from mpibench.store.bulk import insert_results
+
+    rng = np.random.default_rng(seed)
+    names = []
+    with Store(path) as s:
+        fps = {v: s.add_fingerprint({"site": "delta", "stack": v}) for v in VARIANTS}
+        for c in range(max(1, runs // RUNS_PER_CAMPAIGN)):
+            name = f"delta-fabric-{c:03d}"
+            names.append(name)
+            cid = s.add_campaign(name, {}, file=f"/home/delta/fabric-{c}.toml")
+            rows, res = [], []
+            for i in range(min(RUNS_PER_CAMPAIGN, runs)):
+                v = VARIANTS[i % len(VARIANTS)]
+                rid = f"p{c:03d}-{i:05d}"
+                rows.append({"run_id": rid, "campaign_id": cid, "variant": v,
+                             "repeat": i // len(VARIANTS), "seq": i,
+                             "fingerprint_id": fps[v]})
+                for z in SIZES[:per_run]:
+                    x = rng.lognormal(np.log((0.3 + z / 5000) * (1 + 0.05 * (i % 4))), 0.03,
+                                      SAMPLES)
+                    med = float(np.median(x))
+                    res.append((rid, "PingPong", z, 2, SAMPLES, med, med * 0.99, med * 1.01,
+                                float(x.min()), float(x.max()), float(x.mean()),
+                                x.astype("<f8").tobytes()))
+            with s.transaction():
+                s.create_runs(rows)
+                insert_results(s, ("run_id", "benchmark", "size", "np", "n", "median",
+                                   "ci_low", "ci_high", "min", "max", "mean", "samples"), res)
+                for i, r in enumerate(rows):
+                    t = 1.75e9 + c * 86400 + i * 30
+                    s.set_run(r["run_id"], "done", started=t, finished=t + 25, elapsed=25.0)
+    return names
+
+
+def timed(argv: list[str], cwd: Path, env: dict | None = None) -> tuple[float, str]:
+    t0 = time.perf_counter()
+    p = subprocess.run([sys.executable, "-m", "mpibench", *argv], cwd=cwd, capture_output=True,
+                       text=True, timeout=1800, env={**os.environ, **(env or {})})
+    dt = time.perf_counter() - t0
+    if p.returncode != 0:
+        raise SystemExit(f"{' '.join(argv[:2])} failed (exit {p.returncode}): "
+                         f"{p.stderr.strip()[-800:]}")
+    return dt, p.stdout
+
+
+def in_process(target: str, rounds: int, **selection) -> tuple[float, float]:
+    """(seconds to select and load the two sets, seconds to also compare them) in this
+    process with its imports warm: the store's share of a compare, without Python start-up
+    and scipy's import (most of a fresh process's time on a loaded 2-core machine)."""
+    import scipy.stats  # noqa: F401
+
+    from mpibench.report.compare import compare_groups, select_groups
+    from mpibench.report.data import load_cells
+    from mpibench.store import Store
+
+    loads, totals = [], []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        with Store(target, readonly=True) as st:
+            groups = select_groups(st, **selection)
+            cells = load_cells(st, groups)
+            t1 = time.perf_counter()
+            compare_groups(st, groups, next(iter(groups)), cells=cells)
+        loads.append(t1 - t0)
+        totals.append(time.perf_counter() - t0)
+    return statistics.median(loads), statistics.median(totals)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true",
+                    help="a small scale: 20,000 runs, a 1,000-run push, one round")
+    ap.add_argument("--runs", type=int, default=1_000_000)
+    ap.add_argument("--results-per-run", type=int, default=10)
+    ap.add_argument("--sample-fraction", type=float, default=0.01)
+    ap.add_argument("--push-runs", type=int, default=10_000)
+    ap.add_argument("--rounds", type=int, default=3, help="timings per verb (median shown)")
+    ap.add_argument("--keep", metavar="DIR", help="keep the server's directory here")
+    args = ap.parse_args()
+    if args.quick:
+        args.runs, args.push_runs, args.rounds = 20_000, 1_000, 1
+
+    from mpibench.store.pg_local import LocalPostgres, missing_programs
+
+    if missing_programs():
+        print("bench_archive: PostgreSQL is not installed (make setup installs it); skipped")
+        return 0
+    root = Path(args.keep or tempfile.mkdtemp(prefix="mbpgbench-", dir="/tmp"))
+    work = Path(tempfile.mkdtemp(prefix="mbarchive-"))
+    server = LocalPostgres(root, settings={
+        "shared_buffers": "512MB", "maintenance_work_mem": "512MB", "max_wal_size": "8GB",
+        "checkpoint_timeout": "30min", "work_mem": "32MB"})
+    server.start(durable=True)
+    url = server.url()
+    try:
+        print(f"archive: PostgreSQL {server.url(password=False)} (fsync on), "
+              f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+        info = load_synthetic(url, args.runs, args.results_per_run, args.sample_fraction)
+        print(f"synthetic archive: {info['campaigns']:,} campaigns, {info['runs']:,} runs, "
+              f"{info['results']:,} results ({info['with_samples']:,} with {SAMPLES} raw "
+              f"samples); COPY load {info['load_s']:.0f} s")
+        local = work / "local.db"
+        t0 = time.perf_counter()
+        names = build_local(local, args.push_runs, args.results_per_run)
+        print(f"local store: {args.push_runs:,} runs x {args.results_per_run} results with "
+              f"raw samples, built in {time.perf_counter() - t0:.0f} s "
+              f"({local.stat().st_size / 2**20:.0f} MiB)")
+        rows = []
+        dt, out = timed(["push", url, "--db-from", str(local), "--site", "delta"], work)
+        print(out.strip().replace(server.password, "***"))
+        rows.append(("push (new)", dt, None, TARGETS["push"]))
+        dt, out2 = timed(["push", url, "--db-from", str(local), "--site", "delta"], work)
+        rows.append(("push (again, nothing new)", dt, None, TARGETS["push"]))
+
+        def both(name: str, argv: list[str], target: float) -> None:
+            arch, loc = [], []
+            for _ in range(args.rounds):
+                arch.append(timed([*argv, "--db", url], work)[0])
+                loc.append(timed([*argv, "--db", str(local)], work)[0])
+            rows.append((name, statistics.median(arch), statistics.median(loc), target))
+
+        sel = ["--campaign", names[0], "--variant", VARIANTS[0], "--variant", VARIANTS[1]]
+        both("compare 2 variants x 250 runs (pushed campaign)", ["compare", *sel],
+             TARGETS["compare"])
+        both("report (same selection, no plots)",
+             ["report", *sel, "-o", str(work / "r.html"), "--no-plots"], TARGETS["report"])
+        both("report (same selection, with plots)",
+             ["report", *sel, "-o", str(work / "p.html")], TARGETS["report"])
+        syn = []
+        for _ in range(args.rounds):
+            syn.append(timed(["compare", "--campaign", "alpha-fabric-m01-0", "--variant",
+                              VARIANTS[0], "--variant", VARIANTS[1], "--db", url], work)[0])
+        rows.append(("compare 2 variants x 250 runs (synthetic campaign)",
+                     statistics.median(syn), None, TARGETS["compare"]))
+        lab = []
+        for _ in range(args.rounds):
+            lab.append(timed(["compare", "--label", f"{VARIANTS[0]}@alpha", "--label",
+                              f"{VARIANTS[2]}@alpha", "--db", url], work)[0])
+        per_label = info["runs"] // len(VARIANTS) // len(SITES)
+        rows.append((f"compare 2 labels across months ({per_label:,} runs each)",
+                     statistics.median(lab), None, TARGETS["compare"]))
+        inproc = []
+        for name, target, sel2 in (
+                ("pushed campaign, archive", url, {"campaign": names[0]}),
+                ("pushed campaign, local file", str(local), {"campaign": names[0]}),
+                ("synthetic campaign, archive", url, {"campaign": "alpha-fabric-m01-0"}),
+                ("2 labels across months, archive", url,
+                 {"labels": [f"{VARIANTS[0]}@alpha", f"{VARIANTS[2]}@alpha"]})):
+            if "labels" not in sel2:
+                sel2["variants"] = list(VARIANTS[:2])
+            inproc.append((name, *in_process(target, args.rounds, **sel2)))
+        import psycopg
+        with psycopg.connect(url) as c:
+            size = c.execute("SELECT pg_database_size(current_database())").fetchone()[0]
+            tables = c.execute(
+                "SELECT relname, pg_total_relation_size(oid) FROM pg_class WHERE relname IN "
+                "('runs', 'results') ORDER BY 1").fetchall()
+        print(f"\n{'what':<52} {'archive s':>10} {'local s':>8} {'ratio':>6} {'target':>7}")
+        for name, a, lo, target in rows:
+            ratio = f"{a / lo:6.2f}" if lo else "     -"
+            ok = "ok" if a < target else "MISSED"
+            print(f"{name:<52} {a:10.2f} {lo if lo is not None else float('nan'):8.2f} "
+                  f"{ratio} {'<' + str(target):>7} {ok}")
+        print(f"\n{'compare in one process, imports warm':<52} {'select+load s':>13} "
+              f"{'+compare s':>10}")
+        for name, a, b in inproc:
+            print(f"{name:<52} {a:13.2f} {b:10.2f}")
+        print(f"\narchive size on disk: {size / 2**30:.2f} GiB (pg_database_size); "
+              + ", ".join(f"{n} {b / 2**30:.2f} GiB with indexes" for n, b in tables))
+        print(f"median of {args.rounds} fresh process(es) per figure, import included; "
+              f"load average now {os.getloadavg()[0]:.1f}")
+    finally:
+        server.stop()
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
