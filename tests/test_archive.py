@@ -252,3 +252,31 @@ def test_password_never_printed(archive, tmp_path):
                            ("campaigns", "spec_json"), ("runs", "spec_json")):
             assert not c.execute(f"SELECT 1 FROM {table} WHERE {col} LIKE %s",
                                  (f"%{pw}%",)).fetchone()
+
+
+def test_two_sites_compared_on_the_archive(archive, tmp_path):
+    """Two sites run the same campaign file and push; the archive compares them, by campaign
+    name (pooled) or split by --site."""
+    for i, site in enumerate(("alpha", "beta")):
+        db = tmp_path / f"{site}.db"
+        build_two_stack_store(db, seed=10 + i, repeats=2, n=10, campaign="fabric",
+                              shift=0.8 if site == "alpha" else 0.9)[0].close()
+        res = cli("push", archive, "--db-from", str(db), "--site", site, cwd=tmp_path)
+        assert res.returncode == 0, res.stderr
+    with connect(archive) as c:
+        assert c.execute("SELECT count(*) FROM campaigns WHERE name = 'fabric'"
+                         ).fetchone()[0] == 2
+    res = cli("compare", "--db", archive, "--campaign", "fabric", "--variant", "fast",
+              "--site", "alpha", "--site", "beta", "--format", "csv", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    # two campaigns named 'fabric': sets are campaign/variant, then split by site
+    assert ",alpha/fabric/fast,beta/fabric/fast," in res.stdout
+    # beta's 'fast' is 0.9 x base and alpha's 0.8 x: beta is slower than alpha everywhere
+    # but PingPong at size 1, where both equal their base
+    one = cli("compare", "--db", archive, "--site", "beta", "--variant", "fast",
+              "--variant", "base", "--format", "csv", cwd=tmp_path)
+    assert one.returncode == 0 and "alpha" not in one.stdout
+    bad = cli("compare", "--db", archive, "--site", "gamma", cwd=tmp_path)
+    assert bad.returncode == 2 and "--site 'gamma'" in bad.stderr and "alpha, beta" in bad.stderr
+    local = cli("compare", "--db", str(tmp_path / "alpha.db"), "--site", "alpha", cwd=tmp_path)
+    assert local.returncode == 2 and "local store" in local.stderr

@@ -82,6 +82,9 @@ def add_selectors(p: argparse.ArgumentParser) -> None:
     g.add_argument("--run", action="append", metavar="RUN_ID", help="run id (repeatable)")
     g.add_argument("--since", metavar="WHEN", help="runs started at/after (ISO date/time, UTC)")
     g.add_argument("--until", metavar="WHEN", help="runs started at/before (ISO date/time)")
+    g.add_argument("--site", action="append", metavar="NAME",
+                   help="team archive only: runs pushed from this site (repeatable); with "
+                        "two or more, each set's name starts with its site (docs/archive.md)")
     g.add_argument("--by", choices=["variant", "label", "tool"],
                    help="group runs by (default variant); tool = variant and what measured "
                         "it: ompi/core, ompi/imb, ompi/osu (campaign suite groups, imports)")
@@ -217,7 +220,14 @@ def groups_from_args(store: Store, args) -> dict[str, list[str]]:
     from mpibench.report.compare import select_groups
 
     campaign = args.campaign
-    if not any([args.variant, args.label, args.campaign, args.run, args.since, args.until]):
+    sites = getattr(args, "site", None)
+    if sites:
+        from mpibench.store.archive import ArchiveStore
+        if not isinstance(store, ArchiveStore):
+            raise UsageError(f"--site: selects the runs pushed to a team archive; --db "
+                             f"{store.path} is a local store")
+    if not any([args.variant, args.label, args.campaign, args.run, args.since, args.until,
+                sites]):
         camps = store.campaigns()
         if not camps:
             raise UsageError(f"--db {store.path}: the store has no campaigns yet")
@@ -227,9 +237,11 @@ def groups_from_args(store: Store, args) -> dict[str, list[str]]:
                             "(choose with --campaign/--variant/--run)")
     groups = select_groups(store, variants=args.variant, campaign=campaign, run_ids=args.run,
                            labels=args.label, since=args.since, until=args.until, by=args.by)
+    if sites:
+        groups = _split_by_site(store, groups, sites)
     if not groups:
         raise UsageError(f"--db {store.path}: no results match the selection (check "
-                         "--variant/--label/--campaign/--run/--since/--until)")
+                         "--variant/--label/--campaign/--run/--since/--until/--site)")
     # a --label or --variant that selects nothing is a typo, like --benchmark/--size
     # (check_filters): said, not silently left out of a comparison of the others
     for flag, names, by in (("--label", args.label, "label"), ("--variant", args.variant,
@@ -244,6 +256,28 @@ def groups_from_args(store: Store, args) -> dict[str, list[str]]:
         raise UsageError(f"--baseline {args.baseline!r} is not one of the selected sets: "
                          f"{', '.join(groups)}")
     return groups
+
+
+def _split_by_site(store: Store, groups: dict[str, list[str]], sites: list[str]
+                   ) -> dict[str, list[str]]:
+    """Keep the runs pushed from `sites`; with several sites each set splits into
+    'site/set' (a run pushed from two sites' copies of one store is in both)."""
+    from mpibench.store.archive import run_sites, site_names
+
+    known = site_names(store)
+    for s in sites:
+        if s not in known:
+            raise UsageError(f"--site {s!r}: nothing was pushed from this site (sites: "
+                             f"{', '.join(known) or 'none'})")
+    site_of = run_sites(store, [r for ids in groups.values() for r in ids])
+    out: dict[str, list[str]] = {}
+    for name, ids in groups.items():
+        for s in dict.fromkeys(sites):
+            keep = [r for r in ids if s in site_of.get(r, ())]
+            if keep:
+                key = f"{s}/{name}" if len(set(sites)) > 1 else name
+                out.setdefault(key, []).extend(keep)
+    return out
 
 
 def check_filters(cells: dict, benchmarks: list[str] | None, sizes: list[int] | None) -> None:

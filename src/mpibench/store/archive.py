@@ -24,10 +24,9 @@ from __future__ import annotations
 import getpass
 import hashlib
 import json
-import os
 import socket
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -359,21 +358,21 @@ def push(local_path: str | Path, url: str, *, site: str, user: str | None = None
     return out
 
 
-def pushed_runs(store: Store, sites: Iterable[str]) -> list[str]:
-    """Archive run ids pushed from any of these sites."""
-    names = list(sites)
-    return [r[0] for r in store.db.execute(
-        "SELECT DISTINCT o.run_id FROM run_origins o JOIN origins s ON s.id = o.origin_id "
-        f"WHERE s.site IN ({', '.join('?' for _ in names)})", names)]
+def site_names(store: Store) -> list[str]:
+    """The sites that pushed to this archive, sorted."""
+    return [r[0] for r in store.db.execute("SELECT DISTINCT site FROM origins ORDER BY site")]
 
 
-def origins(store: Store) -> list[dict[str, Any]]:
-    """Every origin that pushed to the archive, with how many runs it pushed."""
-    return [dict(r) for r in store.db.execute(
-        "SELECT s.site, s.username, s.host, s.store, s.path, count(o.run_id) AS runs "
-        "FROM origins s LEFT JOIN run_origins o ON o.origin_id = s.id "
-        "GROUP BY s.id, s.site, s.username, s.host, s.store, s.path ORDER BY s.site, s.host")]
+def run_sites(store: Store, run_ids: list[str]) -> dict[str, set[str]]:
+    """{archive run id: the sites that pushed it}."""
+    out: dict[str, set[str]] = {}
+    for i in range(0, len(run_ids), 5000):
+        chunk = run_ids[i:i + 5000]
+        for rid, site in store.db.execute(
+                "SELECT o.run_id, s.site FROM run_origins o JOIN origins s ON "
+                f"s.id = o.origin_id WHERE o.run_id IN ({', '.join('?' for _ in chunk)})",
+                chunk):
+            out.setdefault(rid, set()).add(site)
+    return out
 
 
-def local_env_url() -> str | None:
-    return os.environ.get("MPIBENCH_ARCHIVE") or None
