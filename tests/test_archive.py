@@ -4,6 +4,7 @@ output, a newer schema and a foreign database refused, the password never printe
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -280,3 +281,58 @@ def test_two_sites_compared_on_the_archive(archive, tmp_path):
     assert bad.returncode == 2 and "--site 'gamma'" in bad.stderr and "alpha, beta" in bad.stderr
     local = cli("compare", "--db", str(tmp_path / "alpha.db"), "--site", "alpha", cwd=tmp_path)
     assert local.returncode == 2 and "local store" in local.stderr
+
+
+CAMPAIGN = """
+[campaign]
+name = "fabric-status"
+repeats = 3
+[variants.a]
+stack = "openmpi"
+transport = "shm"
+[variants.b]
+stack = "mpich"
+[benchmarks.pp]
+benchmarks = ["PingPong"]
+sizes = "0,64"
+"""
+
+
+def test_campaign_status_and_cells_on_the_archive(archive, tmp_path):
+    """`campaign status/list FILE` match the file's cells on the archive as on the local store
+    (by their local cell ids); only finished cells are there."""
+    from mpibench.campaign.plan import expand
+    from mpibench.campaign.spec import load
+
+    path = tmp_path / "c.toml"
+    path.write_text(CAMPAIGN)
+    spec = load(path)
+    db = tmp_path / "mpibench.db"
+    rng = np.random.default_rng(3)
+    with Store(db) as s:
+        cid = s.add_campaign(spec.name, {"order": "interleaved"}, file=str(spec.path))
+        for k, c in enumerate(expand(spec, seed=0)):
+            fid = s.add_fingerprint({"stack": c.variant.stack})
+            s.create_run(c.id, cid, c.variant.name, grp=c.group.name, params=c.params,
+                         repeat=c.repeat, seq=c.seq, fingerprint_id=fid,
+                         transport_requested=c.variant.transport)
+            if k % 4 == 3:
+                s.set_run(c.id, "failed", reason="exit 1", exit_code=1)
+                continue
+            s.add_results(c.id, [core_record("PingPong", z, rng.lognormal(0, 0.05, 8))
+                                 for z in (0, 64)])
+            s.set_run(c.id, "done", started=1.8e9 + k, elapsed=2.0, exit_code=0)
+    assert cli("push", archive, "--db-from", str(db), cwd=tmp_path).returncode == 0
+    outs = {}
+    for name, target in (("local", str(db)), ("archive", archive)):
+        res = cli("campaign", "status", str(path), "--db", target, "--json", cwd=tmp_path)
+        assert res.returncode == 0, res.stderr
+        data = json.loads(res.stdout)
+        data.pop("store")
+        cells = cli("campaign", "list", str(path), "--db", target, "--json", cwd=tmp_path)
+        assert cells.returncode == 0, cells.stderr
+        outs[name] = (data, json.loads(cells.stdout))
+    assert outs["archive"] == outs["local"]
+    status = outs["local"][0]
+    assert status["cells"] == 6 and status["totals"]["failed"] == 1
+    assert status["not_in_file"] == 0 and len(outs["local"][1]) == 6

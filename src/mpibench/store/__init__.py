@@ -146,6 +146,8 @@ class Store:
             return super().__new__(ArchiveStore)
         return super().__new__(cls)
 
+    engine = "sqlite"   # store/engine.py: 'sqlite', or 'postgres' for a team archive
+
     def __init__(self, path: str | Path, *, readonly: bool = False, check: bool = False):
         if looks_like_url(path):
             raise UsageError(f"--db {mask_url(str(path))}: an archive URL here (written as "

@@ -126,6 +126,8 @@ class ArchiveStore(Store):
     queries work on it unchanged (SQL translated by store/engine.py). Read-only, one
     snapshot for the whole verb. `path` is the URL with its password masked."""
 
+    engine = "postgres"
+
     def __init__(self, url: str, *, readonly: bool = False, check: bool = False):
         self.url = url
         self.path = mask_url(url)  # type: ignore[assignment]

@@ -24,11 +24,18 @@ def campaign_row(store: Store, name: str, file: str | None) -> sqlite3.Row | Non
                             (name, file)).fetchone()
 
 
+# on a team archive a run's id is its content key; a campaign's cells are shown by their
+# local cell ids (what the campaign file plans), which the archive keeps per pushed run
+_ARCHIVE_CELL_COLUMNS = ("(SELECT min(o.local_id) FROM run_origins o WHERE o.run_id = runs.id) "
+                         "AS id" + _CELL_COLUMNS[2:])
+
+
 def campaign_cells(store: Store, campaign_id: int, offset: int = 0,
                    limit: int | None = None) -> list[sqlite3.Row]:
     """The campaign's runs in plan order, without results; a page of them with offset and
     limit (a 100k-cell campaign is listed a page at a time)."""
-    return store.db.execute(f"SELECT {_CELL_COLUMNS} FROM runs WHERE campaign_id=? "
+    cols = _CELL_COLUMNS if store.engine == "sqlite" else _ARCHIVE_CELL_COLUMNS
+    return store.db.execute(f"SELECT {cols} FROM runs WHERE campaign_id=? "
                             "ORDER BY seq, id LIMIT ? OFFSET ?",
                             (campaign_id, -1 if limit is None else limit,
                              offset)).fetchall()
