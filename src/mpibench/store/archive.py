@@ -6,8 +6,8 @@ fingerprints, profiles and campaign descriptions to the archive, and every read 
 an archive as it reads a store (`--db postgresql://...`, ArchiveStore below).
 
 Content addressing: a campaign's key is a hash of (name, file, creation time); a run's id in
-the archive is a hash of its campaign's key, its local id, what it ran and when, its state,
-and every one of its results (samples included) and its profile. Pushing the same store twice,
+the archive is its local id and a hash of its campaign's key, its local id, what it ran and
+when, its state, and every one of its results (samples included) and its profile. Pushing the same store twice,
 or copies of one store from several machines at once, therefore stores each run exactly once
 (INSERT ... ON CONFLICT DO NOTHING against the primary key; a concurrent pusher of the same
 run waits for the first one's transaction and then skips it). Rows are inserted in one order
@@ -186,6 +186,14 @@ def campaign_key(name: str, file: str | None, created: float) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 
+def archive_run_id(local_id: str, content_hash: str) -> str:
+    """A run's id in the archive: its local id, '+', 16 hex digits of its content hash. The
+    hash makes it content-addressed (two sites' runs of one campaign file share local ids);
+    the local id in front keeps it readable and keeps a store's runs in their local order
+    ('+' sorts before the '-' and '.' of ids), so the read verbs order launches alike."""
+    return f"{local_id}+{content_hash[:16]}"
+
+
 def _local_runs(local: Store) -> list:
     marks = ", ".join("?" for _ in FINAL_STATES)
     return local.db.execute(
@@ -264,7 +272,7 @@ def push(local_path: str | Path, url: str, *, site: str, user: str | None = None
             if r["id"] in digests:
                 h.update(digests[r["id"]].digest())
             h.update((profiles.get(r["id"]) or "").encode())
-            key_of[r["id"]] = h.hexdigest()[:20]
+            key_of[r["id"]] = archive_run_id(r["id"], h.hexdigest())
         fps = {}
         for fid in sorted({r["fingerprint_id"] for r in runs if r["fingerprint_id"]}):
             row = local.db.execute("SELECT json FROM fingerprints WHERE id=?",
