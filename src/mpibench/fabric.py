@@ -8,6 +8,7 @@ environment a site would set for its own ssh wrapper:
   Open MPI 4    OMPI_MCA_plm_rsh_agent=DIR/bin/rsh
   Open MPI 5    PRTE_MCA_plm_ssh_agent=DIR/bin/rsh (PRRTE's name for it)
   MPICH Hydra   HYDRA_LAUNCHER=ssh HYDRA_LAUNCHER_EXEC=DIR/bin/rsh
+  Intel MPI     I_MPI_HYDRA_BOOTSTRAP=ssh I_MPI_HYDRA_BOOTSTRAP_EXEC=DIR/bin/rsh
 
 mpibench itself runs inside the first node (as a job script runs on the first node of its
 allocation), so mpirun is where the ranks' nodes can reach it; variants name the nodes
@@ -32,7 +33,8 @@ def launcher_env(bed: Any) -> dict[str, str]:
     """Environment that makes mpirun/mpiexec start remote ranks through the testbed's agent."""
     agent = str(bed.agent)
     return {"OMPI_MCA_plm_rsh_agent": agent, "PRTE_MCA_plm_ssh_agent": agent,
-            "HYDRA_LAUNCHER": "ssh", "HYDRA_LAUNCHER_EXEC": agent}
+            "HYDRA_LAUNCHER": "ssh", "HYDRA_LAUNCHER_EXEC": agent,
+            "I_MPI_HYDRA_BOOTSTRAP": "ssh", "I_MPI_HYDRA_BOOTSTRAP_EXEC": agent}
 
 
 @dataclass(frozen=True)
