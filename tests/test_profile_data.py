@@ -426,3 +426,25 @@ def test_report_profile_pairs_by_effective_placement(tmp_path):
     assert len(diffs) == 2
     assert any("f np=2 nodes=2" in t and "s np=2 nodes=2" in t for t in diffs)
     assert any("g np=2 nodes=1" in t and "s np=2 nodes=1" in t for t in diffs)
+
+
+def test_a_diff_side_never_pools_two_placements(tmp_path):
+    """'s' stands for s[nodes=1] and s[nodes=2]: both ran np=2, on one node and on two; a
+    profile diff of 's' pooled them as launches of one variant. Refused like two np."""
+    from mpibench.store import Store
+
+    rng = np.random.default_rng(5)
+    with Store(tmp_path / "pl.db") as store:
+        cid = store.add_campaign("pl")
+        for name, nodes in (("s[nodes=1]", 1), ("s[nodes=2]", 2)):
+            for i, x in enumerate(launches(2, 1.0, rng, name=name)):
+                rid = f"{name}-{i}"
+                store.create_run(rid, cid, name, grp="core", repeat=i,
+                                 spec={"variant": {"name": name, "stack": "ompi", "np": 2,
+                                                   "nodes": nodes}})
+                store.set_profile(rid, x.doc)
+                store.set_run(rid, "done", started=1.7e9 + i, finished=1.7e9 + i + 1)
+        with pytest.raises(UsageError, match=r"placements .*nodes=1.*nodes=2.*name one "
+                                             r"variant \(s\[nodes=1\], s\[nodes=2\]\)"):
+            profile_data.load_launches(store, "s")
+        assert len(profile_data.load_launches(store, "s[nodes=2]")) == 2

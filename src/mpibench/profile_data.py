@@ -284,6 +284,17 @@ def load_launches(store, name: str, *, campaign: str | None = None,
         names = sorted({x.variant for x in launches})
         raise UsageError(f"{name!r}: its profiles ran at np {', '.join(map(str, nps))}; a diff "
                          f"compares one np: name one variant ({', '.join(names[:6])}) or run id")
+    # one np, but one node or several (a sweep over nodes at fixed np): one placement
+    from mpibench.report.data import run_placements
+
+    placed = run_placements(store, [x.run_id for x in launches])
+    shapes = sorted({tuple(sorted(placed.get(x.run_id, {}).items())) for x in launches})
+    if len(shapes) > 1:
+        names = sorted({x.variant for x in launches})
+        what = "; ".join(",".join(f"{k}={v}" for k, v in sh) or "unknown" for sh in shapes)
+        raise UsageError(f"{name!r}: its profiles ran at np {nps[0]} in {len(shapes)} "
+                         f"placements ({what}); a diff compares one placement: name one "
+                         f"variant ({', '.join(names[:6])}) or run id")
     return launches
 
 
