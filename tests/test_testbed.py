@@ -431,3 +431,28 @@ def test_a_delay_is_set_with_netem_or_recorded_as_not_applied(tmp_path):
         assert Testbed.load(bed.root).fabric("f").delay_applied == f.delay_applied
     finally:
         bed.stop()
+
+
+def test_stop_acts_only_on_processes_in_the_testbeds_cgroups(tmp_path):
+    # a state naming a live process that is not the testbed's (PID and start time right,
+    # but not in its cgroup tree): stop leaves it alone
+    d = json.loads(STATE.read_text())
+    if not sx.on_cgroupfs(Path(d["cgroup"]).parent):
+        pytest.skip("no cgroup v1 cpuset at /sys/fs/cgroup/cpuset here")
+    bystander = subprocess.Popen(["sleep", "300"])
+    try:
+        me = {"pid": bystander.pid, "start": sx.start_time(bystander.pid),
+              "netns": sx.netns_of(bystander.pid)}
+        d["id"] = "0badc0de"
+        d["host_link"] = "mbt-0badc0de"
+        d["cgroup"] = str(Path(d["cgroup"]).parent / "mpibench-testbed-0badc0de")
+        d["switch"] = me
+        d["nodes"][0]["anchor"] = me
+        d["daemons"] = {"munged": {"pid": me["pid"], "start": me["start"]}}
+        (tmp_path / "testbed.json").write_text(json.dumps(d))
+        Testbed.load(tmp_path).stop()
+        assert bystander.poll() is None
+        assert Testbed.load(tmp_path).state == "stopped"
+    finally:
+        bystander.kill()
+        bystander.wait(timeout=T)

@@ -512,25 +512,29 @@ exec {q(str(self.enter))} "$host" /bin/sh -c "$*"
 
     def _stop_locked(self) -> list[str]:
         notes: list[str] = []
+        # Every process this testbed started sits in its cgroup tree (checked at load to be
+        # its own): only PIDs found there are acted on, whatever testbed.json says.
         if self.daemons:
             from mpibench.testbed.slurm import stop_slurm
-            notes += stop_slurm(self)
-        # processes inside a live namespace of ours that were not entered through our
-        # scripts: found by namespace while its anchor (identity checked) still holds it
-        strays = []
-        anchors = [n.anchor for n in self.nodes if n.anchor] + ([self.switch] if self.switch
-                                                                 else [])
-        anchor_pids = {a.pid for a in anchors}
+            notes += stop_slurm(self, set(sx.cg_procs(self.cgroup)))
         in_cg = set(sx.cg_procs(self.cgroup))
+        anchors = [a for a in [n.anchor for n in self.nodes] + [self.switch]
+                   if a is not None and a.pid in in_cg and a.alive()]
+        anchor_pids = {a.pid for a in anchors}
+        # processes inside a live namespace of ours that were not entered through our
+        # scripts: found by the namespace its anchor really is in (not the host's)
+        strays = []
+        own_ns = sx.netns_of(os.getpid())
         for a in anchors:
-            if a.alive() and a.netns:
-                strays += [p for p in sx.pids_in_netns(a.netns)
+            ns = sx.netns_of(a.pid)
+            if ns and ns == a.netns and ns != own_ns:
+                strays += [p for p in sx.pids_in_netns(ns)
                            if p not in anchor_pids and p not in in_cg and p != os.getpid()]
         if strays:
             notes.append(f"stopped {len(strays)} process(es) found inside the testbed's "
                          f"namespaces: {', '.join(map(str, strays[:10]))}")
         sx.terminate(sorted((in_cg - anchor_pids) | set(strays)))
-        sx.terminate([a.pid for a in anchors if a.alive()])
+        sx.terminate([a.pid for a in anchors])
         for p in self._popen.values():
             try:
                 p.wait(timeout=5)

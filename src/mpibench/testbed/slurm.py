@@ -97,11 +97,12 @@ def start_slurm(bed, timeout: float = 60) -> None:
         bed.save()
 
 
-def stop_slurm(bed) -> list[str]:
-    """Cancel every job, then stop slurmd, slurmctld and munged by their recorded PIDs
-    (only those still the same processes). The cgroup sweep in Testbed.stop catches the rest."""
+def stop_slurm(bed, ours: set[int]) -> list[str]:
+    """Cancel every job, then stop slurmd, slurmctld and munged by their recorded PIDs (only
+    those still the same processes and in the testbed's cgroups, `ours`). The cgroup sweep
+    in Testbed.stop catches the rest."""
     alive = {name: d["pid"] for name, d in bed.daemons.items()
-             if sx.alive(d["pid"], d.get("start"))}
+             if d["pid"] in ours and sx.alive(d["pid"], d.get("start"))}
     notes = []
     if alive:
         cluster = TestbedSlurm(bed.root / "slurm", bed=bed, pids=alive)

@@ -238,7 +238,7 @@ def pids_in_netns(netns: str) -> list[int]:
 
 def terminate(pids: list[int], grace: float = 5.0) -> None:
     """SIGTERM, then SIGKILL whatever is left after `grace` seconds."""
-    pids = [p for p in pids if p != os.getpid()]
+    pids = [p for p in pids if p > 1 and p != os.getpid()]
     for p in pids:
         try:
             os.kill(p, signal.SIGTERM)
