@@ -43,7 +43,7 @@ def _write(tmp_path: Path, text: str) -> Path:
 
 @pytest.mark.parametrize("group, key, expected", [
     ('suite = "hpl"\nbinary = "x"\nbenchmarks = ["PingPong"]', "benchmarks.p.suite",
-     '"imb" or "osu" or "netpipe"'),
+     '"imb" or "netpipe" or "osu"'),
     ('suite = "imb"\nbinary = "x"\nsource = "y"\nbenchmarks = ["PingPong"]', "benchmarks.p",
      "exactly one of 'binary'"),
     ('suite = "imb"\nbinary = "x"', "benchmarks.p.benchmarks", "IMB names"),

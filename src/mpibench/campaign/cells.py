@@ -100,17 +100,12 @@ class CellSteps:
     def _ingest_peer(self, p: _Prepared, outcome: CellOutcome, nodelist: str | None) -> None:
         """IMB/OSU/NetPIPE stdout -> rows with the parsers `mpibench import` uses; the
         fingerprint names the suite, its version and the program."""
-        from mpibench.peers import parse_output
+        from mpibench.peers import get_suite, parse_output
 
         g, v = p.cell.group, p.cell.variant
         out = p.cmd.stdout.read_text(errors="replace") if p.cmd.stdout.exists() else ""
-        if g.peer.suite == "netpipe":
-            # NetPIPE prints its table to stderr and writes it, with more digits, to np.out
-            npout = p.step.run_dir / "np.out"
-            if npout.exists():
-                out = npout.read_text(errors="replace")
-            elif p.cmd.stderr.exists():
-                out = p.cmd.stderr.read_text(errors="replace") + "\n" + out
+        # the suite says where its table is (NetPIPE: np.out, with more digits)
+        out = get_suite(g.peer.suite).output_text(out, p.cmd.stderr, p.step.run_dir)
         rows, meta = parse_output(g.peer, out, v.np)
         outcome.fingerprint["peer"] = {
             "suite": g.peer.suite, "tool": meta["tool"], "version": meta["version"],

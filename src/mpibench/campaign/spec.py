@@ -757,14 +757,16 @@ def _peer_groups(c: _Ctx, key: str, name: str, gdef: dict[str, Any], path: Path,
     """suite = "imb" | "osu" | "netpipe": the suite's binary launched under the variant's
     launcher, its output parsed into result rows (mpibench.peers). OSU runs one program per
     benchmark, so an OSU group becomes one group per program, NAME.osu_latency ..."""
-    from mpibench.peers import SUITES, PeerSpec
+    from mpibench.peers import PeerSpec, get_suite, suite_names
 
     if not _NAME.match(name):
         c.fail(key, f"bad benchmark group name {name!r}", "letters, digits and _ . + -")
     c.known(gdef, key, PEER_GROUP_KEYS)
     suite = gdef["suite"]
-    if suite not in SUITES:
-        c.fail(f"{key}.suite", f"got {_show(suite)}", " or ".join(f'"{s}"' for s in SUITES))
+    names = suite_names()
+    if not isinstance(suite, str) or suite not in names:
+        c.fail(f"{key}.suite", f"got {_show(suite)}", " or ".join(f'"{s}"' for s in names))
+    kind = get_suite(suite)
     if ("binary" in gdef) == ("source" in gdef):
         c.fail(key, "needs exactly one of 'binary' (a built program) or 'source' (a tarball "
                "or source tree, built per stack)",
@@ -777,29 +779,14 @@ def _peer_groups(c: _Ctx, key: str, name: str, gdef: dict[str, Any], path: Path,
             # a relative path is the campaign file's; the binary may only exist on the
             # cluster, so it is checked when the campaign runs, not when it loads
             where[k] = str(p if p.is_absolute() else (path.parent / p).resolve())
-    benches: list[str] = []
-    if suite == "netpipe":
-        if "benchmarks" in gdef:
-            c.fail(f"{key}.benchmarks", "NetPIPE runs one ping-pong test",
-                   "no benchmarks key for suite = \"netpipe\"")
-    else:
-        if "benchmarks" not in gdef:
-            c.fail(f"{key}.benchmarks", "missing",
-                   '["PingPong", "Allreduce", ...] (IMB names)' if suite == "imb"
-                   else '["osu_latency", "osu_allreduce", ...] (OSU program names)')
-        benches = c.str_list(gdef["benchmarks"], f"{key}.benchmarks")
-        if not benches:
-            c.fail(f"{key}.benchmarks", "empty", "at least one benchmark")
-        if suite == "imb":
-            try:
-                benches = canonical_benchmarks(benches)
-            except UsageError as exc:
-                c.fail(f"{key}.benchmarks", str(exc))
-        else:
-            for i, b in enumerate(benches):
-                if not re.match(r"^osu_[a-z0-9_]+$", b):
-                    c.fail(f"{key}.benchmarks[{i}]", f"got {_show(b)}",
-                           "an OSU program name such as osu_latency or osu_allreduce")
+    def fail(problem: str, expected: str = "", index: int | None = None) -> None:
+        c.fail(f"{key}.benchmarks" + (f"[{index}]" if index is not None else ""), problem,
+               expected)
+
+    # the suite checks its own benchmarks key (IMB names, OSU programs, none for NetPIPE)
+    benches = kind.check_benchmarks(
+        c.str_list(gdef["benchmarks"], f"{key}.benchmarks") if "benchmarks" in gdef
+        else None, fail)
     sizes = None
     if "sizes" in gdef:
         sizes = c.string(gdef["sizes"], f"{key}.sizes")
@@ -809,7 +796,7 @@ def _peer_groups(c: _Ctx, key: str, name: str, gdef: dict[str, Any], path: Path,
             c.fail(f"{key}.sizes", str(exc))
     args = tuple(c.str_list(gdef.get("args", []), f"{key}.args"))
     out = []
-    for bench in (benches if suite == "osu" else [None]):
+    for bench in (benches if kind.one_program_per_benchmark else [None]):
         g = Group(name=f"{name}.{bench}" if bench and len(benches) > 1 else name, kind="peer")
         g.peer = PeerSpec(suite=suite, benchmarks=(bench,) if bench else tuple(benches),
                           sizes=sizes, args=args, binary=where.get("binary"),

@@ -13,6 +13,12 @@ library or another source tarball rebuilds and nothing else does.
 
 OSU runs one program per benchmark: an OSU group with several benchmarks becomes one group
 per program (`NAME.osu_latency`, ...), so a cell is always exactly one launch.
+
+A suite is one file in this package: a PeerSuite subclass registered with
+`@register_suite("name")` that says how to build it (build_steps), find its program
+(program), turn a group's benchmarks and sizes into its arguments (argv), check the
+campaign's benchmarks key (check_benchmarks) and parse its output (parse, output_text).
+The campaign file, the runner and the cells reach a suite only through this registry.
 """
 
 from __future__ import annotations
@@ -30,23 +36,77 @@ from mpibench.build import staged_build
 from mpibench.errors import BuildError, UsageError
 from mpibench.files import write_file
 from mpibench.process import run_command
+from mpibench.registry import Registry
 from mpibench.stacks import Stack, cache_dir
 
-SUITES = ("imb", "osu", "netpipe")
 
-# OSU programs whose rows are stored under the IMB name of the same operation, so they line
-# up with the core's and IMB's rows in one comparison (the program name stays in
-# extra.tool_benchmark). Bandwidth programs (osu_bw, osu_bibw) print no time and keep
-# their own names: their windowed streams are not IMB's PingPong.
-OSU_AS_IMB = {
-    "osu_latency": "PingPong", "osu_allreduce": "Allreduce", "osu_allgather": "Allgather",
-    "osu_allgatherv": "Allgatherv", "osu_alltoall": "Alltoall", "osu_alltoallv": "Alltoallv",
-    "osu_barrier": "Barrier", "osu_bcast": "Bcast", "osu_gather": "Gather",
-    "osu_gatherv": "Gatherv", "osu_reduce": "Reduce", "osu_reduce_scatter": "Reduce_scatter",
-    "osu_scatter": "Scatter", "osu_scatterv": "Scatterv",
-}
-IMB_BINARY = "IMB-MPI1"
-NETPIPE_BINARY = "NPmpi"
+class PeerSuite:
+    """One third-party suite. Subclasses override what differs; instances hold no state."""
+
+    name = ""
+    needs_cxx = True                     # IMB and OSU build C++ sources
+    # one group per benchmark program (OSU), so a cell is exactly one launch
+    one_program_per_benchmark = False
+    benchmarks_expected = "[...]"        # what the campaign's benchmarks key holds
+
+    def build_steps(self, tree: Path, cc: str, cxx: str) -> list[list[str]]:
+        raise NotImplementedError
+
+    def program(self, benchmark: str | None) -> str:
+        """The executable's name to find under a built tree or a given directory."""
+        raise NotImplementedError
+
+    def argv(self, peer: PeerSpec, sizes: list[int] | None, run_dir: Path) -> list[str]:
+        """The suite's own arguments for the group's benchmarks and sizes."""
+        return []
+
+    def check_benchmarks(self, benches: list[str] | None, fail) -> list[str]:
+        """The campaign's `benchmarks` (None when absent), normalised; fail(problem,
+        expected, index=None) raises naming the key."""
+        if benches is None:
+            fail("missing", self.benchmarks_expected)
+        if not benches:
+            fail("empty", "at least one benchmark")
+        return list(benches)
+
+    def parse(self, text: str):
+        """The output's ParseResult (mpibench.parsers)."""
+        raise NotImplementedError
+
+    def output_text(self, stdout: str, stderr_path: Path, run_dir: Path) -> str:
+        """The text to parse from one launch (stdout unless the suite writes elsewhere)."""
+        return stdout
+
+    def row(self, rec: dict[str, Any], extra: dict[str, Any]) -> None:
+        """Adjust one parsed row in place (e.g. store it under the IMB name)."""
+
+
+REGISTRY: Registry = Registry("peer suite", "mpibench.peers")
+register_suite = REGISTRY.register
+
+
+def get_suite(name: str) -> PeerSuite:
+    return REGISTRY.get(name)()
+
+
+def suite_names() -> list[str]:
+    return REGISTRY.names()
+
+
+def __getattr__(name: str) -> Any:
+    """SUITES, OSU_AS_IMB, IMB_BINARY and NETPIPE_BINARY, from the suites' own files."""
+    if name == "SUITES":
+        return tuple(suite_names())
+    if name == "OSU_AS_IMB":
+        from mpibench.peers.osu import OSU_AS_IMB
+        return OSU_AS_IMB
+    if name == "IMB_BINARY":
+        from mpibench.peers.imb import IMB_BINARY
+        return IMB_BINARY
+    if name == "NETPIPE_BINARY":
+        from mpibench.peers.netpipe import NETPIPE_BINARY
+        return NETPIPE_BINARY
+    raise AttributeError(name)
 
 
 @dataclass(frozen=True)
@@ -129,16 +189,9 @@ def build_peer(stack: Stack, suite: str, source: str | Path, *, timeout: float =
         log(f"building {suite} for {stack.name} from {src} (cached after this) ...")
     with staged_build(final) as tmp:
         tree = _unpack(src, tmp)
-        cc, cxx = stack.mpicc, cxx_wrapper(stack) if suite != "netpipe" else ""
-        if suite == "imb":
-            # IMB's C++ sources include mpi.h; Open MPI's C++ bindings are not wanted
-            steps = [["make", "-C", str(tree), IMB_BINARY, f"CC={cc}",
-                      f"CXX={cxx} -DOMPI_SKIP_MPICXX=1 -DMPICH_SKIP_MPICXX=1"]]
-        elif suite == "osu":
-            steps = [["./configure", f"CC={cc}", f"CXX={cxx}"],
-                     ["make", f"-j{max(1, min(4, os.cpu_count() or 1))}"]]
-        else:
-            steps = [["make", "-C", str(tree), "mpi", f"CC={cc}"]]
+        kind = get_suite(suite)
+        cc, cxx = stack.mpicc, cxx_wrapper(stack) if kind.needs_cxx else ""
+        steps = kind.build_steps(tree, cc, cxx)
         out = []
         for argv in steps:
             # the stack's modules and environment apply to its wrappers, as for the core
@@ -164,7 +217,7 @@ def find_binary(root: Path, suite: str, benchmark: str | None) -> Path:
     root = Path(root)
     if root.is_file():
         return root
-    name = {"imb": IMB_BINARY, "netpipe": NETPIPE_BINARY}.get(suite, benchmark or "")
+    name = get_suite(suite).program(benchmark)
     hits = sorted((p for p in root.rglob(name) if p.is_file() and os.access(p, os.X_OK)),
                   key=lambda p: (len(p.parts), str(p)))
     if not hits:
@@ -176,22 +229,8 @@ def find_binary(root: Path, suite: str, benchmark: str | None) -> Path:
 
 def program_args(peer: PeerSpec, run_dir: Path) -> list[str]:
     """The suite's own arguments for the group's benchmarks and sizes."""
-    args: list[str] = []
     sizes = parse_sizes(peer.sizes) if peer.sizes else None
-    if peer.suite == "imb":
-        args += list(peer.benchmarks)
-        if peer.sizes and ":" in peer.sizes:
-            args += ["-msglog", peer.sizes.strip()]
-        elif sizes is not None:
-            # an explicit size list: IMB reads it from a file, one length per line
-            write_file(run_dir / "msglen.txt", "".join(f"{s}\n" for s in sizes))
-            args += ["-msglen", "msglen.txt"]
-    elif peer.suite == "osu":
-        if sizes is not None:
-            # OSU runs the powers of two between min and max
-            args += ["-m", f"{min(sizes)}:{max(sizes)}"]
-    elif peer.suite == "netpipe" and sizes is not None:
-        args += ["-u", str(max(sizes))]
+    args = get_suite(peer.suite).argv(peer, sizes, run_dir)
     return args + list(peer.args)
 
 
@@ -200,12 +239,8 @@ def program_args(peer: PeerSpec, run_dir: Path) -> list[str]:
 def parse_output(peer: PeerSpec, text: str, np_: int) -> tuple[list[dict[str, Any]], dict]:
     """Result rows (store records) and what the output says about the tool, from one
     launch's stdout."""
-    from mpibench.parsers.imb import parse_imb
-    from mpibench.parsers.netpipe import parse_netpipe
-    from mpibench.parsers.osu import parse_osu
-
-    parser = {"imb": parse_imb, "osu": parse_osu, "netpipe": parse_netpipe}[peer.suite]
-    res = parser(text)
+    kind = get_suite(peer.suite)
+    res = kind.parse(text)
     rows = []
     for rec in res.records:
         rec = dict(rec)
@@ -213,10 +248,7 @@ def parse_output(peer: PeerSpec, text: str, np_: int) -> tuple[list[dict[str, An
         if rec.get("np") is None:
             rec["np"] = np_
             extra["np_from"] = "variant"
-        tool_name = rec["benchmark"]
-        if peer.suite == "osu" and tool_name in OSU_AS_IMB:
-            rec["benchmark"] = OSU_AS_IMB[tool_name]
-            extra["tool_benchmark"] = tool_name
+        kind.row(rec, extra)
         extra["tool"] = peer.suite
         rec["extra"] = extra
         rows.append(rec)

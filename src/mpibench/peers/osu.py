@@ -1,0 +1,61 @@
+"""The OSU micro-benchmarks as a campaign peer suite: configure and make per stack, one
+program per benchmark (a group per program), sizes as -m MIN:MAX; rows of programs that time
+an operation IMB also has are stored under the IMB name."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from mpibench.peers import PeerSpec, PeerSuite, register_suite
+
+# OSU programs whose rows are stored under the IMB name of the same operation, so they line
+# up with the core's and IMB's rows in one comparison (the program name stays in
+# extra.tool_benchmark). Bandwidth programs (osu_bw, osu_bibw) print no time and keep
+# their own names: their windowed streams are not IMB's PingPong.
+OSU_AS_IMB = {
+    "osu_latency": "PingPong", "osu_allreduce": "Allreduce", "osu_allgather": "Allgather",
+    "osu_allgatherv": "Allgatherv", "osu_alltoall": "Alltoall", "osu_alltoallv": "Alltoallv",
+    "osu_barrier": "Barrier", "osu_bcast": "Bcast", "osu_gather": "Gather",
+    "osu_gatherv": "Gatherv", "osu_reduce": "Reduce", "osu_reduce_scatter": "Reduce_scatter",
+    "osu_scatter": "Scatter", "osu_scatterv": "Scatterv",
+}
+_PROGRAM = re.compile(r"^osu_[a-z0-9_]+$")
+
+
+@register_suite("osu")
+class Osu(PeerSuite):
+    one_program_per_benchmark = True
+    benchmarks_expected = '["osu_latency", "osu_allreduce", ...] (OSU program names)'
+
+    def build_steps(self, tree: Path, cc: str, cxx: str) -> list[list[str]]:
+        return [["./configure", f"CC={cc}", f"CXX={cxx}"],
+                ["make", f"-j{max(1, min(4, os.cpu_count() or 1))}"]]
+
+    def program(self, benchmark: str | None) -> str:
+        return benchmark or ""
+
+    def argv(self, peer: PeerSpec, sizes: list[int] | None, run_dir: Path) -> list[str]:
+        # OSU runs the powers of two between min and max
+        return ["-m", f"{min(sizes)}:{max(sizes)}"] if sizes is not None else []
+
+    def check_benchmarks(self, benches: list[str] | None, fail) -> list[str]:
+        benches = super().check_benchmarks(benches, fail)
+        for i, b in enumerate(benches):
+            if not _PROGRAM.match(b):
+                fail(f"got {b!r}", "an OSU program name such as osu_latency or osu_allreduce",
+                     index=i)
+        return benches
+
+    def parse(self, text: str) -> Any:
+        from mpibench.parsers.osu import parse_osu
+
+        return parse_osu(text)
+
+    def row(self, rec: dict[str, Any], extra: dict[str, Any]) -> None:
+        tool_name = rec["benchmark"]
+        if tool_name in OSU_AS_IMB:
+            rec["benchmark"] = OSU_AS_IMB[tool_name]
+            extra["tool_benchmark"] = tool_name
