@@ -47,12 +47,18 @@ def run_command(
     stdout_path: str | os.PathLike | None = None,
     stderr_path: str | os.PathLike | None = None,
     input_text: str | None = None,
+    die_with_parent: bool = False,
 ) -> CommandResult:
     """Run argv (never through a shell) with extra env vars on top of os.environ.
 
     On timeout the whole process group is killed (mpirun leaves orphans otherwise) and the
     result says timed_out=True with returncode -9. Output is also written to stdout_path /
     stderr_path when given, so raw output is kept as provenance even when parsing fails.
+    die_with_parent: the command gets SIGTERM when this process dies, however it dies (a
+    build: a SIGKILLed harness left `make` and its recipe running in their own session for
+    good; make stops its recipes on SIGTERM, and the build cache's next builder stops what
+    still works in the old staging directory and removes it). Launches do not: a
+    campaign's resume finds and stops them (kill_orphans).
     """
     argv = [str(a) for a in argv]
     full_env = dict(os.environ)
@@ -71,6 +77,7 @@ def run_command(
             text=True,
             errors="replace",
             start_new_session=True,
+            preexec_fn=_die_with(os.getpid()) if die_with_parent else None,
         )
     except OSError as exc:
         return CommandResult(argv, 127, "", f"cannot execute {argv[0]}: {exc}", 0.0, False, delta)
@@ -88,6 +95,21 @@ def run_command(
     if stderr_path is not None:
         write_file(stderr_path, err)
     return CommandResult(argv, rc, out, err, elapsed, timed_out, delta)
+
+
+def _die_with(parent: int):
+    """preexec_fn: SIGTERM when the parent dies (Linux PR_SET_PDEATHSIG; TERM, not KILL, so
+    that make passes it on to the recipes it runs), and exit at once if it already has."""
+    def setup() -> None:
+        import ctypes
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            return
+        if os.getppid() != parent:
+            os._exit(137)
+    return setup
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

@@ -24,9 +24,12 @@ The campaign file, the runner and the cells reach a suite only through this regi
 from __future__ import annotations
 
 import hashlib
+import lzma
 import os
 import shutil
+import stat
 import tarfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -148,30 +151,130 @@ def cxx_wrapper(stack: Stack) -> str:
                      "(mpicxx); IMB and OSU need one")
 
 
+# A peer source is a benchmark suite: IMB 2021.11 is 0.5 MB packed and 3 MB unpacked, OSU
+# 7.4 about 10 MB. A tarball that expands past these is refused before anything is written
+# (a 1 MB tarball of zeros expanded to 1 GiB in the build cache).
+MAX_UNPACKED_BYTES = 512 << 20
+MAX_MEMBERS = 50_000
+
+
 def source_digest(source: Path) -> str:
+    """The cache key's hash of a tarball's bytes, or of a source tree: every path, and the
+    content of every file, symlinked ones by what they point at (editing the target of a
+    symlinked source file rebuilds; the build reads through the link)."""
     h = hashlib.sha256()
     if source.is_file():
         with open(source, "rb") as fh:
             for chunk in iter(lambda: fh.read(1 << 20), b""):
                 h.update(chunk)
-    else:
-        for p in sorted(source.rglob("*")):
-            if p.is_file() and not p.is_symlink():
-                h.update(str(p.relative_to(source)).encode() + b"\0" + p.read_bytes() + b"\0")
+        return h.hexdigest()[:12]
+    seen: set[str] = set()
+    for p in _walk(source, seen):
+        rel = str(p.relative_to(source)).encode()
+        if p.is_symlink():
+            h.update(rel + b"\0L" + os.readlink(p).encode() + b"\0")
+        if p.is_file():
+            h.update(rel + b"\0" + p.read_bytes() + b"\0")
     return h.hexdigest()[:12]
+
+
+def _walk(root: Path, seen: set[str]):
+    """Every entry under root in a fixed order, following symlinked directories once each
+    (a link cycle ends at the first repeat)."""
+    real = os.path.realpath(root)
+    if real in seen:
+        return
+    seen.add(real)
+    try:
+        entries = sorted(root.iterdir())
+    except OSError as exc:
+        raise UsageError(f"peer source {root}: cannot read ({exc.strerror})") from None
+    for p in entries:
+        yield p
+        if p.is_dir():
+            yield from _walk(p, seen)
+
+
+def check_source_tree(source: Path) -> None:
+    """A source directory holds files, directories and symlinks only: a FIFO would block the
+    copy forever, a socket or device has no place in a build."""
+    for p in _walk(source, set()):
+        try:
+            mode = p.lstat().st_mode
+        except OSError as exc:
+            raise UsageError(f"peer source {p}: cannot read ({exc.strerror})") from None
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+            what = ("a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+                    else "a device")
+            raise UsageError(f"peer source {p}: {what}; a source tree holds files and "
+                             "directories only")
 
 
 def _unpack(source: Path, into: Path) -> Path:
     """The source tree under `into`: a tarball extracted (data filter: no absolute paths,
-    links out of the tree or devices), or a directory copied (the build writes into it)."""
+    links out of the tree or devices; at most MAX_UNPACKED_BYTES and MAX_MEMBERS), or a
+    directory copied (the build writes into it). Whatever is wrong with the tarball is one
+    UsageError naming it."""
     if source.is_dir():
+        check_source_tree(source)
         dst = into / source.name
-        shutil.copytree(source, dst, symlinks=True)
+        try:
+            shutil.copytree(source, dst, symlinks=True)
+        except (OSError, shutil.Error) as exc:
+            raise UsageError(f"peer source {source}: cannot copy it "
+                             f"({_first_error(exc)})") from None
         return dst
-    with tarfile.open(source) as tf:
-        tf.extractall(into, filter="data")
+    if not source.is_file():
+        raise UsageError(f"peer source {source}: not a regular file or directory")
+    what = f"peer source {source}"
+    try:
+        with tarfile.open(source) as tf:
+            members, total = [], 0
+            for m in tf:                   # streamed: a bomb stops at the cap, not at 1 GiB
+                if m.name.startswith(("/", "\\")):
+                    # the data filter would strip the slash; a suite's tarball never has one
+                    raise UsageError(f"{what}: member {m.name[:100]!r} refused (an absolute "
+                                     "path); nothing was extracted")
+                members.append(m)
+                total += max(m.size, 0) if m.isreg() else 0
+                if total > MAX_UNPACKED_BYTES or len(members) > MAX_MEMBERS:
+                    raise UsageError(
+                        f"{what}: expands to more than {MAX_UNPACKED_BYTES >> 20} MiB or "
+                        f"{MAX_MEMBERS} entries; a benchmark suite's source is far smaller "
+                        "(IMB 3 MB, OSU 10 MB)")
+            if not members:
+                raise UsageError(f"{what}: an empty tarball; expected a benchmark suite's "
+                                 "source")
+            tf.extractall(into, members=members, filter="data")
+    except tarfile.FilterError as exc:
+        member = getattr(exc, "tarinfo", None)
+        name = member.name if member is not None else "?"
+        raise UsageError(f"{what}: member {name!r} refused ({_filter_why(exc)}); nothing "
+                         "outside the build directory is written") from None
+    except (tarfile.TarError, EOFError, zlib.error, lzma.LZMAError, OSError, ValueError,
+            KeyError) as exc:          # KeyError: a hard link to a member that is not there
+        raise UsageError(f"{what}: not a readable tarball ({type(exc).__name__}: "
+                         f"{str(exc)[:120] or 'truncated or damaged'})") from None
+    except (RecursionError, MemoryError):
+        raise UsageError(f"{what}: not a readable tarball") from None
     tops = [p for p in into.iterdir() if p.is_dir()]
     return tops[0] if len(tops) == 1 else into
+
+
+def _filter_why(exc: tarfile.FilterError) -> str:
+    return {tarfile.AbsolutePathError: "an absolute path",
+            tarfile.OutsideDestinationError: "a path outside the tree",
+            tarfile.SpecialFileError: "a device or other special file",
+            tarfile.AbsoluteLinkError: "a link to an absolute path",
+            tarfile.LinkOutsideDestinationError: "a link out of the tree"}.get(
+                type(exc), type(exc).__name__)
+
+
+def _first_error(exc: BaseException) -> str:
+    if isinstance(exc, shutil.Error) and exc.args and isinstance(exc.args[0], list):
+        src, _, why = exc.args[0][0]
+        return f"{src}: {why}"
+    return getattr(exc, "strerror", None) or str(exc)
 
 
 def build_peer(stack: Stack, suite: str, source: str | Path, *, timeout: float = 1200,
@@ -181,13 +284,17 @@ def build_peer(stack: Stack, suite: str, source: str | Path, *, timeout: float =
     src = Path(source).resolve()
     if not src.exists():
         raise UsageError(f"peer source {src} does not exist")
+    if src.is_dir():
+        check_source_tree(src)
     key = f"peer-{suite}-{stack.name}-{stack.identity()}-{source_digest(src)}"
     final = cache_dir() / "build" / key
     if (final / ".built").exists():
         return final
     if log:
         log(f"building {suite} for {stack.name} from {src} (cached after this) ...")
-    with staged_build(final) as tmp:
+    with staged_build(final, lambda d: (d / ".built").exists()) as tmp:
+        if tmp is None:             # another process built it while this one waited
+            return final
         tree = _unpack(src, tmp)
         kind = get_suite(suite)
         cc, cxx = stack.mpicc, cxx_wrapper(stack) if kind.needs_cxx else ""
@@ -196,7 +303,7 @@ def build_peer(stack: Stack, suite: str, source: str | Path, *, timeout: float =
         for argv in steps:
             # the stack's modules and environment apply to its wrappers, as for the core
             res = run_command(stack.command(argv), cwd=tree, env=getattr(stack, "env", None),
-                              timeout=timeout)
+                              timeout=timeout, die_with_parent=True)
             out.append(res.stdout + res.stderr)
             if not res.ok:
                 write_file(tmp / "build.log", "\n".join(out))

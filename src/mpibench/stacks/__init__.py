@@ -175,8 +175,10 @@ def probe(mpicc: str, timeout: float = 60, env: Mapping[str, str] | None = None,
     cached = cache_dir() / "probe" / f"{key.hexdigest()[:16]}.json"
     if cached.exists():
         try:
-            return json.loads(cached.read_text())
-        except ValueError:
+            info = json.loads(cached.read_text())
+            if isinstance(info, dict) and isinstance(info.get("ok"), bool):
+                return info            # else a damaged cache file: probe again, rewrite it
+        except (ValueError, OSError):
             pass
     with tempfile.TemporaryDirectory(prefix="mpibench-probe-") as tmp:
         src = Path(tmp) / "probe.c"
