@@ -57,15 +57,8 @@ def fabrics_vs_configured(bed, work: Path, quick: bool) -> dict:
 
     sizes = "0,1M,4M" if quick else "0,1M,4M,16M"
     text = fb.fabric_campaign(bed, "bench-fabrics", stacks=("openmpi", "mpich"), sizes=sizes,
-                              repeats=2 if quick else 3, max_time=0.2 if quick else 0.5)
-    # the same Open MPI with ranks that yield the CPU while they wait: a node's one CPU also
-    # does the NIC's work here (the kernel's softirq, ksoftirqd), which busy-polling ranks
-    # starve; the difference between the two rows is that CPU share, not the link
-    for f in bed.fabrics:
-        exp = fb.expected(bed, f.name)
-        text += (f'\n[variants.openmpi+yield-{f.name}]\nstack = "openmpi"\n'
-                 f'interface = "{f.name}"\nline_rate = "{exp.line_rate}"\n'
-                 'mca = { mpi_yield_when_idle = "1" }\n')
+                              repeats=2 if quick else 3, max_time=0.2 if quick else 0.5,
+                              yielding=True)
     t0 = time.monotonic()
     res, _camp, db = fb.run_campaign(bed, text, work / "fabrics", timeout=1800)
     took = time.monotonic() - t0

@@ -10,7 +10,9 @@ with fabrics fast:4gbit and slow:1gbit, or starts its own):
 - tcp_goodput: one TCP stream (Python sockets, no MPI) tn1 -> tn2 and back over each fabric:
   goodput vs configured rate (the ceiling is ~0.96 at MTU 1500: TCP/IP/Ethernet headers),
   and over the unshaped management network, which is what this machine can move between two
-  namespaces at all (a fabric's rate must stay well below it).
+  namespaces at all (a fabric's rate must stay well below it);
+- mpi_vs_configured: MPI PingPong over each fabric against the configured rate x TCP's
+  payload efficiency, % of line rate, fast/slow gain vs the rate ratio (bench_fabric.py).
 
 Needs root (it starts testbeds); elsewhere it says why and exits 0. Run it alone: the
 transfer figures are load-sensitive (that is why they are here and not in the tests).
@@ -71,7 +73,21 @@ def tcp_goodput(bed: Testbed, args) -> None:
           f"{bed.fabric('fast').rate_bps / mgmt:.0%} of it)")
 
 
-FIGURES = {"start_time": start_time, "tcp_goodput": tcp_goodput}
+def mpi_vs_configured(bed: Testbed, args) -> None:
+    """MPI over the fabrics (Open MPI and MPICH, one rank per node, each fabric pinned and
+    verified): large-message PingPong MB/s vs configured rate x TCP payload efficiency,
+    mpibench's % of line rate, latency vs delay, fast/slow gain vs rate ratio. The rest
+    (shm vs network, placement, node scaling) is bench/bench_fabric.py, on testbeds of its
+    own."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_fabric import fabrics_vs_configured
+
+    with tempfile.TemporaryDirectory(prefix="mbt-mpi-") as d:
+        fabrics_vs_configured(bed, Path(d), args.quick)
+
+
+FIGURES = {"start_time": start_time, "tcp_goodput": tcp_goodput,
+           "mpi_vs_configured": mpi_vs_configured}
 
 
 def main(argv: list[str]) -> int:

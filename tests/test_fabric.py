@@ -209,3 +209,31 @@ def test_demo_says_in_one_line_why_the_fabric_part_is_skipped(tmp_path):
     assert text_line.startswith("'skipped: no testbed on this machine (the testbed needs root")
     assert "\\n" not in text_line and rc == "0"
     assert list(out.iterdir()) == []
+
+
+def test_fabric_campaign_is_a_valid_campaign_for_the_testbeds_fabrics(tmp_path):
+    """The campaign text mpibench.fabric writes for a testbed (its fabrics and nodes as the
+    testbed records them) loads, pins each fabric and carries its configured line rate."""
+    from types import SimpleNamespace
+
+    from mpibench import fabric as fb
+    from mpibench.campaign.spec import load
+
+    fabrics = [SimpleNamespace(name="fast", rate_bps=4 * 10**9, mtu=1500, delay_us=0.0,
+                               delay_applied=False),
+               SimpleNamespace(name="slow", rate_bps=10**9, mtu=1500, delay_us=0.0,
+                               delay_applied=False)]
+    bed = SimpleNamespace(fabrics=fabrics, nodes=[SimpleNamespace(name="tn1"),
+                                                  SimpleNamespace(name="tn2")],
+                          fabric=lambda n: next(f for f in fabrics if f.name == n))
+    f = tmp_path / "c.toml"
+    f.write_text(fb.fabric_campaign(bed, "x", stacks=("openmpi", "mpich"), yielding=True))
+    spec = load(f)
+    by = {v.name: v for v in spec.variants}
+    assert set(by) == {"openmpi-fast", "openmpi-slow", "mpich-fast", "mpich-slow",
+                       "openmpi+yield-fast", "openmpi+yield-slow"}
+    assert by["openmpi+yield-slow"].mca == {"mpi_yield_when_idle": "1"}
+    assert all(v.hosts == ["tn1", "tn2"] and v.ppn == 1 for v in spec.variants)
+    assert spec.line_rates["mpich-slow"][1] == 1e9
+    assert spec.line_rates["openmpi-fast"][1] == 4e9
+    assert fb.expected(bed, "slow").mbps == pytest.approx(125 * 1448 / 1514)

@@ -88,10 +88,11 @@ def fabric_campaign(bed: Any, name: str, *, stacks: tuple[str, ...] = ("openmpi"
                     fabrics: tuple[str, ...] | None = None, benchmarks: tuple[str, ...] = (
                         "PingPong",), sizes: str = "0,4M", repeats: int = 2,
                     max_time: float = 0.2, transport: str = "shm+tcp",
-                    timeout: float = 300) -> str:
+                    timeout: float = 300, yielding: bool = False) -> str:
     """A campaign (TOML text): one rank on each of the first two nodes, one variant per stack
     and fabric (`<stack>-<fabric>`), the fabric pinned by its interface, `line_rate` = the
-    configured rate, launches interleaved."""
+    configured rate, launches interleaved. `yielding` adds `openmpi+yield-<fabric>`: Open MPI
+    with mpi_yield_when_idle, ranks that give their CPU away while they wait."""
     fabrics = fabrics or tuple(f.name for f in bed.fabrics)
     hosts = ", ".join(_q(n.name) for n in bed.nodes[:2])
     out = [f"[campaign]\nname = {_q(name)}\nrepeats = {repeats}\norder = \"interleaved\"\n"
@@ -100,8 +101,12 @@ def fabric_campaign(bed: Any, name: str, *, stacks: tuple[str, ...] = ("openmpi"
     for s in stacks:
         for f in fabrics:
             exp = expected(bed, f)
-            out.append(f"[variants.{s}-{f}]\nstack = {_q(s)}\ninterface = {_q(f)}\n"
+            out.append(f"[variants.{_q(f'{s}-{f}')}]\nstack = {_q(s)}\ninterface = {_q(f)}\n"
                        f"line_rate = {_q(exp.line_rate)}\n")
+            if yielding and s == "openmpi":
+                out.append(f"[variants.{_q(f'{s}+yield-{f}')}]\nstack = {_q(s)}\n"
+                           f"interface = {_q(f)}\nline_rate = {_q(exp.line_rate)}\n"
+                           'mca = { mpi_yield_when_idle = "1" }\n')
     bench = ", ".join(_q(b) for b in benchmarks)
     out.append(f"[benchmarks.net]\nbenchmarks = [{bench}]\nsizes = {_q(sizes)}\n"
                f"options = {{ max_time = {max_time:g} }}\n")
