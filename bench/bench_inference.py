@@ -30,6 +30,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from mpibench import stats  # noqa: E402
+from mpibench.report.compare import compare_groups  # noqa: E402
 from mpibench.stats import simulate as S  # noqa: E402
 
 
@@ -55,8 +56,9 @@ def power(db, rng, reps: int, part: float) -> None:
     print(f"Power: true gain 1.10, sigma_L 0.05, size-specific launch effect {part} x sigma_L "
           f"(per-cell launch sd {0.05 * math.sqrt(1 + part * part):.3f})")
     for n in (5, 6, 10):
-        cmps = [S.run_compare(db, rng, launches=n, sigma_l=0.05, effect=math.log(1.1),
-                              size_part=part) for _ in range(max(10, reps // 2))]
+        cmps = [S.run_compare(db, rng, compare_groups, launches=n, sigma_l=0.05,
+                              effect=math.log(1.1), size_part=part)
+                for _ in range(max(10, reps // 2))]
         t = S.tally(cmps, true_gain=1.1)
         raw = [r.deltas["b"].p for c in cmps for r in c.rows]
         unadj = float(np.mean(np.array(raw) <= 0.05))
@@ -85,7 +87,8 @@ def main(argv: list[str]) -> int:
     every = []
     for sigma in (0.1, 0.3):
         for n in (3, 5, 10):
-            cmps = [S.run_compare(db, rng, launches=n, sigma_l=sigma) for _ in range(reps)]
+            cmps = [S.run_compare(db, rng, compare_groups, launches=n, sigma_l=sigma)
+                    for _ in range(reps)]
             every += cmps
             print(row(f"sigma_L {sigma}, {n}+{n} launches", S.tally(cmps),
                       f"{100 * pooled_rate(cmps[:10]):.1f}%"), flush=True)

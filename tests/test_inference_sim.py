@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from mpibench import stats
+from mpibench.report.compare import compare_groups
 from mpibench.stats import simulate as S
 
 
@@ -17,7 +18,8 @@ def aa(tmp_path_factory):
     """40 A/A comparisons: sigma_L 0.3, 5 launches per side, 20 sizes."""
     rng = np.random.default_rng(2026)
     path = tmp_path_factory.mktemp("sim") / "aa.db"
-    return [S.run_compare(path, rng, launches=5, sigma_l=0.3, n_samples=(30, 60))
+    return [S.run_compare(path, rng, compare_groups, launches=5, sigma_l=0.3,
+                          n_samples=(30, 60))
             for _ in range(40)]
 
 
@@ -39,7 +41,7 @@ def test_the_pooled_test_it_replaces_fails_the_same_data(aa):
 
 def test_a_real_difference_is_found(tmp_path):
     rng = np.random.default_rng(7)
-    cmps = [S.run_compare(tmp_path / "ab.db", rng, launches=5, sigma_l=0.05,
+    cmps = [S.run_compare(tmp_path / "ab.db", rng, compare_groups, launches=5, sigma_l=0.05,
                           effect=np.log(1.2), n_samples=(30, 60)) for _ in range(10)]
     t = S.tally(cmps, true_gain=1.2)
     assert t["cell_rate"] >= 0.6
@@ -49,7 +51,7 @@ def test_a_real_difference_is_found(tmp_path):
 
 def test_one_launch_per_side_decides_nothing(tmp_path):
     rng = np.random.default_rng(9)
-    cmp = S.run_compare(tmp_path / "one.db", rng, launches=1, sigma_l=0.3,
+    cmp = S.run_compare(tmp_path / "one.db", rng, compare_groups, launches=1, sigma_l=0.3,
                         effect=np.log(1.5), n_samples=(300, 500))
     assert not any(r.deltas["b"].tested for r in cmp.rows)
     assert cmp.kinds["b"] == "cannot tell"

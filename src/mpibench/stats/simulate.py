@@ -70,13 +70,13 @@ def build_store(path: str | Path, rng: np.random.Generator, *, launches: int | t
     return store, groups
 
 
-def run_compare(path: str | Path, rng: np.random.Generator, **kw):
-    """build_store then the real compare_groups; the store is closed and removed."""
-    from mpibench.report.compare import compare_groups
-
+def run_compare(path: str | Path, rng: np.random.Generator, compare, **kw):
+    """build_store then `compare(store, groups, "a")` (the caller passes the real
+    report.compare.compare_groups: statistics sit below the report, tests/test_layers.py);
+    the store is closed and removed."""
     store, groups = build_store(path, rng, **kw)
     try:
-        return compare_groups(store, groups, "a")
+        return compare(store, groups, "a")
     finally:
         store.close()
         for suffix in ("", "-wal", "-shm", "-journal"):
