@@ -29,7 +29,8 @@ compare (terminal, gain table as JSON, line rate as CSV) and report: exit 0, 1 o
 never a traceback.
 
 CLI: each verb (run, demo, campaign run/status/list/resume, compare, report, import, profile,
-stacks, build) called in process with one hostile argument value (nan/inf/negative/zero/huge/
+stacks, build, push; the read verbs on hostile archive URLs) called in process with one
+hostile argument value (nan/inf/negative/zero/huge/
 unicode-digit numbers, size lists the core would reject, paths that cannot be written, missing
 or foreign or non-UTF-8 files, NUL bytes). Expected: exit 2, one error line, nothing written in
 the working directory, no external command started (mpibench.process.run_command is replaced by

@@ -583,9 +583,42 @@ def _b_build(rng):
     return ["build", opt, rng.choice(vals)]
 
 
+# `mpibench push`: archive URLs, site names and the local store. Every URL points at
+# 127.0.0.1 port 1 (nothing listens there) or is malformed, so no case waits on a network.
+HOSTILE_URLS = ["postgresql://u:secret@127.0.0.1:1/x", "postgresql://[::1",
+                "postgresql://127.0.0.1:99999/x", "postgresql://127.0.0.1:1/x?sslmode=bogus",
+                "postgresql://%zz@127.0.0.1:1/x", "postgres://u\x00@127.0.0.1:1/x",
+                "postgresql://127.0.0.1:1/" + "x" * 5000, "mysql://127.0.0.1/x", "",
+                "postgresql://u:p@127.0.0.1:1/x?password=q&connect_timeout=-1",
+                "postgresql://127.0.0.1:1/x?options=-c%20a%3D\x1b[31m", "postgresql://",
+                "postgresql://\u0663\u0663@127.0.0.1:1/x", "postgresql:/127.0.0.1/x"]
+
+
+def _b_push(rng):
+    opt, vals = rng.choice([("URL", HOSTILE_URLS),
+                            ("--site", ["", "-x", "a b", "x" * 65, "a;rm -rf", "\x00", "\u00e9",
+                                        "a\nb", "\x1b[31mred"]),
+                            ("--db-from", ["MISSING.db", "NOTDB", "FOREIGN", "DIR", "/dev/zero",
+                                           "\x00", "FILE"])])
+    if opt == "URL":
+        return ["push", rng.choice(vals), "--db-from", "STORE", "--site", "s"]
+    if opt == "--site":
+        return ["push", "postgresql://127.0.0.1:1/x", "--db-from", "STORE",
+                f"--site={rng.choice(vals)}"]
+    return ["push", "postgresql://127.0.0.1:1/x", "--db-from", rng.choice(vals)]
+
+
+def _b_archive(rng):
+    """Read verbs given a hostile archive URL (--db postgresql://...)."""
+    verb = rng.choice([["compare"], ["report", "-o", "r.html"], ["campaign", "list"],
+                       ["campaign", "status", "CAMP/c.toml"], ["compare", "--site", "x"]])
+    return [*verb, "--db", rng.choice([u for u in HOSTILE_URLS if u.startswith("postgres")])]
+
+
 CLI_BUILDERS = [("run", _b_run), ("demo", _b_demo), ("campaign", _b_campaign),
                 ("compare", _b_compare), ("report", _b_report), ("import", _b_import),
-                ("profile", _b_profile), ("stacks", _b_stacks), ("build", _b_build)]
+                ("profile", _b_profile), ("stacks", _b_stacks), ("build", _b_build),
+                ("push", _b_push), ("archive", _b_archive)]
 
 GOOD_CAMPAIGN = """\
 name = "fz"
