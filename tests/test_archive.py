@@ -97,6 +97,12 @@ def test_push_twice_stores_once_and_reads_like_the_local_store(archive, tmp_path
             assert '"pending": 1' in local.stdout and '"pending": 0' in remote.stdout
             continue
         assert remote.stdout == local.stdout, args
+    # the regression gate: the same decision, the same JSON, the same exit status
+    for args in (["check", "--json"], ["check", "--baseline", "fast", "--json"]):
+        local = cli(*args, "--db", str(db), cwd=tmp_path)
+        remote = cli(*args, "--db", archive, cwd=tmp_path)
+        assert (remote.returncode, remote.stdout) == (local.returncode, local.stdout), args
+        assert local.returncode == (1 if "fast" in args else 0), local.stderr
     env_read = cli("compare", cwd=tmp_path, env={"MPIBENCH_DB": archive})
     assert env_read.stdout == cli("compare", "--db", str(db), cwd=tmp_path).stdout
     md = {}
