@@ -123,6 +123,17 @@ def test_push_twice_stores_once_and_reads_like_the_local_store(archive, tmp_path
     assert all(np.array_equal(x, y) for x, y in zip(a["samples"], b["samples"], strict=True))
     assert len(load_profiles(archive)) == len(load_profiles(str(db)))
 
+    # an annotation changed locally (a relabelled launch) is updated in place, not stored twice
+    from mpibench.store.bulk import relabel_run
+    with Store(db) as s, s.transaction():
+        relabel_run(s, groups["fast"][0], "fast-relabelled")
+    third = cli("push", archive, "--db-from", str(db), "--site", "alpha", cwd=tmp_path)
+    assert third.returncode == 0 and "0 new" in third.stdout and "1 with a new" in third.stdout
+    assert counts(archive) == after_one
+    with connect(archive) as c:
+        assert c.execute("SELECT count(*) FROM runs WHERE label = 'fast-relabelled' AND "
+                         "variant = 'fast-relabelled'").fetchone()[0] == 1
+
 
 def pg_password(url: str) -> str:
     from mpibench.store.engine import url_password

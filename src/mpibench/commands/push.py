@@ -83,6 +83,8 @@ def run(args) -> int:
         f"as {summary.origin}: {summary.runs_new} new ({summary.results_new} results, "
         f"{summary.profiles_new} profiles, {summary.campaigns_new} campaigns, "
         f"{summary.fingerprints_new} fingerprints), "
-        f"{summary.runs_sent - summary.runs_new} already there; "
+        f"{summary.runs_sent - summary.runs_new} already there"
+        + (f" ({summary.runs_updated} with a new label, variant name or spec, updated)"
+           if summary.runs_updated else "") + "; "
         f"{summary.skipped_unfinished} unfinished run(s) not sent; {summary.seconds:.1f} s"))
     return 0

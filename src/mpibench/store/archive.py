@@ -45,7 +45,12 @@ RUN_COLUMNS = ("id", "campaign_id", "variant", "grp", "params_json", "repeat", "
                "fingerprint_id", "transport_requested", "transport_actual", "exit_code",
                "started", "finished", "elapsed", "scheduler", "job_id", "job_script",
                "nodelist", "sched_state", "harness", "mpi_init_us")
-_KEY_FIELDS = ("variant", "grp", "params_json", "repeat", "label", "source", "status", "reason",
+# what a run's content key hashes besides its results and profile: what ran, when, and how it
+# ended. Not its annotations (label, variant name, spec: an import relabelled, a line rate
+# edited in the campaign file), which a later push updates in place instead of storing the
+# launch a second time.
+_ANNOTATIONS = ("label", "variant", "spec_json")
+_KEY_FIELDS = ("grp", "params_json", "repeat", "source", "status", "reason",
                "started", "finished", "elapsed", "fingerprint_id", "exit_code",
                "transport_requested", "transport_actual", "mpi_init_us")
 RESULT_COPY = (*RESULT_COLUMNS, "samples", "extra_json")
@@ -164,6 +169,7 @@ class ArchiveStore(Store):
 class PushSummary:
     runs_sent: int = 0
     runs_new: int = 0
+    runs_updated: int = 0     # already there, with a label, variant name or spec changed since
     results_new: int = 0
     campaigns_new: int = 0
     fingerprints_new: int = 0
@@ -322,9 +328,20 @@ def push(local_path: str | Path, url: str, *, site: str, user: str | None = None
                     vals[1] = arch_cid[r["campaign_id"]]
                     cp.write_row([_int(v) if c in _INT_RUN else v
                                   for c, v in zip(RUN_COLUMNS, vals, strict=True)])
+            sets = ", ".join(f"{c} = EXCLUDED.{c}" for c in _ANNOTATIONS)
+            olds = ", ".join(f"runs.{c}" for c in _ANNOTATIONS)
+            news = ", ".join(f"EXCLUDED.{c}" for c in _ANNOTATIONS)
+            # xmax = 0: a row this statement inserted (else one it updated)
             cur.execute("INSERT INTO runs SELECT * FROM push_runs ORDER BY id "
-                        "ON CONFLICT (id) DO NOTHING RETURNING id")
-            new = {row[0] for row in cur.fetchall()}
+                        f"ON CONFLICT (id) DO UPDATE SET {sets} "
+                        f"WHERE ({olds}) IS DISTINCT FROM ({news}) "
+                        "RETURNING id, (xmax = 0) AS inserted")
+            new = set()
+            for rid, inserted in cur.fetchall():
+                if inserted:
+                    new.add(rid)
+                else:
+                    out.runs_updated += 1
             out.runs_new = len(new)
             local_new = [r["id"] for r in runs if key_of[r["id"]] in new]
             say(f"{len(new)} new run(s); sending their results")
