@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import signal
 import time
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mpibench.campaign.cells import _Prepared
@@ -36,6 +37,26 @@ _LIMIT_TEXT = re.compile(r"got SIGCONT|DUE TO TIME LIMIT|got SIGTERM|exited on s
 
 def _stopped_by_the_limit(exit_code: int | None, stderr_tail: str | None) -> bool:
     return exit_code in _LIMIT_EXITS or bool(_LIMIT_TEXT.search(stderr_tail or ""))
+
+
+# Named limits of the poll loop
+MISSING_POLLS_DONE = 3      # polls a job may be missing from the queue, all steps written,
+                            # before it counts as finished (a queue that forgot it early)
+MISSING_POLLS_LOST = 10     # polls missing, steps not all written: the job is lost
+IDLE_BACKOFF = 1.5          # the poll interval grows by this while no job finishes
+QUERY_FAILURE_BACKOFF = 2.0  # ... and by this after a failed scheduler query
+
+
+@dataclass
+class _BatchState:
+    """The poll loop's state: jobs to submit, jobs in flight, how long each has been missing
+    from the queue, the queue state last written per job, the interval and query failures."""
+    queue: list[list[Cell]]
+    interval: float
+    inflight: dict[str, tuple[JobRequest, list[_Prepared]]] = field(default_factory=dict)
+    missing: dict[str, int] = field(default_factory=dict)
+    seen: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+    failures: int = 0
 
 
 class BatchPolicy:
@@ -124,100 +145,114 @@ class BatchPolicy:
 
     def _run_batch(self, todo: list[Cell], reattach: list[tuple[str, list[str]]],
                    summary: Summary, by_id: dict[str, Cell]) -> None:
-        s = self.spec.scheduler
-        inflight: dict[str, tuple[JobRequest, list[_Prepared]]] = {}
-        missing: dict[str, int] = {}
-        seen: dict[str, tuple[str, str | None]] = {}  # last state written per queued job
+        """Submit up to max_jobs_in_flight jobs, poll with back-off, ingest finished jobs,
+        until every job has ended (the state is explicit: _BatchState)."""
+        st = _BatchState(queue=self._job_requests(todo),
+                         interval=self.spec.scheduler.poll_interval_s)
         for job_id, ids in reattach:
             # plan order, as when submitted: the first cell's directory holds the probe
-            req, preps = self._request(sorted((by_id[i] for i in ids), key=lambda c: c.seq),
-                                       fresh=False)
-            inflight[job_id] = (req, preps)
+            st.inflight[job_id] = self._request(
+                sorted((by_id[i] for i in ids), key=lambda c: c.seq), fresh=False)
             self.log(f"re-attached to job {job_id} ({len(ids)} cell(s))")
-        queue = self._job_requests(todo)
-        interval = s.poll_interval_s
-        failures = 0
-        while queue or inflight:
-            while queue and len(inflight) < s.max_jobs_in_flight:
-                cells = queue.pop(0)
-                req, preps = self._request(cells, fresh=True)
-                script = self.scheduler.render_script(req)
-                write_file(req.run_dir / "job.sh", script)
-                with self.store.transaction():
-                    for p in preps:
-                        self.store.delete_results(p.cell.id)
-                        self.store.set_run(p.cell.id, "running", started=time.time(),
-                                           argv_json=p.cmd.argv, job_script=script,
-                                           harness=self.harness,
-                                           scheduler=self.scheduler.name,
-                                           sched_state="submitting", job_id=None)
-                try:
-                    job_id = self.scheduler.submit(req)
-                except SubmissionUnknown:
-                    raise  # cells stay `running` without a job id; resume settles them
-                except SchedulerError as exc:
-                    # refused (bad partition, over a limit...): the cells fail with the reason
-                    with self.store.transaction():
-                        for p in preps:
-                            self.store.set_run(p.cell.id, "failed", finished=time.time(),
-                                               reason=f"job submission refused: {exc}",
-                                               sched_state="refused")
-                    self._done += len(preps)
-                    self.log(f"{req.name}: submission refused: {exc}")
-                    continue
-                with self.store.transaction():
-                    for p in preps:
-                        self.store.set_run(p.cell.id, job_id=str(job_id),
-                                           sched_state="submitted")
-                inflight[str(job_id)] = (req, preps)
-                summary.ran += len(cells)
-                self._tick(f"submitted {req.name} as job {job_id}")
-            if not inflight:
-                continue
-            time.sleep(interval)
-            try:
-                states = self.scheduler.poll(list(inflight))
-                failures = 0
-            except SchedulerQueryError as exc:
-                failures += 1
-                self.log(f"scheduler query failed ({exc}); retry {failures}")
-                interval = min(s.poll_max_interval_s, interval * 2)
-                continue
-            finished_any = False
-            changed: list[tuple[str, tuple[str, str | None]]] = []
-            for job_id in list(inflight):
-                req, preps = inflight[job_id]
-                st = states.get(job_id)
-                if st is None:
-                    missing[job_id] = missing.get(job_id, 0) + 1
-                    all_written = all((s.run_dir / "exit_status").exists() for s in req.steps)
-                    if missing[job_id] >= 3 and all_written:
-                        st = JobStatus("completed", 0, "finished (no longer in the queue)")
-                    elif missing[job_id] >= 10:
-                        st = JobStatus("failed", None, "the scheduler no longer knows the job")
-                    else:
-                        continue
-                missing.pop(job_id, None)
-                if not st.finished:
-                    # written only when it changes, all jobs in one transaction: 500 queued
-                    # jobs must not cost 500 commits per poll
-                    now = (st.raw or st.state, st.nodelist)
-                    if seen.get(job_id) != now:
-                        seen[job_id] = now
-                        changed += [(p.cell.id, now) for p in preps]
-                    continue
-                finished_any = True
-                del inflight[job_id]
-                seen.pop(job_id, None)
-                actual = self._judge_probe(req, preps)
+        while st.queue or st.inflight:
+            while st.queue and len(st.inflight) < self.spec.scheduler.max_jobs_in_flight:
+                self._submit(st.queue.pop(0), st, summary)
+            if st.inflight:
+                self._poll_once(st)
+
+    def _submit(self, cells: list[Cell], st: _BatchState, summary: Summary) -> None:
+        """One job: its script written, its cells marked running, submitted; a refusal
+        fails its cells with the scheduler's reason."""
+        req, preps = self._request(cells, fresh=True)
+        script = self.scheduler.render_script(req)
+        write_file(req.run_dir / "job.sh", script)
+        with self.store.transaction():
+            for p in preps:
+                self.store.delete_results(p.cell.id)
+                self.store.set_run(p.cell.id, "running", started=time.time(),
+                                   argv_json=p.cmd.argv, job_script=script,
+                                   harness=self.harness, scheduler=self.scheduler.name,
+                                   sched_state="submitting", job_id=None)
+        try:
+            job_id = self.scheduler.submit(req)
+        except SubmissionUnknown:
+            raise  # cells stay `running` without a job id; resume settles them
+        except SchedulerError as exc:
+            # refused (bad partition, over a limit...): the cells fail with the reason
+            with self.store.transaction():
                 for p in preps:
-                    self._finish_batch_cell(p, st, actual)
-            if changed:
-                with self.store.transaction():
-                    for cell_id, (state, nodes) in changed:
-                        self.store.set_run(cell_id, sched_state=state, nodelist=nodes)
-            interval = s.poll_interval_s if finished_any else \
-                min(s.poll_max_interval_s, interval * 1.5)
+                    self.store.set_run(p.cell.id, "failed", finished=time.time(),
+                                       reason=f"job submission refused: {exc}",
+                                       sched_state="refused")
+            self._done += len(preps)
+            self.log(f"{req.name}: submission refused: {exc}")
+            return
+        with self.store.transaction():
+            for p in preps:
+                self.store.set_run(p.cell.id, job_id=str(job_id), sched_state="submitted")
+        st.inflight[str(job_id)] = (req, preps)
+        summary.ran += len(cells)
+        self._tick(f"submitted {req.name} as job {job_id}")
+
+    def _poll_once(self, st: _BatchState) -> None:
+        """Wait one interval, ask the scheduler, settle the jobs that ended, record the
+        queue states that changed; the interval backs off while nothing finishes."""
+        s = self.spec.scheduler
+        time.sleep(st.interval)
+        try:
+            states = self.scheduler.poll(list(st.inflight))
+            st.failures = 0
+        except SchedulerQueryError as exc:
+            st.failures += 1
+            self.log(f"scheduler query failed ({exc}); retry {st.failures}")
+            st.interval = min(s.poll_max_interval_s, st.interval * QUERY_FAILURE_BACKOFF)
+            return
+        finished_any = False
+        changed: list[tuple[str, tuple[str, str | None]]] = []
+        for job_id in list(st.inflight):
+            req, preps = st.inflight[job_id]
+            status = self._job_status(st, job_id, req, states.get(job_id))
+            if status is None:
+                continue
+            if not status.finished:
+                # written only when it changes, all jobs in one transaction: 500 queued
+                # jobs must not cost 500 commits per poll
+                now = (status.raw or status.state, status.nodelist)
+                if st.seen.get(job_id) != now:
+                    st.seen[job_id] = now
+                    changed += [(p.cell.id, now) for p in preps]
+                continue
+            finished_any = True
+            del st.inflight[job_id]
+            st.seen.pop(job_id, None)
+            actual = self._judge_probe(req, preps)
+            for p in preps:
+                self._finish_batch_cell(p, status, actual)
+        if changed:
+            with self.store.transaction():
+                for cell_id, (state, nodes) in changed:
+                    self.store.set_run(cell_id, sched_state=state, nodelist=nodes)
+        st.interval = s.poll_interval_s if finished_any else \
+            min(s.poll_max_interval_s, st.interval * IDLE_BACKOFF)
+
+    def _job_status(self, st: _BatchState, job_id: str, req: JobRequest,
+                    status: JobStatus | None) -> JobStatus | None:
+        """The job's status, or for a job the queue no longer lists: finished once every
+        step wrote its exit status (after MISSING_POLLS_DONE polls), lost after
+        MISSING_POLLS_LOST; None while it is only missing."""
+        if status is not None:
+            st.missing.pop(job_id, None)
+            return status
+        st.missing[job_id] = n = st.missing.get(job_id, 0) + 1
+        all_written = all((step.run_dir / "exit_status").exists() for step in req.steps)
+        if n >= MISSING_POLLS_DONE and all_written:
+            status = JobStatus("completed", 0, "finished (no longer in the queue)")
+        elif n >= MISSING_POLLS_LOST:
+            status = JobStatus("failed", None, "the scheduler no longer knows the job")
+        else:
+            return None
+        st.missing.pop(job_id, None)
+        return status
 
     def _finish_batch_cell(self, p: _Prepared, st: JobStatus, actual: str | None) -> None:
         sr = read_step_result(p.step, st)
