@@ -547,6 +547,10 @@ class _Abandon(Exception):
     """A streamed file turned out not storable: roll its savepoint back."""
 
 
+class _RunExists(_Abandon):
+    """The file's run id is already in the store: the file is skipped, not failed."""
+
+
 def _open_stream(path: Path):
     fh = open(path, "rb")
     if fh.read(2) == b"\x1f\x8b":
@@ -599,7 +603,7 @@ def _import_streamed(store: Store, batch: bulk.Batch, fr: FileReport, path: Path
                                              spec=json.loads(row["spec_json"]) if row else None)
                     if not store.create_run(run_id, cid, variant, grp=first.format or "",
                                             params={}, label=label, source="import", seq=0):
-                        raise _Abandon(f"run {run_id} already exists")
+                        raise _RunExists(f"run {run_id} already exists")
                     created = True
                     fr.variant = variant
                 _layout(acc, seg.records, run_id, np_hint, nps, benchmarks)
@@ -636,7 +640,7 @@ def _import_streamed(store: Store, batch: bulk.Batch, fr: FileReport, path: Path
     except _Abandon as exc:
         if str(exc):
             fr.problems.append(f"{path}: {exc}")
-        if "already exists" in str(exc):
+        if isinstance(exc, _RunExists):
             fr.status, fr.run_id, fr.note = "skipped", run_id, f"run {run_id} already exists"
         return fr
     except TooLarge as exc:
