@@ -460,6 +460,10 @@ HOSTILE_FLOAT = ["nan", "inf", "-inf", "-1", "0", "1e400", "\u0663", "\u00b2", "
 # outside its temporary directory to a path that could be created.
 HOSTILE_PATH_OUT = ["FILE/x.out", "/proc/self/status/x", "/dev/null/x", "\x00", "a" * 5000]
 HOSTILE_TEXT = ["", "\x00", "a\nb", "\x1b[31mred"]
+# Paths to read that are not what was asked for: missing, a directory, a device, not UTF-8,
+# another program's SQLite file, not SQLite
+HOSTILE_PATH_IN = ["MISSING.db", "DIR", "/dev/zero", "NOTUTF8", "FOREIGN", "NOTDB", "\x00",
+                   "a" * 5000]
 HOSTILE_SIZES = ["99:2", "0:\u0663", "\u00b2:3", "0 :3", "1e35", "0:" + "9" * 35,
                  ",".join(["1"] * 2000), "-1", "nan", "", "0:64", "1K:1", "abc", "0:3:x"]
 
@@ -615,10 +619,26 @@ def _b_archive(rng):
     return [*verb, "--db", rng.choice([u for u in HOSTILE_URLS if u.startswith("postgres")])]
 
 
+def _b_check(rng):
+    opt, vals = rng.choice([("--margin", HOSTILE_FLOAT + ["101", "-5%", "2%%"]),
+                            ("--alpha", HOSTILE_FLOAT), ("--size", HOSTILE_SIZES),
+                            ("--since", ["yesterday", "2026-13-45", "\x00", ""]),
+                            ("--db", HOSTILE_PATH_IN), ("--baseline", ["bogus", ""])])
+    return ["check", "--db", "STORE", opt, rng.choice(vals)]
+
+
+def _b_equivalence(rng):
+    return ["compare", "--db", "STORE", "--label", "tcp", "--label", "vader",
+            "--equivalence", rng.choice(HOSTILE_FLOAT + ["-2%", "200%", "%", "2%%"])]
+
+
+# A verb (or a new flag with its own grammar) joins here to be fuzzed by the suite's
+# property test and bench/bench_fuzz.py ("CLI flags" in tests/_surfaces.py).
 CLI_BUILDERS = [("run", _b_run), ("demo", _b_demo), ("campaign", _b_campaign),
                 ("compare", _b_compare), ("report", _b_report), ("import", _b_import),
                 ("profile", _b_profile), ("stacks", _b_stacks), ("build", _b_build),
-                ("push", _b_push), ("archive", _b_archive)]
+                ("push", _b_push), ("archive", _b_archive), ("check", _b_check),
+                ("compare --equivalence", _b_equivalence)]
 
 GOOD_CAMPAIGN = """\
 name = "fz"

@@ -92,6 +92,16 @@ def test_hostile_values_per_verb(verb, rng):
     ["compare", "--db", "STORE", "--label", "tcp", "--label", "vader", "--size", ""],
     ["compare", "--db", "STORE", "--label", "tcp", "--label", "vader", "--label", "nosuch"],
     ["report", "--db", "STORE", "--label", "tcp", "--label", "vader", "--label", "nosuch"],
+    # an empty --since/--until was falsy: "comparing the latest campaign" came first and the
+    # refusal was a second line (check and compare)
+    ["check", "--db", "STORE", "--since", ""],
+    ["compare", "--db", "STORE", "--until", ""],
+    # the "latest campaign" notice came before the --baseline refusal: two lines
+    ["check", "--db", "STORE", "--baseline", "bogus"],
+    ["compare", "--db", "STORE", "--baseline", "bogus"],
+    ["check", "--db", "STORE", "--baseline", ""],          # was silently ignored: exit 0
+    # an OSError on a path the user gave (File name too long) was a traceback
+    ["push", "postgresql://127.0.0.1:1/none", "--db-from", "a" * 5000],
     # argparse's own refusals: one line too, not the usage block
     ["run", "PingPong", "--np", "two", "--out", "OUT"],
     ["compare", "--format", "pdf"],

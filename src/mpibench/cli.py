@@ -81,6 +81,12 @@ def main(argv: list[str] | None = None) -> int:
         from mpibench.store import store_error
 
         msg = store_error(exc)   # a damaged store met past the opening checks: one line
+        if msg is None and isinstance(exc, OSError) and exc.filename is not None:
+            # a path from the user that the system refuses (a name longer than NAME_MAX,
+            # a component that is a file): one line naming it, not a traceback
+            name = str(exc.filename)
+            msg = (f"{name if len(name) <= 80 else name[:77] + '...'}: "
+                   f"{exc.strerror or exc}")
         if msg is None:
             raise
         print(f"mpibench: error: {one_line(msg)}", file=sys.stderr)

@@ -226,15 +226,22 @@ def groups_from_args(store: Store, args) -> dict[str, list[str]]:
         if not isinstance(store, ArchiveStore):
             raise UsageError(f"--site: selects the runs pushed to a team archive; --db "
                              f"{store.path} is a local store")
-    if not any([args.variant, args.label, args.campaign, args.run, args.since, args.until,
-                sites]):
+    from mpibench.report.select import _parse_when
+
+    # checked before anything is printed: an empty --since was falsy, so the "latest
+    # campaign" notice came first and the refusal was a second line
+    _parse_when(args.since, "--since")
+    _parse_when(args.until, "--until")
+    notice = ""
+    if not any([args.variant, args.label, args.campaign, args.run,
+                args.since is not None, args.until is not None, sites]):
         camps = store.campaigns()
         if not camps:
             raise UsageError(f"--db {store.path}: the store has no campaigns yet")
         latest = max(camps, key=lambda r: (r["created"], r["id"]))
         campaign = [latest["id"]]
-        err_console().print(f"comparing the latest campaign: {latest['name']} "
-                            "(choose with --campaign/--variant/--run)")
+        notice = (f"comparing the latest campaign: {latest['name']} "
+                  "(choose with --campaign/--variant/--run)")
     groups = select_groups(store, variants=args.variant, campaign=campaign, run_ids=args.run,
                            labels=args.label, since=args.since, until=args.until, by=args.by)
     if sites:
@@ -252,9 +259,11 @@ def groups_from_args(store: Store, args) -> dict[str, list[str]]:
                 if not any(k == n or k.endswith("/" + n) for k in groups):
                     raise UsageError(f"{flag} {n!r}: no results with this {by} in the "
                                      f"selection (selected: {', '.join(groups)})")
-    if args.baseline and args.baseline not in groups:
+    if args.baseline is not None and args.baseline not in groups:
         raise UsageError(f"--baseline {args.baseline!r} is not one of the selected sets: "
                          f"{', '.join(groups)}")
+    if notice:   # after every check of the selection: a refusal stays one line
+        err_console().print(notice)
     return groups
 
 
