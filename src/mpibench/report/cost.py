@@ -71,7 +71,36 @@ def cost_table(store: Store, groups: Mapping[str, list[str]], *,
                        "price_per_node_hour/power_per_node_w)")
         return t
     cells = cells if cells is not None else load_cells(store, groups, with_samples=False)
-    # group cells per application cell (benchmark + params + np), across metrics
+    job = _Costing(store, price, power, all_ids)
+    savings: dict[str, list[float]] = defaultdict(list)
+    apps = _application_cells(cells)
+    if apps:
+        many_np = len({k[1] for k in apps}) > 1
+        for (bench, np_, pkey), per_group in apps.items():
+            job.app_rows(t, bench, np_, json.loads(pkey), per_group, order, baseline,
+                         savings, many_np)
+    else:
+        # Message-size campaigns: the unit of work is a launch (same benchmarks and sizes
+        # for every variant), so cost and energy are per launch.
+        job.launch_rows(t, groups, order, baseline)
+    for g, ss in savings.items():
+        # the headline users ask for: which variant is cheaper, and by how much
+        cheaper = sum(x > 0 for x in ss)
+        who, saving = cheaper_side(float(np.median(ss)), g, baseline)
+        t.notes.append(f"{g} vs {baseline}: {g} is cheaper in {cheaper} of {len(ss)} cell(s); "
+                       + (f"median saving of {who}: {100 * saving:.1f}%" if who else
+                          "same median cost")
+                       + " (per unit of the figure of merit where there is one, else per run;"
+                         " a saving is relative to the dearer side)")
+    if job.assumed_one:
+        t.notes.append("node count unknown for some cells (no 'nodes' parameter or spec): "
+                       "assumed 1 node")
+    return t
+
+
+def _application_cells(cells: dict) -> dict[tuple, dict[str, dict[str, Cell]]]:
+    """{(benchmark title, np, params_key): {set: {metric: cell}}} of the ok application
+    cells, across metrics (a figure of merit and a wall time of one cell)."""
     apps: dict[tuple, dict[str, dict[str, Cell]]] = defaultdict(lambda: defaultdict(dict))
     for key, by_group in cells.items():
         # profile:* rows describe the application's own launches (profile = true): they
@@ -81,14 +110,42 @@ def cost_table(store: Store, groups: Mapping[str, list[str]], *,
         for g, c in by_group.items():
             if c.status == "ok":
                 apps[(key.title, key.np, key.params_key)][g][key.metric] = c
-    assumed_one = False
-    savings: dict[str, list[float]] = defaultdict(list)
-    elapsed_cache: dict[str, float | None] = {}
-    elapsed_cache.update(run_elapsed(store, all_ids))     # one query, not one per run
-    many_np = len({k[1] for k in apps}) > 1
-    spec_nodes: dict[str, Any] | None = None
-    for (bench, np_, pkey), per_group in apps.items():
-        params = json.loads(pkey)
+    return apps
+
+
+class _Costing:
+    """What pricing a run needs: the price and power, the runs' elapsed times (one query)
+    and their specs' node counts (one query, on first need)."""
+
+    def __init__(self, store: Store, price: float | None, power: float | None,
+                 all_ids: list[str]) -> None:
+        self.store, self.price, self.power, self.all_ids = store, price, power, all_ids
+        self.elapsed: dict[str, float | None] = dict(run_elapsed(store, all_ids))
+        self.spec_nodes: dict[str, Any] | None = None
+        self.assumed_one = False
+
+    def cost_energy(self, nodes: float, secs: float | None
+                    ) -> tuple[float | None, float | None]:
+        hours = secs / 3600 if secs else None
+        cost = nodes * hours * self.price if (hours and self.price is not None) else None
+        energy = nodes * hours * self.power if (hours and self.power is not None) else None
+        return cost, energy
+
+    def nodes(self, params: Mapping[str, Any], any_cell: Cell) -> Any:
+        nodes = params.get("nodes")
+        if nodes is None and any_cell.runs_used:
+            if self.spec_nodes is None:         # one query for every run, on first need
+                self.spec_nodes = _spec_value_per_run(self.store, self.all_ids, ("nodes",))
+            nodes = self.spec_nodes.get(any_cell.runs_used[0])
+        if nodes is None:
+            nodes, self.assumed_one = 1, True
+        return nodes
+
+    def app_rows(self, t: Table, bench: str, np_: Any, params: dict[str, Any],
+                 per_group: Mapping[str, dict[str, Cell]], order: list[str], baseline: str,
+                 savings: dict[str, list[float]], many_np: bool) -> None:
+        """One application cell's rows (one per set), and each candidate's saving."""
+        price, power = self.price, self.power
         label = " ".join(x for x in (bench, fmt_params(params),
                                      f"np={np_}" if many_np and np_ is not None else "") if x)
         costs: dict[str, tuple[float | None, float | None]] = {}
@@ -103,17 +160,9 @@ def cost_table(store: Store, groups: Mapping[str, list[str]], *,
                 any_cell = wall
             else:
                 any_cell = next(iter(metrics.values()))
-                secs = _median_elapsed(store, any_cell.runs_used, elapsed_cache)
-            nodes = params.get("nodes")
-            if nodes is None and any_cell.runs_used:
-                if spec_nodes is None:         # one query for every run, on first need
-                    spec_nodes = _spec_value_per_run(store, all_ids, ("nodes",))
-                nodes = spec_nodes.get(any_cell.runs_used[0])
-            if nodes is None:
-                nodes, assumed_one = 1, True
-            hours = secs / 3600 if secs else None
-            cost = nodes * hours * price if (hours and price is not None) else None
-            energy = nodes * hours * power if (hours and power is not None) else None
+                secs = _median_elapsed(self.store, any_cell.runs_used, self.elapsed)
+            nodes = self.nodes(params, any_cell)
+            cost, energy = self.cost_energy(nodes, secs)
             fom = next(((m, c) for m, c in metrics.items() if c.better == "higher"
                         and _rate_per_hour(c.unit)), None)
             cpu = epu = None
@@ -149,20 +198,19 @@ def cost_table(store: Store, groups: Mapping[str, list[str]], *,
                 t.records[-len(lines) + lines.index(line)]["saving_vs_baseline"] = s
                 savings[g].append(s)
             t.rows.append(line)
-    if not apps:
-        # Message-size campaigns: the unit of work is a launch (same benchmarks and sizes
-        # for every variant), so cost and energy are per launch.
+
+    def launch_rows(self, t: Table, groups: Mapping[str, list[str]], order: list[str],
+                    baseline: str) -> None:
+        """One row per set: the cost and energy of one launch (median elapsed)."""
         base_cost = None
         lines = []
         for g in order:
             ids = list(groups[g])
-            secs = _median_elapsed(store, ids, elapsed_cache)
-            nodes = _spec_value(store, ids, ("nodes",))
+            secs = _median_elapsed(self.store, ids, self.elapsed)
+            nodes = _spec_value(self.store, ids, ("nodes",))
             if nodes is None:
-                nodes, assumed_one = 1, True
-            hours = secs / 3600 if secs else None
-            cost = nodes * hours * price if (hours and price is not None) else None
-            energy = nodes * hours * power if (hours and power is not None) else None
+                nodes, self.assumed_one = 1, True
+            cost, energy = self.cost_energy(nodes, secs)
             if g == baseline:
                 base_cost = cost if cost is not None else energy
             lines.append((g, nodes, secs, cost, energy, len(ids)))
@@ -177,19 +225,6 @@ def cost_table(store: Store, groups: Mapping[str, list[str]], *,
                               "seconds": secs, "cost_per_run": cost,
                               "energy_wh_per_run": energy, "launches": nruns,
                               "saving_vs_baseline": saving})
-    for g, ss in savings.items():
-        # the headline users ask for: which variant is cheaper, and by how much
-        cheaper = sum(x > 0 for x in ss)
-        who, saving = cheaper_side(float(np.median(ss)), g, baseline)
-        t.notes.append(f"{g} vs {baseline}: {g} is cheaper in {cheaper} of {len(ss)} cell(s); "
-                       + (f"median saving of {who}: {100 * saving:.1f}%" if who else
-                          "same median cost")
-                       + " (per unit of the figure of merit where there is one, else per run;"
-                         " a saving is relative to the dearer side)")
-    if assumed_one:
-        t.notes.append("node count unknown for some cells (no 'nodes' parameter or spec): "
-                       "assumed 1 node")
-    return t
 
 
 def cheaper_side(saving_vs_baseline: float, cand: str, baseline: str
