@@ -43,6 +43,29 @@ def archive(pg_server):  # noqa: F811
     return pg_server.create_database(f"t{os.getpid()}_{next(_n)}")
 
 
+@pytest.fixture
+def read(capsys, monkeypatch, tmp_path):
+    """A read verb run in this process (quicker than a fresh interpreter per call), its
+    output captured: CompletedProcess(argv, exit status, stdout, stderr)."""
+    from mpibench.cli import main as cli_main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MPIBENCH_DB", raising=False)
+
+    def run(*args, env=None, cwd=None):
+        capsys.readouterr()
+        with monkeypatch.context() as m:
+            for k, v in (env or {}).items():
+                m.setenv(k, v)
+            try:
+                rc = cli_main([str(a) for a in args])
+            except SystemExit as exc:
+                rc = exc.code
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(list(args), rc, out, err)
+    return run
+
+
 def connect(url):
     import psycopg
     return psycopg.connect(url, autocommit=True)
@@ -64,7 +87,7 @@ def extra_runs(path: Path, variant: str, repeats: int, seed: int, seq0: int) -> 
                               for z in (0, 8, 1024)])
 
 
-def test_push_twice_stores_once_and_reads_like_the_local_store(archive, tmp_path):
+def test_push_twice_stores_once_and_reads_like_the_local_store(archive, tmp_path, read):
     db = tmp_path / "a.db"
     store, groups = build_two_stack_store(db, repeats=3, n=20)
     with store:
@@ -90,8 +113,8 @@ def test_push_twice_stores_once_and_reads_like_the_local_store(archive, tmp_path
     for args in (["compare"], ["compare", "--format", "csv"], ["compare", "--results"],
                  ["compare", "--variant", "fast", "--variant", "base", "--format", "json"],
                  ["campaign", "list", "--json"]):
-        local = cli(*args, "--db", str(db), cwd=tmp_path)
-        remote = cli(*args, "--db", archive, cwd=tmp_path)
+        local = read(*args, "--db", str(db), cwd=tmp_path)
+        remote = read(*args, "--db", archive, cwd=tmp_path)
         assert local.returncode == 0 and remote.returncode == 0, remote.stderr
         if args[0] == "campaign":   # the pending run was not pushed
             assert '"pending": 1' in local.stdout and '"pending": 0' in remote.stdout
@@ -99,15 +122,15 @@ def test_push_twice_stores_once_and_reads_like_the_local_store(archive, tmp_path
         assert remote.stdout == local.stdout, args
     # the regression gate: the same decision, the same JSON, the same exit status
     for args in (["check", "--json"], ["check", "--baseline", "fast", "--json"]):
-        local = cli(*args, "--db", str(db), cwd=tmp_path)
-        remote = cli(*args, "--db", archive, cwd=tmp_path)
+        local = read(*args, "--db", str(db), cwd=tmp_path)
+        remote = read(*args, "--db", archive, cwd=tmp_path)
         assert (remote.returncode, remote.stdout) == (local.returncode, local.stdout), args
         assert local.returncode == (1 if "fast" in args else 0), local.stderr
-    env_read = cli("compare", cwd=tmp_path, env={"MPIBENCH_DB": archive})
-    assert env_read.stdout == cli("compare", "--db", str(db), cwd=tmp_path).stdout
+    env_read = read("compare", cwd=tmp_path, env={"MPIBENCH_DB": archive})
+    assert env_read.stdout == read("compare", "--db", str(db), cwd=tmp_path).stdout
     md = {}
     for name, target in (("l", str(db)), ("r", archive)):
-        res = cli("report", "--db", target, "-o", "-", "--markdown", f"{name}.md",
+        res = read("report", "--db", target, "-o", "-", "--markdown", f"{name}.md",
                   "--no-plots", cwd=tmp_path)
         assert res.returncode == 0, res.stderr
         md[name] = [ln for ln in (tmp_path / f"{name}.md").read_text().splitlines()
@@ -272,7 +295,7 @@ def test_password_never_printed(archive, tmp_path):
                                  (f"%{pw}%",)).fetchone()
 
 
-def test_two_sites_compared_on_the_archive(archive, tmp_path):
+def test_two_sites_compared_on_the_archive(archive, tmp_path, read):
     """Two sites run the same campaign file and push; the archive compares them, by campaign
     name (pooled) or split by --site."""
     for i, site in enumerate(("alpha", "beta")):
@@ -284,19 +307,19 @@ def test_two_sites_compared_on_the_archive(archive, tmp_path):
     with connect(archive) as c:
         assert c.execute("SELECT count(*) FROM campaigns WHERE name = 'fabric'"
                          ).fetchone()[0] == 2
-    res = cli("compare", "--db", archive, "--campaign", "fabric", "--variant", "fast",
+    res = read("compare", "--db", archive, "--campaign", "fabric", "--variant", "fast",
               "--site", "alpha", "--site", "beta", "--format", "csv", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     # two campaigns named 'fabric': sets are campaign/variant, then split by site
     assert ",alpha/fabric/fast,beta/fabric/fast," in res.stdout
     # beta's 'fast' is 0.9 x base and alpha's 0.8 x: beta is slower than alpha everywhere
     # but PingPong at size 1, where both equal their base
-    one = cli("compare", "--db", archive, "--site", "beta", "--variant", "fast",
+    one = read("compare", "--db", archive, "--site", "beta", "--variant", "fast",
               "--variant", "base", "--format", "csv", cwd=tmp_path)
     assert one.returncode == 0 and "alpha" not in one.stdout
-    bad = cli("compare", "--db", archive, "--site", "gamma", cwd=tmp_path)
+    bad = read("compare", "--db", archive, "--site", "gamma", cwd=tmp_path)
     assert bad.returncode == 2 and "--site 'gamma'" in bad.stderr and "alpha, beta" in bad.stderr
-    local = cli("compare", "--db", str(tmp_path / "alpha.db"), "--site", "alpha", cwd=tmp_path)
+    local = read("compare", "--db", str(tmp_path / "alpha.db"), "--site", "alpha", cwd=tmp_path)
     assert local.returncode == 2 and "local store" in local.stderr
 
 
@@ -315,7 +338,7 @@ sizes = "0,64"
 """
 
 
-def test_campaign_status_and_cells_on_the_archive(archive, tmp_path):
+def test_campaign_status_and_cells_on_the_archive(archive, tmp_path, read):
     """`campaign status/list FILE` match the file's cells on the archive as on the local store
     (by their local cell ids); only finished cells are there."""
     from mpibench.campaign.plan import expand
@@ -342,11 +365,11 @@ def test_campaign_status_and_cells_on_the_archive(archive, tmp_path):
     assert cli("push", archive, "--db-from", str(db), cwd=tmp_path).returncode == 0
     outs = {}
     for name, target in (("local", str(db)), ("archive", archive)):
-        res = cli("campaign", "status", str(path), "--db", target, "--json", cwd=tmp_path)
+        res = read("campaign", "status", str(path), "--db", target, "--json", cwd=tmp_path)
         assert res.returncode == 0, res.stderr
         data = json.loads(res.stdout)
         data.pop("store")
-        cells = cli("campaign", "list", str(path), "--db", target, "--json", cwd=tmp_path)
+        cells = read("campaign", "list", str(path), "--db", target, "--json", cwd=tmp_path)
         assert cells.returncode == 0, cells.stderr
         outs[name] = (data, json.loads(cells.stdout))
     assert outs["archive"] == outs["local"]

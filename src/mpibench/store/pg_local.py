@@ -73,6 +73,22 @@ def _run_as() -> str | None:
     return "postgres"
 
 
+def _alive(pid: int) -> bool:
+    """Whether pid still runs. pg_ctl daemonises the postmaster, so its parent is init, which
+    in a container may be slow to reap it: a zombie has exited."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+
+
 @dataclass
 class LocalPostgres:
     root: Path
@@ -195,9 +211,7 @@ class LocalPostgres:
             return
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            try:
-                os.kill(self.pid, 0)
-            except ProcessLookupError:
+            if not _alive(self.pid):
                 break
             time.sleep(0.05)
         else:
