@@ -51,3 +51,18 @@ def test_no_absolute_work_paths_in_code():
                 if re.search(r"""["'(=\s]/work/""", line) and "noqa: abs-path" not in line:
                     bad.append(f"{p.relative_to(repo)}:{i}: {line.strip()[:80]}")
     assert not bad, "\n".join(bad)
+
+
+def test_every_input_surface_is_listed_in_the_docs_and_fuzzed():
+    """bench/bench_fuzz.py iterates tests/_surfaces.py SURFACES; docs/fuzzing.md lists the
+    same names, so a new surface is documented and fuzzed, or this fails."""
+    import re
+    from pathlib import Path
+
+    import _surfaces
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "fuzzing.md").read_text()
+    table = doc.split("## The list", 1)[1].split("##", 1)[0]
+    listed = [m.group(1).strip() for m in re.finditer(r"^\| ([^|]+?) \|", table, re.M)
+              if m.group(1).strip() not in ("surface", "---")]
+    assert listed == _surfaces.names()

