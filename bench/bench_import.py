@@ -84,12 +84,12 @@ def main(argv: list[str]) -> int:
         with Store(tmpd / "bench.db") as store:
             # instrument the per-file writes and the batch commits (bench only)
             spent = {"write": 0.0, "commit": 0.0, "commits": 0}
-            real_write, real_commit = importer._write, bulk.Batch.commit
+            real_write, real_commit = importer._write_parts, bulk.Batch.commit
 
-            def timed_write(*args):
+            def timed_write(*args, **kw):
                 c = time.thread_time()
                 try:
-                    return real_write(*args)
+                    return real_write(*args, **kw)
                 finally:
                     spent["write"] += time.thread_time() - c
 
@@ -101,7 +101,7 @@ def main(argv: list[str]) -> int:
                     spent["commit"] += time.perf_counter() - c
                     spent["commits"] += 1
 
-            importer._write, bulk.Batch.commit = timed_write, timed_commit
+            importer._write_parts, bulk.Batch.commit = timed_write, timed_commit
             try:
                 kids0 = resource.getrusage(resource.RUSAGE_CHILDREN)
                 t0, c0 = time.perf_counter(), time.process_time()
@@ -111,7 +111,7 @@ def main(argv: list[str]) -> int:
                 kids1 = resource.getrusage(resource.RUSAGE_CHILDREN)   # the parser process
                 worker_cpu = (kids1.ru_utime + kids1.ru_stime) - (kids0.ru_utime + kids0.ru_stime)
             finally:
-                importer._write, bulk.Batch.commit = real_write, real_commit
+                importer._write_parts, bulk.Batch.commit = real_write, real_commit
             t0 = time.perf_counter()
             again = import_files(store, files)
             again_s = time.perf_counter() - t0
@@ -141,7 +141,7 @@ def main(argv: list[str]) -> int:
           f"(1-min load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} "
           "cores)")
     print(f"  parse only (same files, no store, measured separately): {parse_s:.2f} s wall")
-    print(f"  inside the import: storing rows (importer._write) {spent['write']:.2f} s CPU "
+    print(f"  inside the import: storing rows (importer._write_parts) {spent['write']:.2f} s CPU "
           f"({100 * spent['write'] / import_cpu:.0f}% of this process's), "
           f"{spent['commits']} commits {spent['commit']:.2f} s wall")
     print(f"same import in one process (no parser process): {one_s:.2f} s wall, "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import sqlite3
 from pathlib import Path
@@ -147,3 +148,42 @@ def test_parser_worker_dies_with_a_sigkilled_import(tmp_path):
     alive = [w for w in workers if os.path.exists(f"/proc/{w}")
              and open(f"/proc/{w}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"]
     assert not alive, f"parser process(es) {alive} outlived the killed import"
+
+
+def _stored_run(db: Path) -> dict:
+    """The imported run as stored, less what differs by design (import time, the flag)."""
+    con = sqlite3.connect(db)
+    try:
+        reason, spec, fp = con.execute(
+            "SELECT r.reason, r.spec_json, f.json FROM runs r JOIN fingerprints f "
+            "ON f.id = r.fingerprint_id WHERE r.source = 'import'").fetchone()
+    finally:
+        con.close()
+    spec = json.loads(spec)
+    spec["import"].pop("imported_at")
+    spec["import"].pop("streamed", None)
+    return {"reason": reason, "spec": spec, "fingerprint": json.loads(fp)}
+
+
+def test_a_whole_file_is_stored_as_a_stream_of_one_segment(tmp_path, monkeypatch):
+    """One write path: a truncated OSU collective (np unknown: no --np) with the MPI library
+    line pasted on top is stored alike whole and streamed. The streamed path used to store
+    the np-unknown note as where the file was truncated, and read the library line from a
+    second open of the file."""
+    # this real output ends where a rank died ('BAD TERMINATION'): the parser marks it truncated
+    cut = "MPICH Version:      4.0.2\n" + (OSU / "osu7.4-mpich4.0.2-np3-osu_allreduce.txt").read_text()
+    f = tmp_path / "osu.txt"
+    f.write_text(cut)
+    with Store(tmp_path / "whole.db") as s:
+        whole = import_files(s, [f]).files[0]
+    monkeypatch.setattr(importer, "STREAM_MIN", 10)
+    with Store(tmp_path / "stream.db") as s:
+        streamed = import_files(s, [f]).files[0]
+    assert whole.status == streamed.status == "imported", (whole.problems, streamed.problems)
+    assert whole.truncated and streamed.truncated
+    w, st = _stored_run(tmp_path / "whole.db"), _stored_run(tmp_path / "stream.db")
+    assert w["reason"].startswith("truncated: ") and "number of ranks" not in w["reason"]
+    assert w["fingerprint"]["mpi_library"] == ["MPICH Version:      4.0.2"]
+    assert st == w
+    assert streamed.problems == whole.problems
+    assert _results(tmp_path / "stream.db") == _results(tmp_path / "whole.db")

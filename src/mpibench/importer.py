@@ -15,6 +15,7 @@ from __future__ import annotations
 import calendar
 import gzip
 import hashlib
+import io
 import json
 import multiprocessing
 import os
@@ -25,7 +26,7 @@ import threading
 import time
 import zlib
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -35,7 +36,7 @@ from typing import Any
 
 from mpibench.errors import UsageError
 from mpibench.parsers.base import ParseResult, stack_lines, stack_name
-from mpibench.parsers.detect import MAX_BYTES, TooLarge, parse_bytes, parse_stream
+from mpibench.parsers.detect import MAX_BYTES, TooLarge, parse_stream
 from mpibench.store import RESULT_COLUMNS, Store, bulk
 from mpibench.store.queries import campaign_row
 from mpibench.units import parse_line_rate  # one parser: import, compare, campaigns
@@ -350,22 +351,64 @@ def _load_in_worker(path: Path, np_hint: int | None) -> _Loaded:
 
 
 @dataclass
+class _Part:
+    """One segment of a file as parse_stream cut it, its rows laid out for the results
+    table. A whole file is a stream too: one part (a few for OSU output past a segment),
+    stored by the same code as a big file's parts (_write_parts)."""
+    seg: ParseResult                           # its records moved into `rows`
+    columns: tuple[str, ...] = ()              # results columns of `rows`
+    rows: list[tuple] = field(default_factory=list)
+
+
+@dataclass
 class _Loaded:
-    """One file, read and parsed, in a form that is cheap to send between processes: the
-    rows laid out for the results table and a summary, not the parser's record dicts."""
+    """One file: read and parsed when it is small (in a worker process when there are many),
+    in a form that is cheap to send between processes (rows laid out, not the parser's
+    record dicts); only hashed when it is big. The counts are over the parts laid out so
+    far (a streamed file's grow while it is written)."""
     path: Path
     why: str | None = None                     # why it could not be read
     sha: str | None = None
-    parsed: ParseResult | None = None          # None when its sha256 is already imported
-    columns: tuple[str, ...] = ()              # results columns of `rows`
-    rows: list[tuple] = field(default_factory=list)
+    parts: list[_Part] | None = None           # None: not parsed (already imported, or big)
     bad_rows: str | None = None                # why the records cannot be stored
     libs: list[str] = field(default_factory=list)
-    nps: list[int] = field(default_factory=list)
+    nps: set[int] = field(default_factory=set)
     np_unknown: int = 0                        # rows whose np the file does not state
     failed_rows: int = 0
-    benchmarks: list[str] = field(default_factory=list)
+    benchmarks: dict[str, None] = field(default_factory=dict)
     stream: bool = False                       # too big to hold: parse while writing
+
+
+class _Head:
+    """A binary stream as parse_stream reads it (line by line), keeping its first bytes:
+    the MPI library lines pasted on top of an output are read from the bytes the parser
+    read, for a whole file and a streamed one alike (decompressed when gzipped)."""
+
+    KEEP = 200_000
+
+    def __init__(self, fh):
+        self.fh = fh
+        self.head = bytearray()
+
+    def __iter__(self) -> Iterator[bytes]:
+        for line in self.fh:
+            if len(self.head) < self.KEEP:
+                self.head += line[:self.KEEP - len(self.head)]
+            yield line
+
+    def libs(self) -> list[str]:
+        return stack_lines(bytes(self.head).decode("utf-8", errors="replace"))
+
+
+def _parts(fh: _Head, acc: _Loaded, run_id: str, np_hint: int | None) -> Iterator[_Part]:
+    """The parts of a stream, laid out for the results table; counts go into `acc` (and
+    acc.bad_rows, after which no more rows are laid out)."""
+    for seg in parse_stream(fh):
+        records, seg.records = seg.records, []
+        part = _Part(seg)
+        if records and acc.bad_rows is None:
+            part.columns, part.rows = _layout(acc, records, run_id, np_hint)
+        yield part
 
 
 # Store.add_results encodes `extra` with json.dumps(extra, default=str); one encoder object
@@ -393,51 +436,45 @@ def _load(path: Path, known: set[str], np_hint: int | None) -> _Loaded:
     sha = hashlib.sha256(data).hexdigest()
     if sha in known:
         return _Loaded(path, sha=sha)
+    loaded = _Loaded(path, sha=sha)
+    head = _Head(io.BytesIO(data))
     try:
-        parsed = parse_bytes(data)
+        loaded.parts = list(_parts(head, loaded, f"imp-{sha[:16]}", np_hint))
     except Exception as exc:  # noqa: BLE001 - one bad file must not stop the others
         parsed = ParseResult()
         parsed.problem(None, f"internal parser error (please report with this file): {exc!r}")
-    loaded = _Loaded(path, sha=sha, parsed=parsed)
-    records = parsed.records
-    parsed.records = []
-    if not records:
-        return loaded
-    loaded.libs = stack_lines(data[:200_000].decode("utf-8", errors="replace"))
-    nps: set[int] = set()
-    benchmarks: dict[str, None] = {}
-    _layout(loaded, records, f"imp-{sha[:16]}", np_hint, nps, benchmarks)
-    loaded.nps, loaded.benchmarks = sorted(nps), list(benchmarks)
+        return _Loaded(path, sha=sha, parts=[_Part(parsed)])
+    if loaded.benchmarks:
+        loaded.libs = head.libs()
     return loaded
 
 
-def _layout(loaded: _Loaded, records: list[dict[str, Any]], run_id: str,
-            np_hint: int | None, nps: set[int], benchmarks: dict[str, None]) -> None:
-    """Rows of `records` for the results table into loaded.columns/rows (replacing them),
-    counts added to loaded's and to nps/benchmarks; loaded.bad_rows says why not."""
+def _layout(acc: _Loaded, records: list[dict[str, Any]], run_id: str,
+            np_hint: int | None) -> tuple[tuple[str, ...], list[tuple]]:
+    """(columns, rows) of `records` for the results table, their counts added to acc's;
+    ((), []) with acc.bad_rows saying why when they cannot be stored."""
     if np_hint is not None:
         for r in records:
             if r.get("np") is None:
                 r["np"] = np_hint
                 r.setdefault("extra", {})["np_from"] = "--np"
-    nps.update(r["np"] for r in records if r.get("np") is not None)
-    loaded.np_unknown += sum(1 for r in records if r.get("np") is None)
-    loaded.failed_rows += sum(1 for r in records if r.get("status", "ok") != "ok")
-    benchmarks.update(dict.fromkeys(r["benchmark"] for r in records))
+    acc.nps.update(r["np"] for r in records if r.get("np") is not None)
+    acc.np_unknown += sum(1 for r in records if r.get("np") is None)
+    acc.failed_rows += sum(1 for r in records if r.get("status", "ok") != "ok")
+    acc.benchmarks.update(dict.fromkeys(r["benchmark"] for r in records))
     keys: set[str] = set()
     for r in records:
         keys.update(r)
     unknown = keys - _ROW_KEYS
     if unknown:
-        loaded.bad_rows = f"unknown result field(s) {sorted(unknown)}"
-        loaded.columns, loaded.rows = (), []
-        return
+        acc.bad_rows = f"unknown result field(s) {sorted(unknown)}"
+        return (), []
     # Only the columns the rows use: the others keep the schema's defaults. Binding ~30
     # mostly-NULL columns per row doubled SQLite's time per imported row.
     cols = tuple(c for c in RESULT_COLUMNS if c in keys)
-    loaded.columns = ("run_id", *cols, "extra_json")
-    loaded.rows = [(run_id, *[r.get(c) for c in cols],
-                    _EXTRA_JSON(r["extra"]) if r.get("extra") else None) for r in records]
+    return (("run_id", *cols, "extra_json"),
+            [(run_id, *[r.get(c) for c in cols],
+              _EXTRA_JSON(r["extra"]) if r.get("extra") else None) for r in records])
 
 
 def _import_one(store: Store, batch: bulk.Batch, loaded: _Loaded, label: str | None,
@@ -460,63 +497,17 @@ def _import_one(store: Store, batch: bulk.Batch, loaded: _Loaded, label: str | N
         if changed:
             fr.note += "; " + ", ".join(changed)
         return fr
-    if loaded.stream:
-        return _import_streamed(store, batch, fr, path, label, line_rate, bps, campaign,
-                                np_hint)
-    if loaded.parsed is None:
+    if loaded.parts is None and not loaded.stream:
         # known when the import started but no longer in the store: parse it after all
         loaded = _load(path, set(), np_hint)
-        if loaded.stream:
-            return _import_streamed(store, batch, fr, path, label, line_rate, bps, campaign,
-                                    np_hint)
-        if loaded.parsed is None:
+        if loaded.sha is None:
             fr.problems.append(f"{path}: {loaded.why}")
             return fr
-
-    parsed = loaded.parsed
-    fr.format, fr.tool, fr.version = parsed.format, parsed.tool, parsed.version
-    fr.blocks, fr.truncated = parsed.blocks, parsed.truncated
-    fr.problems = parsed.problem_lines(str(path))
-    # the parser reports where a truncated file ended last
-    ended = fr.problems[-1] if parsed.truncated and fr.problems else ""
-    if not loaded.benchmarks:
-        if not fr.problems:
-            fr.problems.append(f"{path}: no result rows found")
-        return fr
-    if loaded.bad_rows:
-        fr.problems.append(f"{path}: not stored ({loaded.bad_rows}); nothing of this file "
-                           "was written")
-        return fr
-
-    nps = loaded.nps
-    if loaded.np_unknown:
-        fr.problems.append(f"{path}: the file does not state the number of ranks for "
-                           f"{loaded.np_unknown} rows (np stored as unknown; pass --np N)")
-    libs = loaded.libs
-    stack = stack_name(libs)
-    variant = label or variant_name(parsed, path, stack)
-    run_id = f"imp-{sha[:16]}"
-    spec = _run_spec(parsed, path, sha, fr.problems, bps, line_rate)
-    now = time.time()
-    try:
-        with batch.file():
-            created = _write(store, campaign, parsed, libs, nps, run_id, variant, spec, label,
-                             path, loaded, sha, now, ended)
-    except (ValueError, bulk.IntegrityError) as exc:
-        fr.problems.append(f"{path}: not stored ({exc}); nothing of this file was written")
-        return fr
-    if not created:
-        # same bytes imported before without an imports row (e.g. an older mpibench)
-        fr.status = "skipped"
-        fr.run_id = run_id
-        fr.note = f"run {run_id} already exists"
-        return fr
-    fr.status = "imported"
-    fr.run_id, fr.variant, fr.np = run_id, variant, nps
-    fr.rows = len(loaded.rows)
-    fr.failed_rows = loaded.failed_rows
-    fr.benchmarks = loaded.benchmarks
-    return fr
+    if loaded.stream:
+        return _import_streamed(store, batch, fr, loaded, label, line_rate, bps, campaign,
+                                np_hint)
+    return _write_parts(store, batch, fr, loaded, loaded.parts or [], lambda: loaded.libs,
+                        label, line_rate, bps, campaign)
 
 
 def _run_spec(parsed: ParseResult, path: Path, sha: str, problems: list[str],
@@ -544,11 +535,16 @@ MAX_PROBLEMS = 1000
 
 
 class _Abandon(Exception):
-    """A streamed file turned out not storable: roll its savepoint back."""
+    """A file turned out not storable: roll its savepoint back; `why` (if any) is reported."""
+
+    def __init__(self, why: str = ""):
+        super().__init__(why)
+        self.why = why
 
 
 class _RunExists(_Abandon):
-    """The file's run id is already in the store: the file is skipped, not failed."""
+    """The file's run id is taken (the same bytes imported before without an imports row,
+    e.g. by an older mpibench): the file is skipped, not failed."""
 
 
 def _open_stream(path: Path):
@@ -560,103 +556,116 @@ def _open_stream(path: Path):
     return fh
 
 
-def _import_streamed(store: Store, batch: bulk.Batch, fr: FileReport, path: Path,
+def _import_streamed(store: Store, batch: bulk.Batch, fr: FileReport, loaded: _Loaded,
                      label: str | None, line_rate: Any, bps: float | None, campaign: str,
                      np_hint: int | None) -> FileReport:
-    """A big file, parsed segment by segment (parse_stream) while its rows are written, in
-    one savepoint: memory is bounded by a segment, and the file is still stored completely
-    or not at all."""
-    sha = fr.sha256 or ""
+    """A big (or gzipped) file, parsed segment by segment while its rows are written:
+    memory is bounded by a segment."""
+    path = loaded.path
+    try:
+        with _open_stream(path) as fh:
+            head = _Head(fh)
+            parts = _parts(head, loaded, f"imp-{(loaded.sha or '')[:16]}", np_hint)
+            return _write_parts(store, batch, fr, loaded, parts, head.libs, label,
+                                line_rate, bps, campaign, streamed=True)
+    except TooLarge as exc:
+        fr.problems.append(f"{path}: {exc}; nothing of this file was written")
+    except (OSError, EOFError, zlib.error) as exc:
+        fr.problems.append(f"{path}: cannot read ({exc}); nothing of this file was written")
+    return fr
+
+
+def _write_parts(store: Store, batch: bulk.Batch, fr: FileReport, loaded: _Loaded,
+                 parts: Iterable[_Part], libs_of: Callable[[], list[str]],
+                 label: str | None, line_rate: Any, bps: float | None, campaign: str,
+                 streamed: bool = False) -> FileReport:
+    """Every write for one file, whole or streamed, in one savepoint: the file is stored
+    completely or not at all. `parts` may be laid out while this writes them (a streamed
+    file: loaded's counts grow meanwhile); `libs_of` gives the MPI library lines once the
+    first rows are there."""
+    path, sha = loaded.path, loaded.sha or ""
     run_id = f"imp-{sha[:16]}"
-    acc = _Loaded(path, sha=sha)
-    nps: set[int] = set()
-    benchmarks: dict[str, None] = {}
     problems: list[str] = []
+    fr.problems = problems
     dropped = 0
     first: ParseResult | None = None
     last: ParseResult | None = None
-    blocks = 0
+    ended = ""                        # the problem saying where a truncated file ended
     rows = 0
-    created = False
     libs: list[str] = []
+    created = False
     try:
-        with _open_stream(path) as fh, batch.file():
-            for seg in parse_stream(fh):
+        with batch.file():
+            for part in parts:
+                seg = part.seg
                 if first is None:
                     first = seg
                     fr.format, fr.tool, fr.version = seg.format, seg.tool, seg.version
+                lines = seg.problem_lines(str(path))
                 if last is None or not last.truncated or seg.truncated:
                     last = seg  # the segment that says how the file ended (or was cut)
-                blocks += seg.blocks
-                lines = seg.problem_lines(str(path))
-                room = MAX_PROBLEMS - len(problems)
-                problems += lines[:max(room, 0)]
-                dropped += max(len(lines) - max(room, 0), 0)
-                if not seg.records:
+                    if seg.truncated:
+                        ended = lines[-1] if lines else ""
+                fr.blocks += seg.blocks
+                room = max(MAX_PROBLEMS - len(problems), 0)
+                problems += lines[:room]
+                dropped += max(len(lines) - room, 0)
+                if loaded.bad_rows:
+                    raise _Abandon(f"not stored ({loaded.bad_rows}); nothing of this file "
+                                   "was written")
+                if not part.rows:
                     continue
                 if not created:
-                    with _open_stream(path) as head:
-                        libs = stack_lines(head.read(200_000).decode("utf-8", "replace"))
-                    variant = label or variant_name(first, path, stack_name(libs))
+                    libs = libs_of()
+                    fr.variant = label or variant_name(first, path, stack_name(libs))
+                    # add_campaign refreshes the spec: pass the existing one so nothing set
+                    # there is lost
                     row = campaign_row(store, campaign, None)
                     cid = store.add_campaign(campaign,
                                              spec=json.loads(row["spec_json"]) if row else None)
-                    if not store.create_run(run_id, cid, variant, grp=first.format or "",
+                    if not store.create_run(run_id, cid, fr.variant, grp=first.format or "",
                                             params={}, label=label, source="import", seq=0):
-                        raise _RunExists(f"run {run_id} already exists")
+                        raise _RunExists()
                     created = True
-                    fr.variant = variant
-                _layout(acc, seg.records, run_id, np_hint, nps, benchmarks)
-                seg.records = []
-                if acc.bad_rows:
-                    raise _Abandon(f"not stored ({acc.bad_rows}); nothing of this file was "
-                                   "written")
-                bulk.insert_results(store, acc.columns, acc.rows)
-                rows += len(acc.rows)
-                acc.rows = []
+                bulk.insert_results(store, part.columns, part.rows)
+                rows += len(part.rows)
             if dropped:
                 problems.append(f"{path}: {dropped} more problem(s) not listed")
-            fr.problems = problems
-            fr.blocks = blocks
+            if last is not None:
+                fr.truncated = last.truncated
             if not created or first is None or last is None:
                 raise _Abandon("no result rows found" if not problems else "")
-            fr.truncated = last.truncated
             whole = ParseResult(format=first.format, tool=first.tool, version=first.version,
-                                blocks=blocks, truncated=last.truncated,
+                                blocks=fr.blocks, truncated=last.truncated,
                                 truncated_at=last.truncated_at, meta=first.meta)
-            if acc.np_unknown:
+            if loaded.np_unknown:
                 problems.append(f"{path}: the file does not state the number of ranks for "
-                                f"{acc.np_unknown} rows (np stored as unknown; pass --np N)")
+                                f"{loaded.np_unknown} rows (np stored as unknown; pass --np N)")
             spec = _run_spec(whole, path, sha, problems, bps, line_rate)
-            spec["import"]["streamed"] = True
-            fid = store.add_fingerprint(fingerprint(whole, libs, sorted(nps)))
-            when = file_time(first.meta)
-            now = time.time()
-            ended = problems[-1] if last.truncated and problems else ""
+            if streamed:
+                spec["import"]["streamed"] = True
+            fid = store.add_fingerprint(fingerprint(whole, libs, sorted(loaded.nps)))
+            when = file_time(first.meta) or time.time()
             store.set_run(run_id, "done", fingerprint_id=fid, spec_json=spec,
-                          started=when or now, finished=when or now,
+                          started=when, finished=when,
                           reason=f"truncated: {ended}" if last.truncated else None)
             store.record_import(sha, str(path.resolve()), first.tool, first.version, run_id)
+    except _RunExists:
+        fr.status, fr.run_id, fr.variant = "skipped", run_id, None
+        fr.note = f"run {run_id} already exists"
+        return fr
     except _Abandon as exc:
-        if str(exc):
-            fr.problems.append(f"{path}: {exc}")
-        if isinstance(exc, _RunExists):
-            fr.status, fr.run_id, fr.note = "skipped", run_id, f"run {run_id} already exists"
-        return fr
-    except TooLarge as exc:
-        fr.problems.append(f"{path}: {exc}; nothing of this file was written")
-        return fr
-    except (OSError, EOFError, zlib.error) as exc:
-        fr.problems.append(f"{path}: cannot read ({exc}); nothing of this file was written")
+        if exc.why:
+            problems.append(f"{path}: {exc.why}")
         return fr
     except (ValueError, bulk.IntegrityError) as exc:
-        fr.problems.append(f"{path}: not stored ({exc}); nothing of this file was written")
+        problems.append(f"{path}: not stored ({exc}); nothing of this file was written")
         return fr
     fr.status = "imported"
-    fr.run_id, fr.np = run_id, sorted(nps)
+    fr.run_id, fr.np = run_id, sorted(loaded.nps)
     fr.rows = rows
-    fr.failed_rows = acc.failed_rows
-    fr.benchmarks = list(benchmarks)
+    fr.failed_rows = loaded.failed_rows
+    fr.benchmarks = list(loaded.benchmarks)
     return fr
 
 
@@ -682,27 +691,3 @@ def _relabel(store: Store, batch: bulk.Batch, run_id: str, label: str | None, li
             changed.append(f"line rate changed from {before!r} to {str(line_rate)!r}" if before
                            else f"line rate set to {str(line_rate)!r}")
     return changed
-
-
-def _write(store: Store, campaign: str, parsed: ParseResult, libs: list[str], nps: list[int],
-           run_id: str, variant: str, spec: dict[str, Any], label: str | None, path: Path,
-           loaded: _Loaded, sha: str, now: float, ended: str) -> bool:
-    """All writes for one file (the caller holds its savepoint); False if the run exists."""
-    # add_campaign refreshes the spec: pass the existing one so nothing set there is lost
-    row = campaign_row(store, campaign, None)
-    cid = store.add_campaign(campaign, spec=json.loads(row["spec_json"]) if row else None)
-    fid = store.add_fingerprint(fingerprint(parsed, libs, nps))
-    created = store.create_run(
-        run_id, cid, variant, grp=parsed.format or "", params={}, spec=spec,
-        label=label, source="import",
-        fingerprint_id=fid, transport_requested=None, seq=0)
-    if not created:
-        return False
-    # Store.add_results' columns, laid out by _load (a thin adapter: see _Loaded.columns)
-    cols = loaded.columns
-    bulk.insert_results(store, cols, loaded.rows)
-    when = file_time(parsed.meta)
-    store.set_run(run_id, "done", started=when or now, finished=when or now,
-                  reason=f"truncated: {ended}" if parsed.truncated else None)
-    store.record_import(sha, str(path.resolve()), parsed.tool, parsed.version, run_id)
-    return True
