@@ -34,6 +34,7 @@ def test_one_launch_per_side_decides_nothing():
     r = L.compare([1.0], [2.0], "lower")
     assert not r.tested and r.p is None and r.gain == pytest.approx(0.5)
     assert "too few launches (1+1" in r.reason
+    assert r.untested is L.Untested.TOO_FEW_LAUNCHES      # what readers branch on
     r = L.compare([1.0, 1.1, 0.9], [2.0], "lower")
     assert not r.tested and r.sd_log is not None      # one side's spread plans the next run
 
@@ -42,6 +43,8 @@ def test_identical_launches_and_no_spread():
     assert L.compare([2.0, 2.0], [2.0, 2.0], "lower").p == 1.0
     r = L.compare([2.0, 2.0], [3.0, 3.0], "lower")
     assert not r.tested and "no spread" in r.reason
+    assert r.untested is L.Untested.NO_SPREAD
+    assert L.compare([2.0, 2.0], [2.0, 2.0], "lower").untested is None    # tested: p = 1
 
 
 def test_estimate_geomean_and_t_ci():

@@ -214,7 +214,8 @@ class CellSteps:
     def ingest(self, p: _Prepared, sr: StepResult, nodelist: str | None = None) -> CellOutcome:
         cmd, g = p.cmd, p.cell.group
         exit_code, timed_out, elapsed = sr.exit_code, sr.timed_out, sr.elapsed
-        if p.step.setup and not cmd.stdout.exists() and not timed_out:
+        setup_failed = bool(p.step.setup) and not cmd.stdout.exists() and not timed_out
+        if setup_failed:
             err = (p.step.run_dir / "setup.err")
             tail = "\n".join(err.read_text(errors="replace").rstrip().splitlines()[-20:]) \
                 if err.exists() else ""
@@ -236,7 +237,7 @@ class CellSteps:
                                   elapsed=elapsed)
         if g.kind in ("app", "peer") and outcome.status == "failed" \
                 and exit_code not in (0, None) \
-                and not outcome.reason.startswith("setup"):
+                and not setup_failed:
             outcome.reason = f"exit status {exit_code}: {reason_line(outcome.stderr_tail)}"
         if timed_out:
             outcome.reason = f"cell timeout: killed after {p.step.timeout_s:g} s"

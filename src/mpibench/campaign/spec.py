@@ -198,17 +198,22 @@ class CampaignSpec:
         return {"line_rate": text, "line_rate_bps": bps}
 
 
+class UnknownPlaceholder(UsageError):
+    """A command names a {placeholder} its context does not define (split_template)."""
+
+
 class _Ctx:
     """Error helper: every message starts with the file and the key path."""
 
     def __init__(self, path: Path):
         self.path = path
 
-    def fail(self, key: str, problem: str, expected: str | None = None):
+    def fail(self, key: str, problem: str, expected: str | None = None,
+             error: type[UsageError] = UsageError):
         msg = f"{self.path}: {key}: {problem}"
         if expected:
             msg += f"; expected {expected}"
-        raise UsageError(msg)
+        raise error(msg)
 
     def table(self, value: Any, key: str) -> dict[str, Any]:
         if not isinstance(value, dict):
@@ -638,8 +643,9 @@ class _SweepCtx(_Ctx):
         super().__init__(parent.path)
         self.sources = sources
 
-    def fail(self, key: str, problem: str, expected: str | None = None):
-        super().fail(self.sources.get(key, key), problem, expected)
+    def fail(self, key: str, problem: str, expected: str | None = None,
+             error: type[UsageError] = UsageError):
+        super().fail(self.sources.get(key, key), problem, expected, error)
 
 
 def _variant(c: _Ctx, key: str, name: str, d: dict[str, Any]) -> Variant:
@@ -718,7 +724,8 @@ def split_template(c: _Ctx, text: Any, key: str, names: set[str]) -> list[str]:
         for m in _PLACEHOLDER.finditer(arg.replace("{{", "").replace("}}", "")):
             if m.group(1) not in names:
                 c.fail(key, f"unknown placeholder {{{m.group(1)}}}",
-                       "one of " + ", ".join("{" + n + "}" for n in sorted(names)))
+                       "one of " + ", ".join("{" + n + "}" for n in sorted(names)),
+                       UnknownPlaceholder)
     return argv
 
 
@@ -847,12 +854,10 @@ def _prepare(c: _Ctx, key: str, gdef: dict[str, Any], g: Group) -> None:
     try:
         g.prepare = [split_template(c, s, f"{key}.prepare[{i}]", names)
                      for i, s in enumerate(cmds)]
-    except UsageError as exc:
-        if "placeholder" in str(exc):
-            raise UsageError(f"{exc} (prepare runs once per campaign"
-                             + (f" and per {', '.join(per)}" if per else "")
-                             + ": name what it depends on in prepare_per)") from None
-        raise
+    except UnknownPlaceholder as exc:
+        raise UsageError(f"{exc} (prepare runs once per campaign"
+                         + (f" and per {', '.join(per)}" if per else "")
+                         + ": name what it depends on in prepare_per)") from None
 
 
 def _group(c: _Ctx, key: str, name: str, gdef: Any, path: Path, variants: list[Variant],

@@ -260,8 +260,7 @@ def _holm_ci(t: launch_stats.LaunchTest | None, p_adj: float,
 
 
 def _untested_note(t: launch_stats.LaunchTest, alpha: float) -> str:
-    # too few launches on a side (from the counts, not the reason's wording)
-    if t.n_base and t.n_cand and min(t.n_base, t.n_cand) < launch_stats.MIN_LAUNCHES:
+    if t.untested is launch_stats.Untested.TOO_FEW_LAUNCHES:
         need = launch_stats.MIN_LAUNCHES
         plan = (f"; at the spread seen so far, {n} launches per side would detect the "
                 f"observed {launch_stats.fmt_pct(abs(t.gain - 1))} difference"

@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from enum import StrEnum
 from typing import NamedTuple
 
 import numpy as np
@@ -80,6 +81,14 @@ def estimate(values: Iterable[float | None], level: float = 0.95) -> Estimate:
     return Estimate(math.exp(m), math.exp(m - h), math.exp(m + h), n, sd)
 
 
+class Untested(StrEnum):
+    """Why a cell was not tested (LaunchTest.untested; LaunchTest.reason is the text shown,
+    which may add counts): readers branch on this, never on the text."""
+    NO_STATISTIC = "no launch statistic"
+    TOO_FEW_LAUNCHES = "too few launches"
+    NO_SPREAD = "no spread between launches"
+
+
 class LaunchTest(NamedTuple):
     """Candidate vs baseline on launch statistics. gain > 1 = candidate better."""
     gain: float | None
@@ -99,6 +108,7 @@ class LaunchTest(NamedTuple):
     # which the critical values come (cochran_cox); pooled = the benchmark's sizes shared it
     components: tuple[tuple[float, float], ...] = ()
     pooled: bool = False
+    untested: Untested | None = None  # why not tested, as a value to branch on
 
     def ci_at(self, level: float) -> tuple[float | None, float | None]:
         """The gain's CI at another level (e.g. adjusted for multiplicity), from the same
@@ -424,14 +434,15 @@ def _test_cell(yb: np.ndarray, yc: np.ndarray, spreads, alpha: float,
                level: float) -> LaunchTest:
     nb, nc = int(yb.size), int(yc.size)
     if nb == 0 or nc == 0:
-        return LaunchTest(None, None, None, None, nb, nc, False, "no launch statistic")
+        return LaunchTest(None, None, None, None, nb, nc, False, Untested.NO_STATISTIC.value,
+                          untested=Untested.NO_STATISTIC)
     diff = float(yc.mean() - yb.mean())
     point = math.exp(diff)
     sd = pooled_sd(yb, yc)
     if nb < MIN_LAUNCHES or nc < MIN_LAUNCHES:
         return LaunchTest(point, None, None, None, nb, nc, False,
-                          f"too few launches ({nb}+{nc}; a test needs >= {MIN_LAUNCHES} per "
-                          "side)", sd, diff_log=diff)
+                          f"{Untested.TOO_FEW_LAUNCHES} ({nb}+{nc}; a test needs >= "
+                          f"{MIN_LAUNCHES} per side)", sd, diff_log=diff, untested=Untested.TOO_FEW_LAUNCHES)
     pooled = spreads[0] is not None
     if pooled:
         comps = spreads[0].components(nb) + spreads[1].components(nc)
@@ -444,8 +455,9 @@ def _test_cell(yb: np.ndarray, yc: np.ndarray, spreads, alpha: float,
         # every launch of both sides gave the same value: no spread to test against
         p = 1.0 if diff == 0 else None
         return LaunchTest(point, point, point, p, nb, nc, p is not None,
-                          "" if p is not None else "no spread between launches", sd, None,
-                          df, diff, 0.0, tuple(comps), pooled)
+                          "" if p is not None else Untested.NO_SPREAD.value, sd, None,
+                          df, diff, 0.0, tuple(comps), pooled,
+                          None if p is not None else Untested.NO_SPREAD)
     se = math.sqrt(se2)
     comps = tuple(comps)
     h = _crit(comps, (1.0 - level) / 2.0) * se
