@@ -501,3 +501,64 @@ def _env(rng: random.Random, n: int) -> Tally:
 
 def names() -> list[str]:
     return [s.name for s in SURFACES]
+
+
+_TESTBED_STATE = {
+    "id": "tb1", "state": "running", "cgroup": "/sys/fs/cgroup/mpibench-testbed-tb1",
+    "mgmt_subnet": "10.213.0.0/24", "host_link": "tbh-tb1", "netem": False, "cpu_note": "",
+    "fabrics": [{"name": "fast", "rate_bps": 4000000000, "delay_us": 0.0}],
+    "nodes": [{"name": "tn1", "index": 1, "cpus": [0], "mgmt_address": "10.213.0.11",
+               "addresses": {"fast": "10.214.0.11"}, "anchor": None}],
+    "switch": None, "daemons": {}, "slurm_conf": None,
+}
+
+
+@surface("testbed CLI", "python -m mpibench.testbed: --fabric/--delay/--nodes values "
+         "(parsed, never started) and status/exec on a directory whose testbed.json is "
+         "mutated (nothing is stopped or run)", weight=0.3)
+def _testbed(rng: random.Random, n: int) -> Tally:
+    import contextlib
+    import json
+
+    from mpibench.testbed import parse_fabrics
+    t = Tally()
+    fabrics = ["fast:4gbit", "slow:100mbit", "fast", ":4gbit", "fast:0", "fast:1e999bit",
+               "FAST:1gbit", "a" * 300 + ":1gbit", "fast:4gbit\n", "f\x00:1gbit", "-x:1gbit"]
+    delays = ["fast=50us", "fast=0", "fast=-1us", "fast=1e9s", "none=5us", "fast=nan",
+              "fast=\u0663us", "fast"]
+    with tempfile.TemporaryDirectory(prefix="mpibench-fuzz-tb-") as td:
+        for k in range(n):
+            if k % 2 == 0:
+                fa = [rng.choice(fabrics) for _ in range(rng.randint(0, 3))]
+                de = [rng.choice(delays) for _ in range(rng.randint(0, 2))]
+                t.run(lambda fa=fa, de=de: parse_fabrics(fa, de),
+                      describe=f"--fabric {fa} --delay {de}")
+                continue
+            d = Path(td) / f"b{k}"
+            d.mkdir()
+            state = json.loads(json.dumps(_TESTBED_STATE))
+            text = mutate_text(rng, json.dumps(state, indent=1))
+            (d / "testbed.json").write_text(text, encoding="utf-8", errors="surrogatepass")
+            argv = rng.choice([["status", str(d)], ["status", str(d), "--json"],
+                               ["exec", str(d), "tn1", "--", "true"]])
+            if argv[0] == "exec":
+                # exec replaces the process when the state is valid: only a refused state
+                # is tried (a valid one would run `true` inside a node)
+                argv = ["exec", str(d / "missing"), "tn1", "--", "true"]
+            err = io.StringIO()
+            t.tried += 1
+            try:
+                with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+                    from mpibench.testbed.__main__ import main as tb_main
+                    try:
+                        rc = tb_main(argv)
+                    except SystemExit as exc:
+                        rc = exc.code if isinstance(exc.code, int) else 1
+            except Exception:  # noqa: BLE001
+                t.crashes += 1
+                t._note(f"testbed {argv[0]}: {traceback.format_exc(limit=-1).splitlines()[-1]}")
+                continue
+            lines = [ln for ln in err.getvalue().splitlines() if ln.strip()]
+            if rc == 2 and len(lines) != 1:
+                t.breaks(f"testbed {argv[0]} on {text[:60]!r}: {len(lines)} error lines")
+    return t

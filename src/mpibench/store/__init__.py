@@ -92,6 +92,28 @@ _REAL_COLUMNS = {"runs": ("started", "finished", "elapsed", "mpi_init_us"),
 _MAX_DOUBLE = "1.7976931348623157e308"
 
 
+_SCHEMA_COLUMNS: dict[str, list[str]] = {}
+
+
+def _damaged_schema(con: sqlite3.Connection, tables: set[str]) -> str | None:
+    """A table of the current schema missing one of its columns: a flipped byte in the
+    schema text that SQLite's quick check accepts ('no such column' mid-report)."""
+    if not _SCHEMA_COLUMNS:
+        mem = sqlite3.connect(":memory:", isolation_level=None)
+        schema.apply(mem, 0)
+        for (t,) in mem.execute("SELECT name FROM sqlite_master WHERE type='table'"):
+            _SCHEMA_COLUMNS[t] = [r[1] for r in mem.execute(f"PRAGMA table_info({t})")]
+        mem.close()
+    for t, cols in sorted(_SCHEMA_COLUMNS.items()):
+        if t not in tables:
+            continue
+        have = {r[1] for r in con.execute(f"PRAGMA table_info({t})")}
+        missing = [c for c in cols if c not in have]
+        if missing:
+            return f"table {t} has no column {missing[0]} (its schema text is damaged)"
+    return None
+
+
 def _damaged_value(con: sqlite3.Connection, tables: set[str]) -> str | None:
     """The first value a damaged store holds that mpibench never writes, or None. One pass
     per table; columns an older schema lacks are skipped."""
@@ -263,7 +285,8 @@ class Store:
                         f"store {self.path}: damaged: SQLite's quick integrity check failed "
                         f"({'; '.join(problems)[:200]}); nothing was read or written. Restore "
                         "a copy, or salvage it with `sqlite3 FILE .recover`")
-                bad = _damaged_value(con, tables)
+                bad = (_damaged_schema(con, tables) if version == SCHEMA_VERSION else None) \
+                    or _damaged_value(con, tables)
                 if bad:
                     raise UsageError(f"store {self.path}: damaged: {bad}; nothing was read or "
                                      "written. Restore a copy, or salvage it with `sqlite3 "
