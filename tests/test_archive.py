@@ -312,6 +312,9 @@ def test_two_sites_compared_on_the_archive(archive, tmp_path, read):
     assert res.returncode == 0, res.stderr
     # two campaigns named 'fabric': sets are campaign/variant, then split by site
     assert ",alpha/fabric/fast,beta/fabric/fast," in res.stdout
+    by_fp = read("compare", "--db", archive, "--campaign", "fabric", "--site", "alpha",
+                 "--site", "beta", "--fingerprint", "stack=fast", "--format", "csv")
+    assert by_fp.returncode == 0 and by_fp.stdout == res.stdout   # the same runs selected
     # beta's 'fast' is 0.9 x base and alpha's 0.8 x: beta is slower than alpha everywhere
     # but PingPong at size 1, where both equal their base
     one = read("compare", "--db", archive, "--site", "beta", "--variant", "fast",

@@ -84,3 +84,25 @@ def test_push_site_names_checked(site, tmp_path, capsys):
     rc = cli_main(["push", "postgresql://u@127.0.0.1:1/x", "--db-from", str(tmp_path / "no.db"),
                    f"--site={site}"])
     assert rc == 2 and "--site" in capsys.readouterr().err
+
+
+def test_compare_selects_by_fingerprint_field(tmp_path, capsys):
+    import sys
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_report_synth import build_two_stack_store
+
+    db = tmp_path / "f.db"
+    build_two_stack_store(db, repeats=2, n=5)[0].close()   # fingerprints {"stack": variant}
+    assert cli_main(["compare", "--db", str(db), "--fingerprint", "stack=fast"]
+                    ) == 0                               # one set left: its results
+    out = capsys.readouterr().out
+    assert "fast" in out and "base" not in out
+    assert cli_main(["compare", "--db", str(db), "--variant", "base", "--variant", "fast",
+                     "--fingerprint", "stack=nope"]) == 2
+    err = capsys.readouterr().err
+    assert "--fingerprint 'stack=nope'" in err and "base, fast" in err
+    for bad in ("stack", "=x", "stack..x=1"):
+        assert cli_main(["compare", "--db", str(db), f"--fingerprint={bad}"]) == 2
+        assert "expected KEY=VALUE" in capsys.readouterr().err
+    assert cli_main(["compare", "--db", str(db), "--fingerprint", "stack=base",
+                     "--fingerprint", "stack=fast"]) == 2   # all must hold: none does

@@ -82,6 +82,11 @@ def add_selectors(p: argparse.ArgumentParser) -> None:
     g.add_argument("--run", action="append", metavar="RUN_ID", help="run id (repeatable)")
     g.add_argument("--since", metavar="WHEN", help="runs started at/after (ISO date/time, UTC)")
     g.add_argument("--until", metavar="WHEN", help="runs started at/before (ISO date/time)")
+    g.add_argument("--fingerprint", action="append", metavar="KEY=VALUE",
+                   help="only runs whose fingerprint has this value at this dotted key "
+                        "(repeatable, all must hold): stack.version=5.0.2, machine.kernel="
+                        "6.1.0-18-amd64, transport_env.UCX_TLS=tcp; a list holds VALUE if "
+                        "one item is VALUE")
     g.add_argument("--site", action="append", metavar="NAME",
                    help="team archive only: runs pushed from this site (repeatable); with "
                         "two or more, each set's name starts with its site (docs/archive.md)")
@@ -246,6 +251,8 @@ def groups_from_args(store: Store, args) -> dict[str, list[str]]:
                            labels=args.label, since=args.since, until=args.until, by=args.by)
     if sites:
         groups = _split_by_site(store, groups, sites)
+    if getattr(args, "fingerprint", None):
+        groups = _filter_by_fingerprint(store, groups, args.fingerprint)
     if not groups:
         raise UsageError(f"--db {store.path}: no results match the selection (check "
                          "--variant/--label/--campaign/--run/--since/--until/--site)")
@@ -265,6 +272,51 @@ def groups_from_args(store: Store, args) -> dict[str, list[str]]:
     if notice:   # after every check of the selection: a refusal stays one line
         err_console().print(notice)
     return groups
+
+
+def _fp_value(fp: object, path: list[str]) -> object:
+    for part in path:
+        if not isinstance(fp, dict) or part not in fp:
+            return _MISSING
+        fp = fp[part]
+    return fp
+
+
+_MISSING = object()
+
+
+def _fp_holds(value: object, wanted: str) -> bool:
+    if isinstance(value, list):
+        return any(_fp_holds(v, wanted) for v in value)
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value) == wanted.lower()
+    return str(value) == wanted
+
+
+def _filter_by_fingerprint(store: Store, groups: dict[str, list[str]], filters: list[str]
+                           ) -> dict[str, list[str]]:
+    """Keep the runs whose fingerprint holds every KEY=VALUE (a dotted KEY into its JSON)."""
+    from mpibench.store.report_queries import run_fingerprints
+
+    conds = []
+    for f in filters:
+        key, eq, want = f.partition("=")
+        if not eq or not key.strip() or any(not p for p in key.split(".")):
+            raise UsageError(f"--fingerprint {f[:80]!r}: expected KEY=VALUE with a dotted "
+                             "key into the fingerprint, e.g. stack.version=5.0.2")
+        conds.append((f, key.strip().split("."), want))
+    fid_of = run_fingerprints(store, [r for ids in groups.values() for r in ids])
+    fps = {fid: store.fingerprint(fid) or {} for fid in set(fid_of.values()) if fid}
+    for f, path, want in conds:   # a value nothing holds is a typo: say what is there
+        seen = {_fp_value(fp, path) for fp in fps.values()} - {_MISSING}
+        if not any(_fp_holds(v, want) for v in seen):
+            shown = ", ".join(sorted(str(v)[:40] for v in seen if not isinstance(v, dict))[:8])
+            raise UsageError(f"--fingerprint {f[:80]!r}: no selected run's fingerprint holds "
+                             f"this (values at {'.'.join(path)}: {shown or 'none'})")
+    ok = {fid for fid, fp in fps.items()
+          if all(_fp_holds(_fp_value(fp, path), want) for _, path, want in conds)}
+    out = {name: [r for r in ids if fid_of.get(r) in ok] for name, ids in groups.items()}
+    return {name: ids for name, ids in out.items() if ids}
 
 
 def _split_by_site(store: Store, groups: dict[str, list[str]], sites: list[str]

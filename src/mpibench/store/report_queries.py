@@ -165,6 +165,15 @@ def failed_runs_beside(store: Store, run_ids: Sequence[str]) -> list:
     return out
 
 
+def run_fingerprints(store: Store, run_ids: Sequence[str]) -> dict[str, str | None]:
+    """{run id: its fingerprint id}."""
+    out: dict[str, str | None] = {}
+    for chunk in _chunks(run_ids):
+        out.update(store.db.execute(
+            f"SELECT id, fingerprint_id FROM runs WHERE id IN ({_marks(len(chunk))})", chunk))
+    return out
+
+
 def done_runs_of_group(store: Store, campaign_id: int, group: str) -> list:
     """(id, variant) of a campaign group's finished launches in plan order (repeats = auto)."""
     return store.db.execute("SELECT id, variant FROM runs WHERE campaign_id=? AND grp=? "
@@ -174,4 +183,4 @@ def done_runs_of_group(store: Store, campaign_id: int, group: str) -> list:
 __all__ = ["RESULT_COLUMNS", "TOOL_SQL", "result_rows", "failed_runs_beside",
            "run_campaign_variant", "variants_with_results", "runs_with_results",
            "distinct_specs", "run_specs", "run_elapsed", "run_mpi_init", "set_runs_info",
-           "done_runs_of_group"]
+           "done_runs_of_group", "run_fingerprints"]
