@@ -24,29 +24,52 @@ from mpibench import stats
 from mpibench.store import Store
 
 
+def _draw(rng: np.random.Generator, sd: float, dist: str) -> float:
+    """One launch-level offset of standard deviation sd: normal, heavy-tailed (Student t
+    with 3 df, scaled to sd) or bimodal (a launch lands at -sd or +sd, plus a little)."""
+    if sd == 0:
+        return 0.0
+    if dist == "t3":
+        return float(rng.standard_t(3)) * sd / math.sqrt(3.0)
+    if dist == "bimodal":
+        return float(rng.choice((-1.0, 1.0))) * sd * 0.95 + float(rng.normal(0, sd * 0.3))
+    return float(rng.normal(0.0, sd))
+
+
 def launch_rows(rng: np.random.Generator, sizes: Sequence[int], *, sigma_l: float,
                 within: float, effect: float = 0.0, n_samples: tuple[int, int] = (100, 500),
-                benchmark: str = "PingPong", size_part: float = 0.5) -> list[dict]:
+                benchmark: str | Sequence[str] = "PingPong", size_part: float = 0.5,
+                shared: float = 1.0, dist: str = "normal") -> list[dict]:
     """The result rows of one launch (core-record shaped: summary + samples). size_part:
-    the sd of the size-specific launch effect as a fraction of sigma_l."""
-    u = rng.normal(0.0, sigma_l)
+    the sd of the size-specific launch effect as a fraction of sigma_l; shared: the sd of
+    the effect every size of the launch shares, as a fraction of sigma_l (0 = sizes do not
+    share their launch effects); dist: normal, t3 (heavy tails) or bimodal launches.
+    Several benchmarks: one launch measures them all (they share its offset)."""
+    u = _draw(rng, sigma_l * shared, dist)
     rows = []
-    for s in sizes:
-        mu = math.log(0.3 + s / 5000.0) + effect + u + rng.normal(0.0, sigma_l * size_part)
-        n = int(rng.integers(n_samples[0], n_samples[1] + 1))
-        x = np.exp(mu + rng.normal(0.0, within, n))
-        rows.append({"benchmark": benchmark, "size": int(s), "np": 2, "samples": x,
-                     **stats.summarize(x)})
+    for bench in ([benchmark] if isinstance(benchmark, str) else list(benchmark)):
+        for s in sizes:
+            mu = (math.log(0.3 + s / 5000.0) + effect + u
+                  + _draw(rng, sigma_l * size_part, dist))
+            n = int(rng.integers(n_samples[0], n_samples[1] + 1))
+            x = np.exp(mu + rng.normal(0.0, within, n))
+            rows.append({"benchmark": bench, "size": int(s), "np": 2, "samples": x,
+                         **stats.summarize(x)})
     return rows
 
 
 def build_store(path: str | Path, rng: np.random.Generator, *, launches: int | tuple[int, int],
                 sigma_l: float, within: float = 0.02, effect: float = 0.0,
                 sizes: Sequence[int] = tuple(2 ** k for k in range(20)),
-                n_samples: tuple[int, int] = (100, 500), size_part: float = 0.5
+                n_samples: tuple[int, int] = (100, 500), size_part: float = 0.5,
+                shared: float = 1.0, dist: str = "normal",
+                sigma_scale: tuple[float, float] = (1.0, 1.0),
+                benchmarks: Sequence[str] = ("PingPong",)
                 ) -> tuple[Store, dict[str, list[str]]]:
     """Variants 'a' (baseline) and 'b' (times x exp(-effect): b better by effect in logs),
-    launches interleaved a, b, a, b, ...; returns the store and {set: run ids}."""
+    launches interleaved a, b, a, b, ...; returns the store and {set: run ids}.
+    sigma_scale multiplies sigma_l per side (a noisier side); see launch_rows for the
+    rest."""
     na, nb = (launches, launches) if isinstance(launches, int) else launches
     store = Store(path)
     cid = store.add_campaign("sim")
@@ -60,9 +83,12 @@ def build_store(path: str | Path, rng: np.random.Generator, *, launches: int | t
             rid = f"{v}-{i}"
             store.create_run(rid, cid, v, grp="core", repeat=i, spec={}, seq=seq,
                              fingerprint_id=fids[v])
-            store.add_results(rid, launch_rows(rng, sizes, sigma_l=sigma_l, within=within,
-                                               effect=eff, n_samples=n_samples,
-                                               size_part=size_part))
+            scale = sigma_scale[0] if v == "a" else sigma_scale[1]
+            store.add_results(rid, launch_rows(rng, sizes, sigma_l=sigma_l * scale,
+                                               within=within, effect=eff,
+                                               n_samples=n_samples, size_part=size_part,
+                                               shared=shared, dist=dist,
+                                               benchmark=list(benchmarks)))
             store.set_run(rid, "done", started=1.7e9 + seq, finished=1.7e9 + seq + 1,
                           elapsed=1.0)
             groups[v].append(rid)
@@ -70,12 +96,15 @@ def build_store(path: str | Path, rng: np.random.Generator, *, launches: int | t
     return store, groups
 
 
-def run_compare(path: str | Path, rng: np.random.Generator, compare, **kw):
+def run_compare(path: str | Path, rng: np.random.Generator, compare,
+                equivalence: float | None = None, **kw):
     """build_store then `compare(store, groups, "a")` (the caller passes the real
     report.compare.compare_groups: statistics sit below the report, tests/test_layers.py);
-    the store is closed and removed."""
+    the store is closed and removed. equivalence: passed on when given."""
     store, groups = build_store(path, rng, **kw)
     try:
+        if equivalence is not None:
+            return compare(store, groups, "a", equivalence=equivalence)
         return compare(store, groups, "a")
     finally:
         store.close()
@@ -85,22 +114,31 @@ def run_compare(path: str | Path, rng: np.random.Generator, compare, **kw):
 
 def tally(cmps, true_gain: float = 1.0) -> dict[str, float]:
     """Rates over comparisons: per-cell significant (Holm) and p <= alpha before Holm,
-    family-wise (any cell), verdict better/worse, gain-CI coverage of the true gain."""
-    cells = sig = cover = ci_n = fam = verdict = raw = 0
+    family-wise (anything printed significant: a cell, a geomean row or the verdict),
+    verdict better/worse, gain-CI coverage of the true gain (the plain 95% CI; also the
+    printed Holm-level CI), cells equivalent (with a margin)."""
+    cells = sig = cover = cover_holm = ci_n = fam = verdict = raw = equiv = 0
     for cmp in cmps:
         ds = [r.deltas["b"] for r in cmp.rows]
         cells += len(ds)
         s = sum(d.significant for d in ds)
+        geo = sum(sm.p_adj.get("b", 1.0) <= cmp.alpha for sm in cmp.summaries)
         raw += sum(d.p is not None and d.p <= cmp.alpha for d in ds)
         sig += s
-        fam += s > 0
-        verdict += cmp.kinds.get("b") in ("better", "worse")
+        kind = cmp.kinds.get("b")
+        fam += (s + geo) > 0 or kind in ("better", "worse", "mixed")
+        verdict += kind in ("better", "worse", "mixed")
+        equiv += sum(d.equivalent for d in ds)
         for d in ds:
             if d.ci_low is not None:
                 ci_n += 1
                 cover += d.ci_low <= true_gain <= d.ci_high
+                lo, hi = d.ci_holm or (d.ci_low, d.ci_high)
+                cover_holm += lo <= true_gain <= hi
     n = max(1, len(cmps))
     return {"comparisons": len(cmps), "cells": cells, "cell_rate": sig / max(1, cells),
             "cell_raw": raw / max(1, cells),
             "familywise": fam / n, "verdict": verdict / n,
-            "coverage": cover / ci_n if ci_n else float("nan")}
+            "coverage": cover / ci_n if ci_n else float("nan"),
+            "coverage_holm": cover_holm / ci_n if ci_n else float("nan"),
+            "equivalent": equiv / max(1, cells)}
