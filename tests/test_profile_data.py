@@ -448,3 +448,25 @@ def test_a_diff_side_never_pools_two_placements(tmp_path):
                                              r"variant \(s\[nodes=1\], s\[nodes=2\]\)"):
             profile_data.load_launches(store, "s")
         assert len(profile_data.load_launches(store, "s[nodes=2]")) == 2
+
+
+def test_counts_keep_the_launches_with_zero_and_share_one_holm_family():
+    """A function called in 2 of 5 launches is tested on 5 launch values (three of them 0),
+    not on the 2 that are not; calls and bytes are adjusted with everything else the diff
+    shows (issue 21)."""
+    rng = np.random.default_rng(9)
+    a = launches(5, 1.0, rng, name="a")
+    b = launches(5, 1.0, rng, name="b")
+    for x in a[:2]:
+        x.doc["functions"]["MPI_Barrier"] = {"class": "coll.blocking", "calls": 1000,
+                                            "time_s": 0.5, "bins": []}
+    for x in b:
+        x.doc["functions"]["MPI_Barrier"] = {"class": "coll.blocking", "calls": 1000,
+                                            "time_s": 0.5, "bins": []}
+    d = profile_data.diff_launches(a, b)
+    bar = {r["function"]: r for r in d["functions"]}["MPI_Barrier"]["calls"]
+    assert (bar["n_a"], bar["n_b"]) == (5, 5)
+    assert bar["tested"] and bar["p_adj"] is not None and bar["p_adj"] >= bar["p"]
+    assert 0 < bar["a"]["value"] < 1000 and bar["b"]["value"] == pytest.approx(1000)
+    for r in d["buckets"]:
+        assert "p_adj" in r["bytes"] and "p_adj" in r["messages"]

@@ -342,20 +342,41 @@ def launch_values(launches: Sequence[ProfileLaunch], edges: tuple[int, ...] | No
 
 
 # ---- the diff --------------------------------------------------------------------------
-def _side(values: Sequence[float]) -> dict[str, Any]:
+def _side(values: Sequence[float], counts: bool = False) -> dict[str, Any]:
+    """A side's value: the geometric mean of its launch statistics with a 95% CI; for counts
+    (zeros kept, as in _test) the geometric mean of 1 + count, minus 1."""
     from mpibench.stats import launch as ls
 
+    if counts:
+        e = ls.estimate([1.0 + float(v) for v in values])
+        return {"value": None if e.value is None else e.value - 1.0,
+                "ci_low": None if e.ci_low is None else e.ci_low - 1.0,
+                "ci_high": None if e.ci_high is None else e.ci_high - 1.0,
+                "launches": e.launches}
     e = ls.estimate(values)
     return {"value": e.value, "ci_low": e.ci_low, "ci_high": e.ci_high, "launches": e.launches}
 
 
-def _test(a: Sequence[float], b: Sequence[float], alpha: float) -> dict[str, Any]:
-    """B vs A as a ratio B/A (time, calls, messages: more is a larger ratio), Welch t on the
-    logs of the launch statistics. stats.launch orients gains so that > 1 is better; here
-    the ratio is reported as it is, which is what a diff of counts needs."""
+def _test(a: Sequence[float], b: Sequence[float], alpha: float,
+          counts: bool = False) -> dict[str, Any]:
+    """B vs A as a ratio B/A (time, calls, messages: more is a larger ratio), the launch
+    test on the logs of the launch statistics. stats.launch orients gains so that > 1 is
+    better; here the ratio is reported as it is, which is what a diff of counts needs.
+
+    counts (calls, messages, bytes): a launch with 0 is a launch, not a missing value (a
+    function called in 2 of 5 launches has 5 values, three of them 0), so the test runs on
+    log(1 + count): zeros kept, and for counts in the hundreds and up the ratio is the
+    ratio of geometric means."""
     from mpibench.stats import launch as ls
 
-    t = ls.compare(a, b, "higher", alpha)
+    if counts:
+        t = ls.compare([1.0 + float(v) for v in a], [1.0 + float(v) for v in b], "higher",
+                       alpha)
+        if not any(a) or not any(b):
+            # one side never did it: tested, but a ratio to (or of) nothing says nothing
+            t = t._replace(gain=None, ci_low=None, ci_high=None)
+    else:
+        t = ls.compare(a, b, "higher", alpha)
     return {"ratio": t.gain, "ratio_ci_low": t.ci_low, "ratio_ci_high": t.ci_high, "p": t.p,
             "tested": t.tested, "reason": t.reason, "n_a": t.n_base, "n_b": t.n_cand,
             "detectable": t.detectable}
@@ -379,8 +400,9 @@ def diff_launches(a: Sequence[ProfileLaunch], b: Sequence[ProfileLaunch], *,
     total_rows = []
     for label, key in (("MPI time (s, all ranks)", "mpi_s"), ("MPI % of wall time", "mpi_fraction"),
                        ("calls (all functions)", "calls")):
-        total_rows.append({"what": label, "a": _side(va[key]), "b": _side(vb[key]),
-                           **_test(va[key], vb[key], alpha)})
+        c = key == "calls"
+        total_rows.append({"what": label, "a": _side(va[key], c), "b": _side(vb[key], c),
+                           **_test(va[key], vb[key], alpha, counts=key == "calls")})
     names = set(va["functions"]) | set(vb["functions"])
 
     def weight(n: str) -> float:
@@ -397,7 +419,8 @@ def diff_launches(a: Sequence[ProfileLaunch], b: Sequence[ProfileLaunch], *,
         for key in ("time_s", "calls"):
             xa = fa[key] if fa else [0.0] * len(a)
             xb = fb[key] if fb else [0.0] * len(b)
-            row[key] = {"a": _side(xa), "b": _side(xb), **_test(xa, xb, alpha)}
+            c = key == "calls"
+            row[key] = {"a": _side(xa, c), "b": _side(xb, c), **_test(xa, xb, alpha, counts=c)}
         fn_rows.append(row)
     bucket_rows = []
     keys = sorted(set(va["buckets"]) | set(vb["buckets"]))
@@ -409,7 +432,8 @@ def diff_launches(a: Sequence[ProfileLaunch], b: Sequence[ProfileLaunch], *,
         for key in ("messages", "bytes"):
             xa = ba[key] if ba else [0.0] * len(a)
             xb = bb[key] if bb else [0.0] * len(b)
-            row[key] = {"a": _side(xa), "b": _side(xb), **_test(xa, xb, alpha)}
+            row[key] = {"a": _side(xa, True), "b": _side(xb, True),
+                        **_test(xa, xb, alpha, counts=True)}
         for key in ("message_share", "byte_share"):
             xa = ba[key] if ba else [0.0] * len(a)
             xb = bb[key] if bb else [0.0] * len(b)
@@ -417,15 +441,15 @@ def diff_launches(a: Sequence[ProfileLaunch], b: Sequence[ProfileLaunch], *,
             ma, mb = sum(xa) / len(xa), sum(xb) / len(xb)
             row[key] = {"a": ma, "b": mb, "points": 100 * (mb - ma)}
         bucket_rows.append(row)
-    for rows, metric in ((fn_rows, "time_s"), (bucket_rows, "messages")):
-        adj = stats.holm([r[metric]["p"] if r[metric]["tested"] else None for r in rows])
-        for r, pa in zip(rows, adj, strict=True):
-            p_adj = None if pa != pa else float(pa)
-            r[metric]["p_adj"] = p_adj
-            r[metric]["significant"] = p_adj is not None and p_adj <= alpha
-    for r in total_rows:
-        r["p_adj"] = r["p"]
-        r["significant"] = r["p"] is not None and r["p"] <= alpha
+    # one Holm family over every p the diff shows: totals, functions (time and calls),
+    # buckets (messages and bytes)
+    tests = list(total_rows) + [r[m] for r in fn_rows for m in ("time_s", "calls")] \
+        + [r[m] for r in bucket_rows for m in ("messages", "bytes")]
+    adj = stats.holm([t["p"] if t["tested"] else None for t in tests])
+    for t, pa in zip(tests, adj, strict=True):
+        p_adj = None if pa != pa else float(pa)
+        t["p_adj"] = p_adj
+        t["significant"] = p_adj is not None and p_adj <= alpha
     return {"alpha": alpha, "np": {"A": a[0].np, "B": b[0].np},
             "launches": {"A": [x.run_id for x in a], "B": [x.run_id for x in b]},
             "bytes_exact": va["bytes_exact"] and vb["bytes_exact"],
