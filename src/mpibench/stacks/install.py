@@ -175,12 +175,7 @@ def install(spec: str, *, name: str | None = None, root: Path | None = None,
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+-]*", name):
         raise UsageError(f"--name {name!r}: expected letters, digits and . _ + -")
     registry = Path(registry or default_registry_file())
-    check_registry(registry)          # a bad stacks file is refused before pip runs
-    taken = discovered_names()
-    if name in taken:
-        # registered, then every verb refused: "two stacks are named 'openmpi'"
-        raise UsageError(f"--name {name!r}: {taken[name]} already has this name; choose "
-                         "another --name")
+    preflight(name, registry)
     root = Path(root or stacks_dir()).expanduser().resolve()
     prefix = root / f"{req.kind.name}-{req.version}"
     try:
@@ -202,6 +197,16 @@ def install(spec: str, *, name: str | None = None, root: Path | None = None,
                          f"not {req.version}")
     what = register(stack, registry)
     return stack, f"{happened}, {what} in {registry}"
+
+
+def preflight(name: str, registry: Path) -> None:
+    """What can be refused before pip runs: a bad stacks file, a name discovery already
+    gives (registered, every verb then refused "two stacks are named 'openmpi'")."""
+    check_registry(registry)
+    taken = discovered_names()
+    if name in taken:
+        raise UsageError(f"--name {name!r}: {taken[name]} already has this name; choose "
+                         "another --name")
 
 
 def check_registry(registry: Path) -> None:
