@@ -145,6 +145,12 @@ def test_push_twice_stores_once_and_reads_like_the_local_store(archive, tmp_path
     pd.testing.assert_frame_equal(a.drop(columns=["samples"]), b.drop(columns=["samples"]))
     assert all(np.array_equal(x, y) for x, y in zip(a["samples"], b["samples"], strict=True))
     assert len(load_profiles(archive)) == len(load_profiles(str(db)))
+    from mpibench.api import load_origins
+    orig = load_origins(archive)
+    assert len(orig) == 6 and set(orig["site"]) == {"alpha"}
+    assert set(orig["local_id"]) == set(groups["base"] + groups["fast"])
+    assert set(orig["run_id"]) == set(load_results(archive)["run_id"])
+    assert load_origins(str(db)).empty
 
     # an annotation changed locally (a relabelled launch) is updated in place, not stored twice
     from mpibench.store.bulk import relabel_run

@@ -35,7 +35,7 @@ from mpibench.store import RESULT_COLUMNS, Store
 from mpibench.store.queries import profile_launches, run_timing
 
 __all__ = ["load_results", "load_samples", "compare_frame", "load_profiles",
-           "load_size_buckets"]
+           "load_size_buckets", "load_origins"]
 
 _RUN_COLS = ("campaign", "variant", "set", "label", "grp", "repeat", "run_status", "source",
              "fingerprint_id", "transport_requested", "transport_actual", "started", "elapsed",
@@ -252,6 +252,19 @@ def load_size_buckets(db_path: str | Path, campaign: str | int | Iterable | None
     return df
 
 
+def load_origins(db_path: str | Path | None) -> pd.DataFrame:
+    """Where a team archive's runs came from (docs/archive.md): one row per run and origin
+    that pushed it: run_id, local_id (the run's id in the pushing store), site, user, host,
+    store (the local store's identity), path (its path there), pushed (epoch seconds). Merge
+    with load_results(...) on run_id to compare sites. A local store has none (empty)."""
+    from mpibench.store.archive import ArchiveStore, origin_rows
+
+    cols = ["run_id", "local_id", "site", "user", "host", "store", "path", "pushed"]
+    with _open(db_path) as store:
+        rows = origin_rows(store) if isinstance(store, ArchiveStore) else []
+    return pd.DataFrame.from_records(rows, columns=cols)
+
+
 def _refusing_damage(fn):
     """A damaged store met past the opening checks (SQLite's own errors while reading) is a
     one-line UsageError, as at the CLI, not whatever the query raised."""
@@ -274,3 +287,4 @@ def _refusing_damage(fn):
 
 for _name in __all__:
     globals()[_name] = _refusing_damage(globals()[_name])
+

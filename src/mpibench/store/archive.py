@@ -385,6 +385,14 @@ def push(local_path: str | Path, url: str, *, site: str, user: str | None = None
     return out
 
 
+def origin_rows(store: Store) -> list[tuple]:
+    """(run id, local id, site, user, host, store identity, path, pushed) of every pushed
+    run and origin, by run id."""
+    return [tuple(r) for r in store.db.execute(
+        "SELECT o.run_id, o.local_id, s.site, s.username, s.host, s.store, s.path, o.pushed "
+        "FROM run_origins o JOIN origins s ON s.id = o.origin_id ORDER BY o.run_id, s.site")]
+
+
 def site_names(store: Store) -> list[str]:
     """The sites that pushed to this archive, sorted."""
     return [r[0] for r in store.db.execute("SELECT DISTINCT site FROM origins ORDER BY site")]
