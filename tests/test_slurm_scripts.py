@@ -385,3 +385,26 @@ def test_dry_run_shows_every_distinct_job_script(tmp_path, monkeypatch, backend)
         one = next(s for s in scripts if "ompi[nodes=1]" in s.cells[0].label)
         probe = next(ln for ln in one.text.splitlines() if "mpibench-transport-probe" in ln)
         assert "-np 1 " in probe, probe
+
+
+def test_pbs_node_file_is_the_default_hostfile_of_every_launcher(tmp_path):
+    """Under PBS, an Open MPI or Hydra built without PBS (tm) support does not see the
+    allocation and started every rank on the first node: the job's hostfile (PBS's node
+    file) is exported as their default host file."""
+    from mpibench.schedulers.slurm import hostfile_lines
+
+    d = tmp_path / "job dir"
+    d.mkdir()
+    nodefile = tmp_path / "nodefile"
+    nodefile.write_text("a\na\nb\nb\n")
+    step = JobStep("c-1", d, ["true"], {}, d / "o", d / "e")
+    script = "\n".join([*hostfile_lines(JobRequest("j", [step], d), 2),
+                        'echo "$OMPI_MCA_orte_default_hostfile|'
+                        '$PRTE_MCA_prte_default_hostfile|$HYDRA_HOST_FILE"'])
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    res = subprocess.run(["bash", "-c", script], env={**env, "PBS_NODEFILE": str(nodefile)},
+                         text=True, capture_output=True, timeout=30)
+    assert res.returncode == 0, res.stderr
+    hf = str(d / "hostfile")
+    assert res.stdout.strip() == f"{hf}|{hf}|{hf}"
+    assert (d / "hostfile").read_text() == "a\na\nb\nb\n"

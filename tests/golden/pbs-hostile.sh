@@ -16,6 +16,7 @@ cd '/scratch/camp aign/runs/c-feedfacefeedface'
 # hosts of this allocation, one line per rank slot
 if [ -n "${PBS_NODEFILE:-}" ] && [ -r "$PBS_NODEFILE" ]; then
   cp "$PBS_NODEFILE" '/scratch/camp aign/runs/c-feedfacefeedface/hostfile'
+  export OMPI_MCA_orte_default_hostfile='/scratch/camp aign/runs/c-feedfacefeedface/hostfile' PRTE_MCA_prte_default_hostfile='/scratch/camp aign/runs/c-feedfacefeedface/hostfile' HYDRA_HOST_FILE='/scratch/camp aign/runs/c-feedfacefeedface/hostfile'
 elif [ -n "${SLURM_JOB_NODELIST:-}" ]; then
   mb_per=(); mb_tpn=2
   for mb_t in ${mb_tpn//,/ }; do

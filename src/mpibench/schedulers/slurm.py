@@ -179,6 +179,10 @@ def hostfile_lines(req: JobRequest, ppn: int | None) -> list[str]:
         "# hosts of this allocation, one line per rank slot",
         'if [ -n "${PBS_NODEFILE:-}" ] && [ -r "$PBS_NODEFILE" ]; then',
         f'  cp "$PBS_NODEFILE" {job_hf}',
+        # an Open MPI or Hydra built without PBS (tm) support does not see the allocation:
+        # the node file is their default host file (with tm it names the same slots)
+        f"  export OMPI_MCA_orte_default_hostfile={job_hf} "
+        f"PRTE_MCA_prte_default_hostfile={job_hf} HYDRA_HOST_FILE={job_hf}",
         'elif [ -n "${SLURM_JOB_NODELIST:-}" ]; then',
         f"  mb_per=(); mb_tpn={per}",
         '  for mb_t in ${mb_tpn//,/ }; do',
