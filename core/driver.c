@@ -357,7 +357,8 @@ static void measure(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool *p
             } else {
                 double spent = now - z->tsize0;
                 mb_progress pr = {.n = n, .median = s.median, .ci_low = s.ci_low,
-                                  .ci_high = s.ci_high, .ci_exact = s.ci_exact, .spent = spent};
+                                  .ci_high = s.ci_high, .ci_exact = s.ci_exact, .spent = spent,
+                                  .ci_sized = s.ci_sized};
                 ctl[0] = mb_adaptive_stop(&rule, &pr);
                 ctl[1] = mb_next_round(&rule, n, round_wall / (double)Rall,
                                        o->max_time - (now - z->tsize0));

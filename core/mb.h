@@ -103,7 +103,27 @@ typedef struct mb_summary {
     double lag1;  /* lag-1 autocorrelation of the log samples (NaN: n < 3, no spread, x <= 0) */
     double tau;   /* autocorrelation time the CI allows for (1 = independent samples) */
     int64_t n_eff; /* effective sample size n / tau the CI is computed for */
+    int stationarity; /* enum mb_stationarity: the launch's series passed the block test? */
+    int ci_sized;     /* ci_exact before the stationarity check (enough samples for tau) */
 } mb_summary;
+
+/* Is the series stationary?  The samples are cut into MB_STAT_BLOCKS consecutive blocks and
+ * the share of each block at or below the median is compared with the whole (a chi-square on
+ * the block counts, allowing for autocorrelation through the indicator's lag-1 correlation
+ * measured inside the blocks, so a level shift does not excuse itself).  Fewer than
+ * MB_STAT_MIN_N samples: untested.  A failed test makes the CI approximate (ci_exact false),
+ * so a size never stops on "target" with a CI that assumes a level the series did not keep. */
+enum mb_stationarity {
+    MB_STAT_UNTESTED = 0, /* too few samples to tell */
+    MB_STAT_OK,           /* passed */
+    MB_STAT_LEVEL_SHIFT,  /* blocks differ, not in one direction: a level shift or switching */
+    MB_STAT_DRIFT,        /* blocks differ monotonically: a drift */
+};
+#define MB_STAT_BLOCKS 4
+#define MB_STAT_MIN_N 40
+#define MB_STAT_CRIT 16.266 /* chi-square, 3 df, upper 0.001 */
+int mb_stationarity_check(const double *x, int64_t n, double m, double *chi2);
+const char *mb_stationarity_name(int s); /* JSON spelling */
 
 int mb_median_ci_ranks(int64_t n, double level, int64_t *lo, int64_t *hi);
 /* independent samples, already sorted: order-statistic CI over all n */
@@ -116,6 +136,11 @@ double mb_tau_indicator(const double *x, int64_t n, double m);
 /* coverage of the within-launch CI under the stopping rule, on AR(1) log-normal series */
 typedef struct mb_ci_sim {
     double phi;            /* lag-1 autocorrelation of the log series */
+    int kind;              /* 0 AR(1) phi; 1 level switching, probability q per sample;
+                            * 2 drift over the whole cap (q: total drift in sd units) */
+    double q;
+    double flagged;        /* share of trials ending with ci_exact false (approximate CI) */
+    double covered_or_flagged; /* share of trials whose CI covers or says it is approximate */
     int trials;
     int robust;            /* 1: mb_summarise_series' CI; 0: the order-statistic CI alone */
     double coverage;       /* share of trials whose final CI holds the true median */
@@ -152,8 +177,9 @@ typedef struct mb_stop_rule {
 typedef struct mb_progress {
     int64_t n;                      /* samples so far */
     double median, ci_low, ci_high; /* the statistic and its 95% CI */
-    int ci_exact;                   /* the CI has its full coverage */
+    int ci_exact;                   /* the CI has its full coverage (stationarity included) */
     double spent;                   /* seconds spent on this size since calibration began */
+    int ci_sized;                   /* enough samples for the CI, stationary or not (futility) */
 } mb_progress;
 
 enum mb_stop mb_adaptive_stop(const mb_stop_rule *rule, const mb_progress *p);

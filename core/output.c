@@ -100,6 +100,7 @@ void mb_emit_result(mb_state *st, const mb_bench *b, int64_t size, const mb_resu
         mj_int(&j, "n_eff", s->n_eff);
     else
         mj_null(&j, "n_eff");
+    mj_str(&j, "stationarity", mb_stationarity_name(ok ? s->stationarity : MB_STAT_UNTESTED));
     NUM("min_us", s->min);
     NUM("p5_us", s->p5);
     NUM("p95_us", s->p95);

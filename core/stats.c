@@ -64,6 +64,8 @@ void mb_summarise(double *sorted, int64_t n, mb_summary *s)
     s->lag1 = NAN;
     s->tau = 1.0;
     s->n_eff = n;
+    s->stationarity = MB_STAT_UNTESTED;
+    s->ci_sized = 0;
     if (n <= 0) {
         s->median = s->ci_low = s->ci_high = s->min = s->p5 = s->p95 = s->p99 = s->max =
             s->mean = s->std = NAN;
@@ -159,6 +161,62 @@ double mb_tau_indicator(const double *x, int64_t n, double m)
     return tau < 1.0 ? 1.0 : tau;
 }
 
+const char *mb_stationarity_name(int s)
+{
+    switch (s) {
+    case MB_STAT_OK: return "ok";
+    case MB_STAT_LEVEL_SHIFT: return "level_shift";
+    case MB_STAT_DRIFT: return "drift";
+    default: return "untested";
+    }
+}
+
+int mb_stationarity_check(const double *x, int64_t n, double m, double *chi2)
+{
+    *chi2 = 0.0;
+    if (n < MB_STAT_MIN_N)
+        return MB_STAT_UNTESTED;
+    int64_t c[MB_STAT_BLOCKS], nb[MB_STAT_BLOCKS], total = 0;
+    double num = 0.0, den = 0.0;
+    for (int b = 0; b < MB_STAT_BLOCKS; b++) {
+        int64_t a = (int64_t)b * n / MB_STAT_BLOCKS, e = (int64_t)(b + 1) * n / MB_STAT_BLOCKS;
+        c[b] = 0;
+        nb[b] = e - a;
+        for (int64_t t = a; t < e; t++)
+            c[b] += x[t] <= m;
+        total += c[b];
+        double pb = (double)c[b] / (double)nb[b];
+        for (int64_t t = a; t < e; t++) {
+            double d = (double)(x[t] <= m) - pb;
+            den += d * d;
+            if (t + 1 < e)
+                num += d * ((double)(x[t + 1] <= m) - pb);
+        }
+    }
+    double p = (double)total / (double)n, var = p * (1.0 - p);
+    if (var <= 0)
+        return MB_STAT_OK;
+    double r = den > 0 ? num / den : 0.0;
+    r = r < 0 ? 0.0 : r > 0.99 ? 0.99 : r;
+    double tau = (1.0 + r) / (1.0 - r), x2 = 0.0;
+    for (int b = 0; b < MB_STAT_BLOCKS; b++) {
+        double d = (double)c[b] / (double)nb[b] - p;
+        x2 += (double)nb[b] * d * d;
+    }
+    x2 /= var * tau;
+    *chi2 = x2;
+    if (x2 <= MB_STAT_CRIT)
+        return MB_STAT_OK;
+    /* monotone shares of samples below the median: the level moved one way */
+    int up = 1, down = 1;
+    for (int b = 1; b < MB_STAT_BLOCKS; b++) {
+        double d = (double)c[b] * (double)nb[b - 1] - (double)c[b - 1] * (double)nb[b];
+        up &= d >= 0;
+        down &= d <= 0;
+    }
+    return up || down ? MB_STAT_DRIFT : MB_STAT_LEVEL_SHIFT;
+}
+
 void mb_summarise_series(const double *x, double *scratch, int64_t n, mb_summary *s)
 {
     for (int64_t i = 0; i < n; i++)
@@ -177,19 +235,26 @@ void mb_summarise_series(const double *x, double *scratch, int64_t n, mb_summary
         neff = 1;
     s->tau = tau;
     s->n_eff = neff;
+    double chi2;
+    s->stationarity = mb_stationarity_check(x, n, s->median, &chi2);
+    int moved = s->stationarity == MB_STAT_LEVEL_SHIFT || s->stationarity == MB_STAT_DRIFT;
     if (neff == n && n < 20) {
         s->ci_exact = 0; /* too few samples to tell whether they are independent */
         return;
     }
-    if (neff == n)
+    if (neff == n) {
+        s->ci_sized = s->ci_exact;
+        s->ci_exact = s->ci_exact && !moved;
         return; /* mb_summarise's interval is already the one for n */
+    }
     int64_t lo, hi;
     int ok = mb_median_ci_ranks(neff, 0.95, &lo, &hi);
     int64_t L = (int64_t)floor((double)lo * (double)n / (double)neff);
     L = L < 1 ? 1 : L > (n + 1) / 2 ? (n + 1) / 2 : L;
     s->ci_low = scratch[L - 1];
     s->ci_high = scratch[n - L];
-    s->ci_exact = ok && (double)n >= 20.0 * tau * (1.0 - MB_SLACK);
+    s->ci_sized = ok && (double)n >= 20.0 * tau * (1.0 - MB_SLACK);
+    s->ci_exact = s->ci_sized && !moved;
 }
 
 /* AR(1) log-normal series: log x_t = sigma y_t, y_t = phi y_{t-1} + sqrt(1 - phi^2) e_t,
@@ -204,13 +269,24 @@ void mb_ci_simulate(mb_ci_sim *sim, uint64_t seed)
     double *x = malloc(sizeof(double) * (size_t)cap), *tmp = malloc(sizeof(double) * (size_t)cap);
     int64_t *ns = malloc(sizeof(int64_t) * (size_t)sim->trials);
     uint64_t st = seed;
-    int hit = 0, on_target = 0;
+    int hit = 0, on_target = 0, flagged = 0, honest = 0;
     mb_stop_rule rule = {.target_pct = 1.0, .max_time = 1e9, .min_samples = 10, .cap = cap};
     for (int t = 0; t < sim->trials; t++) {
         double y = nrand(&st), a = sqrt(1.0 - sim->phi * sim->phi);
+        double level = urand(&st) < 0.5 ? -1.0 : 1.0;
         for (int64_t i = 0; i < cap; i++) {
-            x[i] = exp(sigma * y);
-            y = sim->phi * y + a * nrand(&st);
+            if (sim->kind == 1) {
+                /* two levels 2 sigma apart, switching with probability q: median 1 */
+                x[i] = exp(sigma * (level + nrand(&st)));
+                if (urand(&st) < sim->q)
+                    level = -level;
+            } else if (sim->kind == 2) {
+                /* a drift of q sigma over the cap (5000 samples) */
+                x[i] = exp(sigma * (nrand(&st) + sim->q * ((double)i / (double)cap - 0.5)));
+            } else {
+                x[i] = exp(sigma * y);
+                y = sim->phi * y + a * nrand(&st);
+            }
         }
         /* the core's rounds: min_samples, then a quarter more each time */
         int64_t n = rule.min_samples;
@@ -233,7 +309,15 @@ void mb_ci_simulate(mb_ci_sim *sim, uint64_t seed)
             }
             n += mb_next_round(&rule, n, 0, 0);
         }
-        hit += s.ci_low <= 1.0 && 1.0 <= s.ci_high;
+        /* the truth: the median of the stationary process; under a drift, the level at the
+         * middle of the samples the run took (what its median estimates) */
+        double truth = sim->kind == 2
+                           ? exp(sigma * sim->q * (0.5 * (double)(n - 1) / (double)cap - 0.5))
+                           : 1.0;
+        int covers = s.ci_low <= truth && truth <= s.ci_high;
+        hit += covers;
+        flagged += !s.ci_exact;
+        honest += covers || !s.ci_exact;
         ns[t] = n;
     }
     /* median of the stopping sample counts */
@@ -247,6 +331,8 @@ void mb_ci_simulate(mb_ci_sim *sim, uint64_t seed)
                                      : 0.5 * (double)(ns[sim->trials / 2 - 1] + ns[sim->trials / 2]);
     sim->coverage = (double)hit / sim->trials;
     sim->stopped_target = (double)on_target / sim->trials;
+    sim->flagged = (double)flagged / sim->trials;
+    sim->covered_or_flagged = (double)honest / sim->trials;
     free(x);
     free(tmp);
     free(ns);
@@ -397,6 +483,52 @@ int mb_stats_selftest(void)
         fails += mb_selftest_report("tau_iid", tau < 1.15, d);
         free(x);
     }
+    /* stationarity: iid passes, a level shift and a drift are named, few samples untested, and
+     * a series that moved never gets an exact CI (so never stops on "target") */
+    {
+        uint64_t st = 0x57a7u;
+        int64_t n = 400;
+        double *x = malloc(sizeof(double) * (size_t)n), *tmp = malloc(sizeof(double) * (size_t)n);
+        double chi2;
+        int pass = 0;
+        for (int t = 0; t < 50; t++) {
+            for (int64_t i = 0; i < n; i++)
+                x[i] = exp(0.05 * nrand(&st));
+            mb_summary s;
+            mb_summarise_series(x, tmp, n, &s);
+            pass += s.stationarity == MB_STAT_OK;
+        }
+        snprintf(d, sizeof d, "iid: %d of 50 series stationary", pass);
+        fails += mb_selftest_report("stationarity_iid", pass >= 49, d);
+        for (int64_t i = 0; i < n; i++)
+            x[i] = exp(0.05 * nrand(&st) + (i >= n / 2 ? 0.1 : 0.0));
+        mb_summary s;
+        mb_summarise_series(x, tmp, n, &s);
+        int k = mb_stationarity_check(x, n, s.median, &chi2);
+        snprintf(d, sizeof d, "shift of 2 sd at n/2: %s (chi2 %.1f), ci_exact %d",
+                 mb_stationarity_name(k), chi2, s.ci_exact);
+        fails += mb_selftest_report("stationarity_shift",
+                                    (k == MB_STAT_LEVEL_SHIFT || k == MB_STAT_DRIFT) &&
+                                        !s.ci_exact, d);
+        for (int64_t i = 0; i < n; i++)
+            x[i] = exp(0.05 * nrand(&st) + (i >= n / 4 && i < 3 * n / 4 ? 0.1 : 0.0));
+        mb_summarise_series(x, tmp, n, &s);
+        k = mb_stationarity_check(x, n, s.median, &chi2);
+        snprintf(d, sizeof d, "a higher level in the middle half: %s (chi2 %.1f)",
+                 mb_stationarity_name(k), chi2);
+        fails += mb_selftest_report("stationarity_switching", k == MB_STAT_LEVEL_SHIFT, d);
+        for (int64_t i = 0; i < n; i++)
+            x[i] = exp(0.05 * nrand(&st) + 0.3 * (double)i / (double)n);
+        mb_summarise_series(x, tmp, n, &s);
+        k = mb_stationarity_check(x, n, s.median, &chi2);
+        snprintf(d, sizeof d, "drift of 6 sd: %s (chi2 %.1f)", mb_stationarity_name(k), chi2);
+        fails += mb_selftest_report("stationarity_drift", k == MB_STAT_DRIFT && !s.ci_exact, d);
+        k = mb_stationarity_check(x, MB_STAT_MIN_N - 1, 1.0, &chi2);
+        fails += mb_selftest_report("stationarity_few", k == MB_STAT_UNTESTED,
+                                    "fewer than MB_STAT_MIN_N samples: untested");
+        free(x);
+        free(tmp);
+    }
     /* the within-launch CI under the stopping rule: coverage on AR(1) series (the figures with
      * more trials: mpibench-core --ci-simulation 2000, bench/bench_core_ci.py) */
     {
@@ -418,15 +550,24 @@ int mb_stats_selftest(void)
 /* --ci-simulation TRIALS: the coverage figures, one JSON line per (phi, CI) */
 int mb_ci_simulation_print(int trials)
 {
-    double phis[] = {0.0, 0.5, 0.9, 0.99};
+    /* AR(1) at four lag-1 correlations, level switching at three rates, drift at three sizes */
+    struct { int kind; double phi, q; } cases[] = {
+        {0, 0.0, 0}, {0, 0.5, 0}, {0, 0.9, 0}, {0, 0.99, 0},
+        {1, 0, 0.05}, {1, 0, 0.01}, {1, 0, 0.002},
+        {2, 0, 2.0}, {2, 0, 8.0}, {2, 0, 32.0}};
+    const char *kinds[] = {"ar1", "switching", "drift"};
     for (int robust = 1; robust >= 0; robust--)
-        for (int k = 0; k < 4; k++) {
-            mb_ci_sim sim = {.phi = phis[k], .trials = trials, .robust = robust};
+        for (int k = 0; k < (int)(sizeof cases / sizeof cases[0]); k++) {
+            mb_ci_sim sim = {.phi = cases[k].phi, .kind = cases[k].kind, .q = cases[k].q,
+                             .trials = trials, .robust = robust};
             mb_ci_simulate(&sim, 0xc0ffee00u + (uint64_t)k);
-            printf("{\"record\":\"ci_simulation\",\"ci\":\"%s\",\"phi\":%.2f,\"trials\":%d,"
-                   "\"coverage\":%.4f,\"median_n\":%.1f,\"stopped_target\":%.4f}\n",
-                   robust ? "autocorrelation" : "order_statistics", sim.phi, trials,
-                   sim.coverage, sim.median_n, sim.stopped_target);
+            printf("{\"record\":\"ci_simulation\",\"ci\":\"%s\",\"series\":\"%s\","
+                   "\"phi\":%.2f,\"q\":%.4g,\"trials\":%d,"
+                   "\"coverage\":%.4f,\"median_n\":%.1f,\"stopped_target\":%.4f,"
+                   "\"flagged\":%.4f,\"covered_or_flagged\":%.4f}\n",
+                   robust ? "autocorrelation" : "order_statistics", kinds[sim.kind], sim.phi,
+                   sim.q, trials, sim.coverage, sim.median_n, sim.stopped_target, sim.flagged,
+                   sim.covered_or_flagged);
         }
     return 0;
 }

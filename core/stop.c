@@ -31,7 +31,9 @@ enum mb_stop mb_adaptive_stop(const mb_stop_rule *rule, const mb_progress *p)
         return MB_STOP_MAX_SAMPLES;
     if (p->spent >= rule->max_time)
         return MB_STOP_MAX_TIME;
-    if (rule->futility && p->n >= 2 * rule->min_samples && p->ci_exact &&
+    /* futility asks whether the width can shrink in time: a CI made approximate by the
+     * stationarity check still has a width that shrinks (ci_sized) */
+    if (rule->futility && p->n >= 2 * rule->min_samples && (p->ci_exact || p->ci_sized) &&
         p->spent >= 0.25 * rule->max_time) {
         /* the half-width shrinks like 1/sqrt(n): project the time the target needs and give
          * up when it is more than twice the budget */
@@ -122,6 +124,9 @@ int mb_stop_selftest(void)
     p.n = 50;
     p.ci_exact = 0;
     fails += expect_stop("CI without full coverage", &rule, &p, MB_CONTINUE);
+    p.ci_sized = 1; /* enough samples, but the series moved (stationarity): never target */
+    fails += expect_stop("not stationary", &rule, &p, MB_CONTINUE);
+    p.ci_sized = 0;
     p.ci_exact = 1;
     p.ci_high = 101.5; /* the larger half-width decides */
     fails += expect_stop("one side too wide", &rule, &p, MB_CONTINUE);
@@ -136,6 +141,11 @@ int mb_stop_selftest(void)
     /* +-3% after 0.3 s: 2.7 s projected > 2 s */
     p.ci_high = 103.0;
     fails += expect_stop("futile", &rule, &p, MB_STOP_FUTILE);
+    p.ci_exact = 0;
+    p.ci_sized = 1;
+    fails += expect_stop("futile though not stationary", &rule, &p, MB_STOP_FUTILE);
+    p.ci_exact = 1;
+    p.ci_sized = 0;
     rule.futility = 0;
     fails += expect_stop("futility off", &rule, &p, MB_CONTINUE);
     p.median = 0; /* zero-time iterations must not divide by zero into a target stop */

@@ -183,13 +183,51 @@ def within_launch_ci(samples: list[float]) -> dict[str, Any]:
         return lo
 
     lo = ranks(neff)
+    stat = stationarity(x, m)
+    moved = stat in ("level_shift", "drift")
+    out = {"lag1": lag1, "tau": tau, "n_eff": neff, "stationarity": stat}
     if neff == n:
         if lo is None:
-            return {"low": s[0], "high": s[-1], "exact": False, "lag1": lag1, "tau": tau,
-                    "n_eff": neff}
-        return {"low": s[lo - 1], "high": s[n - lo], "exact": n >= 20, "lag1": lag1,
-                "tau": tau, "n_eff": neff}
+            return {"low": s[0], "high": s[-1], "exact": False, **out}
+        return {"low": s[lo - 1], "high": s[n - lo], "exact": n >= 20 and not moved, **out}
     big_l = int(np.floor((lo or 1) * n / neff))
     big_l = min(max(big_l, 1), (n + 1) // 2)
-    return {"low": s[big_l - 1], "high": s[n - big_l], "exact": lo is not None and n >= 20 * tau * (1 - SLACK),
-            "lag1": lag1, "tau": tau, "n_eff": neff}
+    return {"low": s[big_l - 1], "high": s[n - big_l],
+            "exact": lo is not None and n >= 20 * tau * (1 - SLACK) and not moved, **out}
+
+
+# the core's stationarity check (core/mb.h MB_STAT_*), written again from its definition
+STAT_BLOCKS, STAT_MIN_N, STAT_CRIT = 4, 40, 16.266
+
+
+def stationarity(x, m: float) -> str:
+    """'ok', 'level_shift', 'drift' or 'untested': the shares of STAT_BLOCKS consecutive
+    blocks at or below the median m against the whole, a chi-square allowing for the
+    indicator's lag-1 correlation measured inside the blocks (docs/core-output.md)."""
+    import numpy as np
+
+    n = len(x)
+    if n < STAT_MIN_N:
+        return "untested"
+    ind = (np.asarray(x, dtype=float) <= m).astype(float)
+    counts, sizes = [], []
+    num = den = 0.0
+    for b in range(STAT_BLOCKS):
+        blk = ind[b * n // STAT_BLOCKS:(b + 1) * n // STAT_BLOCKS]
+        counts.append(int(blk.sum()))
+        sizes.append(blk.size)
+        d = blk - blk.sum() / blk.size
+        den += float(np.dot(d, d))
+        num += float(np.dot(d[:-1], d[1:]))
+    p = sum(counts) / n
+    var = p * (1 - p)
+    if var <= 0:
+        return "ok"
+    r = num / den if den > 0 else 0.0
+    r = min(max(r, 0.0), 0.99)
+    tau = (1 + r) / (1 - r)
+    x2 = sum(nb * (c / nb - p) ** 2 for c, nb in zip(counts, sizes, strict=True)) / (var * tau)
+    if x2 <= STAT_CRIT:
+        return "ok"
+    d = [counts[b] * sizes[b - 1] - counts[b - 1] * sizes[b] for b in range(1, STAT_BLOCKS)]
+    return "drift" if all(v >= 0 for v in d) or all(v <= 0 for v in d) else "level_shift"

@@ -39,6 +39,7 @@ def _agree(c: dict, p: dict) -> None:
     assert c["n_eff"] == p["n_eff"], (c, p)
     assert c["tau"] == pytest.approx(p["tau"], rel=1e-9)
     assert c["ci_exact"] == p["exact"]
+    assert c["stationarity"] == p["stationarity"], (c, p)
     assert (c["ci_low"], c["ci_high"]) == (p["low"], p["high"])
     assert (c["lag1"] is None) == (p["lag1"] != p["lag1"])
 
@@ -83,3 +84,26 @@ def test_blocky_series_agree(probe):
             x += [rng.choice(vals)] * rng.randint(1, 8)
         x = x[:n]
         _agree(probe(x), within_launch_ci(x))
+
+
+def test_stationarity_check_agrees_and_names_what_moved(probe):
+    """The core's stationarity check (core/stats.c) and its Python twin: iid passes, a level
+    shift and a drift are named and make the CI approximate (no stop on "target")."""
+    rng = random.Random(23)
+    iid = [1.0 + 0.05 * rng.gauss(0, 1) for _ in range(400)]
+    shift = [v * (1.1 if i >= 200 else 1.0) for i, v in enumerate(iid)]
+    drift = [v * (1.0 + 0.3 * i / 400) for i, v in enumerate(iid)]
+    for x, want in ((iid, "ok"), (shift, None), (drift, "drift"), (iid[:39], "untested")):
+        c, p = probe(x), within_launch_ci(x)
+        _agree(c, p)
+        if want is None:
+            assert c["stationarity"] in ("level_shift", "drift") and not c["ci_exact"]
+        else:
+            assert c["stationarity"] == want
+    # blocky series: the edges of the block test agree too
+    for _ in range(60):
+        n = rng.randint(40, 160)
+        x = []
+        while len(x) < n:
+            x += [rng.choice([0.75, 1.0, 1.25, 2.0])] * rng.randint(1, 30)
+        _agree(probe(x[:n]), within_launch_ci(x[:n]))

@@ -430,7 +430,7 @@ def pool(group: str, rows: list[dict], *,
     cell.fingerprint_id = chosen_fp
     cell.runs_used = [r["run_id"] for r in used]
     cell.firsts = [float(r["first"]) for r in used if r.get("first") is not None]
-    reasons = [r["stop_reason"] for r in used if r.get("stop_reason")]
+    reasons = [_stop_with_stationarity(r) for r in used if r.get("stop_reason")]
     if reasons:
         cell.stop_reasons = Counter(reasons)
     cell.batch = used[0].get("batch")
@@ -525,6 +525,21 @@ def _finish(cell: Cell, used: list[dict], summary: dict[str, Any] | None) -> Non
 
 def fmt_params(params: Mapping[str, Any] | None) -> str:
     return " ".join(f"{k}={v}" for k, v in sorted((params or {}).items()))
+
+
+def _stop_with_stationarity(row: dict) -> str:
+    """The core's stop reason, with its stationarity check's finding when the launch's
+    series moved ('max_time, drift'): its within-launch CI is then approximate."""
+    stop = row["stop_reason"]
+    extra = row.get("extra_json")
+    if extra and "stationarity" in extra:
+        try:
+            stat = json.loads(extra).get("stationarity")
+        except (ValueError, AttributeError):
+            stat = None
+        if stat in ("level_shift", "drift"):
+            return f"{stop}, {stat.replace('_', ' ')}"
+    return stop
 
 
 def fmt_num(v: float | None, digits: int = 4) -> str:

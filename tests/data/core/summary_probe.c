@@ -19,8 +19,9 @@ int main(void)
     if (!isnan(s.lag1))
         snprintf(lag1, sizeof lag1, "%.17g", s.lag1);
     printf("{\"n\": %lld, \"n_eff\": %lld, \"tau\": %.17g, \"lag1\": %s, \"ci_low\": %.17g, "
-           "\"ci_high\": %.17g, \"ci_exact\": %s}\n", (long long)s.n, (long long)s.n_eff, s.tau,
-           lag1, s.ci_low, s.ci_high, s.ci_exact ? "true" : "false");
+           "\"ci_high\": %.17g, \"ci_exact\": %s, \"stationarity\": \"%s\"}\n", (long long)s.n,
+           (long long)s.n_eff, s.tau, lag1, s.ci_low, s.ci_high, s.ci_exact ? "true" : "false",
+           mb_stationarity_name(s.stationarity));
     free(x);
     free(tmp);
     return 0;
