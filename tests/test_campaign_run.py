@@ -731,10 +731,11 @@ def test_core_options_of_a_group_take_effect_and_are_never_pooled(tmp_path, foun
         # the same benchmark and size measured two ways is one cell for a comparison, but
         # its runs are not pooled: one fingerprint is used, the other footnoted
         from mpibench.report.data import load_cells
+        from mpibench.report.rules import CellKey
 
         cells = load_cells(store, {"ompi": [runs[("ompi", g)]["id"] for g in ("plain",
                                                                                "tuned")]})
-        c = cells[("Reduce", 8, 2, "{}", "time")]["ompi"]
+        c = cells[CellKey("Reduce", 8, 2, "{}", "time")]["ompi"]
         assert c.n_fingerprints == 2 and len(c.runs_used) == 1 and len(c.runs_excluded) == 1
 
 

@@ -1,7 +1,7 @@
 """The batch policy: cells become jobs (one per cell, or grouped per variant), submitted up
 to max_jobs_in_flight at a time and polled with back-off; a job's probe step verifies the
 transport on its own allocation; finished jobs are ingested cell by cell. Part of
-CampaignRunner (campaign/runner.py)."""
+CampaignRunner (campaign/runner.py) as its policy object."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from mpibench.files import write_file
 from mpibench.schedulers import (
     JobRequest,
     JobStatus,
-    JobStep,
     SchedulerError,
     SchedulerQueryError,
     SubmissionUnknown,
@@ -25,7 +24,7 @@ from mpibench.schedulers import (
 )
 
 if TYPE_CHECKING:
-    from mpibench.campaign.runner import Summary
+    from mpibench.campaign.runner import CampaignRunner, Summary
 
 
 # what a time limit's signals leave: a launcher or program killed by (or exiting on) SIGTERM,
@@ -37,6 +36,12 @@ _LIMIT_TEXT = re.compile(r"got SIGCONT|DUE TO TIME LIMIT|got SIGTERM|exited on s
 
 def _stopped_by_the_limit(exit_code: int | None, stderr_tail: str | None) -> bool:
     return exit_code in _LIMIT_EXITS or bool(_LIMIT_TEXT.search(stderr_tail or ""))
+
+
+def job_name(prefix: str, cells: list[Cell]) -> str:
+    """The prefix and the first cell's id, +N for the other cells of a grouped job (the
+    name recovery looks a lost job up by)."""
+    return f"{prefix}-{cells[0].id}" + (f"+{len(cells) - 1}" if len(cells) > 1 else "")
 
 
 # Named limits of the poll loop
@@ -60,8 +65,19 @@ class _BatchState:
 
 
 class BatchPolicy:
+    """The batch policy of a CampaignRunner: it holds the runner (store, scheduler, stacks,
+    the cell steps) and owns the jobs: grouping cells into jobs, submitting, polling
+    (_BatchState), judging each job's probe and settling its cells."""
+
+    def __init__(self, runner: CampaignRunner) -> None:
+        self.runner = runner
+
+    def run(self, todo: list[Cell], summary: Summary, *, campaign_id: int,
+            reattach: list[tuple[str, list[str]]], by_id: dict[str, Cell]) -> None:
+        self._run_batch(todo, reattach, summary, by_id)
+
     def _job_requests(self, cells: list[Cell]) -> list[list[Cell]]:
-        n = self.spec.scheduler.group_cells
+        n = self.runner.spec.scheduler.group_cells
         if n == 1:
             return [[c] for c in cells]
         by_variant: dict[str, list[Cell]] = {}
@@ -75,52 +91,34 @@ class BatchPolicy:
         return groups
 
     def _job_name(self, cells: list[Cell]) -> str:
-        """The prefix and the first cell's id, +N for the other cells of a grouped job."""
-        return f"{self.spec.scheduler.job_name_prefix}-{cells[0].id}" + (
-            f"+{len(cells) - 1}" if len(cells) > 1 else "")
+        return job_name(self.runner.spec.scheduler.job_name_prefix, cells)
 
     def _request(self, cells: list[Cell], fresh: bool) -> tuple[JobRequest, list[_Prepared]]:
-        s = self.spec.scheduler
+        s = self.runner.spec.scheduler
         preps = []
         for cell in cells:
-            run_dir = self._fresh_dir(cell) if fresh else self.run_dir(cell)
-            p = self.prepare(cell, run_dir, local=False)
+            run_dir = self.runner._fresh_dir(cell) if fresh else self.runner.run_dir(cell)
+            p = self.runner.prepare(cell, run_dir, local=False)
             if fresh:
-                self._write_cell_json(p)
+                self.runner._write_cell_json(p)
             preps.append(p)
         first = cells[0]
         v = first.variant
-        limit = s.time_limit_s or (sum(p.step.timeout_s or self.spec.timeout for p in preps)
+        limit = s.time_limit_s or (sum(p.step.timeout_s or self.runner.spec.timeout for p in preps)
                                    + 60.0)
         modules = list(s.modules)
-        for m in self.stacks[v.stack].modules:
+        for m in self.runner.stacks[v.stack].modules:
             if m not in modules:
                 modules.append(m)
-        probe = self._probe_step(first) if self.verify else None
+        probe = self.runner._probe_step(first) if self.runner.verify else None
         steps = ([probe] if probe else []) + [p.step for p in preps]
         # np and ppn without nodes: the allocation needs ceil(np / ppn) nodes
         nodes = s.nodes or v.nodes or (-(-v.np // v.ppn) if v.ppn else None)
-        req = JobRequest(name=self._job_name(cells), steps=steps, run_dir=self.run_dir(first),
+        req = JobRequest(name=self._job_name(cells), steps=steps, run_dir=self.runner.run_dir(first),
                          nodes=nodes, tasks_per_node=s.tasks_per_node or v.ppn,
                          time_limit_s=limit, settings=s, modules=modules,
                          cpus_per_task=v.cpus_per_task)
         return req, preps
-
-    def _probe_step(self, cell: Cell) -> JobStep | None:
-        """Batch jobs verify the transport on their own allocation: a probe step first."""
-        from mpibench.verify import prepare_probe
-
-        if self.stacks[cell.variant.stack].kind == "none":
-            return None                # no MPI: nothing to probe
-        run_dir = self.run_dir(cell) / "verify"
-        try:
-            cmd = prepare_probe(self.stacks[cell.variant.stack], cell.variant, run_dir,
-                                local=False)
-        except RuntimeError as exc:
-            self.log(f"warning: no transport probe for {cell.variant.name}: {exc}")
-            return None
-        return JobStep(f"{cell.id}-verify", run_dir, cmd.argv, cmd.env, cmd.stdout,
-                       cmd.stderr, timeout_s=min(60.0, self.spec.timeout), cell=cmd)
 
     def _judge_probe(self, req: JobRequest, preps: list[_Prepared]) -> str | None:
         from mpibench.verify import judge, probe_problem
@@ -135,11 +133,11 @@ class BatchPolicy:
         # a probe that hung (exit 124) or never finished proves nothing by what it printed
         sr = read_step_result(probe)
         problem = probe_problem(sr.exit_code, sr.timed_out, probe.timeout_s, err)
-        v = judge(self.stacks[variant.stack], variant, text, probe.env, probe.run_dir,
+        v = judge(self.runner.stacks[variant.stack], variant, text, probe.env, probe.run_dir,
                   problem or (None if text else "the probe step left no output"))
-        self.node_facts[variant.name] = v.node
+        self.runner.node_facts[variant.name] = v.node
         if v.verdict == "MISMATCH":
-            self.log(f"warning: variant {variant.name}: requested transport {v.requested!r} "
+            self.runner.log(f"warning: variant {variant.name}: requested transport {v.requested!r} "
                      f"but the probe shows {v.actual}")
         return v.actual
 
@@ -148,14 +146,14 @@ class BatchPolicy:
         """Submit up to max_jobs_in_flight jobs, poll with back-off, ingest finished jobs,
         until every job has ended (the state is explicit: _BatchState)."""
         st = _BatchState(queue=self._job_requests(todo),
-                         interval=self.spec.scheduler.poll_interval_s)
+                         interval=self.runner.spec.scheduler.poll_interval_s)
         for job_id, ids in reattach:
             # plan order, as when submitted: the first cell's directory holds the probe
             st.inflight[job_id] = self._request(
                 sorted((by_id[i] for i in ids), key=lambda c: c.seq), fresh=False)
-            self.log(f"re-attached to job {job_id} ({len(ids)} cell(s))")
+            self.runner.log(f"re-attached to job {job_id} ({len(ids)} cell(s))")
         while st.queue or st.inflight:
-            while st.queue and len(st.inflight) < self.spec.scheduler.max_jobs_in_flight:
+            while st.queue and len(st.inflight) < self.runner.spec.scheduler.max_jobs_in_flight:
                 self._submit(st.queue.pop(0), st, summary)
             if st.inflight:
                 self._poll_once(st)
@@ -164,47 +162,47 @@ class BatchPolicy:
         """One job: its script written, its cells marked running, submitted; a refusal
         fails its cells with the scheduler's reason."""
         req, preps = self._request(cells, fresh=True)
-        script = self.scheduler.render_script(req)
+        script = self.runner.scheduler.render_script(req)
         write_file(req.run_dir / "job.sh", script)
-        with self.store.transaction():
+        with self.runner.store.transaction():
             for p in preps:
-                self.store.delete_results(p.cell.id)
-                self.store.set_run(p.cell.id, "running", started=time.time(),
+                self.runner.store.delete_results(p.cell.id)
+                self.runner.store.set_run(p.cell.id, "running", started=time.time(),
                                    argv_json=p.cmd.argv, job_script=script,
-                                   harness=self.harness, scheduler=self.scheduler.name,
+                                   harness=self.runner.harness, scheduler=self.runner.scheduler.name,
                                    sched_state="submitting", job_id=None)
         try:
-            job_id = self.scheduler.submit(req)
+            job_id = self.runner.scheduler.submit(req)
         except SubmissionUnknown:
             raise  # cells stay `running` without a job id; resume settles them
         except SchedulerError as exc:
             # refused (bad partition, over a limit...): the cells fail with the reason
-            with self.store.transaction():
+            with self.runner.store.transaction():
                 for p in preps:
-                    self.store.set_run(p.cell.id, "failed", finished=time.time(),
+                    self.runner.store.set_run(p.cell.id, "failed", finished=time.time(),
                                        reason=f"job submission refused: {exc}",
                                        sched_state="refused")
-            self._done += len(preps)
-            self.log(f"{req.name}: submission refused: {exc}")
+            self.runner._done += len(preps)
+            self.runner.log(f"{req.name}: submission refused: {exc}")
             return
-        with self.store.transaction():
+        with self.runner.store.transaction():
             for p in preps:
-                self.store.set_run(p.cell.id, job_id=str(job_id), sched_state="submitted")
+                self.runner.store.set_run(p.cell.id, job_id=str(job_id), sched_state="submitted")
         st.inflight[str(job_id)] = (req, preps)
         summary.ran += len(cells)
-        self._tick(f"submitted {req.name} as job {job_id}")
+        self.runner._tick(f"submitted {req.name} as job {job_id}")
 
     def _poll_once(self, st: _BatchState) -> None:
         """Wait one interval, ask the scheduler, settle the jobs that ended, record the
         queue states that changed; the interval backs off while nothing finishes."""
-        s = self.spec.scheduler
+        s = self.runner.spec.scheduler
         time.sleep(st.interval)
         try:
-            states = self.scheduler.poll(list(st.inflight))
+            states = self.runner.scheduler.poll(list(st.inflight))
             st.failures = 0
         except SchedulerQueryError as exc:
             st.failures += 1
-            self.log(f"scheduler query failed ({exc}); retry {st.failures}")
+            self.runner.log(f"scheduler query failed ({exc}); retry {st.failures}")
             st.interval = min(s.poll_max_interval_s, st.interval * QUERY_FAILURE_BACKOFF)
             return
         finished_any = False
@@ -229,9 +227,9 @@ class BatchPolicy:
             for p in preps:
                 self._finish_batch_cell(p, status, actual)
         if changed:
-            with self.store.transaction():
+            with self.runner.store.transaction():
                 for cell_id, (state, nodes) in changed:
-                    self.store.set_run(cell_id, sched_state=state, nodelist=nodes)
+                    self.runner.store.set_run(cell_id, sched_state=state, nodelist=nodes)
         st.interval = s.poll_interval_s if finished_any else \
             min(s.poll_max_interval_s, st.interval * IDLE_BACKOFF)
 
@@ -256,7 +254,7 @@ class BatchPolicy:
 
     def _finish_batch_cell(self, p: _Prepared, st: JobStatus, actual: str | None) -> None:
         sr = read_step_result(p.step, st)
-        outcome = self.ingest(p, sr, st.nodelist)
+        outcome = self.runner.ingest(p, sr, st.nodelist)
         if sr.exit_code is None:
             # the step never finished: the job died around it (time limit, node, cancel)
             outcome.status = "timeout" if st.state == "timeout" else "failed"
@@ -278,4 +276,4 @@ class BatchPolicy:
             outcome.status = "failed"
             outcome.reason = f"job ended {st.state}" + (f": {st.reason}" if st.reason else "")
         extra = {"transport_actual": actual} if actual else {}
-        self.commit(p, outcome, sched_state=st.raw or st.state, nodelist=st.nodelist, **extra)
+        self.runner.commit(p, outcome, sched_state=st.raw or st.state, nodelist=st.nodelist, **extra)

@@ -1,12 +1,13 @@
 """The serial policy: the local backend runs one cell at a time on this machine, in plan
 order; Ctrl-C stops the launch and leaves its cell pending for `resume`. Part of
-CampaignRunner (campaign/runner.py)."""
+CampaignRunner (campaign/runner.py) as its policy object."""
 
 from __future__ import annotations
 
 import os
 import socket
 import time
+from typing import TYPE_CHECKING
 
 from mpibench.campaign.plan import Cell
 from mpibench.files import write_file
@@ -15,13 +16,26 @@ from mpibench.schedulers import (
     JobRequest,
 )
 
+if TYPE_CHECKING:
+    from mpibench.campaign.runner import CampaignRunner, Summary
+
 # a cell the local backend runs: its job id names this harness, not a scheduler's job
 LOCAL_JOB_PREFIX = "local:"
 
 
 class LocalPolicy:
+    """The serial policy of a CampaignRunner: it holds the runner and runs its cells one at
+    a time, in plan order, with repeats = "auto"'s two-stage rule."""
+
+    def __init__(self, runner: CampaignRunner) -> None:
+        self.runner = runner
+
+    def run(self, todo: list[Cell], summary: Summary, *, campaign_id: int,
+            reattach: list[tuple[str, list[str]]], by_id: dict[str, Cell]) -> None:
+        self._run_local(todo, summary, campaign_id)
+
     def _run_local(self, todo: list[Cell], summary, campaign_id: int) -> None:
-        auto = _AutoRule(self, campaign_id) if self.spec.auto else None
+        auto = _AutoRule(self.runner, campaign_id) if self.runner.spec.auto else None
         for cell in todo:
             if auto is not None and auto.skip(cell):
                 summary.auto_skipped += 1  # repeats = "auto": the target was reached
@@ -30,34 +44,34 @@ class LocalPolicy:
             summary.ran += 1
 
     def _run_local_cell(self, cell: Cell) -> None:
-        self._tick(cell.label)
-        if self.verify:
-            self._verify_variant(cell.variant)
-        run_dir = self._fresh_dir(cell)
-        p = self.prepare(cell, run_dir, local=True)
-        self._write_cell_json(p)
-        write_file(run_dir / "job.sh", self.scheduler.render_script(
+        self.runner._tick(cell.label)
+        if self.runner.verify:
+            self.runner._verify_variant(cell.variant)
+        run_dir = self.runner._fresh_dir(cell)
+        p = self.runner.prepare(cell, run_dir, local=True)
+        self.runner._write_cell_json(p)
+        write_file(run_dir / "job.sh", self.runner.scheduler.render_script(
             JobRequest(name=cell.id, steps=[p.step], run_dir=run_dir)))
-        with self.store.transaction():
-            self.store.delete_results(cell.id)
-            self.store.set_run(cell.id, "running", started=time.time(), run_dir=str(run_dir),
-                               harness=self.harness,
-                               argv_json=p.cmd.argv, scheduler=self.scheduler.name,
+        with self.runner.store.transaction():
+            self.runner.store.delete_results(cell.id)
+            self.runner.store.set_run(cell.id, "running", started=time.time(), run_dir=str(run_dir),
+                               harness=self.runner.harness,
+                               argv_json=p.cmd.argv, scheduler=self.runner.scheduler.name,
                                job_id=f"{LOCAL_JOB_PREFIX}{socket.gethostname()}:{os.getpid()}",
                                reason=None, stderr_tail=None, exit_code=None, finished=None,
                                elapsed=None, fingerprint_id=None)
         try:
-            sr = self.scheduler.run_step(p.step)
+            sr = self.runner.scheduler.run_step(p.step)
         except KeyboardInterrupt:
             # Ctrl-C: the launch runs in its own session, so stop it here and leave the cell
             # pending for `resume` (a SIGKILL skips this; resume then does the same)
             kill_orphans(run_dir)
-            with self.store.transaction():
-                self.store.delete_results(cell.id)
-                self.store.set_run(cell.id, "pending", job_id=None, started=None)
+            with self.runner.store.transaction():
+                self.runner.store.delete_results(cell.id)
+                self.runner.store.set_run(cell.id, "pending", job_id=None, started=None)
             raise
-        outcome = self.ingest(p, sr)
-        self.commit(p, outcome)
+        outcome = self.runner.ingest(p, sr)
+        self.runner.commit(p, outcome)
 
 
 class _AutoRule:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from mpibench.build import build_component
-from mpibench.campaign.batch import BatchPolicy
+from mpibench.campaign.batch import BatchPolicy, job_name
 from mpibench.campaign.cells import CellSteps, _cell_spec
 from mpibench.campaign.local import LOCAL_JOB_PREFIX, LocalPolicy
 from mpibench.campaign.plan import Cell, expand, legacy_ids
@@ -41,6 +41,7 @@ from mpibench.launchers import get_launcher
 from mpibench.process import kill_orphans
 from mpibench.schedulers import (
     JobRequest,
+    JobStep,
     Scheduler,
     SchedulerQueryError,
     SubmissionUnknown,
@@ -69,10 +70,11 @@ class Summary:
 ProgressFn = Callable[[int, int, str], None]
 
 
-class CampaignRunner(CellSteps, LocalPolicy, BatchPolicy):
+class CampaignRunner(CellSteps):
     """A campaign's cells through its scheduler backend: locking, store sync and recovery
-    here; one cell's steps in campaign/cells.py; the serial and batch policies in
-    campaign/local.py and campaign/batch.py."""
+    here; one cell's steps in campaign/cells.py; how the cells run is its policy object
+    (`self.policy`): LocalPolicy (campaign/local.py, one cell at a time) or BatchPolicy
+    (campaign/batch.py, jobs polled with back-off), chosen by the scheduler backend."""
 
     def __init__(self, spec: CampaignSpec, store: Store | None, stacks: list[Stack], *,
                  scheduler: Scheduler | None = None, progress: ProgressFn | None = None,
@@ -95,6 +97,8 @@ class CampaignRunner(CellSteps, LocalPolicy, BatchPolicy):
         self._profiles: dict[str, Any] = {}
         self._lock_fh = None
         self.harness = harness_token()
+        self.policy: LocalPolicy | BatchPolicy = (BatchPolicy(self) if self.scheduler.batch
+                                                  else LocalPolicy(self))
 
     # -- checks that need the machine ---------------------------------------------------
     def check(self) -> None:
@@ -169,6 +173,22 @@ class CampaignRunner(CellSteps, LocalPolicy, BatchPolicy):
                 raise UsageError(f"{key}.{'binary' if peer.binary else 'source'}: {exc}") \
                     from None
             self.peer_programs[(g.name, v.stack)] = prog
+
+    def _probe_step(self, cell: Cell) -> JobStep | None:
+        """Batch jobs verify the transport on their own allocation: a probe step first."""
+        from mpibench.verify import prepare_probe
+
+        if self.stacks[cell.variant.stack].kind == "none":
+            return None                # no MPI: nothing to probe
+        run_dir = self.run_dir(cell) / "verify"
+        try:
+            cmd = prepare_probe(self.stacks[cell.variant.stack], cell.variant, run_dir,
+                                local=False)
+        except RuntimeError as exc:
+            self.log(f"warning: no transport probe for {cell.variant.name}: {exc}")
+            return None
+        return JobStep(f"{cell.id}-verify", run_dir, cmd.argv, cmd.env, cmd.stdout,
+                       cmd.stderr, timeout_s=min(60.0, self.spec.timeout), cell=cmd)
 
     def _variants_of(self, g: Group) -> list[Variant]:
         return group_variants(g, self.spec.variants, self.spec.variant_base)
@@ -358,7 +378,8 @@ class CampaignRunner(CellSteps, LocalPolicy, BatchPolicy):
         id. Resubmitting would run the cells twice."""
         cells = sorted((by_id[r["id"]] for r in rows), key=lambda c: c.seq)
         # only the name is looked up: no cell is prepared, no probe built
-        req = JobRequest(name=self._job_name(cells), steps=[], run_dir=self.run_dir(cells[0]))
+        req = JobRequest(name=job_name(self.spec.scheduler.job_name_prefix, cells), steps=[],
+                         run_dir=self.run_dir(cells[0]))
         since = min((r["started"] for r in rows if r["started"]), default=None)
         try:
             job = self.scheduler.find_job(req, since)
@@ -403,10 +424,8 @@ class CampaignRunner(CellSteps, LocalPolicy, BatchPolicy):
             for note in oversubscription_notes({c.variant.name: c.variant for c in todo}):
                 self.log(note)  # once per run, not once per cell
         self._tick("starting")
-        if self.scheduler.batch:
-            self._run_batch(todo, reattach, summary, {c.id: c for c in cells})
-        else:
-            self._run_local(todo, summary, cid)
+        self.policy.run(todo, summary, campaign_id=cid, reattach=reattach,
+                        by_id={c.id: c for c in cells})
         ids = {c.id for c in cells}
         counts: dict[str, int] = {}
         for rid, state in queries.run_statuses(self.store, cid).items():

@@ -75,8 +75,8 @@ def job_scripts(spec: CampaignSpec, stacks: list[Stack], *, verify: bool | None 
     cells = expand(spec, seed=seed)
     out: dict[str, Script] = {}
     if runner.scheduler.batch:
-        for group in runner._job_requests(cells):
-            req, _preps = runner._request(group, fresh=False)
+        for group in runner.policy._job_requests(cells):
+            req, _preps = runner.policy._request(group, fresh=False)
             text = _normalise(runner.scheduler.render_script(req), group)
             out.setdefault(text, Script(text)).cells.extend(group)
     else:
