@@ -562,3 +562,60 @@ def _testbed(rng: random.Random, n: int) -> Tally:
             if rc == 2 and len(lines) != 1:
                 t.breaks(f"testbed {argv[0]} on {text[:60]!r}: {len(lines)} error lines")
     return t
+
+
+_PROBE_OUTPUT = """\
+mpibench-probe rank=0 host=tn1
+mpibench-probe rank=1 host=tn2
+mpibench-node host=tn1 kernel=6.1.0-18-amd64
+mpibench-node host=tn1 arch=x86_64
+mpibench-node host=tn1 cores=2
+mpibench-node host=tn1 cpu=Intel(R) Xeon(R) CPU @ 2.20GHz
+mpibench-node host=tn1 cpuset=1
+mpibench-node host=tn1 shm_bytes=67108864
+mpibench-node host=tn1 interfaces=fast0,slow0
+mpibench-node host=tn2 kernel=6.1.0-18-amd64
+mpibench-node host=tn2 cores=2
+mpibench-node host=tn2 cpuset=1
+mpibench-node host=tn2 shm_bytes=67108864
+mpibench-node host=tn2 interfaces=slow0,fast0
+mpibench-probe library=Open MPI v4.1.4
+mpibench-probe kernel=6.1.0-18-amd64 arch=x86_64
+mpibench-probe cores=2
+mpibench-probe scheduler_node=tn1
+mpibench-probe lib=/usr/lib/x86_64-linux-gnu/libmpi.so.40.30.4
+"""
+
+
+@surface("probe output", "what the verification probe's ranks print (node shapes, hosts, "
+         "libraries) mutated, read into node facts and a fingerprint: every host, count and "
+         "interface stored is in the text")
+def _probe_output(rng: random.Random, n: int) -> Tally:
+    from mpibench import fingerprint
+    from mpibench.store import fingerprint_id
+    from mpibench.verify import node_facts
+
+    t = Tally()
+    for _ in range(n):
+        text = mutate_text(rng, _PROBE_OUTPUT)
+
+        def read(text=text):
+            facts = node_facts(text)
+            fp: dict = {}
+            fingerprint.add_node_facts(fp, facts)
+            fingerprint_id(fp)
+            return facts
+
+        facts = t.run(read, describe="probe output")
+        for host, shape in ((facts or {}).get("nodes") or {}).items():
+            if f"mpibench-node host={host} " not in text:
+                t.silent(f"node {host!r} is not in the probe's output")
+            for key in ("cores", "cpuset", "shm_bytes"):
+                v = shape.get(key)
+                if v is not None and (not isinstance(v, int) or v < 0
+                                      or f"host={host} {key}={v}" not in text):
+                    t.silent(f"{host} {key}={v!r} is not what the output says")
+            for iface in shape.get("interfaces", []):
+                if not iface or iface not in text:
+                    t.silent(f"{host} interface {iface!r} is not in the output")
+    return t

@@ -287,10 +287,10 @@ def node_shapes(text: str) -> dict[str, dict]:
     Pure."""
     nodes: dict[str, dict] = {}
     for host, key, value in _NODE.findall(text):
-        value = value.strip()
+        value = value.strip(" \t\r")  # ASCII blanks only: U+2028 is no separator here
         facts = nodes.setdefault(host, {})
         if key in _NODE_INTS:
-            if value.isdigit():
+            if value.isascii() and value.isdigit():
                 facts[key] = int(value)
         elif key == "interfaces":
             facts[key] = sorted(set(filter(None, value.split(","))))
