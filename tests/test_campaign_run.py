@@ -500,6 +500,8 @@ def test_step_killed_by_the_time_limit_signal_is_a_timeout(tmp_path, found_stack
     if status == "timeout":
         assert r["reason"].startswith("job ended timeout: the job exceeded its Slurm time "
                                       "limit"), r["reason"]
+        # as test_slurm_cluster.py's real time limit expects: no exit status of its own
+        assert r["exit_code"] is None
     else:
         assert r["reason"].startswith("exit status 3"), r["reason"]
 

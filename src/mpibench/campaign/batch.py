@@ -272,6 +272,7 @@ class BatchPolicy:
             # time keeps its own result.
             outcome.status = "timeout"
             outcome.reason = f"job ended {st.state}" + (f": {st.reason}" if st.reason else "")
+            outcome.exit_code = None   # the limit's signal, not the program's own status
         elif st.state in ("node_fail", "oom", "cancelled") and outcome.status == "done":
             outcome.status = "failed"
             outcome.reason = f"job ended {st.state}" + (f": {st.reason}" if st.reason else "")
