@@ -261,3 +261,14 @@ def test_cost_note_never_a_saving_over_100_percent(tmp_path):
     row = next(r for r in t.rows if r[1] == "ompi-efa")
     assert row[-1] == "ompi saves 50.6%"
     store.close()
+
+
+def test_a_key_without_a_tool_is_its_plain_tuple():
+    """Cells were keyed by (benchmark, size, np, params_key, metric): that tuple still finds
+    a cell whose key has no tool, and never one split by tool."""
+    k = CellKey("Reduce", 8, 2, "{}", "time")
+    assert {k: 1}[("Reduce", 8, 2, "{}", "time")] == 1
+    assert k == ("Reduce", 8, 2, "{}", "time") and k == CellKey(*k)
+    osu = CellKey("Reduce", 8, 2, "{}", "time", "osu")
+    assert osu != ("Reduce", 8, 2, "{}", "time") and osu != k
+    assert ("Reduce", 8, 2, "{}", "time") not in {osu: 1}

@@ -83,6 +83,20 @@ class CellKey(NamedTuple):
     metric: str
     tool: str | None = None
 
+    # A key without a tool is the same key as its plain 5-tuple (benchmark, size, np,
+    # params_key, metric), as cells were keyed before the tool joined the key: code that
+    # looks a cell up by the 5-tuple keeps finding it.
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, tuple) and len(other) == 5 and not isinstance(other, CellKey):
+            return self.tool is None and tuple(self[:5]) == other
+        return tuple.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash(tuple(self[:5])) if self.tool is None else tuple.__hash__(self)
+
     @property
     def params(self) -> dict[str, Any]:
         return _params(self.params_key)
