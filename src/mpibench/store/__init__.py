@@ -187,6 +187,13 @@ class Store:
                 self.db = self._open_readonly(version)
             else:
                 self.db = self._open_writable(exists, version)
+        except UnicodeDecodeError as exc:
+            # SQLite's own message quoted a damaged name from the schema: not even the
+            # error could be decoded
+            raise UsageError(f"store {self.path}: damaged (its schema holds bytes that are "
+                             f"not UTF-8: {exc.reason} at byte {exc.start}); nothing was "
+                             "written. Restore a copy, or salvage it with `sqlite3 FILE "
+                             ".recover`") from None
         except sqlite3.DatabaseError as exc:
             what = ("damaged" if "malformed" in str(exc) or "corrupt" in str(exc)
                     else "not a usable SQLite database")
