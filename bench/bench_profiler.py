@@ -27,7 +27,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from mpibench import profiling, stats
+from mpibench import profile, stats
 from mpibench.process import run_command
 
 GMX_ENV = {"OMP_NUM_THREADS": "1", "GMX_MAXBACKUP": "-1"}
@@ -60,9 +60,9 @@ nstlog = 500
 def launch(stack, argv, profiled: bool, out: Path, env=None, timeout=300):
     """Run argv (a launcher command) with or without the profiler; return CommandResult."""
     if profiled:
-        return profiling.run_profiled(argv, stack=stack, out_dir=out, timeout=timeout,
+        return profile.run.run_profiled(argv, stack=stack, out_dir=out, timeout=timeout,
                                       extra_env=env).result
-    return run_command(argv, env={**profiling.ROOT_ENV, **(env or {})}, timeout=timeout)
+    return run_command(argv, env={**profile.run.ROOT_ENV, **(env or {})}, timeout=timeout)
 
 
 def med(xs):
@@ -94,7 +94,7 @@ def paired(label: str, off: list[float], on: list[float], unit: str, ratio: bool
 
 
 def bench_calls(stack, pairs: int, iters: int, tmp: Path) -> None:
-    progs = profiling.build_test_programs(stack)
+    progs = profile.run.build_test_programs(stack)
     argv = [stack.launcher, "-np", "2", str(progs / "pingpong0"), str(iters)]
     res = {False: {"pp": [], "null": []}, True: {"pp": [], "null": []}}
     calib = []
@@ -110,7 +110,7 @@ def bench_calls(stack, pairs: int, iters: int, tmp: Path) -> None:
             res[on]["pp"].append(float(pp.group(1)))
             res[on]["null"].append(float(nc.group(1)))
             if on:
-                calib.append(profiling.collect_profile(out)["overhead"]["ns_per_call"]["mean"])
+                calib.append(profile.document.collect_profile(out)["overhead"]["ns_per_call"]["mean"])
     print(f"{stack.name}: {pairs} pairs of launches (ABBA); each value is the best of many "
           "short rounds inside its launch")
     paired("MPI_Comm_rank call", res[False]["null"], res[True]["null"], "ns", False,
@@ -130,7 +130,7 @@ def bench_gromacs(stack, pairs: int, steps: int, tmp: Path) -> None:
     d.mkdir()
     (d / "topol.top").write_text(TOPOL)
     (d / "md.mdp").write_text(MDP.format(steps=steps))
-    env = {**GMX_ENV, **profiling.ROOT_ENV}
+    env = {**GMX_ENV, **profile.run.ROOT_ENV}
     for argv in (["gmx_mpi", "solvate", "-cs", "spc216.gro", "-box", "2", "2", "2", "-o",
                   "conf.gro", "-p", "topol.top"],
                  ["gmx_mpi", "grompp", "-f", "md.mdp", "-c", "conf.gro", "-p", "topol.top",
@@ -156,7 +156,7 @@ def bench_gromacs(stack, pairs: int, steps: int, tmp: Path) -> None:
             wall[on].append(float(m.group(2)))
             launch_s[on].append(r.elapsed)
             if on:
-                doc = profiling.collect_profile(out)
+                doc = profile.document.collect_profile(out)
                 frac.append(doc["mpi_fraction"]["mean"])
                 est.append(doc["overhead"]["estimated_total_s"] / doc["ranks"]
                            / doc["wall_s"]["mean"])
@@ -184,13 +184,13 @@ def main(argv=None) -> int:
         tmp = Path(t)
         for name in names:
             try:
-                stack = profiling.resolve_stack(name)
+                stack = profile.run.resolve_stack(name)
             except Exception as exc:  # noqa: BLE001 - report and go on with the others
                 print(f"{name}: skipped ({exc})")
                 continue
             bench_calls(stack, pairs, 2000 if a.quick else 20000, tmp)
         try:
-            ompi = profiling.resolve_stack("openmpi")
+            ompi = profile.run.resolve_stack("openmpi")
             bench_gromacs(ompi, pairs, a.gmx_steps, tmp)
         except Exception as exc:  # noqa: BLE001
             print(f"gromacs: skipped ({exc})")

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mpibench import profiling
+from mpibench import profile
 from mpibench.store import Store
 from pg_server import pg_server  # noqa: F401
 from test_report_synth import add_variant_runs, build_two_stack_store, core_record
@@ -94,7 +94,7 @@ def test_push_twice_stores_once_and_reads_like_the_local_store(archive, tmp_path
         store.create_run("pending-1", 1, "base", seq=999)        # unfinished: not sent
         profile_run = groups["base"][0]
         # a real captured profile (tests/data/profiler)
-        store.set_profile(profile_run, profiling.collect_profile(
+        store.set_profile(profile_run, profile.document.collect_profile(
             Path(__file__).parent / "data" / "profiler" / "known_calls_openmpi"))
     first = cli("push", archive, "--db-from", str(db), "--site", "alpha", cwd=tmp_path)
     assert first.returncode == 0, first.stderr

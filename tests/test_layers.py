@@ -27,8 +27,8 @@ LAYERS: list[set[str]] = [
     # what a stack is, how its transports are set and how it is launched
     {"stacks", "transports", "launchers"},
     # running things: schedulers, one cell's command, builds, imports, profiles
-    {"schedulers", "execute", "build", "verify", "peers", "importer", "profiling",
-     "profile_data", "slurm_local", "testbed"},
+    {"schedulers", "execute", "build", "verify", "peers", "importer", "profile",
+     "slurm_local", "testbed"},
     # campaigns: plan, runner, policies
     {"campaign"},
     # reading results back: reports and the pandas API

@@ -1,4 +1,4 @@
-"""Profiles as comparable data (mpibench.profile_data): size buckets from the histograms,
+"""Profiles as comparable data (mpibench.profile.buckets and .diff): size buckets from the histograms,
 result rows for calls and MPI time, the launch-level diff, the report section, the CLI and
 the pandas API. No MPI here: profiles are a real captured one (known_calls on Open MPI) and
 synthetic launches drawn from known distributions; tests/test_profile_data_mpi.py runs the
@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mpibench import profile_data, profiling
+from mpibench import profile
 from mpibench.errors import UsageError
 
 DATA = Path(__file__).resolve().parent / "data" / "profiler"
@@ -23,7 +23,7 @@ DATA = Path(__file__).resolve().parent / "data" / "profiler"
 def captured() -> dict:
     """known_calls on Open MPI (2 ranks): profile.json as the library wrote it, before bins
     carried bytes (3-element bins)."""
-    return profiling.collect_profile(DATA / "known_calls_openmpi")
+    return profile.document.collect_profile(DATA / "known_calls_openmpi")
 
 
 def doc_with(funcs: dict[str, tuple[str, list[list]]], ranks: int = 2,
@@ -63,7 +63,7 @@ def test_buckets_of_captured_profile_count_only_messages():
     """known_calls: Send/Recv 10 x 1000 B, Isend/Irecv 5 x 1 KiB, Allreduce 6 x 800 B,
     Bcast 4 x 256 B, Alltoallv 12 B and 28 B (per rank); Comm_rank/size and Waitall move no
     data and are not messages."""
-    b = profile_data.size_buckets(captured())
+    b = profile.buckets.size_buckets(captured())
     by = {r["bucket"]: r for r in b["buckets"]}
     assert b["messages"] == 10 + 10 + 5 + 5 + 6 + 4 + 2
     assert b["other_calls"] == 2 + 2 + 2
@@ -78,7 +78,7 @@ def test_buckets_of_captured_profile_count_only_messages():
     assert not b["bytes_exact"]
     assert by["1 KiB - <16 KiB"]["bytes"] == 10 * 1536
     assert by["64 B - <1 KiB"]["bytes"] == 20 * 768 + 6 * 768 + 4 * 384
-    assert profile_data.bucket_headline(b).startswith("most messages are 64 B - <1 KiB (71%)")
+    assert profile.buckets.bucket_headline(b).startswith("most messages are 64 B - <1 KiB (71%)")
 
 
 def test_buckets_exact_bytes_and_edges():
@@ -93,7 +93,7 @@ def test_buckets_exact_bytes_and_edges():
         "MPI_Send_init": ("pt2pt.persistent", [[64, 1, 0.0, 64]]),
         "MPI_Wait": ("pt2pt.wait", [[0, 9, 0.5, 0]]),
     })
-    b = profile_data.size_buckets(d)
+    b = profile.buckets.size_buckets(d)
     by = {r["bucket"]: r for r in b["buckets"]}
     assert b["bytes_exact"] and b["messages"] == 3 + 1 + 4 + 1 + 1 + 2
     assert b["other_calls"] == 50 + 7 + 1 + 1 + 9
@@ -104,23 +104,23 @@ def test_buckets_exact_bytes_and_edges():
     assert by["256 KiB - <4 MiB"]["bytes"] == 1 << 20
     assert b["bytes"] == 4500 + 9000 + 32 + (1 << 20) + 8192
     assert b["most_bytes"]["bucket"] == "256 KiB - <4 MiB"
-    assert len(b["buckets"]) == 1 + len(profile_data.COARSE_EDGES)  # fixed shape
+    assert len(b["buckets"]) == 1 + len(profile.buckets.COARSE_EDGES)  # fixed shape
     # log2: the non-empty bins, each its own bucket
-    fine = profile_data.size_buckets(d, None)
+    fine = profile.buckets.size_buckets(d, None)
     assert [r["lo"] for r in fine["buckets"]] == [0, 8, 1024, 4096, 8192, 1 << 20]
     assert fine["buckets"][2]["bucket"] == "1 KiB - <2 KiB"
     # custom edges: one bucket from 1 KiB up
-    custom = profile_data.size_buckets(d, profile_data.parse_buckets("1K"))
+    custom = profile.buckets.size_buckets(d, profile.buckets.parse_buckets("1K"))
     assert [(r["bucket"], r["messages"]) for r in custom["buckets"]] == [
         ("0 B", 1), ("1 B - <1 KiB", 4), (">= 1 KiB", 7)]
 
 
 @pytest.mark.parametrize("spec,want", [
-    ("coarse", profile_data.COARSE_EDGES), ("log2", None), ("64,1K,16K", (1, 64, 1024, 16384)),
+    ("coarse", profile.buckets.COARSE_EDGES), ("log2", None), ("64,1K,16K", (1, 64, 1024, 16384)),
     ("1, 4KiB, 1M", (1, 4096, 1 << 20)), ("2G", (1, 2 << 30)),
 ])
 def test_parse_buckets(spec, want):
-    assert profile_data.parse_buckets(spec) == want
+    assert profile.buckets.parse_buckets(spec) == want
 
 
 @pytest.mark.parametrize("spec,msg", [
@@ -129,12 +129,12 @@ def test_parse_buckets(spec, want):
 ])
 def test_parse_buckets_rejects(spec, msg):
     with pytest.raises(UsageError, match=msg):
-        profile_data.parse_buckets(spec)
+        profile.buckets.parse_buckets(spec)
 
 
 # ---- result rows ---------------------------------------------------------------------------
 def test_profile_rows_calls_time_and_sizes():
-    rows = profiling.profile_rows(captured())
+    rows = profile.document.profile_rows(captured())
     by = {(r["benchmark"], r["metric"], r.get("size")): r for r in rows}
     calls = by[("profile:MPI", "calls", None)]
     # every intercepted call of the rank (MPI_Init, MPI_Finalize and the library's own
@@ -156,7 +156,7 @@ def test_profile_rows_calls_time_and_sizes():
 
 # ---- the launch-level diff -------------------------------------------------------------------
 def launches(n: int, send_s: float, rng, sd: float = 0.1, calls: int = 100,
-             name: str = "x", size: int = 1024) -> list[profile_data.ProfileLaunch]:
+             name: str = "x", size: int = 1024) -> list[profile.diff.ProfileLaunch]:
     """n launches whose MPI_Send time is send_s x a launch offset (lognormal, sd of the
     log), and whose Allreduce time is 1 s x its own offset; fixed call counts."""
     out = []
@@ -166,7 +166,7 @@ def launches(n: int, send_s: float, rng, sd: float = 0.1, calls: int = 100,
         d = doc_with({"MPI_Send": ("pt2pt.send", [[size, calls, ts, calls * size]]),
                       "MPI_Allreduce": ("coll.blocking", [[8, 10, ta, 80]])},
                      mpi_s=(ts + ta) / 2)
-        out.append(profile_data.ProfileLaunch(f"{name}{i}", name, None, "profiles", 2,
+        out.append(profile.diff.ProfileLaunch(f"{name}{i}", name, None, "profiles", 2,
                                               "done", d))
     return out
 
@@ -175,7 +175,7 @@ def test_diff_detects_a_slower_function_and_not_an_equal_one():
     rng = np.random.default_rng(7)
     a = launches(6, 1.0, rng, name="a")
     b = launches(6, 2.0, rng, name="b")
-    d = profile_data.diff_launches(a, b)
+    d = profile.diff.diff_launches(a, b)
     fn = {r["function"]: r for r in d["functions"]}
     send, ar = fn["MPI_Send"]["time_s"], fn["MPI_Allreduce"]["time_s"]
     assert send["tested"] and send["significant"] and send["p_adj"] < 0.01
@@ -193,7 +193,7 @@ def test_diff_ratio_ci_coverage():
     rng = np.random.default_rng(13)
     cover = 0
     for _ in range(200):
-        d = profile_data.diff_launches(launches(4, 1.0, rng, sd=0.2),
+        d = profile.diff.diff_launches(launches(4, 1.0, rng, sd=0.2),
                                        launches(5, 2.0, rng, sd=0.2))
         t = next(r for r in d["functions"] if r["function"] == "MPI_Send")["time_s"]
         cover += t["ratio_ci_low"] <= 2.0 <= t["ratio_ci_high"]
@@ -206,7 +206,7 @@ def test_diff_a_vs_a_false_positive_rate():
     rng = np.random.default_rng(11)
     hits = 0
     for _ in range(100):
-        d = profile_data.diff_launches(launches(6, 1.0, rng, sd=0.3),
+        d = profile.diff.diff_launches(launches(6, 1.0, rng, sd=0.3),
                                        launches(6, 1.0, rng, sd=0.3))
         hits += any(r["time_s"]["significant"] for r in d["functions"])
     # two functions, Holm: family-wise rate <= 5%; binomial(100, 0.05) stays below 13
@@ -215,11 +215,11 @@ def test_diff_a_vs_a_false_positive_rate():
 
 def test_diff_one_launch_per_side_cannot_tell():
     rng = np.random.default_rng(3)
-    d = profile_data.diff_launches(launches(1, 1.0, rng), launches(1, 3.0, rng))
+    d = profile.diff.diff_launches(launches(1, 1.0, rng), launches(1, 3.0, rng))
     send = d["functions"][0]["time_s"]
     assert not send["tested"] and send["p_adj"] is None and not send["significant"]
     assert send["ratio"] > 1 and send["ratio_ci_low"] is None
-    tables = profile_data.diff_tables(d, "a", "b")
+    tables = profile.diff.diff_tables(d, "a", "b")
     assert "cannot tell (1+1 launches)" in tables[1].rows[0][4]
 
 
@@ -231,7 +231,7 @@ def test_diff_size_buckets_shift():
     b = launches(3, 1.0, rng, size=64 << 10)
     for x in b:
         x.doc["functions"]["MPI_Alltoall"] = copy.deepcopy(x.doc["functions"]["MPI_Allreduce"])
-    d = profile_data.diff_launches(a, b)
+    d = profile.diff.diff_launches(a, b)
     by = {r["bucket"]: r for r in d["buckets"]}
     assert by["1 KiB - <16 KiB"]["message_share"]["a"] == pytest.approx(100 / 110)
     assert by["1 KiB - <16 KiB"]["message_share"]["b"] == 0.0
@@ -240,7 +240,7 @@ def test_diff_size_buckets_shift():
     assert by["1 KiB - <16 KiB"]["messages"]["ratio"] is None          # gone in B
     fn = {r["function"]: r for r in d["functions"]}
     assert fn["MPI_Alltoall"]["only_in"] == "B"
-    assert profile_data.diff_tables(d, "a", "b")[1].rows[-1][3] == "only in B"
+    assert profile.diff.diff_tables(d, "a", "b")[1].rows[-1][3] == "only in B"
 
 
 # ---- store, report, CLI, pandas ----------------------------------------------------------------
@@ -255,9 +255,9 @@ def _store_profiles(db: Path, labels_docs: list[tuple[str, dict]],
     ids = []
     with Store(db) as store:
         for label, doc in labels_docs:
-            run = profiling.ProfileRun(stack, list(argv), ["mpirun"],
+            run = profile.run.ProfileRun(stack, list(argv), ["mpirun"],
                                        db.parent, Path("lib.so"), ok, doc)
-            ids.append(profiling.store_profile(store, run, label=label))
+            ids.append(profile.document.store_profile(store, run, label=label))
     return ids
 
 
@@ -276,29 +276,29 @@ def test_load_launches_by_label_run_id_and_errors(tmp_path):
 
     db = _two_labels(tmp_path)
     with Store(db, readonly=True) as store:
-        a = profile_data.load_launches(store, "a")
+        a = profile.diff.load_launches(store, "a")
         assert len(a) == 3 and {x.label for x in a} == {"a"}
-        assert len(profile_data.load_launches(store, a[1].run_id)) == 1
+        assert len(profile.diff.load_launches(store, a[1].run_id)) == 1
         with pytest.raises(UsageError, match="profiled variants/labels: a, b"):
-            profile_data.load_launches(store, "nope")
+            profile.diff.load_launches(store, "nope")
         with pytest.raises(UsageError, match="in campaign 'other'"):
-            profile_data.load_launches(store, "a", campaign="other")
+            profile.diff.load_launches(store, "a", campaign="other")
     # a campaign sweep's set name stands for its variants; one np must be chosen
     rng = np.random.default_rng(2)
     one, two = launches(1, 1.0, rng)[0].doc, launches(1, 1.0, rng)[0].doc
     one["ranks"] = 1
     _store_profiles(db, [("s[np=1]", one), ("s[np=2]", two), ("s[np=2]", two)])
     with Store(db, readonly=True) as store:
-        assert len(profile_data.load_launches(store, "s[np=2]")) == 2
+        assert len(profile.diff.load_launches(store, "s[np=2]")) == 2
         with pytest.raises(UsageError, match=r"np 1, 2; .*name one variant \(s\[np=1\], "
                                              r"s\[np=2\]\)"):
-            profile_data.load_launches(store, "s")
+            profile.diff.load_launches(store, "s")
     # np differs within a name: refused
     d4 = copy.deepcopy(captured())
     d4["ranks"] = 4
     _store_profiles(db, [("a", d4)])
     with Store(db, readonly=True) as store, pytest.raises(UsageError, match="np 2, 4"):
-        profile_data.load_launches(store, "a")
+        profile.diff.load_launches(store, "a")
 
 
 def test_cli_compare_show_csv_json(tmp_path, capsys):
@@ -321,7 +321,7 @@ def test_cli_compare_show_csv_json(tmp_path, capsys):
     assert main(["profile", "--db", str(db), "--show", "a", "--csv", "sizes"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("bucket,lo,hi,messages,message_share")
-    assert len(lines) == 1 + 1 + len(profile_data.COARSE_EDGES)
+    assert len(lines) == 1 + 1 + len(profile.buckets.COARSE_EDGES)
     assert main(["profile", "--db", str(db), "--show", "a", "--csv", "functions"]) == 0
     assert capsys.readouterr().out.startswith("function,class,calls,time_s")
     assert main(["profile", "--db", str(db), "--show", "a", "--json", "--buckets", "log2"]) == 0
@@ -383,7 +383,7 @@ def test_pandas_api(tmp_path):
     per_launch = prof.groupby("run_id")["time_s"].sum()
     assert len(per_launch) == 4
     sizes = load_size_buckets(db, labels=["a"])
-    assert len(sizes) == 2 * (1 + len(profile_data.COARSE_EDGES))
+    assert len(sizes) == 2 * (1 + len(profile.buckets.COARSE_EDGES))
     share = sizes.groupby("bucket", sort=False)["message_share"].mean()
     assert share["1 KiB - <16 KiB"] == pytest.approx(100 / 110)
     assert sizes["bytes_exact"].all()
@@ -446,8 +446,8 @@ def test_a_diff_side_never_pools_two_placements(tmp_path):
                 store.set_run(rid, "done", started=1.7e9 + i, finished=1.7e9 + i + 1)
         with pytest.raises(UsageError, match=r"placements .*nodes=1.*nodes=2.*name one "
                                              r"variant \(s\[nodes=1\], s\[nodes=2\]\)"):
-            profile_data.load_launches(store, "s")
-        assert len(profile_data.load_launches(store, "s[nodes=2]")) == 2
+            profile.diff.load_launches(store, "s")
+        assert len(profile.diff.load_launches(store, "s[nodes=2]")) == 2
 
 
 def test_counts_keep_the_launches_with_zero_and_share_one_holm_family():
@@ -463,7 +463,7 @@ def test_counts_keep_the_launches_with_zero_and_share_one_holm_family():
     for x in b:
         x.doc["functions"]["MPI_Barrier"] = {"class": "coll.blocking", "calls": 1000,
                                             "time_s": 0.5, "bins": []}
-    d = profile_data.diff_launches(a, b)
+    d = profile.diff.diff_launches(a, b)
     bar = {r["function"]: r for r in d["functions"]}["MPI_Barrier"]["calls"]
     assert (bar["n_a"], bar["n_b"]) == (5, 5)
     assert bar["tested"] and bar["p_adj"] is not None and bar["p_adj"] >= bar["p"]

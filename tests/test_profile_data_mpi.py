@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mpibench import profile_data
+from mpibench import profile
 from mpibench.store import Store
 from test_profiler import GMX_ENV, built, gromacs_tpr  # noqa: F401 - fixtures, shared
 
@@ -45,7 +45,7 @@ options = { max_time = 0.02 }
 
 @pytest.mark.system
 def test_message_functions_are_those_with_a_byte_rule(built):  # noqa: F811
-    """What counts as a message (profile_data.is_message_function) agrees with the byte
+    """What counts as a message (profile.buckets.is_message_function) agrees with the byte
     rules the wrapper generator gave each function of this stack's mpi.h, except the
     persistent *_init calls (a size, but no transfer) and the halves of split collective
     file accesses that carry no size (write *_end, read *_begin counts the posted size)."""
@@ -55,14 +55,14 @@ def test_message_functions_are_those_with_a_byte_rule(built):  # noqa: F811
     assert len(funcs) > 300
     odd = []
     for name, cls, rule in funcs:
-        if profile_data.is_message_function(name, cls) != (rule != "-"):
+        if profile.buckets.is_message_function(name, cls) != (rule != "-"):
             odd.append(name)
     persistent = {n for n, c, _ in funcs if c in ("pt2pt.persistent", "coll.persistent")}
     split = {n for n, _, _ in funcs if n.startswith("MPI_File_read") and "_begin" in n}
     assert set(odd) <= persistent | split, sorted(set(odd) - persistent - split)
     assert "MPI_Send_init" in odd and "MPI_File_read_all_begin" in odd
-    assert profile_data.is_message_function("MPI_File_write_all_begin", "io")
-    assert not profile_data.is_message_function("MPI_File_write_all_end", "io")
+    assert profile.buckets.is_message_function("MPI_File_write_all_begin", "io")
+    assert not profile.buckets.is_message_function("MPI_File_write_all_end", "io")
 
 
 @pytest.mark.mpi
@@ -90,8 +90,8 @@ def test_core_campaign_profiles_compare_across_np_and_stacks(tmp_path, found_sta
         n_prof = store.db.execute("SELECT count(*) FROM profiles").fetchone()[0]
         assert n_prof == 8
         for v in ("ompi[np=2]", "mpich[np=2]"):
-            for x in profile_data.load_launches(store, v):
-                b = profile_data.size_buckets(x.doc)
+            for x in profile.diff.load_launches(store, v):
+                b = profile.buckets.size_buckets(x.doc)
                 by = {r["bucket"]: r for r in b["buckets"]}
                 k = by["1 KiB - <16 KiB"]
                 # the core's own control traffic (sample gathers, stop decisions) is

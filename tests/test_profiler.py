@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mpibench import profiling
+from mpibench import profile
 from mpibench.process import run_command
 
 REPO = Path(__file__).resolve().parents[1]
@@ -92,15 +92,15 @@ def built(request, found_stacks):
         stack = find_stack(request.param, found_stacks)
     except Exception as exc:  # noqa: BLE001 - a missing stack is a skip, not a failure
         pytest.skip(f"stack {request.param}: {exc}")
-    lib = profiling.build_profiler(stack)
-    progs = profiling.build_test_programs(stack)
+    lib = profile.run.build_profiler(stack)
+    progs = profile.run.build_test_programs(stack)
     return stack, lib, progs
 
 
 def _run(built, tmp_path, mode="normal", np=2):
     stack, _, progs = built
     argv = [stack.launcher, "-np", str(np), str(progs / "known_calls"), mode]
-    return profiling.run_profiled(argv, stack=stack, out_dir=tmp_path / "prof", timeout=TIMEOUT)
+    return profile.run.run_profiled(argv, stack=stack, out_dir=tmp_path / "prof", timeout=TIMEOUT)
 
 
 def _ranks(out: Path) -> dict[int, dict]:
@@ -165,7 +165,7 @@ def test_known_calls_exact(built, tmp_path):
     assert r[0]["functions"]["MPI_Bcast"]["bytes_sent"] == 512  # 2 x 256 B as root
     assert r[1]["functions"]["MPI_Bcast"]["bytes_recv"] == 512
     # the Python merge of the rank files agrees with the library's merge at MPI_Finalize
-    py = profiling.merge_rank_docs(list(r.values()))
+    py = profile.document.merge_rank_docs(list(r.values()))
     for name, fn in d["functions"].items():
         for k in ("calls", "bytes_sent", "bytes_recv", "bytes_recv_posted", "recv_unknown",
                   "per_rank_calls"):
@@ -238,7 +238,7 @@ CLASSES = {"MPI_Ibcast": "coll.nonblocking", "MPI_Startall": "pt2pt.persistent",
 def test_coverage_bytes(built, tmp_path):
     stack, _, progs = built
     argv = [stack.launcher, "-np", "2", str(progs / "coverage"), str(tmp_path)]
-    run = profiling.run_profiled(argv, stack=stack, out_dir=tmp_path / "prof", timeout=TIMEOUT)
+    run = profile.run.run_profiled(argv, stack=stack, out_dir=tmp_path / "prof", timeout=TIMEOUT)
     assert run.result.ok, run.result.stderr[-3000:]
     ranks = _ranks(run.out_dir)
     keys = ("calls", "bytes_sent", "bytes_recv", "bytes_recv_posted", "recv_unknown")
@@ -261,7 +261,7 @@ def test_coverage_bytes(built, tmp_path):
 def test_irecv_sizes_unknown_without_tracking(built, tmp_path):
     stack, _, progs = built
     argv = [stack.launcher, "-np", "2", str(progs / "known_calls")]
-    run = profiling.run_profiled(argv, stack=stack, out_dir=tmp_path / "prof", timeout=TIMEOUT,
+    run = profile.run.run_profiled(argv, stack=stack, out_dir=tmp_path / "prof", timeout=TIMEOUT,
                                  extra_env={"MPIBENCH_PROFILE_TRACK": "0"})
     assert run.result.ok, run.result.stderr
     irecv = run.doc["functions"]["MPI_Irecv"]
@@ -289,7 +289,7 @@ def test_signal_writes_partial_files(built, tmp_path):
 def test_timeout_leaves_partial_profile(built, tmp_path):
     stack, _, progs = built
     argv = [stack.launcher, "-np", "2", str(progs / "known_calls"), "hang"]
-    run = profiling.run_profiled(argv, stack=stack, out_dir=tmp_path / "prof", timeout=8)
+    run = profile.run.run_profiled(argv, stack=stack, out_dir=tmp_path / "prof", timeout=8)
     # 2 s before the timeout every rank is asked to write (dump signal), then SIGTERMed
     assert run.status == "timeout"
     assert run.doc and run.doc["complete"] is False
@@ -374,12 +374,12 @@ def test_more_threads_than_slots(built, tmp_path):
 def test_collect_merges_rank_files_when_no_merged_document(tmp_path):
     for p in (DATA / "signal_mpich").glob("rank-*.json"):
         shutil.copy(p, tmp_path / p.name)
-    doc = profiling.collect_profile(tmp_path)
+    doc = profile.document.collect_profile(tmp_path)
     assert doc["schema"] == "mpibench-profile" and doc["complete"] is False
     assert doc["reason"] == "signal:15" and doc["ranks_missing"] == []
     assert doc["functions"]["MPI_Recv"]["bytes_recv"] == 10000
     (tmp_path / "rank-1.json").unlink()
-    doc = profiling.collect_profile(tmp_path)
+    doc = profile.document.collect_profile(tmp_path)
     assert doc["ranks_missing"] == [1]
 
 
@@ -402,7 +402,7 @@ def test_docs_schema_examples_match_real_output():
         assert set(f_doc) == set(f_real)
     assert set(ex["mpibench-profile"]["per_rank"][0]) == set(merged["per_rank"][0])
     # the Python merge (after a crash) writes the same fields, plus the documented extras
-    py = profiling.merge_rank_docs([json.loads(p.read_text())
+    py = profile.document.merge_rank_docs([json.loads(p.read_text())
                                     for p in sorted(data.glob("rank-*.json"))])
     assert set(py) - set(merged) == {"merged_by", "ranks_missing"}
     assert set(merged) <= set(py)
@@ -415,7 +415,7 @@ def test_collect_rejects_newer_schema(tmp_path):
     from mpibench.errors import UsageError
 
     with pytest.raises(UsageError, match="newer"):
-        profiling.collect_profile(tmp_path)
+        profile.document.collect_profile(tmp_path)
 
 
 def test_store_rows_compare_and_report(tmp_path):
@@ -425,18 +425,18 @@ def test_store_rows_compare_and_report(tmp_path):
     from mpibench.stacks import Stack
     from mpibench.store import Store
 
-    doc = profiling.collect_profile(DATA / "known_calls_openmpi")
+    doc = profile.document.collect_profile(DATA / "known_calls_openmpi")
     stack = Stack(name="openmpi", kind="openmpi", mpicc="mpicc.openmpi")
     ok = CommandResult(["mpirun"], 0, "", "", 1.0)
     with Store(tmp_path / "t.db") as store:
         ids = []
         for label in ("a", "b"):
-            run = profiling.ProfileRun(stack, ["mpirun", "-np", "2", "x"], ["mpirun"],
+            run = profile.run.ProfileRun(stack, ["mpirun", "-np", "2", "x"], ["mpirun"],
                                        tmp_path, Path("lib.so"), ok, doc)
-            ids.append(profiling.store_profile(store, run, label=label))
+            ids.append(profile.document.store_profile(store, run, label=label))
         r = store.run(ids[0])
         assert (r["status"], r["source"], r["variant"]) == ("done", "profile", "a")
-        assert profiling.load_profile(store, ids[1])["functions"]["MPI_Send"]["calls"] == 10
+        assert profile.document.load_profile(store, ids[1])["functions"]["MPI_Send"]["calls"] == 10
         rows = {(x["benchmark"], x["metric"]): x for x in store.results([ids[0]])}
         send = rows[("profile:MPI_Send", "mpi_time")]
         assert send["unit"] == "us" and send["statistic"] == "sum" and send["np"] == 2
@@ -449,7 +449,7 @@ def test_store_rows_compare_and_report(tmp_path):
         cmp_generic = compare_groups(store, {"a": [ids[0]], "b": [ids[1]]}, "a")
         assert any(row.benchmark == "profile:MPI_Send" for row in cmp_generic.rows)
     con = Console(record=True, width=200)
-    profiling.render_report(doc, con)
+    profile.document.render_report(doc, con)
     text = con.export_text()
     for want in ("Time in MPI per rank", "Time in MPI by family", "coll.blocking",
                  "Top 10 functions by time", "by calls",
@@ -460,12 +460,12 @@ def test_store_rows_compare_and_report(tmp_path):
 
 def test_inject_env_flags():
     env = {"LD_PRELOAD": "/x.so", "MPIBENCH_PROFILE_DIR": "/o"}
-    argv, inj = profiling.inject_env(["mpirun.openmpi", "-np", "2", "a"], env, "openmpi")
+    argv, inj = profile.run.inject_env(["mpirun.openmpi", "-np", "2", "a"], env, "openmpi")
     assert inj and argv[:5] == ["mpirun.openmpi", "-x", "LD_PRELOAD=/x.so", "-x",
                                 "MPIBENCH_PROFILE_DIR=/o"]
-    argv, inj = profiling.inject_env(["/usr/bin/mpiexec.hydra", "-np", "2", "a"], env, "mpich")
+    argv, inj = profile.run.inject_env(["/usr/bin/mpiexec.hydra", "-np", "2", "a"], env, "mpich")
     assert inj and argv[1:4] == ["-genv", "LD_PRELOAD", "/x.so"]
-    assert profiling.inject_env(["srun", "a"], env, "openmpi") == (["srun", "a"], False)
+    assert profile.run.inject_env(["srun", "a"], env, "openmpi") == (["srun", "a"], False)
 
 
 @pytest.mark.parametrize("args,msg", [
@@ -557,7 +557,7 @@ def gromacs_tpr(tmp_path_factory):
     d = tmp_path_factory.mktemp("gmx")
     (d / "topol.top").write_text(TOPOL)
     (d / "md.mdp").write_text(MDP)
-    env = {**GMX_ENV, **profiling.ROOT_ENV}
+    env = {**GMX_ENV, **profile.run.ROOT_ENV}
     res = run_command(["gmx_mpi", "solvate", "-cs", "spc216.gro", "-box", "2", "2", "2",
                        "-o", "conf.gro", "-p", "topol.top"], cwd=d, env=env, timeout=TIMEOUT)
     assert res.ok, res.stderr[-2000:]
@@ -571,7 +571,7 @@ def gromacs_tpr(tmp_path_factory):
 def test_gromacs_under_profiler(openmpi, gromacs_tpr, tmp_path):
     argv = [openmpi.launcher, "-np", "2", "gmx_mpi", "mdrun", "-s", str(gromacs_tpr),
             "-nsteps", "200", "-ntomp", "1", "-deffnm", str(tmp_path / "md")]
-    run = profiling.run_profiled(argv, stack=openmpi, out_dir=tmp_path / "prof",
+    run = profile.run.run_profiled(argv, stack=openmpi, out_dir=tmp_path / "prof",
                                  timeout=TIMEOUT, extra_env=GMX_ENV)
     assert run.result.ok, run.result.stderr[-3000:]
     d = run.doc

@@ -52,7 +52,7 @@ def test_every_byte_count_reader_agrees():
     others take (within their own limits), what one refuses, the others refuse."""
     from mpibench.benchmarks import parse_size
     from mpibench.execute import parse_bytes
-    from mpibench.profile_data import parse_buckets
+    from mpibench.profile.buckets import parse_buckets
 
     for text in ("64", "1K", "16KiB", "256k", "4M", "1G", "8B"):
         n = parse_size(text)

@@ -209,7 +209,7 @@ def load_profiles(db_path: str | Path, campaign: str | int | Iterable | None = N
     bytes_sent, bytes_recv, recv_unknown, ranks_calling, message_function, and the launch's
     mpi_time_s (all ranks), mpi_fraction (mean over ranks), wall_s (mean over ranks) and
     calls_total. Each launch is one unit of replication: aggregate per launch first."""
-    from mpibench.profile_data import function_records
+    from mpibench.profile.buckets import function_records
 
     recs = []
     for r, doc in _profile_launches(db_path, campaign, variants, run_ids, labels):
@@ -235,7 +235,7 @@ def load_size_buckets(db_path: str | Path, campaign: str | int | Iterable | None
     bucket, lo, hi (bytes; hi None for the last), messages, message_share, bytes,
     byte_share, time_s, time_share, top_function, bytes_exact. buckets: 'coarse' (every
     bucket, zeros included), 'log2' (non-empty log2 bins) or edges such as '64,1K,16K'."""
-    from mpibench.profile_data import parse_buckets, size_buckets
+    from mpibench.profile.buckets import parse_buckets, size_buckets
 
     edges = parse_buckets(buckets)
     recs = []

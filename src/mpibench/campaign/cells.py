@@ -177,7 +177,7 @@ class CellSteps:
         the launcher's own flags so the launcher itself is not preloaded."""
         if not cell.variant.profile:
             return
-        from mpibench.profiling import inject_env, profile_env
+        from mpibench.profile.run import inject_env, profile_env
 
         if self.dry:  # what profile_env gives, without building or emptying anything
             from mpibench.build import artifact_path
@@ -268,7 +268,7 @@ class CellSteps:
             self._ingest_peer(p, outcome, nodelist)
         if p.cell.variant.profile:
             from mpibench.errors import BenchmarkFailure
-            from mpibench.profiling import collect_profile, profile_rows
+            from mpibench.profile.document import collect_profile, profile_rows
 
             try:
                 doc = collect_profile(p.step.run_dir / "profile")

@@ -79,25 +79,25 @@ def register(sub) -> None:
 
 def _print(doc, args, edges) -> None:
     """A profile as the report, JSON (with its size buckets) or CSV."""
-    from mpibench import profile_data, profiling
+    from mpibench import profile
 
     if args.json:
-        print_json({**doc, "size_buckets": profile_data.size_buckets(doc, edges)})
+        print_json({**doc, "size_buckets": profile.buckets.size_buckets(doc, edges)})
     elif args.csv:
         import sys
 
         from mpibench.report.render import csv_rows
 
-        recs = (profile_data.bucket_records(doc, edges) if args.csv == "sizes"
-                else profile_data.function_records(doc))
+        recs = (profile.buckets.bucket_records(doc, edges) if args.csv == "sizes"
+                else profile.buckets.function_records(doc))
         cols = list(recs[0]) if recs else ["bucket"]
         sys.stdout.write(csv_rows([cols] + [[r.get(c) for c in cols] for r in recs]))
     else:
-        profiling.render_report(doc, console(), top=args.top, buckets=edges)
+        profile.document.render_report(doc, console(), top=args.top, buckets=edges)
 
 
 def run(args) -> int:
-    from mpibench import profile_data, profiling
+    from mpibench import profile
     from mpibench.store import Store
 
     cmd = list(args.command)
@@ -105,7 +105,7 @@ def run(args) -> int:
         cmd = cmd[1:]
     if args.top < 1:
         raise UsageError(f"--top {args.top}: expected at least 1")
-    edges = profile_data.parse_buckets(args.buckets)
+    edges = profile.buckets.parse_buckets(args.buckets)
     if args.json and args.csv:
         raise UsageError("--json and --csv: give one")
     if args.campaign and not args.compare:
@@ -119,39 +119,39 @@ def run(args) -> int:
             raise UsageError(f"--db {args.db}: no such store")
         with Store(args.db, readonly=True) as store:
             if args.show:
-                _print(profiling.load_profile(store, args.show), args, edges)
+                _print(profile.document.load_profile(store, args.show), args, edges)
                 return 0
             a, b = args.compare
-            la = profile_data.load_launches(store, a, campaign=args.campaign)
-            lb = profile_data.load_launches(store, b, campaign=args.campaign)
+            la = profile.diff.load_launches(store, a, campaign=args.campaign)
+            lb = profile.diff.load_launches(store, b, campaign=args.campaign)
             if la[0].np != lb[0].np:
                 raise UsageError(f"--compare {a} {b}: {a} ran at np {la[0].np}, {b} at np "
                                  f"{lb[0].np}; a diff compares launches at one np (compare "
                                  "across np with `mpibench compare` or `report --scaling`)")
-            notes = [profile_data.fingerprint_note(store, la, f"A ({a})"),
-                     profile_data.fingerprint_note(store, lb, f"B ({b})")]
-            diff = profile_data.diff_launches(la, lb, edges=edges, top=args.top, notes=notes)
+            notes = [profile.diff.fingerprint_note(store, la, f"A ({a})"),
+                     profile.diff.fingerprint_note(store, lb, f"B ({b})")]
+            diff = profile.diff.diff_launches(la, lb, edges=edges, top=args.top, notes=notes)
             if args.json:
                 print_json(diff)
             elif args.csv:
                 from mpibench.report.tables import render_table
 
                 kind = {"sizes": "profile-diff-sizes", "functions": "profile-diff-functions"}
-                t = next(t for t in profile_data.diff_tables(diff, a, b)
+                t = next(t for t in profile.diff.diff_tables(diff, a, b)
                          if t.kind == kind[args.csv])
                 print(render_table(t, "csv"), end="")
             else:
-                profile_data.render_diff(diff, a, b, console())
+                profile.diff.render_diff(diff, a, b, console())
             return 0
     if not cmd:
         raise UsageError("profile: no command given; expected e.g. "
                          "`mpibench profile -- mpirun -np 2 ./app`")
-    run_id = profiling.new_run_id()
+    run_id = profile.document.new_run_id()
     out = Path(args.out) if args.out else Path("mpibench-profiles") / run_id
     check_out_dir(out)
     # run_profiled resolves the stack and checks the command (UsageError) before it creates
     # the output directory or builds the library
-    run_ = profiling.run_profiled(cmd, stack=args.stack, out_dir=out, timeout=args.timeout,
+    run_ = profile.run.run_profiled(cmd, stack=args.stack, out_dir=out, timeout=args.timeout,
                                   found=discover_from_args(args))
     err = err_console()
     if run_.result.timed_out or run_.timed_out:
@@ -164,7 +164,7 @@ def run(args) -> int:
             err.print(tail, markup=False)
     if not args.no_store:
         with Store(args.db) as store:
-            run_id = profiling.store_profile(store, run_, label=args.label, run_id=run_id)
+            run_id = profile.document.store_profile(store, run_, label=args.label, run_id=run_id)
     else:
         run_id = None
     if run_.doc is None:
@@ -172,7 +172,7 @@ def run(args) -> int:
     if args.json or args.csv:
         _print(run_.doc, args, edges)
     else:
-        profiling.render_report(run_.doc, console(), top=args.top, buckets=edges)
+        profile.document.render_report(run_.doc, console(), top=args.top, buckets=edges)
         con = console()
         con.print(f"raw files: {run_.out_dir}")
         if run_id:

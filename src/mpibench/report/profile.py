@@ -1,25 +1,23 @@
 """The report's profile section (SECTIONS entry "profile"): per set and np the top MPI
 functions and the message-size shares of its profiled launches, side by side, and the
 launch-level diff of each set against the first. The profiles themselves (buckets, diffs)
-are profile_data's."""
+are mpibench.profile's (buckets.py, diff.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from mpibench.profile_data import (
-    COARSE_EDGES,
+from mpibench.profile.buckets import COARSE_EDGES, bucket_headline, size_buckets
+from mpibench.profile.diff import (
     MAX_REPORT_DIFFS,
     ProfileLaunch,
     _launch,
     _num,
     _pct,
-    bucket_headline,
     diff_launches,
     diff_tables,
     fingerprint_note,
-    size_buckets,
 )
 from mpibench.store import queries
 
