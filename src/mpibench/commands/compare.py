@@ -227,10 +227,19 @@ def groups_from_args(store: Store, args) -> dict[str, list[str]]:
     campaign = args.campaign
     sites = getattr(args, "site", None)
     if sites:
-        from mpibench.store.archive import ArchiveStore
+        from mpibench.store.archive import ArchiveStore, site_campaigns, site_names
         if not isinstance(store, ArchiveStore):
             raise UsageError(f"--site: selects the runs pushed to a team archive; --db "
                              f"{store.path} is a local store")
+        known = site_names(store)
+        for s in sites:
+            if s not in known:
+                raise UsageError(f"--site {s!r}: nothing was pushed from this site (sites: "
+                                 f"{', '.join(known) or 'none'})")
+        if campaign is None and not args.run:
+            # only those sites' campaigns, so that set names are what they are on the
+            # sites' own stores (a variant is 'campaign/variant' only across campaigns)
+            campaign = site_campaigns(store, sites)
     from mpibench.report.select import _parse_when
 
     # checked before anything is printed: an empty --since was falsy, so the "latest
@@ -323,13 +332,8 @@ def _split_by_site(store: Store, groups: dict[str, list[str]], sites: list[str]
                    ) -> dict[str, list[str]]:
     """Keep the runs pushed from `sites`; with several sites each set splits into
     'site/set' (a run pushed from two sites' copies of one store is in both)."""
-    from mpibench.store.archive import run_sites, site_names
+    from mpibench.store.archive import run_sites
 
-    known = site_names(store)
-    for s in sites:
-        if s not in known:
-            raise UsageError(f"--site {s!r}: nothing was pushed from this site (sites: "
-                             f"{', '.join(known) or 'none'})")
     site_of = run_sites(store, [r for ids in groups.values() for r in ids])
     out: dict[str, list[str]] = {}
     for name, ids in groups.items():

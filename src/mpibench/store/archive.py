@@ -393,6 +393,14 @@ def origin_rows(store: Store) -> list[tuple]:
         "FROM run_origins o JOIN origins s ON s.id = o.origin_id ORDER BY o.run_id, s.site")]
 
 
+def site_campaigns(store: Store, sites: list[str]) -> list[int]:
+    """Ids of the campaigns with runs pushed from any of these sites, in id order."""
+    return [r[0] for r in store.db.execute(
+        "SELECT DISTINCT u.campaign_id FROM runs u JOIN run_origins o ON o.run_id = u.id "
+        "JOIN origins s ON s.id = o.origin_id "
+        f"WHERE s.site IN ({', '.join('?' for _ in sites)}) ORDER BY 1", list(sites))]
+
+
 def site_names(store: Store) -> list[str]:
     """The sites that pushed to this archive, sorted."""
     return [r[0] for r in store.db.execute("SELECT DISTINCT site FROM origins ORDER BY site")]
