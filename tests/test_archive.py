@@ -326,6 +326,10 @@ def test_two_sites_compared_on_the_archive(archive, tmp_path, read):
     one = read("compare", "--db", archive, "--site", "beta", "--variant", "fast",
               "--variant", "base", "--format", "csv", cwd=tmp_path)
     assert one.returncode == 0 and "alpha" not in one.stdout
+    # one site alone, no --campaign: its set names are those of its own store
+    alone = read("compare", "--db", archive, "--site", "alpha", "--format", "csv")
+    own = read("compare", "--db", str(tmp_path / "alpha.db"), "--format", "csv")
+    assert alone.returncode == 0 and alone.stdout == own.stdout
     bad = read("compare", "--db", archive, "--site", "gamma", cwd=tmp_path)
     assert bad.returncode == 2 and "--site 'gamma'" in bad.stderr and "alpha, beta" in bad.stderr
     local = read("compare", "--db", str(tmp_path / "alpha.db"), "--site", "alpha", cwd=tmp_path)
