@@ -289,8 +289,11 @@ def test_signal_writes_partial_files(built, tmp_path):
 def test_timeout_leaves_partial_profile(built, tmp_path):
     stack, _, progs = built
     argv = [stack.launcher, "-np", "2", str(progs / "known_calls"), "hang"]
-    run = profile.run.run_profiled(argv, stack=stack, out_dir=tmp_path / "prof", timeout=8)
-    # 2 s before the timeout every rank is asked to write (dump signal), then SIGTERMed
+    # The ranks must have sent before the dump: with timeout 8 the dump came 6 s after the
+    # launch, which a loaded machine's MPI start-up can take; 20 gives 15 s (the run lasts
+    # the timeout however fast the machine is: hang waits for it)
+    run = profile.run.run_profiled(argv, stack=stack, out_dir=tmp_path / "prof", timeout=20)
+    # 5 s before the timeout every rank is asked to write (dump signal), then SIGTERMed
     assert run.status == "timeout"
     assert run.doc and run.doc["complete"] is False
     assert set(run.doc["reason"].split(",")) <= {"dump-signal", "signal:15"}
