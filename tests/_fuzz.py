@@ -621,7 +621,9 @@ def _b_archive(rng):
 
 def _b_check(rng):
     opt, vals = rng.choice([("--margin", HOSTILE_FLOAT + ["101", "-5%", "2%%"]),
-                            ("--alpha", HOSTILE_FLOAT), ("--size", HOSTILE_SIZES),
+                            ("--alpha", HOSTILE_FLOAT),
+                            # as compare's --size: a filter (1,1,... selects size 1: valid)
+                            ("--size", ["abc", "-1", "\u0663", "1e400", "nan", "", "99:2"]),
                             ("--since", ["yesterday", "2026-13-45", "\x00", ""]),
                             ("--db", HOSTILE_PATH_IN), ("--baseline", ["bogus", ""])])
     return ["check", "--db", "STORE", opt, rng.choice(vals)]
