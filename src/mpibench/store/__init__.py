@@ -133,6 +133,11 @@ def _damaged_value(con: sqlite3.Connection, tables: set[str]) -> str | None:
                           f"FROM {table} WHERE {where} LIMIT 1").fetchone()
         if row is not None:
             what = next(w for (_, w), hit in zip(checks, tuple(row)[1:], strict=True) if hit)
+            if "finite" in what and table == "results":
+                # also what an mpibench before issue 22 stored for an application that
+                # printed inf: that row can go, the rest of the store is sound
+                what += (f" (damage, or an inf an older mpibench stored from an application's "
+                         f"output: sqlite3 FILE 'DELETE FROM results WHERE rowid={row[0]}')")
             return f"{table} row {row[0]}: {what}"
     return None
 
