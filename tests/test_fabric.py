@@ -10,13 +10,13 @@ from conftest import REPO
 from mpibench.errors import UsageError
 from mpibench.execute import Variant, resolve_settings
 from mpibench.stacks import Stack
+from mpibench.stacks.kinds import presets_for
 from mpibench.transports import (
     actual_interfaces,
     carriers,
     interface_detail,
     interface_problem,
     netdev_traffic,
-    presets_for,
     verdict,
 )
 from mpibench.verify import judge

@@ -108,3 +108,102 @@ def test_the_check_sees_an_import_that_runs_up(tmp_path, monkeypatch):
         "if TYPE_CHECKING:\n    from mpibench.campaign.plan import Cell\n")
     monkeypatch.setattr(__import__(__name__), "SRC", pkg)
     assert imports_up() == {("parsers/bad.py", "mpibench.report.data")}
+
+
+# Import circles between modules (imports at any depth, TYPE_CHECKING aside) that are still
+# tolerated, each a set of modules below mpibench; the list may only shrink. A package and
+# the plugins it registers (peers/ and its suites) is the Python form of a header and its
+# implementation; the store handing a postgresql:// URL to its archive engine is to go.
+KNOWN_CIRCLES = {
+    frozenset({"store", "store.archive"}),            # Store.open hands postgresql:// URLs over
+    frozenset({"peers", "peers.imb", "peers.netpipe", "peers.osu"}),   # suites register
+}
+
+
+def _module_of(name: str) -> str | None:
+    """'mpibench.a.b' -> 'a.b' when that is a module or package of SRC, else its longest
+    prefix that is (a name imported from a module), None outside mpibench."""
+    parts = name.split(".")[1:]
+    while parts:
+        p = SRC.joinpath(*parts)
+        if p.with_suffix(".py").is_file() or (p / "__init__.py").is_file():
+            return ".".join(parts)
+        parts.pop()
+    return None
+
+
+def import_graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for path in sorted(SRC.rglob("*.py")):
+        me = path.relative_to(SRC).as_posix().removesuffix(".py").removesuffix("/__init__") \
+            .replace("/", ".")
+        tree = ast.parse(path.read_text())
+        skip = _type_only(tree)
+        out = graph.setdefault(me, set())
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Import | ast.ImportFrom) or node.lineno in skip:
+                continue
+            if isinstance(node, ast.ImportFrom):
+                if not node.module or not node.module.startswith("mpibench"):
+                    continue
+                names = [f"{node.module}.{a.name}" for a in node.names]
+            else:
+                names = [a.name for a in node.names if a.name.startswith("mpibench.")]
+            for n in names:
+                m = _module_of(n)
+                if m and m != me and not m.startswith("__"):
+                    out.add(m)
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> set[frozenset[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: set[frozenset[str]] = set()
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph.get(root, ()))))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(graph.get(w, ())))))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = set()
+                while True:
+                    x = stack.pop()
+                    on.discard(x)
+                    comp.add(x)
+                    if x == v:
+                        break
+                if len(comp) > 1:
+                    found.add(frozenset(comp))
+    return found
+
+
+def test_no_new_import_circle():
+    new = circles(import_graph()) - KNOWN_CIRCLES
+    assert not new, "import circles: " + "; ".join(" <-> ".join(sorted(c)) for c in new)
+
+
+def test_the_check_sees_a_circle_and_skips_types():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert circles(graph) == {frozenset({"a", "b", "c"})}
+    assert circles({"a": {"b"}, "b": set()}) == set()

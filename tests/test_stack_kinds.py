@@ -16,8 +16,8 @@ from mpibench.launchers import REGISTRY as LAUNCHERS
 from mpibench.registry import Registry
 from mpibench.schedulers import REGISTRY as SCHEDULERS
 from mpibench.stacks.kinds import REGISTRY as KINDS
-from mpibench.stacks.kinds import kind_for_launcher, kind_from_version
-from mpibench.transports import all_transport_names, preset, verdict
+from mpibench.stacks.kinds import all_transport_names, kind_for_launcher, kind_from_version, preset
+from mpibench.transports import verdict
 from mpibench.verify import parse_diagnostics
 
 DATA = Path(__file__).parent / "data" / "stacks"

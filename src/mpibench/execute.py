@@ -28,7 +28,7 @@ from mpibench.launchers import LaunchSpec, get_launcher
 from mpibench.parsers.core_jsonl import CoreOutput, parse_core_jsonl
 from mpibench.process import CommandResult, run_command
 from mpibench.stacks import Stack
-from mpibench.transports import preset
+from mpibench.stacks.kinds import preset
 from mpibench.units import byte_count
 
 ROOT_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}

@@ -25,8 +25,6 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from mpibench.errors import UsageError
-
 
 @dataclass(frozen=True)
 class Preset:
@@ -215,28 +213,3 @@ def verdict(requested: str | None, actual: str | None) -> str:
         route, _, want = requested.partition("-")
         return "ok" if route in routes(actual) and cls == want else "MISMATCH"
     return "ok" if cls == requested or requested in routes(actual) else "MISMATCH"
-
-
-def presets_for(kind: str, library_version: str = "") -> Mapping[str, Preset]:
-    from mpibench.stacks.kinds import get_kind
-
-    return get_kind(kind).presets_for(library_version)
-
-
-def preset(kind: str, name: str | None, library_version: str = "") -> Preset | None:
-    """The preset for a stack kind (and build, when the kind's presets depend on it), None
-    when no transport was requested."""
-    if not name:
-        return None
-    table = presets_for(kind, library_version)
-    if name not in table:
-        known = ", ".join(sorted(table)) or "none"
-        raise UsageError(f"transport {name!r} is not available for {kind} stacks; "
-                         f"expected one of: {known}")
-    return table[name]
-
-
-def all_transport_names() -> list[str]:
-    from mpibench.stacks.kinds import kinds
-
-    return sorted({t for k in kinds() for t in k.presets_for("")})

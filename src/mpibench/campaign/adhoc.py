@@ -22,8 +22,8 @@ from mpibench.errors import UsageError
 from mpibench.execute import Variant
 from mpibench.schedulers import SchedulerSettings
 from mpibench.stacks import Stack, find_stack
+from mpibench.stacks.kinds import preset
 from mpibench.store import Store
-from mpibench.transports import preset
 
 # The campaign "file" of an ad-hoc run: never read, it names the run in the store (campaigns
 # are (name, file)) and its directory holds the run directories and the campaign lock.

@@ -48,8 +48,8 @@ from mpibench.schedulers import (
     get_scheduler,
 )
 from mpibench.stacks import Stack, find_stack
+from mpibench.stacks.kinds import preset
 from mpibench.store import Store, queries
-from mpibench.transports import preset
 
 FINAL = ("done", "failed", "timeout")
 

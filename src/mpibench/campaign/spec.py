@@ -1140,7 +1140,7 @@ def _known_names(c: _Ctx, key: str, v: Variant) -> None:
     without the machine: a typo is refused at load (dry runs included), not after the store
     was written. Whether the stack found here has the transport is checked before launches."""
     from mpibench.launchers import get_launcher
-    from mpibench.transports import all_transport_names
+    from mpibench.stacks.kinds import all_transport_names
 
     if v.launcher:
         try:

@@ -29,8 +29,9 @@ from mpibench.execute import (
     root_env_notice,
 )
 from mpibench.files import check_output, write_file
+from mpibench.stacks.kinds import all_transport_names
 from mpibench.store import Store
-from mpibench.transports import all_transport_names, interface_problem
+from mpibench.transports import interface_problem
 
 EXAMPLES = """\
 examples:

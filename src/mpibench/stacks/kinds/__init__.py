@@ -15,6 +15,7 @@ import os
 import re
 from collections.abc import Mapping
 
+from mpibench.errors import UsageError
 from mpibench.registry import Registry
 from mpibench.transports import Preset
 
@@ -150,3 +151,26 @@ def kind_for_launcher(path: str) -> str | None:
                    for f in k.marker_files):
                 return k.name
     return None
+
+
+# ---- transport presets by kind (the preset tables are the kinds'; transports.py holds
+# the type and the vocabulary, so it needs no kind) ----------------------------------------
+def presets_for(kind: str, library_version: str = "") -> Mapping[str, Preset]:
+    return get_kind(kind).presets_for(library_version)
+
+
+def preset(kind: str, name: str | None, library_version: str = "") -> Preset | None:
+    """The preset for a stack kind (and build, when the kind's presets depend on it), None
+    when no transport was requested."""
+    if not name:
+        return None
+    table = presets_for(kind, library_version)
+    if name not in table:
+        known = ", ".join(sorted(table)) or "none"
+        raise UsageError(f"transport {name!r} is not available for {kind} stacks; "
+                         f"expected one of: {known}")
+    return table[name]
+
+
+def all_transport_names() -> list[str]:
+    return sorted({t for k in kinds() for t in k.presets_for("")})
