@@ -575,6 +575,33 @@ def _import_streamed(store: Store, batch: bulk.Batch, fr: FileReport, loaded: _L
     return fr
 
 
+@dataclass
+class _Seen:
+    """What the parts of one file said, gathered while its rows are written."""
+    problems: list[str]
+    dropped: int = 0                  # problems past MAX_PROBLEMS
+    first: ParseResult | None = None  # the part with the file's format, tool, version, meta
+    last: ParseResult | None = None   # the part that says how the file ended (or was cut)
+    ended: str = ""                   # the problem saying where a truncated file ended
+    rows: int = 0
+    libs: list[str] = field(default_factory=list)
+    created: bool = False
+
+    def add(self, seg: ParseResult, fr: FileReport) -> None:
+        if self.first is None:
+            self.first = seg
+            fr.format, fr.tool, fr.version = seg.format, seg.tool, seg.version
+        lines = seg.problem_lines(fr.path)
+        if self.last is None or not self.last.truncated or seg.truncated:
+            self.last = seg
+            if seg.truncated:
+                self.ended = lines[-1] if lines else ""
+        fr.blocks += seg.blocks
+        room = max(MAX_PROBLEMS - len(self.problems), 0)
+        self.problems += lines[:room]
+        self.dropped += max(len(lines) - room, 0)
+
+
 def _write_parts(store: Store, batch: bulk.Batch, fr: FileReport, loaded: _Loaded,
                  parts: Iterable[_Part], libs_of: Callable[[], list[str]],
                  label: str | None, line_rate: Any, bps: float | None, campaign: str,
@@ -583,90 +610,85 @@ def _write_parts(store: Store, batch: bulk.Batch, fr: FileReport, loaded: _Loade
     completely or not at all. `parts` may be laid out while this writes them (a streamed
     file: loaded's counts grow meanwhile); `libs_of` gives the MPI library lines once the
     first rows are there."""
-    path, sha = loaded.path, loaded.sha or ""
-    run_id = f"imp-{sha[:16]}"
-    problems: list[str] = []
-    fr.problems = problems
-    dropped = 0
-    first: ParseResult | None = None
-    last: ParseResult | None = None
-    ended = ""                        # the problem saying where a truncated file ended
-    rows = 0
-    libs: list[str] = []
-    created = False
+    path = loaded.path
+    run_id = f"imp-{(loaded.sha or '')[:16]}"
+    seen = _Seen(problems=[])
+    fr.problems = seen.problems
     try:
         with batch.file():
             for part in parts:
-                seg = part.seg
-                if first is None:
-                    first = seg
-                    fr.format, fr.tool, fr.version = seg.format, seg.tool, seg.version
-                lines = seg.problem_lines(str(path))
-                if last is None or not last.truncated or seg.truncated:
-                    last = seg  # the segment that says how the file ended (or was cut)
-                    if seg.truncated:
-                        ended = lines[-1] if lines else ""
-                fr.blocks += seg.blocks
-                room = max(MAX_PROBLEMS - len(problems), 0)
-                problems += lines[:room]
-                dropped += max(len(lines) - room, 0)
+                seen.add(part.seg, fr)
                 if loaded.bad_rows:
                     raise _Abandon(f"not stored ({loaded.bad_rows}); nothing of this file "
                                    "was written")
                 if not part.rows:
                     continue
-                if not created:
-                    libs = libs_of()
-                    fr.variant = label or variant_name(first, path, stack_name(libs))
-                    # add_campaign refreshes the spec: pass the existing one so nothing set
-                    # there is lost
-                    row = campaign_row(store, campaign, None)
-                    cid = store.add_campaign(campaign,
-                                             spec=json.loads(row["spec_json"]) if row else None)
-                    if not store.create_run(run_id, cid, fr.variant, grp=first.format or "",
-                                            params={}, label=label, source="import", seq=0):
-                        raise _RunExists()
-                    created = True
+                if not seen.created:
+                    seen.libs = libs_of()
+                    _create_run(store, fr, seen, run_id, label, campaign)
                 bulk.insert_results(store, part.columns, part.rows)
-                rows += len(part.rows)
-            if dropped:
-                problems.append(f"{path}: {dropped} more problem(s) not listed")
-            if last is not None:
-                fr.truncated = last.truncated
-            if not created or first is None or last is None:
-                raise _Abandon("no result rows found" if not problems else "")
-            whole = ParseResult(format=first.format, tool=first.tool, version=first.version,
-                                blocks=fr.blocks, truncated=last.truncated,
-                                truncated_at=last.truncated_at, meta=first.meta)
-            if loaded.np_unknown:
-                problems.append(f"{path}: the file does not state the number of ranks for "
-                                f"{loaded.np_unknown} rows (np stored as unknown; pass --np N)")
-            spec = _run_spec(whole, path, sha, problems, bps, line_rate)
-            if streamed:
-                spec["import"]["streamed"] = True
-            fid = store.add_fingerprint(fingerprint(whole, libs, sorted(loaded.nps)))
-            when = file_time(first.meta) or time.time()
-            store.set_run(run_id, "done", fingerprint_id=fid, spec_json=spec,
-                          started=when, finished=when,
-                          reason=f"truncated: {ended}" if last.truncated else None)
-            store.record_import(sha, str(path.resolve()), first.tool, first.version, run_id)
+                seen.rows += len(part.rows)
+            _finish_run(store, fr, loaded, seen, run_id, bps, line_rate, streamed)
     except _RunExists:
         fr.status, fr.run_id, fr.variant = "skipped", run_id, None
         fr.note = f"run {run_id} already exists"
         return fr
     except _Abandon as exc:
         if exc.why:
-            problems.append(f"{path}: {exc.why}")
+            seen.problems.append(f"{path}: {exc.why}")
         return fr
     except (ValueError, bulk.IntegrityError) as exc:
-        problems.append(f"{path}: not stored ({exc}); nothing of this file was written")
+        seen.problems.append(f"{path}: not stored ({exc}); nothing of this file was written")
         return fr
     fr.status = "imported"
     fr.run_id, fr.np = run_id, sorted(loaded.nps)
-    fr.rows = rows
+    fr.rows = seen.rows
     fr.failed_rows = loaded.failed_rows
     fr.benchmarks = list(loaded.benchmarks)
     return fr
+
+
+def _create_run(store: Store, fr: FileReport, seen: _Seen, run_id: str, label: str | None,
+                campaign: str) -> None:
+    """The file's run, created with its first rows (raises _RunExists if the id is taken)."""
+    first = seen.first
+    assert first is not None
+    fr.variant = label or variant_name(first, Path(fr.path), stack_name(seen.libs))
+    # add_campaign refreshes the spec: pass the existing one so nothing set there is lost
+    row = campaign_row(store, campaign, None)
+    cid = store.add_campaign(campaign, spec=json.loads(row["spec_json"]) if row else None)
+    if not store.create_run(run_id, cid, fr.variant, grp=first.format or "", params={},
+                            label=label, source="import", seq=0):
+        raise _RunExists()
+    seen.created = True
+
+
+def _finish_run(store: Store, fr: FileReport, loaded: _Loaded, seen: _Seen, run_id: str,
+                bps: float | None, line_rate: Any, streamed: bool) -> None:
+    """After the last part: the run's spec, fingerprint, times and status, and the import
+    record (raises _Abandon when no part had rows)."""
+    path, problems, first, last = loaded.path, seen.problems, seen.first, seen.last
+    if seen.dropped:
+        problems.append(f"{path}: {seen.dropped} more problem(s) not listed")
+    if last is not None:
+        fr.truncated = last.truncated
+    if not seen.created or first is None or last is None:
+        raise _Abandon("no result rows found" if not problems else "")
+    whole = ParseResult(format=first.format, tool=first.tool, version=first.version,
+                        blocks=fr.blocks, truncated=last.truncated,
+                        truncated_at=last.truncated_at, meta=first.meta)
+    if loaded.np_unknown:
+        problems.append(f"{path}: the file does not state the number of ranks for "
+                        f"{loaded.np_unknown} rows (np stored as unknown; pass --np N)")
+    sha = loaded.sha or ""
+    spec = _run_spec(whole, path, sha, problems, bps, line_rate)
+    if streamed:
+        spec["import"]["streamed"] = True
+    fid = store.add_fingerprint(fingerprint(whole, seen.libs, sorted(loaded.nps)))
+    when = file_time(first.meta) or time.time()
+    store.set_run(run_id, "done", fingerprint_id=fid, spec_json=spec, started=when,
+                  finished=when, reason=f"truncated: {seen.ended}" if last.truncated else None)
+    store.record_import(sha, str(path.resolve()), first.tool, first.version, run_id)
 
 
 def _relabel(store: Store, batch: bulk.Batch, run_id: str, label: str | None, line_rate: Any,
