@@ -23,14 +23,10 @@ from mpibench.report.model import (
     fmt_margin,
     fmt_p,
 )
-from mpibench.report.render import (  # noqa: F401 - re-exported for callers and tests
+from mpibench.report.render import (
     FORMATS,
-    PLAIN_TABLE_ROWS,
     Table,
     clean_json,
-    md_escape,
-    md_table,
-    plain_table,
 )
 from mpibench.stats import launch as launch_stats
 

@@ -33,15 +33,6 @@ from mpibench.report.model import (
     fmt_margin,
     fmt_p,
 )
-from mpibench.report.render import (  # noqa: F401 - re-exported for callers and tests
-    FORMATS,
-    PLAIN_TABLE_ROWS,
-    Table,
-    clean_json,
-    md_escape,
-    md_table,
-    plain_table,
-)
 from mpibench.report.rules import why_not_comparable
 from mpibench.stats import launch as launch_stats
 from mpibench.store import Store

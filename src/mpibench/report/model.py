@@ -15,15 +15,6 @@ from mpibench.report.data import (
     Cell,
     cell_label,
 )
-from mpibench.report.render import (  # noqa: F401 - re-exported for callers and tests
-    FORMATS,
-    PLAIN_TABLE_ROWS,
-    Table,
-    clean_json,
-    md_escape,
-    md_table,
-    plain_table,
-)
 from mpibench.report.rules import CellKey
 from mpibench.stats import launch as launch_stats
 

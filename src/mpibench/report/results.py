@@ -16,14 +16,10 @@ from mpibench.report.data import (
     imported_clause,
     load_cells,
 )
-from mpibench.report.render import (  # noqa: F401 - re-exported for callers and tests
+from mpibench.report.render import (
     FORMATS,
-    PLAIN_TABLE_ROWS,
     Table,
     clean_json,
-    md_escape,
-    md_table,
-    plain_table,
 )
 from mpibench.store import Store
 

@@ -11,15 +11,6 @@ from mpibench.errors import UsageError
 from mpibench.report.data import (
     split_variant,
 )
-from mpibench.report.render import (  # noqa: F401 - re-exported for callers and tests
-    FORMATS,
-    PLAIN_TABLE_ROWS,
-    Table,
-    clean_json,
-    md_escape,
-    md_table,
-    plain_table,
-)
 from mpibench.store import Store
 from mpibench.store.report_queries import runs_with_results, variants_with_results
 
