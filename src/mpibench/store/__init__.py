@@ -200,7 +200,10 @@ class Store:
                              "written. Restore a copy, or salvage it with `sqlite3 FILE "
                              ".recover`") from None
         except sqlite3.DatabaseError as exc:
-            what = ("damaged" if "malformed" in str(exc) or "corrupt" in str(exc)
+            # SQLite's result code says which (SQLITE_CORRUPT: damaged pages or schema;
+            # SQLITE_NOTADB and the rest: not a database this can use), not its wording
+            code = getattr(exc, "sqlite_errorcode", None)
+            what = ("damaged" if code is not None and code & 0xFF == sqlite3.SQLITE_CORRUPT
                     else "not a usable SQLite database")
             raise UsageError(f"store {self.path}: {what} (SQLite: {exc}); nothing was "
                              "written") from exc
