@@ -87,3 +87,17 @@ def test_sweep_parameters_do_not_override_stored_ones(tmp_path):
     assert df["nodes"].tolist() == [3, 3] and df["ppn"].tolist() == [4, 4]
     assert "np" in df.columns and df["np"].tolist() == [2, 2]
 
+
+
+def test_ok_only_keeps_the_row_rule(tmp_path):
+    """ok_only (and load_samples) never return the rows of a launch that failed after
+    printing them (report/rules.py: the row rule)."""
+    store, groups = build_two_stack_store(tmp_path / "f.db", repeats=2, n=5)
+    store.set_run(groups["fast"][0], "failed", reason="exit status 1")
+    store.close()
+    all_rows = load_results(tmp_path / "f.db")
+    ok = load_results(tmp_path / "f.db", ok_only=True)
+    assert groups["fast"][0] in set(all_rows["run_id"])
+    assert groups["fast"][0] not in set(ok["run_id"])
+    assert len(ok) == len(all_rows) - 2 * len(IMB_SIZES)
+    assert groups["fast"][0] not in set(load_samples(tmp_path / "f.db")["run_id"])

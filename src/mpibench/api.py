@@ -31,6 +31,7 @@ from mpibench.report.data import (
     with_placement,
     with_sweep_params,
 )
+from mpibench.report.rules import why_unusable
 from mpibench.store import RESULT_COLUMNS, Store
 from mpibench.store.queries import profile_launches, run_timing
 
@@ -84,6 +85,7 @@ def load_results(db_path: str | Path, campaign: str | int | Iterable | None = No
     'extra' (dict), and one column per cell parameter (params_json expanded; a parameter whose
     name clashes with a column gets a 'param_' prefix). With samples=True a 'samples' column
     holds each result's raw samples as a numpy array (microseconds for time metrics).
+    ok_only: only the rows a figure may use (an ok row of a finished run; report/rules.py).
     """
     with _open(db_path) as store:
         ids = _run_ids(store, campaign, variants, list(run_ids) if run_ids else None, labels)
@@ -92,9 +94,12 @@ def load_results(db_path: str | Path, campaign: str | int | Iterable | None = No
         records: list[dict[str, Any]] = []
         param_names: list[str] = []
         for row in _iter_rows(store, ids, samples):
-            if ok_only and row["status"] != "ok":
-                continue
             run = runs.get(row["run_id"])
+            # ok_only: the row rule of every figure (report/rules.py): an ok row of a
+            # finished run, never the printed rows of a launch that failed
+            if ok_only and why_unusable({"status": row["status"],
+                                         "run_status": run["status"] if run else None}):
+                continue
             set_name = sweep_params(row["variant"])[0]
             rec = {"run_id": row["run_id"], "campaign": camp_names.get(row["campaign_id"]),
                    "variant": row["variant"], "set": set_name, "label": row["label"],
