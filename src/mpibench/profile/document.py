@@ -278,14 +278,37 @@ def render_report(doc: Mapping[str, Any], console=None, *, top: int = 10,
     """Human report: time in MPI overall and per rank, top functions by time and by calls,
     message sizes per function and over all functions (buckets: edges from
     buckets.parse_buckets; None = log2 bins), the profiler's own overhead."""
-    from rich.table import Table
-
+    from mpibench.profile.buckets import COARSE_EDGES, render_buckets
     from mpibench.termsafe import SafeConsole
 
     con = console or SafeConsole()
     funcs = doc.get("functions", {})
-    mpi = doc["mpi_time_s"]
-    frac = doc["mpi_fraction"]
+    total = doc["mpi_time_s"]["total"] or 1e-30
+    _print_headline(con, doc)
+    con.print(_rank_table(doc.get("per_rank", []), max_ranks))
+    con.print(_family_table(funcs, total))
+    con.print(_function_table(f"Top {top} functions by time", funcs, top, total,
+                              lambda kv: -kv[1]["time_s"]))
+    con.print(_function_table(f"Top {top} functions by calls", funcs, top, total,
+                              lambda kv: -kv[1]["calls"]))
+    sized = _size_table(funcs, top)
+    if sized is not None:
+        con.print(sized)
+    render_buckets(doc, con, COARSE_EDGES if buckets is _COARSE else buckets)
+    _print_overhead(con, doc, total)
+
+
+def _table(title: str, columns: Sequence[str], left: Sequence[str]):
+    from rich.table import Table
+
+    t = Table(title=title, title_justify="left")
+    for c in columns:
+        t.add_column(c, justify="left" if c in left else "right")
+    return t
+
+
+def _print_headline(con, doc: Mapping[str, Any]) -> None:
+    mpi, frac = doc["mpi_time_s"], doc["mpi_fraction"]
     state = "complete" if doc.get("complete") else f"PARTIAL ({doc.get('reason')})"
     nr = doc.get("ranks")
     con.print(f"[bold]MPI profile[/bold]: {nr} rank{'' if nr == 1 else 's'}, "
@@ -303,36 +326,36 @@ def render_report(doc: Mapping[str, Any], console=None, *, top: int = 10,
                   f"{100 * ml['mpi_fraction']:.1f}%); least loaded rank {ll['rank']} "
                   f"({100 * ll['mpi_fraction']:.1f}% in MPI)")
 
-    t = Table(title="Time in MPI per rank", title_justify="left")
-    for c in ("rank", "host", "wall", "MPI", "MPI %", "calls", "threads"):
-        t.add_column(c, justify="left" if c == "host" else "right")
-    per = doc.get("per_rank", [])
+
+def _rank_table(per: Sequence[Mapping[str, Any]], max_ranks: int):
+    t = _table("Time in MPI per rank",
+               ("rank", "host", "wall", "MPI", "MPI %", "calls", "threads"), ("host",))
     for r in per[:max_ranks]:
         t.add_row(str(r["rank"]), str(r.get("host", "")), fmt_seconds(r["wall_s"]),
                   fmt_seconds(r["mpi_s"]), f"{100 * r['mpi_fraction']:.1f}", str(r["calls"]),
                   str(r.get("threads", "")))
     if len(per) > max_ranks:
         t.add_row("...", f"{len(per) - max_ranks} more", "", "", "", "", "")
-    con.print(t)
+    return t
 
-    total = mpi["total"] or 1e-30
 
-    def ftable(title: str, key) -> None:
-        tb = Table(title=title, title_justify="left")
-        for c in ("function", "class", "calls", "time", "% MPI", "per call", "rank min",
-                  "rank max", "sent", "received"):
-            tb.add_column(c, justify="left" if c in ("function", "class") else "right")
-        for name, f in sorted(funcs.items(), key=key)[:top]:
-            recv = fmt_bytes(f["bytes_recv"])
-            if f["recv_unknown"]:
-                recv += f" (+{f['recv_unknown']} unknown, {fmt_bytes(f['bytes_recv_posted'])} posted)"
-            tb.add_row(name, f["class"], str(f["calls"]), fmt_seconds(f["time_s"]),
-                       f"{100 * f['time_s'] / total:.1f}", fmt_seconds(f["mean_call_s"]),
-                       fmt_seconds(f["time_per_rank_s"]["min"]),
-                       fmt_seconds(f["time_per_rank_s"]["max"]),
-                       fmt_bytes(f["bytes_sent"]), recv)
-        con.print(tb)
+def _function_table(title: str, funcs: Mapping[str, Any], top: int, total: float, key):
+    tb = _table(title, ("function", "class", "calls", "time", "% MPI", "per call", "rank min",
+                        "rank max", "sent", "received"), ("function", "class"))
+    for name, f in sorted(funcs.items(), key=key)[:top]:
+        recv = fmt_bytes(f["bytes_recv"])
+        if f["recv_unknown"]:
+            recv += (f" (+{f['recv_unknown']} unknown, {fmt_bytes(f['bytes_recv_posted'])} "
+                     "posted)")
+        tb.add_row(name, f["class"], str(f["calls"]), fmt_seconds(f["time_s"]),
+                   f"{100 * f['time_s'] / total:.1f}", fmt_seconds(f["mean_call_s"]),
+                   fmt_seconds(f["time_per_rank_s"]["min"]),
+                   fmt_seconds(f["time_per_rank_s"]["max"]),
+                   fmt_bytes(f["bytes_sent"]), recv)
+    return tb
 
+
+def _family_table(funcs: Mapping[str, Any], total: float):
     fam: dict[str, list[float]] = {}
     for f in funcs.values():
         a = fam.setdefault(f["class"], [0, 0.0, 0, 0, 0])
@@ -341,41 +364,40 @@ def render_report(doc: Mapping[str, Any], console=None, *, top: int = 10,
         a[2] += f["bytes_sent"]
         a[3] += f["bytes_recv"]
         a[4] += f["recv_unknown"]
-    ft = Table(title="Time in MPI by family", title_justify="left")
-    for c in ("family", "calls", "time", "% MPI", "sent", "received", "unknown-size recvs"):
-        ft.add_column(c, justify="left" if c == "family" else "right")
+    ft = _table("Time in MPI by family", ("family", "calls", "time", "% MPI", "sent",
+                                          "received", "unknown-size recvs"), ("family",))
     for cls, (calls, tsec, sent, recv, unk) in sorted(fam.items(), key=lambda kv: -kv[1][1]):
         ft.add_row(cls, str(calls), fmt_seconds(tsec), f"{100 * tsec / total:.1f}",
                    fmt_bytes(sent), fmt_bytes(recv), str(unk))
-    con.print(ft)
-    ftable(f"Top {top} functions by time", lambda kv: -kv[1]["time_s"])
-    ftable(f"Top {top} functions by calls", lambda kv: -kv[1]["calls"])
+    return ft
 
+
+def _size_table(funcs: Mapping[str, Any], top: int):
+    """Message sizes per function (log2 bins), or None when no function moved bytes."""
     sized = [(n, f) for n, f in funcs.items()
              if f["bytes_sent"] or f["bytes_recv"] or f["bytes_recv_posted"]]
-    if sized:
-        h = Table(title="Message sizes per function (bytes moved by the rank in one call; "
-                        "log2 bins)", title_justify="left")
-        for c in ("function", "size", "calls", "% calls", "time", "% time"):
-            h.add_column(c, justify="left" if c in ("function", "size") else "right")
-        for name, f in sorted(sized, key=lambda kv: -kv[1]["time_s"])[:top]:
-            first = True
-            for lo, calls, tsec, *_ in f["hist"]:
-                h.add_row(name if first else "", bin_label(lo), str(calls),
-                          f"{100 * calls / max(f['calls'], 1):.1f}", fmt_seconds(tsec),
-                          f"{100 * tsec / (f['time_s'] or 1e-30):.1f}")
-                first = False
-        con.print(h)
-    from mpibench.profile.buckets import COARSE_EDGES, render_buckets
+    if not sized:
+        return None
+    h = _table("Message sizes per function (bytes moved by the rank in one call; log2 bins)",
+               ("function", "size", "calls", "% calls", "time", "% time"), ("function", "size"))
+    for name, f in sorted(sized, key=lambda kv: -kv[1]["time_s"])[:top]:
+        first = True
+        for lo, calls, tsec, *_ in f["hist"]:
+            h.add_row(name if first else "", bin_label(lo), str(calls),
+                      f"{100 * calls / max(f['calls'], 1):.1f}", fmt_seconds(tsec),
+                      f"{100 * tsec / (f['time_s'] or 1e-30):.1f}")
+            first = False
+    return h
 
-    render_buckets(doc, con, COARSE_EDGES if buckets is _COARSE else buckets)
+
+def _print_overhead(con, doc: Mapping[str, Any], total: float) -> None:
     o = doc.get("overhead", {})
     npc = o.get("ns_per_call", {}).get("mean", 0.0)
     npb = o.get("ns_per_call_with_bytes", {}).get("mean", 0.0)
     npcoll = o.get("ns_per_call_collective", {}).get("mean", 0.0)
     est = o.get("estimated_total_s", 0.0)
-    wall_total = sum(r["wall_s"] for r in per) or 1e-30
+    wall_total = sum(r["wall_s"] for r in doc.get("per_rank", [])) or 1e-30
     con.print(f"profiler overhead (measured at MPI_Init): {npc:.1f} ns per call, {npb:.1f} ns "
-              f"with byte counting, {npcoll:.1f} ns per collective; estimated {fmt_seconds(est)} in total = "
-              f"{100 * est / total:.3f}% of the MPI time, {100 * est / wall_total:.4f}% of the "
-              "run time")
+              f"with byte counting, {npcoll:.1f} ns per collective; estimated "
+              f"{fmt_seconds(est)} in total = {100 * est / total:.3f}% of the MPI time, "
+              f"{100 * est / wall_total:.4f}% of the run time")
