@@ -408,6 +408,7 @@ def _parts(fh: _Head, acc: _Loaded, run_id: str, np_hint: int | None) -> Iterato
         part = _Part(seg)
         if records and acc.bad_rows is None:
             part.columns, part.rows = _layout(acc, records, run_id, np_hint)
+        del records      # the record dicts go before the part is written, not a segment later
         yield part
 
 
@@ -628,6 +629,7 @@ def _write_parts(store: Store, batch: bulk.Batch, fr: FileReport, loaded: _Loade
                     _create_run(store, fr, seen, run_id, label, campaign)
                 bulk.insert_results(store, part.columns, part.rows)
                 seen.rows += len(part.rows)
+                part.rows = []   # freed before the next segment is parsed
             _finish_run(store, fr, loaded, seen, run_id, bps, line_rate, streamed)
     except _RunExists:
         fr.status, fr.run_id, fr.variant = "skipped", run_id, None
