@@ -550,9 +550,14 @@ def test_ctrl_c_leaves_the_cell_pending_and_stops_its_launch(tmp_path, found_sta
     camp = tmp_path / "int.toml"
     camp.write_text(APP.split("[benchmarks.echo]")[0].replace("timeout = 30", "timeout = 3600")
                     + '[benchmarks.slow]\ncommand = "sleep 3000"\nrepeats = 1\n')
+    # A terminal's Ctrl-C meets a foreground job whose SIGINT is at its default. A job that
+    # inherits SIGINT ignored (POSIX: a shell without job control starts `make test &` so,
+    # and CPython then installs no KeyboardInterrupt handler) never sees it: the harness ran
+    # on and the test timed out. So the harness gets the default disposition back.
     proc = subprocess.Popen([MPIBENCH, "campaign", "run", str(camp), "--no-progress"],
                             cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+                            text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         assert _wait_for_launched(tmp_path / "runs", "sleep", proc), \
             "the launch never started: " + proc.stderr.read()
