@@ -232,6 +232,23 @@ def test_probe_problem(exit_code, timed_out, expect):
     assert probe_problem(exit_code, timed_out, 60, "banner\nMPI_Init failed\n") == expect
 
 
+def test_a_probe_that_hung_after_its_exchanges_still_vouches():
+    """MPICH 4.0.2 over UCX 1.13.1 tcp hung in the probe's last barrier or MPI_Finalize in
+    1 launch of 6 (here, with UCX_TLS=self,tcp): test_campaign_status_flags_the_silent_fallback
+    read 'unverified' instead of MISMATCH. Every rank had said its messages went through."""
+    from mpibench.verify import probe_exchanged, probe_problem
+
+    head = "mpibench-probe rank=0 host=vm\nmpibench-probe rank=1 host=vm\n"
+    both = head + "mpibench-probe exchanged rank=1\nmpibench-probe exchanged rank=0\n"
+    assert probe_exchanged(both)
+    assert probe_problem(None, True, 60, "", exchanged=probe_exchanged(both)) is None
+    # one rank still exchanging, or nothing announced: the hang voids the verdict
+    one = head + "mpibench-probe exchanged rank=0\n"
+    assert not probe_exchanged(one) and not probe_exchanged("")
+    assert probe_problem(None, True, 60, "", exchanged=probe_exchanged(one)) == \
+        "probe launch timed out after 60 s"
+
+
 @pytest.mark.parametrize("problem", ["probe launch timed out after 60 s",
                                      "probe launch killed by signal 9"])
 def test_a_probe_killed_after_its_banner_is_never_ok(problem):
