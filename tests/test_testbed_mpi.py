@@ -85,7 +85,7 @@ def test_ranks_on_one_node_use_shared_memory_and_no_fabric(fabric_run):
 
 def test_no_fabric_is_faster_than_its_configured_rate(fabric_run):
     """A shaper only slows traffic: PingPong at 4 MiB over each fabric, and mpibench's % of
-    line rate for it, stay under the link's TCP payload rate (+10% for the tbf burst and
+    line rate for it, stay under the link's TCP payload rate (+10% for the htb burst and
     timer granularity). Load can only lower the measured figure."""
     _res, _by, db, bed = fabric_run
     figs = {f.variant: f for f in fb.figures(bed, db)}

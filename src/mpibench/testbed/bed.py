@@ -8,7 +8,7 @@ Layout, all created by `Testbed.start` and removed by `Testbed.stop`:
   namespaces, with hostname tnK, a tmpfs of its own on /dev/shm, a sysfs of its own on /sys
   (the host's /sys/fs/cgroup tree moved on top of it), DIR/hosts bind-mounted over
   /etc/hosts (inside its private mount namespace only), IPv6 off, and one veth per network:
-  `mgmt` (198.19.M.K) and one named after each fabric (198.18.F.K), shaped by tbf in both
+  `mgmt` (198.19.M.K) and one named after each fabric (198.18.F.K), shaped by htb in both
   directions (at the node's interface and at its switch port);
 - a cgroup v1 cpuset per node (its own CPUs), holding the anchor and everything started in
   the node through DIR/bin/enter or DIR/bin/rsh, plus one (`head`) for the switch and the
@@ -58,15 +58,36 @@ def _ip(subnet: str, host: int) -> str:
     return subnet.rsplit(".", 1)[0] + f".{host}"
 
 
-def tbf_params(rate_bps: int) -> tuple[int, int]:
-    """(burst, limit) in bytes for a tbf at rate_bps. The bucket is as small as it can be
-    while holding one whole GSO packet of the veth (64 KiB and headers): below that, tbf
-    splits every packet and the goodput fell to ~60% of a 1gbit rate here, at 96 KiB it is
-    ~94%. After an idle moment the first `burst` bytes pass unpaced (96 KiB of a 4 MiB
-    message: 2.3%). The queue holds 5 ms at the rate (at least 256 KiB) so TCP is not made
-    to drop."""
+def _htb(dev: str, f: "Fabric", leaf: str) -> list[str]:
+    """tc -batch lines: dev's egress capped at f's rate by one htb class over `leaf`."""
+    return [f"qdisc add dev {dev} root handle 1: htb default 1",
+            f"class add dev {dev} parent 1: classid 1:1 htb rate {f.rate_bps}bit ceil "
+            f"{f.rate_bps}bit burst {f.burst} cburst {f.burst} quantum 65536",
+            f"qdisc add dev {dev} parent 1:1 handle 10: {leaf}"]
+
+
+def shaper_params(rate_bps: int) -> tuple[int, int, int]:
+    """(burst, limit, gso_max_size) in bytes for a fabric's shaper at rate_bps.
+
+    The shaper is an htb class (rate = ceil = rate_bps) over a byte FIFO: htb sends a packet
+    whenever its tokens are not negative and lets them go negative by that packet, so unlike
+    tbf its bucket need not hold a whole GSO packet (tbf's did: 96 KiB, and a message of a
+    few hundred KiB then passed partly unpaced, 64-256 KiB PingPong reading 130-400% of the
+    rate). What still passes unpaced after an idle moment is about the bucket plus one
+    packet, so both are kept to a fixed time at the rate:
+    - burst: 64 us at the rate (8,000 B at 1gbit, 32,000 B at 4gbit; at least 2 frames):
+      how late a timer may fire on a loaded machine before the link loses time;
+    - gso_max_size on the veths: the largest power of two <= 140 us at the rate, between
+      4 KiB and 64 KiB (16 KiB at 1gbit, 64 KiB at 4gbit): smaller GSO packets cost the
+      node's CPU a packet each (16 KiB at 4gbit lost a third of the throughput here).
+    The queue holds 5 ms at the rate (at least 256 KiB) so TCP is not made to drop.
+    Measured residual overshoot per message size: docs/testbed.md."""
     per_s = rate_bps / 8
-    return max(96 * 1024, int(per_s * 50e-6)), max(256 * 1024, int(per_s * 5e-3))
+    burst = max(2 * 1514, int(per_s * 64e-6))
+    gso = 4096
+    while gso < 65536 and gso * 2 <= per_s * 140e-6:
+        gso *= 2
+    return burst, max(256 * 1024, int(per_s * 5e-3)), gso
 
 
 @dataclass
@@ -90,6 +111,7 @@ class Fabric:
     mtu: int
     burst: int
     limit: int
+    gso_max_size: int = 65536      # the veths' largest GSO packet (bytes); see shaper_params
 
     @property
     def rate_text(self) -> str:
@@ -302,10 +324,11 @@ class Testbed:
         mgmt = _pick_mgmt_subnet(tid)
         fabs = []
         for i, f in enumerate(fabrics, start=1):
-            burst, limit = tbf_params(f.rate_bps)
+            burst, limit, gso = shaper_params(f.rate_bps)
             fabs.append(Fabric(name=f.name, index=i, rate_bps=f.rate_bps, delay_us=f.delay_us,
                                delay_applied=bool(f.delay_us) and caps.netem,
-                               subnet=fabric_subnet(i), mtu=MTU, burst=burst, limit=limit))
+                               subnet=fabric_subnet(i), mtu=MTU, burst=burst, limit=limit,
+                               gso_max_size=gso))
         node_list = [Node(name=f"{NODE_PREFIX}{k}", index=k, cpus=blocks[k - 1],
                           mgmt_address=_ip(mgmt, k),
                           addresses={f.name: _ip(f.subnet, k) for f in fabs})
@@ -415,23 +438,21 @@ class Testbed:
                 port = f"p{f.index}n{n.index}"
                 cmds += [f"link add {port} mtu {f.mtu} type veth peer name {f.interface} "
                          f"netns {n.anchor.pid}",
-                         f"link set {port} master {f.bridge} up"]
+                         f"link set {port} gso_max_size {f.gso_max_size} master {f.bridge} up"]
         _ok(sx.in_netns(sw, [sx.which("ip"), "-batch", "-"], "\n".join(cmds) + "\n"))
         tc_sw = []
         for n in self.nodes:
             ncmds = [f"link set {MGMT_IF} up", f"addr add {n.mgmt_address}/24 dev {MGMT_IF}"]
             tc_node = []
             for f in self.fabrics:
-                ncmds += [f"link set {f.interface} mtu {f.mtu} up",
+                ncmds += [f"link set {f.interface} mtu {f.mtu} gso_max_size {f.gso_max_size} up",
                           f"addr add {n.addresses[f.name]}/24 dev {f.interface}"]
-                tbf = f"tbf rate {f.rate_bps}bit burst {f.burst} limit {f.limit}"
-                if f.delay_applied:
-                    tc_node += [f"qdisc add dev {f.interface} root handle 1: netem delay "
-                                f"{f.delay_us:g}us",
-                                f"qdisc add dev {f.interface} parent 1:1 handle 10: {tbf}"]
-                else:
-                    tc_node.append(f"qdisc add dev {f.interface} root handle 1: {tbf}")
-                tc_sw.append(f"qdisc add dev p{f.index}n{n.index} root handle 1: {tbf}")
+                # htb, not tbf: see shaper_params (one class, rate = ceil, over a byte FIFO
+                # or, with a delay, over netem)
+                leaf = (f"netem delay {f.delay_us:g}us limit 10000" if f.delay_applied
+                        else f"bfifo limit {f.limit}")
+                tc_node += _htb(f.interface, f, leaf)
+                tc_sw += _htb(f"p{f.index}n{n.index}", f, f"bfifo limit {f.limit}")
             _ok(sx.in_netns(n.anchor.pid, [sx.which("ip"), "-batch", "-"],
                             "\n".join(ncmds) + "\n"))
             if tc_node:
@@ -579,8 +600,8 @@ exec {q(str(self.enter))} "$host" /bin/sh -c "$*"
                 d = f"delay {f.delay_us:g} us one way (netem at each node's egress)"
             else:
                 d = f"delay {f.delay_us:g} us requested: NOT applied (kernel has no netem)"
-            lines.append(f"  fabric {f.name}: {f.rate_text} each way per node (tbf, burst "
-                         f"{f.burst} B), {d}, {f.subnet}, interface '{f.interface}', MTU "
+            lines.append(f"  fabric {f.name}: {f.rate_text} each way per node (htb, burst "
+                         f"{f.burst} B, GSO <= {f.gso_max_size} B), {d}, {f.subnet}, interface '{f.interface}', MTU "
                          f"{f.mtu}")
         lines.append(f"  management: {self.mgmt_subnet} (unshaped; host leg {self.host_link} "
                      f"{self.host_address})")
@@ -636,7 +657,7 @@ def bed_problem(bed: Testbed) -> str | None:
         if not (isinstance(f.name, str) and _is_int(f.index) and _is_int(f.rate_bps)
                 and isinstance(f.delay_us, (int, float)) and isinstance(f.delay_applied, bool)
                 and isinstance(f.subnet, str) and _is_int(f.mtu) and _is_int(f.burst)
-                and _is_int(f.limit)):
+                and _is_int(f.limit) and _is_int(f.gso_max_size)):
             return f"fabric {str(f.name)[:20]!r}: unexpected fields"
     if not isinstance(bed.daemons, dict):
         return "daemons: expected a table"

@@ -98,7 +98,7 @@ _PROBE = r"""
 ip link set lo up || { echo "FAIL namespaces: cannot configure a network namespace"; exit 0; }
 ip link add mbtprobe type bridge 2>/dev/null || { echo "FAIL bridges: the kernel cannot create a bridge (CONFIG_BRIDGE)"; exit 0; }
 ip link add mbtv type veth peer name mbtw 2>/dev/null || { echo "FAIL veth: the kernel cannot create veth pairs (CONFIG_VETH)"; exit 0; }
-tc qdisc add dev mbtv root tbf rate 1mbit burst 32k latency 10ms 2>/dev/null || { echo "FAIL tc: tc cannot add a tbf qdisc (CONFIG_NET_SCH_TBF)"; exit 0; }
+{ tc qdisc add dev mbtv root handle 1: htb default 1 && tc class add dev mbtv parent 1: classid 1:1 htb rate 1mbit burst 32k && tc qdisc add dev mbtv parent 1:1 handle 10: bfifo limit 256k; } 2>/dev/null || { echo "FAIL tc: tc cannot add an htb qdisc over a bfifo (CONFIG_NET_SCH_HTB, CONFIG_NET_SCH_FIFO)"; exit 0; }
 echo OK
 tc qdisc add dev mbtw root netem delay 1ms 2>/dev/null && echo NETEM
 exit 0
