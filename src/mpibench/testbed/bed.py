@@ -58,7 +58,7 @@ def _ip(subnet: str, host: int) -> str:
     return subnet.rsplit(".", 1)[0] + f".{host}"
 
 
-def _htb(dev: str, f: "Fabric", leaf: str) -> list[str]:
+def _htb(dev: str, f: Fabric, leaf: str) -> list[str]:
     """tc -batch lines: dev's egress capped at f's rate by one htb class over `leaf`."""
     return [f"qdisc add dev {dev} root handle 1: htb default 1",
             f"class add dev {dev} parent 1: classid 1:1 htb rate {f.rate_bps}bit ceil "
