@@ -39,8 +39,54 @@ POWER = 0.8
 
 
 def _t():
-    from scipy import stats as sps  # ~1 s import: only when a test runs
+    from scipy import stats as sps  # ~1 s import: only for the edge cases below
     return sps.t
+
+
+# scipy.stats' t, chi2 and norm evaluate exactly these scipy.special functions inside their
+# ordinary domain (0 < q < 1, finite x, df > 0); scipy.special imports in ~0.4 s against
+# scipy.stats' ~1 s, which is most of a fresh `mpibench compare`. The edges (and anything
+# unexpected) still go through scipy.stats, so every value is the same bit for bit.
+def _t_isf(q, df):
+    qa = np.asarray(q, dtype=float)
+    if np.ndim(df) == 0 and df > 0 and np.all((qa > 0) & (qa < 1)):
+        from scipy.special import stdtrit
+        return -stdtrit(df, qa)
+    return _t().isf(q, df)
+
+
+def _t_ppf(q, df):
+    qa = np.asarray(q, dtype=float)
+    if np.ndim(df) == 0 and df > 0 and np.all((qa > 0) & (qa < 1)):
+        from scipy.special import stdtrit
+        return stdtrit(df, qa)
+    return _t().ppf(q, df)
+
+
+def _t_sf(x, df):
+    xa = np.asarray(x, dtype=float)
+    if np.ndim(df) == 0 and df > 0 and np.all(np.isfinite(xa)):
+        from scipy.special import stdtr
+        return stdtr(df, -xa)
+    return _t().sf(x, df)
+
+
+def _chi2_ppf(q, df):
+    qa = np.asarray(q, dtype=float)
+    if np.ndim(df) == 0 and df > 0 and np.all((qa > 0) & (qa < 1)):
+        from scipy.special import gammaincinv
+        return 2 * gammaincinv(df / 2, qa)
+    from scipy import stats as sps
+    return sps.chi2.ppf(q, df)
+
+
+def _norm_cdf(x):
+    xa = np.asarray(x, dtype=float)
+    if np.all(np.isfinite(xa)):
+        from scipy.special import ndtr
+        return ndtr(xa)
+    from scipy import stats as sps
+    return sps.norm.cdf(x)
 
 
 def _logs(values: Iterable[float | None]) -> np.ndarray:
@@ -77,7 +123,7 @@ def estimate(values: Iterable[float | None], level: float = 0.95) -> Estimate:
         only = next(float(x) for x in values if x is not None and math.isfinite(x) and x > 0)
         return Estimate(only, None, None, n, None)
     sd = float(y.std(ddof=1))
-    h = float(_t().ppf(0.5 + level / 2, n - 1)) * sd / math.sqrt(n)
+    h = float(_t_ppf(0.5 + level / 2, n - 1)) * sd / math.sqrt(n)
     return Estimate(math.exp(m), math.exp(m - h), math.exp(m + h), n, sd)
 
 
@@ -159,13 +205,12 @@ def cochran_cox_crit(components: Sequence[tuple[float, float]], tail: float) -> 
     """Critical value for a one-sided tail probability `tail` (0.025 for a 95% CI): Student's
     t at the Welch-Satterthwaite df when every component has >= WELCH_MIN_DF df, else
     Cochran-Cox's variance-weighted mean of the components' own t quantiles."""
-    t = _t()
     if _use_welch(components):
-        return float(t.isf(tail, _satterthwaite(components)))
+        return float(_t_isf(tail, _satterthwaite(components)))
     tot = sum(v for v, _ in components)
     if tot <= 0:
-        return float(t.isf(tail, max(1.0, min(d for _, d in components))))
-    return float(sum(v * t.isf(tail, d) for v, d in components if v > 0) / tot)
+        return float(_t_isf(tail, max(1.0, min(d for _, d in components))))
+    return float(sum(v * _t_isf(tail, d) for v, d in components if v > 0) / tot)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -177,20 +222,19 @@ def _cc_tail(tstats: np.ndarray, components: Sequence[tuple[float, float]]) -> n
     """One-sided tail probability q with cochran_cox_crit(q) = t, for each |t| (vectorised
     bisection on log q). The critical value is a weighted mean of t quantiles, so q lies
     between the tails of Student's t at the smallest and the largest df: the bracket."""
-    t = _t()
     x = np.abs(np.asarray(tstats, dtype=float))
     if _use_welch(components):
-        return np.where(x == 0, 0.5, t.sf(x, _satterthwaite(components)))
+        return np.where(x == 0, 0.5, _t_sf(x, _satterthwaite(components)))
     tot = sum(v for v, _ in components)
     comps = [(v / tot, d) for v, d in components if v > 0]
     dfs = [d for _, d in comps]
     with np.errstate(divide="ignore"):
-        lo = np.log(np.maximum(t.sf(x, max(dfs)), 1e-300))
-        hi = np.log(np.maximum(t.sf(x, min(dfs)), 1e-300))
+        lo = np.log(np.maximum(_t_sf(x, max(dfs)), 1e-300))
+        hi = np.log(np.maximum(_t_sf(x, min(dfs)), 1e-300))
     if len(comps) > 1 and min(dfs) != max(dfs):
         for _ in range(40):
             mid = 0.5 * (lo + hi)
-            c = sum(w * t.isf(np.exp(mid), d) for w, d in comps)
+            c = sum(w * _t_isf(np.exp(mid), d) for w, d in comps)
             above = c > x            # critical value too high: q must grow
             lo = np.where(above, mid, lo)
             hi = np.where(above, hi, mid)
@@ -228,15 +272,14 @@ def _power_delta(components: Sequence[tuple[float, float]], alpha: float,
 
 @functools.lru_cache(maxsize=8192)
 def _ncp_for_power(c: float, df: float, power: float) -> float:
-    from scipy import stats as sps
     from scipy.optimize import brentq
 
     # T = (Z + ncp) / W with W = sqrt(chi2_df / df): the noncentral t, integrated over W on
     # 400 equal-probability points (scipy's nct is NaN at some df/ncp pairs)
-    w = np.sqrt(sps.chi2.ppf((np.arange(400) + 0.5) / 400, df) / df)
+    w = np.sqrt(_chi2_ppf((np.arange(400) + 0.5) / 400, df) / df)
 
     def pw(ncp: float) -> float:
-        return float(np.mean(sps.norm.cdf(ncp - c * w) + sps.norm.cdf(-ncp - c * w))) - power
+        return float(np.mean(_norm_cdf(ncp - c * w) + _norm_cdf(-ncp - c * w))) - power
 
     if pw(0.0) >= 0:
         return 0.0
