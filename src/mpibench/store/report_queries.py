@@ -165,6 +165,22 @@ def failed_runs_beside(store: Store, run_ids: Sequence[str]) -> list:
     return out
 
 
+def launch_cost_rows(store: Store, run_ids: Sequence[str]) -> list[dict]:
+    """The core's result rows of these launches with what stats.budget needs: run_id,
+    variant, benchmark, size, n, median, ci_low, ci_high, cell_s (the core's seconds on the
+    cell, extra_json's elapsed_s) and launch_s (the launch's elapsed seconds)."""
+    out: list[dict] = []
+    for chunk in _chunks(run_ids):
+        cur = store.db.execute(
+            "SELECT r.run_id, u.variant, r.benchmark, r.size, r.n, r.median, r.ci_low, "
+            "r.ci_high, json_extract(r.extra_json, '$.elapsed_s') AS cell_s, "
+            "u.elapsed AS launch_s FROM results r JOIN runs u ON u.id = r.run_id "
+            f"WHERE r.status = 'ok' AND r.run_id IN ({_marks(len(chunk))})", chunk)
+        names = [d[0] for d in cur.description]
+        out += [dict(zip(names, row, strict=True)) for row in cur]
+    return out
+
+
 def run_fingerprints(store: Store, run_ids: Sequence[str]) -> dict[str, str | None]:
     """{run id: its fingerprint id}."""
     out: dict[str, str | None] = {}
@@ -183,4 +199,4 @@ def done_runs_of_group(store: Store, campaign_id: int, group: str) -> list:
 __all__ = ["RESULT_COLUMNS", "TOOL_SQL", "result_rows", "failed_runs_beside",
            "run_campaign_variant", "variants_with_results", "runs_with_results",
            "distinct_specs", "run_specs", "run_elapsed", "run_mpi_init", "set_runs_info",
-           "done_runs_of_group", "run_fingerprints"]
+           "done_runs_of_group", "run_fingerprints", "launch_cost_rows"]

@@ -1,0 +1,249 @@
+"""The within-launch budget: how long the core samples each cell in one launch, chosen from
+the measured variance components so that the total time to a decision is smallest.
+
+Model (one cell, one side; logs of the launch statistic, see stats/launch.py):
+
+    var(one launch's statistic) = sigma_L^2 + sigma_w^2 / n_eff
+
+sigma_L is the between-launch spread no amount of sampling inside a launch removes;
+sigma_w^2 / n_eff the within-launch error of the statistic after n samples (n_eff: n over
+the autocorrelation time, and the median's efficiency). We write the within part as
+B / n with B = se_w^2 * n measured from the core's own CI of a launch (se_w = the CI's
+half-width in logs / 1.96), which carries the autocorrelation and the statistic's
+efficiency without modelling them. A launch costs c0 + sum over its cells of n_s * c1_s
+seconds: c0 the launch's fixed part (mpirun, MPI_Init, teardown), c1_s a sample of cell s.
+
+For k launches per side, cost k (c0 + n c1) and variance (sigma_L^2 + B/n) / k. At a fixed
+variance of the mean, the cost (sigma_L^2 + B/n)(c0 + n c1) is smallest at
+
+    n* = sqrt(B c0 / (sigma_L^2 c1))          (optimum_samples)
+
+(two-stage sampling's classic allocation): samples are worth buying while a launch's fixed
+cost is large next to them and the within-launch error is large next to sigma_L.
+
+The core is told its budget as `target` (the CI half-width, in percent, at which it stops a
+cell: se_w ~ target / 1.96) bounded below by its min_samples. `plan` searches that knob:
+for each target, each cell's launch variance and sample count follow from its B, c1 and
+sigma_L; the launches per side needed are the noncentral-t planning of the test compare
+runs (stats.launch.launches_needed, at the family's first Holm level for a difference, or
+the TOST approximation for equivalence within a margin); the cost is launches x the launch's
+predicted seconds. The smallest cost wins. Pure arithmetic: estimates come from a store
+through `components_from_rows` (rows read by store.report_queries.launch_cost_rows).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from mpibench.stats import launch as launch_stats
+
+Z95 = 1.959963984540054
+CORE_MIN_SAMPLES = 20        # core/args.c: min_samples
+CORE_DEFAULT_TARGET = 5.0    # core/args.c: --target (percent)
+# the targets plan() tries (percent): the core's default and coarser, the core's range
+TARGETS = (1.0, 2.0, 3.0, 5.0, 7.0, 10.0, 15.0, 20.0, 30.0, 50.0, 100.0)
+
+
+@dataclass(frozen=True)
+class CellCost:
+    """One cell's variance components and costs (one side, logs).
+
+    sigma_l2: between-launch variance of the log launch statistic, the within-launch part
+    removed; within_b: se_w^2 x n (the within-launch variance of the statistic is
+    within_b / n); sample_s: seconds per sample."""
+    key: object
+    sigma_l2: float
+    within_b: float
+    sample_s: float
+
+    def launch_var(self, n: float) -> float:
+        return self.sigma_l2 + self.within_b / max(n, 1.0)
+
+
+@dataclass(frozen=True)
+class Components:
+    """What a launch of one side costs and how noisy it is: its cells, the fixed seconds per
+    launch (c0), and how many launches the estimate rests on."""
+    cells: tuple[CellCost, ...]
+    fixed_s: float
+    launches: int = 0
+
+
+def optimum_samples(sigma_l2: float, within_b: float, fixed_s: float, sample_s: float
+                    ) -> float:
+    """n* = sqrt(B c0 / (sigma_L^2 c1)): the samples per launch that minimise the cost of a
+    given precision of the mean over launches (continuous; inf when sigma_L is 0, i.e.
+    one long launch is best, and 0 when sampling is free of within-launch error)."""
+    if within_b <= 0 or fixed_s <= 0:
+        return 0.0
+    if sigma_l2 <= 0 or sample_s <= 0:
+        return math.inf
+    return math.sqrt(within_b * fixed_s / (sigma_l2 * sample_s))
+
+
+def launches_for(sd_log: float, effect: float, *, alpha: float = 0.05,
+                 power: float = launch_stats.POWER, family: int = 1,
+                 equivalence: bool = False, max_n: int = 1000) -> int | None:
+    """Launches per side for a decision on one cell at this per-launch sd (logs).
+
+    A difference of `effect` (0.05 = 5%): the two-sided test at alpha / family (Holm's
+    first step over `family` rows, the most a cell can be asked for) with `power`
+    (stats.launch.launches_needed, noncentral t). Equivalence within ±effect (TOST at
+    alpha, true gain 1): each one-sided test at alpha must reject; the two-sided test at
+    2 alpha has the same critical value, and asking each side for power (1 + power) / 2
+    makes both succeed together with at least `power` (Bonferroni on the two misses)."""
+    try:
+        if equivalence:
+            return launch_stats.launches_needed(sd_log, effect, alpha=2 * alpha,
+                                                power=(1 + power) / 2, max_n=max_n)
+        return launch_stats.launches_needed(sd_log, effect, alpha=alpha / max(family, 1),
+                                            power=power, max_n=max_n)
+    except OverflowError:    # at 2-3 launches a huge sd has no finite detectable effect
+        return None
+
+
+@dataclass(frozen=True)
+class Choice:
+    target_pct: float            # the core's --target for the launches
+    launches: int                # launches per side
+    launch_s: float              # predicted seconds of one launch (the mean of the sides)
+    total_s: float               # launches x launch_s x sides
+    samples: dict = field(default_factory=dict, compare=False)   # cell key -> n
+
+
+@dataclass(frozen=True)
+class Plan:
+    best: Choice
+    tried: tuple[Choice, ...]
+    effect: float
+    equivalence: bool
+
+    def describe(self) -> str:
+        b = self.best
+        what = (f"equivalence within ±{100 * self.effect:g}%" if self.equivalence
+                else f"a {100 * self.effect:g}% difference")
+        return (f"budget: --target {b.target_pct:g}% per cell, {b.launches} launches per "
+                f"side for {what}, {b.launch_s:.2f} s per launch, {b.total_s:.1f} s of "
+                f"launches in all")
+
+
+def samples_at(cell: CellCost, target_pct: float, min_samples: int = CORE_MIN_SAMPLES
+               ) -> float:
+    """Samples the core takes for this cell at --target (it stops once the CI half-width
+    is within target, never before min_samples)."""
+    se = math.log1p(target_pct / 100.0) / Z95
+    need = cell.within_b / (se * se) if cell.within_b > 0 else 0.0
+    return max(float(min_samples), need)
+
+
+def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
+         power: float = launch_stats.POWER, family: int | None = None,
+         equivalence: bool = False, targets: Iterable[float] = TARGETS,
+         min_samples: int = CORE_MIN_SAMPLES, max_launches: int = 1000) -> Plan | None:
+    """The core's --target that minimises the launch time to decide every cell.
+
+    sides: the components of each side of the comparison (the cells present on all
+    sides are planned). For a target, a cell's per-launch sd is the root of the sides'
+    mean launch variance (launches_for assumes equal sd on both sides), its launches per
+    side launches_for(sd); the comparison needs the largest over cells; a side's launch
+    costs fixed_s + sum of samples x sample_s. family: Holm rows (default: the cells).
+    None when no cell is common or no target gets there within max_launches."""
+    if not sides:
+        return None
+    common = set.intersection(*({c.key for c in s.cells} for s in sides))
+    if not common:
+        return None
+    fam = family if family is not None else len(common)
+    tried: list[Choice] = []
+    for t in targets:
+        k_max, cost, samples = 0, 0.0, {}
+        for s in sides:
+            cost += s.fixed_s
+            for c in s.cells:
+                if c.key in common:
+                    n = samples_at(c, t, min_samples)
+                    cost += n * c.sample_s
+                    samples[c.key] = max(samples.get(c.key, 0), round(n))
+        ok = True
+        for key in sorted(common, key=str):
+            var = sum(next(c for c in s.cells if c.key == key).launch_var(
+                samples_at(next(c for c in s.cells if c.key == key), t, min_samples))
+                for s in sides) / len(sides)
+            k = launches_for(math.sqrt(var), effect, alpha=alpha, power=power, family=fam,
+                             equivalence=equivalence, max_n=max_launches)
+            if k is None or k > max_launches:
+                ok = False
+                break
+            k_max = max(k_max, k)
+        if not ok:
+            continue
+        launch_s = cost / len(sides)
+        tried.append(Choice(float(t), k_max, launch_s, k_max * cost, samples))
+    if not tried:
+        return None
+    best = min(tried, key=lambda c: (c.total_s, -c.target_pct))
+    return Plan(best, tuple(tried), effect, equivalence)
+
+
+def components_from_rows(rows: Iterable[Mapping], min_sigma_l2: float = 0.0
+                         ) -> dict[str, Components]:
+    """{variant: Components} from a store's result rows of finished core launches (dicts
+    with run_id, variant, benchmark, size, n, median, ci_low, ci_high, cell_s = the
+    core's seconds on the cell, launch_s = the launch's elapsed seconds).
+
+    Per cell and variant: sigma_L^2 = the variance of the log medians over launches less
+    the mean within-launch variance (floored at min_sigma_l2: a spread that the within
+    part explains entirely is not evidence of no launch effect); B = the median over
+    launches of se_w^2 x n; c1 = the median of cell_s / n. c0 per launch = launch_s less
+    the sum of its cells' seconds, the median over launches. Cells with fewer than two
+    launches or without a CI are left out."""
+    per: dict[str, dict[tuple, list[Mapping]]] = defaultdict(lambda: defaultdict(list))
+    launch_total: dict[str, float] = {}
+    launch_cells: dict[str, float] = defaultdict(float)
+    launch_variant: dict[str, str] = {}
+    for r in rows:
+        rid = r["run_id"]
+        launch_variant[rid] = r["variant"]
+        if r.get("launch_s") is not None:
+            launch_total[rid] = float(r["launch_s"])
+        if r.get("cell_s") is not None:
+            launch_cells[rid] += float(r["cell_s"])
+        per[r["variant"]][(r["benchmark"], r["size"])].append(r)
+    out: dict[str, Components] = {}
+    for variant, cells in per.items():
+        costs = []
+        for key, rs in sorted(cells.items(), key=lambda kv: str(kv[0])):
+            logs, within, se2, per_sample = [], [], [], []
+            for r in rs:
+                med, lo, hi, n = r.get("median"), r.get("ci_low"), r.get("ci_high"), r.get("n")
+                if not med or med <= 0 or not n:
+                    continue
+                logs.append(math.log(med))
+                if lo and hi and lo > 0 and hi > lo:
+                    se = (math.log(hi) - math.log(lo)) / (2 * Z95)
+                    within.append(se * se * n)
+                    se2.append(se * se)
+                if r.get("cell_s"):
+                    per_sample.append(float(r["cell_s"]) / n)
+            if len(logs) < 2 or not within:
+                continue
+            mean = sum(logs) / len(logs)
+            var = sum((x - mean) ** 2 for x in logs) / (len(logs) - 1)
+            b = _median(within)
+            mean_w = sum(se2) / len(se2)
+            costs.append(CellCost(key, max(var - mean_w, min_sigma_l2), b,
+                                  _median(per_sample) if per_sample else 0.0))
+        fixed = [launch_total[rid] - launch_cells.get(rid, 0.0)
+                 for rid, v in launch_variant.items() if v == variant and rid in launch_total]
+        out[variant] = Components(tuple(costs), max(_median(fixed), 0.0) if fixed else 0.0,
+                                  len({r["run_id"] for rs in cells.values() for r in rs}))
+    return out
+
+
+def _median(xs: Sequence[float]) -> float:
+    s = sorted(xs)
+    m = len(s) // 2
+    return s[m] if len(s) % 2 else (s[m - 1] + s[m]) / 2

@@ -1,0 +1,125 @@
+"""stats/budget.py: the within-launch budget from variance components (unit tier: pure
+arithmetic and seeded simulations of known distributions)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from mpibench.stats import budget
+from mpibench.stats import launch as launch_stats
+
+
+def _cost(a, b, c0, c1, n):
+    """Cost of a fixed precision of the mean over launches at n samples per launch."""
+    return (a + b / n) * (c0 + n * c1)
+
+
+def test_optimum_samples_is_the_minimum_of_the_cost():
+    # a = 0.01, B = 0.04, c0 = 1 s, c1 = 0.01 s: n* = sqrt(0.04 / (0.01 * 0.01)) = 20
+    n = budget.optimum_samples(0.01, 0.04, 1.0, 0.01)
+    assert n == pytest.approx(20.0)
+    grid = np.linspace(1, 200, 2000)
+    best = grid[np.argmin([_cost(0.01, 0.04, 1.0, 0.01, x) for x in grid])]
+    assert best == pytest.approx(n, abs=0.2)
+
+
+def test_optimum_samples_edges():
+    # no launch effect: one long launch is best; no within-launch error: sample nothing more
+    assert budget.optimum_samples(0.0, 0.04, 1.0, 0.01) == math.inf
+    assert budget.optimum_samples(0.01, 0.0, 1.0, 0.01) == 0.0
+    # a dearer launch buys more samples per launch (sqrt of the cost ratio)
+    assert budget.optimum_samples(0.01, 0.04, 4.0, 0.01) == pytest.approx(40.0)
+
+
+def test_samples_at_follows_the_cores_target_and_floor():
+    cell = budget.CellCost("c", 0.0, within_b=0.01, sample_s=1e-4)
+    se = math.log1p(0.02) / budget.Z95
+    assert budget.samples_at(cell, 2.0) == pytest.approx(0.01 / se ** 2)
+    assert budget.samples_at(cell, 50.0) == budget.CORE_MIN_SAMPLES
+
+
+def _tost_power(sd, n, margin, reps, rng):
+    hits = 0
+    for _ in range(reps):
+        t = launch_stats.compare(np.exp(rng.normal(0, sd, n)), np.exp(rng.normal(0, sd, n)),
+                                 "lower")
+        hits += t.tost(margin) <= 0.05
+    return hits / reps
+
+
+def test_equivalence_launches_reach_the_power_by_simulation():
+    # identical variants, launch sd 0.03, margin 5%: the planned launch count makes TOST
+    # (the test compare runs) succeed in >= 80% of comparisons, and one launch fewer is
+    # not far above the goal (the plan is not grossly wasteful)
+    k = budget.launches_for(0.03, 0.05, equivalence=True)
+    assert k is not None and k >= 3
+    rng = np.random.default_rng(21)
+    assert _tost_power(0.03, k, 0.05, 1500, rng) >= 0.78
+    assert _tost_power(0.03, k - 1, 0.05, 1500, rng) < 0.92
+
+
+def test_difference_launches_use_the_family_level():
+    one = budget.launches_for(0.05, 0.10)
+    many = budget.launches_for(0.05, 0.10, family=24)
+    assert one == launch_stats.launches_needed(0.05, 0.10)
+    assert many == launch_stats.launches_needed(0.05, 0.10, alpha=0.05 / 24)
+    assert many > one
+
+
+def _side(sigma_l2, within_b, c0, c1, cells=1):
+    return budget.Components(tuple(budget.CellCost(i, sigma_l2, within_b, c1)
+                                   for i in range(cells)), c0)
+
+
+def test_plan_buys_few_samples_when_launches_dominate_and_many_when_they_do_not():
+    noisy = budget.plan([_side(0.04, 0.01, 0.2, 1e-4)] * 2, 0.10)
+    quiet = budget.plan([_side(1e-5, 0.01, 0.2, 1e-4)] * 2, 0.10)
+    assert noisy is not None and quiet is not None
+    # launch spread dominates: the coarsest target (the core's min_samples) is cheapest
+    assert noisy.best.target_pct == max(budget.TARGETS)
+    assert quiet.best.target_pct < 5.0
+    assert noisy.best.total_s == min(c.total_s for c in noisy.tried)
+
+
+def test_plan_lands_near_the_continuous_optimum():
+    # a = 0.0025, B = 0.01, c0 = 0.2 s, c1 = 1e-4 s: n* = sqrt(0.002 / 2.5e-7) = 89
+    sides = [_side(0.0025, 0.01, 0.2, 1e-4)] * 2
+    p = budget.plan(sides, 0.05, equivalence=True, targets=np.arange(1.0, 10.0, 0.25))
+    assert p is not None
+    n = p.best.samples[0]
+    assert 40 <= n <= 200          # launch counts are whole, so the optimum is flat
+    assert budget.optimum_samples(0.0025, 0.01, 0.2, 1e-4) == pytest.approx(89.44, abs=0.01)
+
+
+def test_plan_says_none_when_nothing_gets_there():
+    assert budget.plan([_side(1.0, 0.01, 0.2, 1e-4)] * 2, 0.01, max_launches=50) is None
+    assert budget.plan([], 0.05) is None
+
+
+def test_components_recover_a_known_model():
+    rng = np.random.default_rng(7)
+    sl, se, n, c1, c0 = 0.1, 0.02, 100, 2e-4, 0.3
+    rows = []
+    for launch in range(400):
+        for v in ("a", "b"):
+            rid = f"{v}{launch}"
+            for size in (0, 8):
+                med = math.exp(rng.normal(0, sl) + rng.normal(0, se))
+                rows.append({"run_id": rid, "variant": v, "benchmark": "PingPong",
+                             "size": size, "n": n, "median": med,
+                             "ci_low": med * math.exp(-budget.Z95 * se),
+                             "ci_high": med * math.exp(budget.Z95 * se),
+                             "cell_s": n * c1, "launch_s": c0 + 2 * n * c1})
+    comps = budget.components_from_rows(rows)
+    assert set(comps) == {"a", "b"}
+    for side in comps.values():
+        assert side.fixed_s == pytest.approx(c0)
+        assert side.launches == 400
+        for cell in side.cells:
+            assert cell.within_b == pytest.approx(se * se * n)
+            assert cell.sample_s == pytest.approx(c1)
+            # sigma_L^2 = 0.01 estimated from 400 launches: sd of a variance ~ 7%
+            assert cell.sigma_l2 == pytest.approx(sl * sl, rel=0.25)
