@@ -96,3 +96,32 @@ def test_campaign_file_that_cannot_be_a_campaign(tmp_path, capsys, verb, target)
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and "Traceback" not in err, err
     assert not (tmp_path / "s.db").exists()
+
+
+def _verbs(parser) -> set[str]:
+    import argparse
+
+    return {name for a in parser._actions if isinstance(a, argparse._SubParsersAction)
+            for name in a.choices}
+
+
+def test_a_verb_builds_only_its_own_parser_and_the_rest_see_every_verb():
+    """`mpibench compare` imports the compare verb's module only (not the runner, builder
+    and importer: a fresh compare's start-up, issue 24); no verb, an option first or an
+    unknown word gets the whole command line, so --help and 'invalid choice' list all."""
+    from mpibench.cli import _verb_modules, build_parser
+
+    every = _verbs(build_parser())
+    assert {"compare", "report", "import", "push", "run", "campaign"} <= every
+    assert every == set(_verb_modules())
+    assert _verbs(build_parser("compare")) == {"compare"}
+    assert _verbs(build_parser("import")) == {"import"}
+    assert _verbs(build_parser("bogus")) == every
+
+
+def test_unknown_verb_lists_every_verb(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli_main(["bogus"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "invalid choice: 'bogus'" in err and "'compare'" in err and "'run'" in err

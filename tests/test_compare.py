@@ -420,6 +420,10 @@ def test_sweeps_over_np_and_nodes_form_one_set(tmp_path):
     assert select_groups(store, variants=["ompi"]) == {"ompi": groups["ompi"]}
     assert list(select_groups(store, variants=["ucx"])) == ["ucx[env.UCX_TLS=self,sm]",
                                                             "ucx[env.UCX_TLS=self,tcp]"]
+    # a set name with a kept setting selects the expansions that carry it beside np (the
+    # store's query prefilters on the name before its '[': it must not lose these)
+    one = select_groups(store, variants=["ucx[env.UCX_TLS=self,sm]"])
+    assert one == {"ucx[env.UCX_TLS=self,sm]": groups["ucx[env.UCX_TLS=self,sm]"]}
     with pytest.raises(UsageError, match="ompi-typo"):
         select_groups(store, variants=["ompi-typo"])
     store.close()

@@ -25,7 +25,16 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {one_line(message)} (see '{self.prog} --help')\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _verb_modules() -> dict[str, str]:
+    """verb -> its module's name in mpibench.commands (`import` lives in import_cmd)."""
+    return {info.name.removesuffix("_cmd"): info.name
+            for info in pkgutil.iter_modules(commands.__path__) if not info.name.startswith("_")}
+
+
+def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; with `verb` (a known one), only that verb's sub-parser, so a
+    verb imports its own module and not every other verb's (a fresh `mpibench compare` does
+    not import the runner, the builder and the importer: issue 24's compare time)."""
     parser = _Parser(
         prog="mpibench",
         description="Benchmark, profile and compare MPI stacks and interconnects.",
@@ -35,19 +44,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"mpibench {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log every external command")
     sub = parser.add_subparsers(dest="verb", metavar="<verb>")
-    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        if info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"mpibench.commands.{info.name}")
-        module.register(sub)
+    modules = _verb_modules()
+    if verb in modules:
+        modules = {verb: modules[verb]}
+    for name in sorted(modules.values()):
+        importlib.import_module(f"mpibench.commands.{name}").register(sub)
     return parser
 
 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
     args_in = sys.argv[1:] if argv is None else argv
+    # the verb is the first word that is not a top-level flag (--version, -v take no value)
+    parser = build_parser(next((str(a) for a in args_in if not str(a).startswith("-")), None))
     bad = next((a for a in args_in if "\x00" in str(a)), None)
     if bad is not None:
         # no shell can pass one (execve ends strings at NUL); from Python it would reach

@@ -97,7 +97,7 @@ def select_groups(store: Store, *, variants: Iterable[str] | None = None,
     label_list = list(labels) if labels is not None else None
     t0, t1 = _parse_when(since, "--since"), _parse_when(until, "--until")
     rows = runs_with_results(store, campaign_ids=camp_ids, run_ids=rids, labels=label_list,
-                             since=t0, until=t1)
+                             since=t0, until=t1, variants=vs)
     if vs is not None:
         rows = _match_variants(store, rows, vs)
     split_campaigns = by is None
