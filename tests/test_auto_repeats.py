@@ -99,3 +99,15 @@ def test_two_stage_rule_keeps_alpha_and_coverage_when_it_stops_early():
     assert r["stopped_at_min"] >= 0.5
     assert r["raw"] <= 0.08
     assert r["coverage"] >= 0.93 and r["coverage_at_min"] >= 0.93
+
+
+def test_budget_auto_parses_and_a_bad_value_names_the_key(tmp_path):
+    # budget = "auto" (stats/budget.py; the runner's use: test_campaign_run.py)
+    p = tmp_path / "c.toml"
+    p.write_text(BASE.replace("{repeats}", '3\nbudget = "auto"'))
+    assert load(p).budget is True
+    assert _spec(tmp_path, "3").budget is False
+    p.write_text(BASE.replace("{repeats}", '3\nbudget = "fast"'))
+    with pytest.raises(UsageError, match=re.escape("campaign.budget")) as e:
+        load(p)
+    assert '"auto"' in str(e.value)

@@ -792,3 +792,44 @@ def test_an_application_without_mpi_is_a_first_class_variant(tmp_path):
     with pytest.raises(UsageError, match=r"no MPI"):
         with Store(tmp_path / "core.db") as store:
             CampaignRunner(load(core), store, []).check()
+
+
+BUDGET = """
+[campaign]
+name = "budget"
+repeats = 3
+budget = "auto"
+timeout = 120
+verify_transport = false
+[variants.a]
+stack = "openmpi"
+transport = "shm"
+np = 2
+[variants.b]
+stack = "openmpi"
+transport = "shm"
+np = 2
+[benchmarks.lat]
+benchmarks = ["PingPong"]
+sizes = "0:2"
+"""
+
+
+@pytest.mark.mpi
+def test_budget_auto_sets_the_cores_target_after_two_rounds(tmp_path, found_stacks):
+    # budget = "auto" (stats/budget.py): rounds 1-2 at the group's options, then the core's
+    # --target from the measured components; the cell ids (and so the pooling) stay
+    camp = tmp_path / "b.toml"
+    camp.write_text(BUDGET)
+    said: list[str] = []
+    summary, data = run_campaign(camp, tmp_path / "b.db", found_stacks, log=said.append)
+    assert summary.ran == 6 and data["totals"]["done"] == 6
+    assert any(m.startswith("budget = auto: group lat: budget: --target ") for m in said), said
+    with sqlite3.connect(tmp_path / "b.db") as con:
+        argv = {(v, r): json.loads(a) for v, r, a in con.execute(
+            "SELECT variant, repeat, argv_json FROM runs")}
+    for (v, r), a in argv.items():
+        assert ("--target" in a) == (r >= 2), (v, r, a)
+    t = argv[("a", 2)][argv[("a", 2)].index("--target") + 1]
+    assert float(t) > 0
+    assert load(camp).to_dict()["budget"] == "auto"

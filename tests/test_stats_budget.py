@@ -94,8 +94,11 @@ def test_plan_lands_near_the_continuous_optimum():
     assert budget.optimum_samples(0.0025, 0.01, 0.2, 1e-4) == pytest.approx(89.44, abs=0.01)
 
 
-def test_plan_says_none_when_nothing_gets_there():
-    assert budget.plan([_side(1.0, 0.01, 0.2, 1e-4)] * 2, 0.01, max_launches=50) is None
+def test_plan_without_a_decision_still_picks_the_cheapest_precision():
+    p = budget.plan([_side(1.0, 0.01, 0.2, 1e-4)] * 2, 0.01, max_launches=50)
+    assert p is not None and p.best.launches is None
+    assert p.best.target_pct == max(budget.TARGETS)   # sigma_L dominates: fewest samples
+    assert "more launches than planned" in p.describe()
     assert budget.plan([], 0.05) is None
 
 

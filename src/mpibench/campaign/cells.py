@@ -129,14 +129,19 @@ class CellSteps:
         elif meta["problems"]:
             outcome.reason = "; ".join(meta["problems"][:3])
 
-    def prepare(self, cell: Cell, run_dir: Path, *, local: bool) -> _Prepared:
+    def prepare(self, cell: Cell, run_dir: Path, *, local: bool,
+                options: dict[str, Any] | None = None) -> _Prepared:
+        """options: the core options of this launch when they differ from the group's
+        (budget = "auto" sets --target); not part of the cell id, as they only decide how
+        long the core samples."""
         g = cell.group
         stack = self.stacks[cell.variant.stack]
         timeout = g.timeout or self.spec.timeout
         if g.kind == "core":
             jsonl = run_dir / "core.jsonl"
             program = [str(self.binaries[cell.variant.stack]),
-                       *core_args(g.benchmarks, g.sizes, jsonl, g.options)]
+                       *core_args(g.benchmarks, g.sizes, jsonl,
+                                 g.options if options is None else options)]
             cmd = prepare_cell(stack, cell.variant, program, run_dir, jsonl=jsonl, local=local,
                                create=not self.dry)
             self._profile(cell, cmd)

@@ -36,19 +36,20 @@ class LocalPolicy:
 
     def _run_local(self, todo: list[Cell], summary, campaign_id: int) -> None:
         auto = _AutoRule(self.runner, campaign_id) if self.runner.spec.auto else None
+        budget = _Budget(self.runner, campaign_id) if self.runner.spec.budget else None
         for cell in todo:
             if auto is not None and auto.skip(cell):
                 summary.auto_skipped += 1  # repeats = "auto": the target was reached
                 continue
-            self._run_local_cell(cell)
+            self._run_local_cell(cell, budget.options(cell) if budget else None)
             summary.ran += 1
 
-    def _run_local_cell(self, cell: Cell) -> None:
+    def _run_local_cell(self, cell: Cell, options: dict | None = None) -> None:
         self.runner._tick(cell.label)
         if self.runner.verify:
             self.runner._verify_variant(cell.variant)
         run_dir = self.runner._fresh_dir(cell)
-        p = self.runner.prepare(cell, run_dir, local=True)
+        p = self.runner.prepare(cell, run_dir, local=True, options=options)
         self.runner._write_cell_json(p)
         write_file(run_dir / "job.sh", self.runner.scheduler.render_script(
             JobRequest(name=cell.id, steps=[p.step], run_dir=run_dir)))
@@ -104,3 +105,43 @@ class _AutoRule:
             if n < self.rule.max:
                 self.stopped[g] = n
         return cell.repeat >= self.total[g]
+
+
+class _Budget:
+    """budget = "auto" (stats/budget.py) for the local scheduler: once a core group has two
+    finished rounds, its launches' variance components (between-launch spread, the core's
+    within-launch CI, seconds per sample and per launch) fix the core's --target for its
+    later launches, the one that minimises the launch time to decide every cell (planned
+    for equivalence within the campaign's margin, else 5%). One look per group; a group
+    that sets `target` itself keeps it. The first two rounds run at the group's options."""
+
+    PILOT = 2
+
+    def __init__(self, runner, campaign_id: int):
+        self.runner, self.cid = runner, campaign_id
+        self.target: dict[str, float | None] = {}
+
+    def options(self, cell: Cell) -> dict | None:
+        g = cell.group
+        if g.kind != "core" or cell.repeat < self.PILOT or "target" in (g.options or {}):
+            return None
+        if g.name not in self.target:
+            self.target[g.name] = self._plan(g.name)
+        t = self.target[g.name]
+        return None if t is None else {**(g.options or {}), "target": t}
+
+    def _plan(self, group: str) -> float | None:
+        from mpibench.stats import budget
+        from mpibench.store.report_queries import done_runs_of_group, launch_cost_rows
+
+        ids = [r["id"] for r in done_runs_of_group(self.runner.store, self.cid, group)]
+        sides = list(budget.components_from_rows(
+            launch_cost_rows(self.runner.store, ids)).values())
+        margin = self.runner.spec.equivalence or 0.05
+        p = budget.plan(sides, margin, equivalence=True) if len(sides) >= 2 else None
+        if p is None:
+            self.runner.log(f"budget = auto: group {group}: no two variants with two "
+                            "launches each; the group's own options stay")
+            return None
+        self.runner.log(f"budget = auto: group {group}: {p.describe()}")
+        return p.best.target_pct

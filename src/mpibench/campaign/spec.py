@@ -163,6 +163,9 @@ class CampaignSpec:
     max_cells: int = MAX_CELLS  # refused above this (check_cell_count)
     # equivalence margin (0.02 = ±2%): compare and check test equivalence (TOST) with it
     equivalence: float | None = None
+    # budget = "auto" (stats/budget.py): the core's --target for launches after the first
+    # two rounds, from the group's measured variance components (local scheduler)
+    budget: bool = False
 
     @property
     def directory(self) -> Path:
@@ -184,6 +187,7 @@ class CampaignSpec:
                    else {}),
                 **({"equivalence": self.equivalence} if self.equivalence is not None
                    else {}),
+                **({"budget": "auto"} if self.budget else {}),
                 "variants": [{**v.to_dict(), **self.judging(v.name)} for v in self.variants],
                 "groups": [g.to_dict() for g in self.groups],
                 "scheduler": self.scheduler.__dict__}
@@ -337,7 +341,8 @@ def parse(data: dict[str, Any], path: Path) -> CampaignSpec:
     c.known(data, "", ("campaign", "defaults", "variants", "benchmarks", "scheduler"))
     camp = c.table(data.get("campaign", {}), "campaign")
     c.known(camp, "campaign", ("name", "format", "description", "repeats", "order", "seed",
-                               "timeout", "verify_transport", "max_cells", "equivalence")
+                               "timeout", "verify_transport", "max_cells", "equivalence",
+                               "budget")
             + COST_KEYS)
     fmt = camp.get("format", FORMAT_VERSION)
     if fmt != FORMAT_VERSION:
@@ -373,6 +378,11 @@ def parse(data: dict[str, Any], path: Path) -> CampaignSpec:
         if equivalence is None:
             c.fail("campaign.equivalence", f"got {_show(camp['equivalence'])}",
                    'a margin such as "2%" (compare reports "equivalent within ±2%")')
+    budget = camp.get("budget", "fixed")
+    if budget not in ("auto", "fixed"):
+        c.fail("campaign.budget", f"got {_show(budget)}",
+               '"auto" (the core\'s --target from the measured variance components) or '
+               '"fixed"')
 
     defaults = c.table(data.get("defaults", {}), "defaults")
     _no_cost_keys(c, defaults, "defaults")
@@ -425,7 +435,7 @@ def parse(data: dict[str, Any], path: Path) -> CampaignSpec:
                         variant_keys=vkeys, variant_base=vbase, groups=groups,
                         scheduler=scheduler, description=description, raw=data,
                         line_rates=line_rates, max_cells=max_cells, equivalence=equivalence,
-                        **cost)
+                        budget=budget == "auto", **cost)
     check_cell_count(spec)
     return spec
 

@@ -43,6 +43,7 @@ from mpibench.stats import launch as launch_stats
 Z95 = 1.959963984540054
 CORE_MIN_SAMPLES = 20        # core/args.c: min_samples
 CORE_DEFAULT_TARGET = 5.0    # core/args.c: --target (percent)
+CORE_DEFAULT_MAX_TIME = 0.05  # core/args.c: --max-time (seconds per cell)
 # the targets plan() tries (percent): the core's default and coarser, the core's range
 TARGETS = (1.0, 2.0, 3.0, 5.0, 7.0, 10.0, 15.0, 20.0, 30.0, 50.0, 100.0)
 
@@ -108,7 +109,7 @@ def launches_for(sd_log: float, effect: float, *, alpha: float = 0.05,
 @dataclass(frozen=True)
 class Choice:
     target_pct: float            # the core's --target for the launches
-    launches: int                # launches per side
+    launches: int | None         # launches per side (None: more than max_launches)
     launch_s: float              # predicted seconds of one launch (the mean of the sides)
     total_s: float               # launches x launch_s x sides
     samples: dict = field(default_factory=dict, compare=False)   # cell key -> n
@@ -125,24 +126,31 @@ class Plan:
         b = self.best
         what = (f"equivalence within ±{100 * self.effect:g}%" if self.equivalence
                 else f"a {100 * self.effect:g}% difference")
+        if b.launches is None:
+            return (f"budget: --target {b.target_pct:g}% per cell, {b.launch_s:.2f} s per "
+                    f"launch (the least launch time per precision); {what} needs more "
+                    "launches than planned at the measured spread")
         return (f"budget: --target {b.target_pct:g}% per cell, {b.launches} launches per "
                 f"side for {what}, {b.launch_s:.2f} s per launch, {b.total_s:.1f} s of "
                 f"launches in all")
 
 
-def samples_at(cell: CellCost, target_pct: float, min_samples: int = CORE_MIN_SAMPLES
-               ) -> float:
-    """Samples the core takes for this cell at --target (it stops once the CI half-width
-    is within target, never before min_samples)."""
+def samples_at(cell: CellCost, target_pct: float, min_samples: int = CORE_MIN_SAMPLES,
+               max_time: float = CORE_DEFAULT_MAX_TIME) -> float:
+    """Samples the core takes for this cell at --target: it stops once the CI half-width
+    is within target or its --max-time per cell is spent, never before min_samples."""
     se = math.log1p(target_pct / 100.0) / Z95
     need = cell.within_b / (se * se) if cell.within_b > 0 else 0.0
+    if cell.sample_s > 0:
+        need = min(need, max_time / cell.sample_s)
     return max(float(min_samples), need)
 
 
 def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
          power: float = launch_stats.POWER, family: int | None = None,
          equivalence: bool = False, targets: Iterable[float] = TARGETS,
-         min_samples: int = CORE_MIN_SAMPLES, max_launches: int = 1000) -> Plan | None:
+         min_samples: int = CORE_MIN_SAMPLES, max_time: float = CORE_DEFAULT_MAX_TIME,
+         max_launches: int = 1000) -> Plan | None:
     """The core's --target that minimises the launch time to decide every cell.
 
     sides: the components of each side of the comparison (the cells present on all
@@ -150,7 +158,9 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
     mean launch variance (launches_for assumes equal sd on both sides), its launches per
     side launches_for(sd); the comparison needs the largest over cells; a side's launch
     costs fixed_s + sum of samples x sample_s. family: Holm rows (default: the cells).
-    None when no cell is common or no target gets there within max_launches."""
+    When no target decides every cell within max_launches, the best is the target with
+    the least launch time per unit of precision (worst cell's launch variance x seconds
+    per launch) and its launches are None. None when no cell is common."""
     if not sides:
         return None
     common = set.intersection(*({c.key for c in s.cells} for s in sides))
@@ -158,34 +168,42 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
         return None
     fam = family if family is not None else len(common)
     tried: list[Choice] = []
+    proxy: list[tuple[float, Choice]] = []
     for t in targets:
-        k_max, cost, samples = 0, 0.0, {}
+        cost, samples = 0.0, {}
         for s in sides:
             cost += s.fixed_s
             for c in s.cells:
                 if c.key in common:
-                    n = samples_at(c, t, min_samples)
+                    n = samples_at(c, t, min_samples, max_time)
                     cost += n * c.sample_s
                     samples[c.key] = max(samples.get(c.key, 0), round(n))
-        ok = True
-        for key in sorted(common, key=str):
-            var = sum(next(c for c in s.cells if c.key == key).launch_var(
-                samples_at(next(c for c in s.cells if c.key == key), t, min_samples))
-                for s in sides) / len(sides)
-            k = launches_for(math.sqrt(var), effect, alpha=alpha, power=power, family=fam,
-                             equivalence=equivalence, max_n=max_launches)
-            if k is None or k > max_launches:
-                ok = False
-                break
-            k_max = max(k_max, k)
-        if not ok:
-            continue
         launch_s = cost / len(sides)
-        tried.append(Choice(float(t), k_max, launch_s, k_max * cost, samples))
-    if not tried:
+        k_max: int | None = 0
+        worst = 0.0
+        for key in sorted(common, key=str):
+            var = 0.0
+            for s in sides:
+                c = next(c for c in s.cells if c.key == key)
+                var += c.launch_var(samples_at(c, t, min_samples, max_time)) / len(sides)
+            worst = max(worst, var)
+            if k_max is not None:
+                k = launches_for(math.sqrt(var), effect, alpha=alpha, power=power,
+                                 family=fam, equivalence=equivalence, max_n=max_launches)
+                k_max = None if k is None or k > max_launches else max(k_max, k)
+        if k_max is not None:
+            tried.append(Choice(float(t), k_max, launch_s, k_max * cost, samples))
+        else:   # launches needed scale with the worst cell's launch variance
+            proxy.append((worst * cost, Choice(float(t), None, launch_s, math.inf, samples)))
+    if tried:
+        best = min(tried, key=lambda c: (c.total_s, -c.target_pct))
+        return Plan(best, tuple(tried), effect, equivalence)
+    if not proxy:
         return None
-    best = min(tried, key=lambda c: (c.total_s, -c.target_pct))
-    return Plan(best, tuple(tried), effect, equivalence)
+    # nothing decides within max_launches: still the cheapest precision per second
+    # (the worst cell's launch variance x a launch's seconds, which the launches scale with)
+    best = min(proxy, key=lambda p: (p[0], -p[1].target_pct))[1]
+    return Plan(best, tuple(c for _, c in proxy), effect, equivalence)
 
 
 def components_from_rows(rows: Iterable[Mapping], min_sigma_l2: float = 0.0
