@@ -1,6 +1,7 @@
 /* mpibench-core command line: options, the size grammar, benchmark names.  Every name the
  * user sees (usage, errors, --list) comes from the descriptor tables, so adding a benchmark
- * is one table entry. */
+ * is one table entry; every option (its parsing, default, bounds, usage() line and
+ * --list-options entry) is one entry of mb_optdefs[] below. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "driver.h"
@@ -9,6 +10,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -35,83 +37,6 @@ void mb_list(FILE *f)
     for (int t = 0; mb_tables[t]; t++)
         for (const mb_bench *b = mb_tables[t]; b->name; b++)
             fprintf(f, "%s\t%s\n", b->name, mb_family_name(b));
-}
-
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: mpibench-core [options] BENCHMARK... | all\n");
-    fprintf(f, "  benchmarks (case-insensitive):");
-    int col = 32;
-    for (int t = 0; mb_tables[t]; t++)
-        for (const mb_bench *b = mb_tables[t]; b->name; b++) {
-            int w = (int)strlen(b->name) + 1;
-            if (col + w > 90) {
-                fprintf(f, "\n   ");
-                col = 3;
-            }
-            fprintf(f, " %s", b->name);
-            col += w;
-        }
-    fprintf(f, "\n");
-    fprintf(f,
-            "  --sizes SPEC          log2 range A:B (0 only if A==0, then 2^A..2^B) or list 0,8,1K,1M\n"
-            "                        (default 0:22; K/M/G = 2^10/2^20/2^30)\n"
-            "  --target PCT          stop when the 95%% CI of the median is within +-PCT (default 5)\n"
-            "  --max-time SEC        time budget per size for sampling (default 0.05)\n"
-            "  --min-samples N       (default 20)    --max-samples N (default 100000)\n"
-            "  --warmup N            warm-up samples per size, discarded (default 2)\n"
-            "  --iterations N        fixed count: N iterations per size (IMB-like), no adaptive stop\n"
-            "  --iterations-volume B with --iterations: at most B/size iterations per size, min 1\n"
-            "                        (IMB's rule is --iterations 1000 --iterations-volume 40M)\n"
-            "  --timeout SEC         watchdog per size (default 60): record a timeout and exit 1\n"
-            "  --batch-us US         point-to-point batches last at least US (default 20);\n"
-            "                        every batch also keeps the timer under 1%% of it\n"
-            "  --sync barrier|window how samples start: a barrier before each (default), or at\n"
-            "                        scheduled times on clocks synchronised to rank 0\n"
-            "  --thread-level L      single (default), funneled, serialized or multiple: what\n"
-            "                        MPI_Init_thread requests (Open MPI takes locks above single)\n"
-            "  --per-call            every sample is one call timed alone (k = 1), for small\n"
-            "                        fixed counts; the timer's share is in timer_fraction\n"
-            "  --futility            stop a size early (stop_reason futile) when its CI cannot\n"
-            "                        plausibly reach --target within --max-time\n"
-            "  --no-validate         skip the untimed validation pass\n"
-            "  --off-cache           rotate through a buffer pool larger than the last-level cache\n"
-            "  --root-shift          rotate the root of rooted collectives every iteration\n"
-            "  --mem-limit BYTES     per-rank buffer limit (K/M/G); larger sizes are skipped\n"
-            "                        (default 75%% of physical memory / np)\n"
-            "  --jsonl FILE          write JSON Lines (schema docs/core-output.md); '-' = stdout\n"
-            "                        (the text view then goes to stderr)\n"
-            "  --quiet               no text table\n"
-            "  --list                list benchmarks and exit\n"
-            "  --self-test           run the statistics self-test (no MPI) and exit\n"
-            "  --ci-simulation N     coverage of the within-launch CI on N simulated AR(1) runs\n"
-            "                        per autocorrelation (no MPI), JSON lines, exit\n"
-            "  --debug-corrupt SIZE  DEBUG ONLY: corrupt one received element at SIZE (validation)\n"
-            "  --debug-stall SIZE    DEBUG ONLY: the last rank stalls at SIZE (watchdog)\n"
-            "  --debug-large-count   DEBUG ONLY: treat every size as above INT_MAX (MPI-4 _c\n"
-            "                        calls on MPI-4 stacks, 'unsupported' on MPI-3 stacks)\n"
-            "exit status: 0 ok, 1 validation failure or timeout, 2 bad arguments\n");
-}
-
-static const char *thread_level_names[] = {"single", "funneled", "serialized", "multiple"};
-static const int thread_levels[] = {MPI_THREAD_SINGLE, MPI_THREAD_FUNNELED,
-                                    MPI_THREAD_SERIALIZED, MPI_THREAD_MULTIPLE};
-
-static int thread_level_of(const char *name)
-{
-    for (int i = 0; i < 4; i++)
-        if (!strcmp(name, thread_level_names[i]))
-            return thread_levels[i];
-    return -1;
-}
-
-const char *mb_thread_level_name(int level)
-{
-    for (int i = 0; i < 4; i++)
-        if (level == thread_levels[i])
-            return thread_level_names[i];
-    return "unknown";
 }
 
 static int arg_error(const char *fmt, const char *a, const char *b)
@@ -256,148 +181,284 @@ static void add_bench(mb_options *o, const mb_bench *b)
     o->bench[o->nbench++] = b;
 }
 
-static int num_arg(const char *opt, const char *v, double lo, double hi, double *out)
+
+/* Every option of mpibench-core, once: this table drives parsing, the defaults, usage() and
+ * --list-options (one JSON line per option: name, type, bounds, default, help), which a test
+ * holds equal to the Python side's table (mpibench.execute.CORE_OPTION_TABLE). Bounds are
+ * inclusive. An option without a default either starts at zero ("off") or says in its help
+ * what it derives its value from. */
+enum mb_opt_type { OPT_FLAG, OPT_NUMBER, OPT_INTEGER, OPT_BYTES, OPT_CHOICE, OPT_STRING };
+static const char *const opt_type_names[] = {"flag", "number", "integer", "bytes", "choice",
+                                             "string"};
+
+typedef struct mb_optdef {
+    const char *name;              /* long option without "--" */
+    const char *metavar;           /* the value's name in usage(); NULL for a flag */
+    enum mb_opt_type type;
+    size_t off;                    /* offsetof(mb_options, field) */
+    double lo, hi;                 /* OPT_NUMBER bounds */
+    int64_t ilo, ihi;              /* OPT_INTEGER / OPT_BYTES bounds */
+    const char *deflt;             /* as written on the command line; NULL: none */
+    const char *const *choices;    /* OPT_CHOICE: NULL-terminated */
+    const int *values;             /* OPT_CHOICE: what each choice stores (NULL: its index) */
+    int set;                       /* OPT_FLAG: the value stored when given (default !set) */
+    const char *help;              /* '\n' starts a continuation line in usage() */
+} mb_optdef;
+
+static const char *const thread_level_names[] = {"single", "funneled", "serialized",
+                                                 "multiple", NULL};
+static const int thread_levels[] = {MPI_THREAD_SINGLE, MPI_THREAD_FUNNELED,
+                                    MPI_THREAD_SERIALIZED, MPI_THREAD_MULTIPLE};
+static const char *const sync_names[] = {"barrier", "window", NULL};
+
+#define OFF(f) offsetof(mb_options, f)
+#define NUM(n, m, f, lo, hi, d, h) {n, m, OPT_NUMBER, OFF(f), lo, hi, 0, 0, d, NULL, NULL, 0, h}
+#define INT(n, m, f, lo, hi, d, h) {n, m, OPT_INTEGER, OFF(f), 0, 0, lo, hi, d, NULL, NULL, 0, h}
+#define BYTES(n, m, f, lo, hi, d, h) {n, m, OPT_BYTES, OFF(f), 0, 0, lo, hi, d, NULL, NULL, 0, h}
+#define FLAG(n, f, set, h) {n, NULL, OPT_FLAG, OFF(f), 0, 0, 0, 0, NULL, NULL, NULL, set, h}
+#define STR(n, m, f, d, h) {n, m, OPT_STRING, OFF(f), 0, 0, 0, 0, d, NULL, NULL, 0, h}
+#define CHOICE(n, m, f, c, v, d, h) {n, m, OPT_CHOICE, OFF(f), 0, 0, 0, 0, d, c, v, 0, h}
+
+static const mb_optdef mb_optdefs[] = {
+    STR("sizes", "SPEC", sizes_spec, "0:22",
+        "log2 range A:B (0 only if A==0, then 2^A..2^B) or list 0,8,1K,1M\n"
+        "(K/M/G = 2^10/2^20/2^30)"),
+    NUM("target", "PCT", target_pct, 1e-6, 1000, "5",
+        "stop when the 95% CI of the median is within +-PCT"),
+    NUM("max-time", "SEC", max_time, 0, 1e6, "0.05", "time budget per size for sampling"),
+    INT("min-samples", "N", min_samples, 1, 100000000, "20", "fewest samples per size"),
+    INT("max-samples", "N", max_samples, 1, 100000000, "100000", "most samples per size"),
+    INT("warmup", "N", warmup, 0, 1000000, "2", "warm-up samples per size, discarded"),
+    INT("iterations", "N", iterations, 1, INT64_C(1) << 40, NULL,
+        "fixed count: N iterations per size (IMB-like), no adaptive stop"),
+    BYTES("iterations-volume", "B", iterations_volume, 1, INT64_MAX, NULL,
+          "with --iterations: at most B/size iterations per size, min 1\n"
+          "(IMB's rule is --iterations 1000 --iterations-volume 40M)"),
+    NUM("timeout", "SEC", timeout, 0.001, 1e7, "60",
+        "watchdog per size: record a timeout and exit 1"),
+    NUM("batch-us", "US", batch_us, 0, 1e7, "20",
+        "point-to-point batches last at least US;\n"
+        "every batch also keeps the timer under 1% of it"),
+    CHOICE("sync", NULL, sync_window, sync_names, NULL, "barrier",
+           "how samples start: a barrier before each, or at\n"
+           "scheduled times on clocks synchronised to rank 0"),
+    CHOICE("thread-level", NULL, thread_level, thread_level_names, thread_levels, "single",
+           "what MPI_Init_thread requests (Open MPI takes locks above single)"),
+    FLAG("per-call", per_call, 1,
+         "every sample is one call timed alone (k = 1), for small\n"
+         "fixed counts; the timer's share is in timer_fraction"),
+    FLAG("futility", futility, 1,
+         "stop a size early (stop_reason futile) when its CI cannot\n"
+         "plausibly reach --target within --max-time"),
+    FLAG("no-validate", validate, 0, "skip the untimed validation pass"),
+    FLAG("off-cache", off_cache, 1, "rotate through a buffer pool larger than the last-level cache"),
+    FLAG("root-shift", root_shift, 1, "rotate the root of rooted collectives every iteration"),
+    BYTES("mem-limit", "BYTES", mem_limit, 1, INT64_MAX, NULL,
+          "per-rank buffer limit (K/M/G); larger sizes are skipped\n"
+          "(default 75% of physical memory / np)"),
+    STR("jsonl", "FILE", jsonl, NULL,
+        "write JSON Lines (schema docs/core-output.md); '-' = stdout\n"
+        "(the text view then goes to stderr)"),
+    FLAG("quiet", quiet, 1, "no text table"),
+    FLAG("list", list, 1, "list benchmarks and exit"),
+    FLAG("list-options", list_options, 1,
+         "list these options as JSON lines (name, type, bounds, default, help) and exit"),
+    FLAG("self-test", self_test, 1, "run the statistics self-test (no MPI) and exit"),
+    INT("ci-simulation", "N", ci_simulation, 1, 1000000, NULL,
+        "coverage of the within-launch CI on N simulated AR(1) runs\n"
+        "per autocorrelation (no MPI), JSON lines, exit"),
+    INT("debug-corrupt", "SIZE", debug_corrupt, 0, INT64_MAX, NULL,
+        "DEBUG ONLY: corrupt one received element at SIZE (validation)"),
+    INT("debug-stall", "SIZE", debug_stall, 0, INT64_MAX, NULL,
+        "DEBUG ONLY: the last rank stalls at SIZE (watchdog)"),
+    FLAG("debug-large-count", debug_large, 1,
+         "DEBUG ONLY: treat every size as above INT_MAX (MPI-4 _c\n"
+         "calls on MPI-4 stacks, 'unsupported' on MPI-3 stacks)"),
+    {NULL, NULL, OPT_FLAG, 0, 0, 0, 0, 0, NULL, NULL, NULL, 0, NULL},
+};
+#undef OFF
+#undef NUM
+#undef INT
+#undef BYTES
+#undef FLAG
+#undef STR
+#undef CHOICE
+
+static void usage(FILE *f)
 {
-    char *end;
-    errno = 0;
-    double x = v ? strtod(v, &end) : NAN;
-    if (!v || errno || end == v || *end || !(x >= lo && x <= hi)) {
-        char range[96];
-        snprintf(range, sizeof range, "a number in [%g, %g]", lo, hi);
-        if (mb_is_rank0_env())
-            fprintf(stderr, "mpibench-core: bad value '%s' for %s: expected %s\n",
-                    v ? v : "(missing)", opt, range);
-        return 2;
+    fprintf(f, "usage: mpibench-core [options] BENCHMARK... | all\n");
+    fprintf(f, "  benchmarks (case-insensitive):");
+    int col = 32;
+    for (int t = 0; mb_tables[t]; t++)
+        for (const mb_bench *b = mb_tables[t]; b->name; b++) {
+            int w = (int)strlen(b->name) + 1;
+            if (col + w > 90) {
+                fprintf(f, "\n   ");
+                col = 3;
+            }
+            fprintf(f, " %s", b->name);
+            col += w;
+        }
+    fprintf(f, "\n");
+    for (const mb_optdef *d = mb_optdefs; d->name; d++) {
+        char head[96], meta[64] = "";
+        if (d->type == OPT_CHOICE) /* --sync barrier|window */
+            for (int i = 0; d->choices[i]; i++)
+                snprintf(meta + strlen(meta), sizeof meta - strlen(meta), "%s%s", i ? "|" : "",
+                         d->choices[i]);
+        else if (d->metavar)
+            snprintf(meta, sizeof meta, "%s", d->metavar);
+        snprintf(head, sizeof head, "--%s%s%s", d->name, *meta ? " " : "", meta);
+        if (strlen(head) > 21) /* too long for the column: help on the next line */
+            fprintf(f, "  %s\n  %-21s ", head, "");
+        else
+            fprintf(f, "  %-21s ", head);
+        for (const char *p = d->help; *p; p++) {
+            fputc(*p, f);
+            if (*p == '\n')
+                fprintf(f, "  %-21s ", "");
+        }
+        if (d->deflt)
+            fprintf(f, " (default %s)", d->deflt);
+        fprintf(f, "\n");
     }
-    *out = x;
-    return 0;
+    fprintf(f, "  %-21s this text\n", "--help");
+    fprintf(f, "exit status: 0 ok, 1 validation failure or timeout, 2 bad arguments\n");
 }
 
-static int int_arg(const char *opt, const char *v, int64_t lo, int64_t hi, int64_t *out)
+/* --list-options: one JSON object per line, in the table's order. */
+static void list_options(FILE *f)
 {
-    int64_t x = v ? mb_parse_bytes(v) : -1;
-    if (x < lo || x > hi) {
-        if (mb_is_rank0_env())
-            fprintf(stderr, "mpibench-core: bad value '%s' for %s: expected an integer in "
-                    "[%lld, %lld]\n", v ? v : "(missing)", opt, (long long)lo, (long long)hi);
-        return 2;
+    for (const mb_optdef *d = mb_optdefs; d->name; d++) {
+        mb_json j;
+        mj_init(&j);
+        mj_obj_begin(&j);
+        mj_str(&j, "name", d->name);
+        mj_str(&j, "type", opt_type_names[d->type]);
+        if (d->type == OPT_NUMBER) {
+            mj_num_exact(&j, "min", d->lo);
+            mj_num_exact(&j, "max", d->hi);
+        } else if (d->type == OPT_INTEGER || d->type == OPT_BYTES) {
+            mj_int(&j, "min", d->ilo);
+            mj_int(&j, "max", d->ihi);
+        }
+        if (d->type == OPT_CHOICE) {
+            mj_arr_begin(&j, "choices");
+            for (int i = 0; d->choices[i]; i++)
+                mj_str(&j, NULL, d->choices[i]);
+            mj_arr_end(&j);
+        }
+        if (d->type == OPT_FLAG)
+            mj_bool(&j, "default", 0);
+        else if (!d->deflt)
+            mj_null(&j, "default");
+        else if (d->type == OPT_NUMBER || d->type == OPT_INTEGER || d->type == OPT_BYTES)
+            mj_raw(&j, "default", d->deflt);
+        else
+            mj_str(&j, "default", d->deflt);
+        char help[512];
+        snprintf(help, sizeof help, "%s", d->help);
+        for (char *p = help; *p; p++)
+            if (*p == '\n')
+                *p = ' ';
+        mj_str(&j, "help", help);
+        mj_obj_end(&j);
+        fprintf(f, "%s\n", j.buf);
+        mj_free(&j);
     }
-    *out = x;
-    return 0;
+}
+
+/* One option's value into its field; 2 (after one line on rank 0's stderr) when it is not in
+ * the option's range or grammar. */
+static int set_option(const mb_optdef *d, const char *v, mb_options *o)
+{
+    char *field = (char *)o + d->off;
+    if (d->type == OPT_FLAG) {
+        *(int *)field = d->set;
+        return 0;
+    }
+    if (d->type == OPT_STRING) {
+        *(const char **)field = v;
+        return 0;
+    }
+    if (d->type == OPT_NUMBER) {
+        char *end;
+        errno = 0;
+        double x = strtod(v, &end);
+        if (errno || end == v || *end || !(x >= d->lo && x <= d->hi)) {
+            if (mb_is_rank0_env())
+                fprintf(stderr, "mpibench-core: bad value '%s' for --%s: expected a number in "
+                        "[%g, %g]\n", v, d->name, d->lo, d->hi);
+            return 2;
+        }
+        *(double *)field = x;
+        return 0;
+    }
+    if (d->type == OPT_INTEGER || d->type == OPT_BYTES) {
+        int64_t x = mb_parse_bytes(v);
+        if (x < d->ilo || x > d->ihi) {
+            if (mb_is_rank0_env())
+                fprintf(stderr, "mpibench-core: bad value '%s' for --%s: expected an integer in "
+                        "[%lld, %lld]\n", v, d->name, (long long)d->ilo, (long long)d->ihi);
+            return 2;
+        }
+        *(int64_t *)field = x;
+        return 0;
+    }
+    for (int i = 0; d->choices[i]; i++)
+        if (!strcmp(v, d->choices[i])) {
+            *(int *)field = d->values ? d->values[i] : i;
+            return 0;
+        }
+    if (mb_is_rank0_env()) {
+        fprintf(stderr, "mpibench-core: bad value '%s' for --%s: expected ", v, d->name);
+        int n = 0;
+        while (d->choices[n])
+            n++;
+        for (int i = 0; i < n; i++)
+            fprintf(stderr, "%s%s", i == 0 ? "" : i == n - 1 ? " or " : ", ", d->choices[i]);
+        fprintf(stderr, "\n");
+    }
+    return 2;
+}
+
+const char *mb_thread_level_name(int level)
+{
+    for (int i = 0; thread_level_names[i]; i++)
+        if (level == thread_levels[i])
+            return thread_level_names[i];
+    return "unknown";
 }
 
 int mb_parse_args(int argc, char **argv, mb_options *o)
 {
     memset(o, 0, sizeof *o);
-    o->target_pct = 5.0;
-    o->max_time = 0.05;
-    o->timeout = 60.0;
-    o->batch_us = 20.0;
-    o->min_samples = 20;
-    o->max_samples = 100000;
-    o->warmup = 2;
-    o->validate = 1;
-    o->debug_corrupt = -1;
+    for (const mb_optdef *d = mb_optdefs; d->name; d++)
+        if (d->type == OPT_FLAG)
+            *(int *)((char *)o + d->off) = !d->set;
+        else if (d->deflt && set_option(d, d->deflt, o))
+            return 2; /* a default outside its own bounds: the table is wrong */
+    o->debug_corrupt = -1; /* off */
     o->debug_stall = -1;
-    o->sizes_spec = "0:22";
-    o->thread_level = MPI_THREAD_SINGLE;
     int rc;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-#define NEEDV() do { if (!v) return arg_error("option %s needs a value%s", a, ""); i++; } while (0)
+        const mb_optdef *d = NULL;
+        if (a[0] == '-' && a[1] == '-')
+            for (d = mb_optdefs; d->name && strcmp(a + 2, d->name); d++)
+                ;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             if (mb_is_rank0_env())
                 usage(stdout);
             return -1;
-        } else if (!strcmp(a, "--sizes")) {
-            NEEDV();
-            o->sizes_spec = v;
-        } else if (!strcmp(a, "--target")) {
-            NEEDV();
-            if ((rc = num_arg(a, v, 1e-6, 1000, &o->target_pct)))
-                return rc;
-        } else if (!strcmp(a, "--max-time")) {
-            NEEDV();
-            if ((rc = num_arg(a, v, 0, 1e6, &o->max_time)))
-                return rc;
-        } else if (!strcmp(a, "--batch-us")) {
-            NEEDV();
-            if ((rc = num_arg(a, v, 0, 1e7, &o->batch_us)))
-                return rc;
-        } else if (!strcmp(a, "--timeout")) {
-            NEEDV();
-            if ((rc = num_arg(a, v, 0.001, 1e7, &o->timeout)))
-                return rc;
-        } else if (!strcmp(a, "--min-samples")) {
-            NEEDV();
-            if ((rc = int_arg(a, v, 1, 100000000, &o->min_samples)))
-                return rc;
-        } else if (!strcmp(a, "--max-samples")) {
-            NEEDV();
-            if ((rc = int_arg(a, v, 1, 100000000, &o->max_samples)))
-                return rc;
-        } else if (!strcmp(a, "--warmup")) {
-            NEEDV();
-            if ((rc = int_arg(a, v, 0, 1000000, &o->warmup)))
-                return rc;
-        } else if (!strcmp(a, "--iterations")) {
-            NEEDV();
-            if ((rc = int_arg(a, v, 1, INT64_C(1) << 40, &o->iterations)))
-                return rc;
-        } else if (!strcmp(a, "--iterations-volume")) {
-            NEEDV();
-            if ((rc = int_arg(a, v, 1, INT64_MAX, &o->iterations_volume)))
-                return rc;
-        } else if (!strcmp(a, "--mem-limit")) {
-            NEEDV();
-            if ((rc = int_arg(a, v, 1, INT64_MAX, &o->mem_limit)))
-                return rc;
-        } else if (!strcmp(a, "--debug-corrupt")) {
-            NEEDV();
-            if ((rc = int_arg(a, v, 0, INT64_MAX, &o->debug_corrupt)))
-                return rc;
-        } else if (!strcmp(a, "--debug-stall")) {
-            NEEDV();
-            if ((rc = int_arg(a, v, 0, INT64_MAX, &o->debug_stall)))
-                return rc;
-        } else if (!strcmp(a, "--debug-large-count")) {
-            o->debug_large = 1;
-        } else if (!strcmp(a, "--jsonl")) {
-            NEEDV();
-            o->jsonl = v;
-        } else if (!strcmp(a, "--sync")) {
-            NEEDV();
-            if (!strcmp(v, "barrier"))
-                o->sync_window = 0;
-            else if (!strcmp(v, "window"))
-                o->sync_window = 1;
-            else
-                return arg_error("bad value '%s' for --sync%s: expected barrier or window", v, "");
-        } else if (!strcmp(a, "--thread-level")) {
-            NEEDV();
-            if ((o->thread_level = thread_level_of(v)) < 0)
-                return arg_error("bad value '%s' for --thread-level%s: expected single, funneled, "
-                                 "serialized or multiple", v, "");
-        } else if (!strcmp(a, "--futility")) {
-            o->futility = 1;
-        } else if (!strcmp(a, "--per-call")) {
-            o->per_call = 1;
-        } else if (!strcmp(a, "--no-validate")) {
-            o->validate = 0;
-        } else if (!strcmp(a, "--off-cache")) {
-            o->off_cache = 1;
-        } else if (!strcmp(a, "--root-shift")) {
-            o->root_shift = 1;
-        } else if (!strcmp(a, "--quiet")) {
-            o->quiet = 1;
-        } else if (!strcmp(a, "--list")) {
-            o->list = 1;
-        } else if (!strcmp(a, "--self-test")) {
-            o->self_test = 1;
-        } else if (!strcmp(a, "--ci-simulation")) {
-            NEEDV();
-            if ((rc = int_arg(a, v, 1, 1000000, &o->ci_simulation)))
+        } else if (d && d->name) {
+            const char *v = NULL;
+            if (d->type != OPT_FLAG) {
+                if (i + 1 >= argc)
+                    return arg_error("option %s needs a value%s", a, "");
+                v = argv[++i];
+            }
+            if ((rc = set_option(d, v, o)))
                 return rc;
         } else if (a[0] == '-' && a[1]) {
             return arg_error("unknown option '%s'%s; see --help", a, "");
@@ -421,7 +482,11 @@ int mb_parse_args(int argc, char **argv, mb_options *o)
             }
             add_bench(o, b);
         }
-#undef NEEDV
+    }
+    if (o->list_options) {
+        if (mb_is_rank0_env())
+            list_options(stdout);
+        return -1;
     }
     if ((rc = parse_sizes(o->sizes_spec, o)))
         return rc;

@@ -30,6 +30,7 @@ typedef struct mb_options {
     double target_pct, max_time, timeout, batch_us;
     int64_t min_samples, max_samples, warmup, iterations, iterations_volume;
     int validate, off_cache, root_shift, quiet, list, self_test, sync_window, futility;
+    int list_options; /* --list-options: print the option table as JSON lines, exit */
     int per_call; /* --per-call: k = 1, every sample is one call timed alone */
     int thread_level; /* requested from MPI_Init_thread (default MPI_THREAD_SINGLE) */
     int64_t mem_limit; /* 0 = automatic */

@@ -78,7 +78,10 @@ BAD = [
      "60 s, the core's default"),
     (with_options("max_time = 5, timeout = 5"), "benchmarks.pp.options.timeout",
      "not longer than max_time (5 s)"),
-    (with_options("target = 0"), "benchmarks.pp.options.target", "a number > 0"),
+    (with_options("target = 0"), "benchmarks.pp.options.target", "a number >= 1e-06"),
+    # below the core's bound (core/args.c): passed here before, then the launch died of exit 2
+    (with_options("target = 1e-7"), "benchmarks.pp.options.target", "a number >= 1e-06"),
+    (with_options("max_time = -0.5"), "benchmarks.pp.options.max_time", "a number >= 0"),
     (with_options("target = 5000"), "benchmarks.pp.options.target", "<= 1000"),
     (with_options("iterations = 2000000000000"), "benchmarks.pp.options.iterations",
      "<= 2^40"),
@@ -163,6 +166,14 @@ def test_on_off_options_are_booleans_in_a_file_and_flags_on_the_command_line(tmp
     assert on == {k: True for k in BOOL_CORE_OPTIONS}
     assert core_options_from_args(argparse.Namespace(
         **{k: False for k in BOOL_CORE_OPTIONS})) == {}
+
+
+def test_core_bounds_are_the_cores_own(tmp_path):
+    """The core accepts max_time = 0 (sample min-samples, then stop) and target down to 1e-6
+    (core/args.c); this side refused the first and passed 0 < target < 1e-6, which the core
+    then refused with exit 2 in the middle of a campaign."""
+    spec = load_text(tmp_path, with_options("max_time = 0, target = 1e-6"))
+    assert spec.groups[0].options == {"max_time": 0.0, "target": 1e-6}
 
 
 def test_false_options_pass_nothing(tmp_path):

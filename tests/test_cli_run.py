@@ -44,7 +44,7 @@ def mpibench(*args, cwd, timeout=MPI_TIMEOUT, env=None):
      "--max-time: the watchdog --timeout (60 s, the core's default) is not longer than "
      "--max-time (100 s)"),
     (["PingPong", "--timeout", "0.04"], "expected --timeout > --max-time"),
-    (["PingPong", "--target", "-1"], "--target: got -1.0; expected a number > 0"),
+    (["PingPong", "--target", "-1"], "--target: got -1.0; expected a number >= 1e-06"),
     (["PingPong", "--iterations", "0"], "--iterations: got 0; expected an integer >= 1"),
 ])
 @pytest.mark.system

@@ -12,6 +12,7 @@ import pytest
 from _coreutil import CORE, SCHEMA, STACKS, available, build_all, check_schema, launch
 from golden_util import check_golden
 from mpibench import benchmarks
+from mpibench.execute import CORE_OPTION_TABLE
 from mpibench.process import run_command
 
 pytestmark = pytest.mark.mpi
@@ -52,6 +53,29 @@ def test_usage_and_errors_name_the_benchmarks_from_the_tables(core):
     assert res.returncode == 2
     assert res.stderr.strip() == ("mpibench-core: unknown benchmark 'Pingpng'; expected IMB "
                                   f"names: {' '.join(benchmarks.ALL)} (or all)")
+
+
+def test_list_options_is_the_python_option_table(core):
+    """The core's one option table (core/args.c) and mpibench.execute.CORE_OPTION_TABLE agree
+    on every option the Python side passes on: name, type, bounds, choices and default; and
+    --help prints every option of the table."""
+    for exe in core.values():
+        res = run_command([str(exe), "--list-options"], timeout=30)
+        assert res.ok, res.stderr
+        listed = {o["name"]: o for o in map(json.loads, res.stdout.splitlines())}
+        assert len(listed) == len(res.stdout.splitlines())
+        for opt in CORE_OPTION_TABLE:
+            c = listed[opt.name.replace("_", "-")]
+            assert (c["type"], c.get("min"), c.get("max"), c["default"],
+                    tuple(c.get("choices", ()))) == \
+                (opt.type, opt.min, opt.max, opt.default, opt.choices), opt.name
+        usage = run_command([str(exe), "--help"], timeout=30).stdout
+        for name, o in listed.items():
+            assert f"--{name}" in usage and o["help"].split()[0] in usage, name
+        # one table drives parsing too: its bounds are what the core refuses
+        res = run_command([str(exe), "--target", "9e-7", "PingPong"], timeout=30)
+        assert res.returncode == 2 and res.stderr.strip() == (
+            "mpibench-core: bad value '9e-7' for --target: expected a number in [1e-06, 1000]")
 
 
 def test_adding_a_benchmark_is_one_descriptor_entry(tmp_path):

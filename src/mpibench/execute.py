@@ -320,26 +320,64 @@ def _key_error_line(stderr: str) -> str:
 
 
 THREAD_LEVELS = ("single", "funneled", "serialized", "multiple")
-# The core options a campaign (`options = {...}`) and `mpibench run` pass on, with the form
-# an error message asks for. Names are the core's long options with '_' for '-'.
-CORE_OPTIONS = {
-    "target": "a number > 0 and <= 1000 (CI half-width, %)",
-    "max_time": "a number > 0 and <= 1e6 (seconds per size)",
-    "iterations": "an integer >= 1 and <= 2^40 (fixed count per size)",
-    "iterations_volume": "bytes such as 40M or 41943040 (with iterations)",
-    "timeout": "a number >= 0.001 and <= 1e7 (watchdog per size, seconds)",
-    "mem_limit": "bytes per rank such as 512M, 2G or 1073741824",
-    "thread_level": "one of " + ", ".join(THREAD_LEVELS),
-    "no_validate": "true or false",
-    "off_cache": "true or false",
-    "root_shift": "true or false",
-    "futility": "true or false",
-    "per_call": "true or false",
-}
+
+
+@dataclass(frozen=True)
+class CoreOption:
+    """One core option a campaign (`options = {...}`) and `mpibench run` pass on, as the
+    core's own table says it (core/args.c, `mpibench-core --list-options`; a system test in
+    tests/test_core_parts.py holds the two equal): `name` is the long option with '_' for
+    '-', `type` one of number, integer, bytes, choice, flag; bounds inclusive; `default` what
+    the core does without it (None: off, or derived at run time)."""
+
+    name: str
+    type: str
+    min: float | int | None = None
+    max: float | int | None = None
+    default: Any = None
+    choices: tuple[str, ...] = ()
+    what: str = ""  # the unit or purpose, after the form in an error message
+
+    @property
+    def form(self) -> str:
+        """What an error message asks for."""
+        if self.type == "flag":
+            return "true or false"
+        if self.type == "choice":
+            return "one of " + ", ".join(self.choices)
+        if self.type == "bytes":
+            return self.what
+        hi = self.max
+        hi_text = f"2^{hi.bit_length() - 1}" if isinstance(hi, int) and hi >= 2**20 \
+            and hi.bit_count() == 1 else f"{hi:g}"
+        noun = "an integer" if self.type == "integer" else "a number"
+        return f"{noun} >= {self.min:g} and <= {hi_text} ({self.what})"
+
+
+CORE_OPTION_TABLE = (
+    CoreOption("target", "number", 1e-6, 1000, 5.0, what="CI half-width, %"),
+    CoreOption("max_time", "number", 0, 1e6, 0.05, what="seconds per size"),
+    CoreOption("iterations", "integer", 1, 2**40, what="fixed count per size"),
+    CoreOption("iterations_volume", "bytes", 1, 2**63 - 1,
+               what="bytes such as 40M or 41943040 (with iterations)"),
+    CoreOption("timeout", "number", 0.001, 1e7, 60.0, what="watchdog per size, seconds"),
+    CoreOption("mem_limit", "bytes", 1, 2**63 - 1,
+               what="bytes per rank such as 512M, 2G or 1073741824"),
+    CoreOption("thread_level", "choice", default="single", choices=THREAD_LEVELS),
+    CoreOption("no_validate", "flag", default=False),
+    CoreOption("off_cache", "flag", default=False),
+    CoreOption("root_shift", "flag", default=False),
+    CoreOption("futility", "flag", default=False),
+    CoreOption("per_call", "flag", default=False),
+)
+_BY_NAME = {o.name: o for o in CORE_OPTION_TABLE}
+# name -> the form an error message asks for
+CORE_OPTIONS = {o.name: o.form for o in CORE_OPTION_TABLE}
 # The on/off options (flags on the command line, booleans in a campaign file).
-BOOL_CORE_OPTIONS = ("no_validate", "off_cache", "root_shift", "futility", "per_call")
-# What the core does without the option (core/driver.c), for the cross-checks below.
-_CORE_DEFAULT_MAX_TIME, _CORE_DEFAULT_TIMEOUT = 0.05, 60.0
+BOOL_CORE_OPTIONS = tuple(o.name for o in CORE_OPTION_TABLE if o.type == "flag")
+# What the core does without the option, for the cross-checks below.
+_CORE_DEFAULT_MAX_TIME = _BY_NAME["max_time"].default
+_CORE_DEFAULT_TIMEOUT = _BY_NAME["timeout"].default
 # Header options that change what one sample measures. Runs that differ in these are not
 # the same measurement, so they are part of the fingerprint (and never pooled). Options
 # that only decide how long to sample (target, max_time, min/max samples, futility), which
@@ -374,26 +412,25 @@ def check_core_options(options: Mapping[str, Any], fail: Callable[[str, str, str
             continue
         if name not in CORE_OPTIONS:
             fail(name, "unknown core option", "one of " + ", ".join(CORE_OPTIONS))
-        form = CORE_OPTIONS[name]
-        bad = f"got {value!r}"
-        if name in BOOL_CORE_OPTIONS:
+        opt = _BY_NAME[name]
+        form, bad = opt.form, f"got {value!r}"
+        if opt.type == "flag":
             if not isinstance(value, bool):
                 fail(name, bad, form)
-        elif name in ("iterations_volume", "mem_limit"):
+        elif opt.type == "bytes":
             value = parse_bytes(value)
-            if value is None:
+            if value is None or not opt.min <= value <= opt.max:
                 fail(name, bad, form)
-        elif name == "thread_level":
-            if value not in THREAD_LEVELS:
+        elif opt.type == "choice":
+            if value not in opt.choices:
                 fail(name, bad, form)
-        elif name == "iterations":
+        elif opt.type == "integer":
             if isinstance(value, bool) or not isinstance(value, int) \
-                    or not 1 <= value <= 2**40:
+                    or not opt.min <= value <= opt.max:
                 fail(name, bad, form)
-        else:  # target, max_time, timeout: numbers within the core's ranges
-            lo, hi = {"target": (0, 1000), "max_time": (0, 1e6), "timeout": (0, 1e7)}[name]
+        else:  # number
             if isinstance(value, bool) or not isinstance(value, int | float) \
-                    or not lo < value <= hi or (name == "timeout" and value < 0.001):
+                    or not opt.min <= value <= opt.max:
                 fail(name, bad, form)
             value = float(value)
         out[name] = value
