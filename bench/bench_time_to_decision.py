@@ -3,15 +3,22 @@
 
     .venv/bin/python bench/bench_time_to_decision.py [--quick] [--max-rounds N] [--keep DIR]
 
-A cell is decided when its launch-level test is significant after Holm over the table, or
-when its gain's 95% CI is within ±5% (a difference that small is "the same" for a user).
-Part 1 runs mpibench-core as a campaign, one interleaved round (one launch per variant) at a
-time (raising `repeats`; earlier launches are kept), and stops when every cell is decided
-or at --max-rounds. Part 2 runs IMB-MPI1 PingPong (built per stack from ../shared/peers by
-the campaign's `suite = "imb"` group) the same number of interleaved rounds and applies the
-same launch-level test to its per-launch means. It prints, per round, the launches' wall
-time (the store's per-launch elapsed seconds: waiting for the shared MPI lock and IMB's
-build are not counted) and the cells decided, and both totals side by side.
+A cell is decided when its launch-level test (compare's hierarchical model, Holm over the
+table) is significant, or when TOST says the two stacks are equivalent within ±5% (the
+campaign's `equivalence = "5%"`); the same test for both tools. Round by round, the bench
+runs one interleaved round (one launch per variant) of mpibench-core, then one of IMB-MPI1
+PingPong (built per stack from ../shared/peers by the campaign's `suite = "imb"` group),
+each as a campaign whose `repeats` it raises (earlier launches are kept). A tool stops
+launching when every one of its cells is decided; both stop at the budget, --max-rounds
+launches per variant. The core's campaign has `budget = "auto"` (stats/budget.py): rounds
+1-2 at the core's defaults, later launches at the --target that minimises the launch time
+to a decision at the measured variance components (the bench prints that plan).
+
+Per round it prints each tool's launch wall time in that round (the store's per-launch
+elapsed seconds: waiting for the shared MPI lock and IMB's build are not counted) and its
+cells decided; at the end both totals side by side, the ratio core/IMB launch time, and
+whether every cell was decided within the budget (else which cells were not), with the
+load average (the machine is shared) at the start and end.
 
 Each campaign invocation takes the shared MPI lock (/tmp/mpibench-mpi.lock) itself, so the
 bench never holds it for long. One run, numbers only, no assertions.
@@ -27,11 +34,13 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from mpibench.report.compare import compare_groups, select_groups  # noqa: E402
+from mpibench.report.judge import compare_groups  # noqa: E402
+from mpibench.report.select import select_groups  # noqa: E402
 from mpibench.store import Store  # noqa: E402
 
 # the peers tarballs sit beside the repository (../shared/peers), never at an absolute path
@@ -44,9 +53,10 @@ HEAD = """
 [campaign]
 name = "{name}"
 repeats = {repeats}
+equivalence = "5%"
 verify_transport = false
 timeout = 900
-
+{extra}
 [variants.openmpi]
 stack = "openmpi"
 transport = "shm"
@@ -83,6 +93,8 @@ def run_round(camp: Path, text: str) -> None:
 
 
 def launch_seconds(db: Path) -> float:
+    if not db.exists():
+        return 0.0
     con = sqlite3.connect(db)
     try:
         return float(con.execute("SELECT COALESCE(SUM(elapsed), 0) FROM runs "
@@ -91,51 +103,81 @@ def launch_seconds(db: Path) -> float:
         con.close()
 
 
-def decided(db: Path, statistic: str) -> tuple[int, int, int, int]:
-    """(cells, decided, significant, within ±5%) of openmpi vs mpich."""
+class State(NamedTuple):
+    cells: int
+    decided: int
+    significant: int
+    equivalent: int
+    undecided: tuple[str, ...]
+
+
+def decided(db: Path, statistic: str) -> State:
+    """openmpi vs mpich: significant after Holm, or equivalent within ±5% (TOST)."""
     with Store(db) as store:
         groups = select_groups(store, variants=["openmpi", "mpich"], by="variant")
-        cmp = compare_groups(store, groups, "openmpi", statistic=statistic)
-    sig = close = 0
+        cmp = compare_groups(store, groups, "openmpi", statistic=statistic,
+                             equivalence=TARGET)
+    sig = eq = 0
+    left = []
     for r in cmp.rows:
-        d = r.deltas["mpich"]
-        if d.significant:
+        d = r.deltas.get("mpich")
+        if d is not None and d.significant:
             sig += 1
-        elif d.gain and d.ci_low is not None and \
-                max(d.gain - d.ci_low, d.ci_high - d.gain) / d.gain <= TARGET:
-            close += 1
-    return len(cmp.rows), sig + close, sig, close
+        elif d is not None and d.equivalent:
+            eq += 1
+        else:
+            left.append(str(r.size))
+    return State(len(cmp.rows), sig + eq, sig, eq, tuple(left))
 
 
-def part(name: str, work: Path, group: str, rounds: int, statistic: str,
-         stop_when_decided: bool) -> tuple[int, float, tuple]:
-    work.mkdir(parents=True, exist_ok=True)
-    camp = work / f"{name}.toml"
-    db = work / "mpibench.db"
-    print(f"\n{name}: statistic per launch = {statistic}")
-    print(f"  {'rounds':>6} {'launch s':>9} {'cells':>6} {'decided':>8} {'signif':>7} "
-          f"{'±5%':>5}")
-    state = (0, 0, 0, 0)
-    k = 0
-    for k in range(1, rounds + 1):
-        run_round(camp, HEAD.format(name=name, repeats=k) + group)
-        secs = launch_seconds(db)
-        if k < 2:
-            print(f"  {k:>6} {secs:>9.1f}   (one launch per variant decides nothing)")
-            continue
-        state = decided(db, statistic)
-        print(f"  {k:>6} {secs:>9.1f} {state[0]:>6} {state[1]:>8} {state[2]:>7} {state[3]:>5}",
-              flush=True)
-        if stop_when_decided and state[0] and state[1] == state[0]:
-            break
-    return k, launch_seconds(db), state
+def plan_line(db: Path) -> str:
+    """The budget the core's campaign uses after its first two rounds (stats/budget.py)."""
+    from mpibench.stats import budget
+    from mpibench.store.report_queries import launch_cost_rows
+
+    with Store(db) as store:
+        ids = [r[0] for r in store.db.execute("SELECT id FROM runs WHERE status = 'done'")]
+        sides = list(budget.components_from_rows(launch_cost_rows(store, ids)).values())
+    p = budget.plan(sides, TARGET, equivalence=True) if len(sides) >= 2 else None
+    return p.describe() if p else "budget: not enough launches to plan"
+
+
+class Tool:
+    def __init__(self, name: str, work: Path, group: str, statistic: str, extra: str = ""):
+        self.name, self.group, self.statistic, self.extra = name, group, statistic, extra
+        work.mkdir(parents=True, exist_ok=True)
+        self.camp, self.db = work / f"{name}.toml", work / "mpibench.db"
+        self.rounds, self.seconds = 0, 0.0
+        self.state = State(0, 0, 0, 0, ())
+        self.done = False
+
+    def round(self) -> str:
+        if self.done:
+            return f"{'':>9} {'(all decided)':>22}"
+        self.rounds += 1
+        before = launch_seconds(self.db)
+        run_round(self.camp, HEAD.format(name=self.name, repeats=self.rounds,
+                                         extra=self.extra) + self.group)
+        self.seconds = launch_seconds(self.db)
+        if self.rounds < 2:
+            return f"{self.seconds - before:>9.2f} {'(1 launch: untested)':>22}"
+        self.state = decided(self.db, self.statistic)
+        self.done = bool(self.state.cells) and self.state.decided == self.state.cells
+        s = self.state
+        return (f"{self.seconds - before:>9.2f} {f'{s.decided}/{s.cells}':>8} "
+                f"{f'({s.significant} sig, {s.equivalent} eq)':>13}")
+
+
+def load() -> str:
+    return "load {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
 
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="sizes 0:10, at most 4 rounds")
-    ap.add_argument("--max-rounds", type=int, default=10)
+    ap.add_argument("--max-rounds", type=int, default=10,
+                    help="the budget: launches per variant and tool (default 10)")
     ap.add_argument("--keep", metavar="DIR", help="keep the campaigns and stores in DIR")
     a = ap.parse_args(argv)
     sizes = "0:10" if a.quick else "0:22"
@@ -143,23 +185,43 @@ def main(argv: list[str]) -> int:
     if shutil.which("flock") is None:
         print("flock not found: this bench takes the shared MPI lock per campaign run")
         return 0
+    if not IMB_TGZ.exists():
+        print(f"IMB: {IMB_TGZ} not found; set MPIBENCH_PEERS")
+        return 0
     root = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="bench-ttd-"))
     print(f"# time to decision: Open MPI vs MPICH PingPong {sizes}, np=2, shm; decided = "
-          f"significant (Welch t on log launch statistics, Holm) or gain CI within "
-          f"±{100 * TARGET:g}%")
-    n, core_s, core_state = part("core", root / "core", CORE.format(sizes=sizes), rounds,
-                                 "median", True)
-    if not IMB_TGZ.exists():
-        print(f"\nIMB: {IMB_TGZ} not found; set MPIBENCH_PEERS")
-        return 0
-    m, imb_s, imb_state = part("imb", root / "imb", IMB.format(tgz=IMB_TGZ, sizes=sizes), n,
-                               "mean", False)
-    print(f"\nmpibench-core: {n} rounds, {core_s:.1f} s of launches, {core_state[1]} of "
-          f"{core_state[0]} cells decided")
-    print(f"IMB-MPI1:      {m} rounds, {imb_s:.1f} s of launches, {imb_state[1]} of "
-          f"{imb_state[0]} cells decided (same rounds, same test on IMB's per-launch means)")
-    if imb_s:
-        print(f"ratio core/IMB wall time {core_s / imb_s:.2f}")
+          f"significant (launch-level test, Holm over the table) or equivalent within "
+          f"±{100 * TARGET:g}% (TOST); budget B = {rounds} rounds (launches per variant)")
+    print(f"# start: {load()}")
+    core = Tool("core", root / "core", CORE.format(sizes=sizes), "median",
+                extra='budget = "auto"')
+    imb = Tool("imb", root / "imb", IMB.format(tgz=IMB_TGZ, sizes=sizes), "mean")
+    print(f"{'round':>5} | {'core s':>9} {'decided':>8} {'':>13} | {'IMB s':>9} "
+          f"{'decided':>8} {'':>13} | load")
+    for k in range(1, rounds + 1):
+        if core.done and imb.done:
+            break
+        c = core.round()
+        i = imb.round()
+        print(f"{k:>5} | {c} | {i} | {os.getloadavg()[0]:.2f}", flush=True)
+        if k == 2:
+            print(f"      core {plan_line(core.db)}", flush=True)
+    print(f"# end: {load()}")
+    for t, label in ((core, "mpibench-core"), (imb, "IMB-MPI1     ")):
+        s = t.state
+        print(f"{label}: {t.rounds} rounds, {t.seconds:.1f} s of launches, {s.decided} of "
+              f"{s.cells} cells decided ({s.significant} significant, {s.equivalent} "
+              f"equivalent within ±{100 * TARGET:g}%; statistic per launch: {t.statistic})")
+    if imb.seconds:
+        print(f"ratio core/IMB launch time {core.seconds / imb.seconds:.2f}; decided "
+              f"core {core.state.decided} vs IMB {imb.state.decided}")
+    for t, label in ((core, "mpibench-core"), (imb, "IMB-MPI1")):
+        if t.done:
+            print(f"{label}: every cell decided within budget B = {rounds} rounds "
+                  f"(after {t.rounds})")
+        else:
+            print(f"{label}: not every cell decided within budget B = {rounds} rounds; "
+                  f"undecided sizes: {' '.join(t.state.undecided) or '-'}")
     if not a.keep:
         shutil.rmtree(root, ignore_errors=True)
     return 0

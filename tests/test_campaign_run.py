@@ -829,7 +829,7 @@ def test_budget_auto_sets_the_cores_target_after_two_rounds(tmp_path, found_stac
         argv = {(v, r): json.loads(a) for v, r, a in con.execute(
             "SELECT variant, repeat, argv_json FROM runs")}
     for (v, r), a in argv.items():
-        assert ("--target" in a) == (r >= 2), (v, r, a)
+        assert ("--target" in a) == ("--max-time" in a) == (r >= 2), (v, r, a)
     t = argv[("a", 2)][argv[("a", 2)].index("--target") + 1]
     assert float(t) > 0
     assert load(camp).to_dict()["budget"] == "auto"

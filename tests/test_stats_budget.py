@@ -39,6 +39,9 @@ def test_samples_at_follows_the_cores_target_and_floor():
     se = math.log1p(0.02) / budget.Z95
     assert budget.samples_at(cell, 2.0) == pytest.approx(0.01 / se ** 2)
     assert budget.samples_at(cell, 50.0) == budget.CORE_MIN_SAMPLES
+    # --max-time ends a cell before min_samples (core/stop.c), never below 3 samples
+    assert budget.samples_at(cell, 50.0, max_time=0.001) == pytest.approx(10.0)
+    assert budget.samples_at(cell, 50.0, max_time=1e-5) == budget.MIN_USEFUL_SAMPLES
 
 
 def _tost_power(sd, n, margin, reps, rng):
@@ -75,12 +78,16 @@ def _side(sigma_l2, within_b, c0, c1, cells=1):
 
 
 def test_plan_buys_few_samples_when_launches_dominate_and_many_when_they_do_not():
-    noisy = budget.plan([_side(0.04, 0.01, 0.2, 1e-4)] * 2, 0.10)
+    noisy = budget.plan([_side(0.04, 0.001, 0.2, 1e-3)] * 2, 0.10)
     quiet = budget.plan([_side(1e-5, 0.01, 0.2, 1e-4)] * 2, 0.10)
     assert noisy is not None and quiet is not None
-    # launch spread dominates: the coarsest target (the core's min_samples) is cheapest
+    # launch spread dominates: the coarsest target and the shortest --max-time are cheapest
     assert noisy.best.target_pct == max(budget.TARGETS)
+    assert noisy.best.max_time == min(budget.MAX_TIMES)
+    assert noisy.best.options() == {"target": 100.0, "max_time": min(budget.MAX_TIMES)}
+    # no launch spread to speak of: sample long (n* is far beyond what --max-time allows)
     assert quiet.best.target_pct < 5.0
+    assert quiet.best.max_time == max(budget.MAX_TIMES)
     assert noisy.best.total_s == min(c.total_s for c in noisy.tried)
 
 

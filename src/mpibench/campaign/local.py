@@ -110,27 +110,30 @@ class _AutoRule:
 class _Budget:
     """budget = "auto" (stats/budget.py) for the local scheduler: once a core group has two
     finished rounds, its launches' variance components (between-launch spread, the core's
-    within-launch CI, seconds per sample and per launch) fix the core's --target for its
-    later launches, the one that minimises the launch time to decide every cell (planned
-    for equivalence within the campaign's margin, else 5%). One look per group; a group
-    that sets `target` itself keeps it. The first two rounds run at the group's options."""
+    within-launch CI, seconds per sample and per launch) fix the core's --target and
+    --max-time for its later launches, the pair that minimises the launch time to decide
+    every cell (planned for equivalence within the campaign's margin, else 5%). One look
+    per group; a group that sets `target` or `max_time` itself keeps its options. The
+    first two rounds run at the group's options."""
 
     PILOT = 2
 
     def __init__(self, runner, campaign_id: int):
         self.runner, self.cid = runner, campaign_id
-        self.target: dict[str, float | None] = {}
+        self.chosen: dict[str, dict | None] = {}
 
     def options(self, cell: Cell) -> dict | None:
         g = cell.group
-        if g.kind != "core" or cell.repeat < self.PILOT or "target" in (g.options or {}):
+        own = g.options or {}
+        if g.kind != "core" or cell.repeat < self.PILOT or "target" in own \
+                or "max_time" in own:
             return None
-        if g.name not in self.target:
-            self.target[g.name] = self._plan(g.name)
-        t = self.target[g.name]
-        return None if t is None else {**(g.options or {}), "target": t}
+        if g.name not in self.chosen:
+            self.chosen[g.name] = self._plan(g.name)
+        t = self.chosen[g.name]
+        return None if t is None else {**own, **t}
 
-    def _plan(self, group: str) -> float | None:
+    def _plan(self, group: str) -> dict | None:
         from mpibench.stats import budget
         from mpibench.store.report_queries import done_runs_of_group, launch_cost_rows
 
@@ -144,4 +147,4 @@ class _Budget:
                             "launches each; the group's own options stay")
             return None
         self.runner.log(f"budget = auto: group {group}: {p.describe()}")
-        return p.best.target_pct
+        return p.best.options()

@@ -22,7 +22,8 @@ variance of the mean, the cost (sigma_L^2 + B/n)(c0 + n c1) is smallest at
 cost is large next to them and the within-launch error is large next to sigma_L.
 
 The core is told its budget as `target` (the CI half-width, in percent, at which it stops a
-cell: se_w ~ target / 1.96) bounded below by its min_samples. `plan` searches that knob:
+cell: se_w ~ target / 1.96, not before min_samples) and `max_time` (seconds per cell, which
+ends a cell whatever its count). `plan` searches both knobs:
 for each target, each cell's launch variance and sample count follow from its B, c1 and
 sigma_L; the launches per side needed are the noncentral-t planning of the test compare
 runs (stats.launch.launches_needed, at the family's first Holm level for a difference, or
@@ -46,6 +47,10 @@ CORE_DEFAULT_TARGET = 5.0    # core/args.c: --target (percent)
 CORE_DEFAULT_MAX_TIME = 0.05  # core/args.c: --max-time (seconds per cell)
 # the targets plan() tries (percent): the core's default and coarser, the core's range
 TARGETS = (1.0, 2.0, 3.0, 5.0, 7.0, 10.0, 15.0, 20.0, 30.0, 50.0, 100.0)
+# the --max-time values (seconds per cell) plan() tries: the core's default and shorter; a
+# short one ends a cell before min_samples, which is what a launch-dominated spread asks
+MAX_TIMES = (0.05, 0.02, 0.01, 0.005, 0.002)
+MIN_USEFUL_SAMPLES = 3     # below this a launch's statistic is not a median
 
 
 @dataclass(frozen=True)
@@ -113,6 +118,11 @@ class Choice:
     launch_s: float              # predicted seconds of one launch (the mean of the sides)
     total_s: float               # launches x launch_s x sides
     samples: dict = field(default_factory=dict, compare=False)   # cell key -> n
+    max_time: float = CORE_DEFAULT_MAX_TIME    # the core's --max-time (seconds per cell)
+
+    def options(self) -> dict[str, float]:
+        """The core options of this choice (campaign `options` names)."""
+        return {"target": self.target_pct, "max_time": self.max_time}
 
 
 @dataclass(frozen=True)
@@ -127,29 +137,32 @@ class Plan:
         what = (f"equivalence within ±{100 * self.effect:g}%" if self.equivalence
                 else f"a {100 * self.effect:g}% difference")
         if b.launches is None:
-            return (f"budget: --target {b.target_pct:g}% per cell, {b.launch_s:.2f} s per "
+            return (f"budget: --target {b.target_pct:g}% --max-time {b.max_time:g} s per cell, "
+                    f"{b.launch_s:.2f} s per "
                     f"launch (the least launch time per precision); {what} needs more "
                     "launches than planned at the measured spread")
-        return (f"budget: --target {b.target_pct:g}% per cell, {b.launches} launches per "
+        return (f"budget: --target {b.target_pct:g}% --max-time {b.max_time:g} s per cell, "
+                f"{b.launches} launches per "
                 f"side for {what}, {b.launch_s:.2f} s per launch, {b.total_s:.1f} s of "
                 f"launches in all")
 
 
 def samples_at(cell: CellCost, target_pct: float, min_samples: int = CORE_MIN_SAMPLES,
                max_time: float = CORE_DEFAULT_MAX_TIME) -> float:
-    """Samples the core takes for this cell at --target: it stops once the CI half-width
-    is within target or its --max-time per cell is spent, never before min_samples."""
+    """Samples the core takes for this cell: it stops once the CI half-width is within
+    --target (not before min_samples) or when --max-time per cell is spent, whichever
+    comes first (core/stop.c); never fewer than MIN_USEFUL_SAMPLES."""
     se = math.log1p(target_pct / 100.0) / Z95
-    need = cell.within_b / (se * se) if cell.within_b > 0 else 0.0
+    need = max(float(min_samples), cell.within_b / (se * se) if cell.within_b > 0 else 0.0)
     if cell.sample_s > 0:
         need = min(need, max_time / cell.sample_s)
-    return max(float(min_samples), need)
+    return max(float(MIN_USEFUL_SAMPLES), need)
 
 
 def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
          power: float = launch_stats.POWER, family: int | None = None,
          equivalence: bool = False, targets: Iterable[float] = TARGETS,
-         min_samples: int = CORE_MIN_SAMPLES, max_time: float = CORE_DEFAULT_MAX_TIME,
+         min_samples: int = CORE_MIN_SAMPLES, max_times: Iterable[float] = MAX_TIMES,
          max_launches: int = 1000) -> Plan | None:
     """The core's --target that minimises the launch time to decide every cell.
 
@@ -169,7 +182,7 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
     fam = family if family is not None else len(common)
     tried: list[Choice] = []
     proxy: list[tuple[float, Choice]] = []
-    for t in targets:
+    for t, max_time in ((t, m) for m in max_times for t in targets):
         cost, samples = 0.0, {}
         for s in sides:
             cost += s.fixed_s
@@ -192,17 +205,18 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
                                  family=fam, equivalence=equivalence, max_n=max_launches)
                 k_max = None if k is None or k > max_launches else max(k_max, k)
         if k_max is not None:
-            tried.append(Choice(float(t), k_max, launch_s, k_max * cost, samples))
+            tried.append(Choice(float(t), k_max, launch_s, k_max * cost, samples, max_time))
         else:   # launches needed scale with the worst cell's launch variance
-            proxy.append((worst * cost, Choice(float(t), None, launch_s, math.inf, samples)))
+            proxy.append((worst * cost, Choice(float(t), None, launch_s, math.inf, samples,
+                                               max_time)))
     if tried:
-        best = min(tried, key=lambda c: (c.total_s, -c.target_pct))
+        best = min(tried, key=lambda c: (c.total_s, -c.target_pct, -c.max_time))
         return Plan(best, tuple(tried), effect, equivalence)
     if not proxy:
         return None
     # nothing decides within max_launches: still the cheapest precision per second
     # (the worst cell's launch variance x a launch's seconds, which the launches scale with)
-    best = min(proxy, key=lambda p: (p[0], -p[1].target_pct))[1]
+    best = min(proxy, key=lambda p: (p[0], -p[1].target_pct, -p[1].max_time))[1]
     return Plan(best, tuple(c for _, c in proxy), effect, equivalence)
 
 
