@@ -760,3 +760,28 @@ def test_registry_names_are_checked_at_load_and_dry_run(tmp_path, extra, key, ca
         load(path)
     assert cli_main(["campaign", "run", str(path), "--dry-run"]) == 2
     assert key in capsys.readouterr().err
+
+
+def test_group_kinds_are_registered_classes_and_nothing_else_tests_their_names():
+    """core, app and peer are GroupKind classes in campaign/group_kinds/ (one file each);
+    the campaign file, the runner and the cells ask the class, so no module outside that
+    package compares a group's kind with a kind's name."""
+    import re
+
+    from mpibench.campaign.group_kinds import get_group_kind, group_kinds, select_kind
+
+    kinds = {k.name: k for k in group_kinds()}
+    assert set(kinds) == {"core", "app", "peer"}
+    for k in kinds.values():
+        assert k.marker in k.keys and type(get_group_kind(k.name)) is type(k)
+    assert select_kind({"benchmarks": []}).name == "core"
+    assert select_kind({"command": "x"}).name == "app"
+    assert select_kind({"suite": "imb", "benchmarks": [], "command": "x"}).name == "peer"
+    assert select_kind({"benchmarks": [], "command": "x"}) is None
+    assert select_kind({}) is None
+    src = Path(__file__).resolve().parents[1] / "src" / "mpibench"
+    check = re.compile(r"""\bkind\s*(==|!=|\bin\b|\bnot in\b)\s*[(\[{]?\s*["'](core|app|peer)["']""")
+    found = [f"{p.relative_to(src)}:{i}" for p in src.rglob("*.py")
+             if "group_kinds" not in p.parts
+             for i, line in enumerate(p.read_text().splitlines(), 1) if check.search(line)]
+    assert not found, found

@@ -13,34 +13,23 @@ import shlex
 import shutil
 import socket
 import time
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from mpibench import fingerprint
+from mpibench.campaign.group_kinds import Prepared as _Prepared
 from mpibench.campaign.plan import Cell
 from mpibench.campaign.spec import substitute
 from mpibench.execute import (
     CellCommand,
     CellOutcome,
     Variant,
-    core_args,
     ingest_core,
-    prepare_cell,
 )
 from mpibench.files import write_file
-from mpibench.parsers.fom import app_records
 from mpibench.schedulers import (
-    JobStep,
     StepResult,
 )
-
-
-@dataclass
-class _Prepared:
-    cell: Cell
-    cmd: CellCommand
-    step: JobStep
 
 
 class CellSteps:
@@ -97,85 +86,13 @@ class CellSteps:
         ])
         return ["sh", "-c", script]
 
-    def _ingest_peer(self, p: _Prepared, outcome: CellOutcome, nodelist: str | None) -> None:
-        """IMB/OSU/NetPIPE stdout -> rows with the parsers `mpibench import` uses; the
-        fingerprint names the suite, its version and the program."""
-        from mpibench.peers import get_suite, parse_output
-
-        g, v = p.cell.group, p.cell.variant
-        out = p.cmd.stdout.read_text(errors="replace") if p.cmd.stdout.exists() else ""
-        # the suite says where its table is (NetPIPE: np.out, with more digits)
-        out = get_suite(g.peer.suite).output_text(out, p.cmd.stderr, p.step.run_dir)
-        rows, meta = parse_output(g.peer, out, v.np)
-        outcome.fingerprint["peer"] = {
-            "suite": g.peer.suite, "tool": meta["tool"], "version": meta["version"],
-            "program": str(self.peer_programs.get((g.name, v.stack), "")),
-            "args": list(g.peer.args)}
-        if not outcome.fingerprint.get("hosts"):
-            hosts, per_host = app_placement(v, self.scheduler.batch, nodelist)
-            outcome.fingerprint["hosts"] = hosts
-            outcome.fingerprint["ranks_per_host"] = per_host
-        outcome.records = rows
-        if outcome.status != "done":
-            return
-        if not any(r.get("status", "ok") == "ok" for r in rows):
-            outcome.status = "failed"
-            outcome.reason = (f"{g.peer.suite} output has no results"
-                              + (f" ({'; '.join(meta['problems'][:3])})"
-                                 if meta["problems"] else ""))
-            outcome.records = []
-        elif meta["truncated"]:
-            outcome.status, outcome.reason = "failed", f"{g.peer.suite} output is truncated"
-        elif meta["problems"]:
-            outcome.reason = "; ".join(meta["problems"][:3])
-
     def prepare(self, cell: Cell, run_dir: Path, *, local: bool,
                 options: dict[str, Any] | None = None) -> _Prepared:
         """options: the core options of this launch when they differ from the group's
         (budget = "auto" sets --target); not part of the cell id, as they only decide how
         long the core samples."""
-        g = cell.group
-        stack = self.stacks[cell.variant.stack]
-        timeout = g.timeout or self.spec.timeout
-        if g.kind == "core":
-            jsonl = run_dir / "core.jsonl"
-            program = [str(self.binaries[cell.variant.stack]),
-                       *core_args(g.benchmarks, g.sizes, jsonl,
-                                 g.options if options is None else options)]
-            cmd = prepare_cell(stack, cell.variant, program, run_dir, jsonl=jsonl, local=local,
-                               create=not self.dry)
-            self._profile(cell, cmd)
-            step = JobStep(cell.id, run_dir, cmd.argv, cmd.env, cmd.stdout, cmd.stderr,
-                           timeout_s=timeout, cell=cmd)
-            return _Prepared(cell, cmd, step)
-        if g.kind == "peer":
-            from mpibench.peers import program_args
-
-            program = [str(self.peer_programs[(g.name, cell.variant.stack)]),
-                       *program_args(g.peer, run_dir)]
-            variant = replace(cell.variant, env={**cell.variant.env, **g.env}) if g.env \
-                else cell.variant
-            cmd = prepare_cell(stack, variant, program, run_dir, jsonl=None, local=local,
-                               create=not self.dry)
-            self._profile(cell, cmd)
-            step = JobStep(cell.id, run_dir, cmd.argv, cmd.env, cmd.stdout, cmd.stderr,
-                           timeout_s=timeout, cell=cmd)
-            return _Prepared(cell, cmd, step)
-        v = cell.variant
-        values = {**cell.params, "np": v.np, "nodes": v.nodes or 1, "ppn": v.ppn or "",
-                  "variant": v.name, "stack": v.stack, "repeat": cell.repeat,
-                  "run_dir": str(run_dir), "campaign_dir": str(self.spec.directory)}
-        argv = substitute(g.command, values)
-        setup = [substitute(s, values) for s in g.setup]
-        if g.prepare:
-            setup.insert(0, self._prepare_step(cell, values))
-        variant = replace(v, env={**v.env, **g.env}) if g.env else v
-        cmd = prepare_cell(stack, variant, argv, run_dir, jsonl=None, local=local,
-                           create=not self.dry)
-        self._profile(cell, cmd)
-        step = JobStep(cell.id, run_dir, cmd.argv, cmd.env, cmd.stdout, cmd.stderr,
-                       timeout_s=timeout, setup=setup, setup_env=dict(g.env), cell=cmd)
-        return _Prepared(cell, cmd, step)
+        return cell.group.kind_class.prepare(self, cell, run_dir, local=local,
+                                             options=options)
 
     def _profile(self, cell: Cell, cmd: CellCommand) -> None:
         """profile = true: every rank runs under the PMPI profiler (LD_PRELOAD), passed through
@@ -240,7 +157,8 @@ class CellSteps:
         else:
             outcome = ingest_core(cmd, None, exit_code=exit_code, timed_out=timed_out,
                                   elapsed=elapsed)
-        if g.kind in ("app", "peer") and outcome.status == "failed" \
+        kind = g.kind_class
+        if kind.reason_from_exit and outcome.status == "failed" \
                 and exit_code not in (0, None) \
                 and not setup_failed:
             outcome.reason = f"exit status {exit_code}: {reason_line(outcome.stderr_tail)}"
@@ -250,27 +168,7 @@ class CellSteps:
         if p.cell.variant.profile:
             # profiled runs are perturbed: never pooled with unprofiled ones
             outcome.fingerprint["profiler"] = True
-        if g.kind == "app":
-            outcome.fingerprint["application"] = {"command": g.command, "setup": g.setup,
-                                                  "env": g.env}
-            if g.prepare:
-                outcome.fingerprint["application"]["prepare"] = {
-                    "commands": g.prepare, "per": g.prepare_per,
-                    "dir": self.prepare_dir(p.cell)[0].name}
-            if not outcome.fingerprint.get("hosts"):
-                # the core reports where its ranks ran; an application does not
-                hosts, per_host = app_placement(p.cell.variant, self.scheduler.batch,
-                                                nodelist)
-                outcome.fingerprint["hosts"] = hosts
-                outcome.fingerprint["ranks_per_host"] = per_host
-            outcome.records = []
-            if outcome.status == "done":
-                outcome.records, problem = app_records(p.cell, p.step.run_dir,
-                                                       self._launch_elapsed(p, sr))
-                if problem:
-                    outcome.status, outcome.reason, outcome.records = "failed", problem, []
-        if g.kind == "peer":
-            self._ingest_peer(p, outcome, nodelist)
+        kind.ingest(self, p, sr, outcome, nodelist)
         if p.cell.variant.profile:
             from mpibench.errors import BenchmarkFailure
             from mpibench.profile.document import collect_profile, profile_rows

@@ -125,7 +125,7 @@ class _Budget:
     def options(self, cell: Cell) -> dict | None:
         g = cell.group
         own = g.options or {}
-        if g.kind != "core" or cell.repeat < self.PILOT or "target" in own \
+        if not g.kind_class.core_options or cell.repeat < self.PILOT or "target" in own \
                 or "max_time" in own:
             return None
         if g.name not in self.chosen:

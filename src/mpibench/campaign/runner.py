@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mpibench.build import build_component
 from mpibench.campaign.batch import BatchPolicy, job_name
 from mpibench.campaign.cells import CellSteps, _cell_spec
 from mpibench.campaign.local import LOCAL_JOB_PREFIX, LocalPolicy
@@ -127,52 +126,15 @@ class CampaignRunner(CellSteps):
                                  "host file (a relative path is relative to the campaign "
                                  "file)")
         for g in self.spec.groups:
+            kind = g.kind_class
             nompi = [v.name for v in self._variants_of(g)
-                     if g.kind in ("core", "peer") and self.stacks[v.stack].kind == "none"]
+                     if kind.mpi and self.stacks[v.stack].kind == "none"]
             if nompi:
                 raise UsageError(f"{self.spec.path}: benchmarks.{g.name}: {g.kind} benchmarks "
                                  f"are MPI programs, but variant {nompi[0]} has stack = "
                                  "\"none\" (no MPI); expected an application group (command "
                                  "= ...) for it, or an MPI stack")
-            if g.kind == "peer":
-                self._check_peer(g)
-            if g.kind != "core":
-                continue
-            for v in self._variants_of(g):
-                if v.stack not in self.binaries:
-                    self.binaries[v.stack] = self._core_binary(self.stacks[v.stack])
-
-    def _core_binary(self, stack: Stack) -> Path:
-        """The core built for a stack (a dry run overrides this: it builds nothing)."""
-        self.log(f"mpibench-core for {stack.name}: checking the build cache ...")
-        return build_component(stack, "core")
-
-    def _check_peer(self, g: Group) -> None:
-        """The suite's program per stack: the given binary, or built from the source with
-        each stack's wrappers (cached like the core)."""
-        from mpibench.peers import build_peer, find_binary
-
-        key = f"{self.spec.path}: benchmarks.{g.name}"
-        for v in self._variants_of(g):
-            if (g.name, v.stack) in self.peer_programs:
-                continue
-            peer = g.peer
-            try:
-                if peer.binary:
-                    if not Path(peer.binary).exists() and not self.scheduler.batch:
-                        raise UsageError(f"{peer.binary} does not exist")
-                    root = Path(peer.binary)
-                    prog = find_binary(root, peer.suite, peer.benchmarks[0]
-                                       if peer.benchmarks else None) if root.exists() else root
-                else:
-                    root = build_peer(self.stacks[v.stack], peer.suite, peer.source,
-                                      log=self.log)
-                    prog = find_binary(root, peer.suite,
-                                       peer.benchmarks[0] if peer.benchmarks else None)
-            except UsageError as exc:
-                raise UsageError(f"{key}.{'binary' if peer.binary else 'source'}: {exc}") \
-                    from None
-            self.peer_programs[(g.name, v.stack)] = prog
+            kind.check(self, g)   # the core built, a suite's program found, per stack
 
     def _probe_step(self, cell: Cell) -> JobStep | None:
         """Batch jobs verify the transport on their own allocation: a probe step first."""

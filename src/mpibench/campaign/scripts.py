@@ -12,11 +12,10 @@ so the repeats of one variant and parameter point share one script."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from mpibench.campaign.plan import Cell, expand
 from mpibench.campaign.runner import CampaignRunner
-from mpibench.campaign.spec import CampaignSpec, Group
+from mpibench.campaign.spec import CampaignSpec
 from mpibench.schedulers import JobRequest, JobStep
 from mpibench.stacks import Stack
 
@@ -30,20 +29,11 @@ class Script:
 
 
 class DryRunner(CampaignRunner):
-    """A runner that prepares cells without side effects (CellSteps.dry)."""
+    """A runner that prepares cells without side effects (CellSteps.dry: the group kinds'
+    `check` then shows the core at its build-cache path and a peer program still to be built
+    from source by a placeholder)."""
 
     dry = True
-
-    def _core_binary(self, stack: Stack) -> Path:
-        from mpibench.build import artifact_path
-
-        return artifact_path(stack, "core")
-
-    def _check_peer(self, g: Group) -> None:
-        for v in self._variants_of(g):
-            peer = g.peer
-            self.peer_programs[(g.name, v.stack)] = Path(peer.binary) if peer.binary else \
-                Path(f"<{peer.suite} built for {v.stack} at the first run>")
 
     def _probe_step(self, cell: Cell) -> JobStep | None:
         from mpibench.verify import prepare_probe

@@ -15,10 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mpibench.benchmarks import canonical_benchmarks, parse_sizes
 from mpibench.envnames import ENV_NAME, env_name_problem, mca_name_problem
 from mpibench.errors import UsageError
-from mpibench.execute import CORE_OPTIONS, Variant, check_core_options
+from mpibench.execute import Variant
 from mpibench.schedulers import SchedulerSettings
 
 FORMAT_VERSION = 1
@@ -44,12 +43,6 @@ LINE_RATE_FORM = 'a link speed such as "100Gb/s", "25GbE" or "12.5GB/s"'
 SWEEP_KEYS = ("sweep", "zip", "exclude")  # per variant, not in [defaults]
 SWEEPABLE = ("transport", "np", "ppn", "nodes", "bind", "map_by", "launcher", "stack",
              "cpus_per_task", "interface")
-CORE_GROUP_KEYS = ("benchmarks", "sizes", "options", "timeout", "variants", "repeats",
-                   "exclude")
-PEER_GROUP_KEYS = ("suite", "benchmarks", "sizes", "binary", "source", "args", "timeout",
-                   "variants", "repeats", "exclude", "env")
-APP_GROUP_KEYS = ("command", "params", "zip", "exclude", "setup", "inputs", "fom", "timeout",
-                  "variants", "repeats", "env", "prepare", "prepare_per", "derived")
 # placeholders a prepare command may use when prepared once per variant
 PREPARE_VARIANT_PLACEHOLDERS = ("variant", "stack", "np", "nodes", "ppn")
 SCHEDULER_KEYS = ("name", "partition", "queue", "account", "time_limit", "nodes",
@@ -77,7 +70,7 @@ class Fom:
 @dataclass
 class Group:
     name: str
-    kind: str  # core | app | peer (IMB, OSU, NetPIPE binaries: mpibench.peers)
+    kind: str  # a registered group kind (campaign/group_kinds/): core, app, peer
     benchmarks: list[str] = field(default_factory=list)
     sizes: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
@@ -93,12 +86,19 @@ class Group:
     timeout: float | None = None
     variants: list[str] | None = None
     repeats: int | None = None
-    peer: Any = None  # peers.PeerSpec for kind "peer"
+    peer: Any = None  # peers.PeerSpec of a third-party suite's group
     # application preparation run once and reused (per campaign, or per variant and/or
     # per value of the parameters named in prepare_per), before setup; never timed
     prepare: list[list[str]] = field(default_factory=list)
     prepare_per: list[str] = field(default_factory=list)
     derived: list[Any] = field(default_factory=list)  # derived.Derived figures of merit
+
+    @property
+    def kind_class(self) -> Any:
+        """Its GroupKind (campaign/group_kinds/): what the runner and the cells ask."""
+        from mpibench.campaign.group_kinds import get_group_kind
+
+        return get_group_kind(self.kind)
 
     def identity(self) -> dict[str, Any]:
         """What the cell id hashes: what is measured, and what makes this group's cells
@@ -113,16 +113,7 @@ class Group:
 
     def definition(self) -> dict[str, Any]:
         """What is measured (ids before schema 2 hashed only this; see plan.legacy_ids)."""
-        if self.kind == "core":
-            return {"kind": "core", "benchmarks": self.benchmarks, "sizes": self.sizes,
-                    "options": self.options}
-        if self.kind == "peer":
-            return {"kind": "peer", **self.peer.to_dict(), "env": self.env}
-        d = {"kind": "app", "command": self.command, "setup": self.setup,
-             "inputs": [p.name for p in self.inputs], "env": self.env}
-        if self.prepare:  # only when used: ids of groups without it stay as they were
-            d.update(prepare=self.prepare, prepare_per=self.prepare_per)
-        return d
+        return self.kind_class.definition(self)
 
     def to_dict(self) -> dict[str, Any]:
         d = self.definition()
@@ -764,79 +755,39 @@ def _scalar(c: _Ctx, value: Any, key: str) -> Any:
 
 def _groups(c: _Ctx, key: str, name: str, gdef: Any, path: Path, variants: list[Variant],
             vbase: dict[str, str]) -> list[Group]:
-    if isinstance(gdef, dict) and "suite" in gdef:
-        return _peer_groups(c, key, name, gdef, path, variants, vbase)
-    return [_group(c, key, name, gdef, path, variants, vbase)]
-
-
-def _peer_groups(c: _Ctx, key: str, name: str, gdef: dict[str, Any], path: Path,
-                 variants: list[Variant], vbase: dict[str, str]) -> list[Group]:
-    """suite = "imb" | "osu" | "netpipe": the suite's binary launched under the variant's
-    launcher, its output parsed into result rows (mpibench.peers). OSU runs one program per
-    benchmark, so an OSU group becomes one group per program, NAME.osu_latency ..."""
-    from mpibench.peers import PeerSpec, get_suite, suite_names
+    """One [benchmarks.NAME] table: its kind (campaign/group_kinds/) from its marker key,
+    then the kind's own validation."""
+    from mpibench.campaign.group_kinds import group_kinds, select_kind
 
     if not _NAME.match(name):
         c.fail(key, f"bad benchmark group name {name!r}", "letters, digits and _ . + -")
-    c.known(gdef, key, PEER_GROUP_KEYS)
-    suite = gdef["suite"]
-    names = suite_names()
-    if not isinstance(suite, str) or suite not in names:
-        c.fail(f"{key}.suite", f"got {_show(suite)}", " or ".join(f'"{s}"' for s in names))
-    kind = get_suite(suite)
-    if ("binary" in gdef) == ("source" in gdef):
-        c.fail(key, "needs exactly one of 'binary' (a built program) or 'source' (a tarball "
-               "or source tree, built per stack)",
-               'binary = "/path/IMB-MPI1" or source = "/path/imb-2021.11.tar.gz"')
-    where = {}
-    for k in ("binary", "source"):
-        if k in gdef:
-            text = c.string(gdef[k], f"{key}.{k}")
-            p = Path(text)
-            # a relative path is the campaign file's; the binary may only exist on the
-            # cluster, so it is checked when the campaign runs, not when it loads
-            where[k] = str(p if p.is_absolute() else (path.parent / p).resolve())
-    def fail(problem: str, expected: str = "", index: int | None = None) -> None:
-        c.fail(f"{key}.benchmarks" + (f"[{index}]" if index is not None else ""), problem,
-               expected)
+    gdef = c.table(gdef, key)
+    kind = select_kind(gdef)
+    if kind is None:
+        kinds = [k.marker_help for k in group_kinds()]
+        c.fail(key, "needs exactly one of " + ", ".join(kinds[:-1]) + " or " + kinds[-1],
+               'benchmarks = ["PingPong", ...], command = "..." or suite = "imb"')
+    c.known(gdef, key, kind.keys)
+    return kind.parse(c, key, name, gdef, path, variants, vbase)
 
-    # the suite checks its own benchmarks key (IMB names, OSU programs, none for NetPIPE)
-    benches = kind.check_benchmarks(
-        c.str_list(gdef["benchmarks"], f"{key}.benchmarks") if "benchmarks" in gdef
-        else None, fail)
-    sizes = None
-    if "sizes" in gdef:
-        sizes = c.string(gdef["sizes"], f"{key}.sizes")
-        try:
-            parse_sizes(sizes)
-        except UsageError as exc:
-            c.fail(f"{key}.sizes", str(exc))
-    args = tuple(c.str_list(gdef.get("args", []), f"{key}.args"))
-    out = []
-    for bench in (benches if kind.one_program_per_benchmark else [None]):
-        g = Group(name=f"{name}.{bench}" if bench and len(benches) > 1 else name, kind="peer")
-        g.peer = PeerSpec(suite=suite, benchmarks=(bench,) if bench else tuple(benches),
-                          sizes=sizes, args=args, binary=where.get("binary"),
-                          source=where.get("source"))
-        g.benchmarks = list(g.peer.benchmarks)
-        g.sizes = sizes
-        if "timeout" in gdef:
-            g.timeout = c.number(gdef["timeout"], f"{key}.timeout")
-        if "repeats" in gdef:
-            g.repeats = c.integer(gdef["repeats"], f"{key}.repeats")
-        if "variants" in gdef:
-            g.variants = c.str_list(gdef["variants"], f"{key}.variants")
-            known = set(vbase.values()) | set(vbase)
-            for vn in g.variants:
-                if vn not in known:
-                    c.fail(f"{key}.variants", f"unknown variant {vn!r}",
-                           "names of [variants.NAME] tables: " + ", ".join(sorted(known)))
-        if "env" in gdef:
-            g.env = c.str_map(gdef["env"], f"{key}.env", names="env")
-        g.exclude = _exclude(c, key, gdef.get("exclude", []), {},
-                             group_variants(g, variants, vbase), vbase)
-        out.append(g)
-    return out
+
+def group_common(c: _Ctx, key: str, gdef: dict[str, Any], g: Group,
+                 vbase: dict[str, str]) -> None:
+    """The keys every kind of group has: timeout, repeats and the variants it runs."""
+    variant_names = set(vbase.values()) | set(vbase)
+    if "timeout" in gdef:
+        g.timeout = c.number(gdef["timeout"], f"{key}.timeout")
+    if "repeats" in gdef:
+        g.repeats = c.integer(gdef["repeats"], f"{key}.repeats")
+    if "variants" in gdef:
+        g.variants = c.str_list(gdef["variants"], f"{key}.variants")
+        for i, vn in enumerate(g.variants):
+            if vn in g.variants[:i]:
+                c.fail(f"{key}.variants[{i}]", f"{vn!r} is listed twice", "distinct names")
+        for vn in g.variants:
+            if vn not in variant_names:
+                c.fail(f"{key}.variants", f"unknown variant {vn!r}",
+                       "names of [variants.NAME] tables: " + ", ".join(sorted(variant_names)))
 
 
 def _prepare(c: _Ctx, key: str, gdef: dict[str, Any], g: Group) -> None:
@@ -868,94 +819,6 @@ def _prepare(c: _Ctx, key: str, gdef: dict[str, Any], g: Group) -> None:
         raise UsageError(f"{exc} (prepare runs once per campaign"
                          + (f" and per {', '.join(per)}" if per else "")
                          + ": name what it depends on in prepare_per)") from None
-
-
-def _group(c: _Ctx, key: str, name: str, gdef: Any, path: Path, variants: list[Variant],
-           vbase: dict[str, str]) -> Group:
-    variant_names = set(vbase.values()) | set(vbase)
-    if not _NAME.match(name):
-        c.fail(key, f"bad benchmark group name {name!r}", "letters, digits and _ . + -")
-    gdef = c.table(gdef, key)
-    if ("benchmarks" in gdef) == ("command" in gdef):
-        c.fail(key, "needs exactly one of 'benchmarks' (core benchmarks) or 'command' "
-               "(an application)", "benchmarks = [\"PingPong\", ...] or command = \"...\"")
-    g = Group(name=name, kind="core" if "benchmarks" in gdef else "app")
-    c.known(gdef, key, CORE_GROUP_KEYS if g.kind == "core" else APP_GROUP_KEYS)
-    if "timeout" in gdef:
-        g.timeout = c.number(gdef["timeout"], f"{key}.timeout")
-    if "repeats" in gdef:
-        g.repeats = c.integer(gdef["repeats"], f"{key}.repeats")
-    if "variants" in gdef:
-        g.variants = c.str_list(gdef["variants"], f"{key}.variants")
-        for i, vn in enumerate(g.variants):
-            if vn in g.variants[:i]:
-                c.fail(f"{key}.variants[{i}]", f"{vn!r} is listed twice", "distinct names")
-        for vn in g.variants:
-            if vn not in variant_names:
-                c.fail(f"{key}.variants", f"unknown variant {vn!r}",
-                       "names of [variants.NAME] tables: " + ", ".join(sorted(variant_names)))
-    if g.kind == "core":
-        benches = c.str_list(gdef["benchmarks"], f"{key}.benchmarks")
-        try:
-            g.benchmarks = canonical_benchmarks(benches)
-        except UsageError as exc:
-            c.fail(f"{key}.benchmarks", str(exc))
-        if "sizes" in gdef:
-            g.sizes = c.string(gdef["sizes"], f"{key}.sizes")
-            try:
-                parse_sizes(g.sizes)
-            except UsageError as exc:
-                c.fail(f"{key}.sizes", str(exc))
-        opts = c.table(gdef.get("options", {}), f"{key}.options")
-        c.known(opts, f"{key}.options", tuple(CORE_OPTIONS))
-        # bytes are stored as integers, so "1G" and 1073741824 are one cell definition
-        g.options = check_core_options(
-            opts, lambda name, problem, expected: c.fail(f"{key}.options.{name}", problem,
-                                                         expected))
-        g.exclude = _exclude(c, key, gdef.get("exclude", []), {},
-                             group_variants(g, variants, vbase), vbase)
-        return g
-
-    params = c.table(gdef.get("params", {}), f"{key}.params")
-    for pk, pv in params.items():
-        pkey = f"{key}.params.{pk}"
-        if not re.match(r"^[A-Za-z_]\w*$", pk) or pk in BUILTIN_PLACEHOLDERS:
-            c.fail(pkey, "bad parameter name",
-                   "an identifier that is not one of " + ", ".join(BUILTIN_PLACEHOLDERS))
-        values = pv if isinstance(pv, list) else [pv]
-        if not values:
-            c.fail(pkey, "empty list", "a value or a non-empty list of values")
-        g.params[pk] = [_scalar(c, x, f"{pkey}[{i}]") for i, x in enumerate(values)]
-    g.zips = _zips(c, f"{key}.zip", gdef.get("zip", {}), g.params, "parameter")
-    _distinct(c, f"{key}.params", g.params, g.zips, "parameter")
-    names = set(g.params) | set(BUILTIN_PLACEHOLDERS)
-    g.command_text = gdef["command"] if isinstance(gdef["command"], str) else ""
-    g.command = split_template(c, gdef["command"], f"{key}.command", names)
-    setup = gdef.get("setup", [])
-    if isinstance(setup, str):
-        setup = [setup]
-    if not isinstance(setup, list):
-        c.fail(f"{key}.setup", f"got {_show(setup)}", "a command line or a list of them")
-    g.setup = [split_template(c, s, f"{key}.setup[{i}]", names) for i, s in enumerate(setup)]
-    _prepare(c, key, gdef, g)
-    for i, inp in enumerate(c.str_list(gdef.get("inputs", []), f"{key}.inputs")):
-        p = Path(inp) if Path(inp).is_absolute() else path.parent / inp
-        try:
-            there = p.exists()
-        except OSError as exc:       # e.g. a name longer than NAME_MAX
-            c.fail(f"{key}.inputs[{i}]", f"{_show(inp)}: {exc.strerror}",
-                   "a file or directory, relative to the campaign file")
-        if not there:
-            c.fail(f"{key}.inputs[{i}]", f"{inp!r} does not exist (looked at {p})",
-                   "a file or directory, relative to the campaign file")
-        g.inputs.append(p.resolve())
-    if "env" in gdef:
-        g.env = c.str_map(gdef["env"], f"{key}.env", names="env")
-    g.exclude = _exclude(c, key, gdef.get("exclude", []), g.params,
-                         group_variants(g, variants, vbase), vbase)
-    g.foms = _foms(c, f"{key}.fom", gdef.get("fom", "wall_time"))
-    g.derived = _derived(c, f"{key}.derived", gdef.get("derived", []), g.foms)
-    return g
 
 
 def _derived(c: _Ctx, key: str, value: Any, foms: list[Fom]) -> list[Any]:
