@@ -55,11 +55,11 @@ def test_auto_plans_the_maximum_and_keeps_the_rule(tmp_path):
 
 
 @pytest.mark.parametrize("bad, words", [
-    ('"sometimes"', "an integer >= 1, \"auto\""),
+    ('"sometimes"', "an integer >= 1, \"auto\", \"decide\""),
     ('{ min = 1 }', "integers >= 2"),
     ('{ min = 5, max = 4 }', "max >= min"),
     ('{ target = "abc%" }', "target as a percentage"),
-    ('{ minimum = 3 }', "only the keys min, max and target"),
+    ('{ minimum = 3 }', "only the keys max, min, target, until"),
 ])
 def test_bad_auto_repeats_name_the_key(tmp_path, bad, words):
     with pytest.raises(UsageError, match=re.escape("campaign.repeats")) as e:

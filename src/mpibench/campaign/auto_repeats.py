@@ -1,9 +1,25 @@
-"""`repeats = "auto"`: a two-stage rule that sets the number of interleaved launches from
-the spread seen in the first stage.
+"""`repeats = "auto"` and `repeats = "decide"`: interleaved launches added by stages.
 
     [campaign]
     repeats = "auto"                                  # min 3, max 10, target 5%
     repeats = { min = 3, max = 12, target = "3%" }    # or explicitly
+    repeats = "decide"                                # until decided: min 3, max 12, step 3
+    repeats = { until = "decided", min = 3, max = 9, step = 2 }
+    equivalence = "5%"                                # the margin "decide" uses
+
+Both run the plan (every launch up to `max`, interleaved) in stages (`Stages`, used by the
+local and the batch policy alike): a stage's launches all finish before the next stage is
+chosen, from what the store holds then.
+
+`until = "decided"` (stats/sequential.py): looks at min, min + step, ..., max launches per
+variant; at each look every cell of the campaign (each candidate vs its group's first
+variant, every size) is one family, and a cell is decided when significant after Holm or
+equivalent within the campaign's `equivalence` margin (TOST), at a strict level before the
+last look and at alpha at it (Haybittle-Peto). The next stage runs only the launches of a
+group's parameter point that still has an undecided cell, and only for the variants
+involved (the baseline and the undecided candidates). The looks are replayed from the
+stored launches (`decisions`), so `campaign status` says where each cell stands and why a
+point stopped, and a resumed campaign reaches the same decisions.
 
 The plan holds `max` launches per variant, interleaved as usual (cell ids do not depend on
 the rule). Stage 1: the first `min` rounds always run. Then, once per group, the rule looks
@@ -24,8 +40,10 @@ when it stopped at the minimum) by simulation; bench/bench_inference.py prints i
 
 from __future__ import annotations
 
+import json
 import math
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,31 +55,64 @@ from mpibench.units import percent
 DEFAULT_MIN, DEFAULT_MAX, DEFAULT_TARGET = 3, 10, 0.05
 
 
+UNTIL = ("precise", "decided")
+
+
 @dataclass(frozen=True)
 class AutoRepeats:
     min: int = DEFAULT_MIN
     max: int = DEFAULT_MAX
     target: float = DEFAULT_TARGET      # half-width of the gain's 95% CI, relative
+    until: str = "precise"              # "precise" (two-stage, target) or "decided"
+    step: int = 0                       # launches per variant between looks ("decided")
 
     def to_dict(self) -> dict[str, Any]:
+        if self.until == "decided":
+            return {"until": "decided", "min": self.min, "max": self.max, "step": self.step}
         return {"min": self.min, "max": self.max, "target": self.target}
+
+    def design(self, margin: float | None, alpha: float = 0.05):
+        """The stats.sequential Design of `until = "decided"`."""
+        from mpibench.stats.sequential import Design
+
+        return Design(self.min, self.max, self.step, alpha, margin)
+
+
+DECIDE = "decide"
 
 
 def parse(value: Any, fail) -> AutoRepeats:
-    """'auto' or {min, max, target}; fail(expected) raises the spec's UsageError."""
+    """'auto', 'decide', {min, max, target} or {until = "decided", min, max, step};
+    fail(expected) raises the spec's UsageError."""
+    from mpibench.stats import sequential as seq
+
     if value == "auto":
         return AutoRepeats()
+    if value == DECIDE:
+        return AutoRepeats(seq.DEFAULT_MIN, seq.DEFAULT_MAX, until="decided",
+                           step=seq.DEFAULT_STEP)
     if not isinstance(value, dict):
-        fail('an integer >= 1, "auto", or { min = 3, max = 10, target = "5%" }')
-    unknown = sorted(set(value) - {"min", "max", "target"})
+        fail('an integer >= 1, "auto", "decide", or { min = 3, max = 10, target = "5%" }')
+    until = value.get("until", "precise")
+    if until not in UNTIL:
+        fail('until = "decided" (or "precise", the default)')
+    keys = {"min", "max", "until"} | ({"step"} if until == "decided" else {"target"})
+    unknown = sorted(set(value) - keys)
     if unknown:
-        fail(f"only the keys min, max and target (got {', '.join(unknown)})")
-    lo, hi = value.get("min", DEFAULT_MIN), value.get("max", DEFAULT_MAX)
+        fail(f"only the keys {', '.join(sorted(keys))} (got {', '.join(unknown)})")
+    dmin, dmax = ((seq.DEFAULT_MIN, seq.DEFAULT_MAX) if until == "decided"
+                  else (DEFAULT_MIN, DEFAULT_MAX))
+    lo, hi = value.get("min", dmin), value.get("max", dmax)
     for v in (lo, hi):
         if isinstance(v, bool) or not isinstance(v, int) or v < 2:
             fail("min and max as integers >= 2 (a launch-level CI needs two launches)")
     if hi < lo:
         fail(f"max >= min (got min {lo}, max {hi})")
+    if until == "decided":
+        step = value.get("step", seq.DEFAULT_STEP)
+        if isinstance(step, bool) or not isinstance(step, int) or step < 1:
+            fail("step as an integer >= 1 (launches per variant between two looks)")
+        return AutoRepeats(lo, hi, until="decided", step=step)
     t = value.get("target", DEFAULT_TARGET)
     t = percent(t) if isinstance(t, str | int | float) else None   # one grammar (units.py)
     if t is None or not 0 < t < 1:
@@ -223,5 +274,198 @@ def simulate_sequential(rng: np.random.Generator, reps: int = 200, *, sigma_l: f
             f"{100 * (1 - (r['max_launches'] == rule.max) * 0):.0f}%)")
 
 
-__all__ = ["AutoRepeats", "parse", "precise_enough", "group_launches", "half_width",
+# ---------------------------------------------------------------------------------------
+# Stages: what both policies run, stage by stage
+
+def point_json(params: dict) -> str:
+    """A parameter point as the store's params_json holds it."""
+    return json.dumps(params, sort_keys=True, default=str)
+
+
+def baselines(spec) -> dict[str, str]:
+    """{group: its first variant}, the baseline every candidate of the group is judged
+    against (as compare's first set)."""
+    from mpibench.campaign.spec import group_variants
+
+    out = {}
+    for g in spec.groups:
+        vs = group_variants(g, spec.variants, spec.variant_base)
+        if vs:
+            out[g.name] = vs[0].name
+    return out
+
+
+def decision_cells(store, campaign_id: int, base_of: dict[str, str]) -> dict[tuple, tuple]:
+    """The family of `until = "decided"`: {(group, point, candidate, cell key): ({run id:
+    launch statistic} of the baseline, of the candidate, better)}, each side's launches in
+    repeat order, for every cell of every group the store has finished launches of."""
+    from mpibench.report.data import load_cells
+    from mpibench.report.rules import comparable
+    from mpibench.store.report_queries import done_runs_of_campaign
+
+    runs: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    where: dict[str, tuple[int, str]] = {}
+    for r in done_runs_of_campaign(store, campaign_id):
+        runs[r["grp"]][r["variant"]].append(r["id"])
+        where[r["id"]] = (int(r["repeat"]), point_json(json.loads(r["params_json"] or "{}")))
+    out: dict[tuple, tuple] = {}
+    for g, by_variant in runs.items():
+        first = base_of.get(g)
+        if first not in by_variant or len(by_variant) < 2:
+            continue
+        cells = load_cells(store, dict(by_variant), with_samples=False)
+        for key, by in cells.items():
+            base = by.get(first)
+            if base is None or not base.testable:
+                continue
+            b = _ordered(base.by_launch, where)
+            for v, c in by.items():
+                if v == first or not c.testable or not comparable(base, c):
+                    continue
+                point = where[c.launch_ids[0]][1]
+                out[(g, point, v, key)] = (b, _ordered(c.by_launch, where), c.better)
+    return out
+
+
+def _ordered(by_launch: dict[str, float], where) -> dict[str, float]:
+    return dict(sorted(by_launch.items(), key=lambda kv: where[kv[0]][0]))
+
+
+def _pool_key(key: tuple) -> tuple:
+    g, point, cand, cell = key
+    return (g, point, cand, _bench_of(cell))
+
+
+def decisions(store, campaign_id: int, spec, upto: int | None = None):
+    """The looks of `until = "decided"` replayed on the stored launches (up to `upto`
+    launches per variant): (the last stats.sequential.Look or None, the cells' family)."""
+    from mpibench.stats.sequential import run_looks
+
+    cells = decision_cells(store, campaign_id, baselines(spec))
+    if not cells:
+        return None, cells
+    looks = run_looks(cells, spec.auto.design(spec.equivalence), pool_key=_pool_key,
+                      upto=upto)
+    return (looks[-1] if looks else None), cells
+
+
+def summarize(spec, look, cells: dict, launches: dict[tuple, int] | None = None
+              ) -> dict[str, Any]:
+    """Where the cells of `until = "decided"` stand, per group point: decided (by which
+    look), undecided after the maximum (with the first reason), or still running."""
+    design = spec.auto.design(spec.equivalence)
+    out: dict[str, Any] = {"rule": design.to_dict(), "looks": design.looks(),
+                           "cells": len(cells), "significant": 0, "equivalent": 0,
+                           "undecided": 0, "points": []}
+    if look is None:
+        return out
+    points: dict[tuple, dict[str, Any]] = {}
+    for (g, point, cand, _key), st in look.cells.items():
+        pt = points.setdefault((g, point), {
+            "group": g, "point": json.loads(point), "candidates": set(), "cells": 0,
+            "significant": 0, "equivalent": 0, "undecided": 0, "decided_at": 0,
+            "reason": None})
+        pt["cells"] += 1
+        pt["candidates"].add(cand)
+        pt[st.status.value] += 1
+        out[st.status.value] += 1
+        if st.decided:
+            pt["decided_at"] = max(pt["decided_at"], st.look)
+        elif pt["reason"] is None:
+            pt["reason"] = f"{cand} vs {baselines(spec).get(g)}: {st.reason}"
+    for (g, point), pt in points.items():
+        n = (launches or {}).get((g, point), look.n)
+        pt["candidates"] = sorted(pt["candidates"])
+        pt["launches"] = n
+        if not pt["undecided"]:
+            pt["state"] = f"decided: every cell by {pt['decided_at']} launches per variant"
+        elif look.final or n >= design.max:
+            pt["state"] = (f"undecided after the maximum of {design.max} launches per "
+                           f"variant: {pt['undecided']} cell(s)")
+        else:
+            pt["state"] = (f"undecided at {look.n} launches per variant: {pt['undecided']} "
+                           "cell(s); more launches pending")
+        out["points"].append(pt)
+    return out
+
+
+class Stages:
+    """repeats = "auto" / "decide" for both policies: the campaign's remaining cells in
+    stages (iterate; each stage's cells must have run before the next is asked for). A
+    stage is the rounds up to the next boundary; before each stage after the first, the
+    rule looks at the store and drops the launches it does not need (they stay pending;
+    `skipped` counts them)."""
+
+    def __init__(self, runner, campaign_id: int):
+        self.runner, self.cid, self.rule = runner, campaign_id, runner.spec.auto
+        self.skipped = 0
+        self.total: dict[str, int] = {}         # "precise": group -> launches per variant
+
+    def boundaries(self) -> list[int]:
+        if self.rule.until == "decided":
+            return self.rule.design(self.runner.spec.equivalence).looks()
+        return [self.rule.min, self.rule.max]
+
+    def __call__(self, todo: list) -> Iterator[list]:
+        remaining = sorted(todo, key=lambda c: c.seq)
+        bounds = self.boundaries()
+        done = 0
+        for i, b in enumerate(bounds):
+            last = i == len(bounds) - 1
+            stage = [c for c in remaining if last or c.repeat < b]
+            remaining = [c for c in remaining if not (last or c.repeat < b)]
+            if done:
+                wanted = self._look(done)
+                keep = [c for c in stage if c.repeat < done or wanted(c)]
+                self.skipped += len(stage) - len(keep)
+                stage = keep
+            if stage:
+                yield stage
+            done = b
+
+    def _look(self, n: int):
+        if self.rule.until == "decided":
+            return self._decided(n)
+        return self._precise()
+
+    def _precise(self):
+        def wanted(c) -> bool:
+            g = c.group.name
+            if g not in self.total:
+                per_variant, better = group_launches(self.runner.store, self.cid, g)
+                t = self.total[g] = stage_two_total(per_variant, self.rule, better)
+                self.runner.log(f"repeats = auto: group {g}: {t} launches per variant "
+                                f"(two-stage rule: at the spread of the first {self.rule.min}, "
+                                f"every gain's 95% CI within ±{100 * self.rule.target:g}%"
+                                + (", or the maximum" if t == self.rule.max else "") + ")")
+            return c.repeat < self.total[g]
+        return wanted
+
+    def _decided(self, n: int):
+        spec = self.runner.spec
+        look, cells = decisions(self.runner.store, self.cid, spec, upto=n)
+        base_of = baselines(spec)
+        needs: dict[tuple[str, str], set[str]] = defaultdict(set)
+        if look is not None:
+            for (g, point, cand, _key) in look.undecided:
+                needs[(g, point)] |= {cand, base_of[g]}
+        nxt = spec.auto.design(spec.equivalence).next_look(n)
+        if look is None:
+            self.runner.log(f"repeats = decide: nothing to compare after {n} launches per "
+                            "variant (one variant per group, or no finished launches)")
+        else:
+            counts = {s: sum(1 for c in look.cells.values() if c.status.value == s)
+                      for s in ("significant", "equivalent", "undecided")}
+            self.runner.log(
+                f"repeats = decide: look at {n} launches per variant (level "
+                f"{look.level:.2g}): {len(look.cells) - counts['undecided']} of "
+                f"{len(look.cells)} cells decided ({counts['significant']} significant, "
+                f"{counts['equivalent']} equivalent); {len(needs)} group point(s) go on to "
+                f"{nxt} launches")
+        return lambda c: c.variant.name in needs.get((c.group.name, point_json(c.params)),
+                                                     ())
+
+
+__all__ = ["AutoRepeats", "parse", "Stages", "decisions", "decision_cells", "summarize",
+           "baselines", "point_json", "precise_enough", "group_launches", "half_width",
            "stage_two_total", "simulate_two_stage", "simulate_sequential"]

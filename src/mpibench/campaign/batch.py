@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from mpibench.campaign.auto_repeats import Stages
 from mpibench.campaign.cells import _Prepared
 from mpibench.campaign.plan import Cell
 from mpibench.files import write_file
@@ -74,7 +75,17 @@ class BatchPolicy:
 
     def run(self, todo: list[Cell], summary: Summary, *, campaign_id: int,
             reattach: list[tuple[str, list[str]]], by_id: dict[str, Cell]) -> None:
-        self._run_batch(todo, reattach, summary, by_id)
+        # repeats = "auto" / "decide" (campaign/auto_repeats.py): a stage's jobs all end
+        # before the rule looks and the next stage is submitted
+        stages = Stages(self.runner, campaign_id) if self.runner.spec.auto else None
+        followed = False
+        for stage in (stages(todo) if stages else [todo]):
+            self._run_batch(stage, [] if followed else reattach, summary, by_id)
+            followed = True
+        if not followed and reattach:
+            self._run_batch([], reattach, summary, by_id)
+        if stages:
+            summary.auto_skipped += stages.skipped
 
     def _job_requests(self, cells: list[Cell]) -> list[list[Cell]]:
         n = self.runner.spec.scheduler.group_cells

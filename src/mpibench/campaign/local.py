@@ -9,6 +9,7 @@ import socket
 import time
 from typing import TYPE_CHECKING
 
+from mpibench.campaign.auto_repeats import Stages
 from mpibench.campaign.plan import Cell
 from mpibench.files import write_file
 from mpibench.process import kill_orphans
@@ -25,7 +26,7 @@ LOCAL_JOB_PREFIX = "local:"
 
 class LocalPolicy:
     """The serial policy of a CampaignRunner: it holds the runner and runs its cells one at
-    a time, in plan order, with repeats = "auto"'s two-stage rule."""
+    a time, in plan order, stage by stage under repeats = "auto" / "decide"."""
 
     def __init__(self, runner: CampaignRunner) -> None:
         self.runner = runner
@@ -35,14 +36,16 @@ class LocalPolicy:
         self._run_local(todo, summary, campaign_id)
 
     def _run_local(self, todo: list[Cell], summary, campaign_id: int) -> None:
-        auto = _AutoRule(self.runner, campaign_id) if self.runner.spec.auto else None
+        # repeats = "auto" / "decide" (campaign/auto_repeats.py): the cells in stages, the
+        # launches the rule finds unnecessary left pending
+        stages = Stages(self.runner, campaign_id) if self.runner.spec.auto else None
         budget = _Budget(self.runner, campaign_id) if self.runner.spec.budget else None
-        for cell in todo:
-            if auto is not None and auto.skip(cell):
-                summary.auto_skipped += 1  # repeats = "auto": the target was reached
-                continue
-            self._run_local_cell(cell, budget.options(cell) if budget else None)
-            summary.ran += 1
+        for stage in (stages(todo) if stages else [todo]):
+            for cell in stage:
+                self._run_local_cell(cell, budget.options(cell) if budget else None)
+                summary.ran += 1
+        if stages:
+            summary.auto_skipped += stages.skipped
 
     def _run_local_cell(self, cell: Cell, options: dict | None = None) -> None:
         self.runner._tick(cell.label)
@@ -73,38 +76,6 @@ class LocalPolicy:
             raise
         outcome = self.runner.ingest(p, sr)
         self.runner.commit(p, outcome)
-
-
-class _AutoRule:
-    """repeats = "auto" (campaign/auto_repeats.py) for the local scheduler: a two-stage rule.
-    Once a group has its first `min` rounds, its total is fixed from their spread
-    (stage_two_total) and the rounds past it are skipped (their cells stay pending and are
-    reported). One look per group, on the spread only. Batch schedulers submit every round
-    up to the maximum."""
-
-    def __init__(self, runner, campaign_id: int):
-        self.runner, self.cid = runner, campaign_id
-        self.rule = runner.spec.auto
-        self.total: dict[str, int] = {}         # group -> launches per variant (stage 2)
-        self.stopped: dict[str, int] = {}       # group -> rounds run (when fewer than max)
-
-    def skip(self, cell: Cell) -> bool:
-        from mpibench.campaign.auto_repeats import group_launches, stage_two_total
-
-        g = cell.group.name
-        if cell.repeat < self.rule.min:
-            return False
-        if g not in self.total:
-            per_variant, better = group_launches(self.runner.store, self.cid, g)
-            n = stage_two_total(per_variant, self.rule, better)
-            self.total[g] = n
-            self.runner.log(f"repeats = auto: group {g}: {n} launches per variant (two-stage "
-                            f"rule: at the spread of the first {self.rule.min}, every gain's "
-                            f"95% CI within ±{100 * self.rule.target:g}%"
-                            + (", or the maximum" if n == self.rule.max else "") + ")")
-            if n < self.rule.max:
-                self.stopped[g] = n
-        return cell.repeat >= self.total[g]
 
 
 class _Budget:

@@ -95,7 +95,21 @@ def status(store: Store, spec: CampaignSpec) -> dict[str, Any]:
             "scheduler": spec.scheduler.name,
             "cells": len(runs), "not_in_file": obsolete, "totals": totals,
             "groups": list(groups.values()), "variants": list(variants.values()),
-            "problems": problems, "jobs": jobs}
+            "problems": problems, "jobs": jobs,
+            **({"decisions": decision_status(store, camp["id"], spec)}
+               if spec.auto is not None and spec.auto.until == "decided" else {})}
+
+
+def decision_status(store: Store, campaign_id: int, spec: CampaignSpec) -> dict[str, Any]:
+    """repeats = "decide": the looks replayed on the stored launches (campaign/
+    auto_repeats.py), per group point: decided, or undecided and why."""
+    from mpibench.campaign import auto_repeats as ar
+
+    look, cells = ar.decisions(store, campaign_id, spec)
+    launches: dict[tuple, int] = {}
+    for (g, point, _cand, _key), (b, c, _better) in cells.items():
+        launches[(g, point)] = max(launches.get((g, point), 0), len(b), len(c))
+    return ar.summarize(spec, look, cells, launches)
 
 
 def cells(store: Store, spec: CampaignSpec, offset: int = 0,

@@ -334,8 +334,11 @@ def _run(args, spec, resume: bool) -> int:
                   f"{summary.skipped} already finished, {summary.recovered} recovered after "
                   f"a crash; store {db}; run directories {spec.directory / 'runs'}/")
         if summary.auto_skipped:
-            con.print(f'repeats = "auto": {summary.auto_skipped} launch(es) not needed (every '
-                      "gain's 95% CI within the target); they stay pending")
+            why = ("their cells were decided" if spec.auto and spec.auto.until == "decided"
+                   else "every gain's 95% CI within the target")
+            con.print(f'repeats = "{"decide" if "decided" in why else "auto"}": '
+                      f"{summary.auto_skipped} launch(es) not needed ({why}); they stay "
+                      "pending")
         _print_status(data)
     bad = data["totals"]["failed"] + data["totals"]["timeout"]
     if bad:
@@ -355,6 +358,26 @@ def _job_text(j: dict) -> str:
     """`job 123 on n[1-2]: TIMEOUT signal=15` (plain text: escape it for rich)."""
     return (f"job {j['job_id']}" + (f" on {j['nodelist']}" if j["nodelist"] else "")
             + (f": {j['sched_state']}" if j["sched_state"] else ""))
+
+
+def _print_decisions(d: dict) -> None:
+    """repeats = "decide": how many cells are decided, and per group point why it stopped
+    (or why it goes on)."""
+    con = console()
+    r = d["rule"]
+    margin = f"within ±{100 * r['margin']:g}%" if r.get("margin") else "(no equivalence margin)"
+    con.print(f'repeats = "decide" (looks at {", ".join(map(str, d["looks"]))} launches per '
+              f"variant; significant after Holm, or equivalent {margin}): {d['cells']} "
+              f"cells, {d['significant']} significant, {d['equivalent']} equivalent, "
+              f"{d['undecided']} undecided")
+    for pt in d["points"][:20]:
+        where = ",".join(f"{k}={v}" for k, v in pt["point"].items())
+        con.print(escape(f"  {pt['group']}" + (f" [{where}]" if where else "")
+                         + f": {pt['launches']} launches: {pt['state']}"))
+        if pt["undecided"] and pt["reason"]:
+            con.print(escape(f"    {pt['reason']}"))
+    if len(d["points"]) > 20:
+        con.print(f"  ... {len(d['points']) - 20} more (--json)")
 
 
 def _print_status(data: dict) -> None:
@@ -390,6 +413,8 @@ def _print_status(data: dict) -> None:
             con.print(f"[red]warning:[/] variant {escape(v['variant'])} requested transport "
                       f"{escape(str(v['transport_requested']))} but "
                       f"{escape(v['transport_actual'])} carried the traffic")
+    if data.get("decisions"):
+        _print_decisions(data["decisions"])
     if data.get("jobs"):
         con.print(f"{len(data['jobs'])} cell(s) in batch jobs:")
         for j in data["jobs"][:20]:

@@ -212,7 +212,15 @@ def done_runs_of_group(store: Store, campaign_id: int, group: str) -> list:
                             "AND status='done' ORDER BY seq", (campaign_id, group)).fetchall()
 
 
+def done_runs_of_campaign(store: Store, campaign_id: int) -> list:
+    """(id, variant, grp, repeat, params_json) of a campaign's finished launches in plan
+    order (repeats = "decide" replays its looks from them)."""
+    return store.db.execute("SELECT id, variant, grp, repeat, params_json FROM runs "
+                            "WHERE campaign_id=? AND status='done' ORDER BY seq",
+                            (campaign_id,)).fetchall()
+
+
 __all__ = ["RESULT_COLUMNS", "TOOL_SQL", "result_rows", "failed_runs_beside",
            "run_campaign_variant", "variants_with_results", "runs_with_results",
            "distinct_specs", "run_specs", "run_elapsed", "run_mpi_init", "set_runs_info",
-           "done_runs_of_group", "run_fingerprints", "launch_cost_rows"]
+           "done_runs_of_group", "done_runs_of_campaign", "run_fingerprints", "launch_cost_rows"]

@@ -1,0 +1,383 @@
+"""Launches where they decide: a group-sequential rule over the cells of a comparison.
+
+A cell (one benchmark at one size, candidate vs baseline) is DECIDED when it is significant
+after the family's multiplicity correction (Holm over every cell looked at) or equivalent
+within the margin (TOST). More interleaved launches go only to what is still undecided,
+until everything is decided or the design's maximum is reached.
+
+    from mpibench.stats.sequential import Design, decide
+
+    design = Design(min=3, max=12, step=3, alpha=0.05, margin=0.05)
+    look = decide({("PingPong", 0): (base_values, cand_values),      # launch values per
+                   ("PingPong", 1024): (base2, cand2, "lower")},      # side (list or
+                  design)                                             # {launch id: value})
+    look.cells[("PingPong", 0)].status    # Status.SIGNIFICANT / EQUIVALENT / UNDECIDED
+    look.next_launches                     # launches per side at the next look, or None
+    look.cells[key].next_launches          # per cell: the same, or None when decided
+
+The rule (docs/statistics.md "Launches where they decide"). Looks are at n = min, min + step,
+..., max launches per side. The tests at a look are compare's own (stats.launch
+.compare_cells: the hierarchical model pooled over a benchmark's sizes, Cochran-Cox critical
+values, TOST with the same components). The levels are spent as in Haybittle and Peto's
+design: each interim look (n < max) tests at a small level, `interim` = alpha x
+INTERIM_SHARE / (interim looks), for both the significance test (Holm over the family) and
+TOST; the final look tests at alpha, the level the report uses. So a cell decided early is
+decided at a level far below alpha, the report's analysis of the final launches stays the
+ordinary one (its p and CI), and the false-positive rate is at most alpha + alpha x
+INTERIM_SHARE (union bound; 5% + 1 point at alpha 0.05), in simulation at alpha.
+A decision is final: a cell decided at a look keeps its status at later looks (its launches
+may still grow when it shares launches with undecided cells).
+
+Why not stop on a narrow CI: that selects launches whose spread was underestimated
+(campaign/auto_repeats.py's history: 48-64% coverage when it stopped at the minimum). Here
+an interim stop needs a decision at a strict level, which a spread that happened to be small
+rarely makes on its own; `simulate` checks the false positives, the coverage of the reported
+(final) CI among the cells that stopped early, and the launches spent against a fixed design.
+
+Pure functions: no store, no processes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from mpibench.stats import launch as launch_stats
+
+# the share of alpha the interim looks spend between them (Haybittle-Peto: small, so the
+# final look, at alpha, is the report's ordinary test)
+INTERIM_SHARE = 0.2
+DEFAULT_MIN, DEFAULT_MAX, DEFAULT_STEP = 3, 12, 3
+
+
+class Status(StrEnum):
+    SIGNIFICANT = "significant"        # decided: a difference, after Holm over the family
+    EQUIVALENT = "equivalent"          # decided: within ±margin (TOST)
+    UNDECIDED = "undecided"
+
+
+@dataclass(frozen=True)
+class Design:
+    """Looks at min, min + step, ..., max launches per side; alpha for the family (the
+    final look's level); margin the equivalence margin (0.05 = ±5%, log-symmetric), None:
+    only a significant difference decides a cell."""
+    min: int = DEFAULT_MIN
+    max: int = DEFAULT_MAX
+    step: int = DEFAULT_STEP
+    alpha: float = 0.05
+    margin: float | None = None
+
+    def __post_init__(self) -> None:
+        if not 2 <= self.min <= self.max or self.step < 1:
+            raise ValueError("Design: 2 <= min <= max and step >= 1")
+        if not 0 < self.alpha < 1 or (self.margin is not None and not 0 < self.margin < 1):
+            raise ValueError("Design: 0 < alpha < 1 and 0 < margin < 1")
+
+    def looks(self) -> list[int]:
+        """Launches per side at each look (the last is max)."""
+        out = list(range(self.min, self.max, self.step))
+        return out + [self.max]
+
+    def level(self, n: int) -> float:
+        """The level of both tests at a look with n launches per side."""
+        interim = len(self.looks()) - 1
+        if n >= self.max or interim == 0:
+            return self.alpha
+        return self.alpha * INTERIM_SHARE / interim
+
+    def next_look(self, n: int) -> int | None:
+        return next((k for k in self.looks() if k > n), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"min": self.min, "max": self.max, "step": self.step, "alpha": self.alpha,
+                "margin": self.margin}
+
+
+class CellStatus(NamedTuple):
+    status: Status
+    look: int                      # launches per side when decided (or at this look)
+    p_holm: float | None           # Holm-adjusted p at that look (the family's)
+    tost: float | None             # TOST p at that look
+    gain: float | None
+    reason: str                    # one line for people: why decided, or why not yet
+    next_launches: int | None = None   # launches per side at the next look; None: no more
+
+    @property
+    def decided(self) -> bool:
+        return self.status is not Status.UNDECIDED
+
+
+@dataclass
+class Look:
+    n: int                                   # launches per side this look asked for
+    level: float
+    final: bool
+    cells: dict[Hashable, CellStatus] = field(default_factory=dict)
+
+    @property
+    def undecided(self) -> list[Hashable]:
+        return [k for k, c in self.cells.items() if not c.decided]
+
+    @property
+    def next_launches(self) -> int | None:
+        """Launches per side at the next look, when any cell is undecided and there is one."""
+        return next((c.next_launches for c in self.cells.values()
+                     if c.next_launches is not None), None)
+
+
+def default_pool_key(key: Hashable) -> Hashable:
+    """The cells pooled together (one benchmark's sizes): a report CellKey without its size,
+    a tuple without its last element, else every cell alone."""
+    if hasattr(key, "_replace") and hasattr(key, "size"):
+        return key._replace(size=None)
+    if isinstance(key, tuple) and len(key) > 1:
+        return key[:-1]
+    return (key,)
+
+
+def _side(values) -> dict:
+    if isinstance(values, Mapping):
+        return dict(values)
+    return {i: v for i, v in enumerate(values)}
+
+
+def _first(values, n: int) -> dict:
+    """The first n launches of a side (a list in launch order, or {launch id: value} in
+    insertion order)."""
+    d = _side(values)
+    return dict(list(d.items())[:n])
+
+
+def test_cells(cells: Mapping[Hashable, Sequence], *, n: int | None = None,
+               pool_key: Callable[[Hashable], Hashable] = default_pool_key,
+               margin: float | None = None
+               ) -> dict[Hashable, tuple[launch_stats.LaunchTest, float | None]]:
+    """{key: (the launch test, its TOST p or None)} on the first n launches of each side
+    (all when n is None), the cells of one pool tested together (compare_cells)."""
+    pools: dict[Hashable, list[Hashable]] = {}
+    for key in cells:
+        pools.setdefault(pool_key(key), []).append(key)
+    out = {}
+    for keys in pools.values():
+        rows = []
+        for k in keys:
+            spec = cells[k]
+            better = spec[2] if len(spec) > 2 else "lower"
+            b, c = (_side(spec[0]), _side(spec[1])) if n is None else \
+                (_first(spec[0], n), _first(spec[1], n))
+            rows.append((b, c, better))
+        for k, t in zip(keys, launch_stats.compare_cells(rows), strict=True):
+            out[k] = (t, t.tost(margin) if margin and t.tested else None)
+    return out
+
+
+def decide(cells: Mapping[Hashable, Sequence], design: Design, *, n: int | None = None,
+           previous: Mapping[Hashable, CellStatus] | None = None,
+           pool_key: Callable[[Hashable], Hashable] = default_pool_key) -> Look:
+    """One look of the rule.
+
+    cells: {key: (baseline launch values, candidate launch values[, better])}: lists in
+    launch order or {launch id: value} (a launch id shared by the cells one launch
+    measured); better 'lower' (default, times) or 'higher' (rates). Keys can carry anything
+    (a candidate's name, a parameter point); pool_key(key) says which cells share launches
+    and are pooled (default_pool_key: a tuple's all-but-last element, e.g. (benchmark,
+    size) -> benchmark). The family of the multiplicity correction is every cell passed.
+    n: the look (launches per side used: the first n of each side); None = the largest
+    look reached by the smallest side. previous: the statuses of the last look; decided
+    cells keep theirs.
+
+    Returns a Look: per cell its Status, the Holm-adjusted p and TOST p at this look, a
+    reason, and next_launches (the next look's launches per side for an undecided cell
+    before the maximum; None when decided or at the maximum)."""
+    if n is None:
+        have = min((min(len(_side(s[0])), len(_side(s[1]))) for s in cells.values()),
+                   default=0)
+        n = max([k for k in design.looks() if k <= have], default=design.min)
+    final = n >= design.max
+    level = design.level(n)
+    tests = test_cells(cells, n=n, pool_key=pool_key, margin=design.margin)
+    keys = list(tests)
+    adj = _holm_or_nan([tests[k][0].p if tests[k][0].tested else None for k in keys])
+    nxt = design.next_look(n)
+    look = Look(n, level, final)
+    for k, p_holm in zip(keys, adj, strict=True):
+        t, tost = tests[k]
+        ph = None if math.isnan(p_holm) else float(p_holm)
+        old = (previous or {}).get(k)
+        if old is not None and old.decided:
+            look.cells[k] = old._replace(next_launches=None)
+            continue
+        if ph is not None and ph <= level:
+            st, why = Status.SIGNIFICANT, (f"significant at {n} launches per side (Holm p "
+                                           f"{ph:.2g} <= {level:.2g})")
+        elif tost is not None and tost <= level:
+            st, why = Status.EQUIVALENT, (f"equivalent within ±{100 * design.margin:g}% at "
+                                          f"{n} launches per side (TOST p {tost:.2g} <= "
+                                          f"{level:.2g})")
+        else:
+            st = Status.UNDECIDED
+            if not t.tested:
+                why = f"not testable at {n} launches per side ({t.reason})"
+            else:
+                bits = [f"Holm p {ph:.2g} > {level:.2g}"]
+                if design.margin:
+                    bits.append(f"TOST p {tost:.2g} > {level:.2g}" if tost is not None
+                                else "no TOST")
+                why = (("undecided after the maximum of " if final else "undecided at ")
+                       + f"{n} launches per side (" + ", ".join(bits) + ")")
+        look.cells[k] = CellStatus(st, n, ph, tost, t.gain, why,
+                                   None if st is not Status.UNDECIDED or final else nxt)
+    return look
+
+
+def run_looks(cells: Mapping[Hashable, Sequence], design: Design, *,
+              pool_key: Callable[[Hashable], Hashable] = default_pool_key,
+              upto: int | None = None) -> list[Look]:
+    """Every look the data reach (each on the first n launches of each side; a cell that
+    got no more launches is looked at on what it has), decisions carried forward: what the
+    campaign replays to say where each cell stands. upto: stop at this many launches per
+    side. The looks end when every cell is decided."""
+    have = max((min(len(_side(s[0])), len(_side(s[1]))) for s in cells.values()), default=0)
+    if upto is not None:
+        have = min(have, upto)
+    looks: list[Look] = []
+    prev: dict = {}
+    for n in design.looks():
+        if n > have:
+            break
+        lk = decide(cells, design, n=n, previous=prev, pool_key=pool_key)
+        looks.append(lk)
+        prev = lk.cells
+        if not lk.undecided:
+            break
+    return looks
+
+
+def _holm_or_nan(ps: list[float | None]) -> np.ndarray:
+    from mpibench import stats
+
+    return stats.holm(ps) if ps else np.array([])
+
+
+# ---------------------------------------------------------------------------------------
+# Simulation (bench/bench_inference.py, tests): groups of cells sharing launches
+
+def simulate(rng: np.random.Generator, reps: int, design: Design, *,
+             groups: Sequence[float] = (0.0, 0.0, 0.0, 0.0), sizes: int = 5,
+             sigma_l: float = 0.05, size_part: float = 0.5, shared: float = 1.0
+             ) -> dict[str, float]:
+    """Campaigns of len(groups) groups (a benchmark each, `sizes` cells measured by every
+    launch), baseline vs candidate, the candidate's true log gain per group in `groups`
+    (0 = A/A). Launch logs: a launch effect shared by the group's sizes (sd shared x
+    sigma_l) plus a size-specific part (size_part x sigma_l). Each group gets launches
+    while any of its cells is undecided (what a campaign can do: one launch measures
+    every size of its group). Reported as the report would: the final launches of each
+    group through compare_cells (plain 95% CI) and Holm over every cell at alpha.
+
+    Returns rates over cells/campaigns: decided significant (per A/A cell), family-wise
+    (any A/A cell decided significant, or significant in the final report), equivalent,
+    undecided at the maximum, coverage of the final 95% CI overall and among the cells
+    whose group stopped before the maximum, launches per side per group (mean) against
+    the fixed design's max, and for cells with a real difference the share decided
+    significant."""
+    from mpibench import stats
+
+    k = len(groups)
+    tot = dict(aa_cells=0, aa_sig=0, aa_rep_sig=0, fam=0, fam_rep=0, eq=0, und=0, cells=0,
+               cover=0, early_cells=0, early_cover=0, launches=0, real_cells=0,
+               real_sig=0, real_eq=0)
+    for _ in range(reps):
+        data = []
+        for eff in groups:
+            def side(shift: float) -> np.ndarray:
+                u = rng.normal(0, sigma_l * shared, (design.max, 1))
+                v = rng.normal(0, sigma_l * size_part, (design.max, sizes))
+                return np.exp(shift + u + v)
+            data.append((side(0.0), side(-eff)))     # times: lower is better
+        # the campaign: looks over every group's cells as one family; a group stops when
+        # its cells are decided
+        n_of = [design.min] * k
+        prev: dict = {}
+        for n in design.looks():
+            cells = {}
+            for g in range(k):
+                m = min(n, n_of[g])
+                a, b = data[g]
+                for s in range(sizes):
+                    cells[(g, s)] = (list(a[:m, s]), list(b[:m, s]))
+            lk = _decide_unequal(cells, design, n, prev)
+            prev = lk.cells
+            if n >= design.max:
+                break
+            nxt = design.next_look(n)
+            for g in range(k):
+                if any(not lk.cells[(g, s)].decided for s in range(sizes)) and n_of[g] == n:
+                    n_of[g] = nxt
+        # the report: each group's final launches
+        final = {}
+        for g in range(k):
+            a, b = data[g]
+            m = n_of[g]
+            ts = launch_stats.compare_cells([(dict(enumerate(a[:m, s])),
+                                              dict(enumerate(b[:m, s])), "lower")
+                                             for s in range(sizes)])
+            for s, t in enumerate(ts):
+                final[(g, s)] = t
+        keys = list(final)
+        rep_adj = stats.holm([final[c].p for c in keys])
+        fam = fam_rep = False
+        for c, ph in zip(keys, rep_adj, strict=True):
+            g = c[0]
+            eff, t, st = groups[g], final[c], prev[c]
+            tot["cells"] += 1
+            hit = t.ci_low <= math.exp(eff) <= t.ci_high
+            tot["cover"] += hit
+            if n_of[g] < design.max:
+                tot["early_cells"] += 1
+                tot["early_cover"] += hit
+            tot["eq"] += st.status is Status.EQUIVALENT
+            tot["und"] += st.status is Status.UNDECIDED
+            if eff == 0:
+                tot["aa_cells"] += 1
+                sig = st.status is Status.SIGNIFICANT
+                tot["aa_sig"] += sig
+                tot["aa_rep_sig"] += ph <= design.alpha
+                fam |= sig
+                fam_rep |= bool(ph <= design.alpha)
+            else:
+                tot["real_cells"] += 1
+                tot["real_sig"] += st.status is Status.SIGNIFICANT
+                tot["real_eq"] += st.status is Status.EQUIVALENT
+        tot["fam"] += fam
+        tot["fam_rep"] += fam_rep
+        tot["launches"] += sum(n_of)
+    aa = max(1, tot["aa_cells"])
+    return {"reps": reps, "aa_false_positive": tot["aa_sig"] / aa,
+            "aa_report_false_positive": tot["aa_rep_sig"] / aa,
+            "familywise": tot["fam"] / reps, "familywise_report": tot["fam_rep"] / reps,
+            "equivalent": tot["eq"] / tot["cells"], "undecided": tot["und"] / tot["cells"],
+            "coverage": tot["cover"] / tot["cells"],
+            "coverage_early": (tot["early_cover"] / tot["early_cells"]
+                               if tot["early_cells"] else float("nan")),
+            "early_share": tot["early_cells"] / tot["cells"],
+            "launches_per_group": tot["launches"] / (reps * k),
+            "fixed_launches_per_group": float(design.max),
+            "real_significant": (tot["real_sig"] / tot["real_cells"] if tot["real_cells"]
+                                 else float("nan")),
+            "real_equivalent": (tot["real_eq"] / tot["real_cells"] if tot["real_cells"]
+                                else float("nan"))}
+
+
+def _decide_unequal(cells, design: Design, n: int, prev) -> Look:
+    """A look where some groups stopped earlier (fewer launches than n): each cell tested
+    on what it has; decisions carried forward."""
+    return decide(cells, design, n=n, previous=prev)
+
+
+__all__ = ["Design", "Status", "CellStatus", "Look", "decide", "run_looks", "test_cells",
+           "default_pool_key", "simulate", "INTERIM_SHARE"]

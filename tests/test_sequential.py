@@ -1,0 +1,100 @@
+"""stats/sequential.py: the group-sequential rule of repeats = "decide" on known
+distributions (seeded), and its simulation's false positives and coverage."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from mpibench.stats.sequential import INTERIM_SHARE, Design, Status, decide, run_looks, simulate
+
+
+def _logn(rng, n, shift=0.0, sd=0.02):
+    return list(np.exp(shift + rng.normal(0.0, sd, n)))
+
+
+def test_design_looks_and_levels():
+    d = Design(3, 12, 3, 0.05, 0.05)
+    assert d.looks() == [3, 6, 9, 12]
+    assert d.level(12) == 0.05                        # the last look: the report's alpha
+    assert d.level(3) == d.level(9) == pytest.approx(0.05 * INTERIM_SHARE / 3)
+    assert Design(3, 8, 3).looks() == [3, 6, 8]       # the maximum is always a look
+    assert Design(4, 4, 1).looks() == [4] and Design(4, 4, 1).level(4) == 0.05
+    assert d.next_look(6) == 9 and d.next_look(12) is None
+    with pytest.raises(ValueError):
+        Design(1, 4)
+    with pytest.raises(ValueError):
+        Design(3, 6, 1, 0.05, 1.5)
+
+
+def test_a_large_difference_is_decided_at_the_first_look():
+    rng = np.random.default_rng(1)
+    # a 3x slowdown at 2% launch spread, one benchmark, 4 sizes: decided at 3 launches
+    cells = {("PingPong", s): (_logn(rng, 12), _logn(rng, 12, math.log(3.0))) for s in range(4)}
+    look = decide(cells, Design(3, 12, 3, 0.05, 0.05), n=3)
+    assert all(c.status is Status.SIGNIFICANT for c in look.cells.values())
+    assert look.undecided == [] and look.next_launches is None
+    assert all(c.gain == pytest.approx(1 / 3, rel=0.1) for c in look.cells.values())
+    assert "significant at 3 launches" in look.cells[("PingPong", 0)].reason
+
+
+def test_identical_tight_launches_are_equivalent_and_noisy_ones_go_on():
+    rng = np.random.default_rng(2)
+    tight = {("a", s): (_logn(rng, 12, sd=0.002), _logn(rng, 12, sd=0.002)) for s in range(4)}
+    look = decide(tight, Design(3, 12, 3, 0.05, 0.05), n=3)
+    assert {c.status for c in look.cells.values()} == {Status.EQUIVALENT}
+    # the same spread without a margin: nothing can be decided but a difference
+    look = decide(tight, Design(3, 12, 3, 0.05, None), n=3)
+    assert {c.status for c in look.cells.values()} == {Status.UNDECIDED}
+    assert look.next_launches == 6
+    noisy = {("a", s): (_logn(rng, 12, sd=0.3), _logn(rng, 12, sd=0.3)) for s in range(4)}
+    look = decide(noisy, Design(3, 12, 3, 0.05, 0.05), n=12)   # the last look
+    assert {c.status for c in look.cells.values()} == {Status.UNDECIDED}
+    assert look.final and look.next_launches is None
+    assert "undecided after the maximum of 12" in look.cells[("a", 0)].reason
+
+
+def test_an_interim_look_is_stricter_than_the_last():
+    # a difference significant at alpha but not at the interim level: undecided at an
+    # interim look, decided at the last one on the same launches
+    logs = np.array([-0.05, 0.0, 0.05, -0.03, 0.03, 0.0])       # sd 0.037 between launches
+    base, cand = list(np.exp(logs)), list(np.exp(logs[::-1] + 0.065))   # t = 3.0, 10 df
+    cells = {("x", 0): (base, cand)}
+    at_last = decide(cells, Design(2, 6, 2, 0.05, None), n=6)
+    interim = decide(cells, Design(2, 8, 2, 0.05, None), n=6)
+    p = at_last.cells[("x", 0)].p_holm
+    assert interim.level < p <= 0.05
+    assert at_last.cells[("x", 0)].status is Status.SIGNIFICANT
+    assert interim.cells[("x", 0)].status is Status.UNDECIDED
+
+
+def test_decisions_are_carried_forward_and_replayed():
+    rng = np.random.default_rng(4)
+    cells = {("big", s): (_logn(rng, 9), _logn(rng, 9, math.log(2.0))) for s in range(3)}
+    cells |= {("same", s): (_logn(rng, 9, sd=0.1), _logn(rng, 9, sd=0.1)) for s in range(3)}
+    design = Design(3, 9, 3, 0.05, 0.01)
+    looks = run_looks(cells, design)
+    assert [lk.n for lk in looks] == [3, 6, 9]
+    assert all(looks[0].cells[("big", s)].status is Status.SIGNIFICANT for s in range(3))
+    # decided at the first look: the same record at every later look
+    assert looks[-1].cells[("big", 0)] == looks[0].cells[("big", 0)]
+    assert all(looks[-1].cells[("same", s)].status is Status.UNDECIDED for s in range(3))
+    # the 'big' cells stopped at 3 launches: later looks see what they have
+    short = {k: ((v[0][:3], v[1][:3]) if k[0] == "big" else v) for k, v in cells.items()}
+    assert [lk.n for lk in run_looks(short, design)] == [3, 6, 9]
+    assert len(run_looks(cells, design, upto=6)) == 2
+
+
+def test_simulated_aa_keeps_alpha_and_coverage_with_early_stops():
+    # A/A, 4 groups x 5 sizes, spread 0.02, margin 5%: most groups stop early (equivalent);
+    # the rule's false positives and the report's (Holm at alpha on the final launches) stay
+    # <= alpha + 1 point, the final 95% CI covers >= 93% also where the group stopped early,
+    # and it spends fewer launches than the fixed design's maximum
+    r = simulate(np.random.default_rng(5), 25, Design(3, 12, 3, 0.05, 0.05), sigma_l=0.02)
+    assert r["early_share"] >= 0.5
+    assert r["aa_false_positive"] <= 0.06 and r["aa_report_false_positive"] <= 0.06
+    assert r["familywise"] <= 0.1                     # 25 campaigns: 0.06 +- sampling
+    assert r["coverage"] >= 0.93 and r["coverage_early"] >= 0.93
+    assert r["launches_per_group"] < r["fixed_launches_per_group"]
