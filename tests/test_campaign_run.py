@@ -833,3 +833,76 @@ def test_budget_auto_sets_the_cores_target_after_two_rounds(tmp_path, found_stac
     t = argv[("a", 2)][argv[("a", 2)].index("--target") + 1]
     assert float(t) > 0
     assert load(camp).to_dict()["budget"] == "auto"
+
+
+# repeats = "decide": each launch prints the next value of its variant's list (a counter file
+# per variant and group), so the decisions are known in advance: a vs b is 3x (decided at
+# the first look), a vs c is A/A with 2% spread (neither significant nor within ±0.5%)
+DECIDE_SCRIPT = """
+f="$DIR/count_${V}_${G}"; n=$(cat "$f" 2>/dev/null || echo 0); echo $((n + 1)) > "$f"
+case "$V" in
+  a) set -- 100 102 98 101 99 ;;
+  b) set -- 300 306 294 303 297 ;;
+  c) set -- 101 99 100 98 102 ;;
+esac
+shift "$n"; echo "value $1"
+"""
+
+DECIDE = """
+[campaign]
+name = "decide"
+repeats = { until = "decided", min = 3, max = 5, step = 2 }
+equivalence = "0.5%"
+timeout = 30
+[defaults]
+stack = "none"
+launcher = "template"
+launcher_args = ["sh", "-c", 'exec "$0" "$@"', "{program}"]
+np = 1
+[variants.a]
+env = { V = "a", DIR = "@DIR@" }
+[variants.b]
+env = { V = "b", DIR = "@DIR@" }
+[variants.c]
+env = { V = "c", DIR = "@DIR@" }
+[benchmarks.differ]
+variants = ["a", "b"]
+env = { G = "differ" }
+command = "sh @DIR@/value.sh"
+fom = { name = "t", regex = 'value ([0-9]+)', unit = "s", better = "lower" }
+[benchmarks.same]
+variants = ["a", "c"]
+env = { G = "same" }
+command = "sh @DIR@/value.sh"
+fom = { name = "t", regex = 'value ([0-9]+)', unit = "s", better = "lower" }
+"""
+
+
+@pytest.mark.system
+@pytest.mark.parametrize("scheduler", ["local", "test-subprocess"])
+def test_decide_adds_launches_only_where_cells_are_undecided(tmp_path, scheduler):
+    (tmp_path / "value.sh").write_text(DECIDE_SCRIPT)
+    text = DECIDE.replace("@DIR@", str(tmp_path))
+    if scheduler != "local":      # the batch policy: stages of jobs, polled
+        text += ('[scheduler]\nname = "test-subprocess"\nmax_jobs_in_flight = 2\n'
+                 "poll_interval = 0.05\npoll_max_interval = 0.2\n")
+    camp = tmp_path / "d.toml"
+    camp.write_text(text)
+    said: list[str] = []
+    summary, data = run_campaign(camp, tmp_path / "d.db", [], log=said.append)
+    # planned 2 groups x 2 variants x 5; 'differ' stops after its first 3 rounds
+    assert data["totals"]["done"] == 16 and summary.auto_skipped == 4, said
+    with Store(tmp_path / "d.db") as store:
+        ran = Counter((r["grp"], r["variant"]) for r in store.runs() if r["status"] == "done")
+    assert ran == {("differ", "a"): 3, ("differ", "b"): 3, ("same", "a"): 5, ("same", "c"): 5}
+    d = data["decisions"]
+    assert (d["cells"], d["significant"], d["equivalent"], d["undecided"]) == (2, 1, 0, 1)
+    pts = {p["group"]: p for p in d["points"]}
+    assert pts["differ"]["state"] == "decided: every cell by 3 launches per variant"
+    assert pts["same"]["state"].startswith("undecided after the maximum of 5 launches")
+    assert "c vs a: undecided after the maximum of 5 launches per side" in pts["same"]["reason"]
+    assert any("look at 3 launches per variant" in m and "1 of 2 cells decided" in m
+               for m in said), said
+    # resuming finds nothing to run: the looks replay to the same decisions
+    summary, again = run_campaign(camp, tmp_path / "d.db", [])
+    assert summary.ran == 0 and again["decisions"] == d

@@ -295,10 +295,24 @@ def baselines(spec) -> dict[str, str]:
     return out
 
 
-def decision_cells(store, campaign_id: int, base_of: dict[str, str]) -> dict[tuple, tuple]:
+def figures(spec) -> dict[str, set[str]]:
+    """{group: the metrics it decides on}: an application's figures of merit (the wall time
+    every launch also records decides only where it is the figure); groups not listed
+    decide on every metric they measure."""
+    out = {}
+    for g in spec.groups:
+        names = {f.name for f in (getattr(g, "foms", None) or [])}
+        if names:
+            out[g.name] = names
+    return out
+
+
+def decision_cells(store, campaign_id: int, base_of: dict[str, str],
+                   metrics: dict[str, set[str]] | None = None) -> dict[tuple, tuple]:
     """The family of `until = "decided"`: {(group, point, candidate, cell key): ({run id:
     launch statistic} of the baseline, of the candidate, better)}, each side's launches in
-    repeat order, for every cell of every group the store has finished launches of."""
+    repeat order, for every cell of every group the store has finished launches of (of a
+    group in `metrics`, its cells of those metrics only)."""
     from mpibench.report.data import load_cells
     from mpibench.report.rules import comparable
     from mpibench.store.report_queries import done_runs_of_campaign
@@ -316,6 +330,8 @@ def decision_cells(store, campaign_id: int, base_of: dict[str, str]) -> dict[tup
         cells = load_cells(store, dict(by_variant), with_samples=False)
         for key, by in cells.items():
             base = by.get(first)
+            if g in (metrics or {}) and key.metric not in metrics[g]:
+                continue
             if base is None or not base.testable:
                 continue
             b = _ordered(base.by_launch, where)
@@ -341,7 +357,7 @@ def decisions(store, campaign_id: int, spec, upto: int | None = None):
     launches per variant): (the last stats.sequential.Look or None, the cells' family)."""
     from mpibench.stats.sequential import run_looks
 
-    cells = decision_cells(store, campaign_id, baselines(spec))
+    cells = decision_cells(store, campaign_id, baselines(spec), figures(spec))
     if not cells:
         return None, cells
     looks = run_looks(cells, spec.auto.design(spec.equivalence), pool_key=_pool_key,
