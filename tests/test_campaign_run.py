@@ -906,3 +906,79 @@ def test_decide_adds_launches_only_where_cells_are_undecided(tmp_path, scheduler
     # resuming finds nothing to run: the looks replay to the same decisions
     summary, again = run_campaign(camp, tmp_path / "d.db", [])
     assert summary.ran == 0 and again["decisions"] == d
+
+
+@pytest.mark.system
+def test_auto_two_stage_total_per_group_through_the_stages(tmp_path):
+    # repeats = "auto" (the two-stage rule) runs through the same Stages: after 3 rounds
+    # each group's total is fixed from its spread (a 2% spread on both sides needs more
+    # launches for ±6% than the 1-2% of the A/A group)
+    (tmp_path / "value.sh").write_text(DECIDE_SCRIPT)
+    text = DECIDE.replace("@DIR@", str(tmp_path)).replace(
+        'repeats = { until = "decided", min = 3, max = 5, step = 2 }',
+        'repeats = { min = 3, max = 5, target = "6%" }')
+    camp = tmp_path / "a.toml"
+    camp.write_text(text)
+    said: list[str] = []
+    summary, data = run_campaign(camp, tmp_path / "a.db", [], log=said.append)
+    with Store(tmp_path / "a.db") as store:
+        ran = Counter((r["grp"], r["variant"]) for r in store.runs() if r["status"] == "done")
+    assert ran == {("differ", "a"): 5, ("differ", "b"): 5, ("same", "a"): 3, ("same", "c"): 3}
+    assert summary.auto_skipped == 4 and "decisions" not in data
+    assert any(m.startswith("repeats = auto: group same: 3 launches per variant") for m in said)
+
+
+DECIDE_REAL = """
+[campaign]
+name = "decide-real"
+repeats = { until = "decided", min = 4, max = 6, step = 2 }
+equivalence = "0.1%"
+timeout = 60
+verify_transport = false
+[defaults]
+stack = "openmpi"
+np = 2
+[variants.shm]
+transport = "shm"
+[variants.tcp]
+transport = "tcp"
+interface = "lo"
+[variants.shm2]
+transport = "shm"
+[benchmarks.differ]
+benchmarks = ["PingPong"]
+sizes = "0,8"
+variants = ["shm", "tcp"]
+options = { max_time = 0.02, timeout = 20 }
+[benchmarks.same]
+benchmarks = ["PingPong"]
+sizes = "0,8"
+variants = ["shm", "shm2"]
+options = { max_time = 0.02, timeout = 20 }
+"""
+
+
+@pytest.mark.mpi
+def test_decide_on_real_launches_shm_vs_tcp_stops_and_aa_goes_on(tmp_path, found_stacks):
+    # Open MPI over TCP (lo) vs shared memory at 0-8 B (tens of times slower): decided at
+    # the first look (4 launches); the same stack under two names (A/A) is neither
+    # significant at the interim level nor within ±0.1%, so it gets launches to the maximum
+    camp = tmp_path / "r.toml"
+    camp.write_text(DECIDE_REAL)
+    said: list[str] = []
+    summary, data = run_campaign(camp, tmp_path / "r.db", found_stacks, log=said.append)
+    assert data["totals"]["failed"] == data["totals"]["timeout"] == 0
+    with Store(tmp_path / "r.db") as store:
+        ran = Counter((r["grp"], r["variant"]) for r in store.runs() if r["status"] == "done")
+    assert ran == {("differ", "shm"): 4, ("differ", "tcp"): 4, ("same", "shm"): 6,
+                   ("same", "shm2"): 6}, said
+    assert summary.auto_skipped == 4
+    pts = {p["group"]: p for p in data["decisions"]["points"]}
+    assert pts["differ"]["state"] == "decided: every cell by 4 launches per variant"
+    assert pts["differ"]["significant"] == 2
+    # at the last look (alpha 0.05) an A/A cell is significant in about 5% of such runs;
+    # otherwise it is reported undecided with the reason
+    same = pts["same"]
+    assert same["launches"] == 6
+    assert same["state"].startswith("undecided after the maximum of 6 launches") or \
+        same["significant"] + same["equivalent"] == 2, same

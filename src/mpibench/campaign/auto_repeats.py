@@ -147,10 +147,11 @@ def precise_enough(per_variant: dict[str, dict[tuple, list[float]]], target: flo
     return True
 
 
-def group_launches(store, campaign_id: int, group: str
+def group_launches(store, campaign_id: int, group: str, metrics: set[str] | None = None
                    ) -> tuple[dict[str, dict[tuple, list[float]]], dict[tuple, str]]:
     """{variant: {cell key: launch medians}} of one group's finished launches, and each
-    cell's better-direction (read through the store like every comparison)."""
+    cell's better-direction (read through the store like every comparison); metrics: only
+    these (an application's figures of merit, see figures)."""
     from mpibench.report.data import load_cells
     from mpibench.report.rules import comparable
 
@@ -164,6 +165,8 @@ def group_launches(store, campaign_id: int, group: str
     better: dict[tuple, str] = {}
     first = next(iter(runs), None)           # precise_enough's baseline
     for key, by in cells.items():
+        if metrics and key.metric not in metrics:
+            continue
         base = by.get(first)
         for v, c in by.items():
             # the comparability rule (report/rules.py), as every table applies it
@@ -448,7 +451,8 @@ class Stages:
         def wanted(c) -> bool:
             g = c.group.name
             if g not in self.total:
-                per_variant, better = group_launches(self.runner.store, self.cid, g)
+                per_variant, better = group_launches(self.runner.store, self.cid, g,
+                                                     figures(self.runner.spec).get(g))
                 t = self.total[g] = stage_two_total(per_variant, self.rule, better)
                 self.runner.log(f"repeats = auto: group {g}: {t} launches per variant "
                                 f"(two-stage rule: at the spread of the first {self.rule.min}, "
