@@ -55,6 +55,9 @@ def _write(tmp_path: Path, text: str) -> Path:
      "no benchmarks key"),
     ('suite = "imb"\nbinary = "x"\nbenchmarks = ["PingPong"]\ncommand = "y"', "benchmarks.p.command",
      "unknown key"),
+    # as core and application groups (it passed here before the group kinds shared the check)
+    ('suite = "imb"\nbinary = "x"\nbenchmarks = ["PingPong"]\nvariants = ["ompi", "ompi"]',
+     "benchmarks.p.variants[1]", "'ompi' is listed twice"),
 ])
 def test_peer_group_errors_name_the_key(tmp_path, group, key, expected):
     with pytest.raises(UsageError) as exc:
