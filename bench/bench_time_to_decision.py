@@ -5,7 +5,10 @@
 
 A cell is decided when its launch-level test (compare's hierarchical model, Holm over the
 table) is significant, or when TOST says the two stacks are equivalent within ±5% (the
-campaign's `equivalence = "5%"`); the same test for both tools. Round by round, the bench
+campaign's `equivalence = "5%"`); the same test for both tools. The stopping rule is
+stats.sequential's (the one `repeats = "decide"` uses): a look after every round from the
+second, the interim looks at a strict level (alpha x 0.2 / looks, Haybittle-Peto), the last
+one, at the budget, at alpha; a decision is final. Round by round, the bench
 runs one interleaved round (one launch per variant) of mpibench-core, then one of IMB-MPI1
 PingPong (built per stack from ../shared/peers by the campaign's `suite = "imb"` group),
 each as a campaign whose `repeats` it raises (earlier launches are kept). A tool stops
@@ -39,8 +42,9 @@ from typing import NamedTuple
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from mpibench.report.judge import compare_groups  # noqa: E402
+from mpibench.report.data import load_cells  # noqa: E402
 from mpibench.report.select import select_groups  # noqa: E402
+from mpibench.stats.sequential import Design, Status, decide  # noqa: E402
 from mpibench.store import Store  # noqa: E402
 
 # the peers tarballs sit beside the repository (../shared/peers), never at an absolute path
@@ -111,23 +115,39 @@ class State(NamedTuple):
     undecided: tuple[str, ...]
 
 
-def decided(db: Path, statistic: str) -> State:
-    """openmpi vs mpich: significant after Holm, or equivalent within ±5% (TOST)."""
+def decided(db: Path, statistic: str, design: Design, n: int, previous: dict | None
+            ) -> tuple[State, dict]:
+    """openmpi vs mpich at the look with n launches per side (stats.sequential.decide: Holm
+    over the table's cells or TOST within ±5%, at the design's level for this look;
+    decisions of earlier looks stand). Returns the state and the statuses for the next."""
     with Store(db) as store:
         groups = select_groups(store, variants=["openmpi", "mpich"], by="variant")
-        cmp = compare_groups(store, groups, "openmpi", statistic=statistic,
-                             equivalence=TARGET)
-    sig = eq = 0
-    left = []
-    for r in cmp.rows:
-        d = r.deltas.get("mpich")
-        if d is not None and d.significant:
-            sig += 1
-        elif d is not None and d.equivalent:
-            eq += 1
-        else:
-            left.append(str(r.size))
-    return State(len(cmp.rows), sig + eq, sig, eq, tuple(left))
+        cells = load_cells(store, groups, with_samples=False, statistic=statistic)
+    repeat = run_repeats(db)
+
+    def ordered(by_launch: dict) -> dict:
+        return dict(sorted(by_launch.items(), key=lambda kv: repeat.get(kv[0], 0)))
+
+    fam = {}
+    for key, by in cells.items():
+        b, c = by.get("openmpi"), by.get("mpich")
+        if b is not None and c is not None:
+            fam[key] = (ordered(b.by_launch), ordered(c.by_launch), b.better)
+    if not fam:
+        return State(0, 0, 0, 0, ()), {}
+    look = decide(fam, design, n=n, previous=previous)
+    st = [c.status for c in look.cells.values()]
+    sig, eq = st.count(Status.SIGNIFICANT), st.count(Status.EQUIVALENT)
+    left = tuple(str(k.size) for k in look.undecided)
+    return State(len(st), sig + eq, sig, eq, left), look.cells
+
+
+def run_repeats(db: Path) -> dict[str, int]:
+    con = sqlite3.connect(db)
+    try:
+        return dict(con.execute("SELECT id, repeat FROM runs"))
+    finally:
+        con.close()
 
 
 def plan_line(db: Path) -> str:
@@ -143,8 +163,10 @@ def plan_line(db: Path) -> str:
 
 
 class Tool:
-    def __init__(self, name: str, work: Path, group: str, statistic: str, extra: str = ""):
+    def __init__(self, name: str, work: Path, group: str, statistic: str, design: Design,
+                 extra: str = ""):
         self.name, self.group, self.statistic, self.extra = name, group, statistic, extra
+        self.design, self.previous = design, None
         work.mkdir(parents=True, exist_ok=True)
         self.camp, self.db = work / f"{name}.toml", work / "mpibench.db"
         self.rounds, self.seconds = 0, 0.0
@@ -161,7 +183,8 @@ class Tool:
         self.seconds = launch_seconds(self.db)
         if self.rounds < 2:
             return f"{self.seconds - before:>9.2f} {'(1 launch: untested)':>22}"
-        self.state = decided(self.db, self.statistic)
+        self.state, self.previous = decided(self.db, self.statistic, self.design,
+                                            self.rounds, self.previous)
         self.done = bool(self.state.cells) and self.state.decided == self.state.cells
         s = self.state
         return (f"{self.seconds - before:>9.2f} {f'{s.decided}/{s.cells}':>8} "
@@ -181,7 +204,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--keep", metavar="DIR", help="keep the campaigns and stores in DIR")
     a = ap.parse_args(argv)
     sizes = "0:10" if a.quick else "0:22"
-    rounds = min(a.max_rounds, 4) if a.quick else a.max_rounds
+    rounds = max(2, min(a.max_rounds, 4) if a.quick else a.max_rounds)
     if shutil.which("flock") is None:
         print("flock not found: this bench takes the shared MPI lock per campaign run")
         return 0
@@ -193,9 +216,14 @@ def main(argv: list[str]) -> int:
           f"significant (launch-level test, Holm over the table) or equivalent within "
           f"±{100 * TARGET:g}% (TOST); budget B = {rounds} rounds (launches per variant)")
     print(f"# start: {load()}")
-    core = Tool("core", root / "core", CORE.format(sizes=sizes), "median",
+    # the stopping rule (stats.sequential): a look after every round from the second, the
+    # interim looks at alpha x 0.2 / looks, the last (the budget) at alpha
+    design = Design(min=2, max=rounds, step=1, alpha=0.05, margin=TARGET)
+    print(f"# rule: stats.sequential, looks at 2..{rounds} launches per side, interim level "
+          f"{design.level(2):.2g}, final {design.alpha:g}")
+    core = Tool("core", root / "core", CORE.format(sizes=sizes), "median", design,
                 extra='budget = "auto"')
-    imb = Tool("imb", root / "imb", IMB.format(tgz=IMB_TGZ, sizes=sizes), "mean")
+    imb = Tool("imb", root / "imb", IMB.format(tgz=IMB_TGZ, sizes=sizes), "mean", design)
     print(f"{'round':>5} | {'core s':>9} {'decided':>8} {'':>13} | {'IMB s':>9} "
           f"{'decided':>8} {'':>13} | load")
     for k in range(1, rounds + 1):
