@@ -15,10 +15,22 @@ each, --results-per-run results per run, raw samples (100 per result) for
             at one site in January vs July (two campaigns, 250 launches each)
   report    `mpibench report` of that selection, archive and local file side by side
 
+  labels    two labels (one variant at two sites) over one hour that spans 28 campaigns per
+            site (--since/--until: the runs_label and runs_started indexes)
+  small     the same compare on a small archive (a second database holding only the pushed
+            store), interleaved with the big one's: the big/small ratio is what a million runs
+            cost, the small archive's time is what Python start-up, imports and the machine's
+            load cost
+  --other-src DIR   also time compare and report with another checkout's src/ (e.g. the
+            commit before a change), interleaved: before/after under the same load
+
 and prints the archive's size on disk. Targets (issue 24): compare < 2 s, report < 10 s, push
 of a 10,000-run store < 30 s, on a 2-core machine. Each timing is the median of --rounds
-runs; a shared machine is noisy, so read them as orders of magnitude and the archive/local
-ratios as measured under the same load. --quick: 20,000 runs and a 1,000-run push.
+runs; a shared machine is noisy, so read them as orders of magnitude and the ratios (each
+measured side by side, rounds interleaved) as what the archive adds. The package is
+byte-compiled first (an installed mpibench has its .pyc files; PYTHONDONTWRITEBYTECODE would
+otherwise make every fresh process compile ~80 modules). --quick: 20,000 runs and a 1,000-run
+push.
 """
 
 from __future__ import annotations
@@ -46,6 +58,9 @@ RUNS_PER_CAMPAIGN = 1000
 # the same variant at one site in two months: an upgrade compared with the spring's image
 MONTHS_SEL = ["--campaign", "alpha-fabric-m01-0", "--campaign", "alpha-fabric-m07-0",
               "--variant", "ompi-ucx"]
+# one variant at two sites over one hour of month 7: 28 campaigns per site run then
+LABELS_SEL = ["--label", "ompi-ucx@alpha", "--label", "ompi-ucx@beta",
+              "--since", "2024-05-12T22:13:20", "--until", "2024-05-12T23:13:20"]
 SAMPLES = 100
 
 
@@ -208,6 +223,13 @@ def timed(argv: list[str], cwd: Path, env: dict | None = None) -> tuple[float, s
     return dt, p.stdout
 
 
+def byte_compile(src: Path) -> None:
+    """Write the package's .pyc files (what pip does at install), once, before timing."""
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(src / "mpibench")],
+                   check=True, capture_output=True, timeout=600,
+                   env={k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"})
+
+
 def in_process(target: str, rounds: int, **selection) -> tuple[float, float]:
     """(seconds to select and load the two sets, seconds to also compare them) in this
     process with its imports warm: the store's share of a compare, without Python start-up
@@ -242,15 +264,27 @@ def main() -> int:
     ap.add_argument("--push-runs", type=int, default=10_000)
     ap.add_argument("--rounds", type=int, default=3, help="timings per verb (median shown)")
     ap.add_argument("--keep", metavar="DIR", help="keep the server's directory here")
+    ap.add_argument("--other-src", metavar="DIR", type=Path,
+                    help="another checkout (its src/ is put first on PYTHONPATH): compare and "
+                         "report timed with it too, interleaved (before/after a change)")
     args = ap.parse_args()
     if args.quick:
         args.runs, args.push_runs, args.rounds = 20_000, 1_000, 1
+    if args.other_src is not None and not (args.other_src / "src" / "mpibench").is_dir():
+        print(f"bench_archive: --other-src {args.other_src}: no src/mpibench there",
+              file=sys.stderr)
+        return 2
 
     from mpibench.store.pg_local import LocalPostgres, missing_programs
 
     if missing_programs():
         print("bench_archive: PostgreSQL is not installed (make setup installs it); skipped")
         return 0
+    byte_compile(REPO / "src")
+    other_env = None
+    if args.other_src is not None:
+        byte_compile(args.other_src / "src")
+        other_env = {"PYTHONPATH": str((args.other_src / "src").resolve())}
     root = Path(args.keep or tempfile.mkdtemp(prefix="mbpgbench-", dir="/tmp"))
     work = Path(tempfile.mkdtemp(prefix="mbarchive-"))
     server = LocalPostgres(root, settings={
@@ -260,9 +294,10 @@ def main() -> int:
     url = server.url()           # this process only; children get PGPASSWORD (ps shows argv)
     os.environ["PGPASSWORD"] = server.password
     cli_url = server.url(password=False)
+    loads = [os.getloadavg()[0]]
     try:
         print(f"archive: PostgreSQL {server.url(password=False)} (fsync on), "
-              f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+              f"load average {loads[0]:.1f} on {os.cpu_count()} CPUs")
         info = load_synthetic(url, args.runs, args.results_per_run, args.sample_fraction)
         print(f"synthetic archive: {info['campaigns']:,} campaigns, {info['runs']:,} runs, "
               f"{info['results']:,} results ({info['with_samples']:,} with {SAMPLES} raw "
@@ -273,42 +308,61 @@ def main() -> int:
         print(f"local store: {args.push_runs:,} runs x {args.results_per_run} results with "
               f"raw samples, built in {time.perf_counter() - t0:.0f} s "
               f"({local.stat().st_size / 2**20:.0f} MiB)")
+        server.create_database("small")
+        small_url = server.url("small", password=False)
         rows = []
+        loads.append(os.getloadavg()[0])
         dt, out = timed(["push", cli_url, "--db-from", str(local), "--site", "delta"], work)
         print(out.strip().replace(server.password, "***"))
-        rows.append(("push (new)", dt, None, TARGETS["push"]))
-        dt, out2 = timed(["push", cli_url, "--db-from", str(local), "--site", "delta"], work)
-        rows.append(("push (again, nothing new)", dt, None, TARGETS["push"]))
+        dts, _ = timed(["push", small_url, "--db-from", str(local), "--site", "delta"], work)
+        rows.append(("push (new)", dt, None, dts, TARGETS["push"]))
+        dt, _ = timed(["push", cli_url, "--db-from", str(local), "--site", "delta"], work)
+        dts, _ = timed(["push", small_url, "--db-from", str(local), "--site", "delta"], work)
+        rows.append(("push (again, nothing new)", dt, None, dts, TARGETS["push"]))
 
-        def both(name: str, argv: list[str], target: float) -> None:
-            arch, loc = [], []
+        def side(name: str, argv: list[str], target: float, *, local_too: bool = True,
+                 small_too: bool = True) -> None:
+            """Fresh processes, rounds interleaved: big archive, local file, small archive
+            (and the big archive with --other-src)."""
+            big, loc, sml, oth = [], [], [], []
             for _ in range(args.rounds):
-                arch.append(timed([*argv, "--db", cli_url], work)[0])
-                loc.append(timed([*argv, "--db", str(local)], work)[0])
-            rows.append((name, statistics.median(arch), statistics.median(loc), target))
+                big.append(timed([*argv, "--db", cli_url], work)[0])
+                if local_too:
+                    loc.append(timed([*argv, "--db", str(local)], work)[0])
+                if small_too:
+                    sml.append(timed([*argv, "--db", small_url], work)[0])
+                if other_env:
+                    oth.append(timed([*argv, "--db", cli_url], work, other_env)[0])
+            med = statistics.median
+            rows.append((name, med(big), med(loc) if loc else None,
+                         med(sml) if sml else None, target))
+            if oth:
+                others.append((name, med(oth), med(big)))
+            loads.append(os.getloadavg()[0])
 
+        others: list[tuple[str, float, float]] = []
         sel = ["--campaign", names[0], "--variant", VARIANTS[0], "--variant", VARIANTS[1]]
-        both("compare 2 variants x 250 runs (pushed campaign)", ["compare", *sel],
+        side("compare 2 variants x 250 runs (pushed campaign)", ["compare", *sel],
              TARGETS["compare"])
-        both("report (same selection, no plots)",
+        side("report (same selection, no plots)",
              ["report", *sel, "-o", str(work / "r.html"), "--no-plots"], TARGETS["report"])
-        both("report (same selection, with plots)",
+        side("report (same selection, with plots)",
              ["report", *sel, "-o", str(work / "p.html")], TARGETS["report"])
-        syn = []
-        for _ in range(args.rounds):
-            syn.append(timed(["compare", "--campaign", "alpha-fabric-m01-0", "--variant",
-                              VARIANTS[0], "--variant", VARIANTS[1], "--db", cli_url], work)[0])
-        rows.append(("compare 2 variants x 250 runs (synthetic campaign)",
-                     statistics.median(syn), None, TARGETS["compare"]))
-        months = []
-        for _ in range(args.rounds):
-            months.append(timed(["compare", *MONTHS_SEL, "--db", cli_url], work)[0])
-        rows.append(("compare one variant, January vs July (250 runs each)",
-                     statistics.median(months), None, TARGETS["compare"]))
+        side("compare 2 variants x 250 runs (synthetic campaign)",
+             ["compare", "--campaign", "alpha-fabric-m01-0", "--variant", VARIANTS[0],
+              "--variant", VARIANTS[1]], TARGETS["compare"], local_too=False, small_too=False)
+        side("compare one variant, January vs July (250 runs each)", ["compare", *MONTHS_SEL],
+             TARGETS["compare"], local_too=False, small_too=False)
+        if args.runs >= 36 * RUNS_PER_CAMPAIGN:
+            side("compare 2 labels (2 sites) over one hour, 28 campaigns each",
+                 ["compare", *LABELS_SEL], TARGETS["compare"], local_too=False,
+                 small_too=False)
         inproc = []
         for name, target, sel2 in (
                 ("pushed campaign, archive", url, {"campaign": names[0]}),
                 ("pushed campaign, local file", str(local), {"campaign": names[0]}),
+                ("pushed campaign, small archive", server.url("small"),
+                 {"campaign": names[0]}),
                 ("synthetic campaign, archive", url, {"campaign": "alpha-fabric-m01-0"}),
                 ("one variant, January vs July, archive", url,
                  {"campaign": ["alpha-fabric-m01-0", "alpha-fabric-m07-0"],
@@ -321,20 +375,34 @@ def main() -> int:
             tables = c.execute(
                 "SELECT relname, pg_total_relation_size(oid) FROM pg_class WHERE relname IN "
                 "('runs', 'results') ORDER BY 1").fetchall()
-        print(f"\n{'what':<52} {'archive s':>10} {'local s':>8} {'ratio':>6} {'target':>7}")
-        for name, a, lo, target in rows:
-            ratio = f"{a / lo:6.2f}" if lo else "     -"
+        with psycopg.connect(server.url("small")) as c:
+            small_size = c.execute("SELECT pg_database_size(current_database())").fetchone()[0]
+        print(f"\n{'what (fresh processes)':<60} {'archive s':>9} {'local s':>8} "
+              f"{'small s':>8} {'big/small':>9} {'target':>7}")
+
+        def cell(v: float | None, w: int) -> str:
+            return f"{v:{w}.2f}" if v is not None else f"{'-':>{w}}"
+
+        for name, a, lo, sm, target in rows:
+            ratio = f"{a / sm:9.2f}" if sm else f"{'-':>9}"
             ok = "ok" if a < target else "MISSED"
-            print(f"{name:<52} {a:10.2f} {lo if lo is not None else float('nan'):8.2f} "
-                  f"{ratio} {'<' + str(target):>7} {ok}")
-        print(f"\n{'compare in one process, imports warm':<52} {'select+load s':>13} "
+            print(f"{name:<60} {a:9.2f} {cell(lo, 8)} {cell(sm, 8)} {ratio} "
+                  f"{'<' + str(target):>7} {ok}")
+        if others:
+            print(f"\n{'with --other-src ' + str(args.other_src):<60} {'other s':>9} "
+                  f"{'this s':>8} {'this/other':>10}")
+            for name, o, b in others:
+                print(f"{name:<60} {o:9.2f} {b:8.2f} {b / o:10.2f}")
+        print(f"\n{'compare in one process, imports warm':<60} {'select+load s':>13} "
               f"{'+compare s':>10}")
         for name, a, b in inproc:
-            print(f"{name:<52} {a:13.2f} {b:10.2f}")
+            print(f"{name:<60} {a:13.2f} {b:10.2f}")
         print(f"\narchive size on disk: {size / 2**30:.2f} GiB (pg_database_size); "
-              + ", ".join(f"{n} {b / 2**30:.2f} GiB with indexes" for n, b in tables))
-        print(f"median of {args.rounds} fresh process(es) per figure, import included; "
-              f"load average now {os.getloadavg()[0]:.1f}")
+              + ", ".join(f"{n} {b / 2**30:.2f} GiB with indexes" for n, b in tables)
+              + f"; the small archive {small_size / 2**20:.0f} MiB")
+        print(f"median of {args.rounds} fresh process(es) per figure, import included, "
+              f"package byte-compiled; load average (1 min) at start, before the timings and "
+              f"after each line: {', '.join(f'{x:.1f}' for x in loads)}")
     finally:
         server.stop()
         if not args.keep:
