@@ -21,8 +21,9 @@ from mpibench.process import run_command
 from mpibench.testbed.bed import Testbed
 from mpibench.testbed.system import TestbedError
 
-# The receiver: prints its port, then (after EOF) bytes and seconds from first to last byte.
-_SERVER = r"""
+# Both listening scripts start alike: bind to argv[1] on a free port, print the port, accept
+# one connection within argv[2] seconds (also each receive's timeout).
+_LISTEN = r"""
 import json, socket, sys, time
 s = socket.socket()
 s.bind((sys.argv[1], 0))
@@ -31,7 +32,10 @@ print(s.getsockname()[1], flush=True)
 s.settimeout(float(sys.argv[2]))
 c, _ = s.accept()
 c.settimeout(float(sys.argv[2]))
-n = 0
+"""
+
+# The receiver: prints its port, then (after EOF) bytes and seconds from first to last byte.
+_SERVER = _LISTEN + r"""n = 0
 t0 = t1 = None
 while True:
     b = c.recv(1 << 20)
@@ -59,16 +63,7 @@ c.close()
 
 
 # The echo side of the ping-pong: prints its port, then echoes each length-prefixed message.
-_ECHO = r"""
-import socket, sys
-s = socket.socket()
-s.bind((sys.argv[1], 0))
-s.listen(1)
-print(s.getsockname()[1], flush=True)
-s.settimeout(float(sys.argv[2]))
-c, _ = s.accept()
-c.settimeout(float(sys.argv[2]))
-c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+_ECHO = _LISTEN + r"""c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 buf = bytearray(int(sys.argv[3]))
 while True:
     h = c.recv(8, socket.MSG_WAITALL)
