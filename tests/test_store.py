@@ -63,3 +63,25 @@ def test_not_a_database(tmp_path):
     bad.write_bytes(b"this is not sqlite" * 100)
     with pytest.raises(UsageError, match="not an SQLite database"):
         Store(bad)
+
+
+def test_state_counts_of_all_campaigns_match_each_campaigns(tmp_path):
+    """`campaign list` counts every campaign's cells in one query (an archive holds
+    thousands of campaigns); it must say what the per-campaign query says."""
+    from mpibench.store import queries
+
+    with Store(tmp_path / "c.db") as s:
+        a = s.add_campaign("a", {})
+        b = s.add_campaign("b", {})
+        s.add_campaign("empty", {})
+        cells = [("a1", a, "done", None), ("a2", a, "running", "123"),
+                 ("a3", a, "running", "123"), ("a4", a, "running", "local-9"),
+                 ("a5", a, "running", "124"), ("a6", a, "failed", "125"),
+                 ("b1", b, "pending", None), ("b2", b, "timeout", "7")]
+        for rid, cid, state, job in cells:
+            s.create_run(rid, cid, "v")
+            s.set_run(rid, state, job_id=job)
+        every = queries.state_counts_all(s, "local-")
+        for c in s.campaigns():
+            assert every.get(c["id"], ({}, 0)) == queries.state_counts(s, c["id"], "local-")
+        assert every[a] == ({"done": 1, "running": 4, "failed": 1}, 2)

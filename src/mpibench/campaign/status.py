@@ -128,10 +128,11 @@ def cells(store: Store, spec: CampaignSpec, offset: int = 0,
 
 def campaigns(store: Store) -> list[dict[str, Any]]:
     out = []
+    # one query for all campaigns: cells per state and, per state, the distinct batch jobs
+    # (a local cell's job id is not a scheduler's job)
+    every = queries.state_counts_all(store, LOCAL_JOB_PREFIX)
     for c in store.campaigns():
-        # one query: cells per state and, per state, the distinct batch jobs (a local
-        # cell's job id is not a scheduler's job)
-        counts, jobs = queries.state_counts(store, c["id"], LOCAL_JOB_PREFIX)
+        counts, jobs = every.get(c["id"], ({}, 0))
         sched = (json.loads(c["spec_json"] or "{}").get("scheduler") or {}).get("name")
         out.append({"id": c["id"], "name": c["name"], "file": c["file"],
                     "scheduler": sched or "local", "jobs_in_flight": jobs,
