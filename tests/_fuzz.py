@@ -625,7 +625,9 @@ def _b_check(rng):
                             # as compare's --size: a filter (1,1,... selects size 1: valid)
                             ("--size", ["abc", "-1", "\u0663", "1e400", "nan", "", "99:2"]),
                             ("--since", ["yesterday", "2026-13-45", "\x00", ""]),
-                            ("--db", HOSTILE_PATH_IN), ("--baseline", ["bogus", ""])])
+                            ("--db", HOSTILE_PATH_IN), ("--baseline", ["bogus", ""]),
+                            ("--reference", HOSTILE_PATH_IN + ["BADTOML", "FILE", "GOOD"]),
+                            ("--write-reference", HOSTILE_PATH_OUT)])
     return ["check", "--db", "STORE", opt, rng.choice(vals)]
 
 

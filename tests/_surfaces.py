@@ -619,3 +619,80 @@ def _probe_output(rng: random.Random, n: int) -> Tally:
                 if not iface or iface not in text:
                     t.silent(f"{host} interface {iface!r} is not in the output")
     return t
+
+
+_LIBSETTINGS_FILES = ("stacks/openmpi-4.1.4-show-mca-params.txt",
+                      "stacks/openmpi-5.0.11-show-mca-params.txt",
+                      "stacks/openmpi-5.0.11-pml-ucx-ucx-1.20.txt",
+                      "stacks/mpich-5.0.2-ofi-tcp-nolocal.txt",
+                      "stacks/mpich-5.0.2-ucx-tcp-nolocal.txt",
+                      "stacks/impi-2021.18.1-ofi-tcp.txt", "stacks/impi-2021.18.1-shm.txt",
+                      "osu/osu7.4-mpich4.0.2-np2-osu_latency-debug-summary.txt")
+
+
+@surface("library settings output", "the libraries' own start-up accounts the transport "
+         "probe reads (Open MPI's MCA dump, MPICH's debug summary, I_MPI_DEBUG, UCX info), "
+         "real captures mutated, through libsettings.library_settings: every value kept is "
+         "in the text")
+def _libsettings(rng: random.Random, n: int) -> Tally:
+    from mpibench.libsettings import library_settings
+
+    data = Path(__file__).resolve().parent / "data"
+    texts = [(data / f).read_text(errors="replace") for f in _LIBSETTINGS_FILES]
+    t = Tally()
+    for _ in range(n):
+        lines = rng.choice(texts).split("\n")
+        if len(lines) > 80:                     # a window keeps one case cheap
+            i = rng.randrange(len(lines) - 60)
+            lines = lines[i:i + 60]
+        text = mutate_text(rng, "\n".join(lines))
+        got = t.run(lambda text=text: library_settings(text), describe="library output")
+        flat = " ".join(text.split())
+        for source, kv in (got or {}).items():
+            for name, value in kv.items():
+                if not isinstance(name, str) or not isinstance(value, str):
+                    t.silent(f"{source} {name!r}: not text ({value!r})")
+                    continue
+                shown = value.rsplit(" (", 1)[0] if source == "openmpi_mca" else value
+                if " ".join(shown.split()) not in flat:
+                    t.silent(f"{source} {name} = {value!r} is not in the output")
+    return t
+
+
+@surface("reference files", "check --reference FILE: a reference written by check "
+         "--write-reference, mutated (values, units, margins, sd_log, keys, lines), read "
+         "and checked against a store: exit 0/1/3 or one error line naming file:line; every "
+         "value read is in the file")
+def _reference_files(rng: random.Random, n: int) -> Tally:
+    from mpibench import gate_reference
+
+    t = Tally()
+    td, tmp, names = _fuzz.cli_workdir()
+    with td:
+        good = tmp / "GOODREF.toml"
+        res = _fuzz.run_cli(["check", "--db", "STORE", "--label", "vader",
+                             "--write-reference", str(good)], tmp)
+        if res.rc != 0:
+            t.breaks(f"--write-reference from the fuzz store: exit {res.rc} {res.stderr!r}")
+            return t
+        base = good.read_text()
+        for k in range(n):
+            text = mutate_text(rng, base)
+            p = tmp / f"ref{k}.toml"
+            p.write_text(text, encoding="utf-8", errors="surrogatepass")
+            if k % 4 == 0:
+                t.cli(_fuzz.run_cli(["check", "--db", "STORE", "--label", "vader",
+                                     "--label", "tcp", "--reference", str(p)], tmp),
+                      (0, 1, 2, 3), "check --reference (mutated)")
+                p.unlink()
+                continue
+            ref = t.run(lambda p=p: gate_reference.load(str(p)), describe="reference")
+            p.unlink()
+            for c in getattr(ref, "cells", []):
+                if not (math.isfinite(c.value) and c.value > 0):
+                    t.silent(f"value {c.value!r} read from {text[:60]!r}")
+                if c.benchmark not in text or c.unit not in text:
+                    t.silent(f"cell {c.benchmark!r} {c.unit!r} is not in the file")
+                if c.sd_log is not None and (c.launches or 0) < 2:
+                    t.silent(f"sd_log {c.sd_log} kept with launches {c.launches}")
+    return t

@@ -34,9 +34,11 @@ class Finding:
     p_holm: float | None = None
     regression: bool = False
     launches: tuple[int, int] = (0, 0)
+    margin: float | None = None    # this test's margin, where it is not the check's own
 
     def to_dict(self) -> dict[str, Any]:
-        return {"candidate": self.candidate, "benchmark": self.benchmark, "cell": self.cell,
+        return {**({"margin": self.margin} if self.margin is not None else {}),
+                "candidate": self.candidate, "benchmark": self.benchmark, "cell": self.cell,
                 "gain": self.gain, "gain_ci_low": self.ci_low, "gain_ci_high": self.ci_high,
                 "p": self.p, "p_holm": self.p_holm, "regression": self.regression,
                 "base_launches": self.launches[0], "cand_launches": self.launches[1]}
@@ -50,6 +52,9 @@ class GateResult:
     alpha: float
     findings: list[Finding] = field(default_factory=list)
     untested: list[tuple[str, str, str, str]] = field(default_factory=list)  # cand, bench, cell, why
+    notes: list[str] = field(default_factory=list)     # what the test cannot conclude
+    reference: dict[str, Any] | None = None   # check --reference: the file and its cells
+    unmatched: int = 0        # new cells the reference has no value for (not tested)
 
     @property
     def regressions(self) -> list[Finding]:
@@ -66,14 +71,21 @@ class GateResult:
     def to_dict(self) -> dict[str, Any]:
         return {"status": self.status, "baseline": self.baseline,
                 "candidates": self.candidates, "margin": self.margin, "alpha": self.alpha,
-                "test": "one-sided t on log launch statistics against gain 1/(1+margin) "
+                "test": "see reference.test" if self.reference is not None else "one-sided t on log launch statistics against gain 1/(1+margin) "
                         "(compare's launch-level model), Holm over every cell and overall "
                         "test of the check",
                 "regressions": [f.to_dict() for f in self.regressions],
                 "tested": len(self.findings),
                 "untested": [{"candidate": c, "benchmark": b, "cell": x, "why": w}
                              for c, b, x, w in self.untested],
-                "findings": [f.to_dict() for f in self.findings]}
+                "findings": [f.to_dict() for f in self.findings],
+                **({"reference": {**self.reference, "unmatched_new_cells": self.unmatched,
+                                  "test": "one-sided t of the new launches' log mean "
+                                          "against log(value) and the margin; the "
+                                          "reference's sd_log/launches as a second "
+                                          "variance component where given"}}
+                   if self.reference is not None else {}),
+                "notes": list(self.notes)}
 
 
 def regression_p(t: launch_stats.LaunchTest, margin: float) -> float | None:
@@ -124,21 +136,32 @@ def summary_lines(res: GateResult, limit: int = 12) -> list[str]:
     for f in worst[:limit]:
         lines.append(f"  {f.candidate:<16} {f.benchmark:<14} {f.cell:<10} gain "
                      f"{f.gain:.3f}x [{f.ci_low:.3f}, {f.ci_high:.3f}] p={f.p_holm:.3g} "
-                     f"n={f.launches[0]}+{f.launches[1]}")
+                     f"{_launches(res, f)}")
     if len(worst) > limit:
         lines.append(f"  ... and {len(worst) - limit} more (--json lists them all)")
     overall = [f for f in res.findings if f.cell == "overall"]
     for f in overall:
         if not f.regression:
             lines.append(f"  {f.candidate}: overall gain {f.gain:.3f}x [{f.ci_low:.3f}, "
-                         f"{f.ci_high:.3f}], n={f.launches[0]}+{f.launches[1]}: no significant "
+                         f"{f.ci_high:.3f}], {_launches(res, f)}: no significant "
                          "regression beyond the margin")
     if res.untested:
         lines.append(f"  {len(res.untested)} cell(s) not tested (e.g. {res.untested[0][1]} "
                      f"{res.untested[0][2]}: {res.untested[0][3]})")
+    if res.unmatched:
+        lines.append(f"  {res.unmatched} new cell(s) have no reference value (not tested)")
+    for note in res.notes:
+        lines.append(f"  note: {note}")
     lines.append("  (gain > 1 = candidate better; CI: the one-sided test's 1 - 2 alpha "
                  "interval, unadjusted)")
     return lines
+
+
+def _launches(res: GateResult, f: Finding) -> str:
+    if res.reference is None:
+        return f"n={f.launches[0]}+{f.launches[1]}"
+    ref = f"ref {f.launches[0]}" if f.launches[0] else "ref exact"
+    return f"n={f.launches[1]} ({ref})"
 
 
 __all__ = ["Finding", "GateResult", "judge", "regression_p", "summary_lines"]

@@ -24,6 +24,10 @@ examples:
   # two variants of one campaign: is tcp slower than shm?
   mpibench check --campaign fabric --baseline ompi-shm
 
+  # keep the baseline in git: write its values once, then check new launches against them
+  mpibench check --campaign reference --variant openmpi --write-reference ref.toml
+  mpibench check --campaign nightly --variant openmpi --reference ref.toml --margin 5%
+
 exit status: 0 = no significant regression beyond the margin (or nothing could be tested,
 said on screen and in the JSON status "cannot tell"; --require-decision makes that 3),
 1 = a significant regression, 2 = bad input."""
@@ -48,15 +52,43 @@ def register(sub) -> None:
     g.add_argument("--json", action="store_true", help="print the decision as JSON")
     g.add_argument("--require-decision", action="store_true",
                    help="exit 3 when nothing could be tested (too few launches)")
-    p.set_defaults(func=run)
+    g.add_argument("--reference", metavar="FILE",
+                   help="check every selected set against the stored values of FILE (TOML: "
+                        "per benchmark/size/metric a value, its unit, optionally its "
+                        "between-launch sd_log and launches, a margin) instead of a "
+                        "baseline set (docs/statistics.md)")
+    g.add_argument("--write-reference", metavar="FILE",
+                   help="write the baseline set's values (geometric mean of the launch "
+                        "statistics, sd_log, launches) to FILE for --reference; checks "
+                        "nothing")
+    # None = the reference file's statistic (else median); compare's default is median
+    p.set_defaults(func=run, statistic=None)
+
+
+def _filtered(cells, args, sizes):
+    if args.benchmark or sizes:
+        check_filters(cells, args.benchmark, sizes)
+        wanted = {b.lower() for b in args.benchmark or []}
+        cells = {k: v for k, v in cells.items()
+                 if (not wanted or k[0].lower() in wanted)
+                 and (sizes is None or k[1] in sizes or k[1] is None)}
+    return cells
 
 
 def run(args) -> int:
     from mpibench.commands.compare import equivalence_margin
-    from mpibench.gate import judge, summary_lines
+    from mpibench.gate import judge
     from mpibench.report.compare import compare_groups
     from mpibench.report.data import load_cells
 
+    if args.reference and args.write_reference:
+        raise UsageError("--reference and --write-reference: give one (write the values "
+                         "from a baseline, or check against them)")
+    if args.write_reference:
+        return _write_reference(args)
+    if args.reference:
+        return _check_reference(args)
+    args.statistic = args.statistic or "median"
     sizes = parse_sizes_arg(args.size)
     with open_store(args.db) as store:
         groups = groups_from_args(store, args)
@@ -65,26 +97,80 @@ def run(args) -> int:
                              f"{', '.join(groups)} has results in this selection (select "
                              "two sets, e.g. --campaign reference --campaign nightly)")
         baseline = args.baseline or next(iter(groups))
-        cells = load_cells(store, groups, statistic=args.statistic)
-        if args.benchmark or sizes:
-            check_filters(cells, args.benchmark, sizes)
-            wanted = {b.lower() for b in args.benchmark or []}
-            cells = {k: v for k, v in cells.items()
-                     if (not wanted or k[0].lower() in wanted)
-                     and (sizes is None or k[1] in sizes or k[1] is None)}
+        cells = _filtered(load_cells(store, groups, statistic=args.statistic), args, sizes)
         margin = equivalence_margin(store, groups, args.margin) or 0.0
         cmp = compare_groups(store, groups, baseline, alpha=args.alpha, cells=cells,
                              statistic=args.statistic)
         res = judge(cmp, margin)
+    return _decide(res, args, cmp.warning_lines)
+
+
+def _decide(res, args, warnings=()) -> int:
+    from mpibench.gate import summary_lines
+
     if args.json:
         print(json.dumps(res.to_dict(), indent=2))
     else:
         for line in summary_lines(res):
             print(line)
-        for w in cmp.warning_lines:
+        for w in warnings:
             err_console().print(w)
     if res.status == "regression":
         return 1
     if res.status == "cannot tell" and args.require_decision:
         return 3
+    return 0
+
+
+def _check_reference(args) -> int:
+    from mpibench import gate_reference
+    from mpibench.report.data import load_cells
+
+    ref = gate_reference.load(args.reference)      # refused before the store is opened
+    if args.baseline:
+        raise UsageError(f"--baseline {args.baseline}: not used with --reference (the "
+                         f"values in {args.reference} are the baseline)")
+    if args.statistic and args.statistic != ref.statistic:
+        raise UsageError(f"{args.reference}:{ref.statistic_line or 1}: statistic = "
+                         f"{ref.statistic!r} but --statistic {args.statistic}; expected the "
+                         "statistic the reference values are of")
+    sizes = parse_sizes_arg(args.size)
+    with open_store(args.db) as store:
+        groups = groups_from_args(store, args)
+        cells = _filtered(load_cells(store, groups, statistic=ref.statistic), args, sizes)
+        res = gate_reference.judge(ref, cells, list(groups), args.margin, args.alpha)
+    return _decide(res, args)
+
+
+def _write_reference(args) -> int:
+    from mpibench import gate_reference
+    from mpibench.files import check_output, write_file
+    from mpibench.report.data import load_cells
+
+    out = check_output(args.write_reference, "--write-reference")
+    statistic = args.statistic or "median"
+    sizes = parse_sizes_arg(args.size)
+    with open_store(args.db) as store:
+        groups = groups_from_args(store, args)
+        if args.baseline and args.baseline not in groups:
+            raise UsageError(f"--baseline {args.baseline}: no such set in this selection "
+                             f"(sets: {', '.join(groups)})")
+        if not args.baseline and len(groups) > 1:
+            raise UsageError(f"--write-reference: {len(groups)} sets selected ("
+                             f"{', '.join(groups)}); expected one, or --baseline SET")
+        base = args.baseline or next(iter(groups))
+        cells = _filtered(load_cells(store, {base: groups[base]}, statistic=statistic),
+                          args, sizes)
+        own = [by[base] for by in cells.values() if base in by and by[base].launch_values]
+        if not own:
+            raise UsageError(f"--write-reference: {base} has no launch statistics in this "
+                             "selection; expected a set with results")
+        source = f"set {base} of {args.db or 'the store'}, {len(own)} cells"
+        text = gate_reference.render(own, statistic=statistic, source=source,
+                                     margin=args.margin)
+    gate_reference.parse(text, str(out))        # what is written must read back
+    write_file(out, text)
+    n = max(c.launches for c in own)
+    print(f"wrote {out}: {len(own)} cells of {base} (geometric mean of each launch's "
+          f"{statistic}, up to {n} launches, with sd_log where >= 2)")
     return 0
