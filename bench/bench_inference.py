@@ -17,7 +17,9 @@ point, gain-CI coverage 93-97% (Cochran-Cox with 2-3 launches is conservative: a
 there), power per size after Holm >= 38%, the detectable effect's true power 75-85%,
 identical variants equivalent within 5% in >= 80% of cells at 5+5, a real 10% difference
 equivalent within 5% in <= 5%; auto: false positives <= 6%, coverage >= 93% also when it
-stops at the minimum.
+stops at the minimum; decide (`--only-decide` runs just these): A/A false positives per
+cell and family-wise <= 6% for the rule and the report, coverage of the final 95% CI >= 93%
+also where a group stopped early, launches spent against the fixed design's maximum.
 """
 
 from __future__ import annotations
@@ -71,9 +73,16 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--quick", action="store_true", help="20 comparisons per configuration")
     ap.add_argument("--reps", type=int, default=100, help="comparisons per configuration")
     ap.add_argument("--seed", type=int, default=21)
+    ap.add_argument("--only-decide", action="store_true",
+                    help='only the repeats = "decide" scenarios (stats/sequential.py)')
     args = ap.parse_args(argv)
     reps = 20 if args.quick else args.reps
     rng = np.random.default_rng(args.seed)
+    if args.only_decide:
+        t0 = time.monotonic()
+        decide_section(rng, reps)
+        print(f"\n{time.monotonic() - t0:.0f} s")
+        return 0
     tmp = Path(tempfile.mkdtemp(prefix="bench-inference-"))
     db = tmp / "sim.db"
     t0 = time.monotonic()
@@ -151,9 +160,59 @@ def main(argv: list[str]) -> int:
           f"{100 * r['holm']:.1f}%, coverage {100 * r['coverage']:.1f}%, launches median "
           f"{r['median_launches']:g}")
     print("  targets: false positives <= 6%, coverage >= 93% also at the minimum")
+    decide_section(rng, reps)
     print(f"\n{time.monotonic() - t0:.0f} s")
     return 0
 
+
+
+# repeats = "decide" (stats/sequential.py): campaigns of 4 groups x 5 sizes; name -> (the
+# candidate's true log gain per group, simulate keywords)
+DECIDE = {
+    "A/A, sigma_L 0.05": ((0.0,) * 4, dict(sigma_l=0.05)),
+    "A/A, sigma_L 0.02": ((0.0,) * 4, dict(sigma_l=0.02)),
+    "A/A, sigma_L 0.01": ((0.0,) * 4, dict(sigma_l=0.01)),
+    "A/A, sigma_L 0.05, sizes not sharing": ((0.0,) * 4, dict(sigma_l=0.05, shared=0.0,
+                                                              size_part=1.0)),
+    "2 groups 10% + 2 A/A, sigma_L 0.02": ((math.log(1.1),) * 2 + (0.0,) * 2,
+                                           dict(sigma_l=0.02)),
+    "2 groups 10% + 2 A/A, sigma_L 0.05": ((math.log(1.1),) * 2 + (0.0,) * 2,
+                                           dict(sigma_l=0.05)),
+    "4 groups at the margin (5%), sigma_L 0.02": ((math.log(1.05),) * 4, dict(sigma_l=0.02)),
+}
+
+
+def decide_section(rng: np.random.Generator, reps: int) -> None:
+    from mpibench.stats.sequential import Design, simulate
+
+    design = Design(3, 12, 3, 0.05, 0.05)
+    print(f'\nrepeats = "decide" (looks at {design.looks()} launches per variant, margin '
+          f"±5%, interim level {design.level(3):.4f}, last {design.level(12):g}); 4 groups x "
+          "5 sizes per campaign, launch effects shared + 0.5 x size-specific unless said.")
+    print("  A/A FP: cells the rule decided significant / significant in the report (Holm "
+          "on the final launches); FW: campaigns with any; coverage of the final plain 95% "
+          "CI (all cells / cells whose group stopped early); launches per group per side "
+          "(fixed design: 12); decided (rule / fixed design at 12)")
+    hdr = (f"  {'scenario':<42} {'FP rule':>7} {'FP rep':>7} {'FW rule':>7} {'FW rep':>7} "
+           f"{'cover':>6} {'early':>6} {'(share)':>7} {'launch':>6} {'decided':>7} "
+           f"{'fixed':>6} {'sig real':>8} {'eq':>5}")
+    print(hdr)
+    for name, (groups, kw) in DECIDE.items():
+        r = simulate(rng, max(20, reps), design, groups=groups, **kw)
+        aa = any(g == 0 for g in groups)
+        real = any(g != 0 for g in groups)
+
+        def pct(v: float, ok: bool = True, w: int = 6) -> str:
+            return f"{100 * v:>{w}.1f}%" if ok and v == v else f"{'-':>{w + 1}}"
+        print(f"  {name:<42} {pct(r['aa_false_positive'], aa)} "
+              f"{pct(r['aa_report_false_positive'], aa)} {pct(r['familywise'], aa)} "
+              f"{pct(r['familywise_report'], aa)} {pct(r['coverage'], w=5)} "
+              f"{pct(r['coverage_early'], w=5)} {pct(r['early_share'])} "
+              f"{r['launches_per_group']:>6.2f} {pct(r['decided'])} "
+              f"{pct(r['fixed_decided'], w=5)} {pct(r['real_significant'], real, 7)} "
+              f"{pct(r['equivalent'], w=4)}", flush=True)
+    print("  targets: A/A FP and FW <= 6% (rule and report), coverage >= 93% also where a "
+          "group stopped early; fewer launches than the fixed design's 12")
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

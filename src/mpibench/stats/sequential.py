@@ -284,13 +284,14 @@ def simulate(rng: np.random.Generator, reps: int, design: Design, *,
     undecided at the maximum, coverage of the final 95% CI overall and among the cells
     whose group stopped before the maximum, launches per side per group (mean) against
     the fixed design's max, and for cells with a real difference the share decided
-    significant."""
+    significant; `fixed_decided` the share the fixed design (max launches, one look at
+    alpha) decides."""
     from mpibench import stats
 
     k = len(groups)
     tot = dict(aa_cells=0, aa_sig=0, aa_rep_sig=0, fam=0, fam_rep=0, eq=0, und=0, cells=0,
                cover=0, early_cells=0, early_cover=0, launches=0, real_cells=0,
-               real_sig=0, real_eq=0)
+               real_sig=0, real_eq=0, fixed_decided=0)
     for _ in range(reps):
         data = []
         for eff in groups:
@@ -318,6 +319,11 @@ def simulate(rng: np.random.Generator, reps: int, design: Design, *,
             for g in range(k):
                 if any(not lk.cells[(g, s)].decided for s in range(sizes)) and n_of[g] == n:
                     n_of[g] = nxt
+        # the fixed design: every group at max launches, one look at alpha
+        full = {(g, s_): (list(data[g][0][:, s_]), list(data[g][1][:, s_]))
+                for g in range(k) for s_ in range(sizes)}
+        fixed = decide(full, design, n=design.max)
+        tot["fixed_decided"] += sum(c.decided for c in fixed.cells.values())
         # the report: each group's final launches
         final = {}
         for g in range(k):
@@ -365,6 +371,8 @@ def simulate(rng: np.random.Generator, reps: int, design: Design, *,
             "coverage_early": (tot["early_cover"] / tot["early_cells"]
                                if tot["early_cells"] else float("nan")),
             "early_share": tot["early_cells"] / tot["cells"],
+            "decided": 1 - tot["und"] / tot["cells"],
+            "fixed_decided": tot["fixed_decided"] / tot["cells"],
             "launches_per_group": tot["launches"] / (reps * k),
             "fixed_launches_per_group": float(design.max),
             "real_significant": (tot["real_sig"] / tot["real_cells"] if tot["real_cells"]
