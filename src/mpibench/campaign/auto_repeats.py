@@ -288,11 +288,9 @@ def point_json(params: dict) -> str:
 def baselines(spec) -> dict[str, str]:
     """{group: its first variant}, the baseline every candidate of the group is judged
     against (as compare's first set)."""
-    from mpibench.campaign.spec import group_variants
-
     out = {}
     for g in spec.groups:
-        vs = group_variants(g, spec.variants, spec.variant_base)
+        vs = spec.variants_of(g)
         if vs:
             out[g.name] = vs[0].name
     return out

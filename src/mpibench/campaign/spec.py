@@ -183,6 +183,10 @@ class CampaignSpec:
                 "groups": [g.to_dict() for g in self.groups],
                 "scheduler": self.scheduler.__dict__}
 
+    def variants_of(self, g: Group) -> list[Variant]:
+        """The variants group g runs (all, or those its `variants` list names)."""
+        return group_variants(g, self.variants, self.variant_base)
+
     def judging(self, variant: str) -> dict[str, Any]:
         """Keys a run of this variant carries for the reports (at the top of its stored
         spec, where the line-rate table looks first): the variant's line rate as written
