@@ -797,7 +797,7 @@ def test_an_application_without_mpi_is_a_first_class_variant(tmp_path):
 BUDGET = """
 [campaign]
 name = "budget"
-repeats = 3
+repeats = { min = 2, max = 3, target = "0.01%" }
 budget = "auto"
 timeout = 120
 verify_transport = false
@@ -816,11 +816,19 @@ sizes = "0:2"
 
 
 @pytest.mark.mpi
-def test_budget_auto_sets_the_cores_target_after_two_rounds(tmp_path, found_stacks):
+@pytest.mark.parametrize("scheduler", ["local", "test-subprocess"])
+def test_budget_auto_sets_the_cores_target_after_two_rounds(tmp_path, found_stacks,
+                                                            scheduler):
     # budget = "auto" (stats/budget.py): rounds 1-2 at the group's options, then the core's
-    # --target from the measured components; the cell ids (and so the pooling) stay
+    # --target and --max-time from the measured components; the cell ids (and so the
+    # pooling) stay. Two stages (repeats "auto" with a target no spread meets: 2 rounds,
+    # then the third), so the batch policy has two finished rounds before it submits it.
     camp = tmp_path / "b.toml"
-    camp.write_text(BUDGET)
+    text = BUDGET
+    if scheduler != "local":
+        text += ('[scheduler]\nname = "test-subprocess"\nmax_jobs_in_flight = 2\n'
+                 "poll_interval = 0.05\npoll_max_interval = 0.2\n")
+    camp.write_text(text)
     said: list[str] = []
     summary, data = run_campaign(camp, tmp_path / "b.db", found_stacks, log=said.append)
     assert summary.ran == 6 and data["totals"]["done"] == 6

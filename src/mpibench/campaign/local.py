@@ -10,6 +10,7 @@ import time
 from typing import TYPE_CHECKING
 
 from mpibench.campaign.auto_repeats import Stages
+from mpibench.campaign.budget import BudgetRule
 from mpibench.campaign.plan import Cell
 from mpibench.files import write_file
 from mpibench.process import kill_orphans
@@ -39,7 +40,7 @@ class LocalPolicy:
         # repeats = "auto" / "decide" (campaign/auto_repeats.py): the cells in stages, the
         # launches the rule finds unnecessary left pending
         stages = Stages(self.runner, campaign_id) if self.runner.spec.auto else None
-        budget = _Budget(self.runner, campaign_id) if self.runner.spec.budget else None
+        budget = BudgetRule(self.runner, campaign_id) if self.runner.spec.budget else None
         for stage in (stages(todo) if stages else [todo]):
             for cell in stage:
                 self._run_local_cell(cell, budget.options(cell) if budget else None)
@@ -77,45 +78,3 @@ class LocalPolicy:
         outcome = self.runner.ingest(p, sr)
         self.runner.commit(p, outcome)
 
-
-class _Budget:
-    """budget = "auto" (stats/budget.py) for the local scheduler: once a core group has two
-    finished rounds, its launches' variance components (between-launch spread, the core's
-    within-launch CI, seconds per sample and per launch) fix the core's --target and
-    --max-time for its later launches, the pair that minimises the launch time to decide
-    every cell (planned for equivalence within the campaign's margin, else 5%). One look
-    per group; a group that sets `target` or `max_time` itself keeps its options. The
-    first two rounds run at the group's options."""
-
-    PILOT = 2
-
-    def __init__(self, runner, campaign_id: int):
-        self.runner, self.cid = runner, campaign_id
-        self.chosen: dict[str, dict | None] = {}
-
-    def options(self, cell: Cell) -> dict | None:
-        g = cell.group
-        own = g.options or {}
-        if not g.kind_class.core_options or cell.repeat < self.PILOT or "target" in own \
-                or "max_time" in own:
-            return None
-        if g.name not in self.chosen:
-            self.chosen[g.name] = self._plan(g.name)
-        t = self.chosen[g.name]
-        return None if t is None else {**own, **t}
-
-    def _plan(self, group: str) -> dict | None:
-        from mpibench.stats import budget
-        from mpibench.store.report_queries import done_runs_of_group, launch_cost_rows
-
-        ids = [r["id"] for r in done_runs_of_group(self.runner.store, self.cid, group)]
-        sides = list(budget.components_from_rows(
-            launch_cost_rows(self.runner.store, ids)).values())
-        margin = self.runner.spec.equivalence or 0.05
-        p = budget.plan(sides, margin, equivalence=True) if len(sides) >= 2 else None
-        if p is None:
-            self.runner.log(f"budget = auto: group {group}: no two variants with two "
-                            "launches each; the group's own options stay")
-            return None
-        self.runner.log(f"budget = auto: group {group}: {p.describe()}")
-        return p.best.options()

@@ -1,0 +1,58 @@
+"""budget = "auto": the core's --target and --max-time for a core group's launches after
+its first two rounds, from the group's measured variance components (stats/budget.py).
+Used by both policies (campaign/local.py, campaign/batch.py)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mpibench.campaign.plan import Cell
+
+
+class BudgetRule:
+    """budget = "auto" (stats/budget.py) for the local and batch policies: once a core group has two
+    finished rounds, its launches' variance components (between-launch spread, the core's
+    within-launch CI, seconds per sample and per launch) fix the core's --target and
+    --max-time for its later launches, the pair that minimises the launch time to decide
+    every cell (planned for equivalence within the campaign's margin, else 5%). One look
+    per group; a group that sets `target` or `max_time` itself keeps its options. The
+    first two rounds run at the group's options; until a group has two finished launches
+    per variant (a batch campaign whose rounds are all submitted at once), its launches
+    keep the group's options."""
+
+    PILOT = 2
+
+    def __init__(self, runner, campaign_id: int):
+        self.runner, self.cid = runner, campaign_id
+        self.chosen: dict[str, dict | None] = {}
+        self.said: set[str] = set()
+
+    def options(self, cell: Cell) -> dict | None:
+        g = cell.group
+        own = g.options or {}
+        if not g.kind_class.core_options or cell.repeat < self.PILOT or "target" in own \
+                or "max_time" in own:
+            return None
+        if self.chosen.get(g.name) is None:
+            self.chosen[g.name] = self._plan(g.name)
+        t = self.chosen[g.name]
+        return None if t is None else {**own, **t}
+
+    def _plan(self, group: str) -> dict | None:
+        from mpibench.stats import budget
+        from mpibench.store.report_queries import done_runs_of_group, launch_cost_rows
+
+        ids = [r["id"] for r in done_runs_of_group(self.runner.store, self.cid, group)]
+        sides = list(budget.components_from_rows(
+            launch_cost_rows(self.runner.store, ids)).values())
+        margin = self.runner.spec.equivalence or 0.05
+        p = budget.plan(sides, margin, equivalence=True) if len(sides) >= 2 else None
+        if p is None:
+            if group not in self.said:
+                self.said.add(group)
+                self.runner.log(f"budget = auto: group {group}: not yet two variants with "
+                                "two finished launches each; the group's own options stay")
+            return None
+        self.runner.log(f"budget = auto: group {group}: {p.describe()}")
+        return p.best.options()
