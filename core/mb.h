@@ -122,7 +122,13 @@ enum mb_stationarity {
 #define MB_STAT_BLOCKS 4
 #define MB_STAT_MIN_N 40
 #define MB_STAT_CRIT 16.266 /* chi-square, 3 df, upper 0.001 */
-int mb_stationarity_check(const double *x, int64_t n, double m, double *chi2);
+#ifndef MB_STAT_CUSUM_CRIT
+#define MB_STAT_CUSUM_CRIT 1.949 /* sup of a Brownian bridge (Kolmogorov), upper 0.001 */
+#endif
+/* sorted: the same samples sorted (NULL: sorted here); *chi2 the block statistic, *cusum the
+ * rank CUSUM's (both 0 when untested) */
+int mb_stationarity_check(const double *x, const double *sorted, int64_t n, double m,
+                          double *chi2, double *cusum);
 const char *mb_stationarity_name(int s); /* JSON spelling */
 
 int mb_median_ci_ranks(int64_t n, double level, int64_t *lo, int64_t *hi);
@@ -141,6 +147,10 @@ typedef struct mb_ci_sim {
     double q;
     double flagged;        /* share of trials ending with ci_exact false (approximate CI) */
     double covered_or_flagged; /* share of trials whose CI covers or says it is approximate */
+    double not_stationary; /* share of trials whose final stationarity check failed */
+    double switched;       /* switching: share of trials whose level changed within the run */
+    double covered_or_flagged_switched; /* covered_or_flagged among those (NaN: none) */
+    double level_coverage_unswitched;   /* the rest: CI holds the level they sat in */
     int trials;
     int robust;            /* 1: mb_summarise_series' CI; 0: the order-statistic CI alone */
     double coverage;       /* share of trials whose final CI holds the true median */

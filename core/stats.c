@@ -171,28 +171,77 @@ const char *mb_stationarity_name(int s)
     }
 }
 
-int mb_stationarity_check(const double *x, int64_t n, double m, double *chi2)
+/* mid-rank (1-based, ties averaged) of v in the sorted samples s[0..n-1] */
+static double mid_rank(const double *s, int64_t n, double v)
+{
+    int64_t lo = 0, hi = n;
+    while (lo < hi) { /* first index with s[i] >= v */
+        int64_t mid = lo + (hi - lo) / 2;
+        if (s[mid] < v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    int64_t a = lo;
+    hi = n;
+    while (lo < hi) { /* first index with s[i] > v */
+        int64_t mid = lo + (hi - lo) / 2;
+        if (s[mid] <= v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return 0.5 * (double)(a + 1 + lo); /* ranks a+1 .. lo */
+}
+
+int mb_stationarity_check(const double *x, const double *sorted, int64_t n, double m,
+                          double *chi2, double *cusum)
 {
     *chi2 = 0.0;
+    *cusum = 0.0;
     if (n < MB_STAT_MIN_N)
         return MB_STAT_UNTESTED;
+    double *own = NULL;
+    if (!sorted) {
+        own = malloc(sizeof(double) * (size_t)n);
+        for (int64_t i = 0; i < n; i++)
+            own[i] = x[i];
+        mb_sort_doubles(own, n);
+        sorted = own;
+    }
     int64_t c[MB_STAT_BLOCKS], nb[MB_STAT_BLOCKS], total = 0;
-    double num = 0.0, den = 0.0;
+    double num = 0.0, den = 0.0;     /* the indicator's lag-1 inside the blocks */
+    double rnum = 0.0, rden = 0.0;   /* the ranks' lag-1 inside the blocks */
+    double run = 0.0, kmax = 0.0;    /* the CUSUM of centred ranks and its largest |value| */
+    const double centre = 0.5 * (double)(n + 1);
     for (int b = 0; b < MB_STAT_BLOCKS; b++) {
         int64_t a = (int64_t)b * n / MB_STAT_BLOCKS, e = (int64_t)(b + 1) * n / MB_STAT_BLOCKS;
         c[b] = 0;
         nb[b] = e - a;
-        for (int64_t t = a; t < e; t++)
+        double rsum = 0.0, prev = 0.0;
+        for (int64_t t = a; t < e; t++) {
             c[b] += x[t] <= m;
+            rsum += mid_rank(sorted, n, x[t]);
+        }
         total += c[b];
-        double pb = (double)c[b] / (double)nb[b];
+        double pb = (double)c[b] / (double)nb[b], rb = rsum / (double)nb[b];
         for (int64_t t = a; t < e; t++) {
             double d = (double)(x[t] <= m) - pb;
             den += d * d;
             if (t + 1 < e)
                 num += d * ((double)(x[t + 1] <= m) - pb);
+            double r = mid_rank(sorted, n, x[t]);
+            double dr = r - rb;
+            rden += dr * dr;
+            if (t > a)
+                rnum += prev * dr;
+            prev = dr;
+            run += r - centre;
+            if (fabs(run) > kmax)
+                kmax = fabs(run);
         }
     }
+    free(own);
     double p = (double)total / (double)n, var = p * (1.0 - p);
     if (var <= 0)
         return MB_STAT_OK;
@@ -205,7 +254,13 @@ int mb_stationarity_check(const double *x, int64_t n, double m, double *chi2)
     }
     x2 /= var * tau;
     *chi2 = x2;
-    if (x2 <= MB_STAT_CRIT)
+    /* the rank CUSUM: max_t |sum_{i<=t} (rank_i - (n+1)/2)| over its iid scale
+     * sqrt(n^2 (n+1) / 12), times the ranks' AR(1) factor; a Brownian bridge's sup under H0 */
+    double rr = rden > 0 ? rnum / rden : 0.0;
+    rr = rr < 0 ? 0.0 : rr > 0.99 ? 0.99 : rr;
+    double scale = (double)n * (double)n * (double)(n + 1) / 12.0 * (1.0 + rr) / (1.0 - rr);
+    *cusum = scale > 0 ? kmax / sqrt(scale) : 0.0;
+    if (x2 <= MB_STAT_CRIT && *cusum <= MB_STAT_CUSUM_CRIT)
         return MB_STAT_OK;
     /* monotone shares of samples below the median: the level moved one way */
     int up = 1, down = 1;
@@ -235,8 +290,8 @@ void mb_summarise_series(const double *x, double *scratch, int64_t n, mb_summary
         neff = 1;
     s->tau = tau;
     s->n_eff = neff;
-    double chi2;
-    s->stationarity = mb_stationarity_check(x, n, s->median, &chi2);
+    double chi2, cusum;
+    s->stationarity = mb_stationarity_check(x, scratch, n, s->median, &chi2, &cusum);
     int moved = s->stationarity == MB_STAT_LEVEL_SHIFT || s->stationarity == MB_STAT_DRIFT;
     if (neff == n && n < 20) {
         s->ci_exact = 0; /* too few samples to tell whether they are independent */
@@ -269,17 +324,22 @@ void mb_ci_simulate(mb_ci_sim *sim, uint64_t seed)
     double *x = malloc(sizeof(double) * (size_t)cap), *tmp = malloc(sizeof(double) * (size_t)cap);
     int64_t *ns = malloc(sizeof(int64_t) * (size_t)sim->trials);
     uint64_t st = seed;
-    int hit = 0, on_target = 0, flagged = 0, honest = 0;
+    int hit = 0, on_target = 0, flagged = 0, honest = 0, moved = 0, switched = 0,
+        honest_switched = 0, level_hit = 0;
     mb_stop_rule rule = {.target_pct = 1.0, .max_time = 1e9, .min_samples = 10, .cap = cap};
     for (int t = 0; t < sim->trials; t++) {
         double y = nrand(&st), a = sqrt(1.0 - sim->phi * sim->phi);
-        double level = urand(&st) < 0.5 ? -1.0 : 1.0;
+        double level = urand(&st) < 0.5 ? -1.0 : 1.0, first_level = level;
+        int64_t first_switch = cap; /* the first sample at the other level (switching) */
         for (int64_t i = 0; i < cap; i++) {
             if (sim->kind == 1) {
                 /* two levels 2 sigma apart, switching with probability q: median 1 */
                 x[i] = exp(sigma * (level + nrand(&st)));
-                if (urand(&st) < sim->q)
+                if (urand(&st) < sim->q) {
                     level = -level;
+                    if (first_switch == cap)
+                        first_switch = i + 1;
+                }
             } else if (sim->kind == 2) {
                 /* a drift of q sigma over the cap (5000 samples) */
                 x[i] = exp(sigma * (nrand(&st) + sim->q * ((double)i / (double)cap - 0.5)));
@@ -318,6 +378,15 @@ void mb_ci_simulate(mb_ci_sim *sim, uint64_t seed)
         hit += covers;
         flagged += !s.ci_exact;
         honest += covers || !s.ci_exact;
+        moved += s.stationarity == MB_STAT_LEVEL_SHIFT || s.stationarity == MB_STAT_DRIFT;
+        if (sim->kind == 1 && first_switch < n) {
+            switched++;
+            honest_switched += covers || !s.ci_exact;
+        } else if (sim->kind == 1) {
+            /* it sat in one level: does the CI hold that level's median? */
+            double lv = exp(sigma * first_level);
+            level_hit += s.ci_low <= lv && lv <= s.ci_high;
+        }
         ns[t] = n;
     }
     /* median of the stopping sample counts */
@@ -333,6 +402,11 @@ void mb_ci_simulate(mb_ci_sim *sim, uint64_t seed)
     sim->stopped_target = (double)on_target / sim->trials;
     sim->flagged = (double)flagged / sim->trials;
     sim->covered_or_flagged = (double)honest / sim->trials;
+    sim->not_stationary = (double)moved / sim->trials;
+    sim->switched = (double)switched / sim->trials;
+    sim->covered_or_flagged_switched = switched ? (double)honest_switched / switched : NAN;
+    sim->level_coverage_unswitched =
+        switched < sim->trials ? (double)level_hit / (sim->trials - switched) : NAN;
     free(x);
     free(tmp);
     free(ns);
@@ -489,7 +563,7 @@ int mb_stats_selftest(void)
         uint64_t st = 0x57a7u;
         int64_t n = 400;
         double *x = malloc(sizeof(double) * (size_t)n), *tmp = malloc(sizeof(double) * (size_t)n);
-        double chi2;
+        double chi2, cusum;
         int pass = 0;
         for (int t = 0; t < 50; t++) {
             for (int64_t i = 0; i < n; i++)
@@ -504,7 +578,7 @@ int mb_stats_selftest(void)
             x[i] = exp(0.05 * nrand(&st) + (i >= n / 2 ? 0.1 : 0.0));
         mb_summary s;
         mb_summarise_series(x, tmp, n, &s);
-        int k = mb_stationarity_check(x, n, s.median, &chi2);
+        int k = mb_stationarity_check(x, NULL, n, s.median, &chi2, &cusum);
         snprintf(d, sizeof d, "shift of 2 sd at n/2: %s (chi2 %.1f), ci_exact %d",
                  mb_stationarity_name(k), chi2, s.ci_exact);
         fails += mb_selftest_report("stationarity_shift",
@@ -513,17 +587,28 @@ int mb_stats_selftest(void)
         for (int64_t i = 0; i < n; i++)
             x[i] = exp(0.05 * nrand(&st) + (i >= n / 4 && i < 3 * n / 4 ? 0.1 : 0.0));
         mb_summarise_series(x, tmp, n, &s);
-        k = mb_stationarity_check(x, n, s.median, &chi2);
+        k = mb_stationarity_check(x, NULL, n, s.median, &chi2, &cusum);
         snprintf(d, sizeof d, "a higher level in the middle half: %s (chi2 %.1f)",
                  mb_stationarity_name(k), chi2);
         fails += mb_selftest_report("stationarity_switching", k == MB_STAT_LEVEL_SHIFT, d);
         for (int64_t i = 0; i < n; i++)
             x[i] = exp(0.05 * nrand(&st) + 0.3 * (double)i / (double)n);
         mb_summarise_series(x, tmp, n, &s);
-        k = mb_stationarity_check(x, n, s.median, &chi2);
+        k = mb_stationarity_check(x, NULL, n, s.median, &chi2, &cusum);
         snprintf(d, sizeof d, "drift of 6 sd: %s (chi2 %.1f)", mb_stationarity_name(k), chi2);
         fails += mb_selftest_report("stationarity_drift", k == MB_STAT_DRIFT && !s.ci_exact, d);
-        k = mb_stationarity_check(x, MB_STAT_MIN_N - 1, 1.0, &chi2);
+        /* a late level shift (2 sd after 85% of 200 samples), which the four blocks alone
+         * missed in 12 of 20 such series: the rank CUSUM catches it */
+        int caught = 0;
+        for (int t = 0; t < 50; t++) {
+            for (int64_t i = 0; i < 200; i++)
+                x[i] = exp(0.05 * nrand(&st) + (i >= 170 ? 0.1 : 0.0));
+            mb_summarise_series(x, tmp, 200, &s);
+            caught += s.stationarity != MB_STAT_OK && !s.ci_exact;
+        }
+        snprintf(d, sizeof d, "shift of 2 sd after 85%% of 200 samples: %d of 50 flagged", caught);
+        fails += mb_selftest_report("stationarity_late_shift", caught >= 45, d);
+        k = mb_stationarity_check(x, NULL, MB_STAT_MIN_N - 1, 1.0, &chi2, &cusum);
         fails += mb_selftest_report("stationarity_few", k == MB_STAT_UNTESTED,
                                     "fewer than MB_STAT_MIN_N samples: untested");
         free(x);
@@ -564,10 +649,19 @@ int mb_ci_simulation_print(int trials)
             printf("{\"record\":\"ci_simulation\",\"ci\":\"%s\",\"series\":\"%s\","
                    "\"phi\":%.2f,\"q\":%.4g,\"trials\":%d,"
                    "\"coverage\":%.4f,\"median_n\":%.1f,\"stopped_target\":%.4f,"
-                   "\"flagged\":%.4f,\"covered_or_flagged\":%.4f}\n",
+                   "\"flagged\":%.4f,\"covered_or_flagged\":%.4f,\"not_stationary\":%.4f",
                    robust ? "autocorrelation" : "order_statistics", kinds[sim.kind], sim.phi,
                    sim.q, trials, sim.coverage, sim.median_n, sim.stopped_target, sim.flagged,
-                   sim.covered_or_flagged);
+                   sim.covered_or_flagged, sim.not_stationary);
+            if (sim.kind == 1)
+                /* switching: the share of runs whose level changed within the samples they
+                 * took (the rest sat in one level: nothing within the launch can tell) */
+                printf(",\"switched\":%.4f,\"covered_or_flagged_switched\":%.4f,"
+                       "\"level_coverage_unswitched\":%.4f",
+                       sim.switched, isnan(sim.covered_or_flagged_switched) ? 0.0
+                                     : sim.covered_or_flagged_switched,
+                       isnan(sim.level_coverage_unswitched) ? 0.0 : sim.level_coverage_unswitched);
+            printf("}\n");
         }
     return 0;
 }

@@ -197,28 +197,42 @@ def within_launch_ci(samples: list[float]) -> dict[str, Any]:
 
 
 # the core's stationarity check (core/mb.h MB_STAT_*), written again from its definition
-STAT_BLOCKS, STAT_MIN_N, STAT_CRIT = 4, 40, 16.266
+STAT_BLOCKS, STAT_MIN_N, STAT_CRIT, STAT_CUSUM_CRIT = 4, 40, 16.266, 1.949
 
 
 def stationarity(x, m: float) -> str:
     """'ok', 'level_shift', 'drift' or 'untested': the shares of STAT_BLOCKS consecutive
     blocks at or below the median m against the whole, a chi-square allowing for the
-    indicator's lag-1 correlation measured inside the blocks (docs/core-output.md)."""
+    indicator's lag-1 correlation measured inside the blocks; and the CUSUM of the centred
+    mid-ranks against a Brownian bridge's sup, allowing for the ranks' lag-1 correlation inside
+    the blocks (docs/statistics.md, within-launch stationarity)."""
     import numpy as np
+    from scipy.stats import rankdata
 
     n = len(x)
     if n < STAT_MIN_N:
         return "untested"
-    ind = (np.asarray(x, dtype=float) <= m).astype(float)
+    xa = np.asarray(x, dtype=float)
+    ind = (xa <= m).astype(float)
+    ranks = rankdata(xa, method="average")
     counts, sizes = [], []
-    num = den = 0.0
+    num = den = rnum = rden = 0.0
     for b in range(STAT_BLOCKS):
-        blk = ind[b * n // STAT_BLOCKS:(b + 1) * n // STAT_BLOCKS]
+        sl = slice(b * n // STAT_BLOCKS, (b + 1) * n // STAT_BLOCKS)
+        blk = ind[sl]
         counts.append(int(blk.sum()))
         sizes.append(blk.size)
         d = blk - blk.sum() / blk.size
         den += float(np.dot(d, d))
         num += float(np.dot(d[:-1], d[1:]))
+        rb = ranks[sl]
+        dr = rb - rb.sum() / rb.size
+        rden += float(np.dot(dr, dr))
+        rnum += float(np.dot(dr[:-1], dr[1:]))
+    kmax = float(np.max(np.abs(np.cumsum(ranks - 0.5 * (n + 1)))))
+    rr = min(max(rnum / rden if rden > 0 else 0.0, 0.0), 0.99)
+    scale = n * n * (n + 1) / 12.0 * (1.0 + rr) / (1.0 - rr)
+    cusum = kmax / scale ** 0.5 if scale > 0 else 0.0
     p = sum(counts) / n
     var = p * (1 - p)
     if var <= 0:
@@ -227,7 +241,7 @@ def stationarity(x, m: float) -> str:
     r = min(max(r, 0.0), 0.99)
     tau = (1 + r) / (1 - r)
     x2 = sum(nb * (c / nb - p) ** 2 for c, nb in zip(counts, sizes, strict=True)) / (var * tau)
-    if x2 <= STAT_CRIT:
+    if x2 <= STAT_CRIT and cusum <= STAT_CUSUM_CRIT:
         return "ok"
     d = [counts[b] * sizes[b - 1] - counts[b - 1] * sizes[b] for b in range(1, STAT_BLOCKS)]
     return "drift" if all(v >= 0 for v in d) or all(v <= 0 for v in d) else "level_shift"
