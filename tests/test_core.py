@@ -485,7 +485,7 @@ def test_statistics_self_test(core):
     failed = [r for r in recs if r["record"] == "selftest" and not r["ok"]]
     assert not failed and p.returncode == 0, failed
     assert {r["check"] for r in recs if r["record"] == "selftest"} >= {
-        "ci_ranks", "ci_coverage", "quantiles", "stopping"}
+        "ci_ranks", "ci_coverage", "quantiles", "stopping", "stationarity_late_shift"}
 
 
 @pytest.mark.parametrize("stack", ["openmpi", "mpich"])
