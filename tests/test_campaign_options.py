@@ -169,7 +169,7 @@ def test_on_off_options_are_booleans_in_a_file_and_flags_on_the_command_line(tmp
 
 
 def test_core_bounds_are_the_cores_own(tmp_path):
-    """The core accepts max_time = 0 (sample min-samples, then stop) and target down to 1e-6
+    """The core accepts max_time = 0 (one round of at least 5 samples, then stop) and target down to 1e-6
     (core/args.c); this side refused the first and passed 0 < target < 1e-6, which the core
     then refused with exit 2 in the middle of a campaign."""
     spec = load_text(tmp_path, with_options("max_time = 0, target = 1e-6"))
