@@ -32,7 +32,7 @@ LAYERS: list[set[str]] = [
     # campaigns: plan, runner, policies
     {"campaign"},
     # reading results back: reports and the pandas API
-    {"report", "api", "gate"},
+    {"report", "api", "gate", "gate_reference"},
     # verbs
     {"commands", "cli", "__main__", "fabric"},
 ]
