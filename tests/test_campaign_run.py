@@ -914,6 +914,16 @@ def test_decide_adds_launches_only_where_cells_are_undecided(tmp_path, scheduler
     # resuming finds nothing to run: the looks replay to the same decisions
     summary, again = run_campaign(camp, tmp_path / "d.db", [])
     assert summary.ran == 0 and again["decisions"] == d
+    # the report's section says the same, from the stored spec
+    from mpibench.report.decisions import decisions_tables
+
+    with Store(tmp_path / "d.db") as store:
+        ids = {v: [r["id"] for r in store.runs(variant=v)] for v in "abc"}
+        (table,) = decisions_tables(store, ids)
+    assert [r[:4] for r in table.rows] == [
+        ["differ", "-", "3", "decided: every cell by 3 launches per variant"],
+        ["same", "-", "5", "undecided after the maximum of 5 launches per variant: 1 cell(s)"]]
+    assert table.rows[1][4].startswith("c vs a: undecided after the maximum")
 
 
 @pytest.mark.system

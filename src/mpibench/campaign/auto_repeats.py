@@ -285,35 +285,39 @@ def point_json(params: dict) -> str:
     return json.dumps(params, sort_keys=True, default=str)
 
 
-def baselines(spec) -> dict[str, str]:
-    """{group: its first variant}, the baseline every candidate of the group is judged
-    against (as compare's first set)."""
-    out = {}
-    for g in spec.groups:
-        vs = spec.variants_of(g)
-        if vs:
-            out[g.name] = vs[0].name
-    return out
+def is_decide(spec: dict) -> bool:
+    """A stored campaign spec (CampaignSpec.to_dict) whose repeats = "decide"."""
+    return (spec.get("repeats_auto") or {}).get("until") == "decided"
+
+
+def design_of(spec: dict):
+    """The stats.sequential Design of a stored `until = "decided"` spec."""
+    from mpibench.stats.sequential import Design
+
+    r = spec["repeats_auto"]
+    return Design(r["min"], r["max"], r["step"], 0.05, spec.get("equivalence"))
 
 
 def figures(spec) -> dict[str, set[str]]:
-    """{group: the metrics it decides on}: an application's figures of merit (the wall time
-    every launch also records decides only where it is the figure); groups not listed
-    decide on every metric they measure."""
+    """{group: the metrics it decides on} (a CampaignSpec or its stored dict): an
+    application's figures of merit (the wall time every launch also records decides only
+    where it is the figure); groups not listed decide on every metric they measure."""
+    groups = spec["groups"] if isinstance(spec, dict) else [g.to_dict() for g in spec.groups]
     out = {}
-    for g in spec.groups:
-        names = {f.name for f in (getattr(g, "foms", None) or [])}
+    for g in groups:
+        names = {f["name"] for f in (g.get("foms") or [])}
         if names:
-            out[g.name] = names
+            out[g["name"]] = names
     return out
 
 
-def decision_cells(store, campaign_id: int, base_of: dict[str, str],
+def decision_cells(store, campaign_id: int, order: list[str],
                    metrics: dict[str, set[str]] | None = None) -> dict[tuple, tuple]:
     """The family of `until = "decided"`: {(group, point, candidate, cell key): ({run id:
-    launch statistic} of the baseline, of the candidate, better)}, each side's launches in
+    launch statistic} of the baseline, of the candidate, better, the baseline's name)}, each side's launches in
     repeat order, for every cell of every group the store has finished launches of (of a
-    group in `metrics`, its cells of those metrics only)."""
+    group in `metrics`, its cells of those metrics only). A group's baseline is its first
+    variant in `order` (the campaign's variants, as compare's first set)."""
     from mpibench.report.data import load_cells
     from mpibench.report.rules import comparable
     from mpibench.store.report_queries import done_runs_of_campaign
@@ -324,10 +328,11 @@ def decision_cells(store, campaign_id: int, base_of: dict[str, str],
         runs[r["grp"]][r["variant"]].append(r["id"])
         where[r["id"]] = (int(r["repeat"]), point_json(json.loads(r["params_json"] or "{}")))
     out: dict[tuple, tuple] = {}
+    rank = {v: i for i, v in enumerate(order)}
     for g, by_variant in runs.items():
-        first = base_of.get(g)
-        if first not in by_variant or len(by_variant) < 2:
+        if len(by_variant) < 2:
             continue
+        first = min(by_variant, key=lambda v: rank.get(v, len(rank)))
         cells = load_cells(store, dict(by_variant), with_samples=False)
         for key, by in cells.items():
             base = by.get(first)
@@ -340,7 +345,7 @@ def decision_cells(store, campaign_id: int, base_of: dict[str, str],
                 if v == first or not c.testable or not comparable(base, c):
                     continue
                 point = where[c.launch_ids[0]][1]
-                out[(g, point, v, key)] = (b, _ordered(c.by_launch, where), c.better)
+                out[(g, point, v, key)] = (b, _ordered(c.by_launch, where), c.better, first)
     return out
 
 
@@ -353,29 +358,33 @@ def _pool_key(key: tuple) -> tuple:
     return (g, point, cand, _bench_of(cell))
 
 
-def decisions(store, campaign_id: int, spec, upto: int | None = None):
+def decisions(store, campaign_id: int, spec: dict, upto: int | None = None):
     """The looks of `until = "decided"` replayed on the stored launches (up to `upto`
-    launches per variant): (the last stats.sequential.Look or None, the cells' family)."""
+    launches per variant), from the campaign's stored spec (CampaignSpec.to_dict): (the
+    last stats.sequential.Look or None, the cells' family)."""
     from mpibench.stats.sequential import run_looks
 
-    cells = decision_cells(store, campaign_id, baselines(spec), figures(spec))
+    order = [v["name"] for v in spec.get("variants", [])]
+    cells = decision_cells(store, campaign_id, order, figures(spec))
     if not cells:
         return None, cells
-    looks = run_looks(cells, spec.auto.design(spec.equivalence), pool_key=_pool_key,
-                      upto=upto)
+    looks = run_looks(cells, design_of(spec), pool_key=_pool_key, upto=upto)
     return (looks[-1] if looks else None), cells
 
 
-def summarize(spec, look, cells: dict, launches: dict[tuple, int] | None = None
-              ) -> dict[str, Any]:
-    """Where the cells of `until = "decided"` stand, per group point: decided (by which
-    look), undecided after the maximum (with the first reason), or still running."""
-    design = spec.auto.design(spec.equivalence)
+def summarize(spec: dict, look, cells: dict) -> dict[str, Any]:
+    """Where the cells of `until = "decided"` stand (a stored spec), per group point:
+    decided (by which look), undecided after the maximum (with the first reason), or
+    still running."""
+    design = design_of(spec)
     out: dict[str, Any] = {"rule": design.to_dict(), "looks": design.looks(),
                            "cells": len(cells), "significant": 0, "equivalent": 0,
                            "undecided": 0, "points": []}
     if look is None:
         return out
+    launches: dict[tuple, int] = {}
+    for (g, point, _cand, _key), (b, c, *_rest) in cells.items():
+        launches[(g, point)] = max(launches.get((g, point), 0), len(b), len(c))
     points: dict[tuple, dict[str, Any]] = {}
     for (g, point, cand, _key), st in look.cells.items():
         pt = points.setdefault((g, point), {
@@ -389,9 +398,9 @@ def summarize(spec, look, cells: dict, launches: dict[tuple, int] | None = None
         if st.decided:
             pt["decided_at"] = max(pt["decided_at"], st.look)
         elif pt["reason"] is None:
-            pt["reason"] = f"{cand} vs {baselines(spec).get(g)}: {st.reason}"
+            pt["reason"] = f"{cand} vs {cells[(g, point, cand, _key)][3]}: {st.reason}"
     for (g, point), pt in points.items():
-        n = (launches or {}).get((g, point), look.n)
+        n = launches.get((g, point), look.n)
         pt["candidates"] = sorted(pt["candidates"])
         pt["launches"] = n
         if not pt["undecided"]:
@@ -461,12 +470,12 @@ class Stages:
 
     def _decided(self, n: int):
         spec = self.runner.spec
-        look, cells = decisions(self.runner.store, self.cid, spec, upto=n)
-        base_of = baselines(spec)
+        look, cells = decisions(self.runner.store, self.cid, spec.to_dict(), upto=n)
         needs: dict[tuple[str, str], set[str]] = defaultdict(set)
         if look is not None:
-            for (g, point, cand, _key) in look.undecided:
-                needs[(g, point)] |= {cand, base_of[g]}
+            for key in look.undecided:
+                g, point, cand, _ck = key
+                needs[(g, point)] |= {cand, cells[key][3]}
         nxt = spec.auto.design(spec.equivalence).next_look(n)
         if look is None:
             self.runner.log(f"repeats = decide: nothing to compare after {n} launches per "
@@ -485,5 +494,5 @@ class Stages:
 
 
 __all__ = ["AutoRepeats", "parse", "Stages", "decisions", "decision_cells", "summarize",
-           "baselines", "point_json", "precise_enough", "group_launches", "half_width",
+           "is_decide", "design_of", "figures", "point_json", "precise_enough", "group_launches", "half_width",
            "stage_two_total", "simulate_two_stage", "simulate_sequential"]

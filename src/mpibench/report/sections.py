@@ -174,6 +174,12 @@ def _differences(ctx: Context) -> list[Table]:
     return [differences_table(ctx.store, ctx.groups, ctx.baseline)]
 
 
+def _decisions(ctx: Context) -> list[Table]:
+    from mpibench.report.decisions import decisions_tables
+
+    return decisions_tables(ctx.store, ctx.groups)
+
+
 # Order = the order compare prints them and the report shows them (after the comparison and
 # the results). The report builds its grids itself (auto-detected, with heatmaps).
 SECTIONS: list[SectionSpec] = [
@@ -208,6 +214,9 @@ SECTIONS: list[SectionSpec] = [
     SectionSpec("differences", "differences", "What differs between the sets", _differences,
                 in_compare=lambda c: c.opts.differences and len(c.groups) > 1,
                 in_report=lambda c: len(c.groups) > 1),
+    SectionSpec("decisions", "decisions", "Launches where they decide", _decisions,
+                in_compare=lambda c: False,     # `campaign status` prints them
+                in_report=lambda c: True),      # only a repeats = "decide" campaign has rows
     SectionSpec("projection", "projection", "Yearly projection", _projection,
                 in_compare=lambda c: bool(c.opts.jobs_per_year)
                 or _has_spec(c, ("jobs_per_year",)),
