@@ -1,7 +1,9 @@
-"""`mpibench check` on real launches: Open MPI over shared memory vs TCP (a real regression,
-tiny sizes, 3 interleaved launches each) must fail the gate; the same stack under two names
-(A/A) must pass. Made with `mpibench run` in a subprocess with a timeout; nothing asserts
-on a time."""
+"""`mpibench check` on real launches, one small store reused by every test (np 2, sizes 0, 8
+and 64 B, 0.02 s per size, 20 s timeouts): Open MPI over shared memory twice, interleaved,
+6 launches each (`shm` and `aa`, the same stack under two names), then 3 launches of Open MPI
+over TCP (a real regression). A/A uses 2 of `aa`'s launches against the 6 of `shm`, the
+unbalanced design issue 21 names. Made with `mpibench run` in a subprocess with a timeout;
+nothing asserts on a time."""
 
 from __future__ import annotations
 
@@ -14,10 +16,13 @@ import pytest
 
 from mpibench.process import run_command
 
-pytestmark = [pytest.mark.mpi, pytest.mark.slow]
+pytestmark = [pytest.mark.mpi, pytest.mark.slow, pytest.mark.system]
+
+COMMON = ["--np", "2", "--sizes", "0,8,64", "--max-time", "0.02", "--timeout", "20",
+          "--name", "gate"]
 
 
-def _mpibench(args: list[str], cwd, timeout: float = 240):
+def _mpibench(args: list[str], cwd, timeout: float = 300):
     res = run_command([sys.executable, "-m", "mpibench", *args], cwd=cwd, timeout=timeout,
                       env={**os.environ, "COLUMNS": "200"})
     assert not res.timed_out, f"mpibench {' '.join(args)} timed out"
@@ -30,19 +35,26 @@ def real_db(tmp_path_factory):
         pytest.skip("needs Debian's Open MPI (make setup)")
     d = tmp_path_factory.mktemp("gate")
     db = d / "gate.db"
-    r = _mpibench(["run", "PingPong", "--variant", "shm=openmpi:shm",
-                   "--variant", "tcp=openmpi:tcp", "--variant", "shm2=openmpi:shm",
-                   "--np", "2", "--sizes", "0,8,64", "--repeats", "3", "--max-time", "0.02",
-                   "--timeout", "20", "--name", "gate", "--out", str(d / "runs"),
-                   "--db", str(db)], cwd=d)
-    if r.returncode != 0 and "no usable" in (r.stderr + r.stdout):
-        pytest.skip("no usable Open MPI: " + r.stderr_tail(5))
-    assert r.returncode == 0, r.stderr_tail(30)
-    return d, db
+    for variants, repeats in ((["shm=openmpi:shm", "aa=openmpi:shm"], "6"),
+                              (["tcp=openmpi:tcp"], "3")):
+        r = _mpibench(["run", "PingPong", *[a for v in variants for a in ("--variant", v)],
+                       "--repeats", repeats, *COMMON, "--out", str(d / "runs"),
+                       "--db", str(db)], cwd=d)
+        if r.returncode != 0 and "no usable" in (r.stderr + r.stdout):
+            pytest.skip("no usable Open MPI: " + r.stderr_tail(5))
+        assert r.returncode == 0, r.stderr_tail(30)
+    from mpibench.store import Store
+    with Store(db, readonly=True) as store:
+        ids = {v: [r["id"] for r in store.runs(variant=v, status="done")]
+               for v in ("shm", "aa", "tcp")}
+    assert [len(ids[v]) for v in ("shm", "aa", "tcp")] == [6, 6, 3], ids
+    # A/A, 2 vs 6: the first two launches of aa (interleaved with shm's) against all of shm
+    aa2 = [a for rid in ids["shm"] + ids["aa"][:2] for a in ("--run", rid)]
+    return d, db, aa2
 
 
 def test_tcp_against_shm_fails_the_gate(real_db):
-    d, db = real_db
+    d, db, _ = real_db
     r = _mpibench(["check", "--db", str(db), "--variant", "shm", "--variant", "tcp",
                    "--baseline", "shm", "--margin", "5%", "--json"], cwd=d)
     assert r.returncode == 1, r.stdout + r.stderr_tail(10)
@@ -51,9 +63,35 @@ def test_tcp_against_shm_fails_the_gate(real_db):
     assert {x["cell"] for x in obj["regressions"]} & {"0", "8", "64", "overall"}
 
 
-def test_the_same_stack_under_two_names_passes(real_db):
-    d, db = real_db
-    r = _mpibench(["check", "--db", str(db), "--variant", "shm", "--variant", "shm2",
-                   "--baseline", "shm", "--margin", "5%"], cwd=d)
+def test_a_a_with_2_vs_6_launches_decides_nothing_and_passes_the_gate(real_db):
+    d, db, aa2 = real_db
+    r = _mpibench(["compare", "--db", str(db), *aa2, "--baseline", "shm", "--format",
+                   "json"], cwd=d)
+    assert r.returncode == 0, r.stderr_tail(10)
+    cmp = json.loads(r.stdout)
+    rows = [x for x in cmp["rows"] if x["candidate"] == "aa"]
+    assert len(rows) == 3 and all((x["base_runs"], x["cand_runs"]) == (6, 2) for x in rows)
+    assert not [x for x in rows if x["significant"]], rows
+    assert cmp["overall"]["aa"]["verdict"] not in ("better", "worse"), cmp["overall"]
+    r = _mpibench(["check", "--db", str(db), *aa2, "--baseline", "shm", "--margin", "5%"],
+                  cwd=d)
     assert r.returncode == 0, r.stdout + r.stderr_tail(10)
-    assert r.stdout.startswith(("OK: shm2 vs shm", "CANNOT TELL"))
+    assert r.stdout.startswith(("OK: aa vs shm", "CANNOT TELL"))
+
+
+def test_the_stored_reference_fails_tcp_and_passes_a_a(real_db):
+    d, db, aa2 = real_db
+    ref = d / "shm-reference.toml"
+    r = _mpibench(["check", "--db", str(db), "--variant", "shm", "--write-reference",
+                   str(ref)], cwd=d)
+    assert r.returncode == 0, r.stderr_tail(10)
+    assert ref.read_text().count("[[cell]]") == 3 and "launches = 6" in ref.read_text()
+    r = _mpibench(["check", "--db", str(db), "--variant", "tcp", "--reference", str(ref),
+                   "--margin", "5%", "--json"], cwd=d)
+    assert r.returncode == 1, r.stdout + r.stderr_tail(10)
+    assert json.loads(r.stdout)["status"] == "regression"
+    aa_only = [a for a in aa2 if a != "--run"][6:]
+    r = _mpibench(["check", "--db", str(db), *[a for x in aa_only for a in ("--run", x)],
+                   "--reference", str(ref), "--margin", "5%"], cwd=d)
+    assert r.returncode == 0, r.stdout + r.stderr_tail(10)
+    assert r.stdout.startswith("OK: aa vs reference")

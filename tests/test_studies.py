@@ -137,6 +137,19 @@ def test_regression_study_first_call_apart_from_mean_std_across_images(tmp_path,
         assert rec[f"{s}_first"] > rec[f"{s}_median"] > 0      # the first call apart
         assert rec[f"{s}_mean"] > 0 and rec[f"{s}_std"] >= 0
     assert {r["size"] for r in fc["rows"]} == {8, 1024, 65536}
+    # the study's gate (docs/studies.md): the old image's values kept in a reference file,
+    # the new image checked against them; exit 1 exactly when the JSON says regression
+    ref = tmp_path / "image-2025.1.toml"
+    capsys.readouterr()
+    assert cli_main(["check", "--db", db, "--campaign", "study-regression-2025.1",
+                     "--benchmark", "Allreduce", "--write-reference", str(ref)]) == 0
+    assert ref.read_text().count("[[cell]]") >= 3
+    capsys.readouterr()
+    rc = cli_main(["check", "--db", db, "--campaign", "study-regression-2025.2", "--benchmark",
+                   "Allreduce", "--reference", str(ref), "--margin", "10%", "--json"])
+    gate = json.loads(capsys.readouterr().out)
+    assert rc == (1 if gate["status"] == "regression" else 0), gate
+    assert gate["tested"] >= 4 and gate["reference"]["with_spread"] >= 3
 
 
 @pytest.mark.slurm

@@ -133,8 +133,9 @@ def summary_lines(res: GateResult, limit: int = 12) -> list[str]:
              f"the margin (gain < 1/(1+{m.lstrip('±')}), one-sided, Holm, alpha "
              f"{res.alpha:g})"]
     worst = sorted(res.regressions, key=lambda f: (f.gain if f.gain is not None else 1.0))
+    w = max([16, *(len(f.candidate) for f in worst[:limit])])
     for f in worst[:limit]:
-        lines.append(f"  {f.candidate:<16} {f.benchmark:<14} {f.cell:<10} gain "
+        lines.append(f"  {f.candidate:<{w}} {f.benchmark:<14} {f.cell:<10} gain "
                      f"{f.gain:.3f}x [{f.ci_low:.3f}, {f.ci_high:.3f}] p={f.p_holm:.3g} "
                      f"{_launches(res, f)}")
     if len(worst) > limit:
