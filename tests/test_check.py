@@ -76,10 +76,17 @@ def test_written_reference_fails_a_slowdown_and_passes_its_own_set(tmp_path, cap
     obj = json.loads(capsys.readouterr().out)
     assert obj["status"] == "ok" and obj["tested"] == 6 and not obj["notes"]
     assert obj["reference"]["with_spread"] == 5
-    # a margin beyond the slowdown lets it pass; a per-cell margin in the file wins
+    # a margin beyond the slowdown lets it pass
     assert cli_main(["check", "--db", db, "--variant", "b", "--reference", str(ref),
                      "--margin", "40%"]) == 0
     capsys.readouterr()
+    # a cell's own margin wins over --margin; the overall test stays at --margin
+    ref.write_text(ref.read_text().replace("launches = 5\n", 'launches = 5\nmargin = "40%"\n'))
+    assert cli_main(["check", "--db", db, "--variant", "b", "--reference", str(ref),
+                     "--margin", "1%", "--json"]) == 1
+    obj = json.loads(capsys.readouterr().out)
+    assert [(f["cell"], f["margin"]) for f in obj["regressions"]] == [("overall", 0.01)]
+    assert {f["margin"] for f in obj["findings"] if f["cell"] != "overall"} == {0.4}
 
 
 def test_reference_without_spread_is_a_one_sample_test_and_says_so(tmp_path, capsys):
@@ -97,7 +104,12 @@ def test_reference_without_spread_is_a_one_sample_test_and_says_so(tmp_path, cap
     assert any("taken as exact" in n for n in obj["notes"])
     assert all(f["base_launches"] == 0 for f in obj["findings"])
     assert cli_main(["check", "--db", db, "--variant", "a", "--reference", str(ref)]) == 0
-    assert "note: reference values without sd_log" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "note: reference values without sd_log" in out and "(ref exact)" in out
+    # launches without sd_log: still exact (a count says nothing of the spread)
+    ref.write_text(ref.read_text().replace('better = "lower"\n', 'better = "lower"\nlaunches = 5\n'))
+    assert cli_main(["check", "--db", db, "--variant", "a", "--reference", str(ref)]) == 0
+    assert "(ref exact)" in capsys.readouterr().out
 
 
 def _fake_cell(values, value_ids=None):

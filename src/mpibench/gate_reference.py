@@ -463,19 +463,22 @@ def judge(ref: Reference, cells: dict, groups: list[str], margin_flag: float | N
             if rc.sd_log is not None:
                 comps = comps + [(rc.sd_log ** 2 / rc.launches, rc.launches - 1)]
             f = _finding(Finding, L, g, rc.benchmark, rc.label, float(y.mean()) - r0,
-                         comps, m, alpha, (rc.launches or 0, n))
+                         comps, m, alpha, (rc.launches if rc.sd_log is not None else 0, n))
             f.margin = m
             res.findings.append(f)
         if len(per_launch) >= 2 and matched:
             d = np.array([float(np.mean(v)) for v in per_launch.values()])
             n = int(d.size)
             comps = [(float(d.var(ddof=1)) / n, n - 1)]
+            k = 0
             if ref_sds and len(ref_sds) == len(matched):
                 sd = float(np.mean([s for s, _ in ref_sds]))
                 k = min(k for _, k in ref_sds)
                 comps.append((sd * sd / k, k - 1))
+            # the overall test is at the check's margin (--margin, else the file's), not at
+            # the cells' own margins
             f = _finding(Finding, L, g, "(all)", "overall", float(d.mean()), comps, default,
-                         alpha, (min((k for _, k in ref_sds), default=0), n))
+                         alpha, (k, n))
             f.margin = default
             res.findings.append(f)
     adj = stats.holm([f.p for f in res.findings])
