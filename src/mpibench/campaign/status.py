@@ -107,3 +107,31 @@ def decision_status(store: Store, campaign_id: int, spec: dict) -> dict[str, Any
 
     look, cells = ar.decisions(store, campaign_id, spec)
     return ar.summarize(spec, look, cells)
+
+
+def cells(store: Store, spec: CampaignSpec, offset: int = 0,
+          limit: int | None = None) -> list[dict[str, Any]]:
+    """The campaign's cells in plan order (a page of them with offset/limit)."""
+    camp = find_campaign(store, spec)
+    out = []
+    for r in queries.campaign_cells(store, camp["id"], offset, limit):
+        d = {k: r[k] for k in _CELLS_KEYS}
+        d["params"] = json.loads(d.pop("params_json") or "{}")
+        d["group"] = d.pop("grp")
+        d.update(job_info(r))
+        out.append(d)
+    return out
+
+
+def campaigns(store: Store) -> list[dict[str, Any]]:
+    out = []
+    # one query for all campaigns: cells per state and, per state, the distinct batch jobs
+    # (a local cell's job id is not a scheduler's job)
+    every = queries.state_counts_all(store, LOCAL_JOB_PREFIX)
+    for c in store.campaigns():
+        counts, jobs = every.get(c["id"], ({}, 0))
+        sched = (json.loads(c["spec_json"] or "{}").get("scheduler") or {}).get("name")
+        out.append({"id": c["id"], "name": c["name"], "file": c["file"],
+                    "scheduler": sched or "local", "jobs_in_flight": jobs,
+                    "cells": sum(counts.values()), **{s: counts.get(s, 0) for s in STATES}})
+    return out
