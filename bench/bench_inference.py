@@ -174,6 +174,7 @@ DECIDE = {
     "A/A, sigma_L 0.01": ((0.0,) * 4, dict(sigma_l=0.01)),
     "A/A, sigma_L 0.05, sizes not sharing": ((0.0,) * 4, dict(sigma_l=0.05, shared=0.0,
                                                               size_part=1.0)),
+    "4 groups 10%, sigma_L 0.05": ((math.log(1.1),) * 4, dict(sigma_l=0.05)),
     "2 groups 10% + 2 A/A, sigma_L 0.02": ((math.log(1.1),) * 2 + (0.0,) * 2,
                                            dict(sigma_l=0.02)),
     "2 groups 10% + 2 A/A, sigma_L 0.05": ((math.log(1.1),) * 2 + (0.0,) * 2,
@@ -191,10 +192,11 @@ def decide_section(rng: np.random.Generator, reps: int) -> None:
           "5 sizes per campaign, launch effects shared + 0.5 x size-specific unless said.")
     print("  A/A FP: cells the rule decided significant / significant in the report (Holm "
           "on the final launches); FW: campaigns with any; coverage of the final plain 95% "
-          "CI (all cells / cells whose group stopped early); launches per group per side "
+          "CI (all cells / cells whose group stopped early), and there of the CI at the stopping "
+          "look's level (RCI, the repeated CI); launches per group per side "
           "(fixed design: 12); decided (rule / fixed design at 12)")
     hdr = (f"  {'scenario':<42} {'FP rule':>7} {'FP rep':>7} {'FW rule':>7} {'FW rep':>7} "
-           f"{'cover':>6} {'early':>6} {'(share)':>7} {'launch':>6} {'decided':>7} "
+           f"{'cover':>6} {'early':>6} {'RCI':>6} {'(share)':>7} {'launch':>6} {'decided':>7} "
            f"{'fixed':>6} {'sig real':>8} {'eq':>5}")
     print(hdr)
     for name, (groups, kw) in DECIDE.items():
@@ -207,7 +209,8 @@ def decide_section(rng: np.random.Generator, reps: int) -> None:
         print(f"  {name:<42} {pct(r['aa_false_positive'], aa)} "
               f"{pct(r['aa_report_false_positive'], aa)} {pct(r['familywise'], aa)} "
               f"{pct(r['familywise_report'], aa)} {pct(r['coverage'], w=5)} "
-              f"{pct(r['coverage_early'], w=5)} {pct(r['early_share'])} "
+              f"{pct(r['coverage_early'], w=5)} {pct(r['coverage_early_rci'], w=5)} "
+              f"{pct(r['early_share'])} "
               f"{r['launches_per_group']:>6.2f} {pct(r['decided'])} "
               f"{pct(r['fixed_decided'], w=5)} {pct(r['real_significant'], real, 7)} "
               f"{pct(r['equivalent'], w=4)}", flush=True)

@@ -38,6 +38,13 @@ def test_a_large_difference_is_decided_at_the_first_look():
     assert look.undecided == [] and look.next_launches is None
     assert all(c.gain == pytest.approx(1 / 3, rel=0.1) for c in look.cells.values())
     assert "significant at 3 launches" in look.cells[("PingPong", 0)].reason
+    # the CI at the look's level (the repeated CI) excludes 1 like the decision, and is
+    # wider than the plain 95% CI on the same launches
+    from mpibench.stats.launch import compare
+
+    c = look.cells[("PingPong", 0)]
+    plain = compare(cells[("PingPong", 0)][0][:3], cells[("PingPong", 0)][1][:3], "lower")
+    assert c.ci_low < plain.ci_low < plain.ci_high < c.ci_high < 1.0
 
 
 def test_identical_tight_launches_are_equivalent_and_noisy_ones_go_on():

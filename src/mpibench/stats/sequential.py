@@ -106,6 +106,10 @@ class CellStatus(NamedTuple):
     gain: float | None
     reason: str                    # one line for people: why decided, or why not yet
     next_launches: int | None = None   # launches per side at the next look; None: no more
+    # the gain's CI at the look's own level (1 - level: the repeated confidence interval),
+    # which keeps its coverage when the cell stopped at this look
+    ci_low: float | None = None
+    ci_high: float | None = None
 
     @property
     def decided(self) -> bool:
@@ -230,8 +234,10 @@ def decide(cells: Mapping[Hashable, Sequence], design: Design, *, n: int | None 
                                 else "no TOST")
                 why = (("undecided after the maximum of " if final else "undecided at ")
                        + f"{n} launches per side (" + ", ".join(bits) + ")")
+        lo, hi = t.ci_at(1.0 - level) if t.tested else (None, None)
         look.cells[k] = CellStatus(st, n, ph, tost, t.gain, why,
-                                   None if st is not Status.UNDECIDED or final else nxt)
+                                   None if st is not Status.UNDECIDED or final else nxt,
+                                   lo, hi)
     return look
 
 
@@ -291,7 +297,7 @@ def simulate(rng: np.random.Generator, reps: int, design: Design, *,
     k = len(groups)
     tot = dict(aa_cells=0, aa_sig=0, aa_rep_sig=0, fam=0, fam_rep=0, eq=0, und=0, cells=0,
                cover=0, early_cells=0, early_cover=0, launches=0, real_cells=0,
-               real_sig=0, real_eq=0, fixed_decided=0)
+               real_sig=0, real_eq=0, fixed_decided=0, early_rci=0)
     for _ in range(reps):
         data = []
         for eff in groups:
@@ -346,6 +352,8 @@ def simulate(rng: np.random.Generator, reps: int, design: Design, *,
             if n_of[g] < design.max:
                 tot["early_cells"] += 1
                 tot["early_cover"] += hit
+                lo, hi = t.ci_at(1.0 - design.level(n_of[g]))
+                tot["early_rci"] += lo <= math.exp(eff) <= hi
             tot["eq"] += st.status is Status.EQUIVALENT
             tot["und"] += st.status is Status.UNDECIDED
             if eff == 0:
@@ -370,6 +378,8 @@ def simulate(rng: np.random.Generator, reps: int, design: Design, *,
             "coverage": tot["cover"] / tot["cells"],
             "coverage_early": (tot["early_cover"] / tot["early_cells"]
                                if tot["early_cells"] else float("nan")),
+            "coverage_early_rci": (tot["early_rci"] / tot["early_cells"]
+                                   if tot["early_cells"] else float("nan")),
             "early_share": tot["early_cells"] / tot["cells"],
             "decided": 1 - tot["und"] / tot["cells"],
             "fixed_decided": tot["fixed_decided"] / tot["cells"],
