@@ -908,6 +908,10 @@ def test_decide_adds_launches_only_where_cells_are_undecided(tmp_path, scheduler
     pts = {p["group"]: p for p in d["points"]}
     assert pts["differ"]["state"] == "decided: every cell by 3 launches per variant"
     assert pts["same"]["state"].startswith("undecided after the maximum of 5 launches")
+    # decided before the last look: its CI at the look's level (0.99) comes with it
+    (early,) = pts["differ"]["early"]
+    assert (early["status"], early["launches"], early["level"]) == ("significant", 3, 0.99)
+    assert early["ci_low"] < early["gain"] < early["ci_high"] < 1.0 and pts["same"]["early"] == []
     assert "c vs a: undecided after the maximum of 5 launches per side" in pts["same"]["reason"]
     assert any("look at 3 launches per variant" in m and "1 of 2 cells decided" in m
                for m in said), said

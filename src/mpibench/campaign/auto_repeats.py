@@ -390,13 +390,21 @@ def summarize(spec: dict, look, cells: dict) -> dict[str, Any]:
         pt = points.setdefault((g, point), {
             "group": g, "point": json.loads(point), "candidates": set(), "cells": 0,
             "significant": 0, "equivalent": 0, "undecided": 0, "decided_at": 0,
-            "reason": None})
+            "reason": None, "early": []})
         pt["cells"] += 1
         pt["candidates"].add(cand)
         pt[st.status.value] += 1
         out[st.status.value] += 1
         if st.decided:
             pt["decided_at"] = max(pt["decided_at"], st.look)
+            if st.look < design.max:
+                # decided before the last look: the CI at that look's level (the repeated
+                # CI) is the one that keeps its coverage (docs/statistics.md)
+                pt["early"].append({
+                    "candidate": cand, "benchmark": getattr(_key, "benchmark", None),
+                    "size": getattr(_key, "size", None), "metric": getattr(_key, "metric", None),
+                    "status": st.status.value, "launches": st.look, "gain": st.gain,
+                    "ci_low": st.ci_low, "ci_high": st.ci_high, "level": 1 - design.level(st.look)})
         elif pt["reason"] is None:
             pt["reason"] = f"{cand} vs {cells[(g, point, cand, _key)][3]}: {st.reason}"
     for (g, point), pt in points.items():
