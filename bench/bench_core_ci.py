@@ -35,8 +35,8 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from _coreutil import STACKS, available, build  # noqa: E402
 from mpibench.process import run_command  # noqa: E402
+from support.coreutil import STACKS, available, build  # noqa: E402
 
 
 def main() -> int:

@@ -33,8 +33,8 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from _coreutil import STACKS, available, build, launch  # noqa: E402
 from mpibench.process import run_command  # noqa: E402
+from support.coreutil import STACKS, available, build, launch  # noqa: E402
 
 NETPIPE = {"openmpi": "NPopenmpi", "mpich": "NPmpich2"}
 SHORT_LAT, SHORT_BW = 50, 10  # NetPIPE -n: round trips per trial, ~ the core's batch length

@@ -28,7 +28,7 @@ from pathlib import Path
 from mpibench.stats import ci_percent
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from _coreutil import STACKS, available, build, launch  # noqa: E402
+from support.coreutil import STACKS, available, build, launch  # noqa: E402
 
 
 def half_width(r: dict) -> float | None:

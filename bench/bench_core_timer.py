@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from _coreutil import STACKS, available, build, launch  # noqa: E402
+from support.coreutil import STACKS, available, build, launch  # noqa: E402
 
 ITER_DIV = {"PingPong": 2}  # PingPong reports half a round trip
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Fuzz every input surface of mpibench (prints counts per surface, asserts nothing).
 
-The surfaces are one list, tests/_surfaces.py SURFACES (the same names as docs/fuzzing.md):
+The surfaces are one list, tests/support/surfaces.py SURFACES (the same names as docs/fuzzing.md):
 CLI flags, campaign files, stacks files, derived expressions, application output and
 figures of merit, peer tarballs and source trees, install specs, stores (damaged ones on
 every read verb), tool outputs (parsers), imports, reports on hostile data, environment
@@ -14,12 +14,12 @@ variables. Each is tried with mutated inputs; per surface this prints
   contract breaks    a refusal that is not exit 2 with one error line, a file written where
                      nothing may be, a command started, a surface's own rule broken
 
-A new surface is added in tests/_surfaces.py (a function registered with @surface) and in
+A new surface is added in tests/support/surfaces.py (a function registered with @surface) and in
 docs/fuzzing.md; tests/test_gate.py checks the two lists agree.
 
 Each surface draws from its own generator (seed and surface name), so adding a surface does
 not change the cases of the others. The suite runs the same code derandomized and shorter
-(tests/test_cli_fuzz.py, test_parsers_properties.py, test_store_damage.py, ...).
+(tests/test_cli_fuzz.py, tests/parsers/test_properties.py, tests/store/test_damage.py, ...).
 
 Usage: .venv/bin/python bench/bench_fuzz.py [--quick] [--seed N] [--cases N] [--only TEXT]
        [--show N]
@@ -37,7 +37,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
-import _surfaces  # noqa: E402
+from support import surfaces as _surfaces  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -109,7 +109,7 @@ void mb_summarise(double *sorted, int64_t n, mb_summary *s)
 #define MB_TAU_MAX_LAG 500
 /* tau is often an exact ratio (the indicator's sums are integers over n p (1 - p)): n / tau,
  * 5 tau and 20 tau then land exactly on an integer that floating point puts a few ulps either
- * side, and the Python recomputation (tests/_coreutil.py) summed in another order rounded
+ * side, and the Python recomputation (tests/support/coreutil.py) summed in another order rounded
  * n_eff 21 down to 20.  A value within MB_SLACK (relative) of an integer counts as it. */
 #define MB_SLACK 1e-9
 

@@ -1,10 +1,11 @@
-"""Shared test set-up: a build cache kept between test runs, and helpers for MPI launches."""
+"""Shared test set-up: a build cache kept between test runs, the unit/system tier guard and the
+fixtures every test can ask for by name. Helper functions and constants that tests import live in
+tests/support/ (tests/README.md); the session fixtures of a few support modules are registered
+here through pytest_plugins."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -14,6 +15,11 @@ from hypothesis import HealthCheck, settings
 
 REPO = Path(__file__).resolve().parents[1]
 os.environ.setdefault("MPIBENCH_CACHE", str(REPO / ".mpibench-cache"))
+
+# Session fixtures kept beside the helpers they use: a localhost Slurm, a testbed, a PostgreSQL
+# server, the profiler builds and a GROMACS input. Registered once here (one instance per session).
+pytest_plugins = ["support.slurm_cluster", "support.testbed_cluster", "support.pg_server",
+                  "support.profiler"]
 
 # Property tests are a gate, not an exploration: `make test` draws the same cases on every run
 # and every machine (derandomize: the seed is a hash of the test; no example database, so a
@@ -81,10 +87,6 @@ def pytest_runtest_teardown(item):
     return result
 
 
-# Every MPI launch in the tests is bounded by this (seconds) unless a test sets its own.
-MPI_TIMEOUT = 180
-
-
 @pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO
@@ -147,20 +149,3 @@ def mpich(found_stacks):
     from mpibench.stacks import find_stack
 
     return find_stack("mpich", found_stacks)
-
-
-@contextlib.contextmanager
-def tmpfs(path: Path, size: str):
-    """A tmpfs of `size` mounted at `path` (a full disk, a read-only mount); skips the test
-    where mounting is not allowed (not root)."""
-    path.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
-                      capture_output=True).returncode:
-        pytest.skip("cannot mount a tmpfs here (not root)")
-    try:
-        yield path
-    finally:
-        # a store the test left open keeps the mount busy; detach it lazily then rather than
-        # leave a mount behind on the machine for every later pytest run to trip over
-        if subprocess.run(["umount", str(path)], capture_output=True).returncode:
-            subprocess.run(["umount", "-l", str(path)], capture_output=True)

@@ -7,7 +7,7 @@ import pytest
 
 from mpibench.api import compare_frame, load_results, load_samples
 from mpibench.errors import UsageError
-from test_report_synth import IMB_SIZES, build_app_store, build_two_stack_store
+from support.synth import IMB_SIZES, build_app_store, build_two_stack_store
 
 
 def test_load_results_core(tmp_path):
@@ -55,8 +55,8 @@ def test_missing_store(tmp_path):
 
 
 def test_sweep_sets_and_nodes_columns(tmp_path):
-    from test_compare import _sweep_store
-    _sweep_store(tmp_path / "sw.db").close()
+    from support.synth import sweep_store
+    sweep_store(tmp_path / "sw.db").close()
     df = load_results(tmp_path / "sw.db", variants=["ompi"])
     assert set(df["set"]) == {"ompi"} and df["variant"].nunique() == 4
     piv = df.pivot_table(index="nodes", columns="np", values="median")
@@ -70,14 +70,13 @@ def test_sweep_parameters_do_not_override_stored_ones(tmp_path):
     them; the notebook API and the compare cells apply the same rule."""
     from mpibench.report.data import load_cells
     from mpibench.store import Store
-    from test_compare import _app_row
-    from test_report_synth import add_variant_runs
+    from support.synth import add_variant_runs, app_row
 
     store = Store(tmp_path / "sp.db")
     cid = store.add_campaign("sp")
     ids = add_variant_runs(store, cid, "ompi[np=2,nodes=2,ppn=4]", repeats=2, grp="app",
                            params={"steps": 100, "nodes": 3},
-                           make=lambda rep: [_app_row(2, 10.0 + rep)])
+                           make=lambda rep: [app_row(2, 10.0 + rep)])
     cells = load_cells(store, {"ompi": ids})
     store.close()
     (key,) = cells

@@ -207,7 +207,7 @@ def test_reference_file_surface_derandomized():
     read or refused in one line naming file:line, through the parser and `check`."""
     import random
 
-    import _surfaces
+    from support import surfaces as _surfaces
 
     surf = next(s for s in _surfaces.SURFACES if s.name == "reference files")
     t = surf.run(random.Random(29), 60)

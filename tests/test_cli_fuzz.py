@@ -1,5 +1,5 @@
 """Hostile argument values for every verb: exit 2, one error line, nothing written, nothing
-started (tests/_fuzz.py builds the calls; mpibench.process.run_command is replaced by one that
+started (tests/support/fuzz.py builds the calls; mpibench.process.run_command is replaced by one that
 refuses and records, so these stay unit-tier). bench/bench_fuzz.py runs the same for longer.
 """
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import _fuzz
+from support import fuzz as _fuzz
 
 # Values whose fix belongs to another piece of issue 12 still in progress (none left now;
 # bench/bench_fuzz.py tries everything).

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from conftest import MPI_TIMEOUT
+from support.common import MPI_TIMEOUT
 
 MPIBENCH = [sys.executable, "-m", "mpibench"]
 

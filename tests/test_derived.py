@@ -14,7 +14,7 @@ from mpibench.cli import main as cli_main
 from mpibench.derived import Derived, compile_expr, derived_rows, ident
 from mpibench.errors import UsageError
 from mpibench.report.projection import projection_table
-from test_report_synth import build_app_store
+from support.synth import build_app_store
 
 APP = """
 [campaign]
@@ -227,7 +227,7 @@ def test_campaign_stores_jobs_per_day_and_compare_projects_a_year(tmp_path, caps
 
 def test_cost_and_projection_price_the_application_not_its_profile_rows(tmp_path):
     from mpibench.report.tables import cost_table
-    from test_report_synth import add_variant_runs
+    from support.synth import add_variant_runs
 
     store, groups = build_app_store(tmp_path / "p.db", nodes=(1,), ncore=(2,), repeats=2,
                                     spec={"price_per_node_hour": 2.0, "power_per_node_w": 400,

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import REPO
 from mpibench.errors import UsageError
 from mpibench.execute import Variant, resolve_settings
 from mpibench.stacks import Stack
@@ -20,6 +19,7 @@ from mpibench.transports import (
     verdict,
 )
 from mpibench.verify import judge
+from support.common import REPO
 
 DATA = REPO / "tests" / "data" / "fabric"
 OMPI_FAST = (DATA / "openmpi-4.1.4-ob1-shm+tcp-eth-fast-2nodes.txt").read_text()

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import tmpfs
 from mpibench.cli import main as cli_main
 from mpibench.errors import UsageError
 from mpibench.files import check_output, write_file
+from support.common import tmpfs
 
 
 def test_write_replaces_whole_and_leaves_no_temporary(tmp_path):

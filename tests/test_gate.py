@@ -54,12 +54,12 @@ def test_no_absolute_work_paths_in_code():
 
 
 def test_every_input_surface_is_listed_in_the_docs_and_fuzzed():
-    """bench/bench_fuzz.py iterates tests/_surfaces.py SURFACES; docs/fuzzing.md lists the
+    """bench/bench_fuzz.py iterates tests/support/surfaces.py SURFACES; docs/fuzzing.md lists the
     same names, so a new surface is documented and fuzzed, or this fails."""
     import re
     from pathlib import Path
 
-    import _surfaces
+    from support import surfaces as _surfaces
 
     doc = (Path(__file__).resolve().parents[1] / "docs" / "fuzzing.md").read_text()
     table = doc.split("## The list", 1)[1].split("##", 1)[0]

@@ -8,6 +8,7 @@ runs up and is not in it fails this test (remove an entry when its import goes).
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "mpibench"
@@ -106,7 +107,7 @@ def test_the_check_sees_an_import_that_runs_up(tmp_path, monkeypatch):
         "from typing import TYPE_CHECKING\n"
         "from mpibench.report.data import load_cells\n"
         "if TYPE_CHECKING:\n    from mpibench.campaign.plan import Cell\n")
-    monkeypatch.setattr(__import__(__name__), "SRC", pkg)
+    monkeypatch.setattr(sys.modules[__name__], "SRC", pkg)
     assert imports_up() == {("parsers/bad.py", "mpibench.report.data")}
 
 

@@ -61,11 +61,11 @@ def test_ucx_info_lines_under_open_mpi_and_mpich():
 
 
 def test_library_settings_surface_derandomized():
-    """The 'library settings output' fuzz surface (tests/_surfaces.py) with a fixed seed:
+    """The 'library settings output' fuzz surface (tests/support/surfaces.py) with a fixed seed:
     real captures mutated never crash the parser, and every value kept is in the text."""
     import random
 
-    import _surfaces
+    from support import surfaces as _surfaces
 
     surf = next(s for s in _surfaces.SURFACES if s.name == "library settings output")
     t = surf.run(random.Random(23), 300)

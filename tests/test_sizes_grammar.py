@@ -79,8 +79,8 @@ def test_python_grammar_equals_the_core_reference(spec):
 @pytest.mark.system
 def test_python_grammar_equals_the_real_core(tmp_path):
     """The real mpibench-core's argument parser (it exits before MPI_Init with --list)."""
-    from _coreutil import available, build
     from mpibench.process import run_command
+    from support.coreutil import available, build
 
     stack = "mpich" if available("mpich") else "openmpi"
     if not available(stack):

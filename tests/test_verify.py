@@ -8,9 +8,9 @@ import subprocess
 
 import pytest
 
-from conftest import MPI_TIMEOUT, REPO
 from mpibench.execute import Variant
 from mpibench.verify import parse_diagnostics, verdict, verify_local
+from support.common import MPI_TIMEOUT, REPO
 
 OB1_VADER = """\
 [vm:11296] selected ob1 best priority 20
@@ -423,11 +423,11 @@ def test_real_probe_reports_its_nodes_shape(tmp_path, found_stacks, stack):
 
 
 def test_probe_output_surface_derandomized():
-    """The 'probe output' fuzz surface (tests/_surfaces.py) with a fixed seed: no crash, no
+    """The 'probe output' fuzz surface (tests/support/surfaces.py) with a fixed seed: no crash, no
     value stored that the mutated output does not hold."""
     import random
 
-    import _surfaces
+    from support import surfaces as _surfaces
 
     surf = next(s for s in _surfaces.SURFACES if s.name == "probe output")
     t = surf.run(random.Random(19), 300)

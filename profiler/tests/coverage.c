@@ -1,5 +1,5 @@
 /* Exactly 2 ranks: one or more calls of each family with known sizes, so the byte rules can
- * be checked per rank (tests/test_profiler.py::test_coverage_bytes). argv[1]: a directory for
+ * be checked per rank (tests/profile/test_profiler.py::test_coverage_bytes). argv[1]: a directory for
  * the MPI-IO file. Arguments the standard says are ignored are passed as garbage on purpose
  * (MPI_DATATYPE_NULL receive type at a Gather non-root): the profiler must not touch them. */
 #include <mpi.h>

@@ -326,7 +326,7 @@ THREAD_LEVELS = ("single", "funneled", "serialized", "multiple")
 class CoreOption:
     """One core option a campaign (`options = {...}`) and `mpibench run` pass on, as the
     core's own table says it (core/args.c, `mpibench-core --list-options`; a system test in
-    tests/test_core_parts.py holds the two equal): `name` is the long option with '_' for
+    tests/core/test_parts.py holds the two equal): `name` is the long option with '_' for
     '-', `type` one of number, integer, bytes, choice, flag; bounds inclusive; `default` what
     the core does without it (None: off, or derived at run time)."""
 

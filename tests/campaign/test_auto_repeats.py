@@ -102,7 +102,7 @@ def test_two_stage_rule_keeps_alpha_and_coverage_when_it_stops_early():
 
 
 def test_budget_auto_parses_and_a_bad_value_names_the_key(tmp_path):
-    # budget = "auto" (stats/budget.py; the runner's use: test_campaign_run.py)
+    # budget = "auto" (stats/budget.py; the runner's use: tests/campaign/test_run.py)
     p = tmp_path / "c.toml"
     p.write_text(BASE.replace("{repeats}", '3\nbudget = "auto"'))
     assert load(p).budget is True

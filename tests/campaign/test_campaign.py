@@ -475,7 +475,7 @@ def test_a_second_harness_on_the_same_campaign_is_refused(tmp_path, found_stacks
 
 
 def test_every_example_campaign_is_valid(tmp_path):
-    examples = sorted((Path(__file__).parent.parent / "examples").glob("*.toml"))
+    examples = sorted((Path(__file__).parents[2] / "examples").glob("*.toml"))
     assert len(examples) >= 3
     for path in examples:
         cells = expand(load(path))

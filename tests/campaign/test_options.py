@@ -30,7 +30,7 @@ from mpibench.parsers.core_jsonl import parse_core_jsonl
 from mpibench.stacks import Stack
 from mpibench.store import Store
 
-DATA = Path(__file__).parent / "data" / "core"
+DATA = Path(__file__).parents[1] / "data" / "core"
 
 BASE = """
 [campaign]
@@ -139,7 +139,7 @@ def test_every_core_option_reaches_the_core_argv(tmp_path):
     assert pairs["--iterations-volume"] == str(40 << 20)
     assert pairs["--iterations"] == "100" and pairs["--timeout"] == "30.0"
     # every option the campaign accepts is one the core knows (docs/core-output.md)
-    doc = (Path(__file__).parents[1] / "docs" / "core-output.md").read_text()
+    doc = (Path(__file__).parents[2] / "docs" / "core-output.md").read_text()
     for name in CORE_OPTIONS:
         assert f"`--{name.replace('_', '-')}" in doc, name
 

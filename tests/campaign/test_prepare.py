@@ -15,7 +15,7 @@ from mpibench.campaign.spec import load
 from mpibench.cli import main as cli_main
 from mpibench.errors import UsageError
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 CAMPAIGN = """
 [campaign]

@@ -20,7 +20,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import MPI_TIMEOUT, REPO
 from mpibench.campaign import status as st
 from mpibench.campaign.runner import CampaignRunner
 from mpibench.campaign.spec import load
@@ -35,6 +34,7 @@ from mpibench.schedulers import (
     register_scheduler,
 )
 from mpibench.store import Store
+from support.common import MPI_TIMEOUT, REPO
 
 MPIBENCH = str(REPO / ".venv" / "bin" / "mpibench")
 
@@ -468,7 +468,7 @@ class TimeLimitScheduler(SubprocessScheduler):
     killed by SIGTERM and says what srun says); the job then ends TIMEOUT, as sacct says
     after slurmstepd's signals. Only the queue's answer is made up: a real time limit that
     lets the script record 143 before it dies needs a loaded Slurm node (see
-    test_slurm_cluster.py::test_cell_over_its_slurm_time_limit_is_a_timeout)."""
+    tests/schedulers/test_slurm_cluster.py::test_cell_over_its_slurm_time_limit_is_a_timeout)."""
 
     def poll(self, job_ids):
         out = super().poll(job_ids)
@@ -500,7 +500,7 @@ def test_step_killed_by_the_time_limit_signal_is_a_timeout(tmp_path, found_stack
     if status == "timeout":
         assert r["reason"].startswith("job ended timeout: the job exceeded its Slurm time "
                                       "limit"), r["reason"]
-        # as test_slurm_cluster.py's real time limit expects: no exit status of its own
+        # as tests/schedulers/test_slurm_cluster.py's real time limit expects: no exit status of its own
         assert r["exit_code"] is None
     else:
         assert r["reason"].startswith("exit status 3"), r["reason"]

@@ -15,9 +15,8 @@ import pytest
 from mpibench.campaign.plan import expand
 from mpibench.campaign.spec import load
 from mpibench.cli import main as cli_main
-from slurm_cluster import slurm_cluster  # noqa: F401  (session fixture)
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 STUDIES = EXAMPLES / "studies"
 needs_gmx = pytest.mark.skipif(not shutil.which("gmx_mpi"),
                                reason="GROMACS (gmx_mpi) is not installed")
@@ -153,7 +152,7 @@ def test_regression_study_first_call_apart_from_mean_std_across_images(tmp_path,
 
 
 @pytest.mark.slurm
-def test_linerate_study_under_slurm(slurm_cluster, tmp_path, capsys):  # noqa: F811
+def test_linerate_study_under_slurm(slurm_cluster, tmp_path, capsys):
     camp = _copy(tmp_path, "linerate.toml", lambda t: t.replace("repeats = 3", "repeats = 2")
                  .replace('sizes = "0:20"', 'sizes = "0:18"')
                  .replace('transport = "tcp"\n', 'transport = "tcp"\n' + PIN_LO))
@@ -172,7 +171,7 @@ def test_linerate_study_under_slurm(slurm_cluster, tmp_path, capsys):  # noqa: F
 
 @pytest.mark.slurm
 @needs_gmx
-def test_grid_study_under_pbs_best_per_row_over_three_launches(slurm_cluster,  # noqa: F811
+def test_grid_study_under_pbs_best_per_row_over_three_launches(slurm_cluster,
                                                                 tmp_path,
                                                                 capsys):
     if not shutil.which("qsub"):

@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pytest
 
-from _coreutil import STACKS, build_all, check_schema, launch, within_launch_ci
+from support.coreutil import STACKS, build_all, check_schema, launch, within_launch_ci
 
 ALL = ["PingPong", "PingPing", "Sendrecv", "Exchange", "Uniband", "Biband", "Allreduce",
        "Reduce", "Reduce_scatter", "Allgather", "Allgatherv", "Gather", "Gatherv", "Scatter",

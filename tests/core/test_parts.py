@@ -9,11 +9,11 @@ import shutil
 
 import pytest
 
-from _coreutil import CORE, SCHEMA, STACKS, available, build_all, check_schema, launch
-from golden_util import check_golden
 from mpibench import benchmarks
 from mpibench.execute import CORE_OPTION_TABLE
 from mpibench.process import run_command
+from support.coreutil import CORE, SCHEMA, STACKS, available, build_all, check_schema, launch
+from support.golden import check_golden
 
 pytestmark = pytest.mark.mpi
 

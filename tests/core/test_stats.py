@@ -1,5 +1,5 @@
 """The core's within-launch summary (core/stats.c) and the Python recomputation the core tests
-check it against (tests/_coreutil.within_launch_ci) are one definition: the same n_eff, tau,
+check it against (tests/support/coreutil.within_launch_ci) are one definition: the same n_eff, tau,
 CI and exactness on the edges where tau is an exact ratio (n / tau, 5 tau, 20 tau land on an
 integer) and on samples with no spread. Found under load: Allgather at 2 B, n_eff 21 from the
 core and 20 from Python."""
@@ -11,8 +11,8 @@ import random
 
 import pytest
 
-from _coreutil import CORE, STACKS, available, within_launch_ci
 from mpibench.process import run_command
+from support.coreutil import CORE, STACKS, available, within_launch_ci
 
 pytestmark = pytest.mark.system  # compiles core/stats.c with an MPI wrapper
 

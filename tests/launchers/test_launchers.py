@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from golden_util import check_golden
 from mpibench.errors import UsageError
 from mpibench.launchers import LaunchSpec, get_launcher, launcher_names
+from support.golden import check_golden
 
 PROGRAM = ["/opt/bench/mpibench-core", "--sizes", "0:4", "--jsonl", "out file.jsonl",
            "PingPong"]

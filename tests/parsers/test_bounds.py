@@ -19,7 +19,7 @@ from mpibench.parsers.base import MAX_BANDWIDTH_MBPS, MAX_TIME_US, out_of_bounds
 from mpibench.parsers.core_jsonl import parse_core_jsonl
 from mpibench.parsers.detect import parse_bytes
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 IMB_TCP = DATA / "imb" / "imb2021.11-openmpi4.1.4-np2-pingpong-btl-tcp.txt"
 OSU_BW = DATA / "osu" / "osu7.4-openmpi4.1.4-np2-osu_bw.txt"
 OSU_IALL = DATA / "osu" / "osu7.4-openmpi4.1.4-np3-osu_iallreduce.txt"

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from _coreutil import SCHEMA, check_schema
 from mpibench.parsers.core_jsonl import parse_core_jsonl
+from support.coreutil import SCHEMA, check_schema
 
-DATA = Path(__file__).parent / "data" / "core"
-DOC = Path(__file__).resolve().parents[1] / "docs" / "core-output.md"
+DATA = Path(__file__).parents[1] / "data" / "core"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "core-output.md"
 FILES = sorted(p.name for p in DATA.glob("*.jsonl"))
 
 

@@ -11,7 +11,7 @@ import pytest
 from mpibench.parsers.detect import parse_bytes
 from mpibench.parsers.imb import parse_imb
 
-DATA = Path(__file__).parent / "data" / "imb"
+DATA = Path(__file__).parents[1] / "data" / "imb"
 
 
 def load(name: str):

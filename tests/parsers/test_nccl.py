@@ -11,7 +11,7 @@ import pytest
 from mpibench.parsers.detect import parse_bytes
 from mpibench.parsers.nccl import parse_nccl_json, parse_nccl_text
 
-DATA = Path(__file__).parent / "data" / "nccl"
+DATA = Path(__file__).parents[1] / "data" / "nccl"
 TEXT = "nccl-tests2.13.10-all_reduce_perf-8gpu.txt"
 JSON = "nccl-tests-json2-all_reduce_perf-8gpu.json"
 OLD = "nccl-tests2.x-old-layout-all_reduce_perf-2gpu.txt"

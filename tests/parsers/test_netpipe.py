@@ -10,7 +10,7 @@ import pytest
 from mpibench.parsers.detect import parse_bytes
 from mpibench.parsers.netpipe import MBPS_TO_MBYTES, parse_netpipe
 
-DATA = Path(__file__).parent / "data" / "netpipe"
+DATA = Path(__file__).parents[1] / "data" / "netpipe"
 
 
 def at(res, size):

@@ -10,7 +10,7 @@ import pytest
 from mpibench.parsers.detect import parse_bytes
 from mpibench.parsers.osu import benchmark_name, parse_osu
 
-DATA = Path(__file__).parent / "data" / "osu"
+DATA = Path(__file__).parents[1] / "data" / "osu"
 
 
 def load(name: str):

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from mpibench.parsers.base import MAX_INT, ParseResult
 from mpibench.parsers.detect import detect, parse_bytes
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 FIXTURES = sorted(p for d in ("imb", "osu", "nccl", "netpipe") for p in (DATA / d).iterdir()
                   if p.suffix in (".txt", ".out", ".json"))
 TEXTS = {p.name: p.read_bytes() for p in FIXTURES}
@@ -246,7 +246,7 @@ def test_importer_on_mutated_files_never_raises_and_exit_code_matches(case):
                 assert f.problems and all(ln.startswith(str(p)) for ln in f.problems)
 
 
-# -- the fuzzer's oracle (tests/_fuzz.py, also bench/bench_fuzz.py) --------------------------
+# -- the fuzzer's oracle (tests/support/fuzz.py, also bench/bench_fuzz.py) --------------------------
 # Per parser, hypothesis picks a captured output and 1-4 mutations (hostile numbers such as
 # '1e30', '-1', 'nan', '٣', '²'; bytes no number can hold; cuts; garbage lines; dropped,
 # duplicated, swapped or moved lines and sections): the parser returns only values its
@@ -254,7 +254,7 @@ def test_importer_on_mutated_files_never_raises_and_exit_code_matches(case):
 # about at that line, and it never raises.
 import random as _random  # noqa: E402
 
-import _fuzz  # noqa: E402
+from support import fuzz as _fuzz  # noqa: E402
 
 FUZZ_FAMILIES = {
     "imb": [p.name for p in _fuzz.FIXTURES if p.parent.name == "imb"],

@@ -18,7 +18,7 @@ from mpibench.peers import PeerSpec, parse_output, program_args
 
 # beside the repository (../shared/peers), or $MPIBENCH_PEERS; never an absolute path
 PEERS = Path(os.environ.get("MPIBENCH_PEERS")
-             or Path(__file__).resolve().parents[1].parent / "shared" / "peers")
+             or Path(__file__).resolve().parents[2].parent / "shared" / "peers")
 IMB_TGZ = PEERS / "imb-2021.11.tar.gz"
 OSU_TGZ = PEERS / "osu-micro-benchmarks-7.4.tar.gz"
 

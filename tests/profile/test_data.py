@@ -1,7 +1,7 @@
 """Profiles as comparable data (mpibench.profile.buckets and .diff): size buckets from the histograms,
 result rows for calls and MPI time, the launch-level diff, the report section, the CLI and
 the pandas API. No MPI here: profiles are a real captured one (known_calls on Open MPI) and
-synthetic launches drawn from known distributions; tests/test_profile_data_mpi.py runs the
+synthetic launches drawn from known distributions; tests/profile/test_data_mpi.py runs the
 real things."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 from mpibench import profile
 from mpibench.errors import UsageError
 
-DATA = Path(__file__).resolve().parent / "data" / "profiler"
+DATA = Path(__file__).resolve().parents[1] / "data" / "profiler"
 
 
 def captured() -> dict:
@@ -365,7 +365,7 @@ def test_report_profile_section(tmp_path):
     md = render_markdown_report(rep, None, tmp_path)
     assert "## MPI profile" in md and "Messages by size" in md
     # a selection without profiles has no such section
-    from test_report_synth import build_two_stack_store
+    from support.synth import build_two_stack_store
 
     store, groups = build_two_stack_store(tmp_path / "s.db", repeats=2, n=5)
     rep = build_report(store, groups, ReportOptions(plots=False))

@@ -12,7 +12,7 @@ import pytest
 
 from mpibench import profile
 from mpibench.store import Store
-from test_profiler import GMX_ENV, built, gromacs_tpr  # noqa: F401 - fixtures, shared
+from support.profiler import GMX_ENV
 
 TIMEOUT = 120
 
@@ -44,7 +44,7 @@ options = { max_time = 0.02 }
 
 
 @pytest.mark.system
-def test_message_functions_are_those_with_a_byte_rule(built):  # noqa: F811
+def test_message_functions_are_those_with_a_byte_rule(built):
     """What counts as a message (profile.buckets.is_message_function) agrees with the byte
     rules the wrapper generator gave each function of this stack's mpi.h, except the
     persistent *_init calls (a size, but no transfer) and the halves of split collective
@@ -129,7 +129,7 @@ def test_core_campaign_profiles_compare_across_np_and_stacks(tmp_path, found_sta
 
 
 @pytest.mark.mpi
-def test_gromacs_profile_diff_shm_vs_tcp(openmpi, gromacs_tpr, tmp_path, capsys):  # noqa: F811
+def test_gromacs_profile_diff_shm_vs_tcp(openmpi, gromacs_tpr, tmp_path, capsys):
     """GROMACS water (2 ranks, 200 steps) profiled twice over shared memory and twice over
     TCP: the size buckets are identical in shape (the same halo exchange and PME
     redistribution), the diff is tested on 2+2 launches."""

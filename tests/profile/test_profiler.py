@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from mpibench import profile
-from mpibench.process import run_command
+from support.profiler import GMX_ENV
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "data" / "profiler"
 GEN = REPO / "profiler" / "gen_wrappers.py"
 TIMEOUT = 90  # every launch
@@ -84,19 +84,6 @@ def test_generator_odd_declarations(tmp_path):
 
 
 # ---- builds ------------------------------------------------------------------------------
-@pytest.fixture(scope="session", params=["openmpi", "mpich"])
-def built(request, found_stacks):
-    from mpibench.stacks import find_stack
-
-    try:
-        stack = find_stack(request.param, found_stacks)
-    except Exception as exc:  # noqa: BLE001 - a missing stack is a skip, not a failure
-        pytest.skip(f"stack {request.param}: {exc}")
-    lib = profile.run.build_profiler(stack)
-    progs = profile.run.build_test_programs(stack)
-    return stack, lib, progs
-
-
 def _run(built, tmp_path, mode="normal", np=2):
     stack, _, progs = built
     argv = [stack.launcher, "-np", str(np), str(progs / "known_calls"), mode]
@@ -523,51 +510,6 @@ def test_cli_profile_and_compare(built, tmp_path):
     assert main(["profile", "--db", str(db), "--compare", "x", "nope"]) == 2
     assert main(["profile", "--db", str(db), "--show", ids[0], "--json"]) == 0
     assert main(["profile", "--db", str(db)]) == 2  # no command: usage error
-
-
-# ---- GROMACS -------------------------------------------------------------------------------
-TOPOL = """#include "oplsaa.ff/forcefield.itp"
-#include "oplsaa.ff/spc.itp"
-
-[ system ]
-water box
-
-[ molecules ]
-"""
-MDP = """integrator = md
-dt = 0.002
-nsteps = 200
-nstlist = 10
-cutoff-scheme = Verlet
-coulombtype = PME
-rcoulomb = 0.9
-rvdw = 0.9
-tcoupl = v-rescale
-tc-grps = System
-tau-t = 0.1
-ref-t = 300
-constraints = h-bonds
-nstenergy = 100
-nstlog = 100
-"""
-GMX_ENV = {"OMP_NUM_THREADS": "1", "GMX_MAXBACKUP": "-1"}
-
-
-@pytest.fixture(scope="session")
-def gromacs_tpr(tmp_path_factory):
-    if not shutil.which("gmx_mpi"):
-        pytest.skip("gmx_mpi not installed (Debian package gromacs)")
-    d = tmp_path_factory.mktemp("gmx")
-    (d / "topol.top").write_text(TOPOL)
-    (d / "md.mdp").write_text(MDP)
-    env = {**GMX_ENV, **profile.run.ROOT_ENV}
-    res = run_command(["gmx_mpi", "solvate", "-cs", "spc216.gro", "-box", "2", "2", "2",
-                       "-o", "conf.gro", "-p", "topol.top"], cwd=d, env=env, timeout=TIMEOUT)
-    assert res.ok, res.stderr[-2000:]
-    res = run_command(["gmx_mpi", "grompp", "-f", "md.mdp", "-c", "conf.gro", "-p", "topol.top",
-                       "-o", "topol.tpr", "-maxwarn", "5"], cwd=d, env=env, timeout=TIMEOUT)
-    assert res.ok, res.stderr[-2000:]
-    return d / "topol.tpr"
 
 
 @pytest.mark.system

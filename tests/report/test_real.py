@@ -106,7 +106,7 @@ def test_html_and_markdown_report_on_real_results(real_db, tmp_path):
 # cost tables. The campaign name is hostile on purpose: every report must escape it.
 
 HOSTILE = "real <script>alert(1)</script>"
-REPO = __import__("pathlib").Path(__file__).resolve().parent.parent
+REPO = __import__("pathlib").Path(__file__).resolve().parents[2]
 
 CAMPAIGN = '''
 [campaign]

@@ -25,7 +25,7 @@ from mpibench.report.tables import (
     scaling_table,
 )
 from mpibench.store import Store
-from test_report_synth import (
+from support.synth import (
     add_variant_runs,
     build_app_store,
     build_two_stack_store,
@@ -289,8 +289,8 @@ def test_mixed_store_runs_are_not_created_by_reports(tmp_path):
 
 
 def test_grid_and_scaling_over_a_campaign_sweep(tmp_path):
-    from test_compare import _sweep_store
-    store = _sweep_store(tmp_path / "sw.db")
+    from support.synth import sweep_store
+    store = sweep_store(tmp_path / "sw.db")
     groups = select_groups(store, variants=["ompi", "mpich"])
     (g,) = grids(store, groups, "nodes", "np", metric="ns/day")
     assert g.groups == ["ompi", "mpich"]

@@ -22,7 +22,7 @@ from mpibench.report.rules import (
 from mpibench.report.tables import cheaper_side, cost_table, grids, scaling_table
 from mpibench.stats import launch as launch_stats
 from mpibench.store import Store
-from test_report_synth import add_variant_runs, core_record
+from support.synth import add_variant_runs, core_record
 
 # --- the rules on their own ------------------------------------------------------------
 

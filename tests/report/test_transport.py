@@ -19,12 +19,12 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import MPI_TIMEOUT
 from mpibench.cli import main as cli_main
 from mpibench.report.compare import compare_groups, render
 from mpibench.report.html import ReportOptions, build_report, render_html, write_markdown
 from mpibench.store import Store
-from test_report_synth import add_variant_runs, core_record
+from support.common import MPI_TIMEOUT
+from support.synth import add_variant_runs, core_record
 
 XSS = "<b>x</b>"
 # verify.parse_diagnostics on captured Open MPI 4.1.4 output (test_verify.OB1_TCP / _VADER)

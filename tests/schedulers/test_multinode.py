@@ -12,9 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from slurm_cluster import slurm_cluster  # noqa: F401  (session fixture)
-
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _mpibench(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -62,7 +60,7 @@ def _hostfile(cluster, tmp_path, env: dict[str, str], ppn: int | None) -> list[s
 
 
 @pytest.mark.slurm
-def test_hostfile_has_the_allocations_slots_per_node(slurm_cluster, tmp_path):  # noqa: F811
+def test_hostfile_has_the_allocations_slots_per_node(slurm_cluster, tmp_path):
     """One line per rank slot, block order: the allocation's tasks per node
     (SLURM_TASKS_PER_NODE, '2(x2),1' = 2 on each of two nodes, then 1), not one line per
     node when the variant gives no ppn (mpirun --hostfile then had 2 slots for 4 ranks:
@@ -147,7 +145,7 @@ poll_max_interval = 3
 
 
 @pytest.mark.slurm
-def test_one_rank_probes_and_hostfile_launchers_in_a_real_allocation(slurm_cluster,  # noqa: F811
+def test_one_rank_probes_and_hostfile_launchers_in_a_real_allocation(slurm_cluster,
                                                                      tmp_path):
     """Through the localhost Slurm (n1, n2): the one-rank points verify as n/a (their probe
     asked the one-slot allocation for one rank, not two), the two-node points as tcp; mpirun

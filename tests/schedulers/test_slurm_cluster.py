@@ -1,4 +1,4 @@
-"""Against a real Slurm on localhost (slurmctld + slurmd n1 and n2, see slurm_cluster.py).
+"""Against a real Slurm on localhost (slurmctld + slurmd n1 and n2, see tests/support/slurm_cluster.py).
 
 The three example campaigns run at the same time (the time-limit one takes about 70 s, Slurm
 enforces limits in whole minutes), each as `mpibench campaign run` in a subprocess with a
@@ -19,9 +19,8 @@ import pytest
 
 from mpibench.process import run_command
 from mpibench.schedulers import JobRequest, JobStep, SchedulerSettings, get_scheduler
-from slurm_cluster import slurm_cluster  # noqa: F401  (session fixture)
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 # every value that reaches a job script or a directive; must arrive intact, run nothing
 HOSTILE = "a'b\"c$(touch {marker})`touch {marker}`"
 HOSTILE_TOML = """
@@ -135,7 +134,7 @@ def _rows(db: Path) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def campaigns(slurm_cluster, tmp_path_factory):  # noqa: F811
+def campaigns(slurm_cluster, tmp_path_factory):
     base = tmp_path_factory.mktemp("campaigns")
     files = {}
     marker = base / "pwned"
@@ -355,7 +354,7 @@ def _sleep_request(tmp_path: Path, name: str, settings: SchedulerSettings) -> Jo
 
 
 @pytest.mark.parametrize("backend", ["slurm", "pbs"])
-def test_held_jobs_one_query_for_all_then_cancel(slurm_cluster, tmp_path, backend):  # noqa: F811
+def test_held_jobs_one_query_for_all_then_cancel(slurm_cluster, tmp_path, backend):
     directive = "#SBATCH --hold" if backend == "slurm" else "#PBS -h"
     s = SchedulerSettings(name=backend, extra_directives=[directive])
     sched = get_scheduler(backend, s)
@@ -431,7 +430,7 @@ def _squeue_states(ids: list[str]) -> dict[str, str]:
     return dict(line.split() for line in res.stdout.splitlines() if line.strip())
 
 
-def test_resume_reattaches_to_the_running_and_the_queued_job(slurm_cluster,  # noqa: F811
+def test_resume_reattaches_to_the_running_and_the_queued_job(slurm_cluster,
                                                              tmp_path):
     """SIGKILL the harness while one job runs and the other is queued; resume follows both
     jobs and submits nothing."""
@@ -581,7 +580,7 @@ sys.exit(main(sys.argv[2:]))
 
 
 @pytest.mark.parametrize("nap", [20, 0], ids=["job-alive-at-resume", "job-ended-before"])
-def test_resume_adopts_the_job_a_killed_harness_submitted(slurm_cluster, tmp_path,  # noqa: F811
+def test_resume_adopts_the_job_a_killed_harness_submitted(slurm_cluster, tmp_path,
                                                           nap):
     camp = tmp_path / "orphan.toml"
     camp.write_text(ORPHAN.replace("{nap}", str(nap)))

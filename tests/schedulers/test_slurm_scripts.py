@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from golden_util import check_golden
 from mpibench.errors import UsageError
 from mpibench.schedulers import JobRequest, JobStep, SchedulerSettings, get_scheduler
+from support.golden import check_golden
 
 BASE = Path("/scratch/camp aign/runs")  # a space in the path on purpose
 

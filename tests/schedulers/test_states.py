@@ -33,7 +33,7 @@ from mpibench.schedulers.slurm import (
     slurm_time,
 )
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 
 
 def _read(*parts: str) -> str:

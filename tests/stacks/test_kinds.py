@@ -20,7 +20,7 @@ from mpibench.stacks.kinds import all_transport_names, kind_for_launcher, kind_f
 from mpibench.transports import verdict
 from mpibench.verify import parse_diagnostics
 
-DATA = Path(__file__).parent / "data" / "stacks"
+DATA = Path(__file__).parents[1] / "data" / "stacks"
 MPICH5 = ("MPICH Version:      5.0.2\nMPICH Release date: Fri Sep 25 20:45:26 UTC 2026\n"
           "MPICH Device:       ch4:ucx ofi\n")
 MPICH4 = "MPICH Version:    \t4.0.2\nMPICH Device:    \tch4:ucx\n"
@@ -325,7 +325,7 @@ def test_versions_example_campaign_plans_with_the_installed_stacks(tmp_path, pyp
 
     reg = tmp_path / "stacks.toml"
     reg.write_text("\n".join(entry_text(s) for s in (*pypi_stacks.values(), intel_stack)))
-    example = Path(__file__).resolve().parents[1] / "examples" / "stacks-versions.toml"
+    example = Path(__file__).resolve().parents[2] / "examples" / "stacks-versions.toml"
     res = subprocess.run([sys.executable, "-m", "mpibench", "campaign", "run", str(example),
                           "--dry-run", "--db", str(tmp_path / "x.db")], capture_output=True,
                          text=True, timeout=300, env={**os.environ,

@@ -1,4 +1,4 @@
-"""The team archive against a real PostgreSQL server (tests/pg_server.py): push twice, three
+"""The team archive against a real PostgreSQL server (tests/support/pg_server.py): push twice, three
 concurrent pushes of overlapping stores, SIGKILL mid-push, read verbs giving the local store's
 output, a newer schema and a foreign database refused, the password never printed."""
 
@@ -20,8 +20,7 @@ import pytest
 
 from mpibench import profile
 from mpibench.store import Store
-from pg_server import pg_server  # noqa: F401
-from test_report_synth import add_variant_runs, build_two_stack_store, core_record
+from support.synth import add_variant_runs, build_two_stack_store, core_record
 
 pytestmark = pytest.mark.system
 
@@ -38,7 +37,7 @@ def cli(*args, cwd, env=None, timeout=120):
 
 
 @pytest.fixture
-def archive(pg_server):  # noqa: F811
+def archive(pg_server):
     """A fresh, empty database on the session's server: its URL (with the password)."""
     return pg_server.create_database(f"t{os.getpid()}_{next(_n)}")
 
@@ -95,7 +94,7 @@ def test_push_twice_stores_once_and_reads_like_the_local_store(archive, tmp_path
         profile_run = groups["base"][0]
         # a real captured profile (tests/data/profiler)
         store.set_profile(profile_run, profile.document.collect_profile(
-            Path(__file__).parent / "data" / "profiler" / "known_calls_openmpi"))
+            Path(__file__).parents[1] / "data" / "profiler" / "known_calls_openmpi"))
     first = cli("push", archive, "--db-from", str(db), "--site", "alpha", cwd=tmp_path)
     assert first.returncode == 0, first.stderr
     assert "6 new" in first.stdout and "1 unfinished" in first.stdout
@@ -252,7 +251,7 @@ def test_sigkill_mid_push_leaves_nothing_then_push_completes(archive, tmp_path):
     assert after["results"] == before["results"] + 3 * 3
 
 
-def test_newer_schema_and_foreign_database_refused_in_one_line(archive, pg_server, tmp_path):  # noqa: F811
+def test_newer_schema_and_foreign_database_refused_in_one_line(archive, pg_server, tmp_path):
     db = tmp_path / "n.db"
     build_two_stack_store(db, repeats=2, n=5)[0].close()
     assert cli("push", archive, "--db-from", str(db), cwd=tmp_path).returncode == 0

@@ -7,7 +7,7 @@ import ast
 import re
 from pathlib import Path
 
-PKG = Path(__file__).resolve().parents[1] / "src" / "mpibench"
+PKG = Path(__file__).resolve().parents[2] / "src" / "mpibench"
 SQL = re.compile(r"\b(SELECT\s+[\w*(].*\bFROM\b|INSERT\s+(OR\s+\w+\s+)?INTO\b|UPDATE\s+\w+\s+SET\b|"
                  r"DELETE\s+FROM\b|CREATE\s+(TABLE|INDEX|VIEW)\b|PRAGMA\s+\w+|BEGIN\s+IMMEDIATE|"
                  r"SAVEPOINT\s+\w+)", re.S)

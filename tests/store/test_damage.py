@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-import _fuzz
+from support import fuzz as _fuzz
 
 VERBS = _fuzz.STORE_READ_VERBS
 

@@ -87,9 +87,7 @@ def test_push_site_names_checked(site, tmp_path, capsys):
 
 
 def test_compare_selects_by_fingerprint_field(tmp_path, capsys):
-    import sys
-    sys.path.insert(0, str(Path(__file__).parent))
-    from test_report_synth import build_two_stack_store
+    from support.synth import build_two_stack_store
 
     db = tmp_path / "f.db"
     build_two_stack_store(db, repeats=2, n=5)[0].close()   # fingerprints {"stack": variant}

@@ -12,13 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import tmpfs
 from mpibench.cli import main as cli_main
 from mpibench.errors import UsageError
 from mpibench.store import SCHEMA_VERSION, Store
 from mpibench.store.schema import MIGRATIONS
+from support.common import tmpfs
 
-V1_DDL = Path(__file__).parent / "data" / "store" / "schema_v1.sql"
+V1_DDL = Path(__file__).parents[1] / "data" / "store" / "schema_v1.sql"
 
 
 def make_v1_store(path: Path) -> np.ndarray:

@@ -11,7 +11,7 @@ from typing import Any
 
 from mpibench.process import CommandResult, run_command
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CORE = REPO / "core"
 SCHEMA = json.loads((CORE / "core-output.schema.json").read_text())
 

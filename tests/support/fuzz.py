@@ -1,6 +1,6 @@
 """Mutation fuzzing of the parsers and the CLI verbs: the cases and the oracle.
 
-Shared by tests/test_parsers_properties.py and tests/test_cli_fuzz.py (hypothesis drives a
+Shared by tests/parsers/test_properties.py and tests/test_cli_fuzz.py (hypothesis drives a
 random.Random, short runs in the suite) and bench/bench_fuzz.py (seeded, long runs). Pure
 Python; the CLI part never launches anything: mpibench.process.run_command, the one seam every
 external command goes through, is replaced by a function that refuses and records the call.
@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-DATA = Path(__file__).resolve().parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 FIXTURES = sorted(p for d in ("imb", "osu", "nccl", "netpipe", "core")
                   for p in (DATA / d).iterdir() if p.suffix in (".txt", ".out", ".json", ".jsonl"))
 
@@ -637,7 +637,7 @@ def _b_equivalence(rng):
 
 
 # A verb (or a new flag with its own grammar) joins here to be fuzzed by the suite's
-# property test and bench/bench_fuzz.py ("CLI flags" in tests/_surfaces.py).
+# property test and bench/bench_fuzz.py ("CLI flags" in tests/support/surfaces.py).
 CLI_BUILDERS = [("run", _b_run), ("demo", _b_demo), ("campaign", _b_campaign),
                 ("compare", _b_compare), ("report", _b_report), ("import", _b_import),
                 ("profile", _b_profile), ("stacks", _b_stacks), ("build", _b_build),
@@ -815,7 +815,7 @@ def _patch_run_command(fn) -> list[tuple[Any, str, Any]]:
 
 
 # -- campaign files ------------------------------------------------------------------------
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 CAMPAIGN_FILES = sorted(p for p in EXAMPLES.glob("*.toml") if "stacks" not in p.name
                         or "[[" in p.read_text())
 HOSTILE_STRINGS = ['""', '"\\u0000x"', '"a\\nb"', '"' + "n" * 5000 + '"', '"--split-string"',

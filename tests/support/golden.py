@@ -1,6 +1,6 @@
 """Golden files: compare generated text/argv against tests/golden/, regenerate on demand.
 
-    MPIBENCH_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/test_launchers.py ...
+    MPIBENCH_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/launchers/test_launchers.py ...
 
 rewrites the golden files; review the diff before committing it.
 """
@@ -11,7 +11,7 @@ import json
 import os
 from pathlib import Path
 
-GOLDEN = Path(__file__).parent / "golden"
+GOLDEN = Path(__file__).parents[1] / "golden"
 
 
 def check_golden(name: str, actual) -> None:

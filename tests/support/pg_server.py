@@ -1,8 +1,6 @@
 """Session fixture: a real, throw-away PostgreSQL server (Debian's postgresql package).
 
-Import it from a test module with
-
-    from pg_server import pg_server  # noqa: F401
+Registered for every test by tests/conftest.py (pytest_plugins): ask for it by name.
 
 It runs initdb and pg_ctl into a temporary directory as an unprivileged user (the `postgres`
 system user when the tests run as root), listening on 127.0.0.1 on a free port with a

@@ -1,8 +1,6 @@
 """Session fixture: a real Slurm on localhost (munged, slurmctld, slurmd n1 and n2).
 
-Import it from tests/conftest.py (or a test module) with
-
-    from slurm_cluster import slurm_cluster  # noqa: F401
+Registered for every test by tests/conftest.py (pytest_plugins): ask for it by name.
 
 Tests that use it are skipped only when the Slurm/munge programs are not installed; when they
 are installed and the cluster does not come up, the fixture fails with the daemon's log.

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import _fuzz
+from support import fuzz as _fuzz
 
 
 @dataclass
@@ -390,7 +390,7 @@ def _stores(rng: random.Random, n: int) -> Tally:
 
 @surface("tool outputs (parsers)", "captured IMB/OSU/nccl-tests/NetPIPE/core outputs with "
          "1-4 mutations (hostile numbers, flipped bytes, cuts, moved lines): the oracle of "
-         "tests/_fuzz.py checks every record against its line", weight=4.0)
+         "tests/support/fuzz.py checks every record against its line", weight=4.0)
 def _parsers(rng: random.Random, n: int) -> Tally:
     t = Tally()
     names = [p.name for p in _fuzz.FIXTURES]
@@ -637,7 +637,7 @@ _LIBSETTINGS_FILES = ("stacks/openmpi-4.1.4-show-mca-params.txt",
 def _libsettings(rng: random.Random, n: int) -> Tally:
     from mpibench.libsettings import library_settings
 
-    data = Path(__file__).resolve().parent / "data"
+    data = Path(__file__).resolve().parents[1] / "data"
     texts = [(data / f).read_text(errors="replace") for f in _LIBSETTINGS_FILES]
     t = Tally()
     for _ in range(n):

@@ -1,6 +1,6 @@
 """Session fixture: one testbed (mpibench.testbed) for the whole test session.
 
-    from testbed_cluster import testbed  # noqa: F401
+Registered for every test by tests/conftest.py (pytest_plugins): ask for it by name.
 
 Two nodes (tn1, tn2, one CPU each on a 2-CPU machine) and two fabrics, `fast` (4gbit) and
 `slow` (1gbit), Slurm across the nodes where Slurm is installed (`bed.slurm_conf`, else None).

@@ -14,7 +14,6 @@ from __future__ import annotations
 import pytest
 
 from mpibench import fabric as fb
-from testbed_cluster import testbed  # noqa: F401  (session fixture)
 
 pytestmark = [pytest.mark.system, pytest.mark.mpi]
 
@@ -36,7 +35,7 @@ interface = "fast"
 
 
 @pytest.fixture(scope="module")
-def fabric_run(testbed, tmp_path_factory):  # noqa: F811
+def fabric_run(testbed, tmp_path_factory):
     work = tmp_path_factory.mktemp("fabric")
     text = fb.fabric_campaign(testbed, "tb-mpi", stacks=("openmpi", "mpich"), sizes="0,4M",
                               repeats=1, max_time=0.05) + EXTRA
@@ -145,7 +144,7 @@ poll_max_interval = 2
 """
 
 
-def test_under_the_testbeds_slurm_each_launcher_keeps_to_its_pinned_fabric(testbed,  # noqa: F811
+def test_under_the_testbeds_slurm_each_launcher_keeps_to_its_pinned_fabric(testbed,
                                                                             tmp_path):
     """Submitted from the host with sbatch: the job runs in tn1, mpirun (and Hydra) reach tn2
     through the allocation, srun launches directly; each run's probe step reads the nodes'
@@ -199,7 +198,7 @@ def _run_stacks(bed, tmp_path, stacks, variants: str) -> dict:
     return {v["variant"]: v for v in data["variants"]}
 
 
-def test_open_mpi_5_over_ucx_and_mpich_5_over_ofi_tcp_keep_to_their_fabric(testbed, tmp_path,  # noqa: F811
+def test_open_mpi_5_over_ucx_and_mpich_5_over_ofi_tcp_keep_to_their_fabric(testbed, tmp_path,
                                                                            pypi_stacks):
     """UCX over TCP pinned by UCX_NET_DEVICES (Open MPI 5, whose mpirun hands oob_* to
     PRRTE) and MPICH's ch4:ofi with libfabric's tcp provider pinned by FI_TCP_IFACE."""
@@ -216,7 +215,7 @@ def test_open_mpi_5_over_ucx_and_mpich_5_over_ofi_tcp_keep_to_their_fabric(testb
     assert by["ompi5-ucx"]["transport_verdict"] == by["mpich5-ofi"]["transport_verdict"] == "ok"
 
 
-def test_intel_mpi_over_ofi_tcp_keeps_to_its_fabric(testbed, tmp_path, intel_stack):  # noqa: F811
+def test_intel_mpi_over_ofi_tcp_keeps_to_its_fabric(testbed, tmp_path, intel_stack):
     by = _run_stacks(testbed, tmp_path, [intel_stack],
                      f'[variants.impi]\nstack = "{intel_stack.name}"\ntransport = "shm+tcp"\n'
                      'interface = "slow"\n')

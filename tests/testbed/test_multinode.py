@@ -12,8 +12,6 @@ import sys
 
 import pytest
 
-from testbed_cluster import testbed  # noqa: F401  (session fixture)
-
 pytestmark = [pytest.mark.system, pytest.mark.mpi]
 
 CAMPAIGN = """
@@ -43,7 +41,7 @@ poll_max_interval = 2
 """
 
 
-def test_one_rank_per_node_verified_and_each_nodes_own_fingerprint(testbed, tmp_path):  # noqa: F811
+def test_one_rank_per_node_verified_and_each_nodes_own_fingerprint(testbed, tmp_path):
     from mpibench.files import write_file
     from mpibench.process import run_command
 

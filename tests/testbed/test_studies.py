@@ -9,10 +9,10 @@ import json
 
 import pytest
 
-from conftest import REPO
 from mpibench.campaign.plan import expand
 from mpibench.campaign.spec import load
-from testbed_cluster import FABRICS, testbed  # noqa: F401  (session fixture)
+from support.common import REPO
+from support.testbed_cluster import FABRICS
 
 STUDIES = REPO / "examples" / "studies"
 TESTBED_STUDIES = ("testbed-fabric", "testbed-linerate", "testbed-placement",
@@ -43,7 +43,7 @@ def test_fabric_study_compares_both_fabrics_at_one_and_two_nodes():
 
 @pytest.mark.system
 @pytest.mark.mpi
-def test_linerate_study_runs_on_the_testbed_core_and_imb_side_by_side(testbed, tmp_path,  # noqa: F811
+def test_linerate_study_runs_on_the_testbed_core_and_imb_side_by_side(testbed, tmp_path,
                                                                       capsys):
     from mpibench import fabric as fb
     from mpibench.cli import main as cli_main

@@ -24,7 +24,6 @@ from mpibench.errors import UsageError
 from mpibench.testbed import FabricSpec, Testbed, TestbedError, parse_fabrics
 from mpibench.testbed import system as sx
 from mpibench.testbed.bed import shaper_params
-from testbed_cluster import testbed  # noqa: F401  (session fixture)
 
 T = 60  # seconds: bound on every command run inside a node
 
@@ -103,7 +102,7 @@ def _in(bed, node, *argv, check=True):
 
 
 @pytest.mark.system
-def test_nodes_have_their_own_hostname_addresses_and_cpus(testbed):  # noqa: F811
+def test_nodes_have_their_own_hostname_addresses_and_cpus(testbed):
     seen = {}
     for n in testbed.nodes:
         host = _in(testbed, n.name, "hostname").stdout.strip()
@@ -124,7 +123,7 @@ def test_nodes_have_their_own_hostname_addresses_and_cpus(testbed):  # noqa: F81
 
 
 @pytest.mark.system
-def test_dev_shm_and_sysv_ipc_are_private_to_each_node(testbed):  # noqa: F811
+def test_dev_shm_and_sysv_ipc_are_private_to_each_node(testbed):
     # Trap 2 of issue 19: MPI libraries find "the same host" through /dev/shm and SysV IPC
     tn1, tn2 = testbed.nodes[0].name, testbed.nodes[1].name
     name = f"mbt-test-{os.getpid()}"
@@ -144,7 +143,7 @@ def test_dev_shm_and_sysv_ipc_are_private_to_each_node(testbed):  # noqa: F811
 
 
 @pytest.mark.system
-def test_names_resolve_in_every_node_but_not_on_the_host(testbed):  # noqa: F811
+def test_names_resolve_in_every_node_but_not_on_the_host(testbed):
     for n in testbed.nodes:
         for m in testbed.nodes:
             out = _in(testbed, n.name, "getent", "hosts", m.name).stdout.split()
@@ -157,7 +156,7 @@ def test_names_resolve_in_every_node_but_not_on_the_host(testbed):  # noqa: F811
 
 
 @pytest.mark.system
-def test_rsh_agent_enters_a_node_from_the_host_and_from_another_node(testbed):  # noqa: F811
+def test_rsh_agent_enters_a_node_from_the_host_and_from_another_node(testbed):
     agent = str(testbed.agent)
     res = subprocess.run([agent, "-x", "-l", "root", "tn2", "echo", "$(hostname)", "ok"],
                          capture_output=True, text=True, timeout=T)
@@ -176,7 +175,7 @@ def test_rsh_agent_enters_a_node_from_the_host_and_from_another_node(testbed):  
 
 
 @pytest.mark.system
-def test_exec_verb_runs_argv_unchanged_in_the_callers_directory(testbed, tmp_path):  # noqa: F811
+def test_exec_verb_runs_argv_unchanged_in_the_callers_directory(testbed, tmp_path):
     res = subprocess.run([sys.executable, "-m", "mpibench.testbed", "exec", str(testbed.root),
                           "tn1", "--", "sh", "-c", 'echo "$0|$1|$(hostname)|$PWD"', "z", "a b"],
                          capture_output=True, text=True, timeout=T, cwd=tmp_path)
@@ -184,7 +183,7 @@ def test_exec_verb_runs_argv_unchanged_in_the_callers_directory(testbed, tmp_pat
 
 
 @pytest.mark.system
-def test_fabric_shaper_caps_tcp_at_the_configured_rate(testbed):  # noqa: F811
+def test_fabric_shaper_caps_tcp_at_the_configured_rate(testbed):
     from mpibench.testbed.measure import tcp_transfer
 
     f = testbed.fabric("slow")
@@ -203,7 +202,7 @@ def test_fabric_shaper_caps_tcp_at_the_configured_rate(testbed):  # noqa: F811
 
 
 @pytest.mark.system
-def test_no_mid_size_message_crosses_a_fabric_faster_than_its_rate(testbed):  # noqa: F811
+def test_no_mid_size_message_crosses_a_fabric_faster_than_its_rate(testbed):
     """The shaper is a physical upper bound that load cannot break: the fastest TCP
     ping-pong sample of a 64 KiB - 1 MiB message is at most the configured rate + 5%
     (docs/testbed.md: measured at most +3.7%; tbf's 96 KiB bucket let 256 KiB through at
@@ -221,7 +220,7 @@ def test_no_mid_size_message_crosses_a_fabric_faster_than_its_rate(testbed):  # 
 
 
 @pytest.mark.system
-def test_testbed_addresses_exist_only_inside_it(testbed):  # noqa: F811
+def test_testbed_addresses_exist_only_inside_it(testbed):
     host = subprocess.run(["ip", "-o", "-4", "addr", "show"], capture_output=True, text=True,
                           timeout=T).stdout
     assert "198.18." not in host
@@ -344,7 +343,7 @@ def test_refusals_are_one_line(tmp_path):
 # -- Slurm across the nodes ---------------------------------------------------------------
 
 @pytest.mark.system
-def test_slurm_runs_jobs_across_the_nodes_from_the_host(testbed, tmp_path):  # noqa: F811
+def test_slurm_runs_jobs_across_the_nodes_from_the_host(testbed, tmp_path):
     if not testbed.slurm_conf:
         pytest.skip("Slurm is not installed (make setup installs slurm-wlm and munge)")
     from mpibench.process import run_command
@@ -400,7 +399,7 @@ def test_a_directory_too_long_for_unix_sockets_is_refused_before_anything(tmp_pa
     assert not root.exists()
 
 
-STATE = Path(__file__).resolve().parent / "data" / "testbed" / "testbed.json"
+STATE = Path(__file__).resolve().parents[1] / "data" / "testbed" / "testbed.json"
 
 
 @pytest.mark.parametrize("change,words", [
