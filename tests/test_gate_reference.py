@@ -1,0 +1,180 @@
+"""Stored reference values (gate_reference.py) behind `mpibench check --reference FILE` and
+`--write-reference FILE`: the format's refusals (file:line, the value, what was expected),
+the writer, and the one-sided gate on seeded simulated launches through the real store and
+CLI, and on known distributions (the real-run reference check is in test_check_real.py)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from mpibench.cli import main as cli_main
+from mpibench.stats import simulate as S
+
+
+def _store(tmp_path, effect: float, seed: int, launches=5):
+    rng = np.random.default_rng(seed)
+    store, _ = S.build_store(tmp_path / "g.db", rng, launches=launches, sigma_l=0.02,
+                             within=0.005, effect=effect, sizes=(0, 8, 64, 1024, 65536),
+                             n_samples=(20, 40))
+    store.close()
+    return str(tmp_path / "g.db")
+
+
+def test_written_reference_fails_a_slowdown_and_passes_its_own_set(tmp_path, capsys):
+    db = _store(tmp_path, math.log(1 / 1.2), 51)        # b 20% slower than a
+    ref = tmp_path / "ref.toml"
+    assert cli_main(["check", "--db", db, "--variant", "a", "--write-reference",
+                     str(ref)]) == 0
+    capsys.readouterr()
+    from mpibench import gate_reference
+    parsed = gate_reference.load(str(ref))
+    assert len(parsed.cells) == 5 and all(c.launches == 5 and c.sd_log > 0
+                                          for c in parsed.cells)
+    assert cli_main(["check", "--db", db, "--variant", "b", "--reference", str(ref)]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith(f"REGRESSION: b vs reference {ref}")
+    assert cli_main(["check", "--db", db, "--variant", "a", "--reference", str(ref),
+                     "--json"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    assert obj["status"] == "ok" and obj["tested"] == 6 and not obj["notes"]
+    assert obj["reference"]["with_spread"] == 5
+    # a margin beyond the slowdown lets it pass
+    assert cli_main(["check", "--db", db, "--variant", "b", "--reference", str(ref),
+                     "--margin", "40%"]) == 0
+    capsys.readouterr()
+    # a cell's own margin wins over --margin; the overall test stays at --margin
+    ref.write_text(ref.read_text().replace("launches = 5\n", 'launches = 5\nmargin = "40%"\n'))
+    assert cli_main(["check", "--db", db, "--variant", "b", "--reference", str(ref),
+                     "--margin", "1%", "--json"]) == 1
+    obj = json.loads(capsys.readouterr().out)
+    assert [(f["cell"], f["margin"]) for f in obj["regressions"]] == [("overall", 0.01)]
+    assert {f["margin"] for f in obj["findings"] if f["cell"] != "overall"} == {0.4}
+
+
+def test_reference_without_spread_is_a_one_sample_test_and_says_so(tmp_path, capsys):
+    db = _store(tmp_path, math.log(1 / 1.2), 52)
+    ref = tmp_path / "ref.toml"
+    cli_main(["check", "--db", db, "--variant", "a", "--write-reference", str(ref)])
+    capsys.readouterr()
+    import re
+    bare = re.sub(r"(?m)^(sd_log|launches) = .*\n", "", ref.read_text())
+    ref.write_text(bare)
+    assert cli_main(["check", "--db", db, "--variant", "b", "--reference", str(ref),
+                     "--json"]) == 1
+    obj = json.loads(capsys.readouterr().out)
+    assert obj["reference"]["without_spread"] == 5
+    assert any("taken as exact" in n for n in obj["notes"])
+    assert all(f["base_launches"] == 0 for f in obj["findings"])
+    assert cli_main(["check", "--db", db, "--variant", "a", "--reference", str(ref)]) == 0
+    out = capsys.readouterr().out
+    assert "note: reference values without sd_log" in out and "(ref exact)" in out
+    # launches without sd_log: still exact (a count says nothing of the spread)
+    ref.write_text(ref.read_text().replace('better = "lower"\n', 'better = "lower"\nlaunches = 5\n'))
+    assert cli_main(["check", "--db", db, "--variant", "a", "--reference", str(ref)]) == 0
+    assert "(ref exact)" in capsys.readouterr().out
+
+
+def _fake_cell(values, value_ids=None):
+    from types import SimpleNamespace
+    ids = value_ids or [f"r{i}" for i in range(len(values))]
+    return SimpleNamespace(benchmark="PingPong", size=8, np=2, params={}, metric="time",
+                           unit="us", shown_statistic="median", launch_values=list(values),
+                           launch_ids=ids, by_launch=dict(zip(ids, values, strict=True)))
+
+
+@pytest.mark.parametrize("with_spread", [False, True])
+def test_reference_gate_holds_alpha_on_known_distributions(with_spread):
+    """Null at the boundary (new launches exactly 1/(1+margin) slower than the reference,
+    lognormal launches, 3 of them): the gate rejects in about alpha of the cases (exact
+    reference: one-sample t, rejection = alpha; estimated reference from 4 launches with
+    its sd_log: the two-component test, at most alpha)."""
+    from mpibench import gate_reference as G
+    rng = np.random.default_rng(7)
+    margin, sigma, reps = 0.05, 0.1, 1500
+    rejected = 0
+    for _ in range(reps):
+        if with_spread:
+            base = rng.normal(0.0, sigma, 4)
+            cell = G.RefCell("PingPong", 8, None, "time", "us", "lower",
+                             math.exp(base.mean()), float(base.std(ddof=1)), 4)
+        else:
+            cell = G.RefCell("PingPong", 8, None, "time", "us", "lower", 1.0)
+        ref = G.Reference("r.toml", cells=[cell])
+        new = np.exp(rng.normal(math.log1p(margin), sigma, 3))
+        res = G.judge(ref, {"k": {"n": _fake_cell(new)}}, ["n"], margin, 0.05)
+        f = next(f for f in res.findings if f.cell == "8")
+        rejected += f.p <= 0.05
+    rate = rejected / reps
+    assert (0.035 <= rate <= 0.065) if not with_spread else (0.02 <= rate <= 0.065), rate
+
+
+BAD_REFERENCES = [
+    ("[reference]\nformat = 2\n[[cell]]\n", ":2:", "format = 2"),
+    ("[[cell]]\nbenchmark = \"P\"\nmetric = \"time\"\nunit = \"us\"\nbetter = \"lower\"\n"
+     "value = -1\n", ":6:", "value = -1"),
+    ("[[cell]]\nbenchmark = \"P\"\nmetric = \"time\"\nunit = \"us\"\nbetter = \"down\"\n"
+     "value = 1\n", ":5:", "better = 'down'"),
+    ("[[cell]]\nbenchmark = \"P\"\nmetric = \"time\"\nunit = \"us\"\nbetter = \"lower\"\n"
+     "value = 1\nsd_log = 0.1\n", ":7:", "sd_log without launches"),
+    ("[[cell]]\nbenchmark = \"P\"\nmetric = \"time\"\nunit = \"us\"\nbetter = \"lower\"\n"
+     "value = 1\nmargin = \"200%\"\n", ":7:", "margin = '200%'"),
+    ("[[cell]]\nbenchmark = \"P\"\nmetric = \"time\"\nunit = \"us\"\nbetter = \"lower\"\n"
+     "value = 1\nsize = \"4Q\"\n", ":7:", "size = '4Q'"),
+    ("[[cell]]\nbenchmark = \"P\"\nmetric = \"time\"\nunit = \"us\"\nbetter = \"lower\"\n"
+     "value = 1\ncolour = 3\n", ":7:", "unknown key 'colour'"),
+    ("[[cell]]\nbenchmark = \"P\"\nmetric = \"time\"\nunit = \"us\"\nvalue = 1\n", ":1:",
+     "missing key better"),
+    ("[[cell]]\nbenchmark = \"P\"\nmetric = \"time\"\nunit = \"us\"\nbetter = \"lower\"\n"
+     "value = 1\n\n[[cell]]\nbenchmark = \"P\"\nmetric = \"time\"\nunit = \"us\"\n"
+     "better = \"lower\"\nvalue = 2\n", ":9:", "the same cell as cell 1"),
+    ("[[cell]]\nbenchmark = \"P\"\nvalue = = 1\n", ":3:", "invalid TOML"),
+    ("[reference]\nstatistic = \"mode\"\n", ":2:", "statistic = 'mode'"),
+]
+
+
+@pytest.mark.parametrize("text,line,what", BAD_REFERENCES)
+def test_a_bad_reference_file_is_one_line_naming_file_line_and_value(tmp_path, capsys, text,
+                                                                     line, what):
+    db = _store(tmp_path, 0.0, 53, launches=2)
+    ref = tmp_path / "bad.toml"
+    ref.write_text(text)
+    assert cli_main(["check", "--db", db, "--variant", "a", "--reference", str(ref)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert f"{ref}{line}" in err[0] and what in err[0] and "expected" in err[0], err[0]
+
+
+def test_reference_unit_or_statistic_unlike_the_new_launches_is_refused(tmp_path, capsys):
+    db = _store(tmp_path, 0.0, 54, launches=2)
+    ref = tmp_path / "ref.toml"
+    cli_main(["check", "--db", db, "--variant", "a", "--write-reference", str(ref)])
+    text = ref.read_text()
+    ref.write_text(text.replace('unit = "us"', 'unit = "ms"', 1))
+    capsys.readouterr()
+    assert cli_main(["check", "--db", db, "--variant", "b", "--reference", str(ref)]) == 2
+    err = capsys.readouterr().err
+    assert f"{ref}:9: unit = 'ms'" in err and "expected the unit" in err
+    ref.write_text(text)
+    assert cli_main(["check", "--db", db, "--variant", "b", "--reference", str(ref),
+                     "--statistic", "mean"]) == 2
+    assert f"{ref}:6: statistic = 'median' but --statistic mean" in capsys.readouterr().err
+    # writing refuses an ambiguous baseline and writes nothing
+    other = tmp_path / "two.toml"
+    assert cli_main(["check", "--db", db, "--write-reference", str(other)]) == 2
+    assert not other.exists()
+
+
+def test_reference_file_surface_derandomized():
+    """The 'reference files' fuzz surface with a fixed seed: mutated reference files are
+    read or refused in one line naming file:line, through the parser and `check`."""
+    import random
+
+    from support import surfaces as _surfaces
+
+    surf = next(s for s in _surfaces.SURFACES if s.name == "reference files")
+    t = surf.run(random.Random(29), 60)
+    assert t.tried == 60 and (t.crashes, t.misparses, t.contract) == (0, 0, 0), t.examples
