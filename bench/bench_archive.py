@@ -236,8 +236,9 @@ def in_process(target: str, rounds: int, **selection) -> tuple[float, float]:
     and scipy's import (most of a fresh process's time on a loaded 2-core machine)."""
     import scipy.stats  # noqa: F401
 
-    from mpibench.report.compare import compare_groups, select_groups
     from mpibench.report.data import load_cells
+    from mpibench.report.judge import compare_groups
+    from mpibench.report.select import select_groups
     from mpibench.store import Store
 
     loads, totals = [], []

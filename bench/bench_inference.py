@@ -35,7 +35,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from mpibench.report.compare import compare_groups  # noqa: E402
+from mpibench.report.judge import compare_groups  # noqa: E402
 from mpibench.stats import simulate as S  # noqa: E402
 
 

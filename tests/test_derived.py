@@ -226,7 +226,7 @@ def test_campaign_stores_jobs_per_day_and_compare_projects_a_year(tmp_path, caps
 
 
 def test_cost_and_projection_price_the_application_not_its_profile_rows(tmp_path):
-    from mpibench.report.tables import cost_table
+    from mpibench.report.cost import cost_table
     from support.synth import add_variant_runs
 
     store, groups = build_app_store(tmp_path / "p.db", nodes=(1,), ncore=(2,), repeats=2,

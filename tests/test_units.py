@@ -6,7 +6,7 @@ import pytest
 
 from mpibench.errors import UsageError
 from mpibench.importer import parse_line_rate as import_rate
-from mpibench.report.tables import parse_rate as compare_rate
+from mpibench.report.linerate import parse_rate as compare_rate
 from mpibench.units import fmt_line_rate, fmt_size, line_rate_mbps, parse_line_rate
 
 

@@ -57,7 +57,7 @@ def _open(db_path: str | Path | None) -> Store:
 def _run_ids(store: Store, campaign, variants, run_ids, labels) -> list[str] | None:
     if campaign is None and variants is None and run_ids is None and labels is None:
         return None
-    from mpibench.report.compare import select_groups
+    from mpibench.report.select import select_groups
     groups = select_groups(store, variants=variants, campaign=campaign, run_ids=run_ids,
                            labels=labels)
     return [r for ids in groups.values() for r in ids]

@@ -158,7 +158,7 @@ def figures(bed: Any, db: str | Path) -> list[FabricFigure]:
     estimates `mpibench compare` prints (geometric mean of the launch medians)."""
     import math
 
-    from mpibench.report.tables import line_rate_table
+    from mpibench.report.linerate import line_rate_table
     from mpibench.store import Store
 
     out = []

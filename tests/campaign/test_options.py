@@ -224,7 +224,7 @@ def _runs(store: Store) -> dict[str, dict]:
 
 
 def test_sync_stores_the_keys_where_the_reports_read_them_and_follows_edits(tmp_path):
-    from mpibench.report.tables import _spec_value  # the reading side, used as is
+    from mpibench.report.specs import _spec_value
 
     text = BASE.replace("repeats = 2", "repeats = 2\nprice_per_node_hour = 2.5\n"
                         "power_per_node_w = 350").replace(

@@ -73,7 +73,7 @@ def test_core_campaign_profiles_compare_across_np_and_stacks(tmp_path, found_sta
     np; profile --compare diffs the two stacks at np 2 on their two launches each."""
     from mpibench.cli import main
     from mpibench.report.html import ReportOptions, build_report
-    from mpibench.report.tables import scaling_table
+    from mpibench.report.scaling import scaling_table
 
     names = {s.name for s in found_stacks if s.ok}
     if not {"openmpi", "mpich"} <= names:

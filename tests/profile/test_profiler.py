@@ -434,7 +434,7 @@ def test_store_rows_compare_and_report(tmp_path):
         assert len(send["samples"]) == 2  # one per rank
         assert ("profile:MPI", "mpi_fraction") in rows
         # the generic comparison machinery takes the rows as they are
-        from mpibench.report.compare import compare_groups
+        from mpibench.report.judge import compare_groups
 
         cmp_generic = compare_groups(store, {"a": [ids[0]], "b": [ids[1]]}, "a")
         assert any(row.benchmark == "profile:MPI_Send" for row in cmp_generic.rows)

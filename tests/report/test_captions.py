@@ -15,9 +15,11 @@ import pytest
 
 from mpibench.cli import main as cli_main
 from mpibench.importer import import_files
-from mpibench.report.compare import compare_groups, render_results
+from mpibench.report.gain import gain_table
 from mpibench.report.html import ReportOptions, build_report, render_html, write_markdown
-from mpibench.report.tables import gain_table, line_rate_table
+from mpibench.report.judge import compare_groups
+from mpibench.report.linerate import line_rate_table
+from mpibench.report.results import render_results
 from mpibench.store import Store
 from support.synth import add_variant_runs, core_record
 
@@ -117,7 +119,7 @@ def test_header_texts_built_from_the_statistics(tmp_path):
     mixed comparison names the median's CI then the imported statistic, an all-imported one
     the tool's statistic; two tools' own statistics are joined with 'or' (NetPIPE's min
     shares no cell with IMB, so only the report, which lists every set, shows both)."""
-    from mpibench.report.compare import _header_lines
+    from mpibench.report.compare_view import _header_lines
     from mpibench.report.html import render_markdown_report
 
     netpipe = Path(__file__).parents[1] / "data" / "netpipe" / "netpipe3.7.2-openmpi4.1.4-np2.out"

@@ -10,13 +10,11 @@ import numpy as np
 import pytest
 
 from mpibench.errors import UsageError
-from mpibench.report.compare import (
-    FORMATS,
-    compare_groups,
-    render,
-    render_results,
-    select_groups,
-)
+from mpibench.report.compare_view import render
+from mpibench.report.judge import compare_groups
+from mpibench.report.render import FORMATS
+from mpibench.report.results import render_results
+from mpibench.report.select import select_groups
 from mpibench.store import Store
 from support.synth import (
     IMB_SIZES,

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from mpibench.errors import UsageError
-from mpibench.report.compare import compare_groups, render
+from mpibench.report.compare_view import render
+from mpibench.report.judge import compare_groups
 from mpibench.stats import simulate as S
 
 

@@ -5,25 +5,23 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from mpibench.cli import main as cli_main
 from mpibench.errors import UsageError
-from mpibench.report.compare import compare_groups, select_groups
+from mpibench.report.cost import cost_table
+from mpibench.report.firstcall import first_call_table
+from mpibench.report.gain import gain_table
+from mpibench.report.grids import grid_tables, grids
 from mpibench.report.html import ReportOptions, build_report, write_html, write_markdown
-from mpibench.report.tables import (
-    cost_table,
-    first_call_table,
-    gain_table,
-    grid_tables,
-    grids,
-    line_rate_table,
-    parse_rate,
-    render_table,
-    scaling_table,
-)
+from mpibench.report.judge import compare_groups
+from mpibench.report.linerate import line_rate_table, parse_rate
+from mpibench.report.render import render_table
+from mpibench.report.scaling import scaling_table
+from mpibench.report.select import select_groups
 from mpibench.store import Store
 from support.synth import (
     add_variant_runs,
@@ -396,9 +394,7 @@ def test_cli_rejects_bad_input(tmp_path, capsys):
 
 def test_cli_report_loads_the_cells_once(tmp_path, monkeypatch):
     """The --benchmark/--size check and the report share one load_cells (with samples)."""
-    import mpibench.report.compare as rcompare
     import mpibench.report.data as rdata
-    import mpibench.report.tables as rtables
 
     store, _ = build_two_stack_store(tmp_path / "once.db", n=8, repeats=1)
     store.close()
@@ -413,7 +409,7 @@ def test_cli_report_loads_the_cells_once(tmp_path, monkeypatch):
     import importlib
     others = [importlib.import_module(f"mpibench.report.{m}") for m in (
         "pipeline", "judge", "grids", "linerate", "firstcall", "scaling", "cost", "results")]
-    for mod in (rdata, rcompare, rtables, *others):
+    for mod in (rdata, *others):
         monkeypatch.setattr(mod, "load_cells", counting)
     html = tmp_path / "once.html"
     assert cli_main(["report", "--db", str(tmp_path / "once.db"), "--benchmark", "allreduce",
@@ -569,7 +565,7 @@ def test_relative_gives_every_value_as_a_percent_of_the_baseline(core, tmp_path)
     --relative each candidate cell is candidate / baseline in %, with the 95% CI of the gain,
     the baseline reads 100%; the plots follow."""
     from mpibench.report import plots
-    from mpibench.report.compare import comparison_table
+    from mpibench.report.compare_view import comparison_table
 
     store, groups = core
     cmp = compare_groups(store, groups, "base")
@@ -700,3 +696,26 @@ def test_what_differs_between_two_sets(tmp_path, capsys):
                      "--differences", "--format", "json"]) in (0, 1)
     obj = json.loads(capsys.readouterr().out)
     assert {(r["what"], r["setting"]) for r in obj["differences"]["rows"]} == set(got)
+
+
+def test_no_module_of_mpibench_imports_the_public_api_module():
+    """report/compare.py is the public API for callers outside mpibench; inside the package a
+    name comes from the module that owns it (no facade to route around, no import circle)."""
+    import ast
+
+    src = Path(__file__).resolve().parents[2] / "src" / "mpibench"
+    users = []
+    for f in sorted(src.rglob("*.py")):
+        if f == src / "report" / "compare.py":
+            continue
+        for n in ast.walk(ast.parse(f.read_text())):
+            mods = ([n.module] if isinstance(n, ast.ImportFrom) and n.module
+                    else [a.name for a in n.names] if isinstance(n, ast.Import) else [])
+            if "mpibench.report.compare" in mods or (
+                    isinstance(n, ast.ImportFrom) and n.module == "mpibench.report"
+                    and any(a.name in ("compare", "tables") for a in n.names)):
+                users.append(f"{f.relative_to(src)}:{n.lineno}")
+    assert not users, users
+    assert not (src / "report" / "tables.py").exists()
+    import mpibench.report.compare as api
+    assert all(getattr(api, name, None) is not None for name in api.__all__)

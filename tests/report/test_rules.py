@@ -9,8 +9,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mpibench.report.compare import compare_groups, render
+from mpibench.report.compare_view import render
+from mpibench.report.cost import cheaper_side, cost_table
 from mpibench.report.data import Cell, load_cells
+from mpibench.report.grids import grids
+from mpibench.report.judge import compare_groups
 from mpibench.report.rules import (
     CellKey,
     MetricKind,
@@ -19,7 +22,7 @@ from mpibench.report.rules import (
     why_not_comparable,
     why_unusable,
 )
-from mpibench.report.tables import cheaper_side, cost_table, grids, scaling_table
+from mpibench.report.scaling import scaling_table
 from mpibench.stats import launch as launch_stats
 from mpibench.store import Store
 from support.synth import add_variant_runs, core_record

@@ -20,8 +20,9 @@ import numpy as np
 import pytest
 
 from mpibench.cli import main as cli_main
-from mpibench.report.compare import compare_groups, render
+from mpibench.report.compare_view import render
 from mpibench.report.html import ReportOptions, build_report, render_html, write_markdown
+from mpibench.report.judge import compare_groups
 from mpibench.store import Store
 from support.common import MPI_TIMEOUT
 from support.synth import add_variant_runs, core_record

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from mpibench import stats
-from mpibench.report.compare import compare_groups
+from mpibench.report.judge import compare_groups
 from mpibench.stats import simulate as S
 
 

@@ -164,7 +164,7 @@ class CampaignSpec:
 
     def to_dict(self) -> dict[str, Any]:
         """The campaign's stored spec. The reports read price_per_node_hour and
-        power_per_node_w at its top level (report.tables._spec_value)."""
+        power_per_node_w at its top level (report.specs._spec_value)."""
         return {"format": FORMAT_VERSION, "name": self.name, "repeats": self.repeats,
                 **({"repeats_auto": self.auto.to_dict()} if self.auto else {}),
                 "order": self.order, "seed": self.seed, "timeout": self.timeout,

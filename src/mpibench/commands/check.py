@@ -78,8 +78,8 @@ def _filtered(cells, args, sizes):
 def run(args) -> int:
     from mpibench.commands.compare import equivalence_margin
     from mpibench.gate import judge
-    from mpibench.report.compare import compare_groups
     from mpibench.report.data import load_cells
+    from mpibench.report.judge import compare_groups
 
     if args.reference and args.write_reference:
         raise UsageError("--reference and --write-reference: give one (write the values "

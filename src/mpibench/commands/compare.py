@@ -222,7 +222,7 @@ def parse_sizes_arg(values: list[str] | None) -> list[int] | None:
 
 
 def groups_from_args(store: Store, args) -> dict[str, list[str]]:
-    from mpibench.report.compare import select_groups
+    from mpibench.report.select import select_groups
 
     campaign = args.campaign
     sites = getattr(args, "site", None)
@@ -438,6 +438,6 @@ def _warnings_text(lines: list[str], fmt: str) -> str:
         from mpibench.report.render import csv_rows
         return csv_rows([["warning"]] + [[x] for x in lines])
     if fmt == "markdown":
-        from mpibench.report.compare import md_escape
+        from mpibench.report.render import md_escape
         return "\n".join(f"> **{md_escape(x)}**  " for x in lines)
     return "\n".join(lines)

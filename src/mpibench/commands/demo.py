@@ -111,7 +111,7 @@ def aa_summary(store_path, groups: dict[str, list[str]]) -> str:
     import numpy as np
 
     from mpibench import stats
-    from mpibench.report.compare import compare_groups
+    from mpibench.report.judge import compare_groups
     from mpibench.store import Store
 
     names = list(groups)
@@ -151,8 +151,10 @@ def fabric_comparison(args, out: Path) -> tuple[str, int]:
     line-rate table against the configured rates and measured vs the link's TCP payload
     rate. (Markdown, exit status); one line instead where no testbed can run here."""
     from mpibench import fabric as fb
-    from mpibench.report.compare import compare_groups, render
-    from mpibench.report.tables import line_rate_table, render_table
+    from mpibench.report.compare_view import render
+    from mpibench.report.judge import compare_groups
+    from mpibench.report.linerate import line_rate_table
+    from mpibench.report.render import render_table
     from mpibench.store import Store
     from mpibench.testbed import FabricSpec, Testbed, TestbedUnavailable, preflight
 

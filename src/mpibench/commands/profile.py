@@ -134,7 +134,7 @@ def run(args) -> int:
             if args.json:
                 print_json(diff)
             elif args.csv:
-                from mpibench.report.tables import render_table
+                from mpibench.report.render import render_table
 
                 kind = {"sizes": "profile-diff-sizes", "functions": "profile-diff-functions"}
                 t = next(t for t in profile.diff.diff_tables(diff, a, b)

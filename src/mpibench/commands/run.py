@@ -307,7 +307,9 @@ def run_variants(args, variants, benchmarks, sizes_spec, n_sizes, name, *, opts:
 
 def print_tables(args, store_path: Path, groups: dict[str, list[str]],
                  variants: list[Variant]) -> int:
-    from mpibench.report.compare import compare_groups, render, render_results
+    from mpibench.report.compare_view import render
+    from mpibench.report.judge import compare_groups
+    from mpibench.report.results import render_results
 
     baseline = args.baseline or variants[0].name
     if baseline not in groups:

@@ -290,7 +290,7 @@ def _num(v: float) -> str:
 
 
 def diff_tables(d: Mapping[str, Any], name_a: str, name_b: str) -> list[Any]:
-    """The diff as report tables (mpibench.report.tables.Table): totals, functions, sizes."""
+    """The diff as report tables (mpibench.report.render.Table): totals, functions, sizes."""
     from mpibench.report.render import Table
 
     alpha = d["alpha"]

@@ -1,94 +1,34 @@
-"""Compare result sets: the names callers know, by job in their own modules.
+"""The report's public API for notebooks and scripts: the names a caller outside mpibench needs,
+each defined in the module that owns it (docs/compare-and-report.md, "Lower level").
 
-    cmp = compare_groups(store, {"openmpi": [run ids], "mpich": [run ids]}, "openmpi")
-    print(render(cmp, "terminal"))          # or markdown | csv | json
+    from mpibench.report.compare import compare_groups, render, select_groups
+    groups = select_groups(store, campaign="c1")
+    print(render(compare_groups(store, groups, "openmpi"), "terminal"))  # or markdown|csv|json
 
-model.py    the comparison's model (Delta, Row, Summary, Comparison) and its number formats
-judge.py    compare_groups: tests per cell under the comparability rule, Holm, geomean
-            rows, the verdict
-compare_view.py  the comparison as a Table and in every format (terminal, Markdown, CSV,
-            JSON)
-results.py  one result set's table
-select.py   picking runs and grouping them into result sets
-
-This module re-exports them, so `from mpibench.report.compare import ...` keeps working.
+No module of mpibench imports this one (tests/report/test_report.py holds it): inside the
+package, import from the owner (judge.py, model.py, compare_view.py, results.py, select.py,
+one module per table, render.py). `mpibench.api` is the pandas side of the same pipeline.
 """
 
 from __future__ import annotations
 
-from mpibench.report.compare_view import (  # noqa: F401
-    _fmt_delta,
-    _fmt_n,
-    _fmt_pct,
-    _fmt_side,
-    _header_lines,
-    _table_model,
-    _unit_header,
-    comparison_records,
-    comparison_table,
-    launch_legend,
-    pct_of_base,
-    render,
-    render_csv,
-    render_markdown,
-    render_terminal,
-    to_json_obj,
-)
-from mpibench.report.data import (  # noqa: F401 - re-exported for callers and tests
-    bench_sort_key,
-    fmt_size,
-    load_cells,
-    params_key,
-    pool,
-)
-from mpibench.report.judge import (  # noqa: F401
-    _aggregate,
-    _pairs,
-    _summaries,
-    _untested_note,
-    _verdict,
-    _verdict_rows,
-    compare_groups,
-    transport_lines,
-    transport_notes,
-)
-from mpibench.report.model import (  # noqa: F401
-    Comparison,
-    Delta,
-    Row,
-    Summary,
-    _marks,
-    _Notes,
-    fmt_gain_ci,
-    fmt_p,
-    orient_gain,
-)
-from mpibench.report.render import (  # noqa: F401 - re-exported for callers and tests
-    FORMATS,
-    PLAIN_TABLE_ROWS,
-    Table,
-    clean_json,
-    md_escape,
-    md_table,
-    plain_table,
-)
-from mpibench.report.results import (  # noqa: F401
-    RESULT_COLUMNS,
-    _launch_spread,
-    _results_table,
-    render_results,
-    result_cells,
-    results_records,
-)
-from mpibench.report.select import (  # noqa: F401
-    _match_variants,
-    _parse_when,
-    select_groups,
-)
+from mpibench.report.compare_view import comparison_records, render, to_json_obj
+from mpibench.report.cost import cost_table
+from mpibench.report.firstcall import first_call_table
+from mpibench.report.gain import gain_table
+from mpibench.report.grids import grid_tables, grids
+from mpibench.report.judge import compare_groups
+from mpibench.report.linerate import line_rate_table
+from mpibench.report.model import Comparison, Delta, Row, Summary
+from mpibench.report.planning import plan_table
+from mpibench.report.render import FORMATS, Table, render_table
+from mpibench.report.results import render_results, results_records
+from mpibench.report.scaling import scaling_table
+from mpibench.report.select import select_groups
 
 __all__ = [
-    "Comparison", "Row", "Delta", "Summary", "compare_groups", "render", "render_results",
-    "render_terminal", "render_markdown", "render_csv", "to_json_obj", "comparison_records",
-    "select_groups", "result_cells", "results_records", "orient_gain", "md_escape", "md_table",
-    "FORMATS", "fmt_size", "bench_sort_key", "params_key", "pool",
+    "select_groups", "compare_groups", "render", "render_results", "results_records",
+    "comparison_records", "to_json_obj", "Comparison", "Row", "Delta", "Summary",
+    "gain_table", "grids", "grid_tables", "line_rate_table", "first_call_table",
+    "scaling_table", "cost_table", "plan_table", "Table", "render_table", "FORMATS",
 ]

@@ -9,10 +9,6 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
-from mpibench.report.compare import (
-    Comparison,
-    fmt_gain_ci,
-)
 from mpibench.report.data import (
     bench_sort_key,
     fmt_num,
@@ -21,6 +17,7 @@ from mpibench.report.data import (
     params_sort_key,
     statistic_legend,
 )
+from mpibench.report.model import Comparison, fmt_gain_ci
 from mpibench.report.render import Table
 from mpibench.stats import launch as launch_stats
 

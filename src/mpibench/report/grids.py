@@ -14,10 +14,6 @@ from typing import Any
 import numpy as np
 
 from mpibench import stats
-from mpibench.report.compare import (
-    fmt_gain_ci,
-    orient_gain,
-)
 from mpibench.report.data import (
     Cell,
     bench_sort_key,
@@ -28,6 +24,7 @@ from mpibench.report.data import (
     statistic_legend,
     with_sweep_params,
 )
+from mpibench.report.model import fmt_gain_ci, orient_gain
 from mpibench.report.render import Table
 from mpibench.report.rules import comparable
 from mpibench.stats import launch as launch_stats

@@ -21,14 +21,7 @@ import markupsafe
 import mpibench
 from mpibench.files import write_file
 from mpibench.report import pipeline, plots
-from mpibench.report.compare import (
-    Comparison,
-    Row,
-    _results_table,
-    _table_model,
-    md_escape,
-    render_markdown,
-)
+from mpibench.report.compare_view import _table_model, render_markdown
 from mpibench.report.data import (
     bench_sort_key,
     imported_clause,
@@ -36,13 +29,11 @@ from mpibench.report.data import (
     imported_statistics,
     tool_statistic,
 )
+from mpibench.report.grids import grid_tables, grids
+from mpibench.report.model import Comparison, Row
+from mpibench.report.render import Table, md_escape, render_table
+from mpibench.report.results import _results_table
 from mpibench.report.sections import Context, Options, report_sections
-from mpibench.report.tables import (
-    Table,
-    grid_tables,
-    grids,
-    render_table,
-)
 from mpibench.store import Store
 from mpibench.store.report_queries import set_runs_info
 

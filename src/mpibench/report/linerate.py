@@ -6,9 +6,6 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping
 
-from mpibench.report.compare import (
-    transport_lines,
-)
 from mpibench.report.data import (
     Cell,
     bench_sort_key,
@@ -17,6 +14,7 @@ from mpibench.report.data import (
     load_cells,
     statistic_legend,
 )
+from mpibench.report.judge import transport_lines
 from mpibench.report.render import Table
 from mpibench.report.specs import _spec_value
 from mpibench.store import Store

@@ -9,12 +9,10 @@ from collections import defaultdict
 import numpy as np
 
 from mpibench.errors import UsageError
-from mpibench.report.compare import (
-    Comparison,
-)
 from mpibench.report.data import (
     bench_sort_key,
 )
+from mpibench.report.model import Comparison
 from mpibench.report.render import Table
 from mpibench.stats import launch as launch_stats
 from mpibench.units import percent

@@ -15,8 +15,8 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from mpibench.files import write_file
-from mpibench.report.compare import Comparison
 from mpibench.report.data import Cell, fmt_params, fmt_size, imported_statistics
+from mpibench.report.model import Comparison
 
 # Figures are built with matplotlib.figure.Figure (no pyplot): no global backend switch, no
 # global state, safe to import in a notebook. Our style applies only inside rc_context.
@@ -184,7 +184,7 @@ def latency_figure(cmp: Comparison, benches: list[str] | None = None):
 def relative_figure(cmp: Comparison, benches: list[str]):
     """--relative: each candidate's time as % of the baseline's vs message size (the baseline
     is the 100% line), band = the 95% CI of the gain; one panel per benchmark."""
-    from mpibench.report.compare import pct_of_base
+    from mpibench.report.compare_view import pct_of_base
 
     fig, axes = _grid_axes(len(benches))
     for ax, bench in zip(axes, benches, strict=True):

@@ -24,8 +24,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from mpibench.report.cost import _money, cost_table
 from mpibench.report.data import fmt_num, fmt_params
-from mpibench.report.tables import Table, _money, _spec_value, cost_table
+from mpibench.report.render import Table
+from mpibench.report.specs import _spec_value
 from mpibench.store import Store
 
 PROJECTION_KEYS = ("jobs_per_year", "price_per_kwh")

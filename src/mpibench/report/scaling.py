@@ -9,10 +9,6 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
-from mpibench.report.compare import (
-    fmt_gain_ci,
-    orient_gain,
-)
 from mpibench.report.data import (
     Cell,
     bench_sort_key,
@@ -21,6 +17,7 @@ from mpibench.report.data import (
     fmt_size,
     load_cells,
 )
+from mpibench.report.model import fmt_gain_ci, orient_gain
 from mpibench.report.render import Table
 from mpibench.report.rules import comparable, why_not_comparable
 from mpibench.stats import launch as launch_stats

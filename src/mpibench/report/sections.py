@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mpibench.errors import UsageError
-from mpibench.report.compare import Comparison
+from mpibench.report.model import Comparison
 from mpibench.report.render import Table
 from mpibench.store import Store
 
@@ -69,14 +69,14 @@ class SectionSpec:
 
 
 def _has_spec(ctx: Context, keys: tuple[str, ...]) -> bool:
-    from mpibench.report.tables import _spec_value
+    from mpibench.report.specs import _spec_value
 
     ids = [r for ids in ctx.groups.values() for r in ids]
     return _spec_value(ctx.store, ids, keys) is not None
 
 
 def _plan(ctx: Context) -> list[Table]:
-    from mpibench.report.tables import plan_table
+    from mpibench.report.planning import plan_table
 
     if ctx.cmp is None:
         raise UsageError("--detect needs two or more result sets")
@@ -84,7 +84,7 @@ def _plan(ctx: Context) -> list[Table]:
 
 
 def _gain(ctx: Context) -> list[Table]:
-    from mpibench.report.tables import gain_table
+    from mpibench.report.gain import gain_table
 
     if ctx.cmp is None:
         raise UsageError("--gain-table needs two or more result sets")
@@ -97,7 +97,7 @@ def _gain(ctx: Context) -> list[Table]:
 
 
 def _line_rate(ctx: Context) -> list[Table]:
-    from mpibench.report.tables import line_rate_table
+    from mpibench.report.linerate import line_rate_table
 
     # the peak and the half-peak size are properties of the whole bandwidth curve: --size
     # picks the rows of the other tables, not the sizes searched here
@@ -110,14 +110,14 @@ def _line_rate(ctx: Context) -> list[Table]:
 
 
 def _first_call(ctx: Context) -> list[Table]:
-    from mpibench.report.tables import first_call_table
+    from mpibench.report.firstcall import first_call_table
 
     return [first_call_table(ctx.store, ctx.groups, mean_std=ctx.opts.mean_std,
                              cells=ctx.cells)]
 
 
 def _grids(ctx: Context) -> list[Table]:
-    from mpibench.report.tables import grid_tables, grids
+    from mpibench.report.grids import grid_tables, grids
 
     row, col = ctx.opts.grid
     gl = grids(ctx.store, ctx.groups, row, col, baseline=ctx.baseline, metric=ctx.opts.metric,
@@ -129,7 +129,7 @@ def _grids(ctx: Context) -> list[Table]:
 
 
 def _scaling(ctx: Context) -> list[Table]:
-    from mpibench.report.tables import scaling_table
+    from mpibench.report.scaling import scaling_table
 
     return [scaling_table(ctx.store, ctx.groups, by=ctx.opts.scaling_by,
                           metric=ctx.opts.metric, cells=ctx.cells,
@@ -137,7 +137,7 @@ def _scaling(ctx: Context) -> list[Table]:
 
 
 def _cost(ctx: Context) -> list[Table]:
-    from mpibench.report.tables import cost_table
+    from mpibench.report.cost import cost_table
 
     ct = cost_table(ctx.store, ctx.groups, price_per_node_hour=ctx.opts.price_per_node_hour,
                     power_per_node_w=ctx.opts.power_per_node_w, baseline=ctx.baseline,

@@ -99,7 +99,7 @@ def build_store(path: str | Path, rng: np.random.Generator, *, launches: int | t
 def run_compare(path: str | Path, rng: np.random.Generator, compare,
                 equivalence: float | None = None, **kw):
     """build_store then `compare(store, groups, "a")` (the caller passes the real
-    report.compare.compare_groups: statistics sit below the report, tests/test_layers.py);
+    report.judge.compare_groups: statistics sit below the report, tests/test_layers.py);
     the store is closed and removed. equivalence: passed on when given."""
     store, groups = build_store(path, rng, **kw)
     try:
