@@ -171,20 +171,27 @@ const char *mb_stationarity_name(int s)
     }
 }
 
-/* mid-rank (1-based, ties averaged) of v in the sorted samples s[0..n-1] */
+/* mid-rank (1-based, ties averaged) of v in the sorted samples s[0..n-1]: a branchless
+ * lower bound, then a galloping search over the ties (usually none) */
 static double mid_rank(const double *s, int64_t n, double v)
 {
-    int64_t lo = 0, hi = n;
-    while (lo < hi) { /* first index with s[i] >= v */
-        int64_t mid = lo + (hi - lo) / 2;
-        if (s[mid] < v)
-            lo = mid + 1;
-        else
-            hi = mid;
+    const double *base = s;
+    int64_t len = n;
+    while (len > 1) {
+        int64_t half = len / 2;
+        base = base[half - 1] < v ? base + half : base;
+        len -= half;
     }
-    int64_t a = lo;
-    hi = n;
-    while (lo < hi) { /* first index with s[i] > v */
+    int64_t a = (base - s) + (len == 1 && *base < v); /* first index with s[i] >= v */
+    int64_t lo = a, step = 1, hi = a;                 /* first index with s[i] > v */
+    while (hi < n && s[hi] <= v) {
+        lo = hi + 1;
+        hi += step;
+        step *= 2;
+    }
+    if (hi > n)
+        hi = n;
+    while (lo < hi) {
         int64_t mid = lo + (hi - lo) / 2;
         if (s[mid] <= v)
             lo = mid + 1;
@@ -201,7 +208,7 @@ int mb_stationarity_check(const double *x, const double *sorted, int64_t n, doub
     *cusum = 0.0;
     if (n < MB_STAT_MIN_N)
         return MB_STAT_UNTESTED;
-    double *own = NULL;
+    double *own = NULL, *rank = malloc(sizeof(double) * (size_t)n);
     if (!sorted) {
         own = malloc(sizeof(double) * (size_t)n);
         for (int64_t i = 0; i < n; i++)
@@ -221,7 +228,8 @@ int mb_stationarity_check(const double *x, const double *sorted, int64_t n, doub
         double rsum = 0.0, prev = 0.0;
         for (int64_t t = a; t < e; t++) {
             c[b] += x[t] <= m;
-            rsum += mid_rank(sorted, n, x[t]);
+            rank[t] = mid_rank(sorted, n, x[t]);
+            rsum += rank[t];
         }
         total += c[b];
         double pb = (double)c[b] / (double)nb[b], rb = rsum / (double)nb[b];
@@ -230,7 +238,7 @@ int mb_stationarity_check(const double *x, const double *sorted, int64_t n, doub
             den += d * d;
             if (t + 1 < e)
                 num += d * ((double)(x[t + 1] <= m) - pb);
-            double r = mid_rank(sorted, n, x[t]);
+            double r = rank[t];
             double dr = r - rb;
             rden += dr * dr;
             if (t > a)
@@ -242,6 +250,7 @@ int mb_stationarity_check(const double *x, const double *sorted, int64_t n, doub
         }
     }
     free(own);
+    free(rank);
     double p = (double)total / (double)n, var = p * (1.0 - p);
     if (var <= 0)
         return MB_STAT_OK;
