@@ -20,8 +20,9 @@ nothing inside such a launch can tell (it is stationary there), its CI holds the
 in, and only the between-launch spread (compare's launch-level model) shows the mixture. So
 the switching rows also print the share of runs whose level changed within their samples
 ("switched"), covered-or-flagged among those, and among the others the coverage of the level
-they sat in. "not stat." is the stationarity check's final verdict (its false-flag rate on
-iid and AR(1) series). Figures only, no assertions.
+they sat in. "not stat." is the stationarity check's verdict when the run ended; the last
+table is the check alone at a fixed n on iid and AR(1) series (its false-flag rate per
+check). Figures only, no assertions.
 
 usage: bench/bench_core_ci.py [--quick] [--trials N]
 """
@@ -56,7 +57,9 @@ def main() -> int:
     if not res.ok:
         print(res.stderr)
         return 1
-    rows = [json.loads(ln) for ln in res.stdout.splitlines() if ln.strip()]
+    recs = [json.loads(ln) for ln in res.stdout.splitlines() if ln.strip()]
+    rows = [r for r in recs if r.get("record") == "ci_simulation"]
+    ff = [r for r in recs if r.get("record") == "stationarity_false_flags"]
     print(f"within-launch CI coverage under the stopping rule, {a.trials} trials per cell "
           "(target: >= 90% at 0.9, 94-97% iid)")
     print(f"{'CI':<16} {'series':<10} {'lag-1/q':>8} {'coverage':>9} {'flagged':>8} "
@@ -76,6 +79,13 @@ def main() -> int:
             print(f"{r['ci']:<16} {r['q']:>8.3g} {100 * r['switched']:>8.1f}% "
                   f"{100 * r['covered_or_flagged_switched']:>9.1f}% "
                   f"{100 * r['level_coverage_unswitched']:>29.1f}%")
+    if ff:
+        print(f"the stationarity check alone at a fixed n on series that kept one level "
+              f"({ff[0]['trials']} series each): share flagged (its false-flag rate per check)")
+        print(f"{'lag-1':>6} " + " ".join(f"{'n=' + str(r['n']):>8}" for r in ff if r["phi"] == 0))
+        for phi in sorted({r["phi"] for r in ff}):
+            print(f"{phi:>6.2f} " + " ".join(f"{100 * r['flagged']:>7.1f}%"
+                                               for r in ff if r["phi"] == phi))
     return 0
 
 
