@@ -326,9 +326,7 @@ def _single(cells: dict, group: str) -> Comparison:
         c = by.get(group)
         if c is None:
             continue
-        rows.append(Row(key=key, benchmark=c.benchmark, size=c.size, np=c.np, params=c.params,
-                        metric=c.metric, unit=c.unit, better=c.better, cells={group: c},
-                        deltas={}))
+        rows.append(Row(key=key, unit=c.unit, better=c.better, cells={group: c}, deltas={}))
     return Comparison(groups=[group], baseline=group, alpha=0.05, rows=rows, summaries=[],
                       footnotes=[], verdict="", verdicts={}, run_counts={})
 

@@ -117,9 +117,8 @@ def compare_groups(store: Store, groups: Mapping[str, list[str]], baseline: str,
     pending: dict[tuple, list[tuple[Delta, Any, Any, str]]] = {}
     for key, by_group in selected:
         any_cell = by_group.get(baseline) or next(iter(by_group.values()))
-        row = Row(key=key, benchmark=key.benchmark, size=key.size, np=key.np,
-                  params=dict(any_cell.params), metric=key.metric, unit=any_cell.unit,
-                  better=any_cell.better, cells=by_group, deltas={})
+        row = Row(key=key, unit=any_cell.unit, better=any_cell.better, cells=by_group,
+                  deltas={})
         for g, c in by_group.items():
             if c.mixed:
                 row.notes.append(notes.add(

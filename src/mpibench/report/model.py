@@ -80,17 +80,34 @@ class Delta:
 
 @dataclass
 class Row:
+    """One cell of the comparison: its typed key (benchmark, size, np, params, metric, tool
+    are read from it, never copied), each set's cell and each candidate's Delta."""
     key: CellKey
-    benchmark: str
-    size: int | None
-    np: int | None
-    params: dict[str, Any]
-    metric: str
     unit: str
     better: str
     cells: dict[str, Cell]                 # group -> cell (missing groups absent)
     deltas: dict[str, Delta]               # candidate group -> delta
     notes: list[int] = field(default_factory=list)
+
+    @property
+    def benchmark(self) -> str:
+        return self.key.benchmark
+
+    @property
+    def size(self) -> int | None:
+        return self.key.size
+
+    @property
+    def np(self) -> int | None:
+        return self.key.np
+
+    @property
+    def metric(self) -> str:
+        return self.key.metric
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return self.key.params
 
     @property
     def label(self) -> str:
