@@ -166,9 +166,11 @@ def to_json_obj(cmp: Comparison) -> dict[str, Any]:
         "test": "t on the logs of the launch statistics (one value per launch); a "
                 "benchmark's sizes pool their between-launch spread (launch effect shared "
                 "by the sizes + size-specific part, stats.launch.compare_cells); Welch df, "
-                "Cochran-Cox critical values when a side has 2-3 launches; weighted Holm over "
-                "every p shown (verdicts half of alpha, cells and geomean rows the other "
-                "half); gain_ci_*: 95%, gain_ci_holm: at the row's Holm level",
+                "Cochran-Cox critical values when a side has 2-3 launches; p_holm: adjusted over "
+                "every p shown by a weighted Holm graph (verdicts half of alpha, cells and "
+                "geomean rows the other half; a benchmark's pooled cells one unit, closed "
+                "test on their mean gain and maxT, docs/statistics.md); gain_ci_*: 95%, "
+                "gain_ci_holm: at the row's Holm level",
         "launch_statistic": cmp.statistic,
         "footnotes": cmp.footnotes,
         "warnings": cmp.warning_lines,
@@ -256,7 +258,8 @@ def _header_lines(cmp: Comparison) -> list[str]:
         "p = t on the logs of the launch statistics (a benchmark's sizes pool their "
         "between-launch spread: a shared launch effect plus a size-specific part), "
         "Holm-adjusted over every p shown (weighted: the verdicts hold half of alpha, the "
-        "rows, cells and geomean rows, the other half; a rejection passes its share on); "
+        "rows, cells and geomean rows, the other half; a rejection passes its share on; a "
+        "benchmark's cells are tested together, by their mean gain and maxT); "
         f"~ = not significant at alpha {cmp.alpha:g}"
         + (f"; ≈ = not significant and equivalent within ±{fmt_margin(cmp.equivalence)} (TOST "
            f"at alpha {cmp.alpha:g} per cell)" if cmp.equivalence else "")

@@ -35,6 +35,7 @@ from mpibench.report.model import (
 )
 from mpibench.report.rules import why_not_comparable
 from mpibench.stats import launch as launch_stats
+from mpibench.stats import multiplicity
 from mpibench.store import Store
 
 
@@ -156,7 +157,10 @@ def compare_groups(store: Store, groups: Mapping[str, list[str]], baseline: str,
             pending.setdefault((key._replace(size=None), cand), []).append(
                 (d, base, c, row.better))
         rows.append(row)
-    for group in pending.values():
+    block_of: dict[int, int] = {}          # id(Delta) -> its benchmark block
+    for b, group in enumerate(pending.values()):
+        for d, *_rest in group:
+            block_of[id(d)] = b
         tests = launch_stats.compare_cells(
             [(b.by_launch, c.by_launch, better) for _d, b, c, better in group], alpha)
         for (d, _b, _c, _better), t in zip(group, tests, strict=True):
@@ -172,6 +176,7 @@ def compare_groups(store: Store, groups: Mapping[str, list[str]], baseline: str,
     # Holm across every p the table shows: the cells, the geomean rows (benchmarks with
     # more than one row) and each candidate's overall test (its verdict)
     cell_tests = [r.deltas[g] for r in rows for g, d in r.deltas.items() if d.tested]
+    cell_cands = [g for r in rows for g, d in r.deltas.items() if d.tested]
     # one tool per verdict: with the core's and a peer suite's rows in one table (a set
     # holding both), the verdict is the core's (else the first tool's) and says so
     vrows, others = _verdict_rows(rows)
@@ -180,16 +185,27 @@ def compare_groups(store: Store, groups: Mapping[str, list[str]], baseline: str,
     shown_summaries = [(s, c) for s in summaries if s.rows > 1 for c in s.test
                        if s.test[c].tested]
     shown_overall = [c for c in overall if overall[c].tested]
-    # weighted Holm: the verdicts (the headline) hold half of alpha between them, the
-    # table's rows (cells and geomean rows) the other half, one equal share per row; a
-    # rejected verdict passes its share on to the rows, so with a real difference the rows
-    # are tested at about alpha / rows, as with Holm over the rows alone
+    # one family over every p the table shows, by a graph of weighted Bonferroni tests
+    # (stats.multiplicity.graph_units, docs/statistics.md): the verdicts (the headline)
+    # hold VERDICT_SHARE of alpha, the rows (cells and geomean rows) the rest, one equal
+    # share per row; a rejected verdict passes its share to its candidate's rows, a fully
+    # rejected row unit to the candidate's other rows. A benchmark's pooled cells are one
+    # unit holding their rows' shares, tested by maxT: their gains share the launch effect,
+    # so their p-values are adjusted for the block's correlation, not paid one by one
     n_rows = len(cell_tests) + len(shown_summaries)
-    weights = ([1.0 / max(1, n_rows)] * n_rows
-               + [1.0 / len(shown_overall)] * len(shown_overall)) if n_rows and \
-        shown_overall else None
-    adj = stats.holm([d.p for d in cell_tests] + [s.test[c].p for s, c in shown_summaries]
-                     + [overall[c].p for c in shown_overall], weights)
+    weights = bool(n_rows and shown_overall)
+    row_w = (1.0 - VERDICT_SHARE) / n_rows if weights else 1.0 / max(1, n_rows)
+    cell_p, cell_units, cell_n = _cell_units(cell_tests, cell_cands, block_of)
+    ps = (cell_p + [s.test[c].p for s, c in shown_summaries]
+          + [overall[c].p for c in shown_overall])
+    units = (cell_units + [("geomean", i, c) for i, (_s, c) in enumerate(shown_summaries)]
+             + [("verdict", c) for c in shown_overall])
+    rows_of: dict[str, dict[tuple, float]] = {}      # candidate -> {row unit: rows}
+    for u, n in cell_n.items():
+        rows_of.setdefault(u[-1], {})[u] = n
+    for i, (_s, c) in enumerate(shown_summaries):
+        rows_of.setdefault(c, {})[("geomean", i, c)] = 1.0
+    adj = multiplicity.graph_units(ps, units, *_graph(rows_of, shown_overall, row_w))
     adj = [float(a) for a in adj]
     for d, pa in zip(cell_tests, adj, strict=False):
         d.p_adj = pa
@@ -213,7 +229,7 @@ def compare_groups(store: Store, groups: Mapping[str, list[str]], baseline: str,
     for cand in order[1:]:
         kinds[cand], verdicts[cand] = _verdict(vrows, baseline, cand, alpha, overall[cand],
                                                overall_p_adj.get(cand), equivalence,
-                                               family=(0.5 / len(shown_overall)
+                                               family=(VERDICT_SHARE / len(shown_overall)
                                                        if weights else 1.0 / max(1, len(adj))))
         if others:
             verdicts[cand] += (f" ({vrows[0].tool} rows only; {', '.join(others)} rows are "
@@ -247,6 +263,93 @@ def _holm_ci(t: launch_stats.LaunchTest | None, p_adj: float,
     level = 1.0 - alpha * (t.p / p_adj if p_adj > 0 else 1.0)
     lo, hi = t.ci_at(min(max(level, 1.0 - alpha), 1.0 - 1e-12))
     return (lo, hi) if lo is not None and hi is not None else None
+
+
+# a benchmark's pooled cells: closed test whose local tests are the mean-gain t test (at
+# MEAN_SHARE of the unit's level) and maxT (the rest); "maxt": maxT only (docs/statistics.md)
+BLOCK_TEST = "both"
+MEAN_SHARE = 0.9
+# the verdicts' initial share of alpha (the rest is the rows'); see _graph
+VERDICT_SHARE = 0.5
+# the share a row unit passes to the other candidates' verdicts (the rest to its own
+# candidate's other rows): a graph needs an edge out of every unit to reach everyone
+_EPS = 1e-4
+
+
+def _graph(rows_of: Mapping[str, Mapping[tuple, float]], verdicts: list[str],
+           row_w: float) -> tuple[dict, dict]:
+    """(initial weights, edges) of the table's multiplicity graph: every row unit holds
+    row_w per row; the verdicts VERDICT_SHARE between them (all of alpha when there are
+    no rows). A verdict passes its share to its candidate's row units in proportion to
+    their rows; a row unit to its candidate's other row units, likewise (and a sliver to
+    the other verdicts); with nowhere left to go, to the other verdicts."""
+    weights: dict = {}
+    edges: dict = {}
+    has_rows = any(rows_of.values())
+    for c, units in rows_of.items():
+        for u, n in units.items():
+            weights[u] = row_w * n
+    for c in verdicts:
+        weights[("verdict", c)] = (VERDICT_SHARE if has_rows else 1.0) / len(verdicts)
+
+    def spread(targets: Mapping, share: float) -> dict:
+        tot = sum(targets.values())
+        return {u: share * n / tot for u, n in targets.items()} if tot else {}
+
+    for c in verdicts:
+        own = rows_of.get(c, {})
+        others = {("verdict", o): 1.0 for o in verdicts if o != c}
+        if own:
+            edges[("verdict", c)] = {**spread(own, 1.0 - _EPS if others else 1.0),
+                                     **spread(others, _EPS)}
+        else:
+            edges[("verdict", c)] = spread(others, 1.0)
+    for c, units in rows_of.items():
+        others = {("verdict", o): 1.0 for o in verdicts if o != c}
+        for u in units:
+            rest = {v: n for v, n in units.items() if v != u}
+            if rest:
+                edges[u] = {**spread(rest, 1.0 - _EPS if others else 1.0),
+                            **spread(others, _EPS)}
+            else:
+                edges[u] = spread(others, 1.0)
+    return weights, edges
+
+
+def _cell_units(cell_tests: list[Delta], cands: list[str], block_of: Mapping[int, int]
+                ) -> tuple[list[float], list[tuple], dict[tuple, float]]:
+    """Per tested cell: (its p for the family, its unit), and {unit: rows in it}. The
+    pooled cells of one benchmark and candidate are one unit and their p is the block's
+    maxT adjusted p (stats.multiplicity.equicorrelated_max_p) at the smallest correlation
+    any of them has with the others (the conservative end); a cell tested on its own
+    launches is a unit of its own with its raw p. A unit's last element is its
+    candidate."""
+    blocks: dict[int, list[int]] = {}
+    for i, d in enumerate(cell_tests):
+        t = d.test
+        if t is not None and t.pooled and t.se_log:
+            blocks.setdefault(block_of[id(d)], []).append(i)
+    ps = [d.p for d in cell_tests]
+    units: list[tuple] = [("cell", i, cands[i]) for i in range(len(cell_tests))]
+    for b, idx in blocks.items():
+        if len(idx) < 2:
+            continue
+        rho = min(cell_tests[i].test.shared_var / cell_tests[i].test.se_log ** 2
+                  for i in idx)
+        ts = [cell_tests[i].test for i in idx]
+        if BLOCK_TEST != "maxt" and all(t.parts and t.parts == ts[0].parts for t in ts):
+            adj = multiplicity.closed_mean_p(
+                [t.diff_log for t in ts], ts[0].mean_components,
+                [t.p for t in ts] if BLOCK_TEST == "both" else None, rho, MEAN_SHARE)
+        else:
+            adj = multiplicity.equicorrelated_max_p([t.p for t in ts], rho)
+        for i, pa in zip(idx, adj, strict=True):
+            ps[i] = float(pa)
+            units[i] = ("block", b, cands[i])
+    n: dict[tuple, float] = {}
+    for u in units:
+        n[u] = n.get(u, 0.0) + 1.0
+    return ps, units, n
 
 
 def _untested_note(t: launch_stats.LaunchTest, alpha: float) -> str:

@@ -155,6 +155,27 @@ class LaunchTest(NamedTuple):
     components: tuple[tuple[float, float], ...] = ()
     pooled: bool = False
     untested: Untested | None = None  # why not tested, as a value to branch on
+    # pooled: the part of se_log**2 that is the shared launch effect (var(u)/n per side),
+    # i.e. the covariance of this cell's gain with another cell of its benchmark; the
+    # correlation of their t statistics is shared_var / se_log**2 (stats.multiplicity)
+    shared_var: float = 0.0
+    # pooled: per side (var of the launch part, its df, var of the cell part, its df,
+    # cells per launch S), for the variance of a mean over k cells (mean_components)
+    parts: tuple[tuple[float, float, float, float, float], ...] = ()
+
+    def mean_components(self, k: int) -> tuple[tuple[float, float], ...]:
+        """Variance components of the mean gain over k cells of this benchmark (pooled
+        model: the shared launch part stays, the cell part shrinks as (S-k)/(k(S-1)));
+        k = 1 gives this cell's own components."""
+        if not self.parts:
+            return self.components
+        out = []
+        for lv, dl, cv, dc, s in self.parts:
+            out.append((lv, dl))
+            f = (s - k) / (k * (s - 1)) if s > 1 else 0.0
+            if cv > 0 and f > 0:
+                out.append((cv * f, dc))
+        return tuple(out)
 
     def ci_at(self, level: float) -> tuple[float | None, float | None]:
         """The gain's CI at another level (e.g. adjusted for multiplicity), from the same
@@ -392,6 +413,14 @@ class Spread(NamedTuple):
     def sd(self) -> float:
         return math.sqrt(max(0.0, sum(v for v, _ in self.components(1))))
 
+    def shared(self, n: int) -> float:
+        """Estimated var(u)/n: the variance of the launch effect a cell's mean over n
+        launches shares with every other cell (ms_launch - ms_cell = S var(u) in
+        expectation; clipped at 0)."""
+        if self.cells <= 1 or self.df_cell <= 0:
+            return 0.0
+        return max(0.0, self.ms_launch - self.ms_cell) / self.cells / n
+
 
 def spread(side: Mapping[object, Mapping[str, float]]) -> Spread | None:
     """Spread of one side from {cell: {launch id: statistic}} (the cells of one benchmark;
@@ -506,8 +535,18 @@ def _test_cell(yb: np.ndarray, yc: np.ndarray, spreads, alpha: float,
     h = _crit(comps, (1.0 - level) / 2.0) * se
     mde = _detectable(comps, alpha, POWER)
     # p (None here) is filled in by compare_cells, vectorised over the cells
+    shared = spreads[0].shared(nb) + spreads[1].shared(nc) if pooled else 0.0
+    parts = tuple(_parts(sp, n) for sp, n in ((spreads[0], nb), (spreads[1], nc))) \
+        if pooled else ()
     return LaunchTest(point, math.exp(diff - h), math.exp(diff + h), None, nb, nc, True, "", sd,
-                      mde, df, diff, se, tuple(comps), pooled)
+                      mde, df, diff, se, tuple(comps), pooled, shared_var=min(shared, se2), parts=parts)
+
+
+def _parts(sp: Spread, n: int) -> tuple[float, float, float, float, float]:
+    c = sp.components(n)
+    lv, dl = c[0]
+    cv, dc = c[1] if len(c) > 1 else (0.0, 0.0)
+    return (lv, dl, cv, dc, sp.cells)
 
 
 def compare(base: Iterable[float | None], cand: Iterable[float | None], better: str,
