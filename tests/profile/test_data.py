@@ -470,3 +470,24 @@ def test_counts_keep_the_launches_with_zero_and_share_one_holm_family():
     assert 0 < bar["a"]["value"] < 1000 and bar["b"]["value"] == pytest.approx(1000)
     for r in d["buckets"]:
         assert "p_adj" in r["bytes"] and "p_adj" in r["messages"]
+
+
+def test_time_in_a_function_keeps_the_launches_that_never_called_it():
+    """A function called in 2 of 5 launches spent 0 s in the other 3: its time is tested on
+    5 launch values, like its calls, not on the 2 launches that called it (issue 21 item 5:
+    zero-valued launches kept). Called as much in every launch of B and in 2 of 5 of A, B
+    spends more time in it: with the zeros dropped, A's 2 launches equal B's and nothing is
+    seen; kept, the time test is the calls test (time proportional to calls)."""
+    rng = np.random.default_rng(9)
+    a = launches(5, 1.0, rng, name="a")
+    b = launches(5, 1.0, rng, name="b")
+    for x in a[:2] + b:
+        x.doc["functions"]["MPI_Barrier"] = {"class": "coll.blocking", "calls": 1000,
+                                            "time_s": 0.5, "bins": []}
+    d = profile.diff.diff_launches(a, b)
+    t = {r["function"]: r for r in d["functions"]}["MPI_Barrier"]["time_s"]
+    assert (t["n_a"], t["n_b"]) == (5, 5)
+    calls = {r["function"]: r for r in d["functions"]}["MPI_Barrier"]["calls"]
+    assert t["tested"] and t["ratio"] > 1.5
+    assert t["p"] == pytest.approx(calls["p"]) and t["ratio"] == pytest.approx(calls["ratio"])
+    assert 0 < t["a"]["value"] < 0.5 and t["b"]["value"] == pytest.approx(0.5)

@@ -134,23 +134,39 @@ def launch_values(launches: Sequence[ProfileLaunch], edges: tuple[int, ...] | No
 
 
 # ---- the diff --------------------------------------------------------------------------
-def _side(values: Sequence[float], counts: bool = False) -> dict[str, Any]:
+def _side(values: Sequence[float], counts: bool = False, offset: float = 0.0
+          ) -> dict[str, Any]:
     """A side's value: the geometric mean of its launch statistics with a 95% CI; for counts
-    (zeros kept, as in _test) the geometric mean of 1 + count, minus 1."""
+    (zeros kept, as in _test) the geometric mean of 1 + count, minus 1; with an offset (a
+    time some launches have as 0) the geometric mean of offset + value, minus offset."""
     from mpibench.stats import launch as ls
 
-    if counts:
-        e = ls.estimate([1.0 + float(v) for v in values])
-        return {"value": None if e.value is None else e.value - 1.0,
-                "ci_low": None if e.ci_low is None else e.ci_low - 1.0,
-                "ci_high": None if e.ci_high is None else e.ci_high - 1.0,
+    off = 1.0 if counts else offset
+    if off:
+        e = ls.estimate([off + float(v) for v in values])
+        return {"value": None if e.value is None else e.value - off,
+                "ci_low": None if e.ci_low is None else e.ci_low - off,
+                "ci_high": None if e.ci_high is None else e.ci_high - off,
                 "launches": e.launches}
     e = ls.estimate(values)
     return {"value": e.value, "ci_low": e.ci_low, "ci_high": e.ci_high, "launches": e.launches}
 
 
+# A time a launch has as 0 (the function never ran in it) is a launch value, kept like a
+# count of 0: the test runs on log(one call's time + time), one call's time being the
+# function's mean time per call over both sides, so that where time is proportional to
+# calls the time test is the calls test (log(1 + calls)). Without calls, 1 us.
+TIME_OFFSET_S = 1e-6
+
+
+def _time_offset(fa: Mapping[str, Any] | None, fb: Mapping[str, Any] | None) -> float:
+    t = sum(sum(f["time_s"]) for f in (fa, fb) if f)
+    n = sum(sum(f["calls"]) for f in (fa, fb) if f)
+    return t / n if n > 0 and t > 0 else TIME_OFFSET_S
+
+
 def _test(a: Sequence[float], b: Sequence[float], alpha: float,
-          counts: bool = False) -> dict[str, Any]:
+          counts: bool = False, offset: float = 0.0) -> dict[str, Any]:
     """B vs A as a ratio B/A (time, calls, messages: more is a larger ratio), the launch
     test on the logs of the launch statistics. stats.launch orients gains so that > 1 is
     better; here the ratio is reported as it is, which is what a diff of counts needs.
@@ -158,11 +174,13 @@ def _test(a: Sequence[float], b: Sequence[float], alpha: float,
     counts (calls, messages, bytes): a launch with 0 is a launch, not a missing value (a
     function called in 2 of 5 launches has 5 values, three of them 0), so the test runs on
     log(1 + count): zeros kept, and for counts in the hundreds and up the ratio is the
-    ratio of geometric means."""
+    ratio of geometric means. offset: the same for a time some launches have as 0
+    (log(offset + time))."""
     from mpibench.stats import launch as ls
 
-    if counts:
-        t = ls.compare([1.0 + float(v) for v in a], [1.0 + float(v) for v in b], "higher",
+    off = 1.0 if counts else offset
+    if off:
+        t = ls.compare([off + float(v) for v in a], [off + float(v) for v in b], "higher",
                        alpha)
         if not any(a) or not any(b):
             # one side never did it: tested, but a ratio to (or of) nothing says nothing
@@ -212,7 +230,12 @@ def diff_launches(a: Sequence[ProfileLaunch], b: Sequence[ProfileLaunch], *,
             xa = fa[key] if fa else [0.0] * len(a)
             xb = fb[key] if fb else [0.0] * len(b)
             c = key == "calls"
-            row[key] = {"a": _side(xa, c), "b": _side(xb, c), **_test(xa, xb, alpha, counts=c)}
+            # a launch that never called it spent 0 s there: kept, as its 0 calls are (a
+            # function one side never ran stays "only in A/B", without a ratio)
+            off = (_time_offset(fa, fb) if not c and any(xa) and any(xb)
+                   and not all(v > 0 for v in [*xa, *xb]) else 0.0)
+            row[key] = {"a": _side(xa, c, off), "b": _side(xb, c, off),
+                        **_test(xa, xb, alpha, counts=c, offset=off)}
         fn_rows.append(row)
     bucket_rows = []
     keys = sorted(set(va["buckets"]) | set(vb["buckets"]))

@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from mpibench import stats
 from mpibench.errors import UsageError
 from mpibench.report.data import (
     bench_sort_key,
@@ -286,7 +285,7 @@ def _graph(rows_of: Mapping[str, Mapping[tuple, float]], verdicts: list[str],
     weights: dict = {}
     edges: dict = {}
     has_rows = any(rows_of.values())
-    for c, units in rows_of.items():
+    for units in rows_of.values():
         for u, n in units.items():
             weights[u] = row_w * n
     for c in verdicts:
@@ -319,11 +318,12 @@ def _graph(rows_of: Mapping[str, Mapping[tuple, float]], verdicts: list[str],
 def _cell_units(cell_tests: list[Delta], cands: list[str], block_of: Mapping[int, int]
                 ) -> tuple[list[float], list[tuple], dict[tuple, float]]:
     """Per tested cell: (its p for the family, its unit), and {unit: rows in it}. The
-    pooled cells of one benchmark and candidate are one unit and their p is the block's
-    maxT adjusted p (stats.multiplicity.equicorrelated_max_p) at the smallest correlation
-    any of them has with the others (the conservative end); a cell tested on its own
-    launches is a unit of its own with its raw p. A unit's last element is its
-    candidate."""
+    pooled cells of one benchmark and candidate are one unit; each cell's p is the closed
+    test's (stats.multiplicity.closed_mean_p: every subset of the block tested by the t
+    test of its mean gain at MEAN_SHARE of the level and by maxT at the rest, maxT at the
+    smallest correlation any cell has with the others, the conservative end). A cell
+    tested on its own launches is a unit of its own with its raw p. A unit's last element
+    is its candidate."""
     blocks: dict[int, list[int]] = {}
     for i, d in enumerate(cell_tests):
         t = d.test
