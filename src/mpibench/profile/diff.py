@@ -201,7 +201,7 @@ def diff_launches(a: Sequence[ProfileLaunch], b: Sequence[ProfileLaunch], *,
     messages and bytes in a bucket) or shares (MPI time / wall time, a bucket's share of the
     messages). Each side's value is the geometric mean of its launch statistics with a 95%
     CI from the spread between launches; the ratio B/A comes with its Welch CI and p (on the
-    logs), Holm-corrected across the function rows and, separately, the bucket rows. A
+    logs), Holm-corrected over every p the diff shows (one family). A
     function or bucket that one side never used has a value of 0 there and no ratio. With
     fewer than 2 launches on a side nothing is tested (stats.launch.MIN_LAUNCHES)."""
     from mpibench import stats
