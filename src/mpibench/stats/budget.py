@@ -136,15 +136,13 @@ class Plan:
         b = self.best
         what = (f"equivalence within ±{100 * self.effect:g}%" if self.equivalence
                 else f"a {100 * self.effect:g}% difference")
+        knobs = f"budget: --target {b.target_pct:g}% --max-time {b.max_time:g} s per cell"
         if b.launches is None:
-            return (f"budget: --target {b.target_pct:g}% --max-time {b.max_time:g} s per cell, "
-                    f"{b.launch_s:.2f} s per "
-                    f"launch (the least launch time per precision); {what} needs more "
-                    "launches than planned at the measured spread")
-        return (f"budget: --target {b.target_pct:g}% --max-time {b.max_time:g} s per cell, "
-                f"{b.launches} launches per "
-                f"side for {what}, {b.launch_s:.2f} s per launch, {b.total_s:.1f} s of "
-                f"launches in all")
+            return (f"{knobs}, {b.launch_s:.2f} s per launch (the least launch time per "
+                    f"precision); {what} needs more launches than planned at the measured "
+                    "spread")
+        return (f"{knobs}, {b.launches} launches per side for {what}, {b.launch_s:.2f} s "
+                f"per launch, {b.total_s:.1f} s of launches in all")
 
 
 def samples_at(cell: CellCost, target_pct: float, min_samples: int = CORE_MIN_SAMPLES,
@@ -164,14 +162,15 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
          equivalence: bool = False, targets: Iterable[float] = TARGETS,
          min_samples: int = CORE_MIN_SAMPLES, max_times: Iterable[float] = MAX_TIMES,
          max_launches: int = 1000) -> Plan | None:
-    """The core's --target that minimises the launch time to decide every cell.
+    """The core's --target and --max-time that minimise the launch time to decide every
+    cell.
 
     sides: the components of each side of the comparison (the cells present on all
-    sides are planned). For a target, a cell's per-launch sd is the root of the sides'
+    sides are planned). For a pair, a cell's per-launch sd is the root of the sides'
     mean launch variance (launches_for assumes equal sd on both sides), its launches per
     side launches_for(sd); the comparison needs the largest over cells; a side's launch
     costs fixed_s + sum of samples x sample_s. family: Holm rows (default: the cells).
-    When no target decides every cell within max_launches, the best is the target with
+    When no pair decides every cell within max_launches, the best is the pair with
     the least launch time per unit of precision (worst cell's launch variance x seconds
     per launch) and its launches are None. None when no cell is common."""
     if not sides:
