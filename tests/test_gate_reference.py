@@ -133,6 +133,9 @@ BAD_REFERENCES = [
      "better = \"lower\"\nvalue = 2\n", ":9:", "the same cell as cell 1"),
     ("[[cell]]\nbenchmark = \"P\"\nvalue = = 1\n", ":3:", "invalid TOML"),
     ("[reference]\nstatistic = \"mode\"\n", ":2:", "statistic = 'mode'"),
+    # a name with a control character (the fuzzer's find: it was read, then never matched)
+    ("[[cell]]\nbenchmark = \"Ping\\nPong\"\nmetric = \"time\"\nunit = \"us\"\n"
+     "better = \"lower\"\nvalue = 1\n", ":2:", "no control characters"),
 ]
 
 

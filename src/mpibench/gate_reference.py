@@ -57,6 +57,7 @@ FORMAT = 1
 MAX_BYTES = 16 << 20
 _CELL_KEYS = ("benchmark", "size", "np", "metric", "unit", "better", "value", "sd_log",
               "launches", "margin", "params", "statistic")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _REF_KEYS = ("format", "statistic", "margin", "source", "description", "written")
 NO_SPREAD_CAVEAT = ("reference values without sd_log/launches are taken as exact: the test "
                     "says whether the new launches are slower than the stated value by more "
@@ -159,9 +160,10 @@ class _Reader:
         raise UsageError(f"{self.path}:{line}: {what}: {problem or shown}; expected {expected}")
 
     def text(self, cell, key, v, *, maxlen: int = 200) -> str:
-        if not isinstance(v, str) or not v.strip() or "\x00" in v or len(v) > maxlen:
+        if not isinstance(v, str) or not v.strip() or len(v) > maxlen or any(
+                ord(ch) < 0x20 or ord(ch) == 0x7F for ch in v):
             self.fail(cell, key, v, f"a non-empty string (at most {maxlen} characters, "
-                                    "no NUL)")
+                                    "no control characters)")
         return v
 
     def integer(self, cell, key, v, minimum: int) -> int:
@@ -357,7 +359,7 @@ def render(cells: list, *, statistic: str, source: str, margin: float | None = N
              "# mpibench check --write-reference. value: geometric mean of the launches'",
              f"# {statistic}s; sd_log: their between-launch sd of the logs (docs/statistics.md)",
              "[reference]", f"format = {FORMAT}", f"statistic = {_toml_str(statistic)}",
-             f"source = {_toml_str(source)}"]
+             f"source = {_toml_str(_CONTROL.sub('?', source)[:2000])}"]
     if margin:
         lines.append(f'margin = "{100 * margin:g}%"')
     for c in cells:

@@ -659,12 +659,59 @@ def _libsettings(rng: random.Random, n: int) -> Tally:
     return t
 
 
+# TOML literals that are well-formed but wrong for a reference key (type, range, grammar)
+_REF_VALUES = ["-1", "0", "inf", "-inf", "nan", "1e400", "1e-320", '"x"', '""', '"\\u0000"',
+               "true", "[1, 2]", "{ a = 1 }", '"4Q"', '"200%"', '"-5%"', '"0%"', '"mean"',
+               '"mode"', '"higher"', "1", "2", "99999999999999999999", '"us\\n"', '"8"',
+               "0.5", '"PingPong"', "11"]
+
+
+def _mutate_reference(rng: random.Random, text: str) -> str:
+    """Half the cases: a `key = value` line gets a well-formed TOML value of the wrong kind,
+    or is dropped or doubled (the file stays TOML, so the reader's own checks are reached);
+    else mutate_text's edits."""
+    if rng.random() < 0.5:
+        return mutate_text(rng, text)
+    lines = text.split("\n")
+    keyed = [i for i, ln in enumerate(lines) if re.match(r"\w+ = ", ln)]
+    for _ in range(rng.randint(1, 2)):
+        i = rng.choice(keyed)
+        key = lines[i].split(" = ", 1)[0]
+        kind = rng.random()
+        if kind < 0.7:
+            lines[i] = f"{key} = {rng.choice(_REF_VALUES)}"
+        elif kind < 0.85:
+            lines[i] = ""
+        else:
+            lines[i] = lines[i] + "\n" + rng.choice(["colour = 3", "sd_log = 0.1",
+                                                     'margin = "5%"', "np = 4"])
+    return "\n".join(lines)
+
+
+def _names_file_line(t: Tally, msg: str, path: str, text: str) -> None:
+    m = re.search(rf"{re.escape(path)}:(\d+): ", msg)
+    if not m and "--reference" not in msg:
+        t.breaks(f"a refusal without file:line: {msg[:120]!r}")
+    elif "expected" not in msg:
+        t.breaks(f"a refusal that does not say what was expected: {msg[:120]!r}")
+    if m:
+        # "FILE:N: cell K: key = value": line N is where that key is
+        kv = re.match(r"(?:cell \d+|\[reference\]): (\w+) = ", msg[m.end():])
+        lines = text.split("\n")
+        n = int(m.group(1))
+        if kv and not (0 < n <= len(lines)
+                       and re.match(rf"\s*\"?{kv.group(1)}\"?\s*=", lines[n - 1])):
+            t.breaks(f"line {n} is not where {kv.group(1)} is: {msg[:100]!r}")
+
+
 @surface("reference files", "check --reference FILE: a reference written by check "
-         "--write-reference, mutated (values, units, margins, sd_log, keys, lines), read "
-         "and checked against a store: exit 0/1/3 or one error line naming file:line; every "
+         "--write-reference, mutated (values of the wrong type or range, units, margins, "
+         "sd_log, keys dropped, doubled or unknown, lines), read and checked against a "
+         "store: exit 0/1/3 or one error line naming file:line and what was expected; every "
          "value read is in the file")
 def _reference_files(rng: random.Random, n: int) -> Tally:
     from mpibench import gate_reference
+    from mpibench.errors import UsageError
 
     t = Tally()
     td, tmp, names = _fuzz.cli_workdir()
@@ -677,16 +724,26 @@ def _reference_files(rng: random.Random, n: int) -> Tally:
             return t
         base = good.read_text()
         for k in range(n):
-            text = mutate_text(rng, base)
+            text = _mutate_reference(rng, base)
             p = tmp / f"ref{k}.toml"
             p.write_text(text, encoding="utf-8", errors="surrogatepass")
             if k % 4 == 0:
-                t.cli(_fuzz.run_cli(["check", "--db", "STORE", "--label", "vader",
-                                     "--label", "tcp", "--reference", str(p)], tmp),
-                      (0, 1, 2, 3), "check --reference (mutated)")
+                out = _fuzz.run_cli(["check", "--db", "STORE", "--label", "vader",
+                                     "--label", "tcp", "--reference", str(p)], tmp)
+                t.cli(out, (0, 1, 2, 3), "check --reference (mutated)")
+                if out.rc == 2 and not out.crash:
+                    _names_file_line(t, out.stderr.strip(), str(p), text)
                 p.unlink()
                 continue
-            ref = t.run(lambda p=p: gate_reference.load(str(p)), describe="reference")
+
+            def read(p=p, text=text):
+                try:
+                    return gate_reference.load(str(p))
+                except UsageError as exc:
+                    _names_file_line(t, str(exc), str(p), text)
+                    raise
+
+            ref = t.run(read, describe="reference")
             p.unlink()
             for c in getattr(ref, "cells", []):
                 if not (math.isfinite(c.value) and c.value > 0):
@@ -695,4 +752,6 @@ def _reference_files(rng: random.Random, n: int) -> Tally:
                     t.silent(f"cell {c.benchmark!r} {c.unit!r} is not in the file")
                 if c.sd_log is not None and (c.launches or 0) < 2:
                     t.silent(f"sd_log {c.sd_log} kept with launches {c.launches}")
+                if c.margin is not None and not 0 < c.margin <= 1:
+                    t.silent(f"margin {c.margin} kept")
     return t
