@@ -70,11 +70,44 @@ def compare_groups(store: Store, groups: Mapping[str, list[str]], baseline: str,
 
     Each benchmark's sizes are tested together under the hierarchical model
     (stats.launch.compare_cells): a launch effect the sizes share plus a size-specific
-    part, the between-launch spread pooled over the sizes. Holm runs over every p the
-    table shows (cells, geomean rows and each candidate's overall test).
+    part, the between-launch spread pooled over the sizes. One multiplicity family
+    holds every p the table shows (cells, geomean rows and each candidate's overall test).
 
     The sets whose runs did not use the transport they requested
-    (verify.transport_warnings) are footnoted and their columns marked."""
+    (verify.transport_warnings) are footnoted and their columns marked.
+
+    Phases, in this order (the footnotes are numbered in the order they are added):
+    check the request, select the cells, set aside the sets that share no cell with the
+    baseline, build the rows under the comparability rule, test each benchmark's cells
+    together, adjust every p shown as one family, count the decisions, write the verdicts."""
+    _check_request(groups, baseline, alpha)
+    order = [baseline] + [g for g in groups if g != baseline]
+    cells = cells if cells is not None else load_cells(store, groups, statistic=statistic)
+    selected = _select(cells, sizes, benchmarks)
+    notes = _Notes()
+    # Transport warnings first: they decide whether any number below means what it says.
+    warnings = transport_notes(store, groups)
+    set_marks = {g: [notes.add(w) for w in ws] for g, ws in warnings.items()}
+    selected, order, not_compared = _set_aside_unshared(selected, order, baseline, notes)
+    rows, pending = _build_rows(selected, order, baseline, notes)
+    block_of = _test_cells(pending, alpha, equivalence, notes)
+    vrows, others = _verdict_rows(rows)
+    overall = {cand: _aggregate(vrows, baseline, cand, alpha) for cand in order[1:]}
+    summaries = _summaries(rows, baseline, order[1:], alpha)
+    overall_p_adj, family = _adjust_all(rows, summaries, overall, alpha, block_of)
+    _count_decisions(rows, summaries)
+    kinds, verdicts = _verdicts(vrows, others, baseline, order[1:], not_compared, alpha,
+                                overall, overall_p_adj, equivalence, family, set_marks)
+    return Comparison(groups=order, baseline=baseline, alpha=alpha, rows=rows,
+                      summaries=summaries, footnotes=notes.texts,
+                      verdict="; ".join(verdicts.values()), verdicts=verdicts,
+                      run_counts={g: len(ids) for g, ids in groups.items()}, title=title,
+                      warnings=warnings, set_marks=set_marks, not_compared=not_compared,
+                      overall=overall, kinds=kinds, statistic=statistic,
+                      overall_p_adj=overall_p_adj, equivalence=equivalence)
+
+
+def _check_request(groups: Mapping[str, list[str]], baseline: str, alpha: float) -> None:
     if not (isinstance(alpha, int | float) and 0.0 < alpha < 1.0):
         raise UsageError(f"--alpha {alpha!r}: expected a significance level between 0 and 1 "
                          "(e.g. 0.05)")
@@ -83,19 +116,22 @@ def compare_groups(store: Store, groups: Mapping[str, list[str]], baseline: str,
     if len(groups) < 2:
         raise UsageError("a comparison needs at least two result sets (got "
                          f"{', '.join(groups) or 'none'})")
-    order = [baseline] + [g for g in groups if g != baseline]
-    cells = cells if cells is not None else load_cells(store, groups, statistic=statistic)
+
+
+def _select(cells: dict, sizes: Iterable[int] | None,
+            benchmarks: Iterable[str] | None) -> list[tuple[Any, dict]]:
+    """(key, set -> cell) of the cells at the asked-for sizes and benchmarks."""
     size_set = set(sizes) if sizes is not None else None
     bench_set = {b.lower() for b in benchmarks} if benchmarks else None
-    selected = [(key, by_group) for key, by_group in cells.items()
-                if (size_set is None or key.size in size_set)
-                and (bench_set is None or key.benchmark.lower() in bench_set)]
-    notes = _Notes()
-    # Transport warnings first: they decide whether any number below means what it says.
-    warnings = transport_notes(store, groups)
-    set_marks = {g: [notes.add(w) for w in ws] for g, ws in warnings.items()}
-    # A set that shares no cell with the baseline would get an empty column and a "no
-    # result" note on every row; it is named once in a footnote instead.
+    return [(key, by_group) for key, by_group in cells.items()
+            if (size_set is None or key.size in size_set)
+            and (bench_set is None or key.benchmark.lower() in bench_set)]
+
+
+def _set_aside_unshared(selected: list, order: list[str], baseline: str, notes: _Notes
+                        ) -> tuple[list, list[str], list[str]]:
+    """A set that shares no cell with the baseline would get an empty column and a "no
+    result" note on every row; it is named once in a footnote instead and dropped."""
     shared = {g for _key, by_group in selected if baseline in by_group for g in by_group}
     not_compared = [g for g in order[1:] if g not in shared]
     for g in not_compared:
@@ -112,34 +148,47 @@ def compare_groups(store: Store, groups: Mapping[str, list[str]], baseline: str,
         selected = [(key, {g: c for g, c in by_group.items() if g not in drop})
                     for key, by_group in selected]
         selected = [(key, by_group) for key, by_group in selected if by_group]
+    return selected, order, not_compared
+
+
+def _cell_notes(row: Row, by_group: dict, notes: _Notes) -> None:
+    """The row's footnotes on how each set's cell was made (pooling, failures, one launch,
+    imported summaries)."""
+    for g, c in by_group.items():
+        if c.mixed:
+            row.notes.append(notes.add(
+                f"{g}: runs with different fingerprints are not pooled; used the most "
+                f"common fingerprint ({len(c.runs_used)} run(s)), excluded "
+                f"{len(c.runs_excluded)} run(s) with {c.n_fingerprints - 1} other "
+                "fingerprint(s)"))
+        if c.runs_failed:
+            sts = sorted({s for _, s, _ in c.runs_failed})
+            row.notes.append(notes.add(
+                f"{g}: some runs have no usable result for this cell ({', '.join(sts)}); "
+                "see the run's reason in the store"))
+        if c.status == "ok" and c.value is not None and c.launches == 1:
+            row.notes.append(notes.add(
+                "± ?: one launch, so no spread between launches to give a CI; a launch "
+                "is the unit of replication (run more interleaved launches)"))
+        if c.no_samples and c.status == "ok":
+            stat = c.shown_statistic
+            row.notes.append(notes.add(
+                f"{stat}: imported summary without raw samples; each imported file is "
+                "one launch"))
+
+
+def _build_rows(selected: list, order: list[str], baseline: str, notes: _Notes
+                ) -> tuple[list[Row], dict[tuple, list[tuple[Delta, Any, Any, str]]]]:
+    """A Row per cell with an empty Delta per candidate; the pairs that pass the
+    comparability rule wait in `pending`, keyed by (cell key without its size, candidate):
+    one benchmark's sizes are tested together."""
     rows: list[Row] = []
-    # (cell key without its size, candidate) -> the cells tested together (one benchmark)
     pending: dict[tuple, list[tuple[Delta, Any, Any, str]]] = {}
     for key, by_group in selected:
         any_cell = by_group.get(baseline) or next(iter(by_group.values()))
         row = Row(key=key, unit=any_cell.unit, better=any_cell.better, cells=by_group,
                   deltas={})
-        for g, c in by_group.items():
-            if c.mixed:
-                row.notes.append(notes.add(
-                    f"{g}: runs with different fingerprints are not pooled; used the most "
-                    f"common fingerprint ({len(c.runs_used)} run(s)), excluded "
-                    f"{len(c.runs_excluded)} run(s) with {c.n_fingerprints - 1} other "
-                    "fingerprint(s)"))
-            if c.runs_failed:
-                sts = sorted({s for _, s, _ in c.runs_failed})
-                row.notes.append(notes.add(
-                    f"{g}: some runs have no usable result for this cell ({', '.join(sts)}); "
-                    "see the run's reason in the store"))
-            if c.status == "ok" and c.value is not None and c.launches == 1:
-                row.notes.append(notes.add(
-                    "± ?: one launch, so no spread between launches to give a CI; a launch "
-                    "is the unit of replication (run more interleaved launches)"))
-            if c.no_samples and c.status == "ok":
-                stat = c.shown_statistic
-                row.notes.append(notes.add(
-                    f"{stat}: imported summary without raw samples; each imported file is "
-                    "one launch"))
+        _cell_notes(row, by_group, notes)
         base = by_group.get(baseline)
         for cand in order[1:]:
             d = Delta()
@@ -156,6 +205,13 @@ def compare_groups(store: Store, groups: Mapping[str, list[str]], baseline: str,
             pending.setdefault((key._replace(size=None), cand), []).append(
                 (d, base, c, row.better))
         rows.append(row)
+    return rows, pending
+
+
+def _test_cells(pending: dict, alpha: float, equivalence: float | None,
+                notes: _Notes) -> dict[int, int]:
+    """The launch-level tests, one benchmark's sizes together (stats.launch.compare_cells),
+    written into the waiting Deltas; returns id(Delta) -> its benchmark block."""
     block_of: dict[int, int] = {}          # id(Delta) -> its benchmark block
     for b, group in enumerate(pending.values()):
         for d, *_rest in group:
@@ -171,26 +227,27 @@ def compare_groups(store: Store, groups: Mapping[str, list[str]], baseline: str,
             if equivalence and t.tested:
                 d.p_equiv = t.tost(equivalence)
                 d.equivalent = d.p_equiv is not None and d.p_equiv <= alpha
+    return block_of
 
-    # Holm across every p the table shows: the cells, the geomean rows (benchmarks with
-    # more than one row) and each candidate's overall test (its verdict)
+
+def _adjust_all(rows: list[Row], summaries: list[Summary],
+                overall: dict[str, launch_stats.LaunchTest], alpha: float,
+                block_of: Mapping[int, int]) -> tuple[dict[str, float], float]:
+    """One family over every p the table shows (the cells, the geomean rows of benchmarks
+    with more than one row, each candidate's overall test), by a graph of weighted
+    Bonferroni tests (stats.multiplicity.graph_units, docs/statistics.md): the verdicts
+    (the headline) hold VERDICT_SHARE of alpha, the rows (cells and geomean rows) the
+    rest, one equal share per row; a rejected verdict passes its share to its candidate's
+    rows, a fully rejected row unit to the candidate's other rows. A benchmark's pooled
+    cells are one unit holding their rows' shares, tested by maxT: their gains share the
+    launch effect, so their p-values are adjusted for the block's correlation, not paid one
+    by one. Writes each Delta's and geomean row's adjusted p and CI; returns the overall
+    tests' adjusted p and the share of alpha each verdict's family holds."""
     cell_tests = [r.deltas[g] for r in rows for g, d in r.deltas.items() if d.tested]
     cell_cands = [g for r in rows for g, d in r.deltas.items() if d.tested]
-    # one tool per verdict: with the core's and a peer suite's rows in one table (a set
-    # holding both), the verdict is the core's (else the first tool's) and says so
-    vrows, others = _verdict_rows(rows)
-    overall = {cand: _aggregate(vrows, baseline, cand, alpha) for cand in order[1:]}
-    summaries = _summaries(rows, baseline, order[1:], alpha)
     shown_summaries = [(s, c) for s in summaries if s.rows > 1 for c in s.test
                        if s.test[c].tested]
     shown_overall = [c for c in overall if overall[c].tested]
-    # one family over every p the table shows, by a graph of weighted Bonferroni tests
-    # (stats.multiplicity.graph_units, docs/statistics.md): the verdicts (the headline)
-    # hold VERDICT_SHARE of alpha, the rows (cells and geomean rows) the rest, one equal
-    # share per row; a rejected verdict passes its share to its candidate's rows, a fully
-    # rejected row unit to the candidate's other rows. A benchmark's pooled cells are one
-    # unit holding their rows' shares, tested by maxT: their gains share the launch effect,
-    # so their p-values are adjusted for the block's correlation, not paid one by one
     n_rows = len(cell_tests) + len(shown_summaries)
     weights = bool(n_rows and shown_overall)
     row_w = (1.0 - VERDICT_SHARE) / n_rows if weights else 1.0 / max(1, n_rows)
@@ -216,20 +273,35 @@ def compare_groups(store: Store, groups: Mapping[str, list[str]], baseline: str,
         s.ci_holm[c] = _holm_ci(s.test[c], pa, alpha)
     k += len(shown_summaries)
     overall_p_adj = dict(zip(shown_overall, adj[k:], strict=True))
-    for s in summaries:           # the counts read the Holm decisions
+    family = VERDICT_SHARE / len(shown_overall) if weights else 1.0 / max(1, len(adj))
+    return overall_p_adj, family
+
+
+def _count_decisions(rows: list[Row], summaries: list[Summary]) -> None:
+    """The geomean rows' better/worse/same counts, read from the adjusted decisions."""
+    for s in summaries:
         rs = [r for r in rows if (r.benchmark, r.metric, r.tool) == (s.benchmark, s.metric,
                                                                        s.tool)]
         for c in s.test:
             s.better[c] = sum(r.deltas[c].direction == "better" for r in rs)
             s.worse[c] = sum(r.deltas[c].direction == "worse" for r in rs)
             s.same[c] = sum(r.deltas[c].direction == "~" for r in rs)
+
+
+def _verdicts(vrows: list[Row], others: list[str], baseline: str, candidates: list[str],
+              not_compared: list[str], alpha: float,
+              overall: dict[str, launch_stats.LaunchTest], overall_p_adj: dict[str, float],
+              equivalence: float | None, family: float, set_marks: dict[str, list[int]]
+              ) -> tuple[dict[str, str], dict[str, str]]:
+    """Per candidate the verdict's kind and sentence; one tool per verdict (with the core's
+    and a peer suite's rows in one table the verdict is the core's, else the first tool's,
+    and says so); a transport warning joins the sentence."""
     kinds: dict[str, str] = {}
     verdicts = {}
-    for cand in order[1:]:
+    for cand in candidates:
         kinds[cand], verdicts[cand] = _verdict(vrows, baseline, cand, alpha, overall[cand],
                                                overall_p_adj.get(cand), equivalence,
-                                               family=(VERDICT_SHARE / len(shown_overall)
-                                                       if weights else 1.0 / max(1, len(adj))))
+                                               family=family)
         if others:
             verdicts[cand] += (f" ({vrows[0].tool} rows only; {', '.join(others)} rows are "
                                "separate cells with their own geomean rows)")
@@ -243,13 +315,7 @@ def compare_groups(store: Store, groups: Mapping[str, list[str]], baseline: str,
             who = " and ".join(dict.fromkeys(g for g in (baseline, cand) if g in set_marks))
             verdicts[cand] += (f" — WARNING: {who} did not run on the requested transport "
                                f"{_marks(marks)}")
-    return Comparison(groups=order, baseline=baseline, alpha=alpha, rows=rows,
-                      summaries=summaries, footnotes=notes.texts,
-                      verdict="; ".join(verdicts.values()), verdicts=verdicts,
-                      run_counts={g: len(ids) for g, ids in groups.items()}, title=title,
-                      warnings=warnings, set_marks=set_marks, not_compared=not_compared,
-                      overall=overall, kinds=kinds, statistic=statistic,
-                      overall_p_adj=overall_p_adj, equivalence=equivalence)
+    return kinds, verdicts
 
 
 def _holm_ci(t: launch_stats.LaunchTest | None, p_adj: float,
