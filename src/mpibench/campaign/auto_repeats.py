@@ -441,6 +441,10 @@ class Stages:
         return [self.rule.min, self.rule.max]
 
     def __call__(self, todo: list) -> Iterator[list]:
+        if self.rule.until == "decided" and not self.runner.spec.equivalence:
+            self.runner.log('repeats = decide without campaign.equivalence: only a '
+                            "significant difference decides a cell; cells of identical "
+                            "variants run to the maximum")
         remaining = sorted(todo, key=lambda c: c.seq)
         bounds = self.boundaries()
         done = 0
