@@ -48,7 +48,8 @@ def register(sub) -> None:
     g = p.add_argument_group("gate")
     g.add_argument("--margin", type=_margin, default=None, metavar="PCT",
                    help="tolerated slowdown, e.g. 5%% (default: the campaign's [campaign] "
-                        "equivalence, else 0: any significant slowdown fails)")
+                        "equivalence, with --reference the file's margin; else 0: any "
+                        "significant slowdown fails; a reference cell's own margin wins)")
     g.add_argument("--json", action="store_true", help="print the decision as JSON")
     g.add_argument("--require-decision", action="store_true",
                    help="exit 3 when nothing could be tested (too few launches)")
