@@ -21,32 +21,20 @@ import markupsafe
 import mpibench
 from mpibench.files import write_file
 from mpibench.report import pipeline, plots
-from mpibench.report.compare_view import _table_model, render_markdown
+from mpibench.report.compare_view import render_markdown
 from mpibench.report.data import (
     bench_sort_key,
-    imported_clause,
-    imported_clause_for,
     imported_statistics,
     tool_statistic,
 )
-from mpibench.report.grids import grid_tables, grids
-from mpibench.report.model import Comparison, Row
+from mpibench.report.model import Comparison
+from mpibench.report.parts import Figure
 from mpibench.report.render import Table, md_escape, render_table
-from mpibench.report.results import _results_table
-from mpibench.report.sections import Context, Options, report_sections
+from mpibench.report.sections import Options, report_sections
 from mpibench.store import Store
 from mpibench.store.report_queries import set_runs_info
 
 TEMPLATES = Path(__file__).with_name("templates")
-
-# Limits that keep a report readable (and fast) when a campaign is huge; the CLI tables and
-# CSV/JSON always have everything.
-MAX_GRIDS = 12
-MAX_GRID_COLS = 40
-MAX_GRID_ROWS = 60
-MAX_SCALING_SERIES = 16
-MAX_PANELS = 12
-
 
 @dataclass
 class ReportOptions:
@@ -65,20 +53,6 @@ class ReportOptions:
     relative: bool = False           # candidates as % of the baseline (tables and plots)
     plots: bool = True
     benchmarks: list[str] | None = None      # only these (case-insensitive)
-
-
-@dataclass
-class Figure:
-    name: str
-    caption: str
-    fig: Any                  # matplotlib Figure (rendered lazily)
-    _svg: str | None = None
-
-    @property
-    def svg(self) -> str:
-        if self._svg is None:
-            self._svg = plots.to_svg(self.fig)
-        return self._svg
 
 
 @dataclass
@@ -178,10 +152,11 @@ def _auto_grid(cells: dict) -> list[tuple[str | None, str, str]]:
 
 def build_report(store: Store, groups: Mapping[str, list[str]],
                  opts: ReportOptions | None = None, *, cells: dict | None = None) -> Report:
-    """cells: load_cells(store, groups) when the caller already has them (with samples)."""
+    """cells: load_cells(store, groups) when the caller already has them (with samples).
+    Every section, the comparison, plots and results included, is an entry of
+    sections.SECTIONS; this lays out what report_sections returns, in its order."""
     opts = opts or ReportOptions()
-    order = list(groups)
-    baseline = opts.baseline or order[0]
+    baseline = opts.baseline or next(iter(groups))
     # the report pipeline (report/pipeline.py): load and judge as compare does
     request = pipeline.Request(
         baseline=baseline, alpha=opts.alpha, statistic=opts.statistic,
@@ -190,167 +165,20 @@ def build_report(store: Store, groups: Mapping[str, list[str]],
         options=Options(size=opts.size, line_rate=opts.line_rate, mean_std=opts.mean_std,
                         grid=opts.grid, price_per_node_hour=opts.price_per_node_hour,
                         power_per_node_w=opts.power_per_node_w,
-                        price_per_kwh=opts.price_per_kwh, jobs_per_year=opts.jobs_per_year))
+                        price_per_kwh=opts.price_per_kwh, jobs_per_year=opts.jobs_per_year,
+                        plots=opts.plots))
     judged = pipeline.judge(store, pipeline.load(store, groups, request, cells=cells), request)
     cells, cmp, warnings = judged.loaded.cells, judged.cmp, judged.warnings
-    sections: list[Section] = []
-    gain_at = 1                       # the gain table follows the comparison
-    verdicts: list[str] = []
-    imported_stats = imported_statistics(c for by in cells.values() for c in by.values())
-    imported = imported_clause_for(imported_stats)
-    if cmp is not None:
-        verdicts = list(cmp.verdicts.values())
-        s = Section("comparison", "Comparison",
-                    intro="Per cell: each side's geometric mean of its launch medians ± 95% "
-                          "CI from the spread between launches (one launch = one mpirun, the "
-                          "unit of replication)"
-                          + (f" ({imported})" if imported else "")
-                          + "; gain > 1 means the candidate is better, with its 95% CI; p = "
-                          "Welch t on the log launch statistics, Holm-corrected across the "
-                          "table; cannot tell = fewer than two launches on a side.")
-        s.tables.append(_comparison_table(cmp))
-        s.comparison = cmp            # Markdown rendered only when asked for
-        sections.append(s)
-    else:
-        cmp_plot = _single(cells, order[0])
-    if opts.plots:
-        figs = []
-        plot_cmp = cmp if cmp is not None else cmp_plot
-        if plot_cmp.rows:
-            for name, fn, cap in (
-                    ("latency", plots.latency_figure, "Time (geometric mean of launch medians) "
-                     "vs message size (log-log), shaded: 95% CI between launches"
-                     + (f"; {imported} (no band)" if imported else "")),
-                    ("bars", plots.bar_figure, "Time per benchmark and message size, the "
-                     "sets side by side (log scale); whiskers: 95% CI between launches"),
-                    ("bandwidth", plots.bandwidth_figure, "Bandwidth (MB/s = 10^6 B/s) vs "
-                     "message size, shaded: from the between-launch 95% CI of the time"),
-                    ("gain", plots.gain_figure, f"Gain against {baseline} per size, error "
-                     "bars: 95% CI between launches; hollow markers are not significant")):
-                fig = fn(plot_cmp)
-                if fig is not None:
-                    figs.append(Figure(name, cap, fig))
-        if figs:
-            sections.append(Section("plots", "Plots", figures=figs))
-    # per-set results
-    rs = Section("results", "Results per set")
-    for g in order:
-        gcells = [by[g] for by in cells.values() if g in by]
-        hdr, body, notes = _results_table(gcells)
-        rs.tables.append(Table(title=g, header=hdr, rows=body, notes=notes, kind="results",
-                               caption="n = samples over all launches; median = geometric "
-                                       "mean of the launch medians; ±CI = half-width of its "
-                                       "95% CI from the spread between launches, as % (? = "
-                                       "one launch); within = a launch's own CI of its "
-                                       "median (median over launches): precision inside a "
-                                       "launch, not the uncertainty of a comparison"
-                                       + (f" ({own})" if (own := imported_clause(gcells))
-                                          else "")
-                                       + "; first = first-call time (median over "
-                                       "launches); launches = count (min–max of per-launch "
-                                       "medians)"))
-    sections.append(rs)
-    # the tables compare can print too: one list (report/sections.py) that both walk
     ctx = pipeline.context(store, judged, request, for_report=True)
-    for spec, built in report_sections(ctx, own={"grid": lambda c: _grid_section(c, opts)}):
-        if spec.key == "grid":
-            if built is not None:
-                sections.append(built)
-            continue
-        s = Section(spec.report_id, spec.title, tables=built, intro=spec.intro)
-        if spec.key == "scaling" and opts.plots:
-            fig, shown, total = plots.scaling_figure(built[0].records,
-                                                     max_series=MAX_SCALING_SERIES,
-                                                     max_panels=MAX_PANELS, with_counts=True)
-            cap = "Speedup vs count (dashed: ideal)"
-            if shown < total:
-                cap += f"; {shown} of {total} series plotted (all are in the table)"
-            s.figures.append(Figure("scaling", cap, fig))
-            fom = plots.fom_figure(built[0].records, max_series=MAX_SCALING_SERIES,
-                                   max_panels=MAX_PANELS)
-            if fom is not None:
-                s.figures.append(Figure("figure-of-merit", "Figure of merit vs count per "
-                                        "variant; whiskers: 95% CI between launches", fom))
-        if spec.key == "gain_table":
-            sections.insert(gain_at, s)     # right after the comparison, as it reads best
-            continue
-        sections.append(s)
+    sections = [Section(spec.report_id, spec.title,
+                        intro=part.intro if part.intro is not None else spec.intro,
+                        tables=part.tables, comparison=part.comparison, figures=part.figures)
+                for spec, part in report_sections(ctx)]
     return Report(title=opts.title, store_path=str(store.path), groups=_group_info(store, groups),
-                  baseline=baseline, comparison=cmp, sections=sections, verdicts=verdicts,
+                  baseline=baseline, comparison=cmp, sections=sections,
+                  verdicts=list(cmp.verdicts.values()) if cmp is not None else [],
                   generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"), warnings=warnings,
-                  imported=imported_stats)
-
-
-def _grid_section(ctx: Context, opts: ReportOptions) -> Section | None:
-    """The report's grids: the asked-for one or every grid the cells form, with heatmaps,
-    within the size limits that keep a report readable."""
-    store, groups, cells = ctx.store, ctx.groups, ctx.cells
-    specs = [(None, *opts.grid)] if opts.grid else _auto_grid(cells)
-    if not specs:
-        return None
-    gs = Section("grids", "Grids")
-    all_grids = [g for bench, row, col in specs
-                 for g in grids(store, groups, row, col, baseline=ctx.baseline,
-                                alpha=opts.alpha, cells=cells, benchmark=bench,
-                                max_shape=(MAX_GRID_ROWS, MAX_GRID_COLS),
-                                statistic=opts.statistic)]
-    skipped = []
-    for grid in all_grids[:MAX_GRIDS]:
-        shape = (len(grid.row_values), len(grid.col_values))
-        if shape[1] > MAX_GRID_COLS or shape[0] > MAX_GRID_ROWS:
-            skipped.append(f"{grid.title} ({shape[0]} x {shape[1]})")
-            continue
-        gs.tables += grid_tables(grid)
-        if opts.plots:
-            for g in grid.groups:
-                gs.figures.append(Figure(f"grid-{len(gs.figures)}",
-                                         f"{grid.title}: {g} (best cell per row outlined)",
-                                         plots.grid_heatmap(grid, group=g)))
-            for cand in grid.ratio:
-                gs.figures.append(Figure(f"grid-{len(gs.figures)}",
-                                         f"{grid.title}: gain {cand} vs {grid.baseline}",
-                                         plots.grid_heatmap(grid, ratio_for=cand)))
-    more = len(all_grids) - MAX_GRIDS
-    if skipped or more > 0:
-        gs.intro = ("Left out of the report to keep it readable: "
-                    + "; ".join(skipped[:5]) + (" ..." if len(skipped) > 5 else "")
-                    + (f"; {more} more grid(s)" if more > 0 else "")
-                    + ". All grids: mpibench compare --grid ROW COL --format csv.")
-    return gs if gs.tables or gs.intro else None
-
-
-def _single(cells: dict, group: str) -> Comparison:
-    """A Comparison with one set and no tests, so the plots can show a single set."""
-    rows = []
-    for key, by in cells.items():
-        c = by.get(group)
-        if c is None:
-            continue
-        rows.append(Row(key=key, unit=c.unit, better=c.better, cells={group: c}, deltas={}))
-    return Comparison(groups=[group], baseline=group, alpha=0.05, rows=rows, summaries=[],
-                      footnotes=[], verdict="", verdicts={}, run_counts={})
-
-
-def _comparison_table(cmp: Comparison) -> Table:
-    hdr, body, summary_idx = _table_model(cmp)
-    t = Table(title=cmp.title, header=hdr, rows=body, bold_rows=set(summary_idx),
-              notes=list(cmp.footnotes), kind="comparison")
-    t.cell_classes = {}   # type: ignore[attr-defined]
-    # class the "vs" columns by the outcome, for colour
-    show_np = len({r.np for r in cmp.rows}) > 1
-    base_cols = 3 + (1 if show_np else 0)
-    i = 0
-    for r in cmp.rows:
-        for k, cand in enumerate(cmp.candidates):
-            col = base_cols + 2 * k + 1      # per candidate: its value, then "vs"
-            d = r.deltas[cand]
-            cls = {"better": "better", "worse": "worse"}.get(d.direction, "same") \
-                if d.tested else ""
-            t.cell_classes[(i, col)] = cls
-        i += 1
-        if i in summary_idx:
-            i += 1
-    return t
+                  imported=imported_statistics(c for by in cells.values() for c in by.values()))
 
 
 _LEFT_KINDS = ("comparison", "results", "gain", "first-call", "scaling", "cost", "line-rate")

@@ -2,9 +2,11 @@
 
 A section is a key, a title, a builder (Context -> Tables) and two predicates: whether
 `compare` prints it (usually a flag asked for it) and whether `report` includes it (usually:
-it has rows). A new table is one builder and one entry in SECTIONS. The comparison itself
-and each set's results table come first and are built by their callers (they also carry
-plots and the verdict).
+it has rows), its position in the report and, for the report, its figures or a builder of
+its own (report/views.py: the comparison with coloured cells, the plots, the results per
+set, the grids with heatmaps). The list order is `compare`'s; `report_at` is the report's.
+A new table is one builder and one entry in SECTIONS. `compare` prints the comparison and
+the results itself (they are the command's main output, in every format).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 from mpibench.errors import UsageError
 from mpibench.report.model import Comparison
+from mpibench.report.parts import Figure, Part
 from mpibench.report.render import Table
 from mpibench.store import Store
 
@@ -38,6 +41,7 @@ class Options:
     price_per_kwh: float | None = None
     jobs_per_year: float | None = None
     differences: bool = False            # the "what differs between the sets" table
+    plots: bool = True                   # the report's figures
 
 
 @dataclass
@@ -66,6 +70,11 @@ class SectionSpec:
     in_compare: Callable[[Context], bool]
     in_report: Callable[[Context], bool]
     intro: str = ""         # the report's paragraph above the section's tables
+    report_at: int = 0      # position in the report (ascending)
+    # the report's own builder (replaces build + "has rows"); None: nothing to show
+    report: Callable[[Context], Part | None] | None = None
+    # the report's figures for the tables `build` made
+    figures: Callable[[Context, list[Table]], list[Figure]] | None = None
 
 
 def _has_spec(ctx: Context, keys: tuple[str, ...]) -> bool:
@@ -163,6 +172,40 @@ def _profile(ctx: Context) -> list[Table]:
     return report_tables(ctx.store, ctx.groups)
 
 
+def _comparison_part(ctx: Context) -> Part | None:
+    from mpibench.report.views import comparison_part
+
+    return comparison_part(ctx)
+
+
+def _plots_part(ctx: Context) -> Part | None:
+    from mpibench.report.views import plots_part
+
+    return plots_part(ctx)
+
+
+def _results_part(ctx: Context) -> Part | None:
+    from mpibench.report.views import results_part
+
+    return results_part(ctx)
+
+
+def _grids_part(ctx: Context) -> Part | None:
+    from mpibench.report.views import grids_part
+
+    return grids_part(ctx)
+
+
+def _scaling_figures(ctx: Context, tables: list[Table]) -> list[Figure]:
+    from mpibench.report.views import scaling_figures
+
+    return scaling_figures(ctx, tables)
+
+
+def _no_tables(ctx: Context) -> list[Table]:
+    return []
+
+
 def _cost_wanted(ctx: Context) -> bool:
     return (ctx.opts.price_per_node_hour is not None or ctx.opts.power_per_node_w is not None
             or _has_spec(ctx, ("price_per_node_hour", "power_per_node_w")))
@@ -180,47 +223,65 @@ def _decisions(ctx: Context) -> list[Table]:
     return decisions_tables(ctx.store, ctx.groups)
 
 
-# Order = the order compare prints them and the report shows them (after the comparison and
-# the results). The report builds its grids itself (auto-detected, with heatmaps).
+# Order = the order compare prints them (after the comparison and the results); report_at
+# = the order the report shows them in (the gain table right after the comparison, as it
+# reads best). The report builds its grids itself (auto-detected, with heatmaps).
 SECTIONS: list[SectionSpec] = [
+    SectionSpec("comparison", "comparison", "Comparison", _no_tables,
+                in_compare=lambda c: False,     # compare's main output
+                in_report=lambda c: c.cmp is not None,
+                report_at=10, report=_comparison_part),
+    SectionSpec("plots", "plots", "Plots", _no_tables,
+                in_compare=lambda c: False,
+                in_report=lambda c: True,
+                report_at=30, report=_plots_part),
+    SectionSpec("results", "results", "Results per set", _no_tables,
+                in_compare=lambda c: False,     # compare --results
+                in_report=lambda c: True,
+                report_at=40, report=_results_part),
     SectionSpec("plan", "plan", "Launches needed", _plan,
                 in_compare=lambda c: c.opts.detect is not None,
-                in_report=lambda c: c.opts.detect is not None and c.cmp is not None),
+                in_report=lambda c: c.opts.detect is not None and c.cmp is not None,
+                report_at=50),
     SectionSpec("gain_table", "gain", "Gain table", _gain,
                 in_compare=lambda c: c.opts.gain_table,
-                in_report=lambda c: c.cmp is not None),
+                in_report=lambda c: c.cmp is not None,
+                report_at=20),
     SectionSpec("line_rate", "line-rate", "Line rate", _line_rate,
                 in_compare=lambda c: c.opts.line_rate is not None
                 or _has_spec(c, ("line_rate_bps", "line_rate")),
-                in_report=lambda c: True),
+                in_report=lambda c: True, report_at=60),
     SectionSpec("first_call", "first-call", "First call vs steady state", _first_call,
                 in_compare=lambda c: c.opts.first_call or c.opts.mean_std,
-                in_report=lambda c: True),
+                in_report=lambda c: True, report_at=70),
     SectionSpec("grid", "grids", "Grids", _grids,
                 in_compare=lambda c: c.opts.grid is not None,
-                in_report=lambda c: True),      # the report's own (auto-detected, heatmaps)
+                in_report=lambda c: True,       # the report's own (auto-detected, heatmaps)
+                report_at=80, report=_grids_part),
     SectionSpec("scaling", "scaling", "Scaling", _scaling,
                 in_compare=lambda c: c.opts.scaling,
-                in_report=lambda c: True),
+                in_report=lambda c: True, report_at=90, figures=_scaling_figures),
     SectionSpec("profile", "profile", "MPI profile", _profile,
                 in_compare=lambda c: False,     # mpibench profile --show prints them
-                in_report=lambda c: True,
+                in_report=lambda c: True, report_at=100,
                 intro="From the PMPI profiler's per-rank counters of every profiled launch "
                       "(docs/profiler.md): columns are sets at one np; a message is one call "
                       "of a function that moves data, on the rank that made it."),
     SectionSpec("cost", "cost", "Cost and energy", _cost,
                 in_compare=_cost_wanted,
-                in_report=lambda c: True),
+                in_report=lambda c: True, report_at=110),
     SectionSpec("differences", "differences", "What differs between the sets", _differences,
                 in_compare=lambda c: c.opts.differences and len(c.groups) > 1,
-                in_report=lambda c: len(c.groups) > 1),
+                in_report=lambda c: len(c.groups) > 1, report_at=120),
     SectionSpec("decisions", "decisions", "Launches where they decide", _decisions,
                 in_compare=lambda c: False,     # `campaign status` prints them
-                in_report=lambda c: True),      # only a repeats = "decide" campaign has rows
+                in_report=lambda c: True,       # only a repeats = "decide" campaign has rows
+                report_at=130),
     SectionSpec("projection", "projection", "Yearly projection", _projection,
                 in_compare=lambda c: bool(c.opts.jobs_per_year)
                 or _has_spec(c, ("jobs_per_year",)),
-                in_report=lambda c: False),     # the report shows it in the cost section
+                in_report=lambda c: False,      # the report shows it in the cost section
+                report_at=140),
 ]
 
 
@@ -244,21 +305,21 @@ def compare_tables(ctx: Context) -> list[tuple[str, Table]]:
     return out
 
 
-def report_sections(ctx: Context, own: Mapping[str, Callable[[Context], Any]] | None = None
-                    ) -> list[tuple[SectionSpec, Any]]:
-    """(section, its tables with rows) of every section the report includes, in SECTIONS
-    order; `own` maps a key to the report's own builder for it (grids with heatmaps)."""
-    own = own or {}
+def report_sections(ctx: Context) -> list[tuple[SectionSpec, Part]]:
+    """(section, what it shows) of every section the report includes, in report_at order:
+    a section's own report builder, else its tables with rows and their figures."""
     out = []
-    for s in SECTIONS:
+    for s in sorted(SECTIONS, key=lambda s: s.report_at):
         if not s.in_report(ctx):
             continue
-        if s.key in own:
-            out.append((s, own[s.key](ctx)))
-            continue
-        tables = [t for t in s.build(ctx) if t.rows]
-        if tables:
-            out.append((s, tables))
+        if s.report is not None:
+            part = s.report(ctx)
+        else:
+            tables = [t for t in s.build(ctx) if t.rows]
+            part = Part(tables=tables,
+                        figures=s.figures(ctx, tables) if s.figures and tables else [])
+        if part is not None and (part.tables or part.figures or part.intro):
+            out.append((s, part))
     return out
 
 
