@@ -191,6 +191,19 @@ def test_grids_keep_tools_apart(tmp_path):
     store.close()
 
 
+def test_grids_never_divide_a_median_by_an_imported_mean(tmp_path):
+    """Issue 21 item 7: a grid's ratio is refused between the core's launch medians and a
+    suite's imported means (the same positions, one set each); with --statistic mean both
+    sides show a mean and the ratio is there."""
+    store, groups = _core_and_osu_store(tmp_path / "m.db")
+    by_tool = {"a/core": groups["a"][:3], "a/osu": groups["a"][3:]}
+    for statistic, divided in (("median", False), ("mean", True)):
+        gl = grids(store, by_tool, "size", "np", baseline="a/core", statistic=statistic)
+        ratios = [r for g in gl for r in g.ratio.get("a/osu", {}).values()]
+        assert ratios and all((r is not None) == divided for r in ratios), statistic
+    store.close()
+
+
 # --- 23.3 / 21.7: scaling ---------------------------------------------------------------
 
 def test_scaling_never_divides_a_median_by_an_imported_mean(tmp_path):
