@@ -111,3 +111,25 @@ def test_budget_auto_parses_and_a_bad_value_names_the_key(tmp_path):
     with pytest.raises(UsageError, match=re.escape("campaign.budget")) as e:
         load(p)
     assert '"auto"' in str(e.value)
+
+
+def test_decide_plans_the_maximum_and_keeps_its_design(tmp_path):
+    spec = _spec(tmp_path, '"decide"')
+    assert spec.auto == AutoRepeats(3, 12, until="decided", step=3) and spec.repeats == 12
+    assert len(expand(spec)) == 2 * 12
+    spec = _spec(tmp_path, '{ until = "decided", min = 2, max = 7, step = 2 }')
+    assert spec.to_dict()["repeats_auto"] == {"until": "decided", "min": 2, "max": 7, "step": 2}
+    d = spec.auto.design(0.05)
+    assert d.looks() == [2, 4, 6, 7] and d.margin == 0.05
+
+
+@pytest.mark.parametrize("bad, words", [
+    ('{ until = "bored" }', 'until = "decided"'),
+    ('{ until = "decided", step = 0 }', "step as an integer >= 1"),
+    ('{ until = "decided", target = "5%" }', "only the keys max, min, step, until"),
+    ('{ step = 2 }', "only the keys max, min, target, until"),
+])
+def test_bad_decide_repeats_name_the_key(tmp_path, bad, words):
+    with pytest.raises(UsageError, match=re.escape("campaign.repeats")) as e:
+        _spec(tmp_path, bad)
+    assert words in str(e.value)
