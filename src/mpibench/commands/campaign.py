@@ -272,6 +272,11 @@ def _run(args, spec, resume: bool) -> int:
             con.print(f"campaign {escape(spec.name)}: {len(spec.variants)} variant(s), "
                       f"{len(spec.groups)} group(s), {len(cells)} cell(s), order {spec.order}"
                       + seed_note)
+            if spec.auto is not None and spec.auto.until == "decided":
+                looks = spec.auto.design(spec.equivalence).looks()
+                con.print(f'repeats = "decide": up to {spec.auto.max} rounds; after rounds '
+                          f"{', '.join(map(str, looks[:-1])) or '-'} only the group points "
+                          "with an undecided cell run the next ones")
             for c in cells[:50]:
                 con.print(f"  {c.seq:5d}  {c.id}  {escape(c.label)}")
             if len(cells) > 50:
