@@ -11,7 +11,7 @@ import pytest
 
 from mpibench.report.compare_view import render
 from mpibench.report.cost import cheaper_side, cost_table
-from mpibench.report.data import Cell, load_cells
+from mpibench.report.data import ResultCell, load_cells
 from mpibench.report.grids import grids
 from mpibench.report.judge import compare_groups
 from mpibench.report.rules import (
@@ -43,8 +43,8 @@ def test_row_rule_finished_runs_and_ok_rows_only():
 
 def _cell(group="a", *, statistic="median", no_samples=False, metric="time", unit="us",
           better="lower", bench="PingPong", status="ok", values=(1.0, 1.1, 0.9),
-          key_tool=None) -> Cell:
-    c = Cell(group=group, benchmark=bench, size=8, np=2, params={}, metric=metric, unit=unit,
+          key_tool=None) -> ResultCell:
+    c = ResultCell(group=group, benchmark=bench, size=8, np=2, params={}, metric=metric, unit=unit,
              better=better, statistic=statistic, status=status, no_samples=no_samples,
              key_tool=key_tool)
     if status == "ok":

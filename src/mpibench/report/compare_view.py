@@ -10,7 +10,7 @@ from typing import Any
 from mpibench.errors import UsageError
 from mpibench.report import render as render_mod
 from mpibench.report.data import (
-    Cell,
+    ResultCell,
     fmt_num,
     statistic_legend,
 )
@@ -31,7 +31,7 @@ from mpibench.report.render import (
 from mpibench.stats import launch as launch_stats
 
 
-def _fmt_side(c: Cell | None) -> str:
+def _fmt_side(c: ResultCell | None) -> str:
     if c is None:
         return ""
     if c.status != "ok":
@@ -58,7 +58,7 @@ def pct_of_base(d: Delta, better: str) -> tuple[float | None, float | None, floa
             None if d.ci_high is None else 100.0 * d.ci_high)
 
 
-def _fmt_pct(d: Delta, better: str, c: Cell | None) -> str:
+def _fmt_pct(d: Delta, better: str, c: ResultCell | None) -> str:
     pct, lo, hi = pct_of_base(d, better)
     if pct is None:
         return _fmt_side(c)

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from mpibench.report.data import (
-    Cell,
+    ResultCell,
     fmt_num,
     fmt_params,
     load_cells,
@@ -98,10 +98,10 @@ def cost_table(store: Store, groups: Mapping[str, list[str]], *,
     return t
 
 
-def _application_cells(cells: dict) -> dict[tuple, dict[str, dict[str, Cell]]]:
+def _application_cells(cells: dict) -> dict[tuple, dict[str, dict[str, ResultCell]]]:
     """{(benchmark title, np, params_key): {set: {metric: cell}}} of the ok application
     cells, across metrics (a figure of merit and a wall time of one cell)."""
-    apps: dict[tuple, dict[str, dict[str, Cell]]] = defaultdict(lambda: defaultdict(dict))
+    apps: dict[tuple, dict[str, dict[str, ResultCell]]] = defaultdict(lambda: defaultdict(dict))
     for key, by_group in cells.items():
         # profile:* rows describe the application's own launches (profile = true): they
         # are not more jobs to price
@@ -131,7 +131,7 @@ class _Costing:
         energy = nodes * hours * self.power if (hours and self.power is not None) else None
         return cost, energy
 
-    def nodes(self, params: Mapping[str, Any], any_cell: Cell) -> Any:
+    def nodes(self, params: Mapping[str, Any], any_cell: ResultCell) -> Any:
         nodes = params.get("nodes")
         if nodes is None and any_cell.runs_used:
             if self.spec_nodes is None:         # one query for every run, on first need
@@ -142,7 +142,7 @@ class _Costing:
         return nodes
 
     def app_rows(self, t: Table, bench: str, np_: Any, params: dict[str, Any],
-                 per_group: Mapping[str, dict[str, Cell]], order: list[str], baseline: str,
+                 per_group: Mapping[str, dict[str, ResultCell]], order: list[str], baseline: str,
                  savings: dict[str, list[float]], many_np: bool) -> None:
         """One application cell's rows (one per set), and each candidate's saving."""
         price, power = self.price, self.power

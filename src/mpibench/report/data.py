@@ -182,7 +182,7 @@ def bench_sort_key(name: str) -> tuple[int, str]:
 
 
 @dataclass
-class Cell:
+class ResultCell:
     group: str
     benchmark: str
     size: int | None
@@ -325,8 +325,8 @@ def check_statistic(statistic: str) -> str:
 
 def load_cells(store: Store, groups: Mapping[str, list[str]], *,
                with_samples: bool = True, statistic: str = "median"
-               ) -> dict[CellKey, dict[str, Cell]]:
-    """{cell key: {group: Cell}} for every cell any group has (keys: rules.CellKey).
+               ) -> dict[CellKey, dict[str, ResultCell]]:
+    """{cell key: {group: ResultCell}} for every cell any group has (keys: rules.CellKey).
     statistic: each launch's statistic (median or mean of its samples).
 
     A set never pools two tools' rows into one cell: where one set measured a cell with
@@ -364,8 +364,8 @@ def load_cells(store: Store, groups: Mapping[str, list[str]], *,
         for g, rows in by_group.items():
             for r in rows:
                 merged[CellKey(*key, r.get("tool") if split else None)][g].append(r)
-    out: dict[CellKey, dict[str, Cell]] = {}
-    pending: list[tuple[Cell, list[dict]]] = []
+    out: dict[CellKey, dict[str, ResultCell]] = {}
+    pending: list[tuple[ResultCell, list[dict]]] = []
     for key in sorted(merged, key=_cell_sort_key):
         out[key] = by_group = {}
         for g, rows in merged[key].items():
@@ -389,14 +389,14 @@ def _num(v: Any) -> float | None:
 
 
 def pool(group: str, rows: list[dict], *,
-         _defer: list[tuple[Cell, list[dict]]] | None = None,
-         statistic: str = "median") -> Cell:
+         _defer: list[tuple[ResultCell, list[dict]]] | None = None,
+         statistic: str = "median") -> ResultCell:
     """Pool one group's rows of one cell (see module docstring for the policy).
 
     _defer: a list that receives (cell, rows used) instead of summarizing the pooled samples
     here; load_cells summarizes them all in one batch and then calls _finish."""
     first = rows[0]
-    cell = Cell(group=group, benchmark=first["benchmark"], size=first["size"], np=first["np"],
+    cell = ResultCell(group=group, benchmark=first["benchmark"], size=first["size"], np=first["np"],
                 params=first["params"] or {}, metric=first["metric"],
                 unit=first["unit"], better=first["better"], statistic=first["statistic"],
                 requested=statistic, tool=first.get("tool"))
@@ -494,11 +494,11 @@ def pool(group: str, rows: list[dict], *,
     return cell
 
 
-def _finish(cell: Cell, used: list[dict], summary: dict[str, Any] | None) -> None:
+def _finish(cell: ResultCell, used: list[dict], summary: dict[str, Any] | None) -> None:
     """Set the pooled samples' summary (None: stored summaries, already set) and the
     bandwidths, which follow the statistic shown."""
     if summary is not None:
-        cell.__dict__.update(summary)      # SUMMARY_KEYS are Cell fields
+        cell.__dict__.update(summary)      # SUMMARY_KEYS are ResultCell fields
         if len(used) > 1:
             # a pooled order-statistic CI mixes launches: it is no one's within-launch CI
             cell.ci_low = cell.ci_high = None
@@ -564,12 +564,12 @@ def fmt_num(v: float | None, digits: int = 4) -> str:
     return f"{v:.{decimals}f}"
 
 
-def cell_label(cell_or_key: Cell | tuple) -> str:
+def cell_label(cell_or_key: ResultCell | tuple) -> str:
     """Size for message-size cells, 'k=v ...' for application cells, np appended if set."""
     if isinstance(cell_or_key, tuple):
         key = CellKey(*cell_or_key)
         size, params = key.size, key.params
-    else:                      # a Cell, or anything with size and params (a compare Row)
+    else:                      # a ResultCell, or anything with size and params (a compare Row)
         size, params = cell_or_key.size, cell_or_key.params
     parts = []
     if size is not None:
@@ -579,7 +579,7 @@ def cell_label(cell_or_key: Cell | tuple) -> str:
     return " ".join(parts) if parts else "-"
 
 
-def imported_statistics(cells: Iterable[Cell]) -> list[str]:
+def imported_statistics(cells: Iterable[ResultCell]) -> list[str]:
     """The statistics of rows shown without samples (imported tables: IMB t[usec]/t_avg,
     OSU/nccl-tests averages, NetPIPE min), sorted; empty when every value is a median."""
     return sorted({c.shown_statistic for c in cells
@@ -599,13 +599,13 @@ def imported_clause_for(statistics: list[str]) -> str:
             "compared only with the same statistic)")
 
 
-def imported_clause(cells: Iterable[Cell]) -> str:
+def imported_clause(cells: Iterable[ResultCell]) -> str:
     """'' when every value is a median, else e.g. "imported rows: the tool's own mean, no
     samples, untested" - appended to captions that describe the median."""
     return imported_clause_for(imported_statistics(cells))
 
 
-def statistic_legend(cells: Iterable[Cell], what: str = "value", unit: str | None = None,
+def statistic_legend(cells: Iterable[ResultCell], what: str = "value", unit: str | None = None,
                      *, median: str | None = None) -> str:
     """What a value column holds, for captions: 'time = median (us)', or when imported rows
     are present, which statistic those are and that they were never tested, e.g.

@@ -15,7 +15,7 @@ import numpy as np
 
 from mpibench import stats
 from mpibench.report.data import (
-    Cell,
+    ResultCell,
     bench_sort_key,
     fmt_num,
     fmt_params,
@@ -35,7 +35,7 @@ from mpibench.store.report_queries import (
 )
 
 
-def _param_value(cell: Cell, name: str) -> Any:
+def _param_value(cell: ResultCell, name: str) -> Any:
     if name == "np":
         return cell.np
     if name == "size":
@@ -63,7 +63,7 @@ class Grid:
     fixed: dict[str, Any]                   # other params held constant in this grid
     row_values: list[Any]
     col_values: list[Any]
-    cells: dict[str, dict[tuple[Any, Any], Cell]]     # group -> (row, col) -> cell
+    cells: dict[str, dict[tuple[Any, Any], ResultCell]]     # group -> (row, col) -> cell
     best: dict[str, dict[Any, Any]]                   # group -> row -> best col
     ratio: dict[str, dict[tuple[Any, Any], float | None]]   # candidate -> gain per cell
     significant: dict[str, dict[tuple[Any, Any], bool | None]]
@@ -76,7 +76,7 @@ class Grid:
     # group -> positions whose launches all failed (no ok cell): shown as "x", never blank
     failed: dict[str, set[tuple[Any, Any]]] = field(default_factory=dict)
 
-    def shown(self, c: Cell) -> tuple[float | None, float | None]:
+    def shown(self, c: ResultCell) -> tuple[float | None, float | None]:
         """A cell's value and spread as the grid shows them: with statistic 'mean' the
         arithmetic mean of the launch means and their standard deviation (the VASP seed's
         "mean of 3"), else the set's estimate (geometric mean of launch statistics) and None."""
@@ -107,7 +107,7 @@ def grids(store: Store, groups: Mapping[str, list[str]], row_param: str, col_par
     order = list(groups)
     baseline = baseline or order[0]
     cells = cells if cells is not None else load_cells(store, groups, statistic=statistic)
-    buckets: dict[tuple, dict[str, dict[tuple, Cell]]] = defaultdict(lambda: defaultdict(dict))
+    buckets: dict[tuple, dict[str, dict[tuple, ResultCell]]] = defaultdict(lambda: defaultdict(dict))
     for key, by_group in cells.items():
         bench, size, m = key.title, key.size, key.metric
         if metric is not None and m != metric:
@@ -191,7 +191,7 @@ def grids(store: Store, groups: Mapping[str, list[str]], row_param: str, col_par
     return out
 
 
-def _shown_value(c: Cell, statistic: str) -> float | None:
+def _shown_value(c: ResultCell, statistic: str) -> float | None:
     if statistic == "mean" and c.launch_values:
         return float(np.mean(c.launch_values))
     return c.value

@@ -7,7 +7,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 
 from mpibench.report.data import (
-    Cell,
+    ResultCell,
     bench_sort_key,
     fmt_num,
     fmt_size,
@@ -57,7 +57,7 @@ def line_rate_table(store: Store, groups: Mapping[str, list[str]],
         if rate is None:
             rate = _spec_value(store, ids, ("line_rate_bps", "line_rate"))
         bps = parse_rate(rate) if rate is not None else None
-        per_bench: dict[tuple[str, int | None], list[Cell]] = defaultdict(list)
+        per_bench: dict[tuple[str, int | None], list[ResultCell]] = defaultdict(list)
         for by_group in cells.values():
             c = by_group.get(g)
             if c and c.status == "ok" and c.size and (c.busbw_mbps or c.bandwidth_mbps):
@@ -67,7 +67,7 @@ def line_rate_table(store: Store, groups: Mapping[str, list[str]],
             cs = sorted(per_bench[(bench, np_)], key=lambda c: c.size)
             use_bus = any(c.busbw_mbps for c in cs)
 
-            def bw(c: Cell, use_bus: bool = use_bus) -> float:
+            def bw(c: ResultCell, use_bus: bool = use_bus) -> float:
                 return (c.busbw_mbps if use_bus else c.bandwidth_mbps) or 0.0
 
             peak = max(cs, key=bw)

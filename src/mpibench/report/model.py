@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mpibench.report.data import (
-    Cell,
+    ResultCell,
     cell_label,
 )
 from mpibench.report.rules import CellKey
@@ -85,7 +85,7 @@ class Row:
     key: CellKey
     unit: str
     better: str
-    cells: dict[str, Cell]                 # group -> cell (missing groups absent)
+    cells: dict[str, ResultCell]                 # group -> cell (missing groups absent)
     deltas: dict[str, Delta]               # candidate group -> delta
     notes: list[int] = field(default_factory=list)
 

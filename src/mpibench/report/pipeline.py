@@ -21,14 +21,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mpibench.errors import UsageError
-from mpibench.report.data import Cell, fmt_size, load_cells
+from mpibench.report.data import ResultCell, fmt_size, load_cells
 from mpibench.report.judge import compare_groups, transport_lines
 from mpibench.report.model import Comparison
 from mpibench.report.rules import CellKey
 from mpibench.report.sections import Context, Options
 from mpibench.store import Store
 
-Cells = dict[CellKey, dict[str, Cell]]
+Cells = dict[CellKey, dict[str, ResultCell]]
 
 
 @dataclass

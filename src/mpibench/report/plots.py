@@ -15,7 +15,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from mpibench.files import write_file
-from mpibench.report.data import Cell, fmt_params, fmt_size, imported_statistics
+from mpibench.report.data import ResultCell, fmt_params, fmt_size, imported_statistics
 from mpibench.report.model import Comparison
 
 # Figures are built with matplotlib.figure.Figure (no pyplot): no global backend switch, no
@@ -86,7 +86,7 @@ def _size_ticks(ax, sizes: list[int]) -> None:
 def _series(cmp: Comparison, bench: str, metric: str = "time"):
     """(group, np) -> cells of this benchmark sorted by size (message-size cells only).
     bench: the row's title (the benchmark, with the tool where the cell key has one)."""
-    out: dict[tuple[str, int | None], list[Cell]] = {}
+    out: dict[tuple[str, int | None], list[ResultCell]] = {}
     for r in cmp.rows:
         if r.title != bench or r.metric != metric or not r.key.at_message_size:
             continue

@@ -10,7 +10,7 @@ from typing import Any
 from mpibench.errors import UsageError
 from mpibench.report import render as render_mod
 from mpibench.report.data import (
-    Cell,
+    ResultCell,
     cell_label,
     fmt_num,
     imported_clause,
@@ -28,18 +28,18 @@ RESULT_COLUMNS = ["benchmark", "size/cell", "np", "n", "median", "±CI", "within
                   "busbw MB/s", "first", "launches", "stop"]
 
 
-def result_cells(store: Store, run_ids: list[str]) -> list[Cell]:
+def result_cells(store: Store, run_ids: list[str]) -> list[ResultCell]:
     return list(c for by in load_cells(store, {"_": list(run_ids)}).values() for c in by.values())
 
 
-def _launch_spread(c: Cell) -> str:
+def _launch_spread(c: ResultCell) -> str:
     k = len(c.runs_used)
     if k >= 2 and c.launch_medians:
         return f"{k} ({fmt_num(min(c.launch_medians))}–{fmt_num(max(c.launch_medians))})"
     return str(k)
 
 
-def results_records(cells: list[Cell]) -> list[dict[str, Any]]:
+def results_records(cells: list[ResultCell]) -> list[dict[str, Any]]:
     out = []
     for c in cells:
         out.append(clean_json({
@@ -61,7 +61,7 @@ def results_records(cells: list[Cell]) -> list[dict[str, Any]]:
     return out
 
 
-def _results_table(cells: list[Cell]) -> tuple[list[str], list[list[str]], list[str]]:
+def _results_table(cells: list[ResultCell]) -> tuple[list[str], list[list[str]], list[str]]:
     notes: list[str] = []
     body = []
     prev = None
@@ -99,13 +99,13 @@ def _results_table(cells: list[Cell]) -> tuple[list[str], list[list[str]], list[
     return RESULT_COLUMNS, body, notes
 
 
-def results_obj(cells: list[Cell], title: str, runs: int) -> dict[str, Any]:
+def results_obj(cells: list[ResultCell], title: str, runs: int) -> dict[str, Any]:
     """One set's results as the JSON object render_results(..., "json") prints."""
     return {"title": title, "runs": runs, "rows": results_records(cells)}
 
 
 def render_results(store: Store, run_ids: list[str], fmt: str = "terminal", *,
-                   title: str | None = None, cells: list[Cell] | None = None) -> str:
+                   title: str | None = None, cells: list[ResultCell] | None = None) -> str:
     """Per-stack table of one result set (runs pooled per cell as in compare_groups).
     `cells` (already pooled, e.g. filtered) skips reading the store."""
     cells = cells if cells is not None else result_cells(store, run_ids)

@@ -31,7 +31,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:  # pragma: no cover
-    from mpibench.report.data import Cell
+    from mpibench.report.data import ResultCell
 
 PROFILE_PREFIX = "profile:"
 SIZE_HISTOGRAM = "profile:sizes"
@@ -161,7 +161,7 @@ def why_unusable(row: Mapping[str, Any]) -> tuple[str, str | None] | None:
     return None
 
 
-def why_not_comparable(a: Cell, b: Cell) -> str | None:
+def why_not_comparable(a: ResultCell, b: ResultCell) -> str | None:
     """The comparability rule. None when cells a and b may meet in a ratio; else one line
     saying why not (used as the footnote of the missing figure)."""
     for c in (a, b):
@@ -185,7 +185,7 @@ def why_not_comparable(a: Cell, b: Cell) -> str | None:
     return None
 
 
-def comparable(a: Cell, b: Cell) -> bool:
+def comparable(a: ResultCell, b: ResultCell) -> bool:
     return why_not_comparable(a, b) is None
 
 

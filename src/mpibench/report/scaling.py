@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mpibench.report.data import (
-    Cell,
+    ResultCell,
     bench_sort_key,
     fmt_num,
     fmt_params,
@@ -38,7 +38,7 @@ def scaling_table(store: Store, groups: Mapping[str, list[str]], *, by: str | No
     cells = cells if cells is not None else load_cells(store, groups, with_samples=False)
     if include_sizes is None:
         include_sizes = all(k[1] is not None for k in cells)
-    series: dict[tuple, dict[Any, Cell]] = defaultdict(dict)
+    series: dict[tuple, dict[Any, ResultCell]] = defaultdict(dict)
     chosen_by = by
     for by_group in cells.values():
         for g, c in by_group.items():
@@ -123,7 +123,7 @@ def scaling_table(store: Store, groups: Mapping[str, list[str]], *, by: str | No
     return t
 
 
-def _speedup(c0: Cell, c: Cell) -> tuple[float | None, launch_stats.LaunchTest | None]:
+def _speedup(c0: ResultCell, c: ResultCell) -> tuple[float | None, launch_stats.LaunchTest | None]:
     """(speedup of c against the series' first cell c0, the launch-level test): None when
     the two may not be compared (rules.why_not_comparable: a median never against an
     imported mean, a failed cell never)."""
