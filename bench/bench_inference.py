@@ -113,7 +113,7 @@ def main(argv: list[str]) -> int:
         cmps = [S.run_compare(db, rng, compare_groups, **{**common, **kw}, launches=5,
                               effect=math.log(1.1)) for _ in range(max(10, reps // 2))]
         t = S.tally(cmps, true_gain=1.1)
-        verdict = float(np.mean([c.kinds["b"] == "better" for c in cmps]))
+        verdict = float(np.mean([c.outcomes["b"] == "better" for c in cmps]))
         power[label] = t["cell_rate"]
         print(f"  {label}: cells significant after Holm {100 * t['cell_rate']:.1f}% "
               f"(unadjusted {100 * t['cell_raw']:.1f}%), verdict 'better' "
@@ -142,7 +142,7 @@ def main(argv: list[str]) -> int:
         cmps = [S.run_compare(db, rng, compare_groups, equivalence=0.05, **{**common, "sigma_l": 0.02},
                               launches=5, effect=eff) for _ in range(max(10, reps // 2))]
         t = S.tally(cmps, true_gain=math.exp(eff))
-        kinds = float(np.mean([c.kinds["b"] == "equivalent" for c in cmps]))
+        kinds = float(np.mean([c.outcomes["b"] == "equivalent" for c in cmps]))
         print(f"  {label}: cells equivalent {100 * t['equivalent']:.1f}%, verdict "
               f"'equivalent' {100 * kinds:.1f}%", flush=True)
     print("  targets: identical >= 80% of cells; a real 10% difference <= 5%")

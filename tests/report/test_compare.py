@@ -55,7 +55,7 @@ def test_shift_is_significant_identical_is_tilde(two):
     line = next(x for x in text.splitlines() if x.strip().startswith("1 ") or " 1 " in x[:30])
     assert "~" in line and "p=" in line and "n=3+3" in line
     assert "fast is better" in cmp.verdict and "13 better" in cmp.verdict
-    assert cmp.kinds["fast"] == "better" and cmp.overall["fast"].ci_low > 1.0
+    assert cmp.outcomes["fast"] == "better" and cmp.overall["fast"].ci_low > 1.0
 
 
 def test_reversed_baseline_flips_gain_and_sign(two):
@@ -130,7 +130,7 @@ def test_too_few_samples_footnote(tmp_path):
     d = cmp.rows[0].deltas["b"]
     assert not d.tested and not d.significant and d.gain < 1 and d.ci_low is None
     assert any("one launch per side decides nothing" in f for f in cmp.footnotes)
-    assert "cannot tell" in cmp.verdict and cmp.kinds["b"] == "cannot tell"
+    assert "cannot tell" in cmp.verdict and cmp.outcomes["b"] == "cannot tell"
     text = render(cmp, "terminal")
     assert "cannot tell" in text and "n=1+1" in text and "[1]" in text
     store.close()
@@ -241,7 +241,7 @@ def test_interleaved_launches_are_not_significant(tmp_path):
                               cmp.rows[0].cells["b"].samples) < 0.001     # pooled: "yes"
     assert d.tested and not d.significant and d.p > 0.3
     assert d.ci_low < 1.0 < d.ci_high
-    assert cmp.kinds["b"] == "same"
+    assert cmp.outcomes["b"] == "same"
     store.close()
 
 
@@ -427,7 +427,7 @@ def test_set_without_common_cells_gets_one_footnote_not_a_column(tmp_path):
     assert not any("no result for this cell" in f for f in cmp.footnotes)
     assert cmp.verdicts["gmx"].startswith("gmx vs base: nothing to compare")
     # 2+2 launches, Holm over every p shown (14 cells, 2 geomean rows, the verdict)
-    assert cmp.kinds["fast"] in ("better", "same")
+    assert cmp.outcomes["fast"] in ("better", "same")
     for fmt in ("terminal", "markdown"):
         out = render(cmp, fmt)
         header = next(x for x in out.splitlines() if "benchmark" in x and "size/cell" in x)

@@ -28,7 +28,7 @@ def _cmp(tmp_path, effect: float, equivalence):
 
 def test_identical_variants_are_equivalent_within_the_margin(tmp_path):
     cmp = _cmp(tmp_path, 0.0, 0.02)
-    assert cmp.kinds["b"] == "equivalent"
+    assert cmp.outcomes["b"] == "equivalent"
     assert "equivalent to a within ±2% overall (TOST" in cmp.verdicts["b"]
     ds = [r.deltas["b"] for r in cmp.rows]
     assert sum(d.equivalent for d in ds) >= 3
@@ -41,13 +41,13 @@ def test_identical_variants_are_equivalent_within_the_margin(tmp_path):
 
 def test_a_real_difference_is_not_equivalent(tmp_path):
     cmp = _cmp(tmp_path, math.log(1.10), 0.02)
-    assert cmp.kinds["b"] == "better"
+    assert cmp.outcomes["b"] == "better"
     assert not any(r.deltas["b"].equivalent for r in cmp.rows)
 
 
 def test_without_a_margin_nothing_is_called_the_same(tmp_path):
     cmp = _cmp(tmp_path, 0.0, None)
-    assert cmp.kinds["b"] == "same"
+    assert cmp.outcomes["b"] == "same"
     assert "no significant overall difference" in cmp.verdicts["b"]
     assert "equivalent" not in cmp.verdicts["b"]
 

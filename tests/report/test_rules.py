@@ -119,7 +119,7 @@ def test_rows_of_failed_launches_are_never_a_value(tmp_path):
     assert any("osu_alltoall: exit status 1" in f for f in cmp.footnotes)
     text = render(cmp, "terminal")
     assert "failed" in text and "(mean)" in text      # a's values, b's failure
-    assert cmp.kinds["b"] == "nothing"
+    assert cmp.outcomes["b"] == "nothing"
     # one failed launch among three: the other two make the value, and a footnote says so
     _fail_runs(store, ga[:1], "timeout")
     cells = load_cells(store, {"a": ga})
@@ -172,7 +172,7 @@ def test_core_and_suite_rows_of_one_variant_are_separate_cells(tmp_path):
     assert summaries[("Alltoall", "core")].geomean["b"] == pytest.approx(1.25, rel=0.02)
     assert summaries[("Alltoall", "osu")].geomean["b"] == pytest.approx(1 / 1.2, rel=0.02)
     # the verdict is one tool's: the core's, and it says the suite's rows are apart
-    assert cmp.kinds["b"] == "better" and "core rows only" in cmp.verdict
+    assert cmp.outcomes["b"] == "better" and "core rows only" in cmp.verdict
     assert cmp.overall["b"].n_base == 3
     text = render(cmp, "terminal")
     assert "Alltoall (core)" in text and "Alltoall (osu)" in text

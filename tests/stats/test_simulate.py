@@ -45,7 +45,7 @@ def test_a_real_difference_is_found(tmp_path):
                           effect=np.log(1.2), n_samples=(30, 60)) for _ in range(10)]
     t = S.tally(cmps, true_gain=1.2)
     assert t["cell_rate"] >= 0.6
-    assert all(c.kinds["b"] == "better" for c in cmps)
+    assert all(c.outcomes["b"] == "better" for c in cmps)
     assert 0.85 <= t["coverage"] <= 1.0
 
 
@@ -54,4 +54,4 @@ def test_one_launch_per_side_decides_nothing(tmp_path):
     cmp = S.run_compare(tmp_path / "one.db", rng, compare_groups, launches=1, sigma_l=0.3,
                         effect=np.log(1.5), n_samples=(300, 500))
     assert not any(r.deltas["b"].tested for r in cmp.rows)
-    assert cmp.kinds["b"] == "cannot tell"
+    assert cmp.outcomes["b"] == "cannot tell"

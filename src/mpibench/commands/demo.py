@@ -126,7 +126,7 @@ def aa_summary(store_path, groups: dict[str, list[str]]) -> str:
     naive = int((np.asarray(pooled) <= 0.05).sum())
     launches = cmp.run_counts
     equiv = sum(r.deltas[cand].equivalent for r in rows)
-    kind = cmp.kinds.get(cand)
+    kind = cmp.outcomes.get(cand)
     said = (f"equivalent within ±{100 * AA_MARGIN:g}% overall (TOST)" if kind == "equivalent"
             else f"{kind}, not shown equivalent within ±{100 * AA_MARGIN:g}% (more launches "
             "would narrow the CI)")

@@ -162,7 +162,7 @@ def to_json_obj(cmp: Comparison) -> dict[str, Any]:
                         "p_equivalence": (t.tost(cmp.equivalence) if cmp.equivalence
                                           else None),
                         "base_launches": t.n_base, "cand_launches": t.n_cand,
-                        "verdict": cmp.kinds.get(c)} for c, t in cmp.overall.items()},
+                        "verdict": cmp.outcomes.get(c)} for c, t in cmp.overall.items()},
         "test": "t on the logs of the launch statistics (one value per launch); a "
                 "benchmark's sizes pool their between-launch spread (launch effect shared "
                 "by the sizes + size-specific part, stats.launch.compare_cells); Welch df, "

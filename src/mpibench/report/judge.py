@@ -96,14 +96,14 @@ def compare_groups(store: Store, groups: Mapping[str, list[str]], baseline: str,
     summaries = _summaries(rows, baseline, order[1:], alpha)
     overall_p_adj, family = _adjust_all(rows, summaries, overall, alpha, block_of)
     _count_decisions(rows, summaries)
-    kinds, verdicts = _verdicts(vrows, others, baseline, order[1:], not_compared, alpha,
+    outcomes, verdicts = _verdicts(vrows, others, baseline, order[1:], not_compared, alpha,
                                 overall, overall_p_adj, equivalence, family, set_marks)
     return Comparison(groups=order, baseline=baseline, alpha=alpha, rows=rows,
                       summaries=summaries, footnotes=notes.texts,
                       verdict="; ".join(verdicts.values()), verdicts=verdicts,
                       run_counts={g: len(ids) for g, ids in groups.items()}, title=title,
                       warnings=warnings, set_marks=set_marks, not_compared=not_compared,
-                      overall=overall, kinds=kinds, statistic=statistic,
+                      overall=overall, outcomes=outcomes, statistic=statistic,
                       overall_p_adj=overall_p_adj, equivalence=equivalence)
 
 
@@ -293,20 +293,20 @@ def _verdicts(vrows: list[Row], others: list[str], baseline: str, candidates: li
               overall: dict[str, launch_stats.LaunchTest], overall_p_adj: dict[str, float],
               equivalence: float | None, family: float, set_marks: dict[str, list[int]]
               ) -> tuple[dict[str, str], dict[str, str]]:
-    """Per candidate the verdict's kind and sentence; one tool per verdict (with the core's
+    """Per candidate the verdict's outcome and sentence; one tool per verdict (with the core's
     and a peer suite's rows in one table the verdict is the core's, else the first tool's,
     and says so); a transport warning joins the sentence."""
-    kinds: dict[str, str] = {}
+    outcomes: dict[str, str] = {}
     verdicts = {}
     for cand in candidates:
-        kinds[cand], verdicts[cand] = _verdict(vrows, baseline, cand, alpha, overall[cand],
+        outcomes[cand], verdicts[cand] = _verdict(vrows, baseline, cand, alpha, overall[cand],
                                                overall_p_adj.get(cand), equivalence,
                                                family=family)
         if others:
             verdicts[cand] += (f" ({vrows[0].tool} rows only; {', '.join(others)} rows are "
                                "separate cells with their own geomean rows)")
     for cand in not_compared:
-        kinds[cand] = "nothing"
+        outcomes[cand] = "nothing"
         verdicts[cand] = (f"{cand} vs {baseline}: nothing to compare (no cell in common with "
                           "the baseline)")
     for cand in verdicts:
@@ -315,7 +315,7 @@ def _verdicts(vrows: list[Row], others: list[str], baseline: str, candidates: li
             who = " and ".join(dict.fromkeys(g for g in (baseline, cand) if g in set_marks))
             verdicts[cand] += (f" — WARNING: {who} did not run on the requested transport "
                                f"{_marks(marks)}")
-    return kinds, verdicts
+    return outcomes, verdicts
 
 
 def _holm_ci(t: launch_stats.LaunchTest | None, p_adj: float,

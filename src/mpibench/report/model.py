@@ -154,10 +154,10 @@ class Comparison:
     verdicts: dict[str, str]
     run_counts: dict[str, int]
     title: str = ""
-    # candidate -> the whole comparison aggregated per launch, and the verdict's kind
+    # candidate -> the whole comparison aggregated per launch, and the verdict's outcome
     # (better, worse, mixed, same, cannot tell, nothing)
     overall: dict[str, launch_stats.LaunchTest] = field(default_factory=dict)
-    kinds: dict[str, str] = field(default_factory=dict)
+    outcomes: dict[str, str] = field(default_factory=dict)
     # candidate -> Holm-adjusted p of the overall test (same family as the cells)
     overall_p_adj: dict[str, float] = field(default_factory=dict)
     equivalence: float | None = None       # margin of --equivalence (0.02 = ±2%), or None

@@ -125,7 +125,7 @@ def tally(cmps, true_gain: float = 1.0) -> dict[str, float]:
         geo = sum(sm.p_adj.get("b", 1.0) <= cmp.alpha for sm in cmp.summaries)
         raw += sum(d.p is not None and d.p <= cmp.alpha for d in ds)
         sig += s
-        kind = cmp.kinds.get("b")
+        kind = cmp.outcomes.get("b")
         fam += (s + geo) > 0 or kind in ("better", "worse", "mixed")
         verdict += kind in ("better", "worse", "mixed")
         equiv += sum(d.equivalent for d in ds)
