@@ -17,7 +17,7 @@ from mpibench.report.data import (
     params_sort_key,
     statistic_legend,
 )
-from mpibench.report.model import Comparison, fmt_gain_ci
+from mpibench.report.model import Comparison, Row, fmt_gain_ci
 from mpibench.report.render import Table
 from mpibench.stats import launch as launch_stats
 
@@ -88,51 +88,70 @@ def gain_table(cmp: Comparison, size: int | None = None,
             t.notes.append(f"{where}: no size with an ok result in the baseline and every "
                            "set that ran it")
             continue
-        line = lead + [fmt_size(pick.size)]
         rec: dict[str, Any] = {"benchmark": bench, "np": np_, "params": pick.params,
                                "size": pick.size, "metric": metric}
-        for g in cmp.groups:
-            c = pick.cells.get(g)
-            v = c.value if c and c.status == "ok" else None
-            bw = c.bandwidth_mbps if c and c.status == "ok" else None
-            shown = fmt_num(v) if c is None or c.status == "ok" else c.status
-            if c is not None and c.status == "ok" and c.no_samples:
-                shown += f" ({c.shown_statistic})"      # an imported row: not a median
-            line += [shown, fmt_num(bw) if bw is not None else ""]
-            rec[f"{g}_time_us"] = v
-            rec[f"{g}_statistic"] = c.shown_statistic if c is not None else None
-            rec[f"{g}_mbps"] = bw
-        for cand in cands:
-            d = pick.deltas[cand]
-            g = fmt_gain_ci(d.gain, d.ci_low, d.ci_high, 2)
-            if d.gain is None:
-                line.append("-")
-            elif d.tested and not d.significant:
-                line.append(f"~ {g}")
-            elif not d.tested:
-                line.append(f"{g} (cannot tell, n={d.n_base}+{d.n_cand})")
-            else:
-                line.append(g)
-            rec[f"gain_{cand}"] = d.gain
-            rec[f"gain_ci_{cand}"] = [d.ci_low, d.ci_high]
-            rec[f"launches_{cand}"] = [d.n_base, d.n_cand]
-            rec[f"significant_{cand}"] = d.significant
-            rec[f"p_holm_{cand}"] = d.p_adj
+        line = (lead + [fmt_size(pick.size)] + _side_cells(pick, cmp.groups, rec)
+                + _gain_cells(pick, cands, rec))
         t.rows.append(line)
         t.records.append(rec)
     if size is not None and measured is not None:
-        seen = {k[0] for k in by_bench}
-        gone: dict[str, set[int]] = defaultdict(set)
-        for k in measured:
-            if k.at_message_size and k.title not in seen:
-                gone[k.title].add(k.size)
-        for bench in sorted(gone, key=bench_sort_key):
-            sizes_ = sorted(gone[bench])
-            missing.append(f"{bench}: not measured at {fmt_size(size)} bytes (its sizes: "
-                           + ", ".join(fmt_size(s) for s in sizes_[:8])
-                           + (" ..." if len(sizes_) > 8 else "") + ")")
+        missing += _filtered_out(measured, {k[0] for k in by_bench}, size)
     if size is not None and not t.rows:
         t.notes.append(f"no benchmark has results at {fmt_size(size)} bytes")
     else:
         t.notes.extend(missing)
     return t
+
+
+def _side_cells(pick: Row, groups: list[str], rec: dict[str, Any]) -> list[str]:
+    """Each set's time and MB/s at the picked row (and into the record)."""
+    line: list[str] = []
+    for g in groups:
+        c = pick.cells.get(g)
+        v = c.value if c and c.status == "ok" else None
+        bw = c.bandwidth_mbps if c and c.status == "ok" else None
+        shown = fmt_num(v) if c is None or c.status == "ok" else c.status
+        if c is not None and c.status == "ok" and c.no_samples:
+            shown += f" ({c.shown_statistic})"      # an imported row: not a median
+        line += [shown, fmt_num(bw) if bw is not None else ""]
+        rec[f"{g}_time_us"] = v
+        rec[f"{g}_statistic"] = c.shown_statistic if c is not None else None
+        rec[f"{g}_mbps"] = bw
+    return line
+
+
+def _gain_cells(pick: Row, cands: list[str], rec: dict[str, Any]) -> list[str]:
+    """Each candidate's gain with its CI, ~ when not significant (and into the record)."""
+    line: list[str] = []
+    for cand in cands:
+        d = pick.deltas[cand]
+        g = fmt_gain_ci(d.gain, d.ci_low, d.ci_high, 2)
+        if d.gain is None:
+            line.append("-")
+        elif d.tested and not d.significant:
+            line.append(f"~ {g}")
+        elif not d.tested:
+            line.append(f"{g} (cannot tell, n={d.n_base}+{d.n_cand})")
+        else:
+            line.append(g)
+        rec[f"gain_{cand}"] = d.gain
+        rec[f"gain_ci_{cand}"] = [d.ci_low, d.ci_high]
+        rec[f"launches_{cand}"] = [d.n_base, d.n_cand]
+        rec[f"significant_{cand}"] = d.significant
+        rec[f"p_holm_{cand}"] = d.p_adj
+    return line
+
+
+def _filtered_out(measured: Mapping[tuple, Any], seen: set[str], size: int) -> list[str]:
+    """A note per benchmark the --size filter removed entirely (Barrier has size 0 only)."""
+    gone: dict[str, set[int]] = defaultdict(set)
+    for k in measured:
+        if k.at_message_size and k.title not in seen:
+            gone[k.title].add(k.size)
+    out = []
+    for bench in sorted(gone, key=bench_sort_key):
+        sizes_ = sorted(gone[bench])
+        out.append(f"{bench}: not measured at {fmt_size(size)} bytes (its sizes: "
+                   + ", ".join(fmt_size(s) for s in sizes_[:8])
+                   + (" ..." if len(sizes_) > 8 else "") + ")")
+    return out
