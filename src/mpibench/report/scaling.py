@@ -38,6 +38,46 @@ def scaling_table(store: Store, groups: Mapping[str, list[str]], *, by: str | No
     cells = cells if cells is not None else load_cells(store, groups, with_samples=False)
     if include_sizes is None:
         include_sizes = all(k[1] is not None for k in cells)
+    series = _series(cells, by, metric, include_sizes)
+    t = Table(title="Scaling", kind="scaling", rows=[],
+              header=["variant", "benchmark", "series", "count", "value", "speedup",
+                      "efficiency"],
+              caption="value = geometric mean of the launch statistics ± 95% CI between "
+                      "launches; speedup against the smallest count of the series (time: "
+                      "t0/t, rates: r/r0) [95% CI, Welch on log launch statistics]; "
+                      "efficiency = speedup / (count / smallest count)"
+                      + ("; message-size benchmarks: t0/t of one call at a fixed size, i.e. "
+                         "how its cost grows with the count (not strong scaling: the work per "
+                         "rank does not shrink)" if include_sizes else ""))
+    for skey in sorted(series, key=lambda k: (bench_sort_key(k[1]), k[2], str(k[3]), k[5],
+                                              k[6] or 0, k[0])):
+        if len(series[skey]) >= 2:
+            _add_series(t, skey, series[skey])
+    if not t.rows:
+        what = by or "np or nodes"
+        t.notes.append(f"no series varies {what} within a set (scaling needs the same cell "
+                       f"at two or more counts of {what}"
+                       + ("" if include_sizes else "; message-size benchmarks are left out "
+                          "when the selection has application cells") + ")")
+    return t
+
+
+def _speedup(c0: ResultCell, c: ResultCell) -> tuple[float | None, launch_stats.LaunchTest | None]:
+    """(speedup of c against the series' first cell c0, the launch-level test): None when
+    the two may not be compared (rules.why_not_comparable: a median never against an
+    imported mean, a failed cell never)."""
+    if not comparable(c0, c):
+        return None, None
+    lt = launch_stats.compare(c0.launch_values, c.launch_values, c.better)
+    if lt.gain is not None:
+        return lt.gain, lt
+    return orient_gain(c0.value, c.value, c.better), lt
+
+
+def _series(cells: dict, by: str | None, metric: str | None, include_sizes: bool
+            ) -> dict[tuple, dict[Any, ResultCell]]:
+    """(set, benchmark, metric, size, by, other params, ranks per count) -> count -> cell,
+    of the ok cells the scaling table may use."""
     series: dict[tuple, dict[Any, ResultCell]] = defaultdict(dict)
     chosen_by = by
     for by_group in cells.values():
@@ -60,76 +100,48 @@ def scaling_table(store: Store, groups: Mapping[str, list[str]], *, by: str | No
             skey = (g, c.key.title, c.metric, c.size, b,
                     json.dumps(other, sort_keys=True, default=str), per)
             series[skey][count] = c
-    t = Table(title="Scaling", kind="scaling", rows=[],
-              header=["variant", "benchmark", "series", "count", "value", "speedup",
-                      "efficiency"],
-              caption="value = geometric mean of the launch statistics ± 95% CI between "
-                      "launches; speedup against the smallest count of the series (time: "
-                      "t0/t, rates: r/r0) [95% CI, Welch on log launch statistics]; "
-                      "efficiency = speedup / (count / smallest count)"
-                      + ("; message-size benchmarks: t0/t of one call at a fixed size, i.e. "
-                         "how its cost grows with the count (not strong scaling: the work per "
-                         "rank does not shrink)" if include_sizes else ""))
-    for skey in sorted(series, key=lambda k: (bench_sort_key(k[1]), k[2], str(k[3]), k[5],
-                                              k[6] or 0, k[0])):
-        pts = series[skey]
-        if len(pts) < 2:
-            continue
-        g, bench, m, size, b, other, per = skey
-        counts = sorted(pts, key=float)
-        c0 = counts[0]
-        desc = " ".join(x for x in (m, fmt_size(size) if size is not None else "",
-                                    fmt_params(json.loads(other)),
-                                    f"ranks/{b}={per:g}" if per is not None else "") if x)
-        kind = pts[c0].kind
+    return series
+
+
+def _add_series(t: Table, skey: tuple, pts: dict[Any, ResultCell]) -> None:
+    """One series' rows and records: each count's value, speedup and efficiency against
+    the smallest count."""
+    g, bench, m, size, b, other, per = skey
+    counts = sorted(pts, key=float)
+    c0 = counts[0]
+    desc = " ".join(x for x in (m, fmt_size(size) if size is not None else "",
+                                fmt_params(json.loads(other)),
+                                f"ranks/{b}={per:g}" if per is not None else "") if x)
+    kind = pts[c0].kind
+    if not kind.scales:
+        # a call count or an MPI fraction at more ranks is not a speedup
+        note = (f"{g} {bench} {m}: a {kind} figure: values only, no speedup or "
+                "efficiency")
+        if note not in t.notes:
+            t.notes.append(note)
+    for cnt in counts:
+        v = pts[cnt].value
+        speed, lt = _speedup(pts[c0], pts[cnt]) if cnt != c0 else (1.0, None)
+        if cnt != c0 and speed is None and kind.scales:
+            why = why_not_comparable(pts[c0], pts[cnt])
+            if why:
+                t.notes.append(f"{g} {bench} {desc}: {b}={cnt} against {b}={c0}: "
+                               f"no speedup ({why})")
         if not kind.scales:
-            # a call count or an MPI fraction at more ranks is not a speedup
-            note = (f"{g} {bench} {m}: a {kind} figure: values only, no speedup or "
-                    "efficiency")
-            if note not in t.notes:
-                t.notes.append(note)
-        for cnt in counts:
-            v = pts[cnt].value
-            speed, lt = _speedup(pts[c0], pts[cnt]) if cnt != c0 else (1.0, None)
-            if cnt != c0 and speed is None and kind.scales:
-                why = why_not_comparable(pts[c0], pts[cnt])
-                if why:
-                    t.notes.append(f"{g} {bench} {desc}: {b}={cnt} against {b}={c0}: "
-                                   f"no speedup ({why})")
-            if not kind.scales:
-                speed = lt = None
-            eff = speed / (float(cnt) / float(c0)) if speed else None
-            pct = pts[cnt].ci_pct
-            t.rows.append([g, bench, desc, f"{b}={cnt}",
-                           fmt_num(v) + (" ± ?" if pct is None else f" ± {pct:.1f}%"),
-                           "" if speed is None else (
-                               fmt_gain_ci(speed, lt.ci_low, lt.ci_high, 2) if lt
-                               else f"{speed:.2f}x"),
-                           "" if eff is None else f"{100 * eff:.0f}%"])
-            t.records.append({"variant": g, "benchmark": bench, "metric": m, "size": size,
-                              "by": b, "count": cnt, "params": json.loads(other),
-                              "ranks_per_count": per, "np": pts[cnt].np,
-                              "value": v, "ci_low": pts[cnt].ci_low,
-                              "ci_high": pts[cnt].ci_high, "launches": pts[cnt].launches,
-                              "speedup": speed,
-                              "speedup_ci": [lt.ci_low, lt.ci_high] if lt else None,
-                              "efficiency": eff})
-    if not t.rows:
-        what = by or "np or nodes"
-        t.notes.append(f"no series varies {what} within a set (scaling needs the same cell "
-                       f"at two or more counts of {what}"
-                       + ("" if include_sizes else "; message-size benchmarks are left out "
-                          "when the selection has application cells") + ")")
-    return t
-
-
-def _speedup(c0: ResultCell, c: ResultCell) -> tuple[float | None, launch_stats.LaunchTest | None]:
-    """(speedup of c against the series' first cell c0, the launch-level test): None when
-    the two may not be compared (rules.why_not_comparable: a median never against an
-    imported mean, a failed cell never)."""
-    if not comparable(c0, c):
-        return None, None
-    lt = launch_stats.compare(c0.launch_values, c.launch_values, c.better)
-    if lt.gain is not None:
-        return lt.gain, lt
-    return orient_gain(c0.value, c.value, c.better), lt
+            speed = lt = None
+        eff = speed / (float(cnt) / float(c0)) if speed else None
+        pct = pts[cnt].ci_pct
+        t.rows.append([g, bench, desc, f"{b}={cnt}",
+                       fmt_num(v) + (" ± ?" if pct is None else f" ± {pct:.1f}%"),
+                       "" if speed is None else (
+                           fmt_gain_ci(speed, lt.ci_low, lt.ci_high, 2) if lt
+                           else f"{speed:.2f}x"),
+                       "" if eff is None else f"{100 * eff:.0f}%"])
+        t.records.append({"variant": g, "benchmark": bench, "metric": m, "size": size,
+                          "by": b, "count": cnt, "params": json.loads(other),
+                          "ranks_per_count": per, "np": pts[cnt].np,
+                          "value": v, "ci_low": pts[cnt].ci_low,
+                          "ci_high": pts[cnt].ci_high, "launches": pts[cnt].launches,
+                          "speedup": speed,
+                          "speedup_ci": [lt.ci_low, lt.ci_high] if lt else None,
+                          "efficiency": eff})
