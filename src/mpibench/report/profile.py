@@ -28,14 +28,6 @@ def report_tables(store, groups: Mapping[str, Iterable[str]], *, top: int = 10,
     functions and the size-bucket shares (means over its launches, each launch weighted
     equally), side by side; with two or more sets at the same np, the diff of each against
     the first. [] when no selected run has a profile."""
-    from mpibench.report.data import (
-        PLACEMENT_AXES,
-        run_placements,
-        sweep_params,
-        with_placement,
-    )
-    from mpibench.report.render import Table
-
     found: list[tuple[str, ProfileLaunch]] = []
     for g, ids in groups.items():
         for row in queries.profile_launches_of(store, list(ids)):
@@ -44,8 +36,23 @@ def report_tables(store, groups: Mapping[str, Iterable[str]], *, top: int = 10,
                 found.append((g, x))
     if not found:
         return []
-    # one column per set, np and, where a selected variant sweeps nodes or ppn, placement:
-    # the cells compare and the report's tables pair (data.with_placement)
+    cols, order, names = _columns(store, groups, found)
+    col_name = dict(zip(order, names, strict=True))
+    return (_top_table(cols, order, names, top) + _sizes_table(cols, order, names, edges)
+            + _diffs(store, cols, order, col_name, edges, top))
+
+
+def _columns(store, groups: Mapping[str, Iterable[str]], found: list) -> tuple[dict, list, list]:
+    """The launches by column: one column per set, np and, where a selected variant sweeps
+    nodes or ppn, placement (the cells compare and the report's tables pair,
+    data.with_placement); the columns in order and their names."""
+    from mpibench.report.data import (
+        PLACEMENT_AXES,
+        run_placements,
+        sweep_params,
+        with_placement,
+    )
+
     axes = [a for a in PLACEMENT_AXES if any(a in sweep_params(x.variant)[1] for _, x in found)]
     placed = run_placements(store, [x.run_id for _, x in found]) if axes else {}
     cols: dict[tuple[str, int, tuple], list[ProfileLaunch]] = {}
@@ -56,8 +63,13 @@ def report_tables(store, groups: Mapping[str, Iterable[str]], *, top: int = 10,
                                         [v if v is not None else -1 for _, v in k[2]]))
     names = [f"{g} np={n}" + "".join(f" {a}={v}" for a, v in pl if v is not None)
              for g, n, pl in order]
-    col_name = dict(zip(order, names, strict=True))
-    # functions by mean share of MPI time
+    return cols, order, names
+
+
+def _top_table(cols: dict, order: list, names: list[str], top: int) -> list[Any]:
+    """The top functions by mean share of MPI time, the MPI fraction first."""
+    from mpibench.report.render import Table
+
     share: dict[str, dict[tuple[str, int], float]] = {}
     calls: dict[str, dict[tuple[str, int], float]] = {}
     mpi_frac = {}
@@ -87,6 +99,14 @@ def report_tables(store, groups: Mapping[str, Iterable[str]], *, top: int = 10,
                     header=["function", *names], rows=rows, records=recs, kind="profile-top",
                     caption="% of the launch's MPI time (calls per launch in brackets), mean "
                             f"over launches, each weighted equally; launches: {launches}")]
+    return tables
+
+
+def _sizes_table(cols: dict, order: list, names: list[str],
+                 edges: tuple[int, ...] | None) -> list[Any]:
+    """Messages by size bucket: the mean shares of messages and bytes per column."""
+    from mpibench.report.render import Table
+
     per = {k: [size_buckets(x.doc, edges) for x in cols[k]] for k in order}
     exact = all(b["bytes_exact"] for bs in per.values() for b in bs)
     keys: list[tuple[int, Any, str]] = []
@@ -114,14 +134,19 @@ def report_tables(store, groups: Mapping[str, Iterable[str]], *, top: int = 10,
         recs.append(rec)
     heads = [bucket_headline(size_buckets(cols[k][0].doc, edges)) if len(cols[k]) == 1 else
              _mean_headline(rec_rows=recs, name=nm) for nm, k in zip(names, order, strict=True)]
-    tables.append(Table(
+    return [Table(
         title="Messages by size: % of messages / % of bytes (all functions that move data)",
         header=["size", *names], rows=rows, records=recs, kind="profile-sizes",
         caption="per call on each rank, summed over ranks; mean over launches; "
                 + "; ".join(f"{nm}: {h}" for nm, h in zip(names, heads, strict=True)),
         notes=[] if exact else ["bytes estimated from the log2 bins (profiles that predate "
-                                "per-bin byte counts)"]))
-    # diffs against the first set at each np and placement
+                                "per-bin byte counts)"])]
+
+
+def _diffs(store, cols: dict, order: list, col_name: dict, edges: tuple[int, ...] | None,
+           top: int) -> list[Any]:
+    """The diff of each column against the first set's at the same np and placement."""
+    tables: list[Any] = []
     by_np: dict[tuple, list[tuple[str, int, tuple]]] = {}
     for k in order:
         by_np.setdefault(k[1:], []).append(k)
