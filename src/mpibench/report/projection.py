@@ -40,14 +40,11 @@ def projection_table(store: Store, groups: Mapping[str, list[str]], *,
                      price_per_kwh: float | None = None, baseline: str | None = None,
                      cells: dict | None = None) -> Table:
     all_ids = [r for ids in groups.values() for r in ids]
-    if jobs_per_year is None:
-        jobs_per_year = _spec_value(store, all_ids, ("jobs_per_year",))
-    if price_per_kwh is None:
-        price_per_kwh = _spec_value(store, all_ids, ("price_per_kwh",))
-    if price_per_node_hour is None:
-        price_per_node_hour = _spec_value(store, all_ids, ("price_per_node_hour",))
-    if power_per_node_w is None:
-        power_per_node_w = _spec_value(store, all_ids, ("power_per_node_w",))
+    # a value not given is read from the runs' stored specs (campaign keys of the same name)
+    jobs_per_year, price_per_kwh, price_per_node_hour, power_per_node_w = (
+        v if v is not None else _spec_value(store, all_ids, (k,)) for k, v in (
+            ("jobs_per_year", jobs_per_year), ("price_per_kwh", price_per_kwh),
+            ("price_per_node_hour", price_per_node_hour), ("power_per_node_w", power_per_node_w)))
     baseline = baseline or next(iter(groups), None)
     t = Table(title="Yearly projection", kind="projection", rows=[], notes=[],
               header=["cell", "variant", "nodes", "run time (s)", "jobs/day", "node-h/year",
@@ -81,28 +78,15 @@ def projection_table(store: Store, groups: Mapping[str, list[str]], *,
         label = " ".join(x for x in (bench or "one launch", params) if x)
         proj: dict[str, dict[str, float | None]] = {}
         for g, rec in per_variant.items():
-            secs, nodes = rec.get("seconds"), rec.get("nodes") or 1
-            if not secs:
-                continue
-            node_h = jobs_per_year * nodes * secs / 3600
-            cost = (node_h * price_per_node_hour
-                    if price_per_node_hour is not None and not unpriced else None)
-            kwh = node_h * power_per_node_w / 1000 if power_per_node_w is not None else None
-            elec = kwh * price_per_kwh if (kwh is not None and price_per_kwh is not None) \
-                else None
-            proj[g] = {"jobs_per_day": 86400 / secs, "node_hours": node_h, "cost": cost,
-                       "kwh": kwh, "electricity": elec, "seconds": secs, "nodes": nodes}
+            if rec.get("seconds"):
+                proj[g] = _per_year(rec, jobs_per_year, None if unpriced else
+                                    price_per_node_hour, power_per_node_w, price_per_kwh)
         base = proj.get(baseline)
         for g in [x for x in groups if x in proj]:
             p = proj[g]
-            save = save_kwh = save_elec = None
-            if base is not None and g != baseline:
-                if base["cost"] is not None and p["cost"] is not None:
-                    save = base["cost"] - p["cost"]
-                if base["kwh"] is not None and p["kwh"] is not None:
-                    save_kwh = base["kwh"] - p["kwh"]
-                    if price_per_kwh is not None:
-                        save_elec = save_kwh * price_per_kwh
+            save, save_kwh, save_elec = (_savings(base, p, price_per_kwh)
+                                         if base is not None and g != baseline
+                                         else (None, None, None))
             na = "not priced" if unpriced else ""
             nosave = na if (unpriced and g != baseline and base is not None) else ""
             t.rows.append([label, g, str(p["nodes"]), fmt_num(p["seconds"]),
@@ -128,3 +112,29 @@ def projection_table(store: Store, groups: Mapping[str, list[str]], *,
                           "; give price_per_kwh and power_per_node_w to price the energy saved"))
     t.notes.extend(n for n in ct.notes if "assumed 1 node" in n)
     return t
+
+
+def _per_year(rec: dict[str, Any], jobs_per_year: float, price_per_node_hour: float | None,
+              power_per_node_w: float | None, price_per_kwh: float | None
+              ) -> dict[str, float | None]:
+    """One cost_table record projected over a year of jobs (price None: not priced)."""
+    secs, nodes = rec["seconds"], rec.get("nodes") or 1
+    node_h = jobs_per_year * nodes * secs / 3600
+    cost = node_h * price_per_node_hour if price_per_node_hour is not None else None
+    kwh = node_h * power_per_node_w / 1000 if power_per_node_w is not None else None
+    elec = kwh * price_per_kwh if (kwh is not None and price_per_kwh is not None) else None
+    return {"jobs_per_day": 86400 / secs, "node_hours": node_h, "cost": cost,
+            "kwh": kwh, "electricity": elec, "seconds": secs, "nodes": nodes}
+
+
+def _savings(base: dict[str, Any], p: dict[str, Any], price_per_kwh: float | None
+             ) -> tuple[float | None, float | None, float | None]:
+    """(money, kWh, electricity) saved per year against the baseline's projection."""
+    save = save_kwh = save_elec = None
+    if base["cost"] is not None and p["cost"] is not None:
+        save = base["cost"] - p["cost"]
+    if base["kwh"] is not None and p["kwh"] is not None:
+        save_kwh = base["kwh"] - p["kwh"]
+        if price_per_kwh is not None:
+            save_elec = save_kwh * price_per_kwh
+    return save, save_kwh, save_elec
