@@ -107,22 +107,7 @@ def grids(store: Store, groups: Mapping[str, list[str]], row_param: str, col_par
     order = list(groups)
     baseline = baseline or order[0]
     cells = cells if cells is not None else load_cells(store, groups, statistic=statistic)
-    buckets: dict[tuple, dict[str, dict[tuple, ResultCell]]] = defaultdict(lambda: defaultdict(dict))
-    for key, by_group in cells.items():
-        bench, size, m = key.title, key.size, key.metric
-        if metric is not None and m != metric:
-            continue
-        if benchmark is not None and bench.lower() != benchmark.lower():
-            continue
-        for g, c in by_group.items():
-            rv, cv = _param_value(c, row_param), _param_value(c, col_param)
-            if rv is None or cv is None:
-                continue
-            fixed = {k: v for k, v in c.params.items() if k not in (row_param, col_param)}
-            if size is not None and "size" not in (row_param, col_param):
-                fixed["size"] = size
-            fixed_key = json.dumps(fixed, sort_keys=True, default=str)
-            buckets[(bench, m, fixed_key)][g][(rv, cv)] = c
+    buckets = _buckets(cells, row_param, col_param, metric, benchmark)
     failed = _failed_positions(store, groups, row_param, col_param)
     out = []
     for (bench, m, fixed_key), per_group in sorted(buckets.items(),
@@ -147,40 +132,8 @@ def grids(store: Store, groups: Mapping[str, list[str]], row_param: str, col_par
                             cells={}, best={}, ratio={}, significant={}, groups=[],
                             baseline=baseline))
             continue
-        best: dict[str, dict[Any, Any]] = {}
-        for g, pg in per_group.items():
-            best[g] = {}
-            for rv in rows:
-                vals = [(cv, v) for cv in cols
-                        if (rv, cv) in pg and pg[(rv, cv)].status == "ok"
-                        and (v := _shown_value(pg[(rv, cv)], statistic)) is not None]
-                if vals:
-                    pick = (min if better == "lower" else max)(vals, key=lambda x: x[1])
-                    best[g][rv] = pick[0]
-        ratio: dict[str, dict] = {}
-        sig: dict[str, dict] = {}
-        ltests: dict[str, dict] = {}
-        base = per_group.get(baseline, {})
-        tested = []
-        for cand in [g for g in order if g != baseline and g in per_group]:
-            ratio[cand], sig[cand], ltests[cand] = {}, {}, {}
-            for pos, c in per_group[cand].items():
-                b = base.get(pos)
-                sig[cand][pos] = None
-                # the comparability rule: never a mean against a median, nor a failed cell
-                if b is None or not comparable(b, c):
-                    ratio[cand][pos] = None
-                    continue
-                ratio[cand][pos] = orient_gain(b.value, c.value, better)
-                if b.testable and c.testable:
-                    t = launch_stats.compare(b.launch_values, c.launch_values, better, alpha)
-                    ltests[cand][pos] = t
-                    ratio[cand][pos] = t.gain
-                    if t.tested:
-                        tested.append((cand, pos, t.p))
-        for (cand, pos, _), pa in zip(tested, stats.holm([p for *_, p in tested]),
-                                      strict=True):
-            sig[cand][pos] = bool(pa <= alpha)
+        best = _best_per_row(per_group, rows, cols, better, statistic)
+        ratio, sig, ltests = _ratios(per_group, order, baseline, better, alpha)
         out.append(Grid(benchmark=bench, metric=m, unit=any_cell.unit, better=better,
                         row_param=row_param, col_param=col_param,
                         fixed=json.loads(fixed_key), row_values=rows, col_values=cols,
@@ -189,6 +142,75 @@ def grids(store: Store, groups: Mapping[str, list[str]], row_param: str, col_par
                         groups=[g for g in order if g in per_group], baseline=baseline,
                         tests=ltests, statistic=statistic, failed=fails))
     return out
+
+
+def _buckets(cells: dict, row_param: str, col_param: str, metric: str | None,
+             benchmark: str | None) -> dict[tuple, dict[str, dict[tuple, ResultCell]]]:
+    """(benchmark, metric, other params) -> set -> (row value, col value) -> cell."""
+    buckets: dict[tuple, dict[str, dict[tuple, ResultCell]]] = defaultdict(
+        lambda: defaultdict(dict))
+    for key, by_group in cells.items():
+        bench, size, m = key.title, key.size, key.metric
+        if metric is not None and m != metric:
+            continue
+        if benchmark is not None and bench.lower() != benchmark.lower():
+            continue
+        for g, c in by_group.items():
+            rv, cv = _param_value(c, row_param), _param_value(c, col_param)
+            if rv is None or cv is None:
+                continue
+            fixed = {k: v for k, v in c.params.items() if k not in (row_param, col_param)}
+            if size is not None and "size" not in (row_param, col_param):
+                fixed["size"] = size
+            fixed_key = json.dumps(fixed, sort_keys=True, default=str)
+            buckets[(bench, m, fixed_key)][g][(rv, cv)] = c
+    return buckets
+
+
+def _best_per_row(per_group: dict, rows: list, cols: list, better: str,
+                  statistic: str) -> dict[str, dict[Any, Any]]:
+    """set -> row value -> the column of its best ok cell (the metric's direction)."""
+    best: dict[str, dict[Any, Any]] = {}
+    for g, pg in per_group.items():
+        best[g] = {}
+        for rv in rows:
+            vals = [(cv, v) for cv in cols
+                    if (rv, cv) in pg and pg[(rv, cv)].status == "ok"
+                    and (v := _shown_value(pg[(rv, cv)], statistic)) is not None]
+            if vals:
+                pick = (min if better == "lower" else max)(vals, key=lambda x: x[1])
+                best[g][rv] = pick[0]
+    return best
+
+
+def _ratios(per_group: dict, order: list[str], baseline: str, better: str, alpha: float
+            ) -> tuple[dict[str, dict], dict[str, dict], dict[str, dict]]:
+    """Per candidate and position: the gain against the baseline under the comparability
+    rule, its significance (Holm over the grid) and the launch-level test."""
+    ratio: dict[str, dict] = {}
+    sig: dict[str, dict] = {}
+    ltests: dict[str, dict] = {}
+    base = per_group.get(baseline, {})
+    tested = []
+    for cand in [g for g in order if g != baseline and g in per_group]:
+        ratio[cand], sig[cand], ltests[cand] = {}, {}, {}
+        for pos, c in per_group[cand].items():
+            b = base.get(pos)
+            sig[cand][pos] = None
+            # the comparability rule: never a mean against a median, nor a failed cell
+            if b is None or not comparable(b, c):
+                ratio[cand][pos] = None
+                continue
+            ratio[cand][pos] = orient_gain(b.value, c.value, better)
+            if b.testable and c.testable:
+                t = launch_stats.compare(b.launch_values, c.launch_values, better, alpha)
+                ltests[cand][pos] = t
+                ratio[cand][pos] = t.gain
+                if t.tested:
+                    tested.append((cand, pos, t.p))
+    for (cand, pos, _), pa in zip(tested, stats.holm([p for *_, p in tested]), strict=True):
+        sig[cand][pos] = bool(pa <= alpha)
+    return ratio, sig, ltests
 
 
 def _shown_value(c: ResultCell, statistic: str) -> float | None:
