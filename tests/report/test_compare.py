@@ -585,3 +585,57 @@ def test_swept_and_fixed_variants_meet_by_effective_placement(tmp_path):
     df = load_results(tmp_path / "pl.db")
     assert dict(df.groupby("variant")["nodes"].first()) == {
         "ompi[nodes=1]": 1, "ompi[nodes=2]": 2, "spread": 2, "packed": 1, "wide": 4}
+
+
+DECIDE_SPEC = {"repeats_auto": {"until": "decided", "min": 3, "max": 12, "step": 3},
+               "equivalence": 0.05}
+
+
+def _decide_store(tmp_path, launches: int, decide: bool):
+    from mpibench.stats import simulate as S
+
+    store, groups = S.build_store(tmp_path / f"d{launches}{decide}.db",
+                                  np.random.default_rng(5), launches=launches,
+                                  sigma_l=0.01, within=0.002, effect=0.3,
+                                  sizes=(0, 8, 64, 1024), n_samples=(20, 40))
+    if decide:
+        store.add_campaign("sim", DECIDE_SPEC)     # the campaign's stored spec, refreshed
+    return store, groups
+
+
+def test_early_stopped_decide_cells_print_the_ci_at_the_looks_level(tmp_path):
+    # 3 launches per side of a repeats = "decide" campaign: the looks stopped at the first
+    # (interim) look, so the printed CI is the repeated CI at the look's level (0.0033),
+    # wider than the Holm-level CI, still excluding 1 (the row is significant), footnoted
+    from mpibench.stats.sequential import Design
+
+    look = Design(3, 12, 3, 0.05, 0.05).level(3)
+    store, groups = _decide_store(tmp_path, 3, decide=True)
+    try:
+        cmp = compare_groups(store, groups, "a")
+        out = render(cmp, "terminal")
+    finally:
+        store.close()
+    ds = [r.deltas["b"] for r in cmp.rows]
+    assert ds and all(d.significant for d in ds)
+    for d in ds:
+        lo, hi = d.test.ci_at(1.0 - look)
+        assert d.ci_holm == (lo, hi) and lo > 1.0
+        holm = d.test.ci_at(1.0 - 0.05 * d.p / d.p_adj)
+        assert lo < holm[0] and hi > holm[1]
+    assert "CI widened for sequential looks" in out
+
+
+def test_decide_cells_at_the_maximum_and_other_campaigns_keep_the_holm_ci(tmp_path):
+    for launches, decide in ((12, True), (3, False)):
+        store, groups = _decide_store(tmp_path, launches, decide)
+        try:
+            cmp = compare_groups(store, groups, "a")
+            out = render(cmp, "terminal")
+        finally:
+            store.close()
+        for r in cmp.rows:
+            d = r.deltas["b"]
+            assert d.ci_holm == d.test.ci_at(
+                min(max(1.0 - 0.05 * d.p / d.p_adj, 0.95), 1 - 1e-12))
+        assert "sequential looks" not in out

@@ -13,6 +13,7 @@ launch measures every size). Two cells meet only under the comparability rule
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -95,6 +96,7 @@ def compare_groups(store: Store, groups: Mapping[str, list[str]], baseline: str,
     overall = {cand: _aggregate(vrows, baseline, cand, alpha) for cand in order[1:]}
     summaries = _summaries(rows, baseline, order[1:], alpha)
     overall_p_adj, family = _adjust_all(rows, summaries, overall, alpha, block_of)
+    _sequential_looks(store, rows, baseline, alpha, notes)
     _count_decisions(rows, summaries)
     outcomes, verdicts = _verdicts(vrows, others, baseline, order[1:], not_compared, alpha,
                                 overall, overall_p_adj, equivalence, family, set_marks)
@@ -275,6 +277,67 @@ def _adjust_all(rows: list[Row], summaries: list[Summary],
     overall_p_adj = dict(zip(shown_overall, adj[k:], strict=True))
     family = VERDICT_SHARE / len(shown_overall) if weights else 1.0 / max(1, len(adj))
     return overall_p_adj, family
+
+
+def _decide_runs(store: Store) -> dict[str, tuple[Any, str]]:
+    """{run id: (its campaign's stats.sequential Design, campaign name)} for the runs of
+    the campaigns run with repeats = "decide" (their stored spec); empty, after one read of
+    the campaigns table, when there are none."""
+    from mpibench.campaign import auto_repeats as ar
+
+    out: dict[str, tuple[Any, str]] = {}
+    for c in store.campaigns():
+        try:
+            spec = json.loads(c["spec_json"] or "{}")
+        except ValueError:
+            continue
+        if not isinstance(spec, dict) or not ar.is_decide(spec):
+            continue
+        design = ar.design_of(spec)
+        for run in store.runs(campaign_id=c["id"]):
+            out[run["id"]] = (design, c["name"])
+    return out
+
+
+def _sequential_looks(store: Store, rows: list[Row], baseline: str, alpha: float,
+                      notes: _Notes) -> None:
+    """Rows measured by a repeats = "decide" campaign whose launches stopped at an interim
+    look (fewer per side than the design's maximum): the stop depended on the data, and
+    among the cells that stopped because they were significant the Holm-level CI covers
+    78-84% (winner's curse, docs/statistics.md). Their printed CI becomes the wider of the
+    Holm-level CI and the repeated CI at the look's level (stats.sequential
+    .printed_ci_alpha, which keeps it consistent with the row's decision), footnoted."""
+    from mpibench.stats.sequential import printed_ci_alpha
+
+    runs = None
+    for r in rows:
+        base = r.cells.get(baseline)
+        for g, d in r.deltas.items():
+            if not d.tested or d.p_adj is None or base is None or g not in r.cells:
+                continue
+            if runs is None:
+                runs = _decide_runs(store)
+            if not runs:
+                return
+            hit = next((runs[x] for x in (*base.launch_ids, *r.cells[g].launch_ids)
+                        if x in runs), None)
+            if hit is None:
+                continue
+            design, name = hit
+            n = min(d.n_base or 0, d.n_cand or 0)
+            if n >= design.max:
+                continue
+            look = design.level(n)
+            a, widened = printed_ci_alpha(d.p, d.p_adj, alpha, look)
+            lo, hi = d.test.ci_at(1.0 - a) if widened else (None, None)
+            if lo is None or hi is None:
+                continue
+            d.ci_holm = (lo, hi)
+            d.notes.append(notes.add(
+                f"CI widened for sequential looks: campaign {name} ran repeats = "
+                f'"decide" and stopped these launches ({n} per side) before its maximum of '
+                f"{design.max}; the gain CI is at the look's level {look:.2g} (the repeated "
+                "CI), which keeps its coverage after a data-dependent stop"))
 
 
 def _count_decisions(rows: list[Row], summaries: list[Summary]) -> None:

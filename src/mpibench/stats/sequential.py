@@ -264,6 +264,29 @@ def run_looks(cells: Mapping[Hashable, Sequence], design: Design, *,
     return looks
 
 
+def printed_ci_alpha(p: float, p_adj: float, alpha: float,
+                     look_level: float | None = None) -> tuple[float, bool]:
+    """(a, widened): the printed gain CI of a comparison row is at 1 - a. Without a
+    sequential design a is the row's Holm level, alpha p / p_adj (at most alpha): the CI
+    excludes 1 exactly when p_adj <= alpha. For a row whose launches stopped at an interim
+    look of `repeats = "decide"` (look_level: that look's level), a is the smaller of the
+    two (the wider CI): the repeated CI at the look's level keeps its coverage after a
+    data-dependent stop, the plain or Holm-level CI does not (winner's curse; docs/
+    statistics.md). It still never contradicts the row's decision: a row not significant
+    has a Holm CI that contains 1, and a wider one does too; a significant row
+    is widened only when its p <= look_level (what the rule needed to stop on it), so the
+    wider CI still excludes 1. A significant row with p > look_level (its group stopped on
+    other grounds, e.g. equivalence, whose plain CI keeps its coverage) keeps the Holm
+    level. widened: the look's level was used."""
+    a = alpha * (p / p_adj if p_adj > 0 else 1.0)
+    a = max(min(a, alpha), 1e-12)
+    if look_level is None or look_level >= a:
+        return a, False
+    if p_adj <= alpha and p > look_level:
+        return a, False
+    return max(look_level, 1e-12), True
+
+
 def _holm_or_nan(ps: list[float | None]) -> np.ndarray:
     from mpibench import stats
 
@@ -398,4 +421,4 @@ def _decide_unequal(cells, design: Design, n: int, prev) -> Look:
 
 
 __all__ = ["Design", "Status", "CellStatus", "Look", "decide", "run_looks", "test_cells",
-           "default_pool_key", "simulate", "INTERIM_SHARE"]
+           "default_pool_key", "simulate", "printed_ci_alpha", "INTERIM_SHARE"]
