@@ -308,35 +308,39 @@ def grid_tables(grid: Grid) -> list[Table]:
                 side.records.append(rec)
         side.rows.append(line)
     out = [side]
-    for cand, ratios in grid.ratio.items():
-        rt = Table(title=f"{grid.title}: gain {cand} vs {grid.baseline}",
-                   header=[f"{grid.row_param} \\ {grid.col_param}"] +
-                   [_fmt_param(grid.col_param, cv) for cv in grid.col_values], rows=[],
-                   kind="ratio-grid",
-                   caption="gain > 1 = candidate better [95% CI from the spread between "
-                           "launches]; ~ = not significant (Welch t on log launch statistics, "
-                           "Holm over this grid); ? = cannot tell (fewer than "
-                           f"{launch_stats.MIN_LAUNCHES} launches on a side)")
-        for rv in grid.row_values:
-            line = [_fmt_param(grid.row_param, rv)]
-            for cv in grid.col_values:
-                g = ratios.get((rv, cv))
-                s = grid.significant.get(cand, {}).get((rv, cv))
-                t = grid.tests.get(cand, {}).get((rv, cv))
-                if g is None:
-                    # the candidate's cell failed: x; no pair to compare: -
-                    line.append("x" if (rv, cv) in grid.failed.get(cand, ()) else "-")
-                else:
-                    txt = fmt_gain_ci(g, t.ci_low, t.ci_high, 2) if t else f"{g:.2f}x"
-                    line.append(txt + ("" if s else (" ~" if s is False else " ?")))
-                rt.records.append({"benchmark": grid.benchmark, "metric": grid.metric,
-                                   "candidate": cand, "baseline": grid.baseline,
-                                   grid.row_param: rv, grid.col_param: cv, **grid.fixed,
-                                   "gain": g, "gain_ci_low": t.ci_low if t else None,
-                                   "gain_ci_high": t.ci_high if t else None,
-                                   "p": t.p if t else None,
-                                   "launches": [t.n_base, t.n_cand] if t else None,
-                                   "significant": s})
-            rt.rows.append(line)
-        out.append(rt)
+    out += [_ratio_table(grid, cand, ratios) for cand, ratios in grid.ratio.items()]
     return out
+
+
+def _ratio_table(grid: Grid, cand: str, ratios: dict) -> Table:
+    """One candidate's gain against the baseline at every position of the grid."""
+    rt = Table(title=f"{grid.title}: gain {cand} vs {grid.baseline}",
+               header=[f"{grid.row_param} \\ {grid.col_param}"] +
+               [_fmt_param(grid.col_param, cv) for cv in grid.col_values], rows=[],
+               kind="ratio-grid",
+               caption="gain > 1 = candidate better [95% CI from the spread between "
+                       "launches]; ~ = not significant (Welch t on log launch statistics, "
+                       "Holm over this grid); ? = cannot tell (fewer than "
+                       f"{launch_stats.MIN_LAUNCHES} launches on a side)")
+    for rv in grid.row_values:
+        line = [_fmt_param(grid.row_param, rv)]
+        for cv in grid.col_values:
+            g = ratios.get((rv, cv))
+            s = grid.significant.get(cand, {}).get((rv, cv))
+            t = grid.tests.get(cand, {}).get((rv, cv))
+            if g is None:
+                # the candidate's cell failed: x; no pair to compare: -
+                line.append("x" if (rv, cv) in grid.failed.get(cand, ()) else "-")
+            else:
+                txt = fmt_gain_ci(g, t.ci_low, t.ci_high, 2) if t else f"{g:.2f}x"
+                line.append(txt + ("" if s else (" ~" if s is False else " ?")))
+            rt.records.append({"benchmark": grid.benchmark, "metric": grid.metric,
+                               "candidate": cand, "baseline": grid.baseline,
+                               grid.row_param: rv, grid.col_param: cv, **grid.fixed,
+                               "gain": g, "gain_ci_low": t.ci_low if t else None,
+                               "gain_ci_high": t.ci_high if t else None,
+                               "p": t.p if t else None,
+                               "launches": [t.n_base, t.n_cand] if t else None,
+                               "significant": s})
+        rt.rows.append(line)
+    return rt
