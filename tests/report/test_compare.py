@@ -624,6 +624,10 @@ def test_early_stopped_decide_cells_print_the_ci_at_the_looks_level(tmp_path):
         holm = d.test.ci_at(1.0 - 0.05 * d.p / d.p_adj)
         assert lo < holm[0] and hi > holm[1]
     assert "CI widened for sequential looks" in out
+    (sm,) = cmp.summaries                   # the geomean row: the same rule
+    t = sm.test["b"]
+    assert sm.p_adj["b"] <= 0.05 and sm.ci_holm["b"] == t.ci_at(1.0 - look)
+    assert sm.ci_holm["b"][0] > 1.0
 
 
 def test_decide_cells_at_the_maximum_and_other_campaigns_keep_the_holm_ci(tmp_path):
@@ -638,4 +642,8 @@ def test_decide_cells_at_the_maximum_and_other_campaigns_keep_the_holm_ci(tmp_pa
             d = r.deltas["b"]
             assert d.ci_holm == d.test.ci_at(
                 min(max(1.0 - 0.05 * d.p / d.p_adj, 0.95), 1 - 1e-12))
+        for sm in cmp.summaries:
+            t = sm.test["b"]
+            assert sm.ci_holm["b"] == t.ci_at(
+                min(max(1.0 - 0.05 * t.p / sm.p_adj["b"], 0.95), 1 - 1e-12))
         assert "sequential looks" not in out

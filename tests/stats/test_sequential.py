@@ -105,3 +105,20 @@ def test_simulated_aa_keeps_alpha_and_coverage_with_early_stops():
     assert r["familywise"] <= 0.1                     # 25 campaigns: 0.06 +- sampling
     assert r["coverage"] >= 0.93 and r["coverage_early"] >= 0.93
     assert r["launches_per_group"] < r["fixed_launches_per_group"]
+
+
+def test_printed_ci_alpha_is_the_wider_level_and_never_contradicts_the_decision():
+    from mpibench.stats.sequential import printed_ci_alpha
+
+    # no sequential design: the Holm level alpha p / p_adj (at most alpha)
+    assert printed_ci_alpha(0.001, 0.004, 0.05) == (0.05 * 0.25, False)
+    assert printed_ci_alpha(0.2, 0.2, 0.05) == (0.05, False)
+    # significant at the look's level: widened to it (p 0.001 <= 0.0033: still excludes 1)
+    assert printed_ci_alpha(0.001, 0.004, 0.05, 0.0033) == (0.0033, True)
+    # not significant: wider is safe (the CI contains 1 either way)
+    assert printed_ci_alpha(0.03, 0.3, 0.05, 0.0033) == (0.0033, True)
+    # significant in the table but p above the look's level (the group stopped on other
+    # grounds): widening would put 1 in the CI of a significant row, so the Holm level stays
+    assert printed_ci_alpha(0.01, 0.02, 0.05, 0.0033) == (0.025, False)
+    # the look's level is not smaller: nothing to widen
+    assert printed_ci_alpha(0.001, 0.002, 0.05, 0.05) == (0.025, False)

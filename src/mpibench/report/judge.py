@@ -96,7 +96,7 @@ def compare_groups(store: Store, groups: Mapping[str, list[str]], baseline: str,
     overall = {cand: _aggregate(vrows, baseline, cand, alpha) for cand in order[1:]}
     summaries = _summaries(rows, baseline, order[1:], alpha)
     overall_p_adj, family = _adjust_all(rows, summaries, overall, alpha, block_of)
-    _sequential_looks(store, rows, baseline, alpha, notes)
+    _sequential_looks(store, rows, summaries, baseline, alpha, notes)
     _count_decisions(rows, summaries)
     outcomes, verdicts = _verdicts(vrows, others, baseline, order[1:], not_compared, alpha,
                                 overall, overall_p_adj, equivalence, family, set_marks)
@@ -299,17 +299,17 @@ def _decide_runs(store: Store) -> dict[str, tuple[Any, str]]:
     return out
 
 
-def _sequential_looks(store: Store, rows: list[Row], baseline: str, alpha: float,
-                      notes: _Notes) -> None:
+def _sequential_looks(store: Store, rows: list[Row], summaries: list[Summary],
+                      baseline: str, alpha: float, notes: _Notes) -> None:
     """Rows measured by a repeats = "decide" campaign whose launches stopped at an interim
     look (fewer per side than the design's maximum): the stop depended on the data, and
     among the cells that stopped because they were significant the Holm-level CI covers
-    78-84% (winner's curse, docs/statistics.md). Their printed CI becomes the wider of the
-    Holm-level CI and the repeated CI at the look's level (stats.sequential
-    .printed_ci_alpha, which keeps it consistent with the row's decision), footnoted."""
-    from mpibench.stats.sequential import printed_ci_alpha
-
+    78-84% (winner's curse, docs/statistics.md). Their printed CI (cells and geomean rows)
+    becomes the wider of the Holm-level CI and the repeated CI at the look's level
+    (stats.sequential.printed_ci_alpha, which keeps it consistent with the row's
+    decision), footnoted."""
     runs = None
+    found: dict[tuple, tuple[Any, str]] = {}     # (benchmark, metric, tool, cand) -> design
     for r in rows:
         base = r.cells.get(baseline)
         for g, d in r.deltas.items():
@@ -323,21 +323,39 @@ def _sequential_looks(store: Store, rows: list[Row], baseline: str, alpha: float
                         if x in runs), None)
             if hit is None:
                 continue
-            design, name = hit
-            n = min(d.n_base or 0, d.n_cand or 0)
-            if n >= design.max:
-                continue
-            look = design.level(n)
-            a, widened = printed_ci_alpha(d.p, d.p_adj, alpha, look)
-            lo, hi = d.test.ci_at(1.0 - a) if widened else (None, None)
-            if lo is None or hi is None:
-                continue
-            d.ci_holm = (lo, hi)
-            d.notes.append(notes.add(
-                f"CI widened for sequential looks: campaign {name} ran repeats = "
-                f'"decide" and stopped these launches ({n} per side) before its maximum of '
-                f"{design.max}; the gain CI is at the look's level {look:.2g} (the repeated "
-                "CI), which keeps its coverage after a data-dependent stop"))
+            found[(r.benchmark, r.metric, r.tool, g)] = hit
+            mark = _widen(d.test, d.p_adj, alpha, hit, notes)
+            if mark is not None:
+                d.ci_holm, note = mark
+                d.notes.append(note)
+    for sm in summaries:
+        for c, pa in sm.p_adj.items():
+            hit = found.get((sm.benchmark, sm.metric, sm.tool, c))
+            mark = _widen(sm.test[c], pa, alpha, hit, notes) if hit else None
+            if mark is not None:
+                sm.ci_holm[c] = mark[0]
+
+
+def _widen(t: launch_stats.LaunchTest, p_adj: float, alpha: float, hit: tuple[Any, str],
+           notes: _Notes) -> tuple[tuple[float, float], int] | None:
+    """(the CI at the wider level, its footnote) when the launches stopped at an interim
+    look and the wider level applies; None: keep the Holm-level CI."""
+    from mpibench.stats.sequential import printed_ci_alpha
+
+    design, name = hit
+    n = min(t.n_base or 0, t.n_cand or 0)
+    if n >= design.max or t.p is None:
+        return None
+    look = design.level(n)
+    a, widened = printed_ci_alpha(t.p, p_adj, alpha, look)
+    lo, hi = t.ci_at(1.0 - a) if widened else (None, None)
+    if lo is None or hi is None:
+        return None
+    return (lo, hi), notes.add(
+        f"CI widened for sequential looks: campaign {name} ran repeats = "
+        f'"decide" and stopped these launches ({n} per side) before its maximum of '
+        f"{design.max}; the gain CI is at the look's level {look:.2g} (the repeated "
+        "CI), which keeps its coverage after a data-dependent stop")
 
 
 def _count_decisions(rows: list[Row], summaries: list[Summary]) -> None:

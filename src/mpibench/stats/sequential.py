@@ -320,7 +320,8 @@ def simulate(rng: np.random.Generator, reps: int, design: Design, *,
     k = len(groups)
     tot = dict(aa_cells=0, aa_sig=0, aa_rep_sig=0, fam=0, fam_rep=0, eq=0, und=0, cells=0,
                cover=0, early_cells=0, early_cover=0, launches=0, real_cells=0,
-               real_sig=0, real_eq=0, fixed_decided=0, early_rci=0)
+               real_sig=0, real_eq=0, fixed_decided=0, early_rci=0, early_printed=0,
+               early_sig=0, early_sig_cover=0, early_sig_printed=0)
     for _ in range(reps):
         data = []
         for eff in groups:
@@ -377,6 +378,17 @@ def simulate(rng: np.random.Generator, reps: int, design: Design, *,
                 tot["early_cover"] += hit
                 lo, hi = t.ci_at(1.0 - design.level(n_of[g]))
                 tot["early_rci"] += lo <= math.exp(eff) <= hi
+                # the CI the comparison tables print (report/judge.py): the wider of the
+                # row's Holm-level CI and the repeated CI at the look's level
+                a, _wide = printed_ci_alpha(t.p, float(ph), design.alpha,
+                                            design.level(n_of[g]))
+                lo, hi = t.ci_at(1.0 - a)
+                printed = lo <= math.exp(eff) <= hi
+                tot["early_printed"] += printed
+                if eff != 0 and st.status is Status.SIGNIFICANT:
+                    tot["early_sig"] += 1
+                    tot["early_sig_cover"] += hit
+                    tot["early_sig_printed"] += printed
             tot["eq"] += st.status is Status.EQUIVALENT
             tot["und"] += st.status is Status.UNDECIDED
             if eff == 0:
@@ -403,6 +415,12 @@ def simulate(rng: np.random.Generator, reps: int, design: Design, *,
                                if tot["early_cells"] else float("nan")),
             "coverage_early_rci": (tot["early_rci"] / tot["early_cells"]
                                    if tot["early_cells"] else float("nan")),
+            "coverage_early_printed": (tot["early_printed"] / tot["early_cells"]
+                                       if tot["early_cells"] else float("nan")),
+            "coverage_early_sig": (tot["early_sig_cover"] / tot["early_sig"]
+                                   if tot["early_sig"] else float("nan")),
+            "coverage_early_sig_printed": (tot["early_sig_printed"] / tot["early_sig"]
+                                           if tot["early_sig"] else float("nan")),
             "early_share": tot["early_cells"] / tot["cells"],
             "decided": 1 - tot["und"] / tot["cells"],
             "fixed_decided": tot["fixed_decided"] / tot["cells"],
