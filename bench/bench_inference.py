@@ -202,10 +202,13 @@ def decide_section(rng: np.random.Generator, reps: int) -> None:
     print("  A/A FP: cells the rule decided significant / significant in the report (Holm "
           "on the final launches); FW: campaigns with any; coverage of the final plain 95% "
           "CI (all cells / cells whose group stopped early), and there of the CI at the stopping "
-          "look's level (RCI, the repeated CI); launches per group per side "
+          "look's level (RCI, the repeated CI) and of the CI the tables print (printed: "
+          "the wider of the Holm-level CI and the RCI, stats.sequential.printed_ci_alpha); "
+          "among early stops the rule found significant with a real difference: plain 95% "
+          "CI / printed CI (sig early); launches per group per side "
           "(fixed design: 12); decided (rule / fixed design at 12)")
     hdr = (f"  {'scenario':<42} {'FP rule':>7} {'FP rep':>7} {'FW rule':>7} {'FW rep':>7} "
-           f"{'cover':>6} {'early':>6} {'RCI':>6} {'(share)':>7} {'launch':>6} {'decided':>7} "
+           f"{'cover':>6} {'early':>6} {'RCI':>6} {'printed':>7} {'sig early':>13} {'(share)':>7} {'launch':>6} {'decided':>7} "
            f"{'fixed':>6} {'sig real':>8} {'eq':>5}")
     print(hdr)
     for name, (groups, kw) in DECIDE.items():
@@ -219,12 +222,15 @@ def decide_section(rng: np.random.Generator, reps: int) -> None:
               f"{pct(r['aa_report_false_positive'], aa)} {pct(r['familywise'], aa)} "
               f"{pct(r['familywise_report'], aa)} {pct(r['coverage'], w=5)} "
               f"{pct(r['coverage_early'], w=5)} {pct(r['coverage_early_rci'], w=5)} "
+              f"{pct(r['coverage_early_printed'])} {pct(r['coverage_early_sig'])}"
+              f"/{pct(r['coverage_early_sig_printed'])} "
               f"{pct(r['early_share'])} "
               f"{r['launches_per_group']:>6.2f} {pct(r['decided'])} "
               f"{pct(r['fixed_decided'], w=5)} {pct(r['real_significant'], real, 7)} "
               f"{pct(r['equivalent'], w=4)}", flush=True)
     print("  targets: A/A FP and FW <= 6% (rule and report), coverage >= 93% also where a "
-          "group stopped early; fewer launches than the fixed design's 12")
+          "group stopped early (of the printed CI), also among the early significant stops; "
+          "fewer launches than the fixed design's 12")
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
