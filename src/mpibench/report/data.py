@@ -396,10 +396,11 @@ def pool(group: str, rows: list[dict], *,
     _defer: a list that receives (cell, rows used) instead of summarizing the pooled samples
     here; load_cells summarizes them all in one batch and then calls _finish."""
     first = rows[0]
-    cell = ResultCell(group=group, benchmark=first["benchmark"], size=first["size"], np=first["np"],
-                params=first["params"] or {}, metric=first["metric"],
-                unit=first["unit"], better=first["better"], statistic=first["statistic"],
-                requested=statistic, tool=first.get("tool"))
+    cell = ResultCell(group=group, benchmark=first["benchmark"], size=first["size"],
+                      np=first["np"], params=first["params"] or {}, metric=first["metric"],
+                      unit=first["unit"], better=first["better"],
+                      statistic=first["statistic"], requested=statistic,
+                      tool=first.get("tool"))
     # the row rule (rules.why_unusable): only finished runs' ok rows make a value
     ok = []
     for r in rows:
@@ -413,6 +414,24 @@ def pool(group: str, rows: list[dict], *,
         cell.status, cell.reason = cell.runs_failed[0][1], cell.runs_failed[0][2]
         return cell
 
+    used = _choose_fingerprint(cell, ok)
+    _describe(cell, used)
+    sample_arrays = [a for r in used if (a := r.get("samples")) is not None and len(a) > 0]
+    if sample_arrays and len(sample_arrays) == len(used):
+        x = _from_samples(cell, used, sample_arrays, statistic)
+        if _defer is not None:
+            _defer.append((cell, used))
+            return cell
+        _finish(cell, used, stats.summarize(x))
+        return cell
+    _from_summaries(cell, used)
+    _finish(cell, used, None)
+    return cell
+
+
+def _choose_fingerprint(cell: ResultCell, ok: list[dict]) -> list[dict]:
+    """Runs with different fingerprints are not pooled: the rows of the most common one
+    (most runs, then most samples, then the first stored) are used, the others excluded."""
     by_fp: dict[Any, list[dict]] = {}
     for r in ok:
         by_fp.setdefault(r["fingerprint_id"], []).append(r)
@@ -429,6 +448,12 @@ def pool(group: str, rows: list[dict], *,
         chosen_fp, used = next(iter(by_fp.items()))
     cell.fingerprint_id = chosen_fp
     cell.runs_used = [r["run_id"] for r in used]
+    return used
+
+
+def _describe(cell: ResultCell, used: list[dict]) -> None:
+    """What the used rows say beside their values: first-call times, stop reasons, batch,
+    the tool's extra fields."""
     cell.firsts = [float(r["first"]) for r in used if r.get("first") is not None]
     reasons = [_stop_with_stationarity(r) for r in used if r.get("stop_reason")]
     if reasons:
@@ -437,61 +462,60 @@ def pool(group: str, rows: list[dict], *,
     extra = used[0].get("extra_json")
     cell.extra = json.loads(extra) if extra else (used[0].get("extra") or {})
 
-    sample_arrays = [a for r in used if (a := r.get("samples")) is not None and len(a) > 0]
-    if sample_arrays and len(sample_arrays) == len(used):
-        x = np.concatenate(sample_arrays) if len(sample_arrays) > 1 else sample_arrays[0]
-        cell.samples = x
-        # the core's own per-launch median when stored (cheap), else computed
-        cell.launch_medians = [float(r["median"]) if r.get("median") is not None
-                               else float(np.median(a)) for r, a in zip(used, sample_arrays,
-                                                                        strict=True)]
-        if statistic == "mean":
-            cell.launch_values = [float(r["mean"]) if r.get("mean") is not None
-                                  else float(np.mean(a)) for r, a in zip(used, sample_arrays,
-                                                                         strict=True)]
-        else:
-            cell.launch_values = list(cell.launch_medians)
-        cell.launch_ids = [r["run_id"] for r in used]
-        pcts = [stats.ci_percent(r.get("median"), r.get("ci_low"), r.get("ci_high"))
-                for r in used]
-        pcts = [p for p in pcts if p is not None]
-        cell.within_ci_pct = float(np.median(pcts)) if pcts else None
-        if _defer is not None:
-            _defer.append((cell, used))
-            return cell
-        _finish(cell, used, stats.summarize(x))
-        return cell
-    else:
-        # Stored summaries only (or some runs without samples): combine what is stored.
-        cell.no_samples = True
-        vals = [r for r in used if r.get("median") is not None or r.get("mean") is not None]
-        ns = [r["n"] for r in used if r.get("n") is not None]
-        cell.n = sum(ns) if len(ns) == len(used) and ns else None
-        meds = [r["median"] for r in used if r.get("median") is not None]
-        means = [r["mean"] for r in used if r.get("mean") is not None]
-        cell.median = _pystats.median(meds) if meds else None
-        cell.mean = float(np.mean(means)) if means else None
-        for col in ("min", "p5"):
-            v = [r[col] for r in used if r.get(col) is not None]
-            setattr(cell, col, min(v) if v else None)
-        for col in ("max", "p95", "p99"):
-            v = [r[col] for r in used if r.get(col) is not None]
-            setattr(cell, col, max(v) if v else None)
-        if len(vals) == 1:
-            only = vals[0]
-            cell.ci_low, cell.ci_high, cell.std = only.get("ci_low"), only.get("ci_high"), \
-                only.get("std")
-        cell.launch_medians = [float(r["median"] if r.get("median") is not None else r["mean"])
-                               for r in vals]
-        # each imported file (or application run) is a launch, with the tool's own statistic
-        own = cell.shown_statistic
-        cell.launch_ids = [r["run_id"] for r in vals]
-        cell.launch_values = [float(r["median"]) if own == "median" and r.get("median")
-                              is not None else float(r["mean"] if r.get("mean") is not None
-                                                     else r["median"]) for r in vals]
 
-    _finish(cell, used, None)
-    return cell
+def _from_samples(cell: ResultCell, used: list[dict], sample_arrays: list,
+                  statistic: str) -> Any:
+    """Every used row has its samples: pool them and take each launch's statistic; returns
+    the pooled samples (summarized by the caller, or in one batch by load_cells)."""
+    x = np.concatenate(sample_arrays) if len(sample_arrays) > 1 else sample_arrays[0]
+    cell.samples = x
+    # the core's own per-launch median when stored (cheap), else computed
+    cell.launch_medians = [float(r["median"]) if r.get("median") is not None
+                           else float(np.median(a)) for r, a in zip(used, sample_arrays,
+                                                                    strict=True)]
+    if statistic == "mean":
+        cell.launch_values = [float(r["mean"]) if r.get("mean") is not None
+                              else float(np.mean(a)) for r, a in zip(used, sample_arrays,
+                                                                     strict=True)]
+    else:
+        cell.launch_values = list(cell.launch_medians)
+    cell.launch_ids = [r["run_id"] for r in used]
+    pcts = [stats.ci_percent(r.get("median"), r.get("ci_low"), r.get("ci_high"))
+            for r in used]
+    pcts = [p for p in pcts if p is not None]
+    cell.within_ci_pct = float(np.median(pcts)) if pcts else None
+    return x
+
+
+def _from_summaries(cell: ResultCell, used: list[dict]) -> None:
+    """Stored summaries only (or some runs without samples): combine what is stored; each
+    imported file (or application run) is a launch, with the tool's own statistic."""
+    cell.no_samples = True
+    vals = [r for r in used if r.get("median") is not None or r.get("mean") is not None]
+    ns = [r["n"] for r in used if r.get("n") is not None]
+    cell.n = sum(ns) if len(ns) == len(used) and ns else None
+    meds = [r["median"] for r in used if r.get("median") is not None]
+    means = [r["mean"] for r in used if r.get("mean") is not None]
+    cell.median = _pystats.median(meds) if meds else None
+    cell.mean = float(np.mean(means)) if means else None
+    for col in ("min", "p5"):
+        v = [r[col] for r in used if r.get(col) is not None]
+        setattr(cell, col, min(v) if v else None)
+    for col in ("max", "p95", "p99"):
+        v = [r[col] for r in used if r.get(col) is not None]
+        setattr(cell, col, max(v) if v else None)
+    if len(vals) == 1:
+        only = vals[0]
+        cell.ci_low, cell.ci_high, cell.std = only.get("ci_low"), only.get("ci_high"), \
+            only.get("std")
+    cell.launch_medians = [float(r["median"] if r.get("median") is not None else r["mean"])
+                           for r in vals]
+    # each imported file (or application run) is a launch, with the tool's own statistic
+    own = cell.shown_statistic
+    cell.launch_ids = [r["run_id"] for r in vals]
+    cell.launch_values = [float(r["median"]) if own == "median" and r.get("median")
+                          is not None else float(r["mean"] if r.get("mean") is not None
+                                                 else r["median"]) for r in vals]
 
 
 def _finish(cell: ResultCell, used: list[dict], summary: dict[str, Any] | None) -> None:
