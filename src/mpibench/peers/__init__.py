@@ -14,7 +14,7 @@ library or another source tarball rebuilds and nothing else does.
 OSU runs one program per benchmark: an OSU group with several benchmarks becomes one group
 per program (`NAME.osu_latency`, ...), so a cell is always exactly one launch.
 
-A suite is one file in this package: a PeerSuite subclass registered with
+A suite is one file in this package: a PeerSuite subclass (peers/base.py) registered with
 `@register_suite("name")` that says how to build it (build_steps), find its program
 (program), turn a group's benchmarks and sizes into its arguments (argv), check the
 campaign's benchmarks key (check_benchmarks) and parse its output (parse, output_text).
@@ -30,7 +30,6 @@ import shutil
 import stat
 import tarfile
 import zlib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,54 +37,9 @@ from mpibench.benchmarks import parse_sizes
 from mpibench.build import staged_build
 from mpibench.errors import BuildError, UsageError
 from mpibench.files import write_file
+from mpibench.peers.base import REGISTRY, PeerSpec, PeerSuite, register_suite  # noqa: F401 (re-exported)
 from mpibench.process import run_command
-from mpibench.registry import Registry
 from mpibench.stacks import Stack, cache_dir
-
-
-class PeerSuite:
-    """One third-party suite. Subclasses override what differs; instances hold no state."""
-
-    name = ""
-    needs_cxx = True                     # IMB and OSU build C++ sources
-    # one group per benchmark program (OSU), so a cell is exactly one launch
-    one_program_per_benchmark = False
-    benchmarks_expected = "[...]"        # what the campaign's benchmarks key holds
-
-    def build_steps(self, tree: Path, cc: str, cxx: str) -> list[list[str]]:
-        raise NotImplementedError
-
-    def program(self, benchmark: str | None) -> str:
-        """The executable's name to find under a built tree or a given directory."""
-        raise NotImplementedError
-
-    def argv(self, peer: PeerSpec, sizes: list[int] | None, run_dir: Path) -> list[str]:
-        """The suite's own arguments for the group's benchmarks and sizes."""
-        return []
-
-    def check_benchmarks(self, benches: list[str] | None, fail) -> list[str]:
-        """The campaign's `benchmarks` (None when absent), normalised; fail(problem,
-        expected, index=None) raises naming the key."""
-        if benches is None:
-            fail("missing", self.benchmarks_expected)
-        if not benches:
-            fail("empty", "at least one benchmark")
-        return list(benches)
-
-    def parse(self, text: str):
-        """The output's ParseResult (mpibench.parsers)."""
-        raise NotImplementedError
-
-    def output_text(self, stdout: str, stderr_path: Path, run_dir: Path) -> str:
-        """The text to parse from one launch (stdout unless the suite writes elsewhere)."""
-        return stdout
-
-    def row(self, rec: dict[str, Any], extra: dict[str, Any]) -> None:
-        """Adjust one parsed row in place (e.g. store it under the IMB name)."""
-
-
-REGISTRY: Registry = Registry("peer suite", "mpibench.peers")
-register_suite = REGISTRY.register
 
 
 def get_suite(name: str) -> PeerSuite:
@@ -110,22 +64,6 @@ def __getattr__(name: str) -> Any:
         from mpibench.peers.netpipe import NETPIPE_BINARY
         return NETPIPE_BINARY
     raise AttributeError(name)
-
-
-@dataclass(frozen=True)
-class PeerSpec:
-    """What a peer group runs (part of the cell id)."""
-
-    suite: str
-    benchmarks: tuple[str, ...]  # IMB names; for OSU exactly one program name
-    sizes: str | None
-    args: tuple[str, ...]
-    binary: str | None  # a given binary (or OSU directory)
-    source: str | None  # a tarball or source tree to build per stack
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"suite": self.suite, "benchmarks": list(self.benchmarks), "sizes": self.sizes,
-                "args": list(self.args), "binary": self.binary, "source": self.source}
 
 
 # -- building ------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from typing import Any
 from mpibench.benchmarks import canonical_benchmarks
 from mpibench.errors import UsageError
 from mpibench.files import write_file
-from mpibench.peers import PeerSpec, PeerSuite, register_suite
+from mpibench.peers.base import PeerSpec, PeerSuite, register_suite
 
 IMB_BINARY = "IMB-MPI1"
 

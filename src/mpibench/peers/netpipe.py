@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from mpibench.peers import PeerSpec, PeerSuite, register_suite
+from mpibench.peers.base import PeerSpec, PeerSuite, register_suite
 
 NETPIPE_BINARY = "NPmpi"
 

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from mpibench.peers import PeerSpec, PeerSuite, register_suite
+from mpibench.peers.base import PeerSpec, PeerSuite, register_suite
 
 # OSU programs whose rows are stored under the IMB name of the same operation, so they line
 # up with the core's and IMB's rows in one comparison (the program name stays in
