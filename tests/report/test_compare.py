@@ -628,6 +628,9 @@ def test_early_stopped_decide_cells_print_the_ci_at_the_looks_level(tmp_path):
     t = sm.test["b"]
     assert sm.p_adj["b"] <= 0.05 and sm.ci_holm["b"] == t.ci_at(1.0 - look)
     assert sm.ci_holm["b"][0] > 1.0
+    # the verdict's overall CI likewise (said in its sentence)
+    lo, hi = cmp.overall["b"].ci_at(1.0 - look)
+    assert f"[{lo:.3f}, {hi:.3f}] (CI widened for sequential looks)" in cmp.verdicts["b"]
 
 
 def test_decide_cells_at_the_maximum_and_other_campaigns_keep_the_holm_ci(tmp_path):
@@ -646,4 +649,4 @@ def test_decide_cells_at_the_maximum_and_other_campaigns_keep_the_holm_ci(tmp_pa
             t = sm.test["b"]
             assert sm.ci_holm["b"] == t.ci_at(
                 min(max(1.0 - 0.05 * t.p / sm.p_adj["b"], 0.95), 1 - 1e-12))
-        assert "sequential looks" not in out
+        assert "sequential looks" not in out and "sequential" not in cmp.verdicts["b"]

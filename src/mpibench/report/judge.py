@@ -96,10 +96,11 @@ def compare_groups(store: Store, groups: Mapping[str, list[str]], baseline: str,
     overall = {cand: _aggregate(vrows, baseline, cand, alpha) for cand in order[1:]}
     summaries = _summaries(rows, baseline, order[1:], alpha)
     overall_p_adj, family = _adjust_all(rows, summaries, overall, alpha, block_of)
-    _sequential_looks(store, rows, summaries, baseline, alpha, notes)
+    seq_hits = _sequential_looks(store, rows, summaries, baseline, alpha, notes)
     _count_decisions(rows, summaries)
     outcomes, verdicts = _verdicts(vrows, others, baseline, order[1:], not_compared, alpha,
-                                overall, overall_p_adj, equivalence, family, set_marks)
+                                overall, overall_p_adj, equivalence, family, set_marks,
+                                seq_hits)
     return Comparison(groups=order, baseline=baseline, alpha=alpha, rows=rows,
                       summaries=summaries, footnotes=notes.texts,
                       verdict="; ".join(verdicts.values()), verdicts=verdicts,
@@ -300,14 +301,16 @@ def _decide_runs(store: Store) -> dict[str, tuple[Any, str]]:
 
 
 def _sequential_looks(store: Store, rows: list[Row], summaries: list[Summary],
-                      baseline: str, alpha: float, notes: _Notes) -> None:
+                      baseline: str, alpha: float, notes: _Notes
+                      ) -> dict[str, tuple[Any, str]]:
     """Rows measured by a repeats = "decide" campaign whose launches stopped at an interim
     look (fewer per side than the design's maximum): the stop depended on the data, and
     among the cells that stopped because they were significant the Holm-level CI covers
     78-84% (winner's curse, docs/statistics.md). Their printed CI (cells and geomean rows)
     becomes the wider of the Holm-level CI and the repeated CI at the look's level
     (stats.sequential.printed_ci_alpha, which keeps it consistent with the row's
-    decision), footnoted."""
+    decision), footnoted. Returns {candidate: (design, campaign name)} of the candidates
+    with such rows (their verdict's overall CI is widened the same way)."""
     runs = None
     found: dict[tuple, tuple[Any, str]] = {}     # (benchmark, metric, tool, cand) -> design
     for r in rows:
@@ -318,7 +321,7 @@ def _sequential_looks(store: Store, rows: list[Row], summaries: list[Summary],
             if runs is None:
                 runs = _decide_runs(store)
             if not runs:
-                return
+                return {}
             hit = next((runs[x] for x in (*base.launch_ids, *r.cells[g].launch_ids)
                         if x in runs), None)
             if hit is None:
@@ -334,10 +337,11 @@ def _sequential_looks(store: Store, rows: list[Row], summaries: list[Summary],
             mark = _widen(sm.test[c], pa, alpha, hit, notes) if hit else None
             if mark is not None:
                 sm.ci_holm[c] = mark[0]
+    return {k[-1]: v for k, v in found.items()}
 
 
 def _widen(t: launch_stats.LaunchTest, p_adj: float, alpha: float, hit: tuple[Any, str],
-           notes: _Notes) -> tuple[tuple[float, float], int] | None:
+           notes: _Notes | None = None) -> tuple[tuple[float, float], int] | None:
     """(the CI at the wider level, its footnote) when the launches stopped at an interim
     look and the wider level applies; None: keep the Holm-level CI."""
     from mpibench.stats.sequential import printed_ci_alpha
@@ -351,6 +355,8 @@ def _widen(t: launch_stats.LaunchTest, p_adj: float, alpha: float, hit: tuple[An
     lo, hi = t.ci_at(1.0 - a) if widened else (None, None)
     if lo is None or hi is None:
         return None
+    if notes is None:
+        return (lo, hi), 0
     return (lo, hi), notes.add(
         f"CI widened for sequential looks: campaign {name} ran repeats = "
         f'"decide" and stopped these launches ({n} per side) before its maximum of '
@@ -372,7 +378,8 @@ def _count_decisions(rows: list[Row], summaries: list[Summary]) -> None:
 def _verdicts(vrows: list[Row], others: list[str], baseline: str, candidates: list[str],
               not_compared: list[str], alpha: float,
               overall: dict[str, launch_stats.LaunchTest], overall_p_adj: dict[str, float],
-              equivalence: float | None, family: float, set_marks: dict[str, list[int]]
+              equivalence: float | None, family: float, set_marks: dict[str, list[int]],
+              seq_hits: Mapping[str, tuple[Any, str]] | None = None
               ) -> tuple[dict[str, str], dict[str, str]]:
     """Per candidate the verdict's outcome and sentence; one tool per verdict (with the core's
     and a peer suite's rows in one table the verdict is the core's, else the first tool's,
@@ -382,7 +389,8 @@ def _verdicts(vrows: list[Row], others: list[str], baseline: str, candidates: li
     for cand in candidates:
         outcomes[cand], verdicts[cand] = _verdict(vrows, baseline, cand, alpha, overall[cand],
                                                overall_p_adj.get(cand), equivalence,
-                                               family=family)
+                                               family=family,
+                                               seq=(seq_hits or {}).get(cand))
         if others:
             verdicts[cand] += (f" ({vrows[0].tool} rows only; {', '.join(others)} rows are "
                                "separate cells with their own geomean rows)")
@@ -559,7 +567,8 @@ def _summaries(rows: list[Row], baseline: str, candidates: list[str],
 
 def _verdict(rows: list[Row], baseline: str, cand: str, alpha: float,
              agg: launch_stats.LaunchTest, p_adj: float | None = None,
-             equivalence: float | None = None, family: float = 1.0) -> tuple[str, str]:
+             equivalence: float | None = None, family: float = 1.0,
+             seq: tuple[Any, str] | None = None) -> tuple[str, str]:
     """(kind, sentence). The kind better/worse comes from one test: the whole comparison
     aggregated per launch (t on the launches' mean oriented log statistic), its p
     Holm-adjusted in the table's family (p_adj); the Holm-significant cells are counted
@@ -573,9 +582,13 @@ def _verdict(rows: list[Row], baseline: str, cand: str, alpha: float,
     if not gains:
         return "nothing", f"{cand} vs {baseline}: nothing to compare (no common cells)"
     lo, hi = agg.ci_low, agg.ci_high
+    widened = ""
     if p_adj is not None and (ci := _holm_ci(agg, p_adj, alpha)) is not None:
         lo, hi = ci
-    gm = (f"overall gain {fmt_gain_ci(agg.gain, lo, hi)} over "
+        # launches stopped at an interim look of repeats = "decide": as the rows
+        if seq is not None and agg.tested and (w := _widen(agg, p_adj, alpha, seq)):
+            (lo, hi), widened = w[0], " (CI widened for sequential looks)"
+    gm = (f"overall gain {fmt_gain_ci(agg.gain, lo, hi)}{widened} over "
           f"{len(gains)} cell(s), {agg.n_base}+{agg.n_cand} launches")
     if not agg.tested:
         need = ""
