@@ -23,7 +23,6 @@ from mpibench.files import write_file
 from mpibench.report import pipeline, plots
 from mpibench.report.compare_view import render_markdown
 from mpibench.report.data import (
-    bench_sort_key,
     imported_statistics,
     tool_statistic,
 )
@@ -117,36 +116,6 @@ def _group_info(store: Store, groups: Mapping[str, list[str]]) -> list[dict[str,
                     "campaigns": ", ".join(c for c, _ in camps.most_common()),
                     "stack": ", ".join(s for s, _ in stacks.most_common(3)),
                     "fingerprints": f"{len(fps)}: " + "; ".join(fp_desc) + more})
-    return out
-
-
-def _auto_grid(cells: dict) -> list[tuple[str | None, str, str]]:
-    """Per application benchmark: rows 'nodes' (or 'np') x its parameter with most distinct
-    values. Each application group picks its own axes (a campaign may hold GROMACS over
-    steps and NetPIPE over message limits); [(benchmark, row, col)]."""
-    values: dict[str, dict[str, set]] = {}
-    nps: dict[str, set] = {}
-    for key in cells:
-        if key.size is not None:
-            continue
-        bench = key.benchmark
-        nps.setdefault(bench, set()).add(key.np)
-        for k, v in key.params.items():
-            values.setdefault(bench, {}).setdefault(k, set()).add(json.dumps(v, default=str))
-    out: list[tuple[str | None, str, str]] = []
-    for bench in sorted(nps, key=bench_sort_key):
-        varying = {k: v for k, v in values.get(bench, {}).items() if len(v) > 1}
-        if "nodes" in varying:
-            row = "nodes"
-        elif len(nps[bench]) > 1:
-            row = "np"
-        elif varying:
-            row = max(varying, key=lambda k: len(varying[k]))
-        else:
-            continue
-        others = [k for k in varying if k != row]
-        if others:
-            out.append((bench, row, max(others, key=lambda k: len(varying[k]))))
     return out
 
 
