@@ -245,10 +245,10 @@ def in_process(target: str, rounds: int, **selection) -> tuple[float, float]:
     for _ in range(rounds):
         t0 = time.perf_counter()
         with Store(target, readonly=True) as st:
-            groups = select_groups(st, **selection)
-            cells = load_cells(st, groups)
+            sets = select_groups(st, **selection)
+            cells = load_cells(st, sets)
             t1 = time.perf_counter()
-            compare_groups(st, groups, next(iter(groups)), cells=cells)
+            compare_groups(st, sets, next(iter(sets)), cells=cells)
         loads.append(t1 - t0)
         totals.append(time.perf_counter() - t0)
     return statistics.median(loads), statistics.median(totals)

@@ -121,8 +121,8 @@ def decided(db: Path, statistic: str, design: Design, n: int, previous: dict | N
     over the table's cells or TOST within ±5%, at the design's level for this look;
     decisions of earlier looks stand). Returns the state and the statuses for the next."""
     with Store(db) as store:
-        groups = select_groups(store, variants=["openmpi", "mpich"], by="variant")
-        cells = load_cells(store, groups, with_samples=False, statistic=statistic)
+        sets = select_groups(store, variants=["openmpi", "mpich"], by="variant")
+        cells = load_cells(store, sets, with_samples=False, statistic=statistic)
     repeat = run_repeats(db)
 
     def ordered(by_launch: dict) -> dict:

@@ -48,6 +48,18 @@ def test_compare_frame(tmp_path):
     assert cf.loc[(cf.benchmark == "PingPong") & (cf["size"] == 1024), "significant"].item()
 
 
+def test_compare_frame_accepts_the_old_keyword_groups(tmp_path):
+    """sets= is the keyword now; groups= (its old name) still works, both at once does not."""
+    store, sets = build_two_stack_store(tmp_path / "c.db", repeats=2, n=12)
+    store.close()
+    new = compare_frame(tmp_path / "c.db", sets=sets, baseline="base")
+    old = compare_frame(tmp_path / "c.db", groups=sets, baseline="base")
+    assert len(new) == 2 * len(IMB_SIZES)
+    assert new.equals(old)
+    with pytest.raises(UsageError, match="not both"):
+        compare_frame(tmp_path / "c.db", sets=sets, groups=sets, baseline="base")
+
+
 def test_missing_store(tmp_path):
     with pytest.raises(UsageError):
         load_results(tmp_path / "nope.db")

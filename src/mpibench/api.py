@@ -58,9 +58,9 @@ def _run_ids(store: Store, campaign, variants, run_ids, labels) -> list[str] | N
     if campaign is None and variants is None and run_ids is None and labels is None:
         return None
     from mpibench.report.select import select_groups
-    groups = select_groups(store, variants=variants, campaign=campaign, run_ids=run_ids,
+    sets = select_groups(store, variants=variants, campaign=campaign, run_ids=run_ids,
                            labels=labels)
-    return [r for ids in groups.values() for r in ids]
+    return [r for ids in sets.values() for r in ids]
 
 
 def _iter_rows(store: Store, ids: list[str] | None, with_samples: bool):
@@ -162,24 +162,32 @@ def load_samples(db_path: str | Path, campaign: str | int | Iterable | None = No
     return out
 
 
-def compare_frame(db_path: str | Path, groups: dict[str, list[str]] | None = None,
+def compare_frame(db_path: str | Path, sets: dict[str, list[str]] | None = None,
                   baseline: str | None = None, *, campaign=None, variants=None,
-                  alpha: float = 0.05) -> pd.DataFrame:
+                  alpha: float = 0.05, groups: dict[str, list[str]] | None = None
+                  ) -> pd.DataFrame:
     """The comparison table (one row per cell x candidate) as a DataFrame: medians, CIs,
-    gain with its 95% CI, p, Holm p, launch counts, significance, notes."""
+    gain with its 95% CI, p, Holm p, launch counts, significance, notes.
+
+    sets: result sets to compare (set name -> run ids); None selects by campaign/variants.
+    groups: the old name of `sets`, still accepted (not both)."""
+    if groups is not None:
+        if sets is not None:
+            raise UsageError("compare_frame: pass sets= or its old name groups=, not both")
+        sets = groups
     from mpibench.report import pipeline
     from mpibench.report.compare_view import comparison_records
     from mpibench.report.select import select_groups
     with _open(db_path) as store:
-        if groups is None:                                                  # select
-            groups = select_groups(store, campaign=campaign, variants=variants)
-        if not groups:
+        if sets is None:                                                    # select
+            sets = select_groups(store, campaign=campaign, variants=variants)
+        if not sets:
             raise UsageError(f"{db_path}: no results match the selection")
         # load and judge as compare and report do (report/pipeline.py)
-        judged = pipeline.run(store, groups, pipeline.Request(baseline=baseline, alpha=alpha))
+        judged = pipeline.run(store, sets, pipeline.Request(baseline=baseline, alpha=alpha))
         if judged.cmp is None:
             raise UsageError(f"{db_path}: a comparison needs at least two result sets (got "
-                             f"{', '.join(groups)})")
+                             f"{', '.join(sets)})")
         recs = comparison_records(judged.cmp)
     df = pd.DataFrame.from_records(recs)
     if "params" in df:

@@ -394,7 +394,7 @@ def _matches(rc: RefCell, c) -> bool:
             and (rc.params is None or params_key(c.params) == params_key(rc.params)))
 
 
-def judge(ref: Reference, cells: dict, groups: list[str], margin_flag: float | None,
+def judge(ref: Reference, cells: dict, sets: list[str], margin_flag: float | None,
           alpha: float):
     """The gate of every selected set against the reference: gate.GateResult (findings per
     matched cell and one overall test per set, Holm over all of them)."""
@@ -403,13 +403,13 @@ def judge(ref: Reference, cells: dict, groups: list[str], margin_flag: float | N
     from mpibench.stats import launch as L
 
     default = margin_flag if margin_flag is not None else (ref.margin or 0.0)
-    res = GateResult(f"reference {ref.path}", list(groups), default, alpha)
+    res = GateResult(f"reference {ref.path}", list(sets), default, alpha)
     n_spread = sum(rc.sd_log is not None for rc in ref.cells)
     res.reference = {"file": ref.path, "statistic": ref.statistic, "cells": len(ref.cells),
                      "with_spread": n_spread, "without_spread": len(ref.cells) - n_spread}
     if n_spread < len(ref.cells):
         res.notes.append(NO_SPREAD_CAVEAT)
-    for g in groups:
+    for g in sets:
         own = [by[g] for by in cells.values() if g in by and by[g].launch_values]
         matched: list[tuple[RefCell, Any]] = []
         for rc in ref.cells:

@@ -41,7 +41,7 @@ def _row(cmp, bench, size):
 def test_shift_is_significant_identical_is_tilde(two):
     store, groups = two
     cmp = compare_groups(store, groups, "base")
-    assert cmp.groups == ["base", "fast"]
+    assert cmp.sets == ["base", "fast"]
     assert len(cmp.rows) == 2 * len(IMB_SIZES)
     d = _row(cmp, "PingPong", 1024).deltas["fast"]
     assert d.significant and d.direction == "better"
@@ -418,7 +418,7 @@ def _with_app_only_set(tmp_path):
 def test_set_without_common_cells_gets_one_footnote_not_a_column(tmp_path):
     store, groups = _with_app_only_set(tmp_path)
     cmp = compare_groups(store, groups, "base")
-    assert cmp.groups == ["base", "fast"] and cmp.not_compared == ["gmx"]
+    assert cmp.sets == ["base", "fast"] and cmp.not_compared == ["gmx"]
     assert all("gmx" not in r.cells and "gmx" not in r.deltas for r in cmp.rows)
     assert {r.benchmark for r in cmp.rows} == {"PingPong", "Allreduce"}
     said = [f for f in cmp.footnotes if "gmx" in f]
@@ -458,7 +458,7 @@ def test_disjoint_set_in_the_default_view_and_the_report(tmp_path, capsys):
 def test_disjoint_baseline_compares_nothing_and_says_so(tmp_path):
     store, groups = _with_app_only_set(tmp_path)
     cmp = compare_groups(store, groups, "gmx")
-    assert cmp.groups == ["gmx"] and cmp.not_compared == ["base", "fast"]
+    assert cmp.sets == ["gmx"] and cmp.not_compared == ["base", "fast"]
     assert [r.benchmark for r in cmp.rows] == ["mdrun"]
     assert sum("compared nowhere" in f for f in cmp.footnotes) == 2
     assert "nothing to compare" in cmp.verdict

@@ -291,7 +291,7 @@ def test_grid_and_scaling_over_a_campaign_sweep(tmp_path):
     store = sweep_store(tmp_path / "sw.db")
     groups = select_groups(store, variants=["ompi", "mpich"])
     (g,) = grids(store, groups, "nodes", "np", metric="ns/day")
-    assert g.groups == ["ompi", "mpich"]
+    assert g.sets == ["ompi", "mpich"]
     assert g.row_values == [1, 2] and g.col_values == [2, 4]
     assert all(g.best["ompi"][n] == 4 for n in (1, 2))      # more ranks, more ns/day
     t = scaling_table(store, groups, by="nodes", metric="ns/day")

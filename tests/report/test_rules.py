@@ -41,12 +41,12 @@ def test_row_rule_finished_runs_and_ok_rows_only():
                          "run_status": "done"}) == ("unsupported", "no large count")
 
 
-def _cell(group="a", *, statistic="median", no_samples=False, metric="time", unit="us",
+def _cell(set_name="a", *, statistic="median", no_samples=False, metric="time", unit="us",
           better="lower", bench="PingPong", status="ok", values=(1.0, 1.1, 0.9),
           key_tool=None) -> ResultCell:
-    c = ResultCell(group=group, benchmark=bench, size=8, np=2, params={}, metric=metric, unit=unit,
-             better=better, statistic=statistic, status=status, no_samples=no_samples,
-             key_tool=key_tool)
+    c = ResultCell(set_name=set_name, benchmark=bench, size=8, np=2, params={}, metric=metric,
+                   unit=unit, better=better, statistic=statistic, status=status,
+                   no_samples=no_samples, key_tool=key_tool)
     if status == "ok":
         c.launch_values = list(values)
         c.estimate = launch_stats.estimate(values)

@@ -92,15 +92,15 @@ def run(args) -> int:
     args.statistic = args.statistic or "median"
     sizes = parse_sizes_arg(args.size)
     with open_store(args.db) as store:
-        groups = groups_from_args(store, args)
-        if len(groups) < 2:
+        sets = groups_from_args(store, args)
+        if len(sets) < 2:
             raise UsageError(f"check needs a baseline and new launches: only "
-                             f"{', '.join(groups)} has results in this selection (select "
+                             f"{', '.join(sets)} has results in this selection (select "
                              "two sets, e.g. --campaign reference --campaign nightly)")
-        baseline = args.baseline or next(iter(groups))
-        cells = _filtered(load_cells(store, groups, statistic=args.statistic), args, sizes)
-        margin = equivalence_margin(store, groups, args.margin) or 0.0
-        cmp = compare_groups(store, groups, baseline, alpha=args.alpha, cells=cells,
+        baseline = args.baseline or next(iter(sets))
+        cells = _filtered(load_cells(store, sets, statistic=args.statistic), args, sizes)
+        margin = equivalence_margin(store, sets, args.margin) or 0.0
+        cmp = compare_groups(store, sets, baseline, alpha=args.alpha, cells=cells,
                              statistic=args.statistic)
         res = judge(cmp, margin)
     return _decide(res, args, cmp.warning_lines)
@@ -137,9 +137,9 @@ def _check_reference(args) -> int:
                          "statistic the reference values are of")
     sizes = parse_sizes_arg(args.size)
     with open_store(args.db) as store:
-        groups = groups_from_args(store, args)
-        cells = _filtered(load_cells(store, groups, statistic=ref.statistic), args, sizes)
-        res = gate_reference.judge(ref, cells, list(groups), args.margin, args.alpha)
+        sets = groups_from_args(store, args)
+        cells = _filtered(load_cells(store, sets, statistic=ref.statistic), args, sizes)
+        res = gate_reference.judge(ref, cells, list(sets), args.margin, args.alpha)
     return _decide(res, args)
 
 
@@ -152,15 +152,15 @@ def _write_reference(args) -> int:
     statistic = args.statistic or "median"
     sizes = parse_sizes_arg(args.size)
     with open_store(args.db) as store:
-        groups = groups_from_args(store, args)
-        if args.baseline and args.baseline not in groups:
+        sets = groups_from_args(store, args)
+        if args.baseline and args.baseline not in sets:
             raise UsageError(f"--baseline {args.baseline}: no such set in this selection "
-                             f"(sets: {', '.join(groups)})")
-        if not args.baseline and len(groups) > 1:
-            raise UsageError(f"--write-reference: {len(groups)} sets selected ("
-                             f"{', '.join(groups)}); expected one, or --baseline SET")
-        base = args.baseline or next(iter(groups))
-        cells = _filtered(load_cells(store, {base: groups[base]}, statistic=statistic),
+                             f"(sets: {', '.join(sets)})")
+        if not args.baseline and len(sets) > 1:
+            raise UsageError(f"--write-reference: {len(sets)} sets selected ("
+                             f"{', '.join(sets)}); expected one, or --baseline SET")
+        base = args.baseline or next(iter(sets))
+        cells = _filtered(load_cells(store, {base: sets[base]}, statistic=statistic),
                           args, sizes)
         own = [by[base] for by in cells.values() if base in by and by[base].launch_values]
         if not own:

@@ -186,7 +186,7 @@ def _margin(text: str) -> float:
     return v
 
 
-def equivalence_margin(store: Store, groups: dict[str, list[str]], flag: float | None
+def equivalence_margin(store: Store, sets: dict[str, list[str]], flag: float | None
                        ) -> float | None:
     """--equivalence, else the [campaign] equivalence of the selected runs' campaign."""
     if flag is not None:
@@ -194,7 +194,7 @@ def equivalence_margin(store: Store, groups: dict[str, list[str]], flag: float |
     from mpibench.report.specs import _spec_value
     from mpibench.stats.launch import parse_margin
 
-    v = _spec_value(store, [r for ids in groups.values() for r in ids], ("equivalence",))
+    v = _spec_value(store, [r for ids in sets.values() for r in ids], ("equivalence",))
     return parse_margin(v) if v is not None else None
 
 
@@ -256,13 +256,13 @@ def groups_from_args(store: Store, args) -> dict[str, list[str]]:
         campaign = [latest["id"]]
         notice = (f"comparing the latest campaign: {latest['name']} "
                   "(choose with --campaign/--variant/--run)")
-    groups = select_groups(store, variants=args.variant, campaign=campaign, run_ids=args.run,
+    sets = select_groups(store, variants=args.variant, campaign=campaign, run_ids=args.run,
                            labels=args.label, since=args.since, until=args.until, by=args.by)
     if sites:
-        groups = _split_by_site(store, groups, sites)
+        sets = _split_by_site(store, sets, sites)
     if getattr(args, "fingerprint", None):
-        groups = _filter_by_fingerprint(store, groups, args.fingerprint)
-    if not groups:
+        sets = _filter_by_fingerprint(store, sets, args.fingerprint)
+    if not sets:
         raise UsageError(f"--db {store.path}: no results match the selection (check "
                          "--variant/--label/--campaign/--run/--since/--until/--site)")
     # a --label or --variant that selects nothing is a typo, like --benchmark/--size
@@ -272,15 +272,15 @@ def groups_from_args(store: Store, args) -> dict[str, list[str]]:
         if names and not (args.label and args.variant) and (args.by or by) == by:
             for n in names:
                 # sets of several campaigns are named '<campaign>/<name>'
-                if not any(k == n or k.endswith("/" + n) for k in groups):
+                if not any(k == n or k.endswith("/" + n) for k in sets):
                     raise UsageError(f"{flag} {n!r}: no results with this {by} in the "
-                                     f"selection (selected: {', '.join(groups)})")
-    if args.baseline is not None and args.baseline not in groups:
+                                     f"selection (selected: {', '.join(sets)})")
+    if args.baseline is not None and args.baseline not in sets:
         raise UsageError(f"--baseline {args.baseline!r} is not one of the selected sets: "
-                         f"{', '.join(groups)}")
+                         f"{', '.join(sets)}")
     if notice:   # after every check of the selection: a refusal stays one line
         err_console().print(notice)
-    return groups
+    return sets
 
 
 def _fp_value(fp: object, path: list[str]) -> object:
@@ -302,7 +302,7 @@ def _fp_holds(value: object, wanted: str) -> bool:
     return str(value) == wanted
 
 
-def _filter_by_fingerprint(store: Store, groups: dict[str, list[str]], filters: list[str]
+def _filter_by_fingerprint(store: Store, sets: dict[str, list[str]], filters: list[str]
                            ) -> dict[str, list[str]]:
     """Keep the runs whose fingerprint holds every KEY=VALUE (a dotted KEY into its JSON)."""
     from mpibench.store.report_queries import run_fingerprints
@@ -314,7 +314,7 @@ def _filter_by_fingerprint(store: Store, groups: dict[str, list[str]], filters: 
             raise UsageError(f"--fingerprint {f[:80]!r}: expected KEY=VALUE with a dotted "
                              "key into the fingerprint, e.g. stack.version=5.0.2")
         conds.append((f, key.strip().split("."), want))
-    fid_of = run_fingerprints(store, [r for ids in groups.values() for r in ids])
+    fid_of = run_fingerprints(store, [r for ids in sets.values() for r in ids])
     fps = {fid: store.fingerprint(fid) or {} for fid in set(fid_of.values()) if fid}
     for f, path, want in conds:   # a value nothing holds is a typo: say what is there
         seen = {_fp_value(fp, path) for fp in fps.values()} - {_MISSING}
@@ -324,19 +324,19 @@ def _filter_by_fingerprint(store: Store, groups: dict[str, list[str]], filters: 
                              f"this (values at {'.'.join(path)}: {shown or 'none'})")
     ok = {fid for fid, fp in fps.items()
           if all(_fp_holds(_fp_value(fp, path), want) for _, path, want in conds)}
-    out = {name: [r for r in ids if fid_of.get(r) in ok] for name, ids in groups.items()}
+    out = {name: [r for r in ids if fid_of.get(r) in ok] for name, ids in sets.items()}
     return {name: ids for name, ids in out.items() if ids}
 
 
-def _split_by_site(store: Store, groups: dict[str, list[str]], sites: list[str]
+def _split_by_site(store: Store, sets: dict[str, list[str]], sites: list[str]
                    ) -> dict[str, list[str]]:
     """Keep the runs pushed from `sites`; with several sites each set splits into
     'site/set' (a run pushed from two sites' copies of one store is in both)."""
     from mpibench.store.archive import run_sites
 
-    site_of = run_sites(store, [r for ids in groups.values() for r in ids])
+    site_of = run_sites(store, [r for ids in sets.values() for r in ids])
     out: dict[str, list[str]] = {}
-    for name, ids in groups.items():
+    for name, ids in sets.items():
         for s in dict.fromkeys(sites):
             keep = [r for r in ids if s in site_of.get(r, ())]
             if keep:
@@ -368,7 +368,7 @@ def run(args) -> int:
     sizes = parse_sizes_arg(args.size)
     parts: list[tuple[str, Any]] = []     # (key, text; with --format json the object)
     with open_store(args.db) as store:
-        groups = groups_from_args(store, args)                              # select
+        sets = groups_from_args(store, args)                                # select
         statistic = getattr(args, "statistic", "median")
         detect = None
         if getattr(args, "detect", None) is not None:
@@ -378,7 +378,7 @@ def run(args) -> int:
             baseline=args.baseline, alpha=args.alpha, statistic=statistic,
             benchmarks=args.benchmark, sizes=sizes,
             relative=bool(getattr(args, "relative", False)),
-            equivalence=equivalence_margin(store, groups, getattr(args, "equivalence", None)),
+            equivalence=equivalence_margin(store, sets, getattr(args, "equivalence", None)),
             options=Options(size=sizes[0] if sizes else None, line_rate=args.line_rate,
                             mean_std=args.mean_std,
                             grid=tuple(args.grid) if args.grid else None, metric=args.metric,
@@ -390,21 +390,21 @@ def run(args) -> int:
                             price_per_kwh=args.price_per_kwh,
                             jobs_per_year=args.jobs_per_year or None,
                             differences=args.differences))
-        loaded = pipeline.load(store, groups, request)                      # load
-        if len(groups) < 2:
+        loaded = pipeline.load(store, sets, request)                        # load
+        if len(sets) < 2:
             # said before anything is printed: a refusal is one line
             for flag, on in (("--gain-table", args.gain_table), ("--detect", args.detect)):
                 if on:
                     raise UsageError(f"{flag} needs two or more result sets; only "
-                                     f"{next(iter(groups))} has results in this selection")
-            err_console().print(f"only one result set selected ({next(iter(groups))}); "
+                                     f"{next(iter(sets))} has results in this selection")
+            err_console().print(f"only one result set selected ({next(iter(sets))}); "
                                 "showing its results")
         judged = pipeline.judge(store, loaded, request)                     # judge
         cmp = judged.cmp
         if cmp is not None:
             parts.append(("comparison", to_json_obj(cmp) if as_json else render(cmp, fmt)))
         if args.results or cmp is None:
-            for g, ids in groups.items():
+            for g, ids in sets.items():
                 gcells = [by[g] for by in loaded.cells.values() if g in by]
                 parts.append((f"results:{g}", results_obj(gcells, g, len(ids)) if as_json
                               else render_results(store, ids, fmt, title=g, cells=gcells)))

@@ -73,17 +73,17 @@ def run(args) -> int:
     for i, (title, variants) in enumerate(comparisons, 1):
         err_console().rule(f"[bold]{i}. {title}")
         ns = _namespace(args, out, i)
-        groups, store_path = run_variants(ns, variants, ["PingPong", "Allreduce"], args.sizes,
+        sets, store_path = run_variants(ns, variants, ["PingPong", "Allreduce"], args.sizes,
                                           n_sizes, f"demo-{stamp}-{i}",
                                           opts=core_options_from_args(ns))
         try:
-            print_tables(ns, store_path, groups, variants)
+            print_tables(ns, store_path, sets, variants)
         except Exception as exc:  # keep going: the report says what failed
             err_console().print(f"[red]{exc}")
             rc = 1
         text = f"## {i}. {title}\n\n" + Path(ns.markdown).read_text()
         if title.startswith("A/A"):
-            line = aa_summary(store_path, groups)
+            line = aa_summary(store_path, sets)
             err_console().print(f"[bold]{line}")
             text += "\n\n" + line
         sections.append(text)
@@ -104,7 +104,7 @@ def run(args) -> int:
     return rc
 
 
-def aa_summary(store_path, groups: dict[str, list[str]]) -> str:
+def aa_summary(store_path, sets: dict[str, list[str]]) -> str:
     """One sentence for the A/A comparison: significant cells with the launch-level test
     against a Mann-Whitney test on samples pooled across launches (the model mpibench used
     to apply), both Holm-corrected over the same cells."""
@@ -114,9 +114,9 @@ def aa_summary(store_path, groups: dict[str, list[str]]) -> str:
     from mpibench.report.judge import compare_groups
     from mpibench.store import Store
 
-    names = list(groups)
+    names = list(sets)
     with Store(store_path) as store:
-        g = {n: groups[n] for n in names}
+        g = {n: sets[n] for n in names}
         cmp = compare_groups(store, g, names[0], equivalence=AA_MARGIN)
     cand = names[1]
     rows = [r for r in cmp.rows if r.deltas[cand].gain is not None]
@@ -181,13 +181,13 @@ def fabric_comparison(args, out: Path) -> tuple[str, int]:
         err_console().print(f"[red]fabric campaign failed (exit {res.returncode}): "
                             f"{res.stderr_tail(5)}")
     with Store(db) as store:
-        groups: dict[str, list[str]] = {}
+        sets: dict[str, list[str]] = {}
         for r in store.runs():
-            groups.setdefault(r["variant"], []).append(r["id"])
-        if len(groups) < 2:
+            sets.setdefault(r["variant"], []).append(r["id"])
+        if len(sets) < 2:
             return "the fabric campaign did not finish: " + res.stderr_tail(3), 1
-        cmp = compare_groups(store, groups, "openmpi-slow")
-        lr = line_rate_table(store, groups)
+        cmp = compare_groups(store, sets, "openmpi-slow")
+        lr = line_rate_table(store, sets)
         print(render(cmp, "terminal"))
         print(render_table(lr, "terminal"))
         md = render(cmp, "markdown") + "\n\n" + render_table(lr, "markdown")

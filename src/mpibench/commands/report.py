@@ -63,12 +63,12 @@ def run(args) -> int:
     from mpibench.report.data import load_cells
 
     with open_store(args.db) as store:
-        groups = groups_from_args(store, args)
+        sets = groups_from_args(store, args)
         statistic = getattr(args, "statistic", "median")
-        cells = load_cells(store, groups, statistic=statistic)   # once: filters and report
+        cells = load_cells(store, sets, statistic=statistic)   # once: filters and report
         if args.benchmark or sizes:
             check_filters(cells, args.benchmark, sizes)
-        title = args.title or ("mpibench report: " + " vs ".join(groups))
+        title = args.title or ("mpibench report: " + " vs ".join(sets))
         opts = ReportOptions(title=title, baseline=args.baseline,
                              size=sizes[0] if sizes else None, line_rate=args.line_rate,
                              mean_std=args.mean_std,
@@ -81,7 +81,7 @@ def run(args) -> int:
                              plots=not args.no_plots, benchmarks=args.benchmark,
                              statistic=statistic,
                              relative=bool(getattr(args, "relative", False)))
-        report = build_report(store, groups, opts, cells=cells)
+        report = build_report(store, sets, opts, cells=cells)
     if args.output != "-":
         path = write_html(report, args.output)
         err_console().print(f"HTML report: {path}")

@@ -219,10 +219,10 @@ def run(args) -> int:
     lt = getattr(args, "launch_timeout", None)
     if lt is not None and not 0 < lt < 366 * 86400:  # nan, inf, 0, negative
         raise UsageError(f"--launch-timeout {lt!r}: expected a finite number of seconds > 0")
-    groups, store_path = run_variants(
+    sets, store_path = run_variants(
         args, variants, benchmarks, args.sizes, n_sizes=len(sizes),
         name=args.name or time.strftime("run-%Y%m%d-%H%M%S"), opts=opts)
-    return print_tables(args, store_path, groups, variants)
+    return print_tables(args, store_path, sets, variants)
 
 
 def check_run_outputs(args) -> None:
@@ -298,38 +298,38 @@ def run_variants(args, variants, benchmarks, sizes_spec, n_sizes, name, *, opts:
     if summary.recovered or summary.skipped:
         con.print(f"resumed comparison {name!r}: {summary.skipped} launch(es) were already "
                   "done")
-    groups: dict[str, list[str]] = {v.name: [] for v in variants}
+    sets: dict[str, list[str]] = {v.name: [] for v in variants}
     for cell in cells:
-        groups[cell.variant.name].append(cell.id)
+        sets[cell.variant.name].append(cell.id)
     con.print(f"results: {store_path} (comparison {name!r}); raw output: {run_root}/")
-    return groups, store_path
+    return sets, store_path
 
 
-def print_tables(args, store_path: Path, groups: dict[str, list[str]],
+def print_tables(args, store_path: Path, sets: dict[str, list[str]],
                  variants: list[Variant]) -> int:
     from mpibench.report.compare_view import render
     from mpibench.report.judge import compare_groups
     from mpibench.report.results import render_results
 
     baseline = args.baseline or variants[0].name
-    if baseline not in groups:
+    if baseline not in sets:
         raise UsageError(f"--baseline {baseline!r} is not one of the variants: "
-                         f"{', '.join(groups)}")
+                         f"{', '.join(sets)}")
     md_parts: list[str] = []
     json_doc: dict = {"variants": {}, "comparison": None}
     failed = 0
     with Store(store_path) as store:
         for v in variants:
-            text = render_results(store, groups[v.name], args.format, title=v.name)
+            text = render_results(store, sets[v.name], args.format, title=v.name)
             if args.format == "json":
                 json_doc["variants"][v.name] = json.loads(text)
             else:
                 print(text)
-            md_parts.append(render_results(store, groups[v.name], "markdown", title=v.name))
-            failed += sum(1 for rid in groups[v.name]
+            md_parts.append(render_results(store, sets[v.name], "markdown", title=v.name))
+            failed += sum(1 for rid in sets[v.name]
                           if store.run(rid)["status"] != "done")
-        if len(groups) > 1:
-            cmp = compare_groups(store, groups, baseline)
+        if len(sets) > 1:
+            cmp = compare_groups(store, sets, baseline)
             if args.format == "json":
                 json_doc["comparison"] = json.loads(render(cmp, "json"))
             else:

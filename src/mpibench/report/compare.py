@@ -2,8 +2,8 @@
 each defined in the module that owns it (docs/compare-and-report.md, "Lower level").
 
     from mpibench.report.compare import compare_groups, render, select_groups
-    groups = select_groups(store, campaign="c1")
-    print(render(compare_groups(store, groups, "openmpi"), "terminal"))  # or markdown|csv|json
+    sets = select_groups(store, campaign="c1")
+    print(render(compare_groups(store, sets, "openmpi"), "terminal"))  # or markdown|csv|json
 
 No module of mpibench imports this one (tests/report/test_report.py holds it): inside the
 package, import from the owner (judge.py, model.py, compare_view.py, results.py, select.py,

@@ -145,7 +145,7 @@ def comparison_records(cmp: Comparison) -> list[dict[str, Any]]:
 
 def to_json_obj(cmp: Comparison) -> dict[str, Any]:
     return clean_json({
-        "title": cmp.title, "baseline": cmp.baseline, "groups": cmp.groups, "alpha": cmp.alpha,
+        "title": cmp.title, "baseline": cmp.baseline, "groups": cmp.sets, "alpha": cmp.alpha,
         "runs": cmp.run_counts, "verdict": cmp.verdict, "verdicts": cmp.verdicts,
         "rows": comparison_records(cmp),
         "summary": [{"benchmark": s.benchmark, "metric": s.metric, "tool": s.tool,
@@ -243,7 +243,7 @@ def launch_legend(statistic: str = "median") -> str:
 
 
 def _header_lines(cmp: Comparison) -> list[str]:
-    runs = ", ".join(f"{g}: {cmp.run_counts.get(g, 0)} launch(es)" for g in cmp.groups)
+    runs = ", ".join(f"{g}: {cmp.run_counts.get(g, 0)} launch(es)" for g in cmp.sets)
     # the launch legend[; imported rows: ...] or, all imported, 'value = the tool's own ...'
     shown = statistic_legend((c for r in cmp.rows for c in r.cells.values()),
                              median=launch_legend(cmp.statistic))

@@ -38,7 +38,7 @@ def _rate_per_hour(unit: str) -> tuple[float, str] | None:
     return None
 
 
-def cost_table(store: Store, groups: Mapping[str, list[str]], *,
+def cost_table(store: Store, sets: Mapping[str, list[str]], *,
                price_per_node_hour: float | None = None, power_per_node_w: float | None = None,
                baseline: str | None = None, cells: dict | None = None) -> Table:
     """Cost and energy per run and per unit of the figure of merit, per application cell.
@@ -49,11 +49,11 @@ def cost_table(store: Store, groups: Mapping[str, list[str]], *,
     'price_per_node_hour' and 'power_per_node_w'. The figure of merit is a rate metric whose
     unit ends in /day, /h, /min or /s (e.g. ns/day): cost per unit = cost per hour / rate per
     hour. The saving is the better variant's cost relative to the other's, per cell."""
-    order = list(groups)
+    order = list(sets)
     baseline = baseline or order[0]
     price = price_per_node_hour
     power = power_per_node_w
-    all_ids = [r for ids in groups.values() for r in ids]
+    all_ids = [r for ids in sets.values() for r in ids]
     if price is None:
         price = _spec_value(store, all_ids, ("price_per_node_hour",))
     if power is None:
@@ -70,19 +70,19 @@ def cost_table(store: Store, groups: Mapping[str, list[str]], *,
                        "--cost-per-node-hour/--power-per-node-w or campaign keys "
                        "price_per_node_hour/power_per_node_w)")
         return t
-    cells = cells if cells is not None else load_cells(store, groups, with_samples=False)
+    cells = cells if cells is not None else load_cells(store, sets, with_samples=False)
     job = _Costing(store, price, power, all_ids)
     savings: dict[str, list[float]] = defaultdict(list)
     apps = _application_cells(cells)
     if apps:
         many_np = len({k[1] for k in apps}) > 1
-        for (bench, np_, pkey), per_group in apps.items():
-            job.app_rows(t, bench, np_, json.loads(pkey), per_group, order, baseline,
+        for (bench, np_, pkey), per_set in apps.items():
+            job.app_rows(t, bench, np_, json.loads(pkey), per_set, order, baseline,
                          savings, many_np)
     else:
         # Message-size campaigns: the unit of work is a launch (same benchmarks and sizes
         # for every variant), so cost and energy are per launch.
-        job.launch_rows(t, groups, order, baseline)
+        job.launch_rows(t, sets, order, baseline)
     for g, ss in savings.items():
         # the headline users ask for: which variant is cheaper, and by how much
         cheaper = sum(x > 0 for x in ss)
@@ -102,12 +102,12 @@ def _application_cells(cells: dict) -> dict[tuple, dict[str, dict[str, ResultCel
     """{(benchmark title, np, params_key): {set: {metric: cell}}} of the ok application
     cells, across metrics (a figure of merit and a wall time of one cell)."""
     apps: dict[tuple, dict[str, dict[str, ResultCell]]] = defaultdict(lambda: defaultdict(dict))
-    for key, by_group in cells.items():
+    for key, by_set in cells.items():
         # profile:* rows describe the application's own launches (profile = true): they
         # are not more jobs to price
         if not key.is_application:
             continue
-        for g, c in by_group.items():
+        for g, c in by_set.items():
             if c.status == "ok":
                 apps[(key.title, key.np, key.params_key)][g][key.metric] = c
     return apps
@@ -142,7 +142,7 @@ class _Costing:
         return nodes
 
     def app_rows(self, t: Table, bench: str, np_: Any, params: dict[str, Any],
-                 per_group: Mapping[str, dict[str, ResultCell]], order: list[str], baseline: str,
+                 per_set: Mapping[str, dict[str, ResultCell]], order: list[str], baseline: str,
                  savings: dict[str, list[float]], many_np: bool) -> None:
         """One application cell's rows (one per set), and each candidate's saving."""
         price, power = self.price, self.power
@@ -150,8 +150,8 @@ class _Costing:
                                      f"np={np_}" if many_np and np_ is not None else "") if x)
         costs: dict[str, tuple[float | None, float | None]] = {}
         lines = []
-        for g in [x for x in order if x in per_group]:
-            metrics = per_group[g]
+        for g in [x for x in order if x in per_set]:
+            metrics = per_set[g]
             wall = next((metrics[m] for m in ("wall_time", "elapsed", "walltime", "time_s")
                          if m in metrics), None)
             if wall is not None:
@@ -188,7 +188,7 @@ class _Costing:
                               "cost_per_unit": cpu, "energy_wh_per_unit": epu})
         # saving of the cheaper variant against the baseline (or the other one)
         base_cost = costs.get(baseline, (None, None))[0]
-        for line, g in zip(lines, [x for x in order if x in per_group], strict=True):
+        for line, g in zip(lines, [x for x in order if x in per_set], strict=True):
             c = costs[g][0]
             if g == baseline or base_cost is None or c is None or base_cost <= 0:
                 line.append("")
@@ -199,13 +199,13 @@ class _Costing:
                 savings[g].append(s)
             t.rows.append(line)
 
-    def launch_rows(self, t: Table, groups: Mapping[str, list[str]], order: list[str],
+    def launch_rows(self, t: Table, sets: Mapping[str, list[str]], order: list[str],
                     baseline: str) -> None:
         """One row per set: the cost and energy of one launch (median elapsed)."""
         base_cost = None
         lines = []
         for g in order:
-            ids = list(groups[g])
+            ids = list(sets[g])
             secs = _median_elapsed(self.store, ids, self.elapsed)
             nodes = _spec_value(self.store, ids, ("nodes",))
             if nodes is None:

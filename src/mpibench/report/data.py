@@ -1,7 +1,7 @@
 """Read result sets from the store and pool them into cells.
 
-A cell is one (benchmark, size, np, params, metric) of one group (a display name mapped to
-run ids). Samples of a cell are pooled across the group's runs only when the runs share a
+A cell is one (benchmark, size, np, params, metric) of one result set (a display name mapped
+to run ids). Samples of a cell are pooled across the set's runs only when the runs share a
 fingerprint. Policy for mixed fingerprints: pool the runs of the most common fingerprint
 (ties: the one with the most samples, then the earliest run) and exclude the others; the
 cell records what was excluded so the tables footnote it. Nothing is pooled across
@@ -183,7 +183,7 @@ def bench_sort_key(name: str) -> tuple[int, str]:
 
 @dataclass
 class ResultCell:
-    group: str
+    set_name: str                          # the result set this cell belongs to
     benchmark: str
     size: int | None
     np: int | None
@@ -323,10 +323,10 @@ def check_statistic(statistic: str) -> str:
     return statistic
 
 
-def load_cells(store: Store, groups: Mapping[str, list[str]], *,
+def load_cells(store: Store, sets: Mapping[str, list[str]], *,
                with_samples: bool = True, statistic: str = "median"
                ) -> dict[CellKey, dict[str, ResultCell]]:
-    """{cell key: {group: ResultCell}} for every cell any group has (keys: rules.CellKey).
+    """{cell key: {set name: ResultCell}} for every cell any set has (keys: rules.CellKey).
     statistic: each launch's statistic (median or mean of its samples).
 
     A set never pools two tools' rows into one cell: where one set measured a cell with
@@ -335,11 +335,11 @@ def load_cells(store: Store, groups: Mapping[str, list[str]], *,
     (rules.py)."""
     check_statistic(statistic)
     owners: dict[str, list[str]] = defaultdict(list)
-    for g, ids in groups.items():
+    for g, ids in sets.items():
         for rid in dict.fromkeys(ids):
             owners[rid].append(g)
     raw: dict[tuple, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
-    all_ids = [rid for ids in groups.values() for rid in ids]
+    all_ids = [rid for ids in sets.values() for rid in ids]
     rows = list(_fetch_rows(store, list(dict.fromkeys(all_ids)), with_samples))
     # placement (nodes, ppn) is part of a cell's identity wherever a selected variant sweeps
     # it; the others get their effective placement (see with_placement)
@@ -358,18 +358,18 @@ def load_cells(store: Store, groups: Mapping[str, list[str]], *,
         for g in owners[row["run_id"]]:
             raw[key][g].append(row)
     merged: dict[CellKey, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
-    for key, by_group in raw.items():
+    for key, by_set in raw.items():
         # a cell that one set measured with two tools is split by tool (rules.CellKey)
-        split = any(len({r.get("tool") for r in rows}) > 1 for rows in by_group.values())
-        for g, rows in by_group.items():
+        split = any(len({r.get("tool") for r in rows}) > 1 for rows in by_set.values())
+        for g, rows in by_set.items():
             for r in rows:
                 merged[CellKey(*key, r.get("tool") if split else None)][g].append(r)
     out: dict[CellKey, dict[str, ResultCell]] = {}
     pending: list[tuple[ResultCell, list[dict]]] = []
     for key in sorted(merged, key=_cell_sort_key):
-        out[key] = by_group = {}
+        out[key] = by_set = {}
         for g, rows in merged[key].items():
-            by_group[g] = c = pool(g, rows, _defer=pending, statistic=statistic)
+            by_set[g] = c = pool(g, rows, _defer=pending, statistic=statistic)
             c.key_tool = key.tool
     # the summaries of all cells at once (stats.summarize_many: same bits, 2-D batches)
     for (cell, used), summary in zip(pending, stats.summarize_many(
@@ -388,15 +388,15 @@ def _num(v: Any) -> float | None:
     return None if v is None else float(v)
 
 
-def pool(group: str, rows: list[dict], *,
+def pool(set_name: str, rows: list[dict], *,
          _defer: list[tuple[ResultCell, list[dict]]] | None = None,
          statistic: str = "median") -> ResultCell:
-    """Pool one group's rows of one cell (see module docstring for the policy).
+    """Pool one set's rows of one cell (see module docstring for the policy).
 
     _defer: a list that receives (cell, rows used) instead of summarizing the pooled samples
     here; load_cells summarizes them all in one batch and then calls _finish."""
     first = rows[0]
-    cell = ResultCell(group=group, benchmark=first["benchmark"], size=first["size"],
+    cell = ResultCell(set_name=set_name, benchmark=first["benchmark"], size=first["size"],
                       np=first["np"], params=first["params"] or {}, metric=first["metric"],
                       unit=first["unit"], better=first["better"],
                       statistic=first["statistic"], requested=statistic,

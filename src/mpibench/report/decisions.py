@@ -12,11 +12,11 @@ from mpibench.report.render import Table
 from mpibench.store import Store
 
 
-def decisions_tables(store: Store, groups: Mapping[str, list[str]]) -> list[Table]:
+def decisions_tables(store: Store, sets: Mapping[str, list[str]]) -> list[Table]:
     from mpibench.campaign import auto_repeats as ar
     from mpibench.store.report_queries import run_campaign_variant
 
-    ids = [rid for rs in groups.values() for rid in rs]
+    ids = [rid for rs in sets.values() for rid in rs]
     out = []
     for cid in sorted({c for c, _v in run_campaign_variant(store, ids).values()
                        if c is not None}):

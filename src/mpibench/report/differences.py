@@ -82,11 +82,11 @@ def flatten(fp: Mapping[str, Any]) -> dict[tuple[str, str], str]:
     return out
 
 
-def set_fingerprints(store: Store, groups: Mapping[str, list[str]]
+def set_fingerprints(store: Store, sets: Mapping[str, list[str]]
                      ) -> dict[str, tuple[dict, int, int]]:
-    """group -> (its most common fingerprint, launches with it, launches)."""
+    """set -> (its most common fingerprint, launches with it, launches)."""
     out: dict[str, tuple[dict, int, int]] = {}
-    for g, ids in groups.items():
+    for g, ids in sets.items():
         fids = Counter(fid for _, _, fid, *_ in set_runs_info(store, list(dict.fromkeys(ids)))
                        if fid is not None)
         if not fids:
@@ -96,13 +96,13 @@ def set_fingerprints(store: Store, groups: Mapping[str, list[str]]
     return out
 
 
-def differences_table(store: Store, groups: Mapping[str, list[str]],
+def differences_table(store: Store, sets: Mapping[str, list[str]],
                       baseline: str | None = None) -> Table:
-    order = list(groups)
+    order = list(sets)
     if baseline in order:
         order.remove(baseline)
         order.insert(0, baseline)
-    fps = set_fingerprints(store, groups)
+    fps = set_fingerprints(store, sets)
     order = [g for g in order if g in fps]
     t = Table(title="What differs between the sets", kind="differences", rows=[], notes=[],
               header=["what", "setting"] + order,

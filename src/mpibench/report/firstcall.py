@@ -18,11 +18,11 @@ from mpibench.report.render import Table
 from mpibench.store import Store
 
 
-def first_call_table(store: Store, groups: Mapping[str, list[str]], *,
+def first_call_table(store: Store, sets: Mapping[str, list[str]], *,
                      mean_std: bool = False, sizes: Iterable[int] | None = None,
                      cells: dict | None = None) -> Table:
-    cells = cells if cells is not None else load_cells(store, groups)
-    gs = list(groups)
+    cells = cells if cells is not None else load_cells(store, sets)
+    gs = list(sets)
     hdr = ["benchmark", "size"]
     for g in gs:
         hdr += [f"{g} first", f"{g} steady"] + ([f"{g} mean ± std"] if mean_std else []) + \
@@ -35,16 +35,16 @@ def first_call_table(store: Store, groups: Mapping[str, list[str]], *,
                       "spread between launches (warm-up discarded; ± ? = one launch)"
                       + (f"; {imported}" if imported else "") + "; times in microseconds")
     size_set = set(sizes) if sizes is not None else None
-    for key, by_group in cells.items():
+    for key, by_set in cells.items():
         bench, size, _np = key.title, key.size, key.np
         if key.metric != "time" or (size_set is not None and size not in size_set):
             continue
-        if not any(c.firsts for c in by_group.values()):
+        if not any(c.firsts for c in by_set.values()):
             continue
         line = [bench, cell_label(key)]
         rec: dict[str, Any] = {"benchmark": bench, "size": size, "np": _np}
         for g in gs:
-            c = by_group.get(g)
+            c = by_set.get(g)
             if c is None or c.status != "ok":
                 line += [""] * (3 + mean_std)
                 continue
@@ -64,9 +64,9 @@ def first_call_table(store: Store, groups: Mapping[str, list[str]], *,
     # start-up before any benchmark: the core's MPI_Init time per launch
     from mpibench.store.report_queries import run_mpi_init
 
-    inits = run_mpi_init(store, [r for ids in groups.values() for r in ids])
+    inits = run_mpi_init(store, [r for ids in sets.values() for r in ids])
     for g in gs:
-        vals = sorted(inits[r] for r in dict.fromkeys(groups[g]) if r in inits)
+        vals = sorted(inits[r] for r in dict.fromkeys(sets[g]) if r in inits)
         if vals:
             med = float(np.median(vals))
             t.notes.append(f"{g}: MPI_Init {fmt_num(med / 1000)} ms (median of {len(vals)} "

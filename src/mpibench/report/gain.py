@@ -41,7 +41,7 @@ def gain_table(cmp: Comparison, size: int | None = None,
     show_params = any(k[3] for k in by_bench)
     hdr = ["benchmark"] + (["np"] if show_np else []) + (["cell"] if show_params else [])
     hdr += ["size"]
-    for g in cmp.groups:
+    for g in cmp.sets:
         hdr += [f"{g} time (us)", f"{g} MB/s"]
     hdr += [f"gain {c}" if len(cands) > 1 else "gain" for c in cands]
     legend = statistic_legend((c for rs in by_bench.values() for r in rs
@@ -69,7 +69,7 @@ def gain_table(cmp: Comparison, size: int | None = None,
         lead = [bench] + ([str(np_) if np_ is not None else ""] if show_np else []) + \
             ([params] if show_params else [])
         where = " ".join(x for x in (bench, f"np={np_}" if show_np else "", params) if x)
-        present = [g for g in cmp.groups if any(g in r.cells for r in rows)]
+        present = [g for g in cmp.sets if any(g in r.cells for r in rows)]
         ok = [r for r in rows if all(g in r.cells and r.cells[g].status == "ok"
                                      for g in present)]
         if size is None:
@@ -84,13 +84,13 @@ def gain_table(cmp: Comparison, size: int | None = None,
                                + ", ".join(fmt_size(s) for s in have[:8])
                                + (" ..." if len(have) > 8 else "") + ")")
                 continue
-            t.rows.append(lead + ["-"] + ["-"] * (2 * len(cmp.groups) + len(cands)))
+            t.rows.append(lead + ["-"] + ["-"] * (2 * len(cmp.sets) + len(cands)))
             t.notes.append(f"{where}: no size with an ok result in the baseline and every "
                            "set that ran it")
             continue
         rec: dict[str, Any] = {"benchmark": bench, "np": np_, "params": pick.params,
                                "size": pick.size, "metric": metric}
-        line = (lead + [fmt_size(pick.size)] + _side_cells(pick, cmp.groups, rec)
+        line = (lead + [fmt_size(pick.size)] + _side_cells(pick, cmp.sets, rec)
                 + _gain_cells(pick, cands, rec))
         t.rows.append(line)
         t.records.append(rec)
@@ -103,10 +103,10 @@ def gain_table(cmp: Comparison, size: int | None = None,
     return t
 
 
-def _side_cells(pick: Row, groups: list[str], rec: dict[str, Any]) -> list[str]:
+def _side_cells(pick: Row, sets: list[str], rec: dict[str, Any]) -> list[str]:
     """Each set's time and MB/s at the picked row (and into the record)."""
     line: list[str] = []
-    for g in groups:
+    for g in sets:
         c = pick.cells.get(g)
         v = c.value if c and c.status == "ok" else None
         bw = c.bandwidth_mbps if c and c.status == "ok" else None

@@ -63,17 +63,17 @@ class Grid:
     fixed: dict[str, Any]                   # other params held constant in this grid
     row_values: list[Any]
     col_values: list[Any]
-    cells: dict[str, dict[tuple[Any, Any], ResultCell]]     # group -> (row, col) -> cell
-    best: dict[str, dict[Any, Any]]                   # group -> row -> best col
+    cells: dict[str, dict[tuple[Any, Any], ResultCell]]     # set -> (row, col) -> cell
+    best: dict[str, dict[Any, Any]]                   # set -> row -> best col
     ratio: dict[str, dict[tuple[Any, Any], float | None]]   # candidate -> gain per cell
     significant: dict[str, dict[tuple[Any, Any], bool | None]]
-    groups: list[str]
+    sets: list[str]
     baseline: str
     # candidate -> (row, col) -> the launch-level test (gain CI, p, launch counts)
     tests: dict[str, dict[tuple[Any, Any], launch_stats.LaunchTest]] = field(
         default_factory=dict)
     statistic: str = "median"
-    # group -> positions whose launches all failed (no ok cell): shown as "x", never blank
+    # set -> positions whose launches all failed (no ok cell): shown as "x", never blank
     failed: dict[str, set[tuple[Any, Any]]] = field(default_factory=dict)
 
     def shown(self, c: ResultCell) -> tuple[float | None, float | None]:
@@ -93,33 +93,33 @@ class Grid:
                 f"{self.row_param} x {self.col_param}{fixed}")
 
 
-def grids(store: Store, groups: Mapping[str, list[str]], row_param: str, col_param: str, *,
+def grids(store: Store, sets: Mapping[str, list[str]], row_param: str, col_param: str, *,
           baseline: str | None = None, metric: str | None = None,
           benchmark: str | None = None, alpha: float = 0.05,
           cells: dict | None = None,
           max_shape: tuple[int, int] | None = None, statistic: str = "median") -> list[Grid]:
     """One Grid per (benchmark, metric, other params) whose cells vary row_param and col_param.
-    The best cell per row (per group) follows the metric's better-direction; a cell's value
+    The best cell per row (per set) follows the metric's better-direction; a cell's value
     is the geometric mean of its launch statistics (statistic median), or with statistic
     mean the arithmetic mean of the launch means (Grid.shown); the ratio grid tests launches
-    against launches (Welch t on logs, Holm over the grid). Positions where a group's
+    against launches (Welch t on logs, Holm over the grid). Positions where a set's
     launches failed (with or without result rows) are kept in Grid.failed."""
-    order = list(groups)
+    order = list(sets)
     baseline = baseline or order[0]
-    cells = cells if cells is not None else load_cells(store, groups, statistic=statistic)
+    cells = cells if cells is not None else load_cells(store, sets, statistic=statistic)
     buckets = _buckets(cells, row_param, col_param, metric, benchmark)
-    failed = _failed_positions(store, groups, row_param, col_param)
+    failed = _failed_positions(store, sets, row_param, col_param)
     out = []
-    for (bench, m, fixed_key), per_group in sorted(buckets.items(),
+    for (bench, m, fixed_key), per_set in sorted(buckets.items(),
                                                    key=lambda kv: bench_sort_key(kv[0][0])):
-        any_cell = next(iter(next(iter(per_group.values())).values()))
+        any_cell = next(iter(next(iter(per_set.values())).values()))
         fails = {g: {(rv, cv) for b, fk, rv, cv in failed.get(g, ())
                      if b == bench and fk == fixed_key} for g in order}
-        fails = {g: {p for p in ps if p not in per_group.get(g, {})
-                     or per_group[g][p].status != "ok"} for g, ps in fails.items() if ps}
-        rows = _sort_values([k[0] for pg in per_group.values() for k in pg]
+        fails = {g: {p for p in ps if p not in per_set.get(g, {})
+                     or per_set[g][p].status != "ok"} for g, ps in fails.items() if ps}
+        rows = _sort_values([k[0] for pg in per_set.values() for k in pg]
                             + [p[0] for ps in fails.values() for p in ps])
-        cols = _sort_values([k[1] for pg in per_group.values() for k in pg]
+        cols = _sort_values([k[1] for pg in per_set.values() for k in pg]
                             + [p[1] for ps in fails.values() for p in ps])
         if len(rows) * len(cols) < 2:
             continue
@@ -129,17 +129,17 @@ def grids(store: Store, groups: Mapping[str, list[str]], row_param: str, col_par
             out.append(Grid(benchmark=bench, metric=m, unit=any_cell.unit, better=better,
                             row_param=row_param, col_param=col_param,
                             fixed=json.loads(fixed_key), row_values=rows, col_values=cols,
-                            cells={}, best={}, ratio={}, significant={}, groups=[],
+                            cells={}, best={}, ratio={}, significant={}, sets=[],
                             baseline=baseline))
             continue
-        best = _best_per_row(per_group, rows, cols, better, statistic)
-        ratio, sig, ltests = _ratios(per_group, order, baseline, better, alpha)
+        best = _best_per_row(per_set, rows, cols, better, statistic)
+        ratio, sig, ltests = _ratios(per_set, order, baseline, better, alpha)
         out.append(Grid(benchmark=bench, metric=m, unit=any_cell.unit, better=better,
                         row_param=row_param, col_param=col_param,
                         fixed=json.loads(fixed_key), row_values=rows, col_values=cols,
-                        cells={g: per_group[g] for g in order if g in per_group}, best=best,
+                        cells={g: per_set[g] for g in order if g in per_set}, best=best,
                         ratio=ratio, significant=sig,
-                        groups=[g for g in order if g in per_group], baseline=baseline,
+                        sets=[g for g in order if g in per_set], baseline=baseline,
                         tests=ltests, statistic=statistic, failed=fails))
     return out
 
@@ -149,13 +149,13 @@ def _buckets(cells: dict, row_param: str, col_param: str, metric: str | None,
     """(benchmark, metric, other params) -> set -> (row value, col value) -> cell."""
     buckets: dict[tuple, dict[str, dict[tuple, ResultCell]]] = defaultdict(
         lambda: defaultdict(dict))
-    for key, by_group in cells.items():
+    for key, by_set in cells.items():
         bench, size, m = key.title, key.size, key.metric
         if metric is not None and m != metric:
             continue
         if benchmark is not None and bench.lower() != benchmark.lower():
             continue
-        for g, c in by_group.items():
+        for g, c in by_set.items():
             rv, cv = _param_value(c, row_param), _param_value(c, col_param)
             if rv is None or cv is None:
                 continue
@@ -167,11 +167,11 @@ def _buckets(cells: dict, row_param: str, col_param: str, metric: str | None,
     return buckets
 
 
-def _best_per_row(per_group: dict, rows: list, cols: list, better: str,
+def _best_per_row(per_set: dict, rows: list, cols: list, better: str,
                   statistic: str) -> dict[str, dict[Any, Any]]:
     """set -> row value -> the column of its best ok cell (the metric's direction)."""
     best: dict[str, dict[Any, Any]] = {}
-    for g, pg in per_group.items():
+    for g, pg in per_set.items():
         best[g] = {}
         for rv in rows:
             vals = [(cv, v) for cv in cols
@@ -183,18 +183,18 @@ def _best_per_row(per_group: dict, rows: list, cols: list, better: str,
     return best
 
 
-def _ratios(per_group: dict, order: list[str], baseline: str, better: str, alpha: float
+def _ratios(per_set: dict, order: list[str], baseline: str, better: str, alpha: float
             ) -> tuple[dict[str, dict], dict[str, dict], dict[str, dict]]:
     """Per candidate and position: the gain against the baseline under the comparability
     rule, its significance (Holm over the grid) and the launch-level test."""
     ratio: dict[str, dict] = {}
     sig: dict[str, dict] = {}
     ltests: dict[str, dict] = {}
-    base = per_group.get(baseline, {})
+    base = per_set.get(baseline, {})
     tested = []
-    for cand in [g for g in order if g != baseline and g in per_group]:
+    for cand in [g for g in order if g != baseline and g in per_set]:
         ratio[cand], sig[cand], ltests[cand] = {}, {}, {}
-        for pos, c in per_group[cand].items():
+        for pos, c in per_set[cand].items():
             b = base.get(pos)
             sig[cand][pos] = None
             # the comparability rule: never a mean against a median, nor a failed cell
@@ -219,17 +219,17 @@ def _shown_value(c: ResultCell, statistic: str) -> float | None:
     return c.value
 
 
-def _failed_positions(store: Store, groups: Mapping[str, list[str]], row_param: str,
+def _failed_positions(store: Store, sets: Mapping[str, list[str]], row_param: str,
                       col_param: str) -> dict[str, list[tuple]]:
-    """group -> [(benchmark, fixed params key, row value, col value)] of its failed launches
+    """set -> [(benchmark, fixed params key, row value, col value)] of its failed launches
     (a failed application launch stores no rows: only its run says where it was)."""
     if "size" in (row_param, col_param):
         return {}                  # a failed launch has no per-size rows to place
     owner: dict[tuple[int, str], list[str]] = defaultdict(list)
-    rows = failed_runs_beside(store, [r for ids in groups.values() for r in ids])
+    rows = failed_runs_beside(store, [r for ids in sets.values() for r in ids])
     if not rows:
         return {}
-    for g, ids in groups.items():
+    for g, ids in sets.items():
         for cv_key in set(run_campaign_variant(store, ids).values()):
             owner[cv_key].append(g)
     out: dict[str, list[tuple]] = defaultdict(list)
@@ -252,9 +252,9 @@ def _fmt_param(name: str, v: Any) -> str:
 
 
 def grid_tables(grid: Grid) -> list[Table]:
-    """Side by side (one block of columns per group) and one ratio grid per candidate."""
+    """Side by side (one block of columns per set) and one ratio grid per candidate."""
     hdr = [f"{grid.row_param} \\ {grid.col_param}"]
-    for g in grid.groups:
+    for g in grid.sets:
         hdr += [f"{g}: {_fmt_param(grid.col_param, cv)}" for cv in grid.col_values]
     legend = statistic_legend(c for pg in grid.cells.values() for c in pg.values())
     if grid.statistic == "mean":
@@ -268,7 +268,7 @@ def grid_tables(grid: Grid) -> list[Table]:
                          "(every launch failed or timed out), - = not run")
     for i, rv in enumerate(grid.row_values):
         line = [_fmt_param(grid.row_param, rv)]
-        for g in grid.groups:
+        for g in grid.sets:
             for cv in grid.col_values:
                 c = grid.cells[g].get((rv, cv))
                 failed = (rv, cv) in grid.failed.get(g, ()) or (c is not None

@@ -69,7 +69,7 @@ class Section:
 class Report:
     title: str
     store_path: str
-    groups: list[dict[str, Any]]
+    sets: list[dict[str, Any]]
     baseline: str
     comparison: Comparison | None
     sections: list[Section]
@@ -82,9 +82,9 @@ class Report:
     imported: list[str] = field(default_factory=list)
 
 
-def _group_info(store: Store, groups: Mapping[str, list[str]]) -> list[dict[str, Any]]:
+def _set_info(store: Store, sets: Mapping[str, list[str]]) -> list[dict[str, Any]]:
     out = []
-    for g, ids in groups.items():
+    for g, ids in sets.items():
         camps, stacks, fps = Counter(), Counter(), Counter()
         for name, spec_json, fid, t_act, t_req in set_runs_info(store, ids):
             camps[name] += 1
@@ -119,13 +119,13 @@ def _group_info(store: Store, groups: Mapping[str, list[str]]) -> list[dict[str,
     return out
 
 
-def build_report(store: Store, groups: Mapping[str, list[str]],
+def build_report(store: Store, sets: Mapping[str, list[str]],
                  opts: ReportOptions | None = None, *, cells: dict | None = None) -> Report:
-    """cells: load_cells(store, groups) when the caller already has them (with samples).
+    """cells: load_cells(store, sets) when the caller already has them (with samples).
     Every section, the comparison, plots and results included, is an entry of
     sections.SECTIONS; this lays out what report_sections returns, in its order."""
     opts = opts or ReportOptions()
-    baseline = opts.baseline or next(iter(groups))
+    baseline = opts.baseline or next(iter(sets))
     # the report pipeline (report/pipeline.py): load and judge as compare does
     request = pipeline.Request(
         baseline=baseline, alpha=opts.alpha, statistic=opts.statistic,
@@ -136,14 +136,14 @@ def build_report(store: Store, groups: Mapping[str, list[str]],
                         power_per_node_w=opts.power_per_node_w,
                         price_per_kwh=opts.price_per_kwh, jobs_per_year=opts.jobs_per_year,
                         plots=opts.plots))
-    judged = pipeline.judge(store, pipeline.load(store, groups, request, cells=cells), request)
+    judged = pipeline.judge(store, pipeline.load(store, sets, request, cells=cells), request)
     cells, cmp, warnings = judged.loaded.cells, judged.cmp, judged.warnings
     ctx = pipeline.context(store, judged, request, for_report=True)
     sections = [Section(spec.report_id, spec.title,
                         intro=part.intro if part.intro is not None else spec.intro,
                         tables=part.tables, comparison=part.comparison, figures=part.figures)
                 for spec, part in report_sections(ctx)]
-    return Report(title=opts.title, store_path=str(store.path), groups=_group_info(store, groups),
+    return Report(title=opts.title, store_path=str(store.path), sets=_set_info(store, sets),
                   baseline=baseline, comparison=cmp, sections=sections,
                   verdicts=list(cmp.verdicts.values()) if cmp is not None else [],
                   generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"), warnings=warnings,
@@ -188,7 +188,7 @@ def render_html(report: Report) -> str:
                 for s in report.sections]
     return tpl.render(title=report.title, version=mpibench.__version__,
                       generated=report.generated, store_path=report.store_path,
-                      groups=report.groups, baseline=report.baseline,
+                      sets=report.sets, baseline=report.baseline,
                       verdicts=report.verdicts, sections=sections, warnings=report.warnings,
                       imported=_imported_sentence(report.imported))
 
@@ -223,7 +223,7 @@ def render_markdown_report(report: Report, plot_dir: Path | None, rel_to: Path,
     out += ["## Result sets", "",
             "| set | campaign(s) | runs | stack / transport | fingerprints |",
             "|---|---|---:|---|---|"]
-    for g in report.groups:
+    for g in report.sets:
         name = g["name"] + (" (baseline)" if g["name"] == report.baseline else "")
         out.append(f"| {md_escape(name)} | {md_escape(g['campaigns'])} | {g['runs']} | "
                    f"{md_escape(g['stack'])} | {md_escape(g['fingerprints'])} |")

@@ -39,14 +39,14 @@ from mpibench.stats import multiplicity
 from mpibench.store import Store
 
 
-def transport_notes(store: Store, groups: Mapping[str, list[str]]) -> dict[str, list[str]]:
+def transport_notes(store: Store, sets: Mapping[str, list[str]]) -> dict[str, list[str]]:
     """Per set, one warning line per variant whose requested transport did not take effect
     (the MISMATCH `campaign status` shows): the results of such a set measure another
     transport than its name says, which every table built from it must say."""
     from mpibench.verify import transport_warnings
 
     out: dict[str, list[str]] = {}
-    for g, ids in groups.items():
+    for g, ids in sets.items():
         lines = transport_warnings(store, list(ids))
         if lines:
             out[g] = [("WARNING: " if line.startswith(f"variant {g}:") else
@@ -54,18 +54,18 @@ def transport_notes(store: Store, groups: Mapping[str, list[str]]) -> dict[str, 
     return out
 
 
-def transport_lines(store: Store, groups: Mapping[str, list[str]]) -> list[str]:
+def transport_lines(store: Store, sets: Mapping[str, list[str]]) -> list[str]:
     """transport_notes flattened, set by set: the warning lines of a table without a
     comparison (a comparison has them as Comparison.warning_lines)."""
-    return [w for ws in transport_notes(store, groups).values() for w in ws]
+    return [w for ws in transport_notes(store, sets).values() for w in ws]
 
 
-def compare_groups(store: Store, groups: Mapping[str, list[str]], baseline: str, *,
+def compare_groups(store: Store, sets: Mapping[str, list[str]], baseline: str, *,
                    alpha: float = 0.05, sizes: Iterable[int] | None = None,
                    benchmarks: Iterable[str] | None = None, title: str = "",
                    cells: dict | None = None, statistic: str = "median",
                    equivalence: float | None = None) -> Comparison:
-    """Compare every group against `baseline`. groups: display name -> run ids.
+    """Compare every set against `baseline`. sets: display name -> run ids.
     statistic: each launch's statistic (median or mean of its samples). equivalence: a
     margin (0.02 = ±2%, log-symmetric) for TOST per cell and overall.
 
@@ -81,13 +81,13 @@ def compare_groups(store: Store, groups: Mapping[str, list[str]], baseline: str,
     check the request, select the cells, set aside the sets that share no cell with the
     baseline, build the rows under the comparability rule, test each benchmark's cells
     together, adjust every p shown as one family, count the decisions, write the verdicts."""
-    _check_request(groups, baseline, alpha)
-    order = [baseline] + [g for g in groups if g != baseline]
-    cells = cells if cells is not None else load_cells(store, groups, statistic=statistic)
+    _check_request(sets, baseline, alpha)
+    order = [baseline] + [g for g in sets if g != baseline]
+    cells = cells if cells is not None else load_cells(store, sets, statistic=statistic)
     selected = _select(cells, sizes, benchmarks)
     notes = _Notes()
     # Transport warnings first: they decide whether any number below means what it says.
-    warnings = transport_notes(store, groups)
+    warnings = transport_notes(store, sets)
     set_marks = {g: [notes.add(w) for w in ws] for g, ws in warnings.items()}
     selected, order, not_compared = _set_aside_unshared(selected, order, baseline, notes)
     rows, pending = _build_rows(selected, order, baseline, notes)
@@ -101,24 +101,24 @@ def compare_groups(store: Store, groups: Mapping[str, list[str]], baseline: str,
     outcomes, verdicts = _verdicts(vrows, others, baseline, order[1:], not_compared, alpha,
                                 overall, overall_p_adj, equivalence, family, set_marks,
                                 seq_hits)
-    return Comparison(groups=order, baseline=baseline, alpha=alpha, rows=rows,
+    return Comparison(sets=order, baseline=baseline, alpha=alpha, rows=rows,
                       summaries=summaries, footnotes=notes.texts,
                       verdict="; ".join(verdicts.values()), verdicts=verdicts,
-                      run_counts={g: len(ids) for g, ids in groups.items()}, title=title,
+                      run_counts={g: len(ids) for g, ids in sets.items()}, title=title,
                       warnings=warnings, set_marks=set_marks, not_compared=not_compared,
                       overall=overall, outcomes=outcomes, statistic=statistic,
                       overall_p_adj=overall_p_adj, equivalence=equivalence)
 
 
-def _check_request(groups: Mapping[str, list[str]], baseline: str, alpha: float) -> None:
+def _check_request(sets: Mapping[str, list[str]], baseline: str, alpha: float) -> None:
     if not (isinstance(alpha, int | float) and 0.0 < alpha < 1.0):
         raise UsageError(f"--alpha {alpha!r}: expected a significance level between 0 and 1 "
                          "(e.g. 0.05)")
-    if baseline not in groups:
-        raise UsageError(f"baseline {baseline!r} is not one of the groups: {', '.join(groups)}")
-    if len(groups) < 2:
+    if baseline not in sets:
+        raise UsageError(f"baseline {baseline!r} is not one of the sets: {', '.join(sets)}")
+    if len(sets) < 2:
         raise UsageError("a comparison needs at least two result sets (got "
-                         f"{', '.join(groups) or 'none'})")
+                         f"{', '.join(sets) or 'none'})")
 
 
 def _select(cells: dict, sizes: Iterable[int] | None,
@@ -126,7 +126,7 @@ def _select(cells: dict, sizes: Iterable[int] | None,
     """(key, set -> cell) of the cells at the asked-for sizes and benchmarks."""
     size_set = set(sizes) if sizes is not None else None
     bench_set = {b.lower() for b in benchmarks} if benchmarks else None
-    return [(key, by_group) for key, by_group in cells.items()
+    return [(key, by_set) for key, by_set in cells.items()
             if (size_set is None or key.size in size_set)
             and (bench_set is None or key.benchmark.lower() in bench_set)]
 
@@ -135,10 +135,10 @@ def _set_aside_unshared(selected: list, order: list[str], baseline: str, notes: 
                         ) -> tuple[list, list[str], list[str]]:
     """A set that shares no cell with the baseline would get an empty column and a "no
     result" note on every row; it is named once in a footnote instead and dropped."""
-    shared = {g for _key, by_group in selected if baseline in by_group for g in by_group}
+    shared = {g for _key, by_set in selected if baseline in by_set for g in by_set}
     not_compared = [g for g in order[1:] if g not in shared]
     for g in not_compared:
-        own = [key for key, by_group in selected if g in by_group]
+        own = [key for key, by_set in selected if g in by_set]
         benches = sorted({key.benchmark for key in own}, key=bench_sort_key)
         what = (f"its {len(own)} cell(s): {', '.join(benches[:6])}"
                 + (" ..." if len(benches) > 6 else "") + "; see its own results, --results"
@@ -148,16 +148,16 @@ def _set_aside_unshared(selected: list, order: list[str], baseline: str, notes: 
     if not_compared:
         order = [g for g in order if g not in not_compared]
         drop = set(not_compared)
-        selected = [(key, {g: c for g, c in by_group.items() if g not in drop})
-                    for key, by_group in selected]
-        selected = [(key, by_group) for key, by_group in selected if by_group]
+        selected = [(key, {g: c for g, c in by_set.items() if g not in drop})
+                    for key, by_set in selected]
+        selected = [(key, by_set) for key, by_set in selected if by_set]
     return selected, order, not_compared
 
 
-def _cell_notes(row: Row, by_group: dict, notes: _Notes) -> None:
+def _cell_notes(row: Row, by_set: dict, notes: _Notes) -> None:
     """The row's footnotes on how each set's cell was made (pooling, failures, one launch,
     imported summaries)."""
-    for g, c in by_group.items():
+    for g, c in by_set.items():
         if c.mixed:
             row.notes.append(notes.add(
                 f"{g}: runs with different fingerprints are not pooled; used the most "
@@ -187,16 +187,16 @@ def _build_rows(selected: list, order: list[str], baseline: str, notes: _Notes
     one benchmark's sizes are tested together."""
     rows: list[Row] = []
     pending: dict[tuple, list[tuple[Delta, Any, Any, str]]] = {}
-    for key, by_group in selected:
-        any_cell = by_group.get(baseline) or next(iter(by_group.values()))
-        row = Row(key=key, unit=any_cell.unit, better=any_cell.better, cells=by_group,
+    for key, by_set in selected:
+        any_cell = by_set.get(baseline) or next(iter(by_set.values()))
+        row = Row(key=key, unit=any_cell.unit, better=any_cell.better, cells=by_set,
                   deltas={})
-        _cell_notes(row, by_group, notes)
-        base = by_group.get(baseline)
+        _cell_notes(row, by_set, notes)
+        base = by_set.get(baseline)
         for cand in order[1:]:
             d = Delta()
             row.deltas[cand] = d
-            c = by_group.get(cand)
+            c = by_set.get(cand)
             if base is None or c is None:
                 missing = baseline if base is None else cand
                 d.notes.append(notes.add(f"{missing}: no result for this cell"))
@@ -216,12 +216,12 @@ def _test_cells(pending: dict, alpha: float, equivalence: float | None,
     """The launch-level tests, one benchmark's sizes together (stats.launch.compare_cells),
     written into the waiting Deltas; returns id(Delta) -> its benchmark block."""
     block_of: dict[int, int] = {}          # id(Delta) -> its benchmark block
-    for b, group in enumerate(pending.values()):
-        for d, *_rest in group:
+    for b, block in enumerate(pending.values()):
+        for d, *_rest in block:
             block_of[id(d)] = b
         tests = launch_stats.compare_cells(
-            [(b.by_launch, c.by_launch, better) for _d, b, c, better in group], alpha)
-        for (d, _b, _c, _better), t in zip(group, tests, strict=True):
+            [(b.by_launch, c.by_launch, better) for _d, b, c, better in block], alpha)
+        for (d, _b, _c, _better), t in zip(block, tests, strict=True):
             d.test = t
             if t.gain is not None and t.gain != 1.0:
                 d.needed = launch_stats.launches_needed(t.sd_log, t.gain - 1.0, alpha)

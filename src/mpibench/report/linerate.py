@@ -27,20 +27,20 @@ def parse_rate(text: str | float | int) -> float:
     return parse_line_rate(text)
 
 
-def line_rate_table(store: Store, groups: Mapping[str, list[str]],
+def line_rate_table(store: Store, sets: Mapping[str, list[str]],
                     line_rate: str | float | None = None, cells: dict | None = None,
                     warnings: list[str] | None = None) -> Table:
-    """Peak measured bandwidth per group, benchmark and np as % of the line rate, and the
+    """Peak measured bandwidth per set, benchmark and np as % of the line rate, and the
     smallest measured size reaching half of that peak. The line rate is the flag's, else each
-    group's runs' spec 'line_rate_bps' (or 'line_rate' text), else only the peak is shown.
+    set's runs' spec 'line_rate_bps' (or 'line_rate' text), else only the peak is shown.
 
     Collectives are judged by their bus bandwidth (the usual factors, nccl-tests style):
     that is what the links carry, and the figure that can be held against a link speed;
     point-to-point benchmarks by their MB/s. A bandwidth measured on another transport
     than the one requested is footnoted (`warnings`: the comparison's transport warnings
     when it has them, else looked up)."""
-    cells = cells if cells is not None else load_cells(store, groups, with_samples=False)
-    wanted = set(groups)
+    cells = cells if cells is not None else load_cells(store, sets, with_samples=False)
+    wanted = set(sets)
     legend = statistic_legend((c for by in cells.values() for g, c in by.items()
                                if g in wanted and c.size), "time")
     t = Table(title="Bandwidth against line rate", kind="line-rate", rows=[],
@@ -51,15 +51,15 @@ def line_rate_table(store: Store, groups: Mapping[str, list[str]],
                       "converted as bits/s / 8 / 10^6; half-peak size = smallest measured "
                       "size whose bandwidth is >= 50% of the peak",
               notes=list(warnings) if warnings is not None else
-              transport_lines(store, groups))
-    for g, ids in groups.items():
+              transport_lines(store, sets))
+    for g, ids in sets.items():
         rate = line_rate
         if rate is None:
             rate = _spec_value(store, ids, ("line_rate_bps", "line_rate"))
         bps = parse_rate(rate) if rate is not None else None
         per_bench: dict[tuple[str, int | None], list[ResultCell]] = defaultdict(list)
-        for by_group in cells.values():
-            c = by_group.get(g)
+        for by_set in cells.values():
+            c = by_set.get(g)
             if c and c.status == "ok" and c.size and (c.busbw_mbps or c.bandwidth_mbps):
                 per_bench[(c.key.title, c.np)].append(c)
         for bench, np_ in sorted(per_bench, key=lambda k: (bench_sort_key(k[0]),

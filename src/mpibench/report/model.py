@@ -85,8 +85,8 @@ class Row:
     key: CellKey
     unit: str
     better: str
-    cells: dict[str, ResultCell]                 # group -> cell (missing groups absent)
-    deltas: dict[str, Delta]               # candidate group -> delta
+    cells: dict[str, ResultCell]                 # set -> cell (missing sets absent)
+    deltas: dict[str, Delta]               # candidate set -> delta
     notes: list[int] = field(default_factory=list)
 
     @property
@@ -144,7 +144,7 @@ class Summary:
 
 @dataclass
 class Comparison:
-    groups: list[str]
+    sets: list[str]
     baseline: str
     alpha: float
     rows: list[Row]
@@ -173,16 +173,16 @@ class Comparison:
 
     @property
     def candidates(self) -> list[str]:
-        return [g for g in self.groups if g != self.baseline]
+        return [g for g in self.sets if g != self.baseline]
 
     @property
     def warning_lines(self) -> list[str]:
-        return [w for g in self.groups + self.not_compared for w in self.warnings.get(g, [])]
+        return [w for g in self.sets + self.not_compared for w in self.warnings.get(g, [])]
 
-    def header_name(self, group: str) -> str:
+    def header_name(self, set_name: str) -> str:
         """The set's column name with its warning footnote marks, e.g. 'mpich [1]'."""
-        marks = _marks(self.set_marks.get(group, ()))
-        return f"{group} {marks}" if marks else group
+        marks = _marks(self.set_marks.get(set_name, ()))
+        return f"{set_name} {marks}" if marks else set_name
 
 
 class _Notes:

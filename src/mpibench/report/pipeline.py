@@ -50,7 +50,7 @@ class Request:
 class Loaded:
     """The load phase: the selected cells, and every size of the selected benchmarks (the
     line-rate table searches the whole bandwidth curve, not only --size)."""
-    groups: Mapping[str, list[str]]
+    sets: Mapping[str, list[str]]
     cells: Cells
     curve_cells: Cells
 
@@ -82,11 +82,11 @@ def check_filters(cells: Mapping[CellKey, Any], benchmarks: list[str] | None,
                              f"{', '.join(fmt_size(x) for x in sorted(have)) or 'none'})")
 
 
-def load(store: Store, groups: Mapping[str, list[str]], request: Request, *,
+def load(store: Store, sets: Mapping[str, list[str]], request: Request, *,
          cells: Cells | None = None) -> Loaded:
     """Read the cells once (or take `cells` already read), check and apply the benchmark
     and size filters."""
-    cells = cells if cells is not None else load_cells(store, groups,
+    cells = cells if cells is not None else load_cells(store, sets,
                                                        statistic=request.statistic)
     curve = cells
     if request.benchmarks or request.sizes:
@@ -97,18 +97,18 @@ def load(store: Store, groups: Mapping[str, list[str]], request: Request, *,
         sizes = request.sizes if request.filter_sizes else None
         cells = {k: v for k, v in curve.items()
                  if sizes is None or k.size in sizes or k.size is None}
-    return Loaded(groups=groups, cells=cells, curve_cells=curve)
+    return Loaded(sets=sets, cells=cells, curve_cells=curve)
 
 
 def judge(store: Store, loaded: Loaded, request: Request) -> Judged:
     """The comparison against the baseline (two or more sets) and the transport warnings."""
-    groups = loaded.groups
-    baseline = request.baseline or next(iter(groups))
-    if len(groups) < 2:
+    sets = loaded.sets
+    baseline = request.baseline or next(iter(sets))
+    if len(sets) < 2:
         # one set: no comparison to footnote, but a transport that did not take effect
         # must still be said beside its results
-        return Judged(loaded, baseline, None, transport_lines(store, groups))
-    cmp = compare_groups(store, groups, baseline, alpha=request.alpha, cells=loaded.cells,
+        return Judged(loaded, baseline, None, transport_lines(store, sets))
+    cmp = compare_groups(store, sets, baseline, alpha=request.alpha, cells=loaded.cells,
                          statistic=request.statistic, title=request.title,
                          equivalence=request.equivalence)
     cmp.relative = request.relative
@@ -119,17 +119,17 @@ def context(store: Store, judged: Judged, request: Request, *,
             for_report: bool = False) -> Context:
     """What the section builders read (sections.SECTIONS)."""
     loaded = judged.loaded
-    return Context(store=store, groups=loaded.groups, baseline=judged.baseline,
+    return Context(store=store, sets=loaded.sets, baseline=judged.baseline,
                    cells=loaded.cells,
                    curve_cells=loaded.cells if for_report else loaded.curve_cells,
                    cmp=judged.cmp, warnings=judged.warnings, alpha=request.alpha,
                    statistic=request.statistic, opts=request.options, for_report=for_report)
 
 
-def run(store: Store, groups: Mapping[str, list[str]], request: Request, *,
+def run(store: Store, sets: Mapping[str, list[str]], request: Request, *,
         cells: Cells | None = None) -> Judged:
     """load and judge in one call (the API and a gate need no sections)."""
-    return judge(store, load(store, groups, request, cells=cells), request)
+    return judge(store, load(store, sets, request, cells=cells), request)
 
 
 __all__ = ["Request", "Loaded", "Judged", "check_filters", "load", "judge", "context", "run"]

@@ -84,7 +84,7 @@ def _size_ticks(ax, sizes: list[int]) -> None:
 
 
 def _series(cmp: Comparison, bench: str, metric: str = "time"):
-    """(group, np) -> cells of this benchmark sorted by size (message-size cells only).
+    """(set, np) -> cells of this benchmark sorted by size (message-size cells only).
     bench: the row's title (the benchmark, with the tool where the cell key has one)."""
     out: dict[tuple[str, int | None], list[ResultCell]] = {}
     for r in cmp.rows:
@@ -100,10 +100,10 @@ _LINESTYLES = ["-", "--", ":", "-."]
 
 
 def _lines(cmp: Comparison, bench: str):
-    """(label, colour, linestyle, cells) per group and np; colour = group, style = np."""
+    """(label, colour, linestyle, cells) per set and np; colour = set, style = np."""
     series = _series(cmp, bench)
     nps = sorted({k[1] for k in series}, key=lambda v: -1 if v is None else v)
-    for i, g in enumerate(cmp.groups):
+    for i, g in enumerate(cmp.sets):
         for np_ in nps:
             cs = series.get((g, np_))
             if not cs:
@@ -191,7 +191,7 @@ def relative_figure(cmp: Comparison, benches: list[str]):
         sizes: list[int] = []
         rows = sorted((r for r in cmp.rows if r.benchmark == bench and r.metric == "time"
                        and r.size is not None), key=lambda r: r.size)
-        for i, g in enumerate(cmp.groups):
+        for i, g in enumerate(cmp.sets):
             if g == cmp.baseline:
                 continue
             pts = [(r.size, *pct_of_base(r.deltas[g], r.better)) for r in rows
@@ -228,7 +228,7 @@ def bar_figure(cmp: Comparison, benches: list[str] | None = None, max_sizes: int
     if not benches:
         return None
     fig, axes = _grid_axes(len(benches), h=3.2)
-    n = len(cmp.groups)
+    n = len(cmp.sets)
     width = 0.8 / max(n, 1)
     for ax, bench in zip(axes, benches, strict=True):
         rows = sorted((r for r in cmp.rows if r.benchmark == bench and r.metric == "time"
@@ -237,7 +237,7 @@ def bar_figure(cmp: Comparison, benches: list[str] | None = None, max_sizes: int
             rows = [rows[round(i * (len(rows) - 1) / (max_sizes - 1))]
                     for i in range(max_sizes)]
         xs = np.arange(len(rows))
-        for i, g in enumerate(cmp.groups):
+        for i, g in enumerate(cmp.sets):
             ys, lo, hi = [], [], []
             for r in rows:
                 c = r.cells.get(g)
@@ -353,7 +353,7 @@ def gain_figure(cmp: Comparison, benches: list[str] | None = None):
 
 
 @_styled
-def grid_heatmap(grid, group: str | None = None, ratio_for: str | None = None):
+def grid_heatmap(grid, set_name: str | None = None, ratio_for: str | None = None):
     """Heatmap of one grid: a variant's medians (best cell per row outlined) or the gain of
     a candidate (diverging around 1)."""
     rows, cols = grid.row_values, grid.col_values
@@ -363,7 +363,7 @@ def grid_heatmap(grid, group: str | None = None, ratio_for: str | None = None):
             if ratio_for:
                 v = grid.ratio[ratio_for].get((rv, cv))
             else:
-                c = grid.cells[group].get((rv, cv))
+                c = grid.cells[set_name].get((rv, cv))
                 v = c.value if c is not None and c.status == "ok" else None
             if v is not None:
                 data[i, j] = v
@@ -383,7 +383,7 @@ def grid_heatmap(grid, group: str | None = None, ratio_for: str | None = None):
                 rel = np.nanmin(data, axis=1, keepdims=True) / data
         im = ax.imshow(rel, cmap="YlGn", vmin=min(0.5, np.nanmin(rel)) if
                        np.isfinite(rel).any() else 0.5, vmax=1.0, aspect="auto")
-        title = f"{group}: {grid.metric} ({grid.unit}); colour = fraction of row best"
+        title = f"{set_name}: {grid.metric} ({grid.unit}); colour = fraction of row best"
     annotate = len(rows) * len(cols) <= 150
     for i, rv in enumerate(rows):
         for j, cv in enumerate(cols):
@@ -392,7 +392,7 @@ def grid_heatmap(grid, group: str | None = None, ratio_for: str | None = None):
             if annotate:
                 txt = f"{data[i, j]:.2f}x" if ratio_for else f"{data[i, j]:.4g}"
                 ax.text(j, i, txt, ha="center", va="center", fontsize=7, color="black")
-            if not ratio_for and grid.best[group].get(rv) == cv:
+            if not ratio_for and grid.best[set_name].get(rv) == cv:
                 ax.add_patch(matplotlib.patches.Rectangle((j - .5, i - .5), 1, 1, fill=False,
                                                           lw=2.2, ec="red"))
     ax.set_xticks(range(len(cols)))

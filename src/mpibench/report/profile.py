@@ -22,27 +22,27 @@ from mpibench.profile.diff import (
 from mpibench.store import queries
 
 
-def report_tables(store, groups: Mapping[str, Iterable[str]], *, top: int = 10,
+def report_tables(store, sets: Mapping[str, Iterable[str]], *, top: int = 10,
                   edges: tuple[int, ...] | None = COARSE_EDGES) -> list[Any]:
     """The profile section of a report: for every set and np with profiled launches, the top
     functions and the size-bucket shares (means over its launches, each launch weighted
     equally), side by side; with two or more sets at the same np, the diff of each against
     the first. [] when no selected run has a profile."""
     found: list[tuple[str, ProfileLaunch]] = []
-    for g, ids in groups.items():
+    for g, ids in sets.items():
         for row in queries.profile_launches_of(store, list(ids)):
             x = _launch(row)
             if x.status == "done" and x.doc.get("complete"):
                 found.append((g, x))
     if not found:
         return []
-    cols, order, names = _columns(store, groups, found)
+    cols, order, names = _columns(store, sets, found)
     col_name = dict(zip(order, names, strict=True))
     return (_top_table(cols, order, names, top) + _sizes_table(cols, order, names, edges)
             + _diffs(store, cols, order, col_name, edges, top))
 
 
-def _columns(store, groups: Mapping[str, Iterable[str]], found: list) -> tuple[dict, list, list]:
+def _columns(store, sets: Mapping[str, Iterable[str]], found: list) -> tuple[dict, list, list]:
     """The launches by column: one column per set, np and, where a selected variant sweeps
     nodes or ppn, placement (the cells compare and the report's tables pair,
     data.with_placement); the columns in order and their names."""
@@ -59,7 +59,7 @@ def _columns(store, groups: Mapping[str, Iterable[str]], found: list) -> tuple[d
     for g, x in found:
         p = with_placement(sweep_params(x.variant)[1], axes, placed.get(x.run_id, {}))
         cols.setdefault((g, x.np, tuple((a, p.get(a)) for a in axes)), []).append(x)
-    order = sorted(cols, key=lambda k: (list(groups).index(k[0]), k[1],
+    order = sorted(cols, key=lambda k: (list(sets).index(k[0]), k[1],
                                         [v if v is not None else -1 for _, v in k[2]]))
     names = [f"{g} np={n}" + "".join(f" {a}={v}" for a, v in pl if v is not None)
              for g, n, pl in order]

@@ -33,19 +33,19 @@ from mpibench.store import Store
 PROJECTION_KEYS = ("jobs_per_year", "price_per_kwh")
 
 
-def projection_table(store: Store, groups: Mapping[str, list[str]], *,
+def projection_table(store: Store, sets: Mapping[str, list[str]], *,
                      jobs_per_year: float | None = None,
                      price_per_node_hour: float | None = None,
                      power_per_node_w: float | None = None,
                      price_per_kwh: float | None = None, baseline: str | None = None,
                      cells: dict | None = None) -> Table:
-    all_ids = [r for ids in groups.values() for r in ids]
+    all_ids = [r for ids in sets.values() for r in ids]
     # a value not given is read from the runs' stored specs (campaign keys of the same name)
     jobs_per_year, price_per_kwh, price_per_node_hour, power_per_node_w = (
         v if v is not None else _spec_value(store, all_ids, (k,)) for k, v in (
             ("jobs_per_year", jobs_per_year), ("price_per_kwh", price_per_kwh),
             ("price_per_node_hour", price_per_node_hour), ("power_per_node_w", power_per_node_w)))
-    baseline = baseline or next(iter(groups), None)
+    baseline = baseline or next(iter(sets), None)
     t = Table(title="Yearly projection", kind="projection", rows=[], notes=[],
               header=["cell", "variant", "nodes", "run time (s)", "jobs/day", "node-h/year",
                       "cost/year", "kWh/year", "electricity/year", "saving/year",
@@ -68,7 +68,7 @@ def projection_table(store: Store, groups: Mapping[str, list[str]], *,
         return t
     # 0 per node-hour is "not priced", never a cost of 0 and a saving of 0
     unpriced = price_per_node_hour is not None and price_per_node_hour <= 0
-    ct = cost_table(store, groups, price_per_node_hour=price_per_node_hour,
+    ct = cost_table(store, sets, price_per_node_hour=price_per_node_hour,
                     power_per_node_w=power_per_node_w, baseline=baseline, cells=cells)
     by_cell: dict[tuple, dict[str, dict[str, Any]]] = {}
     for rec in ct.records:
@@ -82,7 +82,7 @@ def projection_table(store: Store, groups: Mapping[str, list[str]], *,
                 proj[g] = _per_year(rec, jobs_per_year, None if unpriced else
                                     price_per_node_hour, power_per_node_w, price_per_kwh)
         base = proj.get(baseline)
-        for g in [x for x in groups if x in proj]:
+        for g in [x for x in sets if x in proj]:
             p = proj[g]
             save, save_kwh, save_elec = (_savings(base, p, price_per_kwh)
                                          if base is not None and g != baseline

@@ -166,22 +166,22 @@ def why_not_comparable(a: ResultCell, b: ResultCell) -> str | None:
     saying why not (used as the footnote of the missing figure)."""
     for c in (a, b):
         if c.status != "ok":
-            return f"{c.group}: {c.status}" + (f" ({c.reason})" if c.reason else "")
+            return f"{c.set_name}: {c.status}" + (f" ({c.reason})" if c.reason else "")
         if c.value is None:
-            return f"{c.group}: no value"
+            return f"{c.set_name}: no value"
     if a.shown_statistic != b.shown_statistic:
-        return (f"{a.group} shows a {a.shown_statistic}, {b.group} a {b.shown_statistic}: a "
+        return (f"{a.set_name} shows a {a.shown_statistic}, {b.set_name} a {b.shown_statistic}: a "
                 "gain is only computed between the same statistic on both sides (see "
                 "--statistic)")
     if a.key.tool != b.key.tool:
-        return (f"{a.group} was measured by {a.key.tool}, {b.group} by {b.key.tool}: the "
+        return (f"{a.set_name} was measured by {a.key.tool}, {b.set_name} by {b.key.tool}: the "
                 "core's and a peer suite's rows are separate cells")
     if a.kind != b.kind:
-        return (f"{a.group} is a {a.kind} figure, {b.group} a {b.kind}: a ratio needs one kind "
-                "of metric on both sides")
+        return (f"{a.set_name} is a {a.kind} figure, {b.set_name} a {b.kind}: a ratio needs "
+                "one kind of metric on both sides")
     if a.better != b.better:
-        return (f"{a.group} is {a.better}-is-better, {b.group} {b.better}-is-better: a ratio "
-                "needs one kind of metric on both sides")
+        return (f"{a.set_name} is {a.better}-is-better, {b.set_name} {b.better}-is-better: a "
+                "ratio needs one kind of metric on both sides")
     return None
 
 

@@ -24,7 +24,7 @@ from mpibench.stats import launch as launch_stats
 from mpibench.store import Store
 
 
-def scaling_table(store: Store, groups: Mapping[str, list[str]], *, by: str | None = None,
+def scaling_table(store: Store, sets: Mapping[str, list[str]], *, by: str | None = None,
                   metric: str | None = None, cells: dict | None = None,
                   include_sizes: bool = False) -> Table:
     """Speedup and parallel efficiency against the smallest count of `by` ('nodes' when cells
@@ -35,7 +35,7 @@ def scaling_table(store: Store, groups: Mapping[str, list[str]], *, by: str | No
     mislead. include_sizes=None: message-size cells only when the selection has no
     application cells (an explicit `--scaling` on a core campaign), with a caption saying
     what such a "speedup" means."""
-    cells = cells if cells is not None else load_cells(store, groups, with_samples=False)
+    cells = cells if cells is not None else load_cells(store, sets, with_samples=False)
     if include_sizes is None:
         include_sizes = all(k[1] is not None for k in cells)
     series = _series(cells, by, metric, include_sizes)
@@ -80,8 +80,8 @@ def _series(cells: dict, by: str | None, metric: str | None, include_sizes: bool
     of the ok cells the scaling table may use."""
     series: dict[tuple, dict[Any, ResultCell]] = defaultdict(dict)
     chosen_by = by
-    for by_group in cells.values():
-        for g, c in by_group.items():
+    for by_set in cells.values():
+        for g, c in by_set.items():
             if c.status != "ok" or c.value is None:
                 continue
             if c.size is not None and not include_sizes:

@@ -47,7 +47,7 @@ class Options:
 @dataclass
 class Context:
     store: Store
-    groups: Mapping[str, list[str]]
+    sets: Mapping[str, list[str]]
     baseline: str
     cells: dict                          # the selected cells (filters applied)
     curve_cells: dict                    # every size of the selected benchmarks (line rate)
@@ -80,7 +80,7 @@ class SectionSpec:
 def _has_spec(ctx: Context, keys: tuple[str, ...]) -> bool:
     from mpibench.report.specs import _spec_value
 
-    ids = [r for ids in ctx.groups.values() for r in ids]
+    ids = [r for ids in ctx.sets.values() for r in ids]
     return _spec_value(ctx.store, ids, keys) is not None
 
 
@@ -110,7 +110,7 @@ def _line_rate(ctx: Context) -> list[Table]:
 
     # the peak and the half-peak size are properties of the whole bandwidth curve: --size
     # picks the rows of the other tables, not the sizes searched here
-    lr = line_rate_table(ctx.store, ctx.groups, ctx.opts.line_rate, cells=ctx.curve_cells,
+    lr = line_rate_table(ctx.store, ctx.sets, ctx.opts.line_rate, cells=ctx.curve_cells,
                          warnings=ctx.warnings)
     if not ctx.for_report and ctx.opts.line_rate is None and \
             not any(r.get("line_rate_bps") for r in lr.records):
@@ -121,7 +121,7 @@ def _line_rate(ctx: Context) -> list[Table]:
 def _first_call(ctx: Context) -> list[Table]:
     from mpibench.report.firstcall import first_call_table
 
-    return [first_call_table(ctx.store, ctx.groups, mean_std=ctx.opts.mean_std,
+    return [first_call_table(ctx.store, ctx.sets, mean_std=ctx.opts.mean_std,
                              cells=ctx.cells)]
 
 
@@ -129,7 +129,7 @@ def _grids(ctx: Context) -> list[Table]:
     from mpibench.report.grids import grid_tables, grids
 
     row, col = ctx.opts.grid
-    gl = grids(ctx.store, ctx.groups, row, col, baseline=ctx.baseline, metric=ctx.opts.metric,
+    gl = grids(ctx.store, ctx.sets, row, col, baseline=ctx.baseline, metric=ctx.opts.metric,
                alpha=ctx.alpha, cells=ctx.cells, statistic=ctx.statistic)
     if not gl:
         raise UsageError(f"--grid {row} {col}: no cells vary both parameters in the selection")
@@ -140,7 +140,7 @@ def _grids(ctx: Context) -> list[Table]:
 def _scaling(ctx: Context) -> list[Table]:
     from mpibench.report.scaling import scaling_table
 
-    return [scaling_table(ctx.store, ctx.groups, by=ctx.opts.scaling_by,
+    return [scaling_table(ctx.store, ctx.sets, by=ctx.opts.scaling_by,
                           metric=ctx.opts.metric, cells=ctx.cells,
                           include_sizes=None if ctx.opts.scaling else False)]
 
@@ -148,7 +148,7 @@ def _scaling(ctx: Context) -> list[Table]:
 def _cost(ctx: Context) -> list[Table]:
     from mpibench.report.cost import cost_table
 
-    ct = cost_table(ctx.store, ctx.groups, price_per_node_hour=ctx.opts.price_per_node_hour,
+    ct = cost_table(ctx.store, ctx.sets, price_per_node_hour=ctx.opts.price_per_node_hour,
                     power_per_node_w=ctx.opts.power_per_node_w, baseline=ctx.baseline,
                     cells=ctx.cells)
     if ctx.for_report and ct.rows:
@@ -159,7 +159,7 @@ def _cost(ctx: Context) -> list[Table]:
 def _projection(ctx: Context) -> list[Table]:
     from mpibench.report.projection import projection_table
 
-    return [projection_table(ctx.store, ctx.groups, jobs_per_year=ctx.opts.jobs_per_year,
+    return [projection_table(ctx.store, ctx.sets, jobs_per_year=ctx.opts.jobs_per_year,
                              price_per_node_hour=ctx.opts.price_per_node_hour,
                              power_per_node_w=ctx.opts.power_per_node_w,
                              price_per_kwh=ctx.opts.price_per_kwh, baseline=ctx.baseline,
@@ -169,7 +169,7 @@ def _projection(ctx: Context) -> list[Table]:
 def _profile(ctx: Context) -> list[Table]:
     from mpibench.report.profile import report_tables
 
-    return report_tables(ctx.store, ctx.groups)
+    return report_tables(ctx.store, ctx.sets)
 
 
 def _comparison_part(ctx: Context) -> Part | None:
@@ -214,13 +214,13 @@ def _cost_wanted(ctx: Context) -> bool:
 def _differences(ctx: Context) -> list[Table]:
     from mpibench.report.differences import differences_table
 
-    return [differences_table(ctx.store, ctx.groups, ctx.baseline)]
+    return [differences_table(ctx.store, ctx.sets, ctx.baseline)]
 
 
 def _decisions(ctx: Context) -> list[Table]:
     from mpibench.report.decisions import decisions_tables
 
-    return decisions_tables(ctx.store, ctx.groups)
+    return decisions_tables(ctx.store, ctx.sets)
 
 
 # Order = the order compare prints them (after the comparison and the results); report_at
@@ -271,8 +271,8 @@ SECTIONS: list[SectionSpec] = [
                 in_compare=_cost_wanted,
                 in_report=lambda c: True, report_at=110),
     SectionSpec("differences", "differences", "What differs between the sets", _differences,
-                in_compare=lambda c: c.opts.differences and len(c.groups) > 1,
-                in_report=lambda c: len(c.groups) > 1, report_at=120),
+                in_compare=lambda c: c.opts.differences and len(c.sets) > 1,
+                in_report=lambda c: len(c.sets) > 1, report_at=120),
     SectionSpec("decisions", "decisions", "Launches where they decide", _decisions,
                 in_compare=lambda c: False,     # `campaign status` prints them
                 in_report=lambda c: True,       # only a repeats = "decide" campaign has rows

@@ -58,7 +58,7 @@ def select_groups(store: Store, *, variants: Iterable[str] | None = None,
                   by: str | None = None) -> dict[str, list[str]]:
     """Pick runs and group them into result sets (display name -> run ids, insertion order).
 
-    Groups are by variant, or by label when `labels` is given (or by="label"), or by
+    Sets are by variant, or by label when `labels` is given (or by="label"), or by
     variant and tool (by="tool": 'ompi/core', 'ompi/imb', 'ompi/osu'). With several
     campaigns and variant names that occur in more than one, names become 'campaign/variant'
     (comparing one variant across campaigns, e.g. before/after a system update), unless
@@ -106,7 +106,7 @@ def select_groups(store: Store, *, variants: Iterable[str] | None = None,
     camps_of_variant: dict[str, set[int]] = {}
     for r in rows:
         camps_of_variant.setdefault(set_name[r["variant"]], set()).add(r["campaign_id"])
-    groups: dict[str, list[str]] = {}
+    sets: dict[str, list[str]] = {}
     order_hint = label_list if by == "label" else (
         [split_variant(v)[0] for v in vs] if vs else None)
     for r in rows:
@@ -120,8 +120,8 @@ def select_groups(store: Store, *, variants: Iterable[str] | None = None,
             name = f"{r['campaign']}/{v}"
         else:
             name = v
-        groups.setdefault(name, []).append(r["id"])
+        sets.setdefault(name, []).append(r["id"])
     if order_hint:
         ranked = {n: i for i, n in enumerate(order_hint)}
-        groups = dict(sorted(groups.items(), key=lambda kv: ranked.get(kv[0], len(ranked))))
-    return groups
+        sets = dict(sorted(sets.items(), key=lambda kv: ranked.get(kv[0], len(ranked))))
+    return sets

@@ -56,7 +56,7 @@ def plots_part(ctx: Context) -> Part | None:
     if not ctx.opts.plots:
         return None
     imported = _imported(ctx)
-    plot_cmp = ctx.cmp if ctx.cmp is not None else _single(ctx.cells, next(iter(ctx.groups)))
+    plot_cmp = ctx.cmp if ctx.cmp is not None else _single(ctx.cells, next(iter(ctx.sets)))
     figs = []
     if plot_cmp.rows:
         for name, fn, cap in (
@@ -77,7 +77,7 @@ def plots_part(ctx: Context) -> Part | None:
 
 def results_part(ctx: Context) -> Part:
     tables = []
-    for g in ctx.groups:
+    for g in ctx.sets:
         gcells = [by[g] for by in ctx.cells.values() if g in by]
         hdr, body, notes = _results_table(gcells)
         tables.append(Table(title=g, header=hdr, rows=body, notes=notes, kind="results",
@@ -146,13 +146,13 @@ def _auto_grid(cells: dict) -> list[tuple[str | None, str, str]]:
 def grids_part(ctx: Context) -> Part | None:
     """The report's grids: the asked-for one or every grid the cells form, with heatmaps,
     within the size limits that keep a report readable."""
-    store, groups, cells, opts = ctx.store, ctx.groups, ctx.cells, ctx.opts
+    store, sets, cells, opts = ctx.store, ctx.sets, ctx.cells, ctx.opts
     specs = [(None, *opts.grid)] if opts.grid else _auto_grid(cells)
     if not specs:
         return None
     gs = Part()
     all_grids = [g for bench, row, col in specs
-                 for g in grids(store, groups, row, col, baseline=ctx.baseline,
+                 for g in grids(store, sets, row, col, baseline=ctx.baseline,
                                 alpha=ctx.alpha, cells=cells, benchmark=bench,
                                 max_shape=(MAX_GRID_ROWS, MAX_GRID_COLS),
                                 statistic=ctx.statistic)]
@@ -164,10 +164,10 @@ def grids_part(ctx: Context) -> Part | None:
             continue
         gs.tables += grid_tables(grid)
         if opts.plots:
-            for g in grid.groups:
+            for g in grid.sets:
                 gs.figures.append(Figure(f"grid-{len(gs.figures)}",
                                          f"{grid.title}: {g} (best cell per row outlined)",
-                                         plots.grid_heatmap(grid, group=g)))
+                                         plots.grid_heatmap(grid, set_name=g)))
             for cand in grid.ratio:
                 gs.figures.append(Figure(f"grid-{len(gs.figures)}",
                                          f"{grid.title}: gain {cand} vs {grid.baseline}",
@@ -181,15 +181,15 @@ def grids_part(ctx: Context) -> Part | None:
     return gs if gs.tables or gs.intro else None
 
 
-def _single(cells: dict, group: str) -> Comparison:
+def _single(cells: dict, set_name: str) -> Comparison:
     """A Comparison with one set and no tests, so the plots can show a single set."""
     rows = []
     for key, by in cells.items():
-        c = by.get(group)
+        c = by.get(set_name)
         if c is None:
             continue
-        rows.append(Row(key=key, unit=c.unit, better=c.better, cells={group: c}, deltas={}))
-    return Comparison(groups=[group], baseline=group, alpha=0.05, rows=rows, summaries=[],
+        rows.append(Row(key=key, unit=c.unit, better=c.better, cells={set_name: c}, deltas={}))
+    return Comparison(sets=[set_name], baseline=set_name, alpha=0.05, rows=rows, summaries=[],
                       footnotes=[], verdict="", verdicts={}, run_counts={})
 
 

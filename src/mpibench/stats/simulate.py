@@ -73,8 +73,8 @@ def build_store(path: str | Path, rng: np.random.Generator, *, launches: int | t
     na, nb = (launches, launches) if isinstance(launches, int) else launches
     store = Store(path)
     cid = store.add_campaign("sim")
-    groups: dict[str, list[str]] = {"a": [], "b": []}
-    fids = {v: store.add_fingerprint({"stack": "sim"}) for v in groups}
+    sets: dict[str, list[str]] = {"a": [], "b": []}
+    fids = {v: store.add_fingerprint({"stack": "sim"}) for v in sets}
     seq = 0
     for i in range(max(na, nb)):
         for v, n, eff in (("a", na, 0.0), ("b", nb, -effect)):
@@ -91,21 +91,21 @@ def build_store(path: str | Path, rng: np.random.Generator, *, launches: int | t
                                                benchmark=list(benchmarks)))
             store.set_run(rid, "done", started=1.7e9 + seq, finished=1.7e9 + seq + 1,
                           elapsed=1.0)
-            groups[v].append(rid)
+            sets[v].append(rid)
             seq += 1
-    return store, groups
+    return store, sets
 
 
 def run_compare(path: str | Path, rng: np.random.Generator, compare,
                 equivalence: float | None = None, **kw):
-    """build_store then `compare(store, groups, "a")` (the caller passes the real
+    """build_store then `compare(store, sets, "a")` (the caller passes the real
     report.judge.compare_groups: statistics sit below the report, tests/test_layers.py);
     the store is closed and removed. equivalence: passed on when given."""
-    store, groups = build_store(path, rng, **kw)
+    store, sets = build_store(path, rng, **kw)
     try:
         if equivalence is not None:
-            return compare(store, groups, "a", equivalence=equivalence)
-        return compare(store, groups, "a")
+            return compare(store, sets, "a", equivalence=equivalence)
+        return compare(store, sets, "a")
     finally:
         store.close()
         for suffix in ("", "-wal", "-shm", "-journal"):
