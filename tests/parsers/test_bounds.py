@@ -290,7 +290,9 @@ _EXTRA_KEYS = ("t_us", "x_mbps", "mbps_printed", "y_gbps", "repetitions", "itera
                "overlap_pct", "wrong", "count", "line", "tool")
 
 
-@settings(max_examples=3000, deadline=None)
+# 600 derandomized examples in make test (33 s at load 5 with 3000); explore with
+# MPIBENCH_HYPOTHESIS_PROFILE=explore and a larger max_examples by hand
+@settings(max_examples=600, deadline=None)
 @given(st.dictionaries(st.sampled_from(_KEYS), _NUMBERS),
        st.dictionaries(st.sampled_from(_EXTRA_KEYS), _NUMBERS),
        st.sampled_from([("time", "us"), ("bandwidth", "MB/s"), ("time", "s"), (None, None)]))
