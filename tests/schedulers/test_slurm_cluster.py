@@ -250,15 +250,16 @@ def test_cell_over_its_slurm_time_limit_is_a_timeout(campaigns):
     assert (p["job_id"], p["nodelist"], p["sched_state"]) == \
         (r["job_id"], r["nodelist"], r["sched_state"])
     # slurmstepd's SIGTERM at the limit is usually recorded ("TIMEOUT signal=15"); under load
-    # the job can end with the state alone (seen once on a loaded clean-clone run)
+    # the job can end with the state alone (two loaded clean-clone runs in a row); status and
+    # list must show whatever state was stored
     assert re.fullmatch(r"TIMEOUT( exit=\d+)?( signal=(15|9))?", p["sched_state"]), p
     text = run_command([sys.executable, "-m", "mpibench", "campaign", "status", camp],
                        timeout=60).stdout
-    assert f"[job {r['job_id']} on {r['nodelist']}: TIMEOUT signal=15]" in text, text
+    assert f"[job {r['job_id']} on {r['nodelist']}: {r['sched_state']}]" in text, text
     text = run_command([sys.executable, "-m", "mpibench", "campaign", "list", camp],
                        timeout=60).stdout
     row = next(ln for ln in text.splitlines() if r["id"] in ln)
-    assert f" {r['job_id']} " in row and "TIMEOUT signal=15" in row, text
+    assert f" {r['job_id']} " in row and r["sched_state"] in row, text
 
 
 def test_site_example_each_stacks_own_launcher_on_one_and_two_nodes(campaigns):
