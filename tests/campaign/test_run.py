@@ -35,6 +35,7 @@ from mpibench.schedulers import (
 )
 from mpibench.store import Store
 from support.common import MPI_TIMEOUT, REPO
+from support.decide import write_decide_campaign
 
 MPIBENCH = str(REPO / ".venv" / "bin" / "mpibench")
 
@@ -843,59 +844,22 @@ def test_budget_auto_sets_the_cores_target_after_two_rounds(tmp_path, found_stac
     assert load(camp).to_dict()["budget"] == "auto"
 
 
-# repeats = "decide": each launch prints the next value of its variant's list (a counter file
-# per variant and group), so the decisions are known in advance: a vs b is 3x (decided at
-# the first look), a vs c is A/A with 2% spread (neither significant nor within ±0.5%)
-DECIDE_SCRIPT = """
-f="$DIR/count_${V}_${G}"; n=$(cat "$f" 2>/dev/null || echo 0); echo $((n + 1)) > "$f"
-case "$V" in
-  a) set -- 100 102 98 101 99 ;;
-  b) set -- 300 306 294 303 297 ;;
-  c) set -- 101 99 100 98 102 ;;
-esac
-shift "$n"; echo "value $1"
-"""
-
-DECIDE = """
-[campaign]
+DECIDE_CAMPAIGN = """
 name = "decide"
 repeats = { until = "decided", min = 3, max = 5, step = 2 }
 equivalence = "0.5%"
 timeout = 30
-[defaults]
-stack = "none"
-launcher = "template"
-launcher_args = ["sh", "-c", 'exec "$0" "$@"', "{program}"]
-np = 1
-[variants.a]
-env = { V = "a", DIR = "@DIR@" }
-[variants.b]
-env = { V = "b", DIR = "@DIR@" }
-[variants.c]
-env = { V = "c", DIR = "@DIR@" }
-[benchmarks.differ]
-variants = ["a", "b"]
-env = { G = "differ" }
-command = "sh @DIR@/value.sh"
-fom = { name = "t", regex = 'value ([0-9]+)', unit = "s", better = "lower" }
-[benchmarks.same]
-variants = ["a", "c"]
-env = { G = "same" }
-command = "sh @DIR@/value.sh"
-fom = { name = "t", regex = 'value ([0-9]+)', unit = "s", better = "lower" }
 """
 
 
 @pytest.mark.system
 @pytest.mark.parametrize("scheduler", ["local", "test-subprocess"])
 def test_decide_adds_launches_only_where_cells_are_undecided(tmp_path, scheduler):
-    (tmp_path / "value.sh").write_text(DECIDE_SCRIPT)
-    text = DECIDE.replace("@DIR@", str(tmp_path))
+    tail = ""
     if scheduler != "local":      # the batch policy: stages of jobs, polled
-        text += ('[scheduler]\nname = "test-subprocess"\nmax_jobs_in_flight = 2\n'
-                 "poll_interval = 0.05\npoll_max_interval = 0.2\n")
-    camp = tmp_path / "d.toml"
-    camp.write_text(text)
+        tail = ('[scheduler]\nname = "test-subprocess"\nmax_jobs_in_flight = 2\n'
+                "poll_interval = 0.05\npoll_max_interval = 0.2\n")
+    camp = write_decide_campaign(tmp_path, DECIDE_CAMPAIGN, tail)
     said: list[str] = []
     summary, data = run_campaign(camp, tmp_path / "d.db", [], log=said.append)
     # planned 2 groups x 2 variants x 5; 'differ' stops after its first 3 rounds
@@ -935,12 +899,9 @@ def test_auto_two_stage_total_per_group_through_the_stages(tmp_path):
     # repeats = "auto" (the two-stage rule) runs through the same Stages: after 3 rounds
     # each group's total is fixed from its spread (a 2% spread on both sides needs more
     # launches for ±6% than the 1-2% of the A/A group)
-    (tmp_path / "value.sh").write_text(DECIDE_SCRIPT)
-    text = DECIDE.replace("@DIR@", str(tmp_path)).replace(
+    camp = write_decide_campaign(tmp_path, DECIDE_CAMPAIGN.replace(
         'repeats = { until = "decided", min = 3, max = 5, step = 2 }',
-        'repeats = { min = 3, max = 5, target = "6%" }')
-    camp = tmp_path / "a.toml"
-    camp.write_text(text)
+        'repeats = { min = 3, max = 5, target = "6%" }'))
     said: list[str] = []
     summary, data = run_campaign(camp, tmp_path / "a.db", [], log=said.append)
     with Store(tmp_path / "a.db") as store:

@@ -20,6 +20,7 @@ import pytest
 
 from mpibench.process import run_command
 from mpibench.schedulers import JobRequest, JobStep, SchedulerSettings, get_scheduler
+from support.decide import write_decide_campaign
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 # every value that reaches a job script or a directive; must arrive intact, run nothing
@@ -618,46 +619,16 @@ def test_resume_adopts_the_job_a_killed_harness_submitted(slurm_cluster, tmp_pat
     assert (tmp_path / "ran.txt").read_text().split() == [job]
 
 
-# repeats = "decide" through Slurm: each launch prints the next value of its variant's list
-# (a counter file per variant and group), so the decisions are known in advance: a vs b is
-# 3x (decided at the first look), a vs c is A/A with 2% spread (never within ±0.5%)
-DECIDE_SCRIPT = """
-f="$DIR/count_${V}_${G}"; n=$(cat "$f" 2>/dev/null || echo 0); echo $((n + 1)) > "$f"
-case "$V" in
-  a) set -- 100 102 98 101 99 ;;
-  b) set -- 300 306 294 303 297 ;;
-  c) set -- 101 99 100 98 102 ;;
-esac
-shift "$n"; echo "value $1"
-"""
-DECIDE_TOML = """
-[campaign]
+# repeats = "decide" through Slurm on the campaign of support/decide.py (a vs b 3x, decided at
+# the first look; a vs c A/A, never within +-0.5%)
+DECIDE_CAMPAIGN = """
 name = "slurm-decide"
 repeats = { until = "decided", min = 3, max = 5, step = 2 }
 equivalence = "0.5%"
 timeout = 30
 verify_transport = false
-[defaults]
-stack = "none"
-launcher = "template"
-launcher_args = ["sh", "-c", 'exec "$0" "$@"', "{program}"]
-np = 1
-[variants.a]
-env = { V = "a", DIR = "@DIR@" }
-[variants.b]
-env = { V = "b", DIR = "@DIR@" }
-[variants.c]
-env = { V = "c", DIR = "@DIR@" }
-[benchmarks.differ]
-variants = ["a", "b"]
-env = { G = "differ" }
-command = "sh @DIR@/value.sh"
-fom = { name = "t", regex = 'value ([0-9]+)', unit = "s", better = "lower" }
-[benchmarks.same]
-variants = ["a", "c"]
-env = { G = "same" }
-command = "sh @DIR@/value.sh"
-fom = { name = "t", regex = 'value ([0-9]+)', unit = "s", better = "lower" }
+"""
+DECIDE_SCHEDULER = """
 [scheduler]
 name = "slurm"
 partition = "debug"
@@ -672,9 +643,7 @@ poll_max_interval = 2
 def test_decide_submits_the_next_stage_only_for_undecided_cells(slurm_cluster, tmp_path):
     # one job per variant and stage (group_cells = 0): stage 1 = rounds 1-3 of a, b, c;
     # after the look only 'same' is undecided, so stage 2 submits a and c only
-    (tmp_path / "value.sh").write_text(DECIDE_SCRIPT)
-    camp = tmp_path / "decide.toml"
-    camp.write_text(DECIDE_TOML.replace("@DIR@", str(tmp_path)))
+    camp = write_decide_campaign(tmp_path, DECIDE_CAMPAIGN, DECIDE_SCHEDULER)
     res = run_command([sys.executable, "-m", "mpibench", "campaign", "run", "--no-progress",
                        "--json", str(camp)], env=slurm_cluster.env(), cwd=tmp_path,
                       timeout=240)

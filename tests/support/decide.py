@@ -1,0 +1,52 @@
+"""A campaign whose decisions are known in advance, for `repeats = "decide"` tests (local,
+batch and Slurm): each launch prints the next value of its variant's list (a counter file per
+variant and group), so a vs b is 3x (decided at the first look) and a vs c is A/A with 2%
+spread (neither significant nor within +-0.5%)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+DECIDE_SCRIPT = """
+f="$DIR/count_${V}_${G}"; n=$(cat "$f" 2>/dev/null || echo 0); echo $((n + 1)) > "$f"
+case "$V" in
+  a) set -- 100 102 98 101 99 ;;
+  b) set -- 300 306 294 303 297 ;;
+  c) set -- 101 99 100 98 102 ;;
+esac
+shift "$n"; echo "value $1"
+"""
+
+_GROUPS = """
+[defaults]
+stack = "none"
+launcher = "template"
+launcher_args = ["sh", "-c", 'exec "$0" "$@"', "{program}"]
+np = 1
+[variants.a]
+env = { V = "a", DIR = "@DIR@" }
+[variants.b]
+env = { V = "b", DIR = "@DIR@" }
+[variants.c]
+env = { V = "c", DIR = "@DIR@" }
+[benchmarks.differ]
+variants = ["a", "b"]
+env = { G = "differ" }
+command = "sh @DIR@/value.sh"
+fom = { name = "t", regex = 'value ([0-9]+)', unit = "s", better = "lower" }
+[benchmarks.same]
+variants = ["a", "c"]
+env = { G = "same" }
+command = "sh @DIR@/value.sh"
+fom = { name = "t", regex = 'value ([0-9]+)', unit = "s", better = "lower" }
+"""
+
+
+def write_decide_campaign(directory: Path, campaign: str, tail: str = "") -> Path:
+    """value.sh and decide.toml in directory: `campaign` is the [campaign] table's body,
+    `tail` any tables after the benchmarks (a [scheduler]); returns the campaign file."""
+    (directory / "value.sh").write_text(DECIDE_SCRIPT)
+    camp = directory / "decide.toml"
+    text = "[campaign]\n" + campaign.strip() + "\n" + _GROUPS.lstrip("\n") + tail.lstrip("\n")
+    camp.write_text(text.replace("@DIR@", str(directory)))
+    return camp
