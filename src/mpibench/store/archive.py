@@ -32,8 +32,9 @@ from pathlib import Path
 from typing import Any
 
 from mpibench.errors import UsageError
-from mpibench.store import RESULT_COLUMNS, RUN_FIELDS, Store, schema
+from mpibench.store import schema
 from mpibench.store.engine import PgConnection, mask_url, scrub
+from mpibench.store.local import RESULT_COLUMNS, RUN_FIELDS, Store, register_url_store
 from mpibench.store.schema import ARCHIVE_VERSION, SCHEMA_VERSION
 
 FINAL_STATES = ("done", "failed", "timeout")
@@ -126,10 +127,12 @@ def ensure_schema(db: PgConnection, where: str) -> None:
     db.commit()
 
 
+@register_url_store
 class ArchiveStore(Store):
     """A PostgreSQL archive opened by a read verb: the Store read methods and the named
     queries work on it unchanged (SQL translated by store/engine.py). Read-only, one
-    snapshot for the whole verb. `path` is the URL with its password masked."""
+    snapshot for the whole verb. Store(url) returns one (registered below with
+    store/local.py, which does not import this module). `path` is the URL with its password masked."""
 
     engine = "postgres"
 
