@@ -104,7 +104,17 @@ def md_table(hdr: list[str], body: list[list[str]], bold_rows: Iterable[int] = (
 
 def plain_table(title: str, header: list[str], body: list[list[str]], caption: str = "",
                 left_cols: int = 2) -> str:
-    """Fixed-width text table in the same shape as the rich tables (no wrapping)."""
+    """Fixed-width text table in the same shape as the rich tables (no wrapping). It is
+    written out as it is, not through a SafeConsole: every control character in the text
+    becomes U+FFFD (termsafe), a newline or tab inside a cell too, so a row stays a line."""
+    from mpibench.termsafe import safe_text
+
+    def one_line(x: str) -> str:
+        return safe_text(x).replace("\t", " ").replace("\n", "\ufffd")
+
+    title, caption = one_line(title), safe_text(caption).replace("\t", " ")
+    header = [one_line(h) for h in header]
+    body = [[one_line(x) for x in line] for line in body]
     ncol = len(header)
     widths = [len(h) for h in header]
     for line in body:
