@@ -121,158 +121,200 @@ def parse_imb(text: str) -> ParseResult:
     res = ParseResult(format="imb", tool="IMB")
     lines = split_lines(text)
     # A last line without its newline may be cut mid-number: never trust it as a row.
-    partial_last = bool(lines) and not text.endswith(("\n", "\r"))
-    titles: list[int] = []
-    listed: list[str] = []
-    in_list = False
-    argv_next = False
-    block: _Block | None = None
-    seen_names: list[str] = []
-    finalized = False
-    abort_lines: list[int] = []
-    factor, unit_printed = 1.0, "10^6 bytes/s"
-    last_content = 0
+    scan = _Scan(res, lines, bool(lines) and not text.endswith(("\n", "\r")))
+    for i, raw in enumerate(lines, 1):
+        scan.line(i, raw.rstrip())
+    scan.finish()
+    res.meta = {k: v for k, v in res.meta.items() if v}
+    flag_out_of_bounds(res)
+    return res
 
-    def end_table(blank: bool = False) -> None:
+
+class _Scan:
+    """parse_imb's state between lines, and one method per kind of line: the file header
+    (title, info lines, the list of benchmarks), a block's header (# Benchmarking, #processes,
+    groups, mode), a line outside a table (its column header, stray numbers), a table's
+    line, and how the file ended."""
+
+    def __init__(self, res: ParseResult, lines: list[str], partial_last: bool):
+        self.res = res
+        self.lines = lines
+        self.partial_last = partial_last
+        self.titles: list[int] = []
+        self.listed: list[str] = []
+        self.in_list = False
+        self.argv_next = False
+        self.block: _Block | None = None
+        self.seen_names: list[str] = []
+        self.finalized = False
+        self.abort_lines: list[int] = []
+        self.factor, self.unit_printed = 1.0, "10^6 bytes/s"
+        self.last_content = 0
+
+    def end_table(self, blank: bool = False) -> None:
+        block = self.block
         if block is not None and block.cols is not None:
             if blank and block.cols[0] == "Group":
                 return          # -multi prints an empty line before each size's group rows
             block.done = True
             block.cols = None
 
-    for i, raw in enumerate(lines, 1):
-        line = raw.rstrip()
+    def line(self, i: int, line: str) -> None:
         stripped = line.strip()
-        if stripped:
-            last_content = i
         if not stripped:
-            in_list = in_list and not listed  # blank lines before the list entries are fine
-            end_table(blank=True)
-            continue
-
+            self.in_list = self.in_list and not self.listed  # blank lines before the list
+            self.end_table(blank=True)                         # entries are fine
+            return
+        self.last_content = i
+        block = self.block
         # Fast path: a row of the current table (most lines of a file).
         if (block is not None and block.cols is not None and stripped[0] != "#"
-                and not (partial_last and i == len(lines))):
-            rec = _row(block, stripped, i, factor, unit_printed, res)
+                and not (self.partial_last and i == len(self.lines))):
+            rec = _row(block, stripped, i, self.factor, self.unit_printed, self.res)
             if isinstance(rec, dict):
-                _add(block, rec, i, res)
-                continue
+                _add(block, rec, i, self.res)
+                return
+        if self.file_header(i, line, stripped):
+            return
+        if stripped.startswith(FINALIZE):
+            self.finalized = True
+            self.end_table()
+            return
+        if self.block_header(i, stripped):
+            return
+        if self.block is None or self.block.cols is None:
+            self.outside_table(i, stripped)
+        else:
+            self.table_line(i, stripped)
 
-        # -- file header ----------------------------------------------------------------
+    def file_header(self, i: int, line: str, stripped: str) -> bool:
+        """The title, the '# Key : value' lines, the calling sequence and the list of
+        benchmarks before the first block; True if the line was one of them."""
+        res = self.res
         m = TITLE_RE.search(line) if "Benchmark" in line else None
         if m:
-            titles.append(i)
-            if len(titles) == 1:
+            self.titles.append(i)
+            if len(self.titles) == 1:
                 res.version = m.group(1).strip()
                 part = m.group(2).strip()
                 res.tool = PARTS.get(part, "IMB-" + part)
                 res.meta["part"] = part
-                factor, unit_printed = mbytes_factor(res.version)
+                self.factor, self.unit_printed = mbytes_factor(res.version)
                 if not VERSION_RE.fullmatch(res.version):
                     res.problem(i, f"IMB version {res.version!r} is not a version number "
                                    "(such as 2021.11 or 4.1): Mbytes/sec taken as 10^6 "
                                    "bytes/s (IMB 2018+)")
-            continue
-        if stripped.startswith("#") and block is None:
-            im = INFO_RE.match(stripped)
-            if im:
-                res.meta.setdefault(im.group(1).lower().replace(" ", "_"), im.group(2))
-                continue
-            if "Calling sequence was" in stripped:
-                argv_next = True
-                continue
-            if argv_next and stripped != "#":
-                res.meta.setdefault("argv", stripped.lstrip("#").strip())
-                argv_next = False
-                continue
-            if "List of Benchmarks to run" in stripped:
-                in_list = True
-                continue
-            if in_list:
-                lm = re.match(r"^#\s+([A-Za-z][\w-]*)\s*$", stripped)
-                if lm:
-                    listed.append(lm.group(1))
-                    continue
-                in_list = False
+            return True
+        if not stripped.startswith("#") or self.block is not None:
+            return False
+        im = INFO_RE.match(stripped)
+        if im:
+            res.meta.setdefault(im.group(1).lower().replace(" ", "_"), im.group(2))
+            return True
+        if "Calling sequence was" in stripped:
+            self.argv_next = True
+            return True
+        if self.argv_next and stripped != "#":
+            res.meta.setdefault("argv", stripped.lstrip("#").strip())
+            self.argv_next = False
+            return True
+        if "List of Benchmarks to run" in stripped:
+            self.in_list = True
+            return True
+        if self.in_list:
+            lm = re.match(r"^#\s+([A-Za-z][\w-]*)\s*$", stripped)
+            if lm:
+                self.listed.append(lm.group(1))
+                return True
+            self.in_list = False
+        return False
 
-        if stripped.startswith(FINALIZE):
-            finalized = True
-            end_table()
-            continue
-
-        # -- block header ----------------------------------------------------------------
+    def block_header(self, i: int, stripped: str) -> bool:
+        """'# Benchmarking NAME' starts a block; its '#processes', groups and mode lines
+        before the table. True if the line was one of them."""
         bm = BENCH_RE.match(stripped)
         if bm:
-            end_table()
+            self.end_table()
+            block = self.block
             if block is not None and block.rows == 0 and not block.done:
-                res.problem(block.line, f"{block.describe()}: no table follows; expected "
-                                        "a column header line and rows")
-            block = _Block(bm.group(2), bool(bm.group(1)), i)
-            seen_names.append(bm.group(2))
-            res.blocks += 1
-            continue
-        if stripped.startswith("#") and block is not None and block.cols is None:
-            pm = PROCS_RE.search(stripped)
-            if pm and not block.done:
-                block.np = as_int(pm.group(1)) or None     # 0 ranks is no rank count
-                continue
-            gm = GROUPS_RE.search(stripped)
-            if gm and not block.done:
-                block.n_groups = as_int(gm.group(1)) or None
-                block.np = as_int(gm.group(2)) or None
-                continue
-            mm = MODE_RE.search(stripped)
-            if mm and not block.done:
-                block.mode = mm.group(1).lower()
-                continue
+                self.res.problem(block.line, f"{block.describe()}: no table follows; "
+                                             "expected a column header line and rows")
+            self.block = _Block(bm.group(2), bool(bm.group(1)), i)
+            self.seen_names.append(bm.group(2))
+            self.res.blocks += 1
+            return True
+        block = self.block
+        if not stripped.startswith("#") or block is None or block.cols is not None \
+                or block.done:
+            return False
+        pm = PROCS_RE.search(stripped)
+        if pm:
+            block.np = as_int(pm.group(1)) or None     # 0 ranks is no rank count
+            return True
+        gm = GROUPS_RE.search(stripped)
+        if gm:
+            block.n_groups = as_int(gm.group(1)) or None
+            block.np = as_int(gm.group(2)) or None
+            return True
+        mm = MODE_RE.search(stripped)
+        if mm:
+            block.mode = mm.group(1).lower()
+            return True
+        return False
 
+    def outside_table(self, i: int, stripped: str) -> None:
+        """A table's column header, or a line between tables (comments, a launcher's abort
+        banner, numbers or failure notes that belong to no table)."""
+        res, block = self.res, self.block
         tokens = stripped.split()
-        if block is None or block.cols is None:
-            if _is_header(tokens):
-                if block is None or block.done:
-                    res.problem(i, "column header without a '# Benchmarking <name>' line "
-                                   "before it; table skipped")
-                    block = None
-                    continue
-                block.cols = tokens
-                block.plan = None
-                # ASCII digits only: int() and float() also read '٣' or '３' as 3
-                block.row_re = re.compile(r"^\s*" + r"\s+".join(
-                    _INT_PAT if c in INT_COLS else _FLOAT_PAT for c in tokens) + r"\s*$",
-                    re.ASCII)
-                block.header_line = i
-                if block.np is None:
-                    res.problem(block.line, f"{block.benchmark}: no '# #processes = N' line; "
-                                            "np of these rows is unknown")
-                continue
-            if stripped.startswith("#"):
-                continue
-            if ABORT_PATTERNS.search(stripped):
-                abort_lines.append(i)
-                continue
-            if tokens and all(as_float(t) is not None for t in tokens):
-                res.problem(i, "numbers outside a table: expected a '# Benchmarking' block "
-                               "and a column header line before rows; line skipped")
-            elif tokens and as_int(tokens[0]) is not None and FAIL_RE.match(stripped):
-                res.problem(i, "failure note outside a table; line skipped")
-            continue
-
-        # -- inside a table --------------------------------------------------------------
-        if stripped.startswith("#") or RULE_LINE.match(stripped):
-            end_table()
-            continue
+        if _is_header(tokens):
+            if block is None or block.done:
+                res.problem(i, "column header without a '# Benchmarking <name>' line "
+                               "before it; table skipped")
+                self.block = None
+                return
+            block.cols = tokens
+            block.plan = None
+            # ASCII digits only: int() and float() also read '٣' or '３' as 3
+            block.row_re = re.compile(r"^\s*" + r"\s+".join(
+                _INT_PAT if c in INT_COLS else _FLOAT_PAT for c in tokens) + r"\s*$",
+                re.ASCII)
+            block.header_line = i
+            if block.np is None:
+                res.problem(block.line, f"{block.benchmark}: no '# #processes = N' line; "
+                                        "np of these rows is unknown")
+            return
+        if stripped.startswith("#"):
+            return
         if ABORT_PATTERNS.search(stripped):
-            abort_lines.append(i)
-            end_table()
-            continue
-        if partial_last and i == len(lines):
+            self.abort_lines.append(i)
+            return
+        if tokens and all(as_float(t) is not None for t in tokens):
+            res.problem(i, "numbers outside a table: expected a '# Benchmarking' block "
+                           "and a column header line before rows; line skipped")
+        elif tokens and as_int(tokens[0]) is not None and FAIL_RE.match(stripped):
+            res.problem(i, "failure note outside a table; line skipped")
+
+    def table_line(self, i: int, stripped: str) -> None:
+        """A line inside a table that the fast path did not take: its end, an abort
+        banner, a cut last line, a damaged row or an IMB failure note."""
+        res, block = self.res, self.block
+        assert block is not None and block.cols is not None
+        if stripped.startswith("#") or RULE_LINE.match(stripped):
+            self.end_table()
+            return
+        if ABORT_PATTERNS.search(stripped):
+            self.abort_lines.append(i)
+            self.end_table()
+            return
+        if self.partial_last and i == len(self.lines):
             res.problem(i, f"last line is incomplete (no newline at the end of the file): "
                            f"{clip(stripped)!r} not imported")
-            continue
-        rec = _row(block, stripped, i, factor, unit_printed, res)
+            return
+        rec = _row(block, stripped, i, self.factor, self.unit_printed, res)
         if isinstance(rec, str):
             res.problem(i, f"{block.benchmark} row {clip(stripped)!r}: {rec}; line skipped")
-            continue
+            return
         if rec is None:
             # a failure note with undecodable bytes in it is not trusted either
             fm = FAIL_RE.match(stripped) if "\ufffd" not in stripped else None
@@ -282,41 +324,44 @@ def parse_imb(text: str) -> ParseResult:
                 res.problem(i, f"expected a row of {len(block.cols)} numbers "
                                f"({' '.join(block.cols)}) or an IMB failure note, got "
                                f"{clip(stripped)!r}; line skipped")
-                continue
+                return
         _add(block, rec, i, res)
 
-    # -- how did the file end? -----------------------------------------------------------
-    if len(titles) > 1:
-        res.problem(titles[1], f"a second IMB run starts here (titles at lines "
-                               f"{', '.join(map(str, titles))}); rows of all runs kept")
-    if not titles and res.blocks:
-        res.problem(None, "no 'Intel(R) MPI Benchmarks <version>, <part> part' title line: "
-                          "version unknown, Mbytes/sec taken as 10^6 bytes/s (IMB 2018+)")
-    if res.blocks and not finalized:
-        res.truncated = True
-        res.truncated_at = last_content
-        where = ""
-        if block is not None and block.cols is not None:
-            where = (f" inside the {block.describe()} after {block.rows} rows"
-                     + (f" (last size {block.last_size})" if block.last_size is not None else ""))
-        elif block is not None:
-            where = f" after the {block.describe()}"
-        killed = ""
-        if abort_lines:
-            # the most telling line of a launcher's banner is one with words in it
-            ab = next((n for n in abort_lines if re.search(r"[A-Za-z]", lines[n - 1])),
-                      abort_lines[0])
-            killed = f"; line {ab} shows the run was killed: {clip(lines[ab - 1])!r}"
-        missing = [b for b in listed if b not in seen_names]
-        not_run = f"; never started: {', '.join(missing)}" if missing else ""
-        res.problem(last_content, f"output ends{where}: expected more rows or "
-                                  f"'{FINALIZE}' (run did not finish{killed}){not_run}; "
-                                  "complete rows kept")
-    elif res.blocks == 0:
-        res.problem(None, "no '# Benchmarking <name>' block: expected IMB result tables")
-    res.meta = {k: v for k, v in res.meta.items() if v}
-    flag_out_of_bounds(res)
-    return res
+    def finish(self) -> None:
+        """How did the file end? A second run, no title, no block, or cut short (where,
+        killed by whom, which listed benchmarks never started)."""
+        res, block, lines = self.res, self.block, self.lines
+        titles = self.titles
+        if len(titles) > 1:
+            res.problem(titles[1], f"a second IMB run starts here (titles at lines "
+                                   f"{', '.join(map(str, titles))}); rows of all runs kept")
+        if not titles and res.blocks:
+            res.problem(None, "no 'Intel(R) MPI Benchmarks <version>, <part> part' title "
+                              "line: version unknown, Mbytes/sec taken as 10^6 bytes/s "
+                              "(IMB 2018+)")
+        if res.blocks and not self.finalized:
+            res.truncated = True
+            res.truncated_at = self.last_content
+            where = ""
+            if block is not None and block.cols is not None:
+                where = (f" inside the {block.describe()} after {block.rows} rows"
+                         + (f" (last size {block.last_size})"
+                            if block.last_size is not None else ""))
+            elif block is not None:
+                where = f" after the {block.describe()}"
+            killed = ""
+            if self.abort_lines:
+                # the most telling line of a launcher's banner is one with words in it
+                ab = next((n for n in self.abort_lines
+                           if re.search(r"[A-Za-z]", lines[n - 1])), self.abort_lines[0])
+                killed = f"; line {ab} shows the run was killed: {clip(lines[ab - 1])!r}"
+            missing = [b for b in self.listed if b not in self.seen_names]
+            not_run = f"; never started: {', '.join(missing)}" if missing else ""
+            res.problem(self.last_content, f"output ends{where}: expected more rows or "
+                                           f"'{FINALIZE}' (run did not finish{killed})"
+                                           f"{not_run}; complete rows kept")
+        elif res.blocks == 0:
+            res.problem(None, "no '# Benchmarking <name>' block: expected IMB result tables")
 
 
 def _add(block: _Block, rec: dict[str, Any], lineno: int, res: ParseResult) -> None:

@@ -141,119 +141,153 @@ def _distinguish(res: ParseResult) -> None:
     flag_out_of_bounds(res)
 
 
+class _TextScan:
+    """What parse_nccl_text knows between lines."""
+
+    def __init__(self) -> None:
+        self.program: str | None = None
+        self.ranks: dict[int, dict[str, Any]] = {}
+        self.cols: list[str] | None = None
+        self.header_line = 0
+        self.footer = False
+        self.abort_lines: list[int] = []
+        self.iters: int | None = None
+        self.last_content = 0
+        self.last_size: int | None = None
+
+
 def parse_nccl_text(text: str) -> ParseResult:
     res = ParseResult(format="nccl", tool="nccl-tests")
     lines = split_lines(text)
     partial_last = bool(lines) and not text.endswith(("\n", "\r"))
-    program: str | None = None
-    ranks: dict[int, dict[str, Any]] = {}
-    cols: list[str] | None = None
-    header_line = 0
-    footer = False
-    abort_lines: list[int] = []
-    iters: int | None = None
-    last_content = 0
-    last_size: int | None = None
-
+    st = _TextScan()
     for i, raw in enumerate(lines, 1):
         s = raw.strip()
         if not s:
             continue
-        last_content = i
-        m = VERSION_RE.search(s)
-        if m and s.startswith("#"):
-            res.version = m.group(1)
-            if m.group(3):
-                res.meta["nccl_library"] = int(m.group(3))
-            if m.group(2):
-                res.meta["nccl_headers"] = int(m.group(2))
-            continue
-        m = START_RE.search(s)
-        if m and s.startswith("#"):
-            program = m.group(1)
-            continue
-        m = CONFIG_RE.match(s)
-        if m:
-            res.meta.update(nthread=int(m.group(1)), ngpus=int(m.group(2)),
-                            min_bytes=int(m.group(3)), max_bytes=int(m.group(4)),
-                            warmup_iters=int(m.group(5)), iters=int(m.group(6)))
-            iters = int(m.group(6))
-            continue
-        if s.startswith("#") and re.search(r"nThread|minBytes|warmup iters", s):
-            res.problem(i, f"expected the settings line '# nThread N nGpus N minBytes N "
-                           f"maxBytes N ... warmup iters: N iters: N', got {clip(s)!r}; "
-                           "iteration counts unknown")
-            continue
-        m = RANK_RE.match(s)
-        if m:
-            ranks[int(m.group(1))] = {"host": m.group(4), "device": int(m.group(5)),
-                                      "gpu": m.group(7).strip()}
-            continue
-        if s.startswith("#") and re.match(r"^#\s*Rank\b", s):
-            res.problem(i, f"expected '#  Rank N Group N Pid N on HOST device N [BUS] GPU', "
-                           f"got {clip(s)!r}; this rank is not counted in np")
+        st.last_content = i
+        if _text_preamble(st, s, i, res):
             continue
         if s.startswith("#"):
-            body = s.lstrip("#").split()
-            if "size" in body and "algbw" in body and "busbw" in body:
-                cols = body
-                header_line = i
-                res.blocks += 1
-                unknown = [c for c in body if c not in _COLUMNS]
-                if unknown:
-                    res.problem(i, f"column(s) {', '.join(unknown)} not ones nccl-tests "
-                                   "prints (damaged header?); their values are not stored")
-                continue
-            m = AVG_BUSBW_RE.match(s)
-            if m:
-                footer = True
-                v = as_float(m.group(1))
-                if v is not None:
-                    res.meta["avg_busbw_gbps"] = v
-                continue
-            m = OOB_RE.match(s)
-            if m:
-                res.meta["out_of_bounds"] = int(m.group(1))
-                footer = True
-                continue
+            _text_comment(st, s, i, res)
             continue
         if ABORT_PATTERNS.search(s):
-            abort_lines.append(i)
+            st.abort_lines.append(i)
             continue
-        tokens = s.split()
-        if cols is None:
-            if tokens and as_int(tokens[0]) is not None and len(tokens) >= 8:
-                res.problem(i, "row before the column header line ('#  size  count  type ...'); "
-                               "line skipped")
-            continue
-        if partial_last and i == len(lines):
-            res.problem(i, f"last line is incomplete (no newline at the end of the file): "
-                           f"{clip(s)!r} not imported")
-            continue
-        recs = _text_row(cols, tokens, program, len(ranks) or None, i, iters)
-        if recs is None:
-            res.problem(i, f"expected a row of {len(cols)} values ({' '.join(cols)}), got "
-                           f"{clip(s)!r}; line skipped")
-            continue
-        res.records.extend(recs)
-        last_size = recs[0]["size"]
-        x = recs[0]["extra"]
-        odd = [f"{what} {v!r}" for what, v, known in (("data type", x.get("type"), _TYPES),
-                                                     ("reduction", x.get("redop"), _REDOPS))
-               if v and v not in known]
-        if odd:
-            res.problem(i, f"{' and '.join(odd)} not one nccl-tests prints (damaged line?); "
-                           "row kept")
+        _text_data_line(st, s, i, res, cut=partial_last and i == len(lines))
+    _text_finish(st, res, lines)
+    _distinguish(res)
+    return res
 
-    op = op_name(program)
-    res.meta["program"] = program
-    if iters is None and res.records:
+
+def _text_preamble(st: _TextScan, s: str, i: int, res: ParseResult) -> bool:
+    """The version, test program, settings and rank lines; True if s was one of them (or
+    a damaged settings or rank line, reported)."""
+    m = VERSION_RE.search(s)
+    if m and s.startswith("#"):
+        res.version = m.group(1)
+        if m.group(3):
+            res.meta["nccl_library"] = int(m.group(3))
+        if m.group(2):
+            res.meta["nccl_headers"] = int(m.group(2))
+        return True
+    m = START_RE.search(s)
+    if m and s.startswith("#"):
+        st.program = m.group(1)
+        return True
+    m = CONFIG_RE.match(s)
+    if m:
+        res.meta.update(nthread=int(m.group(1)), ngpus=int(m.group(2)),
+                        min_bytes=int(m.group(3)), max_bytes=int(m.group(4)),
+                        warmup_iters=int(m.group(5)), iters=int(m.group(6)))
+        st.iters = int(m.group(6))
+        return True
+    if s.startswith("#") and re.search(r"nThread|minBytes|warmup iters", s):
+        res.problem(i, f"expected the settings line '# nThread N nGpus N minBytes N "
+                       f"maxBytes N ... warmup iters: N iters: N', got {clip(s)!r}; "
+                       "iteration counts unknown")
+        return True
+    m = RANK_RE.match(s)
+    if m:
+        st.ranks[int(m.group(1))] = {"host": m.group(4), "device": int(m.group(5)),
+                                     "gpu": m.group(7).strip()}
+        return True
+    if s.startswith("#") and re.match(r"^#\s*Rank\b", s):
+        res.problem(i, f"expected '#  Rank N Group N Pid N on HOST device N [BUS] GPU', "
+                       f"got {clip(s)!r}; this rank is not counted in np")
+        return True
+    return False
+
+
+def _text_comment(st: _TextScan, s: str, i: int, res: ParseResult) -> None:
+    """Another '#' line: the column header, or the footer (average bus bandwidth, out of
+    bounds values); anything else is ignored."""
+    body = s.lstrip("#").split()
+    if "size" in body and "algbw" in body and "busbw" in body:
+        st.cols = body
+        st.header_line = i
+        res.blocks += 1
+        unknown = [c for c in body if c not in _COLUMNS]
+        if unknown:
+            res.problem(i, f"column(s) {', '.join(unknown)} not ones nccl-tests "
+                           "prints (damaged header?); their values are not stored")
+        return
+    m = AVG_BUSBW_RE.match(s)
+    if m:
+        st.footer = True
+        v = as_float(m.group(1))
+        if v is not None:
+            res.meta["avg_busbw_gbps"] = v
+        return
+    m = OOB_RE.match(s)
+    if m:
+        res.meta["out_of_bounds"] = int(m.group(1))
+        st.footer = True
+
+
+def _text_data_line(st: _TextScan, s: str, i: int, res: ParseResult, cut: bool) -> None:
+    """A line that is not a comment: a row under the column header (one record per side),
+    or why it is not one."""
+    tokens = s.split()
+    cols = st.cols
+    if cols is None:
+        if tokens and as_int(tokens[0]) is not None and len(tokens) >= 8:
+            res.problem(i, "row before the column header line ('#  size  count  type ...'); "
+                           "line skipped")
+        return
+    if cut:
+        res.problem(i, f"last line is incomplete (no newline at the end of the file): "
+                       f"{clip(s)!r} not imported")
+        return
+    recs = _text_row(cols, tokens, st.program, len(st.ranks) or None, i, st.iters)
+    if recs is None:
+        res.problem(i, f"expected a row of {len(cols)} values ({' '.join(cols)}), got "
+                       f"{clip(s)!r}; line skipped")
+        return
+    res.records.extend(recs)
+    st.last_size = recs[0]["size"]
+    x = recs[0]["extra"]
+    odd = [f"{what} {v!r}" for what, v, known in (("data type", x.get("type"), _TYPES),
+                                                 ("reduction", x.get("redop"), _REDOPS))
+           if v and v not in known]
+    if odd:
+        res.problem(i, f"{' and '.join(odd)} not one nccl-tests prints (damaged line?); "
+                       "row kept")
+
+
+def _text_finish(st: _TextScan, res: ParseResult, lines: list[str]) -> None:
+    """The whole file read: iterations, ranks and the program's name onto the rows, and
+    what the file lacked (settings, header, program, ranks, the footer of a finished run)."""
+    op = op_name(st.program)
+    res.meta["program"] = st.program
+    if st.iters is None and res.records:
         res.problem(None, "no settings line ('# nThread N nGpus N ... iters: N'): iteration "
                           "count unknown")
-    if iters is not None:
+    if st.iters is not None:
         # the settings line holds for the whole run, wherever it stands in the file
         for r in res.records:
-            r["extra"].setdefault("iterations", iters)
+            r["extra"].setdefault("iterations", st.iters)
+    ranks = st.ranks
     if ranks:
         res.meta["ranks"] = len(ranks)
         res.meta["hosts"] = sorted({r["host"] for r in ranks.values()})
@@ -262,28 +296,27 @@ def parse_nccl_text(text: str) -> ParseResult:
         res.problem(None, "no nccl-tests column header ('#  size  count  type  redop  root  "
                           "time  algbw  busbw  #wrong ...'): expected nccl-tests output")
     elif op is None and res.records:
-        res.problem(header_line, "the file does not name the test program (no '# Collective "
-                                 "test starting: <name>' line, printed by nccl-tests 2.13+); "
-                                 "rows stored as nccl_unknown")
+        res.problem(st.header_line, "the file does not name the test program (no '# "
+                                    "Collective test starting: <name>' line, printed by "
+                                    "nccl-tests 2.13+); rows stored as nccl_unknown")
     if not ranks and res.records:
         res.problem(None, "no '#  Rank N ... device' lines: np unknown")
-    if res.records and not footer:
+    if res.records and not st.footer:
         res.truncated = True
-        res.truncated_at = last_content
+        res.truncated_at = st.last_content
         killed = ""
-        if abort_lines:
-            ab = next((n for n in abort_lines if re.search(r"[A-Za-z]", lines[n - 1])),
-                      abort_lines[0])
+        if st.abort_lines:
+            ab = next((n for n in st.abort_lines if re.search(r"[A-Za-z]", lines[n - 1])),
+                      st.abort_lines[0])
             killed = f"; line {ab}: {clip(lines[ab - 1])!r}"
-        res.problem(last_content, "output ends without the '# Avg bus bandwidth' footer: the run "
-                                  f"did not finish{killed}; rows up to size {last_size} kept")
+        res.problem(st.last_content, "output ends without the '# Avg bus bandwidth' footer: "
+                                     f"the run did not finish{killed}; rows up to size "
+                                     f"{st.last_size} kept")
     for r in res.records:
         if op:
             r["benchmark"] = r["benchmark"].replace("nccl_?", f"nccl_{op}")
         else:
             r["benchmark"] = r["benchmark"].replace("nccl_?", "nccl_unknown")
-    _distinguish(res)
-    return res
 
 
 def _text_row(cols: list[str], tokens: list[str], program: str | None, np_: int | None,
@@ -370,6 +403,30 @@ def parse_nccl_json(text: str) -> ParseResult:
         doc = _salvage(text, res, exc)
         if doc is None:
             return res
+    program, np_, iters = _json_meta(doc, res)
+    op = op_name(program)
+    if op is None:
+        res.problem(None, "'args' does not name the test program; rows stored as nccl_unknown")
+        op = "unknown"
+    results = doc.get("results")
+    if not isinstance(results, list):
+        res.problem(None, "no 'results' list: expected nccl-tests JSON output")
+        return res
+    res.blocks = 1
+    for idx, entry in enumerate(results):
+        _json_entry(f"results[{idx}]", entry, op, np_, iters, res)
+    _distinguish(res)
+    if not res.records:
+        res.problem(None, "no usable entries in 'results'")
+    if "end_time" not in doc and not res.truncated:
+        res.problem(None, "no 'end_time': the run may not have finished")
+    return res
+
+
+def _json_meta(doc: dict[str, Any], res: ParseResult
+               ) -> tuple[str | None, int | None, int | None]:
+    """What the document says about the run, into res.meta; returns (program, np,
+    iterations)."""
     version = doc.get("version")
     if version not in (None, 1, 2):
         res.problem(1, f"nccl-tests JSON version {version!r}; expected 2 (read anyway)")
@@ -402,62 +459,51 @@ def parse_nccl_json(text: str) -> ParseResult:
               "iterations"):
         if isinstance(config.get(k), int):
             res.meta[k] = config[k]
-    op = op_name(program)
-    if op is None:
-        res.problem(None, "'args' does not name the test program; rows stored as nccl_unknown")
-        op = "unknown"
-    results = doc.get("results")
-    if not isinstance(results, list):
-        res.problem(None, "no 'results' list: expected nccl-tests JSON output")
-        return res
-    res.blocks = 1
-    for idx, entry in enumerate(results):
-        where = f"results[{idx}]"
-        if not isinstance(entry, dict):
-            res.problem(None, f"{where}: expected an object; skipped")
+    return program, np_, iters
+
+
+def _json_entry(where: str, entry: Any, op: str, np_: int | None, iters: int | None,
+                res: ParseResult) -> None:
+    """One entry of 'results': a record per side (out-of-place, in-place), or why not."""
+    if not isinstance(entry, dict):
+        res.problem(None, f"{where}: expected an object; skipped")
+        return
+    size, count = entry.get("size"), entry.get("count")
+    if not (isinstance(size, int) and 0 <= size <= (1 << 63) - 1
+            and not isinstance(size, bool)):
+        res.problem(None, f"{where}: 'size' {size!r} is not a byte count; skipped")
+        return
+    count = count if isinstance(count, int) and not isinstance(count, bool) else None
+    for side, key in (("out-of-place", "out_of_place"), ("in-place", "in_place")):
+        m = entry.get(key)
+        if m is None:
             continue
-        size, count = entry.get("size"), entry.get("count")
-        if not (isinstance(size, int) and 0 <= size <= (1 << 63) - 1
-                and not isinstance(size, bool)):
-            res.problem(None, f"{where}: 'size' {size!r} is not a byte count; skipped")
+        if not isinstance(m, dict):
+            res.problem(None, f"{where}.{key}: expected an object; skipped")
             continue
-        count = count if isinstance(count, int) and not isinstance(count, bool) else None
-        for side, key in (("out-of-place", "out_of_place"), ("in-place", "in_place")):
-            m = entry.get(key)
-            if m is None:
-                continue
-            if not isinstance(m, dict):
-                res.problem(None, f"{where}.{key}: expected an object; skipped")
-                continue
-            t = m.get("time", m.get("cpu_time"))
-            vals = [t, m.get("alg_bw"), m.get("bus_bw")]
-            if not all(_ok_num(v) for v in vals):
-                res.problem(None, f"{where}.{key}: time/alg_bw/bus_bw {vals!r} are not finite "
-                                  "non-negative numbers; skipped")
-                continue
-            wrong = m.get("nwrong")
-            if wrong is not None and not _ok_num(wrong):
-                res.problem(None, f"{where}.{key}: nwrong {wrong!r} is not a count; skipped")
-                continue
-            rec = _records(
-                op, size, count, str(entry.get("type", "")), str(entry.get("redop", "")),
-                str(entry.get("root", "")).strip(), side, float(t), float(vals[1]),
-                float(vals[2]), None if wrong is None else float(wrong), np_, None,
-                entry.get("actual_iterations") if isinstance(entry.get("actual_iterations"),
-                                                             int) else iters)
-            per_iter = entry.get(f"{key}_per_iter")
-            if isinstance(per_iter, dict):
-                # summaries only: the raw per-iteration times are not imported as samples
-                for jk, name in _PER_ITER_JSON.items():
-                    if _ok_num(per_iter.get(jk)):
-                        rec["extra"][name] = float(per_iter[jk])
-            res.records.append(rec)
-    _distinguish(res)
-    if not res.records:
-        res.problem(None, "no usable entries in 'results'")
-    if "end_time" not in doc and not res.truncated:
-        res.problem(None, "no 'end_time': the run may not have finished")
-    return res
+        t = m.get("time", m.get("cpu_time"))
+        vals = [t, m.get("alg_bw"), m.get("bus_bw")]
+        if not all(_ok_num(v) for v in vals):
+            res.problem(None, f"{where}.{key}: time/alg_bw/bus_bw {vals!r} are not finite "
+                              "non-negative numbers; skipped")
+            continue
+        wrong = m.get("nwrong")
+        if wrong is not None and not _ok_num(wrong):
+            res.problem(None, f"{where}.{key}: nwrong {wrong!r} is not a count; skipped")
+            continue
+        rec = _records(
+            op, size, count, str(entry.get("type", "")), str(entry.get("redop", "")),
+            str(entry.get("root", "")).strip(), side, float(t), float(vals[1]),
+            float(vals[2]), None if wrong is None else float(wrong), np_, None,
+            entry.get("actual_iterations") if isinstance(entry.get("actual_iterations"),
+                                                         int) else iters)
+        per_iter = entry.get(f"{key}_per_iter")
+        if isinstance(per_iter, dict):
+            # summaries only: the raw per-iteration times are not imported as samples
+            for jk, name in _PER_ITER_JSON.items():
+                if _ok_num(per_iter.get(jk)):
+                    rec["extra"][name] = float(per_iter[jk])
+        res.records.append(rec)
 
 
 def _ok_num(v: Any) -> bool:

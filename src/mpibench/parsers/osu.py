@@ -194,57 +194,12 @@ def parse_osu(text: str) -> ParseResult:
             continue
         m = TITLE_RE.match(stripped)
         if m:
-            table = _Table(m.group(1), m.group(2), i)
-            if not known_benchmark(table.name):
-                res.problem(i, f"OSU test {m.group(1)!r} is not one this version knows: rows "
-                               f"stored as {table.name}, np unknown")
+            table = _title(m, i, res)
             titles.append(table)
-            res.blocks += 1
-            if res.version is None:
-                res.version = m.group(2)
-            elif res.version != m.group(2):
-                res.problem(i, f"OSU version {m.group(2)} differs from {res.version} above")
             continue
         if stripped.startswith("#"):
-            if table is None:
-                continue
-            hdr = _header(stripped)
-            if hdr is not None:
-                if table.cols is not None and table.sec_rows:
-                    res.problem(i, "a second column header in one OSU table; "
-                                   "rows after it skipped")
-                    table.ended = True
-                    continue
-                table.cols = hdr
-                table.names = re.split(r"\s{2,}|\t+", stripped.lstrip("#").strip())
-                continue
-            dm = DATATYPE_RE.match(stripped)
-            if dm:
-                if table.sec_rows and dm.group(1) != table.meta.get("datatype"):
-                    # the next datatype's section (osu_* -T): same sizes again, its own rows
-                    table.seen, table.sec_rows, table.ended = {}, 0, False
-                table.meta["datatype"] = dm.group(1)
-                if dm.group(1) not in table.datatypes:
-                    table.datatypes.append(dm.group(1))
-                continue
-            pm, wm = PAIRS_RE.search(stripped), WINDOW_RE.search(stripped)
-            items = re.findall(r"\[([^\]]*)\]", stripped)
-            if (re.search(r"pairs|window", stripped, re.I) and not (pm or wm)) or any(
-                    not re.match(r"^\s*(pairs|window\s+size):", it) for it in items):
-                res.problem(i, f"expected '# [ pairs: N ] [ window size: N ]', got "
-                               f"{clip(stripped)!r}; what it does not say is unknown")
-            for km, key in ((pm, "pairs"), (wm, "window_size")):
-                if km:
-                    v = as_int(km.group(1).rstrip("],;"))
-                    table.meta[key] = v
-                    if v is None:
-                        res.problem(i, f"{key.replace('_', ' ')} {km.group(1)!r} is not a "
-                                       "count; stored as unknown")
-            kv = re.match(r"^#\s*([A-Za-z][\w .-]*?)\s*:\s*(.+?)\s*$", stripped)
-            if kv and not (pm or wm):
-                key = re.sub(r"[^a-z0-9]+", "_", kv.group(1).lower()).strip("_")
-                if key not in ("pairs", "window_size", "datatype"):
-                    table.meta.setdefault(key, kv.group(2))
+            if table is not None:
+                _comment(table, stripped, i, res)
             continue
         vm = VALIDATION_STOP_RE.search(stripped)
         if vm:
@@ -269,36 +224,107 @@ def parse_osu(text: str) -> ParseResult:
                 res.problem(i, "numbers before any OSU title and column header line "
                                "('# OSU MPI ... Test vX' then '# Size ...'); line skipped")
             continue
-        if table.ended:
-            if tokens and all(as_float(t) is not None for t in tokens):
-                res.problem(i, f"row after the {table.name} table ended; line skipped")
-            continue
-        if partial_last and i == len(lines):
-            res.problem(i, f"last line is incomplete (no newline at the end of the file): "
-                           f"{clip(stripped)!r} not imported")
-            continue
-        rec = _row(table, tokens, i)
-        if isinstance(rec, str):
-            res.problem(i, f"{table.name} row {clip(stripped)!r}: {rec}; line skipped")
-            continue
-        if rec is None:
-            res.problem(i, f"expected a row of {len(table.cols)} values "
-                           f"({', '.join(table.names)}), got {clip(stripped)!r}; line skipped")
-            continue
-        if not finite(rec):
-            res.problem(i, f"{table.name}: a number too large to store; line skipped")
-            continue
-        first = table.seen.get(rec["size"])
-        if first is not None:
-            res.problem(i, f"{table.name}: size {rec['size']} already given at line {first}; "
-                           "second row skipped")
-            continue
-        table.seen[rec["size"]] = i
-        table.rows += 1
-        table.sec_rows += 1
-        table.records.append(rec)
-        res.records.append(rec)
+        _table_line(table, stripped, tokens, i, res, cut=partial_last and i == len(lines))
 
+    _check_tables(res, titles)
+    _how_it_ended(res, lines, titles, abort_lines, validation_stop, last_content)
+    if titles:
+        _file_meta(res, titles[0])
+    flag_out_of_bounds(res)
+    return res
+
+
+def _title(m: re.Match, i: int, res: ParseResult) -> _Table:
+    """A '# OSU MPI ... Test vX' line starts a table (one version per file)."""
+    table = _Table(m.group(1), m.group(2), i)
+    if not known_benchmark(table.name):
+        res.problem(i, f"OSU test {m.group(1)!r} is not one this version knows: rows "
+                       f"stored as {table.name}, np unknown")
+    res.blocks += 1
+    if res.version is None:
+        res.version = m.group(2)
+    elif res.version != m.group(2):
+        res.problem(i, f"OSU version {m.group(2)} differs from {res.version} above")
+    return table
+
+
+def _comment(table: _Table, stripped: str, i: int, res: ParseResult) -> None:
+    """A '#' line after a title: the column header, a datatype section, the pairs and
+    window size, or another 'key: value' the table's rows carry."""
+    hdr = _header(stripped)
+    if hdr is not None:
+        if table.cols is not None and table.sec_rows:
+            res.problem(i, "a second column header in one OSU table; rows after it skipped")
+            table.ended = True
+            return
+        table.cols = hdr
+        table.names = re.split(r"\s{2,}|\t+", stripped.lstrip("#").strip())
+        return
+    dm = DATATYPE_RE.match(stripped)
+    if dm:
+        if table.sec_rows and dm.group(1) != table.meta.get("datatype"):
+            # the next datatype's section (osu_* -T): same sizes again, its own rows
+            table.seen, table.sec_rows, table.ended = {}, 0, False
+        table.meta["datatype"] = dm.group(1)
+        if dm.group(1) not in table.datatypes:
+            table.datatypes.append(dm.group(1))
+        return
+    pm, wm = PAIRS_RE.search(stripped), WINDOW_RE.search(stripped)
+    items = re.findall(r"\[([^\]]*)\]", stripped)
+    if (re.search(r"pairs|window", stripped, re.I) and not (pm or wm)) or any(
+            not re.match(r"^\s*(pairs|window\s+size):", it) for it in items):
+        res.problem(i, f"expected '# [ pairs: N ] [ window size: N ]', got "
+                       f"{clip(stripped)!r}; what it does not say is unknown")
+    for km, key in ((pm, "pairs"), (wm, "window_size")):
+        if km:
+            v = as_int(km.group(1).rstrip("],;"))
+            table.meta[key] = v
+            if v is None:
+                res.problem(i, f"{key.replace('_', ' ')} {km.group(1)!r} is not a "
+                               "count; stored as unknown")
+    kv = re.match(r"^#\s*([A-Za-z][\w .-]*?)\s*:\s*(.+?)\s*$", stripped)
+    if kv and not (pm or wm):
+        key = re.sub(r"[^a-z0-9]+", "_", kv.group(1).lower()).strip("_")
+        if key not in ("pairs", "window_size", "datatype"):
+            table.meta.setdefault(key, kv.group(2))
+
+
+def _table_line(table: _Table, stripped: str, tokens: list[str], i: int, res: ParseResult,
+                cut: bool) -> None:
+    """A line under a table's column header: a row, kept once per size, or why not."""
+    if table.ended:
+        if tokens and all(as_float(t) is not None for t in tokens):
+            res.problem(i, f"row after the {table.name} table ended; line skipped")
+        return
+    if cut:
+        res.problem(i, f"last line is incomplete (no newline at the end of the file): "
+                       f"{clip(stripped)!r} not imported")
+        return
+    rec = _row(table, tokens, i)
+    if isinstance(rec, str):
+        res.problem(i, f"{table.name} row {clip(stripped)!r}: {rec}; line skipped")
+        return
+    if rec is None:
+        res.problem(i, f"expected a row of {len(table.cols or ())} values "
+                       f"({', '.join(table.names)}), got {clip(stripped)!r}; line skipped")
+        return
+    if not finite(rec):
+        res.problem(i, f"{table.name}: a number too large to store; line skipped")
+        return
+    first = table.seen.get(rec["size"])
+    if first is not None:
+        res.problem(i, f"{table.name}: size {rec['size']} already given at line {first}; "
+                       "second row skipped")
+        return
+    table.seen[rec["size"]] = i
+    table.rows += 1
+    table.sec_rows += 1
+    table.records.append(rec)
+    res.records.append(rec)
+
+
+def _check_tables(res: ParseResult, titles: list[_Table]) -> None:
+    """Each table once read: datatype sections named apart, and what it lacked."""
     for t in titles:
         if len(t.datatypes) > 1:
             # several datatypes in one table: name the rows apart so they are never pooled
@@ -314,6 +340,12 @@ def parse_osu(text: str) -> ParseResult:
                                 "line before them: their np is unknown")
     if not titles:
         res.problem(None, "no '# OSU MPI ... Test vX.Y' title line: expected OSU output")
+
+
+def _how_it_ended(res: ParseResult, lines: list[str], titles: list[_Table],
+                  abort_lines: list[int], validation_stop: tuple[int, int | None] | None,
+                  last_content: int) -> None:
+    """A run killed by its launcher, or stopped by OSU's validation: truncated, and where."""
     if abort_lines:
         ab = next((n for n in abort_lines if re.search(r"[A-Za-z]", lines[n - 1])),
                   abort_lines[0])
@@ -333,17 +365,17 @@ def parse_osu(text: str) -> ParseResult:
                            + f" ({clip(lines[vline - 1])!r}): rows before it kept, that size "
                              "stored as validation-failed if its row was printed; larger "
                              "sizes were not run")
-    if titles:
-        first = titles[0]
-        res.meta.update({k: v for k, v in first.meta.items() if v is not None})
-        res.meta["benchmark"] = first.name
-        if len(first.datatypes) > 1:
-            res.meta["datatype"] = ",".join(first.datatypes)
-        res.meta["title"] = "OSU " + first.title + " Test"
-        if first.accel:
-            res.meta["accelerator"] = first.accel
-    flag_out_of_bounds(res)
-    return res
+
+
+def _file_meta(res: ParseResult, first: _Table) -> None:
+    """What the file says about the run, from its first table."""
+    res.meta.update({k: v for k, v in first.meta.items() if v is not None})
+    res.meta["benchmark"] = first.name
+    if len(first.datatypes) > 1:
+        res.meta["datatype"] = ",".join(first.datatypes)
+    res.meta["title"] = "OSU " + first.title + " Test"
+    if first.accel:
+        res.meta["accelerator"] = first.accel
 
 
 def _table_constants(table: _Table) -> tuple[int | None, dict[str, Any]]:
