@@ -251,9 +251,67 @@ def push(local_path: str | Path, url: str, *, site: str, user: str | None = None
         except BaseException:
             db.close()
             raise
+        batch = _Batch.read(local, say)
+        out.skipped_unfinished = batch.skipped
+        identity = store_identity(local)
+        origin_id = hashlib.sha256(json.dumps([site, user, host, identity]).encode()
+                                   ).hexdigest()[:16]
+        out.origin = f"{site} ({user}@{host})"
+        out.runs_sent = len(batch.runs)
+        try:
+            raw = db.raw
+            started = time.time()
+            say(f"sending to {where}")
+            cur = raw.cursor()
+            cur.execute("INSERT INTO origins (id, site, username, host, store, path) "
+                        "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING",
+                        (origin_id, site, user, host, identity,
+                         str(Path(local.path).absolute())))
+            arch_cid = _send_campaigns(cur, batch, out)
+            new = _send_runs(cur, batch, arch_cid, out)
+            local_new = [r["id"] for r in batch.runs if batch.key_of[r["id"]] in new]
+            say(f"{len(new)} new run(s); sending their results")
+            _send_results(cur, local, batch, local_new, out)
+            _send_origins(cur, batch, origin_id)
+            cur.execute("INSERT INTO pushes (origin_id, started, finished, runs_sent, "
+                        "runs_new, results_new) VALUES (%s, %s, %s, %s, %s, %s)",
+                        (origin_id, started, time.time(), out.runs_sent, out.runs_new,
+                         out.results_new))
+            raw.commit()
+        except UsageError:
+            raise
+        except Exception as exc:
+            import psycopg
+
+            if isinstance(exc, psycopg.Error):
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+                raise UsageError(f"archive {where}: push failed, nothing was stored "
+                                 f"({scrub(first, url)[:300]})") from None
+            raise
+        finally:
+            db.close()
+    out.seconds = time.monotonic() - t0
+    return out
+
+
+@dataclass
+class _Batch:
+    """What one push sends, read from the local store before the archive is touched: the
+    finished runs with their content-addressed archive ids (key_of), their campaigns and
+    campaign keys, profiles and fingerprints."""
+    runs: list
+    skipped: int                     # runs not finished, not sent
+    camps: dict[int, Any]
+    ckey: dict[int, str]
+    key_of: dict[str, str]
+    profiles: dict[str, str]
+    fps: dict[str, str]
+
+    @classmethod
+    def read(cls, local: Store, say: Callable[[str], None]) -> _Batch:
         camps = {r["id"]: r for r in local.campaigns()}
         runs = _local_runs(local)
-        out.skipped_unfinished = local.db.execute(
+        skipped = local.db.execute(
             f"SELECT count(*) FROM runs WHERE status NOT IN "
             f"({', '.join('?' for _ in FINAL_STATES)})", FINAL_STATES).fetchone()[0]
         ckey = {cid: campaign_key(c["name"], c["file"], c["created"])
@@ -288,104 +346,90 @@ def push(local_path: str | Path, url: str, *, site: str, user: str | None = None
                                    (fid,)).fetchone()
             if row:
                 fps[fid] = row[0]
-        identity = store_identity(local)
-        origin_id = hashlib.sha256(json.dumps([site, user, host, identity]).encode()
-                                   ).hexdigest()[:16]
-        out.origin = f"{site} ({user}@{host})"
-        out.runs_sent = len(runs)
-        used_camps = sorted({r["campaign_id"] for r in runs},
-                            key=lambda cid: (camps[cid]["created"], ckey[cid]))
+        return cls(runs, skipped, camps, ckey, key_of, profiles, fps)
 
-        try:
-            raw = db.raw
-            started = time.time()
-            say(f"sending to {where}")
-            cur = raw.cursor()
-            cur.execute("INSERT INTO origins (id, site, username, host, store, path) "
-                        "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING",
-                        (origin_id, site, user, host, identity,
-                         str(Path(local.path).absolute())))
-            # campaigns, in (created, key) order
-            for cid in used_camps:
-                c = camps[cid]
-                cur.execute("INSERT INTO campaigns (key, name, file, spec_json, created) "
-                            "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (key) DO NOTHING",
-                            (ckey[cid], c["name"], c["file"], c["spec_json"], c["created"]))
-                out.campaigns_new += cur.rowcount
-            arch_cid = {}
-            if used_camps:
-                cur.execute("SELECT key, id FROM campaigns WHERE key = ANY(%s)",
-                            ([ckey[c] for c in used_camps],))
-                by_key = dict(cur.fetchall())
-                arch_cid = {cid: by_key[ckey[cid]] for cid in used_camps}
-            for fid, js in fps.items():
-                cur.execute("INSERT INTO fingerprints (id, json) VALUES (%s, %s) "
-                            "ON CONFLICT (id) DO NOTHING", (fid, js))
-                out.fingerprints_new += cur.rowcount
-            # runs: staged with COPY, inserted in id order, the new ones returned
-            cur.execute("CREATE TEMP TABLE push_runs (LIKE runs) ON COMMIT DROP")
-            with cur.copy(f"COPY push_runs ({', '.join(RUN_COLUMNS)}) FROM STDIN") as cp:
-                for r in runs:
-                    vals = [r[c] for c in RUN_COLUMNS]
-                    vals[0] = key_of[r["id"]]
-                    vals[1] = arch_cid[r["campaign_id"]]
-                    cp.write_row([_int(v) if c in _INT_RUN else v
-                                  for c, v in zip(RUN_COLUMNS, vals, strict=True)])
-            sets = ", ".join(f"{c} = EXCLUDED.{c}" for c in _ANNOTATIONS)
-            olds = ", ".join(f"runs.{c}" for c in _ANNOTATIONS)
-            news = ", ".join(f"EXCLUDED.{c}" for c in _ANNOTATIONS)
-            # xmax = 0: a row this statement inserted (else one it updated)
-            cur.execute("INSERT INTO runs SELECT * FROM push_runs ORDER BY id "
-                        f"ON CONFLICT (id) DO UPDATE SET {sets} "
-                        f"WHERE ({olds}) IS DISTINCT FROM ({news}) "
-                        "RETURNING id, (xmax = 0) AS inserted")
-            new = set()
-            for rid, inserted in cur.fetchall():
-                if inserted:
-                    new.add(rid)
-                else:
-                    out.runs_updated += 1
-            out.runs_new = len(new)
-            local_new = [r["id"] for r in runs if key_of[r["id"]] in new]
-            say(f"{len(new)} new run(s); sending their results")
-            with cur.copy(f"COPY results (run_id, {', '.join(RESULT_COPY)}) FROM STDIN") as cp:
-                for row in _local_results(local, local_new):
-                    vals = [key_of[row[0]]] + [_int(v) if c in _INT_RESULT else v
-                                               for c, v in zip(RESULT_COPY, row[1:], strict=True)]
-                    cp.write_row(vals)
-                    out.results_new += 1
-            for rid in local_new:
-                if rid in profiles:
-                    cur.execute("INSERT INTO profiles (run_id, json) VALUES (%s, %s)",
-                                (key_of[rid], profiles[rid]))
-                    out.profiles_new += 1
-            now = time.time()
-            cur.execute("CREATE TEMP TABLE push_origins (LIKE run_origins) ON COMMIT DROP")
-            with cur.copy("COPY push_origins (run_id, origin_id, local_id, pushed) "
-                          "FROM STDIN") as cp:
-                for r in runs:
-                    cp.write_row((key_of[r["id"]], origin_id, r["id"], now))
-            cur.execute("INSERT INTO run_origins SELECT * FROM push_origins "
-                        "ORDER BY run_id ON CONFLICT DO NOTHING")
-            cur.execute("INSERT INTO pushes (origin_id, started, finished, runs_sent, "
-                        "runs_new, results_new) VALUES (%s, %s, %s, %s, %s, %s)",
-                        (origin_id, started, time.time(), out.runs_sent, out.runs_new,
-                         out.results_new))
-            raw.commit()
-        except UsageError:
-            raise
-        except Exception as exc:
-            import psycopg
 
-            if isinstance(exc, psycopg.Error):
-                first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
-                raise UsageError(f"archive {where}: push failed, nothing was stored "
-                                 f"({scrub(first, url)[:300]})") from None
-            raise
-        finally:
-            db.close()
-    out.seconds = time.monotonic() - t0
-    return out
+def _send_campaigns(cur, batch: _Batch, out: PushSummary) -> dict[int, int]:
+    """The runs' campaigns, in (created, key) order, and their fingerprints; returns
+    {local campaign id: archive campaign id}."""
+    camps, ckey = batch.camps, batch.ckey
+    used_camps = sorted({r["campaign_id"] for r in batch.runs},
+                        key=lambda cid: (camps[cid]["created"], ckey[cid]))
+    for cid in used_camps:
+        c = camps[cid]
+        cur.execute("INSERT INTO campaigns (key, name, file, spec_json, created) "
+                    "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (key) DO NOTHING",
+                    (ckey[cid], c["name"], c["file"], c["spec_json"], c["created"]))
+        out.campaigns_new += cur.rowcount
+    arch_cid = {}
+    if used_camps:
+        cur.execute("SELECT key, id FROM campaigns WHERE key = ANY(%s)",
+                    ([ckey[c] for c in used_camps],))
+        by_key = dict(cur.fetchall())
+        arch_cid = {cid: by_key[ckey[cid]] for cid in used_camps}
+    for fid, js in batch.fps.items():
+        cur.execute("INSERT INTO fingerprints (id, json) VALUES (%s, %s) "
+                    "ON CONFLICT (id) DO NOTHING", (fid, js))
+        out.fingerprints_new += cur.rowcount
+    return arch_cid
+
+
+def _send_runs(cur, batch: _Batch, arch_cid: dict[int, int], out: PushSummary) -> set[str]:
+    """The runs, staged with COPY and inserted in id order; a run already there gets its
+    annotations updated. Returns the archive ids of the new ones."""
+    cur.execute("CREATE TEMP TABLE push_runs (LIKE runs) ON COMMIT DROP")
+    with cur.copy(f"COPY push_runs ({', '.join(RUN_COLUMNS)}) FROM STDIN") as cp:
+        for r in batch.runs:
+            vals = [r[c] for c in RUN_COLUMNS]
+            vals[0] = batch.key_of[r["id"]]
+            vals[1] = arch_cid[r["campaign_id"]]
+            cp.write_row([_int(v) if c in _INT_RUN else v
+                          for c, v in zip(RUN_COLUMNS, vals, strict=True)])
+    sets = ", ".join(f"{c} = EXCLUDED.{c}" for c in _ANNOTATIONS)
+    olds = ", ".join(f"runs.{c}" for c in _ANNOTATIONS)
+    news = ", ".join(f"EXCLUDED.{c}" for c in _ANNOTATIONS)
+    # xmax = 0: a row this statement inserted (else one it updated)
+    cur.execute("INSERT INTO runs SELECT * FROM push_runs ORDER BY id "
+                f"ON CONFLICT (id) DO UPDATE SET {sets} "
+                f"WHERE ({olds}) IS DISTINCT FROM ({news}) "
+                "RETURNING id, (xmax = 0) AS inserted")
+    new = set()
+    for rid, inserted in cur.fetchall():
+        if inserted:
+            new.add(rid)
+        else:
+            out.runs_updated += 1
+    out.runs_new = len(new)
+    return new
+
+
+def _send_results(cur, local: Store, batch: _Batch, local_new: list[str],
+                  out: PushSummary) -> None:
+    """The results and profiles of the new runs (local ids), under their archive ids."""
+    key_of = batch.key_of
+    with cur.copy(f"COPY results (run_id, {', '.join(RESULT_COPY)}) FROM STDIN") as cp:
+        for row in _local_results(local, local_new):
+            vals = [key_of[row[0]]] + [_int(v) if c in _INT_RESULT else v
+                                       for c, v in zip(RESULT_COPY, row[1:], strict=True)]
+            cp.write_row(vals)
+            out.results_new += 1
+    for rid in local_new:
+        if rid in batch.profiles:
+            cur.execute("INSERT INTO profiles (run_id, json) VALUES (%s, %s)",
+                        (key_of[rid], batch.profiles[rid]))
+            out.profiles_new += 1
+
+
+def _send_origins(cur, batch: _Batch, origin_id: str) -> None:
+    """Which origin pushed each run (every run sent, new or not), in run id order."""
+    now = time.time()
+    cur.execute("CREATE TEMP TABLE push_origins (LIKE run_origins) ON COMMIT DROP")
+    with cur.copy("COPY push_origins (run_id, origin_id, local_id, pushed) "
+                  "FROM STDIN") as cp:
+        for r in batch.runs:
+            cp.write_row((batch.key_of[r["id"]], origin_id, r["id"], now))
+    cur.execute("INSERT INTO run_origins SELECT * FROM push_origins "
+                "ORDER BY run_id ON CONFLICT DO NOTHING")
 
 
 def origin_rows(store: Store) -> list[tuple]:
