@@ -394,6 +394,36 @@ def _matches(rc: RefCell, c) -> bool:
             and (rc.params is None or params_key(c.params) == params_key(rc.params)))
 
 
+def _match(ref: Reference, own: list, g: str, res) -> list[tuple[RefCell, Any]]:
+    """Each reference cell with the one cell of set g it names (same unit and statistic);
+    a reference cell without one is untested, one naming several is refused."""
+    matched: list[tuple[RefCell, Any]] = []
+    for rc in ref.cells:
+        hits = [c for c in own if _matches(rc, c)]
+        if len(hits) > 1:
+            how = ", ".join(sorted({f"np {c.np} params {json.dumps(c.params)}"[:60]
+                                    for c in hits}))
+            raise UsageError(f"{ref.path}:{rc.line}: cell {rc.benchmark} {rc.label} "
+                             f"matches {len(hits)} cells of {g} ({how}); expected one "
+                             "(add np = or params = to the cell)")
+        if not hits:
+            res.untested.append((g, rc.benchmark, rc.label, "no new launches"))
+            continue
+        c = hits[0]
+        if c.unit != rc.unit:
+            raise UsageError(f"{ref.path}:{rc.line}: unit = {rc.unit!r} but {g}'s "
+                             f"{rc.benchmark} {rc.label} is in {c.unit!r}; expected the "
+                             "unit of the new launches")
+        want = rc.statistic or ref.statistic
+        if c.shown_statistic != want:
+            raise UsageError(f"{ref.path}:{rc.line}: statistic {want!r} but {g}'s "
+                             f"{rc.benchmark} {rc.label} has each launch's "
+                             f"{c.shown_statistic}; expected the same statistic (check "
+                             "--statistic)")
+        matched.append((rc, c))
+    return matched
+
+
 def judge(ref: Reference, cells: dict, sets: list[str], margin_flag: float | None,
           alpha: float):
     """The gate of every selected set against the reference: gate.GateResult (findings per
@@ -411,30 +441,7 @@ def judge(ref: Reference, cells: dict, sets: list[str], margin_flag: float | Non
         res.notes.append(NO_SPREAD_CAVEAT)
     for g in sets:
         own = [by[g] for by in cells.values() if g in by and by[g].launch_values]
-        matched: list[tuple[RefCell, Any]] = []
-        for rc in ref.cells:
-            hits = [c for c in own if _matches(rc, c)]
-            if len(hits) > 1:
-                how = ", ".join(sorted({f"np {c.np} params {json.dumps(c.params)}"[:60]
-                                        for c in hits}))
-                raise UsageError(f"{ref.path}:{rc.line}: cell {rc.benchmark} {rc.label} "
-                                 f"matches {len(hits)} cells of {g} ({how}); expected one "
-                                 "(add np = or params = to the cell)")
-            if not hits:
-                res.untested.append((g, rc.benchmark, rc.label, "no new launches"))
-                continue
-            c = hits[0]
-            if c.unit != rc.unit:
-                raise UsageError(f"{ref.path}:{rc.line}: unit = {rc.unit!r} but {g}'s "
-                                 f"{rc.benchmark} {rc.label} is in {c.unit!r}; expected the "
-                                 "unit of the new launches")
-            want = rc.statistic or ref.statistic
-            if c.shown_statistic != want:
-                raise UsageError(f"{ref.path}:{rc.line}: statistic {want!r} but {g}'s "
-                                 f"{rc.benchmark} {rc.label} has each launch's "
-                                 f"{c.shown_statistic}; expected the same statistic (check "
-                                 "--statistic)")
-            matched.append((rc, c))
+        matched = _match(ref, own, g, res)
         res.unmatched += len(own) - len(matched)
         # the new side's spread per benchmark and metric (compare's pooled model)
         spreads: dict[tuple, Any] = {}

@@ -334,6 +334,19 @@ def parse(data: dict[str, Any], path: Path) -> CampaignSpec:
     c = _Ctx(path)
     _no_nul(c, data, "")
     c.known(data, "", ("campaign", "defaults", "variants", "benchmarks", "scheduler"))
+    settings = _campaign_settings(c, data, path)
+    variants, vkeys, vbase, line_rates = _variants_tables(c, data)
+    groups = _benchmark_tables(c, data, path, variants, vbase)
+    scheduler = _scheduler(c, c.table(data.get("scheduler", {}), "scheduler"))
+    spec = CampaignSpec(path=path.resolve(), variants=variants, variant_keys=vkeys,
+                        variant_base=vbase, groups=groups, scheduler=scheduler, raw=data,
+                        line_rates=line_rates, **settings)
+    check_cell_count(spec)
+    return spec
+
+
+def _campaign_settings(c: _Ctx, data: dict[str, Any], path: Path) -> dict[str, Any]:
+    """The [campaign] table, validated: CampaignSpec's keyword arguments for it."""
     camp = c.table(data.get("campaign", {}), "campaign")
     c.known(camp, "campaign", ("name", "format", "description", "repeats", "order", "seed",
                                "timeout", "verify_transport", "max_cells", "equivalence",
@@ -378,7 +391,17 @@ def parse(data: dict[str, Any], path: Path) -> CampaignSpec:
         c.fail("campaign.budget", f"got {_show(budget)}",
                '"auto" (the core\'s --target from the measured variance components) or '
                '"fixed"')
+    return dict(name=name, repeats=repeats, auto=auto, order=order, seed=seed,
+                timeout=timeout, verify_transport=verify, description=description,
+                max_cells=max_cells, equivalence=equivalence, budget=budget == "auto",
+                **cost)
 
+
+def _variants_tables(c: _Ctx, data: dict[str, Any]
+                     ) -> tuple[list[Variant], dict[str, str], dict[str, str],
+                                dict[str, tuple[str, float]]]:
+    """[defaults] and the [variants.NAME] tables, each expanded by its sweep keys: the
+    variants, and per variant its table's key, its base name and its line rate."""
     defaults = c.table(data.get("defaults", {}), "defaults")
     _no_cost_keys(c, defaults, "defaults")
     c.known(defaults, "defaults", [k for k in VARIANT_KEYS if k not in SWEEP_KEYS])
@@ -410,7 +433,12 @@ def parse(data: dict[str, Any], path: Path) -> CampaignSpec:
             variants.append(v)
             if rate is not None:
                 line_rates[v.name] = rate
+    return variants, vkeys, vbase, line_rates
 
+
+def _benchmark_tables(c: _Ctx, data: dict[str, Any], path: Path, variants: list[Variant],
+                      vbase: dict[str, str]) -> list[Group]:
+    """The [benchmarks.NAME] tables: their groups, each name once."""
     gtable = c.table(data.get("benchmarks"), "benchmarks") if "benchmarks" in data else \
         c.fail("benchmarks", "missing", "at least one [benchmarks.NAME] table")
     if not gtable:
@@ -423,16 +451,7 @@ def parse(data: dict[str, Any], path: Path) -> CampaignSpec:
             c.fail(f"benchmarks.{grp.name}", f"group name {grp.name!r} is produced twice "
                    f"(also by {seen[grp.name]})", "unique group names")
         seen[grp.name] = grp.name
-    scheduler = _scheduler(c, c.table(data.get("scheduler", {}), "scheduler"))
-    spec = CampaignSpec(path=path.resolve(), name=name, repeats=repeats, auto=auto,
-                        order=order, seed=seed,
-                        timeout=timeout, verify_transport=verify, variants=variants,
-                        variant_keys=vkeys, variant_base=vbase, groups=groups,
-                        scheduler=scheduler, description=description, raw=data,
-                        line_rates=line_rates, max_cells=max_cells, equivalence=equivalence,
-                        budget=budget == "auto", **cost)
-    check_cell_count(spec)
-    return spec
+    return groups
 
 
 def cell_bound(spec: CampaignSpec) -> int:

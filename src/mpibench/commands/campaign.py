@@ -267,52 +267,57 @@ def _print_scripts(spec, scripts, n_cells: int) -> None:
     out.flush()
 
 
-def _run(args, spec, resume: bool) -> int:
+def _dry_run(args, spec) -> int:
+    """--dry-run, --show-scripts: the plan (and the job scripts), nothing run or written."""
     from mpibench.campaign.plan import expand
 
+    seed, seed_note = spec.seed, ""
+    if spec.order == "random" and seed is None:
+        from mpibench.store.queries import recorded_seed
+
+        seed = recorded_seed(_db_path(args, spec.path), spec.name, str(spec.path))
+        seed_note = (f", seed {seed} (recorded in the store)" if seed is not None else
+                     ", seed drawn at the first run and recorded (this listing uses 0)")
+    elif spec.order == "random":
+        seed_note = f", seed {seed}"
+    cells = expand(spec, seed=seed or 0)
+    scripts = None
+    if args.__dict__.get("show_scripts"):
+        from mpibench.campaign.scripts import job_scripts
+
+        scripts = job_scripts(spec, discover_from_args(args),
+                              verify=False if args.no_verify else None, seed=seed or 0)
+    if args.json:
+        doc = {"campaign": spec.name, "order": spec.order, "seed": seed, "cells": [
+            {"id": c.id, "seq": c.seq, "variant": c.variant.name, "group": c.group.name,
+             "params": c.params, "repeat": c.repeat} for c in cells]}
+        if scripts is not None:
+            doc["scheduler"] = spec.scheduler.name
+            doc["scripts"] = [{"script": s.text, "cells": [c.id for c in s.cells],
+                               "labels": [c.label for c in s.cells]} for s in scripts]
+        print_json(doc)
+    else:
+        con = console()
+        con.print(f"campaign {escape(spec.name)}: {len(spec.variants)} variant(s), "
+                  f"{len(spec.groups)} group(s), {len(cells)} cell(s), order {spec.order}"
+                  + seed_note)
+        if spec.auto is not None and spec.auto.until == "decided":
+            looks = spec.auto.design(spec.equivalence).looks()
+            con.print(f'repeats = "decide": up to {spec.auto.max} rounds; after rounds '
+                      f"{', '.join(map(str, looks[:-1])) or '-'} only the group points "
+                      "with an undecided cell run the next ones")
+        for c in cells[:50]:
+            con.print(f"  {c.seq:5d}  {c.id}  {escape(c.label)}")
+        if len(cells) > 50:
+            con.print(f"  ... {len(cells) - 50} more")
+        if scripts is not None:
+            _print_scripts(spec, scripts, len(cells))
+    return 0
+
+
+def _run(args, spec, resume: bool) -> int:
     if args.__dict__.get("dry_run") or args.__dict__.get("show_scripts"):
-        seed, seed_note = spec.seed, ""
-        if spec.order == "random" and seed is None:
-            from mpibench.store.queries import recorded_seed
-
-            seed = recorded_seed(_db_path(args, spec.path), spec.name, str(spec.path))
-            seed_note = (f", seed {seed} (recorded in the store)" if seed is not None else
-                         ", seed drawn at the first run and recorded (this listing uses 0)")
-        elif spec.order == "random":
-            seed_note = f", seed {seed}"
-        cells = expand(spec, seed=seed or 0)
-        scripts = None
-        if args.__dict__.get("show_scripts"):
-            from mpibench.campaign.scripts import job_scripts
-
-            scripts = job_scripts(spec, discover_from_args(args),
-                                  verify=False if args.no_verify else None, seed=seed or 0)
-        if args.json:
-            doc = {"campaign": spec.name, "order": spec.order, "seed": seed, "cells": [
-                {"id": c.id, "seq": c.seq, "variant": c.variant.name, "group": c.group.name,
-                 "params": c.params, "repeat": c.repeat} for c in cells]}
-            if scripts is not None:
-                doc["scheduler"] = spec.scheduler.name
-                doc["scripts"] = [{"script": s.text, "cells": [c.id for c in s.cells],
-                                   "labels": [c.label for c in s.cells]} for s in scripts]
-            print_json(doc)
-        else:
-            con = console()
-            con.print(f"campaign {escape(spec.name)}: {len(spec.variants)} variant(s), "
-                      f"{len(spec.groups)} group(s), {len(cells)} cell(s), order {spec.order}"
-                      + seed_note)
-            if spec.auto is not None and spec.auto.until == "decided":
-                looks = spec.auto.design(spec.equivalence).looks()
-                con.print(f'repeats = "decide": up to {spec.auto.max} rounds; after rounds '
-                          f"{', '.join(map(str, looks[:-1])) or '-'} only the group points "
-                          "with an undecided cell run the next ones")
-            for c in cells[:50]:
-                con.print(f"  {c.seq:5d}  {c.id}  {escape(c.label)}")
-            if len(cells) > 50:
-                con.print(f"  ... {len(cells) - 50} more")
-            if scripts is not None:
-                _print_scripts(spec, scripts, len(cells))
-        return 0
+        return _dry_run(args, spec)
     from mpibench.campaign.runner import CampaignRunner
     from mpibench.execute import root_env_notice
     from mpibench.store import Store

@@ -96,6 +96,43 @@ def _print(doc, args, edges) -> None:
         profile.document.render_report(doc, console(), top=args.top, buckets=edges)
 
 
+def _from_store(args, edges) -> int:
+    """--show RUN, --compare A B: a stored profile, or the diff of two variants' launches."""
+    from mpibench import profile
+    from mpibench.store import Store
+
+    if args.compare and args.show:
+        raise UsageError("profile: --compare and --show: give one")
+    if not Path(args.db).exists():
+        raise UsageError(f"--db {args.db}: no such store")
+    with Store(args.db, readonly=True) as store:
+        if args.show:
+            _print(profile.document.load_profile(store, args.show), args, edges)
+            return 0
+        a, b = args.compare
+        la = profile.diff.load_launches(store, a, campaign=args.campaign)
+        lb = profile.diff.load_launches(store, b, campaign=args.campaign)
+        if la[0].np != lb[0].np:
+            raise UsageError(f"--compare {a} {b}: {a} ran at np {la[0].np}, {b} at np "
+                             f"{lb[0].np}; a diff compares launches at one np (compare "
+                             "across np with `mpibench compare` or `report --scaling`)")
+        notes = [profile.diff.fingerprint_note(store, la, f"A ({a})"),
+                 profile.diff.fingerprint_note(store, lb, f"B ({b})")]
+        diff = profile.diff.diff_launches(la, lb, edges=edges, top=args.top, notes=notes)
+        if args.json:
+            print_json(diff)
+        elif args.csv:
+            from mpibench.report.render import render_table
+
+            kind = {"sizes": "profile-diff-sizes", "functions": "profile-diff-functions"}
+            t = next(t for t in profile.diff.diff_tables(diff, a, b)
+                     if t.kind == kind[args.csv])
+            print(render_table(t, "csv"), end="")
+        else:
+            profile.diff.render_diff(diff, a, b, console())
+        return 0
+
+
 def run(args) -> int:
     from mpibench import profile
     from mpibench.store import Store
@@ -113,36 +150,7 @@ def run(args) -> int:
     if args.compare or args.show:
         if cmd:
             raise UsageError("profile: --compare/--show take no command")
-        if args.compare and args.show:
-            raise UsageError("profile: --compare and --show: give one")
-        if not Path(args.db).exists():
-            raise UsageError(f"--db {args.db}: no such store")
-        with Store(args.db, readonly=True) as store:
-            if args.show:
-                _print(profile.document.load_profile(store, args.show), args, edges)
-                return 0
-            a, b = args.compare
-            la = profile.diff.load_launches(store, a, campaign=args.campaign)
-            lb = profile.diff.load_launches(store, b, campaign=args.campaign)
-            if la[0].np != lb[0].np:
-                raise UsageError(f"--compare {a} {b}: {a} ran at np {la[0].np}, {b} at np "
-                                 f"{lb[0].np}; a diff compares launches at one np (compare "
-                                 "across np with `mpibench compare` or `report --scaling`)")
-            notes = [profile.diff.fingerprint_note(store, la, f"A ({a})"),
-                     profile.diff.fingerprint_note(store, lb, f"B ({b})")]
-            diff = profile.diff.diff_launches(la, lb, edges=edges, top=args.top, notes=notes)
-            if args.json:
-                print_json(diff)
-            elif args.csv:
-                from mpibench.report.render import render_table
-
-                kind = {"sizes": "profile-diff-sizes", "functions": "profile-diff-functions"}
-                t = next(t for t in profile.diff.diff_tables(diff, a, b)
-                         if t.kind == kind[args.csv])
-                print(render_table(t, "csv"), end="")
-            else:
-                profile.diff.render_diff(diff, a, b, console())
-            return 0
+        return _from_store(args, edges)
     if not cmd:
         raise UsageError("profile: no command given; expected e.g. "
                          "`mpibench profile -- mpirun -np 2 ./app`")
