@@ -113,6 +113,27 @@ def test_budget_auto_parses_and_a_bad_value_names_the_key(tmp_path):
     assert '"auto"' in str(e.value)
 
 
+def test_budget_launches_sets_the_cap_the_plan_respects(tmp_path):
+    # budget = { launches = N }: "auto" planned for N launches per variant; without it the
+    # cap is the campaign's repeats (fixed, or the maximum of "auto"/"decide")
+    from mpibench.campaign.budget import BudgetRule
+    p = tmp_path / "c.toml"
+    p.write_text(BASE.replace("{repeats}", "3\nbudget = { launches = 10 }"))
+    spec = load(p)
+    assert spec.budget is True and spec.budget_launches == 10
+    assert BudgetRule.cap(spec) == 10
+    assert spec.to_dict()["budget"] == "auto" and spec.to_dict()["budget_launches"] == 10
+    p.write_text(BASE.replace("{repeats}", '3\nbudget = "auto"'))
+    assert BudgetRule.cap(load(p)) == 3
+    assert BudgetRule.cap(_spec(tmp_path, '"decide"')) == 12
+    for bad, key in (("{ launches = 1 }", "campaign.budget.launches"),
+                     ('{ launches = "many" }', "campaign.budget.launches"),
+                     ("{ runs = 4 }", "campaign.budget")):
+        p.write_text(BASE.replace("{repeats}", f"3\nbudget = {bad}"))
+        with pytest.raises(UsageError, match=re.escape(key)):
+            load(p)
+
+
 def test_decide_plans_the_maximum_and_keeps_its_design(tmp_path):
     spec = _spec(tmp_path, '"decide"')
     assert spec.auto == AutoRepeats(3, 12, until="decided", step=3) and spec.repeats == 12

@@ -105,8 +105,86 @@ def test_plan_without_a_decision_still_picks_the_cheapest_precision():
     p = budget.plan([_side(1.0, 0.01, 0.2, 1e-4)] * 2, 0.01, max_launches=50)
     assert p is not None and p.best.launches is None
     assert p.best.target_pct == max(budget.TARGETS)   # sigma_L dominates: fewest samples
-    assert "more launches than planned" in p.describe()
+    assert not p.within_cap and "more than the 50 planned" in p.describe()
     assert budget.plan([], 0.05) is None
+
+
+def _bench(per_size, within_b, c0, c1, name="PingPong"):
+    """One side: a benchmark's sizes with these between-launch variances."""
+    return budget.Components(tuple(budget.CellCost((name, i), v, within_b, c1)
+                                   for i, v in enumerate(per_size)), c0)
+
+
+def test_the_plan_uses_the_pooled_variance_that_compares_test_gives_every_cell():
+    # one size with a launch sd of 0.3 among 23 at 0.02: compare's pooled model gives
+    # every size the mean launch variance, so the plan needs launches for that mean, not
+    # for the noisy size alone
+    per_size = [0.3 ** 2] + [0.02 ** 2] * 23
+    side = _bench(per_size, 0.0, 0.2, 1e-4)
+    p = budget.plan([side, side], 0.05, equivalence=True, targets=(5.0,), max_times=(0.05,))
+    assert p is not None
+    mean = sum(per_size) / len(per_size)
+    assert p.best.launch_var == pytest.approx(mean)
+    assert p.best.launches == budget.launches_for(math.sqrt(mean), 0.05, equivalence=True)
+    assert p.best.launches < budget.launches_for(0.3, 0.05, equivalence=True)
+
+
+def test_pooled_variance_is_what_the_hierarchical_model_estimates():
+    # launches of known per-size launch sds (a shared launch effect plus a size part):
+    # stats.launch.spread's variance of one launch value, ms_launch/S + ms_cell (S-1)/S,
+    # estimates the mean over the sizes of their launch variances (pooled_launch_var)
+    rng = np.random.default_rng(21)
+    sds = np.array([0.02, 0.05, 0.1, 0.2])
+    shared = 0.03
+    launches = 4000
+    u = rng.normal(0, shared, launches)
+    side = {s: {f"L{i}": math.exp(u[i] + rng.normal(0, sds[s])) for i in range(launches)}
+            for s in range(len(sds))}
+    sp = launch_stats.spread(side)
+    est = sp.ms_launch / sp.cells + sp.ms_cell * (sp.cells - 1) / sp.cells
+    truth = shared ** 2 + float(np.mean(sds ** 2))
+    assert est == pytest.approx(truth, rel=0.08)
+    cells = budget.Components(tuple(budget.CellCost(("b", s), shared ** 2 + sds[s] ** 2, 0.0,
+                                                    1e-4) for s in range(len(sds))), 0.2)
+    pooled = budget.pooled_launch_var([cells], [("b", s) for s in range(len(sds))], 5.0)
+    assert pooled == {"b": pytest.approx(truth)}
+
+
+def test_a_cap_on_launches_buys_precision_per_launch():
+    # sigma_L 0.02, B 0.02, cheap launches (c0 20 ms) and dear samples (1 ms): the least
+    # time to a decision takes short launches and many of them; with 10 launches per
+    # side, only longer sampling decides
+    side = _bench([0.02 ** 2] * 4, 0.02, 0.02, 1e-3)
+    free = budget.plan([side, side], 0.05, equivalence=True)
+    capped = budget.plan([side, side], 0.05, equivalence=True, max_launches=10)
+    assert free is not None and capped is not None
+    assert free.within_cap and free.best.launches > 10
+    assert capped.within_cap and capped.best.launches <= 10
+    assert capped.best.launch_var < free.best.launch_var
+    assert capped.best.launch_s > free.best.launch_s
+    # among what decides within the cap, the least launch time
+    fits = [c for c in capped.tried if c.launches is not None and c.launches <= 10]
+    assert capped.best.total_s == min(c.total_s for c in fits)
+    assert f"{capped.best.launches} launches per side" in capped.describe()
+
+
+def test_beyond_the_cap_precision_first_then_the_cheapest():
+    # nothing decides within 3 launches: the most precise launches (within 10%) at the
+    # least time; with a launch spread that no sampling reduces, that is the cheapest
+    within = _bench([0.01 ** 2] * 4, 0.2, 0.2, 2e-4)
+    p = budget.plan([within, within], 0.01, equivalence=True, max_launches=3)
+    assert p is not None and not p.within_cap
+    floor = min(c.launch_var for c in p.tried)
+    assert p.best.launch_var <= budget.PRECISION_SLACK * floor
+    assert p.best.launch_s == min(c.launch_s for c in p.tried
+                                  if c.launch_var <= budget.PRECISION_SLACK * floor)
+    # sampling pays here: as many samples as the longest --max-time allows (0.05 s / 0.2 ms)
+    assert p.best.max_time == max(budget.MAX_TIMES) and p.best.samples[("PingPong", 0)] == 250
+    launchy = _bench([0.5 ** 2] * 4, 0.001, 0.2, 2e-4)
+    q = budget.plan([launchy, launchy], 0.05, equivalence=True, max_launches=3)
+    assert q is not None and not q.within_cap
+    assert q.best.target_pct == max(budget.TARGETS)
+    assert q.best.max_time == min(budget.MAX_TIMES)
 
 
 def test_components_recover_a_known_model():

@@ -14,8 +14,10 @@ class BudgetRule:
     """budget = "auto" (stats/budget.py) for the local and batch policies: once a core group has two
     finished rounds, its launches' variance components (between-launch spread, the core's
     within-launch CI, seconds per sample and per launch) fix the core's --target and
-    --max-time for its later launches, the pair that minimises the launch time to decide
-    every cell (planned for equivalence within the campaign's margin, else 5%). One look
+    --max-time for its later launches: the pair that minimises the launch time to decide
+    every cell (planned for equivalence within the campaign's margin, else 5%) within the
+    campaign's launches per variant (cap()), else the most precise launches at the least
+    time (stats.budget.plan). One look
     per group; a group that sets `target` or `max_time` itself keeps its options. The
     first two rounds run at the group's options; until a group has two finished launches
     per variant (a batch campaign whose rounds are all submitted at once), its launches
@@ -39,6 +41,12 @@ class BudgetRule:
         t = self.chosen[g.name]
         return None if t is None else {**own, **t}
 
+    @staticmethod
+    def cap(spec) -> int:
+        """Launches per variant the plan may count on: `budget = { launches = N }`, else
+        the campaign's repeats (fixed, or the maximum of "auto"/"decide")."""
+        return spec.budget_launches or spec.repeats
+
     def _plan(self, group: str) -> dict | None:
         from mpibench.stats import budget
         from mpibench.store.report_queries import done_runs_of_group, launch_cost_rows
@@ -46,8 +54,10 @@ class BudgetRule:
         ids = [r["id"] for r in done_runs_of_group(self.runner.store, self.cid, group)]
         sides = list(budget.components_from_rows(
             launch_cost_rows(self.runner.store, ids)).values())
-        margin = self.runner.spec.equivalence or 0.05
-        p = budget.plan(sides, margin, equivalence=True) if len(sides) >= 2 else None
+        spec = self.runner.spec
+        margin = spec.equivalence or 0.05
+        p = budget.plan(sides, margin, equivalence=True, max_launches=self.cap(spec)) \
+            if len(sides) >= 2 else None
         if p is None:
             if group not in self.said:
                 self.said.add(group)

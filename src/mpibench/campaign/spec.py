@@ -157,6 +157,9 @@ class CampaignSpec:
     # budget = "auto" (stats/budget.py): the core's --target for launches after the first
     # two rounds, from the group's measured variance components (local scheduler)
     budget: bool = False
+    # budget = { launches = N }: "auto", planned for N launches per variant (default: the
+    # campaign's repeats, or the maximum of repeats "auto"/"decide")
+    budget_launches: int | None = None
 
     @property
     def directory(self) -> Path:
@@ -179,6 +182,7 @@ class CampaignSpec:
                 **({"equivalence": self.equivalence} if self.equivalence is not None
                    else {}),
                 **({"budget": "auto"} if self.budget else {}),
+                **({"budget_launches": self.budget_launches} if self.budget_launches else {}),
                 "variants": [{**v.to_dict(), **self.judging(v.name)} for v in self.variants],
                 "groups": [g.to_dict() for g in self.groups],
                 "scheduler": self.scheduler.__dict__}
@@ -387,14 +391,18 @@ def _campaign_settings(c: _Ctx, data: dict[str, Any], path: Path) -> dict[str, A
             c.fail("campaign.equivalence", f"got {_show(camp['equivalence'])}",
                    'a margin such as "2%" (compare reports "equivalent within ±2%")')
     budget = camp.get("budget", "fixed")
+    budget_launches = None
+    if isinstance(budget, dict) and set(budget) == {"launches"}:
+        budget_launches = c.integer(budget["launches"], "campaign.budget.launches", 2)
+        budget = "auto"
     if budget not in ("auto", "fixed"):
         c.fail("campaign.budget", f"got {_show(budget)}",
-               '"auto" (the core\'s --target from the measured variance components) or '
-               '"fixed"')
+               '"auto" (the core\'s --target from the measured variance components), '
+               '{ launches = N } ("auto" planned for N launches per variant) or "fixed"')
     return dict(name=name, repeats=repeats, auto=auto, order=order, seed=seed,
                 timeout=timeout, verify_transport=verify, description=description,
                 max_cells=max_cells, equivalence=equivalence, budget=budget == "auto",
-                **cost)
+                budget_launches=budget_launches, **cost)
 
 
 def _variants_tables(c: _Ctx, data: dict[str, Any]

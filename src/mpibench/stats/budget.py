@@ -23,13 +23,21 @@ cost is large next to them and the within-launch error is large next to sigma_L.
 
 The core is told its budget as `target` (the CI half-width, in percent, at which it stops a
 cell: se_w ~ target / 1.96, not before min_samples) and `max_time` (seconds per cell, which
-ends a cell whatever its count). `plan` searches both knobs:
-for each target, each cell's launch variance and sample count follow from its B, c1 and
-sigma_L; the launches per side needed are the noncentral-t planning of the test compare
-runs (stats.launch.launches_needed, at the family's first Holm level for a difference, or
-the TOST approximation for equivalence within a margin); the cost is launches x the launch's
-predicted seconds. The smallest cost wins. Pure arithmetic: estimates come from a store
-through `components_from_rows` (rows read by store.report_queries.launch_cost_rows).
+ends a cell whatever its count). `plan` searches both knobs. What a decision needs is what
+compare's test sees: its hierarchical model pools the between-launch variance over a
+benchmark's sizes, so every cell of a benchmark gets the same standard error, from the mean
+over the sizes of sigma_L^2 + B/n (pooled_launch_var). That mean rests on all the sizes'
+launches (24 sizes x 2 launches: far steadier than any one size's 1 df), and it is what
+the launches per side are planned on (stats.launch.launches_needed, noncentral t, at the
+family's first Holm level for a difference, or the TOST approximation for equivalence
+within a margin; the launches' own df, conservative next to the pooled model's).
+
+The campaign caps launches per side (its `repeats`, or the rule's maximum). When a pair
+decides within the cap, the pair with the least launch time to the decision wins. When none
+does, launch time is not what limits the decisions, precision per launch is: the pairs
+within PRECISION_SLACK of the smallest pooled variance, the cheapest of them. Pure
+arithmetic: estimates come from a store through `components_from_rows` (rows read by
+store.report_queries.launch_cost_rows).
 """
 
 from __future__ import annotations
@@ -51,6 +59,10 @@ TARGETS = (1.0, 2.0, 3.0, 5.0, 7.0, 10.0, 15.0, 20.0, 30.0, 50.0, 100.0)
 # short one ends a cell before min_samples, which is what a launch-dominated spread asks
 MAX_TIMES = (0.05, 0.02, 0.01, 0.005, 0.002)
 MIN_USEFUL_SAMPLES = 3     # below this a launch's statistic is not a median
+SEARCH_MAX = 1000          # launches per side the planning searches up to
+# beyond the cap on launches, launches within this factor of the most precise count as
+# equally precise, and the cheapest of them wins
+PRECISION_SLACK = 1.1
 
 
 @dataclass(frozen=True)
@@ -114,11 +126,12 @@ def launches_for(sd_log: float, effect: float, *, alpha: float = 0.05,
 @dataclass(frozen=True)
 class Choice:
     target_pct: float            # the core's --target for the launches
-    launches: int | None         # launches per side (None: more than max_launches)
+    launches: int | None         # launches per side for every cell (None: beyond SEARCH_MAX)
     launch_s: float              # predicted seconds of one launch (the mean of the sides)
     total_s: float               # launches x launch_s x sides
     samples: dict = field(default_factory=dict, compare=False)   # cell key -> n
     max_time: float = CORE_DEFAULT_MAX_TIME    # the core's --max-time (seconds per cell)
+    launch_var: float = math.inf  # the worst benchmark's pooled variance of one launch (logs)
 
     def options(self) -> dict[str, float]:
         """The core options of this choice (campaign `options` names)."""
@@ -131,18 +144,26 @@ class Plan:
     tried: tuple[Choice, ...]
     effect: float
     equivalence: bool
+    max_launches: int = SEARCH_MAX    # the cap on launches per side the plan respects
+
+    @property
+    def within_cap(self) -> bool:
+        return self.best.launches is not None and self.best.launches <= self.max_launches
 
     def describe(self) -> str:
         b = self.best
         what = (f"equivalence within ±{100 * self.effect:g}%" if self.equivalence
                 else f"a {100 * self.effect:g}% difference")
         knobs = f"budget: --target {b.target_pct:g}% --max-time {b.max_time:g} s per cell"
-        if b.launches is None:
-            return (f"{knobs}, {b.launch_s:.2f} s per launch (the least launch time per "
-                    f"precision); {what} needs more launches than planned at the measured "
-                    "spread")
-        return (f"{knobs}, {b.launches} launches per side for {what}, {b.launch_s:.2f} s "
-                f"per launch, {b.total_s:.1f} s of launches in all")
+        sd = f"pooled launch sd {math.sqrt(b.launch_var):.3f}"
+        if self.within_cap:
+            return (f"{knobs}, {b.launches} launches per side for {what} ({sd}), "
+                    f"{b.launch_s:.2f} s per launch, {b.total_s:.1f} s of launches in all")
+        need = (f"{b.launches} launches per side ({b.total_s:.1f} s of launches)"
+                if b.launches is not None else f"more than {SEARCH_MAX} launches per side")
+        return (f"{knobs}, {b.launch_s:.2f} s per launch ({sd}): {what} needs {need}, "
+                f"more than the {self.max_launches} planned, so the launches are the most "
+                f"precise ones (within {100 * (PRECISION_SLACK - 1):g}%) at the least time")
 
 
 def samples_at(cell: CellCost, target_pct: float, min_samples: int = CORE_MIN_SAMPLES,
@@ -157,22 +178,55 @@ def samples_at(cell: CellCost, target_pct: float, min_samples: int = CORE_MIN_SA
     return max(float(MIN_USEFUL_SAMPLES), need)
 
 
+def pool_of(key: object) -> object:
+    """The cells compare pools (one benchmark's sizes): a (benchmark, size) key's
+    benchmark, else the key itself."""
+    return key[0] if isinstance(key, tuple) and len(key) > 1 else key
+
+
+def pooled_launch_var(sides: Sequence[Components], keys: Iterable[object], target_pct: float,
+                      min_samples: int = CORE_MIN_SAMPLES,
+                      max_time: float = CORE_DEFAULT_MAX_TIME) -> dict[object, float]:
+    """{pool: the variance of one launch's log statistic that compare's test gives every
+    cell of the pool}: compare's hierarchical model (stats.launch.spread) pools the
+    between-launch variance over a benchmark's sizes, so each cell's standard error is
+    the mean over the sizes of sigma_L^2 + B/n (ms_launch/S + ms_cell (S-1)/S), averaged
+    here over the sides as well. A size with a large launch spread costs every size of
+    its benchmark; one with a small one does not buy them anything on its own."""
+    keys = set(keys)
+    acc: dict[object, list[float]] = defaultdict(list)
+    for s in sides:
+        for c in s.cells:
+            if c.key in keys:
+                acc[pool_of(c.key)].append(
+                    c.launch_var(samples_at(c, target_pct, min_samples, max_time)))
+    return {g: sum(v) / len(v) for g, v in acc.items()}
+
+
 def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
          power: float = launch_stats.POWER, family: int | None = None,
          equivalence: bool = False, targets: Iterable[float] = TARGETS,
          min_samples: int = CORE_MIN_SAMPLES, max_times: Iterable[float] = MAX_TIMES,
-         max_launches: int = 1000) -> Plan | None:
-    """The core's --target and --max-time that minimise the launch time to decide every
-    cell.
+         max_launches: int = SEARCH_MAX) -> Plan | None:
+    """The core's --target and --max-time for the later launches of a comparison.
 
-    sides: the components of each side of the comparison (the cells present on all
-    sides are planned). For a pair, a cell's per-launch sd is the root of the sides'
-    mean launch variance (launches_for assumes equal sd on both sides), its launches per
-    side launches_for(sd); the comparison needs the largest over cells; a side's launch
-    costs fixed_s + sum of samples x sample_s. family: Holm rows (default: the cells).
-    When no pair decides every cell within max_launches, the best is the pair with
-    the least launch time per unit of precision (worst cell's launch variance x seconds
-    per launch) and its launches are None. None when no cell is common."""
+    sides: the components of each side (the cells present on all sides are planned).
+    At each (target, max-time) pair, a launch of a side costs fixed_s + the sum of its
+    cells' samples x sample_s, and each benchmark's cells share the pooled launch variance
+    compare's test gives them (pooled_launch_var); the launches per side are
+    launches_for(that sd) for the worst benchmark (family: Holm rows for a difference,
+    default the cells). Then:
+
+    - when some pair decides within max_launches (the campaign's cap on launches per
+      side), the pair with the least launch time to the decision (launches x seconds);
+    - else, the launches cannot decide everything in the cap, so precision per launch
+      comes first: among the pairs whose pooled variance is within PRECISION_SLACK of the
+      smallest, the one with the cheapest launch (its launches say what a decision would
+      need beyond the cap). Without a cap that binds this is the old "cheapest precision"
+      only when sampling cannot reduce the spread (sigma_L dominates: every pair is
+      within the slack, and the cheapest wins).
+
+    None when no cell is common."""
     if not sides:
         return None
     common = set.intersection(*({c.key for c in s.cells} for s in sides))
@@ -180,7 +234,6 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
         return None
     fam = family if family is not None else len(common)
     tried: list[Choice] = []
-    proxy: list[tuple[float, Choice]] = []
     for t, max_time in ((t, m) for m in max_times for t in targets):
         cost, samples = 0.0, {}
         for s in sides:
@@ -191,32 +244,21 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
                     cost += n * c.sample_s
                     samples[c.key] = max(samples.get(c.key, 0), round(n))
         launch_s = cost / len(sides)
-        k_max: int | None = 0
-        worst = 0.0
-        for key in sorted(common, key=str):
-            var = 0.0
-            for s in sides:
-                c = next(c for c in s.cells if c.key == key)
-                var += c.launch_var(samples_at(c, t, min_samples, max_time)) / len(sides)
-            worst = max(worst, var)
-            if k_max is not None:
-                k = launches_for(math.sqrt(var), effect, alpha=alpha, power=power,
-                                 family=fam, equivalence=equivalence, max_n=max_launches)
-                k_max = None if k is None or k > max_launches else max(k_max, k)
-        if k_max is not None:
-            tried.append(Choice(float(t), k_max, launch_s, k_max * cost, samples, max_time))
-        else:   # launches needed scale with the worst cell's launch variance
-            proxy.append((worst * cost, Choice(float(t), None, launch_s, math.inf, samples,
-                                               max_time)))
-    if tried:
-        best = min(tried, key=lambda c: (c.total_s, -c.target_pct, -c.max_time))
-        return Plan(best, tuple(tried), effect, equivalence)
-    if not proxy:
-        return None
-    # nothing decides within max_launches: still the cheapest precision per second
-    # (the worst cell's launch variance x a launch's seconds, which the launches scale with)
-    best = min(proxy, key=lambda p: (p[0], -p[1].target_pct, -p[1].max_time))[1]
-    return Plan(best, tuple(c for _, c in proxy), effect, equivalence)
+        worst = max(pooled_launch_var(sides, common, t, min_samples, max_time).values())
+        k = launches_for(math.sqrt(worst), effect, alpha=alpha, power=power, family=fam,
+                         equivalence=equivalence, max_n=SEARCH_MAX)
+        if k is not None and k > SEARCH_MAX:
+            k = None
+        tried.append(Choice(float(t), k, launch_s, k * cost if k else math.inf, samples,
+                            max_time, worst))
+    feasible = [c for c in tried if c.launches is not None and c.launches <= max_launches]
+    if feasible:
+        best = min(feasible, key=lambda c: (c.total_s, -c.target_pct, -c.max_time))
+    else:
+        floor = min(c.launch_var for c in tried)
+        near = [c for c in tried if c.launch_var <= PRECISION_SLACK * floor]
+        best = min(near, key=lambda c: (c.launch_s, -c.target_pct, -c.max_time))
+    return Plan(best, tuple(tried), effect, equivalence, max_launches)
 
 
 def components_from_rows(rows: Iterable[Mapping], min_sigma_l2: float = 0.0
