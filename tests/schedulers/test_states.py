@@ -416,3 +416,44 @@ def test_submission_that_keeps_failing_fails_the_cells_with_the_reason(tmp_path,
     with pytest.raises(SchedulerError, match="failed 3 times.*no such job is queued"):
         sched.submit(_req(tmp_path))
     assert len(_log_lines(tmp_path / "sbatch.log")) == 3
+
+
+def test_timeout_record_without_the_scripts_end_is_asked_again_until_complete(tmp_path,
+                                                                             monkeypatch):
+    """slurmctld marks a job TIMEOUT at its limit; slurmstepd's report that the batch script
+    died of signal 15 may come after COMPLETING is cleared. A poll in between must not store
+    'TIMEOUT' alone: the ended job is asked again (only it) until its record is complete.
+    The race is timing-made (seen on loaded machines), so a stand-in squeue answers the
+    incomplete record first, then the real captured one."""
+    import mpibench.schedulers.slurm as slurm
+
+    monkeypatch.setattr(slurm, "RECORD_WAIT", 0.01)
+    log = tmp_path / "calls.log"
+    capture = DATA / "slurm" / "squeue-timeout-requeued.txt"
+    squeue = _fake(tmp_path, "squeue", f"""\
+        echo "$*" >>{log}
+        if [ ! -e {tmp_path}/answered ]; then
+          touch {tmp_path}/answered
+          echo '8|TIMEOUT|TimeLimit|n1|0|'; echo '10|COMPLETED|None|n[1-2]|0|'; exit 0
+        fi
+        cat {capture}
+        """)
+    sched = SlurmScheduler(SchedulerSettings(name="slurm", options={"squeue": str(squeue)}))
+    got = sched.poll(["8", "10"])
+    assert got["8"].raw == "TIMEOUT signal=15" and got["8"].state == "timeout"
+    assert got["10"].raw == "COMPLETED"
+    calls = _log_lines(log)
+    assert len(calls) == 2 and "--jobs=8,10" in calls[0] and "--jobs=8 " in calls[1] + " "
+
+
+def test_timeout_record_that_stays_without_a_signal_is_taken_as_slurm_reports_it(
+        tmp_path, monkeypatch):
+    import mpibench.schedulers.slurm as slurm
+
+    monkeypatch.setattr(slurm, "RECORD_WAIT", 0.01)
+    log = tmp_path / "calls.log"
+    squeue = _fake(tmp_path, "squeue", f"echo x >>{log}; echo '8|TIMEOUT|TimeLimit|n1|0|'\n")
+    sched = SlurmScheduler(SchedulerSettings(name="slurm", options={"squeue": str(squeue)}))
+    got = sched.poll(["8"])
+    assert (got["8"].state, got["8"].raw) == ("timeout", "TIMEOUT")
+    assert len(_log_lines(log)) == 1 + slurm.RECORD_REQUERIES   # bounded

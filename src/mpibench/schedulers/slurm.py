@@ -43,6 +43,8 @@ from mpibench.schedulers import (
 SCRIPT_NAME = "job.sh"
 HOSTFILE = "hostfile"
 QUERY_TIMEOUT = 60.0
+RECORD_REQUERIES = 4   # re-queries of an ended job whose record is not complete yet (poll),
+RECORD_WAIT = 0.5      # the first after this many seconds, then twice as long each (7.5 s)
 
 # Slurm job states (squeue long names; sacct adds "CANCELLED by UID") -> JOB_STATES
 STATE_MAP = {
@@ -299,6 +301,12 @@ def map_state(state_text: str, reason: str | None, exit_field: str | None,
             "TimeLimit", "NodeDown", "OutOfMemory"):
         text = f"{text} ({reason})"
     return JobStatus(state, code, text, _nodes(nodelist), raw)
+
+
+def record_incomplete(st: JobStatus) -> bool:
+    """An ended job whose record does not say yet how its batch script ended: TIMEOUT with
+    neither an exit status nor a signal (slurmstepd's report is still on its way)."""
+    return st.state == "timeout" and not st.exit_code and " signal=" not in (st.raw or "")
 
 
 def _nodes(nodelist: str | None) -> str | None:
@@ -559,7 +567,25 @@ class SlurmScheduler(Scheduler):
         return pick_job(res.stdout, since)
 
     def poll(self, job_ids: Sequence[str]) -> dict[str, JobStatus]:
-        ids = [str(j) for j in job_ids]
+        """One query for all jobs (squeue, sacct for those it no longer knows). A job that
+        ran out of time is asked again, a bounded number of times, until its record holds
+        how the batch script ended: slurmctld marks the job TIMEOUT when the limit hits, and
+        slurmstepd's report of the script's end (killed by signal 15) can arrive after the
+        node's epilog has cleared COMPLETING; read in between, the state would be stored
+        without it."""
+        found = self._status([str(j) for j in job_ids])
+        delay = RECORD_WAIT
+        for _ in range(RECORD_REQUERIES):
+            unsettled = [j for j, st in found.items() if record_incomplete(st)]
+            if not unsettled:
+                break
+            time.sleep(delay)   # a bound between queries; the loop ends on the event
+            delay *= 2
+            again = self._status(unsettled)
+            found.update({j: st for j, st in again.items() if j in found})
+        return found
+
+    def _status(self, ids: list[str]) -> dict[str, JobStatus]:
         if not ids:
             return {}
         res = self._query(
