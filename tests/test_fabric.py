@@ -189,9 +189,14 @@ def test_demo_says_in_one_line_why_the_fabric_part_is_skipped(tmp_path):
     import subprocess
     import sys
 
+    from support.common import python_unreachable_for_nobody
+
     setpriv = shutil.which("setpriv")
     if os.geteuid() != 0 or not setpriv:
         pytest.skip("needs root and setpriv to run the demo's fabric part as nobody")
+    why = python_unreachable_for_nobody()
+    if why:
+        pytest.skip(why)
     out = tmp_path / "out"
     out.mkdir()
     os.chmod(tmp_path, 0o777)

@@ -1,10 +1,13 @@
 """Constants and small helpers shared by test modules: the repository root, the bound on every
-MPI launch, a tmpfs mount."""
+MPI launch, a tmpfs mount, whether an unprivileged user can run this checkout's Python."""
 
 from __future__ import annotations
 
 import contextlib
+import os
+import stat
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -33,3 +36,37 @@ def tmpfs(path: Path, size: str):
         # leave a mount behind on the machine for every later pytest run to trip over
         if subprocess.run(["umount", str(path)], capture_output=True).returncode:
             subprocess.run(["umount", "-l", str(path)], capture_output=True)
+
+
+def _blocked_for_others(path: Path) -> str | None:
+    """The first place on the way to `path` that a user who is neither its owner nor in its
+    group cannot pass (a directory without o+x, the end without o+r), with its mode."""
+    path = Path(os.path.abspath(path))
+    for p in [*reversed(path.parents), path]:
+        try:
+            mode = p.stat().st_mode
+        except OSError:
+            return None   # not there: nothing to explain
+        need = stat.S_IXOTH if p != path else (
+            stat.S_IROTH | stat.S_IXOTH if stat.S_ISDIR(mode) else stat.S_IROTH)
+        if mode & need != need:
+            return f"{p} (mode {stat.S_IMODE(mode):04o})"
+    return None
+
+
+def python_unreachable_for_nobody() -> str | None:
+    """Why this test run's interpreter cannot import mpibench as uid 65534 (nobody, the user
+    `setpriv --reuid=65534` tests run as), or None. A checkout under a 0700 directory (say
+    `mktemp -d`) hides the venv's pyvenv.cfg and the package from nobody: its python then
+    starts as the bare base interpreter and fails with ModuleNotFoundError."""
+    import mpibench
+
+    for path in (Path(sys.prefix) / "pyvenv.cfg", Path(mpibench.__file__).parent,
+                 Path(sys.executable)):
+        if path.name == "pyvenv.cfg" and sys.prefix == sys.base_prefix:
+            continue   # not a venv
+        why = _blocked_for_others(path)
+        if why:
+            return (f"uid 65534 (nobody) cannot reach {why}, on the way to {path}: this "
+                    "checkout or its venv sits under a directory others may not enter")
+    return None
