@@ -32,6 +32,14 @@ def _umask() -> int:
     return 0o022
 
 
+def cache_root() -> Path:
+    """mpibench's cache directory ($MPIBENCH_CACHE, else $XDG_CACHE_HOME/mpibench, else
+    ~/.cache/mpibench), not created here: the build cache (stacks.cache_dir) and the store's
+    record of verified files (store/local.py) live under it."""
+    return Path(os.environ.get("MPIBENCH_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "mpibench"))
+
+
 def check_output(path: str | Path, what: str) -> Path:
     """An output path given on the command line, checked before any work: its directory
     exists and is writable, and the path is not a directory. `what` names the flag."""

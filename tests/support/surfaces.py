@@ -388,6 +388,69 @@ def _stores(rng: random.Random, n: int) -> Tally:
     return t
 
 
+@surface("verified-store records", "the record a read-only open keeps of a store whose "
+         "checks passed ($MPIBENCH_CACHE/verified/): replaced, cut or byte-flipped, with the "
+         "store damaged in place (size, inode, mtime kept) or not; the open must answer as "
+         "with no record", weight=0.3)
+def _verified_records(rng: random.Random, n: int) -> Tally:
+    from mpibench.errors import UsageError
+    from mpibench.store import Store, local
+    from support.damage import KINDS, damaged
+
+    def answer(path: Path) -> str:
+        try:
+            Store(path, readonly=True).close()
+        except UsageError as exc:
+            return str(exc).replace(str(path), "S")
+        return "ok"
+
+    t = Tally()
+    clean = _fuzz.clean_store_bytes()
+    keep = (os.environ.get("MPIBENCH_CACHE"), local._Verified.MIN_BYTES)
+    with tempfile.TemporaryDirectory(prefix="mpibench-fz-verified-") as td:
+        os.environ["MPIBENCH_CACHE"] = str(Path(td) / "cache")
+        try:
+            for _ in range(n):
+                p, fresh = Path(td) / "s.db", Path(td) / "fresh.db"
+                local._Verified.MIN_BYTES = 0
+                p.write_bytes(clean)
+                answer(p), answer(p)                       # its digest recorded
+                record = next((Path(td) / "cache" / "verified").iterdir())
+                text = record.read_bytes()
+                how = rng.choice(["cut", "flip", "hostile", "other digest", "kept"])
+                if how == "cut":
+                    text = text[:rng.randrange(len(text) + 1)]
+                elif how == "flip":
+                    b = bytearray(text)
+                    b[rng.randrange(len(b))] ^= rng.randrange(1, 256)
+                    text = bytes(b)
+                elif how == "hostile":
+                    text = rng.choice(HOSTILE_TEXT).encode("utf-8", "surrogatepass")
+                elif how == "other digest":
+                    lines = text.split(b"\n")
+                    text = b"\n".join(lines[:2] + [b"0" * 40, b""])
+                record.write_bytes(text)
+                data = damaged(rng.choice(KINDS)) if rng.random() < 0.6 else clean
+                st = p.stat()
+                with open(p, "r+b") as fh:
+                    fh.write(data)
+                os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))
+                got = t.run(lambda p=p: answer(p), describe=f"record {how}")
+                local._Verified.MIN_BYTES = 1 << 62
+                fresh.write_bytes(data)
+                want = answer(fresh)
+                if got is not None and got != want:
+                    t.breaks(f"record {how}: the open said {got[:80]!r}, without a record "
+                             f"{want[:80]!r}")
+        finally:
+            local._Verified.MIN_BYTES = keep[1]
+            if keep[0] is None:
+                os.environ.pop("MPIBENCH_CACHE", None)
+            else:
+                os.environ["MPIBENCH_CACHE"] = keep[0]
+    return t
+
+
 @surface("tool outputs (parsers)", "captured IMB/OSU/nccl-tests/NetPIPE/core outputs with "
          "1-4 mutations (hostile numbers, flipped bytes, cuts, moved lines): the oracle of "
          "tests/support/fuzz.py checks every record against its line", weight=4.0)

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from mpibench.errors import StackError, UsageError
-from mpibench.files import write_file
+from mpibench.files import cache_root, write_file
 from mpibench.process import run_command
 from mpibench.stacks.kinds import (
     StackKind,
@@ -145,10 +145,7 @@ def wrapper_key(mpicc: str, modules: Sequence[str] = ()) -> str:
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("MPIBENCH_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "mpibench"
-    )
-    path = Path(base)
+    path = cache_root()
     path.mkdir(parents=True, exist_ok=True)
     return path
 

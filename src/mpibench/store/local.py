@@ -134,6 +134,105 @@ def _damaged_value(con: sqlite3.Connection, tables: set[str]) -> str | None:
     return None
 
 
+class _Verified:
+    """The checks of a read-only open, remembered by content. A store's bytes and its
+    -wal's (what a reader sees) are hashed with this code's checks and SQLite's version;
+    when the digest equals the one recorded for this path after its checks last passed,
+    the content is byte for byte what passed, and the checks are not run again. A byte
+    changed since, by damage or by a writer, changes the digest and the checks run.
+
+    Hashing reads the file once (SHA-1 against damage, not against someone who can write
+    the store anyway: ~0.06 s for 100 MiB, where the checks take ~0.25 s), so it is done
+    only when it may pay: when the file's size, mtime and inode (and its -wal's) are those
+    recorded, i.e. nothing seems to have written it since the last open. That stamp only
+    decides whether to hash, never whether to check. A store being written (a running
+    campaign) is therefore checked as before and never hashed; a finished one is checked
+    at its first open, checked and hashed at its second, and only hashed from then on.
+    Best effort: a record that cannot be read or written only means checking. Small stores
+    are checked every time (a few ms; nothing to save)."""
+
+    MIN_BYTES = 4 << 20
+
+    def __init__(self, path: Path, record: Path, stamp: tuple, digest: str | None,
+                 known: bool):
+        self.path, self.record, self.stamp = path, record, stamp
+        self.digest, self.known = digest, known
+
+    @classmethod
+    def of(cls, path: Path) -> _Verified | None:
+        from mpibench.files import cache_root
+
+        try:
+            stamp = _stamp(path)
+            if stamp[0][0] < cls.MIN_BYTES:
+                return None
+            where = hashlib.sha256(str(path.absolute()).encode()).hexdigest()[:32]
+            record = cache_root() / "verified" / where
+            try:
+                seen = record.read_text().split("\n")
+            except (FileNotFoundError, NotADirectoryError, UnicodeDecodeError):
+                seen = []
+            digest = None
+            if seen[:2] == [str(path.absolute()), repr(stamp)]:
+                digest = _digest(path)
+            return cls(path, record, stamp, digest, digest is not None and seen[2:3] == [digest])
+        except OSError:
+            return None
+
+    def remember(self) -> None:
+        """After the checks passed: the stamp, and the digest if this open hashed."""
+        from mpibench.files import write_file
+
+        try:
+            if _stamp(self.path) != self.stamp:
+                return      # written while it was checked: what passed may not be what was hashed
+            self.record.parent.mkdir(parents=True, exist_ok=True)
+            write_file(self.record, f"{self.path.absolute()}\n{self.stamp!r}\n"
+                                    f"{self.digest or '-'}\n")
+        except (OSError, UsageError):
+            pass
+
+
+def _digest(path: Path) -> str:
+    h = hashlib.sha1(_code_key().encode(), usedforsecurity=False)
+    for part in (path, Path(f"{path}-wal")):
+        h.update(b"\0" + part.name.encode() + b"\0")
+        try:
+            with open(part, "rb") as fh:
+                while chunk := fh.read(1 << 20):
+                    h.update(chunk)
+        except FileNotFoundError:
+            h.update(b"absent")
+    return h.hexdigest()
+
+
+def _stamp(path: Path) -> tuple:
+    """(size, mtime, inode) of a store and its -wal: whether either changed meanwhile."""
+    out = []
+    for part in (path, Path(f"{path}-wal")):
+        try:
+            st = part.stat()
+            out.append((st.st_size, st.st_mtime_ns, st.st_ino))
+        except FileNotFoundError:
+            out.append((0, None, None))
+    return tuple(out)
+
+
+_CODE_KEY: list[str] = []
+
+
+def _code_key() -> str:
+    """What the checks are: this module's and the schema's source, SQLite's version. A
+    change to any of them makes every recorded digest stale."""
+    if not _CODE_KEY:
+        h = hashlib.sha1(usedforsecurity=False)
+        for f in (Path(__file__), Path(schema.__file__)):
+            h.update(f.read_bytes())
+        h.update(sqlite3.sqlite_version.encode())
+        _CODE_KEY.append(h.hexdigest())
+    return _CODE_KEY[0]
+
+
 def store_error(exc: BaseException) -> str | None:
     """One line for an error that reading a damaged store raised past the opening checks
     (SQLite's own, e.g. text that is not UTF-8), else None: the CLI and mpibench.api print
@@ -285,21 +384,32 @@ class Store:
                 raise UsageError(f"store {self.path}: damaged mpibench store: table(s) "
                                  f"{', '.join(sorted(missing))} missing")
             if check:
-                problems = [r[0] for r in con.execute("PRAGMA quick_check(3)")]
-                if problems != ["ok"]:
-                    raise UsageError(
-                        f"store {self.path}: damaged: SQLite's quick integrity check failed "
-                        f"({'; '.join(problems)[:200]}); nothing was read or written. Restore "
-                        "a copy, or salvage it with `sqlite3 FILE .recover`")
-                bad = (_damaged_schema(con, tables) if version == SCHEMA_VERSION else None) \
-                    or _damaged_value(con, tables)
-                if bad:
-                    raise UsageError(f"store {self.path}: damaged: {bad}; nothing was read or "
-                                     "written. Restore a copy, or salvage it with `sqlite3 "
-                                     "FILE .recover`")
+                self._check(con, tables, version)
             return version
         finally:
             con.close()
+
+    def _check(self, con: sqlite3.Connection, tables: set[str], version: int) -> None:
+        """SQLite's quick integrity check, then the values (UsageError on damage). A
+        read-only open of content that passed both before is not checked again (_Verified:
+        its bytes are hashed, so any byte changed since is checked)."""
+        seen = _Verified.of(self.path) if self.readonly else None
+        if seen is not None and seen.known:
+            return
+        problems = [r[0] for r in con.execute("PRAGMA quick_check(3)")]
+        if problems != ["ok"]:
+            raise UsageError(
+                f"store {self.path}: damaged: SQLite's quick integrity check failed "
+                f"({'; '.join(problems)[:200]}); nothing was read or written. Restore "
+                "a copy, or salvage it with `sqlite3 FILE .recover`")
+        bad = (_damaged_schema(con, tables) if version == SCHEMA_VERSION else None) \
+            or _damaged_value(con, tables)
+        if bad:
+            raise UsageError(f"store {self.path}: damaged: {bad}; nothing was read or "
+                             "written. Restore a copy, or salvage it with `sqlite3 "
+                             "FILE .recover`")
+        if seen is not None:
+            seen.remember()
 
     def _open_readonly(self, version: int) -> sqlite3.Connection:
         con = self._connect_ro()
