@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Time to decision: Open MPI vs MPICH PingPong 0:22 over shared memory, np=2.
 
-    .venv/bin/python bench/bench_time_to_decision.py [--quick] [--max-rounds N] [--keep DIR]
+    .venv/bin/python bench/bench_time_to_decision.py [--quick] [--max-rounds N|auto]
+        [--compare-rounds R] [--cap N] [--keep DIR]
 
 A cell is decided when its launch-level test (compare's hierarchical model, Holm over the
 table) is significant, or when TOST says the two stacks are equivalent within ±5% (the
@@ -20,8 +21,20 @@ to a decision at the measured variance components (the bench prints that plan).
 Per round it prints each tool's launch wall time in that round (the store's per-launch
 elapsed seconds: waiting for the shared MPI lock and IMB's build are not counted) and its
 cells decided; at the end both totals side by side, the ratio core/IMB launch time, and
-whether every cell was decided within the budget (else which cells were not), with the
-load average (the machine is shared) at the start and end.
+whether every cell was decided within the budget (else which cells were not, with their
+gain, CI and tests), with the load average (the machine is shared) at the start and end.
+
+The budget. After round 2 the bench prints the core's plan (stats/budget.py, the one
+`budget = "auto"` uses, planned for the bench's launches per variant): the launches per
+side that decide every cell (equivalence within ±5% for identical stacks, at the spread
+compare's test pools over the sizes) and the seconds of launches that costs. With
+`--max-rounds auto` it then runs to that budget: the interleaved comparison with IMB takes
+--compare-rounds rounds (IMB stops there), and the core goes on, in a few batches of
+rounds (one campaign invocation each, so the bench's own overhead stays small), to the
+planned launches per side, at most --cap. The stopping rule's design is fixed then, before
+the first look: looks after every round up to --compare-rounds, then at each batch, the
+last at the budget (at alpha); the same design for both tools. At the end the core's plan
+again, from all its launches.
 
 Each campaign invocation takes the shared MPI lock (/tmp/mpibench-mpi.lock) itself, so the
 bench never holds it for long. One run, numbers only, no assertions.
@@ -30,12 +43,14 @@ bench never holds it for long. One run, numbers only, no assertions.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import shutil
 import sqlite3
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
@@ -44,6 +59,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from mpibench.report.data import load_cells  # noqa: E402
 from mpibench.report.select import select_groups  # noqa: E402
+from mpibench.stats.budget import SEARCH_MAX  # noqa: E402
 from mpibench.stats.sequential import Design, Status, decide  # noqa: E402
 from mpibench.store import Store  # noqa: E402
 
@@ -150,16 +166,38 @@ def run_repeats(db: Path) -> dict[str, int]:
         con.close()
 
 
-def plan_line(db: Path) -> str:
-    """The budget the core's campaign uses after its first two rounds (stats/budget.py)."""
+def core_plan(db: Path, cap: int):
+    """The core's budget from its launches so far (stats/budget.py, as `budget = "auto"`
+    plans it: equivalence within ±5%, at most `cap` launches per variant)."""
     from mpibench.stats import budget
     from mpibench.store.report_queries import launch_cost_rows
 
     with Store(db) as store:
         ids = [r[0] for r in store.db.execute("SELECT id FROM runs WHERE status = 'done'")]
         sides = list(budget.components_from_rows(launch_cost_rows(store, ids)).values())
-    p = budget.plan(sides, TARGET, equivalence=True) if len(sides) >= 2 else None
-    return p.describe() if p else "budget: not enough launches to plan"
+    return budget.plan(sides, TARGET, equivalence=True, max_launches=cap) \
+        if len(sides) >= 2 else None
+
+
+@dataclass(frozen=True)
+class Schedule(Design):
+    """stats.sequential's design with the looks listed (every round up to the comparison
+    with IMB, then one per batch); the levels follow from their count as in Design."""
+    points: tuple[int, ...] = ()
+
+    def looks(self) -> list[int]:
+        return list(self.points) or super().looks()
+
+
+def schedule(budget_rounds: int, compare_rounds: int, batches: int) -> Schedule:
+    """Looks at 2..compare_rounds, then `batches` more (evenly) up to budget_rounds."""
+    pts = list(range(2, min(compare_rounds, budget_rounds) + 1))
+    rest = budget_rounds - pts[-1]
+    if rest > 0:
+        step = math.ceil(rest / max(batches, 1))
+        pts += list(range(pts[-1] + step, budget_rounds, step)) + [budget_rounds]
+    return Schedule(min=2, max=budget_rounds, step=1, alpha=0.05, margin=TARGET,
+                    points=tuple(pts))
 
 
 class Tool:
@@ -171,40 +209,84 @@ class Tool:
         self.camp, self.db = work / f"{name}.toml", work / "mpibench.db"
         self.rounds, self.seconds = 0, 0.0
         self.state = State(0, 0, 0, 0, ())
+        self.look_cells: dict = {}
         self.done = False
 
-    def round(self) -> str:
-        if self.done:
-            return f"{'':>9} {'(all decided)':>22}"
-        self.rounds += 1
+    def run_to(self, n: int) -> float:
+        """Launches up to n per variant (one campaign invocation); their seconds."""
         before = launch_seconds(self.db)
-        run_round(self.camp, HEAD.format(name=self.name, repeats=self.rounds,
-                                         extra=self.extra) + self.group)
+        run_round(self.camp, HEAD.format(name=self.name, repeats=n, extra=self.extra)
+                  + self.group)
+        self.rounds = n
         self.seconds = launch_seconds(self.db)
+        return self.seconds - before
+
+    def look(self, spent: float) -> str:
         if self.rounds < 2:
-            return f"{self.seconds - before:>9.2f} {'(1 launch: untested)':>22}"
+            return f"{spent:>9.2f} {'(1 launch: untested)':>22}"
         self.state, self.previous = decided(self.db, self.statistic, self.design,
                                             self.rounds, self.previous)
+        self.look_cells = self.previous
         self.done = bool(self.state.cells) and self.state.decided == self.state.cells
         s = self.state
-        return (f"{self.seconds - before:>9.2f} {f'{s.decided}/{s.cells}':>8} "
+        return (f"{spent:>9.2f} {f'{s.decided}/{s.cells}':>8} "
                 f"{f'({s.significant} sig, {s.equivalent} eq)':>13}")
+
+    def idle(self, why: str = "(all decided)") -> str:
+        return f"{'':>9} {why:>22}"
+
+    def undecided_lines(self) -> list[str]:
+        out = []
+        for key, c in self.look_cells.items():
+            if c.decided:
+                continue
+            gain = f"gain {c.gain:.3f}" if c.gain else "no gain"
+            ci = (f" [{c.ci_low:.3f}, {c.ci_high:.3f}] at the look's level"
+                  if c.ci_low and c.ci_high else "")
+            out.append(f"    size {key.size}: {gain}{ci}; {c.reason}")
+        return out
 
 
 def load() -> str:
     return "load {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
 
 
-def main(argv: list[str]) -> int:
+def _args(argv: list[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="sizes 0:10, at most 4 rounds")
-    ap.add_argument("--max-rounds", type=int, default=10,
-                    help="the budget: launches per variant and tool (default 10)")
+    ap.add_argument("--max-rounds", default="10", metavar="N|auto",
+                    help="the budget: launches per variant and tool (default 10); auto: "
+                         "the core's plan after round 2, at most --cap")
+    ap.add_argument("--compare-rounds", type=int, default=10, metavar="R",
+                    help="with --max-rounds auto: the rounds interleaved with IMB "
+                         "(default 10); the core alone after them")
+    ap.add_argument("--cap", type=int, default=60,
+                    help="with --max-rounds auto: at most this many launches per variant "
+                         "(default 60)")
+    ap.add_argument("--batches", type=int, default=3,
+                    help="with --max-rounds auto: looks (campaign invocations) after the "
+                         "comparison rounds (default 3)")
     ap.add_argument("--keep", metavar="DIR", help="keep the campaigns and stores in DIR")
     a = ap.parse_args(argv)
+    a.auto = a.max_rounds == "auto"
+    if not a.auto:
+        try:
+            a.max_rounds = int(a.max_rounds)
+        except ValueError:
+            ap.error(f"--max-rounds: got {a.max_rounds!r}, expected a number or auto")
+    return a
+
+
+def main(argv: list[str]) -> int:
+    a = _args(argv)
     sizes = "0:10" if a.quick else "0:22"
-    rounds = max(2, min(a.max_rounds, 4) if a.quick else a.max_rounds)
+    if a.auto:
+        a.cap = max(2, min(a.cap, 4) if a.quick else a.cap)
+        compare = max(2, min(a.compare_rounds, a.cap))
+    else:
+        a.cap = max(2, min(a.max_rounds, 4) if a.quick else a.max_rounds)
+        compare = a.cap
     if shutil.which("flock") is None:
         print("flock not found: this bench takes the shared MPI lock per campaign run")
         return 0
@@ -212,47 +294,94 @@ def main(argv: list[str]) -> int:
         print(f"IMB: {IMB_TGZ} not found; set MPIBENCH_PEERS")
         return 0
     root = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="bench-ttd-"))
+    what = (f"budget: the core's plan after round 2, at most {a.cap} rounds; {compare} "
+            "rounds interleaved with IMB" if a.auto
+            else f"budget B = {a.cap} rounds (launches per variant)")
     print(f"# time to decision: Open MPI vs MPICH PingPong {sizes}, np=2, shm; decided = "
           f"significant (launch-level test, Holm over the table) or equivalent within "
-          f"±{100 * TARGET:g}% (TOST); budget B = {rounds} rounds (launches per variant)")
+          f"±{100 * TARGET:g}% (TOST); {what}")
     print(f"# start: {load()}")
     # the stopping rule (stats.sequential): a look after every round from the second, the
-    # interim looks at alpha x 0.2 / looks, the last (the budget) at alpha
-    design = Design(min=2, max=rounds, step=1, alpha=0.05, margin=TARGET)
-    print(f"# rule: stats.sequential, looks at 2..{rounds} launches per side, interim level "
-          f"{design.level(2):.2g}, final {design.alpha:g}")
+    # interim looks at alpha x 0.2 / looks, the last (the budget) at alpha; with auto the
+    # design is fixed after round 2's launches, before the first look
+    design = schedule(a.cap, compare, a.batches)
     core = Tool("core", root / "core", CORE.format(sizes=sizes), "median", design,
-                extra='budget = "auto"')
+                extra=f"budget = {{ launches = {a.cap} }}")
     imb = Tool("imb", root / "imb", IMB.format(tgz=IMB_TGZ, sizes=sizes), "mean", design)
+    if not a.auto:
+        print(f"# rule: stats.sequential, looks at 2..{a.cap} launches per side, interim "
+              f"level {design.level(2):.2g}, final {design.alpha:g}")
     print(f"{'round':>5} | {'core s':>9} {'decided':>8} {'':>13} | {'IMB s':>9} "
           f"{'decided':>8} {'':>13} | load")
-    for k in range(1, rounds + 1):
+    budget_rounds, plan0 = a.cap, None
+    for k in range(1, compare + 1):
         if core.done and imb.done:
             break
-        c = core.round()
-        i = imb.round()
+        c_spent = None if core.done else core.run_to(k)
+        if k == 2:
+            plan0 = core_plan(core.db, a.cap)
+            if a.auto:
+                budget_rounds = max(compare, plan0.best.launches) \
+                    if plan0 is not None and plan0.within_cap else a.cap
+                design = schedule(budget_rounds, compare, a.batches)
+                core.design = imb.design = design
+                core.extra = f"budget = {{ launches = {budget_rounds} }}"
+        c = core.idle() if c_spent is None else core.look(c_spent)
+        i = imb.idle() if imb.done else imb.look(imb.run_to(k))
         print(f"{k:>5} | {c} | {i} | {os.getloadavg()[0]:.2f}", flush=True)
         if k == 2:
-            print(f"      core {plan_line(core.db)}", flush=True)
+            print(f"      core {plan0.describe() if plan0 else 'budget: too few launches'}")
+            lk = design.looks()
+            print(f"      rule: stats.sequential, looks at {lk[0]}..{min(compare, lk[-1])}"
+                  + (f", then {', '.join(map(str, lk[lk.index(compare) + 1:]))}"
+                     if compare in lk and lk[-1] > compare else "")
+                  + f" launches per side, interim level {design.level(2):.2g}, final "
+                  f"{design.alpha:g} at {design.max}", flush=True)
+    head = (core.seconds, core.state, imb.seconds, imb.state, core.rounds)
+    if a.auto:
+        while not core.done and core.rounds < budget_rounds:
+            n = design.next_look(core.rounds) or budget_rounds
+            c = core.look(core.run_to(n))
+            print(f"{n:>5} | {c} | {core.idle('(IMB: compared)')} | "
+                  f"{os.getloadavg()[0]:.2f}", flush=True)
     print(f"# end: {load()}")
-    for t, label in ((core, "mpibench-core"), (imb, "IMB-MPI1     ")):
-        s = t.state
-        print(f"{label}: {t.rounds} rounds, {t.seconds:.1f} s of launches, {s.decided} of "
-              f"{s.cells} cells decided ({s.significant} significant, {s.equivalent} "
-              f"equivalent within ±{100 * TARGET:g}%; statistic per launch: {t.statistic})")
-    if imb.seconds:
-        print(f"ratio core/IMB launch time {core.seconds / imb.seconds:.2f}; decided "
-              f"core {core.state.decided} vs IMB {imb.state.decided}")
-    for t, label in ((core, "mpibench-core"), (imb, "IMB-MPI1")):
-        if t.done:
-            print(f"{label}: every cell decided within budget B = {rounds} rounds "
-                  f"(after {t.rounds})")
-        else:
-            print(f"{label}: not every cell decided within budget B = {rounds} rounds; "
-                  f"undecided sizes: {' '.join(t.state.undecided) or '-'}")
+    summary(a, core, imb, head, budget_rounds, compare)
     if not a.keep:
         shutil.rmtree(root, ignore_errors=True)
     return 0
+
+
+def summary(a, core: Tool, imb: Tool, head: tuple, budget_rounds: int, compare: int) -> None:
+    c_s, c_st, i_s, i_st, c_rounds = head
+    for label, secs, s, rounds, stat in (("mpibench-core", c_s, c_st, c_rounds, core.statistic),
+                                         ("IMB-MPI1     ", i_s, i_st, imb.rounds,
+                                          imb.statistic)):
+        print(f"{label}: {rounds} rounds, {secs:.1f} s of launches, {s.decided} of "
+              f"{s.cells} cells decided ({s.significant} significant, {s.equivalent} "
+              f"equivalent within ±{100 * TARGET:g}%; statistic per launch: {stat})")
+    if i_s:
+        print(f"ratio core/IMB launch time {c_s / i_s:.2f}; decided core {c_st.decided} vs "
+              f"IMB {i_st.decided} (after {compare} interleaved rounds or fewer)")
+    if a.auto:
+        s = core.state
+        print(f"mpibench-core to the budget: {core.rounds} rounds, {core.seconds:.1f} s of "
+              f"launches, {s.decided} of {s.cells} cells decided ({s.significant} "
+              f"significant, {s.equivalent} equivalent)")
+    tools = ((core, "mpibench-core"),) + (() if a.auto else ((imb, "IMB-MPI1"),))
+    for t, label in tools:
+        if t.done:
+            print(f"{label}: every cell decided within the budget of {budget_rounds} "
+                  f"rounds (after {t.rounds})")
+        else:
+            print(f"{label}: not every cell decided within the budget of {budget_rounds} "
+                  f"rounds; undecided:")
+            for line in t.undecided_lines():
+                print(line)
+    # what a decision of every cell needs at the spread of all the core's launches
+    final = core_plan(core.db, SEARCH_MAX)
+    if final is not None:
+        print(f"mpibench-core at its final spread ({core.rounds} launches per variant): "
+              f"{final.describe()}")
 
 
 if __name__ == "__main__":
