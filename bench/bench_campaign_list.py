@@ -97,19 +97,28 @@ def shared_part(db: Path) -> float:
     return time.perf_counter() - t0
 
 
-def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(description=__doc__,
+def sized_run(argv: list[str], doc: str, flag: str, what: str, quick: int, full: int,
+              at_least: int = 1) -> tuple[int, int]:
+    """A side-by-side bench's arguments: --quick and --FLAG N. Returns (N, rounds): N from
+    --FLAG, else `quick` with --quick, else `full`; 3 interleaved rounds with --quick, 7
+    without. (bench_store_open.py takes its arguments here too.)"""
+    ap = argparse.ArgumentParser(description=doc,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true",
-                    help="400 campaigns and 3 rounds instead of 1,010 and 7")
-    ap.add_argument("--campaigns", type=int, metavar="N",
-                    help="how many campaigns (default 1,010; 400 with --quick)")
+                    help=f"{quick:,} {what} and 3 rounds instead of {full:,} and 7")
+    ap.add_argument(f"--{flag}", type=int, metavar="N", dest="n",
+                    help=f"how many {what} (default {full:,}; {quick:,} with --quick)")
     args = ap.parse_args(argv)
-    n = args.campaigns or (400 if args.quick else 1010)
-    rounds = 3 if args.quick else 7
-    if n <= render.PLAIN_TABLE_ROWS:
-        ap.error(f"--campaigns must be above PLAIN_TABLE_ROWS ({render.PLAIN_TABLE_ROWS}) "
-                 "for the two writers to differ")
+    n = args.n or (quick if args.quick else full)
+    if n < at_least:
+        ap.error(f"--{flag} must be at least {at_least}")
+    return n, 3 if args.quick else 7
+
+
+def main(argv: list[str]) -> int:
+    # above PLAIN_TABLE_ROWS, or the two writers would be the same
+    n, rounds = sized_run(argv, __doc__, "campaigns", "campaigns", 400, 1010,
+                          at_least=render.PLAIN_TABLE_ROWS + 1)
     with tempfile.TemporaryDirectory(prefix="mpibench-bench-list-") as tmp:
         t0 = time.perf_counter()
         db = build(Path(tmp), n)

@@ -22,7 +22,6 @@ Usage: .venv/bin/python bench/bench_store_open.py [--quick] [--runs N]
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import statistics
@@ -32,18 +31,12 @@ import time
 from pathlib import Path
 
 from bench_archive import build_local
+from bench_campaign_list import sized_run
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true",
-                    help="2,000 runs (~17 MiB) and 3 rounds instead of 12,000 (~104 MiB) and 7")
-    ap.add_argument("--runs", type=int, metavar="N",
-                    help="runs in the store (default 12,000; 2,000 with --quick)")
-    args = ap.parse_args(argv)
-    runs = args.runs or (2000 if args.quick else 12_000)
-    rounds = 3 if args.quick else 7
+    # 12,000 runs are ~100 MiB, 2,000 ~17 MiB
+    runs, rounds = sized_run(argv, __doc__, "runs", "runs", 2000, 12_000)
     with tempfile.TemporaryDirectory(prefix="mpibench-bench-open-") as tmp:
         os.environ["MPIBENCH_CACHE"] = str(Path(tmp) / "cache")   # records of this run only
         from mpibench.store import Store, local
