@@ -872,10 +872,15 @@ def test_decide_adds_launches_only_where_cells_are_undecided(tmp_path, scheduler
     pts = {p["group"]: p for p in d["points"]}
     assert pts["differ"]["state"] == "decided: every cell by 3 launches per variant"
     assert pts["same"]["state"].startswith("undecided after the maximum of 5 launches")
-    # decided before the last look: its CI at the look's level (0.99) comes with it
+    # decided before the last look: the look (3), its level (0.01) and the CI the report
+    # prints for it, widened for sequential looks to 1 - 0.01 x p / p_holm (>= 0.99)
     (early,) = pts["differ"]["early"]
-    assert (early["status"], early["launches"], early["level"]) == ("significant", 3, 0.99)
+    assert (early["status"], early["launches"], early["look_level"]) == (
+        "significant", 3, pytest.approx(0.01))
+    assert early["ci_widened"] and 0.99 <= early["level"] < 1.0
+    assert early["p_sequential"] == pytest.approx(early["p_holm"] * 0.05 / 0.01)
     assert early["ci_low"] < early["gain"] < early["ci_high"] < 1.0 and pts["same"]["early"] == []
+    assert pts["differ"]["cells_decided"] == [early] and pts["same"]["cells_decided"] == []
     assert "c vs a: undecided after the maximum of 5 launches per side" in pts["same"]["reason"]
     assert any("look at 3 launches per variant" in m and "1 of 2 cells decided" in m
                for m in said), said
@@ -892,6 +897,26 @@ def test_decide_adds_launches_only_where_cells_are_undecided(tmp_path, scheduler
         ["differ", "-", "3", "decided: every cell by 3 launches per variant"],
         ["same", "-", "5", "undecided after the maximum of 5 launches per variant: 1 cell(s)"]]
     assert table.rows[1][4].startswith("c vs a: undecided after the maximum")
+    # every cell the status calls decided is printed decided by the report, same direction,
+    # with the status's p and CI; the undecided one is printed not significant
+    from mpibench.report.judge import compare_groups
+
+    with Store(tmp_path / "d.db") as store:
+        cmp = compare_groups(store, ids, "a")
+    shown = {(r.benchmark, r.size, r.metric, g): d for r in cmp.rows
+             for g, d in r.deltas.items() if d.tested}
+    decided = [c for p in d["points"] for c in p["cells_decided"]]
+    assert decided
+    for c in decided:
+        row = shown[(c["benchmark"], c["size"], c["metric"], c["candidate"])]
+        if c["status"] == "significant":
+            assert row.significant and row.direction == ("better" if c["gain"] > 1
+                                                         else "worse")
+        else:
+            assert row.equivalent and not row.significant
+        assert row.p_adj == pytest.approx(c["p_sequential"])
+        assert list(row.ci_holm) == pytest.approx([c["ci_low"], c["ci_high"]])
+    assert not shown[("same", None, "t", "c")].significant
 
 
 @pytest.mark.system

@@ -591,7 +591,7 @@ DECIDE_SPEC = {"repeats_auto": {"until": "decided", "min": 3, "max": 12, "step":
                "equivalence": 0.05}
 
 
-def _decide_store(tmp_path, launches: int, decide: bool):
+def _decide_store(tmp_path, launches: int, decide: bool, spec: dict | None = None):
     from mpibench.stats import simulate as S
 
     store, groups = S.build_store(tmp_path / f"d{launches}{decide}.db",
@@ -599,14 +599,16 @@ def _decide_store(tmp_path, launches: int, decide: bool):
                                   sigma_l=0.01, within=0.002, effect=0.3,
                                   sizes=(0, 8, 64, 1024), n_samples=(20, 40))
     if decide:
-        store.add_campaign("sim", DECIDE_SPEC)     # the campaign's stored spec, refreshed
+        store.add_campaign("sim", spec or DECIDE_SPEC)   # the stored spec, refreshed
     return store, groups
 
 
 def test_early_stopped_decide_cells_print_the_ci_at_the_looks_level(tmp_path):
-    # 3 launches per side of a repeats = "decide" campaign: the looks stopped at the first
-    # (interim) look, so the printed CI is the repeated CI at the look's level (0.0033),
-    # wider than the Holm-level CI, still excluding 1 (the row is significant), footnoted
+    # 3 launches per side of a repeats = "decide" campaign: the rule decided every cell at
+    # the first (interim) look, level 0.0033, in this table's family; each row prints that
+    # decision: p_holm = the look's adjusted p x alpha / level, the CI at 1 - level x p /
+    # adjusted p (the Holm level of the look: at least as wide as the repeated CI at the
+    # look's level, still excluding 1), footnoted
     from mpibench.stats.sequential import Design
 
     look = Design(3, 12, 3, 0.05, 0.05).level(3)
@@ -619,23 +621,32 @@ def test_early_stopped_decide_cells_print_the_ci_at_the_looks_level(tmp_path):
     ds = [r.deltas["b"] for r in cmp.rows]
     assert ds and all(d.significant for d in ds)
     for d in ds:
-        lo, hi = d.test.ci_at(1.0 - look)
-        assert d.ci_holm == (lo, hi) and lo > 1.0
+        p_look = d.p_adj * look / 0.05          # the look's own adjusted p
+        assert p_look <= look
+        lo, hi = d.test.ci_at(1.0 - look * d.p / p_look)
+        assert d.ci_holm == pytest.approx((lo, hi), rel=1e-12) and lo > 1.0
+        rci = d.test.ci_at(1.0 - look)
+        assert lo <= rci[0] and hi >= rci[1]
+        # the printed p and CI agree as in any table: the CI is at the printed p's Holm level
         holm = d.test.ci_at(1.0 - 0.05 * d.p / d.p_adj)
-        assert lo < holm[0] and hi > holm[1]
+        assert holm == pytest.approx((lo, hi), rel=1e-9)
+        assert lo < d.ci_low and hi > d.ci_high
     assert "CI widened for sequential looks" in out
-    (sm,) = cmp.summaries                   # the geomean row: the same rule
+    (sm,) = cmp.summaries                   # the geomean row: the repeated CI at the look
     t = sm.test["b"]
     assert sm.p_adj["b"] <= 0.05 and sm.ci_holm["b"] == t.ci_at(1.0 - look)
     assert sm.ci_holm["b"][0] > 1.0
     # the verdict's overall CI likewise (said in its sentence)
     lo, hi = cmp.overall["b"].ci_at(1.0 - look)
-    assert f"[{lo:.3f}, {hi:.3f}] (CI widened for sequential looks)" in cmp.verdicts["b"]
+    assert f"[{lo:.3f}, {hi:.3f}] (CI widened for sequential looks: " in cmp.verdicts["b"]
 
 
 def test_decide_cells_at_the_maximum_and_other_campaigns_keep_the_holm_ci(tmp_path):
+    # a design with one look (12 launches, level alpha) and a campaign without the rule
+    one_look = {**DECIDE_SPEC, "repeats_auto": {"until": "decided", "min": 12, "max": 12,
+                                                "step": 3}}
     for launches, decide in ((12, True), (3, False)):
-        store, groups = _decide_store(tmp_path, launches, decide)
+        store, groups = _decide_store(tmp_path, launches, decide, one_look)
         try:
             cmp = compare_groups(store, groups, "a")
             out = render(cmp, "terminal")
@@ -650,3 +661,171 @@ def test_decide_cells_at_the_maximum_and_other_campaigns_keep_the_holm_ci(tmp_pa
             assert sm.ci_holm["b"] == t.ci_at(
                 min(max(1.0 - 0.05 * t.p / sm.p_adj["b"], 0.95), 1 - 1e-12))
         assert "sequential looks" not in out and "sequential" not in cmp.verdicts["b"]
+
+
+def _sim_store(path, seed: int, launches: int, effect: float, spec: dict | None):
+    from mpibench.stats import simulate as S
+
+    store, groups = S.build_store(path, np.random.default_rng(seed), launches=launches,
+                                  sigma_l=0.05, within=0.002, effect=effect,
+                                  sizes=(0, 8, 64, 1024), n_samples=(20, 40))
+    cid = store.add_campaign("sim", spec) if spec else None
+    return store, groups, cid
+
+
+@pytest.mark.parametrize("seed", [7, 13])
+def test_the_rules_decision_is_the_one_the_report_prints(tmp_path, seed):
+    # One rule in one place: a repeats = "decide" look decides in the report's family
+    # (cells, geomean row, verdict; graph procedure, closed mean test/maxT), at its level.
+    # Seeded launches (6 per side, a real 6% at sigma_L 0.05) where Holm over the cells
+    # alone (the rule's family before) and the table disagree: seed 7, the table finds
+    # all 4 cells significant and Holm over cells 1; seed 13, Holm over cells calls 64 B
+    # significant and the table does not. With one look (6 launches, level alpha) the
+    # rule's decisions must be the report's, read on a store without the rule.
+    from mpibench.campaign import auto_repeats as ar
+
+    spec = {"repeats_auto": {"until": "decided", "min": 6, "max": 6, "step": 3}}
+    store, groups, cid = _sim_store(tmp_path / "rule.db", seed, 6, 0.06, spec)
+    try:
+        look, cells = ar.decisions(store, cid, spec)
+    finally:
+        store.close()
+    plain, groups, _ = _sim_store(tmp_path / "plain.db", seed, 6, 0.06, None)
+    try:
+        cmp = compare_groups(plain, groups, "a")
+    finally:
+        plain.close()
+    rule = {k[3].size: st for k, st in look.cells.items()}
+    shown = {r.size: r.deltas["b"] for r in cmp.rows}
+    assert set(rule) == set(shown) == {0, 8, 64, 1024}
+    for size, d in shown.items():
+        st = rule[size]
+        assert (st.status.value == "significant") == d.significant, size
+        assert st.p_holm == pytest.approx(d.p_adj, rel=1e-9), size
+        assert d.direction == ("~" if not st.decided else
+                               "better" if st.gain > 1 else "worse"), size
+
+
+def test_an_interim_look_decides_as_the_report_at_the_looks_level(tmp_path):
+    # The look at 3 launches (level 0.05 x 0.2 / 3) is the report's table on the first 3
+    # launches, decided at the look's level: a cell is significant at the look exactly
+    # when the report of those launches gives it an adjusted p <= 0.0033.
+    from mpibench.campaign import auto_repeats as ar
+    from mpibench.stats.sequential import Design
+
+    spec = {"repeats_auto": {"until": "decided", "min": 3, "max": 12, "step": 3}}
+    level = Design(3, 12, 3).level(3)
+    for seed, effect in ((1, 0.3), (2, 0.15)):
+        store, _g, cid = _sim_store(tmp_path / f"r{seed}.db", seed, 12, effect, spec)
+        try:
+            look, _cells = ar.decisions(store, cid, spec, upto=3)
+        finally:
+            store.close()
+        plain, groups, _ = _sim_store(tmp_path / f"p{seed}.db", seed, 3, effect, None)
+        try:
+            cmp = compare_groups(plain, groups, "a")
+        finally:
+            plain.close()
+        assert look.n == 3 and look.level == pytest.approx(level)
+        rule = {k[3].size: st for k, st in look.cells.items()}
+        for r in cmp.rows:
+            d, st = r.deltas["b"], rule[r.size]
+            assert st.p_holm == pytest.approx(d.p_adj, rel=1e-9)
+            assert (st.status.value == "significant") == (d.p_adj <= level)
+
+
+def test_the_look_of_a_decision_is_the_one_the_rule_took_not_a_launch_count(tmp_path):
+    # Design 3, 6, step 3. The candidate's round-5 launch failed (5 launches, the baseline
+    # 6): the look at 6 still happened (the campaign ran its round 5) and decided every
+    # cell at the last look's level, alpha. Inferring the look from the smaller side (5)
+    # replayed only the look at 3 ("undecided, more launches pending") and printed the CI
+    # widened to the interim level.
+    from mpibench.campaign import auto_repeats as ar
+    from mpibench.stats import simulate as S
+
+    spec = {"repeats_auto": {"until": "decided", "min": 3, "max": 6, "step": 3}}
+    store, groups = S.build_store(tmp_path / "f.db", np.random.default_rng(1),
+                                  launches=(6, 5), sigma_l=0.05, within=0.002, effect=0.12,
+                                  sizes=(0, 8, 64, 1024), n_samples=(20, 40))
+    cid = store.add_campaign("sim", spec)
+    try:
+        look, cells = ar.decisions(store, cid, spec)
+        summary = ar.summarize(spec, look, cells)
+        cmp = compare_groups(store, groups, "a")
+        out = render(cmp, "terminal")
+    finally:
+        store.close()
+    assert look.n == 6 and look.final
+    assert all(st.status.value == "significant" and st.look == 6 and st.level == 0.05
+               for st in look.cells.values())
+    (pt,) = summary["points"]
+    assert pt["state"] == "decided: every cell by 6 launches per variant"
+    assert not pt["early"]
+    for r in cmp.rows:
+        d = r.deltas["b"]
+        assert (d.n_base, d.n_cand) == (6, 5) and d.significant
+        assert d.ci_holm == d.test.ci_at(min(max(1.0 - 0.05 * d.p / d.p_adj, 0.95),
+                                             1 - 1e-12))
+    assert "sequential looks" not in out and "sequential" not in cmp.verdicts["b"]
+
+
+def test_a_look_counts_the_launches_of_its_rounds(tmp_path):
+    # The candidate's round-1 launch failed: the look at 3 launches per variant saw rounds
+    # 0-2, i.e. 2 candidate launches, never the round-3 launch run after that look.
+    from mpibench.campaign import auto_repeats as ar
+    from mpibench.stats import simulate as S
+
+    spec = {"repeats_auto": {"until": "decided", "min": 3, "max": 12, "step": 3}}
+    store, _groups = S.build_store(tmp_path / "r.db", np.random.default_rng(2),
+                                   launches=6, sigma_l=0.05, within=0.002, effect=0.0,
+                                   sizes=(0, 8), n_samples=(20, 40))
+    cid = store.add_campaign("sim", spec)
+    store.set_run("b-1", "failed")
+    try:
+        look, cells = ar.decisions(store, cid, spec, upto=3)
+    finally:
+        store.close()
+    assert look.n == 3
+    for k, st in look.cells.items():
+        base, cand = cells[k][0], cells[k][1]
+        assert "b-1" not in cand and "b-3" in cand
+        gm_a = np.exp(np.mean(np.log([base[f"a-{i}"] for i in (0, 1, 2)])))
+        gm_b = np.exp(np.mean(np.log([cand[f"b-{i}"] for i in (0, 2)])))
+        assert st.gain == pytest.approx(gm_a / gm_b, rel=1e-9)     # times: base / cand
+
+
+def test_widened_cis_say_so_in_the_json_and_the_legend(tmp_path):
+    # rows, geomean row and verdict of a decide campaign stopped at the first look: the
+    # compare JSON marks each widened CI with the look's level and the CI's own level; the
+    # table's legend says what was widened and why; a campaign without the rule has neither
+    from mpibench.report.compare_view import to_json_obj
+    from mpibench.stats.sequential import Design
+
+    look = Design(3, 12, 3, 0.05, 0.05).level(3)
+    for decide in (True, False):
+        store, groups = _decide_store(tmp_path, 3, decide)
+        try:
+            cmp = compare_groups(store, groups, "a")
+            out = render(cmp, "terminal")
+        finally:
+            store.close()
+        js = to_json_obj(cmp)
+        rows = [r for r in js["rows"] if r["candidate"] == "b"]
+        (sm,) = js["summary"]
+        if not decide:
+            assert not any(r["ci_widened_for_sequential_looks"] for r in rows)
+            assert sm["geomean_ci_widened_for_sequential_looks"] == {}
+            assert js["overall"]["b"]["ci_widened_for_sequential_looks"] is None
+            assert "look level" not in out
+            continue
+        for r in rows:
+            assert r["ci_widened_for_sequential_looks"]
+            assert r["look_level"] == pytest.approx(look)
+            assert 1 - look <= r["gain_ci_holm_level"] < 1
+            assert r["p_holm"] <= 0.05 and r["gain_ci_holm"][0] > 1
+        w = sm["geomean_ci_widened_for_sequential_looks"]["b"]
+        assert w["look_level"] == pytest.approx(look) and w["level"] == pytest.approx(1 - look)
+        ov = js["overall"]["b"]["ci_widened_for_sequential_looks"]
+        assert ov["look_level"] == pytest.approx(look)
+        assert "sequential looks" in js["test"]
+        assert f"CI widened for sequential looks (look level {look:.2g})" in out

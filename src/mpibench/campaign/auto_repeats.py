@@ -302,7 +302,8 @@ def figures(spec) -> dict[str, set[str]]:
     """{group: the metrics it decides on} (a CampaignSpec or its stored dict): an
     application's figures of merit (the wall time every launch also records decides only
     where it is the figure); groups not listed decide on every metric they measure."""
-    groups = spec["groups"] if isinstance(spec, dict) else [g.to_dict() for g in spec.groups]
+    groups = (spec.get("groups") or [] if isinstance(spec, dict)
+              else [g.to_dict() for g in spec.groups])
     out = {}
     for g in groups:
         names = {f["name"] for f in (g.get("foms") or [])}
@@ -312,12 +313,16 @@ def figures(spec) -> dict[str, set[str]]:
 
 
 def decision_cells(store, campaign_id: int, order: list[str],
-                   metrics: dict[str, set[str]] | None = None) -> dict[tuple, tuple]:
+                   metrics: dict[str, set[str]] | None = None,
+                   rounds: dict[str, int] | None = None) -> dict[tuple, tuple]:
     """The family of `until = "decided"`: {(group, point, candidate, cell key): ({run id:
-    launch statistic} of the baseline, of the candidate, better, the baseline's name)}, each side's launches in
-    repeat order, for every cell of every group the store has finished launches of (of a
-    group in `metrics`, its cells of those metrics only). A group's baseline is its first
-    variant in `order` (the campaign's variants, as compare's first set)."""
+    launch statistic} of the baseline, of the candidate, better, the baseline's name)}, each
+    side's launches in repeat order, for every cell of every group the store has finished
+    launches of: the cells of the campaign's comparison table. A group's baseline is its
+    first variant in `order` (the campaign's variants, as compare's first set). metrics: a
+    group's deciding metrics (an application's figures of merit; its other metrics, the
+    wall time, are in the family but decide nothing: `deciding`). rounds: filled with
+    {run id: its repeat index} (the round a look counts it in)."""
     from mpibench.report.data import load_cells
     from mpibench.report.rules import comparable
     from mpibench.store.report_queries import done_runs_of_campaign
@@ -327,6 +332,8 @@ def decision_cells(store, campaign_id: int, order: list[str],
     for r in done_runs_of_campaign(store, campaign_id):
         runs[r["grp"]][r["variant"]].append(r["id"])
         where[r["id"]] = (int(r["repeat"]), point_json(json.loads(r["params_json"] or "{}")))
+    if rounds is not None:
+        rounds.update({rid: w[0] for rid, w in where.items()})
     out: dict[tuple, tuple] = {}
     rank = {v: i for i, v in enumerate(order)}
     for g, by_variant in runs.items():
@@ -336,8 +343,6 @@ def decision_cells(store, campaign_id: int, order: list[str],
         cells = load_cells(store, dict(by_variant), with_samples=False)
         for key, by in cells.items():
             base = by.get(first)
-            if g in (metrics or {}) and key.metric not in metrics[g]:
-                continue
             if base is None or not base.testable:
                 continue
             b = _ordered(base.by_launch, where)
@@ -349,6 +354,13 @@ def decision_cells(store, campaign_id: int, order: list[str],
     return out
 
 
+def deciding(key: tuple, metrics: dict[str, set[str]] | None) -> bool:
+    """Whether a cell of the family (decision_cells' key) must be decided for its group to
+    stop: every cell, except an application's metrics other than its figures of merit."""
+    g, _point, _cand, cell = key
+    return g not in (metrics or {}) or cell.metric in metrics[g]
+
+
 def _ordered(by_launch: dict[str, float], where) -> dict[str, float]:
     return dict(sorted(by_launch.items(), key=lambda kv: where[kv[0]][0]))
 
@@ -358,18 +370,61 @@ def _pool_key(key: tuple) -> tuple:
     return (g, point, cand, _bench_of(cell))
 
 
+def table_shape(cells: dict[tuple, tuple], metrics: dict[str, set[str]] | None = None):
+    """The stats.sequential TableShape of the campaign's comparison table (what `mpibench
+    report --campaign` prints with the campaign's first variant as baseline): one column
+    per candidate (and baseline), a geomean row per benchmark, metric and tool, one
+    verdict per candidate over the core's rows when tools are mixed (report/judge.py)."""
+    from mpibench.stats.sequential import TableShape
+
+    tools = {getattr(k[3], "tool", None) for k in cells}
+    main = ("core" if "core" in tools else sorted(t or "" for t in tools)[0]
+            if len(tools) > 1 else None)
+
+    def candidate(key):
+        return (cells[key][3], key[2])
+
+    def summary(key):
+        c = key[3]
+        return (c.benchmark, c.metric, c.tool) if hasattr(c, "metric") else _bench_of(c)
+
+    def verdict(key):
+        return main is None or (getattr(key[3], "tool", None) or "") == main
+
+    return TableShape(candidate, summary, verdict, lambda k: deciding(k, metrics))
+
+
 def decisions(store, campaign_id: int, spec: dict, upto: int | None = None):
     """The looks of `until = "decided"` replayed on the stored launches (up to `upto`
-    launches per variant), from the campaign's stored spec (CampaignSpec.to_dict): (the
-    last stats.sequential.Look or None, the cells' family)."""
+    launches per variant; each look counts the launches of its rounds, by repeat index),
+    from the campaign's stored spec (CampaignSpec.to_dict): (the last
+    stats.sequential.Look or None, the cells' family)."""
     from mpibench.stats.sequential import run_looks
 
     order = [v["name"] for v in spec.get("variants", [])]
-    cells = decision_cells(store, campaign_id, order, figures(spec))
+    rounds: dict[str, int] = {}
+    metrics = figures(spec)
+    cells = decision_cells(store, campaign_id, order, metrics, rounds)
     if not cells:
         return None, cells
-    looks = run_looks(cells, design_of(spec), pool_key=_pool_key, upto=upto)
+    looks = run_looks(cells, design_of(spec), pool_key=_pool_key, upto=upto,
+                      shape=table_shape(cells, metrics), rounds=rounds)
     return (looks[-1] if looks else None), cells
+
+
+DECISIONS_LEGEND = (
+    "a cell is decided at a look when its adjusted p in the campaign's comparison table "
+    "(stats.multiplicity.adjust_table: cells, geomean rows and verdicts, the procedure the "
+    "report prints) is at or below the look's level (significant), or its TOST p is "
+    "(equivalent); interim looks test at alpha x 0.2 / (interim looks), the last at alpha. "
+    "cells_decided: every decided cell of a point, each with launches (the look that "
+    "decided it), look_level (that look's level), p_holm (its adjusted p at that look), "
+    "p_sequential (p_holm x alpha / look_level: <= alpha exactly when the look decided it "
+    "significant; the report prints it as the row's p_holm) and ci_low/ci_high, the gain "
+    "CI the report prints for it, widened for sequential looks (ci_widened) to the "
+    "confidence `level` = 1 - look_level x p / p_holm (at least 1 - look_level) when "
+    "ci_widened (decided before the last look), else at the table's Holm level; early: "
+    "those decided before the last look")
 
 
 def summarize(spec: dict, look, cells: dict) -> dict[str, Any]:
@@ -378,8 +433,9 @@ def summarize(spec: dict, look, cells: dict) -> dict[str, Any]:
     still running."""
     design = design_of(spec)
     out: dict[str, Any] = {"rule": design.to_dict(), "looks": design.looks(),
-                           "cells": len(cells), "significant": 0, "equivalent": 0,
-                           "undecided": 0, "points": []}
+                           "cells": sum(deciding(k, figures(spec)) for k in cells),
+                           "significant": 0, "equivalent": 0,
+                           "undecided": 0, "points": [], "legend": DECISIONS_LEGEND}
     if look is None:
         return out
     launches: dict[tuple, int] = {}
@@ -387,24 +443,31 @@ def summarize(spec: dict, look, cells: dict) -> dict[str, Any]:
         launches[(g, point)] = max(launches.get((g, point), 0), len(b), len(c))
     points: dict[tuple, dict[str, Any]] = {}
     for (g, point, cand, _key), st in look.cells.items():
+        if not st.decides:
+            continue
         pt = points.setdefault((g, point), {
             "group": g, "point": json.loads(point), "candidates": set(), "cells": 0,
             "significant": 0, "equivalent": 0, "undecided": 0, "decided_at": 0,
-            "reason": None, "early": []})
+            "reason": None, "early": [], "cells_decided": []})
         pt["cells"] += 1
         pt["candidates"].add(cand)
         pt[st.status.value] += 1
         out[st.status.value] += 1
+        rec = {"candidate": cand, "baseline": cells[(g, point, cand, _key)][3],
+               "benchmark": getattr(_key, "benchmark", None),
+               "size": getattr(_key, "size", None), "metric": getattr(_key, "metric", None),
+               "status": st.status.value, "launches": st.look, "gain": st.gain,
+               "p_holm": st.p_holm, "p_sequential": st.sequential_p(design.alpha),
+               "p_equivalence": st.tost, "look_level": st.level, "ci_low": st.ci_low,
+               "ci_high": st.ci_high, "level": st.ci_level,
+               "ci_widened": st.level is not None and st.level < design.alpha}
         if st.decided:
+            pt["cells_decided"].append(rec)
             pt["decided_at"] = max(pt["decided_at"], st.look)
             if st.look < design.max:
                 # decided before the last look: the CI at that look's level (the repeated
-                # CI) is the one that keeps its coverage (docs/statistics.md)
-                pt["early"].append({
-                    "candidate": cand, "benchmark": getattr(_key, "benchmark", None),
-                    "size": getattr(_key, "size", None), "metric": getattr(_key, "metric", None),
-                    "status": st.status.value, "launches": st.look, "gain": st.gain,
-                    "ci_low": st.ci_low, "ci_high": st.ci_high, "level": 1 - design.level(st.look)})
+                # CI or wider) is the one that keeps its coverage (docs/statistics.md)
+                pt["early"].append(rec)
         elif pt["reason"] is None:
             pt["reason"] = f"{cand} vs {cells[(g, point, cand, _key)][3]}: {st.reason}"
     for (g, point), pt in points.items():
@@ -493,12 +556,13 @@ class Stages:
             self.runner.log(f"repeats = decide: nothing to compare after {n} launches per "
                             "variant (one variant per group, or no finished launches)")
         else:
-            counts = {s: sum(1 for c in look.cells.values() if c.status.value == s)
+            mine = [c for c in look.cells.values() if c.decides]
+            counts = {s: sum(1 for c in mine if c.status.value == s)
                       for s in ("significant", "equivalent", "undecided")}
             self.runner.log(
                 f"repeats = decide: look at {n} launches per variant (level "
-                f"{look.level:.2g}): {len(look.cells) - counts['undecided']} of "
-                f"{len(look.cells)} cells decided ({counts['significant']} significant, "
+                f"{look.level:.2g}): {len(mine) - counts['undecided']} of "
+                f"{len(mine)} cells decided ({counts['significant']} significant, "
                 f"{counts['equivalent']} equivalent); {len(needs)} group point(s) go on to "
                 f"{nxt} launches")
         return lambda c: c.variant.name in needs.get((c.group.name, point_json(c.params)),

@@ -406,7 +406,8 @@ def _print_decisions(d: dict) -> None:
     r = d["rule"]
     margin = f"within ±{100 * r['margin']:g}%" if r.get("margin") else "(no equivalence margin)"
     con.print(f'repeats = "decide" (looks at {", ".join(map(str, d["looks"]))} launches per '
-              f"variant; significant after Holm, or equivalent {margin}): {d['cells']} "
+              f"variant; significant in the comparison table's family (cells, geomean "
+              f"rows, verdicts) at the look's level, or equivalent {margin}): {d['cells']} "
               f"cells, {d['significant']} significant, {d['equivalent']} equivalent, "
               f"{d['undecided']} undecided")
     for pt in d["points"][:20]:
@@ -415,6 +416,12 @@ def _print_decisions(d: dict) -> None:
                          + f": {pt['launches']} launches: {pt['state']}"))
         if pt["undecided"] and pt["reason"]:
             con.print(escape(f"    {pt['reason']}"))
+        for c in pt.get("early", [])[:5]:
+            con.print(escape(
+                f"    {c['candidate']} {c['benchmark']} {c['size'] if c['size'] is not None else ''}"
+                f" {c['metric']}: {c['status']} at {c['launches']} launches (look level "
+                f"{c['look_level']:.2g}); CI widened for sequential looks to "
+                f"{100 * c['level']:.2f}%: [{c['ci_low']:.3g}, {c['ci_high']:.3g}]"))
     if len(d["points"]) > 20:
         con.print(f"  ... {len(d['points']) - 20} more (--json)")
 

@@ -129,6 +129,9 @@ def comparison_records(cmp: Comparison) -> list[dict[str, Any]]:
             rec.update({"gain": d.gain, "gain_ci_low": d.ci_low, "gain_ci_high": d.ci_high,
                         "p": d.p, "p_holm": d.p_adj,
                         "gain_ci_holm": list(d.ci_holm) if d.ci_holm else None,
+                        "gain_ci_holm_level": _ci_level(d, cmp.alpha),
+                        "ci_widened_for_sequential_looks": d.seq_level is not None,
+                        "look_level": d.seq_level,
                         "p_equivalence": d.p_equiv, "equivalent": d.equivalent,
                         "significant": d.significant, "tested": d.tested,
                         "direction": d.direction, "base_launches": d.n_base,
@@ -143,6 +146,16 @@ def comparison_records(cmp: Comparison) -> list[dict[str, Any]]:
     return out
 
 
+def _ci_level(d: Any, alpha: float) -> float | None:
+    """The confidence level of a row's gain_ci_holm: 1 - alpha p / p_holm (judge._holm_ci,
+    and for a row decided at an interim look of a decide campaign the look's level)."""
+    if d.seq_ci_level is not None:
+        return d.seq_ci_level
+    if d.ci_holm is None or d.p is None or not d.p_adj:
+        return None
+    return min(max(1.0 - alpha * d.p / d.p_adj, 1.0 - alpha), 1.0 - 1e-12)
+
+
 def to_json_obj(cmp: Comparison) -> dict[str, Any]:
     return clean_json({
         "title": cmp.title, "baseline": cmp.baseline, "groups": cmp.sets, "alpha": cmp.alpha,
@@ -154,6 +167,10 @@ def to_json_obj(cmp: Comparison) -> dict[str, Any]:
                      "geomean_ci": {c: [t.ci_low, t.ci_high] for c, t in s.test.items()},
                      "geomean_p": {c: t.p for c, t in s.test.items()},
                      "geomean_p_holm": s.p_adj,
+                     "geomean_ci_holm": {c: list(v) for c, v in s.ci_holm.items()},
+                     "geomean_ci_widened_for_sequential_looks": {
+                         c: {"look_level": lv, "level": cl}
+                         for c, (lv, cl) in s.seq_level.items()},
                      "better": s.better, "worse": s.worse,
                      "not_significant": s.same} for s in cmp.summaries],
         "equivalence_margin": cmp.equivalence,
@@ -162,6 +179,10 @@ def to_json_obj(cmp: Comparison) -> dict[str, Any]:
                         "p_equivalence": (t.tost(cmp.equivalence) if cmp.equivalence
                                           else None),
                         "base_launches": t.n_base, "cand_launches": t.n_cand,
+                        "ci_widened_for_sequential_looks": (
+                            {"look_level": cmp.overall_seq_level[c][0],
+                             "level": cmp.overall_seq_level[c][1]}
+                            if c in cmp.overall_seq_level else None),
                         "verdict": cmp.outcomes.get(c)} for c, t in cmp.overall.items()},
         "test": "t on the logs of the launch statistics (one value per launch); a "
                 "benchmark's sizes pool their between-launch spread (launch effect shared "
@@ -170,7 +191,19 @@ def to_json_obj(cmp: Comparison) -> dict[str, Any]:
                 "every p shown by a weighted Holm graph (verdicts half of alpha, cells and "
                 "geomean rows the other half; a benchmark's pooled cells one unit, closed "
                 "test on their mean gain and maxT, docs/statistics.md); gain_ci_*: 95%, "
-                "gain_ci_holm: at the row's Holm level",
+                "gain_ci_holm: at the row's Holm level, gain_ci_holm_level = 1 - alpha x p / "
+                "p_holm, so it excludes 1 exactly when p_holm <= alpha. A row a repeats = "
+                "\"decide\" campaign's rule decided at an interim look "
+                "(ci_widened_for_sequential_looks, look_level: that look's level) prints "
+                "the rule's decision at that look: p and the gain are the look's, p_holm = "
+                "the look's adjusted p (the same family and procedure) x alpha / look_level, "
+                "(capped at 1), its gain_ci_holm at 1 - look_level x p / that adjusted p "
+                "(gain_ci_holm_level): widened for "
+                "sequential looks, at least the repeated CI at the look's level. A geomean "
+                "row or verdict all of whose cells stopped early prints the wider of its "
+                "Holm-level CI and the repeated CI at the look's level "
+                "(geomean_ci_widened_for_sequential_looks, overall.*."
+                "ci_widened_for_sequential_looks: look_level and the CI's level)",
         "launch_statistic": cmp.statistic,
         "footnotes": cmp.footnotes,
         "warnings": cmp.warning_lines,
@@ -266,7 +299,26 @@ def _header_lines(cmp: Comparison) -> list[str]:
         + f"; n = launches per side; cannot tell = "
         f"fewer than {launch_stats.MIN_LAUNCHES} launches on a side; geomean rows aggregate "
         "per launch first",
-    ]
+    ] + _sequential_legend(cmp)
+
+
+def _sequential_legend(cmp: Comparison) -> list[str]:
+    """The legend line of the CIs widened for sequential looks (none when nothing is)."""
+    rows = {d.seq_level for r in cmp.rows for d in r.deltas.values()
+            if d.seq_level is not None}
+    other = {lv for s in cmp.summaries for lv, _cl in s.seq_level.values()} | {
+        lv for lv, _cl in cmp.overall_seq_level.values()}
+    if not rows and not other:
+        return []
+    levels = ", ".join(f"{x:.2g}" for x in sorted(rows | other))
+    return [
+        f"CI widened for sequential looks (look level {levels}): a repeats = \"decide\" "
+        "campaign's rule decided these rows at an interim look, in this table's family at "
+        "the look's level; such a row prints that look's decision: its gain and p are the "
+        "look's, its Holm-adjusted p is the look's adjusted p x alpha / look level, its CI at "
+        "1 - look level·p/(the look's adjusted p), at least the repeated CI at the look's "
+        "level; a geomean row or verdict whose cells all stopped early prints the wider of "
+        "its Holm-level CI and the repeated CI at the look's level"]
 
 
 def comparison_table(cmp: Comparison, heading_level: int = 3) -> Table:

@@ -32,8 +32,11 @@ def decisions_tables(store: Store, sets: Mapping[str, list[str]]) -> list[Table]
         t = Table(f"Launches where they decide: campaign {row['name']}",
                   ["group", "point", "launches", "state", "what did not decide"], [],
                   caption=(f'repeats = "decide": looks at {", ".join(map(str, d["looks"]))} '
-                           f"launches per variant; a cell is decided when significant after "
-                           f"Holm over every cell of the campaign or {margin}; "
+                           f"launches per variant; a cell is decided when significant in the "
+                           f"campaign's comparison table (the family and procedure the "
+                           f"comparison prints: cells, geomean rows, verdicts) at the look's "
+                           f"level, or {margin}; a cell decided before the last look prints "
+                           f"that look's decision, its CI widened for sequential looks; "
                            f"{d['cells']} cells: {d['significant']} significant, "
                            f"{d['equivalent']} equivalent, {d['undecided']} undecided"),
                   kind="decisions", left_cols=5)

@@ -95,19 +95,24 @@ def compare_groups(store: Store, sets: Mapping[str, list[str]], baseline: str, *
     vrows, others = _verdict_rows(rows)
     overall = {cand: _aggregate(vrows, baseline, cand, alpha) for cand in order[1:]}
     summaries = _summaries(rows, baseline, order[1:], alpha)
-    overall_p_adj, family = _adjust_all(rows, summaries, overall, alpha, block_of)
-    seq_hits = _sequential_looks(store, rows, summaries, baseline, alpha, notes)
+    decided, early = _rule_statuses(store, rows, baseline, notes)
+    overall_p_adj, family = _adjust_all(rows, summaries, overall, alpha, block_of, decided)
+    seq_hits = _widen_summaries(summaries, early, alpha)
     _count_decisions(rows, summaries)
     outcomes, verdicts = _verdicts(vrows, others, baseline, order[1:], not_compared, alpha,
                                 overall, overall_p_adj, equivalence, family, set_marks,
                                 seq_hits)
+    seq_overall = {c: w[1] for c, hit in seq_hits.items()
+                   if c in overall_p_adj and overall[c].tested
+                   and (w := _widen(overall[c], overall_p_adj[c], alpha, hit))}
     return Comparison(sets=order, baseline=baseline, alpha=alpha, rows=rows,
                       summaries=summaries, footnotes=notes.texts,
                       verdict="; ".join(verdicts.values()), verdicts=verdicts,
                       run_counts={g: len(ids) for g, ids in sets.items()}, title=title,
                       warnings=warnings, set_marks=set_marks, not_compared=not_compared,
                       overall=overall, outcomes=outcomes, statistic=statistic,
-                      overall_p_adj=overall_p_adj, equivalence=equivalence)
+                      overall_p_adj=overall_p_adj, equivalence=equivalence,
+                      overall_seq_level=seq_overall)
 
 
 def _check_request(sets: Mapping[str, list[str]], baseline: str, alpha: float) -> None:
@@ -235,38 +240,34 @@ def _test_cells(pending: dict, alpha: float, equivalence: float | None,
 
 def _adjust_all(rows: list[Row], summaries: list[Summary],
                 overall: dict[str, launch_stats.LaunchTest], alpha: float,
-                block_of: Mapping[int, int]) -> tuple[dict[str, float], float]:
+                block_of: Mapping[int, int], decided: Mapping[int, Any] | None = None
+                ) -> tuple[dict[str, float], float]:
     """One family over every p the table shows (the cells, the geomean rows of benchmarks
-    with more than one row, each candidate's overall test), by a graph of weighted
-    Bonferroni tests (stats.multiplicity.graph_units, docs/statistics.md): the verdicts
-    (the headline) hold VERDICT_SHARE of alpha, the rows (cells and geomean rows) the
-    rest, one equal share per row; a rejected verdict passes its share to its candidate's
-    rows, a fully rejected row unit to the candidate's other rows. A benchmark's pooled
-    cells are one unit holding their rows' shares, tested by maxT: their gains share the
-    launch effect, so their p-values are adjusted for the block's correlation, not paid one
-    by one. Writes each Delta's and geomean row's adjusted p and CI; returns the overall
-    tests' adjusted p and the share of alpha each verdict's family holds."""
-    cell_tests = [r.deltas[g] for r in rows for g, d in r.deltas.items() if d.tested]
-    cell_cands = [g for r in rows for g, d in r.deltas.items() if d.tested]
+    with more than one row, each candidate's overall test), adjusted by
+    stats.multiplicity.adjust_table (the graph of weighted Bonferroni tests the sequential
+    rule of repeats = "decide" decides with; docs/statistics.md). decided: {id(Delta): the
+    rule's stats.sequential.CellStatus} of the cells a decide campaign's rule decided
+    (_rule_statuses): a cell decided significant stays rejected in the graph, and every
+    decided cell prints the rule's decision (its sequential p, CI at its look's level).
+    Writes each Delta's and geomean row's adjusted p and CI; returns the overall tests'
+    adjusted p and the share of alpha each verdict's family holds."""
+    decided = decided or {}
+    cell_tests = [(r.deltas[g], g) for r in rows for g, d in r.deltas.items() if d.tested]
     shown_summaries = [(s, c) for s in summaries if s.rows > 1 for c in s.test
                        if s.test[c].tested]
     shown_overall = [c for c in overall if overall[c].tested]
-    n_rows = len(cell_tests) + len(shown_summaries)
-    weights = bool(n_rows and shown_overall)
-    row_w = (1.0 - VERDICT_SHARE) / n_rows if weights else 1.0 / max(1, n_rows)
-    cell_p, cell_units, cell_n = _cell_units(cell_tests, cell_cands, block_of)
-    ps = (cell_p + [s.test[c].p for s, c in shown_summaries]
-          + [overall[c].p for c in shown_overall])
-    units = (cell_units + [("geomean", i, c) for i, (_s, c) in enumerate(shown_summaries)]
-             + [("verdict", c) for c in shown_overall])
-    rows_of: dict[str, dict[tuple, float]] = {}      # candidate -> {row unit: rows}
-    for u, n in cell_n.items():
-        rows_of.setdefault(u[-1], {})[u] = n
-    for i, (_s, c) in enumerate(shown_summaries):
-        rows_of.setdefault(c, {})[("geomean", i, c)] = 1.0
-    adj = multiplicity.graph_units(ps, units, *_graph(rows_of, shown_overall, row_w))
-    adj = [float(a) for a in adj]
-    for d, pa in zip(cell_tests, adj, strict=False):
+    hyps = ([multiplicity.Hypothesis(
+        "cell", d.test, g, block_of.get(id(d)),
+        id(d) in decided and decided[id(d)].status.value == "significant")
+        for d, g in cell_tests]
+        + [multiplicity.Hypothesis("geomean", s.test[c], c) for s, c in shown_summaries]
+        + [multiplicity.Hypothesis("verdict", overall[c], c) for c in shown_overall])
+    adj, family = multiplicity.adjust_table(hyps)
+    for (d, _g), pa in zip(cell_tests, adj, strict=False):
+        st = decided.get(id(d))
+        if st is not None:
+            _take_decision(d, st, alpha)
+            continue
         d.p_adj = pa
         d.significant = bool(pa <= alpha)
         d.ci_holm = _holm_ci(d.test, pa, alpha)
@@ -276,92 +277,158 @@ def _adjust_all(rows: list[Row], summaries: list[Summary],
         s.ci_holm[c] = _holm_ci(s.test[c], pa, alpha)
     k += len(shown_summaries)
     overall_p_adj = dict(zip(shown_overall, adj[k:], strict=True))
-    family = VERDICT_SHARE / len(shown_overall) if weights else 1.0 / max(1, len(adj))
     return overall_p_adj, family
 
 
-def _decide_runs(store: Store) -> dict[str, tuple[Any, str]]:
-    """{run id: (its campaign's stats.sequential Design, campaign name)} for the runs of
-    the campaigns run with repeats = "decide" (their stored spec); empty, after one read of
-    the campaigns table, when there are none."""
+def _decide_campaigns(store: Store, run_ids: set[str]) -> dict[int, tuple[dict, str]]:
+    """{campaign id: (its stored spec, name)} of the campaigns run with repeats = "decide"
+    that measured any of run_ids; empty, after one read of the campaigns table, when there
+    are none."""
     from mpibench.campaign import auto_repeats as ar
+    from mpibench.store.report_queries import run_campaign_variant
 
-    out: dict[str, tuple[Any, str]] = {}
+    specs: dict[int, tuple[dict, str]] = {}
     for c in store.campaigns():
         try:
             spec = json.loads(c["spec_json"] or "{}")
         except ValueError:
             continue
-        if not isinstance(spec, dict) or not ar.is_decide(spec):
+        if isinstance(spec, dict) and ar.is_decide(spec):
+            specs[c["id"]] = (spec, c["name"])
+    if not specs:
+        return {}
+    used = {cid for cid, _v in run_campaign_variant(store, list(run_ids)).values()}
+    return {cid: v for cid, v in specs.items() if cid in used}
+
+
+def _rule_statuses(store: Store, rows: list[Row], baseline: str, notes: _Notes
+                   ) -> tuple[dict[int, Any], dict[str, tuple[Any, str, int]]]:
+    """The decisions the sequential rule of a repeats = "decide" campaign took
+    (campaign/auto_repeats.decisions, replayed from the stored launches: the same
+    function, family and procedure as this table, stats.multiplicity.adjust_table, at each
+    look's level). A row whose baseline and candidate launches are exactly the ones the
+    rule compared (same runs, same values) prints the rule's decision for that cell: the
+    look that took it is the one the rule recorded (never inferred from launch counts).
+    Returns ({id(Delta): the rule's CellStatus} of its decided cells, {(benchmark, metric,
+    tool, candidate): (design, campaign name, the look its launches stopped at)} for the
+    geomean rows and verdicts whose every cell the rule decided before its maximum)."""
+    from mpibench.campaign import auto_repeats as ar
+
+    ids = {x for r in rows for c in r.cells.values() for x in c.launch_ids}
+    camps = _decide_campaigns(store, ids) if ids else {}
+    if not camps:
+        return {}, {}
+    index: dict[tuple, tuple[Any, Any, str]] = {}
+    for cid, (spec, name) in camps.items():
+        look, cells = ar.decisions(store, cid, spec)
+        if look is None:
             continue
         design = ar.design_of(spec)
-        for run in store.runs(campaign_id=c["id"]):
-            out[run["id"]] = (design, c["name"])
-    return out
-
-
-def _sequential_looks(store: Store, rows: list[Row], summaries: list[Summary],
-                      baseline: str, alpha: float, notes: _Notes
-                      ) -> dict[str, tuple[Any, str]]:
-    """Rows measured by a repeats = "decide" campaign whose launches stopped at an interim
-    look (fewer per side than the design's maximum): the stop depended on the data, and
-    among the cells that stopped because they were significant the Holm-level CI covers
-    78-84% (winner's curse, docs/statistics.md). Their printed CI (cells and geomean rows)
-    becomes the wider of the Holm-level CI and the repeated CI at the look's level
-    (stats.sequential.printed_ci_alpha, which keeps it consistent with the row's
-    decision), footnoted. Returns {candidate: (design, campaign name)} of the candidates
-    with such rows (their verdict's overall CI is widened the same way)."""
-    runs = None
-    found: dict[tuple, tuple[Any, str]] = {}     # (benchmark, metric, tool, cand) -> design
+        for k, st in look.cells.items():
+            b, c = cells[k][0], cells[k][1]
+            index[(k[3], _frozen(b), _frozen(c))] = (st, design, name)
+    decided: dict[int, Any] = {}
+    stops: dict[tuple, list] = {}
     for r in rows:
         base = r.cells.get(baseline)
         for g, d in r.deltas.items():
-            if not d.tested or d.p_adj is None or base is None or g not in r.cells:
+            cand = r.cells.get(g)
+            if not d.tested or base is None or cand is None:
                 continue
-            if runs is None:
-                runs = _decide_runs(store)
-            if not runs:
-                return {}
-            hit = next((runs[x] for x in (*base.launch_ids, *r.cells[g].launch_ids)
-                        if x in runs), None)
-            if hit is None:
+            hit = index.get((r.key, _frozen(base.by_launch), _frozen(cand.by_launch)))
+            sk = (r.benchmark, r.metric, r.tool, g)
+            if hit is None or not hit[0].decided:
+                stops.setdefault(sk, []).append(None)
                 continue
-            found[(r.benchmark, r.metric, r.tool, g)] = hit
-            mark = _widen(d.test, d.p_adj, alpha, hit, notes)
-            if mark is not None:
-                d.ci_holm, note = mark
-                d.notes.append(note)
+            st, design, name = hit
+            decided[id(d)] = st
+            stops.setdefault(sk, []).append((design, name, st.look))
+            if st.level is not None and st.level < design.alpha:
+                d.notes.append(notes.add(_seq_note(name, design, st.level)))
+    early: dict[tuple, tuple[Any, str, int]] = {}
+    by_cand: dict[str, list] = {}
+    for sk, hits in stops.items():
+        by_cand.setdefault(sk[-1], []).extend(hits)
+        if hits and all(h is not None for h in hits):
+            design, name = hits[0][0], hits[0][1]
+            n = max(h[2] for h in hits)
+            if n < design.max:
+                early[sk] = (design, name, n)
+    for c, hits in by_cand.items():
+        if hits and all(h is not None for h in hits):
+            n = max(h[2] for h in hits)
+            if n < hits[0][0].max:
+                early[("verdict", c)] = (hits[0][0], hits[0][1], n)
+    return decided, early
+
+
+def _frozen(side: Mapping[str, float]) -> tuple:
+    return tuple(sorted(side.items()))
+
+
+def _seq_note(name: str, design: Any, level: float) -> str:
+    return (f"CI widened for sequential looks: campaign {name} ran repeats = \"decide\"; "
+            f"the rule decided this cell at an interim look (before its maximum of "
+            f"{design.max} launches per variant), at that look's level "
+            f"{level:.2g} in this table's family: its p (Holm-adjusted) "
+            f"is the look's adjusted p x alpha / level (<= alpha exactly when the look "
+            f"decided it significant), its gain and CI are the look's, the CI at 1 - level "
+            f"x p / adjusted p (the repeated CI or wider), which keeps its coverage after a "
+            f"data-dependent stop")
+
+
+def _take_decision(d: Delta, st: Any, alpha: float) -> None:
+    """A row prints the decision the sequential rule took for its cell (stats.sequential
+    .CellStatus): the look's test (gain, p, CI), its adjusted p on alpha's scale, and
+    significant / equivalent as the rule said."""
+    if st.test is not None:
+        d.test = st.test
+    d.p_adj = st.sequential_p(alpha)
+    d.significant = st.status.value == "significant"
+    if st.status.value == "equivalent":
+        d.equivalent = True
+        if st.tost is not None:
+            d.p_equiv = st.tost
+    d.ci_holm = ((st.ci_low, st.ci_high) if st.ci_low is not None and st.ci_high is not None
+                 else _holm_ci(d.test, d.p_adj, alpha))
+    if st.level is not None and st.level < alpha:
+        d.seq_level, d.seq_ci_level = st.level, st.ci_level
+
+
+def _widen_summaries(summaries: list[Summary], early: Mapping[tuple, tuple[Any, str, int]],
+                     alpha: float) -> dict[str, tuple[Any, str, int]]:
+    """A geomean row whose every cell the rule decided before its maximum stopped its
+    launches at the latest of those looks (recorded by the rule): its printed CI is the
+    wider of its Holm-level CI and the repeated CI at that look's level
+    (stats.sequential.printed_ci_alpha, which keeps it consistent with the row's
+    decision). Returns {candidate: (design, campaign name, look)} of the candidates whose
+    every cell the rule decided early (their verdict's overall CI is widened the same
+    way)."""
     for sm in summaries:
         for c, pa in sm.p_adj.items():
-            hit = found.get((sm.benchmark, sm.metric, sm.tool, c))
-            mark = _widen(sm.test[c], pa, alpha, hit, notes) if hit else None
-            if mark is not None:
-                sm.ci_holm[c] = mark[0]
-    return {k[-1]: v for k, v in found.items()}
+            hit = early.get((sm.benchmark, sm.metric, sm.tool, c))
+            w = _widen(sm.test[c], pa, alpha, hit) if hit else None
+            if w is not None:
+                sm.ci_holm[c] = w[0]
+                sm.seq_level[c] = w[1]
+    return {k[1]: v for k, v in early.items() if k[0] == "verdict" and len(k) == 2}
 
 
-def _widen(t: launch_stats.LaunchTest, p_adj: float, alpha: float, hit: tuple[Any, str],
-           notes: _Notes | None = None) -> tuple[tuple[float, float], int] | None:
-    """(the CI at the wider level, its footnote) when the launches stopped at an interim
-    look and the wider level applies; None: keep the Holm-level CI."""
+def _widen(t: launch_stats.LaunchTest, p_adj: float, alpha: float,
+           hit: tuple[Any, str, int]) -> tuple[tuple[float, float], tuple[float, float]] | None:
+    """(the CI at the wider level, (the look's level, the CI's confidence level)) when the
+    launches stopped at an interim look (the look the rule recorded) and the wider level
+    applies; None: keep the Holm-level CI."""
     from mpibench.stats.sequential import printed_ci_alpha
 
-    design, name = hit
-    n = min(t.n_base or 0, t.n_cand or 0)
+    design, _name, n = hit
     if n >= design.max or t.p is None:
         return None
-    look = design.level(n)
-    a, widened = printed_ci_alpha(t.p, p_adj, alpha, look)
+    a, widened = printed_ci_alpha(t.p, p_adj, alpha, design.level(n))
     lo, hi = t.ci_at(1.0 - a) if widened else (None, None)
     if lo is None or hi is None:
         return None
-    if notes is None:
-        return (lo, hi), 0
-    return (lo, hi), notes.add(
-        f"CI widened for sequential looks: campaign {name} ran repeats = "
-        f'"decide" and stopped these launches ({n} per side) before its maximum of '
-        f"{design.max}; the gain CI is at the look's level {look:.2g} (the repeated "
-        "CI), which keeps its coverage after a data-dependent stop")
+    return (lo, hi), (design.level(n), 1.0 - a)
 
 
 def _count_decisions(rows: list[Row], summaries: list[Summary]) -> None:
@@ -417,94 +484,6 @@ def _holm_ci(t: launch_stats.LaunchTest | None, p_adj: float,
     level = 1.0 - alpha * (t.p / p_adj if p_adj > 0 else 1.0)
     lo, hi = t.ci_at(min(max(level, 1.0 - alpha), 1.0 - 1e-12))
     return (lo, hi) if lo is not None and hi is not None else None
-
-
-# a benchmark's pooled cells: closed test whose local tests are the mean-gain t test (at
-# MEAN_SHARE of the unit's level) and maxT (the rest); "maxt": maxT only (docs/statistics.md)
-BLOCK_TEST = "both"
-MEAN_SHARE = 0.9
-# the verdicts' initial share of alpha (the rest is the rows'); see _graph
-VERDICT_SHARE = 0.5
-# the share a row unit passes to the other candidates' verdicts (the rest to its own
-# candidate's other rows): a graph needs an edge out of every unit to reach everyone
-_EPS = 1e-4
-
-
-def _graph(rows_of: Mapping[str, Mapping[tuple, float]], verdicts: list[str],
-           row_w: float) -> tuple[dict, dict]:
-    """(initial weights, edges) of the table's multiplicity graph: every row unit holds
-    row_w per row; the verdicts VERDICT_SHARE between them (all of alpha when there are
-    no rows). A verdict passes its share to its candidate's row units in proportion to
-    their rows; a row unit to its candidate's other row units, likewise (and a sliver to
-    the other verdicts); with nowhere left to go, to the other verdicts."""
-    weights: dict = {}
-    edges: dict = {}
-    has_rows = any(rows_of.values())
-    for units in rows_of.values():
-        for u, n in units.items():
-            weights[u] = row_w * n
-    for c in verdicts:
-        weights[("verdict", c)] = (VERDICT_SHARE if has_rows else 1.0) / len(verdicts)
-
-    def spread(targets: Mapping, share: float) -> dict:
-        tot = sum(targets.values())
-        return {u: share * n / tot for u, n in targets.items()} if tot else {}
-
-    for c in verdicts:
-        own = rows_of.get(c, {})
-        others = {("verdict", o): 1.0 for o in verdicts if o != c}
-        if own:
-            edges[("verdict", c)] = {**spread(own, 1.0 - _EPS if others else 1.0),
-                                     **spread(others, _EPS)}
-        else:
-            edges[("verdict", c)] = spread(others, 1.0)
-    for c, units in rows_of.items():
-        others = {("verdict", o): 1.0 for o in verdicts if o != c}
-        for u in units:
-            rest = {v: n for v, n in units.items() if v != u}
-            if rest:
-                edges[u] = {**spread(rest, 1.0 - _EPS if others else 1.0),
-                            **spread(others, _EPS)}
-            else:
-                edges[u] = spread(others, 1.0)
-    return weights, edges
-
-
-def _cell_units(cell_tests: list[Delta], cands: list[str], block_of: Mapping[int, int]
-                ) -> tuple[list[float], list[tuple], dict[tuple, float]]:
-    """Per tested cell: (its p for the family, its unit), and {unit: rows in it}. The
-    pooled cells of one benchmark and candidate are one unit; each cell's p is the closed
-    test's (stats.multiplicity.closed_mean_p: every subset of the block tested by the t
-    test of its mean gain at MEAN_SHARE of the level and by maxT at the rest, maxT at the
-    smallest correlation any cell has with the others, the conservative end). A cell
-    tested on its own launches is a unit of its own with its raw p. A unit's last element
-    is its candidate."""
-    blocks: dict[int, list[int]] = {}
-    for i, d in enumerate(cell_tests):
-        t = d.test
-        if t is not None and t.pooled and t.se_log:
-            blocks.setdefault(block_of[id(d)], []).append(i)
-    ps = [d.p for d in cell_tests]
-    units: list[tuple] = [("cell", i, cands[i]) for i in range(len(cell_tests))]
-    for b, idx in blocks.items():
-        if len(idx) < 2:
-            continue
-        rho = min(cell_tests[i].test.shared_var / cell_tests[i].test.se_log ** 2
-                  for i in idx)
-        ts = [cell_tests[i].test for i in idx]
-        if BLOCK_TEST != "maxt" and all(t.parts and t.parts == ts[0].parts for t in ts):
-            adj = multiplicity.closed_mean_p(
-                [t.diff_log for t in ts], ts[0].mean_components,
-                [t.p for t in ts] if BLOCK_TEST == "both" else None, rho, MEAN_SHARE)
-        else:
-            adj = multiplicity.equicorrelated_max_p([t.p for t in ts], rho)
-        for i, pa in zip(idx, adj, strict=True):
-            ps[i] = float(pa)
-            units[i] = ("block", b, cands[i])
-    n: dict[tuple, float] = {}
-    for u in units:
-        n[u] = n.get(u, 0.0) + 1.0
-    return ps, units, n
 
 
 def _untested_note(t: launch_stats.LaunchTest, alpha: float) -> str:
@@ -587,7 +566,8 @@ def _verdict(rows: list[Row], baseline: str, cand: str, alpha: float,
         lo, hi = ci
         # launches stopped at an interim look of repeats = "decide": as the rows
         if seq is not None and agg.tested and (w := _widen(agg, p_adj, alpha, seq)):
-            (lo, hi), widened = w[0], " (CI widened for sequential looks)"
+            (lo, hi), widened = w[0], (f" (CI widened for sequential looks: "
+                                       f"{100 * w[1][1]:.2f}%, look level {w[1][0]:.2g})")
     gm = (f"overall gain {fmt_gain_ci(agg.gain, lo, hi)}{widened} over "
           f"{len(gains)} cell(s), {agg.n_base}+{agg.n_cand} launches")
     if not agg.tested:

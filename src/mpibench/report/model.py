@@ -33,6 +33,11 @@ class Delta:
     p_equiv: float | None = None    # TOST p within the comparison's equivalence margin
     equivalent: bool = False
     notes: list[int] = field(default_factory=list)   # footnote numbers
+    # a repeats = "decide" campaign's rule decided this row at an interim look: that look's
+    # level (its p_adj is the look's adjusted p x alpha / level, its CI at 1 - alpha p /
+    # p_adj as every row's, i.e. widened for sequential looks); None otherwise
+    seq_level: float | None = None
+    seq_ci_level: float | None = None  # then the confidence level of ci_holm
 
     # the test's figures, read through (None / False / 0 without a test)
     @property
@@ -140,6 +145,9 @@ class Summary:
     # CI at that row's Holm level
     p_adj: dict[str, float] = field(default_factory=dict)
     ci_holm: dict[str, tuple[float, float]] = field(default_factory=dict)
+    # candidate -> (the look's level, the CI's confidence level) where ci_holm was widened
+    # for sequential looks (every cell of the row decided early by a decide campaign)
+    seq_level: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
 @dataclass
@@ -160,6 +168,9 @@ class Comparison:
     outcomes: dict[str, str] = field(default_factory=dict)
     # candidate -> Holm-adjusted p of the overall test (same family as the cells)
     overall_p_adj: dict[str, float] = field(default_factory=dict)
+    # candidate -> (the look's level, the CI's confidence level) where the verdict's overall
+    # CI was widened for sequential looks
+    overall_seq_level: dict[str, tuple[float, float]] = field(default_factory=dict)
     equivalence: float | None = None       # margin of --equivalence (0.02 = ±2%), or None
     statistic: str = "median"
     # transport verification (verify.transport_warnings): set -> its warning lines, and the

@@ -13,6 +13,11 @@ and far fewer than S "independent" chances to be wrong. Two pieces use that:
   under the block's complete null, with each cell's own p turned into z (a Gaussian copula
   on the marginal p-values the table already shows). rho = 0 gives Sidak's 1 - (1 - p)^S,
   valid for any correlation of normal statistics; rho -> 1 gives p itself.
+- `adjust_table`: THE family of one comparison table (cells, geomean rows, verdicts),
+  adjusted by a graph of weighted Bonferroni tests (`graph_units`) with a benchmark's
+  pooled cells one unit (`closed_mean_p`). report/judge.py prints it and the sequential
+  rule of `repeats = "decide"` (stats.sequential) decides with it, at its look's level:
+  one function, so a cell the rule calls decided is the cell the table prints decided.
 - `holm_units`: Holm's weighted step-down where the weight belongs to a unit (a block of
   cells, a geomean row, a verdict) and leaves the remaining total only when every
   hypothesis of the unit is rejected. It is the closed test whose local test of an
@@ -26,6 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -187,4 +193,143 @@ def graph_units(pvalues: Sequence[float | None], units: Sequence[Hashable],
     return out
 
 
-__all__ = ["equicorrelated_max_p", "holm_units", "graph_units", "RHO_MAX"]
+# ---------------------------------------------------------------------------------------
+# The family of one table: what report/judge.py prints and stats.sequential decides with
+
+# a benchmark's pooled cells: closed test whose local tests are the mean-gain t test (at
+# MEAN_SHARE of the unit's level) and maxT (the rest); "maxt": maxT only (docs/statistics.md)
+BLOCK_TEST = "both"
+MEAN_SHARE = 0.9
+# the verdicts' initial share of alpha (the rest is the rows'); see table_graph
+VERDICT_SHARE = 0.5
+# the share a row unit passes to the other candidates' verdicts (the rest to its own
+# candidate's other rows): a graph needs an edge out of every unit to reach everyone
+_EPS = 1e-4
+
+
+class Hypothesis(NamedTuple):
+    """One p the table shows. kind: "cell", "geomean" (a benchmark's geomean row) or
+    "verdict" (a candidate's overall test); test: its stats.launch.LaunchTest (untested:
+    not in the family); candidate: whose column it is; block: a cell's pooled block (the
+    cells of one benchmark and candidate tested together by compare_cells; None: tested on
+    its own launches); rejected: decided significant at an earlier look of the sequential
+    rule, which keeps it (its share of alpha passes on as for any rejected hypothesis)."""
+    kind: str
+    test: Any
+    candidate: Hashable
+    block: Hashable | None = None
+    rejected: bool = False
+
+
+def adjust_table(hyps: Sequence[Hypothesis]) -> tuple[list[float | None], float]:
+    """(adjusted p per hypothesis, None where untested; the share of alpha each verdict
+    holds at the start, for planning at the verdict's level). One family over every p the
+    table shows, by a graph of weighted Bonferroni tests (graph_units): the verdicts hold
+    VERDICT_SHARE of alpha between them, the rows (cells and geomean rows) the rest, one
+    equal share per row; a rejected verdict passes its share to its candidate's rows, a
+    fully rejected row unit to the candidate's other rows. A benchmark's pooled cells are
+    one unit holding their rows' shares; their p are the closed test's (closed_mean_p:
+    every subset's mean gain at MEAN_SHARE of the level, maxT at the rest). A hypothesis
+    is rejected at level a exactly when its adjusted p <= a (the sequential rule uses its
+    look's level, the report alpha). A `rejected` hypothesis gets adjusted p 0."""
+    tested = [i for i, h in enumerate(hyps)
+              if h.test is not None and h.test.tested and h.test.p is not None]
+    cells = [i for i in tested if hyps[i].kind == "cell"]
+    geos = [i for i in tested if hyps[i].kind == "geomean"]
+    verdicts = [i for i in tested if hyps[i].kind == "verdict"]
+    n_rows = len(cells) + len(geos)
+    weighted = bool(n_rows and verdicts)
+    row_w = (1.0 - VERDICT_SHARE) / n_rows if weighted else 1.0 / max(1, n_rows)
+    cell_p, cell_units = _cell_units([hyps[i] for i in cells])
+    ps = cell_p + [hyps[i].test.p for i in geos] + [hyps[i].test.p for i in verdicts]
+    units = (cell_units + [("geomean", i, hyps[i].candidate) for i in geos]
+             + [("verdict", hyps[i].candidate) for i in verdicts])
+    order = cells + geos + verdicts
+    ps = [0.0 if hyps[i].rejected else p for i, p in zip(order, ps, strict=True)]
+    rows_of: dict[Hashable, dict[tuple, float]] = {}      # candidate -> {row unit: rows}
+    for u in units:
+        if u[0] != "verdict":
+            d = rows_of.setdefault(u[-1], {})
+            d[u] = d.get(u, 0.0) + 1.0
+    cands = list(dict.fromkeys(hyps[i].candidate for i in verdicts))
+    adj = graph_units(ps, units, *table_graph(rows_of, cands, row_w))
+    out: list[float | None] = [None] * len(hyps)
+    for i, a in zip(order, adj, strict=True):
+        out[i] = float(a)
+    family = VERDICT_SHARE / len(cands) if weighted else 1.0 / max(1, len(order))
+    return out, family
+
+
+def table_graph(rows_of: Mapping[Hashable, Mapping[tuple, float]], verdicts: list,
+                row_w: float) -> tuple[dict, dict]:
+    """(initial weights, edges) of the table's multiplicity graph: every row unit holds
+    row_w per row; the verdicts VERDICT_SHARE between them (all of alpha when there are
+    no rows). A verdict passes its share to its candidate's row units in proportion to
+    their rows; a row unit to its candidate's other row units, likewise (and a sliver to
+    the other verdicts); with nowhere left to go, to the other verdicts."""
+    weights: dict = {}
+    edges: dict = {}
+    has_rows = any(rows_of.values())
+    for units in rows_of.values():
+        for u, n in units.items():
+            weights[u] = row_w * n
+    for c in verdicts:
+        weights[("verdict", c)] = (VERDICT_SHARE if has_rows else 1.0) / len(verdicts)
+
+    def spread(targets: Mapping, share: float) -> dict:
+        tot = sum(targets.values())
+        return {u: share * n / tot for u, n in targets.items()} if tot else {}
+
+    for c in verdicts:
+        own = rows_of.get(c, {})
+        others = {("verdict", o): 1.0 for o in verdicts if o != c}
+        if own:
+            edges[("verdict", c)] = {**spread(own, 1.0 - _EPS if others else 1.0),
+                                     **spread(others, _EPS)}
+        else:
+            edges[("verdict", c)] = spread(others, 1.0)
+    for c, units in rows_of.items():
+        others = {("verdict", o): 1.0 for o in verdicts if o != c}
+        for u in units:
+            rest = {v: n for v, n in units.items() if v != u}
+            if rest:
+                edges[u] = {**spread(rest, 1.0 - _EPS if others else 1.0),
+                            **spread(others, _EPS)}
+            else:
+                edges[u] = spread(others, 1.0)
+    return weights, edges
+
+
+def _cell_units(cells: Sequence[Hypothesis]) -> tuple[list[float], list[tuple]]:
+    """Per tested cell: (its p for the family, its unit). The pooled cells of one block
+    (benchmark and candidate) are one unit; each cell's p is the closed test's
+    (closed_mean_p: every subset of the block tested by the t test of its mean gain at
+    MEAN_SHARE of the level and by maxT at the rest, maxT at the smallest correlation any
+    cell has with the others, the conservative end). A cell tested on its own launches is
+    a unit of its own with its raw p. A unit's last element is its candidate."""
+    blocks: dict[Hashable, list[int]] = {}
+    for i, h in enumerate(cells):
+        t = h.test
+        if h.block is not None and t.pooled and t.se_log:
+            blocks.setdefault((h.block, h.candidate), []).append(i)
+    ps = [float(h.test.p) for h in cells]
+    units: list[tuple] = [("cell", i, h.candidate) for i, h in enumerate(cells)]
+    for b, (key, idx) in enumerate(blocks.items()):
+        if len(idx) < 2:
+            continue
+        ts = [cells[i].test for i in idx]
+        rho = min(t.shared_var / t.se_log ** 2 for t in ts)
+        if BLOCK_TEST != "maxt" and all(t.parts and t.parts == ts[0].parts for t in ts):
+            adj = closed_mean_p([t.diff_log for t in ts], ts[0].mean_components,
+                                [t.p for t in ts] if BLOCK_TEST == "both" else None, rho,
+                                MEAN_SHARE)
+        else:
+            adj = equicorrelated_max_p([t.p for t in ts], rho)
+        for i, pa in zip(idx, adj, strict=True):
+            ps[i] = float(pa)
+            units[i] = ("block", b, key[1])
+    return ps, units
+
+
+__all__ = ["equicorrelated_max_p", "holm_units", "graph_units", "RHO_MAX", "Hypothesis",
+           "adjust_table", "table_graph", "VERDICT_SHARE", "MEAN_SHARE", "BLOCK_TEST"]

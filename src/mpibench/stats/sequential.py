@@ -100,20 +100,41 @@ class Design:
 
 class CellStatus(NamedTuple):
     status: Status
-    look: int                      # launches per side when decided (or at this look)
-    p_holm: float | None           # Holm-adjusted p at that look (the family's)
+    look: int                      # launches per side of the look that decided it (or this look)
+    p_holm: float | None           # adjusted p at that look (the table's family: adjust_table)
     tost: float | None             # TOST p at that look
     gain: float | None
     reason: str                    # one line for people: why decided, or why not yet
     next_launches: int | None = None   # launches per side at the next look; None: no more
-    # the gain's CI at the look's own level (1 - level: the repeated confidence interval),
-    # which keeps its coverage when the cell stopped at this look
+    # the gain's CI the table prints for the cell: at 1 - level x p / p_holm (the Holm
+    # level of the table's procedure at the look's level); it excludes 1 exactly when the
+    # cell is significant at that look and is at least as wide as the repeated CI at the
+    # look's level (1 - level), which keeps its coverage after a data-dependent stop
     ci_low: float | None = None
     ci_high: float | None = None
+    level: float | None = None     # the level of the look that decided it (or this look)
+    p: float | None = None         # the cell's own p at that look
+    decides: bool = True           # False: in the table's family, not needed to stop
+    test: Any = None               # the stats.launch.LaunchTest at that look
 
     @property
     def decided(self) -> bool:
         return self.status is not Status.UNDECIDED
+
+    @property
+    def ci_level(self) -> float | None:
+        """The confidence level of (ci_low, ci_high)."""
+        if self.level is None or self.p is None or self.p_holm is None:
+            return None
+        return 1.0 - self.level * (min(1.0, self.p / self.p_holm) if self.p_holm > 0 else 1.0)
+
+    def sequential_p(self, alpha: float) -> float | None:
+        """The adjusted p on the scale of the table's alpha: p_holm x alpha / level (the
+        look's level), capped at 1, so `<= alpha` is the decision the look took. At the last
+        look (level alpha) it is p_holm itself."""
+        if self.p_holm is None or self.level is None:
+            return self.p_holm
+        return min(1.0, self.p_holm * alpha / self.level)
 
 
 @dataclass
@@ -125,7 +146,9 @@ class Look:
 
     @property
     def undecided(self) -> list[Hashable]:
-        return [k for k, c in self.cells.items() if not c.decided]
+        """The cells the rule still needs (a cell that is only in the family, decides
+        False, never holds launches back)."""
+        return [k for k, c in self.cells.items() if not c.decided and c.decides]
 
     @property
     def next_launches(self) -> int | None:
@@ -144,45 +167,116 @@ def default_pool_key(key: Hashable) -> Hashable:
     return (key,)
 
 
+def _no_candidate(key: Hashable) -> Hashable:
+    return None
+
+
+def _always(key: Hashable) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class TableShape:
+    """How a look's cells make the table the report prints, so that the rule decides in
+    the report's own family (stats.multiplicity.adjust_table): candidate(key) the column
+    (one verdict per candidate); summary(key) the geomean row the cell belongs to (None:
+    none; a geomean row is in the family when it has more than one cell); verdict(key)
+    whether the cell is in its candidate's overall test; decides(key) whether the rule
+    needs the cell decided to stop (False: it is only in the family, e.g. an
+    application's wall time beside its figure of merit). Defaults: one candidate, a
+    geomean row per pool (default_pool_key), every cell in the verdict and deciding."""
+    candidate: Callable[[Hashable], Hashable] = _no_candidate
+    summary: Callable[[Hashable], Hashable | None] = default_pool_key
+    verdict: Callable[[Hashable], bool] = _always
+    decides: Callable[[Hashable], bool] = _always
+
+
 def _side(values) -> dict:
     if isinstance(values, Mapping):
         return dict(values)
     return {i: v for i, v in enumerate(values)}
 
 
-def _first(values, n: int) -> dict:
-    """The first n launches of a side (a list in launch order, or {launch id: value} in
-    insertion order)."""
+def _first(values, n: int, rounds: Mapping[Hashable, int] | None = None) -> dict:
+    """The launches of a side a look at n sees: with `rounds` ({launch id: its round,
+    0-based}: the campaign's repeat index), those of the first n rounds, so a failed launch
+    never lets a later round's launch into an earlier look; else the first n (a list in
+    launch order, or {launch id: value} in insertion order)."""
     d = _side(values)
+    if rounds is not None:
+        return {k: v for k, v in d.items() if rounds.get(k, n) < n}
     return dict(list(d.items())[:n])
+
+
+def _sides(cells: Mapping[Hashable, Sequence], n: int | None,
+           rounds: Mapping[Hashable, int] | None = None) -> dict[Hashable, tuple]:
+    out = {}
+    for k, spec in cells.items():
+        better = spec[2] if len(spec) > 2 else "lower"
+        b, c = (_side(spec[0]), _side(spec[1])) if n is None else \
+            (_first(spec[0], n, rounds), _first(spec[1], n, rounds))
+        out[k] = (b, c, better)
+    return out
 
 
 def test_cells(cells: Mapping[Hashable, Sequence], *, n: int | None = None,
                pool_key: Callable[[Hashable], Hashable] = default_pool_key,
-               margin: float | None = None
+               margin: float | None = None, rounds: Mapping[Hashable, int] | None = None
                ) -> dict[Hashable, tuple[launch_stats.LaunchTest, float | None]]:
-    """{key: (the launch test, its TOST p or None)} on the first n launches of each side
-    (all when n is None), the cells of one pool tested together (compare_cells)."""
+    """{key: (the launch test, its TOST p or None)} on the first n launches (rounds) of
+    each side (all when n is None), the cells of one pool tested together (compare_cells)."""
+    return _test_sides(_sides(cells, n, rounds), pool_key, margin)
+
+
+def _test_sides(sides: Mapping[Hashable, tuple], pool_key, margin):
     pools: dict[Hashable, list[Hashable]] = {}
-    for key in cells:
+    for key in sides:
         pools.setdefault(pool_key(key), []).append(key)
     out = {}
     for keys in pools.values():
-        rows = []
-        for k in keys:
-            spec = cells[k]
-            better = spec[2] if len(spec) > 2 else "lower"
-            b, c = (_side(spec[0]), _side(spec[1])) if n is None else \
-                (_first(spec[0], n), _first(spec[1], n))
-            rows.append((b, c, better))
-        for k, t in zip(keys, launch_stats.compare_cells(rows), strict=True):
+        for k, t in zip(keys, launch_stats.compare_cells([sides[k] for k in keys]),
+                        strict=True):
             out[k] = (t, t.tost(margin) if margin and t.tested else None)
     return out
 
 
+def table_p(sides: Mapping[Hashable, tuple], tests: Mapping[Hashable, Any],
+            shape: TableShape, pool_key: Callable[[Hashable], Hashable],
+            rejected: Callable[[Hashable], bool] = lambda k: False
+            ) -> dict[Hashable, float | None]:
+    """{cell key: its adjusted p in the table's family}: the cells (tests, pooled by
+    pool_key), the geomean rows and each candidate's verdict (launch_stats.aggregate over
+    the cells' launches, as the report's), by stats.multiplicity.adjust_table, the one
+    procedure the report prints. rejected(key): decided significant at an earlier look."""
+    from mpibench.stats import multiplicity as mt
+
+    keys = list(tests)
+    hyps = [mt.Hypothesis("cell", tests[k], shape.candidate(k), pool_key(k), rejected(k))
+            for k in keys]
+    geo: dict[tuple, list[Hashable]] = {}
+    verdict: dict[Hashable, list[Hashable]] = {}
+    for k in keys:
+        if tests[k].gain is None:
+            continue
+        c = shape.candidate(k)
+        sk = shape.summary(k)
+        if sk is not None:
+            geo.setdefault((c, sk), []).append(k)
+        if shape.verdict(k):
+            verdict.setdefault(c, []).append(k)
+    hyps += [mt.Hypothesis("geomean", launch_stats.aggregate([sides[k] for k in ks]), c)
+             for (c, _sk), ks in geo.items() if len(ks) > 1]
+    hyps += [mt.Hypothesis("verdict", launch_stats.aggregate([sides[k] for k in ks]), c)
+             for c, ks in verdict.items()]
+    adj, _family = mt.adjust_table(hyps)
+    return dict(zip(keys, adj[:len(keys)], strict=True))
+
+
 def decide(cells: Mapping[Hashable, Sequence], design: Design, *, n: int | None = None,
            previous: Mapping[Hashable, CellStatus] | None = None,
-           pool_key: Callable[[Hashable], Hashable] = default_pool_key) -> Look:
+           pool_key: Callable[[Hashable], Hashable] = default_pool_key,
+           shape: TableShape = TableShape(),
+           rounds: Mapping[Hashable, int] | None = None) -> Look:
     """One look of the rule.
 
     cells: {key: (baseline launch values, candidate launch values[, better])}: lists in
@@ -190,12 +284,15 @@ def decide(cells: Mapping[Hashable, Sequence], design: Design, *, n: int | None 
     measured); better 'lower' (default, times) or 'higher' (rates). Keys can carry anything
     (a candidate's name, a parameter point); pool_key(key) says which cells share launches
     and are pooled (default_pool_key: a tuple's all-but-last element, e.g. (benchmark,
-    size) -> benchmark). The family of the multiplicity correction is every cell passed.
-    n: the look (launches per side used: the first n of each side); None = the largest
-    look reached by the smallest side. previous: the statuses of the last look; decided
-    cells keep theirs.
+    size) -> benchmark). The family is the table the report prints of these cells (shape:
+    their candidates, geomean rows and verdicts), adjusted by the report's own procedure
+    (table_p: stats.multiplicity.adjust_table) and decided at the look's level.
+    n: the look (launches per side used: the first n of each side, or of the first n
+    rounds with `rounds`); None = the largest look reached by the smallest side.
+    previous: the statuses of the last look; decided cells keep theirs (and a significant
+    one stays rejected in the family, passing its share of alpha on).
 
-    Returns a Look: per cell its Status, the Holm-adjusted p and TOST p at this look, a
+    Returns a Look: per cell its Status, the adjusted p and TOST p at this look, a
     reason, and next_launches (the next look's launches per side for an undecided cell
     before the maximum; None when decided or at the maximum)."""
     if n is None:
@@ -204,21 +301,24 @@ def decide(cells: Mapping[Hashable, Sequence], design: Design, *, n: int | None 
         n = max([k for k in design.looks() if k <= have], default=design.min)
     final = n >= design.max
     level = design.level(n)
-    tests = test_cells(cells, n=n, pool_key=pool_key, margin=design.margin)
+    prev = previous or {}
+    sides = _sides(cells, n, rounds)
+    tests = _test_sides(sides, pool_key, design.margin)
     keys = list(tests)
-    adj = _holm_or_nan([tests[k][0].p if tests[k][0].tested else None for k in keys])
+    adj = table_p(sides, {k: tests[k][0] for k in keys}, shape, pool_key,
+                  lambda k: k in prev and prev[k].status is Status.SIGNIFICANT)
     nxt = design.next_look(n)
     look = Look(n, level, final)
-    for k, p_holm in zip(keys, adj, strict=True):
+    for k in keys:
         t, tost = tests[k]
-        ph = None if math.isnan(p_holm) else float(p_holm)
-        old = (previous or {}).get(k)
+        ph = adj[k]
+        old = prev.get(k)
         if old is not None and old.decided:
             look.cells[k] = old._replace(next_launches=None)
             continue
         if ph is not None and ph <= level:
-            st, why = Status.SIGNIFICANT, (f"significant at {n} launches per side (Holm p "
-                                           f"{ph:.2g} <= {level:.2g})")
+            st, why = Status.SIGNIFICANT, (f"significant at {n} launches per side (adjusted "
+                                           f"p {ph:.2g} <= {level:.2g})")
         elif tost is not None and tost <= level:
             st, why = Status.EQUIVALENT, (f"equivalent within ±{100 * design.margin:g}% at "
                                           f"{n} launches per side (TOST p {tost:.2g} <= "
@@ -228,27 +328,40 @@ def decide(cells: Mapping[Hashable, Sequence], design: Design, *, n: int | None 
             if not t.tested:
                 why = f"not testable at {n} launches per side ({t.reason})"
             else:
-                bits = [f"Holm p {ph:.2g} > {level:.2g}"]
+                bits = [f"adjusted p {ph:.2g} > {level:.2g}"]
                 if design.margin:
                     bits.append(f"TOST p {tost:.2g} > {level:.2g}" if tost is not None
                                 else "no TOST")
                 why = (("undecided after the maximum of " if final else "undecided at ")
                        + f"{n} launches per side (" + ", ".join(bits) + ")")
-        lo, hi = t.ci_at(1.0 - level) if t.tested else (None, None)
+        lo = hi = None
+        if t.tested and ph is not None and t.p is not None:
+            a = level * (min(1.0, t.p / ph) if ph > 0 else 1.0)
+            lo, hi = t.ci_at(1.0 - max(a, 1e-12))
+        dec = shape.decides(k)
         look.cells[k] = CellStatus(st, n, ph, tost, t.gain, why,
-                                   None if st is not Status.UNDECIDED or final else nxt,
-                                   lo, hi)
+                                   None if st is not Status.UNDECIDED or final or not dec
+                                   else nxt, lo, hi, level, t.p if t.tested else None, dec, t)
     return look
 
 
 def run_looks(cells: Mapping[Hashable, Sequence], design: Design, *,
               pool_key: Callable[[Hashable], Hashable] = default_pool_key,
-              upto: int | None = None) -> list[Look]:
-    """Every look the data reach (each on the first n launches of each side; a cell that
-    got no more launches is looked at on what it has), decisions carried forward: what the
-    campaign replays to say where each cell stands. upto: stop at this many launches per
-    side. The looks end when every cell is decided."""
-    have = max((min(len(_side(s[0])), len(_side(s[1]))) for s in cells.values()), default=0)
+              upto: int | None = None, shape: TableShape = TableShape(),
+              rounds: Mapping[Hashable, int] | None = None) -> list[Look]:
+    """Every look the data reach (each on the first n launches, or rounds, of each side; a
+    cell that got no more launches is looked at on what it has), decisions carried
+    forward: what the campaign replays to say where each cell stands. upto: stop at this
+    many launches per side. rounds ({launch id: round, 0-based}): look n is reached when
+    any launch of round n - 1 or later exists (a launch that failed on one side does not
+    hide a look); without it, when a cell has n launches on both sides. The looks end
+    when every cell is decided."""
+    if rounds is not None:
+        have = max((rounds.get(k, -1) + 1 for s in cells.values() for side in s[:2]
+                    for k in _side(side)), default=0)
+    else:
+        have = max((min(len(_side(s[0])), len(_side(s[1]))) for s in cells.values()),
+                   default=0)
     if upto is not None:
         have = min(have, upto)
     looks: list[Look] = []
@@ -256,7 +369,8 @@ def run_looks(cells: Mapping[Hashable, Sequence], design: Design, *,
     for n in design.looks():
         if n > have:
             break
-        lk = decide(cells, design, n=n, previous=prev, pool_key=pool_key)
+        lk = decide(cells, design, n=n, previous=prev, pool_key=pool_key, shape=shape,
+                    rounds=rounds)
         looks.append(lk)
         prev = lk.cells
         if not lk.undecided:
@@ -287,12 +401,6 @@ def printed_ci_alpha(p: float, p_adj: float, alpha: float,
     return max(look_level, 1e-12), True
 
 
-def _holm_or_nan(ps: list[float | None]) -> np.ndarray:
-    from mpibench import stats
-
-    return stats.holm(ps) if ps else np.array([])
-
-
 # ---------------------------------------------------------------------------------------
 # Simulation (bench/bench_inference.py, tests): groups of cells sharing launches
 
@@ -315,8 +423,6 @@ def simulate(rng: np.random.Generator, reps: int, design: Design, *,
     the fixed design's max, and for cells with a real difference the share decided
     significant; `fixed_decided` the share the fixed design (max launches, one look at
     alpha) decides."""
-    from mpibench import stats
-
     k = len(groups)
     tot = dict(aa_cells=0, aa_sig=0, aa_rep_sig=0, fam=0, fam_rep=0, eq=0, und=0, cells=0,
                cover=0, early_cells=0, early_cover=0, launches=0, real_cells=0,
@@ -354,22 +460,21 @@ def simulate(rng: np.random.Generator, reps: int, design: Design, *,
                 for g in range(k) for s_ in range(sizes)}
         fixed = decide(full, design, n=design.max)
         tot["fixed_decided"] += sum(c.decided for c in fixed.cells.values())
-        # the report: each group's final launches
-        final = {}
-        for g in range(k):
-            a, b = data[g]
-            m = n_of[g]
-            ts = launch_stats.compare_cells([(dict(enumerate(a[:m, s])),
-                                              dict(enumerate(b[:m, s])), "lower")
-                                             for s in range(sizes)])
-            for s, t in enumerate(ts):
-                final[(g, s)] = t
-        keys = list(final)
-        rep_adj = stats.holm([final[c].p for c in keys])
+        # the report: each group's final launches in the table's family (table_p, with
+        # the cells the rule decided significant kept rejected); a cell the rule decided
+        # prints the rule's decision and CI (report/judge.py), the others the table's own
+        fsides = {(g, s): (dict(enumerate(data[g][0][:n_of[g], s])),
+                           dict(enumerate(data[g][1][:n_of[g], s])), "lower")
+                  for g in range(k) for s in range(sizes)}
+        ftests = {c: t for c, (t, _e) in _test_sides(fsides, default_pool_key, None).items()}
+        rep_adj = table_p(fsides, ftests, TableShape(), default_pool_key,
+                          lambda c, prev=prev: prev[c].status is Status.SIGNIFICANT)
         fam = fam_rep = False
-        for c, ph in zip(keys, rep_adj, strict=True):
+        for c, ph in rep_adj.items():
             g = c[0]
-            eff, t, st = groups[g], final[c], prev[c]
+            eff, t, st = groups[g], ftests[c], prev[c]
+            rep_sig = (st.status is Status.SIGNIFICANT if st.decided
+                       else ph is not None and ph <= design.alpha)
             tot["cells"] += 1
             hit = t.ci_low <= math.exp(eff) <= t.ci_high
             tot["cover"] += hit
@@ -378,12 +483,9 @@ def simulate(rng: np.random.Generator, reps: int, design: Design, *,
                 tot["early_cover"] += hit
                 lo, hi = t.ci_at(1.0 - design.level(n_of[g]))
                 tot["early_rci"] += lo <= math.exp(eff) <= hi
-                # the CI the comparison tables print (report/judge.py): the wider of the
-                # row's Holm-level CI and the repeated CI at the look's level
-                a, _wide = printed_ci_alpha(t.p, float(ph), design.alpha,
-                                            design.level(n_of[g]))
-                lo, hi = t.ci_at(1.0 - a)
-                printed = lo <= math.exp(eff) <= hi
+                # the CI the comparison tables print (report/judge.py): the rule's, at the
+                # level of the look that decided the cell
+                printed = st.ci_low is not None and st.ci_low <= math.exp(eff) <= st.ci_high
                 tot["early_printed"] += printed
                 if eff != 0 and st.status is Status.SIGNIFICANT:
                     tot["early_sig"] += 1
@@ -395,9 +497,9 @@ def simulate(rng: np.random.Generator, reps: int, design: Design, *,
                 tot["aa_cells"] += 1
                 sig = st.status is Status.SIGNIFICANT
                 tot["aa_sig"] += sig
-                tot["aa_rep_sig"] += ph <= design.alpha
+                tot["aa_rep_sig"] += rep_sig
                 fam |= sig
-                fam_rep |= bool(ph <= design.alpha)
+                fam_rep |= rep_sig
             else:
                 tot["real_cells"] += 1
                 tot["real_sig"] += st.status is Status.SIGNIFICANT
@@ -439,4 +541,4 @@ def _decide_unequal(cells, design: Design, n: int, prev) -> Look:
 
 
 __all__ = ["Design", "Status", "CellStatus", "Look", "decide", "run_looks", "test_cells",
-           "default_pool_key", "simulate", "printed_ci_alpha", "INTERIM_SHARE"]
+           "default_pool_key", "TableShape", "table_p", "simulate", "printed_ci_alpha", "INTERIM_SHARE"]
