@@ -199,11 +199,13 @@ def decide_section(rng: np.random.Generator, reps: int) -> None:
     print(f'\nrepeats = "decide" (looks at {design.looks()} launches per variant, margin '
           f"±5%, interim level {design.level(3):.4f}, last {design.level(12):g}); 4 groups x "
           "5 sizes per campaign, launch effects shared + 0.5 x size-specific unless said.")
-    print("  A/A FP: cells the rule decided significant / significant in the report (Holm "
-          "on the final launches); FW: campaigns with any; coverage of the final plain 95% "
+    print("  A/A FP: cells the rule decided significant / significant in the report (the "
+          "rule's decision where it took one, else the table's family on the final launches: "
+          "stats.multiplicity.adjust_table, the procedure both use); FW: campaigns with any; "
+          "coverage of the final plain 95% "
           "CI (all cells / cells whose group stopped early), and there of the CI at the stopping "
           "look's level (RCI, the repeated CI) and of the CI the tables print (printed: "
-          "the wider of the Holm-level CI and the RCI, stats.sequential.printed_ci_alpha); "
+          "the rule's, at 1 - look level x p / the look's adjusted p); "
           "among early stops the rule found significant with a real difference: plain 95% "
           "CI / printed CI (sig early); launches per group per side "
           "(fixed design: 12); decided (rule / fixed design at 12)")

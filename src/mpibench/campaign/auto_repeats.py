@@ -12,10 +12,11 @@ local and the batch policy alike): a stage's launches all finish before the next
 chosen, from what the store holds then.
 
 `until = "decided"` (stats/sequential.py): looks at min, min + step, ..., max launches per
-variant; at each look every cell of the campaign (each candidate vs its group's first
-variant, every size) is one family, and a cell is decided when significant after Holm or
-equivalent within the campaign's `equivalence` margin (TOST), at a strict level before the
-last look and at alpha at it (Haybittle-Peto). The next stage runs only the launches of a
+variant; at each look the campaign's comparison table (each candidate vs its group's first
+variant, every size and metric, the geomean rows and verdicts) is one family, adjusted by
+the procedure the report prints (stats.multiplicity.adjust_table), and a cell is decided
+when significant in it or equivalent within the campaign's `equivalence` margin (TOST), at
+a strict level before the last look and at alpha at it (Haybittle-Peto). The next stage runs only the launches of a
 group's parameter point that still has an undecided cell, and only for the variants
 involved (the baseline and the undecided candidates). The looks are replayed from the
 stored launches (`decisions`), so `campaign status` says where each cell stands and why a

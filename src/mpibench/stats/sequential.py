@@ -1,9 +1,12 @@
 """Launches where they decide: a group-sequential rule over the cells of a comparison.
 
 A cell (one benchmark at one size, candidate vs baseline) is DECIDED when it is significant
-after the family's multiplicity correction (Holm over every cell looked at) or equivalent
-within the margin (TOST). More interleaved launches go only to what is still undecided,
-until everything is decided or the design's maximum is reached.
+in the family of the comparison table the report prints of these cells (its cells, geomean
+rows and verdicts, adjusted by the report's own procedure, stats.multiplicity.adjust_table:
+`table_p`) at the look's level, or equivalent within the margin (TOST). One function, so
+the decision a look takes is the one the table prints for that cell (report/judge.py prints
+the rule's decision for the cells it took). More interleaved launches go only to what is
+still undecided, until everything is decided or the design's maximum is reached.
 
     from mpibench.stats.sequential import Design, decide
 
@@ -20,8 +23,8 @@ The rule (docs/statistics.md "Launches where they decide"). Looks are at n = min
 .compare_cells: the hierarchical model pooled over a benchmark's sizes, Cochran-Cox critical
 values, TOST with the same components). The levels are spent as in Haybittle and Peto's
 design: each interim look (n < max) tests at a small level, `interim` = alpha x
-INTERIM_SHARE / (interim looks), for both the significance test (Holm over the family) and
-TOST; the final look tests at alpha, the level the report uses. So a cell decided early is
+INTERIM_SHARE / (interim looks), for both the significance test (the table's adjusted p)
+and TOST; the final look tests at alpha, the level the report uses. So a cell decided early is
 decided at a level far below alpha, the report's analysis of the final launches stays the
 ordinary one (its p and CI), and the false-positive rate is at most alpha + alpha x
 INTERIM_SHARE (union bound; 5% + 1 point at alpha 0.05), in simulation at alpha.
@@ -413,8 +416,9 @@ def simulate(rng: np.random.Generator, reps: int, design: Design, *,
     (0 = A/A). Launch logs: a launch effect shared by the group's sizes (sd shared x
     sigma_l) plus a size-specific part (size_part x sigma_l). Each group gets launches
     while any of its cells is undecided (what a campaign can do: one launch measures
-    every size of its group). Reported as the report would: the final launches of each
-    group through compare_cells (plain 95% CI) and Holm over every cell at alpha.
+    every size of its group). Reported as the report would: the rule's decision where it
+    took one (with its CI), else the final launches of each group in the table's family
+    at alpha (table_p, the rule's significant cells kept rejected).
 
     Returns rates over cells/campaigns: decided significant (per A/A cell), family-wise
     (any A/A cell decided significant, or significant in the final report), equivalent,
