@@ -252,8 +252,9 @@ class Store:
     then a check of the values (JSON columns parse, sample blobs are whole float64s, numbers
     are finite): import, and every read-only open (compare, report, campaign list/status,
     profile --show, mpibench.api), whose answer would be silently wrong or a traceback on
-    a damaged file. A damaged value met while reading anyway (text that is not UTF-8) is
-    store_error()'s one line at the CLI and the API.
+    a damaged file; a read-only open skips both when the file's bytes are those that passed
+    them before (_Verified). A damaged value met while reading anyway (text that is not
+    UTF-8) is store_error()'s one line at the CLI and the API.
     Whatever is wrong (not SQLite, another program's database, a newer schema, damage, a
     read-only place for a writing verb) is one UsageError and the file is left untouched."""
 
