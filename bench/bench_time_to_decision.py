@@ -36,6 +36,12 @@ the first look: looks after every round up to --compare-rounds, then at each bat
 last at the budget (at alpha); the same design for both tools. At the end the core's plan
 again, from all its launches.
 
+Both variants bind their ranks to cores (`bind = "core"`; --bind none for each launcher's
+default). Open MPI binds 2 ranks to cores by default, Hydra (MPICH) does not: on the loaded
+2-core machine 4 of 10 unbound MPICH launches of the core ran every PingPong at 4-6 ms
+(both ranks on one CPU, a scheduler slice per message) against 0 of 10 bound ones, which
+no number of launches averages away. The same binding for both tools.
+
 Each campaign invocation takes the shared MPI lock (/tmp/mpibench-mpi.lock) itself, so the
 bench never holds it for long. One run, numbers only, no assertions.
 """
@@ -81,11 +87,12 @@ timeout = 900
 stack = "openmpi"
 transport = "shm"
 np = 2
-
+{bind}
 [variants.mpich]
 stack = "mpich"
 transport = "shm"
 np = 2
+{bind}
 """
 
 CORE = """
@@ -202,8 +209,9 @@ def schedule(budget_rounds: int, compare_rounds: int, batches: int) -> Schedule:
 
 class Tool:
     def __init__(self, name: str, work: Path, group: str, statistic: str, design: Design,
-                 extra: str = ""):
+                 extra: str = "", bind: str = ""):
         self.name, self.group, self.statistic, self.extra = name, group, statistic, extra
+        self.bind = f'bind = "{bind}"' if bind else ""
         self.design, self.previous = design, None
         work.mkdir(parents=True, exist_ok=True)
         self.camp, self.db = work / f"{name}.toml", work / "mpibench.db"
@@ -215,8 +223,8 @@ class Tool:
     def run_to(self, n: int) -> float:
         """Launches up to n per variant (one campaign invocation); their seconds."""
         before = launch_seconds(self.db)
-        run_round(self.camp, HEAD.format(name=self.name, repeats=n, extra=self.extra)
-                  + self.group)
+        run_round(self.camp, HEAD.format(name=self.name, repeats=n, extra=self.extra,
+                                         bind=self.bind) + self.group)
         self.rounds = n
         self.seconds = launch_seconds(self.db)
         return self.seconds - before
@@ -267,8 +275,13 @@ def _args(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--batches", type=int, default=3,
                     help="with --max-rounds auto: looks (campaign invocations) after the "
                          "comparison rounds (default 3)")
+    ap.add_argument("--bind", default="core", metavar="core|none",
+                    help="both variants' binding (default core: Open MPI binds 2 ranks to "
+                         "cores by default, Hydra does not; none: each launcher's default)")
     ap.add_argument("--keep", metavar="DIR", help="keep the campaigns and stores in DIR")
     a = ap.parse_args(argv)
+    if a.bind not in ("core", "none"):
+        ap.error(f"--bind: got {a.bind!r}, expected core or none")
     a.auto = a.max_rounds == "auto"
     if not a.auto:
         try:
@@ -294,20 +307,22 @@ def main(argv: list[str]) -> int:
         print(f"IMB: {IMB_TGZ} not found; set MPIBENCH_PEERS")
         return 0
     root = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="bench-ttd-"))
+    bind = "" if a.bind == "none" else a.bind
     what = (f"budget: the core's plan after round 2, at most {a.cap} rounds; {compare} "
             "rounds interleaved with IMB" if a.auto
             else f"budget B = {a.cap} rounds (launches per variant)")
     print(f"# time to decision: Open MPI vs MPICH PingPong {sizes}, np=2, shm; decided = "
           f"significant (launch-level test, Holm over the table) or equivalent within "
-          f"±{100 * TARGET:g}% (TOST); {what}")
+          f"±{100 * TARGET:g}% (TOST); {what}; binding: {a.bind}")
     print(f"# start: {load()}")
     # the stopping rule (stats.sequential): a look after every round from the second, the
     # interim looks at alpha x 0.2 / looks, the last (the budget) at alpha; with auto the
     # design is fixed after round 2's launches, before the first look
     design = schedule(a.cap, compare, a.batches)
     core = Tool("core", root / "core", CORE.format(sizes=sizes), "median", design,
-                extra=f"budget = {{ launches = {a.cap} }}")
-    imb = Tool("imb", root / "imb", IMB.format(tgz=IMB_TGZ, sizes=sizes), "mean", design)
+                extra=f"budget = {{ launches = {a.cap} }}", bind=bind)
+    imb = Tool("imb", root / "imb", IMB.format(tgz=IMB_TGZ, sizes=sizes), "mean", design,
+               bind=bind)
     if not a.auto:
         print(f"# rule: stats.sequential, looks at 2..{a.cap} launches per side, interim "
               f"level {design.level(2):.2g}, final {design.alpha:g}")
