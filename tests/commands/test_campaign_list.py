@@ -79,3 +79,34 @@ def test_pages_of_campaigns(tmp_path, capsys):
     assert f"campaigns {N - 1}-{N} of {N}" in out.err and "more" not in out.err
     assert cli_main(["campaign", "list", "--db", db, "--offset", str(N + 5)]) == 0
     assert f"no campaigns from --offset {N + 5} (the store has {N})" in capsys.readouterr().err
+
+
+def test_a_page_of_cells_shows_the_rows_of_json_in_order(tmp_path, capsys):
+    """`campaign list FILE`: a page past PLAIN_TABLE_ROWS cells is fixed-width text, a
+    short one a rich table; both hold the cells of --json, in plan order, escaped alike."""
+    from mpibench.campaign.runner import CampaignRunner
+    from mpibench.campaign.spec import load
+
+    xs = ", ".join(['"[red]v\\u001b[2J"'] + [str(i) for i in range(PLAIN_TABLE_ROWS // 2 + 5)])
+    path = tmp_path / "c.toml"
+    path.write_text(f'[campaign]\nname = "big"\nrepeats = 2\n[variants.a]\nstack = "openmpi"\n'
+                    f'[benchmarks.app]\ncommand = "echo {{x}}"\nparams = {{ x = [{xs}] }}\n')
+    db = tmp_path / "s.db"
+    with Store(db) as store:
+        CampaignRunner(load(path), store, []).sync()
+    assert cli_main(["campaign", "list", str(path), "--db", str(db), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) > PLAIN_TABLE_ROWS
+    want = [[str(r["seq"]), r["id"], r["variant"], r["group"],
+             _shown(", ".join(f"{k}={v}" for k, v in r["params"].items())),
+             str(r["repeat"] + 1), r["status"]] for r in rows]
+
+    assert cli_main(["campaign", "list", str(path), "--db", str(db)]) == 0
+    out = capsys.readouterr()
+    assert "\x1b" not in out.out and f"campaign big: {len(rows)} cells" in out.out
+    assert _plain_rows(out.out) == want
+
+    assert cli_main(["campaign", "list", str(path), "--db", str(db), "--limit", "3"]) == 0
+    out = capsys.readouterr()
+    assert "\x1b" not in out.out
+    assert [r[:7] for r in _rich_rows(out.out)] == want[:3]
