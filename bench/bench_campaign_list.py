@@ -37,6 +37,9 @@ from mpibench.cli import main as cli_main
 from mpibench.report import render
 from mpibench.store import Store
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from support.synth import app_campaign_store  # noqa: E402
+
 CAMPAIGN = """\
 [campaign]
 name = "c"
@@ -94,13 +97,7 @@ def list_once(db: Path, rich_rows: int, file: list[str] = ()) -> tuple[float, st
 
 def cells_page(tmp: Path, rounds: int) -> str:
     """`campaign list FILE`: its first page of 1000 cells (of 2400), before and after."""
-    xs = ", ".join(str(i) for i in range(1200))
-    path = tmp / "big.toml"
-    path.write_text(f'[campaign]\nname = "big"\nrepeats = 2\n[variants.a]\nstack = "openmpi"\n'
-                    f'[benchmarks.app]\ncommand = "echo {{x}}"\nparams = {{ x = [{xs}] }}\n')
-    db = tmp / "cells.db"
-    with Store(db) as store:
-        CampaignRunner(load(path), store, []).sync()
+    path, db = app_campaign_store(tmp, list(range(1200)))
     list_once(db, 10**9, [str(path)])        # warm
     before, after = [], []
     for _ in range(rounds):

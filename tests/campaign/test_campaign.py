@@ -721,17 +721,10 @@ def test_campaign_list_pages_a_big_campaign(tmp_path, capsys):
     page (1000 cells), --offset/--limit move through them, --json streams every cell."""
     import json
 
-    from mpibench.campaign.runner import CampaignRunner
     from mpibench.cli import main as cli_main
-    from mpibench.store import Store
+    from support.synth import app_campaign_store
 
-    xs = ", ".join(str(i) for i in range(1200))
-    path = write(tmp_path, f'[campaign]\nname = "big"\nrepeats = 2\n[variants.a]\n'
-                           f'stack = "openmpi"\n[benchmarks.app]\ncommand = "echo {{x}}"\n'
-                           f'params = {{ x = [{xs}] }}\n')
-    db = tmp_path / "s.db"
-    with Store(db) as store:
-        CampaignRunner(load(path), store, []).sync()
+    path, db = app_campaign_store(tmp_path, list(range(1200)))
     assert cli_main(["campaign", "list", str(path), "--db", str(db)]) == 0
     out = capsys.readouterr()
     assert len([ln for ln in out.out.splitlines() if " c-" in ln]) == 1000

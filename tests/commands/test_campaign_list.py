@@ -84,16 +84,10 @@ def test_pages_of_campaigns(tmp_path, capsys):
 def test_a_page_of_cells_shows_the_rows_of_json_in_order(tmp_path, capsys):
     """`campaign list FILE`: a page past PLAIN_TABLE_ROWS cells is fixed-width text, a
     short one a rich table; both hold the cells of --json, in plan order, escaped alike."""
-    from mpibench.campaign.runner import CampaignRunner
-    from mpibench.campaign.spec import load
+    from support.synth import app_campaign_store
 
-    xs = ", ".join(['"[red]v\\u001b[2J"'] + [str(i) for i in range(PLAIN_TABLE_ROWS // 2 + 5)])
-    path = tmp_path / "c.toml"
-    path.write_text(f'[campaign]\nname = "big"\nrepeats = 2\n[variants.a]\nstack = "openmpi"\n'
-                    f'[benchmarks.app]\ncommand = "echo {{x}}"\nparams = {{ x = [{xs}] }}\n')
-    db = tmp_path / "s.db"
-    with Store(db) as store:
-        CampaignRunner(load(path), store, []).sync()
+    path, db = app_campaign_store(tmp_path, ['"[red]v\\u001b[2J"']
+                                  + list(range(PLAIN_TABLE_ROWS // 2 + 5)))
     assert cli_main(["campaign", "list", str(path), "--db", str(db), "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert len(rows) > PLAIN_TABLE_ROWS

@@ -148,3 +148,21 @@ def sweep_store(path):
                          params={"steps": 100}, seq0=next(seq),
                          make=lambda rep: [app_row(2, 5.0 + rep)])
     return store
+
+
+def app_campaign_store(directory: Path, values: list, *, name: str = "big", repeats: int = 2
+                       ) -> tuple[Path, Path]:
+    """A campaign file of one application group over parameter x = values (TOML literals,
+    e.g. '3' or '"text"'), and a store its cells were synced into as pending runs by the
+    real runner (len(values) x repeats cells, no launch): (campaign file, store)."""
+    from mpibench.campaign.runner import CampaignRunner
+    from mpibench.campaign.spec import load
+
+    path = directory / f"{name}.toml"
+    path.write_text(f'[campaign]\nname = "{name}"\nrepeats = {repeats}\n[variants.a]\n'
+                    f'stack = "openmpi"\n[benchmarks.app]\ncommand = "echo {{x}}"\n'
+                    f'params = {{ x = [{", ".join(map(str, values))}] }}\n')
+    db = directory / f"{name}.db"
+    with Store(db) as store:
+        CampaignRunner(load(path), store, []).sync()
+    return path, db
