@@ -188,6 +188,16 @@ def test_tost_equivalence():
     assert not lo <= 1.0 <= hi
 
 
+def test_ci_at_a_level_near_one_with_two_launches_saturates():
+    # a sequential look's CI at 1 - 1e-12 on 2 launches per side with very different
+    # launches (1 df each): the half-width is beyond exp's range; the CI is (0, inf),
+    # not an OverflowError (bench_time_to_decision crashed on it at its second look)
+    t = L.compare([0.17, 4000.0], [0.12, 0.38], "lower")
+    assert t.tested
+    lo, hi = t.ci_at(1 - 1e-12)
+    assert lo == pytest.approx(0.0, abs=1e-300) and hi == math.inf
+
+
 def test_aggregate_per_launch_equals_geomean_of_cells_when_complete():
     rng = np.random.default_rng(5)
     rows = []

@@ -161,9 +161,11 @@ class Plan:
                     f"{b.launch_s:.2f} s per launch, {b.total_s:.1f} s of launches in all")
         need = (f"{b.launches} launches per side ({b.total_s:.1f} s of launches)"
                 if b.launches is not None else f"more than {SEARCH_MAX} launches per side")
-        return (f"{knobs}, {b.launch_s:.2f} s per launch ({sd}): {what} needs {need}, "
-                f"more than the {self.max_launches} planned, so the launches are the most "
-                f"precise ones (within {100 * (PRECISION_SLACK - 1):g}%) at the least time")
+        cap = (f", more than the {self.max_launches} planned"
+               if self.max_launches < SEARCH_MAX else "")
+        return (f"{knobs}, {b.launch_s:.2f} s per launch ({sd}): {what} needs {need}{cap}, "
+                f"so the launches are the most precise ones (within "
+                f"{100 * (PRECISION_SLACK - 1):g}%) at the least time")
 
 
 def samples_at(cell: CellCost, target_pct: float, min_samples: int = CORE_MIN_SAMPLES,

@@ -89,6 +89,13 @@ def _norm_cdf(x):
     return sps.norm.cdf(x)
 
 
+def _exp(x: float) -> float:
+    """exp that saturates: a CI at a level near 1 with 1-2 df (a sequential look's
+    1 - 1e-12 at 2 launches) has a half-width beyond the float range; its ends are
+    then 0 and inf, not an OverflowError."""
+    return math.exp(x) if x < 709.0 else math.inf
+
+
 def _logs(values: Iterable[float | None]) -> np.ndarray:
     v = np.array([x for x in values if x is not None], dtype=float)
     v = v[np.isfinite(v) & (v > 0)]
@@ -183,7 +190,7 @@ class LaunchTest(NamedTuple):
         if self.diff_log is None or self.se_log is None or not self.components:
             return self.ci_low, self.ci_high
         h = cochran_cox_crit(self.components, (1.0 - level) / 2.0) * self.se_log
-        return math.exp(self.diff_log - h), math.exp(self.diff_log + h)
+        return _exp(self.diff_log - h), _exp(self.diff_log + h)
 
     def tost(self, margin: float) -> float | None:
         """Two one-sided tests of equivalence within a log-symmetric margin (0.02 = the
