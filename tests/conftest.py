@@ -44,8 +44,8 @@ tierguard.install()
 _SYSTEM_MARKS = ("system", "mpi", "slurm")
 # Fixtures that start system programs (stack discovery compiles with each stack's wrapper):
 # a test that asks for one, directly or through another fixture, is a system test.
-_SYSTEM_FIXTURES = {"found_stacks", "openmpi", "mpich", "slurm_cluster", "testbed", "core",
-                    "gromacs_tpr", "pypi_stacks", "intel_stack", "pg_server"}
+_SYSTEM_FIXTURES = {"found_stacks", "openmpi", "mpich", "slurm_cluster", "slurm_limit_runs",
+                    "testbed", "core", "gromacs_tpr", "pypi_stacks", "intel_stack", "pg_server"}
 
 
 def pytest_collection_modifyitems(config, items):

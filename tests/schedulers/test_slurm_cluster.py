@@ -1,8 +1,10 @@
 """Against a real Slurm on localhost (slurmctld + slurmd n1 and n2, see tests/support/slurm_cluster.py).
 
-The three example campaigns run at the same time (the time-limit one takes about 70 s, Slurm
-enforces limits in whole minutes), each as `mpibench campaign run` in a subprocess with a
-timeout; the tests then read what each recorded in its store.
+The example campaigns run once for the module, each as `mpibench campaign run` in a subprocess
+with a timeout (see `campaigns` for which run side by side); the tests then read what each
+recorded in its store. The time-limit campaigns
+(60-90 s: Slurm enforces limits in whole minutes) run from the start of the session on a
+cluster of their own (`slurm_limit_runs`), so nothing here waits or queues behind them.
 """
 
 from __future__ import annotations
@@ -58,12 +60,6 @@ extra_directives = ["--comment=mpibench-test"]
 poll_interval = 1
 poll_max_interval = 3
 """
-# the time-limit campaign again, through the PBS commands and with the other stack
-PBS_TIMEOUT_TOML = ((EXAMPLES / "slurm-timeout.toml").read_text()
-                    .replace('name = "slurm-timeout"', 'name = "pbs-timeout"')
-                    .replace('stack = "openmpi"', 'stack = "mpich"')
-                    .replace('name = "slurm"', 'name = "pbs"')
-                    .replace('partition = "debug"', 'queue = "debug"'))
 # an application cell whose setup (think grompp) sleeps: its wall time must not include it
 SETUP_TOML = """
 [campaign]
@@ -121,8 +117,9 @@ poll_max_interval = 2
 # more memory than any node has: refused, and the reason says why
 MEM_TOML = (BIND_TOML.replace('name = "slurm-bind"', 'name = "slurm-mem"')
             .replace('mem = "100M"', 'mem = "64T"'))
-CAMPAIGNS = ("slurm-local", "slurm-timeout", "pbs-local", "slurm-hostile", "pbs-timeout",
-             "slurm-setup", "slurm", "slurm-bind", "slurm-mem")
+CAMPAIGNS = ("slurm-local", "pbs-local", "slurm-hostile", "slurm-setup", "slurm", "slurm-bind",
+             "slurm-mem")
+ONE_AT_A_TIME = ("slurm-local", "slurm")
 pytestmark = pytest.mark.slurm
 
 
@@ -142,7 +139,7 @@ def campaigns(slurm_cluster, tmp_path_factory):
     marker = base / "pwned"
     inline = {"slurm-hostile": HOSTILE_TOML.replace(
                   "{evil}", json.dumps(HOSTILE.format(marker=marker))),
-              "pbs-timeout": PBS_TIMEOUT_TOML, "slurm-setup": SETUP_TOML,
+              "slurm-setup": SETUP_TOML,
               "slurm": SITE_TOML, "slurm-bind": BIND_TOML, "slurm-mem": MEM_TOML}
     for name in CAMPAIGNS:
         d = base / name
@@ -158,8 +155,14 @@ def campaigns(slurm_cluster, tmp_path_factory):
                             "--no-progress", str(files[name])],
                            env=slurm_cluster.env(), timeout=240)
 
-    with ThreadPoolExecutor(len(CAMPAIGNS)) as pool:
-        results = dict(zip(CAMPAIGNS, pool.map(run, CAMPAIGNS), strict=True))
+    # The short campaigns at once, then the two that launch MPICH with 2 ranks on a node
+    # over UCX tcp one after the other: MPICH 4.0.2 can hang in MPI_Finalize when such a
+    # rank is descheduled (docs/schedulers.md), and the localhost cluster's 4 CPUs are 2
+    # cores (before, the time-limit jobs held a core of each node while these ran)
+    with ThreadPoolExecutor(len(CAMPAIGNS) - len(ONE_AT_A_TIME)) as pool:
+        short = [c for c in CAMPAIGNS if c not in ONE_AT_A_TIME]
+        results = dict(zip(short, pool.map(run, short), strict=True))
+    results.update((name, run(name)) for name in ONE_AT_A_TIME)
     out = {"marker": marker, "files": files}
     for name, res in results.items():
         db = files[name].parent / "mpibench.db"
@@ -233,8 +236,10 @@ def test_refused_memory_request_says_what_was_asked_and_what_nodes_have(campaign
            "have at most" in run["reason"], run["reason"]
 
 
-def test_cell_over_its_slurm_time_limit_is_a_timeout(campaigns):
-    res, rows = campaigns["slurm-timeout"]
+def test_cell_over_its_slurm_time_limit_is_a_timeout(slurm_limit_runs):
+    res, camp = slurm_limit_runs["slurm-timeout"]
+    db = camp.parent / "mpibench.db"
+    rows = _rows(db) if db.exists() else []
     assert len(rows) == 1, res.stdout[-2000:] + res.stderr[-2000:]
     r = rows[0]
     assert r["status"] == "timeout", (r["reason"], r["stderr_tail"])
@@ -244,15 +249,16 @@ def test_cell_over_its_slurm_time_limit_is_a_timeout(campaigns):
     assert "#SBATCH --time=00:01:00" in r["job_script"]
     assert r["exit_code"] is None and r["nodelist"] in ("n1", "n2")
     # what `campaign status` and `campaign list` show for it, table and --json
-    camp = str(campaigns["files"]["slurm-timeout"])
+    camp = str(camp)
     res = run_command([sys.executable, "-m", "mpibench", "campaign", "status", camp, "--json"],
                       timeout=60)
     (p,) = json.loads(res.stdout)["problems"]
     assert (p["job_id"], p["nodelist"], p["sched_state"]) == \
         (r["job_id"], r["nodelist"], r["sched_state"])
-    # slurmstepd's SIGTERM at the limit is usually recorded ("TIMEOUT signal=15"); under load
-    # the job can end with the state alone (two loaded clean-clone runs in a row); status and
-    # list must show whatever state was stored
+    # slurmstepd's SIGTERM at the limit is recorded ("TIMEOUT signal=15"): the poll asks again
+    # while the record lacks how the script ended (schedulers/slurm.py, record_incomplete);
+    # when Slurm never adds it (seen under load), the state alone is what Slurm reported.
+    # Status and list must show exactly the state that was stored
     assert re.fullmatch(r"TIMEOUT( exit=\d+)?( signal=(15|9))?", p["sched_state"]), p
     text = run_command([sys.executable, "-m", "mpibench", "campaign", "status", camp],
                        timeout=60).stdout
@@ -304,8 +310,10 @@ def test_batch_app_wall_time_excludes_its_setup(campaigns):
     assert wall <= r["elapsed"] - 3  # the step took the sleep and the launch; wall only one
 
 
-def test_cell_over_its_pbs_walltime_is_a_timeout(campaigns):
-    res, rows = campaigns["pbs-timeout"]
+def test_cell_over_its_pbs_walltime_is_a_timeout(slurm_limit_runs):
+    res, camp = slurm_limit_runs["pbs-timeout"]
+    db = camp.parent / "mpibench.db"
+    rows = _rows(db) if db.exists() else []
     (r,) = rows
     assert r["status"] == "timeout", (r["reason"], r["stderr_tail"], res.stderr[-2000:])
     assert r["scheduler"] == "pbs" and r["sched_state"] == "job_state=C"
@@ -414,8 +422,9 @@ nodes = 2
 ppn = 1
 launcher = "srun"
 
+# each job holds its node until the test creates `go` (an event, not a duration)
 [benchmarks.nap]
-command = "sleep 8"
+command = "bash -c 'while [ ! -e {campaign_dir}/go ]; do sleep 0.2; done'"
 fom = "wall_time"
 
 [scheduler]
@@ -477,16 +486,37 @@ def test_resume_reattaches_to_the_running_and_the_queued_job(slurm_cluster,
     assert proc.returncode == -signal.SIGKILL, "the campaign ended before it was killed"
     assert at_kill == {job_ids[0]: "RUNNING", job_ids[1]: "PENDING"}, at_kill
     assert {r["status"] for r in _rows(db)} == {"running"}
-    res = run_command([sys.executable, "-m", "mpibench", "campaign", "resume", "--no-progress",
-                       str(camp)], env=slurm_cluster.env(), cwd=tmp_path, timeout=120)
-    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    # resume while the jobs are held (one running, one queued); let them end once it has
+    # re-attached to both
+    log = tmp_path / "resume.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "mpibench", "campaign", "resume",
+                                 "--no-progress", str(camp)],
+                                env={**env, "PYTHONUNBUFFERED": "1"}, cwd=tmp_path,
+                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120  # a failure bound: the loop ends on the event
+        while time.monotonic() < deadline and proc.poll() is None:
+            if all(f"re-attached to job {j}" in log.read_text() for j in job_ids):
+                break
+            time.sleep(0.2)
+        assert _squeue_states(job_ids) == {job_ids[0]: "RUNNING", job_ids[1]: "PENDING"}
+        (tmp_path / "go").touch()
+        proc.wait(timeout=120)
+    finally:
+        (tmp_path / "go").touch()
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+    text = log.read_text()
+    assert proc.returncode == 0, text[-4000:]
     rows = _rows(db)
     assert {r["status"] for r in rows} == {"done"}, [(r["reason"], r["stderr_tail"])
                                                      for r in rows]
     # the same jobs, followed again, not new submissions
     assert sorted((r["job_id"] for r in rows), key=int) == job_ids
     for jid in job_ids:
-        assert f"re-attached to job {jid}" in res.stdout + res.stderr
+        assert f"re-attached to job {jid}" in text
     assert {r["nodelist"] for r in rows} == {"n[1-2]"}
     for r in rows:
         mine = run_command(["squeue", "--noheader", "--states=all", "--name",
@@ -557,7 +587,7 @@ np = 1
 launcher = "srun"
 
 [benchmarks.count]
-command = "bash -c 'echo $SLURM_JOB_ID >>{campaign_dir}/ran.txt; sleep {nap}'"
+command = "bash -c 'echo $SLURM_JOB_ID >>{campaign_dir}/ran.txt; {wait}'"
 fom = "wall_time"
 
 [scheduler]
@@ -584,11 +614,15 @@ sys.exit(main(sys.argv[2:]))
 """
 
 
-@pytest.mark.parametrize("nap", [20, 0], ids=["job-alive-at-resume", "job-ended-before"])
+@pytest.mark.parametrize("alive", [True, False], ids=["job-alive-at-resume", "job-ended-before"])
 def test_resume_adopts_the_job_a_killed_harness_submitted(slurm_cluster, tmp_path,
-                                                          nap):
+                                                          alive):
+    import concurrent.futures
+
     camp = tmp_path / "orphan.toml"
-    camp.write_text(ORPHAN.replace("{nap}", str(nap)))
+    # alive: the job runs until the test creates `go`, after resume adopted it (an event)
+    camp.write_text(ORPHAN.replace("{wait}", "while [ ! -e {campaign_dir}/go ]; do sleep "
+                                   "0.2; done" if alive else "true"))
     script = tmp_path / "die.py"
     script.write_text(DIE_AFTER_SBATCH)
     res = run_command([sys.executable, str(script), str(tmp_path / "job"), "campaign", "run",
@@ -598,15 +632,31 @@ def test_resume_adopts_the_job_a_killed_harness_submitted(slurm_cluster, tmp_pat
     job = (tmp_path / "job").read_text()
     (r,) = _rows(tmp_path / "mpibench.db")
     assert (r["status"], r["job_id"], r["sched_state"]) == ("running", None, "submitting")
-    if nap == 0:  # let it finish first: squeue still knows it (MinJobAge), finished
+    if not alive:  # let it finish first: squeue still knows it (MinJobAge), finished
         deadline = time.monotonic() + 180  # a failure bound: the loop ends on the event
         while _squeue_states([job]).get(job) != "COMPLETED" and time.monotonic() < deadline:
             time.sleep(0.5)
         assert _squeue_states([job]).get(job) == "COMPLETED"
     else:
         assert _squeue_states([job]).get(job) in ("PENDING", "RUNNING")
-    res = run_command([sys.executable, "-m", "mpibench", "campaign", "resume", "--no-progress",
-                       str(camp)], env=slurm_cluster.env(), cwd=tmp_path, timeout=120)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        resume = pool.submit(run_command, [sys.executable, "-m", "mpibench", "campaign",
+                                           "resume", "--no-progress", str(camp)],
+                             env=slurm_cluster.env(), cwd=tmp_path, timeout=120)
+        if alive:
+            try:  # adopted: the store holds the job's id; the job is still running
+                deadline = time.monotonic() + 120  # a failure bound: ends on the event
+                while time.monotonic() < deadline and not resume.done():
+                    try:
+                        if _rows(tmp_path / "mpibench.db")[0]["job_id"] == job:
+                            break
+                    except sqlite3.OperationalError:  # the harness holds a write lock
+                        pass
+                    time.sleep(0.2)
+                assert _squeue_states([job]).get(job) in ("PENDING", "RUNNING")
+            finally:
+                (tmp_path / "go").touch()
+        res = resume.result()
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     assert f"job {job} (mpibench-{r['id']}) was submitted just before the previous harness " \
            "stopped" in res.stdout + res.stderr
