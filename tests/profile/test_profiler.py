@@ -273,13 +273,41 @@ def test_signal_writes_partial_files(built, tmp_path):
     assert run.status == "failed"
 
 
-def test_timeout_leaves_partial_profile(built, tmp_path):
-    stack, _, progs = built
-    argv = [stack.launcher, "-np", "2", str(progs / "known_calls"), "hang"]
-    # The ranks must have sent before the dump: with timeout 8 the dump came 6 s after the
-    # launch, which a loaded machine's MPI start-up can take; 20 gives 15 s (the run lasts
-    # the timeout however fast the machine is: hang waits for it)
-    run = profile.run.run_profiled(argv, stack=stack, out_dir=tmp_path / "prof", timeout=20)
+@pytest.fixture(scope="module")
+def timeout_runs(found_stacks, tmp_path_factory):
+    """{stack name: run} of `known_calls hang` under a 20 s timeout, one launch per stack, both
+    at once. The ranks must have sent before the dump: with timeout 8 the dump came 6 s after
+    the launch, which a loaded machine's MPI start-up can take; 20 gives 15 s. Each run lasts
+    its timeout however fast the machine is (hang waits for it), so side by side they cost
+    one timeout, not two."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from mpibench.stacks import find_stack
+
+    argvs = {}
+    for name in ("openmpi", "mpich"):
+        try:
+            stack = find_stack(name, found_stacks)
+        except Exception:  # noqa: BLE001 - a missing stack: its test skips in `built`
+            continue
+        progs = profile.run.build_test_programs(stack)   # cached: `built` builds the same
+        profile.run.build_profiler(stack)
+        argvs[stack.name] = (stack, [stack.launcher, "-np", "2", str(progs / "known_calls"),
+                                     "hang"])
+    base = tmp_path_factory.mktemp("timeout")
+
+    def one(name):
+        stack, argv = argvs[name]
+        return profile.run.run_profiled(argv, stack=stack, out_dir=base / name / "prof",
+                                        timeout=20)
+
+    with ThreadPoolExecutor(max(1, len(argvs))) as pool:
+        return dict(zip(argvs, pool.map(one, argvs), strict=True))
+
+
+def test_timeout_leaves_partial_profile(built, timeout_runs):
+    stack, _, _progs = built
+    run = timeout_runs[stack.name]
     # 5 s before the timeout every rank is asked to write (dump signal), then SIGTERMed
     assert run.status == "timeout"
     assert run.doc and run.doc["complete"] is False
