@@ -105,6 +105,7 @@ typedef struct mb_summary {
     int64_t n_eff; /* effective sample size n / tau the CI is computed for */
     int stationarity; /* enum mb_stationarity: the launch's series passed the block test? */
     int ci_sized;     /* ci_exact before the stationarity check (enough samples for tau) */
+    double stat_chi2, stat_cusum, stat_edge; /* the check's statistics (0: untested) */
 } mb_summary;
 
 /* Is the series stationary?  The samples are cut into MB_STAT_BLOCKS consecutive blocks and
@@ -118,6 +119,7 @@ enum mb_stationarity {
     MB_STAT_OK,           /* passed */
     MB_STAT_LEVEL_SHIFT,  /* blocks differ, not in one direction: a level shift or switching */
     MB_STAT_DRIFT,        /* blocks differ monotonically: a drift */
+    MB_STAT_UNSETTLED,    /* neither statistic at its flag level, one beyond its continue level */
 };
 #define MB_STAT_BLOCKS 4
 #define MB_STAT_MIN_N 40
@@ -125,10 +127,20 @@ enum mb_stationarity {
 #ifndef MB_STAT_CUSUM_CRIT
 #define MB_STAT_CUSUM_CRIT 1.949 /* sup of a Brownian bridge (Kolmogorov), upper 0.001 */
 #endif
+/* The continue level: evidence beyond it but short of the flag level leaves the check
+ * "unsettled": no stop on the target (ci_exact false) while it lasts, so a level change in the
+ * last round gets the post-change samples that settle it one way or the other; a launch whose
+ * budget ends while unsettled keeps the approximate CI and says so. */
+#define MB_STAT_CRIT_CONT 11.345     /* chi-square, 3 df, upper 0.01 */
+#define MB_STAT_CUSUM_CONT 1.628     /* Kolmogorov, upper 0.01 */
+/* The edge CUSUM: the rank CUSUM's partial sums each over its own sd, from MB_STAT_EDGE
+ * samples of either end; critical values by n (mb_edge_crit, cont: the continue level) */
+#define MB_STAT_EDGE 5
+double mb_edge_crit(int64_t n, int cont);
 /* sorted: the same samples sorted (NULL: sorted here); *chi2 the block statistic, *cusum the
- * rank CUSUM's (both 0 when untested) */
+ * rank CUSUM's, *edge the edge CUSUM's (all 0 when untested) */
 int mb_stationarity_check(const double *x, const double *sorted, int64_t n, double m,
-                          double *chi2, double *cusum);
+                          double *chi2, double *cusum, double *edge);
 const char *mb_stationarity_name(int s); /* JSON spelling */
 
 int mb_median_ci_ranks(int64_t n, double level, int64_t *lo, int64_t *hi);
@@ -153,6 +165,9 @@ typedef struct mb_ci_sim {
     double level_coverage_unswitched;   /* the rest: CI holds the level they sat in */
     int trials;
     int robust;            /* 1: mb_summarise_series' CI; 0: the order-statistic CI alone */
+    int flag_only;         /* robust: the rule before (block test and rank CUSUM at 0.001) */
+    double mean_n;         /* samples at the stop, mean over trials */
+    double *medians;       /* optional, trials long: each trial's final median */
     double coverage;       /* share of trials whose final CI holds the true median */
     double median_n;       /* samples at the stop, median over trials */
     double stopped_target; /* share of trials that stopped on the target */

@@ -478,14 +478,18 @@ def _singleton_env():
 
 def test_statistics_self_test(core):
     """Median-CI ranks against binomial tables, coverage on uniform/exponential/normal/
-    lognormal samples, numpy-compatible quantiles, and the stopping rule on known spreads."""
+    lognormal samples, numpy-compatible quantiles, the stopping rule on known spreads, and
+    the rule replayed on seeded series: iid stops on "target"; a 2 sd shift in the last 12
+    samples before that stop, which the rule before (block test and rank CUSUM at 0.001)
+    stopped on "target", keeps sampling and ends flagged (stop_late_shift)."""
     p = subprocess.run([str(_exe(core, "openmpi")), "--self-test"], capture_output=True,
                        text=True, timeout=120)
     recs = [json.loads(ln) for ln in p.stdout.splitlines()]
     failed = [r for r in recs if r["record"] == "selftest" and not r["ok"]]
     assert not failed and p.returncode == 0, failed
     assert {r["check"] for r in recs if r["record"] == "selftest"} >= {
-        "ci_ranks", "ci_coverage", "quantiles", "stopping", "stationarity_late_shift"}
+        "ci_ranks", "ci_coverage", "quantiles", "stopping", "stationarity_late_shift",
+        "stop_iid_target", "stop_late_shift"}
 
 
 @pytest.mark.parametrize("stack", ["openmpi", "mpich"])

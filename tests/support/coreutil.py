@@ -184,7 +184,7 @@ def within_launch_ci(samples: list[float]) -> dict[str, Any]:
 
     lo = ranks(neff)
     stat = stationarity(x, m)
-    moved = stat in ("level_shift", "drift")
+    moved = stat in ("level_shift", "drift", "unsettled")
     out = {"lag1": lag1, "tau": tau, "n_eff": neff, "stationarity": stat}
     if neff == n:
         if lo is None:
@@ -198,14 +198,40 @@ def within_launch_ci(samples: list[float]) -> dict[str, Any]:
 
 # the core's stationarity check (core/mb.h MB_STAT_*), written again from its definition
 STAT_BLOCKS, STAT_MIN_N, STAT_CRIT, STAT_CUSUM_CRIT = 4, 40, 16.266, 1.949
+# the continue level (upper 0.01): beyond it but short of the flag level is "unsettled"
+STAT_CRIT_CONT, STAT_CUSUM_CONT = 11.345, 1.628
+# the edge CUSUM: from STAT_EDGE samples of either end; (n, flag, continue) critical values
+STAT_EDGE = 5
+EDGE_CRIT = [(40, 3.69, 3.20), (60, 3.83, 3.31), (100, 3.97, 3.42), (200, 4.09, 3.52),
+             (500, 4.20, 3.63), (1000, 4.27, 3.68), (2000, 4.33, 3.74), (5000, 4.45, 3.80),
+             (20000, 4.55, 3.90)]
+
+
+def edge_crit(n: int, cont: bool) -> float:
+    """core/stats.c mb_edge_crit: linear in log n between the points, log log n beyond."""
+    import math
+
+    col = 2 if cont else 1
+    ln = math.log(max(n, 40))
+    last = EDGE_CRIT[-1]
+    if ln >= math.log(last[0]):
+        return last[col] + 0.9 * (math.log(ln) - math.log(math.log(last[0])))
+    i = 0
+    while ln > math.log(EDGE_CRIT[i + 1][0]):
+        i += 1
+    a, b = EDGE_CRIT[i], EDGE_CRIT[i + 1]
+    f = (ln - math.log(a[0])) / (math.log(b[0]) - math.log(a[0]))
+    return a[col] + f * (b[col] - a[col])
 
 
 def stationarity(x, m: float) -> str:
-    """'ok', 'level_shift', 'drift' or 'untested': the shares of STAT_BLOCKS consecutive
+    """'ok', 'level_shift', 'drift', 'unsettled' or 'untested': the shares of STAT_BLOCKS consecutive
     blocks at or below the median m against the whole, a chi-square allowing for the
     indicator's lag-1 correlation measured inside the blocks; and the CUSUM of the centred
     mid-ranks against a Brownian bridge's sup, allowing for the ranks' lag-1 correlation inside
-    the blocks (docs/statistics.md, within-launch stationarity)."""
+    the blocks; and the edge CUSUM, each partial sum over its own sd. Any statistic beyond its
+    upper-0.001 value fails; beyond its upper-0.01 value only: 'unsettled' (docs/statistics.md,
+    within-launch stationarity)."""
     import numpy as np
     from scipy.stats import rankdata
 
@@ -229,7 +255,10 @@ def stationarity(x, m: float) -> str:
         dr = rb - rb.sum() / rb.size
         rden += float(np.dot(dr, dr))
         rnum += float(np.dot(dr[:-1], dr[1:]))
-    kmax = float(np.max(np.abs(np.cumsum(ranks - 0.5 * (n + 1)))))
+    part = np.cumsum(ranks - 0.5 * (n + 1))
+    kmax = float(np.max(np.abs(part)))
+    k = np.arange(STAT_EDGE, n - STAT_EDGE + 1)
+    emax = float(np.max(np.abs(part[k - 1]) / np.sqrt(k * (n - k) * (n + 1) / 12.0)))
     rr = min(max(rnum / rden if rden > 0 else 0.0, 0.0), 0.99)
     scale = n * n * (n + 1) / 12.0 * (1.0 + rr) / (1.0 - rr)
     cusum = kmax / scale ** 0.5 if scale > 0 else 0.0
@@ -241,7 +270,9 @@ def stationarity(x, m: float) -> str:
     r = min(max(r, 0.0), 0.99)
     tau = (1 + r) / (1 - r)
     x2 = sum(nb * (c / nb - p) ** 2 for c, nb in zip(counts, sizes, strict=True)) / (var * tau)
-    if x2 <= STAT_CRIT and cusum <= STAT_CUSUM_CRIT:
-        return "ok"
+    edge = emax / ((1.0 + rr) / (1.0 - rr)) ** 0.5
+    if x2 <= STAT_CRIT and cusum <= STAT_CUSUM_CRIT and edge <= edge_crit(n, False):
+        settled = x2 <= STAT_CRIT_CONT and cusum <= STAT_CUSUM_CONT and edge <= edge_crit(n, True)
+        return "ok" if settled else "unsettled"
     d = [counts[b] * sizes[b - 1] - counts[b - 1] * sizes[b] for b in range(1, STAT_BLOCKS)]
     return "drift" if all(v >= 0 for v in d) or all(v <= 0 for v in d) else "level_shift"

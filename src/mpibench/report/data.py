@@ -553,7 +553,8 @@ def fmt_params(params: Mapping[str, Any] | None) -> str:
 
 def _stop_with_stationarity(row: dict) -> str:
     """The core's stop reason, with its stationarity check's finding when the launch's
-    series moved ('max_time, drift'): its within-launch CI is then approximate."""
+    series moved ('max_time, drift') or the check had not settled when the budget ended
+    ('max_time, unsettled'): its within-launch CI is then approximate."""
     stop = row["stop_reason"]
     extra = row.get("extra_json")
     if extra and "stationarity" in extra:
@@ -561,7 +562,7 @@ def _stop_with_stationarity(row: dict) -> str:
             stat = json.loads(extra).get("stationarity")
         except (ValueError, AttributeError):
             stat = None
-        if stat in ("level_shift", "drift"):
+        if stat in ("level_shift", "drift", "unsettled"):
             return f"{stop}, {stat.replace('_', ' ')}"
     return stop
 
