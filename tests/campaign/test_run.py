@@ -990,3 +990,17 @@ def test_decide_on_real_launches_shm_vs_tcp_stops_and_aa_goes_on(tmp_path, found
     assert same["launches"] == 6
     assert same["state"].startswith("undecided after the maximum of 6 launches") or \
         same["significant"] + same["equivalent"] == 2, same
+    # both groups share the baseline shm at the same cells: the campaign's table pools
+    # shm's launches of both groups, and so does the rule (it decides what the table
+    # compares): the table prints the rule's decision, at the look it took it (4 rounds:
+    # 8 shm launches, 4 tcp), in the same direction
+    from mpibench.report.judge import compare_groups
+    from mpibench.report.select import select_groups
+
+    with Store(tmp_path / "r.db") as store:
+        sets = select_groups(store, campaign="decide-real")
+        cmp = compare_groups(store, sets, "shm")
+    for c in pts["differ"]["cells_decided"]:
+        (row,) = [r.deltas["tcp"] for r in cmp.rows if r.size == c["size"]]
+        assert row.significant and row.direction == "worse" and c["gain"] < 1
+        assert (row.n_base, row.n_cand) == (8, 4) and row.seq_level is not None

@@ -317,9 +317,11 @@ def decision_cells(store, campaign_id: int, order: list[str],
                    metrics: dict[str, set[str]] | None = None,
                    rounds: dict[str, int] | None = None) -> dict[tuple, tuple]:
     """The family of `until = "decided"`: {(group, point, candidate, cell key): ({run id:
-    launch statistic} of the baseline, of the candidate, better, the baseline's name)}, each
-    side's launches in repeat order, for every cell of every group the store has finished
-    launches of: the cells of the campaign's comparison table. A group's baseline is its
+    launch statistic} of the baseline, of the candidate, better, the baseline's name, the
+    group point's own launches per variant)}, each side's launches in repeat order, for
+    every cell of every group the store has finished launches of: the cells of the
+    campaign's comparison table (a variant's cell pooled over the groups that measured it,
+    as the table pools it). A group's baseline is its
     first variant in `order` (the campaign's variants, as compare's first set). metrics: a
     group's deciding metrics (an application's figures of merit; its other metrics, the
     wall time, are in the family but decide nothing: `deciding`). rounds: filled with
@@ -337,21 +339,37 @@ def decision_cells(store, campaign_id: int, order: list[str],
         rounds.update({rid: w[0] for rid, w in where.items()})
     out: dict[tuple, tuple] = {}
     rank = {v: i for i, v in enumerate(order)}
+    # each variant's cells pooled over every group that measured them, as the campaign's
+    # comparison table pools them (two groups sharing a baseline and a benchmark are one
+    # baseline cell there): the rule compares the launches the table compares
+    by_variant_all: dict[str, list[str]] = defaultdict(list)
+    for by_variant in runs.values():
+        for v, ids in by_variant.items():
+            by_variant_all[v] += ids
+    cells = load_cells(store, dict(by_variant_all), with_samples=False)
+    taken: set[tuple] = set()
     for g, by_variant in runs.items():
         if len(by_variant) < 2:
             continue
         first = min(by_variant, key=lambda v: rank.get(v, len(rank)))
-        cells = load_cells(store, dict(by_variant), with_samples=False)
+        mine = {rid for ids in by_variant.values() for rid in ids}
         for key, by in cells.items():
             base = by.get(first)
             if base is None or not base.testable:
                 continue
             b = _ordered(base.by_launch, where)
             for v, c in by.items():
-                if v == first or not c.testable or not comparable(base, c):
+                if v == first or v not in by_variant or not c.testable \
+                        or not comparable(base, c) or (first, v, key) in taken:
                     continue
-                point = where[c.launch_ids[0]][1]
-                out[(g, point, v, key)] = (b, _ordered(c.by_launch, where), c.better, first)
+                own = [rid for rid in c.launch_ids if rid in mine]
+                if not own:
+                    continue
+                taken.add((first, v, key))
+                point = where[own[0]][1]
+                n_own = max(len(own), sum(rid in mine for rid in base.launch_ids))
+                out[(g, point, v, key)] = (b, _ordered(c.by_launch, where), c.better, first,
+                                           n_own)
     return out
 
 
@@ -440,8 +458,9 @@ def summarize(spec: dict, look, cells: dict) -> dict[str, Any]:
     if look is None:
         return out
     launches: dict[tuple, int] = {}
-    for (g, point, _cand, _key), (b, c, *_rest) in cells.items():
-        launches[(g, point)] = max(launches.get((g, point), 0), len(b), len(c))
+    for (g, point, _cand, _key), spec in cells.items():
+        # the group point's own launches (a baseline cell pools every group's)
+        launches[(g, point)] = max(launches.get((g, point), 0), spec[4])
     points: dict[tuple, dict[str, Any]] = {}
     for (g, point, cand, _key), st in look.cells.items():
         if not st.decides:
