@@ -429,9 +429,10 @@ def _print_decisions(d: dict) -> None:
         if pt["undecided"] and pt["reason"]:
             con.print(escape(f"    {pt['reason']}"))
         for c in pt.get("early", [])[:5]:
+            what = " ".join(str(x) for x in (c["candidate"], c["benchmark"], c["size"],
+                                             c["metric"]) if x is not None)
             con.print(escape(
-                f"    {c['candidate']} {c['benchmark']} {c['size'] if c['size'] is not None else ''}"
-                f" {c['metric']}: {c['status']} at {c['launches']} launches (look level "
+                f"    {what}: {c['status']} at {c['launches']} launches (look level "
                 f"{c['look_level']:.2g}); CI widened for sequential looks to "
                 f"{100 * c['level']:.2f}%: [{c['ci_low']:.3g}, {c['ci_high']:.3g}]"))
     if len(d["points"]) > 20:
