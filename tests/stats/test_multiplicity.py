@@ -135,3 +135,29 @@ def test_closed_mean_p_controls_the_familywise_error(mean_share):
         hits += int((adj <= 0.05).sum())
         bonf += int((pv <= 0.05 / 6).sum())
     assert hits > 1.3 * bonf
+
+
+class _T:
+    """The parts of a stats.launch.LaunchTest adjust_table reads, for a cell tested on its
+    own launches (not pooled)."""
+    tested, pooled, se_log = True, False, None
+
+    def __init__(self, p: float):
+        self.p = p
+
+
+def test_adjust_table_is_holm_for_single_cells_and_keeps_earlier_rejections():
+    # three cells tested on their own launches, no verdict: Holm
+    ps = [0.5, 0.02, 0.03]
+    hyps = [M.Hypothesis("cell", _T(p), "b") for p in ps]
+    adj, family = M.adjust_table(hyps)
+    assert adj == pytest.approx(list(stats.holm(ps))) and family == pytest.approx(1 / 3)
+    # a cell decided significant at an earlier look of the sequential rule stays rejected
+    # (adjusted p 0) and passes its share on: the others are Holm over two
+    hyps[0] = hyps[0]._replace(rejected=True)
+    adj, _f = M.adjust_table(hyps)
+    assert adj == pytest.approx([0.0, 0.04, 0.04])
+    # untested hypotheses are not in the family
+    none = M.Hypothesis("geomean", None, "b")
+    adj, _f = M.adjust_table([*hyps, none])
+    assert adj[-1] is None and adj[:3] == pytest.approx([0.0, 0.04, 0.04])
