@@ -211,3 +211,34 @@ def test_components_recover_a_known_model():
             assert cell.sample_s == pytest.approx(c1)
             # sigma_L^2 = 0.01 estimated from 400 launches: sd of a variance ~ 7%
             assert cell.sigma_l2 == pytest.approx(sl * sl, rel=0.25)
+
+
+def test_the_between_launch_margin_is_an_upper_confidence_bound():
+    # 2 launches per side: 2 df; chi2 with 2 df has ppf(q) = -2 ln(1 - q)
+    two = [budget.Components((), 0.1, 2)] * 2
+    assert budget.between_margin(two) == pytest.approx(1.0 / -math.log(0.8))
+    assert budget.between_margin(two, None) == 1.0
+    assert budget.between_margin([budget.Components((), 0.1, 0)] * 2) == 1.0
+    # seeded: the widened estimate from 2 + 2 launches covers the true variance in 80%
+    rng = np.random.default_rng(21)
+    sigma2, hits, trials = 0.04, 0, 20000
+    for _ in range(trials):
+        a, b = rng.normal(0, 0.2, 2), rng.normal(0, 0.2, 2)
+        s2 = (a.var(ddof=1) + b.var(ddof=1)) / 2
+        hits += s2 * budget.between_margin(two) >= sigma2
+    assert hits / trials == pytest.approx(0.8, abs=0.015)
+    # with many launches the margin fades
+    assert budget.between_margin([budget.Components((), 0.1, 200)] * 2) < 1.2
+
+
+def test_a_spread_from_two_launches_plans_more_launches_than_a_known_one():
+    cells = tuple(budget.CellCost(("P", i), 0.03 ** 2, 0.001, 1e-4) for i in range(8))
+    known = budget.Components(cells, 0.2, 0)
+    pilot = budget.Components(cells, 0.2, 2)
+    p_known = budget.plan([known, known], 0.05, equivalence=True)
+    p_pilot = budget.plan([pilot, pilot], 0.05, equivalence=True)
+    assert p_known is not None and p_pilot is not None
+    assert p_pilot.best.launch_var > p_known.best.launch_var
+    assert p_pilot.best.launches > p_known.best.launches
+    assert budget.plan([pilot, pilot], 0.05, equivalence=True, confidence=None).best \
+        .launches == p_known.best.launches

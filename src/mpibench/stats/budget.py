@@ -32,6 +32,10 @@ the launches per side are planned on (stats.launch.launches_needed, noncentral t
 family's first Holm level for a difference, or the TOST approximation for equivalence
 within a margin; the launches' own df, conservative next to the pooled model's).
 
+The between-launch part rests on few launches (the launch effect a benchmark's sizes share
+has the launches' df only), so the plan takes sigma_L^2 at its one-sided 80% upper
+confidence bound over those df (between_margin: x4.5 at 2 launches per side, x1.4 at 10).
+
 The campaign caps launches per side (its `repeats`, or the rule's maximum). When a pair
 decides within the cap, the pair with the least launch time to the decision wins. When none
 does, launch time is not what limits the decisions, precision per launch is: the pairs
@@ -63,6 +67,9 @@ SEARCH_MAX = 1000          # launches per side the planning searches up to
 # beyond the cap on launches, launches within this factor of the most precise count as
 # equally precise, and the cheapest of them wins
 PRECISION_SLACK = 1.1
+# the between-launch variance a plan counts on: its one-sided upper confidence bound at
+# this level over the launches' df (a planning margin for a spread read off 2-3 launches)
+PLAN_CONFIDENCE = 0.8
 
 
 @dataclass(frozen=True)
@@ -145,6 +152,7 @@ class Plan:
     effect: float
     equivalence: bool
     max_launches: int = SEARCH_MAX    # the cap on launches per side the plan respects
+    confidence: float | None = None   # the upper bound the between-launch variance is at
 
     @property
     def within_cap(self) -> bool:
@@ -155,7 +163,8 @@ class Plan:
         what = (f"equivalence within ±{100 * self.effect:g}%" if self.equivalence
                 else f"a {100 * self.effect:g}% difference")
         knobs = f"budget: --target {b.target_pct:g}% --max-time {b.max_time:g} s per cell"
-        sd = f"pooled launch sd {math.sqrt(b.launch_var):.3f}"
+        sd = f"pooled launch sd {math.sqrt(b.launch_var):.3f}" + (
+            f", its {100 * self.confidence:g}% upper bound" if self.confidence else "")
         if self.within_cap:
             return (f"{knobs}, {b.launches} launches per side for {what} ({sd}), "
                     f"{b.launch_s:.2f} s per launch, {b.total_s:.1f} s of launches in all")
@@ -205,12 +214,37 @@ def pooled_launch_var(sides: Sequence[Components], keys: Iterable[object], targe
     return {g: sum(v) / len(v) for g, v in acc.items()}
 
 
+def between_margin(sides: Sequence[Components], confidence: float | None = PLAN_CONFIDENCE
+                   ) -> float:
+    """The factor on sigma_L^2 the plan uses: df / chi2_(1-confidence)(df), the one-sided
+    upper confidence bound of a variance with df = the sides' launches less one each (the
+    launch effect a benchmark's sizes share has only those df, however many sizes). 1 when
+    confidence is None or the launch counts are unknown. At 2 launches per side (2 df) and
+    0.8: 4.48; at 10 per side (18 df): 1.40."""
+    df = sum(max(s.launches - 1, 0) for s in sides)
+    if confidence is None or df <= 0:
+        return 1.0
+    return df / float(launch_stats._chi2_ppf(1.0 - confidence, df))
+
+
+def _widened(side: Components, factor: float) -> Components:
+    if factor == 1.0:
+        return side
+    return Components(tuple(CellCost(c.key, c.sigma_l2 * factor, c.within_b, c.sample_s)
+                            for c in side.cells), side.fixed_s, side.launches)
+
+
 def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
          power: float = launch_stats.POWER, family: int | None = None,
          equivalence: bool = False, targets: Iterable[float] = TARGETS,
          min_samples: int = CORE_MIN_SAMPLES, max_times: Iterable[float] = MAX_TIMES,
-         max_launches: int = SEARCH_MAX) -> Plan | None:
+         max_launches: int = SEARCH_MAX,
+         confidence: float | None = PLAN_CONFIDENCE) -> Plan | None:
     """The core's --target and --max-time for the later launches of a comparison.
+
+    The between-launch variances are taken at their upper `confidence` bound
+    (between_margin: a spread estimated from 2 launches per side is often far too small,
+    e.g. when the machine's load changes between launches); None plans on the estimates.
 
     sides: the components of each side (the cells present on all sides are planned).
     At each (target, max-time) pair, a launch of a side costs fixed_s + the sum of its
@@ -234,6 +268,8 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
     common = set.intersection(*({c.key for c in s.cells} for s in sides))
     if not common:
         return None
+    factor = between_margin(sides, confidence)
+    sides = [_widened(s, factor) for s in sides]
     fam = family if family is not None else len(common)
     tried: list[Choice] = []
     for t, max_time in ((t, m) for m in max_times for t in targets):
@@ -260,7 +296,8 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
         floor = min(c.launch_var for c in tried)
         near = [c for c in tried if c.launch_var <= PRECISION_SLACK * floor]
         best = min(near, key=lambda c: (c.launch_s, -c.target_pct, -c.max_time))
-    return Plan(best, tuple(tried), effect, equivalence, max_launches)
+    return Plan(best, tuple(tried), effect, equivalence, max_launches,
+                confidence if factor != 1.0 else None)
 
 
 def components_from_rows(rows: Iterable[Mapping], min_sigma_l2: float = 0.0
