@@ -207,10 +207,61 @@ class _Clock:
 @pytest.fixture
 def clock(monkeypatch):
     c = _Clock()
-    # the batch policy's poll loop is what sleeps
+    # the batch policy's poll loop is what sleeps: each wait between polls is recorded as
+    # one sleep of its interval (the early end of a wait is test_a_wait_between_polls_...)
     monkeypatch.setattr(batch_mod, "time", types.SimpleNamespace(
         sleep=c.sleep, time=c.time, monotonic=c.monotonic))
+    monkeypatch.setattr(batch_mod.BatchPolicy, "_wait_for_poll",
+                        lambda self, st: c.sleep(st.interval))
     return c
+
+
+def _ending_job(tmp_path: Path, name: str):
+    from mpibench.schedulers import JobRequest, JobStep
+
+    d = tmp_path / name
+    d.mkdir()
+    steps = [JobStep(f"c-{name}-{i}", d / str(i), ["true"], {}, d / f"o{i}", d / f"e{i}")
+             for i in range(2)]
+    return JobRequest(name=name, steps=steps, run_dir=d), d / "1" / EXIT_STATUS_FILE
+
+
+def test_a_wait_between_polls_ends_when_a_jobs_last_step_has_written_its_exit_status(
+        tmp_path, monkeypatch):
+    """Between polls the loop looks for each job's last exit_status (the script is ending)
+    and asks the scheduler then, instead of up to poll_max_interval later; once per job.
+    Fake time: sleeps are counted, not slept."""
+    slept: list[float] = []
+    req_a, last_a = _ending_job(tmp_path, "a")
+    req_b, last_b = _ending_job(tmp_path, "b")
+    last_a.parent.mkdir()
+    last_b.parent.mkdir()
+
+    def sleep(s: float) -> None:
+        slept.append(s)
+        if len(slept) == 3:          # job a's last step ends during the third slice
+            last_a.write_text("0\n")
+
+    monkeypatch.setattr(batch_mod, "time", types.SimpleNamespace(sleep=sleep))
+    st = batch_mod._BatchState(queue=[], interval=60.0,
+                               inflight={"1": (req_a, []), "2": (req_b, [])})
+    wait = batch_mod.BatchPolicy._wait_for_poll
+    wait(None, st)
+    assert len(slept) == 3 and sum(slept) < 1 and st.ending == {"1"}
+    # job a woke the loop once; with nothing else ending the wait runs its whole interval
+    slept.clear()
+    wait(None, st)
+    assert sum(slept) == pytest.approx(60.0) and st.ending == {"1"}
+    # a step before the last one ending does not end the wait; the last one does, at once
+    (tmp_path / "b" / "0").mkdir()
+    (tmp_path / "b" / "0" / EXIT_STATUS_FILE).write_text("0\n")
+    slept.clear()
+    wait(None, st)
+    assert sum(slept) == pytest.approx(60.0)
+    last_b.write_text("3\n")
+    slept.clear()
+    wait(None, st)
+    assert slept == [] and st.ending == {"1", "2"}
 
 
 def _run(tmp_path, found_stacks, sched_setup=None, **kw):
