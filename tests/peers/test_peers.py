@@ -189,13 +189,15 @@ sizes = "0:3"
 @pytest.mark.skipif(not Path("/usr/bin/NPopenmpi").exists(),
                     reason="Debian's netpipe-openmpi (NPopenmpi) is not installed")
 def test_real_netpipe_binary_rows_come_from_its_np_out(tmp_path):
-    # NetPIPE prints its table to stderr (stdout has only '0: host' lines) and writes np.out
+    # NetPIPE prints its table to stderr (stdout has only '0: host' lines) and writes np.out;
+    # -n 50: a fixed number of round trips per size (NetPIPE otherwise runs each size for a
+    # set time, about 1 s, whatever the machine; the rows are what this test reads)
     _write(tmp_path, HEAD.replace("repeats = 2", "repeats = 1") + """
 [benchmarks.np]
 suite = "netpipe"
 binary = "/usr/bin/NPopenmpi"
 sizes = "0:10"
-args = ["-p", "0"]
+args = ["-p", "0", "-n", "50"]
 """)
     assert cli_main(["campaign", "run", "--no-progress", str(tmp_path / "peers.toml")]) == 0
     con = sqlite3.connect(tmp_path / "mpibench.db")
