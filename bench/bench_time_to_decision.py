@@ -29,7 +29,8 @@ The budget. After round 2 the bench prints the core's plan (stats/budget.py, the
 side that decide every cell (equivalence within ±5% for identical stacks, at the spread
 compare's test pools over the sizes) and the seconds of launches that costs. With
 `--max-rounds auto` it then runs to that budget: the interleaved comparison with IMB takes
---compare-rounds rounds (IMB stops there), and the core goes on, in a few batches of
+--compare-rounds rounds (IMB stops there), and the core goes on (a row per batch: its
+launch seconds and the rounds it ran), in a few batches of
 rounds (one campaign invocation each, so the bench's own overhead stays small), to the
 planned launches per side, at most --cap. The stopping rule's design is fixed then, before
 the first look: looks after every round up to --compare-rounds, then at each batch, the
@@ -398,9 +399,9 @@ def main(argv: list[str]) -> int:
     head = (core.seconds, core.state, imb.seconds, imb.state, core.rounds)
     if a.auto:
         while not core.done and core.rounds < budget_rounds:
-            n = design.next_look(core.rounds) or budget_rounds
+            first, n = core.rounds + 1, design.next_look(core.rounds) or budget_rounds
             c = core.look(core.run_to(n))
-            print(f"{n:>5} | {c} | {core.idle('(IMB: compared)')} | "
+            print(f"{n:>5} | {c} | {core.idle(f'(core rounds {first}-{n})')} | "
                   f"{os.getloadavg()[0]:.2f}", flush=True)
     print(f"# end: {load()}")
     summary(a, core, imb, head, budget_rounds, compare)
