@@ -163,6 +163,8 @@ def pytest_collection_finish(session):
     # Started here, before any test runs (so no unit test's tier guard is active in this
     # process): one child that does everything else, so the minute-plus wait for Slurm's
     # time limit runs beside the tests collected before the ones that read it.
+    if session.config.option.collectonly:
+        return
     if any("slurm_limit_runs" in getattr(item, "fixturenames", ()) for item in session.items):
         _start_limit_runs()
 
