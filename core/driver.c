@@ -281,6 +281,7 @@ static void measure(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool *p
     }
     mb_stop_rule rule = {.target_pct = o->target_pct, .max_time = o->max_time,
                          .min_samples = o->min_samples, .cap = cap, .futility = o->futility};
+    int held = 0; /* rank 0: rounds held by an unsettled stationarity check (stop.c) */
     /* the first round: fixed mode up to 1000 samples; adaptive mode --min-samples within the
      * time left (one sample ~ the last calibration batch), decided by rank 0 */
     int64_t R = cap < 1000 ? cap : 1000;
@@ -358,14 +359,17 @@ static void measure(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool *p
                 double spent = now - z->tsize0;
                 mb_progress pr = {.n = n, .median = s.median, .ci_low = s.ci_low,
                                   .ci_high = s.ci_high, .ci_exact = s.ci_exact, .spent = spent,
-                                  .ci_sized = s.ci_sized};
+                                  .ci_sized = s.ci_sized,
+                                  .unsettled = s.stationarity == MB_STAT_UNSETTLED, .held = held};
                 ctl[0] = mb_adaptive_stop(&rule, &pr);
+                held = ctl[0] == MB_CONTINUE && mb_held(&rule, &pr) ? held + 1 : 0;
                 ctl[1] = mb_next_round(&rule, n, round_wall / (double)Rall,
                                        o->max_time - (now - z->tsize0));
             }
         }
         MPI_Bcast(ctl, 3, MPI_INT64_T, 0, MPI_COMM_WORLD);
         if (ctl[0] == MB_REBATCH) {
+            held = 0;
             r->warmup += *my_n; /* includes late samples so far */
             r->late = 0;
             r->rebatches++;

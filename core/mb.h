@@ -134,9 +134,10 @@ enum mb_stationarity {
 #define MB_STAT_CRIT_CONT 11.345     /* chi-square, 3 df, upper 0.01 */
 #define MB_STAT_CUSUM_CONT 1.628     /* Kolmogorov, upper 0.01 */
 /* The edge CUSUM: the rank CUSUM's partial sums each over its own sd, from MB_STAT_EDGE
- * samples of either end; critical values by n (mb_edge_crit, cont: the continue level) */
+ * samples of either end; its upper 0.01 critical value by n (mb_edge_crit) is a continue
+ * level only: it keeps a launch sampling, and never flags alone */
 #define MB_STAT_EDGE 5
-double mb_edge_crit(int64_t n, int cont);
+double mb_edge_crit(int64_t n);
 /* sorted: the same samples sorted (NULL: sorted here); *chi2 the block statistic, *cusum the
  * rank CUSUM's, *edge the edge CUSUM's (all 0 when untested) */
 int mb_stationarity_check(const double *x, const double *sorted, int64_t n, double m,
@@ -189,7 +190,13 @@ enum mb_stop {
     MB_STOP_ITERATIONS,  /* fixed-count mode: all iterations done */
     MB_REBATCH,          /* not a stop: batches got too short, grow k and start over */
     MB_STOP_FUTILE,      /* --futility: the target is out of reach within the budget */
+    MB_STOP_UNSETTLED,   /* the CI was within --target, the stationarity check stayed
+                          * unsettled for MB_HOLD_ROUNDS more rounds: CI approximate */
 };
+/* rounds a launch keeps sampling past a CI within the target while its stationarity check is
+ * unsettled (one round is a quarter more samples: enough for a change in the last round to
+ * be flagged by the block shares or the rank CUSUM) */
+#define MB_HOLD_ROUNDS 1
 const char *mb_stop_name(enum mb_stop s); /* JSON spelling; NULL when not a stop */
 
 typedef struct mb_stop_rule {
@@ -205,9 +212,14 @@ typedef struct mb_progress {
     int ci_exact;                   /* the CI has its full coverage (stationarity included) */
     double spent;                   /* seconds spent on this size since calibration began */
     int ci_sized;                   /* enough samples for the CI, stationary or not (futility) */
+    int unsettled;                  /* the stationarity check is unsettled (MB_STAT_UNSETTLED) */
+    int held;                       /* rounds held so far (mb_held, the caller counts them) */
 } mb_progress;
 
 enum mb_stop mb_adaptive_stop(const mb_stop_rule *rule, const mb_progress *p);
+/* this round holds the launch: its CI is within the target but the check is unsettled.  The
+ * caller counts consecutive such rounds into p->held (0 after any other round) */
+int mb_held(const mb_stop_rule *rule, const mb_progress *p);
 /* samples in the next adaptive round: a quarter more (at least 8, or up to min_samples),
  * within the time left (per_sample_s: last round's wall time per sample) and the cap */
 int64_t mb_next_round(const mb_stop_rule *rule, int64_t n, double per_sample_s, double left_s);

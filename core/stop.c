@@ -14,19 +14,35 @@ const char *mb_stop_name(enum mb_stop s)
     case MB_STOP_MAX_SAMPLES: return "max_samples";
     case MB_STOP_ITERATIONS: return "iterations";
     case MB_STOP_FUTILE: return "futile";
+    case MB_STOP_UNSETTLED: return "unsettled";
     case MB_CONTINUE:
     case MB_REBATCH: break;
     }
     return NULL;
 }
 
+/* the CI's larger half-width, relative to the median */
+static double half_width(const mb_progress *p)
+{
+    return fmax(p->median - p->ci_low, p->ci_high - p->median) /
+           (p->median > 0 ? p->median : 1e-300);
+}
+
+int mb_held(const mb_stop_rule *rule, const mb_progress *p)
+{
+    return p->n >= rule->min_samples && p->unsettled && p->ci_sized &&
+           half_width(p) * 100.0 <= rule->target_pct;
+}
+
 enum mb_stop mb_adaptive_stop(const mb_stop_rule *rule, const mb_progress *p)
 {
-    /* the CI's larger half-width, relative to the median */
-    double hw = fmax(p->median - p->ci_low, p->ci_high - p->median) /
-                (p->median > 0 ? p->median : 1e-300);
+    double hw = half_width(p);
     if (p->n >= rule->min_samples && p->ci_exact && hw * 100.0 <= rule->target_pct)
         return MB_STOP_TARGET;
+    /* narrow enough but the stationarity check borderline: a round more, so a change in the
+     * last round gets the samples that flag it; still unsettled after that, stop and say so */
+    if (mb_held(rule, p) && p->held >= MB_HOLD_ROUNDS)
+        return MB_STOP_UNSETTLED;
     if (p->n >= rule->cap)
         return MB_STOP_MAX_SAMPLES;
     if (p->spent >= rule->max_time)
@@ -126,6 +142,17 @@ int mb_stop_selftest(void)
     fails += expect_stop("CI without full coverage", &rule, &p, MB_CONTINUE);
     p.ci_sized = 1; /* enough samples, but the series moved (stationarity): never target */
     fails += expect_stop("not stationary", &rule, &p, MB_CONTINUE);
+    p.unsettled = 1; /* borderline check: a round more, then stop and say so */
+    fails += expect_stop("unsettled, first round", &rule, &p, MB_CONTINUE);
+    fails += expect_i64("held", "an unsettled round within the target holds", mb_held(&rule, &p), 1);
+    p.held = MB_HOLD_ROUNDS;
+    fails += expect_stop("unsettled after the held rounds", &rule, &p, MB_STOP_UNSETTLED);
+    p.ci_high = 101.5;
+    fails += expect_stop("unsettled, CI too wide", &rule, &p, MB_CONTINUE);
+    fails += expect_i64("held", "a CI too wide does not hold", mb_held(&rule, &p), 0);
+    p.ci_high = 100.4;
+    p.unsettled = 0;
+    p.held = 0;
     p.ci_sized = 0;
     p.ci_exact = 1;
     p.ci_high = 101.5; /* the larger half-width decides */

@@ -481,7 +481,8 @@ def test_statistics_self_test(core):
     lognormal samples, numpy-compatible quantiles, the stopping rule on known spreads, and
     the rule replayed on seeded series: iid stops on "target"; a 2 sd shift in the last 12
     samples before that stop, which the rule before (block test and rank CUSUM at 0.001)
-    stopped on "target", keeps sampling and ends flagged (stop_late_shift)."""
+    stopped on "target", keeps sampling and ends with an approximate CI and a named
+    reason: level_shift, drift or unsettled (stop_late_shift)."""
     p = subprocess.run([str(_exe(core, "openmpi")), "--self-test"], capture_output=True,
                        text=True, timeout=120)
     recs = [json.loads(ln) for ln in p.stdout.splitlines()]

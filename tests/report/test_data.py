@@ -18,6 +18,8 @@ def test_stop_column_names_a_moved_or_unsettled_series():
     assert _stop_with_stationarity(_row("max_time", "drift")) == "max_time, drift"
     assert _stop_with_stationarity(_row("max_time", "level_shift")) == "max_time, level shift"
     assert _stop_with_stationarity(_row("max_samples", "unsettled")) == "max_samples, unsettled"
+    # the core stopped on the check itself: said once
+    assert _stop_with_stationarity(_row("unsettled", "unsettled")) == "unsettled"
     assert _stop_with_stationarity(_row("target", "ok")) == "target"
     assert _stop_with_stationarity(_row("max_time", "untested")) == "max_time"
     assert _stop_with_stationarity(_row("max_time", None)) == "max_time"

@@ -200,28 +200,27 @@ def within_launch_ci(samples: list[float]) -> dict[str, Any]:
 STAT_BLOCKS, STAT_MIN_N, STAT_CRIT, STAT_CUSUM_CRIT = 4, 40, 16.266, 1.949
 # the continue level (upper 0.01): beyond it but short of the flag level is "unsettled"
 STAT_CRIT_CONT, STAT_CUSUM_CONT = 11.345, 1.628
-# the edge CUSUM: from STAT_EDGE samples of either end; (n, flag, continue) critical values
+# the edge CUSUM: from STAT_EDGE samples of either end; (n, upper 0.01 critical value), a
+# continue level only (it never flags alone)
 STAT_EDGE = 5
-EDGE_CRIT = [(40, 3.69, 3.20), (60, 3.83, 3.31), (100, 3.97, 3.42), (200, 4.09, 3.52),
-             (500, 4.20, 3.63), (1000, 4.27, 3.68), (2000, 4.33, 3.74), (5000, 4.45, 3.80),
-             (20000, 4.55, 3.90)]
+EDGE_CRIT = [(40, 3.20), (60, 3.31), (100, 3.42), (200, 3.53), (500, 3.64), (1000, 3.68),
+             (2000, 3.74), (5000, 3.81), (20000, 3.92)]
 
 
-def edge_crit(n: int, cont: bool) -> float:
+def edge_crit(n: int) -> float:
     """core/stats.c mb_edge_crit: linear in log n between the points, log log n beyond."""
     import math
 
-    col = 2 if cont else 1
     ln = math.log(max(n, 40))
     last = EDGE_CRIT[-1]
     if ln >= math.log(last[0]):
-        return last[col] + 0.9 * (math.log(ln) - math.log(math.log(last[0])))
+        return last[1] + 0.9 * (math.log(ln) - math.log(math.log(last[0])))
     i = 0
     while ln > math.log(EDGE_CRIT[i + 1][0]):
         i += 1
     a, b = EDGE_CRIT[i], EDGE_CRIT[i + 1]
     f = (ln - math.log(a[0])) / (math.log(b[0]) - math.log(a[0]))
-    return a[col] + f * (b[col] - a[col])
+    return a[1] + f * (b[1] - a[1])
 
 
 def stationarity(x, m: float) -> str:
@@ -229,9 +228,9 @@ def stationarity(x, m: float) -> str:
     blocks at or below the median m against the whole, a chi-square allowing for the
     indicator's lag-1 correlation measured inside the blocks; and the CUSUM of the centred
     mid-ranks against a Brownian bridge's sup, allowing for the ranks' lag-1 correlation inside
-    the blocks; and the edge CUSUM, each partial sum over its own sd. Any statistic beyond its
-    upper-0.001 value fails; beyond its upper-0.01 value only: 'unsettled' (docs/statistics.md,
-    within-launch stationarity)."""
+    the blocks; and the edge CUSUM, each partial sum over its own sd. The first two beyond
+    their upper-0.001 values fail; any of the three beyond its upper-0.01 value otherwise:
+    'unsettled' (docs/statistics.md, within-launch stationarity)."""
     import numpy as np
     from scipy.stats import rankdata
 
@@ -271,8 +270,8 @@ def stationarity(x, m: float) -> str:
     tau = (1 + r) / (1 - r)
     x2 = sum(nb * (c / nb - p) ** 2 for c, nb in zip(counts, sizes, strict=True)) / (var * tau)
     edge = emax / ((1.0 + rr) / (1.0 - rr)) ** 0.5
-    if x2 <= STAT_CRIT and cusum <= STAT_CUSUM_CRIT and edge <= edge_crit(n, False):
-        settled = x2 <= STAT_CRIT_CONT and cusum <= STAT_CUSUM_CONT and edge <= edge_crit(n, True)
+    if x2 <= STAT_CRIT and cusum <= STAT_CUSUM_CRIT:
+        settled = x2 <= STAT_CRIT_CONT and cusum <= STAT_CUSUM_CONT and edge <= edge_crit(n)
         return "ok" if settled else "unsettled"
     d = [counts[b] * sizes[b - 1] - counts[b - 1] * sizes[b] for b in range(1, STAT_BLOCKS)]
     return "drift" if all(v >= 0 for v in d) or all(v <= 0 for v in d) else "level_shift"

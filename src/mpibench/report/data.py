@@ -562,7 +562,7 @@ def _stop_with_stationarity(row: dict) -> str:
             stat = json.loads(extra).get("stationarity")
         except (ValueError, AttributeError):
             stat = None
-        if stat in ("level_shift", "drift", "unsettled"):
+        if stat in ("level_shift", "drift", "unsettled") and stat != stop:
             return f"{stop}, {stat.replace('_', ' ')}"
     return stop
 
