@@ -1,4 +1,5 @@
-"""More ranks than cores: one warning per run, and the fingerprint records it."""
+"""More ranks than cores: one warning per run, and the fingerprint records it. Launchers that
+place ranks differently by default: one note per run."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ import socket
 
 import pytest
 
-from mpibench.campaign.runner import oversubscription_notes
+from mpibench.campaign.runner import binding_notes, oversubscription_notes
 from mpibench.execute import Variant, oversubscribed
+from mpibench.stacks import Stack
 
 
 def test_oversubscribed_only_for_local_launches_beyond_the_cores():
@@ -34,6 +36,25 @@ def test_one_note_for_the_whole_run():
     assert "mpich (np" in notes[0] and "ompi (np" in notes[0] and "ok" not in notes[0]
     assert f"{cores} core(s)" in notes[0] and "fingerprint" in notes[0]
     assert oversubscription_notes({"ok": variants["ok"]}) == []
+
+
+def test_one_note_when_launchers_bind_differently_and_bind_is_unset():
+    stacks = {"openmpi": Stack(name="openmpi", kind="openmpi", launcher_kind="mpirun-openmpi"),
+              "mpich": Stack(name="mpich", kind="mpich", launcher_kind="mpiexec-hydra"),
+              "mpich2": Stack(name="mpich2", kind="mpich", launcher_kind="mpiexec-hydra")}
+    mixed = {"ompi": Variant("ompi", "openmpi"), "mp": Variant("mp", "mpich"),
+             "mp2": Variant("mp2", "mpich2")}
+    notes = binding_notes(mixed, stacks)
+    assert len(notes) == 1
+    assert "ompi (launcher binds" in notes[0] and "mp, mp2 (launcher does not bind)" in notes[0]
+    assert 'bind = "core"' in notes[0]
+    # like with like: every launcher unbound, or binding asked for on the unbound side
+    assert binding_notes({"mp": mixed["mp"], "mp2": mixed["mp2"]}, stacks) == []
+    told = {"ompi": mixed["ompi"], "mp": Variant("mp", "mpich", bind="core")}
+    assert binding_notes(told, stacks) == []
+    # a launcher other than the stack's own (srun) has its own defaults: not judged here
+    srun = {"ompi": mixed["ompi"], "mp": Variant("mp", "mpich", launcher="srun")}
+    assert binding_notes(srun, stacks) == []
 
 
 @pytest.mark.mpi

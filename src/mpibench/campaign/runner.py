@@ -21,7 +21,7 @@ import random
 import re
 import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -383,7 +383,9 @@ class CampaignRunner(CellSteps):
             self.log(f"{reset} cell(s) were running when the previous harness stopped; "
                      "re-running them")
         if not self.scheduler.batch:
-            for note in oversubscription_notes({c.variant.name: c.variant for c in todo}):
+            todo_variants = {c.variant.name: c.variant for c in todo}
+            for note in (oversubscription_notes(todo_variants)
+                         + binding_notes(todo_variants, self.stacks)):
                 self.log(note)  # once per run, not once per cell
         self._tick("starting")
         self.policy.run(todo, summary, campaign_id=cid, reattach=reattach,
@@ -428,6 +430,30 @@ def oversubscription_notes(variants: dict[str, Any]) -> list[str]:
             f"the {cores} core(s) here: ranks share cores and busy-polling MPI libraries "
             "(MPICH, MVAPICH) slow down by orders of magnitude; fine for correctness, not "
             "for timing (recorded in the fingerprint as 'oversubscribed')"]
+
+
+def binding_notes(variants: dict[str, Any], stacks: Mapping[str, Stack]) -> list[str]:
+    """One line when the variants of a run leave `bind` unset and their launchers place
+    ranks differently by default: Open MPI's mpirun binds each rank to a core (np <= 2),
+    MPICH's Hydra binds nothing, so on a loaded machine an unbound pair can share one CPU
+    (4 of 10 MPICH launches at load 4-6 in the time-to-decision bench; docs/statistics.md)
+    and a comparison measures placement, not the libraries. The fingerprint stores the
+    `bind` that was asked for, so such runs are told apart only by their stack."""
+    bound: list[str] = []
+    unbound: list[str] = []
+    for name, v in variants.items():
+        stack = stacks.get(v.stack)
+        if v.bind or stack is None or stack.kind == "none":
+            continue
+        if v.launcher and v.launcher != stack.launcher_kind:
+            continue  # another launcher (srun, mpirun_rsh): its defaults are its own
+        (bound if stack.kind_class.binds_by_default else unbound).append(name)
+    if not bound or not unbound:
+        return []
+    return [f"note: variants {', '.join(bound)} (launcher binds ranks to cores by default) "
+            f"and {', '.join(unbound)} (launcher does not bind) leave `bind` unset, so their "
+            "ranks are placed differently; set bind = \"core\" (or \"none\") on every "
+            "variant to compare like with like"]
 
 
 def _proc_start(pid: int) -> str | None:
