@@ -126,7 +126,8 @@ def test_every_benchmark_validates(core, stack, np, tmp_path):
         assert r["n"] == len(r["samples_us"]) >= 1
         assert r["ci_low_us"] <= r["median_us"] <= r["ci_high_us"]
         assert r["min_us"] <= r["median_us"] <= r["max_us"]
-        assert r["stop_reason"] in ("target", "max_time", "max_samples")
+        # unsettled: the CI met the target, the stationarity check stayed borderline
+        assert r["stop_reason"] in ("target", "max_time", "max_samples", "unsettled")
         assert r["batched"] == (r["batch"] > 1)
         assert r["large_count"] is False
         # the first iteration is timed alone and kept apart; warm-up samples are counted
