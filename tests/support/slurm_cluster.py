@@ -45,14 +45,19 @@ def _unavailable() -> str | None:
     return None
 
 
-@pytest.fixture(scope="session")
-def slurm_cluster():
+def _require_slurm_as_root() -> None:
+    """Skip where Slurm is not installed; fail where it is but we are not root."""
     why = _unavailable()
     if why:
         pytest.skip(why)
     if os.geteuid() != 0:
         pytest.fail("the local Slurm test cluster needs root (slurmd runs jobs as their "
                     "owner and must be started as root)")
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster():
+    _require_slurm_as_root()
     # short path: Slurm and munge socket paths must stay under ~100 characters
     root = Path(tempfile.mkdtemp(prefix="mbslurm-", dir="/tmp"))
     cluster = LocalSlurm(root)
@@ -178,12 +183,7 @@ def slurm_limit_runs():
     """{name: (result, store path)} for each time-limit campaign (slurm-timeout from
     examples/, pbs-timeout: the same through the PBS commands with MPICH), each run to its
     end on a localhost Slurm of its own; `result` has returncode, stdout, stderr (tails)."""
-    why = _unavailable()
-    if why:
-        pytest.skip(why)
-    if os.geteuid() != 0:
-        pytest.fail("the local Slurm test cluster needs root (slurmd runs jobs as their "
-                    "owner and must be started as root)")
+    _require_slurm_as_root()
     _start_limit_runs()   # already running when pytest collected this fixture's user
     proc, root = _limit["proc"], _limit["root"]
     # a failure bound: the child ends when both campaigns have ended
