@@ -65,8 +65,15 @@ def test_tcp_against_shm_fails_the_gate(real_db):
 
 def test_a_a_with_2_vs_6_launches_decides_nothing_and_passes_the_gate(real_db):
     d, db, aa2 = real_db
-    r = _mpibench(["compare", "--db", str(db), *aa2, "--baseline", "shm", "--format",
-                   "json"], cwd=d)
+    # One real A/A is one draw: at alpha 0.05 a calibrated table calls it significant in up
+    # to ~5% of runs (bench_inference's 2 vs 7 scenarios: verdicts 0.5-5.5%; a loaded
+    # clean-clone run drew p 0.012 for the verdict, both of aa's launches 5% slow in every
+    # size). At alpha 0.01 a correct procedure fails this test in about 1% of runs, while one
+    # that ignored the launch-to-launch spread still fails it: a test on the launches'
+    # within-launch CIs alone gives that run's cells p 4e-4, 4e-5 and 2e-12, overall 2e-17.
+    # Rates belong in bench/ (bench_inference.py).
+    r = _mpibench(["compare", "--db", str(db), *aa2, "--baseline", "shm", "--alpha", "0.01",
+                   "--format", "json"], cwd=d)
     assert r.returncode == 0, r.stderr_tail(10)
     cmp = json.loads(r.stdout)
     rows = [x for x in cmp["rows"] if x["candidate"] == "aa"]
