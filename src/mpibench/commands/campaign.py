@@ -183,8 +183,6 @@ def _list_cells(args, spec, store) -> int:
 def _cells_table(con, rows, batch: bool, title: str | None, show_header: bool) -> None:
     """One page of cells. Past PLAIN_TABLE_ROWS rows as fixed-width text (rich took ~0.8 ms
     a row, most of a second for a page of 1000); a later page repeats the column header."""
-    from mpibench.report.render import PLAIN_TABLE_ROWS, plain_table
-
     header = ["seq", "id", "variant", "group", "params", "rep", "status", "elapsed"]
     header += ["job", "nodes", "sched state"] if batch else []
     header.append("reason")
@@ -197,8 +195,20 @@ def _cells_table(con, rows, batch: bool, title: str | None, show_header: bool) -
         if batch:
             cells += [r[k] or "" for k in ("job_id", "nodelist", "sched_state")]
         lines.append([*cells, (r["reason"] or "")[:80]])
-    if len(rows) > PLAIN_TABLE_ROWS:
-        text = plain_table(title or "", header, lines, left_cols=len(header))
+    _print_table(title, header, lines, left_cols=len(header), show_header=show_header,
+                 con=con)
+
+
+def _print_table(title: str | None, header: list[str], lines: list[list[str]], *,
+                 left_cols: int, show_header: bool = True, con=None) -> None:
+    """A listing's table: rich up to PLAIN_TABLE_ROWS rows (markup escaped), past that
+    fixed-width text, like the report's long tables (plain_table turns control characters
+    into U+FFFD; there is no markup to escape). Without show_header, the text form drops
+    its title but keeps the column header (a later page of cells)."""
+    from mpibench.report.render import PLAIN_TABLE_ROWS, plain_table
+
+    if len(lines) > PLAIN_TABLE_ROWS:
+        text = plain_table(title or "", header, lines, left_cols=left_cols)
         sys.stdout.write((text if show_header else text.split("\n", 2)[2]) + "\n")
         return
     t = Table(title=escape(title) if title else None, show_header=show_header)
@@ -206,7 +216,7 @@ def _cells_table(con, rows, batch: bool, title: str | None, show_header: bool) -
         t.add_column(col)
     for line in lines:
         t.add_row(*(escape(x) for x in line))
-    con.print(t)
+    (con or console()).print(t)
 
 
 CAMPAIGN_COLUMNS = ("id", "name", "file", "scheduler", "cells", "done", "failed", "timeout",
@@ -244,20 +254,9 @@ def _campaigns_table(rows: list[dict], title: str) -> None:
     """One row per campaign. Past PLAIN_TABLE_ROWS rows as fixed-width text, like the
     report's long tables: rich measures and wraps every cell, ~0.9 ms a row, which made
     1,010 campaigns take 1-3 s (bench/bench_campaign_list.py)."""
-    from mpibench.report.render import PLAIN_TABLE_ROWS, plain_table
-
     header = [c.replace("_", " ") for c in CAMPAIGN_COLUMNS]
     cells = [[str(r[c]) for c in CAMPAIGN_COLUMNS] for r in rows]
-    if len(rows) > PLAIN_TABLE_ROWS:
-        # plain_table turns control characters into U+FFFD; there is no markup to escape
-        sys.stdout.write(plain_table(title, header, cells, left_cols=4) + "\n")
-        return
-    t = Table(title=escape(title))
-    for col in header:
-        t.add_column(col)
-    for line in cells:
-        t.add_row(*(escape(x) for x in line))
-    console().print(t)
+    _print_table(title, header, cells, left_cols=4)
 
 
 def _print_scripts(spec, scripts, n_cells: int) -> None:
