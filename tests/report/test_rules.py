@@ -288,3 +288,11 @@ def test_a_key_without_a_tool_is_its_plain_tuple():
     osu = CellKey("Reduce", 8, 2, "{}", "time", "osu")
     assert osu != ("Reduce", 8, 2, "{}", "time") and osu != k
     assert ("Reduce", 8, 2, "{}", "time") not in {osu: 1}
+
+
+def test_one_verdict_tool_for_a_mixed_table():
+    from mpibench.report.rules import verdict_tool
+
+    assert verdict_tool(["core", "core"]) is None and verdict_tool([]) is None
+    assert verdict_tool(["imb", "core", "osu"]) == "core"
+    assert verdict_tool(["osu", "imb", "osu"]) == "imb"

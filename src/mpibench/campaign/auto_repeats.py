@@ -394,11 +394,10 @@ def table_shape(cells: dict[tuple, tuple], metrics: dict[str, set[str]] | None =
     report --campaign` prints with the campaign's first variant as baseline): one column
     per candidate (and baseline), a geomean row per benchmark, metric and tool, one
     verdict per candidate over the core's rows when tools are mixed (report/judge.py)."""
+    from mpibench.report.rules import verdict_tool
     from mpibench.stats.sequential import TableShape
 
-    tools = {getattr(k[3], "tool", None) for k in cells}
-    main = ("core" if "core" in tools else sorted(t or "" for t in tools)[0]
-            if len(tools) > 1 else None)
+    main = verdict_tool(getattr(k[3], "tool", None) for k in cells)
 
     def candidate(key):
         return (cells[key][3], key[2])

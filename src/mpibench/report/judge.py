@@ -33,7 +33,7 @@ from mpibench.report.model import (
     fmt_margin,
     fmt_p,
 )
-from mpibench.report.rules import why_not_comparable
+from mpibench.report.rules import verdict_tool, why_not_comparable
 from mpibench.stats import launch as launch_stats
 from mpibench.stats import multiplicity
 from mpibench.store import Store
@@ -520,9 +520,9 @@ def _verdict_rows(rows: list[Row]) -> tuple[list[Row], list[str]]:
     """(the rows one verdict aggregates, the other tools left to their own rows): all rows
     when the keys carry no tool; else the core's rows (or the first tool's)."""
     tools = list(dict.fromkeys(r.tool for r in rows))
-    if len(tools) <= 1:
+    main = verdict_tool(tools)
+    if main is None:
         return rows, []
-    main = "core" if "core" in tools else sorted(t or "" for t in tools)[0]
     return [r for r in rows if r.tool == main], [t for t in tools if t != main]
 
 

@@ -26,7 +26,7 @@ and only the same tool's cells meet.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -189,5 +189,15 @@ def comparable(a: ResultCell, b: ResultCell) -> bool:
     return why_not_comparable(a, b) is None
 
 
+def verdict_tool(tools: Iterable[str | None]) -> str | None:
+    """Which tool's rows a candidate's verdict aggregates when a table mixes tools: the
+    core's, else the first tool's by name; None when there is one tool (every row). The
+    report (judge) and the decide rule's table shape (campaign/auto_repeats) both ask here."""
+    distinct = list(dict.fromkeys(tools))
+    if len(distinct) <= 1:
+        return None
+    return "core" if "core" in distinct else sorted(t or "" for t in distinct)[0]
+
+
 __all__ = ["CellKey", "MetricKind", "metric_kind", "why_unusable", "why_not_comparable",
-           "comparable", "FINISHED", "SIZE_HISTOGRAM", "PROFILE_PREFIX"]
+           "comparable", "verdict_tool", "FINISHED", "SIZE_HISTOGRAM", "PROFILE_PREFIX"]
