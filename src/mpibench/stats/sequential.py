@@ -427,115 +427,156 @@ def simulate(rng: np.random.Generator, reps: int, design: Design, *,
     the fixed design's max, and for cells with a real difference the share decided
     significant; `fixed_decided` the share the fixed design (max launches, one look at
     alpha) decides."""
-    k = len(groups)
-    tot = dict(aa_cells=0, aa_sig=0, aa_rep_sig=0, fam=0, fam_rep=0, eq=0, und=0, cells=0,
-               cover=0, early_cells=0, early_cover=0, launches=0, real_cells=0,
-               real_sig=0, real_eq=0, fixed_decided=0, early_rci=0, early_printed=0,
-               early_sig=0, early_sig_cover=0, early_sig_printed=0)
+    tot = dict.fromkeys(_SIM_COUNTS, 0)
     for _ in range(reps):
-        data = []
-        for eff in groups:
-            def side(shift: float) -> np.ndarray:
-                u = rng.normal(0, sigma_l * shared, (design.max, 1))
-                v = rng.normal(0, sigma_l * size_part, (design.max, sizes))
-                return np.exp(shift + u + v)
-            data.append((side(0.0), side(-eff)))     # times: lower is better
-        # the campaign: looks over every group's cells as one family; a group stops when
-        # its cells are decided
-        n_of = [design.min] * k
-        prev: dict = {}
-        for n in design.looks():
-            cells = {}
-            for g in range(k):
-                m = min(n, n_of[g])
-                a, b = data[g]
-                for s in range(sizes):
-                    cells[(g, s)] = (list(a[:m, s]), list(b[:m, s]))
-            lk = _decide_unequal(cells, design, n, prev)
-            prev = lk.cells
-            if n >= design.max:
-                break
-            nxt = design.next_look(n)
-            for g in range(k):
-                if any(not lk.cells[(g, s)].decided for s in range(sizes)) and n_of[g] == n:
-                    n_of[g] = nxt
-        # the fixed design: every group at max launches, one look at alpha
-        full = {(g, s_): (list(data[g][0][:, s_]), list(data[g][1][:, s_]))
-                for g in range(k) for s_ in range(sizes)}
-        fixed = decide(full, design, n=design.max)
-        tot["fixed_decided"] += sum(c.decided for c in fixed.cells.values())
-        # the report: each group's final launches in the table's family (table_p, with
-        # the cells the rule decided significant kept rejected); a cell the rule decided
-        # prints the rule's decision and CI (report/judge.py), the others the table's own
-        fsides = {(g, s): (dict(enumerate(data[g][0][:n_of[g], s])),
-                           dict(enumerate(data[g][1][:n_of[g], s])), "lower")
-                  for g in range(k) for s in range(sizes)}
-        ftests = {c: t for c, (t, _e) in _test_sides(fsides, default_pool_key, None).items()}
-        rep_adj = table_p(fsides, ftests, TableShape(), default_pool_key,
-                          lambda c, prev=prev: prev[c].status is Status.SIGNIFICANT)
-        fam = fam_rep = False
-        for c, ph in rep_adj.items():
-            g = c[0]
-            eff, t, st = groups[g], ftests[c], prev[c]
-            rep_sig = (st.status is Status.SIGNIFICANT if st.decided
-                       else ph is not None and ph <= design.alpha)
-            tot["cells"] += 1
-            hit = t.ci_low <= math.exp(eff) <= t.ci_high
-            tot["cover"] += hit
-            if n_of[g] < design.max:
-                tot["early_cells"] += 1
-                tot["early_cover"] += hit
-                lo, hi = t.ci_at(1.0 - design.level(n_of[g]))
-                tot["early_rci"] += lo <= math.exp(eff) <= hi
-                # the CI the comparison tables print (report/judge.py): the rule's, at the
-                # level of the look that decided the cell
-                printed = st.ci_low is not None and st.ci_low <= math.exp(eff) <= st.ci_high
-                tot["early_printed"] += printed
-                if eff != 0 and st.status is Status.SIGNIFICANT:
-                    tot["early_sig"] += 1
-                    tot["early_sig_cover"] += hit
-                    tot["early_sig_printed"] += printed
-            tot["eq"] += st.status is Status.EQUIVALENT
-            tot["und"] += st.status is Status.UNDECIDED
-            if eff == 0:
-                tot["aa_cells"] += 1
-                sig = st.status is Status.SIGNIFICANT
-                tot["aa_sig"] += sig
-                tot["aa_rep_sig"] += rep_sig
-                fam |= sig
-                fam_rep |= rep_sig
-            else:
-                tot["real_cells"] += 1
-                tot["real_sig"] += st.status is Status.SIGNIFICANT
-                tot["real_eq"] += st.status is Status.EQUIVALENT
+        data = _sim_data(rng, design, groups, sizes, sigma_l, size_part, shared)
+        n_of, prev = _sim_campaign(data, design, sizes)
+        tot["fixed_decided"] += _sim_fixed_decided(data, design, sizes)
+        fam, fam_rep = _sim_report(data, n_of, prev, groups, design, sizes, tot)
         tot["fam"] += fam
         tot["fam_rep"] += fam_rep
         tot["launches"] += sum(n_of)
+    return _sim_rates(tot, reps, len(groups), design)
+
+
+# the counters simulate() sums over its campaigns (_sim_report, _sim_tally_cell)
+_SIM_COUNTS = ("aa_cells", "aa_sig", "aa_rep_sig", "fam", "fam_rep", "eq", "und", "cells",
+               "cover", "early_cells", "early_cover", "launches", "real_cells", "real_sig",
+               "real_eq", "fixed_decided", "early_rci", "early_printed", "early_sig",
+               "early_sig_cover", "early_sig_printed")
+
+
+def _sim_data(rng: np.random.Generator, design: Design, groups: Sequence[float], sizes: int,
+              sigma_l: float, size_part: float, shared: float) -> list[tuple]:
+    """One campaign's launch values: per group (baseline, candidate), each design.max
+    launches x sizes (times: lower is better)."""
+    def side(shift: float) -> np.ndarray:
+        u = rng.normal(0, sigma_l * shared, (design.max, 1))
+        v = rng.normal(0, sigma_l * size_part, (design.max, sizes))
+        return np.exp(shift + u + v)
+    data = []
+    for eff in groups:
+        data.append((side(0.0), side(-eff)))
+    return data
+
+
+def _sim_campaign(data: Sequence[tuple], design: Design, sizes: int
+                  ) -> tuple[list[int], dict]:
+    """The campaign: looks over every group's cells as one family; a group stops when its
+    cells are decided. Returns (launches per side per group, the last look's statuses)."""
+    k = len(data)
+    n_of = [design.min] * k
+    prev: dict = {}
+    for n in design.looks():
+        cells = {}
+        for g in range(k):
+            m = min(n, n_of[g])
+            a, b = data[g]
+            for s in range(sizes):
+                cells[(g, s)] = (list(a[:m, s]), list(b[:m, s]))
+        lk = _decide_unequal(cells, design, n, prev)
+        prev = lk.cells
+        if n >= design.max:
+            break
+        nxt = design.next_look(n)
+        for g in range(k):
+            if any(not lk.cells[(g, s)].decided for s in range(sizes)) and n_of[g] == n:
+                n_of[g] = nxt
+    return n_of, prev
+
+
+def _sim_fixed_decided(data: Sequence[tuple], design: Design, sizes: int) -> int:
+    """How many cells the fixed design decides: every group at max launches, one look at
+    alpha."""
+    full = {(g, s_): (list(data[g][0][:, s_]), list(data[g][1][:, s_]))
+            for g in range(len(data)) for s_ in range(sizes)}
+    fixed = decide(full, design, n=design.max)
+    return sum(c.decided for c in fixed.cells.values())
+
+
+def _sim_report(data: Sequence[tuple], n_of: Sequence[int], prev: Mapping, groups:
+                Sequence[float], design: Design, sizes: int, tot: dict) -> tuple[bool, bool]:
+    """The report: each group's final launches in the table's family (table_p, with the
+    cells the rule decided significant kept rejected); a cell the rule decided prints the
+    rule's decision and CI (report/judge.py), the others the table's own. Adds each cell
+    to tot; returns (any A/A cell decided significant, any significant in the report)."""
+    k = len(data)
+    fsides = {(g, s): (dict(enumerate(data[g][0][:n_of[g], s])),
+                       dict(enumerate(data[g][1][:n_of[g], s])), "lower")
+              for g in range(k) for s in range(sizes)}
+    ftests = {c: t for c, (t, _e) in _test_sides(fsides, default_pool_key, None).items()}
+    rep_adj = table_p(fsides, ftests, TableShape(), default_pool_key,
+                      lambda c, prev=prev: prev[c].status is Status.SIGNIFICANT)
+    fam = fam_rep = False
+    for c, ph in rep_adj.items():
+        g = c[0]
+        st = prev[c]
+        rep_sig = (st.status is Status.SIGNIFICANT if st.decided
+                   else ph is not None and ph <= design.alpha)
+        _sim_tally_cell(tot, groups[g], ftests[c], st, n_of[g], design)
+        if groups[g] == 0:
+            tot["aa_rep_sig"] += rep_sig
+            fam |= st.status is Status.SIGNIFICANT
+            fam_rep |= rep_sig
+    return fam, fam_rep
+
+
+def _sim_tally_cell(tot: dict, eff: float, t: Any, st: CellStatus, n: int,
+                    design: Design) -> None:
+    """Add one reported cell (true log gain eff, its final test t, the rule's status st,
+    its group's launches per side n) to the counters."""
+    tot["cells"] += 1
+    hit = t.ci_low <= math.exp(eff) <= t.ci_high
+    tot["cover"] += hit
+    if n < design.max:
+        tot["early_cells"] += 1
+        tot["early_cover"] += hit
+        lo, hi = t.ci_at(1.0 - design.level(n))
+        tot["early_rci"] += lo <= math.exp(eff) <= hi
+        # the CI the comparison tables print (report/judge.py): the rule's, at the
+        # level of the look that decided the cell
+        printed = st.ci_low is not None and st.ci_low <= math.exp(eff) <= st.ci_high
+        tot["early_printed"] += printed
+        if eff != 0 and st.status is Status.SIGNIFICANT:
+            tot["early_sig"] += 1
+            tot["early_sig_cover"] += hit
+            tot["early_sig_printed"] += printed
+    tot["eq"] += st.status is Status.EQUIVALENT
+    tot["und"] += st.status is Status.UNDECIDED
+    if eff == 0:
+        tot["aa_cells"] += 1
+        tot["aa_sig"] += st.status is Status.SIGNIFICANT
+    else:
+        tot["real_cells"] += 1
+        tot["real_sig"] += st.status is Status.SIGNIFICANT
+        tot["real_eq"] += st.status is Status.EQUIVALENT
+
+
+def _share(num: int, den: int) -> float:
+    return num / den if den else float("nan")
+
+
+def _sim_rates(tot: dict, reps: int, k: int, design: Design) -> dict[str, float]:
+    """simulate()'s result: the counters as rates."""
     aa = max(1, tot["aa_cells"])
+    early = tot["early_cells"]
     return {"reps": reps, "aa_false_positive": tot["aa_sig"] / aa,
             "aa_report_false_positive": tot["aa_rep_sig"] / aa,
             "familywise": tot["fam"] / reps, "familywise_report": tot["fam_rep"] / reps,
             "equivalent": tot["eq"] / tot["cells"], "undecided": tot["und"] / tot["cells"],
             "coverage": tot["cover"] / tot["cells"],
-            "coverage_early": (tot["early_cover"] / tot["early_cells"]
-                               if tot["early_cells"] else float("nan")),
-            "coverage_early_rci": (tot["early_rci"] / tot["early_cells"]
-                                   if tot["early_cells"] else float("nan")),
-            "coverage_early_printed": (tot["early_printed"] / tot["early_cells"]
-                                       if tot["early_cells"] else float("nan")),
-            "coverage_early_sig": (tot["early_sig_cover"] / tot["early_sig"]
-                                   if tot["early_sig"] else float("nan")),
-            "coverage_early_sig_printed": (tot["early_sig_printed"] / tot["early_sig"]
-                                           if tot["early_sig"] else float("nan")),
-            "early_share": tot["early_cells"] / tot["cells"],
+            "coverage_early": _share(tot["early_cover"], early),
+            "coverage_early_rci": _share(tot["early_rci"], early),
+            "coverage_early_printed": _share(tot["early_printed"], early),
+            "coverage_early_sig": _share(tot["early_sig_cover"], tot["early_sig"]),
+            "coverage_early_sig_printed": _share(tot["early_sig_printed"], tot["early_sig"]),
+            "early_share": early / tot["cells"],
             "decided": 1 - tot["und"] / tot["cells"],
             "fixed_decided": tot["fixed_decided"] / tot["cells"],
             "launches_per_group": tot["launches"] / (reps * k),
             "fixed_launches_per_group": float(design.max),
-            "real_significant": (tot["real_sig"] / tot["real_cells"] if tot["real_cells"]
-                                 else float("nan")),
-            "real_equivalent": (tot["real_eq"] / tot["real_cells"] if tot["real_cells"]
-                                else float("nan"))}
+            "real_significant": _share(tot["real_sig"], tot["real_cells"]),
+            "real_equivalent": _share(tot["real_eq"], tot["real_cells"])}
 
 
 def _decide_unequal(cells, design: Design, n: int, prev) -> Look:
