@@ -214,3 +214,125 @@ def test_aggregate_per_launch_equals_geomean_of_cells_when_complete():
     # launch effects are shared by all six cells: the aggregate has 4+4 launches, not 24+24
     assert (agg.n_base, agg.n_cand) == (4, 4)
     assert agg.tested and agg.ci_low < agg.gain < agg.ci_high
+
+
+# --- round pairing (paired_test): launches of one round of an interleaved campaign ---
+
+def _rounds_bench(rng, n, cells, *, round_sd=0.0, launch_sd=0.05, cell_sd=0.02,
+                  effect=0.0, n_cand=None):
+    """A benchmark's cells (baseline, candidate, "lower") with launch ids b<r>/c<r> and
+    their round keys: a round effect (sd round_sd) shared by both launches of the round
+    and all its cells, each launch's own effect (launch_sd) shared by its cells, a cell
+    part (cell_sd); the candidate faster by exp(effect)."""
+    n_cand = n if n_cand is None else n_cand
+    e = rng.normal(0, round_sd, max(n, n_cand))
+    ub, uc = rng.normal(0, launch_sd, n), rng.normal(0, launch_sd, n_cand)
+    out = []
+    for s in range(cells):
+        base = {f"b{r}": math.exp(s + e[r] + ub[r] + rng.normal(0, cell_sd))
+                for r in range(n)}
+        cand = {f"c{r}": math.exp(s - effect + e[r] + uc[r] + rng.normal(0, cell_sd))
+                for r in range(n_cand)}
+        out.append((base, cand, "lower"))
+    rounds = {f"{p}{r}": ("camp", r) for r in range(max(n, n_cand)) for p in "bc"}
+    return out, rounds
+
+
+def _shift_rounds(cells, shift):
+    """Every launch of round r (both sides, every cell) multiplied by exp(shift[r])."""
+    return [({k: v * math.exp(shift[int(k[1:])]) for k, v in b.items()},
+             {k: v * math.exp(shift[int(k[1:])]) for k, v in c.items()}, better)
+            for b, c, better in cells]
+
+
+def test_a_shared_round_effect_leaves_the_paired_test_unchanged_and_widens_the_unpaired():
+    rng = np.random.default_rng(31)
+    cells, rounds = _rounds_bench(rng, 5, 8, effect=0.05)
+    shifted = _shift_rounds(cells, [0.0, 1.1, 0.0, 1.1, 0.4])      # factor-3 modes
+    p0, p1 = L.compare_cells(cells, rounds=rounds), L.compare_cells(shifted, rounds=rounds)
+    for a, b in zip(p0, p1, strict=True):
+        assert a.pairing == b.pairing == "round" and a.pairs == 5 and a.unpaired == 0
+        assert b.gain == pytest.approx(a.gain, rel=1e-9)
+        assert (b.ci_low, b.ci_high, b.p) == pytest.approx((a.ci_low, a.ci_high, a.p),
+                                                           rel=1e-6)
+    u0, u1 = L.compare_cells(cells), L.compare_cells(shifted)
+    assert all(t.pairing == "none" for t in u0)
+    for a, b in zip(u0, u1, strict=True):
+        assert b.ci_high / b.ci_low > 3 * (a.ci_high / a.ci_low)
+    agg0, agg1 = L.aggregate(cells, rounds=rounds), L.aggregate(shifted, rounds=rounds)
+    assert agg0.pairing == "round" and agg1.p == pytest.approx(agg0.p, rel=1e-6)
+    assert L.aggregate(shifted).ci_high / L.aggregate(shifted).ci_low > \
+        3 * agg1.ci_high / agg1.ci_low
+
+
+def test_paired_single_cell_is_the_paired_t_test():
+    rng = np.random.default_rng(32)
+    cells, rounds = _rounds_bench(rng, 6, 1, round_sd=0.5, effect=0.03)
+    t = L.compare_cells(cells, rounds=rounds)[0]
+    b, c, _ = cells[0]
+    ref = sps.ttest_rel(np.log([b[f"b{r}"] for r in range(6)]),
+                        np.log([c[f"c{r}"] for r in range(6)]))
+    assert t.pairing == "round" and t.p == pytest.approx(ref.pvalue, rel=1e-6)
+    assert t.df == 5
+
+
+def test_a_launch_without_partner_is_left_out_and_counted():
+    rng = np.random.default_rng(33)
+    cells, rounds = _rounds_bench(rng, 6, 4, round_sd=0.3)
+    gone = [(b, {k: v for k, v in c.items() if k != "c2"}, bt) for b, c, bt in cells]
+    same = [({k: v for k, v in b.items() if k != "b2"}, c, bt) for b, c, bt in gone]
+    for t, ref in zip(L.compare_cells(gone, rounds=rounds),
+                      L.compare_cells(same, rounds=rounds), strict=True):
+        assert (t.pairs, t.unpaired, ref.unpaired) == (5, 1, 0)
+        assert (t.gain, t.p, t.ci_low) == pytest.approx((ref.gain, ref.p, ref.ci_low))
+    # a round with two launches of one side pairs neither of them
+    dup = {**rounds, "b3": ("camp", 4)}
+    t = L.compare_cells(cells, rounds=dup)[0]
+    assert (t.pairs, t.unpaired) == (4, 4)
+
+
+def test_pairing_needs_min_pairs_in_every_cell_and_round_keys():
+    rng = np.random.default_rng(34)
+    cells, rounds = _rounds_bench(rng, 2, 4, n_cand=7, round_sd=0.3)      # 2 vs 7
+    assert L.pair_rounds(cells, rounds) is None
+    assert all(t.pairing == "none" and (t.n_base, t.n_cand) == (2, 7)
+               for t in L.compare_cells(cells, rounds=rounds))
+    assert L.aggregate(cells, rounds=rounds).pairing == "none"
+    cells, rounds = _rounds_bench(rng, 3, 4, n_cand=7)                     # 3 pairs
+    assert {t.pairing for t in L.compare_cells(cells, rounds=rounds)} == {"round"}
+    assert L.compare_cells(cells, rounds=rounds)[0].unpaired == 4
+    # launches without a round key (a random-order campaign, another store) never pair
+    assert {t.pairing for t in L.compare_cells(cells)} == {"none"}
+    assert {t.pairing for t in L.compare_cells(cells, rounds={})} == {"none"}
+
+
+@pytest.mark.parametrize("round_sd,launch_sd", [(0.5, 0.05), (0.0, 0.1)])
+def test_paired_model_keeps_alpha_and_coverage(round_sd, launch_sd):
+    # A/A, 4 rounds, 10 sizes: rounds shared by both sides (two-mode-like, large) or no
+    # round effect at all (the paired test must stay valid where pairing gains nothing)
+    rng = np.random.default_rng(35)
+    sig = cover = n = agg_sig = 0
+    reps = 300
+    for _ in range(reps):
+        cells, rounds = _rounds_bench(rng, 4, 10, round_sd=round_sd, launch_sd=launch_sd)
+        for t in L.compare_cells(cells, rounds=rounds)[:3]:
+            n += 1
+            sig += t.p <= 0.05
+            cover += t.ci_low <= 1.0 <= t.ci_high
+        agg_sig += L.aggregate(cells, rounds=rounds).p <= 0.05
+    # binomial sd at 900 cells is 0.7 points (cells of one block are correlated: wider)
+    assert 0.02 <= sig / n <= 0.08 and 0.92 <= cover / n <= 0.98
+    assert agg_sig / reps <= 0.09
+
+
+def test_launches_needed_for_a_paired_test_is_its_own_power():
+    rng = np.random.default_rng(36)
+    cells, rounds = _rounds_bench(rng, 4, 10, round_sd=0.5, launch_sd=0.03)
+    t = L.compare_cells(cells, rounds=rounds)[0]
+    n = L.launches_needed_for(t, 0.05)
+    assert n is not None and n >= L.MIN_PAIRS
+    # at n rounds the test's detectable effect is within 5%, at n - 1 it is not
+    assert L.launches_needed_for(t, 0.05, max_n=n - 1) is None or n == L.MIN_PAIRS
+    # unpaired: launches_needed at the pooled sd, as before
+    u = L.compare_cells(cells)[0]
+    assert L.launches_needed_for(u, 0.05) == L.launches_needed(u.sd_log, 0.05)

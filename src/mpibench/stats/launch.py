@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from enum import StrEnum
 from typing import NamedTuple
 
@@ -34,6 +34,11 @@ from mpibench.units import percent
 
 # A side needs two launches for any spread to be seen; below that nothing is tested.
 MIN_LAUNCHES = 2
+# Round pairing (paired_test) needs this many complete pairs in every cell of a block:
+# the round effect the sizes share is then estimated with >= 2 df (Cochran-Cox critical
+# values below 3 df), and a 2 vs 7 design, which would leave 5 of its 9 launches unused,
+# keeps the unpaired model.
+MIN_PAIRS = 3
 # The power the planning numbers are computed for.
 POWER = 0.8
 
@@ -169,6 +174,12 @@ class LaunchTest(NamedTuple):
     # pooled: per side (var of the launch part, its df, var of the cell part, its df,
     # cells per launch S), for the variance of a mean over k cells (mean_components)
     parts: tuple[tuple[float, float, float, float, float], ...] = ()
+    # "round": tested on the per-round differences of launches run back-to-back in the same
+    # round of an interleaved campaign (paired_test; n_base = n_cand = pairs); "none": the
+    # two sides' launches as independent samples
+    pairing: str = "none"
+    pairs: int = 0                # rounds used (complete pairs) when pairing == "round"
+    unpaired: int = 0             # launches of either side left out: no partner in its round
 
     def mean_components(self, k: int) -> tuple[tuple[float, float], ...]:
         """Variance components of the mean gain over k cells of this benchmark (pooled
@@ -475,8 +486,8 @@ def _oriented_logs(by: Mapping[str, float | None], sign: float) -> dict[str, flo
 
 def compare_cells(cells: Sequence[tuple[Mapping[str, float | None], Mapping[str, float | None],
                                         str]],
-                  alpha: float = 0.05, level: float = 0.95, pool: bool = True
-                  ) -> list[LaunchTest]:
+                  alpha: float = 0.05, level: float = 0.95, pool: bool = True,
+                  rounds: Mapping[Hashable, Hashable] | None = None) -> list[LaunchTest]:
     """Tests of the cells of one benchmark (its sizes), each (baseline {launch id: stat},
     candidate {launch id: stat}, better), under the hierarchical model (Spread): each side's
     between-launch variance is pooled over the cells, split into the launch effect the
@@ -485,7 +496,16 @@ def compare_cells(cells: Sequence[tuple[Mapping[str, float | None], Mapping[str,
     df, since no number of sizes tells more about a launch effect they all share. The
     reference distribution is Cochran-Cox's weighted t over the four components (see
     cochran_cox_crit). pool=False, or a side whose cells cannot be pooled, tests each
-    cell on its own launches (the same weighted t with one component per side)."""
+    cell on its own launches (the same weighted t with one component per side).
+
+    rounds: {launch id: its round key} for the launches that ran in a round of an
+    interleaved campaign (report.data: (campaign id, repeat index)); launches absent from
+    it have no round. When every cell of the block has at least MIN_PAIRS complete pairs
+    (pair_rounds), the block is tested paired (paired_test: the per-round differences,
+    their spread pooled over the sizes the same way); otherwise as above, unchanged."""
+    paired = pair_rounds(cells, rounds)
+    if paired is not None:
+        return _paired_cells(cells, paired, alpha, level, pool)
     sides = ([b for b, _c, _ in cells], [c for _b, c, _ in cells])
     spreads = [spread(dict(enumerate(s))) if pool and len(cells) > 1 else None
                for s in sides]
@@ -497,7 +517,11 @@ def compare_cells(cells: Sequence[tuple[Mapping[str, float | None], Mapping[str,
         yb = np.array(list(_oriented_logs(base, sign).values()))
         yc = np.array(list(_oriented_logs(cand, sign).values()))
         out.append(_test_cell(yb, yc, spreads, alpha, level))
-    # p: one vectorised inversion per set of components (a benchmark's cells share them)
+    return _fill_p(out)
+
+
+def _fill_p(out: list[LaunchTest]) -> list[LaunchTest]:
+    """p: one vectorised inversion per set of components (a benchmark's cells share them)."""
     todo: dict[tuple, list[int]] = {}
     for i, t in enumerate(out):
         if t.tested and t.p is None and t.se_log:
@@ -556,6 +580,198 @@ def _parts(sp: Spread, n: int) -> tuple[float, float, float, float, float]:
     return (lv, dl, cv, dc, sp.cells)
 
 
+# ---------------------------------------------------------------------------------------
+# Round pairing: launches run back-to-back in the same round of an interleaved campaign
+#
+# On a shared machine the largest launch effects are phases of the machine (load, where the
+# host puts the vCPUs) that hit every launch of a round alike: this project's 2-core VM is
+# two-mode by a factor of ~3, both stacks in the same mode in 5 of 6 rounds. The unpaired
+# model counts such an effect on both sides as two independent draws. Paired by round, the
+# per-round difference
+#
+#     d[r, s] = oriented log(cand[r, s]) - log(base[r, s]) = mu_s + e_r + v[r, s]
+#
+# removes what both launches of the round share; e_r is the round's differential every
+# size of the benchmark shares (n - 1 df), v the cell part ((n - 1)(S - 1) df), split by
+# the same Spread as one side of the unpaired model, so the closed tests, the maxT
+# correlation, TOST, the CI at any level and the planning all work unchanged on it. The
+# test is valid whatever the round effects are (the rounds are independent replicates of
+# the difference); where nothing is shared it only loses the df of one side's launches.
+
+def pair_rounds(cells: Sequence[tuple[Mapping[Hashable, float | None],
+                                      Mapping[Hashable, float | None], str]],
+                rounds: Mapping[Hashable, Hashable] | None
+                ) -> list[tuple[dict[Hashable, tuple[Hashable, Hashable]], int]] | None:
+    """The one rule of when a block (a benchmark's cells, or the rows of a geomean row or
+    verdict) is tested paired by round: per cell ({round: (baseline launch id, candidate
+    launch id)}, launches left without a partner), or None for the unpaired model.
+
+    A pair is a round (rounds[launch id]: e.g. (campaign id, repeat index), given only for
+    launches of interleaved campaigns) with exactly one usable launch (finite, > 0) on each
+    side; a round holding two launches of one side pairs neither. Launches without a
+    round key or a partner are left out of the paired test and counted. Paired when every
+    cell that has launches on both sides has at least MIN_PAIRS pairs (counts only, never
+    values: the choice cannot select a test by its result); else None."""
+    if not rounds or not cells:
+        return None
+    out = []
+    for base, cand, _better in cells:
+        sides = []
+        for side in (base, cand):
+            by: dict[Hashable, list[Hashable]] = {}
+            for k, v in side.items():
+                if v is None or not math.isfinite(v) or v <= 0:
+                    continue
+                by.setdefault(rounds.get(k), []).append(k)
+            sides.append(by)
+        usable = sum(len(v) for by in sides for v in by.values())
+        if not sides[0] or not sides[1]:
+            out.append(({}, usable))
+            continue
+        pairs = {r: (sides[0][r][0], sides[1][r][0]) for r in sides[0]
+                 if r is not None and r in sides[1] and len(sides[0][r]) == 1
+                 and len(sides[1][r]) == 1}
+        if len(pairs) < MIN_PAIRS:
+            return None
+        out.append((pairs, usable - 2 * len(pairs)))
+    if not any(p for p, _ in out):
+        return None
+    return out
+
+
+def _round_diffs(cells, paired) -> list[dict[Hashable, float]]:
+    """Per cell {round: oriented log(cand) - log(base)} over its pairs."""
+    out = []
+    for (base, cand, better), (pairs, _left) in zip(cells, paired, strict=True):
+        sign = -1.0 if better == "lower" else 1.0
+        out.append({r: sign * (math.log(cand[c]) - math.log(base[b]))
+                    for r, (b, c) in pairs.items()})
+    return out
+
+
+def pair_spread(cells: Sequence[tuple[Mapping[Hashable, float | None],
+                                      Mapping[Hashable, float | None], str]],
+                rounds: Mapping[Hashable, Hashable] | None) -> Spread | None:
+    """The Spread of a block's per-round differences (the paired model's variance
+    components: ms_launch the round differential the sizes share, ms_cell the cell part),
+    or None where the block is not paired (pair_rounds). For planning (stats.budget): a
+    paired cell's mean over n rounds has the variance components .components(n), tested
+    as paired_test tests them."""
+    paired = pair_rounds(cells, rounds)
+    if paired is None:
+        return None
+    return _diff_spread(_round_diffs(cells, paired))
+
+
+def _diff_spread(diffs: list[dict[Hashable, float]]) -> Spread | None:
+    """Spread of per-round differences (spread takes statistics and logs them)."""
+    return spread({i: {r: math.exp(v) for r, v in d.items()} for i, d in enumerate(diffs)})
+
+
+def _paired_cells(cells, paired, alpha: float, level: float, pool: bool) -> list[LaunchTest]:
+    diffs = _round_diffs(cells, paired)
+    sp = _diff_spread(diffs) if pool and len(cells) > 1 else None
+    out = [paired_test(np.array(list(d.values())), sp, left, alpha, level)
+           for d, (_pairs, left) in zip(diffs, paired, strict=True)]
+    return _fill_p(out)
+
+
+def paired_test(d: np.ndarray, sp: Spread | None, unpaired: int = 0, alpha: float = 0.05,
+                level: float = 0.95) -> LaunchTest:
+    """One cell's paired test from its per-round differences d (oriented logs, > 0 =
+    candidate better): the gain exp(mean d), its variance from sp (the block's Spread of
+    the differences: the shared round part with n - 1 df plus the cell part with
+    (n - 1)(S - 1) df) or, without sp, d's own variance (n - 1 df); Cochran-Cox / Welch
+    critical values as the unpaired test. p is left None (compare_cells fills it).
+    sd_log is the per-side sd an unpaired design would need for the same variance of a
+    difference (sqrt(var(d) / 2)), so planning from sd_log alone stays on the same scale;
+    planning from the test itself is launches_needed_for."""
+    n = int(d.size)
+    extra = dict(pairing="round", pairs=n, unpaired=int(unpaired))
+    if n == 0:
+        return LaunchTest(None, None, None, None, 0, 0, False, Untested.NO_STATISTIC.value,
+                          untested=Untested.NO_STATISTIC, **extra)
+    diff = float(d.mean())
+    point = math.exp(diff)
+    if n < MIN_LAUNCHES:
+        return LaunchTest(point, None, None, None, n, n, False,
+                          f"{Untested.TOO_FEW_LAUNCHES} ({n} pair(s); a test needs >= "
+                          f"{MIN_LAUNCHES})", diff_log=diff,
+                          untested=Untested.TOO_FEW_LAUNCHES, **extra)
+    pooled = sp is not None
+    if pooled:
+        comps = tuple(sp.components(n))
+        var_d = sp.sd ** 2
+    else:
+        var_d = float(d.var(ddof=1))
+        comps = ((var_d / n, n - 1),)
+    sd = math.sqrt(0.5 * var_d)
+    se2 = sum(v for v, _ in comps)
+    df = _satterthwaite(comps)
+    if se2 <= 0:
+        p = 1.0 if diff == 0 else None
+        return LaunchTest(point, point, point, p, n, n, p is not None,
+                          "" if p is not None else Untested.NO_SPREAD.value, sd, None,
+                          df, diff, 0.0, comps, pooled,
+                          None if p is not None else Untested.NO_SPREAD, **extra)
+    se = math.sqrt(se2)
+    h = _crit(comps, (1.0 - level) / 2.0) * se
+    mde = _detectable(comps, alpha, POWER)
+    shared = sp.shared(n) if pooled else 0.0
+    parts = (_parts(sp, n),) if pooled else ()
+    return LaunchTest(point, math.exp(diff - h), math.exp(diff + h), None, n, n, True, "",
+                      sd, mde, df, diff, se, comps, pooled, shared_var=min(shared, se2),
+                      parts=parts, **extra)
+
+
+def _aggregate_paired(rows, paired, alpha: float, level: float) -> LaunchTest:
+    """aggregate's paired form: per round, the mean over the rows it has of the row's
+    difference less the row's mean difference, plus the mean of the rows' mean
+    differences (with every row in every round: the round's mean difference); a
+    one-sample t over the rounds."""
+    diffs = [d for d in _round_diffs(rows, paired) if d]
+    centres = [float(np.mean(list(d.values()))) for d in diffs]
+    grand = float(np.mean(centres)) if centres else 0.0
+    acc: dict[Hashable, list[float]] = {}
+    for d, m in zip(diffs, centres, strict=True):
+        for r, v in d.items():
+            acc.setdefault(r, []).append(v - m)
+    y = np.array([grand + float(np.mean(v)) for v in acc.values()])
+    left = sum(lf for _p, lf in paired)
+    return _fill_p([paired_test(y, None, left, alpha, level)])[0]
+
+
+def launches_needed_for(t: LaunchTest, effect: float, alpha: float = 0.05,
+                        power: float = POWER, max_n: int = 10_000) -> int | None:
+    """Launches per side (paired: rounds) at which the test t ran (its components, scaled
+    to n launches: variances as n_now / n, df as the launches' n - 1 and the cell part's
+    (n - 1)(S - 1)) detects a gain of 1 + effect with probability `power` (noncentral t of
+    that test). For an unpaired test this is launches_needed at t's pooled sd."""
+    if t.pairing != "round":
+        return launches_needed(t.sd_log, effect, alpha, power, max_n)
+    if not t.tested or not t.components or not effect or effect <= -1:
+        return None
+    target = abs(math.log1p(effect))
+    n0 = t.pairs
+
+    def comps_at(n: int) -> tuple:
+        out = []
+        for v, df in t.components:
+            if df <= n0 - 1 + 1e-9:
+                out.append((v * n0 / n, float(n - 1)))
+            else:        # the cell part: (n - 1)(S - 1) df
+                out.append((v * n0 / n, df * (n - 1) / max(1, n0 - 1)))
+        return tuple(out)
+
+    n = MIN_PAIRS
+    while n <= max_n:
+        d = _detectable(comps_at(n), alpha, power)
+        if d is not None and math.log1p(d) <= target + 1e-12:
+            return n
+        n = n + 1 if n < 64 else int(n * 1.1)
+    return None
+
+
 def compare(base: Iterable[float | None], cand: Iterable[float | None], better: str,
             alpha: float = 0.05, level: float = 0.95) -> LaunchTest:
     """One cell on its own launches: the t test on the logs of the launch statistics,
@@ -571,7 +787,8 @@ def compare(base: Iterable[float | None], cand: Iterable[float | None], better: 
 
 
 def aggregate(rows: Sequence[tuple[Mapping[str, float], Mapping[str, float], str]],
-              alpha: float = 0.05, level: float = 0.95) -> LaunchTest:
+              alpha: float = 0.05, level: float = 0.95,
+              rounds: Mapping[Hashable, Hashable] | None = None) -> LaunchTest:
     """Gain over many cells (a benchmark's sizes, or a whole comparison), aggregated per
     launch first.
 
@@ -581,7 +798,13 @@ def aggregate(rows: Sequence[tuple[Mapping[str, float], Mapping[str, float], str
     over the cells it has, of its oriented log statistic (higher = better) minus the cell's
     centre (the mean of the two sides' means); the sides' launch values are then compared
     with compare(). When every launch has every cell, the gain equals the geometric mean
-    of the per-cell gains."""
+    of the per-cell gains.
+
+    rounds: as compare_cells; when pair_rounds pairs the rows (every row with at least
+    MIN_PAIRS pairs), the aggregate is paired by round (_aggregate_paired)."""
+    paired = pair_rounds(rows, rounds)
+    if paired is not None:
+        return _aggregate_paired(rows, paired, alpha, level)
     acc: dict[tuple[int, str], list[float]] = {}
     for base, cand, better in rows:
         sign = -1.0 if better == "lower" else 1.0
@@ -614,7 +837,8 @@ def fmt_pct(effect: float | None) -> str:
     return f"{pct:.2g}%" if pct < 10 else f"{pct:.0f}%"
 
 
-__all__ = ["MIN_LAUNCHES", "POWER", "Estimate", "estimate", "LaunchTest", "compare",
+__all__ = ["MIN_LAUNCHES", "MIN_PAIRS", "POWER", "pair_rounds", "pair_spread", "paired_test",
+           "launches_needed_for", "Estimate", "estimate", "LaunchTest", "compare",
            "compare_cells", "detectable_at", "Spread", "spread", "aggregate", "detectable_effect",
            "launches_needed", "pooled_sd", "fmt_pct", "cochran_cox_crit", "two_sided_p",
            "one_sided_p", "parse_margin"]
