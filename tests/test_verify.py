@@ -249,6 +249,24 @@ def test_a_probe_that_hung_after_its_exchanges_still_vouches():
         "probe launch timed out after 60 s"
 
 
+def test_every_rank_of_the_launch_must_report_and_a_silent_one_is_named():
+    """With the launch's np known, a rank that never printed anything (not even its
+    announcement) is missing too; the reason names it."""
+    from mpibench.verify import probe_exchanged, probe_problem, unreported_ranks
+
+    three = "".join(f"mpibench-probe rank={r} host=vm\nmpibench-probe exchanged rank={r}\n"
+                    for r in (0, 1, 3))
+    assert probe_exchanged(three)            # every announced rank reported ...
+    assert not probe_exchanged(three, 4)     # ... but rank 2 of 4 never did
+    assert probe_exchanged(three + "mpibench-probe exchanged rank=2\n", 4)
+    assert unreported_ranks(three, 4) == [2]
+    assert probe_problem(124, False, 60, "", exchanged=False, unreported=[2]) == \
+        "probe launch timed out after 60 s; rank 2 never reported its exchange"
+    assert probe_problem(1, False, 60, "x\n", unreported=[1, 2]) == \
+        "probe launch failed (exit 1: x); ranks 1, 2 never reported their exchange"
+    assert probe_problem(143, False, 60, "", exchanged=True, unreported=[]) is None
+
+
 @pytest.mark.parametrize("problem", ["probe launch timed out after 60 s",
                                      "probe launch killed by signal 9"])
 def test_a_probe_killed_after_its_banner_is_never_ok(problem):

@@ -29,7 +29,7 @@ from pathlib import Path
 from mpibench.execute import CellCommand, Variant, prepare_cell
 from mpibench.files import write_file
 from mpibench.process import run_command
-from mpibench.schedulers import STEP_TIMEOUT_EXIT
+from mpibench.schedulers import STEP_TIMEOUT_EXIT, JobStep, StepCompletion
 from mpibench.stacks import Stack, cache_dir
 from mpibench.stacks.kinds import get_kind
 from mpibench.transports import (  # noqa: F401
@@ -390,36 +390,73 @@ def prepare_probe(stack: Stack, variant: Variant, run_dir: Path, *, local: bool 
 
 _ANNOUNCED = re.compile(r"^mpibench-probe rank=(\d+) host=", re.M)
 _EXCHANGED = re.compile(r"^mpibench-probe exchanged rank=(\d+)$", re.M)
+# the same line for the job script's awk (schedulers.StepCompletion): one per rank
+EXCHANGED_ERE = "^mpibench-probe exchanged rank=[0-9]+$"
+PROBE_STEP_TIMEOUT = 60.0   # a batch probe step's bound (the campaign's timeout if shorter)
 
 
-def probe_exchanged(stdout: str) -> bool:
-    """Every rank that announced itself also said all its messages went through (the
-    payload exchange and the barrier after it). MPICH 4.0 over UCX 1.13's tcp hangs now and
-    then in the probe's last barrier or MPI_Finalize after that (1 launch in 6 here, with
-    UCX_TLS=self,tcp or UCX_NET_DEVICES=lo): the transport had carried the traffic by then."""
-    announced = set(_ANNOUNCED.findall(stdout))
-    return bool(announced) and announced <= set(_EXCHANGED.findall(stdout))
+def probe_exchanged(stdout: str, np: int | None = None) -> bool:
+    """Every rank said all its messages went through (the payload exchange and the barrier
+    after it): ranks 0 .. np-1 when np is given, else every rank that announced itself.
+    MPICH 4.0.2 over UCX 1.13's tcp hangs now and then in the probe's MPI_Finalize (1 launch
+    in 3 at np 4 under load here: one rank still closes its UCX endpoints, which needs its
+    peers' progress, while they already wait in the PMI barrier): the transport had carried
+    the traffic by then."""
+    exchanged = {int(r) for r in _EXCHANGED.findall(stdout)}
+    if np is not None:
+        return np >= 1 and set(range(np)) <= exchanged
+    announced = {int(r) for r in _ANNOUNCED.findall(stdout)}
+    return bool(announced) and announced <= exchanged
+
+
+def unreported_ranks(stdout: str, np: int) -> list[int]:
+    """The ranks of 0 .. np-1 that never said their exchange went through. Pure."""
+    exchanged = {int(r) for r in _EXCHANGED.findall(stdout)}
+    return [r for r in range(np) if r not in exchanged]
+
+
+def probe_step(stack: Stack, variant: Variant, run_dir: Path, campaign_timeout: float, *,
+               name: str, dry: bool = False) -> JobStep:
+    """A batch job's probe step: the probe launched like the variant, complete once each of
+    its np ranks has printed its `exchanged` line (schedulers.StepCompletion: its launcher
+    is then stopped if it does not exit by itself, so a hanging MPI_Finalize costs seconds,
+    not the step's timeout). dry: nothing built or created (a dry run's scripts)."""
+    cmd = prepare_probe(stack, variant, run_dir, local=False, dry=dry)
+    return JobStep(name, run_dir, cmd.argv, cmd.env, cmd.stdout, cmd.stderr,
+                   timeout_s=min(PROBE_STEP_TIMEOUT, campaign_timeout), cell=cmd,
+                   complete=StepCompletion(EXCHANGED_ERE, variant.np, "probe ranks"))
 
 
 def probe_problem(exit_code: int | None, timed_out: bool, timeout: float | None,
-                  stderr: str = "", *, exchanged: bool = False) -> str | None:
+                  stderr: str = "", *, exchanged: bool = False,
+                  unreported: list[int] | None = None) -> str | None:
     """Why a finished probe launch cannot vouch for a transport, or None if it ran to the
     end. A probe that hung or was killed printed its start-up diagnostics and then never
     showed that traffic flowed: what it printed proves nothing, unless every rank had
     finished its exchanges (exchanged: probe_exchanged) and only the teardown hung or
     failed. exit_code None: a batch probe step that never recorded its status (the job died
-    around it); 124: the job script's `timeout` stopped it."""
+    around it); 124: the job script's `timeout` stopped it. unreported: the ranks that never
+    said their exchange went through (unreported_ranks), named in the reason of a launch
+    that failed."""
     if exchanged:
         return None
+    missing = ""
+    if unreported:
+        shown = ", ".join(str(r) for r in unreported[:8]) + (", ..." if len(unreported) > 8
+                                                             else "")
+        many = len(unreported) > 1
+        missing = (f"; rank{'s' if many else ''} {shown} never reported "
+                   f"{'their' if many else 'its'} exchange")
     if timed_out or exit_code == STEP_TIMEOUT_EXIT:
-        return "probe launch timed out" + (f" after {timeout:g} s" if timeout else "")
+        return "probe launch timed out" + (f" after {timeout:g} s" if timeout else "") + missing
     if exit_code is None:
-        return "the probe step never finished (its job ended first)"
+        return "the probe step never finished (its job ended first)" + missing
     if exit_code < 0 or 128 < exit_code <= 128 + 64:  # run_command's -N, a shell's 128+N
-        return f"probe launch killed by signal {-exit_code if exit_code < 0 else exit_code - 128}"
+        return (f"probe launch killed by signal "
+                f"{-exit_code if exit_code < 0 else exit_code - 128}" + missing)
     if exit_code != 0:
         last = (stderr.strip().splitlines() or ["no error output"])[-1].strip()
-        return f"probe launch failed (exit {exit_code}: {last[:120]})"
+        return f"probe launch failed (exit {exit_code}: {last[:120]})" + missing
     return None
 
 
@@ -478,7 +515,8 @@ def verify_local(stack: Stack, variant: Variant, run_dir: Path, timeout: float =
                             problem=str(exc))
     res = run_local(cmd, timeout=timeout)
     problem = probe_problem(res.returncode, res.timed_out, timeout, res.stderr,
-                            exchanged=probe_exchanged(res.stdout))
+                            exchanged=probe_exchanged(res.stdout, variant.np),
+                            unreported=unreported_ranks(res.stdout, variant.np))
     v = judge(stack, variant, res.stdout + "\n" + res.stderr, cmd.env, run_dir, problem)
     write_file(run_dir / "verification.txt",
                f"requested: {v.requested}\nactual: {v.actual}\nverdict: {v.verdict}\n"

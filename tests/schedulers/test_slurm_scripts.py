@@ -408,3 +408,79 @@ def test_pbs_node_file_is_the_default_hostfile_of_every_launcher(tmp_path):
     hf = str(d / "hostfile")
     assert res.stdout.strip() == f"{hf}|{hf}|{hf}"
     assert (d / "hostfile").read_text() == "a\na\nb\nb\n"
+
+
+# -- a step complete before its launcher exits (the transport probe) -------------------------
+HANGING_LAUNCHER = """#!/bin/bash
+# stands in for mpiexec whose ranks all reported and whose MPI_Finalize then hangs (MPICH
+# 4.0.2 over UCX tcp under load): prints each rank's lines, then never exits by itself
+for r in $(seq 0 $(($1 - 1))); do
+  echo "mpibench-probe rank=$r host=h"
+  [ "$r" = "$2" ] || echo "mpibench-probe exchanged rank=$r"
+done
+echo $$ >launcher.pid
+exec sleep 600
+"""
+
+
+def _run_complete_step(tmp_path: Path, np: int, silent_rank: int, timeout_s: float):
+    from mpibench.schedulers import StepCompletion, job_body, read_step_result
+    from mpibench.verify import (
+        EXCHANGED_ERE,
+        probe_exchanged,
+        probe_problem,
+        unreported_ranks,
+    )
+
+    d = tmp_path / "probe dir"
+    d.mkdir()
+    launcher = tmp_path / "launcher.sh"
+    launcher.write_text(HANGING_LAUNCHER)
+    launcher.chmod(0o755)
+    step = JobStep("c-1-verify", d, [str(launcher), str(np), str(silent_rank)], {},
+                   d / "stdout.txt", d / "stderr.txt", timeout_s=timeout_s,
+                   complete=StepCompletion(EXCHANGED_ERE, np, "probe ranks", grace_s=0.5))
+    req = JobRequest("j", [step], d)
+    # the bound here only keeps a broken script from holding the suite
+    res = subprocess.run(["bash", "-c", job_body(req)], text=True, capture_output=True,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr
+    pid = int((d / "launcher.pid").read_text())
+    out = (d / "stdout.txt").read_text()
+    sr = read_step_result(step)
+    problem = probe_problem(sr.exit_code, sr.timed_out, step.timeout_s,
+                            (d / "stderr.txt").read_text(),
+                            exchanged=probe_exchanged(out, np),
+                            unreported=unreported_ranks(out, np))
+    return pid, sr, problem, (d / "stderr.txt").read_text()
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
+
+
+def test_a_probe_step_ends_once_every_rank_reported_and_its_launcher_is_stopped(tmp_path):
+    """The batch probe step waited for its launcher: an MPI_Finalize that hung after every
+    rank had reported held the job for the step's whole timeout (60 s a job under load).
+    Now the step ends once all np ranks reported; the hung launcher is stopped by its PID
+    and the step says so; the verdict holds (every rank's exchange went through)."""
+    pid, sr, problem, err = _run_complete_step(tmp_path, 4, -1, timeout_s=600)
+    assert _gone(pid)
+    assert sr.exit_code is not None and not sr.timed_out
+    assert problem is None
+    assert "mpibench: all 4 probe ranks reported; the launcher (pid " in err
+    assert "had not exited 0.5 s later and was stopped" in err
+
+
+def test_a_probe_rank_that_never_reports_still_fails_the_probe(tmp_path):
+    """Rank 2 of 4 never says its exchange went through: the step runs into its timeout
+    and the probe's reason names the rank."""
+    pid, sr, problem, err = _run_complete_step(tmp_path, 4, 2, timeout_s=1)
+    assert _gone(pid)
+    assert sr.timed_out
+    assert problem == "probe launch timed out after 1 s; rank 2 never reported its exchange"
+    assert "mpibench: all" not in err

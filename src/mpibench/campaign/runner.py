@@ -138,19 +138,17 @@ class CampaignRunner(CellSteps):
 
     def _probe_step(self, cell: Cell) -> JobStep | None:
         """Batch jobs verify the transport on their own allocation: a probe step first."""
-        from mpibench.verify import prepare_probe
+        from mpibench.verify import probe_step
 
         if self.stacks[cell.variant.stack].kind == "none":
             return None                # no MPI: nothing to probe
-        run_dir = self.run_dir(cell) / "verify"
         try:
-            cmd = prepare_probe(self.stacks[cell.variant.stack], cell.variant, run_dir,
-                                local=False)
+            return probe_step(self.stacks[cell.variant.stack], cell.variant,
+                              self.run_dir(cell) / "verify", self.spec.timeout,
+                              name=f"{cell.id}-verify")
         except RuntimeError as exc:
             self.log(f"warning: no transport probe for {cell.variant.name}: {exc}")
             return None
-        return JobStep(f"{cell.id}-verify", run_dir, cmd.argv, cmd.env, cmd.stdout,
-                       cmd.stderr, timeout_s=min(60.0, self.spec.timeout), cell=cmd)
 
     def _variants_of(self, g: Group) -> list[Variant]:
         return group_variants(g, self.spec.variants, self.spec.variant_base)

@@ -36,13 +36,11 @@ class DryRunner(CampaignRunner):
     dry = True
 
     def _probe_step(self, cell: Cell) -> JobStep | None:
-        from mpibench.verify import prepare_probe
+        from mpibench.verify import probe_step
 
-        run_dir = self.run_dir(cell) / "verify"
-        cmd = prepare_probe(self.stacks[cell.variant.stack], cell.variant, run_dir,
-                            local=False, dry=True)
-        return JobStep(f"{cell.id}-verify", run_dir, cmd.argv, cmd.env, cmd.stdout,
-                       cmd.stderr, timeout_s=min(60.0, self.spec.timeout), cell=cmd)
+        return probe_step(self.stacks[cell.variant.stack], cell.variant,
+                          self.run_dir(cell) / "verify", self.spec.timeout,
+                          name=f"{cell.id}-verify", dry=True)
 
 
 def _normalise(text: str, cells: list[Cell]) -> str:

@@ -30,6 +30,7 @@ and ingests; a job never writes the database (single writer).
 from __future__ import annotations
 
 import json
+import math
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -90,6 +91,22 @@ class SchedulerSettings:
         return self.partition or self.queue
 
 
+@dataclass(frozen=True)
+class StepCompletion:
+    """A step whose result is complete before its launcher exits (the transport probe: an
+    MPI_Finalize that hangs after every rank has reported must not hold the job for the
+    step's whole timeout). Once `count` distinct lines of the step's stdout match `pattern`
+    (an awk extended regular expression), the launcher has `grace_s` seconds to exit by
+    itself; then it is stopped by its PID (SIGTERM; the step's `timeout` sends SIGKILL 10 s
+    later) and a line on the step's stderr says so. A launcher that exits first, or a step
+    whose lines never all arrive, ends as any step does (its own status, or 124)."""
+
+    pattern: str
+    count: int
+    what: str = "lines"  # what one matching line is, for the stderr note ("ranks")
+    grace_s: float = 5.0
+
+
 @dataclass
 class JobStep:
     """One cell's command inside a job: run in run_dir, output to files there."""
@@ -104,6 +121,7 @@ class JobStep:
     setup: list[list[str]] = field(default_factory=list)  # argvs run first, in run_dir
     setup_env: dict[str, str] = field(default_factory=dict)
     cell: Any = None  # the execute.CellCommand behind it (local backend runs that directly)
+    complete: StepCompletion | None = None  # ends once its output is complete (see there)
 
 
 @dataclass
@@ -260,8 +278,11 @@ def step_lines(step: JobStep) -> list[str]:
                      "|| mb_rc=$?; fi")
     main = " ".join(["env"] + _env_prefix(step.env) + [q(a) for a in limit + list(step.argv)])
     # launch_started: an application's wall time is the launch alone, not its setup (grompp)
-    lines.append(f"if [ $mb_rc -eq 0 ]; then mb_launch=$(date +%s.%N); {main} "
-                 f">{q(step.stdout.name)} 2>{q(step.stderr.name)} || mb_rc=$?; fi")
+    if step.complete is None:
+        lines.append(f"if [ $mb_rc -eq 0 ]; then mb_launch=$(date +%s.%N); {main} "
+                     f">{q(step.stdout.name)} 2>{q(step.stderr.name)} || mb_rc=$?; fi")
+    else:
+        lines += _complete_lines(step, main)
     lines += ["mb_end=$(date +%s.%N)",
               'printf \'{"started": %s, "launch_started": %s, "finished": %s}\\n\' '
               f'"$mb_start" "${{mb_launch:-null}}" "$mb_end" >{TIMING_FILE}',
@@ -269,6 +290,41 @@ def step_lines(step: JobStep) -> list[str]:
               f"echo $mb_rc >{EXIT_STATUS_FILE}.tmp && mv {EXIT_STATUS_FILE}.tmp "
               f"{EXIT_STATUS_FILE}"]
     return lines
+
+
+COMPLETE_TICK_S = 0.25  # how often a StepCompletion step's output is looked at
+
+
+def _complete_lines(step: JobStep, main: str) -> list[str]:
+    """The launcher in the background, its PID kept; the step ends when the launcher exits,
+    or once its output holds every expected line and the grace has passed (see
+    StepCompletion). The PID is bash's own child's (reaped by bash when it exits: `kill -0`
+    then fails), never a name."""
+    c = step.complete
+    q = shlex.quote
+    out, err = q(step.stdout.name), q(step.stderr.name)
+    ticks = max(1, math.ceil(c.grace_s / COMPLETE_TICK_S))
+    count = ("awk -v mb_re=" + q(c.pattern) + " '$0 ~ mb_re && !mb_s[$0]++ { mb_n++ } "
+             f"END {{ print mb_n + 0 }}' {out}")
+    said = f"mpibench: all {int(c.count)} {c.what} reported; the launcher"
+    then = f"had not exited {c.grace_s:g} s later and was stopped"
+    return [
+        f"if [ $mb_rc -eq 0 ]; then mb_launch=$(date +%s.%N); {main} >{out} 2>{err} &",
+        "  mb_pid=$!",
+        f"  # complete once {int(c.count)} {c.what} reported: the launcher may then hang "
+        "(MPI_Finalize)",
+        '  while kill -0 "$mb_pid" 2>/dev/null; do',
+        f'    [ "$({count})" -ge {int(c.count)} ] && break; sleep {COMPLETE_TICK_S:g}',
+        "  done",
+        '  mb_g=0; while kill -0 "$mb_pid" 2>/dev/null && '
+        f'[ "$mb_g" -lt {ticks} ]; do sleep {COMPLETE_TICK_S:g}; mb_g=$((mb_g + 1)); done',
+        '  mb_stop=; if kill -0 "$mb_pid" 2>/dev/null; then kill -TERM "$mb_pid"; '
+        "mb_stop=1; fi",
+        '  wait "$mb_pid" || mb_rc=$?',
+        f'  if [ -n "$mb_stop" ]; then printf \'%s (pid %s) %s\\n\' {q(said)} "$mb_pid" '
+        f"{q(then)} >>{err}; fi",
+        "fi",
+    ]
 
 
 def job_body(req: JobRequest) -> str:
