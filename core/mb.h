@@ -164,11 +164,23 @@ typedef struct mb_ci_sim {
     double switched;       /* switching: share of trials whose level changed within the run */
     double covered_or_flagged_switched; /* covered_or_flagged among those (NaN: none) */
     double level_coverage_unswitched;   /* the rest: CI holds the level they sat in */
+    /* the two estimands, side by side (the CI's "covered" above is the long run's under
+     * AR(1) and switching, the launch's own under drift): the launch's own median, of the
+     * levels its samples came from (switching: the median of that mix of the two levels;
+     * drift: the level at the middle of its samples; AR(1): the process median), and the
+     * long-run median of the process (1; drift: the level at the middle of the cap) */
+    double own_coverage, own_covered_or_flagged;
+    double long_run_coverage, long_run_covered_or_flagged;
+    /* switching: the share of runs that changed level within their samples or whose CI holds
+     * the long-run median anyway: the most any within-launch flag can make of (ii) without
+     * flagging launches that kept one level */
+    double long_run_reachable;
     int trials;
     int robust;            /* 1: mb_summarise_series' CI; 0: the order-statistic CI alone */
     int flag_only;         /* robust: the rule before (block test and rank CUSUM at 0.001) */
     double mean_n;         /* samples at the stop, mean over trials */
     double *medians;       /* optional, trials long: each trial's final median */
+    double *ci_lows, *ci_highs; /* optional, trials long: each trial's final CI */
     double coverage;       /* share of trials whose final CI holds the true median */
     double median_n;       /* samples at the stop, median over trials */
     double stopped_target; /* share of trials that stopped on the target */
