@@ -315,7 +315,8 @@ def figures(spec) -> dict[str, set[str]]:
 
 def decision_cells(store, campaign_id: int, order: list[str],
                    metrics: dict[str, set[str]] | None = None,
-                   rounds: dict[str, int] | None = None) -> dict[tuple, tuple]:
+                   rounds: dict[str, int] | None = None,
+                   pairs: dict[str, tuple[int, int]] | None = None) -> dict[tuple, tuple]:
     """The family of `until = "decided"`: {(group, point, candidate, cell key): ({run id:
     launch statistic} of the baseline, of the candidate, better, the baseline's name, the
     group point's own launches per variant)}, each side's launches in repeat order, for
@@ -325,7 +326,9 @@ def decision_cells(store, campaign_id: int, order: list[str],
     first variant in `order` (the campaign's variants, as compare's first set). metrics: a
     group's deciding metrics (an application's figures of merit; its other metrics, the
     wall time, are in the family but decide nothing: `deciding`). rounds: filled with
-    {run id: its repeat index} (the round a look counts it in)."""
+    {run id: its repeat index} (the round a look counts it in). pairs: filled with {run
+    id: its round key} of the launches an interleaved campaign ran (report.data
+    .ResultCell.by_round: what the report pairs by, so the rule tests as it does)."""
     from mpibench.report.data import load_cells
     from mpibench.report.rules import comparable
     from mpibench.store.report_queries import done_runs_of_campaign
@@ -347,6 +350,10 @@ def decision_cells(store, campaign_id: int, order: list[str],
         for v, ids in by_variant.items():
             by_variant_all[v] += ids
     cells = load_cells(store, dict(by_variant_all), with_samples=False)
+    if pairs is not None:
+        for by in cells.values():
+            for c in by.values():
+                pairs.update(c.by_round)
     taken: set[tuple] = set()
     for g, by_variant in runs.items():
         if len(by_variant) < 2:
@@ -421,12 +428,13 @@ def decisions(store, campaign_id: int, spec: dict, upto: int | None = None):
 
     order = [v["name"] for v in spec.get("variants", [])]
     rounds: dict[str, int] = {}
+    pairs: dict[str, tuple[int, int]] = {}
     metrics = figures(spec)
-    cells = decision_cells(store, campaign_id, order, metrics, rounds)
+    cells = decision_cells(store, campaign_id, order, metrics, rounds, pairs)
     if not cells:
         return None, cells
     looks = run_looks(cells, design_of(spec), pool_key=_pool_key, upto=upto,
-                      shape=table_shape(cells, metrics), rounds=rounds)
+                      shape=table_shape(cells, metrics), rounds=rounds, pairs=pairs)
     return (looks[-1] if looks else None), cells
 
 

@@ -139,11 +139,33 @@ def comparison_records(cmp: Comparison) -> list[dict[str, Any]]:
                         "detectable_gain": (None if d.detectable is None
                                             else 1.0 + d.detectable),
                         "launches_needed": d.needed,
+                        **pairing_record(d.test),
                         "notes": [cmp.footnotes[i - 1] for i in sorted(set(r.notes + d.notes))],
                         "transport_warnings": cmp.warnings.get(cmp.baseline, [])
                         + cmp.warnings.get(cand, [])})
             out.append(rec)
     return out
+
+
+def pairing_record(t: Any) -> dict[str, Any]:
+    """A test's pairing in JSON: pairing "round" (launches of one round of an interleaved
+    campaign compared as pairs, stats.launch.pair_rounds) or "none"; rounds used; the
+    launches left out for want of a partner in their round."""
+    paired = t is not None and getattr(t, "pairing", "none") == "round"
+    return {"pairing": "round" if paired else "none",
+            "rounds": t.pairs if paired else None,
+            "unpaired_launches_not_used": t.unpaired if paired else 0}
+
+
+def pairing_summary(cmp: Comparison) -> dict[str, Any]:
+    """The table's pairing: "round" when any tested row is paired; how many rows are, and
+    how many launches the paired rows left out (summed over rows)."""
+    tests = [d.test for r in cmp.rows for d in r.deltas.values() if d.tested]
+    paired = [t for t in tests if t.pairing == "round"]
+    return {"pairing": "round" if paired else "none", "paired_rows": len(paired),
+            "tested_rows": len(tests),
+            "rounds": sorted({t.pairs for t in paired}),
+            "unpaired_launches_not_used": max((t.unpaired for t in paired), default=0)}
 
 
 def _ci_level(d: Any, alpha: float) -> float | None:
@@ -167,6 +189,7 @@ def to_json_obj(cmp: Comparison) -> dict[str, Any]:
                      "geomean_ci": {c: [t.ci_low, t.ci_high] for c, t in s.test.items()},
                      "geomean_p": {c: t.p for c, t in s.test.items()},
                      "geomean_p_holm": s.p_adj,
+                     "geomean_pairing": {c: pairing_record(t) for c, t in s.test.items()},
                      "geomean_ci_holm": {c: list(v) for c, v in s.ci_holm.items()},
                      "geomean_ci_widened_for_sequential_looks": {
                          c: {"look_level": lv, "level": cl}
@@ -179,6 +202,7 @@ def to_json_obj(cmp: Comparison) -> dict[str, Any]:
                         "p_equivalence": (t.tost(cmp.equivalence) if cmp.equivalence
                                           else None),
                         "base_launches": t.n_base, "cand_launches": t.n_cand,
+                        **pairing_record(t),
                         "ci_widened_for_sequential_looks": (
                             {"look_level": cmp.overall_seq_level[c][0],
                              "level": cmp.overall_seq_level[c][1]}
@@ -204,6 +228,8 @@ def to_json_obj(cmp: Comparison) -> dict[str, Any]:
                 "Holm-level CI and the repeated CI at the look's level "
                 "(geomean_ci_widened_for_sequential_looks, overall.*."
                 "ci_widened_for_sequential_looks: look_level and the CI's level)",
+        **pairing_summary(cmp),
+        "pairing_legend": PAIRING_LEGEND,
         "launch_statistic": cmp.statistic,
         "footnotes": cmp.footnotes,
         "warnings": cmp.warning_lines,
@@ -212,6 +238,35 @@ def to_json_obj(cmp: Comparison) -> dict[str, Any]:
                  "is better",
         "statistic": statistic_legend(c for r in cmp.rows for c in r.cells.values()),
     })
+
+
+PAIRING_LEGEND = (
+    "pairing \"round\": both sides' launches ran in the same rounds of one interleaved "
+    "campaign (repeat r of every variant back-to-back), so each row is tested on the "
+    "per-round differences of the log launch statistics (a round differential the "
+    "benchmark's sizes share plus a size-specific part, pooled over the sizes; "
+    "stats.launch.paired_test), which removes what both launches of a round share (load "
+    "phases, the machine's mode). Applies when every cell of the benchmark has at least "
+    f"{launch_stats.MIN_PAIRS} complete pairs; launches without a partner in their round "
+    "(a failed launch on the other side) are left out and counted "
+    "(unpaired_launches_not_used); base_launches = cand_launches = rounds. \"none\": "
+    "the two sides' launches as independent samples (random-order campaigns, different "
+    "campaigns, fewer pairs)")
+
+
+def _pairing_legend(cmp: Comparison) -> list[str]:
+    """The caption line of a table with rows paired by round (none when nothing is)."""
+    ps = pairing_summary(cmp)
+    if ps["pairing"] != "round":
+        return []
+    n = ps["unpaired_launches_not_used"]
+    r = ps["rounds"]
+    rounds = str(r[0]) if r[0] == r[-1] else f"{r[0]}-{r[-1]}"
+    return [f"paired by round: {ps['paired_rows']} of {ps['tested_rows']} tested rows "
+            f"compare the launches of the same round of an interleaved campaign ({rounds} "
+            "rounds; p and CI from the per-round differences, n = rounds); "
+            + (f"up to {n} launch(es) per row had no partner in their round and were not "
+               "used" if n else "every launch had its partner")]
 
 
 def _table_model(cmp: Comparison) -> tuple[list[str], list[list[str]], list[int]]:
@@ -299,7 +354,7 @@ def _header_lines(cmp: Comparison) -> list[str]:
         + f"; n = launches per side; cannot tell = "
         f"fewer than {launch_stats.MIN_LAUNCHES} launches on a side; geomean rows aggregate "
         "per launch first",
-    ] + _sequential_legend(cmp)
+    ] + _pairing_legend(cmp) + _sequential_legend(cmp)
 
 
 def _sequential_legend(cmp: Comparison) -> list[str]:

@@ -38,6 +38,7 @@ from mpibench import stats
 from mpibench.report.rules import CellKey, MetricKind, metric_kind, why_unusable
 from mpibench.stats import launch as launch_stats
 from mpibench.store import Store
+from mpibench.store.report_queries import campaign_orders
 from mpibench.units import fmt_size  # noqa: F401 - re-exported: reports import it from here
 
 STATISTICS = ("median", "mean")
@@ -225,6 +226,9 @@ class ResultCell:
     requested: str = "median"            # the launch statistic asked for (median | mean)
     launch_ids: list[str] = field(default_factory=list)
     launch_values: list[float] = field(default_factory=list)
+    # per launch its round (campaign id, repeat index) when it ran in an interleaved
+    # campaign, else None (launch_round): the key stats.launch pairs launches by
+    launch_rounds: list[tuple[int, int] | None] = field(default_factory=list)
     estimate: launch_stats.Estimate | None = None
     within_ci_pct: float | None = None   # median over launches of their own CI half-width
     tool: str | None = None              # what measured its rows (core, imb, osu, app, ...)
@@ -268,6 +272,13 @@ class ResultCell:
         """{run id: launch statistic}: a launch is identified by its run, shared by every
         cell it measured."""
         return dict(zip(self.launch_ids, self.launch_values, strict=True))
+
+    @property
+    def by_round(self) -> dict[str, tuple[int, int]]:
+        """{run id: its round key} of the launches that have one (stats.launch pairs a
+        baseline's and a candidate's launch of the same round)."""
+        return {k: r for k, r in zip(self.launch_ids, self.launch_rounds, strict=False)
+                if r is not None}
 
     @property
     def first(self) -> float | None:
@@ -352,6 +363,9 @@ def load_cells(store: Store, sets: Mapping[str, list[str]], *,
                 p = with_placement(r["params"], axes, placed.get(r["run_id"], {}))
                 if p is not r["params"]:
                     r["params"], r["params_key"] = p, params_key(p)
+    orders = campaign_orders(store, {r["campaign_id"] for r in rows})
+    for r in rows:
+        r["round"] = launch_round(r, orders)
     for row in rows:
         key = (row["benchmark"], row["size"], row["np"],
                row.get("params_key") or params_key(row["params"]), row["metric"])
@@ -376,6 +390,20 @@ def load_cells(store: Store, sets: Mapping[str, list[str]], *,
             [c.samples for c, _ in pending]), strict=True):
         _finish(cell, used, summary)
     return out
+
+
+def launch_round(row: Mapping[str, Any], orders: Mapping[int, str | None]
+                 ) -> tuple[int, int] | None:
+    """The round a launch ran in, (campaign id, repeat index), when its campaign ran
+    interleaved: repeat r of every variant of a group point then runs back-to-back
+    (campaign/plan.py), so the launches of one round share the machine's phase and
+    stats.launch tests them paired. None for a random-order campaign (its launches of one
+    repeat are not back-to-back), a campaign whose spec does not say (imported files) and
+    a row without a repeat: those launches are never paired."""
+    cid, rep = row.get("campaign_id"), row.get("repeat")
+    if cid is None or rep is None or orders.get(cid) != "interleaved":
+        return None
+    return (int(cid), int(rep))
 
 
 def _cell_sort_key(key: CellKey) -> tuple:
@@ -480,6 +508,7 @@ def _from_samples(cell: ResultCell, used: list[dict], sample_arrays: list,
     else:
         cell.launch_values = list(cell.launch_medians)
     cell.launch_ids = [r["run_id"] for r in used]
+    cell.launch_rounds = [r.get("round") for r in used]
     pcts = [stats.ci_percent(r.get("median"), r.get("ci_low"), r.get("ci_high"))
             for r in used]
     pcts = [p for p in pcts if p is not None]
@@ -513,6 +542,7 @@ def _from_summaries(cell: ResultCell, used: list[dict]) -> None:
     # each imported file (or application run) is a launch, with the tool's own statistic
     own = cell.shown_statistic
     cell.launch_ids = [r["run_id"] for r in vals]
+    cell.launch_rounds = [r.get("round") for r in vals]
     cell.launch_values = [float(r["median"]) if own == "median" and r.get("median")
                           is not None else float(r["mean"] if r.get("mean") is not None
                                                  else r["median"]) for r in vals]

@@ -225,11 +225,14 @@ def _test_cells(pending: dict, alpha: float, equivalence: float | None,
         for d, *_rest in block:
             block_of[id(d)] = b
         tests = launch_stats.compare_cells(
-            [(b.by_launch, c.by_launch, better) for _d, b, c, better in block], alpha)
+            [(b.by_launch, c.by_launch, better) for _d, b, c, better in block], alpha,
+            rounds=launch_rounds(c for _d, b, c_, _ in block for c in (b, c_)))
         for (d, _b, _c, _better), t in zip(block, tests, strict=True):
             d.test = t
             if t.gain is not None and t.gain != 1.0:
-                d.needed = launch_stats.launches_needed(t.sd_log, t.gain - 1.0, alpha)
+                d.needed = (launch_stats.launches_needed_for(t, t.gain - 1.0, alpha)
+                            if t.tested else
+                            launch_stats.launches_needed(t.sd_log, t.gain - 1.0, alpha))
             if not t.tested:
                 d.notes.append(notes.add(_untested_note(t, alpha)))
             if equivalence and t.tested:
@@ -500,6 +503,18 @@ def _untested_note(t: launch_stats.LaunchTest, alpha: float) -> str:
     return f"not tested: {t.reason}"
 
 
+def launch_rounds(cells: Iterable[Any]) -> dict[str, tuple[int, int]]:
+    """{run id: round key} of the launches of these cells that ran in a round of an
+    interleaved campaign (report.data.ResultCell.by_round): what stats.launch pairs by.
+    Launches of different campaigns (two sets measured at different times) never share a
+    key, so such a comparison stays unpaired."""
+    out: dict[str, tuple[int, int]] = {}
+    for c in cells:
+        if c is not None:
+            out.update(c.by_round)
+    return out
+
+
 def _pairs(rows: list[Row], baseline: str, cand: str) -> list[tuple[dict, dict, str]]:
     """Per row with a gain, (baseline {launch: stat}, candidate {launch: stat}, better)."""
     out = []
@@ -513,7 +528,10 @@ def _pairs(rows: list[Row], baseline: str, cand: str) -> list[tuple[dict, dict, 
 
 def _aggregate(rows: list[Row], baseline: str, cand: str,
                alpha: float) -> launch_stats.LaunchTest:
-    return launch_stats.aggregate(_pairs(rows, baseline, cand), alpha)
+    used = [r for r in rows if (d := r.deltas.get(cand)) is not None and d.gain is not None]
+    return launch_stats.aggregate(
+        _pairs(rows, baseline, cand), alpha,
+        rounds=launch_rounds(c for r in used for c in (r.cells[baseline], r.cells[cand])))
 
 
 def _verdict_rows(rows: list[Row]) -> tuple[list[Row], list[str]]:

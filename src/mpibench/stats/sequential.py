@@ -224,20 +224,23 @@ def _sides(cells: Mapping[Hashable, Sequence], n: int | None,
 
 def test_cells(cells: Mapping[Hashable, Sequence], *, n: int | None = None,
                pool_key: Callable[[Hashable], Hashable] = default_pool_key,
-               margin: float | None = None, rounds: Mapping[Hashable, int] | None = None
+               margin: float | None = None, rounds: Mapping[Hashable, int] | None = None,
+               pairs: Mapping[Hashable, Hashable] | None = None
                ) -> dict[Hashable, tuple[launch_stats.LaunchTest, float | None]]:
     """{key: (the launch test, its TOST p or None)} on the first n launches (rounds) of
-    each side (all when n is None), the cells of one pool tested together (compare_cells)."""
-    return _test_sides(_sides(cells, n, rounds), pool_key, margin)
+    each side (all when n is None), the cells of one pool tested together (compare_cells;
+    pairs: its round keys, {launch id: round key})."""
+    return _test_sides(_sides(cells, n, rounds), pool_key, margin, pairs)
 
 
-def _test_sides(sides: Mapping[Hashable, tuple], pool_key, margin):
+def _test_sides(sides: Mapping[Hashable, tuple], pool_key, margin, pairs=None):
     pools: dict[Hashable, list[Hashable]] = {}
     for key in sides:
         pools.setdefault(pool_key(key), []).append(key)
     out = {}
     for keys in pools.values():
-        for k, t in zip(keys, launch_stats.compare_cells([sides[k] for k in keys]),
+        for k, t in zip(keys, launch_stats.compare_cells([sides[k] for k in keys],
+                                                         rounds=pairs),
                         strict=True):
             out[k] = (t, t.tost(margin) if margin and t.tested else None)
     return out
@@ -245,12 +248,14 @@ def _test_sides(sides: Mapping[Hashable, tuple], pool_key, margin):
 
 def table_p(sides: Mapping[Hashable, tuple], tests: Mapping[Hashable, Any],
             shape: TableShape, pool_key: Callable[[Hashable], Hashable],
-            rejected: Callable[[Hashable], bool] = lambda k: False
+            rejected: Callable[[Hashable], bool] = lambda k: False,
+            pairs: Mapping[Hashable, Hashable] | None = None
             ) -> dict[Hashable, float | None]:
     """{cell key: its adjusted p in the table's family}: the cells (tests, pooled by
     pool_key), the geomean rows and each candidate's verdict (launch_stats.aggregate over
     the cells' launches, as the report's), by stats.multiplicity.adjust_table, the one
-    procedure the report prints. rejected(key): decided significant at an earlier look."""
+    procedure the report prints. rejected(key): decided significant at an earlier look.
+    pairs: the launches' round keys (compare_cells), for the aggregates too."""
     from mpibench.stats import multiplicity as mt
 
     keys = list(tests)
@@ -267,10 +272,11 @@ def table_p(sides: Mapping[Hashable, tuple], tests: Mapping[Hashable, Any],
             geo.setdefault((c, sk), []).append(k)
         if shape.verdict(k):
             verdict.setdefault(c, []).append(k)
-    hyps += [mt.Hypothesis("geomean", launch_stats.aggregate([sides[k] for k in ks]), c)
-             for (c, _sk), ks in geo.items() if len(ks) > 1]
-    hyps += [mt.Hypothesis("verdict", launch_stats.aggregate([sides[k] for k in ks]), c)
-             for c, ks in verdict.items()]
+    def agg(ks):
+        return launch_stats.aggregate([sides[k] for k in ks], rounds=pairs)
+    hyps += [mt.Hypothesis("geomean", agg(ks), c) for (c, _sk), ks in geo.items()
+             if len(ks) > 1]
+    hyps += [mt.Hypothesis("verdict", agg(ks), c) for c, ks in verdict.items()]
     adj, _family = mt.adjust_table(hyps)
     return dict(zip(keys, adj[:len(keys)], strict=True))
 
@@ -279,7 +285,8 @@ def decide(cells: Mapping[Hashable, Sequence], design: Design, *, n: int | None 
            previous: Mapping[Hashable, CellStatus] | None = None,
            pool_key: Callable[[Hashable], Hashable] = default_pool_key,
            shape: TableShape = TableShape(),
-           rounds: Mapping[Hashable, int] | None = None) -> Look:
+           rounds: Mapping[Hashable, int] | None = None,
+           pairs: Mapping[Hashable, Hashable] | None = None) -> Look:
     """One look of the rule.
 
     cells: {key: (baseline launch values, candidate launch values[, better])}: lists in
@@ -294,6 +301,9 @@ def decide(cells: Mapping[Hashable, Sequence], design: Design, *, n: int | None 
     rounds with `rounds`); None = the largest look reached by the smallest side.
     previous: the statuses of the last look; decided cells keep theirs (and a significant
     one stays rejected in the family, passing its share of alpha on).
+    pairs: {launch id: round key} of launches run in a round of an interleaved campaign
+    (stats.launch.compare_cells pairs a block by round where it has enough pairs among
+    the launches this look sees; the report passes the same keys, so both test alike).
 
     Returns a Look: per cell its Status, the adjusted p and TOST p at this look, a
     reason, and next_launches (the next look's launches per side for an undecided cell
@@ -306,10 +316,10 @@ def decide(cells: Mapping[Hashable, Sequence], design: Design, *, n: int | None 
     level = design.level(n)
     prev = previous or {}
     sides = _sides(cells, n, rounds)
-    tests = _test_sides(sides, pool_key, design.margin)
+    tests = _test_sides(sides, pool_key, design.margin, pairs)
     keys = list(tests)
     adj = table_p(sides, {k: tests[k][0] for k in keys}, shape, pool_key,
-                  lambda k: k in prev and prev[k].status is Status.SIGNIFICANT)
+                  lambda k: k in prev and prev[k].status is Status.SIGNIFICANT, pairs)
     nxt = design.next_look(n)
     look = Look(n, level, final)
     for k in keys:
@@ -351,7 +361,8 @@ def decide(cells: Mapping[Hashable, Sequence], design: Design, *, n: int | None 
 def run_looks(cells: Mapping[Hashable, Sequence], design: Design, *,
               pool_key: Callable[[Hashable], Hashable] = default_pool_key,
               upto: int | None = None, shape: TableShape = TableShape(),
-              rounds: Mapping[Hashable, int] | None = None) -> list[Look]:
+              rounds: Mapping[Hashable, int] | None = None,
+              pairs: Mapping[Hashable, Hashable] | None = None) -> list[Look]:
     """Every look the data reach (each on the first n launches, or rounds, of each side; a
     cell that got no more launches is looked at on what it has), decisions carried
     forward: what the campaign replays to say where each cell stands. upto: stop at this
@@ -373,7 +384,7 @@ def run_looks(cells: Mapping[Hashable, Sequence], design: Design, *,
         if n > have:
             break
         lk = decide(cells, design, n=n, previous=prev, pool_key=pool_key, shape=shape,
-                    rounds=rounds)
+                    rounds=rounds, pairs=pairs)
         looks.append(lk)
         prev = lk.cells
         if not lk.undecided:

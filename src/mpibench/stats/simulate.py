@@ -39,13 +39,14 @@ def _draw(rng: np.random.Generator, sd: float, dist: str) -> float:
 def launch_rows(rng: np.random.Generator, sizes: Sequence[int], *, sigma_l: float,
                 within: float, effect: float = 0.0, n_samples: tuple[int, int] = (100, 500),
                 benchmark: str | Sequence[str] = "PingPong", size_part: float = 0.5,
-                shared: float = 1.0, dist: str = "normal") -> list[dict]:
+                shared: float = 1.0, dist: str = "normal", offset: float = 0.0) -> list[dict]:
     """The result rows of one launch (core-record shaped: summary + samples). size_part:
     the sd of the size-specific launch effect as a fraction of sigma_l; shared: the sd of
     the effect every size of the launch shares, as a fraction of sigma_l (0 = sizes do not
     share their launch effects); dist: normal, t3 (heavy tails) or bimodal launches.
-    Several benchmarks: one launch measures them all (they share its offset)."""
-    u = _draw(rng, sigma_l * shared, dist)
+    Several benchmarks: one launch measures them all (they share its offset). offset: a
+    log offset added to every size (the round's effect, round_offsets)."""
+    u = _draw(rng, sigma_l * shared, dist) + offset
     rows = []
     for bench in ([benchmark] if isinstance(benchmark, str) else list(benchmark)):
         for s in sizes:
@@ -58,37 +59,69 @@ def launch_rows(rng: np.random.Generator, sizes: Sequence[int], *, sigma_l: floa
     return rows
 
 
+# round effects: what both launches of one round of an interleaved campaign share
+ROUND_MODELS = ("none", "normal", "two-mode")
+
+
+def round_offsets(rng: np.random.Generator, model: str, round_sd: float = 0.0,
+                  mode_factor: float = 3.0, p_same: float = 5 / 6) -> tuple[float, float]:
+    """(baseline, candidate) log offsets of one round. "normal": one N(0, round_sd) draw
+    both launches share; "two-mode": the round is slow (x mode_factor) or fast with
+    probability 1/2, and each launch is in the round's mode except that with probability
+    1 - p_same the candidate's is in the other one (this VM: launches x3 apart, both
+    stacks in the same mode in 5 of 6 rounds); "none": 0."""
+    if model == "normal":
+        e = float(rng.normal(0.0, round_sd))
+        return e, e
+    if model == "two-mode":
+        slow = bool(rng.random() < 0.5)
+        other = bool(rng.random() >= p_same)
+        f = math.log(mode_factor)
+        return f * slow, f * (slow != other)
+    return 0.0, 0.0
+
+
 def build_store(path: str | Path, rng: np.random.Generator, *, launches: int | tuple[int, int],
                 sigma_l: float, within: float = 0.02, effect: float = 0.0,
                 sizes: Sequence[int] = tuple(2 ** k for k in range(20)),
                 n_samples: tuple[int, int] = (100, 500), size_part: float = 0.5,
                 shared: float = 1.0, dist: str = "normal",
                 sigma_scale: tuple[float, float] = (1.0, 1.0),
-                benchmarks: Sequence[str] = ("PingPong",)
+                benchmarks: Sequence[str] = ("PingPong",), spec: dict | None = None,
+                rounds: str = "none", round_sd: float = 0.0,
+                failed: Sequence[tuple[str, int]] = ()
                 ) -> tuple[Store, dict[str, list[str]]]:
     """Variants 'a' (baseline) and 'b' (times x exp(-effect): b better by effect in logs),
     launches interleaved a, b, a, b, ...; returns the store and {set: run ids}.
     sigma_scale multiplies sigma_l per side (a noisier side); see launch_rows for the
-    rest."""
+    rest. spec: the campaign's stored spec ({"order": "interleaved"} makes its rounds
+    pairable, report.data.launch_round); rounds/round_sd: a round effect both launches of
+    a round share (round_offsets); failed: (variant, repeat) launches stored as failed
+    (no results: the other side's launch of that round loses its partner)."""
     na, nb = (launches, launches) if isinstance(launches, int) else launches
     store = Store(path)
-    cid = store.add_campaign("sim")
+    cid = store.add_campaign("sim", spec) if spec is not None else store.add_campaign("sim")
     sets: dict[str, list[str]] = {"a": [], "b": []}
     fids = {v: store.add_fingerprint({"stack": "sim"}) for v in sets}
     seq = 0
     for i in range(max(na, nb)):
-        for v, n, eff in (("a", na, 0.0), ("b", nb, -effect)):
+        offs = round_offsets(rng, rounds, round_sd)
+        for v, n, eff, off in (("a", na, 0.0, offs[0]), ("b", nb, -effect, offs[1])):
             if i >= n:
                 continue
             rid = f"{v}-{i}"
             store.create_run(rid, cid, v, grp="core", repeat=i, spec={}, seq=seq,
                              fingerprint_id=fids[v])
+            if (v, i) in failed:
+                store.set_run(rid, "failed", reason="simulated failure")
+                seq += 1
+                continue
             scale = sigma_scale[0] if v == "a" else sigma_scale[1]
             store.add_results(rid, launch_rows(rng, sizes, sigma_l=sigma_l * scale,
                                                within=within, effect=eff,
                                                n_samples=n_samples, size_part=size_part,
                                                shared=shared, dist=dist,
-                                               benchmark=list(benchmarks)))
+                                               benchmark=list(benchmarks), offset=off))
             store.set_run(rid, "done", started=1.7e9 + seq, finished=1.7e9 + seq + 1,
                           elapsed=1.0)
             sets[v].append(rid)

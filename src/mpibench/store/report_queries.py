@@ -5,6 +5,7 @@ chunked, since SQLite builds may cap the number of host parameters."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -26,7 +27,7 @@ RESULT_COLUMNS = ("r.id AS result_id", "r.run_id", "r.benchmark", "r.size", "r.n
                   "r.median", "r.ci_low", "r.ci_high", "r.min", "r.p5", "r.p95", "r.p99",
                   "r.max", "r.mean", "r.std", "r.first", "r.batch", "r.stop_reason",
                   "r.bandwidth_mbps", "r.busbw_mbps", "r.msg_rate", "r.extra_json",
-                  "u.params_json", "u.campaign_id", "u.fingerprint_id", "u.variant",
+                  "u.params_json", "u.campaign_id", "u.repeat", "u.fingerprint_id", "u.variant",
                   "u.status AS run_status", "u.reason AS run_reason", f"{TOOL_SQL} AS tool")
 
 
@@ -56,6 +57,22 @@ def result_rows(store: Store, run_ids: Sequence[str], with_samples: bool
         names = [d[0] for d in cur.description]
         for tup in cur:
             yield names, tup
+
+
+def campaign_orders(store: Store, campaign_ids: Iterable[int]) -> dict[int, str | None]:
+    """{campaign id: its stored spec's order ("interleaved", "random"; None when the spec
+    does not say, e.g. an imported file's campaign)}."""
+    out: dict[int, str | None] = {}
+    for chunk in _chunks(sorted({int(c) for c in campaign_ids if c is not None})):
+        for cid, spec_json in store.db.execute(
+                f"SELECT id, spec_json FROM campaigns WHERE id IN ({_marks(len(chunk))})",
+                chunk).fetchall():
+            try:
+                spec = json.loads(spec_json or "{}")
+            except ValueError:
+                spec = {}
+            out[int(cid)] = spec.get("order") if isinstance(spec, dict) else None
+    return out
 
 
 def variants_with_results(store: Store) -> list[str]:
