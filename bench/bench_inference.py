@@ -2,6 +2,7 @@
 """Is the comparison honest? Simulated launches through the real Store -> compare path.
 
     .venv/bin/python bench/bench_inference.py [--quick] [--reps N] [--seed S]
+                                              [--only-decide | --only-paired]
 
 A/A scenarios (identical variants; issue 21's audit): balanced 5+5; unbalanced 2 vs 7 and
 3 vs 7; the small side 3x noisier; launch effects shared by a launch's sizes or not (each
@@ -20,6 +21,14 @@ equivalent within 5% in <= 5%; auto: false positives <= 6%, coverage >= 93% also
 stops at the minimum; decide (`--only-decide` runs just these): A/A false positives per
 cell and family-wise <= 6% for the rule and the report, coverage of the final 95% CI >= 93%
 also where a group stopped early, launches spent against the fixed design's maximum.
+
+Round pairing (`--only-paired` runs just these; stats.launch.pair_rounds): the same
+launches analysed as an interleaved campaign (paired by round) and as independent samples
+(the unpaired model), side by side: no round effect, a two-mode factor-3 round effect
+shared by both launches of a round in 5 of 6 rounds (this VM), a normal round effect,
+unshared launch effects, a failed launch (missing pair), 2 vs 7 (falls back), heavy
+tails, 8 benchmarks; power and equivalence paired vs unpaired; the decide rule paired.
+Same targets as above.
 """
 
 from __future__ import annotations
@@ -75,9 +84,16 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--seed", type=int, default=21)
     ap.add_argument("--only-decide", action="store_true",
                     help='only the repeats = "decide" scenarios (stats/sequential.py)')
+    ap.add_argument("--only-paired", action="store_true",
+                    help="only the round-pairing scenarios (stats.launch.pair_rounds)")
     args = ap.parse_args(argv)
     reps = 20 if args.quick else args.reps
     rng = np.random.default_rng(args.seed)
+    if args.only_paired:
+        t0 = time.monotonic()
+        paired_section(rng, reps)
+        print(f"\n{time.monotonic() - t0:.0f} s")
+        return 0
     if args.only_decide:
         t0 = time.monotonic()
         decide_section(rng, reps)
@@ -165,6 +181,7 @@ def main(argv: list[str]) -> int:
           f"{r['median_launches']:g}")
     print("  targets: false positives <= 6%, coverage >= 93% also at the minimum")
     decide_section(rng, reps)
+    paired_section(rng, reps)
     fam = S.tally(every)
     print(f"\nsummary: power per size after multiplicity (10% at sigma_L 0.05, 5+5, shared) "
           f"{100 * power['shared (part 0.5)']:.1f}% (target >= 38%); worst A/A family-wise "
@@ -233,6 +250,132 @@ def decide_section(rng: np.random.Generator, reps: int) -> None:
     print("  targets: A/A FP and FW <= 6% (rule and report), coverage >= 93% also where a "
           "group stopped early (of the printed CI), also among the early significant stops; "
           "fewer launches than the fixed design's 12")
+
+# round pairing: name -> build_store keywords (sigma_L 0.05, 10 sizes, 5+5 unless said)
+TWO_MODE = dict(rounds="two-mode")
+PAIRED = {
+    "5+5, no round effect": dict(launches=5),
+    "5+5, two-mode x3, same mode 5/6": dict(launches=5, **TWO_MODE),
+    "5+5, round effect normal sd 0.3": dict(launches=5, rounds="normal", round_sd=0.3),
+    "5+5, sizes not sharing, no round": dict(launches=5, shared=0.0, size_part=1.0),
+    "6+6, a failed launch, two-mode": dict(launches=6, failed=[("b", 2)], **TWO_MODE),
+    "3+3, two-mode": dict(launches=3, **TWO_MODE),
+    "2 vs 7, two-mode (falls back)": dict(launches=(2, 7), **TWO_MODE),
+    "5+5, heavy tails (t3), two-mode": dict(launches=5, dist="t3", **TWO_MODE),
+    "5+5, 8 benchmarks, two-mode": dict(launches=5, benchmarks=BENCHES8, sizes=SIZES[:4],
+                                        **TWO_MODE),
+}
+
+
+def both_ways(db: Path, rng: np.random.Generator, equivalence: float | None = None, **kw):
+    """The same simulated launches compared twice: as an interleaved campaign (paired by
+    round) and as a campaign whose order does not pair them. (paired, unpaired)."""
+    store, sets = S.build_store(db, rng, spec={"order": "interleaved"}, **kw)
+    try:
+        out = []
+        for spec in ({"order": "interleaved"}, {"order": "random"}):
+            store.add_campaign("sim", spec)               # the stored spec, refreshed
+            out.append(compare_groups(store, sets, "a", equivalence=equivalence))
+        return tuple(out)
+    finally:
+        store.close()
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(str(db) + suffix).unlink(missing_ok=True)
+
+
+def _paired_share(cmps) -> float:
+    ts = [r.deltas["b"].test for c in cmps for r in c.rows if r.deltas["b"].tested]
+    return float(np.mean([t.pairing == "round" for t in ts])) if ts else float("nan")
+
+
+def paired_section(rng: np.random.Generator, reps: int) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="bench-paired-"))
+    db = tmp / "sim.db"
+    common = dict(sigma_l=0.05, within=0.01, n_samples=(30, 60), sizes=SIZES)
+    print("\nRound pairing (stats.launch.pair_rounds): the same launches as an interleaved "
+          "campaign (paired) and unpaired; A/A, sigma_L 0.05, 10 sizes; 'paired' = share of "
+          "tested cells the paired test ran on")
+    print(f"{'scenario':<34} {'comps':>5} {'cells':>6} {'raw p':>7} {'Holm':>7} "
+          f"{'family':>7} {'verdict':>7} {'CI95':>7} {'CIHolm':>7} {'equiv':>7} {'paired':>7}")
+    for name, kw in PAIRED.items():
+        runs = [both_ways(db, rng, 0.05, **{**common, **kw}) for _ in range(reps)]
+        for i, how in enumerate(("paired", "unpaired")):
+            cmps = [r[i] for r in runs]
+            print(row(f"{name[:25]} {how}", S.tally(cmps))
+                  + f" {100 * _paired_share(cmps):>6.0f}%", flush=True)
+    print("targets (paired rows): cell, family-wise and verdict <= 6%, CI95 coverage 93-97% "
+          "(conservative above 97% with 2-3 pairs or heavy-tailed differences)")
+
+    print("\nPower paired vs unpaired on the same launches: true gain 1.10, 5+5, sigma_L 0.05")
+    for label, kw in (("no round effect", {}), ("two-mode x3, same mode 5/6", TWO_MODE),
+                      ("round effect normal sd 0.3", dict(rounds="normal", round_sd=0.3))):
+        runs = [both_ways(db, rng, **{**common, **kw}, launches=5, effect=math.log(1.1))
+                for _ in range(max(10, reps // 2))]
+        parts = []
+        for i, how in enumerate(("paired", "unpaired")):
+            cmps = [r[i] for r in runs]
+            t = S.tally(cmps, true_gain=1.1)
+            verdict = float(np.mean([c.outcomes["b"] == "better" for c in cmps]))
+            parts.append(f"{how} cells {100 * t['cell_rate']:.1f}% verdict "
+                         f"{100 * verdict:.0f}% CI95 {100 * t['coverage']:.1f}%")
+        print(f"  {label}: " + " | ".join(parts), flush=True)
+
+    print("\nEquivalence within ±5% paired vs unpaired, sigma_L 0.02, 5+5")
+    for label, kw in (("identical, round effect normal sd 0.3",
+                       dict(rounds="normal", round_sd=0.3)),
+                      ("identical, no round effect", {}),
+                      ("identical, two-mode x3, same mode 5/6", TWO_MODE),
+                      ("real 10%, round effect normal sd 0.3",
+                       dict(rounds="normal", round_sd=0.3, effect=math.log(1.1))),
+                      ("real 10%, two-mode", dict(effect=math.log(1.1), **TWO_MODE))):
+        runs = [both_ways(db, rng, 0.05, **{**common, "sigma_l": 0.02, **kw}, launches=5)
+                for _ in range(max(10, reps // 2))]
+        parts = []
+        for i, how in enumerate(("paired", "unpaired")):
+            cmps = [r[i] for r in runs]
+            t = S.tally(cmps)
+            kinds = float(np.mean([c.outcomes["b"] == "equivalent" for c in cmps]))
+            parts.append(f"{how} cells equivalent {100 * t['equivalent']:.1f}% verdict "
+                         f"{100 * kinds:.0f}%")
+        print(f"  {label}: " + " | ".join(parts), flush=True)
+    print("  targets: identical >= 80% of cells where the noise allows; a real 10% <= 5%")
+    paired_decide(rng, reps)
+
+
+def paired_decide(rng: np.random.Generator, reps: int) -> None:
+    from mpibench.stats.sequential import Design, simulate
+
+    design = Design(3, 12, 3, 0.05, 0.05)
+    print('\nrepeats = "decide" paired by round vs unpaired (same columns as above; 4 groups '
+          "x 5 sizes, sigma_L 0.05)")
+    cases = {
+        "A/A, two-mode x3": ((0.0,) * 4, TWO_MODE),
+        "A/A, round normal sd 0.3": ((0.0,) * 4, dict(rounds="normal", round_sd=0.3)),
+        "A/A, no round effect": ((0.0,) * 4, {}),
+        "A/A, sigma_L 0.01, round sd 0.3": ((0.0,) * 4, dict(rounds="normal", round_sd=0.3,
+                                                            sigma_l=0.01)),
+        "10% in 2 groups, round sd 0.3": ((math.log(1.1),) * 2 + (0.0,) * 2,
+                                          dict(rounds="normal", round_sd=0.3)),
+    }
+    print(f"  {'scenario':<34} {'pairing':<8} {'FP rule':>7} {'FP rep':>7} {'FW rule':>7} "
+          f"{'FW rep':>7} {'cover':>6} {'early':>6} {'printed':>7} {'launch':>6} "
+          f"{'decided':>7} {'sig real':>8}")
+    for name, (groups, kw) in cases.items():
+        for paired in (True, False):
+            r = simulate(rng, max(20, reps), design, groups=groups,
+                         **{"sigma_l": 0.05, **kw}, paired=paired)
+
+            def pct(v: float, w: int = 6) -> str:
+                return f"{100 * v:>{w}.1f}%" if v == v else f"{'-':>{w + 1}}"
+            print(f"  {name:<34} {'paired' if paired else 'unpaired':<8} "
+                  f"{pct(r['aa_false_positive'])} {pct(r['aa_report_false_positive'])} "
+                  f"{pct(r['familywise'])} {pct(r['familywise_report'])} "
+                  f"{pct(r['coverage'], 5)} {pct(r['coverage_early'], 5)} "
+                  f"{pct(r['coverage_early_printed'])} {r['launches_per_group']:>6.2f} "
+                  f"{pct(r['decided'])} {pct(r['real_significant'], 7)}", flush=True)
+    print("  targets: FP and FW <= 6% (rule and report), coverage >= 93% also where a group "
+          "stopped early")
+
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

@@ -450,7 +450,10 @@ DECISIONS_LEGEND = (
     "CI the report prints for it, widened for sequential looks (ci_widened) to the "
     "confidence `level` = 1 - look_level x p / p_holm (at least 1 - look_level) when "
     "ci_widened (decided before the last look), else at the table's Holm level; early: "
-    "those decided before the last look")
+    "those decided before the last look; pairing: \"round\" when the cell's launches "
+    "were tested as pairs of the same round (interleaved campaign, at least 3 pairs; "
+    "rounds, and unpaired_launches_not_used: launches without a partner in their round), "
+    "else \"none\"")
 
 
 def summarize(spec: dict, look, cells: dict) -> dict[str, Any]:
@@ -487,7 +490,8 @@ def summarize(spec: dict, look, cells: dict) -> dict[str, Any]:
                "p_holm": st.p_holm, "p_sequential": st.sequential_p(design.alpha),
                "p_equivalence": st.tost, "look_level": st.level, "ci_low": st.ci_low,
                "ci_high": st.ci_high, "level": st.ci_level,
-               "ci_widened": st.level is not None and st.level < design.alpha}
+               "ci_widened": st.level is not None and st.level < design.alpha,
+               **_pairing_of(st.test)}
         if st.decided:
             pt["cells_decided"].append(rec)
             pt["decided_at"] = max(pt["decided_at"], st.look)
@@ -511,6 +515,14 @@ def summarize(spec: dict, look, cells: dict) -> dict[str, Any]:
                            "cell(s); more launches pending")
         out["points"].append(pt)
     return out
+
+
+def _pairing_of(t) -> dict[str, Any]:
+    """The pairing of the test a decision rests on (stats.launch.pair_rounds): "round" with
+    the rounds used and the launches left without a partner, or "none"."""
+    paired = t is not None and t.pairing == "round"
+    return {"pairing": "round" if paired else "none", "rounds": t.pairs if paired else None,
+            "unpaired_launches_not_used": t.unpaired if paired else 0}
 
 
 class Stages:

@@ -420,7 +420,8 @@ def printed_ci_alpha(p: float, p_adj: float, alpha: float,
 
 def simulate(rng: np.random.Generator, reps: int, design: Design, *,
              groups: Sequence[float] = (0.0, 0.0, 0.0, 0.0), sizes: int = 5,
-             sigma_l: float = 0.05, size_part: float = 0.5, shared: float = 1.0
+             sigma_l: float = 0.05, size_part: float = 0.5, shared: float = 1.0,
+             rounds: str = "none", round_sd: float = 0.0, paired: bool = False
              ) -> dict[str, float]:
     """Campaigns of len(groups) groups (a benchmark each, `sizes` cells measured by every
     launch), baseline vs candidate, the candidate's true log gain per group in `groups`
@@ -437,10 +438,18 @@ def simulate(rng: np.random.Generator, reps: int, design: Design, *,
     whose group stopped before the maximum, launches per side per group (mean) against
     the fixed design's max, and for cells with a real difference the share decided
     significant; `fixed_decided` the share the fixed design (max launches, one look at
-    alpha) decides."""
+    alpha) decides.
+
+    rounds/round_sd: a round effect both launches of a group's round share
+    (stats.simulate.round_offsets: "normal", "two-mode"); paired: the launches carry
+    their round keys (an interleaved campaign), so the rule and the report test them
+    paired by round (stats.launch.pair_rounds), as the campaign's would."""
     tot = dict.fromkeys(_SIM_COUNTS, 0)
     for _ in range(reps):
-        data = _sim_data(rng, design, groups, sizes, sigma_l, size_part, shared)
+        data = _sim_data(rng, design, groups, sizes, sigma_l, size_part, shared, rounds,
+                         round_sd)
+        if paired:
+            data = [(_keyed(a, "a", g), _keyed(b, "b", g)) for g, (a, b) in enumerate(data)]
         n_of, prev = _sim_campaign(data, design, sizes)
         tot["fixed_decided"] += _sim_fixed_decided(data, design, sizes)
         fam, fam_rep = _sim_report(data, n_of, prev, groups, design, sizes, tot)
@@ -458,17 +467,48 @@ _SIM_COUNTS = ("aa_cells", "aa_sig", "aa_rep_sig", "fam", "fam_rep", "eq", "und"
 
 
 def _sim_data(rng: np.random.Generator, design: Design, groups: Sequence[float], sizes: int,
-              sigma_l: float, size_part: float, shared: float) -> list[tuple]:
+              sigma_l: float, size_part: float, shared: float, rounds: str = "none",
+              round_sd: float = 0.0) -> list[tuple]:
     """One campaign's launch values: per group (baseline, candidate), each design.max
-    launches x sizes (times: lower is better)."""
-    def side(shift: float) -> np.ndarray:
+    launches x sizes (times: lower is better); with a round model, each round's offsets
+    (stats.simulate.round_offsets) added to both sides' launches of that round."""
+    def side(shift: float, offs: np.ndarray) -> np.ndarray:
         u = rng.normal(0, sigma_l * shared, (design.max, 1))
         v = rng.normal(0, sigma_l * size_part, (design.max, sizes))
-        return np.exp(shift + u + v)
+        return np.exp(shift + u + v + offs[:, None])
     data = []
     for eff in groups:
-        data.append((side(0.0), side(-eff)))
+        if rounds == "none":
+            offs = np.zeros((design.max, 2))
+        else:
+            from mpibench.stats.simulate import round_offsets
+            offs = np.array([round_offsets(rng, rounds, round_sd) for _ in range(design.max)])
+        data.append((side(0.0, offs[:, 0]), side(-eff, offs[:, 1])))
     return data
+
+
+class _Keyed(np.ndarray):
+    """A side's launches x sizes whose columns hand out {launch id: value}: launch ids
+    (side, group, round) and round keys for stats.launch.pair_rounds."""
+
+
+def _keyed(arr: np.ndarray, side: str, g: int) -> _Keyed:
+    out = arr.view(_Keyed)
+    out.ids = [(side, g, r) for r in range(arr.shape[0])]
+    return out
+
+
+def _col(arr: np.ndarray, m: int, s: int):
+    """The first m launches of column s: a list, or {launch id: value} for keyed launches."""
+    ids = getattr(arr, "ids", None)
+    vals = np.asarray(arr)[:m, s]
+    return list(vals) if ids is None else dict(zip(ids[:m], vals.tolist(), strict=True))
+
+
+def _pairs_of(data: Sequence[tuple]) -> dict | None:
+    """{launch id: round} of keyed launches (round r of every group: the campaign's repeat)."""
+    out = {k: k[2] for a, b in data for side in (a, b) for k in getattr(side, "ids", ())}
+    return out or None
 
 
 def _sim_campaign(data: Sequence[tuple], design: Design, sizes: int
@@ -484,8 +524,8 @@ def _sim_campaign(data: Sequence[tuple], design: Design, sizes: int
             m = min(n, n_of[g])
             a, b = data[g]
             for s in range(sizes):
-                cells[(g, s)] = (list(a[:m, s]), list(b[:m, s]))
-        lk = _decide_unequal(cells, design, n, prev)
+                cells[(g, s)] = (_col(a, m, s), _col(b, m, s))
+        lk = _decide_unequal(cells, design, n, prev, _pairs_of(data))
         prev = lk.cells
         if n >= design.max:
             break
@@ -499,9 +539,9 @@ def _sim_campaign(data: Sequence[tuple], design: Design, sizes: int
 def _sim_fixed_decided(data: Sequence[tuple], design: Design, sizes: int) -> int:
     """How many cells the fixed design decides: every group at max launches, one look at
     alpha."""
-    full = {(g, s_): (list(data[g][0][:, s_]), list(data[g][1][:, s_]))
+    full = {(g, s_): (_col(data[g][0], design.max, s_), _col(data[g][1], design.max, s_))
             for g in range(len(data)) for s_ in range(sizes)}
-    fixed = decide(full, design, n=design.max)
+    fixed = decide(full, design, n=design.max, pairs=_pairs_of(data))
     return sum(c.decided for c in fixed.cells.values())
 
 
@@ -512,12 +552,14 @@ def _sim_report(data: Sequence[tuple], n_of: Sequence[int], prev: Mapping, group
     rule's decision and CI (report/judge.py), the others the table's own. Adds each cell
     to tot; returns (any A/A cell decided significant, any significant in the report)."""
     k = len(data)
-    fsides = {(g, s): (dict(enumerate(data[g][0][:n_of[g], s])),
-                       dict(enumerate(data[g][1][:n_of[g], s])), "lower")
+    fsides = {(g, s): (_side(_col(data[g][0], n_of[g], s)),
+                       _side(_col(data[g][1], n_of[g], s)), "lower")
               for g in range(k) for s in range(sizes)}
-    ftests = {c: t for c, (t, _e) in _test_sides(fsides, default_pool_key, None).items()}
+    pairs = _pairs_of(data)
+    ftests = {c: t for c, (t, _e) in _test_sides(fsides, default_pool_key, None,
+                                                  pairs).items()}
     rep_adj = table_p(fsides, ftests, TableShape(), default_pool_key,
-                      lambda c, prev=prev: prev[c].status is Status.SIGNIFICANT)
+                      lambda c, prev=prev: prev[c].status is Status.SIGNIFICANT, pairs)
     fam = fam_rep = False
     for c, ph in rep_adj.items():
         g = c[0]
@@ -590,10 +632,10 @@ def _sim_rates(tot: dict, reps: int, k: int, design: Design) -> dict[str, float]
             "real_equivalent": _share(tot["real_eq"], tot["real_cells"])}
 
 
-def _decide_unequal(cells, design: Design, n: int, prev) -> Look:
+def _decide_unequal(cells, design: Design, n: int, prev, pairs=None) -> Look:
     """A look where some groups stopped earlier (fewer launches than n): each cell tested
     on what it has; decisions carried forward."""
-    return decide(cells, design, n=n, previous=prev)
+    return decide(cells, design, n=n, previous=prev, pairs=pairs)
 
 
 __all__ = ["Design", "Status", "CellStatus", "Look", "decide", "run_looks", "test_cells",
