@@ -292,6 +292,64 @@ def test_jobs_in_flight_never_exceed_the_limit_and_one_poll_covers_all(tmp_path,
     assert {r["exit_code"] for r in runs} == {0}
 
 
+@register_scheduler("test-unsettled")
+class UnsettledScheduler(InstantScheduler):
+    """Jobs run for one poll, then end. The first job ends TIMEOUT with a record that is
+    not complete yet (`unsettled`, as Slurm's before slurmstepd's report) for
+    `unsettled_polls` polls, then complete ("TIMEOUT signal=15"); the others complete."""
+
+    queued_polls = 0
+    unsettled_polls = 2
+
+    def poll(self, job_ids):
+        out = super().poll(job_ids)
+        first = next(iter(self.jobs))
+        if first in out and out[first].finished:
+            ended = self.jobs[first][1] - (self.queued_polls + 1)  # polls since it ended
+            late = ended <= self.unsettled_polls
+            out[first] = JobStatus("timeout", None, "time limit", "n1",
+                                   "TIMEOUT" if late else "TIMEOUT signal=15",
+                                   unsettled=late)
+        return out
+
+
+@pytest.mark.system
+def test_an_unsettled_timeout_is_asked_again_while_other_jobs_go_on(tmp_path, found_stacks,
+                                                                   clock):
+    """A job whose TIMEOUT record lacks how its script ended stays in flight and is asked
+    again at the loop's next polls (SlurmScheduler.poll used to sleep and re-ask inside the
+    poll, up to 7.5 s, holding every other job): meanwhile the job beside it is settled and
+    the next job submitted and polled; the late record is what is stored."""
+    spec = load(_campaign(tmp_path, repeats=3, scheduler="test-unsettled",
+                          scheduler_extra="max_jobs_in_flight = 2"))
+    sched = UnsettledScheduler(spec.scheduler)
+    with Store(tmp_path / "m.db") as store:
+        CampaignRunner(spec, store, found_stacks, scheduler=sched, verify=False).run()
+        runs = {r["job_id"]: r for r in store.runs()}
+    assert sched.polls == [["1000", "1001"],   # both running
+                           ["1000", "1001"],   # 1000 ended unsettled; 1001 done, settled
+                           ["1000", "1002"],   # 1002 submitted beside it; 1000 asked again
+                           ["1000", "1002"]]   # 1000's record complete; 1002 done
+    assert runs["1000"]["sched_state"] == "TIMEOUT signal=15"
+    assert runs["1001"]["sched_state"] == runs["1002"]["sched_state"] == "COMPLETED"
+    # the unsettled record is asked again soon (0.5 s, then 1 s), not after a back-off
+    assert clock.sleeps[2:] == [0.5, 1.0]
+
+
+@pytest.mark.system
+def test_an_unsettled_timeout_is_settled_as_it_stands_after_a_bounded_number_of_polls(
+        tmp_path, found_stacks, clock):
+    spec = load(_campaign(tmp_path, scheduler="test-unsettled"))
+    sched = UnsettledScheduler(spec.scheduler)
+    sched.unsettled_polls = 99                  # Slurm never adds the script's end
+    with Store(tmp_path / "m.db") as store:
+        CampaignRunner(spec, store, found_stacks, scheduler=sched, verify=False).run()
+        (run,) = store.runs()
+    # running, ended, then asked again UNSETTLED_POLLS times
+    assert len(sched.polls) == 2 + batch_mod.UNSETTLED_POLLS
+    assert run["sched_state"] == "TIMEOUT"
+
+
 @pytest.mark.system
 def test_backoff_grows_while_nothing_finishes_and_resets_after(tmp_path, found_stacks, clock):
     def slow(s):
@@ -449,9 +507,11 @@ UCX_TCP = ("[1795334470.531690] [vm:11420:0]      ucp_worker.c:1763 UCX  INFO   
 @pytest.mark.parametrize("probe_status, actual", [
     (0, "tcp [via ucx netmod, tls tcp]"),
     # the job script's `timeout` stopped a probe that hung after printing its banner
-    (124, "unknown [probe launch timed out after 30 s; before that its diagnostics showed "
-          "tcp]"),
-    (137, "unknown [probe launch killed by signal 9; before that its diagnostics showed tcp]"),
+    # (and neither rank said its exchange went through: named)
+    (124, "unknown [probe launch timed out after 30 s; ranks 0, 1 never reported their "
+          "exchange; before that its diagnostics showed tcp]"),
+    (137, "unknown [probe launch killed by signal 9; ranks 0, 1 never reported their "
+          "exchange; before that its diagnostics showed tcp]"),
     (3, "unknown [probe launch failed (exit 3: [1795334470.531690]"),
 ])
 @pytest.mark.system

@@ -418,16 +418,27 @@ def test_submission_that_keeps_failing_fails_the_cells_with_the_reason(tmp_path,
     assert len(_log_lines(tmp_path / "sbatch.log")) == 3
 
 
-def test_timeout_record_without_the_scripts_end_is_asked_again_until_complete(tmp_path,
-                                                                             monkeypatch):
+def _never_sleeps(monkeypatch) -> None:
+    import time as real
+    import types
+
+    import mpibench.schedulers.slurm as slurm_mod
+
+    def refuse(s: float) -> None:
+        raise AssertionError(f"SlurmScheduler slept {s} s: every other job would wait")
+
+    monkeypatch.setattr(slurm_mod, "time", types.SimpleNamespace(
+        sleep=refuse, time=real.time, mktime=real.mktime, strptime=real.strptime))
+
+
+def test_timeout_record_without_the_scripts_end_comes_back_unsettled(tmp_path, monkeypatch):
     """slurmctld marks a job TIMEOUT at its limit; slurmstepd's report that the batch script
     died of signal 15 may come after COMPLETING is cleared. A poll in between must not store
-    'TIMEOUT' alone: the ended job is asked again (only it) until its record is complete.
-    The race is timing-made (seen on loaded machines), so a stand-in squeue answers the
-    incomplete record first, then the real captured one."""
-    import mpibench.schedulers.slurm as slurm
-
-    monkeypatch.setattr(slurm, "RECORD_WAIT", 0.01)
+    'TIMEOUT' alone: it answers the job `unsettled` (the batch loop asks again at its next
+    polls, campaign/batch.py), in one query and without sleeping, so the other jobs are not
+    held. The race is timing-made (seen on loaded machines), so a stand-in squeue answers
+    the incomplete record first, then the real captured one."""
+    _never_sleeps(monkeypatch)
     log = tmp_path / "calls.log"
     capture = DATA / "slurm" / "squeue-timeout-requeued.txt"
     squeue = _fake(tmp_path, "squeue", f"""\
@@ -440,20 +451,25 @@ def test_timeout_record_without_the_scripts_end_is_asked_again_until_complete(tm
         """)
     sched = SlurmScheduler(SchedulerSettings(name="slurm", options={"squeue": str(squeue)}))
     got = sched.poll(["8", "10"])
-    assert got["8"].raw == "TIMEOUT signal=15" and got["8"].state == "timeout"
-    assert got["10"].raw == "COMPLETED"
+    assert (got["8"].state, got["8"].raw, got["8"].unsettled) == ("timeout", "TIMEOUT", True)
+    assert got["10"].raw == "COMPLETED" and not got["10"].unsettled
+    assert len(_log_lines(log)) == 1
+    got = sched.poll(["8"])                  # the loop's next poll: the record is complete
+    assert (got["8"].raw, got["8"].unsettled) == ("TIMEOUT signal=15", False)
     calls = _log_lines(log)
     assert len(calls) == 2 and "--jobs=8,10" in calls[0] and "--jobs=8 " in calls[1] + " "
 
 
-def test_timeout_record_that_stays_without_a_signal_is_taken_as_slurm_reports_it(
+def test_timeout_record_that_stays_without_a_signal_stays_unsettled_per_poll(
         tmp_path, monkeypatch):
-    import mpibench.schedulers.slurm as slurm
-
-    monkeypatch.setattr(slurm, "RECORD_WAIT", 0.01)
+    """Each poll is one query; how many polls the record gets is the batch loop's bound
+    (test_slurm_campaign.py: test_an_unsettled_timeout_...)."""
+    _never_sleeps(monkeypatch)
     log = tmp_path / "calls.log"
     squeue = _fake(tmp_path, "squeue", f"echo x >>{log}; echo '8|TIMEOUT|TimeLimit|n1|0|'\n")
     sched = SlurmScheduler(SchedulerSettings(name="slurm", options={"squeue": str(squeue)}))
-    got = sched.poll(["8"])
-    assert (got["8"].state, got["8"].raw) == ("timeout", "TIMEOUT")
-    assert len(_log_lines(log)) == 1 + slurm.RECORD_REQUERIES   # bounded
+    for n in (1, 2):
+        got = sched.poll(["8"])
+        assert (got["8"].state, got["8"].raw, got["8"].unsettled) == ("timeout", "TIMEOUT",
+                                                                       True)
+        assert len(_log_lines(log)) == n

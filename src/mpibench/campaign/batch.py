@@ -55,6 +55,9 @@ IDLE_BACKOFF = 1.5          # the poll interval grows by this while no job finis
 QUERY_FAILURE_BACKOFF = 2.0  # ... and by this after a failed scheduler query
 ENDING_CHECK_S = 0.2         # between polls, how often the jobs' last exit_status files are
 ENDING_CHECK_PER_JOB_S = 0.004  # looked at (+ this per job in flight: 500 jobs, every 2 s)
+UNSETTLED_POLLS = 4          # polls an ended job's incomplete record is asked again
+UNSETTLED_WAIT_S = 0.5       # before the first of them, then twice as long each (7.5 s in
+                             # all), at most poll_interval; other jobs are polled meanwhile
 
 
 @dataclass
@@ -68,6 +71,7 @@ class _BatchState:
     seen: dict[str, tuple[str, str | None]] = field(default_factory=dict)
     failures: int = 0
     ending: set[str] = field(default_factory=set)  # jobs whose last step has ended
+    unsettled: dict[str, int] = field(default_factory=dict)  # ended, record incomplete: polls
 
 
 class BatchPolicy:
@@ -241,10 +245,16 @@ class BatchPolicy:
                     st.seen[job_id] = now
                     changed += [(p.cell.id, now) for p in preps]
                 continue
+            if status.unsettled and st.unsettled.get(job_id, 0) < UNSETTLED_POLLS:
+                # ended, but the scheduler's record may still say how (Slurm TIMEOUT
+                # before slurmstepd's report): asked again at the next polls, in flight
+                st.unsettled[job_id] = st.unsettled.get(job_id, 0) + 1
+                continue
             finished_any = True
             del st.inflight[job_id]
             st.seen.pop(job_id, None)
             st.ending.discard(job_id)
+            st.unsettled.pop(job_id, None)
             actual = self._judge_probe(req, preps)
             for p in preps:
                 self._finish_batch_cell(p, status, actual)
@@ -255,6 +265,10 @@ class BatchPolicy:
         # a job whose steps have all ended is about to leave the queue: no back-off for it
         st.interval = s.poll_interval_s if finished_any or st.ending else \
             min(s.poll_max_interval_s, st.interval * IDLE_BACKOFF)
+        waiting = [st.unsettled[j] for j in st.inflight if j in st.unsettled]
+        if waiting:
+            # an ended job's record is asked again soon (0.5, 1, 2, 4 s), not backed off
+            st.interval = min(s.poll_interval_s, UNSETTLED_WAIT_S * 2 ** (min(waiting) - 1))
 
     def _wait_for_poll(self, st: _BatchState) -> None:
         """Wait until the next poll is due, or until a job in flight wrote the exit status

@@ -12,10 +12,12 @@ Contract for batch backends (one module each, `@register_scheduler("slurm")`):
                                  `job_body(req)` (shared here) for the steps. Every value that
                                  reaches the shell goes through shlex.quote.
   submit(req) -> job_id          writes nothing into the store; raises SchedulerError on refusal
-  poll(job_ids) -> {id: JobStatus}   ONE scheduler query for all ids. Ids the scheduler no
-                                 longer knows may be missing from the answer; a failed query
-                                 raises SchedulerQueryError (the runner retries with backoff
-                                 and never gives up on the job because of it).
+  poll(job_ids) -> {id: JobStatus}   ONE scheduler query for all ids, never a sleep. Ids the
+                                 scheduler no longer knows may be missing from the answer; a
+                                 failed query raises SchedulerQueryError (the runner retries
+                                 with backoff and never gives up on the job because of it).
+                                 An ended job whose record is not complete yet comes back
+                                 `unsettled`: the runner asks again at its next polls.
   cancel(job_id) -> None
   find_job(req, since) -> job_id | None   the job a lost submission left behind (by name)
 
@@ -152,6 +154,10 @@ class JobStatus:
     reason: str | None = None
     nodelist: str | None = None
     raw: str | None = None  # the scheduler's own state text, stored as runs.sched_state
+    # an ended job whose record the scheduler may still complete (Slurm: TIMEOUT before
+    # slurmstepd's report of how the script ended): the batch loop keeps it in flight and
+    # asks again, a bounded number of polls, before it settles it as it stands
+    unsettled: bool = False
 
     def __post_init__(self) -> None:
         if self.state not in JOB_STATES:

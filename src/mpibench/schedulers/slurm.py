@@ -43,8 +43,6 @@ from mpibench.schedulers import (
 SCRIPT_NAME = "job.sh"
 HOSTFILE = "hostfile"
 QUERY_TIMEOUT = 60.0
-RECORD_REQUERIES = 4   # re-queries of an ended job whose record is not complete yet (poll),
-RECORD_WAIT = 0.5      # the first after this many seconds, then twice as long each (7.5 s)
 
 # Slurm job states (squeue long names; sacct adds "CANCELLED by UID") -> JOB_STATES
 STATE_MAP = {
@@ -568,21 +566,14 @@ class SlurmScheduler(Scheduler):
 
     def poll(self, job_ids: Sequence[str]) -> dict[str, JobStatus]:
         """One query for all jobs (squeue, sacct for those it no longer knows). A job that
-        ran out of time is asked again, a bounded number of times, until its record holds
-        how the batch script ended: slurmctld marks the job TIMEOUT when the limit hits, and
+        ran out of time but whose record does not hold yet how the batch script ended comes
+        back `unsettled`: slurmctld marks the job TIMEOUT when the limit hits, and
         slurmstepd's report of the script's end (killed by signal 15) can arrive after the
-        node's epilog has cleared COMPLETING; read in between, the state would be stored
-        without it."""
+        node's epilog has cleared COMPLETING. The batch loop asks again at its next polls
+        (campaign/batch.py, UNSETTLED_POLLS), so no other job waits for it here."""
         found = self._status([str(j) for j in job_ids])
-        delay = RECORD_WAIT
-        for _ in range(RECORD_REQUERIES):
-            unsettled = [j for j, st in found.items() if record_incomplete(st)]
-            if not unsettled:
-                break
-            time.sleep(delay)   # a bound between queries; the loop ends on the event
-            delay *= 2
-            again = self._status(unsettled)
-            found.update({j: st for j, st in again.items() if j in found})
+        for st in found.values():
+            st.unsettled = record_incomplete(st)
         return found
 
     def _status(self, ids: list[str]) -> dict[str, JobStatus]:
