@@ -117,23 +117,33 @@ static int first_and_validate(mb_state *st, const mb_bench *b, mb_ctx *c, mb_res
             memset(c->rbuf, 0, (size_t)c->rbytes);
             b->fill(c, it);
         }
-        MPI_Barrier(MPI_COMM_WORLD);
+        /* the first iteration is timed alone from a common start; the validation
+         * iteration is untimed, and the check's reduction already separates it from the
+         * first */
+        if (it == 0)
+            MPI_Barrier(MPI_COMM_WORLD);
         double t0 = MPI_Wtime();
         b->run(c);
         double t1 = MPI_Wtime();
-        if (it == 0) {
-            double loc = (t1 - t0) * 1e6 / b->iter_div, glob;
-            MPI_Reduce(&loc, &glob, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        double first_loc = (t1 - t0) * 1e6 / b->iter_div;
+        if (!o->validate) {
+            double glob;
+            MPI_Reduce(&first_loc, &glob, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
             r->first_us = glob;
-        }
-        if (!o->validate)
             break;
+        }
         if (o->debug_corrupt == c->size && it == 0)
             debug_corrupt(st, b, c);
         double e = 0, g = 0;
         int64_t bad = b->check(c, it, &e, &g);
-        int mine = bad >= 0 ? st->rank : st->np, first_bad;
-        MPI_Allreduce(&mine, &first_bad, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        /* one reduction: the first time (max over ranks) and the lowest failing rank
+         * (min over ranks, as the max of its negation) */
+        double loc2[2] = {it == 0 ? first_loc : 0.0, -(double)(bad >= 0 ? st->rank : st->np)};
+        double glob2[2];
+        MPI_Allreduce(loc2, glob2, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        if (it == 0)
+            r->first_us = glob2[0];
+        int first_bad = (int)-glob2[1];
         if (first_bad < st->np) {
             double info[3] = {(double)bad, e, g};
             MPI_Bcast(info, 3, MPI_DOUBLE, first_bad, MPI_COMM_WORLD);
@@ -399,26 +409,36 @@ static void measure(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool *p
     r->n = v.n;
 }
 
-/* IMB's t_min/t_max/t_avg: per-rank mean time, then min/max/avg over the active ranks */
+/* IMB's t_min/t_max/t_avg: per-rank mean time, then min/max/avg over the active ranks;
+ * one gather of (mean, active) per rank, where three reductions used to synchronise */
 static void rank_times(const mb_state *st, int active, double my_sum, int64_t my_n, mb_result *r)
 {
-    double mean = active && my_n ? my_sum / (double)my_n : NAN;
-    double in[2] = {active ? mean : INFINITY, active ? -mean : -INFINITY}, mm[2];
-    double sum = active ? mean : 0, tot;
-    int cnt = active, cnts;
-    MPI_Reduce(in, mm, 2, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
-    MPI_Reduce(&sum, &tot, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-    MPI_Reduce(&cnt, &cnts, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+    double mine[2] = {active && my_n ? my_sum / (double)my_n : NAN, active ? 1.0 : 0.0};
+    double *all = st->rank == 0 ? malloc(sizeof(double) * 2 * (size_t)st->np) : NULL;
+    MPI_Gather(mine, 2, MPI_DOUBLE, all, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     if (st->rank == 0) {
-        r->rank_min_us = mm[0];
-        r->rank_max_us = -mm[1];
-        r->rank_avg_us = tot / cnts;
+        double lo = INFINITY, hi = -INFINITY, tot = 0;
+        int cnt = 0, nan = 0;
+        for (int i = 0; i < st->np; i++) {
+            if (all[2 * i + 1] == 0.0)
+                continue;
+            double m = all[2 * i];
+            nan |= isnan(m);
+            lo = m < lo ? m : lo;
+            hi = m > hi ? m : hi;
+            tot += m;
+            cnt++;
+        }
+        r->rank_min_us = nan ? NAN : lo;
+        r->rank_max_us = nan ? NAN : hi;
+        r->rank_avg_us = tot / cnt;
+        free(all);
     }
 }
 
 /* One benchmark x size: set-up, first call and validation, batch calibration, warm-up,
  * sampling, statistics.  Every rank returns; rank 0's r is what gets written. */
-static void run_size(mb_state *st, const mb_bench *b, int64_t size, mb_result *r)
+static void run_size(mb_state *st, const mb_bench *b, int64_t size, int size_index, mb_result *r)
 {
     const mb_options *o = &st->opt;
     memset(r, 0, sizeof *r);
@@ -455,7 +475,7 @@ static void run_size(mb_state *st, const mb_bench *b, int64_t size, mb_result *r
         b->setup(&c);
     b->bufsize(&c, &c.sbytes, &c.rbytes);
     mb_pool p;
-    if (mb_pool_alloc(st, &c, &p, r))
+    if (mb_pool_alloc(st, &c, &p, r, size_index))
         goto out;
 
     mb_arm(st, b, size);
@@ -601,16 +621,18 @@ int main(int argc, char **argv)
         if (st->rank == 0)
             mb_text_bench_header(st, b);
         int nsz = b->sized ? st->opt.nsizes : 1;
+        mb_bench_buffers(st, b);
         for (int si = 0; si < nsz; si++) {
             int64_t size = b->sized ? st->opt.sizes[si] : 0;
             mb_result r;
-            run_size(st, b, size, &r);
+            run_size(st, b, size, si, &r);
             if (st->rank == 0)
                 mb_emit_result(st, b, size, &r);
             if (!strcmp(r.status, "validation_failed"))
                 failed = 1;
             free(r.samples);
         }
+        mb_bench_buffers_free(st);
     }
     atomic_store(&st->wd_stop, 1);
     thrd_join(wd, NULL);

@@ -48,6 +48,18 @@ typedef struct mb_timer {
 enum mb_stage { MB_STAGE_FIRST, MB_STAGE_VALIDATE, MB_STAGE_CALIBRATE, MB_STAGE_WARMUP,
                 MB_STAGE_MEASURE };
 
+/* One benchmark's buffers, allocated and touched once for all its sizes (mb_bench_buffers),
+ * with every size's memory figure: sizes run in ascending order, so per-size allocation
+ * page-faulted (and agreed on with three collectives) the same memory again at every size. */
+typedef struct mb_bench_bufs {
+    int ready;                        /* 0: every size allocates its own (--off-cache) */
+    unsigned char *s, *r;
+    int64_t need_max[MB_MAX_SIZES];   /* per size index: largest per-rank need over ranks */
+    int64_t limit_min;                /* the memory limit, smallest over ranks */
+    int bad_alloc;                    /* some rank could not allocate */
+    int64_t bad_bytes;                /* what that allocation asked for, per rank (max) */
+} mb_bench_bufs;
+
 /* The whole run's state: the only mutable state in the program, one instance in driver.c. */
 typedef struct mb_state {
     mb_options opt;
@@ -64,6 +76,7 @@ typedef struct mb_state {
     const mb_bench *volatile cur_b;
     volatile int64_t cur_size;
     volatile int cur_stage;
+    mb_bench_bufs bufs; /* the current benchmark's buffers */
 } mb_state;
 
 /* One benchmark x size: what output.c writes. */
@@ -95,7 +108,9 @@ typedef struct mb_pool {
     unsigned char *s, *r;
     int64_t sstride, rstride;
     int copies;
+    int borrowed; /* a view of the benchmark's buffers (mb_bench_buffers): not freed */
 } mb_pool;
+
 
 /* args.c */
 int mb_parse_args(int argc, char **argv, mb_options *o); /* 0 ok, -1 --help, 2 bad */
@@ -107,7 +122,9 @@ const char *mb_family_name(const mb_bench *b);
 
 /* buffers.c */
 int64_t mb_llc_bytes(void);
-int mb_pool_alloc(mb_state *st, mb_ctx *c, mb_pool *p, mb_result *r);
+int mb_pool_alloc(mb_state *st, mb_ctx *c, mb_pool *p, mb_result *r, int size_index);
+void mb_bench_buffers(mb_state *st, const mb_bench *b);
+void mb_bench_buffers_free(mb_state *st);
 void mb_pool_use(mb_ctx *c, const mb_pool *p, int64_t it);
 void mb_pool_free(mb_pool *p);
 

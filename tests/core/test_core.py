@@ -350,6 +350,27 @@ def test_large_count_mem_limit_skip_on_mpich(core, tmp_path):
     assert all("over the memory limit" in r["reason"] for r in big)
 
 
+def test_mem_limit_skips_only_the_sizes_over_it(core, tmp_path):
+    """A benchmark's buffers are allocated once for its largest size within the limit:
+    the sizes over --mem-limit are skipped with the limit in the reason, the others run
+    and validate on buffers of their own size, zeroed, and each reports its own need."""
+    out = tmp_path / "r.jsonl"
+    run = launch("openmpi", _exe(core, "openmpi"), 2,
+                 ["--sizes", "12:16", "--max-time", "0.01", "--quiet", "--mem-limit", "80K",
+                  "PingPong", "Sendrecv"], out, timeout=120)
+    assert run.res.returncode == 0, run.res.stderr_tail()
+    check_schema(run.records)
+    for r in run.results:
+        need = 2 * r["size"]      # a send and a receive buffer of the size, whole pages
+        assert r["mem_per_rank"] == need, r
+        if need > 80 << 10:
+            assert r["status"] == "skipped" and "over the memory limit" in r["reason"], r
+        else:
+            assert r["status"] == "ok" and r["validation"]["ok"], r
+            assert r["buffer_copies"] == 1
+    assert {r["size"] for r in run.results if r["status"] == "ok"} == {4096, 8192, 16384, 32768}
+
+
 @pytest.mark.parametrize("stack", ["openmpi", "mpich"])
 def test_fixed_iterations_and_imb_volume_rule(core, stack, tmp_path):
     out = tmp_path / "r.jsonl"
