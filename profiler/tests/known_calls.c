@@ -10,7 +10,11 @@
  * pcontrol: normal, then MPI_Pcontrol(2) (snapshot), MPI_Pcontrol(0), 3 barriers (not
  * counted), MPI_Pcontrol(1), 1 barrier.
  * hang: normal, then every rank waits for a message that never comes (for timeouts).
- * exit: normal, then exit(0) without MPI_Finalize (after a barrier).
+ * exit: normal, then exit(0) without MPI_Finalize (after a barrier): rank 0 first, the
+ * others once rank 0's profile file is there (an event, not a duration). A launcher stops
+ * the remaining ranks as soon as one exits without MPI_Finalize (Hydra's proxy: SIGKILL to
+ * their process group at once), so a rank descheduled before its atexit handler ran left
+ * no file; the order makes sure rank 0 is the one that ends by its own exit.
  * reset: normal, then MPI_Pcontrol(3) and 1 barrier.
  * abort: normal, then rank 0 calls MPI_Abort while the others wait in MPI_Barrier.
  * signal: normal, then rank 0 raises SIGTERM while the others wait in MPI_Barrier (the
@@ -27,6 +31,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 static int g_exchange, g_rank; /* threads mode: also Sendrecv with the other rank */
 
@@ -42,6 +48,17 @@ static void *sender(void *arg)
                          MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     }
     return NULL;
+}
+
+/* exit mode: until the profiler's file of rank 0 exists (written, then renamed into place,
+ * by its atexit handler); the launcher may stop this rank first, which is fine */
+static void wait_for_rank0_file(void)
+{
+    const char *dir = getenv("MPIBENCH_PROFILE_DIR");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/rank-0.json", dir && *dir ? dir : "mpibench-profile");
+    struct timespec tick = {0, 10 * 1000 * 1000};
+    while (access(path, F_OK) != 0) nanosleep(&tick, NULL);
 }
 
 int main(int argc, char **argv)
@@ -113,6 +130,7 @@ int main(int argc, char **argv)
         MPI_Recv(buf, 1, MPI_BYTE, MPI_ANY_SOURCE, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     } else if (strcmp(mode, "exit") == 0) {
         MPI_Barrier(MPI_COMM_WORLD);
+        if (rank != 0) wait_for_rank0_file();
         exit(0);
     } else if (strcmp(mode, "reset") == 0) {
         MPI_Pcontrol(3);
