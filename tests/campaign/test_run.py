@@ -881,6 +881,9 @@ def test_decide_adds_launches_only_where_cells_are_undecided(tmp_path, scheduler
     assert early["p_sequential"] == pytest.approx(early["p_holm"] * 0.05 / 0.01)
     assert early["ci_low"] < early["gain"] < early["ci_high"] < 1.0 and pts["same"]["early"] == []
     assert pts["differ"]["cells_decided"] == [early] and pts["same"]["cells_decided"] == []
+    # the campaign is interleaved: a's and b's launches of a round are tested as a pair
+    assert (early["pairing"], early["rounds"], early["unpaired_launches_not_used"]) == (
+        "round", 3, 0)
     assert "c vs a: undecided after the maximum of 5 launches per side" in pts["same"]["reason"]
     assert any("look at 3 launches per variant" in m and "1 of 2 cells decided" in m
                for m in said), said
@@ -916,7 +919,9 @@ def test_decide_adds_launches_only_where_cells_are_undecided(tmp_path, scheduler
             assert row.equivalent and not row.significant
         assert row.p_adj == pytest.approx(c["p_sequential"])
         assert list(row.ci_holm) == pytest.approx([c["ci_low"], c["ci_high"]])
+        assert row.test.pairing == c["pairing"] == "round"
     assert not shown[("same", None, "t", "c")].significant
+    assert {d.test.pairing for d in shown.values()} == {"round"}
 
 
 @pytest.mark.system
@@ -994,13 +999,22 @@ def test_decide_on_real_launches_shm_vs_tcp_stops_and_aa_goes_on(tmp_path, found
     # shm's launches of both groups, and so does the rule (it decides what the table
     # compares): the table prints the rule's decision, at the look it took it (4 rounds:
     # 8 shm launches, 4 tcp), in the same direction
+    from mpibench.report.compare_view import render
     from mpibench.report.judge import compare_groups
     from mpibench.report.select import select_groups
 
     with Store(tmp_path / "r.db") as store:
         sets = select_groups(store, campaign="decide-real")
         cmp = compare_groups(store, sets, "shm")
+    js = json.loads(render(cmp, "json"))
+    assert js["pairing"] == "round"
     for c in pts["differ"]["cells_decided"]:
         (row,) = [r.deltas["tcp"] for r in cmp.rows if r.size == c["size"]]
         assert row.significant and row.direction == "worse" and c["gain"] < 1
-        assert (row.n_base, row.n_cand) == (8, 4) and row.seq_level is not None
+        # an interleaved campaign: shm and tcp launches of one round tested as a pair (4
+        # rounds at the look); shm's launches of the other group have no partner here
+        assert (c["pairing"], c["rounds"], c["unpaired_launches_not_used"]) == (
+            "round", 4, 4)
+        assert (row.n_base, row.n_cand) == (4, 4) and row.seq_level is not None
+        assert row.test.pairing == "round" and row.p_adj == pytest.approx(c["p_sequential"])
+        assert list(row.ci_holm) == pytest.approx([c["ci_low"], c["ci_high"]])

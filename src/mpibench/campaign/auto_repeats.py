@@ -316,7 +316,7 @@ def figures(spec) -> dict[str, set[str]]:
 def decision_cells(store, campaign_id: int, order: list[str],
                    metrics: dict[str, set[str]] | None = None,
                    rounds: dict[str, int] | None = None,
-                   pairs: dict[str, tuple[int, int]] | None = None) -> dict[tuple, tuple]:
+                   pairs: dict[str, tuple] | None = None) -> dict[tuple, tuple]:
     """The family of `until = "decided"`: {(group, point, candidate, cell key): ({run id:
     launch statistic} of the baseline, of the candidate, better, the baseline's name, the
     group point's own launches per variant)}, each side's launches in repeat order, for
@@ -428,7 +428,7 @@ def decisions(store, campaign_id: int, spec: dict, upto: int | None = None):
 
     order = [v["name"] for v in spec.get("variants", [])]
     rounds: dict[str, int] = {}
-    pairs: dict[str, tuple[int, int]] = {}
+    pairs: dict[str, tuple] = {}
     metrics = figures(spec)
     cells = decision_cells(store, campaign_id, order, metrics, rounds, pairs)
     if not cells:

@@ -226,9 +226,9 @@ class ResultCell:
     requested: str = "median"            # the launch statistic asked for (median | mean)
     launch_ids: list[str] = field(default_factory=list)
     launch_values: list[float] = field(default_factory=list)
-    # per launch its round (campaign id, repeat index) when it ran in an interleaved
-    # campaign, else None (launch_round): the key stats.launch pairs launches by
-    launch_rounds: list[tuple[int, int] | None] = field(default_factory=list)
+    # per launch its round (campaign id, group, point, repeat index) when it ran in an
+    # interleaved campaign, else None (launch_round): the key stats.launch pairs by
+    launch_rounds: list[tuple | None] = field(default_factory=list)
     estimate: launch_stats.Estimate | None = None
     within_ci_pct: float | None = None   # median over launches of their own CI half-width
     tool: str | None = None              # what measured its rows (core, imb, osu, app, ...)
@@ -274,7 +274,7 @@ class ResultCell:
         return dict(zip(self.launch_ids, self.launch_values, strict=True))
 
     @property
-    def by_round(self) -> dict[str, tuple[int, int]]:
+    def by_round(self) -> dict[str, tuple]:
         """{run id: its round key} of the launches that have one (stats.launch pairs a
         baseline's and a candidate's launch of the same round)."""
         return {k: r for k, r in zip(self.launch_ids, self.launch_rounds, strict=False)
@@ -309,6 +309,7 @@ def _fetch_rows(store: Store, run_ids: list[str], with_samples: bool) -> Iterabl
     for names, tup in result_rows(store, run_ids, with_samples):
         d = dict(zip(names, tup, strict=True))
         pj = d.pop("params_json") or "{}"
+        d["point"] = pj             # the group point as stored: part of a launch's round
         variant = d.pop("variant")
         hit = params_cache.get((pj, variant))
         if hit is None:
@@ -392,18 +393,19 @@ def load_cells(store: Store, sets: Mapping[str, list[str]], *,
     return out
 
 
-def launch_round(row: Mapping[str, Any], orders: Mapping[int, str | None]
-                 ) -> tuple[int, int] | None:
-    """The round a launch ran in, (campaign id, repeat index), when its campaign ran
-    interleaved: repeat r of every variant of a group point then runs back-to-back
-    (campaign/plan.py), so the launches of one round share the machine's phase and
-    stats.launch tests them paired. None for a random-order campaign (its launches of one
-    repeat are not back-to-back), a campaign whose spec does not say (imported files) and
-    a row without a repeat: those launches are never paired."""
+def launch_round(row: Mapping[str, Any], orders: Mapping[int, str | None]) -> tuple | None:
+    """The round a launch ran in, (campaign id, group, group point, repeat index), when
+    its campaign ran interleaved: repeat r of every variant of a group point then runs
+    back-to-back (campaign/plan.py), so those launches share the machine's phase and
+    stats.launch tests them paired. A variant measured by two groups (a baseline shared
+    by two groups) has one launch per group in a repeat: each pairs with its own group's
+    partner. None for a random-order campaign (its launches of one repeat are not
+    back-to-back), a campaign whose spec does not say (imported files) and a row without
+    a repeat: those launches are never paired."""
     cid, rep = row.get("campaign_id"), row.get("repeat")
     if cid is None or rep is None or orders.get(cid) != "interleaved":
         return None
-    return (int(cid), int(rep))
+    return (int(cid), row.get("grp"), row.get("point"), int(rep))
 
 
 def _cell_sort_key(key: CellKey) -> tuple:

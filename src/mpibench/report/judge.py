@@ -503,12 +503,12 @@ def _untested_note(t: launch_stats.LaunchTest, alpha: float) -> str:
     return f"not tested: {t.reason}"
 
 
-def launch_rounds(cells: Iterable[Any]) -> dict[str, tuple[int, int]]:
+def launch_rounds(cells: Iterable[Any]) -> dict[str, tuple]:
     """{run id: round key} of the launches of these cells that ran in a round of an
     interleaved campaign (report.data.ResultCell.by_round): what stats.launch pairs by.
     Launches of different campaigns (two sets measured at different times) never share a
     key, so such a comparison stays unpaired."""
-    out: dict[str, tuple[int, int]] = {}
+    out: dict[str, tuple] = {}
     for c in cells:
         if c is not None:
             out.update(c.by_round)
