@@ -4,9 +4,12 @@
     .venv/bin/python bench/bench_time_to_decision.py [--quick] [--max-rounds N|auto]
         [--compare-rounds R] [--cap N] [--keep DIR]
 
-A cell is decided when its launch-level test (compare's hierarchical model, Holm over the
-table) is significant, or when TOST says the two stacks are equivalent within ±5% (the
-campaign's `equivalence = "5%"`); the same test for both tools. The stopping rule is
+A cell is decided when compare's launch-level test (multiplicity over the table) is
+significant, or when TOST says the two stacks are equivalent within ±5% (the campaign's
+`equivalence = "5%"`); the same test for both tools. Both campaigns run interleaved, so
+compare pairs each round's two launches (stats.launch.compare_cells with the launches'
+round keys: the per-round differences, their spread pooled over the sizes) once every cell
+has stats.launch.MIN_PAIRS (3) pairs; at 2 rounds the unpaired hierarchical model. The stopping rule is
 stats.sequential's (the one `repeats = "decide"` uses): a look after every round from the
 second, the interim looks at a strict level (alpha x 0.2 / looks, Haybittle-Peto), the last
 one, at the budget, at alpha; a decision is final. Round by round, the bench
@@ -26,8 +29,9 @@ gain, CI and tests), with the load average (the machine is shared) at the start 
 
 The budget. After round 2 the bench prints the core's plan (stats/budget.py, the one
 `budget = "auto"` uses, planned for the bench's launches per variant): the launches per
-side that decide every cell (equivalence within ±5% for identical stacks, at the spread
-compare's test pools over the sizes) and the seconds of launches that costs. With
+side that decide every cell (equivalence within ±5% for identical stacks, by the
+round-paired test: the variance of a round's difference pooled over the sizes, each
+component at its 80% upper confidence bound) and the seconds of launches that costs. With
 `--max-rounds auto` it then runs to that budget: the interleaved comparison with IMB takes
 --compare-rounds rounds (IMB stops there), and the core goes on (a row per batch: its
 launch seconds and the rounds it ran), in a few batches of
@@ -43,10 +47,12 @@ default). Open MPI binds 2 ranks to cores by default, Hydra (MPICH) does not: on
 (both ranks on one CPU, a scheduler slice per message) against 0 of 10 bound ones, which
 no number of launches averages away. The same binding for both tools.
 
+The time to a decision: besides the totals after the interleaved rounds, the bench
+prints the launch seconds each tool had spent at the first look where it had decided as
+many cells as IMB decided in all, and their ratio (core / IMB).
+
 Each campaign invocation takes the shared MPI lock (/tmp/mpibench-mpi.lock) itself, so the
-bench never holds it for long. One run, numbers only, no assertions. A last line, clearly not compare's test, says how
-many cells a round-paired analysis (each round's two launches as a pair) would decide on the
-same launches: where load phases hit both launches of a round it decides far more.
+bench never holds it for long. One run, numbers only, no assertions.
 """
 
 from __future__ import annotations
@@ -154,59 +160,22 @@ def decided(db: Path, statistic: str, design: Design, n: int, previous: dict | N
     def ordered(by_launch: dict) -> dict:
         return dict(sorted(by_launch.items(), key=lambda kv: repeat.get(kv[0], 0)))
 
-    fam = {}
+    fam, pairs = {}, {}
     for key, by in cells.items():
         b, c = by.get("openmpi"), by.get("mpich")
         if b is not None and c is not None:
             fam[key] = (ordered(b.by_launch), ordered(c.by_launch), b.better)
+            pairs.update(b.by_round)
+            pairs.update(c.by_round)
     if not fam:
         return State(0, 0, 0, 0, ()), {}
-    look = decide(fam, design, n=n, previous=previous)
+    # compare's test: paired by round (the campaigns run interleaved) once every cell has
+    # stats.launch.MIN_PAIRS pairs among the launches this look sees, unpaired before
+    look = decide(fam, design, n=n, previous=previous, rounds=repeat, pairs=pairs)
     st = [c.status for c in look.cells.values()]
     sig, eq = st.count(Status.SIGNIFICANT), st.count(Status.EQUIVALENT)
     left = tuple(str(k.size) for k in look.undecided)
     return State(len(st), sig + eq, sig, eq, left), look.cells
-
-
-def paired(db: Path, statistic: str, n: int) -> tuple[int, int, int]:
-    """(significant, equivalent, cells) when each round's two launches are taken as a pair
-    (a one-sample t test of the per-round log ratio, Holm over the cells at alpha 0.05,
-    TOST within ±5%) on the first n rounds, one look: NOT compare's test, which takes the
-    variants' launches as independent; printed to show what a blocked design would gain
-    where load phases hit both launches of a round."""
-    from scipy import stats as sps
-
-    with Store(db) as store:
-        sets = select_groups(store, variants=["openmpi", "mpich"], by="variant")
-        cells = load_cells(store, sets, with_samples=False, statistic=statistic)
-    repeat = run_repeats(db)
-    ps, tosts = [], []
-    margin = math.log1p(TARGET)
-    for by in cells.values():
-        b, c = by.get("openmpi"), by.get("mpich")
-        if b is None or c is None:
-            continue
-        rb = {repeat.get(k): v for k, v in b.by_launch.items() if v and v > 0}
-        rc = {repeat.get(k): v for k, v in c.by_launch.items() if v and v > 0}
-        d = [math.log(rc[r] / rb[r]) for r in sorted(set(rb) & set(rc) - {None}) if r < n]
-        if len(d) < 3:
-            continue
-        mean = sum(d) / len(d)
-        sd = math.sqrt(sum((x - mean) ** 2 for x in d) / (len(d) - 1))
-        se, df = sd / math.sqrt(len(d)), len(d) - 1
-        if se <= 0:
-            continue
-        ps.append(float(2 * sps.t.sf(abs(mean) / se, df)))
-        tosts.append(float(max(sps.t.sf((mean + margin) / se, df),
-                               sps.t.cdf((mean - margin) / se, df))))
-    order = sorted(range(len(ps)), key=ps.__getitem__)
-    sig, run = set(), 0.0
-    for i, k in enumerate(order):
-        run = max(run, (len(ps) - i) * ps[k])
-        if run <= 0.05:
-            sig.add(k)
-    eq = sum(1 for k, t in enumerate(tosts) if k not in sig and t <= 0.05)
-    return len(sig), eq, len(ps)
 
 
 def run_repeats(db: Path) -> dict[str, int]:
@@ -219,15 +188,19 @@ def run_repeats(db: Path) -> dict[str, int]:
 
 def core_plan(db: Path, cap: int):
     """The core's budget from its launches so far (stats/budget.py, as `budget = "auto"`
-    plans it: equivalence within ±5%, at most `cap` launches per variant)."""
+    plans it in an interleaved campaign: equivalence within ±5% by the round-paired test,
+    at the round differences' variance pooled over the sizes at its 80% upper bound, at
+    most `cap` launches per variant)."""
     from mpibench.stats import budget
     from mpibench.store.report_queries import launch_cost_rows
 
     with Store(db) as store:
         ids = [r[0] for r in store.db.execute("SELECT id FROM runs WHERE status = 'done'")]
-        sides = list(budget.components_from_rows(launch_cost_rows(store, ids)).values())
-    return budget.plan(sides, TARGET, equivalence=True, max_launches=cap) \
-        if len(sides) >= 2 else None
+        rows = launch_cost_rows(store, ids)
+    sides = list(budget.components_from_rows(rows).values())
+    paired = budget.paired_spreads(rows, ["openmpi", "mpich"])
+    return budget.plan(sides, TARGET, equivalence=True, max_launches=cap,
+                       paired=paired or None) if len(sides) >= 2 else None
 
 
 @dataclass(frozen=True)
@@ -263,6 +236,7 @@ class Tool:
         self.state = State(0, 0, 0, 0, ())
         self.look_cells: dict = {}
         self.done = False
+        self.history: list[tuple[int, float, int]] = []   # (round, seconds, decided)
 
     def run_to(self, n: int) -> float:
         """Launches up to n per variant (one campaign invocation); their seconds."""
@@ -280,6 +254,7 @@ class Tool:
                                             self.rounds, self.previous)
         self.look_cells = self.previous
         self.done = bool(self.state.cells) and self.state.decided == self.state.cells
+        self.history.append((self.rounds, self.seconds, self.state.decided))
         s = self.state
         return (f"{spent:>9.2f} {f'{s.decided}/{s.cells}':>8} "
                 f"{f'({s.significant} sig, {s.equivalent} eq)':>13}")
@@ -356,7 +331,8 @@ def main(argv: list[str]) -> int:
             "rounds interleaved with IMB" if a.auto
             else f"budget B = {a.cap} rounds (launches per variant)")
     print(f"# time to decision: Open MPI vs MPICH PingPong {sizes}, np=2, shm; decided = "
-          f"significant (launch-level test, Holm over the table) or equivalent within "
+          f"significant (compare's launch-level test, paired by round from 3 rounds, "
+          f"multiplicity over the table) or equivalent within "
           f"±{100 * TARGET:g}% (TOST); {what}; binding: {a.bind}")
     print(f"# start: {load()}")
     # the stopping rule (stats.sequential): a look after every round from the second, the
@@ -421,11 +397,16 @@ def summary(a, core: Tool, imb: Tool, head: tuple, budget_rounds: int, compare: 
     if i_s:
         print(f"ratio core/IMB launch time {c_s / i_s:.2f}; decided core {c_st.decided} vs "
               f"IMB {i_st.decided} (after {compare} interleaved rounds or fewer)")
-    got = [paired(t.db, t.statistic, compare) for t in (core, imb)]
-    print(f"not compare's test, for a blocked design: each round's two launches as a pair "
-          f"(t test of the per-round log ratio, Holm, TOST ±{100 * TARGET:g}%, one look at "
-          f"{compare} rounds): core {got[0][0]} sig + {got[0][1]} eq, IMB {got[1][0]} sig + "
-          f"{got[1][1]} eq, of {got[0][2]} cells")
+    goal = i_st.decided
+    if goal:
+        hit = [next(((r, sec) for r, sec, d in t.history if d >= goal), None)
+               for t in (core, imb)]
+        if hit[0] and hit[1]:
+            print(f"time to IMB's {goal} decided cells: core {hit[0][1]:.1f} s (round "
+                  f"{hit[0][0]}), IMB {hit[1][1]:.1f} s (round {hit[1][0]}): ratio "
+                  f"{hit[0][1] / hit[1][1]:.2f}")
+        else:
+            print(f"time to IMB's {goal} decided cells: the core never decided {goal}")
     if a.auto:
         s = core.state
         print(f"mpibench-core to the budget: {core.rounds} rounds, {core.seconds:.1f} s of "

@@ -242,3 +242,129 @@ def test_a_spread_from_two_launches_plans_more_launches_than_a_known_one():
     assert p_pilot.best.launches > p_known.best.launches
     assert budget.plan([pilot, pilot], 0.05, equivalence=True, confidence=None).best \
         .launches == p_known.best.launches
+
+
+# ---- the round-paired test's budget (interleaved campaigns) ----
+
+def _paired_rows(rng, rounds, sizes=8, round_sd=0.3, own_sd=0.02, se=0.01, n=100):
+    """Core result rows of two variants run interleaved: a round effect both launches of a
+    round share (the machine's phase, round_sd), each launch's own effect (own_sd), a
+    within-launch error (se, the CI says so); cand 10% slower."""
+    rows = []
+    for rep in range(rounds):
+        phase = rng.normal(0, round_sd)
+        for v, mu in (("base", 0.0), ("cand", math.log(1.1))):
+            own = rng.normal(0, own_sd)
+            for size in range(sizes):
+                med = math.exp(mu + phase + own + rng.normal(0, se))
+                rows.append({"run_id": f"{v}{rep}", "variant": v, "repeat": rep,
+                             "benchmark": "PingPong", "size": size, "n": n, "median": med,
+                             "ci_low": med * math.exp(-budget.Z95 * se),
+                             "ci_high": med * math.exp(budget.Z95 * se),
+                             "cell_s": n * 1e-4, "launch_s": 0.2 + sizes * n * 1e-4})
+    return rows
+
+
+def test_paired_spread_recovers_the_round_difference_not_the_round_effect():
+    rng = np.random.default_rng(11)
+    own, se = 0.02, 0.01
+    ps = budget.paired_from_rows(_paired_rows(rng, 300, own_sd=own, se=se), "base", "cand")
+    (p,) = ps.values()
+    assert p.pairs == 300 and p.cells == 8
+    assert p.within == pytest.approx(2 * se * se)
+    shared, cell = p.parts()
+    # one round's d: both launches' own effects (shared by the sizes) + within errors;
+    # the round effect (sd 0.3) cancels
+    assert shared + cell == pytest.approx(2 * own * own + 2 * se * se, rel=0.2)
+    assert p.ms_launch / p.cells == pytest.approx(2 * own * own + 2 * se * se / 8, rel=0.2)
+
+
+def test_a_round_missing_a_side_or_doubled_pairs_nothing():
+    rng = np.random.default_rng(12)
+    rows = _paired_rows(rng, 4)
+    rows = [r for r in rows if not (r["variant"] == "cand" and r["repeat"] == 3)]
+    rows += [dict(r, run_id="extra") for r in rows if r["variant"] == "base"
+             and r["repeat"] == 2]
+    (p,) = budget.paired_from_rows(rows, "base", "cand").values()
+    assert p.pairs == 2                       # rounds 0 and 1 only
+    assert budget.paired_from_rows(rows[:8], "base", "cand") == {}
+
+
+def test_rounds_for_is_the_paired_tests_own_planning():
+    """rounds_for on a paired test's components = stats.launch.launches_needed_for on
+    that test (the same noncentral t, the components scaled to k rounds)."""
+    rng = np.random.default_rng(5)
+    rounds = {f"{v}{r}": r for v in "bc" for r in range(6)}
+    cells = []
+    for _s in range(8):
+        phase = rng.normal(0, 0.05, 6)
+        cells.append(({f"b{r}": math.exp(phase[r] + rng.normal(0, 0.03)) for r in range(6)},
+                      {f"c{r}": math.exp(phase[r] + rng.normal(0, 0.03)) for r in range(6)},
+                      "lower"))
+    t = launch_stats.compare_cells(cells, rounds=rounds)[0]
+    assert t.pairing == "round"
+    sp = launch_stats.pair_spread(cells, rounds)
+    shared, cell = sp.components(1)[0][0], sp.components(1)[1][0]
+    for effect in (0.02, 0.05):
+        assert budget.rounds_for(shared, cell, sp.cells, effect) == \
+            launch_stats.launches_needed_for(t, effect)
+
+
+def test_paired_equivalence_rounds_reach_the_power_by_simulation():
+    """Identical variants, known components: at the planned rounds compare's paired test
+    says 'equivalent within 5%' in at least 80% of cells (seeded)."""
+    shared_sd, cell_sd, sizes = 0.03, 0.02, 8
+    k = budget.rounds_for(shared_sd ** 2, cell_sd ** 2, sizes, 0.05, equivalence=True,
+                          power=0.8)
+    assert k is not None and k > launch_stats.MIN_PAIRS
+    assert _paired_equivalent_share(k, shared_sd, cell_sd, sizes) >= 0.8
+    # one round fewer falls short: the plan is not padded
+    assert _paired_equivalent_share(k - 1, shared_sd, cell_sd, sizes) < 0.8
+
+
+def _paired_equivalent_share(k, shared_sd, cell_sd, sizes):
+    rng = np.random.default_rng(3)
+    hits = total = 0
+    for _ in range(300):
+        rounds = {f"{v}{r}": r for v in "bc" for r in range(k)}
+        e = rng.normal(0, shared_sd, k)         # the round differential, all sizes
+        cells = []
+        for _s in range(sizes):
+            d = e + rng.normal(0, cell_sd, k)
+            base = rng.normal(0, 0.3, k)        # round effects both sides share
+            cells.append(({f"b{r}": math.exp(base[r]) for r in range(k)},
+                          {f"c{r}": math.exp(base[r] + d[r]) for r in range(k)}, "lower"))
+        for t in launch_stats.compare_cells(cells, rounds=rounds):
+            total += 1
+            hits += t.tost(0.05) <= 0.05
+    return hits / total
+
+
+def test_a_shared_round_effect_costs_the_paired_plan_nothing():
+    """Launches whose spread is mostly a round effect both sides share: planned unpaired
+    they need many launches, planned for the paired test few (the test the campaign's
+    compare uses when it ran interleaved)."""
+    rng = np.random.default_rng(8)
+    rows = _paired_rows(rng, 10)
+    sides = list(budget.components_from_rows(rows).values())
+    paired = budget.paired_from_rows(rows, "base", "cand")
+    unp = budget.plan(sides, 0.05, equivalence=True)
+    pai = budget.plan(sides, 0.05, equivalence=True, paired=paired)
+    assert unp is not None and pai is not None and pai.paired and not unp.paired
+    assert pai.within_cap
+    assert pai.best.launches * 5 < (unp.best.launches or budget.SEARCH_MAX + 1)
+    assert "paired by round" in pai.describe()
+
+
+def test_the_paired_plan_takes_its_components_at_their_upper_bound():
+    rng = np.random.default_rng(9)
+    rows = _paired_rows(rng, 3, own_sd=0.05)
+    sides = list(budget.components_from_rows(rows).values())
+    paired = budget.paired_from_rows(rows, "base", "cand")
+    wide = budget.plan(sides, 0.05, equivalence=True, paired=paired)
+    point = budget.plan(sides, 0.05, equivalence=True, paired=paired, confidence=None)
+    assert wide.best.launch_var > point.best.launch_var
+    assert wide.best.launches > point.best.launches
+    # 2 df: the factor is the chi2 bound, as for the unpaired between-launch variance
+    assert budget.upper_factor(2) == pytest.approx(1.0 / -math.log(0.8))
+    assert budget.upper_factor(0) == 1.0 and budget.upper_factor(5, None) == 1.0

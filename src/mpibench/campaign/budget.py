@@ -17,7 +17,9 @@ class BudgetRule:
     --max-time for its later launches: the pair that minimises the launch time to decide
     every cell (planned for equivalence within the campaign's margin, else 5%) within the
     campaign's launches per variant (cap()), else the most precise launches at the least
-    time (stats.budget.plan). One look
+    time (stats.budget.plan); in an interleaved campaign (order = "interleaved", the
+    default) on the variance of the round-paired test compare then uses (the first
+    variant against each other one, stats.budget.paired_spreads). One look
     per group; a group that sets `target` or `max_time` itself keeps its options. The
     first two rounds run at the group's options; until a group has two finished launches
     per variant (a batch campaign whose rounds are all submitted at once), its launches
@@ -51,13 +53,19 @@ class BudgetRule:
         from mpibench.stats import budget
         from mpibench.store.report_queries import done_runs_of_group, launch_cost_rows
 
-        ids = [r["id"] for r in done_runs_of_group(self.runner.store, self.cid, group)]
-        sides = list(budget.components_from_rows(
-            launch_cost_rows(self.runner.store, ids)).values())
+        runs = done_runs_of_group(self.runner.store, self.cid, group)
+        rows = launch_cost_rows(self.runner.store, [r["id"] for r in runs])
+        comps = budget.components_from_rows(rows)
+        sides = list(comps.values())
         spec = self.runner.spec
         margin = spec.equivalence or 0.05
-        p = budget.plan(sides, margin, equivalence=True, max_launches=self.cap(spec)) \
-            if len(sides) >= 2 else None
+        # an interleaved campaign's launches are compared paired by round
+        # (stats.launch.compare_cells): plan on the round differences' variance
+        order = [v.name for v in spec.variants if v.name in comps]
+        paired = budget.paired_spreads(rows, order) \
+            if getattr(spec, "order", None) == "interleaved" else None
+        p = budget.plan(sides, margin, equivalence=True, max_launches=self.cap(spec),
+                        paired=paired or None) if len(sides) >= 2 else None
         if p is None:
             if group not in self.said:
                 self.said.add(group)

@@ -36,6 +36,18 @@ The between-launch part rests on few launches (the launch effect a benchmark's s
 has the launches' df only), so the plan takes sigma_L^2 at its one-sided 80% upper
 confidence bound over those df (between_margin: x4.5 at 2 launches per side, x1.4 at 10).
 
+Interleaved campaigns are tested paired by round (stats.launch.compare_cells, when every
+cell has MIN_PAIRS pairs): what a decision needs is then the variance of one round's
+difference d = log cand - log base, pooled over a benchmark's sizes the same way
+(PairedSpread, from paired_from_rows): the round differential the sizes share (ms_launch/S,
+pairs - 1 df) and the cell part (ms_cell (S-1)/S, (pairs - 1)(S - 1) df). Load phases and
+the machine's modes that hit both launches of a round are not in it. The within-launch part
+of d (se_b^2 + se_c^2 of the pilot launches) is replaced by the one at each (target,
+max-time) the plan tries, and each component is taken at its own one-sided 80% upper
+confidence bound over its df. Rounds are planned by the noncentral t of that test (its two
+components scaled to k rounds, Cochran-Cox critical value, as
+stats.launch.launches_needed_for), at least MIN_PAIRS.
+
 The campaign caps launches per side (its `repeats`, or the rule's maximum). When a pair
 decides within the cap, the pair with the least launch time to the decision wins. When none
 does, launch time is not what limits the decisions, precision per launch is: the pairs
@@ -97,6 +109,122 @@ class Components:
     launches: int = 0
 
 
+@dataclass(frozen=True)
+class PairedSpread:
+    """One benchmark's (pool's) spread of the per-round differences d between two sides
+    (logs), split as stats.launch.Spread splits a side: ms_launch (the mean square of the
+    rounds' mean residuals times the cells per round; pairs - 1 df) and ms_cell (the
+    residual mean square; (pairs - 1)(cells - 1) df); within: the mean over the pool's
+    cells of the pilot launches' within-launch variance of d (se_b^2 + se_c^2), which the
+    plan replaces by the one at the options it tries."""
+    ms_launch: float
+    df_launch: float
+    ms_cell: float
+    df_cell: float
+    cells: float
+    pairs: int
+    within: float = 0.0
+
+    def parts(self) -> tuple[float, float]:
+        """(shared, cell): the variance of one round's d in a cell, as the two components
+        of the paired test (ms_launch/S with df_launch, ms_cell (S-1)/S with df_cell)."""
+        s = max(self.cells, 1.0)
+        return self.ms_launch / s, (self.ms_cell * (s - 1) / s if s > 1 else 0.0)
+
+
+def paired_from_rows(rows: Iterable[Mapping], base: str, cand: str
+                     ) -> dict[object, PairedSpread]:
+    """{pool: PairedSpread} of the per-round differences between variants base and cand
+    from a store's result rows (as components_from_rows, plus `repeat`: the launch's round
+    in an interleaved campaign). A round pairs when it has exactly one launch with a
+    statistic on each side (stats.launch.pair_rounds' rule); the spread is
+    stats.launch.spread's over the pool's cells. Pools with fewer than two pairs in any
+    cell are left out (no spread)."""
+    by: dict[tuple, dict[str, dict[int, list]]] = defaultdict(
+        lambda: {base: defaultdict(list), cand: defaultdict(list)})
+    for r in rows:
+        v, rep = r.get("variant"), r.get("repeat")
+        med = r.get("median")
+        if v not in (base, cand) or rep is None or not med or med <= 0:
+            continue
+        by[(r["benchmark"], r["size"])][v][int(rep)].append(r)
+    pools: dict[object, dict[object, dict[int, float]]] = defaultdict(dict)
+    within: dict[object, list[float]] = defaultdict(list)
+    for key, sides in by.items():
+        d, w = {}, []
+        for rep in set(sides[base]) & set(sides[cand]):
+            rb, rc = sides[base][rep], sides[cand][rep]
+            if len(rb) != 1 or len(rc) != 1:
+                continue
+            d[rep] = math.exp(math.log(rc[0]["median"]) - math.log(rb[0]["median"]))
+            w.append(_se2(rb[0]) + _se2(rc[0]))
+        if len(d) >= 2:
+            pools[pool_of(key)][key] = d
+            within[pool_of(key)].append(sum(w) / len(w))
+    out = {}
+    for g, cells in pools.items():
+        sp = launch_stats.spread(cells)
+        if sp is not None:
+            out[g] = PairedSpread(sp.ms_launch, sp.df_launch, sp.ms_cell, sp.df_cell,
+                                  sp.cells, sp.launches, sum(within[g]) / len(within[g]))
+    return out
+
+
+def paired_spreads(rows: Sequence[Mapping], variants: Sequence[str]
+                   ) -> dict[object, PairedSpread]:
+    """{pool: the PairedSpread a plan must meet} over the comparisons of the first variant
+    (compare's baseline) with each other one: per pool the one whose round difference
+    varies most. Empty with fewer than two variants."""
+    out: dict[object, PairedSpread] = {}
+    for cand in variants[1:]:
+        for g, ps in paired_from_rows(rows, variants[0], cand).items():
+            if g not in out or sum(ps.parts()) > sum(out[g].parts()):
+                out[g] = ps
+    return out
+
+
+def _se2(r: Mapping) -> float:
+    lo, hi = r.get("ci_low"), r.get("ci_high")
+    if not lo or not hi or lo <= 0 or hi <= lo:
+        return 0.0
+    se = (math.log(hi) - math.log(lo)) / (2 * Z95)
+    return se * se
+
+
+def upper_factor(df: float, confidence: float | None = PLAN_CONFIDENCE) -> float:
+    """df / chi2_(1-confidence)(df): the factor that turns a variance estimate with df
+    degrees of freedom into its one-sided upper confidence bound (1 without df)."""
+    if confidence is None or df <= 0:
+        return 1.0
+    return df / float(launch_stats._chi2_ppf(1.0 - confidence, df))
+
+
+def rounds_for(shared: float, cell: float, cells: float, effect: float, *,
+               alpha: float = 0.05, power: float = launch_stats.POWER, family: int = 1,
+               equivalence: bool = False, max_n: int = SEARCH_MAX) -> int | None:
+    """Rounds (launches per side, paired) for a decision on a cell whose one-round
+    difference has these two variance components (the round part shared by the `cells`
+    sizes, pairs - 1 df; the cell part, (pairs - 1)(cells - 1) df): the paired test's
+    noncentral t at k rounds (stats.launch's power computation on the components scaled
+    to k), at least MIN_PAIRS. The levels as launches_for: a difference at alpha / family;
+    equivalence within ±effect as two one-sided tests at alpha, each with power
+    (1 + power) / 2. None beyond max_n."""
+    if shared + cell <= 0:
+        return launch_stats.MIN_PAIRS
+    a, pw = (2 * alpha, (1 + power) / 2) if equivalence else (alpha / max(family, 1), power)
+    target = abs(math.log1p(effect))
+    k = launch_stats.MIN_PAIRS
+    while k <= max_n:
+        comps = [(shared / k, float(k - 1))]
+        if cell > 0 and cells > 1:
+            comps.append((cell / k, float((k - 1) * (cells - 1))))
+        d = launch_stats._detectable(tuple(comps), a, pw)
+        if d is not None and math.log1p(d) <= target + 1e-12:
+            return k
+        k = k + 1 if k < 64 else int(k * 1.1)
+    return None
+
+
 def optimum_samples(sigma_l2: float, within_b: float, fixed_s: float, sample_s: float
                     ) -> float:
     """n* = sqrt(B c0 / (sigma_L^2 c1)): the samples per launch that minimise the cost of a
@@ -153,6 +281,7 @@ class Plan:
     equivalence: bool
     max_launches: int = SEARCH_MAX    # the cap on launches per side the plan respects
     confidence: float | None = None   # the upper bound the between-launch variance is at
+    paired: bool = False              # planned for the round-paired test (rounds per side)
 
     @property
     def within_cap(self) -> bool:
@@ -163,7 +292,9 @@ class Plan:
         what = (f"equivalence within ±{100 * self.effect:g}%" if self.equivalence
                 else f"a {100 * self.effect:g}% difference")
         knobs = f"budget: --target {b.target_pct:g}% --max-time {b.max_time:g} s per cell"
-        sd = f"pooled launch sd {math.sqrt(b.launch_var):.3f}" + (
+        sd = ((f"paired by round, sd of a round's difference "
+               f"{math.sqrt(2 * b.launch_var):.3f}") if self.paired
+              else f"pooled launch sd {math.sqrt(b.launch_var):.3f}") + (
             f", its {100 * self.confidence:g}% upper bound" if self.confidence else "")
         if self.within_cap:
             return (f"{knobs}, {b.launches} launches per side for {what} ({sd}), "
@@ -239,7 +370,8 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
          equivalence: bool = False, targets: Iterable[float] = TARGETS,
          min_samples: int = CORE_MIN_SAMPLES, max_times: Iterable[float] = MAX_TIMES,
          max_launches: int = SEARCH_MAX,
-         confidence: float | None = PLAN_CONFIDENCE) -> Plan | None:
+         confidence: float | None = PLAN_CONFIDENCE,
+         paired: Mapping[object, PairedSpread] | None = None) -> Plan | None:
     """The core's --target and --max-time for the later launches of a comparison.
 
     The between-launch variances are taken at their upper `confidence` bound
@@ -262,6 +394,12 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
       only when sampling cannot reduce the spread (sigma_L dominates: every pair is
       within the slack, and the cheapest wins).
 
+    paired: {pool: PairedSpread} when the launches are tested paired by round (an
+    interleaved campaign): the launches per side are then the rounds the paired test needs
+    (rounds_for) at the round differences' components, each at its upper `confidence`
+    bound, with the pilot's within-launch part replaced by the one at each pair of
+    options; the pools without a PairedSpread are planned unpaired as above.
+
     None when no cell is common."""
     if not sides:
         return None
@@ -282,9 +420,22 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
                     cost += n * c.sample_s
                     samples[c.key] = max(samples.get(c.key, 0), round(n))
         launch_s = cost / len(sides)
-        worst = max(pooled_launch_var(sides, common, t, min_samples, max_time).values())
-        k = launches_for(math.sqrt(worst), effect, alpha=alpha, power=power, family=fam,
-                         equivalence=equivalence, max_n=SEARCH_MAX)
+        pooled = pooled_launch_var(sides, common, t, min_samples, max_time)
+        ks, worst = [], 0.0
+        unpaired = {g: v for g, v in pooled.items() if not paired or g not in paired}
+        if unpaired:
+            worst = max(unpaired.values())
+            ks.append(launches_for(math.sqrt(worst), effect, alpha=alpha, power=power,
+                                   family=fam, equivalence=equivalence, max_n=SEARCH_MAX))
+        if paired:
+            within = pooled_within(sides, common, t, min_samples, max_time)
+            for g, ps in paired.items():
+                sh, ce = _paired_parts(ps, within.get(g), confidence)
+                # the same scale as an unpaired side's launch variance: var(d) / 2
+                worst = max(worst, (sh + ce) / 2)
+                ks.append(rounds_for(sh, ce, ps.cells, effect, alpha=alpha, power=power,
+                                     family=fam, equivalence=equivalence))
+        k = None if not ks or any(x is None for x in ks) else max(ks)
         if k is not None and k > SEARCH_MAX:
             k = None
         tried.append(Choice(float(t), k, launch_s, k * cost if k else math.inf, samples,
@@ -297,7 +448,37 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
         near = [c for c in tried if c.launch_var <= PRECISION_SLACK * floor]
         best = min(near, key=lambda c: (c.launch_s, -c.target_pct, -c.max_time))
     return Plan(best, tuple(tried), effect, equivalence, max_launches,
-                confidence if factor != 1.0 else None)
+                confidence if factor != 1.0 or paired else None, bool(paired))
+
+
+def pooled_within(sides: Sequence[Components], keys: Iterable[object], target_pct: float,
+                  min_samples: int = CORE_MIN_SAMPLES,
+                  max_time: float = CORE_DEFAULT_MAX_TIME) -> dict[object, float]:
+    """{pool: the within-launch variance of one round's difference, B_b/n_b + B_c/n_c, the
+    mean over the pool's cells}: twice the sides' mean, at these options."""
+    keys = set(keys)
+    acc: dict[object, list[float]] = defaultdict(list)
+    for s in sides:
+        for c in s.cells:
+            if c.key in keys:
+                acc[pool_of(c.key)].append(
+                    c.within_b / max(samples_at(c, target_pct, min_samples, max_time), 1.0))
+    return {g: 2 * sum(v) / len(v) for g, v in acc.items()}
+
+
+def _paired_parts(ps: PairedSpread, within: float | None,
+                  confidence: float | None) -> tuple[float, float]:
+    """The paired test's two components of one round's d at the plan's options: each at
+    its upper confidence bound over its df, the pilot's within-launch part (in both, as
+    1/S and (S-1)/S of it) replaced by `within` (None: kept)."""
+    sh, ce = ps.parts()
+    sh *= upper_factor(ps.df_launch, confidence)
+    ce *= upper_factor(ps.df_cell, confidence)
+    if within is not None:
+        s = max(ps.cells, 1.0)
+        delta = within - ps.within
+        sh, ce = max(sh + delta / s, 0.0), max(ce + delta * (s - 1) / s, 0.0)
+    return sh, ce
 
 
 def components_from_rows(rows: Iterable[Mapping], min_sigma_l2: float = 0.0

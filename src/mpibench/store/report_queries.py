@@ -201,12 +201,13 @@ def failed_runs_beside(store: Store, run_ids: Sequence[str]) -> list:
 
 def launch_cost_rows(store: Store, run_ids: Sequence[str]) -> list[dict]:
     """The core's result rows of these launches with what stats.budget needs: run_id,
-    variant, benchmark, size, n, median, ci_low, ci_high, cell_s (the core's seconds on the
-    cell, extra_json's elapsed_s) and launch_s (the launch's elapsed seconds)."""
+    variant, repeat (the launch's round in its campaign), benchmark, size, n, median,
+    ci_low, ci_high, cell_s (the core's seconds on the cell, extra_json's elapsed_s) and
+    launch_s (the launch's elapsed seconds)."""
     out: list[dict] = []
     for chunk in _chunks(run_ids):
         cur = store.db.execute(
-            "SELECT r.run_id, u.variant, r.benchmark, r.size, r.n, r.median, r.ci_low, "
+            "SELECT r.run_id, u.variant, u.repeat, r.benchmark, r.size, r.n, r.median, r.ci_low, "
             "r.ci_high, json_extract(r.extra_json, '$.elapsed_s') AS cell_s, "
             "u.elapsed AS launch_s FROM results r JOIN runs u ON u.id = r.run_id "
             f"WHERE r.status = 'ok' AND r.run_id IN ({_marks(len(chunk))})", chunk)
