@@ -57,7 +57,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from scipy.special import stdtrit  # noqa: E402
 
 from mpibench.process import run_command  # noqa: E402
-from mpibench.stats.launch import estimate  # noqa: E402
+from mpibench.stats.launch import compare_cells, estimate  # noqa: E402
 from support.coreutil import STACKS, available, build  # noqa: E402
 
 TARGET = 0.90
@@ -122,6 +122,19 @@ def launch_level_table(r: dict, ks: tuple[int, ...] = (3, 4, 5, 6, 8)) -> dict:
     out["floor"] = (floor_hit / n5, 3 + 2 * grew / n5) if n5 else (float("nan"), 0.0)
     out["df1"] = df1_hit / n5 if n5 else float("nan")
     return out
+
+
+def aa_compare(medians: list[float], k: int) -> tuple[float, float, int]:
+    """A/A with compare's own test (stats.launch.compare_cells, unpaired: each launch's level
+    independent) on consecutive sets of k + k launches: (share significant at 0.05, share
+    whose gain CI holds 1, sets)."""
+    sets = [medians[i:i + 2 * k] for i in range(0, len(medians) - 2 * k + 1, 2 * k)]
+    sig = cov = 0
+    for g in sets:
+        t = compare_cells([(dict(enumerate(g[:k])), dict(enumerate(g[k:])), "lower")])[0]
+        sig += t.p is not None and t.p <= 0.05
+        cov += t.ci_low is not None and t.ci_low <= 1.0 <= t.ci_high
+    return (sig / len(sets), cov / len(sets), len(sets)) if sets else (float("nan"),) * 2 + (0,)
 
 
 def _pct(v: float) -> str:
@@ -227,6 +240,14 @@ def main() -> int:
               "within-launch CIs share a point (nothing in them shows a second level).\n"
               "  floor 3->5: 2 more launches when the first 3 disagree beyond their CIs (mean "
               "launches); df 1: t\n  critical value of 1 df instead of 2 on 3 launches.")
+        print("\nA/A on the same launches with compare's test (unpaired; each launch's level "
+              "independent): share significant\nat 0.05 / share whose gain CI holds 1")
+        for r in meds:
+            figs = []
+            for k in (3, 5):
+                sig, cov, n = aa_compare(r["medians"], k)
+                figs.append(f"{k}+{k}: {_pct(sig).strip()} / {_pct(cov).strip()} ({n} sets)")
+            print(f"{r['q']:>8.3g}   " + "   ".join(figs))
     if misses:
         print("below the 90% target: " + "; ".join(misses))
     if ff:
