@@ -409,8 +409,9 @@ static enum mb_stop replay_rounds(const mb_stop_rule *rule, const double *x, dou
  * f of its samples at +1): z with f Phi(z - 1) + (1 - f) Phi(z + 1) = 1/2, as exp(sigma z).
  * Given the levels, the samples are independent, and the sign-test interval of the median of
  * independent, not identically distributed samples covers the median of their average
- * distribution at least at its level (the count below it is Poisson-binomial with mean n/2
- * and a variance at most n/4): this is what a within-launch CI estimates. */
+ * distribution at least at its level (the count below it is Poisson-binomial with mean n/2,
+ * and by Hoeffding's 1956 inequality its tails at least 1 from n/2 are at most those of
+ * Binomial(n, 1/2)): this is what a within-launch CI estimates. */
 static double own_median_switching(double f, double sigma)
 {
     double lo = -1.0, hi = 1.0;
