@@ -249,7 +249,10 @@ def main() -> int:
                 figs.append(f"{k}+{k}: {_pct(sig).strip()} / {_pct(cov).strip()} ({n} sets)")
             print(f"{r['q']:>8.3g}   " + "   ".join(figs))
     if misses:
-        print("below the 90% target: " + "; ".join(misses))
+        print("\nbelow the 90% target for (i): " + "; ".join(misses))
+    elif core:
+        print(f"\nthe target for (i), the within-launch CI's estimand: covered or flagged >= "
+              f"{100 * TARGET:.0f}% in every switching and drift case (met)")
     if ff:
         print(f"\nthe stationarity check alone at a fixed n on series that kept one level "
               f"({ff[0]['trials']} series each): share flagged (level_shift/drift; its "
