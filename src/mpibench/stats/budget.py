@@ -440,15 +440,19 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
             k = None
         tried.append(Choice(float(t), k, launch_s, k * cost if k else math.inf, samples,
                             max_time, worst))
+    return Plan(_best(tried, max_launches), tuple(tried), effect, equivalence, max_launches,
+                confidence if factor != 1.0 or paired else None, bool(paired))
+
+
+def _best(tried: Sequence[Choice], max_launches: int) -> Choice:
+    """plan()'s choice among the pairs tried: the least launch time to a decision within
+    max_launches, else the cheapest launch among the most precise (PRECISION_SLACK)."""
     feasible = [c for c in tried if c.launches is not None and c.launches <= max_launches]
     if feasible:
-        best = min(feasible, key=lambda c: (c.total_s, -c.target_pct, -c.max_time))
-    else:
-        floor = min(c.launch_var for c in tried)
-        near = [c for c in tried if c.launch_var <= PRECISION_SLACK * floor]
-        best = min(near, key=lambda c: (c.launch_s, -c.target_pct, -c.max_time))
-    return Plan(best, tuple(tried), effect, equivalence, max_launches,
-                confidence if factor != 1.0 or paired else None, bool(paired))
+        return min(feasible, key=lambda c: (c.total_s, -c.target_pct, -c.max_time))
+    floor = min(c.launch_var for c in tried)
+    near = [c for c in tried if c.launch_var <= PRECISION_SLACK * floor]
+    return min(near, key=lambda c: (c.launch_s, -c.target_pct, -c.max_time))
 
 
 def pooled_within(sides: Sequence[Components], keys: Iterable[object], target_pct: float,
