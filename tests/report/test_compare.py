@@ -915,3 +915,25 @@ def test_the_rule_and_the_report_agree_on_a_paired_cell(tmp_path):
         assert st.test.p == pytest.approx(d.p, rel=1e-12)
         assert (st.status.value == "significant") == d.significant
         assert (st.ci_low, st.ci_high) == pytest.approx(d.ci_holm, rel=1e-9)
+
+
+def test_planning_of_paired_rows_uses_the_paired_test(tmp_path):
+    # compare --detect on an interleaved campaign plans rounds of pairs from the paired
+    # test's own components: fewer than the unpaired plan on the same launches when the
+    # rounds share their mode, and exactly launches_needed_for of the cells' tests
+    from mpibench.report.planning import plan_table
+    from mpibench.stats import launch as L
+
+    needed = {}
+    for order in ("interleaved", "random"):
+        store, groups = _round_store(tmp_path / f"p{order}.db", {"order": order})
+        try:
+            cmp = compare_groups(store, groups, "a")
+        finally:
+            store.close()
+        (rec,) = plan_table(cmp, 0.05).records
+        needed[order] = rec["needed_noisiest_cell"]
+        if order == "interleaved":
+            ns = [L.launches_needed_for(r.deltas["b"].test, 0.05) for r in cmp.rows]
+            assert rec["needed_noisiest_cell"] == max(ns)
+    assert needed["interleaved"] < needed["random"]

@@ -29,6 +29,31 @@ def parse_effect(text: str | float) -> float:
     return v
 
 
+def _needed(ds: list, med: float, worst: float, effect: float, alpha: float, m: int,
+            power: float) -> tuple[int | None, int | None, int | None]:
+    """(median cell, noisiest cell, noisiest cell at alpha / m) launches per side. Rows
+    tested paired by round (stats.launch.pair_rounds) plan from their own test's
+    components (launches_needed_for: rounds of pairs); the others from the sd."""
+    if not any(d.test is not None and d.test.pairing == "round" and d.tested for d in ds):
+        return (launches_stats_needed(med, effect, alpha, power),
+                launches_stats_needed(worst, effect, alpha, power),
+                launches_stats_needed(worst, effect, alpha / m, power))
+    big = 10 ** 9
+
+    def need(d, a: float) -> int:
+        n = (launch_stats.launches_needed_for(d.test, effect, a, power) if d.tested
+             else launch_stats.launches_needed(d.sd_log, effect, a, power))
+        return big if n is None else n
+    ns = sorted(need(d, alpha) for d in ds)
+    worst_d = max(ds, key=lambda d: d.sd_log)
+    out = (ns[(len(ns) - 1) // 2], ns[-1], need(worst_d, alpha / m))
+    return tuple(None if n >= big else n for n in out)
+
+
+def launches_stats_needed(sd: float, effect: float, alpha: float, power: float) -> int | None:
+    return launch_stats.launches_needed(sd, effect, alpha, power)
+
+
 def plan_table(cmp: Comparison, effect: float, power: float = launch_stats.POWER) -> Table:
     """Launches per side needed to detect a gain of 1 + effect, from the between-launch
     spread seen in each cell (interleaved launches; Welch t on log launch statistics).
@@ -47,7 +72,9 @@ def plan_table(cmp: Comparison, effect: float, power: float = launch_stats.POWER
               caption="launches per side, interleaved; from the spread between launches of "
                       "each cell (sd of the log launch statistics, both sides pooled); "
                       "Welch t on log launch statistics; 'all tests' plans at alpha/m so "
-                      "that a real difference of this size survives Holm in every cell")
+                      "that a real difference of this size survives Holm in every cell; "
+                      "rows paired by round (an interleaved campaign) plan rounds of pairs "
+                      "from their paired test's own variance components")
     by: dict[tuple[str, str], list] = defaultdict(list)
     for r in cmp.rows:
         for cand, d in r.deltas.items():
@@ -59,9 +86,7 @@ def plan_table(cmp: Comparison, effect: float, power: float = launch_stats.POWER
         med = float(np.median(sds))
         worst = sds[-1]
         now = [d.detectable for d in ds if d.detectable is not None]
-        n_med = launch_stats.launches_needed(med, effect, alpha, power)
-        n_worst = launch_stats.launches_needed(worst, effect, alpha, power)
-        n_all = launch_stats.launches_needed(worst, effect, alpha / m, power)
+        n_med, n_worst, n_all = _needed(ds, med, worst, effect, alpha, m, power)
         counts = sorted({(d.n_base, d.n_cand) for d in ds})
         t.rows.append([bench, cand, ", ".join(f"{a}+{b}" for a, b in counts),
                        f"{100 * med:.1f}%", launch_stats.fmt_pct(float(np.median(now)))
