@@ -875,9 +875,13 @@ def test_an_interleaved_campaign_is_compared_round_by_round(tmp_path):
 
 
 def test_a_failed_launch_leaves_its_partner_out_and_says_so(tmp_path):
+    from mpibench.report.html import ReportOptions, build_report, write_html
+
     store, groups = _round_store(tmp_path / "f.db", {"order": "interleaved"},
                                  failed=[("b", 2)])
     try:
+        html = write_html(build_report(store, groups, ReportOptions(plots=False)),
+                          tmp_path / "r.html").read_text()
         cmp = compare_groups(store, groups, "a")
         js = json.loads(render(cmp, "json"))
         text = " ".join(render(cmp, "markdown").split())
@@ -888,6 +892,8 @@ def test_a_failed_launch_leaves_its_partner_out_and_says_so(tmp_path):
     assert {(r["base_launches"], r["cand_launches"]) for r in js["rows"]} == {(5, 5)}
     assert "up to 1 launch(es) per row had no partner in their round and were not used" \
         in text
+    assert "Paired by round: 4 of 4 tested rows" in " ".join(html.split())
+    assert "up to 1 launch(es) per row had no partner" in " ".join(html.split())
 
 
 def test_the_rule_and_the_report_agree_on_a_paired_cell(tmp_path):

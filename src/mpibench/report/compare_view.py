@@ -254,7 +254,7 @@ PAIRING_LEGEND = (
     "campaigns, fewer pairs)")
 
 
-def _pairing_legend(cmp: Comparison) -> list[str]:
+def pairing_legend(cmp: Comparison) -> list[str]:
     """The caption line of a table with rows paired by round (none when nothing is)."""
     ps = pairing_summary(cmp)
     if ps["pairing"] != "round":
@@ -354,7 +354,7 @@ def _header_lines(cmp: Comparison) -> list[str]:
         + f"; n = launches per side; cannot tell = "
         f"fewer than {launch_stats.MIN_LAUNCHES} launches on a side; geomean rows aggregate "
         "per launch first",
-    ] + _pairing_legend(cmp) + _sequential_legend(cmp)
+    ] + pairing_legend(cmp) + _sequential_legend(cmp)
 
 
 def _sequential_legend(cmp: Comparison) -> list[str]:

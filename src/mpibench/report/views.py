@@ -10,7 +10,7 @@ import json
 from typing import TYPE_CHECKING
 
 from mpibench.report import plots
-from mpibench.report.compare_view import _table_model
+from mpibench.report.compare_view import _table_model, pairing_legend
 from mpibench.report.data import (
     bench_sort_key,
     imported_clause,
@@ -49,7 +49,9 @@ def comparison_part(ctx: Context) -> Part:
                       + (f" ({imported})" if imported else "")
                       + "; gain > 1 means the candidate is better, with its 95% CI; p = "
                       "Welch t on the log launch statistics, Holm-corrected across the "
-                      "table; cannot tell = fewer than two launches on a side.")
+                      "table; cannot tell = fewer than two launches on a side."
+                      + "".join(f" {line[0].upper()}{line[1:]}." for line in
+                                pairing_legend(ctx.cmp)))
 
 
 def plots_part(ctx: Context) -> Part | None:
