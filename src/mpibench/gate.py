@@ -35,13 +35,15 @@ class Finding:
     regression: bool = False
     launches: tuple[int, int] = (0, 0)
     margin: float | None = None    # this test's margin, where it is not the check's own
+    pairing: str = "none"          # "round": the launches were tested as pairs by round
 
     def to_dict(self) -> dict[str, Any]:
         return {**({"margin": self.margin} if self.margin is not None else {}),
                 "candidate": self.candidate, "benchmark": self.benchmark, "cell": self.cell,
                 "gain": self.gain, "gain_ci_low": self.ci_low, "gain_ci_high": self.ci_high,
                 "p": self.p, "p_holm": self.p_holm, "regression": self.regression,
-                "base_launches": self.launches[0], "cand_launches": self.launches[1]}
+                "base_launches": self.launches[0], "cand_launches": self.launches[1],
+                "pairing": self.pairing}
 
 
 @dataclass
@@ -111,12 +113,13 @@ def judge(cmp, margin: float = 0.0) -> GateResult:
                 continue
             t = d.test
             res.findings.append(Finding(cand, r.benchmark, r.label, t.gain, *d.test.ci_at(
-                1 - 2 * cmp.alpha), regression_p(t, margin), launches=(t.n_base, t.n_cand)))
+                1 - 2 * cmp.alpha), regression_p(t, margin), launches=(t.n_base, t.n_cand),
+                pairing=t.pairing))
     for cand, t in cmp.overall.items():
         if t.tested:
             res.findings.append(Finding(cand, "(all)", "overall", t.gain,
                                         *t.ci_at(1 - 2 * cmp.alpha), regression_p(t, margin),
-                                        launches=(t.n_base, t.n_cand)))
+                                        launches=(t.n_base, t.n_cand), pairing=t.pairing))
     adj = stats.holm([f.p for f in res.findings])
     for f, pa in zip(res.findings, adj, strict=True):
         f.p_holm = None if np.isnan(pa) else float(pa)

@@ -863,6 +863,8 @@ def test_an_interleaved_campaign_is_compared_round_by_round(tmp_path):
     assert js["overall"]["b"]["pairing"] == "round"
     assert "paired by round: 4 of 4 tested rows" in text
     assert "every launch had its partner" in text
+    from mpibench.gate import judge  # mpibench check: the same tests, paired
+    assert {f["pairing"] for f in judge(cmp, 0.05).to_dict()["findings"]} == {"round"}
     ucmp, ujs, utext = out["random"]
     assert ujs["pairing"] == "none" and {r["pairing"] for r in ujs["rows"]} == {"none"}
     assert "paired by round" not in utext
