@@ -298,8 +298,9 @@ def test_verify_local_judges_a_timed_out_probe_unknown(tmp_path, monkeypatch):
 
     monkeypatch.setattr(vf, "prepare_probe", lambda *a, **k: SimpleNamespace(env={}))
     for timed_out, rc in ((True, -9), (False, 0)):
-        monkeypatch.setattr(mpibench.execute, "run_local", lambda cmd, timeout, t=timed_out,
-                            r=rc: CommandResult(["mpiexec"], r, "", MPICH_TCP, 60.0, t))
+        monkeypatch.setattr(mpibench.execute, "run_local", lambda cmd, timeout, complete,
+                            t=timed_out, r=rc: CommandResult(["mpiexec"], r, "", MPICH_TCP,
+                                                             60.0, t))
         v = vf.verify_local(SimpleNamespace(kind="mpich"),
                             Variant(name="v", stack="mpich", transport="tcp", np=2), tmp_path,
                             timeout=60)
@@ -310,6 +311,43 @@ def test_verify_local_judges_a_timed_out_probe_unknown(tmp_path, monkeypatch):
             assert "problem: probe launch timed out after 60 s" in text
         else:
             assert (v.verdict, v.actual) == ("ok", "tcp [via ucx netmod, tls tcp]")
+
+
+def test_verify_local_ends_when_every_rank_reported_though_the_launcher_hangs(tmp_path,
+                                                                            monkeypatch):
+    """The local probe ends as the batch probe step does: MPICH 4.0.2's MPI_Finalize hung
+    after both ranks reported (1 probe in 6 with UCX_TLS=self,tcp here) and the launch sat
+    out its 60 s timeout. A stand-in launcher prints the real probe's lines and never exits:
+    the verdict is ok, the launcher is stopped by its PID, and the probe says so."""
+    import os
+    from types import SimpleNamespace
+
+    import mpibench.verify as vf
+    from mpibench.execute import CellCommand
+
+    launcher = tmp_path / "launcher.sh"
+    exchanged = "".join(f"mpibench-probe rank={r} host=h\nmpibench-probe exchanged rank={r}\n"
+                        for r in (0, 1))
+    launcher.write_text("#!/bin/bash\ncat <<'EOF'\n" + exchanged + "EOF\ncat >&2 <<'EOF'\n"
+                        + MPICH_TCP + "EOF\necho $$ >launcher.pid\nexec sleep 600\n")
+    launcher.chmod(0o755)
+    variant = Variant(name="v", stack="mpich", transport="tcp", np=2)
+    stack = SimpleNamespace(kind="mpich", name="mpich")
+    run_dir = tmp_path / "probe dir"
+
+    def prepare(stack, variant, run_dir, **kw):
+        run_dir.mkdir(parents=True, exist_ok=True)
+        return CellCommand([str(launcher)], {}, run_dir, run_dir / "stdout.txt",
+                           run_dir / "stderr.txt", None, [str(launcher)], variant, stack)
+
+    monkeypatch.setattr(vf, "prepare_probe", prepare)
+    v = vf.verify_local(stack, variant, run_dir, timeout=600)
+    assert (v.verdict, v.actual, v.problem) == ("ok", "tcp [via ucx netmod, tls tcp]", None)
+    pid = int((run_dir / "launcher.pid").read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    assert "mpibench: all 2 probe ranks reported; the launcher (pid " in \
+        (run_dir / "stderr.txt").read_text()
 
 
 def test_probe_fits_the_allocation_of_a_one_rank_variant(tmp_path):

@@ -172,12 +172,34 @@ def prepare_cell(stack: Stack, variant: Variant, program: list[str], run_dir: Pa
                        variant=variant, stack=stack)
 
 
-def run_local(cmd: CellCommand, timeout: float | None) -> CommandResult:
+# a complete-when launch's own `timeout` ends it; this bounds the shell around it
+COMPLETE_BACKSTOP_S = 30.0
+
+
+def run_local(cmd: CellCommand, timeout: float | None, complete: Any = None) -> CommandResult:
+    """Launch a cell's command here. complete (a schedulers.StepCompletion, with a timeout):
+    the launch ends once its output is complete, as a batch job's step does: it runs as
+    that step's shell lines (launcher in the background, stopped by its PID after the
+    grace), so a launcher that hangs after its ranks reported (the transport probe under
+    MPICH 4.0.2's MPI_Finalize) costs seconds here too, not the whole timeout."""
     write_file(cmd.run_dir / "command.json", json.dumps(
         {"argv": cmd.argv, "env": cmd.env, "variant": cmd.variant.to_dict(),
          "stack": cmd.stack.name}, indent=2))
-    return run_command(cmd.argv, env=cmd.env, cwd=cmd.run_dir, timeout=timeout,
-                       stdout_path=cmd.stdout, stderr_path=cmd.stderr)
+    if complete is None or not timeout:
+        return run_command(cmd.argv, env=cmd.env, cwd=cmd.run_dir, timeout=timeout,
+                           stdout_path=cmd.stdout, stderr_path=cmd.stderr)
+    from mpibench.schedulers import JobStep, read_step_result, step_lines
+
+    step = JobStep("local", cmd.run_dir, cmd.argv, cmd.env, cmd.stdout, cmd.stderr,
+                   timeout_s=timeout, complete=complete)
+    res = run_command(["bash", "-c", "\n".join(step_lines(step))], cwd=cmd.run_dir,
+                      timeout=timeout + COMPLETE_BACKSTOP_S)
+    sr = read_step_result(step)
+    out, err = (f.read_text(errors="replace") if f.exists() else "" for f in
+                (cmd.stdout, cmd.stderr))
+    rc = sr.exit_code if sr.exit_code is not None else res.returncode
+    return CommandResult(list(cmd.argv), rc, out, err + res.stderr, res.elapsed,
+                         res.timed_out or sr.timed_out, dict(cmd.env))
 
 
 def cell_fingerprint(cmd: CellCommand, header: Mapping[str, Any] | None = None

@@ -513,7 +513,8 @@ def verify_local(stack: Stack, variant: Variant, run_dir: Path, timeout: float =
         return Verification(variant.transport_request(), f"unknown [{exc}]",
                             verdict(variant.transport_request(), None), run_dir=run_dir,
                             problem=str(exc))
-    res = run_local(cmd, timeout=timeout)
+    res = run_local(cmd, timeout=timeout,
+                    complete=StepCompletion(EXCHANGED_ERE, variant.np, "probe ranks"))
     problem = probe_problem(res.returncode, res.timed_out, timeout, res.stderr,
                             exchanged=probe_exchanged(res.stdout, variant.np),
                             unreported=unreported_ranks(res.stdout, variant.np))
