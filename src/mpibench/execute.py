@@ -3,7 +3,7 @@
 Three narrow steps, so the local runner and batch schedulers share them:
 
   prepare_cell(stack, variant, program, run_dir) -> CellCommand   (pure: argv + env + files)
-  run_local(cmd, timeout)                        -> CommandResult (writes stdout/stderr files)
+  run_local(cmd, timeout[, complete])            -> CommandResult (writes stdout/stderr files)
   ingest_core(cmd, result)                       -> CellOutcome   (parse JSONL, fingerprint)
 
 A batch job runs the same CellCommand argv from its script and the harness calls ingest_core on
