@@ -178,6 +178,69 @@ def decided(db: Path, statistic: str, design: Design, n: int, previous: dict | N
     return State(len(st), sig + eq, sig, eq, left), look.cells
 
 
+def breakdown(core_db: Path, imb_db: Path) -> list[str]:
+    """Where a launch's wall time goes, medians per variant over the launches of rounds 1-2
+    (the core's own options) and of later rounds (the budget's): the launch's elapsed
+    seconds (the store's), and for the core from its JSON Lines (core.jsonl in the run
+    directory): MPI_Init, the cells (set-up, first call and validation, calibration,
+    warm-up, samples: their elapsed_s), the timed samples alone (n x batch x median), and
+    what lies outside the core's own clock (the launcher's start and teardown,
+    MPI_Finalize: the wall less the core's footer elapsed_s, which runs from before
+    MPI_Init to its last record)."""
+    import json
+    import statistics as st
+
+    def med(xs):
+        return st.median(xs) if xs else float("nan")
+
+    out = []
+    con = sqlite3.connect(imb_db)
+    try:
+        imb: dict[tuple[bool, str], list[float]] = {}
+        for v, rep, el in con.execute("SELECT variant, repeat, elapsed FROM runs "
+                                      "WHERE status = 'done'"):
+            imb.setdefault((rep < 2, v), []).append(el)
+    finally:
+        con.close()
+    con = sqlite3.connect(core_db)
+    try:
+        rows = list(con.execute("SELECT variant, repeat, elapsed, run_dir FROM runs "
+                                "WHERE status = 'done'"))
+    finally:
+        con.close()
+    for phase, pilot in (("rounds 1-2", True), ("rounds 3+", False)):
+        def keep(r, pilot=pilot):
+            return (r < 2) == pilot
+        acc: dict[str, dict[str, list[float]]] = {}
+        for v, rep, el, run_dir in rows:
+            if not keep(rep) or not run_dir:
+                continue
+            f = Path(run_dir) / "core.jsonl"
+            if not f.exists():
+                continue
+            recs = [json.loads(ln) for ln in f.read_text().splitlines() if ln.strip()]
+            head = next((r for r in recs if r.get("record") == "header"), {})
+            foot = next((r for r in recs if r.get("record") == "footer"), {})
+            cells = [r for r in recs if r.get("record") == "result"]
+            a = acc.setdefault(v, {k: [] for k in ("wall", "init", "cells", "samples",
+                                                   "outside")})
+            a["wall"].append(el)
+            a["init"].append(head.get("mpi_init_us", 0) / 1e6)
+            a["cells"].append(sum(r.get("elapsed_s") or 0 for r in cells))
+            a["samples"].append(sum((r.get("n") or 0) * (r.get("batch") or 0)
+                                    * (r.get("median_us") or 0) * 1e-6 for r in cells))
+            a["outside"].append(el - (foot.get("elapsed_s") or 0))
+        for v, a in sorted(acc.items()):
+            out.append(f"  core {v:8} {phase}: launch {med(a['wall']):.3f} s: MPI_Init "
+                       f"{med(a['init']):.3f}, cells {med(a['cells']):.3f} (timed samples "
+                       f"{med(a['samples']):.3f}), outside the core's clock (launcher "
+                       f"start and teardown, MPI_Finalize) {med(a['outside']):.3f}; "
+                       f"IMB {v} launch "
+                       f"{med(imb.get((pilot, v), [])):.3f} s; medians over "
+                       f"{len(a['wall'])} launches")
+    return out
+
+
 def run_repeats(db: Path) -> dict[str, int]:
     con = sqlite3.connect(db)
     try:
@@ -397,6 +460,10 @@ def summary(a, core: Tool, imb: Tool, head: tuple, budget_rounds: int, compare: 
     if i_s:
         print(f"ratio core/IMB launch time {c_s / i_s:.2f}; decided core {c_st.decided} vs "
               f"IMB {i_st.decided} (after {compare} interleaved rounds or fewer)")
+    print("where a launch's wall time goes (medians; the parts are medians of their own, "
+          "so they need not add up):")
+    for line in breakdown(core.db, imb.db):
+        print(line)
     goal = i_st.decided
     if goal:
         hit = [next(((r, sec) for r, sec, d in t.history if d >= goal), None)
