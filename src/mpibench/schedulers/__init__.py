@@ -320,7 +320,9 @@ def _complete_lines(step: JobStep, main: str) -> list[str]:
         f"  # complete once {int(c.count)} {c.what} reported: the launcher may then hang "
         "(MPI_Finalize)",
         '  while kill -0 "$mb_pid" 2>/dev/null; do',
-        f'    [ "$({count})" -ge {int(c.count)} ] && break; sleep {COMPLETE_TICK_S:g}',
+        # (before the launcher has created its output file, nothing counted yet)
+        f'    mb_n=$({count} 2>/dev/null); [ "${{mb_n:-0}}" -ge {int(c.count)} ] && break',
+        f"    sleep {COMPLETE_TICK_S:g}",
         "  done",
         '  mb_g=0; while kill -0 "$mb_pid" 2>/dev/null && '
         f'[ "$mb_g" -lt {ticks} ]; do sleep {COMPLETE_TICK_S:g}; mb_g=$((mb_g + 1)); done',
