@@ -337,6 +337,17 @@ def test_an_unsettled_timeout_is_asked_again_while_other_jobs_go_on(tmp_path, fo
 
 
 @pytest.mark.system
+def test_an_unsettled_job_frees_its_slot_for_the_next(tmp_path, found_stacks, clock):
+    """One job at a time: the job after an ended one whose record is still incomplete is
+    submitted at once (the ended job holds no nodes), not after its record settles."""
+    spec = load(_campaign(tmp_path, repeats=2, scheduler="test-unsettled"))
+    sched = UnsettledScheduler(spec.scheduler)
+    with Store(tmp_path / "m.db") as store:
+        CampaignRunner(spec, store, found_stacks, scheduler=sched, verify=False).run()
+    assert sched.polls == [["1000"], ["1000"], ["1000", "1001"], ["1000", "1001"]]
+
+
+@pytest.mark.system
 def test_an_unsettled_timeout_is_settled_as_it_stands_after_a_bounded_number_of_polls(
         tmp_path, found_stacks, clock):
     spec = load(_campaign(tmp_path, scheduler="test-unsettled"))

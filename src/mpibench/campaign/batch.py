@@ -178,7 +178,10 @@ class BatchPolicy:
                 sorted((by_id[i] for i in ids), key=lambda c: c.seq), fresh=False)
             self.runner.log(f"re-attached to job {job_id} ({len(ids)} cell(s))")
         while st.queue or st.inflight:
-            while st.queue and len(st.inflight) < self.runner.spec.scheduler.max_jobs_in_flight:
+            # a job that has ended and only waits for its record holds no nodes: its slot
+            # is free for the next job
+            while st.queue and len(st.inflight) - len(st.unsettled) < \
+                    self.runner.spec.scheduler.max_jobs_in_flight:
                 self._submit(st.queue.pop(0), st, summary)
             if st.inflight:
                 self._poll_once(st)
