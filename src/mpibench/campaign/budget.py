@@ -21,17 +21,11 @@ class BudgetRule:
     default) on the variance of the round-paired test compare then uses (the first
     variant against each other one, stats.budget.paired_spreads). One look
     per group; a group that sets `target` or `max_time` itself keeps its options. The
-    first two rounds (the pilot) run at PILOT_OPTIONS (10 ms per cell); so do a group's
-    launches until it has two finished launches per variant (a batch campaign whose
-    rounds are all submitted at once)."""
+    first two rounds run at the group's options; until a group has two finished launches
+    per variant (a batch campaign whose rounds are all submitted at once), its launches
+    keep the group's options."""
 
     PILOT = 2
-    # the pilot rounds' core options: they are there to measure the variance components
-    # (the between-launch spread, the within-launch CI, seconds per sample and per launch),
-    # for which 10 ms per cell (>= 20 samples at small sizes, >= 5 at 4 MiB, each with its
-    # CI) is enough; at the core's default 0.05 s per cell the two pilot rounds cost 2.6 s
-    # of launches in bench/bench_time_to_decision.py, its next 8 rounds 0.3-0.9 s each
-    PILOT_OPTIONS = {"max_time": 0.01}
 
     def __init__(self, runner, campaign_id: int):
         self.runner, self.cid = runner, campaign_id
@@ -41,14 +35,13 @@ class BudgetRule:
     def options(self, cell: Cell) -> dict | None:
         g = cell.group
         own = g.options or {}
-        if not g.kind_class.core_options or "target" in own or "max_time" in own:
+        if not g.kind_class.core_options or cell.repeat < self.PILOT or "target" in own \
+                or "max_time" in own:
             return None
-        if cell.repeat < self.PILOT:
-            return {**own, **self.PILOT_OPTIONS}
         if self.chosen.get(g.name) is None:
             self.chosen[g.name] = self._plan(g.name)
         t = self.chosen[g.name]
-        return {**own, **(self.PILOT_OPTIONS if t is None else t)}
+        return None if t is None else {**own, **t}
 
     @staticmethod
     def cap(spec) -> int:
