@@ -175,7 +175,10 @@ class LocalSlurm:
             "SlurmctldTimeout=30",
             "SlurmdTimeout=30",
             "MessageTimeout=20",
-            "SchedulerParameters=defer_no,sched_interval=2",
+            # a queued job starts within a second of the one before ending (with 2 s, the
+            # localhost campaigns of tests/schedulers/test_slurm_cluster.py took 48 s under
+            # load, 34 s with 1 s: most of their jobs wait for the one before)
+            "SchedulerParameters=defer_no,sched_interval=1",
             "SlurmdParameters=config_overrides",
             *self.node_lines(node_ports),
             f"PartitionName={self.partition} Nodes={','.join(self.node_names())} Default=YES "
