@@ -328,8 +328,8 @@ def test_verify_local_ends_when_every_rank_reported_though_the_launcher_hangs(tm
     launcher = tmp_path / "launcher.sh"
     exchanged = "".join(f"mpibench-probe rank={r} host=h\nmpibench-probe exchanged rank={r}\n"
                         for r in (0, 1))
-    launcher.write_text("#!/bin/bash\ncat <<'EOF'\n" + exchanged + "EOF\ncat >&2 <<'EOF'\n"
-                        + MPICH_TCP + "EOF\necho $$ >launcher.pid\nexec sleep 600\n")
+    launcher.write_text("#!/bin/bash\necho $$ >launcher.pid\ncat >&2 <<'EOF'\n" + MPICH_TCP
+                        + "EOF\ncat <<'EOF'\n" + exchanged + "EOF\nexec sleep 600\n")
     launcher.chmod(0o755)
     variant = Variant(name="v", stack="mpich", transport="tcp", np=2)
     stack = SimpleNamespace(kind="mpich", name="mpich")
