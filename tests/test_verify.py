@@ -341,6 +341,7 @@ def test_verify_local_ends_when_every_rank_reported_though_the_launcher_hangs(tm
                            run_dir / "stderr.txt", None, [str(launcher)], variant, stack)
 
     monkeypatch.setattr(vf, "prepare_probe", prepare)
+    monkeypatch.setattr(vf, "PROBE_GRACE_S", 0.5)
     v = vf.verify_local(stack, variant, run_dir, timeout=600)
     assert (v.verdict, v.actual, v.problem) == ("ok", "tcp [via ucx netmod, tls tcp]", None)
     pid = int((run_dir / "launcher.pid").read_text())

@@ -393,6 +393,13 @@ _EXCHANGED = re.compile(r"^mpibench-probe exchanged rank=(\d+)$", re.M)
 # the same line for the job script's awk (schedulers.StepCompletion): one per rank
 EXCHANGED_ERE = "^mpibench-probe exchanged rank=[0-9]+$"
 PROBE_STEP_TIMEOUT = 60.0   # a batch probe step's bound (the campaign's timeout if shorter)
+PROBE_GRACE_S = 5.0         # after every rank reported, the launcher's time to exit by itself
+
+
+def probe_completion(np: int) -> StepCompletion:
+    """When a probe launch is complete: once each of its np ranks printed its `exchanged`
+    line (then its launcher has PROBE_GRACE_S to exit, or is stopped)."""
+    return StepCompletion(EXCHANGED_ERE, np, "probe ranks", grace_s=PROBE_GRACE_S)
 
 
 def probe_exchanged(stdout: str, np: int | None = None) -> bool:
@@ -424,7 +431,7 @@ def probe_step(stack: Stack, variant: Variant, run_dir: Path, campaign_timeout: 
     cmd = prepare_probe(stack, variant, run_dir, local=False, dry=dry)
     return JobStep(name, run_dir, cmd.argv, cmd.env, cmd.stdout, cmd.stderr,
                    timeout_s=min(PROBE_STEP_TIMEOUT, campaign_timeout), cell=cmd,
-                   complete=StepCompletion(EXCHANGED_ERE, variant.np, "probe ranks"))
+                   complete=probe_completion(variant.np))
 
 
 def probe_problem(exit_code: int | None, timed_out: bool, timeout: float | None,
@@ -514,7 +521,7 @@ def verify_local(stack: Stack, variant: Variant, run_dir: Path, timeout: float =
                             verdict(variant.transport_request(), None), run_dir=run_dir,
                             problem=str(exc))
     res = run_local(cmd, timeout=timeout,
-                    complete=StepCompletion(EXCHANGED_ERE, variant.np, "probe ranks"))
+                    complete=probe_completion(variant.np))
     problem = probe_problem(res.returncode, res.timed_out, timeout, res.stderr,
                             exchanged=probe_exchanged(res.stdout, variant.np),
                             unreported=unreported_ranks(res.stdout, variant.np))
