@@ -236,8 +236,8 @@ def breakdown(core_db: Path, imb_db: Path) -> list[str]:
                        f"{med(a['samples']):.3f}), outside the core's clock (launcher "
                        f"start and teardown, MPI_Finalize) {med(a['outside']):.3f}; "
                        f"IMB {v} launch "
-                       f"{med(imb.get((pilot, v), [])):.3f} s; medians over "
-                       f"{len(a['wall'])} launches")
+                       f"{med(imb.get((pilot, v), [])):.3f} s ({len(a['wall'])} core and "
+                       f"{len(imb.get((pilot, v), []))} IMB launches)")
     return out
 
 
