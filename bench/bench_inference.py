@@ -2,7 +2,8 @@
 """Is the comparison honest? Simulated launches through the real Store -> compare path.
 
     .venv/bin/python bench/bench_inference.py [--quick] [--reps N] [--seed S]
-                                              [--only-decide | --only-paired]
+                                              [--only-decide | --only-paired |
+                                               --only-unbalanced]
 
 A/A scenarios (identical variants; issue 21's audit): balanced 5+5; unbalanced 2 vs 7 and
 3 vs 7; the small side 3x noisier; launch effects shared by a launch's sizes or not (each
@@ -29,6 +30,12 @@ shared by both launches of a round in 5 of 6 rounds (this VM), a normal round ef
 unshared launch effects, a failed launch (missing pair), 2 vs 7 (falls back), heavy
 tails, 8 benchmarks; power and equivalence paired vs unpaired; the decide rule paired.
 Same targets as above.
+
+Unbalanced launches (`--only-unbalanced` runs just these; also 2 vs 7 and 3 vs 7 on a
+two-mode machine, launches x3 apart): each scenario's launches analysed as compare does
+(a side with 2-3 launches never taken as quieter than the other side,
+stats.launch.floor_component) and without that floor, and the power of a real 10% at
+2 vs 7 and 3 vs 7 both ways (the floor's price).
 """
 
 from __future__ import annotations
@@ -70,6 +77,8 @@ SCENARIOS = {
                                                shared=0.0, size_part=1.0),
     "3 vs 7, shared": dict(launches=(3, 7)),
     "3 vs 7, small side 3x, shared": dict(launches=(3, 7), sigma_scale=(3.0, 1.0)),
+    "2 vs 7, two-mode x3": dict(launches=(2, 7), rounds="two-mode"),
+    "3 vs 7, two-mode x3": dict(launches=(3, 7), rounds="two-mode"),
     "5+5, heavy tails (t3)": dict(launches=5, dist="t3"),
     "5+5, bimodal launches": dict(launches=5, dist="bimodal"),
     "5+5, 8 benchmarks": dict(launches=5, benchmarks=BENCHES8, sizes=SIZES[:4]),
@@ -90,9 +99,18 @@ def main(argv: list[str]) -> int:
                     help="only the power of a paired test that drops a launch whose "
                     "partner failed, against the unpaired test and the full pairs (stats "
                     "level, ~1 min)")
+    ap.add_argument("--only-unbalanced", action="store_true",
+                    help="only the unbalanced designs (2 vs 7, 3 vs 7; two-mode launches "
+                    "too) with and without the thin side's floor (stats.launch."
+                    "floor_component), and the power it costs")
     args = ap.parse_args(argv)
     reps = 20 if args.quick else args.reps
     rng = np.random.default_rng(args.seed)
+    if args.only_unbalanced:
+        t0 = time.monotonic()
+        unbalanced_section(rng, reps)
+        print(f"\n{time.monotonic() - t0:.0f} s")
+        return 0
     if args.only_missing_pair:
         missing_pair(rng, 6 * reps)
         return 0
@@ -197,6 +215,62 @@ def main(argv: list[str]) -> int:
     print(f"\n{time.monotonic() - t0:.0f} s")
     return 0
 
+
+
+UNBALANCED = [k for k in SCENARIOS if " vs " in k]
+
+
+def _without_floor(fn):
+    """fn() with stats.launch.floor_component switched off (the test before the floor)."""
+    from mpibench.stats import launch as L
+    keep = L.floor_component
+    L.floor_component = lambda var, df, _ov, _od: (var, df)
+    try:
+        return fn()
+    finally:
+        L.floor_component = keep
+
+
+def unbalanced_section(rng: np.random.Generator, reps: int) -> None:
+    """The unbalanced A/A scenarios analysed twice on the same launches: as compare runs
+    (a side with 2-3 launches floored at the other side's spread, stats.launch.
+    floor_component) and without the floor; then the power of a real 10% both ways."""
+    tmp = Path(tempfile.mkdtemp(prefix="bench-unbalanced-"))
+    db = tmp / "sim.db"
+    common = dict(sigma_l=0.05, within=0.01, n_samples=(30, 60), sizes=SIZES)
+
+    def twice(**kw):
+        store, sets = S.build_store(db, rng, **{**common, **kw})
+        try:
+            return (compare_groups(store, sets, "a", equivalence=0.05),
+                    _without_floor(lambda: compare_groups(store, sets, "a",
+                                                          equivalence=0.05)))
+        finally:
+            store.close()
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                Path(str(db) + suffix).unlink(missing_ok=True)
+
+    print("Unbalanced launches, A/A, sigma_L 0.05, 10 sizes (two-mode: each launch slow x3 "
+          "or fast, 1/2 each): floored = compare's test; no floor = the same launches "
+          "without stats.launch.floor_component")
+    print(f"{'scenario':<34} {'comps':>5} {'cells':>6} {'raw p':>7} {'Holm':>7} "
+          f"{'family':>7} {'verdict':>7} {'CI95':>7} {'CIHolm':>7} {'equiv':>7}")
+    for name in UNBALANCED:
+        runs = [twice(**SCENARIOS[name]) for _ in range(reps)]
+        for i, how in enumerate(("floored", "no floor")):
+            print(row(f"{name[:25]} {how}", S.tally([r[i] for r in runs])), flush=True)
+    print("targets (floored rows): cell, family-wise and verdict <= 6%, CI95 coverage 93-97% "
+          "(conservative above 97% with 2-3 launches)")
+    print("\nPower: true gain 1.10, sigma_L 0.05 (shared + 0.5 x size-specific), 10 sizes")
+    for launches in ((2, 7), (3, 7)):
+        runs = [twice(launches=launches, effect=math.log(1.1))
+                for _ in range(max(10, reps // 2))]
+        parts = []
+        for i, how in enumerate(("floored", "no floor")):
+            t = S.tally([r[i] for r in runs], true_gain=1.1)
+            parts.append(f"{how}: raw p <= 0.05 {100 * t['cell_raw']:.1f}%, after Holm "
+                         f"{100 * t['cell_rate']:.1f}%, CI95 {100 * t['coverage']:.1f}%")
+        print(f"  {launches[0]} vs {launches[1]}: " + " | ".join(parts), flush=True)
 
 
 # repeats = "decide" (stats/sequential.py): campaigns of 4 groups x 5 sizes; name -> (the
