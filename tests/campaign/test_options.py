@@ -390,6 +390,27 @@ def test_fingerprint_carries_the_options_that_change_a_sample(tmp_path):
     assert core_fingerprint({}) == {}          # no core header (applications): nothing
 
 
+def test_an_adhoc_runs_launches_carry_their_invocation(tmp_path):
+    """`mpibench run --name X` given twice numbers both invocations' launches from repeat
+    0: each run's spec says which invocation it belongs to, so the report pairs a
+    repeat's launches only within the invocation that ran them back-to-back."""
+    from mpibench.campaign.adhoc import adhoc_campaign
+    from mpibench.execute import Variant
+
+    vs = [Variant("shm", "openmpi"), Variant("tcp", "openmpi")]
+    with Store(tmp_path / "s.db") as store:
+        for inst in ("first", "second"):
+            spec = adhoc_campaign("x", vs, ["PingPong"], "0", {}, 2, 60.0, tmp_path, inst)
+            CampaignRunner(spec, store, []).sync()
+        rows = store.runs()
+    assert len(rows) == 8
+    by = {}
+    for r in rows:
+        by.setdefault(json.loads(r["spec_json"]).get("instance"), []).append(r["repeat"])
+    assert sorted(by) == ["first", "second"]
+    assert sorted(by["first"]) == sorted(by["second"]) == [0, 0, 1, 1]
+
+
 def test_sync_rows_are_what_create_run_would_have_written(tmp_path):
     """Sync serialises each variant x group once and splices the parameter points in: the
     stored text must equal json.dumps of the whole spec, cell by cell."""

@@ -876,6 +876,24 @@ def test_an_interleaved_campaign_is_compared_round_by_round(tmp_path):
         assert r.deltas["b"].gain == pytest.approx(u.deltas["b"].gain, rel=1e-9)
 
 
+def test_launches_of_two_adhoc_invocations_are_not_paired(tmp_path):
+    # `mpibench run --name X` twice: the second invocation's launches are numbered from
+    # repeat 0 again, minutes later; they pair only with launches of their own invocation
+    out = {}
+    for case, inst in (("one", {"a": "i1", "b": "i1"}), ("two", {"a": "i1", "b": "i2"})):
+        store, groups = _round_store(tmp_path / f"{case}.db", {"order": "interleaved"})
+        try:
+            for v, ids in groups.items():
+                for rid in ids:
+                    store.set_run(rid, spec_json={"instance": inst[v]})
+            out[case] = json.loads(render(compare_groups(store, groups, "a"), "json"))
+        finally:
+            store.close()
+    assert out["one"]["pairing"] == "round"
+    assert out["two"]["pairing"] == "none"
+    assert {r["pairing"] for r in out["two"]["rows"]} == {"none"}
+
+
 def test_a_failed_launch_leaves_its_partner_out_and_says_so(tmp_path):
     from mpibench.report.html import ReportOptions, build_report, write_html
 

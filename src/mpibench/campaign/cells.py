@@ -242,13 +242,16 @@ class CellSteps:
                      f"but the probe shows {v.actual}")
 
 
-def _cell_spec(cell: Cell, judging: dict[str, Any] | None = None) -> dict[str, Any]:
+def _cell_spec(cell: Cell, judging: dict[str, Any] | None = None,
+               instance: str = "") -> dict[str, Any]:
     """A run's stored spec; `judging` (the variant's line rate) goes at its top level,
-    where the reports' line-rate table looks first."""
+    where the reports' line-rate table looks first. instance: an ad-hoc run's invocation
+    (campaign/adhoc.py), so the report pairs a repeat's launches only within the
+    invocation that ran them back-to-back (report.data.launch_round)."""
     g = cell.group
     return {"variant": cell.variant.to_dict(), "group": g.name, "kind": g.kind,
             "definition": g.definition(), "params": cell.params, "repeat": cell.repeat,
-            **(judging or {})}
+            **({"instance": instance} if instance else {}), **(judging or {})}
 
 
 def app_placement(v: Variant, batch: bool, nodelist: str | None

@@ -250,7 +250,7 @@ class CampaignRunner(CellSteps):
             v, g = cell.variant, cell.group
             parts = blobs.get((id(v), id(g)))
             if parts is None:
-                blob = json.dumps(_cell_spec(cell, self.spec.judging(v.name)) | {
+                blob = json.dumps(_cell_spec(cell, self.spec.judging(v.name), self.spec.instance) | {
                     "params": hole, "repeat": hole}, sort_keys=True, default=str)
                 parts = blobs[(id(v), id(g))] = blob.split(quoted)
             pj = points.get(id(cell.params))

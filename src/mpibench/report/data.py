@@ -226,8 +226,8 @@ class ResultCell:
     requested: str = "median"            # the launch statistic asked for (median | mean)
     launch_ids: list[str] = field(default_factory=list)
     launch_values: list[float] = field(default_factory=list)
-    # per launch its round (campaign id, group, point, repeat index) when it ran in an
-    # interleaved campaign, else None (launch_round): the key stats.launch pairs by
+    # per launch its round (campaign id, invocation, group, point, repeat index) when it
+    # ran in an interleaved campaign, else None (launch_round): the key stats.launch pairs by
     launch_rounds: list[tuple | None] = field(default_factory=list)
     estimate: launch_stats.Estimate | None = None
     within_ci_pct: float | None = None   # median over launches of their own CI half-width
@@ -394,18 +394,21 @@ def load_cells(store: Store, sets: Mapping[str, list[str]], *,
 
 
 def launch_round(row: Mapping[str, Any], orders: Mapping[int, str | None]) -> tuple | None:
-    """The round a launch ran in, (campaign id, group, group point, repeat index), when
-    its campaign ran interleaved: repeat r of every variant of a group point then runs
-    back-to-back (campaign/plan.py), so those launches share the machine's phase and
-    stats.launch tests them paired. A variant measured by two groups (a baseline shared
+    """The round a launch ran in, (campaign id, invocation, group, group point, repeat
+    index), when its campaign ran interleaved: repeat r of every variant of a group point
+    then runs back-to-back (campaign/plan.py), so those launches share the machine's phase
+    and stats.launch tests them paired. A variant measured by two groups (a baseline shared
     by two groups) has one launch per group in a repeat: each pairs with its own group's
-    partner. None for a random-order campaign (its launches of one repeat are not
-    back-to-back), a campaign whose spec does not say (imported files) and a row without
-    a repeat: those launches are never paired."""
+    partner. The invocation is an ad-hoc run's instance (`mpibench run --name X` given
+    again adds launches to campaign X numbered from repeat 0 again, minutes or days
+    later: they pair only with their own invocation's launches); "" for a campaign file.
+    None for a random-order campaign (its launches of one repeat are not back-to-back), a
+    campaign whose spec does not say (imported files) and a row without a repeat: those
+    launches are never paired."""
     cid, rep = row.get("campaign_id"), row.get("repeat")
     if cid is None or rep is None or orders.get(cid) != "interleaved":
         return None
-    return (int(cid), row.get("grp"), row.get("point"), int(rep))
+    return (int(cid), row.get("instance") or "", row.get("grp"), row.get("point"), int(rep))
 
 
 def _cell_sort_key(key: CellKey) -> tuple:

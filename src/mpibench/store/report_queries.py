@@ -27,7 +27,8 @@ RESULT_COLUMNS = ("r.id AS result_id", "r.run_id", "r.benchmark", "r.size", "r.n
                   "r.median", "r.ci_low", "r.ci_high", "r.min", "r.p5", "r.p95", "r.p99",
                   "r.max", "r.mean", "r.std", "r.first", "r.batch", "r.stop_reason",
                   "r.bandwidth_mbps", "r.busbw_mbps", "r.msg_rate", "r.extra_json",
-                  "u.params_json", "u.campaign_id", "u.grp", "u.repeat", "u.fingerprint_id",
+                  "u.params_json", "u.campaign_id", "u.grp", "u.repeat",
+                  "json_extract(u.spec_json, '$.instance') AS instance", "u.fingerprint_id",
                   "u.variant",
                   "u.status AS run_status", "u.reason AS run_reason", f"{TOOL_SQL} AS tool")
 
