@@ -85,6 +85,17 @@ static int allocates(const mb_state *st, const mb_bench *b, int64_t size)
  * need (the largest over ranks) and the memory limit in two collectives, then one
  * allocation for the largest size within the limit, every page touched.  Sizes then borrow
  * these buffers (mb_pool_alloc), zeroed as a fresh allocation was, without collectives. */
+void mb_ctx_init(mb_ctx *c, const mb_state *st, int64_t size)
+{
+    memset(c, 0, sizeof *c);
+    c->comm = MPI_COMM_WORLD;
+    c->rank = st->rank;
+    c->np = st->np;
+    c->size = size;
+    c->root = 0;
+    c->any_root = st->opt.root_shift;
+}
+
 void mb_bench_buffers(mb_state *st, const mb_bench *b)
 {
     mb_bench_bufs *u = &st->bufs;
@@ -99,12 +110,7 @@ void mb_bench_buffers(mb_state *st, const mb_bench *b)
         if (!allocates(st, b, size))
             continue;
         mb_ctx c;
-        memset(&c, 0, sizeof c);
-        c.comm = MPI_COMM_WORLD;
-        c.rank = st->rank;
-        c.np = st->np;
-        c.size = size;
-        c.any_root = st->opt.root_shift;
+        mb_ctx_init(&c, st, size);
         b->bufsize(&c, &sb, &rb);
         ss[i] = round_page(sb > 0 ? sb : 1);
         rs[i] = round_page(rb > 0 ? rb : 1);

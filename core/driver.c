@@ -449,13 +449,7 @@ static void run_size(mb_state *st, const mb_bench *b, int64_t size, int size_ind
     r->rank_min_us = r->rank_max_us = r->rank_avg_us = NAN;
     r->stop = MB_CONTINUE;
     mb_ctx c;
-    memset(&c, 0, sizeof c);
-    c.comm = MPI_COMM_WORLD;
-    c.rank = st->rank;
-    c.np = st->np;
-    c.size = size;
-    c.root = 0;
-    c.any_root = o->root_shift;
+    mb_ctx_init(&c, st, size);
 
     if (st->np < b->min_np) {
         r->status = "skipped";

@@ -123,6 +123,8 @@ const char *mb_family_name(const mb_bench *b);
 /* buffers.c */
 int64_t mb_llc_bytes(void);
 int mb_pool_alloc(mb_state *st, mb_ctx *c, mb_pool *p, mb_result *r, int size_index);
+/* the context of one size on MPI_COMM_WORLD (root 0), as benchmarks and bufsize see it */
+void mb_ctx_init(mb_ctx *c, const mb_state *st, int64_t size);
 void mb_bench_buffers(mb_state *st, const mb_bench *b);
 void mb_bench_buffers_free(mb_state *st);
 void mb_pool_use(mb_ctx *c, const mb_pool *p, int64_t it);

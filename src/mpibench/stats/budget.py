@@ -60,7 +60,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from mpibench.stats import launch as launch_stats
@@ -335,13 +335,19 @@ def pooled_launch_var(sides: Sequence[Components], keys: Iterable[object], targe
     the mean over the sizes of sigma_L^2 + B/n (ms_launch/S + ms_cell (S-1)/S), averaged
     here over the sides as well. A size with a large launch spread costs every size of
     its benchmark; one with a small one does not buy them anything on its own."""
+    return _pool_mean(sides, keys, lambda c: c.launch_var(
+        samples_at(c, target_pct, min_samples, max_time)))
+
+
+def _pool_mean(sides: Sequence[Components], keys: Iterable[object],
+               value: Callable[[CellCost], float]) -> dict[object, float]:
+    """{pool: the mean of value(cell) over the sides' cells in keys that the pool holds}."""
     keys = set(keys)
     acc: dict[object, list[float]] = defaultdict(list)
     for s in sides:
         for c in s.cells:
             if c.key in keys:
-                acc[pool_of(c.key)].append(
-                    c.launch_var(samples_at(c, target_pct, min_samples, max_time)))
+                acc[pool_of(c.key)].append(value(c))
     return {g: sum(v) / len(v) for g, v in acc.items()}
 
 
@@ -460,14 +466,9 @@ def pooled_within(sides: Sequence[Components], keys: Iterable[object], target_pc
                   max_time: float = CORE_DEFAULT_MAX_TIME) -> dict[object, float]:
     """{pool: the within-launch variance of one round's difference, B_b/n_b + B_c/n_c, the
     mean over the pool's cells}: twice the sides' mean, at these options."""
-    keys = set(keys)
-    acc: dict[object, list[float]] = defaultdict(list)
-    for s in sides:
-        for c in s.cells:
-            if c.key in keys:
-                acc[pool_of(c.key)].append(
-                    c.within_b / max(samples_at(c, target_pct, min_samples, max_time), 1.0))
-    return {g: 2 * sum(v) / len(v) for g, v in acc.items()}
+    mean = _pool_mean(sides, keys, lambda c: c.within_b / max(
+        samples_at(c, target_pct, min_samples, max_time), 1.0))
+    return {g: 2 * v for g, v in mean.items()}
 
 
 def _paired_parts(ps: PairedSpread, within: float | None,

@@ -594,25 +594,35 @@ def _test_cell(yb: np.ndarray, yc: np.ndarray, spreads, alpha: float,
         (fb, db), (fc, dc) = (floor_component(vb, nb - 1, vc, nc - 1),
                               floor_component(vc, nc - 1, vb, nb - 1))
         comps = [(fb / nb, db), (fc / nc, dc)]
+    shared = spreads[0].shared(nb) + spreads[1].shared(nc) if pooled else 0.0
+    parts = tuple(_parts(sp, n) for sp, n in ((spreads[0], nb), (spreads[1], nc))) \
+        if pooled else ()
+    return _tested(diff, (nb, nc), sd, tuple(comps), pooled, shared, parts, alpha, level)
+
+
+def _tested(diff: float, ns: tuple[int, int], sd: float, comps: tuple, pooled: bool,
+            shared: float, parts: tuple, alpha: float, level: float,
+            **extra) -> LaunchTest:
+    """A tested cell from its mean log difference and the variance components of that
+    mean (unpaired: both sides'; paired: the round differences'): the CI at `level` from
+    the components' Cochran-Cox / Welch critical value, the detectable effect, the shared
+    part. p is left None: compare_cells fills it, vectorised over the cells."""
+    point = math.exp(diff)
     se2 = sum(v for v, _ in comps)
     df = _satterthwaite(comps)
     if se2 <= 0:
         # every launch of both sides gave the same value: no spread to test against
         p = 1.0 if diff == 0 else None
-        return LaunchTest(point, point, point, p, nb, nc, p is not None,
+        return LaunchTest(point, point, point, p, *ns, p is not None,
                           "" if p is not None else Untested.NO_SPREAD.value, sd, None,
-                          df, diff, 0.0, tuple(comps), pooled,
-                          None if p is not None else Untested.NO_SPREAD)
+                          df, diff, 0.0, comps, pooled,
+                          None if p is not None else Untested.NO_SPREAD, **extra)
     se = math.sqrt(se2)
-    comps = tuple(comps)
     h = _crit(comps, (1.0 - level) / 2.0) * se
     mde = _detectable(comps, alpha, POWER)
-    # p (None here) is filled in by compare_cells, vectorised over the cells
-    shared = spreads[0].shared(nb) + spreads[1].shared(nc) if pooled else 0.0
-    parts = tuple(_parts(sp, n) for sp, n in ((spreads[0], nb), (spreads[1], nc))) \
-        if pooled else ()
-    return LaunchTest(point, math.exp(diff - h), math.exp(diff + h), None, nb, nc, True, "", sd,
-                      mde, df, diff, se, tuple(comps), pooled, shared_var=min(shared, se2), parts=parts)
+    return LaunchTest(point, math.exp(diff - h), math.exp(diff + h), None, *ns, True, "", sd,
+                      mde, df, diff, se, comps, pooled, shared_var=min(shared, se2),
+                      parts=parts, **extra)
 
 
 def _parts(sp: Spread, n: int) -> tuple[float, float, float, float, float]:
@@ -748,22 +758,9 @@ def paired_test(d: np.ndarray, sp: Spread | None, unpaired: int = 0, alpha: floa
         var_d = float(d.var(ddof=1))
         comps = ((var_d / n, n - 1),)
     sd = math.sqrt(0.5 * var_d)
-    se2 = sum(v for v, _ in comps)
-    df = _satterthwaite(comps)
-    if se2 <= 0:
-        p = 1.0 if diff == 0 else None
-        return LaunchTest(point, point, point, p, n, n, p is not None,
-                          "" if p is not None else Untested.NO_SPREAD.value, sd, None,
-                          df, diff, 0.0, comps, pooled,
-                          None if p is not None else Untested.NO_SPREAD, **extra)
-    se = math.sqrt(se2)
-    h = _crit(comps, (1.0 - level) / 2.0) * se
-    mde = _detectable(comps, alpha, POWER)
     shared = sp.shared(n) if pooled else 0.0
     parts = (_parts(sp, n),) if pooled else ()
-    return LaunchTest(point, math.exp(diff - h), math.exp(diff + h), None, n, n, True, "",
-                      sd, mde, df, diff, se, comps, pooled, shared_var=min(shared, se2),
-                      parts=parts, **extra)
+    return _tested(diff, (n, n), sd, comps, pooled, shared, parts, alpha, level, **extra)
 
 
 def _aggregate_paired(rows, paired, alpha: float, level: float) -> LaunchTest:
