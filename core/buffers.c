@@ -81,10 +81,6 @@ static int allocates(const mb_state *st, const mb_bench *b, int64_t size)
     return MB_HAVE_LARGE || (biggest <= INT_MAX && !st->opt.debug_large);
 }
 
-/* Once per benchmark (not with --off-cache, whose pool depends on the size): every size's
- * need (the largest over ranks) and the memory limit in two collectives, then one
- * allocation for the largest size within the limit, every page touched.  Sizes then borrow
- * these buffers (mb_pool_alloc), zeroed as a fresh allocation was, without collectives. */
 void mb_ctx_init(mb_ctx *c, const mb_state *st, int64_t size)
 {
     memset(c, 0, sizeof *c);
@@ -96,6 +92,10 @@ void mb_ctx_init(mb_ctx *c, const mb_state *st, int64_t size)
     c->any_root = st->opt.root_shift;
 }
 
+/* Once per benchmark (not with --off-cache, whose pool depends on the size): every size's
+ * need (the largest over ranks) and the memory limit in two collectives, then one
+ * allocation for the largest size within the limit, every page touched.  Sizes then borrow
+ * these buffers (mb_pool_alloc), zeroed as a fresh allocation was, without collectives. */
 void mb_bench_buffers(mb_state *st, const mb_bench *b)
 {
     mb_bench_bufs *u = &st->bufs;

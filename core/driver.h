@@ -111,7 +111,6 @@ typedef struct mb_pool {
     int borrowed; /* a view of the benchmark's buffers (mb_bench_buffers): not freed */
 } mb_pool;
 
-
 /* args.c */
 int mb_parse_args(int argc, char **argv, mb_options *o); /* 0 ok, -1 --help, 2 bad */
 int64_t mb_parse_bytes(const char *s);
