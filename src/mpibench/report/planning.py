@@ -35,9 +35,9 @@ def _needed(ds: list, med: float, worst: float, effect: float, alpha: float, m: 
     tested paired by round (stats.launch.pair_rounds) plan from their own test's
     components (launches_needed_for: rounds of pairs); the others from the sd."""
     if not any(d.test is not None and d.test.pairing == "round" and d.tested for d in ds):
-        return (launches_stats_needed(med, effect, alpha, power),
-                launches_stats_needed(worst, effect, alpha, power),
-                launches_stats_needed(worst, effect, alpha / m, power))
+        return (launch_stats.launches_needed(med, effect, alpha, power),
+                launch_stats.launches_needed(worst, effect, alpha, power),
+                launch_stats.launches_needed(worst, effect, alpha / m, power))
     big = 10 ** 9
 
     def need(d, a: float) -> int:
@@ -48,10 +48,6 @@ def _needed(ds: list, med: float, worst: float, effect: float, alpha: float, m: 
     worst_d = max(ds, key=lambda d: d.sd_log)
     out = (ns[(len(ns) - 1) // 2], ns[-1], need(worst_d, alpha / m))
     return tuple(None if n >= big else n for n in out)
-
-
-def launches_stats_needed(sd: float, effect: float, alpha: float, power: float) -> int | None:
-    return launch_stats.launches_needed(sd, effect, alpha, power)
 
 
 def plan_table(cmp: Comparison, effect: float, power: float = launch_stats.POWER) -> Table:
