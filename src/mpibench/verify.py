@@ -409,17 +409,25 @@ def probe_exchanged(stdout: str, np: int | None = None) -> bool:
     in 3 at np 4 under load here: one rank still closes its UCX endpoints, which needs its
     peers' progress, while they already wait in the PMI barrier): the transport had carried
     the traffic by then."""
-    exchanged = {int(r) for r in _EXCHANGED.findall(stdout)}
     if np is not None:
-        return np >= 1 and set(range(np)) <= exchanged
+        return np >= 1 and not unreported_ranks(stdout, np)
     announced = {int(r) for r in _ANNOUNCED.findall(stdout)}
-    return bool(announced) and announced <= exchanged
+    return bool(announced) and announced <= {int(r) for r in _EXCHANGED.findall(stdout)}
 
 
 def unreported_ranks(stdout: str, np: int) -> list[int]:
     """The ranks of 0 .. np-1 that never said their exchange went through. Pure."""
     exchanged = {int(r) for r in _EXCHANGED.findall(stdout)}
     return [r for r in range(np) if r not in exchanged]
+
+
+def probe_launch_problem(exit_code: int | None, timed_out: bool, timeout: float | None,
+                         stdout: str, stderr: str, np: int) -> str | None:
+    """probe_problem for a launch of np ranks, judged from what it printed: its stdout read
+    once for the ranks that reported (the batch probe step and verify_local alike)."""
+    unreported = unreported_ranks(stdout, np)
+    return probe_problem(exit_code, timed_out, timeout, stderr,
+                         exchanged=np >= 1 and not unreported, unreported=unreported)
 
 
 def probe_step(stack: Stack, variant: Variant, run_dir: Path, campaign_timeout: float, *,
@@ -522,9 +530,8 @@ def verify_local(stack: Stack, variant: Variant, run_dir: Path, timeout: float =
                             problem=str(exc))
     res = run_local(cmd, timeout=timeout,
                     complete=probe_completion(variant.np))
-    problem = probe_problem(res.returncode, res.timed_out, timeout, res.stderr,
-                            exchanged=probe_exchanged(res.stdout, variant.np),
-                            unreported=unreported_ranks(res.stdout, variant.np))
+    problem = probe_launch_problem(res.returncode, res.timed_out, timeout, res.stdout,
+                                   res.stderr, variant.np)
     v = judge(stack, variant, res.stdout + "\n" + res.stderr, cmd.env, run_dir, problem)
     write_file(run_dir / "verification.txt",
                f"requested: {v.requested}\nactual: {v.actual}\nverdict: {v.verdict}\n"

@@ -430,12 +430,7 @@ exit 143
 
 def _run_complete_step(tmp_path: Path, np: int, silent_rank: int, timeout_s: float):
     from mpibench.schedulers import StepCompletion, job_body, read_step_result
-    from mpibench.verify import (
-        EXCHANGED_ERE,
-        probe_exchanged,
-        probe_problem,
-        unreported_ranks,
-    )
+    from mpibench.verify import EXCHANGED_ERE, probe_launch_problem
 
     d = tmp_path / "probe dir"
     d.mkdir()
@@ -453,10 +448,8 @@ def _run_complete_step(tmp_path: Path, np: int, silent_rank: int, timeout_s: flo
     pid = int((d / "launcher.pid").read_text())
     out = (d / "stdout.txt").read_text()
     sr = read_step_result(step)
-    problem = probe_problem(sr.exit_code, sr.timed_out, step.timeout_s,
-                            (d / "stderr.txt").read_text(),
-                            exchanged=probe_exchanged(out, np),
-                            unreported=unreported_ranks(out, np))
+    problem = probe_launch_problem(sr.exit_code, sr.timed_out, step.timeout_s, out,
+                                   (d / "stderr.txt").read_text(), np)
     return pid, sr, problem, (d / "stderr.txt").read_text()
 
 

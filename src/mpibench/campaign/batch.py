@@ -144,7 +144,7 @@ class BatchPolicy:
         return req, preps
 
     def _judge_probe(self, req: JobRequest, preps: list[_Prepared]) -> str | None:
-        from mpibench.verify import judge, probe_exchanged, probe_problem, unreported_ranks
+        from mpibench.verify import judge, probe_launch_problem
 
         probe = next((s for s in req.steps if s.cell_id.endswith("-verify")), None)
         if probe is None:
@@ -155,9 +155,8 @@ class BatchPolicy:
         variant = preps[0].cell.variant
         # a probe that hung (exit 124) or never finished proves nothing by what it printed
         sr = read_step_result(probe)
-        problem = probe_problem(sr.exit_code, sr.timed_out, probe.timeout_s, err,
-                                exchanged=probe_exchanged(out, variant.np),
-                                unreported=unreported_ranks(out, variant.np))
+        problem = probe_launch_problem(sr.exit_code, sr.timed_out, probe.timeout_s, out, err,
+                                       variant.np)
         v = judge(self.runner.stacks[variant.stack], variant, text, probe.env, probe.run_dir,
                   problem or (None if text else "the probe step left no output"))
         self.runner.node_facts[variant.name] = v.node
