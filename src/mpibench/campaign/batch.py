@@ -267,10 +267,10 @@ class BatchPolicy:
         # a job whose steps have all ended is about to leave the queue: no back-off for it
         st.interval = s.poll_interval_s if finished_any or st.ending else \
             min(s.poll_max_interval_s, st.interval * IDLE_BACKOFF)
-        waiting = [st.unsettled[j] for j in st.inflight if j in st.unsettled]
-        if waiting:
+        if st.unsettled:   # (its jobs are in flight: they leave both together, above)
             # an ended job's record is asked again soon (0.5, 1, 2, 4 s), not backed off
-            st.interval = min(s.poll_interval_s, UNSETTLED_WAIT_S * 2 ** (min(waiting) - 1))
+            st.interval = min(s.poll_interval_s,
+                              UNSETTLED_WAIT_S * 2 ** (min(st.unsettled.values()) - 1))
 
     def _wait_for_poll(self, st: _BatchState) -> None:
         """Wait until the next poll is due, or until a job in flight wrote the exit status
