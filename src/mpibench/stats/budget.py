@@ -212,17 +212,14 @@ def rounds_for(shared: float, cell: float, cells: float, effect: float, *,
     if shared + cell <= 0:
         return launch_stats.MIN_PAIRS
     a, pw = (2 * alpha, (1 + power) / 2) if equivalence else (alpha / max(family, 1), power)
-    target = abs(math.log1p(effect))
-    k = launch_stats.MIN_PAIRS
-    while k <= max_n:
+
+    def comps_at(k: int) -> tuple:
         comps = [(shared / k, float(k - 1))]
         if cell > 0 and cells > 1:
             comps.append((cell / k, float((k - 1) * (cells - 1))))
-        d = launch_stats._detectable(tuple(comps), a, pw)
-        if d is not None and math.log1p(d) <= target + 1e-12:
-            return k
-        k = k + 1 if k < 64 else int(k * 1.1)
-    return None
+        return tuple(comps)
+
+    return launch_stats.rounds_search(comps_at, effect, a, pw, max_n)
 
 
 def optimum_samples(sigma_l2: float, within_b: float, fixed_s: float, sample_s: float

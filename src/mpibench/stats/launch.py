@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from enum import StrEnum
 from typing import NamedTuple
 
@@ -790,7 +790,6 @@ def launches_needed_for(t: LaunchTest, effect: float, alpha: float = 0.05,
         return launches_needed(t.sd_log, effect, alpha, power, max_n)
     if not t.tested or not t.components or not effect or effect <= -1:
         return None
-    target = abs(math.log1p(effect))
     n0 = t.pairs
 
     def comps_at(n: int) -> tuple:
@@ -802,6 +801,16 @@ def launches_needed_for(t: LaunchTest, effect: float, alpha: float = 0.05,
                 out.append((v * n0 / n, df * (n - 1) / max(1, n0 - 1)))
         return tuple(out)
 
+    return rounds_search(comps_at, effect, alpha, power, max_n)
+
+
+def rounds_search(comps_at: Callable[[int], tuple], effect: float, alpha: float,
+                  power: float, max_n: int) -> int | None:
+    """The least n >= MIN_PAIRS rounds at which a paired test with the variance components
+    comps_at(n) detects a gain of 1 + effect with probability `power` (every n to 64, then
+    steps of 10%); None beyond max_n. The one search of launches_needed_for and
+    stats.budget.rounds_for."""
+    target = abs(math.log1p(effect))
     n = MIN_PAIRS
     while n <= max_n:
         d = _detectable(comps_at(n), alpha, power)
