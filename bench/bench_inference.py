@@ -106,24 +106,17 @@ def main(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     reps = 20 if args.quick else args.reps
     rng = np.random.default_rng(args.seed)
-    if args.only_unbalanced:
-        t0 = time.monotonic()
-        unbalanced_section(rng, reps)
-        print(f"\n{time.monotonic() - t0:.0f} s")
-        return 0
-    if args.only_missing_pair:
-        missing_pair(rng, 6 * reps)
-        return 0
-    if args.only_paired:
-        t0 = time.monotonic()
-        paired_section(rng, reps)
-        print(f"\n{time.monotonic() - t0:.0f} s")
-        return 0
-    if args.only_decide:
-        t0 = time.monotonic()
-        decide_section(rng, reps)
-        print(f"\n{time.monotonic() - t0:.0f} s")
-        return 0
+    # --only-X: that section alone (the first flag given, in this order), then its time
+    only = ((args.only_unbalanced, unbalanced_section, reps),
+            (args.only_missing_pair, missing_pair, 6 * reps),
+            (args.only_paired, paired_section, reps),
+            (args.only_decide, decide_section, reps))
+    for chosen, section, n in only:
+        if chosen:
+            t0 = time.monotonic()
+            section(rng, n)
+            print(f"\n{time.monotonic() - t0:.0f} s")
+            return 0
     tmp = Path(tempfile.mkdtemp(prefix="bench-inference-"))
     db = tmp / "sim.db"
     t0 = time.monotonic()
