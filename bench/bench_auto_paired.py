@@ -42,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from mpibench.campaign.auto_repeats import AutoRepeats, stage_two_total  # noqa: E402
 from mpibench.stats import launch as L  # noqa: E402
+from mpibench.stats.budget import upper_factor  # noqa: E402
 from mpibench.stats.simulate import round_offsets  # noqa: E402
 
 CELLS, SIZE_PART = 20, 0.5
@@ -53,8 +54,6 @@ PLANS = ("unpaired", "paired", "paired-ub", "paired+1", "random order")
 
 def paired_total(cells: list, rounds: dict, rule: AutoRepeats, upper: bool) -> int:
     """stage_two_total's scaling on the paired test's CI (what the report would test)."""
-    from scipy import stats as st
-
     goal = math.log1p(rule.target)
     need = rule.min
     for t in L.compare_cells(cells, rounds=rounds):
@@ -62,8 +61,8 @@ def paired_total(cells: list, rounds: dict, rule: AutoRepeats, upper: bool) -> i
             return rule.max
         n1 = t.pairs if t.pairing == "round" else min(t.n_base, t.n_cand)
         h1 = 0.5 * (math.log(t.ci_high) - math.log(t.ci_low))
-        if upper:
-            h1 *= math.sqrt((n1 - 1) / st.chi2.ppf(0.2, n1 - 1))
+        if upper:        # the budget's bound (stats.budget.upper_factor, 80%)
+            h1 *= math.sqrt(upper_factor(n1 - 1))
         if h1 > goal:
             need = max(need, math.ceil(n1 * (h1 / goal) ** 2))
     return max(rule.min, min(rule.max, need))
