@@ -243,16 +243,13 @@ def unbalanced_section(rng: np.random.Generator, reps: int) -> None:
     db = tmp / "sim.db"
     common = dict(sigma_l=0.05, within=0.01, n_samples=(30, 60), sizes=SIZES)
 
+    def floored_and_not(store, sets, base, equivalence):
+        return (compare_groups(store, sets, base, equivalence=equivalence),
+                _without_floor(lambda: compare_groups(store, sets, base,
+                                                      equivalence=equivalence)))
+
     def twice(**kw):
-        store, sets = S.build_store(db, rng, **{**common, **kw})
-        try:
-            return (compare_groups(store, sets, "a", equivalence=0.05),
-                    _without_floor(lambda: compare_groups(store, sets, "a",
-                                                          equivalence=0.05)))
-        finally:
-            store.close()
-            for suffix in ("", "-wal", "-shm", "-journal"):
-                Path(str(db) + suffix).unlink(missing_ok=True)
+        return S.run_compare(db, rng, floored_and_not, equivalence=0.05, **{**common, **kw})
 
     print("Unbalanced launches, A/A, sigma_L 0.05, 10 sizes (two-mode: each launch slow x3 "
           "or fast, 1/2 each): floored = compare's test; no floor = the same launches "
@@ -355,17 +352,16 @@ PAIRED = {
 def both_ways(db: Path, rng: np.random.Generator, equivalence: float | None = None, **kw):
     """The same simulated launches compared twice: as an interleaved campaign (paired by
     round) and as a campaign whose order does not pair them. (paired, unpaired)."""
-    store, sets = S.build_store(db, rng, spec={"order": "interleaved"}, **kw)
-    try:
-        out = []
-        for spec in ({"order": "interleaved"}, {"order": "random"}):
-            store.add_campaign("sim", spec)               # the stored spec, refreshed
-            out.append(compare_groups(store, sets, "a", equivalence=equivalence))
-        return tuple(out)
-    finally:
-        store.close()
-        for suffix in ("", "-wal", "-shm", "-journal"):
-            Path(str(db) + suffix).unlink(missing_ok=True)
+    return S.run_compare(db, rng, _paired_and_unpaired, equivalence=equivalence,
+                         spec={"order": "interleaved"}, **kw)
+
+
+def _paired_and_unpaired(store, sets, base, equivalence=None) -> tuple:
+    out = []
+    for spec in ({"order": "interleaved"}, {"order": "random"}):
+        store.add_campaign("sim", spec)               # the stored spec, refreshed
+        out.append(compare_groups(store, sets, base, equivalence=equivalence))
+    return tuple(out)
 
 
 def _paired_share(cmps) -> float:
