@@ -194,20 +194,13 @@ def breakdown(core_db: Path, imb_db: Path) -> list[str]:
         return st.median(xs) if xs else float("nan")
 
     out = []
-    con = sqlite3.connect(imb_db)
-    try:
-        imb: dict[tuple[bool, str], list[float]] = {}
-        for v, rep, el in con.execute("SELECT variant, repeat, elapsed FROM runs "
-                                      "WHERE status = 'done'"):
-            imb.setdefault((rep < 2, v), []).append(el)
-    finally:
-        con.close()
-    con = sqlite3.connect(core_db)
-    try:
-        rows = list(con.execute("SELECT variant, repeat, elapsed, run_dir FROM runs "
-                                "WHERE status = 'done'"))
-    finally:
-        con.close()
+    imb: dict[tuple[bool, str], list[float]] = {}
+    with Store(imb_db, readonly=True) as store:
+        for r in store.runs(status="done"):
+            imb.setdefault((r["repeat"] < 2, r["variant"]), []).append(r["elapsed"])
+    with Store(core_db, readonly=True) as store:
+        rows = [(r["variant"], r["repeat"], r["elapsed"], r["run_dir"])
+                for r in store.runs(status="done")]
     for phase, pilot in (("rounds 1-2", True), ("rounds 3+", False)):
         def keep(r, pilot=pilot):
             return (r < 2) == pilot

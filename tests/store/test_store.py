@@ -34,6 +34,24 @@ def test_round_trip(tmp_path):
         assert s.fingerprint(s.run("run-1")["fingerprint_id"])["env"] == {"UCX_TLS": "sm"}
 
 
+def test_done_runs_read_back_readonly(tmp_path):
+    """Store.runs(status="done") on a read-only store: what bench_time_to_decision's
+    breakdown() reads (variant, round, elapsed, run directory) of the finished launches
+    only, a failed or pending launch left out."""
+    db = tmp_path / "d.db"
+    with Store(db) as s:
+        cid = s.add_campaign("c")
+        for rid, variant, rep, status in (("a", "openmpi", 0, "done"), ("b", "mpich", 2, "done"),
+                                          ("c", "mpich", 3, "failed"), ("d", "openmpi", 4, None)):
+            s.create_run(rid, cid, variant, repeat=rep)
+            if status:
+                s.set_run(rid, status, elapsed=1.5 + rep, run_dir=f"runs/{rid}")
+    with Store(db, readonly=True) as s:
+        got = [(r["id"], r["variant"], r["repeat"], r["elapsed"], r["run_dir"])
+               for r in s.runs(status="done")]
+    assert got == [("a", "openmpi", 0, 1.5, "runs/a"), ("b", "mpich", 2, 3.5, "runs/b")]
+
+
 def test_transaction_rolls_back(tmp_path):
     with Store(tmp_path / "t.db") as s:
         cid = s.add_campaign("c")
