@@ -55,7 +55,7 @@ class LocalScheduler(Scheduler):
         left = None if deadline is None else max(0.1, deadline - time.monotonic())
         launch_started = time.time()
         if step.cell is not None:
-            res = run_local(step.cell, timeout=left)
+            res = run_local(step.cell, timeout=left, complete=step.complete)
         else:
             res = run_command(step.argv, env=step.env, cwd=step.run_dir, timeout=left,
                               stdout_path=step.stdout, stderr_path=step.stderr)
