@@ -285,9 +285,10 @@ def test_a_round_missing_a_side_or_doubled_pairs_nothing():
     rows = [r for r in rows if not (r["variant"] == "cand" and r["repeat"] == 3)]
     rows += [dict(r, run_id="extra") for r in rows if r["variant"] == "base"
              and r["repeat"] == 2]
-    (p,) = budget.paired_from_rows(rows, "base", "cand").values()
+    (p,) = budget.paired_from_rows(rows, "base", "cand", more_rounds=1).values()
     assert p.pairs == 2                       # rounds 0 and 1 only
-    assert budget.paired_from_rows(rows[:8], "base", "cand") == {}
+    assert budget.paired_from_rows(rows, "base", "cand") == {}    # 2 < MIN_PAIRS
+    assert budget.paired_from_rows(rows[:8], "base", "cand", more_rounds=3) == {}
 
 
 def test_rounds_for_is_the_paired_tests_own_planning():
@@ -368,3 +369,48 @@ def test_the_paired_plan_takes_its_components_at_their_upper_bound():
     # 2 df: the factor is the chi2 bound, as for the unpaired between-launch variance
     assert budget.upper_factor(2) == pytest.approx(1.0 / -math.log(0.8))
     assert budget.upper_factor(0) == 1.0 and budget.upper_factor(5, None) == 1.0
+
+
+def _as_compare_cells(rows):
+    """The rows as compare tests them: per size (base {launch: median}, cand {launch:
+    median}, better) and {launch: its round}."""
+    by: dict = {}
+    for r in rows:
+        by.setdefault(r["size"], ({}, {}, "lower"))[r["variant"] == "cand"][r["run_id"]] = \
+            r["median"]
+    return list(by.values()), {r["run_id"]: r["repeat"] for r in rows}
+
+
+def test_the_plan_pairs_exactly_when_compare_does():
+    """One rule (stats.launch.pair_rounds): a benchmark with 3 rounds in which one size
+    lost its candidate's result in a round (2 pairs there, 3 elsewhere), or in two rounds
+    (1 pair) is tested unpaired by compare, so the plan must not plan it paired."""
+    rng = np.random.default_rng(13)
+    full = _paired_rows(rng, 3)
+    for lost in ((2,), (1, 2)):
+        rows = [r for r in full if not (r["size"] == 0 and r["variant"] == "cand"
+                                        and r["repeat"] in lost)]
+        cells, rounds = _as_compare_cells(rows)
+        assert {t.pairing for t in launch_stats.compare_cells(cells, rounds=rounds)} == \
+            {"none"}
+        assert budget.paired_from_rows(rows, "base", "cand") == {}
+    # every size with its 3 pairs: both pair
+    cells, rounds = _as_compare_cells(full)
+    assert {t.pairing for t in launch_stats.compare_cells(cells, rounds=rounds)} == {"round"}
+    (p,) = budget.paired_from_rows(full, "base", "cand").values()
+    assert (p.pairs, p.cells) == (3, 8)
+
+
+def test_a_pilot_plans_paired_for_the_rounds_still_to_run():
+    """After 2 rounds compare would not pair (MIN_PAIRS = 3), but the campaign's later
+    rounds will: more_rounds counts them (each pairs in every cell, as the pilot's did)."""
+    rng = np.random.default_rng(14)
+    rows = _paired_rows(rng, 2)
+    assert budget.paired_from_rows(rows, "base", "cand") == {}
+    (p,) = budget.paired_from_rows(rows, "base", "cand", more_rounds=1).values()
+    assert (p.pairs, p.df_launch) == (2, 1)
+    assert budget.paired_spreads(rows, ["base", "cand"], more_rounds=1).keys() == {"PingPong"}
+    # a size with 1 pair of 2 still has 2 with one more round: short of 3, not paired
+    rows = [r for r in rows if not (r["size"] == 0 and r["variant"] == "cand"
+                                    and r["repeat"] == 1)]
+    assert budget.paired_from_rows(rows, "base", "cand", more_rounds=1) == {}

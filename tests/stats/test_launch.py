@@ -378,3 +378,12 @@ def test_launches_needed_for_a_paired_test_is_its_own_power():
     # unpaired: launches_needed at the pooled sd, as before
     u = L.compare_cells(cells)[0]
     assert L.launches_needed_for(u, 0.05) == L.launches_needed(u.sd_log, 0.05)
+
+
+def test_more_rounds_counts_pairs_still_to_come_in_every_cell():
+    rng = np.random.default_rng(35)
+    cells, rounds = _rounds_bench(rng, 2, 4, round_sd=0.3)                # 2 pairs
+    assert L.pair_rounds(cells, rounds) is None
+    assert L.pair_rounds(cells, rounds, more_rounds=0) is None
+    paired = L.pair_rounds(cells, rounds, more_rounds=1)
+    assert paired is not None and [len(p) for p, _left in paired] == [2] * 4

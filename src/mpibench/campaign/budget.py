@@ -60,9 +60,12 @@ class BudgetRule:
         spec = self.runner.spec
         margin = spec.equivalence or 0.05
         # an interleaved campaign's launches are compared paired by round
-        # (stats.launch.compare_cells): plan on the round differences' variance
+        # (stats.launch.compare_cells): plan on the round differences' variance where
+        # compare will pair them (stats.launch.pair_rounds, counting the rounds still to
+        # run up to the cap: after the 2-round pilot, 3 pairs need one more)
         order = [v.name for v in spec.variants if v.name in comps]
-        paired = budget.paired_spreads(rows, order) \
+        seen = len({r["repeat"] for r in rows if r.get("repeat") is not None})
+        paired = budget.paired_spreads(rows, order, max(0, self.cap(spec) - seen)) \
             if getattr(spec, "order", None) == "interleaved" else None
         p = budget.plan(sides, margin, equivalence=True, max_launches=self.cap(spec),
                         paired=paired or None) if len(sides) >= 2 else None

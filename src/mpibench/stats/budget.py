@@ -132,52 +132,56 @@ class PairedSpread:
         return self.ms_launch / s, (self.ms_cell * (s - 1) / s if s > 1 else 0.0)
 
 
-def paired_from_rows(rows: Iterable[Mapping], base: str, cand: str
+def paired_from_rows(rows: Iterable[Mapping], base: str, cand: str, more_rounds: int = 0
                      ) -> dict[object, PairedSpread]:
     """{pool: PairedSpread} of the per-round differences between variants base and cand
     from a store's result rows (as components_from_rows, plus `repeat`: the launch's round
-    in an interleaved campaign). A round pairs when it has exactly one launch with a
-    statistic on each side (stats.launch.pair_rounds' rule); the spread is
-    stats.launch.spread's over the pool's cells. Pools with fewer than two pairs in any
-    cell are left out (no spread)."""
-    by: dict[tuple, dict[str, dict[int, list]]] = defaultdict(
-        lambda: {base: defaultdict(list), cand: defaultdict(list)})
-    for r in rows:
+    in an interleaved campaign), for the pools compare would test paired: the pairing is
+    stats.launch.pair_rounds' own (a pool's cells are one block: every cell with both
+    sides needs MIN_PAIRS pairs, else the pool is left out, planned unpaired), with
+    more_rounds rounds still to run counted as one more pair per cell (a pilot's plan
+    for the campaign's later rounds; 0: the rows as they are). The spread is
+    stats.launch.spread's over the pool's paired cells."""
+    cells: dict[object, dict[tuple, tuple[dict, dict, str]]] = defaultdict(dict)
+    found: dict[tuple, Mapping] = {}
+    for i, r in enumerate(rows):
         v, rep = r.get("variant"), r.get("repeat")
-        med = r.get("median")
-        if v not in (base, cand) or rep is None or not med or med <= 0:
+        if v not in (base, cand) or rep is None:
             continue
-        by[(r["benchmark"], r["size"])][v][int(rep)].append(r)
-    pools: dict[object, dict[object, dict[int, float]]] = defaultdict(dict)
-    within: dict[object, list[float]] = defaultdict(list)
-    for key, sides in by.items():
-        d, w = {}, []
-        for rep in set(sides[base]) & set(sides[cand]):
-            rb, rc = sides[base][rep], sides[cand][rep]
-            if len(rb) != 1 or len(rc) != 1:
-                continue
-            d[rep] = math.exp(math.log(rc[0]["median"]) - math.log(rb[0]["median"]))
-            w.append(_se2(rb[0]) + _se2(rc[0]))
-        if len(d) >= 2:
-            pools[pool_of(key)][key] = d
-            within[pool_of(key)].append(sum(w) / len(w))
+        key = (r["benchmark"], r["size"])
+        cell = cells[pool_of(key)].setdefault(key, ({}, {}, "lower"))
+        found[(i, int(rep))] = r          # a launch id pair_rounds can tell apart
+        cell[v == cand][(i, int(rep))] = r.get("median")
     out = {}
-    for g, cells in pools.items():
-        sp = launch_stats.spread(cells)
+    for g, by_key in cells.items():
+        block = list(by_key.values())
+        paired = launch_stats.pair_rounds(block, {k: k[1] for k in found}, more_rounds)
+        if paired is None:
+            continue
+        d: dict[int, dict[object, float]] = {}
+        w: list[float] = []
+        for j, (pairs, _left) in enumerate(paired):
+            if len(pairs) < 2:
+                continue
+            d[j] = {rep: found[c]["median"] / found[b]["median"]
+                    for rep, (b, c) in pairs.items()}
+            w.append(sum(_se2(found[b]) + _se2(found[c]) for b, c in pairs.values())
+                     / len(pairs))
+        sp = launch_stats.spread(d) if d else None
         if sp is not None:
             out[g] = PairedSpread(sp.ms_launch, sp.df_launch, sp.ms_cell, sp.df_cell,
-                                  sp.cells, sp.launches, sum(within[g]) / len(within[g]))
+                                  sp.cells, sp.launches, sum(w) / len(w))
     return out
 
 
-def paired_spreads(rows: Sequence[Mapping], variants: Sequence[str]
+def paired_spreads(rows: Sequence[Mapping], variants: Sequence[str], more_rounds: int = 0
                    ) -> dict[object, PairedSpread]:
     """{pool: the PairedSpread a plan must meet} over the comparisons of the first variant
     (compare's baseline) with each other one: per pool the one whose round difference
-    varies most. Empty with fewer than two variants."""
+    varies most. Empty with fewer than two variants. more_rounds: as paired_from_rows."""
     out: dict[object, PairedSpread] = {}
     for cand in variants[1:]:
-        for g, ps in paired_from_rows(rows, variants[0], cand).items():
+        for g, ps in paired_from_rows(rows, variants[0], cand, more_rounds).items():
             if g not in out or sum(ps.parts()) > sum(out[g].parts()):
                 out[g] = ps
     return out

@@ -652,7 +652,7 @@ def _parts(sp: Spread, n: int) -> tuple[float, float, float, float, float]:
 
 def pair_rounds(cells: Sequence[tuple[Mapping[Hashable, float | None],
                                       Mapping[Hashable, float | None], str]],
-                rounds: Mapping[Hashable, Hashable] | None
+                rounds: Mapping[Hashable, Hashable] | None, more_rounds: int = 0
                 ) -> list[tuple[dict[Hashable, tuple[Hashable, Hashable]], int]] | None:
     """The one rule of when a block (a benchmark's cells, or the rows of a geomean row or
     verdict) is tested paired by round: per cell ({round: (baseline launch id, candidate
@@ -663,7 +663,10 @@ def pair_rounds(cells: Sequence[tuple[Mapping[Hashable, float | None],
     side; a round holding two launches of one side pairs neither. Launches without a
     round key or a partner are left out of the paired test and counted. Paired when every
     cell that has launches on both sides has at least MIN_PAIRS pairs (counts only, never
-    values: the choice cannot select a test by its result); else None."""
+    values: the choice cannot select a test by its result); else None.
+
+    more_rounds: rounds still to run before the test (a plan's projection, stats.budget),
+    each counted as one more pair in every cell; 0 (compare) judges the launches given."""
     if not rounds or not cells:
         return None
     out = []
@@ -683,7 +686,7 @@ def pair_rounds(cells: Sequence[tuple[Mapping[Hashable, float | None],
         pairs = {r: (sides[0][r][0], sides[1][r][0]) for r in sides[0]
                  if r is not None and r in sides[1] and len(sides[0][r]) == 1
                  and len(sides[1][r]) == 1}
-        if len(pairs) < MIN_PAIRS:
+        if len(pairs) + max(0, more_rounds) < MIN_PAIRS:
             return None
         out.append((pairs, usable - 2 * len(pairs)))
     if not any(p for p, _ in out):
