@@ -106,6 +106,32 @@ def test_osu_rows_line_up_with_imb_names(tmp_path):
     assert rows[0]["extra"]["np_from"] == "variant"
 
 
+@pytest.mark.skipif(not OSU_TGZ.exists(), reason="the OSU tarball (../shared/peers) is not here")
+def test_osu_builds_only_the_groups_program(tmp_path):
+    """OSU 7.4's configure and make built ~60 programs (60 s) for a group that runs one:
+    the build now makes that program in the directory whose Makefile.am lists it; a name
+    no Makefile.am lists gets the whole suite, as before (find_binary then looks for it)."""
+    import tarfile
+
+    from mpibench.peers import get_suite
+    from mpibench.peers.osu import program_dir
+
+    with tarfile.open(OSU_TGZ) as tf:
+        tf.extractall(tmp_path, members=[m for m in tf if m.name.endswith("Makefile.am")],
+                      filter="data")
+    (tree,) = tmp_path.iterdir()
+    assert program_dir(tree, "osu_latency") == tree / "c/mpi/pt2pt/standard"
+    assert program_dir(tree, "osu_allreduce") == tree / "c/mpi/collective/blocking"
+    assert program_dir(tree, "osu_latency_persistent") == tree / "c/mpi/pt2pt/persistent"
+    osu = get_suite("osu")
+    configure, make = osu.build_steps(tree, "mpicc.x", "mpicxx.x", "osu_iallreduce")
+    assert configure == ["./configure", "CC=mpicc.x", "CXX=mpicxx.x"]
+    assert make[-3:] == ["-C", str(tree / "c/mpi/collective/non_blocking"), "osu_iallreduce"]
+    assert program_dir(tree, "osu_nonesuch") is None
+    assert osu.build_steps(tree, "mpicc.x", "mpicxx.x", "osu_nonesuch")[1][:1] == ["make"]
+    assert "-C" not in osu.build_steps(tree, "mpicc.x", "mpicxx.x", "osu_nonesuch")[1]
+
+
 CAMPAIGN = HEAD + f"""
 [benchmarks.core]
 benchmarks = ["PingPong", "Allreduce"]
@@ -147,6 +173,13 @@ def test_real_imb_and_osu_built_per_stack_run_beside_the_core(tmp_path, capsys):
     assert {r[2] for r in osu} == {1 << e for e in range(11)}       # 0:10 -> 1 B .. 1 KiB
     assert all(r[1] == "PingPong" and r[3] == 2 and r[5] > 0 for r in osu)
     assert json.loads(osu[0][6])["tool_benchmark"] == "osu_latency"
+    # only the program the campaign runs was built (not OSU's ~60 others)
+    (osu_prog,) = {json.loads(f[0])["peer"]["program"] for f in con.execute(
+        "SELECT f.json FROM fingerprints f JOIN runs u ON u.fingerprint_id = f.id "
+        "WHERE u.grp = 'osu'")}
+    built = {p.name for p in Path(osu_prog).parents[4].rglob("osu_*")
+             if p.is_file() and os.access(p, os.X_OK) and p.read_bytes()[:4] == b"\x7fELF"}
+    assert built == {"osu_latency"}
     fps = [json.loads(f[0]) for f in con.execute(
         "SELECT f.json FROM fingerprints f JOIN runs u ON u.fingerprint_id = f.id "
         "WHERE u.grp = 'imb'")]

@@ -313,6 +313,7 @@ def _good_tarball() -> bytes:
          "or holding traversal, absolute paths, links out, devices; trees with FIFOs")
 def _peers(rng: random.Random, n: int) -> Tally:
     from mpibench.peers import _unpack, check_source_tree, source_digest
+    from mpibench.peers.osu import program_dir
     t = Tally()
     good = _good_tarball()
     with tempfile.TemporaryDirectory(prefix="mpibench-fuzz-peers-") as td:
@@ -325,15 +326,17 @@ def _peers(rng: random.Random, n: int) -> Tally:
                 src = case / "suite"
                 (src / "sub").mkdir(parents=True)
                 (src / "Makefile").write_text("mpi:\n")
-                odd = rng.choice(["fifo", "symlink-out", "symlink-loop", "plain"])
+                odd = rng.choice(["fifo", "symlink-out", "symlink-loop", "plain", "am-zero"])
                 if odd == "fifo":
                     os.mkfifo(src / "sub" / "p")
+                elif odd == "am-zero":       # what the OSU build reads to find a program
+                    (src / "sub" / "Makefile.am").symlink_to("/dev/zero")
                 elif odd == "symlink-out":
                     (src / "sub" / "l").symlink_to("/etc")
                 elif odd == "symlink-loop":
                     (src / "sub" / "l").symlink_to(src)
-                t.run(lambda src=src: (check_source_tree(src), source_digest(src)),
-                      describe=f"tree with {odd}")
+                t.run(lambda src=src: (program_dir(src, "osu_latency"), check_source_tree(src),
+                                       source_digest(src)), describe=f"tree with {odd}")
                 continue
             data = bytearray(good)
             if kind == "flip":

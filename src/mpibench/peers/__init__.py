@@ -215,28 +215,32 @@ def _first_error(exc: BaseException) -> str:
     return getattr(exc, "strerror", None) or str(exc)
 
 
-def build_peer(stack: Stack, suite: str, source: str | Path, *, timeout: float = 1200,
-               log=None) -> Path:
+def build_peer(stack: Stack, suite: str, source: str | Path, *, benchmark: str | None = None,
+               timeout: float = 1200, log=None) -> Path:
     """Build the suite from `source` with this stack's wrappers, cached; returns the
-    directory that holds the built tree."""
+    directory that holds the built tree. benchmark: the group's program, for a suite that
+    builds one program per group (OSU: only that one is built, cached per program)."""
     src = Path(source).resolve()
     if not src.exists():
         raise UsageError(f"peer source {src} does not exist")
     if src.is_dir():
         check_source_tree(src)
-    key = f"peer-{suite}-{stack.name}-{stack.identity()}-{source_digest(src)}"
+    kind = get_suite(suite)
+    program = benchmark if kind.one_program_per_benchmark else None
+    key = f"peer-{suite}-{stack.name}-{stack.identity()}-{source_digest(src)}" \
+        + (f"-{program}" if program else "")
     final = cache_dir() / "build" / key
     if (final / ".built").exists():
         return final
     if log:
-        log(f"building {suite} for {stack.name} from {src} (cached after this) ...")
+        log(f"building {suite}{f' ({program})' if program else ''} for {stack.name} from "
+            f"{src} (cached after this) ...")
     with staged_build(final, lambda d: (d / ".built").exists()) as tmp:
         if tmp is None:             # another process built it while this one waited
             return final
         tree = _unpack(src, tmp)
-        kind = get_suite(suite)
         cc, cxx = stack.mpicc, cxx_wrapper(stack) if kind.needs_cxx else ""
-        steps = kind.build_steps(tree, cc, cxx)
+        steps = kind.build_steps(tree, cc, cxx, program)
         out = []
         for argv in steps:
             # the stack's modules and environment apply to its wrappers, as for the core

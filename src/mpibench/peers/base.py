@@ -36,7 +36,11 @@ class PeerSuite:
     one_program_per_benchmark = False
     benchmarks_expected = "[...]"        # what the campaign's benchmarks key holds
 
-    def build_steps(self, tree: Path, cc: str, cxx: str) -> list[list[str]]:
+    def build_steps(self, tree: Path, cc: str, cxx: str, benchmark: str | None = None
+                    ) -> list[list[str]]:
+        """The commands that build the suite in the unpacked tree. benchmark: the one program
+        a suite with one_program_per_benchmark builds for its group (its build is cached per
+        program); the other suites build their one program whatever it is."""
         raise NotImplementedError
 
     def program(self, benchmark: str | None) -> str:

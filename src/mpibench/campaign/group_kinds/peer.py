@@ -117,7 +117,7 @@ class PeerKind(GroupKind):
                     prog = find_binary(root, peer.suite, first) if root.exists() else root
                 else:
                     root = build_peer(runner.stacks[v.stack], peer.suite, peer.source,
-                                      log=runner.log)
+                                      benchmark=first, log=runner.log)
                     prog = find_binary(root, peer.suite, first)
             except UsageError as exc:
                 raise UsageError(f"{key}.{'binary' if peer.binary else 'source'}: {exc}") \
