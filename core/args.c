@@ -209,7 +209,7 @@ static const char *const thread_level_names[] = {"single", "funneled", "serializ
                                                  "multiple", NULL};
 static const int thread_levels[] = {MPI_THREAD_SINGLE, MPI_THREAD_FUNNELED,
                                     MPI_THREAD_SERIALIZED, MPI_THREAD_MULTIPLE};
-static const char *const sync_names[] = {"barrier", "window", NULL};
+static const char *const sync_names[] = {"auto", "barrier", "window", NULL};
 
 #define OFF(f) offsetof(mb_options, f)
 #define NUM(n, m, f, lo, hi, d, h) {n, m, OPT_NUMBER, OFF(f), lo, hi, 0, 0, d, NULL, NULL, 0, h}
@@ -239,9 +239,12 @@ static const mb_optdef mb_optdefs[] = {
     NUM("batch-us", "US", batch_us, 0, 1e7, "20",
         "point-to-point batches last at least US;\n"
         "every batch also keeps the timer under 1% of it"),
-    CHOICE("sync", NULL, sync_window, sync_names, NULL, "barrier",
-           "how samples start: a barrier before each, or at\n"
-           "scheduled times on clocks synchronised to rank 0"),
+    CHOICE("sync", NULL, sync_mode, sync_names, NULL, "auto",
+           "how samples start: auto = a barrier before each round of\n"
+           "samples for PingPong/PingPing/Uniband/Biband (each iteration\n"
+           "waits for the peer), before each sample for the rest;\n"
+           "barrier = before each sample; window = at scheduled times\n"
+           "on clocks synchronised to rank 0"),
     CHOICE("thread-level", NULL, thread_level, thread_level_names, thread_levels, "single",
            "what MPI_Init_thread requests (Open MPI takes locks above single)"),
     FLAG("per-call", per_call, 1,
@@ -302,7 +305,7 @@ static void usage(FILE *f)
     fprintf(f, "\n");
     for (const mb_optdef *d = mb_optdefs; d->name; d++) {
         char head[96], meta[64] = "";
-        if (d->type == OPT_CHOICE) /* --sync barrier|window */
+        if (d->type == OPT_CHOICE) /* --sync auto|barrier|window */
             for (int i = 0; d->choices[i]; i++)
                 snprintf(meta + strlen(meta), sizeof meta - strlen(meta), "%s%s", i ? "|" : "",
                          d->choices[i]);
@@ -488,6 +491,7 @@ int mb_parse_args(int argc, char **argv, mb_options *o)
             list_options(stdout);
         return -1;
     }
+    o->sync_window = o->sync_mode == MB_SYNC_WINDOW;
     if ((rc = parse_sizes(o->sizes_spec, o)))
         return rc;
     if (o->min_samples > o->max_samples)

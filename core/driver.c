@@ -7,8 +7,11 @@
  *     so that the timer's cost is under 1% of the interval, and broadcast;
  *   - sample value = max over ranks of (batch time / k), combined with an element-wise
  *     MPI_Reduce(MAX) after each round of samples, never inside the timed loop;
- *   - a barrier separates samples, outside the timed interval;
- *   - warm-up samples are discarded and counted; the first iteration is timed alone;
+ *   - a barrier separates samples, outside the timed interval; benchmarks whose iterations
+ *     wait for the peer (pair_sync: PingPong, PingPing, Uniband, Biband) take one before
+ *     each round instead, and their samples follow back to back as IMB's loop does;
+ *   - warm-up samples are discarded and counted (the calibration's last batch, at the final
+ *     k, is the first of them); the first iteration is timed alone;
  *   - rank 0 decides when to stop (stop.c) and broadcasts the decision.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -178,12 +181,16 @@ typedef struct mb_sizing {
 
 /* Grow k until one batch (max over ranks) reaches the floor.  A preempted batch can leave k
  * too small here: the re-batch check on real samples catches that, which is cheaper than
- * timing every step several times. */
-static void calibrate_batch(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool *p,
+ * timing every step several times.  Returns 1 when the last batch timed ran at the k it
+ * leaves (it then counts as the first warm-up sample), 0 when the time budget ended it with
+ * k still growing. */
+static int calibrate_batch(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool *p,
                             mb_sizing *z)
 {
     mb_set_stage(st, MB_STAGE_CALIBRATE);
+    int64_t timed_k = z->k;
     for (int round = 0; round < 40; round++) {
+        timed_k = z->k;
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = MPI_Wtime();
         run_batch(st, b, c, p, z->k, &z->it);
@@ -207,6 +214,13 @@ static void calibrate_batch(mb_state *st, const mb_bench *b, mb_ctx *c, const mb
         if (next[1])
             break;
     }
+    return timed_k == z->k;
+}
+
+/* Whether a barrier starts every sample of this benchmark (else only each round's first) */
+static int barrier_each_sample(const mb_state *st, const mb_bench *b)
+{
+    return st->opt.sync_mode == MB_SYNC_BARRIER || !b->pair_sync;
 }
 
 /* One round of R samples on this rank: loc[s] = per-iteration time of sample s, loc[R + s] =
@@ -216,8 +230,13 @@ static void time_round(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool
 {
     int64_t k = z->k;
     if (!st->opt.sync_window) {
+        /* a pair_sync benchmark's ranks stay in step through its own messages: each rank's
+         * batch spans k iterations end to end (rank 1's from its last reply to its next),
+         * as in IMB's timed loop; the round's barrier absorbs the reduction's skew */
+        int each = barrier_each_sample(st, b);
         for (int64_t s = 0; s < R; s++) {
-            MPI_Barrier(MPI_COMM_WORLD);
+            if (each || s == 0)
+                MPI_Barrier(MPI_COMM_WORLD);
             double t0 = MPI_Wtime();
             run_batch(st, b, c, p, k, &z->it);
             double t1 = MPI_Wtime();
@@ -504,18 +523,22 @@ static void run_size(mb_state *st, const mb_bench *b, int64_t size, int size_ind
     if (b->kind == MB_PT2PT && o->batch_us > z.floor_us)
         z.floor_us = o->batch_us;
     r->floor_us = z.floor_us;
-    calibrate_batch(st, b, &c, &p, &z);
-
-    /* warm-up samples, discarded */
-    mb_set_stage(st, MB_STAGE_WARMUP);
-    for (int64_t w = 0; w < o->warmup; w++) {
-        MPI_Barrier(MPI_COMM_WORLD);
-        run_batch(st, b, &c, &p, z.k, &z.it);
-    }
-    r->warmup = o->warmup;
+    int64_t calib_k = calibrate_batch(st, b, &c, &p, &z) ? z.k : 0;
     /* fixed-count mode runs exactly z.total iterations: k divides it */
     if (o->iterations)
         z.k = mb_fixed_batch(z.k, z.total);
+
+    /* warm-up samples at the final k, discarded; the calibration's last batch is the first
+     * of them when it ran at that k.  pair_sync benchmarks need no barrier: the
+     * calibration's broadcast has just synchronised the ranks, their messages keep them so */
+    mb_set_stage(st, MB_STAGE_WARMUP);
+    int each = barrier_each_sample(st, b);
+    for (int64_t w = calib_k == z.k && o->warmup > 0 ? 1 : 0; w < o->warmup; w++) {
+        if (each)
+            MPI_Barrier(MPI_COMM_WORLD);
+        run_batch(st, b, &c, &p, z.k, &z.it);
+    }
+    r->warmup = o->warmup;
     r->batch = z.k;
 
     double my_sum;

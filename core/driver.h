@@ -29,7 +29,9 @@ typedef struct mb_options {
     const char *sizes_spec;
     double target_pct, max_time, timeout, batch_us;
     int64_t min_samples, max_samples, warmup, iterations, iterations_volume;
-    int validate, off_cache, root_shift, quiet, list, self_test, sync_window, futility;
+    int validate, off_cache, root_shift, quiet, list, self_test, futility;
+    int sync_mode;   /* --sync: MB_SYNC_AUTO, MB_SYNC_BARRIER or MB_SYNC_WINDOW */
+    int sync_window; /* --sync window (derived from sync_mode) */
     int list_options; /* --list-options: print the option table as JSON lines, exit */
     int per_call; /* --per-call: k = 1, every sample is one call timed alone */
     int thread_level; /* requested from MPI_Init_thread (default MPI_THREAD_SINGLE) */
@@ -39,6 +41,10 @@ typedef struct mb_options {
     int debug_large;
     int64_t ci_simulation; /* --ci-simulation TRIALS: print coverage figures, exit */
 } mb_options;
+
+/* --sync: how samples start.  auto: a barrier before each round of samples for pair_sync
+ * benchmarks, before each sample for the rest; barrier: before each sample for all. */
+enum mb_sync { MB_SYNC_AUTO, MB_SYNC_BARRIER, MB_SYNC_WINDOW };
 
 typedef struct mb_timer {
     double overhead_us, resolution_us, wtick_us, min_interval_us;

@@ -50,6 +50,8 @@ typedef struct mb_bench {
     enum mb_kind kind;
     int min_np;
     int single_pair;    /* only ranks 0 and 1 take part; the rest idle (IMB single transfer) */
+    int pair_sync;      /* every iteration waits for the peer's message: back-to-back batches
+                         * stay in step without a barrier (IMB and OSU time such loops whole) */
     int vdispl;         /* counts/displacements of np*size must fit the count type */
     int sized;          /* 0: the size is meaningless (Barrier), run once at size 0 */
     int iter_div;       /* reported time = iteration time / iter_div (2 for PingPong: half RTT) */

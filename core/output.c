@@ -124,7 +124,11 @@ void mb_emit_result(mb_state *st, const mb_bench *b, int64_t size, const mb_resu
     mj_num(&j, "msg_rate", rate);
     mj_num(&j, "timer_fraction", ok ? r->timer_fraction : NAN);
     mj_num(&j, "batch_floor_us", ok ? r->floor_us : NAN);
-    mj_str(&j, "sync", st->opt.sync_window ? "window" : "barrier");
+    /* how this result's samples started: a barrier before each, before each round only
+     * (pair_sync benchmarks under --sync auto), or scheduled */
+    mj_str(&j, "sync", st->opt.sync_window                                   ? "window"
+                       : st->opt.sync_mode == MB_SYNC_AUTO && b->pair_sync ? "round"
+                                                                             : "barrier");
     mj_int(&j, "late_samples", r->late);
     if (st->opt.sync_window)
         mj_num(&j, "clock_offset_max_us", ok ? r->clock_offset_max_us : NAN);
@@ -334,7 +338,9 @@ void mb_emit_header(mb_state *st, int argc, char **argv)
         mj_null(&j, "iterations_volume");
     mj_num(&j, "timeout_s", st->opt.timeout);
     mj_num(&j, "batch_us", st->opt.batch_us);
-    mj_str(&j, "sync", st->opt.sync_window ? "window" : "barrier");
+    mj_str(&j, "sync", st->opt.sync_mode == MB_SYNC_WINDOW    ? "window"
+                       : st->opt.sync_mode == MB_SYNC_BARRIER ? "barrier"
+                                                              : "auto");
     mj_str(&j, "thread_level", mb_thread_level_name(st->opt.thread_level));
     mj_bool(&j, "futility", st->opt.futility);
     mj_bool(&j, "per_call", st->opt.per_call);

@@ -186,11 +186,11 @@ static void buf_uniband(const mb_ctx *c, int64_t *s, int64_t *r)
 }
 
 const mb_bench mb_pt2pt_benches[] = {
-    {.name = "PingPong", .kind = MB_PT2PT, .min_np = 2, .single_pair = 1, .sized = 1,
-     .iter_div = 2, .bufsize = buf_pair, .run = run_pingpong, .bytes = bytes_1,
+    {.name = "PingPong", .kind = MB_PT2PT, .min_np = 2, .single_pair = 1, .pair_sync = 1,
+     .sized = 1, .iter_div = 2, .bufsize = buf_pair, .run = run_pingpong, .bytes = bytes_1,
      .fill = fill_own, .check = check_pair, .elem_bytes = 1},
-    {.name = "PingPing", .kind = MB_PT2PT, .min_np = 2, .single_pair = 1, .sized = 1,
-     .iter_div = 1, .bufsize = buf_pair, .run = run_pingping, .bytes = bytes_1,
+    {.name = "PingPing", .kind = MB_PT2PT, .min_np = 2, .single_pair = 1, .pair_sync = 1,
+     .sized = 1, .iter_div = 1, .bufsize = buf_pair, .run = run_pingping, .bytes = bytes_1,
      .fill = fill_own, .check = check_pair, .elem_bytes = 1},
     {.name = "Sendrecv", .kind = MB_PT2PT, .min_np = 2, .sized = 1, .iter_div = 1,
      .bufsize = buf_chain, .run = run_sendrecv, .bytes = bytes_2, .fill = fill_own,
@@ -198,11 +198,11 @@ const mb_bench mb_pt2pt_benches[] = {
     {.name = "Exchange", .kind = MB_PT2PT, .min_np = 2, .sized = 1, .iter_div = 1,
      .bufsize = buf_exchange, .run = run_exchange, .bytes = bytes_4, .fill = fill_own,
      .check = check_exchange, .elem_bytes = 1},
-    {.name = "Uniband", .kind = MB_PT2PT, .min_np = 2, .single_pair = 1, .sized = 1,
-     .iter_div = 1, .bufsize = buf_uniband, .run = run_uniband, .bytes = bytes_uni,
+    {.name = "Uniband", .kind = MB_PT2PT, .min_np = 2, .single_pair = 1, .pair_sync = 1,
+     .sized = 1, .iter_div = 1, .bufsize = buf_uniband, .run = run_uniband, .bytes = bytes_uni,
      .msgs_per_iter = MB_WINDOW, .fill = fill_own, .check = check_uniband, .elem_bytes = 1},
-    {.name = "Biband", .kind = MB_PT2PT, .min_np = 2, .single_pair = 1, .sized = 1,
-     .iter_div = 1, .bufsize = buf_pair, .run = run_biband, .bytes = bytes_bi,
+    {.name = "Biband", .kind = MB_PT2PT, .min_np = 2, .single_pair = 1, .pair_sync = 1,
+     .sized = 1, .iter_div = 1, .bufsize = buf_pair, .run = run_biband, .bytes = bytes_bi,
      .msgs_per_iter = 2 * MB_WINDOW, .fill = fill_own, .check = check_pair, .elem_bytes = 1},
     {.name = NULL},
 };

@@ -438,6 +438,33 @@ def test_sync_window_schedule(core, stack, tmp_path):
             assert r["late_samples"] > 0
 
 
+@pytest.mark.parametrize("stack", ["openmpi", "mpich"])
+def test_sync_auto_barrier_per_round_for_pair_benchmarks(core, stack, tmp_path):
+    """--sync auto (the default): the benchmarks whose iterations wait for the peer
+    (PingPong, Uniband) take a barrier per round and say so (`sync: round`), the rest one
+    per sample (`barrier`); --sync barrier puts one before every sample of every benchmark.
+    Either way the results are valid and the warm-up is counted."""
+    runs = {}
+    for mode in ("auto", "barrier"):
+        out = tmp_path / f"{mode}.jsonl"
+        args = ["--sizes", "0,1K", "--max-time", "0.05", "--quiet", "PingPong", "Uniband",
+                "Sendrecv", "Allreduce"] + (["--sync", mode] if mode == "barrier" else [])
+        run = launch(stack, _exe(core, stack), 2, args, out, timeout=120)
+        assert run.res.returncode == 0, run.res.stderr_tail()
+        check_schema(run.records)
+        runs[mode] = run
+    assert runs["auto"].header["options"]["sync"] == "auto"
+    assert runs["barrier"].header["options"]["sync"] == "barrier"
+    got = {mode: [(r["benchmark"], r["sync"]) for r in run.results] for mode, run in runs.items()}
+    assert got["auto"] == [("PingPong", "round")] * 2 + [("Uniband", "round")] * 2 + \
+        [("Sendrecv", "barrier")] * 2 + [("Allreduce", "barrier")] * 2
+    assert {s for _, s in got["barrier"]} == {"barrier"}
+    for run in runs.values():
+        for r in run.results:
+            assert r["status"] == "ok" and r["validation"]["ok"], r
+            assert r["warmup"] >= 2 and r["n"] == len(r["samples_us"]) > 0, r
+
+
 def test_futility_stops_an_unreachable_target(core, tmp_path):
     """Futility may judge once the size has 2 x --min-samples samples and a quarter of its
     --max-time spent. With --max-time 0.4 and 20 minimum samples a loaded machine
