@@ -128,7 +128,7 @@ def test_core_options_reach_the_core_on_both_stacks(tmp_path):
     fps, rows, _ = _fingerprints_and_rows(tmp_path / "fixed.db")
     assert fps["openmpi"]["core_options"] == {
         "mode": "iterations", "iterations": 40, "iterations_volume": 2048,
-        "thread_level": "funneled", "off_cache": True, "root_shift": True, "sync": "barrier",
+        "thread_level": "funneled", "off_cache": True, "root_shift": True, "sync": "auto",
         "batch_us": 20, "warmup": 2, "per_call": True}
     for b in ("Reduce", "PingPong"):
         st8, x8 = rows[("openmpi", b, 8)]
