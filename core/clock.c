@@ -61,10 +61,30 @@ int mb_watchdog(void *arg)
              * exit makes every launcher (mpirun, hydra) tear the job down. */
             _exit(1);
         }
-        struct timespec ts = {0, 20 * 1000 * 1000};
-        thrd_sleep(&ts, NULL);
+        /* 20 ms between looks, cut short when the run ends (mb_watchdog_stop): a plain
+         * sleep made every launch wait up to 20 ms for the join before MPI_Finalize */
+        struct timespec ts;
+        timespec_get(&ts, TIME_UTC);
+        ts.tv_nsec += 20 * 1000 * 1000;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        mtx_lock(&st->wd_mtx);
+        if (!atomic_load(&st->wd_stop))
+            cnd_timedwait(&st->wd_cnd, &st->wd_mtx, &ts);
+        mtx_unlock(&st->wd_mtx);
     }
     return 0;
+}
+
+void mb_watchdog_stop(mb_state *st, thrd_t wd)
+{
+    mtx_lock(&st->wd_mtx);
+    atomic_store(&st->wd_stop, 1);
+    cnd_signal(&st->wd_cnd);
+    mtx_unlock(&st->wd_mtx);
+    thrd_join(wd, NULL);
 }
 
 void mb_arm(mb_state *st, const mb_bench *b, int64_t size)

@@ -622,6 +622,8 @@ int main(int argc, char **argv)
     /* the launch's start-up cost, per launch (MPI_Wtime does not exist before MPI_Init) */
     MPI_Reduce(&my_init_us, &st->init_us, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     mtx_init(&st->out_mtx, mtx_plain);
+    mtx_init(&st->wd_mtx, mtx_plain);
+    cnd_init(&st->wd_cnd);
     if (!open_outputs(st)) {
         MPI_Finalize();
         return 2;
@@ -651,8 +653,7 @@ int main(int argc, char **argv)
         }
         mb_bench_buffers_free(st);
     }
-    atomic_store(&st->wd_stop, 1);
-    thrd_join(wd, NULL);
+    mb_watchdog_stop(st, wd);
     if (st->rank == 0) {
         mtx_lock(&st->out_mtx);
         mb_footer(st, failed ? "failed" : "ok");

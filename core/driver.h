@@ -79,6 +79,8 @@ typedef struct mb_state {
     long long start_ns;
     atomic_llong deadline_ns; /* 0 = watchdog disarmed */
     atomic_int wd_stop;
+    mtx_t wd_mtx; /* with wd_cnd: the watchdog's sleep, which the end of the run cuts short */
+    cnd_t wd_cnd;
     const mb_bench *volatile cur_b;
     volatile int64_t cur_size;
     volatile int cur_stage;
@@ -140,6 +142,7 @@ long long mb_now_ns(void);
 mb_timer mb_calibrate_timer(void);
 double mb_clock_offset(const mb_state *st);
 int mb_watchdog(void *state);
+void mb_watchdog_stop(mb_state *st, thrd_t wd); /* wakes the watchdog and joins it */
 void mb_arm(mb_state *st, const mb_bench *b, int64_t size);
 void mb_disarm(mb_state *st);
 void mb_set_stage(mb_state *st, enum mb_stage s);
