@@ -183,7 +183,9 @@ def breakdown(core_db: Path, imb_db: Path) -> list[str]:
     (the core's own options) and of later rounds (the budget's): the launch's elapsed
     seconds (the store's), and for the core from its JSON Lines (core.jsonl in the run
     directory): MPI_Init, the cells (set-up, first call and validation, calibration,
-    warm-up, samples: their elapsed_s), the timed samples alone (n x batch x median), and
+    warm-up, samples: their elapsed_s), the timed samples alone (n x batch x median x 2:
+    PingPong's sample is half a round trip; and the sum of the samples, with the samples a
+    preemption lengthened, which the median leaves out), and
     what lies outside the core's own clock (the launcher's start and teardown,
     MPI_Finalize: the wall less the core's footer elapsed_s, which runs from before
     MPI_Init to its last record)."""
@@ -216,17 +218,20 @@ def breakdown(core_db: Path, imb_db: Path) -> list[str]:
             foot = next((r for r in recs if r.get("record") == "footer"), {})
             cells = [r for r in recs if r.get("record") == "result"]
             a = acc.setdefault(v, {k: [] for k in ("wall", "init", "cells", "samples",
-                                                   "outside")})
+                                                   "sampled", "outside")})
             a["wall"].append(el)
             a["init"].append(head.get("mpi_init_us", 0) / 1e6)
             a["cells"].append(sum(r.get("elapsed_s") or 0 for r in cells))
             a["samples"].append(sum((r.get("n") or 0) * (r.get("batch") or 0)
-                                    * (r.get("median_us") or 0) * 1e-6 for r in cells))
+                                    * (r.get("median_us") or 0) * 2e-6 for r in cells))
+            a["sampled"].append(sum(sum(r.get("samples_us") or ()) * (r.get("batch") or 0)
+                                    * 2e-6 for r in cells))
             a["outside"].append(el - (foot.get("elapsed_s") or 0))
         for v, a in sorted(acc.items()):
             out.append(f"  core {v:8} {phase}: launch {med(a['wall']):.3f} s: MPI_Init "
                        f"{med(a['init']):.3f}, cells {med(a['cells']):.3f} (timed samples "
-                       f"{med(a['samples']):.3f}), outside the core's clock (launcher "
+                       f"{med(a['samples']):.3f} at the median, {med(a['sampled']):.3f} "
+                       f"in all), outside the core's clock (launcher "
                        f"start and teardown, MPI_Finalize) {med(a['outside']):.3f}; "
                        f"IMB {v} launch "
                        f"{med(imb.get((pilot, v), [])):.3f} s ({len(a['wall'])} core and "
