@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Can a two-stage `repeats = "auto"` keep its CI's coverage where it stops at the minimum?
-Designs side by side, simulated.
+"""Does the two-stage `repeats = "auto"` keep its CI's coverage where it stops at the minimum?
+The rule and the designs tried before it, side by side, simulated.
 
     .venv/bin/python bench/bench_auto_paired.py [--quick] [--reps N] [--seed S] [--sigmas L]
 
@@ -15,8 +15,10 @@ share (stats.simulate.round_offsets: none, two-mode x3 with both in the same mod
 Every design sees the same launches in a comparison (one draw, all designs), so the rows of
 one scenario differ by the design only:
 
-  today        the rule as it is (stage_two_total on the stage-1 launches without round
-               keys: the unpaired spread), the report's CI over all launches
+  rule         the rule (stage_two_total: the spread of the stage-1 pair sums, log a +
+               log b per round, or of the i-th launches in random order), the report's CI
+  before       the rule before it (the same scaling on the unpaired stage-1 test: each
+               side's spread), the report's CI over all launches
   own          the total planned from the stage-1 CI of the test the report runs (paired
                where it pairs: stage_two_total's scaling, sqrt(n1 / n), the stage-1
                critical value kept), the report's CI
@@ -36,7 +38,7 @@ Per row: cells with p <= 0.05 (the CI excludes 1), gain-CI coverage, the share o
 comparisons that stopped at the design's smallest total and the coverage among them,
 launches per side (mean). The summary gives each design's worst figures over the rows
 (coverage at the smallest total over rows with at least 20 such comparisons) and its mean
-launches per side next to today's. Targets (issue 21): false positives <= alpha + 1 point,
+launches per side next to the rule before's. Targets (issue 21): false positives <= alpha + 1 point,
 coverage 93-97%, and >= 93% also where it stopped at the minimum. Cells of one comparison
 share its launches, so a rate's noise is that of `reps` comparisons (about ±1.5 points at
 400), not of reps x 20 cells; the coverage at the minimum, of fewer comparisons, more.
@@ -62,15 +64,20 @@ from mpibench.stats.simulate import round_offsets  # noqa: E402
 CELLS, SIZE_PART = 20, 0.5
 RULE = AutoRepeats(3, 10, 0.05)
 GOAL = math.log1p(RULE.target)
-# label: (round model, round sd, interleaved: the final test pairs by round)
-SCENARIOS = {"no round effect": ("none", 0.0, True), "random order": ("none", 0.0, False),
-             "two-mode x3, same 5/6": ("two-mode", 0.0, True),
-             "round normal sd 0.3": ("normal", 0.3, True)}
+# label: (round model, round sd, interleaved: the final test pairs by round, the
+# candidate's launch spread as a multiple of the baseline's)
+SCENARIOS = {"no round effect": ("none", 0.0, True, 1.0),
+             "random order": ("none", 0.0, False, 1.0),
+             "two-mode x3, same 5/6": ("two-mode", 0.0, True, 1.0),
+             "round normal sd 0.3": ("normal", 0.3, True, 1.0),
+             "candidate spread x3": ("none", 0.0, True, 3.0),
+             "random, cand x3": ("none", 0.0, False, 3.0)}
 # name: (plan, smallest total, CI)
-DESIGNS = {"today": ("today", 3, "report"), "own": ("own", 3, "report"),
+DESIGNS = {"rule": ("rule", 3, "report"), "before": ("before", 3, "report"), "own": ("own", 3, "report"),
            "own-ub": ("own-ub", 3, "report"),
            **{f"own>={k}": ("own", k, "report") for k in (4, 5, 6, 7)},
            "stage2>=6": ("stage2", 6, "stage2"), "wider>=6": ("stage2", 6, "wider")}
+ISSUE = ("no round effect", "random order", "two-mode x3, same 5/6", "round normal sd 0.3")
 MIN_AT = 20          # comparisons at the smallest total before a row counts in the summary
 
 
@@ -107,22 +114,23 @@ def stage2_total(tests: list, smallest: int) -> int:
     return need
 
 
-def draw(rng: np.random.Generator, sigma: float, model: str, sd: float) -> tuple:
+def draw(rng: np.random.Generator, sigma: float, model: str, sd: float,
+         scale: float) -> tuple:
     """Both sides' launch statistics, (max rounds, cells) each."""
     r = RULE
     offs = np.array([round_offsets(rng, model, sd) for _ in range(r.max)])
 
-    def side(off: np.ndarray) -> np.ndarray:
-        return np.exp(rng.normal(0, sigma, (r.max, 1)) + off[:, None]
-                      + rng.normal(0, sigma * SIZE_PART, (r.max, CELLS)))
-    return side(offs[:, 0]), side(offs[:, 1])
+    def side(off: np.ndarray, f: float) -> np.ndarray:
+        return np.exp(rng.normal(0, sigma * f, (r.max, 1)) + off[:, None]
+                      + rng.normal(0, sigma * f * SIZE_PART, (r.max, CELLS)))
+    return side(offs[:, 0], 1.0), side(offs[:, 1], scale)
 
 
 def one(rng: np.random.Generator, sigma: float, model: str, sd: float,
-        interleaved: bool) -> dict[str, tuple]:
+        interleaved: bool, scale: float) -> dict[str, tuple]:
     """One comparison under every design: {design: (cells with p <= 0.05, cells covered,
     launches per side, stopped at the smallest total)}."""
-    a, b = draw(rng, sigma, model, sd)
+    a, b = draw(rng, sigma, model, sd, scale)
     m = RULE.min
     rounds = {(s, i): i for s in "ab" for i in range(RULE.max)} if interleaved else None
 
@@ -131,13 +139,17 @@ def one(rng: np.random.Generator, sigma: float, model: str, sd: float,
                  {("b", i): float(b[i, k]) for i in range(lo, hi)}, "lower")
                 for k in range(CELLS)]
     first = L.compare_cells(cells(0, m), rounds=rounds)
-    today = stage_two_total({"a": {("x", k): list(a[:m, k]) for k in range(CELLS)},
-                             "b": {("x", k): list(b[:m, k]) for k in range(CELLS)}}, RULE)
+    before = own_total(L.compare_cells(cells(0, m)), RULE.min, False)   # unpaired spread
+    pilot = cells(0, m)
+    rule = stage_two_total({"a": {("x", k): c[0] for k, c in enumerate(pilot)},
+                            "b": {("x", k): c[1] for k, c in enumerate(pilot)}}, RULE,
+                           None, rounds)
     final: dict[int, list] = {}
     out = {}
     for name, (plan, smallest, ci) in DESIGNS.items():
-        n = (max(today, smallest) if plan == "today" else stage2_total(first, smallest)
-             if plan == "stage2" else own_total(first, smallest, plan == "own-ub"))
+        n = (before if plan == "before" else rule if plan == "rule"
+             else stage2_total(first, smallest) if plan == "stage2"
+             else own_total(first, smallest, plan == "own-ub"))
         if n not in final:
             final[n] = L.compare_cells(cells(0, n), rounds=rounds)
         halves = [math.log(t.ci_high) - t.diff_log for t in final[n]]
@@ -160,13 +172,15 @@ def row(label: str, sigma: float, name: str, res: list, reps: int) -> dict:
     print(f"{label:<22} {sigma:>7g} {name:<10} {100 * fp:>6.2f}% {100 * cov:>5.1f}% "
           f"{100 * len(at) / reps:>7.0f}% {there:>11} {n:>8.2f}", flush=True)
     return {"fp": fp, "cov": cov, "at": float(np.mean(at)) if len(at) >= MIN_AT else None,
-            "n": n}
+            "n": n, "issue": label in ISSUE}
 
 
-def summary(rows: dict[str, list[dict]]) -> None:
-    print(f"\nper design over the rows: {'max p<=0.05':>11} {'coverage':>13} "
-          f"{'worst at min':>12} {'launches':>8} {'today':>6}")
-    base = np.mean([r["n"] for r in rows["today"]])
+def summary(rows: dict[str, list[dict]], issue: bool) -> None:
+    what = "issue 21's scenarios" if issue else "the unequal spreads"
+    print(f"\nper design over {what}: {'max p<=0.05':>11} {'coverage':>13} "
+          f"{'worst at min':>12} {'launches':>8} {'before':>6}")
+    rows = {d: [r for r in rs if r["issue"] == issue] for d, rs in rows.items()}
+    base = np.mean([r["n"] for r in rows["before"]])
     for name, rs in rows.items():
         at = [r["at"] for r in rs if r["at"] is not None]
         worst = f"{100 * min(at):.1f}%" if at else "-"
@@ -218,12 +232,13 @@ def main(argv: list[str]) -> int:
     print(f"{'scenario':<22} {'sigma_L':>7} {'design':<10} {'p<=0.05':>7} {'cover':>6} "
           f"{'smallest':>8} {'cover there':>11} {'launches':>8}")
     rows: dict[str, list[dict]] = {d: [] for d in DESIGNS}
-    for label, (model, sd, interleaved) in SCENARIOS.items():
+    for label, (model, sd, interleaved, scale) in SCENARIOS.items():
         for sigma in (float(s) for s in args.sigmas.split(",")):
-            res = [one(rng, sigma, model, sd, interleaved) for _ in range(reps)]
+            res = [one(rng, sigma, model, sd, interleaved, scale) for _ in range(reps)]
             for name in DESIGNS:
                 rows[name].append(row(label, sigma, name, [x[name] for x in res], reps))
-    summary(rows)
+    summary(rows, True)
+    summary(rows, False)
     print("targets: p <= 0.05 in <= 6% of cells, coverage 93-97%, >= 93% also at the "
           f"smallest total (rows with >= {MIN_AT} comparisons there)")
     print(f"\n{time.monotonic() - t0:.0f} s")

@@ -24,19 +24,24 @@ point stopped, and a resumed campaign reaches the same decisions.
 
 The plan holds `max` launches per variant, interleaved as usual (cell ids do not depend on
 the rule). Stage 1: the first `min` rounds always run. Then, once per group, the rule looks
-at the stage-1 launches (each candidate against the group's first variant, every cell, the
-pooled launch-level model of stats.launch.compare_cells) and fixes the group's total: the
-smallest n per side at which every gain's 95% CI would be within ±target *at the stage-1
-spread*, clamped to [min, max]. Stage 2 runs the rounds up to that total; there is no
-further look.
+at the stage-1 launches (each candidate against the group's first variant, every cell) and
+fixes the group's total: the smallest n per side at which every gain's 95% CI would be
+within ±target at the stage-1 spread of the pair SUMS (log baseline + log candidate of a
+round; the i-th launches of each side in a random-order campaign), pooled over a
+benchmark's sizes as the hierarchical model pools (stats.launch.spread), clamped to [min,
+max]. Stage 2 runs the rounds up to that total; there is no further look.
 
 Why: the old rule looked after every round and stopped as soon as the CI was narrow, which
 selects runs whose spread happened to be underestimated (one cell, rule (3, 10, 5%), launch
 spread 0.05: 6.9% false positives, CI coverage 93%, and 48-64% when it stopped at the
-minimum). With one look, on the spread only (never on the means or a p), the total depends on
-the first stage's spread and on nothing else, as in Stein's two-stage procedure, and the
-final test sees every launch. `simulate_two_stage` checks false positives and coverage (also
-when it stopped at the minimum) by simulation; bench/bench_inference.py prints it.
+minimum). One look on the spread only (Stein's two-stage idea) fixed the false positives
+but not the coverage at the minimum: there the report prints the stage-1 CI, whose spread
+was selected small by the stop (86.6% at sigma_L 0.03). The sums' spread measures the same
+variance as the differences' without a round effect (more with one: a conservative plan)
+and is independent of the differences when both sides spread alike, so the stop no longer
+selects the spread the CI uses (the blinded sample-size re-estimation idea).
+`simulate_two_stage` checks false positives and coverage (also when it stopped at the
+minimum) by simulation; bench/bench_auto_paired.py and bench/bench_inference.py print it.
 """
 
 from __future__ import annotations
@@ -148,11 +153,14 @@ def precise_enough(per_variant: dict[str, dict[tuple, list[float]]], target: flo
     return True
 
 
-def group_launches(store, campaign_id: int, group: str, metrics: set[str] | None = None
-                   ) -> tuple[dict[str, dict[tuple, list[float]]], dict[tuple, str]]:
-    """{variant: {cell key: launch medians}} of one group's finished launches, and each
-    cell's better-direction (read through the store like every comparison); metrics: only
-    these (an application's figures of merit, see figures)."""
+def group_launches(store, campaign_id: int, group: str, metrics: set[str] | None = None,
+                   rounds: dict | None = None
+                   ) -> tuple[dict[str, dict[tuple, dict[str, float]]], dict[tuple, str]]:
+    """{variant: {cell key: {run id: launch statistic}}} of one group's finished launches,
+    and each cell's better-direction (read through the store like every comparison);
+    metrics: only these (an application's figures of merit, see figures). rounds: filled
+    with {run id: its round key} of the launches an interleaved campaign ran
+    (report.data.ResultCell.by_round: what the report pairs by)."""
     from mpibench.report.data import load_cells
     from mpibench.report.rules import comparable
 
@@ -162,7 +170,7 @@ def group_launches(store, campaign_id: int, group: str, metrics: set[str] | None
     for r in done_runs_of_group(store, campaign_id, group):
         runs[r["variant"]].append(r["id"])
     cells = load_cells(store, dict(runs), with_samples=False)
-    out: dict[str, dict[tuple, list[float]]] = {v: {} for v in runs}
+    out: dict[str, dict[tuple, dict[str, float]]] = {v: {} for v in runs}
     better: dict[tuple, str] = {}
     first = next(iter(runs), None)           # precise_enough's baseline
     for key, by in cells.items():
@@ -174,18 +182,34 @@ def group_launches(store, campaign_id: int, group: str, metrics: set[str] | None
             if base is not None and v != first and not comparable(base, c):
                 continue
             if c.status == "ok" and c.launch_values:
-                out[v][key] = list(c.launch_values)
+                out[v][key] = c.by_launch
                 better[key] = c.better
+                if rounds is not None:
+                    rounds.update(c.by_round)
     return out, better
 
 
-def stage_two_total(per_variant: dict[str, dict[tuple, list[float]]], rule: AutoRepeats,
-                    better: dict[tuple, str] | None = None) -> int:
-    """Launches per variant for the whole group, from its stage-1 launches: the smallest n
-    at which every candidate cell's 95% gain CI would be within ±target at the stage-1
-    spread (standard error scaled by sqrt(n1 / n), the stage-1 critical value kept, which
-    is conservative as df only grow), clamped to [min, max]. A cell without a test (fewer
-    than two launches) asks for the maximum."""
+def stage_two_total(per_variant: dict[str, dict[tuple, Any]], rule: AutoRepeats,
+                    better: dict[tuple, str] | None = None,
+                    rounds: dict | None = None) -> int:
+    """Launches per variant for the whole group, from its stage-1 launches ({cell key:
+    [statistics] or {launch id: statistic}} per variant, baseline first): the smallest n
+    at which every candidate cell's 95% gain CI would be within ±target, clamped to [min,
+    max], planned on the spread of the pair SUMS (pair_sums: log baseline + log candidate
+    of the same round where the campaign interleaves, rounds = {launch id: round key},
+    else of the i-th launches of each side), pooled over a benchmark's sizes
+    (stats.launch.spread, the hierarchical model's components and critical value) and
+    scaled to n (standard error x sqrt(n1 / n), the stage-1 critical value kept).
+
+    Why the sums: the test's CI rests on the differences' spread (the paired test's) or on
+    each side's (unpaired), and a rule that stops because that spread came out small
+    prints, at the minimum, a CI from an underestimated spread (docs/statistics.md). The
+    sum and the difference of two launches with the same spread are uncorrelated (normal:
+    independent), so the stop does not select the differences; var(sum) = var(difference)
+    without a round effect, and more with one (a conservative plan, as the unpaired
+    spread's). better is unused (a sum's spread has no direction); kept for callers.
+    A cell with fewer than two pairs asks for the maximum."""
+    del better
     names = list(per_variant)
     if len(names) < 2:
         return rule.min
@@ -193,25 +217,46 @@ def stage_two_total(per_variant: dict[str, dict[tuple, list[float]]], rule: Auto
     goal = math.log1p(rule.target)
     need = rule.min
     for cand in names[1:]:
-        by_bench: dict[tuple, list[tuple]] = {}
-        for key in per_variant[cand]:
+        blocks: dict[tuple, dict[tuple, dict]] = {}
+        for key, vals in per_variant[cand].items():
             if key in base:
-                by_bench.setdefault(_bench_of(key), []).append(key)
-        for keys in by_bench.values():
-            tests = launch_stats.compare_cells(
-                [(dict(enumerate(base[k])), dict(enumerate(per_variant[cand][k])),
-                  (better or {}).get(k, "lower")) for k in keys])
-            for t in tests:
-                if not t.tested or t.se_log is None or t.ci_low is None:
-                    return rule.max
-                n1 = min(t.n_base, t.n_cand)
-                h1 = 0.5 * (math.log(t.ci_high) - math.log(t.ci_low))
-                if h1 <= goal:
-                    continue
-                need = max(need, math.ceil(n1 * (h1 / goal) ** 2))
-                if need >= rule.max:
-                    return rule.max
+                blocks.setdefault(_bench_of(key), {})[key] = pair_sums(base[key], vals, rounds)
+        for block in blocks.values():
+            n1 = min(len(sums) for sums in block.values())
+            sp = launch_stats.spread(block) if n1 >= 2 else None
+            if sp is None:
+                return rule.max
+            comps = sp.components(sp.launches)
+            h1 = launch_stats.cochran_cox_crit(comps, 0.025) * math.sqrt(
+                sum(v for v, _ in comps))
+            if h1 > goal:
+                need = max(need, math.ceil(sp.launches * (h1 / goal) ** 2))
+            if need >= rule.max:
+                return rule.max
     return max(rule.min, min(rule.max, need))
+
+
+def pair_sums(base: Any, cand: Any, rounds: dict | None = None) -> dict:
+    """{pair: baseline statistic x candidate statistic} (a product: its log is the sum of
+    the logs). With rounds (an interleaved campaign's {launch id: round key}) the pairs are
+    the rounds with exactly one usable launch on each side, as stats.launch.pair_rounds
+    pairs them; without, the i-th usable launch of each side (the stored order: never the
+    values). base/cand: [statistics] or {launch id: statistic}."""
+    def usable(vals) -> list[tuple[Any, float]]:
+        items = vals.items() if isinstance(vals, dict) else enumerate(vals)
+        return [(k, float(v)) for k, v in items
+                if v is not None and math.isfinite(v) and v > 0]
+    b, c = usable(base), usable(cand)
+    if not rounds:
+        return {i: x * y for i, ((_, x), (_, y)) in enumerate(zip(b, c, strict=False))}
+    sides = []
+    for side in (b, c):
+        by: dict[Any, list[float]] = {}
+        for k, v in side:
+            by.setdefault(rounds.get(k), []).append(v)
+        sides.append(by)
+    return {r: sides[0][r][0] * sides[1][r][0] for r in sides[0]
+            if r is not None and len(sides[0][r]) == 1 and len(sides[1].get(r, ())) == 1}
 
 
 def _bench_of(key: tuple) -> tuple:
@@ -223,27 +268,46 @@ def _bench_of(key: tuple) -> tuple:
 
 def simulate_two_stage(rng: np.random.Generator, reps: int = 200, *, sigma_l: float = 0.05,
                        cells: int = 20, rule: AutoRepeats = AutoRepeats(),
-                       alpha: float = 0.05, effect: float = 0.0, size_part: float = 0.5
-                       ) -> dict[str, float]:
+                       alpha: float = 0.05, effect: float = 0.0, size_part: float = 0.5,
+                       rounds: str = "none", round_sd: float = 0.0, paired: bool = False,
+                       cand_scale: float = 1.0, total=None) -> dict[str, float]:
     """Comparisons under the two-stage rule, launch statistics from the stats.simulate
     model (a launch offset shared by the cells, sd sigma_l, plus a cell-specific part of
-    size_part x sigma_l): per-cell false positives before and after Holm, gain-CI coverage
-    overall and in the comparisons that stopped at the minimum, launches used."""
-    from mpibench import stats
+    size_part x sigma_l; the candidate's both x cand_scale): per-cell false positives
+    before and after Holm, gain-CI coverage overall and in the comparisons that stopped at
+    the minimum, launches used.
 
+    rounds/round_sd: a round effect both launches of a round share
+    (stats.simulate.round_offsets: "none", "normal", "two-mode"). paired: the launches
+    carry round keys (an interleaved campaign), so the rule pairs by round and the final
+    test is the paired one (stats.launch.pair_rounds), as the report's; else random order
+    (the unpaired test). total: the rule (stage_two_total's signature), for comparisons."""
+    from mpibench import stats
+    from mpibench.stats.simulate import round_offsets
+
+    total = total or stage_two_total
     raw = sig = cover = cells_n = stopped_min = cover_min = cells_min = 0
     used = []
+    keys = {side: [(side, r) for r in range(rule.max)] for side in ("a", "b")}
+    round_of = {k: k[1] for ks in keys.values() for k in ks} if paired else None
     for _ in range(reps):
-        def launches(shift: float) -> np.ndarray:
-            u = rng.normal(0, sigma_l, (rule.max, 1))
-            return np.exp(shift + u + rng.normal(0, sigma_l * size_part, (rule.max, cells)))
-        a, b = launches(0.0), launches(-effect)
+        offs = np.array([round_offsets(rng, rounds, round_sd) for _ in range(rule.max)])
+
+        def launches(shift: float, off: np.ndarray, scale: float) -> np.ndarray:
+            u = rng.normal(0, sigma_l * scale, (rule.max, 1))
+            return np.exp(shift + u + off[:, None]
+                          + rng.normal(0, sigma_l * size_part * scale, (rule.max, cells)))
+        a, b = launches(0.0, offs[:, 0], 1.0), launches(-effect, offs[:, 1], cand_scale)
+
+        def by_id(x: np.ndarray, side: str, m: int, k: int) -> dict:
+            return dict(zip(keys[side][:m], x[:m, k].tolist(), strict=True))
         m = rule.min
-        n = stage_two_total({"a": {("bench", k): list(a[:m, k]) for k in range(cells)},
-                             "b": {("bench", k): list(b[:m, k]) for k in range(cells)}}, rule)
+        n = total({"a": {("bench", k): by_id(a, "a", m, k) for k in range(cells)},
+                   "b": {("bench", k): by_id(b, "b", m, k) for k in range(cells)}},
+                  rule, None, round_of)
         ts = launch_stats.compare_cells(
-            [(dict(enumerate(a[:n, k])), dict(enumerate(b[:n, k])), "lower")
-             for k in range(cells)])
+            [(by_id(a, "a", n, k), by_id(b, "b", n, k), "lower") for k in range(cells)],
+            rounds=round_of)
         ps = [t.p for t in ts]
         raw += sum(p <= alpha for p in ps)
         sig += int((stats.holm(ps) <= alpha).sum())
@@ -259,7 +323,7 @@ def simulate_two_stage(rng: np.random.Generator, reps: int = 200, *, sigma_l: fl
             "coverage": cover / cells_n,
             "coverage_at_min": cover_min / cells_min if cells_min else float("nan"),
             "stopped_at_min": stopped_min / reps, "median_launches": float(np.median(used)),
-            "max_launches": int(max(used))}
+            "mean_launches": float(np.mean(used)), "max_launches": int(max(used))}
 
 
 def simulate_sequential(rng: np.random.Generator, reps: int = 200, *, sigma_l: float = 0.1,
@@ -572,12 +636,15 @@ class Stages:
         def wanted(c) -> bool:
             g = c.group.name
             if g not in self.total:
+                rounds: dict = {}
                 per_variant, better = group_launches(self.runner.store, self.cid, g,
-                                                     figures(self.runner.spec).get(g))
-                t = self.total[g] = stage_two_total(per_variant, self.rule, better)
+                                                     figures(self.runner.spec).get(g), rounds)
+                t = self.total[g] = stage_two_total(per_variant, self.rule, better, rounds)
+                how = "each round's" if rounds else "the i-th launches'"
                 self.runner.log(f"repeats = auto: group {g}: {t} launches per variant "
-                                f"(two-stage rule: at the spread of the first {self.rule.min}, "
-                                f"every gain's 95% CI within ±{100 * self.rule.target:g}%"
+                                f"(two-stage rule: at the spread of {how} sum over the "
+                                f"first {self.rule.min}, every gain's 95% CI within "
+                                f"±{100 * self.rule.target:g}%"
                                 + (", or the maximum" if t == self.rule.max else "") + ")")
             return c.repeat < self.total[g]
         return wanted
@@ -610,4 +677,4 @@ class Stages:
 
 __all__ = ["AutoRepeats", "parse", "Stages", "decisions", "decision_cells", "summarize",
            "is_decide", "design_of", "figures", "point_json", "precise_enough", "group_launches", "half_width",
-           "stage_two_total", "simulate_two_stage", "simulate_sequential"]
+           "stage_two_total", "pair_sums", "simulate_two_stage", "simulate_sequential"]
