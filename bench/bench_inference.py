@@ -3,7 +3,7 @@
 
     .venv/bin/python bench/bench_inference.py [--quick] [--reps N] [--seed S]
                                               [--only-decide | --only-paired |
-                                               --only-unbalanced]
+                                               --only-unbalanced | --only-planning]
 
 A/A scenarios (identical variants; issue 21's audit): balanced 5+5; unbalanced 2 vs 7 and
 3 vs 7; the small side 3x noisier; launch effects shared by a launch's sizes or not (each
@@ -30,6 +30,11 @@ shared by both launches of a round in 5 of 6 rounds (this VM), a normal round ef
 unshared launch effects, a failed launch (missing pair), 2 vs 7 (falls back), heavy
 tails, 8 benchmarks; power and equivalence paired vs unpaired; the decide rule paired.
 Same targets as above.
+
+Planning (`--only-planning` runs just this): the true power of the design's
+detectable_effect and of the table's own 'detectable' (now and as it was before
+plan_components), each with its Monte Carlo standard error, and the per-cell cost of the
+figure before and now.
 
 Unbalanced launches (`--only-unbalanced` runs just these; also 2 vs 7 and 3 vs 7 on a
 two-mode machine, launches x3 apart): each scenario's launches analysed as compare does
@@ -99,6 +104,9 @@ def main(argv: list[str]) -> int:
                     help="only the power of a paired test that drops a launch whose "
                     "partner failed, against the unpaired test and the full pairs (stats "
                     "level, ~1 min)")
+    ap.add_argument("--only-planning", action="store_true",
+                    help="only the planning figures' true power (the design's "
+                    "detectable_effect and the table's 'detectable', 5+5, 2 vs 7, 3 vs 7)")
     ap.add_argument("--only-unbalanced", action="store_true",
                     help="only the unbalanced designs (2 vs 7, 3 vs 7; two-mode launches "
                     "too) with and without the thin side's floor (stats.launch."
@@ -108,6 +116,7 @@ def main(argv: list[str]) -> int:
     rng = np.random.default_rng(args.seed)
     # --only-X: that section alone (the first flag given, in this order), then its time
     only = ((args.only_unbalanced, unbalanced_section, reps),
+            (args.only_planning, planning_section, reps),
             (args.only_missing_pair, missing_pair, 6 * reps),
             (args.only_paired, paired_section, reps),
             (args.only_decide, decide_section, reps))
@@ -154,33 +163,7 @@ def main(argv: list[str]) -> int:
               f"{100 * verdict:.1f}%, CI95 coverage {100 * t['coverage']:.1f}%", flush=True)
     print("  target: cells after Holm >= 38% (twice the 19% of per-cell Welch + Holm)")
 
-    print("\nPlanning: detectable_effect(true per-cell sd, n_a, n_b) and the true power of "
-          "the compare test at that effect (per cell, unadjusted, as planned); at 2 vs 7 and "
-          "3 vs 7 the test floors the thin side (stats.launch.floor_component), and the "
-          "table's own 'detectable' (its median) is checked the same way")
-    from mpibench.stats import launch as L
-    for launches in ((5, 5), (2, 7), (3, 7)):
-        for label, kw, sd_cell in (("shared", {}, 0.05 * math.hypot(1.0, 0.5)),
-                                   ("not sharing", dict(shared=0.0, size_part=1.0), 0.05)):
-            det = L.detectable_effect(sd_cell, *launches)
-            cmps = [S.run_compare(db, rng, compare_groups, **{**common, **kw},
-                                  launches=launches, effect=math.log1p(det))
-                    for _ in range(max(10, reps // 2))]
-            t = S.tally(cmps, true_gain=1 + det)
-            shown = float(np.median([r.deltas["b"].detectable for c in cmps for r in c.rows
-                                     if r.deltas["b"].detectable is not None]))
-            line = (f"  {launches[0]} vs {launches[1]}, {label}: per-cell sd {sd_cell:.4f}, "
-                    f"planned ±{100 * det:.1f}%, true power {100 * t['cell_raw']:.1f}%; the "
-                    f"table's own 'detectable' (median over cells and comparisons) "
-                    f"±{100 * shown:.1f}%")
-            if launches[0] != launches[1]:
-                at = [S.run_compare(db, rng, compare_groups, **{**common, **kw},
-                                    launches=launches, effect=math.log1p(shown))
-                      for _ in range(max(10, reps // 2))]
-                line += f", true power there {100 * S.tally(at, true_gain=1 + shown)['cell_raw']:.1f}%"
-            print(line, flush=True)
-    print("  target: 75-85% (the pooled test has more df than the planning formula's Welch "
-          "df where sizes do not share launch effects, so more power there)")
+    planning_section(rng, reps, db)
 
     print("\nEquivalence within ±5% (TOST per cell), sigma_L 0.02, 5+5")
     for label, eff in (("identical", 0.0), ("real 10% difference", math.log(1.1))):
@@ -219,6 +202,81 @@ def main(argv: list[str]) -> int:
     print(f"\n{time.monotonic() - t0:.0f} s")
     return 0
 
+
+
+def _power(db: Path, rng: np.random.Generator, kw: dict, launches, effect: float,
+           reps: int) -> tuple[float, float, list]:
+    """True power of the compare test at a true effect (cells with raw p <= 0.05) and its
+    Monte Carlo standard error: a comparison's cells share their launches, so the error
+    is that of the comparisons' own rates (sd over comparisons / sqrt(comparisons))."""
+    cmps = [S.run_compare(db, rng, compare_groups, **kw, launches=launches,
+                          effect=math.log1p(effect)) for _ in range(reps)]
+    rates = [S.tally([c], true_gain=1 + effect)["cell_raw"] for c in cmps]
+    return float(np.mean(rates)), float(np.std(rates, ddof=1) / math.sqrt(reps)), cmps
+
+
+def _plan_cost(tests: list) -> tuple[float, float]:
+    """Microseconds per cell of the 'detectable' figure, today's (the test's floored
+    components) and the planning one (plan_components), measured side by side with the
+    noncentral-t cache cleared before each (a cold cell, the dearest case); alternated
+    three times, the least of each (the machine is shared)."""
+    from mpibench.stats import launch as L
+    out = [math.inf, math.inf]
+    for _ in range(3):
+        for i, comps_of in enumerate((lambda t: t.components,
+                                      lambda t: t.plan_components or t.components)):
+            L._ncp_for_power.cache_clear()
+            t0 = time.perf_counter()
+            for t in tests:
+                L._detectable(tuple(comps_of(t)), 0.05, L.POWER)
+            out[i] = min(out[i], 1e6 * (time.perf_counter() - t0) / max(1, len(tests)))
+    return out[0], out[1]
+
+
+def planning_section(rng: np.random.Generator, reps: int, db: Path | None = None) -> None:
+    """The planning figures' true power through the real compare path (issue 21's target:
+    75-85%): the design's detectable_effect(true per-cell sd, n_a, n_b), and the table's
+    own 'detectable' (median over cells and comparisons) as it is now (plan_components:
+    a floored thin side's launch part pooled with the other side's, at its own df) and as
+    it was (the test's floored components), each used as the true effect of new
+    comparisons."""
+    from mpibench.stats import launch as L
+    if db is None:
+        db = Path(tempfile.mkdtemp(prefix="bench-inference-")) / "sim.db"
+    common = dict(sigma_l=0.05, within=0.01, n_samples=(30, 60), sizes=SIZES)
+    n = max(10, reps // 2)
+    print(f"\nPlanning: true power (cells with raw p <= 0.05, {n} comparisons of "
+          f"{len(SIZES)} sizes per figure, ± its Monte Carlo standard error over "
+          "comparisons) at the design's detectable_effect(true per-cell sd) and at the "
+          "table's 'detectable' (median over cells and comparisons), now (a floored thin "
+          "side planned on both sides pooled at its own df, plan_component) and before "
+          "(the test's floored components); cost: microseconds per cell of the figure, "
+          "before / now, cold cache")
+    for launches in ((5, 5), (2, 7), (3, 7)):
+        for label, kw, sd_cell in (("shared", {}, 0.05 * math.hypot(1.0, 0.5)),
+                                   ("not sharing", dict(shared=0.0, size_part=1.0), 0.05)):
+            kw = {**common, **kw}
+            det = L.detectable_effect(sd_cell, *launches)
+            pw, se, cmps = _power(db, rng, kw, launches, det, n)
+            tests = [r.deltas["b"].test for c in cmps for r in c.rows
+                     if r.deltas["b"].test is not None and r.deltas["b"].test.tested]
+            now = float(np.median([L._detectable(t.plan_components or t.components,
+                                                 0.05, L.POWER) for t in tests]))
+            old = float(np.median([L._detectable(t.components, 0.05, L.POWER)
+                                   for t in tests]))
+            line = (f"  {launches[0]} vs {launches[1]}, {label}: design ±{100 * det:.1f}% "
+                    f"power {100 * pw:.1f}±{100 * se:.1f}%; table now ±{100 * now:.1f}%")
+            pn, sn, _ = _power(db, rng, kw, launches, now, n)
+            line += f" power {100 * pn:.1f}±{100 * sn:.1f}%"
+            if abs(old - now) > 1e-9:
+                po, so, _ = _power(db, rng, kw, launches, old, n)
+                line += f"; before ±{100 * old:.1f}% power {100 * po:.1f}±{100 * so:.1f}%"
+            else:
+                line += "; before: the same"
+            c_old, c_new = _plan_cost(tests)
+            print(line + f"; cost {c_old:.0f} / {c_new:.0f} us per cell", flush=True)
+    print("  target: 75-85% for the table's 'detectable' (the design figure is the "
+          "unpooled Welch plan: more power where sizes do not share launch effects)")
 
 
 UNBALANCED = [k for k in SCENARIOS if " vs " in k]

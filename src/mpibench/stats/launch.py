@@ -180,6 +180,9 @@ class LaunchTest(NamedTuple):
     pairing: str = "none"
     pairs: int = 0                # rounds used (complete pairs) when pairing == "round"
     unpaired: int = 0             # launches of either side left out: no partner in its round
+    # what `detectable` is planned on where the test floored a thin side: its launch part
+    # pooled with the other side's, at its own df (plan_component); () = components
+    plan_components: tuple[tuple[float, float], ...] = ()
 
     def mean_components(self, k: int) -> tuple[tuple[float, float], ...]:
         """Variance components of the mean gain over k cells of this benchmark (pooled
@@ -258,6 +261,34 @@ def floor_component(var: float, df: float, other_var: float, other_df: float
     if df < WELCH_MIN_DF and other_df > df and other_var > var:
         return other_var, min(other_df, df + 1)
     return var, df
+
+
+def plan_component(var: float, df: float, other_var: float, other_df: float
+                   ) -> tuple[float, float]:
+    """What the planning figures (LaunchTest.detectable, detectable_at) take for one side's
+    per-launch variance component where floor_component floors it: the floor's premise,
+    equal spreads, estimated by pooling both sides (df-weighted), at the thin side's own
+    df. The test's floored component is right for its critical value in that draw, but
+    read as a known variance it overstates the power at 2 launches: whether the floor
+    acts changes from draw to draw (the thin part's t quantile 12.7 at its own 1 df, 4.3
+    at the floor's 2), and a plan at the floor's df had 57-61% true power at 2 vs 7 where
+    sizes share launch effects (docs/statistics.md "Planning"). Elsewhere: (var, df)."""
+    if df < WELCH_MIN_DF and other_df > df and other_var > var:
+        return (df * var + other_df * other_var) / (df + other_df), df
+    return var, df
+
+
+def _plan_spreads(spreads: list) -> list:
+    """Both sides' Spreads with plan_component applied to their launch parts."""
+    a, b = spreads
+    if a is None or b is None:
+        return spreads
+    out = []
+    for own, other in ((a, b), (b, a)):
+        v, _d = plan_component(own.ms_launch / own.cells, own.df_launch,
+                               other.ms_launch / other.cells, other.df_launch)
+        out.append(own._replace(ms_launch=v * own.cells))
+    return out
 
 
 def _floor_spreads(spreads: list) -> list:
@@ -406,7 +437,7 @@ def detectable_at(t: LaunchTest, alpha: float, power: float = POWER) -> float | 
     with probability `power` at another alpha (e.g. a Holm family's first step)."""
     if not t.tested or not t.components:
         return None
-    return _detectable(tuple(t.components), alpha, power)
+    return _detectable(tuple(t.plan_components or t.components), alpha, power)
 
 
 def _detectable(components: tuple, alpha: float, power: float) -> float | None:
@@ -549,13 +580,14 @@ def compare_cells(cells: Sequence[tuple[Mapping[str, float | None], Mapping[str,
                for s in sides]
     if any(s is None for s in spreads):
         spreads = [None, None]
+    plan = _plan_spreads(spreads)
     spreads = _floor_spreads(spreads)
     out: list[LaunchTest] = []
     for base, cand, better in cells:
         sign = -1.0 if better == "lower" else 1.0
         yb = np.array(list(_oriented_logs(base, sign).values()))
         yc = np.array(list(_oriented_logs(cand, sign).values()))
-        out.append(_test_cell(yb, yc, spreads, alpha, level))
+        out.append(_test_cell(yb, yc, spreads, alpha, level, plan))
     return _fill_p(out)
 
 
@@ -573,7 +605,7 @@ def _fill_p(out: list[LaunchTest]) -> list[LaunchTest]:
 
 
 def _test_cell(yb: np.ndarray, yc: np.ndarray, spreads, alpha: float,
-               level: float) -> LaunchTest:
+               level: float, plan_spreads=(None, None)) -> LaunchTest:
     nb, nc = int(yb.size), int(yc.size)
     if nb == 0 or nc == 0:
         return LaunchTest(None, None, None, None, nb, nc, False, Untested.NO_STATISTIC.value,
@@ -588,16 +620,27 @@ def _test_cell(yb: np.ndarray, yc: np.ndarray, spreads, alpha: float,
     pooled = spreads[0] is not None
     if pooled:
         comps = spreads[0].components(nb) + spreads[1].components(nc)
+        plan = plan_spreads[0].components(nb) + plan_spreads[1].components(nc)
         sd = math.sqrt(0.5 * (spreads[0].sd ** 2 + spreads[1].sd ** 2))
     else:
         vb, vc = float(yb.var(ddof=1)), float(yc.var(ddof=1))
         (fb, db), (fc, dc) = (floor_component(vb, nb - 1, vc, nc - 1),
                               floor_component(vc, nc - 1, vb, nb - 1))
         comps = [(fb / nb, db), (fc / nc, dc)]
+        (pb, _), (pc, _) = (plan_component(vb, nb - 1, vc, nc - 1),
+                            plan_component(vc, nc - 1, vb, nb - 1))
+        plan = [(pb / nb, nb - 1), (pc / nc, nc - 1)]
     shared = spreads[0].shared(nb) + spreads[1].shared(nc) if pooled else 0.0
     parts = tuple(_parts(sp, n) for sp, n in ((spreads[0], nb), (spreads[1], nc))) \
         if pooled else ()
-    return _tested(diff, (nb, nc), sd, tuple(comps), pooled, shared, parts, alpha, level)
+    return _tested(diff, (nb, nc), sd, tuple(comps), pooled, shared, parts, alpha, level,
+                   plan_components=planning_components(tuple(comps), tuple(plan)))
+
+
+def planning_components(comps: tuple, plan: tuple) -> tuple:
+    """The components `detectable` plans on (plan_component's, or () when they are the
+    test's own components)."""
+    return () if plan == comps or len(plan) != len(comps) else plan
 
 
 def _tested(diff: float, ns: tuple[int, int], sd: float, comps: tuple, pooled: bool,
@@ -619,7 +662,7 @@ def _tested(diff: float, ns: tuple[int, int], sd: float, comps: tuple, pooled: b
                           None if p is not None else Untested.NO_SPREAD, **extra)
     se = math.sqrt(se2)
     h = _crit(comps, (1.0 - level) / 2.0) * se
-    mde = _detectable(comps, alpha, POWER)
+    mde = _detectable(extra.get("plan_components") or comps, alpha, POWER)
     return LaunchTest(point, math.exp(diff - h), math.exp(diff + h), None, *ns, True, "", sd,
                       mde, df, diff, se, comps, pooled, shared_var=min(shared, se2),
                       parts=parts, **extra)
