@@ -253,6 +253,12 @@ static const mb_optdef mb_optdefs[] = {
     FLAG("futility", futility, 1,
          "stop a size early (stop_reason futile) when its CI cannot\n"
          "plausibly reach --target within --max-time"),
+    FLAG("accept-approximate", accept_approximate, 1,
+         "stop a size once its CI is within --target after\n"
+         "--min-samples even when the CI is approximate (too few\n"
+         "samples for their autocorrelation, or the series moved):\n"
+         "stop_reason approximate, ci_exact false; for launches whose\n"
+         "between-launch spread dwarfs the within-launch CI"),
     FLAG("no-validate", validate, 0, "skip the untimed validation pass"),
     FLAG("off-cache", off_cache, 1, "rotate through a buffer pool larger than the last-level cache"),
     FLAG("root-shift", root_shift, 1, "rotate the root of rooted collectives every iteration"),

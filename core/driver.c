@@ -309,7 +309,8 @@ static void measure(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool *p
         v.sorted = malloc(sizeof(double) * (size_t)v.room);
     }
     mb_stop_rule rule = {.target_pct = o->target_pct, .max_time = o->max_time,
-                         .min_samples = o->min_samples, .cap = cap, .futility = o->futility};
+                         .min_samples = o->min_samples, .cap = cap, .futility = o->futility,
+                         .accept_approximate = o->accept_approximate};
     int held = 0; /* rank 0: rounds held by an unsettled stationarity check (stop.c) */
     /* the first round: fixed mode up to 1000 samples; adaptive mode --min-samples within the
      * time left (one sample ~ the last calibration batch), decided by rank 0 */

@@ -34,6 +34,7 @@ typedef struct mb_options {
     int sync_window; /* --sync window (derived from sync_mode) */
     int list_options; /* --list-options: print the option table as JSON lines, exit */
     int per_call; /* --per-call: k = 1, every sample is one call timed alone */
+    int accept_approximate; /* --accept-approximate: stop on a CI within --target, exact or not */
     int thread_level; /* requested from MPI_Init_thread (default MPI_THREAD_SINGLE) */
     int64_t mem_limit; /* 0 = automatic */
     const char *jsonl;

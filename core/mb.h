@@ -206,6 +206,9 @@ enum mb_stop {
     MB_STOP_FUTILE,      /* --futility: the target is out of reach within the budget */
     MB_STOP_UNSETTLED,   /* the CI was within --target, the stationarity check stayed
                           * unsettled for MB_HOLD_ROUNDS more rounds: CI approximate */
+    MB_STOP_APPROXIMATE, /* --accept-approximate: the CI was within --target after
+                          * --min-samples but approximate (not sized for the samples'
+                          * autocorrelation, or the series moved); it stays approximate */
 };
 /* rounds a launch keeps sampling past a CI within the target while its stationarity check is
  * unsettled (one round is a quarter more samples: enough for a change in the last round to
@@ -218,6 +221,7 @@ typedef struct mb_stop_rule {
     double max_time;   /* --max-time, seconds */
     int64_t min_samples, cap;
     int futility;
+    int accept_approximate; /* --accept-approximate */
 } mb_stop_rule;
 
 typedef struct mb_progress {

@@ -343,6 +343,7 @@ void mb_emit_header(mb_state *st, int argc, char **argv)
                                                               : "auto");
     mj_str(&j, "thread_level", mb_thread_level_name(st->opt.thread_level));
     mj_bool(&j, "futility", st->opt.futility);
+    mj_bool(&j, "accept_approximate", st->opt.accept_approximate);
     mj_bool(&j, "per_call", st->opt.per_call);
     mj_bool(&j, "validate", st->opt.validate);
     mj_bool(&j, "off_cache", st->opt.off_cache);

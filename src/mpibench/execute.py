@@ -390,6 +390,7 @@ CORE_OPTION_TABLE = (
     CoreOption("off_cache", "flag", default=False),
     CoreOption("root_shift", "flag", default=False),
     CoreOption("futility", "flag", default=False),
+    CoreOption("accept_approximate", "flag", default=False),
     CoreOption("per_call", "flag", default=False),
 )
 _BY_NAME = {o.name: o for o in CORE_OPTION_TABLE}

@@ -115,6 +115,9 @@ _FAKE_CONFIGS = {
               "--iterations-volume", "40M"],
     "futility": ["PingPong", "--sizes", "4K", "--max-time", "0.2", "--futility", "--target",
                  "0.1"],
+    # 5 samples: the CI is approximate (fewer than 20), within 100%: stop and say so
+    "approximate": ["PingPong", "--sizes", "0,1K", "--min-samples", "5", "--target", "100",
+                    "--accept-approximate"],
 }
 # what depends on the machine rather than on the core's arithmetic
 _MACHINE_KEYS = {"hosts", "ranks_per_host", "mpi_library_version", "mpi_library_version_full",
@@ -154,4 +157,6 @@ def test_results_bit_for_bit_under_a_deterministic_clock(core, stack, tmp_path):
         header["options"] = {k: v for k, v in header["options"].items()
                              if k not in ("llc_bytes",)}
         out[name] = [header] + [r for r in recs if r["record"] == "result"]
+    assert [(r["stop_reason"], r["n"], r["ci_exact"]) for r in out["approximate"][1:]] == \
+        [("approximate", 5, False)] * 2
     check_golden(f"core-fakeclock-{stack}.json", out)

@@ -84,11 +84,38 @@ def test_plan_buys_few_samples_when_launches_dominate_and_many_when_they_do_not(
     # launch spread dominates: the coarsest target and the shortest --max-time are cheapest
     assert noisy.best.target_pct == max(budget.TARGETS)
     assert noisy.best.max_time == min(budget.MAX_TIMES)
-    assert noisy.best.options() == {"target": 100.0, "max_time": min(budget.MAX_TIMES)}
+    # and the within-launch part is negligible: a CI within the target may stay approximate
+    assert noisy.best.options() == {"target": 100.0, "max_time": min(budget.MAX_TIMES),
+                                    "accept_approximate": True}
+    assert "--accept-approximate" in noisy.describe()
     # no launch spread to speak of: sample long (n* is far beyond what --max-time allows)
     assert quiet.best.target_pct < 5.0
     assert quiet.best.max_time == max(budget.MAX_TIMES)
+    assert "accept_approximate" not in quiet.best.options()
     assert noisy.best.total_s == min(c.total_s for c in noisy.tried)
+
+
+def test_approximate_stops_only_where_the_extra_samples_buy_less_than_the_slack():
+    # one cell, c1 = 1e-4 s: at --target 100% it stops at min_samples (20); the within part
+    # with every cell at its fewest samples, B / 20, against sigma_L^2 + B / 20
+    slack = budget.PRECISION_SLACK - 1
+
+    def ok(sigma_l2, within_b):
+        return budget.approximate_ok([_side(sigma_l2, within_b, 0.2, 1e-4)] * 2, {0}, 100.0)
+
+    at = 20 * slack / (1 - slack)       # B at which B/20 is exactly the slack's share
+    assert ok(1.0, 0.99 * at) and not ok(1.0, 1.01 * at)
+    assert ok(1.0, 0.0) and not ok(0.0, 1e-3)
+    # a cell that --max-time ends before min_samples counts at the samples it gets (5)
+    short = [_side(1.0, 0.99 * at, 0.2, 0.01)] * 2
+    assert budget.samples_at(short[0].cells[0], 100.0, max_time=0.05) == 5
+    assert not budget.approximate_ok(short, {0}, 100.0, max_time=0.05)
+    assert budget.approximate_ok(short, {0}, 100.0, max_time=0.2)
+    # pools are judged each on their own: one within-dominated benchmark forbids it
+    mixed = budget.Components((budget.CellCost(("A", 0), 1.0, 0.0, 1e-4),
+                               budget.CellCost(("B", 0), 0.0, 1e-3, 1e-4)), 0.2)
+    assert not budget.approximate_ok([mixed] * 2, {("A", 0), ("B", 0)}, 100.0)
+    assert budget.approximate_ok([mixed] * 2, {("A", 0)}, 100.0)
 
 
 def test_plan_lands_near_the_continuous_optimum():

@@ -19,8 +19,10 @@ class BudgetRule:
     campaign's launches per variant (cap()), else the most precise launches at the least
     time (stats.budget.plan); in an interleaved campaign (order = "interleaved", the
     default) on the variance of the round-paired test compare then uses (the first
-    variant against each other one, stats.budget.paired_spreads). One look
-    per group; a group that sets `target` or `max_time` itself keeps its options. The
+    variant against each other one, stats.budget.paired_spreads), with
+    accept_approximate where the plan allows it (stats.budget.approximate_ok). One look
+    per group; a group that sets `target` or `max_time` itself keeps its options (and one
+    that sets accept_approximate keeps that). The
     first two rounds run at the group's options; until a group has two finished launches
     per variant (a batch campaign whose rounds are all submitted at once), its launches
     keep the group's options."""
@@ -41,7 +43,8 @@ class BudgetRule:
         if self.chosen.get(g.name) is None:
             self.chosen[g.name] = self._plan(g.name)
         t = self.chosen[g.name]
-        return None if t is None else {**own, **t}
+        # the group's own accept_approximate (or any option it sets) stands
+        return None if t is None else {**t, **own}
 
     @staticmethod
     def cap(spec) -> int:
