@@ -188,7 +188,8 @@ def breakdown(core_db: Path, imb_db: Path) -> list[str]:
     preemption lengthened, which the median leaves out), and
     what lies outside the core's own clock (the launcher's start and teardown,
     MPI_Finalize: the wall less the core's footer elapsed_s, which runs from before
-    MPI_Init to its last record)."""
+    MPI_Init to its last record); and per phase the cells by stop reason (how many, their
+    seconds: a cell that samples on to --max-time for an exact CI shows there)."""
     import json
     import statistics as st
 
@@ -207,6 +208,7 @@ def breakdown(core_db: Path, imb_db: Path) -> list[str]:
         def keep(r, pilot=pilot):
             return (r < 2) == pilot
         acc: dict[str, dict[str, list[float]]] = {}
+        stops: dict[str, list[float]] = {}     # stop reason -> the cells' seconds
         for v, rep, el, run_dir in rows:
             if not keep(rep) or not run_dir:
                 continue
@@ -227,6 +229,9 @@ def breakdown(core_db: Path, imb_db: Path) -> list[str]:
             a["sampled"].append(sum(sum(r.get("samples_us") or ()) * (r.get("batch") or 0)
                                     * 2e-6 for r in cells))
             a["outside"].append(el - (foot.get("elapsed_s") or 0))
+            for r in cells:
+                stops.setdefault(r.get("stop_reason") or "none", []).append(
+                    r.get("elapsed_s") or 0)
         for v, a in sorted(acc.items()):
             out.append(f"  core {v:8} {phase}: launch {med(a['wall']):.3f} s: MPI_Init "
                        f"{med(a['init']):.3f}, cells {med(a['cells']):.3f} (timed samples "
@@ -236,6 +241,10 @@ def breakdown(core_db: Path, imb_db: Path) -> list[str]:
                        f"IMB {v} launch "
                        f"{med(imb.get((pilot, v), [])):.3f} s ({len(a['wall'])} core and "
                        f"{len(imb.get((pilot, v), []))} IMB launches)")
+        if stops:
+            out.append(f"  core {phase}, cells by stop reason (both variants): " + "; ".join(
+                f"{k} {len(s)} cells {sum(s):.2f} s" for k, s in
+                sorted(stops.items(), key=lambda kv: -sum(kv[1]))))
     return out
 
 
@@ -247,11 +256,13 @@ def run_repeats(db: Path) -> dict[str, int]:
         con.close()
 
 
-def core_plan(db: Path, cap: int):
+def core_plan(db: Path, cap: int, more_rounds: bool = True):
     """The core's budget from its launches so far (stats/budget.py, as `budget = "auto"`
     plans it in an interleaved campaign: equivalence within ±5% by the round-paired test,
     at the round differences' variance pooled over the sizes at its 80% upper bound, at
-    most `cap` launches per variant)."""
+    most `cap` launches per variant; more_rounds: the rounds still to run up to `cap`
+    count towards compare's pairing, as the campaign's own plan after its pilot counts
+    them, so the plan printed is the one its launches get)."""
     from mpibench.stats import budget
     from mpibench.store.report_queries import launch_cost_rows
 
@@ -259,7 +270,9 @@ def core_plan(db: Path, cap: int):
         ids = [r[0] for r in store.db.execute("SELECT id FROM runs WHERE status = 'done'")]
         rows = launch_cost_rows(store, ids)
     sides = list(budget.components_from_rows(rows).values())
-    paired = budget.paired_spreads(rows, ["openmpi", "mpich"])
+    seen = len({r["repeat"] for r in rows if r.get("repeat") is not None})
+    paired = budget.paired_spreads(rows, ["openmpi", "mpich"],
+                                   max(0, cap - seen) if more_rounds else 0)
     return budget.plan(sides, TARGET, equivalence=True, max_launches=cap,
                        paired=paired or None) if len(sides) >= 2 else None
 
@@ -488,7 +501,7 @@ def summary(a, core: Tool, imb: Tool, head: tuple, budget_rounds: int, compare: 
             for line in t.undecided_lines():
                 print(line)
     # what a decision of every cell needs at the spread of all the core's launches
-    final = core_plan(core.db, SEARCH_MAX)
+    final = core_plan(core.db, SEARCH_MAX, more_rounds=False)
     if final is not None:
         print(f"mpibench-core at its final spread ({core.rounds} launches per variant): "
               f"{final.describe()}")

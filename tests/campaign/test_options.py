@@ -127,11 +127,13 @@ def test_every_core_option_reaches_the_core_argv(tmp_path):
     spec = load_text(tmp_path, with_options(
         'root_shift = true, off_cache = true, futility = true, mem_limit = "1G", '
         'thread_level = "funneled", iterations = 100, iterations_volume = "40M", '
-        "timeout = 30, no_validate = true, target = 2, max_time = 0.5, per_call = true"))
+        "timeout = 30, no_validate = true, target = 2, max_time = 0.5, per_call = true, "
+        "accept_approximate = true"))
     opts = spec.groups[0].options
     assert opts["mem_limit"] == 1 << 30 and opts["iterations_volume"] == 40 << 20
     argv = core_args(["PingPong"], "0,64", Path("/x/core.jsonl"), opts)
-    for flag in ("--root-shift", "--off-cache", "--futility", "--no-validate", "--per-call"):
+    for flag in ("--root-shift", "--off-cache", "--futility", "--no-validate", "--per-call",
+                 "--accept-approximate"):
         assert flag in argv
     pairs = {argv[i]: argv[i + 1] for i in range(len(argv) - 1)}
     assert pairs["--mem-limit"] == str(1 << 30)
