@@ -122,6 +122,9 @@ def register(sub) -> None:
                         "calls; the first call is always reported apart)")
     g.add_argument("--futility", action="store_true",
                    help="stop a size early when its CI cannot reach --target in --max-time")
+    g.add_argument("--accept-approximate", action="store_true",
+                   help="stop a size once its CI is within --target after the minimum "
+                        "samples even when the CI is approximate (stop reason approximate)")
     g.add_argument("--launch-timeout", type=_args.number, metavar="SEC",
                    help="kill a launch after this many seconds (default: from the budgets)")
     o = p.add_argument_group("output")
