@@ -143,7 +143,7 @@ def one(rng: np.random.Generator, sigma: float, model: str, sd: float,
     pilot = cells(0, m)
     rule = stage_two_total({"a": {("x", k): c[0] for k, c in enumerate(pilot)},
                             "b": {("x", k): c[1] for k, c in enumerate(pilot)}}, RULE,
-                           None, rounds)
+                           rounds)
     final: dict[int, list] = {}
     out = {}
     for name, (plan, smallest, ci) in DESIGNS.items():

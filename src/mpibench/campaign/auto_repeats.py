@@ -126,39 +126,11 @@ def parse(value: Any, fail) -> AutoRepeats:
     return AutoRepeats(lo, hi, float(t))
 
 
-def half_width(t: launch_stats.LaunchTest) -> float | None:
-    """The gain CI's half-width relative to the gain (the larger side)."""
-    if t.gain is None or t.ci_low is None or t.ci_high is None:
-        return None
-    return max(t.gain - t.ci_low, t.ci_high - t.gain) / t.gain
-
-
-def precise_enough(per_variant: dict[str, dict[tuple, list[float]]], target: float,
-                   better: dict[tuple, str] | None = None) -> bool:
-    """per_variant: {variant: {cell key: launch statistics}} of one group, baseline first.
-    True when every common cell's gain CI (each candidate vs the baseline) is within
-    +-target; a cell without a CI (fewer than two launches) is not precise."""
-    names = list(per_variant)
-    if len(names) < 2:
-        return True
-    base = per_variant[names[0]]
-    for cand in names[1:]:
-        for key, vals in per_variant[cand].items():
-            if key not in base:
-                continue
-            t = launch_stats.compare(base[key], vals, (better or {}).get(key, "lower"))
-            w = half_width(t)
-            if w is None or w > target:
-                return False
-    return True
-
-
 def group_launches(store, campaign_id: int, group: str, metrics: set[str] | None = None,
                    rounds: dict | None = None
-                   ) -> tuple[dict[str, dict[tuple, dict[str, float]]], dict[tuple, str]]:
-    """{variant: {cell key: {run id: launch statistic}}} of one group's finished launches,
-    and each cell's better-direction (read through the store like every comparison);
-    metrics: only these (an application's figures of merit, see figures). rounds: filled
+                   ) -> dict[str, dict[tuple, dict[str, float]]]:
+    """{variant: {cell key: {run id: launch statistic}}} of one group's finished launches
+    (read through the store like every comparison); metrics: only these (an application's figures of merit, see figures). rounds: filled
     with {run id: its round key} of the launches an interleaved campaign ran
     (report.data.ResultCell.by_round: what the report pairs by)."""
     from mpibench.report.data import load_cells
@@ -171,8 +143,7 @@ def group_launches(store, campaign_id: int, group: str, metrics: set[str] | None
         runs[r["variant"]].append(r["id"])
     cells = load_cells(store, dict(runs), with_samples=False)
     out: dict[str, dict[tuple, dict[str, float]]] = {v: {} for v in runs}
-    better: dict[tuple, str] = {}
-    first = next(iter(runs), None)           # precise_enough's baseline
+    first = next(iter(runs), None)           # the group's baseline, as compare's
     for key, by in cells.items():
         if metrics and key.metric not in metrics:
             continue
@@ -183,14 +154,12 @@ def group_launches(store, campaign_id: int, group: str, metrics: set[str] | None
                 continue
             if c.status == "ok" and c.launch_values:
                 out[v][key] = c.by_launch
-                better[key] = c.better
                 if rounds is not None:
                     rounds.update(c.by_round)
-    return out, better
+    return out
 
 
 def stage_two_total(per_variant: dict[str, dict[tuple, Any]], rule: AutoRepeats,
-                    better: dict[tuple, str] | None = None,
                     rounds: dict | None = None) -> int:
     """Launches per variant for the whole group, from its stage-1 launches ({cell key:
     [statistics] or {launch id: statistic}} per variant, baseline first): the smallest n
@@ -207,9 +176,8 @@ def stage_two_total(per_variant: dict[str, dict[tuple, Any]], rule: AutoRepeats,
     sum and the difference of two launches with the same spread are uncorrelated (normal:
     independent), so the stop does not select the differences; var(sum) = var(difference)
     without a round effect, and more with one (a conservative plan, as the unpaired
-    spread's). better is unused (a sum's spread has no direction); kept for callers.
-    A cell with fewer than two pairs asks for the maximum."""
-    del better
+    spread's). No better-direction: a sum's spread has none. A cell with fewer than two
+    pairs asks for the maximum."""
     names = list(per_variant)
     if len(names) < 2:
         return rule.min
@@ -304,7 +272,7 @@ def simulate_two_stage(rng: np.random.Generator, reps: int = 200, *, sigma_l: fl
         m = rule.min
         n = total({"a": {("bench", k): by_id(a, "a", m, k) for k in range(cells)},
                    "b": {("bench", k): by_id(b, "b", m, k) for k in range(cells)}},
-                  rule, None, round_of)
+                  rule, round_of)
         ts = launch_stats.compare_cells(
             [(by_id(a, "a", n, k), by_id(b, "b", n, k), "lower") for k in range(cells)],
             rounds=round_of)
@@ -637,9 +605,9 @@ class Stages:
             g = c.group.name
             if g not in self.total:
                 rounds: dict = {}
-                per_variant, better = group_launches(self.runner.store, self.cid, g,
+                per_variant = group_launches(self.runner.store, self.cid, g,
                                                      figures(self.runner.spec).get(g), rounds)
-                t = self.total[g] = stage_two_total(per_variant, self.rule, better, rounds)
+                t = self.total[g] = stage_two_total(per_variant, self.rule, rounds)
                 how = "each round's" if rounds else "the i-th launches'"
                 self.runner.log(f"repeats = auto: group {g}: {t} launches per variant "
                                 f"(two-stage rule: at the spread of {how} sum over the "
@@ -676,5 +644,5 @@ class Stages:
 
 
 __all__ = ["AutoRepeats", "parse", "Stages", "decisions", "decision_cells", "summarize",
-           "is_decide", "design_of", "figures", "point_json", "precise_enough", "group_launches", "half_width",
+           "is_decide", "design_of", "figures", "point_json", "group_launches",
            "stage_two_total", "pair_sums", "simulate_two_stage", "simulate_sequential"]
