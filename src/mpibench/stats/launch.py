@@ -278,28 +278,16 @@ def plan_component(var: float, df: float, other_var: float, other_df: float
     return var, df
 
 
-def _plan_spreads(spreads: list) -> list:
-    """Both sides' Spreads with plan_component applied to their launch parts."""
+def _each_side(spreads: list, component) -> list:
+    """Both sides' Spreads with component (floor_component, plan_component) applied to
+    their launch parts, each against the other side's: (variance, df) per side."""
     a, b = spreads
     if a is None or b is None:
         return spreads
     out = []
     for own, other in ((a, b), (b, a)):
-        v, _d = plan_component(own.ms_launch / own.cells, own.df_launch,
-                               other.ms_launch / other.cells, other.df_launch)
-        out.append(own._replace(ms_launch=v * own.cells))
-    return out
-
-
-def _floor_spreads(spreads: list) -> list:
-    """Both sides' Spreads with floor_component applied to their launch parts."""
-    a, b = spreads
-    if a is None or b is None:
-        return spreads
-    out = []
-    for own, other in ((a, b), (b, a)):
-        v, d = floor_component(own.ms_launch / own.cells, own.df_launch,
-                               other.ms_launch / other.cells, other.df_launch)
+        v, d = component(own.ms_launch / own.cells, own.df_launch,
+                         other.ms_launch / other.cells, other.df_launch)
         out.append(own._replace(ms_launch=v * own.cells, df_launch=d))
     return out
 
@@ -580,8 +568,8 @@ def compare_cells(cells: Sequence[tuple[Mapping[str, float | None], Mapping[str,
                for s in sides]
     if any(s is None for s in spreads):
         spreads = [None, None]
-    plan = _plan_spreads(spreads)
-    spreads = _floor_spreads(spreads)
+    plan = _each_side(spreads, plan_component)
+    spreads = _each_side(spreads, floor_component)
     out: list[LaunchTest] = []
     for base, cand, better in cells:
         sign = -1.0 if better == "lower" else 1.0
