@@ -61,7 +61,6 @@ import argparse
 import math
 import os
 import shutil
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -129,14 +128,11 @@ def run_round(camp: Path, text: str) -> None:
 
 
 def launch_seconds(db: Path) -> float:
+    """The store's finished launches' elapsed seconds, summed."""
     if not db.exists():
         return 0.0
-    con = sqlite3.connect(db)
-    try:
-        return float(con.execute("SELECT COALESCE(SUM(elapsed), 0) FROM runs "
-                                 "WHERE status = 'done'").fetchone()[0])
-    finally:
-        con.close()
+    with Store(db, readonly=True) as store:
+        return float(sum(r["elapsed"] or 0 for r in store.runs(status="done")))
 
 
 class State(NamedTuple):
@@ -249,11 +245,9 @@ def breakdown(core_db: Path, imb_db: Path) -> list[str]:
 
 
 def run_repeats(db: Path) -> dict[str, int]:
-    con = sqlite3.connect(db)
-    try:
-        return dict(con.execute("SELECT id, repeat FROM runs"))
-    finally:
-        con.close()
+    """{run id: its repeat index} of every launch in the store."""
+    with Store(db, readonly=True) as store:
+        return {r["id"]: r["repeat"] for r in store.runs()}
 
 
 def core_plan(db: Path, cap: int, more_rounds: bool = True):
@@ -267,7 +261,7 @@ def core_plan(db: Path, cap: int, more_rounds: bool = True):
     from mpibench.store.report_queries import launch_cost_rows
 
     with Store(db) as store:
-        ids = [r[0] for r in store.db.execute("SELECT id FROM runs WHERE status = 'done'")]
+        ids = [r["id"] for r in store.runs(status="done")]
         rows = launch_cost_rows(store, ids)
     sides = list(budget.components_from_rows(rows).values())
     seen = len({r["repeat"] for r in rows if r.get("repeat") is not None})
