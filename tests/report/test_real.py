@@ -240,8 +240,9 @@ def test_campaign_application_on_both_stacks(campaign_db, capsys):
     assert {r["params"]["upper"] for r in rows} == {256, 4096}
     assert all(r["base_value"] > 0 and r["cand_value"] > 0 and r["gain"] for r in rows)
     # 2 launches per side: tested on the launch figures (Welch t on logs), with a gain CI
-    assert all(r["tested"] and r["base_launches"] == r["cand_launches"] == 2
-               and r["gain_ci_low"] <= r["gain"] <= r["gain_ci_high"] for r in rows)
+    for r in rows:
+        assert r["tested"] and r["base_launches"] == r["cand_launches"] == 2 \
+            and r["gain_ci_low"] <= r["gain"] <= r["gain_ci_high"], r
     costs = {(r["variant"], r["params"]["upper"]) for r in obj["cost"]["rows"]}
     assert costs == {(v, u) for v in ("ompi", "mpich") for u in (256, 4096)}
     assert any(n.startswith("mpich vs ompi:") for n in obj["cost"]["notes"])
