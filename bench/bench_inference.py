@@ -224,7 +224,7 @@ def _plan_cost(tests: list) -> tuple[float, float]:
     out = [math.inf, math.inf]
     for _ in range(3):
         for i, comps_of in enumerate((lambda t: t.components,
-                                      lambda t: t.plan_components or t.components)):
+                                      lambda t: t.planned_on)):
             L._ncp_for_power.cache_clear()
             t0 = time.perf_counter()
             for t in tests:
@@ -270,8 +270,7 @@ def planning_section(rng: np.random.Generator, reps: int, db: Path | None = None
             pw, se, cmps = _power(db, rng, kw, launches, det, n)
         tests = [r.deltas["b"].test for c in cmps for r in c.rows
                  if r.deltas["b"].test is not None and r.deltas["b"].test.tested]
-        now = float(np.median([L._detectable(t.plan_components or t.components,
-                                             0.05, L.POWER) for t in tests]))
+        now = float(np.median([L._detectable(t.planned_on, 0.05, L.POWER) for t in tests]))
         old = float(np.median([L._detectable(t.components, 0.05, L.POWER)
                                for t in tests]))
         design = (f"design ±{100 * det:.1f}% power {100 * pw:.1f}±{100 * se:.1f}%"

@@ -184,6 +184,11 @@ class LaunchTest(NamedTuple):
     # pooled with the other side's, at its own df (plan_component); () = components
     plan_components: tuple[tuple[float, float], ...] = ()
 
+    @property
+    def planned_on(self) -> tuple[tuple[float, float], ...]:
+        """The components the planning figures (detectable, detectable_at) use."""
+        return self.plan_components or self.components
+
     def mean_components(self, k: int) -> tuple[tuple[float, float], ...]:
         """Variance components of the mean gain over k cells of this benchmark (pooled
         model: the shared launch part stays, the cell part shrinks as (S-k)/(k(S-1)));
@@ -244,6 +249,12 @@ WELCH_MIN_DF = 3
 # when not pooled) is never taken as smaller than the other side's matching component.
 
 
+def _thin(var: float, df: float, other_var: float, other_df: float) -> bool:
+    """Where floor_component floors and plan_component pools: a component with fewer than
+    WELCH_MIN_DF df, smaller than the other side's, which has more df."""
+    return df < WELCH_MIN_DF and other_df > df and other_var > var
+
+
 def floor_component(var: float, df: float, other_var: float, other_df: float
                     ) -> tuple[float, float]:
     """One side's per-launch variance component (var, df), floored at the other side's
@@ -258,7 +269,7 @@ def floor_component(var: float, df: float, other_var: float, other_df: float
     noisier one (2 vs 7, small side 3x noisier: 7.2% per cell), its own would cost every
     bit of power at 2 vs 7. Depends only on the design and the spreads, never on the
     means; docs/statistics.md "A side with 2-3 launches" has the checks."""
-    if df < WELCH_MIN_DF and other_df > df and other_var > var:
+    if _thin(var, df, other_var, other_df):
         return other_var, min(other_df, df + 1)
     return var, df
 
@@ -273,7 +284,7 @@ def plan_component(var: float, df: float, other_var: float, other_df: float
     acts changes from draw to draw (the thin part's t quantile 12.7 at its own 1 df, 4.3
     at the floor's 2), and a plan at the floor's df had 57-61% true power at 2 vs 7 where
     sizes share launch effects (docs/statistics.md "Planning"). Elsewhere: (var, df)."""
-    if df < WELCH_MIN_DF and other_df > df and other_var > var:
+    if _thin(var, df, other_var, other_df):
         return (df * var + other_df * other_var) / (df + other_df), df
     return var, df
 
@@ -425,7 +436,7 @@ def detectable_at(t: LaunchTest, alpha: float, power: float = POWER) -> float | 
     with probability `power` at another alpha (e.g. a Holm family's first step)."""
     if not t.tested or not t.components:
         return None
-    return _detectable(tuple(t.plan_components or t.components), alpha, power)
+    return _detectable(tuple(t.planned_on), alpha, power)
 
 
 def _detectable(components: tuple, alpha: float, power: float) -> float | None:
