@@ -206,10 +206,10 @@ def stage_two_total(per_variant: dict[str, dict[tuple, Any]], rule: AutoRepeats,
 
 def pair_sums(base: Any, cand: Any, rounds: dict | None = None) -> dict:
     """{pair: baseline statistic x candidate statistic} (a product: its log is the sum of
-    the logs). With rounds (an interleaved campaign's {launch id: round key}) the pairs are
-    the rounds with exactly one usable launch on each side, as stats.launch.pair_rounds
-    pairs them; without, the i-th usable launch of each side (the stored order: never the
-    values). base/cand: [statistics] or {launch id: statistic}."""
+    the logs). With rounds (an interleaved campaign's {launch id: round key}) the pairs
+    are the rounds with exactly one usable launch on each side (stats.launch.cell_pairs,
+    pair_rounds' own pairing); without, the i-th usable launch of each side (the stored
+    order: never the values). base/cand: [statistics] or {launch id: statistic}."""
     def usable(vals) -> list[tuple[Any, float]]:
         items = vals.items() if isinstance(vals, dict) else enumerate(vals)
         return [(k, float(v)) for k, v in items
@@ -217,14 +217,9 @@ def pair_sums(base: Any, cand: Any, rounds: dict | None = None) -> dict:
     b, c = usable(base), usable(cand)
     if not rounds:
         return {i: x * y for i, ((_, x), (_, y)) in enumerate(zip(b, c, strict=False))}
-    sides = []
-    for side in (b, c):
-        by: dict[Any, list[float]] = {}
-        for k, v in side:
-            by.setdefault(rounds.get(k), []).append(v)
-        sides.append(by)
-    return {r: sides[0][r][0] * sides[1][r][0] for r in sides[0]
-            if r is not None and len(sides[0][r]) == 1 and len(sides[1].get(r, ())) == 1}
+    bd, cd = dict(b), dict(c)
+    pairs, _usable, _both = launch_stats.cell_pairs(bd, cd, rounds)
+    return {r: bd[i] * cd[j] for r, (i, j) in pairs.items()}
 
 
 def _bench_of(key: tuple) -> tuple:

@@ -713,27 +713,37 @@ def pair_rounds(cells: Sequence[tuple[Mapping[Hashable, float | None],
         return None
     out = []
     for base, cand, _better in cells:
-        sides = []
-        for side in (base, cand):
-            by: dict[Hashable, list[Hashable]] = {}
-            for k, v in side.items():
-                if v is None or not math.isfinite(v) or v <= 0:
-                    continue
-                by.setdefault(rounds.get(k), []).append(k)
-            sides.append(by)
-        usable = sum(len(v) for by in sides for v in by.values())
-        if not sides[0] or not sides[1]:
+        pairs, usable, both = cell_pairs(base, cand, rounds)
+        if not both:
             out.append(({}, usable))
             continue
-        pairs = {r: (sides[0][r][0], sides[1][r][0]) for r in sides[0]
-                 if r is not None and r in sides[1] and len(sides[0][r]) == 1
-                 and len(sides[1][r]) == 1}
         if len(pairs) + max(0, more_rounds) < MIN_PAIRS:
             return None
         out.append((pairs, usable - 2 * len(pairs)))
     if not any(p for p, _ in out):
         return None
     return out
+
+
+def cell_pairs(base: Mapping[Hashable, float | None], cand: Mapping[Hashable, float | None],
+               rounds: Mapping[Hashable, Hashable]
+               ) -> tuple[dict[Hashable, tuple[Hashable, Hashable]], int, bool]:
+    """One cell's pairs as pair_rounds makes them: ({round: (baseline launch id, candidate
+    launch id)} over the rounds with exactly one usable launch (finite, > 0) on each side,
+    the usable launches counted, whether both sides have any)."""
+    sides = []
+    for side in (base, cand):
+        by: dict[Hashable, list[Hashable]] = {}
+        for k, v in side.items():
+            if v is None or not math.isfinite(v) or v <= 0:
+                continue
+            by.setdefault(rounds.get(k), []).append(k)
+        sides.append(by)
+    usable = sum(len(v) for by in sides for v in by.values())
+    pairs = {r: (sides[0][r][0], sides[1][r][0]) for r in sides[0]
+             if r is not None and r in sides[1] and len(sides[0][r]) == 1
+             and len(sides[1][r]) == 1}
+    return pairs, usable, bool(sides[0] and sides[1])
 
 
 def _round_diffs(cells, paired) -> list[dict[Hashable, float]]:
@@ -931,7 +941,7 @@ def fmt_pct(effect: float | None) -> str:
     return f"{pct:.2g}%" if pct < 10 else f"{pct:.0f}%"
 
 
-__all__ = ["MIN_LAUNCHES", "MIN_PAIRS", "POWER", "pair_rounds", "pair_spread", "paired_test",
+__all__ = ["MIN_LAUNCHES", "MIN_PAIRS", "POWER", "pair_rounds", "cell_pairs", "pair_spread", "paired_test",
            "launches_needed_for", "Estimate", "estimate", "LaunchTest", "compare",
            "compare_cells", "detectable_at", "Spread", "spread", "aggregate", "detectable_effect",
            "launches_needed", "pooled_sd", "fmt_pct", "cochran_cox_crit", "two_sided_p",
