@@ -452,11 +452,18 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
             k = None
         tried.append(Choice(float(t), k, launch_s, k * cost if k else math.inf, samples,
                             max_time, worst))
-    best = _best(tried, max_launches)
-    if approximate_ok(sides, common, best.target_pct, min_samples, best.max_time):
-        best = replace(best, approximate=True)
+    best = _approximate(_best(tried, max_launches), sides, common, min_samples)
     return Plan(best, tuple(tried), effect, equivalence, max_launches,
                 confidence if factor != 1.0 or paired else None, bool(paired))
+
+
+def _approximate(best: Choice, sides: Sequence[Components], common: Iterable[object],
+                 min_samples: int) -> Choice:
+    """plan()'s choice with --accept-approximate where approximate_ok allows it at its
+    options."""
+    if approximate_ok(sides, common, best.target_pct, min_samples, best.max_time):
+        return replace(best, approximate=True)
+    return best
 
 
 def approximate_ok(sides: Sequence[Components], keys: Iterable[object], target_pct: float,
