@@ -441,3 +441,18 @@ def test_a_pilot_plans_paired_for_the_rounds_still_to_run():
     rows = [r for r in rows if not (r["size"] == 0 and r["variant"] == "cand"
                                     and r["repeat"] == 1)]
     assert budget.paired_from_rows(rows, "base", "cand", more_rounds=1) == {}
+
+
+def test_approximate_is_judged_on_the_variance_the_paired_plan_uses():
+    """A round effect both sides share makes the unpaired launch variance large, but the
+    paired plan tests the round differences, whose variance is mostly the within-launch
+    error: stopping cells on an approximate CI is then not within the slack."""
+    rng = np.random.default_rng(21)
+    rows = _paired_rows(rng, 10, round_sd=0.3, own_sd=0.001, se=0.01)
+    sides = list(budget.components_from_rows(rows).values())
+    paired = budget.paired_from_rows(rows, "base", "cand")
+    unp = budget.plan(sides, 0.05, equivalence=True)
+    pai = budget.plan(sides, 0.05, equivalence=True, paired=paired)
+    assert unp.best.approximate and not unp.paired
+    assert pai.paired and not pai.best.approximate
+    assert "accept_approximate" not in pai.best.options()

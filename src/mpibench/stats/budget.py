@@ -452,23 +452,28 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
             k = None
         tried.append(Choice(float(t), k, launch_s, k * cost if k else math.inf, samples,
                             max_time, worst))
-    best = _approximate(_best(tried, max_launches), sides, common, min_samples)
+    best = _approximate(_best(tried, max_launches), sides, common, min_samples, paired,
+                        confidence)
     return Plan(best, tuple(tried), effect, equivalence, max_launches,
                 confidence if factor != 1.0 or paired else None, bool(paired))
 
 
 def _approximate(best: Choice, sides: Sequence[Components], common: Iterable[object],
-                 min_samples: int) -> Choice:
+                 min_samples: int, paired: Mapping[object, PairedSpread] | None,
+                 confidence: float | None) -> Choice:
     """plan()'s choice with --accept-approximate where approximate_ok allows it at its
-    options."""
-    if approximate_ok(sides, common, best.target_pct, min_samples, best.max_time):
+    options (each pool judged on the variance the plan used for it)."""
+    if approximate_ok(sides, common, best.target_pct, min_samples, best.max_time,
+                      paired=paired, confidence=confidence):
         return replace(best, approximate=True)
     return best
 
 
 def approximate_ok(sides: Sequence[Components], keys: Iterable[object], target_pct: float,
                    min_samples: int = CORE_MIN_SAMPLES,
-                   max_time: float = CORE_DEFAULT_MAX_TIME) -> bool:
+                   max_time: float = CORE_DEFAULT_MAX_TIME, *,
+                   paired: Mapping[object, PairedSpread] | None = None,
+                   confidence: float | None = PLAN_CONFIDENCE) -> bool:
     """Whether the core may stop a cell on a CI within the target that is approximate
     (--accept-approximate) instead of sampling on, up to --max-time, for an exact one.
 
@@ -482,11 +487,21 @@ def approximate_ok(sides: Sequence[Components], keys: Iterable[object], target_p
     widens them): the precision the extra samples buy is then within the slack the plan
     already treats as equal. The launch-level test reads each launch's median, never the
     within-launch CI, which the core still marks approximate (ci_exact false, stop reason
-    "approximate")."""
+    "approximate").
+
+    paired: as plan()'s: a pool planned paired by round is judged against the variance the
+    plan used for it, half the round difference's (_paired_parts at these options, the
+    components at their upper `confidence` bound), not against the sides' launch variance,
+    which still holds the round effects the pairing removes."""
     keys = set(keys)
     within = _pool_mean(sides, keys, lambda c: c.within_b / max(min(
         float(min_samples), samples_at(c, target_pct, min_samples, max_time)), 1.0))
     total = pooled_launch_var(sides, keys, target_pct, min_samples, max_time)
+    if paired:
+        d_within = pooled_within(sides, keys, target_pct, min_samples, max_time)
+        for g, ps in paired.items():
+            if g in total:
+                total[g] = sum(_paired_parts(ps, d_within.get(g), confidence)) / 2
     return bool(within) and all(within[g] <= (PRECISION_SLACK - 1) * total[g] for g in within)
 
 
