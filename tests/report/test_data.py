@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from mpibench.report.data import _stop_with_stationarity
 
@@ -23,3 +24,35 @@ def test_stop_column_names_a_moved_or_unsettled_series():
     assert _stop_with_stationarity(_row("target", "ok")) == "target"
     assert _stop_with_stationarity(_row("max_time", "untested")) == "max_time"
     assert _stop_with_stationarity(_row("max_time", None)) == "max_time"
+
+
+def _captured_approximate_rows(stationarity: str | None = None) -> list[dict]:
+    """The result records of a real core run under --accept-approximate (the fake-clock
+    golden, tests/golden/core-fakeclock-mpich.json, captured from mpibench-core), parsed as
+    a launch's are and given the extra_json the store keeps; `stationarity` replaces the
+    check's finding in the record, as a launch whose series moved would write it."""
+    from mpibench.parsers.core_jsonl import parse_core_jsonl
+
+    golden = Path(__file__).parents[1] / "golden" / "core-fakeclock-mpich.json"
+    records = json.loads(golden.read_text())["approximate"]
+    if stationarity:
+        records = [{**r, "stationarity": stationarity} if r.get("record") == "result" else r
+                   for r in records]
+    parsed = parse_core_jsonl("\n".join(json.dumps(r) for r in records))
+    # the golden keeps the header and results, not the footer (its times vary)
+    assert all("no footer record" in p for p in parsed.problems), parsed.problems
+    return [{"stop_reason": row["stop_reason"], "extra_json": json.dumps(row["extra"])}
+            for row in parsed.records]
+
+
+def test_stop_column_says_approximate_and_why_the_ci_is_approximate():
+    """A size stopped under --accept-approximate says 'approximate'; where its series also
+    moved or the check had not settled, the finding follows, as for any other stop."""
+    rows = _captured_approximate_rows()
+    assert len(rows) == 2
+    assert [_stop_with_stationarity(r) for r in rows] == ["approximate"] * 2   # untested
+    for found, said in (("drift", "approximate, drift"),
+                        ("level_shift", "approximate, level shift"),
+                        ("unsettled", "approximate, unsettled"), ("ok", "approximate")):
+        assert {_stop_with_stationarity(r) for r in _captured_approximate_rows(found)} == \
+            {said}, found
