@@ -497,7 +497,6 @@ int mb_parse_args(int argc, char **argv, mb_options *o)
             list_options(stdout);
         return -1;
     }
-    o->sync_window = o->sync_mode == MB_SYNC_WINDOW;
     if ((rc = parse_sizes(o->sizes_spec, o)))
         return rc;
     if (o->min_samples > o->max_samples)

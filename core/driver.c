@@ -229,7 +229,7 @@ static void time_round(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool
                        mb_sizing *z, int64_t R, double *loc, double my_off, double win_scale)
 {
     int64_t k = z->k;
-    if (!st->opt.sync_window) {
+    if (st->opt.sync_mode != MB_SYNC_WINDOW) {
         /* a pair_sync benchmark's ranks stay in step through its own messages: each rank's
          * batch spans k iterations end to end (rank 1's from its last reply to its next),
          * as in IMB's timed loop; the round's barrier absorbs the reduction's skew */
@@ -324,8 +324,8 @@ static void measure(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool *p
     /* per-sample times, then (with --sync window) per-sample late flags, reduced together */
     double *loc = malloc(2 * sizeof(double) * (size_t)(cap < 4096 ? cap : 4096));
     double *glob = malloc(2 * sizeof(double) * (size_t)(cap < 4096 ? cap : 4096));
-    double my_off = o->sync_window ? mb_clock_offset(st) : 0.0;
-    if (o->sync_window) {
+    double my_off = o->sync_mode == MB_SYNC_WINDOW ? mb_clock_offset(st) : 0.0;
+    if (o->sync_mode == MB_SYNC_WINDOW) {
         double a = fabs(my_off) * 1e6, amax;
         MPI_Reduce(&a, &amax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
         r->clock_offset_max_us = amax;
@@ -352,7 +352,7 @@ static void measure(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool *p
                 if (glob[R + s2] == 0.0)
                     glob[nvalid++] = glob[s2];
             r->late += R - nvalid;
-            if (o->sync_window && nvalid * 10 < R * 9)
+            if (o->sync_mode == MB_SYNC_WINDOW && nvalid * 10 < R * 9)
                 win_scale *= 2.0; /* more than 10% late: widen the schedule */
             int64_t Rall = R;
             R = nvalid;

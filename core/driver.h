@@ -31,7 +31,6 @@ typedef struct mb_options {
     int64_t min_samples, max_samples, warmup, iterations, iterations_volume;
     int validate, off_cache, root_shift, quiet, list, self_test, futility;
     int sync_mode;   /* --sync: MB_SYNC_AUTO, MB_SYNC_BARRIER or MB_SYNC_WINDOW */
-    int sync_window; /* --sync window (derived from sync_mode) */
     int list_options; /* --list-options: print the option table as JSON lines, exit */
     int per_call; /* --per-call: k = 1, every sample is one call timed alone */
     int accept_approximate; /* --accept-approximate: stop on a CI within --target, exact or not */

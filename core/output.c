@@ -126,11 +126,11 @@ void mb_emit_result(mb_state *st, const mb_bench *b, int64_t size, const mb_resu
     mj_num(&j, "batch_floor_us", ok ? r->floor_us : NAN);
     /* how this result's samples started: a barrier before each, before each round only
      * (pair_sync benchmarks under --sync auto), or scheduled */
-    mj_str(&j, "sync", st->opt.sync_window                                   ? "window"
+    mj_str(&j, "sync", st->opt.sync_mode == MB_SYNC_WINDOW                   ? "window"
                        : st->opt.sync_mode == MB_SYNC_AUTO && b->pair_sync ? "round"
                                                                              : "barrier");
     mj_int(&j, "late_samples", r->late);
-    if (st->opt.sync_window)
+    if (st->opt.sync_mode == MB_SYNC_WINDOW)
         mj_num(&j, "clock_offset_max_us", ok ? r->clock_offset_max_us : NAN);
     mj_key_obj(&j, "validation");
     mj_bool(&j, "checked", r->validated);
