@@ -37,6 +37,7 @@ def mpibench(*args, cwd, timeout=MPI_TIMEOUT, env=None):
     (["PingPong", "--mem-limit", "0"], "--mem-limit: got '0'"),
     (["PingPong", "--thread-level", "many"],
      "--thread-level: got 'many'; expected one of single, funneled, serialized, multiple"),
+    (["PingPong", "--sync", "never"], "--sync: got 'never'; expected one of auto, barrier, window"),
     (["PingPong", "--iterations-volume", "40M"], "--iterations-volume: needs --iterations"),
     (["PingPong", "--iterations", "5", "--iterations-volume", "1.5M"],
      "--iterations-volume: got '1.5M'"),
@@ -144,19 +145,26 @@ def test_core_options_reach_the_core_on_both_stacks(tmp_path):
     assert len(inits) == 1 and inits.pop() > 0          # MPI_Init time of the one launch
 
     res = mpibench("run", "PingPong", "--stack", "mpich", "--np", "2", "--sizes", "8,1M",
-                   "--max-time", "0.05", "--futility", "--thread-level", "serialized",
-                   "--mem-limit", "64K", "--repeats", "1", "--timeout", "30", "--format",
-                   "json", "--db", "adaptive.db", cwd=tmp_path)
+                   "--max-time", "0.05", "--futility", "--accept-approximate", "--sync",
+                   "barrier", "--thread-level", "serialized", "--mem-limit", "64K",
+                   "--repeats", "1", "--timeout", "30", "--format", "json", "--db",
+                   "adaptive.db", cwd=tmp_path)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
     fps, rows, dirs = _fingerprints_and_rows(tmp_path / "adaptive.db")
     opts = fps["mpich"]["core_options"]
     assert opts["mode"] == "adaptive" and opts["thread_level"] == "serialized"
     assert opts["root_shift"] is False and opts["off_cache"] is False
+    assert opts["sync"] == "barrier"      # pools with runs stored before --sync auto
     assert rows[("mpich", "PingPong", 8)][0] == "ok"
     assert rows[("mpich", "PingPong", 1 << 20)][0] == "skipped"
     with open(os.path.join(dirs["mpich"], "core.jsonl")) as fh:
         header = json.loads(fh.readline())
+        records = [json.loads(ln) for ln in fh]
     assert header["options"]["futility"] is True          # stop rule: header, not fingerprint
+    assert header["options"]["accept_approximate"] is True
+    assert header["options"]["sync"] == "barrier"
+    pp8 = [r for r in records if r.get("benchmark") == "PingPong" and r.get("size") == 8]
+    assert [r["sync"] for r in pp8] == ["barrier"]        # a barrier per sample, not "round"
     assert header["options"]["mem_limit"] == 65536
     assert header["thread_level_provided"] in ("serialized", "multiple")
 

@@ -342,6 +342,7 @@ def _key_error_line(stderr: str) -> str:
 
 
 THREAD_LEVELS = ("single", "funneled", "serialized", "multiple")
+SYNC_MODES = ("auto", "barrier", "window")
 
 
 @dataclass(frozen=True)
@@ -386,6 +387,7 @@ CORE_OPTION_TABLE = (
     CoreOption("mem_limit", "bytes", 1, 2**63 - 1,
                what="bytes per rank such as 512M, 2G or 1073741824"),
     CoreOption("thread_level", "choice", default="single", choices=THREAD_LEVELS),
+    CoreOption("sync", "choice", default="auto", choices=SYNC_MODES),
     CoreOption("no_validate", "flag", default=False),
     CoreOption("off_cache", "flag", default=False),
     CoreOption("root_shift", "flag", default=False),

@@ -68,6 +68,8 @@ BAD = [
     (with_options("mem_limit = 1.5"), "benchmarks.pp.options.mem_limit", "bytes per rank"),
     (with_options('thread_level = "many"'), "benchmarks.pp.options.thread_level",
      "one of single, funneled, serialized, multiple"),
+    (with_options('sync = "never"'), "benchmarks.pp.options.sync",
+     "one of auto, barrier, window"),
     (with_options('iterations_volume = "40M"'), "benchmarks.pp.options.iterations_volume",
      "needs iterations"),
     (with_options('iterations = 10, iterations_volume = "-1"'),
@@ -128,7 +130,7 @@ def test_every_core_option_reaches_the_core_argv(tmp_path):
         'root_shift = true, off_cache = true, futility = true, mem_limit = "1G", '
         'thread_level = "funneled", iterations = 100, iterations_volume = "40M", '
         "timeout = 30, no_validate = true, target = 2, max_time = 0.5, per_call = true, "
-        "accept_approximate = true"))
+        'accept_approximate = true, sync = "barrier"'))
     opts = spec.groups[0].options
     assert opts["mem_limit"] == 1 << 30 and opts["iterations_volume"] == 40 << 20
     argv = core_args(["PingPong"], "0,64", Path("/x/core.jsonl"), opts)
@@ -138,6 +140,7 @@ def test_every_core_option_reaches_the_core_argv(tmp_path):
     pairs = {argv[i]: argv[i + 1] for i in range(len(argv) - 1)}
     assert pairs["--mem-limit"] == str(1 << 30)
     assert pairs["--thread-level"] == "funneled"
+    assert pairs["--sync"] == "barrier"    # the sampling runs stored before --sync auto used
     assert pairs["--iterations-volume"] == str(40 << 20)
     assert pairs["--iterations"] == "100" and pairs["--timeout"] == "30.0"
     # every option the campaign accepts is one the core knows (docs/core-output.md)
@@ -187,6 +190,7 @@ def test_false_options_pass_nothing(tmp_path):
 @pytest.mark.parametrize("opts", [
     "root_shift = true", "off_cache = true", "futility = true", 'mem_limit = "1G"',
     'thread_level = "multiple"', 'iterations = 1000, iterations_volume = "40M"',
+    'sync = "barrier"',
 ])
 def test_each_option_makes_a_new_cell_and_equal_bytes_the_same_one(tmp_path, opts):
     plain = {c.id for c in expand(load_text(tmp_path, BASE))}

@@ -60,6 +60,49 @@ def _kv(text: str) -> tuple[str, str]:
     return k, v
 
 
+def _add_measurement(g) -> None:
+    """The core options `mpibench run` passes on (execute.CORE_OPTION_TABLE checks them)."""
+    g.add_argument("--target", type=_args.number, metavar="PCT", help="stop a size when the 95%% CI of the median "
+                   "is within +-PCT (core default 5)")
+    g.add_argument("--max-time", type=_args.number, metavar="SEC", help="time budget per size in seconds "
+                   "(core default 0.05)")
+    g.add_argument("--iterations", type=_args.whole, metavar="N",
+                   help="fixed iteration count instead of adaptive")
+    g.add_argument("--timeout", type=_args.number, metavar="SEC",
+                   help="watchdog per size in seconds (core default 60; must exceed "
+                        "--max-time)")
+    g.add_argument("--no-validate", action="store_true", help="skip the untimed validation pass")
+    g.add_argument("--iterations-volume", metavar="BYTES",
+                   help="with --iterations: at most BYTES/size iterations per size (IMB: "
+                        "--iterations 1000 --iterations-volume 40M)")
+    g.add_argument("--root-shift", action="store_true",
+                   help="rotate the root of rooted collectives every iteration")
+    g.add_argument("--off-cache", action="store_true",
+                   help="rotate through buffers larger than the last-level cache")
+    g.add_argument("--mem-limit", metavar="BYTES",
+                   help="per-rank buffer limit (512M, 2G); larger sizes are recorded as "
+                        "skipped")
+    g.add_argument("--thread-level", metavar="LEVEL",
+                   help="MPI_Init_thread level: single (core default), funneled, "
+                        "serialized, multiple")
+    g.add_argument("--sync", metavar="MODE",
+                   help="how samples start: auto (core default: a barrier per round of "
+                        "samples for PingPong/PingPing/Uniband/Biband, per sample for the "
+                        "rest), barrier (before every sample, the default before the core "
+                        "changed: runs stored then pool only with this), window")
+    g.add_argument("--per-call", action="store_true",
+                   help="every sample is one call timed alone instead of a batch (for small "
+                        "fixed counts: --iterations 10 --per-call gives mean(std) over 10 "
+                        "calls; the first call is always reported apart)")
+    g.add_argument("--futility", action="store_true",
+                   help="stop a size early when its CI cannot reach --target in --max-time")
+    g.add_argument("--accept-approximate", action="store_true",
+                   help="stop a size once its CI is within --target after the minimum "
+                        "samples even when the CI is approximate (stop reason approximate)")
+    g.add_argument("--launch-timeout", type=_args.number, metavar="SEC",
+                   help="kill a launch after this many seconds (default: from the budgets)")
+
+
 def register(sub) -> None:
     p = sub.add_parser("run", help="run core benchmarks on stacks/transports and compare",
                        description="Run mpibench-core benchmarks on one or more MPI stacks and "
@@ -92,41 +135,7 @@ def register(sub) -> None:
     p.add_argument("--repeats", type=_args.count, default=3,
                    help="launches per variant, interleaved across variants (default 3)")
     p.add_argument("--baseline", help="variant to compare against (default: the first)")
-    g = p.add_argument_group("measurement (passed to mpibench-core)")
-    g.add_argument("--target", type=_args.number, metavar="PCT", help="stop a size when the 95%% CI of the median "
-                   "is within +-PCT (core default 5)")
-    g.add_argument("--max-time", type=_args.number, metavar="SEC", help="time budget per size in seconds "
-                   "(core default 0.05)")
-    g.add_argument("--iterations", type=_args.whole, metavar="N",
-                   help="fixed iteration count instead of adaptive")
-    g.add_argument("--timeout", type=_args.number, metavar="SEC",
-                   help="watchdog per size in seconds (core default 60; must exceed "
-                        "--max-time)")
-    g.add_argument("--no-validate", action="store_true", help="skip the untimed validation pass")
-    g.add_argument("--iterations-volume", metavar="BYTES",
-                   help="with --iterations: at most BYTES/size iterations per size (IMB: "
-                        "--iterations 1000 --iterations-volume 40M)")
-    g.add_argument("--root-shift", action="store_true",
-                   help="rotate the root of rooted collectives every iteration")
-    g.add_argument("--off-cache", action="store_true",
-                   help="rotate through buffers larger than the last-level cache")
-    g.add_argument("--mem-limit", metavar="BYTES",
-                   help="per-rank buffer limit (512M, 2G); larger sizes are recorded as "
-                        "skipped")
-    g.add_argument("--thread-level", metavar="LEVEL",
-                   help="MPI_Init_thread level: single (core default), funneled, "
-                        "serialized, multiple")
-    g.add_argument("--per-call", action="store_true",
-                   help="every sample is one call timed alone instead of a batch (for small "
-                        "fixed counts: --iterations 10 --per-call gives mean(std) over 10 "
-                        "calls; the first call is always reported apart)")
-    g.add_argument("--futility", action="store_true",
-                   help="stop a size early when its CI cannot reach --target in --max-time")
-    g.add_argument("--accept-approximate", action="store_true",
-                   help="stop a size once its CI is within --target after the minimum "
-                        "samples even when the CI is approximate (stop reason approximate)")
-    g.add_argument("--launch-timeout", type=_args.number, metavar="SEC",
-                   help="kill a launch after this many seconds (default: from the budgets)")
+    _add_measurement(p.add_argument_group("measurement (passed to mpibench-core)"))
     o = p.add_argument_group("output")
     add_db(o)
     o.add_argument("--out", metavar="DIR", help="raw run directories (default "
