@@ -279,12 +279,8 @@ def core_plan(db: Path, cap: int, more_rounds: bool = True):
     with Store(db) as store:
         ids = [r["id"] for r in store.runs(status="done")]
         rows = launch_cost_rows(store, ids)
-    sides = list(budget.components_from_rows(rows).values())
-    seen = len({r["repeat"] for r in rows if r.get("repeat") is not None})
-    paired = budget.paired_spreads(rows, ["openmpi", "mpich"],
-                                   max(0, cap - seen) if more_rounds else 0)
-    return budget.plan(sides, TARGET, equivalence=True, max_launches=cap,
-                       paired=paired or None) if len(sides) >= 2 else None
+    return budget.plan_from_rows(rows, ["openmpi", "mpich"], TARGET, cap,
+                                 rounds=cap if more_rounds else None)
 
 
 @dataclass(frozen=True)

@@ -58,20 +58,15 @@ class BudgetRule:
 
         runs = done_runs_of_group(self.runner.store, self.cid, group)
         rows = launch_cost_rows(self.runner.store, [r["id"] for r in runs])
-        comps = budget.components_from_rows(rows)
-        sides = list(comps.values())
         spec = self.runner.spec
-        margin = spec.equivalence or 0.05
         # an interleaved campaign's launches are compared paired by round
         # (stats.launch.compare_cells): plan on the round differences' variance where
         # compare will pair them (stats.launch.pair_rounds, counting the rounds still to
         # run up to the cap: after the 2-round pilot, 3 pairs need one more)
-        order = [v.name for v in spec.variants if v.name in comps]
-        seen = len({r["repeat"] for r in rows if r.get("repeat") is not None})
-        paired = budget.paired_spreads(rows, order, max(0, self.cap(spec) - seen)) \
-            if getattr(spec, "order", None) == "interleaved" else None
-        p = budget.plan(sides, margin, equivalence=True, max_launches=self.cap(spec),
-                        paired=paired or None) if len(sides) >= 2 else None
+        p = budget.plan_from_rows(rows, [v.name for v in spec.variants],
+                                  spec.equivalence or 0.05, self.cap(spec),
+                                  interleaved=getattr(spec, "order", None) == "interleaved",
+                                  rounds=self.cap(spec))
         if p is None:
             if group not in self.said:
                 self.said.add(group)

@@ -469,6 +469,29 @@ def _approximate(best: Choice, sides: Sequence[Components], common: Iterable[obj
     return best
 
 
+def plan_from_rows(rows: Sequence[Mapping], order: Sequence[str], margin: float, cap: int,
+                   *, interleaved: bool = True, rounds: int | None = None) -> Plan | None:
+    """The plan `budget = "auto"` makes for a core group from its finished launches' rows
+    (store.report_queries.launch_cost_rows): equivalence within ±margin, at most cap
+    launches per variant (plan()'s max_launches). order: the campaign's variants, the
+    first compare's baseline. interleaved: the campaign's launches are compared paired by
+    round (order = "interleaved"), so the pools compare will pair are planned on the round
+    differences (paired_spreads against the first variant present). rounds: the rounds
+    per variant the campaign runs in all, the ones after the rows' count towards compare's
+    pairing (paired_from_rows' more_rounds); None: the rows' own rounds only. None when
+    fewer than two variants have components."""
+    comps = components_from_rows(rows)
+    sides = list(comps.values())
+    if len(sides) < 2:
+        return None
+    paired = None
+    if interleaved:
+        seen = len({r["repeat"] for r in rows if r.get("repeat") is not None})
+        more = max(0, rounds - seen) if rounds is not None else 0
+        paired = paired_spreads(rows, [v for v in order if v in comps], more)
+    return plan(sides, margin, equivalence=True, max_launches=cap, paired=paired or None)
+
+
 def approximate_ok(sides: Sequence[Components], keys: Iterable[object], target_pct: float,
                    min_samples: int = CORE_MIN_SAMPLES,
                    max_time: float = CORE_DEFAULT_MAX_TIME, *,
