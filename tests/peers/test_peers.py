@@ -14,7 +14,8 @@ from mpibench.campaign.plan import expand
 from mpibench.campaign.spec import load
 from mpibench.cli import main as cli_main
 from mpibench.errors import UsageError
-from mpibench.peers import PeerSpec, parse_output, program_args
+from mpibench.peers import PeerSpec, build_peer, parse_output, program_args
+from mpibench.stacks import discover, find_stack
 
 # beside the repository (../shared/peers), or $MPIBENCH_PEERS; never an absolute path
 PEERS = Path(os.environ.get("MPIBENCH_PEERS")
@@ -107,10 +108,11 @@ def test_osu_rows_line_up_with_imb_names(tmp_path):
 
 
 @pytest.mark.skipif(not OSU_TGZ.exists(), reason="the OSU tarball (../shared/peers) is not here")
-def test_osu_builds_only_the_groups_program(tmp_path):
-    """OSU 7.4's configure and make built ~60 programs (60 s) for a group that runs one:
-    the build now makes that program in the directory whose Makefile.am lists it; a name
-    no Makefile.am lists gets the whole suite, as before (find_binary then looks for it)."""
+def test_osu_program_is_made_in_the_directory_whose_makefile_am_lists_it(tmp_path):
+    """OSU 7.4's configure and make built ~60 programs (60 s) for a group that runs one: a
+    program is made in the directory whose Makefile.am lists it, in a tree configured once
+    per stack and source; a name no Makefile.am lists gets the whole make, as before
+    (find_binary then looks for it)."""
     import tarfile
 
     from mpibench.peers import get_suite
@@ -123,13 +125,61 @@ def test_osu_builds_only_the_groups_program(tmp_path):
     assert program_dir(tree, "osu_latency") == tree / "c/mpi/pt2pt/standard"
     assert program_dir(tree, "osu_allreduce") == tree / "c/mpi/collective/blocking"
     assert program_dir(tree, "osu_latency_persistent") == tree / "c/mpi/pt2pt/persistent"
+    # listed under `if MPI2_LIBRARY`: found (make's own "No rule" falls back to the whole make)
+    assert program_dir(tree, "osu_latency_mt") == tree / "c/mpi/pt2pt/standard"
     osu = get_suite("osu")
-    configure, make = osu.build_steps(tree, "mpicc.x", "mpicxx.x", "osu_iallreduce")
-    assert configure == ["./configure", "CC=mpicc.x", "CXX=mpicxx.x"]
-    assert make[-3:] == ["-C", str(tree / "c/mpi/collective/non_blocking"), "osu_iallreduce"]
+    assert osu.configure_steps(tree, "mpicc.x", "mpicxx.x") == [
+        ["./configure", "CC=mpicc.x", "CXX=mpicxx.x"]]
+    (make,) = osu.program_steps(tree, "osu_iallreduce")
+    assert make[0] == "make" and make[-3:] == ["-C", "c/mpi/collective/non_blocking",
+                                               "osu_iallreduce"]   # relative: the tree moves
     assert program_dir(tree, "osu_nonesuch") is None
-    assert osu.build_steps(tree, "mpicc.x", "mpicxx.x", "osu_nonesuch")[1][:1] == ["make"]
-    assert "-C" not in osu.build_steps(tree, "mpicc.x", "mpicxx.x", "osu_nonesuch")[1]
+    assert osu.program_steps(tree, "osu_nonesuch") == osu.full_steps(tree)
+    assert "-C" not in osu.full_steps(tree)[0]
+
+
+_FAKE_CONFIGURE = """#!/bin/sh
+echo run >> configure.runs
+"""
+
+
+@pytest.mark.system
+def test_osu_tree_is_configured_once_and_each_program_made_into_it(tmp_path, monkeypatch):
+    """Two programs of one source and stack share one configured tree (configure ran once);
+    a program whose directory's make has no rule for it (an automake conditional configure
+    turned off) gets the whole make; a name nothing makes is one line naming it."""
+    from mpibench.errors import BuildError
+    from mpibench.peers import build_peer, find_binary
+    from mpibench.stacks import Stack
+
+    monkeypatch.setenv("MPIBENCH_CACHE", str(tmp_path / "cache"))
+    src = tmp_path / "osu"
+    (src / "sub").mkdir(parents=True)
+    (src / "configure").write_text(_FAKE_CONFIGURE)
+    (src / "configure").chmod(0o755)
+    (src / "sub" / "Makefile.am").write_text(
+        "sub_PROGRAMS = osu_a osu_b \\\n  osu_c\nif NEVER\nsub_PROGRAMS += osu_cond\nendif\n")
+    rule = "{0}:\n\tprintf '#!/bin/sh\\n' > {0} && chmod +x {0}\n"
+    (src / "sub" / "Makefile").write_text(rule.format("osu_a") + rule.format("osu_b"))
+    (src / "Makefile").write_text("all: sub/osu_cond\n\t$(MAKE) -C sub osu_a osu_b\n"
+                                  + rule.format("sub/osu_cond"))
+    stack = Stack(name="fake", kind="openmpi", mpicc="cc", library_version="x")
+    root = build_peer(stack, "osu", src, benchmark="osu_a")
+    assert build_peer(stack, "osu", src, benchmark="osu_b") == root
+    (tree,) = (p for p in root.iterdir() if p.is_dir())
+    assert (tree / "configure.runs").read_text() == "run\n"
+    assert find_binary(root, "osu", "osu_b") == tree / "sub" / "osu_b"
+    assert not (tree / "sub" / "osu_cond").exists()
+    assert build_peer(stack, "osu", src, benchmark="osu_cond") == root
+    assert find_binary(root, "osu", "osu_cond") == tree / "sub" / "osu_cond"
+    assert (tree / "configure.runs").read_text() == "run\n"
+    assert {p.name for p in (tmp_path / "cache" / "build").iterdir()
+            if not p.name.startswith(".")} == {root.name}
+    # listed, but neither its directory's make nor the whole make has it: one line
+    with pytest.raises(BuildError) as exc:
+        build_peer(stack, "osu", src, benchmark="osu_c")
+    assert "make has no rule for osu_c" in str(exc.value) and "\n" not in str(exc.value)
+    assert not (root / ".built-osu_c").exists()
 
 
 CAMPAIGN = HEAD + f"""
@@ -173,13 +223,28 @@ def test_real_imb_and_osu_built_per_stack_run_beside_the_core(tmp_path, capsys):
     assert {r[2] for r in osu} == {1 << e for e in range(11)}       # 0:10 -> 1 B .. 1 KiB
     assert all(r[1] == "PingPong" and r[3] == 2 and r[5] > 0 for r in osu)
     assert json.loads(osu[0][6])["tool_benchmark"] == "osu_latency"
-    # only the program the campaign runs was built (not OSU's ~60 others)
+    # only the programs campaigns asked for were made, each in the one tree configured for
+    # this stack and source: a second program reuses it (configure did not run again)
     (osu_prog,) = {json.loads(f[0])["peer"]["program"] for f in con.execute(
         "SELECT f.json FROM fingerprints f JOIN runs u ON u.fingerprint_id = f.id "
         "WHERE u.grp = 'osu'")}
-    built = {p.name for p in Path(osu_prog).parents[4].rglob("osu_*")
-             if p.is_file() and os.access(p, os.X_OK) and p.read_bytes()[:4] == b"\x7fELF"}
-    assert built == {"osu_latency"}
+    stack = find_stack("openmpi", discover())
+    root = build_peer(stack, "osu", OSU_TGZ, benchmark="osu_latency")
+    assert Path(osu_prog).is_relative_to(root)
+
+    def made() -> set[str]:
+        return {p.name for p in root.rglob("osu_*")
+                if p.is_file() and os.access(p, os.X_OK) and p.read_bytes()[:4] == b"\x7fELF"}
+
+    def marks() -> set[str]:
+        return {p.name.removeprefix(".built-") for p in root.glob(".built-*")}
+
+    assert "osu_latency" in made() and made() == marks()
+    (config_log,) = root.glob("*/config.log")
+    configured = config_log.stat().st_mtime_ns
+    assert build_peer(stack, "osu", OSU_TGZ, benchmark="osu_bw") == root
+    assert {"osu_latency", "osu_bw"} <= made() and made() == marks()
+    assert config_log.stat().st_mtime_ns == configured
     fps = [json.loads(f[0]) for f in con.execute(
         "SELECT f.json FROM fingerprints f JOIN runs u ON u.fingerprint_id = f.id "
         "WHERE u.grp = 'imb'")]

@@ -9,15 +9,18 @@ The binary is either given (`binary = "/path/IMB-MPI1"`, or for OSU the director
 osu_* programs are under) or built per stack from a source tree or tarball (`source`), with
 that stack's compiler wrappers, into the build cache beside the core. The cache key is the
 suite, the stack's identity (wrapper + library version) and a hash of the source, so a new
-library or another source tarball rebuilds and nothing else does.
+library or another source tarball rebuilds and nothing else does. OSU is configured once per
+stack and source into one entry, and each group's program is made into that tree when a
+group first needs it (a second program reuses the configured tree).
 
 OSU runs one program per benchmark: an OSU group with several benchmarks becomes one group
 per program (`NAME.osu_latency`, ...), so a cell is always exactly one launch.
 
 A suite is one file in this package: a PeerSuite subclass (peers/base.py) registered with
-`@register_suite("name")` that says how to build it (build_steps), find its program
-(program), turn a group's benchmarks and sizes into its arguments (argv), check the
-campaign's benchmarks key (check_benchmarks) and parse its output (parse, output_text).
+`@register_suite("name")` that says how to build it (build_steps; configure_steps and
+program_steps for a suite built one program per group), find its program (program), turn a
+group's benchmarks and sizes into its arguments (argv), check the campaign's benchmarks key
+(check_benchmarks) and parse its output (parse, output_text).
 The campaign file, the runner and the cells reach a suite only through this registry.
 """
 
@@ -26,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import lzma
 import os
+import re
 import shutil
 import stat
 import tarfile
@@ -219,7 +223,8 @@ def build_peer(stack: Stack, suite: str, source: str | Path, *, benchmark: str |
                timeout: float = 1200, log=None) -> Path:
     """Build the suite from `source` with this stack's wrappers, cached; returns the
     directory that holds the built tree. benchmark: the group's program, for a suite that
-    builds one program per group (OSU: only that one is built, cached per program)."""
+    builds one program per group (OSU): the source is configured once per stack and source
+    (one cache entry) and each program is made into that tree when a group first needs it."""
     src = Path(source).resolve()
     if not src.exists():
         raise UsageError(f"peer source {src} does not exist")
@@ -227,37 +232,91 @@ def build_peer(stack: Stack, suite: str, source: str | Path, *, benchmark: str |
         check_source_tree(src)
     kind = get_suite(suite)
     program = benchmark if kind.one_program_per_benchmark else None
-    key = f"peer-{suite}-{stack.name}-{stack.identity()}-{source_digest(src)}" \
-        + (f"-{program}" if program else "")
+    key = f"peer-{suite}-{stack.name}-{stack.identity()}-{source_digest(src)}"
     final = cache_dir() / "build" / key
-    if (final / ".built").exists():
-        return final
-    if log:
-        log(f"building {suite}{f' ({program})' if program else ''} for {stack.name} from "
-            f"{src} (cached after this) ...")
-    with staged_build(final, lambda d: (d / ".built").exists()) as tmp:
-        if tmp is None:             # another process built it while this one waited
-            return final
-        tree = _unpack(src, tmp)
-        cc, cxx = stack.mpicc, cxx_wrapper(stack) if kind.needs_cxx else ""
-        steps = kind.build_steps(tree, cc, cxx, program)
-        out = []
-        for argv in steps:
-            # the stack's modules and environment apply to its wrappers, as for the core
-            res = run_command(stack.command(argv), cwd=tree, env=getattr(stack, "env", None),
-                              timeout=timeout, die_with_parent=True)
-            out.append(res.stdout + res.stderr)
-            if not res.ok:
-                write_file(tmp / "build.log", "\n".join(out))
-                why = "timed out" if res.timed_out else f"exit {res.returncode}"
-                lines = [ln for ln in (res.stdout + res.stderr).splitlines() if "rror" in ln]
-                raise BuildError(f"building {suite} for stack {stack.name!r} from {src}: "
-                                 f"`{' '.join(argv[:2])}` failed ({why})",
-                                 log="\n".join((lines or (res.stdout + res.stderr)
-                                                .splitlines())[-30:]))
-        write_file(tmp / "build.log", "\n".join(out))
-        write_file(tmp / ".built", str(src) + "\n")
+    done = ".configured" if program else ".built"
+    if not (final / done).exists():
+        if log:
+            log(f"{'configuring' if program else 'building'} {suite} for {stack.name} from "
+                f"{src} (cached after this) ...")
+        with staged_build(final, lambda d: (d / done).exists()) as tmp:
+            if tmp is not None:      # None: another process built it while this one waited
+                tree = _unpack(src, tmp)
+                cc, cxx = stack.mpicc, cxx_wrapper(stack) if kind.needs_cxx else ""
+                steps = kind.configure_steps(tree, cc, cxx) if program \
+                    else kind.build_steps(tree, cc, cxx)
+                out = _run_steps(stack, suite, src, steps, tree, timeout, tmp / "build.log")
+                write_file(tmp / "build.log", out)
+                # the tree's path inside the entry, so a program is made where it was configured
+                write_file(tmp / done, str(tree.relative_to(tmp)) + "\n")
+    if program:
+        _make_program(stack, kind, suite, src, program, final, timeout, log)
     return final
+
+
+def _run_steps(stack: Stack, suite: str, src: Path, steps: list[list[str]], cwd: Path,
+               timeout: float, log_path: Path, what: str = "") -> str:
+    """Run the build commands in cwd with the stack's modules and environment; the first
+    that fails is a BuildError (its output in log_path)."""
+    out = []
+    for argv in steps:
+        res = run_command(stack.command(argv), cwd=cwd, env=getattr(stack, "env", None),
+                          timeout=timeout, die_with_parent=True)
+        out.append(res.stdout + res.stderr)
+        if not res.ok:
+            write_file(log_path, "\n".join(out))
+            why = "timed out" if res.timed_out else f"exit {res.returncode}"
+            lines = [ln for ln in (res.stdout + res.stderr).splitlines()
+                     if "rror" in ln or "No rule to make target" in ln]
+            raise BuildError(f"building {suite}{what} for stack {stack.name!r} from {src}: "
+                             f"`{' '.join(argv[:2])}` failed ({why})",
+                             log="\n".join((lines or (res.stdout + res.stderr)
+                                            .splitlines())[-30:]))
+    return "\n".join(out)
+
+
+def _make_program(stack: Stack, kind: PeerSuite, suite: str, src: Path, program: str,
+                  final: Path, timeout: float, log) -> None:
+    """Make one program in the configured tree of the cache entry `final`, under the entry's
+    lock (two campaigns making programs into one tree take turns); `.built-PROGRAM` marks it
+    made. A name the suite cannot make on its own (no Makefile.am lists it, or make has no
+    rule for it) gets the whole suite made instead."""
+    from mpibench.files import locked
+
+    tag = program if re.fullmatch(r"[A-Za-z0-9_.+-]{1,100}", program) \
+        else hashlib.sha256(program.encode()).hexdigest()[:12]
+    mark = final / f".built-{tag}"
+    if mark.exists():
+        return
+    with locked(final.parent / f".{final.name}.lock"):
+        if mark.exists():
+            return
+        tree = final / (final / ".configured").read_text().strip()
+        log_path = final / f"build-{tag}.log"
+        steps = kind.program_steps(tree, program)
+        if log:
+            log(f"making {program} in the {suite} tree configured for {stack.name} ...")
+        whole = False
+        try:
+            out = _run_steps(stack, suite, src, steps, tree, timeout, log_path,
+                             f" ({program})")
+        except BuildError as exc:
+            if "No rule to make target" not in (exc.log or "") or not kind.full_steps(tree):
+                raise
+            whole = True      # e.g. a program listed only under an automake conditional
+        if whole:
+            if log:
+                log(f"make has no rule for {program}: making the whole {suite} suite ...")
+            out = _run_steps(stack, suite, src, kind.full_steps(tree), tree, timeout,
+                             log_path, f" ({program}, whole suite)")
+            if not any(p.is_file() for p in tree.rglob(kind.program(program))):
+                write_file(log_path, out)
+                raise BuildError(f"building {suite} ({program}) for stack {stack.name!r} from "
+                                 f"{src}: make has no rule for {program} in its directory and "
+                                 "the whole make did not build it (listed under an automake "
+                                 "conditional that configure turned off for this stack?)")
+        write_file(log_path, out)
+        write_file(mark, program + "\n")
 
 
 def find_binary(root: Path, suite: str, benchmark: str | None) -> Path:

@@ -36,12 +36,25 @@ class PeerSuite:
     one_program_per_benchmark = False
     benchmarks_expected = "[...]"        # what the campaign's benchmarks key holds
 
-    def build_steps(self, tree: Path, cc: str, cxx: str, benchmark: str | None = None
-                    ) -> list[list[str]]:
-        """The commands that build the suite in the unpacked tree. benchmark: the one program
-        a suite with one_program_per_benchmark builds for its group (its build is cached per
-        program); the other suites build their one program whatever it is."""
+    def build_steps(self, tree: Path, cc: str, cxx: str) -> list[list[str]]:
+        """The commands that build the suite in the unpacked tree (a suite with
+        one_program_per_benchmark: configure_steps, then program_steps per program)."""
         raise NotImplementedError
+
+    def configure_steps(self, tree: Path, cc: str, cxx: str) -> list[list[str]]:
+        """one_program_per_benchmark: the commands that prepare the unpacked tree once per
+        stack and source (cached); each program is then made into it by program_steps."""
+        return []
+
+    def program_steps(self, tree: Path, program: str) -> list[list[str]]:
+        """one_program_per_benchmark: the commands that make one program in the configured
+        tree (full_steps when the suite cannot make it on its own)."""
+        return self.full_steps(tree)
+
+    def full_steps(self, tree: Path) -> list[list[str]]:
+        """one_program_per_benchmark: the commands that make every program in the
+        configured tree (the fallback when make has no rule for one program)."""
+        return []
 
     def program(self, benchmark: str | None) -> str:
         """The executable's name to find under a built tree or a given directory."""

@@ -18,8 +18,7 @@ IMB_BINARY = "IMB-MPI1"
 class Imb(PeerSuite):
     benchmarks_expected = '["PingPong", "Allreduce", ...] (IMB names)'
 
-    def build_steps(self, tree: Path, cc: str, cxx: str, benchmark: str | None = None
-                    ) -> list[list[str]]:
+    def build_steps(self, tree: Path, cc: str, cxx: str) -> list[list[str]]:
         # IMB's C++ sources include mpi.h; Open MPI's C++ bindings are not wanted
         return [["make", "-C", str(tree), IMB_BINARY, f"CC={cc}",
                  f"CXX={cxx} -DOMPI_SKIP_MPICXX=1 -DMPICH_SKIP_MPICXX=1"]]

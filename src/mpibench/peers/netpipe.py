@@ -15,8 +15,7 @@ NETPIPE_BINARY = "NPmpi"
 class NetPipe(PeerSuite):
     needs_cxx = False
 
-    def build_steps(self, tree: Path, cc: str, cxx: str, benchmark: str | None = None
-                    ) -> list[list[str]]:
+    def build_steps(self, tree: Path, cc: str, cxx: str) -> list[list[str]]:
         return [["make", "-C", str(tree), "mpi", f"CC={cc}"]]
 
     def program(self, benchmark: str | None) -> str:
