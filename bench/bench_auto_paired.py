@@ -40,8 +40,11 @@ launches per side (mean). The summary gives each design's worst figures over the
 (coverage at the smallest total over rows with at least 20 such comparisons) and its mean
 launches per side next to the rule before's. Targets (issue 21): false positives <= alpha + 1 point,
 coverage 93-97%, and >= 93% also where it stopped at the minimum. Cells of one comparison
-share its launches, so a rate's noise is that of `reps` comparisons (about ±1.5 points at
-400), not of reps x 20 cells; the coverage at the minimum, of fewer comparisons, more.
+share its launches, so a rate's noise is that of `reps` comparisons, not of reps x 20 cells:
+at most about ±1.1 points at 400 (one binomial sd, sqrt(0.05 x 0.95 / 400), for a rate
+near 5% or 95%; correlated cells make a comparison's share of them vary less than one
+cell, so this bounds it, as docs/statistics.md says); the coverage at the minimum, of
+fewer comparisons, more.
 """
 
 from __future__ import annotations

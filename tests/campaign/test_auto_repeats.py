@@ -137,7 +137,10 @@ def _plan_on_differences(per_variant, rule, rounds):
 def test_stopping_at_the_minimum_does_not_select_the_tests_spread():
     # One cell, interleaved, the paired final test (3 pairs: a 2-df spread), sigma_L 0.03:
     # about 16% of comparisons stop at the minimum. A rule that stops because the
-    # differences' spread was small covers there about 72% (docs/statistics.md); the sums'
+    # differences' spread was small covers there about 72%: the exact figure for a 2-df
+    # spread with 16% stopping (bench_auto_paired.py's theory table; 65-69% simulated here
+    # with seeds 11-13). docs/statistics.md's 76.2% / 77.7% is another measure: that plan's
+    # worst row over the bench's 20-cell scenarios, not this one-cell case. The sums'
     # spread is independent of the differences (normal, equal spreads), so the CI at the
     # minimum is the paired t interval at 3 pairs, exact: its misses ~ Binomial(k, 0.05).
     from scipy import stats as sps
