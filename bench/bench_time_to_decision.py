@@ -266,21 +266,23 @@ def run_repeats(db: Path) -> dict[str, int]:
         return {r["id"]: r["repeat"] for r in store.runs()}
 
 
-def core_plan(db: Path, cap: int, more_rounds: bool = True):
+def core_plan(db: Path, cap: int, rounds: int | None = None):
     """The core's budget from its launches so far (stats/budget.py, as `budget = "auto"`
     plans it in an interleaved campaign: equivalence within ±5% by the round-paired test,
     at the round differences' variance pooled over the sizes at its 80% upper bound, at
-    most `cap` launches per variant; more_rounds: the rounds still to run up to `cap`
-    count towards compare's pairing, as the campaign's own plan after its pilot counts
-    them, so the plan printed is the one its launches get)."""
+    most `cap` launches per variant; rounds: the rounds per variant the campaign
+    invocation that uses the plan runs, the ones still to run count towards compare's
+    pairing, as its own plan counts them (campaign.budget.BudgetRule.rounds: the bench
+    raises a fixed `repeats`, so after the 2-round pilot the next invocation runs 3 and
+    plans with one round more), so the plan printed is the one round 3's launches get;
+    None: the launches so far only)."""
     from mpibench.stats import budget
     from mpibench.store.report_queries import launch_cost_rows
 
     with Store(db) as store:
         ids = [r["id"] for r in store.runs(status="done")]
         rows = launch_cost_rows(store, ids)
-    return budget.plan_from_rows(rows, ["openmpi", "mpich"], TARGET, cap,
-                                 rounds=cap if more_rounds else None)
+    return budget.plan_from_rows(rows, ["openmpi", "mpich"], TARGET, cap, rounds=rounds)
 
 
 @dataclass(frozen=True)
@@ -434,7 +436,7 @@ def main(argv: list[str]) -> int:
             break
         c_spent = None if core.done else core.run_to(k)
         if k == 2:
-            plan0 = core_plan(core.db, a.cap)
+            plan0 = core_plan(core.db, a.cap, rounds=k + 1)
             if a.auto:
                 budget_rounds = max(compare, plan0.best.launches) \
                     if plan0 is not None and plan0.within_cap else a.cap
@@ -507,7 +509,7 @@ def summary(a, core: Tool, imb: Tool, head: tuple, budget_rounds: int, compare: 
             for line in t.undecided_lines():
                 print(line)
     # what a decision of every cell needs at the spread of all the core's launches
-    final = core_plan(core.db, SEARCH_MAX, more_rounds=False)
+    final = core_plan(core.db, SEARCH_MAX)
     if final is not None:
         print(f"mpibench-core at its final spread ({core.rounds} launches per variant): "
               f"{final.describe()}")

@@ -52,21 +52,33 @@ class BudgetRule:
         the campaign's repeats (fixed, or the maximum of "auto"/"decide")."""
         return spec.budget_launches or spec.repeats
 
-    def _plan(self, group: str) -> dict | None:
+    @staticmethod
+    def rounds(spec) -> int:
+        """Rounds per variant the campaign runs for certain: a fixed `repeats` all of
+        them, "auto"/"decide" their `min` (the stage rule may stop there)."""
+        return spec.auto.min if spec.auto else spec.repeats
+
+    @classmethod
+    def plan_rows(cls, spec, rows):
+        """stats.budget's plan for a group's finished launches' rows (launch_cost_rows):
+        equivalence within the campaign's margin (else 5%), at most cap() launches per
+        variant; in an interleaved campaign paired by round where compare will pair the
+        launches (stats.launch.pair_rounds), counting towards the pairs the rounds the
+        campaign runs for certain (rounds()): after the 2-round pilot, 3 pairs need one
+        more; a size short of 3 pairs even with them is planned unpaired."""
         from mpibench.stats import budget
+
+        return budget.plan_from_rows(rows, [v.name for v in spec.variants],
+                                     spec.equivalence or 0.05, cls.cap(spec),
+                                     interleaved=getattr(spec, "order", None) == "interleaved",
+                                     rounds=cls.rounds(spec))
+
+    def _plan(self, group: str) -> dict | None:
         from mpibench.store.report_queries import done_runs_of_group, launch_cost_rows
 
         runs = done_runs_of_group(self.runner.store, self.cid, group)
         rows = launch_cost_rows(self.runner.store, [r["id"] for r in runs])
-        spec = self.runner.spec
-        # an interleaved campaign's launches are compared paired by round
-        # (stats.launch.compare_cells): plan on the round differences' variance where
-        # compare will pair them (stats.launch.pair_rounds, counting the rounds still to
-        # run up to the cap: after the 2-round pilot, 3 pairs need one more)
-        p = budget.plan_from_rows(rows, [v.name for v in spec.variants],
-                                  spec.equivalence or 0.05, self.cap(spec),
-                                  interleaved=getattr(spec, "order", None) == "interleaved",
-                                  rounds=self.cap(spec))
+        p = self.plan_rows(self.runner.spec, rows)
         if p is None:
             if group not in self.said:
                 self.said.add(group)
