@@ -318,3 +318,16 @@ def test_cxx_wrapper_beside_each_kind_of_c_wrapper(tmp_path):
         assert cxx_wrapper(Stack(name="s", mpicc=str(tmp_path / cc))) == str(tmp_path / cxx)
     # a module's bare wrapper: its sibling's name, found once the module is loaded
     assert cxx_wrapper(Stack(name="m", mpicc="mpicc", modules=["openmpi/4.1.6"])) == "mpicxx"
+
+
+def test_peer_fuzz_surface_derandomized():
+    """The 'peer tarballs and source trees' fuzz surface (tests/support/surfaces.py) with a
+    fixed seed: hostile tarballs and trees, and OSU's program_dir on unpacked trees whose
+    Makefile.am is non-UTF-8, huge or a symlink, refuse in one line or pass: no crash."""
+    import random
+
+    from support import surfaces as _surfaces
+
+    surf = next(s for s in _surfaces.SURFACES if s.name == "peer tarballs and source trees")
+    t = surf.run(random.Random(5), 40)
+    assert (t.crashes, t.misparses, t.contract) == (0, 0, 0), t.examples

@@ -309,10 +309,57 @@ def _good_tarball() -> bytes:
     return buf.getvalue()
 
 
+_OSU_AM = ("bin_PROGRAMS = osu_bw \\\n    osu_latency osu_mbw_mr\nif MPI2_LIBRARY\n"
+           "    bin_PROGRAMS += osu_latency_mt\nendif\nosu_latency_SOURCES = osu_latency.c\n")
+
+
+def _hostile_am(rng: random.Random) -> tuple[str, bytes | str]:
+    """A Makefile.am the OSU build reads to find a program, as a tarball member: (kind,
+    content; a str is a symlink target)."""
+    kind = rng.choice(["non-utf8", "huge", "symlink-dev", "symlink-sibling", "mutated",
+                       "continued-at-eof", "nul"])
+    if kind == "non-utf8":
+        return kind, b"bin_PROGRAMS = osu_\xff\xfe\x80latency osu_latency\n\xc3\x28\n"
+    if kind == "huge":        # past program_dir's cap: passed over, not read into memory
+        return kind, b"x_PROGRAMS = osu_a\n" * rng.choice([70_000, 200_000])
+    if kind == "symlink-dev":
+        return kind, "/dev/zero"
+    if kind == "symlink-sibling":
+        return kind, "../Makefile"
+    if kind == "continued-at-eof":
+        return kind, b"bin_PROGRAMS = osu_latency \\"
+    if kind == "nul":
+        return kind, b"bin_PROGRAMS\0= osu_latency\n" + bytes(rng.randrange(256)
+                                                             for _ in range(200))
+    return kind, mutate_text(rng, _OSU_AM).encode("utf-8", "surrogateescape")
+
+
+def _tarball_with_am(rng: random.Random) -> tuple[str, bytes]:
+    buf = io.BytesIO()
+    kind, am = _hostile_am(rng)
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        for name, data in (("osu/Makefile", b"all:\n"), ("osu/c/mpi/pt2pt/Makefile.am",
+                                                          _OSU_AM.encode())):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+        info = tarfile.TarInfo(rng.choice(["osu/c/mpi/Makefile.am", "osu/Makefile.am",
+                                           "osu/c/mpi/coll/Makefile.am"]))
+        if isinstance(am, str):
+            info.type, info.linkname = tarfile.SYMTYPE, am
+            tf.addfile(info)
+        else:
+            info.size = len(am)
+            tf.addfile(info, io.BytesIO(am))
+    return kind, buf.getvalue()
+
+
 @surface("peer tarballs and source trees", "a suite's source tarball byte-flipped, cut, "
-         "or holding traversal, absolute paths, links out, devices; trees with FIFOs")
+         "or holding traversal, absolute paths, links out, devices; trees with FIFOs; "
+         "unpacked tarballs whose Makefile.am (read by OSU's build) is non-UTF-8, huge, "
+         "a symlink or mutated")
 def _peers(rng: random.Random, n: int) -> Tally:
-    from mpibench.peers import _unpack, check_source_tree, source_digest
+    from mpibench.peers import _unpack, check_source_tree, get_suite, source_digest
     from mpibench.peers.osu import program_dir
     t = Tally()
     good = _good_tarball()
@@ -321,7 +368,30 @@ def _peers(rng: random.Random, n: int) -> Tally:
         for k in range(n):
             case = root / f"c{k}"
             case.mkdir()
-            kind = rng.choice(["flip", "cut", "member", "member", "tree"])
+            kind = rng.choice(["flip", "cut", "member", "member", "tree", "am", "am"])
+            if kind == "am":           # the OSU build reads Makefile.am in the unpacked tree
+                what, data = _tarball_with_am(rng)
+                tgz = case / "s.tgz"
+                tgz.write_bytes(data)
+                into = case / "stage"
+                into.mkdir()
+                tree = t.run(lambda tgz=tgz, into=into: _unpack(tgz, into),
+                             describe=f"tarball with a {what} Makefile.am")
+                if tree is None:
+                    continue
+                prog = rng.choice(["osu_latency", "osu_latency_mt", "osu_a", "osu_nonesuch"])
+                where = t.run(lambda tree=tree, prog=prog: (program_dir(tree, prog),
+                                                            get_suite("osu").program_steps(
+                                                                tree, prog)),
+                              describe=f"program_dir with a {what} Makefile.am")
+                if where is not None and where[0] is not None:
+                    found = where[0]
+                    if not found.resolve().is_relative_to(tree.resolve()):
+                        t.breaks(f"{what} Makefile.am: {prog} found outside the tree "
+                                 f"({found})")
+                    if what == "huge" and prog == "osu_a":
+                        t.silent(f"a huge Makefile.am was read ({found})")
+                continue
             if kind == "tree":
                 src = case / "suite"
                 (src / "sub").mkdir(parents=True)
