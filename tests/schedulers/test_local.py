@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from mpibench.process import run_command
 from mpibench.schedulers import STEP_TIMEOUT_EXIT, JobStep, StepCompletion, read_step_result
 from support.common import MPI_TIMEOUT
 
@@ -57,8 +57,9 @@ def test_a_local_probe_step_ends_once_every_rank_reported(tmp_path, openmpi):
 
     src, exe, pid_file = tmp_path / "hang.c", tmp_path / "hang", tmp_path / "rank0.pid"
     src.write_text(HANGS_AFTER_REPORTING)
-    subprocess.run(openmpi.command([openmpi.mpicc, str(src), "-o", str(exe)]), check=True,
-                   env={**os.environ, **openmpi.env}, timeout=MPI_TIMEOUT)
+    built = run_command(openmpi.command([openmpi.mpicc, str(src), "-o", str(exe)]),
+                        env=openmpi.env, timeout=MPI_TIMEOUT)
+    assert built.ok, built.stderr
     cmd = prepare_cell(openmpi, Variant(name="v", stack=openmpi.name, np=2),
                        [str(exe), str(pid_file)], tmp_path / "run")
     step = JobStep("c-verify", cmd.run_dir, cmd.argv, cmd.env, cmd.stdout, cmd.stderr,
