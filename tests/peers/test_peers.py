@@ -182,6 +182,46 @@ def test_osu_tree_is_configured_once_and_each_program_made_into_it(tmp_path, mon
     assert not (root / ".built-osu_c").exists()
 
 
+_BUILD_ONE = """
+import sys
+from mpibench.peers import build_peer
+from mpibench.stacks import Stack
+s = Stack(name="fake", kind="openmpi", mpicc="cc", library_version="x")
+print(build_peer(s, "osu", sys.argv[1], benchmark=sys.argv[2]))
+"""
+
+
+@pytest.mark.system
+def test_two_campaigns_making_osu_programs_at_once_share_one_configure(tmp_path):
+    """Two processes (two campaigns) building two programs of one source and stack at the
+    same moment: the entry's lock makes them take turns, so configure runs once and each
+    program is made once into the one tree."""
+    import sys
+    from concurrent.futures import ThreadPoolExecutor
+
+    from mpibench.process import run_command
+
+    src = tmp_path / "osu"
+    (src / "sub").mkdir(parents=True)
+    # counted outside the tree (a second configure would replace the tree); the sleep
+    # widens the window in which a second builder would configure too
+    runs = tmp_path / "configure.runs"
+    (src / "configure").write_text(f"#!/bin/sh\necho run >> '{runs}'\nsleep 0.5\n")
+    (src / "configure").chmod(0o755)
+    (src / "sub" / "Makefile.am").write_text("sub_PROGRAMS = osu_a osu_b\n")
+    rule = "{0}:\n\techo {0} >> ../made && printf '#!/bin/sh\\n' > {0} && chmod +x {0}\n"
+    (src / "sub" / "Makefile").write_text(rule.format("osu_a") + rule.format("osu_b"))
+    with ThreadPoolExecutor(2) as pool:
+        done = list(pool.map(lambda prog: run_command(
+            [sys.executable, "-c", _BUILD_ONE, str(src), prog],
+            env={"MPIBENCH_CACHE": str(tmp_path / "cache")}, timeout=300), ("osu_a", "osu_b")))
+    assert [d.returncode for d in done] == [0, 0], [d.stderr[-300:] for d in done]
+    roots = {d.stdout.strip() for d in done}
+    assert len(roots) == 1
+    (tree,) = (p for p in Path(roots.pop()).iterdir() if p.is_dir())
+    assert runs.read_text() == "run\n"
+    assert sorted((tree / "made").read_text().split()) == ["osu_a", "osu_b"]
+
 CAMPAIGN = HEAD + f"""
 [benchmarks.core]
 benchmarks = ["PingPong", "Allreduce"]
