@@ -16,32 +16,12 @@ from mpibench.campaign.auto_repeats import (
     stage_two_total,
 )
 from mpibench.campaign.plan import expand
-from mpibench.campaign.spec import load
 from mpibench.errors import UsageError
-
-BASE = """
-[campaign]
-name = "auto"
-repeats = {repeats}
-
-[variants.a]
-stack = "openmpi"
-transport = "shm"
-
-[variants.b]
-stack = "openmpi"
-transport = "shm"
-
-[benchmarks.latency]
-benchmarks = ["PingPong"]
-sizes = "0:2"
-"""
+from support.common import pair_campaign
 
 
 def _spec(tmp_path, repeats):
-    p = tmp_path / "c.toml"
-    p.write_text(BASE.replace("{repeats}", repeats))
-    return load(p)
+    return pair_campaign(tmp_path, "auto", f"repeats = {repeats}")
 
 
 def test_auto_plans_the_maximum_and_keeps_the_rule(tmp_path):
@@ -170,13 +150,10 @@ def test_two_stage_rule_keeps_alpha_and_coverage_when_it_stops_early():
 
 def test_budget_auto_parses_and_a_bad_value_names_the_key(tmp_path):
     # budget = "auto" (stats/budget.py; the runner's use: tests/campaign/test_run.py)
-    p = tmp_path / "c.toml"
-    p.write_text(BASE.replace("{repeats}", '3\nbudget = "auto"'))
-    assert load(p).budget is True
+    assert _spec(tmp_path, '3\nbudget = "auto"').budget is True
     assert _spec(tmp_path, "3").budget is False
-    p.write_text(BASE.replace("{repeats}", '3\nbudget = "fast"'))
     with pytest.raises(UsageError, match=re.escape("campaign.budget")) as e:
-        load(p)
+        _spec(tmp_path, '3\nbudget = "fast"')
     assert '"auto"' in str(e.value)
 
 
@@ -184,21 +161,17 @@ def test_budget_launches_sets_the_cap_the_plan_respects(tmp_path):
     # budget = { launches = N }: "auto" planned for N launches per variant; without it the
     # cap is the campaign's repeats (fixed, or the maximum of "auto"/"decide")
     from mpibench.campaign.budget import BudgetRule
-    p = tmp_path / "c.toml"
-    p.write_text(BASE.replace("{repeats}", "3\nbudget = { launches = 10 }"))
-    spec = load(p)
+    spec = _spec(tmp_path, "3\nbudget = { launches = 10 }")
     assert spec.budget is True and spec.budget_launches == 10
     assert BudgetRule.cap(spec) == 10
     assert spec.to_dict()["budget"] == "auto" and spec.to_dict()["budget_launches"] == 10
-    p.write_text(BASE.replace("{repeats}", '3\nbudget = "auto"'))
-    assert BudgetRule.cap(load(p)) == 3
+    assert BudgetRule.cap(_spec(tmp_path, '3\nbudget = "auto"')) == 3
     assert BudgetRule.cap(_spec(tmp_path, '"decide"')) == 12
     for bad, key in (("{ launches = 1 }", "campaign.budget.launches"),
                      ('{ launches = "many" }', "campaign.budget.launches"),
                      ("{ runs = 4 }", "campaign.budget")):
-        p.write_text(BASE.replace("{repeats}", f"3\nbudget = {bad}"))
         with pytest.raises(UsageError, match=re.escape(key)):
-            load(p)
+            _spec(tmp_path, f"3\nbudget = {bad}")
 
 
 def test_decide_plans_the_maximum_and_keeps_its_design(tmp_path):

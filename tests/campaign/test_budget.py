@@ -9,32 +9,11 @@ import math
 import numpy as np
 
 from mpibench.campaign.budget import BudgetRule
-from mpibench.campaign.spec import load
-
-SPEC = """
-[campaign]
-name = "budget"
-repeats = {repeats}
-budget = "auto"
-
-[variants.a]
-stack = "openmpi"
-transport = "shm"
-
-[variants.b]
-stack = "openmpi"
-transport = "shm"
-
-[benchmarks.latency]
-benchmarks = ["PingPong"]
-sizes = "0:3"
-"""
+from support.common import pair_campaign
 
 
 def _spec(tmp_path, repeats):
-    p = tmp_path / "c.toml"
-    p.write_text(SPEC.replace("{repeats}", repeats))
-    return load(p)
+    return pair_campaign(tmp_path, "budget", f'repeats = {repeats}\nbudget = "auto"', "0:3")
 
 
 def _pilot_rows(seed=5, sizes=4, lost=None):
@@ -73,6 +52,5 @@ def test_the_rounds_a_plan_counts_on_are_the_ones_the_campaign_surely_runs(tmp_p
     # a complete pilot has 2 pairs per size: one more round pairs it either way
     assert BudgetRule.plan_rows(auto, _pilot_rows()).paired
     # a random-order campaign is never paired
-    p = tmp_path / "r.toml"
-    p.write_text(SPEC.replace("{repeats}", '10\norder = "random"'))
-    assert not BudgetRule.plan_rows(load(p), _pilot_rows()).paired
+    assert not BudgetRule.plan_rows(_spec(tmp_path, '10\norder = "random"'),
+                                    _pilot_rows()).paired

@@ -70,3 +70,33 @@ def python_unreachable_for_nobody() -> str | None:
             return (f"uid 65534 (nobody) cannot reach {why}, on the way to {path}: this "
                     "checkout or its venv sits under a directory others may not enter")
     return None
+
+
+PAIR_CAMPAIGN = """
+[campaign]
+name = "{name}"
+{campaign}
+
+[variants.a]
+stack = "openmpi"
+transport = "shm"
+
+[variants.b]
+stack = "openmpi"
+transport = "shm"
+
+[benchmarks.latency]
+benchmarks = ["PingPong"]
+sizes = "{sizes}"
+"""
+
+
+def pair_campaign(tmp_path: Path, name: str, campaign: str, sizes: str = "0:2"):
+    """The loaded spec of a campaign of two identical Open MPI shm variants, a and b,
+    running PingPong at `sizes`; campaign: the [campaign] table's lines after its name
+    (e.g. 'repeats = "auto"'). Only loaded, never run."""
+    from mpibench.campaign.spec import load
+
+    p = tmp_path / "c.toml"
+    p.write_text(PAIR_CAMPAIGN.format(name=name, campaign=campaign, sizes=sizes))
+    return load(p)
