@@ -239,10 +239,18 @@ def test_campaign_application_on_both_stacks(campaign_db, capsys):
     rows = [r for r in obj["comparison"]["rows"] if r["metric"] == "Mbps"]
     assert {r["params"]["upper"] for r in rows} == {256, 4096}
     assert all(r["base_value"] > 0 and r["cand_value"] > 0 and r["gain"] for r in rows)
-    # 2 launches per side: tested on the launch figures (Welch t on logs), with a gain CI
+    # 2 launches per side: tested on the launch figures (Welch t on logs), with a gain CI;
+    # NetPIPE's figure is quantised, so at a small upper bound both launches of a side can
+    # print the same Mbps to the digit (seen: 13884.75 twice, 7801.9 twice): then there is
+    # no spread to test against and compare must say so instead of printing a test
     for r in rows:
-        assert r["tested"] and r["base_launches"] == r["cand_launches"] == 2 \
-            and r["gain_ci_low"] <= r["gain"] <= r["gain_ci_high"], r
+        seen = (r["params"], r["base_launch_values"], r["cand_launch_values"], r["notes"])
+        assert r["base_launches"] == r["cand_launches"] == 2, seen
+        if r["tested"]:
+            assert r["gain_ci_low"] <= r["gain"] <= r["gain_ci_high"], seen
+        else:
+            assert len(set(r["base_launch_values"])) == len(set(r["cand_launch_values"])) \
+                == 1 and r["notes"] == ["not tested: no spread between launches"], seen
     costs = {(r["variant"], r["params"]["upper"]) for r in obj["cost"]["rows"]}
     assert costs == {(v, u) for v in ("ompi", "mpich") for u in (256, 4096)}
     assert any(n.startswith("mpich vs ompi:") for n in obj["cost"]["notes"])
