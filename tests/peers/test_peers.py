@@ -183,10 +183,11 @@ def test_osu_tree_is_configured_once_and_each_program_made_into_it(tmp_path, mon
 
 
 _BUILD_ONE = """
-import sys
+import pathlib, sys
 from mpibench.peers import build_peer
 from mpibench.stacks import Stack
 s = Stack(name="fake", kind="openmpi", mpicc="cc", library_version="x")
+pathlib.Path(sys.argv[3], "started-" + sys.argv[2]).touch()
 print(build_peer(s, "osu", sys.argv[1], benchmark=sys.argv[2]))
 """
 
@@ -203,17 +204,22 @@ def test_two_campaigns_making_osu_programs_at_once_share_one_configure(tmp_path)
 
     src = tmp_path / "osu"
     (src / "sub").mkdir(parents=True)
-    # counted outside the tree (a second configure would replace the tree); the sleep
-    # widens the window in which a second builder would configure too
+    # counted outside the tree (a second configure would replace the tree). configure
+    # waits until both builders have started (each marks it just before build_peer), so
+    # the other one reaches the entry while this configure runs: without the lock it
+    # would configure too. The wait is bounded, so a lost builder fails, not hangs.
     runs = tmp_path / "configure.runs"
-    (src / "configure").write_text(f"#!/bin/sh\necho run >> '{runs}'\nsleep 0.5\n")
+    (src / "configure").write_text(
+        f"#!/bin/sh\necho run >> '{runs}'\n"
+        f"i=0; while [ ! -e '{tmp_path}/started-osu_a' ] || [ ! -e '{tmp_path}/started-osu_b' ]"
+        f"; do i=$((i+1)); [ $i -gt 600 ] && exit 1; sleep 0.1; done\nsleep 0.5\n")
     (src / "configure").chmod(0o755)
     (src / "sub" / "Makefile.am").write_text("sub_PROGRAMS = osu_a osu_b\n")
     rule = "{0}:\n\techo {0} >> ../made && printf '#!/bin/sh\\n' > {0} && chmod +x {0}\n"
     (src / "sub" / "Makefile").write_text(rule.format("osu_a") + rule.format("osu_b"))
     with ThreadPoolExecutor(2) as pool:
         done = list(pool.map(lambda prog: run_command(
-            [sys.executable, "-c", _BUILD_ONE, str(src), prog],
+            [sys.executable, "-c", _BUILD_ONE, str(src), prog, str(tmp_path)],
             env={"MPIBENCH_CACHE": str(tmp_path / "cache")}, timeout=300), ("osu_a", "osu_b")))
     assert [d.returncode for d in done] == [0, 0], [d.stderr[-300:] for d in done]
     roots = {d.stdout.strip() for d in done}
