@@ -175,6 +175,39 @@ def prepare_cell(stack: Stack, variant: Variant, program: list[str], run_dir: Pa
 # a complete-when launch's own `timeout` ends it; this bounds the shell around it
 COMPLETE_BACKSTOP_S = 30.0
 
+# The cell-level completion rule. The core's output is complete once its footer is written
+# (core/driver.c writes it, closes the file, then calls MPI_Finalize; the watchdog writes
+# one before it exits): its JSON Lines file's last line is then the footer, written exactly
+# like this. The launcher then has CORE_FINALIZE_GRACE_S to exit by itself (a normal
+# MPI_Finalize and launcher teardown, and the profiler's write at MPI_Finalize, take well
+# under that even on a loaded machine) before it is stopped by its PID and the cell is
+# ingested as its footer says, with a note (ingest_core); without a footer the launch times
+# out as ever. The file is looked at once a second (a `tail` of its last line).
+CORE_FOOTER_ERE = '^[{]"record":"footer"'
+CORE_FINALIZE_GRACE_S = 10.0
+CORE_WATCH_TICK_S = 1.0
+
+
+def core_completion(cmd: CellCommand) -> Any:
+    """The completion rule of a core launch (schedulers.StepCompletion): its footer."""
+    from mpibench.schedulers import StepCompletion
+
+    if cmd.jsonl is None:
+        return None
+    try:
+        name = str(cmd.jsonl.relative_to(cmd.run_dir))
+    except ValueError:
+        name = str(cmd.jsonl)
+    return StepCompletion(CORE_FOOTER_ERE, 1, "core's footer", grace_s=CORE_FINALIZE_GRACE_S,
+                          file=name, tick_s=CORE_WATCH_TICK_S)
+
+
+def stopped_note(seconds: float) -> str:
+    """The reason of a launch stopped after its output was complete."""
+    return (f"launcher stopped {seconds:.0f} s after the core's output was complete (its "
+            "footer written): it had not exited, hung in MPI_Finalize or its teardown; the "
+            "results are whole")
+
 
 def run_local(cmd: CellCommand, timeout: float | None, complete: Any = None) -> CommandResult:
     """Launch a cell's command here. complete (a schedulers.StepCompletion, with a timeout):
@@ -254,9 +287,13 @@ def core_fingerprint(header: Mapping[str, Any]) -> dict[str, Any]:
 
 def ingest_core(cmd: CellCommand, result: CommandResult | None, *,
                 exit_code: int | None = None, timed_out: bool = False,
-                elapsed: float = 0.0) -> CellOutcome:
+                elapsed: float = 0.0, stopped_after: float | None = None) -> CellOutcome:
     """Turn a finished core launch (local result, or a batch job's files) into an outcome.
-    Whatever the core managed to write is kept, even when the launch failed."""
+    Whatever the core managed to write is kept, even when the launch failed.
+    stopped_after: the launcher was stopped that many seconds after the core's output was
+    complete (core_completion): its exit status is that of the stop, so the run is judged
+    by the footer's status (the core's own exit status: 0 ok, 1 failed or timeout), and the
+    reason says what happened."""
     if result is not None:
         exit_code, timed_out, elapsed = result.returncode, result.timed_out, result.elapsed
         stderr = result.stderr
@@ -268,6 +305,10 @@ def ingest_core(cmd: CellCommand, result: CommandResult | None, *,
         parsed = parse_core_jsonl(cmd.jsonl.read_text(errors="replace"), source=str(cmd.jsonl))
     fp = cell_fingerprint(cmd, parsed.header)
     records = parsed.records
+    launcher_exit = exit_code
+    stopped = stopped_after is not None and not timed_out and parsed.footer is not None
+    if stopped:
+        exit_code = 0 if parsed.footer.get("status") == "ok" else 1
     if timed_out:
         status, reason = "timeout", "the launch exceeded its time limit and was killed"
         if parsed.footer is not None and parsed.footer.get("status") == "ok":
@@ -297,8 +338,11 @@ def ingest_core(cmd: CellCommand, result: CommandResult | None, *,
     swapped = library_swapped(cmd.stack, parsed.header.get("mpi_library_version"))
     if swapped and status == "done":
         status, reason = "failed", swapped
+    if stopped:
+        note = stopped_note(stopped_after)
+        reason = f"{reason}; {note}" if reason else note
     return CellOutcome(status=status, reason=reason, records=records, fingerprint=fp,
-                       header=parsed.header, exit_code=exit_code, elapsed=elapsed,
+                       header=parsed.header, exit_code=launcher_exit, elapsed=elapsed,
                        stderr_tail=tail)
 
 

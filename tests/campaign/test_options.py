@@ -377,6 +377,35 @@ def test_a_launch_killed_after_the_core_finished_says_so_and_keeps_its_rows(tmp_
     assert "written all its results" not in stalled.reason
 
 
+def test_a_launcher_stopped_after_the_footer_is_judged_by_the_footer(tmp_path):
+    """The completion rule stopped a launcher that had not exited after the core's footer
+    (its exit status is the stop's, 143 or mpirun's 1): the cell is what the footer says
+    (ok: done; failed: the validation failure; timeout: the watchdog's), with a note. The
+    launcher's own exit status is kept. Without a footer nothing changes (it cannot be
+    stopped without one; if it were, its exit status would stand)."""
+    ok = ingest_core(_cmd(tmp_path, DATA / "mpich-np2-ok.jsonl"), None, exit_code=143,
+                     stopped_after=10.3)
+    assert ok.status == "done" and ok.records and ok.exit_code == 143
+    assert ok.reason == ("launcher stopped 10 s after the core's output was complete (its "
+                         "footer written): it had not exited, hung in MPI_Finalize or its "
+                         "teardown; the results are whole")
+    bad = ingest_core(_cmd(tmp_path, DATA / "openmpi-np2-corrupt-unsupported.jsonl"), None,
+                      exit_code=1, stopped_after=10.0)
+    assert bad.status == "failed" and bad.reason.startswith("validation failed: ")
+    assert bad.reason.endswith("the results are whole")
+    stall = ingest_core(_cmd(tmp_path, DATA / "mpich-np2-stall.jsonl"), None, exit_code=143,
+                        stopped_after=10.0)
+    assert stall.status == "timeout" and stall.reason.startswith("watchdog: PingPong")
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text("".join((DATA / "mpich-np2-ok.jsonl").read_text().splitlines(True)[:-1]))
+    assert ingest_core(_cmd(tmp_path, cut), None, exit_code=143,
+                       stopped_after=10.0).status == "failed"
+    # the step's own timeout came first: a timeout as before
+    late = ingest_core(_cmd(tmp_path, DATA / "mpich-np2-ok.jsonl"), None, exit_code=124,
+                       timed_out=True, stopped_after=None)
+    assert late.status == "timeout"
+
+
 def test_fingerprint_carries_the_options_that_change_a_sample(tmp_path):
     plain = ingest_core(_cmd(tmp_path, DATA / "mpich-np2-ok.jsonl"), None, exit_code=0)
     shifted = ingest_core(_cmd(tmp_path, DATA / "openmpi-np3-rootshift-offcache.jsonl"),

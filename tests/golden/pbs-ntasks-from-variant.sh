@@ -39,7 +39,7 @@ if [ -n "${SLURM_JOB_NODELIST:-}" ] && command -v scontrol >/dev/null; then
 fi
 # cell c-0123456789abcdef
 cd '/scratch/camp aign/runs/c-0123456789abcdef'
-rm -f exit_status timing.json
+rm -f exit_status timing.json launcher_stopped
 mb_start=$(date +%s.%N)
 mb_launch=
 mb_rc=0

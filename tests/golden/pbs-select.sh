@@ -43,7 +43,7 @@ fi
 module load mvapich2/2.3
 # cell c-0123456789abcdef
 cd '/scratch/camp aign/runs/c-0123456789abcdef'
-rm -f exit_status timing.json
+rm -f exit_status timing.json launcher_stopped
 mb_start=$(date +%s.%N)
 mb_launch=
 mb_rc=0

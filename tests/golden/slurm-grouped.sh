@@ -40,7 +40,7 @@ if [ -n "${SLURM_JOB_NODELIST:-}" ] && command -v scontrol >/dev/null; then
 fi
 # cell c-aaaa
 cd '/scratch/camp aign/runs/c-aaaa'
-rm -f exit_status timing.json
+rm -f exit_status timing.json launcher_stopped
 mb_start=$(date +%s.%N)
 mb_launch=
 mb_rc=0
@@ -50,7 +50,7 @@ printf '{"started": %s, "launch_started": %s, "finished": %s}\n' "$mb_start" "${
 echo $mb_rc >exit_status.tmp && mv exit_status.tmp exit_status
 # cell c-bbbb
 cd '/scratch/camp aign/runs/c-bbbb'
-rm -f exit_status timing.json
+rm -f exit_status timing.json launcher_stopped
 mb_start=$(date +%s.%N)
 mb_launch=
 mb_rc=0

@@ -44,7 +44,7 @@ fi
 module load 'a'"'"'b"c$(touch /tmp/pwned)'
 # cell c-feedfacefeedface
 cd '/scratch/camp aign/runs/c-feedfacefeedface'
-rm -f exit_status timing.json
+rm -f exit_status timing.json launcher_stopped
 mb_start=$(date +%s.%N)
 mb_launch=
 mb_rc=0

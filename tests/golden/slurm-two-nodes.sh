@@ -48,7 +48,7 @@ module load openmpi/4.1.4
 module load 'ucx/1.15 (site)'
 # cell c-0123456789abcdef
 cd '/scratch/camp aign/runs/c-0123456789abcdef'
-rm -f exit_status timing.json
+rm -f exit_status timing.json launcher_stopped
 mb_start=$(date +%s.%N)
 mb_launch=
 mb_rc=0

@@ -82,3 +82,97 @@ def _stop_leftover(pid_file: Path) -> None:
         os.kill(int(pid_file.read_text()), signal.SIGKILL)
     except (FileNotFoundError, ValueError, ProcessLookupError):
         pass
+
+
+# What the core does at the end of a run (core/driver.c), with a hang where MPICH now and
+# then hangs: rank 0 writes a complete core output (header, a result, the footer) to the
+# --jsonl file the campaign passes, then never reaches MPI_Finalize, where rank 1 waits for
+# it; so the launcher never exits by itself. For the benchmark Barrier it leaves the footer
+# out: a run cut short, whose launch must still time out.
+WRITES_CORE_OUTPUT_THEN_HANGS = r"""
+#include <mpi.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+int main(int argc, char **argv) {
+    int rank;
+    const char *jsonl = "core.jsonl", *bench = argv[argc - 1];
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--jsonl"))
+            jsonl = argv[i + 1];
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) {
+        FILE *p = fopen("rank0.pid", "w");
+        fprintf(p, "%d\n", (int)getpid());
+        fclose(p);
+        FILE *f = fopen(jsonl, "w");
+        fprintf(f, "{\"record\":\"header\",\"schema_version\":1}\n");
+        fprintf(f, "{\"record\":\"result\",\"benchmark\":\"%s\",\"size\":0,\"np\":2,"
+                   "\"status\":\"ok\",\"reason\":null,\"median_us\":1.5}\n", bench);
+        if (strcmp(bench, "Barrier"))
+            fprintf(f, "{\"record\":\"footer\",\"status\":\"ok\",\"elapsed_s\":0.1}\n");
+        fclose(f);
+        for (;;)
+            pause();
+    }
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+FINALIZE_HANG_CAMPAIGN = """
+[campaign]
+name = "finalize-hang"
+repeats = 1
+timeout = 30
+[variants.v]
+stack = "{stack}"
+np = 2
+[benchmarks.whole]
+benchmarks = ["PingPong"]
+sizes = "0"
+[benchmarks.cut]
+benchmarks = ["Barrier"]
+timeout = 3
+"""
+
+
+@pytest.mark.system
+def test_a_core_cell_whose_output_is_complete_is_done_though_its_launcher_hangs(
+        tmp_path, openmpi, monkeypatch):
+    """A cell whose core had written its whole output (the footer) while the launcher hung
+    in MPI_Finalize (MPICH now and then, e.g. the nodes=2 Allreduce cell of
+    tests/schedulers/test_multinode.py under load) waited out the cell's timeout and was
+    recorded `timeout`. Now the launcher is stopped after the grace and the cell is `done`
+    with a note; a cell whose output has no footer still times out."""
+    from mpibench import execute
+    from mpibench.campaign.runner import CampaignRunner
+    from mpibench.campaign.spec import load
+    from mpibench.store import Store
+
+    monkeypatch.setattr(execute, "CORE_FINALIZE_GRACE_S", 0.5, raising=False)
+    src, exe = tmp_path / "core_like.c", tmp_path / "core_like"
+    src.write_text(WRITES_CORE_OUTPUT_THEN_HANGS)
+    built = run_command(openmpi.command([openmpi.mpicc, str(src), "-o", str(exe)]),
+                        env=openmpi.env, timeout=MPI_TIMEOUT)
+    assert built.ok, built.stderr
+    camp = tmp_path / "camp.toml"
+    camp.write_text(FINALIZE_HANG_CAMPAIGN.format(stack=openmpi.name))
+    runner = CampaignRunner(load(camp), None, [openmpi], verify=False)
+    runner.binaries[openmpi.name] = exe
+    try:
+        with Store(tmp_path / "c.db") as store:
+            runner.store = store
+            runner.run()
+            runs = {r["grp"]: r for r in store.runs()}
+    finally:
+        for pid_file in (tmp_path / "runs").rglob("rank0.pid"):
+            _stop_leftover(pid_file)
+    whole, cut = runs["whole"], runs["cut"]
+    assert whole["status"] == "done", (whole["reason"], whole["stderr_tail"])
+    assert "launcher stopped" in whole["reason"], whole["reason"]
+    assert "after the core's output was complete" in whole["reason"], whole["reason"]
+    assert cut["status"] == "timeout", (cut["reason"], cut["stderr_tail"])

@@ -482,3 +482,74 @@ def test_a_probe_rank_that_never_reports_still_fails_the_probe(tmp_path):
     assert sr.timed_out
     assert problem == "probe launch timed out after 3 s; rank 2 never reported its exchange"
     assert "mpibench: all" not in err
+
+
+# a launcher that leaves a core output (a real capture, or all but its footer) where the
+# campaign's --jsonl says, then hangs as MPICH's MPI_Finalize now and then does
+CORE_THEN_HANG = r"""#!/bin/bash
+echo $$ >launcher.pid
+trap 'exit 143' TERM
+if [ "$2" = whole ]; then cp "$1" core.jsonl; else head -n -1 "$1" >core.jsonl; fi
+sleep 600 & wait $!
+"""
+
+
+# (the output without its footer, "cut", times out as before: the real launch of
+# tests/schedulers/test_local.py shows it; here it would only cost the step's timeout)
+@pytest.mark.parametrize("output", ["whole"])
+def test_a_core_step_ends_once_its_footer_is_written(tmp_path, monkeypatch, output):
+    """A job script's core step waited for its launcher: one hung in MPI_Finalize after
+    the footer held the job for the cell's whole timeout (the mpich-srun nodes=2 cell of
+    tests/schedulers/test_multinode.py, 90 s). With the core's completion rule the step
+    stops it after the grace and records launcher_stopped; read back, the step is not a
+    timeout and says how long after the footer it was stopped. Without the footer the
+    step times out as before."""
+    from mpibench import execute
+    from mpibench.schedulers import STOPPED_FILE, job_body, read_step_result
+
+    monkeypatch.setattr(execute, "CORE_FINALIZE_GRACE_S", 0.5)
+    d = tmp_path / "cell dir"
+    d.mkdir()
+    launcher = tmp_path / "launcher.sh"
+    launcher.write_text(CORE_THEN_HANG)
+    launcher.chmod(0o755)
+    capture = Path(__file__).parents[1] / "data" / "core" / "mpich-np2-ok.jsonl"
+    cmd = execute.CellCommand(
+        argv=[str(launcher), str(capture), output], env={}, run_dir=d,
+        stdout=d / "stdout.txt", stderr=d / "stderr.txt", jsonl=d / "core.jsonl",
+        fingerprint_argv=[], variant=None, stack=None)
+    step = JobStep("c-1", d, cmd.argv, {}, cmd.stdout, cmd.stderr,
+                   timeout_s=600 if output == "whole" else 2,
+                   complete=execute.core_completion(cmd))
+    # the bound here only keeps a broken script from holding the suite
+    res = subprocess.run(["bash", "-c", job_body(JobRequest("j", [step], d))], text=True,
+                         capture_output=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    sr = read_step_result(step)
+    err = (d / "stderr.txt").read_text()
+    if output == "whole":
+        assert not sr.timed_out and sr.exit_code == 143
+        assert sr.stopped_after is not None and sr.stopped_after >= 0
+        assert "mpibench: the core's footer was written (core.jsonl); the launcher (pid " \
+            in err
+        assert res.stderr == ""  # nothing said while the core had not written its file
+    else:
+        assert sr.timed_out and sr.stopped_after is None
+        assert not (d / STOPPED_FILE).exists() and "mpibench:" not in err
+
+
+def test_a_stopped_launchers_kill_is_not_a_timeout(tmp_path):
+    """`timeout` sends KILL 10 s after the completion rule's TERM to a launcher that
+    ignores it: 137 past the step's limit is then the rule's stop, not the step's timeout."""
+    from mpibench.schedulers import STOPPED_FILE, read_step_result
+
+    (tmp_path / "exit_status").write_text("137\n")
+    (tmp_path / "timing.json").write_text(json.dumps(
+        {"started": 100.0, "launch_started": 100.5, "finished": 125.0}))
+    (tmp_path / STOPPED_FILE).write_text('{"complete": 103.0, "stopped": 113.5}\n')
+    step = JobStep(cell_id="c", run_dir=tmp_path, argv=["x"], env={},
+                   stdout=tmp_path / "o", stderr=tmp_path / "e", timeout_s=20)
+    sr = read_step_result(step)
+    assert not sr.timed_out and sr.stopped_after == 10.5
+    (tmp_path / STOPPED_FILE).write_text('{"complete": null, "stopped": 113.5}\n')
+    assert read_step_result(step).stopped_after == 0.0

@@ -156,7 +156,7 @@ class CellSteps:
             outcome.records = []
         else:
             outcome = ingest_core(cmd, None, exit_code=exit_code, timed_out=timed_out,
-                                  elapsed=elapsed)
+                                  elapsed=elapsed, stopped_after=sr.stopped_after)
         kind = g.kind_class
         if kind.reason_from_exit and outcome.status == "failed" \
                 and exit_code not in (0, None) \

@@ -25,8 +25,10 @@ Steps leave their results in their run directory (see job_body): stdout/stderr f
 `exit_status` file with the integer exit status (124 = killed by the step timeout), a
 `timing.json` with epoch seconds {"started", "launch_started", "finished"} (launch_started:
 after the setup commands, null when setup failed) and, for steps with setup commands,
-`setup.out`/`setup.err` (created even when empty). The harness reads them with `read_step_result`
-and ingests; a job never writes the database (single writer).
+`setup.out`/`setup.err` (created even when empty), and for a step with a completion rule
+whose launcher had to be stopped after its output was complete, `launcher_stopped` (see
+StepCompletion). The harness reads them with `read_step_result` and ingests; a job never
+writes the database (single writer).
 """
 
 from __future__ import annotations
@@ -49,6 +51,10 @@ TERMINAL_JOB_STATES = frozenset(JOB_STATES) - {"pending", "running"}
 EXIT_STATUS_FILE = "exit_status"
 TIMING_FILE = "timing.json"
 STEP_TIMEOUT_EXIT = 124  # what coreutils `timeout` returns when it had to stop the command
+# written by a step whose launcher was stopped after its output was complete (StepCompletion):
+# {"complete": epoch seconds of the watched file's last write, "stopped": epoch seconds}
+STOPPED_FILE = "launcher_stopped"
+COMPLETE_TICK_S = 0.25  # how often a StepCompletion step's output is looked at (default)
 
 
 class SchedulerError(MpibenchError):
@@ -95,18 +101,24 @@ class SchedulerSettings:
 
 @dataclass(frozen=True)
 class StepCompletion:
-    """A step whose result is complete before its launcher exits (the transport probe: an
-    MPI_Finalize that hangs after every rank has reported must not hold the job for the
-    step's whole timeout). Once `count` distinct lines of the step's stdout match `pattern`
-    (an awk extended regular expression), the launcher has `grace_s` seconds to exit by
-    itself; then it is stopped by its PID (SIGTERM; the step's `timeout` sends SIGKILL 10 s
-    later) and a line on the step's stderr says so. A launcher that exits first, or a step
-    whose lines never all arrive, ends as any step does (its own status, or 124)."""
+    """A step whose result is complete before its launcher exits (the transport probe, whose
+    ranks all reported; a core launch, whose footer is written): an MPI_Finalize that hangs
+    after that must not hold the job for the step's whole timeout. Once `count` distinct
+    lines of the step's stdout match `pattern` (an awk extended regular expression), or,
+    with `file` (a path in the run directory), once the last `count` lines of that file do,
+    the launcher has `grace_s` seconds to exit by itself; then it is stopped by its PID
+    (SIGTERM to the step's `timeout`, which passes it on to its process group and sends
+    SIGKILL 10 s later), a line on the step's stderr says so and the step writes
+    STOPPED_FILE. The output is looked at every `tick_s` seconds. A launcher that exits
+    first, or a step whose lines never all arrive, ends as any step does (its own status,
+    or 124)."""
 
     pattern: str
     count: int
     what: str = "lines"  # what one matching line is, for the stderr note ("ranks")
     grace_s: float = 5.0
+    file: str | None = None  # watched instead of stdout (its last `count` lines)
+    tick_s: float = COMPLETE_TICK_S
 
 
 @dataclass
@@ -178,6 +190,9 @@ class StepResult:
     started: float | None = None
     finished: float | None = None
     launch_started: float | None = None  # after the setup commands
+    # seconds from the step's output being complete to its launcher being stopped, when the
+    # launcher had not exited by itself (StepCompletion; STOPPED_FILE); None otherwise
+    stopped_after: float | None = None
 
 
 class Scheduler:
@@ -272,7 +287,7 @@ def step_lines(step: JobStep) -> list[str]:
     d = shlex.quote(str(step.run_dir))
     q = shlex.quote
     lines = [f"# cell {step.cell_id}", f"cd {d}",
-             f"rm -f {EXIT_STATUS_FILE} {TIMING_FILE}",
+             f"rm -f {EXIT_STATUS_FILE} {TIMING_FILE} {STOPPED_FILE}",
              "mb_start=$(date +%s.%N)", "mb_launch=", "mb_rc=0"]
     limit = []
     if step.timeout_s:
@@ -298,9 +313,6 @@ def step_lines(step: JobStep) -> list[str]:
     return lines
 
 
-COMPLETE_TICK_S = 0.25  # how often a StepCompletion step's output is looked at
-
-
 def _complete_lines(step: JobStep, main: str) -> list[str]:
     """The launcher in the background, its PID kept; the step ends when the launcher exits,
     or once its output holds every expected line and the grace has passed (see
@@ -309,28 +321,38 @@ def _complete_lines(step: JobStep, main: str) -> list[str]:
     c = step.complete
     q = shlex.quote
     out, err = q(step.stdout.name), q(step.stderr.name)
-    ticks = max(1, math.ceil(c.grace_s / COMPLETE_TICK_S))
-    count = ("awk -v mb_re=" + q(c.pattern) + " '$0 ~ mb_re && !mb_s[$0]++ { mb_n++ } "
-             f"END {{ print mb_n + 0 }}' {out}")
-    said = f"mpibench: all {int(c.count)} {c.what} reported; the launcher"
+    tick = f"{c.tick_s:g}"
+    ticks = max(1, math.ceil(c.grace_s / c.tick_s))
+    watched = q(c.file) if c.file else out
+    awk = ("awk -v mb_re=" + q(c.pattern) + " '$0 ~ mb_re && !mb_s[$0]++ { mb_n++ } "
+           "END { print mb_n + 0 }'")
+    # a file's last lines only (`tail` seeks): the core's JSON Lines may be large
+    count = (f"tail -n {int(c.count)} {watched} 2>/dev/null | {awk}" if c.file
+             else f"{awk} {out}")
+    said = (f"mpibench: the {c.what} was written ({c.file}); the launcher" if c.file
+            else f"mpibench: all {int(c.count)} {c.what} reported; the launcher")
     then = f"had not exited {c.grace_s:g} s later and was stopped"
     return [
         f"if [ $mb_rc -eq 0 ]; then mb_launch=$(date +%s.%N); {main} >{out} 2>{err} &",
         "  mb_pid=$!",
-        f"  # complete once {int(c.count)} {c.what} reported: the launcher may then hang "
-        "(MPI_Finalize)",
+        (f"  # complete once the {c.what} is in {c.file}" if c.file else
+         f"  # complete once {int(c.count)} {c.what} reported")
+        + ": the launcher may then hang (MPI_Finalize)",
         '  while kill -0 "$mb_pid" 2>/dev/null; do',
         # (before the launcher has created its output file, nothing counted yet)
         f'    mb_n=$({count} 2>/dev/null); [ "${{mb_n:-0}}" -ge {int(c.count)} ] && break',
-        f"    sleep {COMPLETE_TICK_S:g}",
+        f"    sleep {tick}",
         "  done",
         '  mb_g=0; while kill -0 "$mb_pid" 2>/dev/null && '
-        f'[ "$mb_g" -lt {ticks} ]; do sleep {COMPLETE_TICK_S:g}; mb_g=$((mb_g + 1)); done',
-        '  mb_stop=; if kill -0 "$mb_pid" 2>/dev/null; then kill -TERM "$mb_pid"; '
-        "mb_stop=1; fi",
+        f'[ "$mb_g" -lt {ticks} ]; do sleep {tick}; mb_g=$((mb_g + 1)); done',
+        # when the output was complete: the watched file's last write
+        '  mb_stop=; if kill -0 "$mb_pid" 2>/dev/null; then '
+        f'mb_done=$(date -r {watched} +%s.%N 2>/dev/null); kill -TERM "$mb_pid"; '
+        "mb_stop=$(date +%s.%N); fi",
         '  wait "$mb_pid" || mb_rc=$?',
         f'  if [ -n "$mb_stop" ]; then printf \'%s (pid %s) %s\\n\' {q(said)} "$mb_pid" '
-        f"{q(then)} >>{err}; fi",
+        f"{q(then)} >>{err}; printf \'{{\"complete\": %s, \"stopped\": %s}}\\n\' "
+        f'"${{mb_done:-null}}" "$mb_stop" >{STOPPED_FILE}; fi',
         "fi",
     ]
 
@@ -364,10 +386,29 @@ def read_step_result(step: JobStep, job_state: JobStatus | None = None) -> StepR
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         pass
     elapsed = (finished - started) if started is not None and finished is not None else 0.0
+    stopped = read_stopped(step.run_dir) if exit_code is not None else None
     # the job's exit code is not the step's: the script exits 0 after any step failure.
-    # `timeout` exits 124, or 128+9 when the command ignored TERM and needed the KILL.
+    # `timeout` exits 124, or 128+9 when the command ignored TERM and needed the KILL
+    # (unless the step itself stopped it, its output complete: then that KILL was ours).
     timed_out = exit_code == STEP_TIMEOUT_EXIT or (
-        exit_code == 128 + 9 and bool(step.timeout_s) and elapsed >= step.timeout_s) or (
+        exit_code == 128 + 9 and bool(step.timeout_s) and elapsed >= step.timeout_s
+        and stopped is None) or (
         exit_code is None and job_state is not None and job_state.state == "timeout")
     return StepResult(exit_code=exit_code, timed_out=timed_out, elapsed=elapsed,
-                      started=started, finished=finished, launch_started=launch)
+                      started=started, finished=finished, launch_started=launch,
+                      stopped_after=None if timed_out else stopped)
+
+
+def read_stopped(run_dir: Path) -> float | None:
+    """Seconds from a step's output being complete to its launcher being stopped, from
+    STOPPED_FILE (0 when the file's time is unknown); None when the step wrote none."""
+    try:
+        t = json.loads((Path(run_dir) / STOPPED_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(t, dict) or not isinstance(t.get("stopped"), int | float):
+        return None
+    done = t.get("complete")
+    if not isinstance(done, int | float) or isinstance(done, bool):
+        return 0.0
+    return max(0.0, float(t["stopped"]) - float(done))

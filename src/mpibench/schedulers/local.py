@@ -16,12 +16,14 @@ from mpibench.process import CommandResult, run_command
 from mpibench.schedulers import (
     EXIT_STATUS_FILE,
     STEP_TIMEOUT_EXIT,
+    STOPPED_FILE,
     TIMING_FILE,
     JobRequest,
     JobStep,
     Scheduler,
     StepResult,
     job_body,
+    read_stopped,
     register_scheduler,
 )
 
@@ -37,7 +39,8 @@ class LocalScheduler(Scheduler):
     def run_step(self, step: JobStep) -> StepResult:
         """Setup commands, then the launch; the result is also kept on self.last_result
         (the CommandResult of the launch, None when setup failed)."""
-        (step.run_dir / EXIT_STATUS_FILE).unlink(missing_ok=True)
+        for name in (EXIT_STATUS_FILE, STOPPED_FILE):
+            (step.run_dir / name).unlink(missing_ok=True)
         started = time.time()
         self.last_result: CommandResult | None = None
         self.last_setup: CommandResult | None = None
@@ -71,8 +74,11 @@ class LocalScheduler(Scheduler):
             {"started": started, "launch_started": launch_started, "finished": finished})
             + "\n")
         write_file(step.run_dir / EXIT_STATUS_FILE, f"{code}\n")
+        # a step with a completion rule whose launcher it stopped (run_local ran its lines)
+        stopped = None if timed_out or launch_started is None else read_stopped(step.run_dir)
         return StepResult(exit_code=rc, timed_out=timed_out, elapsed=finished - started,
-                          started=started, finished=finished, launch_started=launch_started)
+                          started=started, finished=finished, launch_started=launch_started,
+                          stopped_after=stopped)
 
 
 def _append(path, text: str) -> None:

@@ -9,7 +9,13 @@ from mpibench.benchmarks import canonical_benchmarks, parse_sizes
 from mpibench.campaign.group_kinds import GroupKind, Prepared, register_group_kind
 from mpibench.campaign.spec import Group, _Ctx, _exclude, group_common, group_variants
 from mpibench.errors import UsageError
-from mpibench.execute import CORE_OPTIONS, check_core_options, core_args, prepare_cell
+from mpibench.execute import (
+    CORE_OPTIONS,
+    check_core_options,
+    core_args,
+    core_completion,
+    prepare_cell,
+)
 from mpibench.schedulers import JobStep
 
 
@@ -76,5 +82,8 @@ class CoreKind(GroupKind):
                            jsonl=jsonl, local=local, create=not runner.dry)
         runner._profile(cell, cmd)
         step = JobStep(cell.id, run_dir, cmd.argv, cmd.env, cmd.stdout, cmd.stderr,
-                       timeout_s=g.timeout or runner.spec.timeout, cell=cmd)
+                       timeout_s=g.timeout or runner.spec.timeout, cell=cmd,
+                       # complete once the footer is written: a launcher then hung in
+                       # MPI_Finalize costs the grace, not the cell's timeout
+                       complete=core_completion(cmd))
         return Prepared(cell, cmd, step)
