@@ -553,3 +553,24 @@ def test_a_stopped_launchers_kill_is_not_a_timeout(tmp_path):
     assert not sr.timed_out and sr.stopped_after == 10.5
     (tmp_path / STOPPED_FILE).write_text('{"complete": null, "stopped": 113.5}\n')
     assert read_step_result(step).stopped_after == 0.0
+
+
+def test_a_launcher_that_exits_by_itself_ends_its_step_at_once(tmp_path):
+    """The step used to look at its launcher once a tick (`kill -0`, then `sleep`), so
+    every launch that exited normally waited up to a tick more (a second for a core cell);
+    it now reads its launcher's exit status as it comes. With a tick of an hour the step
+    could only end within the guard below by seeing the exit itself."""
+    from mpibench.schedulers import StepCompletion, job_body, read_step_result
+
+    d = tmp_path / "d"
+    d.mkdir()
+    step = JobStep("c-1", d, ["sh", "-c", "echo partial; exit 3"], {}, d / "stdout.txt",
+                   d / "stderr.txt", timeout_s=600,
+                   complete=StepCompletion("^never$", 1, "lines", grace_s=3600,
+                                           file="core.jsonl", tick_s=3600))
+    res = subprocess.run(["bash", "-c", job_body(JobRequest("j", [step], d))], text=True,
+                         capture_output=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    sr = read_step_result(step)
+    assert (sr.exit_code, sr.timed_out, sr.stopped_after) == (3, False, None)
+    assert (d / "stdout.txt").read_text() == "partial\n"

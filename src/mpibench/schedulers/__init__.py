@@ -34,7 +34,6 @@ writes the database (single writer).
 from __future__ import annotations
 
 import json
-import math
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -314,15 +313,16 @@ def step_lines(step: JobStep) -> list[str]:
 
 
 def _complete_lines(step: JobStep, main: str) -> list[str]:
-    """The launcher in the background, its PID kept; the step ends when the launcher exits,
-    or once its output holds every expected line and the grace has passed (see
-    StepCompletion). The PID is bash's own child's (reaped by bash when it exits: `kill -0`
-    then fails), never a name."""
+    """The launcher in the background of a reporter (a process substitution) that says its
+    PID, then its exit status: `read -t` on the reporter's line returns the moment the
+    launcher exits, and otherwise every tick, when the output is looked at. Once it holds
+    every expected line, one `read -t` waits out the grace; then the launcher is stopped
+    by its PID (see StepCompletion), never by a name. No `sleep` and no `kill -0` polling:
+    a launcher that exits by itself is seen at once (a tick's polling cost every step up
+    to a tick)."""
     c = step.complete
     q = shlex.quote
     out, err = q(step.stdout.name), q(step.stderr.name)
-    tick = f"{c.tick_s:g}"
-    ticks = max(1, math.ceil(c.grace_s / c.tick_s))
     watched = q(c.file) if c.file else out
     awk = ("awk -v mb_re=" + q(c.pattern) + " '$0 ~ mb_re && !mb_s[$0]++ { mb_n++ } "
            "END { print mb_n + 0 }'")
@@ -333,23 +333,26 @@ def _complete_lines(step: JobStep, main: str) -> list[str]:
             else f"mpibench: all {int(c.count)} {c.what} reported; the launcher")
     then = f"had not exited {c.grace_s:g} s later and was stopped"
     return [
-        f"if [ $mb_rc -eq 0 ]; then mb_launch=$(date +%s.%N); {main} >{out} 2>{err} &",
-        "  mb_pid=$!",
+        "if [ $mb_rc -eq 0 ]; then mb_launch=$(date +%s.%N)",
+        f"  exec {{mb_fd}}< <({main} >{out} 2>{err} </dev/null & echo $!; wait $!; echo $?)",
+        '  read -r mb_pid <&"$mb_fd"; mb_x=; mb_s=0',
         (f"  # complete once the {c.what} is in {c.file}" if c.file else
          f"  # complete once {int(c.count)} {c.what} reported")
         + ": the launcher may then hang (MPI_Finalize)",
-        '  while kill -0 "$mb_pid" 2>/dev/null; do',
+        # read: 0 the exit status came, > 128 a tick passed, else the reporter is gone
+        f'  until read -r -t {c.tick_s:g} mb_x <&"$mb_fd"; do mb_s=$?; '
+        '[ "$mb_s" -le 128 ] && break',
         # (before the launcher has created its output file, nothing counted yet)
         f'    mb_n=$({count} 2>/dev/null); [ "${{mb_n:-0}}" -ge {int(c.count)} ] && break',
-        f"    sleep {tick}",
         "  done",
-        '  mb_g=0; while kill -0 "$mb_pid" 2>/dev/null && '
-        f'[ "$mb_g" -lt {ticks} ]; do sleep {tick}; mb_g=$((mb_g + 1)); done',
+        '  mb_stop=; if [ -z "$mb_x" ] && [ "$mb_s" -gt 128 ]; then',
+        f'    read -r -t {c.grace_s:g} mb_x <&"$mb_fd" || if [ $? -gt 128 ]; then',
         # when the output was complete: the watched file's last write
-        '  mb_stop=; if kill -0 "$mb_pid" 2>/dev/null; then '
-        f'mb_done=$(date -r {watched} +%s.%N 2>/dev/null); kill -TERM "$mb_pid"; '
-        "mb_stop=$(date +%s.%N); fi",
-        '  wait "$mb_pid" || mb_rc=$?',
+        f"      mb_done=$(date -r {watched} +%s.%N 2>/dev/null)",
+        '      kill -TERM "$mb_pid"; mb_stop=$(date +%s.%N); read -r mb_x <&"$mb_fd"',
+        "    fi",
+        "  fi",
+        '  exec {mb_fd}<&-; [ "${mb_x:-1}" = 0 ] || mb_rc=${mb_x:-1}',
         f'  if [ -n "$mb_stop" ]; then printf \'%s (pid %s) %s\\n\' {q(said)} "$mb_pid" '
         f"{q(then)} >>{err}; printf \'{{\"complete\": %s, \"stopped\": %s}}\\n\' "
         f'"${{mb_done:-null}}" "$mb_stop" >{STOPPED_FILE}; fi',
