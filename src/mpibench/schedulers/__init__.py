@@ -54,6 +54,7 @@ STEP_TIMEOUT_EXIT = 124  # what coreutils `timeout` returns when it had to stop 
 # {"complete": epoch seconds of the watched file's last write, "stopped": epoch seconds}
 STOPPED_FILE = "launcher_stopped"
 COMPLETE_TICK_S = 0.25  # how often a StepCompletion step's output is looked at (default)
+STOP_KILL_AFTER_S = 15  # a stopped launcher still running then gets SIGKILL
 
 
 class SchedulerError(MpibenchError):
@@ -349,7 +350,11 @@ def _complete_lines(step: JobStep, main: str) -> list[str]:
         f'    read -r -t {c.grace_s:g} mb_x <&"$mb_fd" || if [ $? -gt 128 ]; then',
         # when the output was complete: the watched file's last write
         f"      mb_done=$(date -r {watched} +%s.%N 2>/dev/null)",
-        '      kill -TERM "$mb_pid"; mb_stop=$(date +%s.%N); read -r mb_x <&"$mb_fd"',
+        # (the step's `timeout` KILLs a launcher that ignores the TERM 10 s later; a
+        # step without one gets the KILL from here)
+        '      kill -TERM "$mb_pid"; mb_stop=$(date +%s.%N)',
+        f'      read -r -t {STOP_KILL_AFTER_S} mb_x <&"$mb_fd" || '
+        '{ kill -KILL "$mb_pid" 2>/dev/null; read -r mb_x <&"$mb_fd"; }',
         "    fi",
         "  fi",
         '  exec {mb_fd}<&-; [ "${mb_x:-1}" = 0 ] || mb_rc=${mb_x:-1}',
