@@ -379,10 +379,16 @@ def _args(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--bind", default="core", metavar="core|none",
                     help="both variants' binding (default core: Open MPI binds 2 ranks to "
                          "cores by default, Hydra does not; none: each launcher's default)")
-    ap.add_argument("--keep", metavar="DIR", help="keep the campaigns and stores in DIR")
+    ap.add_argument("--keep", metavar="DIR",
+                    help="keep the campaigns and stores in DIR (new or empty)")
     a = ap.parse_args(argv)
     if a.bind not in ("core", "none"):
         ap.error(f"--bind: got {a.bind!r}, expected core or none")
+    # the campaigns raise `repeats` in their stores: an old run's store would be continued,
+    # its launches counted with this run's
+    if a.keep and Path(a.keep).exists() and any(Path(a.keep).iterdir()):
+        ap.error(f"--keep: {a.keep} is not empty (an earlier run's stores would be counted "
+                 "with this run's); give a new directory")
     a.auto = a.max_rounds == "auto"
     if not a.auto:
         try:

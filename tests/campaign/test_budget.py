@@ -54,3 +54,56 @@ def test_the_rounds_a_plan_counts_on_are_the_ones_the_campaign_surely_runs(tmp_p
     # a random-order campaign is never paired
     assert not BudgetRule.plan_rows(_spec(tmp_path, '10\norder = "random"'),
                                     _pilot_rows()).paired
+
+
+def _later_rows(sizes=4, rounds=range(2, 6)):
+    """Budgeted rounds after the pilot: a few samples per cell whose CI is their [min,
+    max] (x0.5-x2), as the large sizes' at --max-time 2 ms."""
+    rows = []
+    for rep in rounds:
+        for v in ("a", "b"):
+            for size in range(sizes):
+                rows.append({"run_id": f"{v}{rep}", "variant": v, "repeat": rep,
+                             "benchmark": "PingPong", "size": size, "n": 5, "median": 1.0,
+                             "ci_low": 0.5, "ci_high": 2.0, "cell_s": 0.002,
+                             "launch_s": 0.2 + sizes * 0.002})
+    return rows
+
+
+def test_the_plan_is_made_from_the_pilot_alone(tmp_path):
+    """The time-to-decision bench raises `repeats` one round per campaign invocation, and
+    each invocation planned again from every launch so far: the budgeted launches' own
+    CIs (the [min, max] of 5 samples at the large sizes) made the within-launch part look
+    large, so `--accept-approximate` came and went from round to round (one run: rounds
+    4-10 without it, 157 cells to --max-time). One look per group means one plan, from
+    the pilot: later rounds' rows change nothing."""
+    fixed = _spec(tmp_path, "10")
+    pilot = _pilot_rows()
+    alone = BudgetRule.plan_rows(fixed, pilot)
+    after = BudgetRule.plan_rows(fixed, pilot + _later_rows())
+    assert alone is not None and after is not None
+    assert after.best == alone.best and after.best.options() == alone.best.options()
+
+
+def test_the_pilot_stops_each_cell_at_its_minimum_samples(tmp_path):
+    """The pilot (rounds 1-2) ran the core's defaults (--target 5%, --max-time 0.05 s):
+    34-43% of the core's launch seconds over 10 rounds of the time-to-decision bench on
+    the quiet machine. What the plan reads needs 20 samples per cell, not a 5% CI: the
+    pilot stops every cell at --min-samples (its CI accepted within 100%, still marked
+    approximate). A group's own options stand."""
+    from mpibench.campaign.plan import expand
+
+    spec = _spec(tmp_path, "10")
+    rule = BudgetRule(None, 0)
+    by_repeat = {c.repeat: c for c in expand(spec)}
+    assert rule.options(by_repeat[0]) == rule.options(by_repeat[1]) == {
+        "target": 100.0, "accept_approximate": True}
+    # a group's own core options join the pilot's; its own target or max_time is its
+    # budget, so neither the pilot nor the plan touches its options
+    for extra, want in (("{ root_shift = true }", {"target": 100.0, "accept_approximate": True,
+                                                  "root_shift": True}),
+                        ("{ max_time = 0.01 }", None), ("{ target = 3 }", None)):
+        own = pair_campaign(tmp_path, "own", 'repeats = 10\nbudget = "auto"',
+                            f'0:3"\noptions = {extra}\n#')
+        cells = {c.repeat: c for c in expand(own)}
+        assert rule.options(cells[0]) == want, extra

@@ -21,13 +21,21 @@ class BudgetRule:
     default) on the variance of the round-paired test compare then uses (the first
     variant against each other one, stats.budget.paired_spreads), with
     accept_approximate where the plan allows it (stats.budget.approximate_ok). One look
-    per group; a group that sets `target` or `max_time` itself keeps its options (and one
-    that sets accept_approximate keeps that). The
-    first two rounds run at the group's options; until a group has two finished launches
-    per variant (a batch campaign whose rounds are all submitted at once), its launches
-    keep the group's options."""
+    per group, on the pilot's launches only (the first two rounds: plan_rows), so every
+    campaign invocation (a resumed campaign, a raised `repeats`) makes the same plan and
+    the budgeted launches' own CIs (approximate, a few samples at the large sizes) never
+    feed back into it; a group that sets `target` or `max_time` itself keeps its options
+    (and one that sets accept_approximate keeps that). The first two rounds are the pilot:
+    PILOT_OPTIONS (--min-samples per cell, CI accepted within 100%: what the plan reads,
+    sigma_L, B = se^2 n and the seconds, needs no narrower CI); until a group has two
+    finished launches per variant (a batch campaign whose rounds are all submitted at
+    once), its later launches run the pilot's options too."""
 
     PILOT = 2
+    # the pilot's core options: every cell stops at --min-samples (20) unless --max-time
+    # (the core's default, 0.05 s) ends it first, so the CI, and the B the plan reads off
+    # it, rests on 20 samples, never the [min, max] of a few (a 10 ms pilot's large sizes)
+    PILOT_OPTIONS = {"target": 100.0, "accept_approximate": True}
 
     def __init__(self, runner, campaign_id: int):
         self.runner, self.cid = runner, campaign_id
@@ -37,14 +45,15 @@ class BudgetRule:
     def options(self, cell: Cell) -> dict | None:
         g = cell.group
         own = g.options or {}
-        if not g.kind_class.core_options or cell.repeat < self.PILOT or "target" in own \
-                or "max_time" in own:
+        if not g.kind_class.core_options or "target" in own or "max_time" in own:
             return None
+        if cell.repeat < self.PILOT:
+            return {**self.PILOT_OPTIONS, **own}
         if self.chosen.get(g.name) is None:
             self.chosen[g.name] = self._plan(g.name)
         t = self.chosen[g.name]
         # the group's own accept_approximate (or any option it sets) stands
-        return None if t is None else {**t, **own}
+        return {**self.PILOT_OPTIONS, **own} if t is None else {**t, **own}
 
     @staticmethod
     def cap(spec) -> int:
@@ -65,9 +74,11 @@ class BudgetRule:
         variant; in an interleaved campaign paired by round where compare will pair the
         launches (stats.launch.pair_rounds), counting towards the pairs the rounds the
         campaign runs for certain (rounds()): after the 2-round pilot, 3 pairs need one
-        more; a size short of 3 pairs even with them is planned unpaired."""
+        more; a size short of 3 pairs even with them is planned unpaired. Only the pilot's
+        rows count (repeat < PILOT): the plan is made once, from the pilot."""
         from mpibench.stats import budget
 
+        rows = [r for r in rows if r.get("repeat") is not None and r["repeat"] < cls.PILOT]
         return budget.plan_from_rows(rows, [v.name for v in spec.variants],
                                      spec.equivalence or 0.05, cls.cap(spec),
                                      interleaved=getattr(spec, "order", None) == "interleaved",
@@ -83,7 +94,8 @@ class BudgetRule:
             if group not in self.said:
                 self.said.add(group)
                 self.runner.log(f"budget = auto: group {group}: not yet two variants with "
-                                "two finished launches each; the group's own options stay")
+                                "two finished pilot launches each; the pilot's options "
+                                "stay")
             return None
         self.runner.log(f"budget = auto: group {group}: {p.describe()}")
         return p.best.options()
