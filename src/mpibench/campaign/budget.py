@@ -20,7 +20,7 @@ class BudgetRule:
     time (stats.budget.plan); in an interleaved campaign (order = "interleaved", the
     default) on the variance of the round-paired test compare then uses (the first
     variant against each other one, stats.budget.paired_spreads), with
-    accept_approximate where the plan allows it (stats.budget.approximate_ok). One look
+    accept_approximate (the core then stops a cell where the plan's model does). One look
     per group, on the pilot's launches only (the first two rounds: plan_rows), so every
     campaign invocation (a resumed campaign, a raised `repeats`) makes the same plan and
     the budgeted launches' own CIs (approximate, a few samples at the large sizes) never
