@@ -15,8 +15,15 @@ share (stats.simulate.round_offsets: none, two-mode x3 with both in the same mod
 Every design sees the same launches in a comparison (one draw, all designs), so the rows of
 one scenario differ by the design only:
 
-  rule         the rule (stage_two_total: the spread of the stage-1 pair sums, log a +
-               log b per round, or of the i-th launches in random order), the report's CI
+  rule         the rule as built (campaign/auto_repeats.stage_two_total: at least 6
+               rounds, the total at which the stage-2-spread CI would be within the
+               target at the stage-1 spread, stats.two_stage.plan_total) and the CI the
+               report prints for such a campaign (stats.two_stage.compare_staged: the
+               wider of the ordinary CI over all launches and the CI whose spread comes
+               from the stage-2 launches only, scaled to all launches)
+  sums         the rule before it (auto_repeats.sums_total: the spread of the stage-1
+               pair sums, log a + log b per round, or of the i-th launches in random
+               order), the report's ordinary CI
   before       the rule before it (the same scaling on the unpaired stage-1 test: each
                side's spread), the report's CI over all launches
   own          the total planned from the stage-1 CI of the test the report runs (paired
@@ -24,15 +31,16 @@ one scenario differ by the design only:
                critical value kept), the report's CI
   own-ub       as own, the stage-1 half-width at its spread's one-sided 80% upper bound
                (stats.budget.upper_factor, df = stage-1 launches or pairs - 1)
-  own>=K       as own, but at least K rounds (stage 2 always runs K - 3 rounds); K = 4..7
+  own>=6       as own, but at least 6 rounds (stage 2 always runs 3 rounds)
   stage2>=6    at least 6 rounds, planned so that the CI below is within the target; the CI
                is the mean over all launches with the spread of the stage-2 launches only
                (their own components and critical value, scaled to n): its spread never saw
                the data the stop decided on (Coffey & Muller's "test 2" for internal pilots)
-  wider>=6     as stage2>=6, the CI the wider of that one and the report's
+  wider>=6     as stage2>=6, the CI the wider of that one and the report's (the bench's
+               own code for what 'rule' runs through the built modules)
 
-stage2 and wider need the report to know which launches were stage 1; the report does not
-(it prints the ordinary CI over all launches), so they are measured, not built.
+The report knows which launches were stage 1 (a campaign's repeat index below the rule's
+min: the only launches its look reads), so 'rule' is what a user gets.
 
 Per row: cells with p <= 0.05 (the CI excludes 1), gain-CI coverage, the share of
 comparisons that stopped at the design's smallest total and the coverage among them,
@@ -59,8 +67,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from mpibench.campaign.auto_repeats import AutoRepeats, stage_two_total  # noqa: E402
+from mpibench.campaign.auto_repeats import (  # noqa: E402
+    AutoRepeats,
+    stage_two_total,
+    sums_total,
+)
 from mpibench.stats import launch as L  # noqa: E402
+from mpibench.stats import two_stage  # noqa: E402
 from mpibench.stats.budget import upper_factor  # noqa: E402
 from mpibench.stats.simulate import round_offsets  # noqa: E402
 
@@ -76,9 +89,10 @@ SCENARIOS = {"no round effect": ("none", 0.0, True, 1.0),
              "candidate spread x3": ("none", 0.0, True, 3.0),
              "random, cand x3": ("none", 0.0, False, 3.0)}
 # name: (plan, smallest total, CI)
-DESIGNS = {"rule": ("rule", 3, "report"), "before": ("before", 3, "report"), "own": ("own", 3, "report"),
-           "own-ub": ("own-ub", 3, "report"),
-           **{f"own>={k}": ("own", k, "report") for k in (4, 5, 6, 7)},
+DESIGNS = {"rule": ("rule", two_stage.smallest_total(RULE.min, RULE.max), "staged"),
+           "sums": ("sums", 3, "report"), "before": ("before", 3, "report"),
+           "own": ("own", 3, "report"), "own-ub": ("own-ub", 3, "report"),
+           "own>=6": ("own", 6, "report"),
            "stage2>=6": ("stage2", 6, "stage2"), "wider>=6": ("stage2", 6, "wider")}
 ISSUE = ("no round effect", "random order", "two-mode x3, same 5/6", "round normal sd 0.3")
 MIN_AT = 20          # comparisons at the smallest total before a row counts in the summary
@@ -144,15 +158,23 @@ def one(rng: np.random.Generator, sigma: float, model: str, sd: float,
     first = L.compare_cells(cells(0, m), rounds=rounds)
     before = own_total(L.compare_cells(cells(0, m)), RULE.min, False)   # unpaired spread
     pilot = cells(0, m)
-    rule = stage_two_total({"a": {("x", k): c[0] for k, c in enumerate(pilot)},
-                            "b": {("x", k): c[1] for k, c in enumerate(pilot)}}, RULE,
-                           rounds)
+    per_variant = {"a": {("x", k): c[0] for k, c in enumerate(pilot)},
+                   "b": {("x", k): c[1] for k, c in enumerate(pilot)}}
+    rule = stage_two_total(per_variant, RULE, rounds)
+    sums = sums_total(per_variant, RULE, rounds)
+    stage_one = {(s, i) for s in "ab" for i in range(m)}
     final: dict[int, list] = {}
     out = {}
     for name, (plan, smallest, ci) in DESIGNS.items():
-        n = (before if plan == "before" else rule if plan == "rule"
-             else stage2_total(first, smallest) if plan == "stage2"
+        n = (before if plan == "before" else rule if plan == "rule" else sums
+             if plan == "sums" else stage2_total(first, smallest) if plan == "stage2"
              else own_total(first, smallest, plan == "own-ub"))
+        if ci == "staged":          # what the report prints: the built modules
+            ts = [t for t, _ in two_stage.compare_staged(cells(0, n), stage_one,
+                                                          rounds=rounds)]
+            cover = sum(t.ci_low <= 1.0 <= t.ci_high for t in ts)
+            out[name] = (CELLS - cover, cover, n, n == smallest)
+            continue
         if n not in final:
             final[n] = L.compare_cells(cells(0, n), rounds=rounds)
         halves = [math.log(t.ci_high) - t.diff_log for t in final[n]]

@@ -3,7 +3,8 @@ batch and Slurm): each launch prints the next value of its variant's list (a cou
 variant and group), so a vs b is 3x (decided at the first look) and a vs c is A/A with 2%
 spread (neither significant nor within +-0.5%). The campaign is interleaved, so its rounds
 are compared as pairs (stats.launch.pair_rounds): b's ratio to a moves by 1-2% from round
-to round (exactly 3x in every round would leave the paired test no spread to test)."""
+to round (exactly 3x in every round would leave the paired test no spread to test). Eight
+values per list: campaigns of up to 8 rounds."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ from pathlib import Path
 DECIDE_SCRIPT = """
 f="$DIR/count_${V}_${G}"; n=$(cat "$f" 2>/dev/null || echo 0); echo $((n + 1)) > "$f"
 case "$V" in
-  a) set -- 100 102 98 101 99 ;;
-  b) set -- 300 312 291 306 294 ;;
-  c) set -- 101 99 100 98 102 ;;
+  a) set -- 100 102 98 101 99 100 101 99 ;;
+  b) set -- 300 312 291 306 294 303 297 309 ;;
+  c) set -- 101 99 100 98 102 100 99 101 ;;
 esac
 shift "$n"; echo "value $1"
 """

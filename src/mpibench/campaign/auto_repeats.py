@@ -56,6 +56,7 @@ from typing import Any
 import numpy as np
 
 from mpibench.stats import launch as launch_stats
+from mpibench.stats import two_stage
 from mpibench.units import percent
 
 DEFAULT_MIN, DEFAULT_MAX, DEFAULT_TARGET = 3, 10, 0.05
@@ -127,12 +128,15 @@ def parse(value: Any, fail) -> AutoRepeats:
 
 
 def group_launches(store, campaign_id: int, group: str, metrics: set[str] | None = None,
-                   rounds: dict | None = None
+                   rounds: dict | None = None, below: int | None = None
                    ) -> dict[str, dict[tuple, dict[str, float]]]:
     """{variant: {cell key: {run id: launch statistic}}} of one group's finished launches
-    (read through the store like every comparison); metrics: only these (an application's figures of merit, see figures). rounds: filled
-    with {run id: its round key} of the launches an interleaved campaign ran
-    (report.data.ResultCell.by_round: what the report pairs by)."""
+    (read through the store like every comparison); metrics: only these (an application's
+    figures of merit, see figures). rounds: filled with {run id: its round key} of the
+    launches an interleaved campaign ran (report.data.ResultCell.by_round: what the report
+    pairs by). below: only the launches of repeat index < below (the stage-1 rounds: the
+    look of repeats = "auto" reads nothing else, also when a resumed campaign already ran
+    part of stage 2, so the stage-2 launches never inform the total; stage_one_launches)."""
     from mpibench.report.data import load_cells
     from mpibench.report.rules import comparable
 
@@ -140,7 +144,8 @@ def group_launches(store, campaign_id: int, group: str, metrics: set[str] | None
     from mpibench.store.report_queries import done_runs_of_group
 
     for r in done_runs_of_group(store, campaign_id, group):
-        runs[r["variant"]].append(r["id"])
+        if below is None or int(r["repeat"]) < below:
+            runs[r["variant"]].append(r["id"])
     cells = load_cells(store, dict(runs), with_samples=False)
     out: dict[str, dict[tuple, dict[str, float]]] = {v: {} for v in runs}
     first = next(iter(runs), None)           # the group's baseline, as compare's
@@ -162,22 +167,48 @@ def group_launches(store, campaign_id: int, group: str, metrics: set[str] | None
 def stage_two_total(per_variant: dict[str, dict[tuple, Any]], rule: AutoRepeats,
                     rounds: dict | None = None) -> int:
     """Launches per variant for the whole group, from its stage-1 launches ({cell key:
-    [statistics] or {launch id: statistic}} per variant, baseline first): the smallest n
-    at which every candidate cell's 95% gain CI would be within ±target, clamped to [min,
-    max], planned on the spread of the pair SUMS (pair_sums: log baseline + log candidate
-    of the same round where the campaign interleaves, rounds = {launch id: round key},
-    else of the i-th launches of each side), pooled over a benchmark's sizes
-    (stats.launch.spread, the hierarchical model's components and critical value) and
-    scaled to n (standard error x sqrt(n1 / n), the stage-1 critical value kept).
+    [statistics] or {launch id: statistic}} per variant, baseline first; rounds = {launch
+    id: round key} where the campaign interleaves): each candidate's cells tested against
+    the baseline's as the report tests them (stats.launch.compare_cells, a benchmark's
+    sizes together, paired by round where it pairs), and the total the smallest n in
+    [min + 3, max] at which every gain's stage-2-spread CI would be within ±target at that
+    spread (stats.two_stage.plan_total): the CI the report prints for such a campaign is
+    the wider of the ordinary one and one whose spread comes from the stage-2 launches
+    only (stats.two_stage), which never saw this look. A rule whose max < min + 3 has no
+    choice: max. A cell that cannot be tested asks for the maximum; one variant, min."""
+    names = list(per_variant)
+    if len(names) < 2:
+        return rule.min
+    if not two_stage.staged(rule.min, rule.max):
+        return rule.max
+    base = per_variant[names[0]]
+    goal = math.log1p(rule.target)
+    need = two_stage.smallest_total(rule.min, rule.max)
+    for cand in names[1:]:
+        blocks: dict[tuple, list] = {}
+        for key, vals in per_variant[cand].items():
+            if key in base:
+                blocks.setdefault(_bench_of(key), []).append(
+                    (_by_id(base[key]), _by_id(vals), "lower"))
+        for block in blocks.values():
+            tests = launch_stats.compare_cells(block, rounds=rounds)
+            need = max(need, two_stage.plan_total(tests, rule.min, rule.min, rule.max, goal))
+            if need >= rule.max:
+                return rule.max
+    return need
 
-    Why the sums: the test's CI rests on the differences' spread (the paired test's) or on
-    each side's (unpaired), and a rule that stops because that spread came out small
-    prints, at the minimum, a CI from an underestimated spread (docs/statistics.md). The
-    sum and the difference of two launches with the same spread are uncorrelated (normal:
-    independent), so the stop does not select the differences; var(sum) = var(difference)
-    without a round effect, and more with one (a conservative plan, as the unpaired
-    spread's). No better-direction: a sum's spread has none. A cell with fewer than two
-    pairs asks for the maximum."""
+
+def sums_total(per_variant: dict[str, dict[tuple, Any]], rule: AutoRepeats,
+               rounds: dict | None = None) -> int:
+    """The rule before (kept for bench/bench_auto_paired.py's comparison): the smallest n
+    at which every candidate cell's 95% gain CI would be within ±target, clamped to [min,
+    max], planned on the spread of the stage-1 pair SUMS (pair_sums), pooled over a
+    benchmark's sizes (stats.launch.spread) and scaled to n (standard error x sqrt(n1 /
+    n), the stage-1 critical value kept); the report's ordinary CI. The sum and the
+    difference of two launches with the same spread are independent (normal), so the stop
+    does not select the CI's spread; with unequal spreads they are correlated (0.8 at a
+    candidate spread 3x the baseline's) and the CI at the minimum covers 88-93%
+    (docs/statistics.md)."""
     names = list(per_variant)
     if len(names) < 2:
         return rule.min
@@ -202,6 +233,10 @@ def stage_two_total(per_variant: dict[str, dict[tuple, Any]], rule: AutoRepeats,
             if need >= rule.max:
                 return rule.max
     return max(rule.min, min(rule.max, need))
+
+
+def _by_id(vals: Any) -> dict:
+    return dict(vals) if isinstance(vals, dict) else dict(enumerate(vals))
 
 
 def pair_sums(base: Any, cand: Any, rounds: dict | None = None) -> dict:
@@ -229,11 +264,47 @@ def _bench_of(key: tuple) -> tuple:
     return ("cells",)
 
 
+def stage_one_launches(store, run_ids) -> tuple[set[str], set[str]]:
+    """(stage 1, staged) of these runs: staged, the launches of campaigns run with repeats
+    = "auto" (until = "precise") whose rule can stop before its maximum (max >= min + 3,
+    stats.two_stage.staged); stage 1, those of them with a repeat index below the rule's
+    min: the rounds the rule's one look read (Stages runs them first and the look reads
+    nothing else, group_launches(below=min)), recorded by the store as each run's repeat
+    index and the campaign's stored rule (CampaignSpec.to_dict's repeats_auto). The
+    report tests the cells of such launches with stats.two_stage.compare_staged. Runs of
+    other campaigns, imports and stores from before the rule: both empty."""
+    from mpibench.store.report_queries import campaign_specs, run_repeats
+
+    rows = list(run_repeats(store, list(dict.fromkeys(run_ids))))
+    rules: dict[int, int | None] = {}
+    for cid, text in campaign_specs(store, {r[1] for r in rows}).items():
+        try:
+            spec = json.loads(text)
+        except ValueError:
+            spec = {}
+        r = spec.get("repeats_auto") if isinstance(spec, dict) else None
+        ok = (isinstance(r, dict) and r.get("until", "precise") == "precise"
+              and isinstance(r.get("min"), int) and isinstance(r.get("max"), int)
+              and two_stage.staged(r["min"], r["max"]))
+        rules[cid] = r["min"] if ok else None
+    first: set[str] = set()
+    staged: set[str] = set()
+    for rid, cid, rep in rows:
+        lo = rules.get(cid)
+        if lo is None or rep is None:
+            continue
+        staged.add(rid)
+        if int(rep) < lo:
+            first.add(rid)
+    return first, staged
+
+
 def simulate_two_stage(rng: np.random.Generator, reps: int = 200, *, sigma_l: float = 0.05,
                        cells: int = 20, rule: AutoRepeats = AutoRepeats(),
                        alpha: float = 0.05, effect: float = 0.0, size_part: float = 0.5,
                        rounds: str = "none", round_sd: float = 0.0, paired: bool = False,
-                       cand_scale: float = 1.0, total=None) -> dict[str, float]:
+                       cand_scale: float = 1.0, total=None, staged: bool = True
+                       ) -> dict[str, float]:
     """Comparisons under the two-stage rule, launch statistics from the stats.simulate
     model (a launch offset shared by the cells, sd sigma_l, plus a cell-specific part of
     size_part x sigma_l; the candidate's both x cand_scale): per-cell false positives
@@ -244,11 +315,18 @@ def simulate_two_stage(rng: np.random.Generator, reps: int = 200, *, sigma_l: fl
     (stats.simulate.round_offsets: "none", "normal", "two-mode"). paired: the launches
     carry round keys (an interleaved campaign), so the rule pairs by round and the final
     test is the paired one (stats.launch.pair_rounds), as the report's; else random order
-    (the unpaired test). total: the rule (stage_two_total's signature), for comparisons."""
+    (the unpaired test). total: the rule (stage_two_total's signature), for comparisons.
+    staged: the final test is the report's for such a campaign (stats.two_stage
+    .compare_staged: the first `min` rounds are stage 1); False, the ordinary test over
+    every launch (what the report printed before it knew the stages).
+    "smallest" below is the rule's smallest total (two_stage.smallest_total; min for
+    another `total`)."""
     from mpibench import stats
     from mpibench.stats.simulate import round_offsets
 
     total = total or stage_two_total
+    smallest = (two_stage.smallest_total(rule.min, rule.max) if total is stage_two_total
+                else rule.min)
     raw = sig = cover = cells_n = stopped_min = cover_min = cells_min = 0
     used = []
     keys = {side: [(side, r) for r in range(rule.max)] for side in ("a", "b")}
@@ -268,16 +346,19 @@ def simulate_two_stage(rng: np.random.Generator, reps: int = 200, *, sigma_l: fl
         n = total({"a": {("bench", k): by_id(a, "a", m, k) for k in range(cells)},
                    "b": {("bench", k): by_id(b, "b", m, k) for k in range(cells)}},
                   rule, round_of)
-        ts = launch_stats.compare_cells(
-            [(by_id(a, "a", n, k), by_id(b, "b", n, k), "lower") for k in range(cells)],
-            rounds=round_of)
+        final = [(by_id(a, "a", n, k), by_id(b, "b", n, k), "lower") for k in range(cells)]
+        if staged:
+            first = set(keys["a"][:m]) | set(keys["b"][:m])
+            ts = [t for t, _ in two_stage.compare_staged(final, first, alpha, round_of)]
+        else:
+            ts = launch_stats.compare_cells(final, alpha, rounds=round_of)
         ps = [t.p for t in ts]
         raw += sum(p <= alpha for p in ps)
         sig += int((stats.holm(ps) <= alpha).sum())
         hits = sum(t.ci_low <= math.exp(effect) <= t.ci_high for t in ts)
         cover += hits
         cells_n += cells
-        if n == rule.min:
+        if n == smallest:
             stopped_min += 1
             cover_min += hits
             cells_min += cells
@@ -601,13 +682,16 @@ class Stages:
             if g not in self.total:
                 rounds: dict = {}
                 per_variant = group_launches(self.runner.store, self.cid, g,
-                                                     figures(self.runner.spec).get(g), rounds)
+                                             figures(self.runner.spec).get(g), rounds,
+                                             below=self.rule.min)
                 t = self.total[g] = stage_two_total(per_variant, self.rule, rounds)
-                how = "each round's" if rounds else "the i-th launches'"
+                how = "paired by round" if rounds else "unpaired"
+                low = two_stage.smallest_total(self.rule.min, self.rule.max)
                 self.runner.log(f"repeats = auto: group {g}: {t} launches per variant "
-                                f"(two-stage rule: at the spread of {how} sum over the "
-                                f"first {self.rule.min}, every gain's 95% CI within "
-                                f"±{100 * self.rule.target:g}%"
+                                f"(two-stage rule: at the spread of the first "
+                                f"{self.rule.min} rounds' tests ({how}), every gain's "
+                                f"stage-2-spread 95% CI within ±{100 * self.rule.target:g}%"
+                                f", at least {low}"
                                 + (", or the maximum" if t == self.rule.max else "") + ")")
             return c.repeat < self.total[g]
         return wanted
@@ -640,4 +724,5 @@ class Stages:
 
 __all__ = ["AutoRepeats", "parse", "Stages", "decisions", "decision_cells", "summarize",
            "is_decide", "design_of", "figures", "point_json", "group_launches",
-           "stage_two_total", "pair_sums", "simulate_two_stage", "simulate_sequential"]
+           "stage_two_total", "sums_total", "pair_sums", "stage_one_launches",
+           "simulate_two_stage", "simulate_sequential"]

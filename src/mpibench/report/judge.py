@@ -91,7 +91,7 @@ def compare_groups(store: Store, sets: Mapping[str, list[str]], baseline: str, *
     set_marks = {g: [notes.add(w) for w in ws] for g, ws in warnings.items()}
     selected, order, not_compared = _set_aside_unshared(selected, order, baseline, notes)
     rows, pending = _build_rows(selected, order, baseline, notes)
-    block_of = _test_cells(pending, alpha, equivalence, notes)
+    block_of = _test_cells(pending, alpha, equivalence, notes, _stages(store, pending))
     vrows, others = _verdict_rows(rows)
     overall = {cand: _aggregate(vrows, baseline, cand, alpha) for cand in order[1:]}
     summaries = _summaries(rows, baseline, order[1:], alpha)
@@ -216,17 +216,40 @@ def _build_rows(selected: list, order: list[str], baseline: str, notes: _Notes
     return rows, pending
 
 
+def _stages(store: Store, pending: dict) -> tuple[set[str], set[str]]:
+    """The stage-1 and the staged launches among the table's (repeats = "auto" campaigns:
+    campaign.auto_repeats.stage_one_launches)."""
+    from mpibench.campaign.auto_repeats import stage_one_launches
+
+    ids = {rid for block in pending.values() for _d, b, c, _ in block
+           for rid in (*b.launch_ids, *c.launch_ids)}
+    return stage_one_launches(store, ids) if ids else (set(), set())
+
+
 def _test_cells(pending: dict, alpha: float, equivalence: float | None,
-                notes: _Notes) -> dict[int, int]:
+                notes: _Notes, stages: tuple[set[str], set[str]] = (set(), set())
+                ) -> dict[int, int]:
     """The launch-level tests, one benchmark's sizes together (stats.launch.compare_cells),
-    written into the waiting Deltas; returns id(Delta) -> its benchmark block."""
+    written into the waiting Deltas; returns id(Delta) -> its benchmark block. stages:
+    (stage-1 launches, launches of staged campaigns): a block with a launch of a
+    repeats = "auto" campaign is tested by stats.two_stage.compare_staged (the wider of the
+    ordinary test and the stage-2-spread one) and each cell's footnote says which."""
+    from mpibench.stats import two_stage
+
     block_of: dict[int, int] = {}          # id(Delta) -> its benchmark block
     for b, block in enumerate(pending.values()):
         for d, *_rest in block:
             block_of[id(d)] = b
-        tests = launch_stats.compare_cells(
-            [(b.by_launch, c.by_launch, better) for _d, b, c, better in block], alpha,
-            rounds=launch_rounds(c for _d, b, c_, _ in block for c in (b, c_)))
+        cells = [(b.by_launch, c.by_launch, better) for _d, b, c, better in block]
+        rounds = launch_rounds(c for _d, b, c_, _ in block for c in (b, c_))
+        if any(k in stages[1] for cell in cells for side in cell[:2] for k in side):
+            staged = two_stage.compare_staged(cells, stages[0], alpha, rounds)
+            tests = [t for t, _which in staged]
+            for (d, *_rest), (t, which) in zip(block, staged, strict=True):
+                if t.tested:
+                    d.notes.append(notes.add(_stage_note(which)))
+        else:
+            tests = launch_stats.compare_cells(cells, alpha, rounds=rounds)
         for (d, _b, _c, _better), t in zip(block, tests, strict=True):
             d.test = t
             if t.gain is not None and t.gain != 1.0:
@@ -487,6 +510,21 @@ def _holm_ci(t: launch_stats.LaunchTest | None, p_adj: float,
     level = 1.0 - alpha * (t.p / p_adj if p_adj > 0 else 1.0)
     lo, hi = t.ci_at(min(max(level, 1.0 - alpha), 1.0 - 1e-12))
     return (lo, hi) if lo is not None and hi is not None else None
+
+
+def _stage_note(which: str) -> str:
+    """The footnote of a cell of a repeats = "auto" campaign: which test its CI and p are
+    (stats.two_stage)."""
+    from mpibench.stats import two_stage
+
+    head = ('repeats = "auto" (two-stage): the gain CI and p are the wider of two tests, '
+            "the ordinary one over every launch and one whose spread comes from the "
+            "stage-2 launches only (the rounds after the rule's look; docs/statistics.md)")
+    if which == two_stage.STAGE_TWO:
+        return head + ": here the stage-2 spread's"
+    if which == two_stage.ORDINARY:
+        return head + ": here the ordinary one"
+    return head + f": here the {which}"
 
 
 def _untested_note(t: launch_stats.LaunchTest, alpha: float) -> str:

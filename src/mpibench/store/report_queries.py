@@ -227,9 +227,31 @@ def run_fingerprints(store: Store, run_ids: Sequence[str]) -> dict[str, str | No
 
 
 def done_runs_of_group(store: Store, campaign_id: int, group: str) -> list:
-    """(id, variant) of a campaign group's finished launches in plan order (repeats = auto)."""
-    return store.db.execute("SELECT id, variant FROM runs WHERE campaign_id=? AND grp=? "
-                            "AND status='done' ORDER BY seq", (campaign_id, group)).fetchall()
+    """(id, variant, repeat) of a campaign group's finished launches in plan order
+    (repeats = auto)."""
+    return store.db.execute("SELECT id, variant, repeat FROM runs WHERE campaign_id=? AND "
+                            "grp=? AND status='done' ORDER BY seq",
+                            (campaign_id, group)).fetchall()
+
+
+def run_repeats(store: Store, run_ids: Sequence[str]) -> Iterator[tuple[str, int, int]]:
+    """(run id, campaign id, repeat index) of each run (which stage of a repeats = "auto"
+    campaign ran it: campaign.auto_repeats.stage_one_launches)."""
+    for chunk in _chunks(run_ids):
+        yield from store.db.execute(
+            f"SELECT id, campaign_id, repeat FROM runs WHERE id IN ({_marks(len(chunk))})",
+            chunk)
+
+
+def campaign_specs(store: Store, campaign_ids: Iterable[int]) -> dict[int, str]:
+    """{campaign id: its stored spec_json}."""
+    out: dict[int, str] = {}
+    for chunk in _chunks(sorted({int(c) for c in campaign_ids if c is not None})):
+        for cid, spec_json in store.db.execute(
+                f"SELECT id, spec_json FROM campaigns WHERE id IN ({_marks(len(chunk))})",
+                chunk).fetchall():
+            out[int(cid)] = spec_json or "{}"
+    return out
 
 
 def done_runs_of_campaign(store: Store, campaign_id: int) -> list:
@@ -243,4 +265,5 @@ def done_runs_of_campaign(store: Store, campaign_id: int) -> list:
 __all__ = ["RESULT_COLUMNS", "TOOL_SQL", "result_rows", "failed_runs_beside",
            "run_campaign_variant", "variants_with_results", "runs_with_results",
            "distinct_specs", "run_specs", "run_elapsed", "run_mpi_init", "set_runs_info",
-           "done_runs_of_group", "done_runs_of_campaign", "run_fingerprints", "launch_cost_rows"]
+           "done_runs_of_group", "done_runs_of_campaign", "run_fingerprints", "launch_cost_rows",
+           "run_repeats", "campaign_specs"]

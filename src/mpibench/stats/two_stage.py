@@ -1,0 +1,172 @@
+"""The gain CI and test of a `repeats = "auto"` campaign: spread from the stage-2 launches.
+
+The two-stage rule (campaign/auto_repeats.py) runs `min` rounds (stage 1), looks once at
+those launches, and fixes the total; stage 2 runs the rounds up to it. A CI whose spread
+includes the stage-1 launches reuses the spread the stop was decided on: where the rule
+stopped at the smallest total because that spread came out small, the CI is too narrow
+(docs/statistics.md: 48-64% coverage there for the rule that looked at its own CI; the
+pair sums' plan, 88-93% when the two sides do not spread alike). The stage-2 launches ran
+after the look, so their spread never saw the data the stop was decided on: a CI centred
+on the mean of all launches, whose standard error is the stage-2 launches' own (their
+variance components and degrees of freedom, scaled from their count to all launches),
+keeps its coverage conditionally on where the rule stopped (normal launches: exactly; the
+mean over all launches is independent of the stage-1 spread, and the stage-2 spread of
+both; Coffey and Muller's internal-pilot "test 2").
+
+Alone it misses where the launch values are far from normal (a stage-1 round whose two
+launches landed in different modes of a two-mode machine is in the mean but not in the
+spread: 85-87% coverage, 13-15% false positives in bench/bench_auto_paired.py), so the
+test a cell of such a campaign gets is the WIDER of the two: the ordinary test over every
+launch (stats.launch.compare_cells, as for any campaign) and the stage-2-spread test, the
+one whose 95% CI is wider, with its own p, components and critical values. Its CI covers
+whenever either one does; its p is that test's, so the CI at any level (LaunchTest.ci_at,
+the multiplicity-adjusted CIs) excludes 1 exactly when the p says so.
+
+The plan (plan_total) asks for a total at which the stage-2-spread CI would be within the
+target at the stage-1 spread, with at least MIN_STAGE_TWO stage-2 rounds, so its spread
+has >= 2 df (a stage 2 of 1-2 rounds would give a CI 3-12 times too wide to plan on).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Hashable, Mapping, Sequence
+
+import numpy as np
+
+from mpibench.stats import launch as launch_stats
+from mpibench.stats.launch import LaunchTest
+
+# stage-2 rounds at least, where the rule may stop before its maximum
+MIN_STAGE_TWO = 3
+
+ORDINARY, STAGE_TWO = "ordinary", "stage 2"
+
+
+def smallest_total(lo: int, hi: int) -> int:
+    """The smallest total the rule (min lo, max hi) stops at: lo + MIN_STAGE_TWO rounds,
+    or hi when it cannot have that many (then it always runs hi: no choice, no selection,
+    and the ordinary CI is the campaign's)."""
+    return min(hi, lo + MIN_STAGE_TWO)
+
+
+def staged(lo: int, hi: int) -> bool:
+    """Whether a rule (min lo, max hi) can stop before its maximum, i.e. its cells need the
+    stage-aware test."""
+    return hi >= lo + MIN_STAGE_TWO
+
+
+def _exp(x: float) -> float:
+    return math.exp(x) if x < 709.0 else math.inf
+
+
+def _count(t: LaunchTest) -> tuple[int, int]:
+    return (t.pairs, t.pairs) if t.pairing == "round" else (t.n_base, t.n_cand)
+
+
+def stage_two_test(full: LaunchTest, late: LaunchTest, level: float = 0.95
+                   ) -> LaunchTest | None:
+    """The stage-2-spread test of one cell: full's centre (the mean over every launch),
+    late's variance components (the test of the stage-2 launches alone, the same model:
+    paired by round or not, pooled over the benchmark's sizes or not) scaled from late's
+    launch count to full's, late's degrees of freedom and critical values. Unpaired sides
+    with different ratios of stage-2 launches take the larger ratio (a larger variance: a
+    wider CI). None where it cannot be had: either test untested or without spread, or
+    the two not of the same model."""
+    if not (full.tested and late.tested and full.se_log and late.se_log
+            and full.diff_log is not None and late.components
+            and full.pairing == late.pairing and full.pooled == late.pooled):
+        return None
+    (fb, fc), (lb, lc) = _count(full), _count(late)
+    if not (fb and fc):
+        return None
+    f = max(lb / fb, lc / fc)
+    comps = tuple((v * f, d) for v, d in late.components)
+    se2 = sum(v for v, _ in comps)
+    if se2 <= 0:
+        return None
+    se = math.sqrt(se2)
+    h = launch_stats.cochran_cox_crit(comps, (1.0 - level) / 2.0) * se
+    d = full.diff_log
+    p = float(launch_stats.two_sided_p(np.array([d / se]), comps)[0])
+    tot = sum(v for v, _ in comps)
+    den = sum(v * v / df for v, df in comps if v > 0 and df > 0)
+    parts = tuple((lv * f, dl, cv * f, dc, s) for lv, dl, cv, dc, s in late.parts)
+    return full._replace(
+        ci_low=_exp(d - h), ci_high=_exp(d + h), p=p,
+        se_log=se, components=comps, df=tot * tot / den if den > 0 else None,
+        shared_var=min(late.shared_var * f, se2), parts=parts,
+        plan_components=full.planned_on)
+
+
+def wider(full: LaunchTest, stage2: LaunchTest | None) -> tuple[LaunchTest, str]:
+    """The test whose 95% CI is wider (both centred on the same mean): (test, ORDINARY or
+    STAGE_TWO). Without a stage-2 test, the ordinary one."""
+    if stage2 is None or full.ci_low is None or full.ci_high is None:
+        return full, ORDINARY
+    if math.log(stage2.ci_high / stage2.ci_low) > math.log(full.ci_high / full.ci_low):
+        return stage2, STAGE_TWO
+    return full, ORDINARY
+
+
+def compare_staged(cells: Sequence[tuple[Mapping[Hashable, float | None],
+                                         Mapping[Hashable, float | None], str]],
+                   stage_one: Collection[Hashable], alpha: float = 0.05,
+                   rounds: Mapping[Hashable, Hashable] | None = None
+                   ) -> list[tuple[LaunchTest, str]]:
+    """compare_cells for the cells of one benchmark of a two-stage campaign: per cell the
+    wider of the ordinary test over every launch and the stage-2-spread test (stage_one:
+    the launch ids the rule's look read), with which one it is (ORDINARY, STAGE_TWO, or
+    ORDINARY + ": no stage-2 test (...)" where the stage-2 launches cannot be tested)."""
+    full = launch_stats.compare_cells(cells, alpha, rounds=rounds)
+    late_cells = [({k: v for k, v in b.items() if k not in stage_one},
+                   {k: v for k, v in c.items() if k not in stage_one}, better)
+                  for b, c, better in cells]
+    late = launch_stats.compare_cells(late_cells, alpha, rounds=rounds)
+    out = []
+    for f, lt in zip(full, late, strict=True):
+        s = stage_two_test(f, lt)
+        if s is None and f.tested:
+            if not lt.tested:
+                why = lt.reason or "not tested"
+            elif lt.pairing != f.pairing or lt.pooled != f.pooled:
+                why = "they are not tested as all launches are (pairing or pooling)"
+            else:
+                why = "no spread among them"
+            out.append((f, f"{ORDINARY}: no stage-2 test ({why})"))
+            continue
+        out.append(wider(f, s))
+    return out
+
+
+def plan_total(tests: Sequence[LaunchTest], stage_one: int, lo: int, hi: int,
+               goal: float, level: float = 0.95) -> int:
+    """Launches per side (rounds) for the whole group from the stage-1 tests of its cells
+    (compare_cells on the first `stage_one` rounds; the test the report runs, paired where
+    it pairs): the smallest n in [smallest_total(lo, hi), hi] at which every cell's
+    stage-2-spread CI would have a half-width (log) <= goal at the stage-1 spread: each
+    variance component scaled from the stage-1 count m to n (v m / n), its df from m - 1
+    launches' to the n - stage_one - 1 of the stage-2 launches (d (n - stage_one - 1) /
+    (m - 1): a launch part's n - 1, a pooled cell part's (n - 1)(S - 1)), the test's
+    critical value. A cell that cannot be tested asks for the maximum."""
+    need = smallest_total(lo, hi)
+    if need >= hi:
+        return hi
+    tail = (1.0 - level) / 2.0
+    for t in tests:
+        m = min(_count(t))
+        if not t.tested or not t.se_log or not t.components or m < 2:
+            return hi
+        while need < hi:
+            k = (need - stage_one - 1) / (m - 1)
+            comps = tuple((v * m / need, d * k) for v, d in t.components)
+            h = launch_stats.cochran_cox_crit(comps, tail) * math.sqrt(
+                sum(v for v, _ in comps))
+            if h <= goal:
+                break
+            need += 1
+    return need
+
+
+__all__ = ["MIN_STAGE_TWO", "ORDINARY", "STAGE_TWO", "smallest_total", "staged",
+           "stage_two_test", "wider", "compare_staged", "plan_total"]

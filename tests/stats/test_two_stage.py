@@ -1,0 +1,105 @@
+"""stats.two_stage: the stage-2-spread test of a repeats = "auto" campaign, the wider of it
+and the ordinary test, and the plan (known numbers; a known distribution where a stop
+selected the stage-1 spread)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import stats as sps
+
+from mpibench.stats import launch as L
+from mpibench.stats import two_stage as T
+
+
+def _cell(a, b):
+    rounds = {(s, i): i for s in "ab" for i in range(len(a))}
+    return ({("a", i): float(x) for i, x in enumerate(a)},
+            {("b", i): float(x) for i, x in enumerate(b)}, "lower"), rounds
+
+
+def test_stage_two_test_is_the_mean_of_all_with_the_stage_two_spread():
+    # one cell, paired by round: the CI is mean(d over all 8 rounds) ± t(0.975, 4) x
+    # sd(d over rounds 3..7) / sqrt(8), and p is that t test's
+    a = np.exp(np.array([0.0, 0.01, -0.02, 0.03, 0.0, -0.01, 0.02, 0.01]))
+    b = np.exp(np.array([0.02, 0.0, 0.01, -0.02, 0.04, 0.01, -0.01, 0.03]))
+    cell, rounds = _cell(a, b)
+    first = {("a", i) for i in range(3)} | {("b", i) for i in range(3)}
+    (t, which), = T.compare_staged([cell], first, rounds=rounds)
+    d = np.log(a) - np.log(b)                 # oriented: lower is better
+    h = sps.t.ppf(0.975, 4) * d[3:].std(ddof=1) / math.sqrt(8)
+    p = 2 * sps.t.sf(abs(d.mean()) / (d[3:].std(ddof=1) / math.sqrt(8)), 4)
+    full = L.compare_cells([cell], rounds=rounds)[0]
+    assert full.ci_high - full.ci_low < t.ci_high - t.ci_low      # the wider one here
+    assert which == T.STAGE_TWO and t.pairing == "round" and t.pairs == 8
+    assert abs(math.log(t.gain) - d.mean()) < 1e-12
+    assert abs(math.log(t.ci_high) - (d.mean() + h)) < 1e-9
+    assert abs(math.log(t.ci_low) - (d.mean() - h)) < 1e-9
+    assert abs(t.p - p) < 1e-6
+    # the CI at the p's level touches 1: the printed CI and p are one statistic
+    lo, hi = t.ci_at(1 - t.p)
+    assert min(abs(lo - 1), abs(hi - 1)) < 1e-6
+
+
+def test_the_ordinary_test_where_it_is_wider_or_stage_two_cannot_be_tested():
+    rng = np.random.default_rng(3)
+    a, b = np.exp(rng.normal(0, 0.05, 8)), np.exp(rng.normal(0, 0.05, 8))
+    cell, rounds = _cell(a, b)
+    full = L.compare_cells([cell], rounds=rounds)[0]
+    first = {("a", i) for i in range(3)} | {("b", i) for i in range(3)}
+    late = L.compare_cells([({k: v for k, v in cell[0].items() if k not in first},
+                             {k: v for k, v in cell[1].items() if k not in first},
+                             "lower")], rounds=rounds)[0]
+    s = T.stage_two_test(full, late)
+    assert s is not None and s.gain == full.gain
+    assert T.wider(full, s)[0] in (full, s)
+    assert T.wider(full, None) == (full, T.ORDINARY)
+    # only 2 stage-2 rounds of 3 + 2: the stage-2 launches are not tested paired (fewer
+    # than MIN_PAIRS) while all launches are: the ordinary test, and the note says why
+    cell5, rounds5 = _cell(a[:5], b[:5])
+    (t, which), = T.compare_staged([cell5], first, rounds=rounds5)
+    assert t == L.compare_cells([cell5], rounds=rounds5)[0]
+    assert which.startswith(T.ORDINARY + ": no stage-2 test")
+
+
+def test_the_stage_two_ci_keeps_its_coverage_where_a_small_stage_one_spread_stopped():
+    # Normal launches, one cell, paired, 6 rounds (3 + 3). Keep only the draws whose
+    # stage-1 spread fell in its lower 20% (a rule that stops when it is small): the
+    # ordinary CI over all 6 rounds misses more often there, the stage-2-spread CI's
+    # misses stay ~ Binomial(k, 0.05) (its spread never saw the selection)
+    rng = np.random.default_rng(8)
+    q = math.sqrt(sps.chi2.ppf(0.2, 2) / 2)       # sd ratio at the 20% quantile, df 2
+    first = {("a", i) for i in range(3)} | {("b", i) for i in range(3)}
+    k = miss_s = miss_o = 0
+    while k < 600:
+        a, b = np.exp(rng.normal(0, 0.05, 6)), np.exp(rng.normal(0, 0.05, 6))
+        d = np.log(a) - np.log(b)
+        if d[:3].std(ddof=1) > q * 0.05 * math.sqrt(2):
+            continue
+        k += 1
+        cell, rounds = _cell(a, b)
+        full = L.compare_cells([cell], rounds=rounds)[0]
+        (t, _which), = T.compare_staged([cell], first, rounds=rounds)
+        miss_o += not full.ci_low <= 1.0 <= full.ci_high
+        miss_s += not t.ci_low <= 1.0 <= t.ci_high
+    assert miss_s <= sps.binom.ppf(0.999, k, 0.05), miss_s
+    assert miss_o > sps.binom.ppf(0.999, k, 0.05), miss_o      # the selection is real
+
+
+def test_plan_total_from_the_stage_one_tests():
+    rng = np.random.default_rng(5)
+    first = {("a", i) for i in range(3)} | {("b", i) for i in range(3)}
+
+    def tests(sd):
+        cells = [({("a", i): float(x) for i, x in enumerate(np.exp(rng.normal(0, sd, 3)))},
+                  {("b", i): float(x) for i, x in enumerate(np.exp(rng.normal(0, sd, 3)))},
+                  "lower") for _ in range(4)]
+        assert all(k in first for c in cells for k in (*c[0], *c[1]))
+        return L.compare_cells(cells)
+    goal = math.log1p(0.05)
+    assert T.plan_total(tests(0.001), 3, 3, 10, goal) == 6       # the smallest total
+    assert T.plan_total(tests(0.3), 3, 3, 10, goal) == 10        # the maximum
+    assert 6 <= T.plan_total(tests(0.02), 3, 3, 10, goal) <= 10
+    assert T.plan_total(tests(0.001), 3, 3, 5, goal) == 5        # no choice: max
+    assert (T.smallest_total(3, 10), T.staged(3, 10), T.staged(3, 5)) == (6, True, False)
