@@ -24,24 +24,26 @@ point stopped, and a resumed campaign reaches the same decisions.
 
 The plan holds `max` launches per variant, interleaved as usual (cell ids do not depend on
 the rule). Stage 1: the first `min` rounds always run. Then, once per group, the rule looks
-at the stage-1 launches (each candidate against the group's first variant, every cell) and
-fixes the group's total: the smallest n per side at which every gain's 95% CI would be
-within ±target at the stage-1 spread of the pair SUMS (log baseline + log candidate of a
-round; the i-th launches of each side in a random-order campaign), pooled over a
-benchmark's sizes as the hierarchical model pools (stats.launch.spread), clamped to [min,
-max]. Stage 2 runs the rounds up to that total; there is no further look.
+at the stage-1 launches (repeat index < min only, also on resume; each candidate against
+the group's first variant, every cell, tested as the report tests them) and fixes the
+group's total: the smallest n in [min + 3, max] at which every gain's stage-2-spread 95%
+CI would be within ±target at the stage-1 spread (stats.two_stage.plan_total). Stage 2
+runs the rounds up to that total; there is no further look.
 
-Why: the old rule looked after every round and stopped as soon as the CI was narrow, which
-selects runs whose spread happened to be underestimated (one cell, rule (3, 10, 5%), launch
-spread 0.05: 6.9% false positives, CI coverage 93%, and 48-64% when it stopped at the
-minimum). One look on the spread only (Stein's two-stage idea) fixed the false positives
-but not the coverage at the minimum: there the report prints the stage-1 CI, whose spread
-was selected small by the stop (86.6% at sigma_L 0.03). The sums' spread measures the same
-variance as the differences' without a round effect (more with one: a conservative plan)
-and is independent of the differences when both sides spread alike, so the stop no longer
-selects the spread the CI uses (the blinded sample-size re-estimation idea).
-`simulate_two_stage` checks false positives and coverage (also when it stopped at the
-minimum) by simulation; bench/bench_auto_paired.py and bench/bench_inference.py print it.
+The report prints for the cells of such a campaign the wider of the ordinary CI over every
+launch and one whose spread comes from the stage-2 launches only (stats.two_stage
+.compare_staged; stage_one_launches says which launches were stage 1, from the store's
+repeat index and the campaign's stored rule), with that test's p.
+
+Why: a rule that stops because the CI's own spread came out small prints, at the minimum,
+a CI from an underestimated spread (the rule that looked after every round: 6.9% false
+positives, 48-64% coverage at the minimum). Planning on the spread of the pair sums (the
+rule before, sums_total) fixed that where both sides spread alike, but with a candidate 3x
+as noisy as its baseline sums and differences correlate 0.8 and the coverage at the
+minimum fell to 88-93%. The stage-2 launches' spread never saw the look, whatever the
+spreads, so the wider CI keeps coverage where the rule stops (docs/statistics.md).
+`simulate_two_stage` checks false positives and coverage (also at the smallest total) by
+simulation; bench/bench_auto_paired.py and bench/bench_inference.py print it.
 """
 
 from __future__ import annotations
