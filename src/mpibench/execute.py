@@ -16,6 +16,7 @@ import json
 import os
 import re
 import socket
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +27,7 @@ from mpibench.errors import UsageError
 from mpibench.files import write_file
 from mpibench.launchers import LaunchSpec, get_launcher
 from mpibench.parsers.core_jsonl import CoreOutput, parse_core_jsonl
-from mpibench.process import CommandResult, run_command
+from mpibench.process import CommandResult, run_command, run_until_complete
 from mpibench.stacks import Stack
 from mpibench.stacks.kinds import preset
 from mpibench.units import byte_count
@@ -172,9 +173,6 @@ def prepare_cell(stack: Stack, variant: Variant, program: list[str], run_dir: Pa
                        variant=variant, stack=stack)
 
 
-# a complete-when launch's own `timeout` ends it; this bounds the shell around it
-COMPLETE_BACKSTOP_S = 30.0
-
 # The cell-level completion rule. The core's output is complete once its footer is written
 # (core/driver.c writes it, closes the file, then calls MPI_Finalize; the watchdog writes
 # one before it exits): its JSON Lines file's last line is then the footer, written exactly
@@ -211,28 +209,64 @@ def stopped_note(seconds: float) -> str:
 
 def run_local(cmd: CellCommand, timeout: float | None, complete: Any = None) -> CommandResult:
     """Launch a cell's command here. complete (a schedulers.StepCompletion, with a timeout):
-    the launch ends once its output is complete, as a batch job's step does: it runs as
-    that step's shell lines (launcher in the background, stopped by its PID after the
-    grace), so a launcher that hangs after its ranks reported (the transport probe under
-    MPICH 4.0.2's MPI_Finalize) costs seconds here too, not the whole timeout."""
+    the launch ends once its output is complete, by the rule a batch job's step follows
+    (the core's footer, the probe ranks' reports), here in this process
+    (process.run_until_complete: no shell, no process more than the launch itself): a
+    launcher that hangs after that (MPI_Finalize) is stopped by its PID after the grace,
+    says so on its stderr.txt and leaves STOPPED_FILE, as the job script's lines do."""
+    from mpibench.schedulers import STOPPED_FILE
+
     write_file(cmd.run_dir / "command.json", json.dumps(
         {"argv": cmd.argv, "env": cmd.env, "variant": cmd.variant.to_dict(),
          "stack": cmd.stack.name}, indent=2))
+    (cmd.run_dir / STOPPED_FILE).unlink(missing_ok=True)
     if complete is None or not timeout:
         return run_command(cmd.argv, env=cmd.env, cwd=cmd.run_dir, timeout=timeout,
                            stdout_path=cmd.stdout, stderr_path=cmd.stderr)
-    from mpibench.schedulers import JobStep, read_step_result, step_lines
+    watched = cmd.run_dir / complete.file if complete.file else cmd.stdout
+    res = run_until_complete(cmd.argv, env=cmd.env, cwd=cmd.run_dir, timeout=timeout,
+                             stdout_path=cmd.stdout, stderr_path=cmd.stderr,
+                             complete_at=lambda: complete_at(complete, watched),
+                             grace=complete.grace_s, tick=complete.tick_s)
+    if res.stopped_after is not None:
+        said = (f"mpibench: the {complete.what} was written ({complete.file}); the launcher"
+                if complete.file else
+                f"mpibench: all {complete.count} {complete.what} reported; the launcher")
+        note = (f"{said} (pid {res.pid}) had not exited {complete.grace_s:g} s later and "
+                "was stopped\n")
+        with open(cmd.stderr, "a") as fh:
+            fh.write(note)
+        res.stderr += note
+        now = time.time()
+        write_file(cmd.run_dir / STOPPED_FILE, json.dumps(
+            {"complete": now - res.stopped_after, "stopped": now}) + "\n")
+    return res
 
-    step = JobStep("local", cmd.run_dir, cmd.argv, cmd.env, cmd.stdout, cmd.stderr,
-                   timeout_s=timeout, complete=complete)
-    res = run_command(["bash", "-c", "\n".join(step_lines(step))], cwd=cmd.run_dir,
-                      timeout=timeout + COMPLETE_BACKSTOP_S)
-    sr = read_step_result(step)
-    out, err = (f.read_text(errors="replace") if f.exists() else "" for f in
-                (cmd.stdout, cmd.stderr))
-    rc = sr.exit_code if sr.exit_code is not None else res.returncode
-    return CommandResult(list(cmd.argv), rc, out, err + res.stderr, res.elapsed,
-                         res.timed_out or sr.timed_out, dict(cmd.env))
+
+# how much of a watched file's end is read for its last lines (the core's footer is ~70 B)
+_TAIL_BYTES = 65536
+
+
+def complete_at(c: Any, path: Path) -> float | None:
+    """When the output at path held what the StepCompletion c asks for (the file's last
+    write, epoch seconds), or None while it does not: `count` distinct lines matching its
+    pattern, among the file's last `count` lines when c watches a file (c.file), else
+    anywhere in it (the launch's stdout). Python's re reads these patterns as awk does."""
+    try:
+        st = path.stat()
+        with open(path, "rb") as fh:
+            skip = c.file is not None and st.st_size > _TAIL_BYTES
+            if skip:
+                fh.seek(st.st_size - _TAIL_BYTES)
+            lines = fh.read().decode(errors="replace").splitlines()
+    except OSError:
+        return None
+    if skip:
+        lines = lines[1:]                      # the first may be cut
+    if c.file is not None:
+        lines = lines[-c.count:]
+    rx = re.compile(c.pattern)
+    return st.st_mtime if len({ln for ln in lines if rx.search(ln)}) >= c.count else None
 
 
 def cell_fingerprint(cmd: CellCommand, header: Mapping[str, Any] | None = None

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import logging
 import os
+import select
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +30,10 @@ class CommandResult:
     elapsed: float
     timed_out: bool = False
     env_delta: dict[str, str] = field(default_factory=dict)
+    # run_until_complete: the command was stopped this many seconds after its output was
+    # complete (it had not exited within the grace); None otherwise
+    stopped_after: float | None = None
+    pid: int | None = None  # run_until_complete: the command's PID (its process group's)
 
     @property
     def ok(self) -> bool:
@@ -95,6 +100,95 @@ def run_command(
     if stderr_path is not None:
         write_file(stderr_path, err)
     return CommandResult(argv, rc, out, err, elapsed, timed_out, delta)
+
+
+def run_until_complete(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike | None = None,
+    timeout: float,
+    stdout_path: str | os.PathLike,
+    stderr_path: str | os.PathLike,
+    complete_at: Callable[[], float | None],
+    grace: float,
+    tick: float,
+) -> CommandResult:
+    """run_command for a launch whose output can be complete before it exits (a core's
+    footer, a probe's reports: schedulers.StepCompletion). Its output goes straight to
+    stdout_path / stderr_path, so that complete_at() can read it while it runs; every
+    `tick` seconds (and never later than the launch's exit, which is seen at once) it is
+    asked when the output was complete (None: not yet). From then the command has `grace`
+    seconds to exit by itself; then its process group is stopped, by its PID (TERM, KILL
+    3 s later), and the result's stopped_after says how long after the output was complete.
+    The `timeout` bounds the whole launch as run_command's does (timed_out, -9)."""
+    argv = [str(a) for a in argv]
+    full_env = dict(os.environ)
+    delta = dict(env or {})
+    full_env.update(delta)
+    log.debug("run %s until complete (env %s, cwd %s, timeout %s)", argv, delta, cwd, timeout)
+    start = time.monotonic()
+    for path in (stdout_path, stderr_path):
+        Path(path).unlink(missing_ok=True)
+    # appended to, fresh: the launcher's own output streams, read while it runs
+    with open(stdout_path, "a") as out, open(stderr_path, "a") as err:
+        try:
+            proc = subprocess.Popen(argv, env=full_env, cwd=cwd, stdin=subprocess.DEVNULL,
+                                    stdout=out, stderr=err, start_new_session=True)
+        except OSError as exc:
+            return CommandResult(argv, 127, "", f"cannot execute {argv[0]}: {exc}", 0.0,
+                                 False, delta)
+    deadline = start + timeout
+    timed_out, stopped_after, done, seen = False, None, None, 0.0
+    pidfd = _pidfd(proc)
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            wait = min(tick, left) if done is None else \
+                min(grace - (time.time() - seen), left)
+            if _exited(proc, pidfd, max(0.0, wait)):
+                break
+            if time.monotonic() >= deadline:
+                timed_out = True
+                _kill_group(proc)
+                break
+            if done is None:
+                done = complete_at()
+                seen = time.time()
+            elif time.time() - seen >= grace:
+                stopped_after = max(0.0, time.time() - done)
+                _kill_group(proc)
+                break
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
+    proc.wait()
+    elapsed = time.monotonic() - start
+    text = [Path(p).read_text(errors="replace") if Path(p).exists() else ""
+            for p in (stdout_path, stderr_path)]
+    rc = -9 if timed_out else proc.returncode
+    return CommandResult(argv, rc, text[0], text[1], elapsed, timed_out, delta,
+                         stopped_after, proc.pid)
+
+
+def _pidfd(proc: subprocess.Popen) -> int | None:
+    """A pidfd of proc where Linux gives one (readable the moment proc exits), else None."""
+    try:
+        return os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):
+        return None
+
+
+def _exited(proc: subprocess.Popen, pidfd: int | None, seconds: float) -> bool:
+    """Wait up to `seconds` for proc to exit, returning the moment it does (through its
+    pidfd: Popen.wait(timeout) polls, up to 50 ms late, which every launch would pay)."""
+    if pidfd is not None:
+        return bool(select.select([pidfd], [], [], seconds)[0])
+    try:
+        proc.wait(timeout=seconds)
+        return True
+    except subprocess.TimeoutExpired:
+        return False
 
 
 def _die_with(parent: int):

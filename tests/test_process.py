@@ -1,0 +1,73 @@
+"""process.run_until_complete: a command whose output can be complete before it exits (the
+local side of the completion rule, schedulers.StepCompletion), with plain shell commands."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from mpibench.execute import CORE_FOOTER_ERE, complete_at
+from mpibench.process import run_until_complete
+from mpibench.schedulers import StepCompletion
+
+FOOTER = Path(__file__).parent / "data" / "core" / "mpich-np2-ok.jsonl"
+CORE = StepCompletion(CORE_FOOTER_ERE, 1, "core's footer", file="core.jsonl")
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
+
+
+def test_a_command_that_hangs_after_its_footer_is_stopped(tmp_path):
+    """It copies a real core output (footer last), says the PID of what it leaves running,
+    then hangs: stopped after the grace, with stopped_after, not a timeout, its process
+    group gone."""
+    script = (f"cp {FOOTER} core.jsonl; sleep 600 & echo $! >child.pid; wait")
+    res = run_until_complete(["sh", "-c", script], cwd=tmp_path, timeout=120,
+                             stdout_path=tmp_path / "o", stderr_path=tmp_path / "e",
+                             complete_at=lambda: complete_at(CORE, tmp_path / "core.jsonl"),
+                             grace=0.2, tick=0.1)
+    assert not res.timed_out and res.stopped_after is not None and res.stopped_after >= 0
+    assert _gone(res.pid) and _gone(int((tmp_path / "child.pid").read_text()))
+
+
+def test_a_command_without_its_footer_times_out_and_one_that_exits_is_seen_at_once(
+        tmp_path):
+    """All but the footer: the launch runs into its timeout (timed_out, -9). A command that
+    exits by itself is seen as it exits, not at the next look (a tick of an hour here)."""
+    cut = "".join(FOOTER.read_text().splitlines(True)[:-1])
+    (tmp_path / "cut.jsonl").write_text(cut)
+    res = run_until_complete(["sh", "-c", "cp cut.jsonl core.jsonl; exec sleep 600"],
+                             cwd=tmp_path, timeout=1, stdout_path=tmp_path / "o",
+                             stderr_path=tmp_path / "e",
+                             complete_at=lambda: complete_at(CORE, tmp_path / "core.jsonl"),
+                             grace=0.2, tick=0.1)
+    assert (res.timed_out, res.returncode, res.stopped_after) == (True, -9, None)
+    res = run_until_complete(["sh", "-c", "echo out; echo err >&2; exit 3"], cwd=tmp_path,
+                             timeout=60, stdout_path=tmp_path / "o",
+                             stderr_path=tmp_path / "e", complete_at=lambda: None,
+                             grace=3600, tick=3600)
+    assert (res.returncode, res.timed_out, res.stdout, res.stderr) == (3, False, "out\n",
+                                                                       "err\n")
+
+
+def test_complete_at_reads_the_last_lines_of_a_large_file_or_all_of_stdout(tmp_path):
+    big = tmp_path / "core.jsonl"
+    rows = "".join(json.dumps({"record": "result", "pad": "x" * 900}) + "\n"
+                   for _ in range(200))
+    big.write_text(rows + FOOTER.read_text().splitlines(True)[-1])
+    assert complete_at(CORE, big) == big.stat().st_mtime
+    big.write_text(FOOTER.read_text().splitlines(True)[-1] + rows)  # footer not last
+    assert complete_at(CORE, big) is None
+    assert complete_at(CORE, tmp_path / "missing") is None
+    out = tmp_path / "stdout.txt"
+    probe = StepCompletion("^mpibench-probe exchanged rank=[0-9]+$", 2, "probe ranks")
+    out.write_text("mpibench-probe exchanged rank=0\nnoise\nmpibench-probe exchanged rank=0\n")
+    assert complete_at(probe, out) is None     # the same rank twice counts once
+    out.write_text(out.read_text() + "mpibench-probe exchanged rank=1\n")
+    assert complete_at(probe, out) is not None
