@@ -12,10 +12,11 @@ from mpibench.stats import simulate as S
 
 
 def test_detectable_now_plans_a_thin_side_at_its_own_df(tmp_path):
-    """2 vs 7, sizes sharing launch effects: every cell's 'detectable' is planned on its
-    floored variances at the thin side's own df (stats.launch.planning_components), the
-    table's 'detectable now' is their median, and where the floor acted it is larger than
-    the figure planned at the floor's df (which had 57-62% true power, docs/statistics.md
+    """2 vs 7, sizes sharing launch effects: every cell's 'detectable' is planned on the
+    thin side's launch part at its own df (stats.launch.plan_component, through
+    planning_components), the table's 'detectable now' is their median, and where the
+    test floored the thin side it is larger than the figure planned on the test's floored
+    components at the floor's df (which had 57-62% true power, docs/statistics.md
     "Planning"); the power itself is checked in tests/stats/test_launch.py."""
     rng = np.random.default_rng(7)
     floored = 0
@@ -31,7 +32,9 @@ def test_detectable_now_plans_a_thin_side_at_its_own_df(tmp_path):
         assert all(t.tested and t.pooled for t in tests)
         for t in tests:
             assert t.detectable == L.detectable_at(t, cmp.alpha)
-            if t.plan_components:
+            dfs = sorted(d for _, d in t.planned_on)
+            assert dfs == [1, 3, 6, 18]             # thin launch part at its own 1 df
+            if sorted(d for _, d in t.components) != dfs:       # the test floored it
                 floored += 1
                 assert t.detectable > L._detectable(t.components, cmp.alpha, L.POWER)
         (rec,) = plan_table(cmp, 0.05).records

@@ -250,7 +250,7 @@ WELCH_MIN_DF = 3
 
 
 def _thin(var: float, df: float, other_var: float, other_df: float) -> bool:
-    """Where floor_component floors and plan_component pools: a component with fewer than
+    """Where floor_component floors: a component with fewer than
     WELCH_MIN_DF df, smaller than the other side's, which has more df."""
     return df < WELCH_MIN_DF and other_df > df and other_var > var
 
@@ -274,23 +274,67 @@ def floor_component(var: float, df: float, other_var: float, other_df: float
     return var, df
 
 
-def plan_component(var: float, df: float, other_var: float, other_df: float
-                   ) -> tuple[float, float]:
+# Planning a thin side (plan_component): its launch part is read as the other side's when
+# the two estimates are consistent (their ratio below this quantile of F(own df, other df)),
+# else as its own, raised so that it falls short of the true variance with probability
+# 1 - PLAN_OWN_QUANTILE (a 1-2 df estimate is mostly below its mean: chi2 with 1 df has its
+# median at 0.45 of it). Chosen by simulation, docs/statistics.md "Planning".
+PLAN_SAME_LEVEL = 0.85
+PLAN_OWN_QUANTILE = 0.55
+
+
+def _f_ppf(q: float, d1: float, d2: float) -> float:
+    from scipy.special import fdtri
+    return float(fdtri(d1, d2, q))
+
+
+def plan_component(var: float, df: float, other_var: float, other_df: float,
+                   floor: float = 0.0) -> tuple[float, float]:
     """What the planning figures (LaunchTest.detectable, detectable_at) take for one side's
-    per-launch variance component where floor_component floors it: the floor's premise,
-    equal spreads, estimated by pooling both sides (df-weighted), at the thin side's own
-    df. The test's floored component is right for its critical value in that draw, but
-    read as a known variance it overstates the power at 2 launches: whether the floor
-    acts changes from draw to draw (the thin part's t quantile 12.7 at its own 1 df, 4.3
-    at the floor's 2), and a plan at the floor's df had 57-61% true power at 2 vs 7 where
-    sizes share launch effects (docs/statistics.md "Planning"). Elsewhere: (var, df)."""
-    if _thin(var, df, other_var, other_df):
-        return (df * var + other_df * other_var) / (df + other_df), df
-    return var, df
+    per-launch variance component (var, df) when it is thin (fewer than WELCH_MIN_DF df,
+    the other side has more): always at its own df. floor: a lower bound the side's own
+    data give with many df (pooled over a benchmark's sizes: the launch part is var(u) +
+    var(v)/S and var(u) >= 0, so ms_cell / S; 0 when unknown); own = max(var, floor).
+
+    - own / other_var at most the PLAN_SAME_LEVEL quantile of F(df, other_df): the spreads
+      are consistent with being equal, the floor's premise (floor_component); both sides
+      pooled, df-weighted.
+    - above it the side really is the noisier one: its own estimate, the part above the
+      floor scaled by df / chi2_{1 - PLAN_OWN_QUANTILE}(df) (x2.80 at 1 df, x1.67 at 2),
+      so that it exceeds the true variance with probability PLAN_OWN_QUANTILE; never below
+      own or other_var.
+
+    A 1-2 df estimate is below its mean most of the time; planned as it stands, the figure
+    of a 2-3 launch side that really is 3x noisier had 59-70% true power. Pooled whenever
+    the thin side was the smaller (the rule before), equal spreads were right (80-85%) but
+    that side's own draws, never raised, stayed optimistic. docs/statistics.md "Planning"
+    has the checks. Elsewhere: (var, df)."""
+    if not (df < WELCH_MIN_DF and other_df > df):
+        return var, df
+    own = max(var, floor)
+    if own <= other_var * _f_ppf(PLAN_SAME_LEVEL, df, other_df):
+        return (df * own + other_df * other_var) / (df + other_df), df
+    raised = floor + (var - floor) * df / float(_chi2_ppf(1.0 - PLAN_OWN_QUANTILE, df))
+    return max(raised, own, other_var), df
+
+
+def _plan_sides(spreads: list) -> list:
+    """Both sides' Spreads with plan_component applied to their launch parts, the floor
+    from each side's own cell part (ms_cell / S: var(u) >= 0)."""
+    a, b = spreads
+    if a is None or b is None:
+        return spreads
+    out = []
+    for own, other in ((a, b), (b, a)):
+        floor = own.ms_cell / own.cells if own.df_cell > 0 and own.cells > 1 else 0.0
+        v, d = plan_component(own.ms_launch / own.cells, own.df_launch,
+                              other.ms_launch / other.cells, other.df_launch, floor)
+        out.append(own._replace(ms_launch=v * own.cells, df_launch=d))
+    return out
 
 
 def _each_side(spreads: list, component) -> list:
-    """Both sides' Spreads with component (floor_component, plan_component) applied to
+    """Both sides' Spreads with component (floor_component) applied to
     their launch parts, each against the other side's: (variance, df) per side."""
     a, b = spreads
     if a is None or b is None:
@@ -579,7 +623,7 @@ def compare_cells(cells: Sequence[tuple[Mapping[str, float | None], Mapping[str,
                for s in sides]
     if any(s is None for s in spreads):
         spreads = [None, None]
-    plan = _each_side(spreads, plan_component)
+    plan = _plan_sides(spreads)
     spreads = _each_side(spreads, floor_component)
     out: list[LaunchTest] = []
     for base, cand, better in cells:
