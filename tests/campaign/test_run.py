@@ -942,6 +942,18 @@ def test_auto_two_stage_total_per_group_through_the_stages(tmp_path):
     assert ran == {("differ", "a"): 6, ("differ", "b"): 6, ("same", "a"): 7, ("same", "c"): 7}
     assert summary.auto_skipped == 6 and "decisions" not in data
     assert any(m.startswith("repeats = auto: group same: 7 launches per variant") for m in said)
+    # compare on the campaign's launches: each tested cell footnotes which test its CI and
+    # p are (stats.two_stage: rounds 0-2 were stage 1, from the stored repeat and rule)
+    from mpibench.report.judge import compare_groups
+
+    with Store(tmp_path / "a.db") as store:
+        ids = {v: [r["id"] for r in store.runs() if r["status"] == "done"
+                   and r["grp"] == "same" and r["variant"] == v] for v in ("a", "c")}
+        cmp = compare_groups(store, ids, "a")
+    tested = [r.deltas["c"] for r in cmp.rows if r.deltas["c"].tested]
+    assert tested and all(any(cmp.footnotes[n - 1].startswith('repeats = "auto" (two-stage)')
+                              for n in d.notes) for d in tested)
+    assert {d.test.pairing for d in tested} == {"round"} and tested[0].test.pairs == 7
 
 
 DECIDE_REAL = """
