@@ -57,6 +57,13 @@ def test_auto_campaign_cells_get_the_stage_aware_test_and_say_which(tmp_path):
         assert (d.test.ci_low > 1 or d.test.ci_high < 1) == (d.test.p <= 0.05)
         lo, hi = d.ci_holm
         assert (lo > 1 or hi < 1) == d.significant
+    # the geomean row and the verdict: the same rule on the per-launch aggregate
+    want_agg, _which = T.aggregate_staged(block, first, rounds=rounds)
+    (summary,) = cmp.summaries
+    assert summary.test["b"] == want_agg == cmp.overall["b"]
+    assert want_agg != L.aggregate(block, rounds=rounds)      # the case is not trivial
+    assert any(n.startswith('repeats = "auto" (two-stage): the geomean rows')
+               for n in cmp.footnotes)
 
 
 @pytest.mark.parametrize("spec", [{"order": "interleaved"},
@@ -75,3 +82,6 @@ def test_other_campaigns_keep_the_ordinary_test(tmp_path, spec):
         if "decided" not in str(spec):
             assert d.test == t
         assert not any("two-stage" in cmp.footnotes[n - 1] for n in d.notes)
+    if "decided" not in str(spec):
+        assert cmp.summaries[0].test["b"] == L.aggregate(block, rounds=rounds)
+    assert not any("two-stage" in n for n in cmp.footnotes)

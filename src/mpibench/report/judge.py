@@ -91,10 +91,12 @@ def compare_groups(store: Store, sets: Mapping[str, list[str]], baseline: str, *
     set_marks = {g: [notes.add(w) for w in ws] for g, ws in warnings.items()}
     selected, order, not_compared = _set_aside_unshared(selected, order, baseline, notes)
     rows, pending = _build_rows(selected, order, baseline, notes)
-    block_of = _test_cells(pending, alpha, equivalence, notes, _stages(store, pending))
+    stages = _stages(store, pending)
+    block_of = _test_cells(pending, alpha, equivalence, notes, stages)
     vrows, others = _verdict_rows(rows)
-    overall = {cand: _aggregate(vrows, baseline, cand, alpha) for cand in order[1:]}
-    summaries = _summaries(rows, baseline, order[1:], alpha)
+    overall = {cand: _aggregate(vrows, baseline, cand, alpha, stages, notes)
+               for cand in order[1:]}
+    summaries = _summaries(rows, baseline, order[1:], alpha, stages, notes)
     decided, early = _rule_statuses(store, rows, baseline, notes)
     overall_p_adj, family = _adjust_all(rows, summaries, overall, alpha, block_of, decided)
     seq_hits = _widen_summaries(summaries, early, alpha)
@@ -564,12 +566,25 @@ def _pairs(rows: list[Row], baseline: str, cand: str) -> list[tuple[dict, dict, 
     return out
 
 
-def _aggregate(rows: list[Row], baseline: str, cand: str,
-               alpha: float) -> launch_stats.LaunchTest:
+def _aggregate(rows: list[Row], baseline: str, cand: str, alpha: float,
+               stages: tuple[set[str], set[str]] = (set(), set()),
+               notes: _Notes | None = None) -> launch_stats.LaunchTest:
+    """The per-launch aggregate of rows (a geomean row, a verdict); over launches of a
+    repeats = "auto" campaign (stages[1]) the stage-aware one (stats.two_stage
+    .aggregate_staged), footnoted once."""
     used = [r for r in rows if (d := r.deltas.get(cand)) is not None and d.gain is not None]
-    return launch_stats.aggregate(
-        _pairs(rows, baseline, cand), alpha,
-        rounds=launch_rounds(c for r in used for c in (r.cells[baseline], r.cells[cand])))
+    pairs = _pairs(rows, baseline, cand)
+    rounds = launch_rounds(c for r in used for c in (r.cells[baseline], r.cells[cand]))
+    if any(k in stages[1] for p in pairs for side in p[:2] for k in side):
+        from mpibench.stats import two_stage
+
+        if notes is not None:
+            notes.add('repeats = "auto" (two-stage): the geomean rows and verdicts are, '
+                      "like the cells, the wider of the ordinary aggregate over every "
+                      "launch and the one whose spread comes from the stage-2 launches "
+                      "only")
+        return two_stage.aggregate_staged(pairs, stages[0], alpha, rounds)[0]
+    return launch_stats.aggregate(pairs, alpha, rounds=rounds)
 
 
 def _verdict_rows(rows: list[Row]) -> tuple[list[Row], list[str]]:
@@ -582,14 +597,15 @@ def _verdict_rows(rows: list[Row]) -> tuple[list[Row], list[str]]:
     return [r for r in rows if r.tool == main], [t for t in tools if t != main]
 
 
-def _summaries(rows: list[Row], baseline: str, candidates: list[str],
-               alpha: float) -> list[Summary]:
+def _summaries(rows: list[Row], baseline: str, candidates: list[str], alpha: float,
+               stages: tuple[set[str], set[str]] = (set(), set()),
+               notes: _Notes | None = None) -> list[Summary]:
     by_bench: dict[tuple[str, str, str | None], list[Row]] = {}
     for r in rows:
         by_bench.setdefault((r.benchmark, r.metric, r.tool), []).append(r)
     out = []
     for (bench, metric, tool), rs in by_bench.items():
-        tests = {c: _aggregate(rs, baseline, c, alpha) for c in candidates}
+        tests = {c: _aggregate(rs, baseline, c, alpha, stages, notes) for c in candidates}
         out.append(Summary(
             benchmark=bench, metric=metric, rows=len(rs), tool=tool,
             geomean={c: tests[c].gain for c in candidates},

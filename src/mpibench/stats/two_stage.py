@@ -139,6 +139,22 @@ def compare_staged(cells: Sequence[tuple[Mapping[Hashable, float | None],
     return out
 
 
+def aggregate_staged(rows: Sequence[tuple[Mapping[Hashable, float | None],
+                                           Mapping[Hashable, float | None], str]],
+                     stage_one: Collection[Hashable], alpha: float = 0.05,
+                     rounds: Mapping[Hashable, Hashable] | None = None
+                     ) -> tuple[LaunchTest, str]:
+    """stats.launch.aggregate (a geomean row or a verdict over many cells) for a two-stage
+    campaign: the wider of the aggregate over every launch and the one whose spread comes
+    from the stage-2 launches only, as compare_staged does per cell."""
+    full = launch_stats.aggregate(rows, alpha, rounds=rounds)
+    late = launch_stats.aggregate(
+        [({k: v for k, v in b.items() if k not in stage_one},
+          {k: v for k, v in c.items() if k not in stage_one}, better)
+         for b, c, better in rows], alpha, rounds=rounds)
+    return wider(full, stage_two_test(full, late))
+
+
 def plan_total(tests: Sequence[LaunchTest], stage_one: int, lo: int, hi: int,
                goal: float, level: float = 0.95) -> int:
     """Launches per side (rounds) for the whole group from the stage-1 tests of its cells
@@ -169,4 +185,4 @@ def plan_total(tests: Sequence[LaunchTest], stage_one: int, lo: int, hi: int,
 
 
 __all__ = ["MIN_STAGE_TWO", "ORDINARY", "STAGE_TWO", "smallest_total", "staged",
-           "stage_two_test", "wider", "compare_staged", "plan_total"]
+           "stage_two_test", "wider", "compare_staged", "aggregate_staged", "plan_total"]
