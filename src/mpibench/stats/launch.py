@@ -180,8 +180,9 @@ class LaunchTest(NamedTuple):
     pairing: str = "none"
     pairs: int = 0                # rounds used (complete pairs) when pairing == "round"
     unpaired: int = 0             # launches of either side left out: no partner in its round
-    # what `detectable` is planned on where the test floored a thin side: its launch part
-    # pooled with the other side's, at its own df (plan_component); () = components
+    # what `detectable` is planned on where a side is thin (1-2 df): its launch part pooled
+    # with the other side's where they agree, else its own raised, at its own df
+    # (plan_component); () = the test's own components
     plan_components: tuple[tuple[float, float], ...] = ()
 
     @property
