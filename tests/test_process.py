@@ -4,23 +4,15 @@ local side of the completion rule, schedulers.StepCompletion), with plain shell 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from mpibench.execute import CORE_FOOTER_ERE, complete_at
 from mpibench.process import run_until_complete
 from mpibench.schedulers import StepCompletion
+from support.procs import wait_gone
 
 FOOTER = Path(__file__).parent / "data" / "core" / "mpich-np2-ok.jsonl"
 CORE = StepCompletion(CORE_FOOTER_ERE, 1, "core's footer", file="core.jsonl")
-
-
-def _gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
 
 
 def test_a_command_that_hangs_after_its_footer_is_stopped(tmp_path):
@@ -33,7 +25,7 @@ def test_a_command_that_hangs_after_its_footer_is_stopped(tmp_path):
                              complete_at=lambda: complete_at(CORE, tmp_path / "core.jsonl"),
                              grace=0.2, tick=0.1)
     assert not res.timed_out and res.stopped_after is not None and res.stopped_after >= 0
-    assert _gone(res.pid) and _gone(int((tmp_path / "child.pid").read_text()))
+    assert wait_gone(res.pid) and wait_gone(int((tmp_path / "child.pid").read_text()))
 
 
 def test_a_command_without_its_footer_times_out_and_one_that_exits_is_seen_at_once(

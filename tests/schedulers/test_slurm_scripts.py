@@ -14,6 +14,7 @@ import pytest
 from mpibench.errors import UsageError
 from mpibench.schedulers import JobRequest, JobStep, SchedulerSettings, get_scheduler
 from support.golden import check_golden
+from support.procs import wait_gone
 
 BASE = Path("/scratch/camp aign/runs")  # a space in the path on purpose
 
@@ -453,21 +454,13 @@ def _run_complete_step(tmp_path: Path, np: int, silent_rank: int, timeout_s: flo
     return pid, sr, problem, (d / "stderr.txt").read_text()
 
 
-def _gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
-
-
 def test_a_probe_step_ends_once_every_rank_reported_and_its_launcher_is_stopped(tmp_path):
     """The batch probe step waited for its launcher: an MPI_Finalize that hung after every
     rank had reported held the job for the step's whole timeout (60 s a job under load).
     Now the step ends once all np ranks reported; the hung launcher is stopped by its PID
     and the step says so; the verdict holds (every rank's exchange went through)."""
     pid, sr, problem, err = _run_complete_step(tmp_path, 4, -1, timeout_s=600)
-    assert _gone(pid)
+    assert wait_gone(pid)
     assert sr.exit_code is not None and not sr.timed_out
     assert problem is None
     assert "mpibench: all 4 probe ranks reported; the launcher (pid " in err
@@ -478,34 +471,32 @@ def test_a_probe_rank_that_never_reports_still_fails_the_probe(tmp_path):
     """Rank 2 of 4 never says its exchange went through: the step runs into its timeout
     and the probe's reason names the rank."""
     pid, sr, problem, err = _run_complete_step(tmp_path, 4, 2, timeout_s=3)
-    assert _gone(pid)
+    assert wait_gone(pid)
     assert sr.timed_out
     assert problem == "probe launch timed out after 3 s; rank 2 never reported its exchange"
     assert "mpibench: all" not in err
 
 
-# a launcher that leaves a core output (a real capture, or all but its footer) where the
-# campaign's --jsonl says, then hangs as MPICH's MPI_Finalize now and then does
+# a launcher that leaves a core output (a real capture) where the campaign's --jsonl says,
+# then hangs as MPICH's MPI_Finalize now and then does
 CORE_THEN_HANG = r"""#!/bin/bash
 echo $$ >launcher.pid
 trap 'exit 143' TERM
-if [ "$2" = whole ]; then cp "$1" core.jsonl; else head -n -1 "$1" >core.jsonl; fi
+cp "$1" core.jsonl
 sleep 600 & wait $!
 """
 
 
-# (the output without its footer, "cut", times out as before: the real launch of
-# tests/schedulers/test_local.py shows it; here it would only cost the step's timeout)
-@pytest.mark.parametrize("output", ["whole"])
-def test_a_core_step_ends_once_its_footer_is_written(tmp_path, monkeypatch, output):
+def test_a_core_step_ends_once_its_footer_is_written(tmp_path, monkeypatch):
     """A job script's core step waited for its launcher: one hung in MPI_Finalize after
     the footer held the job for the cell's whole timeout (the mpich-srun nodes=2 cell of
     tests/schedulers/test_multinode.py, 90 s). With the core's completion rule the step
     stops it after the grace and records launcher_stopped; read back, the step is not a
-    timeout and says how long after the footer it was stopped. Without the footer the
-    step times out as before."""
+    timeout and says how long after the footer it was stopped. (Without the footer a step
+    times out as before: the probe step's silent rank here, and the real launch of
+    tests/schedulers/test_local.py.)"""
     from mpibench import execute
-    from mpibench.schedulers import STOPPED_FILE, job_body, read_step_result
+    from mpibench.schedulers import job_body, read_step_result
 
     monkeypatch.setattr(execute, "CORE_FINALIZE_GRACE_S", 0.5)
     d = tmp_path / "cell dir"
@@ -515,11 +506,10 @@ def test_a_core_step_ends_once_its_footer_is_written(tmp_path, monkeypatch, outp
     launcher.chmod(0o755)
     capture = Path(__file__).parents[1] / "data" / "core" / "mpich-np2-ok.jsonl"
     cmd = execute.CellCommand(
-        argv=[str(launcher), str(capture), output], env={}, run_dir=d,
+        argv=[str(launcher), str(capture)], env={}, run_dir=d,
         stdout=d / "stdout.txt", stderr=d / "stderr.txt", jsonl=d / "core.jsonl",
         fingerprint_argv=[], variant=None, stack=None)
-    step = JobStep("c-1", d, cmd.argv, {}, cmd.stdout, cmd.stderr,
-                   timeout_s=600 if output == "whole" else 2,
+    step = JobStep("c-1", d, cmd.argv, {}, cmd.stdout, cmd.stderr, timeout_s=600,
                    complete=execute.core_completion(cmd))
     # the bound here only keeps a broken script from holding the suite
     res = subprocess.run(["bash", "-c", job_body(JobRequest("j", [step], d))], text=True,
@@ -527,15 +517,11 @@ def test_a_core_step_ends_once_its_footer_is_written(tmp_path, monkeypatch, outp
     assert res.returncode == 0, res.stderr
     sr = read_step_result(step)
     err = (d / "stderr.txt").read_text()
-    if output == "whole":
-        assert not sr.timed_out and sr.exit_code == 143
-        assert sr.stopped_after is not None and sr.stopped_after >= 0
-        assert "mpibench: the core's footer was written (core.jsonl); the launcher (pid " \
-            in err
-        assert res.stderr == ""  # nothing said while the core had not written its file
-    else:
-        assert sr.timed_out and sr.stopped_after is None
-        assert not (d / STOPPED_FILE).exists() and "mpibench:" not in err
+    assert not sr.timed_out and sr.exit_code == 143
+    assert sr.stopped_after is not None and sr.stopped_after >= 0
+    assert "mpibench: the core's footer was written (core.jsonl); the launcher (pid " in err
+    assert res.stderr == ""  # nothing said while the core had not written its file
+    assert wait_gone(int((d / "launcher.pid").read_text()))
 
 
 def test_a_stopped_launchers_kill_is_not_a_timeout(tmp_path):
