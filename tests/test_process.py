@@ -4,6 +4,8 @@ local side of the completion rule, schedulers.StepCompletion), with plain shell 
 from __future__ import annotations
 
 import json
+import os
+import signal
 from pathlib import Path
 
 from mpibench.execute import CORE_FOOTER_ERE, complete_at
@@ -63,3 +65,39 @@ def test_complete_at_reads_the_last_lines_of_a_large_file_or_all_of_stdout(tmp_p
     assert complete_at(probe, out) is None     # the same rank twice counts once
     out.write_text(out.read_text() + "mpibench-probe exchanged rank=1\n")
     assert complete_at(probe, out) is not None
+
+
+def test_what_the_launcher_leaves_in_its_process_group_is_stopped(tmp_path):
+    """A launcher that exits at once (rc 0) but leaves a process in its group: that process
+    must not run on into the next measured cell. Stopped as the launcher's exit is seen,
+    and likewise after the stop of a launcher that ignored nothing but left a child."""
+    script = "sleep 600 & echo $!; exit 0"
+    res = run_until_complete(["sh", "-c", script], cwd=tmp_path, timeout=120,
+                             stdout_path=tmp_path / "o", stderr_path=tmp_path / "e",
+                             complete_at=lambda: None, grace=3600, tick=3600)
+    left = int(res.stdout)
+    try:
+        assert (res.returncode, res.timed_out) == (0, False)
+        assert wait_gone(left, bound_s=30)
+    finally:
+        _stop(left)
+    # the TERM path: the launcher exits on TERM, its child ignores it
+    script = (f"cp {FOOTER} core.jsonl; sh -c 'trap \"\" TERM; sleep 600' & "
+              "echo $! >child.pid; wait")
+    res = run_until_complete(["sh", "-c", script], cwd=tmp_path, timeout=120,
+                             stdout_path=tmp_path / "o", stderr_path=tmp_path / "e",
+                             complete_at=lambda: complete_at(CORE, tmp_path / "core.jsonl"),
+                             grace=0.2, tick=0.1)
+    left = int((tmp_path / "child.pid").read_text())
+    try:
+        assert res.stopped_after is not None and wait_gone(left, bound_s=30)
+    finally:
+        _stop(left)
+
+
+def _stop(pid: int) -> None:
+    """Cleanup of a failed run: the process this test left, by its PID."""
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass

@@ -150,15 +150,20 @@ def run_until_complete(
                 break
             if time.monotonic() >= deadline:
                 timed_out = True
-                _kill_group(proc)
+                _kill_group(proc, pidfd)
                 break
             if done is None:
                 done = complete_at()
                 seen = time.time()
             elif time.time() - seen >= grace:
                 stopped_after = max(0.0, time.time() - done)
-                _kill_group(proc)
+                _kill_group(proc, pidfd)
                 break
+        # what the launcher left in its process group must not run on into the next cell
+        # (a launch that exits at once with `sleep 30 &` in it; a rank the TERM did not
+        # stop); before the wait below reaps the launcher, so its PID, the group's ID,
+        # cannot have been reused
+        _killpg(proc.pid, signal.SIGKILL)
     finally:
         if pidfd is not None:
             os.close(pidfd)
@@ -206,18 +211,31 @@ def _die_with(parent: int):
     return setup
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-    except ProcessLookupError:
+def _kill_group(proc: subprocess.Popen, pidfd: int | None = None) -> None:
+    """Stop proc's process group: TERM (mpirun tears its ranks down), up to 3 s for proc to
+    exit, then KILL to the group whether or not proc exited (what it left there, a rank
+    that ignored the TERM). With a pidfd proc is not reaped here, so its PID, the group's
+    ID, cannot be reused before the KILL."""
+    if not _killpg(proc.pid, signal.SIGTERM):
         return
+    own = pidfd is None
+    if own:
+        pidfd = _pidfd(proc)
     try:
-        proc.wait(timeout=3)
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        _exited(proc, pidfd, 3.0)
+    finally:
+        if own and pidfd is not None:
+            os.close(pidfd)
+    _killpg(proc.pid, signal.SIGKILL)
+
+
+def _killpg(pgid: int, sig: int) -> bool:
+    """Signal a process group; False when it is gone (or no longer ours)."""
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
 
 
 def kill_orphans(run_dir: Path) -> list[int]:
