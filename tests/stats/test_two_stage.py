@@ -42,6 +42,32 @@ def test_stage_two_test_is_the_mean_of_all_with_the_stage_two_spread():
     assert min(abs(lo - 1), abs(hi - 1)) < 1e-6
 
 
+def test_the_stage_two_test_plans_on_its_own_spread_and_df():
+    # the figures "these launches detect >= X%" describe the test the cell got: the
+    # stage-2 test of 8 paired rounds (3 + 5) has 4 df and the stage-2 spread, so its
+    # detectable effect is the noncentral t's at 4 df, not the 7 df ordinary test's
+    a = np.exp(np.array([0.0, 0.01, -0.02, 0.03, 0.0, -0.01, 0.02, 0.01]))
+    b = np.exp(np.array([0.02, 0.0, 0.01, -0.02, 0.04, 0.01, -0.01, 0.03]))
+    cell, rounds = _cell(a, b)
+    first = {("a", i) for i in range(3)} | {("b", i) for i in range(3)}
+    (t, which), = T.compare_staged([cell], first, rounds=rounds)
+    assert which == T.STAGE_TWO
+    d = np.log(a) - np.log(b)
+    se = d[3:].std(ddof=1) / math.sqrt(8)
+    crit = sps.t.ppf(0.975, 4)
+
+    def power(delta):
+        return sps.nct.sf(crit, 4, delta) + sps.nct.cdf(-crit, 4, delta)
+    from scipy.optimize import brentq
+    k = brentq(lambda x: power(x) - 0.8, 0.1, 8)
+    want = math.expm1(k * se)
+    assert abs(t.detectable - want) < 1e-3 * want, (t.detectable, want)
+    assert abs(L.detectable_at(t, 0.05) - want) < 1e-3 * want
+    assert abs(t.df - 4) < 1e-9
+    full = L.compare_cells([cell], rounds=rounds)[0]
+    assert abs(full.df - 7) < 1e-9 and full.detectable < want       # what it printed before
+
+
 def test_the_ordinary_test_where_it_is_wider_or_stage_two_cannot_be_tested():
     rng = np.random.default_rng(3)
     a, b = np.exp(rng.normal(0, 0.05, 8)), np.exp(rng.normal(0, 0.05, 8))

@@ -64,15 +64,16 @@ def _count(t: LaunchTest) -> tuple[int, int]:
     return (t.pairs, t.pairs) if t.pairing == "round" else (t.n_base, t.n_cand)
 
 
-def stage_two_test(full: LaunchTest, late: LaunchTest, level: float = 0.95
-                   ) -> LaunchTest | None:
+def stage_two_test(full: LaunchTest, late: LaunchTest, level: float = 0.95,
+                   alpha: float = 0.05) -> LaunchTest | None:
     """The stage-2-spread test of one cell: full's centre (the mean over every launch),
     late's variance components (the test of the stage-2 launches alone, the same model:
     paired by round or not, pooled over the benchmark's sizes or not) scaled from late's
     launch count to full's, late's degrees of freedom and critical values. Unpaired sides
     with different ratios of stage-2 launches take the larger ratio (a larger variance: a
-    wider CI). None where it cannot be had: either test untested or without spread, or
-    the two not of the same model."""
+    wider CI). Its planning figures (detectable, detectable_at) are this test's own:
+    late's planning components scaled alike, at alpha. None where it cannot be had:
+    either test untested or without spread, or the two not of the same model."""
     if not (full.tested and late.tested and full.se_log and late.se_log
             and full.diff_log is not None and late.components
             and full.pairing == late.pairing and full.pooled == late.pooled):
@@ -92,11 +93,13 @@ def stage_two_test(full: LaunchTest, late: LaunchTest, level: float = 0.95
     tot = sum(v for v, _ in comps)
     den = sum(v * v / df for v, df in comps if v > 0 and df > 0)
     parts = tuple((lv * f, dl, cv * f, dc, s) for lv, dl, cv, dc, s in late.parts)
+    plan = tuple((v * f, d) for v, d in late.plan_components)
     return full._replace(
         ci_low=_exp(d - h), ci_high=_exp(d + h), p=p,
         se_log=se, components=comps, df=tot * tot / den if den > 0 else None,
         shared_var=min(late.shared_var * f, se2), parts=parts,
-        plan_components=full.planned_on)
+        plan_components=plan,
+        detectable=launch_stats._detectable(plan or comps, alpha, launch_stats.POWER))
 
 
 def wider(full: LaunchTest, stage2: LaunchTest | None) -> tuple[LaunchTest, str]:
@@ -125,7 +128,7 @@ def compare_staged(cells: Sequence[tuple[Mapping[Hashable, float | None],
     late = launch_stats.compare_cells(late_cells, alpha, rounds=rounds)
     out = []
     for f, lt in zip(full, late, strict=True):
-        s = stage_two_test(f, lt)
+        s = stage_two_test(f, lt, alpha=alpha)
         if s is None and f.tested:
             if not lt.tested:
                 why = lt.reason or "not tested"
@@ -152,7 +155,7 @@ def aggregate_staged(rows: Sequence[tuple[Mapping[Hashable, float | None],
         [({k: v for k, v in b.items() if k not in stage_one},
           {k: v for k, v in c.items() if k not in stage_one}, better)
          for b, c, better in rows], alpha, rounds=rounds)
-    return wider(full, stage_two_test(full, late))
+    return wider(full, stage_two_test(full, late, alpha=alpha))
 
 
 def plan_total(tests: Sequence[LaunchTest], stage_one: int, lo: int, hi: int,
