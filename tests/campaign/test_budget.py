@@ -12,6 +12,16 @@ from mpibench.campaign.budget import BudgetRule
 from support.common import pair_campaign
 
 
+class _Runner:
+    """What BudgetRule reads of a CampaignRunner: the spec, the store, the run log."""
+
+    def __init__(self, spec, store):
+        self.spec, self.store, self.lines = spec, store, []
+
+    def log(self, line):
+        self.lines.append(line)
+
+
 def _spec(tmp_path, repeats):
     return pair_campaign(tmp_path, "budget", f'repeats = {repeats}\nbudget = "auto"', "0:3")
 
@@ -94,7 +104,7 @@ def test_the_pilot_stops_each_cell_at_its_minimum_samples(tmp_path):
     from mpibench.campaign.plan import expand
 
     spec = _spec(tmp_path, "10")
-    rule = BudgetRule(None, 0)
+    rule = BudgetRule(_Runner(spec, None), 0)
     by_repeat = {c.repeat: c for c in expand(spec)}
     assert rule.options(by_repeat[0]) == rule.options(by_repeat[1]) == {
         "target": 100.0, "accept_approximate": True}
@@ -107,3 +117,48 @@ def test_the_pilot_stops_each_cell_at_its_minimum_samples(tmp_path):
                             f'0:3"\noptions = {extra}\n#')
         cells = {c.repeat: c for c in expand(own)}
         assert rule.options(cells[0]) == want, extra
+
+
+def test_without_a_plan_later_rounds_keep_the_groups_own_options(tmp_path):
+    """No plan (nothing finished: a batch campaign with a fixed `repeats` submits every
+    round at once) used to give every later launch the pilot's options (--target 100%,
+    20 samples a cell) for good, where such a campaign ran the group's own options before
+    the pilot came; and it looked again (two queries) cell by cell. The pilot's options
+    are for the pilot's rounds; without a plan the group's own stand (None), and the rule
+    looks once per round, not per cell."""
+    from mpibench.campaign.plan import expand
+    from mpibench.store.local import Store
+
+    spec = _spec(tmp_path, "10")
+    looks = []
+
+    class Counting(BudgetRule):
+        def _plan(self, group):
+            looks.append(group)
+            return super()._plan(group)
+
+    with Store(tmp_path / "s.db") as store:
+        runner = _Runner(spec, store)
+        rule = Counting(runner, 1)
+        cells = expand(spec)
+        got = {(c.repeat, c.variant.name, c.params.get("size")): rule.options(c)
+               for c in cells}
+    assert {k: v for k, v in got.items() if k[0] < 2} and all(
+        v == {"target": 100.0, "accept_approximate": True}
+        for k, v in got.items() if k[0] < 2)
+    assert all(v is None for k, v in got.items() if k[0] >= 2)
+    assert len(looks) == 8            # rounds 2-9, once each
+    assert len(runner.lines) == 1 and "own options" in runner.lines[0]
+
+
+def test_a_one_variant_group_runs_neither_pilot_nor_plan(tmp_path):
+    """A group of one variant has nothing to compare: no plan can come, so its launches
+    keep the group's own options in every round (the pilot only feeds the plan)."""
+    from mpibench.campaign.plan import expand
+
+    one = pair_campaign(tmp_path, "one", 'repeats = 4\nbudget = "auto"',
+                        '0:3"\nvariants = ["a"]\n#')
+    rule = BudgetRule(_Runner(one, None), 0)
+    cells = expand(one)
+    assert {c.repeat for c in cells} == {0, 1, 2, 3}
+    assert all(rule.options(c) is None for c in cells)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from mpibench.campaign.spec import group_variants
+
 if TYPE_CHECKING:
     from mpibench.campaign.plan import Cell
 
@@ -27,9 +29,12 @@ class BudgetRule:
     feed back into it; a group that sets `target` or `max_time` itself keeps its options
     (and one that sets accept_approximate keeps that). The first two rounds are the pilot:
     PILOT_OPTIONS (--min-samples per cell, CI accepted within 100%: what the plan reads,
-    sigma_L, B = se^2 n and the seconds, needs no narrower CI); until a group has two
-    finished launches per variant (a batch campaign whose rounds are all submitted at
-    once), its later launches run the pilot's options too."""
+    sigma_L, B = se^2 n and the seconds, needs no narrower CI). Without a plan (not two
+    variants with two finished pilot launches each: a batch campaign with a fixed
+    `repeats` submits every round at once) the later launches keep the group's own
+    options, and the rule looks again only at a later round (a batch campaign's next
+    stage), never cell by cell; a group of one variant has nothing to compare, so neither
+    pilot nor plan: its own options in every round."""
 
     PILOT = 2
     # the pilot's core options: every cell stops at --min-samples (20) unless --max-time
@@ -39,21 +44,34 @@ class BudgetRule:
 
     def __init__(self, runner, campaign_id: int):
         self.runner, self.cid = runner, campaign_id
-        self.chosen: dict[str, dict | None] = {}
+        self.spec = runner.spec
+        self.chosen: dict[str, dict | None] = {}   # group -> its plan's options, or None
+        self.looked: dict[str, int] = {}          # group -> the round of its last look
         self.said: set[str] = set()
 
     def options(self, cell: Cell) -> dict | None:
+        """The core options of a cell's launch; None: the group's own (no pilot, no plan)."""
         g = cell.group
         own = g.options or {}
         if not g.kind_class.core_options or "target" in own or "max_time" in own:
             return None
+        if len(group_variants(g, self.spec.variants, self.spec.variant_base)) < 2:
+            # one variant: nothing to compare, so no plan can come; the pilot, which only
+            # feeds the plan, would just cost its launches precision
+            return None
         if cell.repeat < self.PILOT:
             return {**self.PILOT_OPTIONS, **own}
-        if self.chosen.get(g.name) is None:
+        if g.name not in self.chosen or (self.chosen[g.name] is None
+                                         and cell.repeat > self.looked[g.name]):
+            # a plan once made stands; no plan (the pilot not finished: a batch campaign
+            # submits a stage's rounds at once) is looked for again at a later round only
+            # (a later stage), never cell by cell
             self.chosen[g.name] = self._plan(g.name)
+            self.looked[g.name] = cell.repeat
         t = self.chosen[g.name]
-        # the group's own accept_approximate (or any option it sets) stands
-        return {**self.PILOT_OPTIONS, **own} if t is None else {**t, **own}
+        # no plan: the group's own options (the pilot's are for the pilot's rounds only);
+        # with one, the group's own accept_approximate (or any option it sets) stands
+        return None if t is None else {**t, **own}
 
     @staticmethod
     def cap(spec) -> int:
@@ -93,9 +111,9 @@ class BudgetRule:
         if p is None:
             if group not in self.said:
                 self.said.add(group)
-                self.runner.log(f"budget = auto: group {group}: not yet two variants with "
-                                "two finished pilot launches each; the pilot's options "
-                                "stay")
+                self.runner.log(f"budget = auto: group {group}: not two variants with "
+                                "two finished pilot launches each; the group's own "
+                                "options stay")
             return None
         self.runner.log(f"budget = auto: group {group}: {p.describe()}")
         return p.best.options()
