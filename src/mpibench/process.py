@@ -145,7 +145,7 @@ def run_until_complete(
         while True:
             left = deadline - time.monotonic()
             wait = min(tick, left) if done is None else \
-                min(grace - (time.time() - seen), left)
+                min(grace - (time.monotonic() - seen), left)
             if _exited(proc, pidfd, max(0.0, wait)):
                 break
             if time.monotonic() >= deadline:
@@ -153,9 +153,9 @@ def run_until_complete(
                 _kill_group(proc, pidfd)
                 break
             if done is None:
-                done = complete_at()
-                seen = time.time()
-            elif time.time() - seen >= grace:
+                done = complete_at()        # epoch seconds: the file's mtime
+                seen = time.monotonic()     # the grace runs from here, on the steady clock
+            elif time.monotonic() - seen >= grace:
                 stopped_after = max(0.0, time.time() - done)
                 _kill_group(proc, pidfd)
                 break
