@@ -66,9 +66,7 @@ def run_command(
     campaign's resume finds and stops them (kill_orphans).
     """
     argv = [str(a) for a in argv]
-    full_env = dict(os.environ)
-    delta = dict(env or {})
-    full_env.update(delta)
+    full_env, delta = _full_env(env)
     log.debug("run %s (env %s, cwd %s, timeout %s)", argv, delta, cwd, timeout)
     start = time.monotonic()
     try:
@@ -123,9 +121,7 @@ def run_until_complete(
     3 s later), and the result's stopped_after says how long after the output was complete.
     The `timeout` bounds the whole launch as run_command's does (timed_out, -9)."""
     argv = [str(a) for a in argv]
-    full_env = dict(os.environ)
-    delta = dict(env or {})
-    full_env.update(delta)
+    full_env, delta = _full_env(env)
     log.debug("run %s until complete (env %s, cwd %s, timeout %s)", argv, delta, cwd, timeout)
     start = time.monotonic()
     for path in (stdout_path, stderr_path):
@@ -174,6 +170,12 @@ def run_until_complete(
     rc = -9 if timed_out else proc.returncode
     return CommandResult(argv, rc, text[0], text[1], elapsed, timed_out, delta,
                          stopped_after, proc.pid)
+
+
+def _full_env(env: Mapping[str, str] | None) -> tuple[dict[str, str], dict[str, str]]:
+    """os.environ with env on top, and env alone (what the result records as env_delta)."""
+    delta = dict(env or {})
+    return {**os.environ, **delta}, delta
 
 
 def _pidfd(proc: subprocess.Popen) -> int | None:
