@@ -49,16 +49,25 @@ def _pilot_rows(seed=5, sizes=4, lost=None):
 def test_the_rounds_a_plan_counts_on_are_the_ones_the_campaign_surely_runs(tmp_path):
     """After the 2-round pilot the plan counts the rounds still to run towards compare's
     pairing (3 pairs per size), but only those the campaign runs for certain: a fixed
-    repeats all of them, "auto"/"decide" up to their min, where the stage rule may stop.
-    A size that lost a result in the pilot (1 pair) pairs after 8 more rounds, not
-    after 1."""
+    repeats all of them; "auto" the smallest total its two-stage rule stops at (min + 3,
+    or max: stats.two_stage.smallest_total; this counted min, 3 of the default's 6 sure
+    rounds, and planned unpaired a size that will pair); "decide" its min, where its first
+    look may stop. A size that lost a result in the pilot (1 pair) pairs after 2 more
+    rounds, not after 1."""
     fixed, auto = _spec(tmp_path, "10"), _spec(tmp_path, '"auto"')
+    decide = _spec(tmp_path, '"decide"')
     assert (BudgetRule.rounds(fixed), BudgetRule.cap(fixed)) == (10, 10)
-    assert (BudgetRule.rounds(auto), BudgetRule.cap(auto)) == (3, 10)
-    assert BudgetRule.rounds(_spec(tmp_path, '{ min = 4, max = 12, target = "3%" }')) == 4
+    assert (BudgetRule.rounds(auto), BudgetRule.cap(auto)) == (6, 10)
+    assert (BudgetRule.rounds(decide), BudgetRule.cap(decide)) == (3, 12)
+    assert BudgetRule.rounds(_spec(tmp_path, '{ min = 4, max = 12, target = "3%" }')) == 7
+    # max < min + 3: the rule always runs max
+    short = _spec(tmp_path, '{ min = 2, max = 3, target = "3%" }')
+    assert BudgetRule.rounds(short) == 3
     lost = _pilot_rows(lost=(0, 1))
     assert BudgetRule.plan_rows(fixed, lost).paired
-    assert not BudgetRule.plan_rows(auto, lost).paired
+    assert BudgetRule.plan_rows(auto, lost).paired
+    assert not BudgetRule.plan_rows(decide, lost).paired
+    assert not BudgetRule.plan_rows(short, lost).paired
     # a complete pilot has 2 pairs per size: one more round pairs it either way
     assert BudgetRule.plan_rows(auto, _pilot_rows()).paired
     # a random-order campaign is never paired

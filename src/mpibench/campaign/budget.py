@@ -82,8 +82,16 @@ class BudgetRule:
     @staticmethod
     def rounds(spec) -> int:
         """Rounds per variant the campaign runs for certain: a fixed `repeats` all of
-        them, "auto"/"decide" their `min` (the stage rule may stop there)."""
-        return spec.auto.min if spec.auto else spec.repeats
+        them; "auto" the smallest total its two-stage rule stops at
+        (stats.two_stage.smallest_total: min + 3, or max when that is smaller), since
+        with two variants it never stops below; "decide" its `min` (its first look may
+        stop there)."""
+        from mpibench.stats import two_stage
+
+        a = spec.auto
+        if not a:
+            return spec.repeats
+        return a.min if a.until == "decided" else two_stage.smallest_total(a.min, a.max)
 
     @classmethod
     def plan_rows(cls, spec, rows):
