@@ -27,6 +27,7 @@ def test_a_command_that_hangs_after_its_footer_is_stopped(tmp_path):
                              complete_at=lambda: complete_at(CORE, tmp_path / "core.jsonl"),
                              grace=0.2, tick=0.1)
     assert not res.timed_out and res.stopped_after is not None and res.stopped_after >= 0
+    assert res.returncode == 143  # died of the TERM: stored as a job script's step stores it
     assert wait_gone(res.pid) and wait_gone(int((tmp_path / "child.pid").read_text()))
 
 

@@ -118,7 +118,9 @@ def run_until_complete(
     `tick` seconds (and never later than the launch's exit, which is seen at once) it is
     asked when the output was complete (None: not yet). From then the command has `grace`
     seconds to exit by itself; then its process group is stopped, by its PID (TERM, KILL
-    3 s later), and the result's stopped_after says how long after the output was complete.
+    3 s later), and the result's stopped_after says how long after the output was complete
+    and its returncode is the shell's (143 for a launcher the TERM killed, 137 the KILL),
+    as a batch job's step records it, not Popen's -15 / -9.
     The `timeout` bounds the whole launch as run_command's does (timed_out, -9)."""
     argv = [str(a) for a in argv]
     full_env, delta = _full_env(env)
@@ -168,6 +170,8 @@ def run_until_complete(
     text = [Path(p).read_text(errors="replace") if Path(p).exists() else ""
             for p in (stdout_path, stderr_path)]
     rc = -9 if timed_out else proc.returncode
+    if stopped_after is not None and rc < 0:
+        rc = 128 - rc  # killed by our stop: the shell's 128 + signal, as a job script's step
     return CommandResult(argv, rc, text[0], text[1], elapsed, timed_out, delta,
                          stopped_after, proc.pid)
 
