@@ -18,6 +18,7 @@ from mpibench.campaign.auto_repeats import (
 )
 from mpibench.campaign.plan import expand
 from mpibench.errors import UsageError
+from mpibench.store import Store
 from support.common import pair_campaign
 
 
@@ -224,3 +225,34 @@ def test_bad_decide_repeats_name_the_key(tmp_path, bad, words):
     with pytest.raises(UsageError, match=re.escape("campaign.repeats")) as e:
         _spec(tmp_path, bad)
     assert words in str(e.value)
+
+
+def test_a_changed_rule_is_refused_once_stage_two_began(tmp_path):
+    # the look (group totals) and the report's stage 1 both come from the stored rule,
+    # which each invocation overwrites with the file's: once a launch of round >= min ran,
+    # a changed campaign.repeats would relabel the look's launches or drop the stage-aware
+    # CI, so it is refused; before that, or for a rule that cannot stop early, it is not
+    from mpibench.campaign.auto_repeats import refuse_changed_rule
+
+    old = {"repeats": 8, "repeats_auto": {"min": 3, "max": 8, "target": 0.05}}
+    lower = {"repeats": 8, "repeats_auto": {"min": 2, "max": 8, "target": 0.05}}
+    fixed = {"repeats": 8}
+    with Store(tmp_path / "s.db") as store:
+        cid = store.add_campaign("c", old, file="c.toml")
+        for i in range(8):
+            store.create_run(f"r{i}", cid, "a", repeat=i)
+        for i in range(3):
+            store.set_run(f"r{i}", "done")
+        refuse_changed_rule(store, cid, old, lower, "c.toml")      # stage 1 only: fine
+        store.set_run("r3", "failed")                               # stage 2 began
+        refuse_changed_rule(store, cid, old, dict(old), "c.toml")   # the same rule: fine
+        for new in (lower, fixed, {"repeats": 8, "repeats_auto": {
+                "min": 3, "max": 5, "target": 0.05}}):
+            with pytest.raises(UsageError) as e:
+                refuse_changed_rule(store, cid, old, new, "c.toml")
+            msg = str(e.value)
+            assert msg.startswith("c.toml: campaign.repeats changed") and "\n" not in msg
+            assert "max = 8, min = 3, target = 0.05" in msg
+        # a stored rule that could not stop early (max < min + 3) has no look to protect
+        short = {"repeats": 5, "repeats_auto": {"min": 3, "max": 5, "target": 0.05}}
+        refuse_changed_rule(store, cid, short, lower, "c.toml")

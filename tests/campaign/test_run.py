@@ -954,6 +954,14 @@ def test_auto_two_stage_total_per_group_through_the_stages(tmp_path):
     assert tested and all(any(cmp.footnotes[n - 1].startswith('repeats = "auto" (two-stage)')
                               for n in d.notes) for d in tested)
     assert {d.test.pairing for d in tested} == {"round"} and tested[0].test.pairs == 7
+    # stage 2 ran: a lowered min (rounds the look read would become stage 2) is refused
+    # and nothing is written; the stored rule is still the one the stages ran
+    camp.write_text(camp.read_text().replace("min = 3, max = 8", "min = 2, max = 8"))
+    with pytest.raises(UsageError, match=r"campaign\.repeats changed after stage 2"):
+        run_campaign(camp, tmp_path / "a.db", [])
+    with Store(tmp_path / "a.db") as store:
+        (c,) = store.db.execute("SELECT spec_json FROM campaigns").fetchall()
+        assert json.loads(c[0])["repeats_auto"] == {"min": 3, "max": 8, "target": 0.04}
 
 
 DECIDE_REAL = """

@@ -301,6 +301,33 @@ def stage_one_launches(store, run_ids) -> tuple[set[str], set[str]]:
     return first, staged
 
 
+def refuse_changed_rule(store, campaign_id: int, old: dict, new: dict, path) -> None:
+    """A campaign file's repeats rule may not change once the stage 2 of a stored
+    repeats = "auto" rule (until = "precise", one that can stop before its maximum) has
+    begun: the group totals are the rule's look at its first `min` rounds and the report
+    takes those rounds as stage 1, both from the campaign's stored rule, which each
+    invocation overwrites with the file's. A lowered min would relabel launches the look
+    read as stage 2; a max that makes the rule unable to stop early would print the
+    ordinary CI for a data-dependent stop. old/new: the stored and the new spec
+    (CampaignSpec.to_dict). Raises UsageError (nothing written yet)."""
+    from mpibench.errors import UsageError
+    from mpibench.store.queries import ran_from_repeat
+
+    was, now = old.get("repeats_auto"), new.get("repeats_auto")
+    if (was == now or not isinstance(was, dict)
+            or was.get("until", "precise") != "precise"
+            or not isinstance(was.get("min"), int) or not isinstance(was.get("max"), int)
+            or not two_stage.staged(was["min"], was["max"])
+            or not ran_from_repeat(store, campaign_id, was["min"])):
+        return
+    rule = ", ".join(f"{k} = {v!r}" for k, v in sorted(was.items()))
+    raise UsageError(
+        f"{path}: campaign.repeats changed after stage 2 of its repeats = \"auto\" rule "
+        f"began (launches of round >= min {was['min']} ran): the totals and the report's "
+        f"stage 1 depend on the rule; keep campaign.repeats = {{ {rule} }} or start a new "
+        "campaign (another name or --db)")
+
+
 def simulate_two_stage(rng: np.random.Generator, reps: int = 200, *, sigma_l: float = 0.05,
                        cells: int = 20, rule: AutoRepeats = AutoRepeats(),
                        alpha: float = 0.05, effect: float = 0.0, size_part: float = 0.5,
@@ -727,4 +754,5 @@ class Stages:
 __all__ = ["AutoRepeats", "parse", "Stages", "decisions", "decision_cells", "summarize",
            "is_decide", "design_of", "figures", "point_json", "group_launches",
            "stage_two_total", "sums_total", "pair_sums", "stage_one_launches",
+           "refuse_changed_rule",
            "simulate_two_stage", "simulate_sequential"]

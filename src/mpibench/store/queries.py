@@ -129,6 +129,14 @@ def set_seqs(store: Store, moves: Iterable[tuple[int, str]]) -> None:
     store.db.executemany("UPDATE runs SET seq=? WHERE id=?", list(moves))
 
 
+def ran_from_repeat(store: Store, campaign_id: int, repeat: int) -> bool:
+    """Whether a launch of repeat index >= repeat of this campaign has started (any state
+    but pending): repeats = "auto"'s stage 2 has begun."""
+    return store.db.execute("SELECT 1 FROM runs WHERE campaign_id=? AND repeat>=? AND "
+                            "status != 'pending' LIMIT 1",
+                            (campaign_id, repeat)).fetchone() is not None
+
+
 def run_statuses(store: Store, campaign_id: int) -> dict[str, str]:
     return {r["id"]: r["status"] for r in store.db.execute(
         "SELECT id, status FROM runs WHERE campaign_id=?", (campaign_id,))}
