@@ -97,29 +97,6 @@ def test_plan_buys_few_samples_when_launches_dominate_and_many_when_they_do_not(
     assert noisy.best.total_s == min(c.total_s for c in noisy.tried)
 
 
-def test_approximate_stops_only_where_the_extra_samples_buy_less_than_the_slack():
-    # one cell, c1 = 1e-4 s: at --target 100% it stops at min_samples (20); the within part
-    # with every cell at its fewest samples, B / 20, against sigma_L^2 + B / 20
-    slack = budget.PRECISION_SLACK - 1
-
-    def ok(sigma_l2, within_b):
-        return budget.approximate_ok([_side(sigma_l2, within_b, 0.2, 1e-4)] * 2, {0}, 100.0)
-
-    at = 20 * slack / (1 - slack)       # B at which B/20 is exactly the slack's share
-    assert ok(1.0, 0.99 * at) and not ok(1.0, 1.01 * at)
-    assert ok(1.0, 0.0) and not ok(0.0, 1e-3)
-    # a cell that --max-time ends before min_samples counts at the samples it gets (5)
-    short = [_side(1.0, 0.99 * at, 0.2, 0.01)] * 2
-    assert budget.samples_at(short[0].cells[0], 100.0, max_time=0.05) == 5
-    assert not budget.approximate_ok(short, {0}, 100.0, max_time=0.05)
-    assert budget.approximate_ok(short, {0}, 100.0, max_time=0.2)
-    # pools are judged each on their own: one within-dominated benchmark forbids it
-    mixed = budget.Components((budget.CellCost(("A", 0), 1.0, 0.0, 1e-4),
-                               budget.CellCost(("B", 0), 0.0, 1e-3, 1e-4)), 0.2)
-    assert not budget.approximate_ok([mixed] * 2, {("A", 0), ("B", 0)}, 100.0)
-    assert budget.approximate_ok([mixed] * 2, {("A", 0)}, 100.0)
-
-
 def test_plan_lands_near_the_continuous_optimum():
     # a = 0.0025, B = 0.01, c0 = 0.2 s, c1 = 1e-4 s: n* = sqrt(0.002 / 2.5e-7) = 89
     sides = [_side(0.0025, 0.01, 0.2, 1e-4)] * 2
@@ -461,9 +438,9 @@ def test_the_plans_options_stop_every_cell_where_its_model_stops_it():
     paired = budget.paired_from_rows(rows, "base", "cand")
     unp = budget.plan(sides, 0.05, equivalence=True)
     pai = budget.plan(sides, 0.05, equivalence=True, paired=paired)
-    assert unp.best.approximate and not unp.paired
-    assert pai.paired and pai.best.approximate
-    assert pai.best.options()["accept_approximate"] is True
+    assert unp.best.options()["accept_approximate"] is True and not unp.paired
+    assert pai.paired and pai.best.options()["accept_approximate"] is True
+    assert "--accept-approximate" in pai.describe()
     assert pai.best.target_pct < unp.best.target_pct
     assert min(pai.best.samples.values()) > max(unp.best.samples.values()) == \
         budget.CORE_MIN_SAMPLES

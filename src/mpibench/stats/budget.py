@@ -61,7 +61,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from mpibench.stats import launch as launch_stats
 
@@ -268,14 +268,21 @@ class Choice:
     samples: dict = field(default_factory=dict, compare=False)   # cell key -> n
     max_time: float = CORE_DEFAULT_MAX_TIME    # the core's --max-time (seconds per cell)
     launch_var: float = math.inf  # the worst benchmark's pooled variance of one launch (logs)
-    approximate: bool = False     # the core's --accept-approximate (approximate_ok)
 
     def options(self) -> dict[str, float | bool]:
-        """The core options of this choice (campaign `options` names)."""
-        out: dict[str, float | bool] = {"target": self.target_pct, "max_time": self.max_time}
-        if self.approximate:
-            out["accept_approximate"] = True
-        return out
+        """The core options of this choice (campaign `options` names). Always with
+        --accept-approximate: the plan's model of a cell (samples_at) stops it once its CI
+        is within the target, not before min_samples, which is where the core stops it
+        only with that option; without it, a cell whose CI is not exact (fewer than 20 tau
+        samples, a stationarity flag: most cells under load) samples on to --max-time, at
+        a cost and a precision the plan never weighed (the time-to-decision bench, load
+        3-5, budgeted rounds at --target 100% --max-time 0.02 s without it: 129 of 384
+        cells ran to --max-time, 9.8 s of the cells' 11.7 s). The launch-level test reads
+        each launch's median, whose variance at n samples is B/n whether the core calls
+        its CI exact or not; where the within-launch error matters the plan buys samples
+        through a finer target."""
+        return {"target": self.target_pct, "max_time": self.max_time,
+                "accept_approximate": True}
 
 
 @dataclass(frozen=True)
@@ -296,8 +303,8 @@ class Plan:
         b = self.best
         what = (f"equivalence within ±{100 * self.effect:g}%" if self.equivalence
                 else f"a {100 * self.effect:g}% difference")
-        knobs = f"budget: --target {b.target_pct:g}% --max-time {b.max_time:g} s per cell" + (
-            " --accept-approximate" if b.approximate else "")
+        knobs = (f"budget: --target {b.target_pct:g}% --max-time {b.max_time:g} s per cell"
+                 " --accept-approximate")
         sd = ((f"paired by round, sd of a round's difference "
                f"{math.sqrt(2 * b.launch_var):.3f}") if self.paired
               else f"pooled launch sd {math.sqrt(b.launch_var):.3f}") + (
@@ -452,27 +459,9 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
             k = None
         tried.append(Choice(float(t), k, launch_s, k * cost if k else math.inf, samples,
                             max_time, worst))
-    best = _approximate(_best(tried, max_launches), sides, common, min_samples, paired,
-                        confidence)
+    best = _best(tried, max_launches)
     return Plan(best, tuple(tried), effect, equivalence, max_launches,
                 confidence if factor != 1.0 or paired else None, bool(paired))
-
-
-def _approximate(best: Choice, sides: Sequence[Components], common: Iterable[object],
-                 min_samples: int, paired: Mapping[object, PairedSpread] | None,
-                 confidence: float | None) -> Choice:
-    """plan()'s choice with --accept-approximate: the plan's model of a cell (samples_at)
-    stops it once its CI is within the target, not before min_samples, which is where the
-    core stops it only with --accept-approximate; without it, a cell whose CI is not
-    exact (fewer than 20 tau samples, a stationarity flag: most cells under load) samples
-    on to --max-time, at a cost and a precision the plan never weighed (the
-    time-to-decision bench, load 3-5, budgeted rounds at --target 100% --max-time 0.02 s
-    without it: 129 of 384 cells ran to --max-time, 9.8 s of the cells' 11.7 s). The
-    launch-level test reads each launch's median, whose variance at n samples is B/n
-    whether the core calls its CI exact or not. (approximate_ok, the earlier rule that
-    allowed it only where the within-launch part at the fewest samples was within the
-    precision slack, is kept for what it measures.)"""
-    return replace(best, approximate=True)
 
 
 def plan_from_rows(rows: Sequence[Mapping], order: Sequence[str], margin: float, cap: int,
@@ -496,42 +485,6 @@ def plan_from_rows(rows: Sequence[Mapping], order: Sequence[str], margin: float,
         more = max(0, rounds - seen) if rounds is not None else 0
         paired = paired_spreads(rows, [v for v in order if v in comps], more)
     return plan(sides, margin, equivalence=True, max_launches=cap, paired=paired or None)
-
-
-def approximate_ok(sides: Sequence[Components], keys: Iterable[object], target_pct: float,
-                   min_samples: int = CORE_MIN_SAMPLES,
-                   max_time: float = CORE_DEFAULT_MAX_TIME, *,
-                   paired: Mapping[object, PairedSpread] | None = None,
-                   confidence: float | None = PLAN_CONFIDENCE) -> bool:
-    """Whether the core may stop a cell on a CI within the target that is approximate
-    (--accept-approximate) instead of sampling on, up to --max-time, for an exact one.
-
-    samples_at (the plan's model) already counts a cell's samples as if it stopped at the
-    target; the core does so only when the CI is exact (enough samples for their
-    autocorrelation, 20 x tau, and a stationarity check that passed), and under load such
-    cells ran to --max-time: in 10 rounds of the time-to-decision bench 57 of 384 cells,
-    68% of the cells' seconds. Allowed when, in every pool, the within-launch part with
-    each cell at its fewest samples (min(min_samples, samples_at)) is at most
-    PRECISION_SLACK - 1 of the pooled launch variance at these options (sides as the plan
-    widens them): the precision the extra samples buy is then within the slack the plan
-    already treats as equal. The launch-level test reads each launch's median, never the
-    within-launch CI, which the core still marks approximate (ci_exact false, stop reason
-    "approximate").
-
-    paired: as plan()'s: a pool planned paired by round is judged against the variance the
-    plan used for it, half the round difference's (_paired_parts at these options, the
-    components at their upper `confidence` bound), not against the sides' launch variance,
-    which still holds the round effects the pairing removes."""
-    keys = set(keys)
-    within = _pool_mean(sides, keys, lambda c: c.within_b / max(min(
-        float(min_samples), samples_at(c, target_pct, min_samples, max_time)), 1.0))
-    total = pooled_launch_var(sides, keys, target_pct, min_samples, max_time)
-    if paired:
-        d_within = pooled_within(sides, keys, target_pct, min_samples, max_time)
-        for g, ps in paired.items():
-            if g in total:
-                total[g] = sum(_paired_parts(ps, d_within.get(g), confidence)) / 2
-    return bool(within) and all(within[g] <= (PRECISION_SLACK - 1) * total[g] for g in within)
 
 
 def _best(tried: Sequence[Choice], max_launches: int) -> Choice:
