@@ -68,6 +68,46 @@ def test_the_stage_two_test_plans_on_its_own_spread_and_df():
     assert abs(full.df - 7) < 1e-9 and full.detectable < want       # what it printed before
 
 
+def test_unpaired_sides_are_each_scaled_by_their_own_stage_two_share():
+    # a staged side (3 + 5 launches) against another campaign's 6, none of them stage 1:
+    # unpaired, the baseline's stage-2 variance is over its 8 launches and the other
+    # side's over its 6: se^2 = s_b(3..7)^2 / 8 + s_c^2 / 6, Welch's df from those two
+    # parts (4 and 5 df). One factor for both (max(5/8, 6/6) = 1) left the staged side's
+    # part over 5 launches
+    rng = np.random.default_rng(11)
+    a, b = np.exp(rng.normal(0, 0.05, 8)), np.exp(rng.normal(0, 0.02, 6))
+    cell = ({("a", i): float(x) for i, x in enumerate(a)},
+            {("b", i): float(x) for i, x in enumerate(b)}, "lower")
+    first = {("a", i) for i in range(3)}
+    full = L.compare_cells([cell])[0]
+    late = L.compare_cells([({k: v for k, v in cell[0].items() if k not in first},
+                             cell[1], "lower")])[0]
+    t = T.stage_two_test(full, late)
+    va, vb = np.log(a)[3:].var(ddof=1) / 8, np.log(b).var(ddof=1) / 6
+    assert full.pairing == "none" and (full.n_base, full.n_cand) == (8, 6)
+    assert abs(t.se_log ** 2 - (va + vb)) < 1e-12
+    assert abs(t.df - (va + vb) ** 2 / (va ** 2 / 4 + vb ** 2 / 5)) < 1e-9
+    assert t.gain == full.gain
+    # pooled over a benchmark's 4 sizes: each side's launch and cell parts (its Spread
+    # over its own stage-2 launches) over its own launch count, and the shared part too
+    u = rng.normal(0, 0.04, (8, 1)) + rng.normal(0, 0.01, (8, 4))
+    w = rng.normal(0, 0.02, (6, 1)) + rng.normal(0, 0.01, (6, 4))
+    cells = [({("a", i): float(math.exp(x)) for i, x in enumerate(u[:, k])},
+              {("b", i): float(math.exp(x)) for i, x in enumerate(w[:, k])}, "lower")
+             for k in range(4)]
+    full = L.compare_cells(cells)[0]
+    late = L.compare_cells([({k: v for k, v in c[0].items() if k not in first}, c[1],
+                             "lower") for c in cells])[0]
+    t = T.stage_two_test(full, late)
+    sa = L.spread({k: {i: v for i, v in c[0].items() if i not in first}
+                   for k, c in enumerate(cells)})
+    sb = L.spread({k: c[1] for k, c in enumerate(cells)})
+    assert full.pooled and late.pooled
+    want = sum(v for v, _ in sa.components(8)) + sum(v for v, _ in sb.components(6))
+    assert abs(t.se_log ** 2 - want) < 1e-12
+    assert abs(t.shared_var - (sa.shared(8) + sb.shared(6))) < 1e-12
+
+
 def test_the_ordinary_test_where_it_is_wider_or_stage_two_cannot_be_tested():
     rng = np.random.default_rng(3)
     a, b = np.exp(rng.normal(0, 0.05, 8)), np.exp(rng.normal(0, 0.05, 8))

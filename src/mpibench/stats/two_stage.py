@@ -64,16 +64,41 @@ def _count(t: LaunchTest) -> tuple[int, int]:
     return (t.pairs, t.pairs) if t.pairing == "round" else (t.n_base, t.n_cand)
 
 
+def _scaled(t: LaunchTest, comps: tuple, rb: float, rc: float) -> tuple:
+    """comps (t's components or plan_components: the baseline side's first, then the
+    candidate's) with the baseline side's variances x rb and the candidate's x rc. Paired
+    by round there is one factor (rb == rc) and no sides to tell apart."""
+    if rb == rc:
+        return tuple((v * rb, d) for v, d in comps)
+    k = _base_count(t) if t.parts else len(comps) // 2
+    return tuple((v * (rb if i < k else rc), d) for i, (v, d) in enumerate(comps))
+
+
+def _base_count(t: LaunchTest) -> int:
+    """How many of a pooled test's components are the baseline side's: its launch part,
+    and its cell part where the spread has one (stats.launch.Spread.components)."""
+    _lv, _dl, _cv, dc, s = t.parts[0]
+    return 2 if s > 1 and dc > 0 else 1
+
+
+def _shared(parts: tuple) -> float:
+    """The shared launch part (var(u)/n per side, stats.launch.Spread.shared) of pooled
+    sides' (launch part, df, cell part, df, cells): launch part - cell part / (S - 1)."""
+    return sum(max(0.0, lv - cv / (s - 1)) for lv, _dl, cv, dc, s in parts
+               if s > 1 and dc > 0)
+
+
 def stage_two_test(full: LaunchTest, late: LaunchTest, level: float = 0.95,
                    alpha: float = 0.05) -> LaunchTest | None:
     """The stage-2-spread test of one cell: full's centre (the mean over every launch),
     late's variance components (the test of the stage-2 launches alone, the same model:
     paired by round or not, pooled over the benchmark's sizes or not) scaled from late's
-    launch count to full's, late's degrees of freedom and critical values. Unpaired sides
-    with different ratios of stage-2 launches take the larger ratio (a larger variance: a
-    wider CI). Its planning figures (detectable, detectable_at) are this test's own:
-    late's planning components scaled alike, at alpha. None where it cannot be had:
-    either test untested or without spread, or the two not of the same model."""
+    launch count to full's, each side by its own ratio where the sides are not paired
+    (one side may have no stage 2 at all: a staged campaign compared with another
+    campaign's launches), the Satterthwaite df and critical values of those components.
+    Its planning figures (detectable, detectable_at) are this test's own: late's planning
+    components scaled alike, at alpha. None where it cannot be had: either test untested
+    or without spread, or the two not of the same model."""
     if not (full.tested and late.tested and full.se_log and late.se_log
             and full.diff_log is not None and late.components
             and full.pairing == late.pairing and full.pooled == late.pooled):
@@ -81,8 +106,8 @@ def stage_two_test(full: LaunchTest, late: LaunchTest, level: float = 0.95,
     (fb, fc), (lb, lc) = _count(full), _count(late)
     if not (fb and fc):
         return None
-    f = max(lb / fb, lc / fc)
-    comps = tuple((v * f, d) for v, d in late.components)
+    rb, rc = lb / fb, lc / fc
+    comps = _scaled(late, late.components, rb, rc)
     se2 = sum(v for v, _ in comps)
     if se2 <= 0:
         return None
@@ -92,13 +117,14 @@ def stage_two_test(full: LaunchTest, late: LaunchTest, level: float = 0.95,
     p = float(launch_stats.two_sided_p(np.array([d / se]), comps)[0])
     tot = sum(v for v, _ in comps)
     den = sum(v * v / df for v, df in comps if v > 0 and df > 0)
-    parts = tuple((lv * f, dl, cv * f, dc, s) for lv, dl, cv, dc, s in late.parts)
-    plan = tuple((v * f, d) for v, d in late.plan_components)
+    parts = tuple((lv * r, dl, cv * r, dc, s)
+                  for (lv, dl, cv, dc, s), r in zip(late.parts, (rb, rc), strict=False))
+    shared = late.shared_var * rb if rb == rc else _shared(parts)
+    plan = _scaled(late, late.plan_components, rb, rc) if late.plan_components else ()
     return full._replace(
         ci_low=_exp(d - h), ci_high=_exp(d + h), p=p,
         se_log=se, components=comps, df=tot * tot / den if den > 0 else None,
-        shared_var=min(late.shared_var * f, se2), parts=parts,
-        plan_components=plan,
+        shared_var=min(shared, se2), parts=parts, plan_components=plan,
         detectable=launch_stats._detectable(plan or comps, alpha, launch_stats.POWER))
 
 
