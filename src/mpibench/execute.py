@@ -214,7 +214,7 @@ def run_local(cmd: CellCommand, timeout: float | None, complete: Any = None) -> 
     (process.run_until_complete: no shell, no process more than the launch itself): a
     launcher that hangs after that (MPI_Finalize) is stopped by its PID after the grace,
     says so on its stderr.txt and leaves STOPPED_FILE, as the job script's lines do."""
-    from mpibench.schedulers import STOPPED_FILE
+    from mpibench.schedulers import STOPPED_FILE, stopped_record
 
     write_file(cmd.run_dir / "command.json", json.dumps(
         {"argv": cmd.argv, "env": cmd.env, "variant": cmd.variant.to_dict(),
@@ -229,17 +229,13 @@ def run_local(cmd: CellCommand, timeout: float | None, complete: Any = None) -> 
                              complete_at=lambda: complete_at(complete, watched),
                              grace=complete.grace_s, tick=complete.tick_s)
     if res.stopped_after is not None:
-        said = (f"mpibench: the {complete.what} was written ({complete.file}); the launcher"
-                if complete.file else
-                f"mpibench: all {complete.count} {complete.what} reported; the launcher")
-        note = (f"{said} (pid {res.pid}) had not exited {complete.grace_s:g} s later and "
-                "was stopped\n")
+        note = complete.stopped_note(res.pid) + "\n"
         with open(cmd.stderr, "a") as fh:
             fh.write(note)
         res.stderr += note
         now = time.time()
-        write_file(cmd.run_dir / STOPPED_FILE, json.dumps(
-            {"complete": now - res.stopped_after, "stopped": now}) + "\n")
+        write_file(cmd.run_dir / STOPPED_FILE,
+                   stopped_record(now - res.stopped_after, now))
     return res
 
 

@@ -520,6 +520,8 @@ def test_a_core_step_ends_once_its_footer_is_written(tmp_path, monkeypatch):
     assert not sr.timed_out and sr.exit_code == 143
     assert sr.stopped_after is not None and sr.stopped_after >= 0
     assert "mpibench: the core's footer was written (core.jsonl); the launcher (pid " in err
+    said, then = step.complete.stopped_words()   # the local backend's text too
+    assert f"{said} (pid " in err and f") {then}\n" in err
     assert res.stderr == ""  # nothing said while the core had not written its file
     assert wait_gone(int((d / "launcher.pid").read_text()))
 
@@ -527,7 +529,7 @@ def test_a_core_step_ends_once_its_footer_is_written(tmp_path, monkeypatch):
 def test_a_stopped_launchers_kill_is_not_a_timeout(tmp_path):
     """`timeout` sends KILL 10 s after the completion rule's TERM to a launcher that
     ignores it: 137 past the step's limit is then the rule's stop, not the step's timeout."""
-    from mpibench.schedulers import STOPPED_FILE, read_step_result
+    from mpibench.schedulers import STOPPED_FILE, read_step_result, stopped_record
 
     (tmp_path / "exit_status").write_text("137\n")
     (tmp_path / "timing.json").write_text(json.dumps(
@@ -537,7 +539,9 @@ def test_a_stopped_launchers_kill_is_not_a_timeout(tmp_path):
                    stdout=tmp_path / "o", stderr=tmp_path / "e", timeout_s=20)
     sr = read_step_result(step)
     assert not sr.timed_out and sr.stopped_after == 10.5
-    (tmp_path / STOPPED_FILE).write_text('{"complete": null, "stopped": 113.5}\n')
+    # the local backend's writer, the job script's format
+    assert stopped_record(None, 113.5) == '{"complete": null, "stopped": 113.5}\n'
+    (tmp_path / STOPPED_FILE).write_text(stopped_record(None, 113.5))
     assert read_step_result(step).stopped_after == 0.0
 
 

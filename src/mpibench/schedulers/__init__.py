@@ -51,8 +51,11 @@ EXIT_STATUS_FILE = "exit_status"
 TIMING_FILE = "timing.json"
 STEP_TIMEOUT_EXIT = 124  # what coreutils `timeout` returns when it had to stop the command
 # written by a step whose launcher was stopped after its output was complete (StepCompletion):
-# {"complete": epoch seconds of the watched file's last write, "stopped": epoch seconds}
+# {"complete": epoch seconds of the watched file's last write, "stopped": epoch seconds},
+# one line: STOPPED_FIELDS is its printf format, for the job script's bash and for
+# stopped_record (the local backend); read_stopped reads it back
 STOPPED_FILE = "launcher_stopped"
+STOPPED_FIELDS = '{"complete": %s, "stopped": %s}'
 COMPLETE_TICK_S = 0.25  # how often a StepCompletion step's output is looked at (default)
 STOP_KILL_AFTER_S = 15  # a stopped launcher still running then gets SIGKILL
 
@@ -119,6 +122,18 @@ class StepCompletion:
     grace_s: float = 5.0
     file: str | None = None  # watched instead of stdout (its last `count` lines)
     tick_s: float = COMPLETE_TICK_S
+
+    def stopped_words(self) -> tuple[str, str]:
+        """The stderr line of a stopped launcher, before and after its `(pid P)`: one text
+        for the job script's lines (which know the PID only as they run) and run_local."""
+        said = (f"mpibench: the {self.what} was written ({self.file}); the launcher"
+                if self.file else
+                f"mpibench: all {int(self.count)} {self.what} reported; the launcher")
+        return said, f"had not exited {self.grace_s:g} s later and was stopped"
+
+    def stopped_note(self, pid: int | str) -> str:
+        said, then = self.stopped_words()
+        return f"{said} (pid {pid}) {then}"
 
 
 @dataclass
@@ -330,9 +345,8 @@ def _complete_lines(step: JobStep, main: str) -> list[str]:
     # a file's last lines only (`tail` seeks): the core's JSON Lines may be large
     count = (f"tail -n {int(c.count)} {watched} 2>/dev/null | {awk}" if c.file
              else f"{awk} {out}")
-    said = (f"mpibench: the {c.what} was written ({c.file}); the launcher" if c.file
-            else f"mpibench: all {int(c.count)} {c.what} reported; the launcher")
-    then = f"had not exited {c.grace_s:g} s later and was stopped"
+    said, then = c.stopped_words()
+    record = q(STOPPED_FIELDS + "\\n")  # printf's format: the file's one line
     return [
         "if [ $mb_rc -eq 0 ]; then mb_launch=$(date +%s.%N)",
         f"  exec {{mb_fd}}< <({main} >{out} 2>{err} </dev/null & echo $!; wait $!; echo $?)",
@@ -359,7 +373,7 @@ def _complete_lines(step: JobStep, main: str) -> list[str]:
         "  fi",
         '  exec {mb_fd}<&-; [ "${mb_x:-1}" = 0 ] || mb_rc=${mb_x:-1}',
         f'  if [ -n "$mb_stop" ]; then printf \'%s (pid %s) %s\\n\' {q(said)} "$mb_pid" '
-        f"{q(then)} >>{err}; printf \'{{\"complete\": %s, \"stopped\": %s}}\\n\' "
+        f"{q(then)} >>{err}; printf {record} "
         f'"${{mb_done:-null}}" "$mb_stop" >{STOPPED_FILE}; fi',
         "fi",
     ]
@@ -405,6 +419,11 @@ def read_step_result(step: JobStep, job_state: JobStatus | None = None) -> StepR
     return StepResult(exit_code=exit_code, timed_out=timed_out, elapsed=elapsed,
                       started=started, finished=finished, launch_started=launch,
                       stopped_after=None if timed_out else stopped)
+
+
+def stopped_record(complete: float | None, stopped: float) -> str:
+    """STOPPED_FILE's text, as the job script's printf writes it."""
+    return STOPPED_FIELDS % (json.dumps(complete), json.dumps(stopped)) + "\n"
 
 
 def read_stopped(run_dir: Path) -> float | None:

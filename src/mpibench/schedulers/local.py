@@ -16,14 +16,12 @@ from mpibench.process import CommandResult, run_command
 from mpibench.schedulers import (
     EXIT_STATUS_FILE,
     STEP_TIMEOUT_EXIT,
-    STOPPED_FILE,
     TIMING_FILE,
     JobRequest,
     JobStep,
     Scheduler,
     StepResult,
     job_body,
-    read_stopped,
     register_scheduler,
 )
 
@@ -39,8 +37,8 @@ class LocalScheduler(Scheduler):
     def run_step(self, step: JobStep) -> StepResult:
         """Setup commands, then the launch; the result is also kept on self.last_result
         (the CommandResult of the launch, None when setup failed)."""
-        for name in (EXIT_STATUS_FILE, STOPPED_FILE):
-            (step.run_dir / name).unlink(missing_ok=True)
+        # (and STOPPED_FILE: run_local, which writes it, removes an old one)
+        (step.run_dir / EXIT_STATUS_FILE).unlink(missing_ok=True)
         started = time.time()
         self.last_result: CommandResult | None = None
         self.last_setup: CommandResult | None = None
@@ -54,7 +52,8 @@ class LocalScheduler(Scheduler):
             _append(step.run_dir / "setup.err", res.stderr)
             self.last_setup = res
             if not res.ok:
-                return self._finish(step, started, None, res.returncode, res.timed_out)
+                return self._finish(step, started, None, res.returncode, res.timed_out,
+                                    None)
         left = None if deadline is None else max(0.1, deadline - time.monotonic())
         launch_started = time.time()
         if step.cell is not None:
@@ -63,22 +62,22 @@ class LocalScheduler(Scheduler):
             res = run_command(step.argv, env=step.env, cwd=step.run_dir, timeout=left,
                               stdout_path=step.stdout, stderr_path=step.stderr)
         self.last_result = res
-        return self._finish(step, started, launch_started, res.returncode, res.timed_out)
+        return self._finish(step, started, launch_started, res.returncode, res.timed_out,
+                            res.stopped_after)
 
     @staticmethod
     def _finish(step: JobStep, started: float, launch_started: float | None, rc: int,
-                timed_out: bool) -> StepResult:
+                timed_out: bool, stopped_after: float | None) -> StepResult:
         finished = time.time()
         code = STEP_TIMEOUT_EXIT if timed_out else rc
         write_file(step.run_dir / TIMING_FILE, json.dumps(
             {"started": started, "launch_started": launch_started, "finished": finished})
             + "\n")
         write_file(step.run_dir / EXIT_STATUS_FILE, f"{code}\n")
-        # a step with a completion rule whose launcher it stopped (run_local ran its lines)
-        stopped = None if timed_out or launch_started is None else read_stopped(step.run_dir)
+        # stopped_after: a step with a completion rule whose launcher run_local stopped
         return StepResult(exit_code=rc, timed_out=timed_out, elapsed=finished - started,
                           started=started, finished=finished, launch_started=launch_started,
-                          stopped_after=stopped)
+                          stopped_after=None if timed_out else stopped_after)
 
 
 def _append(path, text: str) -> None:
