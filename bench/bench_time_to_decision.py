@@ -360,6 +360,25 @@ def load() -> str:
     return "load {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
 
 
+def _check_keep(ap: argparse.ArgumentParser, keep: Path) -> None:
+    """--keep must name a new or empty directory; else one line and exit 2 (a file there
+    was a NotADirectoryError traceback)."""
+    def refuse(why: str) -> None:
+        ap.exit(2, f"{ap.prog}: error: --keep: {keep} {why}\n")
+
+    try:
+        if keep.exists() and not keep.is_dir():
+            refuse("is not a directory; give a new or empty directory")
+        if keep.is_dir() and any(keep.iterdir()):
+            refuse("is not empty (an earlier run's stores would be counted with this "
+                   "run's); give a new directory")
+        above = next((q for q in keep.absolute().parents if q.exists()), None)
+        if above is not None and not above.is_dir():
+            refuse(f"cannot be made: {above} is not a directory")
+    except OSError as exc:
+        refuse(f"cannot be read: {exc.strerror}")
+
+
 def _args(argv: list[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -386,9 +405,8 @@ def _args(argv: list[str]) -> argparse.Namespace:
         ap.error(f"--bind: got {a.bind!r}, expected core or none")
     # the campaigns raise `repeats` in their stores: an old run's store would be continued,
     # its launches counted with this run's
-    if a.keep and Path(a.keep).exists() and any(Path(a.keep).iterdir()):
-        ap.error(f"--keep: {a.keep} is not empty (an earlier run's stores would be counted "
-                 "with this run's); give a new directory")
+    if a.keep:
+        _check_keep(ap, Path(a.keep))
     a.auto = a.max_rounds == "auto"
     if not a.auto:
         try:

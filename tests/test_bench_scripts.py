@@ -1,4 +1,5 @@
-"""`make bench` passes --quick to every bench/bench_*.py (bench/run_all.py): each must accept it."""
+"""The bench scripts: `make bench` passes --quick to every bench/bench_*.py (bench/run_all.py), so
+each must accept it; and their own input checks."""
 
 from __future__ import annotations
 
@@ -17,3 +18,19 @@ def test_every_bench_accepts_quick(script):
                          text=True, timeout=60)
     assert res.returncode == 0, res.stderr
     assert "--quick" in res.stdout, f"{script} --help does not offer --quick"
+
+
+@pytest.mark.parametrize("where", ["file", "file/sub", "full"])
+def test_time_to_decision_refuses_a_keep_that_is_no_new_or_empty_directory(tmp_path, where):
+    """--keep naming a file was a NotADirectoryError traceback: one line, exit 2, nothing
+    written; so is a path under a file, and a directory holding an earlier run's files."""
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "old.db").write_text("")
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    res = subprocess.run([sys.executable, str(BENCH / "bench_time_to_decision.py"), "--keep",
+                          str(tmp_path / where)], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2, res.stderr
+    assert len(res.stderr.splitlines()) == 1 and "Traceback" not in res.stderr, res.stderr
+    assert f"--keep: {tmp_path / where} " in res.stderr and res.stdout == ""
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before
