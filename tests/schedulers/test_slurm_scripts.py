@@ -564,3 +564,22 @@ def test_a_launcher_that_exits_by_itself_ends_its_step_at_once(tmp_path):
     sr = read_step_result(step)
     assert (sr.exit_code, sr.timed_out, sr.stopped_after) == (3, False, None)
     assert (d / "stdout.txt").read_text() == "partial\n"
+
+
+def test_a_watched_file_named_with_a_newline_is_no_script_line(tmp_path):
+    """A core step's watched file is the campaign's --jsonl path: a newline in it must not
+    end a comment line and start a command in the job script."""
+    from mpibench.schedulers import StepCompletion, job_body
+
+    d = tmp_path / "cell dir"
+    d.mkdir()
+    name = "x\ntouch pwned\n#.jsonl"
+    step = JobStep("c-1", d, ["true"], {}, d / "stdout.txt", d / "stderr.txt",
+                   timeout_s=60, complete=StepCompletion('^[{]"record":"footer"', 1,
+                                                         "core's footer", file=name))
+    # the bound here only keeps a broken script from holding the suite
+    res = subprocess.run(["bash", "-c", job_body(JobRequest("j", [step], d))], text=True,
+                         capture_output=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert (d / "exit_status").read_text() == "0\n"
+    assert not (d / "pwned").exists(), "a line of the watched file's name was executed"

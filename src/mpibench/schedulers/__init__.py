@@ -346,13 +346,15 @@ def _complete_lines(step: JobStep, main: str) -> list[str]:
     count = (f"tail -n {int(c.count)} {watched} 2>/dev/null | {awk}" if c.file
              else f"{awk} {out}")
     said, then = c.stopped_words()
+    what = " ".join(c.what.split())  # (one comment line)
     record = q(STOPPED_FIELDS + "\\n")  # printf's format: the file's one line
     return [
         "if [ $mb_rc -eq 0 ]; then mb_launch=$(date +%s.%N)",
         f"  exec {{mb_fd}}< <({main} >{out} 2>{err} </dev/null & echo $!; wait $!; echo $?)",
         '  read -r mb_pid <&"$mb_fd"; mb_x=; mb_s=0',
-        (f"  # complete once the {c.what} is in {c.file}" if c.file else
-         f"  # complete once {int(c.count)} {c.what} reported")
+        # (no file name in a comment: a newline in it would start a script line)
+        (f"  # complete once the {what} is in the watched file" if c.file else
+         f"  # complete once {int(c.count)} {what} reported")
         + ": the launcher may then hang (MPI_Finalize)",
         # read: 0 the exit status came, > 128 a tick passed, else the reporter is gone
         f'  until read -r -t {c.tick_s:g} mb_x <&"$mb_fd"; do mb_s=$?; '
