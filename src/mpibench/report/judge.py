@@ -228,6 +228,13 @@ def _stages(store: Store, pending: dict) -> tuple[set[str], set[str]]:
     return stage_one_launches(store, ids) if ids else (set(), set())
 
 
+def _staged(rows, stages: tuple[set[str], set[str]]) -> bool:
+    """Whether rows ((baseline {launch id: value}, candidate {...}, better) per cell) hold
+    a launch of a staged repeats = "auto" campaign (stages[1]): then they take the
+    stage-aware test (stats.two_stage)."""
+    return any(k in stages[1] for row in rows for side in row[:2] for k in side)
+
+
 def _test_cells(pending: dict, alpha: float, equivalence: float | None,
                 notes: _Notes, stages: tuple[set[str], set[str]] = (set(), set())
                 ) -> dict[int, int]:
@@ -244,7 +251,7 @@ def _test_cells(pending: dict, alpha: float, equivalence: float | None,
             block_of[id(d)] = b
         cells = [(b.by_launch, c.by_launch, better) for _d, b, c, better in block]
         rounds = launch_rounds(c for _d, b, c_, _ in block for c in (b, c_))
-        if any(k in stages[1] for cell in cells for side in cell[:2] for k in side):
+        if _staged(cells, stages):
             staged = two_stage.compare_staged(cells, stages[0], alpha, rounds)
             tests = [t for t, _which in staged]
             for (d, *_rest), (t, which) in zip(block, staged, strict=True):
@@ -575,7 +582,7 @@ def _aggregate(rows: list[Row], baseline: str, cand: str, alpha: float,
     used = [r for r in rows if (d := r.deltas.get(cand)) is not None and d.gain is not None]
     pairs = _pairs(rows, baseline, cand)
     rounds = launch_rounds(c for r in used for c in (r.cells[baseline], r.cells[cand]))
-    if any(k in stages[1] for p in pairs for side in p[:2] for k in side):
+    if _staged(pairs, stages):
         from mpibench.stats import two_stage
 
         if notes is not None:

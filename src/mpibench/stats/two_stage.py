@@ -115,15 +115,13 @@ def stage_two_test(full: LaunchTest, late: LaunchTest, level: float = 0.95,
     h = launch_stats.cochran_cox_crit(comps, (1.0 - level) / 2.0) * se
     d = full.diff_log
     p = float(launch_stats.two_sided_p(np.array([d / se]), comps)[0])
-    tot = sum(v for v, _ in comps)
-    den = sum(v * v / df for v, df in comps if v > 0 and df > 0)
     parts = tuple((lv * r, dl, cv * r, dc, s)
                   for (lv, dl, cv, dc, s), r in zip(late.parts, (rb, rc), strict=False))
     shared = late.shared_var * rb if rb == rc else _shared(parts)
     plan = _scaled(late, late.plan_components, rb, rc) if late.plan_components else ()
     return full._replace(
         ci_low=_exp(d - h), ci_high=_exp(d + h), p=p,
-        se_log=se, components=comps, df=tot * tot / den if den > 0 else None,
+        se_log=se, components=comps, df=launch_stats._satterthwaite(comps),
         shared_var=min(shared, se2), parts=parts, plan_components=plan,
         detectable=launch_stats._detectable(plan or comps, alpha, launch_stats.POWER))
 
@@ -138,6 +136,16 @@ def wider(full: LaunchTest, stage2: LaunchTest | None) -> tuple[LaunchTest, str]
     return full, ORDINARY
 
 
+def stage_two(rows: Sequence[tuple[Mapping[Hashable, float | None],
+                                    Mapping[Hashable, float | None], str]],
+              stage_one: Collection[Hashable]) -> list[tuple[dict, dict, str]]:
+    """rows ((baseline {launch id: value}, candidate {...}, better) per cell) without the
+    stage-1 launches."""
+    return [({k: v for k, v in b.items() if k not in stage_one},
+             {k: v for k, v in c.items() if k not in stage_one}, better)
+            for b, c, better in rows]
+
+
 def compare_staged(cells: Sequence[tuple[Mapping[Hashable, float | None],
                                          Mapping[Hashable, float | None], str]],
                    stage_one: Collection[Hashable], alpha: float = 0.05,
@@ -148,10 +156,7 @@ def compare_staged(cells: Sequence[tuple[Mapping[Hashable, float | None],
     the launch ids the rule's look read), with which one it is (ORDINARY, STAGE_TWO, or
     ORDINARY + ": no stage-2 test (...)" where the stage-2 launches cannot be tested)."""
     full = launch_stats.compare_cells(cells, alpha, rounds=rounds)
-    late_cells = [({k: v for k, v in b.items() if k not in stage_one},
-                   {k: v for k, v in c.items() if k not in stage_one}, better)
-                  for b, c, better in cells]
-    late = launch_stats.compare_cells(late_cells, alpha, rounds=rounds)
+    late = launch_stats.compare_cells(stage_two(cells, stage_one), alpha, rounds=rounds)
     out = []
     for f, lt in zip(full, late, strict=True):
         s = stage_two_test(f, lt, alpha=alpha)
@@ -177,10 +182,7 @@ def aggregate_staged(rows: Sequence[tuple[Mapping[Hashable, float | None],
     campaign: the wider of the aggregate over every launch and the one whose spread comes
     from the stage-2 launches only, as compare_staged does per cell."""
     full = launch_stats.aggregate(rows, alpha, rounds=rounds)
-    late = launch_stats.aggregate(
-        [({k: v for k, v in b.items() if k not in stage_one},
-          {k: v for k, v in c.items() if k not in stage_one}, better)
-         for b, c, better in rows], alpha, rounds=rounds)
+    late = launch_stats.aggregate(stage_two(rows, stage_one), alpha, rounds=rounds)
     return wider(full, stage_two_test(full, late, alpha=alpha))
 
 
@@ -214,4 +216,4 @@ def plan_total(tests: Sequence[LaunchTest], stage_one: int, lo: int, hi: int,
 
 
 __all__ = ["MIN_STAGE_TWO", "ORDINARY", "STAGE_TWO", "smallest_total", "staged",
-           "stage_two_test", "wider", "compare_staged", "aggregate_staged", "plan_total"]
+           "stage_two_test", "stage_two", "wider", "compare_staged", "aggregate_staged", "plan_total"]
