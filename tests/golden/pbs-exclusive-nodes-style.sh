@@ -1,5 +1,6 @@
 #!/bin/bash
 #PBS -N mpibench-c-0123456789abcdef
+#PBS -S /bin/bash
 #PBS -l nodes=3:ppn=2
 #PBS -n
 #PBS -l walltime=00:01:00

@@ -1,5 +1,6 @@
 #!/bin/bash
 #PBS -N a_b_c__touch__tmp_pwned_-c-feedfacefeedface
+#PBS -S /bin/bash
 #PBS -l select=1:ncpus=2:mpiprocs=2
 #PBS -l place=scatter
 #PBS -l walltime=00:01:00

@@ -1,5 +1,6 @@
 #!/bin/bash
 #PBS -N mpibench-c-0123456789abcdef
+#PBS -S /bin/bash
 #PBS -l select=2:ncpus=2:mpiprocs=2
 #PBS -l place=scatter
 #PBS -o '/scratch/camp aign/runs/c-0123456789abcdef/pbs.out'

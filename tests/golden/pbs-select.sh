@@ -1,5 +1,6 @@
 #!/bin/bash
 #PBS -N mpibench-c-0123456789abcdef
+#PBS -S /bin/bash
 #PBS -l select=2:ncpus=8:mpiprocs=4
 #PBS -l place=scatter
 #PBS -l walltime=01:02:05

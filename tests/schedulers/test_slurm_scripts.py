@@ -112,6 +112,11 @@ def test_scripts_are_valid_bash_and_keep_values_intact(name):
     # the env assignment with quotes, $ and backticks survives as one shell word
     assert shlex.quote("ODD=it's $HOME; `x`") in script
     assert shlex.quote(str(BASE / "c-0123456789abcdef")) in script
+    # the steps need bash >= 4.1 (`exec {fd}<`, a fractional `read -t`): Slurm runs the
+    # shebang's interpreter, Torque ignores it and runs the user's login shell unless -S
+    assert script.startswith("#!/bin/bash\n")
+    if name == "pbs":
+        assert "\n#PBS -S /bin/bash\n" in script
 
 
 def test_pbs_select_line():

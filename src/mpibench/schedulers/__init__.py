@@ -335,7 +335,8 @@ def _complete_lines(step: JobStep, main: str) -> list[str]:
     every expected line, one `read -t` waits out the grace; then the launcher is stopped
     by its PID (see StepCompletion), never by a name. No `sleep` and no `kill -0` polling:
     a launcher that exits by itself is seen at once (a tick's polling cost every step up
-    to a tick)."""
+    to a tick). Needs bash >= 4.1 (`exec {fd}<`, a fractional `read -t`): every backend's
+    script is run by bash (PBS: `#PBS -S /bin/bash`)."""
     c = step.complete
     q = shlex.quote
     out, err = q(step.stdout.name), q(step.stderr.name)

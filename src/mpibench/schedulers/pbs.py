@@ -244,7 +244,9 @@ class PBSScheduler(SlurmScheduler):
         if style not in ("select", "nodes"):
             raise UsageError(f"scheduler.resources: got {style!r}; expected \"select\" or "
                              "\"nodes\"")
-        d = [f"-N {q(check_value(job_name(req), 'job name'))}"]
+        # bash, whatever the user's login shell: Torque ignores the script's shebang, and
+        # the steps need bash >= 4.1 (schedulers.step_lines)
+        d = [f"-N {q(check_value(job_name(req), 'job name'))}", "-S /bin/bash"]
         if style == "select":
             d.append(f"-l select={nodes}:ncpus={ncpus}:mpiprocs={ppn}"
                      + (f":ompthreads={int(req.cpus_per_task)}" if req.cpus_per_task else ""))
