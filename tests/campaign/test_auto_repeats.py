@@ -4,6 +4,7 @@ system tests and in the closing note's real check)."""
 
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
@@ -60,9 +61,16 @@ def test_two_stage_total_from_the_first_stage_spread():
     loose = {v: {("b", k): list(np.exp(rng.normal(0, 0.3, 3))) for k in range(4)}
              for v in ("a", "b")}
     assert stage_two_total(loose, rule) == 10           # far off: the maximum
-    mid = {v: {("b", k): list(np.exp(rng.normal(0, 0.03, 3))) for k in range(4)}
-           for v in ("a", "b")}
-    assert 6 <= stage_two_total(mid, rule) <= 10
+    # one cell paired by round, round differences 0, +0.045, -0.045 (sd 0.045): by hand
+    # the smallest n in [6, 10] with t(0.975, n - 4) 0.045 / sqrt(n) <= log 1.05 is 8
+    from scipy import stats as sps
+
+    mid = {"a": {("b", 0): {("a", i): 1.0 for i in range(3)}},
+           "b": {("b", 0): {("b", i): math.exp(x) for i, x in enumerate((0, 0.045, -0.045))}}}
+    rounds = {(s, i): i for s in "ab" for i in range(3)}
+    by_hand = next(n for n in range(6, 11)
+                   if sps.t.ppf(0.975, n - 4) * 0.045 / math.sqrt(n) <= math.log1p(0.05))
+    assert by_hand == 8 and stage_two_total(mid, rule, rounds) == 8
     assert stage_two_total({"a": {("b", 0): [1.0]}, "b": {("b", 0): [1.0]}}, rule) == 10
     # a rule that cannot have 3 stage-2 rounds has no choice: its maximum
     assert stage_two_total(tight, AutoRepeats(3, 5, 0.05)) == 5

@@ -119,7 +119,14 @@ def test_the_ordinary_test_where_it_is_wider_or_stage_two_cannot_be_tested():
                              "lower")], rounds=rounds)[0]
     s = T.stage_two_test(full, late)
     assert s is not None and s.gain == full.gain
-    assert T.wider(full, s)[0] in (full, s)
+    # by hand: the ordinary paired CI is t(0.975, 7) sd(d) / sqrt(8) wide each side, the
+    # stage-2 one t(0.975, 4) sd(d[3:]) / sqrt(8): 0.103 vs 0.026, so the ordinary one
+    d = np.log(a) - np.log(b)
+    wf = sps.t.ppf(0.975, 7) * d.std(ddof=1) / math.sqrt(8)
+    ws = sps.t.ppf(0.975, 4) * d[3:].std(ddof=1) / math.sqrt(8)
+    assert abs(math.log(full.ci_high / full.ci_low) / 2 - wf) < 1e-9
+    assert abs(math.log(s.ci_high / s.ci_low) / 2 - ws) < 1e-9
+    assert wf > ws and T.wider(full, s) == (full, T.ORDINARY)
     assert T.wider(full, None) == (full, T.ORDINARY)
     # only 2 stage-2 rounds of 3 + 2: the stage-2 launches are not tested paired (fewer
     # than MIN_PAIRS) while all launches are: the ordinary test, and the note says why
@@ -166,6 +173,15 @@ def test_plan_total_from_the_stage_one_tests():
     goal = math.log1p(0.05)
     assert T.plan_total(tests(0.001), 3, 3, 10, goal) == 6       # the smallest total
     assert T.plan_total(tests(0.3), 3, 3, 10, goal) == 10        # the maximum
-    assert 6 <= T.plan_total(tests(0.02), 3, 3, 10, goal) <= 10
+    # one paired cell, stage-1 round differences 0, +0.045, -0.045 (sd 0.045): the total
+    # is the smallest n in [6, 10] with t(0.975, n - 4) 0.045 / sqrt(n) <= log 1.05 (the
+    # stage-2 spread's n - 3 - 1 df): 8 by hand (7: 0.054, 8: 0.044)
+    d = [0.0, 0.045, -0.045]
+    cell, rounds = _cell(np.exp(d), np.ones(3))
+    (t,) = L.compare_cells([cell], rounds=rounds)
+    assert t.pairing == "round"
+    by_hand = next(n for n in range(6, 11)
+                   if sps.t.ppf(0.975, n - 4) * 0.045 / math.sqrt(n) <= goal)
+    assert by_hand == 8 and T.plan_total([t], 3, 3, 10, goal) == 8
     assert T.plan_total(tests(0.001), 3, 3, 5, goal) == 5        # no choice: max
     assert (T.smallest_total(3, 10), T.staged(3, 10), T.staged(3, 5)) == (6, True, False)
