@@ -108,6 +108,10 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--only-planning", action="store_true",
                     help="only the planning figures' true power (the design's "
                     "detectable_effect and the table's 'detectable', 5+5, 2 vs 7, 3 vs 7)")
+    ap.add_argument("--only-hetero", action="store_true",
+                    help="only the heterogeneous-sizes scenario (cell-part sd per size as "
+                    "a real Open MPI vs MPICH store: per-size false positives, coverage, "
+                    "power at the quiet sizes; stats level)")
     ap.add_argument("--only-unbalanced", action="store_true",
                     help="only the unbalanced designs (2 vs 7, 3 vs 7; two-mode launches "
                     "too) with and without the thin side's floor (stats.launch."
@@ -116,7 +120,8 @@ def main(argv: list[str]) -> int:
     reps = 20 if args.quick else args.reps
     rng = np.random.default_rng(args.seed)
     # --only-X: that section alone (the first flag given, in this order), then its time
-    only = ((args.only_unbalanced, unbalanced_section, reps),
+    only = ((args.only_hetero, hetero_section, 10 * reps),
+            (args.only_unbalanced, unbalanced_section, reps),
             (args.only_planning, planning_section, reps),
             (args.only_missing_pair, missing_pair, 6 * reps),
             (args.only_paired, paired_section, reps),
@@ -596,6 +601,76 @@ def paired_decide(rng: np.random.Generator, reps: int) -> None:
                   f"{pct(r['decided'])} {pct(r['real_significant'], 7)}", flush=True)
     print("  targets: FP and FW <= 6% (rule and report), coverage >= 93% also where a group "
           "stopped early")
+
+
+# Heterogeneous sizes (--only-hetero): the cell part's sd per size of the log ratio of a
+# real Open MPI vs MPICH PingPong 0:22 store over shm (helper ttd): ~0.1 at 0 B-2 KiB,
+# 0.38 / 0.23 at 4 / 8 KiB (launch modes), 0.27-0.68 at 1-4 MiB (stalls); round part of
+# the ratio sd 0.11 (var 0.0118). 22 sizes: 16 quiet at 0.1, two at 0.35, four at 0.3-0.6.
+HETERO_SD = np.array([0.1] * 12 + [0.35, 0.35] + [0.1] * 4 + [0.3, 0.4, 0.5, 0.6])
+HETERO_QUIET = np.flatnonzero(HETERO_SD <= 0.1)
+
+
+def _hetero_cells(rng: np.random.Generator, na: int, nb: int, effect: float,
+                  round_sd: float = 0.1):
+    """One benchmark's launches: per side a launch effect every size shares (sd 0.077,
+    the ratio's round part split over the two sides), a cell part sd HETERO_SD / sqrt(2)
+    per side, and a round effect both launches of a round share (N(0, round_sd)).
+    Candidate better by `effect` (log). (cells, rounds) for stats.launch.compare_cells."""
+    s = HETERO_SD.size
+    rounds = {}
+    shared = rng.normal(0.0, round_sd, max(na, nb))
+    vals = []
+    for j, n in enumerate((na, nb)):
+        u = rng.normal(0.0, math.sqrt(0.0118 / 2), (n, 1))
+        v = rng.normal(0.0, 1.0, (n, s)) * HETERO_SD / math.sqrt(2)
+        vals.append(np.exp(shared[:n, None] + u + v - j * effect))
+        for r in range(n):
+            rounds["ab"[j] + str(r)] = r
+    cells = [({f"a{r}": vals[0][r, k] for r in range(na)},
+              {f"b{r}": vals[1][r, k] for r in range(nb)}, "lower") for k in range(s)]
+    return cells, rounds
+
+
+def hetero_section(rng: np.random.Generator, reps: int) -> None:
+    """Per-size false positives, coverage and power where the sizes' cell parts differ
+    (HETERO_SD): the launch-level test as compare runs it, paired by round (interleaved)
+    and unpaired, 5+5, 10+10 and 2 vs 7 (unpaired: too few pairs), A/A and a real 10%.
+    Stats level (stats.launch.compare_cells, the function compare calls per benchmark)."""
+    from mpibench.stats import launch as L
+
+    print(f"\nHeterogeneous sizes: 22 sizes, cell-part sd of the log ratio 0.1 (16 sizes), "
+          f"0.35 (2), 0.3-0.6 (4), round part 0.11, round effect both sides share sd 0.1; "
+          f"{reps} benchmarks per row (stats level)")
+    print(f"  {'design':<18} {'FP mean':>7} {'FP worst':>8} {'(size sd)':>9} "
+          f"{'cover min':>9} {'cover max':>9} {'power q':>7} {'cover10':>7}")
+    for label, na, nb, paired in (("5+5 paired", 5, 5, True), ("5+5 unpaired", 5, 5, False),
+                                  ("10+10 paired", 10, 10, True),
+                                  ("10+10 unpaired", 10, 10, False),
+                                  ("2 vs 7 unpaired", 2, 7, False)):
+        out = {}
+        for eff in (0.0, math.log(1.1)):
+            sig = np.zeros(HETERO_SD.size)
+            cover = np.zeros(HETERO_SD.size)
+            for _ in range(reps):
+                cells, rounds = _hetero_cells(rng, na, nb, eff)
+                ts = L.compare_cells(cells, rounds=rounds if paired else None)
+                sig += [t.p is not None and t.p <= 0.05 for t in ts]
+                cover += [t.ci_low is not None and t.ci_low <= math.exp(eff) <= t.ci_high
+                          for t in ts]
+            out[eff] = (sig / reps, cover / reps)
+        fp, cov = out[0.0]
+        pw, cov10 = out[math.log(1.1)]
+        w = int(np.argmax(fp))
+        print(f"  {label:<18} {100 * fp.mean():>6.1f}% {100 * fp[w]:>7.1f}% "
+              f"{HETERO_SD[w]:>9.2f} {100 * cov.min():>8.1f}% {100 * cov.max():>8.1f}% "
+              f"{100 * pw[HETERO_QUIET].mean():>6.1f}% {100 * cov10.min():>6.1f}%",
+              flush=True)
+        print("    FP per size:", " ".join(f"{100 * x:.0f}" for x in fp), flush=True)
+    print("  FP = raw p <= 0.05 per size (A/A; worst size and its sd); cover = 95% CI "
+          "coverage per size (A/A, min and max over sizes); power q = raw p <= 0.05 for a "
+          "real 10% at the quiet (sd 0.1) sizes; cover10 = worst coverage with the 10%")
+    print("  targets: FP <= 6% at every size, coverage 93-97% at every size")
 
 
 if __name__ == "__main__":

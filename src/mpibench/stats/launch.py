@@ -30,6 +30,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from mpibench.stats import moderate as moderate_mod
 from mpibench.units import percent
 
 # A side needs two launches for any spread to be seen; below that nothing is tested.
@@ -39,6 +40,9 @@ MIN_LAUNCHES = 2
 # values below 3 df), and a 2 vs 7 design, which would leave 5 of its 9 launches unused,
 # keeps the unpaired model.
 MIN_PAIRS = 3
+# A benchmark's sizes get their own (moderated) cell parts from this many cells on
+# (Spread.cell_parts); below it, or where they look alike, the pooled part.
+MIN_MODERATE_CELLS = 3
 # The power the planning numbers are computed for.
 POWER = 0.8
 
@@ -530,18 +534,31 @@ class Spread(NamedTuple):
     df_cell: float
     cells: float          # mean number of cells per launch (S)
     launches: int
+    # {cell key: (its cell part per launch, df)} where the sizes' cell parts differ
+    # (moderated, stats.moderate; see spread): a cell's own part replaces the pooled
+    # ms_cell (S - 1) / S. None: the sizes are alike, every cell takes the pooled part.
+    cell_parts: Mapping[object, tuple[float, float]] | None = None
 
-    def components(self, n: int) -> list[tuple[float, float]]:
-        """Variance components of a cell's mean over n of these launches."""
+    def components(self, n: int, cell: object = None) -> list[tuple[float, float]]:
+        """Variance components of a cell's mean over n of these launches (cell: its key
+        in the block spread() was given; None, or sizes alike: the pooled cell part)."""
         s = self.cells
         out = [(self.ms_launch / s / n, self.df_launch)]
-        if s > 1 and self.df_cell > 0:
+        own = self.cell_parts.get(cell) if self.cell_parts and cell is not None else None
+        if own is not None:
+            if own[0] > 0:
+                out.append((own[0] / n, own[1]))
+        elif s > 1 and self.df_cell > 0:
             out.append((self.ms_cell * (s - 1) / s / n, self.df_cell))
         return out
 
     @property
     def sd(self) -> float:
         return math.sqrt(max(0.0, sum(v for v, _ in self.components(1))))
+
+    def cell_sd(self, cell: object = None) -> float:
+        """sd of one launch value of this cell (its own cell part where moderated)."""
+        return math.sqrt(max(0.0, sum(v for v, _ in self.components(1, cell))))
 
     def shared(self, n: int) -> float:
         """Estimated var(u)/n: the variance of the launch effect a cell's mean over n
@@ -552,13 +569,19 @@ class Spread(NamedTuple):
         return max(0.0, self.ms_launch - self.ms_cell) / self.cells / n
 
 
-def spread(side: Mapping[object, Mapping[str, float]]) -> Spread | None:
+def spread(side: Mapping[object, Mapping[str, float]], moderate: bool = True
+           ) -> Spread | None:
     """Spread of one side from {cell: {launch id: statistic}} (the cells of one benchmark;
     launches are matched by id across cells). None with fewer than two launches, or when
-    the cells do not overlap enough to separate the two parts."""
-    cells = [{k: math.log(v) for k, v in by.items()
-              if v is not None and math.isfinite(v) and v > 0} for by in side.values()]
-    cells = [c for c in cells if len(c) >= 2]
+    the cells do not overlap enough to separate the two parts. moderate: each cell's own
+    cell part where the sizes differ (Spread.cell_parts, _cell_parts); False: the pooled
+    part for every cell (the model before)."""
+    keyed = [(key, {k: math.log(v) for k, v in by.items()
+                    if v is not None and math.isfinite(v) and v > 0})
+             for key, by in side.items()]
+    keyed = [(key, c) for key, c in keyed if len(c) >= 2]
+    keys = [key for key, _c in keyed]
+    cells = [c for _key, c in keyed]
     if not cells:
         return None
     launches = sorted({k for c in cells for k in c}, key=str)
@@ -582,13 +605,52 @@ def spread(side: Mapping[object, Mapping[str, float]]) -> Spread | None:
     ms_launch = s_bar * float((m * m).sum()) / (n - 1)
     n_obs = int(obs.sum())
     df_cell = n_obs - n - s_cols + 1
+    parts = None
     if s_cols > 1 and df_cell > 0:
         res = np.where(obs, r - m[:, None], 0.0)
         ms_cell = float((res * res).sum()) / df_cell
+        if moderate:
+            parts = _cell_parts(keys, res, obs, ms_cell, df_cell, s_bar)
     else:
         ms_cell, df_cell, s_bar = 0.0, 0, 1.0
         ms_launch = float((r[:, 0] ** 2).sum()) / (n - 1) if s_cols == 1 else ms_launch
-    return Spread(ms_launch, n - 1, ms_cell, df_cell, s_bar, n)
+    return Spread(ms_launch, n - 1, ms_cell, df_cell, s_bar, n, parts)
+
+
+def _cell_parts(keys: list, res: np.ndarray, obs: np.ndarray, ms_cell: float,
+                df_cell: float, s_bar: float) -> dict | None:
+    """Each cell's own cell part, moderated toward the others' (stats.moderate), or None
+    where the sizes' parts look alike (prior df infinite: the pooled ms_cell for all).
+
+    With v[L, s] ~ N(0, sigma_s^2) (the cell part, its variance now per size), a cell's
+    double-centred residuals over its n_s launches have variance
+    tau_s^2 = sigma_s^2 (1 - 2/S) + mean(sigma^2)/S, w_s = their sum of squares / (n_s - 1)
+    its estimate with n_s - 1 df; the cell's mean over n launches has variance
+    (ms_launch/S + sigma_s^2 - mean(sigma^2)/S) / n, so its own cell part is
+    sigma_s^2 - mean(sigma^2)/S = (tau_s^2 - 2 (S - 1) ms_cell / S^2) / (1 - 2/S), which for
+    sizes alike is today's ms_cell (S - 1)/S. The w_s are moderated (Smyth's prior from
+    their spread), the df of each part the posterior's, at most the pooled df_cell. Needs
+    MIN_MODERATE_CELLS cells (with 2 the two cells' residuals are the same up to sign)."""
+    s = res.shape[1]
+    if s < MIN_MODERATE_CELLS or s_bar <= 2:
+        return None
+    d = obs.sum(axis=0) - 1.0
+    if np.any(d < 1):
+        return None
+    w = (res * res).sum(axis=0) / d
+    if moderate_mod.alike(w, d * (s - 1) / s):
+        return None
+    d0, s0, own = moderate_mod.robust(w, d)
+    if math.isinf(d0) and not own.any():
+        return None
+    shrunk = moderate_mod.moderated(w, d, d0, s0)
+    out = {}
+    for key, wi, di, o, (tau2, df) in zip(keys, w, d, own, shrunk, strict=True):
+        if o:
+            tau2, df = float(wi), float(di)
+        part = (tau2 - 2.0 * (s_bar - 1.0) * ms_cell / s_bar ** 2) / (1.0 - 2.0 / s_bar)
+        out[key] = (max(0.0, part), min(df, df_cell))
+    return out
 
 
 def _oriented_logs(by: Mapping[str, float | None], sign: float) -> dict[str, float]:
@@ -627,11 +689,11 @@ def compare_cells(cells: Sequence[tuple[Mapping[str, float | None], Mapping[str,
     plan = _plan_sides(spreads)
     spreads = _each_side(spreads, floor_component)
     out: list[LaunchTest] = []
-    for base, cand, better in cells:
+    for i, (base, cand, better) in enumerate(cells):
         sign = -1.0 if better == "lower" else 1.0
         yb = np.array(list(_oriented_logs(base, sign).values()))
         yc = np.array(list(_oriented_logs(cand, sign).values()))
-        out.append(_test_cell(yb, yc, spreads, alpha, level, plan))
+        out.append(_test_cell(yb, yc, spreads, alpha, level, plan, cell=i))
     return _fill_p(out)
 
 
@@ -649,7 +711,7 @@ def _fill_p(out: list[LaunchTest]) -> list[LaunchTest]:
 
 
 def _test_cell(yb: np.ndarray, yc: np.ndarray, spreads, alpha: float,
-               level: float, plan_spreads=(None, None)) -> LaunchTest:
+               level: float, plan_spreads=(None, None), cell: object = None) -> LaunchTest:
     nb, nc = int(yb.size), int(yc.size)
     if nb == 0 or nc == 0:
         return LaunchTest(None, None, None, None, nb, nc, False, Untested.NO_STATISTIC.value,
@@ -663,9 +725,9 @@ def _test_cell(yb: np.ndarray, yc: np.ndarray, spreads, alpha: float,
                           f"{MIN_LAUNCHES} per side)", sd, diff_log=diff, untested=Untested.TOO_FEW_LAUNCHES)
     pooled = spreads[0] is not None
     if pooled:
-        comps = spreads[0].components(nb) + spreads[1].components(nc)
-        plan = plan_spreads[0].components(nb) + plan_spreads[1].components(nc)
-        sd = math.sqrt(0.5 * (spreads[0].sd ** 2 + spreads[1].sd ** 2))
+        comps = spreads[0].components(nb, cell) + spreads[1].components(nc, cell)
+        plan = plan_spreads[0].components(nb, cell) + plan_spreads[1].components(nc, cell)
+        sd = math.sqrt(0.5 * (spreads[0].cell_sd(cell) ** 2 + spreads[1].cell_sd(cell) ** 2))
     else:
         vb, vc = float(yb.var(ddof=1)), float(yc.var(ddof=1))
         (fb, db), (fc, dc) = (floor_component(vb, nb - 1, vc, nc - 1),
@@ -823,17 +885,18 @@ def _diff_spread(diffs: list[dict[Hashable, float]]) -> Spread | None:
 def _paired_cells(cells, paired, alpha: float, level: float, pool: bool) -> list[LaunchTest]:
     diffs = _round_diffs(cells, paired)
     sp = _diff_spread(diffs) if pool and len(cells) > 1 else None
-    out = [paired_test(np.array(list(d.values())), sp, left, alpha, level)
-           for d, (_pairs, left) in zip(diffs, paired, strict=True)]
+    out = [paired_test(np.array(list(d.values())), sp, left, alpha, level, cell=i)
+           for i, (d, (_pairs, left)) in enumerate(zip(diffs, paired, strict=True))]
     return _fill_p(out)
 
 
 def paired_test(d: np.ndarray, sp: Spread | None, unpaired: int = 0, alpha: float = 0.05,
-                level: float = 0.95) -> LaunchTest:
+                level: float = 0.95, cell: object = None) -> LaunchTest:
     """One cell's paired test from its per-round differences d (oriented logs, > 0 =
     candidate better): the gain exp(mean d), its variance from sp (the block's Spread of
     the differences: the shared round part with n - 1 df plus the cell part with
-    (n - 1)(S - 1) df) or, without sp, d's own variance (n - 1 df); Cochran-Cox / Welch
+    (n - 1)(S - 1) df; cell: its key in the block, for its own moderated cell part where
+    the sizes differ, Spread.cell_parts) or, without sp, d's own variance (n - 1 df); Cochran-Cox / Welch
     critical values as the unpaired test. p is left None (compare_cells fills it).
     sd_log is the per-side sd an unpaired design would need for the same variance of a
     difference (sqrt(var(d) / 2)), so planning from sd_log alone stays on the same scale;
@@ -852,8 +915,8 @@ def paired_test(d: np.ndarray, sp: Spread | None, unpaired: int = 0, alpha: floa
                           untested=Untested.TOO_FEW_LAUNCHES, **extra)
     pooled = sp is not None
     if pooled:
-        comps = tuple(sp.components(n))
-        var_d = sp.sd ** 2
+        comps = tuple(sp.components(n, cell))
+        var_d = sp.cell_sd(cell) ** 2
     else:
         var_d = float(d.var(ddof=1))
         comps = ((var_d / n, n - 1),)

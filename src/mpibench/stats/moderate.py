@@ -1,0 +1,139 @@
+"""Empirical-Bayes moderated variances (Smyth 2004, "Linear models and empirical Bayes
+methods for assessing differential expression", the moderated t of limma).
+
+Many variances s_g^2, each with its own degrees of freedom d_g (here: the size-specific
+part of a benchmark's sizes, stats.launch.spread), are taken as draws of sigma_g^2 from a
+scaled inverse chi-square prior with d0 df around s0^2. Each size's posterior variance
+
+    s~_g^2 = (d0 s0^2 + d_g s_g^2) / (d0 + d_g),   with d0 + d_g df,
+
+is its own estimate shrunk toward the common one by as much as the spread of the s_g^2
+says the sizes are alike: d0 -> infinity when their spread is what sampling alone gives
+(every size gets the pooled variance, with the pooled df), small when the sizes really
+differ (every size mostly its own). d0 and s0^2 come from the first two moments of
+log s_g^2 (Smyth's method of moments: log s_g^2 is log sigma_g^2 plus a log chi-square,
+whose mean and variance are digamma / trigamma functions of d_g / 2).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+# Fewer variances than this say nothing about their spread: d0 is taken as infinite.
+MIN_GROUPS = 3
+# Bartlett's test of one variance for all sizes: below this p the sizes get their own
+# (moderated) parts, above it the pooled one (the model before, unchanged).
+ALIKE_LEVEL = 0.05
+# A variance above the prior's upper OUTLIER_TAIL quantile (F(d_g, d0) on s_g^2 / s0^2) is
+# taken as its own (not shrunk) and left out of the prior (robust):
+# bench/bench_inference.py --only-hetero chose it (docs/statistics.md).
+OUTLIER_TAIL = 0.2
+
+
+def _trigamma_inverse(x: float) -> float:
+    """y with trigamma(y) = x (x > 0), by Newton's method on 1 / trigamma, which is
+    nearly linear in y (start 0.5 + 1 / x: trigamma(y) ~ 1/y + 1/(2 y^2))."""
+    from scipy.special import polygamma
+    if x > 1e7:
+        return 1.0 / math.sqrt(x)
+    if x < 1e-6:
+        return 1.0 / x
+    y = 0.5 + 1.0 / x
+    for _ in range(50):
+        tri = float(polygamma(1, y))
+        step = tri * (1.0 - tri / x) / float(polygamma(2, y))
+        y += step
+        if -step / y < 1e-8:
+            break
+    return y
+
+
+def prior(variances: Sequence[float], dfs: Sequence[float]) -> tuple[float, float]:
+    """(d0, s0^2): the prior's df and centre from variances s_g^2 with df d_g (method
+    of moments on log s_g^2). d0 = inf when the variances spread no more than their
+    sampling error says (or there are fewer than MIN_GROUPS positive ones); s0^2 is then
+    the df-weighted pooled variance."""
+    from scipy.special import digamma, polygamma
+    s2 = np.asarray(variances, dtype=float)
+    d = np.asarray(dfs, dtype=float)
+    ok = (s2 > 0) & (d > 0) & np.isfinite(s2)
+    pooled = float((d[ok] * s2[ok]).sum() / d[ok].sum()) if ok.any() else 0.0
+    if int(ok.sum()) < MIN_GROUPS:
+        return math.inf, pooled
+    s2, d = s2[ok], d[ok]
+    e = np.log(s2) - digamma(d / 2.0) + np.log(d / 2.0)
+    emean = float(e.mean())
+    evar = float(((e - emean) ** 2).sum() / (e.size - 1) - polygamma(1, d / 2.0).mean())
+    if evar <= 0:
+        return math.inf, pooled
+    d0 = 2.0 * _trigamma_inverse(evar)
+    s0 = math.exp(emean + float(digamma(d0 / 2.0)) - math.log(d0 / 2.0))
+    return d0, s0
+
+
+def alike(variances: Sequence[float], dfs: Sequence[float], level: float = ALIKE_LEVEL
+          ) -> bool:
+    """Bartlett's test that the variances (s_g^2 with d_g df) have one sigma^2: True
+    when it does not reject at `level` (or there are fewer than MIN_GROUPS positive
+    ones), i.e. the sizes may keep the pooled variance."""
+    from scipy.special import chdtrc
+    s2 = np.asarray(variances, dtype=float)
+    d = np.asarray(dfs, dtype=float)
+    ok = (s2 > 0) & (d > 0) & np.isfinite(s2)
+    if int(ok.sum()) < MIN_GROUPS:
+        return True
+    s2, d = s2[ok], d[ok]
+    k, tot = s2.size, float(d.sum())
+    pooled = float((d * s2).sum()) / tot
+    m = tot * math.log(pooled) - float((d * np.log(s2)).sum())
+    c = 1.0 + (float((1.0 / d).sum()) - 1.0 / tot) / (3.0 * (k - 1))
+    return float(chdtrc(k - 1, m / c)) > level
+
+
+def _upper_tail(x: np.ndarray, d: np.ndarray, d0: float) -> np.ndarray:
+    """P(F(d, d0) >= x), F(d, inf) = chi2_d / d."""
+    from scipy.special import chdtrc, fdtrc
+    if math.isinf(d0):
+        return chdtrc(d, d * x)
+    return fdtrc(d, d0, x)
+
+
+def robust(variances: Sequence[float], dfs: Sequence[float], tail: float = OUTLIER_TAIL
+           ) -> tuple[float, float, np.ndarray]:
+    """(d0, s0^2, outlier mask): the prior from the variances that are not above its
+    upper `tail` quantile, iterated until the outliers stay the same. A size that is
+    really noisier than the rest (a launch mode, a stall) is then its own and does not
+    widen the prior of the quiet ones; the others are moderated toward each other."""
+    s2 = np.asarray(variances, dtype=float)
+    d = np.asarray(dfs, dtype=float)
+    out = np.zeros(s2.size, dtype=bool)
+    d0, s0 = prior(s2, d)
+    for _ in range(20):
+        if s0 <= 0:
+            break
+        new = _upper_tail(s2 / s0, d, d0) < tail
+        if np.array_equal(new, out) or new.all():
+            break
+        out = new
+        d0, s0 = prior(s2[~out], d[~out])
+    return d0, s0, out
+
+
+def moderated(variances: Sequence[float], dfs: Sequence[float], d0: float, s0: float
+              ) -> list[tuple[float, float]]:
+    """Each s_g^2 with its d_g shrunk toward s0^2 with prior df d0: (s~_g^2, d0 + d_g);
+    d0 = inf gives (s0^2, inf)."""
+    out = []
+    for v, d in zip(variances, dfs, strict=True):
+        if math.isinf(d0):
+            out.append((s0, math.inf))
+        else:
+            out.append(((d0 * s0 + d * v) / (d0 + d), d0 + d))
+    return out
+
+
+__all__ = ["MIN_GROUPS", "ALIKE_LEVEL", "OUTLIER_TAIL", "alike", "prior", "robust",
+           "moderated"]
