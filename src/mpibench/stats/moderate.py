@@ -28,9 +28,10 @@ MIN_GROUPS = 3
 # (moderated) parts, above it the pooled one (the model before, unchanged).
 ALIKE_LEVEL = 0.05
 # A variance above the prior's upper OUTLIER_TAIL quantile (F(d_g, d0) on s_g^2 / s0^2) is
-# taken as its own (not shrunk) and left out of the prior (robust):
-# bench/bench_inference.py --only-hetero chose it (docs/statistics.md).
+# taken as its own (not shrunk); beyond EXCLUDE_TAIL it is also left out of the prior
+# (robust). bench/bench_inference.py --only-hetero chose them (docs/statistics.md).
 OUTLIER_TAIL = 0.2
+EXCLUDE_TAIL = 0.01
 
 
 def _trigamma_inverse(x: float) -> float:
@@ -101,14 +102,10 @@ def _upper_tail(x: np.ndarray, d: np.ndarray, d0: float) -> np.ndarray:
     return fdtrc(d, d0, x)
 
 
-def robust(variances: Sequence[float], dfs: Sequence[float], tail: float = OUTLIER_TAIL
-           ) -> tuple[float, float, np.ndarray]:
-    """(d0, s0^2, outlier mask): the prior from the variances that are not above its
-    upper `tail` quantile, iterated until the outliers stay the same. A size that is
-    really noisier than the rest (a launch mode, a stall) is then its own and does not
-    widen the prior of the quiet ones; the others are moderated toward each other."""
-    s2 = np.asarray(variances, dtype=float)
-    d = np.asarray(dfs, dtype=float)
+def _trimmed_prior(s2: np.ndarray, d: np.ndarray, tail: float
+                   ) -> tuple[float, float, np.ndarray]:
+    """The prior from the variances not beyond its upper `tail` quantile, iterated until
+    the ones left out stay the same: (d0, s0^2, left out)."""
     out = np.zeros(s2.size, dtype=bool)
     d0, s0 = prior(s2, d)
     for _ in range(20):
@@ -120,6 +117,22 @@ def robust(variances: Sequence[float], dfs: Sequence[float], tail: float = OUTLI
         out = new
         d0, s0 = prior(s2[~out], d[~out])
     return d0, s0, out
+
+
+def robust(variances: Sequence[float], dfs: Sequence[float], tail: float = OUTLIER_TAIL,
+           exclude: float = EXCLUDE_TAIL) -> tuple[float, float, np.ndarray]:
+    """(d0, s0^2, own). own: the variances above the upper `tail` quantile of the prior
+    fitted to the others (iterated): a size really noisier than the rest (a launch mode,
+    a stall) keeps its own (s_g^2, d_g), never shrunk toward the quieter sizes (a noisy
+    size shrunk is a CI too narrow), at the price of its df. (d0, s0^2): the prior the
+    others are moderated toward, fitted to the variances not beyond its upper `exclude`
+    quantile (iterated): far out, leaving them out biases it by little, where trimming at
+    `tail` would take s0^2 below the quiet sizes' mean (their CIs too narrow)."""
+    s2 = np.asarray(variances, dtype=float)
+    d = np.asarray(dfs, dtype=float)
+    _d0, _s0, own = _trimmed_prior(s2, d, tail)
+    d0, s0, _out = _trimmed_prior(s2, d, exclude)
+    return d0, s0, own
 
 
 def moderated(variances: Sequence[float], dfs: Sequence[float], d0: float, s0: float
@@ -135,5 +148,5 @@ def moderated(variances: Sequence[float], dfs: Sequence[float], d0: float, s0: f
     return out
 
 
-__all__ = ["MIN_GROUPS", "ALIKE_LEVEL", "OUTLIER_TAIL", "alike", "prior", "robust",
+__all__ = ["MIN_GROUPS", "ALIKE_LEVEL", "OUTLIER_TAIL", "EXCLUDE_TAIL", "alike", "prior", "robust",
            "moderated"]
