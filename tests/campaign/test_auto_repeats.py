@@ -264,3 +264,52 @@ def test_a_changed_rule_is_refused_once_stage_two_began(tmp_path):
         # a stored rule that could not stop early (max < min + 3) has no look to protect
         short = {"repeats": 5, "repeats_auto": {"min": 3, "max": 5, "target": 0.05}}
         refuse_changed_rule(store, cid, short, lower, "c.toml")
+
+
+def test_a_changed_decide_design_is_refused_once_its_first_look_was_taken(tmp_path):
+    # repeats = "decide" replays its looks from the stored rule and margin (levels
+    # 0.05 x 0.2 / interim looks, the looks at min, min + step, ..., max, TOST at
+    # equivalence): once the first look (after rounds 0..min-1) has its launches, a
+    # changed rule or margin would re-decide launches already seen with another design.
+    # The look is taken when stage 1 has finished, even if it decided every cell and no
+    # launch of round >= min ever runs
+    from mpibench.campaign.auto_repeats import refuse_changed_rule
+
+    rule = {"until": "decided", "min": 3, "max": 5, "step": 2}
+    old = {"repeats": 5, "repeats_auto": rule, "equivalence": 0.05}
+    changes = {
+        "campaign.repeats": [{**old, "repeats_auto": {**rule, "max": 8}},
+                             {**old, "repeats_auto": {**rule, "min": 2}},
+                             {**old, "repeats_auto": {**rule, "step": 1}},
+                             {"repeats": 5, "equivalence": 0.05},
+                             {**old, "repeats_auto": {"min": 3, "max": 5, "target": 0.05}}],
+        "campaign.equivalence": [{**old, "equivalence": 0.1},
+                                 {k: v for k, v in old.items() if k != "equivalence"}]}
+    with Store(tmp_path / "s.db") as store:
+        cid = store.add_campaign("c", old, file="c.toml")
+        for v in "ab":
+            for i in range(5):
+                store.create_run(f"{v}{i}", cid, v, repeat=i)
+        for rid in ("a0", "b0", "a1", "b1", "a2"):
+            store.set_run(rid, "done")
+        store.set_run("b2", "running")
+        for news in changes.values():                       # no look yet: fine
+            for new in news:
+                refuse_changed_rule(store, cid, old, new, "c.toml")
+        store.set_run("b2", "failed")                       # stage 1 over: the look
+        refuse_changed_rule(store, cid, old, dict(old), "c.toml")     # the same design
+        refuse_changed_rule(store, cid, old, {**old, "timeout": 9.0}, "c.toml")
+        for key, news in changes.items():
+            for new in news:
+                with pytest.raises(UsageError) as e:
+                    refuse_changed_rule(store, cid, old, new, "c.toml")
+                msg = str(e.value)
+                assert msg.startswith(f"c.toml: {key} changed after the first look") and (
+                    "\n" not in msg), msg
+                assert ("campaign.repeats = { max = 5, min = 3, step = 2, until = "
+                        "'decided' }") in msg and "campaign.equivalence = 5%" in msg, msg
+        # a group added later (its stage 1 pending) does not reopen the design of the
+        # group point whose look was taken
+        store.create_run("g0", cid, "a", grp="g", repeat=0)
+        with pytest.raises(UsageError, match=r"^c\.toml: campaign\.equivalence changed"):
+            refuse_changed_rule(store, cid, old, changes["campaign.equivalence"][0], "c.toml")
