@@ -306,8 +306,8 @@ def test_a_changed_decide_design_is_refused_once_its_first_look_was_taken(tmp_pa
                 msg = str(e.value)
                 assert msg.startswith(f"c.toml: {key} changed after the first look") and (
                     "\n" not in msg), msg
-                assert ("campaign.repeats = { max = 5, min = 3, step = 2, until = "
-                        "'decided' }") in msg and "campaign.equivalence = 5%" in msg, msg
+                assert ('campaign.repeats = { max = 5, min = 3, step = 2, until = '
+                        '"decided" }') in msg and 'campaign.equivalence = "5%"' in msg, msg
         # a group added later (its stage 1 pending) does not reopen the design of the
         # group point whose look was taken
         store.create_run("g0", cid, "a", grp="g", repeat=0)

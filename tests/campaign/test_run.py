@@ -893,6 +893,17 @@ def test_decide_adds_launches_only_where_cells_are_undecided(tmp_path, scheduler
     # resuming finds nothing to run: the looks replay to the same decisions
     summary, again = run_campaign(camp, tmp_path / "d.db", [])
     assert summary.ran == 0 and again["decisions"] == d
+    # the looks were taken: another margin would re-decide them with another design, so
+    # it is refused and nothing is written (the stored margin is still the one they used)
+    text = camp.read_text()
+    camp.write_text(text.replace('equivalence = "0.5%"', 'equivalence = "1%"'))
+    with pytest.raises(UsageError, match=r"campaign\.equivalence changed after the first "
+                       r'look of campaign\.repeats = "decide"'):
+        run_campaign(camp, tmp_path / "d.db", [])
+    with Store(tmp_path / "d.db") as store:
+        (c,) = store.db.execute("SELECT spec_json FROM campaigns").fetchall()
+        assert json.loads(c[0])["equivalence"] == 0.005
+    camp.write_text(text)
     # the report's section says the same, from the stored spec
     from mpibench.report.decisions import decisions_tables
 

@@ -20,7 +20,9 @@ a strict level before the last look and at alpha at it (Haybittle-Peto). The nex
 group's parameter point that still has an undecided cell, and only for the variants
 involved (the baseline and the undecided candidates). The looks are replayed from the
 stored launches (`decisions`), so `campaign status` says where each cell stands and why a
-point stopped, and a resumed campaign reaches the same decisions.
+point stopped, and a resumed campaign reaches the same decisions. So once the first look
+was taken the rule and the margin may not change (frozen_design: another design would
+re-decide launches already seen).
 
 The plan holds `max` launches per variant, interleaved as usual (cell ids do not depend on
 the rule). Stage 1: the first `min` rounds always run. Then, once per group, the rule looks
@@ -301,31 +303,80 @@ def stage_one_launches(store, run_ids) -> tuple[set[str], set[str]]:
     return first, staged
 
 
-def refuse_changed_rule(store, campaign_id: int, old: dict, new: dict, path) -> None:
-    """A campaign file's repeats rule may not change once the stage 2 of a stored
-    repeats = "auto" rule (until = "precise", one that can stop before its maximum) has
-    begun: the group totals are the rule's look at its first `min` rounds and the report
-    takes those rounds as stage 1, both from the campaign's stored rule, which each
-    invocation overwrites with the file's. A lowered min would relabel launches the look
-    read as stage 2; a max that makes the rule unable to stop early would print the
-    ordinary CI for a data-dependent stop. old/new: the stored and the new spec
-    (CampaignSpec.to_dict). Raises UsageError (nothing written yet)."""
-    from mpibench.errors import UsageError
-    from mpibench.store.queries import ran_from_repeat
+# the stored spec's keys a repeats rule's design is made of, as the campaign file names them
+_DESIGN_KEYS = {"campaign.repeats": "repeats_auto", "campaign.equivalence": "equivalence"}
 
-    was, now = old.get("repeats_auto"), new.get("repeats_auto")
-    if (was == now or not isinstance(was, dict)
-            or was.get("until", "precise") != "precise"
-            or not isinstance(was.get("min"), int) or not isinstance(was.get("max"), int)
-            or not two_stage.staged(was["min"], was["max"])
-            or not ran_from_repeat(store, campaign_id, was["min"])):
+
+def frozen_design(store, campaign_id: int, spec: dict) -> tuple[str, tuple[str, ...]] | None:
+    """(since when, the file's keys) of a stored spec (CampaignSpec.to_dict) whose repeats
+    rule has looked at launches the rule's design decided on, so that design may no
+    longer change; None when nothing was looked at yet or the rule has no look to protect.
+    repeats = "auto" (until = "precise", a rule that can stop before its maximum): once
+    stage 2 began (a launch of round >= min started; the look's totals and the report's
+    stage 1 come from the stored rule). repeats = "decide": once its first look was taken
+    (the launches of rounds < min of a group point have run, or a later launch started;
+    the looks are replayed from the stored rule and the campaign's equivalence margin:
+    their rounds, their levels alpha x 0.2 / interim looks, TOST at the margin)."""
+    from mpibench.store.queries import look_taken, ran_from_repeat
+
+    r = spec.get("repeats_auto")
+    if (not isinstance(r, dict) or not isinstance(r.get("min"), int)
+            or not isinstance(r.get("max"), int)):
+        return None
+    if r.get("until") == "decided":
+        if not look_taken(store, campaign_id, r["min"]):
+            return None
+        return (f"the first look of campaign.repeats = \"decide\" (at {r['min']} launches "
+                "per variant): its looks are replayed with the stored rule and margin (their "
+                "rounds, levels and TOST)", ("campaign.repeats", "campaign.equivalence"))
+    if (r.get("until", "precise") == "precise" and two_stage.staged(r["min"], r["max"])
+            and ran_from_repeat(store, campaign_id, r["min"])):
+        return (f"stage 2 of its repeats = \"auto\" rule began (launches of round >= min "
+                f"{r['min']} ran): the totals and the report's stage 1 depend on the rule",
+                ("campaign.repeats",))
+    return None
+
+
+def _shown(key: str, value: Any) -> str:
+    """A stored design value as the campaign file would write it."""
+    def toml(v: Any) -> str:
+        return json.dumps(v) if isinstance(v, str) else repr(v)
+
+    if value is None:
+        return f"{key} unset"
+    if key == "campaign.equivalence" and isinstance(value, int | float):
+        return f'{key} = "{100 * value:g}%"'
+    if isinstance(value, dict):
+        body = ", ".join(f"{k} = {toml(v)}" for k, v in sorted(value.items()))
+        return f"{key} = {{ {body} }}"
+    return f"{key} = {toml(value)}"
+
+
+def refuse_changed_rule(store, campaign_id: int, old: dict, new: dict, path) -> None:
+    """A campaign file's repeats rule, and what else its design is made of, may not change
+    once the stored rule has looked at launches (frozen_design): each invocation
+    overwrites the stored spec with the file's, and the looks (repeats = "decide"), the
+    totals and the report's stage 1 (repeats = "auto") are taken from it. A lowered min
+    would relabel launches a look read; a changed max, step or margin re-decides launches
+    already seen with another design (other looks and levels), so the stopping rule's
+    error control no longer holds; a max that makes the auto rule unable to stop early
+    would print the ordinary CI for a data-dependent stop. old/new: the stored and the new
+    spec (CampaignSpec.to_dict). Raises UsageError (nothing written yet)."""
+    from mpibench.errors import UsageError
+
+    if all(old.get(_DESIGN_KEYS[k]) == new.get(_DESIGN_KEYS[k]) for k in _DESIGN_KEYS):
         return
-    rule = ", ".join(f"{k} = {v!r}" for k, v in sorted(was.items()))
+    frozen = frozen_design(store, campaign_id, old)
+    if frozen is None:
+        return
+    since, keys = frozen
+    changed = [k for k in keys if old.get(_DESIGN_KEYS[k]) != new.get(_DESIGN_KEYS[k])]
+    if not changed:
+        return
+    keep = " and ".join(_shown(k, old.get(_DESIGN_KEYS[k])) for k in keys)
     raise UsageError(
-        f"{path}: campaign.repeats changed after stage 2 of its repeats = \"auto\" rule "
-        f"began (launches of round >= min {was['min']} ran): the totals and the report's "
-        f"stage 1 depend on the rule; keep campaign.repeats = {{ {rule} }} or start a new "
-        "campaign (another name or --db)")
+        f"{path}: {changed[0]} changed after {since}; keep {keep}, or start a new campaign "
+        "(another name or --db)")
 
 
 def simulate_two_stage(rng: np.random.Generator, reps: int = 200, *, sigma_l: float = 0.05,
@@ -754,5 +805,5 @@ class Stages:
 __all__ = ["AutoRepeats", "parse", "Stages", "decisions", "decision_cells", "summarize",
            "is_decide", "design_of", "figures", "point_json", "group_launches",
            "stage_two_total", "sums_total", "pair_sums", "stage_one_launches",
-           "refuse_changed_rule",
+           "refuse_changed_rule", "frozen_design",
            "simulate_two_stage", "simulate_sequential"]

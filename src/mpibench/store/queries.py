@@ -137,6 +137,20 @@ def ran_from_repeat(store: Store, campaign_id: int, repeat: int) -> bool:
                             (campaign_id, repeat)).fetchone() is not None
 
 
+def look_taken(store: Store, campaign_id: int, repeat: int) -> bool:
+    """Whether a look after the first `repeat` rounds has had its launches: a launch of
+    repeat index >= repeat has started (any state but pending), or some group point
+    (group, parameters) has none of its launches of repeat index < repeat pending or
+    running (repeats = "decide" looks once those have run, even when the look decides
+    every cell and no later launch runs)."""
+    if ran_from_repeat(store, campaign_id, repeat):
+        return True
+    return store.db.execute(
+        "SELECT 1 FROM runs WHERE campaign_id=? AND repeat<? GROUP BY grp, params_json "
+        "HAVING SUM(status IN ('pending', 'running'))=0 LIMIT 1",
+        (campaign_id, repeat)).fetchone() is not None
+
+
 def run_statuses(store: Store, campaign_id: int) -> dict[str, str]:
     return {r["id"]: r["status"] for r in store.db.execute(
         "SELECT id, status FROM runs WHERE campaign_id=?", (campaign_id,))}
