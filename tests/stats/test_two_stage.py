@@ -185,3 +185,33 @@ def test_plan_total_from_the_stage_one_tests():
     assert by_hand == 8 and T.plan_total([t], 3, 3, 10, goal) == 8
     assert T.plan_total(tests(0.001), 3, 3, 5, goal) == 5        # no choice: max
     assert (T.smallest_total(3, 10), T.staged(3, 10), T.staged(3, 5)) == (6, True, False)
+
+
+def test_unpaired_pooled_sides_are_scaled_by_their_own_component_counts():
+    # 6 sizes, a staged side (3 + 5 launches) against another campaign's 6: the staged
+    # side's smallest sizes have no cell-specific spread, so their moderated cell part is 0
+    # and that side has its launch part only (Spread.components drops a 0 part). Counting
+    # the sides' components from the pooled parts (2 each) scaled the other side's launch
+    # part by the staged side's 5/8 instead of 6/6: a stage-2 CI too narrow
+    rng = np.random.default_rng(3)
+    sds = np.array([0.0, 0.002, 0.005, 0.01, 0.03, 0.06])
+    u = rng.normal(0, 0.04, (8, 1)) + rng.normal(0, 1, (8, 6)) * sds
+    w = rng.normal(0, 0.02, (6, 1)) + rng.normal(0, 0.01, (6, 6))
+    cells = [({("a", i): float(math.exp(x)) for i, x in enumerate(u[:, k])},
+              {("b", i): float(math.exp(x)) for i, x in enumerate(w[:, k])}, "lower")
+             for k in range(6)]
+    first = {("a", i) for i in range(3)}
+    full = L.compare_cells(cells)
+    late = L.compare_cells([({k: v for k, v in c[0].items() if k not in first}, c[1],
+                             "lower") for c in cells])
+    sa = L.spread({k: {i: v for i, v in c[0].items() if i not in first}
+                   for k, c in enumerate(cells)})
+    sb = L.spread({k: c[1] for k, c in enumerate(cells)})
+    assert sa.cell_parts is not None and sa.cell_parts[0][0] == 0.0   # the case
+    for k in range(6):
+        t = T.stage_two_test(full[k], late[k])
+        want = sa.components(8, k) + sb.components(6, k)
+        assert len(t.components) == len(want)
+        for (v, d), (wv, wd) in zip(t.components, want, strict=True):
+            assert abs(v - wv) <= 1e-12 * wv and d == wd
+        assert abs(t.se_log ** 2 - sum(v for v, _ in want)) < 1e-15
