@@ -188,6 +188,10 @@ class LaunchTest(NamedTuple):
     # with the other side's where they agree, else its own raised, at its own df
     # (plan_component); () = the test's own components
     plan_components: tuple[tuple[float, float], ...] = ()
+    # unpaired and pooled: how many of components (and plan_components) are the baseline
+    # side's (its launch part, and its cell part unless that is 0: Spread.components);
+    # 0 = half of them (one per side)
+    base_components: int = 0
 
     @property
     def planned_on(self) -> tuple[tuple[float, float], ...]:
@@ -740,7 +744,8 @@ def _test_cell(yb: np.ndarray, yc: np.ndarray, spreads, alpha: float,
     parts = tuple(_parts(sp, n) for sp, n in ((spreads[0], nb), (spreads[1], nc))) \
         if pooled else ()
     return _tested(diff, (nb, nc), sd, tuple(comps), pooled, shared, parts, alpha, level,
-                   plan_components=planning_components(tuple(comps), tuple(plan)))
+                   plan_components=planning_components(tuple(comps), tuple(plan)),
+                   base_components=len(spreads[0].components(nb, cell)) if pooled else 0)
 
 
 def planning_components(comps: tuple, plan: tuple) -> tuple:

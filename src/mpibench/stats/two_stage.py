@@ -70,15 +70,10 @@ def _scaled(t: LaunchTest, comps: tuple, rb: float, rc: float) -> tuple:
     by round there is one factor (rb == rc) and no sides to tell apart."""
     if rb == rc:
         return tuple((v * rb, d) for v, d in comps)
-    k = _base_count(t) if t.parts else len(comps) // 2
+    # the baseline side's count as the test built its components (a moderated cell part
+    # of 0 is dropped there, so the pooled `parts`, which always hold one, cannot tell)
+    k = t.base_components or len(comps) // 2
     return tuple((v * (rb if i < k else rc), d) for i, (v, d) in enumerate(comps))
-
-
-def _base_count(t: LaunchTest) -> int:
-    """How many of a pooled test's components are the baseline side's: its launch part,
-    and its cell part where the spread has one (stats.launch.Spread.components)."""
-    _lv, _dl, _cv, dc, s = t.parts[0]
-    return 2 if s > 1 and dc > 0 else 1
 
 
 def _shared(parts: tuple) -> float:
@@ -123,6 +118,7 @@ def stage_two_test(full: LaunchTest, late: LaunchTest, level: float = 0.95,
         ci_low=_exp(d - h), ci_high=_exp(d + h), p=p,
         se_log=se, components=comps, df=launch_stats._satterthwaite(comps),
         shared_var=min(shared, se2), parts=parts, plan_components=plan,
+        base_components=late.base_components,
         detectable=launch_stats._detectable(plan or comps, alpha, launch_stats.POWER))
 
 
