@@ -182,3 +182,32 @@ def test_reference_file_surface_derandomized():
     surf = next(s for s in _surfaces.SURFACES if s.name == "reference files")
     t = surf.run(random.Random(29), 60)
     assert t.tried == 60 and (t.crashes, t.misparses, t.contract) == (0, 0, 0), t.examples
+
+
+def test_reference_gate_gives_a_noisy_size_its_own_cell_part():
+    """check --reference pools the new launches' spread over a benchmark's sizes as
+    compare does, with each size's own (moderated) cell part where the sizes are not
+    equally noisy: a noisy size's CI is wider than a quiet one's (it got the pooled cell
+    part, so every size had the same too-narrow CI)."""
+    from types import SimpleNamespace
+
+    from mpibench import gate_reference as G
+    from mpibench.stats import launch as L
+    rng = np.random.default_rng(5)
+    sizes = [1, 8, 64, 512, 4096, 32768]
+    sds = [0.001, 0.001, 0.002, 0.002, 0.003, 0.15]
+    ids = [f"r{i}" for i in range(6)]
+    u = rng.normal(0.0, 0.02, 6)
+    cells, refs = {}, []
+    for size, sd in zip(sizes, sds, strict=True):
+        vals = [float(math.exp(x)) for x in u + rng.normal(0.0, sd, 6)]
+        cells[size] = {"n": SimpleNamespace(
+            benchmark="PingPong", size=size, np=2, params={}, metric="time", unit="us",
+            shown_statistic="median", launch_values=vals, launch_ids=ids,
+            by_launch=dict(zip(ids, vals, strict=True)))}
+        refs.append(G.RefCell("PingPong", size, None, "time", "us", "lower", 1.0))
+    res = G.judge(G.Reference("r.toml", cells=refs), cells, ["n"], 0.05, 0.05)
+    sp = L.spread({id(c["n"]): c["n"].by_launch for c in cells.values()})
+    assert sp.cell_parts is not None                                  # the case
+    width = {f.cell: math.log(f.ci_high / f.ci_low) for f in res.findings}
+    assert width["32K"] > 2 * width["8"]
