@@ -467,8 +467,9 @@ def judge(ref: Reference, cells: dict, sets: list[str], margin_flag: float | Non
                                      f"{n} new launch(es); a test needs >= 2"))
                 continue
             sp = spread[(rc.benchmark, rc.metric)]
-            comps = sp.components(n) if sp is not None else [(float(y.var(ddof=1)) / n,
-                                                               n - 1)]
+            # this size's own (moderated) cell part where the sizes differ, as compare
+            comps = sp.components(n, id(c)) if sp is not None else [
+                (float(y.var(ddof=1)) / n, n - 1)]
             if rc.sd_log is not None:
                 comps = comps + [(rc.sd_log ** 2 / rc.launches, rc.launches - 1)]
             f = _finding(Finding, L, g, rc.benchmark, rc.label, float(y.mean()) - r0,
