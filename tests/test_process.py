@@ -102,3 +102,45 @@ def _stop(pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
     except OSError:
         pass
+
+
+def test_an_interrupted_wait_stops_the_launchers_group_and_reaps_it(tmp_path):
+    """An exception while waiting for the launch (a Ctrl-C, a complete_at that raises) must
+    not leave the launcher's group running nor the launcher unreaped: the group's stop is
+    in the `finally`, the launcher reaped after it."""
+    script = "echo $$ >launcher.pid; sleep 600 & echo $! >child.pid; wait"
+
+    def raising():
+        for name in ("launcher.pid", "child.pid"):
+            assert _wait_for_file(tmp_path / name)
+        raise KeyboardInterrupt
+
+    launcher = child = None
+    try:
+        try:
+            run_until_complete(["sh", "-c", script], cwd=tmp_path, timeout=120,
+                               stdout_path=tmp_path / "o", stderr_path=tmp_path / "e",
+                               complete_at=raising, grace=3600, tick=0.05)
+        except KeyboardInterrupt:
+            pass
+        else:
+            raise AssertionError("the interrupt was swallowed")
+        launcher = int((tmp_path / "launcher.pid").read_text())
+        child = int((tmp_path / "child.pid").read_text())
+        assert not Path(f"/proc/{launcher}").exists()     # stopped and reaped
+        assert wait_gone(child, bound_s=30)
+    finally:
+        for pid in (launcher, child):
+            if pid is not None:
+                _stop(pid)
+
+
+def _wait_for_file(path: Path) -> bool:
+    """The launcher wrote path (non-empty, a whole line): a bounded poll on the event."""
+    import time
+    end = time.monotonic() + 60
+    while time.monotonic() < end:
+        if path.exists() and path.read_text().endswith("\n"):
+            return True
+        time.sleep(0.01)
+    return False
