@@ -157,15 +157,17 @@ def run_until_complete(
                 stopped_after = max(0.0, time.time() - done)
                 _kill_group(proc, pidfd)
                 break
+    finally:
         # what the launcher left in its process group must not run on into the next cell
         # (a launch that exits at once with `sleep 30 &` in it; a rank the TERM did not
-        # stop); before the wait below reaps the launcher, so its PID, the group's ID,
-        # cannot have been reused
+        # stop), nor on after an exception or a Ctrl-C here; before the wait below reaps
+        # the launcher, so its PID, the group's ID, cannot have been reused. (Without a
+        # pidfd, i.e. not Linux >= 5.3, _exited's Popen.wait has already reaped a launcher
+        # that exited, so there the group's ID could in principle be reused by then.)
         _killpg(proc.pid, signal.SIGKILL)
-    finally:
         if pidfd is not None:
             os.close(pidfd)
-    proc.wait()
+        proc.wait()
     elapsed = time.monotonic() - start
     text = [Path(p).read_text(errors="replace") if Path(p).exists() else ""
             for p in (stdout_path, stderr_path)]
