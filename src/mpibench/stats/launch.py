@@ -287,7 +287,9 @@ def floor_component(var: float, df: float, other_var: float, other_df: float
 # the two estimates are consistent (their ratio below this quantile of F(own df, other df)),
 # else as its own, raised so that it falls short of the true variance with probability
 # 1 - PLAN_OWN_QUANTILE (a 1-2 df estimate is mostly below its mean: chi2 with 1 df has its
-# median at 0.45 of it). Chosen by simulation, docs/statistics.md "Planning".
+# median at 0.45 of it). Chosen by simulation, docs/statistics.md "Planning". Unpaired
+# sides only: a paired test plans on its round differences' own spread, still optimistic
+# at 3-4 rounds (about 70% true power, docs/statistics.md).
 PLAN_SAME_LEVEL = 0.85
 PLAN_OWN_QUANTILE = 0.55
 
@@ -953,7 +955,9 @@ def launches_needed_for(t: LaunchTest, effect: float, alpha: float = 0.05,
     """Launches per side (paired: rounds) at which the test t ran (its components, scaled
     to n launches: variances as n_now / n, df as the launches' n - 1 and the cell part's
     (n - 1)(S - 1)) detects a gain of 1 + effect with probability `power` (noncentral t of
-    that test). For an unpaired test this is launches_needed at t's pooled sd."""
+    that test). For an unpaired test this is launches_needed at t's pooled sd. A moderated
+    cell part's df (d0 + d_g) is scaled whole, though d0 does not grow with n: somewhat
+    optimistic for such cells (docs/statistics.md, plan_total)."""
     if t.pairing != "round":
         return launches_needed(t.sd_log, effect, alpha, power, max_n)
     if not t.tested or not t.components or not effect or effect <= -1:

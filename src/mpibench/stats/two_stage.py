@@ -191,7 +191,10 @@ def plan_total(tests: Sequence[LaunchTest], stage_one: int, lo: int, hi: int,
     variance component scaled from the stage-1 count m to n (v m / n), its df from m - 1
     launches' to the n - stage_one - 1 of the stage-2 launches (d (n - stage_one - 1) /
     (m - 1): a launch part's n - 1, a pooled cell part's (n - 1)(S - 1)), the test's
-    critical value. A cell that cannot be tested asks for the maximum."""
+    critical value. A cell that cannot be tested asks for the maximum. A moderated cell
+    part's df (d0 + d_g, stats.moderate) is scaled whole though the prior's d0 does not
+    grow with launches: for such cells the plan is somewhat optimistic (documented,
+    docs/statistics.md)."""
     need = smallest_total(lo, hi)
     if need >= hi:
         return hi
