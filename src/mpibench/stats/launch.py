@@ -175,8 +175,8 @@ class LaunchTest(NamedTuple):
     # i.e. the covariance of this cell's gain with another cell of its benchmark; the
     # correlation of their t statistics is shared_var / se_log**2 (stats.multiplicity)
     shared_var: float = 0.0
-    # pooled: per side (var of the launch part, its df, var of the cell part, its df,
-    # cells per launch S), for the variance of a mean over k cells (mean_components)
+    # pooled: per side (var of the launch part, its df, var of the POOLED cell part, its
+    # df, cells per launch S), for the variance of a mean over k cells (mean_components)
     parts: tuple[tuple[float, float, float, float, float], ...] = ()
     # "round": tested on the per-round differences of launches run back-to-back in the same
     # round of an interleaved campaign (paired_test; n_base = n_cand = pairs); "none": the
@@ -189,9 +189,14 @@ class LaunchTest(NamedTuple):
     # (plan_component); () = the test's own components
     plan_components: tuple[tuple[float, float], ...] = ()
     # unpaired and pooled: how many of components (and plan_components) are the baseline
-    # side's (its launch part, and its cell part unless that is 0: Spread.components);
+    # side's (its launch part, and its cell part where it has one: Spread.components);
     # 0 = half of them (one per side)
     base_components: int = 0
+    # pooled, but this cell's components carry its own (moderated) cell part, not the
+    # block's pooled one (Spread.cell_parts: the sizes are not equally noisy): `parts` and
+    # mean_components(k > 1) do not describe it, so the closed test over the block
+    # (stats.multiplicity) tests it by maxT on the cells' own p instead
+    own_cell: bool = False
 
     @property
     def planned_on(self) -> tuple[tuple[float, float], ...]:
@@ -199,10 +204,13 @@ class LaunchTest(NamedTuple):
         return self.plan_components or self.components
 
     def mean_components(self, k: int) -> tuple[tuple[float, float], ...]:
-        """Variance components of the mean gain over k cells of this benchmark (pooled
-        model: the shared launch part stays, the cell part shrinks as (S-k)/(k(S-1)));
-        k = 1 gives this cell's own components."""
-        if not self.parts:
+        """Variance components of the mean gain over k cells of this benchmark under the
+        pooled model (the shared launch part stays, the pooled cell part shrinks as
+        (S-k)/(k(S-1))); k = 1 gives this cell's own components. Only for a block whose
+        cells all share the pooled cell part: where a cell has its own part (own_cell),
+        k > 1 would mix the pooled part with it and is not a valid variance of the mean
+        (stats.multiplicity then uses maxT on the cells' own p)."""
+        if not self.parts or k == 1:
             return self.components
         out = []
         for lv, dl, cv, dc, s in self.parts:
@@ -550,13 +558,17 @@ class Spread(NamedTuple):
         in the block spread() was given; None, or sizes alike: the pooled cell part)."""
         s = self.cells
         out = [(self.ms_launch / s / n, self.df_launch)]
-        own = self.cell_parts.get(cell) if self.cell_parts and cell is not None else None
+        own = self.own_part(cell)
         if own is not None:
-            if own[0] > 0:
-                out.append((own[0] / n, own[1]))
+            out.append((own[0] / n, own[1]))
         elif s > 1 and self.df_cell > 0:
             out.append((self.ms_cell * (s - 1) / s / n, self.df_cell))
         return out
+
+    def own_part(self, cell: object = None) -> tuple[float, float] | None:
+        """(cell part per launch, df) of this cell where it has its own (cell_parts), else
+        None (the pooled part)."""
+        return self.cell_parts.get(cell) if self.cell_parts and cell is not None else None
 
     @property
     def sd(self) -> float:
@@ -745,9 +757,11 @@ def _test_cell(yb: np.ndarray, yc: np.ndarray, spreads, alpha: float,
     shared = spreads[0].shared(nb) + spreads[1].shared(nc) if pooled else 0.0
     parts = tuple(_parts(sp, n) for sp, n in ((spreads[0], nb), (spreads[1], nc))) \
         if pooled else ()
+    own = pooled and any(sp.own_part(cell) is not None for sp in spreads)
     return _tested(diff, (nb, nc), sd, tuple(comps), pooled, shared, parts, alpha, level,
                    plan_components=planning_components(tuple(comps), tuple(plan)),
-                   base_components=len(spreads[0].components(nb, cell)) if pooled else 0)
+                   base_components=len(spreads[0].components(nb, cell)) if pooled else 0,
+                   own_cell=own)
 
 
 def planning_components(comps: tuple, plan: tuple) -> tuple:
@@ -782,6 +796,7 @@ def _tested(diff: float, ns: tuple[int, int], sd: float, comps: tuple, pooled: b
 
 
 def _parts(sp: Spread, n: int) -> tuple[float, float, float, float, float]:
+    """The POOLED parts of a side (LaunchTest.parts), whatever this cell's own part."""
     c = sp.components(n)
     lv, dl = c[0]
     cv, dc = c[1] if len(c) > 1 else (0.0, 0.0)
@@ -930,7 +945,9 @@ def paired_test(d: np.ndarray, sp: Spread | None, unpaired: int = 0, alpha: floa
     sd = math.sqrt(0.5 * var_d)
     shared = sp.shared(n) if pooled else 0.0
     parts = (_parts(sp, n),) if pooled else ()
-    return _tested(diff, (n, n), sd, comps, pooled, shared, parts, alpha, level, **extra)
+    own = pooled and sp.own_part(cell) is not None
+    return _tested(diff, (n, n), sd, comps, pooled, shared, parts, alpha, level,
+                   own_cell=own, **extra)
 
 
 def _aggregate_paired(rows, paired, alpha: float, level: float) -> LaunchTest:

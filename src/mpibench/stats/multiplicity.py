@@ -319,7 +319,10 @@ def _cell_units(cells: Sequence[Hypothesis]) -> tuple[list[float], list[tuple]]:
             continue
         ts = [cells[i].test for i in idx]
         rho = min(t.shared_var / t.se_log ** 2 for t in ts)
-        if BLOCK_TEST != "maxt" and all(t.parts and t.parts == ts[0].parts for t in ts):
+        # the mean-gain closed test needs one pooled cell part for every cell; a block
+        # whose sizes keep their own parts (own_cell) is tested by maxT on the own p
+        if BLOCK_TEST != "maxt" and not any(t.own_cell for t in ts) \
+                and all(t.parts and t.parts == ts[0].parts for t in ts):
             adj = closed_mean_p([t.diff_log for t in ts], ts[0].mean_components,
                                 [t.p for t in ts] if BLOCK_TEST == "both" else None, rho,
                                 MEAN_SHARE)
