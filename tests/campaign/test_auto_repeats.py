@@ -313,3 +313,16 @@ def test_a_changed_decide_design_is_refused_once_its_first_look_was_taken(tmp_pa
         store.create_run("g0", cid, "a", grp="g", repeat=0)
         with pytest.raises(UsageError, match=r"^c\.toml: campaign\.equivalence changed"):
             refuse_changed_rule(store, cid, old, changes["campaign.equivalence"][0], "c.toml")
+        # the looks judge each candidate against its group's first variant: reordering the
+        # variants re-decides the launches a look saw against another baseline; a variant
+        # appended after them changes no baseline
+        named = {**old, "variants": [{"name": "a"}, {"name": "b"}]}
+        refuse_changed_rule(store, cid, named, {**named, "variants": [
+            {"name": "a"}, {"name": "b"}, {"name": "c"}]}, "c.toml")
+        for order in (["b", "a"], ["c", "a", "b"], ["a"]):
+            with pytest.raises(UsageError) as e:
+                refuse_changed_rule(store, cid, named, {**named, "variants": [
+                    {"name": n} for n in order]}, "c.toml")
+            msg = str(e.value)
+            assert msg.startswith("c.toml: the variants' order changed after the first "
+                                  "look") and "(a, b; new variants after them)" in msg, msg
