@@ -21,8 +21,8 @@ group's parameter point that still has an undecided cell, and only for the varia
 involved (the baseline and the undecided candidates). The looks are replayed from the
 stored launches (`decisions`), so `campaign status` says where each cell stands and why a
 point stopped, and a resumed campaign reaches the same decisions. So once the first look
-was taken the rule and the margin may not change (frozen_design: another design would
-re-decide launches already seen).
+was taken the rule, the margin and the variants' order (the baselines) may not change
+(frozen_design: another design would re-decide launches already seen).
 
 The plan holds `max` launches per variant, interleaved as usual (cell ids do not depend on
 the rule). Stage 1: the first `min` rounds always run. Then, once per group, the rule looks
@@ -305,6 +305,23 @@ def stage_one_launches(store, run_ids) -> tuple[set[str], set[str]]:
 
 # the stored spec's keys a repeats rule's design is made of, as the campaign file names them
 _DESIGN_KEYS = {"campaign.repeats": "repeats_auto", "campaign.equivalence": "equivalence"}
+# the variants' order: each candidate is judged against its group's first variant in it
+# (decision_cells), so reordering re-decides launches a look saw against another baseline;
+# variants may only be appended
+VARIANT_ORDER = "the variants' order"
+
+
+def _order(spec: dict) -> list:
+    return [v.get("name") for v in spec.get("variants") or [] if isinstance(v, dict)]
+
+
+def _changed(key: str, old: dict, new: dict) -> bool:
+    """Whether a design key differs between the stored and the new spec (the variants'
+    order: the old names not all first, in their order)."""
+    if key == VARIANT_ORDER:
+        was = _order(old)
+        return _order(new)[:len(was)] != was
+    return old.get(_DESIGN_KEYS[key]) != new.get(_DESIGN_KEYS[key])
 
 
 def frozen_design(store, campaign_id: int, spec: dict) -> tuple[str, tuple[str, ...]] | None:
@@ -316,7 +333,8 @@ def frozen_design(store, campaign_id: int, spec: dict) -> tuple[str, tuple[str, 
     stage 1 come from the stored rule). repeats = "decide": once its first look was taken
     (the launches of rounds < min of a group point have run, or a later launch started;
     the looks are replayed from the stored rule and the campaign's equivalence margin:
-    their rounds, their levels alpha x 0.2 / interim looks, TOST at the margin)."""
+    their rounds, their levels alpha x 0.2 / interim looks, TOST at the margin; and the
+    variants' order, VARIANT_ORDER: each candidate against its group's first variant)."""
     from mpibench.store.queries import look_taken, ran_from_repeat
 
     r = spec.get("repeats_auto")
@@ -328,7 +346,8 @@ def frozen_design(store, campaign_id: int, spec: dict) -> tuple[str, tuple[str, 
             return None
         return (f"the first look of campaign.repeats = \"decide\" (at {r['min']} launches "
                 "per variant): its looks are replayed with the stored rule and margin (their "
-                "rounds, levels and TOST)", ("campaign.repeats", "campaign.equivalence"))
+                "rounds, levels and TOST)",
+                ("campaign.repeats", "campaign.equivalence", VARIANT_ORDER))
     if (r.get("until", "precise") == "precise" and two_stage.staged(r["min"], r["max"])
             and ran_from_repeat(store, campaign_id, r["min"])):
         return (f"stage 2 of its repeats = \"auto\" rule began (launches of round >= min "
@@ -342,6 +361,8 @@ def _shown(key: str, value: Any) -> str:
     def toml(v: Any) -> str:
         return json.dumps(v) if isinstance(v, str) else repr(v)
 
+    if key == VARIANT_ORDER:
+        return f"{key} ({', '.join(value)}; new variants after them)"
     if value is None:
         return f"{key} unset"
     if key == "campaign.equivalence" and isinstance(value, int | float):
@@ -364,16 +385,18 @@ def refuse_changed_rule(store, campaign_id: int, old: dict, new: dict, path) -> 
     spec (CampaignSpec.to_dict). Raises UsageError (nothing written yet)."""
     from mpibench.errors import UsageError
 
-    if all(old.get(_DESIGN_KEYS[k]) == new.get(_DESIGN_KEYS[k]) for k in _DESIGN_KEYS):
+    if not any(_changed(k, old, new) for k in (*_DESIGN_KEYS, VARIANT_ORDER)):
         return
     frozen = frozen_design(store, campaign_id, old)
     if frozen is None:
         return
     since, keys = frozen
-    changed = [k for k in keys if old.get(_DESIGN_KEYS[k]) != new.get(_DESIGN_KEYS[k])]
+    changed = [k for k in keys if _changed(k, old, new)]
     if not changed:
         return
-    keep = " and ".join(_shown(k, old.get(_DESIGN_KEYS[k])) for k in keys)
+    keep = " and ".join(_shown(k, _order(old) if k == VARIANT_ORDER
+                               else old.get(_DESIGN_KEYS[k]))
+                        for k in keys if k != VARIANT_ORDER or _order(old))
     raise UsageError(
         f"{path}: {changed[0]} changed after {since}; keep {keep}, or start a new campaign "
         "(another name or --db)")
