@@ -44,7 +44,8 @@ vs MPICH PingPong store: 16 with a cell part of sd 0.1, two 0.35, four 0.3-0.6),
 and unpaired, 5+5, 10+10, 2 vs 7: per-size false positives (mean, quiet, noisy, worst),
 coverage per size, power for 10% at the quiet sizes; each size's own moderated cell part
 (stats.moderate, now) against the part pooled over every size (before). Targets: FP <= 6%
-and coverage 93-97% at every size.
+and coverage 93-97% at every size. Then 3-8 sizes, one 6x noisier or all alike, 5+5
+unpaired: false positives at the noisy and the worst quiet size, power at the quiet ones.
 
 Unbalanced launches (`--only-unbalanced` runs just these; also 2 vs 7 and 3 vs 7 on a
 two-mode machine, launches x3 apart): each scenario's launches analysed as compare does
@@ -705,6 +706,59 @@ def hetero_section(rng: np.random.Generator, reps: int) -> None:
           "coverage per size (A/A, min and max over sizes); power q = raw p <= 0.05 for a "
           "real 10% at the quiet (sd 0.1) sizes; cover10 = worst coverage with the 10%")
     print("  targets: FP <= 6% at every size, coverage 93-97% at every size")
+    few_sizes_section(rng, reps)
+
+
+def _few_row(rng: np.random.Generator, reps: int, sds: np.ndarray) -> tuple:
+    """(A/A FP per size, power for a real 10% per size) of 5+5 unpaired benchmarks whose
+    sizes have cell parts of sd `sds` per side (launch effect sd 0.03 per side)."""
+    from mpibench.stats import launch as L
+
+    out = []
+    for eff in (0.0, math.log(1.1)):
+        sig = np.zeros(sds.size)
+        for _ in range(reps):
+            vals = [np.exp(rng.normal(0.0, 0.03, (5, 1))
+                           + rng.normal(0.0, 1.0, (5, sds.size)) * sds + j * eff)
+                    for j in (0, 1)]
+            cells = [({f"a{r}": vals[0][r, k] for r in range(5)},
+                      {f"b{r}": vals[1][r, k] for r in range(5)}, "higher")
+                     for k in range(sds.size)]
+            sig += [t.p is not None and t.p <= 0.05 for t in L.compare_cells(cells)]
+        out.append(sig / reps)
+    return tuple(out)
+
+
+def few_sizes_section(rng: np.random.Generator, reps: int) -> None:
+    """A benchmark of 3-8 sizes, one of them 6x noisier (cell part sd 0.3 vs 0.05), and
+    the same sizes alike (all 0.05), 5+5 unpaired: below stats.launch.FEW_CELLS sizes
+    every size keeps its own part (no gate: Bartlett's test almost never rejects there),
+    from FEW_CELLS on one gate per benchmark; now vs pooled over every size."""
+    from mpibench.stats import launch as L
+
+    print(f"\nFew sizes, one 6x noisier (cell part sd 0.3 vs 0.05) or all alike (0.05), 5+5 "
+          f"unpaired, launch effect sd 0.03; {reps} benchmarks per row (stats level); own "
+          f"parts below {L.FEW_CELLS} sizes, gated from there")
+    print(f"  {'sizes':<16} {'FP noisy':>8} {'FP quiet':>8} {'power q':>7} | "
+          f"{'pooled: FP noisy':>16} {'FP quiet':>8} {'power q':>7}")
+    original = L.spread
+    for n in (3, 4, 5, 6, 8):
+        for label, sds in ((f"{n}, one noisy", np.array([0.05] * (n - 1) + [0.3])),
+                           (f"{n}, alike", np.full(n, 0.05))):
+            now = _few_row(rng, reps, sds)
+            L.spread = functools.partial(original, moderate=False)
+            try:
+                pooled = _few_row(rng, reps, sds)
+            finally:
+                L.spread = original
+            cols = []
+            for fp, pw in (now, pooled):
+                cols.append(f"{100 * fp[-1]:>7.1f}% {100 * fp[:-1].max():>7.1f}% "
+                            f"{100 * pw[:-1].mean():>6.1f}%")
+            print(f"  {label:<16} {cols[0]} | {cols[1]:>34}", flush=True)
+    print("  FP noisy = A/A raw p <= 0.05 at the last size (the noisy one); FP quiet = the "
+          "worst other size; power q = raw p <= 0.05 for a real 10%, mean over the other "
+          "sizes; pooled = spread(moderate=False), other draws. Target FP <= 6% per size")
 
 
 if __name__ == "__main__":
