@@ -191,8 +191,9 @@ def test_plan_total_from_the_stage_one_tests():
 def test_unpaired_pooled_sides_are_scaled_by_their_own_component_counts():
     # 6 sizes, a staged side (3 + 5 launches) against another campaign's 6: the staged
     # side's smallest sizes have no cell-specific spread, so their moderated cell part is 0
-    # and that side has its launch part only (Spread.components drops a 0 part). Counting
-    # the sides' components from the pooled parts (2 each) scaled the other side's launch
+    # (Spread.components dropped such a part when this test was written; it keeps it now,
+    # and the count still matters where a side has no cell part at all). Counting the
+    # sides' components from the pooled parts (2 each) scaled the other side's launch
     # part by the staged side's 5/8 instead of 6/6: a stage-2 CI too narrow
     rng = np.random.default_rng(3)
     sds = np.array([0.0, 0.002, 0.005, 0.01, 0.03, 0.06])
