@@ -550,6 +550,47 @@ def test_a_stopped_launchers_kill_is_not_a_timeout(tmp_path):
     assert read_step_result(step).stopped_after == 0.0
 
 
+def test_damaged_step_files_read_as_absent_never_raise(tmp_path):
+    """A step's files come back over a shared filesystem: one that is a directory, or holds
+    a number too large for a float or a non-finite one, reads as absent (the harness used
+    to raise IsADirectoryError / OverflowError and report inf or nan elapsed seconds); a
+    stop whose times are damaged is still a stop, at an unknown 0 s."""
+    from mpibench.schedulers import STOPPED_FILE, read_step_result
+
+    step = JobStep(cell_id="c", run_dir=tmp_path, argv=["x"], env={},
+                   stdout=tmp_path / "o", stderr=tmp_path / "e", timeout_s=20)
+    (tmp_path / "exit_status").mkdir()
+    (tmp_path / "timing.json").write_text('{"started": 1' + "0" * 400 + ', "finished": 2}')
+    sr = read_step_result(step)
+    assert (sr.exit_code, sr.elapsed, sr.started, sr.timed_out) == (None, 0.0, None, False)
+    (tmp_path / "exit_status").rmdir()
+    (tmp_path / "exit_status").write_text("0\n")
+    for started in ("-Infinity", "NaN", "true", '"100"'):
+        (tmp_path / "timing.json").write_text(
+            '{"started": ' + started + ', "launch_started": 100.5, "finished": 125.0}')
+        assert (read_step_result(step).elapsed, read_step_result(step).started) == (0.0, None)
+    (tmp_path / STOPPED_FILE).write_text('{"complete": 103.0, "stopped": 1' + "0" * 400 + "}")
+    assert read_step_result(step).stopped_after == 0.0
+    (tmp_path / STOPPED_FILE).write_text('{"complete": -Infinity, "stopped": 113.5}')
+    assert read_step_result(step).stopped_after == 0.0
+    (tmp_path / STOPPED_FILE).unlink()
+    (tmp_path / STOPPED_FILE).mkdir()
+    assert read_step_result(step).stopped_after is None
+
+
+def test_step_result_files_surface_derandomized():
+    """The 'step result files' fuzz surface with a fixed seed (68 of 400 cases raised
+    before the reads were made robust): damaged step files never raise, and nothing
+    non-finite or negative comes back."""
+    import random
+
+    from support import surfaces as _surfaces
+
+    surf = next(s for s in _surfaces.SURFACES if s.name == "step result files")
+    t = surf.run(random.Random(12), 80)
+    assert t.tried == 80 and (t.crashes, t.misparses, t.contract) == (0, 0, 0), t.examples
+
+
 def test_a_launcher_that_exits_by_itself_ends_its_step_at_once(tmp_path):
     """The step used to look at its launcher once a tick (`kill -0`, then `sleep`), so
     every launch that exited normally waited up to a tick more (a second for a core cell);

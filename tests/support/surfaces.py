@@ -23,6 +23,7 @@ CliOutcome.problems() (exit 2 with one error line, nothing written, nothing star
 from __future__ import annotations
 
 import io
+import json
 import math
 import os
 import random
@@ -890,4 +891,57 @@ def _reference_files(rng: random.Random, n: int) -> Tally:
                     t.silent(f"sd_log {c.sd_log} kept with launches {c.launches}")
                 if c.margin is not None and not 0 < c.margin <= 1:
                     t.silent(f"margin {c.margin} kept")
+    return t
+
+
+@surface("step result files", "what a batch job step leaves in its run directory for the "
+         "harness (exit_status, timing.json, launcher_stopped), written by the job script "
+         "on a shared filesystem and so possibly cut, emptied, doubled or byte-flipped, or "
+         "a directory: read_step_result answers (a missing or unreadable file reads as "
+         "absent), never raises; a stop it reports is finite and never negative")
+def _step_result_files(rng: random.Random, n: int) -> Tally:
+    import tempfile
+    from pathlib import Path
+
+    from mpibench import schedulers as S
+
+    good = {S.EXIT_STATUS_FILE: "0\n",
+            S.TIMING_FILE: json.dumps({"started": 1764150000.25, "launch_started":
+                                       1764150000.5, "finished": 1764150003.75}) + "\n",
+            S.STOPPED_FILE: S.stopped_record(1764150002.5, 1764150003.5)}
+    numbers = ["1" * 400, "1e400", "-1e400", "NaN", "Infinity", "-5", "true", "null",
+               "\"7\"", "[1]", "{}", "9" * 30, "0x10", "1_000", "\u0663"]
+    t = Tally()
+    with tempfile.TemporaryDirectory(prefix="mb-fuzz-step-") as td:
+        run_dir = Path(td)
+        step = S.JobStep("fz", run_dir, ["true"], {}, run_dir / "stdout.txt",
+                         run_dir / "stderr.txt", timeout_s=rng.choice([0, 30]))
+        for k in range(n):
+            for name in good:
+                p = run_dir / name
+                if p.is_dir():
+                    p.rmdir()
+                else:
+                    p.unlink(missing_ok=True)
+            for name, text in good.items():
+                kind = rng.choice(["keep", "keep", "mutate", "number", "drop", "dir"])
+                if kind == "drop":
+                    continue
+                if kind == "dir":
+                    (run_dir / name).mkdir()
+                    continue
+                if kind == "mutate":
+                    text = mutate_text(rng, text)
+                elif kind == "number":
+                    text = re.sub(r"-?[0-9][0-9.]*", lambda _m: rng.choice(numbers), text,
+                                  count=rng.randint(1, 3))
+                (run_dir / name).write_text(text, encoding="utf-8", errors="surrogatepass")
+            res = t.run(lambda: S.read_step_result(step), describe=f"step files case {k}")
+            if res is None:
+                continue
+            if res.stopped_after is not None and not (
+                    math.isfinite(res.stopped_after) and res.stopped_after >= 0):
+                t.silent(f"stopped_after {res.stopped_after!r}")
+            if not math.isfinite(res.elapsed):
+                t.silent(f"elapsed {res.elapsed!r}")
     return t

@@ -34,6 +34,7 @@ writes the database (single writer).
 from __future__ import annotations
 
 import json
+import math
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -397,19 +398,17 @@ def read_step_result(step: JobStep, job_state: JobStatus | None = None) -> StepR
     exit_code None; the job's own final state then tells why. A step that finished keeps
     its own result even when the job later ran out of time (grouped cells)."""
     exit_code: int | None = None
-    status_file = step.run_dir / EXIT_STATUS_FILE
-    if status_file.exists():
-        try:
-            exit_code = int(status_file.read_text().strip())
-        except ValueError:
-            exit_code = None
+    try:
+        exit_code = int((step.run_dir / EXIT_STATUS_FILE).read_text().strip())
+    except (OSError, ValueError):     # absent, a directory, unreadable, cut or not a number
+        exit_code = None
     started = finished = launch = None
     try:
         t = json.loads((step.run_dir / TIMING_FILE).read_text())
-        started, finished = float(t["started"]), float(t["finished"])
-        launch = float(t["launch_started"]) if t.get("launch_started") is not None else None
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        pass
+        started, finished = _epoch(t["started"]), _epoch(t["finished"])
+        launch = _epoch(t["launch_started"]) if t.get("launch_started") is not None else None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, OverflowError):
+        started = finished = launch = None
     elapsed = (finished - started) if started is not None and finished is not None else 0.0
     stopped = read_stopped(step.run_dir) if exit_code is not None else None
     # the job's exit code is not the step's: the script exits 0 after any step failure.
@@ -424,6 +423,17 @@ def read_step_result(step: JobStep, job_state: JobStatus | None = None) -> StepR
                       stopped_after=None if timed_out else stopped)
 
 
+def _epoch(value: object) -> float:
+    """A time read back from a step's files: a finite number (a bool, a string, a
+    non-finite or too large one is damage: ValueError/TypeError/OverflowError)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"not a number: {value!r}")
+    out = float(value)
+    if not math.isfinite(out):
+        raise ValueError(f"not finite: {value!r}")
+    return out
+
+
 def stopped_record(complete: float | None, stopped: float) -> str:
     """STOPPED_FILE's text, as the job script's printf writes it."""
     return STOPPED_FIELDS % (json.dumps(complete), json.dumps(stopped)) + "\n"
@@ -436,9 +446,9 @@ def read_stopped(run_dir: Path) -> float | None:
         t = json.loads((Path(run_dir) / STOPPED_FILE).read_text())
     except (OSError, ValueError):
         return None
-    if not isinstance(t, dict) or not isinstance(t.get("stopped"), int | float):
+    if not isinstance(t, dict) or "stopped" not in t:
         return None
-    done = t.get("complete")
-    if not isinstance(done, int | float) or isinstance(done, bool):
-        return 0.0
-    return max(0.0, float(t["stopped"]) - float(done))
+    try:
+        return max(0.0, _epoch(t["stopped"]) - _epoch(t.get("complete")))
+    except (TypeError, ValueError, OverflowError):
+        return 0.0          # stopped, but when (or since when) is not known
