@@ -336,7 +336,12 @@ def test_hostile_values_grouped_cells_and_settings_reach_slurm_intact(campaigns)
             assert sorted((Path(r["run_dir"]) / "stdout.txt").read_text().split("\n")) == \
                 ["", "rank 0", "rank 1"]
         else:  # a failed step does not stop the cells after it in the same job
-            assert r["status"] == "failed" and r["exit_code"] == 3, r["reason"]
+            # both ranks exit 3; srun (--kill-on-bad-exit=1) terminates a rank that has not
+            # exited yet when the other's 3 arrives, and then reports that rank's 143 (the
+            # larger): which one comes first is the machine's timing (seen under load)
+            assert r["status"] == "failed", r["reason"]
+            assert r["exit_code"] == 3 or (
+                r["exit_code"] == 143 and "Force Terminated" in r["reason"]), r["reason"]
     job = _scontrol(job_id)
     assert job["Partition"] == "debug" and job["TimeLimit"] == "00:04:00"
     assert job["Comment"] == "mpibench-test"
