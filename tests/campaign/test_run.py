@@ -903,6 +903,23 @@ def test_decide_adds_launches_only_where_cells_are_undecided(tmp_path, scheduler
     with Store(tmp_path / "d.db") as store:
         (c,) = store.db.execute("SELECT spec_json FROM campaigns").fetchall()
         assert json.loads(c[0])["equivalence"] == 0.005
+    # so would another figure of merit of an application group (the metric it decides on),
+    # and a variant added to a group point whose look was taken (its stage 1 would run
+    # after the look that decided on it): one line naming the file and the variant
+    for edited, words in (
+            (text.replace("better = \"lower\"", "better = \"higher\"", 1),
+             r"benchmarks\.differ\.fom changed after the first look"),
+            (text.replace('variants = ["a", "b"]', 'variants = ["a", "b", "c"]'),
+             r"variant c added to group differ after the first look")):
+        assert edited != text
+        camp.write_text(edited)
+        with pytest.raises(UsageError, match="^" + re.escape(str(camp)) + ": " + words) as e:
+            run_campaign(camp, tmp_path / "d.db", [])
+        assert "\n" not in str(e.value)
+        with Store(tmp_path / "d.db") as store:
+            assert store.db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 20
+            (c,) = store.db.execute("SELECT spec_json FROM campaigns").fetchall()
+            assert json.loads(c[0])["groups"][0]["foms"][0]["better"] == "lower"
     camp.write_text(text)
     # the report's section says the same, from the stored spec
     from mpibench.report.decisions import decisions_tables
