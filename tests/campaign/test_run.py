@@ -982,6 +982,14 @@ def test_auto_two_stage_total_per_group_through_the_stages(tmp_path):
     assert tested and all(any(cmp.footnotes[n - 1].startswith('repeats = "auto" (two-stage)')
                               for n in d.notes) for d in tested)
     assert {d.test.pairing for d in tested} == {"round"} and tested[0].test.pairs == 7
+    # a resumed run takes the look again (the totals are not stored): it reads only the
+    # stage-1 launches (rounds < min), never the stage-2 ones it ran since, so it fixes the
+    # same totals and the rounds past them stay pending
+    again: list[str] = []
+    resumed, _ = run_campaign(camp, tmp_path / "a.db", [], log=again.append)
+    assert resumed.ran == 0 and resumed.auto_skipped == 6, again
+    looks = [m for m in said if m.startswith("repeats = auto: group")]
+    assert len(looks) == 2 and [m for m in again if m in looks] == looks, again
     # stage 2 ran: a lowered min (rounds the look read would become stage 2) is refused
     # and nothing is written; the stored rule is still the one the stages ran
     camp.write_text(camp.read_text().replace("min = 3, max = 8", "min = 2, max = 8"))
