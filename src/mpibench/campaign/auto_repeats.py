@@ -891,5 +891,5 @@ class Stages:
 __all__ = ["AutoRepeats", "parse", "Stages", "decisions", "decision_cells", "summarize",
            "is_decide", "design_of", "figures", "point_json", "group_launches",
            "stage_two_total", "sums_total", "pair_sums", "stage_one_launches",
-           "refuse_changed_rule", "refuse_added_variant", "frozen_design",
+           "refuse_changed_rule", "frozen_design",
            "simulate_two_stage", "simulate_sequential"]
