@@ -190,12 +190,13 @@ def stop_daemons(root: Path) -> list[int]:
     rank = {"slurmd": 0, "slurmctld": 1, "munged": 2}
     mine.sort(key=lambda pd: rank.get(pd[1], 3))
     for pid, daemon in mine:
-        _signal(pid, signal.SIGTERM, daemon, root)
-        deadline = time.monotonic() + STOP_GRACE_S
-        while not _gone(pid) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        if not _gone(pid):
-            _signal(pid, signal.SIGKILL, daemon, root)
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            _signal(pid, sig, daemon, root)
+            deadline = time.monotonic() + STOP_GRACE_S
+            while not _gone(pid) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            if _gone(pid):
+                break
     return [p for p, _ in mine]
 
 
