@@ -250,6 +250,14 @@ int64_t mb_first_round(const mb_stop_rule *rule, double est_sample_s, double lef
 int64_t mb_grow_batch(int64_t k, double batch_us, double floor_us, int64_t kmax);
 /* fixed-count mode: the smallest batch >= k that divides total */
 int64_t mb_fixed_batch(int64_t k, int64_t total);
+/* settling (driver.c): untimed chunks of at most MB_SETTLE_CHUNK iterations until this is
+ * true, or MB_SETTLE_SHARE of --max-time is spent: done iterations so far, the last chunk
+ * with a page fault on some rank ended at last_fault (0: none); true once the fault-free
+ * iterations since then are >= MB_SETTLE_QUIET and >= last_fault */
+#define MB_SETTLE_QUIET 64
+#define MB_SETTLE_CHUNK 64
+#define MB_SETTLE_SHARE 0.5
+int mb_settle_done(int64_t done, int64_t last_fault);
 int mb_stop_selftest(void);
 
 /* JSON writer (json.c): appends to a growable buffer, written out as one line. */

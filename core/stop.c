@@ -111,6 +111,12 @@ int64_t mb_fixed_batch(int64_t k, int64_t total)
     return k;
 }
 
+int mb_settle_done(int64_t done, int64_t last_fault)
+{
+    int64_t need = last_fault > MB_SETTLE_QUIET ? last_fault : MB_SETTLE_QUIET;
+    return done - last_fault >= need;
+}
+
 /* ---- self-test ---- */
 
 static int expect_stop(const char *what, const mb_stop_rule *rule, const mb_progress *p,
@@ -220,6 +226,14 @@ int mb_stop_selftest(void)
     fails += expect_i64("grow_batch", "zero time", mb_grow_batch(2, 0, 20, 1 << 30), 32);
     fails += expect_i64("grow_batch", "kmax", mb_grow_batch(100, 1, 20, 1000), 1000);
     fails += expect_i64("grow_batch", "at kmax", mb_grow_batch(1000, 1, 20, 1000), 1000);
+    /* settling (driver.c): a fault-free stretch of MB_SETTLE_QUIET iterations, and at least
+     * as long as the iterations up to the last fault */
+    fails += expect_i64("settle", "no fault, short", mb_settle_done(MB_SETTLE_QUIET - 1, 0), 0);
+    fails += expect_i64("settle", "no fault, enough", mb_settle_done(MB_SETTLE_QUIET, 0), 1);
+    fails += expect_i64("settle", "early fault", mb_settle_done(MB_SETTLE_QUIET + 7, 7), 1);
+    fails += expect_i64("settle", "gap inside the transient", mb_settle_done(120, 63), 0);
+    fails += expect_i64("settle", "after the transient", mb_settle_done(127, 63), 1);
+    fails += expect_i64("settle", "fault in the last chunk", mb_settle_done(255, 255), 0);
     fails += expect_i64("fixed_batch", "divisor of 1000", mb_fixed_batch(30, 1000), 40);
     fails += expect_i64("fixed_batch", "already divides", mb_fixed_batch(25, 1000), 25);
     return fails;
