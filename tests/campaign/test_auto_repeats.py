@@ -15,12 +15,12 @@ from mpibench.campaign.auto_repeats import (
     pair_sums,
     simulate_two_stage,
     stage_two_total,
-    sums_total,
 )
 from mpibench.campaign.plan import expand
 from mpibench.errors import UsageError
 from mpibench.store import Store
 from support.common import pair_campaign
+from support.superseded import sums_total
 
 
 def _spec(tmp_path, repeats):
