@@ -205,3 +205,50 @@ def test_one_gate_per_benchmark():
         # the closed side's cell part in the test is its forced own part
         assert ts[-1].components[2 * side + 1] == forced[side].components(5, 7)[1]
     assert seen >= 10, seen
+
+
+def test_gated_spreads_gates_a_comparison_once():
+    # the rule compare_cells applied in place, now one function (stats.launch.gated_spreads)
+    # that check --reference calls too: where one side's gate opens, the side whose gate
+    # stayed closed alone keeps its own parts as well (its spread forced); where neither
+    # opens, each side as spread() makes it
+    rng = np.random.default_rng(78)
+    sds = np.array([0.05] * 7 + [0.3])
+    disagree = agree = 0
+    for _ in range(150):
+        cells = _unpaired(rng, sds)
+        sides = [dict(enumerate(b for b, _c, _ in cells)),
+                 dict(enumerate(c for _b, c, _ in cells))]
+        alone = [L.spread(s) for s in sides]
+        joint = L.gated_spreads(sides)
+        gates = [s.cell_parts is not None for s in alone]
+        if gates[0] == gates[1]:
+            agree += 1
+            assert joint == alone
+            continue
+        disagree += 1
+        closed = gates.index(False)
+        assert joint[1 - closed] == alone[1 - closed]
+        assert joint[closed] == L.spread(sides[closed], force=True)
+        assert joint[closed].cell_parts is not None
+    assert disagree >= 8 and agree >= 8, (disagree, agree)
+
+
+def test_known_per_size_variances_open_the_gate_a_side_alone_keeps_closed():
+    # one side given by its launches, the other only by per-size variances (a stored
+    # reference's sd_log^2 with launches - 1 df): the sizes the summary says differ keep
+    # their own parts on the launches' side too, whose own gate stayed closed
+    rng = np.random.default_rng(79)
+    sds = np.array([0.05] * 7 + [0.3])
+    opened = 0
+    for _ in range(100):
+        side = dict(enumerate(b for b, _c, _ in _unpaired(rng, sds, n=3)))
+        alone = L.spread(side)
+        if alone.cell_parts is not None:
+            continue
+        alike = [(0.05 ** 2, 9.0)] * 8
+        noisy = alike[:-1] + [(0.3 ** 2, 9.0)]
+        assert L.gated_spreads([side], alike) == [alone]
+        assert L.gated_spreads([side], noisy) == [L.spread(side, force=True)]
+        opened += 1
+    assert opened >= 20, opened

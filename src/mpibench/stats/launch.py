@@ -640,6 +640,32 @@ def spread(side: Mapping[object, Mapping[str, float]], moderate: bool = True,
     return Spread(ms_launch, n - 1, ms_cell, df_cell, s_bar, n, parts)
 
 
+def gated_spreads(sides: Sequence[Mapping[object, Mapping[Hashable, float | None]]],
+                  known: Sequence[tuple[float, float]] = ()) -> list[Spread | None]:
+    """Each side's Spread (spread) for one comparison of a benchmark's cells, the sizes
+    gated ONCE for the comparison: from FEW_CELLS cells on, where any side's gate finds
+    the sizes' cell parts unlike (its Spread has cell_parts), or the per-cell variances
+    `known` of a side summarised without its launches ((variance of one launch, df) per
+    cell, e.g. a stored reference's sd_log^2 with launches - 1 df) fail Bartlett's test
+    (stats.moderate.alike), every side keeps its own (moderated) parts (spread(force=True)).
+    Gated one side at a time, a noisy size whose own side's gate stayed closed took the
+    pooled part: the other side's evidence that it is noisy was thrown away. Below
+    FEW_CELLS each side as spread() makes it (own parts with 4+ launches, its own gate
+    with 2-3). compare_cells and gate_reference call it; a paired block has one spread
+    (of the round differences) and is gated once anyway."""
+    out = [spread(side) for side in sides]
+    cells = max((len(side) for side in sides), default=0)
+    if cells < FEW_CELLS or any(s is None for s in out):
+        return out
+    differ = any(s.cell_parts for s in out)
+    if not differ and len(known) >= moderate_mod.MIN_GROUPS:
+        differ = not moderate_mod.alike([v for v, _d in known], [d for _v, d in known])
+    if not differ:
+        return out
+    return [s if s.cell_parts else spread(side, force=True) or s
+            for s, side in zip(out, sides, strict=True)]
+
+
 def _cell_parts(keys: list, res: np.ndarray, obs: np.ndarray, ms_cell: float,
                 df_cell: float, s_bar: float, force: bool = False) -> dict | None:
     """Each cell's own cell part, moderated toward the others' (stats.moderate), or None
@@ -719,15 +745,9 @@ def compare_cells(cells: Sequence[tuple[Mapping[str, float | None], Mapping[str,
     paired = pair_rounds(cells, rounds)
     if paired is not None:
         return _paired_cells(cells, paired, alpha, level, pool)
-    sides = ([b for b, _c, _ in cells], [c for _b, c, _ in cells])
-    spreads = [spread(dict(enumerate(s))) if pool and len(cells) > 1 else None
-               for s in sides]
-    if len(cells) >= FEW_CELLS and all(s is not None for s in spreads) \
-            and any(s.cell_parts for s in spreads):
-        # one gate per benchmark: where either side's sizes differ, both keep their own
-        # (below FEW_CELLS there is no gate: each side its own parts where it has the df)
-        spreads = [s if s.cell_parts else spread(dict(enumerate(side)), force=True) or s
-                   for s, side in zip(spreads, sides, strict=True)]
+    sides = [dict(enumerate(b for b, _c, _ in cells)),
+             dict(enumerate(c for _b, c, _ in cells))]
+    spreads = gated_spreads(sides) if pool and len(cells) > 1 else [None, None]
     if any(s is None for s in spreads):
         spreads = [None, None]
     plan = _plan_sides(spreads)
@@ -1103,6 +1123,6 @@ def fmt_pct(effect: float | None) -> str:
 
 __all__ = ["MIN_LAUNCHES", "MIN_PAIRS", "POWER", "pair_rounds", "cell_pairs", "pair_spread", "paired_test",
            "launches_needed_for", "Estimate", "estimate", "LaunchTest", "compare",
-           "compare_cells", "detectable_at", "Spread", "spread", "aggregate", "detectable_effect",
+           "compare_cells", "detectable_at", "Spread", "spread", "gated_spreads", "aggregate", "detectable_effect",
            "launches_needed", "pooled_sd", "fmt_pct", "cochran_cox_crit", "two_sided_p",
            "one_sided_p", "parse_margin"]
