@@ -15,11 +15,19 @@ the machine's other load.
 Each rank runs under a small sh wrapper, the same for every configuration: it records the
 rank's allowed CPUs (did the binding take, which vCPU) and, through /usr/bin/time, the rank's
 involuntary and voluntary context switches and page faults over the launch. The bench also
-reads the guest's steal time (/proc/stat) before and after each launch.
+reads the guest's steal time (/proc/stat) before and after each launch, and just before each
+launch times a cache-line ping-pong between two threads pinned to CPUs 0 and 1 (where the
+bound ranks run; a small C probe built with cc at start, skipped without one): the one-way
+latency of a cache line between the two vCPUs, which depends on where the hypervisor has put
+them at that moment (here ~27 ns or ~155 ns, each for a second or more at a time). A
+run's probes split into "near" and "far" launches at their largest gap when that gap is at
+least a factor 2 (else they are one mode, all "far").
 
 Configurations (--config, any of; default all but noaslr):
   plan      the time-to-decision bench's within-launch budget after its pilot: --target 100
-            --max-time 0.002 --accept-approximate (about 20 samples per cell)
+            --max-time 0.002 --accept-approximate (about 20 samples per cell), with the
+            core's settling (each size untimed until the library stops page-faulting)
+  nosettle  plan with --no-settle: the core before settling
   defaults  the core's defaults (--target 5 --max-time 0.05)
   warmup    plan with --warmup 50 (many more discarded samples per cell)
   batch     plan with --batch-us 200 (each sample 10x longer than the default 20 us floor)
@@ -36,9 +44,10 @@ median of the samples, median over launches); and a bimodality indicator (the sh
 launches whose median is above 1.5x the lower quartile of the launch medians, and Sarle's
 bimodality coefficient, > 0.555 suggests two modes). Then the decomposition per
 configuration and stack: the launch effect shared by all sizes of a launch (sd over
-launches of the launch's mean log deviation over the sizes) against what is left per size;
-and per launch the context switches and steal time beside the launch's effect
-(--per-launch: every launch's row).
+launches of the launch's mean log deviation over the sizes) against what is left per size,
+the same within the far launches alone, the near/far ratio of the small sizes' medians, and
+the context switches, steal time and probe beside the launch's effect (--per-launch: every
+launch's row).
 
 One run, numbers only, no assertions.
 """
@@ -71,18 +80,104 @@ PLAN = {"target": 100, "max_time": 0.002, "accept_approximate": True}
 CONFIGS: dict[str, tuple[dict, str | None, list[str]]] = {
     # name: (core options, bind, prefix before the wrapper)
     "plan": (PLAN, "core", []),
+    "nosettle": ({**PLAN, "no_settle": True}, "core", []),
     "defaults": ({}, "core", []),
     "warmup": ({**PLAN, "warmup": 50}, "core", []),
     "batch": ({**PLAN, "batch_us": 200}, "core", []),
     "unbound": (PLAN, None, []),
     "noaslr": (PLAN, "core", ["setarch", "-R"]),
 }
-DEFAULT_CONFIGS = ["plan", "defaults", "warmup", "batch", "unbound"]
+DEFAULT_CONFIGS = ["plan", "nosettle", "defaults", "warmup"]
 
 # per rank: its allowed CPUs, then the core under /usr/bin/time (context switches, faults)
 WRAP = ('r=${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-x}}; d=$MB_SPREAD_DIR; '
         'grep Cpus_allowed_list /proc/$$/status > "$d/rank$r.cpus"; '
         'exec /usr/bin/time -o "$d/rank$r.time" -f "%c %w %R %F" "$@"')
+
+
+# The probe: one-way latency of a cache line bouncing between threads pinned to CPUs 0 and
+# 1, the best of 10 chunks (ns). Our own few lines; built once per run with cc.
+PROBE_C = r"""
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+static _Atomic long line __attribute__((aligned(64)));
+static long n;
+static void pin(int cpu)
+{
+    cpu_set_t s;
+    CPU_ZERO(&s);
+    CPU_SET(cpu, &s);
+    pthread_setaffinity_np(pthread_self(), sizeof s, &s);
+}
+static void *peer(void *arg)
+{
+    pin(1);
+    for (long i = 0; i < n; i++) {
+        while (atomic_load_explicit(&line, memory_order_acquire) != 2 * i + 1)
+            ;
+        atomic_store_explicit(&line, 2 * i + 2, memory_order_release);
+    }
+    return arg;
+}
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e9 + t.tv_nsec;
+}
+int main(int argc, char **argv)
+{
+    n = argc > 1 ? atol(argv[1]) : 4000;
+    pthread_t t;
+    pthread_create(&t, NULL, peer, NULL);
+    pin(0);
+    double best = 1e30;
+    long chunk = n / 10, i = 0;
+    for (int c = 0; c < 10; c++) {
+        double a = now();
+        for (long j = 0; j < chunk; j++, i++) {
+            atomic_store_explicit(&line, 2 * i + 1, memory_order_release);
+            while (atomic_load_explicit(&line, memory_order_acquire) != 2 * i + 2)
+                ;
+        }
+        double d = (now() - a) / chunk / 2;
+        best = d < best ? d : best;
+    }
+    for (; i < n; i++) {
+        atomic_store_explicit(&line, 2 * i + 1, memory_order_release);
+        while (atomic_load_explicit(&line, memory_order_acquire) != 2 * i + 2)
+            ;
+    }
+    pthread_join(t, NULL);
+    printf("%.1f\n", best);
+    return 0;
+}
+"""
+
+
+def build_probe(where: Path) -> Path | None:
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None or (os.cpu_count() or 1) < 2:
+        return None
+    src, exe = where / "c2c.c", where / "c2c"
+    src.write_text(PROBE_C)
+    res = run_command([cc, "-O2", "-pthread", "-o", str(exe), str(src)], timeout=120)
+    return exe if res.ok and exe.exists() else None
+
+
+def probe_ns(exe: Path | None) -> float:
+    if exe is None:
+        return math.nan
+    res = run_command([str(exe), "4000"], timeout=30)
+    try:
+        return float(res.stdout.split()[0])
+    except (IndexError, ValueError):
+        return math.nan
 
 
 @dataclass
@@ -101,6 +196,8 @@ class Launch:
     minflt: list[int] = field(default_factory=list)
     steal_ms: float = 0.0
     load: float = 0.0
+    probe: float = math.nan
+    flags: dict[str, set] = field(default_factory=dict)   # unsettled/faulted -> sizes
     why: str = ""
 
 
@@ -111,7 +208,7 @@ def steal_ticks() -> int:
 
 
 def one_launch(stack, exe: Path, config: str, sizes: str, run_dir: Path, rnd: int,
-               timeout: float) -> Launch:
+               timeout: float, probe: Path | None = None) -> Launch:
     opts, bind, prefix = CONFIGS[config]
     run_dir.mkdir(parents=True)
     jsonl = run_dir / "core.jsonl"
@@ -121,11 +218,13 @@ def one_launch(stack, exe: Path, config: str, sizes: str, run_dir: Path, rnd: in
                       env={"MB_SPREAD_DIR": str(run_dir)})
     cmd = prepare_cell(stack, variant, program, run_dir, jsonl=jsonl)
     hz = os.sysconf("SC_CLK_TCK")
+    near = probe_ns(probe)
     s0, t0 = steal_ticks(), time.monotonic()
     res = run_command(cmd.argv, env=cmd.env, cwd=run_dir, timeout=timeout,
                       stdout_path=cmd.stdout, stderr_path=cmd.stderr)
     out = Launch(config, stack.name, rnd, res.ok, time.monotonic() - t0,
-                 steal_ms=(steal_ticks() - s0) * 1000.0 / hz, load=os.getloadavg()[0])
+                 steal_ms=(steal_ticks() - s0) * 1000.0 / hz, load=os.getloadavg()[0],
+                 probe=near)
     if not res.ok or not jsonl.exists():
         out.ok, out.why = False, f"exit {res.returncode}: {res.stderr[-300:]}"
         return out
@@ -135,6 +234,10 @@ def one_launch(stack, exe: Path, config: str, sizes: str, run_dir: Path, rnd: in
             out.medians[r["size"]] = r["median_us"]
             out.samples[r["size"]] = list(r.get("samples_us") or [])
             out.first[r["size"]] = r.get("first_us") or math.nan
+            if not r.get("settled", False):
+                out.flags.setdefault("unsettled", set()).add(r["size"])
+            if r.get("sample_faults"):
+                out.flags.setdefault("faulted", set()).add(r["size"])
     for rank in (0, 1):
         c = run_dir / f"rank{rank}.cpus"
         out.cpus.append(c.read_text().split(":", 1)[-1].strip() if c.exists() else "?")
@@ -170,7 +273,8 @@ def _locked_round(a, order, exes, root: Path, rnd: int) -> list[Launch]:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             return [one_launch(stack, exes[stack.name], config, a.sizes,
-                               root / f"r{rnd:03d}-{config}-{stack.name}", rnd, a.timeout)
+                               root / f"r{rnd:03d}-{config}-{stack.name}", rnd, a.timeout,
+                               a.probe)
                     for config, stack in order]
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
@@ -269,12 +373,24 @@ def report(a, launches: list[Launch], stacks: list[str]) -> None:
 
 def decomposition(a, launches: list[Launch], stacks: list[str], sizes: list[int]) -> None:
     """Launch effect shared by the sizes of a launch vs what is left per size."""
+    probes = [x.probe for x in launches if x.probe == x.probe]
+    floor = probe_split(probes)
+    if probes:
+        print(f"\n# core-to-core probe before each launch: min {min(probes):.0f} ns, median "
+              f"{stt.median(probes):.0f} ns, max {max(probes):.0f} ns; "
+              + (f"near (< {floor:.0f} ns, the largest gap) in "
+                 f"{sum(p < floor for p in probes)} of {len(probes)} launches"
+                 if floor == floor else "one mode (no gap of 2x): every launch counts as far"))
+    else:
+        print("\n# core-to-core probe: not built (no cc), no near/far split")
     print("\n# decomposition of log(launch median): shared = sd over launches of the "
           "launch's mean deviation over the sizes (one effect for the whole launch); "
           "residual = sd of what is left, pooled over the sizes; small = sizes <= 4 KiB, "
-          "large = >= 64 KiB; per launch: involuntary context switches (rank 0/1, median), "
-          "steal ms (median), CPUs of rank 0/1 (most common), corr = Spearman correlation "
-          "of the launch effect with the involuntary switches")
+          "large = >= 64 KiB; near/far = ratio of the small sizes' medians; probe corr = "
+          "Spearman correlation of the launch effect with the probe; involuntary context "
+          "switches (rank 0/1, median) and their correlation; steal ms (median), CPUs of "
+          "rank 0/1 (most common); unsettled = cells that ended settling on its budget, "
+          "faulted = cells with page faults in their timed rounds")
     for stack in stacks:
         for c in a.config:
             ls = [x for x in launches if x.config == c and x.stack == stack and x.ok]
@@ -284,18 +400,60 @@ def decomposition(a, launches: list[Launch], stacks: list[str], sizes: list[int]
                 if sh is None:
                     continue
                 inv = [sum(x.invol) for x in ls]
-                print(f"  {stack:8} {c:9} {part}: shared {sh:.3f}, residual {res:.3f}; "
-                      f"invol {_med_pair([x.invol for x in ls])}, steal "
-                      f"{stt.median([x.steal_ms for x in ls]):.0f} ms, cpus "
-                      f"{_common([' / '.join(x.cpus) for x in ls])}, corr "
-                      f"{spearman(eff, inv):+.2f}")
+                far = [x for x in ls if not near(x, floor)]
+                sh_far = shared_residual(far, sel)[0]
+                print(f"  {stack:8} {c:9} {part}: shared {sh:.3f} (far launches alone "
+                      f"{_f3(sh_far)}), residual {res:.3f}; near {len(ls) - len(far)}/"
+                      f"{len(ls)}, near/far {mode_ratio(ls, sel, floor)}; probe corr "
+                      f"{spearman(eff, [x.probe for x in ls]):+.2f}; invol "
+                      f"{_med_pair([x.invol for x in ls])} (corr {spearman(eff, inv):+.2f}), "
+                      f"steal {stt.median([x.steal_ms for x in ls]):.0f} ms, cpus "
+                      f"{_common([' / '.join(x.cpus) for x in ls])}; unsettled "
+                      f"{_count(ls, sel, 'unsettled')}, faulted {_count(ls, sel, 'faulted')}")
             if a.per_launch:
                 for x in ls:
                     cells = " ".join(f"{fmt_size(s)}={x.medians[s]:.3g}" for s in
                                      (sizes[0], 4096, 1 << 20) if s in x.medians)
-                    print(f"      r{x.round:03d} {cells} invol {x.invol} vol {x.vol} "
+                    print(f"      r{x.round:03d} {cells} probe {x.probe:.0f} ns "
+                          f"invol {x.invol} vol {x.vol} "
                           f"minflt {x.minflt} steal {x.steal_ms:.0f} ms cpus {x.cpus} "
                           f"load {x.load:.2f} wall {x.wall:.2f} s")
+
+
+def near(x: Launch, floor: float) -> bool:
+    """floor: the split between the probe's modes (nan: one mode)."""
+    return x.probe == x.probe and x.probe < floor
+
+
+def probe_split(probes: list[float]) -> float:
+    """The geometric middle of the largest gap between sorted probes, when it is >= 2x."""
+    p = sorted(probes)
+    gaps = [(p[i + 1] / p[i], i) for i in range(len(p) - 1) if p[i] > 0]
+    if not gaps or max(gaps)[0] < 2:
+        return math.nan
+    i = max(gaps)[1]
+    return math.sqrt(p[i] * p[i + 1])
+
+
+def mode_ratio(ls: list[Launch], sel: list[int], floor: float) -> str:
+    """Median over the sizes of (median launch median of the near launches / of the far)."""
+    rs = []
+    for s in sel:
+        a = [x.medians[s] for x in ls if s in x.medians and near(x, floor)]
+        b = [x.medians[s] for x in ls if s in x.medians and not near(x, floor)]
+        if a and b:
+            rs.append(stt.median(a) / stt.median(b))
+    return f"{stt.median(rs):.2f}" if rs else "-"
+
+
+def _count(ls: list[Launch], sel: list[int], what: str) -> str:
+    cells = [(x, s) for x in ls for s in sel if s in x.medians]
+    bad = [1 for x, s in cells if s in x.flags.get(what, ())]
+    return f"{len(bad)}/{len(cells)}"
+
+
+def _f3(x) -> str:
+    return "-" if x is None else f"{x:.3f}"
 
 
 def shared_residual(ls: list[Launch], sel: list[int]):
@@ -343,7 +501,7 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true",
-                    help="3 launches per configuration, sizes 0,4K,1M, plan and defaults only")
+                    help="3 launches per configuration, sizes 0,128,4K,1M, plan and nosettle")
     ap.add_argument("--launches", type=int, default=None,
                     help="launches per configuration and stack (default 12)")
     ap.add_argument("--sizes", default=None, help="the core's --sizes (default 0:22)")
@@ -356,8 +514,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--keep", metavar="DIR", help="keep the run directories in DIR (new)")
     a = ap.parse_args(argv)
     a.launches = a.launches or (3 if a.quick else 12)
-    a.sizes = a.sizes or ("0,4K,1M" if a.quick else "0:22")
-    a.config = a.config or (["plan", "defaults"] if a.quick else DEFAULT_CONFIGS)
+    a.sizes = a.sizes or ("0,128,4K,1M" if a.quick else "0:22")
+    a.config = a.config or (["plan", "nosettle"] if a.quick else DEFAULT_CONFIGS)
     if a.launches < 3:
         ap.error("--launches: at least 3")
     if a.keep and Path(a.keep).exists():
@@ -378,6 +536,7 @@ def main(argv: list[str]) -> int:
     exes = {s.name: build_component(s, "core") for s in stacks}
     root = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="bench-spread-"))
     root.mkdir(parents=True, exist_ok=True)
+    a.probe = build_probe(root)
     print(f"# launch spread: PingPong {a.sizes}, np=2, shm, {a.launches} launches per "
           f"configuration and stack, interleaved; configurations: {', '.join(a.config)}; "
           f"stacks: {', '.join(s.name for s in stacks)}")

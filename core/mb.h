@@ -251,12 +251,14 @@ int64_t mb_grow_batch(int64_t k, double batch_us, double floor_us, int64_t kmax)
 /* fixed-count mode: the smallest batch >= k that divides total */
 int64_t mb_fixed_batch(int64_t k, int64_t total);
 /* settling (driver.c): untimed chunks of at most MB_SETTLE_CHUNK iterations until this is
- * true, or MB_SETTLE_SHARE of --max-time is spent: done iterations so far, the last chunk
- * with a page fault on some rank ended at last_fault (0: none); true once the fault-free
- * iterations since then are >= MB_SETTLE_QUIET and >= last_fault */
+ * true, or MB_SETTLE_SHARE of --max-time is spent (MB_SETTLE_EXTRA_S s more while the
+ * chunks still fault): done iterations so far, the last chunk with a page fault on some
+ * rank ended at last_fault (0: none); true once the fault-free iterations since then are
+ * >= MB_SETTLE_QUIET and >= last_fault */
 #define MB_SETTLE_QUIET 64
 #define MB_SETTLE_CHUNK 64
-#define MB_SETTLE_SHARE 0.5
+#define MB_SETTLE_SHARE 0.25
+#define MB_SETTLE_EXTRA_S 0.02
 int mb_settle_done(int64_t done, int64_t last_fault);
 int mb_stop_selftest(void);
 
