@@ -40,13 +40,16 @@ that figure is a pilot's.
 --to-budget runs to a budget it prints. The number of looks is fixed before the first
 one: every round 2..N (the rounds interleaved with IMB) and --batches more, the interim
 looks at alpha x 0.2 / (interim looks), the last at alpha. After round N's launches and
-before its look, the core's plan from its N rounds (N - 1 df for the round part, about
-1.7 at N = 10; free over --target and --max-time, no cap) is printed as the budget:
+before its look, the core's plan from its rounds 3..N (the pilot's rounds 1-2 ran at other
+options; N - 3 df for the round part, x1.9 at its bound at N = 10; no cap) at the options
+its budgeted rounds run at (the campaign's
+`budget = "auto"` plan, made once from the pilot: the continuation keeps the campaign as
+it is, since a group's own `options` would make new cells) is printed as the budget:
 launches per side and seconds of launches in all (the N rounds' own plus the rest at the
 plan's seconds per launch). Above --max-budget seconds it is refused, saying so, and so is
 a plan beyond 1000 launches per side; then, or when the N rounds already are the budget,
-the look at N is the last, at alpha. Else the core alone goes on (IMB stops at N) at the
-plan's options (its group's `options`), interleaved Open MPI/MPICH rounds in --batches
+the look at N is the last, at alpha. Else the core alone goes on (IMB stops at N) at
+those options, interleaved Open MPI/MPICH rounds in --batches
 campaign invocations, a look after each, the last at the budget, until every cell is
 decided or the budget is spent (and stops early, saying so, past twice --max-budget of
 launches: the last look is then an interim one). The budget depends on the spread alone,
@@ -122,11 +125,6 @@ CORE = """
 [benchmarks.core]
 benchmarks = ["PingPong"]
 sizes = "{sizes}"
-"""
-# --to-budget's continuation: the core at its budget's options (a group that sets target
-# or max_time gets no budget = "auto" plan)
-CORE_OPTIONS = CORE + """options = {{ target = {target}, max_time = {max_time}, \
-accept_approximate = true }}
 """
 
 IMB = """
@@ -280,6 +278,29 @@ def _per_iteration(record: dict) -> int:
     return _SAMPLE_PER_ITERATION[name]
 
 
+def run_options(db: Path, repeat: int) -> dict[str, float]:
+    """The core's --target and --max-time (the core's default 0.05 s when absent) of the
+    store's launches of round `repeat` (index from 0; their command.json argv); {} when
+    none has them."""
+    import json
+
+    with Store(db, readonly=True) as store:
+        dirs = [r["run_dir"] for r in store.runs(status="done") if r["repeat"] == repeat]
+    for d in dirs:
+        f = Path(d or "") / "command.json"
+        if not d or not f.exists():
+            continue
+        argv = json.loads(f.read_text()).get("argv") or []
+        if "--target" not in argv[:-1]:
+            continue
+        out = {"target": float(argv[argv.index("--target") + 1]),
+               "max_time": budget.CORE_DEFAULT_MAX_TIME}
+        if "--max-time" in argv[:-1]:
+            out["max_time"] = float(argv[argv.index("--max-time") + 1])
+        return out
+    return {}
+
+
 def launch_options(db: Path) -> dict[str, str]:
     """{variant: the launcher's command line before the program} of a store's first
     launch per variant (its command.json argv): what both tools' launches ran with."""
@@ -305,7 +326,7 @@ def run_repeats(db: Path) -> dict[str, int]:
         return {r["id"]: r["repeat"] for r in store.runs()}
 
 
-def core_plan(db: Path, cap: int, rounds: int | None = None):
+def core_plan(db: Path, cap: int, rounds: int | None = None, at: dict | None = None):
     """The core's budget from its launches so far (stats/budget.py, as `budget = "auto"`
     plans it in an interleaved campaign: equivalence within ±5% by the round-paired test,
     at the round differences' variance pooled over the sizes at its 80% upper bound, at
@@ -314,13 +335,20 @@ def core_plan(db: Path, cap: int, rounds: int | None = None):
     pairing, as its own plan counts them (campaign.budget.BudgetRule.rounds: the bench
     raises a fixed `repeats`, so after the 2-round pilot the next invocation runs 3 and
     plans with one round more), so the plan printed is the one round 3's launches get;
-    None: the launches so far only)."""
+    None: the launches so far only; at: {target, max_time}: the plan at these options
+    only, from the launches of rounds 3 on, which ran at them)."""
     from mpibench.stats import budget
     from mpibench.store.report_queries import launch_cost_rows
 
     with Store(db) as store:
-        ids = [r["id"] for r in store.runs(status="done")]
+        ids = [r["id"] for r in store.runs(status="done") if not at or r["repeat"] >= 2]
         rows = launch_cost_rows(store, ids)
+    if at:
+        # the budgeted rounds alone (3 on), all at these options: their variance of d is
+        # the one the rounds still to run will have
+        return budget.plan_from_rows(rows, ["openmpi", "mpich"], TARGET, cap, rounds=rounds,
+                                     targets=(at["target"],), max_times=(at["max_time"],),
+                                     keep_within=True)
     return budget.plan_from_rows(rows, ["openmpi", "mpich"], TARGET, cap, rounds=rounds)
 
 
@@ -567,7 +595,7 @@ def main(argv: list[str]) -> int:
             print(f"      core {plan0.describe() if plan0 else 'budget: too few launches'}")
         if a.to_budget and k == compare:
             # the budget, from the interleaved rounds' spread, before their last look
-            budget_rounds, final_plan = to_budget(a, core, compare, sizes)
+            budget_rounds, final_plan = to_budget(a, core, compare)
             design = (schedule(budget_rounds, compare, a.batches, interim)
                       if budget_rounds > compare else schedule(compare, compare, 1, interim))
             core.design = imb.design = design
@@ -594,14 +622,15 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def to_budget(a, core: Tool, compare: int, sizes: str) -> tuple[int, object]:
-    """--to-budget: the core's plan from its `compare` rounds (stats/budget.py, free over
-    its options, no cap), printed before the look at `compare`; the rounds per variant to
-    run to (compare when the plan is within them or is refused), and the plan. The
-    continuation runs at the plan's options (the core group's `options`: a group that sets
-    them gets no `budget = "auto"` plan; options are not part of a cell id, so the
-    launches pool)."""
-    p = core_plan(core.db, budget.SEARCH_MAX)
+def to_budget(a, core: Tool, compare: int) -> tuple[int, object]:
+    """--to-budget: the core's plan from its `compare` rounds (stats/budget.py, no cap) at
+    the options its budgeted launches run at (round `compare`'s --target and --max-time:
+    the campaign's `budget = "auto"` plan, made once from the pilot, which the
+    continuation keeps, since a group's own `options` would make new cells), printed
+    before the look at `compare`; the rounds per variant to run to (compare when the plan
+    is within them or is refused), and the plan."""
+    at = run_options(core.db, compare - 1)
+    p = core_plan(core.db, budget.SEARCH_MAX, at=at or None)
     if p is None or p.best.launches is None:
         why = ("too few launches" if p is None
                else f"more than {budget.SEARCH_MAX} launches per side")
@@ -614,9 +643,10 @@ def to_budget(a, core: Tool, compare: int, sizes: str) -> tuple[int, object]:
     total = spent + more
     print(f"      core budget after {compare} rounds: {p.describe()}")
     print(f"      printed budget: {k} launches per side ({max(k - compare, 0)} more rounds at "
-          f"--target {b.target_pct:g}% --max-time {b.max_time:g} s --accept-approximate), "
-          f"{total:.1f} s of launches in all ({spent:.1f} s spent, {more:.1f} s more); "
-          f"planned for equivalence within ±{100 * TARGET:g}% at gain 1 with 80% power")
+          f"--target {b.target_pct:g}% --max-time {b.max_time:g} s --accept-approximate, "
+          f"the options of the rounds so far), {total:.1f} s of launches in all "
+          f"({spent:.1f} s spent, {more:.1f} s more); planned for equivalence within "
+          f"±{100 * TARGET:g}% at gain 1 with 80% power")
     if k <= compare:
         print(f"      the {compare} rounds run are the budget: no more launches")
         return compare, p
@@ -625,9 +655,6 @@ def to_budget(a, core: Tool, compare: int, sizes: str) -> tuple[int, object]:
               f"{a.max_budget:g} s; not going on (the look at {compare} is the last, at "
               f"alpha)")
         return compare, p
-    opts = b.options()
-    core.group = CORE_OPTIONS.format(sizes=sizes, target=opts["target"],
-                                     max_time=opts["max_time"])
     return k, p
 
 

@@ -509,3 +509,22 @@ def test_the_paired_bounds_cover_the_true_components_at_their_stated_rate(rounds
     rows = _known_paired_rows(rng, rounds, sizes, sd_round, sd_cell, 0.3)
     ps = budget.paired_from_rows(rows, "base", "cand")["PingPong"]
     assert budget._paired_parts(ps, None, None) == ps.parts()
+
+
+def test_keep_within_plans_on_the_measured_round_difference():
+    # rows all at the planned options: their variance of d is the one to plan on; swapping
+    # in the model's within part (B/n, far below the few-sample launches' mean CI) clipped
+    # both components to 0 and planned the minimum of 3 rounds
+    side = _bench([0.01 ** 2] * 4, 0.001, 0.2, 1e-4)
+    ps = budget.PairedSpread(ms_launch=0.04 * 4, df_launch=7, ms_cell=0.04, df_cell=21,
+                             cells=4, pairs=8, within=0.5)
+    args = dict(equivalence=True, targets=(100.0,), max_times=(0.002,),
+                paired={"PingPong": ps})
+    swapped = budget.plan([side, side], 0.05, **args)
+    kept = budget.plan([side, side], 0.05, keep_within=True, **args)
+    assert swapped is not None and kept is not None
+    assert swapped.best.launches == launch_stats.MIN_PAIRS and swapped.best.launch_var == 0
+    sh, ce = budget._paired_parts(ps, None, budget.PLAN_CONFIDENCE)
+    assert kept.best.launch_var == pytest.approx((sh + ce) / 2)
+    assert kept.best.launches == budget.rounds_for(sh, ce, 4, 0.05, equivalence=True)
+    assert kept.best.launches > 100

@@ -388,7 +388,8 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
          min_samples: int = CORE_MIN_SAMPLES, max_times: Iterable[float] = MAX_TIMES,
          max_launches: int = SEARCH_MAX,
          confidence: float | None = PLAN_CONFIDENCE,
-         paired: Mapping[object, PairedSpread] | None = None) -> Plan | None:
+         paired: Mapping[object, PairedSpread] | None = None,
+         keep_within: bool = False) -> Plan | None:
     """The core's --target and --max-time for the later launches of a comparison.
 
     The between-launch variances are taken at their upper `confidence` bound
@@ -413,7 +414,11 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
     interleaved campaign): the launches per side are then the rounds the paired test needs
     (rounds_for) at the round differences' components, each at its upper `confidence`
     bound, with the pilot's within-launch part replaced by the one at each pair of
-    options; the pools without a PairedSpread are planned unpaired as above.
+    options (keep_within: kept, for rows whose launches all ran at the one pair of options
+    planned: their measured variance of d is already the one at those options, and the
+    model's within part, B/n from the median B, can be far below the mean of few-sample
+    launches' CIs, which clipped both components to 0 and planned 3 rounds); the pools
+    without a PairedSpread are planned unpaired as above.
 
     None when no cell is common."""
     if not sides:
@@ -445,7 +450,8 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
         if paired:
             within = pooled_within(sides, common, t, min_samples, max_time)
             for g, ps in paired.items():
-                sh, ce = _paired_parts(ps, within.get(g), confidence)
+                sh, ce = _paired_parts(ps, None if keep_within else within.get(g),
+                                       confidence)
                 # the same scale as an unpaired side's launch variance: var(d) / 2
                 worst = max(worst, (sh + ce) / 2)
                 ks.append(rounds_for(sh, ce, ps.cells, effect, alpha=alpha, power=power,
@@ -461,7 +467,10 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
 
 
 def plan_from_rows(rows: Sequence[Mapping], order: Sequence[str], margin: float, cap: int,
-                   *, interleaved: bool = True, rounds: int | None = None) -> Plan | None:
+                   *, interleaved: bool = True, rounds: int | None = None,
+                   targets: Iterable[float] = TARGETS,
+                   max_times: Iterable[float] = MAX_TIMES,
+                   keep_within: bool = False) -> Plan | None:
     """The plan `budget = "auto"` makes for a core group from its finished launches' rows
     (store.report_queries.launch_cost_rows): equivalence within ±margin, at most cap
     launches per variant (plan()'s max_launches). order: the campaign's variants, the
@@ -469,8 +478,10 @@ def plan_from_rows(rows: Sequence[Mapping], order: Sequence[str], margin: float,
     round (order = "interleaved"), so the pools compare will pair are planned on the round
     differences (paired_spreads against the first variant present). rounds: the rounds
     per variant the campaign runs in all, the ones after the rows' count towards compare's
-    pairing (paired_from_rows' more_rounds); None: the rows' own rounds only. None when
-    fewer than two variants have components."""
+    pairing (paired_from_rows' more_rounds); None: the rows' own rounds only. targets,
+    max_times: the options plan() may choose among (one of each: the launches per side at
+    the options the launches already run at); keep_within: as plan()'s, for rows that all
+    ran at those options. None when fewer than two variants have components."""
     comps = components_from_rows(rows)
     sides = list(comps.values())
     if len(sides) < 2:
@@ -480,7 +491,8 @@ def plan_from_rows(rows: Sequence[Mapping], order: Sequence[str], margin: float,
         seen = len({r["repeat"] for r in rows if r.get("repeat") is not None})
         more = max(0, rounds - seen) if rounds is not None else 0
         paired = paired_spreads(rows, [v for v in order if v in comps], more)
-    return plan(sides, margin, equivalence=True, max_launches=cap, paired=paired or None)
+    return plan(sides, margin, equivalence=True, max_launches=cap, paired=paired or None,
+                targets=targets, max_times=max_times, keep_within=keep_within)
 
 
 def _best(tried: Sequence[Choice], max_launches: int) -> Choice:
