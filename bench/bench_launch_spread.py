@@ -47,7 +47,9 @@ configuration and stack: the launch effect shared by all sizes of a launch (sd o
 launches of the launch's mean log deviation over the sizes) against what is left per size,
 the same within the far launches alone, the near/far ratio of the small sizes' medians, and
 the context switches, steal time and probe beside the launch's effect (--per-launch: every
-launch's row).
+launch's row). Last, with two stacks, what a comparison paired by round sees: per size the
+sd over rounds of log(first stack / second stack), over all rounds and over the rounds whose
+two launches share the probe's mode.
 
 One run, numbers only, no assertions.
 """
@@ -369,6 +371,8 @@ def report(a, launches: list[Launch], stacks: list[str]) -> None:
                         f"{cs.slow:>4.0%} {cs.bc:>4.2f}")
             print(row)
     decomposition(a, launches, stacks, sizes)
+    if len(stacks) == 2:
+        paired(a, launches, stacks, sizes)
 
 
 def decomposition(a, launches: list[Launch], stacks: list[str], sizes: list[int]) -> None:
@@ -418,6 +422,34 @@ def decomposition(a, launches: list[Launch], stacks: list[str], sizes: list[int]
                           f"invol {x.invol} vol {x.vol} "
                           f"minflt {x.minflt} steal {x.steal_ms:.0f} ms cpus {x.cpus} "
                           f"load {x.load:.2f} wall {x.wall:.2f} s")
+
+
+def paired(a, launches: list[Launch], stacks: list[str], sizes: list[int]) -> None:
+    """What a round-paired comparison of the two stacks sees: per size and configuration the
+    sd over rounds of log(first stack's median / second's), over all rounds and over the
+    rounds whose two launches had the same probe mode."""
+    floor = probe_split([x.probe for x in launches if x.probe == x.probe])
+    print(f"\n# paired by round: sd of log({stacks[0]} median / {stacks[1]} median) over "
+          "the rounds (all | the rounds whose two launches share the probe's mode, and how "
+          "many those are)")
+    print(f"{'size':>7}" + "".join(f" | {c:>22}" for c in a.config))
+    by = {(x.config, x.stack, x.round): x for x in launches if x.ok}
+    for size in sizes:
+        row = f"{fmt_size(size):>7}"
+        for c in a.config:
+            d_all, d_same = [], []
+            for r in range(a.launches):
+                x, y = by.get((c, stacks[0], r)), by.get((c, stacks[1], r))
+                if x is None or y is None or size not in x.medians or size not in y.medians:
+                    continue
+                d = math.log(x.medians[size] / y.medians[size])
+                d_all.append(d)
+                if near(x, floor) == near(y, floor):
+                    d_same.append(d)
+            sd = stt.stdev(d_all) if len(d_all) > 2 else math.nan
+            sd2 = stt.stdev(d_same) if len(d_same) > 2 else math.nan
+            row += f" | {sd:>7.3f} {sd2:>7.3f} ({len(d_same):>2}/{len(d_all):>2})"
+        print(row)
 
 
 def near(x: Launch, floor: float) -> bool:
