@@ -477,7 +477,7 @@ static void measure(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool *p
         R = ctl[1];
     }
     r->batch = z->k;
-    MPI_Reduce(&my_faults, &r->sample_faults, 1, MPI_INT64_T, MPI_MAX, 0, MPI_COMM_WORLD);
+    r->sample_faults = my_faults; /* this rank's; rank_times takes the max over ranks */
     free(loc);
     free(glob);
     free(v.sorted);
@@ -486,19 +486,22 @@ static void measure(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool *p
 }
 
 /* IMB's t_min/t_max/t_avg: per-rank mean time, then min/max/avg over the active ranks;
- * one gather of (mean, active) per rank, where three reductions used to synchronise */
+ * one gather of (mean, active, the rank's page faults in its timed rounds) per rank, where
+ * three reductions used to synchronise; r->sample_faults becomes the max over ranks */
 static void rank_times(const mb_state *st, int active, double my_sum, int64_t my_n, mb_result *r)
 {
-    double mine[2] = {active && my_n ? my_sum / (double)my_n : NAN, active ? 1.0 : 0.0};
-    double *all = st->rank == 0 ? malloc(sizeof(double) * 2 * (size_t)st->np) : NULL;
-    MPI_Gather(mine, 2, MPI_DOUBLE, all, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    double mine[3] = {active && my_n ? my_sum / (double)my_n : NAN, active ? 1.0 : 0.0,
+                      (double)r->sample_faults};
+    double *all = st->rank == 0 ? malloc(sizeof(double) * 3 * (size_t)st->np) : NULL;
+    MPI_Gather(mine, 3, MPI_DOUBLE, all, 3, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     if (st->rank == 0) {
-        double lo = INFINITY, hi = -INFINITY, tot = 0;
+        double lo = INFINITY, hi = -INFINITY, tot = 0, faults = 0;
         int cnt = 0, nan = 0;
         for (int i = 0; i < st->np; i++) {
-            if (all[2 * i + 1] == 0.0)
+            faults = all[3 * i + 2] > faults ? all[3 * i + 2] : faults;
+            if (all[3 * i + 1] == 0.0)
                 continue;
-            double m = all[2 * i];
+            double m = all[3 * i];
             nan |= isnan(m);
             lo = m < lo ? m : lo;
             hi = m > hi ? m : hi;
@@ -508,6 +511,7 @@ static void rank_times(const mb_state *st, int active, double my_sum, int64_t my
         r->rank_min_us = nan ? NAN : lo;
         r->rank_max_us = nan ? NAN : hi;
         r->rank_avg_us = tot / cnt;
+        r->sample_faults = (int64_t)faults;
         free(all);
     }
 }
