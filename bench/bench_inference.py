@@ -709,8 +709,8 @@ def hetero_section(rng: np.random.Generator, reps: int) -> None:
     few_sizes_section(rng, reps)
 
 
-def _few_row(rng: np.random.Generator, reps: int, sds: np.ndarray) -> tuple:
-    """(A/A FP per size, power for a real 10% per size) of 5+5 unpaired benchmarks whose
+def _few_row(rng: np.random.Generator, reps: int, sds: np.ndarray, n: int = 5) -> tuple:
+    """(A/A FP per size, power for a real 10% per size) of n+n unpaired benchmarks whose
     sizes have cell parts of sd `sds` per side (launch effect sd 0.03 per side)."""
     from mpibench.stats import launch as L
 
@@ -718,11 +718,11 @@ def _few_row(rng: np.random.Generator, reps: int, sds: np.ndarray) -> tuple:
     for eff in (0.0, math.log(1.1)):
         sig = np.zeros(sds.size)
         for _ in range(reps):
-            vals = [np.exp(rng.normal(0.0, 0.03, (5, 1))
-                           + rng.normal(0.0, 1.0, (5, sds.size)) * sds + j * eff)
+            vals = [np.exp(rng.normal(0.0, 0.03, (n, 1))
+                           + rng.normal(0.0, 1.0, (n, sds.size)) * sds + j * eff)
                     for j in (0, 1)]
-            cells = [({f"a{r}": vals[0][r, k] for r in range(5)},
-                      {f"b{r}": vals[1][r, k] for r in range(5)}, "higher")
+            cells = [({f"a{r}": vals[0][r, k] for r in range(n)},
+                      {f"b{r}": vals[1][r, k] for r in range(n)}, "higher")
                      for k in range(sds.size)]
             sig += [t.p is not None and t.p <= 0.05 for t in L.compare_cells(cells)]
         out.append(sig / reps)
@@ -731,31 +731,36 @@ def _few_row(rng: np.random.Generator, reps: int, sds: np.ndarray) -> tuple:
 
 def few_sizes_section(rng: np.random.Generator, reps: int) -> None:
     """A benchmark of 3-8 sizes, one of them 6x noisier (cell part sd 0.3 vs 0.05), and
-    the same sizes alike (all 0.05), 5+5 unpaired: below stats.launch.FEW_CELLS sizes
-    every size keeps its own part (no gate: Bartlett's test almost never rejects there),
-    from FEW_CELLS on one gate per benchmark; now vs pooled over every size."""
+    the same sizes alike (all 0.05), 5+5 unpaired (and 2+2, 3+3 at 3-5 sizes): below
+    stats.launch.FEW_CELLS sizes every size keeps its own part, whatever the launches (no
+    gate: Bartlett's test almost never rejects there), from FEW_CELLS on one gate per
+    benchmark; now vs pooled over every size."""
     from mpibench.stats import launch as L
 
     print(f"\nFew sizes, one 6x noisier (cell part sd 0.3 vs 0.05) or all alike (0.05), 5+5 "
-          f"unpaired, launch effect sd 0.03; {reps} benchmarks per row (stats level); own "
-          f"parts below {L.FEW_CELLS} sizes, gated from there")
-    print(f"  {'sizes':<16} {'FP noisy':>8} {'FP quiet':>8} {'power q':>7} | "
+          f"(2+2, 3+3 where named) unpaired, launch effect sd 0.03; {reps} benchmarks per "
+          f"row (stats level); own parts below {L.FEW_CELLS} sizes (any launch count), "
+          f"gated from there")
+    print(f"  {'sizes':<21} {'FP noisy':>8} {'FP quiet':>8} {'power q':>7} | "
           f"{'pooled: FP noisy':>16} {'FP quiet':>8} {'power q':>7}")
     original = L.spread
-    for n in (3, 4, 5, 6, 8):
-        for label, sds in ((f"{n}, one noisy", np.array([0.05] * (n - 1) + [0.3])),
-                           (f"{n}, alike", np.full(n, 0.05))):
-            now = _few_row(rng, reps, sds)
+    # 5+5 at 3-8 sizes; 2+2 and 3+3 at 3-5 (a side with 2-3 launches: own parts on 1-2 df)
+    rows = [(5, n) for n in (3, 4, 5, 6, 8)] + [(k, n) for k in (2, 3) for n in (3, 4, 5)]
+    for launches, n in rows:
+        pre = "" if launches == 5 else f"{launches}+{launches}: "
+        for label, sds in ((f"{pre}{n}, one noisy", np.array([0.05] * (n - 1) + [0.3])),
+                           (f"{pre}{n}, alike", np.full(n, 0.05))):
+            now = _few_row(rng, reps, sds, launches)
             L.spread = functools.partial(original, moderate=False)
             try:
-                pooled = _few_row(rng, reps, sds)
+                pooled = _few_row(rng, reps, sds, launches)
             finally:
                 L.spread = original
             cols = []
             for fp, pw in (now, pooled):
                 cols.append(f"{100 * fp[-1]:>7.1f}% {100 * fp[:-1].max():>7.1f}% "
                             f"{100 * pw[:-1].mean():>6.1f}%")
-            print(f"  {label:<16} {cols[0]} | {cols[1]:>34}", flush=True)
+            print(f"  {label:<21} {cols[0]} | {cols[1]:>34}", flush=True)
     print("  FP noisy = A/A raw p <= 0.05 at the last size (the noisy one); FP quiet = the "
           "worst other size; power q = raw p <= 0.05 for a real 10%, mean over the other "
           "sizes; pooled = spread(moderate=False), other draws. Target FP <= 6% per size")
