@@ -4,7 +4,7 @@
     .venv/bin/python bench/bench_inference.py [--quick] [--reps N] [--seed S]
                                               [--only-decide | --only-paired |
                                                --only-unbalanced | --only-planning |
-                                               --only-hetero]
+                                               --only-planning-paired | --only-hetero]
 
 A/A scenarios (identical variants; issue 21's audit): balanced 5+5; unbalanced 2 vs 7 and
 3 vs 7; the small side 3x noisier; launch effects shared by a launch's sizes or not (each
@@ -36,7 +36,10 @@ Planning (`--only-planning` runs just this): the true power of the design's
 detectable_effect and of the table's own 'detectable' (with today's planning rule,
 stats.launch.plan_component, and the rule before it on the same launches), each with its
 Monte Carlo standard error, equal spreads and a thin side 3x noisier, and the per-cell
-cost of the figure before and now.
+cost of the figure before and now; then the same for comparisons paired by round at 3, 4, 5
+and 8 rounds, one size and 10 sizes, launch effects shared or not (today's rule,
+stats.launch.plan_round_part, and the round part as estimated, on the same launches;
+`--only-planning-paired` runs just these).
 
 Heterogeneous sizes (`--only-hetero` runs just this, 10 x --reps benchmarks per row, stats
 level): a benchmark whose sizes are not equally noisy (22 sizes shaped like a real Open MPI
@@ -119,6 +122,9 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--only-planning", action="store_true",
                     help="only the planning figures' true power (the design's "
                     "detectable_effect and the table's 'detectable', 5+5, 2 vs 7, 3 vs 7)")
+    ap.add_argument("--only-planning-paired", action="store_true",
+                    help="only the paired-by-round rows of the planning figures (3, 4, 5, "
+                    "8 rounds; 1 size and 10 sizes; shared and unshared launch effects)")
     ap.add_argument("--only-hetero", action="store_true",
                     help="only the heterogeneous-sizes scenario (cell-part sd per size as "
                     "a real Open MPI vs MPICH store: per-size false positives, coverage, "
@@ -134,6 +140,7 @@ def main(argv: list[str]) -> int:
     only = ((args.only_hetero, hetero_section, 10 * reps),
             (args.only_unbalanced, unbalanced_section, reps),
             (args.only_planning, planning_section, reps),
+            (args.only_planning_paired, _paired_rows, reps),
             (args.only_missing_pair, missing_pair, 6 * reps),
             (args.only_paired, paired_section, reps),
             (args.only_decide, decide_section, reps))
@@ -338,13 +345,86 @@ def planning_section(rng: np.random.Generator, reps: int, db: Path | None = None
         rows.append((f"{launches[0]} vs {launches[1]}, {label}", pn, po))
         c_old, c_new = _plan_cost(tests_old, tests_now)
         print(line + f"; cost {c_old:.0f} / {c_new:.0f} us per cell", flush=True)
-    ok = [r for r in rows if 0.75 <= r[1] <= 0.85]
-    print(f"  table's 'detectable' within 75-85%: now {len(ok)} of {len(rows)} rows (power "
-          f"{100 * min(r[1] for r in rows):.1f}-{100 * max(r[1] for r in rows):.1f}%), before "
-          f"{sum(0.75 <= r[2] <= 0.85 for r in rows)} of {len(rows)} "
-          f"({100 * min(r[2] for r in rows):.1f}-{100 * max(r[2] for r in rows):.1f}%)")
+    _within(rows, "unpaired")
+    rows_p = planning_paired(rng, n, db)
+    _within(rows_p, "paired by round")
+    _within(rows + rows_p, "every row")
     print("  target: 75-85% for the table's 'detectable' in every row (the design figure is "
           "the unpooled Welch plan: more power where sizes do not share launch effects)")
+
+
+def _within(rows: list, what: str) -> None:
+    ok = [r for r in rows if 0.75 <= r[1] <= 0.85]
+    print(f"  {what}: table's 'detectable' within 75-85%: now {len(ok)} of {len(rows)} rows "
+          f"(power {100 * min(r[1] for r in rows):.1f}-{100 * max(r[1] for r in rows):.1f}%),"
+          f" before {sum(0.75 <= r[2] <= 0.85 for r in rows)} of {len(rows)} "
+          f"({100 * min(r[2] for r in rows):.1f}-{100 * max(r[2] for r in rows):.1f}%)")
+
+
+def _no_round_raise(var: float, df: float, floor: float = 0.0) -> float:
+    """stats.launch.plan_round_part before the paired rule: the estimate as it stands."""
+    return var
+
+
+def _both_paired(store, sets, base):
+    """(comparison paired by round with today's planning rule, the same launches planned
+    with the round part as it stands, _no_round_raise)."""
+    from mpibench.stats import launch as L
+    now = compare_groups(store, sets, base)
+    keep = L.plan_round_part
+    L.plan_round_part = _no_round_raise
+    try:
+        return now, compare_groups(store, sets, base)
+    finally:
+        L.plan_round_part = keep
+
+
+def _paired_rows(rng: np.random.Generator, reps: int) -> None:
+    rows = planning_paired(rng, max(10, reps // 2),
+                           Path(tempfile.mkdtemp(prefix="bench-inference-")) / "sim.db")
+    _within(rows, "paired by round")
+
+
+def planning_paired(rng: np.random.Generator, n: int, db: Path) -> list:
+    """The table's 'detectable' of a comparison paired by round (an interleaved campaign,
+    no round effect: the launches' own effects only), 3, 4, 5 and 8 rounds, one size and
+    10 sizes, launch effects shared by a launch's sizes or not: its median over cells and
+    comparisons with today's rule (stats.launch.plan_round_part: the round part raised to
+    its median-unbiased value) and before (as it stands), each used as the true effect of
+    new comparisons through the real compare path."""
+    from mpibench.stats import launch as L
+    print("\nPlanning paired by round (interleaved campaign, no round effect): the table's "
+          "'detectable' (median) now (the round part raised, plan_round_part) and before "
+          "(as estimated), its true power as above")
+    common = dict(sigma_l=0.05, within=0.01, n_samples=(30, 60),
+                  spec={"order": "interleaved"})
+    unshared = dict(shared=0.0, size_part=1.0)
+    rows = []
+    for rounds in (3, 4, 5, 8):
+        for label, kw in (("1 size", dict(sizes=SIZES[:1])),
+                          (f"{len(SIZES)} sizes, shared", dict(sizes=SIZES)),
+                          (f"{len(SIZES)} sizes, not sharing", dict(sizes=SIZES, **unshared))):
+            kw = {**common, **kw}
+            _pw, _se, pairs = _power(db, rng, kw, rounds, 0.0, n, _both_paired)
+            tests_now = _tested(c for c, _ in pairs)
+            tests_old = _tested(c for _, c in pairs)
+            share = float(np.mean([t.pairing == "round" for t in tests_now]))
+            now = float(np.median([L._detectable(t.planned_on, 0.05, L.POWER)
+                                   for t in tests_now]))
+            old = float(np.median([L._detectable(t.planned_on, 0.05, L.POWER)
+                                   for t in tests_old]))
+            pn, sn, _ = _power(db, rng, kw, rounds, now, n)
+            line = (f"  {rounds} rounds, {label} (paired {100 * share:.0f}%): table now "
+                    f"±{100 * now:.1f}% power {100 * pn:.1f}±{100 * sn:.1f}%")
+            po, so = pn, sn
+            if abs(old - now) > 1e-9:
+                po, so, _ = _power(db, rng, kw, rounds, old, n)
+                line += f"; before ±{100 * old:.1f}% power {100 * po:.1f}±{100 * so:.1f}%"
+            else:
+                line += "; before: the same"
+            rows.append((f"{rounds} rounds, {label}", pn, po))
+            print(line, flush=True)
+    return rows
 
 
 UNBALANCED = [k for k in SCENARIOS if " vs " in k]

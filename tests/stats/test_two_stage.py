@@ -60,7 +60,9 @@ def test_the_stage_two_test_plans_on_its_own_spread_and_df():
         return sps.nct.sf(crit, 4, delta) + sps.nct.cdf(-crit, 4, delta)
     from scipy.optimize import brentq
     k = brentq(lambda x: power(x) - 0.8, 0.1, 8)
-    want = math.expm1(k * se)
+    # planned on the stage-2 variance raised to its median-unbiased value at its 4 df
+    # (stats.launch.plan_round_part: one cell, no floor), the power still at 4 df
+    want = math.expm1(k * se * math.sqrt(4 / sps.chi2.ppf(0.5, 4)))
     assert abs(t.detectable - want) < 1e-3 * want, (t.detectable, want)
     assert abs(L.detectable_at(t, 0.05) - want) < 1e-3 * want
     assert abs(t.df - 4) < 1e-9

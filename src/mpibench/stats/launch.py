@@ -301,8 +301,8 @@ def floor_component(var: float, df: float, other_var: float, other_df: float
 # else as its own, raised so that it falls short of the true variance with probability
 # 1 - PLAN_OWN_QUANTILE (a 1-2 df estimate is mostly below its mean: chi2 with 1 df has its
 # median at 0.45 of it). Chosen by simulation, docs/statistics.md "Planning". Unpaired
-# sides only: a paired test plans on its round differences' own spread, still optimistic
-# at 3-4 rounds (about 70% true power, docs/statistics.md).
+# sides only: a paired test has no thin side; its round part is raised by
+# plan_round_part.
 PLAN_SAME_LEVEL = 0.85
 PLAN_OWN_QUANTILE = 0.55
 
@@ -340,6 +340,28 @@ def plan_component(var: float, df: float, other_var: float, other_df: float,
         return (df * own + other_df * other_var) / (df + other_df), df
     raised = floor + (var - floor) * df / float(_chi2_ppf(1.0 - PLAN_OWN_QUANTILE, df))
     return max(raised, own, other_var), df
+
+
+# Planning a paired test (plan_round_part): the round part of the differences (what a
+# round's difference shares over the sizes, pairs - 1 df; with one size or unpooled, the
+# differences' whole variance) is read as the value its estimate falls short of with
+# probability 1 - PLAN_ROUND_QUANTILE. docs/statistics.md "Planning", "Paired by round".
+PLAN_ROUND_QUANTILE = 0.5
+
+
+def plan_round_part(var: float, df: float, floor: float = 0.0) -> float:
+    """What the planning figures take for a paired test's round part (var, df): the part
+    above floor (what the side knows from many df: pooled over S sizes, the round part
+    is var(e) + var(v)/S, so ms_cell / S; 0 when unknown) scaled by
+    df / chi2_{1 - PLAN_ROUND_QUANTILE}(df), so that it exceeds the true variance with
+    probability PLAN_ROUND_QUANTILE (x1.44 at 2 df, x1.27 at 3, x1.10 at 7, -> 1 as df
+    grows). The figure is read as a median, and an estimate with few df is below its
+    mean most of the time: planned as it stands, 3-5 rounds had 64-73% true power.
+    Never below var."""
+    if df <= 0 or var <= floor:
+        return var
+    q = float(_chi2_ppf(1.0 - PLAN_ROUND_QUANTILE, df))
+    return max(var, floor + (var - floor) * df / q) if q > 0 else var
 
 
 def _plan_sides(spreads: list) -> list:
@@ -994,8 +1016,11 @@ def paired_test(d: np.ndarray, sp: Spread | None, unpaired: int = 0, alpha: floa
     shared = sp.shared(n) if pooled else 0.0
     parts = (_parts(sp, n),) if pooled else ()
     own = pooled and sp.own_part(cell) is not None
+    floor = sp.ms_cell / sp.cells / n if pooled and sp.df_cell > 0 and sp.cells > 1 else 0.0
+    (v0, d0), rest = comps[0], tuple(comps[1:])
+    plan = ((plan_round_part(v0, d0, floor), d0),) + rest
     return _tested(diff, (n, n), sd, comps, pooled, shared, parts, alpha, level,
-                   own_cell=own, **extra)
+                   own_cell=own, plan_components=planning_components(comps, plan), **extra)
 
 
 def _aggregate_paired(rows, paired, alpha: float, level: float) -> LaunchTest:
@@ -1017,28 +1042,37 @@ def _aggregate_paired(rows, paired, alpha: float, level: float) -> LaunchTest:
 
 def launches_needed_for(t: LaunchTest, effect: float, alpha: float = 0.05,
                         power: float = POWER, max_n: int = 10_000) -> int | None:
-    """Launches per side (paired: rounds) at which the test t ran (its components, scaled
-    to n launches: variances as n_now / n, df as the launches' n - 1 and the cell part's
-    (n - 1)(S - 1)) detects a gain of 1 + effect with probability `power` (noncentral t of
-    that test). For an unpaired test this is launches_needed at t's pooled sd. A moderated
-    cell part's df (d0 + d_g) is scaled whole, though d0 does not grow with n: somewhat
-    optimistic for such cells (docs/statistics.md, plan_total)."""
+    """Launches per side (paired: rounds) at which the test t ran (its planning
+    components, scaled to n rounds by paired_components_at) detects a gain of 1 + effect
+    with probability `power` (noncentral t of that test). At t's own rounds this is the
+    'detectable' t reports. For an unpaired test this is launches_needed at t's pooled
+    sd."""
     if t.pairing != "round":
         return launches_needed(t.sd_log, effect, alpha, power, max_n)
     if not t.tested or not t.components or not effect or effect <= -1:
         return None
+    return rounds_search(lambda n: paired_components_at(t, n), effect, alpha, power, max_n)
+
+
+def paired_components_at(t: LaunchTest, n: int) -> tuple:
+    """A paired test's planning components (LaunchTest.planned_on) at n rounds instead of
+    its t.pairs: every variance x pairs / n, and the df the test will then have: the round
+    part n - 1; the pooled cell part (n - 1)(S - 1), its df scaled by (n - 1)/(pairs - 1);
+    a cell's own (moderated) cell part d0 + (n - 1), its df plus n - pairs, since the
+    prior's d0 (stats.moderate) does not grow with the rounds (scaled whole it was
+    optimistic: 54 planned df where about 19 will be had), never more than scaled
+    whole. Unpooled (one component): n - 1."""
     n0 = t.pairs
-
-    def comps_at(n: int) -> tuple:
-        out = []
-        for v, df in t.components:
-            if df <= n0 - 1 + 1e-9:
-                out.append((v * n0 / n, float(n - 1)))
-            else:        # the cell part: (n - 1)(S - 1) df
-                out.append((v * n0 / n, df * (n - 1) / max(1, n0 - 1)))
-        return tuple(out)
-
-    return rounds_search(comps_at, effect, alpha, power, max_n)
+    out = []
+    for i, (v, df) in enumerate(t.planned_on):
+        if i == 0 or n0 <= 1:
+            d = float(n - 1)
+        elif t.own_cell:
+            d = min(df + (n - n0), df * (n - 1) / (n0 - 1))
+        else:
+            d = df * (n - 1) / (n0 - 1)
+        out.append((v * n0 / n, d))
+    return tuple(out)
 
 
 def rounds_search(comps_at: Callable[[int], tuple], effect: float, alpha: float,
@@ -1124,7 +1158,7 @@ def fmt_pct(effect: float | None) -> str:
 
 
 __all__ = ["MIN_LAUNCHES", "MIN_PAIRS", "POWER", "pair_rounds", "cell_pairs", "pair_spread", "paired_test",
-           "launches_needed_for", "Estimate", "estimate", "LaunchTest", "compare",
+           "launches_needed_for", "paired_components_at", "Estimate", "estimate", "LaunchTest", "compare",
            "compare_cells", "detectable_at", "Spread", "spread", "aggregate", "detectable_effect",
            "gated_spreads", "launches_needed", "pooled_sd", "fmt_pct", "cochran_cox_crit", "two_sided_p",
            "one_sided_p", "parse_margin"]
