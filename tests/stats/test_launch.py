@@ -526,23 +526,35 @@ def test_a_paired_round_part_is_planned_median_unbiased_above_its_floor():
 
 
 def test_a_moderated_cell_part_is_planned_on_the_df_the_future_test_will_have():
-    # 3 rounds, a cell's own moderated cell part with d0 + d_g = 16 + 2 = 18 df: at n
-    # rounds the test will have d0 + (n - 1) = 18 + (n - 3) df, not 18 (n - 1) / 2 (the
+    # 3 rounds of 22 sizes (the pooled cell part: 2 x 21 = 42 df), a cell's own moderated
+    # cell part with d0 + d_g = 10 + 2 = 12 df: at n rounds the test will have
+    # d0 + (n - 1) = 12 + (n - 3) df (19 at 10 rounds), not 12 (n - 1) / 2 (54: the
     # prior's d0 does not grow with the rounds); the pooled cell part does scale whole
+    parts = ((1e-5, 2.0, 0.002 / 3, 42.0, 22.0),)
     own = L.LaunchTest(1.0, 0.9, 1.1, 0.5, 3, 3, True,
-                       components=((1e-5, 2.0), (0.004 / 3, 18.0)), pairing="round",
-                       pairs=3, own_cell=True, pooled=True)
-    assert np.ravel(L.paired_components_at(own, 7)) == pytest.approx(
-        [1e-5 * 3 / 7, 6, 0.004 / 7, 22])
-    pooled = own._replace(own_cell=False)
-    assert np.ravel(L.paired_components_at(pooled, 7)) == pytest.approx(
-        [1e-5 * 3 / 7, 6, 0.004 / 7, 54])
-    # the rounds needed for 5%: the least n whose components at n detect it (15; scaling
-    # d0 with n, 14: its test at 14 rounds would have 29 df, not 78)
+                       components=((1e-5, 2.0), (0.004 / 3, 12.0)), pairing="round",
+                       pairs=3, own_cell=True, pooled=True, parts=parts)
+    assert L.own_cell_parts(own) == {1}
+    assert np.ravel(L.paired_components_at(own, 10)) == pytest.approx(
+        [1e-5 * 3 / 10, 9, 0.004 / 10, 19])
+    pooled = own._replace(own_cell=False, components=((1e-5, 2.0), (0.002 / 3, 42.0)))
+    assert L.own_cell_parts(pooled) == set()
+    assert np.ravel(L.paired_components_at(pooled, 10)) == pytest.approx(
+        [1e-5 * 3 / 10, 9, 0.002 / 10, 189])
+    # the rounds needed for 5%: the least n whose components at n detect it
     n = L.launches_needed_for(own, 0.05)
-    assert n == 15
     assert L._detectable(L.paired_components_at(own, n), 0.05, 0.8) <= 0.05
     assert L._detectable(L.paired_components_at(own, n - 1), 0.05, 0.8) > 0.05
+    whole = L.rounds_search(lambda k: ((1e-5 * 3 / k, k - 1.0), (0.004 / k, 6.0 * (k - 1))),
+                            0.05, 0.05, 0.8, 10_000)
+    assert n > whole                                   # scaled whole: optimistic
+    # unpaired: the candidate side's own part (index 3) among both sides' components
+    t = L.LaunchTest(1.0, 0.9, 1.1, 0.5, 5, 5, True, own_cell=True, pooled=True,
+                     components=((1e-4, 4.0), (0.002, 84.0), (1e-4, 4.0), (0.01, 14.0)),
+                     parts=((1e-4, 4.0, 0.002, 84.0, 22.0), (1e-4, 4.0, 0.002, 84.0, 22.0)))
+    assert L.own_cell_parts(t) == {3}
+    assert L.future_df(14.0, 4, 9, True) == 19 and L.future_df(84.0, 4, 9, False) == 189
+    assert L.future_df(4.0, 4, 9, True) == 9                       # no prior: n - 1
     # at its own rounds the plan is the 'detectable' the test reports (planned_on)
     rng = np.random.default_rng(78)
     bench, rounds = _rounds_bench(rng, 4, 10)

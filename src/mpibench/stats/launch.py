@@ -1063,16 +1063,40 @@ def paired_components_at(t: LaunchTest, n: int) -> tuple:
     optimistic: 54 planned df where about 19 will be had), never more than scaled
     whole. Unpooled (one component): n - 1."""
     n0 = t.pairs
+    own = own_cell_parts(t)
     out = []
     for i, (v, df) in enumerate(t.planned_on):
         if i == 0 or n0 <= 1:
             d = float(n - 1)
-        elif t.own_cell:
-            d = min(df + (n - n0), df * (n - 1) / (n0 - 1))
         else:
-            d = df * (n - 1) / (n0 - 1)
+            d = future_df(df, n0 - 1, n - 1, i in own)
         out.append((v * n0 / n, d))
     return tuple(out)
+
+
+def future_df(df: float, now: float, then: float, own: bool) -> float:
+    """The df a cell part estimated with df from `now` launches' (or rounds') n - 1 will
+    have from `then`: a pooled part scales whole ((n - 1)(S - 1)); a cell's own
+    (moderated) part is d0 + d_g, and the prior's d0 (stats.moderate) does not grow, so
+    only d_g does: df + then - now, never more than scaled whole."""
+    whole = df * then / now if now > 0 else df
+    return min(df + then - now, whole) if own else whole
+
+
+def own_cell_parts(t: LaunchTest) -> set[int]:
+    """Indices in t.components of a cell's own (moderated) cell parts, as opposed to a
+    side's pooled cell part (which t.parts holds): one per side at most."""
+    if not t.own_cell or not t.parts:
+        return set()
+    n = len(t.components)
+    k = n if t.pairing == "round" else (t.base_components or n // 2)
+    out = set()
+    for (a, b), (_lv, _dl, cv, dc, _s) in zip(((0, k), (k, n)), t.parts, strict=False):
+        if b - a > 1:
+            v, d = t.components[a + 1]
+            if not (math.isclose(v, cv, rel_tol=1e-12) and d == dc):
+                out.add(a + 1)
+    return out
 
 
 def rounds_search(comps_at: Callable[[int], tuple], effect: float, alpha: float,
