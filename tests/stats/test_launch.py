@@ -561,3 +561,7 @@ def test_a_moderated_cell_part_is_planned_on_the_df_the_future_test_will_have():
     t = L.compare_cells(bench, rounds=rounds)[0]
     assert np.ravel(L.paired_components_at(t, 4)) == pytest.approx(np.ravel(t.planned_on))
     assert L.launches_needed_for(t, t.detectable * 1.0001) == 4
+    # a stage-2 test's own part counts fewer launches than its pairs (2 df at 8 pairs):
+    # planned at fewer rounds its df stay positive
+    assert L.future_df(2.0, 7, 2, True) == pytest.approx(2 * 2 / 7)
+    assert L.future_df(2.0, 7, 9, True) == pytest.approx(2 * 9 / 7)     # never above whole

@@ -1078,9 +1078,10 @@ def future_df(df: float, now: float, then: float, own: bool) -> float:
     """The df a cell part estimated with df from `now` launches' (or rounds') n - 1 will
     have from `then`: a pooled part scales whole ((n - 1)(S - 1)); a cell's own
     (moderated) part is d0 + d_g, and the prior's d0 (stats.moderate) does not grow, so
-    only d_g does: df + then - now, never more than scaled whole."""
+    only d_g does: d0 = df - now (at least 0: a stage-2 test's df count fewer launches
+    than its pairs) plus then, never more than scaled whole."""
     whole = df * then / now if now > 0 else df
-    return min(df + then - now, whole) if own else whole
+    return min(max(df - now, 0.0) + then, whole) if own else whole
 
 
 def own_cell_parts(t: LaunchTest) -> set[int]:
