@@ -41,7 +41,7 @@ that figure is a pilot's.
 one: every round 2..N (the rounds interleaved with IMB) and --batches more, the interim
 looks at alpha x 0.2 / (interim looks), the last at alpha. After round N's launches and
 before its look, the core's plan from its rounds 3..N (the pilot's rounds 1-2 ran at other
-options; N - 3 df for the round part, x1.9 at its bound at N = 10; no cap) at the options
+options; N - 3 df for the round part, x1.8 at its bound at N = 10; no cap) at the options
 its budgeted rounds run at (the campaign's
 `budget = "auto"` plan, made once from the pilot: the continuation keeps the campaign as
 it is, since a group's own `options` would make new cells) is printed as the budget:
