@@ -414,11 +414,8 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
     interleaved campaign): the launches per side are then the rounds the paired test needs
     (rounds_for) at the round differences' components, each at its upper `confidence`
     bound, with the pilot's within-launch part replaced by the one at each pair of
-    options (keep_within: kept, for rows whose launches all ran at the one pair of options
-    planned: their measured variance of d is already the one at those options, and the
-    model's within part, B/n from the median B, can be far below the mean of few-sample
-    launches' CIs, which clipped both components to 0 and planned 3 rounds); the pools
-    without a PairedSpread are planned unpaired as above.
+    options (keep_within: kept, see _paired_parts); the pools without a PairedSpread are
+    planned unpaired as above.
 
     None when no cell is common."""
     if not sides:
@@ -529,7 +526,11 @@ def _paired_parts(ps: PairedSpread, within: float | None,
                   confidence: float | None) -> tuple[float, float]:
     """The paired test's two components of one round's d at the plan's options: each at
     its upper confidence bound over its df, the pilot's within-launch part (in both, as
-    1/S and (S-1)/S of it) replaced by `within` (None: kept)."""
+    1/S and (S-1)/S of it) replaced by `within` (None: kept; plan's keep_within, for rows
+    whose launches all ran at the one pair of options planned: their variance of d is
+    already the one at those options, and the model's within part, B/n from the median B,
+    can be far below the mean of few-sample launches' CIs, which clipped both components
+    to 0 and planned 3 rounds)."""
     sh, ce = ps.parts()
     sh *= upper_factor(ps.df_launch, confidence)
     ce *= upper_factor(ps.df_cell, confidence)
