@@ -312,8 +312,13 @@ def core_fingerprint(header: Mapping[str, Any]) -> dict[str, Any]:
     opts = header.get("options")
     if not isinstance(opts, Mapping):
         return {}
-    return {"core_options": {k: opts.get(k, _BEFORE_THE_OPTION.get(k))
-                             for k in FINGERPRINT_CORE_OPTIONS}}
+    core = {k: opts.get(k) for k in FINGERPRINT_CORE_OPTIONS}
+    # settle only when on, as the 'oversubscribed' key: a --no-settle launch hashes to the
+    # same fingerprint id as the launches stored before settling (the store keeps the id
+    # taken at ingest, from core_options without the key), so they pool byte for byte
+    if opts.get("settle"):
+        core["settle"] = True
+    return {"core_options": core}
 
 
 def ingest_core(cmd: CellCommand, result: CommandResult | None, *,
@@ -485,10 +490,9 @@ _CORE_DEFAULT_TIMEOUT = _BY_NAME["timeout"].default
 # sizes are skipped (mem_limit), the watchdog and the untimed validation pass are not.
 FINGERPRINT_CORE_OPTIONS = ("mode", "iterations", "iterations_volume", "thread_level",
                             "off_cache", "root_shift", "sync", "batch_us", "warmup",
-                            "per_call", "settle")
-# What a core whose header predates an option did: a core before settling (2026-11-26) never
-# settled, so its launches pool with `no_settle = true` ones
-_BEFORE_THE_OPTION = {"settle": False}
+                            "per_call")
+# and "settle": true when the core settled (core_fingerprint): a core before settling
+# (2026-11-26) never settled, so its launches pool with --no-settle ones
 
 
 def parse_bytes(value: Any) -> int | None:
