@@ -417,3 +417,71 @@ def test_a_variant_appended_after_a_look_is_refused(tmp_path):
         # a repeats = "auto" campaign has no looks of this kind: not its business
         auto = {**old, "repeats_auto": {"min": 3, "max": 5, "target": 0.05}}
         refuse_changed_rule(store, cid, auto, auto, "c.toml", planned)
+
+
+def test_auto_variant_order_and_figures_are_frozen_once_stage_two_began(tmp_path):
+    # repeats = "auto": the look fixes each group's total from its first variant (the
+    # baseline, by the variants' order) against the others, on the group's figures of
+    # merit. Once stage 2 began, a reorder or another figure of merit would plan the
+    # resumed look against another baseline or metric (and launches past a lower new
+    # total already exist): refused like the rule, one line naming the file and the key
+    from mpibench.campaign.auto_repeats import refuse_changed_rule
+
+    fom = {"name": "t", "regex": "value ([0-9]+)", "unit": "s", "better": "lower",
+           "source": "output"}
+    old = {"repeats": 8, "repeats_auto": {"min": 3, "max": 8, "target": 0.05},
+           "variants": [{"name": "a"}, {"name": "b"}, {"name": "c"}],
+           "groups": [{"name": "g", "foms": [fom], "variants": None}]}
+    reorder = {**old, "variants": [{"name": n} for n in "bac"]}
+    regex = {**old, "groups": [{**old["groups"][0], "foms": [{**fom, "regex": "v ([0-9]+)"}]}]}
+    appended = {**old, "variants": [*old["variants"], {"name": "d"}]}
+    with Store(tmp_path / "s.db") as store:
+        cid = store.add_campaign("c", old, file="c.toml")
+        for v in "abc":
+            for i in range(8):
+                store.create_run(f"{v}{i}", cid, v, grp="g", repeat=i)
+                if i < 3:
+                    store.set_run(f"{v}{i}", "done")
+        for new in (reorder, regex, appended):        # stage 1 only: no look to protect
+            refuse_changed_rule(store, cid, old, new, "c.toml")
+        store.set_run("a3", "running")                # stage 2 began
+        refuse_changed_rule(store, cid, old, appended, "c.toml")   # no baseline changes
+        for new, key, keep in (
+                (reorder, "the variants' order", "the variants' order (a, b, c, first)"),
+                (regex, "benchmarks.g.fom", "benchmarks.g.fom = { better = \"lower\", "
+                 "name = \"t\", regex = \"value ([0-9]+)\", source = \"output\", "
+                 "unit = \"s\" }")):
+            with pytest.raises(UsageError) as e:
+                refuse_changed_rule(store, cid, old, new, "c.toml")
+            msg = str(e.value)
+            assert msg.startswith(f"c.toml: {key} changed after stage 2 of its repeats = "
+                                  '"auto" rule began') and "\n" not in msg, msg
+            assert keep in msg and "start a new campaign" in msg, msg
+
+
+@pytest.mark.parametrize("value", [
+    {"min": 3, "max": 8, "target": 0.05},
+    {"until": "decided", "min": 3, "max": 5, "step": 2, "flag": True, "off": False},
+    {"name": "wall_time", "regex": None, "unit": "s", "better": "lower"},
+    [{"name": "t", "regex": 'a "q" \\ b\x7f', "keep": [True, False, 1.5]}],
+    {"name with space": "x", "inner": {"x": None, "y": [1, 2]}},
+])
+def test_a_refusal_shows_the_kept_design_as_toml(value):
+    # the "keep ..." part of a refusal is what to write back into the campaign file: TOML
+    # (true/false, strings TOML reads back; a key with no value is absent, TOML has no null)
+    import tomllib
+
+    from mpibench.campaign.auto_repeats import _shown
+
+    shown = _shown("campaign.repeats", value)
+    assert shown.startswith("campaign.repeats = ")
+    got = tomllib.loads("x = " + shown[len("campaign.repeats = "):])["x"]
+
+    def present(v):
+        if isinstance(v, dict):
+            return {k: present(x) for k, x in v.items() if x is not None}
+        if isinstance(v, list):
+            return [present(x) for x in v]
+        return v
+    want = present(value)
+    assert got == (want[0] if isinstance(want, list) and len(want) == 1 else want)

@@ -992,12 +992,33 @@ def test_auto_two_stage_total_per_group_through_the_stages(tmp_path):
     assert len(looks) == 2 and [m for m in again if m in looks] == looks, again
     # stage 2 ran: a lowered min (rounds the look read would become stage 2) is refused
     # and nothing is written; the stored rule is still the one the stages ran
-    camp.write_text(camp.read_text().replace("min = 3, max = 8", "min = 2, max = 8"))
+    text = camp.read_text()
+    camp.write_text(text.replace("min = 3, max = 8", "min = 2, max = 8"))
     with pytest.raises(UsageError, match=r"campaign\.repeats changed after stage 2"):
         run_campaign(camp, tmp_path / "a.db", [])
     with Store(tmp_path / "a.db") as store:
         (c,) = store.db.execute("SELECT spec_json FROM campaigns").fetchall()
         assert json.loads(c[0])["repeats_auto"] == {"min": 3, "max": 8, "target": 0.04}
+    # so are the baseline (the variants' order: b first would be differ's baseline) and
+    # the figures of merit the look planned on: one line naming the file, nothing written
+    a_table = f'[variants.a]\nenv = {{ V = "a", DIR = "{tmp_path}" }}\n'
+    assert a_table in text
+    for edited, words in (
+            (text.replace(a_table, "").replace("[variants.c]", a_table + "[variants.c]"),
+             "the variants' order changed after stage 2"),
+            (text.replace("regex = 'value ([0-9]+)'", "regex = 'value ([0-9]+)$'", 1),
+             r"benchmarks\.differ\.fom changed after stage 2")):
+        assert edited != text
+        camp.write_text(edited)
+        with pytest.raises(UsageError, match="^" + re.escape(str(camp)) + ": " + words) as e:
+            run_campaign(camp, tmp_path / "a.db", [])
+        assert "\n" not in str(e.value)
+        with Store(tmp_path / "a.db") as store:
+            assert store.db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 32
+            (c,) = store.db.execute("SELECT spec_json FROM campaigns").fetchall()
+            stored = json.loads(c[0])
+            assert [v["name"] for v in stored["variants"]] == ["a", "b", "c"]
+            assert stored["groups"][0]["foms"][0]["regex"] == "value ([0-9]+)"
 
 
 DECIDE_REAL = """

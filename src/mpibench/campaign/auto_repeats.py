@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -316,7 +317,10 @@ def frozen_design(store, campaign_id: int, spec: dict) -> tuple[str, tuple[str, 
     longer change; None when nothing was looked at yet or the rule has no look to protect.
     repeats = "auto" (until = "precise", a rule that can stop before its maximum): once
     stage 2 began (a launch of round >= min started; the look's totals and the report's
-    stage 1 come from the stored rule). repeats = "decide": once its first look was taken
+    stage 1 come from the stored rule, and the look compares each group's first variant,
+    VARIANT_ORDER, with the others on its figures of merit, FIGURES: another baseline or
+    metric would plan the resumed look on other launches or values, and launches past a
+    lower new total already exist). repeats = "decide": once its first look was taken
     (the launches of rounds < min of a group point have run, or a later launch started;
     the looks are replayed from the stored rule and the campaign's equivalence margin:
     their rounds, their levels alpha x 0.2 / interim looks, TOST at the margin; the
@@ -337,20 +341,48 @@ def frozen_design(store, campaign_id: int, spec: dict) -> tuple[str, tuple[str, 
     if (r.get("until", "precise") == "precise" and two_stage.staged(r["min"], r["max"])
             and ran_from_repeat(store, campaign_id, r["min"])):
         return (f"stage 2 of its repeats = \"auto\" rule began (launches of round >= min "
-                f"{r['min']} ran): the totals and the report's stage 1 depend on the rule",
-                ("campaign.repeats",))
+                f"{r['min']} ran): the totals and the report's stage 1 depend on the rule, "
+                "each group's first variant and its figures of merit",
+                ("campaign.repeats", VARIANT_ORDER, FIGURES))
     return None
 
 
 _FIRST_LOOK = 'the first look of campaign.repeats = "decide" (at {min} launches per variant)'
 
 
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def _toml_str(s: str) -> str:
+    """A TOML basic string: ", \\ and the control characters TOML forbids raw (all but
+    tab, DEL included) escaped."""
+    out = []
+    for ch in s:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch != "\t" and (ord(ch) < 0x20 or ord(ch) == 0x7F):
+            out.append(f"\\u{ord(ch):04X}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
 def _toml(v: Any) -> str:
+    """A stored value as a campaign file writes it (TOML: true/false; TOML has no null, so
+    a key whose value is None, i.e. absent from the file, is left out)."""
     if isinstance(v, dict):
-        return "{ " + ", ".join(f"{k} = {_toml(x)}" for k, x in sorted(v.items())) + " }"
+        items = [(k if _BARE_KEY.fullmatch(str(k)) else _toml_str(str(k)), x)
+                 for k, x in sorted(v.items()) if x is not None]
+        return "{ " + ", ".join(f"{k} = {_toml(x)}" for k, x in items) + " }"
     if isinstance(v, list):
-        return "[" + ", ".join(_toml(x) for x in v) + "]"
-    return json.dumps(v) if isinstance(v, str) or v is None else repr(v)
+        return "[" + ", ".join(_toml(x) for x in v if x is not None) + "]"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return _toml_str(v)
+    if isinstance(v, float) and not math.isfinite(v):
+        return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
+    return repr(v)
 
 
 def _shown(key: str, value: Any) -> str:
