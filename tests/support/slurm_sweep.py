@@ -10,7 +10,8 @@ cluster first sweeps (sweep_stale_clusters) the directories whose owners are all
 
 - their daemons are stopped by the PIDs of their pidfiles (and cluster.json), each only
   after /proc/PID/cmdline shows that daemon (munged, slurmctld, slurmd) started for that
-  directory: never by name, never a process that merely reuses a PID;
+  directory, checked once the process is pinned by a pidfd and signalled through it: never
+  by name, never a process that merely reuses a PID;
 - the directory is removed once no process's command line names it any more.
 
 A directory whose owner is alive (another test session, a helper's run beside ours) is never
@@ -36,6 +37,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from mpibench.files import write_file
+from mpibench.testbed.system import start_time
+from support.procs import wait_gone
 
 BASE = Path("/tmp")               # short socket paths: Slurm and munge need < ~100 characters
 PREFIX = "mbslurm-"
@@ -45,19 +48,6 @@ LEGACY_IDLE_S = 3600              # a session is ~20 minutes; older code wrote n
 STOP_GRACE_S = 15                 # SIGTERM, then SIGKILL (a failure bound; exit ends it sooner)
 # pidfile (relative to a cluster root) -> the daemon its PID must be
 PIDFILES = {"munge/munged.pid": "munged", "slurmctld.pid": "slurmctld"}
-
-
-def proc_start(pid: int) -> int | None:
-    """The start time (clock ticks after boot, /proc/PID/stat field 22) of a live process;
-    None when it is gone or a zombie."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except (OSError, ValueError):
-        return None
-    fields = text[text.rindex(")") + 2:].split()
-    if not fields or fields[0] in ("Z", "X"):
-        return None
-    return int(fields[19])
 
 
 def _cmdline(pid: int | str) -> list[str]:
@@ -105,7 +95,7 @@ def _read_owners(root: Path) -> list[dict] | None:
 
 
 def _write_owner(root: Path, pid: int) -> None:
-    start = proc_start(pid)
+    start = start_time(pid)
     if start is None:
         return
     owners = _read_owners(root) or []
@@ -133,7 +123,7 @@ def new_cluster_dir(prefix: str = PREFIX, base: Path = BASE) -> Path:
 def _owner_alive(o: dict) -> bool:
     pid, start = o.get("pid"), o.get("start")
     return (isinstance(pid, int) and isinstance(start, int) and pid > 0
-            and proc_start(pid) == start)
+            and start_time(pid) == start)
 
 
 def _cluster_roots(d: Path) -> list[Path]:
@@ -165,15 +155,20 @@ def daemon_of(pid: int, daemon: str, root: Path) -> bool:
     return bool(argv) and os.path.basename(argv[0]) == daemon and _names(argv[1:], root)
 
 
-def _gone(pid: int) -> bool:
-    return proc_start(pid) is None
-
-
 def _signal(pid: int, sig: int, daemon: str, root: Path) -> None:
-    # checked again right before each signal: the PID must still be that daemon
-    if daemon_of(pid, daemon, root):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, sig)
+    """Signal pid if it is that daemon of root: the process is pinned first (a pidfd), then
+    its command line checked, then the pidfd signalled, so a PID reused between the check
+    and the signal is never hit (a pinned process that exited is not signalled at all)."""
+    try:
+        fd = os.pidfd_open(pid)
+    except OSError:              # gone (ESRCH), or not a PID at all
+        return
+    try:
+        if daemon_of(pid, daemon, root):
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(fd, sig)
+    finally:
+        os.close(fd)
 
 
 def stop_daemons(root: Path) -> list[int]:
@@ -192,10 +187,7 @@ def stop_daemons(root: Path) -> list[int]:
     for pid, daemon in mine:
         for sig in (signal.SIGTERM, signal.SIGKILL):
             _signal(pid, sig, daemon, root)
-            deadline = time.monotonic() + STOP_GRACE_S
-            while not _gone(pid) and time.monotonic() < deadline:
-                time.sleep(0.1)
-            if _gone(pid):
+            if wait_gone(pid, STOP_GRACE_S):
                 break
     return [p for p, _ in mine]
 
