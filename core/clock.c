@@ -11,7 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char *stage_names[] = {"first", "validate", "calibrate", "warmup", "measure"};
+static const char *stage_names[] = {"first", "validate", "calibrate", "warmup", "measure",
+                                     "settle"};
 
 const char *mb_stage_name(int s) { return stage_names[s]; }
 

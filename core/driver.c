@@ -190,28 +190,27 @@ typedef struct mb_sizing {
  * ... MB_SETTLE_CHUNK iterations, counting every rank's page faults (one reduction per
  * chunk), until the iterations since the last chunk that faulted are at least
  * MB_SETTLE_QUIET and at least the iterations up to it (a gap inside the transient, ~20
- * iterations here, never ends it: mb_settle_done in stop.c), or MB_SETTLE_SHARE of
- * --max-time is spent (the budget the size's calibration and sampling then share) with the
- * last chunk fault-free, or MB_SETTLE_EXTRA_S more while the chunks still fault (those
- * pages are paid for either way; a fault here sometimes costs milliseconds).  The record
- * says how many iterations and faults, whether a fault-free stretch ended it, and the
- * faults left in the timed rounds. */
+ * iterations here, never ends it: mb_settle_done in stop.c), or its share of --max-time is
+ * spent: MB_SETTLE_SHARE with the last chunk fault-free, MB_SETTLE_LIMIT while the chunks
+ * still fault (those pages are paid for either way; a fault here sometimes costs
+ * milliseconds), each chunk cut to the time left (mb_settle_next).  Every decision comes
+ * from the one MAX reduction, so every rank takes it.  The record says how many iterations
+ * and faults, whether a fault-free stretch ended it, and the faults left in the timed
+ * rounds. */
 static void settle(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool *p, mb_sizing *z,
                    mb_result *r)
 {
     if (!st->opt.settle)
         return;
-    mb_set_stage(st, MB_STAGE_WARMUP);
-    double budget = MB_SETTLE_SHARE * st->opt.max_time;
+    mb_set_stage(st, MB_STAGE_SETTLE);
     int64_t done = 0, last = 0, chunk = 1, faults = 0;
+    double prev = 0; /* MAX over ranks of the time spent when the chunk began */
     for (;;) {
         int64_t f0 = mb_page_faults();
         run_batch(st, b, c, p, chunk, &z->it);
         done += chunk;
-        double spent = MPI_Wtime() - z->tsize0;
-        double loc[3] = {(double)(mb_page_faults() - f0), spent >= budget ? 1.0 : 0.0,
-                         spent >= budget + MB_SETTLE_EXTRA_S ? 1.0 : 0.0}, glob[3];
-        MPI_Allreduce(loc, glob, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        double loc[2] = {(double)(mb_page_faults() - f0), MPI_Wtime() - z->tsize0}, glob[2];
+        MPI_Allreduce(loc, glob, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
         if (glob[0] > 0) {
             last = done;
             faults += (int64_t)glob[0];
@@ -220,11 +219,10 @@ static void settle(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool *p,
             r->settled = 1;
             break;
         }
-        /* past the budget only while the pages still fault: they would be paid anyway,
-         * in calibration or in the samples */
-        if (glob[2] > 0 || (glob[1] > 0 && last != done))
+        chunk = mb_settle_next(chunk, glob[1] - prev, glob[1], last == done, st->opt.max_time);
+        if (chunk == 0)
             break;
-        chunk = chunk * 2 > MB_SETTLE_CHUNK ? MB_SETTLE_CHUNK : chunk * 2;
+        prev = glob[1];
     }
     r->settle_iters = done;
     r->settle_faults = faults;

@@ -53,7 +53,7 @@ typedef struct mb_timer {
 
 /* Where the run is, for the watchdog thread (it reads these while the main thread works). */
 enum mb_stage { MB_STAGE_FIRST, MB_STAGE_VALIDATE, MB_STAGE_CALIBRATE, MB_STAGE_WARMUP,
-                MB_STAGE_MEASURE };
+                MB_STAGE_MEASURE, MB_STAGE_SETTLE };
 
 /* One benchmark's buffers, allocated and touched once for all its sizes (mb_bench_buffers),
  * with every size's memory figure: sizes run in ascending order, so per-size allocation
