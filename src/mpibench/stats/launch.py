@@ -615,7 +615,7 @@ class Spread(NamedTuple):
 
 
 def spread(side: Mapping[object, Mapping[str, float]], moderate: bool = True,
-           force: bool = False) -> Spread | None:
+           force: bool = False, own: bool = False) -> Spread | None:
     """Spread of one side from {cell: {launch id: statistic}} (the cells of one benchmark;
     launches are matched by id across cells). None with fewer than two launches, or when
     the cells do not overlap enough to separate the two parts. moderate: each cell's own
@@ -656,7 +656,7 @@ def spread(side: Mapping[object, Mapping[str, float]], moderate: bool = True,
         res = np.where(obs, r - m[:, None], 0.0)
         ms_cell = float((res * res).sum()) / df_cell
         if moderate:
-            parts = _cell_parts(keys, res, obs, ms_cell, df_cell, s_bar, force)
+            parts = _cell_parts(keys, res, obs, ms_cell, df_cell, s_bar, force, own)
     else:
         ms_cell, df_cell, s_bar = 0.0, 0, 1.0
         ms_launch = float((r[:, 0] ** 2).sum()) / (n - 1) if s_cols == 1 else ms_launch
@@ -690,7 +690,8 @@ def gated_spreads(sides: Sequence[Mapping[object, Mapping[Hashable, float | None
 
 
 def _cell_parts(keys: list, res: np.ndarray, obs: np.ndarray, ms_cell: float,
-                df_cell: float, s_bar: float, force: bool = False) -> dict | None:
+                df_cell: float, s_bar: float, force: bool = False, own_all: bool = False
+                ) -> dict | None:
     """Each cell's own cell part, moderated toward the others' (stats.moderate), or None
     where the sizes' parts look alike (prior df infinite: the pooled ms_cell for all).
 
@@ -716,7 +717,7 @@ def _cell_parts(keys: list, res: np.ndarray, obs: np.ndarray, ms_cell: float,
     if np.any(d < 1):
         return None
     w = (res * res).sum(axis=0) / d
-    if s < FEW_CELLS:
+    if s < FEW_CELLS or own_all:
         own = np.ones(s, dtype=bool)
         shrunk = [(float(wi), float(di)) for wi, di in zip(w, d, strict=True)]
     else:
