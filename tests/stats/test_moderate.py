@@ -290,3 +290,27 @@ def test_a_noisy_size_among_many_keeps_alpha_with_two_or_three_launches(launches
         quiet += int((ps[:-1] <= 0.05).sum())
     assert noisy <= sps.binom.ppf(0.999, reps, 0.05), noisy
     assert quiet <= sps.binom.ppf(0.999, 7 * reps, 0.05), quiet
+
+
+def test_thin_sides_keep_own_parts_and_a_seven_launch_side_still_gates():
+    # 8 alike sizes: 3+3 -> every size its own unmoderated part (w_s with 2 df); 3 vs 7 ->
+    # the gate as before (the 7-launch side decides it; nothing forced where it stays shut)
+    rng = np.random.default_rng(871)
+    sds = np.full(8, 0.05)
+    for _ in range(20):
+        cells = _unpaired(rng, sds, n=3)
+        sides = [dict(enumerate(b for b, _c, _ in cells)),
+                 dict(enumerate(c for _b, c, _ in cells))]
+        joint = L.gated_spreads(sides)
+        assert all(s.cell_parts is not None and set(s.cell_parts) == set(range(8))
+                   for s in joint)
+        assert all(df == 2.0 for s in joint for _part, df in s.cell_parts.values())
+        # a reference of 7 launches (6 df per size) gates as before
+        alone = L.spread(sides[0])
+        assert L.gated_spreads(sides[:1], [(0.05 ** 2, 6.0)] * 8)[0] in (
+            alone, L.spread(sides[0], force=True))
+        seven = dict(enumerate(c for _b, c, _ in _unpaired(rng, sds, n=7)))
+        both = [sides[0], seven]
+        alone = [L.spread(s) for s in both]
+        if not any(s.cell_parts for s in alone):
+            assert L.gated_spreads(both) == alone

@@ -48,6 +48,12 @@ MIN_MODERATE_CELLS = 3
 # its own part, unmoderated, whatever the launches (bench/bench_inference.py
 # --only-hetero chose both).
 FEW_CELLS = 6
+# From FEW_CELLS cells on, a comparison whose every side has at most this many launches
+# (1-2 df per size) is not gated either: every cell keeps its own part, as below
+# FEW_CELLS. Bartlett's test on 1-2 df per size mostly stayed shut there and a size 6x
+# noisier took the pooled part: 10-24% false positives at 2+2 and 3+3, 6-22 sizes
+# (gated_spreads; docs/statistics.md "Sizes that are not equally noisy").
+THIN_LAUNCHES = 3
 # The power the planning numbers are computed for.
 POWER = 0.8
 
@@ -621,7 +627,9 @@ def spread(side: Mapping[object, Mapping[str, float]], moderate: bool = True,
     the cells do not overlap enough to separate the two parts. moderate: each cell's own
     cell part where the sizes differ (Spread.cell_parts, _cell_parts); False: the pooled
     part for every cell (the model before). force: skip the Bartlett gate (the other side
-    of the benchmark rejected it: compare_cells gates a benchmark once)."""
+    of the benchmark rejected it: compare_cells gates a benchmark once). own: every cell
+    its own unmoderated part at any number of cells (no gate: both sides thin,
+    gated_spreads)."""
     keyed = [(key, {k: math.log(v) for k, v in by.items()
                     if v is not None and math.isfinite(v) and v > 0})
              for key, by in side.items()]
@@ -672,14 +680,19 @@ def gated_spreads(sides: Sequence[Mapping[object, Mapping[Hashable, float | None
     cell, e.g. a stored reference's sd_log^2 with launches - 1 df) fail Bartlett's test
     (stats.moderate.alike), every side keeps its own (moderated) parts (spread(force=True)).
     Gated one side at a time, a noisy size whose own side's gate stayed closed took the
-    pooled part: the other side's evidence that it is noisy was thrown away. Below
-    FEW_CELLS each side as spread() makes it (own parts with 4+ launches, its own gate
-    with 2-3). compare_cells and gate_reference call it; a paired block has one spread
+    pooled part: the other side's evidence that it is noisy was thrown away. Where every
+    side has at most THIN_LAUNCHES launches (and `known` at most THIN_LAUNCHES - 1 df), no
+    gate: every cell its own part (spread(own=True)); the gate on 1-2 df per size mostly
+    stayed shut and a noisy size took the pooled part. Below FEW_CELLS each side as
+    spread() makes it (every cell its own part). compare_cells and gate_reference call it; a paired block has one spread
     (of the round differences) and is gated once anyway."""
     out = [spread(side) for side in sides]
     cells = max((len(side) for side in sides), default=0)
     if cells < FEW_CELLS or any(s is None for s in out):
         return out
+    if all(s.launches <= THIN_LAUNCHES for s in out) and \
+            all(d <= THIN_LAUNCHES - 1 for _v, d in known):
+        return [spread(side, own=True) or s for s, side in zip(out, sides, strict=True)]
     differ = any(s.cell_parts for s in out)
     if not differ and len(known) >= moderate_mod.MIN_GROUPS:
         differ = not moderate_mod.alike([v for v, _d in known], [d for _v, d in known])
@@ -709,7 +722,9 @@ def _cell_parts(keys: list, res: np.ndarray, obs: np.ndarray, ms_cell: float,
     also with 2-3 launches (1-2 df: Cochran-Cox on them, conservative; gated, Bartlett
     on 1-2 df per size almost never rejected and a noisy size among 3-5 took the pooled
     part: 8-21% false positives there at 2+2, 3+3, 2 vs 7, 3 vs 7).
-    force: moderate without the gate (the benchmark's other side rejected it)."""
+    force: moderate without the gate (the benchmark's other side rejected it). own_all:
+    every cell its own w_s with n_s - 1 df at any number of cells (a comparison of thin
+    sides, gated_spreads)."""
     s = res.shape[1]
     if s < MIN_MODERATE_CELLS or s_bar < MIN_MODERATE_CELLS:
         return None
