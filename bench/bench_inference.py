@@ -48,7 +48,8 @@ and unpaired, 5+5, 10+10, 2 vs 7: per-size false positives (mean, quiet, noisy, 
 coverage per size, power for 10% at the quiet sizes; each size's own moderated cell part
 (stats.moderate, now) against the part pooled over every size (before). Targets: FP <= 6%
 and coverage 93-97% at every size. Then 3-8 sizes, one 6x noisier or all alike, 5+5
-unpaired: false positives at the noisy and the worst quiet size, power at the quiet ones.
+unpaired: false positives at the noisy and the worst quiet size, power at the quiet ones;
+then 2+2 and 3+3 at 6-22 sizes, each size its own part (both sides thin) vs gated.
 
 Unbalanced launches (`--only-unbalanced` runs just these; also 2 vs 7 and 3 vs 7 on a
 two-mode machine, launches x3 apart): each scenario's launches analysed as compare does
@@ -844,6 +845,36 @@ def few_sizes_section(rng: np.random.Generator, reps: int) -> None:
     print("  FP noisy = A/A raw p <= 0.05 at the last size (the noisy one); FP quiet = the "
           "worst other size; power q = raw p <= 0.05 for a real 10%, mean over the other "
           "sizes; pooled = spread(moderate=False), other draws. Target FP <= 6% per size")
+    thin_sides_section(rng, reps)
+
+
+def thin_sides_section(rng: np.random.Generator, reps: int) -> None:
+    """2+2 and 3+3 at 6-22 sizes (one 6x noisier, or alike): every size its own part when
+    both sides have at most stats.launch.THIN_LAUNCHES launches (now) vs the Bartlett gate
+    as for thicker sides (gated: THIN_LAUNCHES = 0, the rule before), on other draws."""
+    from mpibench.stats import launch as L
+
+    print(f"\nThin sides from {L.FEW_CELLS} sizes: 2+2 and 3+3 unpaired (cell part sd 0.3 vs "
+          f"0.05, launch effect sd 0.03); {reps} benchmarks per row; now = own parts (both "
+          f"sides <= {L.THIN_LAUNCHES} launches), gated = one Bartlett gate (the rule before)")
+    print(f"  {'sizes':<21} {'FP noisy':>8} {'FP quiet':>8} {'power q':>7} | "
+          f"{'gated: FP noisy':>16} {'FP quiet':>8} {'power q':>7}")
+    original = L.THIN_LAUNCHES
+    for launches in (2, 3):
+        for n in (6, 8, 12, 22):
+            for label, sds in ((f"{launches}+{launches}: {n}, one noisy",
+                                np.array([0.05] * (n - 1) + [0.3])),
+                               (f"{launches}+{launches}: {n}, alike", np.full(n, 0.05))):
+                now = _few_row(rng, reps, sds, launches)
+                L.THIN_LAUNCHES = 0
+                try:
+                    gated = _few_row(rng, reps, sds, launches)
+                finally:
+                    L.THIN_LAUNCHES = original
+                cols = [f"{100 * fp[-1]:>7.1f}% {100 * fp[:-1].max():>7.1f}% "
+                        f"{100 * pw[:-1].mean():>6.1f}%" for fp, pw in (now, gated)]
+                print(f"  {label:<21} {cols[0]} | {cols[1]:>33}", flush=True)
+    print("  columns as above; target FP <= 6% per size")
 
 
 if __name__ == "__main__":
