@@ -4,7 +4,8 @@
     .venv/bin/python bench/bench_inference.py [--quick] [--reps N] [--seed S]
                                               [--only-decide | --only-paired |
                                                --only-unbalanced | --only-planning |
-                                               --only-planning-paired | --only-hetero]
+                                               --only-planning-paired | --only-hetero |
+                                               --only-thin]
 
 A/A scenarios (identical variants; issue 21's audit): balanced 5+5; unbalanced 2 vs 7 and
 3 vs 7; the small side 3x noisier; launch effects shared by a launch's sizes or not (each
@@ -49,7 +50,8 @@ coverage per size, power for 10% at the quiet sizes; each size's own moderated c
 (stats.moderate, now) against the part pooled over every size (before). Targets: FP <= 6%
 and coverage 93-97% at every size. Then 3-8 sizes, one 6x noisier or all alike, 5+5
 unpaired: false positives at the noisy and the worst quiet size, power at the quiet ones;
-then 2+2 and 3+3 at 6-22 sizes, each size its own part (both sides thin) vs gated.
+then 2+2 and 3+3 at 6-22 sizes, each size its own part (both sides thin) vs gated
+(`--only-thin` runs just these).
 
 Unbalanced launches (`--only-unbalanced` runs just these; also 2 vs 7 and 3 vs 7 on a
 two-mode machine, launches x3 apart): each scenario's launches analysed as compare does
@@ -130,6 +132,9 @@ def main(argv: list[str]) -> int:
                     help="only the heterogeneous-sizes scenario (cell-part sd per size as "
                     "a real Open MPI vs MPICH store: per-size false positives, coverage, "
                     "power at the quiet sizes; stats level)")
+    ap.add_argument("--only-thin", action="store_true",
+                    help="only the 2+2 and 3+3 rows at 6-22 sizes of --only-hetero (each "
+                    "size its own part vs the one Bartlett gate; 10 x --reps per row)")
     ap.add_argument("--only-unbalanced", action="store_true",
                     help="only the unbalanced designs (2 vs 7, 3 vs 7; two-mode launches "
                     "too) with and without the thin side's floor (stats.launch."
@@ -139,6 +144,7 @@ def main(argv: list[str]) -> int:
     rng = np.random.default_rng(args.seed)
     # --only-X: that section alone (the first flag given, in this order), then its time
     only = ((args.only_hetero, hetero_section, 10 * reps),
+            (args.only_thin, thin_sides_section, 10 * reps),
             (args.only_unbalanced, unbalanced_section, reps),
             (args.only_planning, planning_section, reps),
             (args.only_planning_paired, _paired_rows, reps),
