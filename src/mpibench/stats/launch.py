@@ -986,13 +986,8 @@ def pair_spread(cells: Sequence[tuple[Mapping[Hashable, float | None],
 
 
 def _diff_spread(diffs: list[dict[Hashable, float]]) -> Spread | None:
-    """Spread of per-round differences (spread takes statistics and logs them). With at
-    most THIN_LAUNCHES rounds every cell keeps its own part, as gated_spreads does for
-    thin unpaired sides (3 rounds, 8 sizes, one 6x noisier: the gate on 2 df per size
-    gave it 26.5% A/A false positives, its own part 5.0%)."""
-    rounds = {r for d in diffs for r in d}
-    return spread({i: {r: math.exp(v) for r, v in d.items()} for i, d in enumerate(diffs)},
-                  own=len(rounds) <= THIN_LAUNCHES)
+    """Spread of per-round differences (spread takes statistics and logs them)."""
+    return spread({i: {r: math.exp(v) for r, v in d.items()} for i, d in enumerate(diffs)})
 
 
 def _paired_cells(cells, paired, alpha: float, level: float, pool: bool) -> list[LaunchTest]:
