@@ -135,6 +135,25 @@ def test_the_plan_uses_the_pooled_variance_that_compares_test_gives_every_cell()
     assert p.best.launches < budget.launches_for(0.3, 0.05, equivalence=True)
 
 
+def test_below_few_cells_the_unpaired_plan_meets_the_noisiest_size():
+    # below FEW_CELLS sizes compare gives each size its own cell part (stats.launch
+    # _cell_parts), so a size's standard error is its own launch variance, not the mean
+    # over the sizes: the plan must decide the noisy size (it planned on the mean)
+    per_size = [0.1 ** 2] + [0.02 ** 2] * 3
+    side = _bench(per_size, 0.0, 0.2, 1e-4)
+    p = budget.plan([side, side], 0.05, equivalence=True, targets=(5.0,), max_times=(0.05,))
+    assert p is not None
+    assert p.best.launch_var == pytest.approx(0.1 ** 2)
+    assert p.best.launches == budget.launches_for(0.1, 0.05, equivalence=True)
+    # from FEW_CELLS on the sizes are pooled unless the gate opens (own_pools says so)
+    six = _bench(per_size + [0.02 ** 2] * 2, 0.0, 0.2, 1e-4)
+    kw = dict(equivalence=True, targets=(5.0,), max_times=(0.05,))
+    assert budget.plan([six, six], 0.05, **kw).best.launch_var == \
+        pytest.approx(sum(per_size + [0.02 ** 2] * 2) / 6)
+    assert budget.plan([six, six], 0.05, own_pools={"PingPong"}, **kw).best.launch_var \
+        == pytest.approx(0.1 ** 2)
+
+
 def test_pooled_variance_is_what_the_hierarchical_model_estimates():
     # launches of known per-size launch sds (a shared launch effect plus a size part):
     # stats.launch.spread's variance of one launch value, ms_launch/S + ms_cell (S-1)/S,
@@ -528,3 +547,66 @@ def test_keep_within_plans_on_the_measured_round_difference():
     assert kept.best.launch_var == pytest.approx((sh + ce) / 2)
     assert kept.best.launches == budget.rounds_for(sh, ce, 4, 0.05, equivalence=True)
     assert kept.best.launches > 100
+
+
+def _noisy_size_rows(rng, rounds, sd_round, sd_sizes, se=0.001, n=50):
+    """Store rows of an interleaved two-variant campaign whose round difference is a part
+    the sizes share (sd_round) plus each size's own part (sd_sizes[s]); both variants of
+    a round share a launch effect (cancels in the difference); within-launch se."""
+    rows = []
+    for r in range(rounds):
+        shared, dr = rng.normal(0, 0.05), rng.normal(0, sd_round)
+        for s, sd in enumerate(sd_sizes):
+            base = math.exp(shared + rng.normal(0, 0.01))
+            cand = base * math.exp(dr + rng.normal(0, sd))
+            for v, m in (("base", base), ("cand", cand)):
+                rows.append({"run_id": f"{v}{r}", "variant": v, "repeat": r,
+                             "benchmark": "PingPong", "size": s, "n": n, "median": m,
+                             "ci_low": m * math.exp(-budget.Z95 * se),
+                             "ci_high": m * math.exp(budget.Z95 * se),
+                             "cell_s": n * 1e-5, "launch_s": 0.2 + len(sd_sizes) * n * 1e-5})
+    return rows
+
+
+def test_a_noisy_size_is_planned_on_its_own_part_as_compare_tests_it():
+    """Below FEW_CELLS sizes compare's paired test gives each size its own cell part (k - 1
+    df), so a noisy size among 4 is decided on its own part, not the pooled one. The plan
+    used to take the pooled part for every size: 3 rounds, at which the noisy size was
+    found equivalent in ~26% of benchmarks, not the planned 80%. Here the pilot is long
+    (its bounds near the true parts); at the planned rounds compare's TOST (±5%) must
+    find the noisy size equivalent in >= 80% of 400 seeded benchmarks (binomial band:
+    3.5 sd = 7 points)."""
+    rng = np.random.default_rng(41)
+    sd_round, sds = 0.006, (0.012, 0.012, 0.012, 0.036)
+    rows = _noisy_size_rows(rng, 200, sd_round, sds)
+    p = budget.plan_from_rows(rows, ["base", "cand"], 0.05, budget.SEARCH_MAX)
+    assert p is not None and p.paired
+    k = p.best.launches
+    assert k is not None
+    reps, hits = 400, 0
+    for _ in range(reps):
+        e = rng.normal(0, sd_round, k)
+        cells = [({f"b{r}": 1.0 for r in range(k)},
+                  {f"c{r}": math.exp(e[r] + rng.normal(0, sd)) for r in range(k)}, "lower")
+                 for sd in sds]
+        rounds = {f"{v}{r}": r for v in "bc" for r in range(k)}
+        t = launch_stats.compare_cells(cells, rounds=rounds)[-1]
+        assert t.own_cell
+        hits += t.tost(0.05) <= 0.05
+    assert hits / reps >= 0.8 - 3.5 * math.sqrt(0.8 * 0.2 / reps), (k, hits)
+
+
+def test_from_few_cells_the_unpaired_plan_follows_compares_gate():
+    # 8 sizes, one far noisier: compare's one gate (stats.launch.gated_spreads) gives the
+    # sizes their own parts, so plan_from_rows plans the noisy size's own variance; sizes
+    # alike stay pooled
+    rng = np.random.default_rng(43)
+    noisy = _noisy_size_rows(rng, 6, 0.0, (0.01,) * 7 + (0.3,))
+    alike = _noisy_size_rows(rng, 6, 0.0, (0.01,) * 8)
+    assert budget.gated_pools(noisy, ["base", "cand"]) == {"PingPong"}
+    assert budget.gated_pools(alike, ["base", "cand"]) == set()
+    p = budget.plan_from_rows(noisy, ["base", "cand"], 0.05, 20, interleaved=False)
+    sides = budget.components_from_rows(noisy)
+    top = max(sum(c.sigma_l2 for s in sides.values() for c in s.cells if c.key == k) / 2
+              for k in {c.key for c in sides["cand"].cells})
+    assert p.best.launch_var >= top
