@@ -46,9 +46,14 @@ its budgeted rounds run at (the campaign's
 `budget = "auto"` plan, made once from the pilot: the continuation keeps the campaign as
 it is, since a group's own `options` would make new cells) is printed as the budget:
 launches per side and seconds of launches in all (the N rounds' own plus the rest at the
-plan's seconds per launch). Above --max-budget seconds it is refused, saying so, and so is
+plan's seconds per launch). N must be 5 or more with --to-budget (one line, exit 2
+otherwise; --quick runs 5 rounds then, not 4): from fewer than 3 rounds 3..N the plan
+would be unpaired (or none) while the looks test paired. The looks test every round,
+the pilot's rounds 1-2 included, which ran at other options (20 samples a cell): the
+budget is planned on rounds 3..N's spread alone, as if every round had it. Above --max-budget seconds it is refused, saying so, and so is
 a plan beyond 1000 launches per side; then, or when the N rounds already are the budget,
-the look at N is the last, at alpha. Else the core alone goes on (IMB stops at N) at
+or when the core decided every cell before round N (no budget is made), the look at N
+is the last, at alpha. Else the core alone goes on (IMB stops at N) at
 those options, interleaved Open MPI/MPICH rounds in --batches
 campaign invocations, a look after each, the last at the budget, until every cell is
 decided or the budget is spent (and stops early, saying so, past twice --max-budget of
@@ -100,6 +105,9 @@ PEERS = Path(os.environ.get("MPIBENCH_PEERS") or ROOT.parent / "shared" / "peers
 IMB_TGZ = PEERS / "imb-2021.11.tar.gz"
 LOCK = "/tmp/mpibench-mpi.lock"
 TARGET = 0.05
+# --to-budget plans on rounds 3..N (the pilot's rounds 1-2 ran at other options): at least
+# stats.launch.MIN_PAIRS of them, so the plan is the paired one the looks test with
+TO_BUDGET_MIN_ROUNDS = 5
 
 HEAD = """
 [campaign]
@@ -508,7 +516,9 @@ def _check_keep(ap: argparse.ArgumentParser, keep: Path) -> None:
 def _args(argv: list[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="sizes 0:10, at most 4 rounds")
+    ap.add_argument("--quick", action="store_true",
+                    help=f"sizes 0:10, at most 4 rounds ({TO_BUDGET_MIN_ROUNDS} with "
+                         f"--to-budget)")
     ap.add_argument("--max-rounds", type=int, default=10, metavar="N",
                     help="rounds interleaved with IMB: launches per variant and tool "
                          "(default 10; the budget of the comparison)")
@@ -529,14 +539,22 @@ def _args(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--keep", metavar="DIR",
                     help="keep the campaigns and stores in DIR (new or empty)")
     a = ap.parse_args(argv)
+
+    def refuse(why: str) -> None:     # one line, exit 2 (ap.error adds the usage lines)
+        ap.exit(2, f"{ap.prog}: error: {why}\n")
+
     if a.bind not in ("core", "none"):
-        ap.error(f"--bind: got {a.bind!r}, expected core or none")
+        refuse(f"--bind: got {a.bind!r}, expected core or none")
     if a.max_rounds < 2:
-        ap.error(f"--max-rounds: got {a.max_rounds}, expected 2 or more")
+        refuse(f"--max-rounds: got {a.max_rounds}, expected 2 or more")
+    if a.to_budget and a.max_rounds < TO_BUDGET_MIN_ROUNDS:
+        refuse(f"--max-rounds: got {a.max_rounds} with --to-budget, expected "
+               f"{TO_BUDGET_MIN_ROUNDS} or more (the budget is planned on rounds 3..N, "
+               f"paired from {TO_BUDGET_MIN_ROUNDS - 2} of them)")
     if a.batches < 1:
-        ap.error(f"--batches: got {a.batches}, expected 1 or more")
+        refuse(f"--batches: got {a.batches}, expected 1 or more")
     if not (a.max_budget > 0 and math.isfinite(a.max_budget)):
-        ap.error(f"--max-budget: got {a.max_budget}, expected a positive number of seconds")
+        refuse(f"--max-budget: got {a.max_budget}, expected a positive number of seconds")
     # the campaigns raise `repeats` in their stores: an old run's store would be continued,
     # its launches counted with this run's
     if a.keep:
@@ -547,7 +565,8 @@ def _args(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str]) -> int:
     a = _args(argv)
     sizes = "0:10" if a.quick else "0:22"
-    compare = min(a.max_rounds, 4) if a.quick else a.max_rounds
+    compare = (min(a.max_rounds, TO_BUDGET_MIN_ROUNDS if a.to_budget else 4) if a.quick
+               else a.max_rounds)
     if shutil.which("flock") is None:
         print("flock not found: this bench takes the shared MPI lock per campaign run")
         return 0
@@ -594,8 +613,14 @@ def main(argv: list[str]) -> int:
             plan0 = core_plan(core.db, compare, rounds=k + 1)
             print(f"      core {plan0.describe() if plan0 else 'budget: too few launches'}")
         if a.to_budget and k == compare:
-            # the budget, from the interleaved rounds' spread, before their last look
-            budget_rounds, final_plan = to_budget(a, core, compare)
+            # the budget, from the interleaved rounds' spread, before their last look; a
+            # core that decided every cell already goes on no further: no budget, and the
+            # look at `compare` is IMB's last, at alpha
+            if core.done:
+                print(f"      core: every cell decided before round {compare}: no budget; "
+                      f"the look at {compare} is the last, at alpha")
+            else:
+                budget_rounds, final_plan = to_budget(a, core, compare)
             design = (schedule(budget_rounds, compare, a.batches, interim)
                       if budget_rounds > compare else schedule(compare, compare, 1, interim))
             core.design = imb.design = design
