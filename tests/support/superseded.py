@@ -7,15 +7,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from mpibench.campaign.auto_repeats import AutoRepeats, pair_sums
+from mpibench.campaign.auto_repeats import AutoRepeats, _bench_of, pair_sums
 from mpibench.stats import launch as launch_stats
-
-
-def _bench_of(key: tuple) -> tuple:
-    """A cell key without its size (auto_repeats' pooling of a benchmark's sizes)."""
-    if hasattr(key, "_replace") and hasattr(key, "size"):
-        return key._replace(size=None)
-    return ("cells",)
 
 
 def sums_total(per_variant: dict[str, dict[tuple, Any]], rule: AutoRepeats,
