@@ -146,6 +146,10 @@ def test_below_few_cells_the_unpaired_plan_meets_the_noisiest_size():
     assert p is not None
     assert p.best.launch_var == pytest.approx(0.1 ** 2)
     assert p.best.launches == budget.launches_for(0.1, 0.05, equivalence=True)
+    # 2 sizes: compare pools them (own parts need MIN_MODERATE_CELLS sizes)
+    two = _bench(per_size[:2], 0.0, 0.2, 1e-4)
+    assert budget.plan([two, two], 0.05, equivalence=True, targets=(5.0,),
+                       max_times=(0.05,)).best.launch_var == pytest.approx(sum(per_size[:2]) / 2)
     # from FEW_CELLS on the sizes are pooled unless the gate opens (own_pools says so)
     six = _bench(per_size + [0.02 ** 2] * 2, 0.0, 0.2, 1e-4)
     kw = dict(equivalence=True, targets=(5.0,), max_times=(0.05,))

@@ -27,9 +27,10 @@ ends a cell whatever its count). `plan` searches both knobs. What a decision nee
 compare's test sees, and the plan meets its worst cell. Its hierarchical model pools the
 between-launch variance over a benchmark's sizes where they are alike, so those cells get
 the same standard error, from the mean over the sizes of sigma_L^2 + B/n
-(pooled_launch_var; it rests on all the sizes' launches). But below stats.launch.FEW_CELLS
-sizes every size keeps its own cell part at any launch count, and from FEW_CELLS on the
-sizes keep theirs where the one gate (stats.launch.gated_spreads) opens: there a cell's
+(pooled_launch_var; it rests on all the sizes' launches). But from 3 sizes to below
+stats.launch.FEW_CELLS every size keeps its own cell part at any launch count, and from
+FEW_CELLS on the sizes keep theirs where the one gate (stats.launch.gated_spreads) opens:
+there a cell's
 standard error is its own sigma_L^2 + B/n, and the plan takes the noisiest size's
 (own_launch_var, own_part_pools; plan_from_rows asks the gate, gated_pools). That is what
 the launches per side are planned on (stats.launch.launches_needed, noncentral t, at the
@@ -412,15 +413,17 @@ def _pool_mean(sides: Sequence[Components], keys: Iterable[object],
 
 def own_part_pools(sides: Sequence[Components], keys: Iterable[object],
                    more: Iterable[object] = ()) -> set[object]:
-    """The pools whose cells compare tests on their own cell parts: those with fewer than
-    stats.launch.FEW_CELLS of keys (own parts at any launch count), and `more` (from
+    """The pools whose cells compare tests on their own cell parts: those with
+    MIN_MODERATE_CELLS to FEW_CELLS - 1 of keys (own parts at any launch count; 2 sizes
+    are pooled: stats.launch._cell_parts), and `more` (from
     FEW_CELLS, where the gate opens: plan_from_rows asks stats.launch.gated_spreads)."""
     count: dict[object, set] = defaultdict(set)
     for s in sides:
         for c in s.cells:
             if c.key in keys:
                 count[pool_of(c.key)].add(c.key)
-    return {g for g, ks in count.items() if len(ks) < launch_stats.FEW_CELLS} | set(more)
+    return {g for g, ks in count.items()
+            if launch_stats.MIN_MODERATE_CELLS <= len(ks) < launch_stats.FEW_CELLS} | set(more)
 
 
 def between_margin(sides: Sequence[Components], confidence: float | None = PLAN_CONFIDENCE
