@@ -509,14 +509,25 @@ def test_a_paired_round_part_is_planned_median_unbiased_above_its_floor():
     assert L.plan_round_part(0.01, 2, floor=0.004) == pytest.approx(
         0.004 + 0.006 * 2 / sps.chi2.ppf(0.5, 2))
     assert L.plan_round_part(0.003, 2, floor=0.004) == 0.003
-    # a paired test plans on it: its round part raised, its cell part as it is
+    # a paired test plans on it: its round part raised; over 3 rounds every size keeps
+    # its own cell part on 2 df (stats.launch._diff_spread), raised the same way (no
+    # floor); from 4 rounds alike sizes share the pooled part (27 df), planned as it is
     rng = np.random.default_rng(77)
     bench, rounds = _rounds_bench(rng, 3, 10)
     t = L.compare_cells(bench, rounds=rounds)[0]
     sp = L.pair_spread(bench, rounds)
-    (v0, d0), cell = t.components[0], t.components[1]
+    (v0, d0), (vc, dc) = t.components
+    assert t.own_cell and dc == 2
     assert np.ravel(t.plan_components) == pytest.approx(
-        [L.plan_round_part(v0, d0, sp.ms_cell / sp.cells / 3), d0, *cell])
+        [L.plan_round_part(v0, d0, sp.ms_cell / sp.cells / 3), d0,
+         vc * 2 / sps.chi2.ppf(0.5, 2), dc])
+    bench4, rounds4 = _rounds_bench(rng, 4, 10)
+    t4 = L.compare_cells(bench4, rounds=rounds4)[0]
+    sp4 = L.pair_spread(bench4, rounds4)
+    (v4, d4), cell4 = t4.components
+    assert not t4.own_cell and cell4[1] == 27
+    assert np.ravel(t4.plan_components) == pytest.approx(
+        [L.plan_round_part(v4, d4, sp4.ms_cell / sp4.cells / 4), d4, *cell4])
     assert t.detectable == L.detectable_at(t, 0.05) > L._detectable(t.components, 0.05, 0.8)
     # one size: the differences' whole variance, no floor
     one, rounds1 = _rounds_bench(rng, 4, 1)

@@ -315,3 +315,20 @@ def test_thin_sides_keep_own_parts_and_a_seven_launch_side_still_gates():
         if not any(s.cell_parts for s in alone):
             assert L.gated_spreads(both) == alone
 
+
+def test_a_noisy_size_among_many_keeps_alpha_paired_over_three_rounds():
+    # the paired spread of 3 rounds (2 df per size) was gated by Bartlett's test alone and
+    # a size 6x noisier among 8 took the pooled part (26.5% A/A false positives, 200
+    # benchmarks); now every size its own part (stats.launch._diff_spread)
+    rng = np.random.default_rng(873)
+    sds = np.array([0.05] * 7 + [0.3])
+    reps, noisy, quiet = 250, 0, 0
+    for _ in range(reps):
+        cells, rounds = _benchmark(rng, sds, rounds=3)
+        ts = L.compare_cells(cells, rounds=rounds)
+        assert all(t.pairing == "round" for t in ts)
+        ps = np.array([t.p for t in ts])
+        noisy += int(ps[-1] <= 0.05)
+        quiet += int((ps[:-1] <= 0.05).sum())
+    assert noisy <= sps.binom.ppf(0.999, reps, 0.05), noisy
+    assert quiet <= sps.binom.ppf(0.999, 7 * reps, 0.05), quiet
