@@ -131,6 +131,51 @@ def test_floor_component_looks_at_the_design_and_the_spreads_only():
     assert L.floor_component(0.01, 3, 0.04, 6) == (0.01, 3)      # 4 launches: its own
 
 
+def _two_mode_size(rng, n_b, n_c, sizes):
+    """A/A cells of one benchmark whose LAST size falls in two modes (a launch's value x3
+    at that size with probability 1/2), the others quiet (cell part sd 0.05, launch effect
+    sd 0.03 a side): the reviewer's case of a thin side's own cell part."""
+    def side(n):
+        x = rng.normal(0, 0.03, (n, 1)) + rng.normal(0, 0.05, (n, sizes))
+        x[:, -1] += math.log(3.0) * (rng.random(n) < 0.5)
+        return x
+    ub, uc = side(n_b), side(n_c)
+    return [({f"b{i}": math.exp(ub[i, s]) for i in range(n_b)},
+             {f"c{i}": math.exp(uc[i, s]) for i in range(n_c)}, "lower")
+            for s in range(sizes)]
+
+
+def test_a_thin_sides_own_cell_part_is_floored_in_a_two_mode_size():
+    # 2 vs 7, 4 sizes (each its own cell part below FEW_CELLS): both launches of the thin
+    # side land in one mode at the two-mode size half of the time, and its own part (1 df)
+    # is then the within-mode spread. Unfloored: ~11% false positives there; floored at
+    # the other side's part for that size (floor_component), at or below alpha
+    rng = np.random.default_rng(5)
+    reps = 600
+    noisy = 0
+    for _ in range(reps):
+        t = L.compare_cells(_two_mode_size(rng, 2, 7, 4))[-1]
+        assert t.own_cell
+        noisy += t.p <= 0.05
+    assert noisy <= sps.binom.ppf(0.999, reps, 0.05), noisy
+
+
+def test_a_thin_sides_own_cell_part_takes_the_other_sides_with_one_df_more():
+    # the thin side's two-mode size alike in both launches (own part ~0, 1 df): its
+    # component is the other side's own part for that size, at 2 df (one launch more);
+    # where the thin side is the noisier one it keeps its own part and df
+    rng = np.random.default_rng(2)
+    cells = _two_mode_size(rng, 2, 7, 4)
+    for b, floored in (({"b0": 1.0, "b1": 1.0}, True), ({"b0": 1.0, "b1": 30.0}, False)):
+        t = L.compare_cells([*cells[:-1], (b, cells[-1][1], "lower")])[-1]
+        (_vl, _dl), (vb, db), (_wl, _el), (vc, dc) = t.components
+        assert dc == 6 and t.own_cell
+        if floored:
+            assert (vb * 2, db) == (pytest.approx(vc * 7), 2)
+        else:
+            assert db == 1 and vb * 2 > vc * 7
+
+
 def test_planning_matches_simulated_power():
     # 10% at sigma 0.05: the noncentral t of the test compare() runs asks for n launches per
     # side; a simulation of that very test at n detects 10% in about 80% of trials

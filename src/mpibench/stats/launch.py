@@ -386,8 +386,9 @@ def _plan_sides(spreads: list) -> list:
 
 
 def _each_side(spreads: list, component) -> list:
-    """Both sides' Spreads with component (floor_component) applied to
-    their launch parts, each against the other side's: (variance, df) per side."""
+    """Both sides' Spreads with component (floor_component) applied to their launch parts
+    and to each cell's own cell part, each against the other side's matching part (its
+    launch part; that cell's part, its own or the pooled one): (variance, df) per side."""
     a, b = spreads
     if a is None or b is None:
         return spreads
@@ -395,7 +396,23 @@ def _each_side(spreads: list, component) -> list:
     for own, other in ((a, b), (b, a)):
         v, d = component(own.ms_launch / own.cells, own.df_launch,
                          other.ms_launch / other.cells, other.df_launch)
-        out.append(own._replace(ms_launch=v * own.cells, df_launch=d))
+        out.append(own._replace(ms_launch=v * own.cells, df_launch=d,
+                                cell_parts=_each_cell(own, other, component)))
+    return out
+
+
+def _each_cell(own: Spread, other: Spread, component) -> dict | None:
+    """own's cell parts (Spread.cell_parts) with component applied to each against the
+    other side's part for that cell. A thin side's own part (2-3 launches: 1-2 df) is
+    floored as its launch part is: in a size whose launches fall in two modes, all of a
+    2-launch side's land in one half of the time (unfloored: 7.5-16.9% false positives
+    there at 2 vs 7, 3-8 sizes; docs/statistics.md "A side with 2-3 launches")."""
+    if not own.cell_parts:
+        return own.cell_parts
+    out = {}
+    for key, (v, d) in own.cell_parts.items():
+        theirs = other.components(1, key)
+        out[key] = component(v, d, *theirs[1]) if len(theirs) > 1 else (v, d)
     return out
 
 
