@@ -5,7 +5,7 @@
                                               [--only-decide | --only-paired |
                                                --only-unbalanced | --only-planning |
                                                --only-planning-paired | --only-hetero |
-                                               --only-thin]
+                                               --only-thin | --only-two-mode-size]
 
 A/A scenarios (identical variants; issue 21's audit): balanced 5+5; unbalanced 2 vs 7 and
 3 vs 7; the small side 3x noisier; launch effects shared by a launch's sizes or not (each
@@ -52,6 +52,9 @@ and coverage 93-97% at every size. Then 3-8 sizes, one 6x noisier or all alike, 
 unpaired: false positives at the noisy and the worst quiet size, power at the quiet ones;
 then 2+2 and 3+3 at 6-22 sizes, each size its own part (both sides thin) vs gated
 (`--only-thin` runs just these).
+Then 2 vs 7 and 3 vs 7 at 3-8 sizes, one size in two modes (x3 in half the launches): a
+thin side's own cell part floored at the other side's (stats.launch.floor_component, as
+compare runs) and as estimated, on the same draws (`--only-two-mode-size` runs just these).
 
 Unbalanced launches (`--only-unbalanced` runs just these; also 2 vs 7 and 3 vs 7 on a
 two-mode machine, launches x3 apart): each scenario's launches analysed as compare does
@@ -135,6 +138,10 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--only-thin", action="store_true",
                     help="only the 2+2 and 3+3 rows at 6-22 sizes of --only-hetero (each "
                     "size its own part vs the one Bartlett gate; 10 x --reps per row)")
+    ap.add_argument("--only-two-mode-size", action="store_true",
+                    help="only the last rows of --only-hetero: 2 vs 7 and 3 vs 7, 3-8 "
+                    "sizes, one in two modes, the thin side's own cell part floored and not "
+                    "(10 x --reps benchmarks per row; stats level)")
     ap.add_argument("--only-unbalanced", action="store_true",
                     help="only the unbalanced designs (2 vs 7, 3 vs 7; two-mode launches "
                     "too) with and without the thin side's floor (stats.launch."
@@ -145,6 +152,7 @@ def main(argv: list[str]) -> int:
     # --only-X: that section alone (the first flag given, in this order), then its time
     only = ((args.only_hetero, hetero_section, 10 * reps),
             (args.only_thin, thin_sides_section, 10 * reps),
+            (args.only_two_mode_size, two_mode_size_section, 10 * reps),
             (args.only_unbalanced, unbalanced_section, reps),
             (args.only_planning, planning_section, reps),
             (args.only_planning_paired, _paired_rows, reps),
@@ -852,6 +860,7 @@ def few_sizes_section(rng: np.random.Generator, reps: int) -> None:
           "worst other size; power q = raw p <= 0.05 for a real 10%, mean over the other "
           "sizes; pooled = spread(moderate=False), other draws. Target FP <= 6% per size")
     thin_sides_section(rng, reps)
+    two_mode_size_section(rng, reps)
 
 
 def thin_sides_section(rng: np.random.Generator, reps: int) -> None:
@@ -881,6 +890,66 @@ def thin_sides_section(rng: np.random.Generator, reps: int) -> None:
                         f"{100 * pw[:-1].mean():>6.1f}%" for fp, pw in (now, gated)]
                 print(f"  {label:<21} {cols[0]} | {cols[1]:>33}", flush=True)
     print("  columns as above; target FP <= 6% per size")
+
+
+def _two_mode_size_cells(rng: np.random.Generator, na: int, nb: int, sizes: int,
+                         effect: float) -> list:
+    """One benchmark, na vs nb unpaired: launch effect sd 0.03 a side, cell part sd 0.05,
+    the last size in two modes (a launch's value there x3 with probability 1/2)."""
+    vals = []
+    for j, n in enumerate((na, nb)):
+        x = rng.normal(0.0, 0.03, (n, 1)) + rng.normal(0.0, 0.05, (n, sizes))
+        x[:, -1] += math.log(3.0) * (rng.random(n) < 0.5)
+        vals.append(np.exp(x + j * effect))
+    return [({f"a{r}": vals[0][r, k] for r in range(na)},
+             {f"b{r}": vals[1][r, k] for r in range(nb)}, "higher") for k in range(sizes)]
+
+
+def _unfloored_own_parts(fn):
+    """fn() with a thin side's own cell parts left as estimated (the test before they were
+    floored at the other side's, stats.launch._each_cell); launch parts still floored."""
+    from mpibench.stats import launch as L
+    keep = L._each_cell
+    L._each_cell = lambda own, _other, _component: own.cell_parts
+    try:
+        return fn()
+    finally:
+        L._each_cell = keep
+
+
+def two_mode_size_section(rng: np.random.Generator, reps: int) -> None:
+    """2 vs 7 and 3 vs 7 at 3-8 sizes, one size in two modes: a thin side's own cell part
+    (1-2 df) floored at the other side's (compare's test) and left as estimated, on the
+    same draws: A/A false positives and coverage at the two-mode size, the worst quiet
+    size, power for a real 10% at the quiet sizes."""
+    from mpibench.stats import launch as L
+
+    print(f"\nOne size in two modes (x3 in half the launches; the others cell part sd 0.05, "
+          f"launch effect sd 0.03 a side), unpaired; {reps} benchmarks per row, the same "
+          f"draws both ways: the thin side's own cell part floored (now) | as estimated")
+    print(f"  {'design':<16} {'FP 2-mode':>9} {'quiet':>6} {'cover':>6} {'power q':>7} | "
+          f"{'FP 2-mode':>9} {'quiet':>6} {'cover':>6} {'power q':>7}")
+    for na, nb in ((2, 7), (3, 7)):
+        for sizes in (3, 4, 5, 6, 8):
+            # per analysis: A/A significant, A/A covered, 10% significant (counts per size)
+            both = [[np.zeros(sizes) for _ in range(3)] for _ in range(2)]
+            for eff, k in ((0.0, 0), (math.log(1.1), 2)):
+                for _ in range(reps):
+                    cells = _two_mode_size_cells(rng, na, nb, sizes, eff)
+                    now = L.compare_cells(cells)
+                    before = _unfloored_own_parts(functools.partial(L.compare_cells, cells))
+                    for acc, ts in zip(both, (now, before), strict=True):
+                        acc[k] += [t.p is not None and t.p <= 0.05 for t in ts]
+                        if k == 0:
+                            acc[1] += [t.ci_low is not None and t.ci_low <= 1.0 <= t.ci_high
+                                       for t in ts]
+            cols = [f"{100 * fp[-1] / reps:>8.1f}% {100 * fp[:-1].max() / reps:>5.1f}% "
+                    f"{100 * cov[-1] / reps:>5.1f}% {100 * pw[:-1].mean() / reps:>6.1f}%"
+                    for fp, cov, pw in both]
+            print(f"  {f'{na} vs {nb}, {sizes} sizes':<16} {cols[0]} | {cols[1]}", flush=True)
+    print("  FP 2-mode = A/A raw p <= 0.05 at the two-mode size; quiet = the worst other "
+          "size; cover = 95% CI coverage at the two-mode size; power q = raw p <= 0.05 for "
+          "a real 10%, mean over the quiet sizes. Target FP <= 6% per size")
 
 
 if __name__ == "__main__":
