@@ -273,8 +273,9 @@ WELCH_MIN_DF = 3
 
 
 # The floor on a thin side (floor_component): a variance component estimated with fewer
-# than WELCH_MIN_DF df (the launch part of a side with 2-3 launches, or its whole variance
-# when not pooled) is never taken as smaller than the other side's matching component.
+# than WELCH_MIN_DF df (the launch part of a side with 2-3 launches, a cell's own cell part
+# there, or its whole variance when not pooled) is never taken as smaller than the other
+# side's matching component.
 
 
 def _thin(var: float, df: float, other_var: float, other_df: float) -> bool:
@@ -790,8 +791,8 @@ def compare_cells(cells: Sequence[tuple[Mapping[str, float | None], Mapping[str,
     the cell-specific part then has many df; the shared part keeps the launches' own
     df, since no number of sizes tells more about a launch effect they all share. The
     reference distribution is Cochran-Cox's weighted t over the four components (see
-    cochran_cox_crit). A side with 2-3 launches never has a launch part below the other
-    side's (floor_component). pool=False, or a side whose cells cannot be pooled, tests each
+    cochran_cox_crit). A side with 2-3 launches never has a launch part, or a cell's own
+    part, below the other side's (floor_component). pool=False, or a side whose cells cannot be pooled, tests each
     cell on its own launches (the same weighted t with one component per side).
 
     rounds: {launch id: its round key} for the launches that ran in a round of an
