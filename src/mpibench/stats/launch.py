@@ -413,7 +413,13 @@ def _each_cell(own: Spread, other: Spread, component) -> dict | None:
     out = {}
     for key, (v, d) in own.cell_parts.items():
         theirs = other.components(1, key)
-        out[key] = component(v, d, *theirs[1]) if len(theirs) > 1 else (v, d)
+        if len(theirs) < 2 or other.df_launch <= own.df_launch:
+            out[key] = (v, d)
+            continue
+        # a moderated part of a thin side (6+ sizes, the gate open) has many df, most of
+        # them its other sizes': judged on its own launches' df, floored to one df more
+        fv, fd = component(v, min(d, own.df_launch), *theirs[1])
+        out[key] = (v, d) if fv == v else (fv, min(theirs[1][1], d + 1))
     return out
 
 
