@@ -404,10 +404,14 @@ def _each_side(spreads: list, component) -> list:
 
 def _each_cell(own: Spread, other: Spread, component) -> dict | None:
     """own's cell parts (Spread.cell_parts) with component applied to each against the
-    other side's part for that cell. A thin side's own part (2-3 launches: 1-2 df) is
-    floored as its launch part is: in a size whose launches fall in two modes, all of a
-    2-launch side's land in one half of the time (unfloored: 7.5-16.9% false positives
-    there at 2 vs 7, 3-8 sizes; docs/statistics.md "A side with 2-3 launches")."""
+    other side's part for that cell (its own, or the pooled one). A thin side's part
+    (2-3 launches: 1-2 df of its own, however many a moderated part borrows from its
+    other sizes) is floored as its launch part is, judged on its launches' df: in a size
+    whose launches fall in two modes, all of a 2-launch side's land in one half of the
+    time (unfloored: 8.3-16.9% false positives there at 2 vs 7 and 3 vs 7, 3-8 sizes;
+    floored 0.3-2.8%; docs/statistics.md "A side with 2-3 launches"). Floored, the part
+    has one df more than its own, never more than the other's; equal launch counts are
+    left alone."""
     if not own.cell_parts:
         return own.cell_parts
     out = {}
@@ -418,7 +422,7 @@ def _each_cell(own: Spread, other: Spread, component) -> dict | None:
             continue
         # a moderated part of a thin side (6+ sizes, the gate open) has many df, most of
         # them its other sizes': judged on its own launches' df, floored to one df more
-        fv, fd = component(v, min(d, own.df_launch), *theirs[1])
+        fv, _fd = component(v, min(d, own.df_launch), *theirs[1])
         out[key] = (v, d) if fv == v else (fv, min(theirs[1][1], d + 1))
     return out
 
