@@ -66,6 +66,7 @@ stats.launch.floor_component) and without that floor, and the power of a real 10
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import math
 import sys
@@ -267,16 +268,24 @@ def _plan_before(var: float, df: float, other_var: float, other_df: float,
     return var, df
 
 
+@contextlib.contextmanager
+def _swapped(name: str, value):
+    """stats.launch.NAME replaced by value inside the block (a rule before today's, for a
+    side-by-side row on the same launches or draws), put back however the block ends."""
+    from mpibench.stats import launch as L
+    keep = getattr(L, name)
+    setattr(L, name, value)
+    try:
+        yield
+    finally:
+        setattr(L, name, keep)
+
+
 def _both_rules(store, sets, base):
     """(comparison with today's planning rule, the same launches with _plan_before)."""
-    from mpibench.stats import launch as L
     now = compare_groups(store, sets, base)
-    keep = L.plan_component
-    L.plan_component = _plan_before
-    try:
+    with _swapped("plan_component", _plan_before):
         return now, compare_groups(store, sets, base)
-    finally:
-        L.plan_component = keep
 
 
 def _plan_cost(before: list, now: list) -> tuple[float, float]:
@@ -384,14 +393,9 @@ def _no_round_raise(var: float, df: float, floor: float = 0.0) -> float:
 def _both_paired(store, sets, base):
     """(comparison paired by round with today's planning rule, the same launches planned
     with the round part as it stands, _no_round_raise)."""
-    from mpibench.stats import launch as L
     now = compare_groups(store, sets, base)
-    keep = L.plan_round_part
-    L.plan_round_part = _no_round_raise
-    try:
+    with _swapped("plan_round_part", _no_round_raise):
         return now, compare_groups(store, sets, base)
-    finally:
-        L.plan_round_part = keep
 
 
 def _paired_rows(rng: np.random.Generator, reps: int) -> None:
@@ -447,13 +451,8 @@ UNBALANCED = [k for k in SCENARIOS if " vs " in k]
 
 def _without_floor(fn):
     """fn() with stats.launch.floor_component switched off (the test before the floor)."""
-    from mpibench.stats import launch as L
-    keep = L.floor_component
-    L.floor_component = lambda var, df, _ov, _od: (var, df)
-    try:
+    with _swapped("floor_component", lambda var, df, _ov, _od: (var, df)):
         return fn()
-    finally:
-        L.floor_component = keep
 
 
 def unbalanced_section(rng: np.random.Generator, reps: int) -> None:
@@ -785,11 +784,8 @@ def hetero_section(rng: np.random.Generator, reps: int) -> None:
     original = L.spread
     for label, na, nb, paired, round_sd in designs:
         for how, moderate in (("now", True), ("pooled", False)):
-            L.spread = functools.partial(original, moderate=moderate)
-            try:
+            with _swapped("spread", functools.partial(original, moderate=moderate)):
                 _hetero_row(f"{label} {how}", rng, reps, na, nb, paired, round_sd)
-            finally:
-                L.spread = original
     print("  now = each size's own cell part where the sizes differ (stats.moderate); "
           "pooled = the cell part pooled over every size (the model before, "
           "spread(moderate=False)), on other draws")
@@ -846,11 +842,8 @@ def few_sizes_section(rng: np.random.Generator, reps: int) -> None:
         for label, sds in ((f"{pre}{n}, one noisy", np.array([0.05] * (n - 1) + [0.3])),
                            (f"{pre}{n}, alike", np.full(n, 0.05))):
             now = _few_row(rng, reps, sds, launches)
-            L.spread = functools.partial(original, moderate=False)
-            try:
+            with _swapped("spread", functools.partial(original, moderate=False)):
                 pooled = _few_row(rng, reps, sds, launches)
-            finally:
-                L.spread = original
             cols = []
             for fp, pw in (now, pooled):
                 cols.append(f"{100 * fp[-1]:>7.1f}% {100 * fp[:-1].max():>7.1f}% "
@@ -874,18 +867,14 @@ def thin_sides_section(rng: np.random.Generator, reps: int) -> None:
           f"sides <= {L.THIN_LAUNCHES} launches), gated = one Bartlett gate (the rule before)")
     print(f"  {'sizes':<21} {'FP noisy':>8} {'FP quiet':>8} {'power q':>7} | "
           f"{'gated: FP noisy':>16} {'FP quiet':>8} {'power q':>7}")
-    original = L.THIN_LAUNCHES
     for launches in (2, 3):
         for n in (6, 8, 12, 22):
             for label, sds in ((f"{launches}+{launches}: {n}, one noisy",
                                 np.array([0.05] * (n - 1) + [0.3])),
                                (f"{launches}+{launches}: {n}, alike", np.full(n, 0.05))):
                 now = _few_row(rng, reps, sds, launches)
-                L.THIN_LAUNCHES = 0
-                try:
+                with _swapped("THIN_LAUNCHES", 0):
                     gated = _few_row(rng, reps, sds, launches)
-                finally:
-                    L.THIN_LAUNCHES = original
                 cols = [f"{100 * fp[-1]:>7.1f}% {100 * fp[:-1].max():>7.1f}% "
                         f"{100 * pw[:-1].mean():>6.1f}%" for fp, pw in (now, gated)]
                 print(f"  {label:<21} {cols[0]} | {cols[1]:>33}", flush=True)
@@ -908,13 +897,8 @@ def _two_mode_size_cells(rng: np.random.Generator, na: int, nb: int, sizes: int,
 def _unfloored_own_parts(fn):
     """fn() with a thin side's own cell parts left as estimated (the test before they were
     floored at the other side's, stats.launch._each_cell); launch parts still floored."""
-    from mpibench.stats import launch as L
-    keep = L._each_cell
-    L._each_cell = lambda own, _other, _component: own.cell_parts
-    try:
+    with _swapped("_each_cell", lambda own, _other, _component: own.cell_parts):
         return fn()
-    finally:
-        L._each_cell = keep
 
 
 def two_mode_size_section(rng: np.random.Generator, reps: int) -> None:

@@ -911,15 +911,8 @@ def test_decide_adds_launches_only_where_cells_are_undecided(tmp_path, scheduler
              r"benchmarks\.differ\.fom changed after the first look"),
             (text.replace('variants = ["a", "b"]', 'variants = ["a", "b", "c"]'),
              r"variant c added to group differ after the first look")):
-        assert edited != text
-        camp.write_text(edited)
-        with pytest.raises(UsageError, match="^" + re.escape(str(camp)) + ": " + words) as e:
-            run_campaign(camp, tmp_path / "d.db", [])
-        assert "\n" not in str(e.value)
-        with Store(tmp_path / "d.db") as store:
-            assert store.db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 20
-            (c,) = store.db.execute("SELECT spec_json FROM campaigns").fetchall()
-            assert json.loads(c[0])["groups"][0]["foms"][0]["better"] == "lower"
+        stored = _refused_and_unchanged(camp, text, edited, words, tmp_path / "d.db", 20)
+        assert stored["groups"][0]["foms"][0]["better"] == "lower"
     camp.write_text(text)
     # the report's section says the same, from the stored spec
     from mpibench.report.decisions import decisions_tables
@@ -1008,17 +1001,24 @@ def test_auto_two_stage_total_per_group_through_the_stages(tmp_path):
              "the variants' order changed after stage 2"),
             (text.replace("regex = 'value ([0-9]+)'", "regex = 'value ([0-9]+)$'", 1),
              r"benchmarks\.differ\.fom changed after stage 2")):
-        assert edited != text
-        camp.write_text(edited)
-        with pytest.raises(UsageError, match="^" + re.escape(str(camp)) + ": " + words) as e:
-            run_campaign(camp, tmp_path / "a.db", [])
-        assert "\n" not in str(e.value)
-        with Store(tmp_path / "a.db") as store:
-            assert store.db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 32
-            (c,) = store.db.execute("SELECT spec_json FROM campaigns").fetchall()
-            stored = json.loads(c[0])
-            assert [v["name"] for v in stored["variants"]] == ["a", "b", "c"]
-            assert stored["groups"][0]["foms"][0]["regex"] == "value ([0-9]+)"
+        stored = _refused_and_unchanged(camp, text, edited, words, tmp_path / "a.db", 32)
+        assert [v["name"] for v in stored["variants"]] == ["a", "b", "c"]
+        assert stored["groups"][0]["foms"][0]["regex"] == "value ([0-9]+)"
+
+
+def _refused_and_unchanged(camp, text: str, edited: str, words: str, db, runs: int) -> dict:
+    """The campaign file edited after a look is refused in one line naming the file and
+    what changed (regex `words`), with nothing written: the store keeps `runs` runs. The
+    stored spec, for the caller's checks of what it kept."""
+    assert edited != text
+    camp.write_text(edited)
+    with pytest.raises(UsageError, match="^" + re.escape(str(camp)) + ": " + words) as e:
+        run_campaign(camp, db, [])
+    assert "\n" not in str(e.value)
+    with Store(db) as store:
+        assert store.db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == runs
+        (c,) = store.db.execute("SELECT spec_json FROM campaigns").fetchall()
+    return json.loads(c[0])
 
 
 DECIDE_REAL = """

@@ -254,6 +254,20 @@ def test_known_per_size_variances_open_the_gate_a_side_alone_keeps_closed():
     assert opened >= 20, opened
 
 
+def _noisy_last_size_keeps_alpha(rng, sizes: int, launches: int, reps: int) -> None:
+    """Unpaired A/A, launches+launches, the last of `sizes` sizes 6x noisier (cell part sd
+    0.3 vs 0.05): false positives at the noisy size and at the quiet ones within the 99.9%
+    binomial bound of alpha."""
+    sds = np.array([0.05] * (sizes - 1) + [0.3])
+    noisy = quiet = 0
+    for _ in range(reps):
+        ps = np.array([t.p for t in L.compare_cells(_unpaired(rng, sds, n=launches))])
+        noisy += int(ps[-1] <= 0.05)
+        quiet += int((ps[:-1] <= 0.05).sum())
+    assert noisy <= sps.binom.ppf(0.999, reps, 0.05), noisy
+    assert quiet <= sps.binom.ppf(0.999, (sizes - 1) * reps, 0.05), quiet
+
+
 @pytest.mark.parametrize(("launches", "sizes"), [(2, 5), (3, 4)])
 def test_a_noisy_size_among_few_keeps_alpha_with_two_or_three_launches(launches, sizes):
     # one size 6x noisier, 2+2 (5 sizes) / 3+3 (4 sizes) unpaired A/A. Below FEW_CELLS a
@@ -261,16 +275,8 @@ def test_a_noisy_size_among_few_keeps_alpha_with_two_or_three_launches(launches,
     # never rejected and the noisy size took the pooled part: 11% / 17% false positives
     # there (2000 benchmarks). Now every size keeps its own part below FEW_CELLS whatever
     # the launches (Cochran-Cox on its 1-2 df: conservative, valid)
-    rng = np.random.default_rng(648 + launches)
-    sds = np.array([0.05] * (sizes - 1) + [0.3])
-    reps, noisy, quiet = 900 // launches, 0, 0
-    for _ in range(reps):
-        cells = _unpaired(rng, sds, n=launches)
-        ps = np.array([t.p for t in L.compare_cells(cells)])
-        noisy += int(ps[-1] <= 0.05)
-        quiet += int((ps[:-1] <= 0.05).sum())
-    assert noisy <= sps.binom.ppf(0.999, reps, 0.05), noisy
-    assert quiet <= sps.binom.ppf(0.999, (sizes - 1) * reps, 0.05), quiet
+    _noisy_last_size_keeps_alpha(np.random.default_rng(648 + launches), sizes, launches,
+                                 900 // launches)
 
 
 @pytest.mark.parametrize("launches", [2, 3])
@@ -280,16 +286,7 @@ def test_a_noisy_size_among_many_keeps_alpha_with_two_or_three_launches(launches
     # which mostly stayed shut: the noisy size took the pooled part and had 17% / 13% false
     # positives (300 benchmarks). Both sides thin: every size keeps its own part, as below
     # FEW_CELLS (stats.launch.gated_spreads)
-    rng = np.random.default_rng(860 + launches)
-    sds = np.array([0.05] * 7 + [0.3])
-    reps, noisy, quiet = 300, 0, 0
-    for _ in range(reps):
-        cells = _unpaired(rng, sds, n=launches)
-        ps = np.array([t.p for t in L.compare_cells(cells)])
-        noisy += int(ps[-1] <= 0.05)
-        quiet += int((ps[:-1] <= 0.05).sum())
-    assert noisy <= sps.binom.ppf(0.999, reps, 0.05), noisy
-    assert quiet <= sps.binom.ppf(0.999, 7 * reps, 0.05), quiet
+    _noisy_last_size_keeps_alpha(np.random.default_rng(860 + launches), 8, launches, 300)
 
 
 def test_thin_sides_keep_own_parts_and_a_seven_launch_side_still_gates():
