@@ -470,8 +470,9 @@ def test_the_plans_options_stop_every_cell_where_its_model_stops_it():
     and every cell whose CI was not exact sampled on to --max-time (the time-to-decision
     bench under load: 129 of 384 budgeted cells, 9.8 s of the cells' 11.7 s), a cost and
     a precision the plan never weighed. Where the within-launch error matters, the plan
-    buys samples through a finer target instead: the paired plan here stops cells at a 3%
-    CI (44 samples), the unpaired one, whose shared round effect dominates, at 20."""
+    buys samples through a finer target instead. (The paired plan here used to stop cells
+    at a 3% CI for 3 rounds, planned on the pooled parts; at 3 rounds compare tests the
+    8 sizes on their own parts, 2 df, so 4 rounds at 20 samples are cheaper now.)"""
     rng = np.random.default_rng(21)
     rows = _paired_rows(rng, 10, round_sd=0.3, own_sd=0.001, se=0.01)
     sides = list(budget.components_from_rows(rows).values())
@@ -481,9 +482,8 @@ def test_the_plans_options_stop_every_cell_where_its_model_stops_it():
     assert unp.best.options()["accept_approximate"] is True and not unp.paired
     assert pai.paired and pai.best.options()["accept_approximate"] is True
     assert "--accept-approximate" in pai.describe()
-    assert pai.best.target_pct < unp.best.target_pct
-    assert min(pai.best.samples.values()) > max(unp.best.samples.values()) == \
-        budget.CORE_MIN_SAMPLES
+    assert pai.best.launches == launch_stats.THIN_LAUNCHES + 1
+    assert pai.best.total_s < unp.best.total_s
 
 
 def _known_paired_rows(rng, rounds, sizes, sd_round, sd_cell, sd_launch):
@@ -621,3 +621,85 @@ def test_from_few_cells_the_unpaired_plan_follows_compares_gate():
     top = max(sum(c.sigma_l2 for s in sides.values() for c in s.cells if c.key == k) / 2
               for k in {c.key for c in sides["cand"].cells})
     assert p.best.launch_var >= top
+
+
+def _patterned_paired_rows(c, sizes=8):
+    """Store rows of a 3-round interleaved pilot whose round differences d (logs) have
+    round means 0 and every size the residuals of a permutation of (c, -c, 0): all sizes
+    equally noisy, each with the same own part, the pooled residual mean square
+    2 c^2 sizes / ((3 - 1)(sizes - 1))."""
+    perms = [(1, -1, 0), (1, 0, -1), (0, 1, -1), (-1, 1, 0), (-1, 0, 1), (0, -1, 1)]
+    pattern = (perms + [(1, -1, 0), (-1, 1, 0)])[:sizes]
+    rows = []
+    for r in range(3):
+        for s, p in enumerate(pattern):
+            for v, m in (("base", 1.0), ("cand", math.exp(c * p[r]))):
+                rows.append({"run_id": f"{v}{r}", "variant": v, "repeat": r,
+                             "benchmark": "PingPong", "size": s, "n": 50, "median": m,
+                             "ci_low": m * math.exp(-budget.Z95 * 1e-4),
+                             "ci_high": m * math.exp(budget.Z95 * 1e-4),
+                             "cell_s": 5e-4, "launch_s": 0.2})
+    return rows
+
+
+def test_the_paired_plan_tests_the_rounds_it_plans_as_compare_will():
+    """8 alike sizes, a 3-round pilot: compare's paired test at <= THIN_LAUNCHES rounds
+    gives every size its own part (k - 1 df), beyond them the gate (shut here: pooled).
+    The plan used to take the pilot's gated (pooled, 14 df) parts for any round count and
+    planned 3 rounds for a gain the 3-round test detects in ~35%. At the rounds planned
+    (on the pilot's estimates, confidence None), the test must detect the gain, simulated
+    at those estimates, in >= 80% of 600 seeded comparisons (binomial band 3.5 sd)."""
+    rows = _patterned_paired_rows(0.04)
+    ps = budget.paired_spreads(rows, ["base", "cand"])["PingPong"]
+    assert not ps.cell_parts and len(ps.thin_parts) == 8
+    sh, ce = ps.parts()
+    sd = math.sqrt(ps.ms_cell)       # one round's d in a cell: shared + cell part
+    # the least gain the pooled parts plan at 3 rounds (what the plan used to meet)
+    effect = next(e for e in np.arange(0.02, 0.5, 0.0025)
+                  if budget.rounds_for(sh, ce, 8, float(e)) == 3)
+    sides = list(budget.components_from_rows(rows).values())
+    p = budget.plan(sides, float(effect), family=1, confidence=None, keep_within=True,
+                    paired={"PingPong": ps}, targets=(100.0,), max_times=(0.002,))
+    k = p.best.launches
+    assert p.paired and k is not None and k > launch_stats.THIN_LAUNCHES
+    rng, reps, hits = np.random.default_rng(53), 600, 0
+    for _ in range(reps):
+        cells = [({f"b{r}": 1.0 for r in range(k)},
+                  {f"c{r}": math.exp(rng.normal(0, sd) - math.log1p(effect))
+                   for r in range(k)}, "lower") for _s in range(8)]
+        rounds = {f"{v}{r}": r for v in "bc" for r in range(k)}
+        hits += launch_stats.compare_cells(cells, rounds=rounds)[-1].p <= 0.05
+    assert hits / reps >= 0.8 - 3.5 * math.sqrt(0.8 * 0.2 / reps), (k, hits)
+
+
+def test_a_thin_pilot_plans_the_unpaired_launches_on_the_gate_compare_will_ask():
+    """8 alike sizes, a 2- or 3-launch pilot: compare at the planned (>= 4) launches gates
+    the sizes (shut: pooled), so the plan meets the pooled launch variance, not the
+    noisiest size's own one (the gate was asked at the pilot's count, where the
+    THIN_LAUNCHES rule gives every size its own part: ~2.7x the launches)."""
+    rng = np.random.default_rng(61)
+    for n in (2, 3):
+        rows = []
+        for v in ("base", "cand"):
+            for launch in range(n):
+                u = rng.normal(0, 0.03)
+                for s in range(8):
+                    m = float(np.exp(u + rng.normal(0, 0.05)))
+                    rows.append({"run_id": f"{v}{launch}", "variant": v, "benchmark": "PingPong",
+                                 "size": s, "n": 50, "median": m,
+                                 "ci_low": m * math.exp(-budget.Z95 * 1e-4),
+                                 "ci_high": m * math.exp(budget.Z95 * 1e-4),
+                                 "cell_s": 5e-4, "launch_s": 0.2})
+        assert budget.gated_pools(rows, ["base", "cand"]) == set()
+        p = budget.plan_from_rows(rows, ["base", "cand"], 0.05, budget.SEARCH_MAX,
+                                  interleaved=False, targets=(100.0,), max_times=(0.002,))
+        sides = list(budget.components_from_rows(rows).values())
+        common = {c.key for c in sides[0].cells}
+        pooled = budget.pooled_launch_var(sides, common, 100.0, max_time=0.002)["PingPong"]
+        own = budget.own_launch_var(sides, common, 100.0, max_time=0.002)["PingPong"]
+        assert own > pooled
+        assert p.best.launches > launch_stats.THIN_LAUNCHES
+        # (the margin widens sigma_L^2, not the tiny within-launch part B/n)
+        margin = budget.between_margin(sides)
+        assert p.best.launch_var == pytest.approx(pooled * margin, rel=1e-4)
+        assert p.best.launch_var < own * margin / 1.5

@@ -28,9 +28,10 @@ compare's test sees, and the plan meets its worst cell. Its hierarchical model p
 between-launch variance over a benchmark's sizes where they are alike, so those cells get
 the same standard error, from the mean over the sizes of sigma_L^2 + B/n
 (pooled_launch_var; it rests on all the sizes' launches). But from 3 sizes to below
-stats.launch.FEW_CELLS every size keeps its own cell part at any launch count, and from
-FEW_CELLS on the sizes keep theirs where the one gate (stats.launch.gated_spreads) opens:
-there a cell's
+stats.launch.FEW_CELLS every size keeps its own cell part at any launch count, at most
+THIN_LAUNCHES launches per side every size (of 3 or more) keeps its own, and beyond them
+from FEW_CELLS on the sizes keep theirs where the one gate (stats.launch.gated_spreads)
+opens; the plan decides which from the launches it plans, not the pilot's: there a cell's
 standard error is its own sigma_L^2 + B/n, and the plan takes the noisiest size's
 (own_launch_var, own_part_pools; plan_from_rows asks the gate, gated_pools). That is what
 the launches per side are planned on (stats.launch.launches_needed, noncentral t, at the
@@ -48,7 +49,8 @@ difference d = log cand - log base, split over a benchmark's sizes the same way
 (PairedSpread, from paired_from_rows): the round differential the sizes share (ms_launch/S,
 pairs - 1 df) and the cell part, pooled (ms_cell (S-1)/S, (pairs - 1)(S - 1) df) or, where
 compare's paired test gives the sizes their own parts (Spread.cell_parts: below FEW_CELLS
-sizes always, from FEW_CELLS where the gate opens), each size's own part at the df the
+sizes always, at most THIN_LAUNCHES rounds always, beyond them from FEW_CELLS where the
+gate opens; the plan decides which from the rounds it plans), each size's own part at the df the
 test will have at k rounds (stats.launch.future_df: d0 + k - 1); the rounds are the most
 any cell needs (_paired_cells). Load phases and
 the machine's modes that hit both launches of a round are not in it. The within-launch part
@@ -132,10 +134,14 @@ class PairedSpread:
     cells: float
     pairs: int
     within: float = 0.0
-    # (cell key, its own cell part of one round's d, df) where compare's paired test gives
-    # the sizes their own parts (stats.launch.Spread.cell_parts: always below FEW_CELLS
-    # sizes, from FEW_CELLS when the gate opens); () = every size takes the pooled part
+    # (cell key, its own cell part of one round's d, df) where compare's paired test beyond
+    # THIN_LAUNCHES rounds gives the sizes their own parts (stats.launch.Spread.cell_parts:
+    # always below FEW_CELLS sizes, from FEW_CELLS when the gate, asked without the
+    # THIN_LAUNCHES rule, opens); () = every size takes the pooled part
     cell_parts: tuple[tuple[object, float, float], ...] = ()
+    # the same at most THIN_LAUNCHES rounds, where the test gives every size (of 3 or more)
+    # its own part whatever the gate (stats.launch._diff_spread); () = pooled
+    thin_parts: tuple[tuple[object, float, float], ...] = ()
 
     def parts(self) -> tuple[float, float]:
         """(shared, cell): the variance of one round's d in a cell, as the two components
@@ -159,7 +165,10 @@ def paired_from_rows(rows: Iterable[Mapping], base: str, cand: str, more_rounds:
     sides needs MIN_PAIRS pairs, else the pool is left out, planned unpaired), with
     more_rounds rounds still to run counted as one more pair per cell (a pilot's plan
     for the campaign's later rounds; 0: the rows as they are). The spread is
-    stats.launch.spread's over the pool's paired cells."""
+    stats.launch.spread's over the pool's paired cells, gated as compare gates it beyond
+    THIN_LAUNCHES rounds (cell_parts), and its own parts as compare gives them at most
+    THIN_LAUNCHES rounds (thin_parts): the plan decides which from the rounds it plans,
+    not from the pilot's."""
     cells: dict[object, dict[tuple, tuple[dict, dict, str]]] = defaultdict(dict)
     found: dict[tuple, Mapping] = {}
     for i, r in enumerate(rows):
@@ -187,9 +196,12 @@ def paired_from_rows(rows: Iterable[Mapping], base: str, cand: str, more_rounds:
                      / len(pairs))
         sp = launch_stats.spread(d) if d else None
         if sp is not None:
-            own = tuple((keys[j], v, df) for j, (v, df) in (sp.cell_parts or {}).items())
+            thin = launch_stats.spread(d, own=True) or sp
+            own, own_thin = ([(keys[j], v, df) for j, (v, df) in (s.cell_parts or {}).items()]
+                             for s in (sp, thin))
             out[g] = PairedSpread(sp.ms_launch, sp.df_launch, sp.ms_cell, sp.df_cell,
-                                  sp.cells, sp.launches, sum(w) / len(w), own)
+                                  sp.cells, sp.launches, sum(w) / len(w), tuple(own),
+                                  tuple(own_thin))
     return out
 
 
@@ -412,18 +424,21 @@ def _pool_mean(sides: Sequence[Components], keys: Iterable[object],
 
 
 def own_part_pools(sides: Sequence[Components], keys: Iterable[object],
-                   more: Iterable[object] = ()) -> set[object]:
+                   more: Iterable[object] = (), thin: bool = False) -> set[object]:
     """The pools whose cells compare tests on their own cell parts: those with
     MIN_MODERATE_CELLS to FEW_CELLS - 1 of keys (own parts at any launch count; 2 sizes
     are pooled: stats.launch._cell_parts), and `more` (from
-    FEW_CELLS, where the gate opens: plan_from_rows asks stats.launch.gated_spreads)."""
+    FEW_CELLS, where the gate opens: plan_from_rows asks stats.launch.gated_spreads).
+    thin: at most THIN_LAUNCHES launches per side, where every pool of MIN_MODERATE_CELLS
+    or more sizes has them (no gate)."""
     count: dict[object, set] = defaultdict(set)
     for s in sides:
         for c in s.cells:
             if c.key in keys:
                 count[pool_of(c.key)].add(c.key)
+    top = math.inf if thin else launch_stats.FEW_CELLS
     return {g for g, ks in count.items()
-            if launch_stats.MIN_MODERATE_CELLS <= len(ks) < launch_stats.FEW_CELLS} | set(more)
+            if launch_stats.MIN_MODERATE_CELLS <= len(ks) < top} | set(more)
 
 
 def between_margin(sides: Sequence[Components], confidence: float | None = PLAN_CONFIDENCE
@@ -466,7 +481,10 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
     compare's test gives them (pooled_launch_var), or where compare gives the sizes own
     cell parts (own_part_pools; own_pools: where the gate opens) the noisiest size's
     (own_launch_var); the launches per side are launches_for(that sd) for the worst
-    benchmark (family: Holm rows for a difference, default the cells). Then:
+    benchmark (family: Holm rows for a difference, default the cells), as compare will
+    test them at that count: at most THIN_LAUNCHES per side where every size of 3 or more
+    on its own part decides (own_part_pools(thin=True), PairedSpread.thin_parts), else at
+    least THIN_LAUNCHES + 1 on the gated view (_launches_in_view). Then:
 
     - when some pair decides within max_launches (the campaign's cap on launches per
       side), the pair with the least launch time to the decision (launches x seconds);
@@ -491,29 +509,26 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
     factor = between_margin(sides, confidence)
     sides = [_widened(s, factor) for s in sides]
     fam = family if family is not None else len(common)
-    own = own_part_pools(sides, common, own_pools)
+    views = {False: own_part_pools(sides, common, own_pools),
+             True: own_part_pools(sides, common, thin=True)}
     levels = dict(alpha=alpha, power=power, family=fam, equivalence=equivalence)
     tried: list[Choice] = []
     for t, max_time in ((t, m) for m in max_times for t in targets):
         cost, samples = _launch_cost(sides, common, t, min_samples, max_time)
         launch_s = cost / len(sides)
-        pooled = _planned_launch_var(sides, common, own, t, min_samples, max_time)
-        ks, worst = [], 0.0
-        unpaired = {g: v for g, v in pooled.items() if not paired or g not in paired}
-        if unpaired:
-            worst = max(unpaired.values())
-            ks.append(launches_for(math.sqrt(worst), effect, max_n=SEARCH_MAX, **levels))
-        if paired:
-            within = None if keep_within else pooled_within(sides, common, t, min_samples,
-                                                            max_time)
-            for g, ps in paired.items():
-                w = None if within is None else within.get(g)
-                for sh, ce, own_df in _paired_cells(ps, w, confidence, common):
-                    # the same scale as an unpaired side's launch variance: var(d) / 2
-                    worst = max(worst, (sh + ce) / 2)
-                    ks.append(rounds_for(sh, ce, ps.cells, effect, own_df=own_df,
-                                         pairs=ps.pairs, **levels))
-        k = None if not ks or any(x is None for x in ks) else max(ks)
+        within = None if keep_within or not paired else pooled_within(
+            sides, common, t, min_samples, max_time)
+        # compare tests at most THIN_LAUNCHES launches per side on every size's own part
+        # (no gate) and beyond them gated: the launches are planned the way they will be
+        # tested, whatever the pilot's count
+        k, worst = _launches_in_view(
+            _planned_launch_var(sides, common, views[True], t, min_samples, max_time),
+            paired, within, confidence, common, effect, levels, thin=True)
+        if k is None:
+            k, worst = _launches_in_view(
+                _planned_launch_var(sides, common, views[False], t, min_samples, max_time),
+                paired, within, confidence, common, effect, levels, thin=False)
+            k = None if k is None else max(k, launch_stats.THIN_LAUNCHES + 1)
         if k is not None and k > SEARCH_MAX:
             k = None
         tried.append(Choice(float(t), k, launch_s, k * cost if k else math.inf, samples,
@@ -521,6 +536,31 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
     best = _best(tried, max_launches)
     return Plan(best, tuple(tried), effect, equivalence, max_launches,
                 confidence if factor != 1.0 or paired else None, bool(paired))
+
+
+def _launches_in_view(pooled: Mapping[object, float],
+                      paired: Mapping[object, PairedSpread] | None, within: dict | None,
+                      confidence: float | None, common: set, effect: float, levels: dict,
+                      thin: bool) -> tuple[int | None, float]:
+    """(launches per side, the worst launch variance) plan() needs where compare tests
+    as at most THIN_LAUNCHES launches per side (thin: every size its own part, None
+    beyond THIN_LAUNCHES) or beyond them (gated): unpaired pools on `pooled`, paired ones
+    on their round differences' components (rounds_for, _paired_cells)."""
+    max_n = launch_stats.THIN_LAUNCHES if thin else SEARCH_MAX
+    ks, worst = [], 0.0
+    unpaired = {g: v for g, v in pooled.items() if not paired or g not in paired}
+    if unpaired:
+        worst = max(unpaired.values())
+        ks.append(launches_for(math.sqrt(worst), effect, max_n=max_n, **levels))
+    for g, ps in (paired or {}).items():
+        w = None if within is None else within.get(g)
+        for sh, ce, own_df in _paired_cells(ps, w, confidence, common, thin):
+            # the same scale as an unpaired side's launch variance: var(d) / 2
+            worst = max(worst, (sh + ce) / 2)
+            ks.append(rounds_for(sh, ce, ps.cells, effect, own_df=own_df, pairs=ps.pairs,
+                                 max_n=max_n, **levels))
+    k = None if not ks or any(x is None or x > max_n for x in ks) else max(ks)
+    return k, worst
 
 
 def _launch_cost(sides: Sequence[Components], common: set, t: float, min_samples: int,
@@ -579,10 +619,12 @@ def plan_from_rows(rows: Sequence[Mapping], order: Sequence[str], margin: float,
 
 
 def gated_pools(rows: Iterable[Mapping], variants: Sequence[str]) -> set[object]:
-    """The pools in which compare's unpaired test, baseline (the first variant) against
-    some other variant, gives the sizes their own cell parts: the one gate of
-    stats.launch.gated_spreads opens (below FEW_CELLS sizes they always have them:
-    own_part_pools)."""
+    """The pools in which compare's unpaired test beyond THIN_LAUNCHES launches per side,
+    baseline (the first variant) against some other variant, gives the sizes their own
+    cell parts: the one gate of stats.launch.gated_spreads opens, asked without its
+    THIN_LAUNCHES rule (at a 2-3-launch pilot that rule gave every pool own parts,
+    although compare at the planned launches gates them; below FEW_CELLS sizes they
+    always have them, and at most THIN_LAUNCHES launches every pool: own_part_pools)."""
     by: dict[str, dict[object, dict[object, dict[object, float]]]] = defaultdict(
         lambda: defaultdict(lambda: defaultdict(dict)))
     for r in rows:
@@ -596,7 +638,7 @@ def gated_pools(rows: Iterable[Mapping], variants: Sequence[str]) -> set[object]
             if g in out or not other or len(cells) < launch_stats.FEW_CELLS:
                 continue
             if any(sp is not None and sp.cell_parts
-                   for sp in launch_stats.gated_spreads([cells, other])):
+                   for sp in launch_stats.gated_spreads([cells, other], thin=False)):
                 out.add(g)
     return out
 
@@ -632,16 +674,19 @@ def pooled_within(sides: Sequence[Components], keys: Iterable[object], target_pc
 
 
 def _paired_cells(ps: PairedSpread, within: float | None, confidence: float | None,
-                  keys: Iterable[object]) -> list[tuple[float, float, float | None]]:
+                  keys: Iterable[object], thin: bool = False
+                  ) -> list[tuple[float, float, float | None]]:
     """What each cell of a paired pool is planned on, as compare's paired test will test
-    it: (shared, cell, own_df) with the pooled cell part (own_df None) where the sizes
+    it (thin: at most THIN_LAUNCHES rounds, ps.thin_parts; else beyond, ps.cell_parts):
+    (shared, cell, own_df) with the pooled cell part (own_df None) where the sizes
     take it, else one row per cell in keys with its own part at its df (own_df); each as
     _paired_parts."""
-    if not ps.cell_parts:
+    parts = ps.thin_parts if thin else ps.cell_parts
+    if not parts:
         return [(*_paired_parts(ps, within, confidence), None)]
     keys = set(keys)
     return [(*_paired_parts(ps, within, confidence, (v, df)), df)
-            for key, v, df in ps.cell_parts if key in keys]
+            for key, v, df in parts if key in keys]
 
 
 def _paired_parts(ps: PairedSpread, within: float | None, confidence: float | None,

@@ -700,7 +700,8 @@ def spread(side: Mapping[object, Mapping[str, float]], moderate: bool = True,
 
 
 def gated_spreads(sides: Sequence[Mapping[object, Mapping[Hashable, float | None]]],
-                  known: Sequence[tuple[float, float]] = ()) -> list[Spread | None]:
+                  known: Sequence[tuple[float, float]] = (), thin: bool = True
+                  ) -> list[Spread | None]:
     """Each side's Spread (spread) for one comparison of a benchmark's cells, the sizes
     gated ONCE for the comparison: from FEW_CELLS cells on, where any side's gate finds
     the sizes' cell parts unlike (its Spread has cell_parts), or the per-cell variances
@@ -713,12 +714,14 @@ def gated_spreads(sides: Sequence[Mapping[object, Mapping[Hashable, float | None
     gate: every cell its own part (spread(own=True)); the gate on 1-2 df per size mostly
     stayed shut and a noisy size took the pooled part. Below FEW_CELLS each side as
     spread() makes it (every cell its own part). compare_cells and gate_reference call it; a paired block has one spread
-    (of the round differences) and is gated once anyway."""
+    (of the round differences) and is gated once anyway. thin=False: no THIN_LAUNCHES
+    rule (the gate as compare will ask it once the sides have more launches: the budget's
+    plan beyond THIN_LAUNCHES from a thinner pilot)."""
     out = [spread(side) for side in sides]
     cells = max((len(side) for side in sides), default=0)
     if cells < FEW_CELLS or any(s is None for s in out):
         return out
-    if all(s.launches <= THIN_LAUNCHES for s in out) and \
+    if thin and all(s.launches <= THIN_LAUNCHES for s in out) and \
             all(d <= THIN_LAUNCHES - 1 for _v, d in known):
         return [spread(side, own=True) or s for s, side in zip(out, sides, strict=True)]
     differ = any(s.cell_parts for s in out)
