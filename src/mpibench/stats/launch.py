@@ -649,7 +649,8 @@ class Spread(NamedTuple):
 
 
 def spread(side: Mapping[object, Mapping[str, float]], moderate: bool = True,
-           force: bool = False, own: bool = False) -> Spread | None:
+           force: bool = False, own: bool = False, floor_own: bool = False
+           ) -> Spread | None:
     """Spread of one side from {cell: {launch id: statistic}} (the cells of one benchmark;
     launches are matched by id across cells). None with fewer than two launches, or when
     the cells do not overlap enough to separate the two parts. moderate: each cell's own
@@ -657,7 +658,8 @@ def spread(side: Mapping[object, Mapping[str, float]], moderate: bool = True,
     part for every cell (the model before). force: skip the Bartlett gate (the other side
     of the benchmark rejected it: compare_cells gates a benchmark once). own: every cell
     its own unmoderated part at any number of cells (no gate: both sides thin,
-    gated_spreads)."""
+    gated_spreads). floor_own: an own part never below its w_s (_cell_parts; the paired
+    spread, _diff_spread)."""
     keyed = [(key, {k: math.log(v) for k, v in by.items()
                     if v is not None and math.isfinite(v) and v > 0})
              for key, by in side.items()]
@@ -692,7 +694,8 @@ def spread(side: Mapping[object, Mapping[str, float]], moderate: bool = True,
         res = np.where(obs, r - m[:, None], 0.0)
         ms_cell = float((res * res).sum()) / df_cell
         if moderate:
-            parts = _cell_parts(keys, res, obs, ms_cell, df_cell, s_bar, force, own)
+            parts = _cell_parts(keys, res, obs, ms_cell, df_cell, s_bar, force, own,
+                                floor_own)
     else:
         ms_cell, df_cell, s_bar = 0.0, 0, 1.0
         ms_launch = float((r[:, 0] ** 2).sum()) / (n - 1) if s_cols == 1 else ms_launch
@@ -734,8 +737,8 @@ def gated_spreads(sides: Sequence[Mapping[object, Mapping[Hashable, float | None
 
 
 def _cell_parts(keys: list, res: np.ndarray, obs: np.ndarray, ms_cell: float,
-                df_cell: float, s_bar: float, force: bool = False, own_all: bool = False
-                ) -> dict | None:
+                df_cell: float, s_bar: float, force: bool = False, own_all: bool = False,
+                floor_own: bool = False) -> dict | None:
     """Each cell's own cell part, moderated toward the others' (stats.moderate), or None
     where the sizes' parts look alike (prior df infinite: the pooled ms_cell for all).
 
@@ -755,7 +758,7 @@ def _cell_parts(keys: list, res: np.ndarray, obs: np.ndarray, ms_cell: float,
     part: 8-21% false positives there at 2+2, 3+3, 2 vs 7, 3 vs 7).
     force: moderate without the gate (the benchmark's other side rejected it). own_all:
     every cell its own w_s with n_s - 1 df at any number of cells (a comparison of thin
-    sides, gated_spreads)."""
+    sides, gated_spreads). floor_own: an own part at least its w_s, not 0 (paired)."""
     s = res.shape[1]
     if s < MIN_MODERATE_CELLS or s_bar < MIN_MODERATE_CELLS:
         return None
@@ -783,12 +786,13 @@ def _cell_parts(keys: list, res: np.ndarray, obs: np.ndarray, ms_cell: float,
         # pooled term) was measured and is far too conservative (5+5 unpaired, one size
         # 6x noisier, 3-8 sizes: A/A FP 0.1-4.6%, power at the quiet sizes for a 10%
         # gain 53.5% -> 15.2% at 8 sizes) where tau2's df keeps every size at <= 5.7%
-        # a size's own part never below its own tau2: own part - tau_s^2 =
-        # 2 (sigma_s^2 - mean(sigma^2)) / S, so tau2 is unbiased for alike sizes and
-        # conservative by at most 2 mean(sigma^2)/S for a quiet one. Clipped at 0, an own
-        # part on 1-2 df (3 rounds paired, thin sides) was 0 in 1 - exp(-2/S) of alike
-        # cells (22% at 8 sizes) and the cell's se only the launch part's ~1/sqrt(S)
-        part = max(tau2 * scale - sub, tau2 if o else 0.0)
+        # floor_own (the paired spread): a size's own part never below its own tau2
+        # (own part - tau_s^2 = 2 (sigma_s^2 - mean(sigma^2)) / S: unbiased for alike
+        # sizes, conservative by at most 2 mean(sigma^2)/S for a quiet one). Clipped at 0,
+        # an own part on 2 df (3 rounds) was 0 in 1 - exp(-2/S) of alike cells and the
+        # cell's se only the round part's ~1/sqrt(S). Unpaired thin sides keep the clip:
+        # each side's launch part on 1-2 df keeps them at alpha; the floor cost power
+        part = max(tau2 * scale - sub, tau2 if o and floor_own else 0.0)
         out[key] = (part, min(df, df_cell))
     return out
 
@@ -1028,7 +1032,7 @@ def _diff_spread(diffs: list[dict[Hashable, float]]) -> Spread | None:
     gave it 26.5% A/A false positives, its own part 5.0%)."""
     rounds = {r for d in diffs for r in d}
     return spread({i: {r: math.exp(v) for r, v in d.items()} for i, d in enumerate(diffs)},
-                  own=len(rounds) <= THIN_LAUNCHES)
+                  own=len(rounds) <= THIN_LAUNCHES, floor_own=True)
 
 
 def _paired_cells(cells, paired, alpha: float, level: float, pool: bool) -> list[LaunchTest]:
