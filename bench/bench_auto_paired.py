@@ -21,9 +21,9 @@ one scenario differ by the design only:
                report prints for such a campaign (stats.two_stage.compare_staged: the
                wider of the ordinary CI over all launches and the CI whose spread comes
                from the stage-2 launches only, scaled to all launches)
-  sums         the rule before it (auto_repeats.sums_total: the spread of the stage-1
-               pair sums, log a + log b per round, or of the i-th launches in random
-               order), the report's ordinary CI
+  sums         the rule before it (sums_total, kept in tests/support/superseded.py: the
+               spread of the stage-1 pair sums, log a + log b per round, or of the i-th
+               launches in random order), the report's ordinary CI
   before       the rule before it (the same scaling on the unpaired stage-1 test: each
                side's spread), the report's CI over all launches
   own          the total planned from the stage-1 CI of the test the report runs (paired
@@ -67,15 +67,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from mpibench.campaign.auto_repeats import (  # noqa: E402
-    AutoRepeats,
-    stage_two_total,
-    sums_total,
-)
+from mpibench.campaign.auto_repeats import AutoRepeats, stage_two_total  # noqa: E402
 from mpibench.stats import launch as L  # noqa: E402
 from mpibench.stats import two_stage  # noqa: E402
 from mpibench.stats.budget import upper_factor  # noqa: E402
 from mpibench.stats.simulate import round_offsets  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from support.superseded import sums_total  # noqa: E402  (the superseded rule, for its row)
 
 CELLS, SIZE_PART = 20, 0.5
 RULE = AutoRepeats(3, 10, 0.05)

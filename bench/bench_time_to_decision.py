@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Time to decision: Open MPI vs MPICH PingPong 0:22 over shared memory, np=2.
 
-    .venv/bin/python bench/bench_time_to_decision.py [--quick] [--max-rounds N|auto]
-        [--compare-rounds R] [--cap N] [--keep DIR]
+    .venv/bin/python bench/bench_time_to_decision.py [--quick] [--max-rounds N]
+        [--to-budget [--max-budget SEC] [--batches B]] [--bind core|none] [--keep DIR]
 
 A cell is decided when compare's launch-level test (multiplicity over the table) is
 significant, or when TOST says the two stacks are equivalent within ±5% (the campaign's
@@ -18,8 +18,10 @@ PingPong (built per stack from ../shared/peers by the campaign's `suite = "imb"`
 each as a campaign whose `repeats` it raises (earlier launches are kept). A tool stops
 launching when every one of its cells is decided; both stop at the budget, --max-rounds
 launches per variant. The core's campaign has `budget = "auto"` (stats/budget.py): rounds
-1-2 at the core's defaults, later launches at the --target that minimises the launch time
-to a decision at the measured variance components (the bench prints that plan).
+1-2 are its pilot (20 samples a cell), later launches at the --target and --max-time that
+minimise the launch time to a decision at the measured variance components (the bench
+prints that plan). At the end the launch options of each tool and variant (the launcher's
+command line before the program): the same for both tools.
 
 Per round it prints each tool's launch wall time in that round (the store's per-launch
 elapsed seconds: waiting for the shared MPI lock and IMB's build are not counted) and its
@@ -31,15 +33,36 @@ The budget. After round 2 the bench prints the core's plan (stats/budget.py, the
 `budget = "auto"` uses, planned for the bench's launches per variant): the launches per
 side that decide every cell (equivalence within ±5% for identical stacks, by the
 round-paired test: the variance of a round's difference pooled over the sizes, each
-component at its 80% upper confidence bound) and the seconds of launches that costs. With
-`--max-rounds auto` it then runs to that budget: the interleaved comparison with IMB takes
---compare-rounds rounds (IMB stops there), and the core goes on (a row per batch: its
-launch seconds and the rounds it ran), in a few batches of
-rounds (one campaign invocation each, so the bench's own overhead stays small), to the
-planned launches per side, at most --cap. The stopping rule's design is fixed then, before
-the first look: looks after every round up to --compare-rounds, then at each batch, the
-last at the budget (at alpha); the same design for both tools. At the end the core's plan
-again, from all its launches.
+component at its 80% upper confidence bound over its df) and the seconds of launches that
+costs. From a 2-round pilot the round part has 1 df (a factor 15.6 at the 80% bound), so
+that figure is a pilot's.
+
+--to-budget runs to a budget it prints. The number of looks is fixed before the first
+one: every round 2..N (the rounds interleaved with IMB) and --batches more, the interim
+looks at alpha x 0.2 / (interim looks), the last at alpha. After round N's launches and
+before its look, the core's plan from its rounds 3..N (the pilot's rounds 1-2 ran at other
+options; N - 3 df for the round part, x1.8 at its bound at N = 10; no cap) at the options
+its budgeted rounds run at (the campaign's
+`budget = "auto"` plan, made once from the pilot: the continuation keeps the campaign as
+it is, since a group's own `options` would make new cells) is printed as the budget:
+launches per side and seconds of launches in all (the N rounds' own plus the rest at the
+plan's seconds per launch). N must be 5 or more with --to-budget (one line, exit 2
+otherwise; --quick runs 5 rounds then, not 4): from fewer than 3 rounds 3..N the plan
+would be unpaired (or none) while the looks test paired. The looks test every round,
+the pilot's rounds 1-2 included, which ran at other options (20 samples a cell): the
+budget is planned on rounds 3..N's spread alone, as if every round had it. Above --max-budget seconds it is refused, saying so, and so is
+a plan beyond 1000 launches per side; then, or when the N rounds already are the budget,
+or when the core decided every cell before round N (no budget is made), the look at N
+is the last, at alpha. Else the core alone goes on (IMB stops at N) at
+those options, interleaved Open MPI/MPICH rounds in --batches
+campaign invocations, a look after each, the last at the budget, until every cell is
+decided or the budget is spent (and stops early, saying so, past twice --max-budget of
+launches: the last look is then an interim one). The budget depends on the spread alone,
+never on the gains, so fixing the last look there leaves the levels' error control as
+planned (an internal pilot). At the end every cell: decided (significant or equivalent)
+at which look, or undecided with its gain and CI, and which of those are near the margin
+(a CI no wider than ±5% that holds an edge of it: a true gain there is decided by no
+budget; the plan is for gain 1).
 
 Both variants bind their ranks to cores (`bind = "core"`; --bind none for each launcher's
 default). Open MPI binds 2 ranks to cores by default, Hydra (MPICH) does not: on the loaded
@@ -73,8 +96,8 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from mpibench.report.data import load_cells  # noqa: E402
 from mpibench.report.select import select_groups  # noqa: E402
-from mpibench.stats.budget import SEARCH_MAX  # noqa: E402
-from mpibench.stats.sequential import Design, Status, decide  # noqa: E402
+from mpibench.stats import budget  # noqa: E402
+from mpibench.stats.sequential import INTERIM_SHARE, Design, Status, decide  # noqa: E402
 from mpibench.store import Store  # noqa: E402
 
 # the peers tarballs sit beside the repository (../shared/peers), never at an absolute path
@@ -82,6 +105,9 @@ PEERS = Path(os.environ.get("MPIBENCH_PEERS") or ROOT.parent / "shared" / "peers
 IMB_TGZ = PEERS / "imb-2021.11.tar.gz"
 LOCK = "/tmp/mpibench-mpi.lock"
 TARGET = 0.05
+# --to-budget plans on rounds 3..N (the pilot's rounds 1-2 ran at other options): at least
+# stats.launch.MIN_PAIRS of them, so the plan is the paired one the looks test with
+TO_BUDGET_MIN_ROUNDS = 5
 
 HEAD = """
 [campaign]
@@ -260,13 +286,55 @@ def _per_iteration(record: dict) -> int:
     return _SAMPLE_PER_ITERATION[name]
 
 
+def run_options(db: Path, repeat: int) -> dict[str, float]:
+    """The core's --target and --max-time (the core's default 0.05 s when absent) of the
+    store's launches of round `repeat` (index from 0; their command.json argv); {} when
+    none has them."""
+    import json
+
+    with Store(db, readonly=True) as store:
+        dirs = [r["run_dir"] for r in store.runs(status="done") if r["repeat"] == repeat]
+    for d in dirs:
+        f = Path(d or "") / "command.json"
+        if not d or not f.exists():
+            continue
+        argv = json.loads(f.read_text()).get("argv") or []
+        if "--target" not in argv[:-1]:
+            continue
+        out = {"target": float(argv[argv.index("--target") + 1]),
+               "max_time": budget.CORE_DEFAULT_MAX_TIME}
+        if "--max-time" in argv[:-1]:
+            out["max_time"] = float(argv[argv.index("--max-time") + 1])
+        return out
+    return {}
+
+
+def launch_options(db: Path) -> dict[str, str]:
+    """{variant: the launcher's command line before the program} of a store's first
+    launch per variant (its command.json argv): what both tools' launches ran with."""
+    import json
+
+    out: dict[str, str] = {}
+    with Store(db, readonly=True) as store:
+        runs = sorted(store.runs(status="done"), key=lambda r: r["repeat"])
+    for r in runs:
+        f = Path(r["run_dir"] or "") / "command.json"
+        if r["variant"] in out or not r["run_dir"] or not f.exists():
+            continue
+        argv = json.loads(f.read_text()).get("argv") or []
+        prog = next((i for i, x in enumerate(argv)
+                     if x.endswith(("mpibench-core", "IMB-MPI1"))), len(argv))
+        out[r["variant"]] = " ".join([Path(argv[0]).name] + argv[1:prog]) if argv else "?"
+    return out
+
+
 def run_repeats(db: Path) -> dict[str, int]:
     """{run id: its repeat index} of every launch in the store."""
     with Store(db, readonly=True) as store:
         return {r["id"]: r["repeat"] for r in store.runs()}
 
 
-def core_plan(db: Path, cap: int, rounds: int | None = None):
+def core_plan(db: Path, cap: int, rounds: int | None = None, at: dict | None = None):
     """The core's budget from its launches so far (stats/budget.py, as `budget = "auto"`
     plans it in an interleaved campaign: equivalence within ±5% by the round-paired test,
     at the round differences' variance pooled over the sizes at its 80% upper bound, at
@@ -275,27 +343,43 @@ def core_plan(db: Path, cap: int, rounds: int | None = None):
     pairing, as its own plan counts them (campaign.budget.BudgetRule.rounds: the bench
     raises a fixed `repeats`, so after the 2-round pilot the next invocation runs 3 and
     plans with one round more), so the plan printed is the one round 3's launches get;
-    None: the launches so far only)."""
+    None: the launches so far only; at: {target, max_time}: the plan at these options
+    only, from the launches of rounds 3 on, which ran at them)."""
     from mpibench.stats import budget
     from mpibench.store.report_queries import launch_cost_rows
 
     with Store(db) as store:
-        ids = [r["id"] for r in store.runs(status="done")]
+        ids = [r["id"] for r in store.runs(status="done") if not at or r["repeat"] >= 2]
         rows = launch_cost_rows(store, ids)
+    if at:
+        # the budgeted rounds alone (3 on), all at these options: their variance of d is
+        # the one the rounds still to run will have
+        return budget.plan_from_rows(rows, ["openmpi", "mpich"], TARGET, cap, rounds=rounds,
+                                     targets=(at["target"],), max_times=(at["max_time"],),
+                                     keep_within=True)
     return budget.plan_from_rows(rows, ["openmpi", "mpich"], TARGET, cap, rounds=rounds)
 
 
 @dataclass(frozen=True)
 class Schedule(Design):
     """stats.sequential's design with the looks listed (every round up to the comparison
-    with IMB, then one per batch); the levels follow from their count as in Design."""
+    with IMB, then one per batch); the levels follow from their count as in Design, or,
+    with `interim` set, every look before max is at that level (--to-budget fixes it
+    before the first look, when the budget, and so max, is not known yet)."""
     points: tuple[int, ...] = ()
+    interim: float | None = None
 
     def looks(self) -> list[int]:
         return list(self.points) or super().looks()
 
+    def level(self, n: int) -> float:
+        if self.interim is None or n >= self.max:
+            return super().level(n)
+        return self.interim
 
-def schedule(budget_rounds: int, compare_rounds: int, batches: int) -> Schedule:
+
+def schedule(budget_rounds: int, compare_rounds: int, batches: int,
+             interim: float | None = None) -> Schedule:
     """Looks at 2..compare_rounds, then `batches` more (evenly) up to budget_rounds."""
     pts = list(range(2, min(compare_rounds, budget_rounds) + 1))
     rest = budget_rounds - pts[-1]
@@ -303,7 +387,18 @@ def schedule(budget_rounds: int, compare_rounds: int, batches: int) -> Schedule:
         step = math.ceil(rest / max(batches, 1))
         pts += list(range(pts[-1] + step, budget_rounds, step)) + [budget_rounds]
     return Schedule(min=2, max=budget_rounds, step=1, alpha=0.05, margin=TARGET,
-                    points=tuple(pts))
+                    points=tuple(pts), interim=interim)
+
+
+def to_budget_interim(compare_rounds: int, batches: int, alpha: float = 0.05) -> float:
+    """--to-budget's interim level, fixed before the first look: the looks are every round
+    2..compare_rounds and `batches` more, the last of them at alpha; Haybittle-Peto's
+    alpha x INTERIM_SHARE over the interim looks (as Design.level). When the bench does
+    not continue (the budget is within the rounds run, or refused), the look at
+    compare_rounds is the last, at alpha: fewer looks than planned at this level, so the
+    interim share spent is smaller, never larger."""
+    interim = (compare_rounds - 1) + batches - 1
+    return alpha * INTERIM_SHARE / max(interim, 1)
 
 
 class Tool:
@@ -344,6 +439,26 @@ class Tool:
     def idle(self, why: str = "(all decided)") -> str:
         return f"{'':>9} {why:>22}"
 
+    def cell_lines(self) -> list[str]:
+        """Every cell: decided (significant or equivalent) at which look, or undecided
+        with its gain and CI (at the look's level) and why (margin_note)."""
+        out = []
+        for key, c in self.look_cells.items():
+            ci = (f" [{c.ci_low:.3f}, {c.ci_high:.3f}]" if c.ci_low and c.ci_high else "")
+            gain = f"gain {c.gain:.3f}{ci}" if c.gain else "no gain"
+            if c.decided:
+                out.append(f"    size {key.size}: {c.status.value} at {c.look} launches "
+                           f"per side (level {c.level:.2g}); {gain}")
+            else:
+                out.append(f"    size {key.size}: undecided after {c.look} launches per "
+                           f"side; {gain}; {margin_note(c)[1]}")
+        return out
+
+    def near_margin(self) -> list[str]:
+        """The undecided cells near the margin (margin_note): their sizes and CIs."""
+        return [f"{k.size} [{c.ci_low:.3f}, {c.ci_high:.3f}]"
+                for k, c in self.look_cells.items() if not c.decided and margin_note(c)[0]]
+
     def undecided_lines(self) -> list[str]:
         out = []
         for key, c in self.look_cells.items():
@@ -354,6 +469,25 @@ class Tool:
                   if c.ci_low and c.ci_high else "")
             out.append(f"    size {key.size}: {gain}{ci}; {c.reason}")
         return out
+
+
+def margin_note(c) -> tuple[bool, str]:
+    """(near, why) for an undecided cell: near the margin when its CI (at the look's
+    level) is no wider than the margin (±TARGET, log-symmetric) yet holds one of its edges:
+    the launches were precise enough to call a gain of 1 equivalent, so what keeps the
+    cell undecided is a true gain near an edge, which no number of launches is sure to
+    decide; else the CI is still wider than the margin (more launches would narrow it)."""
+    lo_edge, hi_edge = 1 / (1 + TARGET), 1 + TARGET
+    if not (c.ci_low and c.ci_high and c.ci_low > 0):
+        return False, "no CI"
+    width = math.log(c.ci_high / c.ci_low)
+    holds = c.ci_low <= lo_edge <= c.ci_high or c.ci_low <= hi_edge <= c.ci_high
+    if holds and width <= 2 * math.log1p(TARGET):
+        return True, (f"near the margin: its CI holds an edge ({lo_edge:.3f} or "
+                      f"{hi_edge:.3f}) and is no wider than the margin, so no budget is "
+                      "sure to decide it")
+    return False, (f"its CI is {math.exp(width / 2):.3f}x either way, wider than the "
+                   f"margin's {1 + TARGET:g}x: more launches narrow it")
 
 
 def load() -> str:
@@ -382,49 +516,57 @@ def _check_keep(ap: argparse.ArgumentParser, keep: Path) -> None:
 def _args(argv: list[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="sizes 0:10, at most 4 rounds")
-    ap.add_argument("--max-rounds", default="10", metavar="N|auto",
-                    help="the budget: launches per variant and tool (default 10); auto: "
-                         "the core's plan after round 2, at most --cap")
-    ap.add_argument("--compare-rounds", type=int, default=10, metavar="R",
-                    help="with --max-rounds auto: the rounds interleaved with IMB "
-                         "(default 10); the core alone after them")
-    ap.add_argument("--cap", type=int, default=60,
-                    help="with --max-rounds auto: at most this many launches per variant "
-                         "(default 60)")
+    ap.add_argument("--quick", action="store_true",
+                    help=f"sizes 0:10, at most 4 rounds ({TO_BUDGET_MIN_ROUNDS} with "
+                         f"--to-budget)")
+    ap.add_argument("--max-rounds", type=int, default=10, metavar="N",
+                    help="rounds interleaved with IMB: launches per variant and tool "
+                         "(default 10; the budget of the comparison)")
+    ap.add_argument("--to-budget", action="store_true",
+                    help="after the N interleaved rounds the core goes on alone to the "
+                         "budget it prints then (launches per side that decide every cell), "
+                         "at most --max-budget seconds of launches")
+    ap.add_argument("--max-budget", type=float, default=300.0, metavar="SEC",
+                    help="with --to-budget: the most seconds of launches (both variants, "
+                         "the rounds run included) a budget may ask; a larger one is refused "
+                         "(default 300)")
     ap.add_argument("--batches", type=int, default=3,
-                    help="with --max-rounds auto: looks (campaign invocations) after the "
-                         "comparison rounds (default 3)")
+                    help="with --to-budget: looks (campaign invocations) after the "
+                         "interleaved rounds (default 3)")
     ap.add_argument("--bind", default="core", metavar="core|none",
                     help="both variants' binding (default core: Open MPI binds 2 ranks to "
                          "cores by default, Hydra does not; none: each launcher's default)")
     ap.add_argument("--keep", metavar="DIR",
                     help="keep the campaigns and stores in DIR (new or empty)")
     a = ap.parse_args(argv)
+
+    def refuse(why: str) -> None:     # one line, exit 2 (ap.error adds the usage lines)
+        ap.exit(2, f"{ap.prog}: error: {why}\n")
+
     if a.bind not in ("core", "none"):
-        ap.error(f"--bind: got {a.bind!r}, expected core or none")
+        refuse(f"--bind: got {a.bind!r}, expected core or none")
+    if a.max_rounds < 2:
+        refuse(f"--max-rounds: got {a.max_rounds}, expected 2 or more")
+    if a.to_budget and a.max_rounds < TO_BUDGET_MIN_ROUNDS:
+        refuse(f"--max-rounds: got {a.max_rounds} with --to-budget, expected "
+               f"{TO_BUDGET_MIN_ROUNDS} or more (the budget is planned on rounds 3..N, "
+               f"paired from {TO_BUDGET_MIN_ROUNDS - 2} of them)")
+    if a.batches < 1:
+        refuse(f"--batches: got {a.batches}, expected 1 or more")
+    if not (a.max_budget > 0 and math.isfinite(a.max_budget)):
+        refuse(f"--max-budget: got {a.max_budget}, expected a positive number of seconds")
     # the campaigns raise `repeats` in their stores: an old run's store would be continued,
     # its launches counted with this run's
     if a.keep:
         _check_keep(ap, Path(a.keep))
-    a.auto = a.max_rounds == "auto"
-    if not a.auto:
-        try:
-            a.max_rounds = int(a.max_rounds)
-        except ValueError:
-            ap.error(f"--max-rounds: got {a.max_rounds!r}, expected a number or auto")
     return a
 
 
 def main(argv: list[str]) -> int:
     a = _args(argv)
     sizes = "0:10" if a.quick else "0:22"
-    if a.auto:
-        a.cap = max(2, min(a.cap, 4) if a.quick else a.cap)
-        compare = max(2, min(a.compare_rounds, a.cap))
-    else:
-        a.cap = max(2, min(a.max_rounds, 4) if a.quick else a.max_rounds)
-        compare = a.cap
+    compare = (min(a.max_rounds, TO_BUDGET_MIN_ROUNDS if a.to_budget else 4) if a.quick
+               else a.max_rounds)
     if shutil.which("flock") is None:
         print("flock not found: this bench takes the shared MPI lock per campaign run")
         return 0
@@ -433,66 +575,116 @@ def main(argv: list[str]) -> int:
         return 0
     root = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="bench-ttd-"))
     bind = "" if a.bind == "none" else a.bind
-    what = (f"budget: the core's plan after round 2, at most {a.cap} rounds; {compare} "
-            "rounds interleaved with IMB" if a.auto
-            else f"budget B = {a.cap} rounds (launches per variant)")
+    what = (f"{compare} rounds interleaved with IMB, then the core to the budget it prints "
+            f"(at most {a.max_budget:g} s of launches)" if a.to_budget
+            else f"budget B = {compare} rounds (launches per variant)")
     print(f"# time to decision: Open MPI vs MPICH PingPong {sizes}, np=2, shm; decided = "
           f"significant (compare's launch-level test, paired by round from 3 rounds, "
           f"multiplicity over the table) or equivalent within "
           f"±{100 * TARGET:g}% (TOST); {what}; binding: {a.bind}")
     print(f"# start: {load()}")
     # the stopping rule (stats.sequential): a look after every round from the second, the
-    # interim looks at alpha x 0.2 / looks, the last (the budget) at alpha; with auto the
-    # design is fixed after round 2's launches, before the first look
-    design = schedule(a.cap, compare, a.batches)
+    # interim looks at alpha x 0.2 / (interim looks), the last at alpha; --to-budget fixes
+    # the number of looks (and so the interim level) now, before the first look, and the
+    # last look's place (the budget) after the interleaved rounds, from their spread alone
+    interim = to_budget_interim(compare, a.batches) if a.to_budget else None
+    design = (schedule(budget.SEARCH_MAX, compare, a.batches, interim) if a.to_budget
+              else schedule(compare, compare, 0))
     core = Tool("core", root / "core", CORE.format(sizes=sizes), "median", design,
-                extra=f"budget = {{ launches = {a.cap} }}", bind=bind)
+                extra=f"budget = {{ launches = {compare} }}", bind=bind)
     imb = Tool("imb", root / "imb", IMB.format(tgz=IMB_TGZ, sizes=sizes), "mean", design,
                bind=bind)
-    if not a.auto:
-        print(f"# rule: stats.sequential, looks at 2..{a.cap} launches per side, interim "
+    if a.to_budget:
+        print(f"# rule: stats.sequential, looks at 2..{compare} launches per side and "
+              f"{a.batches} more up to the budget, interim level {design.level(2):.2g}, "
+              f"final {design.alpha:g} (at {compare} when the bench does not go on)")
+    else:
+        print(f"# rule: stats.sequential, looks at 2..{compare} launches per side, interim "
               f"level {design.level(2):.2g}, final {design.alpha:g}")
     print(f"{'round':>5} | {'core s':>9} {'decided':>8} {'':>13} | {'IMB s':>9} "
           f"{'decided':>8} {'':>13} | load")
-    budget_rounds, plan0 = a.cap, None
+    budget_rounds, final_plan = compare, None
     for k in range(1, compare + 1):
         if core.done and imb.done:
             break
         c_spent = None if core.done else core.run_to(k)
+        i_spent = None if imb.done else imb.run_to(k)
         if k == 2:
-            plan0 = core_plan(core.db, a.cap, rounds=k + 1)
-            if a.auto:
-                budget_rounds = max(compare, plan0.best.launches) \
-                    if plan0 is not None and plan0.within_cap else a.cap
-                design = schedule(budget_rounds, compare, a.batches)
-                core.design = imb.design = design
-                core.extra = f"budget = {{ launches = {budget_rounds} }}"
-        c = core.idle() if c_spent is None else core.look(c_spent)
-        i = imb.idle() if imb.done else imb.look(imb.run_to(k))
-        print(f"{k:>5} | {c} | {i} | {os.getloadavg()[0]:.2f}", flush=True)
-        if k == 2:
+            plan0 = core_plan(core.db, compare, rounds=k + 1)
             print(f"      core {plan0.describe() if plan0 else 'budget: too few launches'}")
-            lk = design.looks()
-            print(f"      rule: stats.sequential, looks at {lk[0]}..{min(compare, lk[-1])}"
-                  + (f", then {', '.join(map(str, lk[lk.index(compare) + 1:]))}"
-                     if compare in lk and lk[-1] > compare else "")
-                  + f" launches per side, interim level {design.level(2):.2g}, final "
-                  f"{design.alpha:g} at {design.max}", flush=True)
+        if a.to_budget and k == compare:
+            # the budget, from the interleaved rounds' spread, before their last look; a
+            # core that decided every cell already goes on no further: no budget, and the
+            # look at `compare` is IMB's last, at alpha
+            if core.done:
+                print(f"      core: every cell decided before round {compare}: no budget; "
+                      f"the look at {compare} is the last, at alpha")
+            else:
+                budget_rounds, final_plan = to_budget(a, core, compare)
+            design = (schedule(budget_rounds, compare, a.batches, interim)
+                      if budget_rounds > compare else schedule(compare, compare, 1, interim))
+            core.design = imb.design = design
+        c = core.idle() if c_spent is None else core.look(c_spent)
+        i = imb.idle() if i_spent is None else imb.look(i_spent)
+        print(f"{k:>5} | {c} | {i} | {os.getloadavg()[0]:.2f}", flush=True)
     head = (core.seconds, core.state, imb.seconds, imb.state, core.rounds)
-    if a.auto:
+    if a.to_budget and budget_rounds > compare:
+        guard = 2 * a.max_budget
         while not core.done and core.rounds < budget_rounds:
+            if core.seconds > guard:
+                print(f"      stopped: {core.seconds:.1f} s of launches, past twice "
+                      f"--max-budget ({guard:g} s): the launches were slower than planned; "
+                      f"the last look was an interim one (conservative)")
+                break
             first, n = core.rounds + 1, design.next_look(core.rounds) or budget_rounds
             c = core.look(core.run_to(n))
             print(f"{n:>5} | {c} | {core.idle(f'(core rounds {first}-{n})')} | "
                   f"{os.getloadavg()[0]:.2f}", flush=True)
     print(f"# end: {load()}")
-    summary(a, core, imb, head, budget_rounds, compare)
+    summary(a, core, imb, head, budget_rounds, compare, final_plan)
     if not a.keep:
         shutil.rmtree(root, ignore_errors=True)
     return 0
 
 
-def summary(a, core: Tool, imb: Tool, head: tuple, budget_rounds: int, compare: int) -> None:
+def to_budget(a, core: Tool, compare: int) -> tuple[int, object]:
+    """--to-budget: the core's plan from its `compare` rounds (stats/budget.py, no cap) at
+    the options its budgeted launches run at (round `compare`'s --target and --max-time:
+    the campaign's `budget = "auto"` plan, made once from the pilot, which the
+    continuation keeps, since a group's own `options` would make new cells), printed
+    before the look at `compare`; the rounds per variant to run to (compare when the plan
+    is within them or is refused), and the plan."""
+    at = run_options(core.db, compare - 1)
+    p = core_plan(core.db, budget.SEARCH_MAX, at=at or None)
+    if p is None or p.best.launches is None:
+        why = ("too few launches" if p is None
+               else f"more than {budget.SEARCH_MAX} launches per side")
+        print(f"      core budget after {compare} rounds: {why} to decide every cell; "
+              f"not going on (refused){'' if p is None else ': ' + p.describe()}")
+        return compare, p
+    k, b = p.best.launches, p.best
+    spent = core.seconds
+    more = max(k - compare, 0) * 2 * b.launch_s
+    total = spent + more
+    print(f"      core budget after {compare} rounds: {p.describe()}")
+    print(f"      printed budget: {k} launches per side ({max(k - compare, 0)} more rounds at "
+          f"--target {b.target_pct:g}% --max-time {b.max_time:g} s --accept-approximate, "
+          f"the options of the rounds so far), {total:.1f} s of launches in all "
+          f"({spent:.1f} s spent, {more:.1f} s more); planned for equivalence within "
+          f"±{100 * TARGET:g}% at gain 1 with 80% power")
+    if k <= compare:
+        print(f"      the {compare} rounds run are the budget: no more launches")
+        return compare, p
+    if total > a.max_budget:
+        print(f"      refused: {total:.1f} s of launches is above --max-budget "
+              f"{a.max_budget:g} s; not going on (the look at {compare} is the last, at "
+              f"alpha)")
+        return compare, p
+    return k, p
+
+
+def summary(a, core: Tool, imb: Tool, head: tuple, budget_rounds: int, compare: int,
+            final_plan) -> None:
     c_s, c_st, i_s, i_st, c_rounds = head
     for label, secs, s, rounds, stat in (("mpibench-core", c_s, c_st, c_rounds, core.statistic),
                                          ("IMB-MPI1     ", i_s, i_st, imb.rounds,
@@ -503,6 +695,9 @@ def summary(a, core: Tool, imb: Tool, head: tuple, budget_rounds: int, compare: 
     if i_s:
         print(f"ratio core/IMB launch time {c_s / i_s:.2f}; decided core {c_st.decided} vs "
               f"IMB {i_st.decided} (after {compare} interleaved rounds or fewer)")
+    for label, t in (("core", core), ("IMB ", imb)):
+        for v, line in sorted(launch_options(t.db).items()):
+            print(f"launch options, {label} {v:8}: {line}")
     print("where a launch's wall time goes (medians; the parts are medians of their own, "
           "so they need not add up):")
     for line in breakdown(core.db, imb.db):
@@ -517,12 +712,23 @@ def summary(a, core: Tool, imb: Tool, head: tuple, budget_rounds: int, compare: 
                   f"{hit[0][1] / hit[1][1]:.2f}")
         else:
             print(f"time to IMB's {goal} decided cells: the core never decided {goal}")
-    if a.auto:
+    if a.to_budget:
         s = core.state
-        print(f"mpibench-core to the budget: {core.rounds} rounds, {core.seconds:.1f} s of "
-              f"launches, {s.decided} of {s.cells} cells decided ({s.significant} "
-              f"significant, {s.equivalent} equivalent)")
-    tools = ((core, "mpibench-core"),) + (() if a.auto else ((imb, "IMB-MPI1"),))
+        planned = (f"{final_plan.best.launches} launches per side"
+                   if final_plan is not None and final_plan.best.launches else "none")
+        print(f"mpibench-core to the budget ({planned}, run to {budget_rounds}): "
+              f"{core.rounds} rounds, {core.seconds:.1f} s of launches, {s.decided} of "
+              f"{s.cells} cells decided ({s.significant} significant, {s.equivalent} "
+              f"equivalent); {'every cell decided' if core.done else 'not every cell decided'}"
+              f" within it; per cell:")
+        for line in core.cell_lines():
+            print(line)
+        near = core.near_margin()
+        if near:
+            print(f"  near the margin (a CI no wider than ±{100 * TARGET:g}% that holds an "
+                  f"edge): sizes {', '.join(near)}: a true gain at the margin's edge is "
+                  f"decided by no budget (the plan is for gain 1)")
+    tools = () if a.to_budget else ((core, "mpibench-core"), (imb, "IMB-MPI1"))
     for t, label in tools:
         if t.done:
             print(f"{label}: every cell decided within the budget of {budget_rounds} "
@@ -533,7 +739,7 @@ def summary(a, core: Tool, imb: Tool, head: tuple, budget_rounds: int, compare: 
             for line in t.undecided_lines():
                 print(line)
     # what a decision of every cell needs at the spread of all the core's launches
-    final = core_plan(core.db, SEARCH_MAX)
+    final = core_plan(core.db, budget.SEARCH_MAX)
     if final is not None:
         print(f"mpibench-core at its final spread ({core.rounds} launches per variant): "
               f"{final.describe()}")

@@ -260,6 +260,11 @@ static const mb_optdef mb_optdefs[] = {
          "stop_reason approximate, ci_exact false; for launches whose\n"
          "between-launch spread dwarfs the within-launch CI"),
     FLAG("no-validate", validate, 0, "skip the untimed validation pass"),
+    FLAG("no-settle", settle, 0,
+         "time from the first iteration after calibration even when\n"
+         "the MPI library is still page-faulting its own buffers in\n"
+         "(by default each size first runs until a stretch of\n"
+         "iterations, on every rank, takes no page fault)"),
     FLAG("off-cache", off_cache, 1, "rotate through a buffer pool larger than the last-level cache"),
     FLAG("root-shift", root_shift, 1, "rotate the root of rooted collectives every iteration"),
     BYTES("mem-limit", "BYTES", mem_limit, 1, INT64_MAX, NULL,

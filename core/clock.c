@@ -7,14 +7,26 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
-static const char *stage_names[] = {"first", "validate", "calibrate", "warmup", "measure"};
+static const char *stage_names[] = {"first", "validate", "calibrate", "warmup", "measure",
+                                     "settle"};
 
 const char *mb_stage_name(int s) { return stage_names[s]; }
 
 void mb_set_stage(mb_state *st, enum mb_stage s) { st->cur_stage = (int)s; }
+
+/* This process's page faults so far (minor and major): a fault in a timed interval is the
+ * kernel's work (on a VM also the hypervisor's), not the message's. */
+int64_t mb_page_faults(void)
+{
+    struct rusage u;
+    if (getrusage(RUSAGE_SELF, &u))
+        return 0;
+    return (int64_t)u.ru_minflt + (int64_t)u.ru_majflt;
+}
 
 long long mb_now_ns(void)
 {

@@ -179,6 +179,55 @@ typedef struct mb_sizing {
     int64_t it;         /* iteration counter for --off-cache / --root-shift rotation */
 } mb_sizing;
 
+/* Settling: the MPI library's own memory (MPICH's shared-memory cells, for one) is mapped at
+ * start-up but touched lazily, a page at a time, by the first messages that reach it; on
+ * this machine MPICH's 128 B, 2 KiB and 4 KiB PingPong took 25-63 page faults per rank in
+ * their first ~64 iterations (1.8-6 us per message instead of 0.3-1 us) and none after.
+ * Which sizes fault, and how many of a size's first samples they reach, depends on the
+ * sizes run before it and on how many iterations calibration happened to run: a launch
+ * artefact, which a long-running application pays once.  So before calibration (which
+ * would otherwise choose k from the slow messages), a size runs untimed chunks of 1, 2, 4
+ * ... MB_SETTLE_CHUNK iterations, counting every rank's page faults (one reduction per
+ * chunk), until the iterations since the last chunk that faulted are at least
+ * MB_SETTLE_QUIET and at least the iterations up to it (a gap inside the transient, ~20
+ * iterations here, never ends it: mb_settle_done in stop.c), or its share of --max-time is
+ * spent: MB_SETTLE_SHARE with the last chunk fault-free, MB_SETTLE_LIMIT while the chunks
+ * still fault (those pages are paid for either way; a fault here sometimes costs
+ * milliseconds), each chunk cut to the time left (mb_settle_next).  Every decision comes
+ * from the one MAX reduction, so every rank takes it.  The record says how many iterations
+ * and faults, whether a fault-free stretch ended it, and the faults left in the timed
+ * rounds. */
+static void settle(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool *p, mb_sizing *z,
+                   mb_result *r)
+{
+    if (!st->opt.settle)
+        return;
+    mb_set_stage(st, MB_STAGE_SETTLE);
+    int64_t done = 0, last = 0, chunk = 1, faults = 0;
+    double prev = 0; /* MAX over ranks of the time spent when the chunk began */
+    for (;;) {
+        int64_t f0 = mb_page_faults();
+        run_batch(st, b, c, p, chunk, &z->it);
+        done += chunk;
+        double loc[2] = {(double)(mb_page_faults() - f0), MPI_Wtime() - z->tsize0}, glob[2];
+        MPI_Allreduce(loc, glob, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        if (glob[0] > 0) {
+            last = done;
+            faults += (int64_t)glob[0];
+        }
+        if (mb_settle_done(done, last)) {
+            r->settled = 1;
+            break;
+        }
+        chunk = mb_settle_next(chunk, glob[1] - prev, glob[1], last == done, st->opt.max_time);
+        if (chunk == 0)
+            break;
+        prev = glob[1];
+    }
+    r->settle_iters = done;
+    r->settle_faults = faults;
+}
+
 /* Grow k until one batch (max over ranks) reaches the floor.  A preempted batch can leave k
  * too small here: the re-batch check on real samples catches that, which is cheaper than
  * timing every step several times.  Returns 1 when the last batch timed ran at the k it
@@ -334,11 +383,14 @@ static void measure(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool *p
     *my_sum = 0;
     *my_n = 0;
     int active = !b->single_pair || st->rank < 2;
+    int64_t my_faults = 0; /* page faults in this rank's timed rounds (kept ones) */
     for (;;) {
         if (R > 4096)
             R = 4096;
         double tr0 = MPI_Wtime();
+        int64_t f0 = mb_page_faults();
         time_round(st, b, c, p, z, R, loc, my_off, win_scale);
+        my_faults += mb_page_faults() - f0;
         MPI_Reduce(loc, glob, (int)(2 * R), MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
         if (active)
             for (int64_t s = 0; s < R; s++)
@@ -403,6 +455,7 @@ static void measure(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool *p
             r->warmup += *my_n; /* includes late samples so far */
             r->late = 0;
             r->rebatches++;
+            my_faults = 0;
             z->k = ctl[2];
             v.n = 0;
             *my_sum = 0;
@@ -422,6 +475,7 @@ static void measure(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool *p
         R = ctl[1];
     }
     r->batch = z->k;
+    r->sample_faults = my_faults; /* this rank's; rank_times takes the max over ranks */
     free(loc);
     free(glob);
     free(v.sorted);
@@ -430,19 +484,22 @@ static void measure(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool *p
 }
 
 /* IMB's t_min/t_max/t_avg: per-rank mean time, then min/max/avg over the active ranks;
- * one gather of (mean, active) per rank, where three reductions used to synchronise */
+ * one gather of (mean, active, the rank's page faults in its timed rounds) per rank, where
+ * three reductions used to synchronise; r->sample_faults becomes the max over ranks */
 static void rank_times(const mb_state *st, int active, double my_sum, int64_t my_n, mb_result *r)
 {
-    double mine[2] = {active && my_n ? my_sum / (double)my_n : NAN, active ? 1.0 : 0.0};
-    double *all = st->rank == 0 ? malloc(sizeof(double) * 2 * (size_t)st->np) : NULL;
-    MPI_Gather(mine, 2, MPI_DOUBLE, all, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    double mine[3] = {active && my_n ? my_sum / (double)my_n : NAN, active ? 1.0 : 0.0,
+                      (double)r->sample_faults};
+    double *all = st->rank == 0 ? malloc(sizeof(double) * 3 * (size_t)st->np) : NULL;
+    MPI_Gather(mine, 3, MPI_DOUBLE, all, 3, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     if (st->rank == 0) {
-        double lo = INFINITY, hi = -INFINITY, tot = 0;
+        double lo = INFINITY, hi = -INFINITY, tot = 0, faults = 0;
         int cnt = 0, nan = 0;
         for (int i = 0; i < st->np; i++) {
-            if (all[2 * i + 1] == 0.0)
+            faults = all[3 * i + 2] > faults ? all[3 * i + 2] : faults;
+            if (all[3 * i + 1] == 0.0)
                 continue;
-            double m = all[2 * i];
+            double m = all[3 * i];
             nan |= isnan(m);
             lo = m < lo ? m : lo;
             hi = m > hi ? m : hi;
@@ -452,6 +509,7 @@ static void rank_times(const mb_state *st, int active, double my_sum, int64_t my
         r->rank_min_us = nan ? NAN : lo;
         r->rank_max_us = nan ? NAN : hi;
         r->rank_avg_us = tot / cnt;
+        r->sample_faults = (int64_t)faults;
         free(all);
     }
 }
@@ -524,6 +582,7 @@ static void run_size(mb_state *st, const mb_bench *b, int64_t size, int size_ind
     if (b->kind == MB_PT2PT && o->batch_us > z.floor_us)
         z.floor_us = o->batch_us;
     r->floor_us = z.floor_us;
+    settle(st, b, &c, &p, &z, r);
     int64_t calib_k = calibrate_batch(st, b, &c, &p, &z) ? z.k : 0;
     /* fixed-count mode runs exactly z.total iterations: k divides it */
     if (o->iterations)

@@ -30,6 +30,7 @@ typedef struct mb_options {
     double target_pct, max_time, timeout, batch_us;
     int64_t min_samples, max_samples, warmup, iterations, iterations_volume;
     int validate, off_cache, root_shift, quiet, list, self_test, futility;
+    int settle; /* warm the library's own memory before timing (--no-settle: off) */
     int sync_mode;   /* --sync: MB_SYNC_AUTO, MB_SYNC_BARRIER or MB_SYNC_WINDOW */
     int list_options; /* --list-options: print the option table as JSON lines, exit */
     int per_call; /* --per-call: k = 1, every sample is one call timed alone */
@@ -52,7 +53,7 @@ typedef struct mb_timer {
 
 /* Where the run is, for the watchdog thread (it reads these while the main thread works). */
 enum mb_stage { MB_STAGE_FIRST, MB_STAGE_VALIDATE, MB_STAGE_CALIBRATE, MB_STAGE_WARMUP,
-                MB_STAGE_MEASURE };
+                MB_STAGE_MEASURE, MB_STAGE_SETTLE };
 
 /* One benchmark's buffers, allocated and touched once for all its sizes (mb_bench_buffers),
  * with every size's memory figure: sizes run in ascending order, so per-size allocation
@@ -109,6 +110,10 @@ typedef struct mb_result {
     int64_t late;               /* --sync window: samples dropped because a rank started late */
     double clock_offset_max_us; /* --sync window: largest |offset| to rank 0's clock */
     int large;                  /* the MPI-4 large-count (_c) calls were used */
+    int settled;                /* settling ended on a fault-free stretch, not its budget */
+    int64_t settle_iters;       /* iterations run to settle (untimed, discarded) */
+    int64_t settle_faults;      /* page faults while settling (max over ranks, per chunk) */
+    int64_t sample_faults;      /* page faults while the timed rounds ran (max over ranks) */
 } mb_result;
 
 /* A size's buffers: `copies` send/receive pairs (more than one with --off-cache). */
@@ -146,6 +151,7 @@ void mb_watchdog_stop(mb_state *st, thrd_t wd); /* wakes the watchdog and joins 
 void mb_arm(mb_state *st, const mb_bench *b, int64_t size);
 void mb_disarm(mb_state *st);
 void mb_set_stage(mb_state *st, enum mb_stage s);
+int64_t mb_page_faults(void);
 const char *mb_stage_name(int s);
 
 /* output.c */

@@ -250,6 +250,23 @@ int64_t mb_first_round(const mb_stop_rule *rule, double est_sample_s, double lef
 int64_t mb_grow_batch(int64_t k, double batch_us, double floor_us, int64_t kmax);
 /* fixed-count mode: the smallest batch >= k that divides total */
 int64_t mb_fixed_batch(int64_t k, int64_t total);
+/* settling (driver.c): untimed chunks of at most MB_SETTLE_CHUNK iterations until
+ * mb_settle_done is true or mb_settle_next says stop.  mb_settle_done: done iterations so
+ * far, the last chunk with a page fault on some rank ended at last_fault (0: none); true
+ * once the fault-free iterations since then are >= MB_SETTLE_QUIET and >= last_fault.
+ * mb_settle_next: the next chunk's iterations, 0 to stop, from the MAX over ranks of the
+ * last chunk (chunk iterations in chunk_s seconds, its reduction included; spent_s since
+ * the size began; faulted: a page fault in it): settling may run until MB_SETTLE_SHARE of
+ * max_time while fault-free, MB_SETTLE_LIMIT of it while the chunks still fault, and a chunk
+ * is cut to the iterations that fit in the time left at the last chunk's time per
+ * iteration (none fit: stop), so it ends near that bound, not a whole chunk past it */
+#define MB_SETTLE_QUIET 64
+#define MB_SETTLE_CHUNK 64
+#define MB_SETTLE_SHARE 0.25
+#define MB_SETTLE_LIMIT 0.5
+int64_t mb_settle_next(int64_t chunk, double chunk_s, double spent_s, int faulted,
+                       double max_time);
+int mb_settle_done(int64_t done, int64_t last_fault);
 int mb_stop_selftest(void);
 
 /* JSON writer (json.c): appends to a growable buffer, written out as one line. */

@@ -79,6 +79,11 @@ void mb_emit_result(mb_state *st, const mb_bench *b, int64_t size, const mb_resu
         mj_int(&j, "warmup", 0);
     }
     mj_int(&j, "rebatched", r->rebatches);
+    /* settling (driver.c): untimed iterations until the library stopped page-faulting */
+    mj_int(&j, "settle_iterations", ok ? r->settle_iters : 0);
+    mj_int(&j, "settle_faults", ok ? r->settle_faults : 0);
+    mj_bool(&j, "settled", ok && r->settled);
+    mj_int(&j, "sample_faults", ok ? r->sample_faults : 0);
     mj_num(&j, "first_us", r->first_us);
     mj_arr_begin(&j, "samples_us");
     for (int64_t i = 0; ok && i < r->n; i++)
@@ -346,6 +351,7 @@ void mb_emit_header(mb_state *st, int argc, char **argv)
     mj_bool(&j, "accept_approximate", st->opt.accept_approximate);
     mj_bool(&j, "per_call", st->opt.per_call);
     mj_bool(&j, "validate", st->opt.validate);
+    mj_bool(&j, "settle", st->opt.settle);
     mj_bool(&j, "off_cache", st->opt.off_cache);
     mj_bool(&j, "root_shift", st->opt.root_shift);
     if (st->opt.mem_limit)

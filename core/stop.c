@@ -111,6 +111,25 @@ int64_t mb_fixed_batch(int64_t k, int64_t total)
     return k;
 }
 
+int mb_settle_done(int64_t done, int64_t last_fault)
+{
+    int64_t need = last_fault > MB_SETTLE_QUIET ? last_fault : MB_SETTLE_QUIET;
+    return done - last_fault >= need;
+}
+
+int64_t mb_settle_next(int64_t chunk, double chunk_s, double spent_s, int faulted,
+                       double max_time)
+{
+    double left = (faulted ? MB_SETTLE_LIMIT : MB_SETTLE_SHARE) * max_time - spent_s;
+    if (left <= 0)
+        return 0;
+    int64_t next = chunk * 2 > MB_SETTLE_CHUNK ? MB_SETTLE_CHUNK : chunk * 2;
+    double per = chunk > 0 && chunk_s > 0 ? chunk_s / (double)chunk : 0;
+    if (per > 0 && (double)next * per > left)
+        next = (int64_t)(left / per); /* 0 when not even one iteration fits: stop */
+    return next;
+}
+
 /* ---- self-test ---- */
 
 static int expect_stop(const char *what, const mb_stop_rule *rule, const mb_progress *p,
@@ -220,6 +239,32 @@ int mb_stop_selftest(void)
     fails += expect_i64("grow_batch", "zero time", mb_grow_batch(2, 0, 20, 1 << 30), 32);
     fails += expect_i64("grow_batch", "kmax", mb_grow_batch(100, 1, 20, 1000), 1000);
     fails += expect_i64("grow_batch", "at kmax", mb_grow_batch(1000, 1, 20, 1000), 1000);
+    /* settling (driver.c): a fault-free stretch of MB_SETTLE_QUIET iterations, and at least
+     * as long as the iterations up to the last fault */
+    fails += expect_i64("settle", "no fault, short", mb_settle_done(MB_SETTLE_QUIET - 1, 0), 0);
+    fails += expect_i64("settle", "no fault, enough", mb_settle_done(MB_SETTLE_QUIET, 0), 1);
+    fails += expect_i64("settle", "early fault", mb_settle_done(MB_SETTLE_QUIET + 7, 7), 1);
+    fails += expect_i64("settle", "gap inside the transient", mb_settle_done(120, 63), 0);
+    fails += expect_i64("settle", "after the transient", mb_settle_done(127, 63), 1);
+    fails += expect_i64("settle", "fault in the last chunk", mb_settle_done(255, 255), 0);
+    /* settling's time bound: a quarter of --max-time fault-free, half while faulting, each
+     * chunk cut to the time left (the rule before ran whole chunks of up to 64 and 20 ms
+     * more while faulting: at --max-time 0.002, 10x the size's budget) */
+    fails += expect_i64("settle_budget", "doubles while time is left",
+                        mb_settle_next(8, 8e-6, 1e-3, 0, 0.05), 16);
+    fails += expect_i64("settle_budget", "at most MB_SETTLE_CHUNK",
+                        mb_settle_next(64, 64e-6, 1e-3, 1, 0.05), MB_SETTLE_CHUNK);
+    fails += expect_i64("settle_budget", "fault-free past a quarter: stop",
+                        mb_settle_next(16, 16e-6, 0.0126, 0, 0.05), 0);
+    fails += expect_i64("settle_budget", "faulting past a quarter: on",
+                        mb_settle_next(16, 16e-6, 0.0126, 1, 0.05), 32);
+    fails += expect_i64("settle_budget", "faulting past half: stop",
+                        mb_settle_next(16, 16e-6, 0.0251, 1, 0.05), 0);
+    /* --max-time 0.002, 10 us per faulting iteration, 0.895 ms spent: 10 in the 0.105 ms left */
+    fails += expect_i64("settle_budget", "chunk cut to the time left",
+                        mb_settle_next(32, 320e-6, 0.895e-3, 1, 0.002), 10);
+    fails += expect_i64("settle_budget", "not one iteration fits: stop",
+                        mb_settle_next(4, 4e-3, 0.9e-3, 1, 0.002), 0);
     fails += expect_i64("fixed_batch", "divisor of 1000", mb_fixed_batch(30, 1000), 40);
     fails += expect_i64("fixed_batch", "already divides", mb_fixed_batch(25, 1000), 25);
     return fails;

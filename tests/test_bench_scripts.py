@@ -34,3 +34,21 @@ def test_time_to_decision_refuses_a_keep_that_is_no_new_or_empty_directory(tmp_p
     assert len(res.stderr.splitlines()) == 1 and "Traceback" not in res.stderr, res.stderr
     assert f"--keep: {tmp_path / where} " in res.stderr and res.stdout == ""
     assert sorted(p.name for p in tmp_path.rglob("*")) == before
+
+
+@pytest.mark.parametrize("args, flag", [
+    (["--max-rounds", "1"], "--max-rounds: got 1,"),
+    (["--batches", "0"], "--batches: got 0,"),
+    (["--max-budget", "nan"], "--max-budget: got nan,"),
+    (["--bind", "socket"], "--bind: got 'socket',"),
+    # --to-budget plans on rounds 3..N, paired from 3 rounds: N < 5 read 0-2 rounds and
+    # printed a misleading refusal (exit 0); --quick's 4 rounds left 2, planned unpaired
+    (["--to-budget", "--max-rounds", "4"], "--max-rounds: got 4 with --to-budget,"),
+    (["--to-budget", "--quick", "--max-rounds", "3"], "--max-rounds: got 3 with --to-budget,"),
+])
+def test_time_to_decision_refuses_bad_flags_on_one_line(args, flag):
+    res = subprocess.run([sys.executable, str(BENCH / "bench_time_to_decision.py"), *args],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2, res.stderr
+    assert len(res.stderr.splitlines()) == 1 and flag in res.stderr, res.stderr
+    assert res.stdout == ""

@@ -312,7 +312,13 @@ def core_fingerprint(header: Mapping[str, Any]) -> dict[str, Any]:
     opts = header.get("options")
     if not isinstance(opts, Mapping):
         return {}
-    return {"core_options": {k: opts.get(k) for k in FINGERPRINT_CORE_OPTIONS}}
+    core = {k: opts.get(k) for k in FINGERPRINT_CORE_OPTIONS}
+    # settle only when on, as the 'oversubscribed' key: a --no-settle launch hashes to the
+    # same fingerprint id as the launches stored before settling (the store keeps the id
+    # taken at ingest, from core_options without the key), so they pool byte for byte
+    if opts.get("settle"):
+        core["settle"] = True
+    return {"core_options": core}
 
 
 def ingest_core(cmd: CellCommand, result: CommandResult | None, *,
@@ -463,6 +469,7 @@ CORE_OPTION_TABLE = (
     CoreOption("thread_level", "choice", default="single", choices=THREAD_LEVELS),
     CoreOption("sync", "choice", default="auto", choices=SYNC_MODES),
     CoreOption("no_validate", "flag", default=False),
+    CoreOption("no_settle", "flag", default=False),
     CoreOption("off_cache", "flag", default=False),
     CoreOption("root_shift", "flag", default=False),
     CoreOption("futility", "flag", default=False),
@@ -484,6 +491,10 @@ _CORE_DEFAULT_TIMEOUT = _BY_NAME["timeout"].default
 FINGERPRINT_CORE_OPTIONS = ("mode", "iterations", "iterations_volume", "thread_level",
                             "off_cache", "root_shift", "sync", "batch_us", "warmup",
                             "per_call")
+# and "settle": true when the core settled (core_fingerprint): a core before settling
+# (2026-11-26) never settled, so its launches pool with --no-settle ones
+
+
 def parse_bytes(value: Any) -> int | None:
     """512, "512", "4K", "2GiB" -> bytes in the core's grammar (units.byte_count: ASCII
     digits, K/M/G/T = 2^10..2^40 with an optional iB); None if malformed, below 1 or beyond

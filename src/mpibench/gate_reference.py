@@ -27,7 +27,8 @@ The file (TOML):
 The test (gate.py's one-sided test, with one side a stored value): per cell, the log gain
 d = mean(new launch logs) - log(value) (oriented so > 0 = the new launches are better),
 H0 "gain >= 1/(1+margin)" against "worse by more than the margin". The new side's
-standard error is compare's pooled model over the benchmark's cells (stats.launch.spread);
+standard error is compare's pooled model over the benchmark's cells (stats.launch.spread),
+its sizes gated once with the reference's own sd_log per size (stats.launch.gated_spreads);
 a reference with sd_log and launches adds its own component (sd_log^2 / launches, launches
 - 1 df): a two-sample test against a summarised baseline. Without them the reference is
 taken as exact: the test then says whether the new launches are slower than the stated value
@@ -444,10 +445,18 @@ def judge(ref: Reference, cells: dict, sets: list[str], margin_flag: float | Non
         matched = _match(ref, own, g, res)
         res.unmatched += len(own) - len(matched)
         # the new side's spread per benchmark and metric (compare's pooled model)
+        # gated once with the reference's own per-size spreads (stats.launch.gated_spreads):
+        # a size the reference says is noisy keeps its own part where the new side's gate
+        # alone stays closed
         spreads: dict[tuple, Any] = {}
+        known: dict[tuple, list[tuple[float, float]]] = {}
         for rc, c in matched:
             spreads.setdefault((rc.benchmark, rc.metric), {})[id(c)] = c.by_launch
-        spread = {k: (L.spread(v) if len(v) > 1 else None) for k, v in spreads.items()}
+            if rc.sd_log is not None and rc.launches and rc.launches > 1:
+                known.setdefault((rc.benchmark, rc.metric), []).append(
+                    (rc.sd_log ** 2, rc.launches - 1))
+        spread = {k: (L.gated_spreads([v], known.get(k, ()))[0] if len(v) > 1 else None)
+                  for k, v in spreads.items()}
         per_launch: dict[str, list[float]] = {}
         ref_sds: list[tuple[float, int]] = []
         for rc, c in matched:

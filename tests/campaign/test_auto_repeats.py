@@ -15,12 +15,12 @@ from mpibench.campaign.auto_repeats import (
     pair_sums,
     simulate_two_stage,
     stage_two_total,
-    sums_total,
 )
 from mpibench.campaign.plan import expand
 from mpibench.errors import UsageError
 from mpibench.store import Store
 from support.common import pair_campaign
+from support.superseded import sums_total
 
 
 def _spec(tmp_path, repeats):
@@ -315,7 +315,8 @@ def test_a_changed_decide_design_is_refused_once_its_first_look_was_taken(tmp_pa
             refuse_changed_rule(store, cid, old, changes["campaign.equivalence"][0], "c.toml")
         # the looks judge each candidate against its group's first variant: reordering the
         # variants re-decides the launches a look saw against another baseline; a variant
-        # appended after them changes no baseline
+        # appended after them changes no baseline (but adds launches to looked-at points:
+        # test_a_variant_appended_after_a_look_is_refused)
         named = {**old, "variants": [{"name": "a"}, {"name": "b"}]}
         refuse_changed_rule(store, cid, named, {**named, "variants": [
             {"name": "a"}, {"name": "b"}, {"name": "c"}]}, "c.toml")
@@ -325,4 +326,162 @@ def test_a_changed_decide_design_is_refused_once_its_first_look_was_taken(tmp_pa
                     {"name": n} for n in order]}, "c.toml")
             msg = str(e.value)
             assert msg.startswith("c.toml: the variants' order changed after the first "
-                                  "look") and "(a, b; new variants after them)" in msg, msg
+                                  "look") and "the variants' order (a, b, first)" in msg, msg
+
+
+def _looked_decide_store(store):
+    """A "decide" campaign (min 3, max 5) whose group g's point {} ran its stage 1 with
+    variants a and b: its first look was taken."""
+    rule = {"until": "decided", "min": 3, "max": 5, "step": 2}
+    fom = {"name": "t", "regex": "value ([0-9]+)", "unit": "s", "better": "lower",
+           "source": "output"}
+    old = {"repeats": 5, "repeats_auto": rule, "equivalence": 0.05,
+           "variants": [{"name": "a"}, {"name": "b"}, {"name": "c"}],
+           "groups": [{"name": "g", "foms": [fom], "variants": ["a", "b"]},
+                      {"name": "h", "foms": [], "variants": None}]}
+    cid = store.add_campaign("c", old, file="c.toml")
+    for v in "ab":
+        for i in range(5):
+            store.create_run(f"{v}{i}", cid, v, grp="g", repeat=i)
+    return cid, old, fom
+
+
+def test_applications_figures_of_merit_are_frozen_after_the_first_look(tmp_path):
+    # an application group decides on its figures of merit (figures(): its other metrics,
+    # the wall time, decide nothing): another name, regex or direction after the first
+    # look re-decides the launches it saw on other metrics, so it is refused like the rule
+    from mpibench.campaign.auto_repeats import refuse_changed_rule
+
+    with Store(tmp_path / "s.db") as store:
+        cid, old, fom = _looked_decide_store(store)
+
+        def groups(g_foms, h_foms=()):
+            return {**old, "groups": [{**old["groups"][0], "foms": g_foms},
+                                      {**old["groups"][1], "foms": list(h_foms)}]}
+        changed = [groups([{**fom, "name": "u"}]), groups([{**fom, "better": "higher"}]),
+                   groups([{**fom, "regex": "v ([0-9]+)"}]),
+                   groups([{"name": "wall_time", "regex": None, "unit": "s",
+                            "better": "lower", "source": "output"}]),
+                   groups([fom], [fom])]
+        for new in changed:                        # stage 1 not over: no look yet, fine
+            refuse_changed_rule(store, cid, old, new, "c.toml")
+        for i in range(3):
+            store.set_run(f"a{i}", "done")
+            store.set_run(f"b{i}", "done")
+        refuse_changed_rule(store, cid, old, groups([fom]), "c.toml")   # the same figures
+        # a group the file no longer has, or one added, changes no figures of a looked group
+        refuse_changed_rule(store, cid, old, {**old, "groups": old["groups"][:1]}, "c.toml")
+        refuse_changed_rule(store, cid, old, {**old, "groups": [
+            *old["groups"], {"name": "k", "foms": [fom]}]}, "c.toml")
+        for new, key in zip(changed, ["g"] * 4 + ["h"], strict=True):
+            with pytest.raises(UsageError) as e:
+                refuse_changed_rule(store, cid, old, new, "c.toml")
+            msg = str(e.value)
+            assert msg.startswith(f"c.toml: benchmarks.{key}.fom changed after the first look "
+                                  'of campaign.repeats = "decide"') and "\n" not in msg, msg
+            assert "start a new campaign" in msg, msg
+
+
+def test_a_variant_appended_after_a_look_is_refused(tmp_path):
+    # a variant added to a group point whose first look was taken would run that point's
+    # stage 1 again (its launches of rounds < min), after the look that decided on it: the
+    # looks replayed later see another family at a look already acted on. Refused, naming
+    # the file and the variant; a point whose look is still to come, or another group, may
+    # take it
+    from mpibench.campaign.auto_repeats import refuse_changed_rule
+
+    with Store(tmp_path / "s.db") as store:
+        cid, old, _fom = _looked_decide_store(store)
+        planned = [("g", "{}", v) for v in "abc"]
+        refuse_changed_rule(store, cid, old, old, "c.toml", planned)    # stage 1 running
+        for i in range(3):
+            store.set_run(f"a{i}", "done")
+        store.set_run("b0", "done")
+        store.set_run("b1", "failed")
+        store.set_run("b2", "running")
+        refuse_changed_rule(store, cid, old, old, "c.toml", planned)    # still running
+        store.set_run("b2", "done")                                      # the look
+        refuse_changed_rule(store, cid, old, old, "c.toml", planned[:2])
+        refuse_changed_rule(store, cid, old, old, "c.toml",              # another group
+                            [*planned[:2], ("h", "{}", "c"), ("g", '{"n": 2}', "c")])
+        with pytest.raises(UsageError) as e:
+            refuse_changed_rule(store, cid, old, old, "c.toml", planned)
+        msg = str(e.value)
+        assert msg.startswith("c.toml: variant c added to group g after the first look of "
+                              'campaign.repeats = "decide"') and "\n" not in msg, msg
+        assert "start a new campaign" in msg, msg
+        # the same once later rounds ran (a launch of round >= min started)
+        store.set_run("a3", "running")
+        with pytest.raises(UsageError, match=r"^c\.toml: variant c added to group g"):
+            refuse_changed_rule(store, cid, old, old, "c.toml", planned)
+        # a repeats = "auto" campaign has no looks of this kind: not its business
+        auto = {**old, "repeats_auto": {"min": 3, "max": 5, "target": 0.05}}
+        refuse_changed_rule(store, cid, auto, auto, "c.toml", planned)
+
+
+def test_auto_variant_order_and_figures_are_frozen_once_stage_two_began(tmp_path):
+    # repeats = "auto": the look fixes each group's total from its first variant (the
+    # baseline, by the variants' order) against the others, on the group's figures of
+    # merit. Once stage 2 began, a reorder or another figure of merit would plan the
+    # resumed look against another baseline or metric (and launches past a lower new
+    # total already exist): refused like the rule, one line naming the file and the key
+    from mpibench.campaign.auto_repeats import refuse_changed_rule
+
+    fom = {"name": "t", "regex": "value ([0-9]+)", "unit": "s", "better": "lower",
+           "source": "output"}
+    old = {"repeats": 8, "repeats_auto": {"min": 3, "max": 8, "target": 0.05},
+           "variants": [{"name": "a"}, {"name": "b"}, {"name": "c"}],
+           "groups": [{"name": "g", "foms": [fom], "variants": None}]}
+    reorder = {**old, "variants": [{"name": n} for n in "bac"]}
+    regex = {**old, "groups": [{**old["groups"][0], "foms": [{**fom, "regex": "v ([0-9]+)"}]}]}
+    appended = {**old, "variants": [*old["variants"], {"name": "d"}]}
+    with Store(tmp_path / "s.db") as store:
+        cid = store.add_campaign("c", old, file="c.toml")
+        for v in "abc":
+            for i in range(8):
+                store.create_run(f"{v}{i}", cid, v, grp="g", repeat=i)
+                if i < 3:
+                    store.set_run(f"{v}{i}", "done")
+        for new in (reorder, regex, appended):        # stage 1 only: no look to protect
+            refuse_changed_rule(store, cid, old, new, "c.toml")
+        store.set_run("a3", "running")                # stage 2 began
+        refuse_changed_rule(store, cid, old, appended, "c.toml")   # no baseline changes
+        for new, key, keep in (
+                (reorder, "the variants' order", "the variants' order (a, b, c, first)"),
+                (regex, "benchmarks.g.fom", "benchmarks.g.fom = { better = \"lower\", "
+                 "name = \"t\", regex = \"value ([0-9]+)\", source = \"output\", "
+                 "unit = \"s\" }")):
+            with pytest.raises(UsageError) as e:
+                refuse_changed_rule(store, cid, old, new, "c.toml")
+            msg = str(e.value)
+            assert msg.startswith(f"c.toml: {key} changed after stage 2 of its repeats = "
+                                  '"auto" rule began') and "\n" not in msg, msg
+            assert keep in msg and "start a new campaign" in msg, msg
+
+
+@pytest.mark.parametrize("value", [
+    {"min": 3, "max": 8, "target": 0.05},
+    {"until": "decided", "min": 3, "max": 5, "step": 2, "flag": True, "off": False},
+    {"name": "wall_time", "regex": None, "unit": "s", "better": "lower"},
+    [{"name": "t", "regex": 'a "q" \\ b\x7f', "keep": [True, False, 1.5]}],
+    {"name with space": "x", "inner": {"x": None, "y": [1, 2]}},
+])
+def test_a_refusal_shows_the_kept_design_as_toml(value):
+    # the "keep ..." part of a refusal is what to write back into the campaign file: TOML
+    # (true/false, strings TOML reads back; a key with no value is absent, TOML has no null)
+    import tomllib
+
+    from mpibench.campaign.auto_repeats import _shown
+
+    shown = _shown("campaign.repeats", value)
+    assert shown.startswith("campaign.repeats = ")
+    got = tomllib.loads("x = " + shown[len("campaign.repeats = "):])["x"]
+
+    def present(v):
+        if isinstance(v, dict):
+            return {k: present(x) for k, x in v.items() if x is not None}
+        if isinstance(v, list):
+            return [present(x) for x in v]
+        return v
+    want = present(value)
+    assert got == (want[0] if isinstance(want, list) and len(want) == 1 else want)

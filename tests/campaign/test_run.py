@@ -903,6 +903,16 @@ def test_decide_adds_launches_only_where_cells_are_undecided(tmp_path, scheduler
     with Store(tmp_path / "d.db") as store:
         (c,) = store.db.execute("SELECT spec_json FROM campaigns").fetchall()
         assert json.loads(c[0])["equivalence"] == 0.005
+    # so would another figure of merit of an application group (the metric it decides on),
+    # and a variant added to a group point whose look was taken (its stage 1 would run
+    # after the look that decided on it): one line naming the file and the variant
+    for edited, words in (
+            (text.replace("better = \"lower\"", "better = \"higher\"", 1),
+             r"benchmarks\.differ\.fom changed after the first look"),
+            (text.replace('variants = ["a", "b"]', 'variants = ["a", "b", "c"]'),
+             r"variant c added to group differ after the first look")):
+        stored = _refused_and_unchanged(camp, text, edited, words, tmp_path / "d.db", 20)
+        assert stored["groups"][0]["foms"][0]["better"] == "lower"
     camp.write_text(text)
     # the report's section says the same, from the stored spec
     from mpibench.report.decisions import decisions_tables
@@ -965,14 +975,50 @@ def test_auto_two_stage_total_per_group_through_the_stages(tmp_path):
     assert tested and all(any(cmp.footnotes[n - 1].startswith('repeats = "auto" (two-stage)')
                               for n in d.notes) for d in tested)
     assert {d.test.pairing for d in tested} == {"round"} and tested[0].test.pairs == 7
+    # a resumed run takes the look again (the totals are not stored): it reads only the
+    # stage-1 launches (rounds < min), never the stage-2 ones it ran since, so it fixes the
+    # same totals and the rounds past them stay pending
+    again: list[str] = []
+    resumed, _ = run_campaign(camp, tmp_path / "a.db", [], log=again.append)
+    assert resumed.ran == 0 and resumed.auto_skipped == 6, again
+    looks = [m for m in said if m.startswith("repeats = auto: group")]
+    assert len(looks) == 2 and [m for m in again if m in looks] == looks, again
     # stage 2 ran: a lowered min (rounds the look read would become stage 2) is refused
     # and nothing is written; the stored rule is still the one the stages ran
-    camp.write_text(camp.read_text().replace("min = 3, max = 8", "min = 2, max = 8"))
+    text = camp.read_text()
+    camp.write_text(text.replace("min = 3, max = 8", "min = 2, max = 8"))
     with pytest.raises(UsageError, match=r"campaign\.repeats changed after stage 2"):
         run_campaign(camp, tmp_path / "a.db", [])
     with Store(tmp_path / "a.db") as store:
         (c,) = store.db.execute("SELECT spec_json FROM campaigns").fetchall()
         assert json.loads(c[0])["repeats_auto"] == {"min": 3, "max": 8, "target": 0.04}
+    # so are the baseline (the variants' order: b first would be differ's baseline) and
+    # the figures of merit the look planned on: one line naming the file, nothing written
+    a_table = f'[variants.a]\nenv = {{ V = "a", DIR = "{tmp_path}" }}\n'
+    assert a_table in text
+    for edited, words in (
+            (text.replace(a_table, "").replace("[variants.c]", a_table + "[variants.c]"),
+             "the variants' order changed after stage 2"),
+            (text.replace("regex = 'value ([0-9]+)'", "regex = 'value ([0-9]+)$'", 1),
+             r"benchmarks\.differ\.fom changed after stage 2")):
+        stored = _refused_and_unchanged(camp, text, edited, words, tmp_path / "a.db", 32)
+        assert [v["name"] for v in stored["variants"]] == ["a", "b", "c"]
+        assert stored["groups"][0]["foms"][0]["regex"] == "value ([0-9]+)"
+
+
+def _refused_and_unchanged(camp, text: str, edited: str, words: str, db, runs: int) -> dict:
+    """The campaign file edited after a look is refused in one line naming the file and
+    what changed (regex `words`), with nothing written: the store keeps `runs` runs. The
+    stored spec, for the caller's checks of what it kept."""
+    assert edited != text
+    camp.write_text(edited)
+    with pytest.raises(UsageError, match="^" + re.escape(str(camp)) + ": " + words) as e:
+        run_campaign(camp, db, [])
+    assert "\n" not in str(e.value)
+    with Store(db) as store:
+        assert store.db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == runs
+        (c,) = store.db.execute("SELECT spec_json FROM campaigns").fetchall()
+    return json.loads(c[0])
 
 
 DECIDE_REAL = """

@@ -257,6 +257,8 @@ def test_debug_stall_hits_watchdog(core, stack, tmp_path):
     res = run.results
     assert [r["status"] for r in res] == ["ok", "timeout"]
     assert res[1]["size"] == 1024 and "--timeout 2" in res[1]["reason"]
+    # rank 0 waits for the stalled rank in its first untimed settling chunk
+    assert "(stage: settle)" in res[1]["reason"], res[1]["reason"]
     assert run.footer["status"] == "timeout"
 
 
@@ -546,7 +548,8 @@ def test_statistics_self_test(core):
     assert not failed and p.returncode == 0, failed
     assert {r["check"] for r in recs if r["record"] == "selftest"} >= {
         "ci_ranks", "ci_coverage", "quantiles", "stopping", "stationarity_late_shift",
-        "stop_iid_target", "stop_late_shift", "ci_own_median", "ci_coverage_switching_own"}
+        "stop_iid_target", "stop_late_shift", "ci_own_median", "ci_coverage_switching_own",
+        "settle_budget"}
 
 
 @pytest.mark.parametrize("stack", ["openmpi", "mpich"])
@@ -574,3 +577,33 @@ def test_per_call_samples_are_single_calls(core, stack, tmp_path):
                                                "--quiet"], tmp_path / "b.jsonl", timeout=120)
     r = run.results[0]
     assert r["per_call"] is False and r["n"] * r["batch"] == 10
+
+
+def test_settling_keeps_the_librarys_page_faults_out_of_the_samples(core, tmp_path):
+    """MPICH maps its shared-memory cells at start-up and touches them lazily: its first ~64
+    4 KiB PingPongs page-fault (here 4-10 us per message, ~1 us after). With --no-settle and
+    one call per sample those faults land in the timed rounds (sample_faults > 0: the premise,
+    and what made a launch's 4 KiB median 1 or 9 us depending on how many iterations
+    calibration happened to run); by default the size first runs untimed until a fault-free
+    stretch (settled, its faults in settle_faults) and the timed rounds take far fewer
+    (usually none; a page the library first touches later can still fault in them)."""
+    exe = _exe(core, "mpich")
+    # --max-time only bounds settling here (fixed count): 40 s leaves it 10 s fault-free, so
+    # a loaded machine (MPICH PingPongs of 6 ms, each rank waiting for a time slice) still
+    # settles on its faults, not on its budget
+    args = ["PingPong", "--sizes", "4K", "--per-call", "--iterations", "100", "--warmup", "0",
+            "--max-time", "40", "--quiet"]
+    off = launch("mpich", exe, 2, [*args, "--no-settle"], tmp_path / "off.jsonl", timeout=120)
+    on = launch("mpich", exe, 2, args, tmp_path / "on.jsonl", timeout=120)
+    for run in (off, on):
+        assert run.res.ok, run.res.stderr_tail()
+        check_schema(run.records)
+    r_off, r_on = off.results[0], on.results[0]
+    assert off.header["options"]["settle"] is False
+    assert (r_off["settle_iterations"], r_off["settle_faults"], r_off["settled"]) == (0, 0, False)
+    assert r_off["sample_faults"] > 0
+    assert on.header["options"]["settle"] is True
+    assert r_on["settled"] is True and r_on["settle_faults"] > 0
+    assert r_on["settle_iterations"] >= 64
+    assert r_on["sample_faults"] * 4 <= r_off["sample_faults"], (r_on, r_off)
+    assert r_on["n"] == r_off["n"] == 100        # settling adds no timed samples

@@ -108,16 +108,20 @@ def test_adding_a_benchmark_is_one_descriptor_entry(tmp_path):
 
 # ---- bit for bit under a deterministic clock ----
 
+# --no-settle keeps these as they were before settling (their goldens gained only its keys);
+# "settled" is the default path, settling included (the shim reports no page faults)
 _FAKE_CONFIGS = {
     "adaptive": ["PingPong", "Allreduce", "Barrier", "--sizes", "0,1K", "--max-time", "0.1",
-                 "--max-samples", "300"],
+                 "--max-samples", "300", "--no-settle"],
     "fixed": ["PingPong", "Allreduce", "--sizes", "0,64K", "--iterations", "1000",
-              "--iterations-volume", "40M"],
+              "--iterations-volume", "40M", "--no-settle"],
     "futility": ["PingPong", "--sizes", "4K", "--max-time", "0.2", "--futility", "--target",
-                 "0.1"],
+                 "0.1", "--no-settle"],
     # 5 samples: the CI is approximate (fewer than 20), within 100%: stop and say so
     "approximate": ["PingPong", "--sizes", "0,1K", "--min-samples", "5", "--target", "100",
-                    "--accept-approximate"],
+                    "--accept-approximate", "--no-settle"],
+    "settled": ["PingPong", "Allreduce", "--sizes", "0,1K", "--max-time", "0.1",
+                "--max-samples", "300"],
 }
 # what depends on the machine rather than on the core's arithmetic
 _MACHINE_KEYS = {"hosts", "ranks_per_host", "mpi_library_version", "mpi_library_version_full",

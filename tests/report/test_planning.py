@@ -33,10 +33,14 @@ def test_detectable_now_plans_a_thin_side_at_its_own_df(tmp_path):
         for t in tests:
             assert t.detectable == L.detectable_at(t, cmp.alpha)
             dfs = sorted(d for _, d in t.planned_on)
-            # thin launch part at its own 1 df; 4 sizes (< FEW_CELLS): the 7-launch side's
-            # cell part is each size's own (6 df), the thin side's pooled (1 df a size)
-            assert dfs == [1, 3, 6, 6]
-            if sorted(d for _, d in t.components) != dfs:       # the test floored it
+            # thin launch part at its own 1 df; 4 sizes (< FEW_CELLS): every size's cell
+            # part is its own on both sides (6 df on the 7-launch side, 1 on the thin one,
+            # 2 where the test floored it: _each_cell), planned at the test's df
+            assert dfs[0] == 1 and dfs[2:] == [6, 6]
+            assert [d for _, d in t.planned_on[1:]] == [d for _, d in t.components[1:]]
+            # the test floored the thin launch part (planning starts from the launch part
+            # before the floor; from the cell parts as the test uses them)
+            if t.components[0][1] != t.planned_on[0][1]:
                 floored += 1
                 assert t.detectable > L._detectable(t.components, cmp.alpha, L.POWER)
         (rec,) = plan_table(cmp, 0.05).records

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy.stats import chi2
 
 from mpibench.stats import budget
 from mpibench.stats import launch as launch_stats
@@ -135,6 +136,29 @@ def test_the_plan_uses_the_pooled_variance_that_compares_test_gives_every_cell()
     assert p.best.launches < budget.launches_for(0.3, 0.05, equivalence=True)
 
 
+def test_below_few_cells_the_unpaired_plan_meets_the_noisiest_size():
+    # below FEW_CELLS sizes compare gives each size its own cell part (stats.launch
+    # _cell_parts), so a size's standard error is its own launch variance, not the mean
+    # over the sizes: the plan must decide the noisy size (it planned on the mean)
+    per_size = [0.1 ** 2] + [0.02 ** 2] * 3
+    side = _bench(per_size, 0.0, 0.2, 1e-4)
+    p = budget.plan([side, side], 0.05, equivalence=True, targets=(5.0,), max_times=(0.05,))
+    assert p is not None
+    assert p.best.launch_var == pytest.approx(0.1 ** 2)
+    assert p.best.launches == budget.launches_for(0.1, 0.05, equivalence=True)
+    # 2 sizes: compare pools them (own parts need MIN_MODERATE_CELLS sizes)
+    two = _bench(per_size[:2], 0.0, 0.2, 1e-4)
+    assert budget.plan([two, two], 0.05, equivalence=True, targets=(5.0,),
+                       max_times=(0.05,)).best.launch_var == pytest.approx(sum(per_size[:2]) / 2)
+    # from FEW_CELLS on the sizes are pooled unless the gate opens (own_pools says so)
+    six = _bench(per_size + [0.02 ** 2] * 2, 0.0, 0.2, 1e-4)
+    kw = dict(equivalence=True, targets=(5.0,), max_times=(0.05,))
+    assert budget.plan([six, six], 0.05, **kw).best.launch_var == \
+        pytest.approx(sum(per_size + [0.02 ** 2] * 2) / 6)
+    assert budget.plan([six, six], 0.05, own_pools={"PingPong"}, **kw).best.launch_var \
+        == pytest.approx(0.1 ** 2)
+
+
 def test_pooled_variance_is_what_the_hierarchical_model_estimates():
     # launches of known per-size launch sds (a shared launch effect plus a size part):
     # stats.launch.spread's variance of one launch value, ms_launch/S + ms_cell (S-1)/S,
@@ -174,23 +198,39 @@ def test_a_cap_on_launches_buys_precision_per_launch():
     assert f"{capped.best.launches} launches per side" in capped.describe()
 
 
-def test_beyond_the_cap_precision_first_then_the_cheapest():
-    # nothing decides within 3 launches: the most precise launches (within 10%) at the
-    # least time; with a launch spread that no sampling reduces, that is the cheapest
+def test_beyond_the_cap_the_least_launch_time_to_the_decision():
+    # nothing decides within 3 launches: the pair with the least launch time to the
+    # decision beyond the cap, the same criterion as within it (launches x seconds)
     within = _bench([0.01 ** 2] * 4, 0.2, 0.2, 2e-4)
     p = budget.plan([within, within], 0.01, equivalence=True, max_launches=3)
     assert p is not None and not p.within_cap
-    floor = min(c.launch_var for c in p.tried)
-    assert p.best.launch_var <= budget.PRECISION_SLACK * floor
-    assert p.best.launch_s == min(c.launch_s for c in p.tried
-                                  if c.launch_var <= budget.PRECISION_SLACK * floor)
-    # sampling pays here: as many samples as the longest --max-time allows (0.05 s / 0.2 ms)
+    beyond = [c for c in p.tried if c.launches is not None]
+    assert beyond and p.best.total_s == min(c.total_s for c in beyond)
+    assert p.best.launches > 3 and "least launch time to it" in p.describe()
+    # the within-launch error dominates and samples are cheap next to a launch: sampling
+    # pays, as many samples as the longest --max-time allows (0.05 s / 0.2 ms)
     assert p.best.max_time == max(budget.MAX_TIMES) and p.best.samples[("PingPong", 0)] == 250
+    # a launch spread no sampling reduces: the cheapest launch
     launchy = _bench([0.5 ** 2] * 4, 0.001, 0.2, 2e-4)
     q = budget.plan([launchy, launchy], 0.05, equivalence=True, max_launches=3)
     assert q is not None and not q.within_cap
     assert q.best.target_pct == max(budget.TARGETS)
     assert q.best.max_time == min(budget.MAX_TIMES)
+
+
+def test_beyond_the_search_the_most_precision_per_second():
+    # no pair decides within SEARCH_MAX launches: the least variance x seconds per launch,
+    # not the most precise launch (which here costs 5x the launch for a variance 1.3x
+    # smaller: 10% more precision per launch would take 4x the time)
+    side = _bench([0.3 ** 2] * 4, 0.5, 0.02, 1e-3)
+    p = budget.plan([side, side], 0.001, equivalence=True, max_launches=10)
+    assert p is not None and p.best.launches is None
+    assert all(c.launches is None for c in p.tried)
+    score = [c.launch_var * c.launch_s for c in p.tried]
+    assert p.best.launch_var * p.best.launch_s == min(score)
+    precise = min(p.tried, key=lambda c: c.launch_var)
+    assert precise.launch_var * precise.launch_s > 1.5 * min(score)
+    assert p.best.launch_s < precise.launch_s
 
 
 def test_components_recover_a_known_model():
@@ -430,8 +470,9 @@ def test_the_plans_options_stop_every_cell_where_its_model_stops_it():
     and every cell whose CI was not exact sampled on to --max-time (the time-to-decision
     bench under load: 129 of 384 budgeted cells, 9.8 s of the cells' 11.7 s), a cost and
     a precision the plan never weighed. Where the within-launch error matters, the plan
-    buys samples through a finer target instead: the paired plan here stops cells at a 3%
-    CI (44 samples), the unpaired one, whose shared round effect dominates, at 20."""
+    buys samples through a finer target instead. (The paired plan here used to stop cells
+    at a 3% CI for 3 rounds, planned on the pooled parts; at 3 rounds compare tests the
+    8 sizes on their own parts, 2 df, so 4 rounds at 20 samples are cheaper now.)"""
     rng = np.random.default_rng(21)
     rows = _paired_rows(rng, 10, round_sd=0.3, own_sd=0.001, se=0.01)
     sides = list(budget.components_from_rows(rows).values())
@@ -441,6 +482,224 @@ def test_the_plans_options_stop_every_cell_where_its_model_stops_it():
     assert unp.best.options()["accept_approximate"] is True and not unp.paired
     assert pai.paired and pai.best.options()["accept_approximate"] is True
     assert "--accept-approximate" in pai.describe()
-    assert pai.best.target_pct < unp.best.target_pct
-    assert min(pai.best.samples.values()) > max(unp.best.samples.values()) == \
-        budget.CORE_MIN_SAMPLES
+    assert pai.best.launches == launch_stats.THIN_LAUNCHES + 1
+    assert pai.best.total_s < unp.best.total_s
+
+
+def _known_paired_rows(rng, rounds, sizes, sd_round, sd_cell, sd_launch):
+    """Rows of an interleaved campaign of two variants (the store's result rows): per
+    round a launch effect both variants share (sd_launch, cancels in the round's
+    difference), the difference d = a round part the sizes share (sd_round) + a cell
+    part (sd_cell); no within-launch CI (the within part is 0)."""
+    rows = []
+    for r in range(rounds):
+        shared, dr = rng.normal(0, sd_launch), rng.normal(0, sd_round)
+        for s in range(sizes):
+            base = math.exp(shared + rng.normal(0, 0.02))
+            cand = base * math.exp(dr + rng.normal(0, sd_cell))
+            for v, m in (("base", base), ("cand", cand)):
+                rows.append({"variant": v, "repeat": r, "benchmark": "PingPong", "size": s,
+                             "median": m, "ci_low": None, "ci_high": None})
+    return rows
+
+
+@pytest.mark.parametrize("rounds", [3, 10])
+def test_the_paired_bounds_cover_the_true_components_at_their_stated_rate(rounds):
+    # known model: var(d) = sd_round^2 + sd_cell^2, which the paired test splits as the
+    # variance of a round's mean over the sizes (sd_round^2 + sd_cell^2 / S, rounds - 1
+    # df) and the cell part (sd_cell^2 (S-1)/S, (rounds - 1)(S - 1) df); each bound the
+    # plan uses (_paired_parts at PLAN_CONFIDENCE) must be at or above its true value in
+    # 80% of pilots, and their sum (the plan's var(d)) at least as often. 600 seeded
+    # pilots: a binomial 80% has sd 1.6 points; the checks allow 3.5 sd.
+    rng = np.random.default_rng(2111 + rounds)
+    sizes, sd_round, sd_cell = 6, 0.1, 0.2
+    true_sh = sd_round ** 2 + sd_cell ** 2 / sizes
+    true_ce = sd_cell ** 2 * (sizes - 1) / sizes
+    reps, hit_sh, hit_ce, hit_sum, point_sh, point_ce = 600, 0, 0, 0, 0, 0
+    for _ in range(reps):
+        rows = _known_paired_rows(rng, rounds, sizes, sd_round, sd_cell, 0.3)
+        ps = budget.paired_from_rows(rows, "base", "cand")["PingPong"]
+        assert ps.pairs == rounds and ps.df_launch == rounds - 1
+        sh, ce = budget._paired_parts(ps, None, budget.PLAN_CONFIDENCE)
+        hit_sh += sh >= true_sh
+        hit_ce += ce >= true_ce
+        hit_sum += sh + ce >= true_sh + true_ce
+        p_sh, p_ce = budget._paired_parts(ps, None, None)
+        point_sh += p_sh >= true_sh
+        point_ce += p_ce >= true_ce
+    tol = 3.5 * math.sqrt(0.8 * 0.2 / reps)
+    assert abs(hit_sh / reps - 0.8) <= tol
+    assert abs(hit_ce / reps - 0.8) <= tol
+    assert hit_sum / reps >= 0.8 - tol
+    # without the bound (confidence None) the point estimates cover less than half the
+    # time: a mean square with df degrees of freedom is at or above its mean with
+    # probability P(chi2_df >= df) (0.37 at 2 df, 0.44 at 9 and 10, 0.47 at 45); the bound
+    # is what makes the plan's variance a planning margin
+    for hits, df in ((point_sh, rounds - 1), (point_ce, (rounds - 1) * (sizes - 1))):
+        want = float(chi2.sf(df, df))
+        assert want < 0.5
+        assert abs(hits / reps - want) <= 3.5 * math.sqrt(want * (1 - want) / reps), df
+
+
+def test_keep_within_plans_on_the_measured_round_difference():
+    # rows all at the planned options: their variance of d is the one to plan on; swapping
+    # in the model's within part (B/n, far below the few-sample launches' mean CI) clipped
+    # both components to 0 and planned the minimum of 3 rounds
+    side = _bench([0.01 ** 2] * 4, 0.001, 0.2, 1e-4)
+    ps = budget.PairedSpread(ms_launch=0.04 * 4, df_launch=7, ms_cell=0.04, df_cell=21,
+                             cells=4, pairs=8, within=0.5)
+    args = dict(equivalence=True, targets=(100.0,), max_times=(0.002,),
+                paired={"PingPong": ps})
+    swapped = budget.plan([side, side], 0.05, **args)
+    kept = budget.plan([side, side], 0.05, keep_within=True, **args)
+    assert swapped is not None and kept is not None
+    assert swapped.best.launches == launch_stats.MIN_PAIRS and swapped.best.launch_var == 0
+    sh, ce = budget._paired_parts(ps, None, budget.PLAN_CONFIDENCE)
+    assert kept.best.launch_var == pytest.approx((sh + ce) / 2)
+    assert kept.best.launches == budget.rounds_for(sh, ce, 4, 0.05, equivalence=True)
+    assert kept.best.launches > 100
+
+
+def _noisy_size_rows(rng, rounds, sd_round, sd_sizes, se=0.001, n=50):
+    """Store rows of an interleaved two-variant campaign whose round difference is a part
+    the sizes share (sd_round) plus each size's own part (sd_sizes[s]); both variants of
+    a round share a launch effect (cancels in the difference); within-launch se."""
+    rows = []
+    for r in range(rounds):
+        shared, dr = rng.normal(0, 0.05), rng.normal(0, sd_round)
+        for s, sd in enumerate(sd_sizes):
+            base = math.exp(shared + rng.normal(0, 0.01))
+            cand = base * math.exp(dr + rng.normal(0, sd))
+            for v, m in (("base", base), ("cand", cand)):
+                rows.append({"run_id": f"{v}{r}", "variant": v, "repeat": r,
+                             "benchmark": "PingPong", "size": s, "n": n, "median": m,
+                             "ci_low": m * math.exp(-budget.Z95 * se),
+                             "ci_high": m * math.exp(budget.Z95 * se),
+                             "cell_s": n * 1e-5, "launch_s": 0.2 + len(sd_sizes) * n * 1e-5})
+    return rows
+
+
+def test_a_noisy_size_is_planned_on_its_own_part_as_compare_tests_it():
+    """Below FEW_CELLS sizes compare's paired test gives each size its own cell part (k - 1
+    df), so a noisy size among 4 is decided on its own part, not the pooled one. The plan
+    used to take the pooled part for every size: 3 rounds, at which the noisy size was
+    found equivalent in ~26% of benchmarks, not the planned 80%. Here the pilot is long
+    (its bounds near the true parts); at the planned rounds compare's TOST (±5%) must
+    find the noisy size equivalent in >= 80% of 400 seeded benchmarks (binomial band:
+    3.5 sd = 7 points)."""
+    rng = np.random.default_rng(41)
+    sd_round, sds = 0.006, (0.012, 0.012, 0.012, 0.036)
+    rows = _noisy_size_rows(rng, 200, sd_round, sds)
+    p = budget.plan_from_rows(rows, ["base", "cand"], 0.05, budget.SEARCH_MAX)
+    assert p is not None and p.paired
+    k = p.best.launches
+    assert k is not None
+    reps, hits = 400, 0
+    for _ in range(reps):
+        e = rng.normal(0, sd_round, k)
+        cells = [({f"b{r}": 1.0 for r in range(k)},
+                  {f"c{r}": math.exp(e[r] + rng.normal(0, sd)) for r in range(k)}, "lower")
+                 for sd in sds]
+        rounds = {f"{v}{r}": r for v in "bc" for r in range(k)}
+        t = launch_stats.compare_cells(cells, rounds=rounds)[-1]
+        assert t.own_cell
+        hits += t.tost(0.05) <= 0.05
+    assert hits / reps >= 0.8 - 3.5 * math.sqrt(0.8 * 0.2 / reps), (k, hits)
+
+
+def test_from_few_cells_the_unpaired_plan_follows_compares_gate():
+    # 8 sizes, one far noisier: compare's one gate (stats.launch.gated_spreads) gives the
+    # sizes their own parts, so plan_from_rows plans the noisy size's own variance; sizes
+    # alike stay pooled
+    rng = np.random.default_rng(43)
+    noisy = _noisy_size_rows(rng, 6, 0.0, (0.01,) * 7 + (0.3,))
+    alike = _noisy_size_rows(rng, 6, 0.0, (0.01,) * 8)
+    assert budget.gated_pools(noisy, ["base", "cand"]) == {"PingPong"}
+    assert budget.gated_pools(alike, ["base", "cand"]) == set()
+    p = budget.plan_from_rows(noisy, ["base", "cand"], 0.05, 20, interleaved=False)
+    sides = budget.components_from_rows(noisy)
+    top = max(sum(c.sigma_l2 for s in sides.values() for c in s.cells if c.key == k) / 2
+              for k in {c.key for c in sides["cand"].cells})
+    assert p.best.launch_var >= top
+
+
+def _patterned_paired_rows(c, sizes=8):
+    """Store rows of a 3-round interleaved pilot whose round differences d (logs) have
+    round means 0 and every size the residuals of a permutation of (c, -c, 0): all sizes
+    equally noisy, each with the same own part, the pooled residual mean square
+    2 c^2 sizes / ((3 - 1)(sizes - 1))."""
+    perms = [(1, -1, 0), (1, 0, -1), (0, 1, -1), (-1, 1, 0), (-1, 0, 1), (0, -1, 1)]
+    pattern = (perms + [(1, -1, 0), (-1, 1, 0)])[:sizes]
+    rows = []
+    for r in range(3):
+        for s, p in enumerate(pattern):
+            for v, m in (("base", 1.0), ("cand", math.exp(c * p[r]))):
+                rows.append({"run_id": f"{v}{r}", "variant": v, "repeat": r,
+                             "benchmark": "PingPong", "size": s, "n": 50, "median": m,
+                             "ci_low": m * math.exp(-budget.Z95 * 1e-4),
+                             "ci_high": m * math.exp(budget.Z95 * 1e-4),
+                             "cell_s": 5e-4, "launch_s": 0.2})
+    return rows
+
+
+def test_the_paired_plan_tests_the_rounds_it_plans_as_compare_will():
+    """8 alike sizes, a 3-round pilot: compare's paired test at <= THIN_LAUNCHES rounds
+    gives every size its own part (k - 1 df), beyond them the gate (shut here: pooled).
+    The plan used to take the pilot's gated (pooled, 14 df) parts for any round count and
+    planned 3 rounds for a gain the 3-round test detects in ~35%. At the rounds planned
+    (on the pilot's estimates, confidence None), the test must detect the gain, simulated
+    at those estimates, in >= 80% of 600 seeded comparisons (binomial band 3.5 sd)."""
+    rows = _patterned_paired_rows(0.04)
+    ps = budget.paired_spreads(rows, ["base", "cand"])["PingPong"]
+    assert not ps.cell_parts and len(ps.thin_parts) == 8
+    sh, ce = ps.parts()
+    sd = math.sqrt(ps.ms_cell)       # one round's d in a cell: shared + cell part
+    # the least gain the pooled parts plan at 3 rounds (what the plan used to meet)
+    effect = next(e for e in np.arange(0.02, 0.5, 0.0025)
+                  if budget.rounds_for(sh, ce, 8, float(e)) == 3)
+    sides = list(budget.components_from_rows(rows).values())
+    p = budget.plan(sides, float(effect), family=1, confidence=None, keep_within=True,
+                    paired={"PingPong": ps}, targets=(100.0,), max_times=(0.002,))
+    k = p.best.launches
+    assert p.paired and k is not None and k > launch_stats.THIN_LAUNCHES
+    rng, reps, hits = np.random.default_rng(53), 600, 0
+    for _ in range(reps):
+        cells = [({f"b{r}": 1.0 for r in range(k)},
+                  {f"c{r}": math.exp(rng.normal(0, sd) - math.log1p(effect))
+                   for r in range(k)}, "lower") for _s in range(8)]
+        rounds = {f"{v}{r}": r for v in "bc" for r in range(k)}
+        hits += launch_stats.compare_cells(cells, rounds=rounds)[-1].p <= 0.05
+    assert hits / reps >= 0.8 - 3.5 * math.sqrt(0.8 * 0.2 / reps), (k, hits)
+
+
+def test_a_thin_pilot_plans_the_unpaired_launches_on_the_gate_compare_will_ask():
+    """8 alike sizes, a 2- or 3-launch pilot: compare at the planned (>= 4) launches gates
+    the sizes (shut: pooled), so the plan meets the pooled launch variance, not the
+    noisiest size's own one (the gate was asked at the pilot's count, where the
+    THIN_LAUNCHES rule gives every size its own part: ~2.7x the launches)."""
+    rng = np.random.default_rng(61)
+    for n in (2, 3):
+        rows = []
+        for v in ("base", "cand"):
+            for launch in range(n):
+                u = rng.normal(0, 0.03)
+                for s in range(8):
+                    m = float(np.exp(u + rng.normal(0, 0.05)))
+                    rows.append({"run_id": f"{v}{launch}", "variant": v, "benchmark": "PingPong",
+                                 "size": s, "n": 50, "median": m,
+                                 "ci_low": m * math.exp(-budget.Z95 * 1e-4),
+                                 "ci_high": m * math.exp(budget.Z95 * 1e-4),
+                                 "cell_s": 5e-4, "launch_s": 0.2})
+        assert budget.gated_pools(rows, ["base", "cand"]) == set()
+        p = budget.plan_from_rows(rows, ["base", "cand"], 0.05, budget.SEARCH_MAX,
+                                  interleaved=False, targets=(100.0,), max_times=(0.002,))
+        sides = list(budget.components_from_rows(rows).values())
+        common = {c.key for c in sides[0].cells}
+        pooled = budget.pooled_launch_var(sides, common, 100.0, max_time=0.002)["PingPong"]
+        own = budget.own_launch_var(sides, common, 100.0, max_time=0.002)["PingPong"]
+        assert own > pooled
+        assert p.best.launches > launch_stats.THIN_LAUNCHES
+        # (the margin widens sigma_L^2, not the tiny within-launch part B/n)
+        margin = budget.between_margin(sides)
+        assert p.best.launch_var == pytest.approx(pooled * margin, rel=1e-4)
+        assert p.best.launch_var < own * margin / 1.5

@@ -78,13 +78,17 @@ def test_an_interim_look_is_stricter_than_the_last():
 
 
 def test_decisions_are_carried_forward_and_replayed():
+    # at the first look (3 launches a side) every size keeps its own cell part on 2 df
+    # (stats.launch.THIN_LAUNCHES, at any size count): a 2x gain at sd 0.02 (t ~ 43) is not
+    # significant at its strict level on 2 df (adjusted p 0.002-0.008), a 4x one is
     rng = np.random.default_rng(4)
-    cells = {("big", s): (_logn(rng, 9), _logn(rng, 9, math.log(2.0))) for s in range(3)}
+    cells = {("big", s): (_logn(rng, 9), _logn(rng, 9, math.log(4.0))) for s in range(3)}
     cells |= {("same", s): (_logn(rng, 9, sd=0.1), _logn(rng, 9, sd=0.1)) for s in range(3)}
+    cells |= {("big", s): (_logn(rng, 9), _logn(rng, 9, math.log(4.0))) for s in range(3, 6)}
     design = Design(3, 9, 3, 0.05, 0.01)
     looks = run_looks(cells, design)
     assert [lk.n for lk in looks] == [3, 6, 9]
-    assert all(looks[0].cells[("big", s)].status is Status.SIGNIFICANT for s in range(3))
+    assert all(looks[0].cells[("big", s)].status is Status.SIGNIFICANT for s in range(6))
     # decided at the first look: the same record at every later look
     assert looks[-1].cells[("big", 0)] == looks[0].cells[("big", 0)]
     assert all(looks[-1].cells[("same", s)].status is Status.UNDECIDED for s in range(3))

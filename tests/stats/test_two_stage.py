@@ -60,7 +60,9 @@ def test_the_stage_two_test_plans_on_its_own_spread_and_df():
         return sps.nct.sf(crit, 4, delta) + sps.nct.cdf(-crit, 4, delta)
     from scipy.optimize import brentq
     k = brentq(lambda x: power(x) - 0.8, 0.1, 8)
-    want = math.expm1(k * se)
+    # planned on the stage-2 variance raised to its median-unbiased value at its 4 df
+    # (stats.launch.plan_round_part: one cell, no floor), the power still at 4 df
+    want = math.expm1(k * se * math.sqrt(4 / sps.chi2.ppf(0.5, 4)))
     assert abs(t.detectable - want) < 1e-3 * want, (t.detectable, want)
     assert abs(L.detectable_at(t, 0.05) - want) < 1e-3 * want
     assert abs(t.df - 4) < 1e-9
@@ -218,3 +220,22 @@ def test_unpaired_pooled_sides_are_scaled_by_their_own_component_counts():
         for (v, d), (wv, wd) in zip(t.components, want, strict=True):
             assert abs(v - wv) <= 1e-12 * wv and d == wd
         assert abs(t.se_log ** 2 - sum(v for v, _ in want)) < 1e-15
+
+
+def test_plan_total_keeps_a_moderated_cell_parts_prior_df():
+    # a paired stage-1 test of 3 rounds whose cell has its own moderated cell part with
+    # d0 + d_g = 10 + 2 = 12 df (the pooled part of 22 sizes: 42): the stage-2 test of
+    # n - 3 rounds will have 10 + (n - 3 - 1) df, not 12 (n - 4) / 2 (the prior's d0
+    # does not grow). Planned on the df it will have: 8 rounds; scaled whole, 7
+    goal = math.log1p(0.05)
+
+    def by_hand(cell_df):
+        for n in range(6, 40):
+            comps = ((1e-6 * 3 / n, n - 4.0), (0.0012 * 3 / n, cell_df(n)))
+            if L.cochran_cox_crit(comps, 0.025) * math.sqrt(sum(v for v, _ in comps)) <= goal:
+                return n
+    t = L.LaunchTest(1.0, 0.9, 1.1, 0.5, 3, 3, True, se_log=0.04, pairing="round", pairs=3,
+                     components=((1e-6, 2.0), (0.0012, 12.0)), own_cell=True, pooled=True,
+                     parts=((1e-6, 2.0, 0.0004, 42.0, 22.0),))
+    assert by_hand(lambda n: 10.0 + n - 4) == 8 and by_hand(lambda n: 6.0 * (n - 4)) == 7
+    assert T.plan_total([t], 3, 3, 40, goal) == 8

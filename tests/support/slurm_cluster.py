@@ -6,7 +6,10 @@ Registered for every test by tests/conftest.py (pytest_plugins): ask for them by
 
 Tests that use them are skipped only when the Slurm/munge programs are not installed; when
 they are installed and a cluster does not come up, the fixture fails with the daemon's log.
-Teardown stops exactly the daemons it started, by PID.
+Teardown stops exactly the daemons it started, by PID. A session killed before its teardown
+leaves them running: starting a cluster first sweeps such leftovers (support/slurm_sweep.py:
+each directory records its owners; those whose owners are gone have their daemons stopped,
+checked by /proc/PID/cmdline, and are removed).
 
 Why a second cluster for the time limit: Slurm limits are whole minutes and slurmctld enforces
 them on its own schedule (60-90 s for a 1-minute limit), and a job held to its limit keeps a
@@ -24,13 +27,13 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 from mpibench.slurm_local import LocalSlurm, SlurmStartError, missing_programs
+from support.slurm_sweep import add_owner, new_cluster_dir, stop_daemons
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 TESTS = Path(__file__).resolve().parents[1]
@@ -58,8 +61,9 @@ def _require_slurm_as_root() -> None:
 @pytest.fixture(scope="session")
 def slurm_cluster():
     _require_slurm_as_root()
-    # short path: Slurm and munge socket paths must stay under ~100 characters
-    root = Path(tempfile.mkdtemp(prefix="mbslurm-", dir="/tmp"))
+    # short path (/tmp/mbslurm-*): Slurm and munge socket paths must stay under ~100
+    # characters; owned by this process, after sweeping killed sessions' clusters
+    root = new_cluster_dir()
     cluster = LocalSlurm(root)
     try:
         cluster.start(timeout=60)
@@ -101,6 +105,7 @@ def run_limit_campaigns(root: str) -> int:
     from mpibench.process import run_command
 
     base = Path(root)
+    add_owner(base, os.getpid())   # the session's record may not have it yet
     cluster = LocalSlurm(base / "c")
 
     def stop(_sig, _frame):
@@ -134,7 +139,7 @@ def _start_limit_runs() -> None:
     """Start the background run once per session (no-op when started or impossible)."""
     if _limit or _unavailable() or os.geteuid() != 0:
         return
-    root = Path(tempfile.mkdtemp(prefix="mbslurm-limit-", dir="/tmp"))  # short socket paths
+    root = new_cluster_dir("mbslurm-limit-")  # short socket paths; swept when orphaned
     for name, text in LIMIT_CAMPAIGNS.items():
         (root / name).mkdir()
         (root / name / f"{name}.toml").write_text(text)
@@ -146,6 +151,7 @@ def _start_limit_runs() -> None:
                             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                             start_new_session=True)
     log.close()
+    add_owner(root, proc.pid)   # it runs the cluster: the directory lives while it does
     _limit.update(proc=proc, root=root)
 
 
@@ -160,6 +166,9 @@ def _stop_limit_runs() -> None:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)   # its own process group, by its PID
             proc.wait(timeout=30)
+    # a child killed before its own teardown left its daemons (own sessions): by their
+    # pidfiles, each checked by /proc/PID/cmdline
+    stop_daemons(root / "c")
     shutil.rmtree(root, ignore_errors=True)
     _limit.clear()
 

@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -202,43 +203,6 @@ def stage_two_total(per_variant: dict[str, dict[tuple, Any]], rule: AutoRepeats,
     return need
 
 
-def sums_total(per_variant: dict[str, dict[tuple, Any]], rule: AutoRepeats,
-               rounds: dict | None = None) -> int:
-    """The rule before (kept for bench/bench_auto_paired.py's comparison): the smallest n
-    at which every candidate cell's 95% gain CI would be within ±target, clamped to [min,
-    max], planned on the spread of the stage-1 pair SUMS (pair_sums), pooled over a
-    benchmark's sizes (stats.launch.spread) and scaled to n (standard error x sqrt(n1 /
-    n), the stage-1 critical value kept); the report's ordinary CI. The sum and the
-    difference of two launches with the same spread are independent (normal), so the stop
-    does not select the CI's spread; with unequal spreads they are correlated (0.8 at a
-    candidate spread 3x the baseline's) and the CI at the minimum covers 88-93%
-    (docs/statistics.md)."""
-    names = list(per_variant)
-    if len(names) < 2:
-        return rule.min
-    base = per_variant[names[0]]
-    goal = math.log1p(rule.target)
-    need = rule.min
-    for cand in names[1:]:
-        blocks: dict[tuple, dict[tuple, dict]] = {}
-        for key, vals in per_variant[cand].items():
-            if key in base:
-                blocks.setdefault(_bench_of(key), {})[key] = pair_sums(base[key], vals, rounds)
-        for block in blocks.values():
-            n1 = min(len(sums) for sums in block.values())
-            sp = launch_stats.spread(block) if n1 >= 2 else None
-            if sp is None:
-                return rule.max
-            comps = sp.components(sp.launches)
-            h1 = launch_stats.cochran_cox_crit(comps, 0.025) * math.sqrt(
-                sum(v for v, _ in comps))
-            if h1 > goal:
-                need = max(need, math.ceil(sp.launches * (h1 / goal) ** 2))
-            if need >= rule.max:
-                return rule.max
-    return max(rule.min, min(rule.max, need))
-
-
 def _by_id(vals: Any) -> dict:
     return dict(vals) if isinstance(vals, dict) else dict(enumerate(vals))
 
@@ -309,10 +273,31 @@ _DESIGN_KEYS = {"campaign.repeats": "repeats_auto", "campaign.equivalence": "equ
 # (decision_cells), so reordering re-decides launches a look saw against another baseline;
 # variants may only be appended
 VARIANT_ORDER = "the variants' order"
+# an application group's figures of merit (benchmarks.NAME.fom): the metrics its cells
+# decide on (figures, deciding); another name, regex, unit, direction or source re-decides
+# the launches a look saw on other values
+FIGURES = "the figures of merit"
 
 
 def _order(spec: dict) -> list:
     return [v.get("name") for v in spec.get("variants") or [] if isinstance(v, dict)]
+
+
+def _foms_of(spec: dict) -> dict[str, list]:
+    """{group: its figures of merit as stored} (groups stored without any: not listed)."""
+    out = {}
+    for g in spec.get("groups") or []:
+        if isinstance(g, dict) and isinstance(g.get("foms"), list):
+            out[g.get("name")] = [{"source": "output", **f} if isinstance(f, dict) else f
+                                  for f in g["foms"]]
+    return out
+
+
+def _fom_keys(old: dict, new: dict) -> list[str]:
+    """benchmarks.NAME.fom of each group both specs have whose figures of merit differ (a
+    group added or dropped changes no figures of the others)."""
+    was, now = _foms_of(old), _foms_of(new)
+    return [f"benchmarks.{g}.fom" for g in was if g in now and was[g] != now[g]]
 
 
 def _changed(key: str, old: dict, new: dict) -> bool:
@@ -321,6 +306,8 @@ def _changed(key: str, old: dict, new: dict) -> bool:
     if key == VARIANT_ORDER:
         was = _order(old)
         return _order(new)[:len(was)] != was
+    if key == FIGURES:
+        return bool(_fom_keys(old, new))
     return old.get(_DESIGN_KEYS[key]) != new.get(_DESIGN_KEYS[key])
 
 
@@ -330,11 +317,15 @@ def frozen_design(store, campaign_id: int, spec: dict) -> tuple[str, tuple[str, 
     longer change; None when nothing was looked at yet or the rule has no look to protect.
     repeats = "auto" (until = "precise", a rule that can stop before its maximum): once
     stage 2 began (a launch of round >= min started; the look's totals and the report's
-    stage 1 come from the stored rule). repeats = "decide": once its first look was taken
+    stage 1 come from the stored rule, and the look compares each group's first variant,
+    VARIANT_ORDER, with the others on its figures of merit, FIGURES: another baseline or
+    metric would plan the resumed look on other launches or values, and launches past a
+    lower new total already exist). repeats = "decide": once its first look was taken
     (the launches of rounds < min of a group point have run, or a later launch started;
     the looks are replayed from the stored rule and the campaign's equivalence margin:
-    their rounds, their levels alpha x 0.2 / interim looks, TOST at the margin; and the
-    variants' order, VARIANT_ORDER: each candidate against its group's first variant)."""
+    their rounds, their levels alpha x 0.2 / interim looks, TOST at the margin; the
+    variants' order, VARIANT_ORDER: each candidate against its group's first variant;
+    and the applications' figures of merit, FIGURES: the metrics a group decides on)."""
     from mpibench.store.queries import look_taken, ran_from_repeat
 
     r = spec.get("repeats_auto")
@@ -344,62 +335,129 @@ def frozen_design(store, campaign_id: int, spec: dict) -> tuple[str, tuple[str, 
     if r.get("until") == "decided":
         if not look_taken(store, campaign_id, r["min"]):
             return None
-        return (f"the first look of campaign.repeats = \"decide\" (at {r['min']} launches "
-                "per variant): its looks are replayed with the stored rule and margin (their "
-                "rounds, levels and TOST)",
-                ("campaign.repeats", "campaign.equivalence", VARIANT_ORDER))
+        return (_FIRST_LOOK.format(min=r["min"]) + ": its looks are replayed with the stored "
+                "rule and margin (their rounds, levels and TOST)",
+                ("campaign.repeats", "campaign.equivalence", VARIANT_ORDER, FIGURES))
     if (r.get("until", "precise") == "precise" and two_stage.staged(r["min"], r["max"])
             and ran_from_repeat(store, campaign_id, r["min"])):
         return (f"stage 2 of its repeats = \"auto\" rule began (launches of round >= min "
-                f"{r['min']} ran): the totals and the report's stage 1 depend on the rule",
-                ("campaign.repeats",))
+                f"{r['min']} ran): the totals and the report's stage 1 depend on the rule, "
+                "each group's first variant and its figures of merit",
+                ("campaign.repeats", VARIANT_ORDER, FIGURES))
     return None
+
+
+_FIRST_LOOK = 'the first look of campaign.repeats = "decide" (at {min} launches per variant)'
+
+
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def _toml_str(s: str) -> str:
+    """A TOML basic string: ", \\ and the control characters TOML forbids raw (all but
+    tab, DEL included) escaped."""
+    out = []
+    for ch in s:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch != "\t" and (ord(ch) < 0x20 or ord(ch) == 0x7F):
+            out.append(f"\\u{ord(ch):04X}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def _toml(v: Any) -> str:
+    """A stored value as a campaign file writes it (TOML: true/false; TOML has no null, so
+    a key whose value is None, i.e. absent from the file, is left out)."""
+    if isinstance(v, dict):
+        items = [(k if _BARE_KEY.fullmatch(str(k)) else _toml_str(str(k)), x)
+                 for k, x in sorted(v.items()) if x is not None]
+        return "{ " + ", ".join(f"{k} = {_toml(x)}" for k, x in items) + " }"
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml(x) for x in v if x is not None) + "]"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return _toml_str(v)
+    if isinstance(v, float) and not math.isfinite(v):
+        return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
+    return repr(v)
 
 
 def _shown(key: str, value: Any) -> str:
     """A stored design value as the campaign file would write it."""
-    def toml(v: Any) -> str:
-        return json.dumps(v) if isinstance(v, str) else repr(v)
-
     if key == VARIANT_ORDER:
-        return f"{key} ({', '.join(value)}; new variants after them)"
+        return f"{key} ({', '.join(value)}, first)"
     if value is None:
         return f"{key} unset"
     if key == "campaign.equivalence" and isinstance(value, int | float):
         return f'{key} = "{100 * value:g}%"'
-    if isinstance(value, dict):
-        body = ", ".join(f"{k} = {toml(v)}" for k, v in sorted(value.items()))
-        return f"{key} = {{ {body} }}"
-    return f"{key} = {toml(value)}"
+    if isinstance(value, list) and len(value) == 1:
+        value = value[0]            # one figure of merit: a table, as the file writes it
+    return f"{key} = {_toml(value)}"
 
 
-def refuse_changed_rule(store, campaign_id: int, old: dict, new: dict, path) -> None:
+def refuse_changed_rule(store, campaign_id: int, old: dict, new: dict, path,
+                        planned=None) -> None:
     """A campaign file's repeats rule, and what else its design is made of, may not change
     once the stored rule has looked at launches (frozen_design): each invocation
     overwrites the stored spec with the file's, and the looks (repeats = "decide"), the
     totals and the report's stage 1 (repeats = "auto") are taken from it. A lowered min
-    would relabel launches a look read; a changed max, step or margin re-decides launches
-    already seen with another design (other looks and levels), so the stopping rule's
-    error control no longer holds; a max that makes the auto rule unable to stop early
-    would print the ordinary CI for a data-dependent stop. old/new: the stored and the new
-    spec (CampaignSpec.to_dict). Raises UsageError (nothing written yet)."""
+    would relabel launches a look read; a changed max, step, margin or application figure
+    of merit re-decides launches already seen with another design (other looks, levels or
+    values), so the stopping rule's error control no longer holds; a max that makes the
+    auto rule unable to stop early would print the ordinary CI for a data-dependent stop.
+    old/new: the stored and the new spec (CampaignSpec.to_dict). planned: the new plan's
+    (group, point_json(params), variant) of its cells: with repeats = "decide", a variant
+    new to a group point whose first look was taken is refused (refuse_added_variant).
+    Raises UsageError (nothing written yet)."""
     from mpibench.errors import UsageError
 
-    if not any(_changed(k, old, new) for k in (*_DESIGN_KEYS, VARIANT_ORDER)):
-        return
-    frozen = frozen_design(store, campaign_id, old)
-    if frozen is None:
-        return
-    since, keys = frozen
-    changed = [k for k in keys if _changed(k, old, new)]
-    if not changed:
-        return
-    keep = " and ".join(_shown(k, _order(old) if k == VARIANT_ORDER
+    if any(_changed(k, old, new) for k in (*_DESIGN_KEYS, VARIANT_ORDER, FIGURES)):
+        frozen = frozen_design(store, campaign_id, old)
+        if frozen is not None:
+            since, keys = frozen
+            changed = [k for k in keys if k not in (FIGURES,) and _changed(k, old, new)]
+            figs = _fom_keys(old, new) if FIGURES in keys else []
+            if changed or figs:
+                was = _foms_of(old)
+                keep = [_shown(k, _order(old) if k == VARIANT_ORDER
                                else old.get(_DESIGN_KEYS[k]))
-                        for k in keys if k != VARIANT_ORDER or _order(old))
-    raise UsageError(
-        f"{path}: {changed[0]} changed after {since}; keep {keep}, or start a new campaign "
-        "(another name or --db)")
+                        for k in keys if k != FIGURES and (k != VARIANT_ORDER or _order(old))]
+                keep += [_shown(f, was[f[len("benchmarks."):-len(".fom")]]) for f in figs]
+                raise UsageError(
+                    f"{path}: {(changed + figs)[0]} changed after {since}; keep "
+                    f"{' and '.join(keep)}, or start a new campaign (another name or --db)")
+    if planned is not None:
+        refuse_added_variant(store, campaign_id, old, planned, path)
+
+
+def refuse_added_variant(store, campaign_id: int, old: dict, planned, path) -> None:
+    """repeats = "decide": a variant added to a group point whose first look was taken
+    (queries.looked_points) would run that point's stage 1 (its rounds < min) after the
+    look that acted on it, so the looks replayed from the store (decisions) would no
+    longer be the ones the campaign took: UsageError naming the file and the variant. A
+    point whose look is still to come, and a new group or point, may take it. planned:
+    (group, point_json(params), variant) of the new plan's cells."""
+    from mpibench.errors import UsageError
+    from mpibench.store.queries import looked_points
+
+    r = old.get("repeats_auto")
+    if not is_decide(old) or not isinstance(r.get("min"), int):
+        return
+    looked = None
+    for g, point, v in planned:
+        if looked is None:
+            looked = looked_points(store, campaign_id, r["min"])
+        have = looked.get((g, point))
+        if have is not None and v not in have:
+            at = "" if point == "{}" else f" (parameters {point})"
+            raise UsageError(
+                f"{path}: variant {v} added to group {g}{at} after "
+                f"{_FIRST_LOOK.format(min=r['min'])}: its launches would reopen that "
+                "point's stage 1, which the looks already decided on; remove it from the "
+                "group, or start a new campaign (another name or --db)")
 
 
 def simulate_two_stage(rng: np.random.Generator, reps: int = 200, *, sigma_l: float = 0.05,
@@ -827,6 +885,6 @@ class Stages:
 
 __all__ = ["AutoRepeats", "parse", "Stages", "decisions", "decision_cells", "summarize",
            "is_decide", "design_of", "figures", "point_json", "group_launches",
-           "stage_two_total", "sums_total", "pair_sums", "stage_one_launches",
+           "stage_two_total", "pair_sums", "stage_one_launches",
            "refuse_changed_rule", "frozen_design",
            "simulate_two_stage", "simulate_sequential"]

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mpibench.campaign.auto_repeats import refuse_changed_rule
+from mpibench.campaign.auto_repeats import point_json, refuse_changed_rule
 from mpibench.campaign.batch import BatchPolicy, job_name
 from mpibench.campaign.cells import CellSteps, _cell_spec
 from mpibench.campaign.local import LOCAL_JOB_PREFIX, LocalPolicy
@@ -195,7 +195,8 @@ class CampaignRunner(CellSteps):
             self._adopt_moved(cells[0].id)
         if row is not None:
             refuse_changed_rule(self.store, row["id"], json.loads(row["spec_json"]), sdict,
-                                spec.path)
+                                spec.path, ((c.group.name, point_json(c.params), c.variant.name)
+                                            for c in cells))
         with self.store.transaction():
             cid = self.store.add_campaign(spec.name, sdict, file=str(spec.path))
             known = queries.run_seqs(self.store, cid)

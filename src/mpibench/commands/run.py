@@ -72,6 +72,10 @@ def _add_measurement(g) -> None:
                    help="watchdog per size in seconds (core default 60; must exceed "
                         "--max-time)")
     g.add_argument("--no-validate", action="store_true", help="skip the untimed validation pass")
+    g.add_argument("--no-settle", action="store_true",
+                   help="time a size without first running it until the MPI library stops "
+                        "page-faulting its own buffers (the core's settling; launches stored "
+                        "before it have the fingerprint of this)")
     g.add_argument("--iterations-volume", metavar="BYTES",
                    help="with --iterations: at most BYTES/size iterations per size (IMB: "
                         "--iterations 1000 --iterations-volume 40M)")

@@ -33,7 +33,8 @@ def _needed(ds: list, med: float, worst: float, effect: float, alpha: float, m: 
             power: float) -> tuple[int | None, int | None, int | None]:
     """(median cell, noisiest cell, noisiest cell at alpha / m) launches per side. Rows
     tested paired by round (stats.launch.pair_rounds) plan from their own test's
-    components (launches_needed_for: rounds of pairs); the others from the sd."""
+    planning components (launches_needed_for: rounds of pairs, the round part raised by
+    plan_round_part, a moderated cell part's prior df kept); the others from the sd."""
     if not any(d.test is not None and d.test.pairing == "round" and d.tested for d in ds):
         return (launch_stats.launches_needed(med, effect, alpha, power),
                 launch_stats.launches_needed(worst, effect, alpha, power),
@@ -70,7 +71,9 @@ def plan_table(cmp: Comparison, effect: float, power: float = launch_stats.POWER
                       "Welch t on log launch statistics; 'all tests' plans at alpha/m so "
                       "that a real difference of this size survives Holm in every cell; "
                       "rows paired by round (an interleaved campaign) plan rounds of pairs "
-                      "from their paired test's own variance components")
+                      "from their paired test's own variance components, the round part "
+                      "at its median-unbiased value (with 3-5 rounds its estimate is mostly "
+                      "below the truth)")
     by: dict[tuple[str, str], list] = defaultdict(list)
     for r in cmp.rows:
         for cand, d in r.deltas.items():

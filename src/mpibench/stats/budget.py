@@ -24,13 +24,20 @@ cost is large next to them and the within-launch error is large next to sigma_L.
 The core is told its budget as `target` (the CI half-width, in percent, at which it stops a
 cell: se_w ~ target / 1.96, not before min_samples) and `max_time` (seconds per cell, which
 ends a cell whatever its count). `plan` searches both knobs. What a decision needs is what
-compare's test sees: its hierarchical model pools the between-launch variance over a
-benchmark's sizes, so every cell of a benchmark gets the same standard error, from the mean
-over the sizes of sigma_L^2 + B/n (pooled_launch_var). That mean rests on all the sizes'
-launches (24 sizes x 2 launches: far steadier than any one size's 1 df), and it is what
+compare's test sees, and the plan meets its worst cell. Its hierarchical model pools the
+between-launch variance over a benchmark's sizes where they are alike, so those cells get
+the same standard error, from the mean over the sizes of sigma_L^2 + B/n
+(pooled_launch_var; it rests on all the sizes' launches). But from 3 sizes to below
+stats.launch.FEW_CELLS every size keeps its own cell part at any launch count, at most
+THIN_LAUNCHES launches per side every size (of 3 or more) keeps its own, and beyond them
+from FEW_CELLS on the sizes keep theirs where the one gate (stats.launch.gated_spreads)
+opens; the plan decides which from the launches it plans, not the pilot's: there a cell's
+standard error is its own sigma_L^2 + B/n, and the plan takes the noisiest size's
+(own_launch_var, own_part_pools; plan_from_rows asks the gate, gated_pools). That is what
 the launches per side are planned on (stats.launch.launches_needed, noncentral t, at the
 family's first Holm level for a difference, or the TOST approximation for equivalence
-within a margin; the launches' own df, conservative next to the pooled model's).
+within a margin; the launches' own df, which is a size's own part's df, and conservative
+next to the pooled model's).
 
 The between-launch part rests on few launches (the launch effect a benchmark's sizes share
 has the launches' df only), so the plan takes sigma_L^2 at its one-sided 80% upper
@@ -38,9 +45,14 @@ confidence bound over those df (between_margin: x4.5 at 2 launches per side, x1.
 
 Interleaved campaigns are tested paired by round (stats.launch.compare_cells, when every
 cell has MIN_PAIRS pairs): what a decision needs is then the variance of one round's
-difference d = log cand - log base, pooled over a benchmark's sizes the same way
+difference d = log cand - log base, split over a benchmark's sizes the same way
 (PairedSpread, from paired_from_rows): the round differential the sizes share (ms_launch/S,
-pairs - 1 df) and the cell part (ms_cell (S-1)/S, (pairs - 1)(S - 1) df). Load phases and
+pairs - 1 df) and the cell part, pooled (ms_cell (S-1)/S, (pairs - 1)(S - 1) df) or, where
+compare's paired test gives the sizes their own parts (Spread.cell_parts: below FEW_CELLS
+sizes always, at most THIN_LAUNCHES rounds always, beyond them from FEW_CELLS where the
+gate opens; the plan decides which from the rounds it plans), each size's own part at the df the
+test will have at k rounds (stats.launch.future_df: d0 + k - 1); the rounds are the most
+any cell needs (_paired_cells). Load phases and
 the machine's modes that hit both launches of a round are not in it. The within-launch part
 of d (se_b^2 + se_c^2 of the pilot launches) is replaced by the one at each (target,
 max-time) the plan tries, and each component is taken at its own one-sided 80% upper
@@ -50,8 +62,9 @@ stats.launch.launches_needed_for), at least MIN_PAIRS.
 
 The campaign caps launches per side (its `repeats`, or the rule's maximum). When a pair
 decides within the cap, the pair with the least launch time to the decision wins. When none
-does, launch time is not what limits the decisions, precision per launch is: the pairs
-within PRECISION_SLACK of the smallest pooled variance, the cheapest of them. Pure
+does, the pair with the least launch time to the decision beyond the cap (the launches
+needed scale with the variance, so that is the least variance x seconds per launch: the
+most precision per second of launches). Pure
 arithmetic: estimates come from a store through `components_from_rows` (rows read by
 store.report_queries.launch_cost_rows).
 """
@@ -76,9 +89,6 @@ TARGETS = (1.0, 2.0, 3.0, 5.0, 7.0, 10.0, 15.0, 20.0, 30.0, 50.0, 100.0)
 MAX_TIMES = (0.05, 0.02, 0.01, 0.005, 0.002)
 MIN_USEFUL_SAMPLES = 3     # below this a launch's statistic is not a median
 SEARCH_MAX = 1000          # launches per side the planning searches up to
-# beyond the cap on launches, launches within this factor of the most precise count as
-# equally precise, and the cheapest of them wins
-PRECISION_SLACK = 1.1
 # the between-launch variance a plan counts on: its one-sided upper confidence bound at
 # this level over the launches' df (a planning margin for a spread read off 2-3 launches)
 PLAN_CONFIDENCE = 0.8
@@ -124,12 +134,26 @@ class PairedSpread:
     cells: float
     pairs: int
     within: float = 0.0
+    # (cell key, its own cell part of one round's d, df) where compare's paired test beyond
+    # THIN_LAUNCHES rounds gives the sizes their own parts (stats.launch.Spread.cell_parts:
+    # always below FEW_CELLS sizes, from FEW_CELLS when the gate, asked without the
+    # THIN_LAUNCHES rule, opens); () = every size takes the pooled part
+    cell_parts: tuple[tuple[object, float, float], ...] = ()
+    # the same at most THIN_LAUNCHES rounds, where the test gives every size (of 3 or more)
+    # its own part whatever the gate (stats.launch._diff_spread); () = pooled
+    thin_parts: tuple[tuple[object, float, float], ...] = ()
 
     def parts(self) -> tuple[float, float]:
         """(shared, cell): the variance of one round's d in a cell, as the two components
         of the paired test (ms_launch/S with df_launch, ms_cell (S-1)/S with df_cell)."""
         s = max(self.cells, 1.0)
         return self.ms_launch / s, (self.ms_cell * (s - 1) / s if s > 1 else 0.0)
+
+    def worst_parts(self) -> tuple[float, float]:
+        """(shared, cell) as parts(), the cell part the largest a size is tested on (its
+        own where it has one)."""
+        sh, ce = self.parts()
+        return sh, max([ce] if not self.cell_parts else [v for _k, v, _d in self.cell_parts])
 
 
 def paired_from_rows(rows: Iterable[Mapping], base: str, cand: str, more_rounds: int = 0
@@ -141,7 +165,10 @@ def paired_from_rows(rows: Iterable[Mapping], base: str, cand: str, more_rounds:
     sides needs MIN_PAIRS pairs, else the pool is left out, planned unpaired), with
     more_rounds rounds still to run counted as one more pair per cell (a pilot's plan
     for the campaign's later rounds; 0: the rows as they are). The spread is
-    stats.launch.spread's over the pool's paired cells."""
+    stats.launch.spread's over the pool's paired cells, gated as compare gates it beyond
+    THIN_LAUNCHES rounds (cell_parts), and its own parts as compare gives them at most
+    THIN_LAUNCHES rounds (thin_parts): the plan decides which from the rounds it plans,
+    not from the pilot's."""
     cells: dict[object, dict[tuple, tuple[dict, dict, str]]] = defaultdict(dict)
     found: dict[tuple, Mapping] = {}
     for i, r in enumerate(rows):
@@ -154,7 +181,7 @@ def paired_from_rows(rows: Iterable[Mapping], base: str, cand: str, more_rounds:
         cell[v == cand][(i, int(rep))] = r.get("median")
     out = {}
     for g, by_key in cells.items():
-        block = list(by_key.values())
+        block, keys = list(by_key.values()), list(by_key)
         paired = launch_stats.pair_rounds(block, {k: k[1] for k in found}, more_rounds)
         if paired is None:
             continue
@@ -169,8 +196,12 @@ def paired_from_rows(rows: Iterable[Mapping], base: str, cand: str, more_rounds:
                      / len(pairs))
         sp = launch_stats.spread(d) if d else None
         if sp is not None:
+            thin = launch_stats.spread(d, own=True) or sp
+            own, own_thin = ([(keys[j], v, df) for j, (v, df) in (s.cell_parts or {}).items()]
+                             for s in (sp, thin))
             out[g] = PairedSpread(sp.ms_launch, sp.df_launch, sp.ms_cell, sp.df_cell,
-                                  sp.cells, sp.launches, sum(w) / len(w))
+                                  sp.cells, sp.launches, sum(w) / len(w), tuple(own),
+                                  tuple(own_thin))
     return out
 
 
@@ -182,7 +213,7 @@ def paired_spreads(rows: Sequence[Mapping], variants: Sequence[str], more_rounds
     out: dict[object, PairedSpread] = {}
     for cand in variants[1:]:
         for g, ps in paired_from_rows(rows, variants[0], cand, more_rounds).items():
-            if g not in out or sum(ps.parts()) > sum(out[g].parts()):
+            if g not in out or sum(ps.worst_parts()) > sum(out[g].worst_parts()):
                 out[g] = ps
     return out
 
@@ -205,10 +236,13 @@ def upper_factor(df: float, confidence: float | None = PLAN_CONFIDENCE) -> float
 
 def rounds_for(shared: float, cell: float, cells: float, effect: float, *,
                alpha: float = 0.05, power: float = launch_stats.POWER, family: int = 1,
-               equivalence: bool = False, max_n: int = SEARCH_MAX) -> int | None:
+               equivalence: bool = False, max_n: int = SEARCH_MAX,
+               own_df: float | None = None, pairs: int = 0) -> int | None:
     """Rounds (launches per side, paired) for a decision on a cell whose one-round
     difference has these two variance components (the round part shared by the `cells`
-    sizes, pairs - 1 df; the cell part, (pairs - 1)(cells - 1) df): the paired test's
+    sizes, pairs - 1 df; the cell part, (pairs - 1)(cells - 1) df when pooled, or with
+    own_df the cell's own (moderated) part, estimated with own_df df from `pairs` rounds,
+    at k rounds the df stats.launch.future_df gives it: d0 + k - 1): the paired test's
     noncentral t at k rounds (stats.launch's power computation on the components scaled
     to k), at least MIN_PAIRS. The levels as launches_for: a difference at alpha / family;
     equivalence within ±effect as two one-sided tests at alpha, each with power
@@ -219,7 +253,11 @@ def rounds_for(shared: float, cell: float, cells: float, effect: float, *,
 
     def comps_at(k: int) -> tuple:
         comps = [(shared / k, float(k - 1))]
-        if cell > 0 and cells > 1:
+        if own_df is not None and cell > 0:
+            df = (launch_stats.future_df(own_df, pairs - 1, k - 1, own=True) if pairs > 1
+                  else float(k - 1))
+            comps.append((cell / k, df))
+        elif cell > 0 and cells > 1:
             comps.append((cell / k, float((k - 1) * (cells - 1))))
         return tuple(comps)
 
@@ -307,7 +345,7 @@ class Plan:
                  " --accept-approximate")
         sd = ((f"paired by round, sd of a round's difference "
                f"{math.sqrt(2 * b.launch_var):.3f}") if self.paired
-              else f"pooled launch sd {math.sqrt(b.launch_var):.3f}") + (
+              else f"launch sd {math.sqrt(b.launch_var):.3f}") + (
             f", its {100 * self.confidence:g}% upper bound" if self.confidence else "")
         if self.within_cap:
             return (f"{knobs}, {b.launches} launches per side for {what} ({sd}), "
@@ -317,8 +355,8 @@ class Plan:
         cap = (f", more than the {self.max_launches} planned"
                if self.max_launches < SEARCH_MAX else "")
         return (f"{knobs}, {b.launch_s:.2f} s per launch ({sd}): {what} needs {need}{cap}, "
-                f"so the launches are the most precise ones (within "
-                f"{100 * (PRECISION_SLACK - 1):g}%) at the least time")
+                f"so the launches are the ones with the least launch time to it (the most "
+                f"precision per second)")
 
 
 def samples_at(cell: CellCost, target_pct: float, min_samples: int = CORE_MIN_SAMPLES,
@@ -352,6 +390,27 @@ def pooled_launch_var(sides: Sequence[Components], keys: Iterable[object], targe
         samples_at(c, target_pct, min_samples, max_time)))
 
 
+def own_launch_var(sides: Sequence[Components], keys: Iterable[object], target_pct: float,
+                   min_samples: int = CORE_MIN_SAMPLES,
+                   max_time: float = CORE_DEFAULT_MAX_TIME) -> dict[object, float]:
+    """{pool: the largest over its cells of the cell's own variance of one launch (the mean
+    over the sides of sigma_L^2 + B/n)}: what compare's test gives a cell where the sizes
+    keep their own cell parts (Spread.cell_parts), whose standard error is then the
+    cell's own launch variance, sigma_L^2 of that size (ms_launch/S + its own part)."""
+    keys = set(keys)
+    acc: dict[object, list[float]] = defaultdict(list)
+    for s in sides:
+        for c in s.cells:
+            if c.key in keys:
+                acc[c.key].append(c.launch_var(samples_at(c, target_pct, min_samples,
+                                                          max_time)))
+    out: dict[object, float] = {}
+    for key, v in acc.items():
+        g = pool_of(key)
+        out[g] = max(out.get(g, 0.0), sum(v) / len(v))
+    return out
+
+
 def _pool_mean(sides: Sequence[Components], keys: Iterable[object],
                value: Callable[[CellCost], float]) -> dict[object, float]:
     """{pool: the mean of value(cell) over the sides' cells in keys that the pool holds}."""
@@ -362,6 +421,24 @@ def _pool_mean(sides: Sequence[Components], keys: Iterable[object],
             if c.key in keys:
                 acc[pool_of(c.key)].append(value(c))
     return {g: sum(v) / len(v) for g, v in acc.items()}
+
+
+def own_part_pools(sides: Sequence[Components], keys: Iterable[object],
+                   more: Iterable[object] = (), thin: bool = False) -> set[object]:
+    """The pools whose cells compare tests on their own cell parts: those with
+    MIN_MODERATE_CELLS to FEW_CELLS - 1 of keys (own parts at any launch count; 2 sizes
+    are pooled: stats.launch._cell_parts), and `more` (from
+    FEW_CELLS, where the gate opens: plan_from_rows asks stats.launch.gated_spreads).
+    thin: at most THIN_LAUNCHES launches per side, where every pool of MIN_MODERATE_CELLS
+    or more sizes has them (no gate)."""
+    count: dict[object, set] = defaultdict(set)
+    for s in sides:
+        for c in s.cells:
+            if c.key in keys:
+                count[pool_of(c.key)].add(c.key)
+    top = math.inf if thin else launch_stats.FEW_CELLS
+    return {g for g, ks in count.items()
+            if launch_stats.MIN_MODERATE_CELLS <= len(ks) < top} | set(more)
 
 
 def between_margin(sides: Sequence[Components], confidence: float | None = PLAN_CONFIDENCE
@@ -390,7 +467,8 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
          min_samples: int = CORE_MIN_SAMPLES, max_times: Iterable[float] = MAX_TIMES,
          max_launches: int = SEARCH_MAX,
          confidence: float | None = PLAN_CONFIDENCE,
-         paired: Mapping[object, PairedSpread] | None = None) -> Plan | None:
+         paired: Mapping[object, PairedSpread] | None = None,
+         keep_within: bool = False, own_pools: Iterable[object] = ()) -> Plan | None:
     """The core's --target and --max-time for the later launches of a comparison.
 
     The between-launch variances are taken at their upper `confidence` bound
@@ -400,24 +478,27 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
     sides: the components of each side (the cells present on all sides are planned).
     At each (target, max-time) pair, a launch of a side costs fixed_s + the sum of its
     cells' samples x sample_s, and each benchmark's cells share the pooled launch variance
-    compare's test gives them (pooled_launch_var); the launches per side are
-    launches_for(that sd) for the worst benchmark (family: Holm rows for a difference,
-    default the cells). Then:
+    compare's test gives them (pooled_launch_var), or where compare gives the sizes own
+    cell parts (own_part_pools; own_pools: where the gate opens) the noisiest size's
+    (own_launch_var); the launches per side are launches_for(that sd) for the worst
+    benchmark (family: Holm rows for a difference, default the cells), as compare will
+    test them at that count: at most THIN_LAUNCHES per side where every size of 3 or more
+    on its own part decides (own_part_pools(thin=True), PairedSpread.thin_parts), else at
+    least THIN_LAUNCHES + 1 on the gated view (_launches_in_view). Then:
 
     - when some pair decides within max_launches (the campaign's cap on launches per
       side), the pair with the least launch time to the decision (launches x seconds);
-    - else, the launches cannot decide everything in the cap, so precision per launch
-      comes first: among the pairs whose pooled variance is within PRECISION_SLACK of the
-      smallest, the one with the cheapest launch (its launches say what a decision would
-      need beyond the cap). Without a cap that binds this is the old "cheapest precision"
-      only when sampling cannot reduce the spread (sigma_L dominates: every pair is
-      within the slack, and the cheapest wins).
+    - else (the launches cannot decide everything in the cap), the pair with the least
+      launch time to the decision beyond the cap, and where none decides within
+      SEARCH_MAX either, the least launch_var x launch_s (the most precision per second
+      of launches); _best says why.
 
     paired: {pool: PairedSpread} when the launches are tested paired by round (an
     interleaved campaign): the launches per side are then the rounds the paired test needs
-    (rounds_for) at the round differences' components, each at its upper `confidence`
-    bound, with the pilot's within-launch part replaced by the one at each pair of
-    options; the pools without a PairedSpread are planned unpaired as above.
+    (rounds_for) at the round differences' components of its worst cell (_paired_cells),
+    each at its upper `confidence` bound, the pilot's within-launch part replaced by the
+    one at each pair of options (keep_within: kept, see _paired_parts); pools without
+    a PairedSpread are planned unpaired as above.
 
     None when no cell is common."""
     if not sides:
@@ -428,33 +509,26 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
     factor = between_margin(sides, confidence)
     sides = [_widened(s, factor) for s in sides]
     fam = family if family is not None else len(common)
+    views = {False: own_part_pools(sides, common, own_pools),
+             True: own_part_pools(sides, common, thin=True)}
+    levels = dict(alpha=alpha, power=power, family=fam, equivalence=equivalence)
     tried: list[Choice] = []
     for t, max_time in ((t, m) for m in max_times for t in targets):
-        cost, samples = 0.0, {}
-        for s in sides:
-            cost += s.fixed_s
-            for c in s.cells:
-                if c.key in common:
-                    n = samples_at(c, t, min_samples, max_time)
-                    cost += n * c.sample_s
-                    samples[c.key] = max(samples.get(c.key, 0), round(n))
+        cost, samples = _launch_cost(sides, common, t, min_samples, max_time)
         launch_s = cost / len(sides)
-        pooled = pooled_launch_var(sides, common, t, min_samples, max_time)
-        ks, worst = [], 0.0
-        unpaired = {g: v for g, v in pooled.items() if not paired or g not in paired}
-        if unpaired:
-            worst = max(unpaired.values())
-            ks.append(launches_for(math.sqrt(worst), effect, alpha=alpha, power=power,
-                                   family=fam, equivalence=equivalence, max_n=SEARCH_MAX))
-        if paired:
-            within = pooled_within(sides, common, t, min_samples, max_time)
-            for g, ps in paired.items():
-                sh, ce = _paired_parts(ps, within.get(g), confidence)
-                # the same scale as an unpaired side's launch variance: var(d) / 2
-                worst = max(worst, (sh + ce) / 2)
-                ks.append(rounds_for(sh, ce, ps.cells, effect, alpha=alpha, power=power,
-                                     family=fam, equivalence=equivalence))
-        k = None if not ks or any(x is None for x in ks) else max(ks)
+        within = None if keep_within or not paired else pooled_within(
+            sides, common, t, min_samples, max_time)
+        # compare tests at most THIN_LAUNCHES launches per side on every size's own part
+        # (no gate) and beyond them gated: the launches are planned the way they will be
+        # tested, whatever the pilot's count
+        k, worst = _launches_in_view(
+            _planned_launch_var(sides, common, views[True], t, min_samples, max_time),
+            paired, within, confidence, common, effect, levels, thin=True)
+        if k is None:
+            k, worst = _launches_in_view(
+                _planned_launch_var(sides, common, views[False], t, min_samples, max_time),
+                paired, within, confidence, common, effect, levels, thin=False)
+            k = None if k is None else max(k, launch_stats.THIN_LAUNCHES + 1)
         if k is not None and k > SEARCH_MAX:
             k = None
         tried.append(Choice(float(t), k, launch_s, k * cost if k else math.inf, samples,
@@ -464,8 +538,61 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
                 confidence if factor != 1.0 or paired else None, bool(paired))
 
 
+def _launches_in_view(pooled: Mapping[object, float],
+                      paired: Mapping[object, PairedSpread] | None, within: dict | None,
+                      confidence: float | None, common: set, effect: float, levels: dict,
+                      thin: bool) -> tuple[int | None, float]:
+    """(launches per side, the worst launch variance) plan() needs where compare tests
+    as at most THIN_LAUNCHES launches per side (thin: every size its own part, None
+    beyond THIN_LAUNCHES) or beyond them (gated): unpaired pools on `pooled`, paired ones
+    on their round differences' components (rounds_for, _paired_cells)."""
+    max_n = launch_stats.THIN_LAUNCHES if thin else SEARCH_MAX
+    ks, worst = [], 0.0
+    unpaired = {g: v for g, v in pooled.items() if not paired or g not in paired}
+    if unpaired:
+        worst = max(unpaired.values())
+        ks.append(launches_for(math.sqrt(worst), effect, max_n=max_n, **levels))
+    for g, ps in (paired or {}).items():
+        w = None if within is None else within.get(g)
+        for sh, ce, own_df in _paired_cells(ps, w, confidence, common, thin):
+            # the same scale as an unpaired side's launch variance: var(d) / 2
+            worst = max(worst, (sh + ce) / 2)
+            ks.append(rounds_for(sh, ce, ps.cells, effect, own_df=own_df, pairs=ps.pairs,
+                                 max_n=max_n, **levels))
+    k = None if not ks or any(x is None or x > max_n for x in ks) else max(ks)
+    return k, worst
+
+
+def _launch_cost(sides: Sequence[Components], common: set, t: float, min_samples: int,
+                 max_time: float) -> tuple[float, dict]:
+    """(seconds of one launch of every side, {cell key: samples, the most of the sides})
+    at these options."""
+    cost, samples = 0.0, {}
+    for s in sides:
+        cost += s.fixed_s
+        for c in s.cells:
+            if c.key in common:
+                n = samples_at(c, t, min_samples, max_time)
+                cost += n * c.sample_s
+                samples[c.key] = max(samples.get(c.key, 0), round(n))
+    return cost, samples
+
+
+def _planned_launch_var(sides: Sequence[Components], common: set, own: set, t: float,
+                        min_samples: int, max_time: float) -> dict[object, float]:
+    """{pool: the variance of one launch plan() meets}: pooled_launch_var, or in the
+    pools whose sizes keep their own cell parts (own) own_launch_var."""
+    pooled = pooled_launch_var(sides, common, t, min_samples, max_time)
+    pooled.update({g: v for g, v in own_launch_var(sides, common, t, min_samples,
+                                                   max_time).items() if g in own})
+    return pooled
+
+
 def plan_from_rows(rows: Sequence[Mapping], order: Sequence[str], margin: float, cap: int,
-                   *, interleaved: bool = True, rounds: int | None = None) -> Plan | None:
+                   *, interleaved: bool = True, rounds: int | None = None,
+                   targets: Iterable[float] = TARGETS,
+                   max_times: Iterable[float] = MAX_TIMES,
+                   keep_within: bool = False) -> Plan | None:
     """The plan `budget = "auto"` makes for a core group from its finished launches' rows
     (store.report_queries.launch_cost_rows): equivalence within ±margin, at most cap
     launches per variant (plan()'s max_launches). order: the campaign's variants, the
@@ -473,8 +600,10 @@ def plan_from_rows(rows: Sequence[Mapping], order: Sequence[str], margin: float,
     round (order = "interleaved"), so the pools compare will pair are planned on the round
     differences (paired_spreads against the first variant present). rounds: the rounds
     per variant the campaign runs in all, the ones after the rows' count towards compare's
-    pairing (paired_from_rows' more_rounds); None: the rows' own rounds only. None when
-    fewer than two variants have components."""
+    pairing (paired_from_rows' more_rounds); None: the rows' own rounds only. targets,
+    max_times: the options plan() may choose among (one of each: the launches per side at
+    the options the launches already run at); keep_within: as plan()'s, for rows that all
+    ran at those options. None when fewer than two variants have components."""
     comps = components_from_rows(rows)
     sides = list(comps.values())
     if len(sides) < 2:
@@ -484,18 +613,54 @@ def plan_from_rows(rows: Sequence[Mapping], order: Sequence[str], margin: float,
         seen = len({r["repeat"] for r in rows if r.get("repeat") is not None})
         more = max(0, rounds - seen) if rounds is not None else 0
         paired = paired_spreads(rows, [v for v in order if v in comps], more)
-    return plan(sides, margin, equivalence=True, max_launches=cap, paired=paired or None)
+    return plan(sides, margin, equivalence=True, max_launches=cap, paired=paired or None,
+                targets=targets, max_times=max_times, keep_within=keep_within,
+                own_pools=gated_pools(rows, [v for v in order if v in comps]))
+
+
+def gated_pools(rows: Iterable[Mapping], variants: Sequence[str]) -> set[object]:
+    """The pools in which compare's unpaired test beyond THIN_LAUNCHES launches per side,
+    baseline (the first variant) against some other variant, gives the sizes their own
+    cell parts: the one gate of stats.launch.gated_spreads opens, asked without its
+    THIN_LAUNCHES rule (at a 2-3-launch pilot that rule gave every pool own parts,
+    although compare at the planned launches gates them; below FEW_CELLS sizes they
+    always have them, and at most THIN_LAUNCHES launches every pool: own_part_pools)."""
+    by: dict[str, dict[object, dict[object, dict[object, float]]]] = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(dict)))
+    for r in rows:
+        if r.get("median"):
+            key = (r["benchmark"], r["size"])
+            by[r["variant"]][pool_of(key)][key][r.get("run_id")] = r["median"]
+    out: set[object] = set()
+    for cand in variants[1:]:
+        for g, cells in by.get(variants[0], {}).items():
+            other = by.get(cand, {}).get(g)
+            if g in out or not other or len(cells) < launch_stats.FEW_CELLS:
+                continue
+            if any(sp is not None and sp.cell_parts
+                   for sp in launch_stats.gated_spreads([cells, other], thin=False)):
+                out.add(g)
+    return out
 
 
 def _best(tried: Sequence[Choice], max_launches: int) -> Choice:
     """plan()'s choice among the pairs tried: the least launch time to a decision within
-    max_launches, else the cheapest launch among the most precise (PRECISION_SLACK)."""
+    max_launches; else (nothing decides within the cap) the least launch time to a
+    decision beyond it (launches up to SEARCH_MAX), and where none decides even there the
+    least launch time per unit of precision (launch_var x launch_s: at a fixed launch
+    time, the variance of the mean over launches is proportional to it). Beyond the cap
+    this is the same criterion as within it: launches needed scale with the variance, so
+    the least time to any decision is the least variance x seconds. (It used to take the
+    cheapest of the most precise pairs, within PRECISION_SLACK: at the bench's 2-round
+    pilot that bought launches of 0.21 s instead of 0.14 s for a variance at most 10%
+    smaller.)"""
     feasible = [c for c in tried if c.launches is not None and c.launches <= max_launches]
     if feasible:
         return min(feasible, key=lambda c: (c.total_s, -c.target_pct, -c.max_time))
-    floor = min(c.launch_var for c in tried)
-    near = [c for c in tried if c.launch_var <= PRECISION_SLACK * floor]
-    return min(near, key=lambda c: (c.launch_s, -c.target_pct, -c.max_time))
+    beyond = [c for c in tried if c.launches is not None]
+    if beyond:
+        return min(beyond, key=lambda c: (c.total_s, -c.target_pct, -c.max_time))
+    return min(tried, key=lambda c: (c.launch_var * c.launch_s, -c.target_pct, -c.max_time))
 
 
 def pooled_within(sides: Sequence[Components], keys: Iterable[object], target_pct: float,
@@ -508,14 +673,37 @@ def pooled_within(sides: Sequence[Components], keys: Iterable[object], target_pc
     return {g: 2 * v for g, v in mean.items()}
 
 
-def _paired_parts(ps: PairedSpread, within: float | None,
-                  confidence: float | None) -> tuple[float, float]:
+def _paired_cells(ps: PairedSpread, within: float | None, confidence: float | None,
+                  keys: Iterable[object], thin: bool = False
+                  ) -> list[tuple[float, float, float | None]]:
+    """What each cell of a paired pool is planned on, as compare's paired test will test
+    it (thin: at most THIN_LAUNCHES rounds, ps.thin_parts; else beyond, ps.cell_parts):
+    (shared, cell, own_df) with the pooled cell part (own_df None) where the sizes
+    take it, else one row per cell in keys with its own part at its df (own_df); each as
+    _paired_parts."""
+    parts = ps.thin_parts if thin else ps.cell_parts
+    if not parts:
+        return [(*_paired_parts(ps, within, confidence), None)]
+    keys = set(keys)
+    return [(*_paired_parts(ps, within, confidence, (v, df)), df)
+            for key, v, df in parts if key in keys]
+
+
+def _paired_parts(ps: PairedSpread, within: float | None, confidence: float | None,
+                  own: tuple[float, float] | None = None) -> tuple[float, float]:
     """The paired test's two components of one round's d at the plan's options: each at
     its upper confidence bound over its df, the pilot's within-launch part (in both, as
-    1/S and (S-1)/S of it) replaced by `within` (None: kept)."""
+    1/S and (S-1)/S of it) replaced by `within` (None: kept; plan's keep_within, for rows
+    whose launches all ran at the one pair of options planned: their variance of d is
+    already the one at those options, and the model's within part, B/n from the median B,
+    can be far below the mean of few-sample launches' CIs, which clipped both components
+    to 0 and planned 3 rounds). own: (a cell's own part, its df) in place of the pooled
+    cell part (the within-launch change enters it as the pooled part's (S-1)/S share: the
+    plan's within part is the pool's mean, not each size's)."""
     sh, ce = ps.parts()
     sh *= upper_factor(ps.df_launch, confidence)
-    ce *= upper_factor(ps.df_cell, confidence)
+    ce = (ce * upper_factor(ps.df_cell, confidence) if own is None
+          else own[0] * upper_factor(own[1], confidence))
     if within is not None:
         s = max(ps.cells, 1.0)
         delta = within - ps.within

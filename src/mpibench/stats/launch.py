@@ -45,8 +45,15 @@ MIN_PAIRS = 3
 MIN_MODERATE_CELLS = 3
 # Below this many cells the Bartlett gate has almost no power (one size 6x noisier: it
 # rejects in 0% of benchmarks at 3 sizes, 2% at 4), so it is skipped: every cell keeps
-# its own part, unmoderated (bench/bench_inference.py --only-hetero chose both).
+# its own part, unmoderated, whatever the launches (bench/bench_inference.py
+# --only-hetero chose both).
 FEW_CELLS = 6
+# From FEW_CELLS cells on, a comparison whose every side has at most this many launches
+# (1-2 df per size) is not gated either: every cell keeps its own part, as below
+# FEW_CELLS. Bartlett's test on 1-2 df per size mostly stayed shut there and a size 6x
+# noisier took the pooled part: 10-24% false positives at 2+2 and 3+3, 6-22 sizes
+# (gated_spreads; docs/statistics.md "Sizes that are not equally noisy").
+THIN_LAUNCHES = 3
 # The power the planning numbers are computed for.
 POWER = 0.8
 
@@ -266,8 +273,9 @@ WELCH_MIN_DF = 3
 
 
 # The floor on a thin side (floor_component): a variance component estimated with fewer
-# than WELCH_MIN_DF df (the launch part of a side with 2-3 launches, or its whole variance
-# when not pooled) is never taken as smaller than the other side's matching component.
+# than WELCH_MIN_DF df (the launch part of a side with 2-3 launches, a cell's own cell part
+# there, or its whole variance when not pooled) is never taken as smaller than the other
+# side's matching component.
 
 
 def _thin(var: float, df: float, other_var: float, other_df: float) -> bool:
@@ -300,8 +308,8 @@ def floor_component(var: float, df: float, other_var: float, other_df: float
 # else as its own, raised so that it falls short of the true variance with probability
 # 1 - PLAN_OWN_QUANTILE (a 1-2 df estimate is mostly below its mean: chi2 with 1 df has its
 # median at 0.45 of it). Chosen by simulation, docs/statistics.md "Planning". Unpaired
-# sides only: a paired test plans on its round differences' own spread, still optimistic
-# at 3-4 rounds (about 70% true power, docs/statistics.md).
+# sides only: a paired test has no thin side; its round part is raised by
+# plan_round_part.
 PLAN_SAME_LEVEL = 0.85
 PLAN_OWN_QUANTILE = 0.55
 
@@ -341,9 +349,35 @@ def plan_component(var: float, df: float, other_var: float, other_df: float,
     return max(raised, own, other_var), df
 
 
+# Planning a paired test (plan_round_part): the round part of the differences (what a
+# round's difference shares over the sizes, pairs - 1 df; with one size or unpooled, the
+# differences' whole variance) is read as the value its estimate falls short of with
+# probability 1 - PLAN_ROUND_QUANTILE. docs/statistics.md "Planning", "Paired by round".
+PLAN_ROUND_QUANTILE = 0.5
+
+
+def plan_round_part(var: float, df: float, floor: float = 0.0) -> float:
+    """What the planning figures take for a paired test's round part (var, df): the part
+    above floor (what the side knows from many df: pooled over S sizes, the round part
+    is var(e) + var(v)/S, so ms_cell / S; 0 when unknown) scaled by
+    df / chi2_{1 - PLAN_ROUND_QUANTILE}(df), so that it exceeds the true variance with
+    probability PLAN_ROUND_QUANTILE (x1.44 at 2 df, x1.27 at 3, x1.10 at 7, -> 1 as df
+    grows). The figure is read as a median, and an estimate with few df is below its
+    mean most of the time: planned as it stands, 3-5 rounds had 64-73% true power.
+    Never below var."""
+    if df <= 0 or var <= floor:
+        return var
+    q = float(_chi2_ppf(1.0 - PLAN_ROUND_QUANTILE, df))
+    return max(var, floor + (var - floor) * df / q) if q > 0 else var
+
+
 def _plan_sides(spreads: list) -> list:
     """Both sides' Spreads with plan_component applied to their launch parts, the floor
-    from each side's own cell part (ms_cell / S: var(u) >= 0)."""
+    from each side's own cell part (ms_cell / S: var(u) >= 0), and each cell's own cell
+    part as the test will use it (_each_cell's thin-side floor), raised median-unbiased
+    (plan_round_part, as the paired test's) where it has < WELCH_MIN_DF df: planned as
+    they stood, 2+2 and 3+3 at any number of sizes (own parts below 6) and 3 vs 7 had
+    64-70% true power. docs/statistics.md "Planning"."""
     a, b = spreads
     if a is None or b is None:
         return spreads
@@ -352,13 +386,18 @@ def _plan_sides(spreads: list) -> list:
         floor = own.ms_cell / own.cells if own.df_cell > 0 and own.cells > 1 else 0.0
         v, d = plan_component(own.ms_launch / own.cells, own.df_launch,
                               other.ms_launch / other.cells, other.df_launch, floor)
-        out.append(own._replace(ms_launch=v * own.cells, df_launch=d))
+        parts = _each_cell(own, other, floor_component)
+        if parts:
+            parts = {k: ((plan_round_part(pv, pd), pd) if pd < WELCH_MIN_DF else (pv, pd))
+                     for k, (pv, pd) in parts.items()}
+        out.append(own._replace(ms_launch=v * own.cells, df_launch=d, cell_parts=parts))
     return out
 
 
 def _each_side(spreads: list, component) -> list:
-    """Both sides' Spreads with component (floor_component) applied to
-    their launch parts, each against the other side's: (variance, df) per side."""
+    """Both sides' Spreads with component (floor_component) applied to their launch parts
+    and to each cell's own cell part, each against the other side's matching part (its
+    launch part; that cell's part, its own or the pooled one): (variance, df) per side."""
     a, b = spreads
     if a is None or b is None:
         return spreads
@@ -366,7 +405,33 @@ def _each_side(spreads: list, component) -> list:
     for own, other in ((a, b), (b, a)):
         v, d = component(own.ms_launch / own.cells, own.df_launch,
                          other.ms_launch / other.cells, other.df_launch)
-        out.append(own._replace(ms_launch=v * own.cells, df_launch=d))
+        out.append(own._replace(ms_launch=v * own.cells, df_launch=d,
+                                cell_parts=_each_cell(own, other, component)))
+    return out
+
+
+def _each_cell(own: Spread, other: Spread, component) -> dict | None:
+    """own's cell parts (Spread.cell_parts) with component applied to each against the
+    other side's part for that cell (its own, or the pooled one). A thin side's part
+    (2-3 launches: 1-2 df of its own, however many a moderated part borrows from its
+    other sizes) is floored as its launch part is, judged on its launches' df: in a size
+    whose launches fall in two modes, all of a 2-launch side's land in one half of the
+    time (unfloored: 8.3-16.9% false positives there at 2 vs 7 and 3 vs 7, 3-8 sizes;
+    floored 0.3-2.8%; docs/statistics.md "A side with 2-3 launches"). Floored, the part
+    has one df more than its own, never more than the other's; equal launch counts are
+    left alone."""
+    if not own.cell_parts:
+        return own.cell_parts
+    out = {}
+    for key, (v, d) in own.cell_parts.items():
+        theirs = other.components(1, key)
+        if len(theirs) < 2 or other.df_launch <= own.df_launch:
+            out[key] = (v, d)
+            continue
+        # a moderated part of a thin side (6+ sizes, the gate open) has many df, most of
+        # them its other sizes': judged on its own launches' df, floored to one df more
+        fv, _fd = component(v, min(d, own.df_launch), *theirs[1])
+        out[key] = (v, d) if fv == v else (fv, min(theirs[1][1], d + 1))
     return out
 
 
@@ -592,13 +657,17 @@ class Spread(NamedTuple):
 
 
 def spread(side: Mapping[object, Mapping[str, float]], moderate: bool = True,
-           force: bool = False) -> Spread | None:
+           force: bool = False, own: bool = False, floor_own: bool = False
+           ) -> Spread | None:
     """Spread of one side from {cell: {launch id: statistic}} (the cells of one benchmark;
     launches are matched by id across cells). None with fewer than two launches, or when
     the cells do not overlap enough to separate the two parts. moderate: each cell's own
     cell part where the sizes differ (Spread.cell_parts, _cell_parts); False: the pooled
     part for every cell (the model before). force: skip the Bartlett gate (the other side
-    of the benchmark rejected it: compare_cells gates a benchmark once)."""
+    of the benchmark rejected it: compare_cells gates a benchmark once). own: every cell
+    its own unmoderated part at any number of cells (no gate: both sides thin,
+    gated_spreads). floor_own: an own part never below its w_s (_cell_parts; the paired
+    spread, _diff_spread)."""
     keyed = [(key, {k: math.log(v) for k, v in by.items()
                     if v is not None and math.isfinite(v) and v > 0})
              for key, by in side.items()]
@@ -633,15 +702,51 @@ def spread(side: Mapping[object, Mapping[str, float]], moderate: bool = True,
         res = np.where(obs, r - m[:, None], 0.0)
         ms_cell = float((res * res).sum()) / df_cell
         if moderate:
-            parts = _cell_parts(keys, res, obs, ms_cell, df_cell, s_bar, force)
+            parts = _cell_parts(keys, res, obs, ms_cell, df_cell, s_bar, force, own,
+                                floor_own)
     else:
         ms_cell, df_cell, s_bar = 0.0, 0, 1.0
         ms_launch = float((r[:, 0] ** 2).sum()) / (n - 1) if s_cols == 1 else ms_launch
     return Spread(ms_launch, n - 1, ms_cell, df_cell, s_bar, n, parts)
 
 
+def gated_spreads(sides: Sequence[Mapping[object, Mapping[Hashable, float | None]]],
+                  known: Sequence[tuple[float, float]] = (), thin: bool = True
+                  ) -> list[Spread | None]:
+    """Each side's Spread (spread) for one comparison of a benchmark's cells, the sizes
+    gated ONCE for the comparison: from FEW_CELLS cells on, where any side's gate finds
+    the sizes' cell parts unlike (its Spread has cell_parts), or the per-cell variances
+    `known` of a side summarised without its launches ((variance of one launch, df) per
+    cell, e.g. a stored reference's sd_log^2 with launches - 1 df) fail Bartlett's test
+    (stats.moderate.alike), every side keeps its own (moderated) parts (spread(force=True)).
+    Gated one side at a time, a noisy size whose own side's gate stayed closed took the
+    pooled part: the other side's evidence that it is noisy was thrown away. Where every
+    side has at most THIN_LAUNCHES launches (and `known` at most THIN_LAUNCHES - 1 df), no
+    gate: every cell its own part (spread(own=True)); the gate on 1-2 df per size mostly
+    stayed shut and a noisy size took the pooled part. Below FEW_CELLS each side as
+    spread() makes it (every cell its own part). compare_cells and gate_reference call it; a paired block has one spread
+    (of the round differences) and is gated once anyway. thin=False: no THIN_LAUNCHES
+    rule (the gate as compare will ask it once the sides have more launches: the budget's
+    plan beyond THIN_LAUNCHES from a thinner pilot)."""
+    out = [spread(side) for side in sides]
+    cells = max((len(side) for side in sides), default=0)
+    if cells < FEW_CELLS or any(s is None for s in out):
+        return out
+    if thin and all(s.launches <= THIN_LAUNCHES for s in out) and \
+            all(d <= THIN_LAUNCHES - 1 for _v, d in known):
+        return [spread(side, own=True) or s for s, side in zip(out, sides, strict=True)]
+    differ = any(s.cell_parts for s in out)
+    if not differ and len(known) >= moderate_mod.MIN_GROUPS:
+        differ = not moderate_mod.alike([v for v, _d in known], [d for _v, d in known])
+    if not differ:
+        return out
+    return [s if s.cell_parts else spread(side, force=True) or s
+            for s, side in zip(out, sides, strict=True)]
+
+
 def _cell_parts(keys: list, res: np.ndarray, obs: np.ndarray, ms_cell: float,
-                df_cell: float, s_bar: float, force: bool = False) -> dict | None:
+                df_cell: float, s_bar: float, force: bool = False, own_all: bool = False,
+                floor_own: bool = False) -> dict | None:
     """Each cell's own cell part, moderated toward the others' (stats.moderate), or None
     where the sizes' parts look alike (prior df infinite: the pooled ms_cell for all).
 
@@ -656,9 +761,12 @@ def _cell_parts(keys: list, res: np.ndarray, obs: np.ndarray, ms_cell: float,
     MIN_MODERATE_CELLS cells (with 2 the two cells' residuals are the same up to sign).
     Below FEW_CELLS cells there is no gate and no moderation: each cell its own w_s with
     n_s - 1 df (with 3-5 sizes neither the gate nor the prior can tell a noisy size),
-    where every cell has WELCH_MIN_DF df or more (4+ launches); with 2-3 launches the
-    gate as above (an own part on 1-2 df would make the test Cochran-Cox on them).
-    force: moderate without the gate (the benchmark's other side rejected it)."""
+    also with 2-3 launches (1-2 df: Cochran-Cox on them, conservative; gated, Bartlett
+    on 1-2 df per size almost never rejected and a noisy size among 3-5 took the pooled
+    part: 8-21% false positives there at 2+2, 3+3, 2 vs 7, 3 vs 7).
+    force: moderate without the gate (the benchmark's other side rejected it). own_all:
+    every cell its own w_s with n_s - 1 df at any number of cells (a comparison of thin
+    sides, gated_spreads). floor_own: an own part at least its w_s, not 0 (paired)."""
     s = res.shape[1]
     if s < MIN_MODERATE_CELLS or s_bar < MIN_MODERATE_CELLS:
         return None
@@ -666,7 +774,7 @@ def _cell_parts(keys: list, res: np.ndarray, obs: np.ndarray, ms_cell: float,
     if np.any(d < 1):
         return None
     w = (res * res).sum(axis=0) / d
-    if s < FEW_CELLS and float(d.min()) >= WELCH_MIN_DF:
+    if s < FEW_CELLS or own_all:
         own = np.ones(s, dtype=bool)
         shrunk = [(float(wi), float(di)) for wi, di in zip(w, d, strict=True)]
     else:
@@ -686,7 +794,13 @@ def _cell_parts(keys: list, res: np.ndarray, obs: np.ndarray, ms_cell: float,
         # pooled term) was measured and is far too conservative (5+5 unpaired, one size
         # 6x noisier, 3-8 sizes: A/A FP 0.1-4.6%, power at the quiet sizes for a 10%
         # gain 53.5% -> 15.2% at 8 sizes) where tau2's df keeps every size at <= 5.7%
-        part = max(0.0, tau2 * scale - sub)
+        # floor_own (the paired spread): a size's own part never below its own tau2
+        # (own part - tau_s^2 = 2 (sigma_s^2 - mean(sigma^2)) / S: unbiased for alike
+        # sizes, conservative by at most 2 mean(sigma^2)/S for a quiet one). Clipped at 0,
+        # an own part on 2 df (3 rounds) was 0 in 1 - exp(-2/S) of alike cells and the
+        # cell's se only the round part's ~1/sqrt(S). Unpaired thin sides keep the clip:
+        # each side's launch part on 1-2 df keeps them at alpha; the floor cost power
+        part = max(tau2 * scale - sub, tau2 if o and floor_own else 0.0)
         out[key] = (part, min(df, df_cell))
     return out
 
@@ -707,8 +821,8 @@ def compare_cells(cells: Sequence[tuple[Mapping[str, float | None], Mapping[str,
     the cell-specific part then has many df; the shared part keeps the launches' own
     df, since no number of sizes tells more about a launch effect they all share. The
     reference distribution is Cochran-Cox's weighted t over the four components (see
-    cochran_cox_crit). A side with 2-3 launches never has a launch part below the other
-    side's (floor_component). pool=False, or a side whose cells cannot be pooled, tests each
+    cochran_cox_crit). A side with 2-3 launches never has a launch part, or a cell's own
+    part, below the other side's (floor_component). pool=False, or a side whose cells cannot be pooled, tests each
     cell on its own launches (the same weighted t with one component per side).
 
     rounds: {launch id: its round key} for the launches that ran in a round of an
@@ -719,15 +833,9 @@ def compare_cells(cells: Sequence[tuple[Mapping[str, float | None], Mapping[str,
     paired = pair_rounds(cells, rounds)
     if paired is not None:
         return _paired_cells(cells, paired, alpha, level, pool)
-    sides = ([b for b, _c, _ in cells], [c for _b, c, _ in cells])
-    spreads = [spread(dict(enumerate(s))) if pool and len(cells) > 1 else None
-               for s in sides]
-    if len(cells) >= FEW_CELLS and all(s is not None for s in spreads) \
-            and any(s.cell_parts for s in spreads):
-        # one gate per benchmark: where either side's sizes differ, both keep their own
-        # (below FEW_CELLS there is no gate: each side its own parts where it has the df)
-        spreads = [s if s.cell_parts else spread(dict(enumerate(side)), force=True) or s
-                   for s, side in zip(spreads, sides, strict=True)]
+    sides = [dict(enumerate(b for b, _c, _ in cells)),
+             dict(enumerate(c for _b, c, _ in cells))]
+    spreads = gated_spreads(sides) if pool and len(cells) > 1 else [None, None]
     if any(s is None for s in spreads):
         spreads = [None, None]
     plan = _plan_sides(spreads)
@@ -926,8 +1034,13 @@ def pair_spread(cells: Sequence[tuple[Mapping[Hashable, float | None],
 
 
 def _diff_spread(diffs: list[dict[Hashable, float]]) -> Spread | None:
-    """Spread of per-round differences (spread takes statistics and logs them)."""
-    return spread({i: {r: math.exp(v) for r, v in d.items()} for i, d in enumerate(diffs)})
+    """Spread of per-round differences (spread takes statistics and logs them). With at
+    most THIN_LAUNCHES rounds every cell keeps its own part, as gated_spreads does for
+    thin unpaired sides (3 rounds, 8 sizes, one 6x noisier: the gate on 2 df per size
+    gave it 26.5% A/A false positives, its own part 5.0%)."""
+    rounds = {r for d in diffs for r in d}
+    return spread({i: {r: math.exp(v) for r, v in d.items()} for i, d in enumerate(diffs)},
+                  own=len(rounds) <= THIN_LAUNCHES, floor_own=True)
 
 
 def _paired_cells(cells, paired, alpha: float, level: float, pool: bool) -> list[LaunchTest]:
@@ -972,8 +1085,15 @@ def paired_test(d: np.ndarray, sp: Spread | None, unpaired: int = 0, alpha: floa
     shared = sp.shared(n) if pooled else 0.0
     parts = (_parts(sp, n),) if pooled else ()
     own = pooled and sp.own_part(cell) is not None
+    floor = sp.ms_cell / sp.cells / n if pooled and sp.df_cell > 0 and sp.cells > 1 else 0.0
+    (v0, d0), rest = comps[0], tuple(comps[1:])
+    if own and rest and rest[0][1] < WELCH_MIN_DF:
+        # an own cell part on 1-2 df (at most THIN_LAUNCHES rounds: _diff_spread) is below
+        # its mean most of the time: planned median-unbiased, as the round part is
+        rest = ((plan_round_part(*rest[0]), rest[0][1]),) + rest[1:]
+    plan = ((plan_round_part(v0, d0, floor), d0),) + rest
     return _tested(diff, (n, n), sd, comps, pooled, shared, parts, alpha, level,
-                   own_cell=own, **extra)
+                   own_cell=own, plan_components=planning_components(comps, plan), **extra)
 
 
 def _aggregate_paired(rows, paired, alpha: float, level: float) -> LaunchTest:
@@ -995,28 +1115,62 @@ def _aggregate_paired(rows, paired, alpha: float, level: float) -> LaunchTest:
 
 def launches_needed_for(t: LaunchTest, effect: float, alpha: float = 0.05,
                         power: float = POWER, max_n: int = 10_000) -> int | None:
-    """Launches per side (paired: rounds) at which the test t ran (its components, scaled
-    to n launches: variances as n_now / n, df as the launches' n - 1 and the cell part's
-    (n - 1)(S - 1)) detects a gain of 1 + effect with probability `power` (noncentral t of
-    that test). For an unpaired test this is launches_needed at t's pooled sd. A moderated
-    cell part's df (d0 + d_g) is scaled whole, though d0 does not grow with n: somewhat
-    optimistic for such cells (docs/statistics.md, plan_total)."""
+    """Launches per side (paired: rounds) at which the test t ran (its planning
+    components, scaled to n rounds by paired_components_at) detects a gain of 1 + effect
+    with probability `power` (noncentral t of that test). At t's own rounds this is the
+    'detectable' t reports. For an unpaired test this is launches_needed at t's pooled
+    sd."""
     if t.pairing != "round":
         return launches_needed(t.sd_log, effect, alpha, power, max_n)
     if not t.tested or not t.components or not effect or effect <= -1:
         return None
+    return rounds_search(lambda n: paired_components_at(t, n), effect, alpha, power, max_n)
+
+
+def paired_components_at(t: LaunchTest, n: int) -> tuple:
+    """A paired test's planning components (LaunchTest.planned_on) at n rounds instead of
+    its t.pairs: every variance x pairs / n, and the df the test will then have: the round
+    part n - 1; the pooled cell part (n - 1)(S - 1), its df scaled by (n - 1)/(pairs - 1);
+    a cell's own (moderated) cell part d0 + (n - 1), its df plus n - pairs, since the
+    prior's d0 (stats.moderate) does not grow with the rounds (scaled whole it was
+    optimistic: 54 planned df where about 19 will be had), never more than scaled
+    whole. Unpooled (one component): n - 1."""
     n0 = t.pairs
+    own = own_cell_parts(t)
+    out = []
+    for i, (v, df) in enumerate(t.planned_on):
+        if i == 0 or n0 <= 1:
+            d = float(n - 1)
+        else:
+            d = future_df(df, n0 - 1, n - 1, i in own)
+        out.append((v * n0 / n, d))
+    return tuple(out)
 
-    def comps_at(n: int) -> tuple:
-        out = []
-        for v, df in t.components:
-            if df <= n0 - 1 + 1e-9:
-                out.append((v * n0 / n, float(n - 1)))
-            else:        # the cell part: (n - 1)(S - 1) df
-                out.append((v * n0 / n, df * (n - 1) / max(1, n0 - 1)))
-        return tuple(out)
 
-    return rounds_search(comps_at, effect, alpha, power, max_n)
+def future_df(df: float, now: float, then: float, own: bool) -> float:
+    """The df a cell part estimated with df from `now` launches' (or rounds') n - 1 will
+    have from `then`: a pooled part scales whole ((n - 1)(S - 1)); a cell's own
+    (moderated) part is d0 + d_g, and the prior's d0 (stats.moderate) does not grow, so
+    only d_g does: d0 = df - now (at least 0: a stage-2 test's df count fewer launches
+    than its pairs) plus then, never more than scaled whole."""
+    whole = df * then / now if now > 0 else df
+    return min(max(df - now, 0.0) + then, whole) if own else whole
+
+
+def own_cell_parts(t: LaunchTest) -> set[int]:
+    """Indices in t.components of a cell's own (moderated) cell parts, as opposed to a
+    side's pooled cell part (which t.parts holds): one per side at most."""
+    if not t.own_cell or not t.parts:
+        return set()
+    n = len(t.components)
+    k = n if t.pairing == "round" else (t.base_components or n // 2)
+    out = set()
+    for (a, b), (_lv, _dl, cv, dc, _s) in zip(((0, k), (k, n)), t.parts, strict=False):
+        if b - a > 1:
+            v, d = t.components[a + 1]
+            if not (math.isclose(v, cv, rel_tol=1e-12) and d == dc):
+                out.add(a + 1)
+    return out
 
 
 def rounds_search(comps_at: Callable[[int], tuple], effect: float, alpha: float,
@@ -1102,7 +1256,7 @@ def fmt_pct(effect: float | None) -> str:
 
 
 __all__ = ["MIN_LAUNCHES", "MIN_PAIRS", "POWER", "pair_rounds", "cell_pairs", "pair_spread", "paired_test",
-           "launches_needed_for", "Estimate", "estimate", "LaunchTest", "compare",
+           "launches_needed_for", "paired_components_at", "Estimate", "estimate", "LaunchTest", "compare",
            "compare_cells", "detectable_at", "Spread", "spread", "aggregate", "detectable_effect",
-           "launches_needed", "pooled_sd", "fmt_pct", "cochran_cox_crit", "two_sided_p",
+           "gated_spreads", "launches_needed", "pooled_sd", "fmt_pct", "cochran_cox_crit", "two_sided_p",
            "one_sided_p", "parse_margin"]

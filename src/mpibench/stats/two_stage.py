@@ -191,10 +191,10 @@ def plan_total(tests: Sequence[LaunchTest], stage_one: int, lo: int, hi: int,
     variance component scaled from the stage-1 count m to n (v m / n), its df from m - 1
     launches' to the n - stage_one - 1 of the stage-2 launches (d (n - stage_one - 1) /
     (m - 1): a launch part's n - 1, a pooled cell part's (n - 1)(S - 1)), the test's
-    critical value. A cell that cannot be tested asks for the maximum. A moderated cell
-    part's df (d0 + d_g, stats.moderate) is scaled whole though the prior's d0 does not
-    grow with launches: for such cells the plan is somewhat optimistic (documented,
-    docs/statistics.md)."""
+    critical value. A cell that cannot be tested asks for the maximum. A cell's own
+    moderated cell part (d0 + d_g df, stats.moderate) keeps the prior's d0, which does not
+    grow with launches: d_g only goes from m - 1 to n - stage_one - 1
+    (stats.launch.future_df)."""
     need = smallest_total(lo, hi)
     if need >= hi:
         return hi
@@ -203,9 +203,12 @@ def plan_total(tests: Sequence[LaunchTest], stage_one: int, lo: int, hi: int,
         m = min(_count(t))
         if not t.tested or not t.se_log or not t.components or m < 2:
             return hi
+        own = launch_stats.own_cell_parts(t)
         while need < hi:
-            k = (need - stage_one - 1) / (m - 1)
-            comps = tuple((v * m / need, d * k) for v, d in t.components)
+            comps = tuple((v * m / need, launch_stats.future_df(d, m - 1,
+                                                                need - stage_one - 1,
+                                                                i in own))
+                          for i, (v, d) in enumerate(t.components))
             h = launch_stats.cochran_cox_crit(comps, tail) * math.sqrt(
                 sum(v for v, _ in comps))
             if h <= goal:

@@ -151,6 +151,25 @@ def look_taken(store: Store, campaign_id: int, repeat: int) -> bool:
         (campaign_id, repeat)).fetchone() is not None
 
 
+def looked_points(store: Store, campaign_id: int, repeat: int) -> dict[tuple[str, str], set[str]]:
+    """{(group, params_json): the variants it has launches of} for each group point whose
+    look after the first `repeat` rounds has had its launches (look_taken, per point: a
+    launch of repeat index >= repeat started, or none of its launches of repeat index <
+    repeat is pending or running)."""
+    points: dict[tuple[str, str], list] = {}
+    for r in store.db.execute(
+            "SELECT grp, params_json, variant, SUM(repeat >= ? AND status != 'pending'), "
+            "SUM(repeat < ? AND status IN ('pending', 'running')), SUM(repeat < ?) "
+            "FROM runs WHERE campaign_id=? GROUP BY grp, params_json, variant",
+            (repeat, repeat, repeat, campaign_id)):
+        pt = points.setdefault((r[0], r[1]), [set(), 0, 0, 0])
+        pt[0].add(r[2])
+        for k in (1, 2, 3):
+            pt[k] += r[k + 2] or 0
+    return {key: vs for key, (vs, later, running, first) in points.items()
+            if later or (first and not running)}
+
+
 def run_statuses(store: Store, campaign_id: int) -> dict[str, str]:
     return {r["id"]: r["status"] for r in store.db.execute(
         "SELECT id, status FROM runs WHERE campaign_id=?", (campaign_id,))}
