@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -51,15 +52,46 @@ def _which(prog: str) -> str:
     return shutil.which(prog) or f"/usr/sbin/{prog}"
 
 
+EPHEMERAL_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+
+
+def _ephemeral_low() -> int:
+    """The first port of the kernel's ephemeral range (32768 when it cannot be read)."""
+    try:
+        return int(EPHEMERAL_FILE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def _free_ports(n: int) -> list[int]:
+    """n ports free on 127.0.0.1, chosen at random BELOW the ephemeral range.  A port the
+    kernel hands out (bind to 0) is an ephemeral one: between choosing it and slurmctld
+    binding it, any outgoing connection on this host (an MPI job's TCP, slurmctld's own
+    to a slurmd) may take it as its local port, and slurmctld failed with "Address already
+    in use" in a full test run.  Below the range only a listener can hold a port."""
+    low = _ephemeral_low()
+    first = max(1024, low - 16384)
+    if low - first < 4 * n:                      # an odd range: let the kernel choose
+        candidates = [0] * n
+    else:
+        candidates = random.SystemRandom().sample(range(first, low), min(low - first, 64 * n))
     socks, ports = [], []
-    for _ in range(n):
+    for port in candidates:
+        if len(ports) == n:
+            break
         s = socket.socket()
-        s.bind(("127.0.0.1", 0))
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            s.close()
+            continue
         socks.append(s)
         ports.append(s.getsockname()[1])
     for s in socks:
         s.close()
+    if len(ports) < n:
+        raise SlurmStartError(f"found only {len(ports)} of {n} free ports below {low} "
+                              f"on 127.0.0.1")
     return ports
 
 
@@ -203,10 +235,22 @@ class LocalSlurm:
         write_file(self.root / STATE_FILE, json.dumps(
             {"pids": self.pids, "conf": str(self.conf)}, indent=1))
 
-    def start(self, timeout: float = 60.0) -> None:
+    def start(self, timeout: float = 60.0, attempts: int = 3) -> None:
+        """Start munged, slurmctld and each slurmd; wait until every node is idle.  A
+        daemon that could not bind its port (taken since the ports were chosen) is retried
+        on other ports, up to `attempts` starts in all."""
         missing = missing_programs()
         if missing:
             raise SlurmStartError("Slurm/munge programs not found: " + ", ".join(missing))
+        for attempt in range(1, attempts + 1):
+            try:
+                self._start_once(timeout)
+                return
+            except SlurmStartError as exc:
+                if attempt == attempts or "Address already in use" not in str(exc):
+                    raise
+
+    def _start_once(self, timeout: float) -> None:
         self.write_config()
         m = self.root / "munge"
         self._spawn("munged", [_which("munged"), "-F", "--force",

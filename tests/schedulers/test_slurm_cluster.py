@@ -413,6 +413,38 @@ def test_a_daemon_that_dies_at_start_is_reported_and_the_rest_stopped(tmp_path, 
     assert cluster.pids == {}  # munged, started first, was stopped again
 
 
+def test_a_port_taken_since_it_was_chosen_is_retried_on_others(tmp_path, monkeypatch):
+    """slurmctld failed a full run with "Address already in use": its port was taken between
+    choosing and binding.  Made for real here: the first ports offered are held by a
+    listener; the start fails on them, then succeeds on others."""
+    import os
+    import socket
+
+    import mpibench.slurm_local as sl
+
+    if sl.missing_programs() or os.geteuid() != 0:
+        pytest.skip("needs the Slurm/munge programs and root")
+    held = socket.socket()
+    held.bind(("127.0.0.1", 0))
+    held.listen()
+    real, offered = sl._free_ports, []
+
+    def ports(n):
+        offered.append(n)
+        return [held.getsockname()[1]] * n if len(offered) == 1 else real(n)
+
+    monkeypatch.setattr(sl, "_free_ports", ports)
+    cluster = sl.LocalSlurm(tmp_path / "c")
+    try:
+        cluster.start(timeout=60)
+        assert len(offered) == 2 and "Address already in use" in \
+            (tmp_path / "c" / "log" / "slurmctld.log").read_text(errors="replace")
+        assert set(cluster.node_states().values()) == {"idle"}
+    finally:
+        cluster.stop()
+        held.close()
+
+
 # two jobs that each want both nodes to themselves: one runs, the other waits in the queue
 RESUME = """
 [campaign]
