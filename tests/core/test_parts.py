@@ -109,13 +109,20 @@ def test_adding_a_benchmark_is_one_descriptor_entry(tmp_path):
 # ---- bit for bit under a deterministic clock ----
 
 # --no-settle keeps these as they were before settling (their goldens gained only its keys);
-# "settled" is the default path, settling included (the shim reports no page faults)
+# "settled" is the default path, settling included (the shim reports no page faults).
+# The fake clock counts calls, not seconds: a config's --max-time is a number of real MPI
+# calls (~0.6 us of fake time per PingPong), so every config must stop on something else
+# long before it (samples, iterations, the target, futility).  "futility" at --max-time 0.2
+# stopped futile at 0.05 s (1553 samples) until the fake clock's samples grew steadier (one
+# barrier per round, c0080b6); it then ran all 0.2 s to max_time, ~283,000 real MPICH
+# round trips: 15 s at load 10 and past the 60 s watchdog under ../shared/tools/under-load.
+# At 0.04 it stops futile at its first look (0.011 s, 327 samples).
 _FAKE_CONFIGS = {
     "adaptive": ["PingPong", "Allreduce", "Barrier", "--sizes", "0,1K", "--max-time", "0.1",
                  "--max-samples", "300", "--no-settle"],
     "fixed": ["PingPong", "Allreduce", "--sizes", "0,64K", "--iterations", "1000",
               "--iterations-volume", "40M", "--no-settle"],
-    "futility": ["PingPong", "--sizes", "4K", "--max-time", "0.2", "--futility", "--target",
+    "futility": ["PingPong", "--sizes", "4K", "--max-time", "0.04", "--futility", "--target",
                  "0.1", "--no-settle"],
     # 5 samples: the CI is approximate (fewer than 20), within 100%: stop and say so
     "approximate": ["PingPong", "--sizes", "0,1K", "--min-samples", "5", "--target", "100",
@@ -163,4 +170,6 @@ def test_results_bit_for_bit_under_a_deterministic_clock(core, stack, tmp_path):
         out[name] = [header] + [r for r in recs if r["record"] == "result"]
     assert [(r["stop_reason"], r["n"], r["ci_exact"]) for r in out["approximate"][1:]] == \
         [("approximate", 5, False)] * 2
+    # futility, not the budget, ends it: the budget here is real calls (see _FAKE_CONFIGS)
+    assert [r["stop_reason"] for r in out["futility"][1:]] == ["futile"]
     check_golden(f"core-fakeclock-{stack}.json", out)

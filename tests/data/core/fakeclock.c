@@ -1,5 +1,5 @@
 /* A deterministic clock for regression checks of mpibench-core (LD_PRELOAD; built with each
- * stack's mpicc, see tests/test_core_golden.py).
+ * stack's mpicc, see tests/core/test_parts.py).
  *
  * MPI_Wtime advances a per-process clock by a pseudo-random amount that depends only on how
  * many times it was read and how many point-to-point and collective calls the process made
