@@ -1054,8 +1054,18 @@ options = { max_time = 0.02, timeout = 20 }
 @pytest.mark.mpi
 def test_decide_on_real_launches_shm_vs_tcp_stops_and_aa_goes_on(tmp_path, found_stacks):
     # Open MPI over TCP (lo) vs shared memory at 0-8 B (tens of times slower): decided at
-    # the first look (4 launches); the same stack under two names (A/A) is neither
-    # significant at the interim level nor within ±0.1%, so it gets launches to the maximum
+    # the first look (4 launches) on a quiet machine; the same stack under two names (A/A)
+    # is neither significant at the interim level nor within ±0.1%, so it gets launches to
+    # the maximum. On a machine with more runnable processes than cores the two
+    # busy-polling ranks are descheduled in turn and a launch may run one size at 4-40 ms a
+    # message (a scheduler slice each) instead of 5 us: under ../shared/tools/under-load
+    # 25-77% of Open MPI TCP launches at 0,8 B had such a size. One such round of 4 leaves
+    # its cell at p ~0.06, not the interim level 0.01: the rule rightly waits, and decides
+    # at the last look (6 rounds, alpha 0.05: p <= ~0.02 after Holm with one or two slow
+    # rounds). A user's campaign on such a machine does the same, so the data keep it and
+    # the test takes the look the rule took (`looked`): 4 when no launch stalled, else 6.
+    # That the rule stops at its first look when every cell is clear is pinned with
+    # deterministic figures in test_decide_adds_launches_only_where_cells_are_undecided.
     camp = tmp_path / "r.toml"
     camp.write_text(DECIDE_REAL)
     said: list[str] = []
@@ -1063,11 +1073,13 @@ def test_decide_on_real_launches_shm_vs_tcp_stops_and_aa_goes_on(tmp_path, found
     assert data["totals"]["failed"] == data["totals"]["timeout"] == 0
     with Store(tmp_path / "r.db") as store:
         ran = Counter((r["grp"], r["variant"]) for r in store.runs() if r["status"] == "done")
-    assert ran == {("differ", "shm"): 4, ("differ", "tcp"): 4, ("same", "shm"): 6,
-                   ("same", "shm2"): 6}, said
-    assert summary.auto_skipped == 4
     pts = {p["group"]: p for p in data["decisions"]["points"]}
-    assert pts["differ"]["state"] == "decided: every cell by 4 launches per variant"
+    looked = pts["differ"]["launches"]
+    assert looked in (4, 6), pts["differ"]
+    assert ran == {("differ", "shm"): looked, ("differ", "tcp"): looked, ("same", "shm"): 6,
+                   ("same", "shm2"): 6}, said
+    assert summary.auto_skipped == 2 * (6 - looked)
+    assert pts["differ"]["state"] == f"decided: every cell by {looked} launches per variant"
     assert pts["differ"]["significant"] == 2
     # at the last look (alpha 0.05) an A/A cell is significant in about 5% of such runs;
     # otherwise it is reported undecided with the reason
@@ -1078,7 +1090,7 @@ def test_decide_on_real_launches_shm_vs_tcp_stops_and_aa_goes_on(tmp_path, found
     # both groups share the baseline shm at the same cells: the campaign's table pools
     # shm's launches of both groups, and so does the rule (it decides what the table
     # compares): the table prints the rule's decision, at the look it took it (4 rounds:
-    # 8 shm launches, 4 tcp), in the same direction
+    # 8 shm launches, 4 tcp; or 6 rounds: 12 and 6), in the same direction
     from mpibench.report.compare_view import render
     from mpibench.report.judge import compare_groups
     from mpibench.report.select import select_groups
@@ -1091,10 +1103,12 @@ def test_decide_on_real_launches_shm_vs_tcp_stops_and_aa_goes_on(tmp_path, found
     for c in pts["differ"]["cells_decided"]:
         (row,) = [r.deltas["tcp"] for r in cmp.rows if r.size == c["size"]]
         assert row.significant and row.direction == "worse" and c["gain"] < 1
-        # an interleaved campaign: shm and tcp launches of one round tested as a pair (4
-        # rounds at the look); shm's launches of the other group have no partner here
+        # an interleaved campaign: shm and tcp launches of one round tested as a pair (the
+        # look's rounds); shm's launches of the other group have no partner here
         assert (c["pairing"], c["rounds"], c["unpaired_launches_not_used"]) == (
-            "round", 4, 4)
-        assert (row.n_base, row.n_cand) == (4, 4) and row.seq_level is not None
+            "round", looked, looked)
+        assert (row.n_base, row.n_cand) == (looked, looked)
+        # a sequential level only for a decision before the last look
+        assert (row.seq_level is not None) == (looked < 6)
         assert row.test.pairing == "round" and row.p_adj == pytest.approx(c["p_sequential"])
         assert list(row.ci_holm) == pytest.approx([c["ci_low"], c["ci_high"]])
