@@ -41,7 +41,12 @@ Monte Carlo standard error, equal spreads and a thin side 3x noisier, and the pe
 cost of the figure before and now; then the same for comparisons paired by round at 3, 4, 5
 and 8 rounds, one size and 10 sizes, launch effects shared or not (today's rule,
 stats.launch.plan_round_part, and the round part as estimated, on the same launches;
-`--only-planning-paired` runs just these).
+`--only-planning-paired` runs just these). `--only-planning-own` (stats level,
+stats.launch.compare_cells without the store): designs where every size keeps its own
+cell part (2+2, 3+3 at 6-10 sizes, 2 and 3 vs 7 at 4 sizes, with and without a launch
+effect): the true power of the median 'detectable' of 2 x --reps benchmarks in 10 x
+--reps others (the first size), a cell's thin own parts raised together at their sum's
+df (stats.launch.plan_cell_parts, now) and one by one (before), on the same draws.
 
 Heterogeneous sizes (`--only-hetero` runs just this, 10 x --reps benchmarks per row, stats
 level): a benchmark whose sizes are not equally noisy (22 sizes shaped like a real Open MPI
@@ -138,6 +143,10 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--only-planning-paired", action="store_true",
                     help="only the paired-by-round rows of the planning figures (3, 4, 5, "
                     "8 rounds; 1 size and 10 sizes; shared and unshared launch effects)")
+    ap.add_argument("--only-planning-own", action="store_true",
+                    help="only the planning rows where every size has its own cell part "
+                    "(2+2, 3+3, 2 and 3 vs 7 at 4 sizes; stats level; 2 x --reps "
+                    "benchmarks for the median, 10 x --reps at it)")
     ap.add_argument("--only-hetero", action="store_true",
                     help="only the heterogeneous-sizes scenario (cell-part sd per size as "
                     "a real Open MPI vs MPICH store: per-size false positives, coverage, "
@@ -173,6 +182,7 @@ def main(argv: list[str]) -> int:
             (args.only_unbalanced, unbalanced_section, reps),
             (args.only_planning, planning_section, reps),
             (args.only_planning_paired, _paired_rows, reps),
+            (args.only_planning_own, planning_own_section, reps),
             (args.only_missing_pair, missing_pair, 6 * reps),
             (args.only_paired, paired_section, reps),
             (args.only_decide, decide_section, reps))
@@ -460,6 +470,76 @@ def planning_paired(rng: np.random.Generator, n: int, db: Path) -> list:
             rows.append((f"{rounds} rounds, {label}", pn, po))
             print(line, flush=True)
     return rows
+
+
+def _own_bench(rng: np.random.Generator, n_b: int, n_c: int, sizes: int, shared: float,
+               specific: float, effect: float = 0.0) -> list:
+    """One benchmark's cells at the stats level: log y = u_L (shared by the launch's
+    sizes, sd `shared`) + v_L,s (sd `specific`), the candidate shifted by effect."""
+    ub = rng.normal(0, shared, (n_b, 1)) + rng.normal(0, specific, (n_b, sizes))
+    uc = effect + rng.normal(0, shared, (n_c, 1)) + rng.normal(0, specific, (n_c, sizes))
+    return [({f"b{i}": math.exp(ub[i, s]) for i in range(n_b)},
+             {f"c{i}": math.exp(uc[i, s]) for i in range(n_c)}, "higher")
+            for s in range(sizes)]
+
+
+def _one_by_one(parts):
+    """stats.launch.plan_cell_parts before: each thin own part raised on its own df."""
+    from mpibench.stats import launch as L
+    return [(L.plan_round_part(v, d), d) if d < L.WELCH_MIN_DF else (v, d) for v, d in parts]
+
+
+# (label, launches base, candidate, sizes, sd of the shared launch effect, of the cell part)
+OWN_DESIGNS = (("3+3 x 10 sizes", 3, 3, 10, 0.05, 0.025),
+               ("3+3 x 10 sizes, no L", 3, 3, 10, 0.0, 0.05),
+               ("3+3 x 6 sizes", 3, 3, 6, 0.05, 0.025),
+               ("3+3 x 6 sizes, no L", 3, 3, 6, 0.0, 0.05),
+               ("2+2 x 8 sizes", 2, 2, 8, 0.05, 0.025),
+               ("2+2 x 8 sizes, no L", 2, 2, 8, 0.0, 0.05),
+               ("3 vs 7 x 4 sizes", 3, 7, 4, 0.05, 0.025),
+               ("3 vs 7 x 4 sizes, no L", 3, 7, 4, 0.0, 0.05),
+               ("3 vs 7 x 4 sizes, sigma_L 0.03", 3, 7, 4, 0.03, 0.025),
+               ("3 vs 7 x 4, sigma_L 0.03, cell 0.05", 3, 7, 4, 0.03, 0.05),
+               ("2 vs 7 x 4 sizes", 2, 7, 4, 0.05, 0.025),
+               ("2 vs 7 x 4 sizes, no L", 2, 7, 4, 0.0, 0.05))
+
+
+def planning_own_section(rng: np.random.Generator, reps: int) -> None:
+    """The table's 'detectable' where every size keeps its own cell part (stats level):
+    per design the median over the cells of 2 x reps benchmarks, its true power (raw
+    p <= 0.05 at the first size) in 10 x reps others, now (plan_cell_parts: a cell's
+    thin own parts raised together at their sum's Satterthwaite df) and before (one by
+    one, _one_by_one), each rule on the same draws (one seed per design from rng)."""
+    from mpibench.stats import launch as L
+    nb, nt = 2 * reps, 10 * reps
+    print(f"\nPlanning, every size its own cell part (stats level): the median 'detectable' "
+          f"of {nb} benchmarks, its true power in {nt} others (first size; binomial se about "
+          f"{100 * math.sqrt(0.16 / nt):.1f} points, the median moves too), now (thin own "
+          "parts raised together, plan_cell_parts) / before (one by one); sigma_L 0.05, "
+          "cell part 0.025 unless said; no L: sigma_L 0, cell part 0.05")
+    rows = []
+    for label, n_b, n_c, sizes, shared, specific in OWN_DESIGNS:
+        seed = int(rng.integers(2 ** 32))
+        got = []
+        for rule in (None, _one_by_one):
+            r = np.random.default_rng(seed)
+            with contextlib.ExitStack() as stack:
+                if rule is not None:
+                    stack.enter_context(_swapped("plan_cell_parts", rule))
+                dets = [t.detectable for _ in range(nb)
+                        for t in L.compare_cells(_own_bench(r, n_b, n_c, sizes, shared,
+                                                            specific)) if t.detectable]
+                d = float(np.median(dets))
+                hits = sum(L.compare_cells(_own_bench(r, n_b, n_c, sizes, shared, specific,
+                                                      math.log1p(d)))[0].p <= 0.05
+                           for _ in range(nt))
+            got.append((d, hits / nt))
+        (dn, pn), (do, po) = got
+        rows.append((label, pn, po))
+        print(f"  {label:<36} now ±{100 * dn:.1f}% power {100 * pn:.1f}%; before "
+              f"±{100 * do:.1f}% power {100 * po:.1f}%", flush=True)
+    _within(rows, "own cell parts")
+    print("  target: 75-85% in every row")
 
 
 UNBALANCED = [k for k in SCENARIOS if " vs " in k]
