@@ -4,9 +4,9 @@
     .venv/bin/python bench/bench_inference.py [--quick] [--reps N] [--seed S]
                                               [--only-decide | --only-paired |
                                                --only-unbalanced | --only-planning |
-                                               --only-planning-paired | --only-hetero |
-                                               --only-thin | --only-two-mode-size |
-                                               --only-outlier]
+                                               --only-planning-paired | --only-planning-own |
+                                               --only-hetero | --only-thin |
+                                               --only-two-mode-size | --only-outlier]
 
 A/A scenarios (identical variants; issue 21's audit): balanced 5+5; unbalanced 2 vs 7 and
 3 vs 7; the small side 3x noisier; launch effects shared by a launch's sizes or not (each
