@@ -552,9 +552,14 @@ def _ncp_for_power(c: float, df: float, power: float) -> float:
     # T = (Z + ncp) / W with W = sqrt(chi2_df / df): the noncentral t, integrated over W on
     # 400 equal-probability points (scipy's nct is NaN at some df/ncp pairs)
     w = np.sqrt(_chi2_ppf((np.arange(400) + 0.5) / 400, df) / df)
+    cw = c * w
+    from scipy.special import ndtr
+    finite = bool(np.all(np.isfinite(cw)))
 
     def pw(ncp: float) -> float:
-        return float(np.mean(_norm_cdf(ncp - c * w) + _norm_cdf(-ncp - c * w))) - power
+        if finite and math.isfinite(ncp):       # _norm_cdf's own path, checked once
+            return float(np.mean(ndtr(ncp - cw) + ndtr(-ncp - cw))) - power
+        return float(np.mean(_norm_cdf(ncp - cw) + _norm_cdf(-ncp - cw))) - power
 
     if pw(0.0) >= 0:
         return 0.0
