@@ -710,30 +710,12 @@ def spread(side: Mapping[object, Mapping[str, float]], moderate: bool = True,
     its own unmoderated part at any number of cells (no gate: both sides thin,
     gated_spreads). floor_own: an own part never below its w_s (_cell_parts; the paired
     spread, _diff_spread)."""
-    keyed = [(key, {k: math.log(v) for k, v in by.items()
-                    if v is not None and math.isfinite(v) and v > 0})
-             for key, by in side.items()]
-    keyed = [(key, c) for key, c in keyed if len(c) >= 2]
-    keys = [key for key, _c in keyed]
-    cells = [c for _key, c in keyed]
-    if not cells:
+    centred = _centred(side)
+    if centred is None:
         return None
-    launches = sorted({k for c in cells for k in c}, key=str)
-    if len(launches) < 2:
-        return None
-    index = {k: i for i, k in enumerate(launches)}
-    r = np.full((len(launches), len(cells)), np.nan)
-    for j, c in enumerate(cells):
-        vals = np.array(list(c.values()))
-        for k, v in zip(c, vals - vals.mean(), strict=True):
-            r[index[k], j] = v
-    obs = ~np.isnan(r)
+    keys, r, obs = centred
     per_launch = obs.sum(axis=1)
-    keep = per_launch > 0
-    r, obs, per_launch = r[keep], obs[keep], per_launch[keep]
     n, s_cols = r.shape
-    if n < 2:
-        return None
     m = np.nansum(r, axis=1) / per_launch
     s_bar = float(per_launch.mean())
     ms_launch = s_bar * float((m * m).sum()) / (n - 1)
@@ -750,6 +732,75 @@ def spread(side: Mapping[object, Mapping[str, float]], moderate: bool = True,
         ms_cell, df_cell, s_bar = 0.0, 0, 1.0
         ms_launch = float((r[:, 0] ** 2).sum()) / (n - 1) if s_cols == 1 else ms_launch
     return Spread(ms_launch, n - 1, ms_cell, df_cell, s_bar, n, parts)
+
+
+def _centred(side: Mapping[object, Mapping[Hashable, float | None]]
+              ) -> tuple[list, np.ndarray, np.ndarray] | None:
+    """(cell keys, logs centred per cell as launch x cell with NaN where a launch lacks
+    the cell, observed mask) of one side, the cells with >= 2 launches and the launches
+    with >= 1 of them; None below 2 launches."""
+    keyed = [(key, {k: math.log(v) for k, v in by.items()
+                    if v is not None and math.isfinite(v) and v > 0})
+             for key, by in side.items()]
+    keyed = [(key, c) for key, c in keyed if len(c) >= 2]
+    if not keyed:
+        return None
+    launches = sorted({k for _key, c in keyed for k in c}, key=str)
+    if len(launches) < 2:
+        return None
+    index = {k: i for i, k in enumerate(launches)}
+    r = np.full((len(launches), len(keyed)), np.nan)
+    for j, (_key, c) in enumerate(keyed):
+        vals = np.array(list(c.values()))
+        for k, v in zip(c, vals - vals.mean(), strict=True):
+            r[index[k], j] = v
+    obs = ~np.isnan(r)
+    keep = obs.sum(axis=1) > 0
+    if int(keep.sum()) < 2:
+        return None
+    return [key for key, _c in keyed], r[keep], obs[keep]
+
+
+def cell_sums(side: Mapping[object, Mapping[Hashable, float | None]]
+              ) -> dict[object, tuple[float, float]]:
+    """{cell key: (sum of squares of its double-centred residuals, n_s - 1)} of one side
+    (what spread's w_s are made of: w_s = sum / df), {} where spread has no cell part."""
+    centred = _centred(side)
+    if centred is None or centred[1].shape[1] < MIN_MODERATE_CELLS:
+        return {}
+    keys, r, obs = centred
+    m = np.nansum(r, axis=1) / obs.sum(axis=1)
+    res = np.where(obs, r - m[:, None], 0.0)
+    return {key: (float(ss), float(d)) for key, ss, d in
+            zip(keys, (res * res).sum(axis=0), obs.sum(axis=0) - 1.0, strict=True)}
+
+
+def _outlying_cells(sides: Sequence[Mapping[object, Mapping[Hashable, float | None]]]
+                    ) -> set:
+    """The cells whose cell part is above the others' pooled one (stats.moderate.outlying,
+    one-sided at OUTLYING_LEVEL), both sides' sums of squares and df added (each size's df
+    scaled by (S - 1) / S for the sizes' shared centring, as the Bartlett gate's)."""
+    tot: dict[object, list[float]] = {}
+    for side in sides:
+        sums = cell_sums(side)
+        for key, (ss, d) in sums.items():
+            acc = tot.setdefault(key, [0.0, 0.0])
+            acc[0] += ss
+            acc[1] += d * (len(sums) - 1) / len(sums)
+    keys = list(tot)
+    flags = moderate_mod.outlying([tot[k][0] for k in keys], [tot[k][1] for k in keys])
+    return {k for k, f in zip(keys, flags, strict=True) if f}
+
+
+def _own_for(spreads: list, sides: Sequence, keys: set) -> list:
+    """Each side's Spread with its own unmoderated part (spread(own=True)) for the cells
+    in `keys` only; the others keep the pooled part."""
+    out = []
+    for sp, side in zip(spreads, sides, strict=True):
+        own = spread(side, own=True)
+        parts = {k: v for k, v in (own.cell_parts or {}).items() if k in keys} if own else {}
+        out.append(sp._replace(cell_parts=parts or None))
+    return out
 
 
 def gated_spreads(sides: Sequence[Mapping[object, Mapping[Hashable, float | None]]],
@@ -781,7 +832,8 @@ def gated_spreads(sides: Sequence[Mapping[object, Mapping[Hashable, float | None
     if not differ and len(known) >= moderate_mod.MIN_GROUPS:
         differ = not moderate_mod.alike([v for v, _d in known], [d for _v, d in known])
     if not differ:
-        return out
+        flagged = _outlying_cells(sides) if thin and len(sides) > 1 and not known else set()
+        return _own_for(out, sides, flagged) if flagged else out
     return [s if s.cell_parts else spread(side, force=True) or s
             for s, side in zip(out, sides, strict=True)]
 

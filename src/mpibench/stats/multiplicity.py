@@ -302,7 +302,9 @@ def table_graph(rows_of: Mapping[Hashable, Mapping[tuple, float]], verdicts: lis
 
 def _cell_units(cells: Sequence[Hypothesis]) -> tuple[list[float], list[tuple]]:
     """Per tested cell: (its p for the family, its unit). The pooled cells of one block
-    (benchmark and candidate) are one unit; each cell's p is the closed test's
+    (benchmark and candidate) are one unit (two where some of its cells have their own
+    cell parts and some the pooled one: those with their own tested by maxT, a unit of
+    their own); each cell's p is the closed test's
     (closed_mean_p: every subset of the block tested by the t test of its mean gain at
     MEAN_SHARE of the level and by maxT at the rest, maxT at the smallest correlation any
     cell has with the others, the conservative end). A cell tested on its own launches is
@@ -311,7 +313,10 @@ def _cell_units(cells: Sequence[Hypothesis]) -> tuple[list[float], list[tuple]]:
     for i, h in enumerate(cells):
         t = h.test
         if h.block is not None and t.pooled and t.se_log:
-            blocks.setdefault((h.block, h.candidate), []).append(i)
+            # a block's cells with their own parts (own_cell) and those with the pooled one
+            # are two units: maxT on the own p, the closed mean-gain test on the rest (one
+            # outlying size no longer costs its alike neighbours the mean-gain step)
+            blocks.setdefault((h.block, h.candidate, bool(t.own_cell)), []).append(i)
     ps = [float(h.test.p) for h in cells]
     units: list[tuple] = [("cell", i, h.candidate) for i, h in enumerate(cells)]
     for b, (key, idx) in enumerate(blocks.items()):
