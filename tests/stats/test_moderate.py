@@ -273,7 +273,7 @@ def test_outlying_needs_three_sizes_and_some_spread():
     assert not M.outlying([0.0, 0.0, 0.0, 5.0], [4.0] * 4).any()
 
 
-@pytest.mark.parametrize("sizes", [8, 22])
+@pytest.mark.parametrize("sizes", [8])     # 22 sizes: the same rule, 6x the time
 def test_a_size_twice_as_noisy_keeps_alpha_and_the_others_the_closed_test(sizes):
     # 5+5 unpaired A/A, the last size's cell part sd 0.1 vs 0.05: the one Bartlett gate
     # opened in ~25% of benchmarks and the noisy size had 16-18% false positives on the

@@ -105,9 +105,10 @@ def outlying(sums: Sequence[float], dfs: Sequence[float], level: float | None = 
              ) -> np.ndarray:
     """Per variance (its sum of squares and df), True where it is above the others' pooled
     variance at `level` (OUTLYING_LEVEL, read at the call, when None): the one-sided F
-    test of s_g^2 / (pooled sum of the others / their df) on F(d_g, sum of the others' d). Each size against the rest, not corrected for the
-    number of sizes: a false flag costs a quiet size its pooled df (and its block the
-    closed test's mean-gain step, stats.multiplicity), a missed noisy size its CI."""
+    test of s_g^2 / (pooled sum of the others / their df) on F(d_g, sum of the others'
+    d). Each size against the rest, not corrected for the number of sizes: a false flag
+    costs a quiet size its pooled df (and its block the closed test's mean-gain step,
+    stats.multiplicity), a missed noisy size its CI."""
     from scipy.special import fdtrc
     level = OUTLYING_LEVEL if level is None else level
     ss = np.asarray(sums, dtype=float)

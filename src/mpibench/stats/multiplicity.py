@@ -228,7 +228,8 @@ def adjust_table(hyps: Sequence[Hypothesis]) -> tuple[list[float | None], float]
     VERDICT_SHARE of alpha between them, the rows (cells and geomean rows) the rest, one
     equal share per row; a rejected verdict passes its share to its candidate's rows, a
     fully rejected row unit to the candidate's other rows. A benchmark's pooled cells are
-    one unit holding their rows' shares; their p are the closed test's (closed_mean_p:
+    one unit holding their rows' shares (its cells with their own parts another:
+    _cell_units); their p are the closed test's (closed_mean_p:
     every subset's mean gain at MEAN_SHARE of the level, maxT at the rest). A hypothesis
     is rejected at level a exactly when its adjusted p <= a (the sequential rule uses its
     look's level, the report alpha). A `rejected` hypothesis gets adjusted p 0."""
