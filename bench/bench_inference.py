@@ -145,7 +145,7 @@ def main(argv: list[str]) -> int:
                     "8 rounds; 1 size and 10 sizes; shared and unshared launch effects)")
     ap.add_argument("--only-planning-own", action="store_true",
                     help="only the planning rows where every size has its own cell part "
-                    "(2+2, 3+3, 2 and 3 vs 7 at 4 sizes; stats level; 2 x --reps "
+                    "(2+2, 3+3, 2 and 3 vs 7 at 4 sizes, 2 vs 3; stats level; 2 x --reps "
                     "benchmarks for the median, 10 x --reps at it)")
     ap.add_argument("--only-hetero", action="store_true",
                     help="only the heterogeneous-sizes scenario (cell-part sd per size as "
@@ -483,7 +483,7 @@ def _own_bench(rng: np.random.Generator, n_b: int, n_c: int, sizes: int, shared:
             for s in range(sizes)]
 
 
-def _one_by_one(parts):
+def _one_by_one(parts, same=()):
     """stats.launch.plan_cell_parts before: each thin own part raised on its own df."""
     from mpibench.stats import launch as L
     return [(L.plan_round_part(v, d), d) if d < L.WELCH_MIN_DF else (v, d) for v, d in parts]
@@ -501,7 +501,10 @@ OWN_DESIGNS = (("3+3 x 10 sizes", 3, 3, 10, 0.05, 0.025),
                ("3 vs 7 x 4 sizes, sigma_L 0.03", 3, 7, 4, 0.03, 0.025),
                ("3 vs 7 x 4, sigma_L 0.03, cell 0.05", 3, 7, 4, 0.03, 0.05),
                ("2 vs 7 x 4 sizes", 2, 7, 4, 0.05, 0.025),
-               ("2 vs 7 x 4 sizes, no L", 2, 7, 4, 0.0, 0.05))
+               ("2 vs 7 x 4 sizes, no L", 2, 7, 4, 0.0, 0.05),
+               ("2 vs 3 x 8 sizes, no L", 2, 3, 8, 0.0, 0.05),
+               ("2 vs 3 x 4 sizes, no L", 2, 3, 4, 0.0, 0.05),
+               ("2 vs 3 x 4 sizes", 2, 3, 4, 0.05, 0.025))
 
 
 def planning_own_section(rng: np.random.Generator, reps: int) -> None:

@@ -639,6 +639,27 @@ def test_a_cells_thin_own_parts_are_raised_together_at_their_sums_df():
     assert raised[0][0] / ob == pytest.approx(raised[1][0] / oc)
 
 
+def test_a_thin_own_part_floored_to_the_other_sides_is_raised_as_one_estimate():
+    # 2 vs 3 launches: both sides' own parts are thin (1 and 2 df); the 2-launch side's,
+    # floored, is a copy of the other's (same value per launch, its 2 df). One estimate:
+    # the sum is raised x 2 / chi2_0.5(2) = 1.44, not at the ~3.9 Satterthwaite df of two
+    # independent 2-df terms (x1.20, the rule before: true power 72.4% at 2 vs 3 x 8)
+    f2 = 2 / sps.chi2.ppf(0.5, 2)
+    assert np.ravel(L.plan_cell_parts([(0.002, 2), (0.001, 2)], same=((0, 1),))) == \
+        pytest.approx([0.002 * f2, 2, 0.001 * f2, 2])
+    rng = np.random.default_rng(7)
+    floored = 0
+    for t in L.compare_cells(_bench(rng, 2, 3, 8, 0.0, 0.05)):
+        (lb, dlb), (ob, dob), (lc, dlc), (oc, doc) = t.components
+        if ob * 2 != pytest.approx(oc * 3) or min(ob, oc) <= 0:
+            continue
+        floored += 1
+        assert t.own_cell and (dob, doc) == (2, 2)
+        assert np.ravel(t.plan_components)[[2, 3, 6, 7]] == pytest.approx(
+            [ob * f2, 2, oc * f2, 2])
+    assert floored > 0
+
+
 def test_a_paired_round_part_is_planned_median_unbiased_above_its_floor():
     # x df / chi2_0.5(df): 1.443 at 2 df, 1.268 at 3, 1.104 at 7; only the part above the
     # floor (the pooled cell part / S, many df) is raised; never below the estimate
