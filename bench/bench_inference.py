@@ -377,21 +377,10 @@ def planning_section(rng: np.random.Generator, reps: int, db: Path | None = None
             pw, se, pairs = _power(db, rng, kw, launches, det, n, _both_rules)
         tests_now = _tested(c for c, _ in pairs)
         tests_old = _tested(c for _, c in pairs)
-        now = float(np.median([L._detectable(t.planned_on, 0.05, L.POWER) for t in tests_now]))
-        old = float(np.median([L._detectable(t.planned_on, 0.05, L.POWER)
-                               for t in tests_old]))
         design = (f"design ±{100 * det:.1f}% power {100 * pw:.1f}±{100 * se:.1f}%"
                   if det is not None else "design -")
-        line = (f"  {launches[0]} vs {launches[1]}, {label}: {design}; table now "
-                f"±{100 * now:.1f}%")
-        pn, sn, _ = _power(db, rng, kw, launches, now, n)
-        line += f" power {100 * pn:.1f}±{100 * sn:.1f}%"
-        po, so = pn, sn
-        if abs(old - now) > 1e-9:
-            po, so, _ = _power(db, rng, kw, launches, old, n)
-            line += f"; before ±{100 * old:.1f}% power {100 * po:.1f}±{100 * so:.1f}%"
-        else:
-            line += "; before: the same"
+        text, pn, po = _power_now_before(db, rng, kw, launches, tests_now, tests_old, n)
+        line = f"  {launches[0]} vs {launches[1]}, {label}: {design}; {text}"
         rows.append((f"{launches[0]} vs {launches[1]}, {label}", pn, po))
         c_old, c_new = _plan_cost(tests_old, tests_now)
         print(line + f"; cost {c_old:.0f} / {c_new:.0f} us per cell", flush=True)
@@ -430,6 +419,24 @@ def _paired_rows(rng: np.random.Generator, reps: int) -> None:
     _within(rows, "paired by round")
 
 
+def _power_now_before(db, rng, kw: dict, design, tests_now: list, tests_old: list,
+                      n: int) -> tuple[str, float, float]:
+    """(text, power now, power before): the median 'detectable' each rule's tables report,
+    taken as the true difference, and its power (before drawn only where it differs)."""
+    from mpibench.stats import launch as L
+    now = float(np.median([L._detectable(t.planned_on, 0.05, L.POWER) for t in tests_now]))
+    old = float(np.median([L._detectable(t.planned_on, 0.05, L.POWER) for t in tests_old]))
+    pn, sn, _ = _power(db, rng, kw, design, now, n)
+    text = f"table now ±{100 * now:.1f}% power {100 * pn:.1f}±{100 * sn:.1f}%"
+    po = pn
+    if abs(old - now) > 1e-9:
+        po, so, _ = _power(db, rng, kw, design, old, n)
+        text += f"; before ±{100 * old:.1f}% power {100 * po:.1f}±{100 * so:.1f}%"
+    else:
+        text += "; before: the same"
+    return text, pn, po
+
+
 def planning_paired(rng: np.random.Generator, n: int, db: Path) -> list:
     """The table's 'detectable' of a comparison paired by round (an interleaved campaign,
     no round effect: the launches' own effects only), 3, 4, 5 and 8 rounds, one size and
@@ -437,7 +444,6 @@ def planning_paired(rng: np.random.Generator, n: int, db: Path) -> list:
     comparisons with today's rule (stats.launch.plan_round_part: the round part raised to
     its median-unbiased value) and before (as it stands), each used as the true effect of
     new comparisons through the real compare path."""
-    from mpibench.stats import launch as L
     print("\nPlanning paired by round (interleaved campaign, no round effect): the table's "
           "'detectable' (median) now (the round part raised, plan_round_part) and before "
           "(as estimated), its true power as above")
@@ -454,19 +460,8 @@ def planning_paired(rng: np.random.Generator, n: int, db: Path) -> list:
             tests_now = _tested(c for c, _ in pairs)
             tests_old = _tested(c for _, c in pairs)
             share = float(np.mean([t.pairing == "round" for t in tests_now]))
-            now = float(np.median([L._detectable(t.planned_on, 0.05, L.POWER)
-                                   for t in tests_now]))
-            old = float(np.median([L._detectable(t.planned_on, 0.05, L.POWER)
-                                   for t in tests_old]))
-            pn, sn, _ = _power(db, rng, kw, rounds, now, n)
-            line = (f"  {rounds} rounds, {label} (paired {100 * share:.0f}%): table now "
-                    f"±{100 * now:.1f}% power {100 * pn:.1f}±{100 * sn:.1f}%")
-            po, so = pn, sn
-            if abs(old - now) > 1e-9:
-                po, so, _ = _power(db, rng, kw, rounds, old, n)
-                line += f"; before ±{100 * old:.1f}% power {100 * po:.1f}±{100 * so:.1f}%"
-            else:
-                line += "; before: the same"
+            text, pn, po = _power_now_before(db, rng, kw, rounds, tests_now, tests_old, n)
+            line = f"  {rounds} rounds, {label} (paired {100 * share:.0f}%): {text}"
             rows.append((f"{rounds} rounds, {label}", pn, po))
             print(line, flush=True)
     return rows
