@@ -94,7 +94,9 @@ from mpibench.stats import simulate as S  # noqa: E402
 
 
 def row(name: str, t: dict) -> str:
+    se = t.get("cell_raw_se", float("nan"))
     return (f"{name:<34} {t['comparisons']:>5} {t['cells']:>6} {100 * t['cell_raw']:>6.2f}% "
+            f"{100 * se:>5.2f} "
             f"{100 * t['cell_rate']:>6.2f}% {100 * t['familywise']:>6.1f}% "
             f"{100 * t['verdict']:>6.1f}% {100 * t['coverage']:>6.1f}% "
             f"{100 * t['coverage_holm']:>6.1f}% {100 * t['equivalent']:>6.1f}%")
@@ -198,7 +200,7 @@ def main(argv: list[str]) -> int:
     common = dict(sigma_l=0.05, within=0.01, n_samples=(30, 60), sizes=SIZES)
     print(f"A/A, sigma_L 0.05 (size-specific part 0.5 x unless 'not sharing'), {len(SIZES)} "
           "sizes, within-launch noise 0.01, 30-60 samples/launch; equivalence margin 5%")
-    print(f"{'scenario':<34} {'comps':>5} {'cells':>6} {'raw p':>7} {'Holm':>7} "
+    print(f"{'scenario':<34} {'comps':>5} {'cells':>6} {'raw p':>7} {'±se':>5} {'Holm':>7} "
           f"{'family':>7} {'verdict':>7} {'CI95':>7} {'CIHolm':>7} {'equiv':>7}")
     every = []
     per_scenario = []
@@ -209,7 +211,9 @@ def main(argv: list[str]) -> int:
         per_scenario.append(cmps)
         print(row(name, S.tally(cmps)), flush=True)
     print(row("all A/A", S.tally(every)))
-    print("raw p = cells with p <= 0.05 before Holm; Holm = significant cells; family = "
+    print("raw p = cells with p <= 0.05 before Holm (±se: its Monte Carlo standard error from "
+          "the spread of the comparisons' own rates: a comparison's sizes share launches, so "
+          "their false positives come together); Holm = significant cells; family = "
           "comparisons printing anything significant (cell, geomean or verdict); CI95 / "
           "CIHolm = coverage of the 95% / printed gain CI; equiv = cells equivalent within 5%")
     print("targets: cell and family-wise <= 6%, verdict <= 6%, CI95 coverage 93-97% "
@@ -568,7 +572,7 @@ def unbalanced_section(rng: np.random.Generator, reps: int) -> None:
     print("Unbalanced launches, A/A, sigma_L 0.05, 10 sizes (two-mode: each launch slow x3 "
           "or fast, 1/2 each): floored = compare's test; no floor = the same launches "
           "without stats.launch.floor_component")
-    print(f"{'scenario':<34} {'comps':>5} {'cells':>6} {'raw p':>7} {'Holm':>7} "
+    print(f"{'scenario':<34} {'comps':>5} {'cells':>6} {'raw p':>7} {'±se':>5} {'Holm':>7} "
           f"{'family':>7} {'verdict':>7} {'CI95':>7} {'CIHolm':>7} {'equiv':>7}")
     for name in UNBALANCED:
         runs = [twice(**SCENARIOS[name]) for _ in range(reps)]
@@ -690,7 +694,7 @@ def paired_section(rng: np.random.Generator, reps: int) -> None:
     print("\nRound pairing (stats.launch.pair_rounds): the same launches as an interleaved "
           "campaign (paired) and unpaired; A/A, sigma_L 0.05, 10 sizes; 'paired' = share of "
           "tested cells the paired test ran on")
-    print(f"{'scenario':<34} {'comps':>5} {'cells':>6} {'raw p':>7} {'Holm':>7} "
+    print(f"{'scenario':<34} {'comps':>5} {'cells':>6} {'raw p':>7} {'±se':>5} {'Holm':>7} "
           f"{'family':>7} {'verdict':>7} {'CI95':>7} {'CIHolm':>7} {'equiv':>7} {'paired':>7}")
     for name, kw in PAIRED.items():
         runs = [both_ways(db, rng, 0.05, **{**common, **kw}) for _ in range(reps)]

@@ -55,3 +55,14 @@ def test_one_launch_per_side_decides_nothing(tmp_path):
                         effect=np.log(1.5), n_samples=(300, 500))
     assert not any(r.deltas["b"].tested for r in cmp.rows)
     assert cmp.outcomes["b"] == "cannot tell"
+
+
+def test_the_raw_rates_error_counts_comparisons_not_cells(aa):
+    # a comparison's 20 sizes share its launches (sigma_L 0.3 here), so their false
+    # positives come together: the Monte Carlo error is that of 40 comparisons' own rates,
+    # wider than a binomial error over 800 independent cells would say
+    t = S.tally(aa)
+    rates = [S.tally([c])["cell_raw"] for c in aa]
+    assert t["cell_raw_se"] == pytest.approx(np.std(rates, ddof=1) / np.sqrt(len(aa)))
+    assert t["cell_raw_se"] > np.sqrt(t["cell_raw"] * (1 - t["cell_raw"]) / t["cells"])
+    assert np.isnan(S.tally(aa[:1])["cell_raw_se"])

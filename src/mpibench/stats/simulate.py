@@ -149,14 +149,20 @@ def tally(cmps, true_gain: float = 1.0) -> dict[str, float]:
     """Rates over comparisons: per-cell significant (Holm) and p <= alpha before Holm,
     family-wise (anything printed significant: a cell, a geomean row or the verdict),
     verdict better/worse, gain-CI coverage of the true gain (the plain 95% CI; also the
-    printed Holm-level CI), cells equivalent (with a margin)."""
+    printed Holm-level CI), cells equivalent (with a margin). cell_raw_se: the Monte Carlo
+    standard error of cell_raw from the spread of the comparisons' own rates (a comparison's
+    cells share its launches, so they are not independent draws: its sizes' false positives
+    come together)."""
     cells = sig = cover = cover_holm = ci_n = fam = verdict = raw = equiv = 0
+    per_cmp: list[float] = []
     for cmp in cmps:
         ds = [r.deltas["b"] for r in cmp.rows]
         cells += len(ds)
         s = sum(d.significant for d in ds)
         geo = sum(sm.p_adj.get("b", 1.0) <= cmp.alpha for sm in cmp.summaries)
-        raw += sum(d.p is not None and d.p <= cmp.alpha for d in ds)
+        hits = sum(d.p is not None and d.p <= cmp.alpha for d in ds)
+        raw += hits
+        per_cmp.append(hits / max(1, len(ds)))
         sig += s
         kind = cmp.outcomes.get("b")
         fam += (s + geo) > 0 or kind in ("better", "worse", "mixed")
@@ -171,6 +177,8 @@ def tally(cmps, true_gain: float = 1.0) -> dict[str, float]:
     n = max(1, len(cmps))
     return {"comparisons": len(cmps), "cells": cells, "cell_rate": sig / max(1, cells),
             "cell_raw": raw / max(1, cells),
+            "cell_raw_se": (float(np.std(per_cmp, ddof=1)) / math.sqrt(len(per_cmp))
+                            if len(per_cmp) > 1 else float("nan")),
             "familywise": fam / n, "verdict": verdict / n,
             "coverage": cover / ci_n if ci_n else float("nan"),
             "coverage_holm": cover_holm / ci_n if ci_n else float("nan"),
