@@ -58,11 +58,12 @@ and coverage 93-97% at every size. Then 3-8 sizes, one 6x noisier or all alike, 
 unpaired: false positives at the noisy and the worst quiet size, power at the quiet ones;
 then 2+2 and 3+3 at 6-22 sizes, each size its own part (both sides thin) vs gated
 (`--only-thin` runs just these).
-One size only 2-3x noisier (`--only-outlier` runs just these; issue 21's open defect): 5+5
+One size only 2-3x noisier (`--only-outlier` runs just these): 5+5
 and 10+10 unpaired, 8 and 22 sizes, one size's cell part sd 0.1 / 0.15 vs 0.05 (or all
 alike), launch effect sd 0.03 a side, A/A and a real 10%, through stats.launch.compare_cells
-and the table's closed test (stats.multiplicity.adjust_table): today's one Bartlett gate
-and the rules compared with it (OUTLIER_RULES), on the same draws.
+and the table's closed test (stats.multiplicity.adjust_table): the one Bartlett gate alone
+(the rule before), today's (the gate plus the 10% outlying-size flag) and a 25% flag
+(OUTLIER_RULES), on the same draws.
 Then 2 vs 7 and 3 vs 7 at 3-8 sizes, one size in two modes (x3 in half the launches): a
 thin side's own cell part floored at the other side's (stats.launch.floor_component, as
 compare runs) and as estimated, on the same draws (`--only-two-mode-size` runs just these).
@@ -80,6 +81,7 @@ import argparse
 import contextlib
 import functools
 import math
+import re
 import sys
 import tempfile
 import time
@@ -125,6 +127,16 @@ SCENARIOS = {
 }
 
 
+def _design(text: str) -> tuple[int, int]:
+    """--outlier-design NxS: launches a side x sizes, e.g. 5x8."""
+    m = re.fullmatch(r"(\d+)x(\d+)", text.strip())
+    if not m or int(m.group(1)) < 2 or int(m.group(2)) < 3:
+        raise argparse.ArgumentTypeError(
+            f"got {text!r}; expected launches a side x sizes, e.g. 5x8 (>= 2 launches, "
+            ">= 3 sizes)")
+    return int(m.group(1)), int(m.group(2))
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -166,13 +178,16 @@ def main(argv: list[str]) -> int:
                     "floor_component), and the power it costs")
     ap.add_argument("--only-outlier", action="store_true",
                     help="only the rows with one size 2-3x noisier (5+5, 10+10 unpaired, 8 "
-                    "and 22 sizes): today's gate vs the rules compared with it, same draws "
+                    "and 22 sizes): the gate alone, today's 10% flag and a 25% one, same draws "
                     "(10 x --reps benchmarks per row; stats level)")
     ap.add_argument("--outlier-design", action="append", default=[], metavar="NxS",
+                    type=_design,
                     help="with --only-outlier: only this design (launches a side x sizes, "
                     "e.g. 5x8; repeatable)")
     args = ap.parse_args(argv)
-    designs = tuple(tuple(int(x) for x in d.split("x")) for d in args.outlier_design)
+    if args.outlier_design and not args.only_outlier:
+        ap.error("--outlier-design: only with --only-outlier")
+    designs = tuple(args.outlier_design)
     reps = 20 if args.quick else args.reps
     rng = np.random.default_rng(args.seed)
     # --only-X: that section alone (the first flag given, in this order), then its time

@@ -52,3 +52,15 @@ def test_time_to_decision_refuses_bad_flags_on_one_line(args, flag):
     assert res.returncode == 2, res.stderr
     assert len(res.stderr.splitlines()) == 1 and flag in res.stderr, res.stderr
     assert res.stdout == ""
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--only-outlier", "--outlier-design", "5by8"], "expected launches a side x sizes"),
+    (["--outlier-design", "5x8"], "only with --only-outlier"),
+])
+def test_inference_refuses_a_bad_outlier_design(args, said):
+    # a malformed design was a ValueError traceback; one without --only-outlier was ignored
+    res = subprocess.run([sys.executable, str(BENCH / "bench_inference.py"), *args],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2 and said in res.stderr, res.stderr
+    assert "Traceback" not in res.stderr and res.stdout == ""

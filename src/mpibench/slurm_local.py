@@ -68,7 +68,9 @@ def _free_ports(n: int) -> list[int]:
     kernel hands out (bind to 0) is an ephemeral one: between choosing it and slurmctld
     binding it, any outgoing connection on this host (an MPI job's TCP, slurmctld's own
     to a slurmd) may take it as its local port, and slurmctld failed with "Address already
-    in use" in a full test run.  Below the range only a listener can hold a port."""
+    in use" in a full test run.  Below the range only a listener can hold a port.  Where
+    the range leaves fewer than 4n ports below it (it starts near 1024), the kernel chooses
+    (ephemeral ports, as before); the retry in LocalSlurm.start covers a port taken then."""
     low = _ephemeral_low()
     first = max(1024, low - 16384)
     if low - first < 4 * n:                      # an odd range: let the kernel choose
@@ -81,7 +83,7 @@ def _free_ports(n: int) -> list[int]:
             break
         s = socket.socket()
         try:
-            s.bind(("127.0.0.1", port))
+            s.bind(("", port))           # the daemons listen on every address
         except OSError:
             s.close()
             continue
@@ -90,8 +92,8 @@ def _free_ports(n: int) -> list[int]:
     for s in socks:
         s.close()
     if len(ports) < n:
-        raise SlurmStartError(f"found only {len(ports)} of {n} free ports below {low} "
-                              f"on 127.0.0.1")
+        raise SlurmStartError(f"found only {len(ports)} of {n} free ports below the "
+                              f"ephemeral range (from {low}, {EPHEMERAL_FILE})")
     return ports
 
 
@@ -236,19 +238,42 @@ class LocalSlurm:
             {"pids": self.pids, "conf": str(self.conf)}, indent=1))
 
     def start(self, timeout: float = 60.0, attempts: int = 3) -> None:
-        """Start munged, slurmctld and each slurmd; wait until every node is idle.  A
-        daemon that could not bind its port (taken since the ports were chosen) is retried
-        on other ports, up to `attempts` starts in all."""
+        """Start munged, slurmctld and each slurmd; wait until every node is idle.  A start
+        whose daemon could not bind its port (taken since the ports were chosen: "Address
+        already in use" in what this attempt logged, not in older lines of appended logs)
+        is stopped and tried again, on other ports where ports() chooses them, up to
+        `attempts` starts in all (at least one)."""
         missing = missing_programs()
         if missing:
             raise SlurmStartError("Slurm/munge programs not found: " + ", ".join(missing))
+        attempts = max(1, attempts)
         for attempt in range(1, attempts + 1):
+            sizes = self._log_sizes()
             try:
                 self._start_once(timeout)
                 return
             except SlurmStartError as exc:
-                if attempt == attempts or "Address already in use" not in str(exc):
+                if "Address already in use" not in self._logged_since(sizes):
                     raise
+                if attempt == attempts:
+                    raise SlurmStartError(f"{exc}\n(a daemon's port was taken in each of "
+                                          f"{attempts} starts)") from exc
+
+    def _log_sizes(self) -> dict[Path, int]:
+        logs = self.root / "log"
+        return {p: p.stat().st_size for p in logs.glob("*")} if logs.is_dir() else {}
+
+    def _logged_since(self, sizes: dict[Path, int]) -> str:
+        """What the daemons' logs gained since `sizes` (the logs are appended to)."""
+        out = []
+        for p in sorted((self.root / "log").glob("*")):
+            try:
+                with open(p, "rb") as f:
+                    f.seek(sizes.get(p, 0))
+                    out.append(f.read().decode(errors="replace"))
+            except OSError:
+                continue
+        return "\n".join(out)
 
     def _start_once(self, timeout: float) -> None:
         self.write_config()

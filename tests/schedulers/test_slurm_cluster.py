@@ -407,10 +407,17 @@ def test_a_daemon_that_dies_at_start_is_reported_and_the_rest_stopped(tmp_path, 
         pytest.skip("needs the Slurm/munge programs and root")
     real = sl._which
     monkeypatch.setattr(sl, "_which", lambda p: "/bin/false" if p == "slurmctld" else real(p))
+    starts, free = [], sl._free_ports
+    monkeypatch.setattr(sl, "_free_ports", lambda n: starts.append(n) or free(n))
+    # a port clash an earlier cluster in this directory logged is not this start's: no retry
+    (tmp_path / "c" / "log").mkdir(parents=True)
+    (tmp_path / "c" / "log" / "slurmctld.log").write_text(
+        "error: Error binding slurm stream socket: Address already in use\n")
     cluster = sl.LocalSlurm(tmp_path / "c")
     with pytest.raises(sl.SlurmStartError, match="slurmctld exited with status 1"):
         cluster.start(timeout=20)
     assert cluster.pids == {}  # munged, started first, was stopped again
+    assert len(starts) == 1
 
 
 def test_a_port_taken_since_it_was_chosen_is_retried_on_others(tmp_path, monkeypatch):
@@ -440,6 +447,16 @@ def test_a_port_taken_since_it_was_chosen_is_retried_on_others(tmp_path, monkeyp
         assert len(offered) == 2 and "Address already in use" in \
             (tmp_path / "c" / "log" / "slurmctld.log").read_text(errors="replace")
         assert set(cluster.node_states().values()) == {"idle"}
+        # the failed start's daemons were stopped: one munged of this cluster is left
+        mine = []
+        for d in Path("/proc").iterdir():
+            try:
+                argv = (d / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if argv and argv[0].endswith(b"munged") and str(tmp_path).encode() in b" ".join(argv):
+                mine.append(int(d.name))
+        assert mine == [cluster.pids["munged"]], mine
     finally:
         cluster.stop()
         held.close()

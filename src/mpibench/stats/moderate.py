@@ -108,7 +108,8 @@ def outlying(sums: Sequence[float], dfs: Sequence[float], level: float | None = 
     test of s_g^2 / (pooled sum of the others / their df) on F(d_g, sum of the others'
     d). Each size against the rest, not corrected for the number of sizes: a false flag
     costs a quiet size its pooled df (and its block the closed test's mean-gain step,
-    stats.multiplicity), a missed noisy size its CI."""
+    stats.multiplicity), a missed noisy size its CI. Nothing is flagged below MIN_GROUPS
+    variances, nor a size whose others have no spread at all (their pooled sum is 0)."""
     from scipy.special import fdtrc
     level = OUTLYING_LEVEL if level is None else level
     ss = np.asarray(sums, dtype=float)
