@@ -178,7 +178,7 @@ def main(argv: list[str]) -> int:
                     "floor_component), and the power it costs")
     ap.add_argument("--only-outlier", action="store_true",
                     help="only the rows with one size 2-3x noisier (5+5, 10+10 unpaired, 8 "
-                    "and 22 sizes): the gate alone, today's 10% flag and a 25% one, same draws "
+                    "and 22 sizes): the gate alone, today's 10%% flag and a 25%% one, same draws "
                     "(10 x --reps benchmarks per row; stats level)")
     ap.add_argument("--outlier-design", action="append", default=[], metavar="NxS",
                     type=_design,
