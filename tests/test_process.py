@@ -9,7 +9,7 @@ import signal
 from pathlib import Path
 
 from mpibench.execute import CORE_FOOTER_ERE, complete_at
-from mpibench.process import run_until_complete
+from mpibench.process import run_until_complete, start_ticks
 from mpibench.schedulers import StepCompletion
 from support.procs import wait_gone
 
@@ -144,3 +144,37 @@ def _wait_for_file(path: Path) -> bool:
             return True
         time.sleep(0.01)
     return False
+
+
+def test_start_ticks_names_one_live_process_and_not_one_that_exited():
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
+                             stdin=subprocess.PIPE)
+    try:
+        ticks = start_ticks(child.pid)
+        assert ticks is not None and ticks >= start_ticks(os.getpid())
+        assert start_ticks(child.pid) == ticks   # the same process reads the same
+    finally:
+        child.stdin.close()
+    # exited but not reaped: a zombie, which has stopped running
+    os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)
+    assert start_ticks(child.pid) is None
+    child.wait()
+    assert start_ticks(child.pid) is None
+
+
+def test_start_ticks_reads_past_a_command_name_with_spaces_and_parentheses(tmp_path):
+    import subprocess
+
+    odd = tmp_path / "a) b ("
+    odd.write_bytes(Path("/bin/sleep").read_bytes())
+    odd.chmod(0o755)
+    child = subprocess.Popen([str(odd), "30"])
+    try:
+        ticks = start_ticks(child.pid)
+        assert ticks is not None and ticks >= start_ticks(os.getpid())
+    finally:
+        child.kill()
+        child.wait()

@@ -21,6 +21,20 @@ from mpibench.files import write_file
 log = logging.getLogger("mpibench.process")
 
 
+def start_ticks(pid: int) -> int | None:
+    """When process `pid` started, in clock ticks after boot (field 22 of /proc/PID/stat): with
+    the PID it names one process even after PIDs wrap, not a later one that reused the PID.
+    None when there is no such process or it has exited (a zombie waiting to be reaped)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    rest = stat[stat.rfind(")") + 2:].split()   # the command name may hold spaces and ')'
+    if len(rest) < 20 or rest[0] in ("Z", "X"):
+        return None
+    return int(rest[19])
+
+
 @dataclass
 class CommandResult:
     argv: list[str]

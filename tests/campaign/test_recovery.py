@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from mpibench.campaign.runner import CampaignRunner, _proc_start, harness_alive, harness_token
+from mpibench.campaign.runner import CampaignRunner, harness_alive, harness_token
 from mpibench.campaign.spec import load
 from mpibench.errors import UsageError
+from mpibench.process import start_ticks
 from mpibench.store import Store
 
 CAMPAIGN = """
@@ -102,7 +103,7 @@ def test_recovery_leaves_cells_of_a_live_harness_alone(tmp_path, sleeper):
         cid, cells, _ = ra.sync()
         run_dir = ra.runs_root / cells[0].id
         launch = sleeper(run_dir)
-        live = f"{os.uname().nodename} {launch.pid} {_proc_start(launch.pid)}"
+        live = f"{os.uname().nodename} {launch.pid} {start_ticks(launch.pid)}"
         assert harness_alive(live)
         mark_running(store, ra, cells[0].id, live)
         dead = mark_running(store, ra, cells[1].id, f"{os.uname().nodename} 1 0")

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from mpibench.process import start_ticks
 from mpibench.slurm_local import missing_programs
-from mpibench.testbed.system import start_time
 from support.slurm_sweep import (
     LEGACY_IDLE_S,
     OWNER_FILE,
@@ -71,7 +71,7 @@ def _daemons(root: Path) -> dict[str, int]:
 
 
 def _alive(pid: int) -> bool:
-    return start_time(pid) is not None
+    return start_ticks(pid) is not None
 
 
 @pytest.mark.system
@@ -129,8 +129,8 @@ def test_the_sweep_trusts_an_owner_by_pid_and_start_time_and_a_daemon_by_its_cmd
     owner = _sleeper()
     decoy = _sleeper()
     try:
-        me = {"pid": os.getpid(), "start": start_time(os.getpid())}
-        alive = _owned(tmp_path, "alive", [{"pid": owner.pid, "start": start_time(owner.pid)}])
+        me = {"pid": os.getpid(), "start": start_ticks(os.getpid())}
+        alive = _owned(tmp_path, "alive", [{"pid": owner.pid, "start": start_ticks(owner.pid)}])
         both = _owned(tmp_path, "both", [{"pid": 999999999, "start": 1}, me])
         # a recorded owner whose PID now belongs to another process (another start time)
         reused = _owned(tmp_path, "reused", [{**me, "start": me["start"] - 1}])

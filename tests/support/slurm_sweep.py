@@ -37,7 +37,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from mpibench.files import write_file
-from mpibench.testbed.system import start_time
+from mpibench.process import start_ticks
 from support.procs import wait_gone
 
 BASE = Path("/tmp")               # short socket paths: Slurm and munge need < ~100 characters
@@ -95,7 +95,7 @@ def _read_owners(root: Path) -> list[dict] | None:
 
 
 def _write_owner(root: Path, pid: int) -> None:
-    start = start_time(pid)
+    start = start_ticks(pid)
     if start is None:
         return
     owners = _read_owners(root) or []
@@ -123,7 +123,7 @@ def new_cluster_dir(prefix: str = PREFIX, base: Path = BASE) -> Path:
 def _owner_alive(o: dict) -> bool:
     pid, start = o.get("pid"), o.get("start")
     return (isinstance(pid, int) and isinstance(start, int) and pid > 0
-            and start_time(pid) == start)
+            and start_ticks(pid) == start)
 
 
 def _cluster_roots(d: Path) -> list[Path]:

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from mpibench.errors import UsageError
+from mpibench.process import start_ticks
 from mpibench.testbed import FabricSpec, Testbed, TestbedError, parse_fabrics
 from mpibench.testbed import system as sx
 from mpibench.testbed.bed import shaper_params
@@ -477,7 +478,7 @@ def test_stop_acts_only_on_processes_in_the_testbeds_cgroups(tmp_path):
         pytest.skip("no cgroup v1 cpuset at /sys/fs/cgroup/cpuset here")
     bystander = subprocess.Popen(["sleep", "300"])
     try:
-        me = {"pid": bystander.pid, "start": sx.start_time(bystander.pid),
+        me = {"pid": bystander.pid, "start": start_ticks(bystander.pid),
               "netns": sx.netns_of(bystander.pid)}
         d["id"] = "0badc0de"
         d["host_link"] = "mbt-0badc0de"

@@ -38,7 +38,7 @@ from mpibench.execute import (
     oversubscribed,
 )
 from mpibench.launchers import get_launcher
-from mpibench.process import kill_orphans
+from mpibench.process import kill_orphans, start_ticks
 from mpibench.schedulers import (
     JobRequest,
     JobStep,
@@ -459,20 +459,9 @@ def binding_notes(variants: dict[str, Any], stacks: Mapping[str, Stack]) -> list
             "variant to compare like with like"]
 
 
-def _proc_start(pid: int) -> str | None:
-    """The process's start time in clock ticks since boot (/proc/PID/stat field 22): with the
-    PID it names one process, not a later one that reused the PID."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            stat = fh.read()
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[1].split()[19]
-
-
 def harness_token() -> str:
     """Who holds a running cell: 'host pid start-ticks', stored in runs.harness."""
-    return f"{socket.gethostname()} {os.getpid()} {_proc_start(os.getpid()) or '?'}"
+    return f"{socket.gethostname()} {os.getpid()} {start_ticks(os.getpid()) or '?'}"
 
 
 def harness_alive(token: str) -> bool:
@@ -481,7 +470,7 @@ def harness_alive(token: str) -> bool:
     parts = token.split()
     if len(parts) != 3 or parts[0] != socket.gethostname() or not parts[1].isdigit():
         return False
-    return _proc_start(int(parts[1])) == parts[2]
+    return str(start_ticks(int(parts[1]))) == parts[2]
 
 
 def _inside(path: Path, root: Path) -> bool:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mpibench.files import write_file
-from mpibench.process import run_command
+from mpibench.process import run_command, start_ticks
 
 REQUIRED = ("initdb", "pg_ctl", "postgres")
 STATE_FILE = "server.json"
@@ -76,17 +76,7 @@ def _run_as() -> str | None:
 def _alive(pid: int) -> bool:
     """Whether pid still runs. pg_ctl daemonises the postmaster, so its parent is init, which
     in a container may be slow to reap it: a zombie has exited."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return False
-    except OSError:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        return True
+    return start_ticks(pid) is not None
 
 
 @dataclass

@@ -36,7 +36,7 @@ from pathlib import Path
 
 from mpibench.errors import UsageError
 from mpibench.files import write_file
-from mpibench.process import CommandResult, run_command
+from mpibench.process import CommandResult, run_command, start_ticks
 from mpibench.testbed import system as sx
 from mpibench.testbed.spec import FabricSpec, check_nodes, format_rate
 
@@ -396,7 +396,7 @@ class Testbed:
             log.close()
         self._popen[p.pid] = p
         # its start time is read now, before anything could reuse the PID
-        return Proc(p.pid, sx.start_time(p.pid))
+        return Proc(p.pid, start_ticks(p.pid))
 
     def _wait_anchor(self, name: str, proc: Proc, deadline: float) -> None:
         popen = self._popen.get(proc.pid)

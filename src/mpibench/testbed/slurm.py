@@ -21,6 +21,7 @@ import shutil
 from dataclasses import dataclass
 
 from mpibench.files import write_file
+from mpibench.process import start_ticks
 from mpibench.slurm_local import LocalSlurm, SlurmStartError, _node_memory_mb, missing_programs
 from mpibench.testbed import system as sx
 
@@ -92,7 +93,7 @@ def start_slurm(bed, timeout: float = 60) -> None:
     except SlurmStartError as exc:
         raise sx.TestbedError(f"Slurm did not start in the testbed: {exc}") from None
     finally:
-        bed.daemons = {name: {"pid": pid, "start": sx.start_time(pid)}
+        bed.daemons = {name: {"pid": pid, "start": start_ticks(pid)}
                        for name, pid in cluster.pids.items()}
         bed.save()
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mpibench.errors import MpibenchError
-from mpibench.process import run_command
+from mpibench.process import run_command, start_ticks
 
 TOOLS = ("unshare", "nsenter", "ip", "tc")
 
@@ -204,21 +204,8 @@ def cg_remove(path: Path) -> None:
 
 # -- processes ---------------------------------------------------------------------------
 
-def start_time(pid: int) -> int | None:
-    """Field 22 of /proc/PID/stat (clock ticks after boot): with the PID, it names one process
-    even after PIDs wrap. None if there is no such process or it is a zombie."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    rest = stat[stat.rfind(")") + 2:].split()
-    if not rest or rest[0] in ("Z", "X"):
-        return None
-    return int(rest[19])
-
-
 def alive(pid: int, started: int | None) -> bool:
-    return started is not None and start_time(pid) == started
+    return started is not None and start_ticks(pid) == started
 
 
 def netns_of(pid: int) -> str | None:
@@ -246,7 +233,7 @@ def terminate(pids: list[int], grace: float = 5.0) -> None:
             pass
     _wait_gone(pids, grace)
     for p in pids:
-        if start_time(p) is not None:
+        if start_ticks(p) is not None:
             try:
                 os.kill(p, signal.SIGKILL)
             except ProcessLookupError:
@@ -257,7 +244,7 @@ def terminate(pids: list[int], grace: float = 5.0) -> None:
 def _wait_gone(pids: list[int], grace: float) -> None:
     """Until none of pids is alive (a zombie counts as gone), at most grace seconds."""
     deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and any(start_time(p) is not None for p in pids):
+    while time.monotonic() < deadline and any(start_ticks(p) is not None for p in pids):
         time.sleep(0.05)
 
 
