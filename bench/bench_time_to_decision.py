@@ -18,9 +18,10 @@ PingPong (built per stack from ../shared/peers by the campaign's `suite = "imb"`
 each as a campaign whose `repeats` it raises (earlier launches are kept). A tool stops
 launching when every one of its cells is decided; both stop at the budget, --max-rounds
 launches per variant. The core's campaign has `budget = "auto"` (stats/budget.py): rounds
-1-2 are its pilot (20 samples a cell), later launches at the --target and --max-time that
-minimise the launch time to a decision at the measured variance components (the bench
-prints that plan). At the end the launch options of each tool and variant (the launcher's
+1-2 are its pilot (20 samples a cell within --max-time 0.02 s, stats.budget.PILOT_*; the
+largest sizes fewer), later launches at the --target and --max-time that minimise the
+launch time to a decision at the measured variance components (the bench prints that
+plan). At the end the launch options of each tool and variant (the launcher's
 command line before the program): the same for both tools.
 
 Per round it prints each tool's launch wall time in that round (the store's per-launch
@@ -49,7 +50,7 @@ launches per side and seconds of launches in all (the N rounds' own plus the res
 plan's seconds per launch). N must be 5 or more with --to-budget (one line, exit 2
 otherwise; --quick runs 5 rounds then, not 4): from fewer than 3 rounds 3..N the plan
 would be unpaired (or none) while the looks test paired. The looks test every round,
-the pilot's rounds 1-2 included, which ran at other options (20 samples a cell): the
+the pilot's rounds 1-2 included, which ran at other options (the pilot's): the
 budget is planned on rounds 3..N's spread alone, as if every round had it. Above --max-budget seconds it is refused, saying so, and so is
 a plan beyond 1000 launches per side; then, or when the N rounds already are the budget,
 or when the core decided every cell before round N (no budget is made), the look at N
@@ -202,7 +203,7 @@ def decided(db: Path, statistic: str, design: Design, n: int, previous: dict | N
 
 def breakdown(core_db: Path, imb_db: Path) -> list[str]:
     """Where a launch's wall time goes, medians per variant over the launches of rounds 1-2
-    (the core's own options) and of later rounds (the budget's): the launch's elapsed
+    (the pilot's options) and of later rounds (the budget's): the launch's elapsed
     seconds (the store's), and for the core from its JSON Lines (core.jsonl in the run
     directory): MPI_Init, the cells (set-up, first call and validation, calibration,
     warm-up, samples: their elapsed_s), the timed samples alone (n x batch x median x 2:
@@ -743,6 +744,30 @@ def summary(a, core: Tool, imb: Tool, head: tuple, budget_rounds: int, compare: 
     if final is not None:
         print(f"mpibench-core at its final spread ({core.rounds} launches per variant): "
               f"{final.describe()}")
+    print(reach_line(final, core, a.max_budget))
+
+
+def reach_line(final, core: Tool, max_budget: float) -> str:
+    """Whether 'every cell decided within a budget the bench prints' is reachable at the
+    spread of the core's launches so far (its final plan, no cap), and why not."""
+    head = "every cell decided within a printed budget:"
+    if core.done:
+        return f"{head} yes, every cell decided after {core.rounds} rounds"
+    if final is None:
+        return f"{head} no plan (too few launches per variant)"
+    b = final.best
+    if b.launches is None:
+        return (f"{head} out of reach here: at the spread of the core's {core.rounds} rounds "
+                f"equivalence within ±{100 * TARGET:g}% at gain 1 needs more than "
+                f"{budget.SEARCH_MAX} launches per side, beyond any budget the bench prints "
+                f"(--to-budget refuses it): the spread of a round's difference between "
+                f"rounds (the line above), not the length of a launch, is what it lacks")
+    total = b.total_s
+    where = "within" if total <= max_budget else "above"
+    return (f"{head} {b.launches} launches per side, {total:.0f} s of launches at "
+            f"{b.launch_s:.2f} s a launch, {where} --max-budget {max_budget:g} s "
+            f"(--to-budget runs to it; cells whose true gain is near the margin's edge "
+            f"stay undecided by any budget)")
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ each must accept it; and their own input checks."""
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -64,3 +65,35 @@ def test_inference_refuses_a_bad_outlier_design(args, said):
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 2 and said in res.stderr, res.stderr
     assert "Traceback" not in res.stderr and res.stdout == ""
+
+
+def test_time_to_decision_says_whether_every_cell_is_in_reach(monkeypatch):
+    """The issue's 'every cell decided within a budget the bench prints': the bench's last
+    line says so, from the plan at the spread of all the core's rounds: decided, the
+    launches and seconds it would take (within or above --max-budget), or out of reach
+    beyond 1000 launches per side, naming what it lacks."""
+    import importlib.util
+    from types import SimpleNamespace
+
+    from mpibench.stats import budget
+
+    spec = importlib.util.spec_from_file_location("bench_ttd", BENCH / "bench_time_to_decision.py")
+    ttd = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "bench_ttd", ttd)   # its dataclasses look it up there
+    monkeypatch.setattr(sys, "path", list(sys.path))      # it puts src/ first
+    spec.loader.exec_module(ttd)
+
+    def plan(launches, launch_s=0.15):
+        best = budget.Choice(100.0, launches, launch_s,
+                             launches * launch_s * 2 if launches else math.inf)
+        return budget.Plan(best, (best,), 0.05, True)
+
+    undecided = SimpleNamespace(done=False, rounds=10)
+    far = ttd.reach_line(plan(None), undecided, 300.0)
+    assert "out of reach" in far and f"more than {budget.SEARCH_MAX} launches" in far
+    near = ttd.reach_line(plan(200), undecided, 300.0)
+    assert "200 launches per side, 60 s of launches" in near and "within --max-budget" in near
+    assert "above --max-budget 30 s" in ttd.reach_line(plan(200), undecided, 30.0)
+    assert "no plan" in ttd.reach_line(None, undecided, 300.0)
+    done = ttd.reach_line(None, SimpleNamespace(done=True, rounds=7), 300.0)
+    assert "yes, every cell decided after 7 rounds" in done

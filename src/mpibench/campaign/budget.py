@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mpibench.campaign.spec import group_variants
+from mpibench.stats import budget
 
 if TYPE_CHECKING:
     from mpibench.campaign.plan import Cell
@@ -28,8 +29,9 @@ class BudgetRule:
     the budgeted launches' own CIs (approximate, a few samples at the large sizes) never
     feed back into it; a group that sets `target` or `max_time` itself keeps its options
     (and one that sets accept_approximate keeps that). The first two rounds are the pilot:
-    PILOT_OPTIONS (--min-samples per cell, CI accepted within 100%: what the plan reads,
-    sigma_L, B = se^2 n and the seconds, needs no narrower CI). Without a plan (not two
+    PILOT_OPTIONS (--min-samples per cell, CI accepted within 100%, at most 0.02 s a cell:
+    what the plan reads, sigma_L, B = se^2 n and the seconds, needs no narrower CI and no
+    more samples). Without a plan (not two
     variants with two finished pilot launches each: a batch campaign with a fixed
     `repeats` submits every round at once) the later launches keep the group's own
     options, and the rule looks again only at a later round (a batch campaign's next
@@ -37,10 +39,14 @@ class BudgetRule:
     pilot nor plan: its own options in every round."""
 
     PILOT = 2
-    # the pilot's core options: every cell stops at --min-samples (20) unless --max-time
-    # (the core's default, 0.05 s) ends it first, so the CI, and the B the plan reads off
-    # it, rests on 20 samples, never the [min, max] of a few (a 10 ms pilot's large sizes)
-    PILOT_OPTIONS = {"target": 100.0, "accept_approximate": True}
+    # the pilot's core options (stats.budget.PILOT_TARGET, PILOT_MAX_TIME): every cell stops
+    # at --min-samples (20) unless --max-time (0.02 s, not the core's 0.05 s: the core's
+    # settling takes up to a quarter of it at each large size) ends it first, so the CI,
+    # and the B the plan reads off it, rests on 20 samples wherever a sample is shorter
+    # than about 0.5 ms; only the largest sizes get fewer (5 or more), as in the plan's own
+    # launches at --max-time 0.02 s or less
+    PILOT_OPTIONS = {"target": budget.PILOT_TARGET, "max_time": budget.PILOT_MAX_TIME,
+                     "accept_approximate": True}
 
     def __init__(self, runner, campaign_id: int):
         self.runner, self.cid = runner, campaign_id

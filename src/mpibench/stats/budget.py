@@ -82,6 +82,20 @@ Z95 = 1.959963984540054
 CORE_MIN_SAMPLES = 20        # core/args.c: min_samples
 CORE_DEFAULT_TARGET = 5.0    # core/args.c: --target (percent)
 CORE_DEFAULT_MAX_TIME = 0.05  # core/args.c: --max-time (seconds per cell)
+# budget = "auto"'s pilot (campaign/budget.py, a core group's first two rounds): what the
+# plan reads off it is each cell's median (the between-launch spread, the round
+# differences), its CI (B = se^2 n), its seconds per sample and the launch's fixed seconds;
+# none of them needs a narrow CI, so a cell stops at --min-samples (20) with its CI accepted
+# within PILOT_TARGET (still marked approximate). --max-time PILOT_MAX_TIME (one of the
+# MAX_TIMES the plan chooses among, so one candidate is measured, not extrapolated) instead
+# of the core's 0.05 s: the core's settling before calibration may take a quarter of
+# --max-time (half while it still page-faults), which at 0.05 s was 12.5-25 ms at each size
+# of 512 KiB and up, most of the pilot's cell seconds beyond its samples. 20 samples still
+# fit where a sample takes up to about 0.5 ms (PingPong over shared memory here: up to 1-2
+# MiB); only larger sizes stop on --max-time with fewer (at least the core's floor of 5), as
+# they do in the plan's launches at --max-time 0.02 s or less
+PILOT_TARGET = 100.0         # percent: any CI the core computes stops a cell at 20 samples
+PILOT_MAX_TIME = 0.02        # seconds per cell
 # the targets plan() tries (percent): the core's default and coarser, the core's range
 TARGETS = (1.0, 2.0, 3.0, 5.0, 7.0, 10.0, 15.0, 20.0, 30.0, 50.0, 100.0)
 # the --max-time values (seconds per cell) plan() tries: the core's default and shorter; a
