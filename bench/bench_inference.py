@@ -46,7 +46,8 @@ stats.launch.compare_cells without the store): designs where every size keeps it
 cell part (2+2, 3+3 at 6-10 sizes, 2 and 3 vs 7 at 4 sizes, with and without a launch
 effect): the true power of the median 'detectable' of 2 x --reps benchmarks in 10 x
 --reps others (the first size), a cell's thin own parts raised together at their sum's
-df (stats.launch.plan_cell_parts, now) and one by one (before), on the same draws.
+df, at 3+3 with the launch parts (2 df) among them (stats.launch.plan_cell_parts,
+plan_launch_parts: now) and with the launch parts as estimated (before), on the same draws.
 
 Heterogeneous sizes (`--only-hetero` runs just this, 10 x --reps benchmarks per row, stats
 level): a benchmark whose sizes are not equally noisy (22 sizes shaped like a real Open MPI
@@ -497,10 +498,10 @@ def _own_bench(rng: np.random.Generator, n_b: int, n_c: int, sizes: int, shared:
             for s in range(sizes)]
 
 
-def _one_by_one(parts, same=()):
-    """stats.launch.plan_cell_parts before: each thin own part raised on its own df."""
-    from mpibench.stats import launch as L
-    return [(L.plan_round_part(v, d), d) if d < L.WELCH_MIN_DF else (v, d) for v, d in parts]
+def _no_launch_parts(plan_spreads, ns):
+    """stats.launch.plan_launch_parts before: no launch part raised with the own parts
+    (equal launch counts' 2-df launch parts planned as estimated)."""
+    return []
 
 
 # (label, launches base, candidate, sizes, sd of the shared launch effect, of the cell part)
@@ -525,24 +526,27 @@ def planning_own_section(rng: np.random.Generator, reps: int) -> None:
     """The table's 'detectable' where every size keeps its own cell part (stats level):
     per design the median over the cells of 2 x reps benchmarks, its true power (raw
     p <= 0.05 at the first size) in 10 x reps others, now (plan_cell_parts: a cell's
-    thin own parts raised together at their sum's Satterthwaite df) and before (one by
-    one, _one_by_one), each rule on the same draws (one seed per design from rng)."""
+    thin own parts raised together at their sum's Satterthwaite df, at 3+3 the launch
+    parts above their floor with them, plan_launch_parts) and before (the launch parts
+    as estimated, _no_launch_parts), each rule on the same draws (one seed per design
+    from rng)."""
     from mpibench.stats import launch as L
     nb, nt = 2 * reps, 10 * reps
     print(f"\nPlanning, every size its own cell part (stats level): the median 'detectable' "
           f"of {nb} benchmarks, its true power in {nt} others (first size; binomial se about "
           f"{100 * math.sqrt(0.16 / nt):.1f} points, the median moves too), now (thin own "
-          "parts raised together, plan_cell_parts) / before (one by one); sigma_L 0.05, "
+          "parts raised together, at 3+3 the launch parts with them, plan_launch_parts) / "
+          "before (launch parts as estimated); sigma_L 0.05, "
           "cell part 0.025 unless said; no L: sigma_L 0, cell part 0.05")
     rows = []
     for label, n_b, n_c, sizes, shared, specific in OWN_DESIGNS:
         seed = int(rng.integers(2 ** 32))
         got = []
-        for rule in (None, _one_by_one):
+        for rule in (None, _no_launch_parts):
             r = np.random.default_rng(seed)
             with contextlib.ExitStack() as stack:
                 if rule is not None:
-                    stack.enter_context(_swapped("plan_cell_parts", rule))
+                    stack.enter_context(_swapped("plan_launch_parts", rule))
                 dets = [t.detectable for _ in range(nb)
                         for t in L.compare_cells(_own_bench(r, n_b, n_c, sizes, shared,
                                                             specific)) if t.detectable]
