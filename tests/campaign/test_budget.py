@@ -110,10 +110,10 @@ def test_the_pilot_stops_each_cell_at_its_minimum_samples(tmp_path):
     34-43% of the core's launch seconds over 10 rounds of the time-to-decision bench on
     the quiet machine. What the plan reads needs 20 samples per cell, not a 5% CI: the
     pilot stops every cell at --min-samples (its CI accepted within 100%, still marked
-    approximate), within --max-time 0.02 s a cell (the core's 0.05 s let its settling take
-    12.5-25 ms at each large size: 1.5-1.6x the budgeted launches' seconds on the quiet
-    machine), one of the --max-time values the plan chooses among. A group's own options
-    stand."""
+    approximate), within --max-time 0.02 s a cell (at the core's 0.05 s its settling could
+    take 12.5-25 ms at each large size, and a pilot launch cost 1.3-1.6x a budgeted one on
+    the quiet machine), one of the --max-time values the plan chooses among. A group's own
+    options stand."""
     from mpibench.campaign.plan import expand
 
     spec = _spec(tmp_path, "10")

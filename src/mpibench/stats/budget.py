@@ -89,8 +89,8 @@ CORE_DEFAULT_MAX_TIME = 0.05  # core/args.c: --max-time (seconds per cell)
 # within PILOT_TARGET (still marked approximate). --max-time PILOT_MAX_TIME (one of the
 # MAX_TIMES the plan chooses among, so one candidate is measured, not extrapolated) instead
 # of the core's 0.05 s: the core's settling before calibration may take a quarter of
-# --max-time (half while it still page-faults), which at 0.05 s was 12.5-25 ms at each size
-# of 512 KiB and up, most of the pilot's cell seconds beyond its samples. 20 samples still
+# --max-time (half while it still page-faults), at 0.05 s up to 12.5-25 ms at each size of
+# 512 KiB and up, and their 20 samples up to 36 ms more (4 MiB). 20 samples still
 # fit where a sample takes up to about 0.5 ms (PingPong over shared memory here: up to 1-2
 # MiB); only larger sizes stop on --max-time with fewer (at least the core's floor of 5), as
 # they do in the plan's launches at --max-time 0.02 s or less
