@@ -28,7 +28,9 @@ Per round it prints each tool's launch wall time in that round (the store's per-
 elapsed seconds: waiting for the shared MPI lock and IMB's build are not counted) and its
 cells decided; at the end both totals side by side, the ratio core/IMB launch time, and
 whether every cell was decided within the budget (else which cells were not, with their
-gain, CI and tests), with the load average (the machine is shared) at the start and end.
+gain, CI and tests), with the load average (the machine is shared) at the start and end;
+last, whether every cell decided within a budget the bench prints is in reach at the
+spread of all the core's rounds (reach_line: the launches and seconds, or why not).
 
 The budget. After round 2 the bench prints the core's plan (stats/budget.py, the one
 `budget = "auto"` uses, planned for the bench's launches per variant): the launches per
@@ -760,8 +762,9 @@ def reach_line(final, core: Tool, max_budget: float) -> str:
         return (f"{head} out of reach here: at the spread of the core's {core.rounds} rounds "
                 f"equivalence within ±{100 * TARGET:g}% at gain 1 needs more than "
                 f"{budget.SEARCH_MAX} launches per side, beyond any budget the bench prints "
-                f"(--to-budget refuses it): the spread of a round's difference between "
-                f"rounds (the line above), not the length of a launch, is what it lacks")
+                f"(--to-budget refuses it): what stands in the way is how much a round's "
+                f"difference varies between rounds (the line above), not how long a launch "
+                f"samples")
     total = b.total_s
     where = "within" if total <= max_budget else "above"
     return (f"{head} {b.launches} launches per side, {total:.0f} s of launches at "

@@ -91,6 +91,7 @@ def test_time_to_decision_says_whether_every_cell_is_in_reach(monkeypatch):
     undecided = SimpleNamespace(done=False, rounds=10)
     far = ttd.reach_line(plan(None), undecided, 300.0)
     assert "out of reach" in far and f"more than {budget.SEARCH_MAX} launches" in far
+    assert "varies between rounds" in far
     near = ttd.reach_line(plan(200), undecided, 300.0)
     assert "200 launches per side, 60 s of launches" in near and "within --max-budget" in near
     assert "above --max-budget 30 s" in ttd.reach_line(plan(200), undecided, 30.0)
