@@ -327,6 +327,12 @@ def _swapped(name: str, value):
         setattr(L, name, keep)
 
 
+def _no_cell_parts(*_args, **_kwargs):
+    """stats.launch._cell_parts of the model before: no size its own cell part, every
+    Spread as spread(moderate=False) makes it."""
+    return None
+
+
 def _both_rules(store, sets, base):
     """(comparison with today's planning rule, the same launches with _plan_before)."""
     now = compare_groups(store, sets, base)
@@ -898,10 +904,10 @@ def hetero_section(rng: np.random.Generator, reps: int) -> None:
                ("10+10 paired", 10, 10, True, 0.1), ("10+10 unpaired", 10, 10, False, 0.1),
                ("2 vs 7 unpaired", 2, 7, False, 0.1),
                ("5+5 unp., no round", 5, 5, False, 0.0))
-    original = L.spread
+    original = L._cell_parts     # no cell parts anywhere = spread(moderate=False)
     for label, na, nb, paired, round_sd in designs:
         for how, moderate in (("now", True), ("pooled", False)):
-            with _swapped("spread", functools.partial(original, moderate=moderate)):
+            with _swapped("_cell_parts", original if moderate else _no_cell_parts):
                 _hetero_row(f"{label} {how}", rng, reps, na, nb, paired, round_sd)
     print("  now = each size's own cell part where the sizes differ (stats.moderate); "
           "pooled = the cell part pooled over every size (the model before, "
@@ -951,7 +957,6 @@ def few_sizes_section(rng: np.random.Generator, reps: int) -> None:
           f"gated from there")
     print(f"  {'sizes':<21} {'FP noisy':>8} {'FP quiet':>8} {'power q':>7} | "
           f"{'pooled: FP noisy':>16} {'FP quiet':>8} {'power q':>7}")
-    original = L.spread
     # 5+5 at 3-8 sizes; 2+2 and 3+3 at 3-5 (a side with 2-3 launches: own parts on 1-2 df)
     rows = [(5, n) for n in (3, 4, 5, 6, 8)] + [(k, n) for k in (2, 3) for n in (3, 4, 5)]
     for launches, n in rows:
@@ -959,7 +964,7 @@ def few_sizes_section(rng: np.random.Generator, reps: int) -> None:
         for label, sds in ((f"{pre}{n}, one noisy", np.array([0.05] * (n - 1) + [0.3])),
                            (f"{pre}{n}, alike", np.full(n, 0.05))):
             now = _few_row(rng, reps, sds, launches)
-            with _swapped("spread", functools.partial(original, moderate=False)):
+            with _swapped("_cell_parts", _no_cell_parts):
                 pooled = _few_row(rng, reps, sds, launches)
             cols = []
             for fp, pw in (now, pooled):

@@ -4,7 +4,6 @@ sizes are not equally noisy (stats.launch.spread's cell parts)."""
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
@@ -87,11 +86,12 @@ def test_noisy_sizes_keep_their_false_positives_at_alpha(paired, monkeypatch):
     # they stay at alpha (binomial bound on the count).
     sds = np.array([0.1] * 10 + [0.5] * 2)
     reps = 250
-    original = L.spread
+    original = L._cell_parts
     for moderate, expect_ok in ((True, True), (False, False)):
         rng = np.random.default_rng(2004)
         noisy = quiet = 0
-        monkeypatch.setattr(L, "spread", functools.partial(original, moderate=moderate))
+        # no cell parts anywhere = every Spread as spread(moderate=False) makes it
+        monkeypatch.setattr(L, "_cell_parts", original if moderate else lambda *_a, **_k: None)
         for _ in range(reps):
             cells, rounds = _benchmark(rng, sds)
             ts = L.compare_cells(cells, rounds=rounds if paired else None)
@@ -224,7 +224,8 @@ def test_gated_spreads_gates_a_comparison_once():
         gates = [s.cell_parts is not None for s in alone]
         if gates[0] == gates[1]:
             agree += 1
-            flagged = L._outlying_cells(sides) if not gates[0] else set()
+            flagged = L._outlying_cells([L._residuals(s) for s in sides]) \
+                if not gates[0] else set()
             if not flagged:
                 assert joint == alone
                 continue
@@ -388,7 +389,7 @@ def test_thin_sides_keep_own_parts_and_a_seven_launch_side_still_gates():
         alone = [L.spread(s) for s in both]
         if not any(s.cell_parts for s in alone):
             # the gate stays shut: pooled, but for a size above the others (outlying)
-            flagged = L._outlying_cells(both)
+            flagged = L._outlying_cells([L._residuals(s) for s in both])
             got = L.gated_spreads(both)
             assert [g._replace(cell_parts=None) for g in got] == alone
             assert all(set(g.cell_parts or ()) == flagged for g in got)

@@ -63,48 +63,68 @@ def _t():
     return sps.t
 
 
+@functools.cache
+def _special():
+    from scipy import special  # ~0.4 s import, once
+    return special
+
+
 # scipy.stats' t, chi2 and norm evaluate exactly these scipy.special functions inside their
 # ordinary domain (0 < q < 1, finite x, df > 0); scipy.special imports in ~0.4 s against
 # scipy.stats' ~1 s, which is most of a fresh `mpibench compare`. The edges (and anything
-# unexpected) still go through scipy.stats, so every value is the same bit for bit.
+# unexpected) still go through scipy.stats, so every value is the same bit for bit. Each
+# takes numpy arrays (q or x and df broadcast together: several df in one call) and checks
+# its domain once per call, so a caller never repeats the fast path itself.
+def _positive(df) -> np.ndarray | None:
+    """df as an array when every element is > 0 (the fast paths' domain), else None."""
+    d = np.asarray(df, dtype=float)
+    return d if (d > 0).all() else None        # the method: np.all's dispatch costs more
+
+
+def _unit_open(q) -> np.ndarray | None:
+    """q as an array when every element is in (0, 1), else None."""
+    a = np.asarray(q, dtype=float)
+    return a if ((a > 0) & (a < 1)).all() else None
+
+
+def _finite(x) -> np.ndarray | None:
+    a = np.asarray(x, dtype=float)
+    return a if np.isfinite(a).all() else None
+
+
 def _t_isf(q, df):
-    qa = np.asarray(q, dtype=float)
-    if np.ndim(df) == 0 and df > 0 and np.all((qa > 0) & (qa < 1)):
-        from scipy.special import stdtrit
-        return -stdtrit(df, qa)
+    d, qa = _positive(df), _unit_open(q)
+    if d is not None and qa is not None:
+        return -_special().stdtrit(d, qa)
     return _t().isf(q, df)
 
 
 def _t_ppf(q, df):
-    qa = np.asarray(q, dtype=float)
-    if np.ndim(df) == 0 and df > 0 and np.all((qa > 0) & (qa < 1)):
-        from scipy.special import stdtrit
-        return stdtrit(df, qa)
+    d, qa = _positive(df), _unit_open(q)
+    if d is not None and qa is not None:
+        return _special().stdtrit(d, qa)
     return _t().ppf(q, df)
 
 
 def _t_sf(x, df):
-    xa = np.asarray(x, dtype=float)
-    if np.ndim(df) == 0 and df > 0 and np.all(np.isfinite(xa)):
-        from scipy.special import stdtr
-        return stdtr(df, -xa)
+    d, xa = _positive(df), _finite(x)
+    if d is not None and xa is not None:
+        return _special().stdtr(d, -xa)
     return _t().sf(x, df)
 
 
 def _chi2_ppf(q, df):
-    qa = np.asarray(q, dtype=float)
-    if np.ndim(df) == 0 and df > 0 and np.all((qa > 0) & (qa < 1)):
-        from scipy.special import gammaincinv
-        return 2 * gammaincinv(df / 2, qa)
+    d, qa = _positive(df), _unit_open(q)
+    if d is not None and qa is not None:
+        return 2 * _special().gammaincinv(d / 2, qa)
     from scipy import stats as sps
     return sps.chi2.ppf(q, df)
 
 
 def _norm_cdf(x):
-    xa = np.asarray(x, dtype=float)
-    if np.all(np.isfinite(xa)):
-        from scipy.special import ndtr
-        return ndtr(xa)
+    xa = _finite(x)
+    if xa is not None:
+        return _special().ndtr(xa)
     from scipy import stats as sps
     return sps.norm.cdf(x)
 
@@ -542,21 +562,17 @@ def _cc_tail(tstats: np.ndarray, components: Sequence[tuple[float, float]]) -> n
     tot = sum(v for v, _ in components)
     comps = [(v / tot, d) for v, d in components if v > 0]
     dfs = [d for _, d in comps]
+    # the bracket's two tails in one call (rows: the largest df, the smallest)
+    ends = _t_sf(x, np.reshape([max(dfs), min(dfs)], (2,) + (1,) * x.ndim))
     with np.errstate(divide="ignore"):
-        lo = np.log(np.maximum(_t_sf(x, max(dfs)), 1e-300))
-        hi = np.log(np.maximum(_t_sf(x, min(dfs)), 1e-300))
+        lo, hi = np.log(np.maximum(ends, 1e-300))
     if len(comps) > 1 and min(dfs) != max(dfs):
-        from scipy.special import stdtrit
-        # _t_isf's own fast path, its domain checked once per step rather than once per
-        # component (same values bit for bit; the bisection is most of compare_cells' time)
-        plain = all(np.ndim(d) == 0 and d > 0 for d in dfs)
+        ws = [w for w, _ in comps]
+        col = np.reshape(dfs, (len(dfs),) + (1,) * x.ndim)   # every df in one _t_isf call
         for _ in range(40):
             mid = 0.5 * (lo + hi)
-            q = np.exp(mid)
-            if plain and np.all((q > 0) & (q < 1)):
-                c = sum(w * -stdtrit(d, q) for w, d in comps)
-            else:
-                c = sum(w * _t_isf(q, d) for w, d in comps)
+            rows = _t_isf(np.exp(mid), col)
+            c = sum(w * row for w, row in zip(ws, rows, strict=True))
             above = c > x            # critical value too high: q must grow
             lo = np.where(above, mid, lo)
             hi = np.where(above, hi, mid)
@@ -600,13 +616,12 @@ def _ncp_for_power(c: float, df: float, power: float) -> float:
     # 400 equal-probability points (scipy's nct is NaN at some df/ncp pairs)
     w = np.sqrt(_chi2_ppf((np.arange(400) + 0.5) / 400, df) / df)
     cw = c * w
-    from scipy.special import ndtr
-    finite = bool(np.all(np.isfinite(cw)))
 
     def pw(ncp: float) -> float:
-        if finite and math.isfinite(ncp):       # _norm_cdf's own path, checked once
-            return float(np.mean(ndtr(ncp - cw) + ndtr(-ncp - cw))) - power
-        return float(np.mean(_norm_cdf(ncp - cw) + _norm_cdf(-ncp - cw))) - power
+        # both tails' arguments (ncp - cw, -ncp - cw) as the two rows of one _norm_cdf call
+        up, down = _norm_cdf(np.subtract.outer(np.array([ncp, -ncp]), cw))
+        # np.mean's own sum and division, without its dispatch (same bits)
+        return float((up + down).sum() / cw.size) - power
 
     if pw(0.0) >= 0:
         return 0.0
@@ -757,6 +772,22 @@ def spread(side: Mapping[object, Mapping[str, float]], moderate: bool = True,
     its own unmoderated part at any number of cells (no gate: both sides thin,
     gated_spreads). floor_own: an own part never below its w_s (_cell_parts; the paired
     spread, _diff_spread)."""
+    return _spread_of(_residuals(side), moderate, force, own, floor_own)
+
+
+class _Residuals(NamedTuple):
+    """One side's logs centred once (_residuals), from which every Spread of it is made
+    (spread with any of its flags, the outlying-size flag's sums, _own_for's parts)."""
+    keys: list            # the cells kept (>= 2 launches), in the order of res's columns
+    res: np.ndarray | None    # double-centred residuals, launch x cell, 0 where not
+                              # observed; None with one cell
+    obs: np.ndarray       # observed mask, launch x cell
+    pooled: Spread        # the side's Spread without cell parts (spread(moderate=False))
+
+
+def _residuals(side: Mapping[object, Mapping[Hashable, float | None]]) -> _Residuals | None:
+    """The side's decomposition (Spread): its logs centred per cell (_centred), then per
+    launch; None where spread is None."""
     centred = _centred(side)
     if centred is None:
         return None
@@ -768,17 +799,25 @@ def spread(side: Mapping[object, Mapping[str, float]], moderate: bool = True,
     ms_launch = s_bar * float((m * m).sum()) / (n - 1)
     n_obs = int(obs.sum())
     df_cell = n_obs - n - s_cols + 1
-    parts = None
+    res = np.where(obs, r - m[:, None], 0.0) if s_cols > 1 else None
     if s_cols > 1 and df_cell > 0:
-        res = np.where(obs, r - m[:, None], 0.0)
         ms_cell = float((res * res).sum()) / df_cell
-        if moderate:
-            parts = _cell_parts(keys, res, obs, ms_cell, df_cell, s_bar, force, own,
-                                floor_own)
     else:
         ms_cell, df_cell, s_bar = 0.0, 0, 1.0
         ms_launch = float((r[:, 0] ** 2).sum()) / (n - 1) if s_cols == 1 else ms_launch
-    return Spread(ms_launch, n - 1, ms_cell, df_cell, s_bar, n, parts)
+    return _Residuals(keys, res, obs, Spread(ms_launch, n - 1, ms_cell, df_cell, s_bar, n))
+
+
+def _spread_of(rs: _Residuals | None, moderate: bool = True, force: bool = False,
+               own: bool = False, floor_own: bool = False) -> Spread | None:
+    """spread() from the side's _residuals (the flags as spread's)."""
+    if rs is None:
+        return None
+    sp = rs.pooled
+    if not moderate or rs.res is None or sp.df_cell <= 0:
+        return sp
+    return sp._replace(cell_parts=_cell_parts(rs.keys, rs.res, rs.obs, sp.ms_cell,
+                                              sp.df_cell, sp.cells, force, own, floor_own))
 
 
 def _centred(side: Mapping[object, Mapping[Hashable, float | None]]
@@ -808,31 +847,26 @@ def _centred(side: Mapping[object, Mapping[Hashable, float | None]]
     return [key for key, _c in keyed], r[keep], obs[keep]
 
 
-def cell_sums(side: Mapping[object, Mapping[Hashable, float | None]]
-              ) -> dict[object, tuple[float, float]]:
+def _cell_sums(rs: _Residuals | None) -> dict[object, tuple[float, float]]:
     """{cell key: (sum of squares of its double-centred residuals, n_s - 1)} of one side
     (what spread's w_s are made of: w_s = sum / df), {} where spread has no cell part."""
-    centred = _centred(side)
-    if centred is None or centred[1].shape[1] < MIN_MODERATE_CELLS:
+    if rs is None or rs.res is None or rs.res.shape[1] < MIN_MODERATE_CELLS:
         return {}
-    keys, r, obs = centred
-    m = np.nansum(r, axis=1) / obs.sum(axis=1)
-    res = np.where(obs, r - m[:, None], 0.0)
+    res = rs.res
     return {key: (float(ss), float(d)) for key, ss, d in
-            zip(keys, (res * res).sum(axis=0), obs.sum(axis=0) - 1.0, strict=True)}
+            zip(rs.keys, (res * res).sum(axis=0), rs.obs.sum(axis=0) - 1.0, strict=True)}
 
 
-def _outlying_cells(sides: Sequence[Mapping[object, Mapping[Hashable, float | None]]]
-                    ) -> set:
+def _outlying_cells(residuals: Sequence[_Residuals | None]) -> set:
     """The cells whose cell part is above the others' pooled one (stats.moderate.outlying,
     one-sided at OUTLYING_LEVEL), both sides' sums of squares and df added (each size's df
-    scaled by (S - 1) / S for the sizes' shared centring, as the Bartlett gate's). Open:
-    added raw, a side 3x noisier than the other flags quiet sizes in 13-16% of benchmarks
-    at the 10% level (standardising each side by its pooled variance first: 8.1-8.5%, but
-    that moved a planning test's power, docs/statistics.md)."""
+    scaled by (S - 1) / S for the sizes' shared centring, as the Bartlett gate's), from
+    each side's _residuals. Open: added raw, a side 3x noisier than the other flags quiet
+    sizes in 13-16% of benchmarks at the 10% level (standardising each side by its pooled
+    variance first: 8.1-8.5%, but that moved a planning test's power, docs/statistics.md)."""
     tot: dict[object, list[float]] = {}
-    for side in sides:
-        sums = cell_sums(side)
+    for rs in residuals:
+        sums = _cell_sums(rs)
         for key, (ss, d) in sums.items():
             acc = tot.setdefault(key, [0.0, 0.0])
             acc[0] += ss
@@ -842,12 +876,12 @@ def _outlying_cells(sides: Sequence[Mapping[object, Mapping[Hashable, float | No
     return {k for k, f in zip(keys, flags, strict=True) if f}
 
 
-def _own_for(spreads: list, sides: Sequence, keys: set) -> list:
+def _own_for(spreads: list, residuals: Sequence[_Residuals | None], keys: set) -> list:
     """Each side's Spread with its own unmoderated part (spread(own=True)) for the cells
     in `keys` only; the others keep the pooled part."""
     out = []
-    for sp, side in zip(spreads, sides, strict=True):
-        own = spread(side, own=True)
+    for sp, rs in zip(spreads, residuals, strict=True):
+        own = _spread_of(rs, own=True)
         parts = {k: v for k, v in (own.cell_parts or {}).items() if k in keys} if own else {}
         out.append(sp._replace(cell_parts=parts or None))
     return out
@@ -873,22 +907,25 @@ def gated_spreads(sides: Sequence[Mapping[object, Mapping[Hashable, float | None
     plan beyond THIN_LAUNCHES from a thinner pilot). Where the gate stays shut, two sides
     given by their launches (no `known`, thin=True: compare's test, not the budget's plan
     of it) still give a size above the others (_outlying_cells) its own part: one size
-    2-3x noisier slipped through the gate."""
-    out = [spread(side) for side in sides]
+    2-3x noisier slipped through the gate. Each side is centred once (_residuals), every
+    Spread of it made from that."""
+    residuals = [_residuals(side) for side in sides]
+    out = [_spread_of(rs) for rs in residuals]
     cells = max((len(side) for side in sides), default=0)
     if cells < FEW_CELLS or any(s is None for s in out):
         return out
     if thin and all(s.launches <= THIN_LAUNCHES for s in out) and \
             all(d <= THIN_LAUNCHES - 1 for _v, d in known):
-        return [spread(side, own=True) or s for s, side in zip(out, sides, strict=True)]
+        return [_spread_of(rs, own=True) or s for s, rs in zip(out, residuals, strict=True)]
     differ = any(s.cell_parts for s in out)
     if not differ and len(known) >= moderate_mod.MIN_GROUPS:
         differ = not moderate_mod.alike([v for v, _d in known], [d for _v, d in known])
     if not differ:
-        flagged = _outlying_cells(sides) if thin and len(sides) > 1 and not known else set()
-        return _own_for(out, sides, flagged) if flagged else out
-    return [s if s.cell_parts else spread(side, force=True) or s
-            for s, side in zip(out, sides, strict=True)]
+        flagged = _outlying_cells(residuals) if thin and len(sides) > 1 and not known \
+            else set()
+        return _own_for(out, residuals, flagged) if flagged else out
+    return [s if s.cell_parts else _spread_of(rs, force=True) or s
+            for s, rs in zip(out, residuals, strict=True)]
 
 
 def _cell_parts(keys: list, res: np.ndarray, obs: np.ndarray, ms_cell: float,
