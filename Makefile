@@ -16,11 +16,21 @@ demo: setup
 
 # Both tiers. test-unit: no MPI, Slurm, PBS, compiler, GROMACS or browser (tests/conftest.py
 # fails a unit test that starts one); test-system: the rest.
+# The unit tier runs on TEST_WORKERS pytest-xdist processes (pure Python, nothing shared: on a
+# loaded 2-core machine two workers finish it sooner); TEST_WORKERS=0 runs it in one process.
+# The system tier stays serial: its tests share the localhost Slurm, ports and the cores their
+# MPI ranks are bound to. `make test` runs both tiers even when the first fails, then fails
+# if either did.
+TEST_WORKERS ?= 2
+
 test: setup
-	$(PY) -m pytest -q tests
+	rc=0; \
+	$(PY) -m pytest -q -n $(TEST_WORKERS) -m "not system" tests || rc=1; \
+	$(PY) -m pytest -q -m system tests || rc=1; \
+	exit $$rc
 
 test-unit: setup
-	$(PY) -m pytest -q -m "not system" tests
+	$(PY) -m pytest -q -n $(TEST_WORKERS) -m "not system" tests
 
 test-system: setup
 	$(PY) -m pytest -q -m system tests

@@ -979,7 +979,12 @@ def _store_campaign_file() -> Path:
     p = Path(tempfile.gettempdir()) / "mpibench-fuzz-store-campaign" / "fz.toml"
     p.parent.mkdir(exist_ok=True)
     if not p.exists() or p.read_text() != STORE_CAMPAIGN:
-        p.write_text(STORE_CAMPAIGN)
+        # several pytest-xdist workers (and bench_fuzz.py) share this path: a plain write_text
+        # truncates first, so another process could read it empty; a rename is atomic
+        fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=".fz-", suffix=".toml")
+        with os.fdopen(fd, "w") as fh:
+            fh.write(STORE_CAMPAIGN)
+        os.replace(tmp, p)
     return p
 
 
