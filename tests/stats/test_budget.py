@@ -703,3 +703,61 @@ def test_a_thin_pilot_plans_the_unpaired_launches_on_the_gate_compare_will_ask()
         margin = budget.between_margin(sides)
         assert p.best.launch_var == pytest.approx(pooled * margin, rel=1e-4)
         assert p.best.launch_var < own * margin / 1.5
+
+
+def _pilot_rows(rng, sigmas, n, sl=0.02, launches=2):
+    """Store rows of a `launches`-launch pilot of one benchmark: size i's samples are
+    lognormal with log sd sigmas[i] (so B = var(log median) x n ~ pi/2 sigma^2), its
+    median and a distribution-free 95% CI of the median from order statistics."""
+    rows = []
+    for launch in range(launches):
+        for size, s in enumerate(sigmas):
+            x = np.sort(np.exp(rng.normal(rng.normal(0, sl), s, n)))
+            h = budget.Z95 * math.sqrt(n) / 2
+            rows.append({"run_id": f"r{launch}", "variant": "v", "benchmark": "PingPong",
+                         "size": size, "n": n, "median": float(np.median(x)),
+                         "ci_low": float(x[max(int(n / 2 - h), 0)]),
+                         "ci_high": float(x[min(int(math.ceil(n / 2 + h)), n - 1)]),
+                         "cell_s": n * 1e-5, "launch_s": 0.1})
+    return rows
+
+
+def test_one_launchs_wild_ci_does_not_inflate_b_nor_zero_the_launch_part():
+    # the time-to-decision bench's case: a 2-launch pilot whose 2 MiB cell in one launch
+    # reached a stalled sample (n 10, CI [159, 8993] us around 179 us); the plain median of
+    # two launches took half its B (~3.5 where the cell's other launch has 0.03) and the
+    # mean of se^2 zeroed sigma_L^2, so the plan bought within-launch precision
+    sizes = [2 ** k for k in range(14, 22)]
+    rows = []
+    for launch, shift in enumerate((0.0, 0.1)):
+        for size in sizes:
+            med, se, n = 100.0 * math.exp(shift), 0.04, 20
+            lo, hi = med * math.exp(-budget.Z95 * se), med * math.exp(budget.Z95 * se)
+            if launch == 1 and size == sizes[-1]:
+                med, lo, hi, n = 179.0, 159.0, 8993.0, 10
+            rows.append({"run_id": f"r{launch}", "variant": "v", "benchmark": "PingPong",
+                         "size": size, "n": n, "median": med, "ci_low": lo, "ci_high": hi,
+                         "cell_s": n * 1e-4, "launch_s": 0.5})
+    (side,) = budget.components_from_rows(rows).values()
+    cell = {c.key[1]: c for c in side.cells}[sizes[-1]]
+    assert cell.within_b == pytest.approx(0.04 ** 2 * 20)
+    # the medians' spread (log 179/100 = 0.58) is launch variance, not within
+    assert cell.sigma_l2 > 0.1
+    # a well-behaved cell of the same pilot keeps its own estimates
+    assert {c.key[1]: c for c in side.cells}[sizes[0]].within_b == pytest.approx(0.032)
+
+
+def test_b_from_two_launches_tracks_each_sizes_own_within_variance():
+    # sizes 2x apart in noise (B up to 64x apart: pooling them would be wrong); 100 seeded
+    # 2-launch pilots of 400 samples a cell: each size's B within a factor 1.5 of
+    # pi/2 sigma^2 in at least 90% of pilots, and the median over pilots within 15%
+    rng = np.random.default_rng(26)
+    sigmas = (0.02, 0.04, 0.08, 0.16)
+    ratios = {s: [] for s in range(len(sigmas))}
+    for _ in range(100):
+        (side,) = budget.components_from_rows(_pilot_rows(rng, sigmas, 400)).values()
+        for c in side.cells:
+            ratios[c.key[1]].append(c.within_b / (math.pi / 2 * sigmas[c.key[1]] ** 2))
+    for size, rs in ratios.items():
+        assert float(np.median(rs)) == pytest.approx(1.0, rel=0.15), size
+        assert np.mean([1 / 1.5 <= r <= 1.5 for r in rs]) >= 0.9, (size, np.median(rs))

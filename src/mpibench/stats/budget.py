@@ -734,9 +734,12 @@ def components_from_rows(rows: Iterable[Mapping], min_sigma_l2: float = 0.0
     Per cell and variant: sigma_L^2 = the variance of the log medians over launches less
     the mean within-launch variance (floored at min_sigma_l2: a spread that the within
     part explains entirely is not evidence of no launch effect); B = the median over
-    launches of se_w^2 x n; c1 = the median of cell_s / n. c0 per launch = launch_s less
-    the sum of its cells' seconds, the median over launches. Cells with fewer than two
-    launches or without a CI are left out."""
+    launches of se_w^2 x n, guarded against one wild launch by the benchmark's median over
+    all its cells and launches (`_robust_within`), and the mean within-launch variance
+    is that B over each launch's n, so one launch's wild CI (a stalled sample) cannot
+    inflate B nor zero sigma_L^2; c1 = the median of cell_s / n. c0 per launch = launch_s
+    less the sum of its cells' seconds, the median over launches. Cells with fewer than
+    two launches or without a CI are left out."""
     per: dict[str, dict[tuple, list[Mapping]]] = defaultdict(lambda: defaultdict(list))
     launch_total: dict[str, float] = {}
     launch_cells: dict[str, float] = defaultdict(float)
@@ -752,25 +755,28 @@ def components_from_rows(rows: Iterable[Mapping], min_sigma_l2: float = 0.0
     out: dict[str, Components] = {}
     for variant, cells in per.items():
         costs = []
+        pooled: dict[str, list[float]] = defaultdict(list)
+        for key, rs in cells.items():
+            pooled[key[0]].extend(b for b, _ in map(_within_b, rs) if b is not None)
         for key, rs in sorted(cells.items(), key=lambda kv: str(kv[0])):
-            logs, within, se2, per_sample = [], [], [], []
+            logs, within, ns, per_sample = [], [], [], []
             for r in rs:
-                med, lo, hi, n = r.get("median"), r.get("ci_low"), r.get("ci_high"), r.get("n")
+                med, n = r.get("median"), r.get("n")
                 if not med or med <= 0 or not n:
                     continue
                 logs.append(math.log(med))
-                if lo and hi and lo > 0 and hi > lo:
-                    se = (math.log(hi) - math.log(lo)) / (2 * Z95)
-                    within.append(se * se * n)
-                    se2.append(se * se)
+                b_r, _ = _within_b(r)
+                if b_r is not None:
+                    within.append(b_r)
+                    ns.append(n)
                 if r.get("cell_s"):
                     per_sample.append(float(r["cell_s"]) / n)
             if len(logs) < 2 or not within:
                 continue
             mean = sum(logs) / len(logs)
             var = sum((x - mean) ** 2 for x in logs) / (len(logs) - 1)
-            b = _median(within)
-            mean_w = sum(se2) / len(se2)
+            b = _robust_within(within, pooled[key[0]])
+            mean_w = sum(b / n for n in ns) / len(ns)
             costs.append(CellCost(key, max(var - mean_w, min_sigma_l2), b,
                                   _median(per_sample) if per_sample else 0.0))
         fixed = [launch_total[rid] - launch_cells.get(rid, 0.0)
@@ -778,6 +784,38 @@ def components_from_rows(rows: Iterable[Mapping], min_sigma_l2: float = 0.0
         out[variant] = Components(tuple(costs), max(_median(fixed), 0.0) if fixed else 0.0,
                                   len({r["run_id"] for rs in cells.values() for r in rs}))
     return out
+
+
+def _within_b(r: Mapping) -> tuple[float | None, float | None]:
+    """(B = se_w^2 n, se_w) of one result row from its CI (half-width in logs / 1.96), or
+    (None, None) without a usable CI."""
+    med, lo, hi, n = r.get("median"), r.get("ci_low"), r.get("ci_high"), r.get("n")
+    if not med or med <= 0 or not n or not (lo and hi and lo > 0 and hi > lo):
+        return None, None
+    se = (math.log(hi) - math.log(lo)) / (2 * Z95)
+    return se * se * n, se
+
+
+WILD_WITHIN = 10.0
+"""How far above its benchmark's median B (over all its cells and launches) a cell's
+median over launches may sit before `_robust_within` guards it against one wild launch."""
+
+
+def _robust_within(cell: Sequence[float], benchmark: Sequence[float],
+                   wild: float = WILD_WITHIN) -> float:
+    """A cell's B from its launches' values `cell` and the values of every cell and launch
+    of its benchmark `benchmark`: the median over the cell's launches, unless that exceeds
+    `wild` x the benchmark's median M; then the median of the cell's values and M as one
+    more value. From a 2-launch pilot that is the larger of the lower launch and M: one
+    launch whose CI reached a stalled sample (B 100x the others) no longer gives half its
+    value, and a size that is noisier in both launches keeps (about) its own B (the lower
+    of its two). Only ever lowers B, and only where the cell is far above its benchmark;
+    with more launches the extra value weighs less (a median of k + 1)."""
+    own = _median(cell)
+    if not benchmark:
+        return own
+    m = _median(benchmark)
+    return _median([*cell, m]) if own > wild * m else own
 
 
 def _median(xs: Sequence[float]) -> float:
