@@ -761,10 +761,11 @@ def reach_line(final, core: Tool, max_budget: float) -> str:
     if b.launches is None:
         return (f"{head} out of reach here: at the spread of the core's {core.rounds} rounds "
                 f"equivalence within ±{100 * TARGET:g}% at gain 1 needs more than "
-                f"{budget.SEARCH_MAX} launches per side, beyond any budget the bench prints "
-                f"(--to-budget refuses it): what stands in the way is how much a round's "
-                f"difference varies between rounds (the line above), not how long a launch "
-                f"samples")
+                f"{budget.SEARCH_MAX} launches per side at every within-launch budget the "
+                f"plan weighs (--max-time up to {max(budget.MAX_TIMES):g} s a cell), beyond "
+                f"any budget the bench prints (--to-budget refuses it): what stands in the "
+                f"way is how much a round's difference varies between rounds (the line "
+                f"above)")
     total = b.total_s
     where = "within" if total <= max_budget else "above"
     return (f"{head} {b.launches} launches per side, {total:.0f} s of launches at "

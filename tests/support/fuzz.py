@@ -976,15 +976,14 @@ def clean_store_bytes() -> bytes:
 def _store_campaign_file() -> Path:
     """The campaign file the clean store names (one fixed path: find_campaign matches the
     store's campaign by name and file)."""
+    from mpibench.files import write_file
+
     p = Path(tempfile.gettempdir()) / "mpibench-fuzz-store-campaign" / "fz.toml"
     p.parent.mkdir(exist_ok=True)
     if not p.exists() or p.read_text() != STORE_CAMPAIGN:
         # several pytest-xdist workers (and bench_fuzz.py) share this path: a plain write_text
-        # truncates first, so another process could read it empty; a rename is atomic
-        fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=".fz-", suffix=".toml")
-        with os.fdopen(fd, "w") as fh:
-            fh.write(STORE_CAMPAIGN)
-        os.replace(tmp, p)
+        # truncates first, so another process could read it empty; write_file renames
+        write_file(p, STORE_CAMPAIGN)
     return p
 
 
