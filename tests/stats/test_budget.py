@@ -724,9 +724,9 @@ def _pilot_rows(rng, sigmas, n, sl=0.02, launches=2):
 
 def test_one_launchs_wild_ci_does_not_inflate_b_nor_zero_the_launch_part():
     # the time-to-decision bench's case: a 2-launch pilot whose 2 MiB cell in one launch
-    # reached a stalled sample (n 10, CI [159, 8993] us around 179 us); the plain median of
-    # two launches took half its B (~3.5 where the cell's other launch has 0.03) and the
-    # mean of se^2 zeroed sigma_L^2, so the plan bought within-launch precision
+    # reached a stalled sample (n 10, CI [159, 8993] us around 179 us: B 10.6); the plain
+    # median of two launches took half its B (5.3 where the cell's other launch has 0.03)
+    # and the mean of se^2 zeroed sigma_L^2, so the plan bought within-launch precision
     sizes = [2 ** k for k in range(14, 22)]
     rows = []
     for launch, shift in enumerate((0.0, 0.1)):
@@ -761,3 +761,44 @@ def test_b_from_two_launches_tracks_each_sizes_own_within_variance():
     for size, rs in ratios.items():
         assert float(np.median(rs)) == pytest.approx(1.0, rel=0.15), size
         assert np.mean([1 / 1.5 <= r <= 1.5 for r in rs]) >= 0.9, (size, np.median(rs))
+
+
+def _interleaved_pilot(rng, wild):
+    """A 2-round interleaved pilot of variants a and b (8 sizes, n 20, se 0.04, a shift
+    per launch); wild: b's round-1 2 MiB cell reached a stalled sample (CI [0.89, 50] x
+    its median at n 10)."""
+    sizes, rows = [2 ** k for k in range(14, 22)], []
+    for rep in range(2):
+        for v in ("a", "b"):
+            shift = rng.normal(0, 0.05)
+            for size in sizes:
+                n, se = 20, 0.04
+                med = 100 * math.exp(shift + rng.normal(0, 0.03))
+                lo, hi = med * math.exp(-budget.Z95 * se), med * math.exp(budget.Z95 * se)
+                if wild and v == "b" and rep == 1 and size == sizes[-1]:
+                    lo, hi, n = med * 0.89, med * 50, 10
+                rows.append({"run_id": f"{v}{rep}", "variant": v, "repeat": rep,
+                             "benchmark": "PingPong", "size": size, "n": n, "median": med,
+                             "ci_low": lo, "ci_high": hi, "cell_s": n * 1e-4,
+                             "launch_s": 0.5})
+    return rows
+
+
+def test_one_launchs_wild_ci_does_not_zero_the_paired_parts():
+    # the paired path (interleaved campaigns) read each launch's raw CI for the pilot's
+    # within part of d while the plan replaced it by one from the guarded B: the stalled
+    # cell's CI made the pilot's within 20x the plan's, the difference clipped both paired
+    # parts to 0 (planned var(d) 0, 28 rounds where the clean pilot plans 44)
+    for seed in range(5):
+        clean, wild = (_interleaved_pilot(np.random.default_rng(seed), w)
+                       for w in (False, True))
+        (pc,), (pw,) = (budget.paired_spreads(r, ["a", "b"], 8).values()
+                        for r in (clean, wild))
+        assert pw.within == pytest.approx(pc.within, rel=0.1)
+        plans = [budget.plan_from_rows(r, ["a", "b"], 0.1, 40, rounds=10,
+                                       targets=(100.0,), max_times=(0.02,))
+                 for r in (clean, wild)]
+        assert all(p.paired for p in plans)
+        (c, w) = (p.best for p in plans)
+        assert w.launch_var == pytest.approx(c.launch_var, rel=0.1)
+        assert w.launches == pytest.approx(c.launches, rel=0.1)

@@ -108,8 +108,6 @@ class BudgetRule:
         campaign runs for certain (rounds()): after the 2-round pilot, 3 pairs need one
         more; a size short of 3 pairs even with them is planned unpaired. Only the pilot's
         rows count (repeat < PILOT): the plan is made once, from the pilot."""
-        from mpibench.stats import budget
-
         rows = [r for r in rows if r.get("repeat") is not None and r["repeat"] < cls.PILOT]
         return budget.plan_from_rows(rows, [v.name for v in spec.variants],
                                      spec.equivalence or 0.05, cls.cap(spec),

@@ -139,8 +139,9 @@ class PairedSpread:
     (logs), split as stats.launch.Spread splits a side: ms_launch (the mean square of the
     rounds' mean residuals times the cells per round; pairs - 1 df) and ms_cell (the
     residual mean square; (pairs - 1)(cells - 1) df); within: the mean over the pool's
-    cells of the pilot launches' within-launch variance of d (se_b^2 + se_c^2), which the
-    plan replaces by the one at the options it tries."""
+    cells of the pilot launches' within-launch variance of d (B_b/n_b + B_c/n_c, each
+    side's guarded B of the cell, as components_from_rows', over the launch's n), which
+    the plan replaces by the one at the options it tries."""
     ms_launch: float
     df_launch: float
     ms_cell: float
@@ -183,6 +184,18 @@ def paired_from_rows(rows: Iterable[Mapping], base: str, cand: str, more_rounds:
     THIN_LAUNCHES rounds (cell_parts), and its own parts as compare gives them at most
     THIN_LAUNCHES rounds (thin_parts): the plan decides which from the rounds it plans,
     not from the pilot's."""
+    rows = list(rows)
+    # each launch's within-launch variance of its median: the cell's guarded B (as
+    # components_from_rows, `_robust_within`) over the launch's n, not the launch's own
+    # CI: one stalled sample's CI would otherwise enter within at full weight while the
+    # plan replaces it by one from the guarded B (_paired_parts), and the difference
+    # clipped both paired parts to 0
+    b_of = guarded_b(r for r in rows if r.get("variant") in (base, cand))
+
+    def within_of(r: Mapping) -> float:
+        b, n = b_of.get((r["variant"], (r["benchmark"], r["size"]))), r.get("n")
+        return b / n if b is not None and n else 0.0
+
     cells: dict[object, dict[tuple, tuple[dict, dict, str]]] = defaultdict(dict)
     found: dict[tuple, Mapping] = {}
     for i, r in enumerate(rows):
@@ -206,7 +219,7 @@ def paired_from_rows(rows: Iterable[Mapping], base: str, cand: str, more_rounds:
                 continue
             d[j] = {rep: found[c]["median"] / found[b]["median"]
                     for rep, (b, c) in pairs.items()}
-            w.append(sum(_se2(found[b]) + _se2(found[c]) for b, c in pairs.values())
+            w.append(sum(within_of(found[b]) + within_of(found[c]) for b, c in pairs.values())
                      / len(pairs))
         sp = launch_stats.spread(d) if d else None
         if sp is not None:
@@ -230,14 +243,6 @@ def paired_spreads(rows: Sequence[Mapping], variants: Sequence[str], more_rounds
             if g not in out or sum(ps.worst_parts()) > sum(out[g].worst_parts()):
                 out[g] = ps
     return out
-
-
-def _se2(r: Mapping) -> float:
-    lo, hi = r.get("ci_low"), r.get("ci_high")
-    if not lo or not hi or lo <= 0 or hi <= lo:
-        return 0.0
-    se = (math.log(hi) - math.log(lo)) / (2 * Z95)
-    return se * se
 
 
 def upper_factor(df: float, confidence: float | None = PLAN_CONFIDENCE) -> float:
@@ -753,11 +758,9 @@ def components_from_rows(rows: Iterable[Mapping], min_sigma_l2: float = 0.0
             launch_cells[rid] += float(r["cell_s"])
         per[r["variant"]][(r["benchmark"], r["size"])].append(r)
     out: dict[str, Components] = {}
+    b_of = guarded_b(r for rs in per.values() for cell in rs.values() for r in cell)
     for variant, cells in per.items():
         costs = []
-        pooled: dict[str, list[float]] = defaultdict(list)
-        for key, rs in cells.items():
-            pooled[key[0]].extend(b for b, _ in map(_within_b, rs) if b is not None)
         for key, rs in sorted(cells.items(), key=lambda kv: str(kv[0])):
             logs, within, ns, per_sample = [], [], [], []
             for r in rs:
@@ -765,7 +768,7 @@ def components_from_rows(rows: Iterable[Mapping], min_sigma_l2: float = 0.0
                 if not med or med <= 0 or not n:
                     continue
                 logs.append(math.log(med))
-                b_r, _ = _within_b(r)
+                b_r = _within_b(r)
                 if b_r is not None:
                     within.append(b_r)
                     ns.append(n)
@@ -775,7 +778,7 @@ def components_from_rows(rows: Iterable[Mapping], min_sigma_l2: float = 0.0
                 continue
             mean = sum(logs) / len(logs)
             var = sum((x - mean) ** 2 for x in logs) / (len(logs) - 1)
-            b = _robust_within(within, pooled[key[0]])
+            b = b_of[(variant, key)]
             mean_w = sum(b / n for n in ns) / len(ns)
             costs.append(CellCost(key, max(var - mean_w, min_sigma_l2), b,
                                   _median(per_sample) if per_sample else 0.0))
@@ -786,14 +789,29 @@ def components_from_rows(rows: Iterable[Mapping], min_sigma_l2: float = 0.0
     return out
 
 
-def _within_b(r: Mapping) -> tuple[float | None, float | None]:
-    """(B = se_w^2 n, se_w) of one result row from its CI (half-width in logs / 1.96), or
-    (None, None) without a usable CI."""
+def guarded_b(rows: Iterable[Mapping]) -> dict[tuple, float]:
+    """{(variant, cell key): the cell's B} from result rows with a usable CI: the median
+    over its launches of se_w^2 n, guarded by `_robust_within` against the variant's
+    benchmark's median over all its cells and launches. The one B both the unpaired
+    (components_from_rows) and the paired (paired_from_rows) plan read."""
+    cell: dict[tuple, list[float]] = defaultdict(list)
+    bench: dict[tuple, list[float]] = defaultdict(list)
+    for r in rows:
+        b = _within_b(r)
+        if b is not None:
+            cell[(r["variant"], (r["benchmark"], r["size"]))].append(b)
+            bench[(r["variant"], r["benchmark"])].append(b)
+    return {(v, key): _robust_within(bs, bench[(v, key[0])]) for (v, key), bs in cell.items()}
+
+
+def _within_b(r: Mapping) -> float | None:
+    """B = se_w^2 n of one result row, se_w from its CI (half-width in logs / 1.96); None
+    without a usable CI (or median, or n). The one place the plan reads a CI."""
     med, lo, hi, n = r.get("median"), r.get("ci_low"), r.get("ci_high"), r.get("n")
     if not med or med <= 0 or not n or not (lo and hi and lo > 0 and hi > lo):
-        return None, None
+        return None
     se = (math.log(hi) - math.log(lo)) / (2 * Z95)
-    return se * se * n, se
+    return se * se * n
 
 
 WILD_WITHIN = 10.0
