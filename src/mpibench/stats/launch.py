@@ -631,19 +631,6 @@ def _ncp_for_power(c: float, df: float, power: float) -> float:
     return brentq(pw, 0.0, hi, xtol=1e-6)
 
 
-def _welch(yb: np.ndarray, yc: np.ndarray) -> tuple[float, float, float]:
-    """(mean difference yc - yb, its standard error, Welch-Satterthwaite df)."""
-    nb, nc = yb.size, yc.size
-    vb, vc = float(yb.var(ddof=1)), float(yc.var(ddof=1))
-    sb, sc = vb / nb, vc / nc
-    se2 = sb + sc
-    diff = float(yc.mean() - yb.mean())
-    if se2 <= 0:
-        return diff, 0.0, float(nb + nc - 2)
-    df = se2 ** 2 / ((sb ** 2 / (nb - 1) if sb else 0.0) + (sc ** 2 / (nc - 1) if sc else 0.0))
-    return diff, math.sqrt(se2), df
-
-
 def pooled_sd(*sides: np.ndarray) -> float | None:
     """Pooled between-launch sd of the logs over the sides with >= 2 launches."""
     ss, df = 0.0, 0
