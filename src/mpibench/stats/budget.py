@@ -801,7 +801,8 @@ def guarded_b(rows: Iterable[Mapping]) -> dict[tuple, float]:
         if b is not None:
             cell[(r["variant"], (r["benchmark"], r["size"]))].append(b)
             bench[(r["variant"], r["benchmark"])].append(b)
-    return {(v, key): _robust_within(bs, bench[(v, key[0])]) for (v, key), bs in cell.items()}
+    medians = {k: _median(bs) for k, bs in bench.items()}   # once per benchmark, not per cell
+    return {(v, key): _robust_within(bs, medians.get((v, key[0]))) for (v, key), bs in cell.items()}
 
 
 def _within_b(r: Mapping) -> float | None:
@@ -819,20 +820,19 @@ WILD_WITHIN = 10.0
 median over launches may sit before `_robust_within` guards it against one wild launch."""
 
 
-def _robust_within(cell: Sequence[float], benchmark: Sequence[float],
+def _robust_within(cell: Sequence[float], m: float | None,
                    wild: float = WILD_WITHIN) -> float:
-    """A cell's B from its launches' values `cell` and the values of every cell and launch
-    of its benchmark `benchmark`: the median over the cell's launches, unless that exceeds
-    `wild` x the benchmark's median M; then the median of the cell's values and M as one
+    """A cell's B from its launches' values `cell` and the median M (`m`) of the values of
+    every cell and launch of its benchmark (None when it has none): the median over the
+    cell's launches, unless that exceeds `wild` x M; then the median of the cell's values and M as one
     more value. From a 2-launch pilot that is the larger of the lower launch and M: one
     launch whose CI reached a stalled sample (B 100x the others) no longer gives half its
     value, and a size that is noisier in both launches keeps (about) its own B (the lower
     of its two). Only ever lowers B, and only where the cell is far above its benchmark;
     with more launches the extra value weighs less (a median of k + 1)."""
     own = _median(cell)
-    if not benchmark:
+    if m is None:
         return own
-    m = _median(benchmark)
     return _median([*cell, m]) if own > wild * m else own
 
 
