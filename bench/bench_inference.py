@@ -64,7 +64,9 @@ and 10+10 unpaired, 8 and 22 sizes, one size's cell part sd 0.1 / 0.15 vs 0.05 (
 alike), launch effect sd 0.03 a side, A/A and a real 10%, through stats.launch.compare_cells
 and the table's closed test (stats.multiplicity.adjust_table): the one Bartlett gate alone
 (the rule before), today's (the gate plus the 10% outlying-size flag) and a 25% flag
-(OUTLIER_RULES), on the same draws.
+(OUTLIER_RULES), on the same draws. `--outlier-side F`: the base side's logs x F (one
+side F times noisier), the flag with the sides' sums added raw against today's, which
+divides each side's sums by its own pooled ms_cell where the sides differ (SIDE_RULES).
 Then 2 vs 7 and 3 vs 7 at 3-8 sizes, one size in two modes (x3 in half the launches): a
 thin side's own cell part floored at the other side's (stats.launch.floor_component, as
 compare runs) and as estimated, on the same draws (`--only-two-mode-size` runs just these).
@@ -185,9 +187,12 @@ def main(argv: list[str]) -> int:
                     type=_design,
                     help="with --only-outlier: only this design (launches a side x sizes, "
                     "e.g. 5x8; repeatable)")
+    ap.add_argument("--outlier-side", type=float, default=1.0, metavar="F",
+                    help="with --only-outlier: the base side's logs x F (one side F times "
+                    "noisier); rows then compare the flag's sums added raw with today's")
     args = ap.parse_args(argv)
-    if args.outlier_design and not args.only_outlier:
-        ap.error("--outlier-design: only with --only-outlier")
+    if (args.outlier_design or args.outlier_side != 1.0) and not args.only_outlier:
+        ap.error("--outlier-design / --outlier-side: only with --only-outlier")
     designs = tuple(args.outlier_design)
     reps = 20 if args.quick else args.reps
     rng = np.random.default_rng(args.seed)
@@ -195,7 +200,8 @@ def main(argv: list[str]) -> int:
     only = ((args.only_hetero, hetero_section, 10 * reps),
             (args.only_thin, thin_sides_section, 10 * reps),
             (args.only_two_mode_size, two_mode_size_section, 10 * reps),
-            (args.only_outlier, functools.partial(outlier_section, designs=designs),
+            (args.only_outlier, functools.partial(outlier_section, designs=designs,
+                                                  side=args.outlier_side),
              10 * reps),
             (args.only_unbalanced, unbalanced_section, reps),
             (args.only_planning, planning_section, reps),
@@ -1079,13 +1085,22 @@ def _outlying_level(level: float):
 OUTLIER_RULES = (("gate only", functools.partial(_outlying_level, 0.0)),
                  ("today (flag 10%)", None),
                  ("flag 25%", functools.partial(_outlying_level, 0.25)))
+# With one side noisier (--outlier-side): the flag with the sides' sums added raw (the rule
+# before stats.launch._side_weights) against today's, which divides each side's sums by its
+# own pooled ms_cell where the sides' differ.
+SIDE_RULES = (("gate only", functools.partial(_outlying_level, 0.0)),
+              ("flag, sums raw", functools.partial(
+                  _swapped, "_side_weights", lambda residuals: [1.0] * len(residuals))),
+              ("today", None))
 # (launches a side, sizes) of the section's rows, each with the last size 1x, 2x and 3x
 OUTLIER_DESIGNS = ((5, 8), (5, 22), (10, 8), (10, 22))
 
 
-def _outlier_counts(rng: np.random.Generator, reps: int, n: int, sds: np.ndarray) -> dict:
-    """Per rule, over reps A/A and reps real-10% benchmarks (the same draws for every
-    rule): counts per size of A/A raw p <= 0.05, A/A 95% CI covering 1, 10% raw p <=
+def _outlier_counts(rng: np.random.Generator, reps: int, n: int, sds: np.ndarray,
+                    side: float = 1.0) -> dict:
+    """Per rule (SIDE_RULES where side != 1, else OUTLIER_RULES), over reps A/A and reps
+    real-10% benchmarks (the same draws for every rule; the base side's logs x side):
+    counts per size of A/A raw p <= 0.05, A/A 95% CI covering 1, 10% raw p <=
     0.05, 10% significant after the table's closed test (stats.multiplicity, one
     benchmark), and the A/A benchmarks where any size had its own part."""
     from mpibench.stats import launch as L
@@ -1093,16 +1108,17 @@ def _outlier_counts(rng: np.random.Generator, reps: int, n: int, sds: np.ndarray
 
     acc = {label: dict(fp=np.zeros(sds.size), cover=np.zeros(sds.size),
                        power=np.zeros(sds.size), adjusted=np.zeros(sds.size), own=0)
-           for label, _rule in OUTLIER_RULES}
+           for label, _rule in _rules(side)}
     for eff in (0.0, math.log(1.1)):
         for _ in range(reps):
-            vals = [np.exp(rng.normal(0.0, 0.03, (n, 1))
-                           + rng.normal(0.0, 1.0, (n, sds.size)) * sds + j * eff)
+            vals = [np.exp((rng.normal(0.0, 0.03, (n, 1))
+                            + rng.normal(0.0, 1.0, (n, sds.size)) * sds)
+                           * (side if j == 0 else 1.0) + j * eff)
                     for j in (0, 1)]
             cells = [({f"a{r}": vals[0][r, k] for r in range(n)},
                       {f"b{r}": vals[1][r, k] for r in range(n)}, "higher")
                      for k in range(sds.size)]
-            for label, make in OUTLIER_RULES:
+            for label, make in _rules(side):
                 with make() if make else contextlib.nullcontext():
                     ts = L.compare_cells(cells)
                     adj, _share = M.adjust_table([M.Hypothesis("cell", t, "b", block="x")
@@ -1120,22 +1136,29 @@ def _outlier_counts(rng: np.random.Generator, reps: int, n: int, sds: np.ndarray
     return acc
 
 
-def outlier_section(rng: np.random.Generator, reps: int, designs=()) -> None:
+def _rules(side: float) -> tuple:
+    return SIDE_RULES if side != 1.0 else OUTLIER_RULES
+
+
+def outlier_section(rng: np.random.Generator, reps: int, designs=(), side: float = 1.0
+                    ) -> None:
     """5+5 and 10+10 unpaired, 8 and 22 sizes, the last size's cell part 1x (alike), 2x
     or 3x the others' sd 0.05: A/A false positives and CI coverage at that size, the
     worst other size, power for a real 10% at the other sizes raw and after the closed
     test, the share of A/A benchmarks with any own part; each rule of OUTLIER_RULES on the
-    same draws. designs: (launches, sizes) pairs of OUTLIER_DESIGNS to run (all if empty)."""
+    same draws. designs: (launches, sizes) pairs of OUTLIER_DESIGNS to run (all if empty).
+    side: the base side's logs (launch effect and cell parts) x side, SIDE_RULES' rows."""
     print(f"\nOne size 2-3x noisier (cell part sd 0.05 x 1/2/3 vs 0.05, launch effect sd "
           f"0.03 a side), unpaired; {reps} A/A and {reps} real-10% benchmarks per row, the "
-          f"same draws for every rule: " + " | ".join(label for label, _ in OUTLIER_RULES))
+          f"same draws for every rule{f', the base side x{side:g}' if side != 1.0 else ''}: "
+          + " | ".join(label for label, _ in _rules(side)))
     print(f"  {'design':<17} " + " | ".join(
         f"{'FP n':>5} {'cov n':>5} {'FP q':>5} {'pow q':>5} {'adj q':>5} {'own':>4}"
-        for _ in OUTLIER_RULES))
+        for _ in _rules(side)))
     for n, sizes in designs or OUTLIER_DESIGNS:
         for factor in (1, 2, 3):
             sds = np.array([0.05] * (sizes - 1) + [0.05 * factor])
-            acc = _outlier_counts(rng, reps, n, sds)
+            acc = _outlier_counts(rng, reps, n, sds, side)
             cols = [f"{100 * a['fp'][-1] / reps:>4.1f}% {100 * a['cover'][-1] / reps:>4.1f}% "
                     f"{100 * a['fp'][:-1].max() / reps:>4.1f}% "
                     f"{100 * a['power'][:-1].mean() / reps:>4.1f}% "

@@ -269,6 +269,67 @@ def test_outlying_finds_one_size_four_times_as_noisy():
     assert flags[:-1].max() <= sps.binom.ppf(0.999, reps, M.OUTLYING_LEVEL)
 
 
+def _side_flags(rng, n_thin, side, last, reps):
+    """(mean share of the quiet sizes flagged, share of benchmarks with the last size
+    flagged) by the outlying-size flag over `reps` benchmarks of 2 or 3 vs 7 launches x 10
+    sizes whose gate stays shut; the thin side's launch effect and cell parts x `side`,
+    the last size's cell part x `last` on both sides."""
+    sds = np.array([0.05] * 9 + [0.05 * last])
+    quiet = noisy = 0.0
+    for _ in range(reps):
+        sides = []
+        for n, f in ((n_thin, side), (7, 1.0)):
+            v = np.exp((rng.normal(0, 0.03, (n, 1)) + rng.normal(0, 1, (n, 10)) * sds) * f)
+            sides.append({k: {f"{n}{r}": v[r, k] for r in range(n)} for k in range(10)})
+        rs = [L._residuals(s) for s in sides]
+        if any(L._spread_of(r).cell_parts for r in rs):
+            continue
+        flagged = L._outlying_cells(rs)
+        quiet += len(flagged - {9}) / 9
+        noisy += 9 in flagged
+    return quiet / reps, noisy / reps
+
+
+@pytest.mark.parametrize("n_thin", [2, 3])
+def test_a_side_three_times_noisier_does_not_flag_quiet_sizes(n_thin):
+    # 2 or 3 vs 7 launches x 10 alike sizes, the thin side 3x noisier: its sums added raw
+    # carried each size's F test on its 1-2 df a size while the test counted both sides'
+    # df, and quiet sizes were flagged in 14.1-14.4% of benchmarks (alike sides 8.2-8.5%,
+    # 1000 benchmarks, seed 5); each side's sums divided by its own ms_cell where the sides
+    # differ (stats.launch._side_weights): 7.7-8.3%. A size 2x noisier on both sides was
+    # flagged in 48.5-51.3% of benchmarks with the sums raw, 60.4-62.0% standardised.
+    # 600 benchmarks (the share's se about 0.5 points; these draws: raw 14.0% / 14.8%
+    # quiet and 49.0% / 50.8% noisy, standardised 8.3% / 8.3% and 59.3% / 64.0%, alike
+    # sides 8.9% / 8.0% and 60.0% / 62.0%)
+    rng = np.random.default_rng(830 + n_thin)
+    reps = 600
+    quiet, _noisy = _side_flags(rng, n_thin, 3.0, 1.0, reps)
+    assert quiet <= M.OUTLYING_LEVEL, quiet
+    alike, _noisy = _side_flags(rng, n_thin, 1.0, 1.0, reps)
+    assert abs(quiet - alike) <= 0.025, (quiet, alike)
+    _quiet, noisy = _side_flags(rng, n_thin, 3.0, 2.0, reps)
+    _quiet, noisy_alike = _side_flags(rng, n_thin, 1.0, 2.0, reps)
+    assert noisy >= noisy_alike - 0.06, (noisy, noisy_alike)
+
+
+def test_side_weights_standardise_only_sides_that_differ():
+    # 5+5 x 8 sizes: sides alike -> raw sums (weight 1); one side's cell parts 3x -> each
+    # side's sums divided by its own pooled ms_cell
+    rng = np.random.default_rng(31)
+    sds = np.full(8, 0.05)
+    for f, raw in ((1.0, True), (3.0, False)):
+        sides = [{k: {f"{j}{r}": v for r, v in enumerate(col)}
+                  for k, col in enumerate(np.exp(rng.normal(0, 1, (5, 8)) * sds * g).T)}
+                 for j, g in ((0, f), (1, 1.0))]
+        rs = [L._residuals(s) for s in sides]
+        w = L._side_weights(rs)
+        if raw:
+            assert w == [1.0, 1.0]
+        else:
+            assert w == pytest.approx([1.0 / r.pooled.ms_cell for r in rs])
+    assert L._side_weights([rs[0], None]) == [1.0, 1.0]
+
+
 def test_outlying_needs_three_sizes_and_some_spread():
     assert not M.outlying([1.0, 9.0], [4.0, 4.0]).any()
     assert not M.outlying([0.0, 0.0, 0.0, 5.0], [4.0] * 4).any()

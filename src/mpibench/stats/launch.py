@@ -844,19 +844,35 @@ def _cell_sums(rs: _Residuals | None) -> dict[object, tuple[float, float]]:
             zip(rs.keys, (res * res).sum(axis=0), rs.obs.sum(axis=0) - 1.0, strict=True)}
 
 
+def _side_weights(residuals: Sequence[_Residuals | None]) -> list[float]:
+    """Per side, what _outlying_cells multiplies its sums of squares by: 1 where the sides'
+    pooled cell parts (ms_cell) agree (Bartlett's test at SIDES_LEVEL, stats.moderate.alike
+    over the sides), else 1 / its own ms_cell, so a side much noisier than the other does
+    not carry the sizes' F tests on its df alone (its sums added raw flagged quiet sizes
+    in 12-16% of benchmarks at the 10% level, one side 3x noisier). Standardised also
+    where the sides agree, a 2-launch side's ms_cell on 9 df moved a planning test
+    (docs/statistics.md)."""
+    parts = [(rs.pooled.ms_cell, rs.pooled.df_cell) if rs is not None else (0.0, 0.0)
+             for rs in residuals]
+    usable = [(v, d) for v, d in parts if v > 0 and d > 0]
+    if len(usable) < 2 or moderate_mod.alike([v for v, _d in usable], [d for _v, d in usable],
+                                             moderate_mod.SIDES_LEVEL, min_groups=2):
+        return [1.0] * len(parts)
+    return [1.0 / v if v > 0 and d > 0 else 1.0 for v, d in parts]
+
+
 def _outlying_cells(residuals: Sequence[_Residuals | None]) -> set:
     """The cells whose cell part is above the others' pooled one (stats.moderate.outlying,
     one-sided at OUTLYING_LEVEL), both sides' sums of squares and df added (each size's df
     scaled by (S - 1) / S for the sizes' shared centring, as the Bartlett gate's), from
-    each side's _residuals. Open: added raw, a side 3x noisier than the other flags quiet
-    sizes in 13-16% of benchmarks at the 10% level (standardising each side by its pooled
-    variance first: 8.1-8.5%, but that moved a planning test's power, docs/statistics.md)."""
+    each side's _residuals; each side's sums divided by its pooled ms_cell first where the
+    two sides' differ (_side_weights), else added raw."""
     tot: dict[object, list[float]] = {}
-    for rs in residuals:
+    for rs, weight in zip(residuals, _side_weights(residuals), strict=True):
         sums = _cell_sums(rs)
         for key, (ss, d) in sums.items():
             acc = tot.setdefault(key, [0.0, 0.0])
-            acc[0] += ss
+            acc[0] += ss * weight
             acc[1] += d * (len(sums) - 1) / len(sums)
     keys = list(tot)
     flags = moderate_mod.outlying([tot[k][0] for k in keys], [tot[k][1] for k in keys])

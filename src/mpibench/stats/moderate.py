@@ -39,6 +39,10 @@ EXCLUDE_TAIL = 0.01
 # 5+5 x 8 sizes x 2x (bench/bench_inference.py --only-outlier chose it; docs/statistics.md
 # "Sizes that are not equally noisy").
 OUTLYING_LEVEL = 0.10
+# The outlying-size flag adds the two sides' sums of squares raw unless Bartlett's test
+# over the sides' pooled cell parts rejects at this level; then each side's sums are
+# divided by its own first (stats.launch._side_weights).
+SIDES_LEVEL = 0.01
 
 
 def _trigamma_inverse(x: float) -> float:
@@ -82,16 +86,18 @@ def prior(variances: Sequence[float], dfs: Sequence[float]) -> tuple[float, floa
     return d0, s0
 
 
-def alike(variances: Sequence[float], dfs: Sequence[float], level: float = ALIKE_LEVEL
-          ) -> bool:
+def alike(variances: Sequence[float], dfs: Sequence[float], level: float = ALIKE_LEVEL,
+          min_groups: int = MIN_GROUPS) -> bool:
     """Bartlett's test that the variances (s_g^2 with d_g df) have one sigma^2: True
-    when it does not reject at `level` (or there are fewer than MIN_GROUPS positive
-    ones), i.e. the sizes may keep the pooled variance."""
+    when it does not reject at `level` (or there are fewer than `min_groups` positive
+    ones), i.e. the sizes may keep the pooled variance. min_groups=2: the two sides of a
+    comparison (stats.launch._side_weights), where it is the two-sided F test's
+    likelihood-ratio twin."""
     from scipy.special import chdtrc
     s2 = np.asarray(variances, dtype=float)
     d = np.asarray(dfs, dtype=float)
     ok = (s2 > 0) & (d > 0) & np.isfinite(s2)
-    if int(ok.sum()) < MIN_GROUPS:
+    if int(ok.sum()) < max(2, min_groups):
         return True
     s2, d = s2[ok], d[ok]
     k, tot = s2.size, float(d.sum())
@@ -178,5 +184,6 @@ def moderated(variances: Sequence[float], dfs: Sequence[float], d0: float, s0: f
     return out
 
 
-__all__ = ["MIN_GROUPS", "ALIKE_LEVEL", "OUTLIER_TAIL", "EXCLUDE_TAIL", "OUTLYING_LEVEL", "alike",
+__all__ = ["MIN_GROUPS", "ALIKE_LEVEL", "OUTLIER_TAIL", "EXCLUDE_TAIL", "OUTLYING_LEVEL", "SIDES_LEVEL",
+           "alike",
            "prior", "robust", "moderated", "outlying"]
