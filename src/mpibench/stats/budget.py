@@ -33,7 +33,10 @@ THIN_LAUNCHES launches per side every size (of 3 or more) keeps its own, and bey
 from FEW_CELLS on the sizes keep theirs where the one gate (stats.launch.gated_spreads)
 opens; the plan decides which from the launches it plans, not the pilot's: there a cell's
 standard error is its own sigma_L^2 + B/n, and the plan takes the noisiest size's
-(own_launch_var, own_part_pools; plan_from_rows asks the gate, gated_pools). That is what
+(own_launch_var, own_part_pools; plan_from_rows asks the gate, gated_pools). Where the
+gate stays shut a size compare flags above the others keeps its own part; the plan meets
+the larger of its own and the pooled variance (flagged_cells, from a pilot beyond
+THIN_LAUNCHES). That is what
 the launches per side are planned on (stats.launch.launches_needed, noncentral t, at the
 family's first Holm level for a difference, or the TOST approximation for equivalence
 within a margin; the launches' own df, which is a size's own part's df, and conservative
@@ -487,7 +490,8 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
          max_launches: int = SEARCH_MAX,
          confidence: float | None = PLAN_CONFIDENCE,
          paired: Mapping[object, PairedSpread] | None = None,
-         keep_within: bool = False, own_pools: Iterable[object] = ()) -> Plan | None:
+         keep_within: bool = False, own_pools: Iterable[object] = (),
+         own_cells: Iterable[object] = ()) -> Plan | None:
     """The core's --target and --max-time for the later launches of a comparison.
 
     The between-launch variances are taken at their upper `confidence` bound
@@ -499,7 +503,8 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
     cells' samples x sample_s, and each benchmark's cells share the pooled launch variance
     compare's test gives them (pooled_launch_var), or where compare gives the sizes own
     cell parts (own_part_pools; own_pools: where the gate opens) the noisiest size's
-    (own_launch_var); the launches per side are launches_for(that sd) for the worst
+    (own_launch_var), and where the gate stays shut but compare gives a size its own part
+    (own_cells: flagged_cells) the larger of the pooled and that size's; the launches per side are launches_for(that sd) for the worst
     benchmark (family: Holm rows for a difference, default the cells), as compare will
     test them at that count: at most THIN_LAUNCHES per side where every size of 3 or more
     on its own part decides (own_part_pools(thin=True), PairedSpread.thin_parts), else at
@@ -545,7 +550,8 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
             paired, within, confidence, common, effect, levels, thin=True)
         if k is None:
             k, worst = _launches_in_view(
-                _planned_launch_var(sides, common, views[False], t, min_samples, max_time),
+                _planned_launch_var(sides, common, views[False], t, min_samples, max_time,
+                                    set(own_cells)),
                 paired, within, confidence, common, effect, levels, thin=False)
             k = None if k is None else max(k, launch_stats.THIN_LAUNCHES + 1)
         if k is not None and k > SEARCH_MAX:
@@ -598,12 +604,18 @@ def _launch_cost(sides: Sequence[Components], common: set, t: float, min_samples
 
 
 def _planned_launch_var(sides: Sequence[Components], common: set, own: set, t: float,
-                        min_samples: int, max_time: float) -> dict[object, float]:
+                        min_samples: int, max_time: float, own_cells: set = frozenset()
+                        ) -> dict[object, float]:
     """{pool: the variance of one launch plan() meets}: pooled_launch_var, or in the
-    pools whose sizes keep their own cell parts (own) own_launch_var."""
+    pools whose sizes keep their own cell parts (own) own_launch_var; in the others, a
+    cell of own_cells (flagged above the others, flagged_cells) that has its own part while
+    the rest keep the pooled one: the larger of the pooled variance and its own."""
     pooled = pooled_launch_var(sides, common, t, min_samples, max_time)
     pooled.update({g: v for g, v in own_launch_var(sides, common, t, min_samples,
                                                    max_time).items() if g in own})
+    flagged = own_launch_var(sides, common & own_cells, t, min_samples, max_time)
+    pooled.update({g: max(pooled[g], v) for g, v in flagged.items()
+                   if g not in own and g in pooled})
     return pooled
 
 
@@ -634,7 +646,24 @@ def plan_from_rows(rows: Sequence[Mapping], order: Sequence[str], margin: float,
         paired = paired_spreads(rows, [v for v in order if v in comps], more)
     return plan(sides, margin, equivalence=True, max_launches=cap, paired=paired or None,
                 targets=targets, max_times=max_times, keep_within=keep_within,
-                own_pools=gated_pools(rows, [v for v in order if v in comps]))
+                own_pools=gated_pools(rows, [v for v in order if v in comps]),
+                own_cells=flagged_cells(rows, [v for v in order if v in comps]))
+
+
+def _pilot_pools(rows: Iterable[Mapping], variants: Sequence[str]):
+    """(pool, baseline's {cell: {launch: median}}, the other variant's) for each variant
+    after the first and each pool of FEW_CELLS or more cells both have."""
+    by: dict[str, dict[object, dict[object, dict[object, float]]]] = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(dict)))
+    for r in rows:
+        if r.get("median"):
+            key = (r["benchmark"], r["size"])
+            by[r["variant"]][pool_of(key)][key][r.get("run_id")] = r["median"]
+    for cand in variants[1:]:
+        for g, cells in by.get(variants[0], {}).items():
+            other = by.get(cand, {}).get(g)
+            if other and len(cells) >= launch_stats.FEW_CELLS:
+                yield g, cells, other
 
 
 def gated_pools(rows: Iterable[Mapping], variants: Sequence[str]) -> set[object]:
@@ -644,22 +673,34 @@ def gated_pools(rows: Iterable[Mapping], variants: Sequence[str]) -> set[object]
     THIN_LAUNCHES rule (at a 2-3-launch pilot that rule gave every pool own parts,
     although compare at the planned launches gates them; below FEW_CELLS sizes they
     always have them, and at most THIN_LAUNCHES launches every pool: own_part_pools)."""
-    by: dict[str, dict[object, dict[object, dict[object, float]]]] = defaultdict(
-        lambda: defaultdict(lambda: defaultdict(dict)))
-    for r in rows:
-        if r.get("median"):
-            key = (r["benchmark"], r["size"])
-            by[r["variant"]][pool_of(key)][key][r.get("run_id")] = r["median"]
     out: set[object] = set()
-    for cand in variants[1:]:
-        for g, cells in by.get(variants[0], {}).items():
-            other = by.get(cand, {}).get(g)
-            if g in out or not other or len(cells) < launch_stats.FEW_CELLS:
-                continue
-            if any(sp is not None and sp.cell_parts
-                   for sp in launch_stats.gated_spreads([cells, other], thin=False)):
-                out.add(g)
+    for g, cells, other in _pilot_pools(rows, variants):
+        if g not in out and any(
+                sp is not None and sp.cell_parts
+                for sp in launch_stats.gated_spreads([cells, other], thin=False)):
+            out.add(g)
     return out
+
+
+def flagged_cells(rows: Iterable[Mapping], variants: Sequence[str]) -> set[object]:
+    """The cells (benchmark, size) to which compare's unpaired test beyond THIN_LAUNCHES
+    launches per side gives their own part although the gate stays shut: a size above the
+    others (stats.launch.flagged_cells), asked of a pilot with more than THIN_LAUNCHES
+    launches on both sides (on 1-2 df per size the flag marks a quiet size in most pools
+    and the plan would meet its chance-high estimate). plan() meets such a cell's own
+    launch variance where it is above the pool's pooled one (_planned_launch_var)."""
+    rows = list(rows)
+    gated = gated_pools(rows, variants)
+    out: set[object] = set()
+    for g, cells, other in _pilot_pools(rows, variants):
+        if g in gated or min(_launches(cells), _launches(other)) <= launch_stats.THIN_LAUNCHES:
+            continue
+        out |= launch_stats.flagged_cells([cells, other])
+    return out
+
+
+def _launches(cells: Mapping[object, Mapping[object, float]]) -> int:
+    return len({k for by in cells.values() for k in by})
 
 
 def _best(tried: Sequence[Choice], max_launches: int) -> Choice:

@@ -879,6 +879,16 @@ def _outlying_cells(residuals: Sequence[_Residuals | None]) -> set:
     return {k for k, f in zip(keys, flags, strict=True) if f}
 
 
+def flagged_cells(sides: Sequence[Mapping[object, Mapping[Hashable, float | None]]]) -> set:
+    """The cells to which compare's test of these sides (given by their launches, the gate
+    shut) gives their own part as above the others (_outlying_cells, as gated_spreads);
+    set() below FEW_CELLS cells or with fewer than two sides. The budget's plan asks it
+    where the gate stays shut (stats.budget.flagged_cells)."""
+    if len(sides) < 2 or max((len(side) for side in sides), default=0) < FEW_CELLS:
+        return set()
+    return _outlying_cells([_residuals(side) for side in sides])
+
+
 def _own_for(spreads: list, residuals: Sequence[_Residuals | None], keys: set) -> list:
     """Each side's Spread with its own unmoderated part (spread(own=True)) for the cells
     in `keys` only; the others keep the pooled part."""
