@@ -312,6 +312,25 @@ def test_a_side_three_times_noisier_does_not_flag_quiet_sizes(n_thin):
     assert noisy >= noisy_alike - 0.06, (noisy, noisy_alike)
 
 
+def test_alike_over_two_sides_rejects_at_its_level_and_finds_a_3x_side():
+    # Bartlett's test of two variances (min_groups=2, stats.launch._side_weights): one
+    # sigma^2, 9 and 54 df (2 vs 7 launches x 10 sizes): rejects in about `level` of the
+    # draws (its chi-square approximation; the 99.9% binomial band); one side's sd 3x
+    # (variance 9x) is rejected in >= 90% of draws (here 93.5%; the exact two-sided F
+    # test's power at 1% is about 0.96); one variance alone is never tested
+    rng = np.random.default_rng(23)
+    reps, level = 4000, M.SIDES_LEVEL
+    d = np.array([9.0, 54.0])
+    same = sum(not M.alike(rng.chisquare(d) / d, d, level, min_groups=2) for _ in range(reps))
+    assert sps.binom.ppf(0.0005, reps, level) <= same <= sps.binom.ppf(0.9995, reps, level)
+    scale = np.array([9.0, 1.0])
+    apart = sum(not M.alike(rng.chisquare(d) / d * scale, d, level, min_groups=2)
+                for _ in range(400))
+    assert apart >= 360, apart
+    assert M.alike([1.0, 100.0], [9.0, 54.0])          # MIN_GROUPS by default: not tested
+    assert M.alike([1.0], [9.0], min_groups=1)
+
+
 def test_side_weights_standardise_only_sides_that_differ():
     # 5+5 x 8 sizes: sides alike -> raw sums (weight 1); one side's cell parts 3x -> each
     # side's sums divided by its own pooled ms_cell
