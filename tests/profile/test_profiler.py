@@ -273,13 +273,16 @@ def test_signal_writes_partial_files(built, tmp_path):
     assert run.status == "failed"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def timeout_runs(found_stacks, tmp_path_factory):
     """{stack name: run} of `known_calls hang` under a 20 s timeout, one launch per stack, both
     at once. The ranks must have sent before the dump: with timeout 8 the dump came 6 s after
     the launch, which a loaded machine's MPI start-up can take; 20 gives 15 s. Each run lasts
     its timeout however fast the machine is (hang waits for it), so side by side they cost
-    one timeout, not two."""
+    one timeout, not two. Session-scoped: in the system tier, pytest groups the tests by
+    `built`'s stack across this file and tests/profile/test_data_mpi.py, so this file is left
+    and re-entered between the two stacks; at module scope the pair of runs (20 s) was made
+    twice. The runs are read only."""
     from concurrent.futures import ThreadPoolExecutor
 
     from mpibench.stacks import find_stack
