@@ -77,15 +77,16 @@ def test_python_grammar_equals_the_core_reference(spec):
 
 
 @pytest.mark.system
-def test_python_grammar_equals_the_real_core(tmp_path):
-    """The real mpibench-core's argument parser (it exits before MPI_Init with --list)."""
+def test_python_grammar_equals_the_real_core(tmp_path_factory):
+    """The real mpibench-core's argument parser (it exits before MPI_Init with --list); the
+    session's build of the core (support.coreutil.build_all), not one of its own."""
     from mpibench.process import run_command
-    from support.coreutil import available, build
+    from support.coreutil import available, build_all
 
     stack = "mpich" if available("mpich") else "openmpi"
     if not available(stack):
         pytest.skip("no MPI stack to build the core with")
-    exe = build(stack, tmp_path / "build")
+    exe = build_all(tmp_path_factory)[stack]
     rng = random.Random(12)
     corpus = REFUSED[:-1] + list(ACCEPTED) + ["".join(rng.choice(ALPHABET) for _ in range(
         rng.randint(1, 12))) for _ in range(150)]

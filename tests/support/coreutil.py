@@ -29,10 +29,25 @@ def available(stack: str) -> bool:
     return shutil.which(s["mpicc"]) is not None and shutil.which(s["launch"][0]) is not None
 
 
+# {(session base temp, stack): executable}: build_all's builds, shared by the test files of one
+# session (tests/core/test_core.py, test_parts.py, tests/test_sizes_grammar.py each built both
+# stacks again, ~2 s a stack). The executables are only run, never changed.
+_BUILT: dict[tuple[Path, str], Path] = {}
+
+
 def build_all(tmp_path_factory) -> dict[str, Path]:
-    """The core built once per installed stack (pytest's tmp_path_factory), by stack name."""
-    return {stack: build(stack, tmp_path_factory.mktemp(f"core-{stack}"))
-            for stack in STACKS if available(stack)}
+    """The core built once per installed stack per pytest session (under its
+    tmp_path_factory), by stack name; a later call in the same session reuses the builds."""
+    base = tmp_path_factory.getbasetemp()
+    out = {}
+    for stack in STACKS:
+        if not available(stack):
+            continue
+        exe = _BUILT.get((base, stack))
+        if exe is None or not exe.exists():
+            exe = _BUILT[base, stack] = build(stack, tmp_path_factory.mktemp(f"core-{stack}"))
+        out[stack] = exe
+    return out
 
 
 def build(stack: str, build_dir: Path, timeout: float = 300) -> Path:
