@@ -60,7 +60,11 @@ extra_directives = ["--comment=mpibench-test"]
 poll_interval = 1
 poll_max_interval = 3
 """
-# an application cell whose setup (think grompp) sleeps: its wall time must not include it
+# an application cell whose setup (think grompp) sleeps: its wall time must not include it.
+# 1 s (it was 3): the step's elapsed must exceed the wall time by the sleep, which a wall
+# time that took in the setup cannot; the 3 s made slurm-setup the last of the campaigns
+# run side by side in `campaigns` (6.6 s against the next one's 4.8 s)
+SETUP_SLEEP = 1
 SETUP_TOML = """
 [campaign]
 name = "slurm-setup"
@@ -74,7 +78,7 @@ np = 1
 launcher = "srun"
 
 [benchmarks.app]
-setup = "sleep 3"
+setup = "sleep {sleep}"
 command = "true"
 fom = "wall_time"
 
@@ -139,7 +143,7 @@ def campaigns(slurm_cluster, tmp_path_factory):
     marker = base / "pwned"
     inline = {"slurm-hostile": HOSTILE_TOML.replace(
                   "{evil}", json.dumps(HOSTILE.format(marker=marker))),
-              "slurm-setup": SETUP_TOML,
+              "slurm-setup": SETUP_TOML.replace("{sleep}", str(SETUP_SLEEP)),
               "slurm": SITE_TOML, "slurm-bind": BIND_TOML, "slurm-mem": MEM_TOML}
     for name in CAMPAIGNS:
         d = base / name
@@ -299,7 +303,7 @@ def test_batch_app_wall_time_excludes_its_setup(campaigns):
     (r,) = rows
     assert r["status"] == "done", (r["reason"], r["stderr_tail"], res.stderr[-2000:])
     timing = json.loads((Path(r["run_dir"]) / "timing.json").read_text())
-    assert timing["launch_started"] - timing["started"] >= 3  # the setup's sleep
+    assert timing["launch_started"] - timing["started"] >= SETUP_SLEEP  # the setup's sleep
     con = sqlite3.connect(campaigns["files"]["slurm-setup"].parent / "mpibench.db")
     try:
         (wall,) = con.execute("SELECT median FROM results WHERE run_id=? AND "
@@ -307,7 +311,8 @@ def test_batch_app_wall_time_excludes_its_setup(campaigns):
     finally:
         con.close()
     assert wall == pytest.approx(timing["finished"] - timing["launch_started"])
-    assert wall <= r["elapsed"] - 3  # the step took the sleep and the launch; wall only one
+    # the step took the sleep and the launch; wall only one
+    assert wall <= r["elapsed"] - SETUP_SLEEP
 
 
 def test_cell_over_its_pbs_walltime_is_a_timeout(slurm_limit_runs):
