@@ -67,6 +67,12 @@ at which look, or undecided with its gain and CI, and which of those are near th
 (a CI no wider than ±5% that holds an edge of it: a true gain there is decided by no
 budget; the plan is for gain 1).
 
+The core's launches after a look measure only the sizes with an undecided cell (`campaign
+run --only-sizes`, what `repeats = "decide"` does by itself): a decision is final per cell,
+so a decided size needs no more launches; the later looks test the decided cells on the
+launches they had, the others on every round. IMB-MPI1 runs every size in every round, as
+its users run it. The summary says which rounds ran how many sizes.
+
 Both variants bind their ranks to cores (`bind = "core"`; --bind none for each launcher's
 default). Open MPI binds 2 ranks to cores by default, Hydra (MPICH) does not: on the loaded
 2-core machine 4 of 10 unbound MPICH launches of the core ran every PingPong at 4-6 ms
@@ -147,11 +153,13 @@ sizes = "{sizes}"
 """
 
 
-def run_round(camp: Path, text: str) -> None:
+def run_round(camp: Path, text: str, only: tuple[str, ...] = ()) -> None:
+    """One campaign invocation; only: the sizes its new launches measure (--only-sizes)."""
     camp.write_text(text)
     mpibench = str(Path(sys.executable).parent / "mpibench")
+    extra = ["--only-sizes", ",".join(only)] if only else []
     res = subprocess.run(["flock", LOCK, mpibench, "campaign", "run", "--no-progress",
-                          str(camp)], capture_output=True, text=True, timeout=1800)
+                          *extra, str(camp)], capture_output=True, text=True, timeout=1800)
     if res.returncode not in (0, 1):
         sys.exit(f"campaign run failed ({res.returncode}): {res.stderr[-2000:]}")
 
@@ -406,8 +414,12 @@ def to_budget_interim(compare_rounds: int, batches: int, alpha: float = 0.05) ->
 
 class Tool:
     def __init__(self, name: str, work: Path, group: str, statistic: str, design: Design,
-                 extra: str = "", bind: str = ""):
+                 extra: str = "", bind: str = "", only_undecided: bool = False):
         self.name, self.group, self.statistic, self.extra = name, group, statistic, extra
+        # the core: launches after a look measure only the sizes with an undecided cell
+        # (`campaign run --only-sizes`, as repeats = "decide" runs them); IMB: every size
+        self.only_undecided = only_undecided
+        self.sizes_run: list[tuple[int, int]] = []        # (round, sizes its launches ran)
         self.bind = f'bind = "{bind}"' if bind else ""
         self.design, self.previous = design, None
         work.mkdir(parents=True, exist_ok=True)
@@ -421,8 +433,11 @@ class Tool:
     def run_to(self, n: int) -> float:
         """Launches up to n per variant (one campaign invocation); their seconds."""
         before = launch_seconds(self.db)
+        only = self.state.undecided if self.only_undecided and self.state.decided else ()
+        if only:
+            self.sizes_run.append((self.rounds + 1, len(only)))
         run_round(self.camp, HEAD.format(name=self.name, repeats=n, extra=self.extra,
-                                         bind=self.bind) + self.group)
+                                         bind=self.bind) + self.group, only)
         self.rounds = n
         self.seconds = launch_seconds(self.db)
         return self.seconds - before
@@ -594,7 +609,7 @@ def main(argv: list[str]) -> int:
     design = (schedule(budget.SEARCH_MAX, compare, a.batches, interim) if a.to_budget
               else schedule(compare, compare, 0))
     core = Tool("core", root / "core", CORE.format(sizes=sizes), "median", design,
-                extra=f"budget = {{ launches = {compare} }}", bind=bind)
+                extra=f"budget = {{ launches = {compare} }}", bind=bind, only_undecided=True)
     imb = Tool("imb", root / "imb", IMB.format(tgz=IMB_TGZ, sizes=sizes), "mean", design,
                bind=bind)
     if a.to_budget:
@@ -695,6 +710,11 @@ def summary(a, core: Tool, imb: Tool, head: tuple, budget_rounds: int, compare: 
         print(f"{label}: {rounds} rounds, {secs:.1f} s of launches, {s.decided} of "
               f"{s.cells} cells decided ({s.significant} significant, {s.equivalent} "
               f"equivalent within ±{100 * TARGET:g}%; statistic per launch: {stat})")
+    print("mpibench-core's launches after a look ran only the sizes with an undecided cell "
+          "(campaign run --only-sizes; a decision is final per cell): "
+          + (", ".join(f"round {r}: {k} sizes" for r, k in core.sizes_run)
+             or "none (no look decided a cell before the last round)")
+          + "; IMB-MPI1 ran every size in every round, as its users run it")
     if i_s:
         print(f"ratio core/IMB launch time {c_s / i_s:.2f}; decided core {c_st.decided} vs "
               f"IMB {i_st.decided} (after {compare} interleaved rounds or fewer)")

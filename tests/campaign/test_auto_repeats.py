@@ -485,3 +485,53 @@ def test_a_refusal_shows_the_kept_design_as_toml(value):
         return v
     want = present(value)
     assert got == (want[0] if isinstance(want, list) and len(want) == 1 else want)
+
+
+def test_decide_later_launches_run_only_the_undecided_sizes(tmp_path):
+    # repeats = "decide": a decision is final per cell, so after a look a group point's
+    # later launches run only the sizes with an undecided cell (auto_repeats.Stages.sizes,
+    # launch_options); the earlier rounds and a point with a non-core undecided cell keep
+    # the group's own sizes. The look is stats.sequential's on seeded launch values: size
+    # 0 B is 3x slower on b (significant at the first look), 8 B is A/A (undecided within
+    # the 0.5% margin)
+    from types import SimpleNamespace
+
+    from mpibench.campaign.auto_repeats import (
+        Stages,
+        launch_options,
+        point_json,
+        undecided_sizes,
+    )
+    from mpibench.report.rules import CellKey
+    from mpibench.stats.sequential import decide
+
+    spec = pair_campaign(tmp_path, "sizes", 'repeats = "decide"', sizes="0,8")
+    cells = [c for c in expand(spec) if c.variant.name == "b"]
+    g, point = cells[0].group.name, point_json(cells[0].params)
+    rng = np.random.default_rng(7)
+    fam = {}
+    for size, ratio in ((0, 3.0), (8, 1.0)):
+        key = (g, point, "b", CellKey("PingPong", size, 2, "{}", "time"))
+        base = 1.0 + 0.02 * rng.standard_normal(3)
+        fam[key] = (list(base), list(ratio * base * (1 + 0.02 * rng.standard_normal(3))))
+    look = decide(fam, spec.auto.design(0.005), n=3,
+                  pool_key=lambda k: (k[0], k[1], k[2], k[3]._replace(size=None)))
+    assert {k[3].size for k in look.undecided} == {8}
+    needs = {(g, point): {"a", "b"}}
+    assert undecided_sizes(look, needs) == {(g, point): "8"}
+    # a point that stops (not in needs) is not listed; an undecided peer-suite row keeps
+    # the point's own sizes
+    assert undecided_sizes(look, {}) == {}
+    imb = (g, point, "b", CellKey("PingPong", 8, 2, "{}", "time", "imb"))
+    assert undecided_sizes(SimpleNamespace(undecided=[*look.undecided, imb]), needs) == {}
+    stages = Stages(SimpleNamespace(spec=spec), 1)
+    stages.undecided_sizes, stages.from_repeat = undecided_sizes(look, needs), 3
+    late = next(c for c in cells if c.repeat == 3)
+    early = next(c for c in cells if c.repeat == 2)
+    assert launch_options(None, early, None, stages) is None
+    assert launch_options(None, late, None, stages) == {**(late.group.options or {}),
+                                                        "sizes": "8"}
+    budget = SimpleNamespace(options=lambda c: {"target": 0.2, "max_time": 0.01})
+    assert launch_options(None, late, budget, stages) == {"target": 0.2, "max_time": 0.01,
+                                                          "sizes": "8"}
+    assert launch_options(None, late, budget, None) == {"target": 0.2, "max_time": 0.01}

@@ -1114,3 +1114,63 @@ def test_decide_on_real_launches_shm_vs_tcp_stops_and_aa_goes_on(tmp_path, found
         assert (row.seq_level is not None) == (looked < 6)
         assert row.test.pairing == "round" and row.p_adj == pytest.approx(c["p_sequential"])
         assert list(row.ci_holm) == pytest.approx([c["ci_low"], c["ci_high"]])
+
+
+DECIDE_SIZES = """
+[campaign]
+name = "decide-sizes"
+repeats = { until = "decided", min = 3, max = 5, step = 2 }
+equivalence = "0.1%"
+timeout = 60
+verify_transport = false
+[defaults]
+stack = "openmpi"
+np = 2
+transport = "shm"
+[variants.cma]
+[variants.copy]
+env = { OMPI_MCA_btl_vader_single_copy_mechanism = "none" }
+[benchmarks.pp]
+benchmarks = ["PingPong"]
+sizes = "0,1M"
+options = { max_time = 0.02, timeout = 20 }
+"""
+
+
+@pytest.mark.mpi
+def test_decide_later_launches_measure_only_the_undecided_sizes(tmp_path, found_stacks):
+    # Open MPI shared memory with and without its single-copy mechanism: the same
+    # protocol at 0 B (A/A, not within ±0.1%: undecided), a copy in and out of the shared
+    # segment instead of one copy at 1 MiB (significant at the first look when CMA
+    # works). A decision is final per cell, so the launches after a look run only the
+    # sizes with an undecided cell: every later launch's store rows hold exactly the
+    # sizes undecided at the look before it (replayed from the store), and its argv says
+    # so, as the explicit list of the undecided sizes. (Where 1 MiB is not decided at the
+    # first look, the later launches run both sizes, named in that list.)
+    from mpibench.campaign.auto_repeats import decisions
+
+    camp = tmp_path / "s.toml"
+    camp.write_text(DECIDE_SIZES)
+    said: list[str] = []
+    _summary, data = run_campaign(camp, tmp_path / "s.db", found_stacks, log=said.append)
+    assert data["totals"]["failed"] == data["totals"]["timeout"] == 0, said
+    with Store(tmp_path / "s.db") as store:
+        spec = json.loads(store.db.execute("SELECT spec_json FROM campaigns").fetchone()[0])
+        (cid,) = store.db.execute("SELECT id FROM campaigns").fetchone()
+        look, _cells = decisions(store, cid, spec, upto=3)
+        left = sorted({k[3].size for k in look.undecided})
+        runs = {r["id"]: r for r in store.runs() if r["status"] == "done"}
+        sizes: dict[str, set] = {rid: set() for rid in runs}
+        for rid, size in store.db.execute("SELECT run_id, size FROM results"):
+            if rid in sizes:
+                sizes[rid].add(size)
+    later = [rid for rid, r in runs.items() if r["repeat"] >= 3]
+    assert bool(later) == bool(left), (left, said)
+    for rid, r in runs.items():
+        want = {0, 1 << 20} if r["repeat"] < 3 else set(left)
+        assert sizes[rid] == want, (r["repeat"], sizes[rid], left)
+        argv = json.loads(r["argv_json"])
+        assert argv[argv.index("--sizes") + 1] == (
+            "0,1M" if r["repeat"] < 3 else ",".join(map(str, left)))
+    pts = {p["group"]: p for p in data["decisions"]["points"]}
+    assert pts["pp"]["launches"] == (5 if left else 3)

@@ -60,11 +60,14 @@ from typing import Any
 
 import numpy as np
 
+from mpibench.errors import UsageError
 from mpibench.stats import launch as launch_stats
 from mpibench.stats import two_stage
 from mpibench.units import percent
 
 DEFAULT_MIN, DEFAULT_MAX, DEFAULT_TARGET = 3, 10, 0.05
+# the core's sizes when a group names none (core/args.c's --sizes default)
+DEFAULT_CORE_SIZES = "0:22"
 
 
 UNTIL = ("precise", "decided")
@@ -805,6 +808,10 @@ class Stages:
         self.runner, self.cid, self.rule = runner, campaign_id, runner.spec.auto
         self.skipped = 0
         self.total: dict[str, int] = {}         # "precise": group -> launches per variant
+        # "decided": (group, point) -> the sizes of its undecided cells (a core size list),
+        # and the repeat index from which a launch runs only them (the look's n)
+        self.undecided_sizes: dict[tuple[str, str], str] = {}
+        self.from_repeat = 0
 
     def boundaries(self) -> list[int]:
         if self.rule.until == "decided":
@@ -866,6 +873,8 @@ class Stages:
                 g, point, cand, _ck = key
                 needs[(g, point)] |= {cand, cells[key][3]}
         nxt = spec.auto.design(spec.equivalence).next_look(n)
+        self.undecided_sizes = undecided_sizes(look, needs)
+        self.from_repeat = n
         if look is None:
             self.runner.log(f"repeats = decide: nothing to compare after {n} launches per "
                             "variant (one variant per group, or no finished launches)")
@@ -882,8 +891,70 @@ class Stages:
         return lambda c: c.variant.name in needs.get((c.group.name, point_json(c.params)),
                                                      ())
 
+    def sizes(self, cell) -> str | None:
+        """The core size list a later launch of `until = "decided"` runs: the sizes of its
+        group point's undecided cells (undecided_sizes), for launches of the rounds after
+        the last look; None: the group's own sizes (earlier rounds, other rules, a point
+        whose undecided cells are not all the core's sized rows)."""
+        if self.rule.until != "decided" or cell.repeat < self.from_repeat:
+            return None
+        return self.undecided_sizes.get((cell.group.name, point_json(cell.params)))
 
-__all__ = ["AutoRepeats", "parse", "Stages", "decisions", "decision_cells", "summarize",
+
+def undecided_sizes(look, needs: dict) -> dict[tuple[str, str], str]:
+    """{(group, point): "s1,s2,..."} the byte sizes of each group point's undecided cells
+    at this look (for the points that go on, `needs`): a decision is final per cell
+    (stats.sequential), so a later launch need not measure a size whose every cell is
+    decided; a cell's key (benchmark, size, metric, tool) does not depend on the launch's
+    size list, nor does its id or comparability (report/rules.py). A point with an
+    undecided cell that is not one of the core's sized rows (a peer suite's, an
+    application's) keeps its own sizes."""
+    out: dict[tuple[str, str], set[int]] = {}
+    mixed: set[tuple[str, str]] = set()
+    for g, point, _cand, ck in (look.undecided if look is not None else ()):
+        if (g, point) not in needs:
+            continue
+        size = getattr(ck, "size", None)
+        # a key's tool is None where one tool measured the cell (report/rules.py)
+        if getattr(ck, "tool", None) not in (None, "core") or not isinstance(size, int):
+            mixed.add((g, point))
+        out.setdefault((g, point), set()).add(size)
+    return {k: ",".join(str(s) for s in sorted(v)) for k, v in out.items()
+            if k not in mixed}
+
+
+def launch_options(runner, cell, budget, stages) -> dict | None:
+    """The core options of a cell's launch (cells.CellSteps.prepare's `options`): the
+    budget's (campaign/budget.py) or the group's own, with `sizes` when the launch runs
+    only some of its group's sizes: the undecided ones after a look of `until = "decided"`
+    (Stages.sizes), those of `campaign run --only-sizes` (runner.only_sizes), both: the
+    sizes in both. None: the group's own options and sizes."""
+    opts = budget.options(cell) if budget else None
+    if not cell.group.kind_class.core_options:
+        return opts
+    sizes = _only_sizes(cell, stages.sizes(cell) if stages else None,
+                        getattr(runner, "only_sizes", None))
+    if not sizes:
+        return opts
+    return {**(cell.group.options or {} if opts is None else opts), "sizes": sizes}
+
+
+def _only_sizes(cell, undecided: str | None, only: list[int] | None) -> str | None:
+    """The size list of a launch that measures part of its group's sizes, else None."""
+    from mpibench.benchmarks import parse_sizes
+
+    if only is None:
+        return undecided
+    own = set(parse_sizes(undecided or cell.group.sizes or DEFAULT_CORE_SIZES))
+    keep = sorted(own & set(only))
+    if not keep:
+        raise UsageError(f"--only-sizes: none of group {cell.group.name}'s sizes "
+                         f"({undecided or cell.group.sizes or DEFAULT_CORE_SIZES}) is in "
+                         f"the list; expected some of them")
+    return ",".join(map(str, keep))
+
+
+__all__ = ["AutoRepeats", "parse", "Stages", "undecided_sizes", "launch_options", "decisions", "decision_cells", "summarize",
            "is_decide", "design_of", "figures", "point_json", "group_launches",
            "stage_two_total", "pair_sums", "stage_one_launches",
            "refuse_changed_rule", "frozen_design",

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from mpibench.campaign.auto_repeats import Stages
+from mpibench.campaign.auto_repeats import Stages, launch_options
 from mpibench.campaign.budget import BudgetRule
 from mpibench.campaign.cells import _Prepared
 from mpibench.campaign.plan import Cell
@@ -87,6 +87,7 @@ class BatchPolicy:
         # repeats = "auto" / "decide" (campaign/auto_repeats.py): a stage's jobs all end
         # before the rule looks and the next stage is submitted
         stages = Stages(self.runner, campaign_id) if self.runner.spec.auto else None
+        self.stages = stages
         self.budget = BudgetRule(self.runner, campaign_id) if self.runner.spec.budget else None
         followed = False
         for stage in (stages(todo) if stages else [todo]):
@@ -119,9 +120,9 @@ class BatchPolicy:
         preps = []
         for cell in cells:
             run_dir = self.runner._fresh_dir(cell) if fresh else self.runner.run_dir(cell)
-            budget = getattr(self, "budget", None) if fresh else None
-            p = self.runner.prepare(cell, run_dir, local=False,
-                                    options=budget.options(cell) if budget else None)
+            opts = (launch_options(self.runner, cell, getattr(self, "budget", None),
+                                   getattr(self, "stages", None)) if fresh else None)
+            p = self.runner.prepare(cell, run_dir, local=False, options=opts)
             if fresh:
                 self.runner._write_cell_json(p)
             preps.append(p)

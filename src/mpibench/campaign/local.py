@@ -9,7 +9,7 @@ import socket
 import time
 from typing import TYPE_CHECKING
 
-from mpibench.campaign.auto_repeats import Stages
+from mpibench.campaign.auto_repeats import Stages, launch_options
 from mpibench.campaign.budget import BudgetRule
 from mpibench.campaign.plan import Cell
 from mpibench.files import write_file
@@ -43,7 +43,7 @@ class LocalPolicy:
         budget = BudgetRule(self.runner, campaign_id) if self.runner.spec.budget else None
         for stage in (stages(todo) if stages else [todo]):
             for cell in stage:
-                self._run_local_cell(cell, budget.options(cell) if budget else None)
+                self._run_local_cell(cell, launch_options(self.runner, cell, budget, stages))
                 summary.ran += 1
         if stages:
             summary.auto_skipped += stages.skipped

@@ -79,8 +79,11 @@ class CampaignRunner(CellSteps):
     def __init__(self, spec: CampaignSpec, store: Store | None, stacks: list[Stack], *,
                  scheduler: Scheduler | None = None, progress: ProgressFn | None = None,
                  log: Callable[[str], None] | None = None, retry_failed: bool = False,
-                 verify: bool | None = None):
+                 verify: bool | None = None, only_sizes: list[int] | None = None):
         self.spec = spec
+        # `campaign run --only-sizes`: the core groups' launches of this invocation measure
+        # only these of their sizes (auto_repeats.launch_options)
+        self.only_sizes = only_sizes
         self.store = store
         self.found = stacks
         self.scheduler = scheduler or get_scheduler(spec.scheduler.name, spec.scheduler)

@@ -65,6 +65,11 @@ def register(sub) -> None:
             q.add_argument("--no-verify", action="store_true",
                            help="skip the transport verification probes")
             q.add_argument("--no-progress", action="store_true", help="no progress bar")
+            q.add_argument("--only-sizes", metavar="LIST",
+                           help="this invocation's launches of the core's groups measure "
+                                "only these sizes of each group's own (e.g. 8,1K: the sizes "
+                                "whose cells are still undecided); cell ids and result keys "
+                                "stay the same")
             add_stack_discovery(q)
         if name == "list":
             q.add_argument("--offset", type=_count, default=0, metavar="N",
@@ -85,6 +90,19 @@ def register(sub) -> None:
                                 "and the cells that use it; finds the stacks, builds nothing")
         q.set_defaults(func=_dispatch)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+
+def _only_sizes(args) -> list[int] | None:
+    """--only-sizes as byte counts (benchmarks.parse_sizes' grammar: 0:22 or 0,8,1K)."""
+    from mpibench.benchmarks import parse_sizes
+
+    text = getattr(args, "only_sizes", None)
+    if text is None:
+        return None
+    try:
+        return parse_sizes(text)
+    except UsageError as exc:
+        raise UsageError(f"--only-sizes: {exc}") from None
 
 
 LIST_PAGE = 1000  # cells per terminal table: rich takes ~0.8 ms a row
@@ -364,7 +382,8 @@ def _run(args, spec, resume: bool) -> int:
 
     runner = CampaignRunner(spec, None, found, progress=tick, log=log,
                             retry_failed=args.retry_failed,
-                            verify=False if args.no_verify else None)
+                            verify=False if args.no_verify else None,
+                            only_sizes=_only_sizes(args))
     # stacks, transports, launchers and the core build are checked before the store exists
     runner.check()
     notice = root_env_notice()

@@ -75,9 +75,12 @@ class CoreKind(GroupKind):
         long the core samples."""
         g = cell.group
         jsonl = run_dir / "core.jsonl"
+        opts = dict((g.options if options is None else options) or {})
+        # repeats = "decide": a later launch runs only its point's undecided sizes
+        # (auto_repeats.launch_options); the cell's id and keys do not change
+        sizes = opts.pop("sizes", None) or g.sizes
         program = [str(runner.binaries[cell.variant.stack]),
-                   *core_args(g.benchmarks, g.sizes, jsonl,
-                              g.options if options is None else options)]
+                   *core_args(g.benchmarks, sizes, jsonl, opts)]
         cmd = prepare_cell(runner.stacks[cell.variant.stack], cell.variant, program, run_dir,
                            jsonl=jsonl, local=local, create=not runner.dry)
         runner._profile(cell, cmd)
