@@ -34,10 +34,12 @@ def test_detectable_now_plans_a_thin_side_at_its_own_df(tmp_path):
             assert t.detectable == L.detectable_at(t, cmp.alpha)
             dfs = sorted(d for _, d in t.planned_on)
             # thin launch part at its own 1 df; 4 sizes (< FEW_CELLS): every size's cell
-            # part is its own on both sides (6 df on the 7-launch side, 1 on the thin one,
-            # 2 where the test floored it: _each_cell), planned at the test's df
+            # part is its own on both sides (6 df on the 7-launch side; 1 on the thin one,
+            # 2 where the test floored it: _each_cell), the thin one planned at the df of
+            # the test's expected critical value over the two (_plan_mixed_df)
             assert dfs[0] == 1 and dfs[2:] == [6, 6]
-            assert [d for _, d in t.planned_on[1:]] == [d for _, d in t.components[1:]]
+            assert t.planned_on[1][1] == L._plan_mixed_df(1.0, 6.0)
+            assert [d for _, d in t.planned_on[2:]] == [d for _, d in t.components[2:]]
             # the test floored the thin launch part (planning starts from the launch part
             # before the floor; from the cell parts as the test uses them)
             if t.components[0][1] != t.planned_on[0][1]:
