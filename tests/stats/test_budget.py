@@ -753,7 +753,7 @@ def test_a_flagged_size_is_planned_on_its_own_part_where_the_gate_stays_shut():
 def test_the_plan_flags_no_size_from_a_thin_pilot():
     # at 2-3 launches a side (1-2 df per size) the flag would mark a quiet size in most
     # pools and plan the pool on its chance-high estimate: flagged_cells asks only pilots
-    # beyond THIN_LAUNCHES; the same draws at 6 launches do flag
+    # beyond THIN_LAUNCHES; fresh draws of the same design at 6 launches do flag
     rng = np.random.default_rng(14)
     sds = np.array([0.02] * 7 + [0.04])
     thin = [budget.flagged_cells(_unpaired_pilot(rng, 3, sds), ["base", "cand"])

@@ -272,7 +272,8 @@ def test_outlying_finds_one_size_four_times_as_noisy():
 def _side_flags(rng, n_thin, side, last, reps):
     """(mean share of the quiet sizes flagged, share of benchmarks with the last size
     flagged) by the outlying-size flag over `reps` benchmarks of 2 or 3 vs 7 launches x 10
-    sizes whose gate stays shut; the thin side's launch effect and cell parts x `side`,
+    sizes, shares of all `reps` (a benchmark whose gate opens, about 1 in 5, counts as
+    flagging nothing: the flag is asked only where the gate stays shut); the thin side's launch effect and cell parts x `side`,
     the last size's cell part x `last` on both sides."""
     sds = np.array([0.05] * 9 + [0.05 * last])
     quiet = noisy = 0.0

@@ -530,6 +530,7 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
     common = set.intersection(*({c.key for c in s.cells} for s in sides))
     if not common:
         return None
+    own_cells = set(own_cells)
     factor = between_margin(sides, confidence)
     sides = [_widened(s, factor) for s in sides]
     fam = family if family is not None else len(common)
@@ -551,7 +552,7 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
         if k is None:
             k, worst = _launches_in_view(
                 _planned_launch_var(sides, common, views[False], t, min_samples, max_time,
-                                    set(own_cells)),
+                                    own_cells),
                 paired, within, confidence, common, effect, levels, thin=False)
             k = None if k is None else max(k, launch_stats.THIN_LAUNCHES + 1)
         if k is not None and k > SEARCH_MAX:
@@ -639,15 +640,16 @@ def plan_from_rows(rows: Sequence[Mapping], order: Sequence[str], margin: float,
     sides = list(comps.values())
     if len(sides) < 2:
         return None
+    compared = [v for v in order if v in comps]
     paired = None
     if interleaved:
         seen = len({r["repeat"] for r in rows if r.get("repeat") is not None})
         more = max(0, rounds - seen) if rounds is not None else 0
-        paired = paired_spreads(rows, [v for v in order if v in comps], more)
+        paired = paired_spreads(rows, compared, more)
+    gated = gated_pools(rows, compared)
     return plan(sides, margin, equivalence=True, max_launches=cap, paired=paired or None,
                 targets=targets, max_times=max_times, keep_within=keep_within,
-                own_pools=gated_pools(rows, [v for v in order if v in comps]),
-                own_cells=flagged_cells(rows, [v for v in order if v in comps]))
+                own_pools=gated, own_cells=flagged_cells(rows, compared, gated))
 
 
 def _pilot_pools(rows: Iterable[Mapping], variants: Sequence[str]):
@@ -682,15 +684,18 @@ def gated_pools(rows: Iterable[Mapping], variants: Sequence[str]) -> set[object]
     return out
 
 
-def flagged_cells(rows: Iterable[Mapping], variants: Sequence[str]) -> set[object]:
+def flagged_cells(rows: Iterable[Mapping], variants: Sequence[str],
+                  gated: set[object] | None = None) -> set[object]:
     """The cells (benchmark, size) to which compare's unpaired test beyond THIN_LAUNCHES
     launches per side gives their own part although the gate stays shut: a size above the
     others (stats.launch.flagged_cells), asked of a pilot with more than THIN_LAUNCHES
     launches on both sides (on 1-2 df per size the flag marks a quiet size in most pools
     and the plan would meet its chance-high estimate). plan() meets such a cell's own
-    launch variance where it is above the pool's pooled one (_planned_launch_var)."""
+    launch variance where it is above the pool's pooled one (_planned_launch_var).
+    gated: gated_pools(rows, variants) where the caller has it (asked once per plan)."""
     rows = list(rows)
-    gated = gated_pools(rows, variants)
+    if gated is None:
+        gated = gated_pools(rows, variants)
     out: set[object] = set()
     for g, cells, other in _pilot_pools(rows, variants):
         if g in gated or min(_launches(cells), _launches(other)) <= launch_stats.THIN_LAUNCHES:
