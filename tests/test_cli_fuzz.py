@@ -45,6 +45,9 @@ def test_hostile_values_per_verb(verb, rng):
 
 
 @pytest.mark.parametrize("argv", [
+    # --only-sizes was parsed only once a real run started: a dry run took any value
+    ["campaign", "run", "GOOD", "--dry-run", "--only-sizes", "abc"],
+    ["campaign", "run", "GOOD", "--dry-run", "--only-sizes", "16"],
     # int('٣') is 3 and float('٣') 3.0 in Python; '1_000' is 1000; argparse took them all
     ["import", "GOODFILE", "--db", "NEW.db", "--np", "\u0663"],
     ["import", "GOODFILE", "--db", "NEW.db", "--np", "1_000"],
@@ -175,3 +178,15 @@ def test_gain_table_with_one_set_is_one_line(tmp_path, capsys):
     rc = main(["compare", "--db", db, "--label", "b", "--gain-table"])
     err = capsys.readouterr().err
     assert rc == 2 and err.strip().count("\n") == 0 and "--gain-table needs two" in err, err
+
+
+@pytest.mark.parametrize("extra", [[], ["--only-sizes", "8"]])
+def test_the_fuzzers_good_campaign_is_valid(extra):
+    # the hostile calls beside it test the flag, not a campaign file that never parsed
+    # (GOOD was not a valid campaign until this test, so no call with it got past the file)
+    td, tmp, names = _fuzz.cli_workdir()
+    with td:
+        outcome = _fuzz.run_cli(_fuzz.substitute(
+            ["campaign", "run", "GOOD", "--dry-run", *extra], names), tmp)
+    assert not outcome.problems(ok_rcs=(0,)), (outcome.problems(ok_rcs=(0,)),
+                                               outcome.stderr[-2000:])

@@ -516,6 +516,11 @@ def _b_campaign(rng):
             ["FILE/x.db", "FOREIGN", "DIR", "\x00", "NOTDB"])]
     if sub == "run":
         argv.append("--dry-run")
+    if sub == "run" and kind == "db":
+        # a dry run opens no store (a hostile --db is not met); the hostile value is the
+        # size list, or a list none of the valid campaign's group sizes (0,8) is in
+        argv = ["campaign", sub, "GOOD", "--dry-run", "--only-sizes",
+                rng.choice(HOSTILE_SIZES + ["16", "1M"])]
     return argv
 
 
@@ -644,14 +649,21 @@ CLI_BUILDERS = [("run", _b_run), ("demo", _b_demo), ("campaign", _b_campaign),
                 ("push", _b_push), ("archive", _b_archive), ("check", _b_check),
                 ("compare --equivalence", _b_equivalence)]
 
+# a valid campaign (checked by tests/test_cli_fuzz.py), so a hostile flag beside it is what
+# the CLI meets, not the file
 GOOD_CAMPAIGN = """\
+[campaign]
 name = "fz"
-[[variants]]
-name = "a"
+
+[defaults]
 stack = "openmpi"
-[[benchmarks]]
-name = "PingPong"
-sizes = [0, 8]
+np = 2
+
+[variants.a]
+
+[benchmarks.core]
+benchmarks = ["PingPong"]
+sizes = "0,8"
 """
 
 

@@ -344,7 +344,24 @@ def _dry_run(args, spec) -> int:
     return 0
 
 
+def _checked_only_sizes(args, spec) -> list[int] | None:
+    """--only-sizes parsed and checked against the campaign before anything runs (a dry
+    run too): each core group must keep some of its own sizes, else its first launch
+    would refuse mid-campaign."""
+    from mpibench.benchmarks import parse_sizes
+    from mpibench.campaign.auto_repeats import DEFAULT_CORE_SIZES
+
+    only = _only_sizes(args)
+    for g in spec.groups if only is not None else ():
+        own = g.sizes or DEFAULT_CORE_SIZES
+        if g.kind_class.core_options and not set(parse_sizes(own)) & set(only):
+            raise UsageError(f"--only-sizes: none of group {g.name}'s sizes ({own}) is in "
+                             f"the list; expected some of them")
+    return only
+
+
 def _run(args, spec, resume: bool) -> int:
+    only = _checked_only_sizes(args, spec)
     if args.__dict__.get("dry_run") or args.__dict__.get("show_scripts"):
         return _dry_run(args, spec)
     from mpibench.campaign.runner import CampaignRunner
@@ -383,7 +400,7 @@ def _run(args, spec, resume: bool) -> int:
     runner = CampaignRunner(spec, None, found, progress=tick, log=log,
                             retry_failed=args.retry_failed,
                             verify=False if args.no_verify else None,
-                            only_sizes=_only_sizes(args))
+                            only_sizes=only)
     # stacks, transports, launchers and the core build are checked before the store exists
     runner.check()
     notice = root_env_notice()
