@@ -1138,39 +1138,47 @@ options = { max_time = 0.02, timeout = 20 }
 
 
 @pytest.mark.mpi
-def test_decide_later_launches_measure_only_the_undecided_sizes(tmp_path, found_stacks):
-    # Open MPI shared memory with and without its single-copy mechanism: the same
-    # protocol at 0 B (A/A, not within ±0.1%: undecided), a copy in and out of the shared
-    # segment instead of one copy at 1 MiB (significant at the first look when CMA
-    # works). A decision is final per cell, so the launches after a look run only the
-    # sizes with an undecided cell: every later launch's store rows hold exactly the
-    # sizes undecided at the look before it (replayed from the store), and its argv says
-    # so, as the explicit list of the undecided sizes. (Where 1 MiB is not decided at the
-    # first look, the later launches run both sizes, named in that list.)
-    from mpibench.campaign.auto_repeats import decisions
+def test_decide_later_launches_measure_only_the_undecided_sizes(tmp_path, found_stacks,
+                                                                monkeypatch):
+    # A decision is final per cell, so the launches after a look run only the sizes with
+    # an undecided cell (auto_repeats.undecided_sizes; which sizes it picks is pinned by
+    # test_auto_repeats with seeded looks). A real pair of variants that decides one size
+    # and not the other at the first look could not be found here (1 MiB with and without
+    # Open MPI's single-copy mechanism stayed undecided under load), so the rule's answer
+    # is narrowed to 0 B after the real look: the launches of rounds 4-5 must hold only
+    # 0 B rows and say "--sizes 0", rounds 1-3 both sizes, and compare still tests both
+    # cells, 1 MiB on its 3 rounds and 0 B on 5 (the cells keep their identity).
+    from mpibench.campaign import auto_repeats
+    from mpibench.report.judge import compare_groups
+    from mpibench.report.select import select_groups
 
+    real, asked = auto_repeats.undecided_sizes, []
+
+    def first_size_only(look, needs):
+        out = real(look, needs)
+        asked.append(dict(out))
+        return {k: "0" for k in out}
+
+    monkeypatch.setattr(auto_repeats, "undecided_sizes", first_size_only)
     camp = tmp_path / "s.toml"
     camp.write_text(DECIDE_SIZES)
     said: list[str] = []
     _summary, data = run_campaign(camp, tmp_path / "s.db", found_stacks, log=said.append)
     assert data["totals"]["failed"] == data["totals"]["timeout"] == 0, said
     with Store(tmp_path / "s.db") as store:
-        spec = json.loads(store.db.execute("SELECT spec_json FROM campaigns").fetchone()[0])
-        (cid,) = store.db.execute("SELECT id FROM campaigns").fetchone()
-        look, _cells = decisions(store, cid, spec, upto=3)
-        left = sorted({k[3].size for k in look.undecided})
         runs = {r["id"]: r for r in store.runs() if r["status"] == "done"}
         sizes: dict[str, set] = {rid: set() for rid in runs}
         for rid, size in store.db.execute("SELECT run_id, size FROM results"):
             if rid in sizes:
                 sizes[rid].add(size)
-    later = [rid for rid, r in runs.items() if r["repeat"] >= 3]
-    assert bool(later) == bool(left), (left, said)
+        cmp = compare_groups(store, select_groups(store, campaign="decide-sizes"), "cma")
+    if not any(asked):           # 0 B decided at the first look too (an A/A cell rarely is)
+        pytest.skip(f"every cell decided at the first look: {asked}")
+    assert sorted(r["repeat"] for r in runs.values()) == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4]
     for rid, r in runs.items():
-        want = {0, 1 << 20} if r["repeat"] < 3 else set(left)
-        assert sizes[rid] == want, (r["repeat"], sizes[rid], left)
         argv = json.loads(r["argv_json"])
-        assert argv[argv.index("--sizes") + 1] == (
-            "0,1M" if r["repeat"] < 3 else ",".join(map(str, left)))
-    pts = {p["group"]: p for p in data["decisions"]["points"]}
-    assert pts["pp"]["launches"] == (5 if left else 3)
+        want, arg = ({0, 1 << 20}, "0,1M") if r["repeat"] < 3 else ({0}, "0")
+        assert (sizes[rid], argv[argv.index("--sizes") + 1]) == (want, arg), r["repeat"]
+    counts = {row.size: (row.deltas["copy"].n_base, row.deltas["copy"].n_cand)
+              for row in cmp.rows}
+    assert counts == {0: (5, 5), 1 << 20: (3, 3)}, counts
