@@ -808,3 +808,12 @@ def test_a_moderated_cell_part_is_planned_on_the_df_the_future_test_will_have():
     # planned at fewer rounds its df stay positive
     assert L.future_df(2.0, 7, 2, True) == pytest.approx(2 * 2 / 7)
     assert L.future_df(2.0, 7, 9, True) == pytest.approx(2 * 9 / 7)     # never above whole
+
+
+def test_a_detectable_effect_beyond_any_finite_gain_is_none_not_an_overflow():
+    # 1 df and a log variance of 1e6: the noncentrality times the se is far past 709, where
+    # math.expm1 overflowed (the time-to-decision bench's final plan after 282 rounds
+    # ended in OverflowError); the figure is None and a rounds search goes on past it
+    assert L._detectable(((1e6, 1.0),), 0.05, 0.8) is None
+    assert L._detectable(((1e-4, 1.0),), 0.05, 0.8) is not None
+    assert L.rounds_search(lambda n: ((1e6 / n, n - 1.0),), 0.05, 0.05, 0.8, 50) is None

@@ -643,6 +643,11 @@ def _power_delta(components: Sequence[tuple[float, float]], alpha: float,
     return _ncp_for_power(round(c, 3), round(df, 1) if df < 30 else round(df), power)
 
 
+# A detectable log-effect above this (a gain of e^700) is reported as none: math.expm1
+# overflows past ~709.
+MAX_LOG_EFFECT = 700.0
+
+
 @functools.lru_cache(maxsize=8192)
 def _ncp_for_power(c: float, df: float, power: float) -> float:
     from scipy.optimize import brentq
@@ -698,10 +703,14 @@ def detectable_at(t: LaunchTest, alpha: float, power: float = POWER) -> float | 
 
 
 def _detectable(components: tuple, alpha: float, power: float) -> float | None:
+    """The detectable effect at these components, None where there is none: untestable,
+    or a log-effect beyond MAX_LOG_EFFECT (1-2 df and a wide spread need a noncentrality
+    in the thousands: expm1 overflowed, ending the time-to-decision bench's final plan)."""
     k = _power_delta(components, alpha, power)
     if k is None:
         return None
-    return math.expm1(k * math.sqrt(sum(v for v, _ in components)))
+    log_effect = k * math.sqrt(sum(v for v, _ in components))
+    return math.expm1(log_effect) if log_effect <= MAX_LOG_EFFECT else None
 
 
 def launches_needed(sd_log: float | None, effect: float, alpha: float = 0.05,
