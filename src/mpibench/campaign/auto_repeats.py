@@ -941,20 +941,25 @@ def launch_options(runner, cell, budget, stages) -> dict | None:
 
 def _only_sizes(cell, undecided: str | None, only: list[int] | None) -> str | None:
     """The size list of a launch that measures part of its group's sizes, else None."""
-    from mpibench.benchmarks import parse_sizes
-
     if only is None:
         return undecided
-    own = set(parse_sizes(undecided or cell.group.sizes or DEFAULT_CORE_SIZES))
-    keep = sorted(own & set(only))
+    return kept_sizes(cell.group.name, undecided or cell.group.sizes or DEFAULT_CORE_SIZES,
+                      only)
+
+
+def kept_sizes(group: str, own: str, only: list[int]) -> str:
+    """The sizes of `own` (a core size list) that `campaign run --only-sizes` keeps, as a
+    size list; UsageError naming the group where it keeps none."""
+    from mpibench.benchmarks import parse_sizes
+
+    keep = sorted(set(parse_sizes(own)) & set(only))
     if not keep:
-        raise UsageError(f"--only-sizes: none of group {cell.group.name}'s sizes "
-                         f"({undecided or cell.group.sizes or DEFAULT_CORE_SIZES}) is in "
-                         f"the list; expected some of them")
+        raise UsageError(f"--only-sizes: none of group {group}'s sizes ({own}) is in the "
+                         f"list; expected some of them")
     return ",".join(map(str, keep))
 
 
-__all__ = ["AutoRepeats", "parse", "Stages", "undecided_sizes", "launch_options", "decisions", "decision_cells", "summarize",
+__all__ = ["AutoRepeats", "parse", "Stages", "undecided_sizes", "launch_options", "kept_sizes", "decisions", "decision_cells", "summarize",
            "is_decide", "design_of", "figures", "point_json", "group_launches",
            "stage_two_total", "pair_sums", "stage_one_launches",
            "refuse_changed_rule", "frozen_design",

@@ -348,15 +348,12 @@ def _checked_only_sizes(args, spec) -> list[int] | None:
     """--only-sizes parsed and checked against the campaign before anything runs (a dry
     run too): each core group must keep some of its own sizes, else its first launch
     would refuse mid-campaign."""
-    from mpibench.benchmarks import parse_sizes
-    from mpibench.campaign.auto_repeats import DEFAULT_CORE_SIZES
+    from mpibench.campaign.auto_repeats import DEFAULT_CORE_SIZES, kept_sizes
 
     only = _only_sizes(args)
     for g in spec.groups if only is not None else ():
-        own = g.sizes or DEFAULT_CORE_SIZES
-        if g.kind_class.core_options and not set(parse_sizes(own)) & set(only):
-            raise UsageError(f"--only-sizes: none of group {g.name}'s sizes ({own}) is in "
-                             f"the list; expected some of them")
+        if g.kind_class.core_options:
+            kept_sizes(g.name, g.sizes or DEFAULT_CORE_SIZES, only)
     return only
 
 
