@@ -817,3 +817,19 @@ def test_a_detectable_effect_beyond_any_finite_gain_is_none_not_an_overflow():
     assert L._detectable(((1e6, 1.0),), 0.05, 0.8) is None
     assert L._detectable(((1e-4, 1.0),), 0.05, 0.8) is not None
     assert L.rounds_search(lambda n: ((1e6 / n, n - 1.0),), 0.05, 0.05, 0.8, 50) is None
+
+
+def test_the_power_at_infinite_df_is_the_normal_limit():
+    # a component known exactly (infinite df): the noncentral t becomes Z + ncp, so the
+    # noncentrality for 80% at the normal critical value solves
+    # Phi(ncp - c) + Phi(-ncp - c) = 0.8 (it raised before: chi2 / df was NaN)
+    c = float(sps.norm.isf(0.025))
+    ncp = L._ncp_for_power(c, math.inf, 0.8)
+    assert sps.norm.cdf(ncp - c) + sps.norm.cdf(-ncp - c) == pytest.approx(0.8, abs=1e-6)
+    assert ncp == pytest.approx(c + sps.norm.ppf(0.8), abs=1e-4)         # 2.8016
+    # the finite-df figures approach it from above
+    assert L._ncp_for_power(c, 1e4, 0.8) == pytest.approx(ncp, rel=1e-3)
+    assert L._ncp_for_power(c, 30, 0.8) > L._ncp_for_power(c, 1e4, 0.8)
+    # through the planning path: one exactly known component is the z test
+    assert L._detectable(((0.01, math.inf),), 0.05, 0.8) == pytest.approx(
+        math.expm1(ncp * 0.1), rel=1e-4)

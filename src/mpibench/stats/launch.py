@@ -640,7 +640,9 @@ def _power_delta(components: Sequence[tuple[float, float]], alpha: float,
     c = cochran_cox_crit(components, alpha / 2.0)
     df = _satterthwaite(components)
     # cached on (c, df) rounded: per-cell spreads make every pair a little different
-    return _ncp_for_power(round(c, 3), round(df, 1) if df < 30 else round(df), power)
+    # (infinite df, a component known exactly, stays infinite: round() cannot take it)
+    df = round(df, 1) if df < 30 else round(df) if math.isfinite(df) else math.inf
+    return _ncp_for_power(round(c, 3), df, power)
 
 
 # A detectable log-effect above this (a gain of e^700) is reported as none: math.expm1
@@ -653,8 +655,10 @@ def _ncp_for_power(c: float, df: float, power: float) -> float:
     from scipy.optimize import brentq
 
     # T = (Z + ncp) / W with W = sqrt(chi2_df / df): the noncentral t, integrated over W on
-    # 400 equal-probability points (scipy's nct is NaN at some df/ncp pairs)
-    w = np.sqrt(_chi2_ppf((np.arange(400) + 0.5) / 400, df) / df)
+    # 400 equal-probability points (scipy's nct is NaN at some df/ncp pairs); infinite df
+    # is the normal limit, W = 1 (chi2_df / df at df = inf was NaN: brentq raised)
+    w = np.sqrt(_chi2_ppf((np.arange(400) + 0.5) / 400, df) / df) if math.isfinite(df) \
+        else np.ones(1)
     cw = c * w
 
     def pw(ncp: float) -> float:
