@@ -456,23 +456,41 @@ def test_more_rounds_counts_pairs_still_to_come_in_every_cell():
     assert paired is not None and [len(p) for p, _left in paired] == [2] * 4
 
 
-@pytest.mark.parametrize("n_thin,shared,specific", [(2, 0.05, 0.025), (2, 0.0, 0.05),
-                                                    (3, 0.05, 0.025), (3, 0.0, 0.05)])
-def test_the_detectable_a_thin_cell_reports_has_its_power(n_thin, shared, specific):
+def _exact_power(d: float, hs: list[float], sigma: float) -> float:
+    """The test's power at a true log difference d, exactly, over cells whose 95% CI
+    half-widths are hs: p <= 0.05 exactly where |diff| > h (p and the CI share one critical
+    value), and the mean log difference, N(d, sigma^2), is independent of the spreads (the
+    cell means and the residuals are orthogonal in the normal model). Averaging
+    P(|N(d, sigma^2)| > h) over the cells is the power with no binomial error."""
+    h = np.array(hs)
+    return float(np.mean(sps.norm.cdf((d - h) / sigma) + sps.norm.cdf((-d - h) / sigma)))
+
+
+@pytest.mark.parametrize("n_thin,shared,specific,band", [
+    (2, 0.05, 0.025, (0.69, 0.90)), (2, 0.0, 0.05, (0.72, 0.88)),
+    (3, 0.05, 0.025, (0.72, 0.88)), (3, 0.0, 0.05, (0.72, 0.88))])
+def test_the_detectable_a_thin_cell_reports_has_its_power(n_thin, shared, specific, band):
     """A benchmark of 10 sizes at 2 or 3 vs 7 launches, sizes sharing launch effects or
-    not: the median 'detectable' the cells report (from their own floored components),
-    taken as the true difference, is detected by the test in 75-85% of independent trials
-    (one cell per benchmark; 300 trials: a binomial 99% band around 75-85%, 0.69-0.90).
-    Planned at the floor's df (one more than the thin side's own) the shared 2 vs 7 figure
-    had 57% power."""
+    not: the median 'detectable' the cells report (300 benchmarks, from their own floored
+    components), taken as the true difference, has the test's power (_exact_power over
+    every cell of the same benchmarks: a batch whose spreads run high has both a higher
+    median and wider CIs, so the two errors partly cancel) within 75-85% +- 3 times its
+    error. That error, the sd over 8 seeds, is 0.4-0.9 points (band 0.72-0.88), 3.3 points
+    at 2 vs 7 shared (the 1-df launch part makes the figure's spread wide; band 0.69-0.90).
+    Before, 300 binomial trials at the median of 100 benchmarks: 2 vs 7 not sharing passed
+    with 208 against a bound of 207; its power is 74.9% (8 seeds, 73.9-76.5%, the target's
+    edge), here 74.6%. Planned 10% optimistic (the median figure x 0.9) it is 68.8% here
+    and this test fails (3 vs 7 not sharing 69.4%; at 2 vs 7 shared, 1 df, power moves
+    little with the figure: 73.1%). Planned at the floor's df (one more than the thin
+    side's own) the shared 2 vs 7 figure had 57% power."""
     rng = np.random.default_rng(40 + n_thin)
-    dets = [t.detectable for _ in range(100)
-            for t in L.compare_cells(_bench(rng, n_thin, 7, 10, shared, specific))]
-    d = float(np.median(dets))
-    hits = sum(L.compare_cells(_bench(rng, n_thin, 7, 10, shared, specific,
-                                      effect=math.log1p(d)))[0].p <= 0.05
-               for _ in range(300))
-    assert 0.69 <= hits / 300 <= 0.90
+    ts = [t for _ in range(300)
+          for t in L.compare_cells(_bench(rng, n_thin, 7, 10, shared, specific))]
+    d = math.log1p(float(np.median([t.detectable for t in ts])))
+    v = shared * shared + specific * specific
+    power = _exact_power(d, [math.log(t.ci_high) - t.diff_log for t in ts],
+                         math.sqrt(v / n_thin + v / 7))
+    assert band[0] <= power <= band[1]
 
 
 @pytest.mark.parametrize("n_thin", [2, 3])
