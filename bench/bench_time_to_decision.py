@@ -18,7 +18,7 @@ PingPong (built per stack from ../shared/peers by the campaign's `suite = "imb"`
 each as a campaign whose `repeats` it raises (earlier launches are kept). A tool stops
 launching when every one of its cells is decided; both stop at the budget, --max-rounds
 launches per variant. The core's campaign has `budget = "auto"` (stats/budget.py): rounds
-1-2 are its pilot (20 samples a cell within --max-time 0.02 s, stats.budget.PILOT_*; the
+1-2 are its pilot (20 samples a cell within --max-time 0.002 s, stats.budget.PILOT_*; the
 largest sizes fewer), later launches at the --target and --max-time that minimise the
 launch time to a decision at the measured variance components (the bench prints that
 plan). At the end the launch options of each tool and variant (the launcher's

@@ -821,7 +821,7 @@ sizes = "0:2"
 def test_budget_auto_sets_the_cores_target_after_two_rounds(tmp_path, found_stacks,
                                                             scheduler):
     # budget = "auto" (stats/budget.py): rounds 1-2 the pilot (every cell at the core's
-    # --min-samples within 0.02 s: --target 100 --max-time 0.02 --accept-approximate),
+    # --min-samples within 0.002 s: --target 100 --max-time 0.002 --accept-approximate),
     # then the core's
     # --target and --max-time from the measured components; the cell ids (and so the
     # pooling) stay. Two stages (repeats "auto" with a target no spread meets: 2 rounds,
@@ -843,7 +843,7 @@ def test_budget_auto_sets_the_cores_target_after_two_rounds(tmp_path, found_stac
         assert "--target" in a and "--max-time" in a, (v, r, a)
         if r < 2:
             assert a[a.index("--target") + 1] == "100.0" and "--accept-approximate" in a
-            assert a[a.index("--max-time") + 1] == "0.02", (v, r, a)
+            assert a[a.index("--max-time") + 1] == "0.002", (v, r, a)
     t = argv[("a", 2)][argv[("a", 2)].index("--target") + 1]
     assert float(t) > 0
     assert load(camp).to_dict()["budget"] == "auto"

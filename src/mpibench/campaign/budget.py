@@ -29,9 +29,9 @@ class BudgetRule:
     the budgeted launches' own CIs (approximate, a few samples at the large sizes) never
     feed back into it; a group that sets `target` or `max_time` itself keeps its options
     (and one that sets accept_approximate keeps that). The first two rounds are the pilot:
-    PILOT_OPTIONS (--min-samples per cell, CI accepted within 100%, at most 0.02 s a cell:
-    what the plan reads, sigma_L, B = se^2 n and the seconds, needs no narrower CI and no
-    more samples). Without a plan (not two
+    PILOT_OPTIONS (--min-samples per cell, CI accepted within 100%, at most 0.002 s a
+    cell, the plan's cheapest --max-time: what the plan reads, sigma_L, B = se^2 n and the
+    seconds, needs no narrower CI and no more samples). Without a plan (not two
     variants with two finished pilot launches each: a batch campaign with a fixed
     `repeats` submits every round at once) the later launches keep the group's own
     options, and the rule looks again only at a later round (a batch campaign's next
@@ -40,11 +40,11 @@ class BudgetRule:
 
     PILOT = 2
     # the pilot's core options (stats.budget.PILOT_TARGET, PILOT_MAX_TIME): every cell stops
-    # at --min-samples (20) unless --max-time (0.02 s, not the core's 0.05 s: the core's
-    # settling takes up to a quarter of it at each large size) ends it first, so the CI,
-    # and the B the plan reads off it, rests on 20 samples wherever a sample is shorter
-    # than about 0.5 ms; only the largest sizes get fewer (5 or more), as in the plan's own
-    # launches at --max-time 0.02 s or less
+    # at --min-samples (20) unless --max-time ends it first (0.002 s, the shortest the plan
+    # weighs and the one its later launches have run at: measured, not extrapolated), so
+    # the CI, and the B the plan reads off it, rests on 20 samples wherever a sample is
+    # shorter than about 0.1 ms; the largest sizes get fewer (5 or more), as in the plan's
+    # own launches
     PILOT_OPTIONS = {"target": budget.PILOT_TARGET, "max_time": budget.PILOT_MAX_TIME,
                      "accept_approximate": True}
 

@@ -89,16 +89,19 @@ CORE_DEFAULT_MAX_TIME = 0.05  # core/args.c: --max-time (seconds per cell)
 # plan reads off it is each cell's median (the between-launch spread, the round
 # differences), its CI (B = se^2 n), its seconds per sample and the launch's fixed seconds;
 # none of them needs a narrow CI, so a cell stops at --min-samples (20) with its CI accepted
-# within PILOT_TARGET (still marked approximate). --max-time PILOT_MAX_TIME (one of the
-# MAX_TIMES the plan chooses among, so one candidate is measured, not extrapolated) instead
-# of the core's 0.05 s: the core's settling before calibration may take a quarter of
-# --max-time (half while it still page-faults), at 0.05 s up to 12.5-25 ms at each size of
-# 512 KiB and up, and their 20 samples up to 36 ms more (4 MiB). 20 samples still
-# fit where a sample takes up to about 0.5 ms (PingPong over shared memory here: up to 1-2
-# MiB); only larger sizes stop on --max-time with fewer (at least the core's floor of 5), as
-# they do in the plan's launches at --max-time 0.02 s or less
+# within PILOT_TARGET (still marked approximate). --max-time PILOT_MAX_TIME: the shortest of
+# the MAX_TIMES the plan chooses among, the one every plan the time-to-decision bench made
+# chose (its spread is the launches'), so the candidate the later launches run at is the
+# one measured; the longer ones are extrapolated (B scaled to their samples, the seconds
+# per sample of the short cells, which carry their settling: dearer, not cheaper, than
+# they are). 20 samples fit where a sample takes up to about 0.1 ms (PingPong over shared
+# memory here: up to 256 KiB); 512 KiB to 4 MiB stop on --max-time with 15 to 5 (the
+# core's floor), as in the budgeted launches. One preempted sample among 5 (a CI of [min,
+# max]) no longer sets the plan's B: guarded_b. At 0.02 s the pilot's cells cost 0.085-
+# 0.089 s a launch against 0.025-0.048 s in the budgeted launches (settling up to 5 ms and
+# 20 samples at each size of 512 KiB and up)
 PILOT_TARGET = 100.0         # percent: any CI the core computes stops a cell at 20 samples
-PILOT_MAX_TIME = 0.02        # seconds per cell
+PILOT_MAX_TIME = 0.002       # seconds per cell: min(MAX_TIMES)
 # the targets plan() tries (percent): the core's default and coarser, the core's range
 TARGETS = (1.0, 2.0, 3.0, 5.0, 7.0, 10.0, 15.0, 20.0, 30.0, 50.0, 100.0)
 # the --max-time values (seconds per cell) plan() tries: the core's default and shorter; a
