@@ -49,6 +49,7 @@ enum mb_sync { MB_SYNC_AUTO, MB_SYNC_BARRIER, MB_SYNC_WINDOW };
 
 typedef struct mb_timer {
     double overhead_us, resolution_us, wtick_us, min_interval_us;
+    double calibration_us; /* the calibration's own wall time, max over ranks */
 } mb_timer;
 
 /* Where the run is, for the watchdog thread (it reads these while the main thread works). */

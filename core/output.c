@@ -315,6 +315,7 @@ void mb_emit_header(mb_state *st, int argc, char **argv)
     mj_num(&j, "overhead_us", st->timer.overhead_us);
     mj_num(&j, "wtick_us", st->timer.wtick_us);
     mj_num(&j, "min_interval_us", st->timer.min_interval_us);
+    mj_num(&j, "calibration_us", st->timer.calibration_us);
     mj_bool(&j, "subtracted", 0);
     mj_obj_end(&j);
     mj_key_obj(&j, "options");

@@ -114,6 +114,12 @@ def test_every_benchmark_validates(core, stack, np, tmp_path):
     h = run.header
     assert h["np"] == np and sum(h["ranks_per_host"].values()) == np
     assert h["timer"]["overhead_us"] > 0 and h["timer"]["resolution_us"] > 0
+    # the timer calibration's own wall time, part of every launch's start-up: within the
+    # core's clock (the footer's elapsed_s, seconds) and at least its 5 x 2000 timed calls
+    # at the overhead it measured (the best of those means; microseconds both)
+    cal, foot = h["timer"]["calibration_us"], run.records[-1]
+    assert foot["record"] == "footer" and 0 < cal <= foot["elapsed_s"] * 1e6
+    assert cal >= 0.99 * 10000 * h["timer"]["overhead_us"], h["timer"]
     # MPI_Init's level, as IMB/OSU/NetPIPE: Open MPI takes internal locks above single
     assert h["options"]["thread_level"] == h["thread_level_provided"] == "single"
     assert h["options"]["benchmarks"] == ALL
