@@ -705,9 +705,10 @@ def test_a_thin_pilot_plans_the_unpaired_launches_on_the_gate_compare_will_ask()
         assert p.best.launch_var < own * margin / 1.5
 
 
-def _unpaired_pilot(rng, launches, sds, sl=0.01):
+def _unpaired_pilot(rng, launches, sds, sl=0.01, within=1e-4, slow=None):
     """Store rows of an unpaired two-variant pilot: per launch a shared effect (sd sl),
-    size s its own cell part (sd sds[s]), a tiny within-launch se."""
+    size s its own cell part (sd sds[s]), a within-launch se (`within`, tiny by default);
+    size `slow` takes 10 ms a sample, the others 10 us."""
     rows = []
     for v in ("base", "cand"):
         for launch in range(launches):
@@ -716,9 +717,9 @@ def _unpaired_pilot(rng, launches, sds, sl=0.01):
                 m = float(np.exp(u + rng.normal(0, sd)))
                 rows.append({"run_id": f"{v}{launch}", "variant": v, "benchmark": "PingPong",
                              "size": s, "n": 50, "median": m,
-                             "ci_low": m * math.exp(-budget.Z95 * 1e-4),
-                             "ci_high": m * math.exp(budget.Z95 * 1e-4),
-                             "cell_s": 5e-4, "launch_s": 0.2})
+                             "ci_low": m * math.exp(-budget.Z95 * within),
+                             "ci_high": m * math.exp(budget.Z95 * within),
+                             "cell_s": 0.5 if s == slow else 5e-4, "launch_s": 0.2})
     return rows
 
 
@@ -748,6 +749,35 @@ def test_a_flagged_size_is_planned_on_its_own_part_where_the_gate_stays_shut():
         hits += t.tost(0.05) is not None and t.tost(0.05) <= 0.05
     assert flagged >= reps // 4, flagged
     assert hits / reps >= 0.8 - 3.5 * math.sqrt(0.8 * 0.2 / reps), hits
+
+
+def test_a_flagged_size_sets_its_pools_plan_not_the_noisiest_unflagged_size():
+    """A quiet size whose samples are slow (10 ms each: at --max-time 0.002 it gets the
+    3-sample floor, so its own launch variance, within-launch part included, is the
+    pool's largest) and the last size 2x noisier: where compare flags the last size and
+    not the slow one, the pool is planned on max(pooled, the flagged size's own), so the
+    slow quiet size keeps the pool's launch count. Planning the whole pool on its
+    noisiest size (own_launch_var over every size, as where the gate opens) fails it."""
+    rng = np.random.default_rng(12)
+    sds = np.array([0.02] * 7 + [0.04])
+    cells = [("PingPong", s) for s in range(8)]
+    seen = 0
+    for _ in range(40):
+        rows = _unpaired_pilot(rng, 6, sds, within=0.02, slow=0)
+        flagged = budget.flagged_cells(rows, ["base", "cand"])
+        if flagged != {cells[7]}:
+            continue
+        seen += 1
+        p = budget.plan_from_rows(rows, ["base", "cand"], 0.05, budget.SEARCH_MAX,
+                                  interleaved=False, targets=(100.0,), max_times=(0.002,))
+        sides = list(budget.components_from_rows(rows).values())
+        wide = [budget._widened(s, budget.between_margin(sides)) for s in sides]
+        own = {c: budget.own_launch_var(wide, {c}, 100.0, max_time=0.002)["PingPong"]
+               for c in (cells[0], cells[7])}
+        pooled = budget.pooled_launch_var(wide, set(cells), 100.0, max_time=0.002)["PingPong"]
+        assert own[cells[0]] > max(own[cells[7]], pooled)
+        assert p.best.launch_var == pytest.approx(max(own[cells[7]], pooled), rel=1e-6)
+    assert seen >= 10, seen
 
 
 def test_the_plan_flags_no_size_from_a_thin_pilot():
