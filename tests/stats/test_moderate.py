@@ -269,6 +269,26 @@ def test_outlying_finds_one_size_four_times_as_noisy():
     assert flags[:-1].max() <= sps.binom.ppf(0.999, reps, M.OUTLYING_LEVEL)
 
 
+def test_a_size_2x_noisier_among_8_at_5_plus_5_keeps_its_own_part():
+    # 5+5 launches x 8 sizes, the last size's cell part sd 2x the others' (0.1 vs 0.05),
+    # launch effect sd 0.03: the size's own part (the gate opens or the flag marks it) is
+    # what keeps its false positives near alpha; where it slipped through on the pooled
+    # part they were 7% at OUTLYING_LEVEL 10% (bench_inference --only-outlier, 1000 A/A
+    # benchmarks, seeds 21 and 22). Own part in 83.3% / 90.8% of 1000 benchmarks at 10% /
+    # 20% (seed 31; seed 32: 83.8 / 91.0%); band 87% (about 3.5 se from either)
+    rng = np.random.default_rng(31)
+    reps, own = 1000, 0
+    sds = np.array([0.05] * 7 + [0.1])
+    for _ in range(reps):
+        sides = []
+        for j in (0, 1):
+            v = np.exp(rng.normal(0, 0.03, (5, 1)) + rng.normal(0, 1, (5, 8)) * sds)
+            sides.append({k: {f"{j}{r}": v[r, k] for r in range(5)} for k in range(8)})
+        own += any(sp is not None and sp.cell_parts is not None and 7 in sp.cell_parts
+                   for sp in L.gated_spreads(sides))
+    assert own >= 0.87 * reps, own
+
+
 def _side_flags(rng, n_thin, side, last, reps):
     """(mean share of the quiet sizes flagged, share of benchmarks with the last size
     flagged) by the outlying-size flag over `reps` benchmarks of 2 or 3 vs 7 launches x 10
@@ -305,7 +325,7 @@ def test_a_side_three_times_noisier_does_not_flag_quiet_sizes(n_thin):
     rng = np.random.default_rng(830 + n_thin)
     reps = 600
     quiet, _noisy = _side_flags(rng, n_thin, 3.0, 1.0, reps)
-    assert quiet <= M.OUTLYING_LEVEL, quiet
+    assert quiet <= M.OUTLYING_THIN_LEVEL, quiet   # a 2-3-launch side: the thin level
     alike, _noisy = _side_flags(rng, n_thin, 1.0, 1.0, reps)
     assert abs(quiet - alike) <= 0.025, (quiet, alike)
     _quiet, noisy = _side_flags(rng, n_thin, 3.0, 2.0, reps)

@@ -911,7 +911,8 @@ def _side_weights(residuals: Sequence[_Residuals | None]) -> list[float]:
 
 def _outlying_cells(residuals: Sequence[_Residuals | None]) -> set:
     """The cells whose cell part is above the others' pooled one (stats.moderate.outlying,
-    one-sided at OUTLYING_LEVEL), both sides' sums of squares and df added (each size's df
+    one-sided at OUTLYING_LEVEL; OUTLYING_THIN_LEVEL where a side has at most
+    THIN_LAUNCHES launches), both sides' sums of squares and df added (each size's df
     scaled by (S - 1) / S for the sizes' shared centring, as the Bartlett gate's), from
     each side's _residuals; each side's sums divided by its pooled ms_cell first where the
     two sides' differ (_side_weights), else added raw."""
@@ -923,7 +924,9 @@ def _outlying_cells(residuals: Sequence[_Residuals | None]) -> set:
             acc[0] += ss * weight
             acc[1] += d * (len(sums) - 1) / len(sums)
     keys = list(tot)
-    flags = moderate_mod.outlying([tot[k][0] for k in keys], [tot[k][1] for k in keys])
+    thin = any(rs is not None and rs.pooled.launches <= THIN_LAUNCHES for rs in residuals)
+    flags = moderate_mod.outlying([tot[k][0] for k in keys], [tot[k][1] for k in keys],
+                                  moderate_mod.OUTLYING_THIN_LEVEL if thin else None)
     return {k for k, f in zip(keys, flags, strict=True) if f}
 
 
