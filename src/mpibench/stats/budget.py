@@ -101,12 +101,12 @@ CORE_DEFAULT_MAX_TIME = 0.05  # core/args.c: --max-time (seconds per cell)
 # 0.089 s a launch against 0.025-0.048 s in the budgeted launches (settling up to 5 ms and
 # 20 samples at each size of 512 KiB and up)
 PILOT_TARGET = 100.0         # percent: any CI the core computes stops a cell at 20 samples
-PILOT_MAX_TIME = 0.002       # seconds per cell: min(MAX_TIMES)
 # the targets plan() tries (percent): the core's default and coarser, the core's range
 TARGETS = (1.0, 2.0, 3.0, 5.0, 7.0, 10.0, 15.0, 20.0, 30.0, 50.0, 100.0)
 # the --max-time values (seconds per cell) plan() tries: the core's default and shorter; a
 # short one ends a cell before min_samples, which is what a launch-dominated spread asks
 MAX_TIMES = (0.05, 0.02, 0.01, 0.005, 0.002)
+PILOT_MAX_TIME = min(MAX_TIMES)  # seconds per cell: the pilot's (see PILOT_TARGET above)
 MIN_USEFUL_SAMPLES = 3     # below this a launch's statistic is not a median
 SEARCH_MAX = 1000          # launches per side the planning searches up to
 # the between-launch variance a plan counts on: its one-sided upper confidence bound at

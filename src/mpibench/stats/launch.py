@@ -641,7 +641,12 @@ def _power_delta(components: Sequence[tuple[float, float]], alpha: float,
     df = _satterthwaite(components)
     # cached on (c, df) rounded: per-cell spreads make every pair a little different
     # (infinite df, a component known exactly, stays infinite: round() cannot take it)
-    df = round(df, 1) if df < 30 else round(df) if math.isfinite(df) else math.inf
+    if df < 30:
+        df = round(df, 1)
+    elif math.isfinite(df):
+        df = round(df)
+    else:
+        df = math.inf
     return _ncp_for_power(round(c, 3), df, power)
 
 
