@@ -493,7 +493,7 @@ def test_the_detectable_a_thin_cell_reports_has_its_power(n_thin, shared, specif
     v = shared * shared + specific * specific
     hs = [math.log(t.ci_high) - t.diff_log for t in ts]
     # _exact_power's premise: the test rejects exactly where the CI excludes 0
-    assert all((t.p <= 0.05) == (abs(t.diff_log) > h) for t, h in zip(ts, hs))
+    assert all((t.p <= 0.05) == (abs(t.diff_log) > h) for t, h in zip(ts, hs, strict=True))
     power = _exact_power(d, hs, math.sqrt(v / n_thin + v / 7))
     assert band[0] <= power <= band[1]
 
