@@ -111,8 +111,8 @@ def test_the_pilot_stops_each_cell_at_its_minimum_samples(tmp_path):
     the quiet machine. What the plan reads needs 20 samples per cell, not a 5% CI: the
     pilot stops every cell at --min-samples (its CI accepted within 100%, still marked
     approximate). Within --max-time 0.002 s a cell, the shortest the plan weighs and the
-    one every plan of the bench chose: at 0.02 s the pilot's cells cost 0.085-0.089 s a
-    launch against 0.025-0.048 s in the budgeted launches (the large sizes' settling and
+    one every plan of the bench chose since the B guard: at 0.02 s the pilot's cells
+    cost 0.085-0.089 s a launch against 0.025-0.048 s in the budgeted launches (the large sizes' settling and
     20 samples), 7-10% of the core's launch seconds over 10 rounds for options no later
     launch ran at. A group's own options stand."""
     from mpibench.campaign.plan import expand

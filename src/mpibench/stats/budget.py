@@ -91,8 +91,8 @@ CORE_DEFAULT_MAX_TIME = 0.05  # core/args.c: --max-time (seconds per cell)
 # none of them needs a narrow CI, so a cell stops at --min-samples (20) with its CI accepted
 # within PILOT_TARGET (still marked approximate). --max-time PILOT_MAX_TIME: the shortest of
 # the MAX_TIMES the plan chooses among, the one every plan the time-to-decision bench made
-# chose (its spread is the launches'), so the candidate the later launches run at is the
-# one measured; the longer ones are extrapolated (B scaled to their samples, the seconds
+# since the B guard chose (its spread is the launches'), so the candidate the later launches
+# run at is the one measured; the longer ones are extrapolated (B scaled to their samples, the seconds
 # per sample of the short cells, which carry their settling: dearer, not cheaper, than
 # they are). 20 samples fit where a sample takes up to about 0.1 ms (PingPong over shared
 # memory here: up to 256 KiB); 512 KiB to 4 MiB stop on --max-time with 15 to 5 (the
