@@ -852,25 +852,35 @@ def test_b_from_two_launches_tracks_each_sizes_own_within_variance():
         assert np.mean([1 / 1.5 <= r <= 1.5 for r in rs]) >= 0.9, (size, np.median(rs))
 
 
-def _interleaved_pilot(rng, wild):
-    """A 2-round interleaved pilot of variants a and b (8 sizes, n 20, se 0.04, a shift
-    per launch); wild: b's round-1 2 MiB cell reached a stalled sample (CI [0.89, 50] x
-    its median at n 10)."""
+def _two_round_pilot(rng, cell):
+    """A 2-round interleaved pilot of variants a and b (8 sizes, 16 KiB-2 MiB, a shift
+    per launch); cell(variant, round, size, median) gives each cell's (n, ci_low, ci_high)."""
     sizes, rows = [2 ** k for k in range(14, 22)], []
     for rep in range(2):
         for v in ("a", "b"):
             shift = rng.normal(0, 0.05)
             for size in sizes:
-                n, se = 20, 0.04
                 med = 100 * math.exp(shift + rng.normal(0, 0.03))
-                lo, hi = med * math.exp(-budget.Z95 * se), med * math.exp(budget.Z95 * se)
-                if wild and v == "b" and rep == 1 and size == sizes[-1]:
-                    lo, hi, n = med * 0.89, med * 50, 10
+                n, lo, hi = cell(v, rep, size, med)
                 rows.append({"run_id": f"{v}{rep}", "variant": v, "repeat": rep,
                              "benchmark": "PingPong", "size": size, "n": n, "median": med,
                              "ci_low": lo, "ci_high": hi, "cell_s": n * 1e-4,
                              "launch_s": 0.5})
     return rows
+
+
+def _ci(med, se):
+    return med * math.exp(-budget.Z95 * se), med * math.exp(budget.Z95 * se)
+
+
+def _interleaved_pilot(rng, wild):
+    """_two_round_pilot at n 20, se 0.04; wild: b's round-1 2 MiB cell reached a stalled
+    sample (CI [0.89, 50] x its median at n 10)."""
+    def cell(v, rep, size, med):
+        if wild and v == "b" and rep == 1 and size == 2 ** 21:
+            return 10, med * 0.89, med * 50
+        return (20, *_ci(med, 0.04))
+    return _two_round_pilot(rng, cell)
 
 
 def test_one_launchs_wild_ci_does_not_zero_the_paired_parts():
@@ -894,26 +904,17 @@ def test_one_launchs_wild_ci_does_not_zero_the_paired_parts():
 
 
 def _five_sample_pilot(rng, factor):
-    """A 2-round interleaved pilot as the 2 ms pilot gives it (8 sizes; the three largest
-    stop on --max-time at the core's floor of 5 samples, whose 95% CI of the median is
-    [min, max]); factor: b's round-1 1 MiB cell has one preempted sample, its CI's max
-    `factor` x its median (None: no preempted sample)."""
-    sizes, rows = [2 ** k for k in range(14, 22)], []
-    for rep in range(2):
-        for v in ("a", "b"):
-            shift = rng.normal(0, 0.05)
-            for size in sizes:
-                n = 5 if size >= 2 ** 19 else 20
-                med = 100 * math.exp(shift + rng.normal(0, 0.03))
-                se = 0.04 if n == 20 else 0.06
-                lo, hi = med * math.exp(-budget.Z95 * se), med * math.exp(budget.Z95 * se)
-                if factor and v == "b" and rep == 1 and size == 2 ** 20:
-                    hi = med * factor
-                rows.append({"run_id": f"{v}{rep}", "variant": v, "repeat": rep,
-                             "benchmark": "PingPong", "size": size, "n": n, "median": med,
-                             "ci_low": lo, "ci_high": hi, "cell_s": n * 1e-4,
-                             "launch_s": 0.5})
-    return rows
+    """_two_round_pilot as the 2 ms pilot gives it: the three largest sizes stop on
+    --max-time at the core's floor of 5 samples (se 0.06; a 95% CI of the median of 5 is
+    [min, max]), the others at 20 (se 0.04); factor: b's round-1 1 MiB cell has one
+    preempted sample, its CI's max `factor` x its median (None: no preempted sample)."""
+    def cell(v, rep, size, med):
+        n = 5 if size >= 2 ** 19 else 20
+        lo, hi = _ci(med, 0.04 if n == 20 else 0.06)
+        if factor and v == "b" and rep == 1 and size == 2 ** 20:
+            hi = med * factor
+        return n, lo, hi
+    return _two_round_pilot(rng, cell)
 
 
 def test_a_preempted_sample_in_a_five_sample_pilot_cell_leaves_the_plan():
