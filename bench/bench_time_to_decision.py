@@ -85,11 +85,31 @@ many cells as IMB decided in all, and their ratio (core / IMB).
 
 Each campaign invocation takes the shared MPI lock (/tmp/mpibench-mpi.lock) itself, so the
 bench never holds it for long. One run, numbers only, no assertions.
+
+Which tool launches first in a round: --order alternate (the default: the core in odd
+rounds, IMB in even ones), core-first (every round, the bench's order before stop 29) or
+imb-first; each round line ends with the one that ran first. Within a round each tool's
+campaign runs Open MPI, then MPICH (the campaign's interleaved order).
+
+--replay DIR... runs no launch: each DIR a run kept with --keep (DIR/core/mpibench.db,
+DIR/imb/mpibench.db, and DIR/bench.json, the run's settings, whose rounds fix the looks'
+levels; a DIR kept before bench.json existed is read as a plain run of the most rounds
+its stores hold) is decided again with this checkout's test, through the function the
+live looks call (judge): per run and tool the cells decided at each look (2..N), which
+sizes are significant or equivalent, the launch seconds stored, the ratio core/IMB and
+which tool ran first in each round (from the stores' start times); at the end how often
+the core decided at least as many cells as IMB. A model change is so judged on the same
+launches as today's. A --to-budget run is replayed as a plain run of its N interleaved
+rounds. What a replay cannot redo: after a look the core's launches ran only the sizes
+the live run had left undecided, so a size the live run decided at round k has k rounds
+in the store; a replay that does not decide it there tests it on those (the replay
+names such sizes with their rounds).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import shutil
@@ -114,6 +134,11 @@ PEERS = Path(os.environ.get("MPIBENCH_PEERS") or ROOT.parent / "shared" / "peers
 IMB_TGZ = PEERS / "imb-2021.11.tar.gz"
 LOCK = "/tmp/mpibench-mpi.lock"
 TARGET = 0.05
+# each tool's per-launch statistic: the core's JSON Lines carry every sample (the median of a
+# launch's samples); IMB-MPI1 prints one mean per size and launch
+STATISTIC = {"core": "median", "imb": "mean"}
+ORDERS = ("alternate", "core-first", "imb-first")
+SETTINGS = "bench.json"     # a kept run's settings (--keep DIR/bench.json), for --replay
 # --to-budget plans on rounds 3..N (the pilot's rounds 1-2 ran at other options): at least
 # stats.launch.MIN_PAIRS of them, so the plan is the paired one the looks test with
 TO_BUDGET_MIN_ROUNDS = 5
@@ -180,12 +205,16 @@ class State(NamedTuple):
     undecided: tuple[str, ...]
 
 
-def decided(db: Path, statistic: str, design: Design, n: int, previous: dict | None
-            ) -> tuple[State, dict]:
-    """openmpi vs mpich at the look with n launches per side (stats.sequential.decide: Holm
-    over the table's cells or TOST within ±5%, at the design's level for this look;
-    decisions of earlier looks stand). Returns the state and the statuses for the next."""
-    with Store(db) as store:
+class Family(NamedTuple):
+    """A store's openmpi vs mpich cells as the bench's test reads them."""
+    cells: dict     # {cell key: (openmpi {launch: value}, mpich {...}, better)}, round order
+    pairs: dict     # {launch id: round key} (compare_cells pairs by these)
+    repeat: dict    # {launch id: its round, 0-based (runs.repeat)}
+
+
+def family(db: Path, statistic: str) -> Family:
+    """The store's cells with launches of both variants, each launch's `statistic`."""
+    with Store(db, readonly=True) as store:
         sets = select_groups(store, variants=["openmpi", "mpich"], by="variant")
         cells = load_cells(store, sets, with_samples=False, statistic=statistic)
     repeat = run_repeats(db)
@@ -200,11 +229,26 @@ def decided(db: Path, statistic: str, design: Design, n: int, previous: dict | N
             fam[key] = (ordered(b.by_launch), ordered(c.by_launch), b.better)
             pairs.update(b.by_round)
             pairs.update(c.by_round)
-    if not fam:
+    return Family(fam, pairs, repeat)
+
+
+def decided(db: Path, statistic: str, design: Design, n: int, previous: dict | None
+            ) -> tuple[State, dict]:
+    """openmpi vs mpich at the look with n launches per side (stats.sequential.decide: Holm
+    over the table's cells or TOST within ±5%, at the design's level for this look;
+    decisions of earlier looks stand). Returns the state and the statuses for the next."""
+    return judge(family(db, statistic), design, n, previous)
+
+
+def judge(fam: Family, design: Design, n: int, previous: dict | None
+          ) -> tuple[State, dict]:
+    """decided()'s look on cells already read: the launches of the first n rounds."""
+    if not fam.cells:
         return State(0, 0, 0, 0, ()), {}
     # compare's test: paired by round (the campaigns run interleaved) once every cell has
     # stats.launch.MIN_PAIRS pairs among the launches this look sees, unpaired before
-    look = decide(fam, design, n=n, previous=previous, rounds=repeat, pairs=pairs)
+    look = decide(fam.cells, design, n=n, previous=previous, rounds=fam.repeat,
+                  pairs=fam.pairs)
     st = [c.status for c in look.cells.values()]
     sig, eq = st.count(Status.SIGNIFICANT), st.count(Status.EQUIVALENT)
     left = tuple(str(k.size) for k in look.undecided)
@@ -223,7 +267,6 @@ def breakdown(core_db: Path, imb_db: Path) -> list[str]:
     MPI_Finalize: the wall less the core's footer elapsed_s, which runs from before
     MPI_Init to its last record); and per phase the cells by stop reason (how many, their
     seconds: a cell that samples on to --max-time for an exact CI shows there)."""
-    import json
     import statistics as st
 
     def med(xs):
@@ -301,8 +344,6 @@ def run_options(db: Path, repeat: int) -> dict[str, float]:
     """The core's --target and --max-time (the core's default 0.05 s when absent) of the
     store's launches of round `repeat` (index from 0; their command.json argv); {} when
     none has them."""
-    import json
-
     with Store(db, readonly=True) as store:
         dirs = [r["run_dir"] for r in store.runs(status="done") if r["repeat"] == repeat]
     for d in dirs:
@@ -323,8 +364,6 @@ def run_options(db: Path, repeat: int) -> dict[str, float]:
 def launch_options(db: Path) -> dict[str, str]:
     """{variant: the launcher's command line before the program} of a store's first
     launch per variant (its command.json argv): what both tools' launches ran with."""
-    import json
-
     out: dict[str, str] = {}
     with Store(db, readonly=True) as store:
         runs = sorted(store.runs(status="done"), key=lambda r: r["repeat"])
@@ -554,6 +593,13 @@ def _args(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--bind", default="core", metavar="core|none",
                     help="both variants' binding (default core: Open MPI binds 2 ranks to "
                          "cores by default, Hydra does not; none: each launcher's default)")
+    ap.add_argument("--order", default="alternate", metavar="|".join(ORDERS),
+                    help="which tool launches first in a round (default alternate: the core "
+                         "in odd rounds, IMB in even ones)")
+    ap.add_argument("--replay", nargs="+", metavar="DIR",
+                    help="run no launches: recompute both tools' decided cells with this "
+                         "checkout's test from runs kept with --keep (each DIR holds core/ "
+                         "and imb/); the other options are ignored")
     ap.add_argument("--keep", metavar="DIR",
                     help="keep the campaigns and stores in DIR (new or empty)")
     a = ap.parse_args(argv)
@@ -563,6 +609,8 @@ def _args(argv: list[str]) -> argparse.Namespace:
 
     if a.bind not in ("core", "none"):
         refuse(f"--bind: got {a.bind!r}, expected core or none")
+    if a.order not in ORDERS:
+        refuse(f"--order: got {a.order!r}, expected {', '.join(ORDERS)}")
     if a.max_rounds < 2:
         refuse(f"--max-rounds: got {a.max_rounds}, expected 2 or more")
     if a.to_budget and a.max_rounds < TO_BUDGET_MIN_ROUNDS:
@@ -582,6 +630,8 @@ def _args(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str]) -> int:
     a = _args(argv)
+    if a.replay:
+        return replay(a.replay)
     sizes = "0:10" if a.quick else "0:22"
     compare = (min(a.max_rounds, TO_BUDGET_MIN_ROUNDS if a.to_budget else 4) if a.quick
                else a.max_rounds)
@@ -592,6 +642,10 @@ def main(argv: list[str]) -> int:
         print(f"IMB: {IMB_TGZ} not found; set MPIBENCH_PEERS")
         return 0
     root = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="bench-ttd-"))
+    # what --replay needs to repeat this run's looks (their count sets the levels)
+    root.mkdir(parents=True, exist_ok=True)
+    (root / SETTINGS).write_text(json.dumps({"rounds": compare, "order": a.order,
+                                             "to_budget": a.to_budget, "sizes": sizes}))
     bind = "" if a.bind == "none" else a.bind
     what = (f"{compare} rounds interleaved with IMB, then the core to the budget it prints "
             f"(at most {a.max_budget:g} s of launches)" if a.to_budget
@@ -599,7 +653,8 @@ def main(argv: list[str]) -> int:
     print(f"# time to decision: Open MPI vs MPICH PingPong {sizes}, np=2, shm; decided = "
           f"significant (compare's launch-level test, paired by round from 3 rounds, "
           f"multiplicity over the table) or equivalent within "
-          f"±{100 * TARGET:g}% (TOST); {what}; binding: {a.bind}")
+          f"±{100 * TARGET:g}% (TOST); {what}; binding: {a.bind}; first in a round: "
+          f"{a.order}")
     print(f"# start: {load()}")
     # the stopping rule (stats.sequential): a look after every round from the second, the
     # interim looks at alpha x 0.2 / (interim looks), the last at alpha; --to-budget fixes
@@ -608,10 +663,10 @@ def main(argv: list[str]) -> int:
     interim = to_budget_interim(compare, a.batches) if a.to_budget else None
     design = (schedule(budget.SEARCH_MAX, compare, a.batches, interim) if a.to_budget
               else schedule(compare, compare, 0))
-    core = Tool("core", root / "core", CORE.format(sizes=sizes), "median", design,
+    core = Tool("core", root / "core", CORE.format(sizes=sizes), STATISTIC["core"], design,
                 extra=f"budget = {{ launches = {compare} }}", bind=bind, only_undecided=True)
-    imb = Tool("imb", root / "imb", IMB.format(tgz=IMB_TGZ, sizes=sizes), "mean", design,
-               bind=bind)
+    imb = Tool("imb", root / "imb", IMB.format(tgz=IMB_TGZ, sizes=sizes), STATISTIC["imb"],
+               design, bind=bind)
     if a.to_budget:
         print(f"# rule: stats.sequential, looks at 2..{compare} launches per side and "
               f"{a.batches} more up to the budget, interim level {design.level(2):.2g}, "
@@ -620,13 +675,15 @@ def main(argv: list[str]) -> int:
         print(f"# rule: stats.sequential, looks at 2..{compare} launches per side, interim "
               f"level {design.level(2):.2g}, final {design.alpha:g}")
     print(f"{'round':>5} | {'core s':>9} {'decided':>8} {'':>13} | {'IMB s':>9} "
-          f"{'decided':>8} {'':>13} | load")
+          f"{'decided':>8} {'':>13} | load, first")
     budget_rounds, final_plan = compare, None
     for k in range(1, compare + 1):
         if core.done and imb.done:
             break
-        c_spent = None if core.done else core.run_to(k)
-        i_spent = None if imb.done else imb.run_to(k)
+        first = first_tool(a.order, k)
+        spent = {t.name: None if t.done else t.run_to(k)
+                 for t in ((core, imb) if first == "core" else (imb, core))}
+        c_spent, i_spent = spent["core"], spent["imb"]
         if k == 2:
             plan0 = core_plan(core.db, compare, rounds=k + 1)
             print(f"      core {plan0.describe() if plan0 else 'budget: too few launches'}")
@@ -644,7 +701,7 @@ def main(argv: list[str]) -> int:
             core.design = imb.design = design
         c = core.idle() if c_spent is None else core.look(c_spent)
         i = imb.idle() if i_spent is None else imb.look(i_spent)
-        print(f"{k:>5} | {c} | {i} | {os.getloadavg()[0]:.2f}", flush=True)
+        print(f"{k:>5} | {c} | {i} | {os.getloadavg()[0]:.2f} {first} first", flush=True)
     head = (core.seconds, core.state, imb.seconds, imb.state, core.rounds)
     if a.to_budget and budget_rounds > compare:
         guard = 2 * a.max_budget
@@ -663,6 +720,14 @@ def main(argv: list[str]) -> int:
     if not a.keep:
         shutil.rmtree(root, ignore_errors=True)
     return 0
+
+
+def first_tool(order: str, k: int) -> str:
+    """The tool whose launches come first in round k (1-based): --order core-first or
+    imb-first in every round, or alternate: the core in odd rounds, IMB in even ones."""
+    if order == "alternate":
+        return "core" if k % 2 else "imb"
+    return order.removesuffix("-first")
 
 
 def to_budget(a, core: Tool, compare: int) -> tuple[int, object]:
@@ -792,6 +857,121 @@ def reach_line(final, core: Tool, max_budget: float) -> str:
             f"{b.launch_s:.2f} s a launch, {where} --max-budget {max_budget:g} s "
             f"(--to-budget runs to it; cells whose true gain is near the margin's edge "
             f"stay undecided by any budget)")
+
+
+class Replay(NamedTuple):
+    """One tool of a kept run, its looks replayed."""
+    state: State
+    cells: dict           # the last look's {cell key: CellStatus}
+    counts: list[int]     # cells decided at each look, from the look at 2 rounds
+    seconds: float        # launch seconds of the rounds replayed
+    short: dict           # {size: rounds it has} for sizes with fewer than the others
+
+
+def store_rounds(db: Path) -> int:
+    """Rounds a kept store holds: its finished launches' largest repeat index + 1."""
+    with Store(db, readonly=True) as store:
+        return max((r["repeat"] + 1 for r in store.runs(status="done")), default=0)
+
+
+def replay_tool(db: Path, tool: str, rounds: int) -> Replay:
+    """The bench's looks 2..rounds on a kept store with today's code (judge, the design of a
+    plain run: schedule(rounds, rounds, 0)), decisions carried forward, stopping once
+    every cell is decided as the bench does; the launch seconds of those rounds."""
+    fam, design = family(db, STATISTIC[tool]), schedule(rounds, rounds, 0)
+    state, prev, counts = State(0, 0, 0, 0, ()), None, []
+    for n in range(2, rounds + 1):
+        state, prev = judge(fam, design, n, prev)
+        counts.append(state.decided)
+        if state.cells and state.decided == state.cells:
+            break
+    with Store(db, readonly=True) as store:
+        secs = sum(r["elapsed"] or 0 for r in store.runs(status="done")
+                   if r["repeat"] < rounds)
+    have = {k.size: len({fam.repeat.get(i) for i in b if fam.repeat.get(i, rounds) < rounds})
+            for k, (b, _c, _better) in fam.cells.items()}
+    top = max(have.values(), default=0)
+    return Replay(state, prev or {}, counts, secs,
+                  {s: k for s, k in have.items() if k < top})
+
+
+def _sizes(cells: dict, status: Status) -> str:
+    return ", ".join(str(k.size) for k, c in cells.items() if c.status is status) or "-"
+
+
+def replay_rounds(run: Path, dbs: dict[str, Path]) -> int:
+    """The rounds the kept run interleaved (its last look at alpha): its bench.json's, else
+    (a run kept before it was written) the most either store holds, as in a plain run,
+    whose tools stop early only once every cell is decided."""
+    f = run / SETTINGS
+    if f.is_file():
+        return int(json.loads(f.read_text())["rounds"])
+    return max(store_rounds(db) for db in dbs.values())
+
+
+def first_by_round(dbs: dict[str, Path], rounds: int) -> str:
+    """Per round, which tool's launches started first (C: the core, I: IMB; - when one
+    tool has none that round), from the stores' start times."""
+    starts: dict[str, dict[int, float]] = {}
+    for t, db in dbs.items():
+        with Store(db, readonly=True) as store:
+            for r in store.runs(status="done"):
+                at = starts.setdefault(t, {})
+                at[r["repeat"]] = min(at.get(r["repeat"], math.inf), r["started"] or math.inf)
+    c, i = starts.get("core", {}), starts.get("imb", {})
+    return "".join("-" if k not in c or k not in i else "C" if c[k] < i[k] else "I"
+                   for k in range(rounds))
+
+
+def replay_run(run: Path) -> tuple[int, int, float] | None:
+    """Print one kept run's replay (core vs IMB); (core decided, IMB decided, time ratio),
+    or None when the directory holds no kept run (said)."""
+    dbs = {t: run / t / "mpibench.db" for t in ("core", "imb")}
+    missing = [str(p) for p in dbs.values() if not p.is_file()]
+    if missing:
+        print(f"{run}: not a kept run (--keep DIR): no {', '.join(missing)}")
+        return None
+    rounds = replay_rounds(run, dbs)
+    if rounds < 2:
+        print(f"{run}: {rounds} round(s) kept; a look needs 2")
+        return None
+    r = {t: replay_tool(db, t, rounds) for t, db in dbs.items()}
+    c, i = r["core"], r["imb"]
+    ratio = c.seconds / i.seconds if i.seconds else math.nan
+    print(f"{run.name} ({rounds} rounds): core {c.state.decided}/{c.state.cells} "
+          f"({c.state.significant} sig, {c.state.equivalent} eq), {c.seconds:.1f} s | IMB "
+          f"{i.state.decided}/{i.state.cells} ({i.state.significant} sig, "
+          f"{i.state.equivalent} eq), {i.seconds:.1f} s | core/IMB time {ratio:.2f} | "
+          f"core >= IMB: {'yes' if c.state.decided >= i.state.decided else 'no'}; first "
+          f"per round: {first_by_round(dbs, rounds)}")
+    for t, x in r.items():
+        print(f"  {t:4} decided by look (2..): {' '.join(map(str, x.counts))}; significant: "
+              f"{_sizes(x.cells, Status.SIGNIFICANT)}; equivalent: "
+              f"{_sizes(x.cells, Status.EQUIVALENT)}")
+        if x.short:
+            print(f"  {t:4} sizes with fewer rounds (the live run decided them and stopped "
+                  f"measuring them; tested on the rounds they have): " + ", ".join(
+                      f"{s} ({k})" for s, k in sorted(x.short.items())))
+    return c.state.decided, i.state.decided, ratio
+
+
+def replay(dirs: list[str]) -> int:
+    """--replay: every kept run's decided cells, core vs IMB, recomputed with today's code
+    on the stored launches (no MPI is run), then how often the core decided >= IMB."""
+    print(f"# replay of kept runs with this checkout's test: statistic per launch core "
+          f"{STATISTIC['core']}, IMB {STATISTIC['imb']}; looks 2..N at a plain run's "
+          f"levels (N: the run's rounds, its bench.json, else the most a store holds); "
+          f"launch seconds as stored")
+    got = [x for x in (replay_run(Path(d)) for d in dirs) if x is not None]
+    if not got:
+        return 2
+    ge = sum(c >= i for c, i, _ in got)
+    ratios = [q for _, _, q in got if math.isfinite(q)]
+    span = f"{min(ratios):.2f}-{max(ratios):.2f}" if ratios else "-"
+    print(f"replayed {len(got)} runs: core decided >= IMB in {ge} of {len(got)}; cells "
+          f"decided in all: core {sum(c for c, _, _ in got)}, IMB "
+          f"{sum(i for _, i, _ in got)}; core/IMB launch time {span}")
+    return 0
 
 
 if __name__ == "__main__":

@@ -98,3 +98,86 @@ def test_time_to_decision_says_whether_every_cell_is_in_reach(monkeypatch):
     assert "no plan" in ttd.reach_line(None, undecided, 300.0)
     done = ttd.reach_line(None, SimpleNamespace(done=True, rounds=7), 300.0)
     assert "yes, every cell decided after 7 rounds" in done
+
+
+TTD_DATA = Path(__file__).resolve().parent / "data" / "ttd_replay"
+
+
+def _kept_run(into: Path) -> Path:
+    """tests/data/ttd_replay's stores (gzipped SQL text) made back into a kept run."""
+    import gzip
+    import shutil
+    import sqlite3
+
+    run = into / "run-01"
+    for tool in ("core", "imb"):
+        (run / tool).mkdir(parents=True)
+        con = sqlite3.connect(run / tool / "mpibench.db")
+        with gzip.open(TTD_DATA / f"{tool}.sql.gz", "rt") as f:
+            con.executescript(f.read())
+        con.close()
+    if (TTD_DATA / "bench.json").exists():
+        shutil.copy(TTD_DATA / "bench.json", run / "bench.json")
+    return run
+
+
+def _live_counts(log: str) -> dict[str, list[int]]:
+    """{tool: cells decided at each look from the second round} from a bench run's round
+    lines (a tool that has decided every cell prints '(all decided)' and has no more)."""
+    import re
+
+    out: dict[str, list[int]] = {"core": [], "imb": []}
+    for line in log.splitlines():
+        parts = line.split("|")
+        if len(parts) != 4 or not parts[0].strip().isdigit():
+            continue
+        for tool, col in zip(("core", "imb"), parts[1:3], strict=True):
+            m = re.search(r"(\d+)/\d+ \(\d+ sig, \d+ eq\)", col)
+            if m:
+                out[tool].append(int(m.group(1)))
+    return out
+
+
+def test_time_to_decision_replay_repeats_the_live_runs_looks(tmp_path):
+    """--replay on a kept run (tests/data/ttd_replay: a real run's two stores and its own
+    output) decides, look by look and for both tools, what the live run printed: the
+    replay calls the live looks' function on the launches of the first n rounds."""
+    run = _kept_run(tmp_path)
+    live = _live_counts((TTD_DATA / "live.log").read_text())
+    assert live["core"] and live["imb"]
+    res = subprocess.run([sys.executable, str(BENCH / "bench_time_to_decision.py"),
+                          "--replay", str(run)], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    got = {}
+    for line in res.stdout.splitlines():
+        head, _, rest = line.strip().partition(" decided by look (2..): ")
+        if rest:
+            got[head.strip()] = [int(x) for x in rest.split(";")[0].split()]
+    assert got == live, res.stdout
+    summary = res.stdout.splitlines()[-1]
+    ge = int(live["core"][-1] >= live["imb"][-1])
+    assert summary.startswith(f"replayed 1 runs: core decided >= IMB in {ge} of 1"), summary
+
+
+def test_time_to_decision_replay_refuses_a_directory_without_stores(tmp_path):
+    res = subprocess.run([sys.executable, str(BENCH / "bench_time_to_decision.py"),
+                          "--replay", str(tmp_path)], capture_output=True, text=True,
+                         timeout=60)
+    assert res.returncode == 2 and "not a kept run" in res.stdout, res.stdout
+    assert "Traceback" not in res.stderr
+
+
+def test_time_to_decision_alternates_which_tool_launches_first():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_ttd_order",
+                                                  BENCH / "bench_time_to_decision.py")
+    ttd = importlib.util.module_from_spec(spec)
+    sys.modules["bench_ttd_order"] = ttd
+    try:
+        spec.loader.exec_module(ttd)
+    finally:
+        del sys.modules["bench_ttd_order"]
+    assert [ttd.first_tool("alternate", k) for k in range(1, 5)] == ["core", "imb"] * 2
+    assert {ttd.first_tool("core-first", k) for k in range(1, 5)} == {"core"}
+    assert {ttd.first_tool("imb-first", k) for k in range(1, 5)} == {"imb"}
