@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sqlite3
 import subprocess
@@ -10,6 +11,7 @@ import sys
 
 import pytest
 
+from mpibench.cli import main as cli_main
 from support.common import MPI_TIMEOUT
 
 MPIBENCH = [sys.executable, "-m", "mpibench"]
@@ -49,11 +51,32 @@ def mpibench(*args, cwd, timeout=MPI_TIMEOUT, env=None):
     (["PingPong", "--iterations", "0"], "--iterations: got 0; expected an integer >= 1"),
 ])
 @pytest.mark.system
-def test_bad_input_exits_2_without_results(tmp_path, args, expect):
-    res = mpibench("run", *args, cwd=tmp_path)
+def test_bad_input_exits_2_without_results(tmp_path, monkeypatch, capsys, caplog, args,
+                                           expect):
+    # in this process (cli.main, as `python -m mpibench` calls it): 18 interpreters started
+    # and mpibench imported 18 times took ~1 s each at load 5, for checks made before any
+    # launch; the entry point's own exit status and stderr: test_bad_input_through_the_entry_point
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    try:
+        rc = cli_main(["run", *args])
+    except SystemExit as exc:      # argparse's refusals exit; `python -m mpibench` too
+        rc = exc.code
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and expect in lines[0], err
+    # a subprocess's stderr would also hold a logged warning; here the log capture has it
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+    assert not (tmp_path / "mpibench.db").exists()
+    assert not (tmp_path / "mpibench-runs").exists()
+
+
+@pytest.mark.system
+def test_bad_input_through_the_entry_point(tmp_path):
+    res = mpibench("run", "PingPong", "--np", "0", cwd=tmp_path)
     assert res.returncode == 2, res.stderr
-    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1 and expect in lines[0], res.stderr
+    assert res.stderr.strip() == "mpibench: error: --np must be >= 1, got 0", res.stderr
     assert not (tmp_path / "mpibench.db").exists()
     assert not (tmp_path / "mpibench-runs").exists()
 
