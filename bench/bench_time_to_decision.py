@@ -832,6 +832,36 @@ def summary(a, core: Tool, imb: Tool, head: tuple, budget_rounds: int, compare: 
         print(f"mpibench-core at its final spread ({core.rounds} launches per variant): "
               f"{final.describe()}")
     print(reach_line(final, core, a.max_budget))
+    print(cell_budget_line(core.db, core.look_cells))
+
+
+def cell_budget_line(db: Path, cells: dict) -> str:
+    """Per cell, the rounds that decide it alone (stats.budget.cell_rounds: equivalence
+    within ±5% at gain 1, the round part plus the cell part compare tests it on, each at
+    its 80% upper bound, at the options the core's rounds ran at), from all the core's
+    rounds: which cells are out of reach (beyond 1000 rounds per side) and what the ones
+    in reach need, with its seconds at the core's mean round from round 3. cells: the
+    last look's statuses; a cell decided there needs no rounds and is left out."""
+    from mpibench.store.report_queries import launch_cost_rows
+
+    with Store(db, readonly=True) as store:
+        rows = launch_cost_rows(store, [r["id"] for r in store.runs(status="done")])
+    done = {(k.benchmark, k.size) for k, c in cells.items() if c.decided}
+    per = {k: n for k, n in budget.cell_rounds(rows, ["openmpi", "mpich"], TARGET).items()
+           if k not in done}
+    if not per:
+        return "per undecided cell: none, or no plan (the rounds do not pair)"
+    far = [str(k[1]) for k, n in per.items() if n is None]
+    near = {k: n for k, n in per.items() if n is not None}
+    secs = [v for r, v in round_seconds(db).items() if r >= 2]
+    each = sum(secs) / len(secs) if secs else math.nan
+    most = max(near.values(), default=0)
+    reach = (f"the other {len(near)} need at most {most} rounds per side (~{most * each:.0f} "
+             f"s of launches at {each:.2f} s a round): " + ", ".join(
+                 f"{k[1]}: {n}" for k, n in near.items()) if near else "none in reach")
+    return (f"per undecided cell (each alone, equivalence within ±{100 * TARGET:g}% at gain "
+            f"1, its 80% bound; {len(done)} decided): out of reach (more than {budget.SEARCH_MAX} rounds): "
+            f"{len(far)} cells{': sizes ' + ', '.join(far) if far else ''}; {reach}")
 
 
 def reach_line(final, core: Tool, max_budget: float) -> str:
@@ -874,6 +904,22 @@ def store_rounds(db: Path) -> int:
         return max((r["repeat"] + 1 for r in store.runs(status="done")), default=0)
 
 
+def round_seconds(db: Path) -> dict[int, float]:
+    """{round (0-based): the seconds of its finished launches} of a kept store."""
+    out: dict[int, float] = {}
+    with Store(db, readonly=True) as store:
+        for r in store.runs(status="done"):
+            out[r["repeat"]] = out.get(r["repeat"], 0.0) + (r["elapsed"] or 0.0)
+    return out
+
+
+def cold_start(db: Path) -> str:
+    """Round 1's launch seconds over round 2's (the pilot's two rounds, at the same
+    options): how much the first round of a run costs more (a cold start)."""
+    secs = round_seconds(db)
+    return f"{secs[0] / secs[1]:.2f}" if secs.get(1) and 0 in secs else "-"
+
+
 def replay_tool(db: Path, tool: str, rounds: int) -> Replay:
     """The bench's looks 2..rounds on a kept store with today's code (judge, the design of a
     plain run: schedule(rounds, rounds, 0)), decisions carried forward, stopping once
@@ -885,9 +931,7 @@ def replay_tool(db: Path, tool: str, rounds: int) -> Replay:
         counts.append(state.decided)
         if state.cells and state.decided == state.cells:
             break
-    with Store(db, readonly=True) as store:
-        secs = sum(r["elapsed"] or 0 for r in store.runs(status="done")
-                   if r["repeat"] < rounds)
+    secs = sum(round_seconds(db).get(k, 0.0) for k in range(rounds))
     have = {k.size: len({fam.repeat.get(i) for i in b if fam.repeat.get(i, rounds) < rounds})
             for k, (b, _c, _better) in fam.cells.items()}
     top = max(have.values(), default=0)
@@ -943,7 +987,8 @@ def replay_run(run: Path) -> tuple[int, int, float] | None:
           f"{i.state.decided}/{i.state.cells} ({i.state.significant} sig, "
           f"{i.state.equivalent} eq), {i.seconds:.1f} s | core/IMB time {ratio:.2f} | "
           f"core >= IMB: {'yes' if c.state.decided >= i.state.decided else 'no'}; first "
-          f"per round: {first_by_round(dbs, rounds)}")
+          f"per round: {first_by_round(dbs, rounds)}; round 1 / round 2 launch seconds: "
+          f"core {cold_start(dbs['core'])}, IMB {cold_start(dbs['imb'])}")
     for t, x in r.items():
         print(f"  {t:4} decided by look (2..): {' '.join(map(str, x.counts))}; significant: "
               f"{_sizes(x.cells, Status.SIGNIFICANT)}; equivalent: "
@@ -952,6 +997,7 @@ def replay_run(run: Path) -> tuple[int, int, float] | None:
             print(f"  {t:4} sizes with fewer rounds (the live run decided them and stopped "
                   f"measuring them; tested on the rounds they have): " + ", ".join(
                       f"{s} ({k})" for s, k in sorted(x.short.items())))
+    print(f"  core {cell_budget_line(dbs['core'], c.cells)}")
     return c.state.decided, i.state.decided, ratio
 
 

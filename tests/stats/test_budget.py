@@ -933,3 +933,28 @@ def test_a_preempted_sample_in_a_five_sample_pilot_cell_leaves_the_plan():
         (c, w) = (p.best for p in plans)
         assert w.launch_var == pytest.approx(c.launch_var, rel=0.1), seed
         assert w.launches == pytest.approx(c.launches, rel=0.1), seed
+
+
+def test_cell_rounds_name_the_cells_out_of_reach_and_the_plan_meets_the_largest():
+    """Per cell, the rounds that decide it alone (equivalence ±5% at gain 1, as the paired
+    plan plans it): 4 sizes (each on its own part, below FEW_CELLS), one noisier. The
+    plan at the rows' own options needs the largest of them; a size far noisier is named
+    out of reach (None) while the others keep their rounds, and the plan is then out of
+    reach as a whole."""
+    rng = np.random.default_rng(41)
+    sds = (0.03, 0.03, 0.03, 0.09)      # the noisy size's own variance 9x the others'
+    rows = _noisy_size_rows(rng, 60, 0.006, sds)
+    per = budget.cell_rounds(rows, ["base", "cand"], 0.05)
+    assert sorted(per) == [("PingPong", s) for s in range(4)]
+    assert all(k is not None for k in per.values())
+    assert per[("PingPong", 3)] > 3 * max(per[("PingPong", s)] for s in range(3))
+    p = budget.plan_from_rows(rows, ["base", "cand"], 0.05, budget.SEARCH_MAX,
+                              targets=(100.0,), max_times=(0.002,), keep_within=True)
+    assert p is not None and p.best.launches == max(per.values())
+    wild = _noisy_size_rows(np.random.default_rng(41), 60, 0.006, (0.03,) * 3 + (0.5,))
+    per = budget.cell_rounds(wild, ["base", "cand"], 0.05)
+    assert per[("PingPong", 3)] is None
+    assert all(per[("PingPong", s)] is not None for s in range(3))
+    p = budget.plan_from_rows(wild, ["base", "cand"], 0.05, budget.SEARCH_MAX,
+                              targets=(100.0,), max_times=(0.002,), keep_within=True)
+    assert p is not None and p.best.launches is None

@@ -655,6 +655,31 @@ def plan_from_rows(rows: Sequence[Mapping], order: Sequence[str], margin: float,
                 own_pools=gated, own_cells=flagged_cells(rows, compared, gated))
 
 
+def cell_rounds(rows: Sequence[Mapping], order: Sequence[str], margin: float, *,
+                confidence: float | None = PLAN_CONFIDENCE) -> dict[object, int | None]:
+    """{cell key: rounds per side that decide this cell alone, equivalence within ±margin
+    at gain 1} of an interleaved campaign's rows, planned as plan_from_rows plans the
+    paired test beyond THIN_LAUNCHES rounds at the options the rows ran at (keep_within):
+    the round part the sizes share plus the cell part compare tests the cell on (its own
+    where the gate gives one, else the pooled one, alike for every size), each at its
+    upper `confidence` bound. The plan needs the largest of these; None: beyond
+    SEARCH_MAX (out of reach), which keeps the whole plan out of reach. Empty when no
+    pool pairs. A diagnostic of the spread alone, never of the gains: which cells a
+    budget cannot reach."""
+    compared = [v for v in order if any(r.get("variant") == v for r in rows)]
+    out: dict[object, int | None] = {}
+    for g, ps in paired_spreads(rows, compared).items():
+        own = {k: (v, df) for k, v, df in ps.cell_parts}
+        keys = {(r["benchmark"], r["size"]) for r in rows if r.get("variant") in compared}
+        for key in sorted((k for k in keys if pool_of(k) == g), key=lambda k: (str(k[0]), k[1])):
+            sh, ce = _paired_parts(ps, None, confidence, own.get(key))
+            k = rounds_for(sh, ce, ps.cells, margin, equivalence=True,
+                           own_df=own[key][1] if key in own else None, pairs=ps.pairs)
+            out[key] = (None if k is None or k > SEARCH_MAX
+                        else max(k, launch_stats.THIN_LAUNCHES + 1))
+    return out
+
+
 def _pilot_pools(rows: Iterable[Mapping], variants: Sequence[str]):
     """(pool, baseline's {cell: {launch: median}}, the other variant's) for each variant
     after the first and each pool of FEW_CELLS or more cells both have."""
