@@ -228,6 +228,9 @@ class LaunchTest(NamedTuple):
     # mean_components(k > 1) do not describe it, so the closed test over the block
     # (stats.multiplicity) tests it by maxT on the cells' own p instead
     own_cell: bool = False
+    # paired: the round regime of its block this cell was tested in (Spread.regimes; its
+    # cells share a round part, other regimes' do not: stats.multiplicity's units)
+    regime: int = 0
 
     @property
     def planned_on(self) -> tuple[tuple[float, float], ...]:
@@ -765,10 +768,25 @@ class Spread(NamedTuple):
     # (moderated, stats.moderate; see spread): a cell's own part replaces the pooled
     # ms_cell (S - 1) / S. None: the sizes are alike, every cell takes the pooled part.
     cell_parts: Mapping[object, tuple[float, float]] | None = None
+    # ((cell keys, their Spread), ...) where the block's sizes fall into regimes that do
+    # not share the round effect (_regimes; paired only): a cell's components are its
+    # regime's. (): one regime, this Spread for every cell.
+    regimes: tuple[tuple[tuple, Spread], ...] = ()
+
+    def for_cell(self, cell: object) -> tuple[int, Spread]:
+        """(regime number, the Spread) that describes this cell: its regime's, else this."""
+        for i, (keys, sp) in enumerate(self.regimes):
+            if cell in keys:
+                return i, sp
+        return 0, self
 
     def components(self, n: int, cell: object = None) -> list[tuple[float, float]]:
         """Variance components of a cell's mean over n of these launches (cell: its key
         in the block spread() was given; None, or sizes alike: the pooled cell part)."""
+        if self.regimes and cell is not None:
+            _i, sp = self.for_cell(cell)
+            if sp is not self:
+                return sp.components(n, cell)
         s = self.cells
         out = [(self.ms_launch / s / n, self.df_launch)]
         own = self.own_part(cell)
@@ -781,6 +799,8 @@ class Spread(NamedTuple):
     def own_part(self, cell: object = None) -> tuple[float, float] | None:
         """(cell part per launch, df) of this cell where it has its own (cell_parts), else
         None (the pooled part)."""
+        if self.regimes and cell is not None and self.for_cell(cell)[1] is not self:
+            return self.for_cell(cell)[1].own_part(cell)
         return self.cell_parts.get(cell) if self.cell_parts and cell is not None else None
 
     @property
@@ -1290,17 +1310,90 @@ def _diff_spread(diffs: list[dict[Hashable, float]]) -> Spread | None:
     """Spread of per-round differences (spread takes statistics and logs them). With at
     most THIN_LAUNCHES rounds every cell keeps its own part, as gated_spreads does for
     thin unpaired sides (3 rounds, 8 sizes, one 6x noisier: the gate on 2 df per size
-    gave it 26.5% A/A false positives, its own part 5.0%)."""
-    rounds = {r for d in diffs for r in d}
-    return spread({i: {r: math.exp(v) for r, v in d.items()} for i, d in enumerate(diffs)},
-                  own=len(rounds) <= THIN_LAUNCHES, floor_own=True)
+    gave it 26.5% A/A false positives, its own part 5.0%). Where the sizes fall into
+    regimes that do not share the round effect (_regimes), each regime its own Spread
+    (Spread.regimes), made the same way from its cells alone."""
+    own = len({r for d in diffs for r in d}) <= THIN_LAUNCHES
+    side = {i: {r: math.exp(v) for r, v in d.items()} for i, d in enumerate(diffs)}
+    whole = spread(side, own=own, floor_own=True)
+    groups = _regimes(side) if whole is not None else []
+    if len(groups) < 2:
+        return whole
+    parts = [(tuple(g), spread({k: side[k] for k in g}, own=own, floor_own=True))
+             for g in groups]
+    if any(sp is None for _g, sp in parts):
+        return whole
+    return whole._replace(regimes=tuple(parts))
+
+
+# Round regimes: a benchmark's sizes split into contiguous runs (in the block's order: its
+# sizes ascending) that do not share the round effect, e.g. a machine phase that moves the
+# small sizes only. A split is kept where the two runs' per-round means differ by more
+# than their cell parts explain (_split_p) at REGIME_LEVEL, Bonferroni over the candidate
+# split points, each run at least MIN_REGIME_CELLS cells; then each run is split again.
+# Only the residuals about each cell's mean decide it, never the cells' means.
+REGIME_LEVEL = 0.01
+MIN_REGIME_CELLS = 3
+
+
+def _regimes(side: Mapping[object, Mapping[Hashable, float | None]]) -> list[list]:
+    """The block's cells in regimes (lists of cell keys, in order); one list where no
+    split is found (or below 2 * MIN_REGIME_CELLS cells)."""
+    centred = _centred(side)
+    if centred is None:
+        return [list(side)]
+    keys, r, _obs = centred
+    return [[keys[j] for j in g] for g in _split_runs(r, list(range(len(keys))))]
+
+
+def _split_runs(r: np.ndarray, cols: list[int]) -> list[list[int]]:
+    """cols (columns of r, rounds x cells centred per cell) split recursively at the
+    point whose two runs least share one round effect, while REGIME_LEVEL rejects it."""
+    cuts = range(MIN_REGIME_CELLS, len(cols) - MIN_REGIME_CELLS + 1)
+    if not cuts:
+        return [cols]
+    p, k = min((_split_p(r[:, cols[:k]], r[:, cols[k:]]), k) for k in cuts)
+    if p * len(cuts) >= REGIME_LEVEL:
+        return [cols]
+    return _split_runs(r, cols[:k]) + _split_runs(r, cols[k:])
+
+
+def _round_means(x: np.ndarray) -> tuple[np.ndarray, tuple[float, float]]:
+    """(per-round mean of x's cells, NaN where a round has none; (the variance of such a
+    mean from the cell parts: ms_cell / S, its df)) of x, rounds x cells."""
+    obs = ~np.isnan(x)
+    cnt = obs.sum(axis=1)
+    m = np.where(cnt > 0, np.nansum(x, axis=1) / np.maximum(cnt, 1), np.nan)
+    res = np.where(obs, x - m[:, None], 0.0)
+    df = float(obs.sum() - (cnt > 0).sum() - x.shape[1] + 1)
+    if df <= 0:
+        return m, (0.0, 0.0)
+    return m, (float((res * res).sum()) / df / float(cnt[cnt > 0].mean()), df)
+
+
+def _split_p(a: np.ndarray, b: np.ndarray) -> float:
+    """p of the F test that runs a and b share one round effect: the variance over rounds
+    of their per-round means' difference against what their cell parts give it."""
+    ma, va = _round_means(a)
+    mb, vb = _round_means(b)
+    ok = ~np.isnan(ma) & ~np.isnan(mb)
+    n = int(ok.sum())
+    den = va[0] + vb[0]
+    if n < MIN_PAIRS or den <= 0:
+        return 1.0
+    d = ma[ok] - mb[ok]
+    num = float(((d - d.mean()) ** 2).sum()) / (n - 1)
+    return float(_special().fdtrc(n - 1, _satterthwaite((va, vb)), num / den))
 
 
 def _paired_cells(cells, paired, alpha: float, level: float, pool: bool) -> list[LaunchTest]:
     diffs = _round_diffs(cells, paired)
     sp = _diff_spread(diffs) if pool and len(cells) > 1 else None
-    out = [paired_test(np.array(list(d.values())), sp, left, alpha, level, cell=i)
-           for i, (d, (_pairs, left)) in enumerate(zip(diffs, paired, strict=True))]
+    out = []
+    for i, (d, (_pairs, left)) in enumerate(zip(diffs, paired, strict=True)):
+        regime, own = sp.for_cell(i) if sp is not None else (0, None)
+        out.append(paired_test(np.array(list(d.values())), own, left, alpha, level,
+                               cell=i)._replace(regime=regime))
     return _fill_p(out)
 
 

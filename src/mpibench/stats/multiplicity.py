@@ -317,7 +317,10 @@ def _cell_units(cells: Sequence[Hypothesis]) -> tuple[list[float], list[tuple]]:
             # a block's cells with their own parts (own_cell) and those with the pooled one
             # are two units: maxT on the own p, the closed mean-gain test on the rest (one
             # outlying size no longer costs its alike neighbours the mean-gain step)
-            blocks.setdefault((h.block, h.candidate, bool(t.own_cell)), []).append(i)
+            # (and each round regime of a paired block, stats.launch._regimes, its own:
+            # regimes do not share a round part)
+            blocks.setdefault((h.block, h.candidate, bool(t.own_cell), t.regime),
+                              []).append(i)
     ps = [float(h.test.p) for h in cells]
     units: list[tuple] = [("cell", i, h.candidate) for i, h in enumerate(cells)]
     for b, (key, idx) in enumerate(blocks.items()):
