@@ -3,6 +3,7 @@
 
     .venv/bin/python bench/bench_inference.py [--quick] [--reps N] [--seed S]
                                               [--only-decide | --only-paired |
+                                               --only-regimes |
                                                --only-unbalanced | --only-planning |
                                                --only-planning-paired | --only-planning-own |
                                                --only-hetero | --only-thin |
@@ -31,8 +32,12 @@ launches analysed as an interleaved campaign (paired by round) and as independen
 (the unpaired model), side by side: no round effect, a two-mode factor-3 round effect
 shared by both launches of a round in 5 of 6 rounds (this VM), a normal round effect,
 unshared launch effects, a failed launch (missing pair), 2 vs 7 (falls back), heavy
-tails, 8 benchmarks; power and equivalence paired vs unpaired; the decide rule paired.
-Same targets as above.
+tails, 8 benchmarks, two round regimes (a round effect only the 5 smallest sizes share);
+power and equivalence paired vs unpaired; the decide rule paired. Same targets as above.
+Round regimes (`--only-regimes` runs just these; stats.launch._regimes): a round effect
+the sizes <= 256 B share and the larger ones not (and, for contrast, every size or none),
+A/A and a real 10%, the same launches paired with regimes (now), paired with one Spread
+per block (before) and unpaired: per regime raw p <= 0.05, CI coverage and width.
 
 Planning (`--only-planning` runs just this): the true power of the design's
 detectable_effect and of the table's own 'detectable' (with today's planning rule,
@@ -150,6 +155,10 @@ def main(argv: list[str]) -> int:
                     help='only the repeats = "decide" scenarios (stats/sequential.py)')
     ap.add_argument("--only-paired", action="store_true",
                     help="only the round-pairing scenarios (stats.launch.pair_rounds)")
+    ap.add_argument("--only-regimes", action="store_true",
+                    help="only the round-regime rows: a round effect the small sizes share, "
+                    "paired with regimes, with one Spread per block and unpaired (stats."
+                    "launch._regimes)")
     ap.add_argument("--only-missing-pair", action="store_true",
                     help="only the power of a paired test that drops a launch whose "
                     "partner failed, against the unpaired test and the full pairs (stats "
@@ -209,6 +218,7 @@ def main(argv: list[str]) -> int:
             (args.only_planning_own, planning_own_section, reps),
             (args.only_missing_pair, missing_pair, 6 * reps),
             (args.only_paired, paired_section, reps),
+            (args.only_regimes, regimes_section, reps),
             (args.only_decide, decide_section, reps))
     for chosen, section, n in only:
         if chosen:
@@ -684,6 +694,10 @@ def decide_section(rng: np.random.Generator, reps: int) -> None:
 
 # round pairing: name -> build_store keywords (sigma_L 0.05, 10 sizes, 5+5 unless said)
 TWO_MODE = dict(rounds="two-mode")
+# a round effect the 5 smallest sizes (<= 256 B) share, the 5 larger not (--only-regimes)
+# (each launch of a round its own N(0, 0.25) phase: the per-round difference sd 0.35, as
+# the Open MPI vs MPICH PingPong store's 0.37 at 0 B-2 KiB, stats.simulate "apart")
+TWO_REGIMES = dict(rounds="apart", round_sd=0.25, round_upto=256)
 PAIRED = {
     "5+5, no round effect": dict(launches=5),
     "5+5, two-mode x3, same mode 5/6": dict(launches=5, **TWO_MODE),
@@ -695,6 +709,9 @@ PAIRED = {
     "5+5, heavy tails (t3), two-mode": dict(launches=5, dist="t3", **TWO_MODE),
     "5+5, 8 benchmarks, two-mode": dict(launches=5, benchmarks=BENCHES8, sizes=SIZES[:4],
                                         **TWO_MODE),
+    "5+5, two regimes (apart 0.25)": dict(launches=5, **TWO_REGIMES),
+    "10+10, two regimes, two-mode": dict(launches=10, rounds="two-mode", round_upto=256),
+    "5+5, two-mode x3 at <= 256 B": dict(launches=5, rounds="two-mode", round_upto=256),
 }
 
 
@@ -771,6 +788,71 @@ def paired_section(rng: np.random.Generator, reps: int) -> None:
     print("  targets: identical >= 80% of cells where the noise allows; a real 10% <= 5%")
     paired_decide(rng, reps)
     missing_pair(rng, 6 * reps)
+
+
+# Round regimes (--only-regimes): the round effect shared by the 5 smallest sizes only
+# (<= 256 B; stats.launch._regimes), the same launches tested paired with regimes (now),
+# paired with one Spread for the block (before: REGIME_LEVEL 0, never split) and unpaired.
+REGIME_CASES = {
+    "5+5, apart 0.25 at <= 256 B": dict(launches=5, **TWO_REGIMES),
+    "10+10, apart 0.25 at <= 256 B": dict(launches=10, **TWO_REGIMES),
+    "5+5, two-mode x3 at <= 256 B": dict(launches=5, rounds="two-mode", round_upto=256),
+    "5+5, apart 0.25 at every size": dict(launches=5, rounds="apart", round_sd=0.25),
+    "5+5, no round effect": dict(launches=5),
+}
+
+
+def _one_regime(fn):
+    """fn with stats.launch.REGIME_LEVEL 0: a paired block is never split (the model
+    before regimes)."""
+    from mpibench.stats import launch as L
+    return _swapped("REGIME_LEVEL", 0.0)(fn) if hasattr(L, "REGIME_LEVEL") else fn
+
+
+def _three_ways(store, sets, base) -> tuple:
+    """(paired with regimes, paired one regime, unpaired) on the same launches."""
+    now, unpaired = _paired_and_unpaired(store, sets, base)
+    store.add_campaign("sim", {"order": "interleaved"})
+    return now, _one_regime(compare_groups)(store, sets, base), unpaired
+
+
+def _by_size(cmps, sizes, true_gain: float) -> tuple[float, float, float]:
+    """(raw p <= 0.05, 95% CI coverage, median CI width as a % of the gain) over the cells
+    of these sizes."""
+    hit, cover, width = [], [], []
+    for c in cmps:
+        for r in c.rows:
+            d = r.deltas["b"]
+            if r.key.size in sizes and d.ci_low is not None:
+                hit.append(d.p <= 0.05)
+                cover.append(d.ci_low <= true_gain <= d.ci_high)
+                width.append(100 * (d.ci_high - d.ci_low) / 2 / true_gain)
+    return float(np.mean(hit)), float(np.mean(cover)), float(np.median(width))
+
+
+def regimes_section(rng: np.random.Generator, reps: int) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="bench-regimes-"))
+    db = tmp / "sim.db"
+    common = dict(sigma_l=0.05, within=0.01, n_samples=(30, 60), sizes=SIZES)
+    noisy, quiet = set(SIZES[:5]), set(SIZES[5:])
+    print(f"\nRound regimes: paired with regimes (now) / one Spread per block (before) / "
+          f"unpaired, same launches; 10 sizes, sigma_L 0.05, {reps} comparisons per row; "
+          "per cell: raw p <= 0.05, CI95 coverage, median CI half-width (% of the gain) at "
+          "the sizes <= 256 B (noisy) and above (quiet); family = table-wide")
+    for name, kw in REGIME_CASES.items():
+        for label, eff in (("A/A", 0.0), ("10%", math.log(1.1))):
+            runs = [S.run_compare(db, rng, _three_ways, **{**common, **kw}, effect=eff)
+                    for _ in range(reps)]
+            for i, how in enumerate(("now", "before", "unpaired")):
+                cmps = [r[i] for r in runs]
+                t = S.tally(cmps, true_gain=math.exp(eff))
+                parts = [f"{100 * v:5.1f}% {100 * c:5.1f}% ±{w:4.1f}%" for v, c, w in
+                         (_by_size(cmps, sizes, math.exp(eff)) for sizes in (noisy, quiet))]
+                print(f"  {name:<32} {label:<4} {how:<8} noisy {parts[0]} | quiet {parts[1]}"
+                      f" | family {100 * t['familywise']:5.1f}% CI95 "
+                      f"{100 * t['coverage']:5.1f}%", flush=True)
+    print("  targets: A/A raw p and family <= 6%, CI95 coverage 93-97%; power (10%) at the "
+          "quiet sizes above before's")
 
 
 def missing_pair(rng: np.random.Generator, reps: int) -> None:

@@ -39,19 +39,22 @@ def _draw(rng: np.random.Generator, sd: float, dist: str) -> float:
 def launch_rows(rng: np.random.Generator, sizes: Sequence[int], *, sigma_l: float,
                 within: float, effect: float = 0.0, n_samples: tuple[int, int] = (100, 500),
                 benchmark: str | Sequence[str] = "PingPong", size_part: float = 0.5,
-                shared: float = 1.0, dist: str = "normal", offset: float = 0.0) -> list[dict]:
+                shared: float = 1.0, dist: str = "normal", offset: float = 0.0,
+                offset_upto: int | None = None) -> list[dict]:
     """The result rows of one launch (core-record shaped: summary + samples). size_part:
     the sd of the size-specific launch effect as a fraction of sigma_l; shared: the sd of
     the effect every size of the launch shares, as a fraction of sigma_l (0 = sizes do not
     share their launch effects); dist: normal, t3 (heavy tails) or bimodal launches.
     Several benchmarks: one launch measures them all (they share its offset). offset: a
-    log offset added to every size (the round's effect, round_offsets)."""
+    log offset added to every size (the round's effect, round_offsets); offset_upto: only
+    to the sizes <= it (a round effect the small sizes share, the large ones not)."""
     u = _draw(rng, sigma_l * shared, dist) + offset
     rows = []
     for bench in ([benchmark] if isinstance(benchmark, str) else list(benchmark)):
         for s in sizes:
             mu = (math.log(0.3 + s / 5000.0) + effect + u
-                  + _draw(rng, sigma_l * size_part, dist))
+                  + _draw(rng, sigma_l * size_part, dist)
+                  - (offset if offset_upto is not None and s > offset_upto else 0.0))
             n = int(rng.integers(n_samples[0], n_samples[1] + 1))
             x = np.exp(mu + rng.normal(0.0, within, n))
             rows.append({"benchmark": bench, "size": int(s), "np": 2, "samples": x,
@@ -60,7 +63,7 @@ def launch_rows(rng: np.random.Generator, sizes: Sequence[int], *, sigma_l: floa
 
 
 # round effects: what both launches of one round of an interleaved campaign share
-ROUND_MODELS = ("none", "normal", "two-mode")
+ROUND_MODELS = ("none", "normal", "apart", "two-mode")
 
 
 def round_offsets(rng: np.random.Generator, model: str, round_sd: float = 0.0,
@@ -69,10 +72,14 @@ def round_offsets(rng: np.random.Generator, model: str, round_sd: float = 0.0,
     both launches share; "two-mode": the round is slow (x mode_factor) or fast with
     probability 1/2, and each launch is in the round's mode except that with probability
     1 - p_same the candidate's is in the other one (this VM: launches x3 apart, both
-    stacks in the same mode in 5 of 6 rounds); "none": 0."""
+    stacks in the same mode in 5 of 6 rounds); "apart": each launch its own N(0, round_sd)
+    draw (a phase that moves each launch of a round differently: the per-round difference
+    varies with sd round_sd * sqrt(2)); "none": 0."""
     if model == "normal":
         e = float(rng.normal(0.0, round_sd))
         return e, e
+    if model == "apart":
+        return float(rng.normal(0.0, round_sd)), float(rng.normal(0.0, round_sd))
     if model == "two-mode":
         slow = bool(rng.random() < 0.5)
         other = bool(rng.random() >= p_same)
@@ -89,7 +96,7 @@ def build_store(path: str | Path, rng: np.random.Generator, *, launches: int | t
                 sigma_scale: tuple[float, float] = (1.0, 1.0),
                 benchmarks: Sequence[str] = ("PingPong",), spec: dict | None = None,
                 rounds: str = "none", round_sd: float = 0.0,
-                failed: Sequence[tuple[str, int]] = ()
+                failed: Sequence[tuple[str, int]] = (), round_upto: int | None = None
                 ) -> tuple[Store, dict[str, list[str]]]:
     """Variants 'a' (baseline) and 'b' (times x exp(-effect): b better by effect in logs),
     launches interleaved a, b, a, b, ...; returns the store and {set: run ids}.
@@ -97,7 +104,8 @@ def build_store(path: str | Path, rng: np.random.Generator, *, launches: int | t
     rest. spec: the campaign's stored spec ({"order": "interleaved"} makes its rounds
     pairable, report.data.launch_round); rounds/round_sd: a round effect both launches of
     a round share (round_offsets); failed: (variant, repeat) launches stored as failed
-    (no results: the other side's launch of that round loses its partner)."""
+    (no results: the other side's launch of that round loses its partner); round_upto:
+    the round effect only at the sizes <= it (launch_rows' offset_upto)."""
     na, nb = (launches, launches) if isinstance(launches, int) else launches
     store = Store(path)
     cid = store.add_campaign("sim", spec) if spec is not None else store.add_campaign("sim")
@@ -121,7 +129,8 @@ def build_store(path: str | Path, rng: np.random.Generator, *, launches: int | t
                                                within=within, effect=eff,
                                                n_samples=n_samples, size_part=size_part,
                                                shared=shared, dist=dist,
-                                               benchmark=list(benchmarks), offset=off))
+                                               benchmark=list(benchmarks), offset=off,
+                                               offset_upto=round_upto))
             store.set_run(rid, "done", started=1.7e9 + seq, finished=1.7e9 + seq + 1,
                           elapsed=1.0)
             sets[v].append(rid)
