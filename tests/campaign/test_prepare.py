@@ -93,7 +93,11 @@ def _setup_lines(run_dir: Path) -> str:
 @pytest.mark.mpi
 @pytest.mark.skipif(not shutil.which("gmx_mpi"), reason="GROMACS (gmx_mpi) is not installed")
 def test_gromacs_minimisation_runs_once_and_only_production_is_timed(tmp_path):
+    # one launch per cell (2 variants x 2 steps) shares the preparation as well as two did;
+    # the second repeat comes below, in a later run. Each launch is a grompp and an mdrun
+    # (~3 s at load 5): 8 launches, not 12
     camp = _campaign(tmp_path)
+    camp.write_text(camp.read_text().replace("repeats = 2", "repeats = 1"))
     assert cli_main(["campaign", "run", "--no-progress", str(camp)]) == 0
     runs_root = tmp_path / "runs"
     prep = list((runs_root / "_prepare" / "md").iterdir())
@@ -103,10 +107,10 @@ def test_gromacs_minimisation_runs_once_and_only_production_is_timed(tmp_path):
     assert "Steepest Descents" in log
     con = sqlite3.connect(tmp_path / "mpibench.db")
     runs = con.execute("SELECT id, status, elapsed FROM runs").fetchall()
-    assert len(runs) == 8 and {s for _, s, _ in runs} == {"done"}
+    assert len(runs) == 4 and {s for _, s, _ in runs} == {"done"}
     said = [_setup_lines(runs_root / rid) for rid, _, _ in runs]
     assert sum("prepared" in s for s in said) == 1
-    assert sum("reusing" in s for s in said) == 7
+    assert sum("reusing" in s for s in said) == 3
     # the production ran on the minimised structure of the shared preparation
     for rid, _, _ in runs:
         assert (runs_root / rid / "em.gro").read_bytes() == \
@@ -124,9 +128,14 @@ def test_gromacs_minimisation_runs_once_and_only_production_is_timed(tmp_path):
     con.close()
 
     # a second run reuses it (nothing pending: nothing runs); a new repeat reuses it too
-    camp.write_text(camp.read_text().replace("repeats = 2", "repeats = 3"))
+    camp.write_text(camp.read_text().replace("repeats = 1", "repeats = 2"))
     assert cli_main(["campaign", "run", "--no-progress", str(camp)]) == 0
     assert len(list((runs_root / "_prepare" / "md").iterdir())) == 1
+    con = sqlite3.connect(tmp_path / "mpibench.db")
+    new = [rid for (rid,) in con.execute("SELECT id FROM runs")
+           if rid not in {r for r, _, _ in runs}]
+    con.close()
+    assert len(new) == 4 and all("reusing" in _setup_lines(runs_root / rid) for rid in new)
 
 
 @pytest.mark.mpi
