@@ -913,11 +913,20 @@ def round_seconds(db: Path) -> dict[int, float]:
     return out
 
 
-def cold_start(db: Path) -> str:
+def cold_start(db: Path) -> float:
     """Round 1's launch seconds over round 2's (the pilot's two rounds, at the same
-    options): how much the first round of a run costs more (a cold start)."""
+    options): how much the first round of a run costs more (a cold start); nan without
+    both rounds."""
     secs = round_seconds(db)
-    return f"{secs[0] / secs[1]:.2f}" if secs.get(1) and 0 in secs else "-"
+    return secs[0] / secs[1] if secs.get(1) and 0 in secs else math.nan
+
+
+class RunReplay(NamedTuple):
+    core: int            # cells decided
+    imb: int
+    ratio: float         # core/IMB launch seconds
+    first: str           # who ran first in round 1: C or I
+    cold: dict           # {tool: round 1 / round 2 launch seconds}
 
 
 def replay_tool(db: Path, tool: str, rounds: int) -> Replay:
@@ -967,9 +976,9 @@ def first_by_round(dbs: dict[str, Path], rounds: int) -> str:
                    for k in range(rounds))
 
 
-def replay_run(run: Path) -> tuple[int, int, float] | None:
-    """Print one kept run's replay (core vs IMB); (core decided, IMB decided, time ratio),
-    or None when the directory holds no kept run (said)."""
+def replay_run(run: Path) -> RunReplay | None:
+    """Print one kept run's replay (core vs IMB) and return its figures, or None when the
+    directory holds no kept run (said)."""
     dbs = {t: run / t / "mpibench.db" for t in ("core", "imb")}
     missing = [str(p) for p in dbs.values() if not p.is_file()]
     if missing:
@@ -981,14 +990,15 @@ def replay_run(run: Path) -> tuple[int, int, float] | None:
         return None
     r = {t: replay_tool(db, t, rounds) for t, db in dbs.items()}
     c, i = r["core"], r["imb"]
+    order, cold = first_by_round(dbs, rounds), {t: cold_start(db) for t, db in dbs.items()}
     ratio = c.seconds / i.seconds if i.seconds else math.nan
     print(f"{run.name} ({rounds} rounds): core {c.state.decided}/{c.state.cells} "
           f"({c.state.significant} sig, {c.state.equivalent} eq), {c.seconds:.1f} s | IMB "
           f"{i.state.decided}/{i.state.cells} ({i.state.significant} sig, "
           f"{i.state.equivalent} eq), {i.seconds:.1f} s | core/IMB time {ratio:.2f} | "
           f"core >= IMB: {'yes' if c.state.decided >= i.state.decided else 'no'}; first "
-          f"per round: {first_by_round(dbs, rounds)}; round 1 / round 2 launch seconds: "
-          f"core {cold_start(dbs['core'])}, IMB {cold_start(dbs['imb'])}")
+          f"per round: {order}; round 1 / round 2 launch seconds: core {cold['core']:.2f}, "
+          f"IMB {cold['imb']:.2f}")
     for t, x in r.items():
         print(f"  {t:4} decided by look (2..): {' '.join(map(str, x.counts))}; significant: "
               f"{_sizes(x.cells, Status.SIGNIFICANT)}; equivalent: "
@@ -998,7 +1008,7 @@ def replay_run(run: Path) -> tuple[int, int, float] | None:
                   f"measuring them; tested on the rounds they have): " + ", ".join(
                       f"{s} ({k})" for s, k in sorted(x.short.items())))
     print(f"  core {cell_budget_line(dbs['core'], c.cells)}")
-    return c.state.decided, i.state.decided, ratio
+    return RunReplay(c.state.decided, i.state.decided, ratio, order[:1], cold)
 
 
 def replay(dirs: list[str]) -> int:
@@ -1011,13 +1021,31 @@ def replay(dirs: list[str]) -> int:
     got = [x for x in (replay_run(Path(d)) for d in dirs) if x is not None]
     if not got:
         return 2
-    ge = sum(c >= i for c, i, _ in got)
-    ratios = [q for _, _, q in got if math.isfinite(q)]
+    ge = sum(x.core >= x.imb for x in got)
+    ratios = [x.ratio for x in got if math.isfinite(x.ratio)]
     span = f"{min(ratios):.2f}-{max(ratios):.2f}" if ratios else "-"
     print(f"replayed {len(got)} runs: core decided >= IMB in {ge} of {len(got)}; cells "
-          f"decided in all: core {sum(c for c, _, _ in got)}, IMB "
-          f"{sum(i for _, i, _ in got)}; core/IMB launch time {span}")
+          f"decided in all: core {sum(x.core for x in got)}, IMB "
+          f"{sum(x.imb for x in got)}; core/IMB launch time {span}")
+    print(cold_line(got))
     return 0
+
+
+def cold_line(got: list[RunReplay]) -> str:
+    """Round 1 / round 2 launch seconds per tool, medians over the runs in which that tool
+    ran first in round 1 and over those in which it ran second: whether a cold start
+    falls on whoever runs first."""
+    import statistics as st
+
+    bits = []
+    for tool, mark in (("core", "C"), ("imb", "I")):
+        for when, pick in (("first", True), ("second", False)):
+            xs = [x.cold[tool] for x in got
+                  if (x.first == mark) == pick and math.isfinite(x.cold[tool])]
+            bits.append(f"{tool} {when} {st.median(xs):.2f} ({len(xs)} runs)" if xs
+                        else f"{tool} {when} - (0 runs)")
+    return ("round 1 / round 2 launch seconds, median over runs, by which tool ran first "
+            "in round 1: " + "; ".join(bits))
 
 
 if __name__ == "__main__":

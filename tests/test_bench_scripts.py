@@ -154,9 +154,12 @@ def test_time_to_decision_replay_repeats_the_live_runs_looks(tmp_path):
         if rest:
             got[head.strip()] = [int(x) for x in rest.split(";")[0].split()]
     assert got == live, res.stdout
-    summary = res.stdout.splitlines()[-1]
+    summary = next(x for x in res.stdout.splitlines() if x.startswith("replayed "))
     ge = int(live["core"][-1] >= live["imb"][-1])
     assert summary.startswith(f"replayed 1 runs: core decided >= IMB in {ge} of 1"), summary
+    # the run ran the core first in every round (before --order): the cold-start line
+    # counts it under "core first" and "imb second"
+    assert "core first " in res.stdout and "(1 runs); core second - (0 runs)" in res.stdout
 
 
 def test_time_to_decision_replay_refuses_a_directory_without_stores(tmp_path):
