@@ -121,30 +121,57 @@ def _kept_run(into: Path) -> Path:
     return run
 
 
-def _live_counts(log: str) -> dict[str, list[int]]:
-    """{tool: cells decided at each look from the second round} from a bench run's round
-    lines (a tool that has decided every cell prints '(all decided)' and has no more)."""
-    import re
+def _load_bench(name: str):
+    import importlib.util
 
-    out: dict[str, list[int]] = {"core": [], "imb": []}
-    for line in log.splitlines():
-        parts = line.split("|")
-        if len(parts) != 4 or not parts[0].strip().isdigit():
-            continue
-        for tool, col in zip(("core", "imb"), parts[1:3], strict=True):
-            m = re.search(r"(\d+)/\d+ \(\d+ sig, \d+ eq\)", col)
-            if m:
-                out[tool].append(int(m.group(1)))
+    spec = importlib.util.spec_from_file_location(name, BENCH / "bench_time_to_decision.py")
+    ttd = importlib.util.module_from_spec(spec)
+    sys.modules[name] = ttd          # its dataclasses look it up there
+    try:
+        spec.loader.exec_module(ttd)
+    finally:
+        del sys.modules[name]
+    return ttd
+
+
+def _live_counts(ttd, run: Path, tmp: Path, rounds: int) -> dict[str, list[int]]:
+    """{tool: cells decided at each look} as the live bench saw them: at look n its store
+    held rounds 1..n only, so each look runs on a copy with the later launches deleted,
+    through the live path (decided(), the statuses carried look to look)."""
+    import shutil
+    import sqlite3
+
+    out: dict[str, list[int]] = {}
+    design = ttd.schedule(rounds, rounds, 0)
+    for tool in ("core", "imb"):
+        prev, counts = None, []
+        for n in range(2, rounds + 1):
+            db = tmp / f"{tool}-{n}.db"
+            shutil.copy(run / tool / "mpibench.db", db)
+            con = sqlite3.connect(db)
+            con.execute("DELETE FROM results WHERE run_id IN "
+                        "(SELECT id FROM runs WHERE repeat >= ?)", (n,))
+            con.execute("DELETE FROM runs WHERE repeat >= ?", (n,))
+            con.commit()
+            con.close()
+            state, prev = ttd.decided(db, ttd.STATISTIC[tool], design, n, prev)
+            counts.append(state.decided)
+            if state.decided == state.cells:
+                break
+        out[tool] = counts
     return out
 
 
 def test_time_to_decision_replay_repeats_the_live_runs_looks(tmp_path):
-    """--replay on a kept run (tests/data/ttd_replay: a real run's two stores and its own
-    output) decides, look by look and for both tools, what the live run printed: the
-    replay calls the live looks' function on the launches of the first n rounds."""
+    """--replay on a kept run (tests/data/ttd_replay: a real run's two stores) decides,
+    look by look and for both tools, what the live bench decides with this checkout's
+    test: at look n the live store held rounds 1..n only (here: a copy with the later
+    launches deleted, through decided(), the live looks' path); the replay filters the
+    full store to the first n rounds instead. Model changes move both alike."""
     run = _kept_run(tmp_path)
-    live = _live_counts((TTD_DATA / "live.log").read_text())
-    assert live["core"] and live["imb"]
+    ttd = _load_bench("bench_ttd_live")
+    live = _live_counts(ttd, run, tmp_path, ttd.store_rounds(run / "imb" / "mpibench.db"))
+    assert len(live["imb"]) == 9          # a 10-round run: looks 2..10
     res = subprocess.run([sys.executable, str(BENCH / "bench_time_to_decision.py"),
                           "--replay", str(run)], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
@@ -171,16 +198,7 @@ def test_time_to_decision_replay_refuses_a_directory_without_stores(tmp_path):
 
 
 def test_time_to_decision_alternates_which_tool_launches_first():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("bench_ttd_order",
-                                                  BENCH / "bench_time_to_decision.py")
-    ttd = importlib.util.module_from_spec(spec)
-    sys.modules["bench_ttd_order"] = ttd
-    try:
-        spec.loader.exec_module(ttd)
-    finally:
-        del sys.modules["bench_ttd_order"]
+    ttd = _load_bench("bench_ttd_order")
     assert [ttd.first_tool("alternate", k) for k in range(1, 5)] == ["core", "imb"] * 2
     assert {ttd.first_tool("core-first", k) for k in range(1, 5)} == {"core"}
     assert {ttd.first_tool("imb-first", k) for k in range(1, 5)} == {"imb"}
