@@ -103,7 +103,10 @@ launches as today's. A --to-budget run is replayed as a plain run of its N inter
 rounds. What a replay cannot redo: after a look the core's launches ran only the sizes
 the live run had left undecided, so a size the live run decided at round k has k rounds
 in the store; a replay that does not decide it there tests it on those (the replay
-names such sizes with their rounds).
+names such sizes with their rounds), which counts against the core when the replayed
+model decides less than the live one did. --all-sizes runs every size in every core
+launch, as IMB's, for a dataset that replays without that bias (the live decisions are
+still final per cell; the extra launches cost the core launch time).
 """
 
 from __future__ import annotations
@@ -596,6 +599,9 @@ def _args(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--order", default="alternate", metavar="|".join(ORDERS),
                     help="which tool launches first in a round (default alternate: the core "
                          "in odd rounds, IMB in even ones)")
+    ap.add_argument("--all-sizes", action="store_true",
+                    help="the core's launches after a look run every size, as IMB's do (a "
+                         "kept run a replay can then test on every round at every size)")
     ap.add_argument("--replay", nargs="+", metavar="DIR",
                     help="run no launches: recompute both tools' decided cells with this "
                          "checkout's test from runs kept with --keep (each DIR holds core/ "
@@ -645,7 +651,8 @@ def main(argv: list[str]) -> int:
     # what --replay needs to repeat this run's looks (their count sets the levels)
     root.mkdir(parents=True, exist_ok=True)
     (root / SETTINGS).write_text(json.dumps({"rounds": compare, "order": a.order,
-                                             "to_budget": a.to_budget, "sizes": sizes}))
+                                             "to_budget": a.to_budget, "sizes": sizes,
+                                             "all_sizes": a.all_sizes}))
     bind = "" if a.bind == "none" else a.bind
     what = (f"{compare} rounds interleaved with IMB, then the core to the budget it prints "
             f"(at most {a.max_budget:g} s of launches)" if a.to_budget
@@ -664,7 +671,8 @@ def main(argv: list[str]) -> int:
     design = (schedule(budget.SEARCH_MAX, compare, a.batches, interim) if a.to_budget
               else schedule(compare, compare, 0))
     core = Tool("core", root / "core", CORE.format(sizes=sizes), STATISTIC["core"], design,
-                extra=f"budget = {{ launches = {compare} }}", bind=bind, only_undecided=True)
+                extra=f"budget = {{ launches = {compare} }}", bind=bind,
+                only_undecided=not a.all_sizes)
     imb = Tool("imb", root / "imb", IMB.format(tgz=IMB_TGZ, sizes=sizes), STATISTIC["imb"],
                design, bind=bind)
     if a.to_budget:
@@ -775,10 +783,12 @@ def summary(a, core: Tool, imb: Tool, head: tuple, budget_rounds: int, compare: 
         print(f"{label}: {rounds} rounds, {secs:.1f} s of launches, {s.decided} of "
               f"{s.cells} cells decided ({s.significant} significant, {s.equivalent} "
               f"equivalent within ±{100 * TARGET:g}%; statistic per launch: {stat})")
-    print("mpibench-core's launches after a look ran only the sizes with an undecided cell "
-          "(campaign run --only-sizes; a decision is final per cell): "
-          + (", ".join(f"round {r}: {k} sizes" for r, k in core.sizes_run)
-             or "none (no look decided a cell before the last round)")
+    print(("mpibench-core's launches ran every size in every round (--all-sizes)"
+           if not core.only_undecided else
+           "mpibench-core's launches after a look ran only the sizes with an undecided cell "
+           "(campaign run --only-sizes; a decision is final per cell): "
+           + (", ".join(f"round {r}: {k} sizes" for r, k in core.sizes_run)
+              or "none (no look decided a cell before the last round)"))
           + "; IMB-MPI1 ran every size in every round, as its users run it")
     if i_s:
         print(f"ratio core/IMB launch time {c_s / i_s:.2f}; decided core {c_st.decided} vs "
