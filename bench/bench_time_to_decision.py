@@ -937,6 +937,7 @@ class RunReplay(NamedTuple):
     ratio: float         # core/IMB launch seconds
     first: str           # who ran first in round 1: C or I
     cold: dict           # {tool: round 1 / round 2 launch seconds}
+    modes: dict          # {(tool, variant): (fast, normal, slow) launches at 0 B}
 
 
 def replay_tool(db: Path, tool: str, rounds: int) -> Replay:
@@ -986,6 +987,38 @@ def first_by_round(dbs: dict[str, Path], rounds: int) -> str:
                    for k in range(rounds))
 
 
+# a launch's 0 B statistic against the run's median for that tool and stack: below FAST
+# a fast mode, above SLOW a slow one (the VM's launch modes, e.g. Open MPI 0.11 / 0.15 /
+# 0.39 us, MPICH 0.11 / 0.21 / 0.70 us)
+MODE_FAST, MODE_SLOW = 0.85, 1.6
+
+
+def modes_line(modes: dict) -> str:
+    return (f"0 B launch modes (fast/normal/slow: below {MODE_FAST}x, above {MODE_SLOW}x the "
+            f"run's median per tool and stack): " + "; ".join(
+                f"{t} {v} {'/'.join(map(str, n))}" for (t, v), n in modes.items()))
+
+
+def launch_modes(db: Path, tool: str) -> dict[str, tuple[int, int, int]]:
+    """{variant: (fast, normal, slow) launches} at 0 B of a kept store."""
+    import statistics as st
+
+    fam = family(db, STATISTIC[tool])
+    key = next((k for k in fam.cells if k.size == 0), None)
+    if key is None:
+        return {}
+    out = {}
+    for v, side in zip(("openmpi", "mpich"), fam.cells[key][:2], strict=True):
+        vals = [x for x in side.values() if x and x > 0]
+        if not vals:
+            continue
+        m = st.median(vals)
+        fast = sum(x < MODE_FAST * m for x in vals)
+        slow = sum(x > MODE_SLOW * m for x in vals)
+        out[v] = (fast, len(vals) - fast - slow, slow)
+    return out
+
+
 def replay_run(run: Path) -> RunReplay | None:
     """Print one kept run's replay (core vs IMB) and return its figures, or None when the
     directory holds no kept run (said)."""
@@ -1018,7 +1051,9 @@ def replay_run(run: Path) -> RunReplay | None:
                   f"measuring them; tested on the rounds they have): " + ", ".join(
                       f"{s} ({k})" for s, k in sorted(x.short.items())))
     print(f"  core {cell_budget_line(dbs['core'], c.cells)}")
-    return RunReplay(c.state.decided, i.state.decided, ratio, order[:1], cold)
+    modes = {(t, v): n for t, db in dbs.items() for v, n in launch_modes(db, t).items()}
+    print("  " + modes_line(modes))
+    return RunReplay(c.state.decided, i.state.decided, ratio, order[:1], cold, modes)
 
 
 def replay(dirs: list[str]) -> int:
@@ -1038,6 +1073,11 @@ def replay(dirs: list[str]) -> int:
           f"decided in all: core {sum(x.core for x in got)}, IMB "
           f"{sum(x.imb for x in got)}; core/IMB launch time {span}")
     print(cold_line(got))
+    tot: dict = {}
+    for x in got:
+        for k, n in x.modes.items():
+            tot[k] = tuple(a + b for a, b in zip(tot.get(k, (0, 0, 0)), n, strict=True))
+    print("all runs: " + modes_line(tot))
     return 0
 
 

@@ -187,6 +187,11 @@ def test_time_to_decision_replay_repeats_the_live_runs_looks(tmp_path):
     # the run ran the core first in every round (before --order): the cold-start line
     # counts it under "core first" and "imb second"
     assert "core first " in res.stdout and "(1 runs); core second - (0 runs)" in res.stdout
+    # every launch of the 10 rounds at 0 B falls in one of the three launch modes
+    modes = next(x for x in res.stdout.splitlines() if x.startswith("all runs: 0 B"))
+    for who in ("core openmpi", "core mpich", "imb openmpi", "imb mpich"):
+        counts = modes.split(who + " ")[1].split(";")[0]
+        assert sum(map(int, counts.split("/"))) == 10, modes
 
 
 def test_time_to_decision_replay_refuses_a_directory_without_stores(tmp_path):
