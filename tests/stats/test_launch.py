@@ -922,3 +922,10 @@ def test_regimes_are_separate_units_of_the_tables_family():
         adj, _share = mult.adjust_table([mult.Hypothesis("cell", t, "c", "bench") for t in ts])
         fam += min(adj) <= 0.05
     assert fam / 200 <= 0.08
+    # the two regimes' cells are two units (the noisy regime's round part is not the
+    # quiet one's maxT correlation, nor in its mean-gain test's components)
+    _ps, units = mult._cell_units([mult.Hypothesis("cell", t, "c", "bench") for t in ts])
+    regimes = {t.regime for t in ts}
+    assert len(regimes) == 2
+    assert len({u for u, t in zip(units, ts, strict=True) if t.regime == 0}
+               & {u for u, t in zip(units, ts, strict=True) if t.regime == 1}) == 0
