@@ -459,18 +459,23 @@ def _plan_sides(spreads: list) -> list:
     from each side's own cell part (ms_cell / S: var(u) >= 0), and each cell's own cell
     part as the test will use it (_each_cell's thin-side floor); raised where it has
     < WELCH_MIN_DF df per cell, both sides' together (_test_cell, plan_cell_parts).
-    docs/statistics.md "Planning"."""
+    docs/statistics.md "Planning". A third item: per side, the launch part (per launch)
+    plan_expect takes as its truth where that side is thin (plan_thin_launch), else
+    None; _plan_cell uses it for the cells with no own cell part."""
     a, b = spreads
     if a is None or b is None:
         return spreads
-    out = []
+    out, medians = [], []
     for own, other in ((a, b), (b, a)):
         floor = own.ms_cell / own.cells if own.df_cell > 0 and own.cells > 1 else 0.0
         v, d = plan_component(own.ms_launch / own.cells, own.df_launch,
                               other.ms_launch / other.cells, other.df_launch, floor)
         out.append(own._replace(ms_launch=v * own.cells, df_launch=d,
                                 cell_parts=_each_cell(own, other, floor_component)))
-    return out
+        thin = own.df_launch < WELCH_MIN_DF and other.df_launch > own.df_launch
+        medians.append((own.ms_launch / own.cells, floor, own.df_cell if floor else 0.0)
+                       if thin else None)
+    return out + [tuple(medians)]
 
 
 def _plan_cell(plan_spreads, ns: tuple[int, int], cell: object) -> list:
@@ -478,10 +483,17 @@ def _plan_cell(plan_spreads, ns: tuple[int, int], cell: object) -> list:
     _plan_sides's Spreads, its own cell parts raised together (plan_cell_parts). Both
     sides' parts per launch identical (value and df): one side's was floored to the
     other's (_each_cell copies it), one estimate, not two (plan_cell_parts's same)."""
+    medians = plan_spreads[2] if len(plan_spreads) > 2 else (None, None)
+    plan_spreads = plan_spreads[:2]
     sides = [sp.components(n, cell) for sp, n in zip(plan_spreads, ns, strict=True)]
     own = [(j, 1) for j, sp in enumerate(plan_spreads)
            if sp.own_part(cell) is not None and len(sides[j]) > 1]
-    if own:
+    if not own:
+        # no own cell part: a thin side's launch part is plan_expect's truth
+        for j, raw in enumerate(medians):
+            if raw is not None:
+                _expect_truths(sides, ns, j, raw)
+    else:
         parts = [plan_spreads[j].own_part(cell) for j, _ in own]
         same = ((0, 1),) if len(parts) == 2 and parts[0] == parts[1] else ()
         launch = plan_launch_parts(plan_spreads, ns)
@@ -526,6 +538,133 @@ def _plan_mixed_df(d_own: float, d_other: float) -> float:
     q = p * float(_t_isf(tail, min(d_other, d_own + 1.0))) + \
         (1.0 - p) * float(_t_isf(tail, d_own))
     return float(stdtridf(1.0 - tail, q))
+
+
+# Planning a thin side by its expected power (plan_expect): where one side's launch part
+# has fewer than WELCH_MIN_DF df and the other's more (2-3 launches against more) and no
+# cell has its own cell part, the 'detectable' is the effect whose power, AVERAGED over the
+# estimates the test may get, is POWER: the planned truths are the thin side's launch part
+# median-unbiased above its floor (plan_thin_launch) and everything else as estimated;
+# the test's estimates of the two launch parts and of the thin side's cell part are drawn
+# on a grid of equal-probability chi2 quantiles (EXPECT_GRID: thin launch part, other
+# launch part, thin cell part), the test's floor (floor_component) and its Cochran-Cox /
+# Welch critical value applied per draw. docs/statistics.md "Planning".
+EXPECT_GRID = (24, 24, 8)
+
+
+def plan_thin_launch(var: float, df: float, floor: float = 0.0,
+                     floor_df: float = 0.0) -> float:
+    """A thin side's launch part (var, df) as plan_expect's truth. Pooled over S sizes
+    the launch part is var(u) + var(v)/S, and the side's ms_cell / S (floor, on floor_df
+    df) estimates var(v)/S: where var at most the PLAN_SAME_LEVEL quantile of F(df,
+    floor_df) times floor (consistent with var(u) = 0: sizes that share no launch
+    effect), the two pooled, df-weighted; else max(var, floor) with the part above floor
+    scaled by df / chi2_0.5(df), its median-unbiased value (x2.20 at 1 df, x1.44 at 2).
+    Raised whenever it is above its floor, the figure of 2 vs 7 launches whose sizes
+    share no launch effect had 84.9-85.3% true power (a 1-df excess over a 9-df floor is
+    noise there, and x2.20 it made the truth's median too high)."""
+    own = max(var, floor)
+    if floor_df > 0 and own <= floor * _f_ppf(PLAN_SAME_LEVEL, df, floor_df):
+        return (df * own + floor_df * floor) / (df + floor_df)
+    return floor + (own - floor) * df / float(_chi2_ppf(0.5, df))
+
+
+def _expect_truths(sides: list, ns: tuple, j: int, raw: tuple) -> None:
+    """Side j's launch part in a cell's planning components (sides, per side) as
+    plan_expect's truth: raw (its launch part per launch, its floor, the floor's df) planned by
+    plan_thin_launch, at its own df."""
+    dj = sides[j][0][1]
+    sides[j][0] = (plan_thin_launch(raw[0], dj, raw[1], raw[2]) / ns[j], dj)
+
+
+def expect_thin(comps: Sequence[tuple[float, float]], k: int) -> int | None:
+    """Which side (0 baseline, 1 candidate) of pooled unpaired components (the baseline's
+    k first: launch part, then its cell part) plan_expect plans as thin: its launch part
+    on fewer than WELCH_MIN_DF df, the other's on more; None where neither is."""
+    if not 0 < k < len(comps):
+        return None
+    d0, dk = comps[0][1], comps[k][1]
+    if d0 < WELCH_MIN_DF and dk > d0:
+        return 0
+    if dk < WELCH_MIN_DF and d0 > dk:
+        return 1
+    return None
+
+
+def _quantiles(df: float, m: int) -> np.ndarray:
+    """chi2_df / df at m equal-probability midpoints (the draws of an estimate / truth)."""
+    return np.asarray(_chi2_ppf((np.arange(m) + 0.5) / m, df), dtype=float) / df
+
+
+def _expect_draws(comps: tuple, ns: tuple, k: int, j: int) -> tuple:
+    """(the test's variance, its critical value's components as (variance, df) columns)
+    per grid draw (plan_expect): the sides' launch parts and the thin side's cell part
+    drawn around the planned truths comps, the thin launch part floored per draw."""
+    sides = [list(comps[:k]), list(comps[k:])]
+    (vt, dt), (vo, do) = sides[j][0], sides[1 - j][0]
+    na, nb, nc = EXPECT_GRID
+    a = (vt * _quantiles(dt, na))[:, None, None]
+    b = (vo * _quantiles(do, nb))[None, :, None]
+    floored = a * ns[j] < b * ns[1 - j]
+    thin = np.where(floored, b * ns[1 - j] / ns[j], a)
+    dthin = np.where(floored, min(do, dt + 1.0), dt)
+    cols = [(thin, dthin), (b, do)]
+    for i, side in ((j, sides[j]), (1 - j, sides[1 - j])):
+        for v, d in side[1:]:
+            draw = v * _quantiles(d, nc)[None, None, :] if i == j else v
+            cols.append((draw, d))
+    shape = np.broadcast_shapes(*(np.shape(v) for v, _ in cols))
+    cols = [(np.broadcast_to(v, shape), np.broadcast_to(d, shape)) for v, d in cols]
+    return sum(v for v, _ in cols), cols
+
+
+def _expect_crit(cols: list, alpha: float) -> np.ndarray:
+    """Per draw, the test's critical value (cochran_cox_crit, vectorised): Welch at the
+    Satterthwaite df where every component has >= WELCH_MIN_DF df, else Cochran-Cox."""
+    tail = alpha / 2.0
+    tot = sum(v for v, _ in cols)
+    cc = sum(v * _t_isf_each(tail, d) for v, d in cols) / tot
+    welch = np.all([(d >= WELCH_MIN_DF) | (v <= 0) for v, d in cols], axis=0)
+    if not welch.any():
+        return cc
+    den = sum(np.where(v > 0, v * v / d, 0.0) for v, d in cols)
+    df = tot * tot / den
+    # rounded as _power_delta rounds it (0.1 below 30 df, 1 above): few distinct values
+    df = np.where(df < 30, np.round(df, 1), np.round(df))
+    return np.where(welch, _t_isf_each(tail, df), cc)
+
+
+def _t_isf_each(tail: float, df: np.ndarray) -> np.ndarray:
+    """_t_isf(tail, df) for an array of df, computed once per distinct value."""
+    u, inv = np.unique(df, return_inverse=True)
+    return np.asarray(_t_isf(tail, u))[inv].reshape(np.shape(df))
+
+
+@functools.lru_cache(maxsize=4096)
+def plan_expect(comps: tuple, ns: tuple, k: int, alpha: float,
+                power: float = POWER) -> float | None:
+    """The 'detectable' of a thin side (expect_thin) planned on its expected power: the
+    |log effect| d at which the mean over the grid's draws (_expect_draws) of
+    P(|N(d, sigma^2)| > c se) is `power`, sigma^2 the sum of the planned truths comps, se
+    and c a draw's standard error and critical value (the mean log difference is
+    independent of the spreads), as a percentage (expm1); None as _detectable. comps:
+    the planned truths (plan_thin_launch for the thin launch part), ns the launch counts,
+    k the baseline's number of components."""
+    j = expect_thin(comps, k)
+    sigma2 = sum(v for v, _ in comps)
+    if j is None or sigma2 <= 0:
+        return _detectable(comps, alpha, power)
+    se2, cols = _expect_draws(comps, ns, k, j)
+    h = (_expect_crit(cols, alpha) * np.sqrt(se2)).ravel() / math.sqrt(sigma2)
+
+    def short(x: float) -> float:
+        return float(np.mean(_norm_cdf(x - h) + _norm_cdf(-x - h))) - power
+
+    from scipy.optimize import brentq
+    hi = float(h.max()) + 10.0
+    x = brentq(short, 0.0, hi, xtol=1e-6) if short(0.0) < 0 else 0.0
+    log_effect = x * math.sqrt(sigma2)
+    return math.expm1(log_effect) if log_effect <= MAX_LOG_EFFECT else None
 
 
 def _each_side(spreads: list, component) -> list:
@@ -711,7 +850,19 @@ def detectable_at(t: LaunchTest, alpha: float, power: float = POWER) -> float | 
     with probability `power` at another alpha (e.g. a Holm family's first step)."""
     if not t.tested or not t.components:
         return None
-    return _detectable(tuple(t.planned_on), alpha, power)
+    return _plan_figure(tuple(t.planned_on), (t.n_base, t.n_cand), t.pooled and
+                        not t.own_cell and t.pairing == "none", t.base_components,
+                        alpha, power)
+
+
+def _plan_figure(plan: tuple, ns: tuple, expect: bool, k: int, alpha: float,
+                 power: float) -> float | None:
+    """The 'detectable' of planning components: plan_expect's where expect (pooled,
+    unpaired, no own cell part) and a side is thin (expect_thin), else _detectable's."""
+    k = k or len(plan) // 2
+    if expect and expect_thin(plan, k) is not None:
+        return plan_expect(plan, ns, k, alpha, power)
+    return _detectable(plan, alpha, power)
 
 
 def _detectable(components: tuple, alpha: float, power: float) -> float | None:
@@ -1196,7 +1347,10 @@ def _tested(diff: float, ns: tuple[int, int], sd: float, comps: tuple, pooled: b
                           None if p is not None else Untested.NO_SPREAD, **extra)
     se = math.sqrt(se2)
     h = _crit(comps, (1.0 - level) / 2.0) * se
-    mde = _detectable(extra.get("plan_components") or comps, alpha, POWER)
+    mde = _plan_figure(tuple(extra.get("plan_components") or comps), ns,
+                       pooled and not extra.get("own_cell") and
+                       extra.get("pairing", "none") == "none",
+                       extra.get("base_components", 0), alpha, POWER)
     return LaunchTest(point, math.exp(diff - h), math.exp(diff + h), None, *ns, True, "", sd,
                       mde, df, diff, se, comps, pooled, shared_var=min(shared, se2),
                       parts=parts, **extra)

@@ -114,12 +114,13 @@ def stage_two_test(full: LaunchTest, late: LaunchTest, level: float = 0.95,
                   for (lv, dl, cv, dc, s), r in zip(late.parts, (rb, rc), strict=False))
     shared = late.shared_var * rb if rb == rc else _shared(parts)
     plan = _scaled(late, late.plan_components, rb, rc) if late.plan_components else ()
-    return full._replace(
+    out = full._replace(
         ci_low=_exp(d - h), ci_high=_exp(d + h), p=p,
         se_log=se, components=comps, df=launch_stats._satterthwaite(comps),
         shared_var=min(shared, se2), parts=parts, plan_components=plan,
-        base_components=late.base_components,
-        detectable=launch_stats._detectable(plan or comps, alpha, launch_stats.POWER))
+        base_components=late.base_components)
+    # the one planning figure (a thin side: stats.launch.plan_expect)
+    return out._replace(detectable=launch_stats.detectable_at(out, alpha))
 
 
 def wider(full: LaunchTest, stage2: LaunchTest | None) -> tuple[LaunchTest, str]:
