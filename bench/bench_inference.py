@@ -6,6 +6,7 @@
                                                --only-regimes |
                                                --only-unbalanced | --only-planning |
                                                --only-planning-paired | --only-planning-own |
+                                               --only-planning-thin |
                                                --only-hetero | --only-thin |
                                                --only-two-mode-size | --only-outlier]
 
@@ -169,6 +170,9 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--only-planning-paired", action="store_true",
                     help="only the paired-by-round rows of the planning figures (3, 4, 5, "
                     "8 rounds; 1 size and 10 sizes; shared and unshared launch effects)")
+    ap.add_argument("--only-planning-thin", action="store_true",
+                    help="only the unpaired thin-side rows of the planning figures (2 and 3 "
+                    "vs 7; the thin side as noisy, 3x, 1.7x, 1/3; shared or not)")
     ap.add_argument("--only-planning-own", action="store_true",
                     help="only the planning rows where every size has its own cell part "
                     "(2+2, 3+3, 2 and 3 vs 7 at 4 sizes, 2 vs 3; stats level; 2 x --reps "
@@ -215,6 +219,7 @@ def main(argv: list[str]) -> int:
             (args.only_unbalanced, unbalanced_section, reps),
             (args.only_planning, planning_section, reps),
             (args.only_planning_paired, _paired_rows, reps),
+            (args.only_planning_thin, planning_thin_section, reps),
             (args.only_planning_own, planning_own_section, reps),
             (args.only_missing_pair, missing_pair, 6 * reps),
             (args.only_paired, paired_section, reps),
@@ -319,17 +324,6 @@ def _power(db: Path, rng: np.random.Generator, kw: dict, launches, effect: float
     return float(np.mean(rates)), float(np.std(rates, ddof=1) / math.sqrt(reps)), cmps
 
 
-def _plan_before(var: float, df: float, other_var: float, other_df: float,
-                 floor: float = 0.0) -> tuple[float, float]:
-    """stats.launch.plan_component as it was before the thin side's own spread was
-    raised (for the side-by-side figures): both sides pooled where the test floors a thin
-    side (it is the smaller), else its own estimate as it stands."""
-    from mpibench.stats import launch as L
-    if L._thin(var, df, other_var, other_df):
-        return (df * var + other_df * other_var) / (df + other_df), df
-    return var, df
-
-
 @contextlib.contextmanager
 def _swapped(name: str, value):
     """stats.launch.NAME replaced by value inside the block (a rule before today's, for a
@@ -349,10 +343,24 @@ def _no_cell_parts(*_args, **_kwargs):
     return None
 
 
+def _detectable_only(comps, ns, k, alpha, power=0.8):
+    """stats.launch.plan_expect before it: the figure at one critical value (for the
+    side-by-side rows; with _no_expect_truths, the rule before plan_expect)."""
+    from mpibench.stats import launch as L
+    return L._detectable(comps, alpha, power)
+
+
+def _no_expect_truths(*_args, **_kwargs) -> None:
+    """stats.launch._expect_truths before plan_expect: a thin side's launch part stays
+    plan_component's."""
+
+
 def _both_rules(store, sets, base):
-    """(comparison with today's planning rule, the same launches with _plan_before)."""
+    """(comparison with today's planning rule, the same launches with the rule before
+    plan_expect: plan_component's components at one critical value)."""
     now = compare_groups(store, sets, base)
-    with _swapped("plan_component", _plan_before):
+    with _swapped("plan_expect", _detectable_only), \
+            _swapped("_expect_truths", _no_expect_truths):
         return now, compare_groups(store, sets, base)
 
 
@@ -364,12 +372,15 @@ def _plan_cost(before: list, now: list) -> tuple[float, float]:
     thin side and benchmark) is in compare's time, not here."""
     from mpibench.stats import launch as L
     out = [math.inf, math.inf]
+    figures = (lambda t: L._detectable(tuple(t.planned_on), 0.05, L.POWER),
+               lambda t: L.detectable_at(t, 0.05))
     for _ in range(3):
-        for i, tests in enumerate((before, now)):
+        for i, (tests, figure) in enumerate(zip((before, now), figures, strict=True)):
             L._ncp_for_power.cache_clear()
+            L.plan_expect.cache_clear()
             t0 = time.perf_counter()
             for t in tests:
-                L._detectable(tuple(t.planned_on), 0.05, L.POWER)
+                figure(t)
             out[i] = min(out[i], 1e6 * (time.perf_counter() - t0) / max(1, len(tests)))
     return out[0], out[1]
 
@@ -379,37 +390,34 @@ def _tested(cmps) -> list:
             if r.deltas["b"].test is not None and r.deltas["b"].test.tested]
 
 
-def planning_section(rng: np.random.Generator, reps: int, db: Path | None = None) -> None:
-    """The planning figures' true power through the real compare path (issue 21's target:
-    75-85% in every scenario): the design's detectable_effect(true per-cell sd, n_a, n_b),
-    and the table's own 'detectable' (median over cells and comparisons) with today's
-    planning rule (stats.launch.plan_component: a thin side pooled with the other side
-    where their spreads agree, else its own spread raised, at its own df) and with the
-    rule before (_plan_before) on the same launches, each used as the true effect of new
-    comparisons."""
-    from mpibench.stats import launch as L
-    if db is None:
-        db = Path(tempfile.mkdtemp(prefix="bench-inference-")) / "sim.db"
-    common = dict(sigma_l=0.05, within=0.01, n_samples=(30, 60), sizes=SIZES)
-    n = max(10, reps // 2)
-    print(f"\nPlanning: true power (cells with raw p <= 0.05, {n} comparisons of "
-          f"{len(SIZES)} sizes per figure, ± its Monte Carlo standard error over "
-          "comparisons) at the design's detectable_effect(true per-cell sd) and at the "
-          "table's 'detectable' (median over cells and comparisons), now (a thin side "
-          "pooled with the other where their spreads agree, else its own spread raised, "
-          "plan_component) and before (pooled where the test floors it, else its own "
-          "estimate); cost: microseconds per cell of the figure, before / now, cold cache")
-    noisier = dict(sigma_scale=(3.0, 1.0))
+def _thin_designs(ns_list=((2, 7), (3, 7))) -> list:
+    """(launches, label, simulate keywords, true per-cell sd or None) of the thin-side
+    rows: the thin side (the baseline, fewer launches) 3x, 1.7x or 1/3 as noisy as the
+    other (sd), launch effects shared by a launch's sizes or not."""
     unshared = dict(shared=0.0, size_part=1.0)
+    out = []
+    for ns in ns_list:
+        for scale, name in ((3.0, "3x"), (1.7, "1.7x"), (1 / 3, "1/3")):
+            for label, kw in (("shared", {}), ("not sharing", unshared)):
+                out.append((ns, f"small side {name}, {label}",
+                            dict(kw, sigma_scale=(scale, 1.0)), None))
+    return out
+
+
+def _equal_designs(ns_list=((5, 5), (2, 7), (3, 7))) -> list:
+    unshared = dict(shared=0.0, size_part=1.0)
+    return [(ns, label, kw, sd) for ns in ns_list
+            for label, kw, sd in (("shared", {}, 0.05 * math.hypot(1.0, 0.5)),
+                                  ("not sharing", unshared, 0.05))]
+
+
+def _planning_rows(rng, n: int, db: Path, designs: list) -> list:
+    """One printed line per design: the design figure's power (equal spreads), the
+    table's median 'detectable' now and before and their powers, the figure's cost."""
+    from mpibench.stats import launch as L
+    common = dict(sigma_l=0.05, within=0.01, n_samples=(30, 60), sizes=SIZES)
     rows = []
-    for launches, label, kw, sd_cell in (
-            *[(ns, label, kw, sd) for ns in ((5, 5), (2, 7), (3, 7))
-              for label, kw, sd in (("shared", {}, 0.05 * math.hypot(1.0, 0.5)),
-                                    ("not sharing", unshared, 0.05))],
-            ((2, 7), "small side 3x, shared", noisier, None),
-            ((2, 7), "small side 3x, not sharing", dict(noisier, **unshared), None),
-            ((3, 7), "small side 3x, shared", noisier, None),
-            ((3, 7), "small side 3x, not sharing", dict(noisier, **unshared), None)):
+    for launches, label, kw, sd_cell in designs:
         kw = {**common, **kw}
         if sd_cell is None:     # unequal spreads: no design figure, the A/A launches
             det = None
@@ -422,16 +430,53 @@ def planning_section(rng: np.random.Generator, reps: int, db: Path | None = None
         design = (f"design ±{100 * det:.1f}% power {100 * pw:.1f}±{100 * se:.1f}%"
                   if det is not None else "design -")
         text, pn, po = _power_now_before(db, rng, kw, launches, tests_now, tests_old, n)
-        line = f"  {launches[0]} vs {launches[1]}, {label}: {design}; {text}"
         rows.append((f"{launches[0]} vs {launches[1]}, {label}", pn, po))
         c_old, c_new = _plan_cost(tests_old, tests_now)
-        print(line + f"; cost {c_old:.0f} / {c_new:.0f} us per cell", flush=True)
+        print(f"  {launches[0]} vs {launches[1]}, {label}: {design}; {text}; cost "
+              f"{c_old:.0f} / {c_new:.0f} us per cell", flush=True)
+    return rows
+
+
+def _planning_header(n: int) -> None:
+    print(f"\nPlanning: true power (cells with raw p <= 0.05, {n} comparisons of "
+          f"{len(SIZES)} sizes per figure, ± its Monte Carlo standard error over "
+          "comparisons) at the design's detectable_effect(true per-cell sd) and at the "
+          "table's 'detectable' (median over cells and comparisons), now (a thin side "
+          "planned by its expected power, stats.launch.plan_expect) and before "
+          "(plan_component's components at one critical value); cost: microseconds per "
+          "cell of the figure, before / now, cold cache")
+
+
+def planning_section(rng: np.random.Generator, reps: int, db: Path | None = None) -> None:
+    """The planning figures' true power through the real compare path (issue 21's target:
+    75-85% in every scenario): the design's detectable_effect(true per-cell sd, n_a, n_b),
+    and the table's own 'detectable' (median over cells and comparisons) with today's
+    planning rule (a thin side by its expected power over the test's draws,
+    stats.launch.plan_expect) and with the rule before (plan_component's components at
+    one critical value) on the same launches, each used as the true effect of new
+    comparisons."""
+    if db is None:
+        db = Path(tempfile.mkdtemp(prefix="bench-inference-")) / "sim.db"
+    n = max(10, reps // 2)
+    _planning_header(n)
+    rows = _planning_rows(rng, n, db, _equal_designs() + _thin_designs())
     _within(rows, "unpaired")
     rows_p = planning_paired(rng, n, db)
     _within(rows_p, "paired by round")
     _within(rows + rows_p, "every row")
     print("  target: 75-85% for the table's 'detectable' in every row (the design figure is "
           "the unpooled Welch plan: more power where sizes do not share launch effects)")
+
+
+def planning_thin_section(rng: np.random.Generator, reps: int) -> None:
+    """--only-planning-thin: the thin-side rows of planning_section alone (2 and 3 vs 7,
+    the thin side as noisy, 3x, 1.7x or 1/3, shared or not), through compare's path."""
+    db = Path(tempfile.mkdtemp(prefix="bench-inference-")) / "sim.db"
+    n = max(10, reps // 2)
+    _planning_header(n)
+    rows = _planning_rows(rng, n, db, _equal_designs(((2, 7), (3, 7))) + _thin_designs())
+    _within(rows, "thin side")
+    print("  target: 75-85% for the table's 'detectable' in every row")
 
 
 def _within(rows: list, what: str) -> None:
@@ -465,9 +510,8 @@ def _power_now_before(db, rng, kw: dict, design, tests_now: list, tests_old: lis
                       n: int) -> tuple[str, float, float]:
     """(text, power now, power before): the median 'detectable' each rule's tables report,
     taken as the true difference, and its power (before drawn only where it differs)."""
-    from mpibench.stats import launch as L
-    now = float(np.median([L._detectable(t.planned_on, 0.05, L.POWER) for t in tests_now]))
-    old = float(np.median([L._detectable(t.planned_on, 0.05, L.POWER) for t in tests_old]))
+    now = float(np.median([t.detectable for t in tests_now if t.detectable is not None]))
+    old = float(np.median([t.detectable for t in tests_old if t.detectable is not None]))
     pn, sn, _ = _power(db, rng, kw, design, now, n)
     text = f"table now ±{100 * now:.1f}% power {100 * pn:.1f}±{100 * sn:.1f}%"
     po = pn
