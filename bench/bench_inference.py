@@ -42,9 +42,11 @@ per block (before) and unpaired: per regime raw p <= 0.05, CI coverage and width
 
 Planning (`--only-planning` runs just this): the true power of the design's
 detectable_effect and of the table's own 'detectable' (with today's planning rule,
-stats.launch.plan_component, and the rule before it on the same launches), each with its
-Monte Carlo standard error, equal spreads and a thin side 3x noisier, and the per-cell
-cost of the figure before and now; then the same for comparisons paired by round at 3, 4, 5
+stats.launch.plan_expect for a thin side, and the rule before it, plan_component's
+components at one critical value, on the same launches), each with its Monte Carlo
+standard error, equal spreads and a thin side 3x, 1.7x and 1/3 as noisy, and the
+per-cell cost of the figure before and now (`--only-planning-thin`: the 2 and 3 vs 7
+rows alone); then the same for comparisons paired by round at 3, 4, 5
 and 8 rounds, one size and 10 sizes, launch effects shared or not (today's rule,
 stats.launch.plan_round_part, and the round part as estimated, on the same launches;
 `--only-planning-paired` runs just these). `--only-planning-own` (stats level,
