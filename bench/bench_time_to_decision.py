@@ -93,7 +93,8 @@ campaign runs Open MPI, then MPICH (the campaign's interleaved order).
 
 --replay DIR... runs no launch: each DIR a run kept with --keep (DIR/core/mpibench.db,
 DIR/imb/mpibench.db, and DIR/bench.json, the run's settings, whose rounds fix the looks'
-levels; a DIR kept before bench.json existed is read as a plain run of the most rounds
+levels, an integer 2-1000, else that run is passed over with one stderr line naming the
+file; a DIR kept before bench.json existed is read as a plain run of the most rounds
 its stores hold) is decided again with this checkout's test, through the function the
 live looks call (judge): per run and tool the cells decided at each look (2..N), which
 sizes are significant or equivalent, the launch seconds stored, the ratio core/IMB and
@@ -126,6 +127,7 @@ from typing import NamedTuple
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from mpibench.errors import UsageError  # noqa: E402
 from mpibench.report.data import load_cells  # noqa: E402
 from mpibench.report.select import select_groups  # noqa: E402
 from mpibench.stats import budget  # noqa: E402
@@ -617,8 +619,8 @@ def _args(argv: list[str]) -> argparse.Namespace:
         refuse(f"--bind: got {a.bind!r}, expected core or none")
     if a.order not in ORDERS:
         refuse(f"--order: got {a.order!r}, expected {', '.join(ORDERS)}")
-    if a.max_rounds < 2:
-        refuse(f"--max-rounds: got {a.max_rounds}, expected 2 or more")
+    if not 2 <= a.max_rounds <= budget.SEARCH_MAX:
+        refuse(f"--max-rounds: got {a.max_rounds}, expected 2-{budget.SEARCH_MAX}")
     if a.to_budget and a.max_rounds < TO_BUDGET_MIN_ROUNDS:
         refuse(f"--max-rounds: got {a.max_rounds} with --to-budget, expected "
                f"{TO_BUDGET_MIN_ROUNDS} or more (the budget is planned on rounds 3..N, "
@@ -969,8 +971,26 @@ def replay_rounds(run: Path, dbs: dict[str, Path]) -> int:
     whose tools stop early only once every cell is decided."""
     f = run / SETTINGS
     if f.is_file():
-        return int(json.loads(f.read_text())["rounds"])
+        return settings_rounds(f)
     return max(store_rounds(db) for db in dbs.values())
+
+
+def settings_rounds(f: Path) -> int:
+    """The "rounds" of a kept run's bench.json (what --keep wrote: a JSON object whose
+    "rounds" is the run's --max-rounds, an integer 2..budget.SEARCH_MAX, the most the
+    bench runs); anything else is refused in one line naming the file and what was
+    expected (UsageError), never read as a guess (a huge count would be looked at once
+    per round)."""
+    want = (f'a JSON object with "rounds": an integer 2-{budget.SEARCH_MAX} (what --keep '
+            f'writes)')
+    try:
+        doc = json.loads(f.read_bytes().decode("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise UsageError(f"{f}: not readable as JSON ({exc}); expected {want}") from None
+    rounds = doc.get("rounds") if isinstance(doc, dict) else None
+    if type(rounds) is not int or not 2 <= rounds <= budget.SEARCH_MAX:
+        raise UsageError(f"{f}: rounds is {repr(rounds)[:60]}; expected {want}")
+    return rounds
 
 
 def first_by_round(dbs: dict[str, Path], rounds: int) -> str:
@@ -1027,7 +1047,11 @@ def replay_run(run: Path) -> RunReplay | None:
     if missing:
         print(f"{run}: not a kept run (--keep DIR): no {', '.join(missing)}")
         return None
-    rounds = replay_rounds(run, dbs)
+    try:
+        rounds = replay_rounds(run, dbs)
+    except UsageError as exc:
+        print(f"{run}: {exc}", file=sys.stderr)
+        return None
     if rounds < 2:
         print(f"{run}: {rounds} round(s) kept; a look needs 2")
         return None

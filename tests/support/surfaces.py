@@ -945,3 +945,66 @@ def _step_result_files(rng: random.Random, n: int) -> Tally:
             if not math.isfinite(res.elapsed):
                 t.silent(f"elapsed {res.elapsed!r}")
     return t
+
+
+@surface("time-to-decision kept runs", "bench/bench_time_to_decision.py --replay DIR: the "
+         "bench.json --keep writes (its rounds set the looks' levels) cut, byte-flipped, "
+         "holding other types, non-finite, huge or negative numbers, or not an object: read "
+         "as an integer 2-1000 that is in the file, or refused in one line naming the file")
+def _ttd_settings(rng: random.Random, n: int) -> Tally:
+    mod = load_bench_ttd()
+    good = json.dumps({"rounds": 10, "order": "alternate", "to_budget": False,
+                       "sizes": "0:22", "all_sizes": True})
+    numbers = ["1" * 400, "1e400", "-1e400", "NaN", "Infinity", "-5", "1", "2", "1000",
+               "1001", "true", "null", "\"7\"", "[10]", "{}", "10.0", "0x10", "\u0663"]
+    t = Tally()
+    with tempfile.TemporaryDirectory(prefix="mb-fuzz-ttd-") as td:
+        f = Path(td) / mod.SETTINGS
+        for k in range(n):
+            text = (mutate_text(rng, good) if rng.random() < 0.5 else
+                    good.replace("10", rng.choice(numbers), 1))
+            f.write_text(text, encoding="utf-8", errors="surrogatepass")
+            _ttd_one(t, mod, f, text, k)
+    return t
+
+
+def load_bench_ttd():
+    """bench/bench_time_to_decision.py as a module (once: it is kept in sys.modules, where
+    its dataclasses look it up; the sys.path it changes is put back)."""
+    import importlib.util
+    import sys
+
+    name = "mpibench_bench_ttd"
+    if name not in sys.modules:
+        path = Path(__file__).resolve().parents[2] / "bench" / "bench_time_to_decision.py"
+        spec = importlib.util.spec_from_file_location(name, path)
+        mod = importlib.util.module_from_spec(spec)
+        saved = list(sys.path)
+        sys.modules[name] = mod
+        try:
+            spec.loader.exec_module(mod)
+        except BaseException:
+            del sys.modules[name]
+            raise
+        finally:
+            sys.path[:] = saved
+    return sys.modules[name]
+
+
+def _ttd_one(t: Tally, mod, f: Path, text: str, k: int) -> None:
+    from mpibench.errors import UsageError
+
+    def read():
+        try:
+            return mod.settings_rounds(f)
+        except UsageError as exc:
+            if str(f) not in str(exc):
+                t.breaks(f"a refusal that does not name the file: {str(exc)[:120]!r}")
+            raise
+    got = t.run(read, describe=f"bench.json case {k}: {text[:60]!r}")
+    if got is None:
+        return
+    if type(got) is not int or not 2 <= got <= 1000:
+        t.silent(f"rounds {got!r} read from {text[:60]!r}")
+    elif not re.search(rf"(?<![0-9.]){got}(?![0-9.eE])", text):
+        t.silent(f"rounds {got} is not in {text[:60]!r}")
