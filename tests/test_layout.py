@@ -13,7 +13,7 @@ FIXED = {"core", "support", "data", "golden", "_tier", "__pycache__"}
 # top-level tests about no single module
 TOPICS = {"layers", "layout", "docs_examples", "bench_scripts", "cli_fuzz", "cli_inputs",
           "cli_run", "check_real", "files_boundary", "import_limits", "sizes_grammar",
-          "build_cache", "check", "import", "function_length"}
+          "build_cache", "check", "import", "function_length", "bench_replay"}
 
 
 def _packages() -> set[str]:
