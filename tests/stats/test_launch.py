@@ -1031,3 +1031,24 @@ def test_a_thin_launch_part_is_pooled_with_its_floor_when_consistent_else_raised
     assert L.plan_thin_launch(0.004, 1, 0.0001, 9) == pytest.approx(0.0001 + 0.0039 * raise1)
     assert L.plan_thin_launch(0.004, 2, 0.0, 0.0) == pytest.approx(
         0.004 * 2 / sps.chi2.ppf(0.5, 2))
+
+
+def test_regimes_are_cut_in_size_order_whatever_the_cells_order():
+    # callers pass a block's cells in insertion order; the regimes are runs of the sizes
+    # ascending: the same block shuffled, with its sizes, is split and tested the same
+    rng = np.random.default_rng(64)
+    cells, rounds = _regime_bench(rng, 10)
+    sizes = [2 ** s for s in range(10)]
+    perm = [7, 2, 9, 0, 5, 3, 8, 1, 6, 4]
+    ordered = L.compare_cells(cells, rounds=rounds, sizes=sizes)
+    mixed = L.compare_cells([cells[i] for i in perm], rounds=rounds,
+                            sizes=[sizes[i] for i in perm])
+    assert len({t.regime for t in ordered}) == 2
+    for j, i in enumerate(perm):
+        assert mixed[j].regime == ordered[i].regime
+        assert mixed[j].se_log == pytest.approx(ordered[i].se_log, rel=1e-9)
+    # without the sizes the shuffled block's runs mix both kinds of size: no split
+    assert len({t.regime for t in L.compare_cells([cells[i] for i in perm],
+                                                  rounds=rounds)}) == 1
+    with pytest.raises(ValueError, match="3 sizes for 10 cells"):
+        L.compare_cells(cells, rounds=rounds, sizes=[1, 2, 3])

@@ -197,9 +197,10 @@ def stage_two_total(per_variant: dict[str, dict[tuple, Any]], rule: AutoRepeats,
         for key, vals in per_variant[cand].items():
             if key in base:
                 blocks.setdefault(_bench_of(key), []).append(
-                    (_by_id(base[key]), _by_id(vals), "lower"))
+                    ((_by_id(base[key]), _by_id(vals), "lower"), getattr(key, "size", None)))
         for block in blocks.values():
-            tests = launch_stats.compare_cells(block, rounds=rounds)
+            tests = launch_stats.compare_cells([c for c, _s in block], rounds=rounds,
+                                               sizes=[s for _c, s in block])
             need = max(need, two_stage.plan_total(tests, rule.min, rule.min, rule.max, goal))
             if need >= rule.max:
                 return rule.max

@@ -251,14 +251,15 @@ def _test_cells(pending: dict, alpha: float, equivalence: float | None,
             block_of[id(d)] = b
         cells = [(b.by_launch, c.by_launch, better) for _d, b, c, better in block]
         rounds = launch_rounds(c for _d, b, c_, _ in block for c in (b, c_))
+        sizes = [b.size for _d, b, _c, _ in block]     # the round regimes' order
         if _staged(cells, stages):
-            staged = two_stage.compare_staged(cells, stages[0], alpha, rounds)
+            staged = two_stage.compare_staged(cells, stages[0], alpha, rounds, sizes)
             tests = [t for t, _which in staged]
             for (d, *_rest), (t, which) in zip(block, staged, strict=True):
                 if t.tested:
                     d.notes.append(notes.add(_stage_note(which)))
         else:
-            tests = launch_stats.compare_cells(cells, alpha, rounds=rounds)
+            tests = launch_stats.compare_cells(cells, alpha, rounds=rounds, sizes=sizes)
         for (d, _b, _c, _better), t in zip(block, tests, strict=True):
             d.test = t
             if t.gain is not None and t.gain != 1.0:

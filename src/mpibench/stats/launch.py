@@ -1237,7 +1237,8 @@ def _oriented_logs(by: Mapping[str, float | None], sign: float) -> dict[str, flo
 def compare_cells(cells: Sequence[tuple[Mapping[str, float | None], Mapping[str, float | None],
                                         str]],
                   alpha: float = 0.05, level: float = 0.95, pool: bool = True,
-                  rounds: Mapping[Hashable, Hashable] | None = None) -> list[LaunchTest]:
+                  rounds: Mapping[Hashable, Hashable] | None = None,
+                  sizes: Sequence | None = None) -> list[LaunchTest]:
     """Tests of the cells of one benchmark (its sizes), each (baseline {launch id: stat},
     candidate {launch id: stat}, better), under the hierarchical model (Spread): each side's
     between-launch variance is pooled over the cells, split into the launch effect the
@@ -1253,10 +1254,13 @@ def compare_cells(cells: Sequence[tuple[Mapping[str, float | None], Mapping[str,
     interleaved campaign (report.data: (campaign id, repeat index)); launches absent from
     it have no round. When every cell of the block has at least MIN_PAIRS complete pairs
     (pair_rounds), the block is tested paired (paired_test: the per-round differences,
-    their spread pooled over the sizes the same way); otherwise as above, unchanged."""
+    their spread pooled over the sizes the same way); otherwise as above, unchanged.
+    sizes: the cells' message sizes (their order); the paired block's round regimes
+    (_regimes) are contiguous runs of the sizes ascending, whatever the cells' order
+    (without sizes: the cells' order)."""
     paired = pair_rounds(cells, rounds)
     if paired is not None:
-        return _paired_cells(cells, paired, alpha, level, pool)
+        return _paired_cells(cells, paired, alpha, level, pool, _size_order(sizes, len(cells)))
     sides = [dict(enumerate(b for b, _c, _ in cells)),
              dict(enumerate(c for _b, c, _ in cells))]
     spreads = gated_spreads(sides) if pool and len(cells) > 1 else [None, None]
@@ -1460,15 +1464,31 @@ def pair_spread(cells: Sequence[tuple[Mapping[Hashable, float | None],
     return _diff_spread(_round_diffs(cells, paired))
 
 
-def _diff_spread(diffs: list[dict[Hashable, float]]) -> Spread | None:
+def _size_order(sizes: Sequence | None, n: int) -> list[int] | None:
+    """The cells' indices by size ascending (None sizes last, unorderable ones by str),
+    None without sizes; ValueError where sizes does not name every cell."""
+    if sizes is None:
+        return None
+    if len(sizes) != n:
+        raise ValueError(f"compare_cells: {len(sizes)} sizes for {n} cells")
+    try:
+        return sorted(range(n), key=lambda i: (sizes[i] is None, sizes[i] or 0))
+    except TypeError:
+        return sorted(range(n), key=lambda i: (sizes[i] is None, str(sizes[i])))
+
+
+def _diff_spread(diffs: list[dict[Hashable, float]],
+                 order: Sequence[int] | None = None) -> Spread | None:
     """Spread of per-round differences (spread takes statistics and logs them). With at
     most THIN_LAUNCHES rounds every cell keeps its own part, as gated_spreads does for
     thin unpaired sides (3 rounds, 8 sizes, one 6x noisier: the gate on 2 df per size
     gave it 26.5% A/A false positives, its own part 5.0%). Where the sizes fall into
     regimes that do not share the round effect (_regimes), each regime its own Spread
-    (Spread.regimes), made the same way from its cells alone."""
+    (Spread.regimes), made the same way from its cells alone. order: the cells' indices
+    in size order, the order the regimes are cut in (None: diffs' order)."""
     own = len({r for d in diffs for r in d}) <= THIN_LAUNCHES
-    side = {i: {r: math.exp(v) for r, v in d.items()} for i, d in enumerate(diffs)}
+    side = {i: {r: math.exp(v) for r, v in diffs[i].items()}
+            for i in (range(len(diffs)) if order is None else order)}
     whole = spread(side, own=own, floor_own=True)
     groups = _regimes(side) if whole is not None else []
     if len(groups) < 2:
@@ -1480,8 +1500,8 @@ def _diff_spread(diffs: list[dict[Hashable, float]]) -> Spread | None:
     return whole._replace(regimes=tuple(parts))
 
 
-# Round regimes: a benchmark's sizes split into contiguous runs (in the block's order: its
-# sizes ascending) that do not share the round effect, e.g. a machine phase that moves the
+# Round regimes: a benchmark's sizes split into contiguous runs (of its sizes ascending:
+# compare_cells' sizes; without them the cells' order) that do not share the round effect, e.g. a machine phase that moves the
 # small sizes only. A split is kept where the two runs' per-round means differ by more
 # than their cell parts explain (_split_p) at REGIME_LEVEL, Bonferroni over the candidate
 # split points, each run at least MIN_REGIME_CELLS cells; then each run is split again.
@@ -1540,9 +1560,10 @@ def _split_p(a: np.ndarray, b: np.ndarray) -> float:
     return float(_special().fdtrc(n - 1, _satterthwaite((va, vb)), num / den))
 
 
-def _paired_cells(cells, paired, alpha: float, level: float, pool: bool) -> list[LaunchTest]:
+def _paired_cells(cells, paired, alpha: float, level: float, pool: bool,
+                  order: Sequence[int] | None = None) -> list[LaunchTest]:
     diffs = _round_diffs(cells, paired)
-    sp = _diff_spread(diffs) if pool and len(cells) > 1 else None
+    sp = _diff_spread(diffs, order) if pool and len(cells) > 1 else None
     out = []
     for i, (d, (_pairs, left)) in enumerate(zip(diffs, paired, strict=True)):
         regime, own = sp.for_cell(i) if sp is not None else (0, None)

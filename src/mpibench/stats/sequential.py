@@ -170,6 +170,14 @@ def default_pool_key(key: Hashable) -> Hashable:
     return (key,)
 
 
+def cell_size(key: Hashable) -> object:
+    """The size default_pool_key takes off a key (the order of a paired block's round
+    regimes, compare_cells' sizes): a CellKey's size, a tuple's last element, else None."""
+    if hasattr(key, "_replace") and hasattr(key, "size"):
+        return key.size
+    return key[-1] if isinstance(key, tuple) and len(key) > 1 else None
+
+
 def _no_candidate(key: Hashable) -> Hashable:
     return None
 
@@ -239,9 +247,9 @@ def _test_sides(sides: Mapping[Hashable, tuple], pool_key, margin, pairs=None):
         pools.setdefault(pool_key(key), []).append(key)
     out = {}
     for keys in pools.values():
-        for k, t in zip(keys, launch_stats.compare_cells([sides[k] for k in keys],
-                                                         rounds=pairs),
-                        strict=True):
+        tests = launch_stats.compare_cells([sides[k] for k in keys], rounds=pairs,
+                                           sizes=[cell_size(k) for k in keys])
+        for k, t in zip(keys, tests, strict=True):
             out[k] = (t, t.tost(margin) if margin and t.tested else None)
     return out
 
