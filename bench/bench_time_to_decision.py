@@ -849,8 +849,9 @@ def summary(a, core: Tool, imb: Tool, head: tuple, budget_rounds: int, compare: 
 
 def cell_budget_line(db: Path, cells: dict) -> str:
     """Per cell, the rounds that decide it alone (stats.budget.cell_rounds: equivalence
-    within ±5% at gain 1, the round part plus the cell part compare tests it on, each at
-    its 80% upper bound, at the options the core's rounds ran at), from all the core's
+    within ±5% at gain 1, its round regime's round part plus the cell part compare tests
+    it on, each at its 80% upper bound, at the options the core's rounds ran at), from all
+    the core's
     rounds: which cells are out of reach (beyond 1000 rounds per side) and what the ones
     in reach need, with its seconds at the core's mean round from round 3. cells: the
     last look's statuses; a cell decided there needs no rounds and is left out."""

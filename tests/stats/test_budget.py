@@ -958,3 +958,41 @@ def test_cell_rounds_name_the_cells_out_of_reach_and_the_plan_meets_the_largest(
     p = budget.plan_from_rows(wild, ["base", "cand"], 0.05, budget.SEARCH_MAX,
                               targets=(100.0,), max_times=(0.002,), keep_within=True)
     assert p is not None and p.best.launches is None
+
+
+def _regime_rows(rng, rounds, sd_small, sd_large, sizes=12):
+    """Interleaved rows whose round difference moves the small half of the sizes together
+    (sd_small) and the large half together on its own (sd_large): two round regimes."""
+    rows = []
+    for r in range(rounds):
+        dr = (rng.normal(0, sd_small), rng.normal(0, sd_large))
+        for s in range(sizes):
+            base = math.exp(rng.normal(0, 0.05))
+            cand = base * math.exp(dr[s >= sizes // 2] + rng.normal(0, 0.005))
+            for v, m in (("base", base), ("cand", cand)):
+                rows.append({"run_id": f"{v}{r}", "variant": v, "repeat": r,
+                             "benchmark": "PingPong", "size": 2 ** s, "n": 50, "median": m,
+                             "ci_low": m * 0.999, "ci_high": m * 1.001,
+                             "cell_s": 5e-4, "launch_s": 0.2 + sizes * 5e-4})
+    return rows
+
+
+def test_the_plan_meets_each_round_regime_compare_tests_on():
+    """compare's paired spread splits a block into round regimes (stats.launch._diff_spread)
+    where its sizes do not share the round difference; the plan is made on the same split.
+    Small sizes' round difference sd 0.15, large ones' 0.03: one Spread over the block mixes
+    them (the plan once asked the quiet regime for the mixed figure, 48 rounds against 5,
+    and the noisy one for 48 against 101)."""
+    rows = _regime_rows(np.random.default_rng(5), 30, 0.15, 0.03)
+    (pool,) = budget.paired_spreads(rows, ["base", "cand"]).values()
+    small, large = ([("PingPong", 2 ** s) for s in half] for half in (range(6), range(6, 12)))
+    # the block as one Spread: what the plan once asked of every size
+    one = budget.rounds_for(*budget._paired_parts(pool, None, 0.8), pool.cells, 0.05,
+                            equivalence=True, pairs=pool.pairs)
+    per = budget.cell_rounds(rows, ["base", "cand"], 0.05)
+    assert max(per[k] for k in large) < one / 5         # the quiet regime: far fewer
+    assert min(per[k] for k in small) > 1.5 * one       # the noisy one: more
+    assert [set(ks) for ks, _ps in pool.regimes] == [set(small), set(large)]
+    p = budget.plan_from_rows(rows, ["base", "cand"], 0.05, budget.SEARCH_MAX,
+                              targets=(100.0,), max_times=(0.002,), keep_within=True)
+    assert p is not None and p.best.launches == max(per.values())

@@ -49,7 +49,9 @@ confidence bound over those df (between_margin: x4.5 at 2 launches per side, x1.
 Interleaved campaigns are tested paired by round (stats.launch.compare_cells, when every
 cell has MIN_PAIRS pairs): what a decision needs is then the variance of one round's
 difference d = log cand - log base, split over a benchmark's sizes the same way
-(PairedSpread, from paired_from_rows): the round differential the sizes share (ms_launch/S,
+(PairedSpread, from paired_from_rows; per round regime where compare's paired spread
+splits the sizes into regimes that do not share the round effect, stats.launch._diff_spread,
+each regime a block of its own): the round differential the sizes share (ms_launch/S,
 pairs - 1 df) and the cell part, pooled (ms_cell (S-1)/S, (pairs - 1)(S - 1) df) or, where
 compare's paired test gives the sizes their own parts (Spread.cell_parts: below FEW_CELLS
 sizes always, at most THIN_LAUNCHES rounds always, beyond them from FEW_CELLS where the
@@ -77,7 +79,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from mpibench.stats import launch as launch_stats
 
@@ -163,6 +165,26 @@ class PairedSpread:
     # the same at most THIN_LAUNCHES rounds, where the test gives every size (of 3 or more)
     # its own part whatever the gate (stats.launch._diff_spread); () = pooled
     thin_parts: tuple[tuple[object, float, float], ...] = ()
+    # ((cell keys, their PairedSpread), ...) where compare splits the pool's sizes into
+    # round regimes (stats.launch._diff_spread, Spread.regimes): a cell is planned on its
+    # regime's; () = one regime, this for every cell
+    regimes: tuple[tuple[tuple, PairedSpread], ...] = ()
+
+    def for_cell(self, key: object) -> PairedSpread:
+        """The PairedSpread compare tests this cell on: its regime's, else this."""
+        return next((ps for keys, ps in self.regimes if key in keys), self)
+
+    def in_view(self, keys: Iterable[object]) -> list[PairedSpread]:
+        """The PairedSpreads of the regimes holding a cell of keys (this without regimes)."""
+        if not self.regimes:
+            return [self]
+        keys = set(keys)
+        return [ps for ks, ps in self.regimes if keys & set(ks)]
+
+    def worst(self) -> float:
+        """The largest variance of one round's d a cell is tested on (worst_parts), over
+        the regimes."""
+        return max(sum(ps.worst_parts()) for ps in ([p for _k, p in self.regimes] or [self]))
 
     def parts(self) -> tuple[float, float]:
         """(shared, cell): the variance of one round's d in a cell, as the two components
@@ -189,7 +211,8 @@ def paired_from_rows(rows: Iterable[Mapping], base: str, cand: str, more_rounds:
     stats.launch.spread's over the pool's paired cells, gated as compare gates it beyond
     THIN_LAUNCHES rounds (cell_parts), and its own parts as compare gives them at most
     THIN_LAUNCHES rounds (thin_parts): the plan decides which from the rounds it plans,
-    not from the pilot's."""
+    not from the pilot's; per round regime compare's paired spread splits the pool into
+    (PairedSpread.regimes, _paired_spread)."""
     rows = list(rows)
     # each launch's within-launch variance of its median: the cell's guarded B (as
     # components_from_rows, `_robust_within`) over the launch's n, not the launch's own
@@ -214,28 +237,55 @@ def paired_from_rows(rows: Iterable[Mapping], base: str, cand: str, more_rounds:
         cell[v == cand][(i, int(rep))] = r.get("median")
     out = {}
     for g, by_key in cells.items():
-        block, keys = list(by_key.values()), list(by_key)
+        keys = sorted(by_key, key=lambda k: k[1])    # compare's block: sizes ascending
+        block = [by_key[k] for k in keys]
         paired = launch_stats.pair_rounds(block, {k: k[1] for k in found}, more_rounds)
         if paired is None:
             continue
-        d: dict[int, dict[object, float]] = {}
+        d: dict[object, dict[int, float]] = {}
         w: list[float] = []
-        for j, (pairs, _left) in enumerate(paired):
+        for key, (pairs, _left) in zip(keys, paired, strict=True):
             if len(pairs) < 2:
                 continue
-            d[j] = {rep: found[c]["median"] / found[b]["median"]
-                    for rep, (b, c) in pairs.items()}
+            d[key] = {rep: found[c]["median"] / found[b]["median"]
+                      for rep, (b, c) in pairs.items()}
             w.append(sum(within_of(found[b]) + within_of(found[c]) for b, c in pairs.values())
                      / len(pairs))
-        sp = launch_stats.spread(d) if d else None
-        if sp is not None:
-            thin = launch_stats.spread(d, own=True) or sp
-            own, own_thin = ([(keys[j], v, df) for j, (v, df) in (s.cell_parts or {}).items()]
-                             for s in (sp, thin))
-            out[g] = PairedSpread(sp.ms_launch, sp.df_launch, sp.ms_cell, sp.df_cell,
-                                  sp.cells, sp.launches, sum(w) / len(w), tuple(own),
-                                  tuple(own_thin))
+        ps = _paired_spread(d, sum(w) / len(w)) if d else None
+        if ps is not None:
+            out[g] = ps
     return out
+
+
+def _paired_spread(d: dict[object, dict[int, float]], within: float) -> PairedSpread | None:
+    """One pool's PairedSpread from {cell key: {round: cand / base}} (sizes ascending),
+    split into the round regimes compare's paired spread finds in the same differences
+    (stats.launch._diff_spread: one rule), each regime's made as the whole one from its
+    cells alone; within: the pool's, for every regime (the plan's within is the pool's)."""
+    whole = _paired_of(d, within)
+    logs = [{r: math.log(v) for r, v in by.items()} for by in d.values()]
+    sp = launch_stats._diff_spread(logs)
+    if whole is None or sp is None or not sp.regimes:
+        return whole
+    keys = list(d)
+    regimes = [tuple(keys[j] for j in ks) for ks, _sp in sp.regimes]
+    parts = [(ks, _paired_of({k: d[k] for k in ks}, within)) for ks in regimes]
+    if any(ps is None for _ks, ps in parts):
+        return whole
+    return replace(whole, regimes=tuple(parts))
+
+
+def _paired_of(d: dict[object, dict[int, float]], within: float) -> PairedSpread | None:
+    """The PairedSpread of these cells' round ratios, one regime: stats.launch.spread's,
+    gated (cell_parts) and with every size its own part (thin_parts)."""
+    sp = launch_stats.spread(d)
+    if sp is None:
+        return None
+    thin = launch_stats.spread(d, own=True) or sp
+    own, own_thin = ([(k, v, df) for k, (v, df) in (s.cell_parts or {}).items()]
+                     for s in (sp, thin))
+    return PairedSpread(sp.ms_launch, sp.df_launch, sp.ms_cell, sp.df_cell, sp.cells,
+                        sp.launches, within, tuple(own), tuple(own_thin))
 
 
 def paired_spreads(rows: Sequence[Mapping], variants: Sequence[str], more_rounds: int = 0
@@ -246,7 +296,7 @@ def paired_spreads(rows: Sequence[Mapping], variants: Sequence[str], more_rounds
     out: dict[object, PairedSpread] = {}
     for cand in variants[1:]:
         for g, ps in paired_from_rows(rows, variants[0], cand, more_rounds).items():
-            if g not in out or sum(ps.worst_parts()) > sum(out[g].worst_parts()):
+            if g not in out or ps.worst() > out[g].worst():
                 out[g] = ps
     return out
 
@@ -581,13 +631,14 @@ def _launches_in_view(pooled: Mapping[object, float],
     if unpaired:
         worst = max(unpaired.values())
         ks.append(launches_for(math.sqrt(worst), effect, max_n=max_n, **levels))
-    for g, ps in (paired or {}).items():
+    for g, pool in (paired or {}).items():
         w = None if within is None else within.get(g)
-        for sh, ce, own_df in _paired_cells(ps, w, confidence, common, thin):
-            # the same scale as an unpaired side's launch variance: var(d) / 2
-            worst = max(worst, (sh + ce) / 2)
-            ks.append(rounds_for(sh, ce, ps.cells, effect, own_df=own_df, pairs=ps.pairs,
-                                 max_n=max_n, **levels))
+        for ps in pool.in_view(common):          # each round regime compare tests on
+            for sh, ce, own_df in _paired_cells(ps, w, confidence, common, thin):
+                # the same scale as an unpaired side's launch variance: var(d) / 2
+                worst = max(worst, (sh + ce) / 2)
+                ks.append(rounds_for(sh, ce, ps.cells, effect, own_df=own_df,
+                                     pairs=ps.pairs, max_n=max_n, **levels))
     k = None if not ks or any(x is None or x > max_n for x in ks) else max(ks)
     return k, worst
 
@@ -660,18 +711,20 @@ def cell_rounds(rows: Sequence[Mapping], order: Sequence[str], margin: float, *,
     """{cell key: rounds per side that decide this cell alone, equivalence within ±margin
     at gain 1} of an interleaved campaign's rows, planned as plan_from_rows plans the
     paired test beyond THIN_LAUNCHES rounds at the options the rows ran at (keep_within):
-    the round part the sizes share plus the cell part compare tests the cell on (its own
-    where the gate gives one, else the pooled one, alike for every size), each at its
+    the round part the sizes of the cell's round regime share (PairedSpread.for_cell, the
+    regimes compare splits) plus the cell part compare tests the cell on (its own where
+    the gate gives one, else the pooled one, alike for every size), each at its
     upper `confidence` bound. The plan needs the largest of these; None: beyond
     SEARCH_MAX (out of reach), which keeps the whole plan out of reach. Empty when no
     pool pairs. A diagnostic of the spread alone, never of the gains: which cells a
     budget cannot reach."""
     compared = [v for v in order if any(r.get("variant") == v for r in rows)]
     out: dict[object, int | None] = {}
-    for g, ps in paired_spreads(rows, compared).items():
-        own = {k: (v, df) for k, v, df in ps.cell_parts}
+    for g, pool in paired_spreads(rows, compared).items():
         keys = {(r["benchmark"], r["size"]) for r in rows if r.get("variant") in compared}
         for key in sorted((k for k in keys if pool_of(k) == g), key=lambda k: (str(k[0]), k[1])):
+            ps = pool.for_cell(key)              # its round regime's, as compare tests it
+            own = {k: (v, df) for k, v, df in ps.cell_parts}
             sh, ce = _paired_parts(ps, None, confidence, own.get(key))
             k = rounds_for(sh, ce, ps.cells, margin, equivalence=True,
                            own_df=own[key][1] if key in own else None, pairs=ps.pairs)
