@@ -3,7 +3,7 @@
 
     .venv/bin/python bench/bench_inference.py [--quick] [--reps N] [--seed S]
                                               [--only-decide | --only-paired |
-                                               --only-regimes |
+                                               --only-regimes | --only-paired-decide |
                                                --only-unbalanced | --only-planning |
                                                --only-planning-paired | --only-planning-own |
                                                --only-planning-thin |
@@ -34,7 +34,9 @@ launches analysed as an interleaved campaign (paired by round) and as independen
 shared by both launches of a round in 5 of 6 rounds (this VM), a normal round effect,
 unshared launch effects, a failed launch (missing pair), 2 vs 7 (falls back), heavy
 tails, 8 benchmarks, two round regimes (a round effect only the 5 smallest sizes share);
-power and equivalence paired vs unpaired; the decide rule paired. Same targets as above.
+power and equivalence paired vs unpaired; the decide rule paired (`--only-paired-decide`
+runs just that, with a 10-size row whose blocks split into round regimes). Same targets as
+above.
 Round regimes (`--only-regimes` runs just these; stats.launch._regimes): a round effect
 the sizes <= 256 B share and the larger ones not (and, for contrast, every size or none),
 A/A and a real 10%, the same launches paired with regimes (now), paired with one Spread
@@ -162,6 +164,9 @@ def main(argv: list[str]) -> int:
                     help="only the round-regime rows: a round effect the small sizes share, "
                     "paired with regimes, with one Spread per block and unpaired (stats."
                     "launch._regimes)")
+    ap.add_argument("--only-paired-decide", action="store_true",
+                    help='only the repeats = "decide" rows paired by round vs unpaired '
+                    "(stats.sequential.simulate; one 10-size row with round regimes)")
     ap.add_argument("--only-missing-pair", action="store_true",
                     help="only the power of a paired test that drops a launch whose "
                     "partner failed, against the unpaired test and the full pairs (stats "
@@ -224,6 +229,7 @@ def main(argv: list[str]) -> int:
             (args.only_planning_thin, planning_thin_section, reps),
             (args.only_planning_own, planning_own_section, reps),
             (args.only_missing_pair, missing_pair, 6 * reps),
+            (args.only_paired_decide, paired_decide, reps),
             (args.only_paired, paired_section, reps),
             (args.only_regimes, regimes_section, reps),
             (args.only_decide, decide_section, reps))
@@ -935,7 +941,7 @@ def paired_decide(rng: np.random.Generator, reps: int) -> None:
 
     design = Design(3, 12, 3, 0.05, 0.05)
     print('\nrepeats = "decide" paired by round vs unpaired (same columns as above; 4 groups '
-          "x 5 sizes, sigma_L 0.05)")
+          "x 5 sizes unless named, sigma_L 0.05)")
     cases = {
         "A/A, two-mode x3": ((0.0,) * 4, TWO_MODE),
         "A/A, round normal sd 0.3": ((0.0,) * 4, dict(rounds="normal", round_sd=0.3)),
@@ -944,6 +950,9 @@ def paired_decide(rng: np.random.Generator, reps: int) -> None:
                                                             sigma_l=0.01)),
         "10% in 2 groups, round sd 0.3": ((math.log(1.1),) * 2 + (0.0,) * 2,
                                           dict(rounds="normal", round_sd=0.3)),
+        # 10 sizes: a paired block splits into round regimes (>= 2 x MIN_REGIME_CELLS)
+        "A/A, 10 sizes, apart 0.25 at 5": ((0.0,) * 4, dict(sizes=10, rounds="apart",
+                                                            round_sd=0.25, round_upto=5)),
     }
     print(f"  {'scenario':<34} {'pairing':<8} {'FP rule':>7} {'FP rep':>7} {'FW rule':>7} "
           f"{'FW rep':>7} {'cover':>6} {'early':>6} {'printed':>7} {'launch':>6} "

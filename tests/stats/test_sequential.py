@@ -126,3 +126,17 @@ def test_printed_ci_alpha_is_the_wider_level_and_never_contradicts_the_decision(
     assert printed_ci_alpha(0.01, 0.02, 0.05, 0.0033) == (0.025, False)
     # the look's level is not smaller: nothing to widen
     assert printed_ci_alpha(0.001, 0.002, 0.05, 0.05) == (0.025, False)
+
+
+def test_sim_data_round_upto_moves_only_the_smallest_sizes():
+    # round regimes in the simulation: with no launch spread, each launch's logs are its
+    # round's offset at the round_upto smallest sizes and exactly 0 above
+    from mpibench.stats.sequential import _sim_data
+    data = _sim_data(np.random.default_rng(9), Design(3, 6, 3, 0.05, 0.05), (0.0,), 10,
+                     0.0, 0.5, 1.0, "apart", 0.25, round_upto=4)
+    for side in data[0]:
+        logs = np.log(side)
+        assert np.all(logs[:, 4:] == 0.0)
+        assert np.all(np.abs(logs[:, 0]) > 0) and np.allclose(logs[:, :4], logs[:, [0]])
+    base, cand = (np.log(s[:, 0]) for s in data[0])
+    assert not np.allclose(base, cand)                  # 'apart': each launch its own draw

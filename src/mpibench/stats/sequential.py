@@ -429,8 +429,8 @@ def printed_ci_alpha(p: float, p_adj: float, alpha: float,
 def simulate(rng: np.random.Generator, reps: int, design: Design, *,
              groups: Sequence[float] = (0.0, 0.0, 0.0, 0.0), sizes: int = 5,
              sigma_l: float = 0.05, size_part: float = 0.5, shared: float = 1.0,
-             rounds: str = "none", round_sd: float = 0.0, paired: bool = False
-             ) -> dict[str, float]:
+             rounds: str = "none", round_sd: float = 0.0, paired: bool = False,
+             round_upto: int | None = None) -> dict[str, float]:
     """Campaigns of len(groups) groups (a benchmark each, `sizes` cells measured by every
     launch), baseline vs candidate, the candidate's true log gain per group in `groups`
     (0 = A/A). Launch logs: a launch effect shared by the group's sizes (sd shared x
@@ -451,11 +451,12 @@ def simulate(rng: np.random.Generator, reps: int, design: Design, *,
     rounds/round_sd: a round effect both launches of a group's round share
     (stats.simulate.round_offsets: "normal", "two-mode"); paired: the launches carry
     their round keys (an interleaved campaign), so the rule and the report test them
-    paired by round (stats.launch.pair_rounds), as the campaign's would."""
+    paired by round (stats.launch.pair_rounds), as the campaign's would; round_upto: the
+    round effect at that many of the smallest sizes only (_sim_data)."""
     tot = dict.fromkeys(_SIM_COUNTS, 0)
     for _ in range(reps):
         data = _sim_data(rng, design, groups, sizes, sigma_l, size_part, shared, rounds,
-                         round_sd)
+                         round_sd, round_upto)
         if paired:
             data = [(_keyed(a, "a", g), _keyed(b, "b", g)) for g, (a, b) in enumerate(data)]
         n_of, prev = _sim_campaign(data, design, sizes)
@@ -476,14 +477,18 @@ _SIM_COUNTS = ("aa_cells", "aa_sig", "aa_rep_sig", "fam", "fam_rep", "eq", "und"
 
 def _sim_data(rng: np.random.Generator, design: Design, groups: Sequence[float], sizes: int,
               sigma_l: float, size_part: float, shared: float, rounds: str = "none",
-              round_sd: float = 0.0) -> list[tuple]:
+              round_sd: float = 0.0, round_upto: int | None = None) -> list[tuple]:
     """One campaign's launch values: per group (baseline, candidate), each design.max
     launches x sizes (times: lower is better); with a round model, each round's offsets
-    (stats.simulate.round_offsets) added to both sides' launches of that round."""
+    (stats.simulate.round_offsets) added to both sides' launches of that round, at the
+    round_upto smallest sizes only where given (sizes that do not share the round effect:
+    round regimes, stats.launch._regimes)."""
+    at = np.arange(sizes) < (sizes if round_upto is None else round_upto)
+
     def side(shift: float, offs: np.ndarray) -> np.ndarray:
         u = rng.normal(0, sigma_l * shared, (design.max, 1))
         v = rng.normal(0, sigma_l * size_part, (design.max, sizes))
-        return np.exp(shift + u + v + offs[:, None])
+        return np.exp(shift + u + v + offs[:, None] * at)
     data = []
     for eff in groups:
         if rounds == "none":
