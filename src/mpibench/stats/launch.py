@@ -1003,20 +1003,29 @@ def _residuals(side: Mapping[object, Mapping[Hashable, float | None]]) -> _Resid
     if centred is None:
         return None
     keys, r, obs = centred
-    per_launch = obs.sum(axis=1)
     n, s_cols = r.shape
-    m = np.nansum(r, axis=1) / per_launch
-    s_bar = float(per_launch.mean())
+    m, res, ms_cell, df_cell, s_bar = _two_way(r, obs)
     ms_launch = s_bar * float((m * m).sum()) / (n - 1)
-    n_obs = int(obs.sum())
-    df_cell = n_obs - n - s_cols + 1
-    res = np.where(obs, r - m[:, None], 0.0) if s_cols > 1 else None
-    if s_cols > 1 and df_cell > 0:
-        ms_cell = float((res * res).sum()) / df_cell
-    else:
+    res = res if s_cols > 1 else None
+    if not (s_cols > 1 and df_cell > 0):
         ms_cell, df_cell, s_bar = 0.0, 0, 1.0
         ms_launch = float((r[:, 0] ** 2).sum()) / (n - 1) if s_cols == 1 else ms_launch
     return _Residuals(keys, res, obs, Spread(ms_launch, n - 1, ms_cell, df_cell, s_bar, n))
+
+
+def _two_way(r: np.ndarray, obs: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray, float, int, float]:
+    """The two-way decomposition of r (launch x cell, centred per cell; obs its observed
+    mask) that _residuals and the regime split (_round_means) share: (per-launch mean of
+    its observed cells, NaN where none; residuals about it, 0 where not observed; ms_cell
+    (0 without df); df_cell; s_bar, the mean cells per launch that has any)."""
+    per_launch = obs.sum(axis=1)
+    seen = per_launch > 0
+    m = np.where(seen, np.nansum(r, axis=1) / np.maximum(per_launch, 1), np.nan)
+    res = np.where(obs, r - m[:, None], 0.0)
+    df_cell = int(obs.sum()) - int(seen.sum()) - r.shape[1] + 1
+    ms_cell = float((res * res).sum()) / df_cell if df_cell > 0 else 0.0
+    return m, res, ms_cell, df_cell, float(per_launch[seen].mean())
 
 
 def _spread_of(rs: _Residuals | None, moderate: bool = True, force: bool = False,
@@ -1535,14 +1544,10 @@ def _split_runs(r: np.ndarray, cols: list[int]) -> list[list[int]]:
 def _round_means(x: np.ndarray) -> tuple[np.ndarray, tuple[float, float]]:
     """(per-round mean of x's cells, NaN where a round has none; (the variance of such a
     mean from the cell parts: ms_cell / S, its df)) of x, rounds x cells."""
-    obs = ~np.isnan(x)
-    cnt = obs.sum(axis=1)
-    m = np.where(cnt > 0, np.nansum(x, axis=1) / np.maximum(cnt, 1), np.nan)
-    res = np.where(obs, x - m[:, None], 0.0)
-    df = float(obs.sum() - (cnt > 0).sum() - x.shape[1] + 1)
+    m, _res, ms_cell, df, s_bar = _two_way(x, ~np.isnan(x))
     if df <= 0:
         return m, (0.0, 0.0)
-    return m, (float((res * res).sum()) / df / float(cnt[cnt > 0].mean()), df)
+    return m, (ms_cell / s_bar, float(df))
 
 
 def _split_p(a: np.ndarray, b: np.ndarray) -> float:
