@@ -850,9 +850,15 @@ def detectable_at(t: LaunchTest, alpha: float, power: float = POWER) -> float | 
     with probability `power` at another alpha (e.g. a Holm family's first step)."""
     if not t.tested or not t.components:
         return None
-    return _plan_figure(tuple(t.planned_on), (t.n_base, t.n_cand), t.pooled and
-                        not t.own_cell and t.pairing == "none", t.base_components,
+    return _plan_figure(tuple(t.planned_on), (t.n_base, t.n_cand),
+                        _expects(t.pooled, t.own_cell, t.pairing), t.base_components,
                         alpha, power)
+
+
+def _expects(pooled: bool, own_cell: bool, pairing: str) -> bool:
+    """Whether a thin side may be planned by its expected power (_plan_figure's expect,
+    plan_expect): a pooled, unpaired cell without its own cell part."""
+    return bool(pooled) and not own_cell and pairing == "none"
 
 
 def _plan_figure(plan: tuple, ns: tuple, expect: bool, k: int, alpha: float,
@@ -1361,8 +1367,8 @@ def _tested(diff: float, ns: tuple[int, int], sd: float, comps: tuple, pooled: b
     se = math.sqrt(se2)
     h = _crit(comps, (1.0 - level) / 2.0) * se
     mde = _plan_figure(tuple(extra.get("plan_components") or comps), ns,
-                       pooled and not extra.get("own_cell") and
-                       extra.get("pairing", "none") == "none",
+                       _expects(pooled, extra.get("own_cell", False),
+                                extra.get("pairing", "none")),
                        extra.get("base_components", 0), alpha, POWER)
     return LaunchTest(point, math.exp(diff - h), math.exp(diff + h), None, *ns, True, "", sd,
                       mde, df, diff, se, comps, pooled, shared_var=min(shared, se2),
