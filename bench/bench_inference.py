@@ -857,8 +857,7 @@ REGIME_CASES = {
 def _one_regime(fn):
     """fn with stats.launch.REGIME_LEVEL 0: a paired block is never split (the model
     before regimes)."""
-    from mpibench.stats import launch as L
-    return _swapped("REGIME_LEVEL", 0.0)(fn) if hasattr(L, "REGIME_LEVEL") else fn
+    return _swapped("REGIME_LEVEL", 0.0)(fn)
 
 
 def _three_ways(store, sets, base) -> tuple:
