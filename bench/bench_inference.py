@@ -40,7 +40,9 @@ above.
 Round regimes (`--only-regimes` runs just these; stats.launch._regimes): a round effect
 the sizes <= 256 B share and the larger ones not (and, for contrast, every size or none),
 A/A and a real 10%, the same launches paired with regimes (now), paired with one Spread
-per block (before) and unpaired: per regime raw p <= 0.05, CI coverage and width.
+per block (before) and unpaired: per regime raw p <= 0.05, CI coverage and width; then
+at the stats level (regimes_contrast, 2 x --reps benchmarks) a round effect about the
+size of the cell parts: how often the cut is found, A/A and coverage by regime.
 
 Planning (`--only-planning` runs just this): the true power of the design's
 detectable_effect and of the table's own 'detectable' (with today's planning rule,
@@ -904,6 +906,41 @@ def regimes_section(rng: np.random.Generator, reps: int) -> None:
                       f"{100 * t['coverage']:5.1f}%", flush=True)
     print("  targets: A/A raw p and family <= 6%, CI95 coverage 93-97%; power (10%) at the "
           "quiet sizes above before's")
+    regimes_contrast(rng, 2 * reps)
+
+
+def _contrast_bench(rng: np.random.Generator, phase: float, cell: float = 0.08,
+                    n: int = 10) -> tuple[list, dict]:
+    """A/A block of 10 sizes paired by n rounds: the per-round difference at the 5
+    smallest moved by N(0, phase) per round, every size's own part N(0, cell)."""
+    x = rng.normal(0, phase, n)
+    cells = [({f"b{r}": 1.0 for r in range(n)},
+              {f"c{r}": math.exp((x[r] if s < 5 else 0.0) + rng.normal(0, cell))
+               for r in range(n)}, "lower") for s in range(10)]
+    return cells, {f"{p}{r}": r for r in range(n) for p in "bc"}
+
+
+def regimes_contrast(rng: np.random.Generator, reps: int) -> None:
+    """Stats level: a round effect at the 5 smallest sizes comparable to the cell part
+    (the split is found only part of the time, and the regimes' standard errors come
+    from the residuals that chose it): how often the block splits, A/A raw p <= 0.05 and
+    CI95 coverage at the moved sizes and the others."""
+    from mpibench.stats import launch as L
+
+    print(f"\n  stats level, 10 sizes, 10 rounds, per-round difference N(0, 0.08) per size "
+          f"plus a round effect at the 5 smallest; {reps} A/A benchmarks per row:")
+    for phase in (0.1, 0.35):
+        rows = [L.compare_cells(cells, rounds=rounds)
+                for cells, rounds in (_contrast_bench(rng, phase) for _ in range(reps))]
+        split = np.mean([len({t.regime for t in ts[:5]}) == 1 and ts[0].regime != ts[9].regime
+                         for ts in rows])
+        parts = []
+        for name, part in (("moved", slice(0, 5)), ("others", slice(5, 10))):
+            cs = [t for ts in rows for t in ts[part]]
+            parts.append(f"{name} A/A {100 * np.mean([t.p <= 0.05 for t in cs]):4.1f}% "
+                         f"CI95 {100 * np.mean([t.ci_low <= 1 <= t.ci_high for t in cs]):5.1f}%")
+        print(f"    round effect sd {phase:<4} split found {100 * split:5.1f}% | "
+              + " | ".join(parts), flush=True)
 
 
 def missing_pair(rng: np.random.Generator, reps: int) -> None:
