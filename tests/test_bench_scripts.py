@@ -3,6 +3,7 @@ each must accept it; and their own input checks."""
 
 from __future__ import annotations
 
+import json
 import math
 import subprocess
 import sys
@@ -116,8 +117,7 @@ def _kept_run(into: Path) -> Path:
         with gzip.open(TTD_DATA / f"{tool}.sql.gz", "rt") as f:
             con.executescript(f.read())
         con.close()
-    if (TTD_DATA / "bench.json").exists():
-        shutil.copy(TTD_DATA / "bench.json", run / "bench.json")
+    shutil.copy(TTD_DATA / "bench.json", run / "bench.json")
     return run
 
 
@@ -192,6 +192,20 @@ def test_time_to_decision_replay_repeats_the_live_runs_looks(tmp_path):
     for who in ("core openmpi", "core mpich", "imb openmpi", "imb mpich"):
         counts = modes.split(who + " ")[1].split(";")[0]
         assert sum(map(int, counts.split("/"))) == 10, modes
+
+
+def test_time_to_decision_replay_takes_the_kept_runs_rounds_from_its_bench_json(tmp_path):
+    """replay_rounds: the rounds a kept run's bench.json says (what --keep writes), not the
+    most its stores hold; without the file (a run kept before it existed) the stores'."""
+    run = _kept_run(tmp_path)
+    ttd = _load_bench("bench_ttd_rounds")
+    dbs = {t: run / t / "mpibench.db" for t in ("core", "imb")}
+    assert ttd.replay_rounds(run, dbs) == 10              # tests/data/ttd_replay/bench.json
+    doc = json.loads((run / ttd.SETTINGS).read_text())
+    (run / ttd.SETTINGS).write_text(json.dumps(dict(doc, rounds=7)))
+    assert ttd.replay_rounds(run, dbs) == 7               # the file's, below the stores' 10
+    (run / ttd.SETTINGS).unlink()
+    assert ttd.replay_rounds(run, dbs) == 10 == ttd.store_rounds(dbs["imb"])
 
 
 def test_time_to_decision_replay_refuses_a_directory_without_stores(tmp_path):
