@@ -1046,7 +1046,8 @@ def replay_run(run: Path) -> RunReplay | None:
     dbs = {t: run / t / "mpibench.db" for t in ("core", "imb")}
     missing = [str(p) for p in dbs.values() if not p.is_file()]
     if missing:
-        print(f"{run}: not a kept run (--keep DIR): no {', '.join(missing)}")
+        print(f"{run}: not a kept run (--keep DIR): no {', '.join(missing)}",
+              file=sys.stderr)
         return None
     try:
         rounds = replay_rounds(run, dbs)

@@ -212,8 +212,8 @@ def test_time_to_decision_replay_refuses_a_directory_without_stores(tmp_path):
     res = subprocess.run([sys.executable, str(BENCH / "bench_time_to_decision.py"),
                           "--replay", str(tmp_path)], capture_output=True, text=True,
                          timeout=60)
-    assert res.returncode == 2 and "not a kept run" in res.stdout, res.stdout
-    assert "Traceback" not in res.stderr
+    assert res.returncode == 2 and "not a kept run" in res.stderr, (res.stdout, res.stderr)
+    assert "not a kept run" not in res.stdout and "Traceback" not in res.stderr
 
 
 def test_time_to_decision_alternates_which_tool_launches_first():
