@@ -876,6 +876,41 @@ def test_an_interleaved_campaign_is_compared_round_by_round(tmp_path):
         assert r.deltas["b"].gain == pytest.approx(u.deltas["b"].gain, rel=1e-9)
 
 
+def test_a_paired_benchmark_names_its_round_regimes(tmp_path):
+    # each launch of a round its own phase at the sizes <= 256 B only (10 rounds): the
+    # block splits into two round regimes, and the JSON row and the caption say which
+    # sizes each one holds (the interleaved store above, one regime: null, no line)
+    from mpibench.report.data import fmt_size
+    from mpibench.stats import simulate as S
+
+    sizes = tuple(2 ** k for k in range(0, 20, 2))
+    store, groups = S.build_store(tmp_path / "r.db", np.random.default_rng(5), launches=10,
+                                  sigma_l=0.05, within=0.01, sizes=sizes, n_samples=(20, 40),
+                                  spec={"order": "interleaved"}, rounds="apart",
+                                  round_sd=0.25, round_upto=256)
+    try:
+        cmp = compare_groups(store, groups, "a")
+        js = json.loads(render(cmp, "json"))
+        text = " ".join(render(cmp, "markdown").split())
+    finally:
+        store.close()
+    small, large = list(sizes[:5]), list(sizes[5:])
+    assert {r["pairing"] for r in js["rows"]} == {"round"}
+    for r in js["rows"]:
+        assert r["round_regime_sizes"] == (small if r["size"] <= 256 else large)
+    assert (f"round regimes, PingPong (b): the sizes {fmt_size(1)}-{fmt_size(256)} / "
+            f"{fmt_size(1024)}-{fmt_size(sizes[-1])} do not share one round effect") in text
+    store, groups = _round_store(tmp_path / "one.db", {"order": "interleaved"})
+    try:
+        cmp = compare_groups(store, groups, "a")
+        js = json.loads(render(cmp, "json"))
+        text = render(cmp, "markdown")
+    finally:
+        store.close()
+    assert {r["round_regime_sizes"] for r in js["rows"]} == {None}
+    assert "round regimes" not in text
+
+
 def test_launches_of_two_adhoc_invocations_are_not_paired(tmp_path):
     # `mpibench run --name X` twice: the second invocation's launches are numbered from
     # repeat 0 again, minutes later; they pair only with launches of their own invocation

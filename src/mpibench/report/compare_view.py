@@ -11,6 +11,7 @@ from mpibench.errors import UsageError
 from mpibench.report import render as render_mod
 from mpibench.report.data import (
     ResultCell,
+    cell_label,
     fmt_num,
     statistic_legend,
 )
@@ -103,6 +104,7 @@ def _unit_header(rows: list[Row]) -> str:
 def comparison_records(cmp: Comparison) -> list[dict[str, Any]]:
     """Flat rows (one per cell x candidate) for CSV/JSON and notebooks."""
     out = []
+    regimes = round_regimes(cmp)
     for r in cmp.rows:
         b = r.cells.get(cmp.baseline)
         for cand, d in r.deltas.items():
@@ -140,6 +142,7 @@ def comparison_records(cmp: Comparison) -> list[dict[str, Any]]:
                                             else 1.0 + d.detectable),
                         "launches_needed": d.needed,
                         **pairing_record(d.test),
+                        "round_regime_sizes": _regime_of(regimes, r, cand),
                         "notes": [cmp.footnotes[i - 1] for i in sorted(set(r.notes + d.notes))],
                         "transport_warnings": cmp.warnings.get(cmp.baseline, [])
                         + cmp.warnings.get(cand, [])})
@@ -155,6 +158,49 @@ def pairing_record(t: Any) -> dict[str, Any]:
     return {"pairing": "round" if paired else "none",
             "rounds": t.pairs if paired else None,
             "unpaired_launches_not_used": t.unpaired if paired else 0}
+
+
+def round_regimes(cmp: Comparison) -> dict[tuple, list[list]]:
+    """{(cell key without its size, candidate): each round regime's cell keys, by size} for
+    the paired benchmarks whose sizes fall into regimes that do not share the round
+    effect (stats.launch._regimes: each regime its own round part); benchmarks tested as
+    one regime are left out."""
+    by: dict[tuple, dict[int, list]] = {}
+    for r in cmp.rows:
+        for cand, d in r.deltas.items():
+            if d.tested and d.test.pairing == "round":
+                block = by.setdefault((r.key._replace(size=None), cand), {})
+                block.setdefault(d.test.regime, []).append(r.key)
+    return {k: sorted((sorted(v, key=_by_size) for v in g.values()),
+                      key=lambda v: _by_size(v[0]))
+            for k, g in by.items() if len(g) > 1}
+
+
+def _by_size(key: Any) -> tuple:
+    return (key.size is None, key.size or 0)
+
+
+def _regime_of(regimes: dict[tuple, list[list]], r: Row, cand: str) -> list | None:
+    """The sizes of the round regime row r's cell was tested in (round_regimes), None
+    where its benchmark is one regime (or not paired)."""
+    for keys in regimes.get((r.key._replace(size=None), cand), ()):
+        if r.key in keys:
+            return [k.size for k in keys]
+    return None
+
+
+def regimes_legend(cmp: Comparison) -> list[str]:
+    """One caption line per paired benchmark whose sizes split into round regimes,
+    naming each regime's sizes."""
+    out = []
+    for (key, cand), groups in round_regimes(cmp).items():
+        label = cell_label(key)
+        name = key.benchmark + ("" if label == "-" else f" {label}")
+        spans = [cell_label(g[0]) if len(g) == 1 else
+                 f"{cell_label(g[0])}-{cell_label(g[-1])}" for g in groups]
+        out.append(f"round regimes, {name} ({cand}): the sizes {' / '.join(spans)} do not "
+                   "share one round effect; each is tested on its own round part")
+    return out
 
 
 def pairing_summary(cmp: Comparison) -> dict[str, Any]:
@@ -248,7 +294,9 @@ PAIRING_LEGEND = (
     "campaign (repeat r of every variant back-to-back), so each row is tested on the "
     "per-round differences of the log launch statistics (a round differential the "
     "benchmark's sizes share plus a size-specific part, pooled over the sizes; "
-    "stats.launch.paired_test), which removes what both launches of a round share (load "
+    "stats.launch.paired_test; pooled over each round regime's sizes instead where the "
+    "sizes do not share one round effect: round_regime_sizes names the row's regime, "
+    "null where the benchmark is one), which removes what both launches of a round share (load "
     "phases, the machine's mode). Applies when every cell of the benchmark has at least "
     f"{launch_stats.MIN_PAIRS} complete pairs; launches without a partner in their round "
     "(a failed launch on the other side) are left out and counted "
@@ -269,7 +317,7 @@ def pairing_legend(cmp: Comparison) -> list[str]:
             f"compare the launches of the same round of an interleaved campaign ({rounds} "
             "rounds; p and CI from the per-round differences, n = rounds); "
             + (f"up to {n} launch(es) per row had no partner in their round and were not "
-               "used" if n else "every launch had its partner")]
+               "used" if n else "every launch had its partner")] + regimes_legend(cmp)
 
 
 def _table_model(cmp: Comparison) -> tuple[list[str], list[list[str]], list[int]]:
