@@ -996,3 +996,25 @@ def test_the_plan_meets_each_round_regime_compare_tests_on():
     p = budget.plan_from_rows(rows, ["base", "cand"], 0.05, budget.SEARCH_MAX,
                               targets=(100.0,), max_times=(0.002,), keep_within=True)
     assert p is not None and p.best.launches == max(per.values())
+
+
+def test_the_paired_spread_has_the_own_parts_compare_tests_on():
+    """A size's own cell part is planned as compare's paired spread (stats.launch.
+    _diff_spread, on the same differences) has it: floored at the size's own variance
+    (floor_own), at 3 rounds (every size its own part, thin_parts) and at 12 (gated,
+    cell_parts). Without the floor the plan took own parts of 0 that compare tests on
+    ~1e-4 (seed 0: sizes 0-2 at 3 and 12 rounds)."""
+    for rounds in (3, 12):
+        rows = _noisy_size_rows(np.random.default_rng(0), rounds, 0.006,
+                                (0.012, 0.012, 0.012, 0.036))
+        (ps,) = budget.paired_from_rows(rows, "base", "cand").values()
+        by: dict = {}
+        for r in rows:
+            by.setdefault(r["size"], {}).setdefault(r["repeat"], {})[r["variant"]] = r["median"]
+        diffs = [{rep: math.log(v["cand"] / v["base"]) for rep, v in by[s].items()}
+                 for s in sorted(by)]
+        compare = launch_stats._diff_spread(diffs).cell_parts
+        planned = ps.thin_parts if rounds <= launch_stats.THIN_LAUNCHES else ps.cell_parts
+        assert compare and len(planned) == len(compare) == 4
+        for (key, v, df) in planned:
+            assert (v, df) == pytest.approx(compare[key[1]], rel=1e-9), (rounds, key)

@@ -277,11 +277,13 @@ def _paired_spread(d: dict[object, dict[int, float]], within: float) -> PairedSp
 
 def _paired_of(d: dict[object, dict[int, float]], within: float) -> PairedSpread | None:
     """The PairedSpread of these cells' round ratios, one regime: stats.launch.spread's,
-    gated (cell_parts) and with every size its own part (thin_parts)."""
-    sp = launch_stats.spread(d)
+    gated (cell_parts) and with every size its own part (thin_parts), each own part
+    floored at the size's own variance as compare's paired spread floors it (floor_own,
+    _diff_spread)."""
+    sp = launch_stats.spread(d, floor_own=True)
     if sp is None:
         return None
-    thin = launch_stats.spread(d, own=True) or sp
+    thin = launch_stats.spread(d, own=True, floor_own=True) or sp
     own, own_thin = ([(k, v, df) for k, (v, df) in (s.cell_parts or {}).items()]
                      for s in (sp, thin))
     return PairedSpread(sp.ms_launch, sp.df_launch, sp.ms_cell, sp.df_cell, sp.cells,
