@@ -35,8 +35,9 @@ spread of all the core's rounds (reach_line: the launches and seconds, or why no
 The budget. After round 2 the bench prints the core's plan (stats/budget.py, the one
 `budget = "auto"` uses, planned for the bench's launches per variant): the launches per
 side that decide every cell (equivalence within ±5% for identical stacks, by the
-round-paired test: the variance of a round's difference pooled over the sizes, each
-component at its 80% upper confidence bound over its df) and the seconds of launches that
+round-paired test: the variance of a round's difference pooled over the sizes of each
+round regime compare splits them into, each component at its 80% upper confidence bound
+over its df) and the seconds of launches that
 costs. From a 2-round pilot the round part has 1 df (a factor 15.6 at the 80% bound), so
 that figure is a pilot's.
 
