@@ -4,6 +4,7 @@
     .venv/bin/python bench/bench_inference.py [--quick] [--reps N] [--seed S]
                                               [--only-decide | --only-paired |
                                                --only-regimes | --only-paired-decide |
+                                               --only-unpaired-regimes |
                                                --only-unbalanced | --only-planning |
                                                --only-planning-paired | --only-planning-own |
                                                --only-planning-thin |
@@ -43,6 +44,10 @@ A/A and a real 10%, the same launches paired with regimes (now), paired with one
 per block (before) and unpaired: per regime raw p <= 0.05, CI coverage and width; then
 at the stats level (regimes_contrast, 2 x --reps benchmarks) a round effect about the
 size of the cell parts: how often the cut is found, A/A and coverage by regime.
+`--only-unpaired-regimes`: the unpaired model alone with a launch effect only the sizes
+<= 256 B share (5+5, 3 vs 7, 2 vs 7; A/A and a real 10%), the same launches with launch
+regimes (now, stats.launch._unpaired_regimes) and one Spread per side (before): per
+regime raw p <= 0.05 with its Monte Carlo se, CI coverage and width.
 
 Planning (`--only-planning` runs just this): the true power of the design's
 detectable_effect and of the table's own 'detectable' (with today's planning rule,
@@ -169,6 +174,9 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--only-paired-decide", action="store_true",
                     help='only the repeats = "decide" rows paired by round vs unpaired '
                     "(stats.sequential.simulate; one 10-size row with round regimes)")
+    ap.add_argument("--only-unpaired-regimes", action="store_true",
+                    help="only the unpaired rows with a launch effect the small sizes share "
+                    "and the large ones not (per regime A/A, coverage, CI width)")
     ap.add_argument("--only-missing-pair", action="store_true",
                     help="only the power of a paired test that drops a launch whose "
                     "partner failed, against the unpaired test and the full pairs (stats "
@@ -234,6 +242,7 @@ def main(argv: list[str]) -> int:
             (args.only_paired_decide, paired_decide, reps),
             (args.only_paired, paired_section, reps),
             (args.only_regimes, regimes_section, reps),
+            (args.only_unpaired_regimes, unpaired_regimes_section, reps),
             (args.only_decide, decide_section, reps))
     for chosen, section, n in only:
         if chosen:
@@ -941,6 +950,64 @@ def regimes_contrast(rng: np.random.Generator, reps: int) -> None:
                          f"CI95 {100 * np.mean([t.ci_low <= 1 <= t.ci_high for t in cs]):5.1f}%")
         print(f"    round effect sd {phase:<4} split found {100 * split:5.1f}% | "
               + " | ".join(parts), flush=True)
+
+
+# The unpaired model with a launch effect only the small sizes share (issue 21; the
+# paired model's round regimes have no unpaired counterpart): each launch its own
+# N(0, 0.25) effect at the sizes <= 256 B on top of sigma_L 0.05 (stats.simulate "apart"
+# in a campaign whose order does not pair rounds). Open MPI vs MPICH PingPong: 0.37 log
+# shared by 0 B-8 KiB, 0.11 from 16 KiB (/tmp/ttd-data).
+UNPAIRED_REGIMES = {
+    "5+5, launch effect 0.25 at <= 256 B": dict(launches=5, **TWO_REGIMES),
+    "3 vs 7, launch effect 0.25 at <= 256 B": dict(launches=(3, 7), **TWO_REGIMES),
+    "2 vs 7, launch effect 0.25 at <= 256 B": dict(launches=(2, 7), **TWO_REGIMES),
+}
+
+
+def _regime_rates(cmps, sizes, true_gain: float) -> tuple[float, float, float, float]:
+    """(raw p <= 0.05 over the cells of these sizes, its Monte Carlo se from the
+    comparisons' own rates (a comparison's cells share launches), CI95 coverage, median
+    CI half-width as a % of the gain)."""
+    rates = []
+    for c in cmps:
+        hits = [r.deltas["b"].p <= 0.05 for r in c.rows
+                if r.key.size in sizes and r.deltas["b"].ci_low is not None]
+        if hits:
+            rates.append(float(np.mean(hits)))
+    se = float(np.std(rates, ddof=1) / math.sqrt(len(rates))) if len(rates) > 1 else math.nan
+    raw, cover, width = _by_size(cmps, sizes, true_gain)
+    return raw, se, cover, width
+
+
+def unpaired_regimes_section(rng: np.random.Generator, reps: int) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="bench-unpaired-regimes-"))
+    db = tmp / "sim.db"
+    common = dict(sigma_l=0.05, within=0.01, n_samples=(30, 60), sizes=SIZES)
+    groups = (("<= 256 B", set(SIZES[:5])), ("> 256 B", set(SIZES[5:])))
+    print(f"\nUnpaired, a launch effect (sd 0.25) only the sizes <= 256 B share; 10 sizes, "
+          f"sigma_L 0.05, {reps} comparisons per row; per regime: raw p <= 0.05 (± its Monte "
+          "Carlo se), CI95 coverage, median CI half-width (% of the gain); family = "
+          "table-wide")
+    for name, kw in UNPAIRED_REGIMES.items():
+        for label, eff in (("A/A", 0.0), ("10%", math.log(1.1))):
+            runs = [S.run_compare(db, rng, _now_and_one_regime, **{**common, **kw},
+                                  effect=eff) for _ in range(reps)]
+            for i, how in enumerate(("now", "before")):
+                cmps = [r[i] for r in runs]
+                t = S.tally(cmps, true_gain=math.exp(eff))
+                parts = [f"{g} {100 * v:5.1f}% ±{100 * e:3.1f} {100 * c:5.1f}% ±{w:5.1f}%"
+                         for g, (v, e, c, w) in
+                         ((g, _regime_rates(cmps, sz, math.exp(eff))) for g, sz in groups)]
+                print(f"  {name:<40} {label:<4} {how:<6} " + " | ".join(parts)
+                      + f" | family {100 * t['familywise']:5.1f}% CI95 "
+                      f"{100 * t['coverage']:5.1f}%", flush=True)
+    print("  targets: A/A raw p <= 6% per regime, CI95 coverage 93-97% per regime")
+
+
+def _now_and_one_regime(store, sets, base) -> tuple:
+    """(compare now, compare with REGIME_LEVEL 0: one Spread per side, the model before
+    launch regimes) on the same launches."""
+    return compare_groups(store, sets, base), _one_regime(compare_groups)(store, sets, base)
 
 
 def missing_pair(rng: np.random.Generator, reps: int) -> None:
