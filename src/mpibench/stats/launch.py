@@ -1273,7 +1273,8 @@ def compare_cells(cells: Sequence[tuple[Mapping[str, float | None], Mapping[str,
     their spread pooled over the sizes the same way); otherwise as above, unchanged.
     sizes: the cells' message sizes (their order); the paired block's round regimes
     (_regimes) are contiguous runs of the sizes ascending, whatever the cells' order
-    (without sizes: the cells' order)."""
+    (without sizes: the cells' order). Unpaired, the same cut finds launch regimes
+    (_unpaired_regimes), each tested as a block of its own."""
     paired = pair_rounds(cells, rounds)
     if paired is not None:
         return _paired_cells(cells, paired, alpha, level, pool, _size_order(sizes, len(cells)))
@@ -1305,17 +1306,15 @@ def _unpaired_block(cells, alpha: float, level: float, pool: bool) -> list[Launc
 # Open MPI vs MPICH PingPong store: sd ~0.37 at 0 B-8 KiB, ~0.11 above) split as the paired
 # model's round regimes (_regimes: one rule), on both sides' residuals together, each side
 # centred per cell first (no gain enters the split); each regime is then tested as a block
-# of its own (_unpaired_block: its own gate, floors and planning). Not where a side is
-# thin (<= THIN_LAUNCHES launches): the model before.
+# of its own (_unpaired_block: its own gate, floors and planning), thin sides too (3 vs
+# 7: 9.9% A/A at the sharing sizes with one Spread per side, 2.1% cut; docs/statistics.md).
 
 def _unpaired_regimes(cells, order: Sequence[int] | None) -> list[list[int]]:
-    """The cells' indices in launch regimes (size order); one list where no cut passes,
-    below 2 * MIN_REGIME_CELLS cells or where a side has <= THIN_LAUNCHES launches."""
+    """The cells' indices in launch regimes (size order); one list where no cut passes
+    or below 2 * MIN_REGIME_CELLS cells."""
     idx = list(range(len(cells))) if order is None else list(order)
     joint: dict[int, dict] = {i: {} for i in idx}
     for j in (0, 1):
-        if len({k for cell in cells for k in cell[j]}) <= THIN_LAUNCHES:
-            return [idx]
         for i in idx:
             logs = _oriented_logs(cells[i][j], 1.0)
             mu = sum(logs.values()) / len(logs) if logs else 0.0
