@@ -952,8 +952,8 @@ def regimes_contrast(rng: np.random.Generator, reps: int) -> None:
               + " | ".join(parts), flush=True)
 
 
-# The unpaired model with a launch effect only the small sizes share (issue 21; the
-# paired model's round regimes have no unpaired counterpart): each launch its own
+# The unpaired model with a launch effect only the small sizes share (issue 21;
+# stats.launch._unpaired_regimes, the paired round regimes' cut): each launch its own
 # N(0, 0.25) effect at the sizes <= 256 B on top of sigma_L 0.05 (stats.simulate "apart"
 # in a campaign whose order does not pair rounds). Open MPI vs MPICH PingPong: 0.37 log
 # shared by 0 B-8 KiB, 0.11 from 16 KiB (/tmp/ttd-data).
