@@ -897,7 +897,7 @@ def test_a_paired_benchmark_names_its_round_regimes(tmp_path):
     small, large = list(sizes[:5]), list(sizes[5:])
     assert {r["pairing"] for r in js["rows"]} == {"round"}
     for r in js["rows"]:
-        assert r["round_regime_sizes"] == (small if r["size"] <= 256 else large)
+        assert r["regime_sizes"] == (small if r["size"] <= 256 else large)
     assert (f"round regimes, PingPong (b): the sizes {fmt_size(1)}-{fmt_size(256)} / "
             f"{fmt_size(1024)}-{fmt_size(sizes[-1])} do not share one round effect") in text
     store, groups = _round_store(tmp_path / "one.db", {"order": "interleaved"})
@@ -907,7 +907,34 @@ def test_a_paired_benchmark_names_its_round_regimes(tmp_path):
         text = render(cmp, "markdown")
     finally:
         store.close()
-    assert {r["round_regime_sizes"] for r in js["rows"]} == {None}
+    assert {r["regime_sizes"] for r in js["rows"]} == {None}
+    assert "round regimes" not in text
+
+
+def test_an_unpaired_benchmark_names_its_launch_regimes(tmp_path):
+    # the same launch effect at the sizes <= 256 B only, in a campaign that was not
+    # interleaved (no pairing): the unpaired model splits the block into launch regimes,
+    # and the JSON row and the caption say so (regime_sizes, "launch regimes"), as they
+    # do for round regimes
+    from mpibench.report.data import fmt_size
+    from mpibench.stats import simulate as S
+
+    sizes = tuple(2 ** k for k in range(0, 20, 2))
+    store, groups = S.build_store(tmp_path / "u.db", np.random.default_rng(5), launches=10,
+                                  sigma_l=0.05, within=0.01, sizes=sizes, n_samples=(20, 40),
+                                  rounds="apart", round_sd=0.25, round_upto=256)
+    try:
+        cmp = compare_groups(store, groups, "a")
+        js = json.loads(render(cmp, "json"))
+        text = " ".join(render(cmp, "markdown").split())
+    finally:
+        store.close()
+    small, large = list(sizes[:5]), list(sizes[5:])
+    assert {r["pairing"] for r in js["rows"]} == {"none"}
+    for r in js["rows"]:
+        assert r["regime_sizes"] == (small if r["size"] <= 256 else large)
+    assert (f"launch regimes, PingPong (b): the sizes {fmt_size(1)}-{fmt_size(256)} / "
+            f"{fmt_size(1024)}-{fmt_size(sizes[-1])} do not share one launch effect") in text
     assert "round regimes" not in text
 
 

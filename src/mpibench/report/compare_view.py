@@ -104,7 +104,7 @@ def _unit_header(rows: list[Row]) -> str:
 def comparison_records(cmp: Comparison) -> list[dict[str, Any]]:
     """Flat rows (one per cell x candidate) for CSV/JSON and notebooks."""
     out = []
-    regimes = round_regimes(cmp)
+    regimes = size_regimes(cmp)
     for r in cmp.rows:
         b = r.cells.get(cmp.baseline)
         for cand, d in r.deltas.items():
@@ -142,7 +142,7 @@ def comparison_records(cmp: Comparison) -> list[dict[str, Any]]:
                                             else 1.0 + d.detectable),
                         "launches_needed": d.needed,
                         **pairing_record(d.test),
-                        "round_regime_sizes": _regime_of(regimes, r, cand),
+                        "regime_sizes": _regime_of(regimes, r, cand, _pairing_of(d)),
                         "notes": [cmp.footnotes[i - 1] for i in sorted(set(r.notes + d.notes))],
                         "transport_warnings": cmp.warnings.get(cmp.baseline, [])
                         + cmp.warnings.get(cand, [])})
@@ -160,46 +160,53 @@ def pairing_record(t: Any) -> dict[str, Any]:
             "unpaired_launches_not_used": t.unpaired if paired else 0}
 
 
-def round_regimes(cmp: Comparison) -> dict[tuple, list[list]]:
-    """{(cell key without its size, candidate): each round regime's cell keys, by size} for
-    the paired benchmarks whose sizes fall into regimes that do not share the round
-    effect (stats.launch._regimes: each regime its own round part); benchmarks tested as
-    one regime are left out."""
+def size_regimes(cmp: Comparison) -> dict[tuple, list[list]]:
+    """{(cell key without its size, candidate, pairing): each regime's cell keys, by size}
+    for the benchmarks whose sizes fall into regimes that do not share the round effect
+    (paired) or the launch effect (unpaired): stats.launch._regimes, each regime tested on
+    its own part; benchmarks tested as one regime are left out."""
     by: dict[tuple, dict[int, list]] = {}
     for r in cmp.rows:
         for cand, d in r.deltas.items():
-            if d.tested and d.test.pairing == "round":
-                block = by.setdefault((r.key._replace(size=None), cand), {})
+            if d.tested:
+                block = by.setdefault((r.key._replace(size=None), cand, _pairing_of(d)), {})
                 block.setdefault(d.test.regime, []).append(r.key)
     return {k: sorted((sorted(v, key=_by_size) for v in g.values()),
                       key=lambda v: _by_size(v[0]))
             for k, g in by.items() if len(g) > 1}
 
 
+def _pairing_of(d: Any) -> str:
+    """A tested delta's pairing, "round" or "none" (what its regimes are regimes of)."""
+    return "round" if d.tested and d.test.pairing == "round" else "none"
+
+
 def _by_size(key: Any) -> tuple:
     return (key.size is None, key.size or 0)
 
 
-def _regime_of(regimes: dict[tuple, list[list]], r: Row, cand: str) -> list | None:
-    """The sizes of the round regime row r's cell was tested in (round_regimes), None
-    where its benchmark is one regime (or not paired)."""
-    for keys in regimes.get((r.key._replace(size=None), cand), ()):
+def _regime_of(regimes: dict[tuple, list[list]], r: Row, cand: str, pairing: str
+               ) -> list | None:
+    """The sizes of the regime row r's cell was tested in (size_regimes), None where its
+    benchmark is one regime."""
+    for keys in regimes.get((r.key._replace(size=None), cand, pairing), ()):
         if r.key in keys:
             return [k.size for k in keys]
     return None
 
 
 def regimes_legend(cmp: Comparison) -> list[str]:
-    """One caption line per paired benchmark whose sizes split into round regimes,
-    naming each regime's sizes."""
+    """One caption line per benchmark whose sizes split into regimes (round regimes where
+    paired, launch regimes where not), naming each regime's sizes."""
     out = []
-    for (key, cand), groups in round_regimes(cmp).items():
+    for (key, cand, pairing), groups in size_regimes(cmp).items():
         label = cell_label(key)
         name = key.benchmark + ("" if label == "-" else f" {label}")
         spans = [cell_label(g[0]) if len(g) == 1 else
                  f"{cell_label(g[0])}-{cell_label(g[-1])}" for g in groups]
-        out.append(f"round regimes, {name} ({cand}): the sizes {' / '.join(spans)} do not "
-                   "share one round effect; each is tested on its own round part")
+        what = "round" if pairing == "round" else "launch"
+        out.append(f"{what} regimes, {name} ({cand}): the sizes {' / '.join(spans)} do not "
+                   f"share one {what} effect; each is tested on its own {what} part")
     return out
 
 
@@ -295,21 +302,23 @@ PAIRING_LEGEND = (
     "per-round differences of the log launch statistics (a round differential the "
     "benchmark's sizes share plus a size-specific part, pooled over the sizes; "
     "stats.launch.paired_test; pooled over each round regime's sizes instead where the "
-    "sizes do not share one round effect: round_regime_sizes names the row's regime, "
+    "sizes do not share one round effect: regime_sizes names the row's regime, "
     "null where the benchmark is one), which removes what both launches of a round share (load "
     "phases, the machine's mode). Applies when every cell of the benchmark has at least "
     f"{launch_stats.MIN_PAIRS} complete pairs; launches without a partner in their round "
     "(a failed launch on the other side) are left out and counted "
     "(unpaired_launches_not_used); base_launches = cand_launches = rounds. \"none\": "
     "the two sides' launches as independent samples (random-order campaigns, different "
-    "campaigns, fewer pairs)")
+    "campaigns, fewer pairs), tested per launch regime where the sizes do not share one "
+    "launch effect (regime_sizes, as for rounds)")
 
 
 def pairing_legend(cmp: Comparison) -> list[str]:
-    """The caption line of a table with rows paired by round (none when nothing is)."""
+    """The caption line of a table with rows paired by round (none when nothing is), then
+    one line per benchmark split into regimes (regimes_legend), paired or not."""
     ps = pairing_summary(cmp)
     if ps["pairing"] != "round":
-        return []
+        return regimes_legend(cmp)
     n = ps["unpaired_launches_not_used"]
     r = ps["rounds"]
     rounds = str(r[0]) if r[0] == r[-1] else f"{r[0]}-{r[-1]}"
