@@ -876,66 +876,45 @@ def test_an_interleaved_campaign_is_compared_round_by_round(tmp_path):
         assert r.deltas["b"].gain == pytest.approx(u.deltas["b"].gain, rel=1e-9)
 
 
-def test_a_paired_benchmark_names_its_round_regimes(tmp_path):
-    # each launch of a round its own phase at the sizes <= 256 B only (10 rounds): the
-    # block splits into two round regimes, and the JSON row and the caption say which
-    # sizes each one holds (the interleaved store above, one regime: null, no line)
+@pytest.mark.parametrize("spec, pairing, what", [({"order": "interleaved"}, "round", "round"),
+                                                 (None, "none", "launch")])
+def test_a_benchmark_names_its_regimes(tmp_path, spec, pairing, what):
+    # each launch of a round its own phase at the sizes <= 256 B only (10 launches a side):
+    # interleaved, the paired block splits into two round regimes; not interleaved, the
+    # unpaired one into two launch regimes; the JSON row and the caption say which sizes
+    # each holds (regime_sizes; "round regimes" / "launch regimes")
     from mpibench.report.data import fmt_size
     from mpibench.stats import simulate as S
 
     sizes = tuple(2 ** k for k in range(0, 20, 2))
     store, groups = S.build_store(tmp_path / "r.db", np.random.default_rng(5), launches=10,
                                   sigma_l=0.05, within=0.01, sizes=sizes, n_samples=(20, 40),
-                                  spec={"order": "interleaved"}, rounds="apart",
-                                  round_sd=0.25, round_upto=256)
-    try:
-        cmp = compare_groups(store, groups, "a")
-        js = json.loads(render(cmp, "json"))
-        text = " ".join(render(cmp, "markdown").split())
-    finally:
-        store.close()
+                                  spec=spec, rounds="apart", round_sd=0.25, round_upto=256)
+    js, text = _json_and_text(store, groups)
     small, large = list(sizes[:5]), list(sizes[5:])
-    assert {r["pairing"] for r in js["rows"]} == {"round"}
+    assert {r["pairing"] for r in js["rows"]} == {pairing}
     for r in js["rows"]:
         assert r["regime_sizes"] == (small if r["size"] <= 256 else large)
-    assert (f"round regimes, PingPong (b): the sizes {fmt_size(1)}-{fmt_size(256)} / "
-            f"{fmt_size(1024)}-{fmt_size(sizes[-1])} do not share one round effect") in text
-    store, groups = _round_store(tmp_path / "one.db", {"order": "interleaved"})
-    try:
-        cmp = compare_groups(store, groups, "a")
-        js = json.loads(render(cmp, "json"))
-        text = render(cmp, "markdown")
-    finally:
-        store.close()
+    assert (f"{what} regimes, PingPong (b): the sizes {fmt_size(1)}-{fmt_size(256)} / "
+            f"{fmt_size(1024)}-{fmt_size(sizes[-1])} do not share one {what} effect") in text
+    other = "launch" if what == "round" else "round"
+    assert f"{other} regimes" not in text
+
+
+def test_a_benchmark_of_one_regime_names_none(tmp_path):
+    # the interleaved store of the pairing tests above: one regime, null, no caption line
+    js, text = _json_and_text(*_round_store(tmp_path / "one.db", {"order": "interleaved"}))
     assert {r["regime_sizes"] for r in js["rows"]} == {None}
-    assert "round regimes" not in text
+    assert "regimes" not in text
 
 
-def test_an_unpaired_benchmark_names_its_launch_regimes(tmp_path):
-    # the same launch effect at the sizes <= 256 B only, in a campaign that was not
-    # interleaved (no pairing): the unpaired model splits the block into launch regimes,
-    # and the JSON row and the caption say so (regime_sizes, "launch regimes"), as they
-    # do for round regimes
-    from mpibench.report.data import fmt_size
-    from mpibench.stats import simulate as S
-
-    sizes = tuple(2 ** k for k in range(0, 20, 2))
-    store, groups = S.build_store(tmp_path / "u.db", np.random.default_rng(5), launches=10,
-                                  sigma_l=0.05, within=0.01, sizes=sizes, n_samples=(20, 40),
-                                  rounds="apart", round_sd=0.25, round_upto=256)
+def _json_and_text(store, groups) -> tuple[dict, str]:
+    """compare_groups on the store (baseline a), its JSON and its markdown on one line."""
     try:
         cmp = compare_groups(store, groups, "a")
-        js = json.loads(render(cmp, "json"))
-        text = " ".join(render(cmp, "markdown").split())
+        return json.loads(render(cmp, "json")), " ".join(render(cmp, "markdown").split())
     finally:
         store.close()
-    small, large = list(sizes[:5]), list(sizes[5:])
-    assert {r["pairing"] for r in js["rows"]} == {"none"}
-    for r in js["rows"]:
-        assert r["regime_sizes"] == (small if r["size"] <= 256 else large)
-    assert (f"launch regimes, PingPong (b): the sizes {fmt_size(1)}-{fmt_size(256)} / "
-            f"{fmt_size(1024)}-{fmt_size(sizes[-1])} do not share one launch effect") in text
-    assert "round regimes" not in text
 
 
 def test_launches_of_two_adhoc_invocations_are_not_paired(tmp_path):
