@@ -400,7 +400,8 @@ def core_plan(db: Path, cap: int, rounds: int | None = None, at: dict | None = N
     raises a fixed `repeats`, so after the 2-round pilot the next invocation runs 3 and
     plans with one round more), so the plan printed is the one round 3's launches get;
     None: the launches so far only; at: {target, max_time}: the plan at these options
-    only, from the launches of rounds 3 on, which ran at them)."""
+    only, from the launches of rounds 3 on, which ran at them, of the cells the last
+    round still launched: the undecided ones)."""
     from mpibench.stats import budget
     from mpibench.store.report_queries import launch_cost_rows
 
@@ -409,7 +410,13 @@ def core_plan(db: Path, cap: int, rounds: int | None = None, at: dict | None = N
         rows = launch_cost_rows(store, ids)
     if at:
         # the budgeted rounds alone (3 on), all at these options: their variance of d is
-        # the one the rounds still to run will have
+        # the one the rounds still to run will have; and the cells still undecided alone
+        # (the sizes the last round launched): a decided cell gets no more launches, and
+        # its 2 rounds from 3 on (decided at round 4) left its whole benchmark unpaired,
+        # planned on the unpaired launch spread (> 1000 launches where paired said 878)
+        last = max((r["repeat"] for r in rows), default=0)
+        live = {(r["benchmark"], r["size"]) for r in rows if r["repeat"] == last}
+        rows = [r for r in rows if (r["benchmark"], r["size"]) in live]
         return budget.plan_from_rows(rows, ["openmpi", "mpich"], TARGET, cap, rounds=rounds,
                                      targets=(at["target"],), max_times=(at["max_time"],),
                                      keep_within=True)

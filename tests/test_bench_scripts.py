@@ -221,3 +221,22 @@ def test_time_to_decision_alternates_which_tool_launches_first():
     assert [ttd.first_tool("alternate", k) for k in range(1, 5)] == ["core", "imb"] * 2
     assert {ttd.first_tool("core-first", k) for k in range(1, 5)} == {"core"}
     assert {ttd.first_tool("imb-first", k) for k in range(1, 5)} == {"imb"}
+
+
+def test_the_go_on_plan_is_paired_over_the_cells_still_undecided(tmp_path, monkeypatch):
+    # the kept run's core decided 4 and 8 KiB at round 4 and launched them no more
+    # (--only-sizes): from round 3 on they have 2 rounds, and planning them with the rest
+    # left the benchmark unpaired (the launch spread, where compare tests paired); the
+    # plan --to-budget makes after round N is of the sizes round N still launched
+    from mpibench.store import Store
+
+    ttd = _load_bench("bench_ttd_goon")
+    monkeypatch.setitem(sys.modules, "bench_ttd_goon", ttd)
+    db = _kept_run(tmp_path) / "core" / "mpibench.db"
+    rounds = ttd.store_rounds(db)
+    with Store(db, readonly=True) as store:
+        last = {r["size"] for r in store.results(with_samples=False)
+                if r["repeat"] == rounds - 1}
+    assert 0 < len(last) < 23                     # the premise: some sizes were decided
+    p = ttd.core_plan(db, 1000, at=ttd.run_options(db, rounds - 1))
+    assert p is not None and "paired by round" in p.describe(), p.describe()
