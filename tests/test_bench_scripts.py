@@ -223,15 +223,15 @@ def test_time_to_decision_alternates_which_tool_launches_first():
     assert {ttd.first_tool("imb-first", k) for k in range(1, 5)} == {"imb"}
 
 
-def test_the_go_on_plan_is_paired_over_the_cells_still_undecided(tmp_path, monkeypatch):
+def test_the_go_on_plan_is_paired_over_the_cells_still_undecided(tmp_path):
     # the kept run's core decided 4 and 8 KiB at round 4 and launched them no more
     # (--only-sizes): from round 3 on they have 2 rounds, and planning them with the rest
     # left the benchmark unpaired (the launch spread, where compare tests paired); the
     # plan --to-budget makes after round N is of the sizes round N still launched
     from mpibench.store import Store
+    from support.surfaces import load_bench_ttd
 
-    ttd = _load_bench("bench_ttd_goon")
-    monkeypatch.setitem(sys.modules, "bench_ttd_goon", ttd)
+    ttd = load_bench_ttd()
     db = _kept_run(tmp_path) / "core" / "mpibench.db"
     rounds = ttd.store_rounds(db)
     with Store(db, readonly=True) as store:

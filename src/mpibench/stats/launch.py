@@ -957,8 +957,10 @@ class Spread(NamedTuple):
     def own_part(self, cell: object = None) -> tuple[float, float] | None:
         """(cell part per launch, df) of this cell where it has its own (cell_parts), else
         None (the pooled part)."""
-        if self.regimes and cell is not None and self.for_cell(cell)[1] is not self:
-            return self.for_cell(cell)[1].own_part(cell)
+        if self.regimes and cell is not None:
+            _i, sp = self.for_cell(cell)
+            if sp is not self:
+                return sp.own_part(cell)
         return self.cell_parts.get(cell) if self.cell_parts and cell is not None else None
 
     @property
