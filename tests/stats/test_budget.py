@@ -1018,3 +1018,91 @@ def test_the_paired_spread_has_the_own_parts_compare_tests_on():
         assert compare and len(planned) == len(compare) == 4
         for (key, v, df) in planned:
             assert (v, df) == pytest.approx(compare[key[1]], rel=1e-9), (rounds, key)
+
+
+def _within_regime_rows(rng, rounds, sizes=12):
+    """Interleaved rows in two round regimes (stats.launch._diff_spread splits them): the
+    small half's round difference sd 0.15 with a large within-launch error (se 0.1 at 50
+    samples, in the medians and their CIs), the large half's sd 0.03 with a tiny one."""
+    rows = []
+    for r in range(rounds):
+        dr = (rng.normal(0, 0.15), rng.normal(0, 0.03))
+        for s in range(sizes):
+            big = s >= sizes // 2
+            se = 1e-3 if big else 0.1
+            base = math.exp(rng.normal(0, 0.05) + rng.normal(0, se))
+            cand = math.exp(math.log(base) + dr[big] + rng.normal(0, 0.005)
+                            + rng.normal(0, se))
+            for v, m in (("base", base), ("cand", cand)):
+                rows.append({"run_id": f"{v}{r}", "variant": v, "repeat": r,
+                             "benchmark": "PingPong", "size": 2 ** s, "n": 50, "median": m,
+                             "ci_low": m * math.exp(-budget.Z95 * se),
+                             "ci_high": m * math.exp(budget.Z95 * se),
+                             "cell_s": 5e-6, "launch_s": 0.2})
+    return rows
+
+
+def test_each_round_regime_is_planned_on_its_own_within_launch_part():
+    """The plan swaps a round regime's pilot within-launch part of d for the one at the
+    options it tries. It used to swap the pool's mean for every regime: at --target 1%
+    the noisy-within half (se 0.1 at 50 samples) lost only half its within part and the
+    quiet half lost more than all of it (its parts clipped to 0). Each regime is planned
+    as that regime's sizes alone would be, so the pool needs the larger of the two."""
+    rows = _within_regime_rows(np.random.default_rng(7), 30)
+    (pool,) = budget.paired_spreads(rows, ["base", "cand"]).values()
+    halves = [{2 ** s for s in range(6)}, {2 ** s for s in range(6, 12)}]
+    assert [{k[1] for k in ks} for ks, _ps in pool.regimes] == halves
+    opts = dict(targets=(1.0,), max_times=(10.0,))
+    whole = budget.plan_from_rows(rows, ["base", "cand"], 0.05, budget.SEARCH_MAX, **opts)
+    alone = [budget.plan_from_rows([r for r in rows if r["size"] in h], ["base", "cand"],
+                                   0.05, budget.SEARCH_MAX, **opts) for h in halves]
+    ks = [p.best.launches for p in alone]
+    assert all(k is not None and k > launch_stats.MIN_PAIRS for k in ks), ks
+    assert whole.best.launches == max(ks), (whole.best.launches, ks)
+    assert whole.best.launch_var == pytest.approx(max(p.best.launch_var for p in alone))
+
+
+def _launch_regime_rows(rng, launches, sizes=12):
+    """Unpaired rows (no rounds) whose launch effect moves the small half of the sizes
+    together (sd 0.1) and the large half on its own (sd 0.02): two launch regimes."""
+    rows = []
+    for v in ("base", "cand"):
+        for launch in range(launches):
+            u = (rng.normal(0, 0.1), rng.normal(0, 0.02))
+            for s in range(sizes):
+                m = float(np.exp(u[s >= sizes // 2] + rng.normal(0, 0.01)))
+                rows.append({"run_id": f"{v}{launch}", "variant": v, "benchmark": "PingPong",
+                             "size": 2 ** s, "n": 50, "median": m,
+                             "ci_low": m * math.exp(-budget.Z95 * 1e-4),
+                             "ci_high": m * math.exp(budget.Z95 * 1e-4),
+                             "cell_s": 5e-4, "launch_s": 0.2})
+    return rows
+
+
+def test_each_launch_regime_is_planned_as_compare_tests_it():
+    """compare's unpaired test splits a benchmark whose sizes do not share the launch
+    effect into launch regimes (stats.launch._unpaired_regimes), each a block of its own;
+    the plan splits it the same way and plans each regime on its own pooled variance. It
+    used to pool the benchmark: the launch variance of the mean over both halves, about
+    half the noisy regime's, and so too few launches for it."""
+    rows = _launch_regime_rows(np.random.default_rng(11), 8)
+    halves = [{2 ** s for s in range(6)}, {2 ** s for s in range(6, 12)}]
+    opts = dict(interleaved=False, targets=(100.0,), max_times=(0.002,))
+    whole = budget.plan_from_rows(rows, ["base", "cand"], 0.05, budget.SEARCH_MAX, **opts)
+    alone = [budget.plan_from_rows([r for r in rows if r["size"] in h], ["base", "cand"],
+                                   0.05, budget.SEARCH_MAX, **opts) for h in halves]
+    assert alone[0].best.launch_var > 10 * alone[1].best.launch_var
+    assert whole.best.launch_var == pytest.approx(alone[0].best.launch_var)
+    assert whole.best.launches == max(p.best.launches for p in alone)
+    # the split is compare's own, on the same launches
+    by = {v: {} for v in ("base", "cand")}
+    for r in rows:
+        by[r["variant"]].setdefault(r["size"], {})[r["run_id"]] = r["median"]
+    sizes = sorted(by["base"])
+    tests = launch_stats.compare_cells([(by["base"][s], by["cand"][s], "lower") for s in sizes],
+                                       sizes=sizes)
+    regimes = budget.unpaired_regimes(rows, ["base", "cand"])
+    for s, t in zip(sizes, tests, strict=True):
+        assert t.regime == (s >= 2 ** 6)
+        assert regimes[("PingPong", s)] == regimes[("PingPong", 2 ** (t.regime * 6))]
+    assert len(set(regimes.values())) == 2

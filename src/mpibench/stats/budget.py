@@ -122,11 +122,14 @@ class CellCost:
 
     sigma_l2: between-launch variance of the log launch statistic, the within-launch part
     removed; within_b: se_w^2 x n (the within-launch variance of the statistic is
-    within_b / n); sample_s: seconds per sample."""
+    within_b / n); sample_s: seconds per sample; pool: see cell_pool."""
     key: object
     sigma_l2: float
     within_b: float
     sample_s: float
+    # the pool compare tests the cell in: its launch regime (plan_from_rows,
+    # unpaired_regimes) where compare splits its benchmark's sizes, else None: pool_of(key)
+    pool: object = None
 
     def launch_var(self, n: float) -> float:
         return self.sigma_l2 + self.within_b / max(n, 1.0)
@@ -146,8 +149,8 @@ class PairedSpread:
     """One benchmark's (pool's) spread of the per-round differences d between two sides
     (logs), split as stats.launch.Spread splits a side: ms_launch (the mean square of the
     rounds' mean residuals times the cells per round; pairs - 1 df) and ms_cell (the
-    residual mean square; (pairs - 1)(cells - 1) df); within: the mean over the pool's
-    cells of the pilot launches' within-launch variance of d (B_b/n_b + B_c/n_c, each
+    residual mean square; (pairs - 1)(cells - 1) df); within: the mean over its cells
+    (keys: the pool's, or its regime's) of the pilot launches' within-launch variance of d (B_b/n_b + B_c/n_c, each
     side's guarded B of the cell, as components_from_rows', over the launch's n), which
     the plan replaces by the one at the options it tries."""
     ms_launch: float
@@ -169,6 +172,9 @@ class PairedSpread:
     # round regimes (stats.launch._diff_spread, Spread.regimes): a cell is planned on its
     # regime's; () = one regime, this for every cell
     regimes: tuple[tuple[tuple, PairedSpread], ...] = ()
+    # the cells this spread is made of (its regime's, or the pool's): the plan's within
+    # part at its options is the mean over these (_launches_in_view)
+    keys: tuple = ()
 
     def for_cell(self, key: object) -> PairedSpread:
         """The PairedSpread compare tests this cell on: its regime's, else this."""
@@ -243,33 +249,35 @@ def paired_from_rows(rows: Iterable[Mapping], base: str, cand: str, more_rounds:
         if paired is None:
             continue
         d: dict[object, dict[int, float]] = {}
-        w: list[float] = []
+        w: dict[object, float] = {}
         for key, (pairs, _left) in zip(keys, paired, strict=True):
             if len(pairs) < 2:
                 continue
             d[key] = {rep: found[c]["median"] / found[b]["median"]
                       for rep, (b, c) in pairs.items()}
-            w.append(sum(within_of(found[b]) + within_of(found[c]) for b, c in pairs.values())
-                     / len(pairs))
-        ps = _paired_spread(d, sum(w) / len(w)) if d else None
+            w[key] = sum(within_of(found[b]) + within_of(found[c])
+                         for b, c in pairs.values()) / len(pairs)
+        ps = _paired_spread(d, w) if d else None
         if ps is not None:
             out[g] = ps
     return out
 
 
-def _paired_spread(d: dict[object, dict[int, float]], within: float) -> PairedSpread | None:
+def _paired_spread(d: dict[object, dict[int, float]], within: Mapping[object, float]
+                   ) -> PairedSpread | None:
     """One pool's PairedSpread from {cell key: {round: cand / base}} (sizes ascending),
     split into the round regimes compare's paired spread finds in the same differences
     (stats.launch._diff_spread: one rule), each regime's made as the whole one from its
-    cells alone; within: the pool's, for every regime (the plan's within is the pool's)."""
-    whole = _paired_of(d, within)
+    cells alone; within: {cell key: the pilot's within-launch variance of its d}, each
+    regime's within the mean over its own cells (the whole's over the pool's)."""
+    whole = _paired_of(d, _mean_of(within, d))
     logs = [{r: math.log(v) for r, v in by.items()} for by in d.values()]
     sp = launch_stats._diff_spread(logs)
     if whole is None or sp is None or not sp.regimes:
         return whole
     keys = list(d)
     regimes = [tuple(keys[j] for j in ks) for ks, _sp in sp.regimes]
-    parts = [(ks, _paired_of({k: d[k] for k in ks}, within)) for ks in regimes]
+    parts = [(ks, _paired_of({k: d[k] for k in ks}, _mean_of(within, ks))) for ks in regimes]
     if any(ps is None for _ks, ps in parts):
         return whole
     return replace(whole, regimes=tuple(parts))
@@ -287,7 +295,13 @@ def _paired_of(d: dict[object, dict[int, float]], within: float) -> PairedSpread
     own, own_thin = ([(k, v, df) for k, (v, df) in (s.cell_parts or {}).items()]
                      for s in (sp, thin))
     return PairedSpread(sp.ms_launch, sp.df_launch, sp.ms_cell, sp.df_cell, sp.cells,
-                        sp.launches, within, tuple(own), tuple(own_thin))
+                        sp.launches, within, tuple(own), tuple(own_thin), keys=tuple(d))
+
+
+def _mean_of(values: Mapping[object, float], keys: Iterable[object]) -> float:
+    """The mean of values over the keys it has (0 with none)."""
+    xs = [values[k] for k in keys if k in values]
+    return sum(xs) / len(xs) if xs else 0.0
 
 
 def paired_spreads(rows: Sequence[Mapping], variants: Sequence[str], more_rounds: int = 0
@@ -454,6 +468,12 @@ def pool_of(key: object) -> object:
     return key[0] if isinstance(key, tuple) and len(key) > 1 else key
 
 
+def cell_pool(c: CellCost) -> object:
+    """The pool a cell is planned in: its launch regime where it has one, else its
+    benchmark (pool_of)."""
+    return pool_of(c.key) if c.pool is None else c.pool
+
+
 def pooled_launch_var(sides: Sequence[Components], keys: Iterable[object], target_pct: float,
                       min_samples: int = CORE_MIN_SAMPLES,
                       max_time: float = CORE_DEFAULT_MAX_TIME) -> dict[object, float]:
@@ -476,14 +496,16 @@ def own_launch_var(sides: Sequence[Components], keys: Iterable[object], target_p
     cell's own launch variance, sigma_L^2 of that size (ms_launch/S + its own part)."""
     keys = set(keys)
     acc: dict[object, list[float]] = defaultdict(list)
+    pools: dict[object, object] = {}
     for s in sides:
         for c in s.cells:
             if c.key in keys:
+                pools[c.key] = cell_pool(c)
                 acc[c.key].append(c.launch_var(samples_at(c, target_pct, min_samples,
                                                           max_time)))
     out: dict[object, float] = {}
     for key, v in acc.items():
-        g = pool_of(key)
+        g = pools[key]
         out[g] = max(out.get(g, 0.0), sum(v) / len(v))
     return out
 
@@ -496,7 +518,7 @@ def _pool_mean(sides: Sequence[Components], keys: Iterable[object],
     for s in sides:
         for c in s.cells:
             if c.key in keys:
-                acc[pool_of(c.key)].append(value(c))
+                acc[cell_pool(c)].append(value(c))
     return {g: sum(v) / len(v) for g, v in acc.items()}
 
 
@@ -512,7 +534,7 @@ def own_part_pools(sides: Sequence[Components], keys: Iterable[object],
     for s in sides:
         for c in s.cells:
             if c.key in keys:
-                count[pool_of(c.key)].add(c.key)
+                count[cell_pool(c)].add(c.key)
     top = math.inf if thin else launch_stats.FEW_CELLS
     return {g for g, ks in count.items()
             if launch_stats.MIN_MODERATE_CELLS <= len(ks) < top} | set(more)
@@ -534,8 +556,8 @@ def between_margin(sides: Sequence[Components], confidence: float | None = PLAN_
 def _widened(side: Components, factor: float) -> Components:
     if factor == 1.0:
         return side
-    return Components(tuple(CellCost(c.key, c.sigma_l2 * factor, c.within_b, c.sample_s)
-                            for c in side.cells), side.fixed_s, side.launches)
+    return Components(tuple(replace(c, sigma_l2=c.sigma_l2 * factor) for c in side.cells),
+                      side.fixed_s, side.launches)
 
 
 def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
@@ -596,7 +618,7 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
     for t, max_time in ((t, m) for m in max_times for t in targets):
         cost, samples = _launch_cost(sides, common, t, min_samples, max_time)
         launch_s = cost / len(sides)
-        within = None if keep_within or not paired else pooled_within(
+        within = None if keep_within or not paired else cell_within(
             sides, common, t, min_samples, max_time)
         # compare tests at most THIN_LAUNCHES launches per side on every size's own part
         # (no gate) and beyond them gated: the launches are planned the way they will be
@@ -634,8 +656,11 @@ def _launches_in_view(pooled: Mapping[object, float],
         worst = max(unpaired.values())
         ks.append(launches_for(math.sqrt(worst), effect, max_n=max_n, **levels))
     for g, pool in (paired or {}).items():
-        w = None if within is None else within.get(g)
         for ps in pool.in_view(common):          # each round regime compare tests on
+            # its within part at the options: the mean over its own cells, as ps.within
+            # (a PairedSpread made without keys: the pool's cells)
+            w = None if within is None else _mean_of(
+                within, ps.keys or [k for k in within if pool_of(k) == g])
             for sh, ce, own_df in _paired_cells(ps, w, confidence, common, thin):
                 # the same scale as an unpaired side's launch variance: var(d) / 2
                 worst = max(worst, (sh + ce) / 2)
@@ -702,10 +727,53 @@ def plan_from_rows(rows: Sequence[Mapping], order: Sequence[str], margin: float,
         seen = len({r["repeat"] for r in rows if r.get("repeat") is not None})
         more = max(0, rounds - seen) if rounds is not None else 0
         paired = paired_spreads(rows, compared, more)
-    gated = gated_pools(rows, compared)
+    # the pools planned unpaired, in the launch regimes compare splits them into: each
+    # regime a pool of its own (its mean variance, its own gate and flags)
+    regimes = unpaired_regimes(rows, compared, skip=set(paired or ()))
+    sides = [Components(tuple(replace(c, pool=regimes.get(c.key)) for c in s.cells),
+                        s.fixed_s, s.launches) for s in sides]
+    tagged = [dict(r, benchmark=regimes[k]) if (k := (r["benchmark"], r["size"])) in regimes
+              else r for r in rows]
+    gated = gated_pools(tagged, compared)
+    flagged = {(k[0][0], k[1]) if isinstance(k[0], tuple) else k
+               for k in flagged_cells(tagged, compared, gated)}
     return plan(sides, margin, equivalence=True, max_launches=cap, paired=paired or None,
                 targets=targets, max_times=max_times, keep_within=keep_within,
-                own_pools=gated, own_cells=flagged_cells(rows, compared, gated))
+                own_pools=gated, own_cells=flagged)
+
+
+def unpaired_regimes(rows: Iterable[Mapping], variants: Sequence[str],
+                     skip: set = frozenset()) -> dict[object, object]:
+    """{cell key: (benchmark, its launch regime's label)} for the benchmarks (pools not in
+    skip: the paired ones) whose sizes compare's unpaired test splits into launch regimes
+    (stats.launch._unpaired_regimes, on the baseline's and a candidate's launches, sizes
+    ascending), each regime then tested as a block of its own; with several candidates
+    the regimes every comparison keeps together (the common refinement of their splits).
+    Benchmarks without a split are absent (planned as one pool)."""
+    by: dict[str, dict[object, dict[object, float]]] = defaultdict(lambda: defaultdict(dict))
+    for r in rows:
+        if r.get("median"):
+            by[r["variant"]][(r["benchmark"], r["size"])][r.get("run_id")] = r["median"]
+    labels: dict[object, tuple] = defaultdict(tuple)
+    base = by.get(variants[0], {}) if variants else {}
+    for cand in variants[1:]:
+        other = by.get(cand, {})
+        pools: dict[object, list] = defaultdict(list)
+        for key in base.keys() & other.keys():
+            if pool_of(key) not in skip:
+                pools[pool_of(key)].append(key)
+        for keys in pools.values():
+            keys.sort(key=lambda k: k[1])        # compare's block: sizes ascending
+            cells = [(base[k], other[k], "lower") for k in keys]
+            for j, group in enumerate(launch_stats._unpaired_regimes(cells, None)):
+                for i in group:
+                    labels[keys[i]] += ((cand, j),)
+    out: dict[object, object] = {}
+    for g in {pool_of(k) for k in labels}:
+        ks = [k for k in labels if pool_of(k) == g]
+        if len({labels[k] for k in ks}) > 1:
+            out.update({k: (g, labels[k]) for k in ks})
+    return out
 
 
 def cell_rounds(rows: Sequence[Mapping], order: Sequence[str], margin: float, *,
@@ -811,14 +879,20 @@ def _best(tried: Sequence[Choice], max_launches: int) -> Choice:
     return min(tried, key=lambda c: (c.launch_var * c.launch_s, -c.target_pct, -c.max_time))
 
 
-def pooled_within(sides: Sequence[Components], keys: Iterable[object], target_pct: float,
-                  min_samples: int = CORE_MIN_SAMPLES,
-                  max_time: float = CORE_DEFAULT_MAX_TIME) -> dict[object, float]:
-    """{pool: the within-launch variance of one round's difference, B_b/n_b + B_c/n_c, the
-    mean over the pool's cells}: twice the sides' mean, at these options."""
-    mean = _pool_mean(sides, keys, lambda c: c.within_b / max(
-        samples_at(c, target_pct, min_samples, max_time), 1.0))
-    return {g: 2 * v for g, v in mean.items()}
+def cell_within(sides: Sequence[Components], keys: Iterable[object], target_pct: float,
+                min_samples: int = CORE_MIN_SAMPLES,
+                max_time: float = CORE_DEFAULT_MAX_TIME) -> dict[object, float]:
+    """{cell key: the within-launch variance of one round's difference in that cell,
+    B_b/n_b + B_c/n_c at these options}: twice the mean over the sides that have it (the
+    plan averages it over each round regime's own cells, _launches_in_view)."""
+    keys = set(keys)
+    acc: dict[object, list[float]] = defaultdict(list)
+    for s in sides:
+        for c in s.cells:
+            if c.key in keys:
+                acc[c.key].append(c.within_b / max(
+                    samples_at(c, target_pct, min_samples, max_time), 1.0))
+    return {k: 2 * sum(v) / len(v) for k, v in acc.items()}
 
 
 def _paired_cells(ps: PairedSpread, within: float | None, confidence: float | None,
@@ -847,7 +921,7 @@ def _paired_parts(ps: PairedSpread, within: float | None, confidence: float | No
     can be far below the mean of few-sample launches' CIs, which clipped both components
     to 0 and planned 3 rounds). own: (a cell's own part, its df) in place of the pooled
     cell part (the within-launch change enters it as the pooled part's (S-1)/S share: the
-    plan's within part is the pool's mean, not each size's)."""
+    plan's within part is its regime's mean, not each size's)."""
     sh, ce = ps.parts()
     sh *= upper_factor(ps.df_launch, confidence)
     ce = (ce * upper_factor(ps.df_cell, confidence) if own is None
