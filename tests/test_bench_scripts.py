@@ -240,3 +240,25 @@ def test_the_go_on_plan_is_paired_over_the_cells_still_undecided(tmp_path):
     assert 0 < len(last) < 23                     # the premise: some sizes were decided
     p = ttd.core_plan(db, 1000, at=ttd.run_options(db, rounds - 1))
     assert p is not None and "paired by round" in p.describe(), p.describe()
+
+
+@pytest.mark.system
+def test_the_warm_up_round_is_neither_counted_nor_tested(tmp_path, monkeypatch):
+    """Before round 1 each tool runs one launch per variant, as round 1 runs it, into a
+    store of its own: the tool's store, the launch seconds it counts and its rounds stay
+    untouched, so the round 1 of whichever tool runs first is no cold start and nothing is
+    discarded from the counted rounds. (The test holds the MPI lock; the bench's own
+    campaign invocations take another, here a private one.)"""
+    ttd = _load_bench("bench_ttd_warm")
+    monkeypatch.setattr(ttd, "LOCK", str(tmp_path / "lock"))
+    tool = ttd.Tool("core", tmp_path / "core", ttd.CORE.format(sizes="0:1"), "median",
+                    ttd.schedule(2, 2, 0), bind="core")
+    line = ttd.warm_up([tool])
+    assert line.startswith("# warm-up (discarded") and "core " in line
+    assert not tool.db.exists() and tool.seconds == 0.0 and tool.rounds == 0
+    from mpibench.store import Store
+
+    with Store(tmp_path / "core" / "warmup" / "mpibench.db", readonly=True) as store:
+        runs = store.runs(status="done")
+    assert sorted(r["variant"] for r in runs) == ["mpich", "openmpi"]
+    assert {r["repeat"] for r in runs} == {0}
