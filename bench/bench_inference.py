@@ -933,23 +933,32 @@ def regimes_contrast(rng: np.random.Generator, reps: int) -> None:
     """Stats level: a round effect at the 5 smallest sizes comparable to the cell part
     (the split is found only part of the time, and the regimes' standard errors come
     from the residuals that chose it): how often the block splits, A/A raw p <= 0.05 and
-    CI95 coverage at the moved sizes and the others."""
+    CI95 coverage at the moved sizes and the others; now, and on the same draws without
+    the hedge of an uncut block (stats.launch.HEDGE_LEVEL 0: the block's Spread only)."""
     from mpibench.stats import launch as L
 
     print(f"\n  stats level, 10 sizes, 10 rounds, per-round difference N(0, 0.08) per size "
           f"plus a round effect at the 5 smallest; {reps} A/A benchmarks per row:")
     for phase in (0.1, 0.35):
-        rows = [L.compare_cells(cells, rounds=rounds)
-                for cells, rounds in (_contrast_bench(rng, phase) for _ in range(reps))]
-        split = np.mean([len({t.regime for t in ts[:5]}) == 1 and ts[0].regime != ts[9].regime
-                         for ts in rows])
-        parts = []
-        for name, part in (("moved", slice(0, 5)), ("others", slice(5, 10))):
-            cs = [t for ts in rows for t in ts[part]]
-            parts.append(f"{name} A/A {100 * np.mean([t.p <= 0.05 for t in cs]):4.1f}% "
-                         f"CI95 {100 * np.mean([t.ci_low <= 1 <= t.ci_high for t in cs]):5.1f}%")
-        print(f"    round effect sd {phase:<4} split found {100 * split:5.1f}% | "
-              + " | ".join(parts), flush=True)
+        benches = [_contrast_bench(rng, phase) for _ in range(reps)]
+        for how, hedge in (("now", L.HEDGE_LEVEL), ("no hedge", 0.0)):
+            with _swapped("HEDGE_LEVEL", hedge):
+                rows = [L.compare_cells(cells, rounds=rounds) for cells, rounds in benches]
+            print(f"    round effect sd {phase:<4} {how:<8} " + _contrast_line(rows),
+                  flush=True)
+
+
+def _contrast_line(rows: list) -> str:
+    """How often the block split; A/A raw p <= 0.05 and CI95 coverage at the moved sizes
+    and the others."""
+    split = np.mean([len({t.regime for t in ts[:5]}) == 1 and ts[0].regime != ts[9].regime
+                     for ts in rows])
+    parts = []
+    for name, part in (("moved", slice(0, 5)), ("others", slice(5, 10))):
+        cs = [t for ts in rows for t in ts[part]]
+        parts.append(f"{name} A/A {100 * np.mean([t.p <= 0.05 for t in cs]):4.1f}% "
+                     f"CI95 {100 * np.mean([t.ci_low <= 1 <= t.ci_high for t in cs]):5.1f}%")
+    return f"split found {100 * split:5.1f}% | " + " | ".join(parts)
 
 
 # The unpaired model with a launch effect only the small sizes share (issue 21;
