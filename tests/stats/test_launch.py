@@ -1155,3 +1155,75 @@ def test_regimes_are_cut_in_size_order_whatever_the_cells_order():
                                                   rounds=rounds)}) == 1
     with pytest.raises(ValueError, match="3 sizes for 10 cells"):
         L.compare_cells(cells, rounds=rounds, sizes=[1, 2, 3])
+
+
+@pytest.mark.parametrize("n_thin,band", [(2, (0.30, 0.70)), (3, (0.20, 0.50))])
+def test_an_alike_size_flagged_by_chance_keeps_its_power_and_alpha(n_thin, band):
+    """2 or 3 vs 7 launches x 10 alike sizes, no launch effect (cell part sd 0.05), 300
+    A/A benchmarks: the outlying-size flag (one-sided F at 10% a size) marks about 8% of
+    these cells, as its level says. A flagged cell's part is estimated from both sides'
+    sums of squares together (_joint_parts: 7-8 df, not the thin side's own 1-2): exact
+    power (_exact_power) over the flagged cells at the median 'detectable' of all cells
+    47.9% / 32.0% (unflagged 86.3 / 82.5%; a flagged cell's estimate is a chance-high
+    one: selected); on each side's own part (the rule before) 4.7% / 11.2% (fails).
+    Their false positives stay within alpha's binomial bound (0 of 243-259)."""
+    rng = np.random.default_rng(70 + n_thin)
+    ts, flagged = [], []
+    for _ in range(300):
+        cells = _bench(rng, n_thin, 7, 10, 0.0, 0.05)
+        out = L.compare_cells(cells)
+        fl = L.flagged_cells([dict(enumerate(c[k] for c in cells)) for k in (0, 1)])
+        ts += out
+        flagged += [t.own_cell and i in fl for i, t in enumerate(out)]
+    own = np.array(flagged)
+    assert 0.05 <= own.mean() <= 0.11
+    d = math.log1p(float(np.median([t.detectable for t in ts])))
+    hs = [math.log(t.ci_high) - t.diff_log for t, o in zip(ts, own, strict=True) if o]
+    power = _exact_power(d, hs, 0.05 * math.sqrt(1 / n_thin + 1 / 7))
+    assert band[0] <= power <= band[1]
+    fp = sum(t.p <= 0.05 for t, o in zip(ts, own, strict=True) if o)
+    assert fp <= sps.binom.ppf(0.999, int(own.sum()), 0.05)
+
+
+def _joint_case(rng, noisy_thin: float):
+    """2 vs 7 x 10 sizes, no launch effect; the last size's cell part x noisy_thin on
+    the thin side only, x2 on the other side."""
+    sds = np.full(10, 0.05)
+    b = rng.normal(0, 1, (2, 10)) * sds * np.r_[np.ones(9), noisy_thin]
+    c = rng.normal(0, 1, (7, 10)) * sds * np.r_[np.ones(9), 2.0]
+    return [{f"b{i}": math.exp(b[i, s]) for i in range(2)} for s in range(10)], \
+        [{f"c{i}": math.exp(c[i, s]) for i in range(7)} for s in range(10)]
+
+
+def test_a_flagged_sizes_part_is_one_estimate_from_both_sides_unless_they_disagree():
+    """_own_for on a flagged size: where the two sides' sums agree (two-sided F at the
+    flag's level), both sides' parts come from one tau^2 (their sums of squares added,
+    over 1 + 6 df), each at df D x (a^2 + b^2) / (a + b)^2 so that the Satterthwaite df
+    of the cell's two parts is D = 7, not ~2D; where the thin side's sum is far off the
+    other's, each side keeps its own part on its own df (1 and 6)."""
+    rng = np.random.default_rng(5)
+    seen = {True: 0, False: 0}
+    for noisy in (2.0, 12.0) * 60:
+        b, c = _joint_case(rng, noisy)
+        sides = [dict(enumerate(b)), dict(enumerate(c))]
+        rs = [L._residuals(s) for s in sides]
+        spreads = [L._spread_of(r) for r in rs]
+        if any(sp.cell_parts for sp in spreads) or 9 not in L._outlying_cells(rs):
+            continue
+        (vb, db), (vc, dc) = [p[9] for p in L._joint_parts(spreads, rs, {9})]
+        sums = [L._cell_sums(r)[9] for r in rs]
+        w = L._side_weights(rs)
+        agree = L._sides_agree([(wi * ss, d) for wi, (ss, d) in zip(w, sums, strict=True)],
+                               L._outlying_level(rs))
+        seen[agree] += 1
+        if agree:
+            a, c2 = vb / 2, vc / 7
+            assert db == pytest.approx(dc)
+            assert (a + c2) ** 2 / (a * a / db + c2 * c2 / dc) == pytest.approx(7.0)
+            if w == [1.0, 1.0]:     # one tau^2: the parts differ by each side's pooled term
+                assert vb - L._own_part(0.0, spreads[0]) == \
+                    pytest.approx(vc - L._own_part(0.0, spreads[1]))
+        else:
+            assert (db, dc) == (1.0, 6.0)
+            assert vb == pytest.approx(max(0.0, L._own_part(sums[0][0] / 1.0, spreads[0])))
+    assert seen[True] >= 5 and seen[False] >= 5, seen

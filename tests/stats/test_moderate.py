@@ -86,12 +86,14 @@ def test_noisy_sizes_keep_their_false_positives_at_alpha(paired, monkeypatch):
     # they stay at alpha (binomial bound on the count).
     sds = np.array([0.1] * 10 + [0.5] * 2)
     reps = 250
-    original = L._cell_parts
+    original, original_flag = L._cell_parts, L._outlying_cells
     for moderate, expect_ok in ((True, True), (False, False)):
         rng = np.random.default_rng(2004)
         noisy = quiet = 0
         # no cell parts anywhere = every Spread as spread(moderate=False) makes it
         monkeypatch.setattr(L, "_cell_parts", original if moderate else lambda *_a, **_k: None)
+        # ... and no flagged size (its part is made from both sides' sums, _joint_parts)
+        monkeypatch.setattr(L, "_outlying_cells", original_flag if moderate else lambda *_a: set())
         for _ in range(reps):
             cells, rounds = _benchmark(rng, sds)
             ts = L.compare_cells(cells, rounds=rounds if paired else None)
@@ -230,11 +232,12 @@ def test_gated_spreads_gates_a_comparison_once():
                 assert joint == alone
                 continue
             # the gate stayed shut but some size is above the others (outlying): those
-            # sizes alone have their own unmoderated part, the others the pooled one
-            for sp, j, side in zip(alone, joint, sides, strict=True):
-                own = L.spread(side, own=True).cell_parts
+            # sizes alone have a part of their own, from both sides' sums together
+            # (_joint_parts), the others the pooled one
+            parts = L._joint_parts(alone, [L._residuals(s) for s in sides], flagged)
+            for sp, j, own in zip(alone, joint, parts, strict=True):
                 assert j._replace(cell_parts=None) == sp
-                assert j.cell_parts == {k: own[k] for k in flagged}
+                assert j.cell_parts == own and set(own) == flagged
             continue
         disagree += 1
         closed = gates.index(False)

@@ -516,9 +516,11 @@ PLAN_MIXED_ALPHA = 0.05
 def _plan_own_df(own: Spread, other: Spread, cell: object, df: float) -> float:
     """The df a thin side's own cell part is planned at (_plan_mixed_df) where the test
     may floor it (_each_cell: fewer than WELCH_MIN_DF df of its launches, the other side
-    more); elsewhere df as planned."""
+    more); elsewhere df as planned, and where the part has more df than its side's
+    launches give, floored or not (a flagged size's part estimated from both sides,
+    _joint_parts, or a moderated one): the test keeps those df, floored or not."""
     d_own, theirs = own.df_launch, other.own_part(cell)
-    if not d_own < WELCH_MIN_DF or other.df_launch <= d_own or theirs is None:
+    if not d_own < WELCH_MIN_DF or other.df_launch <= d_own or theirs is None or df > d_own + 1:
         return df
     return _plan_mixed_df(float(d_own), float(theirs[1]))
 
@@ -1118,9 +1120,8 @@ def _outlying_cells(residuals: Sequence[_Residuals | None]) -> set:
             acc[0] += ss * weight
             acc[1] += d * (len(sums) - 1) / len(sums)
     keys = list(tot)
-    thin = any(rs is not None and rs.pooled.launches <= THIN_LAUNCHES for rs in residuals)
     flags = moderate_mod.outlying([tot[k][0] for k in keys], [tot[k][1] for k in keys],
-                                  moderate_mod.OUTLYING_THIN_LEVEL if thin else None)
+                                  _outlying_level(residuals))
     return {k for k, f in zip(keys, flags, strict=True) if f}
 
 
@@ -1135,14 +1136,74 @@ def flagged_cells(sides: Sequence[Mapping[object, Mapping[Hashable, float | None
 
 
 def _own_for(spreads: list, residuals: Sequence[_Residuals | None], keys: set) -> list:
-    """Each side's Spread with its own unmoderated part (spread(own=True)) for the cells
-    in `keys` only; the others keep the pooled part."""
-    out = []
-    for sp, rs in zip(spreads, residuals, strict=True):
-        own = _spread_of(rs, own=True)
-        parts = {k: v for k, v in (own.cell_parts or {}).items() if k in keys} if own else {}
-        out.append(sp._replace(cell_parts=parts or None))
+    """Each side's Spread with a part of its own for the cells in `keys` only (the
+    flagged ones, _outlying_cells); the others keep the pooled part. A flagged cell's
+    part is estimated on the flag's model (_joint_parts): the size's noisiness relative
+    to the others is one, shared by the sides (each side scaled as _side_weights scales
+    it), estimated from both sides' sums of squares together. Each side's own 1-6 df
+    (spread(own=True), the rule before) gave an alike size flagged by chance at 2-3 vs 7
+    a thin-side part on 1-2 df: 0-20% power where its alike neighbours had 80%
+    (docs/statistics.md "Sizes that are not equally noisy")."""
+    joint = _joint_parts(spreads, residuals, keys)
+    return [sp._replace(cell_parts=parts or None) for sp, parts in zip(spreads, joint,
+                                                                         strict=True)]
+
+
+def _joint_parts(spreads: list, residuals: Sequence[_Residuals | None], keys: set
+                 ) -> list[dict]:
+    """Per side, {cell: (own cell part per launch, df)} for the cells in `keys`: the
+    cell's double-centred sums of squares of both sides added (weights _side_weights),
+    over their df added, is the cell's tau^2 on the weights' scale; each side's tau^2 is
+    that over its weight, its part tau^2 / (1 - 2/S) less the pooled term, as _cell_parts
+    makes an own part. The two sides' parts are ONE estimate on D = the sides' df added:
+    each side's df is D x (a^2 + b^2) / (a + b)^2 (a, b: the parts over the launches), so
+    that the Welch-Satterthwaite df of their sum is D, not ~2D as two independent parts."""
+    weights = _side_weights(residuals)
+    sums = [_cell_sums(rs) for rs in residuals]
+    level = _outlying_level(residuals)
+    out: list[dict] = [{} for _ in spreads]
+    for key in keys:
+        have = [s.get(key) for s in sums]
+        if any(h is None or h[1] <= 0 for h in have):
+            continue
+        if not _sides_agree([(w * ss, d) for w, (ss, d) in zip(weights, have, strict=True)],
+                            level):
+            for j, ((ss, d), sp) in enumerate(zip(have, spreads, strict=True)):
+                out[j][key] = (max(0.0, _own_part(ss / d, sp)), min(d, sp.df_cell))
+            continue
+        df = sum(d for _ss, d in have)
+        tau2 = sum(w * ss for w, (ss, _d) in zip(weights, have, strict=True)) / df
+        parts = [max(0.0, _own_part(tau2 / w, sp)) for w, sp in zip(weights, spreads,
+                                                                     strict=True)]
+        se = [v / sp.launches for v, sp in zip(parts, spreads, strict=True)]
+        share = sum(x * x for x in se) / sum(se) ** 2 if sum(se) > 0 else 1.0
+        for j, v in enumerate(parts):
+            out[j][key] = (v, min(df * share, spreads[j].df_cell))
     return out
+
+
+def _sides_agree(sums: Sequence[tuple[float, float]], level: float) -> bool:
+    """Whether two sides' (weighted) sums of squares of one cell, (ss, df) each, are
+    consistent with one variance: the two-sided F test of their ratio at `level`."""
+    from scipy.special import fdtr
+    (a, da), (b, db) = sums
+    if a <= 0 or b <= 0:
+        return True
+    p = float(fdtr(da, db, (a / da) / (b / db)))
+    return 2.0 * min(p, 1.0 - p) >= level
+
+
+def _outlying_level(residuals: Sequence[_Residuals | None]) -> float:
+    """The outlying-size flag's level for these sides (_outlying_cells)."""
+    thin = any(rs is not None and rs.pooled.launches <= THIN_LAUNCHES for rs in residuals)
+    return moderate_mod.OUTLYING_THIN_LEVEL if thin else moderate_mod.OUTLYING_LEVEL
+
+
+def _own_part(tau2: float, sp: Spread) -> float:
+    """A cell's own cell part per launch from its residuals' variance tau^2 (_cell_parts:
+    tau^2 / (1 - 2/S) less 2 (S - 1) ms_cell / S^2 / (1 - 2/S))."""
+    scale = 1.0 / (1.0 - 2.0 / sp.cells)
+    return tau2 * scale - 2.0 * (sp.cells - 1.0) * sp.ms_cell / sp.cells ** 2 * scale
 
 
 def gated_spreads(sides: Sequence[Mapping[object, Mapping[Hashable, float | None]]],
