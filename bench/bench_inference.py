@@ -1317,8 +1317,9 @@ def two_mode_size_section(rng: np.random.Generator, reps: int) -> None:
 # context manager that puts it in place of today's; None for today's). Today (since this
 # section chose it, docs/statistics.md "Sizes that are not equally noisy"): where the one
 # Bartlett gate stays shut, each size's F test of its cell part against the others' pooled
-# one (stats.moderate.outlying, one-sided at OUTLYING_LEVEL = 20%); a flagged size keeps
-# its own unmoderated part, the others the pooled one, and in the table's closed test the
+# one (stats.moderate.outlying, one-sided at OUTLYING_LEVEL = 20%); a flagged size gets a
+# part of its own from both sides' sums (stats.launch._joint_parts; each side's own where
+# the sides disagree), the others the pooled one, and in the table's closed test the
 # flagged cells are a maxT unit of their own. "flag 10%" is the rule before (it left 5+5 x
 # 8 sizes x 2x at 6.8-7.1%); level 0 would be the gate alone (nothing flagged).
 @contextlib.contextmanager

@@ -1225,7 +1225,7 @@ def gated_spreads(sides: Sequence[Mapping[object, Mapping[Hashable, float | None
     rule (the gate as compare will ask it once the sides have more launches: the budget's
     plan beyond THIN_LAUNCHES from a thinner pilot). Where the gate stays shut, two sides
     given by their launches (no `known`, thin=True: compare's test, not the budget's plan
-    of it) still give a size above the others (_outlying_cells) its own part: one size
+    of it) still give a size above the others (_outlying_cells) its own part (_own_for): one size
     2-3x noisier slipped through the gate. Each side is centred once (_residuals), every
     Spread of it made from that."""
     residuals = [_residuals(side) for side in sides]
