@@ -954,7 +954,7 @@ def test_a_round_effect_the_cut_misses_is_hedged_by_the_best_cut():
     # 0.08) is cut in ~75% of these benchmarks; where it is not, the moved sizes kept the
     # round part diluted over the block: 11.4-14.3% A/A there, 5.7-6.1% over all (seeds
     # 64, 66, 67, 1000 benchmarks; this seed 12.0% / 5.7%, coverage 94.3%). Each cell of
-    # an uncut block on the wider of its block's and its best-cut run's CI: 7.3% / 4.6%
+    # an uncut block on the wider of its block's and its best-cut run's CI: 8.0% / 4.8%
     rate, cover, rate_unsplit, share = _contrast_rates(64, 1000, 0.1)
     assert 0.15 <= share <= 0.35
     assert 0.03 <= rate <= 0.053 and cover >= 0.947
@@ -963,7 +963,7 @@ def test_a_round_effect_the_cut_misses_is_hedged_by_the_best_cut():
 
 def test_the_hedge_leaves_sizes_that_share_one_round_effect_near_alpha():
     # nothing to hedge: one round effect at every size. The best cut's runs are a little
-    # wider now and then (4.9% -> 4.5% A/A over 2000 benchmarks), not conservative
+    # wider now and then (4.9% -> 4.7% A/A over 2000 benchmarks), not conservative
     rng = np.random.default_rng(65)
     ts = []
     for _ in range(300):
