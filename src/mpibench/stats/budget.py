@@ -36,7 +36,9 @@ standard error is its own sigma_L^2 + B/n, and the plan takes the noisiest size'
 (own_launch_var, own_part_pools; plan_from_rows asks the gate, gated_pools). Where the
 gate stays shut a size compare flags above the others keeps its own part; the plan meets
 the larger of its own and the pooled variance (flagged_cells, from a pilot beyond
-THIN_LAUNCHES). That is what
+THIN_LAUNCHES). A benchmark compare's unpaired test splits into launch regimes
+(stats.launch._unpaired_regimes) is planned one pool per regime (unpaired_regimes,
+CellCost.pool), as compare tests each regime as a block of its own. That is what
 the launches per side are planned on (stats.launch.launches_needed, noncentral t, at the
 family's first Holm level for a difference, or the TOST approximation for equivalence
 within a margin; the launches' own df, which is a size's own part's df, and conservative
@@ -59,8 +61,8 @@ gate opens; the plan decides which from the rounds it plans), each size's own pa
 test will have at k rounds (stats.launch.future_df: d0 + k - 1); the rounds are the most
 any cell needs (_paired_cells). Load phases and
 the machine's modes that hit both launches of a round are not in it. The within-launch part
-of d (se_b^2 + se_c^2 of the pilot launches) is replaced by the one at each (target,
-max-time) the plan tries, and each component is taken at its own one-sided 80% upper
+of d (se_b^2 + se_c^2 of the pilot launches, each regime's the mean over its own cells) is
+replaced by the one at each (target, max-time) the plan tries (the same regime's mean), and each component is taken at its own one-sided 80% upper
 confidence bound over its df. Rounds are planned by the noncentral t of that test (its two
 components scaled to k rounds, Cochran-Cox critical value, as
 stats.launch.launches_needed_for), at least MIN_PAIRS.
