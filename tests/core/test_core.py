@@ -11,7 +11,14 @@ import time
 import numpy as np
 import pytest
 
-from support.coreutil import STACKS, build_all, check_schema, launch, within_launch_ci
+from support.coreutil import (
+    STACKS,
+    build_all,
+    check_schema,
+    fakeclock_shim,
+    launch,
+    within_launch_ci,
+)
 
 ALL = ["PingPong", "PingPing", "Sendrecv", "Exchange", "Uniband", "Biband", "Allreduce",
        "Reduce", "Reduce_scatter", "Allgather", "Allgatherv", "Gather", "Gatherv", "Scatter",
@@ -481,19 +488,26 @@ def test_sync_auto_barrier_per_round_for_pair_benchmarks(core, stack, tmp_path):
 
 
 def test_futility_stops_an_unreachable_target(core, tmp_path):
-    """Futility may judge once the size has 2 x --min-samples samples and a quarter of its
-    --max-time spent. With --max-time 0.4 and 20 minimum samples a loaded machine
-    sometimes took 0.4 s before the 40th sample (stop_reason max-time); 10 samples
-    within 2 s leave any machine time to reach the futility check."""
+    """Futility may judge once the size has 2 x --min-samples samples, a CI sized for its
+    autocorrelation (n >= 20 tau) and a quarter of its --max-time spent.  On the real clock
+    a loaded machine (load 7-10) stretched tau to 11-25 and cut the samples to 30-70 a
+    second, so 4 of 8 launches at --max-time 2 ran out of budget first (max_time).  Under
+    the fake clock (tests/data/core/fakeclock.c) time is the core's own MPI calls, so the
+    same rule decides the same way at any load: futile at the quarter (n 37, 0.00059 of
+    0.002 fake s; ~800 real round trips, a small --batch-us keeping them few)."""
+    exe = _exe(core, "openmpi")
     out = tmp_path / "r.jsonl"
-    run = launch("openmpi", _exe(core, "openmpi"), 2,
-                 ["--sizes", "64K", "--target", "0.0001", "--max-time", "2", "--min-samples",
-                  "5", "--futility", "--quiet", "PingPong"], out, timeout=120)
+    run = launch("openmpi", exe, 2,
+                 ["--sizes", "64K", "--target", "0.0001", "--max-time", "0.002", "--batch-us", "2",
+                  "--min-samples", "5", "--futility", "--quiet", "PingPong"], out, timeout=120,
+                 preload=fakeclock_shim("openmpi", tmp_path))
     assert run.res.returncode == 0, run.res.stderr_tail()
     check_schema(run.records)
     (r,) = run.results
     assert r["stop_reason"] == "futile" and r["status"] == "ok"
-    assert r["n"] >= 10 and run.header["options"]["futility"] is True
+    # the rule's gates: twice the minimum samples, a quarter of the (fake) budget spent
+    assert r["n"] >= 10 and 0.0005 <= r["elapsed_s"] < 0.002, r
+    assert run.header["options"]["futility"] is True
 
 
 @pytest.mark.parametrize("stack", ["openmpi", "mpich"])

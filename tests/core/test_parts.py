@@ -12,7 +12,16 @@ import pytest
 from mpibench import benchmarks
 from mpibench.execute import CORE_OPTION_TABLE
 from mpibench.process import run_command
-from support.coreutil import CORE, SCHEMA, STACKS, available, build_all, check_schema, launch
+from support.coreutil import (
+    CORE,
+    SCHEMA,
+    STACKS,
+    available,
+    build_all,
+    check_schema,
+    fakeclock_shim,
+    launch,
+)
 from support.golden import check_golden
 
 pytestmark = pytest.mark.mpi
@@ -135,14 +144,6 @@ _MACHINE_KEYS = {"hosts", "ranks_per_host", "mpi_library_version", "mpi_library_
                  "argv", "start_utc", "mpi_init_us"}
 
 
-def _shim(stack: str, tmp_path):
-    so = tmp_path / f"fakeclock-{stack}.so"
-    res = run_command([STACKS[stack]["mpicc"], "-O2", "-shared", "-fPIC", "-o", str(so),
-                       str(CORE.parent / "tests" / "data" / "core" / "fakeclock.c")], timeout=120)
-    assert res.ok, res.stderr
-    return so
-
-
 @pytest.mark.parametrize("stack", ["openmpi", "mpich"])
 def test_results_bit_for_bit_under_a_deterministic_clock(core, stack, tmp_path):
     """tests/data/core/fakeclock.c replaces MPI_Wtime by a clock driven only by the core's own
@@ -150,7 +151,7 @@ def test_results_bit_for_bit_under_a_deterministic_clock(core, stack, tmp_path):
     code.  The golden files change only when what the core measures or decides changes."""
     if stack not in core:
         pytest.skip(f"{stack} is not installed")
-    so = _shim(stack, tmp_path)
+    so = fakeclock_shim(stack, tmp_path)
     env = ({"LD_PRELOAD": str(so)} if stack == "mpich" else {})
     s = STACKS[stack]
     out = {}

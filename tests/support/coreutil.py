@@ -60,6 +60,16 @@ def build(stack: str, build_dir: Path, timeout: float = 300) -> Path:
     return exe
 
 
+def fakeclock_shim(stack: str, out_dir: Path) -> Path:
+    """tests/data/core/fakeclock.c built with the stack's mpicc: an MPI_Wtime that counts the
+    core's own calls, so a --max-time is a number of calls and no machine load changes it."""
+    so = out_dir / f"fakeclock-{stack}.so"
+    res = run_command([STACKS[stack]["mpicc"], "-O2", "-shared", "-fPIC", "-o", str(so),
+                       str(REPO / "tests" / "data" / "core" / "fakeclock.c")], timeout=120)
+    assert res.ok, res.stderr
+    return so
+
+
 @dataclass
 class Run:
     res: CommandResult
@@ -79,13 +89,20 @@ class Run:
 
 
 def launch(stack: str, exe: Path, np: int, args: list[str], jsonl: Path | None,
-           timeout: float = 120, extra_env: dict[str, str] | None = None) -> Run:
+           timeout: float = 120, extra_env: dict[str, str] | None = None,
+           preload: Path | None = None) -> Run:
+    """preload: a library every rank loads first (fakeclock_shim's deterministic clock)."""
     s = STACKS[stack]
-    argv = [*s["launch"], str(np), str(exe), *args]
-    if jsonl is not None:
-        argv += ["--jsonl", str(jsonl)]
     env = dict(s["env"])
     env.update(extra_env or {})
+    argv = [*s["launch"], str(np)]
+    if preload is not None and stack == "openmpi":
+        argv += ["-x", f"LD_PRELOAD={preload}"]  # mpirun passes on only what it is told
+    elif preload is not None:
+        env["LD_PRELOAD"] = str(preload)
+    argv += [str(exe), *args]
+    if jsonl is not None:
+        argv += ["--jsonl", str(jsonl)]
     res = run_command(argv, env=env, timeout=timeout)
     run = Run(res)
     if jsonl is not None and jsonl.exists():
