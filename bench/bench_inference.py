@@ -84,6 +84,9 @@ outlying-size flag at 10% (the rule before) and at 20% (today's, OUTLYING_LEVEL)
 (OUTLIER_RULES), on the same draws. `--outlier-side F`: the base side's logs x F (one
 side F times noisier), the flag with the sides' sums added raw against today's, which
 divides each side's sums by its own pooled ms_cell where the sides differ (SIDE_RULES).
+`--outlier-design 2v7x10` (base launches v the other's x sizes): a thin design, the flag's
+level there (OUTLYING_THIN_LEVEL) 10% (today's), 30% and 50% (THIN_OUTLIER_RULES), and two
+more rows with the last size 2x / 3x noisier on the thin (base) side only.
 Then 2 vs 7 and 3 vs 7 at 3-8 sizes, one size in two modes (x3 in half the launches): a
 thin side's own cell part floored at the other side's (stats.launch.floor_component, as
 compare runs) and as estimated, on the same draws (`--only-two-mode-size` runs just these).
@@ -147,14 +150,16 @@ SCENARIOS = {
 }
 
 
-def _design(text: str) -> tuple[int, int]:
-    """--outlier-design NxS: launches a side x sizes, e.g. 5x8."""
-    m = re.fullmatch(r"(\d+)x(\d+)", text.strip())
-    if not m or int(m.group(1)) < 2 or int(m.group(2)) < 3:
+def _design(text: str) -> tuple[int, int, int]:
+    """--outlier-design NxS (launches a side x sizes, e.g. 5x8) or AvBxS (launches of the
+    base side v the other's x sizes, e.g. 2v7x10): (base launches, other's, sizes)."""
+    m = re.fullmatch(r"(\d+)(?:v(\d+))?x(\d+)", text.strip())
+    if not m or min(int(m.group(1)), int(m.group(2) or m.group(1))) < 2 or \
+            int(m.group(3)) < 3:
         raise argparse.ArgumentTypeError(
-            f"got {text!r}; expected launches a side x sizes, e.g. 5x8 (>= 2 launches, "
-            ">= 3 sizes)")
-    return int(m.group(1)), int(m.group(2))
+            f"got {text!r}; expected launches a side x sizes, e.g. 5x8, or base launches v "
+            "the other's x sizes, e.g. 2v7x10 (>= 2 launches, >= 3 sizes)")
+    return int(m.group(1)), int(m.group(2) or m.group(1)), int(m.group(3))
 
 
 def main(argv: list[str]) -> int:
@@ -216,7 +221,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--outlier-design", action="append", default=[], metavar="NxS",
                     type=_design,
                     help="with --only-outlier: only this design (launches a side x sizes, "
-                    "e.g. 5x8; repeatable)")
+                    "e.g. 5x8, or base v other launches x sizes, e.g. 2v7x10: a thin "
+                    "design, its rules OUTLYING_THIN_LEVEL's; repeatable)")
     ap.add_argument("--outlier-side", type=float, default=1.0, metavar="F",
                     help="with --only-outlier: the base side's logs x F (one side F times "
                     "noisier); rows then compare the flag's sums added raw with today's")
@@ -1341,33 +1347,53 @@ SIDE_RULES = (("gate only", functools.partial(_outlying_level, 0.0)),
               ("flag, sums raw", functools.partial(
                   _swapped, "_side_weights", lambda residuals: [1.0] * len(residuals))),
               ("today", None))
-# (launches a side, sizes) of the section's rows, each with the last size 1x, 2x and 3x
-OUTLIER_DESIGNS = ((5, 8), (5, 22), (10, 8), (10, 22))
+# (base launches, the other's, sizes) of the section's rows, each with the last size 1x,
+# 2x and 3x; a thin design (--outlier-design 2v7x10) adds 2x and 3x on the base side only
+OUTLIER_DESIGNS = ((5, 5, 8), (5, 5, 22), (10, 10, 8), (10, 10, 22))
 
 
-def _outlier_counts(rng: np.random.Generator, reps: int, n: int, sds: np.ndarray,
-                    side: float = 1.0) -> dict:
-    """Per rule (SIDE_RULES where side != 1, else OUTLIER_RULES), over reps A/A and reps
-    real-10% benchmarks (the same draws for every rule; the base side's logs x side):
+@contextlib.contextmanager
+def _thin_level(level: float):
+    from mpibench.stats import moderate as Mo
+    old, Mo.OUTLYING_THIN_LEVEL = Mo.OUTLYING_THIN_LEVEL, level
+    try:
+        yield
+    finally:
+        Mo.OUTLYING_THIN_LEVEL = old
+
+
+# A thin design (a side with at most THIN_LAUNCHES launches): the flag's level there
+# (OUTLYING_THIN_LEVEL, also _sides_agree's), today's first
+THIN_OUTLIER_RULES = tuple((f"thin flag {round(100 * lv)}%", functools.partial(_thin_level, lv))
+                           for lv in (0.10, 0.30, 0.50))
+
+
+def _outlier_counts(rng: np.random.Generator, reps: int, ns: tuple[int, int],
+                    sds: np.ndarray, side: float = 1.0) -> dict:
+    """Per rule (_rules), over reps A/A and reps real-10% benchmarks (the same draws for
+    every rule; ns launches of the base side and the other's; sds the cell parts' sd per
+    size, or per side and size (2 x S); the base side's logs x side):
     counts per size of A/A raw p <= 0.05, A/A 95% CI covering 1, 10% raw p <=
     0.05, 10% significant after the table's closed test (stats.multiplicity, one
     benchmark), and the A/A benchmarks where any size had its own part."""
     from mpibench.stats import launch as L
     from mpibench.stats import multiplicity as M
 
-    acc = {label: dict(fp=np.zeros(sds.size), cover=np.zeros(sds.size),
-                       power=np.zeros(sds.size), adjusted=np.zeros(sds.size), own=0)
-           for label, _rule in _rules(side)}
+    sds = np.broadcast_to(sds, (2, np.shape(sds)[-1]))
+    size = sds.shape[1]
+    acc = {label: dict(fp=np.zeros(size), cover=np.zeros(size),
+                       power=np.zeros(size), adjusted=np.zeros(size), own=0)
+           for label, _rule in _rules(side, ns)}
     for eff in (0.0, math.log(1.1)):
         for _ in range(reps):
             vals = [np.exp((rng.normal(0.0, 0.03, (n, 1))
-                            + rng.normal(0.0, 1.0, (n, sds.size)) * sds)
+                            + rng.normal(0.0, 1.0, (n, size)) * sds[j])
                            * (side if j == 0 else 1.0) + j * eff)
-                    for j in (0, 1)]
-            cells = [({f"a{r}": vals[0][r, k] for r in range(n)},
-                      {f"b{r}": vals[1][r, k] for r in range(n)}, "higher")
-                     for k in range(sds.size)]
-            for label, make in _rules(side):
+                    for j, n in enumerate(ns)]
+            cells = [({f"a{r}": vals[0][r, k] for r in range(ns[0])},
+                      {f"b{r}": vals[1][r, k] for r in range(ns[1])}, "higher")
+                     for k in range(size)]
+            for label, make in _rules(side, ns):
                 with make() if make else contextlib.nullcontext():
                     ts = L.compare_cells(cells)
                     adj, _share = M.adjust_table([M.Hypothesis("cell", t, "b", block="x")
@@ -1385,8 +1411,25 @@ def _outlier_counts(rng: np.random.Generator, reps: int, n: int, sds: np.ndarray
     return acc
 
 
-def _rules(side: float) -> tuple:
-    return SIDE_RULES if side != 1.0 else OUTLIER_RULES
+def _rules(side: float, ns: tuple[int, int] = (5, 5)) -> tuple:
+    from mpibench.stats import launch as L
+    if side != 1.0:
+        return SIDE_RULES
+    return THIN_OUTLIER_RULES if min(ns) <= L.THIN_LAUNCHES else OUTLIER_RULES
+
+
+def _outlier_rows(na: int, nb: int, sizes: int) -> list[tuple[str, np.ndarray]]:
+    """(label, cell part sds per side and size) of a design's rows: the last size 1x, 2x,
+    3x on both sides; a thin design also 2x and 3x on its base (thin) side only."""
+    rows = []
+    for factor, only in ((1, False), (2, False), (3, False), (2, True), (3, True)):
+        if only and na == nb:
+            continue
+        sds = np.full((2, sizes), 0.05)
+        sds[:1 if only else 2, -1] *= factor
+        rows.append((f"{na}{'+' if na == nb else ' v '}{nb}, {sizes}, {factor}x"
+                     f"{' base' if only else ''}", sds))
+    return rows
 
 
 def outlier_section(rng: np.random.Generator, reps: int, designs=(), side: float = 1.0
@@ -1395,25 +1438,27 @@ def outlier_section(rng: np.random.Generator, reps: int, designs=(), side: float
     or 3x the others' sd 0.05: A/A false positives and CI coverage at that size, the
     worst other size, power for a real 10% at the other sizes raw and after the closed
     test, the share of A/A benchmarks with any own part; each rule of OUTLIER_RULES on the
-    same draws. designs: (launches, sizes) pairs of OUTLIER_DESIGNS to run (all if empty).
-    side: the base side's logs (launch effect and cell parts) x side, SIDE_RULES' rows."""
+    same draws (THIN_OUTLIER_RULES for a thin design, e.g. 2 v 7, with two more rows: the
+    last size 2x / 3x on the thin side only). designs: (base launches, the other's, sizes)
+    of OUTLIER_DESIGNS to run (all if empty). side: the base side's logs (launch effect and
+    cell parts) x side, SIDE_RULES' rows."""
     print(f"\nOne size 2-3x noisier (cell part sd 0.05 x 1/2/3 vs 0.05, launch effect sd "
           f"0.03 a side), unpaired; {reps} A/A and {reps} real-10% benchmarks per row, the "
           f"same draws for every rule{f', the base side x{side:g}' if side != 1.0 else ''}: "
-          + " | ".join(label for label, _ in _rules(side)))
-    print(f"  {'design':<17} " + " | ".join(
-        f"{'FP n':>5} {'cov n':>5} {'FP q':>5} {'pow q':>5} {'adj q':>5} {'own':>4}"
-        for _ in _rules(side)))
-    for n, sizes in designs or OUTLIER_DESIGNS:
-        for factor in (1, 2, 3):
-            sds = np.array([0.05] * (sizes - 1) + [0.05 * factor])
-            acc = _outlier_counts(rng, reps, n, sds, side)
+          + " | ".join(label for label, _ in _rules(side)) + "; a thin design's: "
+          + " | ".join(label for label, _ in THIN_OUTLIER_RULES))
+    for na, nb, sizes in designs or OUTLIER_DESIGNS:
+        print(f"  {'design':<22} " + " | ".join(
+            f"{'FP n':>5} {'cov n':>5} {'FP q':>5} {'pow q':>5} {'adj q':>5} {'own':>4}"
+            for _ in _rules(side, (na, nb))))
+        for label, sds in _outlier_rows(na, nb, sizes):
+            acc = _outlier_counts(rng, reps, (na, nb), sds, side)
             cols = [f"{100 * a['fp'][-1] / reps:>4.1f}% {100 * a['cover'][-1] / reps:>4.1f}% "
                     f"{100 * a['fp'][:-1].max() / reps:>4.1f}% "
                     f"{100 * a['power'][:-1].mean() / reps:>4.1f}% "
                     f"{100 * a['adjusted'][:-1].mean() / reps:>4.1f}% "
                     f"{100 * a['own'] / reps:>3.0f}%" for a in acc.values()]
-            print(f"  {f'{n}+{n}, {sizes}, {factor}x':<17} " + " | ".join(cols), flush=True)
+            print(f"  {label:<22} " + " | ".join(cols), flush=True)
     print(f"  FP n / cov n = A/A raw p <= 0.05 / 95% CI coverage at the noisy (last) size; FP "
           f"q = the worst other size; pow q / adj q = a real 10% significant raw / after the "
           f"closed test of the benchmark's cells (stats.multiplicity), mean over the other "
