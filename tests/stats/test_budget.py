@@ -1106,3 +1106,56 @@ def test_each_launch_regime_is_planned_as_compare_tests_it():
         assert t.regime == (s >= 2 ** 6)
         assert regimes[("PingPong", s)] == regimes[("PingPong", 2 ** (t.regime * 6))]
     assert len(set(regimes.values())) == 2
+
+
+def _hedged_rows(rng, rounds=10, sizes=10, moved=5, phase_sd=0.06, cell_sd=0.08):
+    """Interleaved rows whose round difference moves the `moved` smallest sizes by
+    x_r ~ N(0, phase_sd) and is otherwise N(0, cell_sd) per size: a round effect about
+    as large as the cell parts, which compare's regime cut often misses (the hedge's case,
+    stats.launch.hedge_runs)."""
+    x = rng.normal(0, phase_sd, rounds)
+    rows = []
+    for r in range(rounds):
+        for s in range(sizes):
+            base = math.exp(rng.normal(0, 0.05))
+            cand = base * math.exp((x[r] if s < moved else 0.0) + rng.normal(0, cell_sd))
+            for v, m in (("base", base), ("cand", cand)):
+                rows.append({"run_id": f"{v}{r}", "variant": v, "repeat": r,
+                             "benchmark": "PingPong", "size": 2 ** s, "n": 50, "median": m,
+                             "ci_low": m * 0.999, "ci_high": m * 1.001,
+                             "cell_s": 5e-4, "launch_s": 0.2 + sizes * 5e-4})
+    return rows
+
+
+def test_an_uncut_block_is_planned_on_the_wider_ci_compare_hedges_with():
+    """compare tests each cell of a paired block no regime cut splits on the wider of the
+    block's CI and its best cut's run's (stats.launch.hedge_runs, the cut's Bonferroni p
+    below HEDGE_LEVEL). The plan planned on the block's alone: here compare's variance of
+    a moved size's gain was up to 1.8x the one planned (seed 8: the cut misses 5 moved
+    sizes of 10). Planned on the pilot's own rounds (confidence None), each cell's
+    variance compare tests on must be one the plan meets, and no larger than its largest."""
+    rows = _hedged_rows(np.random.default_rng(8))
+    by: dict = {}
+    for r in rows:
+        by.setdefault(r["size"], ({}, {}, "lower"))[r["variant"] == "cand"][r["run_id"]] = (
+            r["median"])
+    sizes = sorted(by)
+    tests = launch_stats.compare_cells([by[s] for s in sizes], sizes=sizes,
+                                       rounds={r["run_id"]: r["repeat"] for r in rows})
+    assert {t.regime for t in tests} == {0}             # no regime cut
+    (pool,) = budget.paired_spreads(rows, ["base", "cand"]).values()
+    widened = 0
+    for s, t in zip(sizes, tests, strict=True):
+        key = ("PingPong", s)
+        planned = []
+        for ps in pool.in_view([key]):
+            own = {k: (v, df) for k, v, df in ps.cell_parts}
+            planned.append(sum(budget._paired_parts(ps, None, None, own.get(key))) / 10)
+        assert t.se_log ** 2 <= max(planned) * (1 + 1e-9), (s, t.se_log ** 2, planned)
+        assert any(t.se_log ** 2 == pytest.approx(v, rel=1e-9) for v in planned), s
+        widened += t.se_log ** 2 > 1.2 * planned[0]      # wider than the block's
+    assert widened >= 3
+    per = budget.cell_rounds(rows, ["base", "cand"], 0.05)
+    p = budget.plan_from_rows(rows, ["base", "cand"], 0.05, budget.SEARCH_MAX,
+                              targets=(100.0,), max_times=(0.002,), keep_within=True)
+    assert p is not None and p.best.launches == max(per.values())

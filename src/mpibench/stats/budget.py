@@ -174,25 +174,28 @@ class PairedSpread:
     # round regimes (stats.launch._diff_spread, Spread.regimes): a cell is planned on its
     # regime's; () = one regime, this for every cell
     regimes: tuple[tuple[tuple, PairedSpread], ...] = ()
+    # ((cell keys, their PairedSpread), ...) of the two runs of the best cut where compare
+    # splits no regime but hedges (stats.launch.hedge_runs: that cut's Bonferroni p below
+    # HEDGE_LEVEL, >= 2 * MIN_REGIME_CELLS sizes): compare tests each cell on the wider of
+    # this block's CI and its run's, so the plan meets both; () = no hedge
+    hedges: tuple[tuple[tuple, PairedSpread], ...] = ()
     # the cells this spread is made of (its regime's, or the pool's): the plan's within
     # part at its options is the mean over these (_launches_in_view)
     keys: tuple = ()
 
-    def for_cell(self, key: object) -> PairedSpread:
-        """The PairedSpread compare tests this cell on: its regime's, else this."""
-        return next((ps for keys, ps in self.regimes if key in keys), self)
-
     def in_view(self, keys: Iterable[object]) -> list[PairedSpread]:
-        """The PairedSpreads of the regimes holding a cell of keys (this without regimes)."""
-        if not self.regimes:
-            return [self]
+        """The PairedSpreads compare tests a cell of keys on: the regimes holding one, or
+        without regimes this and the hedge's runs holding one (hedges)."""
         keys = set(keys)
+        if not self.regimes:
+            return [self] + [ps for ks, ps in self.hedges if keys & set(ks)]
         return [ps for ks, ps in self.regimes if keys & set(ks)]
 
     def worst(self) -> float:
         """The largest variance of one round's d a cell is tested on (worst_parts), over
         the regimes."""
-        return max(sum(ps.worst_parts()) for ps in ([p for _k, p in self.regimes] or [self]))
+        return max(sum(ps.worst_parts()) for ps in ([p for _k, p in self.regimes] or [self])
+                   + [p for _k, p in self.hedges])
 
     def parts(self) -> tuple[float, float]:
         """(shared, cell): the variance of one round's d in a cell, as the two components
@@ -269,20 +272,24 @@ def _paired_spread(d: dict[object, dict[int, float]], within: Mapping[object, fl
                    ) -> PairedSpread | None:
     """One pool's PairedSpread from {cell key: {round: cand / base}} (sizes ascending),
     split into the round regimes compare's paired spread finds in the same differences
-    (stats.launch._diff_spread: one rule), each regime's made as the whole one from its
-    cells alone; within: {cell key: the pilot's within-launch variance of its d}, each
-    regime's within the mean over its own cells (the whole's over the pool's)."""
+    (stats.launch._diff_spread: one rule), or where it finds none into the two runs its
+    hedge tests the cells on too (stats.launch.hedge_runs: PairedSpread.hedges), each
+    regime's or run's made as the whole one from its cells alone; within: {cell key: the
+    pilot's within-launch variance of its d}, each regime's within the mean over its own
+    cells (the whole's over the pool's)."""
     whole = _paired_of(d, _mean_of(within, d))
     logs = [{r: math.log(v) for r, v in by.items()} for by in d.values()]
     sp = launch_stats._diff_spread(logs)
-    if whole is None or sp is None or not sp.regimes:
+    if whole is None or sp is None:
         return whole
     keys = list(d)
-    regimes = [tuple(keys[j] for j in ks) for ks, _sp in sp.regimes]
-    parts = [(ks, _paired_of({k: d[k] for k in ks}, _mean_of(within, ks))) for ks in regimes]
-    if any(ps is None for _ks, ps in parts):
+    runs = ([ks for ks, _sp in sp.regimes] if sp.regimes
+            else launch_stats.hedge_runs(logs))
+    parts = [(ks, _paired_of({k: d[k] for k in ks}, _mean_of(within, ks)))
+             for ks in (tuple(keys[j] for j in run) for run in runs)]
+    if not parts or any(ps is None for _ks, ps in parts):
         return whole
-    return replace(whole, regimes=tuple(parts))
+    return replace(whole, **{"regimes" if sp.regimes else "hedges": tuple(parts)})
 
 
 def _paired_of(d: dict[object, dict[int, float]], within: float) -> PairedSpread | None:
@@ -783,8 +790,9 @@ def cell_rounds(rows: Sequence[Mapping], order: Sequence[str], margin: float, *,
     """{cell key: rounds per side that decide this cell alone, equivalence within ±margin
     at gain 1} of an interleaved campaign's rows, planned as plan_from_rows plans the
     paired test beyond THIN_LAUNCHES rounds at the options the rows ran at (keep_within):
-    the round part the sizes of the cell's round regime share (PairedSpread.for_cell, the
-    regimes compare splits) plus the cell part compare tests the cell on (its own where
+    the round part the sizes of the cell's round regime share (PairedSpread.in_view, the
+    regimes compare splits; the larger of the block's and its run's where compare hedges,
+    PairedSpread.hedges) plus the cell part compare tests the cell on (its own where
     the gate gives one, else the pooled one, alike for every size), each at its
     upper `confidence` bound. The plan needs the largest of these; None: beyond
     SEARCH_MAX (out of reach), which keeps the whole plan out of reach. Empty when no
@@ -795,14 +803,20 @@ def cell_rounds(rows: Sequence[Mapping], order: Sequence[str], margin: float, *,
     for g, pool in paired_spreads(rows, compared).items():
         keys = {(r["benchmark"], r["size"]) for r in rows if r.get("variant") in compared}
         for key in sorted((k for k in keys if pool_of(k) == g), key=lambda k: (str(k[0]), k[1])):
-            ps = pool.for_cell(key)              # its round regime's, as compare tests it
-            own = {k: (v, df) for k, v, df in ps.cell_parts}
-            sh, ce = _paired_parts(ps, None, confidence, own.get(key))
-            k = rounds_for(sh, ce, ps.cells, margin, equivalence=True,
-                           own_df=own[key][1] if key in own else None, pairs=ps.pairs)
-            out[key] = (None if k is None or k > SEARCH_MAX
-                        else max(k, launch_stats.THIN_LAUNCHES + 1))
+            # its round regime's, or the block's and its hedge's run, as compare tests it
+            ks = [_cell_round(ps, key, margin, confidence) for ps in pool.in_view([key])]
+            out[key] = (None if any(k is None or k > SEARCH_MAX for k in ks)
+                        else max(max(ks), launch_stats.THIN_LAUNCHES + 1))
     return out
+
+
+def _cell_round(ps: PairedSpread, key: object, margin: float, confidence: float | None
+                ) -> int | None:
+    """cell_rounds' rounds for one cell on one PairedSpread it is tested on."""
+    own = {k: (v, df) for k, v, df in ps.cell_parts}
+    sh, ce = _paired_parts(ps, None, confidence, own.get(key))
+    return rounds_for(sh, ce, ps.cells, margin, equivalence=True,
+                      own_df=own[key][1] if key in own else None, pairs=ps.pairs)
 
 
 def _pilot_pools(rows: Iterable[Mapping], variants: Sequence[str]):

@@ -1637,24 +1637,32 @@ def _diff_side(diffs: list[dict[Hashable, float]], order: Sequence[int] | None
     return side, own
 
 
-def _best_cut(diffs: list[dict[Hashable, float]], order: Sequence[int] | None
-              ) -> dict[int, Spread]:
-    """{cell: the Spread of its run} at the cut _split_runs would try first (the one
-    whose two runs least share one round effect), whether or not it passes REGIME_LEVEL;
-    {} below 2 * MIN_REGIME_CELLS cells (the hedge of _paired_cells)."""
-    side, own = _diff_side(diffs, order)
-    centred = _centred(side)
+def hedge_runs(diffs: list[dict[Hashable, float]], order: Sequence[int] | None = None
+               ) -> list[list[int]]:
+    """The two runs (cell indices, in size order) of the cut _split_runs would try first
+    (the one whose two runs least share one round effect) where its Bonferroni p is below
+    HEDGE_LEVEL, whether or not it passes REGIME_LEVEL; [] below 2 * MIN_REGIME_CELLS
+    cells, above HEDGE_LEVEL or where REGIME_LEVEL is 0 (never cut: no hedge). The runs
+    an uncut block's cells hedge with (_paired_cells), and stats.budget plans on."""
+    centred = _centred(_diff_side(diffs, order)[0]) if REGIME_LEVEL > 0 else None
     if centred is None:
-        return {}
+        return []
     keys, r, _obs = centred
     cuts = range(MIN_REGIME_CELLS, len(keys) - MIN_REGIME_CELLS + 1)
     if not cuts:
-        return {}
+        return []
     p, k = min((_split_p(r[:, :k], r[:, k:]), k) for k in cuts)
     if p * len(cuts) >= HEDGE_LEVEL:
-        return {}
+        return []
+    return [list(keys[:k]), list(keys[k:])]
+
+
+def _best_cut(diffs: list[dict[Hashable, float]], order: Sequence[int] | None
+              ) -> dict[int, Spread]:
+    """{cell: the Spread of its run} at the hedge's cut (hedge_runs); {} without one."""
+    side, own = _diff_side(diffs, order)
     out = {}
-    for run in (keys[:k], keys[k:]):
+    for run in hedge_runs(diffs, order):
         sp = spread({c: side[c] for c in run}, own=own, floor_own=True)
         if sp is None:
             return {}
@@ -1748,7 +1756,7 @@ def _paired_cells(cells, paired, alpha: float, level: float, pool: bool,
     hedge, the model before regimes."""
     diffs = _round_diffs(cells, paired)
     sp = _diff_spread(diffs, order) if pool and len(cells) > 1 else None
-    hedge = sp is not None and not sp.regimes and REGIME_LEVEL > 0
+    hedge = sp is not None and not sp.regimes
     alt = _best_cut(diffs, order) if hedge else {}
     out = []
     for i, (d, (_pairs, left)) in enumerate(zip(diffs, paired, strict=True)):
