@@ -1255,3 +1255,29 @@ def test_a_flagged_sizes_part_is_one_estimate_from_both_sides_unless_they_disagr
             assert (db, dc) == (1.0, 6.0)
             assert vb == pytest.approx(max(0.0, L._own_part(sums[0][0] / 1.0, spreads[0])))
     assert seen[True] >= 5 and seen[False] >= 5, seen
+
+
+@pytest.mark.parametrize("n_thin,n_other", [(3, 4), (2, 7)])
+def test_a_flagged_sizes_joint_part_is_planned_at_its_df_not_the_floors(n_thin, n_other):
+    """A flagged size's joint part (_joint_parts) is not floored by the test (_each_cell),
+    so the plan keeps its df (_plan_own_df) rather than mixing in the floor's
+    (_plan_mixed_df); told apart by its flag, not its df: at 3 vs 4 nearly every thin-side
+    joint part has <= d_own + 1 df (the df test read 354 of 356 as the thin side's own).
+    3 sizes (no flag, every cell its own part): the thin side's own parts still mixed."""
+    rng = np.random.default_rng(80 + n_thin)
+    seen = 0
+    for _ in range(120):
+        cells = _bench(rng, n_thin, n_other, 10, 0.0, 0.05)
+        sides = [dict(enumerate(c[k] for c in cells)) for k in (0, 1)]
+        thin, other = L._plan_sides(L.gated_spreads(sides))[:2]
+        for key in L.flagged_cells(sides):
+            part = thin.own_part(key)
+            if part.joint:      # else the sides disagree: each its own part (_joint_parts)
+                assert L._plan_own_df(thin, other, key, part.df) == part.df
+                seen += 1
+        few = [{k: side[k] for k in range(3)} for side in sides]
+        thin, other = L._plan_sides(L.gated_spreads(few))[:2]
+        part = thin.own_part(0)
+        assert not part.joint
+        assert L._plan_own_df(thin, other, 0, part.df) != pytest.approx(part.df)
+    assert seen >= 20, seen

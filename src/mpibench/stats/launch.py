@@ -516,11 +516,13 @@ PLAN_MIXED_ALPHA = 0.05
 def _plan_own_df(own: Spread, other: Spread, cell: object, df: float) -> float:
     """The df a thin side's own cell part is planned at (_plan_mixed_df) where the test
     may floor it (_each_cell: fewer than WELCH_MIN_DF df of its launches, the other side
-    more); elsewhere df as planned, and where the part has more df than its side's
-    launches give, floored or not (a flagged size's part estimated from both sides,
-    _joint_parts, or a moderated one): the test keeps those df, floored or not."""
-    d_own, theirs = own.df_launch, other.own_part(cell)
-    if not d_own < WELCH_MIN_DF or other.df_launch <= d_own or theirs is None or df > d_own + 1:
+    more); elsewhere df as planned, and so for a flagged size's part from both sides'
+    sums (JointPart: _each_cell leaves it alone; told by its df, 3 vs 4 launches, 354 of
+    356 read as the thin side's own) and a moderated one (its df mostly its other sizes',
+    more than its launches' + 1 floored or not): the test keeps those df."""
+    d_own, theirs, mine = own.df_launch, other.own_part(cell), own.own_part(cell)
+    if not d_own < WELCH_MIN_DF or other.df_launch <= d_own or theirs is None or \
+            mine is None or mine.joint or mine.df > d_own + 1:
         return df
     return _plan_mixed_df(float(d_own), float(theirs[1]))
 
@@ -695,20 +697,20 @@ def _each_cell(own: Spread, other: Spread, component) -> dict | None:
     time (unfloored: 8.3-16.9% false positives there at 2 vs 7 and 3 vs 7, 3-8 sizes;
     floored 0.3-2.8%; docs/statistics.md "A side with 2-3 launches"). Floored, the part
     has one df more than its own, never more than the other's; equal launch counts are
-    left alone, and so is a flagged size's joint part (_Joint: its side's pooled level
+    left alone, and so is a flagged size's joint part (JointPart: its side's pooled level
     times a ratio on both sides' df, not its launches' 1-2 df)."""
     if not own.cell_parts:
         return own.cell_parts
     out = {}
     for key, part in own.cell_parts.items():
         (v, d), theirs = part, other.components(1, key)
-        if len(theirs) < 2 or other.df_launch <= own.df_launch or isinstance(part, _Joint):
-            out[key] = (v, d)
+        if len(theirs) < 2 or other.df_launch <= own.df_launch or part.joint:
+            out[key] = part
             continue
         # a moderated part of a thin side (6+ sizes, the gate open) has many df, most of
         # them its other sizes': judged on its own launches' df, floored to one df more
         fv, _fd = component(v, min(d, own.df_launch), *theirs[1])
-        out[key] = (v, d) if fv == v else (fv, min(theirs[1][1], d + 1))
+        out[key] = part if fv == v else CellPart(fv, min(theirs[1][1], d + 1))
     return out
 
 
@@ -1170,7 +1172,7 @@ def _joint_parts(spreads: list, residuals: Sequence[_Residuals | None], keys: se
         if not _sides_agree([(w * ss, d) for w, (ss, d) in zip(weights, have, strict=True)],
                             level):
             for j, ((ss, d), sp) in enumerate(zip(have, spreads, strict=True)):
-                out[j][key] = (max(0.0, _own_part(ss / d, sp)), min(d, sp.df_cell))
+                out[j][key] = CellPart(max(0.0, _own_part(ss / d, sp)), min(d, sp.df_cell))
             continue
         df = sum(d for _ss, d in have)
         tau2 = sum(w * ss for w, (ss, _d) in zip(weights, have, strict=True)) / df
@@ -1179,15 +1181,25 @@ def _joint_parts(spreads: list, residuals: Sequence[_Residuals | None], keys: se
         se = [v / sp.launches for v, sp in zip(parts, spreads, strict=True)]
         share = sum(x * x for x in se) / sum(se) ** 2 if sum(se) > 0 else 1.0
         for j, v in enumerate(parts):
-            out[j][key] = _Joint((v, min(df * share, spreads[j].df_cell)))
+            out[j][key] = JointPart(v, min(df * share, spreads[j].df_cell))
     return out
 
 
-class _Joint(tuple):
-    """A flagged size's (part, df) from both sides' sums (_joint_parts): _each_cell does
-    not floor it at the other side's (floored, the thin side's part was judged on its
+class CellPart(NamedTuple):
+    """A cell's own cell part per launch and its df (Spread.cell_parts)."""
+    v: float
+    df: float
+    joint = False       # a flagged size's part from both sides' sums (JointPart)
+
+
+class JointPart(CellPart):
+    """A flagged size's part from both sides' sums (_joint_parts): _each_cell does not
+    floor it at the other side's (floored, the thin side's part was judged on its
     launches' 1 df: not sharing launch effects, thin side 1/3 as noisy, 2 / 3 vs 7 x 10
-    sizes, the reported 'detectable' had 73.9 / 72.4% true power)."""
+    sizes, the reported 'detectable' had 73.9 / 72.4% true power), and the plan keeps its
+    df (_plan_own_df)."""
+    __slots__ = ()
+    joint = True
 
 
 def _sides_agree(sums: Sequence[tuple[float, float]], level: float) -> bool:
@@ -1312,7 +1324,7 @@ def _cell_parts(keys: list, res: np.ndarray, obs: np.ndarray, ms_cell: float,
         # cell's se only the round part's ~1/sqrt(S). Unpaired thin sides keep the clip:
         # each side's launch part on 1-2 df keeps them at alpha; the floor cost power
         part = max(tau2 * scale - sub, tau2 if o and floor_own else 0.0)
-        out[key] = (part, min(df, df_cell))
+        out[key] = CellPart(part, min(df, df_cell))
     return out
 
 
