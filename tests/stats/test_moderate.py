@@ -232,12 +232,10 @@ def test_gated_spreads_gates_a_comparison_once():
                 assert joint == alone
                 continue
             # the gate stayed shut but some size is above the others (outlying): those
-            # sizes alone have a part of their own, from both sides' sums together
-            # (_joint_parts), the others the pooled one
-            parts = L._joint_parts(alone, [L._residuals(s) for s in sides], flagged)
-            for sp, j, own in zip(alone, joint, parts, strict=True):
-                assert j._replace(cell_parts=None) == sp
-                assert j.cell_parts == own and set(own) == flagged
+            # sizes alone have a part of their own, the others the pooled one
+            for sp, j in zip(alone, joint, strict=True):
+                assert j._replace(cell_parts=None) == sp and set(j.cell_parts) == flagged
+            _check_flagged_parts(sides, alone, joint, flagged)
             continue
         disagree += 1
         closed = gates.index(False)
@@ -245,6 +243,36 @@ def test_gated_spreads_gates_a_comparison_once():
         assert joint[closed] == L.spread(sides[closed], force=True)
         assert joint[closed].cell_parts is not None
     assert disagree >= 8 and agree >= 8, (disagree, agree)
+
+
+def _tau2(part: float, sp) -> float:
+    """The residual variance tau^2 an own part was made from (_own_part is linear)."""
+    zero = L._own_part(0.0, sp)
+    return (part - zero) / (L._own_part(1.0, sp) - zero)
+
+
+def _check_flagged_parts(sides, alone, joint, flagged) -> None:
+    """A flagged size's parts, from their properties: where the sides' sums agree, ONE
+    tau^2 on the weights' scale (the parts differ only by each side's pooled term) and
+    the Satterthwaite df of the two parts' sum is D, the sides' df added (one estimate,
+    not two); where they disagree, each side its own df."""
+    rs = [L._residuals(s) for s in sides]
+    w, level = L._side_weights(rs), L._outlying_level(rs)
+    for key in flagged:
+        sums = [L._cell_sums(r)[key] for r in rs]
+        parts = [j.cell_parts[key] for j in joint]
+        if not L._sides_agree([(wi * ss, d) for wi, (ss, d) in zip(w, sums, strict=True)],
+                              level):
+            assert [p[1] for p in parts] == [min(d, sp.df_cell)
+                                             for (_ss, d), sp in zip(sums, alone, strict=True)]
+            continue
+        if any(p[0] <= 0 for p in parts):
+            continue        # clipped at 0: tau^2 not recoverable
+        t = [wi * _tau2(p[0], sp) for wi, p, sp in zip(w, parts, alone, strict=True)]
+        assert t[0] == pytest.approx(t[1], rel=1e-9)
+        se = [p[0] / sp.launches for p, sp in zip(parts, alone, strict=True)]
+        sat = sum(se) ** 2 / sum(x * x / p[1] for x, p in zip(se, parts, strict=True))
+        assert sat == pytest.approx(sum(d for _ss, d in sums), rel=1e-9)
 
 
 def test_outlying_flags_at_its_level_under_one_variance():
