@@ -1660,11 +1660,8 @@ def hedge_runs(diffs: list[dict[Hashable, float]], order: Sequence[int] | None =
     if centred is None:
         return []
     keys, r, _obs = centred
-    cuts = range(MIN_REGIME_CELLS, len(keys) - MIN_REGIME_CELLS + 1)
-    if not cuts:
-        return []
-    p, k = min((_split_p(r[:, :k], r[:, k:]), k) for k in cuts)
-    if p * len(cuts) >= HEDGE_LEVEL:
+    p, k = _best_split(r, list(range(len(keys))))
+    if p >= HEDGE_LEVEL:
         return []
     return [list(keys[:k]), list(keys[k:])]
 
@@ -1714,13 +1711,22 @@ def _regimes(side: Mapping[object, Mapping[Hashable, float | None]], centres: in
 def _split_runs(r: np.ndarray, cols: list[int], centres: int = 1) -> list[list[int]]:
     """cols (columns of r, rounds x cells centred per cell) split recursively at the
     point whose two runs least share one round effect, while REGIME_LEVEL rejects it."""
-    cuts = range(MIN_REGIME_CELLS, len(cols) - MIN_REGIME_CELLS + 1)
-    if not cuts:
-        return [cols]
-    p, k = min((_split_p(r[:, cols[:k]], r[:, cols[k:]], centres), k) for k in cuts)
-    if p * len(cuts) >= REGIME_LEVEL:
+    p, k = _best_split(r, cols, centres)
+    if p >= REGIME_LEVEL:
         return [cols]
     return _split_runs(r, cols[:k], centres) + _split_runs(r, cols[k:], centres)
+
+
+def _best_split(r: np.ndarray, cols: list[int], centres: int = 1) -> tuple[float, int]:
+    """(Bonferroni p, k) of the cut of cols (columns of r) before cols[k] whose two runs,
+    each at least MIN_REGIME_CELLS cells, least share one round effect (_split_p times
+    the candidate cuts, not capped at 1); (inf, 0) with no candidate: no level cuts.
+    The one cut choice of _split_runs and hedge_runs."""
+    cuts = range(MIN_REGIME_CELLS, len(cols) - MIN_REGIME_CELLS + 1)
+    if not cuts:
+        return math.inf, 0
+    p, k = min((_split_p(r[:, cols[:k]], r[:, cols[k:]], centres), k) for k in cuts)
+    return p * len(cuts), k
 
 
 def _round_means(x: np.ndarray, centres: int = 1
