@@ -1220,10 +1220,16 @@ def _outlying_level(residuals: Sequence[_Residuals | None]) -> float:
 
 
 def _own_part(tau2: float, sp: Spread) -> float:
-    """A cell's own cell part per launch from its residuals' variance tau^2 (_cell_parts:
-    tau^2 / (1 - 2/S) less 2 (S - 1) ms_cell / S^2 / (1 - 2/S))."""
-    scale = 1.0 / (1.0 - 2.0 / sp.cells)
-    return tau2 * scale - 2.0 * (sp.cells - 1.0) * sp.ms_cell / sp.cells ** 2 * scale
+    """A cell's own cell part per launch from its residuals' variance tau^2 (_own_part_at
+    on sp's S and ms_cell)."""
+    return _own_part_at(tau2, sp.cells, sp.ms_cell)
+
+
+def _own_part_at(tau2: float, cells: float, ms_cell: float) -> float:
+    """tau^2 / (1 - 2/S) less 2 (S - 1) ms_cell / S^2 / (1 - 2/S), S = cells: the own
+    cell part whose residuals have variance tau^2 (_cell_parts derives it)."""
+    scale = 1.0 / (1.0 - 2.0 / cells)
+    return tau2 * scale - 2.0 * (cells - 1.0) * ms_cell / cells ** 2 * scale
 
 
 def gated_spreads(sides: Sequence[Mapping[object, Mapping[Hashable, float | None]]],
@@ -1308,8 +1314,6 @@ def _cell_parts(keys: list, res: np.ndarray, obs: np.ndarray, ms_cell: float,
             return None
         shrunk = moderate_mod.moderated(w, d, d0, s0)
     out = {}
-    scale = 1.0 / (1.0 - 2.0 / s_bar)
-    sub = 2.0 * (s_bar - 1.0) * ms_cell / s_bar ** 2 * scale
     for key, wi, di, o, (tau2, df) in zip(keys, w, d, own, shrunk, strict=True):
         if o:
             tau2, df = float(wi), float(di)
@@ -1323,7 +1327,7 @@ def _cell_parts(keys: list, res: np.ndarray, obs: np.ndarray, ms_cell: float,
         # an own part on 2 df (3 rounds) was 0 in 1 - exp(-2/S) of alike cells and the
         # cell's se only the round part's ~1/sqrt(S). Unpaired thin sides keep the clip:
         # each side's launch part on 1-2 df keeps them at alpha; the floor cost power
-        part = max(tau2 * scale - sub, tau2 if o and floor_own else 0.0)
+        part = max(_own_part_at(tau2, s_bar, ms_cell), tau2 if o and floor_own else 0.0)
         out[key] = CellPart(part, min(df, df_cell))
     return out
 
