@@ -520,14 +520,16 @@ def own_launch_var(sides: Sequence[Components], keys: Iterable[object], target_p
 
 
 def _pool_mean(sides: Sequence[Components], keys: Iterable[object],
-               value: Callable[[CellCost], float]) -> dict[object, float]:
-    """{pool: the mean of value(cell) over the sides' cells in keys that the pool holds}."""
+               value: Callable[[CellCost], float],
+               group: Callable[[CellCost], object] = cell_pool) -> dict[object, float]:
+    """{pool (group(cell); cell_within: the cell's key): the mean of value(cell) over the
+    sides' cells in keys that it holds}."""
     keys = set(keys)
     acc: dict[object, list[float]] = defaultdict(list)
     for s in sides:
         for c in s.cells:
             if c.key in keys:
-                acc[cell_pool(c)].append(value(c))
+                acc[group(c)].append(value(c))
     return {g: sum(v) / len(v) for g, v in acc.items()}
 
 
@@ -759,10 +761,7 @@ def unpaired_regimes(rows: Iterable[Mapping], variants: Sequence[str],
     ascending), each regime then tested as a block of its own; with several candidates
     the regimes every comparison keeps together (the common refinement of their splits).
     Benchmarks without a split are absent (planned as one pool)."""
-    by: dict[str, dict[object, dict[object, float]]] = defaultdict(lambda: defaultdict(dict))
-    for r in rows:
-        if r.get("median"):
-            by[r["variant"]][(r["benchmark"], r["size"])][r.get("run_id")] = r["median"]
+    by = _medians_by(rows)
     labels: dict[object, tuple] = defaultdict(tuple)
     base = by.get(variants[0], {}) if variants else {}
     for cand in variants[1:]:
@@ -819,15 +818,23 @@ def _cell_round(ps: PairedSpread, key: object, margin: float, confidence: float 
                       own_df=own[key][1] if key in own else None, pairs=ps.pairs)
 
 
+def _medians_by(rows: Iterable[Mapping]) -> dict[str, dict[object, dict[object, float]]]:
+    """{variant: {cell key: {run_id: median}}} of the rows with a median (unpaired_regimes'
+    and _pilot_pools' one grouping)."""
+    by: dict[str, dict[object, dict[object, float]]] = defaultdict(lambda: defaultdict(dict))
+    for r in rows:
+        if r.get("median"):
+            by[r["variant"]][(r["benchmark"], r["size"])][r.get("run_id")] = r["median"]
+    return by
+
+
 def _pilot_pools(rows: Iterable[Mapping], variants: Sequence[str]):
     """(pool, baseline's {cell: {launch: median}}, the other variant's) for each variant
     after the first and each pool of FEW_CELLS or more cells both have."""
-    by: dict[str, dict[object, dict[object, dict[object, float]]]] = defaultdict(
-        lambda: defaultdict(lambda: defaultdict(dict)))
-    for r in rows:
-        if r.get("median"):
-            key = (r["benchmark"], r["size"])
-            by[r["variant"]][pool_of(key)][key][r.get("run_id")] = r["median"]
+    by: dict[str, dict[object, dict[object, dict[object, float]]]] = {}
+    for v, cells in _medians_by(rows).items():
+        for key, launches in cells.items():
+            by.setdefault(v, {}).setdefault(pool_of(key), {})[key] = launches
     for cand in variants[1:]:
         for g, cells in by.get(variants[0], {}).items():
             other = by.get(cand, {}).get(g)
@@ -901,14 +908,9 @@ def cell_within(sides: Sequence[Components], keys: Iterable[object], target_pct:
     """{cell key: the within-launch variance of one round's difference in that cell,
     B_b/n_b + B_c/n_c at these options}: twice the mean over the sides that have it (the
     plan averages it over each round regime's own cells, _launches_in_view)."""
-    keys = set(keys)
-    acc: dict[object, list[float]] = defaultdict(list)
-    for s in sides:
-        for c in s.cells:
-            if c.key in keys:
-                acc[c.key].append(c.within_b / max(
-                    samples_at(c, target_pct, min_samples, max_time), 1.0))
-    return {k: 2 * sum(v) / len(v) for k, v in acc.items()}
+    mean = _pool_mean(sides, keys, lambda c: c.within_b / max(
+        samples_at(c, target_pct, min_samples, max_time), 1.0), group=lambda c: c.key)
+    return {k: 2 * v for k, v in mean.items()}
 
 
 def _paired_cells(ps: PairedSpread, within: float | None, confidence: float | None,
