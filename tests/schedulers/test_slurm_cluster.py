@@ -92,7 +92,8 @@ poll_max_interval = 2
 # the site-style example, shrunk (one repeat, two sizes, its first group only): its second
 # group (allreduce) ran the same four variants again in four more jobs, and the test reads
 # the same launcher, nodes, transport and fingerprint of each; on the localhost cluster
-# those jobs run one after another, ~2.5 s each at load 5 (the campaign 19.9 s -> ~10 s)
+# those jobs run one after another, ~2.5 s each at load 5 (the campaign 19.9 s -> 3.7 s,
+# tests/README.md's measurement)
 _SITE = (EXAMPLES / "slurm.toml").read_text()
 SITE_TOML = (_SITE[:_SITE.index("[benchmarks.allreduce]")] + _SITE[_SITE.index("[scheduler]"):]
              ).replace("repeats = 3", "repeats = 1").replace('sizes = "0:16"', 'sizes = "0,1K"')
