@@ -3,7 +3,8 @@
 
     .venv/bin/python bench/bench_inference.py [--quick] [--reps N] [--seed S]
                                               [--only-decide | --only-paired |
-                                               --only-regimes | --only-paired-decide |
+                                               --only-regimes | --only-hedge-sweep |
+                                               --only-paired-decide |
                                                --only-unpaired-regimes |
                                                --only-unbalanced | --only-planning |
                                                --only-planning-paired | --only-planning-own |
@@ -172,6 +173,9 @@ def main(argv: list[str]) -> int:
                     help='only the repeats = "decide" scenarios (stats/sequential.py)')
     ap.add_argument("--only-paired", action="store_true",
                     help="only the round-pairing scenarios (stats.launch.pair_rounds)")
+    ap.add_argument("--only-hedge-sweep", action="store_true",
+                    help="only the HEDGE_LEVEL sweep: --reps benchmarks per row and kind "
+                    "at 5 and 10 rounds (stats.launch._paired_cells' hedge)")
     ap.add_argument("--only-regimes", action="store_true",
                     help="only the round-regime rows: a round effect the small sizes share, "
                     "paired with regimes, with one Spread per block and unpaired (stats."
@@ -248,6 +252,7 @@ def main(argv: list[str]) -> int:
             (args.only_paired_decide, paired_decide, reps),
             (args.only_paired, paired_section, reps),
             (args.only_regimes, regimes_section, reps),
+            (args.only_hedge_sweep, hedge_sweep, reps),
             (args.only_unpaired_regimes, unpaired_regimes_section, reps),
             (args.only_decide, decide_section, reps))
     for chosen, section, n in only:
@@ -952,6 +957,55 @@ def regimes_contrast(rng: np.random.Generator, reps: int) -> None:
                 rows = [L.compare_cells(cells, rounds=rounds) for cells, rounds in benches]
             print(f"    round effect sd {phase:<4} {how:<8} " + _contrast_line(rows),
                   flush=True)
+
+
+# HEDGE_LEVEL chosen (--only-hedge-sweep; docs/statistics.md "An intermediate contrast")
+HEDGE_SWEEP_LEVELS = (0.0, 0.1, 0.25, 0.5, 1.0)
+
+
+def _alike_bench(rng: np.random.Generator, n: int, share_sd: float = 0.0,
+                 gain: float = 1.0, cell: float = 0.08) -> tuple[list, dict]:
+    """A block of 10 alike sizes paired by n rounds: each size's per-round difference
+    N(0, cell) plus one round effect N(0, share_sd) they all share; the candidate gain x
+    better (lower)."""
+    x = rng.normal(0, share_sd, n)
+    cells = [({f"b{r}": 1.0 for r in range(n)},
+              {f"c{r}": math.exp(x[r] + rng.normal(0, cell)) / gain for r in range(n)},
+              "lower") for _s in range(10)]
+    return cells, {f"{p}{r}": r for r in range(n) for p in "bc"}
+
+
+def hedge_sweep(rng: np.random.Generator, reps: int) -> None:
+    """Per HEDGE_LEVEL on the same draws, at 5 and 10 rounds, reps benchmarks each: the
+    contrast's moved sizes A/A (round effect sd 0.1 at the 5 smallest, _contrast_bench),
+    alike sizes without a round effect: power for a real 10% (p <= 0.05, gain > 1), alike
+    sizes sharing a round effect sd 0.1: A/A; and the two alike blocks' median CI width
+    against no hedge (HEDGE_LEVEL 0): the hedge's price where nothing needs it."""
+    from mpibench.stats import launch as L
+
+    print(f"\nHEDGE_LEVEL sweep (stats level, 10 sizes, per-round difference N(0, 0.08) per "
+          f"size; {reps} benchmarks per row and kind, the same draws for every level): moved "
+          "A/A | power 10% (width vs 0) | alike sharing sd 0.1 A/A (width vs 0)")
+    for n in (5, 10):
+        draws = {"moved": [_contrast_bench(rng, 0.1, n=n) for _ in range(reps)],
+                 "power": [_alike_bench(rng, n, gain=1.1) for _ in range(reps)],
+                 "alike": [_alike_bench(rng, n, share_sd=0.1) for _ in range(reps)]}
+        width0 = None
+        for level in HEDGE_SWEEP_LEVELS:
+            with _swapped("HEDGE_LEVEL", level):
+                res = {k: [L.compare_cells(c, rounds=r) for c, r in v]
+                       for k, v in draws.items()}
+            width = {k: float(np.median([math.log(t.ci_high / t.ci_low)
+                                         for ts in res[k] for t in ts]))
+                     for k in ("power", "alike")}
+            width0 = width0 or width
+            moved = np.mean([t.p <= 0.05 for ts in res["moved"] for t in ts[:5]])
+            power = np.mean([t.p <= 0.05 and t.gain > 1 for ts in res["power"] for t in ts])
+            alike = np.mean([t.p <= 0.05 for ts in res["alike"] for t in ts])
+            print(f"  {n:>2} rounds, HEDGE_LEVEL {level:<4} moved {100 * moved:4.1f}% | "
+                  f"power {100 * power:4.1f}% ({100 * (width['power'] / width0['power'] - 1):+.1f}%)"
+                  f" | alike {100 * alike:4.1f}% "
+                  f"({100 * (width['alike'] / width0['alike'] - 1):+.1f}%)", flush=True)
 
 
 def _contrast_line(rows: list) -> str:

@@ -1693,9 +1693,10 @@ REGIME_LEVEL = 0.01
 MIN_REGIME_CELLS = 3
 # An uncut block hedges with its best cut (_paired_cells) where that cut's Bonferroni p is
 # below this (0: no hedge). At 1 (stop 30's first rule) a 10% gain in alike blocks of 5
-# rounds was found in 69% of cells instead of 74%; at 0.25, 72.8%, and the moved sizes of
-# docs/statistics.md's intermediate contrast at 5.9% (5 rounds) and 5.1% (10) against
-# 5.3% / 4.8% at 1 and 8.4% / 6.2% without (1000 benchmarks, seed 7)
+# rounds was found in 69.1% of cells instead of 73.8%; at 0.25, 72.1%, and the moved sizes
+# of docs/statistics.md's intermediate contrast at 6.6% (5 rounds) and 5.4% (10) against
+# 5.7% / 5.2% at 1 and 9.1% / 6.5% without (bench/bench_inference.py --only-hedge-sweep
+# --reps 1000 --seed 7)
 HEDGE_LEVEL = 0.25
 
 
