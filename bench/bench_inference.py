@@ -1383,13 +1383,18 @@ def two_mode_size_section(rng: np.random.Generator, reps: int) -> None:
 # flagged cells are a maxT unit of their own. "flag 10%" is the rule before (it left 5+5 x
 # 8 sizes x 2x at 6.8-7.1%); level 0 would be the gate alone (nothing flagged).
 @contextlib.contextmanager
-def _outlying_level(level: float):
+def _moderate_level(name: str, level: float):
+    """stats.moderate's level constant `name` set to `level` for the block."""
     from mpibench.stats import moderate as Mo
-    old, Mo.OUTLYING_LEVEL = Mo.OUTLYING_LEVEL, level
+    old = getattr(Mo, name)
+    setattr(Mo, name, level)
     try:
         yield
     finally:
-        Mo.OUTLYING_LEVEL = old
+        setattr(Mo, name, old)
+
+
+_outlying_level = functools.partial(_moderate_level, "OUTLYING_LEVEL")
 
 
 OUTLIER_RULES = (("flag 10%", functools.partial(_outlying_level, 0.10)),
@@ -1406,14 +1411,7 @@ SIDE_RULES = (("gate only", functools.partial(_outlying_level, 0.0)),
 OUTLIER_DESIGNS = ((5, 5, 8), (5, 5, 22), (10, 10, 8), (10, 10, 22))
 
 
-@contextlib.contextmanager
-def _thin_level(level: float):
-    from mpibench.stats import moderate as Mo
-    old, Mo.OUTLYING_THIN_LEVEL = Mo.OUTLYING_THIN_LEVEL, level
-    try:
-        yield
-    finally:
-        Mo.OUTLYING_THIN_LEVEL = old
+_thin_level = functools.partial(_moderate_level, "OUTLYING_THIN_LEVEL")
 
 
 # A thin design (a side with at most THIN_LAUNCHES launches): the flag's level there

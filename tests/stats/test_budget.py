@@ -960,6 +960,15 @@ def test_cell_rounds_name_the_cells_out_of_reach_and_the_plan_meets_the_largest(
     assert p is not None and p.best.launches is None
 
 
+def _round_pair(r, size, base, cand, sizes):
+    """One round's two store rows of a PingPong cell (base and cand medians, a within-launch
+    CI of +-0.1%) in a campaign of `sizes` sizes."""
+    return [{"run_id": f"{v}{r}", "variant": v, "repeat": r, "benchmark": "PingPong",
+             "size": size, "n": 50, "median": m, "ci_low": m * 0.999, "ci_high": m * 1.001,
+             "cell_s": 5e-4, "launch_s": 0.2 + sizes * 5e-4}
+            for v, m in (("base", base), ("cand", cand))]
+
+
 def _regime_rows(rng, rounds, sd_small, sd_large, sizes=12):
     """Interleaved rows whose round difference moves the small half of the sizes together
     (sd_small) and the large half together on its own (sd_large): two round regimes."""
@@ -969,11 +978,7 @@ def _regime_rows(rng, rounds, sd_small, sd_large, sizes=12):
         for s in range(sizes):
             base = math.exp(rng.normal(0, 0.05))
             cand = base * math.exp(dr[s >= sizes // 2] + rng.normal(0, 0.005))
-            for v, m in (("base", base), ("cand", cand)):
-                rows.append({"run_id": f"{v}{r}", "variant": v, "repeat": r,
-                             "benchmark": "PingPong", "size": 2 ** s, "n": 50, "median": m,
-                             "ci_low": m * 0.999, "ci_high": m * 1.001,
-                             "cell_s": 5e-4, "launch_s": 0.2 + sizes * 5e-4})
+            rows.extend(_round_pair(r, 2 ** s, base, cand, sizes))
     return rows
 
 
@@ -1119,11 +1124,7 @@ def _hedged_rows(rng, rounds=10, sizes=10, moved=5, phase_sd=0.06, cell_sd=0.08)
         for s in range(sizes):
             base = math.exp(rng.normal(0, 0.05))
             cand = base * math.exp((x[r] if s < moved else 0.0) + rng.normal(0, cell_sd))
-            for v, m in (("base", base), ("cand", cand)):
-                rows.append({"run_id": f"{v}{r}", "variant": v, "repeat": r,
-                             "benchmark": "PingPong", "size": 2 ** s, "n": 50, "median": m,
-                             "ci_low": m * 0.999, "ci_high": m * 1.001,
-                             "cell_s": 5e-4, "launch_s": 0.2 + sizes * 5e-4})
+            rows.extend(_round_pair(r, 2 ** s, base, cand, sizes))
     return rows
 
 
