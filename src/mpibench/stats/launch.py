@@ -927,10 +927,10 @@ class Spread(NamedTuple):
     df_cell: float
     cells: float          # mean number of cells per launch (S)
     launches: int
-    # {cell key: (its cell part per launch, df)} where the sizes' cell parts differ
+    # {cell key: CellPart (its cell part per launch, df)} where the sizes' cell parts differ
     # (moderated, stats.moderate; see spread): a cell's own part replaces the pooled
     # ms_cell (S - 1) / S. None: the sizes are alike, every cell takes the pooled part.
-    cell_parts: Mapping[object, tuple[float, float]] | None = None
+    cell_parts: Mapping[object, CellPart] | None = None
     # ((cell keys, their Spread), ...) where the block's sizes fall into regimes that do
     # not share the round effect (_regimes; paired only): a cell's components are its
     # regime's. (): one regime, this Spread for every cell.
