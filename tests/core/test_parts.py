@@ -152,18 +152,12 @@ def test_results_bit_for_bit_under_a_deterministic_clock(core, stack, tmp_path):
     if stack not in core:
         pytest.skip(f"{stack} is not installed")
     so = fakeclock_shim(stack, tmp_path)
-    env = ({"LD_PRELOAD": str(so)} if stack == "mpich" else {})
-    s = STACKS[stack]
     out = {}
     for name, args in _FAKE_CONFIGS.items():
-        jsonl = tmp_path / f"{name}.jsonl"
-        argv = [*s["launch"], "2"]
-        if stack == "openmpi":
-            argv += ["-x", f"LD_PRELOAD={so}"]
-        argv += [str(core[stack]), *args, "--quiet", "--jsonl", str(jsonl)]
-        res = run_command(argv, env={**s["env"], **env}, timeout=120)
-        assert res.ok, res.stderr
-        recs = [json.loads(ln) for ln in jsonl.read_text().splitlines()]
+        run = launch(stack, core[stack], 2, [*args, "--quiet"], tmp_path / f"{name}.jsonl",
+                     preload=so)
+        assert run.res.ok, run.res.stderr
+        recs = run.records
         check_schema(recs)
         header = {k: v for k, v in recs[0].items() if k not in _MACHINE_KEYS}
         header["options"] = {k: v for k, v in header["options"].items()
