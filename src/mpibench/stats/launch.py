@@ -1660,7 +1660,12 @@ def hedge_runs(diffs: list[dict[Hashable, float]], order: Sequence[int] | None =
     HEDGE_LEVEL, whether or not it passes REGIME_LEVEL; [] below 2 * MIN_REGIME_CELLS
     cells, above HEDGE_LEVEL or where REGIME_LEVEL is 0 (never cut: no hedge). The runs
     an uncut block's cells hedge with (_paired_cells), and stats.budget plans on."""
-    centred = _centred(_diff_side(diffs, order)[0]) if REGIME_LEVEL > 0 else None
+    return _hedge_runs_of(_diff_side(diffs, order)[0])
+
+
+def _hedge_runs_of(side: dict) -> list[list[int]]:
+    """hedge_runs on the differences as _diff_side gives them."""
+    centred = _centred(side) if REGIME_LEVEL > 0 else None
     if centred is None:
         return []
     keys, r, _obs = centred
@@ -1675,7 +1680,7 @@ def _best_cut(diffs: list[dict[Hashable, float]], order: Sequence[int] | None
     """{cell: the Spread of its run} at the hedge's cut (hedge_runs); {} without one."""
     side, own = _diff_side(diffs, order)
     out = {}
-    for run in hedge_runs(diffs, order):
+    for run in _hedge_runs_of(side):
         sp = spread({c: side[c] for c in run}, own=own, floor_own=True)
         if sp is None:
             return {}
