@@ -1,0 +1,209 @@
+"""The machine-state probe around each local launch, and its gate (`machine_probe` in the
+campaign's [campaign] table: "auto", the default, "record" or "off").
+
+Before and after a launch the local backend runs core/probe/mpibench-probe (the two CPUs'
+cache-line round trip, no MPI; stats/probe.py says why) and stores both readings with the
+launch's results (each result's extra "machine_probe"). Under "auto" a launch whose probe is
+off the campaign's reference state (stats.probe.reference: the state most of its launches'
+probes found, kept in machine-probe.jsonl beside the campaign file) is set aside - its run
+directory renamed to <run dir>.set-aside-K, its probes and launch seconds recorded with the
+launch that replaces it - and run again, at most RETRIES times; before each attempt the
+gate waits (probing every WAIT_STEP_S, at most WAIT_S) for the reference state. A launch
+still off it after the retries is kept and marked (state "off"). "record" probes and
+records, never sets aside.
+
+Where it applies: the local backend, an MPI benchmark, np = 2 on this node (no hosts,
+hostfile or nodes > 1), ranks bound to cores (bind = "core"): the probe uses the first two
+CPUs this process may run on, which are the cores such a pair is bound to on a 2-CPU node
+(Open MPI's and Hydra's by-core placement). Elsewhere nothing is probed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mpibench.errors import BuildError, UsageError
+from mpibench.files import write_file
+from mpibench.process import run_command
+from mpibench.stats.probe import (
+    MIN_SAMPLES,
+    ProbeError,
+    ProbeReading,
+    State,
+    judge_launch,
+    near,
+    parse_probe,
+    reference,
+)
+
+if TYPE_CHECKING:
+    from mpibench.campaign.plan import Cell
+
+PROBE_MS = 3.0          # each probe's sampling time (ms); ~5-20 ms with its warm-up
+PROBE_TIMEOUT_S = 10.0
+WAIT_S = 10.0           # before an attempt: wait up to this long for the reference state
+WAIT_STEP_S = 0.25
+RETRIES = 2             # a launch set aside is run again at most this often
+HISTORY = "machine-probe.jsonl"
+# a history line: {"run": id, "when": "before"|"after", "median_ns": x, "samples": n}
+_HISTORY_KEYS = {"run": str, "when": str, "median_ns": (int, float), "samples": int}
+
+
+def probe_program() -> Path:
+    """The probe, built once per source (cc, no MPI) into the build cache."""
+    from mpibench.build import source_hash, source_root, staged_build
+    from mpibench.stacks import cache_dir
+
+    src = source_root() / "core" / "probe"
+    final = cache_dir() / "build" / f"probe-{source_hash(src)}"
+    program = final / "mpibench-probe"
+    if program.exists():
+        return program
+    with staged_build(final, lambda d: (d / program.name).exists()) as tmp:
+        if tmp is None:
+            return program
+        res = run_command(["make", "-C", str(src), f"BUILD={tmp}"], timeout=120,
+                          die_with_parent=True)
+        if not res.ok or not (tmp / program.name).exists():
+            raise BuildError(f"building the machine-state probe in {src} failed",
+                             log=(res.stdout + res.stderr)[-4000:])
+    return program
+
+
+def why_not(cell: Cell, stack_kind: str, batch: bool) -> str | None:
+    """Why the probe says nothing about this cell's launch, or None where it applies."""
+    v = cell.variant
+    if batch:
+        return "a batch scheduler runs the launch on another node"
+    if stack_kind == "none" or not cell.group.kind_class.mpi:
+        return "not an MPI launch"
+    if v.hosts or v.hostfile or (v.nodes or 1) > 1 or v.np != 2:
+        return "not two ranks on this node"
+    if v.bind != "core":
+        return 'ranks not bound to cores (bind = "core")'
+    if len(os.sched_getaffinity(0)) < 2:
+        return "this process may run on one CPU only"
+    return None
+
+
+def load_history(path: Path) -> list[float]:
+    """The valid probe medians of a history file (every launch's before and after, kept or
+    set aside). Raises UsageError naming the file and line of a malformed line."""
+    out: list[float] = []
+    if not path.exists():
+        return out
+    for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            raise UsageError(f"{path}:{n}: not JSON; expected a machine-probe history line "
+                             '{"run": ..., "when": ..., "median_ns": ..., "samples": ...} '
+                             "(delete the file to start the campaign's reference afresh)"
+                             ) from None
+        if not isinstance(rec, dict) or any(
+                type(rec.get(k)) not in (t if isinstance(t, tuple) else (t,))
+                for k, t in _HISTORY_KEYS.items()) or not rec["median_ns"] > 0:
+            raise UsageError(f"{path}:{n}: expected keys run, when (strings), median_ns (a "
+                             "positive number) and samples (an integer)")
+        if rec["samples"] >= MIN_SAMPLES:
+            out.append(float(rec["median_ns"]))
+    return out
+
+
+@dataclass
+class Attempt:
+    """One launch attempt's probes; set aside or kept."""
+    before: ProbeReading | None
+    after: ProbeReading | None
+    waited_s: float = 0.0
+    elapsed_s: float | None = None
+    raw: list[str] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        return {"before_ns": _ns(self.before), "after_ns": _ns(self.after),
+                "waited_s": round(self.waited_s, 3),
+                **({"elapsed_s": round(self.elapsed_s, 3)} if self.elapsed_s else {})}
+
+
+def _ns(r: ProbeReading | None) -> float | None:
+    return round(r.median_ns, 3) if r is not None and r.valid else None
+
+
+class MachineGate:
+    """The probe for one campaign invocation: reads, the history, the decision."""
+
+    def __init__(self, directory: Path, mode: str, log=lambda msg: None) -> None:
+        self.mode = mode
+        self.history_path = directory / HISTORY
+        self.history = load_history(self.history_path)
+        self.log = log
+        self.program: Path | None = None
+
+    def read(self) -> tuple[ProbeReading | None, str]:
+        """One probe: its reading (None when it failed) and its raw output line."""
+        if self.program is None:
+            self.program = probe_program()
+        res = run_command([str(self.program), "--ms", f"{PROBE_MS:g}"],
+                          timeout=PROBE_TIMEOUT_S)
+        text = res.stdout.strip()
+        if not res.ok:
+            return None, f"probe failed: exit {res.returncode}: {res.stderr.strip()[:200]}"
+        try:
+            return parse_probe(text, where=str(self.program)), text
+        except ProbeError as exc:
+            return None, f"probe output unreadable: {exc}"
+
+    def reference(self) -> float | None:
+        return reference(self.history)
+
+    def wait_for_reference(self) -> tuple[ProbeReading | None, float, list[str]]:
+        """Probe until the reference state (or WAIT_S passed, or no reference yet): the
+        last reading, the seconds waited and the raw lines."""
+        start = time.monotonic()
+        raw: list[str] = []
+        while True:
+            r, text = self.read()
+            raw.append(text)
+            ref = self.reference()
+            waited = time.monotonic() - start
+            if self.mode != "auto" or ref is None or r is None or not r.valid \
+                    or near(r.median_ns, ref) or waited >= WAIT_S:
+                return r, waited, raw
+            time.sleep(WAIT_STEP_S)
+
+    def record(self, run_id: str, when: str, r: ProbeReading | None) -> None:
+        if r is None:
+            return
+        line = json.dumps({"run": run_id, "when": when, "median_ns": r.median_ns,
+                           "samples": r.samples})
+        with open(self.history_path, "a") as fh:
+            fh.write(line + "\n")
+        if r.valid:
+            self.history.append(r.median_ns)
+
+    def judge(self, a: Attempt) -> State:
+        return judge_launch(a.before, a.after, self.reference())
+
+    def keeps(self, a: Attempt, attempt: int) -> bool:
+        """Whether this attempt is kept: always under "record", when its state is not OFF,
+        or when the retries are spent."""
+        return self.mode != "auto" or self.judge(a) is not State.OFF or attempt >= RETRIES
+
+
+def probe_extra(a: Attempt, state: State, ref: float | None,
+                aside: list[Attempt]) -> dict[str, Any]:
+    """What each result row of the kept launch carries under extra["machine_probe"]."""
+    return {**a.summary(), "state": state.value,
+            "reference_ns": round(ref, 3) if ref else None,
+            "set_aside": [s.summary() for s in aside]}
+
+
+def write_raw(run_dir: Path, a: Attempt) -> None:
+    write_file(run_dir / "machine-probe.txt", "\n".join(a.raw) + "\n")
