@@ -5,12 +5,20 @@ CampaignRunner (campaign/runner.py) as its policy object."""
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import time
 from typing import TYPE_CHECKING
 
 from mpibench.campaign.auto_repeats import Stages, launch_options
 from mpibench.campaign.budget import BudgetRule
+from mpibench.campaign.machine_probe import (
+    RETRIES,
+    Attempt,
+    MachineGate,
+    probe_extra,
+    write_raw,
+)
 from mpibench.campaign.plan import Cell
 from mpibench.files import write_file
 from mpibench.process import kill_orphans
@@ -52,6 +60,34 @@ class LocalPolicy:
         self.runner._tick(cell.label)
         if self.runner.verify:
             self.runner._verify_variant(cell.variant)
+        gate = self.runner.machine_gate(cell)
+        aside: list[Attempt] = []
+        for attempt in range(RETRIES + 1):
+            p, sr, probed = self._launch(cell, options, gate)
+            if gate is None or gate.keeps(probed, attempt):
+                break
+            self._set_aside(cell, p.step.run_dir, probed, aside)
+        outcome = self.runner.ingest(p, sr)
+        if gate is not None:
+            extra = probe_extra(probed, gate.judge(probed), gate.reference(), aside)
+            for rec in outcome.records:
+                rec.setdefault("extra", {})["machine_probe"] = extra
+        self.runner.commit(p, outcome)
+
+    def _set_aside(self, cell: Cell, run_dir, probed: Attempt, aside: list[Attempt]) -> None:
+        """Keep the attempt's files beside the run directory, note it, and say so."""
+        dest = run_dir.with_name(f"{run_dir.name}.set-aside-{len(aside) + 1}")
+        if dest.exists():
+            shutil.rmtree(dest)
+        run_dir.rename(dest)
+        aside.append(probed)
+        self.runner.log(f"{cell.label}: launch set aside (machine-state probe before/after "
+                        f"{_show_ns(probed.before)}/{_show_ns(probed.after)} ns, the "
+                        f"campaign's reference {self.runner.machine_gate(cell).reference():.0f}"
+                        " ns); running it again")
+
+    def _launch(self, cell: Cell, options: dict | None, gate: MachineGate | None):
+        """One attempt: prepare, launch (probed before and after when a gate applies)."""
         run_dir = self.runner._fresh_dir(cell)
         p = self.runner.prepare(cell, run_dir, local=True, options=options)
         self.runner._write_cell_json(p)
@@ -65,6 +101,10 @@ class LocalPolicy:
                                job_id=f"{LOCAL_JOB_PREFIX}{socket.gethostname()}:{os.getpid()}",
                                reason=None, stderr_tail=None, exit_code=None, finished=None,
                                elapsed=None, fingerprint_id=None)
+        probed = None
+        if gate is not None:
+            before, waited, raw = gate.wait_for_reference()
+            probed = Attempt(before, None, waited, raw=raw)
         try:
             sr = self.runner.scheduler.run_step(p.step)
         except KeyboardInterrupt:
@@ -75,6 +115,15 @@ class LocalPolicy:
                 self.runner.store.delete_results(cell.id)
                 self.runner.store.set_run(cell.id, "pending", job_id=None, started=None)
             raise
-        outcome = self.runner.ingest(p, sr)
-        self.runner.commit(p, outcome)
+        if probed is not None:
+            probed.after, text = gate.read()
+            probed.raw.append(text)
+            probed.elapsed_s = sr.elapsed
+            gate.record(cell.id, "before", probed.before)
+            gate.record(cell.id, "after", probed.after)
+            write_raw(run_dir, probed)
+        return p, sr, probed
 
+
+def _show_ns(r) -> str:
+    return f"{r.median_ns:.0f}" if r is not None else "?"

@@ -30,6 +30,7 @@ from mpibench.campaign.auto_repeats import point_json, refuse_changed_rule
 from mpibench.campaign.batch import BatchPolicy, job_name
 from mpibench.campaign.cells import CellSteps, _cell_spec
 from mpibench.campaign.local import LOCAL_JOB_PREFIX, LocalPolicy
+from mpibench.campaign.machine_probe import MachineGate, why_not
 from mpibench.campaign.plan import Cell, expand, legacy_ids
 from mpibench.campaign.spec import CampaignSpec, Group, group_variants
 from mpibench.errors import UsageError
@@ -99,6 +100,7 @@ class CampaignRunner(CellSteps):
         self.runs_root = spec.directory / "runs"
         self._profiles: dict[str, Any] = {}
         self._lock_fh = None
+        self._gate: MachineGate | None = None   # the machine-state probe, made on first use
         self.harness = harness_token()
         self.policy: LocalPolicy | BatchPolicy = (BatchPolicy(self) if self.scheduler.batch
                                                   else LocalPolicy(self))
@@ -153,6 +155,16 @@ class CampaignRunner(CellSteps):
         except RuntimeError as exc:
             self.log(f"warning: no transport probe for {cell.variant.name}: {exc}")
             return None
+
+    def machine_gate(self, cell: Cell) -> MachineGate | None:
+        """The machine-state probe for this cell's launch (campaign/machine_probe.py), or
+        None where it does not apply or `machine_probe = "off"`."""
+        if self.spec.machine_probe == "off" or why_not(
+                cell, self.stacks[cell.variant.stack].kind, self.scheduler.batch):
+            return None
+        if self._gate is None:
+            self._gate = MachineGate(self.spec.directory, self.spec.machine_probe, self.log)
+        return self._gate
 
     def _variants_of(self, g: Group) -> list[Variant]:
         return group_variants(g, self.spec.variants, self.spec.variant_base)

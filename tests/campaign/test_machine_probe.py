@@ -1,0 +1,139 @@
+"""campaign.machine_probe: the machine-state probe around each local launch - where it
+applies, the campaign key, the history file it reads back, and (with real MPI) a launch off
+the campaign's reference state set aside and run again, its probes stored with the kept
+launch's results."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from mpibench.campaign import machine_probe
+from mpibench.campaign.machine_probe import Attempt, MachineGate, load_history, why_not
+from mpibench.campaign.plan import expand
+from mpibench.campaign.runner import CampaignRunner
+from mpibench.campaign.spec import load
+from mpibench.errors import UsageError
+from mpibench.stats.probe import ProbeReading, State
+from mpibench.store import Store
+
+CAMPAIGN = """
+[campaign]
+name = "probed"
+repeats = {repeats}
+timeout = 60
+verify_transport = false
+{extra}
+[variants.mpich]
+stack = "mpich"
+transport = "shm"
+np = 2
+bind = "core"
+[benchmarks.pt2pt]
+benchmarks = ["PingPong"]
+sizes = "0"
+options = {{ max_time = 0.005 }}
+"""
+
+
+def _spec(tmp_path: Path, extra: str = "", repeats: int = 1, **variant: str):
+    text = CAMPAIGN.format(repeats=repeats, extra=extra)
+    if "np" in variant:
+        text = text.replace("np = 2", f"np = {variant.pop('np')}")
+    for k, v in variant.items():
+        text = text.replace('bind = "core"', f'bind = "core"\n{k} = {v}')
+    (tmp_path / "c.toml").write_text(text)
+    return load(tmp_path / "c.toml")
+
+
+def test_the_campaign_key_takes_three_modes_and_names_a_bad_one(tmp_path):
+    assert _spec(tmp_path).machine_probe == "auto"
+    assert _spec(tmp_path, 'machine_probe = "record"').to_dict()["machine_probe"] == "record"
+    assert _spec(tmp_path, 'machine_probe = "off"').machine_probe == "off"
+    for bad in ('"gate"', "true", "1"):
+        with pytest.raises(UsageError, match=r"campaign\.machine_probe.*\"auto\""):
+            _spec(tmp_path, f"machine_probe = {bad}")
+
+
+def test_it_applies_to_two_bound_ranks_on_this_node_only(tmp_path):
+    def why(**variant):
+        cell = expand(_spec(tmp_path, **variant))[0]
+        return why_not(cell, "mpich", batch=False)
+
+    assert why() is None
+    assert "two ranks" in why(np="4")
+    assert "two ranks" in why(hosts='["a", "b"]')
+    cell = expand(_spec(tmp_path))[0]
+    assert "batch" in why_not(cell, "mpich", batch=True)
+    assert "not an MPI launch" in why_not(cell, "none", batch=False)
+    text = (tmp_path / "c.toml").read_text().replace('bind = "core"', 'bind = "none"')
+    (tmp_path / "c.toml").write_text(text)
+    assert "bound to cores" in why_not(expand(load(tmp_path / "c.toml"))[0], "mpich", False)
+
+
+def test_history_lines_are_read_back_or_refused_by_file_and_line(tmp_path):
+    h = tmp_path / machine_probe.HISTORY
+    h.write_text('{"run": "c-1", "when": "before", "median_ns": 80.5, "samples": 900}\n\n'
+                 '{"run": "c-1", "when": "after", "median_ns": 9e6, "samples": 1}\n')
+    assert load_history(h) == [80.5]           # the starved reading is no reading
+    assert load_history(tmp_path / "none.jsonl") == []
+    for bad in ("{", '{"run": "c", "when": "after", "median_ns": -1, "samples": 3}',
+                '{"run": "c", "when": "after", "median_ns": 80, "samples": "3"}', "[]"):
+        h.write_text('{"run": "c", "when": "before", "median_ns": 80, "samples": 90}\n'
+                     + bad + "\n")
+        with pytest.raises(UsageError, match=f"^{h}:2: "):
+            load_history(h)
+
+
+def _r(ns: float, samples: int = 500) -> ProbeReading:
+    return ProbeReading(ns, ns, ns, samples, (0, 1))
+
+
+def test_keeps_sets_aside_off_launches_until_the_retries_are_spent(tmp_path):
+    gate = MachineGate(tmp_path, "auto")
+    gate.history = [320.0] * 6 + [80.0] * 2
+    off, on = Attempt(_r(80.0), _r(82.0)), Attempt(_r(318.0), _r(330.0))
+    assert gate.judge(off) is State.OFF and gate.judge(on) is State.REFERENCE
+    assert [gate.keeps(off, k) for k in range(machine_probe.RETRIES + 1)] == \
+        [False] * machine_probe.RETRIES + [True]
+    assert gate.keeps(on, 0)
+    assert gate.keeps(Attempt(_r(80.0, samples=3), None), 0)     # no reading: kept
+    assert MachineGate(tmp_path, "record").keeps(off, 0)           # "record" never gates
+
+
+@pytest.mark.mpi
+def test_a_launch_off_the_reference_state_is_set_aside_and_run_again(tmp_path, found_stacks,
+                                                                     monkeypatch):
+    """A history whose reference state no real probe here is in (10 us round trips): each
+    launch is set aside RETRIES times and the last attempt kept, marked "off"; every
+    attempt's probes are in the history and the kept launch's results carry them all."""
+    monkeypatch.setattr(machine_probe, "WAIT_S", 0.2)
+    spec = _spec(tmp_path, repeats=2)
+    fake = [{"run": "seed", "when": "before", "median_ns": 10000.0, "samples": 500}] * 20
+    (tmp_path / machine_probe.HISTORY).write_text("".join(json.dumps(f) + "\n" for f in fake))
+    said: list[str] = []
+    with Store(tmp_path / "c.db") as store:
+        CampaignRunner(spec, store, found_stacks, log=said.append).run()
+    with sqlite3.connect(tmp_path / "c.db") as con:
+        rows = con.execute("SELECT r.id, x.extra_json FROM runs r JOIN results x "
+                           "ON x.run_id = r.id WHERE r.status = 'done'").fetchall()
+    assert len(rows) == 2
+    lines = (tmp_path / machine_probe.HISTORY).read_text().splitlines()
+    assert len(lines) == 20 + 2 * 2 * (machine_probe.RETRIES + 1)
+    for run_id, extra in rows:
+        mp = json.loads(extra)["machine_probe"]
+        aside = sorted(p.name for p in (tmp_path / "runs").glob(f"{run_id}.set-aside-*"))
+        assert len(aside) == len(mp["set_aside"])
+        # a real probe here is ~80 or ~320 ns: off a 10 us reference unless it had no reading
+        readable = [a for a in mp["set_aside"] if a["before_ns"] or a["after_ns"]]
+        assert len(readable) == len(mp["set_aside"])
+        assert mp["state"] in ("off", "unknown") and mp["reference_ns"] == 10000.0
+        if mp["before_ns"] and mp["after_ns"]:
+            assert mp["state"] == "off" and len(aside) == machine_probe.RETRIES
+        for d in aside:
+            assert (tmp_path / "runs" / d / "machine-probe.txt").read_text().count(
+                '"record":"probe"') >= 1
+    assert any("set aside (machine-state probe" in m for m in said), said
