@@ -960,7 +960,7 @@ def regimes_contrast(rng: np.random.Generator, reps: int) -> None:
 
 
 # HEDGE_LEVEL chosen (--only-hedge-sweep; docs/statistics.md "An intermediate contrast")
-HEDGE_SWEEP_LEVELS = (0.0, 0.1, 0.25, 0.5, 1.0)
+HEDGE_SWEEP_LEVELS = (0.0, 0.1, 0.25, 0.35, 0.5, 1.0)
 
 
 def _alike_bench(rng: np.random.Generator, n: int, share_sd: float = 0.0,
