@@ -10,7 +10,8 @@
                                                --only-planning-paired | --only-planning-own |
                                                --only-planning-thin |
                                                --only-hetero | --only-thin |
-                                               --only-two-mode-size | --only-outlier]
+                                               --only-two-mode-size | --only-outlier |
+                                               --only-noisy-minority]
 
 A/A scenarios (identical variants; issue 21's audit): balanced 5+5; unbalanced 2 vs 7 and
 3 vs 7; the small side 3x noisier; launch effects shared by a launch's sizes or not (each
@@ -66,6 +67,12 @@ effect): the true power of the median 'detectable' of 2 x --reps benchmarks in 1
 --reps others (the first size), a cell's thin own parts raised together at their sum's
 df, at 3+3 with the launch parts (2 df) among them (stats.launch.plan_cell_parts,
 plan_launch_parts: now) and with the launch parts as estimated (before), on the same draws.
+
+A noisy minority (`--only-noisy-minority`, 10 x --reps benchmarks per row, stats level):
+run-12's 4 KiB-4 MiB regime, 11 sizes paired, 4 of them much noisier, the 7 quiet ones
+a real own part that the pooled ms_cell clips to 0: A/A and coverage at the quiet sizes,
+power for 10% there, the share of quiet cells clipped, with a round effect every size
+shares or the quiet ones only (docs/statistics.md "A quiet size among a noisy minority").
 
 Heterogeneous sizes (`--only-hetero` runs just this, 10 x --reps benchmarks per row, stats
 level): a benchmark whose sizes are not equally noisy (22 sizes shaped like a real Open MPI
@@ -176,6 +183,10 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--only-hedge-sweep", action="store_true",
                     help="only the HEDGE_LEVEL sweep: --reps benchmarks per row and kind "
                     "at 5 and 10 rounds (stats.launch._paired_cells' hedge)")
+    ap.add_argument("--only-noisy-minority", action="store_true",
+                    help="only run-12's shape: 11 sizes paired, 4 much noisier; A/A, "
+                    "coverage, power and clipped own parts at the quiet 7 (10 x --reps "
+                    "benchmarks per row; stats level)")
     ap.add_argument("--only-regimes", action="store_true",
                     help="only the round-regime rows: a round effect the small sizes share, "
                     "paired with regimes, with one Spread per block and unpaired (stats."
@@ -253,6 +264,7 @@ def main(argv: list[str]) -> int:
             (args.only_paired, paired_section, reps),
             (args.only_regimes, regimes_section, reps),
             (args.only_hedge_sweep, hedge_sweep, reps),
+            (args.only_noisy_minority, noisy_minority_section, 10 * reps),
             (args.only_unpaired_regimes, unpaired_regimes_section, reps),
             (args.only_decide, decide_section, reps))
     for chosen, section, n in only:
@@ -1199,6 +1211,61 @@ def _hetero_row(label: str, rng: np.random.Generator, reps: int, na: int, nb: in
           f"{HETERO_SD[w]:>9.2f} {100 * cov.min():>8.1f}% {100 * cov.max():>8.1f}% "
           f"{100 * pw[HETERO_QUIET].mean():>6.1f}% {100 * cov10.min():>6.1f}%", flush=True)
     print("    FP per size:", " ".join(f"{100 * x:.0f}" for x in fp), flush=True)
+
+
+# run-12's 4 KiB-4 MiB regime (core, /tmp/ttd-data): var(v) of its 4 noisy sizes (4 KiB,
+# 8 KiB at the start, 2 MiB, 4 MiB at the end; their w), the 7 between them quiet
+MINORITY = {0: 0.37, 1: 0.19, 9: 0.98, 10: 0.23}
+# (round effect every size shares or the quiet ones only, var(e), the quiet sizes' var(v))
+MINORITY_CASES = (("every size", 0.0, 0.02), ("every size", 0.0, 0.03),
+                  ("every size", 0.01, 0.01), ("quiet only", 0.012, 0.012),
+                  ("quiet only", 0.02, 0.01), ("quiet only", 0.04, 0.01))
+
+
+def _minority_bench(rng: np.random.Generator, n: int, ve: float, quiet: float,
+                    every: bool, gain: float = 1.0) -> tuple[list, dict]:
+    """11 sizes paired by n rounds, per-round difference e_r (var ve; at the quiet sizes
+    only unless every) + v[r, s] (var MINORITY[s] or quiet); the candidate gain x better."""
+    e = rng.normal(0, math.sqrt(ve), n)
+    cells = []
+    for s in range(11):
+        x = rng.normal(0, math.sqrt(MINORITY.get(s, quiet)), n)
+        x = x + (e if every or s not in MINORITY else 0.0)
+        cells.append(({f"b{r}": 1.0 for r in range(n)},
+                      {f"c{r}": math.exp(x[r]) / gain for r in range(n)}, "lower"))
+    return cells, {f"{p}{r}": r for r in range(n) for p in "bc"}
+
+
+def _minority_row(rng: np.random.Generator, reps: int, n: int, case: tuple) -> str:
+    from mpibench.stats import launch as L
+
+    where, ve, quiet = case
+    out = {}
+    for gain, k in ((1.0, reps), (1.1, reps // 2)):
+        benches = [_minority_bench(rng, n, ve, quiet, where == "every size", gain)
+                   for _ in range(k)]
+        out[gain] = [t for cells, rounds in benches
+                     for i, t in enumerate(L.compare_cells(cells, rounds=rounds))
+                     if i not in MINORITY]
+    aa = out[1.0]
+    return (f"  {where:<10} var(e) {ve:<5} quiet {quiet:<5} {n:>2} rounds: quiet A/A "
+            f"{100 * np.mean([t.p <= 0.05 for t in aa]):4.1f}% CI95 "
+            f"{100 * np.mean([t.ci_low <= 1 <= t.ci_high for t in aa]):5.1f}% clipped "
+            f"{100 * np.mean([len(t.components) > 1 and t.components[1][0] == 0 for t in aa]):4.1f}%"
+            f" | power 10% {100 * np.mean([t.p <= 0.05 and t.gain > 1 for t in out[1.1]]):4.1f}%")
+
+
+def noisy_minority_section(rng: np.random.Generator, reps: int) -> None:
+    """run-12's shape (MINORITY): is the quiet sizes' own part, clipped to 0 by a pooled
+    ms_cell the noisy ones inflate, optimistic? As in a cut regime, no hedge."""
+    print(f"\nA noisy minority (run-12's 4 KiB-4 MiB regime): 11 sizes paired, var(v) "
+          f"0.37, 0.19 ... 0.98, 0.23 at the ends, the 7 quiet a real own part; {reps} A/A "
+          f"benchmarks per row, {reps // 2} with a real 10% (stats level, HEDGE_LEVEL 0)")
+    with _swapped("HEDGE_LEVEL", 0.0):
+        for n in (10, 5):
+            for case in MINORITY_CASES:
+                print(_minority_row(rng, reps, n, case), flush=True)
+    print("  targets: A/A <= 6%, CI95 93-97% at the quiet sizes")
 
 
 def hetero_section(rng: np.random.Generator, reps: int) -> None:
