@@ -46,8 +46,10 @@ if TYPE_CHECKING:
 
 PROBE_MS = 3.0          # each probe's sampling time (ms); ~5-20 ms with its warm-up
 PROBE_TIMEOUT_S = 10.0
-WAIT_S = 10.0           # before an attempt: wait up to this long for the reference state
-WAIT_STEP_S = 0.25
+# before an attempt: wait up to this long for the reference state, then launch anyway (a
+# launch costs more than a wait; the state lasts seconds to minutes, phase-1 note)
+WAIT_S = 20.0
+WAIT_STEP_S = 0.5
 RETRIES = 2             # a launch set aside is run again at most this often
 HISTORY = "machine-probe.jsonl"
 # a history line: {"run": id, "when": "before"|"after", "median_ns": x, "samples": n}
