@@ -202,11 +202,58 @@ def run_round(camp: Path, text: str, only: tuple[str, ...] = ()) -> None:
 
 
 def launch_seconds(db: Path) -> float:
-    """The store's finished launches' elapsed seconds, summed."""
+    """The store's finished launches' elapsed seconds, summed, with the launches the
+    machine-state gate set aside and ran again (they were spent on the way)."""
     if not db.exists():
         return 0.0
     with Store(db, readonly=True) as store:
-        return float(sum(r["elapsed"] or 0 for r in store.runs(status="done")))
+        kept = float(sum(r["elapsed"] or 0 for r in store.runs(status="done")))
+    return kept + sum(a.get("elapsed_s") or 0.0 for p in machine_probes(db).values()
+                      for a in p.get("set_aside") or [])
+
+
+def machine_probes(db: Path) -> dict[str, dict]:
+    """{launch id: its results' extra.machine_probe} of the store's finished launches that
+    the machine-state probe watched (campaign/machine_probe.py); a launch's result rows all
+    carry the same record."""
+    if not db.exists():
+        return {}
+    with Store(db, readonly=True) as store:
+        rows = store.db.execute(
+            "SELECT x.run_id, json_extract(x.extra_json, '$.machine_probe') FROM results x "
+            "JOIN runs r ON r.id = x.run_id WHERE r.status = 'done' AND x.extra_json LIKE "
+            "'%machine_probe%' GROUP BY x.run_id").fetchall()
+    out = {}
+    for rid, text in rows:
+        try:
+            rec = json.loads(text) if text else None
+        except ValueError:
+            rec = None
+        if isinstance(rec, dict):
+            out[rid] = rec
+    return out
+
+
+def probe_line(db: Path, label: str) -> str:
+    """What the machine-state gate did to one tool's launches: kept by state, set aside
+    (and how far off the reference their probes were), seconds waited for the state."""
+    probes = machine_probes(db)
+    if not probes:
+        return f"machine-state probe, {label}: none recorded (not applied, or a run kept " \
+               "before it existed)"
+    states = {k: sum(p.get("state") == k for p in probes.values())
+              for k in ("reference", "unknown", "off")}
+    aside = [(a, p.get("reference_ns")) for p in probes.values()
+             for a in p.get("set_aside") or []]
+    ratios = [max(v / ref, ref / v) for a, ref in aside for v in (a.get("before_ns"),
+              a.get("after_ns")) if v and ref]
+    waited = sum(p.get("waited_s") or 0 for p in probes.values()) + \
+        sum(a.get("waited_s") or 0 for a, _ in aside)
+    far = f", up to {max(ratios):.1f}x off the reference state's round trip" if ratios else ""
+    return (f"machine-state probe, {label}: {len(probes)} launches kept ({states['reference']} "
+            f"in the reference state, {states['unknown']} not judged, {states['off']} still "
+            f"off after the retries); {len(aside)} set aside and run again{far}; "
+            f"{waited:.1f} s probing/waiting for the state")
 
 
 class State(NamedTuple):
@@ -829,6 +876,8 @@ def summary(a, core: Tool, imb: Tool, head: tuple, budget_rounds: int, compare: 
     for label, t in (("core", core), ("IMB ", imb)):
         for v, line in sorted(launch_options(t.db).items()):
             print(f"launch options, {label} {v:8}: {line}")
+    for label, t in (("core", core), ("IMB ", imb)):
+        print(probe_line(t.db, label))
     print("where a launch's wall time goes (medians; the parts are medians of their own, "
           "so they need not add up):")
     for line in breakdown(core.db, imb.db):
@@ -1110,6 +1159,8 @@ def replay_run(run: Path) -> RunReplay | None:
     print(f"  core {cell_budget_line(dbs['core'], c.cells)}")
     modes = {(t, v): n for t, db in dbs.items() for v, n in launch_modes(db, t).items()}
     print("  " + modes_line(modes))
+    for t, db in dbs.items():
+        print("  " + probe_line(db, t))
     return RunReplay(c.state.decided, i.state.decided, ratio, order[:1], cold, modes)
 
 
@@ -1119,7 +1170,7 @@ def replay(dirs: list[str]) -> int:
     print(f"# replay of kept runs with this checkout's test: statistic per launch core "
           f"{STATISTIC['core']}, IMB {STATISTIC['imb']}; looks 2..N at a plain run's "
           f"levels (N: the run's rounds, its bench.json, else the most a store holds); "
-          f"launch seconds as stored")
+          f"launch seconds as stored, with the launches the machine-state gate set aside")
     got = [x for x in (replay_run(Path(d)) for d in dirs) if x is not None]
     if not got:
         return 2

@@ -119,3 +119,16 @@ def test_set_aside_line():
     assert set_aside_line(0, None, None) == "no launch set aside by the machine-state probe"
     line = set_aside_line(3, 3.14, 82.0)
     assert line.startswith("3 launches set aside") and "3.1x" in line and "82 ns" in line
+
+
+def test_the_fuzz_surface_finds_nothing_at_a_fixed_seed():
+    """bench/bench_fuzz.py's "machine-state probe output and history" surface, derandomized
+    and short: mutated real probe lines and history files are read or refused in one line."""
+    import random
+
+    from support import surfaces
+
+    surf = next(s for s in surfaces.SURFACES if s.name.startswith("machine-state probe"))
+    t = surf.run(random.Random(31), 80)
+    assert t.tried == 80
+    assert (t.crashes, t.misparses, t.contract) == (0, 0, 0), t.examples

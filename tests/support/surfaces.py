@@ -1008,3 +1008,59 @@ def _ttd_one(t: Tally, mod, f: Path, text: str, k: int) -> None:
         t.silent(f"rounds {got!r} read from {text[:60]!r}")
     elif not re.search(rf"(?<![0-9.]){got}(?![0-9.eE])", text):
         t.silent(f"rounds {got} is not in {text[:60]!r}")
+
+
+@surface("machine-state probe output and history", "mpibench-probe's JSON line (real "
+         "captures in tests/data/probe) and the campaign's machine-probe.jsonl mutated: a "
+         "reading whose median, quartiles and samples are in the text, or a one-line "
+         "refusal naming where (the history: file and line)")
+def _machine_probe(rng: random.Random, n: int) -> Tally:
+    from mpibench.campaign.machine_probe import load_history
+    from mpibench.stats.probe import parse_probe
+
+    data = Path(__file__).resolve().parents[1] / "data" / "probe"
+    lines = [(data / f).read_text() for f in ("fast.txt", "slow.txt", "starved.txt")]
+    history = (data / "history-loaded.jsonl").read_text()
+    t = Tally()
+    with tempfile.TemporaryDirectory(prefix="mb-fuzz-probe-") as td:
+        f = Path(td) / "machine-probe.jsonl"
+        for k in range(n):
+            if k % 2:
+                text = mutate_text(rng, "\n".join(history.splitlines()[:rng.randint(1, 12)]))
+                f.write_text(text, encoding="utf-8", errors="surrogatepass")
+                _probe_history_one(t, load_history, f, text, k)
+            else:
+                text = mutate_text(rng, rng.choice(lines))
+                _probe_line_one(t, parse_probe, text, k)
+    return t
+
+
+def _in_text(v: float, text: str) -> bool:
+    """A number read is in the text (as written, or as a JSON float of it)."""
+    return any(s in text for s in {repr(v), f"{v:g}", f"{v:.3f}", str(int(v))
+                                   if float(v).is_integer() else repr(v)})
+
+
+def _probe_line_one(t: Tally, parse, text: str, k: int) -> None:
+    got = t.run(lambda: parse(text, where="probe"), describe=f"probe case {k}: {text[:60]!r}")
+    if got is None:
+        return
+    for name in ("median_ns", "q1_ns", "q3_ns", "samples"):
+        if not _in_text(getattr(got, name), text):
+            t.silent(f"{name} {getattr(got, name)!r} is not in {text[:80]!r}")
+
+
+def _probe_history_one(t: Tally, load, f: Path, text: str, k: int) -> None:
+    from mpibench.errors import UsageError
+
+    def read():
+        try:
+            return load(f)
+        except UsageError as exc:
+            if not str(exc).startswith(f"{f}:"):
+                t.breaks(f"a refusal that does not name file:line: {str(exc)[:120]!r}")
+            raise
+    got = t.run(read, describe=f"history case {k}: {text[:60]!r}")
+    for v in got or []:
+        if not (isinstance(v, float) and v > 0 and _in_text(v, text)):
+            t.silent(f"history value {v!r} is not in {text[:80]!r}")
