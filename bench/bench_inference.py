@@ -1083,6 +1083,39 @@ def unpaired_regimes_section(rng: np.random.Generator, reps: int) -> None:
                       + f" | family {100 * t['familywise']:5.1f}% CI95 "
                       f"{100 * t['coverage']:5.1f}%", flush=True)
     print("  targets: A/A raw p <= 6% per regime, CI95 coverage 93-97% per regime")
+    unpaired_contrast(rng, 2 * reps)
+
+
+def _unpaired_contrast_bench(rng: np.random.Generator, sd: float, ns=(5, 5)) -> list:
+    """Unpaired A/A benchmark of 10 sizes: each launch an effect N(0, 0.05) every size
+    shares plus N(0, sd) the 5 smallest share, each cell N(0, 0.05) of its own."""
+    effects = [(rng.normal(0, 0.05, n), rng.normal(0, sd, n)) for n in ns]
+    return [tuple({f"{p}{k}": math.exp(w[k] + (u[k] if s < 5 else 0.0)
+                                        + rng.normal(0, 0.05)) for k in range(len(w))}
+                  for p, (w, u) in zip("bc", effects, strict=True)) + ("lower",)
+            for s in range(10)]
+
+
+def unpaired_contrast(rng: np.random.Generator, reps: int) -> None:
+    """Stats level: a launch effect at the 5 smallest sizes comparable to the cell part,
+    unpaired (the launch regimes' cut, _unpaired_regimes, has no hedge): how often it is
+    cut, A/A raw p <= 0.05 and CI95 coverage at the moved sizes and the others; now and
+    with one Spread per side (REGIME_LEVEL 0), on the same draws."""
+    from mpibench.stats import launch as L
+
+    print(f"\n  stats level, unpaired, 10 sizes, each launch N(0, 0.05) at every size plus "
+          f"N(0, sd) at the 5 smallest, cell part N(0, 0.05); {reps} A/A benchmarks per row:")
+    for ns in ((5, 5), (10, 10), (3, 7)):
+        for sd in (0.035, 0.05, 0.07, 0.25):
+            benches = [_unpaired_contrast_bench(rng, sd, ns) for _ in range(reps)]
+            for how, level in (("now", L.REGIME_LEVEL), ("one Spread", 0.0)):
+                with _swapped("REGIME_LEVEL", level):
+                    rows = [L.compare_cells(cells) for cells in benches]
+                uncut = [t.p <= 0.05 for ts in rows if len({t.regime for t in ts}) == 1
+                         for t in ts[:5]]
+                there = f"{100 * np.mean(uncut):4.1f}%" if uncut else "-"
+                print(f"    {ns[0]} vs {ns[1]}, launch effect sd {sd:<5} {how:<10} "
+                      + _contrast_line(rows) + f" | moved where uncut {there}", flush=True)
 
 
 def _now_and_one_regime(store, sets, base) -> tuple:
