@@ -9,6 +9,7 @@
                                                --only-unbalanced | --only-planning |
                                                --only-planning-paired | --only-planning-own |
                                                --only-planning-thin |
+                                               --only-planning-rows |
                                                --only-hetero | --only-thin |
                                                --only-two-mode-size | --only-outlier |
                                                --only-noisy-minority]
@@ -67,6 +68,10 @@ effect): the true power of the median 'detectable' of 2 x --reps benchmarks in 1
 --reps others (the first size), a cell's thin own parts raised together at their sum's
 df, at 3+3 with the launch parts (2 df) among them (stats.launch.plan_cell_parts,
 plan_launch_parts: now) and with the launch parts as estimated (before), on the same draws.
+`--only-planning-rows` (stats level, the flag on): the 16 thin-side rows (2 and 3 vs 7 x 10
+sizes, shared or not, the thin side as noisy, 3x, 1.7x, 1/3), exact power at the median
+'detectable' of 10 x --reps A/A benchmarks, at 8 seeds (--seed .. --seed + 7) per row: the
+mean with its standard error over the seeds, and the range.
 
 A noisy minority (`--only-noisy-minority`, 10 x --reps benchmarks per row, stats level):
 run-12's 4 KiB-4 MiB regime, 11 sizes paired, 4 of them much noisier, the 7 quiet ones
@@ -94,7 +99,9 @@ side F times noisier), the flag with the sides' sums added raw against today's, 
 divides each side's sums by its own pooled ms_cell where the sides differ (SIDE_RULES).
 `--outlier-design 2v7x10` (base launches v the other's x sizes): a thin design, the flag's
 level there (OUTLYING_THIN_LEVEL) 10% (today's), 30% and 50% (THIN_OUTLIER_RULES), and two
-more rows with the last size 2x / 3x noisier on the thin (base) side only.
+more rows with the last size 2x / 3x noisier on the thin (base) side only;
+`--outlier-thin-check`: instead today's rule against today's plus a check of the thin
+side's own sums at 30% / 50% (THIN_CHECK_RULES, measured and not taken).
 Then 2 vs 7 and 3 vs 7 at 3-8 sizes, one size in two modes (x3 in half the launches): a
 thin side's own cell part floored at the other side's (stats.launch.floor_component, as
 compare runs) and as estimated, on the same draws (`--only-two-mode-size` runs just these).
@@ -214,6 +221,10 @@ def main(argv: list[str]) -> int:
                     help="only the planning rows where every size has its own cell part "
                     "(2+2, 3+3, 2 and 3 vs 7 at 4 sizes, 2 vs 3; stats level; 2 x --reps "
                     "benchmarks for the median, 10 x --reps at it)")
+    ap.add_argument("--only-planning-rows", action="store_true",
+                    help="only the 16 thin-side planning rows at the stats level (2 and 3 "
+                    "vs 7 x 10 sizes; the flag on): exact power at the median 'detectable' "
+                    "of 10 x --reps A/A benchmarks, at seeds --seed .. --seed + 7")
     ap.add_argument("--only-hetero", action="store_true",
                     help="only the heterogeneous-sizes scenario (cell-part sd per size as "
                     "a real Open MPI vs MPICH store: per-size false positives, coverage, "
@@ -241,9 +252,15 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--outlier-side", type=float, default=1.0, metavar="F",
                     help="with --only-outlier: the base side's logs x F (one side F times "
                     "noisier); rows then compare the flag's sums added raw with today's")
+    ap.add_argument("--outlier-thin-check", action="store_true",
+                    help="with --only-outlier and a thin design: today's rule against "
+                    "today's plus a check of the thin side's own sums at 30%% and 50%% "
+                    "(THIN_CHECK_RULES; measured, not taken)")
     args = ap.parse_args(argv)
-    if (args.outlier_design or args.outlier_side != 1.0) and not args.only_outlier:
-        ap.error("--outlier-design / --outlier-side: only with --only-outlier")
+    if (args.outlier_design or args.outlier_side != 1.0 or args.outlier_thin_check) and \
+            not args.only_outlier:
+        ap.error("--outlier-design / --outlier-side / --outlier-thin-check: only with "
+                 "--only-outlier")
     designs = tuple(args.outlier_design)
     reps = 20 if args.quick else args.reps
     rng = np.random.default_rng(args.seed)
@@ -252,13 +269,16 @@ def main(argv: list[str]) -> int:
             (args.only_thin, thin_sides_section, 10 * reps),
             (args.only_two_mode_size, two_mode_size_section, 10 * reps),
             (args.only_outlier, functools.partial(outlier_section, designs=designs,
-                                                  side=args.outlier_side),
+                                                  side=args.outlier_side,
+                                                  thin_check=args.outlier_thin_check),
              10 * reps),
             (args.only_unbalanced, unbalanced_section, reps),
             (args.only_planning, planning_section, reps),
             (args.only_planning_paired, _paired_rows, reps),
             (args.only_planning_thin, planning_thin_section, reps),
             (args.only_planning_own, planning_own_section, reps),
+            (args.only_planning_rows, functools.partial(planning_rows_section,
+                                                        first=args.seed), 10 * reps),
             (args.only_missing_pair, missing_pair, 6 * reps),
             (args.only_paired_decide, paired_decide, reps),
             (args.only_paired, paired_section, reps),
@@ -596,10 +616,11 @@ def planning_paired(rng: np.random.Generator, n: int, db: Path) -> list:
 
 
 def _own_bench(rng: np.random.Generator, n_b: int, n_c: int, sizes: int, shared: float,
-               specific: float, effect: float = 0.0) -> list:
+               specific: float, effect: float = 0.0, noisier: float = 1.0) -> list:
     """One benchmark's cells at the stats level: log y = u_L (shared by the launch's
-    sizes, sd `shared`) + v_L,s (sd `specific`), the candidate shifted by effect."""
-    ub = rng.normal(0, shared, (n_b, 1)) + rng.normal(0, specific, (n_b, sizes))
+    sizes, sd `shared`) + v_L,s (sd `specific`), the candidate shifted by effect, the
+    baseline's effects x noisier."""
+    ub = noisier * (rng.normal(0, shared, (n_b, 1)) + rng.normal(0, specific, (n_b, sizes)))
     uc = effect + rng.normal(0, shared, (n_c, 1)) + rng.normal(0, specific, (n_c, sizes))
     return [({f"b{i}": math.exp(ub[i, s]) for i in range(n_b)},
              {f"c{i}": math.exp(uc[i, s]) for i in range(n_c)}, "higher")
@@ -628,6 +649,56 @@ OWN_DESIGNS = (("3+3 x 10 sizes", 3, 3, 10, 0.05, 0.025),
                ("2 vs 3 x 8 sizes, no L", 2, 3, 8, 0.0, 0.05),
                ("2 vs 3 x 4 sizes, no L", 2, 3, 4, 0.0, 0.05),
                ("2 vs 3 x 4 sizes", 2, 3, 4, 0.05, 0.025))
+
+
+# --only-planning-rows: the thin side's launch effects x f (the baseline thin), shared by
+# the sizes (sd 0.05, 0.025 a size) or not (0.05 a size)
+THIN_ROWS = tuple((sh, sp, lab, f) for sh, sp in ((0.05, 0.025), (0.0, 0.05))
+                  for lab, f in (("equal", 1.0), ("3x", 3.0), ("1.7x", 1.7), ("1/3", 1 / 3)))
+ROW_SEEDS = 8
+
+
+def _thin_row(seed: int, n_thin: int, shared: float, specific: float, f: float,
+              reps: int) -> tuple[float, float]:
+    """(exact power at the median 'detectable' of reps A/A benchmarks' cells, over the
+    same cells' CI half-widths h: the mean of P(|N(d, sigma^2)| > h); A/A raw p <= 0.05
+    per cell) of n_thin vs 7 launches x 10 sizes, all drawn from seed."""
+    from scipy import stats as sps
+
+    from mpibench.stats import launch as L
+    rng = np.random.default_rng(seed)
+    ts = [t for _ in range(reps) for t in L.compare_cells(
+        _own_bench(rng, n_thin, 7, 10, shared, specific, noisier=f))]
+    d = math.log1p(float(np.median([t.detectable for t in ts])))
+    h = np.array([math.log(t.ci_high) - t.diff_log for t in ts])
+    v = shared ** 2 + specific ** 2
+    sig = math.sqrt(f * f * v / n_thin + v / 7)
+    power = float(np.mean(sps.norm.cdf((d - h) / sig) + sps.norm.cdf((-d - h) / sig)))
+    return power, float(np.mean([t.p <= 0.05 for t in ts]))
+
+
+def planning_rows_section(_rng: np.random.Generator, reps: int, first: int = 7) -> None:
+    """The 16 thin-side planning rows at the stats level (stats.launch.compare_cells, the
+    flag on, as compare runs): 2 and 3 vs 7 x 10 sizes, launch effects shared or not, the
+    thin side as noisy, 3x, 1.7x or 1/3; per row the ROW_SEEDS seeds first, first + 1,
+    ... (every row the same), reps A/A benchmarks each (_thin_row): the mean power over
+    the seeds, its sd and standard error, the range, how many seeds fall in 75-85%."""
+    seeds = list(range(first, first + ROW_SEEDS))
+    print(f"\nPlanning rows (stats level): exact power at the median 'detectable' of {reps} "
+          f"A/A benchmarks x 10 sizes, seeds {seeds[0]}-{seeds[-1]} in every row")
+    inside = 0
+    for n_thin in (2, 3):
+        for sh, sp, lab, f in THIN_ROWS:
+            res = np.array([_thin_row(s, n_thin, sh, sp, f, reps) for s in seeds])
+            p, fp = res[:, 0], res[:, 1]
+            inside += 0.75 <= p.mean() <= 0.85
+            name = f"{n_thin} vs 7, {'shared' if sh else 'not sharing'}, {lab}"
+            print(f"  {name:<26} power {100 * p.mean():5.1f}% (sd {100 * p.std(ddof=1):3.1f}, "
+                  f"se {100 * p.std(ddof=1) / math.sqrt(p.size):3.1f}; {100 * p.min():5.1f}-"
+                  f"{100 * p.max():5.1f}%, {int(((p >= 0.75) & (p <= 0.85)).sum())} of "
+                  f"{p.size} seeds in 75-85%)  A/A {100 * fp.min():4.2f}-{100 * fp.max():4.2f}%",
+                  flush=True)
+    print(f"  rows whose mean is in 75-85%: {inside} of {2 * len(THIN_ROWS)}")
 
 
 def planning_own_section(rng: np.random.Generator, reps: int) -> None:
@@ -1520,8 +1591,66 @@ THIN_OUTLIER_RULES = tuple((f"thin flag {round(100 * lv)}%", functools.partial(_
                            for lv in (0.10, 0.30, 0.50))
 
 
+def _thin_side_cells(residuals, level: float) -> list[set]:
+    """Per side, the cells whose sums of squares on that side alone are above its other
+    cells' (stats.moderate.outlying at `level`, df scaled as _outlying_cells scales them),
+    asked of a side with at most THIN_LAUNCHES launches against one with more."""
+    from mpibench.stats import launch as L
+    from mpibench.stats import moderate as Mo
+    ns = [rs.pooled.launches if rs is not None else 0 for rs in residuals]
+    out: list[set] = []
+    for j, rs in enumerate(residuals):
+        sums = L._cell_sums(rs)
+        if not sums or ns[j] > L.THIN_LAUNCHES or max(ns) <= ns[j]:
+            out.append(set())
+            continue
+        keys, s = list(sums), len(sums)
+        flags = Mo.outlying([sums[k][0] for k in keys],
+                            [sums[k][1] * (s - 1) / s for k in keys], level)
+        out.append({k for k, f in zip(keys, flags, strict=True) if f})
+    return out
+
+
+@contextlib.contextmanager
+def _thin_side_check(level: float):
+    """A rule measured and not taken (docs/statistics.md "Sizes that are not equally
+    noisy", stop 31): today's flag plus a check of the thin side's own sums alone at
+    `level`; a size it flags gets the thin side's own part on its own 1-2 df (where
+    larger than what today's flag gave it), the other side's part as today."""
+    from mpibench.stats import launch as L
+    keep_cells, keep_own = L._outlying_cells, L._own_for
+
+    def cells(residuals):
+        return keep_cells(residuals).union(*_thin_side_cells(residuals, level))
+
+    def own_for(spreads, residuals, keys):
+        joint = L._joint_parts(spreads, residuals, keys)
+        for j, thin in enumerate(_thin_side_cells(residuals, level)):
+            sums = L._cell_sums(residuals[j])
+            for key in thin & keys:
+                ss, d = sums[key]
+                own = L.CellPart(max(0.0, L._own_part(ss / d, spreads[j])),
+                                 min(d, spreads[j].df_cell))
+                if key not in joint[j] or own.v > joint[j][key].v:
+                    joint[j][key] = own
+        return [sp._replace(cell_parts=parts or None)
+                for sp, parts in zip(spreads, joint, strict=True)]
+
+    L._outlying_cells, L._own_for = cells, own_for
+    try:
+        yield
+    finally:
+        L._outlying_cells, L._own_for = keep_cells, keep_own
+
+
+# With --outlier-thin-check: today's rule against today's plus _thin_side_check
+THIN_CHECK_RULES = (("today", None),) + tuple(
+    (f"thin side {round(100 * lv)}%", functools.partial(_thin_side_check, lv))
+    for lv in (0.30, 0.50))
+
+
 def _outlier_counts(rng: np.random.Generator, reps: int, ns: tuple[int, int],
-                    sds: np.ndarray, side: float = 1.0) -> dict:
+                    sds: np.ndarray, side: float = 1.0, thin_check: bool = False) -> dict:
     """Per rule (_rules), over reps A/A and reps real-10% benchmarks (the same draws for
     every rule; ns launches of the base side and the other's; sds the cell parts' sd per
     size, or per side and size (2 x S); the base side's logs x side):
@@ -1535,7 +1664,7 @@ def _outlier_counts(rng: np.random.Generator, reps: int, ns: tuple[int, int],
     size = sds.shape[1]
     acc = {label: dict(fp=np.zeros(size), cover=np.zeros(size),
                        power=np.zeros(size), adjusted=np.zeros(size), own=0)
-           for label, _rule in _rules(side, ns)}
+           for label, _rule in _rules(side, ns, thin_check)}
     for eff in (0.0, math.log(1.1)):
         for _ in range(reps):
             vals = [np.exp((rng.normal(0.0, 0.03, (n, 1))
@@ -1545,7 +1674,7 @@ def _outlier_counts(rng: np.random.Generator, reps: int, ns: tuple[int, int],
             cells = [({f"a{r}": vals[0][r, k] for r in range(ns[0])},
                       {f"b{r}": vals[1][r, k] for r in range(ns[1])}, "higher")
                      for k in range(size)]
-            for label, make in _rules(side, ns):
+            for label, make in _rules(side, ns, thin_check):
                 with make() if make else contextlib.nullcontext():
                     ts = L.compare_cells(cells)
                     adj, _share = M.adjust_table([M.Hypothesis("cell", t, "b", block="x")
@@ -1563,11 +1692,13 @@ def _outlier_counts(rng: np.random.Generator, reps: int, ns: tuple[int, int],
     return acc
 
 
-def _rules(side: float, ns: tuple[int, int] = (5, 5)) -> tuple:
+def _rules(side: float, ns: tuple[int, int] = (5, 5), thin_check: bool = False) -> tuple:
     from mpibench.stats import launch as L
     if side != 1.0:
         return SIDE_RULES
-    return THIN_OUTLIER_RULES if min(ns) <= L.THIN_LAUNCHES else OUTLIER_RULES
+    if min(ns) > L.THIN_LAUNCHES:
+        return OUTLIER_RULES
+    return THIN_CHECK_RULES if thin_check else THIN_OUTLIER_RULES
 
 
 def _outlier_rows(na: int, nb: int, sizes: int) -> list[tuple[str, np.ndarray]]:
@@ -1584,8 +1715,8 @@ def _outlier_rows(na: int, nb: int, sizes: int) -> list[tuple[str, np.ndarray]]:
     return rows
 
 
-def outlier_section(rng: np.random.Generator, reps: int, designs=(), side: float = 1.0
-                    ) -> None:
+def outlier_section(rng: np.random.Generator, reps: int, designs=(), side: float = 1.0,
+                    thin_check: bool = False) -> None:
     """5+5 and 10+10 unpaired, 8 and 22 sizes, the last size's cell part 1x (alike), 2x
     or 3x the others' sd 0.05: A/A false positives and CI coverage at that size, the
     worst other size, power for a real 10% at the other sizes raw and after the closed
@@ -1593,18 +1724,19 @@ def outlier_section(rng: np.random.Generator, reps: int, designs=(), side: float
     same draws (THIN_OUTLIER_RULES for a thin design, e.g. 2 v 7, with two more rows: the
     last size 2x / 3x on the thin side only). designs: (base launches, the other's, sizes)
     of OUTLIER_DESIGNS to run (all if empty). side: the base side's logs (launch effect and
-    cell parts) x side, SIDE_RULES' rows."""
+    cell parts) x side, SIDE_RULES' rows. thin_check: a thin design's rules are
+    THIN_CHECK_RULES."""
     print(f"\nOne size 2-3x noisier (cell part sd 0.05 x 1/2/3 vs 0.05, launch effect sd "
           f"0.03 a side), unpaired; {reps} A/A and {reps} real-10% benchmarks per row, the "
           f"same draws for every rule{f', the base side x{side:g}' if side != 1.0 else ''}: "
           + " | ".join(label for label, _ in _rules(side)) + "; a thin design's: "
-          + " | ".join(label for label, _ in THIN_OUTLIER_RULES))
+          + " | ".join(label for label, _ in _rules(side, (2, 7), thin_check)))
     for na, nb, sizes in designs or OUTLIER_DESIGNS:
         print(f"  {'design':<22} " + " | ".join(
             f"{'FP n':>5} {'cov n':>5} {'FP q':>5} {'pow q':>5} {'adj q':>5} {'own':>4}"
-            for _ in _rules(side, (na, nb))))
+            for _ in _rules(side, (na, nb), thin_check)))
         for label, sds in _outlier_rows(na, nb, sizes):
-            acc = _outlier_counts(rng, reps, (na, nb), sds, side)
+            acc = _outlier_counts(rng, reps, (na, nb), sds, side, thin_check)
             cols = [f"{100 * a['fp'][-1] / reps:>4.1f}% {100 * a['cover'][-1] / reps:>4.1f}% "
                     f"{100 * a['fp'][:-1].max() / reps:>4.1f}% "
                     f"{100 * a['power'][:-1].mean() / reps:>4.1f}% "

@@ -59,6 +59,7 @@ def test_time_to_decision_refuses_bad_flags_on_one_line(args, flag):
 @pytest.mark.parametrize("args, said", [
     (["--only-outlier", "--outlier-design", "5by8"], "expected launches a side x sizes"),
     (["--outlier-design", "5x8"], "only with --only-outlier"),
+    (["--outlier-thin-check"], "only with --only-outlier"),
 ])
 def test_inference_refuses_a_bad_outlier_design(args, said):
     # a malformed design was a ValueError traceback; one without --only-outlier was ignored
