@@ -137,3 +137,39 @@ def test_a_launch_off_the_reference_state_is_set_aside_and_run_again(tmp_path, f
             assert (tmp_path / "runs" / d / "machine-probe.txt").read_text().count(
                 '"record":"probe"') >= 1
     assert any("set aside (machine-state probe" in m for m in said), said
+
+
+class _Clock:
+    """time.monotonic / time.sleep for the gate: sleeping moves the clock, nothing else."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def monotonic(self):
+        return self.now
+
+    def sleep(self, s):
+        self.now += s
+
+
+def test_the_wait_for_the_reference_is_bounded_per_launch_and_per_invocation(tmp_path,
+                                                                          monkeypatch):
+    clock = _Clock()
+    monkeypatch.setattr(machine_probe, "time", clock)
+    gate = MachineGate(tmp_path, "auto")
+    gate.history = [320.0] * 10
+    reads = []
+    gate.read = lambda: (reads.append(clock.now) or _r(80.0), "line")
+    waits = [gate.wait_for_reference()[1] for _ in range(5)]
+    step, per, total = machine_probe.WAIT_STEP_S, machine_probe.WAIT_S, machine_probe.WAIT_TOTAL_S
+    assert waits[0] == pytest.approx(per) and sum(waits) == pytest.approx(total)
+    assert waits[-1] == 0.0 and len(reads) == int(total / step) + 5
+    # in the reference state at once: no wait, and nothing counted against the total
+    gate2 = MachineGate(tmp_path, "auto")
+    gate2.history = [320.0] * 10
+    gate2.read = lambda: (_r(318.0), "line")
+    assert gate2.wait_for_reference()[1] == 0.0 and gate2.waited == 0.0
+    # "record" never waits
+    gate3 = MachineGate(tmp_path, "record")
+    gate3.history, gate3.read = [320.0] * 10, lambda: (_r(80.0), "line")
+    assert gate3.wait_for_reference()[1] == 0.0

@@ -8,7 +8,8 @@ off the campaign's reference state (stats.probe.reference: the state most of its
 probes found, kept in machine-probe.jsonl beside the campaign file) is set aside - its run
 directory renamed to <run dir>.set-aside-K, its probes and launch seconds recorded with the
 launch that replaces it - and run again, at most RETRIES times; before each attempt the
-gate waits (probing every WAIT_STEP_S, at most WAIT_S) for the reference state. A launch
+gate waits (probing every WAIT_STEP_S, at most WAIT_S, at most WAIT_TOTAL_S in one
+invocation) for the reference state. A launch
 still off it after the retries is kept and marked (state "off"). "record" probes and
 records, never sets aside.
 
@@ -50,6 +51,9 @@ PROBE_TIMEOUT_S = 10.0
 # launch costs more than a wait; the state lasts seconds to minutes, phase-1 note)
 WAIT_S = 20.0
 WAIT_STEP_S = 0.5
+# all the waiting of one campaign invocation: a machine that changed state for good would
+# otherwise cost WAIT_S per launch until the reference follows (run-34: 116 s in one run)
+WAIT_TOTAL_S = 60.0
 RETRIES = 2             # a launch set aside is run again at most this often
 HISTORY = "machine-probe.jsonl"
 # a history line: {"run": id, "when": "before"|"after", "median_ns": x, "samples": n}
@@ -147,6 +151,7 @@ class MachineGate:
         self.history = load_history(self.history_path)
         self.log = log
         self.program: Path | None = None
+        self.waited = 0.0       # seconds this invocation spent waiting (WAIT_TOTAL_S)
 
     def read(self) -> tuple[ProbeReading | None, str]:
         """One probe: its reading (None when it failed) and its raw output line."""
@@ -170,13 +175,16 @@ class MachineGate:
         last reading, the seconds waited and the raw lines."""
         start = time.monotonic()
         raw: list[str] = []
+        limit = min(WAIT_S, max(0.0, WAIT_TOTAL_S - self.waited))
         while True:
             r, text = self.read()
             raw.append(text)
             ref = self.reference()
             waited = time.monotonic() - start
             if self.mode != "auto" or ref is None or r is None or not r.valid \
-                    or near(r.median_ns, ref) or waited >= WAIT_S:
+                    or near(r.median_ns, ref) or waited >= limit:
+                if len(raw) > 1:     # it waited (a reading at once is no wait)
+                    self.waited += waited
                 return r, waited, raw
             time.sleep(WAIT_STEP_S)
 
