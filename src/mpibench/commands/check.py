@@ -14,6 +14,7 @@ from mpibench.commands.compare import (
     parse_sizes_arg,
 )
 from mpibench.errors import UsageError
+from mpibench.termsafe import safe_text
 
 EXAMPLES = """\
 examples:
@@ -103,17 +104,24 @@ def run(args) -> int:
         cmp = compare_groups(store, sets, baseline, alpha=args.alpha, cells=cells,
                              statistic=args.statistic)
         res = judge(cmp, margin)
-    return _decide(res, args, cmp.warning_lines)
+    return _decide(res, args, cmp.warning_lines, cmp)
 
 
-def _decide(res, args, warnings=()) -> int:
+def _decide(res, args, warnings=(), cmp=None) -> int:
     from mpibench.gate import summary_lines
+    from mpibench.report import machine_state
 
     if args.json:
-        print(json.dumps(res.to_dict(), indent=2))
+        obj = res.to_dict()
+        if cmp is not None:
+            obj["machine_state"] = machine_state.to_obj(cmp)
+        print(json.dumps(obj, indent=2))
     else:
         for line in summary_lines(res):
             print(line)
+        # the compared launches' machine state (when probed), as under compare's table
+        for label, text in machine_state.footer(cmp) if cmp is not None else ():
+            print(f"{label}: {safe_text(text)}")
         for w in warnings:
             err_console().print(w)
     if res.status == "regression":

@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from mpibench.errors import UsageError
+from mpibench.report import machine_state
 from mpibench.report import render as render_mod
 from mpibench.report.data import (
     ResultCell,
@@ -289,6 +290,7 @@ def to_json_obj(cmp: Comparison) -> dict[str, Any]:
         "launch_statistic": cmp.statistic,
         "footnotes": cmp.footnotes,
         "warnings": cmp.warning_lines,
+        "machine_state": machine_state.to_obj(cmp),
         "not_compared": cmp.not_compared,
         "units": "time in microseconds; MB/s = 10^6 bytes/s; gain > 1 means the candidate "
                  "is better",
@@ -440,12 +442,14 @@ def _sequential_legend(cmp: Comparison) -> list[str]:
 
 def comparison_table(cmp: Comparison, heading_level: int = 3) -> Table:
     """The comparison as a Table: one row per cell (geomean rows bold), the legend as its
-    caption, footnotes, and the verdict as its footer."""
+    caption, footnotes, and as its footer the launches' machine state (machine_state.py,
+    when probed) and the verdict."""
     hdr, body, summary_idx = _table_model(cmp)
     return Table(title=cmp.title or f"comparison vs {cmp.baseline}", header=hdr, rows=body,
                  caption="\n".join(_header_lines(cmp)), notes=list(cmp.footnotes),
                  bold_rows=set(summary_idx), kind="comparison", left_cols=2,
-                 footer=[("verdict", cmp.verdict)], md_heading_level=heading_level,
+                 footer=machine_state.footer(cmp) + [("verdict", cmp.verdict)],
+                 md_heading_level=heading_level,
                  records=comparison_records(cmp))
 
 

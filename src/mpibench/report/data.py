@@ -221,6 +221,9 @@ class ResultCell:
     n_fingerprints: int = 1
     batch: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # run id -> the machine-state probe's record of that launch (its results' extra
+    # "machine_probe", campaign/machine_probe.py), for the launches that carry one
+    machine_probes: dict[str, dict[str, Any]] = field(default_factory=dict)
     campaign_ids: set[int] = field(default_factory=set)
     # launch level (see the module docstring)
     requested: str = "median"            # the launch statistic asked for (median | mean)
@@ -494,6 +497,25 @@ def _describe(cell: ResultCell, used: list[dict]) -> None:
     cell.batch = used[0].get("batch")
     extra = used[0].get("extra_json")
     cell.extra = json.loads(extra) if extra else (used[0].get("extra") or {})
+    cell.machine_probes = launch_probes(used)
+
+
+def launch_probes(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """{run id: extra["machine_probe"]} of the rows that carry one; the text is parsed only
+    where it names the key (most stores have none, and extra_json is read per row)."""
+    out: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        text = r.get("extra_json")
+        if text:
+            if '"machine_probe"' not in text:
+                continue
+            extra = json.loads(text)
+        else:
+            extra = r.get("extra") or {}
+        mp = extra.get("machine_probe") if isinstance(extra, dict) else None
+        if isinstance(mp, dict):
+            out[r["run_id"]] = mp
+    return out
 
 
 def _from_samples(cell: ResultCell, used: list[dict], sample_arrays: list,

@@ -174,7 +174,7 @@ def _html_table(t: Table) -> dict[str, Any]:
         tr = '<tr class="summary">' if i in t.bold_rows else "<tr>"
         out.append(tr + "".join(tds) + "</tr>")
     return {"title": t.title, "header": t.header, "body": markupsafe.Markup("\n".join(out)),
-            "caption": t.caption, "notes": t.notes, "left": 2}
+            "caption": t.caption, "notes": t.notes, "footer": t.footer, "left": 2}
 
 
 def render_html(report: Report) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from mpibench.report import plots
+from mpibench.report import machine_state, plots
 from mpibench.report.compare_view import _table_model, pairing_legend
 from mpibench.report.data import (
     bench_sort_key,
@@ -197,8 +197,9 @@ def _single(cells: dict, set_name: str) -> Comparison:
 
 def _comparison_table(cmp: Comparison) -> Table:
     hdr, body, summary_idx = _table_model(cmp)
+    # the verdict is in the report's header; under the table the launches' machine state
     t = Table(title=cmp.title, header=hdr, rows=body, bold_rows=set(summary_idx),
-              notes=list(cmp.footnotes), kind="comparison")
+              notes=list(cmp.footnotes), kind="comparison", footer=machine_state.footer(cmp))
     t.cell_classes = {}   # type: ignore[attr-defined]
     # class the "vs" columns by the outcome, for colour
     show_np = len({r.np for r in cmp.rows}) > 1

@@ -1,0 +1,199 @@
+"""The machine state of a comparison's launches, said under its table.
+
+The local backend's machine-state probe (campaign/machine_probe.py; stats/probe.py says
+why) stores with each kept launch of two bound ranks (every result row's extra
+"machine_probe") the two CPUs' cache-line round trip before and after it (ns), the state
+the campaign judged it in, and the attempts it set aside. For the launches a comparison
+uses:
+
+- every kept launch is judged again (stats.probe.judge_launch) against ONE reference for
+  the whole comparison: stats.probe.reference over every valid before/after reading of
+  every set's compared launches. The campaign judged each launch against the reference of
+  its moment, which moves as its history grows; one reference makes "in the reference
+  state" mean the same in every set's line;
+- per set one line: launches in that state, off it, not judged (no valid reading), not
+  probed; and what the campaign did when it ran: attempts set aside (not used), launches
+  kept off its reference after the retries, or recorded off it (no gate);
+- a WARNING when a compared launch is off that reference: the sets' launches were not all
+  in one machine state, which moves small-size latency by a factor ~3 on the measured VM.
+
+Nothing when no compared launch carries a probe record (older stores, other benchmarks,
+launches the probe does not apply to).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from mpibench.stats.probe import (
+    GATE_FACTOR,
+    MIN_SAMPLES,
+    ProbeReading,
+    State,
+    judge_launch,
+    reference,
+)
+
+if TYPE_CHECKING:
+    from mpibench.report.model import Comparison
+
+LABEL = "machine state (cache-line probe)"
+WARNING_LABEL = "WARNING (machine state)"
+
+
+@dataclass
+class SetState:
+    """One set's compared launches, by machine state."""
+    name: str
+    launches: int = 0           # compared launches (runs used by the set's cells)
+    probed: int = 0             # of them with a probe record
+    reference: int = 0          # judged again: in the comparison's reference state
+    off: int = 0                # a valid probe before or after off it
+    unknown: int = 0            # not judged: no valid reading before and after
+    set_aside: int = 0          # attempts the campaign's gate set aside (not used)
+    kept_off_retried: int = 0   # kept "off" by the campaign after its retries
+    recorded_off: int = 0       # recorded "off" with nothing set aside (no gate)
+
+    def as_dict(self) -> dict[str, int]:
+        return {"launches": self.launches, "probed": self.probed,
+                "in_reference_state": self.reference, "off_reference_state": self.off,
+                "not_judged": self.unknown, "set_aside_not_used": self.set_aside,
+                "kept_off_after_retries": self.kept_off_retried,
+                "recorded_off_no_gate": self.recorded_off}
+
+
+@dataclass
+class MachineState:
+    reference_ns: float | None
+    sets: list[SetState] = field(default_factory=list)
+
+    @property
+    def mixed(self) -> bool:
+        return any(s.off for s in self.sets)
+
+
+def compared_probes(cmp: Comparison) -> dict[str, tuple[set[str], dict[str, dict]]]:
+    """Per compared set: the runs its cells used, and the probe records among them."""
+    out: dict[str, tuple[set[str], dict[str, dict]]] = {}
+    for name in cmp.sets:
+        runs: set[str] = set()
+        probes: dict[str, dict] = {}
+        for row in cmp.rows:
+            cell = row.cells.get(name)
+            if cell is not None:
+                runs.update(cell.runs_used)
+                probes.update(cell.machine_probes)
+        out[name] = (runs, {r: p for r, p in probes.items() if r in runs})
+    return out
+
+
+def _ns(value: Any) -> float | None:
+    """A stored round trip (ns), None where there was no valid reading (or the record is
+    not a number: nothing is judged on it)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) and value > 0 else None
+
+
+def _reading(ns: float | None) -> ProbeReading | None:
+    # the campaign stores a round trip only for a valid reading (machine_probe._ns), as
+    # its median: a reading with MIN_SAMPLES samples is what judge_launch reads it as
+    return None if ns is None else ProbeReading(ns, ns, ns, MIN_SAMPLES, (0, 1))
+
+
+def _count(s: SetState, rec: dict, ref: float | None) -> None:
+    """Add one launch's record: judged again against ref; what the campaign did."""
+    before, after = _ns(rec.get("before_ns")), _ns(rec.get("after_ns"))
+    state = judge_launch(_reading(before), _reading(after), ref)
+    s.reference += state is State.REFERENCE
+    s.off += state is State.OFF
+    s.unknown += state is State.UNKNOWN
+    aside = rec.get("set_aside")
+    n_aside = len(aside) if isinstance(aside, list) else 0
+    s.set_aside += n_aside
+    if rec.get("state") == State.OFF.value:
+        if n_aside:
+            s.kept_off_retried += 1
+        else:
+            s.recorded_off += 1
+
+
+def machine_state(cmp: Comparison) -> MachineState | None:
+    """The comparison's launches by machine state; None when none carries a probe record."""
+    by_set = compared_probes(cmp)
+    if not any(probes for _, probes in by_set.values()):
+        return None
+    readings = [v for _, probes in by_set.values() for rec in probes.values()
+                for v in (_ns(rec.get("before_ns")), _ns(rec.get("after_ns")))
+                if v is not None]
+    ms = MachineState(reference(readings))
+    for name, (runs, probes) in by_set.items():
+        s = SetState(name, launches=len(runs), probed=len(probes))
+        for rec in probes.values():
+            _count(s, rec, ms.reference_ns)
+        ms.sets.append(s)
+    return ms
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "es" if word.endswith("h") else "s")
+
+
+def set_line(s: SetState, ref: float | None) -> str:
+    """One set's sentence."""
+    if not s.probed:
+        return (f"{s.name}: none of its {_plural(s.launches, 'launch')} probed (the probe "
+                "runs around two ranks bound to cores on this node only)")
+    head = f"{s.name}: {_plural(s.probed, 'launch')} probed" + (
+        f" of {s.launches}" if s.launches > s.probed else "")
+    if ref is None:
+        states = f"{s.unknown} not judged (no valid probe reading in the comparison)"
+    else:
+        states = (f"{s.reference} in the reference state (~{ref:.0f} ns), {s.off} off it"
+                  + (f", {s.unknown} not judged (a probe before or after it gave no valid "
+                     "reading)"
+                     if s.unknown else ""))
+    ran = f"when run, {_plural(s.set_aside, 'attempt')} set aside (not used)"
+    if s.kept_off_retried:
+        ran += f", {s.kept_off_retried} kept off the campaign's reference after its retries"
+    if s.recorded_off:
+        ran += f", {s.recorded_off} recorded off it (not gated)"
+    return f"{head}: {states}; {ran}"
+
+
+def warning_line(ms: MachineState) -> str | None:
+    """The WARNING when compared launches are off the comparison's reference state."""
+    if not ms.mixed or ms.reference_ns is None:
+        return None
+    who = ", ".join(f"{s.name} {s.off} of {s.probed}" for s in ms.sets if s.off)
+    return (f"the compared launches are not all in one machine state: {who} launches off "
+            f"the reference state (~{ms.reference_ns:.0f} ns; a probe before or after "
+            f"beyond {GATE_FACTOR:g}x of it); a difference at small sizes may be the "
+            "machine's state, not the variants'")
+
+
+def footer(cmp: Comparison) -> list[tuple[str, str]]:
+    """The (label, text) lines under the comparison table; none without probe records."""
+    ms = machine_state(cmp)
+    if ms is None:
+        return []
+    out = [(LABEL, set_line(s, ms.reference_ns)) for s in ms.sets]
+    warn = warning_line(ms)
+    return out + ([(WARNING_LABEL, warn)] if warn else [])
+
+
+def to_obj(cmp: Comparison) -> dict[str, Any] | None:
+    """The JSON field "machine_state" (None without probe records)."""
+    ms = machine_state(cmp)
+    if ms is None:
+        return None
+    return {"reference_ns": ms.reference_ns,
+            "reference": "stats.probe.reference over the valid before/after probe readings "
+                         "of every compared launch; each launch judged again against it "
+                         f"(off: a reading beyond {GATE_FACTOR:g}x of it)",
+            "mixed_states": ms.mixed,
+            "sets": {s.name: s.as_dict() for s in ms.sets},
+            "lines": [set_line(s, ms.reference_ns) for s in ms.sets],
+            "warning": warning_line(ms)}

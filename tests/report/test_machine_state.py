@@ -1,0 +1,259 @@
+"""report.machine_state: under the compare table (compare, check, report), what the
+machine-state probe recorded with the compared launches - per variant how many launches were
+in the reference state, off it, not judged, set aside - and a WARNING when they were not all
+in one state.
+
+The stores hold real captured probe readings: tests/data/probe/phase1-loaded.jsonl, phase
+1's 102 launches under load (Open MPI and MPICH alternating, each launch's probe before and
+after and its PingPong medians). Its launches go through the campaign's own decision
+functions (stats.probe.reference / judge_launch, machine_probe.probe_extra, RETRIES) in
+launch order, as the gate takes them, and into a store through the storage API. A test at
+the end runs a real two-stack campaign with the probe on and compares it."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mpibench.campaign.machine_probe import RETRIES, Attempt, probe_extra
+from mpibench.cli import main as cli_main
+from mpibench.stats.probe import MIN_SAMPLES, ProbeReading, State, judge_launch, reference
+from mpibench.store import Store
+from support.synth import add_variant_runs, core_record
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "probe" / "phase1-loaded.jsonl"
+SIZES = ("0", "8", "1024")
+
+
+def _phase1() -> list[dict]:
+    return [json.loads(ln) for ln in DATA.read_text().splitlines() if ln.strip()]
+
+
+def _reading(pair: list) -> ProbeReading:
+    ns, samples = pair
+    return ProbeReading(ns, ns, ns, samples, (0, 1))
+
+
+def _replay(rows: list[dict], gate: bool) -> tuple[dict[str, list], dict[str, int]]:
+    """The launches in order through the campaign's decision: the history grows by every
+    attempt's valid readings; under the gate an attempt judged off is set aside (at most
+    RETRIES times, the variant's next launch being its retry). Per variant its kept
+    launches (row, extra.machine_probe) and how many attempts were set aside before them
+    (a variant's last attempts, set aside with no retry in the data, are dropped)."""
+    history: list[float] = []
+    kept: dict[str, list] = {}
+    aside: dict[str, list[Attempt]] = {}
+    n_aside: dict[str, int] = {}
+    for row in rows:
+        a = Attempt(_reading(row["before"]), _reading(row["after"]))
+        history += [r.median_ns for r in (a.before, a.after) if r.valid]
+        ref = reference(history)
+        state = judge_launch(a.before, a.after, ref)
+        v = row["variant"]
+        held = aside.setdefault(v, [])
+        if gate and state is State.OFF and len(held) < RETRIES:
+            held.append(a)
+            continue
+        kept.setdefault(v, []).append((row, probe_extra(a, state, ref, held)))
+        n_aside[v] = n_aside.get(v, 0) + len(held)
+        aside[v] = []
+    return kept, n_aside
+
+
+def _store(path: Path, kept: dict[str, list], probes: bool = True,
+           names: dict[str, str] | None = None) -> Path:
+    """One campaign, a run per kept launch, PingPong at 0/8/1024 B around its real
+    medians (12 samples each, seeded), its probe record in every row's extra."""
+    rng = np.random.default_rng(31)
+    with Store(path) as store:
+        cid = store.add_campaign("phase1", {"order": "interleaved"})
+        for v, launches in kept.items():
+            def make(rep, launches=launches):
+                row, extra = launches[rep]
+                recs = []
+                for s in SIZES:
+                    x = rng.lognormal(np.log(row["median_us"][s]), 0.02, 12)
+                    rec = core_record("PingPong", int(s), x)
+                    if probes:
+                        rec["extra"] = {"machine_probe": extra}
+                    recs.append(rec)
+                return recs
+            add_variant_runs(store, cid, (names or {}).get(v, v), repeats=len(launches),
+                             make=make)
+    return path
+
+
+def _compare(db: Path, capsys, *args: str) -> str:
+    capsys.readouterr()
+    assert cli_main(["compare", "--db", str(db), "--campaign", "phase1", *args]) == 0
+    return capsys.readouterr().out
+
+
+def _fast(pair: list) -> bool:
+    """The test's own reading of a probe: the fast state (~80 ns) or the slow (~320 ns),
+    split at their geometric middle; None where the probe was starved."""
+    ns, samples = pair
+    return None if samples < MIN_SAMPLES else ns < 160
+
+
+def test_each_variant_gets_its_machine_state_line_and_the_json_field(tmp_path, capsys):
+    kept, n_aside = _replay(_phase1(), gate=True)
+    db = _store(tmp_path / "s.db", kept)
+    text = _compare(db, capsys)
+    lines = [ln for ln in text.splitlines() if ln.startswith("machine state (cache-line")]
+    assert len(lines) == 2, text
+    obj = json.loads(_compare(db, capsys, "--format", "json"))["machine_state"]
+    # most of phase 1's readings are in the slow state: the reference is ~320 ns
+    assert 250 < obj["reference_ns"] < 400
+    for v, launches in kept.items():
+        line = next(ln for ln in lines if f": {v}: " in ln)
+        got = obj["sets"][v]
+        assert got["launches"] == got["probed"] == len(launches)
+        assert got["set_aside_not_used"] == n_aside[v] > 0
+        assert f"{n_aside[v]} attempts set aside (not used)" in line
+        # off the ~320 ns reference: a kept launch with a fast reading before or after
+        seen = [[_fast(row["before"]), _fast(row["after"])] for row, _ in launches]
+        off = sum(True in s for s in seen)
+        unknown = sum(True not in s and None in s for s in seen)   # a starved probe
+        assert (got["off_reference_state"], got["not_judged"]) == (off, unknown)
+        assert got["in_reference_state"] == len(launches) - off - unknown
+        assert f"{got['in_reference_state']} in the reference state (~" in line
+        assert f" ns), {off} off it, {unknown} not judged (a probe " in line
+        kept_off = sum(extra["state"] == "off" for _, extra in launches)
+        assert got["kept_off_after_retries"] == kept_off
+    assert sum(g["off_reference_state"] for g in obj["sets"].values()) > 0
+
+
+def test_mixed_states_warn_in_every_format_and_one_state_does_not(tmp_path, capsys):
+    mixed = _store(tmp_path / "m.db", _replay(_phase1(), gate=False)[0])
+    slow_only = [r for r in _phase1()
+                 if not any(_fast(p) for p in (r["before"], r["after"]))]
+    one = _store(tmp_path / "o.db", _replay(slow_only, gate=False)[0])
+    for db, warned in ((mixed, True), (one, False)):
+        text = _compare(db, capsys)
+        assert ("WARNING (machine state): the compared launches are not all in one "
+                "machine state" in text) is warned, text
+        assert text.count("machine state (cache-line probe): ") == 2
+        md = _compare(db, capsys, "--format", "markdown")
+        assert ("**Warning (machine state):** the compared launches" in md) is warned
+        obj = json.loads(_compare(db, capsys, "--format", "json"))["machine_state"]
+        assert obj["mixed_states"] is warned and (obj["warning"] is not None) is warned
+    # record mode (no gate): launches judged off when they ran are said as recorded off
+    lines = json.loads(_compare(mixed, capsys, "--format", "json"))["machine_state"]["lines"]
+    assert any(re.fullmatch(r"openmpi: \d+ launches probed: .*; when run, 0 attempts set "
+                            r"aside \(not used\), \d+ recorded off it \(not gated\)", ln)
+               for ln in lines), lines
+
+
+def test_nothing_is_said_without_probe_records(tmp_path, capsys):
+    db = _store(tmp_path / "n.db", _replay(_phase1(), gate=True)[0], probes=False)
+    for fmt in ("terminal", "markdown"):
+        text = _compare(db, capsys, "--format", fmt)
+        assert "verdict" in text.lower() and "machine state" not in text.lower(), text
+    assert json.loads(_compare(db, capsys, "--format", "json"))["machine_state"] is None
+    out = tmp_path / "r.html"
+    assert cli_main(["report", "--db", str(db), "--campaign", "phase1", "--no-plots",
+                     "-o", str(out)]) == 0
+    assert "machine state" not in out.read_text()
+
+
+def test_the_html_report_says_it_escaped_and_check_prints_it(tmp_path, capsys):
+    names = {"openmpi": "ompi<script>alert(1)</script>", "mpich": "mpich&co"}
+    db = _store(tmp_path / "h.db", _replay(_phase1(), gate=True)[0], names=names)
+    out = tmp_path / "r.html"
+    assert cli_main(["report", "--db", str(db), "--campaign", "phase1", "--no-plots",
+                     "-o", str(out)]) == 0
+    html = out.read_text()
+    assert "<script>alert" not in html
+    assert "ompi&lt;script&gt;alert(1)&lt;/script&gt;: " in html
+    assert "mpich&amp;co: " in html and "WARNING (machine state):</strong>" in html
+    md = tmp_path / "r.md"
+    assert cli_main(["report", "--db", str(db), "--campaign", "phase1", "--no-plots",
+                     "-o", str(out), "--markdown", str(md)]) == 0
+    assert md.read_text().count("**Machine state (cache-line probe):** ") == 2
+    capsys.readouterr()
+    cli_main(["check", "--db", str(db), "--campaign", "phase1", "--baseline", names["mpich"]])
+    text = capsys.readouterr().out
+    assert text.count("machine state (cache-line probe): ") == 2 and "WARNING" in text
+    cli_main(["check", "--db", str(db), "--campaign", "phase1", "--baseline", names["mpich"],
+              "--json"])
+    obj = json.loads(capsys.readouterr().out)["machine_state"]
+    assert obj["mixed_states"] and set(obj["sets"]) == set(names.values())
+
+
+def test_a_malformed_probe_record_is_not_judged_and_breaks_nothing(tmp_path, capsys):
+    """Records the campaign never writes (a store edited by hand, another tool's extra):
+    a reading that is not a positive finite number is no reading, a set_aside that is not
+    a list sets nothing aside; compare still prints, and counts them as not judged."""
+    bad = [{"before_ns": "80", "after_ns": -1, "state": "off", "set_aside": {"n": 3}},
+           {"before_ns": [80.0], "after_ns": True, "set_aside": None},
+           {"before_ns": None}]
+    rows = _phase1()[:6:2]
+    kept = {"openmpi": [(r, b) for r, b in zip(rows, bad, strict=True)],
+            "mpich": _replay(_phase1()[1:12:2], gate=False)[0]["mpich"][:3]}
+    db = _store(tmp_path / "b.db", kept)
+    got = json.loads(_compare(db, capsys, "--format", "json"))["machine_state"]
+    ompi = got["sets"]["openmpi"]
+    assert (ompi["probed"], ompi["not_judged"], ompi["set_aside_not_used"]) == (3, 3, 0)
+    assert ompi["recorded_off_no_gate"] == 1
+    assert "openmpi: 3 launches probed: 0 in the reference state" in _compare(db, capsys)
+
+
+REAL = """
+[campaign]
+name = "probed"
+repeats = 2
+timeout = 60
+verify_transport = false
+machine_probe = "record"
+[variants.openmpi]
+stack = "openmpi"
+transport = "shm"
+np = 2
+bind = "core"
+[variants.mpich]
+stack = "mpich"
+transport = "shm"
+np = 2
+bind = "core"
+[benchmarks.pt2pt]
+benchmarks = ["PingPong"]
+sizes = "0,8"
+options = { max_time = 0.005 }
+"""
+
+
+@pytest.mark.mpi
+def test_a_real_probed_campaign_says_its_machine_state_under_compare(tmp_path, found_stacks,
+                                                                     capsys):
+    """Two stacks, two launches each, probed before and after (machine_probe = "record":
+    nothing set aside): compare says each variant's launches' state from their real
+    readings, in the JSON and under the terminal table."""
+    from mpibench.campaign.runner import CampaignRunner
+    from mpibench.campaign.spec import load
+
+    names = {s.name for s in found_stacks}
+    if not {"openmpi", "mpich"} <= names:
+        pytest.skip(f"needs Open MPI and MPICH (found {', '.join(sorted(names))})")
+    (tmp_path / "c.toml").write_text(REAL)
+    with Store(tmp_path / "c.db") as store:
+        CampaignRunner(load(tmp_path / "c.toml"), store, found_stacks).run()
+    capsys.readouterr()
+    assert cli_main(["compare", "--db", str(tmp_path / "c.db"), "--format", "json"]) == 0
+    obj = json.loads(capsys.readouterr().out)["machine_state"]
+    assert set(obj["sets"]) == {"openmpi", "mpich"}
+    for v, got in obj["sets"].items():
+        assert got["launches"] == got["probed"] == 2, got
+        assert got["set_aside_not_used"] == 0
+        assert got["in_reference_state"] + got["off_reference_state"] \
+            + got["not_judged"] == 2
+        line = next(ln for ln in obj["lines"] if ln.startswith(f"{v}: "))
+        assert line.startswith(f"{v}: 2 launches probed: ")
+    # the readings are a real probe's: ~80 or ~320 ns on the VM this was written on
+    assert obj["reference_ns"] is None or 10 < obj["reference_ns"] < 10_000
+    assert cli_main(["compare", "--db", str(tmp_path / "c.db")]) == 0
+    assert capsys.readouterr().out.count("machine state (cache-line probe): ") == 2
