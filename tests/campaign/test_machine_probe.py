@@ -137,6 +137,25 @@ def test_a_launch_off_the_reference_state_is_set_aside_and_run_again(tmp_path, f
             assert (tmp_path / "runs" / d / "machine-probe.txt").read_text().count(
                 '"record":"probe"') >= 1
     assert any("set aside (machine-state probe" in m for m in said), said
+    _bench_reads_the_probes(tmp_path / "c.db", rows)
+
+
+def _bench_reads_the_probes(db: Path, rows) -> None:
+    """bench/bench_time_to_decision.py reads these records back: every kept launch's, the
+    set-aside count in its line, and the set-aside launches' seconds in the launch time."""
+    from support.surfaces import load_bench_ttd
+
+    ttd = load_bench_ttd()
+    probes = ttd.machine_probes(db)
+    assert set(probes) == {rid for rid, _ in rows}
+    aside = sum(len(p["set_aside"]) for p in probes.values())
+    line = ttd.probe_line(db, "core")
+    assert line.startswith(f"machine-state probe, core: {len(rows)} launches kept")
+    assert f"; {aside} set aside and run again" in line
+    with Store(db, readonly=True) as store:
+        kept = sum(r["elapsed"] or 0 for r in store.runs(status="done"))
+    spent = sum(a.get("elapsed_s") or 0 for p in probes.values() for a in p["set_aside"])
+    assert ttd.launch_seconds(db) == pytest.approx(kept + spent)
 
 
 class _Clock:
