@@ -142,6 +142,23 @@ def test_mixed_states_warn_in_every_format_and_one_state_does_not(tmp_path, caps
         assert ("**Warning (machine state):** the compared launches" in md) is warned
         obj = json.loads(_compare(db, capsys, "--format", "json"))["machine_state"]
         assert obj["mixed_states"] is warned and (obj["warning"] is not None) is warned
+    # the rounds (repeat k of both variants: phase 1's launches 2k and 2k+1) whose two
+    # launches the test's own reading puts in different states
+    rows = _phase1()
+    sets = json.loads(_compare(mixed, capsys, "--format", "json"))["machine_state"]["sets"]
+
+    def state(row):
+        seen = [_fast(row["before"]), _fast(row["after"])]
+        return "off" if True in seen else None if None in seen else "ref"
+    pairs = [(state(rows[k]), state(rows[k + 1])) for k in range(0, len(rows), 2)]
+    judged = [(a, b) for a, b in pairs if a and b]
+    assert sets["openmpi"]["rounds_both_judged"] == len(judged)
+    split = sum(a != b for a, b in judged)
+    assert sets["openmpi"]["rounds_in_different_states"] == split > 0
+    warning = json.loads(_compare(mixed, capsys, "--format", "json", "--baseline", "mpich")
+                         )["machine_state"]["warning"]
+    assert f"; in {split} of {len(judged)} rounds openmpi's launch and mpich's were in " \
+        "different states; " in warning
     # record mode (no gate): launches judged off when they ran are said as recorded off
     lines = json.loads(_compare(mixed, capsys, "--format", "json"))["machine_state"]["lines"]
     assert any(re.fullmatch(r"openmpi: \d+ launches probed: .*; when run, 0 attempts set "

@@ -15,7 +15,10 @@ uses:
   probed; and what the campaign did when it ran: attempts set aside (not used), launches
   kept off its reference after the retries, or recorded off it (no gate);
 - a WARNING when a compared launch is off that reference: the sets' launches were not all
-  in one machine state, which moves small-size latency by a factor ~3 on the measured VM.
+  in one machine state, which moves small-size latency by a factor ~3 on the measured VM;
+  for launches paired by round (an interleaved campaign) it also counts the rounds whose
+  baseline and candidate launches were in different states (a paired test removes what
+  the two launches of a round share, not a state only one of them was in).
 
 Nothing when no compared launch carries a probe record (older stores, other benchmarks,
 launches the probe does not apply to).
@@ -25,7 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from mpibench.stats.probe import (
     GATE_FACTOR,
@@ -55,18 +58,26 @@ class SetState:
     set_aside: int = 0          # attempts the campaign's gate set aside (not used)
     kept_off_retried: int = 0   # kept "off" by the campaign after its retries
     recorded_off: int = 0       # recorded "off" with nothing set aside (no gate)
+    # a candidate paired by round with the baseline: rounds whose two launches were both
+    # judged, and of them those whose two launches were in different states
+    rounds_judged: int = 0
+    rounds_split: int = 0
+    states: dict[str, State] = field(default_factory=dict)   # run id -> judged state
 
     def as_dict(self) -> dict[str, int]:
         return {"launches": self.launches, "probed": self.probed,
                 "in_reference_state": self.reference, "off_reference_state": self.off,
                 "not_judged": self.unknown, "set_aside_not_used": self.set_aside,
                 "kept_off_after_retries": self.kept_off_retried,
-                "recorded_off_no_gate": self.recorded_off}
+                "recorded_off_no_gate": self.recorded_off,
+                "rounds_both_judged": self.rounds_judged,
+                "rounds_in_different_states": self.rounds_split}
 
 
 @dataclass
 class MachineState:
     reference_ns: float | None
+    baseline: str
     sets: list[SetState] = field(default_factory=list)
 
     @property
@@ -74,18 +85,25 @@ class MachineState:
         return any(s.off for s in self.sets)
 
 
-def compared_probes(cmp: Comparison) -> dict[str, tuple[set[str], dict[str, dict]]]:
-    """Per compared set: the runs its cells used, and the probe records among them."""
-    out: dict[str, tuple[set[str], dict[str, dict]]] = {}
+class Side(NamedTuple):
+    runs: set[str]               # the runs the set's cells used
+    probes: dict[str, dict]      # run id -> its probe record, where it has one
+    rounds: dict[str, tuple]     # run id -> its round (interleaved campaigns)
+
+
+def compared_probes(cmp: Comparison) -> dict[str, Side]:
+    """Per compared set: the runs its cells used, their probe records and rounds."""
+    out: dict[str, Side] = {}
     for name in cmp.sets:
-        runs: set[str] = set()
-        probes: dict[str, dict] = {}
+        side = Side(set(), {}, {})
         for row in cmp.rows:
             cell = row.cells.get(name)
             if cell is not None:
-                runs.update(cell.runs_used)
-                probes.update(cell.machine_probes)
-        out[name] = (runs, {r: p for r, p in probes.items() if r in runs})
+                side.runs.update(cell.runs_used)
+                side.probes.update(cell.machine_probes)
+                side.rounds.update(cell.by_round)
+        out[name] = Side(side.runs, {r: p for r, p in side.probes.items() if r in side.runs},
+                         side.rounds)
     return out
 
 
@@ -103,10 +121,11 @@ def _reading(ns: float | None) -> ProbeReading | None:
     return None if ns is None else ProbeReading(ns, ns, ns, MIN_SAMPLES, (0, 1))
 
 
-def _count(s: SetState, rec: dict, ref: float | None) -> None:
+def _count(s: SetState, run: str, rec: dict, ref: float | None) -> None:
     """Add one launch's record: judged again against ref; what the campaign did."""
     before, after = _ns(rec.get("before_ns")), _ns(rec.get("after_ns"))
     state = judge_launch(_reading(before), _reading(after), ref)
+    s.states[run] = state
     s.reference += state is State.REFERENCE
     s.off += state is State.OFF
     s.unknown += state is State.UNKNOWN
@@ -123,18 +142,35 @@ def _count(s: SetState, rec: dict, ref: float | None) -> None:
 def machine_state(cmp: Comparison) -> MachineState | None:
     """The comparison's launches by machine state; None when none carries a probe record."""
     by_set = compared_probes(cmp)
-    if not any(probes for _, probes in by_set.values()):
+    if not any(side.probes for side in by_set.values()):
         return None
-    readings = [v for _, probes in by_set.values() for rec in probes.values()
+    readings = [v for side in by_set.values() for rec in side.probes.values()
                 for v in (_ns(rec.get("before_ns")), _ns(rec.get("after_ns")))
                 if v is not None]
-    ms = MachineState(reference(readings))
-    for name, (runs, probes) in by_set.items():
-        s = SetState(name, launches=len(runs), probed=len(probes))
-        for rec in probes.values():
-            _count(s, rec, ms.reference_ns)
+    ms = MachineState(reference(readings), cmp.baseline)
+    for name, side in by_set.items():
+        s = SetState(name, launches=len(side.runs), probed=len(side.probes))
+        for run, rec in side.probes.items():
+            _count(s, run, rec, ms.reference_ns)
         ms.sets.append(s)
+    base = next(s for s in ms.sets if s.name == cmp.baseline)
+    for s in ms.sets:
+        if s is not base:
+            _split_rounds(base, s, by_set[base.name].rounds, by_set[s.name].rounds)
     return ms
+
+
+def _split_rounds(base: SetState, cand: SetState, base_rounds: dict[str, tuple],
+                  cand_rounds: dict[str, tuple]) -> None:
+    """The rounds in which the baseline's and the candidate's launch (the pairs a paired
+    test compares) were both judged, and those in different states."""
+    base_run = {rnd: run for run, rnd in base_rounds.items()}
+    judged = (State.REFERENCE, State.OFF)
+    for run, rnd in cand_rounds.items():
+        a, b = base.states.get(base_run.get(rnd, "")), cand.states.get(run)
+        if a in judged and b in judged:
+            cand.rounds_judged += 1
+            cand.rounds_split += a is not b
 
 
 def _plural(n: int, word: str) -> str:
@@ -168,10 +204,13 @@ def warning_line(ms: MachineState) -> str | None:
     if not ms.mixed or ms.reference_ns is None:
         return None
     who = ", ".join(f"{s.name} {s.off} of {s.probed}" for s in ms.sets if s.off)
+    split = "; ".join(f"in {s.rounds_split} of {s.rounds_judged} rounds {s.name}'s launch "
+                      f"and {ms.baseline}'s were in different states" for s in ms.sets
+                      if s.rounds_split)
     return (f"the compared launches are not all in one machine state: {who} launches off "
             f"the reference state (~{ms.reference_ns:.0f} ns; a probe before or after "
-            f"beyond {GATE_FACTOR:g}x of it); a difference at small sizes may be the "
-            "machine's state, not the variants'")
+            f"beyond {GATE_FACTOR:g}x of it)" + (f"; {split}" if split else "")
+            + "; a difference at small sizes may be the machine's state, not the variants'")
 
 
 def footer(cmp: Comparison) -> list[tuple[str, str]]:
