@@ -220,6 +220,39 @@ def test_a_malformed_probe_record_is_not_judged_and_breaks_nothing(tmp_path, cap
     assert "openmpi: 3 launches probed: 0 in the reference state" in _compare(db, capsys)
 
 
+def _junk(rng) -> object:
+    return rng.choice([None, True, -1, 0, 1e308, 80.5, 321, "320", [80.0], {"ns": 1}, ""])
+
+
+def test_mutated_probe_records_still_compare_and_add_up(tmp_path, capsys):
+    """60 records mutated at random (seed 31) from real ones: every key dropped, retyped or
+    given an out-of-range value; compare prints each set's line and the counts add up."""
+    import random
+
+    rng = random.Random(31)
+    real = _replay(_phase1(), gate=True)[0]
+    kept = {}
+    for v, launches in real.items():
+        out = []
+        for row, extra in launches[:30]:
+            rec = dict(extra)
+            for key in rng.sample(sorted(rec), rng.randint(0, len(rec))):
+                if rng.random() < 0.3:
+                    del rec[key]
+                else:
+                    rec[key] = _junk(rng) if key != "set_aside" else rng.choice(
+                        [None, "x", [_junk(rng)], [{}, {}], {"a": 1}])
+            out.append((row, rec))
+        kept[v] = out
+    db = _store(tmp_path / "f.db", kept)
+    got = json.loads(_compare(db, capsys, "--format", "json"))["machine_state"]
+    for v in kept:
+        c = got["sets"][v]
+        assert c["probed"] == c["launches"] == 30
+        assert c["in_reference_state"] + c["off_reference_state"] + c["not_judged"] == 30
+    assert _compare(db, capsys).count("machine state (cache-line probe): ") == 2
+
+
 REAL = """
 [campaign]
 name = "probed"
