@@ -384,10 +384,12 @@ def load_cells(store: Store, sets: Mapping[str, list[str]], *,
                 merged[CellKey(*key, r.get("tool") if split else None)][g].append(r)
     out: dict[CellKey, dict[str, ResultCell]] = {}
     pending: list[tuple[ResultCell, list[dict]]] = []
+    probes: dict[str, dict | None] = {}     # run id -> its probe record, read once a run
     for key in sorted(merged, key=_cell_sort_key):
         out[key] = by_set = {}
         for g, rows in merged[key].items():
-            by_set[g] = c = pool(g, rows, _defer=pending, statistic=statistic)
+            by_set[g] = c = pool(g, rows, _defer=pending, statistic=statistic,
+                                 _probes=probes)
             c.key_tool = key.tool
     # the summaries of all cells at once (stats.summarize_many: same bits, 2-D batches)
     for (cell, used), summary in zip(pending, stats.summarize_many(
@@ -426,6 +428,7 @@ def _num(v: Any) -> float | None:
 
 def pool(set_name: str, rows: list[dict], *,
          _defer: list[tuple[ResultCell, list[dict]]] | None = None,
+         _probes: dict[str, dict | None] | None = None,
          statistic: str = "median") -> ResultCell:
     """Pool one set's rows of one cell (see module docstring for the policy).
 
@@ -451,7 +454,7 @@ def pool(set_name: str, rows: list[dict], *,
         return cell
 
     used = _choose_fingerprint(cell, ok)
-    _describe(cell, used)
+    _describe(cell, used, _probes)
     sample_arrays = [a for r in used if (a := r.get("samples")) is not None and len(a) > 0]
     if sample_arrays and len(sample_arrays) == len(used):
         x = _from_samples(cell, used, sample_arrays, statistic)
@@ -487,7 +490,8 @@ def _choose_fingerprint(cell: ResultCell, ok: list[dict]) -> list[dict]:
     return used
 
 
-def _describe(cell: ResultCell, used: list[dict]) -> None:
+def _describe(cell: ResultCell, used: list[dict],
+              probes: dict[str, dict | None] | None = None) -> None:
     """What the used rows say beside their values: first-call times, stop reasons, batch,
     the tool's extra fields."""
     cell.firsts = [float(r["first"]) for r in used if r.get("first") is not None]
@@ -497,25 +501,34 @@ def _describe(cell: ResultCell, used: list[dict]) -> None:
     cell.batch = used[0].get("batch")
     extra = used[0].get("extra_json")
     cell.extra = json.loads(extra) if extra else (used[0].get("extra") or {})
-    cell.machine_probes = launch_probes(used)
+    cell.machine_probes = launch_probes(used, {} if probes is None else probes)
 
 
-def launch_probes(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-    """{run id: extra["machine_probe"]} of the rows that carry one; the text is parsed only
-    where it names the key (most stores have none, and extra_json is read per row)."""
+def launch_probes(rows: Iterable[Mapping[str, Any]], seen: dict[str, dict | None]
+                  ) -> dict[str, dict[str, Any]]:
+    """{run id: extra["machine_probe"]} of the rows that carry one. A launch stores one
+    record in every row (campaign/local.py), so each run's is read once (`seen`, shared by
+    the cells of one load), and parsed only where the text names the key."""
     out: dict[str, dict[str, Any]] = {}
     for r in rows:
-        text = r.get("extra_json")
-        if text:
-            if '"machine_probe"' not in text:
-                continue
-            extra = json.loads(text)
-        else:
-            extra = r.get("extra") or {}
-        mp = extra.get("machine_probe") if isinstance(extra, dict) else None
-        if isinstance(mp, dict):
-            out[r["run_id"]] = mp
+        rid = r["run_id"]
+        if rid not in seen:
+            seen[rid] = _probe_of(r)
+        if seen[rid] is not None:
+            out[rid] = seen[rid]
     return out
+
+
+def _probe_of(row: Mapping[str, Any]) -> dict[str, Any] | None:
+    text = row.get("extra_json")
+    if text:
+        if '"machine_probe"' not in text:
+            return None
+        extra = json.loads(text)
+    else:
+        extra = row.get("extra") or {}
+    mp = extra.get("machine_probe") if isinstance(extra, dict) else None
+    return mp if isinstance(mp, dict) else None
 
 
 def _from_samples(cell: ResultCell, used: list[dict], sample_arrays: list,
