@@ -64,7 +64,7 @@ def _replay(rows: list[dict], gate: bool) -> tuple[dict[str, list], dict[str, in
     return kept, n_aside
 
 
-def _store(path: Path, kept: dict[str, list], probes: bool = True,
+def _store(path: Path, kept: dict[str, list], probes: bool | set[str] = True,
            names: dict[str, str] | None = None) -> Path:
     """One campaign, a run per kept launch, PingPong at 0/8/1024 B around its real
     medians (12 samples each, seeded), its probe record in every row's extra."""
@@ -72,13 +72,15 @@ def _store(path: Path, kept: dict[str, list], probes: bool = True,
     with Store(path) as store:
         cid = store.add_campaign("phase1", {"order": "interleaved"})
         for v, launches in kept.items():
-            def make(rep, launches=launches):
+            on = probes is True or bool(probes) and v in probes
+
+            def make(rep, launches=launches, on=on):
                 row, extra = launches[rep]
                 recs = []
                 for s in SIZES:
                     x = rng.lognormal(np.log(row["median_us"][s]), 0.02, 12)
                     rec = core_record("PingPong", int(s), x)
-                    if probes:
+                    if on:
                         rec["extra"] = {"machine_probe": extra}
                     recs.append(rec)
                 return recs
@@ -218,6 +220,26 @@ def test_a_malformed_probe_record_is_not_judged_and_breaks_nothing(tmp_path, cap
     assert (ompi["probed"], ompi["not_judged"], ompi["set_aside_not_used"]) == (3, 3, 0)
     assert ompi["recorded_off_no_gate"] == 1
     assert "openmpi: 3 launches probed: 0 in the reference state" in _compare(db, capsys)
+
+
+def test_a_gate_on_one_side_only_is_a_warning(tmp_path, capsys):
+    """Review P3's case: the gate set aside MPICH's launches, Open MPI's were never probed
+    (its ranks not bound to cores): the sides were not selected alike. The same store with
+    both sides probed in the slow state only has no WARNING."""
+    slow = [r for r in _phase1() if not any(_fast(p) for p in (r["before"], r["after"]))]
+    kept, n_aside = _replay(_phase1(), gate=True)
+    one = _store(tmp_path / "one.db", kept, probes={"mpich"})
+    obj = json.loads(_compare(one, capsys, "--format", "json"))["machine_state"]
+    assert obj["cells_gated_on_one_side_only"] == len(SIZES)
+    assert obj["sets"]["openmpi"]["probed"] == 0
+    n = len(kept["openmpi"])
+    assert (f"in {len(SIZES)} of {len(SIZES)} compared cells the probe's gate set aside "
+            "launches of mpich while openmpi launches there were never probed") \
+        in obj["warning"]
+    assert f"openmpi: none of its {n} launches probed" in obj["lines"][1]
+    both = _store(tmp_path / "both.db", _replay(slow, gate=True)[0])
+    obj = json.loads(_compare(both, capsys, "--format", "json"))["machine_state"]
+    assert obj["cells_gated_on_one_side_only"] == 0 and obj["warning"] is None
 
 
 def _junk(rng) -> object:

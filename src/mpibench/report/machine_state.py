@@ -14,9 +14,11 @@ uses:
 - per set one line: launches in that state, off it, not judged (no valid reading), not
   probed; and what the campaign did when it ran: attempts set aside (not used), launches
   kept off its reference after the retries, or recorded off it (no gate);
-- a WARNING when a compared launch is off that reference: the sets' launches were not all
-  in one machine state, which moves small-size latency by a factor ~3 on the measured VM;
-  for launches paired by round (an interleaved campaign) it also counts the rounds whose
+- a WARNING when the gate set aside launches of one set while another set's launches
+  were not probed (the sides were not selected alike: review finding P3, a variant bound
+  to cores against one left to the launcher's binding), and when a compared launch is off
+  that reference: the sets' launches were not all in one machine state, which moves
+  small-size latency by a factor ~3 on the measured VM; for launches paired by round (an interleaved campaign) it also counts the rounds whose
   baseline and candidate launches were in different states (a paired test removes what
   the two launches of a round share, not a state only one of them was in).
 
@@ -74,15 +76,24 @@ class SetState:
                 "rounds_in_different_states": self.rounds_split}
 
 
+class OneSided(NamedTuple):
+    cells: int          # cells (row x candidate) gated on one side only
+    compared: int       # cells with both sides
+    gated: list[str]    # the sets whose launches the gate set aside there
+    bare: list[str]     # the sets with launches never probed there
+
+
 @dataclass
 class MachineState:
     reference_ns: float | None
     baseline: str
+    one_sided: OneSided
     sets: list[SetState] = field(default_factory=list)
 
     @property
     def mixed(self) -> bool:
         return any(s.off for s in self.sets)
+
 
 
 class Side(NamedTuple):
@@ -147,7 +158,7 @@ def machine_state(cmp: Comparison) -> MachineState | None:
     readings = [v for side in by_set.values() for rec in side.probes.values()
                 for v in (_ns(rec.get("before_ns")), _ns(rec.get("after_ns")))
                 if v is not None]
-    ms = MachineState(reference(readings), cmp.baseline)
+    ms = MachineState(reference(readings), cmp.baseline, one_sided(cmp))
     for name, side in by_set.items():
         s = SetState(name, launches=len(side.runs), probed=len(side.probes))
         for run, rec in side.probes.items():
@@ -200,7 +211,53 @@ def set_line(s: SetState, ref: float | None) -> str:
 
 
 def warning_line(ms: MachineState) -> str | None:
-    """The WARNING when compared launches are off the comparison's reference state."""
+    """The WARNING when compared launches are off the comparison's reference state, or
+    when the gate selected one set's launches and another set's were not probed."""
+    parts = [p for p in (_mixed_clause(ms), _one_sided_clause(ms)) if p]
+    return "; ".join(parts) if parts else None
+
+
+def _one_sided_clause(ms: MachineState) -> str | None:
+    """Cells where the gate set aside one side's launches and the other side's were never
+    probed: the sides were not selected alike (e.g. one variant bound to cores, one not)."""
+    one = ms.one_sided
+    if not one.cells:
+        return None
+    return (f"in {one.cells} of {one.compared} compared cells the probe's gate set aside "
+            f"launches of {', '.join(one.gated)} while {', '.join(one.bare)} launches there "
+            "were never probed: the two sides' launches were not selected alike, so a "
+            "difference may be the selection's, not the variants'")
+
+
+def _gated(cell: Any) -> bool:
+    return any(isinstance(p.get("set_aside"), list) and p["set_aside"]
+               for r, p in cell.machine_probes.items() if r in cell.runs_used)
+
+
+def _bare(cell: Any) -> bool:
+    return any(r not in cell.machine_probes for r in cell.runs_used)
+
+
+def one_sided(cmp: Comparison) -> OneSided:
+    """Per cell and candidate: did the gate select the launches of one side only?"""
+    cells = compared = 0
+    gated: dict[str, None] = {}
+    bare: dict[str, None] = {}
+    for row in cmp.rows:
+        base = row.cells.get(cmp.baseline)
+        for c in (row.cells.get(cand) for cand in cmp.candidates):
+            if base is None or c is None:
+                continue
+            compared += 1
+            for g, b in ((base, c), (c, base)):
+                if _gated(g) and _bare(b):
+                    cells += 1
+                    gated[g.set_name] = bare[b.set_name] = None
+                    break
+    return OneSided(cells, compared, list(gated), list(bare))
+
+
+def _mixed_clause(ms: MachineState) -> str | None:
     if not ms.mixed or ms.reference_ns is None:
         return None
     who = ", ".join(f"{s.name} {s.off} of {s.probed}" for s in ms.sets if s.off)
@@ -233,6 +290,7 @@ def to_obj(cmp: Comparison) -> dict[str, Any] | None:
                          "of every compared launch; each launch judged again against it "
                          f"(off: a reading beyond {GATE_FACTOR:g}x of it)",
             "mixed_states": ms.mixed,
+            "cells_gated_on_one_side_only": ms.one_sided.cells,
             "sets": {s.name: s.as_dict() for s in ms.sets},
             "lines": [set_line(s, ms.reference_ns) for s in ms.sets],
             "warning": warning_line(ms)}
