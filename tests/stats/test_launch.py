@@ -965,14 +965,19 @@ def test_a_round_effect_the_cut_misses_is_hedged_by_the_best_cut():
 def test_at_5_rounds_the_hedge_takes_every_cut_below_its_level():
     # at 5 rounds the best cut is the wrong one (not between the moved and the other
     # sizes) in ~14% of these benchmarks, and a moved size it leaves in the other run kept
-    # the round part diluted (8-14% A/A there): hedged on the best cut alone at level
-    # 0.25 the moved sizes were at 5.8-6.7% over 1000 benchmarks (seeds 81-85; this seed
-    # 5.84%, coverage 94.2%, 8.2% where no cut split). Every cut below HEDGE_LEVEL 0.35,
-    # each cell on the widest of its CIs: 4.9-6.0% (this seed 4.94% / 95.1% / 6.6%)
+    # the round part diluted (8-14% A/A there). Every cut below HEDGE_LEVEL 0.35, each
+    # cell on the widest of its CIs: over seeds 81-90 (1000 benchmarks each) 4.9-6.7%,
+    # mean 5.62%, se 0.16 (the issue's alpha + 1 point holds for the rate; one seed's
+    # rate has a Monte Carlo sd of ~0.5 points, so the bound is 0.06 + 2 sd), CI95 93.3-95.1%,
+    # 6.6-10.1% where no cut split. No hedge fails it (8.2% / 9.7%, 91.8% / 90.3%,
+    # 12.1% / 15.2% at seeds 81 / 87). The best cut alone at 0.25 (stop 30) gave 5.6-7.2%,
+    # mean 6.22%: too close to the new rule for one seed's rate to tell them apart, so the
+    # old/new comparison is the bench's (--only-hedge-sweep, docs/statistics.md "The hedge
+    # at 5 rounds"). ~15-20 s at load: the suite's price for the 5-round hedge
     rate, cover, rate_unsplit, share = _contrast_rates(81, 1000, 0.1, n=5)
     assert 0.45 <= share <= 0.7
-    assert 0.03 <= rate <= 0.055 and cover >= 0.945
-    assert rate_unsplit <= 0.075
+    assert 0.03 <= rate <= 0.07 and cover >= 0.93
+    assert rate_unsplit <= 0.115
 
 
 def test_the_hedge_leaves_sizes_that_share_one_round_effect_near_alpha():
