@@ -1129,9 +1129,9 @@ def _hedged_rows(rng, rounds=10, sizes=10, moved=5, phase_sd=0.06, cell_sd=0.08)
 
 
 def test_an_uncut_block_is_planned_on_the_wider_ci_compare_hedges_with():
-    """compare tests each cell of a paired block no regime cut splits on the wider of the
-    block's CI and its best cut's run's (stats.launch.hedge_runs, the cut's Bonferroni p
-    below HEDGE_LEVEL). The plan planned on the block's alone: here compare's variance of
+    """compare tests each cell of a paired block no regime cut splits on the widest of the
+    block's CI and its runs' at every cut whose Bonferroni p is below HEDGE_LEVEL
+    (stats.launch.hedge_runs). The plan planned on the block's alone: here compare's variance of
     a moved size's gain was up to 1.8x the one planned (seed 8: the cut misses 5 moved
     sizes of 10). Planned on the pilot's own rounds (confidence None), each cell's
     variance compare tests on must be one the plan meets, and no larger than its largest."""

@@ -174,10 +174,11 @@ class PairedSpread:
     # round regimes (stats.launch._diff_spread, Spread.regimes): a cell is planned on its
     # regime's; () = one regime, this for every cell
     regimes: tuple[tuple[tuple, PairedSpread], ...] = ()
-    # ((cell keys, their PairedSpread), ...) of the two runs of the best cut where compare
-    # splits no regime but hedges (stats.launch.hedge_runs: that cut's Bonferroni p below
-    # HEDGE_LEVEL, >= 2 * MIN_REGIME_CELLS sizes): compare tests each cell on the wider of
-    # this block's CI and its run's, so the plan meets both; () = no hedge
+    # ((cell keys, their PairedSpread), ...) of the runs of every cut whose Bonferroni p
+    # is below HEDGE_LEVEL (two a cut, the best first) where compare splits no regime but
+    # hedges (stats.launch.hedge_runs, >= 2 * MIN_REGIME_CELLS sizes): compare tests each
+    # cell on the widest of this block's CI and its runs' CIs, so the plan meets them all;
+    # () = no hedge
     hedges: tuple[tuple[tuple, PairedSpread], ...] = ()
     # the cells this spread is made of (its regime's, or the pool's): the plan's within
     # part at its options is the mean over these (_launches_in_view)
