@@ -141,7 +141,9 @@ def test_mixed_states_warn_in_every_format_and_one_state_does_not(tmp_path, caps
                 "machine state" in text) is warned, text
         assert text.count("machine state (cache-line probe): ") == 2
         md = _compare(db, capsys, "--format", "markdown")
-        assert ("**Warning (machine state):** the compared launches" in md) is warned
+        assert ("\n\n**Warning (machine state):** the compared launches" in md) is warned
+        # a paragraph each (adjacent Markdown lines would run into one)
+        assert md.count("\n\n**Machine state (cache-line probe):** ") == 2, md
         obj = json.loads(_compare(db, capsys, "--format", "json"))["machine_state"]
         assert obj["mixed_states"] is warned and (obj["warning"] is not None) is warned
     # the rounds (repeat k of both variants: phase 1's launches 2k and 2k+1) whose two

@@ -177,9 +177,8 @@ def markdown(t: Table) -> str:
         parts.append("")
         parts += [f"\\[{i}\\] **{md_escape(n)}**  " if n.startswith("WARNING") else
                   f"\\[{i}\\] {md_escape(n)}  " for i, n in enumerate(t.notes, 1)]
-    if t.footer:
-        parts += [""] + [f"**{md_escape(k.capitalize())}:** {md_escape(v)}"
-                         for k, v in t.footer]
+    for k, v in t.footer:   # a paragraph each: Markdown joins adjacent lines into one
+        parts += ["", f"**{md_escape(k.capitalize())}:** {md_escape(v)}"]
     return "\n".join(parts)
 
 
