@@ -191,11 +191,14 @@ def test_the_html_report_says_it_escaped_and_check_prints_it(tmp_path, capsys):
     html = out.read_text()
     assert "<script>alert" not in html
     assert "ompi&lt;script&gt;alert(1)&lt;/script&gt;: " in html
-    assert "mpich&amp;co: " in html and "WARNING (machine state):</strong>" in html
+    assert "mpich&amp;co: " in html
+    # under the table, and beside the verdict at the top
+    assert html.count("WARNING (machine state):</strong> the compared launches") == 2
     md = tmp_path / "r.md"
     assert cli_main(["report", "--db", str(db), "--campaign", "phase1", "--no-plots",
                      "-o", str(out), "--markdown", str(md)]) == 0
     assert md.read_text().count("**Machine state (cache-line probe):** ") == 2
+    assert "> **WARNING (machine state): the compared launches" in md.read_text()
     capsys.readouterr()
     cli_main(["check", "--db", str(db), "--campaign", "phase1", "--baseline", names["mpich"]])
     text = capsys.readouterr().out

@@ -20,7 +20,7 @@ import markupsafe
 
 import mpibench
 from mpibench.files import write_file
-from mpibench.report import pipeline, plots
+from mpibench.report import machine_state, pipeline, plots
 from mpibench.report.compare_view import render_markdown
 from mpibench.report.data import (
     imported_statistics,
@@ -80,6 +80,9 @@ class Report:
     warnings: list[str] = field(default_factory=list)
     # the statistics of imported rows (data.imported_statistics); empty for all-median
     imported: list[str] = field(default_factory=list)
+    # the compared launches' machine-state WARNING (machine_state.warning), beside the
+    # verdict: the lines per set are under the comparison table
+    machine_warning: str | None = None
 
 
 def _set_info(store: Store, sets: Mapping[str, list[str]]) -> list[dict[str, Any]]:
@@ -147,6 +150,7 @@ def build_report(store: Store, sets: Mapping[str, list[str]],
                   baseline=baseline, comparison=cmp, sections=sections,
                   verdicts=list(cmp.verdicts.values()) if cmp is not None else [],
                   generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"), warnings=warnings,
+                  machine_warning=machine_state.warning(cmp) if cmp is not None else None,
                   imported=imported_statistics(c for by in cells.values() for c in by.values()))
 
 
@@ -190,6 +194,7 @@ def render_html(report: Report) -> str:
                       generated=report.generated, store_path=report.store_path,
                       sets=report.sets, baseline=report.baseline,
                       verdicts=report.verdicts, sections=sections, warnings=report.warnings,
+                      machine_warning=report.machine_warning,
                       imported=_imported_sentence(report.imported))
 
 
@@ -230,6 +235,8 @@ def render_markdown_report(report: Report, plot_dir: Path | None, rel_to: Path,
     out.append("")
     for v in report.verdicts:
         out += [f"**Verdict:** {md_escape(v)}", ""]
+    if report.machine_warning:
+        out += [f"> **WARNING (machine state): {md_escape(report.machine_warning)}**", ""]
     for s in report.sections:
         out += [f"## {md_escape(s.title)}", ""]
         if s.intro:

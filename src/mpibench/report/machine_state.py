@@ -270,6 +270,12 @@ def _mixed_clause(ms: MachineState) -> str | None:
             + "; a difference at small sizes may be the machine's state, not the variants'")
 
 
+def warning(cmp: Comparison) -> str | None:
+    """The WARNING's text alone (the report repeats it beside the verdict)."""
+    ms = machine_state(cmp)
+    return warning_line(ms) if ms is not None else None
+
+
 def footer(cmp: Comparison) -> list[tuple[str, str]]:
     """The (label, text) lines under the comparison table; none without probe records."""
     ms = machine_state(cmp)
