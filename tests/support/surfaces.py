@@ -1064,3 +1064,71 @@ def _probe_history_one(t: Tally, load, f: Path, text: str, k: int) -> None:
     for v in got or []:
         if not (isinstance(v, float) and v > 0 and _in_text(v, text)):
             t.silent(f"history value {v!r} is not in {text[:80]!r}")
+
+
+@surface("stored machine-state records", "the extra_json a compare reads back (a launch's "
+         "extra.machine_probe, built from real probe captures) with values of other types, "
+         "non-finite, negative or huge, keys dropped, or the record replaced (the store's "
+         "value check refuses text that is not JSON before this): read as a record or as "
+         "none, never a crash; every launch read is judged exactly once (in the reference "
+         "state, off it, or not judged) and set-aside counts are never negative")
+def _stored_machine_probe(rng: random.Random, n: int) -> Tally:
+    from mpibench.report.data import launch_probes
+    from mpibench.report.machine_state import SetState, _count, _ns
+    from mpibench.stats.probe import reference
+
+    data = Path(__file__).resolve().parents[1] / "data" / "probe" / "phase1-loaded.jsonl"
+    lines = [json.loads(x) for x in data.read_text().splitlines() if x.strip()]
+    t = Tally()
+    for k in range(n):
+        rows = [{"run_id": f"r{j}", "extra_json": _stored_extra(rng, lines)}
+                for j in range(rng.randint(1, 4))]
+        got = t.run(lambda rows=rows: launch_probes(rows, {}),
+                    describe=f"stored case {k}: {rows[0]['extra_json'][:60]!r}")
+        if got is not None:
+            _judged_once(t, got, lambda vs: reference([v for v in map(_ns, vs) if v]),
+                         SetState, _count)
+    return t
+
+
+def _stored_extra(rng: random.Random, lines: list[dict]) -> str:
+    """One kept launch's extra_json as campaign/local.py stores it, from a real reading."""
+    x = rng.choice(lines)
+    state = rng.choice(["reference", "off", "unknown"])
+    aside = [{"before_ns": x["before"][0], "after_ns": None, "waited_s": 0.5}] * rng.randint(0, 2)
+    rec: object = {"before_ns": x["before"][0], "after_ns": x["after"][0], "waited_s": 0.0,
+                   "state": state, "reference_ns": 320.0, "set_aside": aside}
+    for _ in range(rng.randint(0, 3)):
+        rec = _hostile_value(rng, rec)
+    return json.dumps({"machine_probe": rec, "core": {"samples": 20}})
+
+
+_HOSTILE_VALUES = [None, "", "81.5", -1, 0, 1e308, math.inf, -math.inf, math.nan, True, [],
+                   {}, [1, 2], {"before_ns": 80.0}, "reference", "off", 2 ** 70]
+
+
+def _hostile_value(rng: random.Random, rec: object) -> object:
+    """rec with one key's value replaced or dropped, or rec itself replaced."""
+    if not isinstance(rec, dict) or not rec or rng.random() < 0.1:
+        return rng.choice(_HOSTILE_VALUES)
+    out = dict(rec)
+    key = rng.choice(sorted(out))
+    if rng.random() < 0.2:
+        del out[key]
+    else:
+        out[key] = rng.choice(_HOSTILE_VALUES)
+    return out
+
+
+def _judged_once(t: Tally, recs: dict, reference, set_state, count) -> None:
+    s = set_state("x", launches=len(recs), probed=len(recs))
+
+    def judge():
+        ref = reference([v for r in recs.values() for v in (r.get("before_ns"), r.get("after_ns"))])
+        for run, rec in recs.items():
+            count(s, run, rec, ref)
+        return s
+    got = t.run(judge, describe=f"judging {list(recs.values())[:1]!r:.80}")
+    if got is not None and (s.reference + s.off + s.unknown != len(recs) or s.set_aside < 0):
+        t.breaks(f"{len(recs)} records judged as {s.reference}/{s.off}/{s.unknown}, "
+                 f"set aside {s.set_aside}")
