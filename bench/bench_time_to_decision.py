@@ -74,6 +74,12 @@ so a decided size needs no more launches; the later looks test the decided cells
 launches they had, the others on every round. IMB-MPI1 runs every size in every round, as
 its users run it. The summary says which rounds ran how many sizes.
 
+Both tools' campaigns opt in to the machine-state gate (`machine_probe = "gate"`,
+campaign/machine_probe.py; the default only records): a launch whose CPUs' cache-line round
+trip before or after it is off the campaign's reference state is set aside and run again;
+the end prints per tool what the gate kept and set aside (probe_line), and the set-aside
+launches' seconds count in the launch time.
+
 Both variants bind their ranks to cores (`bind = "core"`; --bind none for each launcher's
 default). Open MPI binds 2 ranks to cores by default, Hydra (MPICH) does not: on the loaded
 2-core machine 4 of 10 unbound MPICH launches of the core ran every PingPong at 4-6 ms
@@ -162,6 +168,7 @@ repeats = {repeats}
 equivalence = "5%"
 verify_transport = false
 timeout = 900
+machine_probe = "gate"
 {extra}
 [variants.openmpi]
 stack = "openmpi"
@@ -251,9 +258,28 @@ def probe_line(db: Path, label: str) -> str:
         sum(a.get("waited_s") or 0 for a, _ in aside)
     far = f", up to {max(ratios):.1f}x off the reference state's round trip" if ratios else ""
     return (f"machine-state probe, {label}: {len(probes)} launches kept ({states['reference']} "
-            f"in the reference state, {states['unknown']} not judged, {states['off']} still "
-            f"off after the retries); {len(aside)} set aside and run again{far}; "
-            f"{waited:.1f} s probing/waiting for the state")
+            f"in the reference state when judged, {states['unknown']} not judged, "
+            f"{states['off']} still off after the retries; {final_state_line(probes)}); "
+            f"{len(aside)} set aside and run again{far}; {waited:.1f} s probing/waiting for "
+            "the state")
+
+
+def final_state_line(probes: dict[str, dict]) -> str:
+    """The kept launches judged again against the run's FINAL reference (the reference moves
+    with the majority while a run goes on: a launch kept early may be off the final one)."""
+    from mpibench.stats.probe import ProbeReading, State, judge_launch, reference
+
+    def reading(ns):
+        return ProbeReading(ns, ns, ns, 10**6, (0, 1)) if ns else None
+
+    every = [ns for p in probes.values() for a in [p, *(p.get("set_aside") or [])]
+             for ns in (a.get("before_ns"), a.get("after_ns")) if ns]
+    ref = reference(every)
+    if ref is None:
+        return "no valid probe"
+    n = sum(judge_launch(reading(p.get("before_ns")), reading(p.get("after_ns")), ref)
+            is State.REFERENCE for p in probes.values())
+    return f"{n} of {len(probes)} in the final reference state, {ref:.0f} ns"
 
 
 class State(NamedTuple):

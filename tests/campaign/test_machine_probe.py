@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -50,28 +51,63 @@ def _spec(tmp_path: Path, extra: str = "", repeats: int = 1, **variant: str):
 
 
 def test_the_campaign_key_takes_three_modes_and_names_a_bad_one(tmp_path):
-    assert _spec(tmp_path).machine_probe == "auto"
-    assert _spec(tmp_path, 'machine_probe = "record"').to_dict()["machine_probe"] == "record"
+    assert _spec(tmp_path).machine_probe == "record"          # the default never gates
+    assert "machine_probe" not in _spec(tmp_path).to_dict()
+    assert _spec(tmp_path, 'machine_probe = "gate"').to_dict()["machine_probe"] == "gate"
     assert _spec(tmp_path, 'machine_probe = "off"').machine_probe == "off"
-    for bad in ('"gate"', "true", "1"):
-        with pytest.raises(UsageError, match=r"campaign\.machine_probe.*\"auto\""):
+    for bad in ('"auto"', "true", "1"):
+        with pytest.raises(UsageError, match=r"campaign\.machine_probe.*\"record\""):
             _spec(tmp_path, f"machine_probe = {bad}")
 
 
+def _stack(kind: str, binds: bool) -> SimpleNamespace:
+    """The three facts why_not reads of a stack (a data object, not a test double of MPI)."""
+    return SimpleNamespace(kind=kind, launcher_kind=f"{kind}-launcher",
+                           kind_class=SimpleNamespace(binds_by_default=binds))
+
+
 def test_it_applies_to_two_bound_ranks_on_this_node_only(tmp_path):
-    def why(**variant):
+    mpich, ompi = _stack("mpich", False), _stack("openmpi", True)
+
+    def why(stack=mpich, **variant):
         cell = expand(_spec(tmp_path, **variant))[0]
-        return why_not(cell, "mpich", batch=False)
+        return why_not(cell.variant, cell.group, stack, batch=False)
 
     assert why() is None
     assert "two ranks" in why(np="4")
     assert "two ranks" in why(hosts='["a", "b"]')
     cell = expand(_spec(tmp_path))[0]
-    assert "batch" in why_not(cell, "mpich", batch=True)
-    assert "not an MPI launch" in why_not(cell, "none", batch=False)
-    text = (tmp_path / "c.toml").read_text().replace('bind = "core"', 'bind = "none"')
+    assert "batch" in why_not(cell.variant, cell.group, mpich, batch=True)
+    assert "not an MPI launch" in why_not(cell.variant, cell.group, _stack("none", False),
+                                          batch=False)
+    text = (tmp_path / "c.toml").read_text()
+    (tmp_path / "c.toml").write_text(text.replace('bind = "core"\n', ""))
+    unbound = expand(load(tmp_path / "c.toml"))[0]
+    # bind unset: bound where the launcher binds by default (Open MPI), not with Hydra
+    assert "bound to cores" in why_not(unbound.variant, unbound.group, mpich, False)
+    assert why_not(unbound.variant, unbound.group, ompi, False) is None
+
+
+def test_gate_applies_per_group_or_records_with_a_reason(tmp_path):
+    """"gate" gates a group only when every variant of it is probed; a group with an unbound
+    MPICH variant beside a bound one is recorded, not gated, said once."""
+    text = CAMPAIGN.format(repeats=1, extra='machine_probe = "gate"').replace(
+        "[benchmarks.pt2pt]", '[variants.loose]\nstack = "mpich"\ntransport = "shm"\n'
+        "np = 2\n[benchmarks.pt2pt]")
     (tmp_path / "c.toml").write_text(text)
-    assert "bound to cores" in why_not(expand(load(tmp_path / "c.toml"))[0], "mpich", False)
+    said: list[str] = []
+    runner = CampaignRunner(load(tmp_path / "c.toml"), None, [], log=said.append)
+    runner.stacks = {"mpich": _stack("mpich", False)}
+    monkey = {}
+    runner._gate_of = lambda mode: monkey.setdefault(mode, mode)
+    modes = {c.variant.name: runner.machine_gate(c) for c in expand(runner.spec)}
+    assert modes == {"mpich": "record", "loose": None}
+    assert len(said) == 1 and "group pt2pt is recorded, not gated: variant loose" in said[0]
+    (tmp_path / "c.toml").write_text(CAMPAIGN.format(repeats=1, extra='machine_probe = "gate"'))
+    runner = CampaignRunner(load(tmp_path / "c.toml"), None, [], log=said.append)
+    runner.stacks = {"mpich": _stack("mpich", False)}
+    runner._gate_of = lambda mode: mode
+    assert [runner.machine_gate(c) for c in expand(runner.spec)] == ["gate"]
 
 
 def test_history_lines_are_read_back_or_refused_by_file_and_line(tmp_path):
@@ -80,11 +116,18 @@ def test_history_lines_are_read_back_or_refused_by_file_and_line(tmp_path):
                  '{"run": "c-1", "when": "after", "median_ns": 9e6, "samples": 1}\n')
     assert load_history(h) == [80.5]           # the starved reading is no reading
     assert load_history(tmp_path / "none.jsonl") == []
-    for bad in ("{", '{"run": "c", "when": "after", "median_ns": -1, "samples": 3}',
-                '{"run": "c", "when": "after", "median_ns": 80, "samples": "3"}', "[]"):
+    for bad, what in (("{", "not JSON"),
+                      ('{"run": "c", "when": "after", "median_ns": -1, "samples": 3}',
+                       "median_ns: got -1"),
+                      ('{"run": "c", "when": "after", "median_ns": Infinity, "samples": 3}',
+                       "median_ns: got inf"),
+                      ('{"run": "c", "when": "during", "median_ns": 80, "samples": 3}',
+                       "when: got 'during'"),
+                      ('{"run": "c", "when": "after", "median_ns": 80, "samples": "3"}',
+                       "samples: got '3'"), ("[]", "got list")):
         h.write_text('{"run": "c", "when": "before", "median_ns": 80, "samples": 90}\n'
                      + bad + "\n")
-        with pytest.raises(UsageError, match=f"^{h}:2: "):
+        with pytest.raises(UsageError, match=f"^{h}:2: {what}"):
             load_history(h)
 
 
@@ -93,7 +136,7 @@ def _r(ns: float, samples: int = 500) -> ProbeReading:
 
 
 def test_keeps_sets_aside_off_launches_until_the_retries_are_spent(tmp_path):
-    gate = MachineGate(tmp_path, "auto")
+    gate = MachineGate(tmp_path, "gate")
     gate.history = [320.0] * 6 + [80.0] * 2
     off, on = Attempt(_r(80.0), _r(82.0)), Attempt(_r(318.0), _r(330.0))
     assert gate.judge(off) is State.OFF and gate.judge(on) is State.REFERENCE
@@ -111,7 +154,7 @@ def test_a_launch_off_the_reference_state_is_set_aside_and_run_again(tmp_path, f
     launch is set aside RETRIES times and the last attempt kept, marked "off"; every
     attempt's probes are in the history and the kept launch's results carry them all."""
     monkeypatch.setattr(machine_probe, "WAIT_S", 0.2)
-    spec = _spec(tmp_path, repeats=2)
+    spec = _spec(tmp_path, 'machine_probe = "gate"', repeats=2)
     fake = [{"run": "seed", "when": "before", "median_ns": 10000.0, "samples": 500}] * 20
     (tmp_path / machine_probe.HISTORY).write_text("".join(json.dumps(f) + "\n" for f in fake))
     said: list[str] = []
@@ -175,7 +218,7 @@ def test_the_wait_for_the_reference_is_bounded_per_launch_and_per_invocation(tmp
                                                                           monkeypatch):
     clock = _Clock()
     monkeypatch.setattr(machine_probe, "time", clock)
-    gate = MachineGate(tmp_path, "auto")
+    gate = MachineGate(tmp_path, "gate")
     gate.history = [320.0] * 10
     reads = []
     gate.read = lambda: (reads.append(clock.now) or _r(80.0), "line")
@@ -184,7 +227,7 @@ def test_the_wait_for_the_reference_is_bounded_per_launch_and_per_invocation(tmp
     assert waits[0] == pytest.approx(per) and sum(waits) == pytest.approx(total)
     assert waits[-1] == 0.0 and len(reads) == int(total / step) + 5
     # in the reference state at once: no wait, and nothing counted against the total
-    gate2 = MachineGate(tmp_path, "auto")
+    gate2 = MachineGate(tmp_path, "gate")
     gate2.history = [320.0] * 10
     gate2.read = lambda: (_r(318.0), "line")
     assert gate2.wait_for_reference()[1] == 0.0 and gate2.waited == 0.0
@@ -192,3 +235,29 @@ def test_the_wait_for_the_reference_is_bounded_per_launch_and_per_invocation(tmp
     gate3 = MachineGate(tmp_path, "record")
     gate3.history, gate3.read = [320.0] * 10, lambda: (_r(80.0), "line")
     assert gate3.wait_for_reference()[1] == 0.0
+
+
+def test_a_probe_that_cannot_be_built_leaves_the_campaign_unprobed_with_one_line(tmp_path,
+                                                                              monkeypatch):
+    from mpibench.campaign import runner as runner_mod
+    from mpibench.errors import BuildError
+
+    def broken():
+        raise BuildError("building the machine-state probe in core/probe failed\ncc: x")
+    monkeypatch.setattr(runner_mod, "probe_program", broken)
+    said: list[str] = []
+    runner = CampaignRunner(_spec(tmp_path, 'machine_probe = "gate"'), None, [],
+                            log=said.append)
+    runner.stacks = {"mpich": _stack("mpich", False)}
+    cells = expand(runner.spec)
+    assert [runner.machine_gate(c) for c in cells + cells] == [None, None]
+    assert said == ["warning: machine_probe: building the machine-state probe in core/probe "
+                    "failed; launches are not probed in this run"]
+    # an unreadable history: the same
+    monkeypatch.setattr(runner_mod, "probe_program", lambda: Path("/bin/true"))
+    (tmp_path / machine_probe.HISTORY).write_text("{\n")
+    said.clear()
+    runner = CampaignRunner(_spec(tmp_path), None, [], log=said.append)
+    runner.stacks = {"mpich": _stack("mpich", False)}
+    assert runner.machine_gate(cells[0]) is None
+    assert len(said) == 1 and f"{tmp_path / machine_probe.HISTORY}:1: not JSON" in said[0]

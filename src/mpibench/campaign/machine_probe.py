@@ -1,27 +1,31 @@
 """The machine-state probe around each local launch, and its gate (`machine_probe` in the
-campaign's [campaign] table: "auto", the default, "record" or "off").
+campaign's [campaign] table: "record", the default, "gate" or "off").
 
 Before and after a launch the local backend runs core/probe/mpibench-probe (the two CPUs'
 cache-line round trip, no MPI; stats/probe.py says why) and stores both readings with the
-launch's results (each result's extra "machine_probe"). Under "auto" a launch whose probe is
-off the campaign's reference state (stats.probe.reference: the state most of its launches'
-probes found, kept in machine-probe.jsonl beside the campaign file) is set aside - its run
+launch's results (each result's extra "machine_probe"), and every reading in
+machine-probe.jsonl beside the campaign file. Under "gate" a launch whose probe is off the
+campaign's reference state (stats.probe.reference: the state most of its launches' probes
+found so far; it can move when the machine changes state for good) is set aside - its run
 directory renamed to <run dir>.set-aside-K, its probes and launch seconds recorded with the
 launch that replaces it - and run again, at most RETRIES times; before each attempt the
 gate waits (probing every WAIT_STEP_S, at most WAIT_S, at most WAIT_TOTAL_S in one
-invocation) for the reference state. A launch
-still off it after the retries is kept and marked (state "off"). "record" probes and
-records, never sets aside.
+invocation) for the reference state. A launch still off it after the retries is kept and
+marked (state "off"). "record" probes and records, never waits, never sets aside.
 
 Where it applies: the local backend, an MPI benchmark, np = 2 on this node (no hosts,
-hostfile or nodes > 1), ranks bound to cores (bind = "core"): the probe uses the first two
-CPUs this process may run on, which are the cores such a pair is bound to on a 2-CPU node
-(Open MPI's and Hydra's by-core placement). Elsewhere nothing is probed.
+hostfile or nodes > 1), ranks bound to cores (bind = "core", or unset where the launcher
+binds by default): the probe uses the first two CPUs this process may run on, which are the
+cores such a pair is bound to on a 2-CPU node (Open MPI's and Hydra's by-core placement).
+Elsewhere nothing is probed. "gate" gates a group only when every variant of it can be
+probed (the runner decides per group and logs why not): a selection on one side of a
+comparison would bias it; such a group is recorded only.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from dataclasses import dataclass, field
@@ -43,7 +47,9 @@ from mpibench.stats.probe import (
 )
 
 if TYPE_CHECKING:
-    from mpibench.campaign.plan import Cell
+    from mpibench.campaign.spec import Group
+    from mpibench.execute import Variant
+    from mpibench.stacks import Stack
 
 PROBE_MS = 3.0          # each probe's sampling time (ms); ~5-20 ms with its warm-up
 PROBE_TIMEOUT_S = 10.0
@@ -81,16 +87,19 @@ def probe_program() -> Path:
     return program
 
 
-def why_not(cell: Cell, stack_kind: str, batch: bool) -> str | None:
-    """Why the probe says nothing about this cell's launch, or None where it applies."""
-    v = cell.variant
+def why_not(v: Variant, group: Group, stack: Stack, batch: bool) -> str | None:
+    """Why the probe says nothing about a launch of variant v in group, or None where it
+    applies. Ranks count as bound to cores with bind = "core", or with bind unset where the
+    stack's own launcher binds by default (Open MPI's mpirun at np 2; runner.binding_notes)."""
     if batch:
         return "a batch scheduler runs the launch on another node"
-    if stack_kind == "none" or not cell.group.kind_class.mpi:
+    if stack.kind == "none" or not group.kind_class.mpi:
         return "not an MPI launch"
     if v.hosts or v.hostfile or (v.nodes or 1) > 1 or v.np != 2:
         return "not two ranks on this node"
-    if v.bind != "core":
+    default_bound = v.bind is None and stack.kind_class.binds_by_default \
+        and (not v.launcher or v.launcher == stack.launcher_kind)
+    if v.bind != "core" and not default_bound:
         return 'ranks not bound to cores (bind = "core")'
     if len(os.sched_getaffinity(0)) < 2:
         return "this process may run on one CPU only"
@@ -113,14 +122,28 @@ def load_history(path: Path) -> list[float]:
                              '{"run": ..., "when": ..., "median_ns": ..., "samples": ...} '
                              "(delete the file to start the campaign's reference afresh)"
                              ) from None
-        if not isinstance(rec, dict) or any(
-                type(rec.get(k)) not in (t if isinstance(t, tuple) else (t,))
-                for k, t in _HISTORY_KEYS.items()) or not rec["median_ns"] > 0:
-            raise UsageError(f"{path}:{n}: expected keys run, when (strings), median_ns (a "
-                             "positive number) and samples (an integer)")
+        bad = _history_problem(rec)
+        if bad:
+            raise UsageError(f"{path}:{n}: {bad}; expected keys run (a string), when "
+                             '("before" or "after"), median_ns (a positive finite number) '
+                             "and samples (an integer)")
         if rec["samples"] >= MIN_SAMPLES:
             out.append(float(rec["median_ns"]))
     return out
+
+
+def _history_problem(rec: object) -> str | None:
+    """What is wrong with one history record (naming the key and value), or None."""
+    if not isinstance(rec, dict):
+        return f"got {type(rec).__name__}, not an object"
+    for k, t in _HISTORY_KEYS.items():
+        if type(rec.get(k)) not in (t if isinstance(t, tuple) else (t,)):
+            return f"{k}: got {rec.get(k)!r:.40}"
+    if rec["when"] not in ("before", "after"):
+        return f"when: got {rec['when']!r:.40}"
+    if not (math.isfinite(rec["median_ns"]) and rec["median_ns"] > 0):
+        return f"median_ns: got {rec['median_ns']!r}"
+    return None
 
 
 @dataclass
@@ -181,7 +204,7 @@ class MachineGate:
             raw.append(text)
             ref = self.reference()
             waited = time.monotonic() - start
-            if self.mode != "auto" or ref is None or r is None or not r.valid \
+            if self.mode != "gate" or ref is None or r is None or not r.valid \
                     or near(r.median_ns, ref) or waited >= limit:
                 if len(raw) > 1:     # it waited (a reading at once is no wait)
                     self.waited += waited
@@ -202,9 +225,9 @@ class MachineGate:
         return judge_launch(a.before, a.after, self.reference())
 
     def keeps(self, a: Attempt, attempt: int) -> bool:
-        """Whether this attempt is kept: always under "record", when its state is not OFF,
+        """Whether this attempt is kept: always unless gating, when its state is not OFF,
         or when the retries are spent."""
-        return self.mode != "auto" or self.judge(a) is not State.OFF or attempt >= RETRIES
+        return self.mode != "gate" or self.judge(a) is not State.OFF or attempt >= RETRIES
 
 
 def probe_extra(a: Attempt, state: State, ref: float | None,

@@ -30,10 +30,10 @@ from mpibench.campaign.auto_repeats import point_json, refuse_changed_rule
 from mpibench.campaign.batch import BatchPolicy, job_name
 from mpibench.campaign.cells import CellSteps, _cell_spec
 from mpibench.campaign.local import LOCAL_JOB_PREFIX, LocalPolicy
-from mpibench.campaign.machine_probe import MachineGate, why_not
+from mpibench.campaign.machine_probe import MachineGate, probe_program, why_not
 from mpibench.campaign.plan import Cell, expand, legacy_ids
 from mpibench.campaign.spec import CampaignSpec, Group, group_variants
-from mpibench.errors import UsageError
+from mpibench.errors import BuildError, UsageError
 from mpibench.execute import (
     Variant,
     oversubscribed,
@@ -100,7 +100,11 @@ class CampaignRunner(CellSteps):
         self.runs_root = spec.directory / "runs"
         self._profiles: dict[str, Any] = {}
         self._lock_fh = None
-        self._gate: MachineGate | None = None   # the machine-state probe, made on first use
+        # the machine-state probe: one gate per mode, made on first use; per group whether
+        # "gate" applies to it; set when the probe could not be built (nothing probed)
+        self._gates: dict[str, MachineGate] = {}
+        self._group_gates: dict[str, bool] = {}
+        self._probe_failed = False
         self.harness = harness_token()
         self.policy: LocalPolicy | BatchPolicy = (BatchPolicy(self) if self.scheduler.batch
                                                   else LocalPolicy(self))
@@ -157,14 +161,48 @@ class CampaignRunner(CellSteps):
             return None
 
     def machine_gate(self, cell: Cell) -> MachineGate | None:
-        """The machine-state probe for this cell's launch (campaign/machine_probe.py), or
-        None where it does not apply or `machine_probe = "off"`."""
-        if self.spec.machine_probe == "off" or why_not(
-                cell, self.stacks[cell.variant.stack].kind, self.scheduler.batch):
+        """The machine-state probe for this cell's launch (campaign/machine_probe.py): a
+        gating one, a recording one, or None where it does not apply, with
+        `machine_probe = "off"`, or after the probe could not be built."""
+        mode = self._probe_mode(cell)
+        return self._gate_of(mode) if mode else None
+
+    def _probe_mode(self, cell: Cell) -> str | None:
+        """"gate" only when every variant of the cell's group can be probed: gating one
+        side of a comparison would select on one side only (logged once per group)."""
+        batch = self.scheduler.batch
+        if self.spec.machine_probe == "off" or self._probe_failed or why_not(
+                cell.variant, cell.group, self.stacks[cell.variant.stack], batch):
             return None
-        if self._gate is None:
-            self._gate = MachineGate(self.spec.directory, self.spec.machine_probe, self.log)
-        return self._gate
+        if self.spec.machine_probe == "record":
+            return "record"
+        g = cell.group
+        if g.name not in self._group_gates:
+            bad = [(v.name, why) for v in self._variants_of(g)
+                   if (why := why_not(v, g, self.stacks[v.stack], batch))]
+            self._group_gates[g.name] = not bad
+            if bad:
+                self.log(f'machine_probe = "gate": group {g.name} is recorded, not gated: '
+                         f"variant {bad[0][0]}: {bad[0][1]} (gating one side of a "
+                         "comparison would select on that side only)")
+        return "gate" if self._group_gates[g.name] else "record"
+
+    def _gate_of(self, mode: str) -> MachineGate | None:
+        """One MachineGate per mode, sharing one history; the probe built and the history
+        read on first use. If either fails: one line, and no launch is probed."""
+        if mode not in self._gates:
+            try:
+                gate = MachineGate(self.spec.directory, mode, self.log)
+                gate.program = probe_program()
+            except (UsageError, BuildError, OSError) as exc:
+                self.log(f"warning: machine_probe: {str(exc).splitlines()[0]}; launches are "
+                         "not probed in this run")
+                self._probe_failed = True
+                return None
+            if self._gates:
+                gate.history = next(iter(self._gates.values())).history
+            self._gates[mode] = gate
+        return self._gates[mode]
 
     def _variants_of(self, g: Group) -> list[Variant]:
         return group_variants(g, self.spec.variants, self.spec.variant_base)

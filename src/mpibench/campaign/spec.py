@@ -37,7 +37,7 @@ MAX_SECONDS = 366 * 86400  # timeouts, time limits, poll intervals: finite, at m
 # dry run that never ended).
 MAX_CELLS = 1_000_000
 # [campaign] machine_probe (campaign/machine_probe.py)
-MACHINE_PROBE_MODES = ("auto", "record", "off")
+MACHINE_PROBE_MODES = ("record", "gate", "off")
 MAX_NAME = 200  # a campaign name is part of file names (the lock) and ids
 COST_KEYS = ("price_per_node_hour", "power_per_node_w", "price_per_kwh", "jobs_per_year")
 LINE_RATE_FORM = 'a link speed such as "100Gb/s", "25GbE" or "12.5GB/s"'
@@ -162,10 +162,10 @@ class CampaignSpec:
     # budget = { launches = N }: "auto", planned for N launches per variant (default: the
     # campaign's repeats, or the maximum of repeats "auto"/"decide")
     budget_launches: int | None = None
-    # machine_probe (campaign/machine_probe.py): "auto" probes the two CPUs' cache-line round
-    # trip around each local launch of two bound ranks and sets aside a launch off the
-    # campaign's reference state; "record" only records it; "off"
-    machine_probe: str = "auto"
+    # machine_probe (campaign/machine_probe.py): "record" (the default) probes the two CPUs'
+    # cache-line round trip around each local launch of two bound ranks and stores it;
+    # "gate" also sets aside a launch off the campaign's reference state; "off"
+    machine_probe: str = "record"
 
     @property
     def directory(self) -> Path:
@@ -189,7 +189,7 @@ class CampaignSpec:
                    else {}),
                 **({"budget": "auto"} if self.budget else {}),
                 **({"budget_launches": self.budget_launches} if self.budget_launches else {}),
-                **({"machine_probe": self.machine_probe} if self.machine_probe != "auto"
+                **({"machine_probe": self.machine_probe} if self.machine_probe != "record"
                    else {}),
                 "variants": [{**v.to_dict(), **self.judging(v.name)} for v in self.variants],
                 "groups": [g.to_dict() for g in self.groups],
@@ -407,11 +407,12 @@ def _campaign_settings(c: _Ctx, data: dict[str, Any], path: Path) -> dict[str, A
         c.fail("campaign.budget", f"got {_show(budget)}",
                '"auto" (the core\'s --target from the measured variance components), '
                '{ launches = N } ("auto" planned for N launches per variant) or "fixed"')
-    machine_probe = camp.get("machine_probe", "auto")
+    machine_probe = camp.get("machine_probe", "record")
     if machine_probe not in MACHINE_PROBE_MODES:
         c.fail("campaign.machine_probe", f"got {_show(machine_probe)}",
-               '"auto" (probe around each launch of two bound ranks, set aside a launch off '
-               'the campaign\'s reference machine state), "record" or "off"')
+               '"record" (the default: probe the machine state around each launch of two '
+               'bound ranks and store it), "gate" (also set aside a launch off the '
+               'campaign\'s reference state) or "off"')
     return dict(name=name, repeats=repeats, auto=auto, order=order, seed=seed,
                 timeout=timeout, verify_transport=verify, description=description,
                 max_cells=max_cells, equivalence=equivalence, budget=budget == "auto",
