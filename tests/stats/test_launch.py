@@ -955,11 +955,15 @@ def test_a_round_effect_the_cut_misses_is_hedged_by_the_best_cut():
     # round part diluted over the block: 11.4-14.3% A/A there, 5.7-6.1% over all (seeds
     # 64, 66, 67, 1000 benchmarks; this seed 12.0% / 5.7%, coverage 94.3%). Each cell of
     # an uncut block on the wider of its block's and its best-cut run's CI: 8.0% / 4.8%;
-    # on the widest over every cut below HEDGE_LEVEL (0.35): 7.0% / 4.6%
+    # on the widest over every cut below HEDGE_LEVEL (0.35): 7.0% / 4.6%. Over seeds
+    # 64-73 (1000 benchmarks each) 4.4-5.3% over all (mean 4.88%, sd 0.29: the bounds
+    # leave a correct rule room for any change of draw order), CI95 94.7-95.6%, 6.7-10.3%
+    # uncut; no hedge 5.7-6.9% / 93.1-94.3% / 11.4-17.0% (seeds 64-69): the uncut rate
+    # fails it at this seed (11.95%), the others are too close for one seed to tell
     rate, cover, rate_unsplit, share = _contrast_rates(64, 1000, 0.1)
     assert 0.15 <= share <= 0.35
-    assert 0.03 <= rate <= 0.053 and cover >= 0.947
-    assert rate_unsplit <= 0.10
+    assert 0.03 <= rate <= 0.06 and cover >= 0.94
+    assert rate_unsplit <= 0.115
 
 
 def test_at_5_rounds_the_hedge_takes_every_cut_below_its_level():
