@@ -6,6 +6,7 @@ launch's results."""
 from __future__ import annotations
 
 import json
+import socket
 import sqlite3
 from pathlib import Path
 from types import SimpleNamespace
@@ -116,7 +117,7 @@ def test_history_lines_are_read_back_or_refused_by_file_and_line(tmp_path):
                  '{"run": "c-1", "when": "after", "median_ns": 9e6, "samples": 1}\n')
     assert load_history(h) == [80.5]           # the starved reading is no reading
     assert load_history(tmp_path / "none.jsonl") == []
-    for bad, what in (("{", "not JSON"),
+    for bad, what in (("{", "not JSON: got '{'"),
                       ('{"run": "c", "when": "after", "median_ns": -1, "samples": 3}',
                        "median_ns: got -1"),
                       ('{"run": "c", "when": "after", "median_ns": Infinity, "samples": 3}',
@@ -128,6 +129,32 @@ def test_history_lines_are_read_back_or_refused_by_file_and_line(tmp_path):
         h.write_text('{"run": "c", "when": "before", "median_ns": 80, "samples": 90}\n'
                      + bad + "\n")
         with pytest.raises(UsageError, match=f"^{h}:2: {what}"):
+            load_history(h)
+
+
+def test_the_history_is_per_host_and_old_lines_without_a_host_still_count(tmp_path,
+                                                                          monkeypatch):
+    """A history copied from another host (or written there into a shared directory) must
+    not give this host its reference: only this host's lines, and lines from before hosts
+    were written, are read; each new line carries this host and the time."""
+    monkeypatch.setattr(socket, "gethostname", lambda: "here")
+    h = tmp_path / machine_probe.HISTORY
+    other = {"run": "c-1", "when": "before", "median_ns": 320.0, "samples": 900,
+             "host": "elsewhere", "time": 1.79e9}
+    h.write_text((json.dumps(other) + "\n") * 5
+                 + '{"run": "c-0", "when": "after", "median_ns": 81.0, "samples": 900}\n')
+    assert load_history(h) == [81.0]
+    assert load_history(h, host="elsewhere") == [320.0] * 5 + [81.0]
+    gate = MachineGate(tmp_path, "gate")
+    gate.record("c-2", "after", _r(79.0))
+    rec = json.loads(h.read_text().splitlines()[-1])
+    assert rec["host"] == "here" and rec["time"] > 1.7e9
+    assert gate.history == [81.0, 79.0] and load_history(h) == [81.0, 79.0]
+    for bad, what in (('"host": 3', "host: got 3"), ('"time": NaN', "time: got nan"),
+                      ('"time": "now"', "time: got 'now'")):
+        h.write_text('{"run": "c", "when": "after", "median_ns": 80, "samples": 3, '
+                     + bad + "}\n")
+        with pytest.raises(UsageError, match=f"^{h}:1: {what}"):
             load_history(h)
 
 

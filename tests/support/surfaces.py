@@ -1011,7 +1011,8 @@ def _ttd_one(t: Tally, mod, f: Path, text: str, k: int) -> None:
 
 
 @surface("machine-state probe output and history", "mpibench-probe's JSON line (real "
-         "captures in tests/data/probe) and the campaign's machine-probe.jsonl mutated: a "
+         "captures in tests/data/probe) and the campaign's machine-probe.jsonl (lines with "
+         "no host, this host or another, and a time) mutated: a "
          "reading whose median, quartiles and samples are in the text, or a one-line "
          "refusal naming where (the history: file and line)")
 def _machine_probe(rng: random.Random, n: int) -> Tally:
@@ -1026,7 +1027,7 @@ def _machine_probe(rng: random.Random, n: int) -> Tally:
         f = Path(td) / "machine-probe.jsonl"
         for k in range(n):
             if k % 2:
-                text = mutate_text(rng, "\n".join(history.splitlines()[:rng.randint(1, 12)]))
+                text = mutate_text(rng, _probe_history_lines(rng, history))
                 f.write_text(text, encoding="utf-8", errors="surrogatepass")
                 _probe_history_one(t, load_history, f, text, k)
             else:
@@ -1039,6 +1040,20 @@ def _in_text(v: float, text: str) -> bool:
     """A number read is in the text (as written, or as a JSON float of it)."""
     return any(s in text for s in {repr(v), f"{v:g}", f"{v:.3f}", str(int(v))
                                    if float(v).is_integer() else repr(v)})
+
+
+def _probe_history_lines(rng: random.Random, history: str) -> str:
+    """1-12 real history lines, each as written before hosts were (no host, no time) or with
+    this host's or another host's name and a time, as machine_probe.record writes them."""
+    import socket
+
+    out = []
+    for line in history.splitlines()[:rng.randint(1, 12)]:
+        host = rng.choice([None, socket.gethostname(), "elsewhere"])
+        if host is not None and line.rstrip().endswith("}"):
+            line = line.rstrip()[:-1] + f', "host": {json.dumps(host)}, "time": 1795000000.125}}'
+        out.append(line)
+    return "\n".join(out)
 
 
 def _probe_line_one(t: Tally, parse, text: str, k: int) -> None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,8 +63,11 @@ WAIT_STEP_S = 0.5
 WAIT_TOTAL_S = 60.0
 RETRIES = 2             # a launch set aside is run again at most this often
 HISTORY = "machine-probe.jsonl"
-# a history line: {"run": id, "when": "before"|"after", "median_ns": x, "samples": n}
+# a history line: {"run": id, "when": "before"|"after", "median_ns": x, "samples": n,
+# "host": socket.gethostname(), "time": unix seconds}; host and time are absent from lines
+# written before stop 31's P9 (those are read as this host's)
 _HISTORY_KEYS = {"run": str, "when": str, "median_ns": (int, float), "samples": int}
+_OPTIONAL_KEYS = {"host": str, "time": (int, float)}
 
 
 def probe_program() -> Path:
@@ -106,9 +110,12 @@ def why_not(v: Variant, group: Group, stack: Stack, batch: bool) -> str | None:
     return None
 
 
-def load_history(path: Path) -> list[float]:
+def load_history(path: Path, host: str | None = None) -> list[float]:
     """The valid probe medians of a history file (every launch's before and after, kept or
-    set aside). Raises UsageError naming the file and line of a malformed line."""
+    set aside) written on host (default: this one; a line without a host counts as this
+    host's). Every line is checked, whichever host wrote it. Raises UsageError naming the
+    file, line and value of a malformed line."""
+    host = socket.gethostname() if host is None else host
     out: list[float] = []
     if not path.exists():
         return out
@@ -118,16 +125,18 @@ def load_history(path: Path) -> list[float]:
         try:
             rec = json.loads(line)
         except ValueError:
-            raise UsageError(f"{path}:{n}: not JSON; expected a machine-probe history line "
-                             '{"run": ..., "when": ..., "median_ns": ..., "samples": ...} '
+            raise UsageError(f"{path}:{n}: not JSON: got {line[:80]!r}; expected a "
+                             'machine-probe history line {"run": ..., "when": ..., '
+                             '"median_ns": ..., "samples": ..., "host": ..., "time": ...} '
                              "(delete the file to start the campaign's reference afresh)"
                              ) from None
         bad = _history_problem(rec)
         if bad:
             raise UsageError(f"{path}:{n}: {bad}; expected keys run (a string), when "
-                             '("before" or "after"), median_ns (a positive finite number) '
-                             "and samples (an integer)")
-        if rec["samples"] >= MIN_SAMPLES:
+                             '("before" or "after"), median_ns (a positive finite number), '
+                             "samples (an integer) and optionally host (a string) and time "
+                             "(unix seconds)")
+        if rec["samples"] >= MIN_SAMPLES and rec.get("host", host) == host:
             out.append(float(rec["median_ns"]))
     return out
 
@@ -139,6 +148,11 @@ def _history_problem(rec: object) -> str | None:
     for k, t in _HISTORY_KEYS.items():
         if type(rec.get(k)) not in (t if isinstance(t, tuple) else (t,)):
             return f"{k}: got {rec.get(k)!r:.40}"
+    for k, t in _OPTIONAL_KEYS.items():
+        if k in rec and type(rec[k]) not in (t if isinstance(t, tuple) else (t,)):
+            return f"{k}: got {rec[k]!r:.40}"
+    if "time" in rec and not math.isfinite(rec["time"]):
+        return f"time: got {rec['time']!r}"
     if rec["when"] not in ("before", "after"):
         return f"when: got {rec['when']!r:.40}"
     if not (math.isfinite(rec["median_ns"]) and rec["median_ns"] > 0):
@@ -215,7 +229,8 @@ class MachineGate:
         if r is None:
             return
         line = json.dumps({"run": run_id, "when": when, "median_ns": r.median_ns,
-                           "samples": r.samples})
+                           "samples": r.samples, "host": socket.gethostname(),
+                           "time": round(time.time(), 3)})
         with open(self.history_path, "a") as fh:
             fh.write(line + "\n")
         if r.valid:
