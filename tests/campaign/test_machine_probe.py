@@ -172,6 +172,10 @@ def test_keeps_sets_aside_off_launches_until_the_retries_are_spent(tmp_path):
     assert gate.keeps(on, 0)
     assert gate.keeps(Attempt(_r(80.0, samples=3), None), 0)     # no reading: kept
     assert MachineGate(tmp_path, "record").keeps(off, 0)           # "record" never gates
+    # the stored record says how often the gate probed again, waiting for the state (the
+    # before-probes' lines less one); waited_s also holds the first probe's own time
+    assert Attempt(_r(80.0), None, 0.015, raw=["p"]).summary()["waits"] == 0
+    assert Attempt(_r(80.0), None, 1.2, raw=["p", "p", "p"]).summary()["waits"] == 2
 
 
 @pytest.mark.mpi

@@ -238,13 +238,33 @@ def test_a_gate_on_one_side_only_is_a_warning(tmp_path, capsys):
     assert obj["cells_gated_on_one_side_only"] == len(SIZES)
     assert obj["sets"]["openmpi"]["probed"] == 0
     n = len(kept["openmpi"])
-    assert (f"in {len(SIZES)} of {len(SIZES)} compared cells the probe's gate set aside "
-            "launches of mpich while openmpi launches there were never probed") \
-        in obj["warning"]
+    assert (f"in {len(SIZES)} of {len(SIZES)} compared cells the probe's gate selected "
+            "launches of mpich (set attempts aside, or waited for the reference state before "
+            "them) while openmpi launches there were never probed") in obj["warning"]
     assert f"openmpi: none of its {n} launches probed" in obj["lines"][1]
     both = _store(tmp_path / "both.db", _replay(slow, gate=True)[0])
     obj = json.loads(_compare(both, capsys, "--format", "json"))["machine_state"]
     assert obj["cells_gated_on_one_side_only"] == 0 and obj["warning"] is None
+
+
+def test_a_gate_that_only_waited_on_one_side_is_a_warning_a_probe_alone_is_not(tmp_path,
+                                                                               capsys):
+    """Review P3's pass-2 detail: the gate also selects by waiting for the reference state
+    before a launch. MPICH's launches in the slow state only, nothing set aside, one launch
+    waited for (waits = 2, 1.1 s); Open MPI's never probed: a one-sided selection. The same
+    launches with only the before-probe's own time in waited_s (waits = 0, as "record"
+    stores it) selected nothing: no WARNING."""
+    slow = [r for r in _phase1() if not any(_fast(p) for p in (r["before"], r["after"]))]
+    kept, n_aside = _replay(slow, gate=True)
+    assert n_aside["mpich"] == 0
+    for waits, waited_s, cells in ((2, 1.1, len(SIZES)), (0, 0.012, 0)):
+        kept["mpich"] = [(row, {**x, "waited_s": waited_s, "waits": waits if k == 0 else 0})
+                         for k, (row, x) in enumerate(kept["mpich"])]
+        db = _store(tmp_path / f"w{waits}.db", kept, probes={"mpich"})
+        obj = json.loads(_compare(db, capsys, "--format", "json"))["machine_state"]
+        assert obj["cells_gated_on_one_side_only"] == cells
+        assert ("openmpi launches there were never probed" in (obj["warning"] or "")) \
+            == bool(cells)
 
 
 def _junk(rng) -> object:

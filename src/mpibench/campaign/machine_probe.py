@@ -168,10 +168,18 @@ class Attempt:
     waited_s: float = 0.0
     elapsed_s: float | None = None
     raw: list[str] = field(default_factory=list)
+    # how often the gate probed again before the launch because the machine was off the
+    # reference state (a selection by waiting); waited_s cannot say it, as it also holds the
+    # first before-probe's own run time. Default: the before-probes' lines in raw, less one.
+    waits: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.waits is None:
+            self.waits = max(0, len(self.raw) - 1)
 
     def summary(self) -> dict[str, Any]:
         return {"before_ns": _ns(self.before), "after_ns": _ns(self.after),
-                "waited_s": round(self.waited_s, 3),
+                "waited_s": round(self.waited_s, 3), "waits": self.waits,
                 **({"elapsed_s": round(self.elapsed_s, 3)} if self.elapsed_s else {})}
 
 

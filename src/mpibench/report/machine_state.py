@@ -14,7 +14,8 @@ uses:
 - per set one line: launches in that state, off it, not judged (no valid reading), not
   probed; and what the campaign did when it ran: attempts set aside (not used), launches
   kept off its reference after the retries, or recorded off it (no gate);
-- a WARNING when the gate set aside launches of one set while another set's launches
+- a WARNING when the gate selected launches of one set (set attempts aside, or waited for
+  the reference state before them) while another set's launches
   were not probed (the sides were not selected alike: review finding P3, a variant bound
   to cores against one left to the launcher's binding), and when a compared launch is off
   that reference: the sets' launches were not all in one machine state, which moves
@@ -218,20 +219,29 @@ def warning_line(ms: MachineState) -> str | None:
 
 
 def _one_sided_clause(ms: MachineState) -> str | None:
-    """Cells where the gate set aside one side's launches and the other side's were never
+    """Cells where the gate selected one side's launches and the other side's were never
     probed: the sides were not selected alike (e.g. one variant bound to cores, one not)."""
     one = ms.one_sided
     if not one.cells:
         return None
-    return (f"in {one.cells} of {one.compared} compared cells the probe's gate set aside "
-            f"launches of {', '.join(one.gated)} while {', '.join(one.bare)} launches there "
+    return (f"in {one.cells} of {one.compared} compared cells the probe's gate selected "
+            f"launches of {', '.join(one.gated)} (set attempts aside, or waited for the "
+            f"reference state before them) while {', '.join(one.bare)} launches there "
             "were never probed: the two sides' launches were not selected alike, so a "
             "difference may be the selection's, not the variants'")
 
 
 def _gated(cell: Any) -> bool:
-    return any(isinstance(p.get("set_aside"), list) and p["set_aside"]
+    """Whether the gate selected any of the cell's launches: it set attempts aside, or it
+    waited for the reference state before a launch ("waits" > 0; stored since stop 31 -
+    waited_s alone cannot tell, it holds the before-probe's own run time too)."""
+    return any(isinstance(p.get("set_aside"), list) and p["set_aside"] or _waited(p)
                for r, p in cell.machine_probes.items() if r in cell.runs_used)
+
+
+def _waited(p: dict) -> bool:
+    w = p.get("waits")
+    return isinstance(w, int) and not isinstance(w, bool) and w > 0
 
 
 def _bare(cell: Any) -> bool:
