@@ -20,7 +20,6 @@ from mpibench.stats.probe import (
     judge_launch,
     parse_probe,
     reference,
-    set_aside_line,
 )
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "probe"
@@ -114,11 +113,6 @@ def test_gate_keeps_one_launch_mode_of_real_loaded_launches(variant):
     assert sd(kept) < 0.1
     assert len(kept) >= 0.5 * len(rows)
 
-
-def test_set_aside_line():
-    assert set_aside_line(0, None, None) == "no launch set aside by the machine-state probe"
-    line = set_aside_line(3, 3.14, 82.0)
-    assert line.startswith("3 launches set aside") and "3.1x" in line and "82 ns" in line
 
 
 def test_the_fuzz_surface_finds_nothing_at_a_fixed_seed():

@@ -130,13 +130,3 @@ def judge_launch(before: ProbeReading | None, after: ProbeReading | None,
     if any(not near(r.median_ns, ref) for r in readings):
         return State.OFF
     return State.REFERENCE if len(readings) == 2 else State.UNKNOWN
-
-
-def set_aside_line(n: int, worst_ratio: float | None, ref: float | None) -> str:
-    """The report's sentence for launches the gate set aside."""
-    if n == 0:
-        return "no launch set aside by the machine-state probe"
-    ratio = f"{worst_ratio:.1f}x" if worst_ratio else "off"
-    at = f" ({ref:.0f} ns)" if ref else ""
-    return (f"{n} launch{'es' if n != 1 else ''} set aside: the CPUs' cache-line round trip "
-            f"before/after was up to {ratio} the campaign's reference state{at}")
