@@ -254,7 +254,7 @@ def probe_line(db: Path, label: str) -> str:
              for a in p.get("set_aside") or []]
     ratios = [max(v / ref, ref / v) for a, ref in aside for v in (a.get("before_ns"),
               a.get("after_ns")) if v and ref]
-    waited = waited_seconds(db)
+    waited = waited_seconds(probes)
     far = f", up to {max(ratios):.1f}x off the reference state's round trip" if ratios else ""
     return (f"machine-state probe, {label}: {len(probes)} launches kept ({states['reference']} "
             f"in the reference state when judged, {states['unknown']} not judged, "
@@ -263,27 +263,25 @@ def probe_line(db: Path, label: str) -> str:
             "the state")
 
 
-def waited_seconds(db: Path) -> float:
+def waited_seconds(probes: dict[str, dict]) -> float:
     """The seconds the machine-state gate spent probing and waiting before the kept launches
-    and their set-aside attempts (not launch time; the wall time they add)."""
-    return sum((a.get("waited_s") or 0.0) for p in machine_probes(db).values()
+    and their set-aside attempts (not launch time; the wall time they add); probes: a
+    store's machine_probes."""
+    return sum((a.get("waited_s") or 0.0) for p in probes.values()
                for a in [p, *(p.get("set_aside") or [])])
 
 
 def final_state_line(probes: dict[str, dict]) -> str:
     """The kept launches judged again against the run's FINAL reference (the reference moves
     with the majority while a run goes on: a launch kept early may be off the final one)."""
-    from mpibench.stats.probe import ProbeReading, State, judge_launch, reference
-
-    def reading(ns):
-        return ProbeReading(ns, ns, ns, 10**6, (0, 1)) if ns else None
+    from mpibench.stats.probe import State, judge_stored, reference
 
     every = [ns for p in probes.values() for a in [p, *(p.get("set_aside") or [])]
              for ns in (a.get("before_ns"), a.get("after_ns")) if ns]
     ref = reference(every)
     if ref is None:
         return "no valid probe"
-    n = sum(judge_launch(reading(p.get("before_ns")), reading(p.get("after_ns")), ref)
+    n = sum(judge_stored(p.get("before_ns") or None, p.get("after_ns") or None, ref)
             is State.REFERENCE for p in probes.values())
     return f"{n} of {len(probes)} in the final reference state, {ref:.0f} ns"
 
@@ -903,7 +901,7 @@ def summary(a, core: Tool, imb: Tool, head: tuple, budget_rounds: int, compare: 
               or "none (no look decided a cell before the last round)"))
           + "; IMB-MPI1 ran every size in every round, as its users run it")
     if i_s:
-        waits = [waited_seconds(t.db) for t in (core, imb)]
+        waits = [waited_seconds(machine_probes(t.db)) for t in (core, imb)]
         print(f"ratio core/IMB launch time {c_s / i_s:.2f}; decided core {c_st.decided} vs "
               f"IMB {i_st.decided} (after {compare} interleaved rounds or fewer); the launch "
               f"time excludes {waits[0]:.1f} s (core) / {waits[1]:.1f} s (IMB) of probing and "

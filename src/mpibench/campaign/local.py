@@ -66,7 +66,7 @@ class LocalPolicy:
             p, sr, probed = self._launch(cell, options, gate)
             if gate is None or gate.keeps(probed, attempt):
                 break
-            self._set_aside(cell, p.step.run_dir, probed, aside)
+            self._set_aside(cell, p.step.run_dir, probed, aside, gate.reference())
         outcome = self.runner.ingest(p, sr)
         if gate is not None:
             extra = probe_extra(probed, gate.judge(probed), gate.reference(), aside)
@@ -74,7 +74,8 @@ class LocalPolicy:
                 rec.setdefault("extra", {})["machine_probe"] = extra
         self.runner.commit(p, outcome)
 
-    def _set_aside(self, cell: Cell, run_dir, probed: Attempt, aside: list[Attempt]) -> None:
+    def _set_aside(self, cell: Cell, run_dir, probed: Attempt, aside: list[Attempt],
+                   ref: float | None) -> None:
         """Keep the attempt's files beside the run directory, note it, and say so."""
         dest = run_dir.with_name(f"{run_dir.name}.set-aside-{len(aside) + 1}")
         if dest.exists():
@@ -83,7 +84,7 @@ class LocalPolicy:
         aside.append(probed)
         self.runner.log(f"{cell.label}: launch set aside (machine-state probe before/after "
                         f"{_show_ns(probed.before)}/{_show_ns(probed.after)} ns, the "
-                        f"campaign's reference {self.runner.machine_gate(cell).reference():.0f}"
+                        f"campaign's reference {ref:.0f}"
                         " ns); running it again")
 
     def _launch(self, cell: Cell, options: dict | None, gate: MachineGate | None):

@@ -33,14 +33,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from mpibench.stats.probe import (
-    GATE_FACTOR,
-    MIN_SAMPLES,
-    ProbeReading,
-    State,
-    judge_launch,
-    reference,
-)
+from mpibench.stats.probe import GATE_FACTOR, State, judge_stored, reference
 
 if TYPE_CHECKING:
     from mpibench.report.model import Comparison
@@ -127,16 +120,10 @@ def _ns(value: Any) -> float | None:
     return float(value) if math.isfinite(value) and value > 0 else None
 
 
-def _reading(ns: float | None) -> ProbeReading | None:
-    # the campaign stores a round trip only for a valid reading (machine_probe._ns), as
-    # its median: a reading with MIN_SAMPLES samples is what judge_launch reads it as
-    return None if ns is None else ProbeReading(ns, ns, ns, MIN_SAMPLES, (0, 1))
-
-
 def _count(s: SetState, run: str, rec: dict, ref: float | None) -> None:
     """Add one launch's record: judged again against ref; what the campaign did."""
     before, after = _ns(rec.get("before_ns")), _ns(rec.get("after_ns"))
-    state = judge_launch(_reading(before), _reading(after), ref)
+    state = judge_stored(before, after, ref)
     s.states[run] = state
     s.reference += state is State.REFERENCE
     s.off += state is State.OFF

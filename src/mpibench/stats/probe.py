@@ -130,3 +130,11 @@ def judge_launch(before: ProbeReading | None, after: ProbeReading | None,
     if any(not near(r.median_ns, ref) for r in readings):
         return State.OFF
     return State.REFERENCE if len(readings) == 2 else State.UNKNOWN
+
+
+def judge_stored(before_ns: float | None, after_ns: float | None, ref: float | None) -> State:
+    """judge_launch on a stored launch's before/after medians (ns; None where the probe gave
+    no valid reading - the campaign stores a median only for a valid one)."""
+    def reading(ns: float | None) -> ProbeReading | None:
+        return None if ns is None else ProbeReading(ns, ns, ns, MIN_SAMPLES, (0, 1))
+    return judge_launch(reading(before_ns), reading(after_ns), ref)
