@@ -1,4 +1,4 @@
-"""core/probe/mpibench-probe: built by campaign.machine_probe.probe_program, its one JSON line
+"""core/probe/mpibench-cacheline: built by campaign.machine_probe.probe_program, its one JSON line
 read by stats.probe.parse_probe, its bad arguments refused with exit 2. No MPI; nothing
 asserts on the round trip's value (it depends on where the host runs the CPUs)."""
 
@@ -30,7 +30,7 @@ def _run(program, *args):
 def test_probe_reports_one_reading_the_parser_accepts(program):
     res = _run(program, "--ms", "1")
     assert res.returncode == 0, res.stderr
-    r = parse_probe(res.stdout, where="mpibench-probe")
+    r = parse_probe(res.stdout, where="mpibench-cacheline")
     first_two = tuple(sorted(os.sched_getaffinity(0))[:2])
     assert r.cpus == first_two
     assert r.samples >= 1 and 0 < r.q1_ns <= r.median_ns <= r.q3_ns
@@ -39,7 +39,7 @@ def test_probe_reports_one_reading_the_parser_accepts(program):
 def test_probe_on_named_cpus(program):
     a, b = sorted(os.sched_getaffinity(0))[:2]
     r = parse_probe(_run(program, "--cpus", f"{b},{a}", "--ms", "0.5", "--batch", "4").stdout,
-                    where="mpibench-probe")
+                    where="mpibench-cacheline")
     assert r.cpus == (b, a)
 
 

@@ -1010,7 +1010,7 @@ def _ttd_one(t: Tally, mod, f: Path, text: str, k: int) -> None:
         t.silent(f"rounds {got} is not in {text[:60]!r}")
 
 
-@surface("machine-state probe output and history", "mpibench-probe's JSON line (real "
+@surface("machine-state probe output and history", "mpibench-cacheline's JSON line (real "
          "captures in tests/data/probe) and the campaign's machine-probe.jsonl (lines with "
          "no host, this host or another, and a time) mutated: a "
          "reading whose median, quartiles and samples are in the text, or a one-line "

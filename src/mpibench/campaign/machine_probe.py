@@ -1,7 +1,7 @@
 """The machine-state probe around each local launch, and its gate (`machine_probe` in the
 campaign's [campaign] table: "record", the default, "gate" or "off").
 
-Before and after a launch the local backend runs core/probe/mpibench-probe (the two CPUs'
+Before and after a launch the local backend runs core/probe/mpibench-cacheline (the two CPUs'
 cache-line round trip, no MPI; stats/probe.py says why) and stores both readings with the
 launch's results (each result's extra "machine_probe"), and every reading in
 machine-probe.jsonl beside the campaign file. Under "gate" a launch whose probe is off the
@@ -76,8 +76,8 @@ def probe_program() -> Path:
     from mpibench.stacks import cache_dir
 
     src = source_root() / "core" / "probe"
-    final = cache_dir() / "build" / f"probe-{source_hash(src)}"
-    program = final / "mpibench-probe"
+    final = cache_dir() / "build" / f"cacheline-{source_hash(src)}"
+    program = final / "mpibench-cacheline"
     if program.exists():
         return program
     with staged_build(final, lambda d: (d / program.name).exists()) as tmp:

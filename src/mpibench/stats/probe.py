@@ -10,7 +10,7 @@ gate that keeps a comparison's launches in one machine state.
 Why (docs/statistics.md "The machine-state probe"): on the 2-vCPU VM this project is
 measured on, shared-memory PingPong at small sizes comes in two whole-launch modes, a factor
 ~3 apart, that last seconds to minutes and follow where the host runs the two vCPUs. The
-probe (core/probe/mpibench-probe.c) bounces one cache line between the CPUs the ranks are
+probe (core/probe/mpibench-cacheline.c) bounces one cache line between the CPUs the ranks are
 bound to for a few milliseconds, without MPI; its median round trip is ~80 ns in one state
 and ~320 ns in the other. A launch whose probe before and after are both within
 GATE_FACTOR of the campaign's reference is in the reference state. The probe does not look
@@ -67,7 +67,7 @@ def parse_probe(text: str, where: str) -> ProbeReading:
     """The probe's one JSON line. Raises ProbeError naming `where` and what was expected."""
     lines = [ln for ln in text.splitlines() if ln.strip()]
     if len(lines) != 1:
-        raise ProbeError(f"{where}: expected one JSON line from mpibench-probe, got "
+        raise ProbeError(f"{where}: expected one JSON line from mpibench-cacheline, got "
                          f"{len(lines)} lines")
     try:
         rec = json.loads(lines[0])

@@ -1,6 +1,6 @@
-/* mpibench-probe: the round trip of one cache line between two CPUs, measured outside MPI.
+/* mpibench-cacheline: the round trip of one cache line between two CPUs, measured outside MPI.
  *
- *   mpibench-probe [--cpus A,B] [--ms M] [--batch K]
+ *   mpibench-cacheline [--cpus A,B] [--ms M] [--batch K]
  *
  * Two threads, pinned to CPUs A and B (default: the first two CPUs of this process's
  * affinity mask), bounce one cache-line-aligned counter: A writes an odd value, B answers
@@ -133,8 +133,8 @@ static int first_two_cpus(int *a, int *b)
 
 static int usage(const char *msg)
 {
-    fprintf(stderr, "mpibench-probe: %s\nusage: mpibench-probe [--cpus A,B] [--ms M] [--batch K]"
-                    " (M in 0.1-1000, K in 1-100000)\n", msg);
+    fprintf(stderr, "mpibench-cacheline: %s\nusage: mpibench-cacheline [--cpus A,B] [--ms M]"
+                    " [--batch K] (M in 0.1-1000, K in 1-100000)\n", msg);
     return 2;
 }
 
