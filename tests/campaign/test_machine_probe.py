@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import socket
 import sqlite3
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -113,8 +114,10 @@ def test_gate_applies_per_group_or_records_with_a_reason(tmp_path):
 
 def test_history_lines_are_read_back_or_refused_by_file_and_line(tmp_path):
     h = tmp_path / machine_probe.HISTORY
-    h.write_text('{"run": "c-1", "when": "before", "median_ns": 80.5, "samples": 900}\n\n'
-                 '{"run": "c-1", "when": "after", "median_ns": 9e6, "samples": 1}\n')
+    now = f', "time": {time.time():.3f}}}'
+    h.write_text('{"run": "c-1", "when": "before", "median_ns": 80.5, "samples": 900' + now
+                 + '\n\n{"run": "c-1", "when": "after", "median_ns": 9e6, "samples": 1' + now
+                 + "\n")
     assert load_history(h) == [80.5]           # the starved reading is no reading
     assert load_history(tmp_path / "none.jsonl") == []
     for bad, what in (("{", "not JSON: got '{'"),
@@ -132,30 +135,52 @@ def test_history_lines_are_read_back_or_refused_by_file_and_line(tmp_path):
             load_history(h)
 
 
-def test_the_history_is_per_host_and_old_lines_without_a_host_still_count(tmp_path,
+def test_the_history_is_per_host_and_each_new_line_says_host_time_and_boot(tmp_path,
                                                                           monkeypatch):
     """A history copied from another host (or written there into a shared directory) must
-    not give this host its reference: only this host's lines, and lines from before hosts
-    were written, are read; each new line carries this host and the time."""
+    not give this host its reference: only this host's lines are read; each new line
+    carries this host, the time and the boot."""
     monkeypatch.setattr(socket, "gethostname", lambda: "here")
+    monkeypatch.setattr(machine_probe, "boot_id", lambda: "boot-a")
     h = tmp_path / machine_probe.HISTORY
     other = {"run": "c-1", "when": "before", "median_ns": 320.0, "samples": 900,
-             "host": "elsewhere", "time": 1.79e9}
+             "host": "elsewhere", "time": time.time()}
     h.write_text((json.dumps(other) + "\n") * 5
-                 + '{"run": "c-0", "when": "after", "median_ns": 81.0, "samples": 900}\n')
+                 + json.dumps({**other, "median_ns": 81.0, "host": "here"}) + "\n")
     assert load_history(h) == [81.0]
-    assert load_history(h, host="elsewhere") == [320.0] * 5 + [81.0]
+    assert load_history(h, host="elsewhere") == [320.0] * 5
     gate = MachineGate(tmp_path, "gate")
     gate.record("c-2", "after", _r(79.0))
     rec = json.loads(h.read_text().splitlines()[-1])
-    assert rec["host"] == "here" and rec["time"] > 1.7e9
+    assert rec["host"] == "here" and rec["time"] > 1.7e9 and rec["boot"] == "boot-a"
     assert gate.history == [81.0, 79.0] and load_history(h) == [81.0, 79.0]
     for bad, what in (('"host": 3', "host: got 3"), ('"time": NaN', "time: got nan"),
-                      ('"time": "now"', "time: got 'now'")):
+                      ('"time": "now"', "time: got 'now'"), ('"boot": 1', "boot: got 1")):
         h.write_text('{"run": "c", "when": "after", "median_ns": 80, "samples": 3, '
                      + bad + "}\n")
         with pytest.raises(UsageError, match=f"^{h}:1: {what}"):
             load_history(h)
+
+
+def test_the_history_ages_out_old_lines_other_boots_and_lines_without_a_time(tmp_path):
+    """A re-run days later, or after a reboot (the VM's states follow where the host runs
+    its vCPUs), starts its own reference instead of inheriting an old majority."""
+    now = 1.8e9
+    day = machine_probe.HISTORY_MAX_AGE_S
+    line = {"run": "c", "when": "before", "samples": 900, "host": "h"}
+    cases = [(320.0, {"time": now - day - 60}),             # too old
+             (321.0, {"time": now - day + 60, "boot": "b1"}),  # recent, this boot
+             (322.0, {"time": now - 5, "boot": "b0"}),       # another boot
+             (323.0, {}),                                    # no time: cannot be aged
+             (324.0, {"time": now + 2 * 3600}),              # stamped in the future
+             (325.0, {"time": now - 5})]                     # recent, no boot: by time
+    h = tmp_path / machine_probe.HISTORY
+    h.write_text("".join(json.dumps({**line, "median_ns": ns, **extra}) + "\n"
+                         for ns, extra in cases))
+    assert load_history(h, host="h", now=now, boot="b1") == [321.0, 325.0]
+    # where this machine has no boot id, lines are aged by time only
+    assert load_history(h, host="h", now=now, boot="") == [321.0, 322.0, 325.0]
+    assert load_history(h, host="h", now=now + 2 * day, boot="b1") == []
 
 
 def _r(ns: float, samples: int = 500) -> ProbeReading:
@@ -186,7 +211,8 @@ def test_a_launch_off_the_reference_state_is_set_aside_and_run_again(tmp_path, f
     attempt's probes are in the history and the kept launch's results carry them all."""
     monkeypatch.setattr(machine_probe, "WAIT_S", 0.2)
     spec = _spec(tmp_path, 'machine_probe = "gate"', repeats=2)
-    fake = [{"run": "seed", "when": "before", "median_ns": 10000.0, "samples": 500}] * 20
+    fake = [{"run": "seed", "when": "before", "median_ns": 10000.0, "samples": 500,
+             "time": time.time()}] * 20
     (tmp_path / machine_probe.HISTORY).write_text("".join(json.dumps(f) + "\n" for f in fake))
     said: list[str] = []
     with Store(tmp_path / "c.db") as store:
@@ -240,6 +266,9 @@ class _Clock:
 
     def monotonic(self):
         return self.now
+
+    def time(self):
+        return 1.8e9 + self.now
 
     def sleep(self, s):
         self.now += s

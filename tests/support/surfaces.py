@@ -1012,7 +1012,8 @@ def _ttd_one(t: Tally, mod, f: Path, text: str, k: int) -> None:
 
 @surface("machine-state probe output and history", "mpibench-cacheline's JSON line (real "
          "captures in tests/data/probe) and the campaign's machine-probe.jsonl (lines with "
-         "no host, this host or another, and a time) mutated: a "
+         "no host, this host or another, a recent or an aged-out time, this boot or "
+         "another) mutated: a "
          "reading whose median, quartiles and samples are in the text, or a one-line "
          "refusal naming where (the history: file and line)")
 def _machine_probe(rng: random.Random, n: int) -> Tally:
@@ -1044,14 +1045,22 @@ def _in_text(v: float, text: str) -> bool:
 
 def _probe_history_lines(rng: random.Random, history: str) -> str:
     """1-12 real history lines, each as written before hosts were (no host, no time) or with
-    this host's or another host's name and a time, as machine_probe.record writes them."""
+    this host's or another host's name, a time (now, or days ago: aged out) and a boot id
+    (this boot's, another's, or none), as machine_probe.record writes them."""
     import socket
+    import time
+
+    from mpibench.campaign.machine_probe import HISTORY_MAX_AGE_S, boot_id
 
     out = []
     for line in history.splitlines()[:rng.randint(1, 12)]:
         host = rng.choice([None, socket.gethostname(), "elsewhere"])
         if host is not None and line.rstrip().endswith("}"):
-            line = line.rstrip()[:-1] + f', "host": {json.dumps(host)}, "time": 1795000000.125}}'
+            when = time.time() - rng.choice([0.0, 60.0, 2 * HISTORY_MAX_AGE_S])
+            boot = rng.choice([None, boot_id(), "another-boot"])
+            extra = f', "boot": {json.dumps(boot)}' if boot else ""
+            line = (line.rstrip()[:-1] + f', "host": {json.dumps(host)}, '
+                    f'"time": {when:.3f}{extra}}}')
         out.append(line)
     return "\n".join(out)
 

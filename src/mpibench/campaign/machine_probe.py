@@ -64,10 +64,26 @@ WAIT_TOTAL_S = 60.0
 RETRIES = 2             # a launch set aside is run again at most this often
 HISTORY = "machine-probe.jsonl"
 # a history line: {"run": id, "when": "before"|"after", "median_ns": x, "samples": n,
-# "host": socket.gethostname(), "time": unix seconds}; host and time are absent from lines
-# written before stop 31's P9 (those are read as this host's)
+# "host": socket.gethostname(), "time": unix seconds, "boot": the kernel's boot id}. The
+# history ages: a line counts only when written on this host, in this boot (where the line
+# and this machine name one) and at most HISTORY_MAX_AGE_S ago; a line without a time
+# (written before stop 31's P9) cannot be aged and is ignored. Why: a VM's states follow
+# where the host runs its vCPUs, which a reboot or a move to another host changes, and a
+# re-run days later should not inherit an old majority.
+HISTORY_MAX_AGE_S = 24 * 3600.0
+# a line stamped this far in the future (a clock set back, a copied file) is not "recent"
+_FUTURE_S = 3600.0
+_BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 _HISTORY_KEYS = {"run": str, "when": str, "median_ns": (int, float), "samples": int}
-_OPTIONAL_KEYS = {"host": str, "time": (int, float)}
+_OPTIONAL_KEYS = {"host": str, "time": (int, float), "boot": str}
+
+
+def boot_id() -> str | None:
+    """This kernel's boot id (Linux), or None where it cannot be read."""
+    try:
+        return _BOOT_ID.read_text().strip() or None
+    except OSError:
+        return None
 
 
 def probe_program() -> Path:
@@ -110,35 +126,52 @@ def why_not(v: Variant, group: Group, stack: Stack, batch: bool) -> str | None:
     return None
 
 
-def load_history(path: Path, host: str | None = None) -> list[float]:
+def load_history(path: Path, host: str | None = None, now: float | None = None,
+                 boot: str | None = None) -> list[float]:
     """The valid probe medians of a history file (every launch's before and after, kept or
-    set aside) written on host (default: this one; a line without a host counts as this
-    host's). Every line is checked, whichever host wrote it. Raises UsageError naming the
-    file, line and value of a malformed line."""
+    set aside) that still count (host, default this one; boot, default this boot; now,
+    default the clock; see HISTORY_MAX_AGE_S). Every line is checked, whichever host
+    wrote it. Raises UsageError naming the file, line and value of a malformed line."""
     host = socket.gethostname() if host is None else host
+    now = time.time() if now is None else now
+    boot = boot_id() if boot is None else boot
     out: list[float] = []
     if not path.exists():
         return out
     for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            raise UsageError(f"{path}:{n}: not JSON: got {line[:80]!r}; expected a "
-                             'machine-probe history line {"run": ..., "when": ..., '
-                             '"median_ns": ..., "samples": ..., "host": ..., "time": ...} '
-                             "(delete the file to start the campaign's reference afresh)"
-                             ) from None
-        bad = _history_problem(rec)
-        if bad:
-            raise UsageError(f"{path}:{n}: {bad}; expected keys run (a string), when "
-                             '("before" or "after"), median_ns (a positive finite number), '
-                             "samples (an integer) and optionally host (a string) and time "
-                             "(unix seconds)")
-        if rec["samples"] >= MIN_SAMPLES and rec.get("host", host) == host:
-            out.append(float(rec["median_ns"]))
+        if line.strip():
+            rec = _history_record(path, n, line)
+            if rec["samples"] >= MIN_SAMPLES and _counts(rec, host, now, boot):
+                out.append(float(rec["median_ns"]))
     return out
+
+
+def _counts(rec: dict, host: str, now: float, boot: str | None) -> bool:
+    """Whether a well-formed history line still counts: this host, this boot, recent."""
+    if rec.get("host", host) != host or "time" not in rec:
+        return False
+    if boot and rec.get("boot", boot) != boot:
+        return False
+    return -_FUTURE_S <= now - rec["time"] <= HISTORY_MAX_AGE_S
+
+
+def _history_record(path: Path, n: int, line: str) -> dict:
+    """One history line parsed and checked; UsageError naming file:line and the value."""
+    try:
+        rec = json.loads(line)
+    except ValueError:
+        raise UsageError(f"{path}:{n}: not JSON: got {line[:80]!r}; expected a "
+                         'machine-probe history line {"run": ..., "when": ..., '
+                         '"median_ns": ..., "samples": ..., "host": ..., "time": ...} '
+                         "(delete the file to start the campaign's reference afresh)"
+                         ) from None
+    bad = _history_problem(rec)
+    if bad:
+        raise UsageError(f"{path}:{n}: {bad}; expected keys run (a string), when "
+                         '("before" or "after"), median_ns (a positive finite number), '
+                         "samples (an integer) and optionally host (a string), time "
+                         "(unix seconds) and boot (a string)")
+    return rec
 
 
 def _history_problem(rec: object) -> str | None:
@@ -193,7 +226,8 @@ class MachineGate:
     def __init__(self, directory: Path, mode: str, log=lambda msg: None) -> None:
         self.mode = mode
         self.history_path = directory / HISTORY
-        self.history = load_history(self.history_path)
+        self.boot = boot_id()
+        self.history = load_history(self.history_path, boot=self.boot)
         self.log = log
         self.program: Path | None = None
         self.waited = 0.0       # seconds this invocation spent waiting (WAIT_TOTAL_S)
@@ -238,7 +272,8 @@ class MachineGate:
             return
         line = json.dumps({"run": run_id, "when": when, "median_ns": r.median_ns,
                            "samples": r.samples, "host": socket.gethostname(),
-                           "time": round(time.time(), 3)})
+                           "time": round(time.time(), 3),
+                           **({"boot": self.boot} if self.boot else {})})
         with open(self.history_path, "a") as fh:
             fh.write(line + "\n")
         if r.valid:
