@@ -259,6 +259,16 @@ static const mb_optdef mb_optdefs[] = {
          "samples for their autocorrelation, or the series moved):\n"
          "stop_reason approximate, ci_exact false; for launches whose\n"
          "between-launch spread dwarfs the within-launch CI"),
+    FLAG("exclude-preempted", exclude_preempted, 1,
+         "keep samples during or after which a rank was descheduled\n"
+         "(an involuntary context switch, getrusage RUSAGE_THREAD,\n"
+         "Linux) out of the statistic, counted in 'preempted'; a size\n"
+         "then needs --min-samples unflagged samples (or as many as\n"
+         "--max-time gave in all) and may sample past --max-time up\n"
+         "to --preempted-max-time: stop_reason preempted when that ends"),
+    NUM("preempted-max-time", "SEC", preempt_time, 0, 1e6, NULL,
+        "with --exclude-preempted: the most a size may sample in all\n"
+        "(default 10 x --max-time; not less than --max-time)"),
     FLAG("no-validate", validate, 0, "skip the untimed validation pass"),
     FLAG("no-settle", settle, 0,
          "time from the first iteration after calibration even when\n"
@@ -444,6 +454,34 @@ const char *mb_thread_level_name(int level)
     return "unknown";
 }
 
+/* --exclude-preempted needs the per-thread switch count; its cap: at least --max-time, and
+ * the watchdog beyond it */
+static int check_preempt(mb_options *o)
+{
+    char t[64], m[64];
+    if (o->preempt_time == 0)
+        o->preempt_time = 10.0 * o->max_time;
+    snprintf(t, sizeof t, "%g", o->preempt_time);
+    snprintf(m, sizeof m, "%g", o->max_time);
+    if (!o->exclude_preempted)
+        return 0;
+    if (!mb_nivcsw_available())
+        return arg_error("--exclude-preempted needs getrusage(RUSAGE_THREAD) (Linux)%s%s; this "
+                         "build has none: the preemption flag is unavailable", "", "");
+    if (o->preempt_time < o->max_time)
+        return arg_error("--preempted-max-time %s s is shorter than --max-time %s s", t, m);
+    if (!o->iterations && o->timeout <= o->preempt_time) {
+        char to[64];
+        snprintf(to, sizeof to, "%g", o->timeout);
+        if (mb_is_rank0_env())
+            fprintf(stderr, "mpibench-core: --timeout %s s is not longer than "
+                    "--preempted-max-time %s s (--exclude-preempted may sample that long); "
+                    "give --timeout a margin\n", to, t);
+        return 2;
+    }
+    return 0;
+}
+
 int mb_parse_args(int argc, char **argv, mb_options *o)
 {
     memset(o, 0, sizeof *o);
@@ -513,6 +551,8 @@ int mb_parse_args(int argc, char **argv, mb_options *o)
         return arg_error("--timeout %s s is not longer than --max-time %s s: the watchdog would "
                          "end every size that uses its budget; give --timeout a margin", t, m);
     }
+    if ((rc = check_preempt(o)))
+        return rc;
     if (o->iterations_volume && !o->iterations)
         return arg_error("--iterations-volume needs --iterations%s%s", "", "");
     if (!o->nbench && !o->list && !o->self_test && !o->ci_simulation)

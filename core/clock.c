@@ -1,6 +1,7 @@
 /* mpibench-core clocks: the timer calibration, clock offsets for --sync window, and the
  * watchdog that turns a hang into a recorded timeout. */
 #define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* RUSAGE_THREAD (Linux) */
 
 #include "driver.h"
 
@@ -26,6 +27,30 @@ int64_t mb_page_faults(void)
     if (getrusage(RUSAGE_SELF, &u))
         return 0;
     return (int64_t)u.ru_minflt + (int64_t)u.ru_majflt;
+}
+
+/* This thread's involuntary context switches so far (the kernel took the CPU away: a time
+ * slice ended, another task woke with priority), or MB_NIVCSW_NONE where the per-thread count
+ * does not exist: never the process-wide count, which the watchdog thread would add to. */
+double mb_nivcsw(void)
+{
+#ifdef RUSAGE_THREAD
+    struct rusage u;
+    if (getrusage(RUSAGE_THREAD, &u))
+        return MB_NIVCSW_NONE;
+    return (double)u.ru_nivcsw;
+#else
+    return MB_NIVCSW_NONE;
+#endif
+}
+
+int mb_nivcsw_available(void)
+{
+#ifdef RUSAGE_THREAD
+    return 1;
+#else
+    return 0;
+#endif
 }
 
 long long mb_now_ns(void)

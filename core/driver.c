@@ -272,12 +272,30 @@ static int barrier_each_sample(const mb_state *st, const mb_bench *b)
     return st->opt.sync_mode == MB_SYNC_BARRIER || !b->pair_sync;
 }
 
+/* This rank's involuntary context switches since *last, and *last moved on: 0 on a rank
+ * that times nothing (idle ranks of single-pair benchmarks), MB_NIVCSW_NONE without the
+ * per-thread counter. */
+static double switches_since(int active, double *last)
+{
+    if (!active)
+        return 0.0;
+    double now = mb_nivcsw(), d = now - *last;
+    if (!(now < MB_NIVCSW_NONE) || !(*last < MB_NIVCSW_NONE))
+        d = MB_NIVCSW_NONE;
+    *last = now;
+    return d;
+}
+
 /* One round of R samples on this rank: loc[s] = per-iteration time of sample s, loc[R + s] =
- * 1 when the sample started late (--sync window), else 0. */
+ * 1 when the sample started late (--sync window), else 0, loc[2R + s] = the rank's
+ * involuntary context switches from the end of sample s-1 (the round's start for s = 0) to
+ * the end of sample s: read outside the timed interval, the windows tile the round. */
 static void time_round(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool *p,
                        mb_sizing *z, int64_t R, double *loc, double my_off, double win_scale)
 {
     int64_t k = z->k;
+    int active = !b->single_pair || st->rank < 2;
+    double sw = mb_nivcsw();
     if (st->opt.sync_mode != MB_SYNC_WINDOW) {
         /* a pair_sync benchmark's ranks stay in step through its own messages: each rank's
          * batch spans k iterations end to end (rank 1's from its last reply to its next),
@@ -291,6 +309,7 @@ static void time_round(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool
             double t1 = MPI_Wtime();
             loc[s] = (t1 - t0) * 1e6 / (double)k / b->iter_div;
             loc[R + s] = 0.0;
+            loc[2 * R + s] = switches_since(active, &sw);
         }
         return;
     }
@@ -313,6 +332,7 @@ static void time_round(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool
         double t1 = MPI_Wtime();
         loc[s] = (t1 - t0) * 1e6 / (double)k / b->iter_div;
         loc[R + s] = t0 - when > tol ? 1.0 : 0.0;
+        loc[2 * R + s] = switches_since(active, &sw);
     }
 }
 
@@ -359,7 +379,9 @@ static void measure(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool *p
     }
     mb_stop_rule rule = {.target_pct = o->target_pct, .max_time = o->max_time,
                          .min_samples = o->min_samples, .cap = cap, .futility = o->futility,
-                         .accept_approximate = o->accept_approximate};
+                         .accept_approximate = o->accept_approximate,
+                         .exclude_preempted = o->exclude_preempted,
+                         .preempt_time = o->preempt_time};
     int held = 0; /* rank 0: rounds held by an unsettled stationarity check (stop.c) */
     /* the first round: fixed mode up to 1000 samples; adaptive mode --min-samples within the
      * time left (one sample ~ the last calibration batch), decided by rank 0 */
@@ -370,9 +392,14 @@ static void measure(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool *p
                                o->max_time - (MPI_Wtime() - z->tsize0));
         MPI_Bcast(&R, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
     }
-    /* per-sample times, then (with --sync window) per-sample late flags, reduced together */
-    double *loc = malloc(2 * sizeof(double) * (size_t)(cap < 4096 ? cap : 4096));
-    double *glob = malloc(2 * sizeof(double) * (size_t)(cap < 4096 ? cap : 4096));
+    /* per-sample times, (with --sync window) per-sample late flags and per-sample context
+     * switches, reduced together: the max over ranks is "either rank" for the last two */
+    size_t room = (size_t)(cap < 4096 ? cap : 4096);
+    double *loc = malloc(3 * sizeof(double) * room);
+    double *glob = malloc(3 * sizeof(double) * room);
+    unsigned char *flag = malloc(room);
+    double carry = 0; /* rank 0: the last window of the round before (mb_flag_preempted) */
+    int64_t budget_n = 0; /* rank 0: samples taken when max_time was first spent */
     double my_off = o->sync_mode == MB_SYNC_WINDOW ? mb_clock_offset(st) : 0.0;
     if (o->sync_mode == MB_SYNC_WINDOW) {
         double a = fabs(my_off) * 1e6, amax;
@@ -391,7 +418,7 @@ static void measure(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool *p
         int64_t f0 = mb_page_faults();
         time_round(st, b, c, p, z, R, loc, my_off, win_scale);
         my_faults += mb_page_faults() - f0;
-        MPI_Reduce(loc, glob, (int)(2 * R), MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        MPI_Reduce(loc, glob, (int)(3 * R), MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
         if (active)
             for (int64_t s = 0; s < R; s++)
                 *my_sum += loc[s];
@@ -399,12 +426,20 @@ static void measure(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool *p
         /* the decision, the next round's length, the batch size */
         int64_t ctl[3] = {MB_CONTINUE, 0, z->k};
         if (st->rank == 0) {
-            int64_t nvalid = 0;
-            for (int64_t s2 = 0; s2 < R; s2++)
-                if (glob[R + s2] == 0.0)
+            if (mb_flag_preempted(glob + 2 * R, R, &carry, flag) < 0)
+                r->preempt_na = 1;
+            /* late samples are dropped and counted; preempted ones counted, and dropped
+             * with --exclude-preempted */
+            int64_t nvalid = 0, nlate = 0;
+            for (int64_t s2 = 0; s2 < R; s2++) {
+                int late = glob[R + s2] != 0.0;
+                nlate += late;
+                r->preempted += !late && flag[s2];
+                if (!late && !(o->exclude_preempted && flag[s2]))
                     glob[nvalid++] = glob[s2];
-            r->late += R - nvalid;
-            if (o->sync_mode == MB_SYNC_WINDOW && nvalid * 10 < R * 9)
+            }
+            r->late += nlate;
+            if (o->sync_mode == MB_SYNC_WINDOW && (R - nlate) * 10 < R * 9)
                 win_scale *= 2.0; /* more than 10% late: widen the schedule */
             int64_t Rall = R;
             R = nvalid;
@@ -433,20 +468,23 @@ static void measure(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool *p
                 ctl[1] = mb_first_round(&rule, batch_us * (double)ctl[2] / (double)z->k * 1e-6,
                                         o->max_time - (now - z->tsize0));
             } else if (o->iterations) {
-                /* late samples (--sync window) count towards the fixed total, not the stats */
-                int64_t done = n + r->late;
+                /* late samples (--sync window) and excluded preempted ones count towards the
+                 * fixed total, not the stats */
+                int64_t done = n + r->late + (o->exclude_preempted ? r->preempted : 0);
                 ctl[0] = done >= cap ? MB_STOP_ITERATIONS : MB_CONTINUE;
                 ctl[1] = cap - done < 1000 ? cap - done : 1000;
             } else {
                 double spent = now - z->tsize0;
+                if (!budget_n && spent >= o->max_time)
+                    budget_n = n + (o->exclude_preempted ? r->preempted : 0);
                 mb_progress pr = {.n = n, .median = s.median, .ci_low = s.ci_low,
                                   .ci_high = s.ci_high, .ci_exact = s.ci_exact, .spent = spent,
                                   .ci_sized = s.ci_sized,
-                                  .unsettled = s.stationarity == MB_STAT_UNSETTLED, .held = held};
+                                  .unsettled = s.stationarity == MB_STAT_UNSETTLED, .held = held,
+                                  .budget_n = budget_n};
                 ctl[0] = mb_adaptive_stop(&rule, &pr);
                 held = ctl[0] == MB_CONTINUE && mb_held(&rule, &pr) ? held + 1 : 0;
-                ctl[1] = mb_next_round(&rule, n, round_wall / (double)Rall,
-                                       o->max_time - (now - z->tsize0));
+                ctl[1] = mb_round_after(&rule, &pr, round_wall / (double)Rall);
             }
         }
         MPI_Bcast(ctl, 3, MPI_INT64_T, 0, MPI_COMM_WORLD);
@@ -454,6 +492,9 @@ static void measure(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool *p
             held = 0;
             r->warmup += *my_n; /* includes late samples so far */
             r->late = 0;
+            r->preempted = 0;
+            carry = 0;
+            budget_n = 0;
             r->rebatches++;
             my_faults = 0;
             z->k = ctl[2];
@@ -478,6 +519,7 @@ static void measure(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool *p
     r->sample_faults = my_faults; /* this rank's; rank_times takes the max over ranks */
     free(loc);
     free(glob);
+    free(flag);
     free(v.sorted);
     r->samples = v.all;
     r->n = v.n;
@@ -606,11 +648,17 @@ static void run_size(mb_state *st, const mb_bench *b, int64_t size, int size_ind
     measure(st, b, &c, &p, &z, r, &my_sum, &my_n);
     mb_disarm(st);
     rank_times(st, !b->single_pair || st->rank < 2, my_sum, my_n, r);
-    if (st->rank == 0 && r->n == 0) {
+    if (st->rank == 0 && r->n == 0 && r->late > 0) {
         r->status = "skipped";
         snprintf(r->reason, sizeof r->reason,
                  "all %lld samples started late (--sync window on a busy machine); use --sync "
                  "barrier", (long long)r->late);
+    } else if (st->rank == 0 && r->n == 0) {
+        r->status = "skipped";
+        snprintf(r->reason, sizeof r->reason,
+                 "all %lld samples preempted (a rank was descheduled in or next to each; "
+                 "--exclude-preempted) within --preempted-max-time %g s",
+                 (long long)r->preempted, o->preempt_time);
     }
     if (st->rank == 0) {
         r->iters_total = r->n * z.k;

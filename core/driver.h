@@ -35,6 +35,8 @@ typedef struct mb_options {
     int list_options; /* --list-options: print the option table as JSON lines, exit */
     int per_call; /* --per-call: k = 1, every sample is one call timed alone */
     int accept_approximate; /* --accept-approximate: stop on a CI within --target, exact or not */
+    int exclude_preempted; /* --exclude-preempted: flagged samples kept out of the statistic */
+    double preempt_time;   /* --preempted-max-time (0: 10 x --max-time) */
     int thread_level; /* requested from MPI_Init_thread (default MPI_THREAD_SINGLE) */
     int64_t mem_limit; /* 0 = automatic */
     const char *jsonl;
@@ -109,6 +111,9 @@ typedef struct mb_result {
     double elapsed_s;           /* wall time spent on this size, set-up to statistics */
     double floor_us;            /* shortest batch interval allowed for this benchmark */
     int64_t late;               /* --sync window: samples dropped because a rank started late */
+    int64_t preempted;          /* samples flagged preempted (mb_flag_preempted), of the kept
+                                 * (not late) ones; with --exclude-preempted dropped as well */
+    int preempt_na;             /* some rank could not count its context switches */
     double clock_offset_max_us; /* --sync window: largest |offset| to rank 0's clock */
     int large;                  /* the MPI-4 large-count (_c) calls were used */
     int settled;                /* settling ended on a fault-free stretch, not its budget */
@@ -153,6 +158,8 @@ void mb_arm(mb_state *st, const mb_bench *b, int64_t size);
 void mb_disarm(mb_state *st);
 void mb_set_stage(mb_state *st, enum mb_stage s);
 int64_t mb_page_faults(void);
+double mb_nivcsw(void);        /* MB_NIVCSW_NONE where getrusage(RUSAGE_THREAD) is missing */
+int mb_nivcsw_available(void); /* built with RUSAGE_THREAD */
 const char *mb_stage_name(int s);
 
 /* output.c */

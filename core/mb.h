@@ -209,6 +209,8 @@ enum mb_stop {
     MB_STOP_APPROXIMATE, /* --accept-approximate: the CI was within --target after
                           * --min-samples but approximate (not sized for the samples'
                           * autocorrelation, or the series moved); it stays approximate */
+    MB_STOP_PREEMPTED,   /* --exclude-preempted: --preempted-max-time spent before the size
+                          * had the unflagged samples it needs (mb_clean_needed) */
 };
 /* rounds a launch keeps sampling past a CI within the target while its stationarity check is
  * unsettled (one round is a quarter more samples: enough for a change in the last round to
@@ -222,6 +224,8 @@ typedef struct mb_stop_rule {
     int64_t min_samples, cap;
     int futility;
     int accept_approximate; /* --accept-approximate */
+    int exclude_preempted;  /* --exclude-preempted: n counts unflagged samples only */
+    double preempt_time;    /* --preempted-max-time: how far past max_time it may sample */
 } mb_stop_rule;
 
 typedef struct mb_progress {
@@ -232,6 +236,8 @@ typedef struct mb_progress {
     int ci_sized;                   /* enough samples for the CI, stationary or not (futility) */
     int unsettled;                  /* the stationarity check is unsettled (MB_STAT_UNSETTLED) */
     int held;                       /* rounds held so far (mb_held, the caller counts them) */
+    int64_t budget_n;               /* samples taken, flagged ones included, when max_time
+                                     * was first spent (0: not yet) */
 } mb_progress;
 
 enum mb_stop mb_adaptive_stop(const mb_stop_rule *rule, const mb_progress *p);
@@ -245,6 +251,26 @@ int64_t mb_next_round(const mb_stop_rule *rule, int64_t n, double per_sample_s, 
  * time left (est_sample_s: one sample, from calibration), never fewer than MB_FLOOR_SAMPLES */
 #define MB_FLOOR_SAMPLES 5
 int64_t mb_first_round(const mb_stop_rule *rule, double est_sample_s, double left_s);
+/* --exclude-preempted: the unflagged samples a size needs before it may stop on max_time:
+ * --min-samples, or fewer when the budget had given fewer samples in all (flagged included),
+ * so a size without a flagged sample stops exactly where it would without the option */
+int64_t mb_clean_needed(const mb_stop_rule *rule, const mb_progress *p);
+/* the time a size may still sample: up to max_time, and with --exclude-preempted up to
+ * preempt_time while it lacks unflagged samples */
+double mb_time_left(const mb_stop_rule *rule, const mb_progress *p);
+/* the next adaptive round after the one p describes (per_sample_s: its wall time per sample):
+ * mb_next_round within mb_time_left, or, past max_time with unflagged samples missing, just
+ * the missing ones (within preempt_time) */
+int64_t mb_round_after(const mb_stop_rule *rule, const mb_progress *p, double per_sample_s);
+/* Per-sample preemption flags from one round's involuntary context switches (max over the
+ * active ranks of each sample's window; the windows tile the round): sample s is flagged when
+ * window s or window s-1 saw a switch (the previous round's last window for s = 0, *carry).
+ * A responder switched out after its last reply of a sample is counted in that sample's
+ * window, while the initiator's next sample waits for it: hence s-1.  Returns the flagged
+ * count, or -1 when some rank could not read its counter (a value >= MB_NIVCSW_NONE): then
+ * nothing is flagged. */
+#define MB_NIVCSW_NONE 1e300
+int64_t mb_flag_preempted(const double *nivcsw, int64_t R, double *carry, unsigned char *flag);
 /* the batch-growth rule: k unchanged when a batch of k lasts >= floor_us (or k is at kmax);
  * else k x (1.5 floor / batch) within [2x, 64x], at most kmax */
 int64_t mb_grow_batch(int64_t k, double batch_us, double floor_us, int64_t kmax);

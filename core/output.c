@@ -135,6 +135,13 @@ void mb_emit_result(mb_state *st, const mb_bench *b, int64_t size, const mb_resu
                        : st->opt.sync_mode == MB_SYNC_AUTO && b->pair_sync ? "round"
                                                                              : "barrier");
     mj_int(&j, "late_samples", r->late);
+    /* samples flagged preempted (a rank descheduled in the sample's or the previous one's
+     * window); null where the per-thread counter is missing: the flag is unavailable */
+    if (r->preempt_na || !mb_nivcsw_available())
+        mj_null(&j, "preempted");
+    else
+        mj_int(&j, "preempted", r->preempted);
+    mj_bool(&j, "preempted_excluded", st->opt.exclude_preempted);
     if (st->opt.sync_mode == MB_SYNC_WINDOW)
         mj_num(&j, "clock_offset_max_us", ok ? r->clock_offset_max_us : NAN);
     mj_key_obj(&j, "validation");
@@ -350,6 +357,9 @@ void mb_emit_header(mb_state *st, int argc, char **argv)
     mj_str(&j, "thread_level", mb_thread_level_name(st->opt.thread_level));
     mj_bool(&j, "futility", st->opt.futility);
     mj_bool(&j, "accept_approximate", st->opt.accept_approximate);
+    mj_bool(&j, "exclude_preempted", st->opt.exclude_preempted);
+    mj_num(&j, "preempted_max_time_s", st->opt.preempt_time);
+    mj_bool(&j, "preempt_flag", mb_nivcsw_available());
     mj_bool(&j, "per_call", st->opt.per_call);
     mj_bool(&j, "validate", st->opt.validate);
     mj_bool(&j, "settle", st->opt.settle);

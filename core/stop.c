@@ -16,6 +16,7 @@ const char *mb_stop_name(enum mb_stop s)
     case MB_STOP_FUTILE: return "futile";
     case MB_STOP_UNSETTLED: return "unsettled";
     case MB_STOP_APPROXIMATE: return "approximate";
+    case MB_STOP_PREEMPTED: return "preempted";
     case MB_CONTINUE:
     case MB_REBATCH: break;
     }
@@ -50,6 +51,11 @@ enum mb_stop mb_adaptive_stop(const mb_stop_rule *rule, const mb_progress *p)
         return MB_STOP_UNSETTLED;
     if (p->n >= rule->cap)
         return MB_STOP_MAX_SAMPLES;
+    /* --exclude-preempted: the budget spent with unflagged samples missing, sample on up to
+     * preempt_time, then stop and say why (never a median of too few clean samples that
+     * looks like an ordinary max_time stop) */
+    if (p->spent >= rule->max_time && p->n < mb_clean_needed(rule, p))
+        return p->spent >= rule->preempt_time ? MB_STOP_PREEMPTED : MB_CONTINUE;
     if (p->spent >= rule->max_time)
         return MB_STOP_MAX_TIME;
     /* futility asks whether the width can shrink in time: a CI made approximate by the
@@ -91,6 +97,49 @@ int64_t mb_first_round(const mb_stop_rule *rule, double est_sample_s, double lef
             r = floor_n;
     }
     return r < 1 ? 1 : r;
+}
+
+int64_t mb_clean_needed(const mb_stop_rule *rule, const mb_progress *p)
+{
+    if (!rule->exclude_preempted)
+        return 0;
+    return p->budget_n > 0 && p->budget_n < rule->min_samples ? p->budget_n : rule->min_samples;
+}
+
+double mb_time_left(const mb_stop_rule *rule, const mb_progress *p)
+{
+    int extend = p->spent >= rule->max_time && p->n < mb_clean_needed(rule, p);
+    return (extend ? rule->preempt_time : rule->max_time) - p->spent;
+}
+
+int64_t mb_round_after(const mb_stop_rule *rule, const mb_progress *p, double per_sample_s)
+{
+    double left = mb_time_left(rule, p);
+    if (p->spent < rule->max_time || p->n >= mb_clean_needed(rule, p))
+        return mb_next_round(rule, p->n, per_sample_s, left);
+    int64_t nr = mb_clean_needed(rule, p) - p->n;
+    if (per_sample_s > 0 && left > 0 && (double)nr * per_sample_s > left)
+        nr = (int64_t)(left / per_sample_s) + 1;
+    return nr < 1 ? 1 : nr;
+}
+
+int64_t mb_flag_preempted(const double *nivcsw, int64_t R, double *carry, unsigned char *flag)
+{
+    for (int64_t s = 0; s < R; s++)
+        if (!(nivcsw[s] < MB_NIVCSW_NONE)) {
+            for (int64_t u = 0; u < R; u++)
+                flag[u] = 0;
+            return -1;
+        }
+    int64_t count = 0;
+    for (int64_t s = 0; s < R; s++) {
+        double before = s > 0 ? nivcsw[s - 1] : *carry;
+        flag[s] = nivcsw[s] > 0 || before > 0;
+        count += flag[s];
+    }
+    if (R > 0)
+        *carry = nivcsw[R - 1];
+    return count;
 }
 
 int64_t mb_grow_batch(int64_t k, double batch_us, double floor_us, int64_t kmax)
@@ -148,6 +197,68 @@ static int expect_i64(const char *check, const char *what, int64_t got, int64_t 
     char d[256];
     snprintf(d, sizeof d, "%s: got %lld, want %lld", what, (long long)got, (long long)want);
     return mb_selftest_report(check, got == want, d);
+}
+
+/* the flag rule on made-up reduce inputs: window s or s-1 with a switch flags sample s */
+static int flag_selftest(void)
+{
+    int fails = 0;
+    double w[7] = {0, 0, 2, 0, 0, 0, 1}, carry = 0;
+    unsigned char f[7];
+    fails += expect_i64("preempt_flag", "windows 2 and 6 flag samples 2, 3, 6",
+                        mb_flag_preempted(w, 7, &carry, f), 3);
+    fails += expect_i64("preempt_flag", "pattern 0011001",
+                        f[0] + 2 * f[1] + 4 * f[2] + 8 * f[3] + 16 * f[4] + 32 * f[5] + 64 * f[6],
+                        4 + 8 + 64);
+    double w2[2] = {0, 0};
+    fails += expect_i64("preempt_flag", "the last window of a round flags the next's first",
+                        mb_flag_preempted(w2, 2, &carry, f), 1);
+    fails += expect_i64("preempt_flag", "... sample 0 only", f[0] * 1 + f[1] * 2, 1);
+    double w3[3] = {0, MB_NIVCSW_NONE, 4};
+    fails += expect_i64("preempt_flag", "a rank without the counter: unavailable",
+                        mb_flag_preempted(w3, 3, &carry, f), -1);
+    fails += expect_i64("preempt_flag", "... nothing flagged", f[0] + f[1] + f[2], 0);
+    return fails;
+}
+
+/* --exclude-preempted: every way a size stops, and the rounds it takes past max_time */
+static int preempt_selftest(void)
+{
+    int fails = flag_selftest();
+    mb_stop_rule rule = {.target_pct = 1.0, .max_time = 1.0, .min_samples = 10, .cap = 1000,
+                         .exclude_preempted = 1, .preempt_time = 5.0};
+    /* 5 samples when the budget was spent, 2 of them flagged: 5 clean ones needed */
+    mb_progress p = {.n = 3, .median = 100, .ci_low = 90, .ci_high = 110, .spent = 1.0,
+                     .budget_n = 5};
+    fails += expect_i64("preempt_rule", "needed: what the budget gave", mb_clean_needed(&rule, &p), 5);
+    fails += expect_stop("budget spent, clean samples missing", &rule, &p, MB_CONTINUE);
+    fails += expect_i64("preempt_rule", "only the missing samples", mb_round_after(&rule, &p, 0.01), 2);
+    fails += expect_i64("preempt_rule", "within preempt_time", mb_round_after(&rule, &p, 10.0), 1);
+    p.n = 5;
+    fails += expect_stop("budget spent, enough clean samples", &rule, &p, MB_STOP_MAX_TIME);
+    p.n = 3;
+    p.spent = 5.0;
+    fails += expect_stop("preempt_time spent", &rule, &p, MB_STOP_PREEMPTED);
+    p.budget_n = 40; /* the budget gave 40: --min-samples clean ones are needed */
+    p.n = 9;
+    p.spent = 1.5;
+    fails += expect_i64("preempt_rule", "needed: min_samples", mb_clean_needed(&rule, &p), 10);
+    fails += expect_stop("one short of min_samples", &rule, &p, MB_CONTINUE);
+    p.n = 10;
+    fails += expect_stop("min_samples clean", &rule, &p, MB_STOP_MAX_TIME);
+    p.n = 1000;
+    fails += expect_stop("cap first", &rule, &p, MB_STOP_MAX_SAMPLES);
+    p.n = 3;
+    p.spent = 0.5; /* within the budget: the rule as without the option */
+    p.budget_n = 0;
+    fails += expect_stop("within max_time", &rule, &p, MB_CONTINUE);
+    fails += expect_i64("preempt_rule", "a round within max_time", mb_round_after(&rule, &p, 0.1), 6);
+    rule.exclude_preempted = 0;
+    p.spent = 1.0;
+    p.budget_n = 5;
+    fails += expect_stop("without the option", &rule, &p, MB_STOP_MAX_TIME);
+    fails += expect_i64("preempt_rule", "needed without the option", mb_clean_needed(&rule, &p), 0);
+    return fails;
 }
 
 int mb_stop_selftest(void)
@@ -265,6 +376,7 @@ int mb_stop_selftest(void)
                         mb_settle_next(32, 320e-6, 0.895e-3, 1, 0.002), 10);
     fails += expect_i64("settle_budget", "not one iteration fits: stop",
                         mb_settle_next(4, 4e-3, 0.9e-3, 1, 0.002), 0);
+    fails += preempt_selftest();
     fails += expect_i64("fixed_batch", "divisor of 1000", mb_fixed_batch(30, 1000), 40);
     fails += expect_i64("fixed_batch", "already divides", mb_fixed_batch(25, 1000), 25);
     return fails;

@@ -475,6 +475,9 @@ CORE_OPTION_TABLE = (
     CoreOption("futility", "flag", default=False),
     CoreOption("accept_approximate", "flag", default=False),
     CoreOption("per_call", "flag", default=False),
+    CoreOption("exclude_preempted", "flag", default=False),
+    CoreOption("preempted_max_time", "number", 0, 1e6,
+               what="seconds per size with exclude_preempted; default 10 x max_time"),
 )
 _BY_NAME = {o.name: o for o in CORE_OPTION_TABLE}
 # name -> the form an error message asks for
@@ -552,6 +555,7 @@ def check_core_options(options: Mapping[str, Any], fail: Callable[[str, str, str
     if not out.get("iterations"):
         max_time = out.get("max_time", _CORE_DEFAULT_MAX_TIME)
         timeout = out.get("timeout", _CORE_DEFAULT_TIMEOUT)
+        _check_preempt_cap(out, fail, spell)
         if timeout <= max_time:
             name = "timeout" if "timeout" in out else "max_time"
             fail(name, f"the watchdog {to} ({timeout:g} s"
@@ -559,6 +563,30 @@ def check_core_options(options: Mapping[str, Any], fail: Callable[[str, str, str
                  + f") is not longer than {mt} ({max_time:g} s), so it would end every size "
                  "that uses its budget", f"{to} > {mt}, with a margin")
     return out
+
+
+def preempt_cap(options: Mapping[str, Any]) -> float | None:
+    """How long the core may sample one size with exclude_preempted (its
+    --preempted-max-time, default 10 x --max-time); None without the option."""
+    if not options.get("exclude_preempted"):
+        return None
+    max_time = options.get("max_time", _CORE_DEFAULT_MAX_TIME)
+    return options.get("preempted_max_time") or 10.0 * max_time
+
+
+def _check_preempt_cap(out: Mapping[str, Any], fail: Callable[[str, str, str], Any],
+                       spell: Callable[[str], str]) -> None:
+    """exclude_preempted's cap: not below max_time, and the watchdog beyond it (the core
+    refuses both with exit 2)."""
+    cap = preempt_cap(out)
+    if cap is None:
+        return
+    mt, to, pm = (spell(k) for k in ("max_time", "timeout", "preempted_max_time"))
+    if cap < out.get("max_time", _CORE_DEFAULT_MAX_TIME):
+        fail("preempted_max_time", f"{cap:g} s is shorter than {mt}", f"{pm} >= {mt}")
+    if out.get("timeout", _CORE_DEFAULT_TIMEOUT) <= cap:
+        fail("timeout", f"the watchdog {to} is not longer than {pm} ({cap:g} s), which "
+             f"{spell('exclude_preempted')} may sample one size for", f"{to} > {cap:g}")
 
 
 def core_args(benchmarks: list[str], sizes: str | None, jsonl: Path,

@@ -90,6 +90,14 @@ BAD = [
     (with_options("timeout = 0.0001, iterations = 5"), "benchmarks.pp.options.timeout",
      ">= 0.001"),
     (with_options("threads = 2"), "benchmarks.pp.options.threads", "unknown key"),
+    # exclude_preempted may sample a size up to its cap (10 x max_time by default): the
+    # watchdog must outlast it, and the cap is not below max_time (the core's exit 2)
+    (with_options("exclude_preempted = true, timeout = 0.4"), "benchmarks.pp.options.timeout",
+     "timeout > 0.5"),
+    (with_options("exclude_preempted = true, preempted_max_time = 0.01"),
+     "benchmarks.pp.options.preempted_max_time", "preempted_max_time >= max_time"),
+    (with_options("exclude_preempted = 1"), "benchmarks.pp.options.exclude_preempted",
+     "true or false"),
     # line rate, price, power
     (BASE.replace('stack = "openmpi"', 'stack = "openmpi"\nline_rate = 100'),
      "variants.a.line_rate", 'a link speed such as "100Gb/s"'),
@@ -130,12 +138,13 @@ def test_every_core_option_reaches_the_core_argv(tmp_path):
         'root_shift = true, off_cache = true, futility = true, mem_limit = "1G", '
         'thread_level = "funneled", iterations = 100, iterations_volume = "40M", '
         "timeout = 30, no_validate = true, target = 2, max_time = 0.5, per_call = true, "
-        'accept_approximate = true, sync = "barrier"'))
+        'accept_approximate = true, sync = "barrier", exclude_preempted = true, '
+        "preempted_max_time = 5"))
     opts = spec.groups[0].options
     assert opts["mem_limit"] == 1 << 30 and opts["iterations_volume"] == 40 << 20
     argv = core_args(["PingPong"], "0,64", Path("/x/core.jsonl"), opts)
     for flag in ("--root-shift", "--off-cache", "--futility", "--no-validate", "--per-call",
-                 "--accept-approximate"):
+                 "--accept-approximate", "--exclude-preempted"):
         assert flag in argv
     pairs = {argv[i]: argv[i + 1] for i in range(len(argv) - 1)}
     assert pairs["--mem-limit"] == str(1 << 30)
@@ -143,6 +152,7 @@ def test_every_core_option_reaches_the_core_argv(tmp_path):
     assert pairs["--sync"] == "barrier"    # the sampling runs stored before --sync auto used
     assert pairs["--iterations-volume"] == str(40 << 20)
     assert pairs["--iterations"] == "100" and pairs["--timeout"] == "30.0"
+    assert pairs["--preempted-max-time"] == "5.0"
     # every option the campaign accepts is one the core knows (docs/core-output.md)
     doc = (Path(__file__).parents[2] / "docs" / "core-output.md").read_text()
     for name in CORE_OPTIONS:

@@ -289,6 +289,9 @@ BAD_ARGS = [
     ["--iterations-volume", "1M", "PingPong"], ["--sizes"], ["--sync", "clock", "PingPong"],
     ["--sizes", "2T", "PingPong"], ["--max-time", "5", "--timeout", "5", "PingPong"],
     ["--timeout", "0.04", "PingPong"], ["--thread-level", "funnelled", "PingPong"],
+    # the cap below the budget; the watchdog within the cap (10 x the default 0.05 s)
+    ["--exclude-preempted", "--preempted-max-time", "0.01", "PingPong"],
+    ["--exclude-preempted", "--timeout", "0.4", "PingPong"],
 ]
 
 
@@ -576,7 +579,7 @@ def test_statistics_self_test(core):
     assert {r["check"] for r in recs if r["record"] == "selftest"} >= {
         "ci_ranks", "ci_coverage", "quantiles", "stopping", "stationarity_late_shift",
         "stop_iid_target", "stop_late_shift", "ci_own_median", "ci_coverage_switching_own",
-        "settle_budget"}
+        "settle_budget", "preempt_flag", "preempt_rule"}
 
 
 @pytest.mark.parametrize("stack", ["openmpi", "mpich"])
@@ -634,3 +637,82 @@ def test_settling_keeps_the_librarys_page_faults_out_of_the_samples(core, tmp_pa
     assert r_on["settle_iterations"] >= 64
     assert r_on["sample_faults"] * 4 <= r_off["sample_faults"], (r_on, r_off)
     assert r_on["n"] == r_off["n"] == 100        # settling adds no timed samples
+
+
+def _fake_switch_run(core, tmp_path, pattern: str, *extra: str):
+    """PingPong 0 and 1 KiB under the deterministic clock, with MB_FAKE_SWITCH=pattern
+    (tests/data/core/fakeclock.c): which samples the core flags is a function of the code."""
+    run = launch("openmpi", _exe(core, "openmpi"), 2,
+                 ["--sizes", "0,1K", "--max-time", "0.002", "--preempted-max-time", "0.004",
+                  "--quiet", *extra, "PingPong"], tmp_path / f"{pattern}{len(extra)}.jsonl",
+                 timeout=120, extra_env={"MB_FAKE_SWITCH": pattern},
+                 preload=fakeclock_shim("openmpi", tmp_path))
+    assert run.res.returncode == 0, run.res.stderr_tail()
+    check_schema(run.records)
+    return run
+
+
+def test_preempted_flag_either_rank_and_the_window_before(core, tmp_path):
+    """The flag reads each rank's involuntary context switches once per sample (windows that
+    tile a round) and flags sample s when either rank's window s or s-1 saw one.  Rank 1 with
+    a switch in every window: every sample flagged (the max over ranks carries rank 1's
+    count to rank 0).  Rank 1 with a switch in every second window: still about every sample
+    (window s-1 flags the ones between; the rule without it would flag half).  Every fourth:
+    about half.  Without --exclude-preempted nothing is dropped: the samples and statistics
+    equal those of the run without switches."""
+    quiet = _fake_switch_run(core, tmp_path, "")
+    assert [r["preempted"] for r in quiet.results] == [0, 0]
+    for pattern, lo, hi in (("1:1", 1.0, 1.0), ("0:1", 1.0, 1.0), ("1:2", 0.75, 1.0),
+                            ("1:4", 0.3, 0.7)):
+        run = _fake_switch_run(core, tmp_path, pattern)
+        for r, q in zip(run.results, quiet.results, strict=True):
+            assert r["preempted_excluded"] is False
+            assert r["samples_us"] == q["samples_us"] and r["stop_reason"] == q["stop_reason"]
+            assert lo * r["n"] <= r["preempted"] <= hi * r["n"], (pattern, r["preempted"], r["n"])
+
+
+def test_exclude_preempted_keeps_flagged_samples_out_and_says_when_it_gave_up(core, tmp_path):
+    """--exclude-preempted: flagged samples are counted and left out; a size samples past
+    --max-time (up to --preempted-max-time) for the clean samples it needs, and stops
+    "preempted" when that ends first: every sample flagged -> no clean sample at all, status
+    skipped with the reason; every second window -> a few clean ones, stop preempted; every
+    fourth -> the 1 KiB size reaches --min-samples clean ones."""
+    run = _fake_switch_run(core, tmp_path, "1:1", "--exclude-preempted")
+    assert run.header["options"]["exclude_preempted"] is True
+    assert run.header["options"]["preempted_max_time_s"] == 0.004
+    for r in run.results:
+        assert (r["status"], r["stop_reason"], r["n"]) == ("skipped", "preempted", 0), r
+        assert r["preempted"] > 0 and "preempted" in r["reason"]
+    for r in _fake_switch_run(core, tmp_path, "1:2", "--exclude-preempted").results:
+        assert (r["status"], r["stop_reason"]) == ("ok", "preempted"), r
+        assert 0 < r["n"] < 20 and r["preempted"] > r["n"] and r["elapsed_s"] >= 0.004
+    r = _fake_switch_run(core, tmp_path, "1:4", "--exclude-preempted").results[1]
+    assert r["stop_reason"] in ("target", "max_time") and r["n"] >= 20 and r["preempted"] > 0
+    assert len(r["samples_us"]) == r["n"]
+
+
+def test_a_cpu_hog_on_a_ranks_core_is_flagged(core, tmp_path):
+    """A busy loop pinned to CPU 1 beside two busy-polling ranks on a 2-CPU machine: three
+    runnable threads on two CPUs, so the scheduler must take a CPU from a rank (time slices
+    of a few ms) within the 1000 1 MiB PingPongs (0.2 s and more): preempted > 0.  With
+    --exclude-preempted the median of the clean samples is the unhogged one's order of
+    magnitude, not a time slice (a band of 3x either way; the hogged all-sample median is
+    printed for the record)."""
+    args = ["--sizes", "1M", "--iterations", "1000", "--quiet", "PingPong"]
+    quiet = launch("openmpi", _exe(core, "openmpi"), 2, args, tmp_path / "q.jsonl", timeout=120)
+    hog = subprocess.Popen(["taskset", "-c", "1", "sh", "-c", "while :; do :; done"])
+    try:
+        time.sleep(0.2)
+        hogged = launch("openmpi", _exe(core, "openmpi"), 2, args, tmp_path / "h.jsonl",
+                        timeout=120)
+        clean = launch("openmpi", _exe(core, "openmpi"), 2, ["--exclude-preempted", *args],
+                       tmp_path / "c.jsonl", timeout=120)
+    finally:
+        hog.kill()
+        hog.wait()
+    (q,), (h,), (c,) = quiet.results, hogged.results, clean.results
+    print("1 MiB median us: quiet", q["median_us"], "hogged", h["median_us"], "preempted",
+          h["preempted"], "of", h["n"], "; clean", c["median_us"], "excluded", c["preempted"])
+    assert h["preempted"] > 0 and c["preempted"] > 0
+    assert c["status"] == "ok" and c["n"] > 0, c
+    assert q["median_us"] / 3 <= c["median_us"] <= 3 * q["median_us"], (q, c)

@@ -26,6 +26,7 @@ from mpibench.execute import (
     CORE_OPTIONS,
     Variant,
     check_core_options,
+    preempt_cap,
     root_env_notice,
 )
 from mpibench.files import check_output, write_file
@@ -103,6 +104,14 @@ def _add_measurement(g) -> None:
     g.add_argument("--accept-approximate", action="store_true",
                    help="stop a size once its CI is within --target after the minimum "
                         "samples even when the CI is approximate (stop reason approximate)")
+    g.add_argument("--exclude-preempted", action="store_true",
+                   help="keep samples during or next to which a rank was descheduled (an "
+                        "involuntary context switch; Linux) out of each size's statistic, "
+                        "counted as 'preempted'; a size may sample past --max-time up to "
+                        "--preempted-max-time for clean samples (stop reason preempted)")
+    g.add_argument("--preempted-max-time", type=_args.number, metavar="SEC",
+                   help="with --exclude-preempted: the most one size may sample "
+                        "(default 10 x --max-time)")
     g.add_argument("--launch-timeout", type=_args.number, metavar="SEC",
                    help="kill a launch after this many seconds (default: from the budgets)")
 
@@ -211,7 +220,7 @@ def core_options_from_args(args) -> dict:
 
 
 def default_launch_timeout(benchmarks: list[str], n_sizes: int, opts: dict) -> float:
-    per_size = (opts.get("max_time") or 1.0) + 2.0
+    per_size = (preempt_cap(opts) or opts.get("max_time") or 1.0) + 2.0
     if opts.get("iterations"):  # --max-time does not apply; the watchdog bounds each size
         per_size = (opts.get("timeout") or 60.0) + 1.0
     elif opts.get("timeout"):
