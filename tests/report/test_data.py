@@ -56,3 +56,23 @@ def test_stop_column_says_approximate_and_why_the_ci_is_approximate():
                         ("unsettled", "approximate, unsettled"), ("ok", "approximate")):
         assert {_stop_with_stationarity(r) for r in _captured_approximate_rows(found)} == \
             {said}, found
+
+
+def test_preempted_counts_add_up_over_launches_and_say_whether_they_were_excluded():
+    """The core's `preempted` per launch (a sample during or next to which a rank was
+    descheduled) summed over a cell's launches; the stop column says how many and whether
+    the statistic kept or excluded them. A core before the flag (or without RUSAGE_THREAD:
+    null) gives None, not 0. The fake-clock golden's records (no switch: 0) parse to 0."""
+    from mpibench.report.data import preempted_note, preempted_of
+
+    rows = _captured_approximate_rows()
+    assert preempted_of(rows) == (0, False) and preempted_note(0, False) == ""
+    kept = [{"extra_json": json.dumps({"preempted": n, "preempted_excluded": False})}
+            for n in (3, 0, 9)]
+    assert preempted_of(kept) == (12, False)
+    assert preempted_note(*preempted_of(kept)) == "12 preempted, kept"
+    out = [{"extra": {"preempted": 4, "preempted_excluded": True}}, *kept]
+    assert preempted_note(*preempted_of(out)) == "16 preempted, excluded"
+    old = [{"extra_json": json.dumps({"stationarity": "ok"})},
+           {"extra_json": json.dumps({"preempted": None})}, {"extra_json": None}]
+    assert preempted_of(old) == (None, False)

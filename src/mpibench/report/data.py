@@ -214,6 +214,11 @@ class ResultCell:
     firsts: list[float] = field(default_factory=list)
     launch_medians: list[float] = field(default_factory=list)
     stop_reasons: Counter = field(default_factory=Counter)
+    # samples the core flagged preempted over the used launches (None: none says, a core
+    # before the flag or without RUSAGE_THREAD), and whether any kept them out of its
+    # statistic (--exclude-preempted): preempted_of
+    preempted: int | None = None
+    preempted_excluded: bool = False
     runs_used: list[str] = field(default_factory=list)
     runs_excluded: list[str] = field(default_factory=list)
     runs_failed: list[tuple[str, str, str | None]] = field(default_factory=list)
@@ -498,6 +503,7 @@ def _describe(cell: ResultCell, used: list[dict],
     reasons = [_stop_with_stationarity(r) for r in used if r.get("stop_reason")]
     if reasons:
         cell.stop_reasons = Counter(reasons)
+    cell.preempted, cell.preempted_excluded = preempted_of(used)
     cell.batch = used[0].get("batch")
     extra = used[0].get("extra_json")
     cell.extra = json.loads(extra) if extra else (used[0].get("extra") or {})
@@ -619,6 +625,35 @@ def _finish(cell: ResultCell, used: list[dict], summary: dict[str, Any] | None) 
 
 def fmt_params(params: Mapping[str, Any] | None) -> str:
     return " ".join(f"{k}={v}" for k, v in sorted((params or {}).items()))
+
+
+def preempted_of(rows: Iterable[Mapping[str, Any]]) -> tuple[int | None, bool]:
+    """The core's preempted-sample count summed over these result rows (extra "preempted",
+    from extra_json or a parsed row's extra; None when no row carries one), and whether any
+    of them kept those samples out of its statistic (extra "preempted_excluded")."""
+    total, excluded, seen = 0, False, False
+    for r in rows:
+        extra = r.get("extra_json")
+        if isinstance(extra, str):
+            if '"preempted"' not in extra:
+                continue
+            try:
+                extra = json.loads(extra)
+            except ValueError:
+                continue
+        extra = extra if isinstance(extra, dict) else r.get("extra") or {}
+        n = extra.get("preempted")
+        if isinstance(n, int) and not isinstance(n, bool) and n >= 0:
+            total, seen = total + n, True
+            excluded |= extra.get("preempted_excluded") is True
+    return (total if seen else None), excluded
+
+
+def preempted_note(count: int | None, excluded: bool) -> str:
+    """'12 preempted, excluded' / '12 preempted, kept' for the stop column; '' for none."""
+    if not count:
+        return ""
+    return f"{count} preempted, {'excluded' if excluded else 'kept'}"
 
 
 def _stop_with_stationarity(row: dict) -> str:
