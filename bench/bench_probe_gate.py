@@ -31,6 +31,7 @@ B in both states: its mean estimate gated and ungated (unbiased either way).
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
 import math
 import sys
@@ -110,7 +111,7 @@ class Machine:
         return ProbeReading(ns, ns, ns, samples, (0, 1))
 
 
-WAIT_STEPS = 10   # the gate's wait before an attempt (20 s), in machine steps of ~2 s
+WAIT_STEPS = 5    # the gate's wait before an attempt (WAIT_S 10 s), in machine steps of ~2 s
 
 
 def wait(m: Machine, history: list[float]) -> ProbeReading:
@@ -177,12 +178,280 @@ def simulation(reps: int, seed: int) -> None:
                   f"{math.exp(slow['mean']):>13.4f}")
 
 
+# -- the gate's wall time on stored TTD runs (--ttd DIR...) ---------------------------------
+# Each DIR is a kept bench_time_to_decision.py run with the gate on (/tmp/ttd-data/run-32..41):
+# <tool>/runs/<id>[.set-aside-K]/machine-probe.txt holds every probe of an attempt in order
+# (the re-probes of its wait, its before-probe, its after-probe), timing.json its launch's
+# start and end, core.jsonl / stdout.txt its values. A probe is FAST below BOUNDARY_NS and
+# SLOW above (this VM's ~80 / ~320 ns states; GATE_FACTOR 1.6 from either).
+BOUNDARY_NS = 160.0
+SMALL = ("0", "8", "64", "1024")
+STEP_S = 0.6            # one re-probe of the wait: WAIT_STEP_S plus the probe's own run
+
+
+def _state(p: dict | None) -> str:
+    if p is None or p["samples"] < MIN_SAMPLES:
+        return "?"
+    return "F" if p["median_ns"] < BOUNDARY_NS else "S"
+
+
+def _values(d: Path) -> dict[str, float]:
+    """A launch's value per small size (us): the core's median, IMB's t[usec]."""
+    out: dict[str, float] = {}
+    if (d / "core.jsonl").exists():
+        for ln in (d / "core.jsonl").read_text().splitlines():
+            r = json.loads(ln)
+            if r.get("record") == "result" and r.get("median_us"):
+                out[str(r["size"])] = r["median_us"]
+    elif (d / "stdout.txt").exists():
+        for ln in (d / "stdout.txt").read_text().splitlines():
+            p = ln.split()
+            if len(p) == 4 and p[0].isdigit() and p[2].replace(".", "", 1).isdigit():
+                out.setdefault(p[0], float(p[2]))
+    return {k: v for k, v in out.items() if k in SMALL}
+
+
+def _probes(text: str) -> list[dict | None]:
+    out: list[dict | None] = []
+    for ln in text.splitlines():
+        try:
+            out.append(json.loads(ln))
+        except ValueError:
+            out.append(None)          # "probe failed ..." lines
+    return out
+
+
+def ttd_attempts(dirs: list[Path]) -> list[dict]:
+    """Every gated attempt of the runs: run, tool, cell id, variant, set aside, launch
+    start/end, its probes' states and run times, its small sizes' values."""
+    rows = []
+    for run in dirs:
+        for tool in ("core", "imb"):
+            for d in sorted((run / tool / "runs").glob("*/machine-probe.txt")):
+                d = d.parent
+                t = json.loads((d / "timing.json").read_text())
+                ps = _probes((d / "machine-probe.txt").read_text())
+                rows.append({"run": run.name, "tool": tool, "cell": d.name.split(".")[0],
+                             "variant": json.loads((d / "cell.json").read_text())
+                             ["variant"]["name"], "aside": ".set-aside-" in d.name,
+                             "start": t["started"], "end": t["finished"],
+                             "states": [_state(p) for p in ps],
+                             "probe_s": sum((p or {}).get("elapsed_ms", 0) for p in ps) / 1e3,
+                             "values": _values(d)})
+    return rows
+
+
+def where_the_time_goes(rows: list[dict]) -> None:
+    """Probe run time, launch time and the waits by outcome, per run and tool."""
+    print("\nTTD runs, the gate's wall time (s) per run and tool: probes' own run time; "
+          "re-probes of waits that found the reference within 4 s / later / never (the "
+          "20 s limit), at ~0.6 s each; launches kept / set aside")
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["run"], r["tool"]), []).append(r)
+    for (run, tool), rs in sorted(groups.items()):
+        waits = {"short": 0, "long": 0, "never": 0}
+        for r in rs:
+            pre = [s for s in r["states"][:-1] if s != "?"]
+            n = len(r["states"]) - 2
+            if n > 0 and pre:
+                waits["never" if pre[-1] == pre[0] else "short" if n <= 7 else "long"] += n
+        kept = sum(r["end"] - r["start"] for r in rs if not r["aside"])
+        aside = sum(r["end"] - r["start"] for r in rs if r["aside"])
+        print(f"  {run} {tool:4s} probes {sum(r['probe_s'] for r in rs):5.1f} | waits "
+              + " ".join(f"{k} {v * STEP_S:5.1f}" for k, v in waits.items())
+              + f" | launches kept {kept:5.1f} set aside {aside:4.1f}")
+
+
+def launch_modes(rows: list[dict]) -> None:
+    """Per before/after probe states: the launches' own mode at the small sizes (the value
+    nearer, in log, to the median of the launches both of whose probes were FAST or SLOW)."""
+    centre: dict[tuple, dict[str, float]] = {}
+    for key in {(r["tool"], r["variant"], s) for r in rows for s in SMALL}:
+        for m in "FS":
+            v = [r["values"][key[2]] for r in rows if (r["tool"], r["variant"]) == key[:2]
+                 and r["states"][-2:] == [m, m] and key[2] in r["values"]]
+            if v:
+                centre.setdefault(key, {})[m] = float(np.median(v))
+    print("\nlaunches by their probes (before, after) and their own mode at 0 B / 8 B / 64 B "
+          "/ 1 KiB (F all fast, S all slow, M mixed; only launches that measured them)")
+    table: dict[tuple, dict[str, int]] = {}
+    for r in rows:
+        c = [centre.get((r["tool"], r["variant"], s), {}) for s in r["values"]]
+        modes = {"F" if abs(math.log(v / k["F"])) < abs(math.log(v / k["S"])) else "S"
+                 for v, k in zip(r["values"].values(), c, strict=True)
+                 if len(k) == 2 and v < 2 * k["S"]}
+        if modes and len(r["states"]) >= 2:
+            mode = modes.pop() if len(modes) == 1 else "M"
+            t = table.setdefault((r["tool"], *r["states"][-2:]), {"F": 0, "S": 0, "M": 0})
+            t[mode] += 1
+    for (tool, b, a), t in sorted(table.items()):
+        print(f"  {tool:4s} before {b} after {a}: launch F {t['F']:4d}  S {t['S']:4d}  "
+              f"M {t['M']:3d}")
+
+
+def _timeline(rows: list[dict]) -> dict[str, tuple[list[float], list[str]]]:
+    """Per run: the valid probes' times and states, both tools (the re-probes of a wait
+    placed STEP_S apart before its launch, the after-probe at its end)."""
+    ev: dict[str, list[tuple[float, str]]] = {}
+    for r in rows:
+        pre = r["states"][:-1]
+        ev.setdefault(r["run"], []).extend(
+            (r["start"] - STEP_S * (len(pre) - 1 - i), s) for i, s in enumerate(pre))
+        ev[r["run"]].append((r["end"], r["states"][-1]))
+    out = {}
+    for run, e in ev.items():
+        e = sorted(x for x in e if x[1] != "?")
+        out[run] = ([t for t, _ in e], [s for _, s in e])
+    return out
+
+
+def _cells(rows: list[dict], run: str, tool: str) -> list[tuple[float, float, str]]:
+    """A tool's cells in order: when its gate began, its kept launch's seconds, the round's
+    invocation key (TTD runs one invocation per round and tool: its cell pair)."""
+    by: dict[str, list[dict]] = {}
+    for r in rows:
+        if (r["run"], r["tool"]) == (run, tool):
+            by.setdefault(r["cell"], []).append(r)
+    cells = []
+    for rs in by.values():
+        first = min(rs, key=lambda r: r["start"])
+        kept = [r for r in rs if not r["aside"]] or rs
+        cells.append((first["start"] - STEP_S * (len(first["states"]) - 2),
+                      kept[0]["end"] - kept[0]["start"]))
+    cells.sort()
+    return [(t0, dur, str(i // 2)) for i, (t0, dur) in enumerate(cells)]
+
+
+def _majority(hist: list[str]) -> str | None:
+    return None if not hist else "F" if hist.count("F") >= hist.count("S") else "S"
+
+
+def _replay_tool(env, cells, pol: dict) -> dict[str, float]:
+    """The gate of policy pol replayed on one tool's cells against the recorded machine."""
+    ts, ss = env
+
+    def at(t: float) -> str:
+        return ss[max(bisect.bisect_right(ts, t) - 1, 0)]
+    hist: list[str] = []
+    t, used, out = 0.0, {}, {"wait": 0.0, "aside": 0, "aside_s": 0.0}
+    kept: list[tuple[str, str]] = []
+    for t0, dur, inv in cells:
+        t = max(t, t0)
+        inv = "run" if pol.get("shared_cap") else inv
+        for attempt in range(RETRIES + 1):
+            ref, start = _majority(hist), t
+            limit = min(pol.get("wait", 20.0), max(0.0, 60.0 - used.get(inv, 0.0)))
+            s, waits = at(t), []
+            while ref and s != ref and t - start < limit:
+                waits.append(s)
+                t += STEP_S
+                s = at(t)
+            used[inv] = used.get(inv, 0.0) + (t - start if waits else 0.0)
+            out["wait"] += t - start
+            if pol.get("skip") and ref and s != ref and attempt < RETRIES:
+                hist.append(s)            # no launch: its probe is still history
+                out["aside"] += 1
+                continue
+            before, after = s, at(t + dur)
+            t += dur
+            hist += (waits if pol.get("waits_in_history") else []) + [before, after]
+            off = ref and (before != ref or (not pol.get("before_only") and after != ref))
+            if off and attempt < RETRIES:
+                out["aside"] += 1
+                out["aside_s"] += dur
+                continue
+            kept.append((before, after))
+            break
+    final = _majority(hist)
+    out["kept"] = len(kept)
+    out["mixed"] = sum(b != final or a != final for b, a in kept)
+    return out
+
+
+POLICIES = {
+    "as built: 20 s wait, both probes": {},
+    "judge on the before-probe only": {"before_only": True},
+    "wait at most 10 s": {"wait": 10.0},
+    "wait at most 5 s": {"wait": 5.0},
+    "wait at most 3 s": {"wait": 3.0},
+    "60 s cap shared by a run's rounds": {"shared_cap": True},
+    "waits' probes in the history": {"waits_in_history": True},
+    "no launch known off (retry waits)": {"skip": True},
+}
+
+
+def policy_replay(rows: list[dict]) -> None:
+    env = _timeline(rows)
+    runs = sorted({r["run"] for r in rows})
+    print(f"\nreplay of gate policies on the recorded machine states ({len(runs)} runs, both "
+          "tools; a state = the last probe's, launches keep their recorded seconds):")
+    print(f"  {'policy':36s} {'wait s':>7} {'set aside':>9} {'their s':>8} {'kept':>5} "
+          f"{'off the final reference':>24}")
+    for name, pol in POLICIES.items():
+        tot: dict[str, float] = {}
+        for run in runs:
+            for tool in ("core", "imb"):
+                cells = _cells(rows, run, tool)
+                if cells:
+                    for k, v in _replay_tool(env[run], cells, pol).items():
+                        tot[k] = tot.get(k, 0) + v
+        print(f"  {name:36s} {tot['wait']:7.0f} {tot['aside']:9.0f} {tot['aside_s']:8.1f} "
+              f"{tot['kept']:5.0f} {tot['mixed']:24.0f}")
+
+
+# -- the probe's sampling time (--pairs N): does 1 ms read what 3 ms reads? ---------------
+def probe_pairs(n: int) -> None:
+    """N back-to-back pairs of real probes (3 ms and 1 ms, alternating which goes first):
+    how often both read the same state, how often one starved, and their run times."""
+    import subprocess
+    import time
+
+    from mpibench.campaign.machine_probe import probe_program
+    from mpibench.stats.probe import parse_probe
+
+    program = str(probe_program())
+    agree: dict[str, int] = {}
+    took: dict[str, list[float]] = {"3": [], "1": []}
+    for i in range(n):
+        got = {}
+        for ms in (("1", "3") if i % 2 else ("3", "1")):
+            t = time.monotonic()
+            out = subprocess.run([program, "--ms", ms], capture_output=True, text=True,
+                                 timeout=20).stdout
+            took[ms].append(time.monotonic() - t)
+            got[ms] = _state(parse_probe(out, where=program)._asdict())
+        agree[got["3"] + got["1"]] = agree.get(got["3"] + got["1"], 0) + 1
+    print(f"probe pairs: {n} back to back, states (3 ms, 1 ms; ? = starved): "
+          + ", ".join(f"{k} {v}" for k, v in sorted(agree.items())))
+    for ms, ts in took.items():
+        print(f"  --ms {ms}: wall per probe (spawn included) median "
+              f"{1e3 * float(np.median(ts)):.1f} ms, p90 {1e3 * float(np.quantile(ts, 0.9)):.1f} ms")
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="200 comparisons per row")
     ap.add_argument("--reps", type=int, default=2000, help="comparisons per row (2000)")
     ap.add_argument("--seed", type=int, default=31)
+    ap.add_argument("--ttd", nargs="+", type=Path, metavar="DIR",
+                    help="only the wall-time analysis and policy replay of these kept "
+                    "bench_time_to_decision.py runs (gate on), e.g. /tmp/ttd-data/run-3[2-7]")
+    ap.add_argument("--pairs", type=int, metavar="N",
+                    help="only N back-to-back pairs of real probes at --ms 3 and 1")
     args = ap.parse_args(argv)
+    if args.pairs:
+        probe_pairs(args.pairs)
+        return 0
+    if args.ttd:
+        rows = ttd_attempts(args.ttd)
+        if not rows:
+            ap.exit(2, f"{ap.prog}: error: --ttd: no gated attempt (<tool>/runs/*/"
+                    "machine-probe.txt) under the given directories\n")
+        where_the_time_goes(rows)
+        launch_modes(rows)
+        policy_replay(rows)
+        return 0
     if args.reps < 10:
         ap.exit(2, f"{ap.prog}: error: --reps {args.reps}: expected 10 or more\n")
     replay()

@@ -6,8 +6,8 @@
  * affinity mask), bounce one cache-line-aligned counter: A writes an odd value, B answers
  * with the next even one. A sample is the wall time of K round trips divided by K; samples
  * are taken for M milliseconds (after a discarded warm-up of 1/4 of that; longer when fewer
- * than MIN_SAMPLES were taken, up to CAP_FACTOR x M) and one JSON line reports their count,
- * median and quartiles in nanoseconds. A sample in which a thread was descheduled is long;
+ * than MIN_SAMPLES were taken, up to CAP_FACTOR x M but at least CAP_MIN_MS) and one JSON
+ * line reports their count, median and quartiles in nanoseconds. A sample in which a thread was descheduled is long;
  * the median ignores such samples while fewer than half are.
  *
  * Why: on a VM the cost of moving a cache line between the two vCPUs an MPI job's ranks are
@@ -31,9 +31,11 @@
 #define STOP_VALUE UINT64_MAX
 /* On a loaded machine a thread waits for a scheduler slice now and then; such a sample is
  * long, and a whole --ms window can pass in one. Go on past --ms until MIN_SAMPLES (the
- * median then ignores up to half of them), but stop at CAP_FACTOR x --ms whatever the count. */
+ * median then ignores up to half of them), but stop at CAP_FACTOR x --ms (at least CAP_MIN_MS,
+ * so a short --ms is no likelier to starve under load) whatever the count. */
 #define MIN_SAMPLES 200
 #define CAP_FACTOR 100
+#define CAP_MIN_MS 300.0
 
 typedef struct {
     _Alignas(64) _Atomic uint64_t line;   /* the bounced cache line */
@@ -103,7 +105,7 @@ static double quantile(const double *sorted, int n, double q)
 }
 
 /* samples for ms milliseconds and at least MIN_SAMPLES of them, but for no more than
- * CAP_FACTOR x ms (after a warm-up of ms/4); returns the count */
+ * max(CAP_FACTOR x ms, CAP_MIN_MS) (after a warm-up of ms/4); returns the count */
 static int measure(shared_t *sh, double ms, int k, double *samples)
 {
     uint64_t next = 1;
@@ -111,7 +113,8 @@ static int measure(shared_t *sh, double ms, int k, double *samples)
     while (now_ns() < warm_end)
         bounce(sh, &next, k);
     int n = 0;
-    double end = now_ns() + ms * 1e6, cap = now_ns() + CAP_FACTOR * ms * 1e6;
+    double cap_ms = CAP_FACTOR * ms > CAP_MIN_MS ? CAP_FACTOR * ms : CAP_MIN_MS;
+    double end = now_ns() + ms * 1e6, cap = now_ns() + cap_ms * 1e6;
     for (double t0 = now_ns(); (t0 < end || n < MIN_SAMPLES) && t0 < cap && n < MAX_SAMPLES; n++) {
         bounce(sh, &next, k);
         double t1 = now_ns();

@@ -52,11 +52,19 @@ if TYPE_CHECKING:
     from mpibench.execute import Variant
     from mpibench.stacks import Stack
 
-PROBE_MS = 3.0          # each probe's sampling time (ms); ~5-20 ms with its warm-up
+# each probe's sampling time (ms). 1 ms still gives it its 200 samples in either state
+# (200 x 16 round trips of ~80 or ~320 ns: 0.3-1 ms); back to back with a 3 ms probe it read
+# the same state in 399 of 400 pairs, none starved, at load ~10, and cost 8.5 ms of wall
+# time against 20.0 (median, spawn included; `bench/bench_probe_gate.py --pairs 400`, stop
+# 32). Two probes per launch: ~23 ms less per launch of ~0.3 s.
+PROBE_MS = 1.0
 PROBE_TIMEOUT_S = 10.0
-# before an attempt: wait up to this long for the reference state, then launch anyway (a
-# launch costs more than a wait; the state lasts seconds to minutes, phase-1 note)
-WAIT_S = 20.0
+# before an attempt: wait up to this long for the reference state, then launch anyway. 10 s,
+# not 20 (stop 31): of 110 waits in TTD runs 32-41, 78 found the reference within 4 s, 14
+# after 6-20 s and 18 never in 20 s; the replay of those runs (bench/bench_probe_gate.py
+# --ttd) puts 10 s at 27% less waiting for 2 more of 808 launches kept off the reference
+# (docs/statistics.md "The machine-state probe", wall time).
+WAIT_S = 10.0
 WAIT_STEP_S = 0.5
 # all the waiting of one campaign invocation: a machine that changed state for good would
 # otherwise cost WAIT_S per launch until the reference follows (run-34: 116 s in one run)
