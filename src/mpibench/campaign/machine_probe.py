@@ -61,9 +61,10 @@ PROBE_MS = 1.0
 PROBE_TIMEOUT_S = 10.0
 # before an attempt: wait up to this long for the reference state, then launch anyway. 10 s,
 # not 20 (stop 31): of 110 waits in TTD runs 32-41, 78 found the reference within 4 s, 14
-# after 6-20 s and 18 never in 20 s; the replay of those runs (bench/bench_probe_gate.py
-# --ttd) puts 10 s at 27% less waiting for 2 more of 808 launches kept off the reference
-# (docs/statistics.md "The machine-state probe", wall time).
+# after 6-20 s and 18 never in 20 s; the replay of runs 32-35, 37, 40, 41
+# (`bench/bench_probe_gate.py --ttd DIR...`) puts 10 s at 20% less waiting (563 -> 452 s)
+# for 27 s more of set-aside launches and 2 more of 768 launches kept off the reference
+# (10 -> 12; docs/statistics.md "The machine-state probe", its wall time).
 WAIT_S = 10.0
 WAIT_STEP_S = 0.5
 # all the waiting of one campaign invocation: a machine that changed state for good would
