@@ -128,7 +128,10 @@ def test_history_lines_are_read_back_or_refused_by_file_and_line(tmp_path):
                       ('{"run": "c", "when": "during", "median_ns": 80, "samples": 3}',
                        "when: got 'during'"),
                       ('{"run": "c", "when": "after", "median_ns": 80, "samples": "3"}',
-                       "samples: got '3'"), ("[]", "got list")):
+                       "samples: got '3'"), ("[]", "got list"),
+                      ("[" * 100000, "not JSON: got '\\[\\[\\["),
+                      ('{"run": "c", "when": "after", "median_ns": 80, "samples": true}',
+                       "samples: got True")):
         h.write_text('{"run": "c", "when": "before", "median_ns": 80, "samples": 90}\n'
                      + bad + "\n")
         with pytest.raises(UsageError, match=f"^{h}:2: {what}"):

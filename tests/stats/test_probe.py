@@ -42,6 +42,7 @@ def test_real_outputs_parse_and_say_whether_they_are_readings():
     ("", "one JSON line"),
     ('{"record":"probe"}\n{"record":"probe"}', "one JSON line"),
     ("median 82 ns", "not JSON"),
+    ("[" * 100000, "not JSON .nested too deep"),
     ('{"record":"result","version":1}', "probe record of version 1"),
     ('{"record":"probe","version":2}', "probe record of version 1"),
 ])

@@ -168,7 +168,7 @@ def _history_record(path: Path, n: int, line: str) -> dict:
     """One history line parsed and checked; UsageError naming file:line and the value."""
     try:
         rec = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):      # RecursionError: arrays nested too deep
         raise UsageError(f"{path}:{n}: not JSON: got {line[:80]!r}; expected a "
                          'machine-probe history line {"run": ..., "when": ..., '
                          '"median_ns": ..., "samples": ..., "host": ..., "time": ...} '

@@ -73,6 +73,8 @@ def parse_probe(text: str, where: str) -> ProbeReading:
         rec = json.loads(lines[0])
     except ValueError as exc:
         raise ProbeError(f"{where}: not JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:
+        raise ProbeError(f"{where}: not JSON (nested too deep)") from None
     if not isinstance(rec, dict) or rec.get("record") != "probe" \
             or rec.get("version") != PROBE_VERSION:
         raise ProbeError(f"{where}: expected a probe record of version {PROBE_VERSION} "
