@@ -3,6 +3,8 @@
 simulation. Prints numbers, asserts nothing.
 
     .venv/bin/python bench/bench_probe_gate.py [--quick] [--reps N] [--seed S]
+    .venv/bin/python bench/bench_probe_gate.py --ttd DIR...    (stored TTD runs, no MPI)
+    .venv/bin/python bench/bench_probe_gate.py --pairs N       (real probes, 1 vs 3 ms)
 
 Replay: tests/data/probe/phase1-loaded.jsonl holds phase 1's 102 launches under
 `under-load -j 4` (TTD's pilot command lines, Open MPI then MPICH, each between two probes;
@@ -26,6 +28,12 @@ false positives of a paired t test at 5% (must stay at alpha: the probe does not
 variant, so keeping launches on it cannot favour one), "equivalent within ±5%" by paired
 TOST at 5% (the decision TTD wants), and the attempts per kept launch. Then a real 10% slowdown of
 B in both states: its mean estimate gated and ungated (unbiased either way).
+
+--ttd: the gate's wall time in kept bench_time_to_decision.py runs (gate on): where it went
+(probes, waits by outcome, launches kept and set aside), each launch's own mode at the small
+sizes by its before/after probes, and gate policies replayed against the recorded states
+(what each waits, sets aside and keeps off the reference). --pairs: N back-to-back pairs of
+real probes at --ms 3 and 1 (same state? starved? wall time).
 """
 
 from __future__ import annotations
@@ -370,9 +378,9 @@ def _replay_tool(env, cells, pol: dict) -> dict[str, float]:
 
 
 POLICIES = {
-    "as built: 20 s wait, both probes": {},
+    "stop 31: 20 s wait, both probes": {},
     "judge on the before-probe only": {"before_only": True},
-    "wait at most 10 s": {"wait": 10.0},
+    "wait at most 10 s (since stop 32)": {"wait": 10.0},
     "wait at most 5 s": {"wait": 5.0},
     "wait at most 3 s": {"wait": 3.0},
     "60 s cap shared by a run's rounds": {"shared_cap": True},
