@@ -71,7 +71,8 @@ plan_launch_parts: now) and with the launch parts as estimated (before), on the 
 `--only-planning-rows` (stats level, the flag on): the 16 thin-side rows (2 and 3 vs 7 x 10
 sizes, shared or not, the thin side as noisy, 3x, 1.7x, 1/3), exact power at the median
 'detectable' of 10 x --reps A/A benchmarks, at 8 seeds (--seed .. --seed + 7) per row: the
-mean with its standard error over the seeds, and the range.
+mean with its standard error over the seeds, and the range; the share of cells planned on
+an own cell part (a flagged size, a launch regime), their figure and power.
 
 A noisy minority (`--only-noisy-minority`, 10 x --reps benchmarks per row, stats level):
 run-12's 4 KiB-4 MiB regime, 11 sizes paired, 4 of them much noisier, the 7 quiet ones
@@ -659,22 +660,29 @@ ROW_SEEDS = 8
 
 
 def _thin_row(seed: int, n_thin: int, shared: float, specific: float, f: float,
-              reps: int) -> tuple[float, float]:
+              reps: int) -> tuple[float, float, float, float, float]:
     """(exact power at the median 'detectable' of reps A/A benchmarks' cells, over the
     same cells' CI half-widths h: the mean of P(|N(d, sigma^2)| > h); A/A raw p <= 0.05
-    per cell) of n_thin vs 7 launches x 10 sizes, all drawn from seed."""
+    per cell; the share of cells planned on an own cell part (a flagged size, a launch
+    regime: not plan_expect's); the median figure of those cells / of the others; the
+    power at d over those cells) of n_thin vs 7 launches x 10 sizes, all from seed."""
     from scipy import stats as sps
 
     from mpibench.stats import launch as L
     rng = np.random.default_rng(seed)
     ts = [t for _ in range(reps) for t in L.compare_cells(
         _own_bench(rng, n_thin, 7, 10, shared, specific, noisier=f))]
-    d = math.log1p(float(np.median([t.detectable for t in ts])))
+    fig = np.array([math.log1p(t.detectable) for t in ts])
+    d = float(np.median(fig))
     h = np.array([math.log(t.ci_high) - t.diff_log for t in ts])
     v = shared ** 2 + specific ** 2
     sig = math.sqrt(f * f * v / n_thin + v / 7)
-    power = float(np.mean(sps.norm.cdf((d - h) / sig) + sps.norm.cdf((-d - h) / sig)))
-    return power, float(np.mean([t.p <= 0.05 for t in ts]))
+    each = sps.norm.cdf((d - h) / sig) + sps.norm.cdf((-d - h) / sig)
+    own = np.array([t.own_cell for t in ts])
+    ratio = float(np.median(fig[own]) / np.median(fig[~own])) if own.any() and (~own).any() \
+        else float("nan")
+    return (float(np.mean(each)), float(np.mean([t.p <= 0.05 for t in ts])),
+            float(own.mean()), ratio, float(each[own].mean()) if own.any() else float("nan"))
 
 
 def planning_rows_section(_rng: np.random.Generator, reps: int, first: int = 7) -> None:
@@ -682,7 +690,9 @@ def planning_rows_section(_rng: np.random.Generator, reps: int, first: int = 7) 
     flag on, as compare runs): 2 and 3 vs 7 x 10 sizes, launch effects shared or not, the
     thin side as noisy, 3x, 1.7x or 1/3; per row the ROW_SEEDS seeds first, first + 1,
     ... (every row the same), reps A/A benchmarks each (_thin_row): the mean power over
-    the seeds, its sd and standard error, the range, how many seeds fall in 75-85%."""
+    the seeds, its sd and standard error, the range, how many seeds fall in 75-85%; and
+    over the seeds the cells planned on an own cell part (not plan_expect's): their
+    share, their median figure over the others', their power at the row's median."""
     seeds = list(range(first, first + ROW_SEEDS))
     print(f"\nPlanning rows (stats level): exact power at the median 'detectable' of {reps} "
           f"A/A benchmarks x 10 sizes, seeds {seeds[0]}-{seeds[-1]} in every row")
@@ -690,14 +700,15 @@ def planning_rows_section(_rng: np.random.Generator, reps: int, first: int = 7) 
     for n_thin in (2, 3):
         for sh, sp, lab, f in THIN_ROWS:
             res = np.array([_thin_row(s, n_thin, sh, sp, f, reps) for s in seeds])
-            p, fp = res[:, 0], res[:, 1]
+            p, fp, own = res[:, 0], res[:, 1], res[:, 2:].mean(axis=0)
             inside += 0.75 <= p.mean() <= 0.85
             name = f"{n_thin} vs 7, {'shared' if sh else 'not sharing'}, {lab}"
             print(f"  {name:<26} power {100 * p.mean():5.1f}% (sd {100 * p.std(ddof=1):3.1f}, "
                   f"se {100 * p.std(ddof=1) / math.sqrt(p.size):3.1f}; {100 * p.min():5.1f}-"
                   f"{100 * p.max():5.1f}%, {int(((p >= 0.75) & (p <= 0.85)).sum())} of "
-                  f"{p.size} seeds in 75-85%)  A/A {100 * fp.min():4.2f}-{100 * fp.max():4.2f}%",
-                  flush=True)
+                  f"{p.size} seeds in 75-85%)  A/A {100 * fp.min():4.2f}-{100 * fp.max():4.2f}%"
+                  f"; own parts {100 * own[0]:4.1f}% of cells (figure x{own[1]:.2f}, power "
+                  f"{100 * own[2]:4.1f}%)", flush=True)
     print(f"  rows whose mean is in 75-85%: {inside} of {2 * len(THIN_ROWS)}")
 
 
