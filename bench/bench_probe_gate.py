@@ -253,7 +253,8 @@ def where_the_time_goes(rows: list[dict]) -> None:
     """Probe run time, launch time and the waits by outcome, per run and tool."""
     print("\nTTD runs, the gate's wall time (s) per run and tool: probes' own run time; "
           "re-probes of waits that found the reference within 4 s / later / never (the "
-          "20 s limit), at ~0.6 s each; launches kept / set aside")
+          "wait's limit: 20 s until stop 32, then 10 s), at ~0.6 s each; launches kept / "
+          "set aside")
     groups: dict[tuple[str, str], list[dict]] = {}
     for r in rows:
         groups.setdefault((r["run"], r["tool"]), []).append(r)
