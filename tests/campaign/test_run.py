@@ -38,6 +38,11 @@ from support.common import MPI_TIMEOUT, REPO
 from support.decide import write_decide_campaign
 
 MPIBENCH = str(REPO / ".venv" / "bin" / "mpibench")
+# machine_probe = "off" in the campaigns whose tests read nothing of the machine-state
+# probe (OPTIONS, BUDGET, DECIDE_REAL, DECIDE_SIZES): "record", the default, runs it before
+# and after every bound np-2 launch. The default stays on end to end where a test runs
+# it: CORE (a kill may land in a probe or its history line), the examples
+# (test_example_campaigns_run_here), and campaign/test_machine_probe.py.
 
 CORE = """
 [campaign]
@@ -696,6 +701,7 @@ OPTIONS = """
 name = "core-options"
 repeats = 1
 timeout = 120
+machine_probe = "off"
 verify_transport = false
 [variants.ompi]
 stack = "openmpi"
@@ -801,6 +807,7 @@ name = "budget"
 repeats = { min = 2, max = 3, target = "0.01%" }
 budget = "auto"
 timeout = 120
+machine_probe = "off"
 verify_transport = false
 [variants.a]
 stack = "openmpi"
@@ -1029,6 +1036,7 @@ name = "decide-real"
 repeats = { until = "decided", min = 4, max = 6, step = 2 }
 equivalence = "0.1%"
 timeout = 60
+machine_probe = "off"
 verify_transport = false
 [defaults]
 stack = "openmpi"
@@ -1122,6 +1130,7 @@ name = "decide-sizes"
 repeats = { until = "decided", min = 3, max = 5, step = 2 }
 equivalence = "0.1%"
 timeout = 60
+machine_probe = "off"
 verify_transport = false
 [defaults]
 stack = "openmpi"

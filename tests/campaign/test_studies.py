@@ -55,6 +55,10 @@ MAX_TIME, SHORT_MAX_TIME = "max_time = 0.05", "max_time = 0.02"
 # (the study's 0, 8, 1K, 64K): the gain table is read at 1 KiB and Barrier at 0 B
 LINERATE_SIZES, SHORT_LINERATE_SIZES = 'sizes = "0:20"', 'sizes = "0:16"'
 FABRIC_SIZES, SHORT_FABRIC_SIZES = 'sizes = "0,8,1K,64K"', 'sizes = "0,1K"'
+# The fabric and regression studies' bound np-2 launches without the machine-state probe
+# (its default "record" probes before and after each; neither test reads it; the examples'
+# run in campaign/test_run.py keeps the default end to end)
+PROBE_OFF = '[campaign]\nmachine_probe = "off"\n'
 
 
 def _json(capsys, argv: list[str]) -> dict:
@@ -86,8 +90,10 @@ def test_fabric_study_gain_table_on_the_imb_set_and_the_application(tmp_path, ca
     camp = _copy(tmp_path, "fabric.toml", lambda t: t.replace("repeats = 3", "repeats = 2")
                  .replace("-nsteps 200", "-nsteps 50").replace(FABRIC_SIZES, SHORT_FABRIC_SIZES)
                  .replace('transport = "tcp"\n', 'transport = "tcp"\n' + PIN_LO)
-                 .replace('transport = "ofi"\n', 'transport = "ofi"\n' + PIN_LO))
+                 .replace('transport = "ofi"\n', 'transport = "ofi"\n' + PIN_LO)
+                 .replace("[campaign]\n", PROBE_OFF))
     assert camp.read_text().count(PIN_LO) == 2 and SHORT_FABRIC_SIZES in camp.read_text()
+    assert PROBE_OFF in camp.read_text()
     assert cli_main(["campaign", "run", "--no-progress", str(camp)]) == 0
     db = str(camp.parent / "mpibench.db")
     obj = _json(capsys, ["compare", "--db", db, "--campaign", "study-fabric", "--gain-table",
@@ -133,7 +139,9 @@ def test_tuning_study_profile_and_cost(tmp_path, capsys):
 @pytest.mark.mpi
 def test_regression_study_first_call_apart_from_mean_std_across_images(tmp_path, capsys):
     for name in ("regression-2025.1.toml", "regression-2025.2.toml"):
-        camp = _copy(tmp_path, name, lambda t: t.replace("repeats = 3", "repeats = 2"))
+        camp = _copy(tmp_path, name, lambda t: t.replace("repeats = 3", "repeats = 2")
+                     .replace("[campaign]\n", PROBE_OFF))
+        assert PROBE_OFF in camp.read_text()
         assert cli_main(["campaign", "run", "--no-progress", str(camp)]) == 0
     db = str(tmp_path / "studies" / "mpibench.db")
     obj = _json(capsys, ["compare", "--db", db, "--campaign", "study-regression-2025.1",

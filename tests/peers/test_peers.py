@@ -23,11 +23,14 @@ PEERS = Path(os.environ.get("MPIBENCH_PEERS")
 IMB_TGZ = PEERS / "imb-2021.11.tar.gz"
 OSU_TGZ = PEERS / "osu-micro-benchmarks-7.4.tar.gz"
 
+# no test here reads the machine-state probe (campaign/machine_probe.py): "off" spares
+# each bound np-2 launch its two probes
 HEAD = """
 [campaign]
 name = "peers"
 repeats = 2
 timeout = 120
+machine_probe = "off"
 [defaults]
 np = 2
 [variants.ompi]

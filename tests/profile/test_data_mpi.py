@@ -16,12 +16,15 @@ from support.profiler import GMX_ENV
 
 TIMEOUT = 120
 
+# no test here reads the machine-state probe (campaign/machine_probe.py): "off" spares
+# each bound np-2 launch its two probes
 CAMPAIGN = """
 [campaign]
 name = "core-profiled"
 repeats = 2
 order = "interleaved"
 timeout = 60
+machine_probe = "off"
 
 [defaults]
 np = 2
