@@ -1008,6 +1008,8 @@ class _Residuals(NamedTuple):
                               # observed; None with one cell
     obs: np.ndarray       # observed mask, launch x cell
     pooled: Spread        # the side's Spread without cell parts (spread(moderate=False))
+    own_var: np.ndarray | None = None   # per cell the variance of its logs over its own
+                                        # launches (n_s - 1 df): what its rounds alone say
 
 
 def _residuals(side: Mapping[object, Mapping[Hashable, float | None]]) -> _Residuals | None:
@@ -1024,7 +1026,10 @@ def _residuals(side: Mapping[object, Mapping[Hashable, float | None]]) -> _Resid
     if not (s_cols > 1 and df_cell > 0):
         ms_cell, df_cell, s_bar = 0.0, 0, 1.0
         ms_launch = float((r[:, 0] ** 2).sum()) / (n - 1) if s_cols == 1 else ms_launch
-    return _Residuals(keys, res, obs, Spread(ms_launch, n - 1, ms_cell, df_cell, s_bar, n))
+    seen = np.where(obs, r, 0.0)
+    own_var = (seen * seen).sum(axis=0) / np.maximum(obs.sum(axis=0) - 1, 1)
+    return _Residuals(keys, res, obs, Spread(ms_launch, n - 1, ms_cell, df_cell, s_bar, n),
+                      own_var)
 
 
 def _two_way(r: np.ndarray, obs: np.ndarray
@@ -1050,8 +1055,9 @@ def _spread_of(rs: _Residuals | None, moderate: bool = True, force: bool = False
     sp = rs.pooled
     if not moderate or rs.res is None or sp.df_cell <= 0:
         return sp
+    floors = rs.own_var - sp.ms_launch / sp.cells if floor_own else None
     return sp._replace(cell_parts=_cell_parts(rs.keys, rs.res, rs.obs, sp.ms_cell,
-                                              sp.df_cell, sp.cells, force, own, floor_own))
+                                              sp.df_cell, sp.cells, force, own, floors))
 
 
 def _centred(side: Mapping[object, Mapping[Hashable, float | None]]
@@ -1275,7 +1281,7 @@ def gated_spreads(sides: Sequence[Mapping[object, Mapping[Hashable, float | None
 
 def _cell_parts(keys: list, res: np.ndarray, obs: np.ndarray, ms_cell: float,
                 df_cell: float, s_bar: float, force: bool = False, own_all: bool = False,
-                floor_own: bool = False) -> dict | None:
+                floor_own: np.ndarray | None = None) -> dict | None:
     """Each cell's own cell part, moderated toward the others' (stats.moderate), or None
     where the sizes' parts look alike (prior df infinite: the pooled ms_cell for all).
 
@@ -1295,7 +1301,9 @@ def _cell_parts(keys: list, res: np.ndarray, obs: np.ndarray, ms_cell: float,
     part: 8-21% false positives there at 2+2, 3+3, 2 vs 7, 3 vs 7).
     force: moderate without the gate (the benchmark's other side rejected it). own_all:
     every cell its own w_s with n_s - 1 df at any number of cells (a comparison of thin
-    sides, gated_spreads). floor_own: an own part at least its w_s, not 0 (paired)."""
+    sides, gated_spreads). floor_own (paired: per cell its own rounds' variance less the
+    round part, ms_launch / S): an own part at least its w_s, not 0, and one the prior
+    keeps (robust) at least that floor too."""
     s = res.shape[1]
     if s < MIN_MODERATE_CELLS or s_bar < MIN_MODERATE_CELLS:
         return None
@@ -1303,18 +1311,23 @@ def _cell_parts(keys: list, res: np.ndarray, obs: np.ndarray, ms_cell: float,
     if np.any(d < 1):
         return None
     w = (res * res).sum(axis=0) / d
+    kept = np.zeros(s, dtype=bool)
     if s < FEW_CELLS or own_all:
         own = np.ones(s, dtype=bool)
         shrunk = [(float(wi), float(di)) for wi, di in zip(w, d, strict=True)]
     else:
-        if not force and moderate_mod.alike(w, d * (s - 1) / s):
+        pairs = _gate(w, d, force, floor_own is not None)
+        if pairs is None:
             return None
         d0, s0, own = moderate_mod.robust(w, d)
+        own = own | pairs
         if math.isinf(d0) and not own.any() and not force:
             return None
         shrunk = moderate_mod.moderated(w, d, d0, s0)
+        kept = own if floor_own is not None else kept
+    least = np.where(kept, floor_own if floor_own is not None else 0.0, 0.0)
     out = {}
-    for key, wi, di, o, (tau2, df) in zip(keys, w, d, own, shrunk, strict=True):
+    for key, wi, di, o, (tau2, df), fl in zip(keys, w, d, own, shrunk, least, strict=True):
         if o:
             tau2, df = float(wi), float(di)
         # tau2's df is kept: Satterthwaite's df of the difference (tau2 scaled less the
@@ -1327,9 +1340,27 @@ def _cell_parts(keys: list, res: np.ndarray, obs: np.ndarray, ms_cell: float,
         # an own part on 2 df (3 rounds) was 0 in 1 - exp(-2/S) of alike cells and the
         # cell's se only the round part's ~1/sqrt(S). Unpaired thin sides keep the clip:
         # each side's launch part on 1-2 df keeps them at alpha; the floor cost power
-        part = max(_own_part_at(tau2, s_bar, ms_cell), tau2 if o and floor_own else 0.0)
+        # A size the prior keeps as its own (noisier than the rest) is never tested
+        # narrower than its own rounds say (floor_own: their variance less the round
+        # part): on the w_s estimate alone a paired noisy minority (run-12's 4 of 11
+        # sizes, 5 rounds) had 4.6-7.9% A/A at its kept sizes, 4.6-5.3% floored
+        part = max(_own_part_at(tau2, s_bar, ms_cell),
+                   tau2 if o and floor_own is not None else 0.0, float(fl))
         out[key] = CellPart(part, min(df, df_cell))
     return out
+
+
+def _gate(w: np.ndarray, d: np.ndarray, force: bool, ordered: bool) -> np.ndarray | None:
+    """_cell_parts' gate: None where the sizes keep the pooled part (Bartlett's test keeps
+    them alike and, ordered (a paired block, its cells in size order), no two neighbours
+    are outlying together: moderate.outlying_pairs), else the cells that keep their own
+    part whatever the prior says (the flagged pairs; none where Bartlett rejects)."""
+    none = np.zeros(w.size, dtype=bool)
+    scaled = d * (w.size - 1) / w.size
+    if force or not moderate_mod.alike(w, scaled):
+        return none
+    pairs = moderate_mod.outlying_pairs(w * scaled, scaled) if ordered else none
+    return pairs if pairs.any() else None
 
 
 def _oriented_logs(by: Mapping[str, float | None], sign: float) -> dict[str, float]:

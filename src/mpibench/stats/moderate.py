@@ -48,6 +48,12 @@ OUTLYING_LEVEL = 0.20
 # not higher: 50% leaves it at 7.3% and halves alike sizes' power after the closed test
 # (bench_inference.py --only-outlier --outlier-design 3v7x10; docs/statistics.md).
 OUTLYING_THIN_LEVEL = 0.10
+# Where Bartlett's test keeps a paired block's sizes alike, an adjacent pair of sizes
+# whose pooled variance is above the rest's at this one-sided level (outlying_pairs)
+# still opens the gate and keeps its own parts (stats.launch._cell_parts). 1%: run-12's
+# noisy minority at 5 rounds 7.4% -> 6.5% A/A at the noisy sizes, alike sizes' power for
+# a real 10% -0.6 points; 5% gave 5.8% but -4.8 points (docs/statistics.md)
+PAIR_LEVEL = 0.01
 # The outlying-size flag adds the two sides' sums of squares raw unless Bartlett's test
 # over the sides' pooled cell parts rejects at this level; then each side's sums are
 # divided by its own first (stats.launch._side_weights).
@@ -139,6 +145,34 @@ def outlying(sums: Sequence[float], dfs: Sequence[float], level: float | None = 
     return out
 
 
+def outlying_pairs(sums: Sequence[float], dfs: Sequence[float], level: float | None = None
+                   ) -> np.ndarray:
+    """Per variance (in size order: its sum of squares and df), True where it and a
+    neighbour together are above the others' pooled variance at `level` (PAIR_LEVEL, read
+    at the call, when None): the one-sided F test of each adjacent pair's pooled variance
+    against the rest's, both members flagged. A noisy size in real stores is seldom alone
+    (a protocol switch, the eager/rendezvous boundary, a cache size: run-12's 4-8 KiB and
+    2-4 MiB), and two sizes' df test it where one size's 4 df did not: the paired gate
+    (Bartlett's test over 11 sizes at 4 df) kept run-12's noisy minority alike in 8% of
+    5-round benchmarks. Nothing is flagged below MIN_GROUPS variances."""
+    from scipy.special import fdtrc
+    level = PAIR_LEVEL if level is None else level
+    ss = np.asarray(sums, dtype=float)
+    d = np.asarray(dfs, dtype=float)
+    out = np.zeros(ss.size, dtype=bool)
+    if ss.size < MIN_GROUPS:
+        return out
+    pair_ss, pair_d = ss[:-1] + ss[1:], d[:-1] + d[1:]
+    rest_ss, rest_d = ss.sum() - pair_ss, d.sum() - pair_d
+    ok = (pair_d > 0) & (rest_d > 0) & (rest_ss > 0)
+    hit = np.zeros(pair_ss.size, dtype=bool)
+    hit[ok] = fdtrc(pair_d[ok], rest_d[ok],
+                    (pair_ss[ok] / pair_d[ok]) / (rest_ss[ok] / rest_d[ok])) < level
+    out[:-1] |= hit
+    out[1:] |= hit
+    return out
+
+
 def _upper_tail(x: np.ndarray, d: np.ndarray, d0: float) -> np.ndarray:
     """P(F(d, d0) >= x), F(d, inf) = chi2_d / d."""
     from scipy.special import chdtrc, fdtrc
@@ -194,5 +228,5 @@ def moderated(variances: Sequence[float], dfs: Sequence[float], d0: float, s0: f
 
 
 __all__ = ["MIN_GROUPS", "ALIKE_LEVEL", "OUTLIER_TAIL", "EXCLUDE_TAIL", "OUTLYING_LEVEL", "OUTLYING_THIN_LEVEL", "SIDES_LEVEL",
-           "alike",
+           "PAIR_LEVEL", "alike", "outlying_pairs",
            "prior", "robust", "moderated", "outlying"]
