@@ -1342,8 +1342,9 @@ def _cell_parts(keys: list, res: np.ndarray, obs: np.ndarray, ms_cell: float,
         # each side's launch part on 1-2 df keeps them at alpha; the floor cost power
         # A size the prior keeps as its own (noisier than the rest) is never tested
         # narrower than its own rounds say (floor_own: their variance less the round
-        # part): on the w_s estimate alone a paired noisy minority (run-12's 4 of 11
-        # sizes, 5 rounds) had 4.6-7.9% A/A at its kept sizes, 4.6-5.3% floored
+        # part). In a paired noisy minority (run-12's 4 of 11 sizes, 5 rounds) w_s less
+        # the pooled term the noisy sizes make left 46% of kept cells narrower than
+        # that; floored, the noisy sizes' A/A 8.0% -> 7.4% (docs/statistics.md)
         part = max(_own_part_at(tau2, s_bar, ms_cell),
                    tau2 if o and floor_own is not None else 0.0, float(fl))
         out[key] = CellPart(part, min(df, df_cell))
