@@ -466,6 +466,18 @@ def _exact_power(d: float, hs: list[float], sigma: float) -> float:
     return float(np.mean(sps.norm.cdf((d - h) / sigma) + sps.norm.cdf((-d - h) / sigma)))
 
 
+def _sigma_of(ts: list, cells: int, sigma: float) -> float:
+    """sigma, the sd of a cell's mean log difference written from the design, checked
+    against the estimator: the first cell's diff_log over the A/A benchmarks (ts, `cells`
+    a benchmark) has mean 0 within 4 standard errors and sd within 15% of sigma (250-1000
+    values: the sd's own error 2-4.5%), so that a change to what compare_cells estimates
+    cannot leave _exact_power computing the power of a hypothetical estimator."""
+    x = np.array([t.diff_log for t in ts[::cells]])
+    assert abs(x.mean()) < 4 * sigma / math.sqrt(len(x)), (x.mean(), sigma)
+    assert 0.85 <= x.std(ddof=1) / sigma <= 1.15, (x.std(ddof=1), sigma)
+    return sigma
+
+
 @pytest.mark.parametrize("n_thin,shared,specific,band", [
     (2, 0.05, 0.025, (0.69, 0.90)), (2, 0.0, 0.05, (0.72, 0.88)),
     (3, 0.05, 0.025, (0.72, 0.88)), (3, 0.0, 0.05, (0.72, 0.88))])
@@ -494,7 +506,7 @@ def test_the_detectable_a_thin_cell_reports_has_its_power(n_thin, shared, specif
     hs = [math.log(t.ci_high) - t.diff_log for t in ts]
     # _exact_power's premise: the test rejects exactly where the CI excludes 0
     assert all((t.p <= 0.05) == (abs(t.diff_log) > h) for t, h in zip(ts, hs, strict=True))
-    power = _exact_power(d, hs, math.sqrt(v / n_thin + v / 7))
+    power = _exact_power(d, hs, _sigma_of(ts, 10, math.sqrt(v / n_thin + v / 7)))
     assert band[0] <= power <= band[1]
 
 
@@ -520,7 +532,8 @@ def test_the_detectable_of_a_thin_side_that_really_is_noisier_has_its_power(n_th
     v = shared * shared + specific * specific
     hs = [math.log(t.ci_high) - t.diff_log for t in ts]
     assert all((t.p <= 0.05) == (abs(t.diff_log) > h) for t, h in zip(ts, hs, strict=True))
-    assert band[0] <= _exact_power(d, hs, math.sqrt(9 * v / n_thin + v / 7)) <= band[1]
+    sigma = _sigma_of(ts, 10, math.sqrt(9 * v / n_thin + v / 7))
+    assert band[0] <= _exact_power(d, hs, sigma) <= band[1]
 
 
 def test_a_thin_side_is_planned_pooled_when_the_spreads_agree_else_raised():
@@ -596,7 +609,7 @@ def test_the_detectable_a_paired_comparison_reports_has_its_power(n, cells, laun
     d = math.log1p(float(np.median([t.detectable for t in ts])))
     hs = [math.log(t.ci_high) - t.diff_log for t in ts]
     assert all((t.p <= 0.05) == (abs(t.diff_log) > h) for t, h in zip(ts, hs, strict=True))
-    sigma = math.sqrt(2 * (launch_sd * launch_sd + cell_sd * cell_sd) / n)
+    sigma = _sigma_of(ts, cells, math.sqrt(2 * (launch_sd * launch_sd + cell_sd * cell_sd) / n))
     assert band[0] <= _exact_power(d, hs, sigma) <= band[1]
 
 
@@ -624,7 +637,8 @@ def test_the_detectable_an_unpaired_comparison_reports_has_its_power(n_b, n_c, c
     hs = [math.log(t.ci_high) - t.diff_log for t in ts]
     assert all((t.p <= 0.05) == (abs(t.diff_log) > h) for t, h in zip(ts, hs, strict=True))
     v = shared * shared + specific * specific
-    assert _NARROW[0] <= _exact_power(d, hs, math.sqrt(v / n_b + v / n_c)) <= _NARROW[1]
+    sigma = _sigma_of(ts, cells, math.sqrt(v / n_b + v / n_c))
+    assert _NARROW[0] <= _exact_power(d, hs, sigma) <= _NARROW[1]
 
 
 @pytest.mark.parametrize("n_c,cells", [(7, 4), (3, 8)])
@@ -638,13 +652,10 @@ def test_a_thin_own_part_the_test_may_floor_is_planned_at_its_expected_critical_
     75-85%. Planned at whichever df the draw got (before _plan_mixed_df) it was 67% (2 vs
     7) and 74% (2 vs 3)."""
     rng = np.random.default_rng(31 + n_c + cells)
-    hs, dets = [], []
-    for _ in range(250):
-        for t in L.compare_cells(_bench(rng, 2, n_c, cells, 0.0, 0.05)):
-            hs.append(math.log(t.ci_high) - t.diff_log)
-            dets.append(math.log1p(t.detectable))
-    h, d = np.array(hs), float(np.median(dets))
-    sigma = 0.05 * math.sqrt(1 / 2 + 1 / n_c)
+    ts = [t for _ in range(250) for t in L.compare_cells(_bench(rng, 2, n_c, cells, 0.0, 0.05))]
+    h = np.array([math.log(t.ci_high) - t.diff_log for t in ts])
+    d = float(np.median([math.log1p(t.detectable) for t in ts]))
+    sigma = _sigma_of(ts, cells, 0.05 * math.sqrt(1 / 2 + 1 / n_c))
     power = float(np.mean(sps.norm.cdf((d - h) / sigma) + sps.norm.cdf((-d - h) / sigma)))
     assert 0.75 <= power <= 0.85
 
@@ -1148,7 +1159,7 @@ def test_the_detectable_of_a_thin_side_a_little_noisier_has_its_power(n_thin, f,
     d = math.log1p(float(np.median([t.detectable for t in ts])))
     v = shared * shared + specific * specific
     hs = [math.log(t.ci_high) - t.diff_log for t in ts]
-    power = _exact_power(d, hs, math.sqrt(f * f * v / n_thin + v / 7))
+    power = _exact_power(d, hs, _sigma_of(ts, 10, math.sqrt(f * f * v / n_thin + v / 7)))
     assert band[0] <= power <= band[1]
     t = ts[0]
     assert t.detectable == L.detectable_at(t, 0.05) < L.detectable_at(t, 0.005)
@@ -1238,7 +1249,8 @@ def _flagged_cells_power(rng, n_thin: int, noisier: float) -> tuple[float, float
     own = np.array(flagged)
     d = math.log1p(float(np.median([t.detectable for t in ts])))
     hs = [math.log(t.ci_high) - t.diff_log for t, o in zip(ts, own, strict=True) if o]
-    power = _exact_power(d, hs, 0.05 * math.sqrt(noisier ** 2 / n_thin + 1 / 7))
+    power = _exact_power(d, hs, _sigma_of(ts, 10, 0.05 * math.sqrt(noisier ** 2 / n_thin
+                                                                  + 1 / 7)))
     fp = sum(t.p <= 0.05 for t, o in zip(ts, own, strict=True) if o)
     return float(own.mean()), power, int(fp), int(own.sum())
 
