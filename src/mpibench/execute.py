@@ -318,6 +318,10 @@ def core_fingerprint(header: Mapping[str, Any]) -> dict[str, Any]:
     # taken at ingest, from core_options without the key), so they pool byte for byte
     if opts.get("settle"):
         core["settle"] = True
+    # --exclude-preempted leaves some samples out of the statistic (a time slice no longer
+    # sets a median): not the same launch statistic, so only when on, as settle
+    if opts.get("exclude_preempted"):
+        core["exclude_preempted"] = True
     return {"core_options": core}
 
 

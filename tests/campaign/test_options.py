@@ -430,6 +430,12 @@ def test_fingerprint_carries_the_options_that_change_a_sample(tmp_path):
     h2["options"].update(target_pct=5, max_time_s=9, futility=True, mem_limit=1 << 20,
                          timeout_s=99, validate=False)
     assert core_fingerprint(h2) == core_fingerprint(header)
+    # samples kept out of the statistic make another launch statistic; off as before
+    h2["options"]["exclude_preempted"] = False
+    assert core_fingerprint(h2) == core_fingerprint(header)
+    h2["options"]["exclude_preempted"] = True
+    assert core_fingerprint(h2) != core_fingerprint(header)
+    h2["options"]["exclude_preempted"] = False
     h2["options"]["thread_level"] = "multiple"
     assert core_fingerprint(h2) != core_fingerprint(header)
     assert core_fingerprint({}) == {}          # no core header (applications): nothing
