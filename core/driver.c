@@ -288,22 +288,26 @@ static double switches_since(int active, double *last)
 
 /* One round of R samples on this rank: loc[s] = per-iteration time of sample s, loc[R + s] =
  * 1 when the sample started late (--sync window), else 0, loc[2R + s] = the rank's
- * involuntary context switches from the end of sample s-1 (the round's start for s = 0) to
- * the end of sample s: read outside the timed interval, the windows tile the round. */
+ * involuntary context switches from the end of sample s-1 (for s = 0, and before each sample
+ * that a barrier starts: from that barrier's end) to the end of sample s: read outside the
+ * timed interval, the windows tile the round's samples back to back.  A switch while a rank
+ * waits in a barrier delays the barrier, not a timed sample: no window holds it. */
 static void time_round(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool *p,
                        mb_sizing *z, int64_t R, double *loc, double my_off, double win_scale)
 {
     int64_t k = z->k;
     int active = !b->single_pair || st->rank < 2;
-    double sw = mb_nivcsw();
+    double sw = 0;
     if (st->opt.sync_mode != MB_SYNC_WINDOW) {
         /* a pair_sync benchmark's ranks stay in step through its own messages: each rank's
          * batch spans k iterations end to end (rank 1's from its last reply to its next),
          * as in IMB's timed loop; the round's barrier absorbs the reduction's skew */
         int each = barrier_each_sample(st, b);
         for (int64_t s = 0; s < R; s++) {
-            if (each || s == 0)
+            if (each || s == 0) {
                 MPI_Barrier(MPI_COMM_WORLD);
+                sw = mb_nivcsw();
+            }
             double t0 = MPI_Wtime();
             run_batch(st, b, c, p, k, &z->it);
             double t1 = MPI_Wtime();
@@ -324,6 +328,7 @@ static void time_round(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool
     }
     MPI_Bcast(sched, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     double tol = 0.05 * sched[1] + 0.5e-6;
+    sw = mb_nivcsw();
     for (int64_t s = 0; s < R; s++) {
         double when = sched[0] + (double)s * sched[1] + my_off, t0;
         while ((t0 = MPI_Wtime()) < when)
@@ -398,7 +403,6 @@ static void measure(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool *p
     double *loc = malloc(3 * sizeof(double) * room);
     double *glob = malloc(3 * sizeof(double) * room);
     unsigned char *flag = malloc(room);
-    double carry = 0; /* rank 0: the last window of the round before (mb_flag_preempted) */
     int64_t budget_n = 0; /* rank 0: samples taken when max_time was first spent */
     double my_off = o->sync_mode == MB_SYNC_WINDOW ? mb_clock_offset(st) : 0.0;
     if (o->sync_mode == MB_SYNC_WINDOW) {
@@ -426,7 +430,7 @@ static void measure(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool *p
         /* the decision, the next round's length, the batch size */
         int64_t ctl[3] = {MB_CONTINUE, 0, z->k};
         if (st->rank == 0) {
-            if (mb_flag_preempted(glob + 2 * R, R, &carry, flag) < 0)
+            if (mb_flag_preempted(glob + 2 * R, R, flag) < 0)
                 r->preempt_na = 1;
             /* late samples are dropped and counted; preempted ones counted, and dropped
              * with --exclude-preempted */
@@ -493,7 +497,6 @@ static void measure(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool *p
             r->warmup += *my_n; /* includes late samples so far */
             r->late = 0;
             r->preempted = 0;
-            carry = 0;
             budget_n = 0;
             r->rebatches++;
             my_faults = 0;

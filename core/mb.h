@@ -259,18 +259,18 @@ int64_t mb_clean_needed(const mb_stop_rule *rule, const mb_progress *p);
  * preempt_time while it lacks unflagged samples */
 double mb_time_left(const mb_stop_rule *rule, const mb_progress *p);
 /* the next adaptive round after the one p describes (per_sample_s: its wall time per sample):
- * mb_next_round within mb_time_left, or, past max_time with unflagged samples missing, just
- * the missing ones (within preempt_time) */
+ * mb_next_round within mb_time_left, or, past max_time with unflagged samples missing, the
+ * missing ones, at least 8 (within preempt_time) */
 int64_t mb_round_after(const mb_stop_rule *rule, const mb_progress *p, double per_sample_s);
 /* Per-sample preemption flags from one round's involuntary context switches (max over the
- * active ranks of each sample's window; the windows tile the round): sample s is flagged when
- * window s or window s-1 saw a switch (the previous round's last window for s = 0, *carry).
- * A responder switched out after its last reply of a sample is counted in that sample's
- * window, while the initiator's next sample waits for it: hence s-1.  Returns the flagged
- * count, or -1 when some rank could not read its counter (a value >= MB_NIVCSW_NONE): then
- * nothing is flagged. */
+ * active ranks of each sample's window; the windows tile the round's samples): sample s is
+ * flagged when window s or window s-1 saw a switch.  A responder switched out after its
+ * last reply of a sample is counted in that sample's window, while the initiator's next
+ * sample waits for it: hence s-1.  Not across rounds: the barrier that starts a round
+ * absorbs such a wait.  Returns the flagged count, or -1 when some rank could not read its
+ * counter (a value >= MB_NIVCSW_NONE): then nothing is flagged. */
 #define MB_NIVCSW_NONE 1e300
-int64_t mb_flag_preempted(const double *nivcsw, int64_t R, double *carry, unsigned char *flag);
+int64_t mb_flag_preempted(const double *nivcsw, int64_t R, unsigned char *flag);
 /* the batch-growth rule: k unchanged when a batch of k lasts >= floor_us (or k is at kmax);
  * else k x (1.5 floor / batch) within [2x, 64x], at most kmax */
 int64_t mb_grow_batch(int64_t k, double batch_us, double floor_us, int64_t kmax);
