@@ -935,6 +935,24 @@ def test_a_preempted_sample_in_a_five_sample_pilot_cell_leaves_the_plan():
         assert w.launches == pytest.approx(c.launches, rel=0.1), seed
 
 
+def test_the_plan_says_how_many_cell_launches_it_read_stopped_preempted():
+    """A cell the core stopped 'preempted' (--exclude-preempted: its cap ended short of clean
+    samples) enters the plan with its few clean samples' median and its seconds per clean
+    sample; the plan's description says how many such cell launches it planned on, and
+    nothing when there were none (the arithmetic is the same rows' either way)."""
+    rows = _five_sample_pilot(np.random.default_rng(3), None)
+    plain = budget.plan_from_rows(rows, ["a", "b"], 0.1, 40, rounds=10)
+    marked = [dict(r, stop_reason="preempted") if i % 7 == 0 else dict(r, stop_reason="max_time")
+              for i, r in enumerate(rows)]
+    said = budget.plan_from_rows(marked, ["a", "b"], 0.1, 40, rounds=10)
+    count = sum(1 for i in range(len(rows)) if i % 7 == 0)
+    assert plain.preempted == 0 and "preempted" not in plain.describe()
+    assert said.preempted == count > 0
+    assert said.describe() == plain.describe() + (
+        f"; {count} cell launches it planned on stopped 'preempted' (short of clean samples "
+        "at the core's cap: medians of those few, seconds per sample with the wait)")
+
+
 def test_cell_rounds_name_the_cells_out_of_reach_and_the_plan_meets_the_largest():
     """Per cell, the rounds that decide it alone (equivalence ±5% at gain 1, as the paired
     plan plans it): 4 sizes (each on its own part, below FEW_CELLS), one noisier. The

@@ -433,12 +433,24 @@ class Plan:
     max_launches: int = SEARCH_MAX    # the cap on launches per side the plan respects
     confidence: float | None = None   # the upper bound the between-launch variance is at
     paired: bool = False              # planned for the round-paired test (rounds per side)
+    # cell launches of the rows planned on that the core stopped 'preempted'
+    # (--exclude-preempted: its cap ended with fewer clean samples than the size needs):
+    # their medians rest on those few samples, their seconds per sample include the wait
+    preempted: int = 0
 
     @property
     def within_cap(self) -> bool:
         return self.best.launches is not None and self.best.launches <= self.max_launches
 
     def describe(self) -> str:
+        text = self._describe()
+        if self.preempted:
+            text += (f"; {self.preempted} cell launches it planned on stopped 'preempted' "
+                     "(short of clean samples at the core's cap: medians of those few, "
+                     "seconds per sample with the wait)")
+        return text
+
+    def _describe(self) -> str:
         b = self.best
         what = (f"equivalence within ±{100 * self.effect:g}%" if self.equivalence
                 else f"a {100 * self.effect:g}% difference")
@@ -749,9 +761,10 @@ def plan_from_rows(rows: Sequence[Mapping], order: Sequence[str], margin: float,
     gated = gated_pools(tagged, compared)
     flagged = {(k[0][0], k[1]) if isinstance(k[0], tuple) else k
                for k in flagged_cells(tagged, compared, gated)}
-    return plan(sides, margin, equivalence=True, max_launches=cap, paired=paired or None,
+    made = plan(sides, margin, equivalence=True, max_launches=cap, paired=paired or None,
                 targets=targets, max_times=max_times, keep_within=keep_within,
                 own_pools=gated, own_cells=flagged)
+    return replace(made, preempted=sum(r.get("stop_reason") == "preempted" for r in rows))
 
 
 def unpaired_regimes(rows: Iterable[Mapping], variants: Sequence[str],
