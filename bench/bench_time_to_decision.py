@@ -186,7 +186,16 @@ CORE = """
 [benchmarks.core]
 benchmarks = ["PingPong"]
 sizes = "{sizes}"
-"""
+{options}"""
+# the core's samples during or next to which a rank was descheduled (core/: preempted) are
+# kept out of its statistic unless --keep-preempted; the budget's own --target/--max-time
+# merge with it (campaign/budget.py keeps a group's other options). A size short of clean
+# samples may sample on up to PREEMPT_CAP s in all: the core's default, 10 x --max-time, is
+# 0.02 s at the plan's 0.002, which a loaded machine spent on calibration alone (its
+# barriers wait for descheduled ranks); 0.05 s is the longest --max-time the plan chooses
+# among (stats.budget.MAX_TIMES), so the cap is never below the budget's own
+PREEMPT_CAP = 0.05
+EXCLUDE = f"options = {{ exclude_preempted = true, preempted_max_time = {PREEMPT_CAP} }}\n"
 
 IMB = """
 [benchmarks.imb]
@@ -239,6 +248,38 @@ def machine_probes(db: Path) -> dict[str, dict]:
         if isinstance(rec, dict):
             out[rid] = rec
     return out
+
+
+def preempted_line(db: Path) -> str:
+    """What the core's flag saw and what its statistic left out (core/: `preempted` per
+    cell and launch, with --exclude-preempted not in its samples), and the cells whose
+    launch statistic is a scheduler slice: at the 5-sample floor with a median above 1 ms
+    (what held every loaded --to-budget run of stop 31 above 1000 launches). IMB-MPI1 has
+    no such flag: its mean keeps every iteration."""
+    if not db.exists():
+        return "core preempted samples: no store"
+    with Store(db, readonly=True) as store:
+        rows = store.db.execute(
+            "SELECT x.status, x.n, x.median, x.stop_reason, "
+            "json_extract(x.extra_json, '$.preempted'), "
+            "json_extract(x.extra_json, '$.preempted_excluded') FROM results x "
+            "JOIN runs r ON r.id = x.run_id WHERE r.status = 'done'").fetchall()
+    ok = [r for r in rows if r[0] == "ok"]
+    flagged = sum(r[4] or 0 for r in rows)
+    excluded = sum(r[4] or 0 for r in rows if r[5])
+    kept = sum(r[1] or 0 for r in ok)
+    slices = sum(1 for r in ok if (r[1] or 0) <= 5 and (r[2] or 0) > 1000)
+    stopped = sum(1 for r in rows if r[3] == "preempted")
+    empty = sum(1 for r in rows if r[0] == "skipped" and r[3] == "preempted")
+    unknown = sum(1 for r in rows if r[4] is None)
+    return (f"core preempted samples (a rank descheduled in or next to the sample): "
+            f"{flagged} flagged in {len(rows)} cell launches, {excluded} of them left out of "
+            f"the statistic ({kept} samples kept); {stopped} cells stopped 'preempted' "
+            f"(past --max-time, up to {PREEMPT_CAP:g} s a cell, still short of clean samples), "
+            f"{empty} of them "
+            f"with none (skipped: no launch value){f'; {unknown} without the flag' if unknown else ''}; "
+            f"cells at the 5-sample floor with a median above 1 ms (a time slice): {slices}; "
+            f"IMB-MPI1 keeps every iteration in its mean (no such flag)")
 
 
 def probe_line(db: Path, label: str) -> str:
@@ -695,6 +736,10 @@ def _args(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--all-sizes", action="store_true",
                     help="the core's launches after a look run every size, as IMB's do (a "
                          "kept run a replay can then test on every round at every size)")
+    ap.add_argument("--keep-preempted", action="store_true",
+                    help="the core's launches keep the samples during or next to which a "
+                         "rank was descheduled in their statistic (the default leaves them "
+                         "out: the core's --exclude-preempted; IMB keeps every iteration)")
     ap.add_argument("--replay", nargs="+", metavar="DIR",
                     help="run no launches: recompute both tools' decided cells with this "
                          "checkout's test from runs kept with --keep (each DIR holds core/ "
@@ -745,7 +790,8 @@ def main(argv: list[str]) -> int:
     root.mkdir(parents=True, exist_ok=True)
     (root / SETTINGS).write_text(json.dumps({"rounds": compare, "order": a.order,
                                              "to_budget": a.to_budget, "sizes": sizes,
-                                             "all_sizes": a.all_sizes, "warm_up": True}))
+                                             "all_sizes": a.all_sizes, "warm_up": True,
+                                             "exclude_preempted": not a.keep_preempted}))
     bind = "" if a.bind == "none" else a.bind
     what = (f"{compare} rounds interleaved with IMB, then the core to the budget it prints "
             f"(at most {a.max_budget:g} s of launches)" if a.to_budget
@@ -754,7 +800,8 @@ def main(argv: list[str]) -> int:
           f"significant (compare's launch-level test, paired by round from 3 rounds, "
           f"multiplicity over the table) or equivalent within "
           f"±{100 * TARGET:g}% (TOST); {what}; binding: {a.bind}; first in a round: "
-          f"{a.order}")
+          f"{a.order}; the core's preempted samples "
+          f"{'kept (--keep-preempted)' if a.keep_preempted else 'excluded'}")
     print(f"# start: {load()}")
     # the stopping rule (stats.sequential): a look after every round from the second, the
     # interim looks at alpha x 0.2 / (interim looks), the last at alpha; --to-budget fixes
@@ -763,7 +810,9 @@ def main(argv: list[str]) -> int:
     interim = to_budget_interim(compare, a.batches) if a.to_budget else None
     design = (schedule(budget.SEARCH_MAX, compare, a.batches, interim) if a.to_budget
               else schedule(compare, compare, 0))
-    core = Tool("core", root / "core", CORE.format(sizes=sizes), STATISTIC["core"], design,
+    core = Tool("core", root / "core",
+                CORE.format(sizes=sizes, options="" if a.keep_preempted else EXCLUDE),
+                STATISTIC["core"], design,
                 extra=f"budget = {{ launches = {compare} }}", bind=bind,
                 only_undecided=not a.all_sizes)
     imb = Tool("imb", root / "imb", IMB.format(tgz=IMB_TGZ, sizes=sizes), STATISTIC["imb"],
@@ -869,7 +918,8 @@ def to_budget(a, core: Tool, compare: int) -> tuple[int, object]:
     total = spent + more
     print(f"      core budget after {compare} rounds: {p.describe()}")
     print(f"      printed budget: {k} launches per side ({max(k - compare, 0)} more rounds at "
-          f"--target {b.target_pct:g}% --max-time {b.max_time:g} s --accept-approximate, "
+          f"--target {b.target_pct:g}% --max-time {b.max_time:g} s --accept-approximate"
+          f"{'' if a.keep_preempted else ' --exclude-preempted'}, "
           f"the options of the rounds so far), {total:.1f} s of launches in all "
           f"({spent:.1f} s spent, {more:.1f} s more); planned for equivalence within "
           f"±{100 * TARGET:g}% at gain 1 with 80% power")
@@ -912,6 +962,7 @@ def summary(a, core: Tool, imb: Tool, head: tuple, budget_rounds: int, compare: 
             print(f"launch options, {label} {v:8}: {line}")
     for label, t in (("core", core), ("IMB ", imb)):
         print(probe_line(t.db, label))
+    print(preempted_line(core.db))
     print("where a launch's wall time goes (medians; the parts are medians of their own, "
           "so they need not add up):")
     for line in breakdown(core.db, imb.db):
