@@ -186,7 +186,7 @@ CORE = """
 [benchmarks.core]
 benchmarks = ["PingPong"]
 sizes = "{sizes}"
-{options}"""
+"""
 # the core's samples during or next to which a rank was descheduled (core/: preempted) are
 # kept out of its statistic unless --keep-preempted; the budget's own --target/--max-time
 # merge with it (campaign/budget.py keeps a group's other options). A size short of clean
@@ -811,7 +811,7 @@ def main(argv: list[str]) -> int:
     design = (schedule(budget.SEARCH_MAX, compare, a.batches, interim) if a.to_budget
               else schedule(compare, compare, 0))
     core = Tool("core", root / "core",
-                CORE.format(sizes=sizes, options="" if a.keep_preempted else EXCLUDE),
+                CORE.format(sizes=sizes) + ("" if a.keep_preempted else EXCLUDE),
                 STATISTIC["core"], design,
                 extra=f"budget = {{ launches = {compare} }}", bind=bind,
                 only_undecided=not a.all_sizes)

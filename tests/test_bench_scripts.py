@@ -268,3 +268,35 @@ def test_the_warm_up_round_is_neither_counted_nor_tested(tmp_path, monkeypatch):
         runs = store.runs(status="done")
     assert sorted(r["variant"] for r in runs) == ["mpich", "openmpi"]
     assert {r["repeat"] for r in runs} == {0}
+
+
+def test_time_to_decision_says_what_the_cores_flag_left_out(tmp_path):
+    """preempted_line reads the core's store: the kept run predates the flag (every row
+    without it, nothing flagged or left out); after marking rows as a --exclude-preempted
+    core writes them (a count, excluded; one size stopped 'preempted', one skipped with no
+    clean sample) the line adds them up; the 5-sample cells with a median above 1 ms are
+    counted from the rows as they are."""
+    import sqlite3
+
+    run = _kept_run(tmp_path)
+    db = run / "core" / "mpibench.db"
+    ttd = _load_bench("bench_ttd_preempted")
+    con = sqlite3.connect(db)
+    rows = con.execute("SELECT count(*), sum(x.status = 'ok' AND x.n <= 5 AND x.median > 1000) "
+                       "FROM results x JOIN runs r ON r.id = x.run_id "
+                       "WHERE r.status = 'done'").fetchone()
+    line = ttd.preempted_line(db)
+    assert f"0 flagged in {rows[0]} cell launches, 0 of them left out" in line
+    assert f"{rows[0]} without the flag" in line and f"(a time slice): {rows[1]};" in line
+    ids = [i for (i,) in con.execute("SELECT id FROM results ORDER BY id LIMIT 3")]
+    con.execute("UPDATE results SET extra_json = json_set(coalesce(extra_json, '{}'), "
+                "'$.preempted', 4, '$.preempted_excluded', json('true'))")
+    con.execute("UPDATE results SET stop_reason = 'preempted' WHERE id IN (?, ?)", ids[:2])
+    con.execute("UPDATE results SET status = 'skipped' WHERE id = ?", ids[:1])
+    con.commit()
+    con.close()
+    line = ttd.preempted_line(db)
+    assert f"{4 * rows[0]} flagged in {rows[0]} cell launches, {4 * rows[0]} of them left out" \
+        in line
+    assert "2 cells stopped 'preempted'" in line and "1 of them with none" in line
+    assert "without the flag" not in line
