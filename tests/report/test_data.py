@@ -58,21 +58,25 @@ def test_stop_column_says_approximate_and_why_the_ci_is_approximate():
             {said}, found
 
 
-def test_preempted_counts_add_up_over_launches_and_say_whether_they_were_excluded():
+def test_preempted_counts_add_up_over_launches_and_say_what_was_excluded():
     """The core's `preempted` per launch (a sample during or next to which a rank was
-    descheduled) summed over a cell's launches; the stop column says how many and whether
-    the statistic kept or excluded them. A core before the flag (or without RUSAGE_THREAD:
-    null) gives None, not 0. The fake-clock golden's records (no switch: 0) parse to 0."""
-    from mpibench.report.data import preempted_note, preempted_of
+    descheduled) summed over a cell's launches, separately for launches that left them out
+    of their statistic and launches that kept them, with the launches that carry no count
+    (a core before the flag, or null: no RUSAGE_THREAD) counted, never read as 0. The
+    fake-clock golden's records (no switch: 0) parse to nothing flagged."""
+    from mpibench.report.data import Preempted, preempted_note, preempted_of
 
     rows = _captured_approximate_rows()
-    assert preempted_of(rows) == (0, False) and preempted_note(0, False) == ""
+    assert preempted_of(rows) == Preempted(0, 0, 0) and preempted_note(preempted_of(rows)) == ""
     kept = [{"extra_json": json.dumps({"preempted": n, "preempted_excluded": False})}
             for n in (3, 0, 9)]
-    assert preempted_of(kept) == (12, False)
-    assert preempted_note(*preempted_of(kept)) == "12 preempted, kept"
-    out = [{"extra": {"preempted": 4, "preempted_excluded": True}}, *kept]
-    assert preempted_note(*preempted_of(out)) == "16 preempted, excluded"
+    assert preempted_of(kept) == Preempted(0, 12, 0)
+    assert preempted_note(preempted_of(kept)) == "12 preempted kept"
+    out = [{"extra": {"preempted": 4, "preempted_excluded": True}}]
+    assert preempted_note(preempted_of(out)) == "4 preempted excluded"
     old = [{"extra_json": json.dumps({"stationarity": "ok"})},
            {"extra_json": json.dumps({"preempted": None})}, {"extra_json": None}]
-    assert preempted_of(old) == (None, False)
+    assert preempted_of(old) == Preempted(0, 0, 3) and preempted_note(preempted_of(old)) == ""
+    mixed = preempted_of([*out, *kept, *old])
+    assert mixed == Preempted(4, 12, 3)
+    assert preempted_note(mixed) == "4 preempted excluded, 12 kept; 3 launches without the flag"

@@ -30,7 +30,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -182,6 +182,15 @@ def bench_sort_key(name: str) -> tuple[int, str]:
     return (_BENCH_RANK.get(name, len(_BENCH_RANK)), name)
 
 
+class Preempted(NamedTuple):
+    """Samples the core flagged preempted over a cell's launches: left out of the statistic
+    (--exclude-preempted), kept in it, and the launches without a count."""
+
+    excluded: int
+    kept: int
+    unknown: int
+
+
 @dataclass
 class ResultCell:
     set_name: str                          # the result set this cell belongs to
@@ -214,11 +223,10 @@ class ResultCell:
     firsts: list[float] = field(default_factory=list)
     launch_medians: list[float] = field(default_factory=list)
     stop_reasons: Counter = field(default_factory=Counter)
-    # samples the core flagged preempted over the used launches (None: none says, a core
-    # before the flag or without RUSAGE_THREAD), and whether any kept them out of its
-    # statistic (--exclude-preempted): preempted_of
-    preempted: int | None = None
-    preempted_excluded: bool = False
+    # samples the core flagged preempted over the used launches: left out of the statistic
+    # (--exclude-preempted), kept in it, and the launches that do not say (a core before
+    # the flag or without RUSAGE_THREAD): preempted_of
+    preempted: Preempted | None = None
     runs_used: list[str] = field(default_factory=list)
     runs_excluded: list[str] = field(default_factory=list)
     runs_failed: list[tuple[str, str, str | None]] = field(default_factory=list)
@@ -503,7 +511,7 @@ def _describe(cell: ResultCell, used: list[dict],
     reasons = [_stop_with_stationarity(r) for r in used if r.get("stop_reason")]
     if reasons:
         cell.stop_reasons = Counter(reasons)
-    cell.preempted, cell.preempted_excluded = preempted_of(used)
+    cell.preempted = preempted_of(used)
     cell.batch = used[0].get("batch")
     extra = used[0].get("extra_json")
     cell.extra = json.loads(extra) if extra else (used[0].get("extra") or {})
@@ -627,33 +635,46 @@ def fmt_params(params: Mapping[str, Any] | None) -> str:
     return " ".join(f"{k}={v}" for k, v in sorted((params or {}).items()))
 
 
-def preempted_of(rows: Iterable[Mapping[str, Any]]) -> tuple[int | None, bool]:
-    """The core's preempted-sample count summed over these result rows (extra "preempted",
-    from extra_json or a parsed row's extra; None when no row carries one), and whether any
-    of them kept those samples out of its statistic (extra "preempted_excluded")."""
-    total, excluded, seen = 0, False, False
+def _extra_of(r: Mapping[str, Any]) -> dict:
+    """A result row's extra fields: extra_json (the store's text) or a parsed row's extra."""
+    extra = r.get("extra_json")
+    if isinstance(extra, str):
+        try:
+            extra = json.loads(extra)
+        except ValueError:
+            return {}
+    return extra if isinstance(extra, dict) else r.get("extra") or {}
+
+
+def preempted_of(rows: Iterable[Mapping[str, Any]]) -> Preempted:
+    """The core's preempted-sample counts over these result rows (extra "preempted"), split
+    by what each launch did with them (extra "preempted_excluded"), and the launches that
+    carry no count (a core before the flag, or null: no RUSAGE_THREAD)."""
+    excluded = kept = unknown = 0
     for r in rows:
-        extra = r.get("extra_json")
-        if isinstance(extra, str):
-            if '"preempted"' not in extra:
-                continue
-            try:
-                extra = json.loads(extra)
-            except ValueError:
-                continue
-        extra = extra if isinstance(extra, dict) else r.get("extra") or {}
+        extra = _extra_of(r)
         n = extra.get("preempted")
-        if isinstance(n, int) and not isinstance(n, bool) and n >= 0:
-            total, seen = total + n, True
-            excluded |= extra.get("preempted_excluded") is True
-    return (total if seen else None), excluded
+        if not (isinstance(n, int) and not isinstance(n, bool) and n >= 0):
+            unknown += 1
+        elif extra.get("preempted_excluded") is True:
+            excluded += n
+        else:
+            kept += n
+    return Preempted(excluded, kept, unknown)
 
 
-def preempted_note(count: int | None, excluded: bool) -> str:
-    """'12 preempted, excluded' / '12 preempted, kept' for the stop column; '' for none."""
-    if not count:
+def preempted_note(p: Preempted | None) -> str:
+    """'4 preempted excluded, 12 kept; 2 launches without the flag' for the stop column ('' when
+    nothing was flagged and every launch had the flag)."""
+    if p is None:
         return ""
-    return f"{count} preempted, {'excluded' if excluded else 'kept'}"
+    parts = [f"{p.excluded} preempted excluded"] if p.excluded else []
+    if p.kept:
+        parts.append(f"{p.kept} kept" if parts else f"{p.kept} preempted kept")
+    text = ", ".join(parts)
+    if p.unknown and (p.excluded or p.kept):
+        text += f"; {p.unknown} launch{'es' if p.unknown > 1 else ''} without the flag"
+    return text
 
 
 def _stop_with_stationarity(row: dict) -> str:

@@ -57,7 +57,9 @@ def results_records(cells: list[ResultCell]) -> list[dict[str, Any]]:
             "bandwidth_mbps": c.bandwidth_mbps, "busbw_mbps": c.busbw_mbps, "first": c.first,
             "launches": len(c.runs_used), "launch_medians": c.launch_medians,
             "stop_reasons": dict(c.stop_reasons), "excluded_runs": c.runs_excluded,
-            "preempted": c.preempted, "preempted_excluded": c.preempted_excluded,
+            "preempted_excluded": c.preempted.excluded if c.preempted else None,
+            "preempted_kept": c.preempted.kept if c.preempted else None,
+            "launches_without_preempted": c.preempted.unknown if c.preempted else None,
             "no_samples": c.no_samples,
         }))
     return out
@@ -80,7 +82,7 @@ def _results_table(cells: list[ResultCell]) -> tuple[list[str], list[list[str]],
             pct = c.ci_pct
             stop = "; ".join(x for x in (
                 ", ".join(f"{k}×{v}" if v > 1 else k for k, v in c.stop_reasons.items()),
-                preempted_note(c.preempted, c.preempted_excluded)) if x)
+                preempted_note(c.preempted)) if x)
             wpct = c.within_ci_pct
             val = [fmt_num(c.value) + (f" ({c.shown_statistic})"
                                        if c.shown_statistic != "median" else ""),
