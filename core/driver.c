@@ -404,6 +404,7 @@ static void measure(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool *p
     double *glob = malloc(3 * sizeof(double) * room);
     unsigned char *flag = malloc(room);
     int64_t budget_n = 0; /* rank 0: samples taken when max_time was first spent */
+    int budget_set = 0;
     double my_off = o->sync_mode == MB_SYNC_WINDOW ? mb_clock_offset(st) : 0.0;
     if (o->sync_mode == MB_SYNC_WINDOW) {
         double a = fabs(my_off) * 1e6, amax;
@@ -479,13 +480,15 @@ static void measure(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool *p
                 ctl[1] = cap - done < 1000 ? cap - done : 1000;
             } else {
                 double spent = now - z->tsize0;
-                if (!budget_n && spent >= o->max_time)
+                if (!budget_set && spent >= o->max_time) {
+                    budget_set = 1;
                     budget_n = n + (o->exclude_preempted ? r->preempted : 0);
+                }
                 mb_progress pr = {.n = n, .median = s.median, .ci_low = s.ci_low,
                                   .ci_high = s.ci_high, .ci_exact = s.ci_exact, .spent = spent,
                                   .ci_sized = s.ci_sized,
                                   .unsettled = s.stationarity == MB_STAT_UNSETTLED, .held = held,
-                                  .budget_n = budget_n};
+                                  .budget_set = budget_set, .budget_n = budget_n};
                 ctl[0] = mb_adaptive_stop(&rule, &pr);
                 held = ctl[0] == MB_CONTINUE && mb_held(&rule, &pr) ? held + 1 : 0;
                 ctl[1] = mb_round_after(&rule, &pr, round_wall / (double)Rall);
@@ -498,6 +501,7 @@ static void measure(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool *p
             r->late = 0;
             r->preempted = 0;
             budget_n = 0;
+            budget_set = 0;
             r->rebatches++;
             my_faults = 0;
             z->k = ctl[2];
@@ -651,17 +655,24 @@ static void run_size(mb_state *st, const mb_bench *b, int64_t size, int size_ind
     measure(st, b, &c, &p, &z, r, &my_sum, &my_n);
     mb_disarm(st);
     rank_times(st, !b->single_pair || st->rank < 2, my_sum, my_n, r);
-    if (st->rank == 0 && r->n == 0 && r->late > 0) {
+    if (st->rank == 0 && r->n == 0 && r->late > 0 && r->preempted > 0 && o->exclude_preempted) {
+        r->status = "skipped";
+        snprintf(r->reason, sizeof r->reason,
+                 "no sample kept: %lld started late (--sync window), %lld preempted "
+                 "(--exclude-preempted)", (long long)r->late, (long long)r->preempted);
+    } else if (st->rank == 0 && r->n == 0 && r->late > 0) {
         r->status = "skipped";
         snprintf(r->reason, sizeof r->reason,
                  "all %lld samples started late (--sync window on a busy machine); use --sync "
                  "barrier", (long long)r->late);
     } else if (st->rank == 0 && r->n == 0) {
+        char within[96] = "";
+        if (!o->iterations)
+            snprintf(within, sizeof within, " within --preempted-max-time %g s", o->preempt_time);
         r->status = "skipped";
         snprintf(r->reason, sizeof r->reason,
                  "all %lld samples preempted (a rank was descheduled in or next to each; "
-                 "--exclude-preempted) within --preempted-max-time %g s",
-                 (long long)r->preempted, o->preempt_time);
+                 "--exclude-preempted)%s", (long long)r->preempted, within);
     }
     if (st->rank == 0) {
         r->iters_total = r->n * z.k;

@@ -236,8 +236,9 @@ typedef struct mb_progress {
     int ci_sized;                   /* enough samples for the CI, stationary or not (futility) */
     int unsettled;                  /* the stationarity check is unsettled (MB_STAT_UNSETTLED) */
     int held;                       /* rounds held so far (mb_held, the caller counts them) */
+    int budget_set;                 /* max_time has been spent (budget_n holds) */
     int64_t budget_n;               /* samples taken, flagged ones included, when max_time
-                                     * was first spent (0: not yet) */
+                                     * was first spent (0 when every one was late) */
 } mb_progress;
 
 enum mb_stop mb_adaptive_stop(const mb_stop_rule *rule, const mb_progress *p);

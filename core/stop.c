@@ -103,7 +103,7 @@ int64_t mb_clean_needed(const mb_stop_rule *rule, const mb_progress *p)
 {
     if (!rule->exclude_preempted)
         return 0;
-    return p->budget_n > 0 && p->budget_n < rule->min_samples ? p->budget_n : rule->min_samples;
+    return p->budget_set && p->budget_n < rule->min_samples ? p->budget_n : rule->min_samples;
 }
 
 double mb_time_left(const mb_stop_rule *rule, const mb_progress *p)
@@ -228,7 +228,7 @@ static int preempt_selftest(void)
                          .exclude_preempted = 1, .preempt_time = 5.0};
     /* 5 samples when the budget was spent, 2 of them flagged: 5 clean ones needed */
     mb_progress p = {.n = 3, .median = 100, .ci_low = 90, .ci_high = 110, .spent = 1.0,
-                     .budget_n = 5};
+                     .budget_set = 1, .budget_n = 5};
     fails += expect_i64("preempt_rule", "needed: what the budget gave", mb_clean_needed(&rule, &p), 5);
     fails += expect_stop("budget spent, clean samples missing", &rule, &p, MB_CONTINUE);
     fails += expect_i64("preempt_rule", "the missing samples, at least 8", mb_round_after(&rule, &p, 0.01), 8);
@@ -247,13 +247,18 @@ static int preempt_selftest(void)
     fails += expect_stop("min_samples clean", &rule, &p, MB_STOP_MAX_TIME);
     p.n = 1000;
     fails += expect_stop("cap first", &rule, &p, MB_STOP_MAX_SAMPLES);
+    p.n = 0; /* every sample of the budget's rounds late (--sync window): none needed */
+    p.budget_n = 0;
+    fails += expect_i64("preempt_rule", "needed: none taken", mb_clean_needed(&rule, &p), 0);
+    fails += expect_stop("budget spent, every sample late", &rule, &p, MB_STOP_MAX_TIME);
     p.n = 3;
     p.spent = 0.5; /* within the budget: the rule as without the option */
-    p.budget_n = 0;
+    p.budget_set = 0;
     fails += expect_stop("within max_time", &rule, &p, MB_CONTINUE);
     fails += expect_i64("preempt_rule", "a round within max_time", mb_round_after(&rule, &p, 0.1), 6);
     rule.exclude_preempted = 0;
     p.spent = 1.0;
+    p.budget_set = 1;
     p.budget_n = 5;
     fails += expect_stop("without the option", &rule, &p, MB_STOP_MAX_TIME);
     fails += expect_i64("preempt_rule", "needed without the option", mb_clean_needed(&rule, &p), 0);
