@@ -634,7 +634,7 @@ def test_a_noisy_minority_keeps_alpha_at_five_rounds(monkeypatch):
     # part: 25%), and the kept sizes' own parts were narrower than their rounds: 8.0% A/A
     # at the noisy sizes (1500 benchmarks, seed 11); a noisy pair of neighbours now opens
     # the gate (moderate.outlying_pairs) and a kept size is floored at its own rounds:
-    # 6.5%. The quiet sizes stay below alpha
+    # 6.0%. The quiet sizes stay below alpha
     monkeypatch.setattr(L, "HEDGE_LEVEL", 0.0)
     rng = np.random.default_rng(14)
     noisy, quiet, reps = 0, 0, 800
