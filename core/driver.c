@@ -417,8 +417,8 @@ static void measure(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool *p
     int active = !b->single_pair || st->rank < 2;
     int64_t my_faults = 0; /* page faults in this rank's timed rounds (kept ones) */
     for (;;) {
-        if (R > 4096)
-            R = 4096;
+        if (R > (int64_t)room) /* room = min(cap, 4096): a longer round would overflow */
+            R = (int64_t)room;
         double tr0 = MPI_Wtime();
         int64_t f0 = mb_page_faults();
         time_round(st, b, c, p, z, R, loc, my_off, win_scale);

@@ -123,6 +123,9 @@ int64_t mb_round_after(const mb_stop_rule *rule, const mb_progress *p, double pe
     nr = nr > 8 ? nr : 8;
     if (per_sample_s > 0 && left > 0 && (double)nr * per_sample_s > left)
         nr = (int64_t)(left / per_sample_s) + 1;
+    /* never past the cap: the driver's buffers hold cap samples (review R12) */
+    if (nr > rule->cap - p->n)
+        nr = rule->cap - p->n;
     return nr < 1 ? 1 : nr;
 }
 
@@ -233,6 +236,10 @@ static int preempt_selftest(void)
     fails += expect_stop("budget spent, clean samples missing", &rule, &p, MB_CONTINUE);
     fails += expect_i64("preempt_rule", "the missing samples, at least 8", mb_round_after(&rule, &p, 0.01), 8);
     fails += expect_i64("preempt_rule", "within preempt_time", mb_round_after(&rule, &p, 10.0), 1);
+    rule.cap = 3; /* --max-samples below n + 8: the round stops at the cap */
+    p.n = 1;
+    fails += expect_i64("preempt_rule", "the 8-floor stops at the cap", mb_round_after(&rule, &p, 0.01), 2);
+    rule.cap = 1000;
     p.n = 5;
     fails += expect_stop("budget spent, enough clean samples", &rule, &p, MB_STOP_MAX_TIME);
     p.n = 3;

@@ -691,6 +691,18 @@ def test_exclude_preempted_keeps_flagged_samples_out_and_says_when_it_gave_up(co
     assert len(r["samples_us"]) == r["n"]
 
 
+def test_exclude_preempted_rounds_stay_within_max_samples(core, tmp_path):
+    """Past --max-time a round asks for at least 8 samples; with --max-samples 3 that round
+    must still stop at the cap, which sizes the per-round buffers (review R12: the 8-floor
+    overflowed them; glibc aborted the launch, ASan named time_round).  Every window with a
+    switch: no clean sample, skipped; every second: at most 3 kept."""
+    cap = ["--min-samples", "3", "--max-samples", "3", "--exclude-preempted"]
+    for r in _fake_switch_run(core, tmp_path, "1:1", *cap).results:
+        assert (r["status"], r["stop_reason"], r["n"]) == ("skipped", "preempted", 0), r
+    for r in _fake_switch_run(core, tmp_path, "1:2", *cap).results:
+        assert r["n"] <= 3 and len(r["samples_us"]) == r["n"] and r["preempted"] > 0, r
+
+
 def test_cpu_hogs_beside_the_ranks_are_flagged(core, tmp_path):
     """A busy loop pinned to every CPU this process may use, beside two busy-polling ranks:
     more runnable threads than CPUs wherever the ranks are bound, so the scheduler must take
