@@ -289,9 +289,11 @@ static double switches_since(int active, double *last)
 /* One round of R samples on this rank: loc[s] = per-iteration time of sample s, loc[R + s] =
  * 1 when the sample started late (--sync window), else 0, loc[2R + s] = the rank's
  * involuntary context switches from the end of sample s-1 (for s = 0, and before each sample
- * that a barrier starts: from that barrier's end) to the end of sample s: read outside the
- * timed interval, the windows tile the round's samples back to back.  A switch while a rank
- * waits in a barrier delays the barrier, not a timed sample: no window holds it. */
+ * that a barrier starts: from that barrier's end) to the end of sample s, loc[3R + s] = those
+ * inside the barrier that starts sample s (from the reading before it; 0 where no barrier
+ * does).  Read outside the timed interval, the windows tile the round back to back.  A
+ * barrier does not release the ranks together: a rank switched out in it delays the sample
+ * it starts, which its own window (loc[3R + s]) flags (mb_flag_preempted). */
 static void time_round(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool *p,
                        mb_sizing *z, int64_t R, double *loc, double my_off, double win_scale)
 {
@@ -303,10 +305,12 @@ static void time_round(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool
          * batch spans k iterations end to end (rank 1's from its last reply to its next),
          * as in IMB's timed loop; the round's barrier absorbs the reduction's skew */
         int each = barrier_each_sample(st, b);
+        sw = mb_nivcsw();
         for (int64_t s = 0; s < R; s++) {
+            loc[3 * R + s] = 0.0;
             if (each || s == 0) {
                 MPI_Barrier(MPI_COMM_WORLD);
-                sw = mb_nivcsw();
+                loc[3 * R + s] = switches_since(active, &sw);
             }
             double t0 = MPI_Wtime();
             run_batch(st, b, c, p, k, &z->it);
@@ -338,6 +342,7 @@ static void time_round(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool
         loc[s] = (t1 - t0) * 1e6 / (double)k / b->iter_div;
         loc[R + s] = t0 - when > tol ? 1.0 : 0.0;
         loc[2 * R + s] = switches_since(active, &sw);
+        loc[3 * R + s] = 0.0;
     }
 }
 
@@ -397,11 +402,12 @@ static void measure(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool *p
                                o->max_time - (MPI_Wtime() - z->tsize0));
         MPI_Bcast(&R, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
     }
-    /* per-sample times, (with --sync window) per-sample late flags and per-sample context
-     * switches, reduced together: the max over ranks is "either rank" for the last two */
+    /* per-sample times, (with --sync window) per-sample late flags, per-sample context
+     * switches and those in the barrier before each sample, reduced together: the max over
+     * ranks is "either rank" for the last three */
     size_t room = (size_t)(cap < 4096 ? cap : 4096);
-    double *loc = malloc(3 * sizeof(double) * room);
-    double *glob = malloc(3 * sizeof(double) * room);
+    double *loc = malloc(4 * sizeof(double) * room);
+    double *glob = malloc(4 * sizeof(double) * room);
     unsigned char *flag = malloc(room);
     int64_t budget_n = 0; /* rank 0: samples taken when max_time was first spent */
     int budget_set = 0;
@@ -423,7 +429,7 @@ static void measure(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool *p
         int64_t f0 = mb_page_faults();
         time_round(st, b, c, p, z, R, loc, my_off, win_scale);
         my_faults += mb_page_faults() - f0;
-        MPI_Reduce(loc, glob, (int)(3 * R), MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        MPI_Reduce(loc, glob, (int)(4 * R), MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
         if (active)
             for (int64_t s = 0; s < R; s++)
                 *my_sum += loc[s];
@@ -431,7 +437,7 @@ static void measure(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool *p
         /* the decision, the next round's length, the batch size */
         int64_t ctl[3] = {MB_CONTINUE, 0, z->k};
         if (st->rank == 0) {
-            if (mb_flag_preempted(glob + 2 * R, R, flag) < 0)
+            if (mb_flag_preempted(glob + 2 * R, glob + 3 * R, R, flag) < 0)
                 r->preempt_na = 1;
             /* late samples are dropped and counted; preempted ones counted, and dropped
              * with --exclude-preempted */

@@ -265,13 +265,18 @@ double mb_time_left(const mb_stop_rule *rule, const mb_progress *p);
 int64_t mb_round_after(const mb_stop_rule *rule, const mb_progress *p, double per_sample_s);
 /* Per-sample preemption flags from one round's involuntary context switches (max over the
  * active ranks of each sample's window; the windows tile the round's samples): sample s is
- * flagged when window s or window s-1 saw a switch.  A responder switched out after its
- * last reply of a sample is counted in that sample's window, while the initiator's next
- * sample waits for it: hence s-1.  Not across rounds: the barrier that starts a round
- * absorbs such a wait.  Returns the flagged count, or -1 when some rank could not read its
- * counter (a value >= MB_NIVCSW_NONE): then nothing is flagged. */
+ * flagged when window s or window s-1 saw a switch, or when barrier[s] did: the switches
+ * inside the barrier that starts sample s (0 where no barrier does).  A responder switched
+ * out after its last reply of a sample is counted in that sample's window, while the
+ * initiator's next sample waits for it: hence s-1.  A barrier does not release the ranks
+ * together (with 2 ranks rank 0 leaves as soon as rank 1 has arrived): a rank switched out
+ * in it delays the first messages of the sample it starts, and no other, so barrier[s]
+ * flags sample s alone (not s+1, and not across rounds).  Returns the flagged count, or -1
+ * when some rank could not read its counter (a value >= MB_NIVCSW_NONE): then nothing is
+ * flagged. */
 #define MB_NIVCSW_NONE 1e300
-int64_t mb_flag_preempted(const double *nivcsw, int64_t R, unsigned char *flag);
+int64_t mb_flag_preempted(const double *nivcsw, const double *barrier, int64_t R,
+                          unsigned char *flag);
 /* the batch-growth rule: k unchanged when a batch of k lasts >= floor_us (or k is at kmax);
  * else k x (1.5 floor / batch) within [2x, 64x], at most kmax */
 int64_t mb_grow_batch(int64_t k, double batch_us, double floor_us, int64_t kmax);

@@ -129,17 +129,18 @@ int64_t mb_round_after(const mb_stop_rule *rule, const mb_progress *p, double pe
     return nr < 1 ? 1 : nr;
 }
 
-int64_t mb_flag_preempted(const double *nivcsw, int64_t R, unsigned char *flag)
+int64_t mb_flag_preempted(const double *nivcsw, const double *barrier, int64_t R,
+                          unsigned char *flag)
 {
     for (int64_t s = 0; s < R; s++)
-        if (!(nivcsw[s] < MB_NIVCSW_NONE)) {
+        if (!(nivcsw[s] < MB_NIVCSW_NONE) || !(barrier[s] < MB_NIVCSW_NONE)) {
             for (int64_t u = 0; u < R; u++)
                 flag[u] = 0;
             return -1;
         }
     int64_t count = 0;
     for (int64_t s = 0; s < R; s++) {
-        flag[s] = nivcsw[s] > 0 || (s > 0 && nivcsw[s - 1] > 0);
+        flag[s] = nivcsw[s] > 0 || (s > 0 && nivcsw[s - 1] > 0) || barrier[s] > 0;
         count += flag[s];
     }
     return count;
@@ -202,24 +203,36 @@ static int expect_i64(const char *check, const char *what, int64_t got, int64_t 
     return mb_selftest_report(check, got == want, d);
 }
 
-/* the flag rule on made-up reduce inputs: window s or s-1 with a switch flags sample s */
+/* the flag rule on made-up reduce inputs: window s or s-1 with a switch flags sample s; a
+ * switch in the barrier that starts sample s flags sample s alone */
 static int flag_selftest(void)
 {
     int fails = 0;
-    double w[7] = {0, 0, 2, 0, 0, 0, 1};
+    double w[7] = {0, 0, 2, 0, 0, 0, 1}, none[7] = {0};
     unsigned char f[7];
     fails += expect_i64("preempt_flag", "windows 2 and 6 flag samples 2, 3, 6",
-                        mb_flag_preempted(w, 7, f), 3);
+                        mb_flag_preempted(w, none, 7, f), 3);
     fails += expect_i64("preempt_flag", "pattern 0011001",
                         f[0] + 2 * f[1] + 4 * f[2] + 8 * f[3] + 16 * f[4] + 32 * f[5] + 64 * f[6],
                         4 + 8 + 64);
     double w2[2] = {0, 0};
-    fails += expect_i64("preempt_flag", "a new round starts unflagged (its barrier)",
-                        mb_flag_preempted(w2, 2, f), 0);
+    fails += expect_i64("preempt_flag", "a new round starts unflagged",
+                        mb_flag_preempted(w2, none, 2, f), 0);
+    double b2[2] = {1, 0};
+    fails += expect_i64("preempt_flag", "the round's barrier flags sample 0 ...",
+                        mb_flag_preempted(w2, b2, 2, f), 1);
+    fails += expect_i64("preempt_flag", "... and not sample 1", f[0] + 2 * f[1], 1);
+    double b7[7] = {0, 0, 0, 0, 3, 0, 0};
+    fails += expect_i64("preempt_flag", "a barrier before sample 4 adds 4 alone",
+                        mb_flag_preempted(w, b7, 7, f), 4);
+    fails += expect_i64("preempt_flag", "sample 4 flagged, 5 not", f[4] + 2 * f[5], 1);
     double w3[3] = {0, MB_NIVCSW_NONE, 4};
     fails += expect_i64("preempt_flag", "a rank without the counter: unavailable",
-                        mb_flag_preempted(w3, 3, f), -1);
+                        mb_flag_preempted(w3, none, 3, f), -1);
     fails += expect_i64("preempt_flag", "... nothing flagged", f[0] + f[1] + f[2], 0);
+    double b3[3] = {MB_NIVCSW_NONE, 0, 0};
+    fails += expect_i64("preempt_flag", "nor without it in a barrier",
+                        mb_flag_preempted(w2, b3, 2, f), -1);
     return fails;
 }
 

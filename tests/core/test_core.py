@@ -675,31 +675,53 @@ def test_exclude_preempted_keeps_flagged_samples_out_and_says_when_it_gave_up(co
     """--exclude-preempted: flagged samples are counted and left out; a size samples past
     --max-time (up to --preempted-max-time) for the clean samples it needs, and stops
     "preempted" when that ends first: every sample flagged -> no clean sample at all, status
-    skipped with the reason; every second window -> a few clean ones, stop preempted; every
-    fourth -> the 1 KiB size reaches --min-samples clean ones."""
+    skipped with the reason; a switch every third reading (barriers' readings included) ->
+    about a third clean, fewer than --min-samples 60 by --preempted-max-time: stop
+    preempted; every fourth -> the 1 KiB size reaches --min-samples clean ones."""
     run = _fake_switch_run(core, tmp_path, "1:1", "--exclude-preempted")
     assert run.header["options"]["exclude_preempted"] is True
     assert run.header["options"]["preempted_max_time_s"] == 0.004
     for r in run.results:
         assert (r["status"], r["stop_reason"], r["n"]) == ("skipped", "preempted", 0), r
         assert r["preempted"] > 0 and "preempted" in r["reason"]
-    for r in _fake_switch_run(core, tmp_path, "1:2", "--exclude-preempted").results:
+    for r in _fake_switch_run(core, tmp_path, "1:3", "--exclude-preempted", "--min-samples",
+                              "60").results:
         assert (r["status"], r["stop_reason"]) == ("ok", "preempted"), r
-        assert 0 < r["n"] < 20 and r["preempted"] > r["n"] and r["elapsed_s"] >= 0.004
+        assert 0 < r["n"] < 60 and r["preempted"] > r["n"] and r["elapsed_s"] >= 0.004
     r = _fake_switch_run(core, tmp_path, "1:4", "--exclude-preempted").results[1]
     assert r["stop_reason"] in ("target", "max_time") and r["n"] >= 20 and r["preempted"] > 0
     assert len(r["samples_us"]) == r["n"]
+
+
+def test_a_switch_in_the_barrier_flags_the_sample_it_starts(core, tmp_path):
+    """A barrier does not release the ranks together: a rank switched out while it waits in
+    one delays the first messages of the sample the barrier starts (review R11).  The fake
+    clock's switch lands on the rank's first reading after each barrier; in a fixed count of
+    one round (2000 iterations: 40 samples of 50) PingPong's one barrier flags sample 0 and
+    not sample 1 (the s-1 rule is for the sample windows only): excluded, the kept samples
+    are the quiet run's from sample 1 on.  With --sync barrier every sample starts with a
+    barrier: every sample flagged.  The core that read its baseline after the barrier
+    flagged none."""
+    fixed = ["--iterations", "2000"]
+    quiet = _fake_switch_run(core, tmp_path, "", *fixed).results
+    run = _fake_switch_run(core, tmp_path, "1:barrier", *fixed).results
+    assert [r["preempted"] for r in run] == [1, 1] and [r["n"] for r in quiet] == [40, 40]
+    for r, q in zip(_fake_switch_run(core, tmp_path, "1:barrier", "--exclude-preempted",
+                                     *fixed).results, quiet, strict=True):
+        assert r["samples_us"] == q["samples_us"][1:] and r["preempted"] == 1, r
+    for r in _fake_switch_run(core, tmp_path, "0:barrier", "--sync", "barrier", *fixed).results:
+        assert r["preempted"] == r["n"] == 40, r
 
 
 def test_exclude_preempted_rounds_stay_within_max_samples(core, tmp_path):
     """Past --max-time a round asks for at least 8 samples; with --max-samples 3 that round
     must still stop at the cap, which sizes the per-round buffers (review R12: the 8-floor
     overflowed them; glibc aborted the launch, ASan named time_round).  Every window with a
-    switch: no clean sample, skipped; every second: at most 3 kept."""
+    switch: no clean sample, skipped; every third reading: at most 3 kept."""
     cap = ["--min-samples", "3", "--max-samples", "3", "--exclude-preempted"]
     for r in _fake_switch_run(core, tmp_path, "1:1", *cap).results:
         assert (r["status"], r["stop_reason"], r["n"]) == ("skipped", "preempted", 0), r
-    for r in _fake_switch_run(core, tmp_path, "1:2", *cap).results:
+    for r in _fake_switch_run(core, tmp_path, "1:3", *cap).results:
         assert r["n"] <= 3 and len(r["samples_us"]) == r["n"] and r["preempted"] > 0, r
 
 

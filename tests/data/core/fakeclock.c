@@ -72,29 +72,39 @@ int MPI_Allreduce(const void *s, void *r, int n, MPI_Datatype t, MPI_Op op, MPI_
     return PMPI_Allreduce(s, r, n, t, op, c);
 }
 
+static int in_barrier; /* a barrier returned since the last reading of the switch count */
+
 int MPI_Barrier(MPI_Comm c)
 {
     calls++;
+    in_barrier = 1;
     return PMPI_Barrier(c);
 }
 
 /* MB_FAKE_SWITCH=RANK:EVERY: on that rank, the per-thread count of involuntary context
  * switches (getrusage(RUSAGE_THREAD).ru_nivcsw, what the core's preemption flag reads) goes up
  * by one every EVERY-th reading, so which samples the core flags is a function of the order
- * of its readings; unset: no switch, ever */
+ * of its readings; RANK:barrier: by one on the first reading after each MPI_Barrier (the
+ * rank was switched out while it waited in the barrier); unset: no switch, ever */
 static long fake_switches(void)
 {
-    static long every = -1, rank = -1, readings;
-    if (every < 0) {
+    static long every, rank = -1, readings, barriers;
+    static int read_env;
+    if (!read_env) {
         const char *v = getenv("MB_FAKE_SWITCH");
-        every = 0;
+        read_env = 1;
         if (v && strchr(v, ':')) {
             rank = atol(v);
-            every = atol(strchr(v, ':') + 1);
+            every = strcmp(strchr(v, ':') + 1, "barrier") ? atol(strchr(v, ':') + 1) : -2;
         }
     }
-    if (every <= 0 || (uint64_t)rank != my_rank())
+    if ((every <= 0 && every != -2) || (uint64_t)rank != my_rank())
         return 0;
+    if (every == -2) {
+        barriers += in_barrier;
+        in_barrier = 0;
+        return barriers;
+    }
     return ++readings / every;
 }
 
