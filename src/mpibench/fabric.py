@@ -26,8 +26,6 @@ from typing import Any
 
 from mpibench.linkmodel import expected_tcp_mbps, tcp_payload_efficiency
 
-MPI_LOCK = "/tmp/mpibench-mpi.lock"
-
 
 def launcher_env(bed: Any) -> dict[str, str]:
     """Environment that makes mpirun/mpiexec start remote ranks through the testbed's agent."""
