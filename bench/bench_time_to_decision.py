@@ -1063,8 +1063,11 @@ def reach_line(final, core: Tool, max_budget: float) -> str:
     where = "within" if total <= max_budget else "above"
     return (f"{head} {b.launches} launches per side, {total:.0f} s of launches at "
             f"{b.launch_s:.2f} s a launch, {where} --max-budget {max_budget:g} s "
-            f"(--to-budget runs to it; cells whose true gain is near the margin's edge "
-            f"stay undecided by any budget)")
+            f"(a plan from all the core's launches and cells; --to-budget runs to its "
+            f"own plan, the 'core budget after N rounds' line above, made from the "
+            f"budgeted rounds' undecided cells, which can refuse where this one does not; "
+            f"cells whose true gain is near the margin's edge stay undecided by any "
+            f"budget)")
 
 
 class Replay(NamedTuple):
