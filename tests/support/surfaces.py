@@ -1127,6 +1127,36 @@ def _stored_extra(rng: random.Random, lines: list[dict]) -> str:
     return json.dumps({"machine_probe": rec, "core": {"samples": 20}})
 
 
+@surface("stored preempted counts", "a launch's extra.preempted / preempted_excluded as the "
+         "report reads them back from a store, with values of other types, non-finite, "
+         "negative or huge, keys dropped, or the record replaced: split into excluded, kept "
+         "and launches without the flag, never a crash; no count is negative and no more "
+         "launches lack the flag than were read")
+def _stored_preempted(rng: random.Random, n: int) -> Tally:
+    from mpibench.report.data import preempted_note, preempted_of
+
+    t = Tally()
+    for k in range(n):
+        rows = [{"extra_json": _preempted_extra(rng)} for _ in range(rng.randint(1, 4))]
+        got = t.run(lambda rows=rows: preempted_of(rows),
+                    describe=f"preempted case {k}: {rows[0]['extra_json'][:60]!r}")
+        if got is None:
+            continue
+        if min(got) < 0 or got.unknown > len(rows):
+            t.breaks(f"{len(rows)} launches read as {got}")
+        t.run(lambda got=got: preempted_note(got), describe=f"note of {got}")
+    return t
+
+
+def _preempted_extra(rng: random.Random) -> str:
+    """One core result's extra_json with the preemption fields, as the parser stores them."""
+    rec: object = {"preempted": rng.randint(0, 40),
+                   "preempted_excluded": rng.choice([True, False])}
+    for _ in range(rng.randint(0, 3)):
+        rec = _hostile_value(rng, rec)
+    return json.dumps(rec if isinstance(rec, dict) else {"preempted": rec})
+
+
 _HOSTILE_VALUES = [None, "", "81.5", -1, 0, 1e308, math.inf, -math.inf, math.nan, True, [],
                    {}, [1, 2], {"before_ns": 80.0}, "reference", "off", 2 ** 70]
 
