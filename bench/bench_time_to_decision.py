@@ -258,22 +258,22 @@ def preempted_line(db: Path) -> str:
     no such flag: its mean keeps every iteration."""
     if not db.exists():
         return "core preempted samples: no store"
+    from mpibench.report.data import preempted_of
+
     with Store(db, readonly=True) as store:
-        rows = store.db.execute(
-            "SELECT x.status, x.n, x.median, x.stop_reason, "
-            "json_extract(x.extra_json, '$.preempted'), "
-            "json_extract(x.extra_json, '$.preempted_excluded') FROM results x "
-            "JOIN runs r ON r.id = x.run_id WHERE r.status = 'done'").fetchall()
-    ok = [r for r in rows if r[0] == "ok"]
-    flagged = sum(r[4] or 0 for r in rows)
-    excluded = sum(r[4] or 0 for r in rows if r[5])
-    kept = sum(r[1] or 0 for r in ok)
-    slices = sum(1 for r in ok if (r[1] or 0) <= 5 and (r[2] or 0) > 1000)
-    stopped = sum(1 for r in rows if r[3] == "preempted")
-    empty = sum(1 for r in rows if r[0] == "skipped" and r[3] == "preempted")
-    unknown = sum(1 for r in rows if r[4] is None)
+        rows = [dict(r) for r in store.db.execute(
+            "SELECT x.status, x.n, x.median, x.stop_reason, x.extra_json FROM results x "
+            "JOIN runs r ON r.id = x.run_id WHERE r.status = 'done'")]
+    ok = [r for r in rows if r["status"] == "ok"]
+    counts = preempted_of(rows)
+    kept = sum(r["n"] or 0 for r in ok)
+    slices = sum(1 for r in ok if (r["n"] or 0) <= 5 and (r["median"] or 0) > 1000)
+    stopped = sum(1 for r in rows if r["stop_reason"] == "preempted")
+    empty = sum(1 for r in rows if r["status"] == "skipped" and r["stop_reason"] == "preempted")
+    unknown = counts.unknown
     return (f"core preempted samples (a rank descheduled in or next to the sample): "
-            f"{flagged} flagged in {len(rows)} cell launches, {excluded} of them left out of "
+            f"{counts.excluded + counts.kept} flagged in {len(rows)} cell launches, "
+            f"{counts.excluded} of them left out of "
             f"the statistic ({kept} samples kept); {stopped} cells stopped 'preempted' "
             f"(past --max-time, up to {PREEMPT_CAP:g} s a cell, still short of clean samples), "
             f"{empty} of them "
