@@ -269,6 +269,10 @@ static const mb_optdef mb_optdefs[] = {
     NUM("preempted-max-time", "SEC", preempt_time, 0, 1e6, NULL,
         "with --exclude-preempted: the most a size may sample in all\n"
         "(default 10 x --max-time; not less than --max-time)"),
+    NUM("state-ms", "MS", state_ms, 0, 1000, "1",
+        "machine-state reading: ranks 0 and 1 bounce a cache line in\n"
+        "shared memory for MS ms at the launch's start and end\n"
+        "(header/footer machine_state; 0 = none)"),
     FLAG("no-validate", validate, 0, "skip the untimed validation pass"),
     FLAG("no-settle", settle, 0,
          "time from the first iteration after calibration even when\n"

@@ -757,6 +757,8 @@ int main(int argc, char **argv)
         return 2;
     }
     st->timer = mb_calibrate_timer();
+    mb_state_open(st);
+    mb_state_read(st, &st->state_start);
     mb_emit_header(st, argc, argv);
 
     thrd_t wd;
@@ -782,6 +784,8 @@ int main(int argc, char **argv)
         mb_bench_buffers_free(st);
     }
     mb_watchdog_stop(st, wd);
+    mb_state_read(st, &st->state_end);
+    mb_state_close(st);
     if (st->rank == 0) {
         mtx_lock(&st->out_mtx);
         mb_footer(st, failed ? "failed" : "ok");

@@ -37,6 +37,7 @@ typedef struct mb_options {
     int accept_approximate; /* --accept-approximate: stop on a CI within --target, exact or not */
     int exclude_preempted; /* --exclude-preempted: flagged samples kept out of the statistic */
     double preempt_time;   /* --preempted-max-time (0: 10 x --max-time) */
+    double state_ms;       /* --state-ms: the machine-state reading's length (0: none) */
     int thread_level; /* requested from MPI_Init_thread (default MPI_THREAD_SINGLE) */
     int64_t mem_limit; /* 0 = automatic */
     const char *jsonl;
@@ -70,6 +71,14 @@ typedef struct mb_bench_bufs {
     int64_t bad_bytes;                /* what that allocation asked for, per rank (max) */
 } mb_bench_bufs;
 
+/* One machine-state reading of ranks 0 and 1 (state.c), rank 0's copy */
+typedef struct mb_state_reading {
+    int taken;                 /* 0: none (state.c says when) */
+    int cpu_a, cpu_b;          /* where ranks 0 and 1 ran (sched_getcpu) */
+    int64_t samples;
+    double median_ns, q1_ns, q3_ns, min_ns, elapsed_ms;
+} mb_state_reading;
+
 /* The whole run's state: the only mutable state in the program, one instance in driver.c. */
 typedef struct mb_state {
     mb_options opt;
@@ -89,6 +98,10 @@ typedef struct mb_state {
     volatile int64_t cur_size;
     volatile int cur_stage;
     mb_bench_bufs bufs; /* the current benchmark's buffers */
+    MPI_Comm state_comm;   /* ranks 0 and 1 when they share a cache line (state.c) */
+    MPI_Win state_win;
+    void *state_line;
+    mb_state_reading state_start, state_end; /* the launch's machine-state readings */
 } mb_state;
 
 /* One benchmark x size: what output.c writes. */
@@ -161,6 +174,12 @@ int64_t mb_page_faults(void);
 double mb_nivcsw(void);        /* MB_NIVCSW_NONE where getrusage(RUSAGE_THREAD) is missing */
 int mb_nivcsw_available(void); /* built with RUSAGE_THREAD */
 const char *mb_stage_name(int s);
+
+/* state.c */
+void mb_state_open(mb_state *st);
+void mb_state_close(mb_state *st);
+void mb_state_read(mb_state *st, mb_state_reading *out);
+void mb_state_emit(mb_json *j, const char *key, const mb_state_reading *r);
 
 /* output.c */
 void mb_emit_header(mb_state *st, int argc, char **argv);

@@ -32,6 +32,8 @@ void mb_footer(mb_state *st, const char *status)
     mj_str(&j, "record", "footer");
     mj_str(&j, "status", status);
     mj_num(&j, "elapsed_s", run_elapsed_s(st));
+    /* the reading at its end: null after a timeout (the watchdog writes this footer) */
+    mb_state_emit(&j, "machine_state", &st->state_end);
     mj_obj_end(&j);
     write_line(st, &j);
     mj_free(&j);
@@ -308,6 +310,8 @@ void mb_emit_header(mb_state *st, int argc, char **argv)
     mj_str(&j, "thread_level_provided", mb_thread_level_name(st->thread_provided));
     mj_int(&j, "np", st->np);
     mj_num(&j, "mpi_init_us", st->init_us);
+    /* the machine-state reading at the launch's start (state.c; null: none taken) */
+    mb_state_emit(&j, "machine_state", &st->state_start);
     mj_arr_begin(&j, "hosts");
     for (int u = 0; u < nu; u++)
         mj_str(&j, NULL, names + (size_t)uniq[u] * MPI_MAX_PROCESSOR_NAME);
@@ -363,6 +367,7 @@ void mb_emit_header(mb_state *st, int argc, char **argv)
     mj_bool(&j, "per_call", st->opt.per_call);
     mj_bool(&j, "validate", st->opt.validate);
     mj_bool(&j, "settle", st->opt.settle);
+    mj_num(&j, "state_ms", st->opt.state_ms);
     mj_bool(&j, "off_cache", st->opt.off_cache);
     mj_bool(&j, "root_shift", st->opt.root_shift);
     if (st->opt.mem_limit)

@@ -482,6 +482,8 @@ CORE_OPTION_TABLE = (
     CoreOption("exclude_preempted", "flag", default=False),
     CoreOption("preempted_max_time", "number", 0, 1e6,
                what="seconds per size with exclude_preempted; default 10 x max_time"),
+    CoreOption("state_ms", "number", 0, 1000, 1.0,
+               what="ms of the machine-state reading at the launch's start and end; 0: none"),
 )
 _BY_NAME = {o.name: o for o in CORE_OPTION_TABLE}
 # name -> the form an error message asks for

@@ -156,7 +156,10 @@ def test_every_benchmark_validates(core, stack, np, tmp_path):
         check_stats(r)
         if r["benchmark"] in SINGLE_PAIR:
             assert r["active_ranks"] == 2 and r["idle_ranks"] == np - 2
-    assert run.footer == {"record": "footer", "status": "ok", "elapsed_s": run.footer["elapsed_s"]}
+    assert run.footer == {"record": "footer", "status": "ok", "elapsed_s": run.footer["elapsed_s"],
+                          "machine_state": run.footer["machine_state"]}
+    # ranks 0 and 1 read the machine state at the end as at the start (core/state.c)
+    assert run.footer["machine_state"]["samples"] >= 1 <= h["machine_state"]["samples"]
 
 
 @pytest.mark.parametrize("stack", ["openmpi", "mpich"])

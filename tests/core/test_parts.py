@@ -141,7 +141,7 @@ _FAKE_CONFIGS = {
 }
 # what depends on the machine rather than on the core's arithmetic
 _MACHINE_KEYS = {"hosts", "ranks_per_host", "mpi_library_version", "mpi_library_version_full",
-                 "argv", "start_utc", "mpi_init_us"}
+                 "argv", "start_utc", "mpi_init_us", "machine_state"}
 
 
 @pytest.mark.parametrize("stack", ["openmpi", "mpich"])

@@ -111,7 +111,7 @@ def launch(stack: str, exe: Path, np: int, args: list[str], jsonl: Path | None,
 
 
 # ---- a small JSON Schema subset validator (type, const, enum, properties, required, items,
-# oneOf): enough for core-output.schema.json without adding a dependency ----
+# oneOf, $ref to $defs): enough for core-output.schema.json without adding a dependency ----
 
 _TYPES = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None)}
 
@@ -126,6 +126,8 @@ def _type_ok(v: Any, t: str) -> bool:
 
 def schema_errors(v: Any, schema: dict[str, Any] = SCHEMA, path: str = "$") -> list[str]:
     errs: list[str] = []
+    if "$ref" in schema:            # "#/$defs/NAME" only
+        return schema_errors(v, SCHEMA["$defs"][schema["$ref"].rsplit("/", 1)[1]], path)
     if "oneOf" in schema:
         matches = [s for s in schema["oneOf"] if not schema_errors(v, s, path)]
         if len(matches) != 1:
