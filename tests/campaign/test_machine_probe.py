@@ -1,7 +1,9 @@
 """campaign.machine_probe: the machine-state probe around each local launch - where it
 applies, the campaign key, the history file it reads back, and (with real MPI) a launch off
 the campaign's reference state set aside and run again, its probes stored with the kept
-launch's results."""
+launch's results; a core launch judged on its own readings (core/state.c) without a
+before-wait, one that takes none probed as before; the gate's wall time outside the launch
+(after-probe included) in waited_s."""
 
 from __future__ import annotations
 
@@ -209,9 +211,12 @@ def test_keeps_sets_aside_off_launches_until_the_retries_are_spent(tmp_path):
 @pytest.mark.mpi
 def test_a_launch_off_the_reference_state_is_set_aside_and_run_again(tmp_path, found_stacks,
                                                                      monkeypatch):
-    """A history whose reference state no real probe here is in (10 us round trips): each
+    """A history whose reference state no real reading here is in (10 us round trips): each
     launch is set aside RETRIES times and the last attempt kept, marked "off"; every
-    attempt's probes are in the history and the kept launch's results carry them all."""
+    attempt's readings are in the history and the kept launch's results carry them all. The
+    core reads its own state: its first attempt starts without a probe or a wait (waited_s
+    0), each retry waits for the reference first; every attempt is judged on the launch's
+    own readings."""
     monkeypatch.setattr(machine_probe, "WAIT_S", 0.2)
     spec = _spec(tmp_path, 'machine_probe = "gate"', repeats=2)
     fake = [{"run": "seed", "when": "before", "median_ns": 10000.0, "samples": 500,
@@ -239,6 +244,12 @@ def test_a_launch_off_the_reference_state_is_set_aside_and_run_again(tmp_path, f
         for d in aside:
             assert (tmp_path / "runs" / d / "machine-probe.txt").read_text().count(
                 '"record":"probe"') >= 1
+        attempts = [*mp["set_aside"], mp]
+        assert {a["reading"] for a in attempts} == {"launch"}
+        assert (attempts[0]["waited_s"], attempts[0]["waits"]) == (0.0, 0)
+        assert all(a["waited_s"] > 0 and a["waits"] >= 1 for a in attempts[1:])
+    history = [json.loads(ln) for ln in lines[20:]]
+    assert {h.get("source") for h in history} == {"launch"}
     assert any("set aside (machine-state probe" in m for m in said), said
     _bench_reads_the_probes(tmp_path / "c.db", rows)
 
@@ -299,6 +310,118 @@ def test_the_wait_for_the_reference_is_bounded_per_launch_and_per_invocation(tmp
     gate3 = MachineGate(tmp_path, "record")
     gate3.history, gate3.read = [320.0] * 10, lambda: (_r(80.0), "line")
     assert gate3.wait_for_reference()[1] == 0.0
+
+
+def test_the_after_probe_and_the_waits_are_in_waited_s(tmp_path, monkeypatch):
+    """waited_s is all the gate's wall time outside the launch: the before-probe, the waits
+    and the after-probe (stop 32 left the after-probe out); a launch that reads its own
+    state (the core) costs no probe at all, one whose output holds no reading gets the
+    after-probe."""
+    clock = _Clock()
+    monkeypatch.setattr(machine_probe, "time", clock)
+    gate = MachineGate(tmp_path, "gate")
+    gate.history = [320.0] * 10
+    probe_s = 0.0085
+
+    def read():
+        clock.now += probe_s
+        return _r(318.0), "line"
+    gate.read = read
+    a = gate.start(own=False, attempt=0)
+    gate.finish(a, None, 0.3)
+    assert a.waited_s == pytest.approx(2 * probe_s) and a.reading == "probes"
+    assert (a.waits, a.raw) == (0, ["line", "line"])
+    # the core's own readings: no probe before or after
+    jsonl = tmp_path / "core.jsonl"
+    state = {"record": "probe", "probe": "cacheline-ranks", "version": 1, "cpus": [0, 1],
+             "batch": 16, "samples": 600, "median_ns": 321.0, "q1_ns": 300.0,
+             "q3_ns": 330.0, "min_ns": 250.0, "elapsed_ms": 1.25}
+    jsonl.write_text(json.dumps({"record": "header", "machine_state": state},
+                                separators=(",", ":")) + "\n"
+                     + json.dumps({"record": "footer", "machine_state": state},
+                                  separators=(",", ":")) + "\n")
+    t0 = clock.now
+    own = gate.start(own=True, attempt=0)
+    gate.finish(own, jsonl, 0.3)
+    assert clock.now == t0 and own.waited_s == 0.0 and own.reading == "launch"
+    assert own.before.median_ns == own.after.median_ns == 321.0
+    assert gate.judge(own) is State.REFERENCE and len(own.raw) == 2
+    # a retry of such a launch waits for the reference first, still judged on its readings
+    retry = gate.start(own=True, attempt=1)
+    gate.finish(retry, jsonl, 0.3)
+    assert retry.waited_s == pytest.approx(probe_s) and retry.reading == "launch"
+    # the core took no reading (--state-ms 0, an older core): the after-probe judges it
+    jsonl.write_text('{"record":"header","machine_state":null}\n{"record":"footer"}\n')
+    none = gate.start(own=True, attempt=0)
+    gate.finish(none, jsonl, 0.3)
+    assert none.reading == "after-probe" and none.before is None
+    assert none.waited_s == pytest.approx(probe_s)
+
+
+@pytest.mark.parametrize("text, start, end", [
+    ("", None, None),
+    ('{"record":"header","machine_state":{"record":"probe","version":1}}\n', None, None),
+    ('{"record":"header","machine_state":[1]}\n{"record":"footer","machine_state":7}\n',
+     None, None),
+    ('{"record":"header","machine_state":{"record":"probe","version":1,"cpus":[0,1],'
+     '"batch":16,"samples":300,"median_ns":80,"q1_ns":70,"q3_ns":90,"min_ns":60}}\n'
+     '{"record":"footer","status":"timeout","machine_state":null}\n', 80.0, None),
+])
+def test_launch_readings_takes_what_is_a_reading_and_nothing_else(tmp_path, text, start, end):
+    """A reading that is not a probe record counts as none (never an exception); a file
+    with neither reading is no reading at all (the gate then probes)."""
+    f = tmp_path / "core.jsonl"
+    f.write_text(text)
+    got = machine_probe.launch_readings(f)
+    if start is None and end is None:
+        assert got is None
+    else:
+        assert (got[0] and got[0].median_ns, got[1] and got[1].median_ns) == (start, end)
+    assert machine_probe.launch_readings(tmp_path / "missing.jsonl") is None
+    assert machine_probe.launch_readings(None) is None
+
+
+@pytest.mark.mpi
+def test_a_core_launch_in_state_is_kept_without_any_probe(tmp_path, found_stacks,
+                                                          monkeypatch):
+    """Real launches: the probe program never runs for a core launch's first attempt (it
+    reads its own state); with state_ms = 0 it runs before and after, as for IMB."""
+    calls: list[str] = []
+    real = MachineGate.read
+    monkeypatch.setattr(MachineGate, "read",
+                        lambda self: (calls.append("probe"), real(self))[1])
+    spec = _spec(tmp_path, 'machine_probe = "gate"', repeats=2)
+    with Store(tmp_path / "c.db") as store:
+        CampaignRunner(spec, store, found_stacks).run()
+    probes = _kept_probes(tmp_path / "c.db")
+    assert len(probes) == 2
+    first = [(mp["set_aside"] or [mp])[0] for mp in probes]
+    assert all(a["reading"] == "launch" and a["waited_s"] == 0.0 for a in first)
+    # probes only before the retries of launches set aside (the machine changed state)
+    assert len(calls) == sum(a["waits"] + 1 for mp in probes for a in
+                             [*mp["set_aside"], mp][1:])
+    # state_ms = 0: no reading of its own, probed before and after like any other tool
+    calls.clear()
+    off = tmp_path / "off"
+    off.mkdir()
+    _spec(off, 'machine_probe = "gate"', repeats=1)
+    toml = off / "c.toml"
+    toml.write_text(toml.read_text().replace("max_time = 0.005", "max_time = 0.005, "
+                                             "state_ms = 0"))
+    spec = load(toml)
+    with Store(off / "c.db") as store:
+        CampaignRunner(spec, store, found_stacks).run()
+    (mp,) = _kept_probes(off / "c.db")
+    assert mp["reading"] == "probes" and mp["waited_s"] > 0
+    assert len(calls) >= 2 * (1 + len(mp["set_aside"]))
+
+
+def _kept_probes(db: Path) -> list[dict]:
+    with sqlite3.connect(db) as con:
+        rows = con.execute("SELECT x.run_id, x.extra_json FROM runs r JOIN results x "
+                           "ON x.run_id = r.id WHERE r.status = 'done' "
+                           "GROUP BY x.run_id").fetchall()
+    return [json.loads(extra)["machine_probe"] for _, extra in rows]
 
 
 def test_a_probe_that_cannot_be_built_leaves_the_campaign_unprobed_with_one_line(tmp_path,

@@ -341,8 +341,8 @@ options = { max_time = 0.005 }
 @pytest.mark.mpi
 def test_a_real_probed_campaign_says_its_machine_state_under_compare(tmp_path, found_stacks,
                                                                      capsys):
-    """Two stacks, two launches each, probed before and after (machine_probe = "record":
-    nothing set aside): compare says each variant's launches' state from their real
+    """Two stacks, two launches each, each reading its own state at start and end
+    (machine_probe = "record": nothing set aside): compare says each variant's launches' state from their real
     readings, in the JSON and under the terminal table."""
     from mpibench.campaign.runner import CampaignRunner
     from mpibench.campaign.spec import load
@@ -362,8 +362,11 @@ def test_a_real_probed_campaign_says_its_machine_state_under_compare(tmp_path, f
         assert got["set_aside_not_used"] == 0
         assert got["in_reference_state"] + got["off_reference_state"] \
             + got["not_judged"] == 2
+        # the core read its own state at each launch's start and end (core/state.c)
+        assert got["read_by_the_launch"] == 2
         line = next(ln for ln in obj["lines"] if ln.startswith(f"{v}: "))
-        assert line.startswith(f"{v}: 2 launches probed: ")
+        assert line.startswith(f"{v}: 2 launches probed (2 by their own reading at start "
+                               "and end): ")
     # the readings are a real probe's: ~80 or ~320 ns on the VM this was written on
     assert obj["reference_ns"] is None or 10 < obj["reference_ns"] < 10_000
     assert cli_main(["compare", "--db", str(tmp_path / "c.db")]) == 0

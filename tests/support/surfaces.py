@@ -1090,6 +1090,43 @@ def _probe_history_one(t: Tally, load, f: Path, text: str, k: int) -> None:
             t.silent(f"history value {v!r} is not in {text[:80]!r}")
 
 
+@surface("core machine-state readings", "a core launch's core.jsonl header and footer (a "
+         "real capture, tests/data/probe/core-readings.jsonl) mutated, as the gate reads "
+         "their machine_state (campaign.machine_probe.launch_readings, core/state.c): no "
+         "reading or readings whose median, quartiles and samples are in the text; never an "
+         "exception, not even a refusal (a launch's output is not the user's input)")
+def _core_readings(rng: random.Random, n: int) -> Tally:
+    from mpibench.campaign.machine_probe import launch_readings
+
+    data = Path(__file__).resolve().parents[1] / "data" / "probe" / "core-readings.jsonl"
+    real = data.read_text()
+    t = Tally()
+    with tempfile.TemporaryDirectory(prefix="mb-fuzz-readings-") as td:
+        f = Path(td) / "core.jsonl"
+        for k in range(n):
+            text = mutate_text(rng, real)
+            f.write_text(text, encoding="utf-8", errors="surrogatepass")
+
+            got = t.run(lambda: _no_refusal(t, launch_readings, f),
+                        describe=f"readings case {k}: {text[:60]!r}")
+            for r in (got[:2] if got else ()):
+                for name in ("median_ns", "q1_ns", "q3_ns", "samples"):
+                    if r is not None and not _in_text(getattr(r, name), text):
+                        t.silent(f"{name} {getattr(r, name)!r} is not in {text[:80]!r}")
+    return t
+
+
+def _no_refusal(t: Tally, fn, arg):
+    """fn(arg), a refusal (UsageError) counted as a contract break: the caller wants none."""
+    from mpibench.errors import UsageError
+
+    try:
+        return fn(arg)
+    except UsageError as exc:
+        t.breaks(f"a refusal: {str(exc)[:120]!r}")
+        return None
+
+
 @surface("stored machine-state records", "the extra_json a compare reads back (a launch's "
          "extra.machine_probe, built from real probe captures) with values of other types, "
          "non-finite, negative or huge, keys dropped, or the record replaced (the store's "

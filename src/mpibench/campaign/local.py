@@ -17,6 +17,7 @@ from mpibench.campaign.machine_probe import (
     Attempt,
     MachineGate,
     probe_extra,
+    reads_own_state,
     write_raw,
 )
 from mpibench.campaign.plan import Cell
@@ -63,7 +64,7 @@ class LocalPolicy:
         gate = self.runner.machine_gate(cell)
         aside: list[Attempt] = []
         for attempt in range(RETRIES + 1):
-            p, sr, probed = self._launch(cell, options, gate)
+            p, sr, probed = self._launch(cell, options, gate, attempt)
             if gate is None or gate.keeps(probed, attempt):
                 break
             self._set_aside(cell, p.step.run_dir, probed, aside, gate.reference())
@@ -87,8 +88,10 @@ class LocalPolicy:
                         f"campaign's reference {ref:.0f}"
                         " ns); running it again")
 
-    def _launch(self, cell: Cell, options: dict | None, gate: MachineGate | None):
-        """One attempt: prepare, launch (probed before and after when a gate applies)."""
+    def _launch(self, cell: Cell, options: dict | None, gate: MachineGate | None,
+                attempt: int = 0):
+        """One attempt: prepare, launch (its machine state read when a gate applies: by the
+        launch itself, or by probes before and after it; MachineGate.start / finish)."""
         run_dir = self.runner._fresh_dir(cell)
         p = self.runner.prepare(cell, run_dir, local=True, options=options)
         self.runner._write_cell_json(p)
@@ -104,8 +107,9 @@ class LocalPolicy:
                                elapsed=None, fingerprint_id=None)
         probed = None
         if gate is not None:
-            before, waited, raw = gate.wait_for_reference()
-            probed = Attempt(before, None, waited, raw=raw)
+            own = reads_own_state(p.cmd.jsonl, cell.group.options if options is None
+                                  else options)
+            probed = gate.start(own, attempt)
         try:
             sr = self.runner.scheduler.run_step(p.step)
         except KeyboardInterrupt:
@@ -117,11 +121,10 @@ class LocalPolicy:
                 self.runner.store.set_run(cell.id, "pending", job_id=None, started=None)
             raise
         if probed is not None:
-            probed.after, text = gate.read()
-            probed.raw.append(text)
-            probed.elapsed_s = sr.elapsed
-            gate.record(cell.id, "before", probed.before)
-            gate.record(cell.id, "after", probed.after)
+            gate.finish(probed, p.cmd.jsonl, sr.elapsed)
+            source = "launch" if probed.reading == "launch" else "probe"
+            gate.record(cell.id, "before", probed.before, source)
+            gate.record(cell.id, "after", probed.after, source)
             write_raw(run_dir, probed)
         return p, sr, probed
 

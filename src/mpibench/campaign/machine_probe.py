@@ -44,6 +44,7 @@ from mpibench.stats.probe import (
     judge_launch,
     near,
     parse_probe,
+    probe_record,
     reference,
 )
 
@@ -85,7 +86,7 @@ HISTORY_MAX_AGE_S = 24 * 3600.0
 _FUTURE_S = 3600.0
 _BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 _HISTORY_KEYS = {"run": str, "when": str, "median_ns": (int, float), "samples": int}
-_OPTIONAL_KEYS = {"host": str, "time": (int, float), "boot": str}
+_OPTIONAL_KEYS = {"host": str, "time": (int, float), "boot": str, "source": str}
 
 
 def boot_id() -> str | None:
@@ -203,11 +204,54 @@ def _history_problem(rec: object) -> str | None:
     return None
 
 
+def reads_own_state(jsonl: Path | None, options: dict | None) -> bool:
+    """Whether a launch takes its own machine-state readings: mpibench-core (it writes
+    `jsonl`) unless its state_ms option is 0 (core/state.c)."""
+    return jsonl is not None and (options or {}).get("state_ms", 1.0) != 0
+
+
+def launch_readings(jsonl: Path | None) -> tuple[ProbeReading | None,
+                                                  ProbeReading | None, list[str]] | None:
+    """A core launch's own readings: its header's and footer's machine_state (start, end;
+    None where that one is missing, null or unreadable) and their JSON for the raw record,
+    or None when it has neither (no output, --state-ms 0, a core before core/state.c, ranks
+    0 and 1 on different nodes)."""
+    try:
+        lines = jsonl.read_text(errors="replace").splitlines() if jsonl else []
+    except OSError:
+        return None
+    got: dict[str, ProbeReading | None] = {}
+    raw: list[str] = []
+    for kind in ("header", "footer"):
+        line = next((ln for ln in lines if ln.startswith(f'{{"record":"{kind}"')), None)
+        got[kind] = _own_reading(line, f"{jsonl}: {kind}", raw)
+    if got["header"] is None and got["footer"] is None:
+        return None
+    return got["header"], got["footer"], raw
+
+
+def _own_reading(line: str | None, where: str, raw: list[str]) -> ProbeReading | None:
+    """One record's machine_state as a reading (its JSON appended to raw), or None."""
+    try:
+        rec = json.loads(line).get("machine_state") if line else None
+    except (ValueError, RecursionError, AttributeError):
+        return None
+    if rec is None:
+        return None
+    raw.append(json.dumps(rec, separators=(",", ":")))
+    try:
+        return probe_record(rec, where)
+    except ProbeError:
+        return None
+
+
 @dataclass
 class Attempt:
     """One launch attempt's probes; set aside or kept."""
     before: ProbeReading | None
     after: ProbeReading | None
+    # the gate's wall time outside the launch: its probes (the after-probe included) and
+    # waits; 0 for a launch judged on its own readings that did not wait
     waited_s: float = 0.0
     elapsed_s: float | None = None
     raw: list[str] = field(default_factory=list)
@@ -215,6 +259,10 @@ class Attempt:
     # reference state (a selection by waiting); waited_s cannot say it, as it also holds the
     # first before-probe's own run time. Default: the before-probes' lines in raw, less one.
     waits: int | None = None
+    # what judged it: "launch" (the core's own readings at its start and end, core/state.c),
+    # "probes" (the probe program just before and after it), "after-probe" (a launch that
+    # was to read its own state and did not: the after-probe alone)
+    reading: str = "probes"
 
     def __post_init__(self) -> None:
         if self.waits is None:
@@ -223,6 +271,7 @@ class Attempt:
     def summary(self) -> dict[str, Any]:
         return {"before_ns": _ns(self.before), "after_ns": _ns(self.after),
                 "waited_s": round(self.waited_s, 3), "waits": self.waits,
+                "reading": self.reading,
                 **({"elapsed_s": round(self.elapsed_s, 3)} if self.elapsed_s else {})}
 
 
@@ -277,13 +326,43 @@ class MachineGate:
                 return r, waited, raw
             time.sleep(WAIT_STEP_S)
 
-    def record(self, run_id: str, when: str, r: ProbeReading | None) -> None:
+    def start(self, own: bool, attempt: int) -> Attempt:
+        """The gate's part before an attempt. A launch that reads its own state (own) starts
+        at once on its first attempt: its readings judge it, so nothing is waited for
+        before them. Any other launch, and a retry after a set-aside (the machine was just
+        seen off), first waits for the reference state as before."""
+        if own and attempt == 0:
+            return Attempt(None, None, 0.0, waits=0, reading="launch")
+        before, waited, raw = self.wait_for_reference()
+        return Attempt(before, None, waited, raw=raw, reading="launch" if own else "probes")
+
+    def finish(self, a: Attempt, jsonl: Path | None, elapsed: float | None) -> None:
+        """The gate's part after the launch: the launch's own readings replace the probes
+        where it took them (a retry's wait-probes stay in raw, not in the judgement); else
+        the after-probe, its wall time counted in waited_s."""
+        own = launch_readings(jsonl) if a.reading == "launch" else None
+        if own is not None:
+            a.before, a.after = own[0], own[1]
+            a.raw += own[2]
+        else:
+            t0 = time.monotonic()
+            a.after, text = self.read()
+            a.waited_s += time.monotonic() - t0
+            a.raw.append(text)
+            a.reading = "after-probe" if a.reading == "launch" and a.before is None \
+                else "probes"
+        a.elapsed_s = elapsed
+
+    def record(self, run_id: str, when: str, r: ProbeReading | None,
+               source: str = "probe") -> None:
+        """One reading into the history (source "launch": the core's own, core/state.c)."""
         if r is None:
             return
         line = json.dumps({"run": run_id, "when": when, "median_ns": r.median_ns,
                            "samples": r.samples, "host": socket.gethostname(),
                            "time": round(time.time(), 3),
-                           **({"boot": self.boot} if self.boot else {})})
+                           **({"boot": self.boot} if self.boot else {}),
+                           **({"source": source} if source != "probe" else {})})
         with open(self.history_path, "a") as fh:
             fh.write(line + "\n")
         if r.valid:

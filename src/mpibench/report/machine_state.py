@@ -12,7 +12,8 @@ uses:
   its moment, which moves as its history grows; one reference makes "in the reference
   state" mean the same in every set's line;
 - per set one line: launches in that state, off it, not judged (no valid reading), not
-  probed; and what the campaign did when it ran: attempts set aside (not used), launches
+  probed (and how many were read by the launch itself: the core's own readings at its start
+  and end, core/state.c, instead of the probe program around it); and what the campaign did when it ran: attempts set aside (not used), launches
   kept off its reference after the retries, or recorded off it (no gate);
 - a WARNING when the gate selected launches of one set (set attempts aside, or waited for
   the reference state before them) while another set's launches
@@ -54,6 +55,7 @@ class SetState:
     set_aside: int = 0          # attempts the campaign's gate set aside (not used)
     kept_off_retried: int = 0   # kept "off" by the campaign after its retries
     recorded_off: int = 0       # recorded "off" with nothing set aside (no gate)
+    own: int = 0                # judged on the launch's own readings (core/state.c)
     # a candidate paired by round with the baseline: rounds whose two launches were both
     # judged, and of them those whose two launches were in different states
     rounds_judged: int = 0
@@ -66,6 +68,7 @@ class SetState:
                 "not_judged": self.unknown, "set_aside_not_used": self.set_aside,
                 "kept_off_after_retries": self.kept_off_retried,
                 "recorded_off_no_gate": self.recorded_off,
+                "read_by_the_launch": self.own,
                 "rounds_both_judged": self.rounds_judged,
                 "rounds_in_different_states": self.rounds_split}
 
@@ -128,6 +131,7 @@ def _count(s: SetState, run: str, rec: dict, ref: float | None) -> None:
     s.reference += state is State.REFERENCE
     s.off += state is State.OFF
     s.unknown += state is State.UNKNOWN
+    s.own += rec.get("reading") == "launch"
     aside = rec.get("set_aside")
     n_aside = len(aside) if isinstance(aside, list) else 0
     s.set_aside += n_aside
@@ -182,7 +186,8 @@ def set_line(s: SetState, ref: float | None) -> str:
         return (f"{s.name}: none of its {_plural(s.launches, 'launch')} probed (the probe "
                 "runs around two ranks bound to cores on this node only)")
     head = f"{s.name}: {_plural(s.probed, 'launch')} probed" + (
-        f" of {s.launches}" if s.launches > s.probed else "")
+        f" of {s.launches}" if s.launches > s.probed else "") + (
+        f" ({s.own} by their own reading at start and end)" if s.own else "")
     if ref is None:
         states = f"{s.unknown} not judged (no valid probe reading in the comparison)"
     else:

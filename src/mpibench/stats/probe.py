@@ -75,6 +75,13 @@ def parse_probe(text: str, where: str) -> ProbeReading:
         raise ProbeError(f"{where}: not JSON ({exc.msg} at column {exc.colno})") from None
     except RecursionError:
         raise ProbeError(f"{where}: not JSON (nested too deep)") from None
+    return probe_record(rec, where)
+
+
+def probe_record(rec: object, where: str) -> ProbeReading:
+    """A probe record already decoded: the probe program's line, or the core's own reading
+    (its header's and footer's machine_state, core/state.c: the same fields). Raises
+    ProbeError naming `where` and what was expected."""
     if not isinstance(rec, dict) or rec.get("record") != "probe" \
             or rec.get("version") != PROBE_VERSION:
         raise ProbeError(f"{where}: expected a probe record of version {PROBE_VERSION} "
