@@ -297,9 +297,12 @@ def probe_line(db: Path, label: str) -> str:
               a.get("after_ns")) if v and ref]
     waited = waited_seconds(probes)
     far = f", up to {max(ratios):.1f}x off the reference state's round trip" if ratios else ""
+    own = sum(p.get("reading") == "launch" for p in probes.values())   # core/state.c
     return (f"machine-state probe, {label}: {len(probes)} launches kept ({states['reference']} "
             f"in the reference state when judged, {states['unknown']} not judged, "
-            f"{states['off']} still off after the retries; {final_state_line(probes)}); "
+            f"{states['off']} still off after the retries; {final_state_line(probes)}; "
+            f"judged on {own} launches' own start/end readings, {len(probes) - own} on "
+            "probes around them); "
             f"{len(aside)} set aside and run again{far}; {waited:.1f} s probing/waiting for "
             "the state")
 
