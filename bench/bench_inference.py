@@ -210,6 +210,11 @@ def main(argv: list[str]) -> int:
                     help="only the power of a paired test that drops a launch whose "
                     "partner failed, against the unpaired test and the full pairs (stats "
                     "level, ~1 min)")
+    ap.add_argument("--only-few-clean", action="store_true",
+                    help="only the few-clean-sample launches (--exclude-preempted's "
+                    "'preempted' stops): A/A, coverage and power at the cut-short sizes, "
+                    "pooled at full weight (before), alone (stats.preempted), censored "
+                    "(10 x --reps benchmarks per row; stats level)")
     ap.add_argument("--only-planning", action="store_true",
                     help="only the planning figures' true power (the design's "
                     "detectable_effect and the table's 'detectable', 5+5, 2 vs 7, 3 vs 7)")
@@ -282,6 +287,7 @@ def main(argv: list[str]) -> int:
             (args.only_planning_rows, functools.partial(planning_rows_section,
                                                         first=args.seed), 10 * reps),
             (args.only_missing_pair, missing_pair, 6 * reps),
+            (args.only_few_clean, few_clean_section, 10 * reps),
             (args.only_paired_decide, paired_decide, reps),
             (args.only_paired, paired_section, reps),
             (args.only_regimes, regimes_section, reps),
@@ -1234,6 +1240,61 @@ def missing_pair(rng: np.random.Generator, reps: int) -> None:
         print(f"  round effect {model + (' sd 0.3' if model == 'normal' else ''):<15} "
               + ", ".join(f"{k} {100 * v / (10 * reps):.1f}%" for k, v in hits.items()),
               flush=True)
+
+
+# Few-clean launches (stats.preempted): a launch the core cut short at
+# --preempted-max-time rests on 1-4 clean samples; ways it can enter the test
+FEW_CLEAN_ROWS = ((5, 0.3, (1.0, 0.2)), (8, 0.3, (1.0, 0.2)), (5, 0.15, (1.0, 1.0)),
+                  (8, 0.15, (0.9, 0.3)))
+
+
+def _few_clean_tests(b, way: str) -> list:
+    from mpibench.stats import launch as L
+    from mpibench.stats import preempted as P
+
+    sizes = list(range(len(b.cells)))
+    if way == "pooled":
+        return L.compare_cells(b.cells, rounds=b.rounds, sizes=sizes)
+    if way == "alone":
+        return P.compare_blocks(b.cells, b.thin, rounds=b.rounds, sizes=sizes)
+    kept = [tuple({k: v for k, v in side.items() if (i, k) not in b.few}
+                  for side in (bs, cs)) + (bt,) for i, (bs, cs, bt) in enumerate(b.cells)]
+    return L.compare_cells(kept, rounds=b.rounds, sizes=sizes)
+
+
+def _few_clean_row(rng: np.random.Generator, reps: int, row: tuple, gain: float) -> dict:
+    from mpibench.stats import preempted as P
+
+    rounds, sw, prone = row
+    out = {w: np.zeros(5) for w in ("pooled", "alone", "censored")}
+    for _ in range(reps):
+        b = P.few_clean_bench(rng, rounds, gain, prone, sw)
+        for way, acc in out.items():
+            for i, t in enumerate(_few_clean_tests(b, way)):
+                if t.tested:
+                    big = 0 if i in (8, 9) else 3
+                    acc[big] += 1
+                    acc[big + 1] += t.p <= 0.05
+                    if big == 0:
+                        acc[2] += t.ci_low <= gain <= t.ci_high
+    return out
+
+
+def few_clean_section(rng: np.random.Generator, reps: int) -> None:
+    """A/A, coverage and power at the two cut-short sizes of a 10-size benchmark
+    (stats.preempted.few_clean_bench), for the few-clean launches pooled at full weight
+    (the test before stats.preempted), their cells tested alone (now), and censored (the
+    few-clean launches dropped)."""
+    print(f"\nFew-clean launches: 10 sizes, the 2 largest cut short to 0-4 clean samples "
+          f"with probability prone x load; {reps} benchmarks per row (stats level)")
+    for row in FEW_CLEAN_ROWS:
+        aa, real = _few_clean_row(rng, reps, row, 1.0), _few_clean_row(rng, reps, row, 1.1)
+        for way in aa:
+            a, r = aa[way], real[way]
+            print(f"  rounds {row[0]} sw {row[1]} prone {row[2]} {way:<8}: cut sizes A/A "
+                  f"{100 * a[1] / a[0]:.1f}%, 10% power {100 * r[1] / r[0]:.1f}%, its "
+                  f"CI coverage {100 * r[2] / r[0]:.1f}% (tested {a[0]:.0f}); other sizes A/A "
+                  f"{100 * a[4] / a[3]:.1f}%, power {100 * r[4] / r[3]:.1f}%", flush=True)
 
 
 def paired_decide(rng: np.random.Generator, reps: int) -> None:

@@ -143,8 +143,14 @@ sys.path.insert(0, str(ROOT / "src"))
 from mpibench.errors import UsageError  # noqa: E402
 from mpibench.report.data import load_cells  # noqa: E402
 from mpibench.report.select import select_groups  # noqa: E402
-from mpibench.stats import budget  # noqa: E402
-from mpibench.stats.sequential import INTERIM_SHARE, Design, Status, decide  # noqa: E402
+from mpibench.stats import budget, preempted  # noqa: E402
+from mpibench.stats.sequential import (  # noqa: E402
+    INTERIM_SHARE,
+    Design,
+    Status,
+    decide,
+    default_pool_key,
+)
 from mpibench.store import Store  # noqa: E402
 
 # the peers tarballs sit beside the repository (../shared/peers), never at an absolute path
@@ -282,6 +288,26 @@ def preempted_line(db: Path) -> str:
             f"IMB-MPI1 keeps every iteration in its mean (no such flag)")
 
 
+def cut_short_line(db: Path) -> str:
+    """Per variant, the core's cell launches cut short (--exclude-preempted): stopped
+    'preempted' on fewer than stats.preempted.FEW_CLEAN clean samples, and skipped (no
+    clean sample: no launch value, missing for a reason tied to the variant); each such
+    cell is tested alone (stats.preempted)."""
+    if not db.exists():
+        return "core cut-short launches: no store"
+    with Store(db, readonly=True) as store:
+        rows = [dict(r) for r in store.db.execute(
+            "SELECT r.variant, x.status, x.n, x.stop_reason FROM results x "
+            "JOIN runs r ON r.id = x.run_id WHERE r.status = 'done'")]
+    per = {v: (sum(preempted.few_clean(r) for r in rows if r["variant"] == v),
+               sum(r["status"] == "skipped" for r in rows if r["variant"] == v))
+           for v in sorted({r["variant"] for r in rows})}
+    cells = "; ".join(f"{v} {f} on fewer than {preempted.FEW_CLEAN} clean samples, {k} "
+                      "skipped" for v, (f, k) in per.items())
+    return (f"core cut-short cell launches per variant: {cells or 'none'} (a cell with "
+            "one is tested on its own launches; skipped ones have no value)")
+
+
 def probe_line(db: Path, label: str) -> str:
     """What the machine-state gate did to one tool's launches: kept by state, set aside
     (and how far off the reference their probes were), seconds waited for the state."""
@@ -343,6 +369,9 @@ class Family(NamedTuple):
     cells: dict     # {cell key: (openmpi {launch: value}, mpich {...}, better)}, round order
     pairs: dict     # {launch id: round key} (compare_cells pairs by these)
     repeat: dict    # {launch id: its round, 0-based (runs.repeat)}
+    # {cell key: its launches on fewer than stats.preempted.FEW_CLEAN clean samples or
+    # skipped}: a look that sees one tests the cell alone (stats.preempted)
+    few: dict = {}
 
 
 def family(db: Path, statistic: str) -> Family:
@@ -355,14 +384,19 @@ def family(db: Path, statistic: str) -> Family:
     def ordered(by_launch: dict) -> dict:
         return dict(sorted(by_launch.items(), key=lambda kv: repeat.get(kv[0], 0)))
 
-    fam, pairs = {}, {}
+    fam, pairs, few = {}, {}, {}
     for key, by in cells.items():
         b, c = by.get("openmpi"), by.get("mpich")
         if b is not None and c is not None:
             fam[key] = (ordered(b.by_launch), ordered(c.by_launch), b.better)
             pairs.update(b.by_round)
             pairs.update(c.by_round)
-    return Family(fam, pairs, repeat)
+            cut = {*b.few_clean, *c.few_clean, *(rid for x in (b, c)
+                                                 for rid, st, _ in x.runs_failed
+                                                 if st == "skipped")}
+            if cut:
+                few[key] = cut
+    return Family(fam, pairs, repeat, few)
 
 
 def decided(db: Path, statistic: str, design: Design, n: int, previous: dict | None
@@ -380,8 +414,11 @@ def judge(fam: Family, design: Design, n: int, previous: dict | None
         return State(0, 0, 0, 0, ()), {}
     # compare's test: paired by round (the campaigns run interleaved) once every cell has
     # stats.launch.MIN_PAIRS pairs among the launches this look sees, unpaired before
+    # a cell with a launch on fewer than FEW_CLEAN clean samples (or skipped) among the
+    # rounds this look sees is tested alone (stats.preempted), as compare tests it
+    thin = {k for k, ids in fam.few.items() if any(fam.repeat.get(i, n) < n for i in ids)}
     look = decide(fam.cells, design, n=n, previous=previous, rounds=fam.repeat,
-                  pairs=fam.pairs)
+                  pairs=fam.pairs, pool_key=preempted.alone_key(default_pool_key, thin))
     st = [c.status for c in look.cells.values()]
     sig, eq = st.count(Status.SIGNIFICANT), st.count(Status.EQUIVALENT)
     left = tuple(str(k.size) for k in look.undecided)
@@ -966,6 +1003,7 @@ def summary(a, core: Tool, imb: Tool, head: tuple, budget_rounds: int, compare: 
     for label, t in (("core", core), ("IMB ", imb)):
         print(probe_line(t.db, label))
     print(preempted_line(core.db))
+    print(cut_short_line(core.db))
     print("where a launch's wall time goes (medians; the parts are medians of their own, "
           "so they need not add up):")
     for line in breakdown(core.db, imb.db):

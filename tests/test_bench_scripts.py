@@ -270,6 +270,32 @@ def test_the_warm_up_round_is_neither_counted_nor_tested(tmp_path, monkeypatch):
     assert {r["repeat"] for r in runs} == {0}
 
 
+def test_time_to_decision_counts_cut_short_launches_per_variant(tmp_path):
+    """cut_short_line: per variant the cell launches that stopped 'preempted' on fewer
+    than 5 clean samples and those skipped; a 'preempted' stop on 5 or more is neither.
+    The kept run predates the flag: none."""
+    import sqlite3
+
+    run = _kept_run(tmp_path)
+    db = run / "core" / "mpibench.db"
+    ttd = _load_bench("bench_ttd_cut_short")
+    assert "openmpi 0 on fewer than 5 clean samples, 0 skipped" in ttd.cut_short_line(db)
+    con = sqlite3.connect(db)
+    ids = dict(con.execute("SELECT r.variant, min(x.id) FROM results x JOIN runs r ON "
+                           "r.id = x.run_id GROUP BY r.variant").fetchall())
+    con.execute("UPDATE results SET stop_reason = 'preempted', n = 2 WHERE id = ?",
+                (ids["openmpi"],))
+    con.execute("UPDATE results SET stop_reason = 'preempted', n = 5 WHERE id = ?",
+                (ids["openmpi"] + 1,))
+    con.execute("UPDATE results SET stop_reason = 'preempted', status = 'skipped', n = 0 "
+                "WHERE id = ?", (ids["mpich"],))
+    con.commit()
+    con.close()
+    line = ttd.cut_short_line(db)
+    assert "mpich 0 on fewer than 5 clean samples, 1 skipped" in line
+    assert "openmpi 1 on fewer than 5 clean samples, 0 skipped" in line
+
+
 def test_time_to_decision_says_what_the_cores_flag_left_out(tmp_path):
     """preempted_line reads the core's store: the kept run predates the flag (every row
     without it, nothing flagged or left out); after marking rows as a --exclude-preempted

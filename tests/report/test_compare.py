@@ -1004,3 +1004,50 @@ def test_planning_of_paired_rows_uses_the_paired_test(tmp_path):
             ns = [L.launches_needed_for(r.deltas["b"].test, 0.05) for r in cmp.rows]
             assert rec["needed_noisiest_cell"] == max(ns)
     assert needed["interleaved"] < needed["random"]
+
+
+def test_a_few_clean_launch_puts_its_cell_alone_and_skipped_launches_are_counted(tmp_path):
+    """--exclude-preempted: a launch that stopped 'preempted' on 2 clean samples makes its
+    cell be tested on its own launches (stats.preempted.compare_blocks: the benchmark's
+    other sizes pooled without it), footnoted; a launch with no clean sample (skipped)
+    too, and it is counted for its set, not passed over as an ordinary failure."""
+    from mpibench.stats import launch as launch_stats
+    from mpibench.stats import preempted
+
+    store = Store(tmp_path / "p.db")
+    cid = store.add_campaign("pre")
+    rng = np.random.default_rng(8)
+    sizes = (8, 64, 512, 4096)
+
+    def make(shift, cut):
+        def rec(rep):
+            out = []
+            for s in sizes:
+                if (rep, s) == cut[:2] and cut[2] == "skipped":
+                    out.append({"benchmark": "PingPong", "size": s, "np": 2, "n": 0,
+                                "status": "skipped", "stop_reason": "preempted",
+                                "reason": "no clean sample"})
+                    continue
+                few = (rep, s) == cut[:2]
+                x = rng.normal(shift * (1 + rng.normal(0, .03)), .05, 2 if few else 40)
+                out.append(core_record("PingPong", s, x, stop="preempted" if few else "target"))
+            return out
+        return rec
+
+    ga = add_variant_runs(store, cid, "a", repeats=4, make=make(10.0, (2, 4096, "skipped")))
+    gb = add_variant_runs(store, cid, "b", repeats=4, make=make(10.0, (1, 512, "few")))
+    cmp = compare_groups(store, {"a": ga, "b": gb}, "a")
+    rows = {r.key.size: r for r in cmp.rows}
+    cells = [(rows[s].cells["a"].by_launch, rows[s].cells["b"].by_launch, "lower")
+             for s in sizes]
+    assert rows[512].cells["b"].few_clean == [gb[1]] and rows[512].cells["a"].skipped == 0
+    assert rows[4096].cells["a"].skipped == 1 and not rows[4096].cells["a"].few_clean
+    want = preempted.compare_blocks(cells, [False, False, True, True], sizes=list(sizes))
+    assert rows[512].deltas["b"].test == want[2]
+    assert want[2] == launch_stats.compare_cells([cells[2]], sizes=[512])[0]
+    assert rows[8].deltas["b"].test == want[0] != launch_stats.compare_cells(cells)[0]
+    text = " ".join(cmp.footnotes)
+    assert "tested on its own launches: 1 launch(es) stopped 'preempted'" in text
+    assert "tested on its own launches: 0 launch(es) stopped 'preempted'" in text
+    assert "a: 1 launch(es) skipped this cell" in text
+    store.close()

@@ -37,6 +37,7 @@ import numpy as np
 from mpibench import stats
 from mpibench.report.rules import CellKey, MetricKind, metric_kind, why_unusable
 from mpibench.stats import launch as launch_stats
+from mpibench.stats import preempted as preempted_stats
 from mpibench.store import Store
 from mpibench.store.report_queries import campaign_orders
 from mpibench.units import fmt_size  # noqa: F401 - re-exported: reports import it from here
@@ -227,6 +228,9 @@ class ResultCell:
     # (--exclude-preempted), kept in it, and the launches that do not say (a core before
     # the flag or without RUSAGE_THREAD): preempted_of
     preempted: Preempted | None = None
+    # the used launches that stopped `preempted` on fewer than stats.preempted.FEW_CLEAN
+    # clean samples: the cell is then tested on its own launches (stats.preempted)
+    few_clean: list[str] = field(default_factory=list)
     runs_used: list[str] = field(default_factory=list)
     runs_excluded: list[str] = field(default_factory=list)
     runs_failed: list[tuple[str, str, str | None]] = field(default_factory=list)
@@ -311,6 +315,13 @@ class ResultCell:
     @property
     def mixed(self) -> bool:
         return bool(self.runs_excluded)
+
+    @property
+    def skipped(self) -> int:
+        """Launches whose row for this cell is `skipped` (with --exclude-preempted: no
+        clean sample within the cap): no launch value, missing for a reason tied to
+        this set's flag rate."""
+        return sum(1 for _rid, status, _why in self.runs_failed if status == "skipped")
 
 
 def _fetch_rows(store: Store, run_ids: list[str], with_samples: bool) -> Iterable[dict]:
@@ -512,6 +523,7 @@ def _describe(cell: ResultCell, used: list[dict],
     if reasons:
         cell.stop_reasons = Counter(reasons)
     cell.preempted = preempted_of(used)
+    cell.few_clean = [r["run_id"] for r in used if preempted_stats.few_clean(r)]
     cell.batch = used[0].get("batch")
     extra = used[0].get("extra_json")
     cell.extra = json.loads(extra) if extra else (used[0].get("extra") or {})

@@ -171,8 +171,13 @@ def _cell_notes(row: Row, by_set: dict, notes: _Notes) -> None:
                 f"common fingerprint ({len(c.runs_used)} run(s)), excluded "
                 f"{len(c.runs_excluded)} run(s) with {c.n_fingerprints - 1} other "
                 "fingerprint(s)"))
-        if c.runs_failed:
-            sts = sorted({s for _, s, _ in c.runs_failed})
+        if c.skipped:
+            row.notes.append(notes.add(
+                f"{g}: {c.skipped} launch(es) skipped this cell (no clean sample within "
+                "--preempted-max-time): no launch value; missing for a reason tied to "
+                f"{g}'s preemption rate, not at random"))
+        if any(s != "skipped" for _, s, _ in c.runs_failed):
+            sts = sorted({s for _, s, _ in c.runs_failed if s != "skipped"})
             row.notes.append(notes.add(
                 f"{g}: some runs have no usable result for this cell ({', '.join(sts)}); "
                 "see the run's reason in the store"))
@@ -259,7 +264,7 @@ def _test_cells(pending: dict, alpha: float, equivalence: float | None,
                 if t.tested:
                     d.notes.append(notes.add(_stage_note(which)))
         else:
-            tests = launch_stats.compare_cells(cells, alpha, rounds=rounds, sizes=sizes)
+            tests = _compare_block(block, cells, alpha, rounds, sizes, notes)
         for (d, _b, _c, _better), t in zip(block, tests, strict=True):
             d.test = t
             if t.gain is not None and t.gain != 1.0:
@@ -272,6 +277,24 @@ def _test_cells(pending: dict, alpha: float, equivalence: float | None,
                 d.p_equiv = t.tost(equivalence)
                 d.equivalent = d.p_equiv is not None and d.p_equiv <= alpha
     return block_of
+
+
+def _compare_block(block, cells, alpha: float, rounds, sizes, notes: _Notes) -> list:
+    """compare_cells over a benchmark's cells, a cell with a launch on fewer than
+    stats.preempted.FEW_CLEAN clean samples or a skipped one tested alone
+    (stats.preempted), footnoted."""
+    from mpibench.stats import preempted
+
+    thin = [bool(b.few_clean or c.few_clean or b.skipped or c.skipped)
+            for _d, b, c, _ in block]
+    for (d, b, c, _), t in zip(block, thin, strict=True):
+        if t:
+            d.notes.append(notes.add(
+                f"tested on its own launches: {len(b.few_clean) + len(c.few_clean)} "
+                f"launch(es) stopped 'preempted' on fewer than {preempted.FEW_CLEAN} clean "
+                f"samples (within-launch noise the benchmark's pooled spread lacks), "
+                f"{b.skipped + c.skipped} skipped (no value)"))
+    return preempted.compare_blocks(cells, thin, alpha, rounds, sizes)
 
 
 def _adjust_all(rows: list[Row], summaries: list[Summary],
