@@ -937,9 +937,8 @@ def test_a_preempted_sample_in_a_five_sample_pilot_cell_leaves_the_plan():
 
 def test_the_plan_says_how_many_cell_launches_it_read_stopped_preempted():
     """A cell the core stopped 'preempted' (--exclude-preempted: its cap ended short of clean
-    samples) enters the plan with its few clean samples' median and its seconds per clean
-    sample; the plan's description says how many such cell launches it planned on, and
-    nothing when there were none (the arithmetic is the same rows' either way)."""
+    samples) enters the plan with its few clean samples' median; the plan's description
+    says how many such cell launches it planned on, and nothing when there were none."""
     rows = _five_sample_pilot(np.random.default_rng(3), None)
     plain = budget.plan_from_rows(rows, ["a", "b"], 0.1, 40, rounds=10)
     marked = [dict(r, stop_reason="preempted") if i % 7 == 0 else dict(r, stop_reason="max_time")
@@ -947,10 +946,54 @@ def test_the_plan_says_how_many_cell_launches_it_read_stopped_preempted():
     said = budget.plan_from_rows(marked, ["a", "b"], 0.1, 40, rounds=10)
     count = sum(1 for i in range(len(rows)) if i % 7 == 0)
     assert plain.preempted == 0 and "preempted" not in plain.describe()
-    assert said.preempted == count > 0
-    assert said.describe() == plain.describe() + (
+    assert said.preempted == count > 0 and said.skipped == 0
+    assert said.describe().endswith(
         f"; {count} cell launches it planned on stopped 'preempted' (short of clean samples "
         "at the core's cap: medians of those few, seconds per sample with the wait)")
+
+
+def test_the_plan_prices_the_preempted_cap_and_reads_skipped_launches_seconds():
+    """A cell launch the core cut short (stopped 'preempted', or skipped: no clean
+    sample) sampled on to --preempted-max-time whatever the plan's --max-time: the plan
+    prices that share of the cell's launches at their own seconds (CellCost.seconds), a
+    skipped launch's seconds count as the cell's, not as the launch's fixed part, and
+    the description counts the skipped ones."""
+    rows = [dict(r, cell_s=0.001 * r["n"], launch_s=0.5)
+            for r in _five_sample_pilot(np.random.default_rng(3), None)]
+    big = max(r["size"] for r in rows)
+    plain = budget.components_from_rows(rows)
+    cut = [dict(r, stop_reason="preempted", cell_s=0.05)
+           if r["size"] == big and r["variant"] == "b" and r["repeat"] == 0 else r
+           for r in rows]
+    skip = cut + [dict(cut[0], size=big, median=None, n=0, ci_low=None, ci_high=None,
+                       status="skipped", stop_reason="preempted", cell_s=0.2)]
+    for comps in (budget.components_from_rows(cut), budget.components_from_rows(skip)):
+        c = {x.key: x for x in comps["b"].cells}[("PingPong", big)]
+        p = {x.key: x for x in plain["b"].cells}[("PingPong", big)]
+        assert c.sample_s == pytest.approx(0.001) and c.preempt_share > 0
+        assert c.seconds(5) > p.seconds(5) == pytest.approx(0.005)
+    made = budget.plan_from_rows(skip, ["a", "b"], 0.1, 40, rounds=10)
+    assert made.skipped == 1 and "1 cell launches with no clean sample (skipped" in \
+        made.describe()
+
+
+def test_a_skipped_cells_seconds_are_the_cells_not_the_launchs_fixed_part():
+    """Three launches of one variant, cells X and Y; Y skipped in the third (0.2 s on it):
+    the launch's fixed part is its elapsed less every priced cell's seconds, the skipped
+    one's included (0.9, 1.2, 1.0: median 1.0; counted as fixed, 1.2)."""
+    def row(rid, size, launch_s, n=20, status="ok"):
+        med = None if status == "skipped" else 10.0 * (1 + 0.01 * int(rid[-1]))
+        return {"run_id": rid, "variant": "v", "repeat": int(rid[-1]), "benchmark": "B",
+                "size": size, "n": n, "median": med, "ci_low": med and med * 0.98,
+                "ci_high": med and med * 1.02, "cell_s": 0.2 if status == "skipped" else 0.02,
+                "launch_s": launch_s, "status": status,
+                "stop_reason": "preempted" if status == "skipped" else "target"}
+    rows = [row("L1", 1, 0.94), row("L1", 2, 0.94), row("L2", 1, 1.24), row("L2", 2, 1.24),
+            row("L3", 1, 1.22), row("L3", 2, 1.22, n=0, status="skipped")]
+    v = budget.components_from_rows(rows)["v"]
+    assert v.fixed_s == pytest.approx(1.0)
+    y = {c.key: c for c in v.cells}[("B", 2)]
+    assert y.preempt_share == pytest.approx(1 / 3) and y.preempt_s == pytest.approx(0.2)
 
 
 def test_cell_rounds_name_the_cells_out_of_reach_and_the_plan_meets_the_largest():
@@ -1178,3 +1221,22 @@ def test_an_uncut_block_is_planned_on_the_wider_ci_compare_hedges_with():
     p = budget.plan_from_rows(rows, ["base", "cand"], 0.05, budget.SEARCH_MAX,
                               targets=(100.0,), max_times=(0.002,), keep_within=True)
     assert p is not None and p.best.launches == max(per.values())
+
+
+def test_a_cell_with_a_cut_short_launch_is_planned_in_a_pool_of_its_own():
+    """As compare tests it (stats.preempted.compare_blocks): a cell with a launch on
+    fewer than FEW_CLEAN clean samples, or a skipped one, is its own pool in the plan;
+    a 'preempted' stop on 5 or more samples leaves its cell in the benchmark's pool."""
+    rows = _five_sample_pilot(np.random.default_rng(3), None)
+    sizes = sorted({r["size"] for r in rows})
+    marked = [dict(r, stop_reason="preempted", n=2) if r["size"] == sizes[-1] and r["repeat"] == 0
+              else dict(r, stop_reason="preempted") if r["size"] == sizes[0] else r
+              for r in rows]
+    alone = budget.alone_rows(marked)
+    pools = {budget.pool_of((r["benchmark"], r["size"])) for r in alone}
+    assert pools == {"PingPong", ("PingPong", sizes[-1])}
+    assert all(r["benchmark"] == ("PingPong", sizes[-1]) for r in alone if r["size"] == sizes[-1])
+    skipped = [dict(r, status="skipped", median=None, stop_reason="preempted")
+               if r["size"] == sizes[1] and r["repeat"] == 1 else r for r in rows]
+    assert {r["benchmark"] for r in budget.alone_rows(skipped)} == {"PingPong",
+                                                                   ("PingPong", sizes[1])}

@@ -124,7 +124,8 @@ class CellCost:
 
     sigma_l2: between-launch variance of the log launch statistic, the within-launch part
     removed; within_b: se_w^2 x n (the within-launch variance of the statistic is
-    within_b / n); sample_s: seconds per sample; pool: see cell_pool."""
+    within_b / n); sample_s: seconds per sample (of the launches the core did not cut
+    short); pool: see cell_pool; preempt_share, preempt_s: see seconds()."""
     key: object
     sigma_l2: float
     within_b: float
@@ -132,9 +133,21 @@ class CellCost:
     # the pool compare tests the cell in: its launch regime (plan_from_rows,
     # unpaired_regimes) where compare splits its benchmark's sizes, else None: pool_of(key)
     pool: object = None
+    # --exclude-preempted: the share of the cell's launches the core cut short (stopped
+    # 'preempted' or skipped: it sampled on to --preempted-max-time, whatever --target
+    # and --max-time said) and their mean seconds on the cell
+    preempt_share: float = 0.0
+    preempt_s: float = 0.0
 
     def launch_var(self, n: float) -> float:
         return self.sigma_l2 + self.within_b / max(n, 1.0)
+
+    def seconds(self, n: float) -> float:
+        """Expected seconds of the cell in one launch at n samples: n x sample_s in the
+        launches that run to their stopping rule, preempt_s (up to the core's cap) in
+        the share the core cuts short."""
+        p = self.preempt_share
+        return (1.0 - p) * n * self.sample_s + p * self.preempt_s
 
 
 @dataclass(frozen=True)
@@ -437,6 +450,9 @@ class Plan:
     # (--exclude-preempted: its cap ended with fewer clean samples than the size needs):
     # their medians rest on those few samples, their seconds per sample include the wait
     preempted: int = 0
+    # cell launches of those rows with no clean sample (skipped: no median, their seconds
+    # priced as the cap's, CellCost.seconds)
+    skipped: int = 0
 
     @property
     def within_cap(self) -> bool:
@@ -448,6 +464,9 @@ class Plan:
             text += (f"; {self.preempted} cell launches it planned on stopped 'preempted' "
                      "(short of clean samples at the core's cap: medians of those few, "
                      "seconds per sample with the wait)")
+        if self.skipped:
+            text += (f"; {self.skipped} cell launches with no clean sample (skipped: no "
+                     "value; their seconds priced in as the cap's)")
         return text
 
     def _describe(self) -> str:
@@ -704,7 +723,7 @@ def _launch_cost(sides: Sequence[Components], common: set, t: float, min_samples
         for c in s.cells:
             if c.key in common:
                 n = samples_at(c, t, min_samples, max_time)
-                cost += n * c.sample_s
+                cost += c.seconds(n)
                 samples[c.key] = max(samples.get(c.key, 0), round(n))
     return cost, samples
 
@@ -741,6 +760,7 @@ def plan_from_rows(rows: Sequence[Mapping], order: Sequence[str], margin: float,
     max_times: the options plan() may choose among (one of each: the launches per side at
     the options the launches already run at); keep_within: as plan()'s, for rows that all
     ran at those options. None when fewer than two variants have components."""
+    rows = alone_rows(rows)
     comps = components_from_rows(rows)
     sides = list(comps.values())
     if len(sides) < 2:
@@ -764,7 +784,21 @@ def plan_from_rows(rows: Sequence[Mapping], order: Sequence[str], margin: float,
     made = plan(sides, margin, equivalence=True, max_launches=cap, paired=paired or None,
                 targets=targets, max_times=max_times, keep_within=keep_within,
                 own_pools=gated, own_cells=flagged)
-    return replace(made, preempted=sum(r.get("stop_reason") == "preempted" for r in rows))
+    skipped = sum(r.get("status") == "skipped" for r in rows)
+    return replace(made, preempted=sum(r.get("stop_reason") == "preempted" for r in rows)
+                   - skipped, skipped=skipped)
+
+
+def alone_rows(rows: Sequence[Mapping]) -> list[Mapping]:
+    """The rows with each cell that has a launch the core cut short (stats.preempted
+    .cut_short: few clean samples, or skipped) in a pool of its own (its rows' benchmark
+    made (benchmark, size): pool_of then tells it apart), as compare tests it
+    (stats.preempted.compare_blocks)."""
+    from mpibench.stats import preempted
+
+    cut = {(r["benchmark"], r["size"]) for r in rows if preempted.cut_short(r)}
+    return [dict(r, benchmark=k) if (k := (r["benchmark"], r["size"])) in cut else r
+            for r in rows]
 
 
 def unpaired_regimes(rows: Iterable[Mapping], variants: Sequence[str],
@@ -989,7 +1023,7 @@ def components_from_rows(rows: Iterable[Mapping], min_sigma_l2: float = 0.0
         launch_variant[rid] = r["variant"]
         if r.get("launch_s") is not None:
             launch_total[rid] = float(r["launch_s"])
-        if r.get("cell_s") is not None:
+        if r.get("cell_s") is not None and r.get("status") != "skipped":
             launch_cells[rid] += float(r["cell_s"])
         per[r["variant"]][(r["benchmark"], r["size"])].append(r)
     out: dict[str, Components] = {}
@@ -997,31 +1031,54 @@ def components_from_rows(rows: Iterable[Mapping], min_sigma_l2: float = 0.0
     for variant, cells in per.items():
         costs = []
         for key, rs in sorted(cells.items(), key=lambda kv: str(kv[0])):
-            logs, within, ns, per_sample = [], [], [], []
-            for r in rs:
-                med, n = r.get("median"), r.get("n")
-                if not med or med <= 0 or not n:
-                    continue
-                logs.append(math.log(med))
-                b_r = _within_b(r)
-                if b_r is not None:
-                    within.append(b_r)
-                    ns.append(n)
-                if r.get("cell_s"):
-                    per_sample.append(float(r["cell_s"]) / n)
-            if len(logs) < 2 or not within:
-                continue
-            mean = sum(logs) / len(logs)
-            var = sum((x - mean) ** 2 for x in logs) / (len(logs) - 1)
-            b = b_of[(variant, key)]
-            mean_w = sum(b / n for n in ns) / len(ns)
-            costs.append(CellCost(key, max(var - mean_w, min_sigma_l2), b,
-                                  _median(per_sample) if per_sample else 0.0))
+            cost = _cell_cost(key, rs, b_of.get((variant, key)), min_sigma_l2)
+            if cost is not None:
+                costs.append(cost)
+                # a skipped launch's seconds on a priced cell are in its preempt_s; on a
+                # cell without a price they stay in the launch's fixed part
+                for r in rs:
+                    if r.get("status") == "skipped" and r.get("cell_s") is not None:
+                        launch_cells[r["run_id"]] += float(r["cell_s"])
         fixed = [launch_total[rid] - launch_cells.get(rid, 0.0)
                  for rid, v in launch_variant.items() if v == variant and rid in launch_total]
         out[variant] = Components(tuple(costs), max(_median(fixed), 0.0) if fixed else 0.0,
                                   len({r["run_id"] for rs in cells.values() for r in rs}))
     return out
+
+
+def cut_short(r: Mapping) -> bool:
+    """Whether the core cut this cell of a launch short (--exclude-preempted): stopped
+    'preempted' (few clean samples at its cap) or skipped (none)."""
+    return r.get("stop_reason") == "preempted" or r.get("status") == "skipped"
+
+
+def _cell_cost(key: object, rs: Sequence[Mapping], b: float | None, min_sigma_l2: float
+               ) -> CellCost | None:
+    """components_from_rows' CellCost of one cell and variant from its rows; None with
+    fewer than two launch values or no CI. The seconds per sample come from the launches
+    that ran to their stopping rule (all of them when every one was cut short); the cut
+    ones (cut_short, skipped included) price the cap: their share and mean seconds."""
+    logs, ns, per_sample, cut = [], [], [], []
+    for r in rs:
+        med, n = r.get("median"), r.get("n")
+        if cut_short(r) and r.get("cell_s") is not None:
+            cut.append(float(r["cell_s"]))
+        if not med or med <= 0 or not n:
+            continue
+        logs.append(math.log(med))
+        if _within_b(r) is not None:
+            ns.append(n)
+        if r.get("cell_s"):
+            per_sample.append((cut_short(r), float(r["cell_s"]) / n))
+    if len(logs) < 2 or not ns or b is None:
+        return None
+    mean = sum(logs) / len(logs)
+    var = sum((x - mean) ** 2 for x in logs) / (len(logs) - 1)
+    mean_w = sum(b / n for n in ns) / len(ns)
+    full = [x for c, x in per_sample if not c] or [x for _c, x in per_sample]
+    return CellCost(key, max(var - mean_w, min_sigma_l2), b, _median(full) if full else 0.0,
+                    preempt_share=len(cut) / len(rs), preempt_s=sum(cut) / len(cut) if cut
+                    else 0.0)
 
 
 def guarded_b(rows: Iterable[Mapping]) -> dict[tuple, float]:

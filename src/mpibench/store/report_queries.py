@@ -204,14 +204,17 @@ def launch_cost_rows(store: Store, run_ids: Sequence[str]) -> list[dict]:
     """The core's result rows of these launches with what stats.budget needs: run_id,
     variant, repeat (the launch's round in its campaign), benchmark, size, n, median,
     ci_low, ci_high, cell_s (the core's seconds on the cell, extra_json's elapsed_s),
-    launch_s (the launch's elapsed seconds) and stop_reason (the core's)."""
+    launch_s (the launch's elapsed seconds), stop_reason (the core's) and status: 'ok',
+    or 'skipped' (--exclude-preempted: no clean sample within the cap; no median, but
+    its seconds are the launch's, not its fixed part's, and price the cap)."""
     out: list[dict] = []
     for chunk in _chunks(run_ids):
         cur = store.db.execute(
             "SELECT r.run_id, u.variant, u.repeat, r.benchmark, r.size, r.n, r.median, r.ci_low, "
             "r.ci_high, json_extract(r.extra_json, '$.elapsed_s') AS cell_s, r.stop_reason, "
-            "u.elapsed AS launch_s FROM results r JOIN runs u ON u.id = r.run_id "
-            f"WHERE r.status = 'ok' AND r.run_id IN ({_marks(len(chunk))})", chunk)
+            "r.status, u.elapsed AS launch_s FROM results r JOIN runs u ON u.id = r.run_id "
+            f"WHERE r.status IN ('ok', 'skipped') AND r.run_id IN ({_marks(len(chunk))})",
+            chunk)
         names = [d[0] for d in cur.description]
         out += [dict(zip(names, row, strict=True)) for row in cur]
     return out
