@@ -893,7 +893,9 @@ def main(argv: list[str]) -> int:
         c = core.idle() if c_spent is None else core.look(c_spent)
         i = imb.idle() if i_spent is None else imb.look(i_spent)
         print(f"{k:>5} | {c} | {i} | {os.getloadavg()[0]:.2f} {first} first", flush=True)
-    head = (core.seconds, core.state, imb.seconds, imb.state, core.rounds)
+    # the gate's seconds of these rounds, as their launch seconds: not the to-budget rounds'
+    head = (core.seconds, core.state, imb.seconds, imb.state, core.rounds,
+            [waited_seconds(machine_probes(t.db)) for t in (core, imb)])
     if a.to_budget and budget_rounds > compare:
         guard = 2 * a.max_budget
         while not core.done and core.rounds < budget_rounds:
@@ -976,7 +978,7 @@ def to_budget(a, core: Tool, compare: int) -> tuple[int, object]:
 
 def summary(a, core: Tool, imb: Tool, head: tuple, budget_rounds: int, compare: int,
             final_plan) -> None:
-    c_s, c_st, i_s, i_st, c_rounds = head
+    c_s, c_st, i_s, i_st, c_rounds, waits = head
     for label, secs, s, rounds, stat in (("mpibench-core", c_s, c_st, c_rounds, core.statistic),
                                          ("IMB-MPI1     ", i_s, i_st, imb.rounds,
                                           imb.statistic)):
@@ -991,7 +993,6 @@ def summary(a, core: Tool, imb: Tool, head: tuple, budget_rounds: int, compare: 
               or "none (no look decided a cell before the last round)"))
           + "; IMB-MPI1 ran every size in every round, as its users run it")
     if i_s:
-        waits = [waited_seconds(machine_probes(t.db)) for t in (core, imb)]
         print(f"ratio core/IMB launch time {c_s / i_s:.2f}; decided core {c_st.decided} vs "
               f"IMB {i_st.decided} (after {compare} interleaved rounds or fewer); the launch "
               f"time excludes {waits[0]:.1f} s (core) / {waits[1]:.1f} s (IMB) of probing and "
