@@ -5,6 +5,7 @@ simulation. Prints numbers, asserts nothing.
     .venv/bin/python bench/bench_probe_gate.py [--quick] [--reps N] [--seed S]
     .venv/bin/python bench/bench_probe_gate.py --ttd DIR...    (stored TTD runs, no MPI)
     .venv/bin/python bench/bench_probe_gate.py --pairs N       (real probes, 1 vs 3 ms)
+    .venv/bin/python bench/bench_probe_gate.py --within N [--stack S]  (core readings vs probes)
 
 Replay: tests/data/probe/phase1-loaded.jsonl holds phase 1's 102 launches under
 `under-load -j 4` (TTD's pilot command lines, Open MPI then MPICH, each between two probes;
@@ -33,7 +34,14 @@ B in both states: its mean estimate gated and ungated (unbiased either way).
 (probes, waits by outcome, launches kept and set aside), each launch's own mode at the small
 sizes by its before/after probes, and gate policies replayed against the recorded states
 (what each waits, sets aside and keeps off the reference). --pairs: N back-to-back pairs of
-real probes at --ms 3 and 1 (same state? starved? wall time).
+real probes at --ms 3 and 1 (same state? starved? wall time). --within: N rounds of a probe,
+a real core launch reading its own state (core/state.c, --state-ms 1), a probe, and the same
+launch with --state-ms 0: how often the launch's start/end readings find the state the probe
+just before/after found, their ratio to the probe's median per state, and the wall time of
+two probes against the launch's two readings and of the launch with and without them. The
+--ttd replay's policy "core reads its own state" judges the core's first attempt on the
+recorded state at its start and end with no wait and no probe (the probe program's runs are
+priced at PROBE_WALL_S each); IMB keeps the probes and waits.
 """
 
 from __future__ import annotations
@@ -343,14 +351,16 @@ def _replay_tool(env, cells, pol: dict) -> dict[str, float]:
     def at(t: float) -> str:
         return ss[max(bisect.bisect_right(ts, t) - 1, 0)]
     hist: list[str] = []
-    t, used, out = 0.0, {}, {"wait": 0.0, "aside": 0, "aside_s": 0.0}
+    t, used, out = 0.0, {}, {"wait": 0.0, "aside": 0, "aside_s": 0.0, "probes": 0}
     kept: list[tuple[str, str]] = []
     for t0, dur, inv in cells:
         t = max(t, t0)
         inv = "run" if pol.get("shared_cap") else inv
         for attempt in range(RETRIES + 1):
             ref, start = _majority(hist), t
-            limit = min(pol.get("wait", 20.0), max(0.0, 60.0 - used.get(inv, 0.0)))
+            own = pol.get("own") and attempt == 0   # judged on its own readings: no wait
+            limit = 0.0 if own else \
+                min(pol.get("wait", 20.0), max(0.0, 60.0 - used.get(inv, 0.0)))
             s, waits = at(t), []
             while ref and s != ref and t - start < limit:
                 waits.append(s)
@@ -358,6 +368,10 @@ def _replay_tool(env, cells, pol: dict) -> dict[str, float]:
                 s = at(t)
             used[inv] = used.get(inv, 0.0) + (t - start if waits else 0.0)
             out["wait"] += t - start
+            # the probe program's runs: before (and each re-probe of a wait) and after;
+            # a launch reading its own state runs none on its first attempt, after a retry's
+            # wait its readings replace the after-probe
+            out["probes"] += 0 if own else len(waits) + (1 if pol.get("own") else 2)
             if pol.get("skip") and ref and s != ref and attempt < RETRIES:
                 hist.append(s)            # no launch: its probe is still history
                 out["aside"] += 1
@@ -387,7 +401,10 @@ POLICIES = {
     "60 s cap shared by a run's rounds": {"shared_cap": True},
     "waits' probes in the history": {"waits_in_history": True},
     "no launch known off (retry waits)": {"skip": True},
+    "core reads its own state (IMB as built)": {"own": True},
 }
+# the probe program's wall time per run, spawn included (`--pairs 400`, stop 32: 8.5 ms)
+PROBE_WALL_S = 0.0085
 
 
 def policy_replay(rows: list[dict]) -> None:
@@ -395,18 +412,21 @@ def policy_replay(rows: list[dict]) -> None:
     runs = sorted({r["run"] for r in rows})
     print(f"\nreplay of gate policies on the recorded machine states ({len(runs)} runs, both "
           "tools; a state = the last probe's, launches keep their recorded seconds):")
-    print(f"  {'policy':36s} {'wait s':>7} {'set aside':>9} {'their s':>8} {'kept':>5} "
-          f"{'off the final reference':>24}")
+    print(f"  {'policy':40s} {'wait s':>7} {'probes s':>8} {'set aside':>9} {'their s':>8} "
+          f"{'kept':>5} {'off the final reference':>24}")
     for name, pol in POLICIES.items():
         tot: dict[str, float] = {}
         for run in runs:
             for tool in ("core", "imb"):
                 cells = _cells(rows, run, tool)
+                # only the core can read its own state; IMB keeps the probes and waits
+                p = dict(pol, own=bool(pol.get("own")) and tool == "core")
                 if cells:
-                    for k, v in _replay_tool(env[run], cells, pol).items():
+                    for k, v in _replay_tool(env[run], cells, p).items():
                         tot[k] = tot.get(k, 0) + v
-        print(f"  {name:36s} {tot['wait']:7.0f} {tot['aside']:9.0f} {tot['aside_s']:8.1f} "
-              f"{tot['kept']:5.0f} {tot['mixed']:24.0f}")
+        print(f"  {name:40s} {tot['wait']:7.0f} {tot['probes'] * PROBE_WALL_S:8.1f} "
+              f"{tot['aside']:9.0f} {tot['aside_s']:8.1f} {tot['kept']:5.0f} "
+              f"{tot['mixed']:24.0f}")
 
 
 # -- the probe's sampling time (--pairs N): does 1 ms read what 3 ms reads? ---------------
@@ -438,6 +458,100 @@ def probe_pairs(n: int) -> None:
               f"{1e3 * float(np.median(ts)):.1f} ms, p90 {1e3 * float(np.quantile(ts, 0.9)):.1f} ms")
 
 
+# -- the core's own reading beside the probe program (--within N): same state? what cost? --
+WITHIN_STACKS = {
+    "openmpi": ("mpicc.openmpi", ["mpirun.openmpi", "-np", "2", "--bind-to", "core",
+                                  "--mca", "pml", "ob1", "--mca", "btl", "self,vader"]),
+    "mpich": ("mpicc.mpich", ["mpiexec.hydra", "-n", "2", "-bind-to", "core"])}
+LOCK = "/tmp/mpibench-mpi.lock"
+# TTD's core launch, roughly: PingPong 0:22, a short budget per size
+WITHIN_ARGS = ["--sizes", "0:22", "--target", "100", "--max-time", "0.002",
+               "--accept-approximate", "--quiet", "PingPong"]
+
+
+def _timed_probe(program: str) -> tuple[dict, float]:
+    import subprocess
+    import time
+
+    t = time.monotonic()
+    out = subprocess.run([program, "--ms", "1"], capture_output=True, text=True, timeout=30)
+    return json.loads(out.stdout), time.monotonic() - t
+
+
+def _timed_launch(exe: Path, launcher: list[str], state_ms: str, out: Path) -> dict:
+    """One core launch under the MPI lock: its wall time (the launcher's, lock wait
+    excluded: the lock is taken by a shell that times only the launch) and its readings."""
+    import os
+    import subprocess
+
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    inner = 'a=$(date +%s.%N); timeout 120 "$@"; rc=$?; echo "$a $(date +%s.%N)"; exit $rc'
+    cmd = ["flock", LOCK, "sh", "-c", inner, "sh", *launcher, str(exe), *WITHIN_ARGS,
+           "--state-ms", state_ms, "--jsonl", str(out)]
+    res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    a, b = map(float, res.stdout.split()[-2:])
+    recs = [json.loads(ln) for ln in out.read_text().splitlines()
+            if ln.startswith('{"record":"header"') or ln.startswith('{"record":"footer"')]
+    return {"wall_s": b - a, "start": recs[0].get("machine_state"),
+            "end": recs[-1].get("machine_state")}
+
+
+def within(n: int, stack: str) -> None:
+    """N rounds: probe, a core launch reading its own state (--state-ms 1), probe, then a
+    launch without (--state-ms 0): do the core's readings find the probes' state, at what
+    ratio, and what does each cost in wall time?"""
+    import os
+    import tempfile
+
+    from mpibench.campaign.machine_probe import probe_program
+
+    mpicc, launcher = WITHIN_STACKS[stack]
+    program = str(probe_program())
+    print(f"# --within {n}, {stack}: core {' '.join(WITHIN_ARGS)}; load "
+          f"{os.getloadavg()[0]:.2f}", flush=True)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="gate-within-") as td:
+        import subprocess
+        subprocess.run(["make", "-s", "-C", str(ROOT / "core"), f"MPICC={mpicc}",
+                        f"BUILD={td}/b"], check=True, timeout=600, capture_output=True)
+        exe, out = Path(td) / "b" / "mpibench-core", Path(td) / "o.jsonl"
+        for _ in range(n):
+            before, pb = _timed_probe(program)
+            on = _timed_launch(exe, launcher, "1", out)
+            after, pa = _timed_probe(program)
+            off = _timed_launch(exe, launcher, "0", out)
+            rows.append({"before": before, "after": after, "probe_s": [pb, pa], **on,
+                         "off_wall_s": off["wall_s"]})
+    _within_report(rows)
+    print(f"# end: load {os.getloadavg()[0]:.2f}")
+
+
+def _within_report(rows: list[dict]) -> None:
+    pairs: dict[str, int] = {}
+    ratios: dict[str, list[float]] = {"F": [], "S": []}
+    for r in rows:
+        for probe, own in ((r["before"], r["start"]), (r["end"], r["after"])):
+            a, b = _state(probe), _state(own)
+            key = a + b if probe is r["before"] else b + a
+            pairs[key] = pairs.get(key, 0) + 1
+            if a == b and a in ratios:
+                ratios[a].append(own["median_ns"] / probe["median_ns"])
+    print("states side by side (F fast, S slow, ? no reading), probe before / launch start "
+          "and launch end / probe after: " + ", ".join(f"{k} {v}" for k, v in
+                                                        sorted(pairs.items())))
+    for st, v in ratios.items():
+        if v:
+            print(f"  {st}: launch reading / probe median {np.median(v):.2f} "
+                  f"[{np.quantile(v, 0.1):.2f}, {np.quantile(v, 0.9):.2f}] over {len(v)} pairs")
+    probe_ms = 1e3 * np.median([x for r in rows for x in r["probe_s"]])
+    own_ms = np.median([x["elapsed_ms"] for r in rows for x in (r["start"], r["end"]) if x])
+    on, off = (np.median([r[k] for r in rows]) for k in ("wall_s", "off_wall_s"))
+    print(f"wall time per launch (medians over {len(rows)}): two probes {2 * probe_ms:.1f} ms "
+          f"(spawn included); the launch's two readings {2 * own_ms:.1f} ms (their sampling); "
+          f"launch with readings {on:.3f} s, without {off:.3f} s, ratio {on / off:.3f} "
+          f"(difference {1e3 * (on - off):+.1f} ms)")
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="200 comparisons per row")
@@ -448,9 +562,17 @@ def main(argv: list[str]) -> int:
                     "bench_time_to_decision.py runs (gate on), e.g. /tmp/ttd-data/run-3[2-7]")
     ap.add_argument("--pairs", type=int, metavar="N",
                     help="only N back-to-back pairs of real probes at --ms 3 and 1")
+    ap.add_argument("--within", type=int, metavar="N",
+                    help="only N rounds of real core launches reading their own state "
+                    "beside the probe program (each launch under the MPI lock)")
+    ap.add_argument("--stack", default="openmpi", choices=sorted(WITHIN_STACKS),
+                    help="the stack of --within (openmpi)")
     args = ap.parse_args(argv)
     if args.pairs:
         probe_pairs(args.pairs)
+        return 0
+    if args.within:
+        within(args.within, args.stack)
         return 0
     if args.ttd:
         rows = ttd_attempts(args.ttd)
