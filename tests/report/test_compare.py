@@ -1050,4 +1050,12 @@ def test_a_few_clean_launch_puts_its_cell_alone_and_skipped_launches_are_counted
     assert "tested on its own launches: 1 launch(es) stopped 'preempted'" in text
     assert "tested on its own launches: 0 launch(es) stopped 'preempted'" in text
     assert "a: 1 launch(es) skipped this cell" in text
+    # repeats = "decide" decides on the test the table prints (stats.preempted.alone_key)
+    from mpibench.campaign import auto_repeats as ar
+
+    spec = {"repeats_auto": {"until": "decided", "min": 4, "max": 4, "step": 1},
+            "variants": [{"name": "a"}, {"name": "b"}]}
+    look, _cells = ar.decisions(store, cid, spec)
+    rule = {k[3].size: st.test for k, st in look.cells.items()}
+    assert rule[512] == want[2] and rule[8] == want[0] and rule[4096] == want[3]
     store.close()

@@ -589,7 +589,8 @@ def figures(spec) -> dict[str, set[str]]:
 def decision_cells(store, campaign_id: int, order: list[str],
                    metrics: dict[str, set[str]] | None = None,
                    rounds: dict[str, int] | None = None,
-                   pairs: dict[str, tuple] | None = None) -> dict[tuple, tuple]:
+                   pairs: dict[str, tuple] | None = None,
+                   cut: dict[tuple, set] | None = None) -> dict[tuple, tuple]:
     """The family of `until = "decided"`: {(group, point, candidate, cell key): ({run id:
     launch statistic} of the baseline, of the candidate, better, the baseline's name, the
     group point's own launches per variant)}, each side's launches in repeat order, for
@@ -601,7 +602,9 @@ def decision_cells(store, campaign_id: int, order: list[str],
     wall time, are in the family but decide nothing: `deciding`). rounds: filled with
     {run id: its repeat index} (the round a look counts it in). pairs: filled with {run
     id: its round key} of the launches an interleaved campaign ran (report.data
-    .ResultCell.by_round: what the report pairs by, so the rule tests as it does)."""
+    .ResultCell.by_round: what the report pairs by, so the rule tests as it does). cut:
+    filled with {family key: the run ids of its launches the core cut short} (few clean
+    samples or skipped: compare tests such a cell alone, stats.preempted)."""
     from mpibench.report.data import load_cells
     from mpibench.report.rules import comparable
     from mpibench.store.report_queries import done_runs_of_campaign
@@ -650,7 +653,17 @@ def decision_cells(store, campaign_id: int, order: list[str],
                 n_own = max(len(own), sum(rid in mine for rid in base.launch_ids))
                 out[(g, point, v, key)] = (b, _ordered(c.by_launch, where), c.better, first,
                                            n_own)
+                if cut is not None:
+                    _note_cut(cut, (g, point, v, key), base, c)
     return out
+
+
+def _note_cut(cut: dict[tuple, set], key: tuple, base, cand) -> None:
+    """decision_cells' cut: the launches of a family cell the core cut short."""
+    ids = {*base.few_clean, *cand.few_clean,
+           *(rid for x in (base, cand) for rid, st, _ in x.runs_failed if st == "skipped")}
+    if ids:
+        cut[key] = ids
 
 
 def deciding(key: tuple, metrics: dict[str, set[str]] | None) -> bool:
@@ -697,16 +710,23 @@ def decisions(store, campaign_id: int, spec: dict, upto: int | None = None):
     launches per variant; each look counts the launches of its rounds, by repeat index),
     from the campaign's stored spec (CampaignSpec.to_dict): (the last
     stats.sequential.Look or None, the cells' family)."""
+    from mpibench.stats import preempted
     from mpibench.stats.sequential import run_looks
 
     order = [v["name"] for v in spec.get("variants", [])]
     rounds: dict[str, int] = {}
     pairs: dict[str, tuple] = {}
+    cut: dict[tuple, set] = {}
     metrics = figures(spec)
-    cells = decision_cells(store, campaign_id, order, metrics, rounds, pairs)
+    cells = decision_cells(store, campaign_id, order, metrics, rounds, pairs, cut)
     if not cells:
         return None, cells
-    looks = run_looks(cells, design_of(spec), pool_key=_pool_key, upto=upto,
+    # a cell with a cut-short launch among the rounds looked at is tested alone, as
+    # compare tests it (stats.preempted)
+    thin = {k for k, ids in cut.items()
+            if upto is None or any(rounds.get(i, upto) < upto for i in ids)}
+    looks = run_looks(cells, design_of(spec), pool_key=preempted.alone_key(_pool_key, thin),
+                      upto=upto,
                       shape=table_shape(cells, metrics), rounds=rounds, pairs=pairs)
     return (looks[-1] if looks else None), cells
 
