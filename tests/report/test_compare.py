@@ -1050,6 +1050,13 @@ def test_a_few_clean_launch_puts_its_cell_alone_and_skipped_launches_are_counted
     assert "tested on its own launches: 1 launch(es) stopped 'preempted'" in text
     assert "tested on its own launches: 0 launch(es) stopped 'preempted'" in text
     assert "a: 1 launch(es) skipped this cell" in text
+    # the per-set results table and its JSON count them
+    res = json.loads(render_results(store, gb, "json", title="b"))
+    by = {r["size"]: r for r in res["rows"]}
+    assert (by[512]["launches_few_clean"], by[512]["launches_skipped"]) == (1, 0)
+    assert "1 launch on < 5 clean samples" in render_results(store, gb, "terminal")
+    res = json.loads(render_results(store, ga, "json", title="a"))
+    assert {r["size"]: r["launches_skipped"] for r in res["rows"]}[4096] == 1
     # repeats = "decide" decides on the test the table prints (stats.preempted.alone_key)
     from mpibench.campaign import auto_repeats as ar
 

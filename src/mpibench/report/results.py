@@ -60,9 +60,21 @@ def results_records(cells: list[ResultCell]) -> list[dict[str, Any]]:
             "preempted_excluded": c.preempted.excluded if c.preempted else None,
             "preempted_kept": c.preempted.kept if c.preempted else None,
             "launches_without_preempted": c.preempted.unknown if c.preempted else None,
+            # --exclude-preempted: launches cut short on this cell (stats.preempted)
+            "launches_few_clean": len(c.few_clean), "launches_skipped": c.skipped,
             "no_samples": c.no_samples,
         }))
     return out
+
+
+def _cut_note(c: ResultCell) -> str:
+    """'2 launches on < 5 clean samples, 1 skipped' for the stop column ('' when none)."""
+    from mpibench.stats.preempted import FEW_CLEAN
+
+    parts = [f"{len(c.few_clean)} launch{'es' if len(c.few_clean) > 1 else ''} on < "
+             f"{FEW_CLEAN} clean samples"] if c.few_clean else []
+    parts += [f"{c.skipped} skipped"] if c.skipped else []
+    return ", ".join(parts)
 
 
 def _results_table(cells: list[ResultCell]) -> tuple[list[str], list[list[str]], list[str]]:
@@ -82,7 +94,7 @@ def _results_table(cells: list[ResultCell]) -> tuple[list[str], list[list[str]],
             pct = c.ci_pct
             stop = "; ".join(x for x in (
                 ", ".join(f"{k}×{v}" if v > 1 else k for k, v in c.stop_reasons.items()),
-                preempted_note(c.preempted)) if x)
+                preempted_note(c.preempted), _cut_note(c)) if x)
             wpct = c.within_ci_pct
             val = [fmt_num(c.value) + (f" ({c.shown_statistic})"
                                        if c.shown_statistic != "median" else ""),
