@@ -874,6 +874,7 @@ def main(argv: list[str]) -> int:
                 only_undecided=not a.all_sizes)
     imb = Tool("imb", root / "imb", IMB.format(tgz=IMB_TGZ, sizes=sizes), STATISTIC["imb"],
                design, bind=bind)
+    share_history(core.camp.parent, imb.camp.parent)
     if a.to_budget:
         print(f"# rule: stats.sequential, looks at 2..{compare} launches per side and "
               f"{a.batches} more up to the budget, interim level {design.level(2):.2g}, "
@@ -930,6 +931,17 @@ def main(argv: list[str]) -> int:
     if not a.keep:
         shutil.rmtree(root, ignore_errors=True)
     return 0
+
+
+def share_history(core_dir: Path, imb_dir: Path) -> None:
+    """One machine-state history for both tools' campaigns (imb's machine-probe.jsonl a
+    link to the core's): their gates then hold every kept launch to one reference state.
+    Why: each campaign's reference is the state most of ITS launches found; in gate-run-2
+    the core's kept launches were in the slow state (329 ns) and IMB's in the fast (71 ns),
+    a factor ~3 in small-size latency between the two tools' questions."""
+    from mpibench.campaign.machine_probe import HISTORY
+
+    (imb_dir / HISTORY).symlink_to((core_dir / HISTORY).resolve())
 
 
 def warm_up(tools) -> str:

@@ -272,6 +272,20 @@ def _bench_reads_the_probes(db: Path, rows) -> None:
     assert ttd.launch_seconds(db) == pytest.approx(kept + spent)
 
 
+def test_the_ttd_bench_gives_both_tools_one_history(tmp_path):
+    """bench_time_to_decision.share_history: what one tool's gate records, the other's
+    reads back, so both hold their launches to one reference state."""
+    from support.surfaces import load_bench_ttd
+
+    core, imb = tmp_path / "core", tmp_path / "imb"
+    core.mkdir()
+    imb.mkdir()
+    load_bench_ttd().share_history(core, imb)
+    MachineGate(imb, "gate").record("c-1", "before", _r(71.0))
+    MachineGate(core, "gate").record("c-2", "after", _r(75.0), "launch")
+    assert MachineGate(core, "gate").history == MachineGate(imb, "gate").history == [71.0, 75.0]
+
+
 class _Clock:
     """time.monotonic / time.sleep for the gate: sleeping moves the clock, nothing else."""
 
