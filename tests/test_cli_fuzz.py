@@ -62,6 +62,8 @@ def test_hostile_values_per_verb(verb, rng):
     ["demo", "--max-time", "100"],          # > the demo's 30 s watchdog: said before any output
     ["demo", "--repeats", "0"],
     ["demo", "--repeats", "1_000_000_000_000_000"],
+    ["demo", "--aa-max", "2"],              # the A/A's decide rule looks first at 3 launches
+    ["demo", "--aa-max", "\u0663"],
     ["profile", "--db", "NEW.db", "--timeout", "\u0663", "--", "true"],
     ["profile", "--db", "NEW.db", "--top", "1_000_000", "--", "true"],
     ["profile", "--db", "NEW.db", "--out", "FILE", "--", "true"],

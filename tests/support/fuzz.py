@@ -499,7 +499,7 @@ def _b_run(rng):
 
 def _b_demo(rng):
     opt, vals = rng.choice([("--sizes", HOSTILE_SIZES), ("--max-time", HOSTILE_FLOAT),
-                            ("--repeats", HOSTILE_INT),
+                            ("--repeats", HOSTILE_INT), ("--aa-max", HOSTILE_INT + ["2"]),
                             ("--out", ["FILE", "FILE/x", "/dev/null/x", "/proc/self/status/x"])])
     return ["demo", opt, rng.choice(vals)]
 

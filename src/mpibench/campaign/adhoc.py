@@ -32,8 +32,11 @@ ADHOC_FILE = "mpibench-run"
 
 def adhoc_campaign(name: str, variants: list[Variant], benchmarks: list[str], sizes: str,
                    options: dict[str, Any], repeats: int, timeout: float, run_root: Path,
-                   instance: str) -> CampaignSpec:
-    """One core group over the variants, repeated `repeats` times, interleaved."""
+                   instance: str, auto: Any = None,
+                   equivalence: float | None = None) -> CampaignSpec:
+    """One core group over the variants, repeated `repeats` times, interleaved; with `auto`
+    (an auto_repeats.AutoRepeats, e.g. until = "decided") the campaign's staged rule
+    instead, up to its maximum, and `equivalence` its margin (`mpibench demo`'s A/A)."""
     if repeats < 1:
         raise UsageError(f"--repeats must be >= 1, got {repeats}")
     names = [v.name for v in variants]
@@ -46,7 +49,8 @@ def adhoc_campaign(name: str, variants: list[Variant], benchmarks: list[str], si
     group = Group(name="core", kind="core", benchmarks=list(benchmarks), sizes=sizes,
                   options={k: v for k, v in options.items() if v is not None})
     return CampaignSpec(
-        path=(Path(run_root) / ADHOC_FILE).resolve(), name=name, repeats=repeats,
+        path=(Path(run_root) / ADHOC_FILE).resolve(), name=name,
+        repeats=auto.max if auto is not None else repeats, auto=auto, equivalence=equivalence,
         order="interleaved", seed=None, timeout=timeout, verify_transport=True,
         variants=list(variants), variant_keys={v.name: f"variant {v.name!r}" for v in variants},
         variant_base={v.name: v.name for v in variants}, groups=[group],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from pathlib import Path
 
@@ -13,18 +14,30 @@ from mpibench.commands.run import core_options_from_args, print_tables, run_vari
 from mpibench.errors import UsageError
 from mpibench.execute import Variant
 from mpibench.files import write_file
+from mpibench.units import fmt_size
 
 DESCRIPTION = """\
-Runs three real comparisons with the embedded defaults and writes a Markdown report:
+Runs real comparisons with the embedded defaults and writes a Markdown report:
   1. Open MPI vs MPICH over shared memory (PingPong, Allreduce; np=2)
   2. Open MPI over shared memory (ob1+vader) vs TCP (ob1+tcp)
   3. A/A: Open MPI over shared memory under two names - the same stack, so any "difference"
-     is launch-to-launch variation; mpibench must find none, where a test on samples pooled
-     across launches calls many cells significant (both counts are printed)
+     is launch-to-launch variation. It runs as repeats = "decide" with an equivalence margin
+     of ±5% (README, "Launches where they decide"): looks at 3, 6, 9, ... interleaved launches
+     per variant up to --aa-max; after each look only the sizes whose cells are not decided
+     yet (significant, or equivalent within ±5% by TOST) get more launches. It prints per
+     cell how many launches decided it and how (or that it was still undecided at the
+     maximum, with the interval TOST checked), the verdict, and how many cells a test on
+     samples pooled across launches would call significant
   4. Where root and namespaces are available: Open MPI across a 2-node testbed
      (mpibench.testbed), fast (4 Gbit/s) vs slow (1 Gbit/s) fabric, PingPong and Allreduce,
      % of line rate against the configured rates; elsewhere one line says why it is skipped
-Each variant is launched 3 times, interleaved. Takes about three minutes on 2 cores."""
+Comparisons 1, 2 and 4 launch each variant --repeats times, interleaved. Takes about one to
+three minutes on 2 cores (the A/A's share depends on how soon its cells decide)."""
+
+# The A/A's rule: repeats = { until = "decided", min = 3, step = 3, max = --aa-max } with
+# campaign.equivalence = AA_MARGIN (campaign/auto_repeats.py, stats.sequential): looks
+# before the last test at alpha x 0.2 shared between them, the last at alpha.
+AA_MIN, AA_STEP, AA_MAX = 3, 3, 12
 
 
 def register(sub) -> None:
@@ -35,7 +48,11 @@ def register(sub) -> None:
     p.add_argument("--sizes", default="0:20", help="message sizes (default 0:20)")
     p.add_argument("--max-time", type=_args.seconds, default=0.05,
                    help="time budget per size and launch in seconds (default 0.05)")
-    p.add_argument("--repeats", type=_args.integer(1, 1000, "a launch count"), default=3)
+    p.add_argument("--repeats", type=_args.integer(1, 1000, "a launch count"), default=3,
+                   help="launches per variant of comparisons 1, 2 and 4 (default 3)")
+    p.add_argument("--aa-max", type=_args.integer(AA_MIN, 1000, "a launch count"),
+                   default=AA_MAX, help="most launches per variant of the A/A (3), whose "
+                   f"looks come every {AA_STEP} launches from {AA_MIN} (default {AA_MAX})")
     p.set_defaults(func=run)
 
 
@@ -73,22 +90,10 @@ def run(args) -> int:
     sections = []
     rc = 0
     for i, (title, variants) in enumerate(comparisons, 1):
-        err_console().rule(f"[bold]{i}. {title}")
-        ns = _namespace(args, out, i)
-        sets, store_path = run_variants(ns, variants, ["PingPong", "Allreduce"], args.sizes,
-                                          n_sizes, f"demo-{stamp}-{i}",
-                                          opts=core_options_from_args(ns))
-        try:
-            print_tables(ns, store_path, sets, variants)
-        except Exception as exc:  # keep going: the report says what failed
-            err_console().print(f"[red]{exc}")
-            rc = 1
-        text = f"## {i}. {title}\n\n" + Path(ns.markdown).read_text()
-        if title.startswith("A/A"):
-            line = aa_summary(store_path, sets)
-            err_console().print(f"[bold]{line}")
-            text += "\n\n" + line
+        text, crc = comparison(args, out, i, title, variants, f"demo-{stamp}-{i}",
+                               n_sizes, aa=title.startswith("A/A"))
         sections.append(text)
+        rc = rc or crc
     err_console().rule("[bold]4. Fabrics: fast vs slow across a 2-node testbed")
     text, frc = fabric_comparison(args, out)
     rc = rc or frc
@@ -97,7 +102,8 @@ def run(args) -> int:
     write_file(report,
         "# mpibench demo\n\n"
         f"Generated {time.strftime('%Y-%m-%d %H:%M:%S')}. PingPong and Allreduce at np=2, "
-        f"sizes {args.sizes}, {args.repeats} interleaved launches per variant, "
+        f"sizes {args.sizes}, {args.repeats} interleaved launches per variant (the A/A: "
+        f"{AA_MIN} to {args.aa_max}, until each cell is decided), "
         f"{args.max_time} s budget per size. Times in microseconds: the geometric mean of "
         "the launch medians ± 95% CI from the spread between launches (a launch, one "
         "mpirun, is the unit of replication); gains tested with Welch t on the log launch "
@@ -106,10 +112,40 @@ def run(args) -> int:
     return rc
 
 
-def aa_summary(store_path, sets: dict[str, list[str]]) -> str:
-    """One sentence for the A/A comparison: significant cells with the launch-level test
-    against a Mann-Whitney test on samples pooled across launches (the model mpibench used
-    to apply), both Holm-corrected over the same cells."""
+def comparison(args, out: Path, i: int, title: str, variants: list[Variant], name: str,
+               n_sizes: int, aa: bool = False) -> tuple[str, int]:
+    """The demo's i-th comparison run, printed and as Markdown (text, exit status); the A/A
+    (aa) runs under repeats = "decide" with the ±AA_MARGIN equivalence margin."""
+    from mpibench.campaign.auto_repeats import AutoRepeats
+
+    err_console().rule(f"[bold]{i}. {title}")
+    ns = _namespace(args, out, i)
+    rule = (AutoRepeats(AA_MIN, args.aa_max, until="decided", step=AA_STEP) if aa
+            else None)
+    sets, store_path = run_variants(ns, variants, ["PingPong", "Allreduce"], args.sizes,
+                                    n_sizes, name, opts=core_options_from_args(ns),
+                                    auto=rule, equivalence=AA_MARGIN if aa else None)
+    rc = 0
+    try:
+        print_tables(ns, store_path, sets, variants)
+    except Exception as exc:  # keep going: the report says what failed
+        err_console().print(f"[red]{exc}")
+        rc = 1
+    text = f"## {i}. {title}\n\n" + Path(ns.markdown).read_text()
+    if aa:
+        lines = aa_summary(store_path, sets)
+        for line in lines:
+            err_console().print(line, markup=False, highlight=False)
+        text += "\n\n" + "\n\n".join(lines[:2]) + "\n\n" + "\n".join(
+            "- " + line.strip() for line in lines[2:])
+    return text, rc
+
+
+def aa_summary(store_path, sets: dict[str, list[str]]) -> list[str]:
+    """The A/A's lines: significant and equivalent cells with the launch-level test (the
+    decide rule's decisions), the verdict, where each cell stopped (aa_stops), and the
+    significant cells of a Mann-Whitney test on samples pooled across launches (the model
+    mpibench used to apply), Holm-corrected over the same cells."""
     import numpy as np
 
     from mpibench import stats
@@ -118,8 +154,9 @@ def aa_summary(store_path, sets: dict[str, list[str]]) -> str:
 
     names = list(sets)
     with Store(store_path) as store:
-        g = {n: sets[n] for n in names}
-        cmp = compare_groups(store, g, names[0], equivalence=AA_MARGIN)
+        cmp = compare_groups(store, {n: sets[n] for n in names}, names[0],
+                             equivalence=AA_MARGIN)
+        stops = aa_stops(store, sets)
     cand = names[1]
     rows = [r for r in cmp.rows if r.deltas[cand].gain is not None]
     ours = sum(r.deltas[cand].significant for r in rows)
@@ -129,19 +166,83 @@ def aa_summary(store_path, sets: dict[str, list[str]]) -> str:
     launches = cmp.run_counts
     equiv = sum(r.deltas[cand].equivalent for r in rows)
     kind = cmp.outcomes.get(cand)
-    said = (f"equivalent within ±{100 * AA_MARGIN:g}% overall (TOST)" if kind == "equivalent"
-            else f"{kind}, not shown equivalent within ±{100 * AA_MARGIN:g}% (more launches "
-            "would narrow the CI)")
-    return (f"A/A check: {ours} of {len(rows)} cells significant with the launch-level test "
-            f"({launches.get(names[0], 0)}+{launches.get(cand, 0)} launches, t on log "
-            f"launch medians, sizes pooled, Holm), {equiv} of {len(rows)} cells equivalent "
-            f"within ±{100 * AA_MARGIN:g}%, verdict: {said}; a test on samples pooled "
-            f"across launches (Mann-Whitney, Holm) would call {naive} of {len(rows)} "
-            "significant.")
+    m = f"±{100 * AA_MARGIN:g}%"
+    said = (f"equivalent within {m} overall (TOST)" if kind == "equivalent"
+            else f"{kind}, not shown equivalent within {m}")
+    return [f"A/A check: {ours} of {len(rows)} cells significant, {equiv} of {len(rows)} "
+            f"equivalent within {m} (TOST), with the launch-level test (t on log launch "
+            f"medians, sizes pooled, Holm over the table; repeats = \"decide\": "
+            f"{launches.get(names[0], 0)}+{launches.get(cand, 0)} launches ran in all); "
+            f"verdict: {said}; a test on samples pooled across launches (Mann-Whitney, "
+            f"Holm) would call {naive} of {len(rows)} significant.", *stops]
 
 
 # The margin the A/A section tests equivalence within: "the same" is only said with one.
 AA_MARGIN = 0.05
+
+
+def aa_stops(store, sets: dict[str, list[str]]) -> list[str]:
+    """Where the decide rule left each A/A cell (campaign/auto_repeats.decisions, the looks
+    replayed from the stored launches, as `campaign status` does): per benchmark, the sizes
+    decided significant or equivalent at each look (launches per variant) and the sizes
+    still undecided at the rule's last look (the maximum, or where the launches ended),
+    each with the interval TOST checked against the margin."""
+    from mpibench.campaign import auto_repeats as ar
+    from mpibench.store.report_queries import run_campaign_variant
+
+    ids = [rid for ids in sets.values() for rid in ids]
+    cids = {cid for cid, _v in run_campaign_variant(store, ids).values()}
+    if len(cids) != 1:
+        return ["A/A stops: no single campaign holds these launches; nothing to replay"]
+    cid = cids.pop()
+    spec = json.loads(store.campaign(cid)["spec_json"])
+    look, _cells = ar.decisions(store, cid, spec)
+    if look is None:
+        return ["A/A stops: no look was taken (no finished launches on both sides)"]
+    return stop_lines(look, ar.design_of(spec))
+
+
+def stop_lines(look, design) -> list[str]:
+    """aa_stops' lines from the rule's last look (a stats.sequential.Look whose keys end in
+    a report CellKey) and its Design."""
+    groups: dict[tuple, list[str]] = {}
+    for (*_rest, key), st in sorted(look.cells.items(),
+                                    key=lambda kv: (kv[0][-1].benchmark, kv[0][-1].size or 0)):
+        head = (key.benchmark, st.status.value, st.look)
+        groups.setdefault(head, []).append(_stop_cell(key, st, design))
+    looks = design.looks()
+    levels = (f"interim looks at level {design.level(looks[0]):.2g}, the last at "
+              f"{design.alpha:g}" if len(looks) > 1 else f"at level {design.alpha:g}")
+    return [f"A/A stops (repeats = \"decide\": looks at {', '.join(map(str, looks))} "
+            f"launches per variant, {levels}; a cell stops once significant or equivalent "
+            f"within ±{100 * design.margin:g}% (TOST p <= the look's level); later launches "
+            "measure only the sizes not yet decided):"] + [
+        _stop_line(head, cells, design) for head, cells in groups.items()]
+
+
+def _stop_cell(key, st, design) -> str:
+    """One cell of an aa_stops line: its size, and for a cell still undecided the
+    interval TOST checked (the gain's 1 - 2 x level CI) against the margin."""
+    size = fmt_size(key.size)
+    if st.decided or st.test is None or not st.test.tested:
+        return size
+    lo, hi = st.test.ci_at(1.0 - 2.0 * st.level)
+    if lo is None or hi is None:
+        return size
+    return f"{size} (gain {st.gain:.3f}, {100 * (1 - 2 * st.level):g}% CI [{lo:.3f}, {hi:.3f}])"
+
+
+def _stop_line(head: tuple, cells: list[str], design) -> str:
+    bench, status, n = head
+    if status == "undecided":
+        why = ("maximum reached" if n >= design.max
+               else "the launches ended before the maximum")
+        what = f"undecided at {n} launches per variant ({why})"
+    elif status == "equivalent":
+        what = f"equivalent within ±{100 * design.margin:g}% at {n} launches per variant"
+    else:
+        what = f"significant at {n} launches per variant"
+    return f"  {bench}: {what}: {len(cells)} cell(s): {', '.join(cells)}"
 
 
 FABRICS = (("fast", 4 * 10**9), ("slow", 10**9))

@@ -272,10 +272,13 @@ def check_run_outputs(args) -> None:
             raise UsageError(f"--db {db}: is a directory, expected an SQLite file")
 
 
-def run_variants(args, variants, benchmarks, sizes_spec, n_sizes, name, *, opts: dict):
+def run_variants(args, variants, benchmarks, sizes_spec, n_sizes, name, *, opts: dict,
+                 auto=None, equivalence: float | None = None):
     """Run the variants as an in-memory campaign (campaign/adhoc.py) through the campaign
     runner: transports verified, crash- and Ctrl-C-safe, resumed by the same command.
-    `opts`: the checked core options, core_options_from_args(args)."""
+    `opts`: the checked core options, core_options_from_args(args). `auto`/`equivalence`:
+    a staged rule (repeats = "decide" and its margin, `mpibench demo`'s A/A); the sets then
+    hold the launches that ran, not those the rule left pending."""
     from mpibench.campaign.adhoc import adhoc_campaign, check_variants, instance_for
     from mpibench.campaign.plan import expand
     from mpibench.campaign.runner import CampaignRunner
@@ -286,7 +289,7 @@ def run_variants(args, variants, benchmarks, sizes_spec, n_sizes, name, *, opts:
     stacks = check_variants(variants, found)
     run_root = Path(args.out) if args.out else Path("mpibench-runs") / name
     spec = adhoc_campaign(name, variants, benchmarks, sizes_spec, opts, args.repeats, timeout,
-                          run_root, instance="")
+                          run_root, instance="", auto=auto, equivalence=equivalence)
     # the runner's build notices print as they happen; its notes during the launches wait
     # until the progress bar is gone
     notes: list[str] = []
@@ -324,8 +327,11 @@ def run_variants(args, variants, benchmarks, sizes_spec, n_sizes, name, *, opts:
         con.print(f"resumed comparison {name!r}: {summary.skipped} launch(es) were already "
                   "done")
     sets: dict[str, list[str]] = {v.name: [] for v in variants}
-    for cell in cells:
-        sets[cell.variant.name].append(cell.id)
+    with Store(store_path) as store:
+        for cell in cells:
+            if auto is None or (store.run(cell.id) or {"status": "pending"})["status"] \
+                    != "pending":
+                sets[cell.variant.name].append(cell.id)
     con.print(f"results: {store_path} (comparison {name!r}); raw output: {run_root}/")
     return sets, store_path
 

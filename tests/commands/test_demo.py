@@ -1,0 +1,108 @@
+"""`mpibench demo`'s A/A: run under repeats = "decide" with a ±5% equivalence margin, it adds
+launches only for the sizes not yet decided and says per cell how many launches decided it,
+or that it was undecided at the maximum with the interval TOST checked."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sqlite3
+
+import numpy as np
+import pytest
+
+from mpibench.commands import demo
+from mpibench.report.rules import CellKey
+from mpibench.stats.sequential import Design, run_looks
+
+MARGIN = demo.AA_MARGIN
+
+
+def _cells(rng, bench: str, sd: float, shift: float, n: int, sizes=(8, 1024, 65536)):
+    """A benchmark's cells, each side n lognormal launches around 1 us (the candidate's
+    times scaled by exp(shift)), keyed as the campaign's decision family keys them."""
+    out = {}
+    for s in sizes:
+        key = ("core", "{}", "b", CellKey(bench, s, 2, "{}", "time"))
+        base = list(np.exp(rng.normal(0.0, sd, n)))
+        cand = list(np.exp(rng.normal(shift, sd, n)))
+        out[key] = (base, cand, "lower")
+    return out
+
+
+def _look(cells, design):
+    looks = run_looks(cells, design, pool_key=lambda k: k[3].benchmark)
+    return looks[-1]
+
+
+def test_stop_lines_say_how_each_cell_stopped_on_known_distributions():
+    """Tight identical sides decide 'equivalent', a real 30% difference 'significant'
+    (each at a look the line names), launch spread 0.5 (log) stays undecided to the
+    maximum; every cell is named once, and each undecided cell's printed interval (the
+    1 - 2 x level CI TOST checks) reaches beyond the margin, as TOST's failure implies."""
+    rng = np.random.default_rng(21)
+    design = Design(3, 6, 3, 0.05, MARGIN)
+    cells = {**_cells(rng, "PingPong", 0.002, 0.0, 6), **_cells(rng, "Allreduce", 0.5, 0.0, 6),
+             **_cells(rng, "Bcast", 0.002, np.log(1.3), 6)}
+    lines = demo.stop_lines(_look(cells, design), design)
+    assert "looks at 3, 6 launches per variant" in lines[0]
+    body = lines[1:]
+    def cells_in(prefix: str) -> int:
+        return sum(int(re.search(r": (\d+) cell", ln).group(1)) for ln in body
+                   if re.match(prefix, ln))
+
+    assert cells_in(r"  PingPong: equivalent within ±5% at [36] launches per variant") == 3
+    assert cells_in(r"  Bcast: significant at [36] launches per variant") == 3
+    und = [ln for ln in body if ln.startswith("  Allreduce: undecided")]
+    assert len(und) == 1 and "at 6 launches per variant (maximum reached): 3 cell(s)" in und[0]
+    cis = re.findall(r"9\d(?:\.\d+)?% CI \[([\d.]+), ([\d.]+)\]", und[0])
+    assert len(cis) == 3
+    for lo, hi in cis:
+        assert float(lo) < 1 / (1 + MARGIN) or float(hi) > 1 + MARGIN
+    named = sum(int(m) for m in re.findall(r": (\d+) cell\(s\)", "\n".join(body)))
+    assert named == len(cells)
+
+
+def test_a_cell_cut_before_the_maximum_is_not_called_maximum_reached():
+    """Launches that ended before the maximum (failed ones) leave the last look short of
+    it: the line says so instead of 'maximum reached'."""
+    rng = np.random.default_rng(5)
+    design = Design(3, 9, 3, 0.05, MARGIN)
+    lines = demo.stop_lines(_look(_cells(rng, "Allreduce", 0.5, 0.0, 6), design), design)
+    assert any("undecided at 6 launches per variant (the launches ended before the "
+               "maximum)" in ln for ln in lines), lines
+
+
+@pytest.mark.mpi
+def test_the_demos_aa_adds_launches_only_for_undecided_sizes(tmp_path):
+    """For real: the A/A comparison as the demo runs it (two sizes, short budgets, at most 6
+    launches per variant). The store holds a repeats = "decide" campaign with the ±5%
+    margin; launches after the first look measure exactly the sizes the printed lines
+    call not decided at 3 launches; every cell is named once; the launches not needed stay
+    pending."""
+    from mpibench.execute import Variant
+
+    args = argparse.Namespace(max_time=0.01, repeats=3, aa_max=6, sizes="8,64K")
+    variants = [Variant("openmpi-a", "openmpi", "shm"), Variant("openmpi-b", "openmpi", "shm")]
+    text, rc = demo.comparison(args, tmp_path, 3, "A/A: test", variants, "aa-test", 2,
+                               aa=True)
+    assert rc == 0, text[-3000:]
+    con = sqlite3.connect(tmp_path / "mpibench.db")
+    (spec,) = con.execute("SELECT spec_json FROM campaigns").fetchone()
+    spec = json.loads(spec)
+    assert spec["repeats_auto"] == {"until": "decided", "min": 3, "max": 6, "step": 3}
+    assert spec["equivalence"] == MARGIN
+    stops = [ln[2:] for ln in text.splitlines() if ln.startswith("- ")]
+    named = sum(int(m) for m in re.findall(r": (\d+) cell\(s\)", "\n".join(stops)))
+    assert named == 4, stops                     # PingPong and Allreduce at 8 B and 64 KiB
+    went_on = {s for ln in stops if " at 6 launches" in ln
+               for s in ("8", "64K") if re.search(rf"[:,] {s}\b", ln)}
+    runs = con.execute("SELECT variant, status, repeat FROM runs").fetchall()
+    done = {v: sum(1 for vv, st, _r in runs if vv == v and st == "done") for v, *_ in runs}
+    assert set(done.values()) == ({6} if went_on else {3}), (done, stops)
+    assert sum(st == "pending" for _v, st, _r in runs) == 12 - sum(done.values())
+    measured = {s for (s,) in con.execute(
+        "SELECT DISTINCT r.size FROM results r JOIN runs u ON u.id = r.run_id "
+        "WHERE u.repeat >= 3")}
+    assert measured == {{"8": 8, "64K": 65536}[s] for s in went_on}, (measured, stops)
