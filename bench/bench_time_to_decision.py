@@ -275,8 +275,8 @@ def preempted_line(db: Path) -> str:
     counts = preempted_of(rows)
     kept = sum(r["n"] or 0 for r in ok)
     slices = slice_cells(ok)
-    stopped = sum(1 for r in rows if r["stop_reason"] == "preempted")
-    empty = sum(1 for r in rows if r["status"] == "skipped" and r["stop_reason"] == "preempted")
+    stopped = sum(map(budget.at_cap, rows))
+    empty = sum(map(preempted.skipped, rows))
     unknown = counts.unknown
     return (f"core preempted samples (a rank descheduled in or next to the sample): "
             f"{counts.excluded + counts.kept} flagged in {len(rows)} cell launches, "
@@ -317,7 +317,7 @@ def cut_short_line(db: Path) -> str:
             "SELECT r.variant, x.status, x.n, x.stop_reason FROM results x "
             "JOIN runs r ON r.id = x.run_id WHERE r.status = 'done'")]
     per = {v: (sum(preempted.few_clean(r) for r in rows if r["variant"] == v),
-               sum(r["status"] == "skipped" for r in rows if r["variant"] == v))
+               sum(preempted.skipped(r) for r in rows if r["variant"] == v))
            for v in sorted({r["variant"] for r in rows})}
     cells = "; ".join(f"{v} {f} on fewer than {preempted.FEW_CLEAN} clean samples, {k} "
                       "skipped" for v, (f, k) in per.items())
@@ -386,8 +386,9 @@ class Family(NamedTuple):
     cells: dict     # {cell key: (openmpi {launch: value}, mpich {...}, better)}, round order
     pairs: dict     # {launch id: round key} (compare_cells pairs by these)
     repeat: dict    # {launch id: its round, 0-based (runs.repeat)}
-    # {cell key: its launches on fewer than stats.preempted.FEW_CLEAN clean samples or
-    # skipped}: a look that sees one tests the cell alone (stats.preempted)
+    # {cell key: its launches the core cut short (report.data.ResultCell.cut_short: fewer
+    # than stats.preempted.FEW_CLEAN clean samples or a preempted skip)}: a look that sees
+    # one tests the cell alone (stats.preempted)
     few: dict = {}
 
 
@@ -408,9 +409,7 @@ def family(db: Path, statistic: str) -> Family:
             fam[key] = (ordered(b.by_launch), ordered(c.by_launch), b.better)
             pairs.update(b.by_round)
             pairs.update(c.by_round)
-            cut = {*b.few_clean, *c.few_clean, *(rid for x in (b, c)
-                                                 for rid, st, _ in x.runs_failed
-                                                 if st == "skipped")}
+            cut = b.cut_short | c.cut_short
             if cut:
                 few[key] = cut
     return Family(fam, pairs, repeat, few)
@@ -431,8 +430,8 @@ def judge(fam: Family, design: Design, n: int, previous: dict | None
         return State(0, 0, 0, 0, ()), {}
     # compare's test: paired by round (the campaigns run interleaved) once every cell has
     # stats.launch.MIN_PAIRS pairs among the launches this look sees, unpaired before
-    # a cell with a launch on fewer than FEW_CLEAN clean samples (or skipped) among the
-    # rounds this look sees is tested alone (stats.preempted), as compare tests it
+    # a cell with a launch on fewer than FEW_CLEAN clean samples (or a preempted skip)
+    # among the rounds this look sees is tested alone (stats.preempted), as compare does
     thin = {k for k, ids in fam.few.items() if any(fam.repeat.get(i, n) < n for i in ids)}
     look = decide(fam.cells, design, n=n, previous=previous, rounds=fam.repeat,
                   pairs=fam.pairs, pool_key=preempted.alone_key(default_pool_key, thin))

@@ -286,7 +286,8 @@ def test_time_to_decision_counts_a_slice_against_its_sizes_own_medians():
 
 def test_time_to_decision_counts_cut_short_launches_per_variant(tmp_path):
     """cut_short_line: per variant the cell launches that stopped 'preempted' on fewer
-    than 5 clean samples and those skipped; a 'preempted' stop on 5 or more is neither.
+    than 5 clean samples and the preempted skips; a 'preempted' stop on 5 or more is
+    neither, nor a --mem-limit skip.
     The kept run predates the flag: none."""
     import sqlite3
 
@@ -303,6 +304,9 @@ def test_time_to_decision_counts_cut_short_launches_per_variant(tmp_path):
                 (ids["openmpi"] + 1,))
     con.execute("UPDATE results SET stop_reason = 'preempted', status = 'skipped', n = 0 "
                 "WHERE id = ?", (ids["mpich"],))
+    # the core's --mem-limit skip (stop_reason null) is not a preempted one
+    con.execute("UPDATE results SET stop_reason = NULL, status = 'skipped', n = 0 "
+                "WHERE id = ?", (ids["mpich"] + 1,))
     con.commit()
     con.close()
     line = ttd.cut_short_line(db)

@@ -1066,3 +1066,35 @@ def test_a_few_clean_launch_puts_its_cell_alone_and_skipped_launches_are_counted
     rule = {k[3].size: st.test for k, st in look.cells.items()}
     assert rule[512] == want[2] and rule[8] == want[0] and rule[4096] == want[3]
     store.close()
+
+
+def test_a_mem_limit_skip_is_an_ordinary_failure_not_a_preempted_one(tmp_path):
+    """The core also writes status 'skipped' (stop_reason null) for a size over
+    --mem-limit: that cell is not footnoted as missing through preemption, not counted
+    as skipped for its set, and not tested alone (stats.preempted.skipped)."""
+    store = Store(tmp_path / "m.db")
+    cid = store.add_campaign("mem")
+    rng = np.random.default_rng(8)
+    sizes = (8, 64, 512, 4096)
+
+    def make(memskip):
+        def rec(rep):
+            return [{"benchmark": "PingPong", "size": s, "np": 2, "n": 0, "status": "skipped",
+                     "stop_reason": None, "reason": "needs 8192 bytes of buffers per rank, "
+                     "over the memory limit of 5000 bytes (--mem-limit)"}
+                    if memskip and s == 4096 else
+                    core_record("PingPong", s, rng.normal(10 * (1 + rng.normal(0, .03)), .05,
+                                                          40), stop="target") for s in sizes]
+        return rec
+
+    ga = add_variant_runs(store, cid, "a", repeats=4, make=make(True))
+    gb = add_variant_runs(store, cid, "b", repeats=4, make=make(False))
+    cmp = compare_groups(store, {"a": ga, "b": gb}, "a")
+    cell = {r.key.size: r for r in cmp.rows}[4096].cells["a"]
+    assert cell.skipped == 0 and not cell.cut_short and len(cell.runs_failed) == 4
+    text = " ".join(cmp.footnotes)
+    assert "no clean sample" not in text and "tested on its own launches" not in text
+    assert "a: some runs have no usable result for this cell (skipped)" in text
+    res = json.loads(render_results(store, ga, "json", title="a"))
+    assert all(r["launches_skipped"] == 0 for r in res["rows"])
+    store.close()

@@ -977,6 +977,27 @@ def test_the_plan_prices_the_preempted_cap_and_reads_skipped_launches_seconds():
         made.describe()
 
 
+def test_a_mem_limit_skip_is_neither_a_preempted_launch_nor_a_cell_alone():
+    """The core writes status 'skipped' with stop_reason null for a size over --mem-limit
+    (also too few ranks, an allocation failure, all samples late): the plan counts it
+    neither as stopped 'preempted' (the count never below 0) nor as a launch with no
+    clean sample, and does not put its cell in a pool of its own."""
+    rows = [dict(r, cell_s=0.001 * r["n"], launch_s=0.5)
+            for r in _five_sample_pilot(np.random.default_rng(3), None)]
+    big = max(r["size"] for r in rows)
+    first = {r["run_id"]: r for r in reversed(rows)}.values()
+    mem = [dict(r, size=big * 1024, median=None, n=0, ci_low=None, ci_high=None,
+                status="skipped", stop_reason=None, cell_s=1e-6) for r in first]
+    made = budget.plan_from_rows(rows + mem, ["a", "b"], 0.1, 40, rounds=10)
+    assert (made.preempted, made.skipped) == (0, 0)
+    assert "skipped" not in made.describe() and "preempted" not in made.describe()
+    assert {r["benchmark"] for r in budget.alone_rows(rows + mem)} == {"PingPong"}
+    assert not any(map(budget.at_cap, mem))
+    pre = dict(mem[0], stop_reason="preempted")
+    made = budget.plan_from_rows(rows + mem + [pre], ["a", "b"], 0.1, 40, rounds=10)
+    assert (made.preempted, made.skipped) == (0, 1) and budget.at_cap(pre)
+
+
 def test_a_skipped_cells_seconds_are_the_cells_not_the_launchs_fixed_part():
     """Three launches of one variant, cells X and Y; Y skipped in the third (0.2 s on it):
     the launch's fixed part is its elapsed less every priced cell's seconds, the skipped

@@ -20,6 +20,19 @@ def test_few_clean_is_a_preempted_stop_below_the_cores_floor():
     assert not P.few_clean({"status": "ok", "stop_reason": "preempted", "n": None})
 
 
+def test_a_skip_is_preempted_only_with_the_cores_preempted_stop():
+    """tests/core/test_core.py: a size with no clean sample within the cap is status
+    'skipped' with stop_reason 'preempted'; the core's other skips (--mem-limit, an
+    allocation failure, too few ranks, all samples late) have stop_reason null."""
+    skip = {"status": "skipped", "stop_reason": "preempted", "n": 0}
+    mem = {"status": "skipped", "stop_reason": None, "n": 0}
+    assert P.skipped(skip) and P.cut_short(skip) and not P.stopped(skip)
+    assert not P.skipped(mem) and not P.cut_short(mem) and not P.stopped(mem)
+    assert P.stopped({"stop_reason": "preempted", "n": 40})
+    assert not P.cut_short({"stop_reason": "preempted", "n": 40})
+    assert not P.skipped({"status": "ok", "stop_reason": "preempted", "n": 0})
+
+
 def test_blocks_pool_the_clean_cells_and_put_each_thin_one_alone():
     assert P.blocks([False, True, False, True]) == [[0, 2], [1], [3]]
     assert P.blocks([True]) == [[0]] and P.blocks([False, False]) == [[0, 1]]

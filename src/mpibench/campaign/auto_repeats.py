@@ -659,9 +659,9 @@ def decision_cells(store, campaign_id: int, order: list[str],
 
 
 def _note_cut(cut: dict[tuple, set], key: tuple, base, cand) -> None:
-    """decision_cells' cut: the launches of a family cell the core cut short."""
-    ids = {*base.few_clean, *cand.few_clean,
-           *(rid for x in (base, cand) for rid, st, _ in x.runs_failed if st == "skipped")}
+    """decision_cells' cut: the launches of a family cell the core cut short
+    (ResultCell.cut_short)."""
+    ids = base.cut_short | cand.cut_short
     if ids:
         cut[key] = ids
 

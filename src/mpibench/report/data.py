@@ -231,6 +231,9 @@ class ResultCell:
     # the used launches that stopped `preempted` on fewer than stats.preempted.FEW_CLEAN
     # clean samples: the cell is then tested on its own launches (stats.preempted)
     few_clean: list[str] = field(default_factory=list)
+    # the launches whose row is a preempted skip (stats.preempted.skipped: no clean sample
+    # within the cap), among runs_failed; the core's other skips (--mem-limit, ...) are not
+    skips_preempted: list[str] = field(default_factory=list)
     runs_used: list[str] = field(default_factory=list)
     runs_excluded: list[str] = field(default_factory=list)
     runs_failed: list[tuple[str, str, str | None]] = field(default_factory=list)
@@ -318,10 +321,15 @@ class ResultCell:
 
     @property
     def skipped(self) -> int:
-        """Launches whose row for this cell is `skipped` (with --exclude-preempted: no
-        clean sample within the cap): no launch value, missing for a reason tied to
-        this set's flag rate."""
-        return sum(1 for _rid, status, _why in self.runs_failed if status == "skipped")
+        """Launches whose row for this cell is a preempted skip (skips_preempted): no
+        launch value, missing for a reason tied to this set's flag rate."""
+        return len(self.skips_preempted)
+
+    @property
+    def cut_short(self) -> set[str]:
+        """The launches the core cut short on this cell (stats.preempted.cut_short: few
+        clean samples, or a preempted skip): the cell is tested on its own launches."""
+        return {*self.few_clean, *self.skips_preempted}
 
 
 def _fetch_rows(store: Store, run_ids: list[str], with_samples: bool) -> Iterable[dict]:
@@ -472,6 +480,8 @@ def pool(set_name: str, rows: list[dict], *,
             ok.append(r)
         else:
             cell.runs_failed.append((r["run_id"], bad[0], bad[1]))
+            if bad[0] == "skipped" and preempted_stats.skipped(r):
+                cell.skips_preempted.append(r["run_id"])
     cell.campaign_ids = {r["campaign_id"] for r in rows}
     if not ok:
         cell.status, cell.reason = cell.runs_failed[0][1], cell.runs_failed[0][2]

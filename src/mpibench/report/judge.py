@@ -176,8 +176,9 @@ def _cell_notes(row: Row, by_set: dict, notes: _Notes) -> None:
                 f"{g}: {c.skipped} launch(es) skipped this cell (no clean sample within "
                 "--preempted-max-time): no launch value; missing for a reason tied to "
                 f"{g}'s preemption rate, not at random"))
-        if any(s != "skipped" for _, s, _ in c.runs_failed):
-            sts = sorted({s for _, s, _ in c.runs_failed if s != "skipped"})
+        other = [s for rid, s, _ in c.runs_failed if rid not in c.skips_preempted]
+        if other:
+            sts = sorted(set(other))
             row.notes.append(notes.add(
                 f"{g}: some runs have no usable result for this cell ({', '.join(sts)}); "
                 "see the run's reason in the store"))
@@ -281,12 +282,11 @@ def _test_cells(pending: dict, alpha: float, equivalence: float | None,
 
 def _compare_block(block, cells, alpha: float, rounds, sizes, notes: _Notes) -> list:
     """compare_cells over a benchmark's cells, a cell with a launch on fewer than
-    stats.preempted.FEW_CLEAN clean samples or a skipped one tested alone
+    stats.preempted.FEW_CLEAN clean samples or a preempted skip tested alone
     (stats.preempted), footnoted."""
     from mpibench.stats import preempted
 
-    thin = [bool(b.few_clean or c.few_clean or b.skipped or c.skipped)
-            for _d, b, c, _ in block]
+    thin = [bool(b.cut_short or c.cut_short) for _d, b, c, _ in block]
     for (d, b, c, _), t in zip(block, thin, strict=True):
         if t:
             d.notes.append(notes.add(

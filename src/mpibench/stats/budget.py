@@ -84,6 +84,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from mpibench.stats import launch as launch_stats
+from mpibench.stats import preempted
 
 Z95 = 1.959963984540054
 CORE_MIN_SAMPLES = 20        # core/args.c: min_samples
@@ -133,9 +134,10 @@ class CellCost:
     # the pool compare tests the cell in: its launch regime (plan_from_rows,
     # unpaired_regimes) where compare splits its benchmark's sizes, else None: pool_of(key)
     pool: object = None
-    # --exclude-preempted: the share of the cell's launches the core cut short (stopped
-    # 'preempted' or skipped: it sampled on to --preempted-max-time, whatever --target
-    # and --max-time said) and their mean seconds on the cell
+    # --exclude-preempted: the share of the cell's launches the core ran to its cap
+    # (at_cap: stopped 'preempted' or a preempted skip: it sampled on to
+    # --preempted-max-time, whatever --target and --max-time said) and their mean seconds
+    # on the cell
     preempt_share: float = 0.0
     preempt_s: float = 0.0
 
@@ -450,8 +452,9 @@ class Plan:
     # (--exclude-preempted: its cap ended with fewer clean samples than the size needs):
     # their medians rest on those few samples, their seconds per sample include the wait
     preempted: int = 0
-    # cell launches of those rows with no clean sample (skipped: no median, their seconds
-    # priced as the cap's, CellCost.seconds)
+    # cell launches of those rows with no clean sample (stats.preempted.skipped: no
+    # median, their seconds priced as the cap's, CellCost.seconds); the core's other skips
+    # (--mem-limit, too few ranks, ...) are neither count
     skipped: int = 0
 
     @property
@@ -784,18 +787,15 @@ def plan_from_rows(rows: Sequence[Mapping], order: Sequence[str], margin: float,
     made = plan(sides, margin, equivalence=True, max_launches=cap, paired=paired or None,
                 targets=targets, max_times=max_times, keep_within=keep_within,
                 own_pools=gated, own_cells=flagged)
-    skipped = sum(r.get("status") == "skipped" for r in rows)
-    return replace(made, preempted=sum(r.get("stop_reason") == "preempted" for r in rows)
-                   - skipped, skipped=skipped)
+    return replace(made, preempted=sum(map(preempted.stopped, rows)),
+                   skipped=sum(map(preempted.skipped, rows)))
 
 
 def alone_rows(rows: Sequence[Mapping]) -> list[Mapping]:
     """The rows with each cell that has a launch the core cut short (stats.preempted
-    .cut_short: few clean samples, or skipped) in a pool of its own (its rows' benchmark
+    .cut_short: few clean samples, or a preempted skip) in a pool of its own (its rows' benchmark
     made (benchmark, size): pool_of then tells it apart), as compare tests it
     (stats.preempted.compare_blocks)."""
-    from mpibench.stats import preempted
-
     cut = {(r["benchmark"], r["size"]) for r in rows if preempted.cut_short(r)}
     return [dict(r, benchmark=k) if (k := (r["benchmark"], r["size"])) in cut else r
             for r in rows]
@@ -1037,7 +1037,7 @@ def components_from_rows(rows: Iterable[Mapping], min_sigma_l2: float = 0.0
                 # a skipped launch's seconds on a priced cell are in its preempt_s; on a
                 # cell without a price they stay in the launch's fixed part
                 for r in rs:
-                    if r.get("status") == "skipped" and r.get("cell_s") is not None:
+                    if preempted.skipped(r) and r.get("cell_s") is not None:
                         launch_cells[r["run_id"]] += float(r["cell_s"])
         fixed = [launch_total[rid] - launch_cells.get(rid, 0.0)
                  for rid, v in launch_variant.items() if v == variant and rid in launch_total]
@@ -1046,10 +1046,12 @@ def components_from_rows(rows: Iterable[Mapping], min_sigma_l2: float = 0.0
     return out
 
 
-def cut_short(r: Mapping) -> bool:
-    """Whether the core cut this cell of a launch short (--exclude-preempted): stopped
-    'preempted' (few clean samples at its cap) or skipped (none)."""
-    return r.get("stop_reason") == "preempted" or r.get("status") == "skipped"
+def at_cap(r: Mapping) -> bool:
+    """Whether the core sampled this cell of a launch on to --preempted-max-time
+    (--exclude-preempted): stopped 'preempted' on any number of clean samples, or a
+    preempted skip (none). Wider than stats.preempted.cut_short (which puts a cell alone
+    only below FEW_CLEAN samples): every such launch spent the cap, and prices it."""
+    return preempted.stopped(r) or preempted.skipped(r)
 
 
 def _cell_cost(key: object, rs: Sequence[Mapping], b: float | None, min_sigma_l2: float
@@ -1057,11 +1059,11 @@ def _cell_cost(key: object, rs: Sequence[Mapping], b: float | None, min_sigma_l2
     """components_from_rows' CellCost of one cell and variant from its rows; None with
     fewer than two launch values or no CI. The seconds per sample come from the launches
     that ran to their stopping rule (all of them when every one was cut short); the cut
-    ones (cut_short, skipped included) price the cap: their share and mean seconds."""
+    ones (at_cap, preempted skips included) price the cap: their share and mean seconds."""
     logs, ns, per_sample, cut = [], [], [], []
     for r in rs:
         med, n = r.get("median"), r.get("n")
-        if cut_short(r) and r.get("cell_s") is not None:
+        if at_cap(r) and r.get("cell_s") is not None:
             cut.append(float(r["cell_s"]))
         if not med or med <= 0 or not n:
             continue
@@ -1069,7 +1071,7 @@ def _cell_cost(key: object, rs: Sequence[Mapping], b: float | None, min_sigma_l2
         if _within_b(r) is not None:
             ns.append(n)
         if r.get("cell_s"):
-            per_sample.append((cut_short(r), float(r["cell_s"]) / n))
+            per_sample.append((at_cap(r), float(r["cell_s"]) / n))
     if len(logs) < 2 or not ns or b is None:
         return None
     mean = sum(logs) / len(logs)

@@ -34,20 +34,33 @@ FEW_CLEAN = 5
 PREEMPTED = "preempted"
 
 
+def stopped(row: Mapping[str, Any]) -> bool:
+    """Whether a stored result row stopped `preempted` with a value: status ok, the core's
+    --preempted-max-time ended with fewer clean samples than the size needed (it may still
+    hold FEW_CLEAN or more)."""
+    return row.get("status", "ok") == "ok" and row.get("stop_reason") == PREEMPTED
+
+
 def few_clean(row: Mapping[str, Any]) -> bool:
-    """Whether a stored result row is a few-clean launch: status ok, stopped `preempted`,
+    """Whether a stored result row is a few-clean launch: stopped `preempted` (stopped())
     with fewer than FEW_CLEAN samples in its statistic."""
     n = row.get("n")
-    return (row.get("status", "ok") == "ok" and row.get("stop_reason") == PREEMPTED
-            and isinstance(n, int | float) and n < FEW_CLEAN)
+    return stopped(row) and isinstance(n, int | float) and n < FEW_CLEAN
+
+
+def skipped(row: Mapping[str, Any]) -> bool:
+    """Whether a stored result row is a preempted skip: no clean sample within the cap
+    (the core writes status `skipped` with stop_reason `preempted`). The core's other
+    skips (a size over --mem-limit, an allocation failure, too few ranks, every sample
+    started late) write stop_reason null: they are not tied to preemption."""
+    return row.get("status") == "skipped" and row.get("stop_reason") == PREEMPTED
 
 
 def cut_short(row: Mapping[str, Any]) -> bool:
-    """Whether a row puts its cell alone: a few-clean launch, or a skipped one (no clean
-    sample: no value, missing for a reason tied to its variant; alone, a cell short of
+    """Whether a row puts its cell alone: a few-clean launch, or a preempted skip (no
+    value, missing for a reason tied to its variant; alone, a cell short of
     stats.launch.MIN_PAIRS pairs no longer unpairs its benchmark's other sizes)."""
-    return few_clean(row) or (row.get("status") == "skipped"
-                              and row.get("stop_reason") == PREEMPTED)
+    return few_clean(row) or skipped(row)
 
 
 def blocks(thin: Sequence[bool]) -> list[list[int]]:
@@ -122,5 +135,5 @@ def few_clean_bench(rng: np.random.Generator, rounds: int, gain: float, prone: t
     return FewCleanBench(cells, {f"{p}{r}": r for r in range(rounds) for p in "bc"}, thin, few)
 
 
-__all__ = ["FEW_CLEAN", "few_clean", "cut_short", "blocks", "compare_blocks", "alone_key",
-           "FewCleanBench", "few_clean_bench"]
+__all__ = ["FEW_CLEAN", "stopped", "few_clean", "skipped", "cut_short", "blocks",
+           "compare_blocks", "alone_key", "FewCleanBench", "few_clean_bench"]

@@ -205,8 +205,9 @@ def launch_cost_rows(store: Store, run_ids: Sequence[str]) -> list[dict]:
     variant, repeat (the launch's round in its campaign), benchmark, size, n, median,
     ci_low, ci_high, cell_s (the core's seconds on the cell, extra_json's elapsed_s),
     launch_s (the launch's elapsed seconds), stop_reason (the core's) and status: 'ok',
-    or 'skipped' (--exclude-preempted: no clean sample within the cap; no median, but
-    its seconds are the launch's, not its fixed part's, and price the cap)."""
+    or 'skipped' (no median; with stop_reason 'preempted', stats.preempted.skipped, no
+    clean sample within the cap: its seconds are the launch's, not its fixed part's, and
+    price the cap; the core's other skips, e.g. --mem-limit, have stop_reason null)."""
     out: list[dict] = []
     for chunk in _chunks(run_ids):
         cur = store.db.execute(
