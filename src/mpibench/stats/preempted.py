@@ -6,12 +6,14 @@ of a size's statistic; a size that cannot collect its clean samples within
 A launch statistic resting on 1-4 clean samples carries a within-launch variance
 (about pi/2 x sigma_w^2 / n for a median) the benchmark's other launches do not: pooling
 that cell's spread with its clean sizes (stats.launch.compare_cells' hierarchical model)
-understates it. Measured (bench/bench_inference.py --only-few-clean): A/A 9.2% per cell
-at the few-clean sizes, 5 rounds, with the full-weight launches.
+understates it. Measured (bench/bench_inference.py --only-few-clean --reps 60 --seed 31,
+docs/statistics.md "How a cut-short launch enters the test"): A/A 6.3-8.0% per cell at
+the few-clean sizes with the launches pooled at full weight (5 and 8 rounds), 3.3-5.4%
+tested alone.
 
 The rule here: a cell with a FEW-CLEAN launch (stopped `preempted` with fewer than
 FEW_CLEAN clean samples, the core's floor MB_FLOOR_SAMPLES: fewer than any unflagged
-launch rests on) or a skipped one (cut_short) is tested on its own launches (its own
+launch rests on) or a preempted skip (cut_short) is tested on its own launches (its own
 spread, which holds their within-launch noise; paired by round as compare_cells pairs),
 and the benchmark's other cells are pooled without it. Every launch is kept: dropping the few-clean launches
 (censoring) measured conservative but lost half the power and the rounds' pairing
