@@ -51,9 +51,11 @@ void mb_state_open(mb_state *st)
     MPI_Comm_split(MPI_COMM_WORLD, st->rank < 2 ? 0 : MPI_UNDEFINED, st->rank, &pair);
     if (pair == MPI_COMM_NULL)
         return;
-    MPI_Comm_split_type(pair, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_set_errhandler(pair, MPI_ERRORS_RETURN);
     int nsize = 0, ok = 0, all = 0;
-    MPI_Comm_size(node, &nsize);
+    if (MPI_Comm_split_type(pair, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS
+        && node != MPI_COMM_NULL)
+        MPI_Comm_size(node, &nsize);
     if (nsize == 2) {
         /* a stack without shared windows refuses here: no reading, not an aborted launch */
         MPI_Comm_set_errhandler(node, MPI_ERRORS_RETURN);
@@ -71,7 +73,8 @@ void mb_state_open(mb_state *st)
         }
     }
     MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, pair);
-    MPI_Comm_free(&node);
+    if (node != MPI_COMM_NULL)
+        MPI_Comm_free(&node);
     if (!all) {
         if (ok)
             MPI_Win_free(&st->state_win);
