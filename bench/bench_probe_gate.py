@@ -530,7 +530,9 @@ def _within_report(rows: list[dict]) -> None:
     pairs: dict[str, int] = {}
     ratios: dict[str, list[float]] = {"F": [], "S": []}
     for r in rows:
-        for probe, own in ((r["before"], r["start"]), (r["end"], r["after"])):
+        # (probe, the launch's reading) both times: before / start, then after / end; the
+        # key in time order (probe first before the launch, the reading first after it)
+        for probe, own in ((r["before"], r["start"]), (r["after"], r["end"])):
             a, b = _state(probe), _state(own)
             key = a + b if probe is r["before"] else b + a
             pairs[key] = pairs.get(key, 0) + 1
