@@ -127,12 +127,15 @@ static void bounce(mb_state_line *sh, uint64_t *next, int k)
 static int64_t sample(mb_state_line *sh, double ms, double *s)
 {
     uint64_t next = 1;
-    double warm_end = (double)mb_now_ns() + ms * 0.25e6;
-    while ((double)mb_now_ns() < warm_end)
-        bounce(sh, &next, MB_STATE_BATCH);
     double cap_ms = MB_STATE_CAP_FACTOR * ms > MB_STATE_CAP_MIN_MS ? MB_STATE_CAP_FACTOR * ms
                                                                    : MB_STATE_CAP_MIN_MS;
-    double t0 = (double)mb_now_ns(), end = t0 + ms * 1e6, cap = t0 + cap_ms * 1e6;
+    double start = (double)mb_now_ns(), cap = start + cap_ms * 1e6;
+    double warm_end = start + ms * 0.25e6;
+    /* the cap counts from here, the warm-up included: ranks sharing a CPU (unbound,
+     * oversubscribed) take a scheduler slice per round trip */
+    while ((double)mb_now_ns() < warm_end)
+        bounce(sh, &next, MB_STATE_BATCH);
+    double t0 = (double)mb_now_ns(), end = t0 + ms * 1e6;
     int64_t n = 0;
     for (; (t0 < end || n < MB_STATE_MIN_SAMPLES) && t0 < cap && n < MB_STATE_MAX_SAMPLES; n++) {
         bounce(sh, &next, MB_STATE_BATCH);

@@ -430,6 +430,19 @@ def test_a_core_launch_in_state_is_kept_without_any_probe(tmp_path, found_stacks
     assert len(calls) >= 2 * (1 + len(mp["set_aside"]))
 
 
+@pytest.mark.mpi
+def test_the_core_reads_its_state_only_where_a_gate_reads_it(tmp_path, found_stacks):
+    """machine_probe = "off": the harness passes --state-ms 0, the core takes no reading
+    (review R12: on oversubscribed CPUs an unread reading cost up to its 300 ms cap)."""
+    spec = _spec(tmp_path, 'machine_probe = "off"', repeats=1)
+    with Store(tmp_path / "c.db") as store:
+        CampaignRunner(spec, store, found_stacks).run()
+    (jsonl,) = (tmp_path / "runs").glob("*/core.jsonl")
+    head = json.loads(jsonl.read_text().splitlines()[0])
+    assert head["options"]["state_ms"] == 0 and head["machine_state"] is None
+    assert "--state-ms" in head["argv"]
+
+
 def _kept_probes(db: Path) -> list[dict]:
     with sqlite3.connect(db) as con:
         rows = con.execute("SELECT x.run_id, x.extra_json FROM runs r JOIN results x "

@@ -167,6 +167,11 @@ class CampaignRunner(CellSteps):
         mode = self._probe_mode(cell)
         return self._gate_of(mode) if mode else None
 
+    def reads_machine_state(self, cell: Cell) -> bool:
+        """Whether this cell's launch is probed or gated (machine_gate applies): a core
+        launch takes its own machine-state reading only then (group_kinds/core.py)."""
+        return self._probe_mode(cell) is not None
+
     def _probe_mode(self, cell: Cell) -> str | None:
         """"gate" only when every variant of the cell's group can be probed: gating one
         side of a comparison would select on one side only (logged once per group)."""

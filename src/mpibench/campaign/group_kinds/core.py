@@ -79,6 +79,11 @@ class CoreKind(GroupKind):
         # repeats = "decide": a later launch runs only its point's undecided sizes
         # (auto_repeats.launch_options); the cell's id and keys do not change
         sizes = opts.pop("sizes", None) or g.sizes
+        # the core's own machine-state reading (core/state.c) only where a gate reads it:
+        # elsewhere (machine_probe = "off", np != 2, unbound ranks, a batch scheduler) it
+        # would cost up to its 300 ms cap per reading on oversubscribed CPUs, unread
+        if "state_ms" not in opts and not runner.reads_machine_state(cell):
+            opts["state_ms"] = 0
         program = [str(runner.binaries[cell.variant.stack]),
                    *core_args(g.benchmarks, sizes, jsonl, opts)]
         cmd = prepare_cell(runner.stacks[cell.variant.stack], cell.variant, program, run_dir,
