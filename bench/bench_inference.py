@@ -1291,6 +1291,7 @@ def _few_clean_row(rng: np.random.Generator, reps: int, row: tuple, gain: float)
 
     rounds, sw, prone = row
     out = {w: np.zeros(5) for w in ("pooled", "alone", "censored")}
+    agg = {w: np.zeros(3) for w in ("full weight", "without cut")}
     for _ in range(reps):
         b = P.few_clean_bench(rng, rounds, gain, prone, sw)
         for way, acc in out.items():
@@ -1301,20 +1302,42 @@ def _few_clean_row(rng: np.random.Generator, reps: int, row: tuple, gain: float)
                     acc[big + 1] += t.p <= 0.05
                     if big == 0:
                         acc[2] += t.ci_low <= gain <= t.ci_high
-    return out
+        _few_clean_aggregate(b, gain, agg)
+    return out | {f"aggregate {w}": a for w, a in agg.items()}
+
+
+def _few_clean_aggregate(b, gain: float, agg: dict) -> None:
+    """The geomean row's / verdict's test (launch_stats.aggregate, no random draws) over
+    all sizes (the cut-short cells at full weight, as built) and without the cut cells:
+    adds (tested, p <= 0.05, gain in the CI) to agg's counts."""
+    from mpibench.stats import launch as L
+
+    for way, cells in (("full weight", b.cells),
+                       ("without cut", [c for c, t in zip(b.cells, b.thin, strict=True)
+                                        if not t])):
+        t = L.aggregate(cells, rounds=b.rounds)
+        if t.tested:
+            agg[way] += (1, t.p <= 0.05, t.ci_low <= gain <= t.ci_high)
 
 
 def few_clean_section(rng: np.random.Generator, reps: int) -> None:
     """A/A, coverage and power at the two cut-short sizes of a 10-size benchmark
     (stats.preempted.few_clean_bench), for the few-clean launches pooled at full weight
     (the test before stats.preempted), their cells tested alone (now), and censored (the
-    few-clean launches dropped)."""
+    few-clean launches dropped); and the all-sizes aggregate (geomean row, verdict) with
+    the cut cells at full weight (as built) and without them."""
     print(f"\nFew-clean launches: 10 sizes, the 2 largest cut short to 0-4 clean samples "
           f"with probability prone x load; {reps} benchmarks per row (stats level)")
     for row in FEW_CLEAN_ROWS:
         aa, real = _few_clean_row(rng, reps, row, 1.0), _few_clean_row(rng, reps, row, 1.1)
         for way in aa:
             a, r = aa[way], real[way]
+            if way.startswith("aggregate"):
+                print(f"  rounds {row[0]} sw {row[1]} prone {row[2]} {way}: all sizes' "
+                      f"aggregate (geomean row, verdict) A/A {100 * a[1] / a[0]:.1f}%, 10% "
+                      f"power {100 * r[1] / r[0]:.1f}%, its CI coverage "
+                      f"{100 * r[2] / r[0]:.1f}% (tested {a[0]:.0f})", flush=True)
+                continue
             print(f"  rounds {row[0]} sw {row[1]} prone {row[2]} {way:<8}: cut sizes A/A "
                   f"{100 * a[1] / a[0]:.1f}%, 10% power {100 * r[1] / r[0]:.1f}%, its "
                   f"CI coverage {100 * r[2] / r[0]:.1f}% (tested {a[0]:.0f}); other sizes A/A "
