@@ -432,9 +432,9 @@ def judge(fam: Family, design: Design, n: int, previous: dict | None
     # stats.launch.MIN_PAIRS pairs among the launches this look sees, unpaired before
     # a cell with a launch on fewer than FEW_CLEAN clean samples (or a preempted skip)
     # among the rounds this look sees is tested alone (stats.preempted), as compare does
-    thin = {k for k, ids in fam.few.items() if any(fam.repeat.get(i, n) < n for i in ids)}
+    key = preempted.alone_key_at(default_pool_key, fam.few, fam.repeat)(n)
     look = decide(fam.cells, design, n=n, previous=previous, rounds=fam.repeat,
-                  pairs=fam.pairs, pool_key=preempted.alone_key(default_pool_key, thin))
+                  pairs=fam.pairs, pool_key=key)
     st = [c.status for c in look.cells.values()]
     sig, eq = st.count(Status.SIGNIFICANT), st.count(Status.EQUIVALENT)
     left = tuple(str(k.size) for k in look.undecided)

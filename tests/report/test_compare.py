@@ -1098,3 +1098,48 @@ def test_a_mem_limit_skip_is_an_ordinary_failure_not_a_preempted_one(tmp_path):
     res = json.loads(render_results(store, ga, "json", title="a"))
     assert all(r["launches_skipped"] == 0 for r in res["rows"])
     store.close()
+
+
+def test_a_later_cut_short_launch_leaves_an_earlier_looks_test(tmp_path, monkeypatch):
+    """repeats = "decide": each look tests alone the cells with a cut-short launch among
+    the rounds IT sees (stats.preempted.alone_key_at). b's launch of round 6 at 512 B
+    stopped 'preempted' on 2 clean samples: the look at 3 replayed after round 6 is the
+    look the campaign took after round 3 (not re-pooled), and the look at 6 tests 512 B
+    as the table does."""
+    from mpibench.campaign import auto_repeats as ar
+    from mpibench.stats import sequential
+
+    store = Store(tmp_path / "r.db")
+    cid = store.add_campaign("retro")
+    rng = np.random.default_rng(8)
+    sizes = (8, 64, 512, 4096)
+
+    def make(cut):
+        def rec(rep):
+            return [core_record("PingPong", s, rng.normal(10 * (1 + rng.normal(0, .03)), .05,
+                                                          2 if (rep, s) == cut else 40),
+                                stop="preempted" if (rep, s) == cut else "target")
+                    for s in sizes]
+        return rec
+
+    ga = add_variant_runs(store, cid, "a", repeats=6, make=make(None))
+    gb = add_variant_runs(store, cid, "b", repeats=6, make=make((5, 512)))
+    spec = {"repeats_auto": {"until": "decided", "min": 3, "max": 6, "step": 3},
+            "variants": [{"name": "a"}, {"name": "b"}]}
+    seen: list = []
+    real = sequential.run_looks
+    monkeypatch.setattr(sequential, "run_looks",
+                        lambda *a, **k: seen.append(real(*a, **k)) or seen[-1])
+    then, _ = ar.decisions(store, cid, spec, upto=3)
+    ar.decisions(store, cid, spec)
+    replayed = seen[-1]
+    assert [lk.n for lk in replayed] == [3, 6]
+
+    def tests(lk):
+        return {k[3].size: st.test for k, st in lk.cells.items()}
+
+    assert tests(replayed[0]) == tests(then)
+    table = {r.key.size: r.deltas["b"].test
+             for r in compare_groups(store, {"a": ga, "b": gb}, "a").rows}
+    assert tests(replayed[1]) == table
+    store.close()

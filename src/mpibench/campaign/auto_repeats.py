@@ -721,12 +721,10 @@ def decisions(store, campaign_id: int, spec: dict, upto: int | None = None):
     cells = decision_cells(store, campaign_id, order, metrics, rounds, pairs, cut)
     if not cells:
         return None, cells
-    # a cell with a cut-short launch among the rounds looked at is tested alone, as
-    # compare tests it (stats.preempted)
-    thin = {k for k, ids in cut.items()
-            if upto is None or any(rounds.get(i, upto) < upto for i in ids)}
-    looks = run_looks(cells, design_of(spec), pool_key=preempted.alone_key(_pool_key, thin),
-                      upto=upto,
+    # each look tests a cell with a cut-short launch among the rounds IT sees alone, as
+    # compare tests it (stats.preempted): a later round's cut launch leaves earlier looks
+    looks = run_looks(cells, design_of(spec), upto=upto,
+                      pool_key_at=preempted.alone_key_at(_pool_key, cut, rounds),
                       shape=table_shape(cells, metrics), rounds=rounds, pairs=pairs)
     return (looks[-1] if looks else None), cells
 

@@ -97,6 +97,19 @@ def alone_key(pool_key, thin: set) -> Any:
     return key
 
 
+def alone_key_at(pool_key, cut: Mapping[Hashable, set], rounds: Mapping[Hashable, int]
+                 ) -> Any:
+    """Per look: n -> the alone_key of the look at n rounds, which puts alone the keys
+    with a cut-short launch (cut: {key: launch ids}) among the rounds it sees (rounds:
+    {launch id: round, 0-based}; a launch of round n or later, or of no known round, is
+    not seen). So a launch cut short in a later round never rewrites an earlier look's
+    test (stats.sequential.run_looks' pool_key_at; the TTD bench's looks)."""
+    def at(n: int) -> Any:
+        return alone_key(pool_key, {k for k, ids in cut.items()
+                                    if any(rounds.get(i, n) < n for i in ids)})
+    return at
+
+
 class FewCleanBench(NamedTuple):
     """One simulated benchmark (few_clean_bench): compare_cells' cells, the round keys,
     per cell whether a launch of it was cut short (fewer than FEW_CLEAN clean samples, or
@@ -138,4 +151,5 @@ def few_clean_bench(rng: np.random.Generator, rounds: int, gain: float, prone: t
 
 
 __all__ = ["FEW_CLEAN", "stopped", "few_clean", "skipped", "cut_short", "blocks",
-           "compare_blocks", "alone_key", "FewCleanBench", "few_clean_bench"]
+           "compare_blocks", "alone_key", "alone_key_at", "FewCleanBench",
+           "few_clean_bench"]

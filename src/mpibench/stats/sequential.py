@@ -370,14 +370,17 @@ def run_looks(cells: Mapping[Hashable, Sequence], design: Design, *,
               pool_key: Callable[[Hashable], Hashable] = default_pool_key,
               upto: int | None = None, shape: TableShape = TableShape(),
               rounds: Mapping[Hashable, int] | None = None,
-              pairs: Mapping[Hashable, Hashable] | None = None) -> list[Look]:
+              pairs: Mapping[Hashable, Hashable] | None = None,
+              pool_key_at: Callable[[int], Callable[[Hashable], Hashable]] | None = None
+              ) -> list[Look]:
     """Every look the data reach (each on the first n launches, or rounds, of each side; a
     cell that got no more launches is looked at on what it has), decisions carried
     forward: what the campaign replays to say where each cell stands. upto: stop at this
     many launches per side. rounds ({launch id: round, 0-based}): look n is reached when
     any launch of round n - 1 or later exists (a launch that failed on one side does not
     hide a look); without it, when a cell has n launches on both sides. The looks end
-    when every cell is decided."""
+    when every cell is decided. pool_key_at: n -> the pool_key of the look at n (one
+    that depends on what that look sees, stats.preempted.alone_key_at); else pool_key."""
     if rounds is not None:
         have = max((rounds.get(k, -1) + 1 for s in cells.values() for side in s[:2]
                     for k in _side(side)), default=0)
@@ -391,7 +394,8 @@ def run_looks(cells: Mapping[Hashable, Sequence], design: Design, *,
     for n in design.looks():
         if n > have:
             break
-        lk = decide(cells, design, n=n, previous=prev, pool_key=pool_key, shape=shape,
+        key = pool_key if pool_key_at is None else pool_key_at(n)
+        lk = decide(cells, design, n=n, previous=prev, pool_key=key, shape=shape,
                     rounds=rounds, pairs=pairs)
         looks.append(lk)
         prev = lk.cells
