@@ -228,10 +228,14 @@ def launch_seconds(db: Path) -> float:
     machine-state gate set aside and ran again (they were spent on the way)."""
     if not db.exists():
         return 0.0
-    with Store(db, readonly=True) as store:
-        kept = float(sum(r["elapsed"] or 0 for r in store.runs(status="done")))
-    return kept + sum(a.get("elapsed_s") or 0.0 for p in machine_probes(db).values()
-                      for a in p.get("set_aside") or [])
+    return sum(round_seconds(db, set_aside=True).values())
+
+
+def set_aside_seconds(db: Path) -> dict[str, float]:
+    """{kept launch id: the seconds of the attempts the machine-state gate set aside
+    before it (its extra.machine_probe's set_aside elapsed_s)}."""
+    return {rid: sum(a.get("elapsed_s") or 0.0 for a in p.get("set_aside") or [])
+            for rid, p in machine_probes(db).items()}
 
 
 def machine_probes(db: Path) -> dict[str, dict]:
@@ -1155,12 +1159,16 @@ def store_rounds(db: Path) -> int:
         return max((r["repeat"] + 1 for r in store.runs(status="done")), default=0)
 
 
-def round_seconds(db: Path) -> dict[int, float]:
-    """{round (0-based): the seconds of its finished launches} of a kept store."""
+def round_seconds(db: Path, set_aside: bool = False) -> dict[int, float]:
+    """{round (0-based): the seconds of its finished launches} of a kept store; set_aside:
+    with the attempts the machine-state gate set aside before each (set_aside_seconds),
+    as launch_seconds and the live run's ratio count them."""
+    extra = set_aside_seconds(db) if set_aside else {}
     out: dict[int, float] = {}
     with Store(db, readonly=True) as store:
         for r in store.runs(status="done"):
-            out[r["repeat"]] = out.get(r["repeat"], 0.0) + (r["elapsed"] or 0.0)
+            secs = (r["elapsed"] or 0.0) + extra.get(r["id"], 0.0)
+            out[r["repeat"]] = out.get(r["repeat"], 0.0) + secs
     return out
 
 
@@ -1192,7 +1200,7 @@ def replay_tool(db: Path, tool: str, rounds: int) -> Replay:
         counts.append(state.decided)
         if state.cells and state.decided == state.cells:
             break
-    secs = sum(round_seconds(db).get(k, 0.0) for k in range(rounds))
+    secs = sum(round_seconds(db, set_aside=True).get(k, 0.0) for k in range(rounds))
     have = {k.size: len({fam.repeat.get(i) for i in b if fam.repeat.get(i, rounds) < rounds})
             for k, (b, _c, _better) in fam.cells.items()}
     top = max(have.values(), default=0)

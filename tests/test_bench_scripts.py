@@ -314,6 +314,32 @@ def test_time_to_decision_counts_cut_short_launches_per_variant(tmp_path):
     assert "openmpi 1 on fewer than 5 clean samples, 0 skipped" in line
 
 
+def test_replay_counts_the_attempts_the_gate_set_aside_as_the_live_run_does(tmp_path):
+    """--replay's launch seconds (replay_tool, per round) include the attempts the
+    machine-state gate set aside before a kept launch, as the live run's launch_seconds
+    does and the replay's header says: a kept launch given a 2.5 s set-aside attempt adds
+    2.5 s to its round and to the replay's seconds."""
+    import sqlite3
+
+    run = _kept_run(tmp_path)
+    db = run / "core" / "mpibench.db"
+    ttd = _load_bench("bench_ttd_set_aside")
+    rounds = ttd.store_rounds(db)
+    before = ttd.replay_tool(db, "core", rounds).seconds
+    con = sqlite3.connect(db)
+    rid, rep = con.execute("SELECT id, repeat FROM runs WHERE status = 'done' ORDER BY seq "
+                           "LIMIT 1").fetchone()
+    con.execute("UPDATE results SET extra_json = json_set(coalesce(extra_json, '{}'), "
+                "'$.machine_probe', json('{\"set_aside\": [{\"elapsed_s\": 2.5}]}')) "
+                "WHERE run_id = ?", (rid,))
+    con.commit()
+    con.close()
+    assert ttd.replay_tool(db, "core", rounds).seconds - before == pytest.approx(2.5)
+    plain, whole = ttd.round_seconds(db), ttd.round_seconds(db, set_aside=True)
+    assert whole[rep] - plain[rep] == pytest.approx(2.5)
+    assert ttd.launch_seconds(db) == pytest.approx(sum(whole.values()))
+
+
 def test_time_to_decision_says_what_the_cores_flag_left_out(tmp_path):
     """preempted_line reads the core's store: the kept run predates the flag (every row
     without it, nothing flagged or left out); after marking rows as a --exclude-preempted
