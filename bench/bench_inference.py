@@ -12,7 +12,7 @@
                                                --only-planning-rows |
                                                --only-hetero | --only-thin |
                                                --only-two-mode-size | --only-outlier |
-                                               --only-noisy-minority]
+                                               --only-noisy-minority | --only-ramp]
 
 A/A scenarios (identical variants; issue 21's audit): balanced 5+5; unbalanced 2 vs 7 and
 3 vs 7; the small side 3x noisier; launch effects shared by a launch's sizes or not (each
@@ -81,6 +81,9 @@ a real own part that the pooled ms_cell clips to 0: A/A and coverage at the quie
 power for 10% there, the share of quiet cells clipped, A/A and coverage at the 4 noisy
 sizes, with a round effect every size shares or the quiet ones only (docs/statistics.md
 "A quiet size among a noisy minority", "A noisy minority at 5 rounds").
+A ramp (`--only-ramp`, 10 x --reps benchmarks per row, stats level): spreads growing
+smoothly with size (per-round difference sd 0.03 -> 0.15), 11 and 22 sizes paired, 5 and 8
+rounds, no shared round effect, A/A: per-size A/A and CI95 coverage, the worst size named.
 
 Heterogeneous sizes (`--only-hetero` runs just this, 10 x --reps benchmarks per row, stats
 level): a benchmark whose sizes are not equally noisy (22 sizes shaped like a real Open MPI
@@ -197,6 +200,10 @@ def main(argv: list[str]) -> int:
                     help="only run-12's shape: 11 sizes paired, 4 much noisier; A/A, "
                     "coverage, power and clipped own parts at the quiet 7 (10 x --reps "
                     "benchmarks per row; stats level)")
+    ap.add_argument("--only-ramp", action="store_true",
+                    help="only a ramp of spreads over sizes (0.03 -> 0.15, 11 and 22 sizes "
+                    "paired, 5 and 8 rounds): per-size A/A and coverage, the worst size "
+                    "(10 x --reps benchmarks per row; stats level)")
     ap.add_argument("--only-regimes", action="store_true",
                     help="only the round-regime rows: a round effect the small sizes share, "
                     "paired with regimes, with one Spread per block and unpaired (stats."
@@ -294,6 +301,7 @@ def main(argv: list[str]) -> int:
             (args.only_regimes, regimes_section, reps),
             (args.only_hedge_sweep, hedge_sweep, reps),
             (args.only_noisy_minority, noisy_minority_section, 10 * reps),
+            (args.only_ramp, ramp_section, 10 * reps),
             (args.only_unpaired_regimes, unpaired_regimes_section, reps),
             (args.only_decide, decide_section, reps))
     for chosen, section, n in only:
@@ -1493,6 +1501,44 @@ def noisy_minority_section(rng: np.random.Generator, reps: int) -> None:
             for case in MINORITY_CASES:
                 print(_minority_row(rng, reps, n, case), flush=True)
     print("  targets: A/A <= 6%, CI95 93-97% at the quiet and at the noisy sizes")
+
+
+def _ramp_bench(rng: np.random.Generator, sds: np.ndarray, n: int) -> tuple[list, dict]:
+    """A/A, len(sds) sizes paired by n rounds, per-round difference sd sds[s], no shared
+    round effect (review R13's ramp)."""
+    cells = []
+    for sd in sds:
+        x = rng.normal(0.0, sd, n)
+        cells.append(({f"b{r}": 1.0 for r in range(n)},
+                      {f"c{r}": math.exp(v) for r, v in enumerate(x)}, "lower"))
+    return cells, {f"{p}{r}": r for r in range(n) for p in "bc"}
+
+
+def ramp_section(rng: np.random.Generator, reps: int) -> None:
+    """Spreads growing smoothly with size (small messages quiet, large ones noisy): per-size
+    A/A and 95% CI coverage, the worst size named. Stats level, as compare runs it."""
+    from mpibench.stats import launch as L
+
+    print(f"\nA ramp: per-round difference sd 0.03 -> 0.15 linearly over the sizes, no "
+          f"shared round effect, A/A, paired; {reps} benchmarks per row (stats level)")
+    for k in (11, 22):
+        sds = np.linspace(0.03, 0.15, k)
+        for n in (5, 8):
+            sig, cover = np.zeros(k), np.zeros(k)
+            for _ in range(reps):
+                cells, rounds = _ramp_bench(rng, sds, n)
+                ts = L.compare_cells(cells, rounds=rounds)
+                sig += [t.p is not None and t.p <= 0.05 for t in ts]
+                cover += [t.ci_low is not None and t.ci_low <= 1.0 <= t.ci_high for t in ts]
+            w = int(np.argmax(sig))
+            print(f"  {k} sizes {n} rounds: A/A mean {100 * sig.mean() / reps:.2f}%, worst "
+                  f"size {w} (sd {sds[w]:.3f}) {100 * sig[w] / reps:.1f}%; CI95 min "
+                  f"{100 * cover.min() / reps:.1f}% max {100 * cover.max() / reps:.1f}%",
+                  flush=True)
+            print("    A/A per size:", " ".join(f"{100 * x / reps:.1f}" for x in sig))
+            print("    CI95 per size:", " ".join(f"{100 * x / reps:.1f}" for x in cover))
+    print(f"  targets: A/A <= 6% and CI95 93-97% at every size; Monte Carlo se of one "
+          f"size's rate at 5%: {100 * math.sqrt(0.05 * 0.95 / reps):.2f} points")
 
 
 def hetero_section(rng: np.random.Generator, reps: int) -> None:
