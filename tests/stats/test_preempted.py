@@ -104,8 +104,11 @@ def test_the_aggregate_keeps_a_a_with_the_cut_short_cells_at_full_weight():
     statistics.md, 'How a cut-short launch enters the test'): their spread is the one of
     the launches' (rounds') own means over the sizes, which holds a few-clean cell's
     within-launch noise, so no cell borrows a spread that understates it. Same scenario
-    as the per-cell test: A/A within alpha + 1.5 points, the 10% gain's CI covers 93-97%."""
-    aa, _ = _aggregate_rates(9, 1000, 1.0)
-    assert aa <= 0.065
+    as the per-cell test: A/A within issue 21's target (alpha + 1 point) on 4000 draws
+    (4.45%; over seeds 1-6, 9, 31 at 1000 each 4.4-6.4%, 5.36% of the 8000: the 1000-draw
+    spread is binomial, so 1000 draws could not show the target), the 10% gain's CI
+    covers 93-97%."""
+    aa, _ = _aggregate_rates(9, 4000, 1.0)
+    assert aa <= 0.06
     _, cover = _aggregate_rates(10, 500, 1.1)
     assert 0.93 <= cover <= 0.97
