@@ -239,7 +239,10 @@ def paired_from_rows(rows: Iterable[Mapping], base: str, cand: str, more_rounds:
     THIN_LAUNCHES rounds (cell_parts), and its own parts as compare gives them at most
     THIN_LAUNCHES rounds (thin_parts): the plan decides which from the rounds it plans,
     not from the pilot's; per round regime compare's paired spread splits the pool into
-    (PairedSpread.regimes, _paired_spread)."""
+    (PairedSpread.regimes, _paired_spread). Not as compare gives them in one respect: a
+    regime's quiet sizes, which compare tests on a block of their own
+    (stats.launch._quiet_spreads), are planned on the regime's one Spread (optimistic
+    where only the quiet sizes share a round effect; docs/statistics.md)."""
     rows = list(rows)
     # each launch's within-launch variance of its median: the cell's guarded B (as
     # components_from_rows, `_robust_within`) over the launch's n, not the launch's own
@@ -292,7 +295,8 @@ def _paired_spread(d: dict[object, dict[int, float]], within: Mapping[object, fl
     hedge tests the cells on too (stats.launch.hedge_runs: PairedSpread.hedges), each
     regime's or run's made as the whole one from its cells alone; within: {cell key: the
     pilot's within-launch variance of its d}, each regime's within the mean over its own
-    cells (the whole's over the pool's)."""
+    cells (the whole's over the pool's). The quiet sizes compare tests on a block of their
+    own (stats.launch._quiet_spreads) are not split off: planned on their regime's."""
     whole = _paired_of(d, _mean_of(within, d))
     logs = [{r: math.log(v) for r, v in by.items()} for by in d.values()]
     sp = launch_stats._diff_spread(logs)
