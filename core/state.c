@@ -52,7 +52,7 @@ void mb_state_open(mb_state *st)
     if (pair == MPI_COMM_NULL)
         return;
     MPI_Comm_set_errhandler(pair, MPI_ERRORS_RETURN);
-    int nsize = 0, ok = 0, all = 0;
+    int nsize = 0, ok = 0, all = 0, made = 0;
     if (MPI_Comm_split_type(pair, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS
         && node != MPI_COMM_NULL)
         MPI_Comm_size(node, &nsize);
@@ -61,9 +61,10 @@ void mb_state_open(mb_state *st)
         MPI_Comm_set_errhandler(node, MPI_ERRORS_RETURN);
         MPI_Aint bytes = st->rank == 0 ? (MPI_Aint)(sizeof(mb_state_line) + 64) : 0;
         void *base = NULL;
-        ok = MPI_Win_allocate_shared(bytes, 1, MPI_INFO_NULL, node, &base, &st->state_win)
-             == MPI_SUCCESS;
-        if (ok) {
+        made = MPI_Win_allocate_shared(bytes, 1, MPI_INFO_NULL, node, &base, &st->state_win)
+               == MPI_SUCCESS;
+        ok = made;
+        if (made) {
             MPI_Aint sz;
             int du;
             MPI_Win_set_errhandler(st->state_win, MPI_ERRORS_RETURN);
@@ -76,7 +77,9 @@ void mb_state_open(mb_state *st)
     if (node != MPI_COMM_NULL)
         MPI_Comm_free(&node);
     if (!all) {
-        if (ok)
+        /* MPI_Win_free is collective: every rank that made the window frees it, also one
+         * whose shared query failed while the other's succeeded */
+        if (made)
             MPI_Win_free(&st->state_win);
         st->state_line = NULL;
         MPI_Comm_free(&pair);
