@@ -4,7 +4,8 @@
  * milliseconds, without MPI calls in between: rank 0 writes an odd value, rank 1 answers with
  * the next even one; a sample is the wall time of MB_STATE_BATCH round trips over that count.
  * This is what core/probe/mpibench-cacheline measures between the two CPUs the ranks are
- * bound to (same batch, warm-up, sample minimum and cap, so the same GATE_FACTOR separates
+ * bound to (one loop, core/probe/cacheline.h: same warm-up, sample minimum and cap; the
+ * same batch here, so the same GATE_FACTOR separates
  * the states: src/mpibench/stats/probe.py), taken inside the launch: at its start (the
  * header's machine_state) and at its end (the footer's). The campaign's gate then judges a
  * core launch on its own readings instead of probing and waiting around it
@@ -20,6 +21,7 @@
  */
 #define _GNU_SOURCE
 #include "driver.h"
+#include "probe/cacheline.h"
 
 #include <sched.h>
 #include <stdint.h>
@@ -27,11 +29,7 @@
 #include <string.h>
 
 #define MB_STATE_BATCH 16
-#define MB_STATE_MIN_SAMPLES 200
-#define MB_STATE_CAP_FACTOR 100
-#define MB_STATE_CAP_MIN_MS 300.0
 #define MB_STATE_MAX_SAMPLES 200000
-#define MB_STATE_STOP UINT64_MAX
 
 /* the shared cache line (rank 0's part of the window) and rank 1's CPU */
 typedef struct {
@@ -97,58 +95,6 @@ void mb_state_close(mb_state *st)
     st->state_line = NULL;
 }
 
-/* rank 1: answer every odd value with the next even one until rank 0 writes STOP */
-static void respond(mb_state_line *sh)
-{
-    atomic_store(&sh->cpu_b, sched_getcpu());
-    uint64_t seen = 0;
-    for (;;) {
-        uint64_t v = atomic_load_explicit(&sh->line, memory_order_acquire);
-        if (v == MB_STATE_STOP)
-            return;
-        if (v != seen && (v & 1u)) {
-            seen = v;
-            atomic_store_explicit(&sh->line, v + 1, memory_order_release);
-        }
-    }
-}
-
-/* rank 0: K round trips */
-static void bounce(mb_state_line *sh, uint64_t *next, int k)
-{
-    for (int i = 0; i < k; i++) {
-        uint64_t v = *next;
-        atomic_store_explicit(&sh->line, v, memory_order_release);
-        while (atomic_load_explicit(&sh->line, memory_order_acquire) != v + 1)
-            ;
-        *next = v + 2;
-    }
-}
-
-/* rank 0: samples for ms and at least MIN_SAMPLES, at most the cap (after ms/4 of warm-up),
- * as the probe program does; returns the count */
-static int64_t sample(mb_state_line *sh, double ms, double *s)
-{
-    uint64_t next = 1;
-    double cap_ms = MB_STATE_CAP_FACTOR * ms > MB_STATE_CAP_MIN_MS ? MB_STATE_CAP_FACTOR * ms
-                                                                   : MB_STATE_CAP_MIN_MS;
-    double start = (double)mb_now_ns(), cap = start + cap_ms * 1e6;
-    double warm_end = start + ms * 0.25e6;
-    /* the cap counts from here, the warm-up included: ranks sharing a CPU (unbound,
-     * oversubscribed) take a scheduler slice per round trip */
-    while ((double)mb_now_ns() < warm_end)
-        bounce(sh, &next, MB_STATE_BATCH);
-    double t0 = (double)mb_now_ns(), end = t0 + ms * 1e6;
-    int64_t n = 0;
-    for (; (t0 < end || n < MB_STATE_MIN_SAMPLES) && t0 < cap && n < MB_STATE_MAX_SAMPLES; n++) {
-        bounce(sh, &next, MB_STATE_BATCH);
-        double t1 = (double)mb_now_ns();
-        s[n] = (t1 - t0) / MB_STATE_BATCH;
-        t0 = t1;
-    }
-    return n;
-}
-
 static void summarise(double *s, int64_t n, mb_state_reading *out)
 {
     mb_sort_doubles(s, n);
@@ -173,12 +119,14 @@ void mb_state_read(mb_state *st, mb_state_reading *out)
     }
     MPI_Barrier(st->state_comm);
     if (st->rank == 1) {
-        respond(sh);
+        atomic_store(&sh->cpu_b, sched_getcpu());
+        mb_cl_respond(&sh->line);
     } else {
         double *s = malloc(sizeof(double) * MB_STATE_MAX_SAMPLES);
         long long t0 = mb_now_ns();
-        int64_t n = s ? sample(sh, st->opt.state_ms, s) : 0;
-        atomic_store(&sh->line, MB_STATE_STOP);
+        int64_t n = s ? mb_cl_sample(&sh->line, st->opt.state_ms, MB_STATE_BATCH, s,
+                                     MB_STATE_MAX_SAMPLES) : 0;
+        atomic_store(&sh->line, MB_CL_STOP);
         out->elapsed_ms = (double)(mb_now_ns() - t0) / 1e6;
         out->cpu_a = sched_getcpu();
         if (n > 0) {

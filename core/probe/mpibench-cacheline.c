@@ -6,7 +6,8 @@
  * affinity mask), bounce one cache-line-aligned counter: A writes an odd value, B answers
  * with the next even one. A sample is the wall time of K round trips divided by K; samples
  * are taken for M milliseconds (after a discarded warm-up of 1/4 of that; longer when fewer
- * than MIN_SAMPLES were taken, up to CAP_FACTOR x M but at least CAP_MIN_MS) and one JSON
+ * than MB_CL_MIN_SAMPLES were taken, up to the cap: cacheline.h, the loop the core's
+ * in-launch reading shares) and one JSON
  * line reports their count, median and quartiles in nanoseconds. A sample in which a thread was descheduled is long;
  * the median ignores such samples while fewer than half are.
  *
@@ -26,29 +27,20 @@
 #include <string.h>
 #include <time.h>
 
+#include "cacheline.h"
+
 #define PROBE_VERSION 1
 #define MAX_SAMPLES 200000
-#define STOP_VALUE UINT64_MAX
 /* On a loaded machine a thread waits for a scheduler slice now and then; such a sample is
- * long, and a whole --ms window can pass in one. Go on past --ms until MIN_SAMPLES (the
- * median then ignores up to half of them), but stop at CAP_FACTOR x --ms (at least CAP_MIN_MS,
- * so a short --ms is no likelier to starve under load) whatever the count. */
-#define MIN_SAMPLES 200
-#define CAP_FACTOR 100
-#define CAP_MIN_MS 300.0
+ * long, and a whole --ms window can pass in one: cacheline.h goes on past --ms until
+ * MB_CL_MIN_SAMPLES (the median then ignores up to half of them), but stops at its cap (a
+ * short --ms is no likelier to starve under load) whatever the count. */
 
 typedef struct {
     _Alignas(64) _Atomic uint64_t line;   /* the bounced cache line */
     _Alignas(64) int cpu_a, cpu_b;
     _Atomic int ready;   /* B: 1 pinned, -1 could not pin */
 } shared_t;
-
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
 
 static int pin_self(int cpu)
 {
@@ -58,7 +50,7 @@ static int pin_self(int cpu)
     return pthread_setaffinity_np(pthread_self(), sizeof set, &set);
 }
 
-/* B: answer every odd value with the next even one until A writes STOP_VALUE */
+/* B: answer every odd value with the next even one until A writes MB_CL_STOP */
 static void *responder(void *arg)
 {
     shared_t *sh = arg;
@@ -67,27 +59,8 @@ static void *responder(void *arg)
         return NULL;
     }
     atomic_store(&sh->ready, 1);
-    uint64_t seen = 0;
-    for (;;) {
-        uint64_t v = atomic_load_explicit(&sh->line, memory_order_acquire);
-        if (v == STOP_VALUE) return NULL;
-        if (v != seen && (v & 1u)) {
-            seen = v;
-            atomic_store_explicit(&sh->line, v + 1, memory_order_release);
-        }
-    }
-}
-
-/* K round trips from A */
-static void bounce(shared_t *sh, uint64_t *next, int k)
-{
-    for (int i = 0; i < k; i++) {
-        uint64_t v = *next;
-        atomic_store_explicit(&sh->line, v, memory_order_release);
-        while (atomic_load_explicit(&sh->line, memory_order_acquire) != v + 1)
-            ;
-        *next = v + 2;
-    }
+    mb_cl_respond(&sh->line);
+    return NULL;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -102,26 +75,6 @@ static double quantile(const double *sorted, int n, double q)
     int lo = (int)pos;
     int hi = lo + 1 < n ? lo + 1 : lo;
     return sorted[lo] + (pos - lo) * (sorted[hi] - sorted[lo]);
-}
-
-/* samples for ms milliseconds and at least MIN_SAMPLES of them, but for no more than
- * max(CAP_FACTOR x ms, CAP_MIN_MS) (after a warm-up of ms/4); returns the count */
-static int measure(shared_t *sh, double ms, int k, double *samples)
-{
-    uint64_t next = 1;
-    double warm_end = now_ns() + ms * 0.25e6;
-    while (now_ns() < warm_end)
-        bounce(sh, &next, k);
-    int n = 0;
-    double cap_ms = CAP_FACTOR * ms > CAP_MIN_MS ? CAP_FACTOR * ms : CAP_MIN_MS;
-    double end = now_ns() + ms * 1e6, cap = now_ns() + cap_ms * 1e6;
-    for (double t0 = now_ns(); (t0 < end || n < MIN_SAMPLES) && t0 < cap && n < MAX_SAMPLES; n++) {
-        bounce(sh, &next, k);
-        double t1 = now_ns();
-        samples[n] = (t1 - t0) / k;
-        t0 = t1;
-    }
-    return n;
 }
 
 static int first_two_cpus(int *a, int *b)
@@ -202,11 +155,11 @@ int main(int argc, char **argv)
         pthread_join(tb, NULL);
         return usage("cannot pin to the second CPU of --cpus");
     }
-    double t0 = now_ns();
-    int n = measure(&sh, o.ms, o.batch, samples);
-    atomic_store(&sh.line, STOP_VALUE);
+    double t0 = mb_cl_now_ns();
+    int n = (int)mb_cl_sample(&sh.line, o.ms, o.batch, samples, MAX_SAMPLES);
+    atomic_store(&sh.line, MB_CL_STOP);
     pthread_join(tb, NULL);
     if (n == 0) return usage("no sample within --ms");
-    report(&o, samples, n, (now_ns() - t0) / 1e6);
+    report(&o, samples, n, (mb_cl_now_ns() - t0) / 1e6);
     return 0;
 }
