@@ -15,6 +15,7 @@ from support.coreutil import (
     STACKS,
     build_all,
     check_schema,
+    exe_of,
     fakeclock_shim,
     launch,
     within_launch_ci,
@@ -111,9 +112,7 @@ def core(tmp_path_factory):
 
 
 def _exe(core, stack):
-    if stack not in core:
-        pytest.skip(f"{stack} is not installed")
-    return core[stack]
+    return exe_of(core, stack)
 
 
 @pytest.mark.parametrize("stack", ["openmpi", "mpich"])

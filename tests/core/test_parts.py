@@ -17,7 +17,7 @@ from support.coreutil import (
     SCHEMA,
     STACKS,
     available,
-    build_all,
+    built_or_skip,
     check_schema,
     fakeclock_shim,
     launch,
@@ -29,10 +29,7 @@ pytestmark = pytest.mark.mpi
 
 @pytest.fixture(scope="module")
 def core(tmp_path_factory):
-    exes = build_all(tmp_path_factory)
-    if not exes:
-        pytest.skip("no MPI stack installed")
-    return exes
+    return built_or_skip(tmp_path_factory)
 
 
 def _list(exe) -> list[tuple[str, str]]:

@@ -13,7 +13,7 @@ import pytest
 
 from mpibench.campaign.machine_probe import launch_readings
 from mpibench.stats.probe import probe_record
-from support.coreutil import STACKS, build_all, check_schema, launch
+from support.coreutil import STACKS, built_or_skip, check_schema, exe_of, launch
 
 pytestmark = [
     pytest.mark.mpi,
@@ -24,16 +24,11 @@ QUICK = ["--sizes", "0", "--max-time", "0.005", "--min-samples", "5", "--quiet"]
 
 @pytest.fixture(scope="module")
 def core(tmp_path_factory):
-    exes = build_all(tmp_path_factory)
-    if not exes:
-        pytest.skip("no MPI stack installed")
-    return exes
+    return built_or_skip(tmp_path_factory)
 
 
 def _exe(core, stack):
-    if stack not in core:
-        pytest.skip(f"{stack} is not installed")
-    return core[stack]
+    return exe_of(core, stack)
 
 
 @pytest.mark.parametrize("stack", list(STACKS))

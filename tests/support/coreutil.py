@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from mpibench.process import CommandResult, run_command
 
 REPO = Path(__file__).resolve().parents[2]
@@ -48,6 +50,22 @@ def build_all(tmp_path_factory) -> dict[str, Path]:
             exe = _BUILT[base, stack] = build(stack, tmp_path_factory.mktemp(f"core-{stack}"))
         out[stack] = exe
     return out
+
+
+def built_or_skip(tmp_path_factory) -> dict[str, Path]:
+    """build_all for a test module that needs at least one stack: skips it when none is
+    installed."""
+    exes = build_all(tmp_path_factory)
+    if not exes:
+        pytest.skip("no MPI stack installed")
+    return exes
+
+
+def exe_of(core: dict[str, Path], stack: str) -> Path:
+    """The built core of one stack, or a skip when that stack is not installed."""
+    if stack not in core:
+        pytest.skip(f"{stack} is not installed")
+    return core[stack]
 
 
 def build(stack: str, build_dir: Path, timeout: float = 300) -> Path:
