@@ -260,6 +260,15 @@ def machine_probes(db: Path) -> dict[str, dict]:
     return out
 
 
+def core_result_rows(db: Path) -> list[dict]:
+    """The core store's result rows of its done launches, as preempted_line and
+    cut_short_line read them (variant, size, status, n, median, stop_reason, extra_json)."""
+    with Store(db, readonly=True) as store:
+        return [dict(r) for r in store.db.execute(
+            "SELECT r.variant, x.size, x.status, x.n, x.median, x.stop_reason, x.extra_json "
+            "FROM results x JOIN runs r ON r.id = x.run_id WHERE r.status = 'done'")]
+
+
 def preempted_line(db: Path) -> str:
     """What the core's flag saw and what its statistic left out (core/: `preempted` per
     cell and launch, with --exclude-preempted not in its samples), and the cells whose
@@ -271,10 +280,7 @@ def preempted_line(db: Path) -> str:
         return "core preempted samples: no store"
     from mpibench.report.data import preempted_of
 
-    with Store(db, readonly=True) as store:
-        rows = [dict(r) for r in store.db.execute(
-            "SELECT r.variant, x.size, x.status, x.n, x.median, x.stop_reason, x.extra_json "
-            "FROM results x JOIN runs r ON r.id = x.run_id WHERE r.status = 'done'")]
+    rows = core_result_rows(db)
     ok = [r for r in rows if r["status"] == "ok"]
     counts = preempted_of(rows)
     kept = sum(r["n"] or 0 for r in ok)
@@ -316,10 +322,7 @@ def cut_short_line(db: Path) -> str:
     cell is tested alone (stats.preempted)."""
     if not db.exists():
         return "core cut-short launches: no store"
-    with Store(db, readonly=True) as store:
-        rows = [dict(r) for r in store.db.execute(
-            "SELECT r.variant, x.status, x.n, x.stop_reason FROM results x "
-            "JOIN runs r ON r.id = x.run_id WHERE r.status = 'done'")]
+    rows = core_result_rows(db)
     per = {v: (sum(preempted.few_clean(r) for r in rows if r["variant"] == v),
                sum(preempted.skipped(r) for r in rows if r["variant"] == v))
            for v in sorted({r["variant"] for r in rows})}
