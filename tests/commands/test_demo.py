@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import sqlite3
 
@@ -14,7 +15,9 @@ import pytest
 
 from mpibench.commands import demo
 from mpibench.report.rules import CellKey
-from mpibench.stats.sequential import Design, run_looks
+from mpibench.stats import budget
+from mpibench.stats.launch import POWER
+from mpibench.stats.sequential import CellStatus, Design, Look, Status, run_looks
 
 MARGIN = demo.AA_MARGIN
 
@@ -80,7 +83,7 @@ def test_the_demos_aa_adds_launches_only_for_undecided_sizes(tmp_path):
     launches per variant). The store holds a repeats = "decide" campaign with the ±5%
     margin; launches after the first look measure exactly the sizes the printed lines
     call not decided at 3 launches; every cell is named once; the launches not needed stay
-    pending."""
+    pending; the cells undecided at the maximum carry the equivalence plan."""
     from mpibench.execute import Variant
 
     args = argparse.Namespace(max_time=0.01, repeats=3, aa_max=6, sizes="8,64K")
@@ -106,3 +109,85 @@ def test_the_demos_aa_adds_launches_only_for_undecided_sizes(tmp_path):
         "SELECT DISTINCT r.size FROM results r JOIN runs u ON u.id = r.run_id "
         "WHERE u.repeat >= 3")}
     assert measured == {{"8": 8, "64K": 65536}[s] for s in went_on}, (measured, stops)
+    # each cell still undecided at the maximum is shown with the planner's launches, and
+    # the plan's header says how many cells it covers
+    undecided = [ln for ln in stops if ": undecided at 6 launches" in ln]
+    left = sum(int(re.search(r": (\d+) cell\(s\)", ln).group(1)) for ln in undecided)
+    assert sum(len(re.findall(r"plan (?:\d+|> \d+)\)", ln)) for ln in undecided) == left
+    assert (f"A/A equivalence plan (stats.budget.cell_rounds) for the {left} undecided"
+            in text) == (left > 0), text[-3000:]
+
+
+def _aa_rows(rng, rounds: int, sds: dict[str, tuple[float, ...]], sd_round=0.005):
+    """Store rows (store.report_queries.launch_cost_rows' fields) of an interleaved A/A:
+    per round both variants share a launch effect (sd 0.05, cancels in the round's
+    difference) and the round difference is a part the benchmark's sizes share (sd_round)
+    plus each size's own (sds[bench][i], size 4^i); within-launch CI +-0.1%."""
+    rows = []
+    for r in range(rounds):
+        for bench, per_size in sds.items():
+            shared, dr = rng.normal(0, 0.05), rng.normal(0, sd_round)
+            for i, sd in enumerate(per_size):
+                base = math.exp(shared + rng.normal(0, 0.01))
+                cand = base * math.exp(dr + rng.normal(0, sd))
+                for v, m in (("base", base), ("cand", cand)):
+                    rows.append({"run_id": f"{v}{r}", "variant": v, "repeat": r,
+                                 "benchmark": bench, "size": 4 ** i, "n": 50, "median": m,
+                                 "ci_low": m * 0.999, "ci_high": m * 1.001, "cell_s": 5e-4,
+                                 "launch_s": 0.3})
+    return rows
+
+
+def _status(st: Status, n: int) -> CellStatus:
+    return CellStatus(st, n, None, None, None, "")
+
+
+def test_the_undecided_cells_carry_the_planners_launches_for_equivalence():
+    """An A/A's undecided cells are shown with the launches per variant the budget planner
+    (stats.budget.cell_rounds: TOST within ±5% at gain 1, 80% power, each spread at its 80%
+    upper bound) plans from the launches' round differences: 4 sizes per benchmark, each
+    on its own part; PingPong's 64 B 3x as noisy as its others (the most launches, named
+    first), Allreduce's 64 B far too noisy for any plan (out of reach). A
+    cell the rule decided gets no plan. The summary line per benchmark gives the median
+    and the largest of its cells in reach and names the cells that need the most."""
+    rng = np.random.default_rng(34)
+    rows = _aa_rows(rng, 12, {"PingPong": (0.03, 0.03, 0.03, 0.09),
+                              "Allreduce": (0.03, 0.03, 0.03, 0.8)})
+    design = Design(3, 12, 3, 0.05, MARGIN)
+    decided = CellKey("PingPong", 1, 2, "{}", "time")
+    cells = {("core", "{}", "cand", CellKey(b, 4 ** i, 2, "{}", "time")):
+             _status(Status.UNDECIDED, 12) for b in ("PingPong", "Allreduce") for i in range(4)}
+    cells[("core", "{}", "cand", decided)] = _status(Status.EQUIVALENT, 6)
+    look = Look(12, 0.05, True, cells)
+    plan = demo.equivalence_plan(rows, ["base", "cand"], look, MARGIN)
+    per = budget.cell_rounds(rows, ["base", "cand"], MARGIN)
+    undecided = {(k[-1].benchmark, k[-1].size) for k in cells} - {("PingPong", 1)}
+    assert plan == {k: per[k] for k in undecided}
+    quiet = [plan[("PingPong", s)] for s in (4, 16)]
+    assert all(n is not None and n >= 4 for n in quiet)
+    assert plan[("PingPong", 64)] > max(quiet)
+    assert plan[("Allreduce", 64)] is None
+    assert all(plan[("Allreduce", s)] is not None for s in (1, 4, 16))
+
+    lines = demo.plan_lines(plan, look, design)
+    assert f"for the {len(undecided)} undecided cell(s)" in lines[0]
+    assert f"with {100 * POWER:g}% power" in lines[0] and "not a promise" in lines[0]
+    assert f"{100 * budget.PLAN_CONFIDENCE:g}% upper confidence bound" in lines[0]
+    (pp,) = [ln for ln in lines[1:] if ln.startswith("  PingPong: ")]
+    near = sorted(plan[("PingPong", s)] for s in (4, 16, 64))
+    assert (f"3 in reach need median {near[1]:g}, at most {near[-1]} launches per variant; "
+            f"the most: 64 {near[-1]}") in pp
+    (ar,) = [ln for ln in lines[1:] if ln.startswith("  Allreduce: ")]
+    assert re.search(rf"1 out of reach \(more than {budget.SEARCH_MAX} launches per "
+                     r"variant\): 64$", ar), ar
+
+    stops = demo.stop_lines(look, design, plan)
+    for (bench, size), n in plan.items():
+        (line,) = [ln for ln in stops if ln.startswith(f"  {bench}: undecided")]
+        shown = f"> {budget.SEARCH_MAX}" if n is None else str(n)
+        assert f" {size} (plan {shown})" in line, line
+    (eq,) = [ln for ln in stops if ln.startswith("  PingPong: equivalent")]
+    assert "plan" not in eq
+    md = demo.markdown_lines(stops + lines)
+    assert "\n\n- PingPong: 3 in reach" in md or "\n- PingPong: 3 in reach" in md
+    assert md.count("\n\nA/A equivalence plan") == 1

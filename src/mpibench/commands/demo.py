@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from mpibench.benchmarks import parse_sizes
@@ -27,7 +28,10 @@ Runs real comparisons with the embedded defaults and writes a Markdown report:
      yet (significant, or equivalent within ±5% by TOST) get more launches. It prints per
      cell how many launches decided it and how (or that it was still undecided at the
      maximum, with the interval TOST checked), the verdict, and how many cells a test on
-     samples pooled across launches would call significant
+     samples pooled across launches would call significant; for the cells still undecided,
+     the launches per variant the budget planner plans for ±5% equivalence from the
+     launches' spread (stats.budget.cell_rounds: 80% power, its median and largest per
+     benchmark and the cells that need the most)
   4. Where root and namespaces are available: Open MPI across a 2-node testbed
      (mpibench.testbed), fast (4 Gbit/s) vs slow (1 Gbit/s) fabric, PingPong and Allreduce,
      % of line rate against the configured rates; elsewhere one line says why it is skipped
@@ -136,9 +140,20 @@ def comparison(args, out: Path, i: int, title: str, variants: list[Variant], nam
         lines = aa_summary(store_path, sets)
         for line in lines:
             err_console().print(line, markup=False, highlight=False)
-        text += "\n\n" + "\n\n".join(lines[:2]) + "\n\n" + "\n".join(
-            "- " + line.strip() for line in lines[2:])
+        text += "\n\n" + markdown_lines(lines)
     return text, rc
+
+
+def markdown_lines(lines: list[str]) -> str:
+    """The A/A's printed lines as Markdown: an indented line is an item of the list under
+    the unindented line before it, which is a paragraph."""
+    out: list[str] = []
+    for line in lines:
+        item = line.startswith("  ")
+        if out and not (item and out[-1].startswith("- ")):
+            out.append("")
+        out.append("- " + line.strip() if item else line)
+    return "\n".join(out)
 
 
 def aa_summary(store_path, sets: dict[str, list[str]]) -> list[str]:
@@ -188,7 +203,7 @@ def aa_stops(store, sets: dict[str, list[str]]) -> list[str]:
     still undecided at the rule's last look (the maximum, or where the launches ended),
     each with the interval TOST checked against the margin."""
     from mpibench.campaign import auto_repeats as ar
-    from mpibench.store.report_queries import run_campaign_variant
+    from mpibench.store.report_queries import launch_cost_rows, run_campaign_variant
 
     ids = [rid for ids in sets.values() for rid in ids]
     cids = {cid for cid, _v in run_campaign_variant(store, ids).values()}
@@ -199,17 +214,20 @@ def aa_stops(store, sets: dict[str, list[str]]) -> list[str]:
     look, _cells = ar.decisions(store, cid, spec)
     if look is None:
         return ["A/A stops: no look was taken (no finished launches on both sides)"]
-    return stop_lines(look, ar.design_of(spec))
+    design = ar.design_of(spec)
+    plan = equivalence_plan(launch_cost_rows(store, ids), list(sets), look, design.margin)
+    return stop_lines(look, design, plan) + plan_lines(plan, look, design)
 
 
-def stop_lines(look, design) -> list[str]:
+def stop_lines(look, design, plan: Mapping[tuple, int | None] | None = None) -> list[str]:
     """aa_stops' lines from the rule's last look (a stats.sequential.Look whose keys end in
-    a report CellKey) and its Design."""
+    a report CellKey) and its Design; plan: equivalence_plan's, whose launches each
+    undecided cell is shown with."""
     groups: dict[tuple, list[str]] = {}
     for (*_rest, key), st in sorted(look.cells.items(),
                                     key=lambda kv: (kv[0][-1].benchmark, kv[0][-1].size or 0)):
         head = (key.benchmark, st.status.value, st.look)
-        groups.setdefault(head, []).append(_stop_cell(key, st, design))
+        groups.setdefault(head, []).append(_stop_cell(key, st, plan or {}))
     looks = design.looks()
     levels = (f"interim looks at level {design.level(looks[0]):.2g}, the last at "
               f"{design.alpha:g}" if len(looks) > 1 else f"at level {design.alpha:g}")
@@ -220,16 +238,99 @@ def stop_lines(look, design) -> list[str]:
         _stop_line(head, cells, design) for head, cells in groups.items()]
 
 
-def _stop_cell(key, st, design) -> str:
+def _stop_cell(key, st, plan: Mapping[tuple, int | None]) -> str:
     """One cell of an aa_stops line: its size, and for a cell still undecided the
-    interval TOST checked (the gain's 1 - 2 x level CI) against the margin."""
+    interval TOST checked (the gain's 1 - 2 x level CI) against the margin and the
+    launches per variant the equivalence plan names for it (plan, by (benchmark, size))."""
     size = fmt_size(key.size)
-    if st.decided or st.test is None or not st.test.tested:
+    if st.decided:
         return size
-    lo, hi = st.test.ci_at(1.0 - 2.0 * st.level)
-    if lo is None or hi is None:
-        return size
-    return f"{size} (gain {st.gain:.3f}, {100 * (1 - 2 * st.level):g}% CI [{lo:.3f}, {hi:.3f}])"
+    bits = []
+    if st.test is not None and st.test.tested:
+        lo, hi = st.test.ci_at(1.0 - 2.0 * st.level)
+        if lo is not None and hi is not None:
+            bits.append(f"gain {st.gain:.3f}, {100 * (1 - 2 * st.level):g}% CI "
+                        f"[{lo:.3f}, {hi:.3f}]")
+    if (key.benchmark, key.size) in plan:
+        bits.append(f"plan {_planned(plan[(key.benchmark, key.size)])}")
+    return f"{size} ({'; '.join(bits)})" if bits else size
+
+
+def _planned(n: int | None) -> str:
+    """A cell's planned launches per variant as printed (None: out of reach)."""
+    from mpibench.stats.budget import SEARCH_MAX
+
+    return f"> {SEARCH_MAX}" if n is None else str(n)
+
+
+def equivalence_plan(rows: Sequence[Mapping], order: Sequence[str], look,
+                     margin: float) -> dict[tuple, int | None]:
+    """{(benchmark, size): launches per variant, in all} for each cell the rule's last look
+    (a stats.sequential.Look) left undecided: the budget planner's rounds for equivalence
+    within ±margin of that cell alone at gain 1 (stats.budget.cell_rounds, on the
+    per-round differences of the launches' rows, store.report_queries.launch_cost_rows;
+    order: the variants, the baseline first); None: beyond the planner's search (out of
+    reach). An undecided cell the planner has no figure for (its rounds do not pair) is
+    absent."""
+    from mpibench.stats import budget
+
+    per = budget.cell_rounds(rows, order, margin)
+    return {k: per[k] for k in _undecided(look) if k in per}
+
+
+def _undecided(look) -> list[tuple]:
+    """The (benchmark, size) of the look's undecided cells, by benchmark and size."""
+    return sorted({(k[-1].benchmark, k[-1].size) for k, st in look.cells.items()
+                   if not st.decided}, key=lambda k: (k[0], k[1] or 0))
+
+
+def plan_lines(plan: Mapping[tuple, int | None], look, design) -> list[str]:
+    """The equivalence plan's lines: what it assumes, then per benchmark its undecided
+    cells' median and largest planned launches per variant and the cells that need the
+    most (those out of reach named apart)."""
+    from mpibench.stats import budget
+    from mpibench.stats.launch import POWER
+
+    undecided = len(_undecided(look))
+    if not undecided:
+        return []
+    m = f"±{100 * design.margin:g}%"
+    head = (f"A/A equivalence plan (stats.budget.cell_rounds) for the {undecided} undecided "
+            f"cell(s): launches per variant, in all, at which one TOST at {design.alpha:g} "
+            f"would show {m} with {100 * POWER:g}% power if the true gain is 1 (the "
+            f"planner's power target), each cell alone, from the spread of the per-round "
+            f"differences of the {look.n} launches per variant that ran, taken at its "
+            f"{100 * budget.PLAN_CONFIDENCE:g}% upper confidence bound. A plan from "
+            f"{look.n} launches' spread, not a promise: launches that switch speed modes "
+            "or load move it")
+    if len(plan) < undecided:
+        head += (f"; {undecided - len(plan)} undecided cell(s) have no plan (their "
+                 "launches do not pair by round)")
+    by: dict[str, dict[int | None, int | None]] = {}
+    for (bench, size), n in plan.items():
+        by.setdefault(bench, {})[size] = n
+    return [head + ":"] + [_plan_line(bench, cells) for bench, cells in by.items()]
+
+
+def _plan_line(bench: str, cells: Mapping[int | None, int | None]) -> str:
+    """One benchmark's plan line: the median and largest over its cells in reach, the three
+    that need the most, and the sizes out of reach."""
+    from mpibench.stats.budget import SEARCH_MAX
+
+    near = sorted(((n, s) for s, n in cells.items() if n is not None),
+                  key=lambda ns: (-ns[0], ns[1] or 0))
+    far = [fmt_size(s) for s, n in cells.items() if n is None]
+    bits = []
+    if near:
+        ns = sorted(n for n, _s in near)
+        mid = (ns[(len(ns) - 1) // 2] + ns[len(ns) // 2]) / 2
+        bits.append(f"{len(near)} in reach need median {mid:g}, at most {ns[-1]} launches "
+                    "per variant; the most: " + ", ".join(
+                        f"{fmt_size(s)} {n}" for n, s in near[:3]))
+    if far:
+        bits.append(f"{len(far)} out of reach (more than {SEARCH_MAX} launches per "
+                    f"variant): {', '.join(far)}")
+    return f"  {bench}: " + "; ".join(bits)
 
 
 def _stop_line(head: tuple, cells: list[str], design) -> str:
