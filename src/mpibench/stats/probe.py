@@ -4,16 +4,23 @@ gate that keeps a comparison's launches in one machine state.
     from mpibench.stats.probe import parse_probe, reference, judge_launch
 
     r = parse_probe(line, where="run c-1234/probe.jsonl:1")   # a ProbeReading
-    ref = reference(history_ns)           # the state most launches' probes found, or None
+    ref = reference(history_ns, own_ns)   # a Reference: the state most readings found
     judge_launch(before, after, ref)      # State.REFERENCE / OFF / UNKNOWN
+    states(readings_ns)                   # the states one reader's readings show (Spans)
 
 Why (docs/statistics.md "The machine-state probe"): on the 2-vCPU VM this project is
 measured on, shared-memory PingPong at small sizes comes in two whole-launch modes, a factor
 ~3 apart, that last seconds to minutes and follow where the host runs the two vCPUs. The
 probe (core/probe/mpibench-cacheline.c) bounces one cache line between the CPUs the ranks are
 bound to for a few milliseconds, without MPI; its median round trip is ~80 ns in one state
-and ~320 ns in the other. A launch whose probe before and after are both within
-GATE_FACTOR of the campaign's reference is in the reference state. The probe does not look
+and ~320 ns in the other. Stop 34 found a third (the core's own readings, core/state.c:
+~64 ns beside ~90 ns, MPICH's 1 B PingPong 0.11 against 0.19 us), 1.4x from the ~90 ns
+one, closer than one state's own readings spread (74-108 ns). So the reference is found in
+two steps: the coarse state (GATE_FACTOR, every reader's readings: the ~4x apart states,
+which both readers see alike), then within it the finer states one reader's readings show
+as separate peaks of their density (`states`: the core's ranks separate 64 from 90 ns; the
+probe program reads the same machine 55-90 ns and shows no such valley). A launch whose
+readings are both within its reader's reference state is in it. The probe does not look
 at the launch's results, so selecting launches on it cannot favour either variant.
 
 Pure functions: no processes, no files.
@@ -34,9 +41,19 @@ PROBE_VERSION = 1
 # fewer samples than this: a probe thread waited for the CPU most of the time (a loaded
 # machine) and the median is a scheduler slice, not a round trip: no reading
 MIN_SAMPLES = 50
-# the two states are ~4x apart (80 vs 320 ns on the measured VM) and a state's probes within
-# +-15% of each other: 1.6 separates them with room either way
+# the two coarse states are ~4x apart (80 vs 320 ns on the measured VM) and a state's probes
+# within +-15% of each other: 1.6 separates them with room either way
 GATE_FACTOR = 1.6
+# The finer states inside the coarse one (`states`): the density of a reader's log readings
+# is how many lie within +-STATE_WIDTH (5%) of a point, on a grid of STATE_STEP (1%); two
+# neighbouring peaks of it are separate states when the density between them falls to
+# VALLEY (a quarter) of the lower peak or less and that peak holds MIN_STATE readings or
+# more; otherwise they are one. Stop 34's readings: the 64 ns state's peak ~40-140, the
+# valley at 68-70 ns 1-5, the ~90 ns state's own bumps (85 vs 97 ns) 0.9 of each other.
+STATE_WIDTH = math.log(1.05)
+STATE_STEP = 0.01
+VALLEY = 0.25
+MIN_STATE = 5
 _FIELDS = {"median_ns": float, "q1_ns": float, "q3_ns": float, "min_ns": float,
            "samples": int, "batch": int}
 
@@ -107,15 +124,101 @@ def _field(rec: dict, key: str, kind: type, where: str) -> float | int:
 
 
 def near(a: float, b: float) -> bool:
-    """Two round trips in the same state: within GATE_FACTOR of each other."""
+    """Two round trips in the same coarse state: within GATE_FACTOR of each other."""
     return max(a, b) <= GATE_FACTOR * min(a, b)
 
 
-def reference(history_ns: Sequence[float]) -> float | None:
-    """The reference state of a campaign: the probe value with the most of the history
-    within GATE_FACTOR of it (the state most of its launches' probes found; a tie goes to
-    the faster), or None without history. history_ns: valid probe medians, before and
-    after each launch so far, kept or set aside."""
+class Span(NamedTuple):
+    """One state a reader's readings show: the readings in [lo, hi) ns."""
+    lo: float
+    hi: float
+    n: int          # readings in it
+    ns: float       # their median (nan when none)
+
+
+class Reference(float):
+    """The reference state: the value is its centre (ns, the median of its readings), lo
+    and hi the bounds (ns) a reading must lie within to be in it. A float, so a caller that
+    prints or rounds the reference still can."""
+    lo: float
+    hi: float
+
+    def __new__(cls, ns: float, lo: float | None = None, hi: float | None = None):
+        ref = super().__new__(cls, ns)
+        ref.lo = ns / GATE_FACTOR if lo is None else lo
+        ref.hi = ns * GATE_FACTOR if hi is None else hi
+        return ref
+
+    def holds(self, ns: float) -> bool:
+        return self.lo <= ns <= self.hi
+
+
+def states(readings_ns: Sequence[float]) -> list[Span]:
+    """The states one reader's readings show, fastest first: the peaks of the density of
+    the log readings (readings within +-STATE_WIDTH of a point, on a STATE_STEP grid), two
+    neighbouring peaks being separate only where the density between them falls to VALLEY
+    of the lower peak and that peak holds MIN_STATE readings (else the lower one is merged
+    into the higher, the shallowest valley first). Each state reaches to the middle of its
+    valleys; the first from 0, the last to infinity. [] without readings."""
+    vals = sorted(v for v in readings_ns if v > 0)
+    if not vals:
+        return []
+    xs = [math.log(v) for v in vals]
+    grid = [xs[0] + k * STATE_STEP for k in range(int((xs[-1] - xs[0]) / STATE_STEP) + 2)]
+    dens = [bisect.bisect_right(xs, g + STATE_WIDTH) - bisect.bisect_left(xs, g - STATE_WIDTH)
+            for g in grid]
+    peaks = _merged(dens, _peaks(dens))
+    cuts = [math.exp(grid[_valley(dens, a, b)]) for a, b in zip(peaks, peaks[1:], strict=False)]
+    edges = [0.0, *cuts, math.inf]
+    out = []
+    for lo, hi in zip(edges, edges[1:], strict=False):
+        m = vals[bisect.bisect_left(vals, lo):bisect.bisect_left(vals, hi)]
+        out.append(Span(lo, hi, len(m), m[len(m) // 2] if m else math.nan))
+    return out
+
+
+def _peaks(d: list[int]) -> list[int]:
+    """The local maxima of d (a plateau: its middle)."""
+    out, i = [], 0
+    while i < len(d):
+        j = i
+        while j + 1 < len(d) and d[j + 1] == d[i]:
+            j += 1
+        if (i == 0 or d[i - 1] < d[i]) and (j == len(d) - 1 or d[j + 1] < d[i]):
+            out.append((i + j) // 2)
+        i = j + 1
+    return out
+
+
+def _separate(d: list[int], a: int, b: int) -> bool:
+    low = min(d[a], d[b])
+    return low >= MIN_STATE and min(d[a:b + 1]) <= VALLEY * low
+
+
+def _merged(d: list[int], peaks: list[int]) -> list[int]:
+    """peaks with every pair not _separate merged, the shallowest valley first."""
+    peaks = list(peaks)
+    while True:
+        pairs = enumerate(zip(peaks, peaks[1:], strict=False))
+        weak = [(min(d[a:b + 1]) / min(d[a], d[b]), k) for k, (a, b) in pairs
+                if not _separate(d, a, b)]
+        if not weak:
+            return peaks
+        k = max(weak)[1]
+        a, b = peaks[k], peaks[k + 1]
+        peaks[k:k + 2] = [a if d[a] >= d[b] else b]
+
+
+def _valley(d: list[int], a: int, b: int) -> int:
+    """The middle of the lowest run of d between peaks a and b."""
+    low = min(d[a:b + 1])
+    at = [k for k in range(a, b + 1) if d[k] == low]
+    return (at[0] + at[-1]) // 2
+
+
+def _coarse(history_ns: Sequence[float]) -> float | None:
+    """The coarse reference: the reading with the most of the history within GATE_FACTOR
+    of it (a tie goes to the faster), the median of those; None without history."""
     vals = sorted(v for v in history_ns if v > 0)
     if not vals:
         return None
@@ -129,14 +232,36 @@ def reference(history_ns: Sequence[float]) -> float | None:
     return members[len(members) // 2]
 
 
+def reference(history_ns: Sequence[float],
+              own_ns: Sequence[float] | None = None) -> Reference | None:
+    """The reference state of a campaign, or None without history. First the coarse state
+    (_coarse over history_ns: every valid reading before and after each launch so far, kept
+    or set aside, whoever read it); then, within GATE_FACTOR of it, the finer state most of
+    one reader's readings (own_ns; default history_ns) found (`states`; a tie goes to the
+    faster), bounded by its valleys and by the coarse window. Readers differ: the core's
+    ranks see a valley the probe program does not (module docstring)."""
+    coarse = _coarse(history_ns)
+    if coarse is None:
+        return None
+    lo, hi = coarse / GATE_FACTOR, coarse * GATE_FACTOR
+    own = history_ns if own_ns is None else own_ns
+    found = [s for s in states([v for v in own if lo <= v <= hi]) if s.n]
+    if not found:
+        return Reference(coarse)
+    best = max(found, key=lambda s: (s.n, -s.ns))
+    return Reference(best.ns, max(best.lo, lo), min(best.hi, hi))
+
+
 def judge_launch(before: ProbeReading | None, after: ProbeReading | None,
                  ref: float | None) -> State:
-    """A launch's state: OFF when a valid probe before or after it is not near the
-    reference; REFERENCE when both are valid and near it; else UNKNOWN (kept)."""
+    """A launch's state: OFF when a valid probe before or after it is not in the reference
+    state (a Reference's bounds; a plain number: within GATE_FACTOR of it); REFERENCE when
+    both are valid and in it; else UNKNOWN (kept)."""
     readings = [r for r in (before, after) if r is not None and r.valid]
     if ref is None or not readings:
         return State.UNKNOWN
-    if any(not near(r.median_ns, ref) for r in readings):
+    bounds = ref if isinstance(ref, Reference) else Reference(ref)
+    if any(not bounds.holds(r.median_ns) for r in readings):
         return State.OFF
     return State.REFERENCE if len(readings) == 2 else State.UNKNOWN
 
