@@ -158,7 +158,8 @@ def test_the_history_is_per_host_and_each_new_line_says_host_time_and_boot(tmp_p
     gate.record("c-2", "after", _r(79.0))
     rec = json.loads(h.read_text().splitlines()[-1])
     assert rec["host"] == "here" and rec["time"] > 1.7e9 and rec["boot"] == "boot-a"
-    assert gate.history == [81.0, 79.0] and load_history(h) == [81.0, 79.0]
+    assert gate.history == [(81.0, "probe"), (79.0, "probe")]
+    assert load_history(h) == [81.0, 79.0]
     for bad, what in (('"host": 3', "host: got 3"), ('"time": NaN', "time: got nan"),
                       ('"time": "now"', "time: got 'now'"), ('"boot": 1', "boot: got 1")):
         h.write_text('{"run": "c", "when": "after", "median_ns": 80, "samples": 3, '
@@ -194,7 +195,7 @@ def _r(ns: float, samples: int = 500) -> ProbeReading:
 
 def test_keeps_sets_aside_off_launches_until_the_retries_are_spent(tmp_path):
     gate = MachineGate(tmp_path, "gate")
-    gate.history = [320.0] * 6 + [80.0] * 2
+    gate.history = [(320.0, "probe")] * 6 + [(80.0, "probe")] * 2
     off, on = Attempt(_r(80.0), _r(82.0)), Attempt(_r(318.0), _r(330.0))
     assert gate.judge(off) is State.OFF and gate.judge(on) is State.REFERENCE
     assert [gate.keeps(off, k) for k in range(machine_probe.RETRIES + 1)] == \
@@ -206,6 +207,29 @@ def test_keeps_sets_aside_off_launches_until_the_retries_are_spent(tmp_path):
     # before-probes' lines less one); waited_s also holds the first probe's own time
     assert Attempt(_r(80.0), None, 0.015, raw=["p"]).summary()["waits"] == 0
     assert Attempt(_r(80.0), None, 1.2, raw=["p", "p", "p"]).summary()["waits"] == 2
+
+
+def test_each_reader_is_judged_against_its_own_finer_state(tmp_path, monkeypatch):
+    """Stop 34: the core's own readings separate a ~64 ns state from the ~90 ns one (MPICH's
+    1 B PingPong 0.11 vs 0.19 us), the probe program reads that machine 55-90 ns without a
+    valley. A core launch at 64 ns is off; an IMB launch probed at 60 ns is not; the wait
+    (the probe program's readings) ends at 60 ns; reference() names the reference the
+    attempt just judged was held to. History lines written by the core say source "launch"
+    and are read back as that reader."""
+    monkeypatch.setattr(machine_probe, "time", _Clock())
+    gate = MachineGate(tmp_path, "gate")
+    launch = [(64.0 + 0.2 * k, "launch") for k in range(12)] + \
+        [(76.0 + 0.5 * k, "launch") for k in range(60)]
+    gate.history = launch + [(55.0 + k, "probe") for k in range(36)]
+    core = Attempt(_r(64.5), _r(65.0), reading="launch")
+    imb = Attempt(_r(60.0), _r(88.0))
+    assert gate.judge(core) is State.OFF and gate.reference().lo > 67.0
+    assert gate.judge(imb) is State.REFERENCE and gate.reference().lo < 60.0
+    assert gate.judge(Attempt(_r(80.0), _r(90.0), reading="launch")) is State.REFERENCE
+    gate.read = lambda: (_r(60.0), "line")
+    assert gate.wait_for_reference()[1] == 0.0
+    gate.record("c-1", "before", _r(64.0), "launch")
+    assert machine_probe.load_readings(gate.history_path)[-1] == (64.0, "launch")
 
 
 @pytest.mark.mpi
@@ -283,7 +307,8 @@ def test_the_ttd_bench_gives_both_tools_one_history(tmp_path):
     load_bench_ttd().share_history(core, imb)
     MachineGate(imb, "gate").record("c-1", "before", _r(71.0))
     MachineGate(core, "gate").record("c-2", "after", _r(75.0), "launch")
-    assert MachineGate(core, "gate").history == MachineGate(imb, "gate").history == [71.0, 75.0]
+    assert MachineGate(core, "gate").history == MachineGate(imb, "gate").history \
+        == [(71.0, "probe"), (75.0, "launch")]
 
 
 class _Clock:
@@ -307,7 +332,7 @@ def test_the_wait_for_the_reference_is_bounded_per_launch_and_per_invocation(tmp
     clock = _Clock()
     monkeypatch.setattr(machine_probe, "time", clock)
     gate = MachineGate(tmp_path, "gate")
-    gate.history = [320.0] * 10
+    gate.history = [(320.0, "probe")] * 10
     reads = []
     gate.read = lambda: (reads.append(clock.now) or _r(80.0), "line")
     step, per, total = machine_probe.WAIT_STEP_S, machine_probe.WAIT_S, machine_probe.WAIT_TOTAL_S
@@ -317,12 +342,12 @@ def test_the_wait_for_the_reference_is_bounded_per_launch_and_per_invocation(tmp
     assert waits[-1] == 0.0 and len(reads) == int(total / step) + n
     # in the reference state at once: no wait, and nothing counted against the total
     gate2 = MachineGate(tmp_path, "gate")
-    gate2.history = [320.0] * 10
+    gate2.history = [(320.0, "probe")] * 10
     gate2.read = lambda: (_r(318.0), "line")
     assert gate2.wait_for_reference()[1] == 0.0 and gate2.waited == 0.0
     # "record" never waits
     gate3 = MachineGate(tmp_path, "record")
-    gate3.history, gate3.read = [320.0] * 10, lambda: (_r(80.0), "line")
+    gate3.history, gate3.read = [(320.0, "probe")] * 10, lambda: (_r(80.0), "line")
     assert gate3.wait_for_reference()[1] == 0.0
 
 
@@ -334,7 +359,7 @@ def test_the_after_probe_and_the_waits_are_in_waited_s(tmp_path, monkeypatch):
     clock = _Clock()
     monkeypatch.setattr(machine_probe, "time", clock)
     gate = MachineGate(tmp_path, "gate")
-    gate.history = [320.0] * 10
+    gate.history = [(320.0, "probe")] * 10
     probe_s = 0.0085
 
     def read():

@@ -102,6 +102,31 @@ def _fast(pair: list) -> bool:
     return None if samples < MIN_SAMPLES else ns < 160
 
 
+def test_the_cores_own_readings_are_judged_against_their_finer_state(tmp_path, capsys):
+    """Stop 34's run-65 (tests/data/probe/readings-stop34.json): the core's launches, each
+    with its own start and end readings ("reading": "launch"). The core's readings show a
+    ~64 ns state beside the ~90 ns reference: compare counts a launch with a reading below
+    the valley (~70 ns) off, as the campaign's gate now would (GATE_FACTOR alone kept them:
+    they are 0.73x of the reference), and the JSON gives the reader's bounds."""
+    d = json.loads((DATA.parent / "readings-stop34.json").read_text())
+    kept: dict[str, list] = {}
+    for v, a, b, us in d["launches"][:120]:
+        row = {"median_us": dict.fromkeys(SIZES, us)}
+        extra = {"before_ns": a, "after_ns": b, "reading": "launch", "state": "reference",
+                 "set_aside": [], "waits": 0}
+        kept.setdefault(v, []).append((row, extra))
+    obj = json.loads(_compare(_store(tmp_path / "s.db", kept), capsys, "--format",
+                              "json"))["machine_state"]
+    lo, hi = obj["reference_bounds_ns"]["launch"]
+    assert 66 < lo < 75 and hi > 115
+    for v, launches in kept.items():
+        # off: a reading in the ~64 ns state, or in the ~320 ns one (a few launches)
+        off = sum(min(e["before_ns"], e["after_ns"]) < 67 or max(e["before_ns"],
+                  e["after_ns"]) > 200 for _, e in launches)
+        assert obj["sets"][v]["off_reference_state"] == off
+    assert sum(obj["sets"][v]["off_reference_state"] for v in kept) > 0
+
+
 def test_each_variant_gets_its_machine_state_line_and_the_json_field(tmp_path, capsys):
     kept, n_aside = _replay(_phase1(), gate=True)
     db = _store(tmp_path / "s.db", kept)

@@ -40,9 +40,9 @@ from mpibench.stats.probe import (
     MIN_SAMPLES,
     ProbeError,
     ProbeReading,
+    Reference,
     State,
     judge_launch,
-    near,
     parse_probe,
     probe_record,
     reference,
@@ -140,21 +140,35 @@ def why_not(v: Variant, group: Group, stack: Stack, batch: bool) -> str | None:
 def load_history(path: Path, host: str | None = None, now: float | None = None,
                  boot: str | None = None) -> list[float]:
     """The valid probe medians of a history file (every launch's before and after, kept or
-    set aside) that still count (host, default this one; boot, default this boot; now,
-    default the clock; see HISTORY_MAX_AGE_S). Every line is checked, whichever host
-    wrote it. Raises UsageError naming the file, line and value of a malformed line."""
+    set aside, whoever read them) that still count; load_readings says which."""
+    return [ns for ns, _ in load_readings(path, host, now, boot)]
+
+
+def load_readings(path: Path, host: str | None = None, now: float | None = None,
+                  boot: str | None = None) -> list[tuple[float, str]]:
+    """The valid readings of a history file that still count (host, default this one; boot,
+    default this boot; now, default the clock; see HISTORY_MAX_AGE_S), each with its reader:
+    "launch" (the core's own, core/state.c) or "probe" (the probe program). Every line is
+    checked, whichever host wrote it. Raises UsageError naming the file, line and value of a
+    malformed line."""
     host = socket.gethostname() if host is None else host
     now = time.time() if now is None else now
     boot = boot_id() if boot is None else boot
-    out: list[float] = []
+    out: list[tuple[float, str]] = []
     if not path.exists():
         return out
     for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
         if line.strip():
             rec = _history_record(path, n, line)
             if rec["samples"] >= MIN_SAMPLES and _counts(rec, host, now, boot):
-                out.append(float(rec["median_ns"]))
+                out.append((float(rec["median_ns"]), reader_of(rec.get("source", "probe"))))
     return out
+
+
+def reader_of(source: str) -> str:
+    """A history line's source as a reader: the core's own readings ("launch") or the
+    probe program's (any other source)."""
+    return "launch" if source == "launch" else "probe"
 
 
 def _counts(rec: dict, host: str, now: float, boot: str | None) -> bool:
@@ -286,7 +300,10 @@ class MachineGate:
         self.mode = mode
         self.history_path = directory / HISTORY
         self.boot = boot_id()
-        self.history = load_history(self.history_path, boot=self.boot)
+        # every valid reading so far with its reader ("launch" / "probe"); one list object,
+        # so the runner's gates of one campaign can share it
+        self.history = load_readings(self.history_path, boot=self.boot)
+        self.reader = "probe"   # the reader of the attempt judged last (reference())
         self.log = log
         self.program: Path | None = None
         self.waited = 0.0       # seconds this invocation spent waiting (WAIT_TOTAL_S)
@@ -305,8 +322,14 @@ class MachineGate:
         except ProbeError as exc:
             return None, f"probe output unreadable: {exc}"
 
-    def reference(self) -> float | None:
-        return reference(self.history)
+    def reference(self, reader: str | None = None) -> Reference | None:
+        """The reference state for one reader's readings (default: the reader of the
+        attempt judged last, so the set-aside line and the stored record name the
+        reference that attempt was judged against): the coarse state of every reading,
+        the finer state of that reader's (stats.probe.reference)."""
+        reader = self.reader if reader is None else reader
+        return reference([ns for ns, _ in self.history],
+                         [ns for ns, who in self.history if who == reader])
 
     def wait_for_reference(self) -> tuple[ProbeReading | None, float, list[str]]:
         """Probe until the reference state (or WAIT_S passed, or no reference yet): the
@@ -317,10 +340,10 @@ class MachineGate:
         while True:
             r, text = self.read()
             raw.append(text)
-            ref = self.reference()
+            ref = self.reference("probe")
             waited = time.monotonic() - start
             if self.mode != "gate" or ref is None or r is None or not r.valid \
-                    or near(r.median_ns, ref) or waited >= limit:
+                    or ref.holds(r.median_ns) or waited >= limit:
                 if len(raw) > 1:     # it waited (a reading at once is no wait)
                     self.waited += waited
                 return r, waited, raw
@@ -366,9 +389,12 @@ class MachineGate:
         with open(self.history_path, "a") as fh:
             fh.write(line + "\n")
         if r.valid:
-            self.history.append(r.median_ns)
+            self.history.append((r.median_ns, reader_of(source)))
 
     def judge(self, a: Attempt) -> State:
+        """An attempt against its reader's reference: the core's own readings ("launch")
+        or the probe program's."""
+        self.reader = "launch" if a.reading == "launch" else "probe"
         return judge_launch(a.before, a.after, self.reference())
 
     def keeps(self, a: Attempt, attempt: int) -> bool:

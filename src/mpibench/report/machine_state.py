@@ -8,9 +8,12 @@ uses:
 
 - every kept launch is judged again (stats.probe.judge_launch) against ONE reference for
   the whole comparison: stats.probe.reference over every valid before/after reading of
-  every set's compared launches. The campaign judged each launch against the reference of
-  its moment, which moves as its history grows; one reference makes "in the reference
-  state" mean the same in every set's line;
+  every set's compared launches (the coarse state), and within it the finer state of the
+  launch's reader (the core's own readings, "reading": "launch", or the probe program's:
+  stop 34, the core's ranks see a ~64 ns state beside the ~90 ns one that the probe program
+  does not). The campaign judged each launch against the reference of its moment, which
+  moves as its history grows; one reference makes "in the reference state" mean the same
+  in every set's line;
 - per set one line: launches in that state, off it, not judged (no valid reading), not
   probed (and how many were read by the launch itself: the core's own readings at its start
   and end, core/state.c, instead of the probe program around it); and what the campaign did when it ran: attempts set aside (not used), launches
@@ -34,7 +37,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from mpibench.stats.probe import GATE_FACTOR, State, judge_stored, reference
+from mpibench.stats.probe import Reference, State, judge_stored, reference
 
 if TYPE_CHECKING:
     from mpibench.report.model import Comparison
@@ -82,10 +85,12 @@ class OneSided(NamedTuple):
 
 @dataclass
 class MachineState:
-    reference_ns: float | None
+    reference_ns: float | None      # the reference over every reading (the printed one)
     baseline: str
     one_sided: OneSided
     sets: list[SetState] = field(default_factory=list)
+    # per reader ("launch", "probe"): the reference its launches are judged against
+    refs: dict[str, Reference | None] = field(default_factory=dict)
 
     @property
     def mixed(self) -> bool:
@@ -142,19 +147,31 @@ def _count(s: SetState, run: str, rec: dict, ref: float | None) -> None:
             s.recorded_off += 1
 
 
+def _reader(rec: dict) -> str:
+    """Who read a stored launch's state: the core itself ("launch") or the probe program."""
+    return "launch" if rec.get("reading") == "launch" else "probe"
+
+
+def _readings(sides, reader: str | None = None) -> list[float]:
+    """The valid before/after readings of the compared launches (of one reader)."""
+    return [v for side in sides for rec in side.probes.values()
+            if reader is None or _reader(rec) == reader
+            for v in (_ns(rec.get("before_ns")), _ns(rec.get("after_ns"))) if v is not None]
+
+
 def machine_state(cmp: Comparison) -> MachineState | None:
     """The comparison's launches by machine state; None when none carries a probe record."""
     by_set = compared_probes(cmp)
     if not any(side.probes for side in by_set.values()):
         return None
-    readings = [v for side in by_set.values() for rec in side.probes.values()
-                for v in (_ns(rec.get("before_ns")), _ns(rec.get("after_ns")))
-                if v is not None]
-    ms = MachineState(reference(readings), cmp.baseline, one_sided(cmp))
+    every = _readings(by_set.values())
+    ms = MachineState(reference(every), cmp.baseline, one_sided(cmp))
+    own = {who: _readings(by_set.values(), who) for who in ("launch", "probe")}
+    ms.refs = {who: reference(every, vals) for who, vals in own.items() if vals}
     for name, side in by_set.items():
         s = SetState(name, launches=len(side.runs), probed=len(side.probes))
         for run, rec in side.probes.items():
-            _count(s, run, rec, ms.reference_ns)
+            _count(s, run, rec, ms.refs.get(_reader(rec)))
         ms.sets.append(s)
     base = next(s for s in ms.sets if s.name == cmp.baseline)
     for s in ms.sets:
@@ -268,8 +285,15 @@ def _mixed_clause(ms: MachineState) -> str | None:
                       if s.rounds_split)
     return (f"the compared launches are not all in one machine state: {who} launches off "
             f"the reference state (~{ms.reference_ns:.0f} ns; a probe before or after "
-            f"beyond {GATE_FACTOR:g}x of it)" + (f"; {split}" if split else "")
+            f"outside it: {_bounds(ms)})" + (f"; {split}" if split else "")
             + "; a difference at small sizes may be the machine's state, not the variants'")
+
+
+def _bounds(ms: MachineState) -> str:
+    """The reference state's bounds per reader that judged a compared launch."""
+    name = {"launch": "the launch's own readings", "probe": "the probe program's"}
+    return ", ".join(f"{r.lo:.0f}-{r.hi:.0f} ns for {name[who]}"
+                     for who, r in ms.refs.items() if r is not None)
 
 
 def warning(cmp: Comparison) -> str | None:
@@ -295,8 +319,11 @@ def to_obj(cmp: Comparison) -> dict[str, Any] | None:
         return None
     return {"reference_ns": ms.reference_ns,
             "reference": "stats.probe.reference over the valid before/after probe readings "
-                         "of every compared launch; each launch judged again against it "
-                         f"(off: a reading beyond {GATE_FACTOR:g}x of it)",
+                         "of every compared launch, within it the finer state of each "
+                         "reader's readings; each launch judged again against its "
+                         "reader's (off: a reading outside its bounds)",
+            "reference_bounds_ns": {who: [round(r.lo, 3), round(r.hi, 3)]
+                                    for who, r in ms.refs.items() if r is not None},
             "mixed_states": ms.mixed,
             "cells_gated_on_one_side_only": ms.one_sided.cells,
             "sets": {s.name: s.as_dict() for s in ms.sets},
