@@ -10,6 +10,7 @@
                                                --only-planning-paired | --only-planning-own |
                                                --only-planning-thin |
                                                --only-planning-rows |
+                                               --only-planning-quiet |
                                                --only-hetero | --only-thin |
                                                --only-two-mode-size | --only-outlier |
                                                --only-noisy-minority | --only-ramp]
@@ -74,6 +75,13 @@ sizes, shared or not, the thin side as noisy, 3x, 1.7x, 1/3), exact power at the
 'detectable' of 10 x --reps A/A benchmarks, at 8 seeds (--seed .. --seed + 7) per row: the
 mean with its standard error over the seeds, and the range; the share of cells planned on
 an own cell part (a flagged size, a launch regime), their figure and power.
+`--only-planning-quiet` (stats level): stats.budget's paired plan of a noisy minority's
+quiet sizes (run-12's 11 sizes, 4 noisy, a round effect the quiet ones alone share or
+every size; --reps 10-round pilots per row): the rounds each quiet size needs for
+equivalence within ±10% (stats.budget.cell_rounds) on the block compare tests it on
+(PairedSpread.quiet, now) and on its regime's one spread (before), the planned variance
+of a round's difference over the true one, and A/A at the planned rounds through
+compare_cells: the share of those cells equivalent (the plan's power, target >= 80%).
 
 A noisy minority (`--only-noisy-minority`, 10 x --reps benchmarks per row, stats level):
 run-12's 4 KiB-4 MiB regime, 11 sizes paired, 4 of them much noisier, the 7 quiet ones
@@ -236,6 +244,11 @@ def main(argv: list[str]) -> int:
                     help="only the planning rows where every size has its own cell part "
                     "(2+2, 3+3, 2 and 3 vs 7 at 4 sizes, 2 vs 3; stats level; exact power at the "
                     "median of 3 x --reps benchmarks, 8 seeds per row)")
+    ap.add_argument("--only-planning-quiet", action="store_true",
+                    help="only the paired plan of a noisy minority's quiet sizes (stats."
+                    "budget.cell_rounds with the quiet block compare tests them on, and on "
+                    "the regime's one spread) against A/A at the planned rounds (--reps "
+                    "pilots per row; stats level)")
     ap.add_argument("--only-planning-rows", action="store_true",
                     help="only the 16 thin-side planning rows at the stats level (2 and 3 "
                     "vs 7 x 10 sizes; the flag on): exact power at the median 'detectable' "
@@ -301,6 +314,7 @@ def main(argv: list[str]) -> int:
             (args.only_regimes, regimes_section, reps),
             (args.only_hedge_sweep, hedge_sweep, reps),
             (args.only_noisy_minority, noisy_minority_section, 10 * reps),
+            (args.only_planning_quiet, planning_quiet_section, reps),
             (args.only_ramp, ramp_section, 10 * reps),
             (args.only_unpaired_regimes, unpaired_regimes_section, reps),
             (args.only_decide, decide_section, reps))
@@ -1501,6 +1515,111 @@ def noisy_minority_section(rng: np.random.Generator, reps: int) -> None:
             for case in MINORITY_CASES:
                 print(_minority_row(rng, reps, n, case), flush=True)
     print("  targets: A/A <= 6%, CI95 93-97% at the quiet and at the noisy sizes")
+
+
+# --only-planning-quiet: (where the round effect is, var(e), the quiet sizes' var(v)) of
+# run-12's noisy minority (MINORITY, _minority_bench)
+QUIET_PLAN_CASES = (("quiet only", 0.04, 0.01), ("quiet only", 0.02, 0.01),
+                    ("every size", 0.0, 0.02), ("every size", 0.01, 0.01))
+QUIET_PLAN_MARGIN = 0.1     # equivalence within ±10%, as cell_rounds plans it
+QUIET_PLAN_PILOT = 10       # rounds of the pilot the plan reads
+
+
+def _cells_as_rows(cells: list, rounds: dict) -> list:
+    """compare_cells' paired cells (_minority_bench) as the store rows stats.budget reads:
+    one benchmark, size 2^s, a within-launch CI of ±0.1%."""
+    rows = []
+    for s, (base, cand, _better) in enumerate(cells):
+        for v, by in (("base", base), ("cand", cand)):
+            for rid, m in by.items():
+                rows.append({"run_id": rid, "variant": v, "repeat": rounds[rid],
+                             "benchmark": "PingPong", "size": 2 ** s, "n": 50, "median": m,
+                             "ci_low": m * 0.999, "ci_high": m * 1.001, "cell_s": 5e-4,
+                             "launch_s": 0.2})
+    return rows
+
+
+@contextlib.contextmanager
+def _no_quiet_blocks():
+    """stats.budget's paired plan before its quiet blocks: every cell of a regime on the
+    regime's one spread (_with_quiet a no-op), put back however the block ends."""
+    from mpibench.stats import budget
+    keep = budget._with_quiet
+    budget._with_quiet = lambda ps, _d, _within: ps
+    try:
+        yield
+    finally:
+        budget._with_quiet = keep
+
+
+def _planned_var(pool, key) -> float:
+    """The variance of one round's d the paired plan meets for this cell at its point
+    estimates (the largest of the spreads compare tests it on, as cell_rounds takes)."""
+    from mpibench.stats import budget
+    out = 0.0
+    for ps, _keys in pool.tested_on([key]):
+        own = {k: (v, df) for k, v, df in ps.cell_parts}
+        out = max(out, sum(budget._paired_parts(ps, None, None, own.get(key))))
+    return out
+
+
+def _quiet_plan_row(rng: np.random.Generator, reps: int, case: tuple) -> tuple:
+    """(mean planned rounds, share of the quiet cells equivalent at them, trials, median
+    planned variance of a round's d over the true one) now and before: per pilot
+    (QUIET_PLAN_PILOT rounds) each quiet size's rounds (stats.budget.cell_rounds) with
+    each rule, then one A/A benchmark at those rounds per quiet size, its TOST."""
+    from mpibench.stats import budget
+    from mpibench.stats import launch as L
+
+    where, ve, quiet = case
+    out = {True: ([], [], []), False: ([], [], [])}
+    for _ in range(reps):
+        rows = _cells_as_rows(*_minority_bench(rng, QUIET_PLAN_PILOT, ve, quiet,
+                                               where == "every size"))
+        for now in (True, False):
+            with contextlib.nullcontext() if now else _no_quiet_blocks():
+                per = budget.cell_rounds(rows, ["base", "cand"], QUIET_PLAN_MARGIN)
+                (pool,) = budget.paired_spreads(rows, ["base", "cand"]).values()
+            out[now][2].extend(_planned_var(pool, ("PingPong", 2 ** s)) / (ve + quiet)
+                               for s in range(11) if s not in MINORITY)
+            for s in (s for s in range(11) if s not in MINORITY):
+                k = per.get(("PingPong", 2 ** s))
+                if k is None or k > 400:
+                    continue
+                cells, rounds = _minority_bench(rng, k, ve, quiet, where == "every size")
+                t = L.compare_cells(cells, rounds=rounds)[s]
+                out[now][0].append(k)
+                out[now][1].append(t.tost(QUIET_PLAN_MARGIN) is not None
+                                   and t.tost(QUIET_PLAN_MARGIN) <= 0.05)
+    return tuple((float(np.mean(ks)), float(np.mean(ok)), len(ok), float(np.median(v)))
+                 for ks, ok, v in (out[True], out[False]))
+
+
+def planning_quiet_section(rng: np.random.Generator, reps: int) -> None:
+    """stats.budget's paired plan of a noisy minority's quiet sizes against simulation:
+    run-12's 11 sizes (MINORITY), a round effect the quiet sizes alone share or every
+    size; the rounds each quiet size needs for equivalence within ±10% from a
+    QUIET_PLAN_PILOT-round pilot, planned on the block compare tests it on (now:
+    PairedSpread.quiet) and on its regime's one spread (before), then A/A at those rounds
+    through compare_cells: the share of those cells equivalent. The plan promises 80% at
+    its components' 80% upper bounds."""
+    print(f"\nPlanning a noisy minority's quiet sizes (paired, 11 sizes, 4 noisy; stats "
+          f"level): rounds for equivalence within ±{100 * QUIET_PLAN_MARGIN:g}% per quiet "
+          f"size from a {QUIET_PLAN_PILOT}-round pilot (stats.budget.cell_rounds), {reps} "
+          f"pilots per row; now (the quiet block) / before (the regime's one spread)")
+    print(f"  {'round effect, var(e) / quiet var(v)':<36} {'var planned/true':>17} "
+          f"{'rounds now/before':>18} {'equivalent at them: now / before':>34}")
+    for case in QUIET_PLAN_CASES:
+        (kn, pn, nn, vn), (ko, po, no, vo) = _quiet_plan_row(rng, reps, case)
+        se = [100 * math.sqrt(max(p * (1 - p), 1e-9) / max(n, 1)) for p, n in ((pn, nn),
+                                                                                (po, no))]
+        print(f"  {case[0]:<10} {case[1]:<5} / {case[2]:<17} {vn:>7.2f} / {vo:<7.2f} "
+              f"{kn:>8.1f} / {ko:<8.1f} {100 * pn:>13.1f}±{se[0]:.1f}% / "
+              f"{100 * po:.1f}±{se[1]:.1f}%", flush=True)
+    print("  var planned/true: the median over pilots and quiet sizes of the variance of a "
+          "round's d the plan meets at the pilot's point estimates over the true var(e) + "
+          "var(v) (1: unbiased); target: equivalent >= 80% (the plan's power; its 80% upper "
+          "bounds make it conservative)")
 
 
 def _ramp_bench(rng: np.random.Generator, sds: np.ndarray, n: int) -> tuple[list, dict]:

@@ -1244,6 +1244,65 @@ def test_an_uncut_block_is_planned_on_the_wider_ci_compare_hedges_with():
     assert p is not None and p.best.launches == max(per.values())
 
 
+# run-12's noisy minority (docs/statistics.md "The quiet sizes of a noisy regime"): 11
+# sizes, the round difference's own variance at the 4 noisy ones, the 7 others 0.01
+MINORITY = {0: 0.37, 1: 0.19, 9: 0.98, 10: 0.23}
+
+
+def _minority_rows(rng, rounds, ve=0.04, quiet=0.01):
+    """Interleaved rows of 11 sizes whose round difference has a round effect (var ve)
+    only the quiet sizes share, plus each size's own part (var MINORITY[s] or quiet)."""
+    e = rng.normal(0, math.sqrt(ve), rounds)
+    rows = []
+    for r in range(rounds):
+        for s in range(11):
+            base = math.exp(rng.normal(0, 0.05))
+            x = rng.normal(0, math.sqrt(MINORITY.get(s, quiet)))
+            rows.extend(_round_pair(r, 2 ** s, base,
+                                    base * math.exp(x + (0.0 if s in MINORITY else e[r])), 11))
+    return rows
+
+
+def test_the_quiet_sizes_are_planned_on_the_block_compare_tests_them_on():
+    """In a paired regime whose gate opens and whose prior keeps the noisy sizes, compare
+    tests the quiet sizes on a block of their own beyond THIN_LAUNCHES rounds
+    (stats.launch._quiet_spreads). The plan used to plan them on the regime's one spread
+    (review R15): here, a round effect only the 7 quiet sizes share (var 0.04), compare's
+    variance of a quiet size's gain is 1.8-2.1x the one planned that way (seed 2, 10
+    rounds). Planned on the pilot's rounds (confidence None), every cell's variance
+    compare tests on is now the one the plan meets, and a quiet size needs the rounds
+    that variance asks for."""
+    rows = _minority_rows(np.random.default_rng(2), 10)
+    by: dict = {}
+    for r in rows:
+        by.setdefault(r["size"], ({}, {}, "lower"))[r["variant"] == "cand"][r["run_id"]] = (
+            r["median"])
+    sizes = sorted(by)
+    tests = launch_stats.compare_cells([by[s] for s in sizes], sizes=sizes,
+                                       rounds={r["run_id"]: r["repeat"] for r in rows})
+    (pool,) = budget.paired_spreads(rows, ["base", "cand"]).values()
+    quiet = [("PingPong", 2 ** s) for s in range(11) if s not in MINORITY]
+    assert [set(ks) for ks, _q in pool.quiet] == [set(quiet)]
+
+    def planned(ps, key):
+        own = {k: (v, df) for k, v, df in ps.cell_parts}
+        return sum(budget._paired_parts(ps, None, None, own.get(key))) / 10
+
+    for s, t in zip(sizes, tests, strict=True):
+        key = ("PingPong", s)
+        (on,) = pool.tested_on([key])
+        assert (key in on[1]) and t.se_log ** 2 == pytest.approx(planned(on[0], key),
+                                                                 rel=1e-9), s
+        if key in quiet:     # the regime's one spread: what the plan used to meet
+            assert t.se_log ** 2 > 1.5 * planned(pool, key), s
+    assert pool.tested_on(quiet, thin=True) == [(pool, set(quiet))]    # <= 3 rounds
+    # the rounds a quiet size needs alone (equivalence within 10%): more than on the
+    # regime's one spread
+    per = budget.cell_rounds(rows, ["base", "cand"], 0.1)
+    for key in quiet:
+        assert per[key] > 1.5 * budget._cell_round(pool, key, 0.1, budget.PLAN_CONFIDENCE)
+
+
 def test_a_cell_with_a_cut_short_launch_is_planned_in_a_pool_of_its_own():
     """As compare tests it (stats.preempted.compare_blocks): a cell with a launch on
     fewer than FEW_CLEAN clean samples, or a skipped one, is its own pool in the plan;

@@ -53,7 +53,9 @@ cell has MIN_PAIRS pairs): what a decision needs is then the variance of one rou
 difference d = log cand - log base, split over a benchmark's sizes the same way
 (PairedSpread, from paired_from_rows; per round regime where compare's paired spread
 splits the sizes into regimes that do not share the round effect, stats.launch._diff_spread,
-each regime a block of its own): the round differential the sizes share (ms_launch/S,
+each regime a block of its own, and beyond THIN_LAUNCHES rounds a noisy regime's quiet
+sizes on the block compare tests them on, stats.launch._quiet_spreads, PairedSpread.quiet):
+the round differential the sizes share (ms_launch/S,
 pairs - 1 df) and the cell part, pooled (ms_cell (S-1)/S, (pairs - 1)(S - 1) df) or, where
 compare's paired test gives the sizes their own parts (Spread.cell_parts: below FEW_CELLS
 sizes always, at most THIN_LAUNCHES rounds always, beyond them from FEW_CELLS where the
@@ -198,6 +200,12 @@ class PairedSpread:
     # the cells this spread is made of (its regime's, or the pool's): the plan's within
     # part at its options is the mean over these (_launches_in_view)
     keys: tuple = ()
+    # ((cell keys, their PairedSpread), ...): the quiet sizes of this regime (or uncut
+    # block) that compare's paired test beyond THIN_LAUNCHES rounds tests on a block of
+    # their own (stats.launch._quiet_spreads: the gate opens and its prior keeps some
+    # sizes; the ones it does not keep, each block the innermost compare makes); the
+    # others stay on this spread. () = none
+    quiet: tuple[tuple[tuple, PairedSpread], ...] = ()
 
     def in_view(self, keys: Iterable[object]) -> list[PairedSpread]:
         """The PairedSpreads compare tests a cell of keys on: the regimes holding one, or
@@ -207,11 +215,29 @@ class PairedSpread:
             return [self] + [ps for ks, ps in self.hedges if keys & set(ks)]
         return [ps for ks, ps in self.regimes if keys & set(ks)]
 
+    def tested_on(self, keys: Iterable[object], thin: bool = False
+                  ) -> list[tuple[PairedSpread, set]]:
+        """[(a PairedSpread compare tests cells of keys on, those cells)]: in_view's, and
+        beyond THIN_LAUNCHES rounds (not thin) a regime's quiet sizes on their own block's
+        (quiet) instead of the regime's."""
+        keys = set(keys)
+        out = []
+        for ps in self.in_view(keys):
+            rest = keys & set(ps.keys) if ps.keys else keys
+            for ks, q in () if thin else ps.quiet:
+                if rest & set(ks):
+                    out.append((q, rest & set(ks)))
+                    rest = rest - set(ks)
+            if rest:
+                out.append((ps, rest))
+        return out
+
     def worst(self) -> float:
         """The largest variance of one round's d a cell is tested on (worst_parts), over
-        the regimes."""
-        return max(sum(ps.worst_parts()) for ps in ([p for _k, p in self.regimes] or [self])
-                   + [p for _k, p in self.hedges])
+        the regimes, their quiet blocks and the hedge's runs."""
+        whole = [p for _k, p in self.regimes] or [self]
+        return max(sum(ps.worst_parts()) for ps in whole + [p for _k, p in self.hedges]
+                   + [q for ps in whole for _k, q in ps.quiet])
 
     def parts(self) -> tuple[float, float]:
         """(shared, cell): the variance of one round's d in a cell, as the two components
@@ -239,10 +265,9 @@ def paired_from_rows(rows: Iterable[Mapping], base: str, cand: str, more_rounds:
     THIN_LAUNCHES rounds (cell_parts), and its own parts as compare gives them at most
     THIN_LAUNCHES rounds (thin_parts): the plan decides which from the rounds it plans,
     not from the pilot's; per round regime compare's paired spread splits the pool into
-    (PairedSpread.regimes, _paired_spread). Not as compare gives them in one respect: a
-    regime's quiet sizes, which compare tests on a block of their own
-    (stats.launch._quiet_spreads), are planned on the regime's one Spread (optimistic
-    where only the quiet sizes share a round effect; docs/statistics.md)."""
+    (PairedSpread.regimes, _paired_spread), a regime's quiet sizes beyond THIN_LAUNCHES
+    rounds on the block of their own compare tests them on (stats.launch._quiet_spreads,
+    PairedSpread.quiet)."""
     rows = list(rows)
     # each launch's within-launch variance of its median: the cell's guarded B (as
     # components_from_rows, `_robust_within`) over the launch's n, not the launch's own
@@ -295,8 +320,8 @@ def _paired_spread(d: dict[object, dict[int, float]], within: Mapping[object, fl
     hedge tests the cells on too (stats.launch.hedge_runs: PairedSpread.hedges), each
     regime's or run's made as the whole one from its cells alone; within: {cell key: the
     pilot's within-launch variance of its d}, each regime's within the mean over its own
-    cells (the whole's over the pool's). The quiet sizes compare tests on a block of their
-    own (stats.launch._quiet_spreads) are not split off: planned on their regime's."""
+    cells (the whole's over the pool's). Each regime (or, uncut, the whole) carries the
+    blocks compare tests its quiet sizes on (_with_quiet, PairedSpread.quiet)."""
     whole = _paired_of(d, _mean_of(within, d))
     logs = [{r: math.log(v) for r, v in by.items()} for by in d.values()]
     sp = launch_stats._diff_spread(logs)
@@ -308,16 +333,42 @@ def _paired_spread(d: dict[object, dict[int, float]], within: Mapping[object, fl
     parts = [(ks, _paired_of({k: d[k] for k in ks}, _mean_of(within, ks)))
              for ks in (tuple(keys[j] for j in run) for run in runs)]
     if not parts or any(ps is None for _ks, ps in parts):
-        return whole
-    return replace(whole, **{"regimes" if sp.regimes else "hedges": tuple(parts)})
+        return _with_quiet(whole, d, within)
+    if sp.regimes:
+        return replace(whole, regimes=tuple((ks, _with_quiet(ps, d, within))
+                                            for ks, ps in parts))
+    return replace(_with_quiet(whole, d, within), hedges=tuple(parts))
 
 
-def _paired_of(d: dict[object, dict[int, float]], within: float) -> PairedSpread | None:
+def _with_quiet(ps: PairedSpread, d: dict[object, dict[int, float]],
+                within: Mapping[object, float]) -> PairedSpread:
+    """ps (one regime, or an uncut block) with the blocks compare's paired test tests its
+    quiet sizes on (PairedSpread.quiet): stats.launch._quiet_spreads' selection
+    (_quiet_cells: where the gate opens and the prior keeps some sizes, the others, at
+    least MIN_REGIME_CELLS), each block made from its cells alone as compare makes it
+    (moderated without a gate, force), again within it while its prior keeps one; a
+    cell's block the innermost. Asked of the pilot's rounds whatever their count, as the
+    gate beyond THIN_LAUNCHES is (cell_parts): compare makes the blocks beyond it."""
+    final: dict[object, PairedSpread] = {}
+    quiet = launch_stats._quiet_cells({k: d[k] for k in ps.keys})
+    while quiet:
+        q = _paired_of({k: d[k] for k in quiet}, _mean_of(within, quiet), force=True)
+        if q is None:
+            break
+        final.update({k: q for k in quiet})
+        quiet = launch_stats._quiet_cells({k: d[k] for k in quiet})
+    blocks = {id(q): q for q in final.values()}
+    return replace(ps, quiet=tuple((tuple(k for k in ps.keys if final.get(k) is q), q)
+                                   for q in blocks.values()))
+
+
+def _paired_of(d: dict[object, dict[int, float]], within: float, force: bool = False
+               ) -> PairedSpread | None:
     """The PairedSpread of these cells' round ratios, one regime: stats.launch.spread's,
-    gated (cell_parts) and with every size its own part (thin_parts), each own part
-    floored at the size's own variance as compare's paired spread floors it (floor_own,
-    _diff_spread)."""
-    sp = launch_stats.spread(d, floor_own=True)
+    gated (cell_parts; force: without the gate, a quiet block's, _with_quiet) and with
+    every size its own part (thin_parts), each own part floored at the size's own
+    variance as compare's paired spread floors it (floor_own, _diff_spread)."""
+    sp = launch_stats.spread(d, force=force, floor_own=True)
     if sp is None:
         return None
     thin = launch_stats.spread(d, own=True, floor_own=True) or sp
@@ -706,12 +757,13 @@ def _launches_in_view(pooled: Mapping[object, float],
         worst = max(unpaired.values())
         ks.append(launches_for(math.sqrt(worst), effect, max_n=max_n, **levels))
     for g, pool in (paired or {}).items():
-        for ps in pool.in_view(common):          # each round regime compare tests on
+        # each round regime (quiet block, hedge run) compare tests cells on, with them
+        for ps, keys in pool.tested_on(common, thin):
             # its within part at the options: the mean over its own cells, as ps.within
             # (a PairedSpread made without keys: the pool's cells)
             w = None if within is None else _mean_of(
                 within, ps.keys or [k for k in within if pool_of(k) == g])
-            for sh, ce, own_df in _paired_cells(ps, w, confidence, common, thin):
+            for sh, ce, own_df in _paired_cells(ps, w, confidence, keys, thin):
                 # the same scale as an unpaired side's launch variance: var(d) / 2
                 worst = max(worst, (sh + ce) / 2)
                 ks.append(rounds_for(sh, ce, ps.cells, effect, own_df=own_df,
@@ -855,7 +907,8 @@ def cell_rounds(rows: Sequence[Mapping], order: Sequence[str], margin: float, *,
         keys = {(r["benchmark"], r["size"]) for r in rows if r.get("variant") in compared}
         for key in sorted((k for k in keys if pool_of(k) == g), key=lambda k: (str(k[0]), k[1])):
             # its round regime's, or the block's and its hedge's run, as compare tests it
-            ks = [_cell_round(ps, key, margin, confidence) for ps in pool.in_view([key])]
+            ks = [_cell_round(ps, key, margin, confidence)
+                  for ps, _keys in pool.tested_on([key])]
             out[key] = (None if any(k is None or k > SEARCH_MAX for k in ks)
                         else max(max(ks), launch_stats.THIN_LAUNCHES + 1))
     return out
