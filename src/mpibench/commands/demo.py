@@ -110,8 +110,10 @@ def run(args) -> int:
         f"{AA_MIN} to {args.aa_max}, until each cell is decided), "
         f"{args.max_time} s budget per size. Times in microseconds: the geometric mean of "
         "the launch medians ± 95% CI from the spread between launches (a launch, one "
-        "mpirun, is the unit of replication); gains tested with Welch t on the log launch "
-        "medians, Holm-corrected; MB/s = 10^6 bytes/s.\n\n" + "\n\n".join(sections))
+        "mpirun, is the unit of replication); gains tested with a t test on the log launch "
+        "medians (paired by round, a benchmark's sizes pooling their between-launch spread; "
+        "each table's caption says how), Holm-adjusted over every p a table shows; MB/s = "
+        "10^6 bytes/s.\n\n" + "\n\n".join(sections))
     err_console().print(f"\n[bold]Markdown report:[/] {report.resolve()}")
     return rc
 
