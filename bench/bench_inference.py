@@ -1296,13 +1296,12 @@ FEW_CLEAN_ROWS = ((5, 0.3, (1.0, 0.2)), (8, 0.3, (1.0, 0.2)), (5, 0.15, (1.0, 1.
 
 def _few_clean_tests(b, way: str) -> list:
     from mpibench.stats import launch as L
-    from mpibench.stats import preempted as P
 
     sizes = list(range(len(b.cells)))
     if way == "pooled":
         return L.compare_cells(b.cells, rounds=b.rounds, sizes=sizes)
     if way == "alone":
-        return P.compare_blocks(b.cells, b.thin, rounds=b.rounds, sizes=sizes)
+        return L.compare_cells(b.cells, rounds=b.rounds, sizes=sizes, cut=b.cut)
     kept = [tuple({k: v for k, v in side.items() if (i, k) not in b.few}
                   for side in (bs, cs)) + (bt,) for i, (bs, cs, bt) in enumerate(b.cells)]
     return L.compare_cells(kept, rounds=b.rounds, sizes=sizes)

@@ -149,7 +149,6 @@ from mpibench.stats.sequential import (  # noqa: E402
     Design,
     Status,
     decide,
-    default_pool_key,
 )
 from mpibench.store import Store  # noqa: E402
 
@@ -438,10 +437,9 @@ def judge(fam: Family, design: Design, n: int, previous: dict | None
     # compare's test: paired by round (the campaigns run interleaved) once every cell has
     # stats.launch.MIN_PAIRS pairs among the launches this look sees, unpaired before
     # a cell with a launch on fewer than FEW_CLEAN clean samples (or a preempted skip)
-    # among the rounds this look sees is tested alone (stats.preempted), as compare does
-    key = preempted.alone_key_at(default_pool_key, fam.few, fam.repeat)(n)
+    # among the rounds this look sees is tested alone (compare_cells' cut), as compare does
     look = decide(fam.cells, design, n=n, previous=previous, rounds=fam.repeat,
-                  pairs=fam.pairs, pool_key=key)
+                  pairs=fam.pairs, cut=fam.few)
     st = [c.status for c in look.cells.values()]
     sig, eq = st.count(Status.SIGNIFICANT), st.count(Status.EQUIVALENT)
     left = tuple(str(k.size) for k in look.undecided)

@@ -85,3 +85,33 @@ def test_other_campaigns_keep_the_ordinary_test(tmp_path, spec):
     if "decided" not in str(spec):
         assert cmp.summaries[0].test["b"] == L.aggregate(block, rounds=rounds)
     assert not any("two-stage" in n for n in cmp.footnotes)
+
+
+def test_a_cut_short_cell_of_an_auto_campaign_is_tested_alone_in_both_tests(tmp_path):
+    """A launch of a repeats = "auto" campaign that stopped 'preempted' on 2 clean samples
+    (--exclude-preempted) puts its cell alone in the ordinary AND the stage-2-spread test
+    (compare_staged gets compare_cells' cut, as the plain campaign's test does), and the
+    cell is footnoted; before, the staged path pooled it with the clean sizes."""
+    store, groups = S.build_store(tmp_path / "cut.db", np.random.default_rng(4), launches=7,
+                                  sigma_l=0.03, within=0.002, sizes=(0, 8, 64, 1024),
+                                  n_samples=(20, 40), spec=AUTO)
+    try:
+        store.db.execute("UPDATE results SET stop_reason = 'preempted', n = 2 "
+                         "WHERE run_id = 'b-5' AND size = 64")
+        store.db.commit()
+        cmp = compare_groups(store, groups, "a")
+        from mpibench.report.data import load_cells
+        cells = load_cells(store, groups)
+    finally:
+        store.close()
+    block, rounds = _block(cmp, cells)
+    first = {f"{s}-{i}" for s in "ab" for i in range(3)}
+    cut = [set(), set(), {"b-5"}, set()]
+    assert [cells[r.key]["b"].cut_short for r in cmp.rows] == cut
+    want = T.compare_staged(block, first, rounds=rounds, cut=cut)
+    assert [r.deltas["b"].test for r in cmp.rows] == [t for t, _w in want]
+    alone = T.compare_staged([block[2]], first, rounds=rounds)[0][0]
+    assert want[2][0] == alone != T.compare_staged(block, first, rounds=rounds)[2][0]
+    assert not want[2][0].pooled and want[0][0].pooled
+    notes = [cmp.footnotes[i - 1] for i in cmp.rows[2].deltas["b"].notes]
+    assert any(n.startswith("tested on its own launches: 1 launch(es)") for n in notes)

@@ -1008,11 +1008,10 @@ def test_planning_of_paired_rows_uses_the_paired_test(tmp_path):
 
 def test_a_few_clean_launch_puts_its_cell_alone_and_skipped_launches_are_counted(tmp_path):
     """--exclude-preempted: a launch that stopped 'preempted' on 2 clean samples makes its
-    cell be tested on its own launches (stats.preempted.compare_blocks: the benchmark's
+    cell be tested on its own launches (stats.launch.compare_cells' cut: the benchmark's
     other sizes pooled without it), footnoted; a launch with no clean sample (skipped)
     too, and it is counted for its set, not passed over as an ordinary failure."""
     from mpibench.stats import launch as launch_stats
-    from mpibench.stats import preempted
 
     store = Store(tmp_path / "p.db")
     cid = store.add_campaign("pre")
@@ -1042,10 +1041,11 @@ def test_a_few_clean_launch_puts_its_cell_alone_and_skipped_launches_are_counted
              for s in sizes]
     assert rows[512].cells["b"].few_clean == [gb[1]] and rows[512].cells["a"].skipped == 0
     assert rows[4096].cells["a"].skipped == 1 and not rows[4096].cells["a"].few_clean
-    want = preempted.compare_blocks(cells, [False, False, True, True], sizes=list(sizes))
-    assert rows[512].deltas["b"].test == want[2]
-    assert want[2] == launch_stats.compare_cells([cells[2]], sizes=[512])[0]
-    assert rows[8].deltas["b"].test == want[0] != launch_stats.compare_cells(cells)[0]
+    # 8 and 64 B pooled without the cut cells, 512 and 4096 B each on its own launches
+    want = [*launch_stats.compare_cells(cells[:2], sizes=[8, 64]),
+            *(launch_stats.compare_cells([cells[i]], sizes=[sizes[i]])[0] for i in (2, 3))]
+    assert [rows[s].deltas["b"].test for s in sizes] == want
+    assert want[0] != launch_stats.compare_cells(cells)[0]
     text = " ".join(cmp.footnotes)
     assert "tested on its own launches: 1 launch(es) stopped 'preempted'" in text
     assert "tested on its own launches: 0 launch(es) stopped 'preempted'" in text
@@ -1057,7 +1057,7 @@ def test_a_few_clean_launch_puts_its_cell_alone_and_skipped_launches_are_counted
     assert "1 launch on < 5 clean samples" in render_results(store, gb, "terminal")
     res = json.loads(render_results(store, ga, "json", title="a"))
     assert {r["size"]: r["launches_skipped"] for r in res["rows"]}[4096] == 1
-    # repeats = "decide" decides on the test the table prints (stats.preempted.alone_key)
+    # repeats = "decide" decides on the test the table prints (sequential's cut)
     from mpibench.campaign import auto_repeats as ar
 
     spec = {"repeats_auto": {"until": "decided", "min": 4, "max": 4, "step": 1},
@@ -1102,7 +1102,7 @@ def test_a_mem_limit_skip_is_an_ordinary_failure_not_a_preempted_one(tmp_path):
 
 def test_a_later_cut_short_launch_leaves_an_earlier_looks_test(tmp_path, monkeypatch):
     """repeats = "decide": each look tests alone the cells with a cut-short launch among
-    the rounds IT sees (stats.preempted.alone_key_at). b's launch of round 6 at 512 B
+    the rounds IT sees (stats.sequential.seen_cut). b's launch of round 6 at 512 B
     stopped 'preempted' on 2 clean samples: the look at 3 replayed after round 6 is the
     look the campaign took after round 3 (not re-pooled), and the look at 6 tests 512 B
     as the table does."""

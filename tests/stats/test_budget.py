@@ -1304,7 +1304,7 @@ def test_the_quiet_sizes_are_planned_on_the_block_compare_tests_them_on():
 
 
 def test_a_cell_with_a_cut_short_launch_is_planned_in_a_pool_of_its_own():
-    """As compare tests it (stats.preempted.compare_blocks): a cell with a launch on
+    """As compare tests it (stats.launch.compare_cells' cut): a cell with a launch on
     fewer than FEW_CLEAN clean samples, or a skipped one, is its own pool in the plan;
     a 'preempted' stop on 5 or more samples leaves its cell in the benchmark's pool."""
     rows = _five_sample_pilot(np.random.default_rng(3), None)

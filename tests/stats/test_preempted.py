@@ -33,27 +33,36 @@ def test_a_skip_is_preempted_only_with_the_cores_preempted_stop():
     assert not P.skipped({"status": "ok", "stop_reason": "preempted", "n": 0})
 
 
-def test_blocks_pool_the_clean_cells_and_put_each_thin_one_alone():
-    assert P.blocks([False, True, False, True]) == [[0, 2], [1], [3]]
-    assert P.blocks([True]) == [[0]] and P.blocks([False, False]) == [[0, 1]]
-    with pytest.raises(ValueError, match="1 flags for 2 cells"):
-        P.compare_blocks([({}, {}, "lower")] * 2, [True])
-
-
-def test_compare_blocks_is_compare_cells_per_block():
+def test_compare_cells_cut_tests_each_cut_cell_alone_and_pools_the_rest():
+    """compare_cells' cut (per cell its cut-short launch ids) is the blocking: the cells
+    without one pooled together as if the others were absent, each cell with one on its
+    own launches; no cut (None, or every entry empty) is the plain pooled test."""
     b = P.few_clean_bench(np.random.default_rng(4), 6, 1.0, (1.0, 1.0), 0.2)
     sizes = list(range(10))
-    assert any(b.thin)
-    got = P.compare_blocks(b.cells, b.thin, rounds=b.rounds, sizes=sizes)
-    none = P.compare_blocks(b.cells, [False] * 10, rounds=b.rounds, sizes=sizes)
-    assert none == L.compare_cells(b.cells, rounds=b.rounds, sizes=sizes)
+    assert any(b.thin) and not all(b.thin)
+    assert [bool(c) for c in b.cut] == b.thin
+    got = L.compare_cells(b.cells, rounds=b.rounds, sizes=sizes, cut=b.cut)
+    pooled = L.compare_cells(b.cells, rounds=b.rounds, sizes=sizes)
+    assert L.compare_cells(b.cells, rounds=b.rounds, sizes=sizes, cut=[()] * 10) == pooled
+    rest = [i for i, t in enumerate(b.thin) if not t]
+    clean = L.compare_cells([b.cells[i] for i in rest], rounds=b.rounds, sizes=rest)
+    assert [got[i] for i in rest] == clean
     for i, thin in enumerate(b.thin):
         if thin:
             assert got[i] == L.compare_cells([b.cells[i]], rounds=b.rounds, sizes=[i])[0]
+            assert got[i] != pooled[i]
+
+
+def test_compare_cells_cut_must_name_every_cell():
+    with pytest.raises(ValueError, match="cut-short launches of 1 cells.*per cell \\(2\\)"):
+        L.compare_cells([({"a": 1.0}, {"b": 1.0}, "lower")] * 2, cut=[{"a"}])
+    with pytest.raises(ValueError, match="3 sizes for 2 cells"):
+        L.compare_cells([({"a": 1.0}, {"b": 1.0}, "lower")] * 2, cut=[{"a"}, ()],
+                        sizes=[1, 2, 3])
 
 
 def _rates(seed: int, reps: int, gain: float) -> dict[str, tuple[float, float]]:
-    """Per method (the old full-weight pooled test, compare_blocks) the share of the
+    """Per method (the old full-weight pooled test, compare_cells' cut) the share of the
     few-clean sizes' tested cells with p <= 0.05 and with the true gain in the CI."""
     rng = np.random.default_rng(seed)
     out = {"pooled": [0, 0, 0], "alone": [0, 0, 0]}
@@ -61,8 +70,8 @@ def _rates(seed: int, reps: int, gain: float) -> dict[str, tuple[float, float]]:
         b = P.few_clean_bench(rng, 5, gain, (1.0, 0.2), 0.3)
         sizes = list(range(10))
         for m, ts in (("pooled", L.compare_cells(b.cells, rounds=b.rounds, sizes=sizes)),
-                      ("alone", P.compare_blocks(b.cells, b.thin, rounds=b.rounds,
-                                                 sizes=sizes))):
+                      ("alone", L.compare_cells(b.cells, rounds=b.rounds, sizes=sizes,
+                                                cut=b.cut))):
             for t in (ts[8], ts[9]):
                 if t.tested:
                     c = out[m]

@@ -140,3 +140,41 @@ def test_sim_data_round_upto_moves_only_the_smallest_sizes():
         assert np.all(np.abs(logs[:, 0]) > 0) and np.allclose(logs[:, :4], logs[:, [0]])
     base, cand = (np.log(s[:, 0]) for s in data[0])
     assert not np.allclose(base, cand)                  # 'apart': each launch its own draw
+
+
+def test_a_look_sees_the_cut_short_launches_of_its_rounds_only():
+    """seen_cut: a look at n rounds passes compare_cells the cut-short launches of its
+    first n rounds (a launch of a later round, or of no known round, is not seen), so a
+    launch cut short in round 6 never rewrites the look at 3; without rounds, all."""
+    from mpibench.stats.sequential import seen_cut
+
+    cut = {"x": {"b2", "b5"}, "y": {"c5"}, "z": {"nowhere"}}
+    rounds = {"b2": 2, "b5": 5, "c5": 5}
+    assert seen_cut(cut, 3, rounds) == {"x": {"b2"}, "y": set(), "z": set()}
+    assert seen_cut(cut, 6, rounds) == {"x": {"b2", "b5"}, "y": {"c5"}, "z": set()}
+    assert seen_cut(cut, None, rounds) == seen_cut(cut, 3, None) == cut
+    assert seen_cut(None, 3, rounds) == {} == seen_cut({}, 3, rounds)
+
+
+def test_decide_tests_a_cell_with_a_cut_short_launch_alone():
+    """decide's cut reaches compare_cells: the cut cell's test is its own launches', the
+    other sizes' the pool without it; a cut launch the look does not see changes nothing."""
+    from mpibench.stats import launch as L
+    from mpibench.stats import sequential as sq
+
+    rng = np.random.default_rng(12)
+    lv = rng.normal(0, 0.05, (2, 6))
+    cells = {("PingPong", s): tuple({f"{'bc'[j]}{r}": float(np.exp(lv[j, r] + rng.normal(0, 0.03)))
+                                     for r in range(6)} for j in (0, 1)) + ("lower",)
+             for s in (8, 64, 512)}
+    rounds = {f"{p}{r}": r for r in range(6) for p in "bc"}
+    design = sq.Design(min=3, max=6, step=3)
+    look = sq.decide(cells, design, n=6, rounds=rounds, cut={("PingPong", 512): {"c4"}})
+    keys = list(cells)
+    pooled = L.compare_cells([cells[k] for k in keys[:2]], sizes=[8, 64])
+    assert [look.cells[k].test for k in keys[:2]] == pooled
+    assert look.cells[keys[2]].test == L.compare_cells([cells[keys[2]]], sizes=[512])[0]
+    early = sq.decide(cells, design, n=3, rounds=rounds, cut={("PingPong", 512): {"c4"}})
+    plain = sq.decide(cells, design, n=3, rounds=rounds)
+    assert {k: c.test for k, c in early.cells.items()} == \
+        {k: c.test for k, c in plain.cells.items()}

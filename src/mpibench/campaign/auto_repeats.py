@@ -710,7 +710,6 @@ def decisions(store, campaign_id: int, spec: dict, upto: int | None = None):
     launches per variant; each look counts the launches of its rounds, by repeat index),
     from the campaign's stored spec (CampaignSpec.to_dict): (the last
     stats.sequential.Look or None, the cells' family)."""
-    from mpibench.stats import preempted
     from mpibench.stats.sequential import run_looks
 
     order = [v["name"] for v in spec.get("variants", [])]
@@ -722,9 +721,8 @@ def decisions(store, campaign_id: int, spec: dict, upto: int | None = None):
     if not cells:
         return None, cells
     # each look tests a cell with a cut-short launch among the rounds IT sees alone, as
-    # compare tests it (stats.preempted): a later round's cut launch leaves earlier looks
-    looks = run_looks(cells, design_of(spec), upto=upto,
-                      pool_key_at=preempted.alone_key_at(_pool_key, cut, rounds),
+    # compare tests it (compare_cells' cut): a later round's cut launch leaves earlier looks
+    looks = run_looks(cells, design_of(spec), upto=upto, pool_key=_pool_key, cut=cut,
                       shape=table_shape(cells, metrics), rounds=rounds, pairs=pairs)
     return (looks[-1] if looks else None), cells
 

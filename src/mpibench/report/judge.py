@@ -258,14 +258,16 @@ def _test_cells(pending: dict, alpha: float, equivalence: float | None,
         cells = [(b.by_launch, c.by_launch, better) for _d, b, c, better in block]
         rounds = launch_rounds(c for _d, b, c_, _ in block for c in (b, c_))
         sizes = [b.size for _d, b, _c, _ in block]     # the round regimes' order
+        cut = _cut_notes(block, notes)
         if _staged(cells, stages):
-            staged = two_stage.compare_staged(cells, stages[0], alpha, rounds, sizes)
+            staged = two_stage.compare_staged(cells, stages[0], alpha, rounds, sizes, cut)
             tests = [t for t, _which in staged]
             for (d, *_rest), (t, which) in zip(block, staged, strict=True):
                 if t.tested:
                     d.notes.append(notes.add(_stage_note(which)))
         else:
-            tests = _compare_block(block, cells, alpha, rounds, sizes, notes)
+            tests = launch_stats.compare_cells(cells, alpha, rounds=rounds, sizes=sizes,
+                                               cut=cut)
         for (d, _b, _c, _better), t in zip(block, tests, strict=True):
             d.test = t
             if t.gain is not None and t.gain != 1.0:
@@ -280,21 +282,21 @@ def _test_cells(pending: dict, alpha: float, equivalence: float | None,
     return block_of
 
 
-def _compare_block(block, cells, alpha: float, rounds, sizes, notes: _Notes) -> list:
-    """compare_cells over a benchmark's cells, a cell with a launch on fewer than
-    stats.preempted.FEW_CLEAN clean samples or a preempted skip tested alone
-    (stats.preempted), footnoted."""
+def _cut_notes(block, notes: _Notes) -> list[set[str]]:
+    """Per cell of a benchmark's block, its launches the core cut short (ResultCell
+    .cut_short: fewer than stats.preempted.FEW_CLEAN clean samples, or a preempted skip),
+    compare_cells' cut (which tests such a cell alone); such a cell is footnoted."""
     from mpibench.stats import preempted
 
-    thin = [bool(b.cut_short or c.cut_short) for _d, b, c, _ in block]
-    for (d, b, c, _), t in zip(block, thin, strict=True):
-        if t:
+    cut = [b.cut_short | c.cut_short for _d, b, c, _ in block]
+    for (d, b, c, _), ids in zip(block, cut, strict=True):
+        if ids:
             d.notes.append(notes.add(
                 f"tested on its own launches: {len(b.few_clean) + len(c.few_clean)} "
                 f"launch(es) stopped 'preempted' on fewer than {preempted.FEW_CLEAN} clean "
                 f"samples (within-launch noise the benchmark's pooled spread lacks), "
                 f"{b.skipped + c.skipped} skipped (no value)"))
-    return preempted.compare_blocks(cells, thin, alpha, rounds, sizes)
+    return cut
 
 
 def _adjust_all(rows: list[Row], summaries: list[Summary],

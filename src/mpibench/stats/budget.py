@@ -851,7 +851,7 @@ def alone_rows(rows: Sequence[Mapping]) -> list[Mapping]:
     """The rows with each cell that has a launch the core cut short (stats.preempted
     .cut_short: few clean samples, or a preempted skip) in a pool of its own (its rows' benchmark
     made (benchmark, size): pool_of then tells it apart), as compare tests it
-    (stats.preempted.compare_blocks)."""
+    (stats.launch.compare_cells' cut)."""
     cut = {(r["benchmark"], r["size"]) for r in rows if preempted.cut_short(r)}
     return [dict(r, benchmark=k) if (k := (r["benchmark"], r["size"])) in cut else r
             for r in rows]

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from enum import StrEnum
 from typing import NamedTuple
 
@@ -1376,7 +1376,8 @@ def compare_cells(cells: Sequence[tuple[Mapping[str, float | None], Mapping[str,
                                         str]],
                   alpha: float = 0.05, level: float = 0.95, pool: bool = True,
                   rounds: Mapping[Hashable, Hashable] | None = None,
-                  sizes: Sequence | None = None) -> list[LaunchTest]:
+                  sizes: Sequence | None = None,
+                  cut: Sequence[Collection[Hashable]] | None = None) -> list[LaunchTest]:
     """Tests of the cells of one benchmark (its sizes), each (baseline {launch id: stat},
     candidate {launch id: stat}, better), under the hierarchical model (Spread): each side's
     between-launch variance is pooled over the cells, split into the launch effect the
@@ -1396,7 +1397,14 @@ def compare_cells(cells: Sequence[tuple[Mapping[str, float | None], Mapping[str,
     sizes: the cells' message sizes (their order); the paired block's round regimes
     (_regimes) are contiguous runs of the sizes ascending, whatever the cells' order
     (without sizes: the cells' order). Unpaired, the same cut finds launch regimes
-    (_unpaired_regimes), each tested as a block of its own."""
+    (_unpaired_regimes), each tested as a block of its own.
+    cut: per cell, the ids of its launches (either side) the core cut short
+    (stats.preempted.cut_short: stopped `preempted` on fewer than FEW_CLEAN clean samples,
+    or a preempted skip); a cell with any is tested on its own launches and the other
+    cells without it (_cut_blocks; docs/statistics.md "Preempted samples"). Callers pass
+    the launches, not the rule: a look that sees fewer rounds passes fewer ids."""
+    if cut is not None:
+        return _cut_blocks(cells, cut, alpha, level, pool, rounds, sizes)
     paired = pair_rounds(cells, rounds)
     if paired is not None:
         return _paired_cells(cells, paired, alpha, level, pool, _size_order(sizes, len(cells)))
@@ -1404,6 +1412,25 @@ def compare_cells(cells: Sequence[tuple[Mapping[str, float | None], Mapping[str,
     if len(groups) > 1:
         return _regime_blocks(cells, groups, alpha, level)
     return _unpaired_block(cells, alpha, level, pool)
+
+
+def _cut_blocks(cells, cut: Sequence[Collection[Hashable]], alpha: float, level: float,
+                pool: bool, rounds, sizes) -> list[LaunchTest]:
+    """compare_cells with the cells that name a cut-short launch (cut[i] not empty) each
+    in a block of its own and the others in one block (first); the tests in the cells'
+    order."""
+    if len(cut) != len(cells):
+        raise ValueError(f"compare_cells: cut names the cut-short launches of {len(cut)} "
+                         f"cells, expected one entry per cell ({len(cells)})")
+    _size_order(sizes, len(cells))          # sizes name every cell, or a clear error
+    rest = [i for i, ids in enumerate(cut) if not ids]
+    out: list = [None] * len(cells)
+    for idx in ([rest] if rest else []) + [[i] for i, ids in enumerate(cut) if ids]:
+        sub = None if sizes is None else [sizes[i] for i in idx]
+        tests = compare_cells([cells[i] for i in idx], alpha, level, pool, rounds, sub)
+        for i, t in zip(idx, tests, strict=True):
+            out[i] = t
+    return out
 
 
 def _unpaired_block(cells, alpha: float, level: float, pool: bool) -> list[LaunchTest]:

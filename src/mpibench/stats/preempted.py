@@ -11,25 +11,31 @@ docs/statistics.md "How a cut-short launch enters the test"): A/A 6.3-8.0% per c
 the few-clean sizes with the launches pooled at full weight (5 and 8 rounds), 3.3-5.4%
 tested alone.
 
-The rule here: a cell with a FEW-CLEAN launch (stopped `preempted` with fewer than
+The rule: a cell with a FEW-CLEAN launch (stopped `preempted` with fewer than
 FEW_CLEAN clean samples, the core's floor MB_FLOOR_SAMPLES: fewer than any unflagged
 launch rests on) or a preempted skip (cut_short) is tested on its own launches (its own
 spread, which holds their within-launch noise; paired by round as compare_cells pairs),
 and the benchmark's other cells are pooled without it. Every launch is kept: dropping the few-clean launches
 (censoring) measured conservative but lost half the power and the rounds' pairing
 (docs/statistics.md "Preempted samples"). Skipped launches stay missing, counted per
-variant by the report and the time-to-decision bench. Pure functions: no store.
+variant by the report and the time-to-decision bench.
+
+One place each: which row is cut short is this module's (cut_short); the blocking is
+stats.launch.compare_cells' (its `cut`: per cell the launch ids cut short), so every
+caller (the report, repeats = "decide"'s looks through stats.sequential, the
+time-to-decision bench) passes the launches and none applies the rule itself; a look
+that sees fewer rounds passes fewer ids (stats.sequential filters them as it filters the
+launches). Planning pools such a cell alone too (stats.budget.alone_rows, on rows).
+Pure functions: no store.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
-
-from mpibench.stats import launch as launch_stats
 
 # core/mb.h MB_FLOOR_SAMPLES: the fewest samples a size stops on without the flag
 FEW_CLEAN = 5
@@ -65,51 +71,6 @@ def cut_short(row: Mapping[str, Any]) -> bool:
     return few_clean(row) or skipped(row)
 
 
-def blocks(thin: Sequence[bool]) -> list[list[int]]:
-    """The cells' indices in test blocks: the cells without a few-clean launch together
-    (first), each cell with one alone."""
-    rest = [i for i, t in enumerate(thin) if not t]
-    return ([rest] if rest else []) + [[i] for i, t in enumerate(thin) if t]
-
-
-def compare_blocks(cells: Sequence[tuple], thin: Sequence[bool], alpha: float = 0.05,
-                   rounds: Mapping[Hashable, Hashable] | None = None,
-                   sizes: Sequence | None = None) -> list[launch_stats.LaunchTest]:
-    """compare_cells over a benchmark's cells with the few-clean cells (thin[i]) each
-    tested alone; the tests in the cells' order."""
-    if len(thin) != len(cells):
-        raise ValueError(f"compare_blocks: {len(thin)} flags for {len(cells)} cells")
-    out: list = [None] * len(cells)
-    for idx in blocks(thin):
-        sub = None if sizes is None else [sizes[i] for i in idx]
-        tests = launch_stats.compare_cells([cells[i] for i in idx], alpha, rounds=rounds,
-                                           sizes=sub)
-        for i, t in zip(idx, tests, strict=True):
-            out[i] = t
-    return out
-
-
-def alone_key(pool_key, thin: set) -> Any:
-    """A stats.sequential pool_key that puts each key in `thin` in a pool of its own (the
-    same blocks as compare_blocks)."""
-    def key(k: Hashable) -> Hashable:
-        return ("few clean", k) if k in thin else pool_key(k)
-    return key
-
-
-def alone_key_at(pool_key, cut: Mapping[Hashable, set], rounds: Mapping[Hashable, int]
-                 ) -> Any:
-    """Per look: n -> the alone_key of the look at n rounds, which puts alone the keys
-    with a cut-short launch (cut: {key: launch ids}) among the rounds it sees (rounds:
-    {launch id: round, 0-based}; a launch of round n or later, or of no known round, is
-    not seen). So a launch cut short in a later round never rewrites an earlier look's
-    test (stats.sequential.run_looks' pool_key_at; the TTD bench's looks)."""
-    def at(n: int) -> Any:
-        return alone_key(pool_key, {k for k, ids in cut.items()
-                                    if any(rounds.get(i, n) < n for i in ids)})
-    return at
-
-
 class FewCleanBench(NamedTuple):
     """One simulated benchmark (few_clean_bench): compare_cells' cells, the round keys,
     per cell whether a launch of it was cut short (fewer than FEW_CLEAN clean samples, or
@@ -118,6 +79,11 @@ class FewCleanBench(NamedTuple):
     rounds: dict
     thin: list
     few: set
+
+    @property
+    def cut(self) -> list[set]:
+        """Per cell, its cut-short launch ids: compare_cells' cut."""
+        return [{k for i, k in self.few if i == s} for s in range(len(self.cells))]
 
 
 def few_clean_bench(rng: np.random.Generator, rounds: int, gain: float, prone: tuple,
@@ -150,6 +116,5 @@ def few_clean_bench(rng: np.random.Generator, rounds: int, gain: float, prone: t
     return FewCleanBench(cells, {f"{p}{r}": r for r in range(rounds) for p in "bc"}, thin, few)
 
 
-__all__ = ["FEW_CLEAN", "stopped", "few_clean", "skipped", "cut_short", "blocks",
-           "compare_blocks", "alone_key", "alone_key_at", "FewCleanBench",
+__all__ = ["FEW_CLEAN", "stopped", "few_clean", "skipped", "cut_short", "FewCleanBench",
            "few_clean_bench"]

@@ -43,7 +43,7 @@ Pure functions: no store, no processes.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, NamedTuple
@@ -233,22 +233,41 @@ def _sides(cells: Mapping[Hashable, Sequence], n: int | None,
 def test_cells(cells: Mapping[Hashable, Sequence], *, n: int | None = None,
                pool_key: Callable[[Hashable], Hashable] = default_pool_key,
                margin: float | None = None, rounds: Mapping[Hashable, int] | None = None,
-               pairs: Mapping[Hashable, Hashable] | None = None
+               pairs: Mapping[Hashable, Hashable] | None = None,
+               cut: Mapping[Hashable, Collection[Hashable]] | None = None
                ) -> dict[Hashable, tuple[launch_stats.LaunchTest, float | None]]:
     """{key: (the launch test, its TOST p or None)} on the first n launches (rounds) of
     each side (all when n is None), the cells of one pool tested together (compare_cells;
-    pairs: its round keys, {launch id: round key})."""
-    return _test_sides(_sides(cells, n, rounds), pool_key, margin, pairs)
+    pairs: its round keys, {launch id: round key}; cut: {key: its launches the core cut
+    short}, those the look sees (seen_cut) passed as compare_cells' cut)."""
+    return _test_sides(_sides(cells, n, rounds), pool_key, margin, pairs,
+                       seen_cut(cut, n, rounds))
 
 
-def _test_sides(sides: Mapping[Hashable, tuple], pool_key, margin, pairs=None):
+def seen_cut(cut: Mapping[Hashable, Collection[Hashable]] | None, n: int | None,
+             rounds: Mapping[Hashable, int] | None) -> dict[Hashable, set]:
+    """The cut-short launches ({key: launch ids}) a look at n sees: with `rounds` ({launch
+    id: round, 0-based}) those of its first n rounds, as _first takes the launches (one of
+    round n or later, or of no known round, is not seen: a launch cut short in a later
+    round never rewrites an earlier look's test); without rounds or n, all of them."""
+    if not cut:
+        return {}
+    if n is None or rounds is None:
+        return {k: set(ids) for k, ids in cut.items()}
+    return {k: {i for i in ids if rounds.get(i, n) < n} for k, ids in cut.items()}
+
+
+def _test_sides(sides: Mapping[Hashable, tuple], pool_key, margin, pairs=None,
+                cut: Mapping[Hashable, set] | None = None):
     pools: dict[Hashable, list[Hashable]] = {}
     for key in sides:
         pools.setdefault(pool_key(key), []).append(key)
     out = {}
     for keys in pools.values():
         tests = launch_stats.compare_cells([sides[k] for k in keys], rounds=pairs,
-                                           sizes=[cell_size(k) for k in keys])
+                                           sizes=[cell_size(k) for k in keys],
+                                           cut=[cut.get(k, ()) for k in keys] if cut
+                                           else None)
         for k, t in zip(keys, tests, strict=True):
             out[k] = (t, t.tost(margin) if margin and t.tested else None)
     return out
@@ -294,7 +313,8 @@ def decide(cells: Mapping[Hashable, Sequence], design: Design, *, n: int | None 
            pool_key: Callable[[Hashable], Hashable] = default_pool_key,
            shape: TableShape = TableShape(),
            rounds: Mapping[Hashable, int] | None = None,
-           pairs: Mapping[Hashable, Hashable] | None = None) -> Look:
+           pairs: Mapping[Hashable, Hashable] | None = None,
+           cut: Mapping[Hashable, Collection[Hashable]] | None = None) -> Look:
     """One look of the rule.
 
     cells: {key: (baseline launch values, candidate launch values[, better])}: lists in
@@ -312,6 +332,9 @@ def decide(cells: Mapping[Hashable, Sequence], design: Design, *, n: int | None 
     pairs: {launch id: round key} of launches run in a round of an interleaved campaign
     (stats.launch.compare_cells pairs a block by round where it has enough pairs among
     the launches this look sees; the report passes the same keys, so both test alike).
+    cut: {key: its launches the core cut short (stats.preempted.cut_short)}: a cell with
+    one among the rounds this look sees (seen_cut) is tested on its own launches
+    (stats.launch.compare_cells' cut), as the report tests it.
 
     Returns a Look: per cell its Status, the adjusted p and TOST p at this look, a
     reason, and next_launches (the next look's launches per side for an undecided cell
@@ -324,7 +347,7 @@ def decide(cells: Mapping[Hashable, Sequence], design: Design, *, n: int | None 
     level = design.level(n)
     prev = previous or {}
     sides = _sides(cells, n, rounds)
-    tests = _test_sides(sides, pool_key, design.margin, pairs)
+    tests = _test_sides(sides, pool_key, design.margin, pairs, seen_cut(cut, n, rounds))
     keys = list(tests)
     adj = table_p(sides, {k: tests[k][0] for k in keys}, shape, pool_key,
                   lambda k: k in prev and prev[k].status is Status.SIGNIFICANT, pairs)
@@ -371,7 +394,7 @@ def run_looks(cells: Mapping[Hashable, Sequence], design: Design, *,
               upto: int | None = None, shape: TableShape = TableShape(),
               rounds: Mapping[Hashable, int] | None = None,
               pairs: Mapping[Hashable, Hashable] | None = None,
-              pool_key_at: Callable[[int], Callable[[Hashable], Hashable]] | None = None
+              cut: Mapping[Hashable, Collection[Hashable]] | None = None
               ) -> list[Look]:
     """Every look the data reach (each on the first n launches, or rounds, of each side; a
     cell that got no more launches is looked at on what it has), decisions carried
@@ -379,8 +402,8 @@ def run_looks(cells: Mapping[Hashable, Sequence], design: Design, *,
     many launches per side. rounds ({launch id: round, 0-based}): look n is reached when
     any launch of round n - 1 or later exists (a launch that failed on one side does not
     hide a look); without it, when a cell has n launches on both sides. The looks end
-    when every cell is decided. pool_key_at: n -> the pool_key of the look at n (one
-    that depends on what that look sees, stats.preempted.alone_key_at); else pool_key."""
+    when every cell is decided. cut: {key: its launches the core cut short}; each look
+    tests alone the cells with one among the rounds IT sees (decide)."""
     if rounds is not None:
         have = max((rounds.get(k, -1) + 1 for s in cells.values() for side in s[:2]
                     for k in _side(side)), default=0)
@@ -394,9 +417,8 @@ def run_looks(cells: Mapping[Hashable, Sequence], design: Design, *,
     for n in design.looks():
         if n > have:
             break
-        key = pool_key if pool_key_at is None else pool_key_at(n)
-        lk = decide(cells, design, n=n, previous=prev, pool_key=key, shape=shape,
-                    rounds=rounds, pairs=pairs)
+        lk = decide(cells, design, n=n, previous=prev, pool_key=pool_key, shape=shape,
+                    rounds=rounds, pairs=pairs, cut=cut)
         looks.append(lk)
         prev = lk.cells
         if not lk.undecided:
@@ -656,4 +678,4 @@ def _decide_unequal(cells, design: Design, n: int, prev, pairs=None) -> Look:
 
 
 __all__ = ["Design", "Status", "CellStatus", "Look", "decide", "run_looks", "test_cells",
-           "default_pool_key", "TableShape", "table_p", "simulate", "printed_ci_alpha", "INTERIM_SHARE"]
+           "seen_cut", "default_pool_key", "TableShape", "table_p", "simulate", "printed_ci_alpha", "INTERIM_SHARE"]

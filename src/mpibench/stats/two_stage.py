@@ -147,15 +147,18 @@ def compare_staged(cells: Sequence[tuple[Mapping[Hashable, float | None],
                                          Mapping[Hashable, float | None], str]],
                    stage_one: Collection[Hashable], alpha: float = 0.05,
                    rounds: Mapping[Hashable, Hashable] | None = None,
-                   sizes: Sequence | None = None) -> list[tuple[LaunchTest, str]]:
+                   sizes: Sequence | None = None,
+                   cut: Sequence[Collection[Hashable]] | None = None
+                   ) -> list[tuple[LaunchTest, str]]:
     """compare_cells for the cells of one benchmark of a two-stage campaign: per cell the
     wider of the ordinary test over every launch and the stage-2-spread test (stage_one:
     the launch ids the rule's look read), with which one it is (ORDINARY, STAGE_TWO, or
     ORDINARY + ": no stage-2 test (...)" where the stage-2 launches cannot be tested;
-    sizes: the cells' sizes, as compare_cells')."""
-    full = launch_stats.compare_cells(cells, alpha, rounds=rounds, sizes=sizes)
+    sizes, cut: the cells' sizes and cut-short launches, as compare_cells'; a cell with a
+    cut-short launch is tested alone in both tests, so both block alike)."""
+    full = launch_stats.compare_cells(cells, alpha, rounds=rounds, sizes=sizes, cut=cut)
     late = launch_stats.compare_cells(stage_two(cells, stage_one), alpha, rounds=rounds,
-                                      sizes=sizes)
+                                      sizes=sizes, cut=cut)
     out = []
     for f, lt in zip(full, late, strict=True):
         s = stage_two_test(f, lt, alpha=alpha)
