@@ -134,7 +134,7 @@ def _aa_rows(rng, rounds: int, sds: dict[str, tuple[float, ...]], sd_round=0.005
                     rows.append({"run_id": f"{v}{r}", "variant": v, "repeat": r,
                                  "benchmark": bench, "size": 4 ** i, "n": 50, "median": m,
                                  "ci_low": m * 0.999, "ci_high": m * 1.001, "cell_s": 5e-4,
-                                 "launch_s": 0.3})
+                                 "launch_s": 0.3 + 0.01 * r + 0.1 * (v == "cand")})
     return rows
 
 
@@ -149,7 +149,8 @@ def test_the_undecided_cells_carry_the_planners_launches_for_equivalence():
     on its own part; PingPong's 64 B 3x as noisy as its others (the most launches, named
     first), Allreduce's 64 B far too noisy for any plan (out of reach). A
     cell the rule decided gets no plan. The summary line per benchmark gives the median
-    and the largest of its cells in reach and names the cells that need the most."""
+    and the largest of its cells in reach and names the cells that need the most; the
+    largest in reach is priced at the last round's seconds."""
     rng = np.random.default_rng(34)
     rows = _aa_rows(rng, 12, {"PingPong": (0.03, 0.03, 0.03, 0.09),
                               "Allreduce": (0.03, 0.03, 0.03, 0.8)})
@@ -169,8 +170,13 @@ def test_the_undecided_cells_carry_the_planners_launches_for_equivalence():
     assert plan[("Allreduce", 64)] is None
     assert all(plan[("Allreduce", s)] is not None for s in (1, 4, 16))
 
-    lines = demo.plan_lines(plan, look, design)
+    round_s = demo.round_seconds(rows)
+    assert round_s == pytest.approx(2 * (0.3 + 0.01 * 11) + 0.1)   # the last round's two
+    lines = demo.plan_lines(plan, look, design, round_s)
     assert f"for the {len(undecided)} undecided cell(s)" in lines[0]
+    most = max(n for n in plan.values() if n is not None)
+    assert (f"took {round_s:.2f} s: the largest plan in reach, {most} launches per variant, "
+            f"is about {most * round_s / 60:.0f} min of launches") in lines[0]
     assert f"with {100 * POWER:g}% power" in lines[0] and "not a promise" in lines[0]
     assert f"{100 * budget.PLAN_CONFIDENCE:g}% upper confidence bound" in lines[0]
     (pp,) = [ln for ln in lines[1:] if ln.startswith("  PingPong: ")]

@@ -217,8 +217,10 @@ def aa_stops(store, sets: dict[str, list[str]]) -> list[str]:
     if look is None:
         return ["A/A stops: no look was taken (no finished launches on both sides)"]
     design = ar.design_of(spec)
-    plan = equivalence_plan(launch_cost_rows(store, ids), list(sets), look, design.margin)
-    return stop_lines(look, design, plan) + plan_lines(plan, look, design)
+    rows = launch_cost_rows(store, ids)
+    plan = equivalence_plan(rows, list(sets), look, design.margin)
+    return stop_lines(look, design, plan) + plan_lines(plan, look, design,
+                                                       round_seconds(rows))
 
 
 def stop_lines(look, design, plan: Mapping[tuple, int | None] | None = None) -> list[str]:
@@ -286,10 +288,22 @@ def _undecided(look) -> list[tuple]:
                    if not st.decided}, key=lambda k: (k[0], k[1] or 0))
 
 
-def plan_lines(plan: Mapping[tuple, int | None], look, design) -> list[str]:
+def round_seconds(rows: Sequence[Mapping]) -> float | None:
+    """The seconds of the last round (one launch of each variant) of the launches' rows
+    (launch_cost_rows: repeat, run_id, launch_s): the sum of its launches' elapsed
+    seconds; None without a round or its seconds."""
+    last = max((r["repeat"] for r in rows if r.get("repeat") is not None), default=None)
+    secs = {r["run_id"]: r["launch_s"] for r in rows
+            if r.get("repeat") == last and r.get("launch_s") is not None}
+    return sum(secs.values()) if last is not None and secs else None
+
+
+def plan_lines(plan: Mapping[tuple, int | None], look, design,
+               round_s: float | None = None) -> list[str]:
     """The equivalence plan's lines: what it assumes, then per benchmark its undecided
     cells' median and largest planned launches per variant and the cells that need the
-    most (those out of reach named apart)."""
+    most (those out of reach named apart); round_s: the seconds of the last round
+    (round_seconds), which prices the largest plan in reach."""
     from mpibench.stats import budget
     from mpibench.stats.launch import POWER
 
@@ -308,10 +322,21 @@ def plan_lines(plan: Mapping[tuple, int | None], look, design) -> list[str]:
     if len(plan) < undecided:
         head += (f"; {undecided - len(plan)} undecided cell(s) have no plan (their "
                  "launches do not pair by round)")
+    most = max((n for n in plan.values() if n is not None), default=None)
+    if most is not None and round_s:
+        head += (f". The last round (a launch of each variant) took {round_s:.2f} s: the "
+                 f"largest plan in reach, {most} launches per variant, is about "
+                 f"{_minutes(most * round_s)} of launches (less as cells decide and later "
+                 "launches measure fewer sizes)")
     by: dict[str, dict[int | None, int | None]] = {}
     for (bench, size), n in plan.items():
         by.setdefault(bench, {})[size] = n
     return [head + ":"] + [_plan_line(bench, cells) for bench, cells in by.items()]
+
+
+def _minutes(s: float) -> str:
+    """A duration of launches for people: seconds below 2 minutes, else minutes."""
+    return f"{s:.0f} s" if s < 120 else f"{s / 60:.0f} min"
 
 
 def _plan_line(bench: str, cells: Mapping[int | None, int | None]) -> str:
