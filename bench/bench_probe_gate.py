@@ -41,7 +41,11 @@ just before/after found, their ratio to the probe's median per state, and the wa
 two probes against the launch's two readings and of the launch with and without them. The
 --ttd replay's policy "core reads its own state" judges the core's first attempt on the
 recorded state at its start and end with no wait and no probe (the probe program's runs are
-priced at PROBE_WALL_S each); IMB keeps the probes and waits.
+priced at PROBE_WALL_S each); IMB keeps the probes and waits. Its last table (stop 34)
+replays the recorded readings (ns, with their reader) through the old rule (GATE_FACTOR
+around the coarse reference) and the new (stats.probe.reference: the reader's finer state)
+side by side: attempts each judges off online, their launch seconds, the ratio, and MPICH's
+0 B medians of the launches each keeps at its final reference.
 """
 
 from __future__ import annotations
@@ -63,7 +67,9 @@ from mpibench.campaign.machine_probe import RETRIES  # noqa: E402
 from mpibench.stats.probe import (  # noqa: E402
     MIN_SAMPLES,
     ProbeReading,
+    Reference,
     State,
+    coarse,
     judge_launch,
     near,
     reference,
@@ -237,6 +243,16 @@ def _probes(text: str) -> list[dict | None]:
     return out
 
 
+def _judged(ps: list[dict | None]) -> list[tuple[float, str]]:
+    """The readings an attempt was judged on, with their reader: the core's own two
+    ("cacheline-ranks": its header's and footer's, in the raw after any wait's probes),
+    else the probe program's last two (before, after); starved ones left out."""
+    own = [p for p in ps if p and p.get("probe") == "cacheline-ranks"]
+    pick = [(p, "launch") for p in own[:2]] if own else \
+        [(p, "probe") for p in ps[-2:] if p and p.get("probe") != "cacheline-ranks"]
+    return [(p["median_ns"], who) for p, who in pick if p.get("samples", 0) >= MIN_SAMPLES]
+
+
 def ttd_attempts(dirs: list[Path]) -> list[dict]:
     """Every gated attempt of the runs: run, tool, cell id, variant, set aside, launch
     start/end, its probes' states and run times, its small sizes' values."""
@@ -253,7 +269,7 @@ def ttd_attempts(dirs: list[Path]) -> list[dict]:
                              "start": t["started"], "end": t["finished"],
                              "states": [_state(p) for p in ps],
                              "probe_s": sum((p or {}).get("elapsed_ms", 0) for p in ps) / 1e3,
-                             "values": _values(d)})
+                             "judged": _judged(ps), "values": _values(d)})
     return rows
 
 
@@ -429,6 +445,83 @@ def policy_replay(rows: list[dict]) -> None:
               f"{tot['mixed']:24.0f}")
 
 
+# -- stop 34: the finer states, old rule vs new, on the recorded readings ------------------
+# Each run's attempts in start order (both tools); before each, the reference of the history
+# so far (the readings of every attempt before it, as the campaign records them) by the old
+# rule (GATE_FACTOR around the coarse reference, any reader) and the new (stats.probe.
+# reference: the coarse state, then the reader's finer state); an attempt OFF by a rule is
+# one that rule sets aside (the retry's own outcome is not replayed: the machine's state at
+# another time is not recorded). Then the kept launches judged at each rule's final
+# reference, and MPICH's 0 B medians of those it keeps: the modes it lets through.
+
+def _rules(history: list[tuple[float, str]], reader: str) -> dict[str, Reference | None]:
+    every = [ns for ns, _ in history]
+    old = coarse(every)
+    return {"old": None if old is None else Reference(old),
+            "new": reference(every, [ns for ns, who in history if who == reader])}
+
+
+def _judge(rule_ref: Reference | None, judged: list[tuple[float, str]]) -> State:
+    rs = [ProbeReading(ns, ns, ns, MIN_SAMPLES, (0, 1)) for ns, _ in judged]
+    return judge_launch(rs[0] if rs else None, rs[1] if len(rs) > 1 else None, rule_ref)
+
+
+def _replay_rules(rs: list[dict]) -> dict[tuple[str, str], dict[str, float]]:
+    """Per (tool, rule): attempts OFF when judged online and their launch seconds."""
+    history: list[tuple[float, str]] = []
+    out: dict[tuple[str, str], dict[str, float]] = {}
+    for r in sorted(rs, key=lambda r: r["start"]):
+        if r["judged"]:
+            refs = _rules(history, r["judged"][0][1]) if history else {}
+            for rule, ref in refs.items():
+                t = out.setdefault((r["tool"], rule), {"attempts": 0, "off": 0, "off_s": 0.0})
+                t["attempts"] += 1
+                if _judge(ref, r["judged"]) is State.OFF:
+                    t["off"] += 1
+                    t["off_s"] += r["end"] - r["start"]
+        history += r["judged"]
+    return out
+
+
+def _kept_modes(rs: list[dict]) -> dict[tuple[str, str], list[float]]:
+    """Per (tool, rule): MPICH's 0 B medians of the kept launches in the final reference."""
+    history = [x for r in rs for x in r["judged"]]
+    out: dict[tuple[str, str], list[float]] = {}
+    for r in rs:
+        if r["aside"] or not r["judged"] or r["variant"] != "mpich" or "0" not in r["values"]:
+            continue
+        for rule, ref in _rules(history, r["judged"][0][1]).items():
+            if _judge(ref, r["judged"]) is State.REFERENCE:
+                out.setdefault((r["tool"], rule), []).append(r["values"]["0"])
+    return out
+
+
+def finer_states(rows: list[dict]) -> None:
+    print("\nstop 34's finer states: old rule (GATE_FACTOR around the coarse reference) vs "
+          "new (the reader's finer state), replayed online on each run's recorded readings;"
+          " MPICH 0 B medians (us) of the kept launches each keeps at its final reference")
+    print(f"  {'run':12s} {'tool':4s} {'attempts':>8} {'off old':>7} {'off new':>7} "
+          f"{'ratio':>6} {'their s old/new':>15}   MPICH 0 B kept: old n [p5 p50 p95] | new")
+    for run in sorted({r["run"] for r in rows}):
+        rs = [r for r in rows if r["run"] == run]
+        off, modes = _replay_rules(rs), _kept_modes(rs)
+        for tool in ("core", "imb"):
+            o, n = off.get((tool, "old")), off.get((tool, "new"))
+            if not o:
+                continue
+            ratio = f"{n['off'] / o['off']:6.2f}" if o["off"] else "   inf" if n["off"] else "     -"
+            print(f"  {run:12s} {tool:4s} {o['attempts']:8d} {o['off']:7d} {n['off']:7d} "
+                  f"{ratio} {o['off_s']:7.1f}/{n['off_s']:<7.1f}   "
+                  + " | ".join(_pcts(modes.get((tool, rule), [])) for rule in ("old", "new")))
+
+
+def _pcts(v: list[float]) -> str:
+    if not v:
+        return "-"
+    q = np.percentile(v, [5, 50, 95])
+    return f"{len(v):3d} [{q[0]:.3f} {q[1]:.3f} {q[2]:.3f}]"
+
+
 # -- the probe's sampling time (--pairs N): does 1 ms read what 3 ms reads? ---------------
 def probe_pairs(n: int) -> None:
     """N back-to-back pairs of real probes (3 ms and 1 ms, alternating which goes first):
@@ -584,6 +677,7 @@ def main(argv: list[str]) -> int:
         where_the_time_goes(rows)
         launch_modes(rows)
         policy_replay(rows)
+        finer_states(rows)
         return 0
     if args.reps < 10:
         ap.exit(2, f"{ap.prog}: error: --reps {args.reps}: expected 10 or more\n")

@@ -216,7 +216,7 @@ def _valley(d: list[int], a: int, b: int) -> int:
     return (at[0] + at[-1]) // 2
 
 
-def _coarse(history_ns: Sequence[float]) -> float | None:
+def coarse(history_ns: Sequence[float]) -> float | None:
     """The coarse reference: the reading with the most of the history within GATE_FACTOR
     of it (a tie goes to the faster), the median of those; None without history."""
     vals = sorted(v for v in history_ns if v > 0)
@@ -235,19 +235,19 @@ def _coarse(history_ns: Sequence[float]) -> float | None:
 def reference(history_ns: Sequence[float],
               own_ns: Sequence[float] | None = None) -> Reference | None:
     """The reference state of a campaign, or None without history. First the coarse state
-    (_coarse over history_ns: every valid reading before and after each launch so far, kept
+    (coarse over history_ns: every valid reading before and after each launch so far, kept
     or set aside, whoever read it); then, within GATE_FACTOR of it, the finer state most of
     one reader's readings (own_ns; default history_ns) found (`states`; a tie goes to the
     faster), bounded by its valleys and by the coarse window. Readers differ: the core's
     ranks see a valley the probe program does not (module docstring)."""
-    coarse = _coarse(history_ns)
-    if coarse is None:
+    centre = coarse(history_ns)
+    if centre is None:
         return None
-    lo, hi = coarse / GATE_FACTOR, coarse * GATE_FACTOR
+    lo, hi = centre / GATE_FACTOR, centre * GATE_FACTOR
     own = history_ns if own_ns is None else own_ns
     found = [s for s in states([v for v in own if lo <= v <= hi]) if s.n]
     if not found:
-        return Reference(coarse)
+        return Reference(centre)
     best = max(found, key=lambda s: (s.n, -s.ns))
     return Reference(best.ns, max(best.lo, lo), min(best.hi, hi))
 
