@@ -372,6 +372,17 @@ static void samples_reserve(mb_samples *v, int64_t want)
  * broadcasts the reason, the next round's length and the batch size.  Fills r's samples,
  * batch, warm-up count, stop reason; *my_sum and *my_n are this rank's own per-iteration
  * times for IMB's t_min/t_max/t_avg. */
+/* Fixed-count mode's stop once the count is done (rank 0): `preempted` where
+ * --exclude-preempted left out flagged samples and fewer than MB_FLOOR_SAMPLES clean ones
+ * are left (none: the size is then skipped), as the time-bounded mode stops such a size, so
+ * a fixed-count launch is cut short by the same rule (stats.preempted); else `iterations`.
+ * Before, such a size stopped `iterations` and the rule neither counted nor isolated it. */
+static int64_t fixed_stop(const mb_options *o, int64_t kept, int64_t excluded)
+{
+    return o->exclude_preempted && excluded > 0 && kept < MB_FLOOR_SAMPLES
+               ? MB_STOP_PREEMPTED : MB_STOP_ITERATIONS;
+}
+
 static void measure(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool *p, mb_sizing *z,
                     mb_result *r, double *my_sum, int64_t *my_n)
 {
@@ -482,7 +493,7 @@ static void measure(mb_state *st, const mb_bench *b, mb_ctx *c, const mb_pool *p
                 /* late samples (--sync window) and excluded preempted ones count towards the
                  * fixed total, not the stats */
                 int64_t done = n + r->late + (o->exclude_preempted ? r->preempted : 0);
-                ctl[0] = done >= cap ? MB_STOP_ITERATIONS : MB_CONTINUE;
+                ctl[0] = done >= cap ? fixed_stop(o, n, r->preempted) : MB_CONTINUE;
                 ctl[1] = cap - done < 1000 ? cap - done : 1000;
             } else {
                 double spent = now - z->tsize0;

@@ -210,7 +210,9 @@ enum mb_stop {
                           * --min-samples but approximate (not sized for the samples'
                           * autocorrelation, or the series moved); it stays approximate */
     MB_STOP_PREEMPTED,   /* --exclude-preempted: --preempted-max-time spent before the size
-                          * had the unflagged samples it needs (mb_clean_needed) */
+                          * had the unflagged samples it needs (mb_clean_needed); in
+                          * fixed-count mode: the count done with fewer than
+                          * MB_FLOOR_SAMPLES unflagged samples (driver.c fixed_stop) */
 };
 /* rounds a launch keeps sampling past a CI within the target while its stationarity check is
  * unsettled (one round is a quarter more samples: enough for a change in the last round to

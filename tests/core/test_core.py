@@ -755,3 +755,59 @@ def test_cpu_hogs_beside_the_ranks_are_flagged(core, tmp_path):
     assert h["n"] * h["batch"] == 1000 and h["preempted"] <= h["n"]
     assert c["preempted"] > 0 and c["preempted_excluded"] is True and c["status"] == "ok"
     assert (c["n"] + c["preempted"]) * c["batch"] == 1000 and len(c["samples_us"]) == c["n"]
+
+
+def test_a_fixed_count_left_short_of_clean_samples_stops_preempted(core, tmp_path):
+    """--iterations with --exclude-preempted: a size whose count ends with fewer than
+    MB_FLOOR_SAMPLES (5) clean samples stops `preempted` (none: skipped, stop_reason
+    `preempted`), as the time-bounded mode stops it, so stats.preempted's rule counts and
+    isolates it; before, it stopped `iterations` and the rule saw an ordinary launch.
+    Deterministic clock: every window switched ("1:1") flags all 40 samples of 2000
+    iterations; 300 iterations (6 samples of 50) with a switch every 4th reading keep 1-4;
+    one barrier switch ("1:barrier") keeps 39: `iterations`, as before."""
+    from mpibench.stats import preempted as P
+
+    fixed = ["--exclude-preempted", "--iterations"]
+    for r in _fake_switch_run(core, tmp_path, "1:1", *fixed, "2000").results:
+        assert (r["status"], r["stop_reason"], r["n"], r["preempted"]) == \
+            ("skipped", "preempted", 0, 40), r
+        assert P.skipped(r) and P.cut_short(r)
+    for r in _fake_switch_run(core, tmp_path, "1:4", *fixed, "300").results:
+        assert 1 <= r["n"] < 5 and r["n"] + r["preempted"] == 6, r
+        assert (r["status"], r["stop_reason"]) == ("ok", "preempted") and P.few_clean(r), r
+    for r in _fake_switch_run(core, tmp_path, "1:barrier", *fixed, "2000").results:
+        assert (r["stop_reason"], r["n"]) == ("iterations", 39) and not P.cut_short(r), r
+
+
+def test_cpu_hogs_cut_a_fixed_count_short_for_real(core, tmp_path):
+    """The same for real: two busy loops pinned to every CPU this process may use beside
+    the ranks, 3 fixed-count samples at 256 KiB-4 MiB with --exclude-preempted. Whatever
+    the scheduler does, a size left with fewer than 5 clean samples after excluding some
+    stops `preempted` (skipped with none), any other `iterations`. (Measured: 1-2 sizes of
+    each of 3 launches left on 0-2 clean samples; the core before this rule stopped them
+    all `iterations`, and this test failed on it.)"""
+    import os
+
+    from mpibench.stats import preempted as P
+
+    args = ["--sizes", "256K,1M,4M", "--iterations", "3", "--exclude-preempted", "--quiet",
+            "PingPong"]
+    hogs = [subprocess.Popen(["taskset", "-c", str(cpu), "sh", "-c", "while :; do :; done"])
+            for cpu in sorted(os.sched_getaffinity(0)) for _ in range(2)]
+    try:
+        time.sleep(0.2)
+        run = launch("openmpi", _exe(core, "openmpi"), 2, args, tmp_path / "f.jsonl",
+                     timeout=120)
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    assert run.res.returncode == 0, run.res.stderr_tail()
+    check_schema(run.records)
+    for r in run.results:
+        print(r["size"], r["status"], r["stop_reason"], "kept", r["n"], "excluded",
+              r["preempted"])
+        short = r["preempted"] > 0 and r["n"] < 5
+        assert r["n"] + r["preempted"] == 3, r
+        assert r["stop_reason"] == ("preempted" if short else "iterations"), r
+        assert P.cut_short(r) == short and (r["status"] == "skipped") == (r["n"] == 0), r
