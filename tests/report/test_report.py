@@ -719,3 +719,37 @@ def test_no_module_of_mpibench_imports_the_public_api_module():
     assert not (src / "report" / "tables.py").exists()
     import mpibench.report.compare as api
     assert all(getattr(api, name, None) is not None for name in api.__all__)
+
+
+@pytest.mark.parametrize("order, named, not_named", [
+    ("interleaved", "paired by round (the per-round differences", "unpaired"),
+    ("random", "unpaired (each side's launches an independent sample)", "paired by round")])
+def test_report_header_names_the_test_its_comparison_used(tmp_path, order, named, not_named):
+    """The header's test sentence is read from the comparison's rows: the same launches
+    in an interleaved campaign are tested paired by round, in a random-order one unpaired
+    (test_compare's round-pairing case), and the HTML and Markdown headers say which."""
+    from mpibench.stats import simulate
+
+    store, groups = simulate.build_store(
+        tmp_path / f"{order}.db", np.random.default_rng(3), launches=6, sigma_l=0.02,
+        within=0.002, effect=0.05, sizes=(0, 8, 64, 1024), n_samples=(20, 40),
+        spec={"order": order}, rounds="two-mode")
+    try:
+        rep = build_report(store, groups, ReportOptions(plots=False))
+    finally:
+        store.close()
+    assert named in rep.test and not_named not in rep.test and "Welch" not in rep.test
+    import html as htmllib
+
+    html = htmllib.unescape(" ".join(write_html(rep, tmp_path / "r.html").read_text().split()))
+    md = " ".join(write_markdown(rep, tmp_path / "r.md", "svg").read_text().split())
+    head = md.split("## Result sets")[0]
+    assert f"gains tested with {rep.test}" in html
+    assert named in head and "Holm over every p of the comparison" in head
+
+
+def test_a_report_without_a_comparison_names_no_test(tmp_path, core):
+    store, groups = core
+    rep = build_report(store, {"base": groups["base"]}, ReportOptions(plots=False))
+    assert rep.test == ""
+    assert "gains tested" not in write_html(rep, tmp_path / "one.html").read_text()

@@ -52,10 +52,10 @@ def gain_table(cmp: Comparison, size: int | None = None,
               header=hdr, rows=[], kind="gain",
               caption=f"{legend}; MB/s = 10^6 bytes/s from that time; "
                       "gain > 1 = candidate better (baseline time / candidate time) [95% CI "
-                      "from the spread between launches]; ~ = not significant (Welch t on "
-                      "log launch statistics, Holm over the full comparison, alpha "
-                      f"{cmp.alpha:g}); cannot tell = fewer than {launch_stats.MIN_LAUNCHES} "
-                      "launches on a side",
+                      "from the spread between launches, not Holm-adjusted]; ~ = not "
+                      "significant in the comparison table (its test and its Holm family, "
+                      f"alpha {cmp.alpha:g}); cannot tell = fewer than "
+                      f"{launch_stats.MIN_LAUNCHES} launches on a side",
               notes=list(cmp.warning_lines))
 
     def key(kv):

@@ -30,6 +30,7 @@ from mpibench.report.model import Comparison
 from mpibench.report.parts import Figure
 from mpibench.report.render import Table, md_escape, render_table
 from mpibench.report.sections import Options, report_sections
+from mpibench.report.views import test_sentence
 from mpibench.store import Store
 from mpibench.store.report_queries import set_runs_info
 
@@ -83,6 +84,8 @@ class Report:
     # the compared launches' machine-state WARNING (machine_state.warning), beside the
     # verdict: the lines per set are under the comparison table
     machine_warning: str | None = None
+    # which test the comparison's gains had (views.test_sentence); '' without a comparison
+    test: str = ""
 
 
 def _set_info(store: Store, sets: Mapping[str, list[str]]) -> list[dict[str, Any]]:
@@ -151,6 +154,7 @@ def build_report(store: Store, sets: Mapping[str, list[str]],
                   verdicts=list(cmp.verdicts.values()) if cmp is not None else [],
                   generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"), warnings=warnings,
                   machine_warning=machine_state.warning(cmp) if cmp is not None else None,
+                  test=test_sentence(cmp),
                   imported=imported_statistics(c for by in cells.values() for c in by.values()))
 
 
@@ -194,7 +198,7 @@ def render_html(report: Report) -> str:
                       generated=report.generated, store_path=report.store_path,
                       sets=report.sets, baseline=report.baseline,
                       verdicts=report.verdicts, sections=sections, warnings=report.warnings,
-                      machine_warning=report.machine_warning,
+                      machine_warning=report.machine_warning, test=report.test,
                       imported=_imported_sentence(report.imported))
 
 
@@ -219,10 +223,10 @@ def render_markdown_report(report: Report, plot_dir: Path | None, rel_to: Path,
            f"Generated {report.generated} by mpibench {mpibench.__version__} from "
            f"`{report.store_path}`. Times in microseconds; MB/s = 10^6 bytes/s; values are "
            "geometric means of launch medians (one launch = one mpirun, the unit of "
-           "replication) with 95% CIs from the spread between launches; gains tested with "
-           "Welch t on the log launch statistics, Holm-corrected; `~` = not significant; "
-           "cannot tell = fewer than two launches on a side." + (f" {_imported_sentence(report.imported)}"
-                                 if report.imported else ""), ""]
+           "replication) with 95% CIs from the spread between launches"
+           + (f"; gains tested with {md_escape(report.test)}; `~` = not significant; cannot "
+              "tell = fewer than two launches on a side" if report.test else "") + "."
+           + (f" {_imported_sentence(report.imported)}" if report.imported else ""), ""]
     if report.warnings:
         out += [f"> **{md_escape(w)}**  " for w in report.warnings] + [""]
     out += ["## Result sets", "",

@@ -10,7 +10,7 @@ import json
 from typing import TYPE_CHECKING
 
 from mpibench.report import machine_state, plots
-from mpibench.report.compare_view import _table_model, pairing_legend
+from mpibench.report.compare_view import _table_model, pairing_legend, pairing_summary
 from mpibench.report.data import (
     bench_sort_key,
     imported_clause,
@@ -18,7 +18,7 @@ from mpibench.report.data import (
     imported_statistics,
 )
 from mpibench.report.grids import grid_tables, grids
-from mpibench.report.model import Comparison, Row
+from mpibench.report.model import Comparison, Row, fmt_margin
 from mpibench.report.parts import Figure, Part
 from mpibench.report.render import Table
 from mpibench.report.results import _results_table
@@ -47,11 +47,41 @@ def comparison_part(ctx: Context) -> Part:
                       "CI from the spread between launches (one launch = one mpirun, the "
                       "unit of replication)"
                       + (f" ({imported})" if imported else "")
-                      + "; gain > 1 means the candidate is better, with its 95% CI; p = "
-                      "Welch t on the log launch statistics, Holm-corrected across the "
-                      "table; cannot tell = fewer than two launches on a side."
+                      + "; gain > 1 means the candidate is better, with its CI at the "
+                      "row's Holm level (it excludes 1 exactly when the row is "
+                      "significant); p = the Holm-adjusted p of the test the report's "
+                      "header names; cannot tell = fewer than two launches on a side."
                       + "".join(f" {line[0].upper()}{line[1:]}." for line in
                                 pairing_legend(ctx.cmp)))
+
+
+def test_sentence(cmp: Comparison | None) -> str:
+    """Which test the comparison's gains had, read from the comparison itself (the report's
+    header): the launch-level t test (stats.launch.compare_cells), paired by round or not as
+    its rows were, Holm over the table's family, TOST and sequential looks where they ran.
+    '' without a comparison or a tested row."""
+    if cmp is None:
+        return ""
+    ps = pairing_summary(cmp)
+    if not ps["tested_rows"]:
+        return ""
+    if ps["pairing"] != "round":
+        pairing = "unpaired (each side's launches an independent sample)"
+    elif ps["paired_rows"] == ps["tested_rows"]:
+        pairing = "paired by round (the per-round differences of an interleaved campaign)"
+    else:
+        pairing = (f"paired by round in {ps['paired_rows']} of {ps['tested_rows']} tested "
+                   "rows (interleaved rounds), the others unpaired")
+    out = ("a t test on the logs of the launch statistics (one value per launch), a "
+           f"benchmark's sizes pooling their between-launch spread, {pairing}; Holm over "
+           "every p of the comparison (cells, geomean rows, verdicts), each gain's CI at "
+           "its row's Holm level")
+    if cmp.equivalence:
+        out += f"; equivalence within ±{fmt_margin(cmp.equivalence)} by TOST"
+    if any(d.seq_level is not None for r in cmp.rows for d in r.deltas.values()):
+        out += ("; a row a repeats = \"decide\" campaign decided at an earlier look shows "
+                "that look's decision, its CI widened")
+    return out
 
 
 def plots_part(ctx: Context) -> Part | None:
