@@ -39,8 +39,10 @@ Result sets are grouped by variant (or by --label); the runs of a campaign sweep
 nodes or ppn form one set whose cells differ by those. A launch (one mpirun) is the unit of
 replication: each launch gives one statistic per cell (its median, or --statistic mean), a
 set's value is the geometric mean of its launches' statistics ± the 95% CI from the spread
-between launches, and the gain [95% CI] and p come from Welch's t test on the logs of the
-launch statistics, Holm-corrected across the table. `~` = not significant; "cannot tell" =
+between launches. The gain, its CI and p come from a t test on the logs of the launch
+statistics: a benchmark's sizes pool their between-launch spread, launches of one round of
+an interleaved campaign are paired (the table says so), every p the table shows is
+Holm-adjusted and each CI is at its row's Holm level. `~` = not significant; "cannot tell" =
 fewer than two launches on a side (one launch per variant decides nothing). Launches are
 only combined when their fingerprints match (otherwise the most common fingerprint is used
 and a footnote says what was left out). Times in microseconds; MB/s = 10^6 bytes/s. A set whose requested transport
@@ -145,10 +147,11 @@ def register(sub) -> None:
                        description="Compare two or more result sets from the store: per "
                                    "benchmark and size (or application cell) each side's "
                                    "geometric mean of launch statistics ± 95% CI between "
-                                   "launches, the gain with its 95% CI, a Holm-corrected "
-                                   "p-value from Welch's t on log launch statistics, a "
-                                   "geomean per benchmark and a verdict (aggregated per "
-                                   "launch).",
+                                   "launches, the gain with its CI and a Holm-adjusted "
+                                   "p from a t test on log launch statistics (sizes "
+                                   "pooled, paired by round where launches were "
+                                   "interleaved), a geomean per benchmark and a verdict "
+                                   "(aggregated per launch).",
                        epilog=EXAMPLES, formatter_class=Formatter)
     add_db(p, archive=True)
     add_selectors(p)
