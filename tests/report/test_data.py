@@ -80,3 +80,45 @@ def test_preempted_counts_add_up_over_launches_and_say_what_was_excluded():
     mixed = preempted_of([*out, *kept, *old])
     assert mixed == Preempted(4, 12, 3)
     assert preempted_note(mixed) == "4 preempted excluded, 12 kept; 3 launches without the flag"
+
+
+def test_load_cells_parses_each_rows_extra_once_and_reads_the_same(tmp_path, monkeypatch):
+    """report.data reads a row's extra fields (stationarity for the stop column, the
+    preempted counts, the launch's machine_probe record, the cell's extra) from ONE parse of
+    its extra_json; before, the stop column, the preempted counts and the probe each parsed
+    it (2.2 parses a row: bench/bench_compare_report.py --core-extra --verbs load). What
+    they read is unchanged: per set the drift launches in the stop column, the excluded
+    counts summed, each launch's probe record."""
+    import numpy as np
+
+    from mpibench.report import data
+    from mpibench.store import Store
+    from support.synth import add_variant_runs, core_record
+
+    rng = np.random.default_rng(3)
+
+    def make(rep):
+        extra = {"stationarity": "drift" if rep % 2 else "ok", "preempted": rep,
+                 "preempted_excluded": True, "machine_probe": {"before_ns": 80.0 + rep}}
+        return [{**core_record("PingPong", s, rng.normal(10, 0.1, 30)), "extra": extra}
+                for s in (8, 64)]
+
+    with Store(tmp_path / "x.db") as store:
+        cid = store.add_campaign("x")
+        sets = {v: add_variant_runs(store, cid, v, repeats=4, make=make) for v in "ab"}
+        real, texts = json.loads, []
+
+        def counted(s, *a, **k):
+            if isinstance(s, str) and '"stationarity"' in s:
+                texts.append(s)
+            return real(s, *a, **k)
+
+        monkeypatch.setattr(data.json, "loads", counted)
+        cells = data.load_cells(store, sets)
+    assert len(texts) == 16                    # 2 sets x 2 sizes x 4 launches, once each
+    for by in cells.values():
+        for v, c in by.items():
+            assert c.stop_reasons == {"target": 2, "target, drift": 2}
+            assert c.preempted == data.Preempted(0 + 1 + 2 + 3, 0, 0)
+            assert {p["before_ns"] for p in c.machine_probes.values()} == {80, 81, 82, 83}
+            assert c.extra["stationarity"] == "ok" and set(c.machine_probes) == set(sets[v])

@@ -27,7 +27,7 @@ import math
 import re
 import statistics as _pystats
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, NamedTuple
@@ -527,29 +527,32 @@ def _choose_fingerprint(cell: ResultCell, ok: list[dict]) -> list[dict]:
 def _describe(cell: ResultCell, used: list[dict],
               probes: dict[str, dict | None] | None = None) -> None:
     """What the used rows say beside their values: first-call times, stop reasons, batch,
-    the tool's extra fields."""
+    the tool's extra fields. Each row's extra_json is parsed once here (_extra_of) and the
+    parsed dict handed to every reader of it (bench/bench_compare_report.py --core-extra)."""
+    extras = [_extra_of(r) for r in used]
     cell.firsts = [float(r["first"]) for r in used if r.get("first") is not None]
-    reasons = [_stop_with_stationarity(r) for r in used if r.get("stop_reason")]
+    reasons = [_stop_with_stationarity(r, x) for r, x in zip(used, extras, strict=True)
+               if r.get("stop_reason")]
     if reasons:
         cell.stop_reasons = Counter(reasons)
-    cell.preempted = preempted_of(used)
+    cell.preempted = preempted_of(used, extras)
     cell.few_clean = [r["run_id"] for r in used if preempted_stats.few_clean(r)]
     cell.batch = used[0].get("batch")
-    extra = used[0].get("extra_json")
-    cell.extra = json.loads(extra) if extra else (used[0].get("extra") or {})
-    cell.machine_probes = launch_probes(used, {} if probes is None else probes)
+    cell.extra = extras[0]
+    cell.machine_probes = launch_probes(used, {} if probes is None else probes, extras)
 
 
-def launch_probes(rows: Iterable[Mapping[str, Any]], seen: dict[str, dict | None]
-                  ) -> dict[str, dict[str, Any]]:
+def launch_probes(rows: Sequence[Mapping[str, Any]], seen: dict[str, dict | None],
+                  extras: Sequence[dict] | None = None) -> dict[str, dict[str, Any]]:
     """{run id: extra["machine_probe"]} of the rows that carry one. A launch stores one
     record in every row (campaign/local.py), so each run's is read once (`seen`, shared by
-    the cells of one load), and parsed only where the text names the key."""
+    the cells of one load). extras: the rows' extra fields already parsed (_extra_of);
+    without them a row is parsed only where its text names the key."""
     out: dict[str, dict[str, Any]] = {}
-    for r in rows:
+    for i, r in enumerate(rows):
         rid = r["run_id"]
         if rid not in seen:
-            seen[rid] = _probe_of(r)
+            seen[rid] = _probe_of(r if extras is None else {"extra": extras[i]})
         if seen[rid] is not None:
             out[rid] = seen[rid]
     return out
@@ -668,13 +671,14 @@ def _extra_of(r: Mapping[str, Any]) -> dict:
     return extra if isinstance(extra, dict) else r.get("extra") or {}
 
 
-def preempted_of(rows: Iterable[Mapping[str, Any]]) -> Preempted:
+def preempted_of(rows: Iterable[Mapping[str, Any]],
+                 extras: Iterable[dict] | None = None) -> Preempted:
     """The core's preempted-sample counts over these result rows (extra "preempted"), split
     by what each launch did with them (extra "preempted_excluded"), and the launches that
-    carry no count (a core before the flag, or null: no RUSAGE_THREAD)."""
+    carry no count (a core before the flag, or null: no RUSAGE_THREAD). extras: the rows'
+    extra fields already parsed (_extra_of), else parsed here."""
     excluded = kept = unknown = 0
-    for r in rows:
-        extra = _extra_of(r)
+    for extra in (map(_extra_of, rows) if extras is None else extras):
         n = extra.get("preempted")
         if not (isinstance(n, int) and not isinstance(n, bool) and n >= 0):
             unknown += 1
@@ -699,19 +703,20 @@ def preempted_note(p: Preempted | None) -> str:
     return text
 
 
-def _stop_with_stationarity(row: dict) -> str:
+def _stop_with_stationarity(row: dict, extra: dict | None = None) -> str:
     """The core's stop reason, with its stationarity check's finding when the launch's
     series moved ('max_time, drift') or the check had not settled when the budget ended
-    ('max_time, unsettled'): its within-launch CI is then approximate."""
+    ('max_time, unsettled'): its within-launch CI is then approximate. extra: the row's
+    extra fields already parsed (_extra_of); else its extra_json is parsed here."""
     stop = row["stop_reason"]
-    extra = row.get("extra_json")
-    if extra and "stationarity" in extra:
-        try:
-            stat = json.loads(extra).get("stationarity")
-        except (ValueError, AttributeError):
-            stat = None
-        if stat in ("level_shift", "drift", "unsettled") and stat != stop:
-            return f"{stop}, {stat.replace('_', ' ')}"
+    if extra is None:
+        text = row.get("extra_json")
+        if not (text and "stationarity" in text):
+            return stop
+        extra = _extra_of(row)
+    stat = extra.get("stationarity")
+    if stat in ("level_shift", "drift", "unsettled") and stat != stop:
+        return f"{stop}, {stat.replace('_', ' ')}"
     return stop
 
 
