@@ -77,6 +77,30 @@ def test_two_stage_total_from_the_first_stage_spread():
     assert stage_two_total({"a": tight["a"]}, rule) == 3  # nothing to compare
 
 
+def test_two_stage_total_tests_a_cut_short_cell_alone():
+    """stage_two_total's stage-1 tests block as compare's (compare_cells' cut): a cell with
+    a launch the core cut short (group_launches' cut, on either side) is tested on its own
+    launches and the benchmark's other sizes pooled without it; without the cut it was
+    pooled, and the total differs (review R2: 6 pooled, 7 with the cut cell alone)."""
+    from mpibench.stats import launch as L
+    from mpibench.stats import two_stage as T
+
+    rule = AutoRepeats(3, 10, 0.05)
+    rng = np.random.default_rng(0)
+    pv = {v: {("b", k): {(v, i): float(np.exp(rng.normal(0, 0.3 if k == 3 else 0.01)))
+                         for i in range(3)} for k in range(6)} for v in "ab"}
+    rounds = {(s, i): i for s in "ab" for i in range(3)}
+    cut = {"b": {("b", 3): {("b", 1)}}}
+    cells = [(pv["a"][("b", k)], pv["b"][("b", k)], "lower") for k in range(6)]
+    ids = [{("b", 1)} if k == 3 else set() for k in range(6)]
+    by_hand = max(T.smallest_total(3, 10), T.plan_total(
+        L.compare_cells(cells, rounds=rounds, sizes=[None] * 6, cut=ids), 3, 3, 10,
+        math.log1p(0.05)))
+    assert stage_two_total(pv, rule, rounds, cut) == by_hand == 7
+    assert stage_two_total(pv, rule, rounds) == 6
+    assert stage_two_total(pv, rule, rounds, {"a": {("b", 3): {("a", 0)}}}) == 7
+
+
 def test_pair_sums_pair_by_round_or_by_position():
     # interleaved: the rounds with one usable launch per side; a round holding two launches
     # of one side, or none of the other, pairs nothing (stats.launch.pair_rounds' rule)

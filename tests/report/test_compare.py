@@ -1065,6 +1065,11 @@ def test_a_few_clean_launch_puts_its_cell_alone_and_skipped_launches_are_counted
     look, _cells = ar.decisions(store, cid, spec)
     rule = {k[3].size: st.test for k, st in look.cells.items()}
     assert rule[512] == want[2] and rule[8] == want[0] and rule[4096] == want[3]
+    # and repeats = "auto"'s stage-1 look reads the same cut-short launches (review R2)
+    cut: dict = {}
+    ar.group_launches(store, cid, "core", cut=cut)
+    assert {v: {k.size: ids for k, ids in by.items()} for v, by in cut.items()} == \
+        {"a": {4096: {ga[2]}}, "b": {512: {gb[1]}}}
     store.close()
 
 

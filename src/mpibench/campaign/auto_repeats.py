@@ -136,15 +136,17 @@ def parse(value: Any, fail) -> AutoRepeats:
 
 
 def group_launches(store, campaign_id: int, group: str, metrics: set[str] | None = None,
-                   rounds: dict | None = None, below: int | None = None
-                   ) -> dict[str, dict[tuple, dict[str, float]]]:
+                   rounds: dict | None = None, below: int | None = None,
+                   cut: dict | None = None) -> dict[str, dict[tuple, dict[str, float]]]:
     """{variant: {cell key: {run id: launch statistic}}} of one group's finished launches
     (read through the store like every comparison); metrics: only these (an application's
     figures of merit, see figures). rounds: filled with {run id: its round key} of the
     launches an interleaved campaign ran (report.data.ResultCell.by_round: what the report
     pairs by). below: only the launches of repeat index < below (the stage-1 rounds: the
     look of repeats = "auto" reads nothing else, also when a resumed campaign already ran
-    part of stage 2, so the stage-2 launches never inform the total; stage_one_launches)."""
+    part of stage 2, so the stage-2 launches never inform the total; stage_one_launches).
+    cut: filled with {variant: {cell key: its launches the core cut short}}
+    (ResultCell.cut_short: compare tests such a cell alone, stage_two_total too)."""
     from mpibench.report.data import load_cells
     from mpibench.report.rules import comparable
 
@@ -169,11 +171,13 @@ def group_launches(store, campaign_id: int, group: str, metrics: set[str] | None
                 out[v][key] = c.by_launch
                 if rounds is not None:
                     rounds.update(c.by_round)
+                if cut is not None and c.cut_short:
+                    cut.setdefault(v, {})[key] = c.cut_short
     return out
 
 
 def stage_two_total(per_variant: dict[str, dict[tuple, Any]], rule: AutoRepeats,
-                    rounds: dict | None = None) -> int:
+                    rounds: dict | None = None, cut: dict | None = None) -> int:
     """Launches per variant for the whole group, from its stage-1 launches ({cell key:
     [statistics] or {launch id: statistic}} per variant, baseline first; rounds = {launch
     id: round key} where the campaign interleaves): each candidate's cells tested against
@@ -183,7 +187,9 @@ def stage_two_total(per_variant: dict[str, dict[tuple, Any]], rule: AutoRepeats,
     spread (stats.two_stage.plan_total): the CI the report prints for such a campaign is
     the wider of the ordinary one and one whose spread comes from the stage-2 launches
     only (stats.two_stage), which never saw this look. A rule whose max < min + 3 has no
-    choice: max. A cell that cannot be tested asks for the maximum; one variant, min."""
+    choice: max. A cell that cannot be tested asks for the maximum; one variant, min.
+    cut: {variant: {cell key: its launches the core cut short}} (group_launches' cut): a
+    cell with one, on either side, is tested alone (compare_cells' cut), as compare does."""
     names = list(per_variant)
     if len(names) < 2:
         return rule.min
@@ -196,11 +202,15 @@ def stage_two_total(per_variant: dict[str, dict[tuple, Any]], rule: AutoRepeats,
         blocks: dict[tuple, list] = {}
         for key, vals in per_variant[cand].items():
             if key in base:
+                ids = {*(cut or {}).get(names[0], {}).get(key, ()),
+                       *(cut or {}).get(cand, {}).get(key, ())}
                 blocks.setdefault(_bench_of(key), []).append(
-                    ((_by_id(base[key]), _by_id(vals), "lower"), getattr(key, "size", None)))
+                    ((_by_id(base[key]), _by_id(vals), "lower"), getattr(key, "size", None),
+                     ids))
         for block in blocks.values():
-            tests = launch_stats.compare_cells([c for c, _s in block], rounds=rounds,
-                                               sizes=[s for _c, s in block])
+            tests = launch_stats.compare_cells([c for c, _s, _i in block], rounds=rounds,
+                                               sizes=[s for _c, s, _i in block],
+                                               cut=[i for _c, _s, i in block])
             need = max(need, two_stage.plan_total(tests, rule.min, rule.min, rule.max, goal))
             if need >= rule.max:
                 return rule.max
@@ -866,10 +876,11 @@ class Stages:
             g = c.group.name
             if g not in self.total:
                 rounds: dict = {}
+                cut: dict = {}
                 per_variant = group_launches(self.runner.store, self.cid, g,
                                              figures(self.runner.spec).get(g), rounds,
-                                             below=self.rule.min)
-                t = self.total[g] = stage_two_total(per_variant, self.rule, rounds)
+                                             below=self.rule.min, cut=cut)
+                t = self.total[g] = stage_two_total(per_variant, self.rule, rounds, cut)
                 how = "paired by round" if rounds else "unpaired"
                 low = two_stage.smallest_total(self.rule.min, self.rule.max)
                 self.runner.log(f"repeats = auto: group {g}: {t} launches per variant "
