@@ -369,3 +369,19 @@ def test_time_to_decision_says_what_the_cores_flag_left_out(tmp_path):
         in line
     assert "2 cells stopped 'preempted'" in line and "1 of them with none" in line
     assert "without the flag" not in line
+
+
+def test_run_all_help_prints_usage_and_runs_nothing():
+    """`bench/run_all.py --help` used to ignore --help and start every benchmark."""
+    res = subprocess.run([sys.executable, str(BENCH / "run_all.py"), "--help"],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert "--quick" in res.stdout and "bench_inference.py" in res.stdout
+    assert "===" not in res.stdout
+
+
+def test_run_all_refuses_an_unknown_script_name():
+    res = subprocess.run([sys.executable, str(BENCH / "run_all.py"), "bench_nosuch"],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2 and "no such bench script: bench_nosuch" in res.stderr
+    assert "===" not in res.stdout
