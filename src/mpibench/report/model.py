@@ -45,7 +45,7 @@ class Delta:
         return self.test.gain if self.test else None
 
     @property
-    def ci_low(self) -> float | None:      # 95% CI of the gain (Welch, between launches)
+    def ci_low(self) -> float | None:      # 95% CI of the gain (the launch-level test, unadjusted)
         return self.test.ci_low if self.test else None
 
     @property
@@ -53,7 +53,7 @@ class Delta:
         return self.test.ci_high if self.test else None
 
     @property
-    def p(self) -> float | None:          # raw Welch t p on the log launch statistics
+    def p(self) -> float | None:          # raw p of the launch-level t on the log launch statistics
         return self.test.p if self.test else None
 
     @property

@@ -53,7 +53,7 @@ def _needed(ds: list, med: float, worst: float, effect: float, alpha: float, m: 
 
 def plan_table(cmp: Comparison, effect: float, power: float = launch_stats.POWER) -> Table:
     """Launches per side needed to detect a gain of 1 + effect, from the between-launch
-    spread seen in each cell (interleaved launches; Welch t on log launch statistics).
+    spread seen in each cell (interleaved launches; the launch-level t the comparison ran).
 
     Per benchmark and candidate: the launches now, the median between-launch sd of the
     logs, the smallest gain detectable now (median over cells), and the launches per side
@@ -68,7 +68,8 @@ def plan_table(cmp: Comparison, effect: float, power: float = launch_stats.POWER
                       f"needed, all {m} tests (Holm)"], rows=[], kind="plan",
               caption="launches per side, interleaved; from the spread between launches of "
                       "each cell (sd of the log launch statistics, both sides pooled); "
-                      "Welch t on log launch statistics; 'all tests' plans at alpha/m so "
+                      "planned for the test each cell ran (t on log launch statistics, its df "
+                      "and critical values); 'all tests' plans at alpha/m so "
                       "that a real difference of this size survives Holm in every cell; "
                       "rows paired by round (an interleaved campaign) plan rounds of pairs "
                       "from their paired test's own variance components, the round part "
