@@ -6,6 +6,7 @@ simulation. Prints numbers, asserts nothing.
     .venv/bin/python bench/bench_probe_gate.py --ttd DIR...    (stored TTD runs, no MPI)
     .venv/bin/python bench/bench_probe_gate.py --pairs N       (real probes, 1 vs 3 ms)
     .venv/bin/python bench/bench_probe_gate.py --within N [--stack S]  (core readings vs probes)
+    .venv/bin/python bench/bench_probe_gate.py --steal N       (steal time vs unflagged stalls)
 
 Replay: tests/data/probe/phase1-loaded.jsonl holds phase 1's 102 launches under
 `under-load -j 4` (TTD's pilot command lines, Open MPI then MPICH, each between two probes;
@@ -647,6 +648,86 @@ def _within_report(rows: list[dict]) -> None:
           f"(difference {1e3 * (on - off):+.1f} ms)")
 
 
+# -- stop 34: does a launch's steal time flag the stalls the core's preempted flag misses? --
+# (--steal N) N core launches at TTD's options, Open MPI and MPICH alternating, under the
+# MPI lock held for the whole run; /proc/stat's steal column (a vCPU the host did not run,
+# in 10 ms ticks) read just before and after each. A stall: a cell whose median is 3x and
+# 0.5 us above its variant's and size's median over the run, without the core's preempted
+# flag (extra.preempted, stop 'preempted'): run-63's kind (512 B, 5 samples, 4.43 us).
+STEAL_ARGS = [*WITHIN_ARGS[:-2], "--exclude-preempted", "--preempted-max-time", "0.05",
+              "--quiet", "PingPong"]
+STEAL_ENV = {"mpich": ["-genv", "MPIR_CVAR_NOLOCAL", "0", "-genv", "UCX_TLS", "self,sm"]}
+
+
+def _steal_ticks() -> dict[str, int]:
+    out = {}
+    for ln in Path("/proc/stat").read_text().splitlines():
+        p = ln.split()
+        if p[0].startswith("cpu") and len(p) > 8:
+            out[p[0]] = int(p[8])
+    return out
+
+
+def _steal_launch(exe: Path, stack: str, out: Path) -> dict:
+    import os
+    import subprocess
+
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    cmd = [*WITHIN_STACKS[stack][1], *STEAL_ENV.get(stack, []), str(exe), *STEAL_ARGS,
+           "--jsonl", str(out)]
+    s0 = _steal_ticks()
+    subprocess.run(cmd, env=env, capture_output=True, timeout=120)
+    s1 = _steal_ticks()
+    recs = [json.loads(ln) for ln in out.read_text().splitlines()] if out.exists() else []
+    head = next((r for r in recs if r.get("record") == "header"), {})
+    return {"stack": stack, "steal": sum(s1[c] - s0[c] for c in s0 if c != "cpu"),
+            "state": (head.get("machine_state") or {}).get("median_ns"),
+            "rows": [r for r in recs if r.get("record") == "result" and r.get("median_us")]}
+
+
+def _stalls(launches: list[dict]) -> list[int]:
+    """Per launch, its unflagged stalled cells (see above)."""
+    by: dict[tuple, list[float]] = {}
+    for x in launches:
+        for r in x["rows"]:
+            by.setdefault((x["stack"], r["size"]), []).append(r["median_us"])
+    mid = {k: float(np.median(v)) for k, v in by.items()}
+    return [sum(r["median_us"] > 3 * (m := mid[(x["stack"], r["size"])]) and
+                r["median_us"] - m > 0.5 and not (r.get("extra") or {}).get("preempted")
+                and r.get("stop_reason") != "preempted" for r in x["rows"])
+            for x in launches]
+
+
+def steal(n: int) -> None:
+    import fcntl
+    import os
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="gate-steal-") as td, open(LOCK, "a") as lock:
+        exes = {}
+        for stack, (mpicc, _) in WITHIN_STACKS.items():
+            subprocess.run(["make", "-s", "-C", str(ROOT / "core"), f"MPICC={mpicc}",
+                            f"BUILD={td}/{stack}"], check=True, timeout=600,
+                           capture_output=True)
+            exes[stack] = Path(td) / stack / "mpibench-core"
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        print(f"# --steal {n}: core {' '.join(STEAL_ARGS)}; load {os.getloadavg()[0]:.2f}",
+              flush=True)
+        xs = [_steal_launch(exes[st], st, Path(td) / "o.jsonl")
+              for st in (["openmpi", "mpich"] * n)[:n]]
+    stalled = _stalls(xs)
+    print(f"# end: load {os.getloadavg()[0]:.2f}")
+    for st in (True, False):
+        g = [x for x, k in zip(xs, stalled, strict=True) if bool(k) is st]
+        ticks = sum(x["steal"] > 0 for x in g)
+        states = [x["state"] for x in g if x["state"]]
+        print(f"  launches {'with' if st else 'without'} an unflagged stall: {len(g):4d}; "
+              f"steal > 0 in {ticks} ({100 * ticks / max(1, len(g)):.0f}%); own start "
+              f"reading median {np.median(states) if states else float('nan'):.0f} ns, "
+              f"above 200 ns in {sum(v > 200 for v in states)}")
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="200 comparisons per row")
@@ -660,6 +741,9 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--within", type=int, metavar="N",
                     help="only N rounds of real core launches reading their own state "
                     "beside the probe program (each launch under the MPI lock)")
+    ap.add_argument("--steal", type=int, metavar="N",
+                    help="only N real core launches (both stacks alternating, under the MPI "
+                    "lock): does /proc/stat's steal time flag the unflagged stalled cells?")
     ap.add_argument("--stack", default="openmpi", choices=sorted(WITHIN_STACKS),
                     help="the stack of --within (openmpi)")
     args = ap.parse_args(argv)
@@ -668,6 +752,9 @@ def main(argv: list[str]) -> int:
         return 0
     if args.within:
         within(args.within, args.stack)
+        return 0
+    if args.steal:
+        steal(args.steal)
         return 0
     if args.ttd:
         rows = ttd_attempts(args.ttd)
