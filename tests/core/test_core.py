@@ -811,3 +811,7 @@ def test_cpu_hogs_cut_a_fixed_count_short_for_real(core, tmp_path):
         assert r["n"] + r["preempted"] == 3, r
         assert r["stop_reason"] == ("preempted" if short else "iterations"), r
         assert P.cut_short(r) == short and (r["status"] == "skipped") == (r["n"] == 0), r
+    if not any(r["preempted"] for r in run.results):
+        # every size 'iterations' then holds on the old core too: say so rather than pass
+        pytest.skip("the busy loops got no rank descheduled in this launch: no size was "
+                    "cut short, the rule was not exercised")
