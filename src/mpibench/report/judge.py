@@ -4,8 +4,9 @@ The launch (one mpirun) is the unit of replication (stats.launch). Per cell each
 the geometric mean of its launch statistics with the 95% CI from the spread between its
 launches. Per candidate against the baseline: the gain oriented so > 1 is better (time-like
 metrics, better='lower': baseline/candidate; rates: candidate/baseline) with its 95% CI,
-and Welch's t test on the logs of the launch statistics, Holm-corrected across every test
-of the comparison. Not significant prints as `~`; fewer than two launches on a side is
+and the launch-level t test on the logs of the launch statistics (stats.launch.compare_cells:
+a benchmark's sizes pool their spread, paired by round where launches interleave; a cell
+with a cut-short launch is tested alone), Holm over every p the comparison shows. Not significant prints as `~`; fewer than two launches on a side is
 "cannot tell". The geomean per benchmark and the verdict aggregate per launch first (one
 launch measures every size). Two cells meet only under the comparability rule
 (report/rules.py).
