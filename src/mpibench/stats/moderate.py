@@ -12,7 +12,10 @@ says the sizes are alike: d0 -> infinity when their spread is what sampling alon
 (every size gets the pooled variance, with the pooled df), small when the sizes really
 differ (every size mostly its own). d0 and s0^2 come from the first two moments of
 log s_g^2 (Smyth's method of moments: log s_g^2 is log sigma_g^2 plus a log chi-square,
-whose mean and variance are digamma / trigamma functions of d_g / 2).
+whose mean and variance are digamma / trigamma functions of d_g / 2). Where the sizes'
+variances follow a trend over the sizes (trend_p), s0^2 is one per size, the trend at it
+(trend_prior, limma's trended prior): spreads that grow with size are shrunk toward their
+own level, not the quiet sizes'.
 """
 
 from __future__ import annotations
@@ -62,6 +65,20 @@ PAIR_LEVEL = 0.02
 SIDES_LEVEL = 0.01
 
 
+# Where a block's sizes are in size order (a paired block), a straight line of log s_g^2
+# over the size index whose slope is significant at this two-sided level (trend_p) opens
+# the gate (stats.launch._gate) and is the centre each size is moderated toward (robust's
+# x, trend_prior) instead of one common s0^2: spreads that grow with size (review R13's
+# ramp, sd 0.03 -> 0.15 over 11 sizes, 5 rounds) kept the gate shut in 27% of benchmarks
+# (Bartlett's omnibus test on 4 df per size) and shrank the noisiest sizes toward the
+# quiet ones' level: 8.0-9.3% A/A there (docs/statistics.md "Spreads that grow with size").
+TREND_LEVEL = 0.05
+# The trend's degree in the size index: a line missed a ramp's curvature (sd linear in
+# size is log-concave: the line 0.76x the noisiest size's variance, 7.2% A/A there at 22
+# sizes x 8 rounds); a parabola follows it within 0.9-1.1x where it matters.
+TREND_DEGREE = 2
+
+
 def _trigamma_inverse(x: float) -> float:
     """y with trigamma(y) = x (x > 0), by Newton's method on 1 / trigamma, which is
     nearly linear in y (start 0.5 + 1 / x: trigamma(y) ~ 1/y + 1/(2 y^2))."""
@@ -101,6 +118,108 @@ def prior(variances: Sequence[float], dfs: Sequence[float]) -> tuple[float, floa
     d0 = 2.0 * _trigamma_inverse(evar)
     s0 = math.exp(emean + float(digamma(d0 / 2.0)) - math.log(d0 / 2.0))
     return d0, s0
+
+
+def _logs_unbiased(s2: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """log s_g^2 less its bias under chi-square sampling: E = log sigma_g^2 (Smyth's e_g)."""
+    from scipy.special import digamma
+    return np.log(s2) - digamma(d / 2.0) + np.log(d / 2.0)
+
+
+def _line(e: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, float, float]:
+    """(fitted values, slope, sum of (x - mean x)^2) of the least-squares line of e on x."""
+    xc = x - x.mean()
+    sxx = float((xc * xc).sum())
+    slope = float((xc * (e - e.mean())).sum()) / sxx if sxx > 0 else 0.0
+    return e.mean() + slope * xc, slope, sxx
+
+
+def _basis(x: np.ndarray, centre: float, scale: float) -> np.ndarray:
+    """The trend's columns at x: 1, t, t^2 ... up to TREND_DEGREE, t = (x - centre) / scale."""
+    t = (x - centre) / scale
+    return np.stack([t ** k for k in range(TREND_DEGREE + 1)], axis=1)
+
+
+def trend_fit(e: np.ndarray, x: np.ndarray, at: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, int]:
+    """The least-squares polynomial of degree TREND_DEGREE of e on x: (its values at `at`,
+    the leverage h of each `at` (the variance of the fit there over e's variance), the
+    residual df len(e) - TREND_DEGREE - 1)."""
+    centre, scale = float(x.mean()), float(np.ptp(x)) or 1.0
+    design = _basis(x, centre, scale)
+    coef, *_ = np.linalg.lstsq(design, e, rcond=None)
+    inv = np.linalg.pinv(design.T @ design)
+    where = _basis(at, centre, scale)
+    lev = np.einsum("ij,jk,ik->i", where, inv, where)
+    return where @ coef, lev, e.size - design.shape[1]
+
+
+def log_var(df: float) -> float:
+    """The variance of log s^2 for s^2 on df degrees of freedom: trigamma(df / 2)."""
+    from scipy.special import polygamma
+    return float(polygamma(1, df / 2.0))
+
+
+def log_df(v: np.ndarray) -> np.ndarray:
+    """Per entry, the df of a variance whose log has variance v (log_var's inverse)."""
+    return np.array([2.0 * _trigamma_inverse(float(x)) for x in np.atleast_1d(v)])
+
+
+def trend_p(variances: Sequence[float], dfs: Sequence[float],
+            x: Sequence[float] | None = None) -> float:
+    """p of the two-sided test that log s_g^2 has no slope over x (None: 0, 1, ...; the
+    size index of sizes ascending): the least-squares slope of the unbiased logs against
+    its standard error from each log's sampling variance, trigamma(d_g / 2) (what it is
+    when every size has one sigma^2), or from the residuals about the line where they
+    spread more (a minority, a U shape: the slope is then judged on what the sizes
+    scatter by, not on chi-square noise alone); normal reference. 1.0 below MIN_GROUPS
+    positive variances."""
+    from scipy.special import ndtr, polygamma
+    s2 = np.asarray(variances, dtype=float)
+    d = np.asarray(dfs, dtype=float)
+    xs = np.arange(s2.size, dtype=float) if x is None else np.asarray(x, dtype=float)
+    ok = (s2 > 0) & (d > 0) & np.isfinite(s2)
+    if int(ok.sum()) < MIN_GROUPS:
+        return 1.0
+    s2, d, xs = s2[ok], d[ok], xs[ok]
+    e = _logs_unbiased(s2, d)
+    fit, slope, sxx = _line(e, xs)
+    if sxx <= 0:
+        return 1.0
+    noise = float(polygamma(1, d / 2.0).mean())
+    scatter = float(((e - fit) ** 2).sum()) / (e.size - 2) if e.size > 2 else noise
+    z = abs(slope) / math.sqrt(max(noise, scatter) / sxx)
+    return float(2.0 * ndtr(-z))
+
+
+def trend_prior(variances: Sequence[float], dfs: Sequence[float], x: Sequence[float]
+                ) -> tuple[float, np.ndarray]:
+    """(d0, s0_g^2 per variance): prior's method of moments about a trend in x instead of
+    one mean (limma's trended prior): the unbiased log s_g^2 fitted by least squares on
+    x (trend_fit), d0 from the residuals' variance (on their df) less the sampling part,
+    each s0_g^2 the trend fitted to the OTHER variances at its x (where its variance is
+    0, left out: the trend at its x). Leave-one-out because at the ends a trend leans on
+    its own point (leverage 0.3-0.5): a size robust does not keep, selected for a low
+    s_g^2, had a centre pulled low by that same draw (22 sizes x 8 rounds, the ramp's
+    top: the moderated cells 0.91x the truth, 7.8% A/A). Fewer than two residual df:
+    the flat prior's, one s0^2 for all."""
+    from scipy.special import digamma, polygamma
+    s2 = np.asarray(variances, dtype=float)
+    d = np.asarray(dfs, dtype=float)
+    xs = np.asarray(x, dtype=float)
+    ok = (s2 > 0) & (d > 0) & np.isfinite(s2)
+    if int(ok.sum()) < TREND_DEGREE + 3:
+        d0, s0 = prior(s2, d)
+        return d0, np.full(s2.size, s0)
+    e = _logs_unbiased(s2[ok], d[ok])
+    fit, lev, df = trend_fit(e, xs[ok], xs[ok])
+    line = trend_fit(e, xs[ok], xs)[0]
+    line[ok] = (fit - lev * e) / (1.0 - np.minimum(lev, 0.95))
+    evar = float(((e - fit) ** 2).sum()) / df - float(polygamma(1, d[ok] / 2.0).mean())
+    if evar <= 0:
+        return math.inf, np.exp(line)
+    d0 = 2.0 * _trigamma_inverse(evar)
+    return d0, np.exp(line + float(digamma(d0 / 2.0)) - math.log(d0 / 2.0))
 
 
 def alike(variances: Sequence[float], dfs: Sequence[float], level: float = ALIKE_LEVEL,
@@ -183,52 +302,69 @@ def _upper_tail(x: np.ndarray, d: np.ndarray, d0: float) -> np.ndarray:
     return fdtrc(d, d0, x)
 
 
-def _trimmed_prior(s2: np.ndarray, d: np.ndarray, tail: float
-                   ) -> tuple[float, float, np.ndarray]:
+def _trimmed_prior(s2: np.ndarray, d: np.ndarray, tail: float, x: np.ndarray | None = None
+                   ) -> tuple[float, np.ndarray, np.ndarray]:
     """The prior from the variances not beyond its upper `tail` quantile, iterated until
-    the ones left out stay the same: (d0, s0^2, left out)."""
+    the ones left out stay the same: (d0, s0^2 per variance, left out). x: about a trend
+    in x (trend_prior), else one s0^2 (prior)."""
     out = np.zeros(s2.size, dtype=bool)
-    d0, s0 = prior(s2, d)
+    d0, s0 = _prior_at(s2, d, out, x)
     for _ in range(20):
-        if s0 <= 0:
+        if np.any(s0 <= 0):
             break
         new = _upper_tail(s2 / s0, d, d0) < tail
         if np.array_equal(new, out) or new.all():
             break
         out = new
-        d0, s0 = prior(s2[~out], d[~out])
+        d0, s0 = _prior_at(s2, d, out, x)
     return d0, s0, out
 
 
+def _prior_at(s2: np.ndarray, d: np.ndarray, out: np.ndarray, x: np.ndarray | None
+              ) -> tuple[float, np.ndarray]:
+    """(d0, s0^2 at every variance) of the prior fitted to the variances not `out`."""
+    if x is None:
+        d0, s0 = prior(s2[~out], d[~out])
+        return d0, np.full(s2.size, s0)
+    d0, line = trend_prior(np.where(out, 0.0, s2), d, x)
+    return d0, line
+
+
 def robust(variances: Sequence[float], dfs: Sequence[float], tail: float = OUTLIER_TAIL,
-           exclude: float = EXCLUDE_TAIL) -> tuple[float, float, np.ndarray]:
-    """(d0, s0^2, own). own: the variances above the upper `tail` quantile of the prior
-    fitted to the others (iterated): a size really noisier than the rest (a launch mode,
-    a stall) keeps its own (s_g^2, d_g), never shrunk toward the quieter sizes (a noisy
-    size shrunk is a CI too narrow), at the price of its df. (d0, s0^2): the prior the
-    others are moderated toward, fitted to the variances not beyond its upper `exclude`
-    quantile (iterated): far out, leaving them out biases it by little, where trimming at
-    `tail` would take s0^2 below the quiet sizes' mean (their CIs too narrow)."""
+           exclude: float = EXCLUDE_TAIL, x: Sequence[float] | None = None
+           ) -> tuple[float, float | np.ndarray, np.ndarray]:
+    """(d0, s0^2, own). own: the variances above the upper `tail` quantile
+    of the prior fitted to the others (iterated): a size really noisier than the rest (a
+    launch mode, a stall) keeps its own (s_g^2, d_g), never shrunk toward the quieter
+    sizes (a noisy size shrunk is a CI too narrow), at the price of its df. (d0, s0^2):
+    the prior the others are moderated toward, fitted to the variances not beyond its
+    upper `exclude` quantile (iterated): far out, leaving them out biases it by little,
+    where trimming at `tail` would take s0^2 below the quiet sizes' mean (their CIs too
+    narrow). x (the sizes' positions, e.g. their index in size order): each size's
+    centre is a trend in x (trend_prior), judged and moderated against its own point of
+    the trend, s0^2 then one per variance; None: one s0^2 for all, a float."""
     s2 = np.asarray(variances, dtype=float)
     d = np.asarray(dfs, dtype=float)
-    _d0, _s0, own = _trimmed_prior(s2, d, tail)
-    d0, s0, _out = _trimmed_prior(s2, d, exclude)
-    return d0, s0, own
+    xs = None if x is None else np.asarray(x, dtype=float)
+    _d0, _s0, own = _trimmed_prior(s2, d, tail, xs)
+    d0, s0, _out = _trimmed_prior(s2, d, exclude, xs)
+    return d0, (s0 if xs is not None else float(s0[0]) if s0.size else 0.0), own
 
 
-def moderated(variances: Sequence[float], dfs: Sequence[float], d0: float, s0: float
-              ) -> list[tuple[float, float]]:
-    """Each s_g^2 with its d_g shrunk toward s0^2 with prior df d0: (s~_g^2, d0 + d_g);
-    d0 = inf gives (s0^2, inf)."""
+def moderated(variances: Sequence[float], dfs: Sequence[float], d0: float,
+              s0: float | Sequence[float]) -> list[tuple[float, float]]:
+    """Each s_g^2 with its d_g shrunk toward s0^2 (one for all, or one per variance: a
+    trended prior) with prior df d0: (s~_g^2, d0 + d_g); d0 = inf gives (s0^2, inf)."""
+    centres = np.broadcast_to(np.asarray(s0, dtype=float), (len(variances),))
     out = []
-    for v, d in zip(variances, dfs, strict=True):
+    for v, d, c in zip(variances, dfs, centres, strict=True):
         if math.isinf(d0):
-            out.append((s0, math.inf))
+            out.append((float(c), math.inf))
         else:
-            out.append(((d0 * s0 + d * v) / (d0 + d), d0 + d))
+            out.append(((d0 * float(c) + d * v) / (d0 + d), d0 + d))
     return out
 
 
 __all__ = ["MIN_GROUPS", "ALIKE_LEVEL", "OUTLIER_TAIL", "EXCLUDE_TAIL", "OUTLYING_LEVEL", "OUTLYING_THIN_LEVEL", "SIDES_LEVEL",
-           "PAIR_LEVEL", "alike", "outlying_pairs",
+           "PAIR_LEVEL", "TREND_LEVEL", "TREND_DEGREE", "trend_fit", "log_var", "log_df", "alike", "outlying_pairs", "trend_p", "trend_prior",
            "prior", "robust", "moderated", "outlying"]
