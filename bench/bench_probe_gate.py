@@ -73,6 +73,7 @@ from mpibench.stats.probe import (  # noqa: E402
     coarse,
     judge_launch,
     near,
+    reader_reference,
     reference,
 )
 
@@ -450,16 +451,15 @@ def policy_replay(rows: list[dict]) -> None:
 # Each run's attempts in start order (both tools); before each, the reference of the history
 # so far (the readings of every attempt before it, as the campaign records them) by the old
 # rule (GATE_FACTOR around the coarse reference, any reader) and the new (stats.probe.
-# reference: the coarse state, then the reader's finer state); an attempt OFF by a rule is
+# reader_reference: the coarse state, then the core's own readings' finer state); an attempt OFF by a rule is
 # one that rule sets aside (the retry's own outcome is not replayed: the machine's state at
 # another time is not recorded). Then the kept launches judged at each rule's final
 # reference, and MPICH's 0 B medians of those it keeps: the modes it lets through.
 
 def _rules(history: list[tuple[float, str]], reader: str) -> dict[str, Reference | None]:
-    every = [ns for ns, _ in history]
-    old = coarse(every)
+    old = coarse([ns for ns, _ in history])
     return {"old": None if old is None else Reference(old),
-            "new": reference(every, [ns for ns, who in history if who == reader])}
+            "new": reader_reference(history, reader)}
 
 
 def _judge(rule_ref: Reference | None, judged: list[tuple[float, str]]) -> State:
@@ -499,7 +499,7 @@ def _kept_modes(rs: list[dict]) -> dict[tuple[str, str], list[float]]:
 
 def finer_states(rows: list[dict]) -> None:
     print("\nstop 34's finer states: old rule (GATE_FACTOR around the coarse reference) vs "
-          "new (the reader's finer state), replayed online on each run's recorded readings;"
+          "new (the core's own readings' finer state), replayed online on each run's recorded readings;"
           " MPICH 0 B medians (us) of the kept launches each keeps at its final reference")
     print(f"  {'run':12s} {'tool':4s} {'attempts':>8} {'off old':>7} {'off new':>7} "
           f"{'ratio':>6} {'their s old/new':>15}   MPICH 0 B kept: old n [p5 p50 p95] | new")

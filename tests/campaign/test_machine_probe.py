@@ -230,6 +230,10 @@ def test_each_reader_is_judged_against_its_own_finer_state(tmp_path, monkeypatch
     assert gate.wait_for_reference()[1] == 0.0
     gate.record("c-1", "before", _r(64.0), "launch")
     assert machine_probe.load_readings(gate.history_path)[-1] == (64.0, "launch")
+    # the stored record carries the bounds that judged it (review R5)
+    extra = machine_probe.probe_extra(core, gate.judge(core), gate.reference(), [])
+    assert extra["state"] == "off" and 64.5 < extra["reference_lo_ns"] < 76.0
+    assert extra["reference_hi_ns"] > extra["reference_ns"] > extra["reference_lo_ns"]
 
 
 @pytest.mark.mpi

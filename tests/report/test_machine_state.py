@@ -119,6 +119,8 @@ def test_the_cores_own_readings_are_judged_against_their_finer_state(tmp_path, c
                               "json"))["machine_state"]
     lo, hi = obj["reference_bounds_ns"]["launch"]
     assert 66 < lo < 75 and hi > 115
+    # the WARNING names the bounds the launches were judged against (review R5)
+    assert f"{lo:.0f}-{hi:.0f}, for the launch's own readings" in obj["warning"]
     for v, launches in kept.items():
         # off: a reading in the ~64 ns state, or in the ~320 ns one (a few launches)
         off = sum(min(e["before_ns"], e["after_ns"]) < 67 or max(e["before_ns"],

@@ -24,6 +24,8 @@ from mpibench.stats.probe import (
     State,
     judge_launch,
     parse_probe,
+    reader_of,
+    reader_reference,
     reference,
     states,
 )
@@ -264,4 +266,22 @@ def test_judge_launch_takes_a_reference_bounds_or_a_plain_number():
     assert judge_launch(r(64.0), r(90.0), ref) is State.OFF
     assert judge_launch(r(75.0), r(130.0), ref) is State.REFERENCE
     assert judge_launch(r(64.0), r(90.0), 90.0) is State.REFERENCE   # GATE_FACTOR: 56-144
+
+
+def test_only_the_cores_readings_are_split_into_finer_states():
+    """reader_reference: the core's readings ("launch") get their finer state; the probe
+    program's keep the coarse state even where they show a valley of their own (run-62's
+    55-65 vs 66-90 ns: not shown to be a state, review R1), so IMB is not set aside on it."""
+    rng = random.Random(8)
+    probe = [(v, "probe") for v in _state(rng, 40, 57.0, 0.03) + _state(rng, 25, 78.0, 0.03)]
+    launch = [(v, "launch") for v in _state(rng, 20, 64.0, 0.02) + _state(rng, 200, 90.0, 0.07)]
+    history = probe + launch
+    assert len(_found([v for v, _ in probe])) == 2          # the valley is there
+    prog, own = reader_reference(history, "probe"), reader_reference(history, "launch")
+    assert prog.holds(57.0) and prog.holds(80.0)
+    assert (prog.lo, prog.hi) == pytest.approx((prog / GATE_FACTOR, prog * GATE_FACTOR))
+    assert not own.holds(64.0) and own.holds(85.0)
+    assert reader_reference([], "launch") is None and reader_reference([], "probe") is None
+    assert [reader_of(x) for x in ("launch", "probes", "after-probe", None)] == \
+        ["launch", "probe", "probe", "probe"]
 

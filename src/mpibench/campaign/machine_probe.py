@@ -45,7 +45,8 @@ from mpibench.stats.probe import (
     judge_launch,
     parse_probe,
     probe_record,
-    reference,
+    reader_of,
+    reader_reference,
 )
 
 if TYPE_CHECKING:
@@ -163,12 +164,6 @@ def load_readings(path: Path, host: str | None = None, now: float | None = None,
             if rec["samples"] >= MIN_SAMPLES and _counts(rec, host, now, boot):
                 out.append((float(rec["median_ns"]), reader_of(rec.get("source", "probe"))))
     return out
-
-
-def reader_of(source: str) -> str:
-    """A history line's source as a reader: the core's own readings ("launch") or the
-    probe program's (any other source)."""
-    return "launch" if source == "launch" else "probe"
 
 
 def _counts(rec: dict, host: str, now: float, boot: str | None) -> bool:
@@ -325,11 +320,8 @@ class MachineGate:
     def reference(self, reader: str | None = None) -> Reference | None:
         """The reference state for one reader's readings (default: the reader of the
         attempt judged last, so the set-aside line and the stored record name the
-        reference that attempt was judged against): the coarse state of every reading,
-        the finer state of that reader's (stats.probe.reference)."""
-        reader = self.reader if reader is None else reader
-        return reference([ns for ns, _ in self.history],
-                         [ns for ns, who in self.history if who == reader])
+        reference that attempt was judged against): stats.probe.reader_reference."""
+        return reader_reference(self.history, self.reader if reader is None else reader)
 
     def wait_for_reference(self) -> tuple[ProbeReading | None, float, list[str]]:
         """Probe until the reference state (or WAIT_S passed, or no reference yet): the
@@ -394,7 +386,7 @@ class MachineGate:
     def judge(self, a: Attempt) -> State:
         """An attempt against its reader's reference: the core's own readings ("launch")
         or the probe program's."""
-        self.reader = "launch" if a.reading == "launch" else "probe"
+        self.reader = reader_of(a.reading)
         return judge_launch(a.before, a.after, self.reference())
 
     def keeps(self, a: Attempt, attempt: int) -> bool:
@@ -405,9 +397,13 @@ class MachineGate:
 
 def probe_extra(a: Attempt, state: State, ref: float | None,
                 aside: list[Attempt]) -> dict[str, Any]:
-    """What each result row of the kept launch carries under extra["machine_probe"]."""
+    """What each result row of the kept launch carries under extra["machine_probe"]: with
+    the reference's centre its bounds, which judged the launch (a 64 ns reading is off a
+    reference of 90 ns whose state reaches down to 70 ns, though within GATE_FACTOR)."""
+    bounds = {"reference_lo_ns": round(ref.lo, 3), "reference_hi_ns": round(ref.hi, 3)} \
+        if isinstance(ref, Reference) else {}
     return {**a.summary(), "state": state.value,
-            "reference_ns": round(ref, 3) if ref else None,
+            "reference_ns": round(ref, 3) if ref else None, **bounds,
             "set_aside": [s.summary() for s in aside]}
 
 

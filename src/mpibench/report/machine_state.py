@@ -37,7 +37,14 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from mpibench.stats.probe import Reference, State, judge_stored, reference
+from mpibench.stats.probe import (
+    Reference,
+    State,
+    coarse,
+    judge_stored,
+    reader_of,
+    reader_reference,
+)
 
 if TYPE_CHECKING:
     from mpibench.report.model import Comparison
@@ -85,7 +92,8 @@ class OneSided(NamedTuple):
 
 @dataclass
 class MachineState:
-    reference_ns: float | None      # the reference over every reading (the printed one)
+    # the coarse state's centre over every reading (both readers share it; the printed one)
+    reference_ns: float | None
     baseline: str
     one_sided: OneSided
     sets: list[SetState] = field(default_factory=list)
@@ -147,15 +155,10 @@ def _count(s: SetState, run: str, rec: dict, ref: float | None) -> None:
             s.recorded_off += 1
 
 
-def _reader(rec: dict) -> str:
-    """Who read a stored launch's state: the core itself ("launch") or the probe program."""
-    return "launch" if rec.get("reading") == "launch" else "probe"
-
-
-def _readings(sides, reader: str | None = None) -> list[float]:
-    """The valid before/after readings of the compared launches (of one reader)."""
-    return [v for side in sides for rec in side.probes.values()
-            if reader is None or _reader(rec) == reader
+def _readings(sides) -> list[tuple[float, str]]:
+    """The valid before/after readings of the compared launches, with their reader."""
+    return [(v, reader_of(rec.get("reading"))) for side in sides
+            for rec in side.probes.values()
             for v in (_ns(rec.get("before_ns")), _ns(rec.get("after_ns"))) if v is not None]
 
 
@@ -164,14 +167,14 @@ def machine_state(cmp: Comparison) -> MachineState | None:
     by_set = compared_probes(cmp)
     if not any(side.probes for side in by_set.values()):
         return None
-    every = _readings(by_set.values())
-    ms = MachineState(reference(every), cmp.baseline, one_sided(cmp))
-    own = {who: _readings(by_set.values(), who) for who in ("launch", "probe")}
-    ms.refs = {who: reference(every, vals) for who, vals in own.items() if vals}
+    history = _readings(by_set.values())
+    ms = MachineState(coarse([ns for ns, _ in history]), cmp.baseline, one_sided(cmp))
+    ms.refs = {who: reader_reference(history, who)
+               for who in dict.fromkeys(w for _, w in history)}
     for name, side in by_set.items():
         s = SetState(name, launches=len(side.runs), probed=len(side.probes))
         for run, rec in side.probes.items():
-            _count(s, run, rec, ms.refs.get(_reader(rec)))
+            _count(s, run, rec, ms.refs.get(reader_of(rec.get("reading"))))
         ms.sets.append(s)
     base = next(s for s in ms.sets if s.name == cmp.baseline)
     for s in ms.sets:
@@ -284,15 +287,14 @@ def _mixed_clause(ms: MachineState) -> str | None:
                       f"and {ms.baseline}'s were in different states" for s in ms.sets
                       if s.rounds_split)
     return (f"the compared launches are not all in one machine state: {who} launches off "
-            f"the reference state (~{ms.reference_ns:.0f} ns; a probe before or after "
-            f"outside it: {_bounds(ms)})" + (f"; {split}" if split else "")
+            f"the reference state (a reading before or after outside it: {_bounds(ms)})" + (f"; {split}" if split else "")
             + "; a difference at small sizes may be the machine's state, not the variants'")
 
 
 def _bounds(ms: MachineState) -> str:
     """The reference state's bounds per reader that judged a compared launch."""
     name = {"launch": "the launch's own readings", "probe": "the probe program's"}
-    return ", ".join(f"{r.lo:.0f}-{r.hi:.0f} ns for {name[who]}"
+    return ", ".join(f"~{r:.0f} ns, {r.lo:.0f}-{r.hi:.0f}, for {name[who]}"
                      for who, r in ms.refs.items() if r is not None)
 
 
@@ -318,10 +320,11 @@ def to_obj(cmp: Comparison) -> dict[str, Any] | None:
     if ms is None:
         return None
     return {"reference_ns": ms.reference_ns,
-            "reference": "stats.probe.reference over the valid before/after probe readings "
-                         "of every compared launch, within it the finer state of each "
-                         "reader's readings; each launch judged again against its "
-                         "reader's (off: a reading outside its bounds)",
+            "reference": "reference_ns: the coarse state (stats.probe.coarse) of the valid "
+                         "before/after readings of every compared launch; each launch "
+                         "judged again against its reader's reference "
+                         "(stats.probe.reader_reference, reference_bounds_ns; off: a reading "
+                         "outside its bounds)",
             "reference_bounds_ns": {who: [round(r.lo, 3), round(r.hi, 3)]
                                     for who, r in ms.refs.items() if r is not None},
             "mixed_states": ms.mixed,

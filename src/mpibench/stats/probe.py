@@ -5,6 +5,7 @@ gate that keeps a comparison's launches in one machine state.
 
     r = parse_probe(line, where="run c-1234/probe.jsonl:1")   # a ProbeReading
     ref = reference(history_ns, own_ns)   # a Reference: the state most readings found
+    reader_reference(history, "launch")   # the one a reader's launches are judged against
     judge_launch(before, after, ref)      # State.REFERENCE / OFF / UNKNOWN
     states(readings_ns)                   # the states one reader's readings show (Spans)
 
@@ -19,8 +20,9 @@ one, closer than one state's own readings spread (74-108 ns). So the reference i
 two steps: the coarse state (GATE_FACTOR, every reader's readings: the ~4x apart states,
 which both readers see alike), then within it the finer states one reader's readings show
 as separate peaks of their density (`states`: the core's ranks separate 64 from 90 ns; the
-probe program reads the same machine 55-90 ns and shows no such valley). A launch whose
-readings are both within its reader's reference state is in it. The probe does not look
+probe program reads the same machine 55-90 ns, and its own valleys are not shown to be
+states, so its reader keeps the coarse state: FINER_READERS). A launch whose readings are
+both within its reader's reference state is in it. The probe does not look
 at the launch's results, so selecting launches on it cannot favour either variant.
 
 Pure functions: no processes, no files.
@@ -50,6 +52,12 @@ GATE_FACTOR = 1.6
 # VALLEY (a quarter) of the lower peak or less and that peak holds MIN_STATE readings or
 # more; otherwise they are one. Stop 34's readings: the 64 ns state's peak ~40-140, the
 # valley at 68-70 ns 1-5, the ~90 ns state's own bumps (85 vs 97 ns) 0.9 of each other.
+# The readers whose own readings finer states are looked for in: the core's ("launch": its
+# ranks separate ~64 from ~90 ns, MPICH 1 B 0.11 vs 0.19 us). The probe program's readings
+# show valleys too (run-62, run-64's retries' probes) that are not shown to be states - they
+# may be its waits' selection of readings - and acting on them set IMB's launches aside
+# (run-64: 2 -> 7) and moved its reference to 57 ns (review R1): its reader keeps the coarse.
+FINER_READERS = ("launch",)
 STATE_WIDTH = math.log(1.05)
 STATE_STEP = 0.01
 VALLEY = 0.25
@@ -250,6 +258,24 @@ def reference(history_ns: Sequence[float],
         return Reference(centre)
     best = max(found, key=lambda s: (s.n, -s.ns))
     return Reference(best.ns, max(best.lo, lo), min(best.hi, hi))
+
+
+def reader_of(label: str | None) -> str:
+    """Who read a machine state, from a history line's source, an attempt's or a stored
+    record's reading: "launch" (the core's own readings, core/state.c) or "probe" (the probe
+    program, for anything else)."""
+    return "launch" if label == "launch" else "probe"
+
+
+def reader_reference(history: Sequence[tuple[float, str]], reader: str) -> Reference | None:
+    """The reference one reader's readings are judged against, from a history of (ns,
+    reader): `reference` (the coarse state of every reading, then the reader's finer state)
+    for FINER_READERS, the coarse state alone for the others."""
+    every = [ns for ns, _ in history]
+    if reader not in FINER_READERS:
+        centre = coarse(every)
+        return None if centre is None else Reference(centre)
+    return reference(every, [ns for ns, who in history if who == reader])
 
 
 def judge_launch(before: ProbeReading | None, after: ProbeReading | None,
