@@ -1029,6 +1029,9 @@ def test_cell_rounds_name_the_cells_out_of_reach_and_the_plan_meets_the_largest(
     per = budget.cell_rounds(rows, ["base", "cand"], 0.05)
     assert sorted(per) == [("PingPong", s) for s in range(4)]
     assert all(k is not None for k in per.values())
+    # TOST at a stricter level (the demo passes its design's alpha) needs more rounds
+    strict = budget.cell_rounds(rows, ["base", "cand"], 0.05, alpha=0.01)
+    assert all(strict[k] > per[k] for k in per), (strict, per)
     assert per[("PingPong", 3)] > 3 * max(per[("PingPong", s)] for s in range(3))
     p = budget.plan_from_rows(rows, ["base", "cand"], 0.05, budget.SEARCH_MAX,
                               targets=(100.0,), max_times=(0.002,), keep_within=True)
@@ -1210,6 +1213,18 @@ def _hedged_rows(rng, rounds=10, sizes=10, moved=5, phase_sd=0.06, cell_sd=0.08)
     return rows
 
 
+def _compared_paired(rows):
+    """(sizes ascending, compare's paired tests of them) of PingPong rows of base and cand
+    in rounds (stats.launch.compare_cells, as compare calls it)."""
+    by: dict = {}
+    for r in rows:
+        by.setdefault(r["size"], ({}, {}, "lower"))[r["variant"] == "cand"][r["run_id"]] = (
+            r["median"])
+    sizes = sorted(by)
+    return sizes, launch_stats.compare_cells([by[s] for s in sizes], sizes=sizes,
+                                             rounds={r["run_id"]: r["repeat"] for r in rows})
+
+
 def test_an_uncut_block_is_planned_on_the_wider_ci_compare_hedges_with():
     """compare tests each cell of a paired block no regime cut splits on the widest of the
     block's CI and its runs' at every cut whose Bonferroni p is below HEDGE_LEVEL
@@ -1218,13 +1233,7 @@ def test_an_uncut_block_is_planned_on_the_wider_ci_compare_hedges_with():
     sizes of 10). Planned on the pilot's own rounds (confidence None), each cell's
     variance compare tests on must be one the plan meets, and no larger than its largest."""
     rows = _hedged_rows(np.random.default_rng(8))
-    by: dict = {}
-    for r in rows:
-        by.setdefault(r["size"], ({}, {}, "lower"))[r["variant"] == "cand"][r["run_id"]] = (
-            r["median"])
-    sizes = sorted(by)
-    tests = launch_stats.compare_cells([by[s] for s in sizes], sizes=sizes,
-                                       rounds={r["run_id"]: r["repeat"] for r in rows})
+    sizes, tests = _compared_paired(rows)
     assert {t.regime for t in tests} == {0}             # no regime cut
     (pool,) = budget.paired_spreads(rows, ["base", "cand"]).values()
     widened = 0
@@ -1273,13 +1282,7 @@ def test_the_quiet_sizes_are_planned_on_the_block_compare_tests_them_on():
     compare tests on is now the one the plan meets, and a quiet size needs the rounds
     that variance asks for."""
     rows = _minority_rows(np.random.default_rng(2), 10)
-    by: dict = {}
-    for r in rows:
-        by.setdefault(r["size"], ({}, {}, "lower"))[r["variant"] == "cand"][r["run_id"]] = (
-            r["median"])
-    sizes = sorted(by)
-    tests = launch_stats.compare_cells([by[s] for s in sizes], sizes=sizes,
-                                       rounds={r["run_id"]: r["repeat"] for r in rows})
+    sizes, tests = _compared_paired(rows)
     (pool,) = budget.paired_spreads(rows, ["base", "cand"]).values()
     quiet = [("PingPong", 2 ** s) for s in range(11) if s not in MINORITY]
     assert [set(ks) for ks, _q in pool.quiet] == [set(quiet)]

@@ -218,7 +218,7 @@ def aa_stops(store, sets: dict[str, list[str]]) -> list[str]:
         return ["A/A stops: no look was taken (no finished launches on both sides)"]
     design = ar.design_of(spec)
     rows = launch_cost_rows(store, ids)
-    plan = equivalence_plan(rows, list(sets), look, design.margin)
+    plan = equivalence_plan(rows, list(sets), look, design.margin, design.alpha)
     return stop_lines(look, design, plan) + plan_lines(plan, look, design,
                                                        round_seconds(rows))
 
@@ -268,17 +268,17 @@ def _planned(n: int | None) -> str:
 
 
 def equivalence_plan(rows: Sequence[Mapping], order: Sequence[str], look,
-                     margin: float) -> dict[tuple, int | None]:
+                     margin: float, alpha: float = 0.05) -> dict[tuple, int | None]:
     """{(benchmark, size): launches per variant, in all} for each cell the rule's last look
     (a stats.sequential.Look) left undecided: the budget planner's rounds for equivalence
     within ±margin of that cell alone at gain 1 (stats.budget.cell_rounds, on the
     per-round differences of the launches' rows, store.report_queries.launch_cost_rows;
     order: the variants, the baseline first); None: beyond the planner's search (out of
-    reach). An undecided cell the planner has no figure for (its rounds do not pair) is
-    absent."""
+    reach); TOST at alpha (the design's, as the lines that print it say). An undecided
+    cell the planner has no figure for (its rounds do not pair) is absent."""
     from mpibench.stats import budget
 
-    per = budget.cell_rounds(rows, order, margin)
+    per = budget.cell_rounds(rows, order, margin, alpha=alpha)
     return {k: per[k] for k in _undecided(look) if k in per}
 
 

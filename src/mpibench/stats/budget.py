@@ -343,20 +343,17 @@ def _paired_spread(d: dict[object, dict[int, float]], within: Mapping[object, fl
 def _with_quiet(ps: PairedSpread, d: dict[object, dict[int, float]],
                 within: Mapping[object, float]) -> PairedSpread:
     """ps (one regime, or an uncut block) with the blocks compare's paired test tests its
-    quiet sizes on (PairedSpread.quiet): stats.launch._quiet_spreads' selection
-    (_quiet_cells: where the gate opens and the prior keeps some sizes, the others, at
-    least MIN_REGIME_CELLS), each block made from its cells alone as compare makes it
-    (moderated without a gate, force), again within it while its prior keeps one; a
-    cell's block the innermost. Asked of the pilot's rounds whatever their count, as the
-    gate beyond THIN_LAUNCHES is (cell_parts): compare makes the blocks beyond it."""
+    quiet sizes on (PairedSpread.quiet): stats.launch.quiet_blocks, compare's own
+    blocks (where the gate opens and the prior keeps some sizes, the others, at least
+    MIN_REGIME_CELLS; again within a block while its prior keeps one), each made from its
+    cells alone as compare makes it (moderated without a gate, force); a cell's block the
+    innermost. Asked of the pilot's rounds whatever their count, as the gate beyond
+    THIN_LAUNCHES is (cell_parts): compare makes the blocks beyond it."""
     final: dict[object, PairedSpread] = {}
-    quiet = launch_stats._quiet_cells({k: d[k] for k in ps.keys})
-    while quiet:
-        q = _paired_of({k: d[k] for k in quiet}, _mean_of(within, quiet), force=True)
-        if q is None:
-            break
-        final.update({k: q for k in quiet})
-        quiet = launch_stats._quiet_cells({k: d[k] for k in quiet})
+    for block, _sp in launch_stats.quiet_blocks({k: d[k] for k in ps.keys}):
+        q = _paired_of({k: d[k] for k in block}, _mean_of(within, block), force=True)
+        if q is not None:
+            final.update({k: q for k in block})
     blocks = {id(q): q for q in final.values()}
     return replace(ps, quiet=tuple((tuple(k for k in ps.keys if final.get(k) is q), q)
                                    for q in blocks.values()))
@@ -889,7 +886,8 @@ def unpaired_regimes(rows: Iterable[Mapping], variants: Sequence[str],
 
 
 def cell_rounds(rows: Sequence[Mapping], order: Sequence[str], margin: float, *,
-                confidence: float | None = PLAN_CONFIDENCE) -> dict[object, int | None]:
+                confidence: float | None = PLAN_CONFIDENCE, alpha: float = 0.05
+                ) -> dict[object, int | None]:
     """{cell key: rounds per side that decide this cell alone, equivalence within ±margin
     at gain 1} of an interleaved campaign's rows, planned as plan_from_rows plans the
     paired test beyond THIN_LAUNCHES rounds at the options the rows ran at (keep_within):
@@ -897,7 +895,7 @@ def cell_rounds(rows: Sequence[Mapping], order: Sequence[str], margin: float, *,
     regimes compare splits; the larger of the block's and its run's where compare hedges,
     PairedSpread.hedges) plus the cell part compare tests the cell on (its own where
     the gate gives one, else the pooled one, alike for every size), each at its
-    upper `confidence` bound. The plan needs the largest of these; None: beyond
+    upper `confidence` bound, each TOST at alpha. The plan needs the largest of these; None: beyond
     SEARCH_MAX (out of reach), which keeps the whole plan out of reach. Empty when no
     pool pairs. A diagnostic of the spread alone, never of the gains: which cells a
     budget cannot reach."""
@@ -907,19 +905,20 @@ def cell_rounds(rows: Sequence[Mapping], order: Sequence[str], margin: float, *,
         keys = {(r["benchmark"], r["size"]) for r in rows if r.get("variant") in compared}
         for key in sorted((k for k in keys if pool_of(k) == g), key=lambda k: (str(k[0]), k[1])):
             # its round regime's, or the block's and its hedge's run, as compare tests it
-            ks = [_cell_round(ps, key, margin, confidence)
+            ks = [_cell_round(ps, key, margin, confidence, alpha)
                   for ps, _keys in pool.tested_on([key])]
             out[key] = (None if any(k is None or k > SEARCH_MAX for k in ks)
                         else max(max(ks), launch_stats.THIN_LAUNCHES + 1))
     return out
 
 
-def _cell_round(ps: PairedSpread, key: object, margin: float, confidence: float | None
-                ) -> int | None:
-    """cell_rounds' rounds for one cell on one PairedSpread it is tested on."""
+def _cell_round(ps: PairedSpread, key: object, margin: float, confidence: float | None,
+                alpha: float = 0.05) -> int | None:
+    """cell_rounds' rounds for one cell on one PairedSpread it is tested on (TOST at
+    alpha)."""
     own = {k: (v, df) for k, v, df in ps.cell_parts}
     sh, ce = _paired_parts(ps, None, confidence, own.get(key))
-    return rounds_for(sh, ce, ps.cells, margin, equivalence=True,
+    return rounds_for(sh, ce, ps.cells, margin, alpha=alpha, equivalence=True,
                       own_df=own[key][1] if key in own else None, pairs=ps.pairs)
 
 

@@ -1920,13 +1920,24 @@ def _quiet_spreads(diffs: list[dict[Hashable, float]], order: Sequence[int] | No
         return {}
     out: dict[int, Spread] = {}
     for keys in ([list(g) for g, _s in sp.regimes] if sp.regimes else [list(side)]):
-        quiet = _quiet_cells({k: side[k] for k in keys})
-        while quiet:
-            qs = spread({k: side[k] for k in quiet}, force=True, floor_own=True)
-            if qs is None:
-                break
-            out.update({k: qs for k in quiet})
-            quiet = _quiet_cells({k: side[k] for k in quiet})
+        for block, qs in quiet_blocks({k: side[k] for k in keys}):
+            out.update({k: qs for k in block})
+    return out
+
+
+def quiet_blocks(side: dict) -> list[tuple[tuple, Spread]]:
+    """The blocks _quiet_spreads tests one paired regime's (or uncut block's) quiet
+    sizes on, outermost first, each inside the one before: (their keys, their Spread,
+    moderated without a gate); a cell's block is the last one holding it. side: as
+    spread() takes it. One rule: stats.budget plans the quiet sizes on the same blocks."""
+    out: list[tuple[tuple, Spread]] = []
+    quiet = _quiet_cells(side)
+    while quiet:
+        qs = spread({k: side[k] for k in quiet}, force=True, floor_own=True)
+        if qs is None:
+            break
+        out.append((tuple(quiet), qs))
+        quiet = _quiet_cells({k: side[k] for k in quiet})
     return out
 
 
