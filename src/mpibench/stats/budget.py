@@ -891,9 +891,10 @@ def cell_rounds(rows: Sequence[Mapping], order: Sequence[str], margin: float, *,
     """{cell key: rounds per side that decide this cell alone, equivalence within ±margin
     at gain 1} of an interleaved campaign's rows, planned as plan_from_rows plans the
     paired test beyond THIN_LAUNCHES rounds at the options the rows ran at (keep_within):
-    the round part the sizes of the cell's round regime share (PairedSpread.in_view, the
-    regimes compare splits; the larger of the block's and its run's where compare hedges,
-    PairedSpread.hedges) plus the cell part compare tests the cell on (its own where
+    the round part the sizes of the cell's round regime share (PairedSpread.tested_on: the
+    regimes compare splits, a noisy regime's quiet sizes on their own block beyond
+    THIN_LAUNCHES rounds, PairedSpread.quiet; the larger of the block's and its run's where
+    compare hedges, PairedSpread.hedges) plus the cell part compare tests the cell on (its own where
     the gate gives one, else the pooled one, alike for every size), each at its
     upper `confidence` bound, each TOST at alpha. The plan needs the largest of these; None: beyond
     SEARCH_MAX (out of reach), which keeps the whole plan out of reach. Empty when no
