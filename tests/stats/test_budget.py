@@ -1045,6 +1045,40 @@ def test_cell_rounds_name_the_cells_out_of_reach_and_the_plan_meets_the_largest(
     assert p is not None and p.best.launches is None
 
 
+def test_a_size_in_few_of_the_rounds_is_planned_on_its_own_rounds():
+    """A size measured in only some rounds (the time-to-decision bench skips the sizes it
+    has decided: gate-run-7's PingPong 2 KiB had 4 rounds in a block of 486 pairs) has an
+    own part on its own rounds' df. rounds_for scaled that df by the block's pairs (3 df
+    x 2 / 485 at 3 rounds: 0.01 df) and the noncentral t was NaN: cell_rounds raised
+    (here 4 of 480 rounds).
+    Now its df grows from its own rounds, and it is planned like a size with as few
+    rounds of a block of its own."""
+    rows = _noisy_size_rows(np.random.default_rng(3), 480, 0.006, (0.012,) * 3 + (0.036,))
+    few = [r for r in rows if r["size"] != 3 or r["repeat"] < 4]
+    (ps,) = budget.paired_from_rows(few, "base", "cand").values()
+    assert ps.pairs == 480 and dict((k, df) for k, _v, df in ps.cell_parts)[
+        ("PingPong", 3)] == 3
+    per = budget.cell_rounds(few, ["base", "cand"], 0.05)
+    assert all(k is not None and k >= launch_stats.THIN_LAUNCHES + 1 for k in per.values())
+    # its own part on 3 df plans about as many rounds as on the 479 its neighbours have
+    full = budget.cell_rounds(rows, ["base", "cand"], 0.05)
+    assert per[("PingPong", 3)] >= full[("PingPong", 3)] * 0.8
+    p = budget.plan_from_rows(few, ["base", "cand"], 0.05, budget.SEARCH_MAX,
+                              targets=(100.0,), max_times=(0.002,), keep_within=True)
+    assert p is not None and p.best.launches == max(per.values())
+
+
+def test_a_plan_with_no_cell_common_to_the_variants_is_none():
+    """plan_from_rows returns None, as plan() does, when the variants have no cell in
+    common (gate-run-5: a pilot whose variants' rows named different sizes; it called
+    replace() on plan()'s None and the bench died with a TypeError)."""
+    rows = _noisy_size_rows(np.random.default_rng(4), 3, 0.006, (0.012,) * 4)
+    apart = [dict(r, size=r["size"] + 10) if r["variant"] == "cand" else r for r in rows]
+    assert budget.plan_from_rows(apart, ["base", "cand"], 0.05, 20) is None
+    assert budget.plan_from_rows(apart, ["base", "cand"], 0.05, 20, interleaved=False) is None
+    assert budget.plan_from_rows(rows, ["base", "cand"], 0.05, 20) is not None
+
+
 def _round_pair(r, size, base, cand, sizes):
     """One round's two store rows of a PingPong cell (base and cand medians, a within-launch
     CI of +-0.1%) in a campaign of `sizes` sizes."""

@@ -419,10 +419,16 @@ def rounds_for(shared: float, cell: float, cells: float, effect: float, *,
         return launch_stats.MIN_PAIRS
     a, pw = (2 * alpha, (1 + power) / 2) if equivalence else (alpha / max(family, 1), power)
 
+    # the rounds an own part rests on: the block's pairs - 1, or its own df where fewer
+    # (a size measured in only some rounds, e.g. the time-to-decision bench's decided
+    # sizes, skipped later: 3 df in a block of 486 pairs scaled to 0.01 df at 3 rounds, a
+    # NaN noncentral t, gate-run-7's traceback); from there its df grows a round a round
+    now = min(pairs - 1, own_df) if own_df is not None else pairs - 1
+
     def comps_at(k: int) -> tuple:
         comps = [(shared / k, float(k - 1))]
         if own_df is not None and cell > 0:
-            df = (launch_stats.future_df(own_df, pairs - 1, k - 1, own=True) if pairs > 1
+            df = (launch_stats.future_df(own_df, now, k - 1, own=True) if now > 0
                   else float(k - 1))
             comps.append((cell / k, df))
         elif cell > 0 and cells > 1:
@@ -815,7 +821,8 @@ def plan_from_rows(rows: Sequence[Mapping], order: Sequence[str], margin: float,
     pairing (paired_from_rows' more_rounds); None: the rows' own rounds only. targets,
     max_times: the options plan() may choose among (one of each: the launches per side at
     the options the launches already run at); keep_within: as plan()'s, for rows that all
-    ran at those options. None when fewer than two variants have components."""
+    ran at those options. None when fewer than two variants have components, or no
+    cell is common to them (plan()'s None)."""
     rows = alone_rows(rows)
     comps = components_from_rows(rows)
     sides = list(comps.values())
@@ -840,6 +847,8 @@ def plan_from_rows(rows: Sequence[Mapping], order: Sequence[str], margin: float,
     made = plan(sides, margin, equivalence=True, max_launches=cap, paired=paired or None,
                 targets=targets, max_times=max_times, keep_within=keep_within,
                 own_pools=gated, own_cells=flagged)
+    if made is None:        # no cell every variant has: nothing to plan
+        return None
     return replace(made, preempted=sum(map(preempted.stopped, rows)),
                    skipped=sum(map(preempted.skipped, rows)))
 
