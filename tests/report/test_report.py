@@ -745,7 +745,7 @@ def test_report_header_names_the_test_its_comparison_used(tmp_path, order, named
     md = " ".join(write_markdown(rep, tmp_path / "r.md", "svg").read_text().split())
     head = md.split("## Result sets")[0]
     assert f"gains tested with {rep.test}" in html
-    assert named in head and "Holm over every p of the comparison" in head
+    assert named in head and "Holm-type procedure over every p of the comparison" in head
 
 
 def test_a_report_without_a_comparison_names_no_test(tmp_path, core):

@@ -42,7 +42,8 @@ set's value is the geometric mean of its launches' statistics ± the 95% CI from
 between launches. The gain, its CI and p come from a t test on the logs of the launch
 statistics: a benchmark's sizes pool their between-launch spread, launches of one round of
 an interleaved campaign are paired (the table says so), every p the table shows is
-Holm-adjusted and each CI is at its row's Holm level. `~` = not significant; "cannot tell" =
+adjusted by one Holm-type procedure over the table (a weighted graph of Bonferroni tests,
+docs/statistics.md "Multiplicity") and each CI is at its row's adjusted level. `~` = not significant; "cannot tell" =
 fewer than two launches on a side (one launch per variant decides nothing). Launches are
 only combined when their fingerprints match (otherwise the most common fingerprint is used
 and a footnote says what was left out). Times in microseconds; MB/s = 10^6 bytes/s. A set whose requested transport
@@ -147,8 +148,9 @@ def register(sub) -> None:
                        description="Compare two or more result sets from the store: per "
                                    "benchmark and size (or application cell) each side's "
                                    "geometric mean of launch statistics ± 95% CI between "
-                                   "launches, the gain with its CI and a Holm-adjusted "
-                                   "p from a t test on log launch statistics (sizes "
+                                   "launches, the gain with its CI and an adjusted "
+                                   "p from a t test on log launch statistics (Holm-type "
+                                   "over the table; sizes "
                                    "pooled, paired by round where launches were "
                                    "interleaved), a geomean per benchmark and a verdict "
                                    "(aggregated per launch).",

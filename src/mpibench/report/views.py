@@ -48,8 +48,8 @@ def comparison_part(ctx: Context) -> Part:
                       "unit of replication)"
                       + (f" ({imported})" if imported else "")
                       + "; gain > 1 means the candidate is better, with its CI at the "
-                      "row's Holm level (it excludes 1 exactly when the row is "
-                      "significant); p = the Holm-adjusted p of the test the report's "
+                      "row's adjusted level (it excludes 1 exactly when the row is "
+                      "significant); p = the adjusted p of the test the report's "
                       "header names; cannot tell = fewer than two launches on a side."
                       + "".join(f" {line[0].upper()}{line[1:]}." for line in
                                 pairing_legend(ctx.cmp)))
@@ -73,9 +73,10 @@ def test_sentence(cmp: Comparison | None) -> str:
         pairing = (f"paired by round in {ps['paired_rows']} of {ps['tested_rows']} tested "
                    "rows (interleaved rounds), the others unpaired")
     out = ("a t test on the logs of the launch statistics (one value per launch), a "
-           f"benchmark's sizes pooling their between-launch spread, {pairing}; Holm over "
-           "every p of the comparison (cells, geomean rows, verdicts), each gain's CI at "
-           "its row's Holm level")
+           f"benchmark's sizes pooling their between-launch spread, {pairing}; one Holm-type "
+           "procedure over every p of the comparison (cells, geomean rows, verdicts: a "
+           "weighted graph of Bonferroni tests, docs/statistics.md 'Multiplicity'), each "
+           "gain's CI at its row's adjusted level")
     if cmp.equivalence:
         out += f"; equivalence within ±{fmt_margin(cmp.equivalence)} by TOST"
     if any(d.seq_level is not None for r in cmp.rows for d in r.deltas.values()):
