@@ -210,6 +210,10 @@ benchmarks = ["PingPong"]
 sizes = "{sizes}"
 """
 
+# budget.plan_from_rows' None: fewer than two variants with spread components, or no cell
+# both variants measured (gate-run-5-aborted: a round's core campaign died)
+NO_PLAN = "too few launches per variant, or no cell both variants measured"
+
 
 def run_round(camp: Path, text: str, only: tuple[str, ...] = ()) -> None:
     """One campaign invocation; only: the sizes its new launches measure (--only-sizes)."""
@@ -899,7 +903,7 @@ def main(argv: list[str]) -> int:
         c_spent, i_spent = spent["core"], spent["imb"]
         if k == 2:
             plan0 = core_plan(core.db, compare, rounds=k + 1)
-            print(f"      core {plan0.describe() if plan0 else 'budget: too few launches'}")
+            print(f"      core {plan0.describe() if plan0 else 'budget: ' + NO_PLAN}")
         if a.to_budget and k == compare:
             # the budget, from the interleaved rounds' spread, before their last look; a
             # core that decided every cell already goes on no further: no budget, and the
@@ -982,7 +986,7 @@ def to_budget(a, core: Tool, compare: int) -> tuple[int, object]:
     at = run_options(core.db, compare - 1)
     p = core_plan(core.db, budget.SEARCH_MAX, at=at or None)
     if p is None or p.best.launches is None:
-        why = ("too few launches" if p is None
+        why = (NO_PLAN if p is None
                else f"more than {budget.SEARCH_MAX} launches per side")
         print(f"      core budget after {compare} rounds: {why} to decide every cell; "
               f"not going on (refused){'' if p is None else ': ' + p.describe()}")
@@ -1124,7 +1128,7 @@ def reach_line(final, core: Tool, max_budget: float) -> str:
     if core.done:
         return f"{head} yes, every cell decided after {core.rounds} rounds"
     if final is None:
-        return f"{head} no plan (too few launches per variant)"
+        return f"{head} no plan ({NO_PLAN})"
     b = final.best
     if b.launches is None:
         return (f"{head} out of reach here: at the spread of the core's {core.rounds} rounds "
