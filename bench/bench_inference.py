@@ -13,7 +13,8 @@
                                                --only-planning-quiet |
                                                --only-hetero | --only-thin |
                                                --only-two-mode-size | --only-outlier |
-                                               --only-noisy-minority | --only-ramp]
+                                               --only-noisy-minority |
+                                               --only-ramp [--unpaired]]
 
 A/A scenarios (identical variants; issue 21's audit): balanced 5+5; unbalanced 2 vs 7 and
 3 vs 7; the small side 3x noisier; launch effects shared by a launch's sizes or not (each
@@ -91,7 +92,8 @@ sizes, with a round effect every size shares or the quiet ones only (docs/statis
 "A quiet size among a noisy minority", "A noisy minority at 5 rounds").
 A ramp (`--only-ramp`, 10 x --reps benchmarks per row, stats level): spreads growing
 smoothly with size (per-round difference sd 0.03 -> 0.15), 11 and 22 sizes paired, 5 and 8
-rounds, no shared round effect, A/A: per-size A/A and CI95 coverage, the worst size named.
+rounds, no shared round effect, A/A: per-size A/A and CI95 coverage, the worst size named;
+`--unpaired` the same ramp with 5 and 8 launches a side, not interleaved.
 
 Heterogeneous sizes (`--only-hetero` runs just this, 10 x --reps benchmarks per row, stats
 level): a benchmark whose sizes are not equally noisy (22 sizes shaped like a real Open MPI
@@ -214,6 +216,10 @@ def main(argv: list[str]) -> int:
                     help="only a ramp of spreads over sizes (0.03 -> 0.15, 11 and 22 sizes "
                     "paired, 5 and 8 rounds): per-size A/A and coverage, the worst size "
                     "(10 x --reps benchmarks per row; stats level)")
+    ap.add_argument("--unpaired", action="store_true",
+                    help="with --only-ramp: the same ramp unpaired (launches not "
+                    "interleaved, compare_cells without rounds; each side's cell part sd / "
+                    "sqrt(2))")
     ap.add_argument("--only-regimes", action="store_true",
                     help="only the round-regime rows: a round effect the small sizes share, "
                     "paired with regimes, with one Spread per block and unpaired (stats."
@@ -291,6 +297,8 @@ def main(argv: list[str]) -> int:
             not args.only_outlier:
         ap.error("--outlier-design / --outlier-side / --outlier-thin-check: only with "
                  "--only-outlier")
+    if args.unpaired and not args.only_ramp:
+        ap.error("--unpaired: only with --only-ramp")
     designs = tuple(args.outlier_design)
     reps = 20 if args.quick else args.reps
     rng = np.random.default_rng(args.seed)
@@ -317,7 +325,8 @@ def main(argv: list[str]) -> int:
             (args.only_hedge_sweep, hedge_sweep, reps),
             (args.only_noisy_minority, noisy_minority_section, 10 * reps),
             (args.only_planning_quiet, planning_quiet_section, reps),
-            (args.only_ramp, ramp_section, 10 * reps),
+            (args.only_ramp, functools.partial(ramp_section, paired=not args.unpaired),
+             10 * reps),
             (args.only_unpaired_regimes, unpaired_regimes_section, reps),
             (args.only_decide, decide_section, reps))
     for chosen, section, n in only:
@@ -1623,35 +1632,49 @@ def planning_quiet_section(rng: np.random.Generator, reps: int) -> None:
           "bounds make it conservative)")
 
 
-def _ramp_bench(rng: np.random.Generator, sds: np.ndarray, n: int) -> tuple[list, dict]:
-    """A/A, len(sds) sizes paired by n rounds, per-round difference sd sds[s], no shared
-    round effect (review R13's ramp)."""
+def _ramp_bench(rng: np.random.Generator, sds: np.ndarray, n: int,
+                paired: bool = True) -> tuple[list, dict | None]:
+    """A/A, len(sds) sizes, per-launch-pair difference sd sds[s], no shared round or launch
+    effect (review R13's ramp). Paired: n rounds, the difference on the candidate. Unpaired:
+    n launches a side, each side's cell part sd sds[s] / sqrt(2), rounds None."""
     cells = []
     for sd in sds:
-        x = rng.normal(0.0, sd, n)
-        cells.append(({f"b{r}": 1.0 for r in range(n)},
-                      {f"c{r}": math.exp(v) for r, v in enumerate(x)}, "lower"))
-    return cells, {f"{p}{r}": r for r in range(n) for p in "bc"}
+        if paired:
+            b, c = np.zeros(n), rng.normal(0.0, sd, n)
+        else:
+            b, c = rng.normal(0.0, sd / math.sqrt(2), (2, n))
+        cells.append(({f"b{r}": math.exp(v) for r, v in enumerate(b)},
+                      {f"c{r}": math.exp(v) for r, v in enumerate(c)}, "lower"))
+    return cells, {f"{p}{r}": r for r in range(n) for p in "bc"} if paired else None
 
 
-def ramp_section(rng: np.random.Generator, reps: int) -> None:
-    """Spreads growing smoothly with size (small messages quiet, large ones noisy): per-size
-    A/A and 95% CI coverage, the worst size named. Stats level, as compare runs it."""
+def _ramp_row(rng: np.random.Generator, reps: int, sds: np.ndarray, n: int,
+              paired: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Per size: A/A rejections at 5% and CI95 covering 1, over reps benchmarks."""
     from mpibench.stats import launch as L
 
+    sig, cover = np.zeros(sds.size), np.zeros(sds.size)
+    for _ in range(reps):
+        cells, rounds = _ramp_bench(rng, sds, n, paired)
+        ts = L.compare_cells(cells, rounds=rounds, sizes=list(range(sds.size)))
+        sig += [t.p is not None and t.p <= 0.05 for t in ts]
+        cover += [t.ci_low is not None and t.ci_low <= 1.0 <= t.ci_high for t in ts]
+    return sig, cover
+
+
+def ramp_section(rng: np.random.Generator, reps: int, paired: bool = True) -> None:
+    """Spreads growing smoothly with size (small messages quiet, large ones noisy): per-size
+    A/A and 95% CI coverage, the worst size named. Stats level, as compare runs it."""
+    way = "paired" if paired else "unpaired (launches not interleaved)"
+    unit = "rounds" if paired else "launches a side"
     print(f"\nA ramp: per-round difference sd 0.03 -> 0.15 linearly over the sizes, no "
-          f"shared round effect, A/A, paired; {reps} benchmarks per row (stats level)")
+          f"shared round effect, A/A, {way}; {reps} benchmarks per row (stats level)")
     for k in (11, 22):
         sds = np.linspace(0.03, 0.15, k)
         for n in (5, 8):
-            sig, cover = np.zeros(k), np.zeros(k)
-            for _ in range(reps):
-                cells, rounds = _ramp_bench(rng, sds, n)
-                ts = L.compare_cells(cells, rounds=rounds)
-                sig += [t.p is not None and t.p <= 0.05 for t in ts]
-                cover += [t.ci_low is not None and t.ci_low <= 1.0 <= t.ci_high for t in ts]
+            sig, cover = _ramp_row(rng, reps, sds, n, paired)
             w = int(np.argmax(sig))
-            print(f"  {k} sizes {n} rounds: A/A mean {100 * sig.mean() / reps:.2f}%, worst "
+            print(f"  {k} sizes {n} {unit}: A/A mean {100 * sig.mean() / reps:.2f}%, worst "
                   f"size {w} (sd {sds[w]:.3f}) {100 * sig[w] / reps:.1f}%; CI95 min "
                   f"{100 * cover.min() / reps:.1f}% max {100 * cover.max() / reps:.1f}%",
                   flush=True)

@@ -60,6 +60,7 @@ def test_time_to_decision_refuses_bad_flags_on_one_line(args, flag):
     (["--only-outlier", "--outlier-design", "5by8"], "expected launches a side x sizes"),
     (["--outlier-design", "5x8"], "only with --only-outlier"),
     (["--outlier-thin-check"], "only with --only-outlier"),
+    (["--unpaired"], "only with --only-ramp"),
 ])
 def test_inference_refuses_a_bad_outlier_design(args, said):
     # a malformed design was a ValueError traceback; one without --only-outlier was ignored
@@ -67,6 +68,16 @@ def test_inference_refuses_a_bad_outlier_design(args, said):
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 2 and said in res.stderr, res.stderr
     assert "Traceback" not in res.stderr and res.stdout == ""
+
+
+def test_inference_runs_the_ramp_unpaired():
+    # the ramp's unpaired rows: launches not interleaved (compare_cells without rounds)
+    res = subprocess.run([sys.executable, str(BENCH / "bench_inference.py"), "--only-ramp",
+                          "--unpaired", "--reps", "1"], capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert "unpaired (launches not interleaved)" in res.stdout
+    assert len([ln for ln in res.stdout.splitlines() if "launches a side: A/A" in ln]) == 4
 
 
 def test_time_to_decision_says_whether_every_cell_is_in_reach(monkeypatch):
