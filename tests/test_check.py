@@ -56,3 +56,21 @@ def test_too_few_launches_cannot_tell(tmp_path, capsys):
     assert capsys.readouterr().out.startswith("CANNOT TELL")
     assert cli_main(["check", "--db", db, "--baseline", "a", "--require-decision"]) == 3
 
+
+
+def test_unbalanced_unpaired_launches_warn_in_the_summary_and_the_json(tmp_path, capsys):
+    # 3 vs 7 launches, unpaired: one warning line (the rule compare's table uses,
+    # report.compare_view.unbalanced_launches) and the same object in the JSON; 7 vs 7 none
+    db = _store(tmp_path, 0.0, 48, launches=(3, 7))
+    cli_main(["check", "--db", db, "--baseline", "a"])
+    out = capsys.readouterr().out
+    assert out.count("warning: unbalanced launches (3 vs 7, unpaired") == 1
+    cli_main(["check", "--db", db, "--baseline", "a", "--json"])
+    u = json.loads(capsys.readouterr().out)["unbalanced_launches"]
+    assert (u["min_launches"], u["max_launches"], u["smaller_sides"]) == (3, 7, ["a"])
+    (tmp_path / "bal").mkdir()
+    db = _store(tmp_path / "bal", 0.0, 48, launches=7)
+    cli_main(["check", "--db", db, "--baseline", "a"])
+    assert "unbalanced launches" not in capsys.readouterr().out
+    cli_main(["check", "--db", db, "--baseline", "a", "--json"])
+    assert json.loads(capsys.readouterr().out)["unbalanced_launches"] is None

@@ -1148,3 +1148,55 @@ def test_a_later_cut_short_launch_leaves_an_earlier_looks_test(tmp_path, monkeyp
              for r in compare_groups(store, {"a": ga, "b": gb}, "a").rows}
     assert tests(replayed[1]) == table
     store.close()
+
+
+def _unbalanced(tmp_path, name, launches, spec=None, failed=()):
+    """compare_groups on simulated launches (a vs b, launches per side), its JSON and its
+    markdown, terminal and HTML report text on one line each."""
+    from mpibench.report.html import ReportOptions, build_report, write_html
+    from mpibench.stats import simulate as S
+
+    store, groups = S.build_store(tmp_path / f"{name}.db", np.random.default_rng(11),
+                                  launches=launches, sigma_l=0.02, within=0.002,
+                                  sizes=(0, 8, 64, 1024), n_samples=(20, 40), spec=spec,
+                                  failed=failed)
+    try:
+        cmp = compare_groups(store, groups, "a")
+        html = write_html(build_report(store, groups, ReportOptions(plots=False)),
+                          tmp_path / f"{name}.html").read_text()
+        return (json.loads(render(cmp, "json")),
+                *(" ".join(t.split()) for t in (render(cmp, "markdown"),
+                                                render(cmp, "terminal"), html)))
+    finally:
+        store.close()
+
+
+def test_unbalanced_unpaired_launches_say_so_once(tmp_path):
+    # 3 vs 7 launches, unpaired: one line for the comparison (not one per cell), in the
+    # caption of every text format and as "unbalanced_launches" in the JSON
+    js, md, term, html = _unbalanced(tmp_path, "u37", (3, 7))
+    u = js["unbalanced_launches"]
+    assert (u["min_launches"], u["max_launches"], u["smaller_sides"]) == (3, 7, ["a"])
+    assert u["cells"] == u["tested_cells"] == 4
+    assert u["message"].startswith("unbalanced launches (3 vs 7, unpaired; 4 of 4 tested")
+    assert "up to ~11% per cell at 3-4 vs 7" in u["message"]
+    assert "run both sides with the same launches" in u["message"]
+    for text in (md, term):
+        assert text.count("unbalanced launches (3 vs 7") == 1
+    assert html.count("Unbalanced launches (3 vs 7, unpaired") == 1
+    assert "docs/statistics.md &#34;Stop 34" in html          # escaped as the rest
+
+
+@pytest.mark.parametrize("name, launches, spec, failed", [
+    ("bal", 7, None, ()),                          # balanced
+    ("five", (5, 7), None, ()),                    # 5 vs 7: within a point of the target
+    ("paired", 7, {"order": "interleaved"}, [("b", 1), ("b", 3), ("b", 5)])])
+def test_balanced_or_paired_launches_do_not_warn(tmp_path, name, launches, spec, failed):
+    # 7 vs 7; 5 vs 7 (6.0% measured: below the rule's 4); interleaved 7 vs 4 launches
+    # paired by round (4 rounds a side, the test is on the pairs): no line, JSON null
+    js, md, term, html = _unbalanced(tmp_path, name, launches, spec, failed)
+    assert js["unbalanced_launches"] is None
+    assert not any("unbalanced launches" in t.lower() for t in (md, term, html))
+    if name == "paired":
+        assert {r["pairing"] for r in js["rows"]} == {"round"}
+        assert js["runs"] == {"a": 7, "b": 4}

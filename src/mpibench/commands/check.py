@@ -110,15 +110,19 @@ def run(args) -> int:
 def _decide(res, args, warnings=(), cmp=None) -> int:
     from mpibench.gate import summary_lines
     from mpibench.report import machine_state
+    from mpibench.report.compare_view import unbalanced_launches, unbalanced_lines
 
     if args.json:
         obj = res.to_dict()
+        obj["unbalanced_launches"] = unbalanced_launches(cmp) if cmp is not None else None
         if cmp is not None:
             obj["machine_state"] = machine_state.to_obj(cmp)
         print(json.dumps(obj, indent=2))
     else:
         for line in summary_lines(res):
             print(line)
+        for line in unbalanced_lines(cmp) if cmp is not None else ():
+            print(f"  warning: {safe_text(line)}")
         # the compared launches' machine state (when probed), as under compare's table
         for label, text in machine_state.footer(cmp) if cmp is not None else ():
             print(f"{label}: {safe_text(text)}")

@@ -10,7 +10,12 @@ import json
 from typing import TYPE_CHECKING
 
 from mpibench.report import machine_state, plots
-from mpibench.report.compare_view import _table_model, pairing_legend, pairing_summary
+from mpibench.report.compare_view import (
+    _table_model,
+    pairing_legend,
+    pairing_summary,
+    unbalanced_lines,
+)
 from mpibench.report.data import (
     bench_sort_key,
     imported_clause,
@@ -52,7 +57,7 @@ def comparison_part(ctx: Context) -> Part:
                       "significant); p = the adjusted p of the test the report's "
                       "header names; cannot tell = fewer than two launches on a side."
                       + "".join(f" {line[0].upper()}{line[1:]}." for line in
-                                pairing_legend(ctx.cmp)))
+                                pairing_legend(ctx.cmp) + unbalanced_lines(ctx.cmp)))
 
 
 def test_sentence(cmp: Comparison | None) -> str:
