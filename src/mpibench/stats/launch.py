@@ -1048,8 +1048,10 @@ def _two_way(r: np.ndarray, obs: np.ndarray
 
 
 def _spread_of(rs: _Residuals | None, moderate: bool = True, force: bool = False,
-               own: bool = False, floor_own: bool = False) -> Spread | None:
-    """spread() from the side's _residuals (the flags as spread's)."""
+               own: bool = False, floor_own: bool = False, ordered: bool = False
+               ) -> Spread | None:
+    """spread() from the side's _residuals (the flags as spread's). ordered: the cells are
+    in size order (_cell_parts' trend, _trend_x); a paired spread (floor_own) always is."""
     if rs is None:
         return None
     sp = rs.pooled
@@ -1057,7 +1059,8 @@ def _spread_of(rs: _Residuals | None, moderate: bool = True, force: bool = False
         return sp
     floors = rs.own_var - sp.ms_launch / sp.cells if floor_own else None
     return sp._replace(cell_parts=_cell_parts(rs.keys, rs.res, rs.obs, sp.ms_cell,
-                                              sp.df_cell, sp.cells, force, own, floors))
+                                              sp.df_cell, sp.cells, force, own, floors,
+                                              ordered or floor_own))
 
 
 def _centred(side: Mapping[object, Mapping[Hashable, float | None]]
@@ -1239,8 +1242,8 @@ def _own_part_at(tau2: float, cells: float, ms_cell: float) -> float:
 
 
 def gated_spreads(sides: Sequence[Mapping[object, Mapping[Hashable, float | None]]],
-                  known: Sequence[tuple[float, float]] = (), thin: bool = True
-                  ) -> list[Spread | None]:
+                  known: Sequence[tuple[float, float]] = (), thin: bool = True,
+                  ordered: bool = False) -> list[Spread | None]:
     """Each side's Spread (spread) for one comparison of a benchmark's cells, the sizes
     gated ONCE for the comparison: from FEW_CELLS cells on, where any side's gate finds
     the sizes' cell parts unlike (its Spread has cell_parts), or the per-cell variances
@@ -1259,9 +1262,10 @@ def gated_spreads(sides: Sequence[Mapping[object, Mapping[Hashable, float | None
     given by their launches (no `known`, thin=True: compare's test, not the budget's plan
     of it) still give a size above the others (_outlying_cells) its own part (_own_for): one size
     2-3x noisier slipped through the gate. Each side is centred once (_residuals), every
-    Spread of it made from that."""
+    Spread of it made from that. ordered: every side's cells are in size order (compare_cells
+    given sizes): the gate and prior follow a spread that grows with size (_trend_x)."""
     residuals = [_residuals(side) for side in sides]
-    out = [_spread_of(rs) for rs in residuals]
+    out = [_spread_of(rs, ordered=ordered) for rs in residuals]
     cells = max((len(side) for side in sides), default=0)
     if cells < FEW_CELLS or any(s is None for s in out):
         return out
@@ -1275,13 +1279,13 @@ def gated_spreads(sides: Sequence[Mapping[object, Mapping[Hashable, float | None
         flagged = _outlying_cells(residuals) if thin and len(sides) > 1 and not known \
             else set()
         return _own_for(out, residuals, flagged) if flagged else out
-    return [s if s.cell_parts else _spread_of(rs, force=True) or s
+    return [s if s.cell_parts else _spread_of(rs, force=True, ordered=ordered) or s
             for s, rs in zip(out, residuals, strict=True)]
 
 
 def _cell_parts(keys: list, res: np.ndarray, obs: np.ndarray, ms_cell: float,
                 df_cell: float, s_bar: float, force: bool = False, own_all: bool = False,
-                floor_own: np.ndarray | None = None) -> dict | None:
+                floor_own: np.ndarray | None = None, ordered: bool = False) -> dict | None:
     """Each cell's own cell part, moderated toward the others' (stats.moderate), or None
     where the sizes' parts look alike (prior df infinite: the pooled ms_cell for all).
 
@@ -1304,7 +1308,9 @@ def _cell_parts(keys: list, res: np.ndarray, obs: np.ndarray, ms_cell: float,
     every cell its own w_s with n_s - 1 df at any number of cells (a comparison of thin
     sides, gated_spreads). floor_own (paired: per cell its own rounds' variance less the
     round part, ms_launch / S): an own part at least its w_s, not 0, and one the prior
-    keeps (robust) at least that floor too."""
+    keeps (robust) at least that floor too. ordered: keys in size order, so a slope of the
+    w_s over the sizes opens the gate and centres the prior (_trend_x); the neighbours'
+    outlying pairs stay paired-only (floor_own)."""
     s = res.shape[1]
     if s < MIN_MODERATE_CELLS or s_bar < MIN_MODERATE_CELLS:
         return None
@@ -1319,10 +1325,10 @@ def _cell_parts(keys: list, res: np.ndarray, obs: np.ndarray, ms_cell: float,
         # a paired quiet block (force: _quiet_spreads) below FEW_CELLS: each size kept
         kept = own if force and floor_own is not None else kept
     else:
-        pairs = _gate(w, d, force, floor_own is not None)
+        pairs = _gate(w, d, force, ordered, floor_own is not None)
         if pairs is None:
             return None
-        x = _trend_x(w, d, floor_own is not None)
+        x = _trend_x(w, d, ordered)
         d0, s0, own = moderate_mod.robust(w, d, x=x)
         own = own | pairs
         if math.isinf(d0) and not own.any() and not force and x is None:
@@ -1355,17 +1361,18 @@ def _cell_parts(keys: list, res: np.ndarray, obs: np.ndarray, ms_cell: float,
     return out
 
 
-def _gate(w: np.ndarray, d: np.ndarray, force: bool, ordered: bool) -> np.ndarray | None:
+def _gate(w: np.ndarray, d: np.ndarray, force: bool, ordered: bool, paired: bool = True
+          ) -> np.ndarray | None:
     """_cell_parts' gate: None where the sizes keep the pooled part (Bartlett's test keeps
-    them alike and, ordered (a paired block, its cells in size order), their w_s have no
-    significant slope over the sizes (_trend_x) and no two neighbours are outlying
+    them alike and, ordered (its cells in size order), their w_s have no significant
+    slope over the sizes (_trend_x) and, paired too, no two neighbours are outlying
     together: moderate.outlying_pairs), else the cells that keep their own part whatever
     the prior says (the flagged pairs; none where Bartlett or the slope rejects)."""
     none = np.zeros(w.size, dtype=bool)
     scaled = d * (w.size - 1) / w.size
     if force or not moderate_mod.alike(w, scaled) or _trend_x(w, d, ordered) is not None:
         return none
-    pairs = moderate_mod.outlying_pairs(w * scaled, scaled) if ordered else none
+    pairs = moderate_mod.outlying_pairs(w * scaled, scaled) if ordered and paired else none
     return pairs if pairs.any() else None
 
 
@@ -1442,8 +1449,8 @@ def compare_cells(cells: Sequence[tuple[Mapping[str, float | None], Mapping[str,
         return _paired_cells(cells, paired, alpha, level, pool, _size_order(sizes, len(cells)))
     groups = _unpaired_regimes(cells, _size_order(sizes, len(cells))) if pool else []
     if len(groups) > 1:
-        return _regime_blocks(cells, groups, alpha, level)
-    return _unpaired_block(cells, alpha, level, pool)
+        return _regime_blocks(cells, groups, alpha, level, sizes is not None)
+    return _unpaired_block(cells, alpha, level, pool, _size_order(sizes, len(cells)))
 
 
 def _cut_blocks(cells, cut: Sequence[Collection[Hashable]], alpha: float, level: float,
@@ -1465,11 +1472,14 @@ def _cut_blocks(cells, cut: Sequence[Collection[Hashable]], alpha: float, level:
     return out
 
 
-def _unpaired_block(cells, alpha: float, level: float, pool: bool) -> list[LaunchTest]:
-    """compare_cells' unpaired test of one block (or one launch regime of it)."""
-    sides = [dict(enumerate(b for b, _c, _ in cells)),
-             dict(enumerate(c for _b, c, _ in cells))]
-    spreads = gated_spreads(sides) if pool and len(cells) > 1 else [None, None]
+def _unpaired_block(cells, alpha: float, level: float, pool: bool,
+                    order: Sequence[int] | None = None) -> list[LaunchTest]:
+    """compare_cells' unpaired test of one block (or one launch regime of it); order: the
+    cells' indices by size (_size_order), None without sizes (no trend: gated_spreads)."""
+    idx = list(range(len(cells))) if order is None else list(order)
+    sides = [{i: cells[i][j] for i in idx} for j in (0, 1)]
+    spreads = gated_spreads(sides, ordered=order is not None) if pool and len(cells) > 1 \
+        else [None, None]
     if any(s is None for s in spreads):
         spreads = [None, None]
     plan = _plan_sides(spreads)
@@ -1506,12 +1516,13 @@ def _unpaired_regimes(cells, order: Sequence[int] | None) -> list[list[int]]:
     return groups if sorted(i for g in groups for i in g) == sorted(idx) else [idx]
 
 
-def _regime_blocks(cells, groups: list[list[int]], alpha: float, level: float
-                   ) -> list[LaunchTest]:
+def _regime_blocks(cells, groups: list[list[int]], alpha: float, level: float,
+                   ordered: bool = False) -> list[LaunchTest]:
     out: list = [None] * len(cells)
     for r, g in enumerate(groups):
-        for i, t in zip(g, _unpaired_block([cells[i] for i in g], alpha, level, True),
-                        strict=True):
+        block = _unpaired_block([cells[i] for i in g], alpha, level, True,
+                                list(range(len(g))) if ordered else None)
+        for i, t in zip(g, block, strict=True):
             out[i] = t._replace(regime=r)
     return out
 
