@@ -676,8 +676,11 @@ def test_a_thin_pilot_plans_the_unpaired_launches_on_the_gate_compare_will_ask()
     """8 alike sizes, a 2- or 3-launch pilot: compare at the planned (>= 4) launches gates
     the sizes (shut: pooled), so the plan meets the pooled launch variance, not the
     noisiest size's own one (the gate was asked at the pilot's count, where the
-    THIN_LAUNCHES rule gives every size its own part: ~2.7x the launches)."""
-    rng = np.random.default_rng(61)
+    THIN_LAUNCHES rule gives every size its own part: ~2.7x the launches). Since compare's
+    unpaired gate also opens on a slope over the sizes (cf58390) and the plan asks the same
+    gate (R15), alike 2-3-launch pilots open it by chance in 6-8% (1.7-5.7% before); seed
+    61's 2-launch pilot is one of those, so this test uses one whose gate stays shut (62)."""
+    rng = np.random.default_rng(62)
     for n in (2, 3):
         rows = []
         for v in ("base", "cand"):
@@ -1357,3 +1360,30 @@ def test_a_cell_with_a_cut_short_launch_is_planned_in_a_pool_of_its_own():
                if r["size"] == sizes[1] and r["repeat"] == 1 else r for r in rows]
     assert {r["benchmark"] for r in budget.alone_rows(skipped)} == {"PingPong",
                                                                    ("PingPong", sizes[1])}
+
+
+def test_the_unpaired_plan_asks_compares_gate_with_its_trend():
+    """Review R15 (stop 34): compare's unpaired gate opens on a spread that grows with size
+    when compare_cells is given sizes (cf58390), but gated_pools asked the flat rule with
+    the pool's cells in row order, and disagreed with compare on 56 of 200 seeded ramp
+    pilots (11 sizes, sd 0.03 -> 0.15, 5 launches a side, rows in shuffled size order).
+    Now they give the same answer on every pilot."""
+    rng = np.random.default_rng(5)
+    sizes = [2 ** i for i in range(11)]
+    disagree = 0
+    for _ in range(40):
+        u = rng.normal(0, 0.05, (2, 5))
+        rows, cells = [], []
+        for s, sd in zip(sizes, np.linspace(0.03, 0.15, 11), strict=True):
+            sides = []
+            for j, v in enumerate("ab"):
+                d = {f"{v}{k}": float(np.exp(u[j, k] + rng.normal(0, sd))) for k in range(5)}
+                sides.append(d)
+                rows += [{"variant": v, "benchmark": "PingPong", "size": s, "run_id": rid,
+                          "median": m} for rid, m in d.items()]
+            cells.append((sides[0], sides[1], "lower"))
+        rows = [rows[i] for i in rng.permutation(len(rows))]
+        tests = launch_stats.compare_cells(cells, sizes=sizes)
+        compare_own = any(t.own_cell for t in tests)
+        disagree += compare_own != bool(budget.gated_pools(rows, ["a", "b"]))
+    assert disagree == 0

@@ -967,9 +967,20 @@ def gated_pools(rows: Iterable[Mapping], variants: Sequence[str]) -> set[object]
     for g, cells, other in _pilot_pools(rows, variants):
         if g not in out and any(
                 sp is not None and sp.cell_parts
-                for sp in launch_stats.gated_spreads([cells, other], thin=False)):
+                for sp in launch_stats.gated_spreads([_by_size(cells), _by_size(other)],
+                                                     thin=False, ordered=True)):
             out.add(g)
     return out
+
+
+def _by_size(cells: Mapping[object, Mapping]) -> dict[object, Mapping]:
+    """A pool's {cell key (benchmark, size): launches} in size order, as compare_cells
+    orders an unpaired block given sizes (stats.launch._size_order), so gated_pools asks
+    compare's gate with its trend (a spread that grows with size opens it: review R15 of
+    stop 34, where the flat rule disagreed with compare's in 56 of 200 ramp pilots)."""
+    keys = list(cells)
+    order = launch_stats._size_order([k[1] for k in keys], len(keys))
+    return {keys[i]: cells[keys[i]] for i in order}
 
 
 def flagged_cells(rows: Iterable[Mapping], variants: Sequence[str],
