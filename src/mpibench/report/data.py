@@ -546,28 +546,18 @@ def launch_probes(rows: Sequence[Mapping[str, Any]], seen: dict[str, dict | None
                   extras: Sequence[dict] | None = None) -> dict[str, dict[str, Any]]:
     """{run id: extra["machine_probe"]} of the rows that carry one. A launch stores one
     record in every row (campaign/local.py), so each run's is read once (`seen`, shared by
-    the cells of one load). extras: the rows' extra fields already parsed (_extra_of);
-    without them a row is parsed only where its text names the key."""
+    the cells of one load). extras: the rows' extra fields already parsed (_extra_of),
+    else parsed here."""
     out: dict[str, dict[str, Any]] = {}
-    for i, r in enumerate(rows):
+    for r, extra in zip(rows, extras if extras is not None else map(_extra_of, rows),
+                        strict=True):
         rid = r["run_id"]
         if rid not in seen:
-            seen[rid] = _probe_of(r if extras is None else {"extra": extras[i]})
+            mp = extra.get("machine_probe")
+            seen[rid] = mp if isinstance(mp, dict) else None
         if seen[rid] is not None:
             out[rid] = seen[rid]
     return out
-
-
-def _probe_of(row: Mapping[str, Any]) -> dict[str, Any] | None:
-    text = row.get("extra_json")
-    if text:
-        if '"machine_probe"' not in text:
-            return None
-        extra = json.loads(text)
-    else:
-        extra = row.get("extra") or {}
-    mp = extra.get("machine_probe") if isinstance(extra, dict) else None
-    return mp if isinstance(mp, dict) else None
 
 
 def _from_samples(cell: ResultCell, used: list[dict], sample_arrays: list,
