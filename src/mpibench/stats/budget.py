@@ -978,9 +978,7 @@ def _by_size(cells: Mapping[object, Mapping]) -> dict[object, Mapping]:
     orders an unpaired block given sizes (stats.launch._size_order), so gated_pools asks
     compare's gate with its trend (a spread that grows with size opens it: review R15 of
     stop 34, where the flat rule disagreed with compare's in 56 of 200 ramp pilots)."""
-    keys = list(cells)
-    order = launch_stats._size_order([k[1] for k in keys], len(keys))
-    return {keys[i]: cells[keys[i]] for i in order}
+    return dict(sorted(cells.items(), key=lambda kv: kv[0][1]))  # as plan's blocks sort
 
 
 def flagged_cells(rows: Iterable[Mapping], variants: Sequence[str],
