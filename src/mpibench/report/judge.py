@@ -6,7 +6,9 @@ launches. Per candidate against the baseline: the gain oriented so > 1 is better
 metrics, better='lower': baseline/candidate; rates: candidate/baseline) with its 95% CI,
 and the launch-level t test on the logs of the launch statistics (stats.launch.compare_cells:
 a benchmark's sizes pool their spread, paired by round where launches interleave; a cell
-with a cut-short launch is tested alone), Holm over every p the comparison shows. Not significant prints as `~`; fewer than two launches on a side is
+with a cut-short launch is tested alone), every p the comparison shows adjusted by one
+Holm-type procedure (stats.multiplicity). Not significant prints as `~`; fewer than two
+launches on a side is
 "cannot tell". The geomean per benchmark and the verdict aggregate per launch first (one
 launch measures every size). Two cells meet only under the comparability rule
 (report/rules.py).
