@@ -110,7 +110,7 @@ def prior(variances: Sequence[float], dfs: Sequence[float]) -> tuple[float, floa
     if int(ok.sum()) < MIN_GROUPS:
         return math.inf, pooled
     s2, d = s2[ok], d[ok]
-    e = np.log(s2) - digamma(d / 2.0) + np.log(d / 2.0)
+    e = _logs_unbiased(s2, d)
     emean = float(e.mean())
     evar = float(((e - emean) ** 2).sum() / (e.size - 1) - polygamma(1, d / 2.0).mean())
     if evar <= 0:
