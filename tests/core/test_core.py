@@ -4,6 +4,7 @@ and the C statistics self-test.  Every launch has a timeout; nothing asserts on 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import time
@@ -727,27 +728,36 @@ def test_exclude_preempted_rounds_stay_within_max_samples(core, tmp_path):
         assert r["n"] <= 3 and len(r["samples_us"]) == r["n"] and r["preempted"] > 0, r
 
 
+@contextlib.contextmanager
+def _cpu_hogs(per_cpu: int):
+    """per_cpu busy loops pinned to every CPU this process may use while the block runs,
+    stopped by their PIDs after it; a 0.2 s head start so they are running first."""
+    import os
+
+    hogs = [subprocess.Popen(["taskset", "-c", str(cpu), "sh", "-c", "while :; do :; done"])
+            for cpu in sorted(os.sched_getaffinity(0)) for _ in range(per_cpu)]
+    try:
+        time.sleep(0.2)
+        yield
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+
+
 def test_cpu_hogs_beside_the_ranks_are_flagged(core, tmp_path):
     """A busy loop pinned to every CPU this process may use, beside two busy-polling ranks:
     more runnable threads than CPUs wherever the ranks are bound, so the scheduler must take
     a CPU from a rank (time slices of a few ms) within 1000 1 MiB PingPongs (0.2 s and more):
     preempted > 0, without and with --exclude-preempted. In fixed-count mode the excluded
     samples count toward the total: kept + excluded = the samples the count asks for."""
-    import os
 
     args = ["--sizes", "1M", "--iterations", "1000", "--quiet", "PingPong"]
-    hogs = [subprocess.Popen(["taskset", "-c", str(cpu), "sh", "-c", "while :; do :; done"])
-            for cpu in sorted(os.sched_getaffinity(0))]
-    try:
-        time.sleep(0.2)
+    with _cpu_hogs(1):
         hogged = launch("openmpi", _exe(core, "openmpi"), 2, args, tmp_path / "h.jsonl",
                         timeout=120)
         clean = launch("openmpi", _exe(core, "openmpi"), 2, ["--exclude-preempted", *args],
                        tmp_path / "c.jsonl", timeout=120)
-    finally:
-        for hog in hogs:
-            hog.kill()
-            hog.wait()
     (h,), (c,) = hogged.results, clean.results
     print("1 MiB median us: hogged", h["median_us"], "preempted", h["preempted"], "of", h["n"],
           "; clean", c["median_us"], "excluded", c["preempted"], "kept", c["n"])
@@ -786,22 +796,14 @@ def test_cpu_hogs_cut_a_fixed_count_short_for_real(core, tmp_path):
     stops `preempted` (skipped with none), any other `iterations`. (Measured: 1-2 sizes of
     each of 3 launches left on 0-2 clean samples; the core before this rule stopped them
     all `iterations`, and this test failed on it.)"""
-    import os
 
     from mpibench.stats import preempted as P
 
     args = ["--sizes", "256K,1M,4M", "--iterations", "3", "--exclude-preempted", "--quiet",
             "PingPong"]
-    hogs = [subprocess.Popen(["taskset", "-c", str(cpu), "sh", "-c", "while :; do :; done"])
-            for cpu in sorted(os.sched_getaffinity(0)) for _ in range(2)]
-    try:
-        time.sleep(0.2)
+    with _cpu_hogs(2):
         run = launch("openmpi", _exe(core, "openmpi"), 2, args, tmp_path / "f.jsonl",
                      timeout=120)
-    finally:
-        for hog in hogs:
-            hog.kill()
-            hog.wait()
     assert run.res.returncode == 0, run.res.stderr_tail()
     check_schema(run.records)
     for r in run.results:
