@@ -265,10 +265,12 @@ def machine_probes(db: Path) -> dict[str, dict]:
 
 def core_result_rows(db: Path) -> list[dict]:
     """The core store's result rows of its done launches, as preempted_line and
-    cut_short_line read them (variant, size, status, n, median, stop_reason, extra_json)."""
+    cut_short_line read them (run_id, variant, size, status, n, median, stop_reason,
+    extra_json)."""
     with Store(db, readonly=True) as store:
         return [dict(r) for r in store.db.execute(
-            "SELECT r.variant, x.size, x.status, x.n, x.median, x.stop_reason, x.extra_json "
+            "SELECT x.run_id, r.variant, x.size, x.status, x.n, x.median, x.stop_reason, "
+            "x.extra_json "
             "FROM results x JOIN runs r ON r.id = x.run_id WHERE r.status = 'done'")]
 
 
@@ -288,8 +290,9 @@ def preempted_line(db: Path) -> str:
     counts = preempted_of(rows)
     kept = sum(r["n"] or 0 for r in ok)
     slices = slice_cells(ok)
-    stopped = sum(map(budget.at_cap, rows))
-    empty = sum(map(preempted.skipped, rows))
+    fixed = preempted.fixed_count_launches(rows)
+    capped = [r for r in rows if preempted.waited_at_cap(r, fixed)]
+    stopped, empty = len(capped), sum(map(preempted.skipped, capped))
     unknown = counts.unknown
     return (f"core preempted samples (a rank descheduled in or next to the sample): "
             f"{counts.excluded + counts.kept} flagged in {len(rows)} cell launches, "

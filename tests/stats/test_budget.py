@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.stats import chi2
 
-from mpibench.stats import budget
+from mpibench.stats import budget, preempted
 from mpibench.stats import launch as launch_stats
 
 
@@ -995,10 +995,32 @@ def test_a_mem_limit_skip_is_neither_a_preempted_launch_nor_a_cell_alone():
     assert (made.preempted, made.skipped) == (0, 0)
     assert "skipped" not in made.describe() and "preempted" not in made.describe()
     assert {r["benchmark"] for r in budget.alone_rows(rows + mem)} == {"PingPong"}
-    assert not any(map(budget.at_cap, mem))
+    assert not any(map(preempted.waited_at_cap, mem))
     pre = dict(mem[0], stop_reason="preempted")
     made = budget.plan_from_rows(rows + mem + [pre], ["a", "b"], 0.1, 40, rounds=10)
-    assert (made.preempted, made.skipped) == (0, 1) and budget.at_cap(pre)
+    assert (made.preempted, made.skipped) == (0, 1) and preempted.waited_at_cap(pre)
+
+
+def test_a_fixed_count_launchs_preempted_stop_prices_no_cap():
+    """The core's fixed-count mode (--iterations) stops a size 'preempted' (or skips it)
+    once its count is done, short of clean samples (core/driver.c fixed_stop): it never
+    sampled on to --preempted-max-time, so the plan prices no cap for it (its seconds
+    per sample stay the cell's), while the same row in a time-bounded launch does. A
+    fixed-count launch is one with a size stopped 'iterations'."""
+    def row(rid, size, stop, cell_s, n=20):
+        return {"run_id": rid, "variant": "v", "repeat": int(rid[-1]), "benchmark": "B",
+                "size": size, "n": n, "median": 10.0 * (1 + 0.01 * int(rid[-1])),
+                "ci_low": 9.8, "ci_high": 10.2, "cell_s": cell_s, "launch_s": 1.0,
+                "status": "ok", "stop_reason": stop}
+    for other, share in (("iterations", 0.0), ("target", 0.5)):
+        rows = [row("L1", 1, other, 0.02), row("L1", 2, other, 0.02),
+                row("L2", 1, other, 0.02), row("L2", 2, "preempted", 0.3, n=3)]
+        y = {c.key: c for c in budget.components_from_rows(rows)["v"].cells}[("B", 2)]
+        assert y.preempt_share == pytest.approx(share), other
+        assert y.sample_s == pytest.approx(0.001 if share else (0.001 + 0.1) / 2), other
+        fixed = preempted.fixed_count_launches(rows)
+        assert fixed == ({"L1", "L2"} if other == "iterations" else set())
+        assert preempted.waited_at_cap(rows[-1], fixed) == bool(share)
 
 
 def test_a_skipped_cells_seconds_are_the_cells_not_the_launchs_fixed_part():

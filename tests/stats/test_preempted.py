@@ -33,6 +33,22 @@ def test_a_skip_is_preempted_only_with_the_cores_preempted_stop():
     assert not P.skipped({"status": "ok", "stop_reason": "preempted", "n": 0})
 
 
+def test_cut_launches_groups_the_cut_short_rows_by_cell():
+    """The one grouping the plan's pools read (stats.budget.alone_rows): per cell its
+    cut-short launches (few clean, or a preempted skip); a preempted stop on FEW_CLEAN or
+    more samples and a --mem-limit skip name no cell."""
+    def row(rid, size, **kw):
+        return {"run_id": rid, "benchmark": "PingPong", "size": size, "status": "ok",
+                "stop_reason": "target", "n": 20, **kw}
+    rows = [row("a1", 8), row("a2", 8, stop_reason="preempted", n=2),
+            row("a3", 8, status="skipped", stop_reason="preempted", n=0),
+            row("a1", 16, stop_reason="preempted", n=P.FEW_CLEAN),
+            row("a2", 32, status="skipped", stop_reason=None, n=0),
+            row("a3", 64, stop_reason="preempted", n=0, status="skipped")]
+    assert P.cut_launches(rows) == {("PingPong", 8): {"a2", "a3"}, ("PingPong", 64): {"a3"}}
+    assert P.cut_launches(rows[:1]) == {}
+
+
 def test_compare_cells_cut_tests_each_cut_cell_alone_and_pools_the_rest():
     """compare_cells' cut (per cell its cut-short launch ids) is the blocking: the cells
     without one pooled together as if the others were absent, each cell with one on its

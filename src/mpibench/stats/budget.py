@@ -82,7 +82,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from mpibench.stats import launch as launch_stats
@@ -137,9 +137,9 @@ class CellCost:
     # unpaired_regimes) where compare splits its benchmark's sizes, else None: pool_of(key)
     pool: object = None
     # --exclude-preempted: the share of the cell's launches the core ran to its cap
-    # (at_cap: stopped 'preempted' or a preempted skip: it sampled on to
-    # --preempted-max-time, whatever --target and --max-time said) and their mean seconds
-    # on the cell
+    # (stats.preempted.waited_at_cap: stopped 'preempted' or a preempted skip in a launch
+    # that sampled on to --preempted-max-time, whatever --target and --max-time said; not
+    # a fixed-count launch's) and their mean seconds on the cell
     preempt_share: float = 0.0
     preempt_s: float = 0.0
 
@@ -855,10 +855,10 @@ def plan_from_rows(rows: Sequence[Mapping], order: Sequence[str], margin: float,
 
 def alone_rows(rows: Sequence[Mapping]) -> list[Mapping]:
     """The rows with each cell that has a launch the core cut short (stats.preempted
-    .cut_short: few clean samples, or a preempted skip) in a pool of its own (its rows' benchmark
+    .cut_launches: few clean samples, or a preempted skip) in a pool of its own (its rows' benchmark
     made (benchmark, size): pool_of then tells it apart), as compare tests it
     (stats.launch.compare_cells' cut)."""
-    cut = {(r["benchmark"], r["size"]) for r in rows if preempted.cut_short(r)}
+    cut = preempted.cut_launches(rows)
     return [dict(r, benchmark=k) if (k := (r["benchmark"], r["size"])) in cut else r
             for r in rows]
 
@@ -1102,11 +1102,13 @@ def components_from_rows(rows: Iterable[Mapping], min_sigma_l2: float = 0.0
             launch_cells[rid] += float(r["cell_s"])
         per[r["variant"]][(r["benchmark"], r["size"])].append(r)
     out: dict[str, Components] = {}
-    b_of = guarded_b(r for rs in per.values() for cell in rs.values() for r in cell)
+    every = [r for rs in per.values() for cell in rs.values() for r in cell]
+    b_of = guarded_b(every)
+    fixed = preempted.fixed_count_launches(every)
     for variant, cells in per.items():
         costs = []
         for key, rs in sorted(cells.items(), key=lambda kv: str(kv[0])):
-            cost = _cell_cost(key, rs, b_of.get((variant, key)), min_sigma_l2)
+            cost = _cell_cost(key, rs, b_of.get((variant, key)), min_sigma_l2, fixed)
             if cost is not None:
                 costs.append(cost)
                 # a skipped launch's seconds on a priced cell are in its preempt_s; on a
@@ -1121,24 +1123,18 @@ def components_from_rows(rows: Iterable[Mapping], min_sigma_l2: float = 0.0
     return out
 
 
-def at_cap(r: Mapping) -> bool:
-    """Whether the core sampled this cell of a launch on to --preempted-max-time
-    (--exclude-preempted): stopped 'preempted' on any number of clean samples, or a
-    preempted skip (none). Wider than stats.preempted.cut_short (which puts a cell alone
-    only below FEW_CLEAN samples): every such launch spent the cap, and prices it."""
-    return preempted.stopped(r) or preempted.skipped(r)
-
-
-def _cell_cost(key: object, rs: Sequence[Mapping], b: float | None, min_sigma_l2: float
-               ) -> CellCost | None:
+def _cell_cost(key: object, rs: Sequence[Mapping], b: float | None, min_sigma_l2: float,
+               fixed: Collection = frozenset()) -> CellCost | None:
     """components_from_rows' CellCost of one cell and variant from its rows; None with
     fewer than two launch values or no CI. The seconds per sample come from the launches
-    that ran to their stopping rule (all of them when every one was cut short); the cut
-    ones (at_cap, preempted skips included) price the cap: their share and mean seconds."""
+    that ran to their stopping rule (all of them when every one was cut short); the ones
+    that waited at the cap (stats.preempted.waited_at_cap, preempted skips included; not
+    a fixed-count launch's, in `fixed`) price the cap: their share and mean seconds."""
     logs, ns, per_sample, cut = [], [], [], []
     for r in rs:
         med, n = r.get("median"), r.get("n")
-        if at_cap(r) and r.get("cell_s") is not None:
+        at_cap = preempted.waited_at_cap(r, fixed)
+        if at_cap and r.get("cell_s") is not None:
             cut.append(float(r["cell_s"]))
         if not med or med <= 0 or not n:
             continue
@@ -1146,7 +1142,7 @@ def _cell_cost(key: object, rs: Sequence[Mapping], b: float | None, min_sigma_l2
         if _within_b(r) is not None:
             ns.append(n)
         if r.get("cell_s"):
-            per_sample.append((at_cap(r), float(r["cell_s"]) / n))
+            per_sample.append((at_cap, float(r["cell_s"]) / n))
     if len(logs) < 2 or not ns or b is None:
         return None
     mean = sum(logs) / len(logs)

@@ -25,14 +25,15 @@ stats.launch.compare_cells' (its `cut`: per cell the launch ids cut short), so e
 caller (the report, repeats = "decide"'s looks through stats.sequential, the
 time-to-decision bench) passes the launches and none applies the rule itself; a look
 that sees fewer rounds passes fewer ids (stats.sequential filters them as it filters the
-launches). Planning pools such a cell alone too (stats.budget.alone_rows, on rows).
+launches). Planning pools such a cell alone too (stats.budget.alone_rows, from
+cut_launches: the cells and their cut-short launches, grouped here).
 Pure functions: no store.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -69,6 +70,37 @@ def cut_short(row: Mapping[str, Any]) -> bool:
     value, missing for a reason tied to its variant; alone, a cell short of
     stats.launch.MIN_PAIRS pairs no longer unpairs its benchmark's other sizes)."""
     return few_clean(row) or skipped(row)
+
+
+def cut_launches(rows: Iterable[Mapping[str, Any]]) -> dict[tuple, set]:
+    """{cell key (benchmark, size): the run ids of its cut-short rows (cut_short)} of a
+    store's result rows: the cells compare tests alone and the plan pools alone
+    (stats.budget.alone_rows), grouped in this one place."""
+    out: dict[tuple, set] = {}
+    for r in rows:
+        if cut_short(r):
+            out.setdefault((r["benchmark"], r["size"]), set()).add(r.get("run_id"))
+    return out
+
+
+FIXED_COUNT = "iterations"   # core/stop.c: the stop of a fixed-count (--iterations) size
+
+
+def fixed_count_launches(rows: Iterable[Mapping[str, Any]]) -> set:
+    """The run ids of the launches that ran in the core's fixed-count mode (--iterations):
+    those with a size stopped `iterations`. Such a launch stops a size `preempted` (or
+    skips it) once its count is done, short of clean samples (core/driver.c fixed_stop),
+    without sampling on to --preempted-max-time. A fixed-count launch whose every size was
+    cut short is not told apart (its rows carry no mode)."""
+    return {r.get("run_id") for r in rows if r.get("stop_reason") == FIXED_COUNT}
+
+
+def waited_at_cap(row: Mapping[str, Any], fixed: Collection = frozenset()) -> bool:
+    """Whether the core sampled this cell of a launch on to --preempted-max-time: stopped
+    `preempted` on any number of clean samples, or a preempted skip (none), in a launch not
+    in `fixed` (fixed_count_launches of the same rows: their preempted stops never waited).
+    Wider than cut_short (which puts a cell alone only below FEW_CLEAN samples)."""
+    return (stopped(row) or skipped(row)) and row.get("run_id") not in fixed
 
 
 class FewCleanBench(NamedTuple):
@@ -116,5 +148,5 @@ def few_clean_bench(rng: np.random.Generator, rounds: int, gain: float, prone: t
     return FewCleanBench(cells, {f"{p}{r}": r for r in range(rounds) for p in "bc"}, thin, few)
 
 
-__all__ = ["FEW_CLEAN", "stopped", "few_clean", "skipped", "cut_short", "FewCleanBench",
-           "few_clean_bench"]
+__all__ = ["FEW_CLEAN", "stopped", "few_clean", "skipped", "cut_short", "cut_launches",
+           "fixed_count_launches", "waited_at_cap", "FewCleanBench", "few_clean_bench"]
