@@ -28,7 +28,8 @@ The test (gate.py's one-sided test, with one side a stored value): per cell, the
 d = mean(new launch logs) - log(value) (oriented so > 0 = the new launches are better),
 H0 "gain >= 1/(1+margin)" against "worse by more than the margin". The new side's
 standard error is compare's pooled model over the benchmark's cells (stats.launch.spread),
-its sizes gated once with the reference's own sd_log per size (stats.launch.gated_spreads);
+its sizes gated once with the reference's own sd_log per size (stats.launch.gated_spreads),
+in size order as compare gates an unpaired block (a spread that grows with size: the trend);
 a reference with sd_log and launches adds its own component (sd_log^2 / launches, launches
 - 1 df): a two-sample test against a summarised baseline. Without them the reference is
 taken as exact: the test then says whether the new launches are slower than the stated value
@@ -448,15 +449,14 @@ def judge(ref: Reference, cells: dict, sets: list[str], margin_flag: float | Non
         # gated once with the reference's own per-size spreads (stats.launch.gated_spreads):
         # a size the reference says is noisy keeps its own part where the new side's gate
         # alone stays closed
-        spreads: dict[tuple, Any] = {}
+        spreads: dict[tuple, list] = {}
         known: dict[tuple, list[tuple[float, float]]] = {}
         for rc, c in matched:
-            spreads.setdefault((rc.benchmark, rc.metric), {})[id(c)] = c.by_launch
+            spreads.setdefault((rc.benchmark, rc.metric), []).append(c)
             if rc.sd_log is not None and rc.launches and rc.launches > 1:
                 known.setdefault((rc.benchmark, rc.metric), []).append(
                     (rc.sd_log ** 2, rc.launches - 1))
-        spread = {k: (L.gated_spreads([v], known.get(k, ()))[0] if len(v) > 1 else None)
-                  for k, v in spreads.items()}
+        spread = {k: _new_spread(L, v, known.get(k, ())) for k, v in spreads.items()}
         per_launch: dict[str, list[float]] = {}
         ref_sds: list[tuple[float, int]] = []
         for rc, c in matched:
@@ -505,6 +505,18 @@ def judge(ref: Reference, cells: dict, sets: list[str], margin_flag: float | Non
         f.p_holm = None if np.isnan(pa) else float(pa)
         f.regression = f.p_holm is not None and f.p_holm <= alpha
     return res
+
+
+def _new_spread(L, cells: list, known):
+    """The new launches' Spread over one benchmark's matched cells (None for one cell),
+    its cells in size order and gated as ordered, as compare_cells orders an unpaired
+    block given sizes (stats.launch._size_order): a spread that grows with size opens the
+    gate and centres the prior (the trend); in the file's order it kept the flat prior."""
+    if len(cells) < 2:
+        return None
+    order = L._size_order([c.size for c in cells], len(cells))
+    return L.gated_spreads([{id(cells[i]): cells[i].by_launch for i in order}], known,
+                           ordered=True)[0]
 
 
 def _finding(Finding, L, g, bench, label, diff, comps, margin, alpha, launches):
