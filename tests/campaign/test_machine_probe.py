@@ -214,7 +214,7 @@ def test_each_reader_is_judged_against_its_own_finer_state(tmp_path, monkeypatch
     1 B PingPong 0.11 vs 0.19 us), the probe program reads that machine 55-90 ns without a
     valley. A core launch at 64 ns is off; an IMB launch probed at 60 ns is not; the wait
     (the probe program's readings) ends at 60 ns; reference() names the reference the
-    attempt just judged was held to. History lines written by the core say source "launch"
+    attempt was held to (its reader's), whatever was judged last. History lines written by the core say source "launch"
     and are read back as that reader."""
     monkeypatch.setattr(machine_probe, "time", _Clock())
     gate = MachineGate(tmp_path, "gate")
@@ -223,15 +223,16 @@ def test_each_reader_is_judged_against_its_own_finer_state(tmp_path, monkeypatch
     gate.history = launch + [(55.0 + k, "probe") for k in range(36)]
     core = Attempt(_r(64.5), _r(65.0), reading="launch")
     imb = Attempt(_r(60.0), _r(88.0))
-    assert gate.judge(core) is State.OFF and gate.reference().lo > 67.0
-    assert gate.judge(imb) is State.REFERENCE and gate.reference().lo < 60.0
+    assert gate.judge(core) is State.OFF and gate.reference(core.reader).lo > 67.0
+    assert gate.judge(imb) is State.REFERENCE and gate.reference(imb.reader).lo < 60.0
+    assert gate.reference(core.reader).lo > 67.0         # not the last judged one's
     assert gate.judge(Attempt(_r(80.0), _r(90.0), reading="launch")) is State.REFERENCE
     gate.read = lambda: (_r(60.0), "line")
     assert gate.wait_for_reference()[1] == 0.0
     gate.record("c-1", "before", _r(64.0), "launch")
     assert machine_probe.load_readings(gate.history_path)[-1] == (64.0, "launch")
     # the stored record carries the bounds that judged it (review R5)
-    extra = machine_probe.probe_extra(core, gate.judge(core), gate.reference(), [])
+    extra = machine_probe.probe_extra(core, gate.judge(core), gate.reference(core.reader), [])
     assert extra["state"] == "off" and 64.5 < extra["reference_lo_ns"] < 76.0
     assert extra["reference_hi_ns"] > extra["reference_ns"] > extra["reference_lo_ns"]
 

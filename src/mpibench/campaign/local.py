@@ -67,10 +67,11 @@ class LocalPolicy:
             p, sr, probed = self._launch(cell, options, gate, attempt)
             if gate is None or gate.keeps(probed, attempt):
                 break
-            self._set_aside(cell, p.step.run_dir, probed, aside, gate.reference())
+            self._set_aside(cell, p.step.run_dir, probed, aside, gate.reference(probed.reader))
         outcome = self.runner.ingest(p, sr)
         if gate is not None:
-            extra = probe_extra(probed, gate.judge(probed), gate.reference(), aside)
+            extra = probe_extra(probed, gate.judge(probed), gate.reference(probed.reader),
+                                aside)
             for rec in outcome.records:
                 rec.setdefault("extra", {})["machine_probe"] = extra
         self.runner.commit(p, outcome)

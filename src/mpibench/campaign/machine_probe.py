@@ -277,6 +277,12 @@ class Attempt:
         if self.waits is None:
             self.waits = max(0, len(self.raw) - 1)
 
+    @property
+    def reader(self) -> str:
+        """Whose readings judge it ("launch": the core's own; "probe": the probe
+        program's), the reference it is held to: stats.probe.reader_of(reading)."""
+        return reader_of(self.reading)
+
     def summary(self) -> dict[str, Any]:
         return {"before_ns": _ns(self.before), "after_ns": _ns(self.after),
                 "waited_s": round(self.waited_s, 3), "waits": self.waits,
@@ -298,7 +304,6 @@ class MachineGate:
         # every valid reading so far with its reader ("launch" / "probe"); one list object,
         # so the runner's gates of one campaign can share it
         self.history = load_readings(self.history_path, boot=self.boot)
-        self.reader = "probe"   # the reader of the attempt judged last (reference())
         self.log = log
         self.program: Path | None = None
         self.waited = 0.0       # seconds this invocation spent waiting (WAIT_TOTAL_S)
@@ -317,11 +322,11 @@ class MachineGate:
         except ProbeError as exc:
             return None, f"probe output unreadable: {exc}"
 
-    def reference(self, reader: str | None = None) -> Reference | None:
-        """The reference state for one reader's readings (default: the reader of the
-        attempt judged last, so the set-aside line and the stored record name the
-        reference that attempt was judged against): stats.probe.reader_reference."""
-        return reader_reference(self.history, self.reader if reader is None else reader)
+    def reference(self, reader: str) -> Reference | None:
+        """The reference state for one reader's readings (an attempt's: Attempt.reader, so
+        the set-aside line and the stored record name the reference it was judged
+        against): stats.probe.reader_reference."""
+        return reader_reference(self.history, reader)
 
     def wait_for_reference(self) -> tuple[ProbeReading | None, float, list[str]]:
         """Probe until the reference state (or WAIT_S passed, or no reference yet): the
@@ -386,8 +391,7 @@ class MachineGate:
     def judge(self, a: Attempt) -> State:
         """An attempt against its reader's reference: the core's own readings ("launch")
         or the probe program's."""
-        self.reader = reader_of(a.reading)
-        return judge_launch(a.before, a.after, self.reference())
+        return judge_launch(a.before, a.after, self.reference(a.reader))
 
     def keeps(self, a: Attempt, attempt: int) -> bool:
         """Whether this attempt is kept: always unless gating, when its state is not OFF,
