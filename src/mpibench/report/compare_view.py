@@ -177,23 +177,19 @@ def size_regimes(cmp: Comparison) -> dict[tuple, list[list]]:
             for k, g in by.items() if len(g) > 1}
 
 
-# Stop 34 (docs/statistics.md "Stop 34: a size noisier on the side with fewer launches"):
-# unpaired, a size noisier only on the side with fewer launches escapes the outlying-size
-# flag; A/A per cell 11.2% at 3 vs 7, 9.2-9.5% at 4 vs 7, 6.0% at 5 vs 7, ~5% balanced.
-UNBALANCED_MAX_SMALL = 4     # warn when the smaller side has at most this many launches
 UNBALANCED_DOC = 'docs/statistics.md "Stop 34: a size noisier on the side with fewer launches"'
 
 
 def unbalanced_launches(cmp: Comparison) -> dict[str, Any] | None:
-    """The one rule for the unbalanced-launches warning (compare's table and JSON, check's
-    summary and JSON): tested cells whose test is unpaired with min(n) < max(n) and
-    min(n) <= UNBALANCED_MAX_SMALL; None when no cell is. One line for the comparison."""
+    """The unbalanced-launches warning (compare's table and JSON, check's summary and
+    JSON): tested cells whose test is unpaired with launch counts the one rule calls
+    unbalanced (stats.launch.unbalanced); None when no cell is. One line for the
+    comparison, naming the launches its smaller side is planned up to."""
     hits = [(min(d.n_base, d.n_cand), max(d.n_base, d.n_cand),
              cmp.baseline if d.n_base < d.n_cand else cand)
             for r in cmp.rows for cand, d in r.deltas.items()
-            if d.tested and _pairing_of(d) == "none" and d.n_base is not None
-            and d.n_cand is not None and min(d.n_base, d.n_cand) < max(d.n_base, d.n_cand)
-            and min(d.n_base, d.n_cand) <= UNBALANCED_MAX_SMALL]
+            if d.tested and _pairing_of(d) == "none"
+            and launch_stats.unbalanced(d.n_base, d.n_cand)]
     if not hits:
         return None
     small, large = min(h[0] for h in hits), max(h[1] for h in hits)
@@ -204,9 +200,11 @@ def unbalanced_launches(cmp: Comparison) -> dict[str, Any] | None:
         f"cells, smaller side: {', '.join(sides)}): a size noisier only on the side with "
         f"fewer launches is not told apart by the outlying-size flag (A/A false positives "
         f"up to ~11% per cell at 3-4 vs 7 launches, 6% at 5 vs 7, ~5% balanced; "
-        f"{UNBALANCED_DOC}); run both sides with the same launches")
+        f"{UNBALANCED_DOC}); run both sides with the same launches: plan the smaller side up "
+        f"to {large} (JSON launches_needed counts that)")
     return {"min_launches": small, "max_launches": large, "cells": len(hits),
-            "tested_cells": tested, "smaller_sides": sides, "message": message}
+            "tested_cells": tested, "smaller_sides": sides, "plan_launches": large,
+            "message": message}
 
 
 def unbalanced_lines(cmp: Comparison) -> list[str]:

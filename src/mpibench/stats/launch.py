@@ -54,6 +54,16 @@ FEW_CELLS = 6
 # noisier took the pooled part: 10-24% false positives at 2+2 and 3+3, 6-22 sizes
 # (gated_spreads; docs/statistics.md "Sizes that are not equally noisy").
 THIN_LAUNCHES = 3
+# An unpaired comparison whose smaller side has at most this many launches, fewer than the
+# other's, cannot tell a size noisier only on its smaller side from its quiet neighbours
+# (the outlying-size flag adds both sides' sums, mostly the larger side's df): A/A false
+# positives at such a size 9-11% at 3-4 vs 7 launches x 10 sizes, 6% at 5 vs 7, 5% at
+# 7 + 7. No test rule fixed it without the alike sizes' power: every size its own part at
+# 3-4 vs 7 (stop 35) or the smaller side's own sums checked (stops 31, 34) -- docs/
+# statistics.md "Stop 35: unbalanced launches are planned to balance". So the planner
+# plans such a comparison balanced (launches_needed_for: never fewer per side than the
+# larger side's), and compare and check warn (report.compare_view.unbalanced_launches).
+UNBALANCED_MAX_SMALL = 4
 # The power the planning numbers are computed for.
 POWER = 0.8
 
@@ -2044,15 +2054,30 @@ def _aggregate_paired(rows, paired, alpha: float, level: float) -> LaunchTest:
     return _fill_p([paired_test(y, None, left, alpha, level)])[0]
 
 
+def unbalanced(n_base: int | None, n_cand: int | None) -> bool:
+    """Whether an unpaired comparison of these launch counts is unbalanced as
+    UNBALANCED_MAX_SMALL says (the smaller side at most that many, fewer than the other's):
+    the one rule of compare's and check's warning and of launches_needed_for's floor."""
+    if n_base is None or n_cand is None:
+        return False
+    return min(n_base, n_cand) < max(n_base, n_cand) and \
+        min(n_base, n_cand) <= UNBALANCED_MAX_SMALL
+
+
 def launches_needed_for(t: LaunchTest, effect: float, alpha: float = 0.05,
                         power: float = POWER, max_n: int = 10_000) -> int | None:
     """Launches per side (paired: rounds) at which the test t ran (its planning
     components, scaled to n rounds by paired_components_at) detects a gain of 1 + effect
     with probability `power` (noncentral t of that test). At t's own rounds this is the
     'detectable' t reports. For an unpaired test this is launches_needed at t's pooled
-    sd."""
+    sd, and where t's launches are unbalanced (unbalanced: 2-4 against more) never fewer
+    than the larger side's: per side, so the smaller side is planned up to the other's
+    count (a size noisy only on the smaller side is not caught below it)."""
     if t.pairing != "round":
-        return launches_needed(t.sd_log, effect, alpha, power, max_n)
+        n = launches_needed(t.sd_log, effect, alpha, power, max_n)
+        if n is not None and t.tested and unbalanced(t.n_base, t.n_cand):
+            n = max(n, t.n_base, t.n_cand)
+        return n
     if not t.tested or not t.components or not effect or effect <= -1:
         return None
     return rounds_search(lambda n: paired_components_at(t, n), effect, alpha, power, max_n)
@@ -2187,7 +2212,7 @@ def fmt_pct(effect: float | None) -> str:
 
 
 __all__ = ["MIN_LAUNCHES", "MIN_PAIRS", "POWER", "pair_rounds", "cell_pairs", "pair_spread", "paired_test",
-           "launches_needed_for", "paired_components_at", "Estimate", "estimate", "LaunchTest", "compare",
+           "launches_needed_for", "unbalanced", "UNBALANCED_MAX_SMALL", "paired_components_at", "Estimate", "estimate", "LaunchTest", "compare",
            "compare_cells", "detectable_at", "Spread", "spread", "aggregate", "detectable_effect",
            "gated_spreads", "launches_needed", "pooled_sd", "fmt_pct", "cochran_cox_crit", "two_sided_p",
            "one_sided_p", "parse_margin"]
