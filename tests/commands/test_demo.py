@@ -1,6 +1,8 @@
-"""`mpibench demo`'s A/A: run under repeats = "decide" with a ±5% equivalence margin, it adds
-launches only for the sizes not yet decided and says per cell how many launches decided it,
-or that it was undecided at the maximum with the interval TOST checked."""
+"""`mpibench demo`'s A/A: run under repeats = "decide" with a ±5% equivalence margin, its
+ranks bound to cores and its launches gated on the machine state, it adds launches only for
+the sizes not yet decided and says per cell how many launches decided it, or that it was
+undecided at the maximum with the interval TOST checked, and per benchmark and overall
+whether all the sizes together are equivalent within the margin."""
 
 from __future__ import annotations
 
@@ -14,8 +16,10 @@ import numpy as np
 import pytest
 
 from mpibench.commands import demo
+from mpibench.report.judge import compare_groups
 from mpibench.report.rules import CellKey
 from mpibench.stats import budget
+from mpibench.stats import simulate as S
 from mpibench.stats.launch import POWER
 from mpibench.stats.sequential import CellStatus, Design, Look, Status, run_looks
 
@@ -77,25 +81,91 @@ def test_a_cell_cut_before_the_maximum_is_not_called_maximum_reached():
                "maximum)" in ln for ln in lines), lines
 
 
+def _sim_cmp(tmp_path, effect: float):
+    """Two benchmarks x 4 sizes, 8 interleaved launches per side with launch spread 0.01
+    (log), b faster by exp(effect), through the real Store -> compare path."""
+    rng = np.random.default_rng(35)
+    store, groups = S.build_store(tmp_path / "aa.db", rng, launches=8, sigma_l=0.01,
+                                  within=0.002, effect=effect, sizes=(8, 1024, 16384, 262144),
+                                  n_samples=(20, 40), benchmarks=("PingPong", "Allreduce"),
+                                  spec={"order": "interleaved"})
+    try:
+        return compare_groups(store, groups, "a", equivalence=MARGIN)
+    finally:
+        store.close()
+
+
+def _tost_lines(lines: list[str]) -> dict[str, tuple[bool, float, float, float]]:
+    """equivalence_lines' items: {what: (said equivalent, gain, CI low, CI high)}."""
+    out = {}
+    for ln in lines[1:]:
+        m = re.fullmatch(r"  (\w+)(?: \(4 sizes\))?: (equivalent|not shown equivalent) "
+                         r"within ±5%: gain ([\d.]+), 90% CI \[([\d.]+), ([\d.]+)\], "
+                         r"TOST p=\S+ \(8\+8 launches\)", ln)
+        assert m, ln
+        out[m[1]] = (m[2] == "equivalent", *map(float, m.group(3, 4, 5)))
+    return out
+
+
+@pytest.mark.parametrize("effect", [0.0, math.log(1.10)])
+def test_per_benchmark_and_overall_equivalence_on_known_distributions(tmp_path, effect):
+    """Identical sides with a 1% launch spread: each benchmark's sizes together and the
+    whole comparison are equivalent within ±5%; b 10% faster: none of them is, and each
+    printed 90% CI (the interval TOST checks) reaches past the margin exactly when the line
+    says 'not shown'. The overall line says what the verdict says."""
+    cmp = _sim_cmp(tmp_path, effect)
+    lines = demo.equivalence_lines(cmp, "b", MARGIN)
+    assert lines[0].startswith("A/A per benchmark and overall, all sizes together")
+    got = _tost_lines(lines)
+    assert set(got) == {"PingPong", "Allreduce", "overall"}
+    for said, gain, lo, hi in got.values():
+        assert said == (effect == 0.0)
+        assert lo <= gain <= hi
+        assert said == (lo >= 1 / (1 + MARGIN) - 5e-4 and hi <= 1 + MARGIN + 5e-4)
+    assert (cmp.outcomes["b"] == "equivalent") == got["overall"][0]
+
+
+def test_the_aa_runs_gated_bound_and_with_preempted_samples_left_out():
+    """The A/A's variants bind to cores (the gate applies only to bound pairs) and are the
+    same stack and transport under two names; its core options keep --max-time and leave
+    preempted samples out, sampling on for at most AA_PREEMPTED_MAX_TIME, never below
+    --max-time."""
+    a, b = demo.aa_variants()
+    assert a.name != b.name and (a.stack, a.transport) == (b.stack, b.transport)
+    assert a.bind == b.bind == "core"
+    assert demo.aa_options({"max_time": 0.05, "timeout": 30.0}) == {
+        "max_time": 0.05, "timeout": 30.0, "exclude_preempted": True,
+        "preempted_max_time": demo.AA_PREEMPTED_MAX_TIME}
+    assert demo.aa_options({"max_time": 1.0})["preempted_max_time"] == 1.0
+
+
 @pytest.mark.mpi
 def test_the_demos_aa_adds_launches_only_for_undecided_sizes(tmp_path):
     """For real: the A/A comparison as the demo runs it (two sizes, short budgets, at most 6
     launches per variant). The store holds a repeats = "decide" campaign with the ±5%
-    margin; launches after the first look measure exactly the sizes the printed lines
-    call not decided at 3 launches; every cell is named once; the launches not needed stay
-    pending; the cells undecided at the maximum carry the equivalence plan."""
-    from mpibench.execute import Variant
-
-    args = argparse.Namespace(max_time=0.01, repeats=3, aa_max=6, sizes="8,64K")
-    variants = [Variant("openmpi-a", "openmpi", "shm"), Variant("openmpi-b", "openmpi", "shm")]
-    text, rc = demo.comparison(args, tmp_path, 3, "A/A: test", variants, "aa-test", 2,
-                               aa=True)
+    margin, the machine-state gate, core binding and preempted samples left out; launches
+    after the first look measure exactly the sizes the printed lines call not decided at
+    3 launches; every cell is named once; the launches not needed stay pending; the cells
+    undecided at the maximum carry the equivalence plan; per benchmark and overall a line
+    says whether all the sizes together are equivalent."""
+    args = argparse.Namespace(max_time=0.01, repeats=3, aa_max=6, sizes="0:20",
+                              aa_sizes="8,64K")
+    text, rc = demo.comparison(args, tmp_path, 3, "A/A: test", demo.aa_variants(),
+                               "aa-test", 21, aa=True)
     assert rc == 0, text[-3000:]
     con = sqlite3.connect(tmp_path / "mpibench.db")
     (spec,) = con.execute("SELECT spec_json FROM campaigns").fetchone()
     spec = json.loads(spec)
     assert spec["repeats_auto"] == {"until": "decided", "min": 3, "max": 6, "step": 3}
     assert spec["equivalence"] == MARGIN
+    assert spec["machine_probe"] == "gate"
+    assert {v["bind"] for v in spec["variants"]} == {"core"}
+    (group,) = spec["groups"]
+    assert group["sizes"] == "8,64K"
+    assert group["options"]["exclude_preempted"] is True
+    for what in ("PingPong (2 sizes)", "Allreduce (2 sizes)", "overall"):
+        assert re.search(rf"\n- {re.escape(what)}: (equivalent|not shown equivalent) "
+                         r"within ±5%: gain", text), text[-3000:]
     stops = [ln[2:] for ln in text.splitlines() if ln.startswith("- ")]
     named = sum(int(m) for m in re.findall(r": (\d+) cell\(s\)", "\n".join(stops)))
     assert named == 4, stops                     # PingPong and Allreduce at 8 B and 64 KiB

@@ -32,11 +32,12 @@ ADHOC_FILE = "mpibench-run"
 
 def adhoc_campaign(name: str, variants: list[Variant], benchmarks: list[str], sizes: str,
                    options: dict[str, Any], repeats: int, timeout: float, run_root: Path,
-                   instance: str, auto: Any = None,
-                   equivalence: float | None = None) -> CampaignSpec:
+                   instance: str, auto: Any = None, equivalence: float | None = None,
+                   machine_probe: str = "record") -> CampaignSpec:
     """One core group over the variants, repeated `repeats` times, interleaved; with `auto`
     (an auto_repeats.AutoRepeats, e.g. until = "decided") the campaign's staged rule
-    instead, up to its maximum, and `equivalence` its margin (`mpibench demo`'s A/A)."""
+    instead, up to its maximum, and `equivalence` its margin; `machine_probe` as the
+    campaign key (campaign/machine_probe.py; `mpibench demo`'s A/A: "gate")."""
     if repeats < 1:
         raise UsageError(f"--repeats must be >= 1, got {repeats}")
     names = [v.name for v in variants]
@@ -54,7 +55,7 @@ def adhoc_campaign(name: str, variants: list[Variant], benchmarks: list[str], si
         order="interleaved", seed=None, timeout=timeout, verify_transport=True,
         variants=list(variants), variant_keys={v.name: f"variant {v.name!r}" for v in variants},
         variant_base={v.name: v.name for v in variants}, groups=[group],
-        scheduler=SchedulerSettings(), instance=instance)
+        scheduler=SchedulerSettings(), instance=instance, machine_probe=machine_probe)
 
 
 def instance_for(store: Store, name: str, run_root: Path) -> str:

@@ -22,16 +22,23 @@ Runs real comparisons with the embedded defaults and writes a Markdown report:
   1. Open MPI vs MPICH over shared memory (PingPong, Allreduce; np=2)
   2. Open MPI over shared memory (ob1+vader) vs TCP (ob1+tcp)
   3. A/A: Open MPI over shared memory under two names - the same stack, so any "difference"
-     is launch-to-launch variation. It runs as repeats = "decide" with an equivalence margin
-     of ±5% (README, "Launches where they decide"): looks at 3, 6, 9, ... interleaved launches
-     per variant up to --aa-max; after each look only the sizes whose cells are not decided
-     yet (significant, or equivalent within ±5% by TOST) get more launches. It prints per
-     cell how many launches decided it and how (or that it was still undecided at the
-     maximum, with the interval TOST checked), the verdict, and how many cells a test on
-     samples pooled across launches would call significant; for the cells still undecided,
-     the launches per variant the budget planner plans for ±5% equivalence from the
-     launches' spread (stats.budget.cell_rounds: 80% power, its median and largest per
-     benchmark and the cells that need the most)
+     is launch-to-launch variation; the question is whether mpibench can say "equivalent
+     within ±5%" (a margin fixed in advance) as a finding. Both sides bind their ranks to
+     cores and the machine-state gate sets aside a launch off the campaign's reference
+     state and runs it again (machine_probe = "gate"); it measures its own sizes
+     (--aa-sizes, default 8,1K,16K,256K: one per shared-memory protocol regime, not the
+     no-op 0-2 B Allreduce) with samples next to a descheduled rank left out of each
+     launch's median (exclude_preempted), and runs as repeats = "decide" with the ±5%
+     margin (README, "Launches where they decide"): looks at 3, 6, 9, ... interleaved
+     launches per variant up to --aa-max; after each look only the sizes whose cells are
+     not decided yet (significant, or equivalent within ±5% by TOST) get more launches.
+     It prints per cell how many launches decided it and how (or that it was still
+     undecided at the maximum, with the interval TOST checked), per benchmark and overall
+     whether all its sizes together (aggregated per launch) are equivalent within ±5%, the
+     verdict, and how many cells a test on samples pooled across launches would call
+     significant; for the cells still undecided, the launches per variant the budget
+     planner plans for ±5% equivalence from the launches' spread
+     (stats.budget.cell_rounds: 80% power, its median and largest per benchmark)
   4. Where root and namespaces are available: Open MPI across a 2-node testbed
      (mpibench.testbed), fast (4 Gbit/s) vs slow (1 Gbit/s) fabric, PingPong and Allreduce,
      % of line rate against the configured rates; elsewhere one line says why it is skipped
@@ -40,8 +47,19 @@ three minutes on 2 cores (the A/A's share depends on how soon its cells decide).
 
 # The A/A's rule: repeats = { until = "decided", min = 3, step = 3, max = --aa-max } with
 # campaign.equivalence = AA_MARGIN (campaign/auto_repeats.py, stats.sequential): looks
-# before the last test at alpha x 0.2 shared between them, the last at alpha.
-AA_MIN, AA_STEP, AA_MAX = 3, 3, 12
+# before the last test at alpha x 0.2 shared between them, the last at alpha. On this 2-vCPU
+# VM a gated launch's median moves by 7-15% (log sd) from launch to launch at a size, 5-10%
+# in its mean over sizes, while its own CI is 1-3%: the spread is between launches, so the
+# A/A spends its time on launches (few sizes, many rounds), not on samples.
+AA_MIN, AA_STEP, AA_MAX = 3, 3, 24
+# One size per shared-memory protocol regime (Open MPI vader: short inline, eager copy,
+# fragmented/single-copy, bandwidth), away from the 4 KiB switch point; Allreduce of 0-2 B
+# has nothing to reduce (a ~7-14 ns no-op path whose speed doubles with the CPU's state)
+AA_SIZES = "8,1K,16K,256K"
+# the A/A's core options beside --max-time: samples during or next to which a rank was
+# descheduled stay out of a launch's median (a few of a large size's 5-30 samples moved
+# it 2-20x under load), a size short of clean ones samples on for at most this long
+AA_PREEMPTED_MAX_TIME = 0.25
 
 
 def register(sub) -> None:
@@ -57,6 +75,8 @@ def register(sub) -> None:
     p.add_argument("--aa-max", type=_args.integer(AA_MIN, 1000, "a launch count"),
                    default=AA_MAX, help="most launches per variant of the A/A (3), whose "
                    f"looks come every {AA_STEP} launches from {AA_MIN} (default {AA_MAX})")
+    p.add_argument("--aa-sizes", default=AA_SIZES, help="message sizes of the A/A (3) "
+                   f"(default {AA_SIZES})")
     p.set_defaults(func=run)
 
 
@@ -72,6 +92,10 @@ def _namespace(args, out: Path, i: int) -> argparse.Namespace:
 
 def run(args) -> int:
     n_sizes = len(parse_sizes(args.sizes))  # before anything is created
+    try:
+        parse_sizes(args.aa_sizes)
+    except UsageError as exc:
+        raise UsageError(f"--aa-sizes: {exc}") from None
     out = Path(args.out)
     # the core options (--max-time against the demo's 30 s watchdog) before anything is
     # created or printed: one error line, no demo-results directory
@@ -88,8 +112,7 @@ def run(args) -> int:
          [Variant("openmpi", "openmpi", "shm"), Variant("mpich", "mpich", "shm", bind="core")]),
         ("Open MPI: shared memory vs TCP",
          [Variant("openmpi-shm", "openmpi", "shm"), Variant("openmpi-tcp", "openmpi", "tcp")]),
-        ("A/A: the same Open MPI over shared memory under two names",
-         [Variant("openmpi-a", "openmpi", "shm"), Variant("openmpi-b", "openmpi", "shm")]),
+        ("A/A: the same Open MPI over shared memory under two names", aa_variants()),
     ]
     sections = []
     rc = 0
@@ -107,7 +130,7 @@ def run(args) -> int:
         "# mpibench demo\n\n"
         f"Generated {time.strftime('%Y-%m-%d %H:%M:%S')}. PingPong and Allreduce at np=2, "
         f"sizes {args.sizes}, {args.repeats} interleaved launches per variant (the A/A: "
-        f"{AA_MIN} to {args.aa_max}, until each cell is decided), "
+        f"sizes {args.aa_sizes}, {AA_MIN} to {args.aa_max}, until each cell is decided), "
         f"{args.max_time} s budget per size. Times in microseconds: the geometric mean of "
         "the launch medians ± 95% CI from the spread between launches (a launch, one "
         "mpirun, is the unit of replication); gains tested with a t test on the log launch "
@@ -121,16 +144,22 @@ def run(args) -> int:
 def comparison(args, out: Path, i: int, title: str, variants: list[Variant], name: str,
                n_sizes: int, aa: bool = False) -> tuple[str, int]:
     """The demo's i-th comparison run, printed and as Markdown (text, exit status); the A/A
-    (aa) runs under repeats = "decide" with the ±AA_MARGIN equivalence margin."""
+    (aa) runs its own sizes (args.aa_sizes) under repeats = "decide" with the ±AA_MARGIN
+    equivalence margin, the machine-state gate and aa_options."""
     from mpibench.campaign.auto_repeats import AutoRepeats
 
     err_console().rule(f"[bold]{i}. {title}")
     ns = _namespace(args, out, i)
+    opts = core_options_from_args(ns)
+    sizes = args.sizes
+    if aa:
+        sizes, n_sizes, opts = args.aa_sizes, len(parse_sizes(args.aa_sizes)), aa_options(opts)
     rule = (AutoRepeats(AA_MIN, args.aa_max, until="decided", step=AA_STEP) if aa
             else None)
-    sets, store_path = run_variants(ns, variants, ["PingPong", "Allreduce"], args.sizes,
-                                    n_sizes, name, opts=core_options_from_args(ns),
-                                    auto=rule, equivalence=AA_MARGIN if aa else None)
+    sets, store_path = run_variants(ns, variants, ["PingPong", "Allreduce"], sizes,
+                                    n_sizes, name, opts=opts, auto=rule,
+                                    equivalence=AA_MARGIN if aa else None,
+                                    machine_probe="gate" if aa else "record")
     rc = 0
     try:
         print_tables(ns, store_path, sets, variants)
@@ -144,6 +173,23 @@ def comparison(args, out: Path, i: int, title: str, variants: list[Variant], nam
             err_console().print(line, markup=False, highlight=False)
         text += "\n\n" + markdown_lines(lines)
     return text, rc
+
+
+def aa_variants() -> list[Variant]:
+    """The A/A's two names for one stack: Open MPI over shared memory, ranks bound to
+    cores (stated, not left to the launcher's default), so the machine-state gate
+    applies to both sides (campaign/machine_probe.py)."""
+    return [Variant("openmpi-a", "openmpi", "shm", bind="core"),
+            Variant("openmpi-b", "openmpi", "shm", bind="core")]
+
+
+def aa_options(opts: Mapping) -> dict:
+    """The A/A's core options: the demo's (--max-time), with preempted samples left out of
+    each launch's median, sampling on for at most AA_PREEMPTED_MAX_TIME (not below
+    --max-time) where a size is short of clean ones."""
+    mt = opts.get("max_time") or 0.0
+    return {**opts, "exclude_preempted": True,
+            "preempted_max_time": max(AA_PREEMPTED_MAX_TIME, mt)}
 
 
 def markdown_lines(lines: list[str]) -> str:
@@ -191,7 +237,30 @@ def aa_summary(store_path, sets: dict[str, list[str]]) -> list[str]:
             f"medians, sizes pooled, Holm over the table; repeats = \"decide\": "
             f"{launches.get(names[0], 0)}+{launches.get(cand, 0)} launches ran in all); "
             f"verdict: {said}; a test on samples pooled across launches (Mann-Whitney, "
-            f"Holm) would call {naive} of {len(rows)} significant.", *stops]
+            f"Holm) would call {naive} of {len(rows)} significant.",
+            *equivalence_lines(cmp, cand, AA_MARGIN), *stops]
+
+
+def equivalence_lines(cmp, cand: str, margin: float, alpha: float = 0.05) -> list[str]:
+    """Per benchmark and overall (a report.judge Comparison's geomean tests and its overall
+    test for cand, each aggregated per launch over the sizes): whether all the sizes
+    together are equivalent within ±margin (TOST at alpha: its 1 - 2 alpha CI inside
+    [1/(1+margin), 1+margin]), with the gain and that CI."""
+    tests = [(f"{s.benchmark} ({s.rows} sizes)", s.test.get(cand)) for s in cmp.summaries]
+    tests.append(("overall", cmp.overall.get(cand)))
+    lines = []
+    for what, t in tests:
+        p = t.tost(margin) if t is not None else None
+        if p is None:
+            lines.append(f"  {what}: not tested (too few launches)")
+            continue
+        lo, hi = t.ci_at(1.0 - 2.0 * alpha)
+        said = (f"equivalent within ±{100 * margin:g}%" if p <= alpha
+                else f"not shown equivalent within ±{100 * margin:g}%")
+        lines.append(f"  {what}: {said}: gain {t.gain:.3f}, {100 * (1 - 2 * alpha):g}% CI "
+                     f"[{lo:.3f}, {hi:.3f}], TOST p={p:.3g} ({t.n_base}+{t.n_cand} launches)")
+    return [f"A/A per benchmark and overall, all sizes together (aggregated per launch, "
+            f"TOST at {alpha:g}):", *lines]
 
 
 # The margin the A/A section tests equivalence within: "the same" is only said with one.

@@ -273,12 +273,13 @@ def check_run_outputs(args) -> None:
 
 
 def run_variants(args, variants, benchmarks, sizes_spec, n_sizes, name, *, opts: dict,
-                 auto=None, equivalence: float | None = None):
+                 auto=None, equivalence: float | None = None, machine_probe: str = "record"):
     """Run the variants as an in-memory campaign (campaign/adhoc.py) through the campaign
     runner: transports verified, crash- and Ctrl-C-safe, resumed by the same command.
     `opts`: the checked core options, core_options_from_args(args). `auto`/`equivalence`:
     a staged rule (repeats = "decide" and its margin, `mpibench demo`'s A/A); the sets then
-    hold the launches that ran, not those the rule left pending."""
+    hold the launches that ran, not those the rule left pending. `machine_probe`: the
+    campaign's machine-state probe mode ("record", "gate", "off")."""
     from mpibench.campaign.adhoc import adhoc_campaign, check_variants, instance_for
     from mpibench.campaign.plan import expand
     from mpibench.campaign.runner import CampaignRunner
@@ -289,7 +290,8 @@ def run_variants(args, variants, benchmarks, sizes_spec, n_sizes, name, *, opts:
     stacks = check_variants(variants, found)
     run_root = Path(args.out) if args.out else Path("mpibench-runs") / name
     spec = adhoc_campaign(name, variants, benchmarks, sizes_spec, opts, args.repeats, timeout,
-                          run_root, instance="", auto=auto, equivalence=equivalence)
+                          run_root, instance="", auto=auto, equivalence=equivalence,
+                          machine_probe=machine_probe)
     # the runner's build notices print as they happen; its notes during the launches wait
     # until the progress bar is gone
     notes: list[str] = []
@@ -338,6 +340,7 @@ def run_variants(args, variants, benchmarks, sizes_spec, n_sizes, name, *, opts:
 
 def print_tables(args, store_path: Path, sets: dict[str, list[str]],
                  variants: list[Variant]) -> int:
+    from mpibench.commands.compare import equivalence_margin
     from mpibench.report.compare_view import render
     from mpibench.report.judge import compare_groups
     from mpibench.report.results import render_results
@@ -360,7 +363,10 @@ def print_tables(args, store_path: Path, sets: dict[str, list[str]],
             failed += sum(1 for rid in sets[v.name]
                           if store.run(rid)["status"] != "done")
         if len(sets) > 1:
-            cmp = compare_groups(store, sets, baseline)
+            # the margin `mpibench compare` takes from the campaign (the demo's A/A: ±5%),
+            # so this table's verdict and cells say what compare says on the same store
+            cmp = compare_groups(store, sets, baseline,
+                                 equivalence=equivalence_margin(store, sets, None))
             if args.format == "json":
                 json_doc["comparison"] = json.loads(render(cmp, "json"))
             else:
