@@ -13,11 +13,21 @@
 #include <unistd.h>
 
 static const char *stage_names[] = {"first", "validate", "calibrate", "warmup", "measure",
-                                     "settle"};
+                                     "settle", "setup", "statistics"};
 
 const char *mb_stage_name(int s) { return stage_names[s]; }
 
-void mb_set_stage(mb_state *st, enum mb_stage s) { st->cur_stage = (int)s; }
+/* The watchdog's stage, and (while a size is measured) the wall time of the stage it ends:
+ * one clock_gettime per stage change, outside every timed interval. */
+void mb_set_stage(mb_state *st, enum mb_stage s)
+{
+    if (st->phase_on) {
+        long long now = mb_now_ns();
+        st->phase_ns[st->cur_stage] += now - st->phase_since_ns;
+        st->phase_since_ns = now;
+    }
+    st->cur_stage = (int)s;
+}
 
 /* This process's page faults so far (minor and major): a fault in a timed interval is the
  * kernel's work (on a VM also the hypervisor's), not the message's. */

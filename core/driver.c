@@ -587,6 +587,10 @@ static void run_size(mb_state *st, const mb_bench *b, int64_t size, int size_ind
     const mb_options *o = &st->opt;
     memset(r, 0, sizeof *r);
     double t_setup = MPI_Wtime();
+    memset(st->phase_ns, 0, sizeof st->phase_ns);
+    st->phase_since_ns = mb_now_ns();
+    st->cur_stage = MB_STAGE_SETUP;
+    st->phase_on = 1;
     r->status = "ok";
     r->first_us = NAN;
     r->timer_fraction = NAN;
@@ -671,6 +675,7 @@ static void run_size(mb_state *st, const mb_bench *b, int64_t size, int size_ind
     int64_t my_n;
     measure(st, b, &c, &p, &z, r, &my_sum, &my_n);
     mb_disarm(st);
+    mb_set_stage(st, MB_STAGE_STATS);
     rank_times(st, !b->single_pair || st->rank < 2, my_sum, my_n, r);
     if (st->rank == 0 && r->n == 0 && r->late > 0 && r->preempted > 0 && o->exclude_preempted) {
         r->status = "skipped";
@@ -702,6 +707,10 @@ static void run_size(mb_state *st, const mb_bench *b, int64_t size, int size_ind
     }
 out:
     r->elapsed_s = MPI_Wtime() - t_setup;
+    mb_set_stage(st, MB_STAGE_SETUP); /* closes the last stage's account */
+    st->phase_on = 0;
+    for (int i = 0; i < MB_NSTAGES; i++)
+        r->phase_s[i] = (double)st->phase_ns[i] / 1e9;
     mb_disarm(st);
     mb_pool_free(&p);
     free(c.counts);

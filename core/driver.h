@@ -57,7 +57,8 @@ typedef struct mb_timer {
 
 /* Where the run is, for the watchdog thread (it reads these while the main thread works). */
 enum mb_stage { MB_STAGE_FIRST, MB_STAGE_VALIDATE, MB_STAGE_CALIBRATE, MB_STAGE_WARMUP,
-                MB_STAGE_MEASURE, MB_STAGE_SETTLE };
+                MB_STAGE_MEASURE, MB_STAGE_SETTLE, MB_STAGE_SETUP, MB_STAGE_STATS,
+                MB_NSTAGES };
 
 /* One benchmark's buffers, allocated and touched once for all its sizes (mb_bench_buffers),
  * with every size's memory figure: sizes run in ascending order, so per-size allocation
@@ -97,6 +98,11 @@ typedef struct mb_state {
     const mb_bench *volatile cur_b;
     volatile int64_t cur_size;
     volatile int cur_stage;
+    /* rank 0's wall time per stage within the current size (mb_set_stage accounts it from
+     * phase_since_ns while phase_on; run_size copies it into the result's phases_s) */
+    int phase_on;
+    long long phase_since_ns;
+    long long phase_ns[MB_NSTAGES];
     mb_bench_bufs bufs; /* the current benchmark's buffers */
     MPI_Comm state_comm;   /* ranks 0 and 1 when they share a cache line (state.c) */
     MPI_Win state_win;
@@ -122,6 +128,7 @@ typedef struct mb_result {
     int64_t mem_per_rank;
     int rebatches;
     double elapsed_s;           /* wall time spent on this size, set-up to statistics */
+    double phase_s[MB_NSTAGES]; /* elapsed_s split by stage (rank 0's clock) */
     double floor_us;            /* shortest batch interval allowed for this benchmark */
     int64_t late;               /* --sync window: samples dropped because a rank started late */
     int64_t preempted;          /* samples flagged preempted (mb_flag_preempted), of the kept

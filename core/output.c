@@ -167,6 +167,14 @@ void mb_emit_result(mb_state *st, const mb_bench *b, int64_t size, const mb_resu
     mj_bool(&j, "per_call", st->opt.per_call);
     mj_bool(&j, "large_count", r->large);
     mj_num(&j, "elapsed_s", r->elapsed_s);
+    /* elapsed_s by stage, in the order a size runs them */
+    static const int order[] = {MB_STAGE_SETUP, MB_STAGE_FIRST, MB_STAGE_VALIDATE,
+                                MB_STAGE_SETTLE, MB_STAGE_CALIBRATE, MB_STAGE_WARMUP,
+                                MB_STAGE_MEASURE, MB_STAGE_STATS};
+    mj_key_obj(&j, "phases_s");
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
+        mj_num(&j, mb_stage_name(order[i]), r->phase_s[order[i]]);
+    mj_obj_end(&j);
     mj_obj_end(&j);
     mtx_lock(&st->out_mtx);
     write_line(st, &j);
@@ -310,6 +318,9 @@ void mb_emit_header(mb_state *st, int argc, char **argv)
     mj_str(&j, "thread_level_provided", mb_thread_level_name(st->thread_provided));
     mj_int(&j, "np", st->np);
     mj_num(&j, "mpi_init_us", st->init_us);
+    /* rank 0's CLOCK_MONOTONIC at main (before MPI_Init), the origin of the footer's
+     * elapsed_s: a harness on the same host places the launch's start-up and teardown */
+    mj_num_exact(&j, "start_monotonic_s", (double)st->start_ns / 1e9);
     /* the machine-state reading at the launch's start (state.c; null: none taken) */
     mb_state_emit(&j, "machine_state", &st->state_start);
     mj_arr_begin(&j, "hosts");

@@ -612,6 +612,39 @@ def test_per_call_samples_are_single_calls(core, stack, tmp_path):
     assert r["per_call"] is False and r["n"] * r["batch"] == 10
 
 
+PHASES = ["setup", "first", "validate", "settle", "calibrate", "warmup", "measure",
+          "statistics"]
+
+
+@pytest.mark.parametrize("stack", ["openmpi", "mpich"])
+def test_launch_cost_breakdown(core, stack, tmp_path):
+    """Where a launch's time goes (bench/bench_core_launch_cost.py reads it): the header's
+    start_monotonic_s is rank 0's CLOCK_MONOTONIC at main, so it lies between this process's
+    monotonic readings before and after the launcher (the footer's elapsed_s counts from
+    it), and each result's phases_s splits its elapsed_s by stage: every stage in the order
+    a size runs them, none negative, adding up to elapsed_s (rank 0's two clocks over one
+    interval), a stage not run is 0 (--no-settle, --no-validate)."""
+    for extra in ([], ["--no-settle", "--no-validate"]):
+        t0 = time.monotonic()
+        run = launch(stack, _exe(core, stack), 2,
+                     ["PingPong", "Allreduce", "--sizes", "0,1K,64K", *QUICK, *extra],
+                     tmp_path / f"c{len(extra)}.jsonl", timeout=120)
+        t1 = time.monotonic()
+        assert run.res.ok, run.res.stderr_tail()
+        check_schema(run.records)
+        start = run.header["start_monotonic_s"]
+        assert t0 < start < start + run.footer["elapsed_s"] < t1
+        for r in run.results:
+            ph = r["phases_s"]
+            assert list(ph) == PHASES and min(ph.values()) >= 0, r
+            assert ph["measure"] > 0 and ph["first"] > 0, r
+            assert sum(ph.values()) == pytest.approx(r["elapsed_s"], rel=0.01, abs=0.001), r
+            if extra:
+                assert ph["settle"] == 0 and ph["validate"] == 0, r
+            else:
+                assert ph["settle"] > 0 and ph["validate"] > 0, r
+
+
 def test_settling_keeps_the_librarys_page_faults_out_of_the_samples(core, tmp_path):
     """MPICH maps its shared-memory cells at start-up and touches them lazily: its first ~64
     4 KiB PingPongs page-fault (here 4-10 us per message, ~1 us after). With --no-settle and
