@@ -14,7 +14,7 @@
                                                --only-hetero | --only-thin |
                                                --only-two-mode-size | --only-outlier |
                                                --only-noisy-minority |
-                                               --only-ramp [--unpaired]]
+                                               --only-ramp [--unpaired] [--power]]
 
 A/A scenarios (identical variants; issue 21's audit): balanced 5+5; unbalanced 2 vs 7 and
 3 vs 7; the small side 3x noisier; launch effects shared by a launch's sizes or not (each
@@ -93,7 +93,9 @@ sizes, with a round effect every size shares or the quiet ones only (docs/statis
 A ramp (`--only-ramp`, 10 x --reps benchmarks per row, stats level): spreads growing
 smoothly with size (per-round difference sd 0.03 -> 0.15), 11 and 22 sizes paired, 5 and 8
 rounds, no shared round effect, A/A: per-size A/A and CI95 coverage, the worst size named;
-`--unpaired` the same ramp with 5 and 8 launches a side, not interleaved.
+`--unpaired` the same ramp with 5 and 8 launches a side, not interleaved. `--power`: a real
+10% at every size instead of A/A, alike sizes and the ramp, with the trend prior and the
+flat prior (stats.moderate.TREND_LEVEL 0) on the same draws: what the trend costs.
 
 Heterogeneous sizes (`--only-hetero` runs just this, 10 x --reps benchmarks per row, stats
 level): a benchmark whose sizes are not equally noisy (22 sizes shaped like a real Open MPI
@@ -220,6 +222,10 @@ def main(argv: list[str]) -> int:
                     help="with --only-ramp: the same ramp unpaired (launches not "
                     "interleaved, compare_cells without rounds; each side's cell part sd / "
                     "sqrt(2))")
+    ap.add_argument("--power", action="store_true",
+                    help="with --only-ramp: instead of A/A, the power of a real 10%% at "
+                    "every size, alike sizes and the ramp, with the trend prior (today) and "
+                    "the flat prior on the same draws (what the trend costs)")
     ap.add_argument("--only-regimes", action="store_true",
                     help="only the round-regime rows: a round effect the small sizes share, "
                     "paired with regimes, with one Spread per block and unpaired (stats."
@@ -297,8 +303,8 @@ def main(argv: list[str]) -> int:
             not args.only_outlier:
         ap.error("--outlier-design / --outlier-side / --outlier-thin-check: only with "
                  "--only-outlier")
-    if args.unpaired and not args.only_ramp:
-        ap.error("--unpaired: only with --only-ramp")
+    if (args.unpaired or args.power) and not args.only_ramp:
+        ap.error("--unpaired / --power: only with --only-ramp")
     designs = tuple(args.outlier_design)
     reps = 20 if args.quick else args.reps
     rng = np.random.default_rng(args.seed)
@@ -325,7 +331,8 @@ def main(argv: list[str]) -> int:
             (args.only_hedge_sweep, hedge_sweep, reps),
             (args.only_noisy_minority, noisy_minority_section, 10 * reps),
             (args.only_planning_quiet, planning_quiet_section, reps),
-            (args.only_ramp, functools.partial(ramp_section, paired=not args.unpaired),
+            (args.only_ramp, functools.partial(ramp_power_section if args.power else
+                                               ramp_section, paired=not args.unpaired),
              10 * reps),
             (args.only_unpaired_regimes, unpaired_regimes_section, reps),
             (args.only_decide, decide_section, reps))
@@ -1633,16 +1640,18 @@ def planning_quiet_section(rng: np.random.Generator, reps: int) -> None:
 
 
 def _ramp_bench(rng: np.random.Generator, sds: np.ndarray, n: int,
-                paired: bool = True) -> tuple[list, dict | None]:
-    """A/A, len(sds) sizes, per-launch-pair difference sd sds[s], no shared round or launch
-    effect (review R13's ramp). Paired: n rounds, the difference on the candidate. Unpaired:
-    n launches a side, each side's cell part sd sds[s] / sqrt(2), rounds None."""
+                paired: bool = True, effect: float = 0.0) -> tuple[list, dict | None]:
+    """A/A (effect 0: else the candidate's times / exp(effect)), len(sds) sizes,
+    per-launch-pair difference sd sds[s], no shared round or launch effect (review R13's
+    ramp). Paired: n rounds, the difference on the candidate. Unpaired: n launches a side,
+    each side's cell part sd sds[s] / sqrt(2), rounds None."""
     cells = []
     for sd in sds:
         if paired:
-            b, c = np.zeros(n), rng.normal(0.0, sd, n)
+            b, c = np.zeros(n), rng.normal(0.0, sd, n) - effect
         else:
             b, c = rng.normal(0.0, sd / math.sqrt(2), (2, n))
+            c = c - effect
         cells.append(({f"b{r}": math.exp(v) for r, v in enumerate(b)},
                       {f"c{r}": math.exp(v) for r, v in enumerate(c)}, "lower"))
     return cells, {f"{p}{r}": r for r in range(n) for p in "bc"} if paired else None
@@ -1682,6 +1691,53 @@ def ramp_section(rng: np.random.Generator, reps: int, paired: bool = True) -> No
             print("    CI95 per size:", " ".join(f"{100 * x / reps:.1f}" for x in cover))
     print(f"  targets: A/A <= 6% and CI95 93-97% at every size; Monte Carlo se of one "
           f"size's rate at 5%: {100 * math.sqrt(0.05 * 0.95 / reps):.2f} points")
+
+
+def _ramp_power_row(rng: np.random.Generator, reps: int, sds: np.ndarray, n: int,
+                    paired: bool) -> dict[str, np.ndarray]:
+    """Per rule (trend: today's; flat: moderate.TREND_LEVEL 0, no trend gate or prior), per
+    benchmark and size, whether a real 10% (gain 1.10 at every size) is found: p <= 0.05
+    and gain > 1. The same draws for both rules."""
+    from mpibench.stats import launch as L
+
+    got = {"trend": np.zeros((reps, sds.size)), "flat": np.zeros((reps, sds.size))}
+    for r in range(reps):
+        cells, rounds = _ramp_bench(rng, sds, n, paired, effect=math.log(1.1))
+        for rule in got:
+            with _moderate_level("TREND_LEVEL", 0.0) if rule == "flat" \
+                    else contextlib.nullcontext():
+                ts = L.compare_cells(cells, rounds=rounds, sizes=list(range(sds.size)))
+            got[rule][r] = [t.p is not None and t.p <= 0.05 and t.gain > 1.0 for t in ts]
+    return got
+
+
+def ramp_power_section(rng: np.random.Generator, reps: int, paired: bool = True) -> None:
+    """What the trend prior (stats.moderate.trend_p / trend_prior) costs in power: a real
+    10% at every size, alike sizes (difference sd 0.08) and the ramp (0.03 -> 0.15), with
+    the trend gate and prior (today) and without (the flat prior), on the same draws."""
+    way = "paired" if paired else "unpaired (launches not interleaved)"
+    unit = "rounds" if paired else "launches a side"
+    print(f"\nPower of a real 10% at every size (gain 1.10; cells with p <= 0.05 and gain > "
+          f"1), {way}, no shared round or launch effect; the trend prior (today) / the flat "
+          f"prior (stats.moderate.TREND_LEVEL 0), the same draws; {reps} benchmarks per row "
+          "(stats level); ± the Monte Carlo se over benchmarks")
+    for kind in ("alike 0.08", "ramp"):
+        for k, n in ((11, 5), (11, 10), (22, 5), (22, 8)):
+            sds = np.full(k, 0.08) if kind != "ramp" else np.linspace(0.03, 0.15, k)
+            got = _ramp_power_row(rng, reps, sds, n, paired)
+            cols = []
+            for rule in ("trend", "flat"):
+                per = got[rule].mean(axis=1)
+                cols.append(f"{100 * per.mean():.1f} ± "
+                            f"{100 * per.std(ddof=1) / math.sqrt(reps):.1f}%")
+            diff = (got["trend"] - got["flat"]).mean(axis=1)
+            line = (f"  {kind:<10} {k} sizes {n} {unit}: power {cols[0]} / {cols[1]} "
+                    f"(trend - flat {100 * diff.mean():+.1f} ± "
+                    f"{100 * diff.std(ddof=1) / math.sqrt(reps):.1f} points)")
+            if kind == "ramp":
+                top = [100 * got[r][:, -3:].mean() for r in ("trend", "flat")]
+                line += f"; the 3 noisiest sizes {top[0]:.1f} / {top[1]:.1f}%"
+            print(line, flush=True)
 
 
 def hetero_section(rng: np.random.Generator, reps: int) -> None:

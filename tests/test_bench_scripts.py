@@ -61,6 +61,7 @@ def test_time_to_decision_refuses_bad_flags_on_one_line(args, flag):
     (["--outlier-design", "5x8"], "only with --only-outlier"),
     (["--outlier-thin-check"], "only with --only-outlier"),
     (["--unpaired"], "only with --only-ramp"),
+    (["--power"], "only with --only-ramp"),
 ])
 def test_inference_refuses_a_bad_outlier_design(args, said):
     # a malformed design was a ValueError traceback; one without --only-outlier was ignored
@@ -78,6 +79,17 @@ def test_inference_runs_the_ramp_unpaired():
     assert res.returncode == 0, res.stderr
     assert "unpaired (launches not interleaved)" in res.stdout
     assert len([ln for ln in res.stdout.splitlines() if "launches a side: A/A" in ln]) == 4
+
+
+def test_inference_prices_the_trend_prior_in_power():
+    # --only-ramp --power: a real 10%, alike sizes and the ramp, trend prior / flat prior
+    res = subprocess.run([sys.executable, str(BENCH / "bench_inference.py"), "--only-ramp",
+                          "--power", "--reps", "1"], capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr
+    rows = [ln for ln in res.stdout.splitlines() if "rounds: power" in ln]
+    assert len(rows) == 8 and all("trend - flat" in ln for ln in rows), res.stdout
+    assert sum("3 noisiest" in ln for ln in rows) == 4
 
 
 def test_time_to_decision_says_whether_every_cell_is_in_reach(monkeypatch):
