@@ -480,6 +480,8 @@ class Choice:
     samples: dict = field(default_factory=dict, compare=False)   # cell key -> n
     max_time: float = CORE_DEFAULT_MAX_TIME    # the core's --max-time (seconds per cell)
     launch_var: float = math.inf  # the worst benchmark's pooled variance of one launch (logs)
+    # the cells plan(partial=True) left out: each beyond SEARCH_MAX rounds on its own
+    beyond: frozenset = field(default_factory=frozenset, compare=False)
 
     def options(self) -> dict[str, float | bool]:
         """The core options of this choice (campaign `options` names). Always with
@@ -521,6 +523,12 @@ class Plan:
 
     def describe(self) -> str:
         text = self._describe()
+        if self.best.beyond:
+            sizes = ", ".join(str(k[1]) if isinstance(k, tuple) and len(k) > 1 else str(k)
+                              for k in sorted(self.best.beyond, key=_key_order))
+            text += (f"; planned without {len(self.best.beyond)} cells out of reach at their "
+                     f"own spread (more than {SEARCH_MAX} rounds each): sizes {sizes}, "
+                     "tested at every look like the others")
         if self.preempted:
             text += (f"; {self.preempted} cell launches it planned on stopped 'preempted' "
                      "(short of clean samples at the core's cap: medians of those few, "
@@ -550,6 +558,11 @@ class Plan:
         return (f"{knobs}, {b.launch_s:.2f} s per launch ({sd}): {what} needs {need}{cap}, "
                 f"so the launches are the ones with the least launch time to it (the most "
                 f"precision per second)")
+
+
+def _key_order(key: object) -> tuple:
+    """A cell key's place in a list: its pool's name, then its size."""
+    return (str(pool_of(key)), key[1] if isinstance(key, tuple) and len(key) > 1 else 0)
 
 
 def samples_at(cell: CellCost, target_pct: float, min_samples: int = CORE_MIN_SAMPLES,
@@ -668,11 +681,10 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
          power: float = launch_stats.POWER, family: int | None = None,
          equivalence: bool = False, targets: Iterable[float] = TARGETS,
          min_samples: int = CORE_MIN_SAMPLES, max_times: Iterable[float] = MAX_TIMES,
-         max_launches: int = SEARCH_MAX,
-         confidence: float | None = PLAN_CONFIDENCE,
+         max_launches: int = SEARCH_MAX, confidence: float | None = PLAN_CONFIDENCE,
          paired: Mapping[object, PairedSpread] | None = None,
          keep_within: bool = False, own_pools: Iterable[object] = (),
-         own_cells: Iterable[object] = ()) -> Plan | None:
+         own_cells: Iterable[object] = (), partial: bool = False) -> Plan | None:
     """The core's --target and --max-time for the later launches of a comparison.
 
     The between-launch variances are taken at their upper `confidence` bound
@@ -705,7 +717,9 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
     one at each pair of options (keep_within: kept, see _paired_parts); pools without
     a PairedSpread are planned unpaired as above.
 
-    None when no cell is common."""
+    partial: a paired cell beyond SEARCH_MAX rounds on its own leaves only itself out
+    (Choice.beyond; _launches_in_view), not the whole plan (False: campaigns' "auto"). None
+    when no cell is common."""
     if not sides:
         return None
     common = set.intersection(*({c.key for c in s.cells} for s in sides))
@@ -727,19 +741,19 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
         # compare tests at most THIN_LAUNCHES launches per side on every size's own part
         # (no gate) and beyond them gated: the launches are planned the way they will be
         # tested, whatever the pilot's count
-        k, worst = _launches_in_view(
+        k, worst, far = _launches_in_view(
             _planned_launch_var(sides, common, views[True], t, min_samples, max_time),
             paired, within, confidence, common, effect, levels, thin=True)
         if k is None:
-            k, worst = _launches_in_view(
+            k, worst, far = _launches_in_view(
                 _planned_launch_var(sides, common, views[False], t, min_samples, max_time,
                                     own_cells),
-                paired, within, confidence, common, effect, levels, thin=False)
+                paired, within, confidence, common, effect, levels, thin=False,
+                partial=partial)
             k = None if k is None else max(k, launch_stats.THIN_LAUNCHES + 1)
-        if k is not None and k > SEARCH_MAX:
-            k = None
+        k, far = (None, frozenset()) if k is not None and k > SEARCH_MAX else (k, far)
         tried.append(Choice(float(t), k, launch_s, k * cost if k else math.inf, samples,
-                            max_time, worst))
+                            max_time, worst, far))
     best = _best(tried, max_launches)
     return Plan(best, tuple(tried), effect, equivalence, max_launches,
                 confidence if factor != 1.0 or paired else None, bool(paired))
@@ -748,17 +762,26 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
 def _launches_in_view(pooled: Mapping[object, float],
                       paired: Mapping[object, PairedSpread] | None, within: dict | None,
                       confidence: float | None, common: set, effect: float, levels: dict,
-                      thin: bool) -> tuple[int | None, float]:
-    """(launches per side, the worst launch variance) plan() needs where compare tests
-    as at most THIN_LAUNCHES launches per side (thin: every size its own part, None
-    beyond THIN_LAUNCHES) or beyond them (gated): unpaired pools on `pooled`, paired ones
-    on their round differences' components (rounds_for, _paired_cells)."""
+                      thin: bool, partial: bool = False
+                      ) -> tuple[int | None, float, frozenset]:
+    """(launches per side, the worst launch variance, the cells left out of reach) plan()
+    needs where compare tests as at most THIN_LAUNCHES launches per side (thin: every size
+    its own part, None beyond THIN_LAUNCHES) or beyond them (gated): unpaired pools on
+    `pooled`, paired ones on their round differences' components (rounds_for,
+    _paired_cells). partial (beyond THIN_LAUNCHES only): a paired cell (or pooled block)
+    whose own rounds are beyond SEARCH_MAX (its round difference varies too much: one
+    launch stalled 4x in 8 rounds, the time-to-decision bench's run-67) is left out of the
+    launches and the worst variance and returned, the others planned as compare tests
+    them (their components still hold what the cells left out share with them, the
+    stall in their round part); read off the spread alone, never the gains. Else (and
+    always for unpaired pools) one such cell leaves the whole plan out of reach (None)."""
     max_n = launch_stats.THIN_LAUNCHES if thin else SEARCH_MAX
     ks, worst = [], 0.0
     unpaired = {g: v for g, v in pooled.items() if not paired or g not in paired}
     if unpaired:
         worst = max(unpaired.values())
         ks.append(launches_for(math.sqrt(worst), effect, max_n=max_n, **levels))
+    each: list[tuple[frozenset, int | None, float]] = []
     for g, pool in (paired or {}).items():
         # each round regime (quiet block, hedge run) compare tests cells on, with them
         for ps, keys in pool.tested_on(common, thin):
@@ -766,13 +789,19 @@ def _launches_in_view(pooled: Mapping[object, float],
             # (a PairedSpread made without keys: the pool's cells)
             w = None if within is None else _mean_of(
                 within, ps.keys or [k for k in within if pool_of(k) == g])
-            for sh, ce, own_df in _paired_cells(ps, w, confidence, keys, thin):
+            for cells, sh, ce, own_df in _paired_cells(ps, w, confidence, keys, thin):
                 # the same scale as an unpaired side's launch variance: var(d) / 2
-                worst = max(worst, (sh + ce) / 2)
-                ks.append(rounds_for(sh, ce, ps.cells, effect, own_df=own_df,
-                                     pairs=ps.pairs, max_n=max_n, **levels))
+                each.append((cells, rounds_for(sh, ce, ps.cells, effect, own_df=own_df,
+                                               pairs=ps.pairs, max_n=max_n, **levels),
+                             (sh + ce) / 2))
+    far = frozenset().union(*(c for c, r, _v in each if r is None or r > max_n)) \
+        if partial and not thin else frozenset()
+    for cells, r, v in each:
+        if not cells <= far:
+            ks.append(r)
+            worst = max(worst, v)
     k = None if not ks or any(x is None or x > max_n for x in ks) else max(ks)
-    return k, worst
+    return k, worst, far if k is not None else frozenset()
 
 
 def _launch_cost(sides: Sequence[Components], common: set, t: float, min_samples: int,
@@ -810,7 +839,7 @@ def plan_from_rows(rows: Sequence[Mapping], order: Sequence[str], margin: float,
                    *, interleaved: bool = True, rounds: int | None = None,
                    targets: Iterable[float] = TARGETS,
                    max_times: Iterable[float] = MAX_TIMES,
-                   keep_within: bool = False) -> Plan | None:
+                   keep_within: bool = False, partial: bool = False) -> Plan | None:
     """The plan `budget = "auto"` makes for a core group from its finished launches' rows
     (store.report_queries.launch_cost_rows): equivalence within ±margin, at most cap
     launches per variant (plan()'s max_launches). order: the campaign's variants, the
@@ -821,7 +850,8 @@ def plan_from_rows(rows: Sequence[Mapping], order: Sequence[str], margin: float,
     pairing (paired_from_rows' more_rounds); None: the rows' own rounds only. targets,
     max_times: the options plan() may choose among (one of each: the launches per side at
     the options the launches already run at); keep_within: as plan()'s, for rows that all
-    ran at those options. None when fewer than two variants have components, or no
+    ran at those options; partial: plan()'s (a paired cell out of reach on its own is left
+    out, Choice.beyond). None when fewer than two variants have components, or no
     cell is common to them (plan()'s None)."""
     rows = alone_rows(rows)
     comps = components_from_rows(rows)
@@ -846,7 +876,7 @@ def plan_from_rows(rows: Sequence[Mapping], order: Sequence[str], margin: float,
                for k in flagged_cells(tagged, compared, gated)}
     made = plan(sides, margin, equivalence=True, max_launches=cap, paired=paired or None,
                 targets=targets, max_times=max_times, keep_within=keep_within,
-                own_pools=gated, own_cells=flagged)
+                own_pools=gated, own_cells=flagged, partial=partial)
     if made is None:        # no cell every variant has: nothing to plan
         return None
     return replace(made, preempted=sum(map(preempted.stopped, rows)),
@@ -1015,13 +1045,16 @@ def _best(tried: Sequence[Choice], max_launches: int) -> Choice:
     the least time to any decision is the least variance x seconds. (It used to take the
     cheapest of the most precise pairs, within PRECISION_SLACK: at the bench's 2-round
     pilot that bought launches of 0.21 s instead of 0.14 s for a variance at most 10%
-    smaller.)"""
+    smaller.) With plan(partial=True) the pairs that leave fewer cells out of reach
+    (Choice.beyond) come first."""
     feasible = [c for c in tried if c.launches is not None and c.launches <= max_launches]
     if feasible:
-        return min(feasible, key=lambda c: (c.total_s, -c.target_pct, -c.max_time))
+        return min(feasible, key=lambda c: (len(c.beyond), c.total_s, -c.target_pct,
+                                            -c.max_time))
     beyond = [c for c in tried if c.launches is not None]
     if beyond:
-        return min(beyond, key=lambda c: (c.total_s, -c.target_pct, -c.max_time))
+        return min(beyond, key=lambda c: (len(c.beyond), c.total_s, -c.target_pct,
+                                          -c.max_time))
     return min(tried, key=lambda c: (c.launch_var * c.launch_s, -c.target_pct, -c.max_time))
 
 
@@ -1038,17 +1071,17 @@ def cell_within(sides: Sequence[Components], keys: Iterable[object], target_pct:
 
 def _paired_cells(ps: PairedSpread, within: float | None, confidence: float | None,
                   keys: Iterable[object], thin: bool = False
-                  ) -> list[tuple[float, float, float | None]]:
+                  ) -> list[tuple[frozenset, float, float, float | None]]:
     """What each cell of a paired pool is planned on, as compare's paired test will test
     it (thin: at most THIN_LAUNCHES rounds, ps.thin_parts; else beyond, ps.cell_parts):
-    (shared, cell, own_df) with the pooled cell part (own_df None) where the sizes
-    take it, else one row per cell in keys with its own part at its df (own_df); each as
-    _paired_parts."""
+    (the cells, shared, cell, own_df) with the pooled cell part (own_df None) for every
+    cell of keys where the sizes take it, else one row per cell in keys with its own part
+    at its df (own_df); each as _paired_parts."""
     parts = ps.thin_parts if thin else ps.cell_parts
-    if not parts:
-        return [(*_paired_parts(ps, within, confidence), None)]
     keys = set(keys)
-    return [(*_paired_parts(ps, within, confidence, (v, df)), df)
+    if not parts:
+        return [(frozenset(keys), *_paired_parts(ps, within, confidence), None)]
+    return [(frozenset([key]), *_paired_parts(ps, within, confidence, (v, df)), df)
             for key, v, df in parts if key in keys]
 
 
