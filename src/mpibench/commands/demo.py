@@ -42,8 +42,9 @@ Runs real comparisons with the embedded defaults and writes a Markdown report:
   4. Where root and namespaces are available: Open MPI across a 2-node testbed
      (mpibench.testbed), fast (4 Gbit/s) vs slow (1 Gbit/s) fabric, PingPong and Allreduce,
      % of line rate against the configured rates; elsewhere one line says why it is skipped
-Comparisons 1, 2 and 4 launch each variant --repeats times, interleaved. Takes about one to
-three minutes on 2 cores (the A/A's share depends on how soon its cells decide)."""
+Comparisons 1, 2 and 4 launch each variant --repeats times, interleaved. Takes about two to
+three minutes on 2 cores (the A/A's share, 40-70 s here, depends on how soon its cells
+decide and how long the gate waits for the machine's state)."""
 
 # The A/A's rule: repeats = { until = "decided", min = 3, step = 3, max = --aa-max } with
 # campaign.equivalence = AA_MARGIN (campaign/auto_repeats.py, stats.sequential): looks
@@ -57,8 +58,9 @@ AA_MIN, AA_STEP, AA_MAX = 3, 3, 24
 # has nothing to reduce (a ~7-14 ns no-op path whose speed doubles with the CPU's state)
 AA_SIZES = "8,1K,16K,256K"
 # the A/A's core options beside --max-time: samples during or next to which a rank was
-# descheduled stay out of a launch's median (a few of a large size's 5-30 samples moved
-# it 2-20x under load), a size short of clean ones samples on for at most this long
+# descheduled stay out of a launch's median (with them kept, one 256 KiB PingPong launch of
+# 12 had a median of 5991 us against 28-44 us, 3 of its 5 samples preempted); a size short
+# of clean ones samples on for at most this long
 AA_PREEMPTED_MAX_TIME = 0.25
 
 
@@ -67,7 +69,8 @@ def register(sub) -> None:
                        description=DESCRIPTION, formatter_class=Formatter)
     p.add_argument("--out", default="demo-results", help="directory for the store, raw runs "
                    "and report (default demo-results)")
-    p.add_argument("--sizes", default="0:20", help="message sizes (default 0:20)")
+    p.add_argument("--sizes", default="0:20", help="message sizes of comparisons 1 and 2 (default 0:20; "
+                   "the A/A has --aa-sizes, the testbed its own)")
     p.add_argument("--max-time", type=_args.seconds, default=0.05,
                    help="time budget per size and launch in seconds (default 0.05)")
     p.add_argument("--repeats", type=_args.integer(1, 1000, "a launch count"), default=3,
