@@ -93,6 +93,7 @@ typedef struct mb_state {
     long long start_ns;
     atomic_llong deadline_ns; /* 0 = watchdog disarmed */
     atomic_int wd_stop;
+    atomic_int wd_looks;   /* how often the watchdog woke to look (the footer's watchdog_looks) */
     mtx_t wd_mtx; /* with wd_cnd: the watchdog's sleep, which the end of the run cuts short */
     cnd_t wd_cnd;
     const mb_bench *volatile cur_b;

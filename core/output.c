@@ -32,6 +32,8 @@ void mb_footer(mb_state *st, const char *status)
     mj_str(&j, "record", "footer");
     mj_str(&j, "status", status);
     mj_num(&j, "elapsed_s", run_elapsed_s(st));
+    /* rank 0's watchdog: one look per deadline, not a clock tick (core/clock.c) */
+    mj_int(&j, "watchdog_looks", atomic_load(&st->wd_looks));
     /* the reading at its end: null after a timeout (the watchdog writes this footer) */
     mb_state_emit(&j, "machine_state", &st->state_end);
     mj_obj_end(&j);

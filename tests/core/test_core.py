@@ -157,6 +157,7 @@ def test_every_benchmark_validates(core, stack, np, tmp_path):
         if r["benchmark"] in SINGLE_PAIR:
             assert r["active_ranks"] == 2 and r["idle_ranks"] == np - 2
     assert run.footer == {"record": "footer", "status": "ok", "elapsed_s": run.footer["elapsed_s"],
+                          "watchdog_looks": run.footer["watchdog_looks"],
                           "machine_state": run.footer["machine_state"]}
     # ranks 0 and 1 read the machine state at the end as at the start (core/state.c)
     assert run.footer["machine_state"]["samples"] >= 1 <= h["machine_state"]["samples"]
@@ -643,6 +644,23 @@ def test_launch_cost_breakdown(core, stack, tmp_path):
                 assert ph["settle"] == 0 and ph["validate"] == 0, r
             else:
                 assert ph["settle"] > 0 and ph["validate"] > 0, r
+
+
+@pytest.mark.parametrize("stack", ["openmpi", "mpich"])
+def test_watchdog_wakes_per_deadline_not_per_tick(core, stack, tmp_path):
+    """The watchdog thread shares its rank's CPU (it inherits the binding): every look
+    preempts the measuring thread, a sample --exclude-preempted then drops. It sleeps to
+    the armed size's deadline (or --timeout while disarmed), so a launch well within its
+    --timeout looks a few times, however long its sizes sample (at a look every 20 ms, as
+    before, these three sizes of ~0.25 s each took ~40). That it still fires: the
+    --debug-stall test above."""
+    run = launch(stack, _exe(core, stack), 2,
+                 ["PingPong", "--sizes", "0,1K,4K", "--max-time", "0.25", "--target", "0.001",
+                  "--quiet"], tmp_path / "w.jsonl", timeout=120)
+    assert run.res.ok, run.res.stderr_tail()
+    check_schema(run.records)
+    assert all(r["stop_reason"] == "max_time" for r in run.results), run.results
+    assert 1 <= run.footer["watchdog_looks"] <= len(run.results) + 1, run.footer
 
 
 def test_settling_keeps_the_librarys_page_faults_out_of_the_samples(core, tmp_path):
