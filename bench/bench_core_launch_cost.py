@@ -4,6 +4,7 @@ core's own start-up, each stage of the per-size loop, and MPI_Finalize with the 
 
     .venv/bin/python bench/bench_core_launch_cost.py [--quick] [--launches N] [--sizes SPEC]
         [--stack openmpi|mpich ...] [--options plan|defaults] [--keep DIR]
+    .venv/bin/python bench/bench_core_launch_cost.py --from DIR [DIR ...]
 
 Each stack's core (the build cache's, bench_launch_spread's way) runs PingPong at np=2 over
 shared memory with `bind = "core"`, launched as a campaign launches it (execute.prepare_cell:
@@ -31,6 +32,15 @@ CLOCK_MONOTONIC reading before the launcher starts and one after it exits:
   floor       the same launcher running /bin/true (its start plus teardown, no MPI)
 Each figure is the median over the launches of that stack (ms); the load average is printed
 per round (the machine is shared). One run, numbers only, no assertions.
+
+--from DIR... launches nothing: each DIR a run bench_time_to_decision.py kept (--keep), it
+splits that run's own launches the same way, per tool and variant side by side: the store's
+per-launch elapsed seconds (what the TTD bench counts; DIR/core/mpibench.db and
+DIR/imb/mpibench.db, finished launches; the gate's set-aside launches are not in them) and,
+for the core's launches, from each one's core.jsonl: outside main (the store's elapsed less
+the footer's elapsed_s: the launcher's start-up, MPI_Finalize, the teardown and the
+harness's few ms), MPI_Init, core start, sizes and (from cores that write phases_s) its
+stages, and the sizes a launch ran (the later looks run only undecided sizes).
 """
 
 from __future__ import annotations
@@ -145,6 +155,62 @@ def report(stacks: list[str], got: list[tuple[str, str, dict | None]]) -> None:
         print(f"{key:<36}" + "  ".join(cells))
 
 
+def kept_rows(store: Path, tool: str) -> list[tuple[str, str, dict | None]]:
+    """(variant, tool, row) per finished launch in one kept campaign store."""
+    import sqlite3
+
+    if not store.exists():
+        return []
+    con = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+    try:
+        runs = con.execute("SELECT variant, elapsed, run_dir FROM runs WHERE status = 'done' "
+                           "AND elapsed IS NOT NULL").fetchall()
+    finally:
+        con.close()
+    out = []
+    for variant, elapsed, run_dir in runs:
+        row: dict = {"wall": elapsed}
+        jsonl = Path(run_dir or "") / "core.jsonl"
+        if tool == "core" and jsonl.exists():
+            recs = [json.loads(ln) for ln in jsonl.read_text().splitlines() if ln.strip()]
+            head = next((r for r in recs if r["record"] == "header"), None)
+            foot = next((r for r in recs if r["record"] == "footer"), None)
+            res = [r for r in recs if r["record"] == "result"]
+            if head is None or foot is None:
+                continue
+            init = (head.get("mpi_init_us") or 0.0) / 1e6
+            sizes = sum(r.get("elapsed_s") or 0.0 for r in res)
+            row.update({"outside main": elapsed - foot["elapsed_s"], "MPI_Init": init,
+                        "core start": foot["elapsed_s"] - init - sizes, "sizes": sizes,
+                        "sizes run": float(len(res))})
+            for p in PHASES:
+                if all("phases_s" in r for r in res):
+                    row[f"  {p}"] = sum(r["phases_s"][p] for r in res)
+        out.append((variant, tool, row))
+    return out
+
+
+def report_kept(dirs: list[str]) -> None:
+    got = []
+    for d in dirs:
+        for tool in ("core", "imb"):
+            got += kept_rows(Path(d) / tool / "mpibench.db", tool)
+    cols = sorted({(t, v) for v, t, _ in got}, key=lambda c: (c[0] != "core", c[0], c[1]))
+    print(f"# launches kept by bench_time_to_decision.py in {', '.join(dirs)}")
+    print("ms per launch, median over launches  "
+          + "  ".join(f"{t} {v} (n={sum(1 for x, y, _ in got if (y, x) == (t, v))})".rjust(22)
+                      for t, v in cols))
+    keys = ("wall", "outside main", "MPI_Init", "core start", "sizes",
+            *[f"  {p}" for p in PHASES], "sizes run")
+    for key in keys:
+        cells = []
+        for t, v in cols:
+            xs = [r[key] for x, y, r in got if (y, x) == (t, v) and r and key in r]
+            scale = 1.0 if key == "sizes run" else 1e3
+            cells.append(f"{stt.median(xs) * scale:22.1f}" if xs else "-".rjust(22))
+        print(f"{key:<36}" + "  ".join(cells))
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -157,7 +223,12 @@ def main(argv: list[str]) -> int:
                     help="the core's options: the TTD bench's budgeted plan, or its defaults")
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds per launch")
     ap.add_argument("--keep", metavar="DIR", help="keep the run directories in DIR (new)")
+    ap.add_argument("--from", dest="kept", nargs="+", metavar="DIR",
+                    help="launch nothing: split the launches of runs the TTD bench kept")
     a = ap.parse_args(argv)
+    if a.kept:
+        report_kept(a.kept)
+        return 0
     a.launches = a.launches or (3 if a.quick else 10)
     if a.keep and Path(a.keep).exists():
         ap.error(f"--keep: {a.keep} exists; give a new directory")
