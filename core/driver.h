@@ -127,6 +127,7 @@ typedef struct mb_result {
     int pool;
     double timer_fraction;
     int64_t mem_per_rank;
+    int buf_offset[2]; /* rank 0: send and receive buffer's offset within a 4 KiB page */
     int rebatches;
     double elapsed_s;           /* wall time spent on this size, set-up to statistics */
     double phase_s[MB_NSTAGES]; /* elapsed_s split by stage (rank 0's clock) */

@@ -165,6 +165,14 @@ void mb_emit_result(mb_state *st, const mb_bench *b, int64_t size, const mb_resu
     mj_bool(&j, "off_cache", st->opt.off_cache);
     mj_int(&j, "buffer_copies", r->pool);
     mj_int(&j, "mem_per_rank", r->mem_per_rank);
+    if (r->pool > 0) {
+        mj_arr_begin(&j, "buffer_page_offsets");
+        mj_int(&j, NULL, r->buf_offset[0]);
+        mj_int(&j, NULL, r->buf_offset[1]);
+        mj_arr_end(&j);
+    } else {
+        mj_null(&j, "buffer_page_offsets");
+    }
     mj_bool(&j, "root_shift", st->opt.root_shift);
     mj_bool(&j, "per_call", st->opt.per_call);
     mj_bool(&j, "large_count", r->large);
