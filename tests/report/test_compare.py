@@ -352,6 +352,28 @@ def test_cannot_tell_says_how_many_launches(tmp_path):
     assert "cannot tell" in cmp.verdict
 
 
+def test_cannot_tell_plans_an_unbalanced_side_up_to_the_other(tmp_path):
+    # 7 launches against 1, a 2x difference: launches_needed alone asks 2-3 per side, but
+    # 1 vs 7 is unbalanced (stats.launch.unbalanced), so the cell's footnote, its JSON
+    # launches_needed and the verdict plan as launches_needed_for does for a tested cell:
+    # never fewer per side than the larger side's 7 (they said 2 before)
+    from mpibench.stats import launch as L
+    rng = np.random.default_rng(15)
+    store = Store(tmp_path / "unbal.db")
+    cid = store.add_campaign("unbal")
+    ga = add_variant_runs(store, cid, "a", repeats=7, make=lambda rep: [
+        core_record("PingPong", 8, 10 * np.exp(rng.normal(0, .05) + rng.normal(0, .01, 40)))])
+    gb = add_variant_runs(store, cid, "b", repeats=1, make=lambda rep: [
+        core_record("PingPong", 8, 5 * np.exp(rng.normal(0, .01, 40)))])
+    cmp = compare_groups(store, {"a": ga, "b": gb}, "a")
+    d = cmp.rows[0].deltas["b"]
+    assert not d.tested and L.unbalanced(d.n_base, d.n_cand)
+    assert L.launches_needed(d.sd_log, abs(d.gain - 1)) < 7
+    assert d.needed == 7
+    assert any("7 launches per side would detect" in f for f in cmp.footnotes), cmp.footnotes
+    assert "cannot tell" in cmp.verdict and "~7 launches per side" in cmp.verdict, cmp.verdict
+
+
 def test_bad_alpha_is_a_usage_error(two):
     store, groups = two
     for bad in (0, 1, 2.0, float("nan")):

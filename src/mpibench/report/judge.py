@@ -274,9 +274,7 @@ def _test_cells(pending: dict, alpha: float, equivalence: float | None,
         for (d, _b, _c, _better), t in zip(block, tests, strict=True):
             d.test = t
             if t.gain is not None and t.gain != 1.0:
-                d.needed = (launch_stats.launches_needed_for(t, t.gain - 1.0, alpha)
-                            if t.tested else
-                            launch_stats.launches_needed(t.sd_log, t.gain - 1.0, alpha))
+                d.needed = launch_stats.launches_needed_for(t, t.gain - 1.0, alpha)
             if not t.tested:
                 d.notes.append(notes.add(_untested_note(t, alpha)))
             if equivalence and t.tested:
@@ -571,7 +569,7 @@ def _untested_note(t: launch_stats.LaunchTest, alpha: float) -> str:
         plan = (f"; at the spread seen so far, {n} launches per side would detect the "
                 f"observed {launch_stats.fmt_pct(abs(t.gain - 1))} difference"
                 if t.gain and t.gain != 1 and t.sd_log and
-                (n := launch_stats.launches_needed(t.sd_log, abs(t.gain - 1), alpha))
+                (n := launch_stats.launches_needed_for(t, abs(t.gain - 1), alpha))
                 else "; run >= 3 interleaved launches per side, then `compare --detect 5%` "
                 "says how many a given difference needs")
         return (f"cannot tell: a side has fewer than {need} launches (a launch is the unit "
@@ -681,7 +679,7 @@ def _verdict(rows: list[Row], baseline: str, cand: str, alpha: float,
     if not agg.tested:
         need = ""
         if agg.gain and agg.gain != 1 and agg.sd_log:
-            n = launch_stats.launches_needed(agg.sd_log, agg.gain - 1, alpha)
+            n = launch_stats.launches_needed_for(agg, agg.gain - 1, alpha)
             if n:
                 need = (f"; ~{n} launches per side would detect a "
                         f"{launch_stats.fmt_pct(abs(agg.gain - 1))} difference")

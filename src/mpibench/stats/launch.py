@@ -2070,12 +2070,14 @@ def launches_needed_for(t: LaunchTest, effect: float, alpha: float = 0.05,
     components, scaled to n rounds by paired_components_at) detects a gain of 1 + effect
     with probability `power` (noncentral t of that test). At t's own rounds this is the
     'detectable' t reports. For an unpaired test this is launches_needed at t's pooled
-    sd, and where t's launches are unbalanced (unbalanced: 2-4 against more) never fewer
-    than the larger side's: per side, so the smaller side is planned up to the other's
-    count (a size noisy only on the smaller side is not caught below it)."""
+    sd, and where t's launches are unbalanced (unbalanced: at most 4 against more) never
+    fewer than the larger side's: per side, so the smaller side is planned up to the
+    other's count (a size noisy only on the smaller side is not caught below it). Also
+    for a test not run for too few launches (1 against 7): every sentence that plans
+    launches (the cell's note and JSON, the verdict) asks this one function."""
     if t.pairing != "round":
         n = launches_needed(t.sd_log, effect, alpha, power, max_n)
-        if n is not None and t.tested and unbalanced(t.n_base, t.n_cand):
+        if n is not None and unbalanced(t.n_base, t.n_cand):
             n = max(n, t.n_base, t.n_cand)
         return n
     if not t.tested or not t.components or not effect or effect <= -1:
