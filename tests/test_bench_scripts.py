@@ -408,3 +408,18 @@ def test_run_all_refuses_an_unknown_script_name():
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 2 and "no such bench script: bench_nosuch" in res.stderr
     assert "===" not in res.stdout
+
+
+def test_within_prior_reads_the_stored_ttd_run_and_refuses_a_bad_store(tmp_path):
+    # the within-launch prior's check (stop 34 dropped the prior on it): per run x variant
+    # the rank correlations over the sizes, then their quartiles; no MPI
+    script = str(BENCH / "bench_within_prior.py")
+    res = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    per = [ln for ln in res.stdout.splitlines() if "rho(excess, se2)" in ln and "sizes," in ln]
+    assert len(per) == 2 and {"mpich:", "openmpi:"} <= set(" ".join(per).split()), res.stdout
+    assert "2 run x variant from 1 store(s)" in res.stdout
+    bad = subprocess.run([sys.executable, script, str(tmp_path)], capture_output=True,
+                         text=True, timeout=60)
+    assert bad.returncode == 2 and f"{tmp_path}: no */core/mpibench.db" in bad.stderr
+    assert bad.stdout == ""
