@@ -121,7 +121,10 @@ more rows with the last size 2x / 3x noisier on the thin (base) side only (every
 has them: on one side of a balanced one, on the smaller side of 4v7x10, 5v7x10);
 `--outlier-thin-check`: with a base side of fewer launches (2v7, 4v7, ...) instead today's
 rule against today's plus a check of that side's own sums at 20% / 30% / 50%
-(THIN_CHECK_RULES, measured and not taken).
+(THIN_CHECK_RULES, measured and not taken); `--outlier-rule own`: today's rule against
+stop 35's every size its own cell part where the launches are unbalanced
+(stats.launch.unbalanced; OWN_RULES, measured and not taken), the same draws.
+`--only-planning-rows --outlier-rule own` plans and tests those rows under that rule.
 Then 2 vs 7 and 3 vs 7 at 3-8 sizes, one size in two modes (x3 in half the launches): a
 thin side's own cell part floored at the other side's (stats.launch.floor_component, as
 compare runs) and as estimated, on the same draws (`--only-two-mode-size` runs just these).
@@ -298,11 +301,22 @@ def main(argv: list[str]) -> int:
                     help="with --only-outlier and a base side of fewer launches (2v7x10, "
                     "4v7x10, ...): today's rule against today's plus a check of that side's "
                     "own sums at 20%%, 30%% and 50%% (THIN_CHECK_RULES; measured, not taken)")
+    ap.add_argument("--outlier-rule", choices=("today", "own"), default="today",
+                    help="own: stop 35's rule, measured and not taken: every size its own "
+                    "cell part (no gate, no flag) where an unpaired comparison's launches "
+                    "are unbalanced (stats.launch.unbalanced: 2-4 against more). With "
+                    "--only-outlier a column beside today's on the same draws; with "
+                    "--only-planning-rows the rows planned and tested under it")
     args = ap.parse_args(argv)
     if (args.outlier_design or args.outlier_side != 1.0 or args.outlier_thin_check) and \
             not args.only_outlier:
         ap.error("--outlier-design / --outlier-side / --outlier-thin-check: only with "
                  "--only-outlier")
+    own = args.outlier_rule == "own"
+    if own and not (args.only_outlier or args.only_planning_rows):
+        ap.error("--outlier-rule: only with --only-outlier or --only-planning-rows")
+    if own and args.only_outlier and (args.outlier_side != 1.0 or args.outlier_thin_check):
+        ap.error("--outlier-rule own: not with --outlier-side or --outlier-thin-check")
     if (args.unpaired or args.power) and not args.only_ramp:
         ap.error("--unpaired / --power: only with --only-ramp")
     designs = tuple(args.outlier_design)
@@ -314,7 +328,8 @@ def main(argv: list[str]) -> int:
             (args.only_two_mode_size, two_mode_size_section, 10 * reps),
             (args.only_outlier, functools.partial(outlier_section, designs=designs,
                                                   side=args.outlier_side,
-                                                  thin_check=args.outlier_thin_check),
+                                                  thin_check=args.outlier_thin_check,
+                                                  own=own),
              10 * reps),
             (args.only_unbalanced, unbalanced_section, reps),
             (args.only_planning, planning_section, reps),
@@ -322,7 +337,8 @@ def main(argv: list[str]) -> int:
             (args.only_planning_thin, planning_thin_section, reps),
             (args.only_planning_own, planning_own_section, 3 * reps),
             (args.only_planning_rows, functools.partial(planning_rows_section,
-                                                        first=args.seed), 10 * reps),
+                                                        first=args.seed, own=own),
+             10 * reps),
             (args.only_missing_pair, missing_pair, 6 * reps),
             (args.only_few_clean, few_clean_section, 10 * reps),
             (args.only_paired_decide, paired_decide, reps),
@@ -733,17 +749,26 @@ def _thin_row(seed: int, n_thin: int, shared: float, specific: float, f: float,
             float(own.mean()), ratio, float(each[own].mean()) if own.any() else float("nan"))
 
 
-def planning_rows_section(_rng: np.random.Generator, reps: int, first: int = 7) -> None:
+def planning_rows_section(_rng: np.random.Generator, reps: int, first: int = 7,
+                          own: bool = False) -> None:
     """The 16 thin-side planning rows at the stats level (stats.launch.compare_cells, the
     flag on, as compare runs): 2 and 3 vs 7 x 10 sizes, launch effects shared or not, the
     thin side as noisy, 3x, 1.7x or 1/3; per row the ROW_SEEDS seeds first, first + 1,
     ... (every row the same), reps A/A benchmarks each (_thin_row): the mean power over
     the seeds, its sd and standard error, the range, how many seeds fall in 75-85%; and
     over the seeds the cells planned on an own cell part (not plan_expect's): their
-    share, their median figure over the others', their power at the row's median."""
+    share, their median figure over the others', their power at the row's median.
+    own: under stop 35's rule (_every_size_own), measured and not taken."""
     seeds = list(range(first, first + ROW_SEEDS))
     print(f"\nPlanning rows (stats level): exact power at the median 'detectable' of {reps} "
-          f"A/A benchmarks x 10 sizes, seeds {seeds[0]}-{seeds[-1]} in every row")
+          f"A/A benchmarks x 10 sizes, seeds {seeds[0]}-{seeds[-1]} in every row"
+          + ("; every size its own part where unbalanced (--outlier-rule own)" if own else ""))
+    with _every_size_own() if own else contextlib.nullcontext():
+        _planning_rows_of(seeds, reps)
+
+
+def _planning_rows_of(seeds: list[int], reps: int) -> None:
+    """planning_rows_section's 16 rows at these seeds, reps A/A benchmarks each."""
     inside = 0
     for n_thin in (2, 3):
         for sh, sp, lab, f in THIN_ROWS:
@@ -2018,8 +2043,39 @@ THIN_CHECK_RULES = (("today", None),) + tuple(
     for lv in (0.20, 0.30, 0.50))
 
 
+@contextlib.contextmanager
+def _every_size_own():
+    """Stop 35's rule, measured and not taken (docs/statistics.md "Stop 35: unbalanced
+    launches are planned to balance"): where the two sides' launches are unbalanced
+    (stats.launch.unbalanced: the smaller side at most UNBALANCED_MAX_SMALL launches,
+    fewer than the other's), every size its own cell part (spread(own=True): no gate, no
+    moderation, no flag), as gated_spreads' thin rule does where every side is thin; the
+    rest as today (stats.launch.gated_spreads swapped for the block)."""
+    from mpibench.stats import launch as L
+    today = L.gated_spreads
+
+    def gated(sides, known=(), thin=True, ordered=False):
+        if thin and not known and len(sides) == 2 and \
+                max(len(side) for side in sides) >= L.FEW_CELLS:
+            residuals = [L._residuals(side) for side in sides]
+            out = [L._spread_of(rs) for rs in residuals]
+            if all(sp is not None for sp in out) and \
+                    L.unbalanced(out[0].launches, out[1].launches):
+                return [L._spread_of(rs, own=True) or sp
+                        for sp, rs in zip(out, residuals, strict=True)]
+        return today(sides, known, thin, ordered)
+
+    with _swapped("gated_spreads", gated):
+        yield
+
+
+# With --outlier-rule own: today's rule against _every_size_own, the same draws
+OWN_RULES = (("today", None), ("every size own", _every_size_own))
+
+
 def _outlier_counts(rng: np.random.Generator, reps: int, ns: tuple[int, int],
-                    sds: np.ndarray, side: float = 1.0, thin_check: bool = False) -> dict:
+                    sds: np.ndarray, side: float = 1.0, thin_check: bool = False,
+                    own: bool = False) -> dict:
     """Per rule (_rules), over reps A/A and reps real-10% benchmarks (the same draws for
     every rule; ns launches of the base side and the other's; sds the cell parts' sd per
     size, or per side and size (2 x S); the base side's logs x side):
@@ -2035,7 +2091,7 @@ def _outlier_counts(rng: np.random.Generator, reps: int, ns: tuple[int, int],
     acc = {label: dict(fp=np.zeros(size), cover=np.zeros(size),
                        power=np.zeros(size), adjusted=np.zeros(size), own=0, missed=0,
                        fp_missed=0)
-           for label, _rule in _rules(side, ns, thin_check)}
+           for label, _rule in _rules(side, ns, thin_check, own)}
     for eff in (0.0, math.log(1.1)):
         for _ in range(reps):
             vals = [np.exp((rng.normal(0.0, 0.03, (n, 1))
@@ -2045,7 +2101,7 @@ def _outlier_counts(rng: np.random.Generator, reps: int, ns: tuple[int, int],
             cells = [({f"a{r}": vals[0][r, k] for r in range(ns[0])},
                       {f"b{r}": vals[1][r, k] for r in range(ns[1])}, "higher")
                      for k in range(size)]
-            for label, make in _rules(side, ns, thin_check):
+            for label, make in _rules(side, ns, thin_check, own):
                 with make() if make else contextlib.nullcontext():
                     ts = L.compare_cells(cells)
                     adj, _share = M.adjust_table([M.Hypothesis("cell", t, "b", block="x")
@@ -2065,8 +2121,11 @@ def _outlier_counts(rng: np.random.Generator, reps: int, ns: tuple[int, int],
     return acc
 
 
-def _rules(side: float, ns: tuple[int, int] = (5, 5), thin_check: bool = False) -> tuple:
+def _rules(side: float, ns: tuple[int, int] = (5, 5), thin_check: bool = False,
+           own: bool = False) -> tuple:
     from mpibench.stats import launch as L
+    if own:
+        return OWN_RULES
     if side != 1.0:
         return SIDE_RULES
     if thin_check and ns[0] < ns[1]:
@@ -2090,7 +2149,7 @@ def _outlier_rows(na: int, nb: int, sizes: int) -> list[tuple[str, np.ndarray]]:
 
 
 def outlier_section(rng: np.random.Generator, reps: int, designs=(), side: float = 1.0,
-                    thin_check: bool = False) -> None:
+                    thin_check: bool = False, own: bool = False) -> None:
     """5+5 and 10+10 unpaired, 8 and 22 sizes, the last size's cell part 1x (alike), 2x
     or 3x the others' sd 0.05: A/A false positives and CI coverage at that size, the
     worst other size, power for a real 10% at the other sizes raw and after the closed
@@ -2099,19 +2158,19 @@ def outlier_section(rng: np.random.Generator, reps: int, designs=(), side: float
     size 2x / 3x on the base side only. designs: (base launches, the other's, sizes)
     of OUTLIER_DESIGNS to run (all if empty). side: the base side's logs (launch effect and
     cell parts) x side, SIDE_RULES' rows. thin_check: a design whose base side has fewer
-    launches is run on THIN_CHECK_RULES."""
+    launches is run on THIN_CHECK_RULES. own: every design on OWN_RULES."""
     print(f"\nOne size 2-3x noisier (cell part sd 0.05 x 1/2/3 vs 0.05, launch effect sd "
           f"0.03 a side), unpaired; {reps} A/A and {reps} real-10% benchmarks per row, the "
           f"same draws for every rule{f', the base side x{side:g}' if side != 1.0 else ''}: "
-          + " | ".join(label for label, _ in _rules(side)) + "; a thin design's: "
-          + " | ".join(label for label, _ in _rules(side, (2, 7), thin_check)))
+          + " | ".join(label for label, _ in _rules(side, own=own)) + "; a thin design's: "
+          + " | ".join(label for label, _ in _rules(side, (2, 7), thin_check, own)))
     for na, nb, sizes in designs or OUTLIER_DESIGNS:
         print(f"  {'design':<22} " + " | ".join(
             f"{'FP n':>5} {'cov n':>5} {'FP q':>5} {'pow q':>5} {'adj q':>5} {'own':>4} "
             f"{'miss':>4} {'FP|m':>5}"
-            for _ in _rules(side, (na, nb), thin_check)))
+            for _ in _rules(side, (na, nb), thin_check, own)))
         for label, sds in _outlier_rows(na, nb, sizes):
-            acc = _outlier_counts(rng, reps, (na, nb), sds, side, thin_check)
+            acc = _outlier_counts(rng, reps, (na, nb), sds, side, thin_check, own)
             cols = [f"{100 * a['fp'][-1] / reps:>4.1f}% {100 * a['cover'][-1] / reps:>4.1f}% "
                     f"{100 * a['fp'][:-1].max() / reps:>4.1f}% "
                     f"{100 * a['power'][:-1].mean() / reps:>4.1f}% "

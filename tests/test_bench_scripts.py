@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
@@ -62,6 +63,9 @@ def test_time_to_decision_refuses_bad_flags_on_one_line(args, flag):
     (["--outlier-thin-check"], "only with --only-outlier"),
     (["--unpaired"], "only with --only-ramp"),
     (["--power"], "only with --only-ramp"),
+    (["--outlier-rule", "own"], "only with --only-outlier or --only-planning-rows"),
+    (["--only-outlier", "--outlier-rule", "own", "--outlier-thin-check"],
+     "not with --outlier-side or --outlier-thin-check"),
 ])
 def test_inference_refuses_a_bad_outlier_design(args, said):
     # a malformed design was a ValueError traceback; one without --only-outlier was ignored
@@ -69,6 +73,35 @@ def test_inference_refuses_a_bad_outlier_design(args, said):
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 2 and said in res.stderr, res.stderr
     assert "Traceback" not in res.stderr and res.stdout == ""
+
+
+def test_inference_outlier_rule_own_is_stop_35s_rule(monkeypatch):
+    """--outlier-rule own (docs/statistics.md "Stop 35: unbalanced launches are planned to
+    balance" cites its figures): every size its own cell part where the launches are
+    unbalanced (3 vs 7, 7 vs 4), today's test elsewhere (5 vs 7, 7 + 7), today's back
+    after the block."""
+    import importlib.util
+
+    from mpibench.stats import launch as L
+    spec = importlib.util.spec_from_file_location("bench_inf", BENCH / "bench_inference.py")
+    bench = importlib.util.module_from_spec(spec)
+    monkeypatch.setattr(sys, "path", list(sys.path))      # it puts src/ first
+    spec.loader.exec_module(bench)
+    rng = np.random.default_rng(3)
+    for ns, changes in (((3, 7), True), ((7, 4), True), ((5, 7), False), ((7, 7), False)):
+        vals = [np.exp(rng.normal(0.0, 0.03, (n, 1)) + rng.normal(0.0, 0.05, (n, 10)))
+                for n in ns]
+        cells = [({f"a{r}": vals[0][r, k] for r in range(ns[0])},
+                  {f"b{r}": vals[1][r, k] for r in range(ns[1])}, "higher") for k in range(10)]
+        today = L.compare_cells(cells)
+        with bench._every_size_own():
+            own = L.compare_cells(cells)
+        assert L.compare_cells(cells) == today
+        if changes:
+            assert all(t.own_cell for t in own) and not all(t.own_cell for t in today)
+            assert [t.se_log for t in own] != [t.se_log for t in today]
+        else:
+            assert own == today
 
 
 def test_inference_runs_the_ramp_unpaired():
