@@ -265,13 +265,14 @@ def machine_probes(db: Path) -> dict[str, dict]:
 
 def core_result_rows(db: Path) -> list[dict]:
     """The core store's result rows of its done launches, as preempted_line and
-    cut_short_line read them (run_id, variant, size, status, n, median, stop_reason,
-    extra_json)."""
+    cut_short_line read them (variant, size, status, n, median, stop_reason, extra_json,
+    and the core's mode from the launch's fingerprint: stats.preempted.waited_at_cap)."""
     with Store(db, readonly=True) as store:
         return [dict(r) for r in store.db.execute(
-            "SELECT x.run_id, r.variant, x.size, x.status, x.n, x.median, x.stop_reason, "
-            "x.extra_json "
-            "FROM results x JOIN runs r ON r.id = x.run_id WHERE r.status = 'done'")]
+            "SELECT r.variant, x.size, x.status, x.n, x.median, x.stop_reason, x.extra_json, "
+            "json_extract(f.json, '$.core_options.mode') AS mode FROM results x "
+            "JOIN runs r ON r.id = x.run_id LEFT JOIN fingerprints f ON f.id = r.fingerprint_id "
+            "WHERE r.status = 'done'")]
 
 
 def preempted_line(db: Path) -> str:
@@ -290,8 +291,7 @@ def preempted_line(db: Path) -> str:
     counts = preempted_of(rows)
     kept = sum(r["n"] or 0 for r in ok)
     slices = slice_cells(ok)
-    fixed = preempted.fixed_count_launches(rows)
-    capped = [r for r in rows if preempted.waited_at_cap(r, fixed)]
+    capped = [r for r in rows if preempted.waited_at_cap(r)]
     stopped, empty = len(capped), sum(map(preempted.skipped, capped))
     unknown = counts.unknown
     return (f"core preempted samples (a rank descheduled in or next to the sample): "
@@ -1151,7 +1151,8 @@ def reach_line(final, core: Tool, max_budget: float) -> str:
     total = b.total_s
     where = "within" if total <= max_budget else "above"
     if b.beyond:
-        head += f" not for {len(b.beyond)} cells out of reach on their own (named above);"
+        head += (f" no: {len(b.beyond)} cells out of reach on their own "
+                 f"({budget.cells_named(b.beyond)}); the other cells:")
     return (f"{head} {b.launches} launches per side, {total:.0f} s of launches at "
             f"{b.launch_s:.2f} s a launch, {where} --max-budget {max_budget:g} s "
             f"(a plan from all the core's launches and cells; --to-budget runs to its "

@@ -1005,22 +1005,24 @@ def test_a_fixed_count_launchs_preempted_stop_prices_no_cap():
     """The core's fixed-count mode (--iterations) stops a size 'preempted' (or skips it)
     once its count is done, short of clean samples (core/driver.c fixed_stop): it never
     sampled on to --preempted-max-time, so the plan prices no cap for it (its seconds
-    per sample stay the cell's), while the same row in a time-bounded launch does. A
-    fixed-count launch is one with a size stopped 'iterations'."""
-    def row(rid, size, stop, cell_s, n=20):
+    per sample stay the cell's), while the same row of an adaptive launch does. The mode
+    is the launch fingerprint's core_options.mode (launch_cost_rows' `mode`), even where
+    every size of the fixed-count launch was cut short."""
+    def row(rid, size, stop, cell_s, mode, n=20):
         return {"run_id": rid, "variant": "v", "repeat": int(rid[-1]), "benchmark": "B",
                 "size": size, "n": n, "median": 10.0 * (1 + 0.01 * int(rid[-1])),
                 "ci_low": 9.8, "ci_high": 10.2, "cell_s": cell_s, "launch_s": 1.0,
-                "status": "ok", "stop_reason": stop}
-    for other, share in (("iterations", 0.0), ("target", 0.5)):
-        rows = [row("L1", 1, other, 0.02), row("L1", 2, other, 0.02),
-                row("L2", 1, other, 0.02), row("L2", 2, "preempted", 0.3, n=3)]
+                "status": "ok", "stop_reason": stop, "mode": mode}
+    for mode, other, share in (("iterations", "preempted", 0.0), ("adaptive", "target", 0.5),
+                               (None, "target", 0.5)):
+        rows = [row("L1", 1, other, 0.02, mode), row("L1", 2, other, 0.02, mode),
+                row("L2", 1, other, 0.02, mode), row("L2", 2, "preempted", 0.3, mode, n=3)]
         y = {c.key: c for c in budget.components_from_rows(rows)["v"].cells}[("B", 2)]
-        assert y.preempt_share == pytest.approx(share), other
-        assert y.sample_s == pytest.approx(0.001 if share else (0.001 + 0.1) / 2), other
-        fixed = preempted.fixed_count_launches(rows)
-        assert fixed == ({"L1", "L2"} if other == "iterations" else set())
-        assert preempted.waited_at_cap(rows[-1], fixed) == bool(share)
+        assert y.preempt_share == pytest.approx(share), mode
+        assert y.sample_s == pytest.approx(0.001 if share else (0.001 + 0.1) / 2), mode
+        assert preempted.waited_at_cap(rows[-1]) == bool(share)
+        skip = dict(rows[-1], status="skipped", median=None, n=0)
+        assert preempted.waited_at_cap(skip) == bool(share)
 
 
 def test_a_skipped_cells_seconds_are_the_cells_not_the_launchs_fixed_part():
@@ -1438,7 +1440,9 @@ def test_a_cell_out_of_reach_on_its_own_is_left_out_of_a_partial_plan():
         assert part.best.launches == max(n for n in per.values() if n is not None)
         assert math.sqrt(2 * part.best.launch_var) < 0.2      # the stall's cell is ~0.7
         assert "planned without 1 cells out of reach at their own spread (more than 1000 " \
-               "rounds each): sizes 19, tested at every look" in part.describe()
+               "rounds each): PingPong 19, tested at every look" in part.describe()
+    assert budget.cells_named({("PingPong", 4096), ("PingPong", 512), ("Allreduce", 2 ** 20)}
+                              ) == "Allreduce 1M; PingPong 512, 4K"
 
 
 def _stall_rounds(rng, start, stop, q, sizes=24):

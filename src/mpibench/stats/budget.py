@@ -82,11 +82,12 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from mpibench.stats import launch as launch_stats
 from mpibench.stats import preempted
+from mpibench.units import fmt_size
 
 Z95 = 1.959963984540054
 CORE_MIN_SAMPLES = 20        # core/args.c: min_samples
@@ -524,11 +525,9 @@ class Plan:
     def describe(self) -> str:
         text = self._describe()
         if self.best.beyond:
-            sizes = ", ".join(str(k[1]) if isinstance(k, tuple) and len(k) > 1 else str(k)
-                              for k in sorted(self.best.beyond, key=_key_order))
             text += (f"; planned without {len(self.best.beyond)} cells out of reach at their "
-                     f"own spread (more than {SEARCH_MAX} rounds each): sizes {sizes}, "
-                     "tested at every look like the others")
+                     f"own spread (more than {SEARCH_MAX} rounds each): "
+                     f"{cells_named(self.best.beyond)}, tested at every look like the others")
         if self.preempted:
             text += (f"; {self.preempted} cell launches it planned on stopped 'preempted' "
                      "(short of clean samples at the core's cap: medians of those few, "
@@ -560,9 +559,18 @@ class Plan:
                 f"precision per second)")
 
 
-def _key_order(key: object) -> tuple:
-    """A cell key's place in a list: its pool's name, then its size."""
-    return (str(pool_of(key)), key[1] if isinstance(key, tuple) and len(key) > 1 else 0)
+def cells_named(keys: Iterable[object]) -> str:
+    """Cell keys (benchmark, size) as a reader names them: per benchmark its sizes
+    ascending, each as units.fmt_size writes it ('PingPong 512, 4K'); other keys as
+    they print."""
+    by: dict[str, list] = defaultdict(list)
+    for k in keys:
+        if isinstance(k, tuple) and len(k) > 1 and isinstance(k[1], int):
+            by[str(k[0])].append(k[1])
+        else:
+            by[str(k)].append(None)
+    return "; ".join(f"{b} " + ", ".join(fmt_size(x) for x in sorted(xs)) if None not in xs
+                     else b for b, xs in sorted(by.items()))
 
 
 def samples_at(cell: CellCost, target_pct: float, min_samples: int = CORE_MIN_SAMPLES,
@@ -1135,13 +1143,11 @@ def components_from_rows(rows: Iterable[Mapping], min_sigma_l2: float = 0.0
             launch_cells[rid] += float(r["cell_s"])
         per[r["variant"]][(r["benchmark"], r["size"])].append(r)
     out: dict[str, Components] = {}
-    every = [r for rs in per.values() for cell in rs.values() for r in cell]
-    b_of = guarded_b(every)
-    fixed = preempted.fixed_count_launches(every)
+    b_of = guarded_b(r for rs in per.values() for cell in rs.values() for r in cell)
     for variant, cells in per.items():
         costs = []
         for key, rs in sorted(cells.items(), key=lambda kv: str(kv[0])):
-            cost = _cell_cost(key, rs, b_of.get((variant, key)), min_sigma_l2, fixed)
+            cost = _cell_cost(key, rs, b_of.get((variant, key)), min_sigma_l2)
             if cost is not None:
                 costs.append(cost)
                 # a skipped launch's seconds on a priced cell are in its preempt_s; on a
@@ -1156,17 +1162,17 @@ def components_from_rows(rows: Iterable[Mapping], min_sigma_l2: float = 0.0
     return out
 
 
-def _cell_cost(key: object, rs: Sequence[Mapping], b: float | None, min_sigma_l2: float,
-               fixed: Collection = frozenset()) -> CellCost | None:
+def _cell_cost(key: object, rs: Sequence[Mapping], b: float | None, min_sigma_l2: float
+               ) -> CellCost | None:
     """components_from_rows' CellCost of one cell and variant from its rows; None with
     fewer than two launch values or no CI. The seconds per sample come from the launches
     that ran to their stopping rule (all of them when every one was cut short); the ones
     that waited at the cap (stats.preempted.waited_at_cap, preempted skips included; not
-    a fixed-count launch's, in `fixed`) price the cap: their share and mean seconds."""
+    a fixed-count launch's) price the cap: their share and mean seconds."""
     logs, ns, per_sample, cut = [], [], [], []
     for r in rs:
         med, n = r.get("median"), r.get("n")
-        at_cap = preempted.waited_at_cap(r, fixed)
+        at_cap = preempted.waited_at_cap(r)
         if at_cap and r.get("cell_s") is not None:
             cut.append(float(r["cell_s"]))
         if not med or med <= 0 or not n:

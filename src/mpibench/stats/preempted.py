@@ -33,7 +33,7 @@ Pure functions: no store.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -83,24 +83,17 @@ def cut_launches(rows: Iterable[Mapping[str, Any]]) -> dict[tuple, set]:
     return out
 
 
-FIXED_COUNT = "iterations"   # core/stop.c: the stop of a fixed-count (--iterations) size
+FIXED_COUNT = "iterations"   # core/output.c header options.mode of --iterations
 
 
-def fixed_count_launches(rows: Iterable[Mapping[str, Any]]) -> set:
-    """The run ids of the launches that ran in the core's fixed-count mode (--iterations):
-    those with a size stopped `iterations`. Such a launch stops a size `preempted` (or
-    skips it) once its count is done, short of clean samples (core/driver.c fixed_stop),
-    without sampling on to --preempted-max-time. A fixed-count launch whose every size was
-    cut short is not told apart (its rows carry no mode)."""
-    return {r.get("run_id") for r in rows if r.get("stop_reason") == FIXED_COUNT}
-
-
-def waited_at_cap(row: Mapping[str, Any], fixed: Collection = frozenset()) -> bool:
+def waited_at_cap(row: Mapping[str, Any]) -> bool:
     """Whether the core sampled this cell of a launch on to --preempted-max-time: stopped
-    `preempted` on any number of clean samples, or a preempted skip (none), in a launch not
-    in `fixed` (fixed_count_launches of the same rows: their preempted stops never waited).
+    `preempted` on any number of clean samples, or a preempted skip (none), in a launch
+    whose mode (the row's `mode`, the launch's fingerprint core_options.mode:
+    store.report_queries.launch_cost_rows) is not fixed-count: with --iterations the core
+    stops such a size once its count is done (core/driver.c fixed_stop), never waiting.
     Wider than cut_short (which puts a cell alone only below FEW_CLEAN samples)."""
-    return (stopped(row) or skipped(row)) and row.get("run_id") not in fixed
+    return (stopped(row) or skipped(row)) and row.get("mode") != FIXED_COUNT
 
 
 class FewCleanBench(NamedTuple):
@@ -149,4 +142,4 @@ def few_clean_bench(rng: np.random.Generator, rounds: int, gain: float, prone: t
 
 
 __all__ = ["FEW_CLEAN", "stopped", "few_clean", "skipped", "cut_short", "cut_launches",
-           "fixed_count_launches", "waited_at_cap", "FewCleanBench", "few_clean_bench"]
+           "waited_at_cap", "FewCleanBench", "few_clean_bench"]

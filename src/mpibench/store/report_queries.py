@@ -207,13 +207,17 @@ def launch_cost_rows(store: Store, run_ids: Sequence[str]) -> list[dict]:
     launch_s (the launch's elapsed seconds), stop_reason (the core's) and status: 'ok',
     or 'skipped' (no median; with stop_reason 'preempted', stats.preempted.skipped, no
     clean sample within the cap: its seconds are the launch's, not its fixed part's, and
-    price the cap; the core's other skips, e.g. --mem-limit, have stop_reason null)."""
+    price the cap; the core's other skips, e.g. --mem-limit, have stop_reason null), and
+    mode: the core's 'adaptive' or 'iterations' (fixed count) from the launch's
+    fingerprint (execute.core_fingerprint; None without one)."""
     out: list[dict] = []
     for chunk in _chunks(run_ids):
         cur = store.db.execute(
             "SELECT r.run_id, u.variant, u.repeat, r.benchmark, r.size, r.n, r.median, r.ci_low, "
             "r.ci_high, json_extract(r.extra_json, '$.elapsed_s') AS cell_s, r.stop_reason, "
-            "r.status, u.elapsed AS launch_s FROM results r JOIN runs u ON u.id = r.run_id "
+            "r.status, u.elapsed AS launch_s, json_extract(f.json, '$.core_options.mode') "
+            "AS mode FROM results r JOIN runs u ON u.id = r.run_id "
+            "LEFT JOIN fingerprints f ON f.id = u.fingerprint_id "
             f"WHERE r.status IN ('ok', 'skipped') AND r.run_id IN ({_marks(len(chunk))})",
             chunk)
         names = [d[0] for d in cur.description]
