@@ -78,12 +78,17 @@ def test_reference_without_spread_is_a_one_sample_test_and_says_so(tmp_path, cap
     assert "(ref exact)" in capsys.readouterr().out
 
 
+def _new_cell(size, values, ids=None, np_=2, params=None):
+    """Set n's PingPong cell at `size` (np np_) with these launch medians (report.data's
+    ResultCell, as load_cells makes it)."""
+    from mpibench.report.data import ResultCell
+    ids = ids or [f"r{i}" for i in range(len(values))]
+    return ResultCell("n", "PingPong", size, np_, dict(params or {}), "time", "us", "lower",
+                      launch_ids=list(ids), launch_values=[float(v) for v in values])
+
+
 def _fake_cell(values, value_ids=None):
-    from types import SimpleNamespace
-    ids = value_ids or [f"r{i}" for i in range(len(values))]
-    return SimpleNamespace(benchmark="PingPong", size=8, np=2, params={}, metric="time",
-                           unit="us", shown_statistic="median", launch_values=list(values),
-                           launch_ids=ids, by_launch=dict(zip(ids, values, strict=True)))
+    return _new_cell(8, values, value_ids)
 
 
 @pytest.mark.parametrize("with_spread", [False, True])
@@ -189,7 +194,6 @@ def test_reference_gate_gives_a_noisy_size_its_own_cell_part():
     compare does, with each size's own (moderated) cell part where the sizes are not
     equally noisy: a noisy size's CI is wider than a quiet one's (it got the pooled cell
     part, so every size had the same too-narrow CI)."""
-    from types import SimpleNamespace
 
     from mpibench import gate_reference as G
     from mpibench.stats import launch as L
@@ -201,10 +205,7 @@ def test_reference_gate_gives_a_noisy_size_its_own_cell_part():
     cells, refs = {}, []
     for size, sd in zip(sizes, sds, strict=True):
         vals = [float(math.exp(x)) for x in u + rng.normal(0.0, sd, 6)]
-        cells[size] = {"n": SimpleNamespace(
-            benchmark="PingPong", size=size, np=2, params={}, metric="time", unit="us",
-            shown_statistic="median", launch_values=vals, launch_ids=ids,
-            by_launch=dict(zip(ids, vals, strict=True)))}
+        cells[size] = {"n": _new_cell(size, vals, ids)}
         refs.append(G.RefCell("PingPong", size, None, "time", "us", "lower", 1.0))
     res = G.judge(G.Reference("r.toml", cells=refs), cells, ["n"], 0.05, 0.05)
     sp = L.spread({id(c["n"]): c["n"].by_launch for c in cells.values()})
@@ -217,7 +218,6 @@ def _reference_aa(rng, sizes: int, n_new: int, n_ref: int, sds):
     """One A/A draw of check --reference: a stored reference from n_ref launches (value,
     sd_log, launches per size) and n_new new launches of the same distribution (launch
     effect sd 0.03 shared by the sizes, cell part sd `sds` per size)."""
-    from types import SimpleNamespace
 
     from mpibench import gate_reference as G
     ref = rng.normal(0, 0.03, (n_ref, 1)) + rng.normal(0, 1, (n_ref, sizes)) * sds
@@ -226,10 +226,7 @@ def _reference_aa(rng, sizes: int, n_new: int, n_ref: int, sds):
     cells, refs = {}, []
     for s in range(sizes):
         vals = [float(math.exp(x)) for x in new[:, s]]
-        cells[s] = {"n": SimpleNamespace(
-            benchmark="PingPong", size=1 << s, np=2, params={}, metric="time", unit="us",
-            shown_statistic="median", launch_values=vals, launch_ids=ids,
-            by_launch=dict(zip(ids, vals, strict=True)))}
+        cells[s] = {"n": _new_cell(1 << s, vals, ids)}
         refs.append(G.RefCell("PingPong", 1 << s, None, "time", "us", "lower",
                               math.exp(ref[:, s].mean()), float(ref[:, s].std(ddof=1)), n_ref))
     return G.Reference("r.toml", cells=refs), cells
@@ -262,7 +259,6 @@ def _ramp_check(rng, order):
     """One A/A check --reference of an 11-size ramp (new launches' cell part sd 0.03 ->
     0.15 over the sizes, launch effect sd 0.05, 8 launches; exact reference at 1), the
     reference file's cells in `order`: each size's CI width (log) by its label."""
-    from types import SimpleNamespace
 
     from mpibench import gate_reference as G
     sds = np.linspace(0.03, 0.15, 11)
@@ -271,10 +267,7 @@ def _ramp_check(rng, order):
     cells, refs = {}, []
     for s in order:
         vals = [float(math.exp(x)) for x in new[:, s]]
-        cells[s] = {"n": SimpleNamespace(
-            benchmark="PingPong", size=1 << s, np=2, params={}, metric="time", unit="us",
-            shown_statistic="median", launch_values=vals, launch_ids=ids,
-            by_launch=dict(zip(ids, vals, strict=True)))}
+        cells[s] = {"n": _new_cell(1 << s, vals, ids)}
         refs.append(G.RefCell("PingPong", 1 << s, None, "time", "us", "lower", 1.0))
     res = G.judge(G.Reference("r.toml", cells=refs), cells, ["n"], 0.05, 0.05)
     return {f.cell: math.log(f.ci_high / f.ci_low) for f in res.findings}
@@ -300,3 +293,30 @@ def test_reference_gate_follows_a_ramp_in_any_file_order():
             assert w == pytest.approx(sorted_w, rel=1e-9)
         ratios.append(w["1K"] / w["1"])
     assert np.median(ratios) > 2.45, np.median(ratios)
+
+
+def test_reference_gate_tests_each_np_in_its_own_block():
+    """Two np in one reference file are two blocks, as compare keys them (CellKey.block:
+    the cell key without its size): np=2's sizes quiet (cell part sd 0.03), np=4's noisy
+    (0.15). Judged with np=4's cells in the file, np=2's CI widths are the ones it has
+    alone; grouped by (benchmark, metric), np=4's spread fed np=2's gate and trend (the
+    review's 50 draws: median width 0.0675 alone, 0.0805 mixed)."""
+    from mpibench import gate_reference as G
+    rng = np.random.default_rng(3)
+    ids = [f"r{i}" for i in range(8)]
+    sizes = [1 << s for s in range(6)]
+    quiet = rng.normal(0, 0.03, (8, 6)) + rng.normal(0, 0.02, (8, 1))
+    noisy = rng.normal(0, 0.15, (8, 6)) + rng.normal(0, 0.02, (8, 1))
+    cells, refs = {}, []
+    for np_, logs in ((2, quiet), (4, noisy)):
+        for i, size in enumerate(sizes):
+            cells[(np_, size)] = {"n": _new_cell(size, np.exp(logs[:, i]), ids, np_)}
+            refs.append(G.RefCell("PingPong", size, np_, "time", "us", "lower", 1.0))
+
+    def widths(keep):
+        res = G.judge(G.Reference("r.toml", cells=[r for r in refs if r.np in keep]),
+                      {k: v for k, v in cells.items() if k[0] in keep}, ["n"], 0.05, 0.05)
+        return [math.log(f.ci_high / f.ci_low) for f in res.findings if f.cell != "overall"]
+
+    alone, mixed = widths({2}), widths({2, 4})[:6]
+    assert mixed == pytest.approx(alone, rel=1e-9)

@@ -27,9 +27,10 @@ The file (TOML):
 The test (gate.py's one-sided test, with one side a stored value): per cell, the log gain
 d = mean(new launch logs) - log(value) (oriented so > 0 = the new launches are better),
 H0 "gain >= 1/(1+margin)" against "worse by more than the margin". The new side's
-standard error is compare's pooled model over the benchmark's cells (stats.launch.spread),
-its sizes gated once with the reference's own sd_log per size (stats.launch.gated_spreads),
-in size order as compare gates an unpaired block (a spread that grows with size: the trend);
+standard error is compare's pooled model over the block's cells (one benchmark, np,
+params and metric, its sizes: CellKey.block; stats.launch.spread), its sizes gated once
+with the reference's own sd_log per size (stats.launch.gated_spreads), in size order as
+compare gates an unpaired block (a spread that grows with size: the trend);
 a reference with sd_log and launches adds its own component (sd_log^2 / launches, launches
 - 1 df): a two-sample test against a summarised baseline. Without them the reference is
 taken as exact: the test then says whether the new launches are slower than the stated value
@@ -445,17 +446,16 @@ def judge(ref: Reference, cells: dict, sets: list[str], margin_flag: float | Non
         own = [by[g] for by in cells.values() if g in by and by[g].launch_values]
         matched = _match(ref, own, g, res)
         res.unmatched += len(own) - len(matched)
-        # the new side's spread per benchmark and metric (compare's pooled model)
-        # gated once with the reference's own per-size spreads (stats.launch.gated_spreads):
-        # a size the reference says is noisy keeps its own part where the new side's gate
-        # alone stays closed
+        # the new side's spread per block (compare's: the cell key without its size,
+        # CellKey.block; its pooled model) gated once with the reference's own per-size
+        # spreads (stats.launch.gated_spreads): a size the reference says is noisy keeps
+        # its own part where the new side's gate alone stays closed
         spreads: dict[tuple, list] = {}
         known: dict[tuple, list[tuple[float, float]]] = {}
         for rc, c in matched:
-            spreads.setdefault((rc.benchmark, rc.metric), []).append(c)
+            spreads.setdefault(c.key.block, []).append(c)
             if rc.sd_log is not None and rc.launches and rc.launches > 1:
-                known.setdefault((rc.benchmark, rc.metric), []).append(
-                    (rc.sd_log ** 2, rc.launches - 1))
+                known.setdefault(c.key.block, []).append((rc.sd_log ** 2, rc.launches - 1))
         spread = {k: _new_spread(L, v, known.get(k, ())) for k, v in spreads.items()}
         per_launch: dict[str, list[float]] = {}
         ref_sds: list[tuple[float, int]] = []
@@ -475,7 +475,7 @@ def judge(ref: Reference, cells: dict, sets: list[str], margin_flag: float | Non
                 res.untested.append((g, rc.benchmark, rc.label,
                                      f"{n} new launch(es); a test needs >= 2"))
                 continue
-            sp = spread[(rc.benchmark, rc.metric)]
+            sp = spread[c.key.block]
             # this size's own (moderated) cell part where the sizes differ, as compare
             comps = sp.components(n, id(c)) if sp is not None else [
                 (float(y.var(ddof=1)) / n, n - 1)]
@@ -508,7 +508,7 @@ def judge(ref: Reference, cells: dict, sets: list[str], margin_flag: float | Non
 
 
 def _new_spread(L, cells: list, known):
-    """The new launches' Spread over one benchmark's matched cells (None for one cell),
+    """The new launches' Spread over one block's matched cells (None for one cell),
     its cells in size order and gated as ordered, as compare_cells orders an unpaired
     block given sizes (stats.launch._size_order): a spread that grows with size opens the
     gate and centres the prior (the trend); in the file's order it kept the flat prior."""

@@ -221,7 +221,7 @@ def _build_rows(selected: list, order: list[str], baseline: str, notes: _Notes
             if why is not None:
                 d.notes.append(notes.add(why))
                 continue
-            pending.setdefault((key._replace(size=None), cand), []).append(
+            pending.setdefault((key.block, cand), []).append(
                 (d, base, c, row.better))
         rows.append(row)
     return rows, pending

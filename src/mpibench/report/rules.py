@@ -102,6 +102,13 @@ class CellKey(NamedTuple):
         return _params(self.params_key)
 
     @property
+    def block(self) -> CellKey:
+        """The block this cell is tested in with its sizes (stats.launch.compare_cells
+        pools a block's sizes; report.judge, check --reference): the key without its size,
+        np, params, metric and tool kept."""
+        return self._replace(size=None)
+
+    @property
     def is_profile(self) -> bool:
         return self.benchmark.startswith(PROFILE_PREFIX)
 
