@@ -22,10 +22,14 @@ CLOCK_MONOTONIC reading before the launcher starts and one after it exits:
               harness's few ms of Python around it)
   to main     launcher start to rank 0's main (header start_monotonic_s): the launcher
               starting its processes, exec and the dynamic loader
-  MPI_Init    the header's mpi_init_us (max over ranks)
-  core start  the footer's elapsed_s less MPI_Init and the sizes' elapsed_s: timer
-              calibration, the machine-state readings at start and end (--state-ms),
-              header and buffers (allocated and touched once per benchmark)
+  MPI_Init    the header's mpi_init_us, the max over ranks (rank 0's own is not written):
+              rank 0 waits in its first collective for the slowest rank's MPI_Init, so
+              charging the max here keeps that wait out of "core start"
+  core start  rank 0's footer elapsed_s (from its main) less that max MPI_Init and the
+              sizes' elapsed_s: timer calibration, the machine-state readings at start
+              and end (--state-ms), header and buffers (allocated and touched once per
+              benchmark); where rank 0's MPI_Init was the slowest this is exact, else it
+              is rank 0's time after the slowest rank's MPI_Init ended
   sizes       the sum over sizes of elapsed_s, split by the result's phases_s (setup, first
               call, validation, settling, batch calibration, warm-up, sampling, statistics)
   finalize    rank 0's footer to the launcher's exit: MPI_Finalize and the launcher's teardown
@@ -90,7 +94,9 @@ def one_launch(stack, program: list[str], run_dir: Path, jsonl: Path | None,
 
 
 def breakdown(t0: float, wall: float, jsonl: Path) -> dict[str, float]:
-    """One core launch's row (seconds) from its records and the two outside readings."""
+    """One core launch's row (seconds) from its records and the two outside readings.
+    "core start" subtracts the max-over-ranks MPI_Init from rank 0's elapsed (see the
+    module docstring: rank 0's wait for the slowest rank's MPI_Init counts as MPI_Init)."""
     recs = [json.loads(ln) for ln in jsonl.read_text().splitlines() if ln.strip()]
     head = next(r for r in recs if r["record"] == "header")
     foot = next(r for r in recs if r["record"] == "footer")
