@@ -72,7 +72,9 @@ from mpibench.stats.probe import (  # noqa: E402
     State,
     coarse,
     judge_launch,
+    judge_stored,
     near,
+    reader_of,
     reader_reference,
     reference,
 )
@@ -728,6 +730,158 @@ def steal(n: int) -> None:
               f"above 200 ns in {sum(v > 200 for v in states)}")
 
 
+def _store_launches(db: Path) -> dict[int, list[dict]]:
+    """{campaign id: one machine_probe record per kept launch (run order)} of a store's
+    gated campaigns (machine_probe = "gate"; "record" never sets aside)."""
+    import sqlite3
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    gated = {c for c, spec in con.execute("SELECT id, spec_json FROM campaigns")
+             if json.loads(spec).get("machine_probe") == "gate"}
+    rows = con.execute("SELECT r.campaign_id, r.id, r.variant, r.started, x.extra_json "
+                       "FROM runs r JOIN results x ON x.run_id = r.id WHERE r.status = 'done' "
+                       "AND x.extra_json LIKE '%machine_probe%' ORDER BY r.started, r.id")
+    out: dict[int, dict[str, dict]] = {}
+    for camp, run, variant, _, extra in rows:
+        mp = json.loads(extra).get("machine_probe")
+        if isinstance(mp, dict) and camp in gated:
+            out.setdefault(camp, {}).setdefault(run, {**mp, "variant": variant})
+    con.close()
+    return {c: list(d.values()) for c, d in out.items()}
+
+
+def _final_refs(recs: list[dict]) -> dict[str, Reference | None]:
+    """The reference per reader compare judges these launches against (report/machine_state:
+    every compared launch's readings)."""
+    hist = [(v, reader_of(r.get("reading"))) for r in recs
+            for v in (r.get("before_ns"), r.get("after_ns")) if isinstance(v, int | float)]
+    return {who: reader_reference(hist, who) for who in ("launch", "probe")}
+
+
+def _store_row(recs: list[dict]) -> dict[str, float]:
+    """One gated campaign's counts: kept launches, set-aside attempts and their seconds,
+    launches off at compare's reference by why (retry cap: off when kept, retries spent;
+    reference moved: in the reference of its own time, off the final one), immediate
+    retries (no wait before them) and retries that found the same state again."""
+    refs = _final_refs(recs)
+    c = dict.fromkeys(("kept", "aside", "aside_s", "kept_s", "wait_s", "off_final", "cap",
+                       "moved", "unjudged", "retries", "at_once", "again", "paused", "unseen",
+                       "unseen_again"), 0.0)
+    for r in recs:
+        final = judge_stored(r.get("before_ns"), r.get("after_ns"),
+                             refs[reader_of(r.get("reading"))])
+        aside = r.get("set_aside") or []
+        c["kept"] += 1
+        c["kept_s"] += r.get("elapsed_s") or 0.0
+        c["aside"] += len(aside)
+        c["aside_s"] += sum(a.get("elapsed_s") or 0.0 for a in aside)
+        c["wait_s"] += sum(a.get("waited_s") or 0.0 for a in [*aside, r])
+        c["paused"] += sum(bool(a.get("paused_s")) for a in [*aside, r])
+        if final is State.OFF:
+            c["off_final"] += 1
+            c["cap" if r.get("state") == "off" else "moved" if r.get("state") == "reference"
+              else "unjudged"] += 1
+        attempts = [*aside, r]
+        for prev, nxt in zip(attempts, attempts[1:], strict=False):
+            c["retries"] += 1
+            c["at_once"] += (nxt.get("waits") or 0) == 0
+            again = judge_stored(nxt.get("before_ns"), nxt.get("after_ns"),
+                                 refs[reader_of(nxt.get("reading"))]) is State.OFF
+            c["again"] += again
+            # set aside for a state the wait's probe program accepts (review R12)
+            if reader_of(prev.get("reading")) == "launch" and judge_stored(
+                    prev.get("before_ns"), prev.get("after_ns"), refs["probe"]) is not State.OFF:
+                c["unseen"] += 1
+                c["unseen_again"] += again
+    c["ref_lo"] = min((r["reference_ns"] for r in recs if r.get("reference_ns")), default=0)
+    c["ref_hi"] = max((r["reference_ns"] for r in recs if r.get("reference_ns")), default=0)
+    c["final"] = refs["launch"] or refs["probe"] or 0.0
+    return c
+
+
+PAUSES_S = (0.5, 2.0, 5.0, 10.0, 20.0)
+
+
+def _dwell_file(path: Path) -> dict[float, list[int]]:
+    """{pause: [misses, back in the state]} of one history: after each of the core's own
+    readings off its finer reference but inside the probe program's (a miss the wait cannot
+    see, judged at the history's final references), is the core's first own reading at least
+    `pause` seconds later in the reference state?"""
+    recs = [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()]
+    recs = [r for r in recs if r.get("samples", 0) >= MIN_SAMPLES and "time" in r]
+    hist = [(r["median_ns"], reader_of(r.get("source"))) for r in recs]
+    ref, pref = reader_reference(hist, "launch"), reader_reference(hist, "probe")
+    own = sorted((r["time"], r["median_ns"]) for r in recs if r.get("source") == "launch")
+    times = [t for t, _ in own]
+    out = {p: [0, 0] for p in PAUSES_S}
+    if ref is None or pref is None:
+        return out
+    for t, ns in own:
+        if ref.holds(ns) or not pref.holds(ns):
+            continue
+        for p in PAUSES_S:
+            k = bisect.bisect_left(times, t + p)
+            if k < len(own):
+                out[p][0] += 1
+                out[p][1] += ref.holds(own[k][1])
+    return out
+
+
+def dwell(dirs: list[Path]) -> None:
+    """--stores: how long the core's finer off-state lasts, per history with misses."""
+    files = sorted({f for d in dirs for f in [*d.glob("machine-probe.jsonl"),
+                                              *d.glob("*/machine-probe.jsonl"),
+                                              *d.glob("runs/*/machine-probe.jsonl")]})
+    print("after a miss the wait cannot see (a core reading off its finer reference, inside "
+          "the probe program's): the core's next own reading at least P s later back in the "
+          "reference state")
+    seen: set[int] = set()
+    for f in files:
+        if hash(f.read_bytes()) in seen:      # TTD's tools share one history
+            continue
+        seen.add(hash(f.read_bytes()))
+        got = _dwell_file(f)
+        if got[PAUSES_S[0]][0] >= 10:
+            print(f"  {str(f)[-50:]:>50}: " + ", ".join(
+                f"{p:g} s {100 * ok / n:.0f}% of {n}" for p, (n, ok) in got.items() if n))
+
+
+def stores(dirs: list[Path]) -> int:
+    """--stores: every gated campaign in the stores under dirs (a demo's --out, a TTD
+    --keep directory), one line each, and the totals."""
+    dbs = sorted({db for d in dirs for db in [*d.glob("mpibench.db"), *d.glob("*/mpibench.db")]})
+    print("gated campaigns: kept launches, off compare's final reference (why: retry cap = "
+          "kept off after its retries; moved = in the reference of its time, off the final; "
+          "unjudged = no reference or reading then), attempts set aside and their launch "
+          "seconds against the kept launches', the gate's waits, retries started with no wait "
+          "and retries off the final reference again; the run-time reference's range")
+    total: dict[str, float] = {}
+    for db in dbs:
+        for camp, recs in _store_launches(db).items():
+            c = _store_row(recs)
+            for k, v in c.items():
+                total[k] = total.get(k, 0.0) + v
+            print(f"  {str(db.parent)[-34:]:>34} c{camp}: {c['kept']:3.0f} kept, "
+                  f"{c['off_final']:2.0f} off (cap {c['cap']:.0f}, moved {c['moved']:.0f}, "
+                  f"unjudged {c['unjudged']:.0f}); {c['aside']:2.0f} set aside "
+                  f"{c['aside_s']:5.1f} s vs {c['kept_s']:5.1f} s kept, waits "
+                  f"{c['wait_s']:4.1f} s; retries {c['retries']:2.0f}, at once "
+                  f"{c['at_once']:2.0f}, paused {c['paused']:.0f}, off again {c['again']:2.0f}; reference "
+                  f"{c['ref_lo']:.0f}-{c['ref_hi']:.0f} ns, final {c['final']:.0f}")
+    if not total:
+        return 1
+    dwell(dirs)
+    print(f"  total: {total['kept']:.0f} kept, {total['off_final']:.0f} off the final "
+          f"reference (retry cap {total['cap']:.0f}, reference moved {total['moved']:.0f}, "
+          f"unjudged {total['unjudged']:.0f}); {total['aside']:.0f} attempts set aside, "
+          f"{total['aside_s']:.1f} s of launches ({100 * total['aside_s'] / max(total['kept_s'], 1e-9):.0f}% "
+          f"of the kept launches' {total['kept_s']:.1f} s), waits {total['wait_s']:.1f} s; "
+          f"{total['retries']:.0f} retries, {total['at_once']:.0f} with no wait, "
+          f"{total['paused']:.0f} after a pause, {total['unseen']:.0f} after a miss the wait "
+          f"cannot see (the core's finer state; {total['unseen_again']:.0f} off again), "
+          f"{total['again']:.0f} off again")
+    return 0
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="200 comparisons per row")
@@ -744,6 +898,10 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--steal", type=int, metavar="N",
                     help="only N real core launches (both stacks alternating, under the MPI "
                     "lock): does /proc/stat's steal time flag the unflagged stalled cells?")
+    ap.add_argument("--stores", nargs="+", type=Path, metavar="DIR",
+                    help="only the gated campaigns stored under these directories (a demo's "
+                    "--out, a TTD --keep directory; DIR/mpibench.db, DIR/*/mpibench.db): "
+                    "launches off compare's reference and why, what the retries cost")
     ap.add_argument("--stack", default="openmpi", choices=sorted(WITHIN_STACKS),
                     help="the stack of --within (openmpi)")
     args = ap.parse_args(argv)
@@ -755,6 +913,11 @@ def main(argv: list[str]) -> int:
         return 0
     if args.steal:
         steal(args.steal)
+        return 0
+    if args.stores:
+        if stores(args.stores):
+            ap.exit(2, f"{ap.prog}: error: --stores: no gated launch (a result's "
+                    'extra "machine_probe") in a mpibench.db under the given directories\n')
         return 0
     if args.ttd:
         rows = ttd_attempts(args.ttd)
