@@ -332,6 +332,58 @@ class _Clock:
         self.now += s
 
 
+def _finer_gate(tmp_path) -> MachineGate:
+    """A gate whose core readings show a ~64 ns state beside ~76-106 ns; the probe
+    program's readings 55-90 ns (test_each_reader_is_judged_against_its_own_finer_state)."""
+    gate = MachineGate(tmp_path, "gate")
+    gate.history = [(64.0 + 0.2 * k, "launch") for k in range(12)] + \
+        [(76.0 + 0.5 * k, "launch") for k in range(60)] + [(55.0 + k, "probe") for k in range(36)]
+    return gate
+
+
+def test_a_retry_pauses_after_the_second_miss_the_wait_cannot_see(tmp_path, monkeypatch):
+    """Review R12: a core launch off its finer state (64 ns) is in the state the probe
+    program's wait accepts, so the wait returns at once and the retry lands in the same
+    state. The first retry still goes at once; the one after a second such miss pauses
+    PAUSE_S (counted as a wait, in waited_s and paused_s). A miss the wait can see (off the
+    coarse state) never pauses; the next launch starts afresh; the pauses share
+    WAIT_TOTAL_S with the waits."""
+    clock = _Clock()
+    monkeypatch.setattr(machine_probe, "time", clock)
+    gate = _finer_gate(tmp_path)
+    gate.read = lambda: (_r(70.0), "line")          # the probe program: in its reference
+    core = Attempt(_r(64.5), _r(65.0), reading="launch")
+    assert gate.judge(core) is State.OFF and not gate.sees(core)
+
+    def attempts(miss: Attempt) -> list[Attempt]:
+        out = []
+        for k in range(machine_probe.RETRIES + 1):
+            a = gate.start(own=True, attempt=k)
+            out.append(a)
+            a.before, a.after = miss.before, miss.after
+            if gate.keeps(a, k):
+                return out
+        raise AssertionError("kept nothing")
+
+    first = attempts(core)
+    assert [a.paused_s for a in first] == [0.0, 0.0, machine_probe.PAUSE_S]
+    assert [a.waits for a in first] == [0, 0, 1] and first[2].waited_s >= machine_probe.PAUSE_S
+    assert first[2].summary()["paused_s"] == machine_probe.PAUSE_S
+    assert "paused_s" not in first[1].summary()
+    # a miss the wait sees (the coarse state, 320 ns, both readers) is waited for instead
+    slow = Attempt(_r(320.0), _r(330.0), reading="launch")
+    assert gate.sees(slow) and gate.sees(Attempt(_r(30.0), _r(31.0)))
+    assert [a.paused_s for a in attempts(slow)] == [0.0, 0.0, 0.0]
+    # pauses and waits share the invocation's WAIT_TOTAL_S
+    gate.waited = machine_probe.WAIT_TOTAL_S - 3.0
+    assert attempts(core)[2].paused_s == 3.0
+    assert attempts(core)[2].paused_s == 0.0
+    # "record" never pauses (nothing is set aside)
+    rec = MachineGate(tmp_path, "record")
+    rec.history, rec.read = gate.history, gate.read
+    assert rec.keeps(core, 0) and rec.unseen == 0
+
+
 def test_the_wait_for_the_reference_is_bounded_per_launch_and_per_invocation(tmp_path,
                                                                           monkeypatch):
     clock = _Clock()
