@@ -7,6 +7,10 @@ simulation. Prints numbers, asserts nothing.
     .venv/bin/python bench/bench_probe_gate.py --pairs N       (real probes, 1 vs 3 ms)
     .venv/bin/python bench/bench_probe_gate.py --within N [--stack S]  (core readings vs probes)
     .venv/bin/python bench/bench_probe_gate.py --steal N       (steal time vs unflagged stalls)
+    .venv/bin/python bench/bench_probe_gate.py --stores DIR...  (stored gated campaigns: kept
+                                                   off, why, what retries cost; no MPI)
+    .venv/bin/python bench/bench_probe_gate.py --finer [--reps N]  (the core's finer state:
+                                                   retry at once vs PAUSE_S, A/A; no MPI)
 
 Replay: tests/data/probe/phase1-loaded.jsonl holds phase 1's 102 launches under
 `under-load -j 4` (TTD's pilot command lines, Open MPI then MPICH, each between two probes;
@@ -202,6 +206,110 @@ def simulation(reps: int, seed: int) -> None:
             print(f"{share:>10.2f} {'on' if gated else 'off':>5} {aa['sig']:>12.3f} "
                   f"{aa['eq']:>10.3f} {aa['attempts']:>16.2f} "
                   f"{math.exp(slow['mean']):>13.4f}")
+
+
+# -- the core's finer state, which the probe program cannot see (--finer) -------------------
+# A machine in continuous time: the reference state (the core reads ~100 ns) and a finer
+# one (~70 ns; a launch's small-size times 35% higher), exponential dwell times; the probe
+# program reads ~80 ns in both. The campaign's own MachineGate (its start / keeps / judge /
+# sees / pause, on a clock this machine moves) gates a paired A/A of interleaved launches.
+LAUNCH_S = 0.6          # one core launch's wall time (the demo A/A: 0.62-0.69 s)
+FINER_SHIFT = math.log(1.35)
+
+
+class FinerMachine:
+    def __init__(self, rng: np.random.Generator, dwell_ref: float, dwell_finer: float):
+        self.rng, self.now, self.finer = rng, 0.0, rng.random() < 0.2
+        self.dwell = {False: dwell_ref, True: dwell_finer}
+        self.until = rng.exponential(self.dwell[self.finer])
+
+    def advance(self, s: float) -> None:
+        self.now += s
+        while self.now >= self.until:
+            self.finer = not self.finer
+            self.until += self.rng.exponential(self.dwell[self.finer])
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def time(self) -> float:
+        return 1.8e9 + self.now
+
+    def sleep(self, s: float) -> None:
+        self.advance(s)
+
+    def own(self) -> ProbeReading:
+        ns = (70.0 if self.finer else 100.0) * math.exp(self.rng.normal(0, 0.04))
+        return ProbeReading(ns, ns, ns, 500, (0, 1))
+
+    def program(self) -> tuple[ProbeReading, str]:
+        self.advance(0.01)
+        ns = 80.0 * math.exp(self.rng.normal(0, 0.08))
+        return ProbeReading(ns, ns, ns, 500, (0, 1)), "line"
+
+
+def _finer_launch(m: FinerMachine, gate, effect: float) -> tuple[float, bool, int]:
+    """One kept launch (its log value, whether it ran in the finer state, attempts)."""
+    from mpibench.campaign.machine_probe import Attempt
+    for k in range(RETRIES + 1):
+        a: Attempt = gate.start(own=True, attempt=k) if gate else None
+        before, finer = m.own(), m.finer
+        m.advance(LAUNCH_S)
+        after = m.own()
+        value = FINER_SHIFT * finer + effect + m.rng.normal(0, 0.05)
+        if gate is None:
+            return value, finer, 1
+        a.before, a.after = before, after
+        gate.history += [(before.median_ns, "launch"), (after.median_ns, "launch")]
+        if gate.keeps(a, k):
+            return value, finer, k + 1
+    raise AssertionError("unreachable")
+
+
+def finer_sim(reps: int, seed: int, rounds: int = 24) -> None:
+    """--finer: A/A false positives, launches kept in the finer state, attempts and wall
+    seconds per kept launch: ungated, the gate retrying at once, the gate as it is."""
+    import tempfile
+
+    from mpibench.campaign import machine_probe as mp
+    print(f"\nthe core's finer state (probe program blind to it): {reps} A/A comparisons per "
+          f"row, {rounds} rounds, paired t at 5% (seed {seed}); dwell ref/finer mean s")
+    print(f"{'dwell':>9} {'policy':>16} {'significant':>12} {'kept finer':>11} "
+          f"{'attempts':>9} {'s/launch':>9}")
+    pause, clock = mp.PAUSE_S, mp.time
+    with tempfile.TemporaryDirectory() as tmp:
+        for dwell in ((60.0, 12.0), (30.0, 1.0)):
+            for name, gated, p in (("ungated", False, 0.0), ("gate, at once", True, 0.0),
+                                   ("gate, pause 5 s", True, 5.0),
+                                   (f"gate, pause {pause:g} s", True, pause)):
+                rng = np.random.default_rng([seed, int(dwell[1]), int(p)])
+                fp = finer = attempts = 0
+                wall = 0.0
+                mp.PAUSE_S = p
+                for _ in range(reps):
+                    m = FinerMachine(rng, *dwell)
+                    mp.time = m
+                    gate = mp.MachineGate(Path(tmp), "gate") if gated else None
+                    if gate:
+                        gate.read = m.program
+                        gate.history = [(100.0 * math.exp(rng.normal(0, 0.04)), "launch")
+                                        for _ in range(40)] + \
+                            [(70.0 * math.exp(rng.normal(0, 0.04)), "launch") for _ in range(8)]
+                    d = []
+                    for _ in range(rounds):
+                        a, fa, na = _finer_launch(m, gate, 0.0)
+                        b, fb, nb = _finer_launch(m, gate, 0.0)
+                        d.append(b - a)
+                        finer += fa + fb
+                        attempts += na + nb
+                    d = np.array(d)
+                    fp += abs(d.mean() / (d.std(ddof=1) / math.sqrt(rounds))) > \
+                        sps.t.ppf(0.975, rounds - 1)
+                    wall += m.now
+                n = reps * rounds * 2
+                print(f"{dwell[0]:>4.0f}/{dwell[1]:<4.0f} {name:>16} {fp / reps:>12.3f} "
+                      f"{100 * finer / n:>10.1f}% {attempts / n:>9.2f} {wall / n:>9.2f}")
+    mp.PAUSE_S, mp.time = pause, clock
 
 
 # -- the gate's wall time on stored TTD runs (--ttd DIR...) ---------------------------------
@@ -902,6 +1010,11 @@ def main(argv: list[str]) -> int:
                     help="only the gated campaigns stored under these directories (a demo's "
                     "--out, a TTD --keep directory; DIR/mpibench.db, DIR/*/mpibench.db): "
                     "launches off compare's reference and why, what the retries cost")
+    ap.add_argument("--finer", action="store_true",
+                    help="only the simulation of the core's finer state the probe program "
+                    "cannot see: A/A false positives, launches kept in it, attempts and "
+                    "seconds per launch, ungated / the gate retrying at once / with its "
+                    "pause (campaign.machine_probe.PAUSE_S), --reps comparisons per row")
     ap.add_argument("--stack", default="openmpi", choices=sorted(WITHIN_STACKS),
                     help="the stack of --within (openmpi)")
     args = ap.parse_args(argv)
@@ -913,6 +1026,9 @@ def main(argv: list[str]) -> int:
         return 0
     if args.steal:
         steal(args.steal)
+        return 0
+    if args.finer:
+        finer_sim(50 if args.quick else args.reps, args.seed)
         return 0
     if args.stores:
         if stores(args.stores):

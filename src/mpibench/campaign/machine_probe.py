@@ -10,8 +10,9 @@ found so far; it can move when the machine changes state for good) is set aside 
 directory renamed to <run dir>.set-aside-K, its probes and launch seconds recorded with the
 launch that replaces it - and run again, at most RETRIES times; before each attempt the
 gate waits (probing every WAIT_STEP_S, at most WAIT_S, at most WAIT_TOTAL_S in one
-invocation) for the reference state. A launch still off it after the retries is kept and
-marked (state "off"). "record" probes and records, never waits, never sets aside.
+invocation) for the reference state; a retry after the second miss that wait cannot see
+(the core's finer state, which the probe program reads as the reference: PAUSE_S) pauses
+first. A launch still off it after the retries is kept and marked (state "off"). "record" probes and records, never waits, never sets aside.
 
 Where it applies: the local backend, an MPI benchmark, np = 2 on this node (no hosts,
 hostfile or nodes > 1), ranks bound to cores (bind = "core", or unset where the launcher
