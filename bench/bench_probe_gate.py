@@ -953,6 +953,37 @@ def dwell(dirs: list[Path]) -> None:
                 f"{p:g} s {100 * ok / n:.0f}% of {n}" for p, (n, ok) in got.items() if n))
 
 
+def _seen_by_the_readings(db: Path) -> None:
+    """Per gated campaign and small cell (<= 1 KiB): among the launches kept in the
+    reference state (compare's final one), does the launch's own reading (mean of start and end) follow its
+    median? Spearman's rho, and the medians' p90/p10 against the readings'."""
+    import sqlite3
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    gated = [c for c, spec in con.execute("SELECT id, spec_json FROM campaigns")
+             if json.loads(spec).get("machine_probe") == "gate"]
+    for camp in gated:
+        cells: dict[tuple[str, int], list[tuple[float, float]]] = {}
+        rows = [(bench, size, med, json.loads(extra).get("machine_probe") or {})
+                for bench, size, med, extra in con.execute(
+                    "SELECT x.benchmark, x.size, x.median, x.extra_json FROM runs r JOIN "
+                    "results x ON x.run_id = r.id WHERE r.status = 'done' AND r.campaign_id = "
+                    "? AND x.size <= 1024 AND x.median > 0", (camp,))]
+        refs = _final_refs([mp for *_, mp in rows])
+        for bench, size, med, mp in rows:
+            b, a = mp.get("before_ns"), mp.get("after_ns")
+            if judge_stored(b, a, refs[reader_of(mp.get("reading"))]) is State.REFERENCE:
+                cells.setdefault((bench, size), []).append((med, (b + a) / 2))
+        for (bench, size), got in sorted(cells.items()):
+            if len(got) >= 10:
+                med, ns = np.array(got).T
+                rho = sps.spearmanr(med, ns).statistic
+                print(f"  {str(db.parent)[-20:]:>20} c{camp} {bench:>10} {size:>5} B: "
+                      f"{len(got):2d} launches, rho {rho:+.2f}; medians p90/p10 "
+                      f"{np.percentile(med, 90) / np.percentile(med, 10):.2f}, readings "
+                      f"{np.percentile(ns, 90) / np.percentile(ns, 10):.2f}")
+    con.close()
+
+
 def stores(dirs: list[Path]) -> int:
     """--stores: every gated campaign in the stores under dirs (a demo's --out, a TTD
     --keep directory), one line each, and the totals."""
@@ -978,6 +1009,10 @@ def stores(dirs: list[Path]) -> int:
     if not total:
         return 1
     dwell(dirs)
+    print("within the reference state: does a launch's own reading follow its small-size "
+          "median (a sub-state the probe would see)?")
+    for db in dbs:
+        _seen_by_the_readings(db)
     print(f"  total: {total['kept']:.0f} kept, {total['off_final']:.0f} off the final "
           f"reference (retry cap {total['cap']:.0f}, reference moved {total['moved']:.0f}, "
           f"unjudged {total['unjudged']:.0f}); {total['aside']:.0f} attempts set aside, "
