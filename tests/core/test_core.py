@@ -623,8 +623,10 @@ def test_launch_cost_breakdown(core, stack, tmp_path):
     start_monotonic_s is rank 0's CLOCK_MONOTONIC at main, so it lies between this process's
     monotonic readings before and after the launcher (the footer's elapsed_s counts from
     it), and each result's phases_s splits its elapsed_s by stage: every stage in the order
-    a size runs them, none negative, adding up to elapsed_s (rank 0's two clocks over one
-    interval), a stage not run is 0 (--no-settle, --no-validate)."""
+    a size runs them, none negative, a stage not run exactly 0 (--no-settle,
+    --no-validate). Their sum is not compared with elapsed_s: that is MPI_Wtime (the fake
+    clock's, in the fake-clock tests), the stages CLOCK_MONOTONIC, read at other statements,
+    so a deschedule between them at load would make it a timing threshold."""
     for extra in ([], ["--no-settle", "--no-validate"]):
         t0 = time.monotonic()
         run = launch(stack, _exe(core, stack), 2,
@@ -639,7 +641,6 @@ def test_launch_cost_breakdown(core, stack, tmp_path):
             ph = r["phases_s"]
             assert list(ph) == PHASES and min(ph.values()) >= 0, r
             assert ph["measure"] > 0 and ph["first"] > 0, r
-            assert sum(ph.values()) == pytest.approx(r["elapsed_s"], rel=0.01, abs=0.001), r
             if extra:
                 assert ph["settle"] == 0 and ph["validate"] == 0, r
             else:
@@ -659,7 +660,9 @@ def test_watchdog_wakes_per_deadline_not_per_tick(core, stack, tmp_path):
                   "--quiet"], tmp_path / "w.jsonl", timeout=120)
     assert run.res.ok, run.res.stderr_tail()
     check_schema(run.records)
-    assert all(r["stop_reason"] == "max_time" for r in run.results), run.results
+    # no size reached the unreachable target: each sampled on to its --max-time (or a
+    # stationarity stop there), so the launch ran ~0.75 s
+    assert all(r["stop_reason"] != "target" for r in run.results), run.results
     assert 1 <= run.footer["watchdog_looks"] <= len(run.results) + 1, run.footer
 
 
