@@ -48,3 +48,38 @@ def test_detectable_now_plans_a_thin_side_at_its_own_df(tmp_path):
         (rec,) = plan_table(cmp, 0.05).records
         assert rec["detectable_now_median"] == float(np.median([t.detectable for t in tests]))
     assert floored > 0
+
+
+def test_plan_of_an_unbalanced_unpaired_row_is_never_below_the_larger_side(tmp_path):
+    """3 vs 7 launches, unpaired, --detect 50%: at sd ~0.05 plain launches_needed asks
+    about 3 per side, but 3 vs 7 is unbalanced (stats.launch.unbalanced): a size noisier
+    on the smaller side alone is not caught below balance, so every plan column asks for
+    at least the larger side's 7 per side, as the cells' notes and the verdict do
+    (stats.launch.launches_needed_for). Before, the plan table's unpaired rows asked
+    launches_needed at the sd and said 3."""
+    rng = np.random.default_rng(21)
+    store, sets = S.build_store(tmp_path / "s.db", rng, launches=(3, 7), sigma_l=0.05,
+                                within=0.01, n_samples=(30, 40), sizes=(1, 64, 4096, 65536))
+    try:
+        cmp = compare_groups(store, sets, "a")
+    finally:
+        store.close()
+    ds = [r.deltas["b"] for r in cmp.rows]
+    assert all(d.tested and d.test.pairing == "none" for d in ds)
+    assert all(L.unbalanced(d.n_base, d.n_cand) for d in ds)
+    assert max(L.launches_needed(d.sd_log, 0.5) for d in ds) < 7
+    (rec,) = plan_table(cmp, 0.5).records
+    plans = [rec["needed_median_cell"], rec["needed_noisiest_cell"],
+             rec["needed_all_tests_holm"]]
+    assert plans == [7, 7, 7], rec
+    # a balanced 7 + 7 row is not raised: its plan is launches_needed's own
+    rng = np.random.default_rng(21)
+    store, sets = S.build_store(tmp_path / "b.db", rng, launches=7, sigma_l=0.05,
+                                within=0.01, n_samples=(30, 40), sizes=(1, 64, 4096, 65536))
+    try:
+        cmp = compare_groups(store, sets, "a")
+    finally:
+        store.close()
+    (rec,) = plan_table(cmp, 0.5).records
+    worst = max(r.deltas["b"].sd_log for r in cmp.rows)
+    assert rec["needed_noisiest_cell"] == L.launches_needed(worst, 0.5) < 7

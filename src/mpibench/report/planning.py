@@ -29,21 +29,18 @@ def parse_effect(text: str | float) -> float:
     return v
 
 
-def _needed(ds: list, med: float, worst: float, effect: float, alpha: float, m: int,
+def _needed(ds: list, effect: float, alpha: float, m: int,
             power: float) -> tuple[int | None, int | None, int | None]:
-    """(median cell, noisiest cell, noisiest cell at alpha / m) launches per side. Rows
-    tested paired by round (stats.launch.pair_rounds) plan from their own test's
-    planning components (launches_needed_for: rounds of pairs, the round part raised by
-    plan_round_part, a moderated cell part's prior df kept); the others from the sd."""
-    if not any(d.test is not None and d.test.pairing == "round" and d.tested for d in ds):
-        return (launch_stats.launches_needed(med, effect, alpha, power),
-                launch_stats.launches_needed(worst, effect, alpha, power),
-                launch_stats.launches_needed(worst, effect, alpha / m, power))
+    """(median cell, noisiest cell, noisiest cell at alpha / m) launches per side, each
+    cell planned for the test it ran (stats.launch.launches_needed_for, the one planning
+    rule: rows paired by round plan rounds of pairs from their test's own components; an
+    unbalanced unpaired test, 2-4 launches against more, never fewer per side than its
+    larger side's, as the cells' notes and the verdict say). The median cell is the
+    lower middle one of the cells' plans; the noisiest is the cell with the largest sd."""
     big = 10 ** 9
 
     def need(d, a: float) -> int:
-        n = (launch_stats.launches_needed_for(d.test, effect, a, power) if d.tested
-             else launch_stats.launches_needed(d.sd_log, effect, a, power))
+        n = launch_stats.launches_needed_for(d.test, effect, a, power)
         return big if n is None else n
     ns = sorted(need(d, alpha) for d in ds)
     worst_d = max(ds, key=lambda d: d.sd_log)
@@ -69,7 +66,9 @@ def plan_table(cmp: Comparison, effect: float, power: float = launch_stats.POWER
               caption="launches per side, interleaved; from the spread between launches of "
                       "each cell (sd of the log launch statistics, both sides pooled); "
                       "planned for the test each cell ran (t on log launch statistics, its df "
-                      "and critical values); 'all tests' plans at alpha/m so "
+                      "and critical values; an unbalanced unpaired cell, 2-4 launches against "
+                      "more, never below its larger side's count per side); 'all tests' "
+                      "plans at alpha/m so "
                       "that a real difference of this size survives Holm in every cell; "
                       "rows paired by round (an interleaved campaign) plan rounds of pairs "
                       "from their paired test's own variance components, the round part "
@@ -86,7 +85,7 @@ def plan_table(cmp: Comparison, effect: float, power: float = launch_stats.POWER
         med = float(np.median(sds))
         worst = sds[-1]
         now = [d.detectable for d in ds if d.detectable is not None]
-        n_med, n_worst, n_all = _needed(ds, med, worst, effect, alpha, m, power)
+        n_med, n_worst, n_all = _needed(ds, effect, alpha, m, power)
         counts = sorted({(d.n_base, d.n_cand) for d in ds})
         t.rows.append([bench, cand, ", ".join(f"{a}+{b}" for a, b in counts),
                        f"{100 * med:.1f}%", launch_stats.fmt_pct(float(np.median(now)))

@@ -2081,13 +2081,15 @@ def launches_needed_for(t: LaunchTest, effect: float, alpha: float = 0.05,
     fewer than the larger side's: per side, so the smaller side is planned up to the
     other's count (a size noisy only on the smaller side is not caught below it). Also
     for a test not run for too few launches (1 against 7): every sentence that plans
-    launches (the cell's note and JSON, the verdict) asks this one function."""
-    if t.pairing != "round":
+    launches (the cell's note and JSON, the verdict, compare --detect's plan) asks this one
+    function. A paired test not run (fewer than 3 pairs) plans from its sd_log as an
+    unpaired one."""
+    if t.pairing != "round" or not t.tested:
         n = launches_needed(t.sd_log, effect, alpha, power, max_n)
         if n is not None and unbalanced(t.n_base, t.n_cand):
             n = max(n, t.n_base, t.n_cand)
         return n
-    if not t.tested or not t.components or not effect or effect <= -1:
+    if not t.components or not effect or effect <= -1:
         return None
     return rounds_search(lambda n: paired_components_at(t, n), effect, alpha, power, max_n)
 
