@@ -42,7 +42,7 @@ static int64_t round_page(int64_t x) { return (x + 4095) / 4096 * 4096; }
 static void *page_alloc(int64_t bytes)
 {
     void *p = NULL;
-    return posix_memalign(&p, 4096, (size_t)(bytes > 0 ? bytes : 1)) ? NULL : p;
+    return posix_memalign(&p, MB_BUFFER_ALIGN, (size_t)(bytes > 0 ? bytes : 1)) ? NULL : p;
 }
 
 static void note_offsets(mb_result *r, const void *s, const void *rb)

@@ -23,6 +23,9 @@
 #define MB_VERSION "0.1.0"
 #define MB_SCHEMA_VERSION 1
 #define MB_WINDOW 64 /* Uniband/Biband messages in flight per iteration (IMB's window) */
+/* send and receive buffers start on this boundary (core/buffers.c page_alloc; the header's
+ * options.buffer_align, which the fingerprint keeps: malloc'd buffers before it aliased) */
+#define MB_BUFFER_ALIGN 4096
 
 enum mb_kind { MB_PT2PT = 0, MB_COLL = 1 };
 

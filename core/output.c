@@ -396,6 +396,7 @@ void mb_emit_header(mb_state *st, int argc, char **argv)
     else
         mj_null(&j, "mem_limit");
     mj_int(&j, "window", MB_WINDOW);
+    mj_int(&j, "buffer_align", MB_BUFFER_ALIGN);
     mj_int(&j, "llc_bytes", mb_llc_bytes());
     if (st->opt.debug_corrupt >= 0)
         mj_int(&j, "debug_corrupt", st->opt.debug_corrupt);

@@ -322,6 +322,11 @@ def core_fingerprint(header: Mapping[str, Any]) -> dict[str, Any]:
     # sets a median): not the same launch statistic, so only when on, as settle
     if opts.get("exclude_preempted"):
         core["exclude_preempted"] = True
+    # page-aligned buffers (core 60f7893) changed what a sample measures where malloc'd send
+    # and receive buffers aliased mod 4 KiB: only when stated, so launches of the cores
+    # before it (no key) keep their fingerprint and never pool with the aligned core's
+    if opts.get("buffer_align"):
+        core["buffer_align"] = opts["buffer_align"]
     return {"core_options": core}
 
 

@@ -436,6 +436,14 @@ def test_fingerprint_carries_the_options_that_change_a_sample(tmp_path):
     h2["options"]["exclude_preempted"] = True
     assert core_fingerprint(h2) != core_fingerprint(header)
     h2["options"]["exclude_preempted"] = False
+    # page-aligned buffers (a header that states buffer_align) measure another sample than
+    # the malloc'd buffers of the cores before (no key): never the same fingerprint
+    assert "buffer_align" not in header["options"]
+    h2["options"]["buffer_align"] = 4096
+    assert core_fingerprint(h2) != core_fingerprint(header)
+    assert core_fingerprint(h2)["core_options"]["buffer_align"] == 4096
+    del h2["options"]["buffer_align"]
+    assert core_fingerprint(h2) == core_fingerprint(header)
     h2["options"]["thread_level"] = "multiple"
     assert core_fingerprint(h2) != core_fingerprint(header)
     assert core_fingerprint({}) == {}          # no core header (applications): nothing

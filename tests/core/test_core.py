@@ -635,6 +635,8 @@ def test_launch_cost_breakdown(core, stack, tmp_path):
         t1 = time.monotonic()
         assert run.res.ok, run.res.stderr_tail()
         check_schema(run.records)
+        # the buffers' alignment, which the fingerprint keeps (execute.core_fingerprint)
+        assert run.header["options"]["buffer_align"] == 4096
         start = run.header["start_monotonic_s"]
         assert t0 < start < start + run.footer["elapsed_s"] < t1
         for r in run.results:
