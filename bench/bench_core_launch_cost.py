@@ -167,12 +167,15 @@ def kept_rows(store: Path, tool: str) -> list[tuple[str, str, dict | None]]:
 
     if not store.exists():
         return []
-    con = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
     try:
-        runs = con.execute("SELECT variant, elapsed, run_dir FROM runs WHERE status = 'done' "
-                           "AND elapsed IS NOT NULL").fetchall()
-    finally:
-        con.close()
+        con = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+        try:
+            runs = con.execute("SELECT variant, elapsed, run_dir FROM runs WHERE status = "
+                               "'done' AND elapsed IS NOT NULL").fetchall()
+        finally:
+            con.close()
+    except sqlite3.Error as exc:
+        raise ValueError(f"{store}: not an mpibench store with a runs table ({exc})") from exc
     out = []
     for variant, elapsed, run_dir in runs:
         row: dict = {"wall": elapsed}
@@ -196,11 +199,24 @@ def kept_rows(store: Path, tool: str) -> list[tuple[str, str, dict | None]]:
     return out
 
 
-def report_kept(dirs: list[str]) -> None:
+def report_kept(dirs: list[str]) -> int:
     got = []
     for d in dirs:
-        for tool in ("core", "imb"):
-            got += kept_rows(Path(d) / tool / "mpibench.db", tool)
+        stores = [Path(d) / tool / "mpibench.db" for tool in ("core", "imb")]
+        if not any(s.is_file() for s in stores):
+            print(f"--from {d}: no {stores[0]} nor {stores[1]}; expected a directory "
+                  "bench_time_to_decision.py --keep wrote", file=sys.stderr)
+            return 2
+        for tool, store in zip(("core", "imb"), stores, strict=True):
+            try:
+                got += kept_rows(store, tool)
+            except ValueError as exc:
+                print(f"--from {d}: {exc}", file=sys.stderr)
+                return 2
+    if not got:
+        print(f"--from {', '.join(dirs)}: no finished launch in the stores",
+              file=sys.stderr)
+        return 2
     cols = sorted({(t, v) for v, t, _ in got}, key=lambda c: (c[0] != "core", c[0], c[1]))
     print(f"# launches kept by bench_time_to_decision.py in {', '.join(dirs)}")
     print("ms per launch, median over launches  "
@@ -215,6 +231,7 @@ def report_kept(dirs: list[str]) -> None:
             scale = 1.0 if key == "sizes run" else 1e3
             cells.append(f"{stt.median(xs) * scale:22.1f}" if xs else "-".rjust(22))
         print(f"{key:<36}" + "  ".join(cells))
+    return 0
 
 
 def main(argv: list[str]) -> int:
@@ -233,8 +250,7 @@ def main(argv: list[str]) -> int:
                     help="launch nothing: split the launches of runs the TTD bench kept")
     a = ap.parse_args(argv)
     if a.kept:
-        report_kept(a.kept)
-        return 0
+        return report_kept(a.kept)
     a.launches = a.launches or (3 if a.quick else 10)
     if a.keep and Path(a.keep).exists():
         ap.error(f"--keep: {a.keep} exists; give a new directory")
