@@ -63,10 +63,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from mpibench.build import build_component  # noqa: E402
+from bench_launch_spread import core_stacks  # noqa: E402 - the same stacks and cores
 from mpibench.execute import Variant, core_args, prepare_cell  # noqa: E402
 from mpibench.process import run_command  # noqa: E402
-from mpibench.stacks import discover, find_stack  # noqa: E402
 
 LOCK = "/tmp/mpibench-mpi.lock"
 OPTIONS = {
@@ -254,16 +253,9 @@ def main(argv: list[str]) -> int:
     a.launches = a.launches or (3 if a.quick else 10)
     if a.keep and Path(a.keep).exists():
         ap.error(f"--keep: {a.keep} exists; give a new directory")
-    found = discover()
-    stacks = []
-    for name in a.stack or ["openmpi", "mpich"]:
-        try:
-            stacks.append(find_stack(name, found))
-        except Exception as exc:  # noqa: BLE001 - a missing stack is reported, not fatal
-            print(f"stack {name}: {exc}")
+    stacks, exes = core_stacks(a.stack)
     if not stacks:
         return 0
-    exes = {s.name: build_component(s, "core") for s in stacks}
     root = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="bench-launch-cost-"))
     root.mkdir(parents=True, exist_ok=True)
     print(f"# core launch cost: PingPong {a.sizes}, np=2, shm, bind core, options "

@@ -529,6 +529,20 @@ def _common(xs: list[str]) -> str:
     return f"{best} ({xs.count(best)}/{len(xs)})"
 
 
+def core_stacks(names: list[str] | None) -> tuple[list, dict]:
+    """The named stacks (default Open MPI and MPICH) found on this machine, each with its
+    mpibench-core built: ([Stack], {name: executable}); a stack not found is printed, not
+    fatal (bench_core_launch_cost.py asks the same)."""
+    found = discover()
+    stacks = []
+    for name in names or ["openmpi", "mpich"]:
+        try:
+            stacks.append(find_stack(name, found))
+        except Exception as exc:  # noqa: BLE001 - a missing stack is reported, not fatal
+            print(f"stack {name}: {exc}")
+    return stacks, {s.name: build_component(s, "core") for s in stacks}
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -556,16 +570,9 @@ def main(argv: list[str]) -> int:
         if shutil.which(tool) is None:
             print(f"{tool} not found: the bench's rank wrapper needs it")
             return 0
-    found = discover()
-    stacks = []
-    for name in a.stack or ["openmpi", "mpich"]:
-        try:
-            stacks.append(find_stack(name, found))
-        except Exception as exc:  # noqa: BLE001 - a missing stack is reported, not fatal
-            print(f"stack {name}: {exc}")
+    stacks, exes = core_stacks(a.stack)
     if not stacks:
         return 0
-    exes = {s.name: build_component(s, "core") for s in stacks}
     root = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="bench-spread-"))
     root.mkdir(parents=True, exist_ok=True)
     a.probe = build_probe(root)
