@@ -74,3 +74,19 @@ def test_unbalanced_unpaired_launches_warn_in_the_summary_and_the_json(tmp_path,
     assert "unbalanced launches" not in capsys.readouterr().out
     cli_main(["check", "--db", db, "--baseline", "a", "--json"])
     assert json.loads(capsys.readouterr().out)["unbalanced_launches"] is None
+
+
+def test_the_summary_prints_each_warning_on_one_line_and_json_lists_them(tmp_path, capsys):
+    """gate.GateResult.warnings (check --reference's core options, R13): one `WARNING:`
+    line each in the summary, a "warnings" list in --json (empty when there is none)."""
+    from mpibench.gate import GateResult, summary_lines
+
+    db = _store(tmp_path, 0.0, 48)
+    assert cli_main(["check", "--db", db, "--baseline", "a", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["warnings"] == []
+    res = GateResult("a", ["b"], 0.0, 0.05)
+    res.warnings.append("core options differ (buffer_align: reference unset, new 4096)")
+    lines = summary_lines(res)
+    assert [ln for ln in lines if "WARNING" in ln] == [
+        "  WARNING: core options differ (buffer_align: reference unset, new 4096)"]
+    assert res.to_dict()["warnings"] == [res.warnings[0]]

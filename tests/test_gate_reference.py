@@ -139,6 +139,8 @@ BAD_REFERENCES = [
      "better = \"lower\"\nvalue = 2\n", ":9:", "the same cell as cell 1"),
     ("[[cell]]\nbenchmark = \"P\"\nvalue = = 1\n", ":3:", "invalid TOML"),
     ("[reference]\nstatistic = \"mode\"\n", ":2:", "statistic = 'mode'"),
+    ("[reference]\nsource = \"x\"\ncore_options = { mode = [1] }\n", ":3:",
+     "an inline table of the core's options"),
     # a name with a control character (the fuzzer's find: it was read, then never matched)
     ("[[cell]]\nbenchmark = \"Ping\\nPong\"\nmetric = \"time\"\nunit = \"us\"\n"
      "better = \"lower\"\nvalue = 1\n", ":2:", "no control characters"),
@@ -166,7 +168,7 @@ def test_reference_unit_or_statistic_unlike_the_new_launches_is_refused(tmp_path
     capsys.readouterr()
     assert cli_main(["check", "--db", db, "--variant", "b", "--reference", str(ref)]) == 2
     err = capsys.readouterr().err
-    assert f"{ref}:9: unit = 'ms'" in err and "expected the unit" in err
+    assert f"{ref}:10: unit = 'ms'" in err and "expected the unit" in err
     ref.write_text(text)
     assert cli_main(["check", "--db", db, "--variant", "b", "--reference", str(ref),
                      "--statistic", "mean"]) == 2
@@ -175,6 +177,119 @@ def test_reference_unit_or_statistic_unlike_the_new_launches_is_refused(tmp_path
     other = tmp_path / "two.toml"
     assert cli_main(["check", "--db", db, "--write-reference", str(other)]) == 2
     assert not other.exists()
+
+
+def _core_options(db, variant: str, opts: dict) -> None:
+    """Give a variant's launches the fingerprint execute.core_fingerprint makes of a core
+    header with these options, through the real store."""
+    from mpibench.execute import core_fingerprint
+    from mpibench.store import Store
+
+    store = Store(db)
+    fid = store.add_fingerprint({"stack": "sim", **core_fingerprint({"options": opts})})
+    store.db.execute("UPDATE runs SET fingerprint_id=? WHERE variant=?", (fid, variant))
+    store.db.commit()
+    store.close()
+
+
+def test_reference_core_options_unlike_the_new_launches_warn_naming_the_keys(tmp_path,
+                                                                             capsys):
+    """R13: a file written from malloc-era launches, checked against page-aligned ones
+    (buffer_align stated), warns in one line and in the JSON; equal options do not; a file
+    without core_options (before stop 35) says provenance unknown, and is still read."""
+    db = _store(tmp_path, 0.0, 55, launches=3)
+    old = {"mode": "adaptive", "iterations": 0, "per_call": False, "sync": "auto",
+           "off_cache": False, "window": 64}
+    _core_options(db, "a", old)
+    _core_options(db, "b", {**old, "buffer_align": 4096})
+    ref = tmp_path / "ref.toml"
+    assert cli_main(["check", "--db", db, "--variant", "a", "--write-reference",
+                     str(ref)]) == 0
+    capsys.readouterr()
+    text = ref.read_text()
+    from mpibench import gate_reference
+    # what the core stated and the fingerprint keeps; unset keys (None) are left out
+    assert gate_reference.load(str(ref)).core_options == {
+        "iterations": 0, "mode": "adaptive", "off_cache": False, "per_call": False,
+        "sync": "auto"}
+    assert text.split("[[cell]]")[0].count("core_options = {") == 1
+    assert cli_main(["check", "--db", db, "--variant", "b", "--reference", str(ref)]) == 0
+    warn = [ln for ln in capsys.readouterr().out.splitlines() if "WARNING" in ln]
+    assert len(warn) == 1 and "buffer_align: reference unset, new 4096" in warn[0], warn
+    assert "mode" not in warn[0] and "5 of 5 cells" in warn[0]
+    assert cli_main(["check", "--db", db, "--variant", "b", "--reference", str(ref),
+                     "--json"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    assert obj["reference"]["core_options"]["differ"] == {
+        "buffer_align": {"reference": ["unset"], "new": ["4096"]}}
+    assert len(obj["warnings"]) == 1
+    # the set the file was written from: equal options, no warning
+    assert cli_main(["check", "--db", db, "--variant", "a", "--reference", str(ref)]) == 0
+    out = capsys.readouterr().out
+    assert "WARNING" not in out and "provenance" not in out
+    assert cli_main(["check", "--db", db, "--variant", "a", "--reference", str(ref),
+                     "--json"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    assert obj["warnings"] == [] and obj["reference"]["core_options"]["differ"] == {}
+    # a file written before stop 35 (no core_options): read, one line, exit unchanged
+    ref.write_text("".join(ln for ln in text.splitlines(keepends=True)
+                           if not ln.startswith("core_options")))
+    assert cli_main(["check", "--db", db, "--variant", "b", "--reference", str(ref)]) == 0
+    out = capsys.readouterr().out
+    assert "WARNING" not in out
+    assert [ln for ln in out.splitlines() if "provenance" in ln] == [
+        "  note: provenance unknown (written before stop 35): the file does not say which "
+        "core options its launches were measured with (e.g. buffer_align); write it again "
+        "with --write-reference to have them compared"]
+
+
+def test_reference_cells_carry_their_own_core_options(tmp_path, capsys):
+    """A [[cell]]'s own core_options win over [reference]'s: only the cells whose options
+    differ from the new launches' are counted and named."""
+    db = _store(tmp_path, 0.0, 56, launches=3)
+    _core_options(db, "a", {"mode": "adaptive"})
+    ref = tmp_path / "ref.toml"
+    assert cli_main(["check", "--db", db, "--variant", "a", "--write-reference",
+                     str(ref)]) == 0
+    text = ref.read_text().replace('core_options = { "mode" = "adaptive" }\n', "")
+    head, *cells = text.split("[[cell]]")
+    cells = [c.rstrip("\n") + '\ncore_options = { "mode" = "adaptive" }\n\n' for c in cells]
+    cells[-1] = cells[-1].replace('{ "mode"', '{ "buffer_align" = 4096, "mode"')
+    ref.write_text("[[cell]]".join([head, *cells]))
+    capsys.readouterr()
+    assert cli_main(["check", "--db", db, "--variant", "a", "--reference", str(ref)]) == 0
+    warn = [ln for ln in capsys.readouterr().out.splitlines() if "WARNING" in ln]
+    assert len(warn) == 1 and "in 1 of 5 cells (buffer_align: reference 4096, new unset)" \
+        in warn[0], warn
+
+
+def test_written_reference_keeps_each_cells_options_where_the_baseline_mixes_them(tmp_path):
+    """render: options shared by every cell go in [reference]; else each [[cell]] keeps its
+    own, and the file reads back with them."""
+    from mpibench import gate_reference
+    from mpibench.report.data import load_cells
+    from mpibench.store import Store
+
+    db = _store(tmp_path, 0.0, 57, launches=2)
+    store = Store(db)
+    cells = [by["a"] for by in load_cells(store, {"a": ["a-0", "a-1"]}).values()]
+    store.close()
+    fid = cells[0].fingerprint_id
+    shared = gate_reference.render(cells, statistic="median", source="t",
+                                   options={fid: {"mode": "adaptive"}})
+    ref = gate_reference.parse(shared)
+    assert ref.core_options == {"mode": "adaptive"}
+    assert all(c.core_options is None for c in ref.cells)
+    cells[-1].fingerprint_id = "other"
+    mixed = gate_reference.render(cells, statistic="median", source="t",
+                                  options={fid: {"mode": "adaptive"},
+                                           "other": {"buffer_align": 4096, "mode": "adaptive"}})
+    ref = gate_reference.parse(mixed)
+    assert ref.core_options is None
+    assert [c.core_options for c in ref.cells] == [{"mode": "adaptive"}] * (len(cells) - 1) + [
+        {"buffer_align": 4096, "mode": "adaptive"}]
+    # no options given (an older caller): nothing written, provenance unknown
+    assert "core_options" not in gate_reference.render(cells, statistic="median", source="t")
 
 
 def test_reference_file_surface_derandomized():

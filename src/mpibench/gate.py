@@ -55,6 +55,7 @@ class GateResult:
     findings: list[Finding] = field(default_factory=list)
     untested: list[tuple[str, str, str, str]] = field(default_factory=list)  # cand, bench, cell, why
     notes: list[str] = field(default_factory=list)     # what the test cannot conclude
+    warnings: list[str] = field(default_factory=list)  # what the reader must know (WARNING:)
     reference: dict[str, Any] | None = None   # check --reference: the file and its cells
     unmatched: int = 0        # new cells the reference has no value for (not tested)
 
@@ -87,7 +88,7 @@ class GateResult:
                                           "reference's sd_log/launches as a second "
                                           "variance component where given"}}
                    if self.reference is not None else {}),
-                "notes": list(self.notes)}
+                "notes": list(self.notes), "warnings": list(self.warnings)}
 
 
 def regression_p(t: launch_stats.LaunchTest, margin: float) -> float | None:
@@ -154,6 +155,8 @@ def summary_lines(res: GateResult, limit: int = 12) -> list[str]:
                      f"{res.untested[0][2]}: {res.untested[0][3]})")
     if res.unmatched:
         lines.append(f"  {res.unmatched} new cell(s) have no reference value (not tested)")
+    for w in res.warnings:
+        lines.append(f"  WARNING: {w}")
     for note in res.notes:
         lines.append(f"  note: {note}")
     lines.append("  (gain > 1 = candidate better; CI: the one-sided test's 1 - 2 alpha "

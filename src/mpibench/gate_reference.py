@@ -10,6 +10,8 @@ The file (TOML):
     statistic = "median"        # each launch's statistic the values are of (median | mean)
     margin = "5%"               # optional default margin (check --margin overrides it)
     source = "..."              # free text: where the values came from
+    core_options = { ... }      # the baseline launches' core options (their fingerprint's
+                                # core_options; a [[cell]] carries its own where they differ)
 
     [[cell]]
     benchmark = "PingPong"
@@ -40,6 +42,12 @@ covers that error. Overall per set: each launch's mean over the matched cells of
 gain, a one-sample test over launches; the reference component there is (mean sd_log)^2 /
 min(launches) (as if the cells' reference errors were fully shared: conservative), and only
 when every matched cell carries a spread.
+
+Provenance: the new launches' core options (execute.core_fingerprint, e.g. buffer_align of
+the page-aligned core) are compared with the file's core_options; where they differ the check
+prints one WARNING naming the keys (the store never pools such launches; a file cannot refuse
+them, as a pipeline may mean to move on). A file without core_options (written before stop 35)
+says "provenance unknown" once.
 """
 
 from __future__ import annotations
@@ -59,9 +67,10 @@ from mpibench.errors import UsageError
 FORMAT = 1
 MAX_BYTES = 16 << 20
 _CELL_KEYS = ("benchmark", "size", "np", "metric", "unit", "better", "value", "sd_log",
-              "launches", "margin", "params", "statistic")
+              "launches", "margin", "params", "statistic", "core_options")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_REF_KEYS = ("format", "statistic", "margin", "source", "description", "written")
+_REF_KEYS = ("format", "statistic", "margin", "source", "description", "written",
+             "core_options")
 NO_SPREAD_CAVEAT = ("reference values without sd_log/launches are taken as exact: the test "
                     "says whether the new launches are slower than the stated value by more "
                     "than the margin, not whether they differ from the launches the value "
@@ -82,6 +91,7 @@ class RefCell:
     margin: float | None = None
     params: dict[str, Any] | None = None
     statistic: str | None = None
+    core_options: dict[str, Any] | None = None
     line: int = 0
 
     @property
@@ -104,6 +114,7 @@ class Reference:
     source: str = ""
     cells: list[RefCell] = field(default_factory=list)
     statistic_line: int = 0
+    core_options: dict[str, Any] | None = None     # None: not in the file (before stop 35)
 
 
 # -- reading ---------------------------------------------------------------------------------
@@ -195,6 +206,16 @@ class _Reader:
             self.fail(cell, key, v, '"median" or "mean"')
         return v
 
+    def options(self, cell, key, v) -> dict[str, Any]:
+        def ok(x):
+            return isinstance(x, bool | int | float | str) and not (
+                isinstance(x, str) and (len(x) > 200 or _CONTROL.search(x)))
+        if not isinstance(v, dict) or len(v) > 64 or not all(
+                ok(k) and k and ok(x) for k, x in v.items()):
+            self.fail(cell, key, v, "an inline table of the core's options with scalar "
+                      "values, as check --write-reference writes it")
+        return dict(v)
+
 
 def parse(text: str, path: str = "<reference>") -> Reference:
     """A reference file's text -> Reference; UsageError (one line: file:line, the value,
@@ -226,6 +247,8 @@ def parse(text: str, path: str = "<reference>") -> Reference:
         ref.statistic_line = r.where.of(None, "statistic")
     if "margin" in head:
         ref.margin = r.margin(None, "margin", head["margin"])
+    if "core_options" in head:
+        ref.core_options = r.options(None, "core_options", head["core_options"])
     for k in ("source", "description", "written"):
         if k in head:
             s = r.text(None, k, head[k], maxlen=2000)
@@ -295,6 +318,8 @@ def _cell(r: _Reader, i: int, c: dict) -> RefCell:
         rc.margin = r.margin(i, "margin", c["margin"])
     if "statistic" in c:
         rc.statistic = r.statistic(i, "statistic", c["statistic"])
+    if "core_options" in c:
+        rc.core_options = r.options(i, "core_options", c["core_options"])
     if "params" in c:
         p = c["params"]
         if not isinstance(p, dict) or any(
@@ -356,8 +381,19 @@ def _toml_value(v: Any) -> str:
     return _toml_str(str(v))
 
 
-def render(cells: list, *, statistic: str, source: str, margin: float | None = None) -> str:
-    """A reference file from one set's report.data Cells (those with launch values)."""
+def _options_line(opts: dict[str, Any]) -> str:
+    inner = ", ".join(f"{_toml_str(str(k))} = {_toml_value(v)}" for k, v in opts.items())
+    return f"core_options = {{ {inner} }}" if inner else "core_options = {}"
+
+
+def render(cells: list, *, statistic: str, source: str, margin: float | None = None,
+           options: dict | None = None) -> str:
+    """A reference file from one set's report.data Cells (those with launch values).
+    options: fingerprint id -> core options (core_options_of); written in [reference] when
+    the cells share them, else in each [[cell]]."""
+    cells = [c for c in cells if c.estimate is not None and c.estimate.value is not None]
+    per = [options.get(c.fingerprint_id, {}) for c in cells] if options is not None else []
+    shared = per[0] if per and all(o == per[0] for o in per) else None
     lines = ["# mpibench reference values (mpibench check --reference FILE); written by",
              "# mpibench check --write-reference. value: geometric mean of the launches'",
              f"# {statistic}s; sd_log: their between-launch sd of the logs (docs/statistics.md)",
@@ -365,10 +401,10 @@ def render(cells: list, *, statistic: str, source: str, margin: float | None = N
              f"source = {_toml_str(_CONTROL.sub('?', source)[:2000])}"]
     if margin:
         lines.append(f'margin = "{100 * margin:g}%"')
-    for c in cells:
+    if shared is not None:
+        lines.append(_options_line(shared))
+    for i, c in enumerate(cells):
         est = c.estimate
-        if est is None or est.value is None:
-            continue
         lines += ["", "[[cell]]", f"benchmark = {_toml_str(c.benchmark)}"]
         if c.size is not None:
             lines.append(f"size = {int(c.size)}")
@@ -385,7 +421,28 @@ def render(cells: list, *, statistic: str, source: str, margin: float | None = N
             inner = ", ".join(f"{_toml_str(str(k))} = {_toml_value(v)}"
                               for k, v in sorted(c.params.items()))
             lines.append(f"params = {{ {inner} }}")
+        if per and shared is None:
+            lines.append(_options_line(per[i]))
     return "\n".join(lines) + "\n"
+
+
+def _plain(opts: Any) -> dict[str, Any]:
+    """Core options as a file holds them: no unset keys, scalars (others as their JSON)."""
+    if not isinstance(opts, dict):
+        return {}
+    return {str(k): v if isinstance(v, bool | int | float | str) else json.dumps(v, default=str)
+            for k, v in sorted(opts.items()) if v is not None}
+
+
+def core_options_of(store, cells) -> dict[Any, dict[str, Any]]:
+    """Fingerprint id -> the core options its launches were measured with (the
+    fingerprint's core_options, execute.core_fingerprint; {} for an application or import)."""
+    out: dict[Any, dict[str, Any]] = {}
+    for c in cells:
+        if c.fingerprint_id not in out:
+            fp = store.fingerprint(c.fingerprint_id) or {}
+            out[c.fingerprint_id] = _plain(fp.get("core_options"))
+    return out
 
 
 # -- the gate --------------------------------------------------------------------------------
@@ -428,23 +485,21 @@ def _match(ref: Reference, own: list, g: str, res) -> list[tuple[RefCell, Any]]:
 
 
 def judge(ref: Reference, cells: dict, sets: list[str], margin_flag: float | None,
-          alpha: float):
+          alpha: float, options: dict | None = None):
     """The gate of every selected set against the reference: gate.GateResult (findings per
-    matched cell and one overall test per set, Holm over all of them)."""
+    matched cell and one overall test per set, Holm over all of them). options: the new
+    launches' core options by fingerprint id (core_options_of); compared with the file's."""
     from mpibench import stats
     from mpibench.gate import Finding, GateResult
     from mpibench.stats import launch as L
 
     default = margin_flag if margin_flag is not None else (ref.margin or 0.0)
-    res = GateResult(f"reference {ref.path}", list(sets), default, alpha)
-    n_spread = sum(rc.sd_log is not None for rc in ref.cells)
-    res.reference = {"file": ref.path, "statistic": ref.statistic, "cells": len(ref.cells),
-                     "with_spread": n_spread, "without_spread": len(ref.cells) - n_spread}
-    if n_spread < len(ref.cells):
-        res.notes.append(NO_SPREAD_CAVEAT)
+    res = _result(GateResult(f"reference {ref.path}", list(sets), default, alpha), ref)
+    every: list[tuple[RefCell, Any]] = []
     for g in sets:
         own = [by[g] for by in cells.values() if g in by and by[g].launch_values]
         matched = _match(ref, own, g, res)
+        every += matched
         res.unmatched += len(own) - len(matched)
         # the new side's spread per block (compare's: the cell key without its size,
         # CellKey.block; its pooled model) gated once with the reference's own per-size
@@ -504,7 +559,57 @@ def judge(ref: Reference, cells: dict, sets: list[str], margin_flag: float | Non
     for f, pa in zip(res.findings, adj, strict=True):
         f.p_holm = None if np.isnan(pa) else float(pa)
         f.regression = f.p_holm is not None and f.p_holm <= alpha
+    if options is not None:
+        _provenance(ref, every, options, res)
     return res
+
+
+def _result(res, ref: Reference):
+    """The GateResult's account of the file: its cells, how many carry a spread (a note
+    when some do not)."""
+    n_spread = sum(rc.sd_log is not None for rc in ref.cells)
+    res.reference = {"file": ref.path, "statistic": ref.statistic, "cells": len(ref.cells),
+                     "with_spread": n_spread, "without_spread": len(ref.cells) - n_spread}
+    if n_spread < len(ref.cells):
+        res.notes.append(NO_SPREAD_CAVEAT)
+    return res
+
+
+UNKNOWN_PROVENANCE = ("provenance unknown (written before stop 35): the file does not say "
+                      "which core options its launches were measured with (e.g. buffer_align)"
+                      "; write it again with --write-reference to have them compared")
+
+
+def _provenance(ref: Reference, matched: list, options: dict, res) -> None:
+    """The file's core options against the new launches' per matched cell: one WARNING
+    naming the keys that differ (JSON: reference.core_options), or one note when the file
+    has none."""
+    differ: dict[str, dict[str, set]] = {}
+    unknown = n_differ = 0
+    for rc, c in matched:
+        want = rc.core_options if rc.core_options is not None else ref.core_options
+        if want is None:
+            unknown += 1
+            continue
+        got = options.get(c.fingerprint_id, {})
+        keys = sorted(k for k in {*want, *got} if want.get(k) != got.get(k))
+        n_differ += bool(keys)
+        for k in keys:
+            d = differ.setdefault(k, {"reference": set(), "new": set()})
+            d["reference"].add("unset" if k not in want else json.dumps(want[k]))
+            d["new"].add("unset" if k not in got else json.dumps(got[k]))
+    res.reference["core_options"] = {
+        "reference": ref.core_options, "unknown_cells": unknown, "differing_cells": n_differ,
+        "differ": {k: {s: sorted(v) for s, v in d.items()} for k, d in differ.items()}}
+    if unknown:
+        res.notes.append(UNKNOWN_PROVENANCE)
+    if differ:
+        what = "; ".join(f"{k}: reference {'/'.join(sorted(d['reference']))}, new "
+                         f"{'/'.join(sorted(d['new']))}" for k, d in sorted(differ.items()))
+        res.warnings.append(
+            f"core options differ from the reference's launches in {n_differ} of "
+            f"{len(matched)} cells ({what}): the gains include what the options change "
+            "(the store never pools such launches)")
 
 
 def _new_spread(L, cells: list, known):
@@ -533,5 +638,5 @@ def _finding(Finding, L, g, bench, label, diff, comps, margin, alpha, launches):
     return Finding(g, bench, label, math.exp(diff), lo, hi, p, launches=launches)
 
 
-__all__ = ["FORMAT", "NO_SPREAD_CAVEAT", "RefCell", "Reference", "judge", "load", "parse",
-           "render"]
+__all__ = ["FORMAT", "NO_SPREAD_CAVEAT", "UNKNOWN_PROVENANCE", "RefCell", "Reference",
+           "core_options_of", "judge", "load", "parse", "render"]

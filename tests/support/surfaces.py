@@ -800,7 +800,8 @@ def _libsettings(rng: random.Random, n: int) -> Tally:
 _REF_VALUES = ["-1", "0", "inf", "-inf", "nan", "1e400", "1e-320", '"x"', '""', '"\\u0000"',
                "true", "[1, 2]", "{ a = 1 }", '"4Q"', '"200%"', '"-5%"', '"0%"', '"mean"',
                '"mode"', '"higher"', "1", "2", "99999999999999999999", '"us\\n"', '"8"',
-               "0.5", '"PingPong"', "11"]
+               "0.5", '"PingPong"', "11", "{}", '{ buffer_align = 4096 }', '{ a = [1] }',
+               '{ a = { b = 1 } }', '{ "" = 1 }', '{ a = "\\u0001" }', "1979-05-27"]
 
 
 def _mutate_reference(rng: random.Random, text: str) -> str:
@@ -821,7 +822,8 @@ def _mutate_reference(rng: random.Random, text: str) -> str:
             lines[i] = ""
         else:
             lines[i] = lines[i] + "\n" + rng.choice(["colour = 3", "sd_log = 0.1",
-                                                     'margin = "5%"', "np = 4"])
+                                                     'margin = "5%"', "np = 4",
+                                                     "core_options = { mode = 1 }"])
     return "\n".join(lines)
 
 
@@ -843,9 +845,9 @@ def _names_file_line(t: Tally, msg: str, path: str, text: str) -> None:
 
 @surface("reference files", "check --reference FILE: a reference written by check "
          "--write-reference, mutated (values of the wrong type or range, units, margins, "
-         "sd_log, keys dropped, doubled or unknown, lines), read and checked against a "
-         "store: exit 0/1/3 or one error line naming file:line and what was expected; every "
-         "value read is in the file")
+         "sd_log, core_options, keys dropped, doubled or unknown, lines), read and checked "
+         "against a store: exit 0/1/3 or one error line naming file:line and what was "
+         "expected; every value read is in the file")
 def _reference_files(rng: random.Random, n: int) -> Tally:
     from mpibench import gate_reference
     from mpibench.errors import UsageError
@@ -891,6 +893,13 @@ def _reference_files(rng: random.Random, n: int) -> Tally:
                     t.silent(f"sd_log {c.sd_log} kept with launches {c.launches}")
                 if c.margin is not None and not 0 < c.margin <= 1:
                     t.silent(f"margin {c.margin} kept")
+            # core options (provenance): a table of scalars, each key in the file
+            for opts in [getattr(ref, "core_options", None),
+                         *(c.core_options for c in getattr(ref, "cells", []))]:
+                if opts is not None and not all(
+                        k and k in text and isinstance(v, bool | int | float | str)
+                        for k, v in opts.items()):
+                    t.silent(f"core_options {opts!r} read from {text[:60]!r}")
     return t
 
 

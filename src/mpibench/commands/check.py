@@ -151,7 +151,9 @@ def _check_reference(args) -> int:
     with open_store(args.db) as store:
         sets = groups_from_args(store, args)
         cells = _filtered(load_cells(store, sets, statistic=ref.statistic), args, sizes)
-        res = gate_reference.judge(ref, cells, list(sets), args.margin, args.alpha)
+        opts = gate_reference.core_options_of(store, [c for by in cells.values()
+                                                      for c in by.values()])
+        res = gate_reference.judge(ref, cells, list(sets), args.margin, args.alpha, opts)
     return _decide(res, args)
 
 
@@ -180,7 +182,8 @@ def _write_reference(args) -> int:
                              "selection; expected a set with results")
         source = f"set {base} of {args.db or 'the store'}, {len(own)} cells"
         text = gate_reference.render(own, statistic=statistic, source=source,
-                                     margin=args.margin)
+                                     margin=args.margin,
+                                     options=gate_reference.core_options_of(store, own))
     gate_reference.parse(text, str(out))        # what is written must read back
     write_file(out, text)
     n = max(c.launches for c in own)
