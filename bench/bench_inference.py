@@ -304,7 +304,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--outlier-rule", choices=("today", "own"), default="today",
                     help="own: stop 35's rule, measured and not taken: every size its own "
                     "cell part (no gate, no flag) where an unpaired comparison's launches "
-                    "are unbalanced (stats.launch.unbalanced: 2-4 against more). With "
+                    "are unbalanced (stats.launch.unbalanced: 2-5 against more). With "
                     "--only-outlier a column beside today's on the same draws; with "
                     "--only-planning-rows the rows planned and tested under it")
     args = ap.parse_args(argv)

@@ -4,6 +4,7 @@ with a thin side (2 vs 7 launches through the real store -> compare path)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from mpibench.report.judge import compare_groups
 from mpibench.report.planning import plan_table
@@ -50,15 +51,16 @@ def test_detectable_now_plans_a_thin_side_at_its_own_df(tmp_path):
     assert floored > 0
 
 
-def test_plan_of_an_unbalanced_unpaired_row_is_never_below_the_larger_side(tmp_path):
-    """3 vs 7 launches, unpaired, --detect 50%: at sd ~0.05 plain launches_needed asks
-    about 3 per side, but 3 vs 7 is unbalanced (stats.launch.unbalanced): a size noisier
-    on the smaller side alone is not caught below balance, so every plan column asks for
-    at least the larger side's 7 per side, as the cells' notes and the verdict do
+@pytest.mark.parametrize("small", [3, 5])
+def test_plan_of_an_unbalanced_unpaired_row_is_never_below_the_larger_side(tmp_path, small):
+    """3 (and 5, review R15) vs 7 launches, unpaired, --detect 50%: at sd ~0.05 plain
+    launches_needed asks about 3 per side, but it is unbalanced (stats.launch.unbalanced):
+    a size noisier on the smaller side alone is not caught below balance, so every plan
+    column asks for at least the larger side's 7 per side, as the cells' notes and the verdict do
     (stats.launch.launches_needed_for). Before, the plan table's unpaired rows asked
     launches_needed at the sd and said 3."""
     rng = np.random.default_rng(21)
-    store, sets = S.build_store(tmp_path / "s.db", rng, launches=(3, 7), sigma_l=0.05,
+    store, sets = S.build_store(tmp_path / "s.db", rng, launches=(small, 7), sigma_l=0.05,
                                 within=0.01, n_samples=(30, 40), sizes=(1, 64, 4096, 65536))
     try:
         cmp = compare_groups(store, sets, "a")

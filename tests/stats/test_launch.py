@@ -1393,6 +1393,15 @@ def test_the_unbalanced_warning_and_the_readme_give_one_figure():
     assert readme.count(figure + " ") == 2 and "UNBALANCED_FALSE_POSITIVES" in readme
     assert "9-11% at 3-4 vs 7" not in readme and "9-11% two-sided" not in readme
     assert "~11%" not in inspect.getsource(compare_view.unbalanced_launches)
+    # review R15 (stop 35): 5 vs 7 measured 7.3% / 7.5%: the warning says that figure there,
+    # the 3-4 vs 7 one below, each beside the balanced design's (not "~5% balanced")
+    low, high = L.UNBALANCED_FALSE_POSITIVES_5V7
+    assert f"{100 * low:.1f}% / {100 * high:.1f}% at 5 vs 7" in readme
+    assert L.unbalanced_false_positives(5) == \
+        f"{100 * low:.1f}-{100 * high:.1f}% per cell at 5 vs 7 launches, 5.0% at 7 + 7"
+    for small in (2, 3, 4):
+        assert L.unbalanced_false_positives(small).startswith(figure + " per cell at 3-4 vs 7")
+    assert "balanced;" not in inspect.getsource(compare_view.unbalanced_launches)
 
 
 def test_an_unbalanced_test_is_planned_up_to_the_larger_side():
@@ -1403,7 +1412,7 @@ def test_an_unbalanced_test_is_planned_up_to_the_larger_side():
                                   enumerate(rng.normal(0.0, 0.05, nb))},
                                  {f"c{i}": math.exp(x) for i, x in
                                   enumerate(rng.normal(0.0, 0.05, nc))}, "higher")])[0]
-    for nb, nc in ((3, 7), (7, 4), (2, 7)):
+    for nb, nc in ((3, 7), (7, 4), (2, 7), (5, 7), (7, 5)):
         t = cell(nb, nc)
         assert L.unbalanced(t.n_base, t.n_cand)
         # a large effect needs few launches per side: the smaller side still up to 7
@@ -1411,7 +1420,9 @@ def test_an_unbalanced_test_is_planned_up_to_the_larger_side():
         # a small one needs more than 7 per side: launches_needed's count, unchanged
         need = L.launches_needed(t.sd_log, 0.01)
         assert need > 7 and L.launches_needed_for(t, 0.01) == need
-    for nb, nc in ((5, 7), (4, 4), (3, 3)):
+    # up to UNBALANCED_MAX_SMALL (5, review R15) on the smaller side; 6 vs 7 not measured
+    assert L.UNBALANCED_MAX_SMALL == 5
+    for nb, nc in ((6, 7), (5, 5), (4, 4), (3, 3)):
         t = cell(nb, nc)
         assert not L.unbalanced(t.n_base, t.n_cand)
         assert L.launches_needed_for(t, 1.0) == L.launches_needed(t.sd_log, 1.0)

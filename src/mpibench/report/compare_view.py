@@ -199,10 +199,9 @@ def unbalanced_launches(cmp: Comparison) -> dict[str, Any] | None:
         f"unbalanced launches ({small} vs {large}, unpaired; {len(hits)} of {tested} tested "
         f"cells, smaller side: {', '.join(sides)}): a size noisier only on the side with "
         f"fewer launches is not told apart by the outlying-size flag (A/A false positives "
-        f"up to {100 * launch_stats.UNBALANCED_FALSE_POSITIVES:.1f}% per cell at 3-4 vs 7 "
-        f"launches, ~5% balanced; "
-        f"{UNBALANCED_DOC}); run both sides with the same launches: plan the smaller side up "
-        f"to {large} (JSON launches_needed counts that)")
+        f"{launch_stats.unbalanced_false_positives(small)}; {UNBALANCED_DOC}); run both "
+        f"sides with the same launches: plan the smaller side up to {large} (JSON "
+        f"launches_needed counts that)")
     return {"min_launches": small, "max_launches": large, "cells": len(hits),
             "tested_cells": tested, "smaller_sides": sides, "plan_launches": large,
             "message": message}

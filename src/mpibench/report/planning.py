@@ -34,7 +34,7 @@ def _needed(ds: list, effect: float, alpha: float, m: int,
     """(median cell, noisiest cell, noisiest cell at alpha / m) launches per side, each
     cell planned for the test it ran (stats.launch.launches_needed_for, the one planning
     rule: rows paired by round plan rounds of pairs from their test's own components; an
-    unbalanced unpaired test, 2-4 launches against more, never fewer per side than its
+    unbalanced unpaired test, 2-5 launches against more, never fewer per side than its
     larger side's, as the cells' notes and the verdict say). The median cell is the
     lower middle one of the cells' plans; the noisiest is the cell with the largest sd."""
     big = 10 ** 9
@@ -66,7 +66,8 @@ def plan_table(cmp: Comparison, effect: float, power: float = launch_stats.POWER
               caption="launches per side, interleaved; from the spread between launches of "
                       "each cell (sd of the log launch statistics, both sides pooled); "
                       "planned for the test each cell ran (t on log launch statistics, its df "
-                      "and critical values; an unbalanced unpaired cell, 2-4 launches against "
+                      "and critical values; an unbalanced unpaired cell, 2-"
+                      f"{launch_stats.UNBALANCED_MAX_SMALL} launches against "
                       "more, never below its larger side's count per side); 'all tests' "
                       "plans at alpha/m so "
                       "that a real difference of this size survives Holm in every cell; "

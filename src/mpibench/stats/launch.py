@@ -58,22 +58,29 @@ THIN_LAUNCHES = 3
 # other's, cannot tell a size noisier only on its smaller side from its quiet neighbours
 # (the outlying-size flag adds both sides' sums, mostly the larger side's df): A/A false
 # positives at such a size up to UNBALANCED_FALSE_POSITIVES at 3-4 vs 7 launches x 10
-# sizes, 5% at 7 + 7. No test rule fixed it without the alike sizes' power: every size its own part at
+# sizes and UNBALANCED_FALSE_POSITIVES_5V7 at 5 vs 7, BALANCED_FALSE_POSITIVES at 7 + 7.
+# No test rule fixed it without the alike sizes' power: every size its own part at
 # 3-4 vs 7 (stop 35) or the smaller side's own sums checked (stops 31, 34) -- docs/
 # statistics.md "Stop 35: unbalanced launches are planned to balance". So the planner
 # plans such a comparison balanced (launches_needed_for: never fewer per side than the
 # larger side's), and compare and check warn (report.compare_view.unbalanced_launches).
-# 5 vs 7 is above the target too but not covered (stop 35, left for the next stop): 7.3% /
-# 7.5% at a size 2x / 3x noisier on the 5-launch side (`bench_inference.py --only-outlier
-# --outlier-design 5v7x10 --reps 160 --seed 21`, 1600 A/A a row; README says so).
-UNBALANCED_MAX_SMALL = 4
+# 5 (not 4) since review R15: 5 vs 7 is above the 6% target too (below). 6 vs 7 is not
+# measured and not covered.
+UNBALANCED_MAX_SMALL = 5
 # The worst A/A false-positive rate per cell measured at such a size (2-3x noisier on the
 # smaller side only, 10 sizes, launch effect sd 0.03): 3 vs 7 13.3% (seed 35, 400
 # benchmarks; 4 vs 7 10.0%, 7 + 7 5.0%: tests/stats/test_launch.py::_noisy_on_one_side;
 # `bench_inference.py --only-outlier --outlier-design 3v7x10 --outlier-design 4v7x10
-# --reps 20 --seed 21`: 5.5-11.0%). The one figure: compare's and check's warning prints
-# it (report.compare_view.unbalanced_launches), README cites it with those commands.
+# --reps 20 --seed 21`: 5.5-11.0%). The one figure for a smaller side of 2-4 launches:
+# compare's and check's warning prints it (unbalanced_false_positives), README cites it
+# with those commands.
 UNBALANCED_FALSE_POSITIVES = 0.133
+# The same at 5 vs 7: the size 2x / 3x noisier on the 5-launch side only, 7.3% / 7.5%
+# (95% CI coverage 92.7% / 92.5%; `bench_inference.py --only-outlier --outlier-design
+# 5v7x10 --reps 160 --seed 21`, 1600 A/A benchmarks a row, column 'flag 20%'; README).
+UNBALANCED_FALSE_POSITIVES_5V7 = (0.073, 0.075)
+# The same size with both sides at 7 launches (the helper above at seed 35, 400).
+BALANCED_FALSE_POSITIVES = 0.050
 # The power the planning numbers are computed for.
 POWER = 0.8
 
@@ -2074,13 +2081,26 @@ def unbalanced(n_base: int | None, n_cand: int | None) -> bool:
         min(n_base, n_cand) <= UNBALANCED_MAX_SMALL
 
 
+def unbalanced_false_positives(small: int) -> str:
+    """The measured A/A false positives at a size noisier only on the smaller side, for a
+    smaller side of `small` launches against 7 (the design measured), in the words of
+    compare's and check's warning: UNBALANCED_FALSE_POSITIVES up to 4 launches,
+    UNBALANCED_FALSE_POSITIVES_5V7 at 5; each beside BALANCED_FALSE_POSITIVES."""
+    if small <= 4:
+        figure = f"up to {100 * UNBALANCED_FALSE_POSITIVES:.1f}% per cell at 3-4 vs 7 launches"
+    else:
+        low, high = UNBALANCED_FALSE_POSITIVES_5V7
+        figure = f"{100 * low:.1f}-{100 * high:.1f}% per cell at 5 vs 7 launches"
+    return f"{figure}, {100 * BALANCED_FALSE_POSITIVES:.1f}% at 7 + 7"
+
+
 def launches_needed_for(t: LaunchTest, effect: float, alpha: float = 0.05,
                         power: float = POWER, max_n: int = 10_000) -> int | None:
     """Launches per side (paired: rounds) at which the test t ran (its planning
     components, scaled to n rounds by paired_components_at) detects a gain of 1 + effect
     with probability `power` (noncentral t of that test). At t's own rounds this is the
     'detectable' t reports. For an unpaired test this is launches_needed at t's pooled
-    sd, and where t's launches are unbalanced (unbalanced: at most 4 against more) never
+    sd, and where t's launches are unbalanced (unbalanced: at most 5 against more) never
     fewer than the larger side's: per side, so the smaller side is planned up to the
     other's count (a size noisy only on the smaller side is not caught below it). Also
     for a test not run for too few launches (1 against 7): every sentence that plans
@@ -2226,7 +2246,9 @@ def fmt_pct(effect: float | None) -> str:
 
 
 __all__ = ["MIN_LAUNCHES", "MIN_PAIRS", "POWER", "pair_rounds", "cell_pairs", "pair_spread", "paired_test",
-           "launches_needed_for", "unbalanced", "UNBALANCED_MAX_SMALL", "UNBALANCED_FALSE_POSITIVES", "paired_components_at", "Estimate", "estimate", "LaunchTest", "compare",
+           "launches_needed_for", "unbalanced", "UNBALANCED_MAX_SMALL", "UNBALANCED_FALSE_POSITIVES",
+           "UNBALANCED_FALSE_POSITIVES_5V7", "BALANCED_FALSE_POSITIVES",
+           "unbalanced_false_positives", "paired_components_at", "Estimate", "estimate", "LaunchTest", "compare",
            "compare_cells", "detectable_at", "Spread", "spread", "aggregate", "detectable_effect",
            "gated_spreads", "launches_needed", "pooled_sd", "fmt_pct", "cochran_cox_crit", "two_sided_p",
            "one_sided_p", "parse_margin"]
