@@ -153,7 +153,8 @@ def test_core_options_reach_the_core_on_both_stacks(tmp_path):
     assert fps["openmpi"]["core_options"] == {
         "mode": "iterations", "iterations": 40, "iterations_volume": 2048,
         "thread_level": "funneled", "off_cache": True, "root_shift": True, "sync": "auto",
-        "batch_us": 20, "warmup": 2, "per_call": True, "settle": True}
+        "batch_us": 20, "warmup": 2, "per_call": True, "settle": True,
+        "buffer_align": 4096}                       # page-aligned buffers (core 60f7893)
     for b in ("Reduce", "PingPong"):
         st8, x8 = rows[("openmpi", b, 8)]
         st256, x256 = rows[("openmpi", b, 256)]
