@@ -335,17 +335,23 @@ def test_large_tables_render_as_plain_text(tmp_path):
     store.close()
 
 
+def _against_one_launch(path, *, seed: int, n_a: int, level_b: float):
+    """compare of PingPong 8 B: variant a, n_a launches around 10 us with a launch effect
+    (sd 0.05 in logs), against variant b's single launch around level_b us."""
+    rng = np.random.default_rng(seed)
+    store = Store(path)
+    cid = store.add_campaign(path.stem)
+    ga = add_variant_runs(store, cid, "a", repeats=n_a, make=lambda rep: [
+        core_record("PingPong", 8, 10 * np.exp(rng.normal(0, .05) + rng.normal(0, .01, 40)))])
+    gb = add_variant_runs(store, cid, "b", repeats=1, make=lambda rep: [
+        core_record("PingPong", 8, level_b * np.exp(rng.normal(0, .01, 40)))])
+    return compare_groups(store, {"a": ga, "b": gb}, "a")
+
+
 def test_cannot_tell_says_how_many_launches(tmp_path):
     # one side has a spread (3 launches), the other a single launch: not tested, and the
     # footnote plans from the spread seen
-    rng = np.random.default_rng(14)
-    store = Store(tmp_path / "plan.db")
-    cid = store.add_campaign("plan")
-    ga = add_variant_runs(store, cid, "a", repeats=3, make=lambda rep: [
-        core_record("PingPong", 8, 10 * np.exp(rng.normal(0, .05) + rng.normal(0, .01, 40)))])
-    gb = add_variant_runs(store, cid, "b", repeats=1, make=lambda rep: [
-        core_record("PingPong", 8, 9 * np.exp(rng.normal(0, .01, 40)))])
-    cmp = compare_groups(store, {"a": ga, "b": gb}, "a")
+    cmp = _against_one_launch(tmp_path / "plan.db", seed=14, n_a=3, level_b=9)
     d = cmp.rows[0].deltas["b"]
     assert not d.tested and d.needed is not None and d.needed >= 2
     assert any(f"{d.needed} launches per side would detect" in f for f in cmp.footnotes)
@@ -358,14 +364,7 @@ def test_cannot_tell_plans_an_unbalanced_side_up_to_the_other(tmp_path):
     # launches_needed and the verdict plan as launches_needed_for does for a tested cell:
     # never fewer per side than the larger side's 7 (they said 2 before)
     from mpibench.stats import launch as L
-    rng = np.random.default_rng(15)
-    store = Store(tmp_path / "unbal.db")
-    cid = store.add_campaign("unbal")
-    ga = add_variant_runs(store, cid, "a", repeats=7, make=lambda rep: [
-        core_record("PingPong", 8, 10 * np.exp(rng.normal(0, .05) + rng.normal(0, .01, 40)))])
-    gb = add_variant_runs(store, cid, "b", repeats=1, make=lambda rep: [
-        core_record("PingPong", 8, 5 * np.exp(rng.normal(0, .01, 40)))])
-    cmp = compare_groups(store, {"a": ga, "b": gb}, "a")
+    cmp = _against_one_launch(tmp_path / "unbal.db", seed=15, n_a=7, level_b=5)
     d = cmp.rows[0].deltas["b"]
     assert not d.tested and L.unbalanced(d.n_base, d.n_cand)
     assert L.launches_needed(d.sd_log, abs(d.gain - 1)) < 7
