@@ -83,6 +83,9 @@ def test_hostile_values_per_verb(verb, rng):
     # fixed elsewhere in issue 12 (one size grammar, campaign files read as UTF-8)
     ["run", "PingPong", "--sizes", "0:\u0663", "--out", "OUT"],
     ["demo", "--sizes", "0 :3"],
+    # the A/A's own sizes (stop 35): refused before anything is written, as --sizes
+    ["demo", "--aa-sizes", "0 :3"],
+    ["demo", "--aa-sizes", "0:\u0663"],
     ["campaign", "status", "NOTUTF8"],
     # fixed elsewhere in issue 12: --baseline checked before anything launches
     ["run", "PingPong", "--baseline", "bogus", "--out", "OUT"],

@@ -498,7 +498,8 @@ def _b_run(rng):
 
 
 def _b_demo(rng):
-    opt, vals = rng.choice([("--sizes", HOSTILE_SIZES), ("--max-time", HOSTILE_FLOAT),
+    opt, vals = rng.choice([("--sizes", HOSTILE_SIZES), ("--aa-sizes", HOSTILE_SIZES),
+                            ("--max-time", HOSTILE_FLOAT),
                             ("--repeats", HOSTILE_INT), ("--aa-max", HOSTILE_INT + ["2"]),
                             ("--out", ["FILE", "FILE/x", "/dev/null/x", "/proc/self/status/x"])])
     return ["demo", opt, rng.choice(vals)]
