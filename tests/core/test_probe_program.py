@@ -58,3 +58,68 @@ def test_bad_arguments_exit_2_and_say_why(program, args, what):
     assert res.returncode == 2
     assert what in res.stderr and "usage:" in res.stderr
     assert res.stdout == ""
+
+
+# A responder that waits 30 ms before each answer: one 16-round-trip batch (~480 ms) passes
+# the sampling cap (300 ms at --ms 1) during the warm-up already. The rule in
+# core/probe/cacheline.h still takes one sample then (the stop-35 CI run's np=3 launch had no
+# start reading at all: a loaded machine, three ranks on two CPUs); one sample is fewer than
+# stats.probe.MIN_SAMPLES, so the gate does not judge it. Sleeps only lengthen the times the
+# assertions bound from below.
+SLOW_RESPONDER = r"""
+#define _GNU_SOURCE
+#include "cacheline.h"
+#include <pthread.h>
+#include <stdio.h>
+#include <unistd.h>
+
+static _Atomic uint64_t line;
+
+static void *respond_slowly(void *arg)
+{
+    uint64_t seen = 0;
+    (void)arg;
+    for (;;) {
+        uint64_t v = atomic_load(&line);
+        if (v == MB_CL_STOP)
+            return NULL;
+        if (v != seen && (v & 1u)) {
+            usleep(30000);
+            seen = v;
+            atomic_store(&line, v + 1);
+        }
+    }
+}
+
+int main(void)
+{
+    static double s[1000];
+    pthread_t t;
+    pthread_create(&t, NULL, respond_slowly, NULL);
+    double t0 = mb_cl_now_ns();
+    long long n = (long long)mb_cl_sample(&line, 1.0, 16, s, 1000);
+    double took_ms = (mb_cl_now_ns() - t0) / 1e6;
+    atomic_store(&line, MB_CL_STOP);
+    pthread_join(t, NULL);
+    printf("%lld %.0f %.0f\n", n, n > 0 ? s[0] : 0.0, took_ms);
+    return 0;
+}
+"""
+
+
+def test_a_responder_slower_than_the_cap_still_gives_one_sample(tmp_path):
+    from mpibench.build import source_root
+
+    src = tmp_path / "slow.c"
+    src.write_text(SLOW_RESPONDER)
+    exe = tmp_path / "slow"
+    cc = subprocess.run(["cc", "-O1", "-std=c11", "-pthread",
+                         f"-I{source_root() / 'core' / 'probe'}", str(src), "-o", str(exe)],
+                        capture_output=True, text=True, timeout=60)
+    assert cc.returncode == 0, cc.stderr
+    res = subprocess.run([str(exe)], capture_output=True, text=True, timeout=30)
+    assert res.returncode == 0, res.stderr
+    n, first_ns, took_ms = (float(x) for x in res.stdout.split())
+    # one sample, never more past the cap; the sample is a 30 ms round trip at least
+    assert n == 1, res.stdout
+    assert first_ns >= 30e6 and took_ms >= 2 * 16 * 30
