@@ -1,9 +1,9 @@
 """campaign.machine_probe: the machine-state probe around each local launch - where it
 applies, the campaign key, the history file it reads back, and (with real MPI) a launch off
 the campaign's reference state set aside and run again, its probes stored with the kept
-launch's results; a core launch judged on its own readings (core/state.c) without a
-before-wait, one that takes none probed as before; the gate's wall time outside the launch
-(after-probe included) in waited_s."""
+launch's results; a core launch judged on its own readings (core/state.c) after the same
+before-wait as any other launch (no after-probe), one that takes none probed as before; the
+gate's wall time outside the launch (after-probe included) in waited_s."""
 
 from __future__ import annotations
 
@@ -251,9 +251,9 @@ def test_a_launch_off_the_reference_state_is_set_aside_and_run_again(tmp_path, f
     """A history whose reference state no real reading here is in (10 us round trips): each
     launch is set aside RETRIES times and the last attempt kept, marked "off"; every
     attempt's readings are in the history and the kept launch's results carry them all. The
-    core reads its own state: its first attempt starts without a probe or a wait (waited_s
-    0), each retry waits for the reference first; every attempt is judged on the launch's
-    own readings."""
+    core reads its own state, yet every attempt, its first one too, waits for the probe
+    program's reference first (here in vain: WAIT_S); every attempt is judged on the
+    launch's own readings."""
     monkeypatch.setattr(machine_probe, "WAIT_S", 0.2)
     spec = _spec(tmp_path, 'machine_probe = "gate"', repeats=2)
     fake = [{"run": "seed", "when": "before", "median_ns": 10000.0, "samples": 500,
@@ -283,10 +283,9 @@ def test_a_launch_off_the_reference_state_is_set_aside_and_run_again(tmp_path, f
                 '"record":"probe"') >= 1
         attempts = [*mp["set_aside"], mp]
         assert {a["reading"] for a in attempts} == {"launch"}
-        assert (attempts[0]["waited_s"], attempts[0]["waits"]) == (0.0, 0)
-        # each retry waits (probes again) unless its first wait-probe, on a loaded machine,
-        # got no valid reading (a starved probe ends the wait: nothing to judge)
-        for a, d in zip(attempts[1:], [*aside[1:], run_id], strict=True):
+        # each attempt waits (probes again) unless its first wait-probe, on a loaded
+        # machine, got no valid reading (a starved probe ends the wait: nothing to judge)
+        for a, d in zip(attempts, [*aside, run_id], strict=True):
             first = (tmp_path / "runs" / d / "machine-probe.txt").read_text().splitlines()[0]
             assert a["waited_s"] > 0 and (a["waits"] >= 1 or not _valid_line(first))
     history = [json.loads(ln) for ln in lines[20:]]
@@ -423,8 +422,8 @@ def test_the_wait_for_the_reference_is_bounded_per_launch_and_per_invocation(tmp
 def test_the_after_probe_and_the_waits_are_in_waited_s(tmp_path, monkeypatch):
     """waited_s is all the gate's wall time outside the launch: the before-probe, the waits
     and the after-probe (stop 32 left the after-probe out); a launch that reads its own
-    state (the core) costs no probe at all, one whose output holds no reading gets the
-    after-probe."""
+    state (the core) costs the before-probe alone under "gate" (stop 36) and no probe under
+    "record", one whose output holds no reading gets the after-probe."""
     clock = _Clock()
     monkeypatch.setattr(machine_probe, "time", clock)
     gate = MachineGate(tmp_path, "gate")
@@ -448,12 +447,20 @@ def test_the_after_probe_and_the_waits_are_in_waited_s(tmp_path, monkeypatch):
                                 separators=(",", ":")) + "\n"
                      + json.dumps({"record": "footer", "machine_state": state},
                                   separators=(",", ":")) + "\n")
-    t0 = clock.now
+    # the core's own readings: one probe before (the wait for the coarse state, as for
+    # any launch), none after; its own readings judge it
     own = gate.start(own=True, attempt=0)
     gate.finish(own, jsonl, 0.3)
-    assert clock.now == t0 and own.waited_s == 0.0 and own.reading == "launch"
-    assert own.before.median_ns == own.after.median_ns == 321.0
-    assert gate.judge(own) is State.REFERENCE and len(own.raw) == 2
+    assert own.waited_s == pytest.approx(probe_s) and own.reading == "launch"
+    assert own.waits == 0 and own.before.median_ns == own.after.median_ns == 321.0
+    assert gate.judge(own) is State.REFERENCE and len(own.raw) == 3
+    # "record" sets nothing aside: a core launch costs no probe at all there
+    rec = MachineGate(tmp_path, "record")
+    rec.history, rec.read = gate.history, read
+    t0 = clock.now
+    quiet = rec.start(own=True, attempt=0)
+    rec.finish(quiet, jsonl, 0.3)
+    assert clock.now == t0 and quiet.waited_s == 0.0 and len(quiet.raw) == 2
     # a retry of such a launch waits for the reference first, still judged on its readings
     retry = gate.start(own=True, attempt=1)
     gate.finish(retry, jsonl, 0.3)
@@ -462,8 +469,11 @@ def test_the_after_probe_and_the_waits_are_in_waited_s(tmp_path, monkeypatch):
     jsonl.write_text('{"record":"header","machine_state":null}\n{"record":"footer"}\n')
     none = gate.start(own=True, attempt=0)
     gate.finish(none, jsonl, 0.3)
-    assert none.reading == "after-probe" and none.before is None
-    assert none.waited_s == pytest.approx(probe_s)
+    assert none.reading == "probes" and none.before.median_ns == 318.0
+    assert none.waited_s == pytest.approx(2 * probe_s)
+    quiet = rec.start(own=True, attempt=0)
+    rec.finish(quiet, jsonl, 0.3)
+    assert quiet.reading == "after-probe" and quiet.before is None
 
 
 @pytest.mark.parametrize("text, start, end", [
@@ -490,10 +500,11 @@ def test_launch_readings_takes_what_is_a_reading_and_nothing_else(tmp_path, text
 
 
 @pytest.mark.mpi
-def test_a_core_launch_in_state_is_kept_without_any_probe(tmp_path, found_stacks,
-                                                          monkeypatch):
-    """Real launches: the probe program never runs for a core launch's first attempt (it
-    reads its own state); with state_ms = 0 it runs before and after, as for IMB."""
+def test_a_core_launch_is_probed_before_only_and_judged_on_its_own(tmp_path, found_stacks,
+                                                                  monkeypatch):
+    """Real launches: the probe program runs before every attempt of a core launch (the
+    wait for the coarse state, as for IMB; stop 36) and never after it (its own readings
+    judge it); with state_ms = 0 it runs before and after, as for IMB."""
     calls: list[str] = []
     real = MachineGate.read
     monkeypatch.setattr(MachineGate, "read",
@@ -503,11 +514,10 @@ def test_a_core_launch_in_state_is_kept_without_any_probe(tmp_path, found_stacks
         CampaignRunner(spec, store, found_stacks).run()
     probes = _kept_probes(tmp_path / "c.db")
     assert len(probes) == 2
-    first = [(mp["set_aside"] or [mp])[0] for mp in probes]
-    assert all(a["reading"] == "launch" and a["waited_s"] == 0.0 for a in first)
-    # probes only before the retries of launches set aside (the machine changed state)
-    assert len(calls) == sum(a["waits"] + 1 for mp in probes for a in
-                             [*mp["set_aside"], mp][1:])
+    every = [a for mp in probes for a in [*mp["set_aside"], mp]]
+    assert all(a["reading"] == "launch" and a["waited_s"] > 0 for a in every)
+    # probes only before each attempt: one, and one more per wait
+    assert len(calls) == sum(a["waits"] + 1 for a in every)
     # state_ms = 0: no reading of its own, probed before and after like any other tool
     calls.clear()
     off = tmp_path / "off"

@@ -12,7 +12,11 @@ launch that replaces it - and run again, at most RETRIES times; before each atte
 gate waits (probing every WAIT_STEP_S, at most WAIT_S, at most WAIT_TOTAL_S in one
 invocation) for the reference state; a retry after the second miss that wait cannot see
 (the core's finer state, which the probe program reads as the reference: PAUSE_S) pauses
-first. A launch still off it after the retries is kept and marked (state "off"). "record" probes and records, never waits, never sets aside.
+first. A launch still off it after the retries is kept and marked (state "off"). A launch
+that reads its own state (mpibench-core, core/state.c) is judged on its own start and end
+readings instead of the probes; under "gate" it still waits for the probe program's state
+before each attempt (start), as any launch. "record" probes and records, never waits, never
+sets aside.
 
 Where it applies: the local backend, an MPI benchmark, np = 2 on this node (no hosts,
 hostfile or nodes > 1), ranks bound to cores (bind = "core", or unset where the launcher
@@ -271,7 +275,8 @@ class Attempt:
     before: ProbeReading | None
     after: ProbeReading | None
     # the gate's wall time outside the launch: its probes (the after-probe included) and
-    # waits; 0 for a launch judged on its own readings that did not wait
+    # waits; for a launch judged on its own readings the before-probe and waits alone (0
+    # under "record", where it is not probed)
     waited_s: float = 0.0
     elapsed_s: float | None = None
     raw: list[str] = field(default_factory=list)
@@ -363,14 +368,24 @@ class MachineGate:
             time.sleep(WAIT_STEP_S)
 
     def start(self, own: bool, attempt: int) -> Attempt:
-        """The gate's part before an attempt. A launch that reads its own state (own) starts
-        at once on its first attempt: its readings judge it, so nothing is waited for
-        before them. Any other launch, and a retry after a set-aside (the machine was just
-        seen off), first waits for the reference state as before; a retry after the second
-        set-aside the wait could not see (`sees`) pauses PAUSE_S before that."""
+        """The gate's part before an attempt: every attempt first waits for the probe
+        program's (coarse) reference state - one probe, ~9 ms, when the machine is in it -
+        a launch that reads its own state (own) as any other; its own readings then judge
+        it (finish). A retry after the second set-aside the wait could not see (`sees`)
+        pauses PAUSE_S before that. Under "record" (nothing is set aside) a launch that
+        reads its own state is not probed at all.
+
+        Why the core's first attempt waits too (stop 36): it used to start at once, so a
+        machine off the coarse state cost it a whole launch set aside, where IMB's launches
+        (probed before) waited for the state instead; the wait is not launch time, the
+        set-aside launch is. In the stored TTD runs 70-72, approx-1/2 and lc-01..03, 227 of
+        the core's 363 set-aside attempts were off the coarse state at their start reading
+        (run-72: 117 of 197, 19.3 s of its 30.9 s set aside; IMB's: 7 of 34, its before-wait
+        having filtered them), a state this one probe sees (both readers read the ~4x apart
+        states alike)."""
         if attempt == 0:
             self.unseen = 0
-        if own and attempt == 0:
+        if own and attempt == 0 and self.mode != "gate":
             return Attempt(None, None, 0.0, waits=0, reading="launch")
         paused = self.pause() if self.unseen >= 2 else 0.0
         before, waited, raw = self.wait_for_reference()
