@@ -77,8 +77,13 @@ its users run it. The summary says which rounds ran how many sizes.
 Both tools' campaigns opt in to the machine-state gate (`machine_probe = "gate"`,
 campaign/machine_probe.py; the default only records): a launch whose CPUs' cache-line round
 trip before or after it is off the campaign's reference state is set aside and run again;
-the end prints per tool what the gate kept and set aside (probe_line), and the set-aside
-launches' seconds count in the launch time.
+the core's launches are judged on their own start and end readings (core/state.c), IMB's
+on probes just around them, and before every attempt both wait for the probe program's
+(coarse) state by the same rule (since stop 36; the core's first attempt used to start at
+once and paid a whole set-aside launch where IMB waited). The end prints per tool what the
+gate kept and set aside (probe_line). Two ratios: the launch time (kept launches and the
+attempts set aside - launch time a user pays) and, beside it, with the gate's probing and
+waiting added (wall time outside any launch).
 
 Both variants bind their ranks to cores (`bind = "core"`; --bind none for each launcher's
 default). Open MPI binds 2 ranks to cores by default, Hydra (MPICH) does not: on the loaded
