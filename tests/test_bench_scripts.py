@@ -459,3 +459,26 @@ def test_within_prior_reads_the_stored_ttd_run_and_refuses_a_bad_store(tmp_path)
                          text=True, timeout=60)
     assert bad.returncode == 2 and f"{tmp_path}: no */core/mpibench.db" in bad.stderr
     assert bad.stdout == ""
+
+
+def test_time_to_decision_names_the_set_asides_a_moved_reference_spent():
+    """moved_line counts the set-aside attempts whose readings are in the run's FINAL
+    reference state (set aside while the reference was another state that the majority
+    later left), with their seconds; one off the final state is not counted, and a run
+    with none says nothing."""
+    from support.surfaces import load_bench_ttd
+
+    ttd = load_bench_ttd()
+
+    def kept(ns: float, aside=()) -> dict:
+        return {"before_ns": ns, "after_ns": ns, "set_aside": [
+            {"before_ns": a, "after_ns": a, "elapsed_s": 0.25} for a in aside]}
+
+    # early launches kept at ~430 ns, the machine then at ~100 ns for good
+    probes = {f"a{k}": kept(430.0 + k) for k in range(5)}
+    probes |= {f"b{k}": kept(100.0 + k / 10) for k in range(12)}
+    probes["a0"] = kept(431.0, aside=(101.0, 99.5))     # set aside under the old reference
+    probes["b0"] = kept(100.0, aside=(440.0,))          # off the final state: not counted
+    line = ttd.moved_line(probes)
+    assert "2 of them in the run's final reference state, 0.5 s" in line
+    assert ttd.moved_line({k: v for k, v in probes.items() if k != "a0"}) == ""
