@@ -8,12 +8,14 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from support import srcast
+
 PKG = Path(__file__).resolve().parents[1] / "src" / "mpibench"
 
 
 def _offences(path: Path) -> list[str]:
     out = []
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+    for node in ast.walk(srcast.parse(path)):
         if not isinstance(node, ast.Call):
             continue
         f = node.func

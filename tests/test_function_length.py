@@ -8,6 +8,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from support import srcast
+
 SRC = Path(__file__).resolve().parent.parent / "src" / "mpibench"
 MAX_LINES = 80
 
@@ -33,7 +35,7 @@ def long_functions(root: Path = SRC) -> dict[str, int]:
     (decorators excluded, nested functions counted in their parent and on their own)."""
     out: dict[str, int] = {}
     for path in sorted(root.rglob("*.py")):
-        _long_in(ast.parse(path.read_text()), path.relative_to(root).as_posix(), "", out)
+        _long_in(srcast.parse(path), path.relative_to(root).as_posix(), "", out)
     return out
 
 

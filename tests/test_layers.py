@@ -11,6 +11,8 @@ import ast
 import sys
 from pathlib import Path
 
+from support import srcast
+
 SRC = Path(__file__).resolve().parent.parent / "src" / "mpibench"
 
 # bottom to top; a name is a top-level module or package of mpibench, or a dotted module
@@ -71,7 +73,7 @@ def imports_up() -> set[tuple[str, str]]:
     for path in sorted(SRC.rglob("*.py")):
         rel = path.relative_to(SRC).as_posix()
         mine = layer_of(rel.removesuffix(".py").removesuffix("/__init__").replace("/", "."))
-        tree = ast.parse(path.read_text())
+        tree = srcast.parse(path)
         skip = _type_only(tree)
         for node in ast.walk(tree):
             if not isinstance(node, ast.Import | ast.ImportFrom) or node.lineno in skip:
@@ -136,7 +138,7 @@ def import_graph() -> dict[str, set[str]]:
     for path in sorted(SRC.rglob("*.py")):
         me = path.relative_to(SRC).as_posix().removesuffix(".py").removesuffix("/__init__") \
             .replace("/", ".")
-        tree = ast.parse(path.read_text())
+        tree = srcast.parse(path)
         skip = _type_only(tree)
         out = graph.setdefault(me, set())
         for node in ast.walk(tree):

@@ -703,12 +703,14 @@ def test_no_module_of_mpibench_imports_the_public_api_module():
     name comes from the module that owns it (no facade to route around, no import circle)."""
     import ast
 
+    from support import srcast
+
     src = Path(__file__).resolve().parents[2] / "src" / "mpibench"
     users = []
     for f in sorted(src.rglob("*.py")):
         if f == src / "report" / "compare.py":
             continue
-        for n in ast.walk(ast.parse(f.read_text())):
+        for n in ast.walk(srcast.parse(f)):
             mods = ([n.module] if isinstance(n, ast.ImportFrom) and n.module
                     else [a.name for a in n.names] if isinstance(n, ast.Import) else [])
             if "mpibench.report.compare" in mods or (

@@ -7,6 +7,8 @@ import ast
 import re
 from pathlib import Path
 
+from support import srcast
+
 PKG = Path(__file__).resolve().parents[2] / "src" / "mpibench"
 SQL = re.compile(r"\b(SELECT\s+[\w*(].*\bFROM\b|INSERT\s+(OR\s+\w+\s+)?INTO\b|UPDATE\s+\w+\s+SET\b|"
                  r"DELETE\s+FROM\b|CREATE\s+(TABLE|INDEX|VIEW)\b|PRAGMA\s+\w+|BEGIN\s+IMMEDIATE|"
@@ -14,7 +16,7 @@ SQL = re.compile(r"\b(SELECT\s+[\w*(].*\bFROM\b|INSERT\s+(OR\s+\w+\s+)?INTO\b|UP
 
 
 def _offences(path: Path) -> list[str]:
-    tree = ast.parse(path.read_text(), filename=str(path))
+    tree = srcast.parse(path)
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import | ast.ImportFrom):
