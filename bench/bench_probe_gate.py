@@ -44,9 +44,13 @@ a real core launch reading its own state (core/state.c, --state-ms 1), a probe, 
 launch with --state-ms 0: how often the launch's start/end readings find the state the probe
 just before/after found, their ratio to the probe's median per state, and the wall time of
 two probes against the launch's two readings and of the launch with and without them. The
---ttd replay's policy "core reads its own state" judges the core's first attempt on the
-recorded state at its start and end with no wait and no probe (the probe program's runs are
-priced at PROBE_WALL_S each); IMB keeps the probes and waits. Its last table (stop 34)
+--ttd replay's policy "stop 33-35: core's own, 1st unwaited" judges the core's first
+attempt on the recorded state at its start and end with no wait and no probe (the probe
+program's runs are priced at PROBE_WALL_S each); IMB keeps the probes and waits. "as built
+(stop 36)" judges the core the same way but waits before every attempt, its first one
+included, with one probe before and none after (the campaign's rule since stop 36; its
+keeping of a launch still off once the wait is spent is not replayed). --set-aside-causes
+DIR...: why each attempt of kept TTD runs was set aside (stop 36). Its last table (stop 34)
 replays the recorded readings (ns, with their reader) through the old rule (GATE_FACTOR
 around the coarse reference) and the new (stats.probe.reference: the reader's finer state)
 side by side: attempts each judges off online, their launch seconds, the ratio, and MPICH's
@@ -486,7 +490,8 @@ def _replay_tool(env, cells, pol: dict) -> dict[str, float]:
         inv = "run" if pol.get("shared_cap") else inv
         for attempt in range(RETRIES + 1):
             ref, start = _majority(hist), t
-            own = pol.get("own") and attempt == 0   # judged on its own readings: no wait
+            # judged on its own readings; stops 33-35 started its first attempt unwaited
+            own = pol.get("own") and attempt == 0 and not pol.get("own_waits")
             limit = 0.0 if own else \
                 min(pol.get("wait", 20.0), max(0.0, 60.0 - used.get(inv, 0.0)))
             s, waits = at(t), []
@@ -521,7 +526,7 @@ def _replay_tool(env, cells, pol: dict) -> dict[str, float]:
 
 
 POLICIES = {
-    "as built: 20 s wait, both probes": {},
+    "20 s wait, both probes (IMB as built)": {},
     "judge on the before-probe only": {"before_only": True},
     "wait at most 10 s": {"wait": 10.0},
     "wait at most 5 s": {"wait": 5.0},
@@ -529,7 +534,8 @@ POLICIES = {
     "60 s cap shared by a run's rounds": {"shared_cap": True},
     "waits' probes in the history": {"waits_in_history": True},
     "no launch known off (retry waits)": {"skip": True},
-    "core reads its own state (IMB as built)": {"own": True},
+    "stop 33-35: core's own, 1st unwaited": {"own": True},
+    "as built (stop 36): core's own, waits": {"own": True, "own_waits": True},
 }
 # the probe program's wall time per run, spawn included (`--pairs 400`, stop 32: 8.5 ms)
 PROBE_WALL_S = 0.0085
@@ -1025,6 +1031,158 @@ def stores(dirs: list[Path]) -> int:
     return 0
 
 
+# -- stop 36: why each set-aside attempt was set aside, on kept TTD runs --------------------
+# Each set-aside attempt of a kept launch, classified against the reference and bounds its
+# kept launch stored (reference_ns: the coarse centre; reference_lo_ns/hi_ns: the bounds):
+# off the coarse state (GATE_FACTOR) at its start reading / only at its end; off the finer
+# bounds only, at its start / only at its end; in the run's final reference (the gate's rule
+# for the store's reader: a reference that later moved). Then what a probe before the launch
+# read (its run directory's machine-probe.txt, first line) and what came of the attempt; the
+# core's own end reading of one launch against the next launch's start reading; and the
+# kept core launches' 0 B medians by their readings' band, with n.
+
+_CAUSES = ("coarse start", "coarse end only", "finer start", "finer end only", "neither")
+
+
+def _cause(a: dict, p: dict) -> str | None:
+    c, lo, hi = p.get("reference_ns"), p.get("reference_lo_ns"), p.get("reference_hi_ns")
+    b, e = a.get("before_ns"), a.get("after_ns")
+    if not c:
+        return None
+    lo, hi = lo or c / 1.6, hi or c * 1.6
+    for kind, ok in (("coarse", lambda v: near(v, c)), ("finer", lambda v: lo <= v <= hi)):
+        if b and not ok(b):
+            return f"{kind} start"
+        if e and not ok(e):
+            return f"{kind} end only"
+    return "neither"
+
+
+def _first_probe(d: Path) -> float | None:
+    """The valid median of a run directory's first machine-probe.txt line when the probe
+    program took it before the launch (its "probe": "cacheline"; a core launch's own
+    reading, "cacheline-ranks", is first where no probe ran before it: stops 33-35), or
+    None."""
+    try:
+        r = json.loads((d / "machine-probe.txt").read_text().splitlines()[0])
+        return float(r["median_ns"]) if r.get("samples", 0) >= MIN_SAMPLES \
+            and r.get("probe") == "cacheline" else None
+    except (OSError, ValueError, IndexError, KeyError, TypeError):
+        return None
+
+
+def _causes_of(db: Path) -> dict[str, float]:
+    import sqlite3
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    rows = con.execute("SELECT r.id, r.run_dir, x.extra_json FROM runs r JOIN results x ON "
+                       "x.run_id = r.id WHERE r.status = 'done' AND x.extra_json LIKE "
+                       "'%machine_probe%' GROUP BY r.id").fetchall()
+    con.close()
+    probes = {rid: (Path(rd or ""), json.loads(x)["machine_probe"]) for rid, rd, x in rows}
+    hist = [(v, reader_of(a.get("reading"))) for _, p in probes.values()
+            for a in [p, *(p.get("set_aside") or [])] for v in (a.get("before_ns"),
+                                                                   a.get("after_ns")) if v]
+    own = sum(reader_of(p.get("reading")) == "launch" for _, p in probes.values())
+    final = reader_reference(hist, "launch" if 2 * own > len(probes) else "probe")
+    out: dict[str, float] = {"kept": len(probes)}
+    for rd, p in probes.values():
+        atts = p.get("set_aside") or []
+        dirs = [rd.with_name(f"{rd.name}.set-aside-{k + 1}") for k in range(len(atts))]
+        for k, (a, d) in enumerate(zip([*atts, p], [*dirs, rd], strict=True)):
+            pre, ref = _first_probe(d), p.get("reference_ns")
+            if pre is not None and ref and not near(pre, ref):
+                how = "aside" if k < len(atts) else ("kept off" if p.get("state") == "off"
+                                                     else "kept in")
+                out[f"pre off: {how}"] = out.get(f"pre off: {how}", 0) + 1
+            elif pre is not None and ref:
+                out["pre in"] = out.get("pre in", 0) + 1
+                out["pre in aside"] = out.get("pre in aside", 0) + (k < len(atts))
+            if k == len(atts):
+                continue
+            why = _cause(a, p) or "unjudged"
+            out[why] = out.get(why, 0) + 1
+            out[why + " s"] = out.get(why + " s", 0.0) + (a.get("elapsed_s") or 0.0)
+            out["aside"] = out.get("aside", 0) + 1
+            if final is not None and judge_stored(a.get("before_ns"), a.get("after_ns"),
+                                                  final) is State.REFERENCE:
+                out["moved"] = out.get("moved", 0) + 1
+    return out
+
+
+def _next_start(jsonl: Path) -> tuple[int, int]:
+    """Of the core's consecutive launches (one's end reading, the next one's start, in the
+    history file's order) whose end was in the coarse reference of the history so far: how
+    many, and how many started off it."""
+    try:
+        recs = [json.loads(ln) for ln in jsonl.read_text().splitlines() if ln.strip()]
+    except (OSError, ValueError):
+        return 0, 0
+    recs = [r for r in recs if r.get("source") == "launch" and r.get("samples", 0) >= MIN_SAMPLES]
+    n = off = 0
+    for k, (a, b) in enumerate(zip(recs, recs[1:], strict=False)):
+        if a["when"] != "after" or b["when"] != "before" or a["run"] == b["run"]:
+            continue
+        ref = coarse([r["median_ns"] for r in recs[:k + 1]])
+        if ref and near(a["median_ns"], ref):
+            n += 1
+            off += not near(b["median_ns"], ref)
+    return n, off
+
+
+def _bands(db: Path) -> dict[tuple[str, str], list[float]]:
+    """The kept core launches' 0 B PingPong medians by variant and the band of the mean of
+    their two own readings (below 80 ns, 80-150, 150-400, 400 and more)."""
+    import sqlite3
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    rows = con.execute("SELECT r.variant, x.median, json_extract(x.extra_json, "
+                       "'$.machine_probe.before_ns'), json_extract(x.extra_json, "
+                       "'$.machine_probe.after_ns'), json_extract(x.extra_json, "
+                       "'$.machine_probe.reading') FROM results x JOIN runs r ON r.id = "
+                       "x.run_id WHERE r.status = 'done' AND x.size = 0").fetchall()
+    con.close()
+    out: dict[tuple[str, str], list[float]] = {}
+    for v, m, b, a, reading in rows:
+        if reading != "launch" or not (m and b and a):
+            continue
+        r = (b + a) / 2
+        band = "<80" if r < 80 else "80-150" if r < 150 else "150-400" if r < 400 else ">=400"
+        out.setdefault((v, band), []).append(m)
+    return out
+
+
+def set_aside_causes(dirs: list[Path]) -> int:
+    """--set-aside-causes: per kept TTD run and tool, why its attempts were set aside."""
+    print("set-aside attempts by cause (against the kept launch's stored reference and "
+          "bounds): count / launch seconds; 'moved' = in the run's final reference (the "
+          "gate's rule for the store's reader); 'pre off' / 'pre in' = attempts whose probe "
+          "before the launch read off / in the coarse state, and what came of them")
+    seen = 0
+    for d in dirs:
+        for tool in ("core", "imb"):
+            db = d / tool / "mpibench.db"
+            if not db.exists():
+                continue
+            c = _causes_of(db)
+            seen += 1
+            causes = ", ".join(f"{k} {c.get(k, 0):.0f}/{c.get(k + ' s', 0):.1f} s"
+                               for k in _CAUSES if c.get(k))
+            pre = ", ".join(f"{k[9:]} {v:.0f}" for k, v in sorted(c.items())
+                            if k.startswith("pre off: "))
+            print(f"  {d.name} {tool}: {c['kept']:.0f} kept, {c.get('aside', 0):.0f} set aside"
+                  f"{': ' + causes if causes else ''}; moved {c.get('moved', 0):.0f}"
+                  f"{'; pre off: ' + pre if pre else ''}"
+                  + (f"; pre in: {c['pre in']:.0f}, {c['pre in aside']:.0f} of them set aside"
+                     if c.get("pre in") else ""))
+            if tool == "core":
+                n, off = _next_start(d / tool / "machine-probe.jsonl")
+                print(f"    consecutive core launches, end reading in the coarse reference: "
+                      f"next start off it in {off} of {n}")
+                for (v, band), ms in sorted(_bands(db).items()):
+                    print(f"    0 B median {v:8} readings {band:>7} ns: "
+                          f"{float(np.median(ms)):.3f} us (n {len(ms)})")
+    return 0 if seen else 1
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="200 comparisons per row")
@@ -1050,6 +1208,11 @@ def main(argv: list[str]) -> int:
                     "cannot see: A/A false positives, launches kept in it, attempts and "
                     "seconds per launch, ungated / the gate retrying at once / with its "
                     "pause (campaign.machine_probe.PAUSE_S), --reps comparisons per row")
+    ap.add_argument("--set-aside-causes", nargs="+", type=Path, metavar="DIR",
+                    help="only why the gate set each attempt aside in these kept "
+                    "bench_time_to_decision.py runs (--keep DIR): off the coarse or the "
+                    "finer state, at the start or the end, in the final reference; what a "
+                    "probe before the launch read; 0 B medians by reading band, with n")
     ap.add_argument("--stack", default="openmpi", choices=sorted(WITHIN_STACKS),
                     help="the stack of --within (openmpi)")
     args = ap.parse_args(argv)
@@ -1064,6 +1227,11 @@ def main(argv: list[str]) -> int:
         return 0
     if args.finer:
         finer_sim(50 if args.quick else args.reps, args.seed)
+        return 0
+    if args.set_aside_causes:
+        if set_aside_causes(args.set_aside_causes):
+            ap.exit(2, f"{ap.prog}: error: --set-aside-causes: no DIR/core/mpibench.db or "
+                    "DIR/imb/mpibench.db under the given directories\n")
         return 0
     if args.stores:
         if stores(args.stores):

@@ -391,11 +391,17 @@ def moved_line(probes: dict[str, dict]) -> str:
 
 
 def _final_reference(probes: dict[str, dict]):
-    """The reference of every reading the run's kept and set-aside launches took."""
-    from mpibench.stats.probe import reference
+    """The reference of every reading the run's kept and set-aside launches took, by the
+    gate's own rule for the store's reader (stats.probe.reader_reference: the core's own
+    readings within their finer state, the probe program's - IMB's - the coarse state
+    alone), the reader being the one most kept launches were judged on."""
+    from mpibench.stats.probe import reader_of, reader_reference
 
-    return reference([ns for p in probes.values() for a in [p, *(p.get("set_aside") or [])]
-                      for ns in (a.get("before_ns"), a.get("after_ns")) if ns])
+    history = [(ns, reader_of(a.get("reading"))) for p in probes.values()
+               for a in [p, *(p.get("set_aside") or [])]
+               for ns in (a.get("before_ns"), a.get("after_ns")) if ns]
+    own = sum(reader_of(p.get("reading")) == "launch" for p in probes.values())
+    return reader_reference(history, "launch" if 2 * own > len(probes) else "probe")
 
 
 def waited_seconds(probes: dict[str, dict]) -> float:

@@ -482,3 +482,51 @@ def test_time_to_decision_names_the_set_asides_a_moved_reference_spent():
     line = ttd.moved_line(probes)
     assert "2 of them in the run's final reference state, 0.5 s" in line
     assert ttd.moved_line({k: v for k, v in probes.items() if k != "a0"}) == ""
+
+
+def test_time_to_decision_judges_a_stores_final_reference_by_its_readers_rule():
+    """Review R11: the final reference is the gate's rule for the store's reader - the
+    core's own readings ("launch") within their finer state, the probe program's (IMB's)
+    the coarse state alone - so a set-aside at 64 ns beside a ~90 ns majority is off the
+    core's final reference and in IMB's."""
+    from support.surfaces import load_bench_ttd
+
+    ttd = load_bench_ttd()
+
+    def store(reading: str) -> dict:
+        def kept(ns: float, aside=()) -> dict:
+            return {"before_ns": ns, "after_ns": ns, "reading": reading, "set_aside": [
+                {"before_ns": a, "after_ns": a, "elapsed_s": 0.25, "reading": reading}
+                for a in aside]}
+        probes = {f"m{k}": kept(88.0 + k / 4) for k in range(16)}
+        probes |= {f"f{k}": kept(64.0 + k / 10) for k in range(5)}
+        probes["m0"] = kept(88.0, aside=(64.2,))
+        return probes
+    assert ttd.moved_line(store("launch")) == ""
+    assert "1 of them in the run's final reference state" in ttd.moved_line(store("probes"))
+
+
+def test_probe_gate_names_why_each_attempt_was_set_aside(tmp_path):
+    """bench_probe_gate.py --set-aside-causes: an attempt is classified against its kept
+    launch's stored reference and bounds - off the coarse state at its start, only at its
+    end, off the finer bounds only - and a directory without a kept TTD store is refused
+    in one line, exit 2."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_pg", BENCH / "bench_probe_gate.py")
+    pg = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pg)
+    kept = {"reference_ns": 100.0, "reference_lo_ns": 75.0, "reference_hi_ns": 160.0}
+
+    def why(before, after):
+        return pg._cause({"before_ns": before, "after_ns": after}, kept)
+    assert why(400.0, 100.0) == "coarse start"
+    assert why(100.0, 420.0) == "coarse end only"
+    assert why(66.0, 100.0) == "finer start"
+    assert why(100.0, 66.0) == "finer end only"
+    assert why(100.0, 101.0) == "neither"
+    assert pg._cause({"before_ns": 400.0}, {}) is None
+    res = subprocess.run([sys.executable, str(BENCH / "bench_probe_gate.py"),
+                          "--set-aside-causes", str(tmp_path)], capture_output=True, text=True)
+    assert res.returncode == 2 and "--set-aside-causes" in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1
