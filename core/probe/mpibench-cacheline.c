@@ -33,8 +33,11 @@
 #define MAX_SAMPLES 200000
 /* On a loaded machine a thread waits for a scheduler slice now and then; such a sample is
  * long, and a whole --ms window can pass in one: cacheline.h goes on past --ms until
- * MB_CL_MIN_SAMPLES (the median then ignores up to half of them), but stops at its cap (a
- * short --ms is no likelier to starve under load) whatever the count. */
+ * MB_CL_MIN_SAMPLES (the median then ignores up to half of them), but starts no batch past
+ * its cap (a short --ms is no likelier to starve under load) whatever the count - except the
+ * first sample, taken always: a reading may end a batch or two past the cap (the one running
+ * at the cap, then the first sample's) with as few as 1 sample, which stats/probe.py does not
+ * judge (fewer than its MIN_SAMPLES). */
 
 typedef struct {
     _Alignas(64) _Atomic uint64_t line;   /* the bounced cache line */
