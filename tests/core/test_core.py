@@ -270,13 +270,13 @@ def test_debug_corrupt_is_caught(core, stack, root_shift, tmp_path):
 @pytest.mark.parametrize("stack", ["openmpi", "mpich"])
 def test_debug_stall_hits_watchdog(core, stack, tmp_path):
     out = tmp_path / "r.jsonl"
-    t0 = time.monotonic()
     run = launch(stack, _exe(core, stack), 2,
                  ["--sizes", "0,1K,4K", "--max-time", "0.03", "--quiet", "--timeout", "2",
                   "--debug-stall", "1K", "PingPong"], out, timeout=60)
-    took = time.monotonic() - t0
+    # the stalled rank sleeps forever: only the core's watchdog ends the launch before the
+    # harness's 60 s timeout (no wall bound of our own: review R8, a timing threshold that
+    # said nothing the launch's own timeout does not)
     assert not run.res.timed_out and run.res.returncode != 0
-    assert took < 30, f"watchdog exit took {took:.1f}s"
     check_schema(run.records)
     res = run.results
     assert [r["status"] for r in res] == ["ok", "timeout"]
