@@ -386,8 +386,11 @@ def _run(args, spec, resume: bool) -> int:
     task = progress.add_task("planning", total=None, eta="-")
 
     def tick(done: int, total: int, what: str) -> None:
+        # refresh=True: every state the runner reports is drawn when it is reported (a
+        # handful per cell), not only if rich's 10 Hz refresh thread happens to run while it
+        # holds - a loaded machine can starve that thread for a whole cell (review R4)
         progress.update(task, completed=done, total=total, description=escape(what[:70]),
-                        eta=format_eta(runner.eta()))
+                        eta=format_eta(runner.eta()), refresh=True)
 
     def log(msg: str) -> None:
         notes.append(msg)
