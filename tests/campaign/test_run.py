@@ -1080,6 +1080,13 @@ def test_decide_on_real_launches_shm_vs_tcp_stops_and_aa_goes_on(tmp_path, found
     # the test takes the look the rule took (`looked`): 4 when no launch stalled, else 6.
     # That the rule stops at its first look when every cell is clear is pinned with
     # deterministic figures in test_decide_adds_launches_only_where_cells_are_undecided.
+    # The same load slows shared-memory launches too (6-25% of them, tests/test_check_real.py):
+    # a round whose shm launch ran a size that way and whose tcp launch did not has that
+    # cell's round difference reversed (log(tcp/shm) ~ -5 instead of ~ +3.4), and one such
+    # round of 6 leaves the cell at p 0.2-0.3 (review R9). The rule rightly leaves it
+    # undecided after the maximum; the test accepts that only for a cell with such a round
+    # in the store (the premise "tcp slower" broken by the machine), so a rule that fails
+    # to decide a clear cell still fails it on any machine that did not reverse a round.
     camp = tmp_path / "r.toml"
     camp.write_text(DECIDE_REAL)
     said: list[str] = []
@@ -1087,14 +1094,33 @@ def test_decide_on_real_launches_shm_vs_tcp_stops_and_aa_goes_on(tmp_path, found
     assert data["totals"]["failed"] == data["totals"]["timeout"] == 0
     with Store(tmp_path / "r.db") as store:
         ran = Counter((r["grp"], r["variant"]) for r in store.runs() if r["status"] == "done")
+        medians = {(r["variant"], r["repeat"], r["size"]): r["median"]
+                   for r in store.results(benchmark="PingPong", with_samples=False)
+                   if r["grp"] == "differ" and r["metric"] == "time"}
     pts = {p["group"]: p for p in data["decisions"]["points"]}
-    looked = pts["differ"]["launches"]
-    assert looked in (4, 6), pts["differ"]
+    differ = pts["differ"]
+    looked = differ["launches"]
+    assert looked in (4, 6), differ
     assert ran == {("differ", "shm"): looked, ("differ", "tcp"): looked, ("same", "shm"): 6,
                    ("same", "shm2"): 6}, said
     assert summary.auto_skipped == 2 * (6 - looked)
-    assert pts["differ"]["state"] == f"decided: every cell by {looked} launches per variant"
-    assert pts["differ"]["significant"] == 2
+    # every decided cell of "differ" is the regression (tcp worse), none equivalent
+    decided = {c["size"] for c in differ["cells_decided"]}
+    assert all(c["status"] == "significant" and c["gain"] < 1
+               for c in differ["cells_decided"]), differ
+    assert differ["significant"] == len(decided) and differ["equivalent"] == 0
+    undecided = {0, 8} - decided
+    if not undecided:
+        assert differ["state"] == f"decided: every cell by {looked} launches per variant"
+    else:
+        # only at the maximum, and only where a round's shm launch was no faster than its
+        # tcp launch in that cell (shown by the store's launch medians)
+        assert looked == 6 and differ["state"].startswith(
+            "undecided after the maximum of 6 launches"), differ
+        for size in undecided:
+            rounds = {k: (medians[("shm", k, size)], medians[("tcp", k, size)])
+                      for k in range(6)}
+            assert any(shm >= tcp for shm, tcp in rounds.values()), (size, rounds, differ)
     # at the last look (alpha 0.05) an A/A cell is significant in about 5% of such runs;
     # otherwise it is reported undecided with the reason
     same = pts["same"]
