@@ -123,7 +123,10 @@ has them: on one side of a balanced one, on the smaller side of 4v7x10, 5v7x10);
 rule against today's plus a check of that side's own sums at 20% / 30% / 50%
 (THIN_CHECK_RULES, measured and not taken); `--outlier-rule own`: today's rule against
 stop 35's every size its own cell part where the launches are unbalanced
-(stats.launch.unbalanced; OWN_RULES, measured and not taken), the same draws.
+(stats.launch.unbalanced; OWN_RULES, measured and not taken), the same draws;
+`--outlier-rule candidates`: stop 36's five rules for the smaller side's part of an
+unbalanced design (CANDIDATE_RULES, measured and not taken) beside today's, the rows
+alike and 2x / 3x on the base side only.
 `--only-planning-rows --outlier-rule own` plans and tests those rows under that rule.
 Then 2 vs 7 and 3 vs 7 at 3-8 sizes, one size in two modes (x3 in half the launches): a
 thin side's own cell part floored at the other side's (stats.launch.floor_component, as
@@ -301,20 +304,28 @@ def main(argv: list[str]) -> int:
                     help="with --only-outlier and a base side of fewer launches (2v7x10, "
                     "4v7x10, ...): today's rule against today's plus a check of that side's "
                     "own sums at 20%%, 30%% and 50%% (THIN_CHECK_RULES; measured, not taken)")
-    ap.add_argument("--outlier-rule", choices=("today", "own"), default="today",
+    ap.add_argument("--outlier-rule", choices=("today", "own", "candidates", "small20"),
+                    default="today",
                     help="own: stop 35's rule, measured and not taken: every size its own "
                     "cell part (no gate, no flag) where an unpaired comparison's launches "
                     "are unbalanced (stats.launch.unbalanced: 2-5 against more). With "
                     "--only-outlier a column beside today's on the same draws; with "
-                    "--only-planning-rows the rows planned and tested under it")
+                    "--only-planning-rows the rows planned and tested under it. "
+                    "candidates (--only-outlier only): stop 36's five rules for the "
+                    "smaller side's own part (CANDIDATE_RULES, measured and not taken) "
+                    "beside today's, the rows alike and noisier on the base side only; "
+                    "small20: the one of them nearest the targets, with --only-outlier "
+                    "beside today's, with --only-planning-rows the rows under it")
     args = ap.parse_args(argv)
     if (args.outlier_design or args.outlier_side != 1.0 or args.outlier_thin_check) and \
             not args.only_outlier:
         ap.error("--outlier-design / --outlier-side / --outlier-thin-check: only with "
                  "--only-outlier")
-    own = args.outlier_rule == "own"
+    own = {"today": False, "own": True}.get(args.outlier_rule, args.outlier_rule)
     if own and not (args.only_outlier or args.only_planning_rows):
         ap.error("--outlier-rule: only with --only-outlier or --only-planning-rows")
+    if own == "candidates" and not args.only_outlier:
+        ap.error("--outlier-rule candidates: only with --only-outlier")
     if own and args.only_outlier and (args.outlier_side != 1.0 or args.outlier_thin_check):
         ap.error("--outlier-rule own: not with --outlier-side or --outlier-thin-check")
     if (args.unpaired or args.power) and not args.only_ramp:
@@ -762,8 +773,12 @@ def planning_rows_section(_rng: np.random.Generator, reps: int, first: int = 7,
     seeds = list(range(first, first + ROW_SEEDS))
     print(f"\nPlanning rows (stats level): exact power at the median 'detectable' of {reps} "
           f"A/A benchmarks x 10 sizes, seeds {seeds[0]}-{seeds[-1]} in every row"
-          + ("; every size its own part where unbalanced (--outlier-rule own)" if own else ""))
-    with _every_size_own() if own else contextlib.nullcontext():
+          + ("; the smaller side's own part where its sums flag a size at 20% "
+             "(--outlier-rule small20)" if own == "small20" else
+             "; every size its own part where unbalanced (--outlier-rule own)" if own else ""))
+    rule = dict(CANDIDATE_RULES)["small 20%"] if own == "small20" else \
+        _every_size_own if own else contextlib.nullcontext
+    with rule():
         _planning_rows_of(seeds, reps)
 
 
@@ -2073,6 +2088,99 @@ def _every_size_own():
 OWN_RULES = (("today", None), ("every size own", _every_size_own))
 
 
+@contextlib.contextmanager
+def _smaller_own(pick):
+    """Stop 36's candidates, measured and not taken (docs/statistics.md "Stop 36: the
+    smaller side's own spread, five candidates, none taken"): where an unpaired comparison's launches
+    are unbalanced (stats.launch.unbalanced) and it has FEW_CELLS sizes or more, the sizes
+    `pick(residuals, j)` names (j: the smaller side) get on the smaller side max(the part
+    today's gated_spreads gives them, their own w_s's part), on their own n_s - 1 df where
+    their own is the larger (Cochran-Cox on it, as below FEW_CELLS); the other side and
+    every other size as today (stats.launch.gated_spreads swapped for the block)."""
+    from mpibench.stats import launch as L
+    today = L.gated_spreads
+
+    def gated(sides, known=(), thin=True, ordered=False):
+        out = today(sides, known, thin, ordered)
+        if known or not thin or len(sides) != 2 or any(sp is None for sp in out) or \
+                max(len(side) for side in sides) < L.FEW_CELLS or \
+                not L.unbalanced(out[0].launches, out[1].launches):
+            return out
+        residuals = [L._residuals(side) for side in sides]
+        j = 0 if out[0].launches < out[1].launches else 1
+        sp = out[j]
+        parts = dict(sp.cell_parts or {})
+        pooled = L.CellPart(sp.ms_cell * (sp.cells - 1) / sp.cells, sp.df_cell)
+        sums = L._cell_sums(residuals[j])
+        for key in pick(residuals, j) & set(sums):
+            ss, d = sums[key]
+            mine = L.CellPart(max(0.0, L._own_part(ss / d, sp)), min(d, sp.df_cell))
+            if mine.v > parts.get(key, pooled).v:
+                parts[key] = mine
+        out[j] = sp._replace(cell_parts=parts or None)
+        return out
+
+    with _swapped("gated_spreads", gated):
+        yield
+
+
+def _pick_all(residuals, j) -> set:
+    """Every size of the smaller side: max(own, today's) per size."""
+    from mpibench.stats import launch as L
+    return set(L._cell_sums(residuals[j]))
+
+
+def _pick_flagged(residuals, _j) -> set:
+    """The sizes today's flag calls noisier (_outlying_cells): on the smaller side's own
+    df, not the joint estimate's."""
+    from mpibench.stats import launch as L
+    return L._outlying_cells(residuals)
+
+
+def _pick_thin(level: float):
+    """Today's flagged sizes and those the smaller side's own sums flag at `level`
+    (_thin_side_cells: stop 34's check, its part now max(own, today's) as above)."""
+    def pick(residuals, j):
+        return _pick_flagged(residuals, j) | _thin_side_cells(residuals, level)[j]
+    return pick
+
+
+@contextlib.contextmanager
+def _joint_all():
+    """Stop 36's fifth candidate, measured and not taken: where the launches are
+    unbalanced, every size's part from both sides' sums of that size (_joint_parts, as
+    today's flag gives a flagged size: the smaller side's spread of a size moderated
+    toward the other side's of the same size; each side's own where the two disagree at
+    the flag's level), not from the other sizes."""
+    from mpibench.stats import launch as L
+    keep = L._outlying_cells
+
+    def cells(residuals):
+        ns = [rs.pooled.launches if rs is not None else 0 for rs in residuals]
+        if len(ns) == 2 and 0 not in ns and L.unbalanced(*ns):
+            return set.intersection(*(set(L._cell_sums(rs)) for rs in residuals))
+        return keep(residuals)
+
+    L._outlying_cells = cells
+    try:
+        yield
+    finally:
+        L._outlying_cells = keep
+
+
+# With --outlier-rule candidates (stop 36): today's rule against the smaller side's own
+# part for: today's flagged sizes; those and the sizes its own sums flag at 20% / 30%;
+# every size (max(own, pooled); at 50% the check is nearly that: its own part is above
+# the pooled one about where F(2, ~16) is above its median); every size's part from both
+# sides' sums of it (_joint_all). The same draws; rows: alike and the smaller side only.
+CANDIDATE_RULES = (("today", None),
+                   ("flagged own", functools.partial(_smaller_own, _pick_flagged)),
+                   ("small 20%", functools.partial(_smaller_own, _pick_thin(0.20))),
+                   ("small 30%", functools.partial(_smaller_own, _pick_thin(0.30))),
+                   ("max own", functools.partial(_smaller_own, _pick_all)),
+                   ("joint all", _joint_all))
+
+
 def _outlier_counts(rng: np.random.Generator, reps: int, ns: tuple[int, int],
                     sds: np.ndarray, side: float = 1.0, thin_check: bool = False,
                     own: bool = False) -> dict:
@@ -2124,6 +2232,10 @@ def _outlier_counts(rng: np.random.Generator, reps: int, ns: tuple[int, int],
 def _rules(side: float, ns: tuple[int, int] = (5, 5), thin_check: bool = False,
            own: bool = False) -> tuple:
     from mpibench.stats import launch as L
+    if own == "candidates":
+        return CANDIDATE_RULES
+    if own == "small20":
+        return CANDIDATE_RULES[0], CANDIDATE_RULES[2]
     if own:
         return OWN_RULES
     if side != 1.0:
@@ -2135,12 +2247,16 @@ def _rules(side: float, ns: tuple[int, int] = (5, 5), thin_check: bool = False,
     return THIN_CHECK_RULES if thin_check else THIN_OUTLIER_RULES
 
 
-def _outlier_rows(na: int, nb: int, sizes: int) -> list[tuple[str, np.ndarray]]:
+def _outlier_rows(na: int, nb: int, sizes: int, few: bool = False
+                  ) -> list[tuple[str, np.ndarray]]:
     """(label, cell part sds per side and size) of a design's rows: the last size 1x, 2x,
     3x on both sides, then 2x and 3x on its base side only (the thin one in a thin design;
-    one side of a balanced one: stop 34, those rows follow the others)."""
+    one side of a balanced one: stop 34, those rows follow the others). few: only 1x and
+    the base side's 2x and 3x."""
     rows = []
     for factor, only in ((1, False), (2, False), (3, False), (2, True), (3, True)):
+        if few and factor > 1 and not only:
+            continue
         sds = np.full((2, sizes), 0.05)
         sds[:1 if only else 2, -1] *= factor
         rows.append((f"{na}{'+' if na == nb else ' v '}{nb}, {sizes}, {factor}x"
@@ -2169,7 +2285,7 @@ def outlier_section(rng: np.random.Generator, reps: int, designs=(), side: float
             f"{'FP n':>5} {'cov n':>5} {'FP q':>5} {'pow q':>5} {'adj q':>5} {'own':>4} "
             f"{'miss':>4} {'FP|m':>5}"
             for _ in _rules(side, (na, nb), thin_check, own)))
-        for label, sds in _outlier_rows(na, nb, sizes):
+        for label, sds in _outlier_rows(na, nb, sizes, own in ("candidates", "small20")):
             acc = _outlier_counts(rng, reps, (na, nb), sds, side, thin_check, own)
             cols = [f"{100 * a['fp'][-1] / reps:>4.1f}% {100 * a['cover'][-1] / reps:>4.1f}% "
                     f"{100 * a['fp'][:-1].max() / reps:>4.1f}% "
