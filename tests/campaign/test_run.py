@@ -1082,11 +1082,13 @@ def test_decide_on_real_launches_shm_vs_tcp_stops_and_aa_goes_on(tmp_path, found
     # deterministic figures in test_decide_adds_launches_only_where_cells_are_undecided.
     # The same load slows shared-memory launches too (6-25% of them, tests/test_check_real.py):
     # a round whose shm launch ran a size that way and whose tcp launch did not has that
-    # cell's round difference reversed (log(tcp/shm) ~ -5 instead of ~ +3.4), and one such
-    # round of 6 leaves the cell at p 0.2-0.3 (review R9). The rule rightly leaves it
-    # undecided after the maximum; the test accepts that only for a cell with such a round
-    # in the store (the premise "tcp slower" broken by the machine), so a rule that fails
-    # to decide a clear cell still fails it on any machine that did not reverse a round.
+    # cell's round difference reversed (log(tcp/shm) ~ -5 instead of ~ +3.4). With the
+    # rule's own test one such round of 6 still decides the cell (median p 0.009), but two
+    # in a cell, or one in each cell, leave it at p 0.05-0.2 (review R9, pass 3). The rule
+    # rightly leaves it undecided after the maximum; the test accepts that only for a cell
+    # with such a round in the store (the premise "tcp slower" broken by the machine), so a
+    # rule that fails to decide a clear cell still fails it on any machine that did not
+    # reverse a round.
     camp = tmp_path / "r.toml"
     camp.write_text(DECIDE_REAL)
     said: list[str] = []
