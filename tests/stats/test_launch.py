@@ -153,11 +153,13 @@ def test_a_thin_sides_own_cell_part_is_floored_in_a_two_mode_size():
     # 2 vs 7, 4 sizes (each its own cell part below FEW_CELLS): both launches of the thin
     # side land in one mode at the two-mode size half of the time, and its own part (1 df)
     # is then the within-mode spread. Unfloored: ~11% false positives there; floored at
-    # the other side's part for that size (floor_component), at or below alpha. 300
-    # benchmarks (600 before): 0 false positives here; floor_component returning its own
-    # (var, df) gives 45 (15%) against the bound of 28 (98 of 600 against 48)
+    # the other side's part for that size (floor_component), at or below alpha. 600
+    # benchmarks: the bound binom.ppf(0.999, 600, 0.05) = 48 (8.0%) fails a true 5% rate
+    # 0.06% of seeds and catches a false-positive rate of 10% (2x alpha) 94.5% of the
+    # time, 11% 99%; at 300 (bound 28, 9.3%) a 10% rate would pass 40% of the time
+    # (review R14). Seed 5: 1 of 600; floor_component returning its own (var, df): 98
     rng = np.random.default_rng(5)
-    reps = 300
+    reps = 600
     noisy = 0
     for _ in range(reps):
         t = L.compare_cells(_two_mode_size(rng, 2, 7, 4))[-1]
