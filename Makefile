@@ -34,10 +34,12 @@ TEST_WORKERS ?= 2
 # 0.3 s, load 6). pytest's caches are checked by source hash, so a stale one is never used.
 PYTEST := env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest
 
+# Each tier prints its 15 slowest tests (--durations): the figures to start from when the
+# suite nears its budget, from the CI log itself.
 test: setup
 	rc=0; ulog=$$(mktemp); \
-	$(PYTEST) -q -n $(TEST_WORKERS) -m "not system" tests > $$ulog 2>&1 & upid=$$!; \
-	$(PYTEST) -q -m system tests || rc=1; \
+	$(PYTEST) -q -n $(TEST_WORKERS) --durations=15 -m "not system" tests > $$ulog 2>&1 & upid=$$!; \
+	$(PYTEST) -q --durations=15 -m system tests || rc=1; \
 	wait $$upid || rc=1; \
 	echo "== unit tier (ran beside the system tier):"; cat $$ulog; rm -f $$ulog; \
 	exit $$rc
