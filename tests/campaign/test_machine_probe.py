@@ -397,44 +397,6 @@ def test_a_retry_pauses_after_the_second_miss_the_wait_cannot_see(tmp_path, monk
     assert rec.keeps(core, 0) and rec.unseen == 0
 
 
-def test_with_the_wait_spent_a_launch_still_off_is_kept_not_retried_blind(tmp_path,
-                                                                         monkeypatch):
-    """Once the invocation's WAIT_TOTAL_S is spent a retry's wait takes any reading, so a
-    retry would launch into the state just set aside: one probe decides instead - still
-    off: the attempt is kept (marked off; the probe's time in its waited_s); back in the
-    reference state: retried. With wait left, or for a miss the wait cannot see (the
-    core's finer state), nothing changes and no probe runs."""
-    clock = _Clock()
-    monkeypatch.setattr(machine_probe, "time", clock)
-    said: list[str] = []
-    gate = MachineGate(tmp_path, "gate", log=said.append)
-    gate.history = [(320.0, "probe")] * 10
-    reads: list[float] = []
-
-    def reading(ns):
-        def read():
-            reads.append(ns)
-            clock.now += 0.01
-            return _r(ns), "line"
-        return read
-    off = Attempt(_r(80.0), _r(82.0), reading="launch")
-    gate.read = reading(80.0)
-    assert not gate.keeps(off, 0) and reads == []        # wait left: retried, no probe
-    gate.waited = machine_probe.WAIT_TOTAL_S
-    assert gate.keeps(off, 0) and reads == [80.0]        # spent, still off: kept
-    assert off.waited_s == pytest.approx(0.01) and gate.judge(off) is State.OFF
-    assert any("the wait is spent" in m for m in said)
-    back = Attempt(_r(80.0), _r(82.0))
-    gate.read = reading(318.0)
-    assert not gate.keeps(back, 1) and reads[-1] == 318.0    # the state is back: retried
-    # a miss the wait cannot see is retried as before, without a probe
-    fine = _finer_gate(tmp_path)
-    fine.waited, fine.read = machine_probe.WAIT_TOTAL_S, reading(70.0)
-    core = Attempt(_r(64.5), _r(65.0), reading="launch")
-    n = len(reads)
-    assert not fine.keeps(core, 0) and len(reads) == n and fine.unseen == 1
-
-
 def test_the_wait_for_the_reference_is_bounded_per_launch_and_per_invocation(tmp_path,
                                                                           monkeypatch):
     clock = _Clock()

@@ -449,39 +449,12 @@ class MachineGate:
 
     def keeps(self, a: Attempt, attempt: int) -> bool:
         """Whether this attempt is kept: always unless gating, when its state is not OFF,
-        when the retries are spent, or when the invocation's wait is spent and a probe
-        still reads the state the wait would have to see (still_off). One set aside the
-        wait could not see counts towards the pause before the next retry (start)."""
+        or when the retries are spent. One set aside the wait could not see counts towards
+        the pause before the next retry (start)."""
         kept = self.mode != "gate" or self.judge(a) is not State.OFF or attempt >= RETRIES
-        if not kept and self.sees(a) and self.wait_spent():
-            kept = self.still_off(a)
         if not kept and not self.sees(a):
             self.unseen += 1
         return kept
-
-    def wait_spent(self) -> bool:
-        """Whether this invocation's WAIT_TOTAL_S is spent (less than one WAIT_STEP_S left):
-        a retry's wait then takes whatever the probe reads."""
-        return self.waited > WAIT_TOTAL_S - WAIT_STEP_S
-
-    def still_off(self, a: Attempt) -> bool:
-        """With the wait spent, one probe (its time in a's waited_s) says whether the state
-        a was set aside for is still there; if it is, a is kept (marked off) instead of a
-        retry that would launch into that state unwaited. Why: in ttd-02 (stop 36, load
-        6-8, the machine flipping between ~100 and ~430 ns for ~100 rounds of a campaign
-        invocation whose wait was spent) 177 attempts launched after a probe that read
-        off: 22 ended in the reference state, 103 were set aside (35.9 s of launches) and
-        52 kept off after their retries anyway. A miss the wait cannot see (the core's
-        finer state) is retried as before: that state is often a blip."""
-        t0 = time.monotonic()
-        r, text = self.read()
-        a.waited_s += time.monotonic() - t0
-        a.raw.append(text)
-        off = judge_launch(r, None, self.reference("probe")) is State.OFF
-        if off:
-            self.log("machine-state probe: the wait is spent and the machine is still off "
-                     "the reference state: the launch is kept, marked off, not run again")
-        return off
 
 
 def probe_extra(a: Attempt, state: State, ref: float | None,
