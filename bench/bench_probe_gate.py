@@ -48,8 +48,8 @@ two probes against the launch's two readings and of the launch with and without 
 attempt on the recorded state at its start and end with no wait and no probe (the probe
 program's runs are priced at PROBE_WALL_S each); IMB keeps the probes and waits. "as built
 (stop 36)" judges the core the same way but waits before every attempt, its first one
-included, with one probe before and none after (the campaign's rule since stop 36; its
-keeping of a launch still off once the wait is spent is not replayed). --set-aside-causes
+included, with one probe before and none after (the campaign's rule since stop 36).
+--set-aside-causes
 DIR...: why each attempt of kept TTD runs was set aside (stop 36). Its last table (stop 34)
 replays the recorded readings (ns, with their reader) through the old rule (GATE_FACTOR
 around the coarse reference) and the new (stats.probe.reference: the reader's finer state)
