@@ -222,7 +222,9 @@ class LaunchTest(NamedTuple):
     tested: bool
     reason: str = ""              # why not tested
     sd_log: float | None = None   # pooled between-launch sd of the logs (planning)
-    detectable: float | None = None   # smallest |gain| - 1 (log-symmetric) detectable (80%)
+    # the alpha `detectable` is planned at (None: no detectable); the figure itself is
+    # computed when read, most callers never read it (a root solve per cell)
+    plan_alpha: float | None = None
     df: float | None = None       # Welch-Satterthwaite df of the standard error (planning)
     diff_log: float | None = None     # log gain (oriented: > 0 = candidate better)
     se_log: float | None = None       # its standard error
@@ -261,6 +263,13 @@ class LaunchTest(NamedTuple):
     # _unpaired_regimes) of its block this cell was tested in: its cells share a round or
     # launch part, other regimes' do not (stats.multiplicity's units)
     regime: int = 0
+
+    @property
+    def detectable(self) -> float | None:
+        """The smallest |gain| - 1 (log-symmetric) detected with probability POWER at
+        plan_alpha from this test's planning components (detectable_at); None where there
+        is none or plan_alpha is None."""
+        return None if self.plan_alpha is None else detectable_at(self, self.plan_alpha, POWER)
 
     @property
     def planned_on(self) -> tuple[tuple[float, float], ...]:
@@ -1616,8 +1625,9 @@ def _tested(diff: float, ns: tuple[int, int], sd: float, comps: tuple, pooled: b
             **extra) -> LaunchTest:
     """A tested cell from its mean log difference and the variance components of that
     mean (unpaired: both sides'; paired: the round differences'): the CI at `level` from
-    the components' Cochran-Cox / Welch critical value, the detectable effect, the shared
-    part. p is left None: compare_cells fills it, vectorised over the cells."""
+    the components' Cochran-Cox / Welch critical value, the shared part, and alpha for
+    the detectable effect (LaunchTest.plan_alpha: computed when read). p is left None:
+    compare_cells fills it, vectorised over the cells."""
     point = math.exp(diff)
     se2 = sum(v for v, _ in comps)
     df = _satterthwaite(comps)
@@ -1630,12 +1640,8 @@ def _tested(diff: float, ns: tuple[int, int], sd: float, comps: tuple, pooled: b
                           None if p is not None else Untested.NO_SPREAD, **extra)
     se = math.sqrt(se2)
     h = _crit(comps, (1.0 - level) / 2.0) * se
-    mde = _plan_figure(tuple(extra.get("plan_components") or comps), ns,
-                       _expects(pooled, extra.get("own_cell", False),
-                                extra.get("pairing", "none")),
-                       extra.get("base_components", 0), alpha, POWER)
     return LaunchTest(point, math.exp(diff - h), math.exp(diff + h), None, *ns, True, "", sd,
-                      mde, df, diff, se, comps, pooled, shared_var=min(shared, se2),
+                      alpha, df, diff, se, comps, pooled, shared_var=min(shared, se2),
                       parts=parts, **extra)
 
 

@@ -119,8 +119,8 @@ def stage_two_test(full: LaunchTest, late: LaunchTest, level: float = 0.95,
         se_log=se, components=comps, df=launch_stats._satterthwaite(comps),
         shared_var=min(shared, se2), parts=parts, plan_components=plan,
         base_components=late.base_components)
-    # the one planning figure (a thin side: stats.launch.plan_expect)
-    return out._replace(detectable=launch_stats.detectable_at(out, alpha))
+    # the one planning figure (a thin side: stats.launch.plan_expect), at alpha when read
+    return out._replace(plan_alpha=alpha)
 
 
 def wider(full: LaunchTest, stage2: LaunchTest | None) -> tuple[LaunchTest, str]:
