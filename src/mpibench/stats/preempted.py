@@ -118,27 +118,44 @@ def few_clean_bench(rng: np.random.Generator, rounds: int, gain: float, prone: t
     per launch an effect sd 0.05 each side shares over its sizes, a cell part sd 0.025;
     each launch's statistic the median of its clean samples (log sd `sw` within). At
     the `big` sizes a launch is cut short with probability prone[side] x load: 0-4
-    clean samples (0: skipped, no value), else 20. The candidate is `gain` faster."""
+    clean samples (0: skipped, no value), else 20. The candidate is `gain` faster.
+    A cell's clean samples are one draw of all its launches' (the same stream as one
+    draw per launch: the values do not change), their medians taken at once."""
     load = rng.uniform(0, 1, rounds)
     off = rng.normal(0, 0.05, rounds) + 0.3 * load
-    sides: list[dict] = [{}, {}]
-    few: set = set()
+    logs, counts, samples = [], [], []
     for j in (0, 1):
         mu = off + rng.normal(0, 0.05, rounds) - j * math.log(gain)
         for s in range(sizes):
             cut = (rng.uniform(size=rounds) < prone[j] * load) if s in big else \
                 np.zeros(rounds, bool)
             n = np.where(cut, rng.integers(0, FEW_CLEAN, rounds), 20)
-            part = rng.normal(0, 0.025, rounds)
-            for r in range(rounds):
-                v = None if n[r] == 0 else math.exp(
-                    mu[r] + part[r] + float(np.median(rng.normal(0, sw, n[r]))))
-                sides[j].setdefault(s, {})[f"{'bc'[j]}{r}"] = v
-                if n[r] < FEW_CLEAN:
-                    few.add((s, f"{'bc'[j]}{r}"))
+            logs.append(mu + rng.normal(0, 0.025, rounds))
+            counts.append(n)
+            samples.append(rng.normal(0, sw, int(n.sum())))
+    n = np.array(counts)
+    value = (np.array(logs) + _medians(np.concatenate(samples), n.ravel()).reshape(n.shape))
+    sides: list[dict] = [{}, {}]
+    few: set = set()
+    for (j, s), v, k in zip(((j, s) for j in (0, 1) for s in range(sizes)), value.tolist(),
+                            n.tolist(), strict=True):
+        sides[j][s] = {f"{'bc'[j]}{r}": None if k[r] == 0 else math.exp(v[r])
+                       for r in range(rounds)}
+        few.update((s, f"{'bc'[j]}{r}") for r in range(rounds) if k[r] < FEW_CLEAN)
     cells = [(sides[0][s], sides[1][s], "lower") for s in range(sizes)]
     thin = [any(i == s for i, _k in few) for s in range(sizes)]
     return FewCleanBench(cells, {f"{p}{r}": r for r in range(rounds) for p in "bc"}, thin, few)
+
+
+def _medians(x: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """The median of each run of x, run i n[i] long (0: no run, NaN), one np.median per
+    distinct length."""
+    start = np.cumsum(n) - n
+    out = np.full(n.shape, np.nan)
+    for k in np.unique(n[n > 0]):
+        at = n == k
+        out[at] = np.median(x[start[at][:, None] + np.arange(k)], axis=1)
+    return out
 
 
 __all__ = ["FEW_CLEAN", "stopped", "few_clean", "skipped", "cut_short", "cut_launches",
