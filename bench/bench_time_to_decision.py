@@ -1107,8 +1107,11 @@ def summary(a, core: Tool, imb: Tool, head: tuple, budget_rounds: int, compare: 
             print(f"time to IMB's {goal} decided cells: the core never decided {goal}")
     if a.to_budget:
         s = core.state
-        planned = (f"{final_plan.best.launches} launches per side"
-                   if final_plan is not None and final_plan.best.launches else "none")
+        best = final_plan.best if final_plan is not None else None
+        planned = (f"{best.launches} launches per side, {best.total_s:.1f} s of launches "
+                   f"forecast" if best is not None and best.launches else "none")
+        # the budget holds in launches; its seconds are a forecast at the pilot's launch
+        # cost (stop 36: -36% to +18% of what the rounds then took), printed beside it
         print(f"mpibench-core to the budget ({planned}, run to {budget_rounds}): "
               f"{core.rounds} rounds, {core.seconds:.1f} s of launches, {s.decided} of "
               f"{s.cells} cells decided ({s.significant} significant, {s.equivalent} "
@@ -1175,7 +1178,9 @@ def reach_line(final, core: Tool, max_budget: float) -> str:
     spread of the core's launches so far (its final plan, no cap), and why not."""
     head = "every cell decided within a printed budget:"
     if core.done:
-        return f"{head} yes, every cell decided after {core.rounds} rounds"
+        return (f"{head} yes, every cell decided after {core.rounds} rounds, "
+                f"{core.seconds:.1f} s of launches (a budget holds in launches; its "
+                f"seconds are a forecast)")
     if final is None:
         return f"{head} no plan ({NO_PLAN})"
     b = final.best

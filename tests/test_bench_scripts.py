@@ -157,8 +157,8 @@ def test_time_to_decision_says_whether_every_cell_is_in_reach(monkeypatch):
     assert "200 launches per side, 60 s of launches" in near and "within --max-budget" in near
     assert "above --max-budget 30 s" in ttd.reach_line(plan(200), undecided, 30.0)
     assert "no plan" in ttd.reach_line(None, undecided, 300.0)
-    done = ttd.reach_line(None, SimpleNamespace(done=True, rounds=7), 300.0)
-    assert "yes, every cell decided after 7 rounds" in done
+    done = ttd.reach_line(None, SimpleNamespace(done=True, rounds=7, seconds=12.25), 300.0)
+    assert "yes, every cell decided after 7 rounds, 12.2 s of launches" in done
 
 
 TTD_DATA = Path(__file__).resolve().parent / "data" / "ttd_replay"
