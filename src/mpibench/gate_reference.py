@@ -381,9 +381,10 @@ def _toml_value(v: Any) -> str:
     return _toml_str(str(v))
 
 
-def _options_line(opts: dict[str, Any]) -> str:
-    inner = ", ".join(f"{_toml_str(str(k))} = {_toml_value(v)}" for k, v in opts.items())
-    return f"core_options = {{ {inner} }}" if inner else "core_options = {}"
+def _inline_table(key: str, items) -> str:
+    """key = { k = v, ... } (TOML inline table; {} when there are no items)."""
+    inner = ", ".join(f"{_toml_str(str(k))} = {_toml_value(v)}" for k, v in items)
+    return f"{key} = {{ {inner} }}" if inner else f"{key} = {{}}"
 
 
 def render(cells: list, *, statistic: str, source: str, margin: float | None = None,
@@ -402,7 +403,7 @@ def render(cells: list, *, statistic: str, source: str, margin: float | None = N
     if margin:
         lines.append(f'margin = "{100 * margin:g}%"')
     if shared is not None:
-        lines.append(_options_line(shared))
+        lines.append(_inline_table("core_options", shared.items()))
     for i, c in enumerate(cells):
         est = c.estimate
         lines += ["", "[[cell]]", f"benchmark = {_toml_str(c.benchmark)}"]
@@ -418,11 +419,9 @@ def render(cells: list, *, statistic: str, source: str, margin: float | None = N
         if c.shown_statistic != statistic:
             lines.append(f"statistic = {_toml_str(c.shown_statistic)}")
         if c.params:
-            inner = ", ".join(f"{_toml_str(str(k))} = {_toml_value(v)}"
-                              for k, v in sorted(c.params.items()))
-            lines.append(f"params = {{ {inner} }}")
+            lines.append(_inline_table("params", sorted(c.params.items())))
         if per and shared is None:
-            lines.append(_options_line(per[i]))
+            lines.append(_inline_table("core_options", per[i].items()))
     return "\n".join(lines) + "\n"
 
 
