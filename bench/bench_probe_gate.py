@@ -74,6 +74,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from mpibench.campaign.machine_probe import RETRIES  # noqa: E402
 from mpibench.stats.probe import (  # noqa: E402
+    GATE_FACTOR,
     MIN_SAMPLES,
     ProbeReading,
     Reference,
@@ -1049,7 +1050,8 @@ def _cause(a: dict, p: dict) -> str | None:
     b, e = a.get("before_ns"), a.get("after_ns")
     if not c:
         return None
-    lo, hi = lo or c / 1.6, hi or c * 1.6
+    # no finer bounds stored: the finer band is the coarse one (stats.probe.near)
+    lo, hi = lo or c / GATE_FACTOR, hi or c * GATE_FACTOR
     for kind, ok in (("coarse", lambda v: near(v, c)), ("finer", lambda v: lo <= v <= hi)):
         if b and not ok(b):
             return f"{kind} start"
