@@ -149,6 +149,7 @@ from mpibench.errors import UsageError  # noqa: E402
 from mpibench.report.data import load_cells  # noqa: E402
 from mpibench.report.select import select_groups  # noqa: E402
 from mpibench.stats import budget, preempted  # noqa: E402
+from mpibench.stats.probe import OFF_BALANCE_ALPHA, kept_off  # noqa: E402
 from mpibench.stats.sequential import (  # noqa: E402
     INTERIM_SHARE,
     Design,
@@ -622,7 +623,8 @@ def run_repeats(db: Path) -> dict[str, int]:
 
 
 def core_plan(db: Path, cap: int, rounds: int | None = None, at: dict | None = None,
-              partial: bool = False):
+              partial: bool = False, upto: int | None = None,
+              leave_out: frozenset = frozenset()):
     """The core's budget from its launches so far (stats/budget.py, as `budget = "auto"`
     plans it in an interleaved campaign: equivalence within ±5% by the round-paired test,
     at the round differences' variance pooled over the sizes at its 80% upper bound, at
@@ -636,12 +638,16 @@ def core_plan(db: Path, cap: int, rounds: int | None = None, at: dict | None = N
     round still launched: the undecided ones; always partial); partial: a cell out of reach
     on its own (more than SEARCH_MAX rounds: one launch stalled 4x, run-67's 512 KiB) is
     left out of the plan and named, not the reason to refuse it (stats.budget.plan's
-    partial); the pilot's plan (without `at`) is the campaign's, which keeps it out."""
+    partial); the pilot's plan (without `at`) is the campaign's, which keeps it out.
+    upto: the rounds (index from 0) below it only (a kept --to-budget run replayed at its
+    interleaved rounds); leave_out: these rounds left out whole, after the live sizes are
+    read (round_rule_lines' what-if: compare's rule is not changed by it)."""
     from mpibench.stats import budget
     from mpibench.store.report_queries import launch_cost_rows
 
     with Store(db) as store:
-        ids = [r["id"] for r in store.runs(status="done") if not at or r["repeat"] >= 2]
+        ids = [r["id"] for r in store.runs(status="done") if (not at or r["repeat"] >= 2)
+               and (upto is None or r["repeat"] < upto)]
         rows = launch_cost_rows(store, ids)
     if at:
         # the budgeted rounds alone (3 on), all at these options: their variance of d is
@@ -651,12 +657,55 @@ def core_plan(db: Path, cap: int, rounds: int | None = None, at: dict | None = N
         # planned on the unpaired launch spread (> 1000 launches where paired said 878)
         last = max((r["repeat"] for r in rows), default=0)
         live = {(r["benchmark"], r["size"]) for r in rows if r["repeat"] == last}
-        rows = [r for r in rows if (r["benchmark"], r["size"]) in live]
+        rows = [r for r in rows if (r["benchmark"], r["size"]) in live
+                and r["repeat"] not in leave_out]
         return budget.plan_from_rows(rows, ["openmpi", "mpich"], TARGET, cap, rounds=rounds,
                                      targets=(at["target"],), max_times=(at["max_time"],),
                                      keep_within=True, partial=True)
+    rows = [r for r in rows if r["repeat"] not in leave_out]
     return budget.plan_from_rows(rows, ["openmpi", "mpich"], TARGET, cap, rounds=rounds,
                                  partial=partial)
+
+
+def kept_off_of(db: Path, upto: int | None = None):
+    """stats.probe.kept_off of a core store's kept launches (of the rounds below upto,
+    index from 0): the rounds holding a launch kept off its reference state after the
+    gate's retries, and the variants' off attempts with their balance test."""
+    probes = machine_probes(db)
+    with Store(db, readonly=True) as store:
+        runs = [r for r in store.runs(status="done") if upto is None or r["repeat"] < upto]
+    return kept_off((r["repeat"], r["variant"], probes.get(r["id"])) for r in runs)
+
+
+def kept_off_head(ko) -> str:
+    rounds = ", ".join(str(k + 1) for k in sorted(ko.rounds)) or "none"
+    off = ", ".join(f"{v} {ko.off[v]} (over {ko.launches[v]} kept launches)"
+                    for v in sorted(ko.off))
+    return (f"rounds with a launch kept off the reference state after its retries: "
+            f"{rounds}; off attempts (set aside or kept off) per variant: {off} "
+            f"(balance p {ko.p:.2g}, {'balanced' if ko.balanced else 'NOT balanced'} at "
+            f"{OFF_BALANCE_ALPHA:g})")
+
+
+def round_rule_budget(db: Path, compare: int, spent: float) -> str:
+    """What-if (compare's rule is not changed): the --to-budget plan at `compare` rounds
+    with the rounds that hold a launch kept off its reference state left out whole (the
+    plan reads rounds 3 on), their launch seconds still spent."""
+    ko = kept_off_of(db, compare)
+    used = frozenset(k for k in ko.rounds if k >= 2)
+    head = "what-if, " + kept_off_head(ko)
+    if not used:
+        return head + "; the budget's rounds (3 on) hold none: the same plan"
+    at = run_options(db, compare - 1)
+    p = core_plan(db, budget.SEARCH_MAX, at=at or None, upto=compare, leave_out=used)
+    if p is None or p.best.launches is None:
+        return head + f"; without those rounds: {NO_PLAN if p is None else 'refused'}"
+    b, kept = p.best, compare - len(ko.rounds)
+    total = spent + max(b.launches - kept, 0) * 2 * b.launch_s
+    return (head + f"; without those rounds the plan would be {b.launches} launches per "
+            f"side, {total:.1f} s of launches in all (sd of a round's difference "
+            f"{math.sqrt(2 * b.launch_var):.3f}, its 80% upper bound; "
+            f"{len(b.beyond)} cells out of reach)")
 
 
 @dataclass(frozen=True)
@@ -1032,6 +1081,7 @@ def to_budget(a, core: Tool, compare: int) -> tuple[int, object]:
     is within them or is refused), and the plan."""
     at = run_options(core.db, compare - 1)
     p = core_plan(core.db, budget.SEARCH_MAX, at=at or None)
+    print(f"      {round_rule_budget(core.db, compare, core.seconds)}")
     if p is None or p.best.launches is None:
         why = (NO_PLAN if p is None
                else f"more than {budget.SEARCH_MAX} launches per side")

@@ -8,6 +8,7 @@ gate that keeps a comparison's launches in one machine state.
     reader_reference(history, "launch")   # the one a reader's launches are judged against
     judge_launch(before, after, ref)      # State.REFERENCE / OFF / UNKNOWN
     states(readings_ns)                   # the states one reader's readings show (Spans)
+    kept_off((round, variant, record)...) # rounds with a launch kept off; off balance
 
 Why (docs/statistics.md "The machine-state probe"): on the 2-vCPU VM this project is
 measured on, shared-memory PingPong at small sizes comes in two whole-launch modes, a factor
@@ -298,3 +299,56 @@ def judge_stored(before_ns: float | None, after_ns: float | None, ref: float | N
     def reading(ns: float | None) -> ProbeReading | None:
         return None if ns is None else ProbeReading(ns, ns, ns, MIN_SAMPLES, (0, 1))
     return judge_launch(reading(before_ns), reading(after_ns), ref)
+
+
+# KeptOff.balanced: the variants' off attempts are not shown to differ at this level (a
+# two-sided exact binomial test of one variant's share, two variants; chi-square beyond).
+# A variant whose own launches move the machine state is set aside more often than the
+# other; leaving the rounds of its kept-off launches out would then hide the slowness it
+# causes (bench_probe_gate.py --round-rule: at 20% of its launches, "equivalent within
+# ±5%" in 94% of runs against 4% with them in; with this check 4%)
+OFF_BALANCE_ALPHA = 0.05
+
+
+class KeptOff(NamedTuple):
+    """Which rounds of an interleaved run hold a launch kept off its reference state after
+    the gate's retries (campaign/machine_probe.py: state "off"), and how the off attempts
+    (set aside, or kept off) fall on the variants."""
+    rounds: frozenset        # the rounds (as given) with a kept-off launch
+    off: dict                # {variant: its off attempts}
+    launches: dict           # {variant: its kept launches}
+    p: float                 # the balance test's p (1.0: nothing to test)
+
+    @property
+    def balanced(self) -> bool:
+        return self.p >= OFF_BALANCE_ALPHA
+
+
+def kept_off(launches) -> KeptOff:
+    """KeptOff of (round, variant, the launch's stored machine_probe record or None)
+    triples, one per kept launch. Off attempts are the record's set_aside entries (each
+    judged off and run again) plus the kept one when its state is "off"; the balance test
+    compares each variant's share of them with its share of the kept launches."""
+    rounds, off, n = set(), {}, {}
+    for rnd, variant, rec in launches:
+        rec = rec if isinstance(rec, dict) else {}
+        is_off = rec.get("state") == State.OFF.value
+        n[variant] = n.get(variant, 0) + 1
+        off[variant] = off.get(variant, 0) + len(rec.get("set_aside") or []) + is_off
+        if is_off:
+            rounds.add(rnd)
+    return KeptOff(frozenset(rounds), off, n, _balance_p(off, n))
+
+
+def _balance_p(off: dict, n: dict) -> float:
+    from scipy import stats as sps
+
+    names = sorted(n)
+    total, kept = sum(off.values()), sum(n.values())
+    if len(names) < 2 or total == 0:
+        return 1.0
+    if len(names) == 2:
+        a = names[0]
+        return float(sps.binomtest(off[a], total, n[a] / kept).pvalue)
+    expected = [total * n[v] / kept for v in names]
+    return float(sps.chisquare([off[v] for v in names], expected).pvalue)
