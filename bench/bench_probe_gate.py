@@ -11,6 +11,9 @@ simulation. Prints numbers, asserts nothing.
                                                    off, why, what retries cost; no MPI)
     .venv/bin/python bench/bench_probe_gate.py --finer [--reps N]  (the core's finer state:
                                                    retry at once vs PAUSE_S, A/A; no MPI)
+    .venv/bin/python bench/bench_probe_gate.py --round-rule [--reps N]  (a round with a
+                                                   kept-off launch left out, when a variant
+                                                   moves the state itself; no MPI)
 
 Replay: tests/data/probe/phase1-loaded.jsonl holds phase 1's 102 launches under
 `under-load -j 4` (TTD's pilot command lines, Open MPI then MPICH, each between two probes;
@@ -1185,6 +1188,91 @@ def set_aside_causes(dirs: list[Path]) -> int:
     return 0 if seen else 1
 
 
+# -- --round-rule: leaving out a round with a launch kept off, when a variant moves the state --
+# A/A in each state (both variants ln 4 slower in S than in F, the reference), but B's own
+# launch finds the machine in S with probability m (B moves the state; its own start/end
+# readings see it, and half the time it leaves the machine there). The machine otherwise a
+# Markov chain over attempts (stay RR_STAY, stationary share of S `ps`). The gate as built:
+# before an attempt wait (at most RR_WAIT steps) for F; an attempt read off is set aside and
+# run again, at most RETRIES times, then kept off. Round: A then B, shared round effect sd
+# 0.05, launch noise sd 0.05. Rules: "all" keeps every round (today); "drop" leaves out the
+# rounds with a kept-off launch; "guarded" drops them only while stats.probe.kept_off finds
+# the variants' off attempts balanced. Truth in the reference state: no difference; as used
+# (B's state included): B slower by about m ln 4.
+RR_STAY, RR_WAIT, RR_ROUNDS = 0.9, 6, 200
+
+
+def _rr_attempt(rng, s: bool, ps: float, v: int, m: float) -> tuple[bool, bool]:
+    """One attempt after the wait: (the machine's state after it, the launch's own)."""
+    to_s, to_f = (1 - RR_STAY) * ps / (1 - ps), 1 - RR_STAY
+    for _ in range(RR_WAIT):
+        if not s:
+            break
+        s = rng.random() >= to_f
+    s = (rng.random() >= to_f) if s else (rng.random() < to_s)
+    own = s or (v == 1 and rng.random() < m)
+    if own and not s and rng.random() < 0.5:
+        s = True
+    return s, own
+
+
+def _rr_run(rng, m: float, ps: float):
+    """One run: the rounds' d = log B - log A, and kept_off's (round, variant, record)."""
+    s, d, launches = bool(rng.random() < ps), [], []
+    for k in range(RR_ROUNDS):
+        shared, vals = rng.normal(0, 0.05), []
+        for v in (0, 1):
+            for attempt in range(RETRIES + 1):
+                s, own = _rr_attempt(rng, s, ps, v, m)
+                if not own or attempt == RETRIES:
+                    break
+            vals.append(math.log(4) * own + shared + rng.normal(0, 0.05))
+            launches.append((k, "AB"[v], {"state": "off" if own else "reference",
+                                          "set_aside": [{}] * attempt}))
+        d.append(vals[1] - vals[0])
+    return np.array(d), launches
+
+
+def _rr_verdict(d: np.ndarray) -> tuple[str, float]:
+    """Paired t at 5% (significant), else paired TOST within ±5% at 5% (equivalent)."""
+    n = len(d)
+    mu, se = float(d.mean()), float(d.std(ddof=1)) / math.sqrt(n)
+    if abs(mu) > sps.t.ppf(0.975, n - 1) * se:
+        return "sig", mu
+    t1 = sps.t.ppf(0.95, n - 1) * se
+    return ("eq" if -MARGIN < mu - t1 and mu + t1 < MARGIN else "und"), mu
+
+
+def round_rule_sim(reps: int, seed: int) -> None:
+    from mpibench.stats.probe import kept_off
+
+    rng = np.random.default_rng(seed)
+    print(f"--round-rule: {reps} runs of {RR_ROUNDS} rounds a row (A then B; the gate's "
+          f"retries {RETRIES}); B's own launch in the slow state with probability m; "
+          "identical variants in each state (ln 4 slower in it)")
+    print(f"  {'m':>5} {'P(S)':>5} {'rule':8} {'mean d':>8} {'gain':>6} {'rounds':>7} "
+          f"{'sig %':>6} {'eq %':>6}")
+    for ps in (0.2, 0.5):
+        for m in (0.0, 0.05, 0.2, 0.5):
+            got: dict[str, list] = {"all": [], "drop": [], "guarded": []}
+            used = {k: 0 for k in got}
+            for _ in range(reps):
+                d, launches = _rr_run(rng, m, ps)
+                ko = kept_off(launches)
+                keep = np.array([k not in ko.rounds for k in range(RR_ROUNDS)])
+                for rule, mask in (("all", None), ("drop", keep),
+                                   ("guarded", keep if ko.balanced else None)):
+                    x = d if mask is None else d[mask]
+                    got[rule].append(_rr_verdict(x))
+                    used[rule] += len(x)
+            for rule, v in got.items():
+                mu = float(np.mean([x[1] for x in v]))
+                st = [x[0] for x in v]
+                print(f"  {m:5.2f} {ps:5.2f} {rule:8} {mu:+8.4f} {math.exp(mu):6.3f} "
+                      f"{used[rule] / reps:7.1f} {100 * st.count('sig') / reps:6.1f} "
+                      f"{100 * st.count('eq') / reps:6.1f}")
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="200 comparisons per row")
@@ -1215,6 +1303,11 @@ def main(argv: list[str]) -> int:
                     "bench_time_to_decision.py runs (--keep DIR): off the coarse or the "
                     "finer state, at the start or the end, in the final reference; what a "
                     "probe before the launch read; 0 B medians by reading band, with n")
+    ap.add_argument("--round-rule", action="store_true",
+                    help="only the simulation of leaving out a round with a launch kept "
+                    "off the reference state (and the balance guard, stats.probe.kept_off) "
+                    "when a variant moves the machine state itself: mean difference, "
+                    "significant and equivalent shares, --reps runs per row")
     ap.add_argument("--stack", default="openmpi", choices=sorted(WITHIN_STACKS),
                     help="the stack of --within (openmpi)")
     args = ap.parse_args(argv)
@@ -1229,6 +1322,9 @@ def main(argv: list[str]) -> int:
         return 0
     if args.finer:
         finer_sim(50 if args.quick else args.reps, args.seed)
+        return 0
+    if args.round_rule:
+        round_rule_sim(50 if args.quick else args.reps, args.seed)
         return 0
     if args.set_aside_causes:
         if set_aside_causes(args.set_aside_causes):
