@@ -125,3 +125,29 @@ def test_unknown_verb_lists_every_verb(capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert "invalid choice: 'bogus'" in err and "'compare'" in err and "'run'" in err
+
+
+def _verb_names() -> list[str]:
+    from mpibench.cli import _verb_modules
+    return sorted(_verb_modules())
+
+
+@pytest.mark.parametrize("verb", _verb_names())
+def test_every_verb_teaches_by_example(capsys, verb):
+    """README: every verb's --help has examples (demo's help says what it runs: it is one)."""
+    with pytest.raises(SystemExit) as exc:
+        cli_main([verb, "--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    if verb == "demo":
+        assert "Runs real comparisons" in out
+        return
+    lines = out.split("\nexamples:\n", 1)
+    assert len(lines) == 2, f"{verb} --help has no 'examples:' section"
+    assert f"mpibench {verb}" in lines[1], lines[1]
+    # and every option says what it does (build's --component once had no help text)
+    from mpibench.cli import build_parser
+    sub = next(a for a in build_parser(verb)._actions if a.dest == "verb")
+    silent = [a.option_strings for a in sub.choices[verb]._actions
+              if a.option_strings and not a.help]
+    assert not silent, f"{verb}: options without help: {silent}"

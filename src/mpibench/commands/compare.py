@@ -159,7 +159,8 @@ def register(sub) -> None:
     add_selectors(p)
     o = p.add_argument_group("output")
     o.add_argument("--format", choices=["terminal", "markdown", "csv", "json"],
-                   default="terminal")
+                   default="terminal", help="format of the printed tables (json: every "
+                   "figure with its CI, p and launch counts, for scripts)")
     o.add_argument("--gain-table", action="store_true",
                    help="also the gain table: one row per benchmark at one size (--size, "
                         "default the largest common size)")
