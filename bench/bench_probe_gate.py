@@ -373,6 +373,45 @@ def _judged(ps: list[dict | None]) -> list[tuple[float, str]]:
     return [(p["median_ns"], who) for p, who in pick if p.get("samples", 0) >= MIN_SAMPLES]
 
 
+def invocation(run: Path, repeat: int | None) -> str:
+    """The campaign invocation that ran round `repeat` (index from 0) of a kept TTD run:
+    one a round up to its interleaved rounds (bench.json's "rounds"), then --to-budget's
+    continuation, one invocation per batch up to each look (bench_time_to_decision.schedule
+    at the store's rounds; bench.json's "batches", 3 before it was written). The gate's
+    WAIT_TOTAL_S is per invocation: keyed per round, the continuation's 60 s came back
+    every round and the replay waited ~7000 s where ttd-04 waited 196."""
+    if repeat is None:
+        return "?"
+    doc = _settings(run)
+    compare, batches = doc.get("rounds"), doc.get("batches", 3)
+    if type(compare) is not int or not 2 <= compare <= 1000 or doc.get("to_budget") is not True \
+            or repeat < compare:
+        return str(repeat)          # a damaged or plain run's file: one invocation a round
+    if type(batches) is not int or not 1 <= batches <= 1000:
+        batches = 3
+    if str(ROOT / "bench") not in sys.path:
+        sys.path.insert(0, str(ROOT / "bench"))
+    from bench_time_to_decision import schedule
+
+    looks = schedule(max(_store_rounds(run), compare + 1), compare, batches).looks()
+    return f"to {next((n for n in looks if n > repeat), looks[-1])}"
+
+
+def _settings(run: Path) -> dict:
+    try:
+        doc = json.loads((run / "bench.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def _store_rounds(run: Path) -> int:
+    """The rounds the core's continuation ran to: the most its launches' cell.json say."""
+    reps = [json.loads(f.read_text()).get("repeat") or 0
+            for f in (run / "core" / "runs").glob("*/cell.json")]
+    return max(reps, default=0) + 1
+
+
 def ttd_attempts(dirs: list[Path]) -> list[dict]:
     """Every gated attempt of the runs: run, tool, cell id, variant, set aside, launch
     start/end, its probes' states and run times, its small sizes' values."""
@@ -383,9 +422,11 @@ def ttd_attempts(dirs: list[Path]) -> list[dict]:
                 d = d.parent
                 t = json.loads((d / "timing.json").read_text())
                 ps = _probes((d / "machine-probe.txt").read_text())
+                cell = json.loads((d / "cell.json").read_text())
                 rows.append({"run": run.name, "tool": tool, "cell": d.name.split(".")[0],
-                             "variant": json.loads((d / "cell.json").read_text())
-                             ["variant"]["name"], "aside": ".set-aside-" in d.name,
+                             "variant": cell["variant"]["name"], "repeat": cell.get("repeat"),
+                             "invocation": invocation(run, cell.get("repeat")),
+                             "aside": ".set-aside-" in d.name,
                              "start": t["started"], "end": t["finished"],
                              "states": [_state(p) for p in ps],
                              "probe_s": sum((p or {}).get("elapsed_ms", 0) for p in ps) / 1e3,
@@ -460,8 +501,9 @@ def _timeline(rows: list[dict]) -> dict[str, tuple[list[float], list[str]]]:
 
 
 def _cells(rows: list[dict], run: str, tool: str) -> list[tuple[float, float, str]]:
-    """A tool's cells in order: when its gate began, its kept launch's seconds, the round's
-    invocation key (TTD runs one invocation per round and tool: its cell pair)."""
+    """A tool's cells in order: when its gate began, its kept launch's seconds, the
+    campaign invocation that ran it (invocation(): one a round for the interleaved rounds,
+    one a batch for --to-budget's continuation)."""
     by: dict[str, list[dict]] = {}
     for r in rows:
         if (r["run"], r["tool"]) == (run, tool):
@@ -471,9 +513,9 @@ def _cells(rows: list[dict], run: str, tool: str) -> list[tuple[float, float, st
         first = min(rs, key=lambda r: r["start"])
         kept = [r for r in rs if not r["aside"]] or rs
         cells.append((first["start"] - STEP_S * (len(first["states"]) - 2),
-                      kept[0]["end"] - kept[0]["start"]))
+                      kept[0]["end"] - kept[0]["start"], first["invocation"]))
     cells.sort()
-    return [(t0, dur, str(i // 2)) for i, (t0, dur) in enumerate(cells)]
+    return cells
 
 
 def _majority(hist: list[str]) -> str | None:

@@ -952,7 +952,8 @@ def main(argv: list[str]) -> int:
     (root / SETTINGS).write_text(json.dumps({"rounds": compare, "order": a.order,
                                              "to_budget": a.to_budget, "sizes": sizes,
                                              "all_sizes": a.all_sizes, "warm_up": True,
-                                             "exclude_preempted": not a.keep_preempted}))
+                                             "exclude_preempted": not a.keep_preempted,
+                                             "batches": a.batches}))
     bind = "" if a.bind == "none" else a.bind
     what = (f"{compare} rounds interleaved with IMB, then the core to the budget it prints "
             f"(at most {a.max_budget:g} s of launches)" if a.to_budget
