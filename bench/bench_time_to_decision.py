@@ -689,22 +689,32 @@ def kept_off_head(ko) -> str:
 
 def round_rule_budget(db: Path, compare: int, spent: float) -> str:
     """What-if (compare's rule is not changed): the --to-budget plan at `compare` rounds
-    with the rounds that hold a launch kept off its reference state left out whole (the
-    plan reads rounds 3 on), their launch seconds still spent."""
+    with the rounds that hold a launch kept off its reference state left out whole, and
+    with only those of them whose launches read different coarse states (KeptOff.mixed);
+    the plan reads rounds 3 on; their launch seconds are still spent."""
     ko = kept_off_of(db, compare)
-    used = frozenset(k for k in ko.rounds if k >= 2)
     head = "what-if, " + kept_off_head(ko)
-    if not used:
+    if not any(k >= 2 for k in ko.rounds):
         return head + "; the budget's rounds (3 on) hold none: the same plan"
+    mixed = ", ".join(str(k + 1) for k in sorted(ko.mixed)) or "none"
+    out = [head, f"of them with the two launches in different states: {mixed}"]
+    for what, rounds in (("without those rounds", ko.rounds),
+                         ("without the different-state ones", ko.mixed)):
+        if rounds != ko.rounds or what == "without those rounds":
+            out.append(f"{what}: {_plan_without(db, compare, spent, rounds)}")
+    return "; ".join(out)
+
+
+def _plan_without(db: Path, compare: int, spent: float, rounds: frozenset) -> str:
     at = run_options(db, compare - 1)
-    p = core_plan(db, budget.SEARCH_MAX, at=at or None, upto=compare, leave_out=used)
+    p = core_plan(db, budget.SEARCH_MAX, at=at or None, upto=compare,
+                  leave_out=frozenset(k for k in rounds if k >= 2))
     if p is None or p.best.launches is None:
-        return head + f"; without those rounds: {NO_PLAN if p is None else 'refused'}"
-    b, kept = p.best, compare - len(ko.rounds)
+        return NO_PLAN if p is None else f"more than {budget.SEARCH_MAX} launches per side"
+    b, kept = p.best, compare - len(rounds)
     total = spent + max(b.launches - kept, 0) * 2 * b.launch_s
-    return (head + f"; without those rounds the plan would be {b.launches} launches per "
-            f"side, {total:.1f} s of launches in all (sd of a round's difference "
-            f"{math.sqrt(2 * b.launch_var):.3f}, its 80% upper bound; "
+    return (f"{b.launches} launches per side, {total:.1f} s of launches in all (sd of a "
+            f"round's difference {math.sqrt(2 * b.launch_var):.3f}, its 80% upper bound; "
             f"{len(b.beyond)} cells out of reach)")
 
 

@@ -35,12 +35,13 @@ def test_real_run_round_7_holds_the_kept_off_launch():
     assert ko.launches == {"openmpi": 10, "mpich": 10}
     assert ko.p == pytest.approx(0.25)                # 3 of 3 on one side: 2 x 0.5^3
     assert ko.balanced
+    assert ko.mixed == frozenset({6})                 # ~437 ns beside MPICH's ~67 ns
 
 
 def test_no_record_and_unknown_state_are_not_off():
     ko = kept_off([(0, "a", None), (0, "b", {"state": "unknown"}), (1, "a", "junk"),
                    (1, "b", _rec())])
-    assert ko == KeptOff(frozenset(), {"a": 0, "b": 0}, {"a": 2, "b": 2}, 1.0)
+    assert ko == KeptOff(frozenset(), {"a": 0, "b": 0}, {"a": 2, "b": 2}, 1.0, frozenset())
 
 
 def test_every_kept_off_round_is_listed_once():
@@ -80,3 +81,17 @@ def test_three_variants_take_a_chi_square():
 
 def test_one_variant_has_nothing_to_test():
     assert kept_off([(0, "a", _rec("off", 2))]).p == 1.0
+
+
+def test_a_kept_off_round_is_mixed_only_when_its_launches_read_different_states():
+    def rec(state, before, after):
+        return {"state": state, "before_ns": before, "after_ns": after, "set_aside": []}
+    launches = [(0, "a", rec("off", 430.0, 440.0)), (0, "b", rec("reference", 100.0, 98.0)),
+                (1, "a", rec("off", 110.0, 105.0)), (1, "b", rec("off", 100.0, 96.0)),
+                (2, "a", rec("off", 430.0, None)), (2, "b", rec("reference", None, None)),
+                (3, "a", rec("reference", 430.0, 100.0)), (3, "b", rec("reference", 99.0, 99.0))]
+    ko = kept_off(launches)
+    assert ko.rounds == frozenset({0, 1, 2})
+    # round 1: both off in one state; round 2: no reading beside the kept-off one; round 3:
+    # readings ~207 ns (a launch straddling the states) beside 99 ns, but none kept off
+    assert ko.mixed == frozenset({0})
