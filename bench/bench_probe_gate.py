@@ -429,6 +429,7 @@ def ttd_attempts(dirs: list[Path]) -> list[dict]:
                              "aside": ".set-aside-" in d.name,
                              "start": t["started"], "end": t["finished"],
                              "states": [_state(p) for p in ps],
+                             "kinds": [(p or {}).get("probe") for p in ps],
                              "probe_s": sum((p or {}).get("elapsed_ms", 0) for p in ps) / 1e3,
                              "judged": _judged(ps), "values": _values(d)})
     return rows
@@ -446,8 +447,9 @@ def where_the_time_goes(rows: list[dict]) -> None:
     for (run, tool), rs in sorted(groups.items()):
         waits = {"short": 0, "long": 0, "never": 0}
         for r in rs:
-            pre = [s for s in r["states"][:-1] if s != "?"]
-            n = len(r["states"]) - 2
+            pre = _wait_probes(r)
+            n = len(pre) - 1
+            pre = [s for s in pre if s != "?"]
             if n > 0 and pre:
                 waits["never" if pre[-1] == pre[0] else "short" if n <= 7 else "long"] += n
         kept = sum(r["end"] - r["start"] for r in rs if not r["aside"])
@@ -455,6 +457,17 @@ def where_the_time_goes(rows: list[dict]) -> None:
         print(f"  {run} {tool:4s} probes {sum(r['probe_s'] for r in rs):5.1f} | waits "
               + " ".join(f"{k} {v * STEP_S:5.1f}" for k, v in waits.items())
               + f" | launches kept {kept:5.1f} set aside {aside:4.1f}")
+
+
+def _wait_probes(r: dict) -> list[str]:
+    """The states of an attempt's probe-program runs before its launch: the before-probe
+    and the re-probes of its wait (the core's own start/end readings, "cacheline-ranks",
+    are the launch's, not the wait's; without them the last probe is the after-probe).
+    Counting every line but two as a re-probe charged each core attempt one 0.6 s wait
+    that never found the reference (ttd-04: 739 s where the core waited 196)."""
+    kinds = r.get("kinds") or [None] * len(r["states"])
+    prog = [s for s, k in zip(r["states"], kinds, strict=True) if k != "cacheline-ranks"]
+    return prog if len(prog) < len(r["states"]) else prog[:-1]
 
 
 def launch_modes(rows: list[dict]) -> None:

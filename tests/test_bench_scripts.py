@@ -561,3 +561,23 @@ def test_probe_gate_replay_keys_the_gates_waiting_cap_by_campaign_invocation(tmp
     settings.write_text("{")
     assert pg.invocation(run, 144) == "144"
     assert pg.invocation(run, None) == "?"
+
+
+def test_probe_gate_counts_only_the_waits_probes_as_re_probes():
+    """bench_probe_gate.py --ttd: a core attempt's machine-probe.txt holds the probe
+    program's before-probe and its wait's re-probes, then the core's own start/end
+    readings; IMB's holds the before-probe, the re-probes and the after-probe. Only the
+    probes before the launch are the wait's: one probe alone is no wait (it charged every
+    core attempt a 0.6 s wait that never found the reference)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_pg3", BENCH / "bench_probe_gate.py")
+    pg = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pg)
+    ranks, prog = "cacheline-ranks", "cacheline"
+    core = {"states": ["F", "F", "F"], "kinds": [prog, ranks, ranks]}
+    assert pg._wait_probes(core) == ["F"]
+    waited = {"states": ["S", "S", "F", "F", "F"], "kinds": [prog, prog, prog, ranks, ranks]}
+    assert pg._wait_probes(waited) == ["S", "S", "F"]
+    imb = {"states": ["S", "F", "F"], "kinds": [prog, prog, prog]}
+    assert pg._wait_probes(imb) == ["S", "F"]
