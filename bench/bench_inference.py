@@ -316,7 +316,16 @@ def main(argv: list[str]) -> int:
                     "beside today's, the rows alike and noisier on the base side only; "
                     "small20: the one of them nearest the targets, with --only-outlier "
                     "beside today's, with --only-planning-rows the rows under it")
+    ap.add_argument("--plan-rule", choices=("today", "ownexp", "boot", "bootown"),
+                    default="today",
+                    help="with --only-planning-rows / --only-planning-own: stop 37's "
+                    "candidates, measured and not taken: ownexp (a cell with an own cell "
+                    "part planned by plan_expect too, the thin launch part as its truth), "
+                    "boot (plan_expect's figure median-bias corrected by a parametric "
+                    "bootstrap, BOOT_GRID^2 figures), bootown (both)")
     args = ap.parse_args(argv)
+    if args.plan_rule != "today" and not (args.only_planning_rows or args.only_planning_own):
+        ap.error("--plan-rule: only with --only-planning-rows or --only-planning-own")
     if (args.outlier_design or args.outlier_side != 1.0 or args.outlier_thin_check) and \
             not args.only_outlier:
         ap.error("--outlier-design / --outlier-side / --outlier-thin-check: only with "
@@ -346,9 +355,11 @@ def main(argv: list[str]) -> int:
             (args.only_planning, planning_section, reps),
             (args.only_planning_paired, _paired_rows, reps),
             (args.only_planning_thin, planning_thin_section, reps),
-            (args.only_planning_own, planning_own_section, 3 * reps),
+            (args.only_planning_own, functools.partial(planning_own_section,
+                                                       plan_rule=args.plan_rule), 3 * reps),
             (args.only_planning_rows, functools.partial(planning_rows_section,
-                                                        first=args.seed, own=own),
+                                                        first=args.seed, own=own,
+                                                        plan_rule=args.plan_rule),
              10 * reps),
             (args.only_missing_pair, missing_pair, 6 * reps),
             (args.only_few_clean, few_clean_section, 10 * reps),
@@ -761,7 +772,7 @@ def _thin_row(seed: int, n_thin: int, shared: float, specific: float, f: float,
 
 
 def planning_rows_section(_rng: np.random.Generator, reps: int, first: int = 7,
-                          own: bool = False) -> None:
+                          own: bool = False, plan_rule: str = "today") -> None:
     """The 16 thin-side planning rows at the stats level (stats.launch.compare_cells, the
     flag on, as compare runs): 2 and 3 vs 7 x 10 sizes, launch effects shared or not, the
     thin side as noisy, 3x, 1.7x or 1/3; per row the ROW_SEEDS seeds first, first + 1,
@@ -769,16 +780,18 @@ def planning_rows_section(_rng: np.random.Generator, reps: int, first: int = 7,
     the seeds, its sd and standard error, the range, how many seeds fall in 75-85%; and
     over the seeds the cells planned on an own cell part (not plan_expect's): their
     share, their median figure over the others', their power at the row's median.
-    own: under stop 35's rule (_every_size_own), measured and not taken."""
+    own: under stop 35's rule (_every_size_own), measured and not taken; plan_rule: a
+    stop-37 candidate (_plan_rule), measured and not taken."""
     seeds = list(range(first, first + ROW_SEEDS))
     print(f"\nPlanning rows (stats level): exact power at the median 'detectable' of {reps} "
           f"A/A benchmarks x 10 sizes, seeds {seeds[0]}-{seeds[-1]} in every row"
           + ("; the smaller side's own part where its sums flag a size at 20% "
              "(--outlier-rule small20)" if own == "small20" else
-             "; every size its own part where unbalanced (--outlier-rule own)" if own else ""))
+             "; every size its own part where unbalanced (--outlier-rule own)" if own else "")
+          + (f"; planned by --plan-rule {plan_rule}" if plan_rule != "today" else ""))
     rule = dict(CANDIDATE_RULES)["small 20%"] if own == "small20" else \
         _every_size_own if own else contextlib.nullcontext
-    with rule():
+    with rule(), _plan_rule(plan_rule):
         _planning_rows_of(seeds, reps)
 
 
@@ -830,7 +843,8 @@ def _seeds_line(p: np.ndarray) -> str:
             "in 75-85%)")
 
 
-def planning_own_section(rng: np.random.Generator, reps: int) -> None:
+def planning_own_section(rng: np.random.Generator, reps: int,
+                         plan_rule: str = "today") -> None:
     """The table's 'detectable' where every size keeps its own cell part (stats level):
     per design the exact power (_own_row) at the median 'detectable' of reps A/A
     benchmarks, ROW_SEEDS seeds (the same in every row, drawn from rng): their mean, sd,
@@ -848,13 +862,18 @@ def planning_own_section(rng: np.random.Generator, reps: int) -> None:
           "every row; now (thin own parts raised together, at 3+3 the launch parts with "
           "them, plan_launch_parts) / before (launch parts as estimated); sigma_L 0.05, "
           "cell part 0.025 unless said; no L: sigma_L 0, cell part 0.05")
+    if plan_rule != "today":
+        print(f"  planned by --plan-rule {plan_rule} (both columns)")
     rows = []
     for design in OWN_DESIGNS:
-        now = np.array([_own_row(s, design, reps) for s in seeds])
+        with _plan_rule(plan_rule):
+            now = np.array([_own_row(s, design, reps) for s in seeds])
         line = f"  {design[0]:<36} now {_seeds_line(now)}"
         before = now
         if design[1] == design[2] == 3:
-            before = np.array([_own_row(s, design, reps, _no_launch_parts) for s in seeds])
+            with _plan_rule(plan_rule):
+                before = np.array([_own_row(s, design, reps, _no_launch_parts)
+                                   for s in seeds])
             line += f"; before {_seeds_line(before)}"
         else:
             line += "; before: the same"
@@ -2056,6 +2075,84 @@ def _thin_side_check(level: float):
 THIN_CHECK_RULES = (("today", None),) + tuple(
     (f"thin side {round(100 * lv)}%", functools.partial(_thin_side_check, lv))
     for lv in (0.20, 0.30, 0.50))
+
+
+# --plan-rule: stop 37's candidates for 2 vs 7 shared, the thin side 1/3 as noisy (89.9%),
+# measured and not taken (docs/statistics.md "Stop 37"): own-part cells through plan_expect
+# (ownexp), plan_expect's figure median-bias corrected by a parametric bootstrap (boot).
+BOOT_GRID = 5
+
+
+def _own_plan_cell(today):
+    """stats.launch._plan_cell with a cell that has an own cell part planned as the others:
+    a thin side's launch part as plan_expect's truth (_expect_truths), not plan_component's
+    (pooled with the other side's where their estimates agree, at 1 df)."""
+    from mpibench.stats import launch as L
+
+    def plan_cell(plan_spreads, ns, cell):
+        out = today(plan_spreads, ns, cell)
+        medians = plan_spreads[2] if len(plan_spreads) > 2 else (None, None)
+        sps = plan_spreads[:2]
+        if not any(sp.own_part(cell) is not None for sp in sps):
+            return out          # today's already took the thin truth
+        k = len(sps[0].components(ns[0], cell))
+        sides = [list(out[:k]), list(out[k:])]
+        for j, raw in enumerate(medians):
+            if raw is not None:
+                L._expect_truths(sides, ns, j, raw)
+        return sides[0] + sides[1]
+    return plan_cell
+
+
+def _boot_expect(today, raws: dict):
+    """stats.launch.plan_expect's figure x its ratio to the median figure of a parametric
+    bootstrap: the thin launch part redrawn around the planned truth at BOOT_GRID chi2
+    quantiles and re-planned (plan_thin_launch, its floor from raws), the other side's
+    launch part at BOOT_GRID quantiles; log figure^2 / median (a median-bias correction:
+    the figure's median over estimates is above the figure at the truth where the thin
+    side is the quieter one)."""
+    from mpibench.stats import launch as L
+
+    @functools.lru_cache(maxsize=4096)
+    def plan_expect(comps, ns, k, alpha, power=L.POWER):
+        x = today(comps, ns, k, alpha, power)
+        j = L.expect_thin(comps, k)
+        if j is None or x is None or comps[j * k][0] not in raws:
+            return x
+        _raw, floor, floor_df = raws[comps[j * k][0]]
+        (vt, dt), (vo, do) = comps[j * k], comps[(1 - j) * k]
+        figs = []
+        for a in L._quantiles(dt, BOOT_GRID):
+            t = L.plan_thin_launch(vt * ns[j] * a, dt, floor, floor_df) / ns[j]
+            for b in L._quantiles(do, BOOT_GRID):
+                c = list(comps)
+                c[j * k], c[(1 - j) * k] = (t, dt), (vo * b, do)
+                y = today(tuple(c), ns, k, alpha, power)
+                figs.append(math.inf if y is None else math.log1p(y))
+        m, lx = float(np.median(figs)), math.log1p(x)
+        return math.expm1(lx * lx / m) if 0 < m < math.inf else x
+    return plan_expect
+
+
+@contextlib.contextmanager
+def _plan_rule(name: str):
+    """stats.launch swapped for a --plan-rule candidate (today: nothing) in the block."""
+    from mpibench.stats import launch as L
+    with contextlib.ExitStack() as stack:
+        if "own" in name:
+            stack.enter_context(_swapped("_plan_cell", _own_plan_cell(L._plan_cell)))
+            stack.enter_context(_swapped(
+                "_expects", lambda pooled, _own, pairing: bool(pooled) and pairing == "none"))
+        if "boot" in name:
+            raws: dict = {}
+            truths = L._expect_truths
+
+            def stash(sides, ns, j, raw):
+                truths(sides, ns, j, raw)
+                raws[sides[j][0][0]] = raw
+            stack.enter_context(_swapped("_expect_truths", stash))
+            stack.enter_context(_swapped("plan_expect", _boot_expect(L.plan_expect, raws)))
+        yield
 
 
 @contextlib.contextmanager
