@@ -126,8 +126,13 @@ stop 35's every size its own cell part where the launches are unbalanced
 (stats.launch.unbalanced; OWN_RULES, measured and not taken), the same draws;
 `--outlier-rule candidates`: stop 36's five rules for the smaller side's part of an
 unbalanced design (CANDIDATE_RULES, measured and not taken) beside today's, the rows
-alike and 2x / 3x on the base side only.
-`--only-planning-rows --outlier-rule own` plans and tests those rows under that rule.
+alike and 2x / 3x on the base side only; `--outlier-rule mix`: stop 37's family (c), the
+smaller side's own part mixed in by its own F test's p (MIX_RULES, measured and not
+taken); `--outlier-rule diagnose`: today's rule only, where the noisy size's A/A excess
+comes from (flagged or missed draws, se^2 over the true variance, the p with the true
+variance).
+`--only-planning-rows --outlier-rule own` (or small20, mix) plans and tests those rows
+under that rule.
 Then 2 vs 7 and 3 vs 7 at 3-8 sizes, one size in two modes (x3 in half the launches): a
 thin side's own cell part floored at the other side's (stats.launch.floor_component, as
 compare runs) and as estimated, on the same draws (`--only-two-mode-size` runs just these).
@@ -304,7 +309,8 @@ def main(argv: list[str]) -> int:
                     help="with --only-outlier and a base side of fewer launches (2v7x10, "
                     "4v7x10, ...): today's rule against today's plus a check of that side's "
                     "own sums at 20%%, 30%% and 50%% (THIN_CHECK_RULES; measured, not taken)")
-    ap.add_argument("--outlier-rule", choices=("today", "own", "candidates", "small20"),
+    ap.add_argument("--outlier-rule", choices=("today", "own", "candidates", "small20", "mix",
+                                               "diagnose"),
                     default="today",
                     help="own: stop 35's rule, measured and not taken: every size its own "
                     "cell part (no gate, no flag) where an unpaired comparison's launches "
@@ -315,7 +321,12 @@ def main(argv: list[str]) -> int:
                     "smaller side's own part (CANDIDATE_RULES, measured and not taken) "
                     "beside today's, the rows alike and noisier on the base side only; "
                     "small20: the one of them nearest the targets, with --only-outlier "
-                    "beside today's, with --only-planning-rows the rows under it")
+                    "beside today's, with --only-planning-rows the rows under it. "
+                    "mix (--only-outlier; --only-planning-rows: mix 10-60%%): stop 37's "
+                    "smaller side's own part mixed in by its own F test's p (MIX_RULES, "
+                    "measured and not taken). diagnose (--only-outlier only): today's rule, "
+                    "where the noisy size's A/A excess comes from (flagged or missed, se^2 "
+                    "over the true variance, the p with the true variance)")
     ap.add_argument("--plan-rule", choices=("today", "ownexp", "boot", "bootown"),
                     default="today",
                     help="with --only-planning-rows / --only-planning-own: stop 37's "
@@ -333,8 +344,8 @@ def main(argv: list[str]) -> int:
     own = {"today": False, "own": True}.get(args.outlier_rule, args.outlier_rule)
     if own and not (args.only_outlier or args.only_planning_rows):
         ap.error("--outlier-rule: only with --only-outlier or --only-planning-rows")
-    if own == "candidates" and not args.only_outlier:
-        ap.error("--outlier-rule candidates: only with --only-outlier")
+    if own in ("candidates", "diagnose") and not args.only_outlier:
+        ap.error(f"--outlier-rule {own}: only with --only-outlier")
     if own and args.only_outlier and (args.outlier_side != 1.0 or args.outlier_thin_check):
         ap.error("--outlier-rule own: not with --outlier-side or --outlier-thin-check")
     if (args.unpaired or args.power) and not args.only_ramp:
@@ -787,9 +798,12 @@ def planning_rows_section(_rng: np.random.Generator, reps: int, first: int = 7,
           f"A/A benchmarks x 10 sizes, seeds {seeds[0]}-{seeds[-1]} in every row"
           + ("; the smaller side's own part where its sums flag a size at 20% "
              "(--outlier-rule small20)" if own == "small20" else
+             "; the smaller side's own part mixed in by its F test's p, 10-60% "
+             "(--outlier-rule mix)" if own == "mix" else
              "; every size its own part where unbalanced (--outlier-rule own)" if own else "")
           + (f"; planned by --plan-rule {plan_rule}" if plan_rule != "today" else ""))
     rule = dict(CANDIDATE_RULES)["small 20%"] if own == "small20" else \
+        dict(MIX_RULES)["mix 10-60%"] if own == "mix" else \
         _every_size_own if own else contextlib.nullcontext
     with rule(), _plan_rule(plan_rule):
         _planning_rows_of(seeds, reps)
@@ -2278,6 +2292,108 @@ CANDIDATE_RULES = (("today", None),
                    ("joint all", _joint_all))
 
 
+def _thin_side_ps(rs) -> tuple[dict, dict]:
+    """(_cell_sums of one side, {cell: the one-sided p of its sums on that side alone
+    against its other cells' pooled ones}): stats.moderate.outlying's F test, df scaled as
+    _outlying_cells scales them, as a p rather than a flag at one level."""
+    from scipy.special import fdtrc
+
+    from mpibench.stats import launch as L
+    sums = L._cell_sums(rs)
+    keys, s = list(sums), len(sums)
+    ss = np.array([sums[k][0] for k in keys])
+    d = np.array([sums[k][1] * (s - 1) / s for k in keys])
+    rest_ss, rest_d = ss.sum() - ss, d.sum() - d
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ps = fdtrc(d, rest_d, (ss / d) / (rest_ss / rest_d))
+    return sums, {k: float(p) for k, p in zip(keys, ps, strict=True) if np.isfinite(p)}
+
+
+@contextlib.contextmanager
+def _smaller_mixed(lo: float, hi: float):
+    """Stop 37's family (c), measured and not taken (docs/statistics.md "Stop 37"): where
+    an unpaired comparison's launches are unbalanced (stats.launch.unbalanced) and it has
+    FEW_CELLS sizes or more, each size of the smaller side whose own part is above today's
+    gets w (own) + (1 - w) (today's), w = 1 at the smaller side's own F test p <= lo, 0 at
+    p >= hi, linear between (_thin_side_ps); its df the Welch-Satterthwaite df of that sum
+    (own part on its n_s - 1 df, today's on its own df). A soft version of stop 36's
+    'small X%' (a hard flag at one level, own part on its own df)."""
+    from mpibench.stats import launch as L
+    today = L.gated_spreads
+
+    def gated(sides, known=(), thin=True, ordered=False):
+        out = today(sides, known, thin, ordered)
+        if known or not thin or len(sides) != 2 or any(sp is None for sp in out) or \
+                max(len(side) for side in sides) < L.FEW_CELLS or \
+                not L.unbalanced(out[0].launches, out[1].launches):
+            return out
+        j = 0 if out[0].launches < out[1].launches else 1
+        sp = out[j]
+        parts = dict(sp.cell_parts or {})
+        pooled = L.CellPart(sp.ms_cell * (sp.cells - 1) / sp.cells, sp.df_cell)
+        sums, ps = _thin_side_ps(L._residuals(sides[j]))
+        for key, p in ps.items():
+            w = min(1.0, max(0.0, (hi - p) / (hi - lo)))
+            ss, d = sums[key]
+            mine, cur = max(0.0, L._own_part(ss / d, sp)), parts.get(key, pooled)
+            if w <= 0.0 or mine <= cur.v:
+                continue
+            a, b = w * mine, (1.0 - w) * cur.v
+            df = (a + b) ** 2 / (a * a / min(d, sp.df_cell) + (b * b / cur.df if b > 0 else 0.0))
+            parts[key] = L.CellPart(a + b, df)
+        out[j] = sp._replace(cell_parts=parts or None)
+        return out
+
+    with _swapped("gated_spreads", gated):
+        yield
+
+
+# With --outlier-rule mix (stop 37): today's rule against family (c), the smaller side's
+# own part mixed in by its own F test's p (_smaller_mixed), and stop 36's hard check at
+# 35% / 50% (small X%, CANDIDATE_RULES' family) for the same frontier; the same draws.
+MIX_RULES = (("today", None),
+             ("mix 10-60%", functools.partial(_smaller_mixed, 0.10, 0.60)),
+             ("mix 5-50%", functools.partial(_smaller_mixed, 0.05, 0.50)),
+             ("small 35%", functools.partial(_smaller_own, _pick_thin(0.35))),
+             ("small 50%", functools.partial(_smaller_own, _pick_thin(0.50))))
+
+
+def _diagnosis(rng: np.random.Generator, reps: int, ns: tuple[int, int], sds: np.ndarray
+               ) -> str:
+    """--outlier-rule diagnose: where today's A/A excess at the noisy (last) size comes
+    from, over reps A/A benchmarks (draws as _outlier_counts'): the share the rule gave an
+    own part (flagged), the false positives among flagged and missed draws, the median of
+    the test's se^2 over the true variance of the difference in each, and the false
+    positives the same statistic would have with the true variance (the test's own
+    reference: critical values and df unchanged): an excess that stays there is the df's,
+    one that goes is the variance's."""
+    from mpibench.stats import launch as L
+    sds = np.broadcast_to(sds, (2, np.shape(sds)[-1]))
+    size = sds.shape[1]
+    true = sum((0.03 ** 2 + sds[j, -1] ** 2) / n for j, n in enumerate(ns))
+    rows = []
+    for _ in range(reps):
+        vals = [np.exp(rng.normal(0.0, 0.03, (n, 1)) + rng.normal(0.0, 1.0, (n, size)) * sds[j])
+                for j, n in enumerate(ns)]
+        cells = [({f"a{r}": vals[0][r, k] for r in range(ns[0])},
+                  {f"b{r}": vals[1][r, k] for r in range(ns[1])}, "higher")
+                 for k in range(size)]
+        t = L.compare_cells(cells)[-1]
+        p_true = float(L.two_sided_p(np.array([t.diff_log / math.sqrt(true)]),
+                                     t.components)[0])
+        rows.append((t.own_cell, t.p <= 0.05, t.se_log ** 2 / true, p_true <= 0.05))
+    own, sig, ratio, sig_true = (np.array(c, dtype=float) for c in zip(*rows, strict=True))
+    hit, miss = own == 1, own == 0
+
+    def part(m: np.ndarray) -> str:
+        if not m.any():
+            return f"{'-':>5} {'-':>5} {'-':>5}"
+        return (f"{100 * sig[m].mean():4.1f}% {np.median(ratio[m]):5.2f} "
+                f"{100 * sig_true[m].mean():4.1f}%")
+    return (f"{100 * sig.mean():4.1f}% {100 * sig_true.mean():4.1f}% {100 * hit.mean():3.0f}% "
+            f"| {part(hit)} | {part(miss)}")
+
+
 def _outlier_counts(rng: np.random.Generator, reps: int, ns: tuple[int, int],
                     sds: np.ndarray, side: float = 1.0, thin_check: bool = False,
                     own: bool = False) -> dict:
@@ -2333,6 +2449,8 @@ def _rules(side: float, ns: tuple[int, int] = (5, 5), thin_check: bool = False,
         return CANDIDATE_RULES
     if own == "small20":
         return CANDIDATE_RULES[0], CANDIDATE_RULES[2]
+    if own == "mix":
+        return MIX_RULES
     if own:
         return OWN_RULES
     if side != 1.0:
@@ -2361,6 +2479,19 @@ def _outlier_rows(na: int, nb: int, sizes: int, few: bool = False
     return rows
 
 
+def _diagnose_design(rng: np.random.Generator, reps: int, design: tuple) -> None:
+    """outlier_section's rows of one design under --outlier-rule diagnose (_diagnosis)."""
+    na, nb, sizes = design
+    print(f"  {'design':<22} {'FP':>5} {'FPtv':>5} {'flag':>4} | {'FP':>5} {'se2/v':>5} "
+          f"{'FPtv':>5} | {'FP':>5} {'se2/v':>5} {'FPtv':>5}   (all | flagged | missed)")
+    for label, sds in _outlier_rows(na, nb, sizes, True):
+        print(f"  {label:<22} {_diagnosis(rng, 10 * reps, (na, nb), sds)}", flush=True)
+    print("  FP = A/A raw p <= 0.05 at the noisy (last) size, FPtv = the same statistic "
+          "over the true sd of the difference (the test's critical values), flag = draws "
+          "where it had an own part, se2/v = median se^2 over the true variance; "
+          f"{10 * reps} A/A benchmarks a row")
+
+
 def outlier_section(rng: np.random.Generator, reps: int, designs=(), side: float = 1.0,
                     thin_check: bool = False, own: bool = False) -> None:
     """5+5 and 10+10 unpaired, 8 and 22 sizes, the last size's cell part 1x (alike), 2x
@@ -2372,6 +2503,12 @@ def outlier_section(rng: np.random.Generator, reps: int, designs=(), side: float
     of OUTLIER_DESIGNS to run (all if empty). side: the base side's logs (launch effect and
     cell parts) x side, SIDE_RULES' rows. thin_check: a design whose base side has fewer
     launches is run on THIN_CHECK_RULES. own: every design on OWN_RULES."""
+    if own == "diagnose":
+        print("\nOne size 2-3x noisier on the base side only (as below), today's rule: "
+              "where the A/A excess at that size comes from")
+        for design in designs or OUTLIER_DESIGNS:
+            _diagnose_design(rng, reps, design)
+        return
     print(f"\nOne size 2-3x noisier (cell part sd 0.05 x 1/2/3 vs 0.05, launch effect sd "
           f"0.03 a side), unpaired; {reps} A/A and {reps} real-10% benchmarks per row, the "
           f"same draws for every rule{f', the base side x{side:g}' if side != 1.0 else ''}: "
@@ -2382,7 +2519,8 @@ def outlier_section(rng: np.random.Generator, reps: int, designs=(), side: float
             f"{'FP n':>5} {'cov n':>5} {'FP q':>5} {'pow q':>5} {'adj q':>5} {'own':>4} "
             f"{'miss':>4} {'FP|m':>5}"
             for _ in _rules(side, (na, nb), thin_check, own)))
-        for label, sds in _outlier_rows(na, nb, sizes, own in ("candidates", "small20")):
+        for label, sds in _outlier_rows(na, nb, sizes, own in ("candidates", "small20",
+                                                                "mix")):
             acc = _outlier_counts(rng, reps, (na, nb), sds, side, thin_check, own)
             cols = [f"{100 * a['fp'][-1] / reps:>4.1f}% {100 * a['cover'][-1] / reps:>4.1f}% "
                     f"{100 * a['fp'][:-1].max() / reps:>4.1f}% "
