@@ -76,6 +76,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from mpibench.campaign.machine_probe import RETRIES  # noqa: E402
+from mpibench.errors import UsageError  # noqa: E402
 from mpibench.stats.probe import (  # noqa: E402
     GATE_FACTOR,
     MIN_SAMPLES,
@@ -376,40 +377,51 @@ def _judged(ps: list[dict | None]) -> list[tuple[float, str]]:
 def invocation(run: Path, repeat: int | None) -> str:
     """The campaign invocation that ran round `repeat` (index from 0) of a kept TTD run:
     one a round up to its interleaved rounds (bench.json's "rounds"), then --to-budget's
-    continuation, one invocation per batch up to each look (bench_time_to_decision.schedule
-    at the store's rounds; bench.json's "batches", 3 before it was written). The gate's
-    WAIT_TOTAL_S is per invocation: keyed per round, the continuation's 60 s came back
-    every round and the replay waited ~7000 s where ttd-04 waited 196."""
+    continuation, one invocation per look (bench_time_to_decision.settings_looks: the
+    looks the run wrote, else rebuilt). The gate's WAIT_TOTAL_S is per invocation: keyed
+    per round, the continuation's 60 s came back every round and the replay waited ~7000 s
+    where ttd-04 waited 196. A bench.json the TTD bench refuses is said once on stderr and
+    its run keyed a round each."""
     if repeat is None:
         return "?"
-    doc = _settings(run)
-    compare, batches = doc.get("rounds"), doc.get("batches", 3)
-    if type(compare) is not int or not 2 <= compare <= 1000 or doc.get("to_budget") is not True \
-            or repeat < compare:
-        return str(repeat)          # a damaged or plain run's file: one invocation a round
-    if type(batches) is not int or not 1 <= batches <= 1000:
-        batches = 3
-    if str(ROOT / "bench") not in sys.path:
-        sys.path.insert(0, str(ROOT / "bench"))
-    from bench_time_to_decision import schedule
-
-    looks = schedule(max(_store_rounds(run), compare + 1), compare, batches).looks()
+    ttd = _ttd_bench()
+    f = run / ttd.SETTINGS
+    try:
+        compare = ttd.settings_rounds(f)
+        looks = ttd.settings_looks(f, _store_rounds(run))
+    except UsageError as exc:
+        if str(f) not in _REFUSED:
+            _REFUSED.add(str(f))
+            print(f"--ttd: {exc}; its rounds are keyed one invocation each", file=sys.stderr)
+        return str(repeat)
+    if looks is None or repeat < compare:
+        return str(repeat)
     return f"to {next((n for n in looks if n > repeat), looks[-1])}"
 
 
-def _settings(run: Path) -> dict:
-    try:
-        doc = json.loads((run / "bench.json").read_text())
-    except (OSError, ValueError):
-        return {}
-    return doc if isinstance(doc, dict) else {}
+_REFUSED: set[str] = set()
+
+
+def _ttd_bench():
+    if str(ROOT / "bench") not in sys.path:
+        sys.path.insert(0, str(ROOT / "bench"))
+    import bench_time_to_decision
+    return bench_time_to_decision
 
 
 def _store_rounds(run: Path) -> int:
-    """The rounds the core's continuation ran to: the most its launches' cell.json say."""
-    reps = [json.loads(f.read_text()).get("repeat") or 0
-            for f in (run / "core" / "runs").glob("*/cell.json")]
-    return max(reps, default=0) + 1
+    """The rounds the core's continuation ran to: the most its launches' cell.json say
+    (a cell.json that is not an object with an integer repeat is passed over)."""
+    top = 0
+    for f in (run / "core" / "runs").glob("*/cell.json"):
+        try:
+            doc = json.loads(f.read_text())
+        except (OSError, ValueError):
+            continue
+        rep = doc.get("repeat") if isinstance(doc, dict) else None
+        if type(rep) is int and rep >= 0:
+            top = max(top, rep + 1)
+    return top
 
 
 def ttd_attempts(dirs: list[Path]) -> list[dict]:
@@ -1271,10 +1283,10 @@ def _rr_attempt(rng, s: bool, ps: float, v: int, m: float) -> tuple[bool, bool]:
     return s, own
 
 
-def _rr_run(rng, m: float, ps: float):
+def _rr_run(rng, m: float, ps: float, rounds: int = RR_ROUNDS):
     """One run: the rounds' d = log B - log A, and kept_off's (round, variant, record)."""
     s, d, launches = bool(rng.random() < ps), [], []
-    for k in range(RR_ROUNDS):
+    for k in range(rounds):
         shared, vals = rng.normal(0, 0.05), []
         for v in (0, 1):
             for attempt in range(RETRIES + 1):
@@ -1282,7 +1294,9 @@ def _rr_run(rng, m: float, ps: float):
                 if not own or attempt == RETRIES:
                     break
             vals.append(math.log(4) * own + shared + rng.normal(0, 0.05))
+            ns = 430.0 if own else 100.0      # its own readings: the ~4x apart states
             launches.append((k, "AB"[v], {"state": "off" if own else "reference",
+                                          "before_ns": ns, "after_ns": ns,
                                           "set_aside": [{}] * attempt}))
         d.append(vals[1] - vals[0])
     return np.array(d), launches
@@ -1298,28 +1312,52 @@ def _rr_verdict(d: np.ndarray) -> tuple[str, float]:
     return ("eq" if -MARGIN < mu - t1 and mu + t1 < MARGIN else "und"), mu
 
 
-def round_rule_sim(reps: int, seed: int) -> None:
+def _rr_minority(ko, launches) -> frozenset:
+    """KeptOff.left_out's rounds whose kept-off launches all belong to a variant with no
+    more off attempts than the other's: a variant set aside more never has its own
+    kept-off rounds left out (a guard that needs no power: R3)."""
+    off_in: dict = {}
+    for k, v, rec in launches:
+        if rec.get("state") == "off":
+            off_in.setdefault(k, set()).add(v)
+    most = max(ko.off.values(), default=0)
+    return frozenset(k for k in ko.left_out
+                     if all(ko.off[v] < most or len(set(ko.off.values())) == 1
+                            for v in off_in.get(k, ())))
+
+
+def _rr_guards(ko, launches) -> dict[str, frozenset]:
+    """The rounds each rule leaves out: none (all, today); every kept-off round (drop);
+    the mixed ones while balanced (guarded: stats.probe.KeptOff.left_out); the same only
+    when each variant has at least 1 / 2 off attempts of its own (both1, both2: a guard
+    that needs no power, the lead's R3 proposal)."""
+    least = min(ko.off.values(), default=0) if len(ko.off) > 1 else 0
+    return {"all": frozenset(), "drop": ko.rounds, "guarded": ko.left_out,
+            "both1": ko.left_out if least >= 1 else frozenset(),
+            "both2": ko.left_out if least >= 2 else frozenset(),
+            "minority": _rr_minority(ko, launches)}
+
+
+def round_rule_sim(reps: int, seed: int, rounds: int = RR_ROUNDS) -> None:
     from mpibench.stats.probe import kept_off
 
     rng = np.random.default_rng(seed)
-    print(f"--round-rule: {reps} runs of {RR_ROUNDS} rounds a row (A then B; the gate's "
+    print(f"--round-rule: {reps} runs of {rounds} rounds a row (A then B; the gate's "
           f"retries {RETRIES}); B's own launch in the slow state with probability m; "
-          "identical variants in each state (ln 4 slower in it)")
+          "identical variants in each state (ln 4 slower in it); rules: _rr_guards")
     print(f"  {'m':>5} {'P(S)':>5} {'rule':8} {'mean d':>8} {'gain':>6} {'rounds':>7} "
           f"{'sig %':>6} {'eq %':>6}")
     for ps in (0.2, 0.5):
         for m in (0.0, 0.05, 0.2, 0.5):
-            got: dict[str, list] = {"all": [], "drop": [], "guarded": []}
-            used = {k: 0 for k in got}
+            got: dict[str, list] = {}
+            used: dict[str, int] = {}
             for _ in range(reps):
-                d, launches = _rr_run(rng, m, ps)
-                ko = kept_off(launches)
-                keep = np.array([k not in ko.rounds for k in range(RR_ROUNDS)])
-                for rule, mask in (("all", None), ("drop", keep),
-                                   ("guarded", keep if ko.balanced else None)):
-                    x = d if mask is None else d[mask]
-                    got[rule].append(_rr_verdict(x))
-                    used[rule] += len(x)
+                d, launches = _rr_run(rng, m, ps, rounds)
+                for rule, out in _rr_guards(kept_off(launches), launches).items():
+                    x = d[np.array([k not in out for k in range(rounds)])]
+                    got.setdefault(rule, []).append(_rr_verdict(x) if len(x) > 2
+                                                    else ("und", 0.0))
+                    used[rule] = used.get(rule, 0) + len(x)
             for rule, v in got.items():
                 mu = float(np.mean([x[1] for x in v]))
                 st = [x[0] for x in v]
@@ -1363,6 +1401,9 @@ def main(argv: list[str]) -> int:
                     "off the reference state (and the balance guard, stats.probe.kept_off) "
                     "when a variant moves the machine state itself: mean difference, "
                     "significant and equivalent shares, --reps runs per row")
+    ap.add_argument("--rr-rounds", type=int, default=RR_ROUNDS, metavar="N",
+                    help=f"rounds per run of --round-rule ({RR_ROUNDS}; the rule acts at "
+                    "the looks of 10-30 rounds too)")
     ap.add_argument("--stack", default="openmpi", choices=sorted(WITHIN_STACKS),
                     help="the stack of --within (openmpi)")
     args = ap.parse_args(argv)
@@ -1379,7 +1420,7 @@ def main(argv: list[str]) -> int:
         finer_sim(50 if args.quick else args.reps, args.seed)
         return 0
     if args.round_rule:
-        round_rule_sim(50 if args.quick else args.reps, args.seed)
+        round_rule_sim(50 if args.quick else args.reps, args.seed, args.rr_rounds)
         return 0
     if args.set_aside_causes:
         if set_aside_causes(args.set_aside_causes):

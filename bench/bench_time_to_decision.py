@@ -677,6 +677,102 @@ def kept_off_of(db: Path, upto: int | None = None):
     return kept_off((r["repeat"], r["variant"], probes.get(r["id"])) for r in runs)
 
 
+def _plan_at(db: Path, compare: int, rounds: frozenset = frozenset()):
+    """--to-budget's plan at `compare` rounds (the options of its round `compare`, rounds 3
+    on), these rounds (index from 0) left out."""
+    at = run_options(db, compare - 1)
+    return core_plan(db, budget.SEARCH_MAX, at=at or None, upto=compare,
+                     leave_out=frozenset(k for k in rounds if k >= 2))
+
+
+def round_rule_replay(dirs: list[str]) -> int:
+    """--replay DIR... --round-rule: per kept run, the --to-budget plan at its interleaved
+    rounds as it is (launches per side, seconds, cells out of reach) and the what-ifs
+    (round_rule_budget), then the rounds' spread by what their launches went through
+    (round_spread_lines). No MPI."""
+    dbs = []
+    for d in dirs:
+        db, f = Path(d) / "core" / "mpibench.db", Path(d) / SETTINGS
+        try:
+            compare = settings_rounds(f) if f.is_file() else store_rounds(db)
+        except UsageError as exc:
+            print(f"{d}: {exc}", file=sys.stderr)
+            continue
+        if not db.is_file() or compare < 5:
+            print(f"{d}: no kept core store with 5 or more interleaved rounds", file=sys.stderr)
+            continue
+        dbs.append(db)
+        spent = sum(v for k, v in round_seconds(db, set_aside=True).items() if k < compare)
+        p = _plan_at(db, compare)
+        base = ("no plan" if p is None or p.best.launches is None else
+                f"{p.best.launches} a side, "
+                f"{spent + max(p.best.launches - compare, 0) * 2 * p.best.launch_s:.1f} s, "
+                f"{len(p.best.beyond)} cells out of reach")
+        print(f"{Path(d).name} (at {compare} rounds): plan {base}; "
+              f"{round_rule_budget(db, compare, spent)}")
+    print("\n".join(round_spread_lines(dbs)))
+    return 0 if dbs else 2
+
+
+def round_spread_lines(dbs: list[Path]) -> list[str]:
+    """The rounds' spread by what their two launches went through (rounds 3 on, every
+    kept store given): rms of the round's mean residual of d = log MPICH - log Open MPI
+    (each size's d minus its median over the run, averaged over the round's sizes)."""
+    import statistics as st
+
+    from mpibench.stats.probe import near
+    from mpibench.store.report_queries import launch_cost_rows
+
+    groups: dict[str, list[float]] = {}
+    for db in dbs:
+        probes = machine_probes(db)
+        with Store(db, readonly=True) as store:
+            runs = {r["id"]: dict(r) for r in store.runs(status="done")}
+            rows = launch_cost_rows(store, list(runs))
+        d = _round_diffs(rows)
+        mid = {s: st.median(x for (_k, s2), x in d.items() if s2 == s) for _k, s in d}
+        rid = {(r["repeat"], r["variant"]): i for i, r in runs.items()}
+        for k in sorted({k for k, _s in d if k >= 2}):
+            res = [x - mid[s] for (k2, s), x in d.items() if k2 == k]
+            if len(res) >= 3:
+                recs = [probes.get(rid.get((k, v)), {}) for v in ("openmpi", "mpich")]
+                groups.setdefault(_round_kind(recs, near), []).append(st.mean(res))
+    out = [f"round spread (rounds 3+ of {len(dbs)} runs): rms of a round's mean residual "
+           "of d (logs) by what its launches went through"]
+    for g, xs in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        big = sum(abs(x) > 0.3 for x in xs)
+        out.append(f"  {g}: {len(xs)} rounds, rms {math.sqrt(sum(x * x for x in xs) / len(xs)):.3f}"
+                   f", beyond 0.3: {big} ({100 * big / len(xs):.1f}%)")
+    return out
+
+
+def _round_diffs(rows: list[dict]) -> dict[tuple[int, int], float]:
+    val: dict[tuple, dict[str, float]] = {}
+    for r in rows:
+        if r["status"] == "ok" and r["median"]:
+            val.setdefault((r["repeat"], r["size"]), {})[r["variant"]] = math.log(r["median"])
+    return {k: v["mpich"] - v["openmpi"] for k, v in val.items()
+            if "mpich" in v and "openmpi" in v}
+
+
+def _round_kind(recs: list[dict], near) -> str:
+    ns = []
+    for p in recs:
+        xs = [x for x in (p.get("before_ns"), p.get("after_ns")) if x]
+        ns.append(math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None)
+    apart = None not in ns and not near(min(ns), max(ns))
+    if any(p.get("state") == "off" for p in recs):
+        return ("a kept-off launch beside a partner in another state" if apart
+                else "a kept-off launch, both in one state")
+    if apart:
+        return "launches in different states, none kept off"
+    if any(p.get("set_aside") for p in recs):
+        return "a launch set aside, then kept in the reference"
+    if any((p.get("waited_s") or 0) > 0.05 for p in recs):
+        return "a launch that waited first"
+    return "both in the reference at once"
+
+
 def kept_off_head(ko) -> str:
     rounds = ", ".join(str(k + 1) for k in sorted(ko.rounds)) or "none"
     off = ", ".join(f"{v} {ko.off[v]} (over {ko.launches[v]} kept launches)"
@@ -688,27 +784,27 @@ def kept_off_head(ko) -> str:
 
 
 def round_rule_budget(db: Path, compare: int, spent: float) -> str:
-    """What-if (compare's rule is not changed): the --to-budget plan at `compare` rounds
-    with the rounds that hold a launch kept off its reference state left out whole, and
-    with only those of them whose launches read different coarse states (KeptOff.mixed);
-    the plan reads rounds 3 on; their launch seconds are still spent."""
+    """What-if (compare pairs every round; stats.probe.KeptOff measures): the --to-budget
+    plan at `compare` rounds without the rounds that hold a launch kept off its reference
+    state (unguarded), and without only those whose two launches read different coarse
+    states while the variants' off attempts are balanced (KeptOff.left_out, the candidate
+    rule review s37 R3 showed unsafe at 10-30 rounds); the plan reads rounds 3 on, the
+    left-out rounds' seconds are still spent."""
     ko = kept_off_of(db, compare)
-    head = "what-if, " + kept_off_head(ko)
+    head = "what-if (compare pairs every round), " + kept_off_head(ko)
     if not any(k >= 2 for k in ko.rounds):
         return head + "; the budget's rounds (3 on) hold none: the same plan"
     mixed = ", ".join(str(k + 1) for k in sorted(ko.mixed)) or "none"
-    out = [head, f"of them with the two launches in different states: {mixed}"]
-    for what, rounds in (("without those rounds", ko.rounds),
-                         ("without the different-state ones", ko.mixed)):
-        if rounds != ko.rounds or what == "without those rounds":
-            out.append(f"{what}: {_plan_without(db, compare, spent, rounds)}")
+    out = [head, f"of them with the two launches in different states: {mixed}",
+           f"without all of them (unguarded): {_plan_without(db, compare, spent, ko.rounds)}"]
+    if ko.left_out != ko.rounds:
+        out.append("without the different-state ones while balanced: "
+                   + _plan_without(db, compare, spent, ko.left_out))
     return "; ".join(out)
 
 
 def _plan_without(db: Path, compare: int, spent: float, rounds: frozenset) -> str:
-    at = run_options(db, compare - 1)
-    p = core_plan(db, budget.SEARCH_MAX, at=at or None, upto=compare,
-                  leave_out=frozenset(k for k in rounds if k >= 2))
+    p = _plan_at(db, compare, rounds)
     if p is None or p.best.launches is None:
         return NO_PLAN if p is None else f"more than {budget.SEARCH_MAX} launches per side"
     b, kept = p.best, compare - len(rounds)
@@ -915,6 +1011,11 @@ def _args(argv: list[str]) -> argparse.Namespace:
                     help="run no launches: recompute both tools' decided cells with this "
                          "checkout's test from runs kept with --keep (each DIR holds core/ "
                          "and imb/); the other options are ignored")
+    ap.add_argument("--round-rule", action="store_true",
+                    help="with --replay: per kept run the --to-budget plan at its "
+                         "interleaved rounds, the what-if plans without its rounds with a "
+                         "launch kept off the machine state, and the rounds' spread by what "
+                         "their launches went through (compare pairs every round)")
     ap.add_argument("--keep", metavar="DIR",
                     help="keep the campaigns and stores in DIR (new or empty)")
     a = ap.parse_args(argv)
@@ -946,7 +1047,7 @@ def _args(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str]) -> int:
     a = _args(argv)
     if a.replay:
-        return replay(a.replay)
+        return round_rule_replay(a.replay) if a.round_rule else replay(a.replay)
     sizes = "0:10" if a.quick else "0:22"
     compare = (min(a.max_rounds, TO_BUDGET_MIN_ROUNDS if a.to_budget else 4) if a.quick
                else a.max_rounds)
@@ -1023,6 +1124,7 @@ def main(argv: list[str]) -> int:
             design = (schedule(budget_rounds, compare, a.batches, interim)
                       if budget_rounds > compare else schedule(compare, compare, 1, interim))
             core.design = imb.design = design
+            record_looks(root, [n for n in design.looks() if n > compare])
         c = core.idle() if c_spent is None else core.look(c_spent)
         i = imb.idle() if i_spent is None else imb.look(i_spent)
         print(f"{k:>5} | {c} | {i} | {os.getloadavg()[0]:.2f} {first} first", flush=True)
@@ -1046,6 +1148,15 @@ def main(argv: list[str]) -> int:
     if not a.keep:
         shutil.rmtree(root, ignore_errors=True)
     return 0
+
+
+def record_looks(root: Path, looks: list[int]) -> None:
+    """bench.json gains the continuation's looks (each the end of one campaign invocation:
+    bench_probe_gate --ttd keys the gate's waiting cap by them), when there are any."""
+    if looks:
+        f = root / SETTINGS
+        doc = json.loads(f.read_text())
+        f.write_text(json.dumps({**doc, "looks": looks}))
 
 
 def share_history(core_dir: Path, imb_dir: Path) -> None:
@@ -1361,6 +1472,35 @@ def settings_rounds(f: Path) -> int:
     if type(rounds) is not int or not 2 <= rounds <= budget.SEARCH_MAX:
         raise UsageError(f"{f}: rounds is {repr(rounds)[:60]}; expected {want}")
     return rounds
+
+
+def settings_looks(f: Path, store_rounds: int) -> list[int] | None:
+    """The looks of a kept --to-budget run's continuation (each ended one campaign
+    invocation): bench.json's "looks" where the run wrote them (once it printed its plan),
+    else rebuilt with its "batches" (3 before it was written) over the rounds the store
+    reached (store_rounds), as schedule() spaced them; None for a run that did not go to a
+    budget. A value --keep cannot have written is refused in one line naming the file
+    (UsageError), as settings_rounds refuses its rounds."""
+    compare = settings_rounds(f)
+    doc = json.loads(f.read_bytes().decode("utf-8"))
+    if doc.get("to_budget") is not True:
+        return None
+    looks = doc.get("looks")
+    if looks is not None:
+        ok = (isinstance(looks, list) and looks and all(
+            type(n) is int and compare < n <= budget.SEARCH_MAX for n in looks)
+            and looks == sorted(set(looks)))
+        if not ok:
+            raise UsageError(f"{f}: looks is {repr(looks)[:60]}; expected an increasing "
+                             f"list of integers {compare + 1}-{budget.SEARCH_MAX} (what "
+                             "--keep writes)")
+        return looks
+    batches = doc.get("batches", 3)
+    if type(batches) is not int or not 1 <= batches <= budget.SEARCH_MAX:
+        raise UsageError(f"{f}: batches is {repr(batches)[:60]}; expected an integer "
+                         f"1-{budget.SEARCH_MAX} (what --keep writes)")
+    top = min(max(store_rounds, compare + 1), budget.SEARCH_MAX)
+    return [n for n in schedule(top, compare, batches).looks() if n > compare]
 
 
 def first_by_round(dbs: dict[str, Path], rounds: int) -> str:

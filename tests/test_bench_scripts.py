@@ -532,34 +532,45 @@ def test_probe_gate_names_why_each_attempt_was_set_aside(tmp_path):
     assert len(res.stderr.strip().splitlines()) == 1
 
 
-def test_probe_gate_replay_keys_the_gates_waiting_cap_by_campaign_invocation(tmp_path):
+def test_probe_gate_replay_keys_the_gates_waiting_cap_by_campaign_invocation(tmp_path, capsys):
     """bench_probe_gate.py --ttd: the gate's WAIT_TOTAL_S is per campaign invocation. A
     kept --to-budget run ran its interleaved rounds one invocation each and its
-    continuation one per batch up to each look (schedule(412, 10, 3): looks 144, 278,
-    412); keyed per round, the replay gave every continuation round a fresh 60 s and
-    waited ~7000 s where ttd-04 waited 196. A damaged or plain run's bench.json keys a
-    round each."""
+    continuation one per look: the looks bench.json records, else rebuilt from "batches"
+    over the rounds the store reached (schedule(412, 10, 3): 144, 278, 412). Keyed per
+    round, the replay gave every continuation round a fresh 60 s and waited ~7000 s where
+    ttd-04 waited 196. A bench.json the TTD bench refuses (its one reader) is said once on
+    stderr and keyed a round each; a plain run's too."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("bench_pg2", BENCH / "bench_probe_gate.py")
     pg = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(pg)
     run = tmp_path / "run"
-    for k in (0, 411):
+    for k, doc in ((0, {"repeat": 0}), (411, {"repeat": 411}), (9999, ["junk"]),
+                   (9998, {"repeat": "9999"})):
         (run / "core" / "runs" / f"c-{k}").mkdir(parents=True)
-        (run / "core" / "runs" / f"c-{k}" / "cell.json").write_text(json.dumps({"repeat": k}))
+        (run / "core" / "runs" / f"c-{k}" / "cell.json").write_text(json.dumps(doc))
     settings = run / "bench.json"
     settings.write_text(json.dumps({"rounds": 10, "to_budget": True, "batches": 3}))
     got = [pg.invocation(run, k) for k in (0, 9, 10, 143, 144, 277, 278, 411)]
     assert got == ["0", "9", "to 144", "to 144", "to 278", "to 278", "to 412", "to 412"]
-    settings.write_text(json.dumps({"rounds": 10, "to_budget": True, "batches": "x"}))
-    assert pg.invocation(run, 144) == "to 278"          # batches damaged: the default 3
-    for doc in ({"rounds": 10, "to_budget": False}, {"rounds": 10 ** 9, "to_budget": True},
-                {"rounds": "10", "to_budget": True}, []):
+    # the looks the live run followed (a plan of 412 whose run stopped at 278), review R6
+    settings.write_text(json.dumps({"rounds": 10, "to_budget": True, "looks": [144, 278, 412]}))
+    assert [pg.invocation(run, k) for k in (99, 143, 144, 200)] == \
+        ["to 144", "to 144", "to 278", "to 278"]
+    for doc in ({"rounds": 10, "to_budget": False}, {"rounds": 10}):
         settings.write_text(json.dumps(doc))
         assert pg.invocation(run, 144) == "144"
-    settings.write_text("{")
-    assert pg.invocation(run, 144) == "144"
+    assert capsys.readouterr().err == ""
+    for doc in ({"rounds": 10 ** 9, "to_budget": True}, {"rounds": "10", "to_budget": True},
+                {"rounds": 10, "to_budget": True, "batches": "x"},
+                {"rounds": 10, "to_budget": True, "looks": [300, 200]}, []):
+        settings.write_text(json.dumps(doc))
+        pg._REFUSED.clear()
+        assert pg.invocation(run, 144) == "144"
+        assert pg.invocation(run, 145) == "145"
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and str(settings) in err[0], err
     assert pg.invocation(run, None) == "?"
 
 

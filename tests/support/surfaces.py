@@ -959,11 +959,14 @@ def _step_result_files(rng: random.Random, n: int) -> Tally:
 @surface("time-to-decision kept runs", "bench/bench_time_to_decision.py --replay DIR: the "
          "bench.json --keep writes (its rounds set the looks' levels) cut, byte-flipped, "
          "holding other types, non-finite, huge or negative numbers, or not an object: read "
-         "as an integer 2-1000 that is in the file, or refused in one line naming the file")
+         "as an integer 2-1000 that is in the file, or refused in one line naming the file; "
+         "then its --to-budget looks (batches, looks: bench_probe_gate --ttd's invocations) "
+         "as increasing integers above the rounds, or refused the same way")
 def _ttd_settings(rng: random.Random, n: int) -> Tally:
     mod = load_bench_ttd()
-    good = json.dumps({"rounds": 10, "order": "alternate", "to_budget": False,
-                       "sizes": "0:22", "all_sizes": True})
+    good = json.dumps({"rounds": 10, "order": "alternate", "to_budget": True,
+                       "sizes": "0:22", "all_sizes": True, "batches": 3,
+                       "looks": [144, 278, 412]})
     numbers = ["1" * 400, "1e400", "-1e400", "NaN", "Infinity", "-5", "1", "2", "1000",
                "1001", "true", "null", "\"7\"", "[10]", "{}", "10.0", "0x10", "\u0663"]
     t = Tally()
@@ -1017,6 +1020,29 @@ def _ttd_one(t: Tally, mod, f: Path, text: str, k: int) -> None:
         t.silent(f"rounds {got!r} read from {text[:60]!r}")
     elif not re.search(rf"(?<![0-9.]){got}(?![0-9.eE])", text):
         t.silent(f"rounds {got} is not in {text[:60]!r}")
+    else:
+        _ttd_looks(t, mod, f, text, k, got)
+
+
+def _ttd_looks(t: Tally, mod, f: Path, text: str, k: int, rounds: int) -> None:
+    """The continuation's looks (settings_looks, bench_probe_gate --ttd's invocations):
+    None, or increasing integers above the rounds, each in the file or rebuilt from its
+    batches; else a one-line refusal naming the file."""
+    from mpibench.errors import UsageError
+
+    def read():
+        try:
+            return mod.settings_looks(f, 412)
+        except UsageError as exc:
+            if str(f) not in str(exc):
+                t.breaks(f"a refusal that does not name the file: {str(exc)[:120]!r}")
+            raise
+    got = t.run(read, describe=f"bench.json looks case {k}: {text[:60]!r}")
+    if got is None:
+        return
+    if not (all(type(n) is int and rounds < n <= 1000 for n in got)
+            and got == sorted(set(got))):
+        t.silent(f"looks {got!r} read from {text[:60]!r}")
 
 
 @surface("machine-state probe output and history", "mpibench-cacheline's JSON line (real "
