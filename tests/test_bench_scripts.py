@@ -592,3 +592,59 @@ def test_probe_gate_counts_only_the_waits_probes_as_re_probes():
     assert pg._wait_probes(waited) == ["S", "S", "F"]
     imb = {"states": ["S", "F", "F"], "kinds": [prog, prog, prog]}
     assert pg._wait_probes(imb) == ["S", "F"]
+
+
+def test_outlier_candidates_runs_a_tiny_row():
+    """bench_outlier_candidates.py (docs/statistics.md "Stop 37" cites it for family (c)'s
+    table and the Cochran-Cox-at-3-df paragraph): a row at 2 reps prints today's line and
+    one per --rule, each family's spec accepted."""
+    rules = ["mix:0.1:0.6", "small:0.35", "cc:0.1:0.6", "owncc:0.1:0.6"]
+    res = subprocess.run([sys.executable, str(BENCH / "bench_outlier_candidates.py"),
+                          "--design", "3v7", "--reps", "2",
+                          *[a for r in rules for a in ("--rule", r)]],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    rows = [ln.split()[0] for ln in res.stdout.splitlines() if "FP noisy 2x" in ln]
+    assert rows == ["today", *rules], res.stdout
+    assert res.stdout.startswith("3v7 seed 21 reps 2 ")
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--design", "7v3"], "--design: got '7v3', expected NAvNB"),
+    (["--rule", "mix:0.6:0.1"], "--rule: got 'mix:0.6:0.1', expected mix:LO:HI"),
+    (["--rule", "small"], "--rule: got 'small', expected"),
+    (["--reps", "0"], "--reps: got 0, expected 1 or more"),
+])
+def test_outlier_candidates_refuses_bad_flags(args, said):
+    res = subprocess.run([sys.executable, str(BENCH / "bench_outlier_candidates.py"), *args],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2 and said in res.stderr, res.stderr
+    assert "Traceback" not in res.stderr and res.stdout == ""
+
+
+def test_outlier_candidates_rules_act_on_the_smaller_side_and_are_put_back(monkeypatch):
+    """Each candidate swaps stats.launch.gated_spreads (and cc WELCH_MIN_DF) only inside
+    its block; on 3 vs 7 launches with the smaller side's last size 4x noisier, small:0.5
+    and mix:0.1:0.6 give that size a wider se than today's, and nothing at 7 + 7."""
+    import importlib.util
+
+    from mpibench.stats import launch as L
+    spec = importlib.util.spec_from_file_location("bench_oc", BENCH / "bench_outlier_candidates.py")
+    oc = importlib.util.module_from_spec(spec)
+    monkeypatch.setattr(sys, "path", list(sys.path))      # it puts src/ first
+    spec.loader.exec_module(oc)
+    sds = np.full((2, oc.SIZES), oc.SD_SIZE)
+    sds[0, -1] *= 4
+    today_gated, today_min = L.gated_spreads, L.WELCH_MIN_DF
+    for ns, changes in (((3, 7), True), ((7, 7), False)):
+        cells = oc._cells(np.random.default_rng(5), ns, sds, 0.0)
+        today = L.compare_cells(cells)
+        for name in ("small:0.5", "mix:0.1:0.6", "cc:0.1:0.6"):
+            with oc.make_rule(name)():
+                cand = L.compare_cells(cells)
+            assert L.gated_spreads is today_gated and L.WELCH_MIN_DF == today_min
+            if changes and name != "cc:0.1:0.6":
+                assert cand[-1].se_log > today[-1].se_log, name
+            elif not changes:
+                assert cand == today, name
+    assert L.compare_cells(cells) == today
