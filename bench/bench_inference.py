@@ -327,13 +327,15 @@ def main(argv: list[str]) -> int:
                     "measured and not taken). diagnose (--only-outlier only): today's rule, "
                     "where the noisy size's A/A excess comes from (flagged or missed, se^2 "
                     "over the true variance, the p with the true variance)")
-    ap.add_argument("--plan-rule", choices=("today", "ownexp", "boot", "bootown"),
+    ap.add_argument("--plan-rule", choices=("today", "ownexp", "boot", "bootown",
+                                             "bootown-above"),
                     default="today",
                     help="with --only-planning-rows / --only-planning-own: stop 37's "
                     "candidates, measured and not taken: ownexp (a cell with an own cell "
                     "part planned by plan_expect too, the thin launch part as its truth), "
                     "boot (plan_expect's figure median-bias corrected by a parametric "
-                    "bootstrap, BOOT_GRID^2 figures), bootown (both)")
+                    "bootstrap, BOOT_GRID^2 figures), bootown (both), bootown-above "
+                    "(boot only where the thin launch part is not pooled with its floor)")
     args = ap.parse_args(argv)
     if args.plan_rule != "today" and not (args.only_planning_rows or args.only_planning_own):
         ap.error("--plan-rule: only with --only-planning-rows or --only-planning-own")
@@ -2118,13 +2120,15 @@ def _own_plan_cell(today):
     return plan_cell
 
 
-def _boot_expect(today, raws: dict):
+def _boot_expect(today, raws: dict, above: bool = False):
     """stats.launch.plan_expect's figure x its ratio to the median figure of a parametric
     bootstrap: the thin launch part redrawn around the planned truth at BOOT_GRID chi2
     quantiles and re-planned (plan_thin_launch, its floor from raws), the other side's
     launch part at BOOT_GRID quantiles; log figure^2 / median (a median-bias correction:
     the figure's median over estimates is above the figure at the truth where the thin
-    side is the quieter one)."""
+    side is the quieter one). above: no correction where plan_thin_launch pooled the thin
+    part with its floor (sizes sharing no launch effect: there the correction took 2 vs 7
+    not sharing 1/3 to 74.4%)."""
     from mpibench.stats import launch as L
 
     @functools.lru_cache(maxsize=4096)
@@ -2133,8 +2137,11 @@ def _boot_expect(today, raws: dict):
         j = L.expect_thin(comps, k)
         if j is None or x is None or comps[j * k][0] not in raws:
             return x
-        _raw, floor, floor_df = raws[comps[j * k][0]]
+        raw, floor, floor_df = raws[comps[j * k][0]]
         (vt, dt), (vo, do) = comps[j * k], comps[(1 - j) * k]
+        if above and floor_df > 0 and \
+                max(raw, floor) <= floor * L._f_ppf(L.PLAN_SAME_LEVEL, dt, floor_df):
+            return x
         figs = []
         for a in L._quantiles(dt, BOOT_GRID):
             t = L.plan_thin_launch(vt * ns[j] * a, dt, floor, floor_df) / ns[j]
@@ -2165,7 +2172,8 @@ def _plan_rule(name: str):
                 truths(sides, ns, j, raw)
                 raws[sides[j][0][0]] = raw
             stack.enter_context(_swapped("_expect_truths", stash))
-            stack.enter_context(_swapped("plan_expect", _boot_expect(L.plan_expect, raws)))
+            stack.enter_context(_swapped("plan_expect", _boot_expect(
+                L.plan_expect, raws, above="above" in name)))
         yield
 
 
