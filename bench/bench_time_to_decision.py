@@ -1366,6 +1366,9 @@ def reach_line(final, core: Tool, max_budget: float) -> str:
                 f"above)")
     total = b.total_s
     where = "within" if total <= max_budget else "above"
+    # not a yes: this run left cells undecided; what follows is a further plan
+    head += (f" not in this run ({core.rounds} rounds); planned again at the final "
+             f"spread:")
     if b.beyond:
         head += (f" no: {len(b.beyond)} cells out of reach on their own "
                  f"({budget.cells_named(b.beyond)}); the other cells:")

@@ -155,6 +155,8 @@ def test_time_to_decision_says_whether_every_cell_is_in_reach(monkeypatch):
     assert "varies between rounds" in far
     near = ttd.reach_line(plan(200), undecided, 300.0)
     assert "200 launches per side, 60 s of launches" in near and "within --max-budget" in near
+    # a plan for cells this run left undecided never reads as a yes
+    assert "printed budget: not in this run (10 rounds); planned again" in near
     assert "above --max-budget 30 s" in ttd.reach_line(plan(200), undecided, 30.0)
     assert "no plan" in ttd.reach_line(None, undecided, 300.0)
     done = ttd.reach_line(None, SimpleNamespace(done=True, rounds=7, seconds=12.25), 300.0)
