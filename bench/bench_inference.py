@@ -2208,14 +2208,12 @@ OWN_RULES = (("today", None), ("every size own", _every_size_own))
 
 
 @contextlib.contextmanager
-def _smaller_own(pick):
-    """Stop 36's candidates, measured and not taken (docs/statistics.md "Stop 36: the
-    smaller side's own spread, five candidates, none taken"): where an unpaired comparison's launches
-    are unbalanced (stats.launch.unbalanced) and it has FEW_CELLS sizes or more, the sizes
-    `pick(residuals, j)` names (j: the smaller side) get on the smaller side max(the part
-    today's gated_spreads gives them, their own w_s's part), on their own n_s - 1 df where
-    their own is the larger (Cochran-Cox on it, as below FEW_CELLS); the other side and
-    every other size as today (stats.launch.gated_spreads swapped for the block)."""
+def _smaller_side(fill):
+    """stats.launch.gated_spreads swapped for the block: where an unpaired comparison's
+    launches are unbalanced (stats.launch.unbalanced) and it has FEW_CELLS sizes or more (no
+    known parts, thin sides allowed), the smaller side's cell parts go through
+    fill(residuals of both sides, j the smaller side, its spread, parts, pooled part); every
+    other case as today. Put back however the block ends."""
     from mpibench.stats import launch as L
     today = L.gated_spreads
 
@@ -2225,22 +2223,37 @@ def _smaller_own(pick):
                 max(len(side) for side in sides) < L.FEW_CELLS or \
                 not L.unbalanced(out[0].launches, out[1].launches):
             return out
-        residuals = [L._residuals(side) for side in sides]
         j = 0 if out[0].launches < out[1].launches else 1
         sp = out[j]
         parts = dict(sp.cell_parts or {})
-        pooled = L.CellPart(sp.ms_cell * (sp.cells - 1) / sp.cells, sp.df_cell)
+        fill([L._residuals(side) for side in sides], j, sp, parts,
+             L.CellPart(sp.ms_cell * (sp.cells - 1) / sp.cells, sp.df_cell))
+        out[j] = sp._replace(cell_parts=parts or None)
+        return out
+
+    with _swapped("gated_spreads", gated):
+        yield
+
+
+def _smaller_own(pick):
+    """Stop 36's candidates, measured and not taken (docs/statistics.md "Stop 36: the
+    smaller side's own spread, five candidates, none taken"): where an unpaired comparison's launches
+    are unbalanced (stats.launch.unbalanced) and it has FEW_CELLS sizes or more, the sizes
+    `pick(residuals, j)` names (j: the smaller side) get on the smaller side max(the part
+    today's gated_spreads gives them, their own w_s's part), on their own n_s - 1 df where
+    their own is the larger (Cochran-Cox on it, as below FEW_CELLS); the other side and
+    every other size as today (_smaller_side)."""
+    from mpibench.stats import launch as L
+
+    def fill(residuals, j, sp, parts, pooled):
         sums = L._cell_sums(residuals[j])
         for key in pick(residuals, j) & set(sums):
             ss, d = sums[key]
             mine = L.CellPart(max(0.0, L._own_part(ss / d, sp)), min(d, sp.df_cell))
             if mine.v > parts.get(key, pooled).v:
                 parts[key] = mine
-        out[j] = sp._replace(cell_parts=parts or None)
-        return out
 
-    with _swapped("gated_spreads", gated):
-        yield
+    return _smaller_side(fill)
 
 
 def _pick_all(residuals, j) -> set:
@@ -2317,7 +2330,6 @@ def _thin_side_ps(rs) -> tuple[dict, dict]:
     return sums, {k: float(p) for k, p in zip(keys, ps, strict=True) if np.isfinite(p)}
 
 
-@contextlib.contextmanager
 def _smaller_mixed(lo: float, hi: float):
     """Stop 37's family (c), measured and not taken (docs/statistics.md "Stop 37"): where
     an unpaired comparison's launches are unbalanced (stats.launch.unbalanced) and it has
@@ -2327,19 +2339,9 @@ def _smaller_mixed(lo: float, hi: float):
     (own part on its n_s - 1 df, today's on its own df). A soft version of stop 36's
     'small X%' (a hard flag at one level, own part on its own df)."""
     from mpibench.stats import launch as L
-    today = L.gated_spreads
 
-    def gated(sides, known=(), thin=True, ordered=False):
-        out = today(sides, known, thin, ordered)
-        if known or not thin or len(sides) != 2 or any(sp is None for sp in out) or \
-                max(len(side) for side in sides) < L.FEW_CELLS or \
-                not L.unbalanced(out[0].launches, out[1].launches):
-            return out
-        j = 0 if out[0].launches < out[1].launches else 1
-        sp = out[j]
-        parts = dict(sp.cell_parts or {})
-        pooled = L.CellPart(sp.ms_cell * (sp.cells - 1) / sp.cells, sp.df_cell)
-        sums, ps = _thin_side_ps(L._residuals(sides[j]))
+    def fill(residuals, j, sp, parts, pooled):
+        sums, ps = _thin_side_ps(residuals[j])
         for key, p in ps.items():
             w = min(1.0, max(0.0, (hi - p) / (hi - lo)))
             ss, d = sums[key]
@@ -2349,11 +2351,8 @@ def _smaller_mixed(lo: float, hi: float):
             a, b = w * mine, (1.0 - w) * cur.v
             df = (a + b) ** 2 / (a * a / min(d, sp.df_cell) + (b * b / cur.df if b > 0 else 0.0))
             parts[key] = L.CellPart(a + b, df)
-        out[j] = sp._replace(cell_parts=parts or None)
-        return out
 
-    with _swapped("gated_spreads", gated):
-        yield
+    return _smaller_side(fill)
 
 
 # With --outlier-rule mix (stop 37): today's rule against family (c), the smaller side's
