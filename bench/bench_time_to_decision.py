@@ -756,10 +756,9 @@ def _round_diffs(rows: list[dict]) -> dict[tuple[int, int], float]:
 
 
 def _round_kind(recs: list[dict], near) -> str:
-    ns = []
-    for p in recs:
-        xs = [x for x in (p.get("before_ns"), p.get("after_ns")) if x]
-        ns.append(math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None)
+    from mpibench.stats.probe import launch_ns
+
+    ns = [launch_ns(p) for p in recs]
     apart = None not in ns and not near(min(ns), max(ns))
     if any(p.get("state") == "off" for p in recs):
         return ("a kept-off launch beside a partner in another state" if apart

@@ -353,7 +353,7 @@ def kept_off(launches) -> KeptOff:
         off[variant] = off.get(variant, 0) + len(rec.get("set_aside") or []) + is_off
         if is_off:
             rounds.add(rnd)
-        ns = _launch_ns(rec)
+        ns = launch_ns(rec)
         if ns is not None:
             seen.setdefault(rnd, []).append(ns)
     mixed = {r for r in rounds if len(seen.get(r, ())) > 1
@@ -361,7 +361,7 @@ def kept_off(launches) -> KeptOff:
     return KeptOff(frozenset(rounds), off, n, _balance_p(off, n), frozenset(mixed))
 
 
-def _launch_ns(rec: dict) -> float | None:
+def launch_ns(rec: dict) -> float | None:
     """A stored launch's reading: the geometric mean of its valid before/after medians."""
     xs = [x for x in (rec.get("before_ns"), rec.get("after_ns"))
           if type(x) in (int, float) and math.isfinite(x) and x > 0]
