@@ -50,27 +50,15 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_inference import _smaller_side, _thin_side_ps  # noqa: E402
 from mpibench.stats import launch as L  # noqa: E402
 from mpibench.stats import moderate as Mo  # noqa: E402
 
 SIZES = 10
 SD_LAUNCH, SD_SIZE, REAL = 0.03, 0.05, math.log(1.1)
 TABLE_RULES = ("mix:0.1:0.6", "mix:0.05:0.5", "small:0.35", "small:0.5")
-
-
-def _thin_ps(rs) -> tuple[dict, dict]:
-    """(_cell_sums of one side, {size: the one-sided p of its sums against that side's other
-    sizes'}): stats.moderate.outlying's F test, df scaled as _outlying_cells scales them."""
-    from scipy.special import fdtrc
-    sums = L._cell_sums(rs)
-    keys, s = list(sums), len(sums)
-    ss = np.array([sums[k][0] for k in keys])
-    d = np.array([sums[k][1] * (s - 1) / s for k in keys])
-    rest_ss, rest_d = ss.sum() - ss, d.sum() - d
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ps = fdtrc(d, rest_d, (ss / d) / (rest_ss / rest_d))
-    return sums, dict(zip(keys, ps, strict=True))
 
 
 def _thin_flags(rs, level: float) -> tuple[dict, set]:
@@ -88,8 +76,10 @@ def _mixed_part(w: float, mine: float, cur, d: float, sp, eps: float):
     return L.CellPart(a + b, df - eps)
 
 
-def _mix_parts(residuals, sp, parts, pooled, lo: float, hi: float, eps: float) -> None:
-    sums, ps = _thin_ps(residuals)
+def _mix_parts(residuals, j, sp, parts, pooled, lo: float, hi: float, eps: float) -> None:
+    # bench_inference._thin_side_ps leaves out a size whose p is not finite: a NaN p gave
+    # w = 0 here, so the same sizes get a part
+    sums, ps = _thin_side_ps(residuals[j])
     for key, p in ps.items():
         w = min(1.0, max(0.0, (hi - p) / (hi - lo)))
         ss, d = sums[key]
@@ -98,41 +88,13 @@ def _mix_parts(residuals, sp, parts, pooled, lo: float, hi: float, eps: float) -
             parts[key] = _mixed_part(w, mine, cur, d, sp, eps)
 
 
-def _small_parts(residuals, sp, parts, pooled, level: float) -> None:
-    sums, flagged = _thin_flags(residuals, level)
+def _small_parts(residuals, j, sp, parts, pooled, level: float) -> None:
+    sums, flagged = _thin_flags(residuals[j], level)
     for key in flagged:
         ss, d = sums[key]
         mine = max(0.0, L._own_part(ss / d, sp))
         if mine > parts.get(key, pooled).v:
             parts[key] = L.CellPart(mine, min(d, sp.df_cell))
-
-
-@contextlib.contextmanager
-def _smaller_side(fill):
-    """stats.launch.gated_spreads swapped for the block: where the launches are unbalanced
-    (FEW_CELLS sizes or more, no known parts, thin sides allowed), the smaller side's cell
-    parts go through fill(residuals, spread, parts, pooled part); put back however it ends."""
-    today = L.gated_spreads
-
-    def gated(sides, known=(), thin=True, ordered=False):
-        out = today(sides, known, thin, ordered)
-        if known or not thin or len(sides) != 2 or any(sp is None for sp in out) or \
-                max(len(side) for side in sides) < L.FEW_CELLS or \
-                not L.unbalanced(out[0].launches, out[1].launches):
-            return out
-        j = 0 if out[0].launches < out[1].launches else 1
-        sp = out[j]
-        parts = dict(sp.cell_parts or {})
-        fill(L._residuals(sides[j]), sp, parts,
-             L.CellPart(sp.ms_cell * (sp.cells - 1) / sp.cells, sp.df_cell))
-        out[j] = sp._replace(cell_parts=parts or None)
-        return out
-
-    L.gated_spreads = gated
-    try:
-        yield
-    finally:
-        L.gated_spreads = today
 
 
 @contextlib.contextmanager
