@@ -1003,17 +1003,23 @@ def load_bench_ttd():
     return sys.modules[name]
 
 
-def _ttd_one(t: Tally, mod, f: Path, text: str, k: int) -> None:
+def _naming_file(t: Tally, f: Path, call):
+    """call() for Tally.run, a refusal (UsageError) that does not name f counted a break."""
     from mpibench.errors import UsageError
 
     def read():
         try:
-            return mod.settings_rounds(f)
+            return call()
         except UsageError as exc:
             if str(f) not in str(exc):
                 t.breaks(f"a refusal that does not name the file: {str(exc)[:120]!r}")
             raise
-    got = t.run(read, describe=f"bench.json case {k}: {text[:60]!r}")
+    return read
+
+
+def _ttd_one(t: Tally, mod, f: Path, text: str, k: int) -> None:
+    got = t.run(_naming_file(t, f, lambda: mod.settings_rounds(f)),
+                describe=f"bench.json case {k}: {text[:60]!r}")
     if got is None:
         return
     if type(got) is not int or not 2 <= got <= 1000:
@@ -1028,16 +1034,8 @@ def _ttd_looks(t: Tally, mod, f: Path, text: str, k: int, rounds: int) -> None:
     """The continuation's looks (settings_looks, bench_probe_gate --ttd's invocations):
     None, or increasing integers above the rounds, each in the file or rebuilt from its
     batches; else a one-line refusal naming the file."""
-    from mpibench.errors import UsageError
-
-    def read():
-        try:
-            return mod.settings_looks(f, 412)
-        except UsageError as exc:
-            if str(f) not in str(exc):
-                t.breaks(f"a refusal that does not name the file: {str(exc)[:120]!r}")
-            raise
-    got = t.run(read, describe=f"bench.json looks case {k}: {text[:60]!r}")
+    got = t.run(_naming_file(t, f, lambda: mod.settings_looks(f, 412)),
+                describe=f"bench.json looks case {k}: {text[:60]!r}")
     if got is None:
         return
     if not (all(type(n) is int and rounds < n <= 1000 for n in got)
