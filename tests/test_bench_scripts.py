@@ -650,3 +650,35 @@ def test_outlier_candidates_rules_act_on_the_smaller_side_and_are_put_back(monke
             elif not changes:
                 assert cand == today, name
     assert L.compare_cells(cells) == today
+
+
+def test_probe_gate_round_rule_hides_a_variant_that_moves_the_state_unguarded():
+    """--round-rule's central figure (docs/statistics.md "A round with a launch kept off the
+    state"): when B's own launch finds the slow state half the time (m 0.5), keeping every
+    round shows B slower (gain well above 1), leaving out the kept-off rounds hides it (gain
+    near 1). Fixed seed; bounds far from the values (1.35 / 1.01 at these draws)."""
+    res = subprocess.run([sys.executable, str(BENCH / "bench_probe_gate.py"), "--round-rule",
+                          "--reps", "20", "--seed", "21", "--rr-rounds", "10"],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    gain = {(r[0], r[1], r[2]): float(r[4]) for r in
+            (line.split() for line in res.stdout.splitlines()) if len(r) == 8
+            and r[2] in ("all", "drop", "guarded")}
+    assert gain[("0.50", "0.50", "all")] > 1.2
+    assert 0.95 < gain[("0.50", "0.50", "drop")] < 1.05
+    assert {k[2] for k in gain} == {"all", "drop", "guarded"}
+
+
+def test_time_to_decision_replay_round_rule_reads_the_kept_probes(tmp_path):
+    """--replay DIR --round-rule on the kept test run (no kept-off launch in it): the
+    what-if says so, counts each variant's kept launches, and the spread table has the
+    rounds 3+ in one group."""
+    run = _kept_run(tmp_path)
+    res = subprocess.run([sys.executable, str(BENCH / "bench_time_to_decision.py"), "--replay",
+                          str(run), "--round-rule"], capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert ("rounds with a launch kept off the reference state after its retries: none"
+            in res.stdout)
+    assert "mpich 0 (over 10 kept launches), openmpi 0 (over 10 kept launches)" in res.stdout
+    assert "both in the reference at once: 8 rounds" in res.stdout
