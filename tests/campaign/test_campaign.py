@@ -262,14 +262,6 @@ def test_unknown_stack_is_checked_before_any_launch(tmp_path, found_stacks):
         spec_of(tmp_path, BASE.replace('stack = "mpich"', 'stack = "mpich"\nlauncher = "qrun"'))
 
 
-def test_interleaved_order_alternates_variants_and_repeats(tmp_path):
-    spec = spec_of(tmp_path, BASE)
-    cells = expand(spec)
-    assert [(c.variant.name, c.repeat) for c in cells] == [
-        ("a", 0), ("b", 0), ("a", 1), ("b", 1), ("a", 2), ("b", 2)]
-    assert [c.seq for c in cells] == list(range(6))
-
-
 def test_random_order_is_reproducible_from_its_seed(tmp_path):
     text = BASE.replace('name = "t"', 'name = "t"\norder = "random"\nrepeats = 20') \
         .replace("repeats = 3\n", "")
