@@ -190,6 +190,14 @@ def test_sigkill_then_resume_finishes_exactly_the_missing_cells(tmp_path):
         assert Counter(r["grp"] for r in runs) == {"pt2pt": 6, "coll": 6}
         assert sorted((r["variant"], r["grp"], r["repeat"]) for r in runs) == sorted(
             (v, g, k) for v in ("ompi", "mpich") for g in ("pt2pt", "coll") for k in range(3))
+        # the run and its resumes launched the cells one at a time in the plan's order:
+        # rounds in turn, the variants of a point taking turns first (campaign/plan.py)
+        ran = [(r["repeat"], r["grp"], r["variant"])
+               for r in sorted(runs, key=lambda r: r["finished"])]
+        assert ran == [(k, g, v) for k, pair in enumerate((("ompi", "mpich"),
+                                                           ("mpich", "ompi"),
+                                                           ("ompi", "mpich")))
+                       for g in ("pt2pt", "coll") for v in pair]
         for r in runs:
             check_fingerprint(store.fingerprint(r["fingerprint_id"]), r["variant"])
         data = st.status(store, load(camp))
