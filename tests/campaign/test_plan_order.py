@@ -71,6 +71,10 @@ def test_williams_rows_balance_position_and_carry_over(k):
     follows = Counter(pair for row in rows[:cycle] for pair in itertools.pairwise(row))
     assert set(follows) == {(a, b) for a in range(k) for b in range(k) if a != b} or k == 1
     assert len(set(follows.values())) <= 1
+    # and any two variants (those a "decide" stage keeps of a point) each run before the
+    # other in half the rounds of a cycle
+    for a, b in itertools.combinations(range(k), 2):
+        assert 2 * sum(row.index(a) < row.index(b) for row in rows[:cycle]) == cycle
 
 
 def test_two_variants_alternate_and_keep_their_ids(tmp_path):

@@ -24,8 +24,9 @@ point stopped, and a resumed campaign reaches the same decisions. So once the fi
 was taken the rule, the margin and the variants' order (the baselines) may not change
 (frozen_design: another design would re-decide launches already seen).
 
-The plan holds `max` launches per variant, interleaved as usual (cell ids do not depend on
-the rule). Stage 1: the first `min` rounds always run. Then, once per group, the rule looks
+The plan holds `max` launches per variant, interleaved as usual (the variants of a point
+taking turns first from round to round, campaign/plan.py; cell ids depend on neither the
+order nor the rule). Stage 1: the first `min` rounds always run. Then, once per group, the rule looks
 at the stage-1 launches (repeat index < min only, also on resume; each candidate against
 the group's first variant, every cell, tested as the report tests them) and fixes the
 group's total: the smallest n in [min + 3, max] at which every gain's stage-2-spread 95%

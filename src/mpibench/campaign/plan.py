@@ -89,8 +89,10 @@ def williams_row(k: int, r: int) -> list[int]:
     """The order of k variants in round r of an interleaved point: row r of a Williams
     design (cyclic Latin squares whose first row is 0, 1, k-1, 2, k-2, ...; for odd k
     followed by the same rows reversed, a cycle of 2k rounds; for even k a cycle of k).
-    Every k consecutive rounds from a cycle's start put each variant in each position once,
-    and a full cycle has each variant directly after each other one equally often; k = 2
+    Every k consecutive rounds from a cycle's start put each variant in each position once;
+    a full cycle has each variant directly after each other one equally often, and each
+    before each other one in half its rounds (its second half reverses its first), so the
+    variants a `repeats = "decide"` stage keeps of a point stay balanced too; k = 2
     alternates a b, b a. Row 0 is the plain order 0..k-1."""
     if k <= 1:
         return list(range(k))

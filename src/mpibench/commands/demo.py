@@ -42,7 +42,9 @@ Runs real comparisons with the embedded defaults and writes a Markdown report:
   4. Where root and namespaces are available: Open MPI across a 2-node testbed
      (mpibench.testbed), fast (4 Gbit/s) vs slow (1 Gbit/s) fabric, PingPong and Allreduce,
      % of line rate against the configured rates; elsewhere one line says why it is skipped
-Comparisons 1, 2 and 4 launch each variant --repeats times, interleaved. Takes about two to
+Comparisons 1, 2 and 4 launch each variant --repeats times, interleaved (every comparison's
+rounds alternate which variant goes first: a b, b a, ...; an A/A whose second name always ran
+second could not tell the names from the position). Takes about two to
 three minutes on 2 cores (the A/A's share, 40-70 s here, depends on how soon its cells
 decide and how long the gate waits for the machine's state)."""
 
