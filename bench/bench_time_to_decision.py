@@ -126,6 +126,20 @@ names such sizes with their rounds), which counts against the core when the repl
 model decides less than the live one did. --all-sizes runs every size in every core
 launch, as IMB's, for a dataset that replays without that bias (the live decisions are
 still final per cell; the extra launches cost the core launch time).
+
+--replay DIR... --smaller-budgets: per kept --to-budget run, whether a smaller budget would
+have decided every cell: its design (every round 2..N, --batches more looks up to the
+budget, the interim level fixed before the first look, the last at alpha) replayed with
+25, 40, 55, 70, 85 and 100% of the rounds its core store holds as the budget, on those
+rounds only; per budget the cells decided at its last look. Same caveat as above: a size
+the live run decided early has only the rounds up to that look.
+
+--replay DIR... --gain-plan: per kept run (at its interleaved rounds and at the last round
+its core store holds), the rounds per side each undecided cell would need were the budget
+planned at its observed gain instead of gain 1: equivalence on the near edge's distance
+(TOST) and the difference test at |log gain| (at 0.05, without Holm's share), at the point
+estimate and at the CI's worst end, beside today's plan at gain 1 (stats.budget's parts at
+their 80% bounds). A what-if: the budget stays planned on the spread alone.
 """
 
 from __future__ import annotations
@@ -1015,6 +1029,15 @@ def _args(argv: list[str]) -> argparse.Namespace:
                          "interleaved rounds, the what-if plans without its rounds with a "
                          "launch kept off the machine state, and the rounds' spread by what "
                          "their launches went through (compare pairs every round)")
+    ap.add_argument("--smaller-budgets", action="store_true",
+                    help="with --replay: per kept --to-budget run, its looks replayed at "
+                         "25-100%% of the rounds its store holds as the budget: would a "
+                         "smaller budget have decided every cell?")
+    ap.add_argument("--gain-plan", action="store_true",
+                    help="with --replay: per kept run, the rounds each undecided cell "
+                         "needs if planned at its observed gain (point, and the CI's worst "
+                         "end) beside today's plan at gain 1, at its interleaved rounds and "
+                         "at its last")
     ap.add_argument("--keep", metavar="DIR",
                     help="keep the campaigns and stores in DIR (new or empty)")
     a = ap.parse_args(argv)
@@ -1034,6 +1057,9 @@ def _args(argv: list[str]) -> argparse.Namespace:
                f"paired from {TO_BUDGET_MIN_ROUNDS - 2} of them)")
     if a.batches < 1:
         refuse(f"--batches: got {a.batches}, expected 1 or more")
+    for flag, on in (("--smaller-budgets", a.smaller_budgets), ("--gain-plan", a.gain_plan)):
+        if on and not a.replay:
+            refuse(f"{flag}: only with --replay DIR... (it replays kept runs)")
     if not (a.max_budget > 0 and math.isfinite(a.max_budget)):
         refuse(f"--max-budget: got {a.max_budget}, expected a positive number of seconds")
     # the campaigns raise `repeats` in their stores: an old run's store would be continued,
@@ -1046,6 +1072,10 @@ def _args(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str]) -> int:
     a = _args(argv)
     if a.replay:
+        if a.smaller_budgets:
+            return smaller_budgets(a.replay)
+        if a.gain_plan:
+            return gain_plans(a.replay)
         return round_rule_replay(a.replay) if a.round_rule else replay(a.replay)
     sizes = "0:10" if a.quick else "0:22"
     compare = (min(a.max_rounds, TO_BUDGET_MIN_ROUNDS if a.to_budget else 4) if a.quick
@@ -1497,12 +1527,21 @@ def settings_looks(f: Path, store_rounds: int) -> list[int] | None:
                              f"list of integers {compare + 1}-{budget.SEARCH_MAX} (what "
                              "--keep writes)")
         return looks
-    batches = doc.get("batches", 3)
+    batches = settings_batches(f)
+    top = min(max(store_rounds, compare + 1), budget.SEARCH_MAX)
+    return [n for n in schedule(top, compare, batches).looks() if n > compare]
+
+
+def settings_batches(f: Path) -> int:
+    """The "batches" of a kept run's bench.json (3, the default, in runs kept before it was
+    written); a value --keep cannot have written is refused in one line naming the file
+    (UsageError)."""
+    settings_rounds(f)             # a readable JSON object (else refused, naming f)
+    batches = json.loads(f.read_bytes().decode("utf-8")).get("batches", 3)
     if type(batches) is not int or not 1 <= batches <= budget.SEARCH_MAX:
         raise UsageError(f"{f}: batches is {repr(batches)[:60]}; expected an integer "
                          f"1-{budget.SEARCH_MAX} (what --keep writes)")
-    top = min(max(store_rounds, compare + 1), budget.SEARCH_MAX)
-    return [n for n in schedule(top, compare, batches).looks() if n > compare]
+    return batches
 
 
 def first_by_round(dbs: dict[str, Path], rounds: int) -> str:
@@ -1618,6 +1657,158 @@ def replay(dirs: list[str]) -> int:
             tot[k] = tuple(a + b for a, b in zip(tot.get(k, (0, 0, 0)), n, strict=True))
     print("all runs: " + modes_line(tot))
     return 0
+
+
+# --smaller-budgets: the shares of a kept --to-budget run's stored rounds replayed as budgets
+BUDGET_SHARES = (0.25, 0.4, 0.55, 0.7, 0.85, 1.0)
+
+
+def budget_replay(db: Path, compare: int, batches: int, budgets: list[int]
+                  ) -> list[tuple[int, State, int]]:
+    """[(budget, the state at its last look, that look)] of a kept --to-budget run's core
+    store, the run's design (schedule(budget, compare, batches) at the interim level
+    to_budget_interim fixes, the last look at alpha) replayed at each budget on the first
+    `budget` rounds its store holds, stopping where every cell is decided, as the live run
+    does: would a smaller budget have decided every cell?"""
+    fam, interim = family(db, STATISTIC["core"]), to_budget_interim(compare, batches)
+    out = []
+    for k in budgets:
+        design = schedule(k, compare, batches, interim)
+        state, prev, at = State(0, 0, 0, 0, ()), None, compare
+        for n in design.looks():
+            state, prev = judge(fam, design, n, prev)
+            at = n
+            if state.cells and state.decided == state.cells:
+                break
+        out.append((k, state, at))
+    return out
+
+
+def smaller_budgets(dirs: list[str]) -> int:
+    """--replay DIR... --smaller-budgets: per kept --to-budget run, its design replayed at
+    BUDGET_SHARES of the rounds its core store holds (at least its interleaved rounds + 1):
+    cells decided at each budget's last look, and at which look."""
+    print(f"# smaller budgets: each kept --to-budget run's looks (every round 2..N, then its "
+          f"--batches more up to the budget, the interim level fixed before the first look, "
+          f"the last at alpha) replayed at {', '.join(f'{x:g}' for x in BUDGET_SHARES)} of "
+          f"the rounds its core store holds, on those rounds only; sizes the live run "
+          f"decided early have fewer rounds (the replay caveat of --replay)")
+    done = 0
+    for d in map(Path, dirs):
+        db, f = d / "core" / "mpibench.db", d / SETTINGS
+        try:
+            top = store_rounds(db) if db.is_file() else 0
+            compare = settings_rounds(f) if f.is_file() else 0
+            looks = settings_looks(f, top) if compare else None
+            batches = settings_batches(f) if looks else 3
+        except UsageError as exc:
+            print(f"{d}: {exc}", file=sys.stderr)
+            continue
+        if not looks or top <= compare:
+            print(f"{d}: not a kept --to-budget run that went on past its interleaved "
+                  f"rounds (needs {SETTINGS} with to_budget and a core store beyond them)",
+                  file=sys.stderr)
+            continue
+        ks = sorted({max(compare + 1, round(x * top)) for x in BUDGET_SHARES})
+        print(f"{d.name}: {top} rounds stored ({compare} interleaved, the live budget "
+              f"{looks[-1]}, {batches} batches)")
+        for k, st, at in budget_replay(db, compare, batches, ks):
+            left = f"; undecided: sizes {', '.join(st.undecided)}" if st.undecided else ""
+            print(f"  budget {k:4}: {st.decided}/{st.cells} decided ({st.significant} sig, "
+                  f"{st.equivalent} eq) at look {at}{left}")
+        done += 1
+    return 0 if done else 2
+
+
+def gain_plan(db: Path, n: int) -> tuple[State, list[tuple]]:
+    """The what-if of planning at the observed gain instead of gain 1: the core store's
+    look at n rounds (a plain run's design, its last look at alpha) and per cell undecided
+    there (size, gain, CI, rounds per side: at gain 1 - stats.budget.cell_rounds' TOST -,
+    equivalence at the point gain, the difference test at it, equivalence at the CI's end
+    farthest from 1, the difference test at its end nearest 1; None: beyond 5000). Each
+    on the cell's round and cell parts of rounds 3..n at their 80% bounds (as cell_rounds),
+    equivalence as TOST on the near edge's distance (margin - |log gain|), the difference
+    test at 0.05 (without Holm's share: optimistic). The rows: rounds 3..n of the cells the
+    round n launched, as --to-budget's plan reads them (core_plan's `at`)."""
+    from mpibench.store.report_queries import launch_cost_rows
+
+    fam, design, prev = family(db, STATISTIC["core"]), schedule(n, n, 0), None
+    for k in range(2, n + 1):
+        state, prev = judge(fam, design, k, prev)
+    with Store(db, readonly=True) as store:
+        rows = launch_cost_rows(store, [r["id"] for r in store.runs(status="done")
+                                        if 2 <= r["repeat"] < n])
+    # the cells the last round launched (core_plan's `at` rows): a size decided at an
+    # early look has too few pairs from round 3 on and would leave its pool unpaired
+    last = max((r["repeat"] for r in rows), default=0)
+    live = {(r["benchmark"], r["size"]) for r in rows if r["repeat"] == last}
+    rows = [r for r in rows if (r["benchmark"], r["size"]) in live]
+    spreads = budget.paired_spreads(rows, ["openmpi", "mpich"])
+    m, out = math.log1p(TARGET), []
+    for key, c in prev.items():
+        k2 = (key.benchmark, key.size)
+        ps = next((p for g, pool in spreads.items() if budget.pool_of(k2) == g
+                   for p, _ks in pool.tested_on([k2])), None)
+        if c.status in (Status.SIGNIFICANT, Status.EQUIVALENT) or ps is None or not c.gain:
+            continue
+        th = abs(math.log(c.gain))
+        ends = sorted(abs(math.log(x)) for x in (c.ci_low, c.ci_high))
+        near_1 = 0.0 if c.ci_low < 1 < c.ci_high else ends[0]
+
+        def need(effect: float, eq: bool, ps=ps, k2=k2) -> int | None:
+            return _cell_need(ps, k2, effect, eq)
+        out.append((key.size, c.gain, c.ci_low, c.ci_high, need(m, True),
+                    need(m - th, True), need(th, False), need(m - ends[1], True),
+                    need(near_1, False)))
+    return state, out
+
+
+def _cell_need(ps, key, log_effect: float, equivalence: bool) -> int | None:
+    """Rounds per side for one cell on its PairedSpread (stats.budget._cell_round's parts)
+    for an effect of log_effect (logs; rounds_for takes the gain less 1), to
+    GAIN_PLAN_MAX; None beyond or when log_effect <= 0."""
+    if log_effect <= 0:
+        return None
+    effect = math.expm1(log_effect)
+    own = {k: (v, df) for k, v, df in ps.cell_parts}
+    sh, ce = budget._paired_parts(ps, None, budget.PLAN_CONFIDENCE, own.get(key))
+    return budget.rounds_for(sh, ce, ps.cells, effect, equivalence=equivalence,
+                             own_df=own[key][1] if key in own else None, pairs=ps.pairs,
+                             max_n=GAIN_PLAN_MAX)
+
+
+GAIN_PLAN_MAX = 5000
+
+
+def gain_plans(dirs: list[str]) -> int:
+    """--replay DIR... --gain-plan: per kept run, gain_plan at its interleaved rounds and at
+    the most rounds its core store holds."""
+    print("# planning at the observed gain (what-if): per cell undecided at the look, rounds "
+          "per side at gain 1 (today's plan), at the point gain (equivalence | difference), "
+          "at the CI's worst end (equivalence at the end farthest from 1 | difference at the "
+          f"end nearest 1); '>{GAIN_PLAN_MAX}': beyond {GAIN_PLAN_MAX}")
+    done = 0
+    for d in map(Path, dirs):
+        db = d / "core" / "mpibench.db"
+        try:
+            compare = settings_rounds(d / SETTINGS) if (d / SETTINGS).is_file() else 0
+        except UsageError as exc:
+            print(f"{d}: {exc}", file=sys.stderr)
+            continue
+        top = store_rounds(db) if db.is_file() else 0
+        if compare < TO_BUDGET_MIN_ROUNDS or top < compare:
+            print(f"{d}: not a kept run of {TO_BUDGET_MIN_ROUNDS} rounds or more with its "
+                  f"{SETTINGS}", file=sys.stderr)
+            continue
+        for n in sorted({compare, top}):
+            state, cells = gain_plan(db, n)
+            print(f"{d.name} at {n} rounds: {state.decided}/{state.cells} decided")
+            for size, g, lo, hi, *need in cells:
+                got = " ".join(f"{x if x is not None else '>' + str(GAIN_PLAN_MAX):>6}"
+                               for x in need)
+                print(f"  size {size:>8} gain {g:.3f} [{lo:.3f}, {hi:.3f}]: {got}")
+        done += 1
+    return 0 if done else 2
 
 
 def cold_line(got: list[RunReplay]) -> str:

@@ -24,8 +24,8 @@ def _bench():
 def test_the_kept_run_settings_surface_derandomized():
     """'time-to-decision kept runs' with a fixed seed: a mutated bench.json is read as an
     integer 2-1000 that is in the file or refused in one line naming it, never a crash;
-    where its rounds read, its continuation's looks too (300 cases, each read once for
-    the rounds and, where they read, once more for the looks)."""
+    where its rounds read, its continuation's looks and batches too (300 cases, each
+    read once for the rounds and, where they read, once more for the looks and batches)."""
     surf = next(s for s in _surfaces.SURFACES if s.name == "time-to-decision kept runs")
     t = surf.run(random.Random(29), 300)
     assert t.tried > 300 and (t.crashes, t.misparses, t.contract) == (0, 0, 0), t.examples

@@ -48,6 +48,7 @@ def test_time_to_decision_refuses_a_keep_that_is_no_new_or_empty_directory(tmp_p
     # printed a misleading refusal (exit 0); --quick's 4 rounds left 2, planned unpaired
     (["--to-budget", "--max-rounds", "4"], "--max-rounds: got 4 with --to-budget,"),
     (["--to-budget", "--quick", "--max-rounds", "3"], "--max-rounds: got 3 with --to-budget,"),
+    (["--smaller-budgets"], "--smaller-budgets: only with --replay"),
 ])
 def test_time_to_decision_refuses_bad_flags_on_one_line(args, flag):
     res = subprocess.run([sys.executable, str(BENCH / "bench_time_to_decision.py"), *args],
@@ -682,3 +683,85 @@ def test_time_to_decision_replay_round_rule_reads_the_kept_probes(tmp_path):
             in res.stdout)
     assert "mpich 0 (over 10 kept launches), openmpi 0 (over 10 kept launches)" in res.stdout
     assert "both in the reference at once: 8 rounds" in res.stdout
+
+
+def test_time_to_decision_smaller_budgets_repeat_a_run_stopped_at_that_budget(tmp_path):
+    """--replay DIR --smaller-budgets: the kept test run read as a --to-budget run of 5
+    interleaved rounds whose core went on to 10 in 2 batches; at each smaller budget k the
+    replay decides what a live run with budget k decides: looks schedule(k, 5, 2) at the
+    interim level fixed before the first, through decided() on a copy of the store cut to
+    its first k rounds (a replay that read rounds beyond k, or another design, differs)."""
+    import shutil
+    import sqlite3
+
+    run = _kept_run(tmp_path)
+    (run / "bench.json").write_text(json.dumps(
+        {"rounds": 5, "to_budget": True, "batches": 2, "looks": [8, 10]}))
+    ttd = _load_bench("bench_ttd_budgets")
+    res = subprocess.run([sys.executable, str(BENCH / "bench_time_to_decision.py"), "--replay",
+                          str(run), "--smaller-budgets"], capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode == 0, res.stderr
+    got = {}
+    for line in res.stdout.splitlines():
+        if line.strip().startswith("budget "):
+            k, rest = line.split(":", 1)
+            got[int(k.split()[1])] = (int(rest.split("/")[0]), int(rest.split(" at look ")[1]
+                                                                    .split(";")[0]))
+    assert sorted(got) == [6, 7, 8, 10], res.stdout
+    interim = ttd.to_budget_interim(5, 2)
+    for k, (n_decided, look) in got.items():
+        db = tmp_path / f"core-{k}.db"
+        shutil.copy(run / "core" / "mpibench.db", db)
+        con = sqlite3.connect(db)
+        con.execute("DELETE FROM results WHERE run_id IN (SELECT id FROM runs WHERE "
+                    "repeat >= ?)", (k,))
+        con.execute("DELETE FROM runs WHERE repeat >= ?", (k,))
+        con.commit()
+        con.close()
+        design, prev = ttd.schedule(k, 5, 2, interim), None
+        for n in design.looks():
+            state, prev = ttd.decided(db, "median", design, n, prev)
+            if state.decided == state.cells:
+                break
+        assert (state.decided, n) == (n_decided, look), (k, res.stdout)
+    # a plain run (no budget) is passed over, said on stderr, exit 2 when none is left
+    (run / "bench.json").write_text(json.dumps({"rounds": 10}))
+    res = subprocess.run([sys.executable, str(BENCH / "bench_time_to_decision.py"), "--replay",
+                          str(run), "--smaller-budgets"], capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 2 and "not a kept --to-budget run" in res.stderr
+
+
+def test_time_to_decision_gain_plan_reduces_to_todays_plan_at_gain_one(tmp_path):
+    """--replay DIR --gain-plan on the kept test run: per undecided cell the gain-1 column
+    is stats.budget.cell_rounds' (TOST at gain 1 on rounds 3..10's parts of the cells round
+    10 launched, as --to-budget plans), and planning
+    equivalence at the observed gain (nearer an edge) never asks fewer rounds."""
+    from mpibench.stats import budget
+    from mpibench.store import Store
+    from mpibench.store.report_queries import launch_cost_rows
+
+    run = _kept_run(tmp_path)
+    res = subprocess.run([sys.executable, str(BENCH / "bench_time_to_decision.py"), "--replay",
+                          str(run), "--gain-plan"], capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode == 0, res.stderr
+    got = {}
+    for line in res.stdout.splitlines():
+        if line.startswith("  size "):
+            cols = line.split(":", 1)[1].split()
+            got[int(line.split()[1])] = [None if c.startswith(">") else int(c) for c in cols]
+    assert got and all(len(c) == 5 for c in got.values()), res.stdout
+    with Store(run / "core" / "mpibench.db", readonly=True) as store:
+        rows = launch_cost_rows(store, [r["id"] for r in store.runs(status="done")
+                                        if 2 <= r["repeat"] < 10])
+    live = {(r["benchmark"], r["size"]) for r in rows if r["repeat"] == 9}
+    rows = [r for r in rows if (r["benchmark"], r["size"]) in live]
+    today = {k[1]: n for k, n in budget.cell_rounds(rows, ["openmpi", "mpich"], 0.05).items()}
+    for size, (gain1, eq_point, _sig, _eq_ci, _sig_ci) in got.items():
+        if today[size] is None:     # beyond SEARCH_MAX for today's plan; the what-if goes on
+            assert gain1 is None or gain1 > budget.SEARCH_MAX, (size, res.stdout)
+        else:
+            assert gain1 == today[size], (size, res.stdout)
+        assert eq_point is None or eq_point >= gain1, (size, res.stdout)

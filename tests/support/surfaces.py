@@ -961,7 +961,8 @@ def _step_result_files(rng: random.Random, n: int) -> Tally:
          "holding other types, non-finite, huge or negative numbers, or not an object: read "
          "as an integer 2-1000 that is in the file, or refused in one line naming the file; "
          "then its --to-budget looks (batches, looks: bench_probe_gate --ttd's invocations) "
-         "as increasing integers above the rounds, or refused the same way")
+         "as increasing integers above the rounds, and its batches (--smaller-budgets) as an "
+         "integer 1-1000, or refused the same way")
 def _ttd_settings(rng: random.Random, n: int) -> Tally:
     mod = load_bench_ttd()
     good = json.dumps({"rounds": 10, "order": "alternate", "to_budget": True,
@@ -973,8 +974,10 @@ def _ttd_settings(rng: random.Random, n: int) -> Tally:
     with tempfile.TemporaryDirectory(prefix="mb-fuzz-ttd-") as td:
         f = Path(td) / mod.SETTINGS
         for k in range(n):
-            text = (mutate_text(rng, good) if rng.random() < 0.5 else
-                    good.replace("10", rng.choice(numbers), 1))
+            x = rng.random()
+            text = (mutate_text(rng, good) if x < 0.5 else
+                    good.replace("10", rng.choice(numbers), 1) if x < 0.8 else
+                    good.replace('"batches": 3', '"batches": ' + rng.choice(numbers), 1))
             f.write_text(text, encoding="utf-8", errors="surrogatepass")
             _ttd_one(t, mod, f, text, k)
     return t
@@ -1041,6 +1044,11 @@ def _ttd_looks(t: Tally, mod, f: Path, text: str, k: int, rounds: int) -> None:
     if not (all(type(n) is int and rounds < n <= 1000 for n in got)
             and got == sorted(set(got))):
         t.silent(f"looks {got!r} read from {text[:60]!r}")
+    # the batches --smaller-budgets replays the design with: 1-1000, or refused naming f
+    b = t.run(_naming_file(t, f, lambda: mod.settings_batches(f)),
+              describe=f"bench.json batches case {k}: {text[:60]!r}")
+    if b is not None and (type(b) is not int or not 1 <= b <= 1000):
+        t.silent(f"batches {b!r} read from {text[:60]!r}")
 
 
 @surface("machine-state probe output and history", "mpibench-cacheline's JSON line (real "
