@@ -1143,12 +1143,16 @@ def _first_probe(d: Path) -> float | None:
         return None
 
 
-def _causes_of(db: Path) -> dict[str, float]:
+def _causes_of(db: Path, upto: int | None = None) -> dict[str, float]:
+    """_cause's counts over a store's kept launches (of rounds 1..upto only, when given:
+    runs.repeat below it) and their set-aside attempts, with what the probe before each
+    attempt read ("pre off" / "pre in")."""
     import sqlite3
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     rows = con.execute("SELECT r.id, r.run_dir, x.extra_json FROM runs r JOIN results x ON "
                        "x.run_id = r.id WHERE r.status = 'done' AND x.extra_json LIKE "
-                       "'%machine_probe%' GROUP BY r.id").fetchall()
+                       "'%machine_probe%' AND r.repeat < ? GROUP BY r.id",
+                       (upto if upto is not None else 2 ** 31,)).fetchall()
     con.close()
     probes = {rid: (Path(rd or ""), json.loads(x)["machine_probe"]) for rid, rd, x in rows}
     hist = [(v, reader_of(a.get("reading"))) for _, p in probes.values()
@@ -1222,8 +1226,12 @@ def _bands(db: Path) -> dict[tuple[str, str], list[float]]:
     return out
 
 
-def set_aside_causes(dirs: list[Path]) -> int:
-    """--set-aside-causes: per kept TTD run and tool, why its attempts were set aside."""
+def set_aside_causes(dirs: list[Path], upto: int | None = None) -> int:
+    """--set-aside-causes: per kept TTD run and tool, why its attempts were set aside
+    (upto: the launches of rounds 1..upto only)."""
+    if upto is not None:
+        print(f"rounds 1-{upto} only (--upto-round; the consecutive-launch and 0 B lines "
+              "below still read the whole run)")
     print("set-aside attempts by cause (against the kept launch's stored reference and "
           "bounds): count / launch seconds; 'moved' = in the run's final reference (the "
           "gate's rule for the store's reader); 'pre off' / 'pre in' = attempts whose probe "
@@ -1234,7 +1242,7 @@ def set_aside_causes(dirs: list[Path]) -> int:
             db = d / tool / "mpibench.db"
             if not db.exists():
                 continue
-            c = _causes_of(db)
+            c = _causes_of(db, upto)
             seen += 1
             causes = ", ".join(f"{k} {c.get(k, 0):.0f}/{c.get(k + ' s', 0):.1f} s"
                                for k in _CAUSES if c.get(k))
@@ -1396,6 +1404,9 @@ def main(argv: list[str]) -> int:
                     "bench_time_to_decision.py runs (--keep DIR): off the coarse or the "
                     "finer state, at the start or the end, in the final reference; what a "
                     "probe before the launch read; 0 B medians by reading band, with n")
+    ap.add_argument("--upto-round", type=int, metavar="N",
+                    help="with --set-aside-causes: the launches of rounds 1..N only (a TTD "
+                         "run's interleaved rounds: 10 at its defaults)")
     ap.add_argument("--round-rule", action="store_true",
                     help="only the simulation of leaving out a round with a launch kept "
                     "off the reference state (and the balance guard, stats.probe.kept_off) "
@@ -1422,8 +1433,11 @@ def main(argv: list[str]) -> int:
     if args.round_rule:
         round_rule_sim(50 if args.quick else args.reps, args.seed, args.rr_rounds)
         return 0
+    if args.upto_round is not None and (args.upto_round < 1 or not args.set_aside_causes):
+        ap.exit(2, f"{ap.prog}: error: --upto-round {args.upto_round}: expected a round 1 or "
+                "more, with --set-aside-causes\n")
     if args.set_aside_causes:
-        if set_aside_causes(args.set_aside_causes):
+        if set_aside_causes(args.set_aside_causes, args.upto_round):
             ap.exit(2, f"{ap.prog}: error: --set-aside-causes: no DIR/core/mpibench.db or "
                     "DIR/imb/mpibench.db under the given directories\n")
         return 0

@@ -765,3 +765,51 @@ def test_time_to_decision_gain_plan_reduces_to_todays_plan_at_gain_one(tmp_path)
         else:
             assert gain1 == today[size], (size, res.stdout)
         assert eq_point is None or eq_point >= gain1, (size, res.stdout)
+
+
+def test_probe_gate_set_aside_causes_upto_round_reads_the_first_rounds_only(tmp_path):
+    """--set-aside-causes DIR --upto-round N counts the kept launches of rounds 1..N and
+    what the probe before each read: three rounds, the third's probe off the reference
+    (430 ns against 100), so rounds 1-2 show no 'pre off' and the whole run one; a bad N
+    or one without --set-aside-causes is refused in one line."""
+    import sqlite3
+
+    db = tmp_path / "run" / "core" / "mpibench.db"
+    db.parent.mkdir(parents=True)
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE runs (id TEXT, run_dir TEXT, status TEXT, repeat INTEGER, "
+                "variant TEXT)")
+    con.execute("CREATE TABLE results (run_id TEXT, extra_json TEXT, size INTEGER, "
+                "median REAL)")
+    for rep, pre in enumerate((101.0, 99.0, 430.0)):
+        d = tmp_path / "run" / "core" / "runs" / f"c-{rep}"
+        d.mkdir(parents=True)
+        (d / "machine-probe.txt").write_text(json.dumps(
+            {"record": "probe", "probe": "cacheline", "version": 1, "cpus": [0, 1],
+             "batch": 16, "samples": 500, "median_ns": pre, "q1_ns": pre, "q3_ns": pre,
+             "min_ns": pre}) + "\n")
+        rec = {"before_ns": 100.0, "after_ns": 100.0, "state": "reference", "reading":
+               "launch", "reference_ns": 100.0, "set_aside": []}
+        con.execute("INSERT INTO runs VALUES (?, ?, 'done', ?, 'openmpi')",
+                    (f"c-{rep}", str(d), rep))
+        con.execute("INSERT INTO results VALUES (?, ?, 0, 0.2)",
+                    (f"c-{rep}", json.dumps({"machine_probe": rec})))
+    con.commit()
+    con.close()
+
+    def causes(*more):
+        return subprocess.run([sys.executable, str(BENCH / "bench_probe_gate.py"),
+                               "--set-aside-causes", str(tmp_path / "run"), *more],
+                              capture_output=True, text=True, timeout=120)
+    whole, first = causes(), causes("--upto-round", "2")
+    assert whole.returncode == 0 and first.returncode == 0, whole.stderr + first.stderr
+    line = next(x for x in whole.stdout.splitlines() if x.startswith("  run core:"))
+    assert "3 kept" in line and "pre off: kept in 1" in line and "pre in: 2" in line, line
+    line = next(x for x in first.stdout.splitlines() if x.startswith("  run core:"))
+    assert "2 kept" in line and "pre off" not in line and "pre in: 2" in line, line
+    for bad in (causes("--upto-round", "0"),
+                subprocess.run([sys.executable, str(BENCH / "bench_probe_gate.py"),
+                                "--upto-round", "3"], capture_output=True, text=True,
+                               timeout=60)):
+        assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+        assert "--upto-round" in bad.stderr
