@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from mpibench.campaign.auto_repeats import Stages, launch_options
 from mpibench.campaign.budget import BudgetRule
 from mpibench.campaign.cells import _Prepared
-from mpibench.campaign.plan import Cell
+from mpibench.campaign.plan import Cell, williams_row
 from mpibench.files import write_file
 from mpibench.schedulers import (
     EXIT_STATUS_FILE,
@@ -99,18 +99,8 @@ class BatchPolicy:
             summary.auto_skipped += stages.skipped
 
     def _job_requests(self, cells: list[Cell]) -> list[list[Cell]]:
-        n = self.runner.spec.scheduler.group_cells
-        if n == 1:
-            return [[c] for c in cells]
-        by_variant: dict[str, list[Cell]] = {}
-        for c in cells:
-            by_variant.setdefault(c.variant.name, []).append(c)
-        groups = []
-        for vcells in by_variant.values():
-            size = n or len(vcells)
-            groups += [vcells[i:i + size] for i in range(0, len(vcells), size)]
-        groups.sort(key=lambda g: g[0].seq)
-        return groups
+        return job_groups(cells, self.runner.spec.scheduler.group_cells,
+                          [v.name for v in self.runner.spec.variants])
 
     def _job_name(self, cells: list[Cell]) -> str:
         return job_name(self.runner.spec.scheduler.job_name_prefix, cells)
@@ -337,3 +327,28 @@ class BatchPolicy:
             outcome.reason = f"job ended {st.state}" + (f": {st.reason}" if st.reason else "")
         extra = {"transport_actual": actual} if actual else {}
         self.runner.commit(p, outcome, sched_state=st.raw or st.state, nodelist=st.nodelist, **extra)
+
+
+def job_groups(cells: list[Cell], n: int, variant_order: list[str]) -> list[list[Cell]]:
+    """The cells of one submission as jobs, in submission order: one job a cell (n = 1,
+    the plan's balanced order), else chunks of n of one variant's cells (n = 0: all of
+    them). Chunk j of every variant goes out together, the variants taking turns first as
+    the plan's rounds do (campaign/plan.williams_row over the variants present, in the
+    campaign's order), so a grouped campaign does not put one variant's jobs first in
+    every chunk."""
+    if n == 1:
+        return [[c] for c in cells]
+    by_variant: dict[str, list[Cell]] = {}
+    for c in sorted(cells, key=lambda c: c.seq):
+        by_variant.setdefault(c.variant.name, []).append(c)
+    present = [v for v in variant_order if v in by_variant]
+    present += [v for v in by_variant if v not in present]
+    keyed = []
+    for i, name in enumerate(present):
+        vcells = by_variant[name]
+        size = n or len(vcells)
+        for j, start in enumerate(range(0, len(vcells), size)):
+            turn = williams_row(len(present), j).index(i)
+            keyed.append(((j, turn), vcells[start:start + size]))
+    keyed.sort(key=lambda kv: kv[0])
+    return [g for _, g in keyed]
