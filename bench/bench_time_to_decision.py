@@ -101,8 +101,10 @@ bench never holds it for long. One run, numbers only, no assertions.
 Which tool launches first in a round: --order alternate (the default: the core in odd
 rounds, IMB in even ones), core-first (every round, the bench's order before stop 29) or
 imb-first; each round line ends with the one that ran first. Within a round each tool's
-campaign runs Open MPI, then MPICH (the campaign's interleaved order). Before round 1
-both tools run one discarded warm-up round (IMB's, then the core's: one launch per
+campaign runs Open MPI and MPICH in the campaign's interleaved order: since stop 38 they take
+turns first from round to round (campaign/plan.py williams_row; the bench raises `repeats`,
+so round k runs repeat k-1); runs kept before it ran Open MPI first in every round.
+Before round 1 both tools run one discarded warm-up round (IMB's, then the core's: one launch per
 variant, as round 1 runs it, into DIR/<tool>/warmup/, not counted, not tested: warm_up),
 so no tool's round 1 is a cold start whichever runs first. (Stop 29's 11 kept runs show
 no cold start to shift: round 1 / round 2 launch seconds, medians, core 0.87 when it ran
