@@ -14,20 +14,9 @@ import pytest
 from mpibench.campaign.plan import expand, points
 from mpibench.campaign.spec import load, substitute
 from mpibench.errors import UsageError
+from support.common import TWO_STACK_CAMPAIGN
 
-BASE = """
-[campaign]
-name = "t"
-repeats = 3
-[variants.a]
-stack = "openmpi"
-transport = "shm"
-[variants.b]
-stack = "mpich"
-[benchmarks.pp]
-benchmarks = ["PingPong"]
-sizes = "0,64"
-"""
+BASE = TWO_STACK_CAMPAIGN
 
 
 def write(tmp_path: Path, text: str, name: str = "c.toml") -> Path:

@@ -15,20 +15,9 @@ from mpibench.campaign.plan import expand, williams_row
 from mpibench.campaign.runner import CampaignRunner
 from mpibench.campaign.spec import load
 from mpibench.store import Store, queries
+from support.common import TWO_STACK_CAMPAIGN
 
-BASE = """
-[campaign]
-name = "t"
-repeats = 3
-[variants.a]
-stack = "openmpi"
-transport = "shm"
-[variants.b]
-stack = "mpich"
-[benchmarks.pp]
-benchmarks = ["PingPong"]
-sizes = "0,64"
-"""
+BASE = TWO_STACK_CAMPAIGN
 
 # the ids and the random order mpibench gave BASE before the order was balanced (stop 37's
 # plan.py): neither may move

@@ -20,6 +20,7 @@ import pytest
 
 from mpibench import profile
 from mpibench.store import Store
+from support.common import TWO_STACK_CAMPAIGN
 from support.synth import add_variant_runs, build_two_stack_store, core_record
 
 pytestmark = pytest.mark.system
@@ -335,19 +336,7 @@ def test_two_sites_compared_on_the_archive(archive, tmp_path, read):
     assert local.returncode == 2 and "local store" in local.stderr
 
 
-CAMPAIGN = """
-[campaign]
-name = "fabric-status"
-repeats = 3
-[variants.a]
-stack = "openmpi"
-transport = "shm"
-[variants.b]
-stack = "mpich"
-[benchmarks.pp]
-benchmarks = ["PingPong"]
-sizes = "0,64"
-"""
+CAMPAIGN = TWO_STACK_CAMPAIGN.replace('name = "t"', 'name = "fabric-status"')
 
 
 def test_campaign_status_and_cells_on_the_archive(archive, tmp_path, read):

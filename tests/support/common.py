@@ -72,6 +72,21 @@ def python_unreachable_for_nobody() -> str | None:
     return None
 
 
+# two stacks, one core group, three repeats: the campaign tests' plain campaign (named t)
+TWO_STACK_CAMPAIGN = """
+[campaign]
+name = "t"
+repeats = 3
+[variants.a]
+stack = "openmpi"
+transport = "shm"
+[variants.b]
+stack = "mpich"
+[benchmarks.pp]
+benchmarks = ["PingPong"]
+sizes = "0,64"
+"""
+
 PAIR_CAMPAIGN = """
 [campaign]
 name = "{name}"
