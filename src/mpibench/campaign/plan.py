@@ -92,7 +92,8 @@ def williams_row(k: int, r: int) -> list[int]:
     Every k consecutive rounds from a cycle's start put each variant in each position once;
     a full cycle has each variant directly after each other one equally often, and each
     before each other one in half its rounds (its second half reverses its first), so the
-    variants a `repeats = "decide"` stage keeps of a point stay balanced too; k = 2
+    variants a `repeats = "decide"` stage keeps of a point stay balanced too over each
+    full cycle (within fewer rounds a pair's order can be off by one round); k = 2
     alternates a b, b a. Row 0 is the plain order 0..k-1."""
     if k <= 1:
         return list(range(k))
