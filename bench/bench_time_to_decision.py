@@ -1766,17 +1766,13 @@ def gain_plan(db: Path, n: int) -> tuple[State, list[tuple]]:
 
 
 def _cell_need(ps, key, log_effect: float, equivalence: bool) -> int | None:
-    """Rounds per side for one cell on its PairedSpread (stats.budget._cell_round's parts)
-    for an effect of log_effect (logs; rounds_for takes the gain less 1), to
+    """Rounds per side for one cell on its PairedSpread (stats.budget's cell plan,
+    cell_rounds' parts at their 80% bounds) for an effect of log_effect (logs), to
     GAIN_PLAN_MAX; None beyond or when log_effect <= 0."""
     if log_effect <= 0:
         return None
-    effect = math.expm1(log_effect)
-    own = {k: (v, df) for k, v, df in ps.cell_parts}
-    sh, ce = budget._paired_parts(ps, None, budget.PLAN_CONFIDENCE, own.get(key))
-    return budget.rounds_for(sh, ce, ps.cells, effect, equivalence=equivalence,
-                             own_df=own[key][1] if key in own else None, pairs=ps.pairs,
-                             max_n=GAIN_PLAN_MAX)
+    return budget._cell_round(ps, key, math.expm1(log_effect), budget.PLAN_CONFIDENCE,
+                              equivalence=equivalence, max_n=GAIN_PLAN_MAX)
 
 
 GAIN_PLAN_MAX = 5000

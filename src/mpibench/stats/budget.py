@@ -961,13 +961,16 @@ def cell_rounds(rows: Sequence[Mapping], order: Sequence[str], margin: float, *,
 
 
 def _cell_round(ps: PairedSpread, key: object, margin: float, confidence: float | None,
-                alpha: float = 0.05) -> int | None:
+                alpha: float = 0.05, *, equivalence: bool = True,
+                max_n: int = SEARCH_MAX) -> int | None:
     """cell_rounds' rounds for one cell on one PairedSpread it is tested on (TOST at
-    alpha)."""
+    alpha within ±margin; equivalence=False: the difference test of a gain 1 + margin),
+    None beyond max_n."""
     own = {k: (v, df) for k, v, df in ps.cell_parts}
     sh, ce = _paired_parts(ps, None, confidence, own.get(key))
-    return rounds_for(sh, ce, ps.cells, margin, alpha=alpha, equivalence=True,
-                      own_df=own[key][1] if key in own else None, pairs=ps.pairs)
+    return rounds_for(sh, ce, ps.cells, margin, alpha=alpha, equivalence=equivalence,
+                      own_df=own[key][1] if key in own else None, pairs=ps.pairs,
+                      max_n=max_n)
 
 
 def _medians_by(rows: Iterable[Mapping]) -> dict[str, dict[object, dict[object, float]]]:
