@@ -51,8 +51,7 @@ def test_time_to_decision_refuses_a_keep_that_is_no_new_or_empty_directory(tmp_p
     (["--smaller-budgets"], "--smaller-budgets: only with --replay"),
 ])
 def test_time_to_decision_refuses_bad_flags_on_one_line(args, flag):
-    res = subprocess.run([sys.executable, str(BENCH / "bench_time_to_decision.py"), *args],
-                         capture_output=True, text=True, timeout=60)
+    res = _ttd(*args, timeout=60)
     assert res.returncode == 2, res.stderr
     assert len(res.stderr.splitlines()) == 1 and flag in res.stderr, res.stderr
     assert res.stdout == ""
@@ -167,6 +166,12 @@ def test_time_to_decision_says_whether_every_cell_is_in_reach(monkeypatch):
 TTD_DATA = Path(__file__).resolve().parent / "data" / "ttd_replay"
 
 
+def _ttd(*args: str, timeout: int) -> subprocess.CompletedProcess:
+    """bench_time_to_decision.py with these arguments, its output captured."""
+    return subprocess.run([sys.executable, str(BENCH / "bench_time_to_decision.py"), *args],
+                          capture_output=True, text=True, timeout=timeout)
+
+
 def _kept_run(into: Path) -> Path:
     """tests/data/ttd_replay's stores (gzipped SQL text) made back into a kept run."""
     import gzip
@@ -235,8 +240,7 @@ def test_time_to_decision_replay_repeats_the_live_runs_looks(tmp_path):
     ttd = _load_bench("bench_ttd_live")
     live = _live_counts(ttd, run, tmp_path, ttd.store_rounds(run / "imb" / "mpibench.db"))
     assert len(live["imb"]) == 9          # a 10-round run: looks 2..10
-    res = subprocess.run([sys.executable, str(BENCH / "bench_time_to_decision.py"),
-                          "--replay", str(run)], capture_output=True, text=True, timeout=120)
+    res = _ttd("--replay", str(run), timeout=120)
     assert res.returncode == 0, res.stderr
     got = {}
     for line in res.stdout.splitlines():
@@ -272,9 +276,7 @@ def test_time_to_decision_replay_takes_the_kept_runs_rounds_from_its_bench_json(
 
 
 def test_time_to_decision_replay_refuses_a_directory_without_stores(tmp_path):
-    res = subprocess.run([sys.executable, str(BENCH / "bench_time_to_decision.py"),
-                          "--replay", str(tmp_path)], capture_output=True, text=True,
-                         timeout=60)
+    res = _ttd("--replay", str(tmp_path), timeout=60)
     assert res.returncode == 2 and "not a kept run" in res.stderr, (res.stdout, res.stderr)
     assert "not a kept run" not in res.stdout and "Traceback" not in res.stderr
 
@@ -675,9 +677,7 @@ def test_time_to_decision_replay_round_rule_reads_the_kept_probes(tmp_path):
     what-if says so, counts each variant's kept launches, and the spread table has the
     rounds 3+ in one group."""
     run = _kept_run(tmp_path)
-    res = subprocess.run([sys.executable, str(BENCH / "bench_time_to_decision.py"), "--replay",
-                          str(run), "--round-rule"], capture_output=True, text=True,
-                         timeout=300)
+    res = _ttd("--replay", str(run), "--round-rule", timeout=300)
     assert res.returncode == 0, res.stderr
     assert ("rounds with a launch kept off the reference state after its retries: none"
             in res.stdout)
@@ -698,9 +698,7 @@ def test_time_to_decision_smaller_budgets_repeat_a_run_stopped_at_that_budget(tm
     (run / "bench.json").write_text(json.dumps(
         {"rounds": 5, "to_budget": True, "batches": 2, "looks": [8, 10]}))
     ttd = _load_bench("bench_ttd_budgets")
-    res = subprocess.run([sys.executable, str(BENCH / "bench_time_to_decision.py"), "--replay",
-                          str(run), "--smaller-budgets"], capture_output=True, text=True,
-                         timeout=300)
+    res = _ttd("--replay", str(run), "--smaller-budgets", timeout=300)
     assert res.returncode == 0, res.stderr
     got = {}
     for line in res.stdout.splitlines():
@@ -727,9 +725,7 @@ def test_time_to_decision_smaller_budgets_repeat_a_run_stopped_at_that_budget(tm
         assert (state.decided, n) == (n_decided, look), (k, res.stdout)
     # a plain run (no budget) is passed over, said on stderr, exit 2 when none is left
     (run / "bench.json").write_text(json.dumps({"rounds": 10}))
-    res = subprocess.run([sys.executable, str(BENCH / "bench_time_to_decision.py"), "--replay",
-                          str(run), "--smaller-budgets"], capture_output=True, text=True,
-                         timeout=120)
+    res = _ttd("--replay", str(run), "--smaller-budgets", timeout=120)
     assert res.returncode == 2 and "not a kept --to-budget run" in res.stderr
 
 
@@ -743,9 +739,7 @@ def test_time_to_decision_gain_plan_reduces_to_todays_plan_at_gain_one(tmp_path)
     from mpibench.store.report_queries import launch_cost_rows
 
     run = _kept_run(tmp_path)
-    res = subprocess.run([sys.executable, str(BENCH / "bench_time_to_decision.py"), "--replay",
-                          str(run), "--gain-plan"], capture_output=True, text=True,
-                         timeout=300)
+    res = _ttd("--replay", str(run), "--gain-plan", timeout=300)
     assert res.returncode == 0, res.stderr
     got = {}
     for line in res.stdout.splitlines():
