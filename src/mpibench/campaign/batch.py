@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import signal
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -331,24 +332,36 @@ class BatchPolicy:
 
 def job_groups(cells: list[Cell], n: int, variant_order: list[str]) -> list[list[Cell]]:
     """The cells of one submission as jobs, in submission order: one job a cell (n = 1,
-    the plan's balanced order), else chunks of n of one variant's cells (n = 0: all of
-    them). Chunk j of every variant goes out together, the variants taking turns first as
-    the plan's rounds do (campaign/plan.williams_row over the variants present, in the
-    campaign's order), so a grouped campaign does not put one variant's jobs first in
-    every chunk."""
-    if n == 1:
+    the plan's balanced order), else chunks of n of one variant's cells in plan order
+    (n = 0: all of them). Chunk j of every variant goes out together, led in the order of
+    row o + j of campaign/plan.williams_row over the variants present (in the campaign's
+    order). o carries the turns on from the campaign's earlier submissions (stages of
+    "auto" / "decide", or a run before a resume) instead of restarting them at row 0:
+    o = ceil(r * p / size), the chunks the rounds before this submission's first round r
+    make at p cells of a variant a round (the most one variant has in one round here)
+    and this chunk size (n; for n = 0 the most cells one variant has here). If every
+    submission has the same p and size (n = 0: stages of equal length), the rows never
+    skip one; they can repeat one only where a submission starts inside a chunk (r * p
+    not a multiple of size: the earlier one's last chunk was short). So each variant leads
+    the campaign's chunks equally often, within one, plus one for each such start. A
+    campaign submitted at once (r = 0) puts its first variant first in chunk 0; with
+    n = 0 that is its only chunk, so the first variant's job goes first."""
+    if n == 1 or not cells:
         return [[c] for c in cells]
     by_variant: dict[str, list[Cell]] = {}
     for c in sorted(cells, key=lambda c: c.seq):
         by_variant.setdefault(c.variant.name, []).append(c)
     present = [v for v in variant_order if v in by_variant]
     present += [v for v in by_variant if v not in present]
+    size = n or max(len(v) for v in by_variant.values())
+    r = min(c.repeat for c in cells)
+    p = max(Counter((c.variant.name, c.repeat) for c in cells).values())
+    o = -(-(r * p) // size)
     keyed = []
     for i, name in enumerate(present):
         vcells = by_variant[name]
-        size = n or len(vcells)
         for j, start in enumerate(range(0, len(vcells), size)):
-            turn = williams_row(len(present), j).index(i)
+            turn = williams_row(len(present), o + j).index(i)
             keyed.append(((j, turn), vcells[start:start + size]))
     keyed.sort(key=lambda kv: kv[0])
     return [g for _, g in keyed]
