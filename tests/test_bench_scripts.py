@@ -685,44 +685,92 @@ def test_time_to_decision_replay_round_rule_reads_the_kept_probes(tmp_path):
     assert "both in the reference at once: 8 rounds" in res.stdout
 
 
-def test_time_to_decision_smaller_budgets_repeat_a_run_stopped_at_that_budget(tmp_path):
-    """--replay DIR --smaller-budgets: the kept test run read as a --to-budget run of 5
-    interleaved rounds whose core went on to 10 in 2 batches; at each smaller budget k the
-    replay decides what a live run with budget k decides: looks schedule(k, 5, 2) at the
-    interim level fixed before the first, through decided() on a copy of the store cut to
-    its first k rounds (a replay that read rounds beyond k, or another design, differs)."""
+def _cut_store(run: Path, into: Path, rounds: int) -> Path:
+    """A copy of the kept run's core store holding its first `rounds` rounds only, as the
+    live bench's store held them then."""
     import shutil
     import sqlite3
 
-    run = _kept_run(tmp_path)
-    (run / "bench.json").write_text(json.dumps(
-        {"rounds": 5, "to_budget": True, "batches": 2, "looks": [8, 10]}))
-    ttd = _load_bench("bench_ttd_budgets")
-    res = _ttd("--replay", str(run), "--smaller-budgets", timeout=300)
-    assert res.returncode == 0, res.stderr
+    db = into / f"core-{rounds}.db"
+    shutil.copy(run / "core" / "mpibench.db", db)
+    con = sqlite3.connect(db)
+    con.execute("DELETE FROM results WHERE run_id IN (SELECT id FROM runs WHERE "
+                "repeat >= ?)", (rounds,))
+    con.execute("DELETE FROM runs WHERE repeat >= ?", (rounds,))
+    con.commit()
+    con.close()
+    return db
+
+
+def _slower(run: Path, variant: str, factor: float) -> None:
+    """The kept run's core store with every launch of `variant` `factor` times slower: the
+    real launches' spread around a large gain, so cells decide at interim looks."""
+    import sqlite3
+
+    con = sqlite3.connect(run / "core" / "mpibench.db")
+    con.execute("UPDATE results SET median = median * ? WHERE run_id IN (SELECT id FROM runs "
+                "WHERE variant = ?)", (factor, variant))
+    con.commit()
+    con.close()
+
+
+def _budget_lines(out: str) -> dict[int, tuple[int, int]]:
+    """{budget: (cells decided, at look)} of --smaller-budgets' lines."""
     got = {}
-    for line in res.stdout.splitlines():
+    for line in out.splitlines():
         if line.strip().startswith("budget "):
             k, rest = line.split(":", 1)
             got[int(k.split()[1])] = (int(rest.split("/")[0]), int(rest.split(" at look ")[1]
                                                                     .split(";")[0]))
+    return got
+
+
+@pytest.mark.parametrize("batches, tells", [
+    (2, {"batches + 1", "no early stop"}),          # looks 8, 10 against 7, 9, 10
+    (50, {"Design's level", "no early stop"}),      # budget 8: 0.05 x 0.2 / 53, not / 6
+    # (batches 50: every round after 5 is a look whichever the batches, so + 1 is the same)
+])
+def test_time_to_decision_smaller_budgets_repeat_a_run_stopped_at_that_budget(
+        tmp_path, batches, tells):
+    """--replay DIR --smaller-budgets: the kept test run, Open MPI made 10x slower, read as a
+    --to-budget run of 5 interleaved rounds whose core went on to 10 in `batches` batches;
+    at each smaller budget k the replay decides what a live run with budget k decides:
+    looks schedule(k, 5, batches) at the interim level fixed before the first
+    (to_budget_interim), through decided() on a copy of the store cut to its first k
+    rounds, stopping at the first look where every cell is decided. The large gain makes
+    cells decide at interim looks, so the fixture tells designs apart: the test first
+    checks that the named other designs (Design's own level from the looks a budget has,
+    batches + 1, no early stop) decide otherwise here, then that the replay is today's."""
+    run = _kept_run(tmp_path)
+    _slower(run, "openmpi", 10.0)
+    (run / "bench.json").write_text(json.dumps(
+        {"rounds": 5, "to_budget": True, "batches": batches, "looks": [8, 10]}))
+    ttd = _load_bench("bench_ttd_budgets")
+    res = _ttd("--replay", str(run), "--smaller-budgets", timeout=300)
+    assert res.returncode == 0, res.stderr
+    got = _budget_lines(res.stdout)
     assert sorted(got) == [6, 7, 8, 10], res.stdout
-    interim = ttd.to_budget_interim(5, 2)
-    for k, (n_decided, look) in got.items():
-        db = tmp_path / f"core-{k}.db"
-        shutil.copy(run / "core" / "mpibench.db", db)
-        con = sqlite3.connect(db)
-        con.execute("DELETE FROM results WHERE run_id IN (SELECT id FROM runs WHERE "
-                    "repeat >= ?)", (k,))
-        con.execute("DELETE FROM runs WHERE repeat >= ?", (k,))
-        con.commit()
-        con.close()
-        design, prev = ttd.schedule(k, 5, 2, interim), None
+    interim = ttd.to_budget_interim(5, batches)
+    fams = {k: ttd.family(_cut_store(run, tmp_path, k), "median") for k in got}
+
+    def live(k, design, stop=True):
+        prev = None
         for n in design.looks():
-            state, prev = ttd.decided(db, "median", design, n, prev)
-            if state.decided == state.cells:
+            # decided() is judge(family(db)): the family of the cut store, read once
+            state, prev = ttd.judge(fams[k], design, n, prev)
+            if stop and state.decided == state.cells:
                 break
-        assert (state.decided, n) == (n_decided, look), (k, res.stdout)
+        return state.decided, n
+
+    want = {k: live(k, ttd.schedule(k, 5, batches, interim)) for k in got}
+    others = {"Design's level": {k: live(k, ttd.schedule(k, 5, batches)) for k in got},
+              "batches + 1": {k: live(k, ttd.schedule(k, 5, batches + 1, interim))
+                              for k in got},
+              "no early stop": {k: live(k, ttd.schedule(k, 5, batches, interim), False)
+                                for k in got}}
+    assert {name for name, o in others.items() if o != want} == tells, (want, others)
+    assert any(at < k for k, (_, at) in want.items()), want     # some budget stops early
+    assert got == want, res.stdout
     # a plain run (no budget) is passed over, said on stderr, exit 2 when none is left
     (run / "bench.json").write_text(json.dumps({"rounds": 10}))
     res = _ttd("--replay", str(run), "--smaller-budgets", timeout=120)
