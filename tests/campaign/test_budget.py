@@ -178,3 +178,105 @@ def test_a_one_variant_group_runs_neither_pilot_nor_plan(tmp_path):
     cells = expand(one)
     assert {c.repeat for c in cells} == {0, 1, 2, 3}
     assert all(rule.options(c) is None for c in cells)
+
+
+def _capped(tmp_path, repeats):
+    """_spec's campaign planned for 10 launches per variant whatever its `repeats` (the
+    time-to-decision bench's `budget = { launches = N }`, raising `repeats` a round at a
+    time)."""
+    return pair_campaign(tmp_path, "budget", f"repeats = {repeats}\n"
+                         "budget = { launches = 10 }", "0:3")
+
+
+def _made(spec, rows):
+    p = BudgetRule.plan_rows(spec, rows)
+    return p.best.options(), p.describe()
+
+
+def test_a_later_invocation_reuses_the_plan_its_pilot_had(tmp_path, monkeypatch):
+    """Every campaign invocation after the pilot (a raised `repeats`, a resume) made the
+    pilot's plan again: 3.5-6 s of CPU before its first launch in the time-to-decision
+    bench. The plan is remembered by what it is made from (PlanCache): the second
+    invocation gets the first one's options and line, bit for bit, without planning."""
+    from mpibench.campaign.budget import PlanCache
+
+    monkeypatch.setenv("MPIBENCH_CACHE", str(tmp_path / "cache"))
+    spec, rows = _spec(tmp_path, "10"), _pilot_rows()
+    first, reused = PlanCache.plan(spec, rows)
+    assert not reused and first == _made(spec, rows)
+    again, reused = PlanCache.plan(spec, rows)
+    assert reused and again == first
+    assert all(type(v) is type(first[0][k]) for k, v in again[0].items())
+    # later rounds' rows are not the pilot's: the same plan (plan_rows reads the pilot)
+    assert PlanCache.plan(spec, rows + _later_rows()) == (first, True)
+    # so is a raised `repeats` (the same launch cap) once the rounds counted pair every
+    # size, 2 pilot rounds + MIN_PAIRS: 6 and 10 are one plan, 3 another
+    assert PlanCache.plan(_capped(tmp_path, 3), rows)[1] is False
+    assert PlanCache.plan(_capped(tmp_path, 6), rows) == (_made(_capped(tmp_path, 6), rows),
+                                                          True)
+
+
+def test_a_plan_is_made_again_when_what_it_is_made_from_changes(tmp_path, monkeypatch):
+    """A pilot row, the margin, the launch cap, the order or the rounds counted towards
+    pairing changed: another plan, never the remembered one. A size that lost a result
+    in the pilot pairs after 2 more rounds (test above): at 3 rounds it is planned
+    unpaired, at 4 paired, and neither is served the other's plan."""
+    from mpibench.campaign.budget import PlanCache
+
+    monkeypatch.setenv("MPIBENCH_CACHE", str(tmp_path / "cache"))
+    rows = _pilot_rows()
+    base = _spec(tmp_path, "10")
+    PlanCache.plan(base, rows)
+    moved = [dict(r, median=r["median"] * 1.3) if r["size"] == 2 and r["variant"] == "b"
+             else r for r in rows]
+    for spec, got in ((base, moved),
+                      (pair_campaign(tmp_path, "budget", 'repeats = 10\nbudget = "auto"\n'
+                                     'equivalence = "2%"', "0:3"), rows),
+                      (pair_campaign(tmp_path, "budget", "repeats = 10\n"
+                                     "budget = { launches = 30 }", "0:3"), rows),
+                      (_spec(tmp_path, '10\norder = "random"'), rows)):
+        made, reused = PlanCache.plan(spec, got)
+        assert not reused and made == _made(spec, got)
+    lost = _pilot_rows(lost=(0, 1))
+    three, four = _capped(tmp_path, 3), _capped(tmp_path, 4)
+    assert PlanCache.plan(four, lost) == (_made(four, lost), False)
+    made, reused = PlanCache.plan(three, lost)
+    assert not reused and made == _made(three, lost) and made[1] != _made(four, lost)[1]
+
+
+def test_rounds_past_the_pairing_horizon_change_no_plan(tmp_path):
+    """Why PlanCache.key counts at most the pilot's rounds + MIN_PAIRS: the rounds still
+    to run enter the plan only as pairs counted against MIN_PAIRS (stats.launch
+    .pair_rounds), so more rounds pair nothing more. If the plan came to read them
+    elsewhere, this fails and the key must count every round."""
+    from mpibench.stats.launch import MIN_PAIRS
+
+    for rows in (_pilot_rows(), _pilot_rows(lost=(0, 1)), _pilot_rows(seed=9, sizes=6)):
+        at = _made(_capped(tmp_path, 2 + MIN_PAIRS), rows)
+        for more in (1, 6, 40):
+            assert _made(_capped(tmp_path, 2 + MIN_PAIRS + more), rows) == at
+
+
+def test_a_damaged_plan_record_is_a_plan_made_again(tmp_path, monkeypatch):
+    """A record cut, byte-flipped, another record's, or one whose options were edited
+    (its checksum no longer its own) is never used: the plan is made again (and the
+    record rewritten)."""
+    import json
+
+    from mpibench.campaign.budget import PlanCache
+
+    monkeypatch.setenv("MPIBENCH_CACHE", str(tmp_path / "cache"))
+    spec, rows = _spec(tmp_path, "10"), _pilot_rows()
+    want = _made(spec, rows)
+    PlanCache.plan(spec, rows)
+    f = PlanCache.path(PlanCache.key(spec, rows))
+    good = f.read_text()
+    doc = json.loads(good)
+    other = dict(doc, key="0" * 64)
+    edited = dict(doc, options=dict(doc["options"], target=1.0))
+    for text in (good[:len(good) // 2], good.replace('"', "'", 1), "[]", "",
+                 json.dumps(other), json.dumps(edited), json.dumps(dict(doc, describe=3)),
+                 json.dumps(dict(doc, options=dict(doc["options"], target="1")))):
+        f.write_text(text)
+        assert PlanCache.plan(spec, rows) == (want, False), text[:60]
+        assert f.read_text() == good

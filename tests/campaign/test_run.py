@@ -781,6 +781,42 @@ fom = { name = "ns/day", regex = 'rate ([0-9.]+)', unit = "ns/day", better = "hi
 
 
 @pytest.mark.system
+def test_campaign_run_json_says_where_its_time_went_besides_the_launches(tmp_path, capsys):
+    """`campaign run --json`'s timing: the process's start, its entry past the imports,
+    the checks, the store open, the sync, the last cell committed and the status read
+    back, in that order and on the store's clock (each run's started and finished fall
+    between synced and cells_done); the time-to-decision bench splits the time between
+    launches with it (time_between). No budget = "auto" here: no plan seconds."""
+    from mpibench.campaign.runner import process_started
+    from mpibench.cli import main as cli_main
+
+    camp = tmp_path / "c.toml"
+    camp.write_text(NO_MPI)
+    before = time.time()
+    assert cli_main(["campaign", "run", "--no-progress", "--json", str(camp)]) == 0
+    after = time.time()
+    t = json.loads(capsys.readouterr().out)["timing"]
+    marks = [t[k] for k in ("process_start", "entry", "loaded", "checked", "store_open",
+                            "synced", "cells_done", "status")]
+    assert marks == sorted(marks) and before <= t["entry"] and t["status"] <= after
+    assert t["budget_plan_s"] is None and t["budget_plan_reused"] is None
+    with Store(tmp_path / "mpibench.db") as store:
+        runs = store.runs()
+    assert len(runs) == 2 and all(t["synced"] <= r["started"] <= r["finished"]
+                                  <= t["cells_done"] for r in runs)
+    # a process's start to the clock tick: a child started between t0 and t1 (the
+    # tolerance is the two 1/100 s counters it is read from, not the machine's load)
+    t0 = time.time()
+    child = subprocess.Popen(["sleep", "5"])
+    t1 = time.time()
+    try:
+        assert t0 - 0.03 <= process_started(child.pid) <= t1 + 0.03
+    finally:
+        child.kill()
+        child.wait()
+
+
+@pytest.mark.system
 def test_an_application_without_mpi_is_a_first_class_variant(tmp_path):
     """A Charm++-style build over its own network layer: stack = "none" names no MPI, runs
     through its own launcher (here a template standing for charmrun +p{np}), has no MPI

@@ -4,10 +4,16 @@ Used by both policies (campaign/local.py, campaign/batch.py)."""
 
 from __future__ import annotations
 
+import hashlib
+import json
+import sys
+import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mpibench.campaign.spec import group_variants
 from mpibench.stats import budget
+from mpibench.stats.launch import MIN_PAIRS
 
 if TYPE_CHECKING:
     from mpibench.campaign.plan import Cell
@@ -54,6 +60,9 @@ class BudgetRule:
         self.chosen: dict[str, dict | None] = {}   # group -> its plan's options, or None
         self.looked: dict[str, int] = {}          # group -> the round of its last look
         self.said: set[str] = set()
+        # this invocation's seconds in _plan and whether every plan came from the plan
+        # cache (PlanCache): `campaign run --json`'s timing (commands/campaign.py)
+        self.plan_s, self.reused = 0.0, None
 
     def options(self, cell: Cell) -> dict | None:
         """The core options of a cell's launch; None: the group's own (no pilot, no plan)."""
@@ -117,15 +126,129 @@ class BudgetRule:
     def _plan(self, group: str) -> dict | None:
         from mpibench.store.report_queries import done_runs_of_group, launch_cost_rows
 
+        t0 = time.monotonic()
         runs = done_runs_of_group(self.runner.store, self.cid, group)
-        rows = launch_cost_rows(self.runner.store, [r["id"] for r in runs])
-        p = self.plan_rows(self.runner.spec, rows)
-        if p is None:
+        # the pilot's launches' rows alone: plan_rows reads no other
+        rows = launch_cost_rows(self.runner.store, [r["id"] for r in runs
+                                                    if r["repeat"] < self.PILOT])
+        made, reused = PlanCache.plan(self.runner.spec, rows)
+        self.plan_s += time.monotonic() - t0
+        self.reused = reused if self.reused is None else self.reused and reused
+        if made is None:
             if group not in self.said:
                 self.said.add(group)
                 self.runner.log(f"budget = auto: group {group}: not two variants with "
                                 "two finished pilot launches each; the group's own "
                                 "options stay")
             return None
-        self.runner.log(f"budget = auto: group {group}: {p.describe()}")
-        return p.best.options()
+        options, text = made
+        self.runner.log(f"budget = auto: group {group}: {text}"
+                        + (" (the plan this pilot had before: mpibench's plan cache)"
+                           if reused else ""))
+        return options
+
+
+class PlanCache:
+    """budget = "auto"'s plans remembered across campaign invocations. The plan is made
+    from the pilot alone (BudgetRule.plan_rows), so every invocation after it (each raised
+    `repeats`, each resume) made the same plan again: 3.5-6 s of CPU at the time-to-
+    decision bench's 23 sizes (stats.budget's search), before the invocation's first
+    launch, where the launch itself takes 0.2 s. A plan is kept under mpibench's cache
+    directory (files.cache_root()/budget-plans/), named by a hash of everything it is
+    made from (key): the pilot's rows as the store gives them, the campaign's variants,
+    margin, launch cap, order and the rounds counted towards pairing (rounds beyond the
+    pilot's + stats.launch.MIN_PAIRS pair nothing more: pair_rounds counts them against
+    MIN_PAIRS only), this code (the source of mpibench/stats and this module) and the
+    numerical libraries' versions. A record is used only when its key and its checksum
+    are its own (a byte changed is a plan made again, never a changed plan); a record
+    that cannot be read or written only means planning, as before."""
+
+    DIR = "budget-plans"
+    _code: list[str] = []
+
+    @classmethod
+    def plan(cls, spec, rows: list[dict]) -> tuple[tuple[dict, str] | None, bool]:
+        """((options, describe) of the plan, or None: no plan), whether it was reused."""
+        key = cls.key(spec, rows)
+        f = cls.path(key)
+        got = cls.read(f, key) if f is not None else None
+        if got is not None:
+            return got, True
+        p = BudgetRule.plan_rows(spec, rows)
+        if p is None:
+            return None, False
+        made = (p.best.options(), p.describe())
+        if f is not None:
+            cls.write(f, key, *made)
+        return made, False
+
+    @classmethod
+    def key(cls, spec, rows: list[dict]) -> str:
+        pilot = [r for r in rows if r.get("repeat") is not None
+                 and r["repeat"] < BudgetRule.PILOT]
+        seen = len({r["repeat"] for r in pilot})
+        rounds = min(BudgetRule.rounds(spec), seen + MIN_PAIRS)
+        blob = json.dumps([cls.code(), [v.name for v in spec.variants],
+                           spec.equivalence or 0.05, BudgetRule.cap(spec),
+                           getattr(spec, "order", None) == "interleaved", rounds, pilot],
+                          sort_keys=True, default=repr)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    @classmethod
+    def code(cls) -> str:
+        """What makes a plan besides its inputs: the source of mpibench/stats and of this
+        module, Python's, numpy's and scipy's versions."""
+        if not cls._code:
+            import numpy
+            import scipy
+
+            h = hashlib.sha256(f"{sys.version}|{numpy.__version__}|{scipy.__version__}"
+                               .encode())
+            for f in sorted(Path(budget.__file__).parent.glob("*.py")) + [Path(__file__)]:
+                h.update(f.name.encode() + b"\0" + f.read_bytes())
+            cls._code.append(h.hexdigest())
+        return cls._code[0]
+
+    @classmethod
+    def path(cls, key: str) -> Path | None:
+        from mpibench.files import cache_root
+
+        try:
+            return cache_root() / cls.DIR / f"{key}.json"
+        except (OSError, RuntimeError):       # no home directory to expand
+            return None
+
+    @staticmethod
+    def _check(key: str, options: object, text: object) -> str:
+        return hashlib.sha256(json.dumps([key, options, text], sort_keys=True)
+                              .encode()).hexdigest()
+
+    @classmethod
+    def read(cls, f: Path, key: str) -> tuple[dict, str] | None:
+        """The record's (options, describe) when it is whole and its own, else None."""
+        try:
+            doc = json.loads(f.read_text())
+        except (OSError, ValueError):
+            return None
+        if not isinstance(doc, dict):
+            return None
+        options, text = doc.get("options"), doc.get("describe")
+        if (doc.get("key") != key or not isinstance(text, str)
+                or not isinstance(options, dict)
+                or not all(isinstance(k, str) and type(v) in (bool, int, float)
+                           for k, v in options.items())
+                or doc.get("check") != cls._check(key, options, text)):
+            return None
+        return options, text
+
+    @classmethod
+    def write(cls, f: Path, key: str, options: dict, text: str) -> None:
+        from mpibench.errors import UsageError
+        from mpibench.files import write_file
+
+        try:
+            f.parent.mkdir(parents=True, exist_ok=True)
+            write_file(f, json.dumps({"key": key, "options": options, "describe": text,
+                                      "check": cls._check(key, options, text)}))
+        except (OSError, UsageError):
+            pass

@@ -106,6 +106,10 @@ class CampaignRunner(CellSteps):
         self._group_gates: dict[str, bool] = {}
         self._probe_failed = False
         self.harness = harness_token()
+        # where this invocation's time went outside its launches (epoch seconds, and the
+        # budget plan's seconds): `campaign run --json`'s "timing" (commands/campaign.py);
+        # the launches' own times are the store's (runs.started, finished, timing.json)
+        self.timing: dict[str, float | bool] = {}
         self.policy: LocalPolicy | BatchPolicy = (BatchPolicy(self) if self.scheduler.batch
                                                   else LocalPolicy(self))
 
@@ -429,6 +433,7 @@ class CampaignRunner(CellSteps):
     def _run(self) -> Summary:
         cid, cells, seed = self.sync()
         reset, reattach = self.recover(cells, cid)
+        self.timing["synced"] = time.time()
         status = queries.run_statuses(self.store, cid)
         redo = ("failed", "timeout") if self.retry_failed else ()
         attached = {cid_ for _, ids in reattach for cid_ in ids}
@@ -515,6 +520,27 @@ def binding_notes(variants: dict[str, Any], stacks: Mapping[str, Stack]) -> list
             f"and {', '.join(unbound)} (launcher does not bind) leave `bind` unset, so their "
             "ranks are placed differently; set bind = \"core\" (or \"none\") on every "
             "variant to compare like with like"]
+
+
+def process_started(pid: int | None = None) -> float | None:
+    """When process `pid` (default: this one) started, in epoch seconds to the clock tick
+    (1/100 s here); None where it cannot be read (not Linux, no such process)."""
+    ticks = start_ticks(os.getpid() if pid is None else pid)
+    return None if ticks is None else ticks_started(ticks)
+
+
+def ticks_started(ticks: int) -> float | None:
+    """A process start in clock ticks after boot (start_ticks; runs.harness keeps it) in
+    epoch seconds: now less the time since then on the clock the ticks count on (the
+    uptime /proc/uptime gives; /proc/stat's btime is whole seconds, 0.3 s off here);
+    None where unknown. For a start long ago, off by what the wall clock was set by since."""
+    try:
+        with open("/proc/uptime") as fh:
+            up = float(fh.read().split()[0])
+        hz = os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+    return time.time() - (up - ticks / hz) if hz > 0 else None
 
 
 def harness_token() -> str:

@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 from rich.markup import escape
@@ -133,6 +134,7 @@ def _db_path(args, spec_path: Path | None, *, read: bool = False):
 
 
 def _dispatch(args) -> int:
+    entered = time.time()     # this process's start and imports behind it (timing_of)
     verb = args.campaign_verb
     if verb == "list" and not args.file:
         return _list_campaigns(args)
@@ -140,7 +142,8 @@ def _dispatch(args) -> int:
 
     spec = load(args.file)
     if verb in ("run", "resume"):
-        return _run(args, spec, resume=verb == "resume")
+        return _run(args, spec, resume=verb == "resume", marks={"entry": entered,
+                                                                "loaded": time.time()})
     db = _db_path(args, spec.path, read=True)
     if isinstance(db, Path) and not db.exists():
         raise UsageError(f"store {db}: not found; run the campaign first or pass --db")
@@ -357,7 +360,7 @@ def _checked_only_sizes(args, spec) -> list[int] | None:
     return only
 
 
-def _run(args, spec, resume: bool) -> int:
+def _run(args, spec, resume: bool, marks: dict[str, float] | None = None) -> int:
     only = _checked_only_sizes(args, spec)
     if args.__dict__.get("dry_run") or args.__dict__.get("show_scripts"):
         return _dry_run(args, spec)
@@ -403,18 +406,23 @@ def _run(args, spec, resume: bool) -> int:
                             only_sizes=only)
     # stacks, transports, launchers and the core build are checked before the store exists
     runner.check()
+    marks = {**(marks or {}), "checked": time.time()}
     notice = root_env_notice()
     if notice and not args.json:
         con.print(notice)
     with Store(db) as store:
+        marks["store_open"] = time.time()
         runner.store = store
         with progress:
             summary = runner.run(checked=True)
+        marks["cells_done"] = time.time()
         from mpibench.campaign import status as st
 
         data = st.status(store, spec)
+        marks["status"] = time.time()
     if args.json:
-        print_json({"summary": summary.__dict__, "status": data, "notes": notes})
+        print_json({"summary": summary.__dict__, "status": data, "notes": notes,
+                    "timing": timing_of(runner, marks)})
     else:
         con.print(f"campaign {escape(spec.name)}: ran {summary.ran} cell(s), "
                   f"{summary.skipped} already finished, {summary.recovered} recovered after "
@@ -431,6 +439,31 @@ def _run(args, spec, resume: bool) -> int:
         raise BenchmarkFailure(f"{bad} cell(s) failed or timed out; `mpibench campaign status "
                                f"{args.file}` shows the reasons, --retry-failed re-runs them")
     return 0
+
+
+def timing_of(runner, marks: dict[str, float | None]) -> dict[str, float | bool | None]:
+    """`campaign run --json`'s "timing": where this invocation's time went outside its
+    launches, as epoch seconds (time.time(), the clock of the store's runs.started and
+    finished): process_start (the process's start, to the clock tick: 10 ms), entry
+    (Python's start and the command line's imports done, the verb's code entered),
+    loaded (the campaign file read, with the modules it imports: numpy, stats), checked
+    (stacks found, the runner imported, the core's build and the launchers checked),
+    store_open,
+    synced (cells planned into the store, a crashed harness's cells recovered), cells_done
+    (the last cell committed), status (the summary read back); and budget_plan_s, the
+    seconds budget = "auto"'s plan took (inside the first budgeted cell's preparation),
+    budget_plan_reused whether it came from the plan cache (campaign/budget.py). The
+    launches' own times are the store's (runs.started: before the machine-state gate;
+    timing.json in each run directory: the launch's start and end; runs.finished: after
+    its results were committed)."""
+    from mpibench.campaign.runner import process_started
+
+    return {"process_start": process_started(), "entry": marks.get("entry"),
+            "loaded": marks.get("loaded"), "checked": marks.get("checked"), "store_open": marks.get("store_open"),
+            "synced": runner.timing.get("synced"), "cells_done": marks.get("cells_done"),
+            "status": marks.get("status"),
+            "budget_plan_s": runner.timing.get("budget_plan_s"),
+            "budget_plan_reused": runner.timing.get("budget_plan_reused")}
 
 
 def format_eta(seconds: float | None) -> str:
