@@ -154,6 +154,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -184,6 +185,9 @@ TARGET = 0.05
 STATISTIC = {"core": "median", "imb": "mean"}
 ORDERS = ("alternate", "core-first", "imb-first")
 SETTINGS = "bench.json"     # a kept run's settings (--keep DIR/bench.json), for --replay
+# a run's campaign invocations (when the bench called each and got it back, and its
+# `campaign run --json` timing) and looks (their start and end): time_between's split
+INVOCATIONS = "invocations.jsonl"
 # --to-budget plans on rounds 3..N (the pilot's rounds 1-2 ran at other options): at least
 # stats.launch.MIN_PAIRS of them, so the plan is the paired one the looks test with
 TO_BUDGET_MIN_ROUNDS = 5
@@ -237,15 +241,38 @@ sizes = "{sizes}"
 NO_PLAN = "too few launches per variant, or no cell both variants measured"
 
 
-def run_round(camp: Path, text: str, only: tuple[str, ...] = ()) -> None:
-    """One campaign invocation; only: the sizes its new launches measure (--only-sizes)."""
+def run_round(camp: Path, text: str, only: tuple[str, ...] = (), log: Path | None = None,
+              label: tuple[str, int] = ("", 0)) -> None:
+    """One campaign invocation; only: the sizes its new launches measure (--only-sizes);
+    log: the run's INVOCATIONS file, which gains this invocation's line (label: its tool
+    and round; when the bench called and got back, and `campaign run --json`'s timing)."""
     camp.write_text(text)
     mpibench = str(Path(sys.executable).parent / "mpibench")
     extra = ["--only-sizes", ",".join(only)] if only else []
+    # mpibench as installed: Python's compiled modules cached (a shell's
+    # PYTHONDONTWRITEBYTECODE made every invocation of a source checkout compile mpibench
+    # again, as the Makefile says of the tests); the same for both tools
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    called = time.time()
     res = subprocess.run(["flock", LOCK, mpibench, "campaign", "run", "--no-progress",
-                          *extra, str(camp)], capture_output=True, text=True, timeout=1800)
+                          "--json", *extra, str(camp)], capture_output=True, text=True,
+                         timeout=1800, env=env)
+    returned = time.time()
     if res.returncode not in (0, 1):
         sys.exit(f"campaign run failed ({res.returncode}): {res.stderr[-2000:]}")
+    if log is not None:
+        try:
+            timing = json.loads(res.stdout).get("timing")
+        except (ValueError, AttributeError):
+            timing = None
+        note(log, {"event": "invocation", "tool": label[0], "round": label[1],
+                   "called": called, "returned": returned, "timing": timing})
+
+
+def note(log: Path, rec: dict) -> None:
+    """One line of the run's INVOCATIONS file."""
+    with log.open("a") as fh:
+        fh.write(json.dumps(rec) + "\n")
 
 
 def launch_seconds(db: Path) -> float:
@@ -895,7 +922,8 @@ class Tool:
         if only:
             self.sizes_run.append((self.rounds + 1, len(only)))
         run_round(self.camp, HEAD.format(name=self.name, repeats=n, extra=self.extra,
-                                         bind=self.bind) + self.group, only)
+                                         bind=self.bind) + self.group, only,
+                  log=self.camp.parent.parent / INVOCATIONS, label=(self.name, n))
         self.rounds = n
         self.seconds = launch_seconds(self.db)
         return self.seconds - before
@@ -1140,6 +1168,7 @@ def main(argv: list[str]) -> int:
         spent = {t.name: None if t.done else t.run_to(k)
                  for t in ((core, imb) if first == "core" else (imb, core))}
         c_spent, i_spent = spent["core"], spent["imb"]
+        looked = time.time()
         if k == 2:
             plan0 = core_plan(core.db, compare, rounds=k + 1)
             print(f"      core {plan0.describe() if plan0 else 'budget: ' + NO_PLAN}")
@@ -1158,6 +1187,8 @@ def main(argv: list[str]) -> int:
             record_looks(root, [n for n in design.looks() if n > compare])
         c = core.idle() if c_spent is None else core.look(c_spent)
         i = imb.idle() if i_spent is None else imb.look(i_spent)
+        note(root / INVOCATIONS, {"event": "look", "round": k, "start": looked,
+                                  "end": time.time()})
         print(f"{k:>5} | {c} | {i} | {os.getloadavg()[0]:.2f} {first} first", flush=True)
     # the gate's seconds of these rounds, as their launch seconds: not the to-budget rounds'
     head = (core.seconds, core.state, imb.seconds, imb.state, core.rounds,
@@ -1171,7 +1202,11 @@ def main(argv: list[str]) -> int:
                       f"the last look was an interim one (conservative)")
                 break
             first, n = core.rounds + 1, design.next_look(core.rounds) or budget_rounds
-            c = core.look(core.run_to(n))
+            spent = core.run_to(n)
+            looked = time.time()
+            c = core.look(spent)
+            note(root / INVOCATIONS, {"event": "look", "round": n, "start": looked,
+                                      "end": time.time()})
             print(f"{n:>5} | {c} | {core.idle(f'(core rounds {first}-{n})')} | "
                   f"{os.getloadavg()[0]:.2f}", flush=True)
     print(f"# end: {load()}")
@@ -1298,6 +1333,8 @@ def summary(a, core: Tool, imb: Tool, head: tuple, budget_rounds: int, compare: 
           "so they need not add up):")
     for line in breakdown(core.db, imb.db):
         print(line)
+    for line in time_between(core.camp.parent.parent):
+        print(line)
     goal = i_st.decided
     if goal:
         hit = [next(((r, sec) for r, sec, d in t.history if d >= goal), None)
@@ -1410,6 +1447,214 @@ def reach_line(final, core: Tool, max_budget: float) -> str:
             f"budgeted rounds' undecided cells, which can refuse where this one does not; "
             f"cells whose true gain is near the margin's edge stay undecided by any "
             f"budget)")
+
+
+# --- the time between launches (time_between): where the wall time between one launch's
+# end and the next one's start went, per part, from the stores' timestamps (runs.started,
+# finished; each run directory's timing.json), the machine-state gate's records and, for
+# runs made since stop 39, the run's INVOCATIONS file (the bench's calls and looks, and
+# each invocation's own `campaign run --json` timing)
+
+class Launch(NamedTuple):
+    tool: str
+    harness: str           # runs.harness: one campaign invocation's process
+    started: float         # runs.started: the kept attempt's, before the machine-state gate
+    job: float             # timing.json started: the job script's start (the gate passed)
+    launch: float          # timing.json launch_started
+    end: float             # timing.json finished
+    finished: float        # runs.finished: its results committed
+    aside: float           # seconds of the attempts the gate set aside before it
+
+
+def timed_launches(db: Path, tool: str) -> list[Launch]:
+    """A store's finished launches with every timestamp the split needs (those without a
+    whole, ordered timing.json are left out)."""
+    probes = machine_probes(db)
+    out = []
+    with Store(db, readonly=True) as store:
+        runs = store.runs(status="done")
+    for r in runs:
+        t = _timing_json(Path(r["run_dir"] or "") / "timing.json")
+        if t is None or not (r["started"] and r["finished"]):
+            continue
+        aside = sum((a.get("elapsed_s") or 0.0) + (a.get("waited_s") or 0.0)
+                    for a in (probes.get(r["id"]) or {}).get("set_aside") or [])
+        x = Launch(tool, r["harness"] or "", r["started"], *t, r["finished"], aside)
+        if x.started <= x.job <= x.launch <= x.end <= x.finished:
+            out.append(x)
+    return out
+
+
+def _timing_json(f: Path) -> tuple[float, float, float] | None:
+    """(started, launch_started, finished) of a job script's timing.json, or None."""
+    try:
+        doc = json.loads(f.read_text())
+        got = tuple(float(doc[k]) for k in ("started", "launch_started", "finished"))
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None
+    return got if all(map(math.isfinite, got)) else None
+
+
+def read_invocations(f: Path) -> tuple[list[dict], list[tuple[float, float]], int]:
+    """A run's INVOCATIONS file: (its invocations {tool, called, returned, timing: {name:
+    seconds}}, its looks' (start, end) spans, lines passed over: not JSON, not an object,
+    a needed time missing, not a finite number or out of order). No file: nothing."""
+    invs, looks, bad = [], [], 0
+    try:
+        lines = f.read_text(errors="replace").splitlines()
+    except OSError:
+        return invs, looks, bad
+    for ln in lines:
+        try:
+            rec = json.loads(ln)
+        except ValueError:
+            rec = None
+        if not isinstance(rec, dict):
+            bad += 1
+            continue
+        if rec.get("event") == "look" and _times(rec, "start", "end") is not None:
+            looks.append(_times(rec, "start", "end"))
+        elif rec.get("event") == "invocation" and isinstance(rec.get("tool"), str) \
+                and _times(rec, "called", "returned") is not None:
+            timing = rec.get("timing") if isinstance(rec.get("timing"), dict) else {}
+            called, returned = _times(rec, "called", "returned")
+            invs.append({"tool": rec["tool"], "called": called, "returned": returned,
+                         "timing": {k: float(v) for k, v in timing.items() if _finite(v)}})
+        else:
+            bad += 1
+    return invs, looks, bad
+
+
+def _finite(v) -> bool:
+    """A JSON number (not a boolean) that is a finite float (an integer past a float's
+    range is not)."""
+    if type(v) not in (int, float):
+        return False
+    try:
+        return math.isfinite(float(v))
+    except OverflowError:
+        return False
+
+
+def _times(rec: dict, *keys: str) -> tuple[float, ...] | None:
+    vals = tuple(rec.get(k) for k in keys)
+    if not all(map(_finite, vals)) or list(vals) != sorted(vals):
+        return None
+    return tuple(map(float, vals))
+
+
+# the parts of the time before an invocation's first launch, in time order (each gap
+# holds those its data can tell apart; INVOCATIONS gives the finer ones)
+ACROSS = ("ingest+commit", "status+exit", "bench looks", "bench other", "lock wait",
+          "python+imports", "campaign file", "checks", "store open", "sync", "budget plan",
+          "set aside", "1st cell prep", "gate", "job script")
+WITHIN = ("ingest+commit", "set aside", "next cell prep", "gate", "job script")
+
+
+def gap_parts(a: Launch, b: Launch, inv_a: dict | None, inv_b: dict | None,
+              looks: list[tuple[float, float]]) -> dict[str, float]:
+    """{part: seconds} of the time from launch a's end to launch b's start; the parts tile
+    it. Within one invocation: a's ingest and commit, attempts set aside, b's preparation,
+    the machine-state gate, the job script's start. Across invocations, in between: a's
+    invocation's status, output and exit, the bench's looks and its other work, the shared
+    MPI lock, then b's invocation's Python start and the command line's imports, the
+    campaign file read (with the numpy and stats imports it pulls), the checks (stacks,
+    build, launchers, the runner's imports), store open, sync, budget = "auto"'s plan and
+    its first cell's preparation (without INVOCATIONS lines: coarser parts, named for
+    what they hold)."""
+    head = {"ingest+commit": a.finished - a.end}
+    tail = {"set aside": b.aside, "gate": b.job - b.started, "job script": b.launch - b.job}
+    if a.harness == b.harness:
+        return {**head, "next cell prep": b.started - a.finished - b.aside, **tail}
+    t = (inv_b or {}).get("timing") or {}
+    proc = t.get("process_start") or _harness_start(b.harness)
+    if not (proc and a.finished <= proc <= b.started):
+        return {**head, "between invocations": b.started - a.finished - b.aside, **tail}
+    if inv_a is None or inv_b is None or not _whole(t, proc, b.started):
+        return {**head, "exit+bench+lock": proc - a.finished,
+                "mpibench start to 1st cell": b.started - proc - b.aside, **tail}
+    ran = sum(max(0.0, min(e, inv_b["called"]) - max(s, inv_a["returned"]))
+              for s, e in looks)
+    plan = t.get("budget_plan_s") or 0.0
+    return {**head, "status+exit": inv_a["returned"] - a.finished, "bench looks": ran,
+            "bench other": inv_b["called"] - inv_a["returned"] - ran,
+            "lock wait": proc - inv_b["called"], "python+imports": t["entry"] - proc,
+            # the campaign file read apart from the checks since its mark came (stop 39)
+            **({"campaign file": t["loaded"] - t["entry"]} if "loaded" in t else {}),
+            "checks": t["checked"] - t.get("loaded", t["entry"]),
+            "store open": t["store_open"] - t["checked"],
+            "sync": t["synced"] - t["store_open"], "budget plan": plan,
+            "1st cell prep": b.started - t["synced"] - plan - b.aside, **tail}
+
+
+def _whole(t: dict, proc: float, first: float) -> bool:
+    """An invocation's timing with every mark, in order, before its first cell."""
+    marks = [t.get(k) for k in ("entry", "loaded", "checked", "store_open", "synced")
+             if k != "loaded" or k in t]
+    return all(m is not None for m in marks) and [proc, *marks, first] == sorted(
+        [proc, *marks, first])
+
+
+def _harness_start(token: str) -> float | None:
+    """A harness token's process start (runs.harness 'host pid start-ticks') in epoch
+    seconds on this machine's current boot; None if it cannot be told (the gap then keeps
+    mpibench's start with the time before it)."""
+    from mpibench.campaign.runner import ticks_started
+
+    parts = token.split()
+    return ticks_started(int(parts[2])) if len(parts) == 3 and parts[2].isdigit() else None
+
+
+# every part's name, in time order (ACROSS and WITHIN's, and the coarse ones of runs kept
+# before INVOCATIONS existed)
+PART_ORDER = ("ingest+commit", "status+exit", "bench looks", "bench other", "lock wait",
+              "exit+bench+lock", "between invocations", "python+imports", "campaign file",
+              "checks", "store open", "sync", "budget plan", "mpibench start to 1st cell",
+              "set aside", "1st cell prep", "next cell prep", "gate", "job script")
+
+
+def time_between(root: Path) -> list[str]:
+    """The split of the time between launches of a run (kept or live, both tools' stores
+    under root), per kind of gap (within one campaign invocation; across invocations,
+    named by the tool whose first launch ends it) and part: medians over the gaps, s."""
+    import statistics as st
+
+    launches = sorted((x for t in ("core", "imb") if (root / t / "mpibench.db").is_file()
+                       for x in timed_launches(root / t / "mpibench.db", t)),
+                      key=lambda x: x.launch)
+    if not launches:
+        return ["time between launches: no launch with its run directory's timing.json "
+                "(the run directories were not kept)"]
+    invs, looks, bad = read_invocations(root / INVOCATIONS)
+
+    def inv_of(x: Launch) -> dict | None:
+        return next((i for i in invs if i["tool"] == x.tool
+                     and i["called"] <= x.launch <= i["returned"]), None)
+
+    groups: dict[tuple[str, str], list[tuple[float, dict]]] = {}
+    for a, b in zip(launches, launches[1:], strict=False):
+        kind = "within" if a.harness == b.harness else "across"
+        groups.setdefault((kind, b.tool), []).append(
+            (b.launch - a.end, gap_parts(a, b, inv_of(a), inv_of(b), looks)))
+    head = (f"time between launches (s; per kind of gap the median over its N gaps, of the "
+            f"gap and of each part (in brackets its sum over them; a count where fewer "
+            f"gaps have it): the parts tile every gap, their medians need not add up; from the stores' timestamps, timing.json and "
+            f"{INVOCATIONS if invs else 'no ' + INVOCATIONS + ' (a run kept before it: coarser parts)'}"
+            f"{f', {bad} of its lines passed over' if bad else ''}):")
+    out = [head]
+    for (kind, tool), gaps in sorted(groups.items()):
+        what = ("within an invocation (one variant's launch to the next's), " + tool
+                if kind == "within" else
+                f"across invocations, before {tool}'s first launch of an invocation")
+        parts = []
+        for name in PART_ORDER:
+            vals = [p[name] for _, p in gaps if name in p]
+            if vals:
+                n = f" ({len(vals)})" if len(vals) != len(gaps) else ""
+                parts.append(f"{name} {st.median(vals):.3f}{n} [{sum(vals):.1f}]")
+        out.append(f"  {what} (N={len(gaps)}): gap {st.median(g for g, _ in gaps):.3f}; "
+                   + ", ".join(parts))
+    return out
 
 
 class Replay(NamedTuple):
@@ -1633,6 +1878,8 @@ def replay_run(run: Path) -> RunReplay | None:
     print("  " + modes_line(modes))
     for t, db in dbs.items():
         print("  " + probe_line(db, t))
+    for line in time_between(run):
+        print("  " + line)
     return RunReplay(c.state.decided, i.state.decided, ratio, order[:1], cold, modes)
 
 

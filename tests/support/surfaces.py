@@ -1051,6 +1051,84 @@ def _ttd_looks(t: Tally, mod, f: Path, text: str, k: int, rounds: int) -> None:
         t.silent(f"batches {b!r} read from {text[:60]!r}")
 
 
+@surface("time-to-decision invocation logs", "bench/bench_time_to_decision.py's "
+         "invocations.jsonl (each campaign invocation's call, return and `campaign run "
+         "--json` timing, each look's span; read by time_between, live and on --replay) "
+         "cut, byte-flipped, lines doubled or dropped, times non-finite, huge, of other "
+         "types or out of order: every line read or passed over (counted), every time "
+         "kept finite, in order and in the file, never an exception", weight=0.5)
+def _ttd_invocations(rng: random.Random, n: int) -> Tally:
+    mod = load_bench_ttd()
+    good = "\n".join(json.dumps(r) for r in (
+        {"event": "invocation", "tool": "core", "round": 3, "called": 1795841115.25,
+         "returned": 1795841119.5, "timing": {"process_start": 1795841115.3,
+                                              "entry": 1795841115.75, "synced": 1795841116.5,
+                                              "budget_plan_s": 3.25}},
+        {"event": "look", "round": 3, "start": 1795841121.5, "end": 1795841122.25},
+        {"event": "invocation", "tool": "imb", "round": 3, "called": 1795841122.5,
+         "returned": 1795841124.75, "timing": None})) + "\n"
+    hostile = ["1e400", "-1e400", "NaN", "Infinity", '"7"', "true", "null", "[1]", "{}",
+               "1" * 400, "-5", "0"]
+    t = Tally()
+    with tempfile.TemporaryDirectory(prefix="mb-fuzz-ttd-inv-") as td:
+        f = Path(td) / mod.INVOCATIONS
+        for k in range(n):
+            x = rng.random()
+            text = (mutate_text(rng, good) if x < 0.6 else
+                    re.sub(r"17958411\d\d\.\d+", lambda m: rng.choice(hostile + [m[0]]),
+                           good) if x < 0.9 else
+                    "\n".join(rng.sample(good.splitlines(), 3) * 2))
+            f.write_text(text, encoding="utf-8", errors="surrogatepass")
+            got = t.run(lambda: mod.read_invocations(f),
+                        describe=f"invocations case {k}: {text[:60]!r}")
+            if got is not None:
+                _ttd_invocations_one(t, got, text)
+    return t
+
+
+def _ttd_invocations_one(t: Tally, got, text: str) -> None:
+    invs, looks, bad = got
+    if len(invs) + len(looks) + bad != len(text.splitlines()):
+        t.silent(f"{len(invs)} + {len(looks)} + {bad} lines of {len(text.splitlines())}")
+    spans = [(i["called"], i["returned"]) for i in invs] + list(looks)
+    vals = [v for sp in spans for v in sp] + [v for i in invs for v in i["timing"].values()]
+    if any(a > b for a, b in spans) or not all(math.isfinite(v) for v in vals):
+        t.silent(f"times out of order or not finite: {spans[:3]!r}")
+    elif any(repr(v) not in text and repr(int(v)) not in text for v in vals):
+        t.silent(f"a time not in the file: {vals[:4]!r}")
+
+
+@surface("budget plan cache records", "campaign/budget.py PlanCache's record of a plan "
+         "(files.cache_root()/budget-plans/KEY.json) replaced, cut, byte-flipped, holding "
+         "another key, edited options or line, values of other types: read as the plan "
+         "written, or as none (the plan is then made again), never another plan and never "
+         "an exception", weight=0.5)
+def _plan_records(rng: random.Random, n: int) -> Tally:
+    from mpibench.campaign.budget import PlanCache
+
+    key = "5" * 64
+    options = {"target": 100.0, "max_time": 0.002, "accept_approximate": True}
+    text0 = "budget: --target 100% --max-time 0.002 s per cell --accept-approximate"
+    good = json.dumps({"key": key, "options": options, "describe": text0,
+                       "check": PlanCache._check(key, options, text0)})
+    swaps = ['"target": 1.0', '"target": "100"', '"target": null', '"describe": 3',
+             f'"key": "{"6" * 64}"', '"options": []', '"max_time": 1e400']
+    t = Tally()
+    with tempfile.TemporaryDirectory(prefix="mb-fuzz-plans-") as td:
+        f = Path(td) / f"{key}.json"
+        for k in range(n):
+            x = rng.random()
+            text = (mutate_text(rng, good) if x < 0.6 else
+                    re.sub(r'"(target|describe|key|options|max_time)": [^,}]+',
+                           lambda m: rng.choice(swaps), good, count=1) if x < 0.9 else
+                    rng.choice(["", "[]", "{}", "null", good[: len(good) // 2], good * 2]))
+            f.write_text(text, encoding="utf-8", errors="surrogatepass")
+            got = t.run(lambda: PlanCache.read(f, key), describe=f"record {k}: {text[:60]!r}")
+            if got is not None and got != (options, text0):
+                t.silent(f"another plan read: {got!r:.120}")
+    return t
+
+
 @surface("machine-state probe output and history", "mpibench-cacheline's JSON line (real "
          "captures in tests/data/probe) and the campaign's machine-probe.jsonl (lines with "
          "no host, this host or another, a recent or an aged-out time, this boot or "
