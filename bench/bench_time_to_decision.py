@@ -91,6 +91,19 @@ default). Open MPI binds 2 ranks to cores by default, Hydra (MPICH) does not: on
 (both ranks on one CPU, a scheduler slice per message) against 0 of 10 bound ones, which
 no number of launches averages away. The same binding for both tools.
 
+The time between launches (time_between, live and per kept run on --replay): per kind
+of gap (within one campaign invocation; across invocations, before each tool's first launch
+of one) the median over its N gaps of the gap and of each part, in seconds, with each
+part's sum; the parts tile every gap (the launch's ingest and commit, the invocation's
+status and exit, the bench's looks and other work, the MPI lock, Python's start and
+imports, the campaign file, checks, store open, sync, budget = "auto"'s plan, attempts set
+aside, the first cell's preparation, the gate, the job script). From the stores' times,
+each run directory's timing.json, the gate's records and DIR/invocations.jsonl (written
+since stop 39: each invocation's call and return and its `campaign run --json` timing, each
+look's span); a run kept before it gets the coarser parts its stores tell apart. mpibench
+is started without PYTHONDONTWRITEBYTECODE (a checkout then compiles once, not at every
+invocation), the same for both tools.
+
 The time to a decision: besides the totals after the interleaved rounds, the bench
 prints the launch seconds each tool had spent at the first look where it had decided as
 many cells as IMB decided in all, and their ratio (core / IMB).

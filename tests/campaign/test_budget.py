@@ -280,3 +280,34 @@ def test_a_damaged_plan_record_is_a_plan_made_again(tmp_path, monkeypatch):
         f.write_text(text)
         assert PlanCache.plan(spec, rows) == (want, False), text[:60]
         assert f.read_text() == good
+
+
+def test_a_reused_plan_needs_neither_the_planning_nor_scipy(tmp_path, monkeypatch):
+    """What a later invocation saves: in a fresh process, the remembered plan comes back
+    without stats.budget's search and without importing scipy (0.3-1 s: stats.launch
+    imports it only where a computation needs it; the record's key reads its version
+    from the installed metadata)."""
+    import json
+    import subprocess
+    import sys
+
+    from mpibench.campaign.budget import PlanCache
+
+    monkeypatch.setenv("MPIBENCH_CACHE", str(tmp_path / "cache"))
+    spec, rows = _spec(tmp_path, "10"), _pilot_rows()
+    want = PlanCache.plan(spec, rows)[0]
+    (tmp_path / "rows.json").write_text(json.dumps(rows))
+    code = (
+        "import json, sys\n"
+        "from mpibench.campaign import budget\n"
+        "from mpibench.campaign.spec import load\n"
+        "def refuse(*a, **k): raise AssertionError('planned again')\n"
+        "budget.BudgetRule.plan_rows = refuse\n"
+        f"rows = json.load(open({str(tmp_path / 'rows.json')!r}))\n"
+        f"made, reused = budget.PlanCache.plan(load({str(tmp_path / 'c.toml')!r}), rows)\n"
+        "print(json.dumps([made, reused, 'scipy' in sys.modules]))\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr
+    made, reused, scipy = json.loads(res.stdout)
+    assert reused and not scipy and made == [want[0], want[1]]

@@ -199,10 +199,15 @@ class PlanCache:
         """What makes a plan besides its inputs: the source of mpibench/stats and of this
         module, Python's, numpy's and scipy's versions."""
         if not cls._code:
-            import numpy
-            import scipy
+            from importlib import metadata
 
-            h = hashlib.sha256(f"{sys.version}|{numpy.__version__}|{scipy.__version__}"
+            def version(dist: str) -> str:
+                try:     # not `import scipy`: 0.3-1 s, which the plan it saves may not need
+                    return metadata.version(dist)
+                except metadata.PackageNotFoundError:
+                    return "?"
+
+            h = hashlib.sha256(f"{sys.version}|{version('numpy')}|{version('scipy')}"
                                .encode())
             for f in sorted(Path(budget.__file__).parent.glob("*.py")) + [Path(__file__)]:
                 h.update(f.name.encode() + b"\0" + f.read_bytes())
