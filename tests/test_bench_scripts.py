@@ -777,16 +777,50 @@ def test_time_to_decision_smaller_budgets_repeat_a_run_stopped_at_that_budget(
     assert res.returncode == 2 and "not a kept --to-budget run" in res.stderr
 
 
-def test_time_to_decision_gain_plan_reduces_to_todays_plan_at_gain_one(tmp_path):
-    """--replay DIR --gain-plan on the kept test run: per undecided cell the gain-1 column
+def _narrower(run: Path, factor: float) -> None:
+    """The kept run's core store with each cell's launches of each variant pulled towards
+    their geometric mean (logs scaled by `factor`): the same cells and rounds, a smaller
+    spread between launches, so CIs come near 1 and the margin."""
+    import math
+    import sqlite3
+
+    con = sqlite3.connect(run / "core" / "mpibench.db")
+    rows = con.execute("SELECT results.id, variant, size, median FROM results JOIN runs "
+                       "ON runs.id = results.run_id").fetchall()
+    logs: dict = {}
+    for _, v, size, m in rows:
+        logs.setdefault((v, size), []).append(math.log(m))
+    for i, v, size, m in rows:
+        mean = sum(logs[v, size]) / len(logs[v, size])
+        con.execute("UPDATE results SET median = ? WHERE id = ?",
+                    (math.exp(mean + factor * (math.log(m) - mean)), i))
+    con.commit()
+    con.close()
+
+
+@pytest.mark.parametrize("narrower", [None, 0.2])
+def test_time_to_decision_gain_plan_reduces_to_todays_plan_at_gain_one(tmp_path, narrower):
+    """--replay DIR --gain-plan on the kept test run (and on it with its launches 5x closer
+    to each cell's mean, where the CI's near end of some cells lies within ±5% and the
+    far end beyond: the two ends' columns differ): per undecided cell the gain-1 column
     is stats.budget.cell_rounds' (TOST at gain 1 on rounds 3..10's parts of the cells round
-    10 launched, as --to-budget plans), and planning
-    equivalence at the observed gain (nearer an edge) never asks fewer rounds."""
+    10 launched, as --to-budget plans); the other four are the one-cell plan on the cell's
+    PairedSpread at the effects worked out here from the look's gain and CI (the live
+    path: decided() look by look on the store): equivalence within ±5% at the point gain
+    (log 1.05 - |log gain|), the difference test at it (|log gain|), equivalence at the
+    CI's end farthest from 1, the difference test at its end nearest 1 (none when the CI
+    holds 1); none (">5000") beyond 5000 rounds or at no effect. The CI-end columns never
+    ask fewer rounds than the point ones, and planning equivalence at the observed gain
+    never fewer than at gain 1."""
+    import math
+
     from mpibench.stats import budget
     from mpibench.store import Store
     from mpibench.store.report_queries import launch_cost_rows
 
     run = _kept_run(tmp_path)
+    if narrower:
+        _narrower(run, narrower)
     res = _ttd("--replay", str(run), "--gain-plan", timeout=300)
     assert res.returncode == 0, res.stderr
     got = {}
@@ -795,18 +829,52 @@ def test_time_to_decision_gain_plan_reduces_to_todays_plan_at_gain_one(tmp_path)
             cols = line.split(":", 1)[1].split()
             got[int(line.split()[1])] = [None if c.startswith(">") else int(c) for c in cols]
     assert got and all(len(c) == 5 for c in got.values()), res.stdout
-    with Store(run / "core" / "mpibench.db", readonly=True) as store:
+    db = run / "core" / "mpibench.db"
+    with Store(db, readonly=True) as store:
         rows = launch_cost_rows(store, [r["id"] for r in store.runs(status="done")
                                         if 2 <= r["repeat"] < 10])
     live = {(r["benchmark"], r["size"]) for r in rows if r["repeat"] == 9}
     rows = [r for r in rows if (r["benchmark"], r["size"]) in live]
     today = {k[1]: n for k, n in budget.cell_rounds(rows, ["openmpi", "mpich"], 0.05).items()}
-    for size, (gain1, eq_point, _sig, _eq_ci, _sig_ci) in got.items():
+    spreads = budget.paired_spreads(rows, ["openmpi", "mpich"])
+    ttd = _load_bench("bench_ttd_gain")
+    design, look = ttd.schedule(10, 10, 0), None
+    for n in range(2, 11):
+        state, look = ttd.decided(db, "median", design, n, look)
+    undecided = {k.size: c for k, c in look.items() if k.size in got}
+    assert sorted(undecided) == sorted(got) and len(got) == state.cells - state.decided
+
+    def plan(key, log_effect, equivalence):
+        # the cell's one PairedSpread on this run (cell_rounds would take the largest of
+        # several: a hedged or split pool); None beyond 5000 rounds or at no effect
+        (ps, _), = spreads[budget.pool_of(key)].tested_on([key])
+        if log_effect <= 0:
+            return None
+        return budget._cell_round(ps, key, math.expm1(log_effect), budget.PLAN_CONFIDENCE,
+                                  equivalence=equivalence, max_n=5000)
+
+    margin = math.log(1.05)
+    for size, cols in got.items():
+        c, key = undecided[size], ("PingPong", size)
+        point = abs(math.log(c.gain))
+        lo, hi = abs(math.log(c.ci_low)), abs(math.log(c.ci_high))
+        near = 0.0 if c.ci_low <= 1 <= c.ci_high else min(lo, hi)
+        want = [plan(key, margin, True), plan(key, margin - point, True),
+                plan(key, point, False), plan(key, margin - max(lo, hi), True),
+                plan(key, near, False)]
+        assert cols == want, (size, cols, want, res.stdout)
+        gain1, eq_point, sig_point, eq_ci, sig_ci = (math.inf if x is None else x
+                                                     for x in cols)
         if today[size] is None:     # beyond SEARCH_MAX for today's plan; the what-if goes on
-            assert gain1 is None or gain1 > budget.SEARCH_MAX, (size, res.stdout)
+            assert gain1 > budget.SEARCH_MAX, (size, res.stdout)
         else:
             assert gain1 == today[size], (size, res.stdout)
-        assert eq_point is None or eq_point >= gain1, (size, res.stdout)
+        assert eq_point >= gain1 and eq_ci >= eq_point and sig_ci >= sig_point, (size, cols)
+    # the fixture can tell the columns apart: cells with both point columns in reach, and
+    # (narrower) cells whose CI's near end is within the margin and far end beyond
+    assert sum(x[1] is not None and x[2] is not None for x in got.values()) >= 2, res.stdout
+    ends = [sorted(abs(math.log(x)) for x in (c.ci_low, c.ci_high)) for c in undecided.values()]
+    assert any(a < margin < b for a, b in ends) == bool(narrower), ends
 
 
 def test_probe_gate_set_aside_causes_upto_round_reads_the_first_rounds_only(tmp_path):
