@@ -207,6 +207,7 @@ def test_a_later_invocation_reuses_the_plan_its_pilot_had(tmp_path, monkeypatch)
     again, reused = PlanCache.plan(spec, rows)
     assert reused and again == first
     assert all(type(v) is type(first[0][k]) for k, v in again[0].items())
+    assert set(first[0]) == PlanCache.OPTIONS        # what a record may hold
     # later rounds' rows are not the pilot's: the same plan (plan_rows reads the pilot)
     assert PlanCache.plan(spec, rows + _later_rows()) == (first, True)
     # so is a raised `repeats` (the same launch cap) once the rounds counted pair every
@@ -257,10 +258,19 @@ def test_rounds_past_the_pairing_horizon_change_no_plan(tmp_path):
             assert _made(_capped(tmp_path, 2 + MIN_PAIRS + more), rows) == at
 
 
+def _resealed(doc: dict, options: dict) -> dict:
+    """A record with other options and a checksum made for them: only its shape can tell."""
+    from mpibench.campaign.budget import PlanCache
+
+    return dict(doc, options=options,
+                check=PlanCache._check(doc["key"], options, doc["describe"]))
+
+
 def test_a_damaged_plan_record_is_a_plan_made_again(tmp_path, monkeypatch):
     """A record cut, byte-flipped, another record's, or one whose options were edited
-    (its checksum no longer its own) is never used: the plan is made again (and the
-    record rewritten)."""
+    (its checksum no longer its own), or one holding an option no plan sets or a value
+    that is no scalar (even with a checksum made for it) is never used: the plan is made
+    again (and the record rewritten)."""
     import json
 
     from mpibench.campaign.budget import PlanCache
@@ -276,7 +286,9 @@ def test_a_damaged_plan_record_is_a_plan_made_again(tmp_path, monkeypatch):
     edited = dict(doc, options=dict(doc["options"], target=1.0))
     for text in (good[:len(good) // 2], good.replace('"', "'", 1), "[]", "",
                  json.dumps(other), json.dumps(edited), json.dumps(dict(doc, describe=3)),
-                 json.dumps(dict(doc, options=dict(doc["options"], target="1")))):
+                 json.dumps(dict(doc, options=dict(doc["options"], target="1"))),
+                 json.dumps(_resealed(doc, dict(doc["options"], root_shift=True))),
+                 json.dumps(_resealed(doc, dict(doc["options"], target=[1])))):
         f.write_text(text)
         assert PlanCache.plan(spec, rows) == (want, False), text[:60]
         assert f.read_text() == good

@@ -164,6 +164,8 @@ class PlanCache:
     that cannot be read or written only means planning, as before."""
 
     DIR = "budget-plans"
+    # the core options a plan sets (stats.budget.Choice.options): a record's only keys
+    OPTIONS = frozenset({"target", "max_time", "accept_approximate"})
     _code: list[str] = []
 
     @classmethod
@@ -240,7 +242,7 @@ class PlanCache:
         options, text = doc.get("options"), doc.get("describe")
         if (doc.get("key") != key or not isinstance(text, str)
                 or not isinstance(options, dict)
-                or not all(isinstance(k, str) and type(v) in (bool, int, float)
+                or not all(k in cls.OPTIONS and type(v) in (bool, int, float)
                            for k, v in options.items())
                 or doc.get("check") != cls._check(key, options, text)):
             return None
