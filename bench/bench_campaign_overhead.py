@@ -24,8 +24,12 @@ pilot rows. Measured here side by side in one run, interleaved, medians of R rou
 
 The pilot is a synthetic one of the time-to-decision bench's shape (PingPong 0:22, two
 variants, two interleaved rounds, seeded), or --store DIR: a kept time-to-decision run's core
-directory (DIR/core.toml and DIR/mpibench.db, read only), its own pilot. The load average is
-printed at the start and the end (the machine is shared).
+directory (DIR/core.toml and DIR/mpibench.db, read only), its own pilot. The synthetic pilot
+plans in 0.5 s (niced, load 4: every cell plain, one launch regime); real pilots take much
+longer (run-74's: 3.7-6.8 s a plan in the live runs at load 5-9, 18 s niced at load 8: cut-
+short cells and launch regimes make more pools to search), so --store gives the cost the
+time-to-decision bench pays. The load average is printed at the start and the end (the
+machine is shared).
 
 Usage: .venv/bin/python bench/bench_campaign_overhead.py [--quick] [--rounds R] [--store DIR]
 """
