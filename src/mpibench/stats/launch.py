@@ -98,6 +98,13 @@ def _special():
     return special
 
 
+def _mean(a: np.ndarray) -> np.float64:
+    """a.mean() of a non-empty array, the same value bit for bit (numpy's mean is the same
+    sum over the count; an integer array's sum is exact) at half its call cost: the
+    comparison takes thousands of means of a few values each."""
+    return a.sum() / a.size
+
+
 # scipy.stats' t, chi2 and norm evaluate exactly these scipy.special functions inside their
 # ordinary domain (0 < q < 1, finite x, df > 0); scipy.special imports in ~0.4 s against
 # scipy.stats' ~1 s, which is most of a fresh `mpibench compare`. The edges (and anything
@@ -790,9 +797,15 @@ def _cc_tail(tstats: np.ndarray, components: Sequence[tuple[float, float]]) -> n
     if len(comps) > 1 and min(dfs) != max(dfs):
         ws = [w for w, _ in comps]
         col = np.reshape(dfs, (len(dfs),) + (1,) * x.ndim)   # every df in one _t_isf call
+        isf = _t_isf
+        if _positive(col) is not None and _unit_open(np.exp([lo, hi])) is not None:
+            # every q the bisection tries lies between exp(lo) and exp(hi), in (0, 1):
+            # _t_isf's fast path for each, without its domain checks 40 times over
+            stdtrit = _special().stdtrit
+            isf = lambda q, df: -stdtrit(df, q)   # noqa: E731
         for _ in range(40):
             mid = 0.5 * (lo + hi)
-            rows = _t_isf(np.exp(mid), col)
+            rows = isf(np.exp(mid), col)
             c = sum(w * row for w, row in zip(ws, rows, strict=True))
             above = c > x            # critical value too high: q must grow
             lo = np.where(above, mid, lo)
@@ -871,7 +884,7 @@ def pooled_sd(*sides: np.ndarray) -> float | None:
     ss, df = 0.0, 0
     for y in sides:
         if y.size >= 2:
-            ss += float(((y - y.mean()) ** 2).sum())
+            ss += float(((y - _mean(y)) ** 2).sum())
             df += y.size - 1
     return math.sqrt(ss / df) if df else None
 
@@ -1050,9 +1063,39 @@ class _Residuals(NamedTuple):
                                         # launches (n_s - 1 df): what its rounds alone say
 
 
+def _content(side: Mapping[object, Mapping[Hashable, float | None]]) -> tuple | None:
+    """side as a hashable key of its content, in order (None where a key or value is not
+    hashable): _centred and _residuals are computed once per content. compare_cells asks
+    the same side of a block several times (its Spread, its regimes, the hedge's cuts, the
+    quiet blocks; stats.budget again); the arrays they share are read-only."""
+    try:
+        key = tuple((cell, tuple(by.items())) for cell, by in side.items())
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _frozen(*arrays: np.ndarray | None) -> None:
+    for a in arrays:
+        if a is not None:
+            a.flags.writeable = False
+
+
 def _residuals(side: Mapping[object, Mapping[Hashable, float | None]]) -> _Residuals | None:
     """The side's decomposition (Spread): its logs centred per cell (_centred), then per
-    launch; None where spread is None."""
+    launch; None where spread is None. Computed once per content (_content)."""
+    key = _content(side)
+    return _residuals_of(side) if key is None else _residuals_cached(key)
+
+
+@functools.lru_cache(maxsize=1024)
+def _residuals_cached(content: tuple) -> _Residuals | None:
+    return _residuals_of({cell: dict(items) for cell, items in content})
+
+
+def _residuals_of(side: Mapping[object, Mapping[Hashable, float | None]]
+                  ) -> _Residuals | None:
     centred = _centred(side)
     if centred is None:
         return None
@@ -1066,8 +1109,9 @@ def _residuals(side: Mapping[object, Mapping[Hashable, float | None]]) -> _Resid
         ms_launch = float((r[:, 0] ** 2).sum()) / (n - 1) if s_cols == 1 else ms_launch
     seen = np.where(obs, r, 0.0)
     own_var = (seen * seen).sum(axis=0) / np.maximum(obs.sum(axis=0) - 1, 1)
-    return _Residuals(keys, res, obs, Spread(ms_launch, n - 1, ms_cell, df_cell, s_bar, n),
-                      own_var)
+    _frozen(res, own_var)
+    return _Residuals(tuple(keys), res, obs, Spread(ms_launch, n - 1, ms_cell, df_cell,
+                                                   s_bar, n), own_var)
 
 
 def _two_way(r: np.ndarray, obs: np.ndarray
@@ -1082,7 +1126,7 @@ def _two_way(r: np.ndarray, obs: np.ndarray
     res = np.where(obs, r - m[:, None], 0.0)
     df_cell = int(obs.sum()) - int(seen.sum()) - r.shape[1] + 1
     ms_cell = float((res * res).sum()) / df_cell if df_cell > 0 else 0.0
-    return m, res, ms_cell, df_cell, float(per_launch[seen].mean())
+    return m, res, ms_cell, df_cell, float(_mean(per_launch[seen]))
 
 
 def _spread_of(rs: _Residuals | None, moderate: bool = True, force: bool = False,
@@ -1105,10 +1149,23 @@ def _centred(side: Mapping[object, Mapping[Hashable, float | None]]
               ) -> tuple[list, np.ndarray, np.ndarray] | None:
     """(cell keys, logs centred per cell as launch x cell with NaN where a launch lacks
     the cell, observed mask) of one side, the cells with >= 2 launches and the launches
-    with >= 1 of them; None below 2 launches."""
+    with >= 1 of them; None below 2 launches. Computed once per content (_content); the
+    arrays are read-only."""
+    key = _content(side)
+    got = _centred_of(side.items()) if key is None else _centred_cached(key)
+    return None if got is None else (list(got[0]), got[1], got[2])
+
+
+@functools.lru_cache(maxsize=1024)
+def _centred_cached(content: tuple) -> tuple[tuple, np.ndarray, np.ndarray] | None:
+    return _centred_of((cell, dict(items)) for cell, items in content)
+
+
+def _centred_of(items: Iterable[tuple[object, Mapping[Hashable, float | None]]]
+                ) -> tuple[tuple, np.ndarray, np.ndarray] | None:
     keyed = [(key, {k: math.log(v) for k, v in by.items()
                     if v is not None and math.isfinite(v) and v > 0})
-             for key, by in side.items()]
+             for key, by in items]
     keyed = [(key, c) for key, c in keyed if len(c) >= 2]
     if not keyed:
         return None
@@ -1119,13 +1176,14 @@ def _centred(side: Mapping[object, Mapping[Hashable, float | None]]
     r = np.full((len(launches), len(keyed)), np.nan)
     for j, (_key, c) in enumerate(keyed):
         vals = np.array(list(c.values()))
-        for k, v in zip(c, vals - vals.mean(), strict=True):
-            r[index[k], j] = v
+        r[[index[k] for k in c], j] = vals - _mean(vals)
     obs = ~np.isnan(r)
     keep = obs.sum(axis=1) > 0
     if int(keep.sum()) < 2:
         return None
-    return [key for key, _c in keyed], r[keep], obs[keep]
+    r, obs = r[keep], obs[keep]
+    _frozen(r, obs)
+    return tuple(key for key, _c in keyed), r, obs
 
 
 def _cell_sums(rs: _Residuals | None) -> dict[object, tuple[float, float]]:
@@ -1584,7 +1642,7 @@ def _test_cell(yb: np.ndarray, yc: np.ndarray, spreads, alpha: float,
     if nb == 0 or nc == 0:
         return LaunchTest(None, None, None, None, nb, nc, False, Untested.NO_STATISTIC.value,
                           untested=Untested.NO_STATISTIC)
-    diff = float(yc.mean() - yb.mean())
+    diff = float(_mean(yc) - _mean(yb))
     point = math.exp(diff)
     sd = pooled_sd(yb, yc)
     if nb < MIN_LAUNCHES or nc < MIN_LAUNCHES:
@@ -1881,7 +1939,22 @@ def _best_split(r: np.ndarray, cols: list[int], centres: int = 1) -> tuple[float
 
 def _cut_ps(r: np.ndarray, cols: list[int], centres: int = 1) -> list[tuple[float, int]]:
     """[(Bonferroni p, k)] of every cut of cols (columns of r) before cols[k], each run at
-    least MIN_REGIME_CELLS cells: _split_p times the candidate cuts, not capped at 1."""
+    least MIN_REGIME_CELLS cells: _split_p times the candidate cuts, not capped at 1.
+    Computed once per (r, cols, centres): the regime split (_regimes) and the hedge
+    (_hedge_runs_of) both try every cut of a block."""
+    if r.dtype != np.float64:
+        return _cut_ps_of(r, cols, centres)
+    return list(_cut_ps_cached(r.shape, r.tobytes(), tuple(cols), centres,
+                               (MIN_REGIME_CELLS, MIN_PAIRS)))
+
+
+@functools.lru_cache(maxsize=1024)
+def _cut_ps_cached(shape: tuple, data: bytes, cols: tuple, centres: int, _rules: tuple
+                   ) -> tuple[tuple[float, int], ...]:
+    return tuple(_cut_ps_of(np.frombuffer(data).reshape(shape), list(cols), centres))
+
+
+def _cut_ps_of(r: np.ndarray, cols: list[int], centres: int) -> list[tuple[float, int]]:
     cuts = range(MIN_REGIME_CELLS, len(cols) - MIN_REGIME_CELLS + 1)
     return [(_split_p(r[:, cols[:k]], r[:, cols[k:]], centres) * len(cuts), k)
             for k in cuts]
@@ -1917,7 +1990,7 @@ def _split_p(a: np.ndarray, b: np.ndarray, centres: int = 1) -> float:
     if n < MIN_PAIRS or n <= centres or den <= 0:
         return 1.0
     d = ma[ok] - mb[ok]
-    num = float(((d - d.mean()) ** 2).sum()) / (n - centres)
+    num = float(((d - _mean(d)) ** 2).sum()) / (n - centres)
     return float(_special().fdtrc(n - centres, _satterthwaite((va, vb)), num / den))
 
 
@@ -2033,7 +2106,7 @@ def paired_test(d: np.ndarray, sp: Spread | None, unpaired: int = 0, alpha: floa
     if n == 0:
         return LaunchTest(None, None, None, None, 0, 0, False, Untested.NO_STATISTIC.value,
                           untested=Untested.NO_STATISTIC, **extra)
-    diff = float(d.mean())
+    diff = float(_mean(d))
     point = math.exp(diff)
     if n < MIN_LAUNCHES:
         return LaunchTest(point, None, None, None, n, n, False,

@@ -79,18 +79,33 @@ TREND_LEVEL = 0.05
 TREND_DEGREE = 2
 
 
+def _trigamma(x):
+    """scipy.special.polygamma(1, x), the same value bit for bit: polygamma(n, x) is
+    (-1)^(n+1) n! zeta(n+1, x), here 1.0 * 1.0 * zeta(2, x) (exact factors). polygamma
+    wraps it in asarray/where and evaluates digamma as well: ten times the cost, paid per
+    Newton step of _trigamma_inverse and per prior."""
+    from scipy.special import zeta
+    return zeta(2, x)
+
+
+def _tetragamma(x):
+    """scipy.special.polygamma(2, x) bit for bit: ((-1)^3 gamma(3)) zeta(3, x), the factor
+    computed as polygamma computes it."""
+    from scipy.special import gamma, zeta
+    return (-1.0) ** 3 * gamma(3.0) * zeta(3, x)
+
+
 def _trigamma_inverse(x: float) -> float:
     """y with trigamma(y) = x (x > 0), by Newton's method on 1 / trigamma, which is
     nearly linear in y (start 0.5 + 1 / x: trigamma(y) ~ 1/y + 1/(2 y^2))."""
-    from scipy.special import polygamma
     if x > 1e7:
         return 1.0 / math.sqrt(x)
     if x < 1e-6:
         return 1.0 / x
     y = 0.5 + 1.0 / x
     for _ in range(50):
-        tri = float(polygamma(1, y))
-        step = tri * (1.0 - tri / x) / float(polygamma(2, y))
+        tri = float(_trigamma(y))
+        step = tri * (1.0 - tri / x) / float(_tetragamma(y))
         y += step
         if -step / y < 1e-8:
             break
@@ -102,7 +117,7 @@ def prior(variances: Sequence[float], dfs: Sequence[float]) -> tuple[float, floa
     of moments on log s_g^2). d0 = inf when the variances spread no more than their
     sampling error says (or there are fewer than MIN_GROUPS positive ones); s0^2 is then
     the df-weighted pooled variance."""
-    from scipy.special import digamma, polygamma
+    from scipy.special import digamma
     s2 = np.asarray(variances, dtype=float)
     d = np.asarray(dfs, dtype=float)
     ok = (s2 > 0) & (d > 0) & np.isfinite(s2)
@@ -112,7 +127,7 @@ def prior(variances: Sequence[float], dfs: Sequence[float]) -> tuple[float, floa
     s2, d = s2[ok], d[ok]
     e = _logs_unbiased(s2, d)
     emean = float(e.mean())
-    evar = float(((e - emean) ** 2).sum() / (e.size - 1) - polygamma(1, d / 2.0).mean())
+    evar = float(((e - emean) ** 2).sum() / (e.size - 1) - _trigamma(d / 2.0).mean())
     if evar <= 0:
         return math.inf, pooled
     d0 = 2.0 * _trigamma_inverse(evar)
@@ -156,8 +171,7 @@ def trend_fit(e: np.ndarray, x: np.ndarray, at: np.ndarray
 
 def log_var(df: float) -> float:
     """The variance of log s^2 for s^2 on df degrees of freedom: trigamma(df / 2)."""
-    from scipy.special import polygamma
-    return float(polygamma(1, df / 2.0))
+    return float(_trigamma(df / 2.0))
 
 
 def log_df(v: np.ndarray) -> np.ndarray:
@@ -174,7 +188,7 @@ def trend_p(variances: Sequence[float], dfs: Sequence[float],
     spread more (a minority, a U shape: the slope is then judged on what the sizes
     scatter by, not on chi-square noise alone); normal reference. 1.0 below MIN_GROUPS
     positive variances."""
-    from scipy.special import ndtr, polygamma
+    from scipy.special import ndtr
     s2 = np.asarray(variances, dtype=float)
     d = np.asarray(dfs, dtype=float)
     xs = np.arange(s2.size, dtype=float) if x is None else np.asarray(x, dtype=float)
@@ -186,7 +200,7 @@ def trend_p(variances: Sequence[float], dfs: Sequence[float],
     fit, slope, sxx = _line(e, xs)
     if sxx <= 0:
         return 1.0
-    noise = float(polygamma(1, d / 2.0).mean())
+    noise = float(_trigamma(d / 2.0).mean())
     scatter = float(((e - fit) ** 2).sum()) / (e.size - 2) if e.size > 2 else noise
     z = abs(slope) / math.sqrt(max(noise, scatter) / sxx)
     return float(2.0 * ndtr(-z))
@@ -203,7 +217,7 @@ def trend_prior(variances: Sequence[float], dfs: Sequence[float], x: Sequence[fl
     s_g^2, had a centre pulled low by that same draw (22 sizes x 8 rounds, the ramp's
     top: the moderated cells 0.91x the truth, 7.8% A/A). Fewer than two residual df:
     the flat prior's, one s0^2 for all."""
-    from scipy.special import digamma, polygamma
+    from scipy.special import digamma
     s2 = np.asarray(variances, dtype=float)
     d = np.asarray(dfs, dtype=float)
     xs = np.asarray(x, dtype=float)
@@ -215,7 +229,7 @@ def trend_prior(variances: Sequence[float], dfs: Sequence[float], x: Sequence[fl
     fit, lev, df = trend_fit(e, xs[ok], xs[ok])
     line = trend_fit(e, xs[ok], xs)[0]
     line[ok] = (fit - lev * e) / (1.0 - np.minimum(lev, 0.95))
-    evar = float(((e - fit) ** 2).sum()) / df - float(polygamma(1, d[ok] / 2.0).mean())
+    evar = float(((e - fit) ** 2).sum()) / df - float(_trigamma(d[ok] / 2.0).mean())
     if evar <= 0:
         return math.inf, np.exp(line)
     d0 = 2.0 * _trigamma_inverse(evar)
@@ -302,13 +316,22 @@ def _upper_tail(x: np.ndarray, d: np.ndarray, d0: float) -> np.ndarray:
     return fdtrc(d, d0, x)
 
 
-def _trimmed_prior(s2: np.ndarray, d: np.ndarray, tail: float, x: np.ndarray | None = None
-                   ) -> tuple[float, np.ndarray, np.ndarray]:
+def _trimmed_prior(s2: np.ndarray, d: np.ndarray, tail: float, x: np.ndarray | None = None,
+                   fits: dict | None = None) -> tuple[float, np.ndarray, np.ndarray]:
     """The prior from the variances not beyond its upper `tail` quantile, iterated until
     the ones left out stay the same: (d0, s0^2 per variance, left out). x: about a trend
-    in x (trend_prior), else one s0^2 (prior)."""
+    in x (trend_prior), else one s0^2 (prior). fits: {left-out mask: _prior_at's fit}
+    shared by robust's two trims of one set of variances (both start from none left out)."""
+    fits = {} if fits is None else fits
+
+    def fit(out: np.ndarray) -> tuple[float, np.ndarray]:
+        key = out.tobytes()
+        if key not in fits:
+            fits[key] = _prior_at(s2, d, out, x)
+        return fits[key]
+
     out = np.zeros(s2.size, dtype=bool)
-    d0, s0 = _prior_at(s2, d, out, x)
+    d0, s0 = fit(out)
     for _ in range(20):
         if np.any(s0 <= 0):
             break
@@ -316,7 +339,7 @@ def _trimmed_prior(s2: np.ndarray, d: np.ndarray, tail: float, x: np.ndarray | N
         if np.array_equal(new, out) or new.all():
             break
         out = new
-        d0, s0 = _prior_at(s2, d, out, x)
+        d0, s0 = fit(out)
     return d0, s0, out
 
 
@@ -346,8 +369,28 @@ def robust(variances: Sequence[float], dfs: Sequence[float], tail: float = OUTLI
     s2 = np.asarray(variances, dtype=float)
     d = np.asarray(dfs, dtype=float)
     xs = None if x is None else np.asarray(x, dtype=float)
-    _d0, _s0, own = _trimmed_prior(s2, d, tail, xs)
-    d0, s0, _out = _trimmed_prior(s2, d, exclude, xs)
+    key = (s2.tobytes(), d.tobytes(), None if xs is None else xs.tobytes(), s2.size, tail,
+           exclude, MIN_GROUPS, TREND_DEGREE)
+    got = _ROBUST.get(key)
+    if got is None:
+        got = _robust_of(s2, d, tail, exclude, xs)
+        if len(_ROBUST) >= 2048:
+            _ROBUST.pop(next(iter(_ROBUST)))
+        _ROBUST[key] = got
+    d0, s0, own = got
+    return d0, (s0.copy() if isinstance(s0, np.ndarray) else s0), own.copy()
+
+
+# robust's results by its arguments' bytes: a block's gate (stats.launch._cell_parts) and
+# its quiet sizes (_quiet_cells) ask the same variances again, as does a plan (stats.budget)
+_ROBUST: dict[tuple, tuple] = {}
+
+
+def _robust_of(s2: np.ndarray, d: np.ndarray, tail: float, exclude: float,
+               xs: np.ndarray | None) -> tuple[float, float | np.ndarray, np.ndarray]:
+    fits: dict = {}
+    _d0, _s0, own = _trimmed_prior(s2, d, tail, xs, fits)
+    d0, s0, _out = _trimmed_prior(s2, d, exclude, xs, fits)
     return d0, (s0 if xs is not None else float(s0[0]) if s0.size else 0.0), own
 
 
