@@ -70,9 +70,17 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from scipy import stats as sps
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def _sps():
+    """scipy.stats, imported where a simulation needs it: its ~1 s import made --help and
+    every refused flag slow (tests/test_bench_scripts.py runs them)."""
+    from scipy import stats
+    return stats
+
+
 sys.path.insert(0, str(ROOT / "src"))
 
 from mpibench.campaign.machine_probe import RETRIES  # noqa: E402
@@ -103,7 +111,7 @@ def _reading(pair) -> ProbeReading:
 
 def rounds_needed(sd: float) -> float:
     """Rounds per side for a paired TOST within ±5% at alpha 0.05, 80% power at gain 1."""
-    z = sps.norm.ppf(0.95) + sps.norm.ppf(0.9)
+    z = _sps().norm.ppf(0.95) + _sps().norm.ppf(0.9)
     return (z * sd / MARGIN) ** 2
 
 
@@ -194,8 +202,8 @@ def simulate(rng: np.random.Generator, reps: int, slow_share: float, gated: bool
         d = np.array(d)
         se = d.std(ddof=1) / math.sqrt(rounds)
         t = d.mean() / se
-        fp += abs(t) > sps.t.ppf(0.975, rounds - 1)
-        q = sps.t.ppf(0.95, rounds - 1)
+        fp += abs(t) > _sps().t.ppf(0.975, rounds - 1)
+        q = _sps().t.ppf(0.95, rounds - 1)
         eq += (d.mean() - q * se > -MARGIN) and (d.mean() + q * se < MARGIN)
         means.append(d.mean())
     return {"sig": fp / reps, "eq": eq / reps, "attempts": float(np.mean(attempts)),
@@ -313,7 +321,7 @@ def finer_sim(reps: int, seed: int, rounds: int = 24) -> None:
                         attempts += na + nb
                     d = np.array(d)
                     fp += abs(d.mean() / (d.std(ddof=1) / math.sqrt(rounds))) > \
-                        sps.t.ppf(0.975, rounds - 1)
+                        _sps().t.ppf(0.975, rounds - 1)
                     wall += m.now
                 n = reps * rounds * 2
                 print(f"{dwell[0]:>4.0f}/{dwell[1]:<4.0f} {name:>16} {fp / reps:>12.3f} "
@@ -1053,7 +1061,7 @@ def _seen_by_the_readings(db: Path) -> None:
         for (bench, size), got in sorted(cells.items()):
             if len(got) >= 10:
                 med, ns = np.array(got).T
-                rho = sps.spearmanr(med, ns).statistic
+                rho = _sps().spearmanr(med, ns).statistic
                 print(f"  {str(db.parent)[-20:]:>20} c{camp} {bench:>10} {size:>5} B: "
                       f"{len(got):2d} launches, rho {rho:+.2f}; medians p90/p10 "
                       f"{np.percentile(med, 90) / np.percentile(med, 10):.2f}, readings "
@@ -1314,9 +1322,9 @@ def _rr_verdict(d: np.ndarray) -> tuple[str, float]:
     """Paired t at 5% (significant), else paired TOST within ±5% at 5% (equivalent)."""
     n = len(d)
     mu, se = float(d.mean()), float(d.std(ddof=1)) / math.sqrt(n)
-    if abs(mu) > sps.t.ppf(0.975, n - 1) * se:
+    if abs(mu) > _sps().t.ppf(0.975, n - 1) * se:
         return "sig", mu
-    t1 = sps.t.ppf(0.95, n - 1) * se
+    t1 = _sps().t.ppf(0.95, n - 1) * se
     return ("eq" if -MARGIN < mu - t1 and mu + t1 < MARGIN else "und"), mu
 
 
