@@ -2009,30 +2009,31 @@ def gain_plan(db: Path, n: int) -> tuple[State, list[tuple]]:
     m, out = math.log1p(TARGET), []
     for key, c in prev.items():
         k2 = (key.benchmark, key.size)
-        ps = next((p for g, pool in spreads.items() if budget.pool_of(k2) == g
-                   for p, _ks in pool.tested_on([k2])), None)
-        if c.status in (Status.SIGNIFICANT, Status.EQUIVALENT) or ps is None or not c.gain:
+        pool = spreads.get(budget.pool_of(k2))
+        if c.status in (Status.SIGNIFICANT, Status.EQUIVALENT) or pool is None \
+                or not c.gain or not pool.tested_on([k2]):
             continue
         th = abs(math.log(c.gain))
         ends = sorted(abs(math.log(x)) for x in (c.ci_low, c.ci_high))
         near_1 = 0.0 if c.ci_low < 1 < c.ci_high else ends[0]
 
-        def need(effect: float, eq: bool, ps=ps, k2=k2) -> int | None:
-            return _cell_need(ps, k2, effect, eq)
+        def need(effect: float, eq: bool, pool=pool, k2=k2) -> int | None:
+            return _cell_need(pool, k2, effect, eq)
         out.append((key.size, c.gain, c.ci_low, c.ci_high, need(m, True),
                     need(m - th, True), need(th, False), need(m - ends[1], True),
                     need(near_1, False)))
     return state, out
 
 
-def _cell_need(ps, key, log_effect: float, equivalence: bool) -> int | None:
-    """Rounds per side for one cell on its PairedSpread (stats.budget's cell plan,
-    cell_rounds' parts at their 80% bounds) for an effect of log_effect (logs), to
-    GAIN_PLAN_MAX; None beyond or when log_effect <= 0."""
+def _cell_need(pool, key, log_effect: float, equivalence: bool) -> int | None:
+    """Rounds per side for one cell of its paired pool (stats.budget.pool_cell_rounds,
+    cell_rounds' rule: the largest over the Spreads compare tests it on, parts at their
+    80% bounds) for an effect of log_effect (logs), to GAIN_PLAN_MAX; None beyond or when
+    log_effect <= 0."""
     if log_effect <= 0:
         return None
-    return budget._cell_round(ps, key, math.expm1(log_effect), budget.PLAN_CONFIDENCE,
-                              equivalence=equivalence, max_n=GAIN_PLAN_MAX)
+    return budget.pool_cell_rounds(pool, key, math.expm1(log_effect), budget.PLAN_CONFIDENCE,
+                                   equivalence=equivalence, max_n=GAIN_PLAN_MAX)
 
 
 GAIN_PLAN_MAX = 5000

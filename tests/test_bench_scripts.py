@@ -815,6 +815,7 @@ def test_time_to_decision_gain_plan_reduces_to_todays_plan_at_gain_one(tmp_path,
     import math
 
     from mpibench.stats import budget
+    from mpibench.stats import launch as launch_stats
     from mpibench.store import Store
     from mpibench.store.report_queries import launch_cost_rows
 
@@ -845,13 +846,15 @@ def test_time_to_decision_gain_plan_reduces_to_todays_plan_at_gain_one(tmp_path,
     assert sorted(undecided) == sorted(got) and len(got) == state.cells - state.decided
 
     def plan(key, log_effect, equivalence):
-        # the cell's one PairedSpread on this run (cell_rounds would take the largest of
-        # several: a hedged or split pool); None beyond 5000 rounds or at no effect
+        # the cell's one PairedSpread on this run (the rule takes the largest of several:
+        # a hedged or split pool), at least THIN_LAUNCHES + 1 rounds as cell_rounds plans;
+        # None beyond 5000 rounds or at no effect
         (ps, _), = spreads[budget.pool_of(key)].tested_on([key])
         if log_effect <= 0:
             return None
-        return budget._cell_round(ps, key, math.expm1(log_effect), budget.PLAN_CONFIDENCE,
-                                  equivalence=equivalence, max_n=5000)
+        n = budget._cell_round(ps, key, math.expm1(log_effect), budget.PLAN_CONFIDENCE,
+                               equivalence=equivalence, max_n=5000)
+        return None if n is None else max(n, launch_stats.THIN_LAUNCHES + 1)
 
     margin = math.log(1.05)
     for size, cols in got.items():

@@ -952,12 +952,23 @@ def cell_rounds(rows: Sequence[Mapping], order: Sequence[str], margin: float, *,
     for g, pool in paired_spreads(rows, compared).items():
         keys = {(r["benchmark"], r["size"]) for r in rows if r.get("variant") in compared}
         for key in sorted((k for k in keys if pool_of(k) == g), key=lambda k: (str(k[0]), k[1])):
-            # its round regime's, or the block's and its hedge's run, as compare tests it
-            ks = [_cell_round(ps, key, margin, confidence, alpha)
-                  for ps, _keys in pool.tested_on([key])]
-            out[key] = (None if any(k is None or k > SEARCH_MAX for k in ks)
-                        else max(max(ks), launch_stats.THIN_LAUNCHES + 1))
+            out[key] = pool_cell_rounds(pool, key, margin, confidence, alpha)
     return out
+
+
+def pool_cell_rounds(pool: PairedSpread, key: object, margin: float,
+                     confidence: float | None = PLAN_CONFIDENCE, alpha: float = 0.05, *,
+                     equivalence: bool = True, max_n: int = SEARCH_MAX) -> int | None:
+    """cell_rounds' rounds for one cell of a paired pool: the largest over the Spreads
+    compare tests it on (its round regime's, or the block's and its hedge's run:
+    PairedSpread.tested_on; _cell_round on each), at least THIN_LAUNCHES + 1; None when
+    any is beyond max_n (equivalence=False: the difference test of a gain 1 + margin).
+    The one rule the time-to-decision bench's what-ifs plan a cell by too."""
+    ks = [_cell_round(ps, key, margin, confidence, alpha, equivalence=equivalence,
+                      max_n=max_n) for ps, _keys in pool.tested_on([key])]
+    if not ks or any(k is None or k > max_n for k in ks):
+        return None
+    return max(max(ks), launch_stats.THIN_LAUNCHES + 1)
 
 
 def _cell_round(ps: PairedSpread, key: object, margin: float, confidence: float | None,
