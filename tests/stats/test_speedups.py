@@ -127,3 +127,19 @@ def test_a_side_whose_values_cannot_be_hashed_is_computed_uncached():
     plain = {s: {k: float(v) for k, v in by.items()} for s, by in side.items()}
     got, want = L._centred(side), L._centred(plain)
     assert got[0] == want[0] and np.array_equal(got[1], want[1])
+
+
+def test_equal_keys_of_another_type_get_their_own_keys_back():
+    """1 and 1.0 (and True) are one cache key; each caller still gets its own cells' keys
+    (a Spread's cell parts, the report's rows are keyed by them)."""
+    rng = np.random.default_rng(3)
+    ints = {s: {f"l{k}": math.exp(rng.normal(0.1 * s, 0.05 * (1 + (s == 2) * 6)))
+                for k in range(6)} for s in range(1, 9)}
+    floats = {float(s): by for s, by in ints.items()}
+    _clear()
+    for side, kind in ((ints, int), (floats, float), (ints, int)):
+        assert [type(k) for k in L._centred(side)[0]] == [kind] * 8
+        assert [type(k) for k in L._residuals(side).keys] == [kind] * 8
+        parts = L.spread(side, force=True).cell_parts
+        assert parts and all(type(k) is kind for k in parts)
+    assert L._centred_cached.cache_info().hits >= 2

@@ -1086,7 +1086,11 @@ def _residuals(side: Mapping[object, Mapping[Hashable, float | None]]) -> _Resid
     """The side's decomposition (Spread): its logs centred per cell (_centred), then per
     launch; None where spread is None. Computed once per content (_content)."""
     key = _content(side)
-    return _residuals_of(side) if key is None else _residuals_cached(key)
+    rs = _residuals_of(side) if key is None else _residuals_cached(key)
+    if rs is None:
+        return None
+    cells = list(side)           # the caller's own keys (1 and 1.0 are one cache key)
+    return rs._replace(keys=tuple(cells[i] for i in rs.keys))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -1096,7 +1100,8 @@ def _residuals_cached(content: tuple) -> _Residuals | None:
 
 def _residuals_of(side: Mapping[object, Mapping[Hashable, float | None]]
                   ) -> _Residuals | None:
-    centred = _centred(side)
+    """_residuals with its keys as the cells' positions in side."""
+    centred = _centred_at(side)
     if centred is None:
         return None
     keys, r, obs = centred
@@ -1151,21 +1156,30 @@ def _centred(side: Mapping[object, Mapping[Hashable, float | None]]
     the cell, observed mask) of one side, the cells with >= 2 launches and the launches
     with >= 1 of them; None below 2 launches. Computed once per content (_content); the
     arrays are read-only."""
+    got = _centred_at(side)
+    if got is None:
+        return None
+    cells = list(side)           # the caller's own keys (1 and 1.0 are one cache key)
+    return [cells[i] for i in got[0]], got[1], got[2]
+
+
+def _centred_at(side: Mapping[object, Mapping[Hashable, float | None]]
+                ) -> tuple[tuple, np.ndarray, np.ndarray] | None:
+    """_centred with the cells as their positions in side, computed once per content."""
     key = _content(side)
-    got = _centred_of(side.items()) if key is None else _centred_cached(key)
-    return None if got is None else (list(got[0]), got[1], got[2])
+    return _centred_of(side.values()) if key is None else _centred_cached(key)
 
 
 @functools.lru_cache(maxsize=1024)
 def _centred_cached(content: tuple) -> tuple[tuple, np.ndarray, np.ndarray] | None:
-    return _centred_of((cell, dict(items)) for cell, items in content)
+    return _centred_of(dict(items) for _cell, items in content)
 
 
-def _centred_of(items: Iterable[tuple[object, Mapping[Hashable, float | None]]]
+def _centred_of(sides: Iterable[Mapping[Hashable, float | None]]
                 ) -> tuple[tuple, np.ndarray, np.ndarray] | None:
-    keyed = [(key, {k: math.log(v) for k, v in by.items()
+    keyed = [(pos, {k: math.log(v) for k, v in by.items()
                     if v is not None and math.isfinite(v) and v > 0})
-             for key, by in items]
+             for pos, by in enumerate(sides)]
     keyed = [(key, c) for key, c in keyed if len(c) >= 2]
     if not keyed:
         return None
