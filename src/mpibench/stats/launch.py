@@ -1067,7 +1067,10 @@ def _content(side: Mapping[object, Mapping[Hashable, float | None]]) -> tuple | 
     """side as a hashable key of its content, in order (None where a key or value is not
     hashable): _centred and _residuals are computed once per content. compare_cells asks
     the same side of a block several times (its Spread, its regimes, the hedge's cuts, the
-    quiet blocks; stats.budget again); the arrays they share are read-only."""
+    quiet blocks; stats.budget again); the arrays they share are read-only. The caches
+    hold the last 256 sides each (a benchmark of 5 sizes x 250 launches is ~0.2 MB of
+    content and arrays, so at most ~50 MB each on the largest stores bench_compare_report
+    builds)."""
     try:
         key = tuple((cell, tuple(by.items())) for cell, by in side.items())
         hash(key)
@@ -1093,7 +1096,7 @@ def _residuals(side: Mapping[object, Mapping[Hashable, float | None]]) -> _Resid
     return rs._replace(keys=tuple(cells[i] for i in rs.keys))
 
 
-@functools.lru_cache(maxsize=1024)
+@functools.lru_cache(maxsize=256)
 def _residuals_cached(content: tuple) -> _Residuals | None:
     return _residuals_of({cell: dict(items) for cell, items in content})
 
@@ -1170,7 +1173,7 @@ def _centred_at(side: Mapping[object, Mapping[Hashable, float | None]]
     return _centred_of(side.values()) if key is None else _centred_cached(key)
 
 
-@functools.lru_cache(maxsize=1024)
+@functools.lru_cache(maxsize=256)
 def _centred_cached(content: tuple) -> tuple[tuple, np.ndarray, np.ndarray] | None:
     return _centred_of(dict(items) for _cell, items in content)
 
@@ -1962,7 +1965,7 @@ def _cut_ps(r: np.ndarray, cols: list[int], centres: int = 1) -> list[tuple[floa
                                (MIN_REGIME_CELLS, MIN_PAIRS)))
 
 
-@functools.lru_cache(maxsize=1024)
+@functools.lru_cache(maxsize=256)
 def _cut_ps_cached(shape: tuple, data: bytes, cols: tuple, centres: int, _rules: tuple
                    ) -> tuple[tuple[float, int], ...]:
     return tuple(_cut_ps_of(np.frombuffer(data).reshape(shape), list(cols), centres))

@@ -375,7 +375,7 @@ def robust(variances: Sequence[float], dfs: Sequence[float], tail: float = OUTLI
     if got is None:
         got = _robust_of(s2, d, tail, exclude, xs)
         if len(_ROBUST) >= 2048:
-            _ROBUST.pop(next(iter(_ROBUST)))
+            _ROBUST.pop(next(iter(_ROBUST)), None)
         _ROBUST[key] = got
     d0, s0, own = got
     return d0, (s0.copy() if isinstance(s0, np.ndarray) else s0), own.copy()
