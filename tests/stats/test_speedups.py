@@ -143,3 +143,20 @@ def test_equal_keys_of_another_type_get_their_own_keys_back():
         parts = L.spread(side, force=True).cell_parts
         assert parts and all(type(k) is kind for k in parts)
     assert L._centred_cached.cache_info().hits >= 2
+
+
+def test_launch_ids_equal_across_types_are_not_one_cache_entry():
+    """Launch ids 1 and True are equal but sort apart (by str: _centred's row order), so
+    a side keyed by True after one keyed by 1 is centred afresh: its rows, and so every
+    figure to the last bit, are what a cold computation gives."""
+    rng = np.random.default_rng(8)
+    vals = {s: [math.exp(rng.normal(0.1 * s, 0.1)) for _ in range(12)] for s in range(6)}
+    ones = {s: dict(zip(range(1, 13), v, strict=True)) for s, v in vals.items()}
+    trues = {s: {(True if k == 1 else k): x for k, x in by.items()} for s, by in ones.items()}
+    _clear()
+    cold_r = L._centred(trues)[1].copy()
+    cold = L.spread(trues, force=True)
+    _clear()
+    L.spread(ones, force=True)
+    assert np.array_equal(L._centred(trues)[1], cold_r)
+    assert L.spread(trues, force=True) == cold

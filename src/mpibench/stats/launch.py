@@ -99,8 +99,9 @@ def _special():
 
 
 def _mean(a: np.ndarray) -> np.float64:
-    """a.mean() of a non-empty array, the same value bit for bit (numpy's mean is the same
-    sum over the count; an integer array's sum is exact) at half its call cost: the
+    """a.mean() of a non-empty float64 array or a small-integer one (counts), the same
+    value bit for bit (numpy's mean is the same sum over the count; such an integer sum is
+    exact in float64 too; not above 2**53, nor float16/32) at half its call cost: the
     comparison takes thousands of means of a few values each."""
     return a.sum() / a.size
 
@@ -1067,12 +1068,13 @@ def _content(side: Mapping[object, Mapping[Hashable, float | None]]) -> tuple | 
     """side as a hashable key of its content, in order (None where a key or value is not
     hashable): _centred and _residuals are computed once per content. compare_cells asks
     the same side of a block several times (its Spread, its regimes, the hedge's cuts, the
-    quiet blocks; stats.budget again); the arrays they share are read-only. The caches
-    hold the last 256 sides each (a benchmark of 5 sizes x 250 launches is ~0.2 MB of
-    content and arrays, so at most ~50 MB each on the largest stores bench_compare_report
-    builds)."""
+    quiet blocks; stats.budget again); the arrays they share are read-only. The launch
+    ids' types are part of the key (1 and True are equal but sort apart by str, which
+    orders _centred's rows). The caches hold the last 16 sides each: the reuse is within
+    one block, and a side costs ~180 bytes an observation (22 sizes x 1000 launches: ~4 MB)."""
     try:
-        key = tuple((cell, tuple(by.items())) for cell, by in side.items())
+        key = tuple((cell, tuple(by.items()), tuple(map(type, by)))
+                    for cell, by in side.items())
         hash(key)
     except TypeError:
         return None
@@ -1096,9 +1098,9 @@ def _residuals(side: Mapping[object, Mapping[Hashable, float | None]]) -> _Resid
     return rs._replace(keys=tuple(cells[i] for i in rs.keys))
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=16)
 def _residuals_cached(content: tuple) -> _Residuals | None:
-    return _residuals_of({cell: dict(items) for cell, items in content})
+    return _residuals_of({cell: dict(items) for cell, items, _types in content})
 
 
 def _residuals_of(side: Mapping[object, Mapping[Hashable, float | None]]
@@ -1173,9 +1175,9 @@ def _centred_at(side: Mapping[object, Mapping[Hashable, float | None]]
     return _centred_of(side.values()) if key is None else _centred_cached(key)
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=16)
 def _centred_cached(content: tuple) -> tuple[tuple, np.ndarray, np.ndarray] | None:
-    return _centred_of(dict(items) for _cell, items in content)
+    return _centred_of(dict(items) for _cell, items, _types in content)
 
 
 def _centred_of(sides: Iterable[Mapping[Hashable, float | None]]
@@ -1965,7 +1967,7 @@ def _cut_ps(r: np.ndarray, cols: list[int], centres: int = 1) -> list[tuple[floa
                                (MIN_REGIME_CELLS, MIN_PAIRS)))
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=16)
 def _cut_ps_cached(shape: tuple, data: bytes, cols: tuple, centres: int, _rules: tuple
                    ) -> tuple[tuple[float, int], ...]:
     return tuple(_cut_ps_of(np.frombuffer(data).reshape(shape), list(cols), centres))
