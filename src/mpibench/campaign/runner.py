@@ -535,12 +535,14 @@ def ticks_started(ticks: int) -> float | None:
     uptime /proc/uptime gives; /proc/stat's btime is whole seconds, 0.3 s off here);
     None where unknown. For a start long ago, off by what the wall clock was set by since."""
     try:
+        before = time.time()
         with open("/proc/uptime") as fh:
             up = float(fh.read().split()[0])
+        now = 0.5 * (before + time.time())   # the uptime's instant, within half a pause
         hz = os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError):
         return None
-    return time.time() - (up - ticks / hz) if hz > 0 else None
+    return now - (up - ticks / hz) if hz > 0 else None
 
 
 def harness_token() -> str:
