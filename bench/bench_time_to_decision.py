@@ -1520,7 +1520,7 @@ def read_invocations(f: Path) -> tuple[list[dict], list[tuple[float, float]], in
     for ln in lines:
         try:
             rec = json.loads(ln)
-        except ValueError:
+        except (ValueError, RecursionError):     # deep nesting is no ValueError
             rec = None
         if not isinstance(rec, dict):
             bad += 1

@@ -160,3 +160,14 @@ def test_without_invocation_lines_the_split_keeps_what_the_stores_tell(tmp_path)
     assert "between invocations 1.870" in imb and "lock wait" not in imb, imb
     (run / ttd.INVOCATIONS).unlink()
     assert "no invocations.jsonl" in ttd.time_between(run)[0]
+
+
+def test_a_deeply_nested_invocation_line_is_passed_over(tmp_path):
+    """json.loads raises RecursionError, not ValueError, on deep nesting: such a line
+    crashed the replay; it is counted with the other lines passed over."""
+    ttd = _bench()
+    f = tmp_path / "invocations.jsonl"
+    look = json.dumps({"event": "look", "round": 3, "start": 1.0, "end": 2.0})
+    f.write_text("[" * 100000 + "]" * 100000 + "\n" + look + "\n")
+    invs, looks, bad = ttd.read_invocations(f)
+    assert (invs, looks, bad) == ([], [(1.0, 2.0)], 1)

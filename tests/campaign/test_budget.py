@@ -294,6 +294,28 @@ def test_a_damaged_plan_record_is_a_plan_made_again(tmp_path, monkeypatch):
         assert f.read_text() == good
 
 
+def test_a_record_that_is_no_small_regular_json_file_is_a_plan_made_again(tmp_path,
+                                                                        monkeypatch):
+    """Deeply nested JSON (a RecursionError, not a ValueError: it crashed every later
+    campaign run until the file was deleted), a record far larger than any plan's, and a
+    FIFO at the record's path (reading it would block forever) are all planned again."""
+    import os
+
+    from mpibench.campaign.budget import PlanCache
+
+    monkeypatch.setenv("MPIBENCH_CACHE", str(tmp_path / "cache"))
+    spec, rows = _spec(tmp_path, "10"), _pilot_rows()
+    want = _made(spec, rows)
+    f = PlanCache.path(PlanCache.key(spec, rows))
+    f.parent.mkdir(parents=True)
+    for text in ("[" * 100000 + "]" * 100000, " " * (PlanCache.MAX_BYTES + 1) + "{}"):
+        f.write_text(text)
+        assert PlanCache.plan(spec, rows) == (want, False)
+    f.unlink()
+    os.mkfifo(f)
+    assert PlanCache.read(f, PlanCache.key(spec, rows)) is None
+
+
 def test_a_reused_plan_needs_neither_the_planning_nor_scipy(tmp_path, monkeypatch):
     """What a later invocation saves: in a fresh process, the remembered plan comes back
     without stats.budget's search and without importing scipy (0.3-1 s: stats.launch

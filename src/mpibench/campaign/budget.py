@@ -164,6 +164,7 @@ class PlanCache:
     that cannot be read or written only means planning, as before."""
 
     DIR = "budget-plans"
+    MAX_BYTES = 65536           # a record is ~600 bytes
     # the core options a plan sets (stats.budget.Choice.options): a record's only keys
     OPTIONS = frozenset({"target", "max_time", "accept_approximate"})
     _code: list[str] = []
@@ -234,8 +235,12 @@ class PlanCache:
     def read(cls, f: Path, key: str) -> tuple[dict, str] | None:
         """The record's (options, describe) when it is whole and its own, else None."""
         try:
+            # a regular file of a record's size only: a FIFO would block, a device or a
+            # huge file be read whole; deep nesting is a RecursionError, not a ValueError
+            if not f.is_file() or f.stat().st_size > cls.MAX_BYTES:
+                return None
             doc = json.loads(f.read_text())
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             return None
         if not isinstance(doc, dict):
             return None
