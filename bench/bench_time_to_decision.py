@@ -1588,7 +1588,9 @@ def gap_parts(a: Launch, b: Launch, inv_a: dict | None, inv_b: dict | None,
                 "mpibench start to 1st cell": b.started - proc - b.aside, **tail}
     ran = sum(max(0.0, min(e, inv_b["called"]) - max(s, inv_a["returned"]))
               for s, e in looks)
-    plan = t.get("budget_plan_s") or 0.0
+    # the invocation's plan seconds, at most what lies between its sync and its first
+    # cell (two budgeted groups, or a damaged line, must not make a part negative)
+    plan = min(t.get("budget_plan_s") or 0.0, max(0.0, b.started - t["synced"] - b.aside))
     return {**head, "status+exit": inv_a["returned"] - a.finished, "bench looks": ran,
             "bench other": inv_b["called"] - inv_a["returned"] - ran,
             "lock wait": proc - inv_b["called"], "python+imports": t["entry"] - proc,

@@ -171,3 +171,26 @@ def test_a_deeply_nested_invocation_line_is_passed_over(tmp_path):
     f.write_text("[" * 100000 + "]" * 100000 + "\n" + look + "\n")
     invs, looks, bad = ttd.read_invocations(f)
     assert (invs, looks, bad) == ([], [(1.0, 2.0)], 1)
+
+
+def test_the_plan_seconds_of_the_invocation_a_gap_ends_in_are_their_own_part(tmp_path):
+    """A gap that ends at a budgeted core invocation's first launch: budget = "auto"'s plan
+    seconds are the 'budget plan' part, taken out of the first cell's preparation; more
+    plan seconds than lie between its sync and its first cell (two budgeted groups, a
+    damaged line) are cut to that, so no part is negative and the parts still tile."""
+    ttd = _bench()
+    run = _split_run(tmp_path)
+    imb = ttd.timed_launches(run / "imb" / "mpibench.db", "imb")[0]
+    invs, looks, _bad = ttd.read_invocations(run / ttd.INVOCATIONS)
+    core = ttd.Launch("core", "vm core-pid 2", started=111.0, job=111.25, launch=111.3,
+                      end=111.5, finished=111.55, aside=0.0)
+    timing = {"process_start": 108.2, "entry": 108.5, "loaded": 108.6, "checked": 108.65,
+              "store_open": 108.7, "synced": 108.8}
+    for plan, want_plan, want_prep in ((2.0, 2.0, 0.2), (None, 0.0, 2.2), (5.0, 2.2, 0.0)):
+        inv = {"tool": "core", "called": 108.1, "returned": 112.0,
+               "timing": dict(timing, **({"budget_plan_s": plan} if plan else {}))}
+        got = ttd.gap_parts(imb, core, invs[1], inv, looks)
+        assert got["budget plan"] == pytest.approx(want_plan)
+        assert got["1st cell prep"] == pytest.approx(want_prep)
+        assert min(got.values()) >= 0
+        assert sum(got.values()) == pytest.approx(core.launch - imb.end)
