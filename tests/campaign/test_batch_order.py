@@ -92,6 +92,7 @@ def decide_stages(tmp_path, names, design):
     (["a", "b"], '"decide"', 0),       # all of a variant's stage in one job
     (["a", "b"], '{ until = "decided", min = 2, max = 10, step = 2 }', 2),
     (["a", "b", "c"], '"decide"', 3),
+    (["a", "b", "c"], '"decide"', 0),  # n = 0's turn (review s39b R8: untested before)
 ])
 def test_a_decide_campaigns_stages_carry_the_turns_on(tmp_path, names, design, n):
     stages = decide_stages(tmp_path, names, design)
