@@ -116,6 +116,11 @@ def test_what_the_caches_hand_out_cannot_change_them():
     d0, s0, own = M.robust(w, d)
     own[:] = ~own
     assert not np.array_equal(M.robust(w, d)[2], own)
+    x = np.arange(8.0)                  # the trended prior: one s0^2 per size, an array
+    s0 = M.robust(w, d, x=x)[1]
+    want = s0.copy()
+    s0[:] = -1.0
+    assert np.array_equal(M.robust(w, d, x=x)[1], want)
 
 
 def test_a_side_whose_values_cannot_be_hashed_is_computed_uncached():

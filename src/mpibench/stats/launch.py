@@ -798,12 +798,13 @@ def _cc_tail(tstats: np.ndarray, components: Sequence[tuple[float, float]]) -> n
     if len(comps) > 1 and min(dfs) != max(dfs):
         ws = [w for w, _ in comps]
         col = np.reshape(dfs, (len(dfs),) + (1,) * x.ndim)   # every df in one _t_isf call
-        isf = _t_isf
-        if _positive(col) is not None and _unit_open(np.exp([lo, hi])) is not None:
+        isf, fcol = _t_isf, _positive(col)
+        if fcol is not None and _unit_open(np.exp([lo, hi])) is not None:
             # every q the bisection tries lies between exp(lo) and exp(hi), in (0, 1):
-            # _t_isf's fast path for each, without its domain checks 40 times over
+            # _t_isf's fast path for each (on the float df column it makes), without its
+            # domain checks 40 times over
             stdtrit = _special().stdtrit
-            isf = lambda q, df: -stdtrit(df, q)   # noqa: E731
+            isf, col = (lambda q, df: -stdtrit(df, q)), fcol   # noqa: E731
         for _ in range(40):
             mid = 0.5 * (lo + hi)
             rows = isf(np.exp(mid), col)
