@@ -165,3 +165,13 @@ def test_launch_ids_equal_across_types_are_not_one_cache_entry():
     L.spread(ones, force=True)
     assert np.array_equal(L._centred(trues)[1], cold_r)
     assert L.spread(trues, force=True) == cold
+
+
+def test_a_cell_with_a_launch_value_far_below_the_others_has_saturated_ci_ends():
+    """A launch value of 1e-300 beside ordinary ones (a log difference of ~690) put a CI
+    end beyond the float range: compare_cells raised OverflowError (review R8); the ends
+    now saturate at 0 and inf, as a sequential look's extreme levels already did."""
+    base = {"a1": 1.0, "a2": 1.1, "a3": 0.9}
+    cand = {"b1": 1e-300, "b2": 1.05, "b3": 0.95}
+    (t,) = L.compare_cells([(base, cand, "lower")])
+    assert t.tested and t.ci_high == math.inf and 0 <= t.ci_low < 1

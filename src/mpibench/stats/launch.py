@@ -1718,7 +1718,7 @@ def _tested(diff: float, ns: tuple[int, int], sd: float, comps: tuple, pooled: b
                           None if p is not None else Untested.NO_SPREAD, **extra)
     se = math.sqrt(se2)
     h = _crit(comps, (1.0 - level) / 2.0) * se
-    return LaunchTest(point, math.exp(diff - h), math.exp(diff + h), None, *ns, True, "", sd,
+    return LaunchTest(point, _exp(diff - h), _exp(diff + h), None, *ns, True, "", sd,
                       alpha, df, diff, se, comps, pooled, shared_var=min(shared, se2),
                       parts=parts, **extra)
 
