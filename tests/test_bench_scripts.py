@@ -206,22 +206,12 @@ def _live_counts(ttd, run: Path, tmp: Path, rounds: int) -> dict[str, list[int]]
     """{tool: cells decided at each look} as the live bench saw them: at look n its store
     held rounds 1..n only, so each look runs on a copy with the later launches deleted,
     through the live path (decided(), the statuses carried look to look)."""
-    import shutil
-    import sqlite3
-
     out: dict[str, list[int]] = {}
     design = ttd.schedule(rounds, rounds, 0)
     for tool in ("core", "imb"):
         prev, counts = None, []
         for n in range(2, rounds + 1):
-            db = tmp / f"{tool}-{n}.db"
-            shutil.copy(run / tool / "mpibench.db", db)
-            con = sqlite3.connect(db)
-            con.execute("DELETE FROM results WHERE run_id IN "
-                        "(SELECT id FROM runs WHERE repeat >= ?)", (n,))
-            con.execute("DELETE FROM runs WHERE repeat >= ?", (n,))
-            con.commit()
-            con.close()
+            db = _cut_store(run, tmp, n, tool)
             state, prev = ttd.decided(db, ttd.STATISTIC[tool], design, n, prev)
             counts.append(state.decided)
             if state.decided == state.cells:
@@ -685,14 +675,14 @@ def test_time_to_decision_replay_round_rule_reads_the_kept_probes(tmp_path):
     assert "both in the reference at once: 8 rounds" in res.stdout
 
 
-def _cut_store(run: Path, into: Path, rounds: int) -> Path:
-    """A copy of the kept run's core store holding its first `rounds` rounds only, as the
-    live bench's store held them then."""
+def _cut_store(run: Path, into: Path, rounds: int, tool: str = "core") -> Path:
+    """A copy of the kept run's store of `tool` holding its first `rounds` rounds only, as
+    the live bench's store held them then."""
     import shutil
     import sqlite3
 
-    db = into / f"core-{rounds}.db"
-    shutil.copy(run / "core" / "mpibench.db", db)
+    db = into / f"{tool}-{rounds}.db"
+    shutil.copy(run / tool / "mpibench.db", db)
     con = sqlite3.connect(db)
     con.execute("DELETE FROM results WHERE run_id IN (SELECT id FROM runs WHERE "
                 "repeat >= ?)", (rounds,))
