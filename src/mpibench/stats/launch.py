@@ -1072,7 +1072,7 @@ def _content(side: Mapping[object, Mapping[Hashable, float | None]]) -> tuple | 
     quiet blocks; stats.budget again); the arrays they share are read-only. The launch
     ids' types are part of the key (1 and True are equal but sort apart by str, which
     orders _centred's rows). The caches hold the last 16 sides each: the reuse is within
-    one block, and a side costs ~180 bytes an observation (22 sizes x 1000 launches: ~4 MB)."""
+    one block, and a side costs ~100 bytes an observation (22 sizes x 1000 launches: ~2 MB)."""
     try:
         key = tuple((cell, tuple(by.items()), tuple(map(type, by)))
                     for cell, by in side.items())
@@ -1092,7 +1092,8 @@ def _residuals(side: Mapping[object, Mapping[Hashable, float | None]]) -> _Resid
     """The side's decomposition (Spread): its logs centred per cell (_centred), then per
     launch; None where spread is None. Computed once per content (_content)."""
     key = _content(side)
-    rs = _residuals_of(side) if key is None else _residuals_cached(key)
+    rs = (_residuals_of(_centred_of(by.items() for by in side.values())) if key is None
+          else _residuals_cached(key))
     if rs is None:
         return None
     cells = list(side)           # the caller's own keys (1 and 1.0 are one cache key)
@@ -1101,13 +1102,12 @@ def _residuals(side: Mapping[object, Mapping[Hashable, float | None]]) -> _Resid
 
 @functools.lru_cache(maxsize=16)
 def _residuals_cached(content: tuple) -> _Residuals | None:
-    return _residuals_of({cell: dict(items) for cell, items, _types in content})
+    return _residuals_of(_centred_cached(content))
 
 
-def _residuals_of(side: Mapping[object, Mapping[Hashable, float | None]]
+def _residuals_of(centred: tuple[tuple, np.ndarray, np.ndarray] | None
                   ) -> _Residuals | None:
-    """_residuals with its keys as the cells' positions in side."""
-    centred = _centred_at(side)
+    """_residuals from the side's centring (_centred_at's), its keys the cells' positions."""
     if centred is None:
         return None
     keys, r, obs = centred
@@ -1173,19 +1173,21 @@ def _centred_at(side: Mapping[object, Mapping[Hashable, float | None]]
                 ) -> tuple[tuple, np.ndarray, np.ndarray] | None:
     """_centred with the cells as their positions in side, computed once per content."""
     key = _content(side)
-    return _centred_of(side.values()) if key is None else _centred_cached(key)
+    return (_centred_of(by.items() for by in side.values()) if key is None
+            else _centred_cached(key))
 
 
 @functools.lru_cache(maxsize=16)
 def _centred_cached(content: tuple) -> tuple[tuple, np.ndarray, np.ndarray] | None:
-    return _centred_of(dict(items) for _cell, items, _types in content)
+    return _centred_of(items for _cell, items, _types in content)
 
 
-def _centred_of(sides: Iterable[Mapping[Hashable, float | None]]
+def _centred_of(cells: Iterable[Iterable[tuple[Hashable, float | None]]]
                 ) -> tuple[tuple, np.ndarray, np.ndarray] | None:
-    keyed = [(pos, {k: math.log(v) for k, v in by.items()
+    """_centred_at's work on each cell's (launch id, statistic) pairs, in side order."""
+    keyed = [(pos, {k: math.log(v) for k, v in items
                     if v is not None and math.isfinite(v) and v > 0})
-             for pos, by in enumerate(sides)]
+             for pos, items in enumerate(cells)]
     keyed = [(key, c) for key, c in keyed if len(c) >= 2]
     if not keyed:
         return None
