@@ -10,7 +10,10 @@ import argparse
 import json
 import math
 import re
+import socket
 import sqlite3
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -137,6 +140,29 @@ def test_the_aa_runs_gated_bound_and_with_preempted_samples_left_out():
         "max_time": 0.05, "timeout": 30.0, "exclude_preempted": True,
         "preempted_max_time": demo.AA_PREEMPTED_MAX_TIME}
     assert demo.aa_options({"max_time": 1.0})["preempted_max_time"] == 1.0
+
+
+def test_a_demo_runs_gate_reads_only_its_own_machine_state_history(tmp_path):
+    """Each demo invocation's campaigns run in their own directory, so the A/A's gate
+    (campaign/machine_probe.MachineGate, which reads the history beside the campaign) starts
+    from this run's readings: an earlier demo's quiet readings (~100 ns, written as the gate
+    writes them, this host and boot, an hour ago, so within the history's 24 h) must not
+    make the reference of a later run. The earlier run's own directory still holds them."""
+    from mpibench.campaign.machine_probe import HISTORY, MachineGate, boot_id
+
+    args = argparse.Namespace(max_time=0.01, repeats=3)
+    earlier = Path(demo._namespace(args, tmp_path, 3, "20261128-070000").out)
+    earlier.mkdir(parents=True)
+    line = {"run": "c-0", "median_ns": 101.5, "samples": 600, "source": "launch",
+            "host": socket.gethostname(), "time": time.time() - 3600, "boot": boot_id()}
+    (earlier / HISTORY).write_text("".join(
+        json.dumps({**line, "when": w}) + "\n" for _ in range(200) for w in ("before", "after")))
+    assert len(MachineGate(earlier, "gate").history) == 400     # the premise: they count
+    later = Path(demo._namespace(args, tmp_path, 3, "20261128-110000").out)
+    assert later != earlier and later.parent.parent == earlier.parent.parent
+    assert MachineGate(later, "gate").history == []
+    assert demo._namespace(args, tmp_path, 3, "20261128-110000").db == \
+        demo._namespace(args, tmp_path, 1, "20261128-070000").db   # one store for all runs
 
 
 @pytest.mark.mpi

@@ -85,12 +85,18 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _namespace(args, out: Path, i: int) -> argparse.Namespace:
-    """The `mpibench run` arguments of the demo's i-th comparison."""
+def _namespace(args, out: Path, i: int, stamp: str = "") -> argparse.Namespace:
+    """The `mpibench run` arguments of the demo's i-th comparison of the invocation stamp.
+    Each invocation's campaigns get their own run directories (runs/STAMP/cI): a campaign's
+    directory holds its machine-state history (campaign/machine_probe.py), and the A/A's
+    gate must judge its launches against the state this run's launches find, not the
+    majority an earlier demo left there within the history's 24 h (a quiet morning's ~100 ns
+    set every launch of a loaded afternoon's ~420 ns run aside twice)."""
+    runs = out / "runs" / stamp if stamp else out / "runs"
     return argparse.Namespace(
         stack_prefix=[], stacks_file=None, target=None, max_time=args.max_time,
         iterations=None, timeout=30.0, no_validate=False, launch_timeout=None,
-        repeats=args.repeats, db=str(out / "mpibench.db"), out=str(out / "runs" / f"c{i}"),
+        repeats=args.repeats, db=str(out / "mpibench.db"), out=str(runs / f"c{i}"),
         baseline=None, format="terminal", markdown=str(out / f"comparison-{i}.md"),
     )
 
@@ -123,7 +129,7 @@ def run(args) -> int:
     rc = 0
     for i, (title, variants) in enumerate(comparisons, 1):
         text, crc = comparison(args, out, i, title, variants, f"demo-{stamp}-{i}",
-                               n_sizes, aa=title.startswith("A/A"))
+                               n_sizes, aa=title.startswith("A/A"), stamp=stamp)
         sections.append(text)
         rc = rc or crc
     err_console().rule("[bold]4. Fabrics: fast vs slow across a 2-node testbed")
@@ -147,14 +153,14 @@ def run(args) -> int:
 
 
 def comparison(args, out: Path, i: int, title: str, variants: list[Variant], name: str,
-               n_sizes: int, aa: bool = False) -> tuple[str, int]:
+               n_sizes: int, aa: bool = False, stamp: str = "") -> tuple[str, int]:
     """The demo's i-th comparison run, printed and as Markdown (text, exit status); the A/A
     (aa) runs its own sizes (args.aa_sizes) under repeats = "decide" with the ±AA_MARGIN
     equivalence margin, the machine-state gate and aa_options."""
     from mpibench.campaign.auto_repeats import AutoRepeats
 
     err_console().rule(f"[bold]{i}. {title}")
-    ns = _namespace(args, out, i)
+    ns = _namespace(args, out, i, stamp)
     opts = core_options_from_args(ns)
     sizes = args.sizes
     if aa:
