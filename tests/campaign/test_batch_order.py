@@ -12,13 +12,15 @@ from types import SimpleNamespace
 import pytest
 
 from mpibench.campaign.auto_repeats import Stages
-from mpibench.campaign.batch import job_groups
+from mpibench.campaign.batch import BatchPolicy, job_groups
 from mpibench.campaign.plan import expand, williams_row
 from mpibench.campaign.spec import load
 
 
-def spec_of(tmp_path: Path, names, repeats, groups=("pp",)):
+def spec_of(tmp_path: Path, names, repeats, groups=("pp",), group_cells=None):
     text = (f'[campaign]\nname = "g"\nrepeats = {repeats}\n'
+            + (f'[scheduler]\nname = "slurm"\ngroup_cells = {group_cells}\n'
+               if group_cells is not None else "")
             + "".join(f'[variants.{n}]\nstack = "openmpi"\n' for n in names)
             + "".join(f'[benchmarks.{g}]\nbenchmarks = ["PingPong"]\nsizes = "0"\n'
                       for g in groups))
@@ -97,14 +99,17 @@ def decide_stages(tmp_path, names, design):
 def test_a_decide_campaigns_stages_carry_the_turns_on(tmp_path, names, design, n):
     stages = decide_stages(tmp_path, names, design)
     assert len(stages) > 2
-    got = leaders(stages, n, names)
+    subs = staged_jobs(tmp_path, names, design, n)
+    assert [sorted(c.id for j in jobs for c in j) for jobs in subs] == \
+        [sorted(c.id for c in s) for s in stages]
+    got = [jobs[j][0].variant.name for jobs in subs for j in range(0, len(jobs), len(names))]
     # restarting the turns at every stage put the first variant first in each stage's
     # first chunk: "b" never led a stage with one chunk a stage
     assert got == plan_leaders(names, len(got)), got
     counts = Counter(got)
     assert max(counts.values()) - min(counts[v] for v in names) <= 1, counts
     assert stages[1][0].repeat > 0
-    assert job_groups(stages[1], n, names)[0][0].variant.name == names[1]
+    assert subs[1][0][0].variant.name == names[1]
 
 
 @pytest.mark.parametrize("groups,n,done", [
@@ -123,3 +128,55 @@ def test_a_resumed_campaign_carries_the_turns_on(tmp_path, groups, n, done):
     if len(groups) * done % n == 0:
         assert job_groups(before, n, names) + job_groups(after, n, names) == \
             job_groups(cells, n, names)
+
+
+def staged_jobs(tmp_path, names, design, n, done=0):
+    """The jobs the batch policy submits, submission by submission, for a campaign file
+    with [scheduler] group_cells = n and these repeats, as written by a user: the policy's
+    own Stages cut the cells (every look keeps all) and its _job_requests groups them.
+    done: the rounds an earlier invocation ran (a resume submits only the rest)."""
+    spec = spec_of(tmp_path, names, design, group_cells=n)
+    assert spec.scheduler.group_cells == n
+    runner = SimpleNamespace(spec=spec, log=lambda msg: None)
+    policy = BatchPolicy(runner)
+    policy.stages = Stages(runner, 0) if spec.auto else None
+    if policy.stages:
+        policy.stages._look = lambda k: (lambda c: True)
+    todo = [c for c in expand(spec) if c.repeat >= done]
+    return [policy._job_requests(s) for s in (policy.stages(todo) if policy.stages else [todo])]
+
+
+@pytest.mark.parametrize("names,design,stages", [
+    # looks at 3, 5, 7, 9: stages of 3, 2, 2, 2 rounds (review s39b R7: a, a, b, a)
+    (["a", "b"], '{ until = "decided", min = 3, max = 9, step = 2 }', 4),
+    (["a", "b", "c"], '{ until = "decided", min = 3, max = 9, step = 2 }', 4),
+    (["a", "b"], '{ until = "decided", min = 2, max = 11, step = 3 }', 4),
+    # "auto": stage 1 of min = 4 rounds, stage 2 of the 2 up to max (was a, a)
+    (["a", "b"], '{ min = 4, max = 6, target = "5%" }', 2),
+])
+def test_all_of_a_variant_a_job_takes_turns_over_unequal_stages(tmp_path, names, design, stages):
+    subs = staged_jobs(tmp_path, names, design, 0)
+    assert len(subs) == stages
+    for jobs in subs:
+        # one job a variant a stage, each variant once
+        assert sorted(j[0].variant.name for j in jobs) == sorted(names)
+        assert all(len({c.variant.name for c in j}) == 1 for j in jobs)
+    got = [jobs[0][0].variant.name for jobs in subs]
+    assert got == plan_leaders(names, len(got)), got
+
+
+@pytest.mark.parametrize("design,done,want", [
+    # the first invocation's one submission (led by a), then the rest
+    ("6", 4, ["b"]),
+    ("6", 1, ["b"]),
+    # stopped after the look at 3 (stage 0-2 ran, led by a): stages 3-4, 5-6, 7-8
+    ('{ until = "decided", min = 3, max = 9, step = 2 }', 3, ["b", "a", "b"]),
+    # stopped inside stage 3-4 (a led 0-2, b led round 3): round 4's rest is a
+    # submission of its own
+    ('{ until = "decided", min = 3, max = 9, step = 2 }', 4, ["a", "b", "a"]),
+    # a led 0-2, b 3-4, a round 5: round 6 is b's
+    ('{ until = "decided", min = 3, max = 9, step = 2 }', 6, ["b", "a"]),
+])
+def test_all_of_a_variant_a_job_takes_turns_after_a_resume(tmp_path, design, done, want):
+    subs = staged_jobs(tmp_path, ["a", "b"], design, 0, done=done)
+    assert [jobs[0][0].variant.name for jobs in subs] == want

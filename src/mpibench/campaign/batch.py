@@ -82,6 +82,8 @@ class BatchPolicy:
 
     def __init__(self, runner: CampaignRunner) -> None:
         self.runner = runner
+        self.stages: Stages | None = None
+        self._submissions: int | None = None   # group_cells = 0: submissions so far
 
     def run(self, todo: list[Cell], summary: Summary, *, campaign_id: int,
             reattach: list[tuple[str, list[str]]], by_id: dict[str, Cell]) -> None:
@@ -100,8 +102,16 @@ class BatchPolicy:
             summary.auto_skipped += stages.skipped
 
     def _job_requests(self, cells: list[Cell]) -> list[list[Cell]]:
-        return job_groups(cells, self.runner.spec.scheduler.group_cells,
-                          [v.name for v in self.runner.spec.variants])
+        n = self.runner.spec.scheduler.group_cells
+        before = 0
+        if n == 0 and cells:
+            # group_cells = 0: a submission is one job a variant, so the turns go on by
+            # submissions: counted within this invocation, inferred for its first one
+            starts = stage_starts(self.stages.boundaries() if self.stages else [])
+            before = (submissions_before(min(c.repeat for c in cells), starts)
+                      if self._submissions is None else self._submissions)
+            self._submissions = before + 1
+        return job_groups(cells, n, [v.name for v in self.runner.spec.variants], before)
 
     def _job_name(self, cells: list[Cell]) -> str:
         return job_name(self.runner.spec.scheduler.job_name_prefix, cells)
@@ -330,22 +340,43 @@ class BatchPolicy:
         self.runner.commit(p, outcome, sched_state=st.raw or st.state, nodelist=st.nodelist, **extra)
 
 
-def job_groups(cells: list[Cell], n: int, variant_order: list[str]) -> list[list[Cell]]:
+def stage_starts(boundaries: list[int]) -> list[int]:
+    """The rounds at which a campaign's submissions start when nothing stops it: 0 and
+    every stage boundary but the last (Stages.boundaries(): a stage ends at each; none:
+    the campaign is one submission)."""
+    return [0] + boundaries[:-1]
+
+
+def submissions_before(r: int, starts: list[int]) -> int:
+    """How many submissions a campaign made before the first one of an invocation whose
+    cells start at round r: a stage starting before r was submitted (each a submission),
+    and so was the part of r's stage before r if r is inside it (an earlier invocation
+    stopped there: its rest is a submission of its own). Exact if every earlier invocation
+    ended at a stage boundary or inside at most the stage r is in; one short for each
+    further resume inside a stage."""
+    return sum(1 for s in starts if s < r)
+
+
+def job_groups(cells: list[Cell], n: int, variant_order: list[str],
+               before: int = 0) -> list[list[Cell]]:
     """The cells of one submission as jobs, in submission order: one job a cell (n = 1,
     the plan's balanced order), else chunks of n of one variant's cells in plan order
     (n = 0: all of them). Chunk j of every variant goes out together, led in the order of
     row o + j of campaign/plan.williams_row over the variants present (in the campaign's
     order). o carries the turns on from the campaign's earlier submissions (stages of
-    "auto" / "decide", or a run before a resume) instead of restarting them at row 0:
-    o = ceil(r * p / size), the chunks the rounds before this submission's first round r
-    make at p cells of a variant a round (the most one variant has in one round here)
-    and this chunk size (n; for n = 0 the most cells one variant has here). If every
-    submission has the same p and size (n = 0: stages of equal length), the rows never
-    skip one; they can repeat one only where a submission starts inside a chunk (r * p
-    not a multiple of size: the earlier one's last chunk was short). So each variant leads
-    the campaign's chunks equally often, within one, plus one for each such start. A
-    campaign submitted at once (r = 0) puts its first variant first in chunk 0; with
-    n = 0 that is its only chunk, so the first variant's job goes first."""
+    "auto" / "decide", or a run before a resume) instead of restarting them at row 0.
+    n >= 2: o = ceil(r * p / n), the chunks the rounds before this submission's first
+    round r make at p cells of a variant a round (the most one variant has in one round
+    here). If every submission has the same p, the rows never skip one; they can repeat
+    one only where a submission starts inside a chunk (r * p not a multiple of n: the
+    earlier one's last chunk was short). n = 0: a submission is one chunk, so o = before,
+    the campaign's submissions before this one (the caller counts them: BatchPolicy,
+    submissions_before); counting rounds instead skipped rows wherever a stage was
+    shorter than the rounds before it (decide with step < min: a, a, b, a). So each
+    variant leads the campaign's chunks equally often, within one, plus one for each
+    start inside a chunk (n = 0: each resume the count misses). A campaign submitted at
+    once (r = 0) puts its first variant first in chunk 0; with n = 0 that is its only
+    chunk, so the first variant's job goes first."""
     if n == 1 or not cells:
         return [[c] for c in cells]
     by_variant: dict[str, list[Cell]] = {}
@@ -354,9 +385,12 @@ def job_groups(cells: list[Cell], n: int, variant_order: list[str]) -> list[list
     present = [v for v in variant_order if v in by_variant]
     present += [v for v in by_variant if v not in present]
     size = n or max(len(v) for v in by_variant.values())
-    r = min(c.repeat for c in cells)
-    p = max(Counter((c.variant.name, c.repeat) for c in cells).values())
-    o = -(-(r * p) // size)
+    if n:
+        r = min(c.repeat for c in cells)
+        p = max(Counter((c.variant.name, c.repeat) for c in cells).values())
+        o = -(-(r * p) // n)
+    else:
+        o = before
     keyed = []
     for i, name in enumerate(present):
         vcells = by_variant[name]
