@@ -1100,9 +1100,12 @@ def _ttd_invocations_one(t: Tally, got, text: str) -> None:
 
 @surface("budget plan cache records", "campaign/budget.py PlanCache's record of a plan "
          "(files.cache_root()/budget-plans/KEY.json) replaced, cut, byte-flipped, holding "
-         "another key, edited options or line, values of other types: read as the plan "
-         "written, or as none (the plan is then made again), never another plan and never "
-         "an exception", weight=0.5)
+         "another key, edited options or line, values of other types, resealed (a checksum "
+         "made for it) with options no plan sets (NaN, negative, 1e300, none, bools, ints), "
+         "or the path a symlink (to the good record, /dev/zero, nowhere, itself), a "
+         "directory, a FIFO, a huge file, deep nesting, bytes that are no UTF-8: read as the "
+         "plan written, or as none (the plan is then made again), never another plan, "
+         "never an exception, never blocking", weight=0.5)
 def _plan_records(rng: random.Random, n: int) -> Tally:
     from mpibench.campaign.budget import PlanCache
 
@@ -1111,22 +1114,82 @@ def _plan_records(rng: random.Random, n: int) -> Tally:
     text0 = "budget: --target 100% --max-time 0.002 s per cell --accept-approximate"
     good = json.dumps({"key": key, "options": options, "describe": text0,
                        "check": PlanCache._check(key, options, text0)})
-    swaps = ['"target": 1.0', '"target": "100"', '"target": null', '"describe": 3',
-             f'"key": "{"6" * 64}"', '"options": []', '"max_time": 1e400']
     t = Tally()
     with tempfile.TemporaryDirectory(prefix="mb-fuzz-plans-") as td:
         f = Path(td) / f"{key}.json"
+        kept = Path(td) / "kept.json"
+        kept.write_text(good)
         for k in range(n):
+            _clear(f)
             x = rng.random()
-            text = (mutate_text(rng, good) if x < 0.6 else
-                    re.sub(r'"(target|describe|key|options|max_time)": [^,}]+',
-                           lambda m: rng.choice(swaps), good, count=1) if x < 0.9 else
-                    rng.choice(["", "[]", "{}", "null", good[: len(good) // 2], good * 2]))
-            f.write_text(text, encoding="utf-8", errors="surrogatepass")
-            got = t.run(lambda: PlanCache.read(f, key), describe=f"record {k}: {text[:60]!r}")
-            if got is not None and got != (options, text0):
-                t.silent(f"another plan read: {got!r:.120}")
+            if x < 0.7:
+                text = _plan_record_text(rng, good, key, options, text0)
+                f.write_text(text, encoding="utf-8", errors="surrogatepass")
+                what, must_none = text[:60], False
+            else:
+                what = _plan_record_kind(rng, f, good, kept)
+                must_none = True      # a symlink is never followed, the rest never read
+            got = t.run(lambda: PlanCache.read(f, key), describe=f"record {k}: {what!r}")
+            if got is not None and (must_none or got != (options, text0)):
+                t.silent(f"{what!r}: a plan read: {got!r:.120}")
+        _clear(f)
     return t
+
+
+def _plan_record_text(rng: random.Random, good: str, key: str, options: dict,
+                      text0: str) -> str:
+    """A plan record's text: mutated, one field swapped, garbage, or resealed with
+    options no plan sets (its checksum its own: only the values can tell)."""
+    from mpibench.campaign.budget import PlanCache
+
+    swaps = ['"target": 1.0', '"target": "100"', '"target": null', '"describe": 3',
+             f'"key": "{"6" * 64}"', '"options": []', '"max_time": 1e400']
+    x = rng.random()
+    if x < 0.45:
+        return mutate_text(rng, good)
+    if x < 0.65:
+        return re.sub(r'"(target|describe|key|options|max_time)": [^,}]+',
+                      lambda m: rng.choice(swaps), good, count=1)
+    if x < 0.85:
+        bad = rng.choice([{"target": math.nan}, {"target": -5.0}, {"max_time": 1e300},
+                          {"max_time": 0.0}, {"target": True}, {"max_time": 1},
+                          {"accept_approximate": 7}, {"accept_approximate": False},
+                          {"root_shift": True}, {"target": 4.0}])
+        opts = {} if rng.random() < 0.1 else {**options, **bad}
+        if rng.random() < 0.2:
+            opts.pop(rng.choice(sorted(options)), None)
+        return json.dumps({"key": key, "options": opts, "describe": text0,
+                           "check": PlanCache._check(key, opts, text0)})
+    return rng.choice(["", "[]", "{}", "null", good[: len(good) // 2], good * 2,
+                       "[" * 50000 + "]" * 50000, '{"key": ' * 3000])
+
+
+def _plan_record_kind(rng: random.Random, f: Path, good: str, kept: Path) -> str:
+    """Put something at a plan record's path that is no small regular JSON file; its name."""
+    from mpibench.campaign.budget import PlanCache
+
+    kind = rng.choice(["symlink to the good record", "symlink to /dev/zero",
+                       "dangling symlink", "symlink loop", "directory", "FIFO", "huge",
+                       "not UTF-8"])
+    if kind.startswith("symlink") or kind == "dangling symlink":
+        os.symlink({"symlink to the good record": kept, "symlink to /dev/zero": "/dev/zero",
+                    "dangling symlink": f.parent / "nowhere", "symlink loop": f}[kind], f)
+    elif kind == "directory":
+        f.mkdir()
+    elif kind == "FIFO":
+        os.mkfifo(f)
+    elif kind == "huge":
+        f.write_text(" " * (PlanCache.MAX_BYTES + 1) + good)
+    else:
+        f.write_bytes(good.encode().replace(b"budget", b"budg\xffet"))
+    return kind
+
+
+def _clear(f: Path) -> None:
+    if f.is_dir() and not f.is_symlink():
+        f.rmdir()
+    elif f.is_symlink() or f.exists():
+        f.unlink()
 
 
 @surface("machine-state probe output and history", "mpibench-cacheline's JSON line (real "

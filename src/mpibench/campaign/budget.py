@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
+import stat
 import sys
 import time
 from pathlib import Path
@@ -134,6 +137,11 @@ class BudgetRule:
         made, reused = PlanCache.plan(self.runner.spec, rows)
         self.plan_s += time.monotonic() - t0
         self.reused = reused if self.reused is None else self.reused and reused
+        # `campaign run --json`'s timing, at once and for both policies (the batch policy
+        # never copied it: null there; an invocation that failed later kept none)
+        timing = getattr(self.runner, "timing", None)
+        if timing is not None:
+            timing.update(budget_plan_s=self.plan_s, budget_plan_reused=self.reused)
         if made is None:
             if group not in self.said:
                 self.said.add(group)
@@ -160,13 +168,21 @@ class PlanCache:
     pilot's + stats.launch.MIN_PAIRS pair nothing more: pair_rounds counts them against
     MIN_PAIRS only), this code (the source of mpibench/stats and this module) and the
     numerical libraries' versions. A record is used only when its key and its checksum
-    are its own (a byte changed is a plan made again, never a changed plan); a record
-    that cannot be read or written only means planning, as before."""
+    are its own and its options are ones a plan sets (a byte changed is a plan made
+    again, never a changed plan); a record that is no small regular file (a symlink, a
+    FIFO, a directory, a device), cannot be read or written only means planning, as
+    before. The directory holds at most KEEP records: each write removes the ones used
+    least recently beyond them (a reuse renews a record's time) and a killed writer's
+    temporary files (prune)."""
 
     DIR = "budget-plans"
     MAX_BYTES = 65536           # a record is ~600 bytes
     # the core options a plan sets (stats.budget.Choice.options): a record's only keys
     OPTIONS = frozenset({"target", "max_time", "accept_approximate"})
+    KEEP = 256                  # records kept (~1 MB of 4 KB blocks); more: the oldest go
+    TMP_AGE_S = 3600.0          # a writer's temporary file this old is a killed writer's
+    NAME = re.compile(r"[0-9a-f]{64}\.json")      # a record's file name (key())
+    TMP = re.compile(r"\.[0-9a-f]{64}\.json\..*\.tmp")   # files.write_file's temporary
     _code: list[str] = []
 
     @classmethod
@@ -235,20 +251,45 @@ class PlanCache:
     def read(cls, f: Path, key: str) -> tuple[dict, str] | None:
         """The record's (options, describe) when it is whole and its own, else None."""
         try:
-            # a regular file of a record's size only: a FIFO would block, a device or a
-            # huge file be read whole; deep nesting is a RecursionError, not a ValueError
-            if not f.is_file() or f.stat().st_size > cls.MAX_BYTES:
+            # the record itself, never what a symlink points at (O_NOFOLLOW), and only a
+            # regular file of a record's size, checked on the open file: a FIFO would
+            # block (opened without waiting for a writer), a device or a huge file be
+            # read whole; deep nesting is a RecursionError, not a ValueError
+            fd = os.open(f, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except (OSError, ValueError):
+            return None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_size > cls.MAX_BYTES:
                 return None
-            doc = json.loads(f.read_text())
+            doc = json.loads(os.read(fd, cls.MAX_BYTES + 1).decode("utf-8"))
+            got = cls._valid(doc, key)
+            if got is not None:
+                try:
+                    os.utime(fd)        # used now: prune keeps the records in use
+                except OSError:
+                    pass
+            return got
         except (OSError, ValueError, RecursionError):
             return None
+        finally:
+            os.close(fd)
+
+    @classmethod
+    def _valid(cls, doc: object, key: str) -> tuple[dict, str] | None:
+        """(options, describe) of a record read, if it is this key's, its checksum its own
+        and its options ones a plan sets: exactly Choice.options' keys, a target and a
+        max_time among those plan() chooses from (stats.budget.TARGETS, MAX_TIMES),
+        accept_approximate true; else None."""
         if not isinstance(doc, dict):
             return None
         options, text = doc.get("options"), doc.get("describe")
         if (doc.get("key") != key or not isinstance(text, str)
-                or not isinstance(options, dict)
-                or not all(k in cls.OPTIONS and type(v) in (bool, int, float)
-                           for k, v in options.items())
+                or not isinstance(options, dict) or set(options) != cls.OPTIONS
+                or any(type(options[k]) is not float or options[k] not in values
+                       for k, values in (("target", budget.TARGETS),
+                                         ("max_time", budget.MAX_TIMES)))
+                or options["accept_approximate"] is not True
                 or doc.get("check") != cls._check(key, options, text)):
             return None
         return options, text
@@ -263,4 +304,41 @@ class PlanCache:
             write_file(f, json.dumps({"key": key, "options": options, "describe": text,
                                       "check": cls._check(key, options, text)}))
         except (OSError, UsageError):
-            pass
+            return
+        cls.prune(f.parent)
+
+    @classmethod
+    def prune(cls, d: Path, now: float | None = None) -> int:
+        """Keep at most KEEP records in d, the ones used most recently (a record's time is
+        its write or its last reuse), and remove write_file temporaries older than
+        TMP_AGE_S (a writer killed before its rename). Only names a record or its
+        temporary has are touched (a symlink is removed, never followed); a file gone or
+        not removable is passed over: pruning never fails a run. Returns how many it
+        removed."""
+        now = time.time() if now is None else now
+        records, gone = [], 0
+        try:
+            with os.scandir(d) as it:
+                for e in it:
+                    try:
+                        t = e.stat(follow_symlinks=False).st_mtime
+                    except OSError:
+                        continue
+                    if cls.NAME.fullmatch(e.name):
+                        records.append((t, e.name))
+                    elif cls.TMP.fullmatch(e.name) and now - t > cls.TMP_AGE_S:
+                        gone += cls._remove(d / e.name)
+        except OSError:
+            return gone
+        records.sort(reverse=True)
+        for _t, name in records[cls.KEEP:]:
+            gone += cls._remove(d / name)
+        return gone
+
+    @staticmethod
+    def _remove(f: Path) -> int:
+        try:
+            f.unlink()
+            return 1
+        except OSError:
+            return 0
