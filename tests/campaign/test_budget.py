@@ -557,3 +557,21 @@ def test_the_plan_record_surface_derandomized():
     surf = next(s for s in surfaces.SURFACES if s.name == "budget plan cache records")
     t = surf.run(random.Random(31), 400)
     assert t.tried >= 400 and (t.crashes, t.misparses, t.contract) == (0, 0, 0), t.examples
+
+
+def test_an_invocation_that_looked_for_no_plan_leaves_the_plans_timing_null(tmp_path):
+    """`campaign run --json` says null for budget_plan_s / budget_plan_reused when no plan
+    was looked for (docs/campaigns.md). The local policy used to copy its BudgetRule's
+    figures after its last cell whatever happened, so a budgeted campaign's invocation with
+    nothing left to run (every cell done: a resume after the end) reported 0.0 s of
+    planning. Now the rule writes them when it plans (BudgetRule._plan), and only then."""
+    from mpibench.campaign.local import LocalPolicy
+    from mpibench.campaign.runner import Summary
+    from mpibench.store.local import Store
+
+    spec = _spec(tmp_path, "10")
+    with Store(tmp_path / "s.db") as store:
+        runner = _Runner(spec, store)
+        runner.timing = {"synced": 1.0}
+        LocalPolicy(runner).run([], Summary(1, 0), campaign_id=1, reattach=[], by_id={})
+    assert runner.timing == {"synced": 1.0}

@@ -54,9 +54,6 @@ class LocalPolicy:
             for cell in stage:
                 self._run_local_cell(cell, launch_options(self.runner, cell, budget, stages))
                 summary.ran += 1
-        if budget:
-            self.runner.timing.update(budget_plan_s=budget.plan_s,
-                                      budget_plan_reused=budget.reused)
         if stages:
             summary.auto_skipped += stages.skipped
 
