@@ -5,6 +5,7 @@ use with real launches: tests/campaign/test_run.py -k budget)."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 
@@ -575,3 +576,28 @@ def test_an_invocation_that_looked_for_no_plan_leaves_the_plans_timing_null(tmp_
         runner.timing = {"synced": 1.0}
         LocalPolicy(runner).run([], Summary(1, 0), campaign_id=1, reattach=[], by_id={})
     assert runner.timing == {"synced": 1.0}
+
+
+def test_the_plan_keys_code_hash_covers_what_the_stats_package_imports():
+    """A kept plan is reused only when the code that made it is the same (PlanCache.code
+    hashes PlanCache.sources()). The plan's description prints sizes with
+    mpibench.units, which the hash left out (review s39b R10): a changed format kept the
+    old text. Every mpibench module a file of mpibench/stats imports from outside the
+    package, found by parsing those files, must be among the hashed sources."""
+    import ast
+
+    from mpibench.campaign.budget import PlanCache
+    from mpibench.stats import budget as stats_budget
+
+    pkg = Path(stats_budget.__file__).parent
+    root = pkg.parent.parent
+    wanted = set()
+    for f in pkg.glob("*.py"):
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("mpibench."):
+                mod = node.module
+                if not mod.startswith("mpibench.stats"):
+                    base = root / mod.replace(".", "/")
+                    wanted.add(base / "__init__.py" if base.is_dir() else base.with_suffix(".py"))
+    assert wanted, "the stats package imports nothing from mpibench: the premise changed"
+    assert wanted <= set(PlanCache.sources()), wanted - set(PlanCache.sources())

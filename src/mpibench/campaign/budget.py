@@ -228,10 +228,20 @@ class PlanCache:
 
             h = hashlib.sha256(f"{sys.version}|{version('numpy')}|{version('scipy')}"
                                .encode())
-            for f in sorted(Path(budget.__file__).parent.glob("*.py")) + [Path(__file__)]:
+            for f in cls.sources():
                 h.update(f.name.encode() + b"\0" + f.read_bytes())
             cls._code.append(h.hexdigest())
         return cls._code[0]
+
+    @staticmethod
+    def sources() -> list[Path]:
+        """The source files a plan's key hashes: mpibench/stats, what it imports from the
+        rest of mpibench (units: the plan's description prints sizes and percentages with
+        it; errors; the store's module), and this module."""
+        pkg = Path(budget.__file__).parent
+        return sorted(pkg.glob("*.py")) + [pkg.parent / f for f in
+                                            ("units.py", "errors.py", "store/__init__.py")] \
+            + [Path(__file__)]
 
     @classmethod
     def path(cls, key: str) -> Path | None:
