@@ -7,17 +7,27 @@ Captured with the core built by each stack's wrapper (see the header's argv in e
   mpich-np2-stall.jsonl                  --debug-stall 1K --timeout 2 (watchdog)
   openmpi-np3-rootshift-offcache.jsonl   --root-shift --off-cache --iterations 8, np=3
   openmpi-np2-autocorr.jsonl             adaptive, with lag1_autocorr / autocorr_time / n_eff
+  ttd/openmpi-np2-pingpong.jsonl         a time-to-decision campaign's launch (PingPong 0:22,
+                                         its argv; in a folder of its own so that the fuzz's
+                                         fixtures stay those above)
 """
 
 from __future__ import annotations
 
 import json
+import math
+import pickle
+import random
 import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from mpibench.parsers import core_jsonl
 from mpibench.parsers.core_jsonl import parse_core_jsonl
+from support import fuzz
 from support.coreutil import SCHEMA, check_schema
 
 DATA = Path(__file__).parents[1] / "data" / "core"
@@ -156,3 +166,94 @@ def test_every_written_key_is_in_the_schema_and_documented():
     # and the captures exercise the result keys the docs promise
     assert {("result", k) for k in ("large_count", "buffer_copies", "late_samples",
                                     "rebatched", "elapsed_s")} <= seen
+
+
+# -- the parse's fast field check gives the rows json.dumps's rule gives (stop 40) -------------
+TTD = "ttd/openmpi-np2-pingpong.jsonl"
+
+
+def _same(a, b) -> bool:
+    """Equal in every field, bit for bit: repr tells 1 from 1.0 and True from 1 and prints a
+    float's shortest round-trip form; pickle holds each float's 8 bytes and every type."""
+    return repr(a) == repr(b) and pickle.dumps(a) == pickle.dumps(b)
+
+
+def _both(text: str, monkeypatch) -> tuple:
+    """parse_core_jsonl as it is, and with the field check json.dumps's own (the parse before
+    the fast check: bench/bench_campaign_overhead.py times the two)."""
+    fast = parse_core_jsonl(text, source="f")
+    with monkeypatch.context() as m:
+        m.setattr(core_jsonl, "_storable", core_jsonl._storable_json)
+        return fast, parse_core_jsonl(text, source="f")
+
+
+def test_the_campaign_shaped_capture_matches_the_schema():
+    check_schema(_records(TTD))
+    assert len(parse_core_jsonl(_text(TTD)).records) == 24     # 0, 1, 2, 4 ... 4 MiB
+
+
+@pytest.mark.parametrize("name", [*FILES, TTD])
+def test_fast_field_check_parses_captured_outputs_identically(name, monkeypatch):
+    fast, rule = _both(_text(name), monkeypatch)
+    assert fast.records and _same(fast, rule)
+
+
+def test_fast_field_check_parses_damaged_outputs_identically(monkeypatch):
+    """The captures damaged as the fuzz damages them (numbers made NaN, 1e400, -1 or huge,
+    lines cut, swapped, doubled): 40 seeded cases a file, the same rows and problems."""
+    dropped = 0
+    for name in FILES:
+        for seed in range(40):
+            case = fuzz.mutate(random.Random(seed), name, (DATA / name).read_bytes())
+            fast, rule = _both(case.data.decode("utf-8", errors="replace"), monkeypatch)
+            assert _same(fast, rule), case.describe()
+            dropped += sum("not plain JSON values" in p for p in fast.problems)
+    assert dropped            # some cases reach the fields the check refuses
+
+
+_KEYS = st.one_of(st.text(max_size=3), st.integers(), st.floats(), st.none(), st.booleans())
+_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(), st.integers(min_value=2**63),
+                     st.floats(), st.sampled_from([math.nan, math.inf, -math.inf]),
+                     st.text(max_size=5))
+_VALUES = st.recursive(_SCALARS, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.dictionaries(_KEYS, inner, max_size=4),
+    st.tuples(inner), st.dictionaries(st.text(max_size=3), inner, max_size=4)), max_leaves=8)
+
+
+@settings(max_examples=60)
+@given(_VALUES)
+def test_fast_field_check_answers_as_json_dumps(v):
+    assert core_jsonl._storable(v) is core_jsonl._storable_json(v)
+
+
+class _Str(str):
+    pass
+
+
+class _Float(float):
+    pass
+
+
+@pytest.mark.parametrize("v", [
+    float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 1e308, 2**64 - 1, 2**64, -2**64,
+    10**5000, True, None, "", _Str("x"), _Float("nan"), _Float(1.0), (1, float("nan")),
+    [1, {"a": float("inf")}], {"a": {"b": float("nan")}}, {"a": {"b": [float("nan")]}},
+    {1: 2.0}, {float("nan"): 1}, {(1,): 2}, {"a": object()}, [object(), float("nan")],
+    [float("nan"), object()], [[[float("inf")]]], {"a": [1.5, -2]}, bytearray(b"x")],
+    ids=lambda v: type(v).__name__)
+def test_fast_field_check_answers_as_json_dumps_at_the_edges(v):
+    """Ints past 20 digits (json refuses past 4300), subclasses, tuples, other keys, deeper
+    nesting and objects json cannot encode go to json.dumps itself."""
+    assert core_jsonl._storable(v) is core_jsonl._storable_json(v)
+
+
+def test_fast_field_check_raises_as_json_dumps_on_a_circular_or_deep_value():
+    loop: list = [1.0]
+    loop.append(loop)
+    assert core_jsonl._storable(loop) is core_jsonl._storable_json(loop) is False
+    deep: list = [float("nan")]
+    for _ in range(100_000):
+        deep = [deep]
+    for check in (core_jsonl._storable, core_jsonl._storable_json):
+        with pytest.raises(RecursionError):
+            check({"a": [deep, float("nan")]})

@@ -43,12 +43,74 @@ def _number(v: Any) -> bool:
     return math.isfinite(v) and v >= 0
 
 
-def _storable(v: Any) -> bool:
+def _storable_json(v: Any) -> bool:
+    """The rule: v is a plain JSON value, as json.dumps(allow_nan=False) takes it (no NaN or
+    Infinity, no other types). _storable answers the same, faster."""
     try:
         json.dumps(v, allow_nan=False)
     except (TypeError, ValueError, OverflowError):
         return False
     return True
+
+
+# exact types json.dumps takes every value of (an int is checked for its digits below)
+_PLAIN = frozenset({str, bool, type(None)})
+_INT_FAST = 1 << 64   # a smaller int has at most 20 digits: json.dumps never refuses it
+
+
+def _scalar(v: Any) -> bool | None:
+    """_storable_json's answer for a scalar, without encoding it: True, False (NaN or an
+    infinity), or None when its type is not answered here (then json.dumps is asked)."""
+    t = type(v)
+    if t in _PLAIN:
+        return True
+    if t is float:
+        return v - v == 0.0           # finite (inf - inf and nan - nan are nan)
+    if t is int and -_INT_FAST < v < _INT_FAST:
+        return True
+    return None
+
+
+def _nested(v: Any, depth: int) -> bool | None:
+    """_storable_json's answer for a list or a str-keyed dict whose values are scalars (or,
+    `depth` levels down, such lists and dicts), else None. Every value is looked at before
+    answering False: json.dumps stops at the first value it refuses (a ValueError, False
+    here), but one it is not asked about here (a deep nesting: RecursionError) might come
+    first, so an answer is given only when every value is of a shape answered here."""
+    t = type(v)
+    if t is list:
+        values = v
+    elif t is dict:
+        for k in v:
+            if type(k) is not str:
+                return None
+        values = v.values()
+    else:
+        return None
+    ok = True
+    for x in values:
+        got = _scalar(x)
+        if got is None:
+            got = _nested(x, depth - 1) if depth else None
+            if got is None:
+                return None
+        if not got:
+            ok = False
+    return ok
+
+
+def _storable(v: Any) -> bool:
+    """_storable_json(v), answered without encoding for what the core writes (scalars, and
+    lists and dicts of them: phases_s, validation, buffer_page_offsets); any other value is
+    asked of json.dumps itself, so the answer is the same for every value. The parser asks
+    this of each field of each result record twice (~2,000 times a launch): json.dumps took
+    most of the parse (bench/bench_campaign_overhead.py, `ingest`)."""
+    got = _scalar(v)
+    if got is None:
+        got = _nested(v, 1)
+        if got is None:
+            return _storable_json(v)
+    return got
 
 
 def check_record(rec: dict[str, Any]) -> str | None:
@@ -94,7 +156,24 @@ class CoreOutput:
     problems: list[str] = field(default_factory=list)
 
 
-def to_row(rec: dict[str, Any]) -> dict[str, Any]:
+def _extra(rec: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """A record's fields the store has no column for, split into the plain JSON values it
+    keeps (in the record's order) and the names of those it drops (sorted): each field is
+    checked once."""
+    extra: dict[str, Any] = {}
+    dropped: list[str] = []
+    for k, v in rec.items():
+        if k not in _EXTRA_SKIP:
+            if _storable(v):
+                extra[k] = v
+            else:
+                dropped.append(k)
+    return extra, sorted(dropped)
+
+
+def to_row(rec: dict[str, Any], extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A checked result record as a store row. extra: _extra(rec)'s kept fields, if the
+    caller has them already."""
     row: dict[str, Any] = {k: rec.get(k) for k in _PLAIN_KEYS if k in rec}
     for src, dst in (*_SUMMARY_KEYS.items(), *_RENAMED_KEYS.items()):
         if src in rec:
@@ -106,7 +185,8 @@ def to_row(rec: dict[str, Any]) -> dict[str, Any]:
     row.setdefault("status", "ok")
     if rec.get("samples_us") is not None:
         row["samples"] = [float(x) for x in rec["samples_us"]]
-    extra = {k: v for k, v in rec.items() if k not in _EXTRA_SKIP and _storable(v)}
+    if extra is None:
+        extra = _extra(rec)[0]
     if extra:
         row["extra"] = extra
     return row
@@ -155,12 +235,11 @@ def parse_core_jsonl(text: str, source: str = "<core output>") -> CoreOutput:
             if why:
                 out.problems.append(f"{source}:{lineno}: result record skipped: {why}")
                 continue
-            dropped = sorted(k for k, v in rec.items() if k not in _EXTRA_SKIP
-                             and not _storable(v))
+            extra, dropped = _extra(rec)
             if dropped:
                 out.problems.append(f"{source}:{lineno}: field(s) {', '.join(dropped)} are not "
                                     "plain JSON values (NaN, Infinity?); not stored")
-            row = to_row(rec)
+            row = to_row(rec, extra)
             text = _flag(row)
             if text:
                 out.problems.append(f"{source}:{lineno}: {row['benchmark']} size {row['size']}: "
