@@ -14,7 +14,7 @@ import pytest
 
 from mpibench.cli import main as cli_main
 from mpibench.errors import UsageError
-from mpibench.files import check_output, write_file
+from mpibench.files import check_output, durable_together, write_file
 from support.common import tmpfs
 
 
@@ -126,3 +126,129 @@ def test_bad_outputs_are_one_line_before_any_work(tmp_path, argv, capsys, monkey
     assert err.startswith("mpibench: error:") and err.count("\n") == 1, err
     assert sorted(x.name for x in tmp_path.iterdir()) == before  # nothing created
     assert not Path("demo-results").exists()
+
+
+# -- a launch's files flushed together (files.durable_together) --------------------------------
+def _recorder(monkeypatch) -> list[tuple[str, str]]:
+    """(event, path) in the order they happen: "fsync" (the path the descriptor is open on),
+    "renamed" (write_file's rename of its temporary file into place)."""
+    events: list[tuple[str, str]] = []
+    fsync, replace = os.fsync, os.replace
+
+    def rec_fsync(fd):
+        path = os.readlink(f"/proc/self/fd/{fd}")
+        fsync(fd)
+        events.append(("fsync", path))
+
+    def rec_replace(src, dst):
+        replace(src, dst)
+        if Path(src).name.endswith(".tmp"):
+            events.append(("renamed", str(Path(dst).resolve())))
+
+    monkeypatch.setattr(os, "fsync", rec_fsync)
+    monkeypatch.setattr(os, "replace", rec_replace)
+    return events
+
+
+def test_a_file_outside_the_block_is_flushed_before_its_rename(tmp_path, monkeypatch):
+    events = _recorder(monkeypatch)
+    write_file(tmp_path / "a.md", "x")
+    (kind, tmp), renamed = events
+    assert kind == "fsync" and Path(tmp).name.startswith(".a.md.") and tmp.endswith(".tmp")
+    assert renamed == ("renamed", str(tmp_path / "a.md"))
+
+
+def test_files_in_the_block_are_flushed_with_their_directories_at_sync(tmp_path, monkeypatch):
+    run = tmp_path / "runs" / "c-1"
+    run.mkdir(parents=True)
+    events = _recorder(monkeypatch)
+    with durable_together() as unsynced:
+        write_file(run / "cell.json", "{}")
+        write_file(run / "job.sh", "#!/bin/sh\n")
+        assert [e for e, _ in events] == ["renamed", "renamed"]      # nothing flushed yet
+        assert (run / "cell.json").read_text() == "{}"              # but in place, whole
+        write_file(run / "gone", "x")
+        (run / "gone").unlink()                                      # needs no flush
+        unsynced.sync()
+        flushed = {p for e, p in events if e == "fsync"}
+        assert flushed == {str(run / "cell.json"), str(run / "job.sh"), str(run),
+                           str(run.parent)}
+        events.clear()
+        write_file(run / "timing.json", "{}")
+    # leaving the block flushes what is left; after it, each write is flushed at once
+    assert events[0] == ("renamed", str(run / "timing.json"))
+    assert sorted(events[1:]) == [("fsync", p) for p in sorted(
+        (str(run / "timing.json"), str(run), str(run.parent)))]
+    events.clear()
+    write_file(run / "after", "x")
+    assert events[0][0] == "fsync" and events[1] == ("renamed", str(run / "after"))
+
+
+def test_leaving_the_block_on_an_error_flushes_and_raises_the_error(tmp_path, monkeypatch):
+    events = _recorder(monkeypatch)
+    with pytest.raises(KeyboardInterrupt), durable_together():
+        write_file(tmp_path / "a", "x")
+        raise KeyboardInterrupt
+    assert ("fsync", str(tmp_path / "a")) in events
+
+
+def test_a_failed_flush_is_one_line_naming_the_file(tmp_path, monkeypatch):
+    def eio(_fd):
+        raise OSError(5, "Input/output error")
+
+    with pytest.raises(UsageError, match=r"cannot write .*/a: Input/output error"), \
+            durable_together():
+        write_file(tmp_path / "a", "x")
+        monkeypatch.setattr(os, "fsync", eio)
+
+
+NO_MPI = """
+[campaign]
+name = "flush"
+repeats = 2
+[variants.plain]
+stack = "none"
+launcher = "template"
+launcher_args = ["sh", "-c", 'exec "$0" "$@"', "{program}"]
+np = 1
+[benchmarks.app]
+command = "sh -c 'echo rate 3.5 ns/day'"
+fom = { name = "ns/day", regex = 'rate ([0-9.]+)', unit = "ns/day", better = "higher" }
+"""
+
+
+@pytest.mark.system
+def test_no_launch_is_committed_before_its_files_are_flushed(tmp_path, monkeypatch):
+    """The crash-ordering a campaign relies on: a launch's run-directory files are renamed
+    into place unflushed, and each of them, its run directory and runs/ are flushed before the
+    store records the launch as committed (a commit reaching the disk then implies its files
+    did); none is flushed one at a time at its write."""
+    from mpibench.campaign.cells import CellSteps
+
+    events = _recorder(monkeypatch)
+    commit = CellSteps.commit
+
+    def rec_commit(self, p, outcome, **extra):
+        events.append(("commit", str(p.step.run_dir.resolve())))
+        return commit(self, p, outcome, **extra)
+
+    monkeypatch.setattr(CellSteps, "commit", rec_commit)
+    camp = tmp_path / "c.toml"
+    camp.write_text(NO_MPI)
+    assert cli_main(["campaign", "run", "--no-progress", str(camp)]) == 0
+    commits = [i for i, (e, _) in enumerate(events) if e == "commit"]
+    assert len(commits) == 2
+    start = 0
+    for at in commits:
+        run = events[at][1]
+        mine = events[start:at]
+        renamed = {p for e, p in mine if e == "renamed" and p.startswith(run + "/")}
+        flushed = {p for e, p in mine if e == "fsync"}
+        assert {"cell.json", "job.sh", "command.json", "timing.json",
+                "exit_status"} <= {Path(p).name for p in renamed}
+        assert renamed | {run, str(Path(run).parent)} <= flushed, renamed - flushed
+        for p in renamed:   # each flushed after its rename: one pass, not one per write
+            assert max(i for i, e in enumerate(mine) if e == ("fsync", p)) > \
+                max(i for i, e in enumerate(mine) if e == ("renamed", p))
+        assert not any(e == "fsync" and p.startswith(run + "/.") for e, p in mine)
+        start = at + 1

@@ -21,7 +21,7 @@ from mpibench.campaign.machine_probe import (
     write_raw,
 )
 from mpibench.campaign.plan import Cell
-from mpibench.files import write_file
+from mpibench.files import durable_together, write_file
 from mpibench.process import kill_orphans
 from mpibench.schedulers import (
     JobRequest,
@@ -63,17 +63,22 @@ class LocalPolicy:
             self.runner._verify_variant(cell.variant)
         gate = self.runner.machine_gate(cell)
         aside: list[Attempt] = []
-        for attempt in range(RETRIES + 1):
-            p, sr, probed = self._launch(cell, options, gate, attempt)
-            if gate is None or gate.keeps(probed, attempt):
-                break
-            self._set_aside(cell, p.step.run_dir, probed, aside, gate.reference(probed.reader))
-        outcome = self.runner.ingest(p, sr)
-        if gate is not None:
-            extra = probe_extra(probed, gate.judge(probed), gate.reference(probed.reader),
-                                aside)
-            for rec in outcome.records:
-                rec.setdefault("extra", {})["machine_probe"] = extra
+        # the launch's files are flushed together when the block ends, before the commit
+        # (files.durable_together)
+        with durable_together() as unsynced:
+            for attempt in range(RETRIES + 1):
+                p, sr, probed = self._launch(cell, options, gate, attempt)
+                if gate is None or gate.keeps(probed, attempt):
+                    break
+                unsynced.sync()          # before its directory is renamed aside
+                self._set_aside(cell, p.step.run_dir, probed, aside,
+                                gate.reference(probed.reader))
+            outcome = self.runner.ingest(p, sr)
+            if gate is not None:
+                extra = probe_extra(probed, gate.judge(probed), gate.reference(probed.reader),
+                                    aside)
+                for rec in outcome.records:
+                    rec.setdefault("extra", {})["machine_probe"] = extra
         self.runner.commit(p, outcome)
 
     def _set_aside(self, cell: Cell, run_dir, probed: Attempt, aside: list[Attempt],
