@@ -22,6 +22,21 @@ pilot rows. Measured here side by side in one run, interleaved, medians of R rou
                       source checkout run from a shell that sets it, as this machine's do;
                       the time-to-decision bench now starts mpibench without it)
 
+  ingest    parsers.core_jsonl.parse_core_jsonl on real captured core outputs (tests/data/
+            core/, the campaign-shaped ttd/ capture among them; or --store DIR's runs/*/
+            core.jsonl), each file parsed `json` (every field checked by json.dumps, as up to
+            stop 39; each field once, where stop 39 checked it twice) and `fast` (the field
+            check without encoding), interleaved; per launch (file), median over the rounds
+            of each round's mean; and whether both gave the same rows, problems, header and
+            footer (repr and pickle, every field bit for bit)
+  files     one launch's six run-directory files (cell.json, job.sh, command.json,
+            timing.json, exit_status, machine-probe.txt at their real sizes) written into a
+            fresh directory under --dir (default: the temporary directory; give the
+            campaign's filesystem): `each` flushed at its write (files.write_file outside a
+            block), `together` in files.durable_together (renamed unflushed, flushed in one
+            parallel pass with the directory and its parent); 10 launches a round, per
+            launch, median over the rounds
+
 The pilot is a synthetic one of the time-to-decision bench's shape (PingPong 0:22, two
 variants, two interleaved rounds, seeded), or --store DIR: a kept time-to-decision run's core
 directory (DIR/core.toml and DIR/mpibench.db, read only), its own pilot. The synthetic pilot
@@ -32,11 +47,13 @@ time-to-decision bench pays. The load average is printed at the start and the en
 machine is shared).
 
 Usage: .venv/bin/python bench/bench_campaign_overhead.py [--quick] [--rounds R] [--store DIR]
+           [--parts plan,imports,ingest,files] [--dir DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import random
@@ -167,32 +184,123 @@ def import_rounds(rounds: int, tmp: Path) -> None:
     print(f"  imports ratio compiled/source {med['compiled'] / med['source']:.2f}")
 
 
+def core_outputs(store: str | None) -> list[tuple[str, str]]:
+    """(name, text) of the real core outputs the ingest part parses."""
+    data = ROOT / "tests" / "data" / "core"
+    paths = sorted(Path(store).glob("runs/*/core.jsonl")) if store else \
+        sorted([*data.glob("*.jsonl"), *data.glob("ttd/*.jsonl")])
+    return [(str(p), p.read_text(errors="replace")) for p in paths]
+
+
+def ingest_rounds(outputs: list[tuple[str, str]], rounds: int) -> None:
+    """parse_core_jsonl with json.dumps's field check and with the fast one, interleaved."""
+    import pickle
+
+    from mpibench.parsers import core_jsonl
+
+    fast = core_jsonl._storable
+    times: dict[str, list[float]] = {"json": [], "fast": []}
+    same = True
+    for _ in range(rounds):
+        got = {}
+        for how, check in (("json", core_jsonl._storable_json), ("fast", fast)):
+            core_jsonl._storable = check
+            t = time.perf_counter()
+            got[how] = [core_jsonl.parse_core_jsonl(text, source=name) for name, text in outputs]
+            times[how].append((time.perf_counter() - t) / len(outputs))
+        core_jsonl._storable = fast
+        same = same and repr(got["json"]) == repr(got["fast"]) \
+            and pickle.dumps(got["json"]) == pickle.dumps(got["fast"])
+    rows = sum(len(o.records) for o in got["fast"])
+    med = {k: statistics.median(v) for k, v in times.items()}
+    print(f"  ingest of {len(outputs)} core outputs ({rows} rows), per launch:")
+    for how, v in times.items():
+        print(f"  ingest {how:4}: median {med[how] * 1e3:.2f} ms, min {min(v) * 1e3:.2f} ms "
+              f"({len(v)} rounds)")
+    print(f"  ingest ratio fast/json {med['fast'] / med['json']:.3f}; the same output "
+          f"every round: {'yes' if same else 'NO'}")
+
+
+LAUNCH_FILES = (("cell.json", 1141), ("job.sh", 2139), ("command.json", 973),
+                ("timing.json", 102), ("exit_status", 2), ("machine-probe.txt", 554))
+
+
+def files_rounds(rounds: int, where: Path, launches: int = 10) -> None:
+    """A launch's six files flushed one at a time vs together, interleaved."""
+    from mpibench.files import durable_together, write_file
+
+    times: dict[str, list[float]] = {"each": [], "together": []}
+    base = Path(tempfile.mkdtemp(prefix="mpibench-bench-files-", dir=where))
+    try:
+        for r in range(rounds):
+            for how in times:
+                t = time.perf_counter()
+                for k in range(launches):
+                    run = base / f"{how}-{r}-{k}"
+                    run.mkdir()
+                    with durable_together() if how == "together" else contextlib.nullcontext():
+                        for name, size in LAUNCH_FILES:
+                            write_file(run / name, "x" * size)
+                times[how].append((time.perf_counter() - t) / launches)
+    finally:
+        shutil.rmtree(base)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    print(f"  files: {len(LAUNCH_FILES)} a launch under {where}, per launch:")
+    for how, v in times.items():
+        print(f"  files {how:8}: median {med[how] * 1e3:.2f} ms, min {min(v) * 1e3:.2f} ms "
+              f"({len(v)} rounds of {launches} launches)")
+    print(f"  files ratio together/each {med['together'] / med['each']:.3f}")
+
+
+PARTS = ("plan", "imports", "ingest", "files")
+
+
+def plan_part(store: str | None, rounds: int, tmp: Path) -> None:
+    if store:
+        spec, rows = stored_pilot(Path(store))
+        what = f"the pilot of {store}"
+    else:
+        from mpibench.campaign.spec import load
+
+        (tmp / "core.toml").write_text(CAMPAIGN)
+        spec, rows = load(str(tmp / "core.toml")), synthetic_pilot()
+        what = "a synthetic pilot (PingPong 0:22, 2 variants, 2 rounds)"
+    print(f"plan of budget = \"auto\" from {what}: {len(rows)} rows")
+    plan_rounds(spec, rows, rounds, tmp)
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="3 rounds (for make bench)")
     ap.add_argument("--rounds", type=int, default=7, metavar="R", help="rounds (default 7)")
     ap.add_argument("--store", metavar="DIR", help="a kept time-to-decision run's core/")
+    ap.add_argument("--parts", default=",".join(PARTS), metavar="LIST",
+                    help=f"which parts, comma-separated (default {','.join(PARTS)})")
+    ap.add_argument("--dir", default=tempfile.gettempdir(), metavar="DIR",
+                    help="where the files part writes (default: the temporary directory)")
     a = ap.parse_args(argv)
     rounds = 3 if a.quick else a.rounds
     if rounds < 1:
         ap.exit(2, f"{ap.prog}: error: --rounds: got {rounds}, expected 1 or more\n")
+    parts = [p.strip() for p in a.parts.split(",") if p.strip()]
+    if not parts or not set(parts) <= set(PARTS):
+        ap.exit(2, f"{ap.prog}: error: --parts: got {a.parts!r}, expected some of "
+                   f"{', '.join(PARTS)}\n")
+    if "files" in parts and not Path(a.dir).is_dir():
+        ap.exit(2, f"{ap.prog}: error: --dir {a.dir}: not a directory\n")
     print(f"# campaign run's work besides its launches; start: load "
           f"{os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory(prefix="mpibench-bench-overhead-") as td:
         tmp = Path(td)
-        if a.store:
-            spec, rows = stored_pilot(Path(a.store))
-            what = f"the pilot of {a.store}"
-        else:
-            from mpibench.campaign.spec import load
-
-            (tmp / "core.toml").write_text(CAMPAIGN)
-            spec, rows = load(str(tmp / "core.toml")), synthetic_pilot()
-            what = "a synthetic pilot (PingPong 0:22, 2 variants, 2 rounds)"
-        print(f"plan of budget = \"auto\" from {what}: {len(rows)} rows")
-        plan_rounds(spec, rows, rounds, tmp)
-        import_rounds(rounds, tmp)
+        if "plan" in parts:
+            plan_part(a.store, rounds, tmp)
+        if "imports" in parts:
+            import_rounds(rounds, tmp)
+    if "ingest" in parts:
+        ingest_rounds(core_outputs(a.store), rounds)
+    if "files" in parts:
+        files_rounds(rounds, Path(a.dir))
     print(f"# end: load {os.getloadavg()[0]:.2f}")
     return 0
 
