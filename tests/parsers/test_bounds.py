@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mpibench.parsers.base import MAX_BANDWIDTH_MBPS, MAX_TIME_US, out_of_bounds
+from mpibench.parsers.base import MAX_BANDWIDTH_MBPS, MAX_COUNT, MAX_TIME_US, out_of_bounds
 from mpibench.parsers.core_jsonl import parse_core_jsonl
 from mpibench.parsers.detect import parse_bytes
 
@@ -282,7 +282,8 @@ def test_osu_title_with_tabs_is_the_same_test():
 _NUMBERS = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True), st.integers(-10, 10 ** 14),
     st.sampled_from([0.0, -0.0, 1e-9, MAX_TIME_US, MAX_TIME_US * 1.0000001,
-                     MAX_BANDWIDTH_MBPS, MAX_BANDWIDTH_MBPS * 1.0000001]),
+                     MAX_BANDWIDTH_MBPS, MAX_BANDWIDTH_MBPS * 1.0000001,
+                     int(MAX_TIME_US), int(MAX_TIME_US) + 1, MAX_COUNT, MAX_COUNT + 1]),
     st.none(), st.text(max_size=3), st.booleans())
 _KEYS = ("mean", "median", "min", "max", "p5", "p95", "p99", "ci_low", "ci_high", "first",
          "std", "bandwidth_mbps", "busbw_mbps", "msg_rate", "size")
@@ -316,3 +317,18 @@ def test_the_fast_path_takes_the_common_row():
                               "median": 0.25, "extra": {"line": 12}})
     assert plainly_in_bounds({"size": 1024, "mean": 1.5, "min": 0.0, "bandwidth_mbps": 680.0})
     assert not plainly_in_bounds({"size": 8, "mean": 0.0})
+
+
+@pytest.mark.parametrize("capture", ["ttd/openmpi-np2-pingpong.jsonl", "mpich-np2-ok.jsonl"])
+def test_every_row_of_a_real_core_output_takes_the_fast_path(capture):
+    """The core's rows carry `iterations` (a count) and `batch_floor_us` (an int): the fast
+    path sent every one of them the long way, so the check cost twice what it should on
+    every launch. Real captured outputs: each row is plainly in bounds, and the full check
+    agrees that nothing is out of them."""
+    from mpibench.parsers.base import bounds_problems, plainly_in_bounds
+
+    text = (Path(__file__).parents[1] / "data" / "core" / capture).read_text()
+    rows = parse_core_jsonl(text).records
+    assert rows and all(bounds_problems(r) == [] for r in rows)
+    assert all(plainly_in_bounds(r) for r in rows), \
+        [sorted((r.get("extra") or {}).items()) for r in rows if not plainly_in_bounds(r)][:1]
