@@ -180,3 +180,34 @@ def test_all_of_a_variant_a_job_takes_turns_over_unequal_stages(tmp_path, names,
 def test_all_of_a_variant_a_job_takes_turns_after_a_resume(tmp_path, design, done, want):
     subs = staged_jobs(tmp_path, ["a", "b"], design, 0, done=done)
     assert [jobs[0][0].variant.name for jobs in subs] == want
+
+
+def test_a_resume_follows_the_reattached_jobs_before_the_rule_looks(tmp_path, monkeypatch):
+    """A decide campaign whose harness ended while stage 1's jobs were queued: the resume
+    re-attaches them and its todo starts at stage 2. The rule's look at stage 2's start
+    must see stage 1's launches, so the re-attached jobs are followed to their end before
+    the stages are cut (review s40 R2: the look came first, on the rounds before them).
+    The policy's own run() with the campaign file as a user writes it; the jobs' following
+    (_run_batch) and the look (Stages._look) record when they happen."""
+    spec = spec_of(tmp_path, ["a", "b"], '{ until = "decided", min = 3, max = 9, step = 2 }',
+                   group_cells=0)
+    runner = SimpleNamespace(spec=spec, log=lambda msg: None)
+    policy = BatchPolicy(runner)
+    cells = expand(spec)
+    events = []
+
+    def look(self, n):
+        events.append(("look", n))
+        return lambda c: True
+
+    monkeypatch.setattr(Stages, "_look", look)
+    monkeypatch.setattr(policy, "_run_batch", lambda todo, reattach, summary, by_id: events.append(
+        ("jobs", sorted({c.repeat for c in todo}), [j for j, _ in reattach])))
+    stage1 = [c.id for c in cells if c.repeat < 3]
+    todo = [c for c in cells if c.repeat >= 3]
+    policy.run(todo, SimpleNamespace(auto_skipped=0), campaign_id=0,
+               reattach=[("42", stage1)], by_id={c.id: c for c in cells})
+    assert events[0] == ("jobs", [], ["42"]), events
+    assert events[1] == ("look", 3), events
+    assert [e for e in events if e[0] == "jobs"][1:] == [
+        ("jobs", [3, 4], []), ("jobs", [5, 6], []), ("jobs", [7, 8], [])], events

@@ -93,6 +93,13 @@ class BatchPolicy:
         self.stages = stages
         self.budget = BudgetRule(self.runner, campaign_id) if self.runner.spec.budget else None
         followed = False
+        if stages and reattach:
+            # a stage's jobs re-attached (the harness ended while they were queued): they
+            # end before the rule looks at the next stage's start, as in one invocation;
+            # cutting the stages first made that look on the rounds before them (review
+            # s40 R2: cells their launches decide ran one more stage)
+            self._run_batch([], reattach, summary, by_id)
+            followed = True
         for stage in (stages(todo) if stages else [todo]):
             self._run_batch(stage, [] if followed else reattach, summary, by_id)
             followed = True
