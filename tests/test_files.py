@@ -184,6 +184,23 @@ def test_files_in_the_block_are_flushed_with_their_directories_at_sync(tmp_path,
     assert events[0][0] == "fsync" and events[1] == ("renamed", str(run / "after"))
 
 
+def test_a_launched_programs_own_output_joins_the_pass(tmp_path, monkeypatch):
+    """The core writes core.jsonl itself (no write_file, no rename): the local policy adds
+    it, with stdout.txt and stderr.txt, to the launch's pass (Unsynced.add), so the commit
+    after the pass cannot reach the disk before the raw output it was parsed from. None
+    (an application has no core.jsonl) is skipped; a file that was never written needs
+    nothing."""
+    run = tmp_path / "runs" / "c-1"
+    run.mkdir(parents=True)
+    (run / "core.jsonl").write_text('{"type": "header"}\n')    # as a process writes it
+    events = _recorder(monkeypatch)
+    with durable_together() as unsynced:
+        unsynced.add(run / "core.jsonl", None, run / "never-written.txt")
+        assert events == []
+        unsynced.sync()
+    assert {p for e, p in events if e == "fsync"} == {str(run / "core.jsonl"), str(run),
+                                                      str(run.parent)}
+
 def test_leaving_the_block_on_an_error_flushes_and_raises_the_error(tmp_path, monkeypatch):
     events = _recorder(monkeypatch)
     with pytest.raises(KeyboardInterrupt), durable_together():

@@ -8,7 +8,8 @@ one removed. check_output builds the one-line error for an output path a command
 so that it can be checked before any work is done.
 
 durable_together defers the flush for the files one launch writes into its run directory
-(the cell's records, its job script, timing, exit status, machine-state readings): they are
+(the cell's records, its job script, timing, exit status, machine-state readings; and the
+launched program's own output, stdout.txt, stderr.txt, core.jsonl, added by the caller): they are
 renamed into place unflushed and flushed together, by one parallel pass of fsyncs (the
 files and their directories), before the launch is committed to the store. A process crash,
 SIGKILL or a full disk still leaves each file old or new (the kernel holds what was
@@ -123,6 +124,12 @@ class Unsynced:
 
     def __init__(self) -> None:
         self.written: list[Path] = []
+
+    def add(self, *paths: Path | None) -> None:
+        """Files written some other way (a launched process's output: stdout.txt,
+        stderr.txt, core.jsonl) to flush in the next pass with the rest; None is skipped,
+        a missing file needs nothing (_fsync)."""
+        self.written += [Path(x) for x in paths if x is not None]
 
     def sync(self) -> None:
         """Flush every file written since the last sync, and the directories holding them and

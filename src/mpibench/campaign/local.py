@@ -73,6 +73,9 @@ class LocalPolicy:
                 unsynced.sync()          # before its directory is renamed aside
                 self._set_aside(cell, p.step.run_dir, probed, aside,
                                 gate.reference(probed.reader))
+            # the raw output the launched program wrote (never through write_file): in the
+            # same pass, so a committed launch's provenance survives a crash of the machine
+            unsynced.add(p.cmd.stdout, p.cmd.stderr, p.cmd.jsonl)
             outcome = self.runner.ingest(p, sr)
             if gate is not None:
                 extra = probe_extra(probed, gate.judge(probed), gate.reference(probed.reader),
