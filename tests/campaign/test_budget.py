@@ -591,12 +591,25 @@ def test_the_plan_keys_code_hash_covers_what_the_stats_package_imports():
 
     pkg = Path(stats_budget.__file__).parent
     root = pkg.parent.parent
+    def modules(node) -> list[str]:
+        """The mpibench modules an import statement names (absolute or relative)."""
+        if isinstance(node, ast.Import):
+            return [a.name for a in node.names]
+        if not isinstance(node, ast.ImportFrom):
+            return []
+        if node.level:      # relative to mpibench.stats
+            parts = ["mpibench", "stats"][:3 - node.level] if node.level <= 2 else []
+            base = ".".join(parts + ([node.module] if node.module else []))
+        else:
+            base = node.module or ""
+        # `from mpibench import units`: the names are modules
+        return [f"{base}.{a.name}" for a in node.names] if base == "mpibench" else [base]
+
     wanted = set()
     for f in pkg.glob("*.py"):
         for node in ast.walk(ast.parse(f.read_text())):
-            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("mpibench."):
-                mod = node.module
-                if not mod.startswith("mpibench.stats"):
+            for mod in modules(node):
+                if mod.startswith("mpibench.") and not mod.startswith("mpibench.stats"):
                     base = root / mod.replace(".", "/")
                     wanted.add(base / "__init__.py" if base.is_dir() else base.with_suffix(".py"))
     assert wanted, "the stats package imports nothing from mpibench: the premise changed"
