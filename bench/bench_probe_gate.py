@@ -1021,12 +1021,16 @@ def _dwell_file(path: Path) -> dict[float, list[int]]:
 
 def dwell(dirs: list[Path]) -> None:
     """--stores: how long the core's finer off-state lasts, per history with misses."""
+    # a demo's --out holds runs/<stamp>/cI/ since stop 40 (runs/cI/ before)
     files = sorted({f for d in dirs for f in [*d.glob("machine-probe.jsonl"),
                                               *d.glob("*/machine-probe.jsonl"),
-                                              *d.glob("runs/*/machine-probe.jsonl")]})
+                                              *d.glob("runs/*/machine-probe.jsonl"),
+                                              *d.glob("runs/*/*/machine-probe.jsonl")]})
     print("after a miss the wait cannot see (a core reading off its finer reference, inside "
           "the probe program's): the core's next own reading at least P s later back in the "
           "reference state")
+    if not files:
+        print("  no machine-probe.jsonl found under " + ", ".join(map(str, dirs)))
     seen: set[int] = set()
     for f in files:
         if hash(f.read_bytes()) in seen:      # TTD's tools share one history

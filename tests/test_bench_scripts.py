@@ -527,6 +527,27 @@ def test_probe_gate_names_why_each_attempt_was_set_aside(tmp_path):
     assert len(res.stderr.strip().splitlines()) == 1
 
 
+def test_probe_gate_dwell_finds_a_demos_history_under_its_stamp(tmp_path, capsys, monkeypatch):
+    """bench_probe_gate.py --stores DIR reads the machine-state histories under a demo's
+    --out: since each demo invocation runs in runs/<stamp>/cI/, the history is one level
+    deeper than it was (review s40 R10: the section printed only its heading). Every file
+    it finds is read; a directory with none says so."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_pg3", BENCH / "bench_probe_gate.py")
+    pg = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pg)
+    hist = tmp_path / "demo" / "runs" / "20261128-125650" / "c3" / "machine-probe.jsonl"
+    hist.parent.mkdir(parents=True)
+    hist.write_text("")
+    read = []
+    monkeypatch.setattr(pg, "_dwell_file", lambda f: read.append(f) or {
+        p: [0, 0] for p in pg.PAUSES_S})
+    pg.dwell([tmp_path / "demo"])
+    assert read == [hist] and "no machine-probe.jsonl" not in capsys.readouterr().out
+    pg.dwell([tmp_path / "empty"])
+    assert f"no machine-probe.jsonl found under {tmp_path / 'empty'}" in capsys.readouterr().out
+
 def test_probe_gate_replay_keys_the_gates_waiting_cap_by_campaign_invocation(tmp_path, capsys):
     """bench_probe_gate.py --ttd: the gate's WAIT_TOTAL_S is per campaign invocation. A
     kept --to-budget run ran its interleaved rounds one invocation each and its
