@@ -8,6 +8,7 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -365,6 +366,50 @@ def _dry_text(tmp_path: Path, backend: str, monkeypatch) -> tuple[str, list]:
     text = re.sub(r"/CACHE/(build|verify)/[^/']+/", r"/CACHE/\1/KEY/", text)
     return text, scripts
 
+
+@pytest.mark.parametrize("group_cells", [0, 2])
+def test_a_staged_campaigns_dry_run_shows_the_jobs_of_each_stage(tmp_path, monkeypatch,
+                                                                  group_cells):
+    """`campaign run --show-scripts` of a repeats = "decide" campaign under PBS: the run
+    submits one stage's jobs at a time (looks at 3, 6, ... rounds), so every script shown
+    holds the cells of one stage, never rounds of two (review s40 R9: with group_cells = 0
+    it showed one job a variant holding every round, its walltime the sum over all), and
+    together they hold every cell of the campaign once, as the run's jobs would."""
+    import re
+
+    import mpibench.execute
+    from mpibench.campaign.auto_repeats import Stages
+    from mpibench.campaign.plan import expand
+    from mpibench.campaign.scripts import job_scripts
+    from mpibench.campaign.spec import load
+
+    monkeypatch.setattr(mpibench.execute, "running_as_root", lambda: False)
+    toml = re.sub(r"repeats = \d+", 'repeats = { until = "decided", min = 3, max = 9, step = 3 }',
+                  DRY_TOML, count=1)
+    (tmp_path / "dry.toml").write_text(toml + '[scheduler]\nname = "pbs"\nqueue = "workq"\n'
+                                       f"group_cells = {group_cells}\n")
+    spec = load(tmp_path / "dry.toml")
+    scripts = job_scripts(spec, _dry_stacks())
+    ends = Stages(SimpleNamespace(spec=spec, log=lambda msg: None), 0).boundaries()
+    assert len(ends) >= 2
+
+    def stage(r):
+        return next(i for i, b in enumerate(ends) if r < b or i == len(ends) - 1)
+
+    cells = expand(spec)
+    assert sorted(c.id for s in scripts for c in s.cells) == sorted(c.id for c in cells)
+    # the most cells one job can hold: one variant's cells of one stage
+    per_stage = {}
+    for c in cells:
+        k = (c.variant.name, stage(c.repeat))
+        per_stage[k] = per_stage.get(k, 0) + 1
+    most = max(per_stage.values()) if group_cells == 0 else group_cells
+    # a script is shared by every job its text fits (cell ids are placeholders in it): the
+    # job's own cells are its placeholders
+    for s in scripts:
+        k = len(set(re.findall(r"<cell(\d+)>", s.text))) or 1
+        assert k <= most and len(s.cells) % k == 0, (k, most, len(s.cells))
+        assert len(re.findall(r"walltime=\d+:\d+:\d+", s.text)) == 1
 
 @pytest.mark.parametrize("backend", ["slurm", "pbs", "local"])
 def test_dry_run_shows_every_distinct_job_script(tmp_path, monkeypatch, backend):

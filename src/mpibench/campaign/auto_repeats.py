@@ -851,13 +851,8 @@ class Stages:
             self.runner.log('repeats = decide without campaign.equivalence: only a '
                             "significant difference decides a cell; cells of identical "
                             "variants run to the maximum")
-        remaining = sorted(todo, key=lambda c: c.seq)
-        bounds = self.boundaries()
         done = 0
-        for i, b in enumerate(bounds):
-            last = i == len(bounds) - 1
-            stage = [c for c in remaining if last or c.repeat < b]
-            remaining = [c for c in remaining if not (last or c.repeat < b)]
+        for b, stage in self.cut(todo):
             if done:
                 wanted = self._look(done)
                 keep = [c for c in stage if c.repeat < done or wanted(c)]
@@ -866,6 +861,18 @@ class Stages:
             if stage:
                 yield stage
             done = b
+
+    def cut(self, todo: list) -> Iterator[tuple[int, list]]:
+        """The stages' cells in plan order, each with the round it ends at, as the rule
+        submits them when no look stops a cell (the last stage takes every later round):
+        the run (__call__, which looks between them) and the dry run's job scripts
+        (campaign/scripts.py) cut by this one rule."""
+        remaining = sorted(todo, key=lambda c: c.seq)
+        bounds = self.boundaries()
+        for i, b in enumerate(bounds):
+            last = i == len(bounds) - 1
+            yield b, [c for c in remaining if last or c.repeat < b]
+            remaining = [c for c in remaining if not (last or c.repeat < b)]
 
     def _look(self, n: int):
         if self.rule.until == "decided":

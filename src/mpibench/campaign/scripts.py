@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from mpibench.campaign.auto_repeats import Stages
 from mpibench.campaign.plan import Cell, expand
 from mpibench.campaign.runner import CampaignRunner
 from mpibench.campaign.spec import CampaignSpec
@@ -63,10 +64,16 @@ def job_scripts(spec: CampaignSpec, stacks: list[Stack], *, verify: bool | None 
     cells = expand(spec, seed=seed)
     out: dict[str, Script] = {}
     if runner.scheduler.batch:
-        for group in runner.policy._job_requests(cells):
-            req, _preps = runner.policy._request(group, fresh=False)
-            text = _normalise(runner.scheduler.render_script(req), group)
-            out.setdefault(text, Script(text)).cells.extend(group)
+        # a staged campaign (repeats = "auto" / "decide") submits a stage's jobs at a time
+        # (review s40 R9: the dry run grouped every round into one job a variant under
+        # group_cells = 0, its time limit the sum of all of them)
+        stages = Stages(runner, 0) if spec.auto else None
+        runner.policy.stages = stages
+        for _end, stage in (stages.cut(cells) if stages else [(None, cells)]):
+            for group in runner.policy._job_requests(stage):
+                req, _preps = runner.policy._request(group, fresh=False)
+                text = _normalise(runner.scheduler.render_script(req), group)
+                out.setdefault(text, Script(text)).cells.extend(group)
     else:
         for cell in cells:
             run_dir = runner.run_dir(cell)
