@@ -151,6 +151,7 @@ import contextlib
 import functools
 import math
 import re
+import shutil
 import sys
 import tempfile
 import time
@@ -269,6 +270,13 @@ def main(argv: list[str]) -> int:
                     help="only the planning rows where every size has its own cell part "
                     "(2+2, 3+3, 2 and 3 vs 7 at 4 sizes, 2 vs 3; stats level; exact power at the "
                     "median of 3 x --reps benchmarks, 8 seeds per row)")
+    ap.add_argument("--only-plan-cost", action="store_true",
+                    help="only the planning rule's cost through compare's path: seconds "
+                    "per `compare` (report.judge.compare_groups, the terminal and JSON "
+                    "renderings: every cell's 'detectable') of 2 and 3 vs 7 launches x 8 "
+                    "benchmarks x 10 sizes, --plan-rule before and --plan-rule (today "
+                    "unless given) side by side, cold caches, least of 3 alternated "
+                    "(--reps: comparisons per design, at most 3)")
     ap.add_argument("--only-planning-quiet", action="store_true",
                     help="only the paired plan of a noisy minority's quiet sizes (stats."
                     "budget.cell_rounds with the quiet block compare tests them on, and on "
@@ -327,18 +335,33 @@ def main(argv: list[str]) -> int:
                     "measured and not taken). diagnose (--only-outlier only): today's rule, "
                     "where the noisy size's A/A excess comes from (flagged or missed, se^2 "
                     "over the true variance, the p with the true variance)")
-    ap.add_argument("--plan-rule", choices=("today", "ownexp", "boot", "bootown",
-                                             "bootown-above"),
-                    default="today",
-                    help="with --only-planning-rows / --only-planning-own: stop 37's "
-                    "candidates, measured and not taken: ownexp (a cell with an own cell "
-                    "part planned by plan_expect too, the thin launch part as its truth), "
-                    "boot (plan_expect's figure median-bias corrected by a parametric "
-                    "bootstrap, BOOT_GRID^2 figures), bootown (both), bootown-above "
-                    "(boot only where the thin launch part is not pooled with its floor)")
+    ap.add_argument("--plan-rule", choices=tuple(PLAN_RULES), default="today",
+                    help="with --only-planning-rows / --only-planning-own / "
+                    "--only-plan-cost: the planning rule of a thin side. today (since "
+                    "stop 40, = bootown2c): a cell with an own cell part planned by "
+                    "plan_expect too, the thin launch part as its truth (ownexp), and "
+                    "plan_expect's figure median-bias corrected by a fixed-grid parametric "
+                    "bootstrap (stats.launch.plan_boot, 3 x 3 figures on a 12 x 12 x 4 "
+                    "grid) except where the thin launch part is pooled with its floor, "
+                    "both only where the thin side has 2 launches; before: neither (the "
+                    "rule to stop 39); measured and not taken: ownexp alone, boot (the "
+                    "correction everywhere, 5 x 5), bootown (both, everywhere), "
+                    "bootown-above (both, any launch count; stop 38), bootshared (the "
+                    "correction only, 2 launches; stop 39), bootown2 (today's with the "
+                    "bootstrap on plan_expect's own grid; stop 40)")
+    ap.add_argument("--plan-boot-grid", type=int, default=3, metavar="M",
+                    help="with --plan-rule bootown2 / bootown2c: the bootstrap grid, M x M "
+                    "plan_expect solves per corrected figure (default 3, today's; stops "
+                    "38-39 used 5)")
     args = ap.parse_args(argv)
-    if args.plan_rule != "today" and not (args.only_planning_rows or args.only_planning_own):
-        ap.error("--plan-rule: only with --only-planning-rows or --only-planning-own")
+    if args.plan_rule != "today" and not (args.only_planning_rows or args.only_planning_own
+                                          or args.only_plan_cost):
+        ap.error("--plan-rule: only with --only-planning-rows, --only-planning-own or "
+                 "--only-plan-cost")
+    if args.plan_boot_grid < 1:
+        ap.error(f"--plan-boot-grid: expected a grid size >= 1, got {args.plan_boot_grid}")
+    for name in ("bootown2", "bootown2c"):
+        PLAN_RULES[name]["PLAN_BOOT_GRID"] = args.plan_boot_grid
     if (args.outlier_design or args.outlier_side != 1.0 or args.outlier_thin_check) and \
             not args.only_outlier:
         ap.error("--outlier-design / --outlier-side / --outlier-thin-check: only with "
@@ -368,6 +391,8 @@ def main(argv: list[str]) -> int:
             (args.only_planning, planning_section, reps),
             (args.only_planning_paired, _paired_rows, reps),
             (args.only_planning_thin, planning_thin_section, reps),
+            (args.only_plan_cost, functools.partial(plan_cost_section,
+                                                    plan_rule=args.plan_rule), reps),
             (args.only_planning_own, functools.partial(planning_own_section,
                                                        plan_rule=args.plan_rule), 3 * reps),
             (args.only_planning_rows, functools.partial(planning_rows_section,
@@ -522,7 +547,7 @@ def _both_rules(store, sets, base):
     plan_expect: plan_component's components at one critical value)."""
     now = compare_groups(store, sets, base)
     with _swapped("plan_expect", _detectable_only), \
-            _swapped("_expect_truths", _no_expect_truths):
+            _swapped("_expect_truths", _no_expect_truths), _plan_rule("before"):
         return now, compare_groups(store, sets, base)
 
 
@@ -540,6 +565,7 @@ def _plan_cost(before: list, now: list) -> tuple[float, float]:
         for i, (tests, figure) in enumerate(zip((before, now), figures, strict=True)):
             L._ncp_for_power.cache_clear()
             L.plan_expect.cache_clear()
+            L.plan_boot.cache_clear()
             t0 = time.perf_counter()
             for t in tests:
                 figure(t)
@@ -628,6 +654,63 @@ def planning_section(rng: np.random.Generator, reps: int, db: Path | None = None
     _within(rows + rows_p, "every row")
     print("  target: 75-85% for the table's 'detectable' in every row (the design figure is "
           "the unpooled Welch plan: more power where sizes do not share launch effects)")
+
+
+def _cold_caches() -> None:
+    """Every planning cache of stats.launch cleared (a cold compare, the dearest case)."""
+    from mpibench.stats import launch as L
+    for f in (L._ncp_for_power, L.plan_expect, L.plan_boot, L._plan_mixed_df):
+        f.cache_clear()
+
+
+def _compare_seconds(store, sets) -> tuple[float, str]:
+    """Seconds of one compare on cold caches (compare_groups, then the terminal and JSON
+    renderings, which read every cell's 'detectable'), and its JSON."""
+    from mpibench.report import compare_view
+    _cold_caches()
+    t0 = time.perf_counter()
+    cmp = compare_groups(store, sets, "a")
+    compare_view.render(cmp, "terminal")
+    text = compare_view.render(cmp, "json")
+    return time.perf_counter() - t0, text
+
+
+def plan_cost_section(rng: np.random.Generator, reps: int, plan_rule: str = "today") -> None:
+    """--only-plan-cost: what the thin-side planning rule costs a `compare` (the figure
+    is computed when read; the renderings read it for every cell): 2 and 3 vs 7 launches
+    x 8 benchmarks x 10 sizes, launch effects shared, the thin side as noisy or 1/3 as
+    noisy; per design up to 3 stores, each compared under --plan-rule before and
+    plan_rule, alternated 3 times on cold caches, the least of each; the ratio."""
+    n = max(1, min(3, reps))
+    print(f"\nPlanning rule cost: seconds per compare (compare_groups + terminal + JSON, "
+          f"cold caches, least of 3 alternated), {n} store(s) per design, 8 benchmarks x "
+          f"{len(SIZES)} sizes, launch effects shared; before / {plan_rule} and the ratio")
+    rules = ("before", plan_rule)
+    benches = tuple(f"B{i}" for i in range(8))
+    tmp = Path(tempfile.mkdtemp(prefix="bench-plancost-"))
+    for launches in ((2, 7), (3, 7)):
+        for name, scale in (("as noisy", 1.0), ("1/3", 1 / 3)):
+            best = {rule: [] for rule in rules}
+            for i in range(n):
+                store, sets = S.build_store(tmp / f"c{launches[0]}-{i}-{scale:.2f}.db", rng,
+                                            launches=launches, sigma_l=0.05, within=0.01,
+                                            n_samples=(30, 60), sizes=SIZES,
+                                            benchmarks=benches, sigma_scale=(scale, 1.0))
+                got = {rule: math.inf for rule in rules}
+                try:
+                    for _ in range(3):
+                        for rule in rules:
+                            with _plan_rule(rule):
+                                sec, _text = _compare_seconds(store, sets)
+                            got[rule] = min(got[rule], sec)
+                finally:
+                    store.close()
+                for rule, sec in got.items():
+                    best[rule].append(sec)
+            b, t = (float(np.median(best[rule])) for rule in rules)
+            print(f"  {launches[0]} vs {launches[1]}, thin side {name}: {b:.3f} / {t:.3f} s "
+                  f"(x{t / b:.2f}; median over {n} stores)", flush=True)
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 def planning_thin_section(rng: np.random.Generator, reps: int) -> None:
@@ -2093,87 +2176,38 @@ THIN_CHECK_RULES = (("today", None),) + tuple(
     for lv in (0.20, 0.30, 0.50))
 
 
-# --plan-rule: stop 37's candidates for 2 vs 7 shared, the thin side 1/3 as noisy (89.9%),
-# measured and not taken (docs/statistics.md "Stop 37"): own-part cells through plan_expect
-# (ownexp), plan_expect's figure median-bias corrected by a parametric bootstrap (boot).
-BOOT_GRID = 5
-
-
-def _own_plan_cell(today):
-    """stats.launch._plan_cell with a cell that has an own cell part planned as the others:
-    a thin side's launch part as plan_expect's truth (_expect_truths), not plan_component's
-    (pooled with the other side's where their estimates agree, at 1 df)."""
-    from mpibench.stats import launch as L
-
-    def plan_cell(plan_spreads, ns, cell):
-        out = today(plan_spreads, ns, cell)
-        medians = plan_spreads[2] if len(plan_spreads) > 2 else (None, None)
-        sps = plan_spreads[:2]
-        if not any(sp.own_part(cell) is not None for sp in sps):
-            return out          # today's already took the thin truth
-        k = len(sps[0].components(ns[0], cell))
-        sides = [list(out[:k]), list(out[k:])]
-        for j, raw in enumerate(medians):
-            if raw is not None:
-                L._expect_truths(sides, ns, j, raw)
-        return sides[0] + sides[1]
-    return plan_cell
-
-
-def _boot_expect(today, raws: dict, above: bool = False):
-    """stats.launch.plan_expect's figure x its ratio to the median figure of a parametric
-    bootstrap: the thin launch part redrawn around the planned truth at BOOT_GRID chi2
-    quantiles and re-planned (plan_thin_launch, its floor from raws), the other side's
-    launch part at BOOT_GRID quantiles; log figure^2 / median (a median-bias correction:
-    the figure's median over estimates is above the figure at the truth where the thin
-    side is the quieter one). above: no correction where plan_thin_launch pooled the thin
-    part with its floor (sizes sharing no launch effect: there the correction took 2 vs 7
-    not sharing 1/3 to 74.4%)."""
-    from mpibench.stats import launch as L
-
-    @functools.lru_cache(maxsize=4096)
-    def plan_expect(comps, ns, k, alpha, power=L.POWER):
-        x = today(comps, ns, k, alpha, power)
-        j = L.expect_thin(comps, k)
-        if j is None or x is None or comps[j * k][0] not in raws:
-            return x
-        raw, floor, floor_df = raws[comps[j * k][0]]
-        (vt, dt), (vo, do) = comps[j * k], comps[(1 - j) * k]
-        if above and floor_df > 0 and \
-                max(raw, floor) <= floor * L._f_ppf(L.PLAN_SAME_LEVEL, dt, floor_df):
-            return x
-        figs = []
-        for a in L._quantiles(dt, BOOT_GRID):
-            t = L.plan_thin_launch(vt * ns[j] * a, dt, floor, floor_df) / ns[j]
-            for b in L._quantiles(do, BOOT_GRID):
-                c = list(comps)
-                c[j * k], c[(1 - j) * k] = (t, dt), (vo * b, do)
-                y = today(tuple(c), ns, k, alpha, power)
-                figs.append(math.inf if y is None else math.log1p(y))
-        m, lx = float(np.median(figs)), math.log1p(x)
-        return math.expm1(lx * lx / m) if 0 < m < math.inf else x
-    return plan_expect
+# --plan-rule: the planning rule of a thin side (stats.launch's PLAN_OWN_EXPECT, PLAN_BOOT_GRID,
+# PLAN_BOOT_ABOVE, PLAN_BOOT_MAX_N, PLAN_BOOT_DRAWS; docs/statistics.md "Planning", stops
+# 37-40), each candidate's switches set explicitly: today's (stats.launch as it is; since
+# stop 40 = bootown2c: ownexp and the bootstrap correction, both only where the thin side
+# has 2 launches, 3 x 3 on a 12 x 12 x 4 plan_expect grid) beside the rule before it
+# (neither) and the candidates measured and not taken, on the same draws: stop 37's ownexp,
+# boot, bootown; stop 38's bootown-above; stop 39's bootshared (the correction only where
+# the thin side has 2 launches, own-part cells as before); stop 40's bootown2 (bootown2c
+# with the bootstrap on plan_expect's own 24 x 24 x 8 grid: compare x1.6-1.8).
+_OFF = {"PLAN_OWN_EXPECT": False, "PLAN_BOOT_GRID": 0, "PLAN_BOOT_ABOVE": True,
+        "PLAN_BOOT_MAX_N": 0, "PLAN_BOOT_DRAWS": ()}
+PLAN_RULES = {
+    "today": {},
+    "before": _OFF,
+    "ownexp": {**_OFF, "PLAN_OWN_EXPECT": True},
+    "boot": {**_OFF, "PLAN_BOOT_GRID": 5, "PLAN_BOOT_ABOVE": False},
+    "bootown": {**_OFF, "PLAN_OWN_EXPECT": True, "PLAN_BOOT_GRID": 5, "PLAN_BOOT_ABOVE": False},
+    "bootown-above": {**_OFF, "PLAN_OWN_EXPECT": True, "PLAN_BOOT_GRID": 5},
+    "bootshared": {**_OFF, "PLAN_BOOT_GRID": 5, "PLAN_BOOT_MAX_N": 2},
+    "bootown2": {**_OFF, "PLAN_OWN_EXPECT": True, "PLAN_BOOT_GRID": 3, "PLAN_BOOT_MAX_N": 2},
+    "bootown2c": {**_OFF, "PLAN_OWN_EXPECT": True, "PLAN_BOOT_GRID": 3, "PLAN_BOOT_MAX_N": 2,
+                  "PLAN_BOOT_DRAWS": (12, 12, 4)},
+}
 
 
 @contextlib.contextmanager
 def _plan_rule(name: str):
-    """stats.launch swapped for a --plan-rule candidate (today: nothing) in the block."""
-    from mpibench.stats import launch as L
+    """stats.launch's planning switches set for a --plan-rule in the
+    block (plan_boot's cache keys on them: no stale figure across rules)."""
     with contextlib.ExitStack() as stack:
-        if "own" in name:
-            stack.enter_context(_swapped("_plan_cell", _own_plan_cell(L._plan_cell)))
-            stack.enter_context(_swapped(
-                "_expects", lambda pooled, _own, pairing: bool(pooled) and pairing == "none"))
-        if "boot" in name:
-            raws: dict = {}
-            truths = L._expect_truths
-
-            def stash(sides, ns, j, raw):
-                truths(sides, ns, j, raw)
-                raws[sides[j][0][0]] = raw
-            stack.enter_context(_swapped("_expect_truths", stash))
-            stack.enter_context(_swapped("plan_expect", _boot_expect(
-                L.plan_expect, raws, above="above" in name)))
+        for attr, value in PLAN_RULES[name].items():
+            stack.enter_context(_swapped(attr, value))
         yield
 
 
