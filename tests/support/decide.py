@@ -10,8 +10,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+# the counter is read and bumped under a lock: a batch campaign runs up to
+# max_jobs_in_flight jobs at once, two of one variant and group (rounds 3 and 4) can run
+# together, and one can read the counter the other has just truncated: `shift ""` is
+# "Illegal number" and the launch fails (2 such runs at once: 1 failure in 300 pairs; the
+# likely cause of a fresh-clone failure of stop 40, 15 of 16 launches done)
 DECIDE_SCRIPT = """
-f="$DIR/count_${V}_${G}"; n=$(cat "$f" 2>/dev/null || echo 0); echo $((n + 1)) > "$f"
+f="$DIR/count_${V}_${G}"
+exec 9>"$f.lock"; flock 9
+n=$(cat "$f" 2>/dev/null || echo 0); echo $((n + 1)) > "$f"
+exec 9>&-
 case "$V" in
   a) set -- 100 102 98 101 99 100 101 99 ;;
   b) set -- 300 312 291 306 294 303 297 309 ;;
