@@ -12,7 +12,8 @@ from mpibench.stats import launch as L
 from mpibench.stats import simulate as S
 
 
-def test_detectable_now_plans_a_thin_side_at_its_own_df(tmp_path):
+@pytest.mark.parametrize("launches", [(2, 7), (3, 7)])
+def test_detectable_now_plans_a_thin_side_at_its_own_df(tmp_path, launches):
     """2 vs 7, sizes sharing launch effects: every cell's 'detectable' is planned on the
     thin side's launch part at its own df (stats.launch.plan_component, through
     planning_components), the table's 'detectable now' is their median, and where the
@@ -25,11 +26,14 @@ def test_detectable_now_plans_a_thin_side_at_its_own_df(tmp_path):
     floored components' (it models the floor per draw): for them the figure is
     detectable_at's, and their power is bench_inference --only-planning-own's "2 vs 7 x 4
     sizes" row (81.3%, docs/statistics.md "Stop 40") and, for a 2-launch thin side,
-    tests/stats/test_launch.py's test_the_detectable_of_a_thin_side_really_quieter_has_its_power."""
+    tests/stats/test_launch.py's test_the_detectable_of_a_thin_side_really_quieter_has_its_power.
+    At 3 vs 7 the floored cells are still plan_component's, and the bound must hold there
+    (review s40 R11: at 2 vs 7 alone it no longer ran)."""
     rng = np.random.default_rng(7)
-    floored = 0
+    floored = guarded = 0
+    thin = launches[0] - 1
     for i in range(6):
-        store, sets = S.build_store(tmp_path / f"s{i}.db", rng, launches=(2, 7),
+        store, sets = S.build_store(tmp_path / f"s{i}.db", rng, launches=launches,
                                     sigma_l=0.05, within=0.01, n_samples=(30, 40),
                                     sizes=(1, 64, 4096, 65536))
         try:
@@ -45,8 +49,8 @@ def test_detectable_now_plans_a_thin_side_at_its_own_df(tmp_path):
             # part is its own on both sides (6 df on the 7-launch side; 1 on the thin one,
             # 2 where the test floored it: _each_cell), the thin one planned at the df of
             # the test's expected critical value over the two (_plan_mixed_df)
-            assert dfs[0] == 1 and dfs[2:] == [6, 6]
-            assert t.planned_on[1][1] == L._plan_mixed_df(1.0, 6.0)
+            assert dfs[0] == thin and dfs[2:] == [6, 6]
+            assert t.planned_on[1][1] == L._plan_mixed_df(float(thin), 6.0)
             assert [d for _, d in t.planned_on[2:]] == [d for _, d in t.components[2:]]
             # the test floored the thin launch part (planning starts from the launch part
             # before the floor; from the cell parts as the test uses them)
@@ -57,10 +61,12 @@ def test_detectable_now_plans_a_thin_side_at_its_own_df(tmp_path):
                     assert t.detectable == L.plan_boot(plan, ns, t.base_components,
                                                        cmp.alpha, L.POWER, L.plan_floors(t))
                 else:
+                    guarded += 1
                     assert t.detectable > L._detectable(t.components, cmp.alpha, L.POWER)
         (rec,) = plan_table(cmp, 0.05).records
         assert rec["detectable_now_median"] == float(np.median([t.detectable for t in tests]))
     assert floored > 0
+    assert (guarded > 0) == (launches[0] > L.PLAN_BOOT_MAX_N), (floored, guarded)
 
 
 @pytest.mark.parametrize("small", [3, 5])
