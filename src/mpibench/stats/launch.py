@@ -739,7 +739,8 @@ def plan_expect(comps: tuple, ns: tuple, k: int, alpha: float,
 # any). The rule since stop 40 (bench_inference.py --plan-rule bootown2c, = today): both,
 # a 2-launch thin side only, 3 x 3 at 12 x 12 x 4: 16 of 16 thin rows in 75-85% (2 vs 7
 # shared, thin side 1/3: 89.9 -> 82.0%), 15 of 15 own-part rows, compare x1.2-1.5 on a
-# 2-launch side. --plan-rule before: grid 0, PLAN_OWN_EXPECT False (the rule to stop 39);
+# 2-launch side (the report at 10 sizes; the planning alone x3-4, x6-7 at 4 own-part
+# sizes). --plan-rule before: grid 0, PLAN_OWN_EXPECT False (the rule to stop 39);
 # the others measured and not taken (docs/statistics.md "Planning", stops 37-40):
 # bootown-above (grid 5, both, any n; stop 38), bootshared (grid 5, the correction only,
 # n <= 2; stop 39), bootown2 (as today, the bootstrap on plan_expect's own grid: x1.6-1.8).
