@@ -219,6 +219,32 @@ def ingest_rounds(outputs: list[tuple[str, str]], rounds: int) -> None:
               f"({len(v)} rounds)")
     print(f"  ingest ratio fast/json {med['fast'] / med['json']:.3f}; the same output "
           f"every round: {'yes' if same else 'NO'}")
+    bounds_rounds([r for o in got["fast"] for r in o.records], rounds)
+
+
+def bounds_rounds(rows: list[dict], rounds: int) -> None:
+    """The parse's bounds check per row: the full check (parsers.base.bounds_problems)
+    beside out_of_bounds with its fast path (plainly_in_bounds, which since stop 40 takes
+    the core's rows: an int iterations / batch_floor_us sent every one the long way),
+    interleaved; the same answer for every row."""
+    from mpibench.parsers import base
+
+    if not rows:
+        return
+    times: dict[str, list[float]] = {"full": [], "fast": []}
+    for _ in range(rounds):
+        for how, check in (("full", base.bounds_problems), ("fast", base.out_of_bounds)):
+            t = time.perf_counter()
+            for r in rows:
+                check(r)
+            times[how].append((time.perf_counter() - t) / len(rows))
+    same = all(base.bounds_problems(r) == base.out_of_bounds(r) for r in rows)
+    plain = sum(base.plainly_in_bounds(r) for r in rows)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    print(f"  bounds check of {len(rows)} rows ({plain} on the fast path): full "
+          f"{med['full'] * 1e6:.1f} us, fast path {med['fast'] * 1e6:.1f} us a row (medians of "
+          f"{rounds} rounds); ratio {med['fast'] / med['full']:.3f}; the same answer: "
+          f"{'yes' if same else 'NO'}")
 
 
 LAUNCH_FILES = (("cell.json", 1141), ("job.sh", 2139), ("command.json", 973),
