@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from mpibench.commands import demo
+from mpibench.errors import UsageError
 from mpibench.report.judge import compare_groups
 from mpibench.report.rules import CellKey
 from mpibench.stats import budget
@@ -163,6 +164,24 @@ def test_a_demo_runs_gate_reads_only_its_own_machine_state_history(tmp_path):
     assert MachineGate(later, "gate").history == []
     assert demo._namespace(args, tmp_path, 3, "20261128-110000").db == \
         demo._namespace(args, tmp_path, 1, "20261128-070000").db   # one store for all runs
+
+
+def test_two_demos_started_in_the_same_second_take_their_own_directories(tmp_path):
+    """Review s40 R6: the stamp is the second a demo started, so two demos into one --out
+    in the same second shared runs/STAMP (and its machine-state history and campaign
+    names). Each claims its directory: STAMP, then STAMP-2, STAMP-3."""
+    stamps = [demo.claim_stamp(tmp_path, "20261128-110000") for _ in range(3)]
+    assert stamps == ["20261128-110000", "20261128-110000-2", "20261128-110000-3"]
+    assert all((tmp_path / "runs" / s).is_dir() for s in stamps)
+    args = argparse.Namespace(max_time=0.01, repeats=3)
+    outs = {demo._namespace(args, tmp_path, 3, s).out for s in stamps}
+    assert len(outs) == 3
+
+
+def test_a_demo_whose_out_is_a_file_says_so(tmp_path):
+    (tmp_path / "f").write_text("")
+    with pytest.raises(UsageError, match="--out .*cannot create"):
+        demo.claim_stamp(tmp_path / "f", "20261128-110000")
 
 
 @pytest.mark.mpi

@@ -101,6 +101,30 @@ def _namespace(args, out: Path, i: int, stamp: str = "") -> argparse.Namespace:
     )
 
 
+def claim_stamp(out: Path, now: str | None = None) -> str:
+    """This invocation's stamp (the second it started, `now` for tests), its run directory
+    out/runs/STAMP made here: two demos started in the same second into one --out take
+    STAMP and STAMP-2 (..., each its own directory, machine-state history and campaign
+    names), never one directory between them."""
+    base = now or time.strftime("%Y%m%d-%H%M%S")
+    runs = out / "runs"
+    try:
+        runs.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--out {out}: cannot create {runs} ({exc.strerror})") from None
+    n = 1
+    while True:
+        stamp = base if n == 1 else f"{base}-{n}"
+        try:
+            (runs / stamp).mkdir()
+            return stamp
+        except FileExistsError:
+            n += 1
+        except OSError as exc:
+            raise UsageError(f"--out {out}: cannot create {runs / stamp} ({exc.strerror})"
+                             ) from None
+
+
 def run(args) -> int:
     n_sizes = len(parse_sizes(args.sizes))  # before anything is created
     try:
@@ -115,7 +139,7 @@ def run(args) -> int:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"--out {out}: cannot create it ({exc.strerror})") from None
-    stamp = time.strftime("%Y%m%d-%H%M%S")
+    stamp = claim_stamp(out)
     comparisons = [
         # like with like: Open MPI's mpirun binds 2 ranks to cores by default, Hydra binds
         # nothing (an unbound pair can share one CPU: docs/statistics.md, "Binding")
