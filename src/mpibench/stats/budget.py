@@ -406,7 +406,8 @@ def upper_factor(df: float, confidence: float | None = PLAN_CONFIDENCE) -> float
 def rounds_for(shared: float, cell: float, cells: float, effect: float, *,
                alpha: float = 0.05, power: float = launch_stats.POWER, family: int = 1,
                equivalence: bool = False, max_n: int = SEARCH_MAX,
-               own_df: float | None = None, pairs: int = 0) -> int | None:
+               own_df: float | None = None, pairs: int = 0,
+               every_cell: float | None = None) -> int | None:
     """Rounds (launches per side, paired) for a decision on a cell whose one-round
     difference has these two variance components (the round part shared by the `cells`
     sizes, pairs - 1 df; the cell part, (pairs - 1)(cells - 1) df when pooled, or with
@@ -415,7 +416,10 @@ def rounds_for(shared: float, cell: float, cells: float, effect: float, *,
     noncentral t at k rounds (stats.launch's power computation on the components scaled
     to k), at least MIN_PAIRS. The levels as launches_for: a difference at alpha / family;
     equivalence within ±effect as two one-sided tests at alpha, each with power
-    (1 + power) / 2. None beyond max_n."""
+    (1 + power) / 2. every_cell (a cell level, cell_level): the rounds at which the cell
+    is decided whatever its true gain (decides_any_gain: significant at that level or
+    equivalent within ±effect by TOST at alpha), with probability `power` over the final
+    look's spread. None beyond max_n."""
     if shared + cell <= 0:
         return launch_stats.MIN_PAIRS
     a, pw = (2 * alpha, (1 + power) / 2) if equivalence else (alpha / max(family, 1), power)
@@ -436,7 +440,81 @@ def rounds_for(shared: float, cell: float, cells: float, effect: float, *,
             comps.append((cell / k, float((k - 1) * (cells - 1))))
         return tuple(comps)
 
+    if every_cell is not None:
+        return every_cell_search(comps_at, effect, every_cell, alpha, power,
+                                 launch_stats.MIN_PAIRS, max_n)
     return launch_stats.rounds_search(comps_at, effect, a, pw, max_n)
+
+
+# --- the every-cell plan (stop 41) ---------------------------------------------------------
+#
+# A cell at the final look (level alpha) is significant when its adjusted p in the table's
+# family <= alpha, and equivalent when TOST p <= alpha. Both read the cell's gain d (log) and
+# standard error se with the same components (stats.launch.LaunchTest): significant as soon
+# as |d| >= c_sig se (c_sig the critical value at the least level the family tests the
+# cell's own p at, cell_level), equivalent as soon as |d| + c_eq se <= log(1 + margin)
+# (c_eq the one-sided critical value at alpha). If (c_sig + c_eq) se <= log(1 + margin),
+# one of the two holds whatever d is: |d| < c_sig se gives |d| + c_eq se < the margin. So
+# such an se decides the cell whatever its true gain; the gain-1 plan (equivalence at gain
+# 1 with 80% power) leaves a gain between log(1 + margin) - c_eq se and c_sig se undecided.
+
+
+def cell_level(alpha: float, rows: int, verdicts: bool = True, block: bool = True) -> float:
+    """The least level at which the table's family (stats.multiplicity.adjust_table, the
+    one the report prints and stats.sequential decides with) tests one cell's own p,
+    whatever the other p's are: the rows (cells and geomean rows, `rows` of them) hold
+    1 - VERDICT_SHARE of alpha when there are verdicts, one equal share each, and a graph
+    procedure's weights only grow, so a unit whose p <= alpha x its initial weight is
+    rejected; a benchmark's pooled cells are one unit of weight share x (its cells), their
+    p the closed test's (closed_mean_p), which at worst (the other cells' gains straddle
+    0: the mean-gain tests never reject) is maxT's at 1 - MEAN_SHARE of the level, at most
+    the block's cells x p (Sidak, rho >= 0), so p <= alpha share (1 - MEAN_SHARE); a cell
+    with its own part (maxT) or alone: p <= alpha share. block: the cell may be in a
+    pooled block (the conservative end; the plan assumes it)."""
+    from mpibench.stats import multiplicity as mt
+
+    share = (1.0 - mt.VERDICT_SHARE) if verdicts else 1.0
+    if block and mt.BLOCK_TEST not in ("both", "maxt"):
+        raise ValueError(f"cell_level: BLOCK_TEST {mt.BLOCK_TEST!r} has no maxT step, so no "
+                         "level holds whatever the other gains are")
+    inner = (1.0 - mt.MEAN_SHARE) if block and mt.BLOCK_TEST == "both" else 1.0
+    return alpha * share / max(rows, 1) * inner
+
+
+def decides_any_gain(comps: Sequence[tuple[float, float]], effect: float, sig_level: float,
+                     alpha: float = 0.05, power: float = launch_stats.POWER) -> bool:
+    """Whether a test with these variance components (of the gain's log, at the final
+    look) decides the cell whatever its true gain, with probability `power`: (c_sig +
+    c_eq) se_q <= log(1 + effect), c_sig the two-sided critical value at sig_level
+    (cell_level), c_eq the one-sided one at alpha (TOST), both Cochran-Cox / Welch as
+    compare's test (stats.launch.cochran_cox_crit), se_q the standard error at the
+    `power` quantile of its estimate (chi2 at the components' Satterthwaite df): the
+    spread the final look will estimate is at most that with probability `power`."""
+    tot = sum(v for v, _ in comps)
+    if tot <= 0:
+        return True
+    c = (launch_stats.cochran_cox_crit(comps, sig_level / 2.0)
+         + launch_stats.cochran_cox_crit(comps, alpha))
+    nu = launch_stats._satterthwaite(comps)
+    q = float(launch_stats._chi2_ppf(power, nu)) / nu if math.isfinite(nu) and nu > 0 else 1.0
+    return c * math.sqrt(tot * q) <= abs(math.log1p(effect)) + 1e-12
+
+
+def every_cell_search(comps_at: Callable[[int], tuple], effect: float, sig_level: float,
+                      alpha: float, power: float, least: int, max_n: int) -> int | None:
+    """The least n in [least, max_n] at which decides_any_gain(comps_at(n)) holds
+    (bisection: the standard error, its critical values and the chi2 quantile all fall
+    with n); None beyond max_n."""
+    if not decides_any_gain(comps_at(max_n), effect, sig_level, alpha, power):
+        return None
+    lo, hi = least, max_n
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if decides_any_gain(comps_at(mid), effect, sig_level, alpha, power):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
 
 
 def optimum_samples(sigma_l2: float, within_b: float, fixed_s: float, sample_s: float
@@ -453,7 +531,8 @@ def optimum_samples(sigma_l2: float, within_b: float, fixed_s: float, sample_s: 
 
 def launches_for(sd_log: float, effect: float, *, alpha: float = 0.05,
                  power: float = launch_stats.POWER, family: int = 1,
-                 equivalence: bool = False, max_n: int = 1000) -> int | None:
+                 equivalence: bool = False, max_n: int = 1000,
+                 every_cell: float | None = None) -> int | None:
     """Launches per side for a decision on one cell at this per-launch sd (logs).
 
     A difference of `effect` (0.05 = 5%): the two-sided test at alpha / family (Holm's
@@ -461,7 +540,15 @@ def launches_for(sd_log: float, effect: float, *, alpha: float = 0.05,
     (stats.launch.launches_needed, noncentral t). Equivalence within ±effect (TOST at
     alpha, true gain 1): each one-sided test at alpha must reject; the two-sided test at
     2 alpha has the same critical value, and asking each side for power (1 + power) / 2
-    makes both succeed together with at least `power` (Bonferroni on the two misses)."""
+    makes both succeed together with at least `power` (Bonferroni on the two misses).
+    every_cell (a cell level, cell_level): the launches per side at which the cell is
+    decided whatever its gain (every_cell_search; the difference of two sides' means,
+    2 sd^2 / n on 2 (n - 1) df)."""
+    if every_cell is not None:
+        if sd_log <= 0:
+            return launch_stats.MIN_LAUNCHES
+        return every_cell_search(lambda n: ((2 * sd_log ** 2 / n, 2.0 * (n - 1)),), effect,
+                                 every_cell, alpha, power, launch_stats.MIN_LAUNCHES, max_n)
     try:
         if equivalence:
             return launch_stats.launches_needed(sd_log, effect, alpha=2 * alpha,
@@ -517,6 +604,9 @@ class Plan:
     # median, their seconds priced as the cap's, CellCost.seconds); the core's other skips
     # (--mem-limit, too few ranks, ...) are neither count
     skipped: int = 0
+    # the every-cell plan's cell level (cell_level): launches that decide every cell
+    # whatever its gain; None: equivalence (or a difference) at gain 1 + effect
+    every_cell: float | None = None
 
     @property
     def within_cap(self) -> bool:
@@ -539,8 +629,11 @@ class Plan:
 
     def _describe(self) -> str:
         b = self.best
-        what = (f"equivalence within ±{100 * self.effect:g}%" if self.equivalence
-                else f"a {100 * self.effect:g}% difference")
+        what = (f"a {100 * self.effect:g}% difference" if not self.equivalence
+                else f"equivalence within ±{100 * self.effect:g}%" if self.every_cell is None
+                else (f"every cell decided whatever its gain (significant at the table's "
+                      f"least cell level {self.every_cell:.2g}, or equivalent within "
+                      f"±{100 * self.effect:g}%)"))
         knobs = (f"budget: --target {b.target_pct:g}% --max-time {b.max_time:g} s per cell"
                  " --accept-approximate")
         sd = ((f"paired by round, sd of a round's difference "
@@ -692,7 +785,8 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
          max_launches: int = SEARCH_MAX, confidence: float | None = PLAN_CONFIDENCE,
          paired: Mapping[object, PairedSpread] | None = None,
          keep_within: bool = False, own_pools: Iterable[object] = (),
-         own_cells: Iterable[object] = (), partial: bool = False) -> Plan | None:
+         own_cells: Iterable[object] = (), partial: bool = False,
+         every_cell: bool = False) -> Plan | None:
     """The core's --target and --max-time for the later launches of a comparison.
 
     The between-launch variances are taken at their upper `confidence` bound
@@ -726,7 +820,11 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
     a PairedSpread are planned unpaired as above.
 
     partial: a paired cell beyond SEARCH_MAX rounds on its own leaves only itself out
-    (Choice.beyond; _launches_in_view), not the whole plan (False: campaigns' "auto"). None
+    (Choice.beyond; _launches_in_view), not the whole plan (False: campaigns' "auto").
+
+    every_cell (with equivalence): the launches at which every cell is decided whatever
+    its true gain (significant at the table's least cell level, cell_level over its rows,
+    or equivalent within ±effect; decides_any_gain), not equivalence at gain 1. None
     when no cell is common."""
     if not sides:
         return None
@@ -739,7 +837,10 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
     fam = family if family is not None else len(common)
     views = {False: own_part_pools(sides, common, own_pools),
              True: own_part_pools(sides, common, thin=True)}
-    levels = dict(alpha=alpha, power=power, family=fam, equivalence=equivalence)
+    level = (cell_level(alpha, table_rows(common, len(sides) - 1))
+             if every_cell and equivalence else None)
+    levels = dict(alpha=alpha, power=power, family=fam, equivalence=equivalence,
+                  every_cell=level)
     tried: list[Choice] = []
     for t, max_time in ((t, m) for m in max_times for t in targets):
         cost, samples = _launch_cost(sides, common, t, min_samples, max_time)
@@ -764,7 +865,18 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
                             max_time, worst, far))
     best = _best(tried, max_launches)
     return Plan(best, tuple(tried), effect, equivalence, max_launches,
-                confidence if factor != 1.0 or paired else None, bool(paired))
+                confidence if factor != 1.0 or paired else None, bool(paired),
+                every_cell=level)
+
+
+def table_rows(cells: Iterable[object], candidates: int = 1) -> int:
+    """The rows of the comparison table these cells make, each candidate's: its cells and
+    a geomean row per benchmark (pool_of) with more than one cell (stats.sequential
+    .table_p's family; the verdicts are apart)."""
+    per: dict[object, int] = defaultdict(int)
+    for k in cells:
+        per[pool_of(k)] += 1
+    return max(candidates, 1) * sum(n + (n > 1) for n in per.values())
 
 
 def _launches_in_view(pooled: Mapping[object, float],
@@ -847,7 +959,8 @@ def plan_from_rows(rows: Sequence[Mapping], order: Sequence[str], margin: float,
                    *, interleaved: bool = True, rounds: int | None = None,
                    targets: Iterable[float] = TARGETS,
                    max_times: Iterable[float] = MAX_TIMES,
-                   keep_within: bool = False, partial: bool = False) -> Plan | None:
+                   keep_within: bool = False, partial: bool = False,
+                   every_cell: bool = False) -> Plan | None:
     """The plan `budget = "auto"` makes for a core group from its finished launches' rows
     (store.report_queries.launch_cost_rows): equivalence within ±margin, at most cap
     launches per variant (plan()'s max_launches). order: the campaign's variants, the
@@ -859,7 +972,8 @@ def plan_from_rows(rows: Sequence[Mapping], order: Sequence[str], margin: float,
     max_times: the options plan() may choose among (one of each: the launches per side at
     the options the launches already run at); keep_within: as plan()'s, for rows that all
     ran at those options; partial: plan()'s (a paired cell out of reach on its own is left
-    out, Choice.beyond). None when fewer than two variants have components, or no
+    out, Choice.beyond); every_cell: plan()'s (every cell decided whatever its gain; the
+    campaigns' "auto" plans at gain 1). None when fewer than two variants have components, or no
     cell is common to them (plan()'s None)."""
     rows = alone_rows(rows)
     comps = components_from_rows(rows)
@@ -884,7 +998,8 @@ def plan_from_rows(rows: Sequence[Mapping], order: Sequence[str], margin: float,
                for k in flagged_cells(tagged, compared, gated)}
     made = plan(sides, margin, equivalence=True, max_launches=cap, paired=paired or None,
                 targets=targets, max_times=max_times, keep_within=keep_within,
-                own_pools=gated, own_cells=flagged, partial=partial)
+                own_pools=gated, own_cells=flagged, partial=partial,
+                every_cell=every_cell)
     if made is None:        # no cell every variant has: nothing to plan
         return None
     return replace(made, preempted=sum(map(preempted.stopped, rows)),
@@ -933,8 +1048,8 @@ def unpaired_regimes(rows: Iterable[Mapping], variants: Sequence[str],
 
 
 def cell_rounds(rows: Sequence[Mapping], order: Sequence[str], margin: float, *,
-                confidence: float | None = PLAN_CONFIDENCE, alpha: float = 0.05
-                ) -> dict[object, int | None]:
+                confidence: float | None = PLAN_CONFIDENCE, alpha: float = 0.05,
+                every_cell: bool = False) -> dict[object, int | None]:
     """{cell key: rounds per side that decide this cell alone, equivalence within ±margin
     at gain 1} of an interleaved campaign's rows, planned as plan_from_rows plans the
     paired test beyond THIN_LAUNCHES rounds at the options the rows ran at (keep_within):
@@ -946,26 +1061,32 @@ def cell_rounds(rows: Sequence[Mapping], order: Sequence[str], margin: float, *,
     upper `confidence` bound, each TOST at alpha. The plan needs the largest of these; None: beyond
     SEARCH_MAX (out of reach), which keeps the whole plan out of reach. Empty when no
     pool pairs. A diagnostic of the spread alone, never of the gains: which cells a
-    budget cannot reach."""
+    budget cannot reach. every_cell: the rounds that decide the cell whatever its gain
+    (plan()'s every_cell, at the table's cell_level over these cells' rows)."""
     compared = [v for v in order if any(r.get("variant") == v for r in rows)]
     out: dict[object, int | None] = {}
+    keys = {(r["benchmark"], r["size"]) for r in rows if r.get("variant") in compared}
+    level = (cell_level(alpha, table_rows(keys, len(compared) - 1)) if every_cell
+             else None)
     for g, pool in paired_spreads(rows, compared).items():
-        keys = {(r["benchmark"], r["size"]) for r in rows if r.get("variant") in compared}
         for key in sorted((k for k in keys if pool_of(k) == g), key=lambda k: (str(k[0]), k[1])):
-            out[key] = pool_cell_rounds(pool, key, margin, confidence, alpha)
+            out[key] = pool_cell_rounds(pool, key, margin, confidence, alpha,
+                                        every_cell=level)
     return out
 
 
 def pool_cell_rounds(pool: PairedSpread, key: object, margin: float,
                      confidence: float | None = PLAN_CONFIDENCE, alpha: float = 0.05, *,
-                     equivalence: bool = True, max_n: int = SEARCH_MAX) -> int | None:
+                     equivalence: bool = True, max_n: int = SEARCH_MAX,
+                     every_cell: float | None = None) -> int | None:
     """cell_rounds' rounds for one cell of a paired pool: the largest over the Spreads
     compare tests it on (its round regime's, or the block's and its hedge's run:
     PairedSpread.tested_on; _cell_round on each), at least THIN_LAUNCHES + 1; None when
     any is beyond max_n (equivalence=False: the difference test of a gain 1 + margin).
     The one rule the time-to-decision bench's what-ifs plan a cell by too."""
     ks = [_cell_round(ps, key, margin, confidence, alpha, equivalence=equivalence,
-                      max_n=max_n) for ps, _keys in pool.tested_on([key])]
+                      max_n=max_n, every_cell=every_cell)
+          for ps, _keys in pool.tested_on([key])]
     if not ks or any(k is None or k > max_n for k in ks):
         return None
     return max(max(ks), launch_stats.THIN_LAUNCHES + 1)
@@ -973,15 +1094,15 @@ def pool_cell_rounds(pool: PairedSpread, key: object, margin: float,
 
 def _cell_round(ps: PairedSpread, key: object, margin: float, confidence: float | None,
                 alpha: float = 0.05, *, equivalence: bool = True,
-                max_n: int = SEARCH_MAX) -> int | None:
+                max_n: int = SEARCH_MAX, every_cell: float | None = None) -> int | None:
     """cell_rounds' rounds for one cell on one PairedSpread it is tested on (TOST at
-    alpha within ±margin; equivalence=False: the difference test of a gain 1 + margin),
-    None beyond max_n."""
+    alpha within ±margin; equivalence=False: the difference test of a gain 1 + margin;
+    every_cell: a cell level, decided whatever its gain), None beyond max_n."""
     own = {k: (v, df) for k, v, df in ps.cell_parts}
     sh, ce = _paired_parts(ps, None, confidence, own.get(key))
     return rounds_for(sh, ce, ps.cells, margin, alpha=alpha, equivalence=equivalence,
                       own_df=own[key][1] if key in own else None, pairs=ps.pairs,
-                      max_n=max_n)
+                      max_n=max_n, every_cell=every_cell)
 
 
 def _medians_by(rows: Iterable[Mapping]) -> dict[str, dict[object, dict[object, float]]]:
