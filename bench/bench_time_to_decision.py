@@ -680,7 +680,7 @@ def run_repeats(db: Path) -> dict[str, int]:
 
 def core_plan(db: Path, cap: int, rounds: int | None = None, at: dict | None = None,
               partial: bool = False, upto: int | None = None,
-              leave_out: frozenset = frozenset()):
+              leave_out: frozenset = frozenset(), every_cell: bool = False):
     """The core's budget from its launches so far (stats/budget.py, as `budget = "auto"`
     plans it in an interleaved campaign: equivalence within ±5% by the round-paired test,
     at the round differences' variance pooled over the sizes at its 80% upper bound, at
@@ -697,7 +697,9 @@ def core_plan(db: Path, cap: int, rounds: int | None = None, at: dict | None = N
     partial); the pilot's plan (without `at`) is the campaign's, which keeps it out.
     upto: the rounds (index from 0) below it only (a kept --to-budget run replayed at its
     interleaved rounds); leave_out: these rounds left out whole, after the live sizes are
-    read (round_rule_lines' what-if: compare's rule is not changed by it)."""
+    read (round_rule_lines' what-if: compare's rule is not changed by it); every_cell:
+    the every-cell plan (stats.budget.plan's every_cell: every cell decided whatever its
+    true gain) instead of equivalence at gain 1."""
     from mpibench.stats import budget
     from mpibench.store.report_queries import launch_cost_rows
 
@@ -705,6 +707,8 @@ def core_plan(db: Path, cap: int, rounds: int | None = None, at: dict | None = N
         ids = [r["id"] for r in store.runs(status="done") if (not at or r["repeat"] >= 2)
                and (upto is None or r["repeat"] < upto)]
         rows = launch_cost_rows(store, ids)
+    # the every-cell plan's family: the table's rows of every cell, decided ones included
+    table = budget.table_rows({(r["benchmark"], r["size"]) for r in rows})
     if at:
         # the budgeted rounds alone (3 on), all at these options: their variance of d is
         # the one the rounds still to run will have; and the cells still undecided alone
@@ -717,10 +721,11 @@ def core_plan(db: Path, cap: int, rounds: int | None = None, at: dict | None = N
                 and r["repeat"] not in leave_out]
         return budget.plan_from_rows(rows, ["openmpi", "mpich"], TARGET, cap, rounds=rounds,
                                      targets=(at["target"],), max_times=(at["max_time"],),
-                                     keep_within=True, partial=True)
+                                     keep_within=True, partial=True, every_cell=every_cell,
+                                     table=table)
     rows = [r for r in rows if r["repeat"] not in leave_out]
     return budget.plan_from_rows(rows, ["openmpi", "mpich"], TARGET, cap, rounds=rounds,
-                                 partial=partial)
+                                 partial=partial, every_cell=every_cell, table=table)
 
 
 def kept_off_of(db: Path, upto: int | None = None):
@@ -1001,8 +1006,9 @@ def margin_note(c) -> tuple[bool, str]:
     holds = c.ci_low <= lo_edge <= c.ci_high or c.ci_low <= hi_edge <= c.ci_high
     if holds and width <= 2 * math.log1p(TARGET):
         return True, (f"near the margin: its CI holds an edge ({lo_edge:.3f} or "
-                      f"{hi_edge:.3f}) and is no wider than the margin, so no budget is "
-                      "sure to decide it")
+                      f"{hi_edge:.3f}) and is no wider than the margin: a gain-1 budget "
+                      "leaves it; the every-cell budget (h_sig + h_eq within the margin) "
+                      "decides it")
     return False, (f"its CI is {math.exp(width / 2):.3f}x either way, wider than the "
                    f"margin's {1 + TARGET:g}x: more launches narrow it")
 
@@ -1043,10 +1049,18 @@ def _args(argv: list[str]) -> argparse.Namespace:
                     help="after the N interleaved rounds the core goes on alone to the "
                          "budget it prints then (launches per side that decide every cell), "
                          "at most --max-budget seconds of launches")
-    ap.add_argument("--max-budget", type=float, default=300.0, metavar="SEC",
+    ap.add_argument("--max-budget", type=float, default=600.0, metavar="SEC",
                     help="with --to-budget: the most seconds of launches (both variants, "
                          "the rounds run included) a budget may ask; a larger one is refused "
-                         "(default 300)")
+                         "(default 600; 300 until stop 41, when the budget became the "
+                         "every-cell one, x3-4 the gain-1 plan's rounds)")
+    ap.add_argument("--budget-plan", default="every-cell", metavar="every-cell|gain-1",
+                    help="with --to-budget: the budget the core runs to (both are printed): "
+                         "every-cell (default: every cell decided whatever its true gain, "
+                         "significant or equivalent, at the spread's 80%% bound; x3-4 the "
+                         "rounds) or gain-1 (equivalence within ±5%% at gain 1, 80%% power: "
+                         "a cell whose gain sits between 1 and the margin's edge can be left "
+                         "undecided; the bench's budget before stop 41)")
     ap.add_argument("--batches", type=int, default=3,
                     help="with --to-budget: looks (campaign invocations) after the "
                          "interleaved rounds (default 3)")
@@ -1090,6 +1104,8 @@ def _args(argv: list[str]) -> argparse.Namespace:
 
     if a.bind not in ("core", "none"):
         refuse(f"--bind: got {a.bind!r}, expected core or none")
+    if a.budget_plan not in ("every-cell", "gain-1"):
+        refuse(f"--budget-plan: got {a.budget_plan!r}, expected every-cell or gain-1")
     if a.order not in ORDERS:
         refuse(f"--order: got {a.order!r}, expected {', '.join(ORDERS)}")
     if not 2 <= a.max_rounds <= budget.SEARCH_MAX:
@@ -1136,7 +1152,8 @@ def main(argv: list[str]) -> int:
                                              "to_budget": a.to_budget, "sizes": sizes,
                                              "all_sizes": a.all_sizes, "warm_up": True,
                                              "exclude_preempted": not a.keep_preempted,
-                                             "batches": a.batches}))
+                                             "batches": a.batches,
+                                             "budget_plan": a.budget_plan}))
     bind = "" if a.bind == "none" else a.bind
     what = (f"{compare} rounds interleaved with IMB, then the core to the budget it prints "
             f"(at most {a.max_budget:g} s of launches)" if a.to_budget
@@ -1281,8 +1298,11 @@ def to_budget(a, core: Tool, compare: int) -> tuple[int, object]:
     before the look at `compare`; the rounds per variant to run to (compare when the plan
     is within them or is refused), and the plan."""
     at = run_options(core.db, compare - 1)
-    p = core_plan(core.db, budget.SEARCH_MAX, at=at or None)
+    plans = {every: core_plan(core.db, budget.SEARCH_MAX, at=at or None, every_cell=every)
+             for every in (True, False)}
     print(f"      {round_rule_budget(core.db, compare, core.seconds)}")
+    print(f"      {plans_line(plans)}")
+    p = plans[a.budget_plan == "every-cell"]
     if p is None or p.best.launches is None:
         why = (NO_PLAN if p is None
                else f"more than {budget.SEARCH_MAX} launches per side")
@@ -1298,8 +1318,7 @@ def to_budget(a, core: Tool, compare: int) -> tuple[int, object]:
           f"--target {b.target_pct:g}% --max-time {b.max_time:g} s --accept-approximate"
           f"{'' if a.keep_preempted else ' --exclude-preempted'}, "
           f"the options of the rounds so far), {total:.1f} s of launches in all "
-          f"({spent:.1f} s spent, {more:.1f} s more); planned for equivalence within "
-          f"±{100 * TARGET:g}% at gain 1 with 80% power"
+          f"({spent:.1f} s spent, {more:.1f} s more); {planned_for(p)}"
           + (f" in every cell but the {len(b.beyond)} out of reach (named above)"
              if b.beyond else ""))
     if k <= compare:
@@ -1311,6 +1330,33 @@ def to_budget(a, core: Tool, compare: int) -> tuple[int, object]:
               f"alpha)")
         return compare, p
     return k, p
+
+
+def planned_for(p) -> str:
+    """What a --to-budget plan was planned for, in words."""
+    if p.every_cell is not None:
+        return (f"planned for every cell decided whatever its true gain (significant at "
+                f"the table's least cell level {p.every_cell:.2g}, or equivalent within "
+                f"±{100 * TARGET:g}%) with 80% probability over the final look's spread "
+                f"(--budget-plan every-cell)")
+    return (f"planned for equivalence within ±{100 * TARGET:g}% at gain 1 with 80% power "
+            f"(--budget-plan gain-1)")
+
+
+def plans_line(plans: dict) -> str:
+    """The two --to-budget plans side by side (every-cell, gain 1): launches per side,
+    seconds of launches and their ratio."""
+    def one(p) -> str:
+        if p is None:
+            return "no plan"
+        b = p.best
+        return (f"{b.launches} launches per side, {b.total_s:.1f} s" if b.launches
+                else f"more than {budget.SEARCH_MAX} launches per side")
+    e, g = plans[True], plans[False]
+    ratio = (f", ratio {e.best.launches / g.best.launches:.2f}"
+             if e and g and e.best.launches and g.best.launches else "")
+    return (f"budgets: every cell decided whatever its gain {one(e)}; equivalence at gain 1 "
+            f"(80% power) {one(g)}{ratio}")
 
 
 def summary(a, core: Tool, imb: Tool, head: tuple, budget_rounds: int, compare: int,
@@ -1375,8 +1421,9 @@ def summary(a, core: Tool, imb: Tool, head: tuple, budget_rounds: int, compare: 
         near = core.near_margin()
         if near:
             print(f"  near the margin (a CI no wider than ±{100 * TARGET:g}% that holds an "
-                  f"edge): sizes {', '.join(near)}: a true gain at the margin's edge is "
-                  f"decided by no budget (the plan is for gain 1)")
+                  f"edge): sizes {', '.join(near)}: a gain-1 plan leaves a true gain near "
+                  f"the edge undecided; the every-cell plan decides it whatever the gain "
+                  f"where the spread is at most the one planned")
     tools = () if a.to_budget else ((core, "mpibench-core"), (imb, "IMB-MPI1"))
     for t, label in tools:
         if t.done:

@@ -786,7 +786,7 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
          paired: Mapping[object, PairedSpread] | None = None,
          keep_within: bool = False, own_pools: Iterable[object] = (),
          own_cells: Iterable[object] = (), partial: bool = False,
-         every_cell: bool = False) -> Plan | None:
+         every_cell: bool = False, rows: int | None = None) -> Plan | None:
     """The core's --target and --max-time for the later launches of a comparison.
 
     The between-launch variances are taken at their upper `confidence` bound
@@ -824,8 +824,10 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
 
     every_cell (with equivalence): the launches at which every cell is decided whatever
     its true gain (significant at the table's least cell level, cell_level over its rows,
-    or equivalent within ±effect; decides_any_gain), not equivalence at gain 1. None
-    when no cell is common."""
+    or equivalent within ±effect; decides_any_gain), not equivalence at gain 1; rows:
+    the table's rows (table_rows of every cell it holds, decided ones included: a plan for
+    the cells still undecided is tested in the whole table's family), None: the rows of
+    the cells planned. None when no cell is common."""
     if not sides:
         return None
     common = set.intersection(*({c.key for c in s.cells} for s in sides))
@@ -837,7 +839,7 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
     fam = family if family is not None else len(common)
     views = {False: own_part_pools(sides, common, own_pools),
              True: own_part_pools(sides, common, thin=True)}
-    level = (cell_level(alpha, table_rows(common, len(sides) - 1))
+    level = (cell_level(alpha, rows or table_rows(common, len(sides) - 1))
              if every_cell and equivalence else None)
     levels = dict(alpha=alpha, power=power, family=fam, equivalence=equivalence,
                   every_cell=level)
@@ -960,7 +962,7 @@ def plan_from_rows(rows: Sequence[Mapping], order: Sequence[str], margin: float,
                    targets: Iterable[float] = TARGETS,
                    max_times: Iterable[float] = MAX_TIMES,
                    keep_within: bool = False, partial: bool = False,
-                   every_cell: bool = False) -> Plan | None:
+                   every_cell: bool = False, table: int | None = None) -> Plan | None:
     """The plan `budget = "auto"` makes for a core group from its finished launches' rows
     (store.report_queries.launch_cost_rows): equivalence within ±margin, at most cap
     launches per variant (plan()'s max_launches). order: the campaign's variants, the
@@ -973,7 +975,8 @@ def plan_from_rows(rows: Sequence[Mapping], order: Sequence[str], margin: float,
     the options the launches already run at); keep_within: as plan()'s, for rows that all
     ran at those options; partial: plan()'s (a paired cell out of reach on its own is left
     out, Choice.beyond); every_cell: plan()'s (every cell decided whatever its gain; the
-    campaigns' "auto" plans at gain 1). None when fewer than two variants have components, or no
+    campaigns' "auto" plans at gain 1), at the cell level of a table of `table` rows (None:
+    the rows' cells; plan()'s rows). None when fewer than two variants have components, or no
     cell is common to them (plan()'s None)."""
     rows = alone_rows(rows)
     comps = components_from_rows(rows)
@@ -999,7 +1002,7 @@ def plan_from_rows(rows: Sequence[Mapping], order: Sequence[str], margin: float,
     made = plan(sides, margin, equivalence=True, max_launches=cap, paired=paired or None,
                 targets=targets, max_times=max_times, keep_within=keep_within,
                 own_pools=gated, own_cells=flagged, partial=partial,
-                every_cell=every_cell)
+                every_cell=every_cell, rows=table)
     if made is None:        # no cell every variant has: nothing to plan
         return None
     return replace(made, preempted=sum(map(preempted.stopped, rows)),
