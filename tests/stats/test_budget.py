@@ -1513,3 +1513,52 @@ def test_going_on_to_a_partial_budget_keeps_aa_false_positives_and_coverage():
     assert sig / cells <= 0.06
     assert 0.93 <= cover / cells <= 0.995
     assert fam <= 4
+
+
+def _exact_rounds(k, gains, sh, ce, seed):
+    """Per-round differences d[r, s] = gains[s] + u[r] + e[r, s] of k rounds, seeded, with
+    var(u) = sh and the pooled cell part ce exactly (u standardised, e double-centred and
+    scaled): compare's paired spread then has the components planned, and each cell's
+    mean difference is its gain."""
+    rng = np.random.default_rng(seed)
+    u = rng.normal(size=k)
+    u = (u - u.mean()) / u.std(ddof=1) * math.sqrt(sh)
+    e = rng.normal(size=(k, len(gains)))
+    e = e - e.mean(axis=0) - e.mean(axis=1, keepdims=True) + e.mean()
+    e *= math.sqrt(ce * len(gains) * (k - 1) / (e ** 2).sum())
+    return np.asarray(gains)[None, :] + u[:, None] + e
+
+
+def _final_look(d, margin):
+    """stats.sequential's last look (level alpha) on rounds d: the table's family, TOST."""
+    from mpibench.stats.sequential import Design, decide
+
+    k, s = d.shape
+    cells = {("PingPong", j): ({f"b{r}.{j}": 1.0 for r in range(k)},
+                               {f"c{r}.{j}": math.exp(-d[r, j]) for r in range(k)}, "lower")
+             for j in range(s)}
+    pairs = {f"{side}{r}.{j}": r for r in range(k) for j in range(s) for side in "bc"}
+    return decide(cells, Design(min=k, max=k, step=1, alpha=0.05, margin=margin), n=k,
+                  pairs=pairs)
+
+
+def test_the_every_cell_plan_decides_the_gains_the_gain_1_plan_leaves():
+    """The every-cell plan (stop 41) decides every cell whatever its true gain: at its
+    rounds (c_sig + c_eq) se <= log(1.05), so a cell is significant or TOST-equivalent.
+    Known distribution, 6 sizes paired by round, the plan's own spread exactly: at the
+    gain-1 plan's 44 rounds a cell at half the ±5% margin and one at its edge are left
+    undecided; at the every-cell plan's 145 (x3.3) the half-margin cell is equivalent,
+    the edge one significant, the A/A cells equivalent in both."""
+    sh, ce, margin = 0.004, 0.008, 0.05
+    edge = math.log1p(margin)
+    gains = [edge / 2, edge, 0.0, 0.0, 0.0, 0.0]
+    keys = [("PingPong", j) for j in range(len(gains))]
+    level = budget.cell_level(0.05, budget.table_rows(keys))
+    assert level == pytest.approx(0.05 * 0.5 / 7 * 0.1)     # 6 cells + a geomean row
+    gain_1 = budget.rounds_for(sh, ce, len(gains), margin, equivalence=True)
+    every = budget.rounds_for(sh, ce, len(gains), margin, every_cell=level)
+    assert (gain_1, every) == (44, 145)
+    for k, half, at_edge in ((gain_1, "undecided", "undecided"),
+                             (every, "equivalent", "significant")):
+        cells = _final_look(_exact_rounds(k, gains, sh, ce, 3), margin).cells
+        assert [cells[key].status.value for key in keys] == [half, at_edge] + 4 * ["equivalent"]
