@@ -1095,6 +1095,17 @@ def _args(argv: list[str]) -> argparse.Namespace:
                          "needs if planned at its observed gain (point, and the CI's worst "
                          "end) beside today's plan at gain 1, at its interleaved rounds and "
                          "at its last")
+    ap.add_argument("--simulate", action="store_true",
+                    help="run no launches: the every-cell and gain-1 budgets of --to-budget "
+                         "on seeded known distributions (paired rounds with launch effects "
+                         "like the bench's; scenarios A/A, gains between half the margin and "
+                         "its edge, at the edge, mixed, launch modes): how often every cell "
+                         "is decided at each, A/A false positives, false equivalence")
+    ap.add_argument("--reps", type=int, default=100, metavar="R",
+                    help="with --simulate: runs per scenario (default 100; --quick 2)")
+    ap.add_argument("--seed", type=int, default=41, help="with --simulate: the seed (default 41)")
+    ap.add_argument("--scenario", action="append", choices=SIM_SCENARIOS,
+                    help="with --simulate: only this scenario (repeatable; default all)")
     ap.add_argument("--keep", metavar="DIR",
                     help="keep the campaigns and stores in DIR (new or empty)")
     a = ap.parse_args(argv)
@@ -1130,6 +1141,8 @@ def _args(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str]) -> int:
     a = _args(argv)
+    if a.simulate:
+        return simulate(a)
     if a.replay:
         if a.smaller_budgets:
             return smaller_budgets(a.replay)
@@ -1441,6 +1454,197 @@ def summary(a, core: Tool, imb: Tool, head: tuple, budget_rounds: int, compare: 
               f"{final.describe()}")
     print(reach_line(final, core, a.max_budget))
     print(cell_budget_line(core.db, core.look_cells))
+
+
+# --- --simulate: the two budgets on known distributions (stop 41) -------------------------
+#
+# Paired rounds of two variants like the bench's (one launch per variant a round): a launch's
+# log statistic at size s is mu_s + its launch effect (shared by its sizes, sd SIM_LAUNCH)
+# + its size's own launch effect (sd SIM_SIZE) + within-launch error (sd SIM_WITHIN) + the
+# round's effect both variants share (sd SIM_ROUND, a load phase: pairing removes it), and,
+# at the small sizes (below 2 KiB) with probability SIM_MODE_P, a slow mode (+SIM_MODE_UP)
+# a launch holds for all of them (the small sizes' launch modes the kept runs show). The
+# candidate is slower by the cell's true log gain. The bench's own rule on them: looks at
+# 2..N at the interim level fixed before the first, the budget planned after round N from
+# rounds 3..N of the cells still undecided (core_plan's call: plan_from_rows, keep_within,
+# partial, the table's rows), --batches looks up to it, the last at alpha; a decided cell
+# gets no more rounds. Both budgets on the same rounds (the first N shared).
+
+SIM_LAUNCH, SIM_SIZE, SIM_WITHIN, SIM_ROUND = 0.05, 0.04, 0.02, 0.1
+SIM_MODE_P, SIM_MODE_UP = 0.1, 0.25
+SIM_SCENARIOS = ("aa", "between", "edge", "mixed", "modes")
+
+
+class SimKey(NamedTuple):
+    benchmark: str
+    size: int
+
+
+def sim_gains(scenario: str, sizes: int, rng) -> list[float]:
+    """The cells' true log gains: aa 0; between |g| uniform in [margin/2 - 1 point, the
+    edge] with random signs; edge ±log(1 + margin); mixed (run-74-like) a third of the
+    sizes at 0, a third between 0.967 and 1.037, the rest 10-30% either way; modes: A/A
+    with the small sizes' launch modes."""
+    edge = math.log1p(TARGET)
+    sign = rng.choice((-1.0, 1.0), size=sizes)
+    if scenario in ("aa", "modes"):
+        return [0.0] * sizes
+    if scenario == "edge":
+        return list(sign * edge)
+    if scenario == "between":
+        return list(sign * rng.uniform(edge / 2 - 0.01, edge, size=sizes))
+    third = sizes // 3
+    near = rng.uniform(math.log(0.967), math.log(1.037), size=third)
+    far = sign[:sizes - 2 * third] * rng.uniform(math.log(1.1), math.log(1.3),
+                                                  size=sizes - 2 * third)
+    return [0.0] * third + list(near) + list(far)
+
+
+def sim_rounds(gains: list[float], rounds: int, modes: bool, rng):
+    """{variant: array [round, size] of log launch statistics} for `rounds` rounds."""
+    import numpy as np
+
+    s = len(gains)
+    out = {}
+    common = rng.normal(0, SIM_ROUND, size=(rounds, 1))
+    for v, shift in (("openmpi", 0.0), ("mpich", 1.0)):
+        y = (common + rng.normal(0, SIM_LAUNCH, size=(rounds, 1))
+             + rng.normal(0, SIM_SIZE, size=(rounds, s))
+             + rng.normal(0, SIM_WITHIN, size=(rounds, s))
+             - shift * np.asarray(gains)[None, :])
+        if modes:
+            small = min(12, s)
+            y[:, :small] += SIM_MODE_UP * (rng.random((rounds, 1)) < SIM_MODE_P)
+        out[v] = y
+    return out
+
+
+def sim_family(y: dict, upto: dict[int, int]) -> Family:
+    """The bench's Family of simulated rounds: cell j holds its first upto[j] rounds."""
+    cells, pairs, repeat = {}, {}, {}
+    for j, n in upto.items():
+        sides = []
+        for v in ("openmpi", "mpich"):
+            by = {}
+            for r in range(n):
+                lid = f"{v}{r}"
+                by[lid] = math.exp(y[v][r, j])
+                pairs[lid], repeat[lid] = r, r
+            sides.append(by)
+        cells[SimKey("PingPong", j)] = (sides[0], sides[1], "lower")
+    return Family(cells, pairs, repeat, {})
+
+
+def sim_rows(y: dict, rounds: range, live: list[int]) -> list[dict]:
+    """plan_from_rows' rows of these rounds and cells (n 20, a CI of ±1%, 1 ms a cell)."""
+    return [{"run_id": f"{v}{r}", "variant": v, "repeat": r, "benchmark": "PingPong",
+             "size": j, "n": 20, "median": math.exp(y[v][r, j]),
+             "ci_low": math.exp(y[v][r, j]) / 1.01, "ci_high": math.exp(y[v][r, j]) * 1.01,
+             "cell_s": 0.001, "launch_s": 0.1, "status": "ok", "stop_reason": None,
+             "mode": "adaptive"} for v in ("openmpi", "mpich") for r in rounds for j in live]
+
+
+def sim_run(y: dict, sizes: int, compare: int, batches: int, every: bool) -> tuple:
+    """One run of the bench's rule on simulated rounds y: (budget rounds or None when
+    refused, the last look's {cell index: Status})."""
+    interim = to_budget_interim(compare, batches)
+    design = schedule(budget.SEARCH_MAX, compare, batches, interim)
+    upto = dict.fromkeys(range(sizes), 0)
+    previous, cells = None, {}
+    for n in range(1, compare + 1):
+        upto = {j: (n if previous is None or not previous[SimKey("PingPong", j)].decided
+                    else m) for j, m in upto.items()}
+        if n == compare:
+            live = [j for j, m in upto.items() if m == n]
+            p = budget.plan_from_rows(sim_rows(y, range(2, compare), live),
+                                      ["openmpi", "mpich"], TARGET, budget.SEARCH_MAX,
+                                      keep_within=True, partial=True, every_cell=every,
+                                      targets=(100.0,), max_times=(0.002,),
+                                      table=budget.table_rows(
+                                          ("PingPong", j) for j in range(sizes)))
+            k = p.best.launches if p is not None else None
+            design = (schedule(k, compare, batches, interim) if k and k > compare
+                      else schedule(compare, compare, 1, interim))
+        if n >= 2:
+            _st, previous = judge(sim_family(y, upto), design, n, previous)
+    for n in (x for x in design.looks() if x > compare):
+        upto = {j: (n if not previous[SimKey("PingPong", j)].decided else m)
+                for j, m in upto.items()}
+        _st, previous = judge(sim_family(y, upto), design, n, previous)
+        cells = previous
+        if all(c.decided for c in cells.values()):
+            break
+    cells = previous
+    return k, {key.size: c.status for key, c in cells.items()}
+
+
+class SimTally(NamedTuple):
+    runs: int = 0
+    all_decided: int = 0
+    refused: int = 0
+    rounds: tuple = ()
+    cells: int = 0
+    decided: int = 0
+    aa: int = 0            # A/A cells (true gain 1)
+    fp: int = 0            # of them significant
+    fw: int = 0            # runs with an A/A cell significant
+    edge: int = 0          # cells at or beyond the margin's edge
+    false_eq: int = 0      # of them equivalent
+
+
+def sim_tally(t: SimTally, k, got: dict, gains: list[float]) -> SimTally:
+    edge = math.log1p(TARGET) - 1e-12
+    aa = [j for j, g in enumerate(gains) if g == 0.0]
+    far = [j for j, g in enumerate(gains) if abs(g) >= edge]
+    fp = sum(got[j] is Status.SIGNIFICANT for j in aa)
+    return SimTally(t.runs + 1, t.all_decided + all(s is not Status.UNDECIDED
+                                                    for s in got.values()),
+                    t.refused + (k is None), t.rounds + ((k,) if k else ()),
+                    t.cells + len(got), t.decided + sum(s is not Status.UNDECIDED
+                                                        for s in got.values()),
+                    t.aa + len(aa), t.fp + fp, t.fw + (fp > 0), t.edge + len(far),
+                    t.false_eq + sum(got[j] is Status.EQUIVALENT for j in far))
+
+
+def simulate(a) -> int:
+    """--simulate: per scenario both budgets on the same seeded runs (sim_run)."""
+    import numpy as np
+
+    sizes, compare = (11, TO_BUDGET_MIN_ROUNDS) if a.quick else (24, a.max_rounds)
+    reps = 2 if a.quick else a.reps
+    scen = a.scenario or list(SIM_SCENARIOS)
+    print(f"# --simulate: {reps} runs per scenario, {sizes} sizes, {compare} interleaved "
+          f"rounds, --batches {a.batches}, seed {a.seed}; round d = launch sd "
+          f"{SIM_LAUNCH} x2 + size sd {SIM_SIZE} x2 + within {SIM_WITHIN} x2 (round effect "
+          f"{SIM_ROUND} shared by both variants); margin ±{100 * TARGET:g}%")
+    print("| scenario | budget | rounds per side (median, range) | runs refused | every cell "
+          "decided | cells decided | A/A cells significant | runs with one | edge cells "
+          "equivalent |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    started = time.time()
+    for si, name in enumerate(scen):
+        tallies = {True: SimTally(), False: SimTally()}
+        for rep in range(reps):
+            rng = np.random.default_rng([a.seed, si, rep])
+            gains = sim_gains(name, sizes, rng)
+            y = sim_rounds(gains, budget.SEARCH_MAX, name == "modes", rng)
+            for every in (True, False):
+                k, got = sim_run(y, sizes, compare, a.batches, every)
+                tallies[every] = sim_tally(tallies[every], k, got, gains)
+        for every, t in tallies.items():
+            print(sim_line(name, "every-cell" if every else "gain-1", t), flush=True)
+    print(f"# {time.time() - started:.0f} s")
+    return 0
+
+
+def sim_line(name: str, plan: str, t: SimTally) -> str:
+    def pct(x: int, n: int) -> str:
+        return f"{100 * x / n:.1f}% ({x}/{n})" if n else "-"
+    ks = sorted(t.rounds)
+    rounds = f"{ks[len(ks) // 2]} ({ks[0]}-{ks[-1]})" if ks else "-"
+    return (f"| {name} | {plan} | {rounds} | {t.refused} | {pct(t.all_decided, t.runs)} | "
+            f"{pct(t.decided, t.cells)} | {pct(t.fp, t.aa)} | {pct(t.fw, t.runs if t.aa else 0)} "
+            f"| {pct(t.false_eq, t.edge)} |")
 
 
 def cell_budget_line(db: Path, cells: dict) -> str:
