@@ -1562,3 +1562,11 @@ def test_the_every_cell_plan_decides_the_gains_the_gain_1_plan_leaves():
                              (every, "equivalent", "significant")):
         cells = _final_look(_exact_rounds(k, gains, sh, ce, 3), margin).cells
         assert [cells[key].status.value for key in keys] == [half, at_edge] + 4 * ["equivalent"]
+    # the cell level is the table's worst case, not Bonferroni over its 8 p: with the other
+    # gains straddling 1 the mean-gain tests never reject, and a cell at 0.65 of the edge
+    # planned at alpha / 8 (103 rounds) is left undecided (adjusted p 0.073, TOST 0.065)
+    straddle = [0.65 * edge, 0.015, -0.015, 0.015, -0.015, 0.0]
+    naive = budget.rounds_for(sh, ce, len(gains), margin, every_cell=0.05 / 8)
+    for k, want in ((naive, "undecided"), (every, "equivalent")):
+        cells = _final_look(_exact_rounds(k, straddle, sh, ce, 3), margin).cells
+        assert cells[keys[0]].status.value == want
