@@ -1448,12 +1448,14 @@ def summary(a, core: Tool, imb: Tool, head: tuple, budget_rounds: int, compare: 
             for line in t.undecided_lines():
                 print(line)
     # what a decision of every cell needs at the spread of all the core's launches
-    final = core_plan(core.db, budget.SEARCH_MAX, partial=True)
+    # (the plan --budget-plan names: every-cell, or gain 1)
+    every = a.budget_plan == "every-cell"
+    final = core_plan(core.db, budget.SEARCH_MAX, partial=True, every_cell=every)
     if final is not None:
         print(f"mpibench-core at its final spread ({core.rounds} launches per variant): "
               f"{final.describe()}")
     print(reach_line(final, core, a.max_budget))
-    print(cell_budget_line(core.db, core.look_cells))
+    print(cell_budget_line(core.db, core.look_cells, every))
 
 
 # --- --simulate: the two budgets on known distributions (stop 41) -------------------------
@@ -1647,11 +1649,11 @@ def sim_line(name: str, plan: str, t: SimTally) -> str:
             f"| {pct(t.false_eq, t.edge)} |")
 
 
-def cell_budget_line(db: Path, cells: dict) -> str:
+def cell_budget_line(db: Path, cells: dict, every_cell: bool = False) -> str:
     """Per cell, the rounds that decide it alone (stats.budget.cell_rounds: equivalence
-    within ±5% at gain 1, its round regime's round part plus the cell part compare tests
-    it on, each at its 80% upper bound, at the options the core's rounds ran at), from all
-    the core's
+    within ±5% at gain 1, or with every_cell whatever its gain, its round regime's round
+    part plus the cell part compare tests it on, each at its 80% upper bound, at the
+    options the core's rounds ran at), from all the core's
     rounds: which cells are out of reach (beyond 1000 rounds per side) and what the ones
     in reach need, with its seconds at the core's mean round from round 3. cells: the
     last look's statuses; a cell decided there needs no rounds and is left out."""
@@ -1660,7 +1662,8 @@ def cell_budget_line(db: Path, cells: dict) -> str:
     with Store(db, readonly=True) as store:
         rows = launch_cost_rows(store, [r["id"] for r in store.runs(status="done")])
     done = {(k.benchmark, k.size) for k, c in cells.items() if c.decided}
-    per = {k: n for k, n in budget.cell_rounds(rows, ["openmpi", "mpich"], TARGET).items()
+    per = {k: n for k, n in budget.cell_rounds(rows, ["openmpi", "mpich"], TARGET,
+                                               every_cell=every_cell).items()
            if k not in done}
     if not per:
         return "per undecided cell: none, or no plan (the rounds do not pair)"
@@ -1672,8 +1675,10 @@ def cell_budget_line(db: Path, cells: dict) -> str:
     reach = (f"the other {len(near)} need at most {most} rounds per side (~{most * each:.0f} "
              f"s of launches at {each:.2f} s a round): " + ", ".join(
                  f"{k[1]}: {n}" for k, n in near.items()) if near else "none in reach")
-    return (f"per undecided cell (each alone, equivalence within ±{100 * TARGET:g}% at gain "
-            f"1, its 80% bound; {len(done)} decided): out of reach (more than {budget.SEARCH_MAX} rounds): "
+    what = ("decided whatever its gain" if every_cell
+             else f"equivalence within ±{100 * TARGET:g}% at gain 1")
+    return (f"per undecided cell (each alone, {what}, its 80% bound; {len(done)} "
+            f"decided): out of reach (more than {budget.SEARCH_MAX} rounds): "
             f"{len(far)} cells{': sizes ' + ', '.join(far) if far else ''}; {reach}")
 
 
@@ -1690,7 +1695,8 @@ def reach_line(final, core: Tool, max_budget: float) -> str:
     b = final.best
     if b.launches is None:
         return (f"{head} out of reach here: at the spread of the core's {core.rounds} rounds "
-                f"equivalence within ±{100 * TARGET:g}% at gain 1 needs more than "
+                + ("every cell decided whatever its gain" if final.every_cell is not None
+                   else f"equivalence within ±{100 * TARGET:g}% at gain 1") + " needs more than "
                 f"{budget.SEARCH_MAX} launches per side at every within-launch budget the "
                 f"plan weighs (--max-time up to {max(budget.MAX_TIMES):g} s a cell), beyond "
                 f"any budget the bench prints (--to-budget refuses it): what stands in the "
@@ -1708,9 +1714,10 @@ def reach_line(final, core: Tool, max_budget: float) -> str:
             f"{b.launch_s:.2f} s a launch, {where} --max-budget {max_budget:g} s "
             f"(a plan from all the core's launches and cells; --to-budget runs to its "
             f"own plan, the 'core budget after N rounds' line above, made from the "
-            f"budgeted rounds' undecided cells, which can refuse where this one does not; "
-            f"cells whose true gain is near the margin's edge stay undecided by any "
-            f"budget)")
+            f"budgeted rounds' undecided cells, which can refuse where this one does not"
+            + ("" if final.every_cell is not None else
+               "; a gain-1 plan can leave cells whose true gain is near the margin's edge "
+               "undecided, the every-cell plan decides them") + ")")
 
 
 # --- the time between launches (time_between): where the wall time between one launch's
