@@ -2,7 +2,10 @@
 """Time to decision: Open MPI vs MPICH PingPong 0:22 over shared memory, np=2.
 
     .venv/bin/python bench/bench_time_to_decision.py [--quick] [--max-rounds N]
-        [--to-budget [--max-budget SEC] [--batches B]] [--bind core|none] [--keep DIR]
+        [--to-budget [--budget-plan every-cell|gain-1] [--max-budget SEC] [--batches B]]
+        [--bind core|none] [--keep DIR]
+    .venv/bin/python bench/bench_time_to_decision.py --simulate [--reps R] [--seed S]
+        [--scenario NAME]...
 
 A cell is decided when compare's launch-level test (multiplicity over the table) is
 significant, or when TOST says the two stacks are equivalent within ±5% (the campaign's
@@ -50,7 +53,15 @@ its budgeted rounds run at (the campaign's
 `budget = "auto"` plan, made once from the pilot: the continuation keeps the campaign as
 it is, since a group's own `options` would make new cells) is printed as the budget:
 launches per side and seconds of launches in all (the N rounds' own plus the rest at the
-plan's seconds per launch). N must be 5 or more with --to-budget (one line, exit 2
+plan's seconds per launch). Two plans are printed side by side, with the ratio of their
+rounds: the every-cell plan (since stop 41; --budget-plan every-cell, the default: every
+cell decided whatever its true gain, i.e. at the last look (level alpha) (c_sig + c_eq) se
+<= log(1.05), c_sig the two-sided critical value at the least level the table's family
+tests a cell at, stats.budget.cell_level, c_eq TOST's one-sided one at alpha, se at its
+80% quantile at the spread's 80% bound; docs/statistics.md "Every cell decided whatever
+its gain") and the gain-1 plan (equivalence within ±5% at gain 1 with 80% power, the
+budget before stop 41, about 1/3.5 of the rounds; --budget-plan gain-1 runs to it: a cell
+whose gain sits between 1 and the margin's edge can be left undecided there). N must be 5 or more with --to-budget (one line, exit 2
 otherwise; --quick runs 5 rounds then, not 4): from fewer than 3 rounds 3..N the plan
 would be unpaired (or none) while the looks test paired. The looks test every round,
 the pilot's rounds 1-2 included, which ran at other options (the pilot's): the
@@ -65,8 +76,19 @@ launches: the last look is then an interim one). The budget depends on the sprea
 never on the gains, so fixing the last look there leaves the levels' error control as
 planned (an internal pilot). At the end every cell: decided (significant or equivalent)
 at which look, or undecided with its gain and CI, and which of those are near the margin
-(a CI no wider than ±5% that holds an edge of it: a true gain there is decided by no
-budget; the plan is for gain 1).
+(a CI no wider than ±5% that holds an edge of it: a gain-1 budget leaves such a gain; the
+every-cell budget decides it where the spread is at most the one planned).
+
+--simulate runs no launches: both budgets on seeded known distributions through the
+bench's own rule (sim_run: the looks at 2..N at the interim level, the budget from rounds
+3..N of the cells still undecided through the plan --to-budget makes, --batches looks up
+to it, a decided cell given no more rounds): paired rounds of 24 sizes (11 with --quick)
+whose launches have a launch effect their sizes share, a size's own launch effect,
+within-launch error and a round effect both variants share (SIM_*); scenarios A/A, gains
+between half the margin and its edge, at the edge, mixed (run-74-like) and A/A with the
+small sizes' launch modes. Per scenario and budget: its rounds, the runs with every cell
+decided, the cells decided, A/A cells significant (and runs with one), cells at or beyond
+the edge called equivalent.
 
 The core's launches after a look measure only the sizes with an undecided cell (`campaign
 run --only-sizes`, what `repeats = "decide"` does by itself): a decision is final per cell,
