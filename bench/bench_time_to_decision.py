@@ -1149,6 +1149,8 @@ def _args(argv: list[str]) -> argparse.Namespace:
                f"paired from {TO_BUDGET_MIN_ROUNDS - 2} of them)")
     if a.batches < 1:
         refuse(f"--batches: got {a.batches}, expected 1 or more")
+    if a.reps < 1:
+        refuse(f"--reps: got {a.reps}, expected 1 or more")
     for flag, on in (("--smaller-budgets", a.smaller_budgets), ("--gain-plan", a.gain_plan)):
         if on and not a.replay:
             refuse(f"{flag}: only with --replay DIR... (it replays kept runs)")
