@@ -69,6 +69,12 @@ confidence bound over its df. Rounds are planned by the noncentral t of that tes
 components scaled to k rounds, Cochran-Cox critical value, as
 stats.launch.launches_needed_for), at least MIN_PAIRS.
 
+What a plan is for: equivalence within ±margin at gain 1 (campaigns' `budget = "auto"`),
+or with every_cell (the time-to-decision bench's --to-budget, since stop 41) every cell
+decided whatever its true gain: at the last look (c_sig + c_eq) se <= log(1 + margin),
+c_sig the two-sided critical value at the least level the table's family tests a cell at
+(cell_level), c_eq TOST's one-sided one at alpha (decides_any_gain; about 3.5x the rounds).
+
 The campaign caps launches per side (its `repeats`, or the rule's maximum). When a pair
 decides within the cap, the pair with the least launch time to the decision wins. When none
 does, the pair with the least launch time to the decision beyond the cap (the launches
