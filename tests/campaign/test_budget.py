@@ -614,3 +614,19 @@ def test_the_plan_keys_code_hash_covers_what_the_stats_package_imports():
                     wanted.add(base / "__init__.py" if base.is_dir() else base.with_suffix(".py"))
     assert wanted, "the stats package imports nothing from mpibench: the premise changed"
     assert wanted <= set(PlanCache.sources()), wanted - set(PlanCache.sources())
+
+
+def test_the_plan_line_gives_the_launches_that_decide_every_cell_whatever_its_gain(tmp_path):
+    """budget = "auto" chooses its options at gain 1 as before (the same options as
+    stats.budget's plan alone) and its line adds the launches per side that decide every
+    cell whatever its true gain at those options (stop 41: significant or equivalent; more
+    than the gain-1 plan's, which can leave a gain near the margin's edge undecided)."""
+    from mpibench.stats import budget
+
+    spec, rows = _spec(tmp_path, "10"), _pilot_rows()
+    p = BudgetRule.plan_rows(spec, rows)
+    plain = budget.plan_from_rows(rows, ["a", "b"], 0.05, 10, rounds=BudgetRule.rounds(spec))
+    assert p.best == plain.best and p.every_asked
+    assert p.every_launches >= p.best.launches
+    assert (f"every cell decided whatever its gain (significant, or equivalent within ±5%): "
+            f"{p.every_launches} launches per side at these options") in p.describe()

@@ -119,12 +119,16 @@ class BudgetRule:
         launches (stats.launch.pair_rounds), counting towards the pairs the rounds the
         campaign runs for certain (rounds()): after the 2-round pilot, 3 pairs need one
         more; a size short of 3 pairs even with them is planned unpaired. Only the pilot's
-        rows count (repeat < PILOT): the plan is made once, from the pilot."""
+        rows count (repeat < PILOT): the plan is made once, from the pilot. Its line also
+        gives the launches per side that decide every cell whatever its true gain at the
+        chosen options (stats.budget.plan_from_rows' every_beside; stop 41)."""
         rows = [r for r in rows if r.get("repeat") is not None and r["repeat"] < cls.PILOT]
+        # the options are chosen at gain 1; beside them the launches that decide every cell
+        # whatever its gain at those options (every_beside), for the line
         return budget.plan_from_rows(rows, [v.name for v in spec.variants],
                                      spec.equivalence or 0.05, cls.cap(spec),
                                      interleaved=getattr(spec, "order", None) == "interleaved",
-                                     rounds=cls.rounds(spec))
+                                     rounds=cls.rounds(spec), every_beside=True)
 
     def _plan(self, group: str) -> dict | None:
         from mpibench.store.report_queries import done_runs_of_group, launch_cost_rows

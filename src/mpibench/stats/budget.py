@@ -613,6 +613,12 @@ class Plan:
     # the every-cell plan's cell level (cell_level): launches that decide every cell
     # whatever its gain; None: equivalence (or a difference) at gain 1 + effect
     every_cell: float | None = None
+    # beside a gain-1 plan, the every-cell plan's launches per side at the same options
+    # (campaigns' budget = "auto" line: plan_from_rows' every_beside); None: more than
+    # SEARCH_MAX;
+    # every_asked False: not asked (describe says nothing of it)
+    every_launches: int | None = None
+    every_asked: bool = False
 
     @property
     def within_cap(self) -> bool:
@@ -631,6 +637,11 @@ class Plan:
         if self.skipped:
             text += (f"; {self.skipped} cell launches with no clean sample (skipped: no "
                      "value; their seconds priced in as the cap's)")
+        if self.every_asked:
+            m = (f"{self.every_launches} launches per side" if self.every_launches
+                 else f"more than {SEARCH_MAX} launches per side")
+            text += (f"; every cell decided whatever its gain (significant, or equivalent "
+                     f"within ±{100 * self.effect:g}%): {m} at these options")
         return text
 
     def _describe(self) -> str:
@@ -968,7 +979,8 @@ def plan_from_rows(rows: Sequence[Mapping], order: Sequence[str], margin: float,
                    targets: Iterable[float] = TARGETS,
                    max_times: Iterable[float] = MAX_TIMES,
                    keep_within: bool = False, partial: bool = False,
-                   every_cell: bool = False, table: int | None = None) -> Plan | None:
+                   every_cell: bool = False, table: int | None = None,
+                   every_beside: bool = False) -> Plan | None:
     """The plan `budget = "auto"` makes for a core group from its finished launches' rows
     (store.report_queries.launch_cost_rows): equivalence within ±margin, at most cap
     launches per variant (plan()'s max_launches). order: the campaign's variants, the
@@ -982,7 +994,10 @@ def plan_from_rows(rows: Sequence[Mapping], order: Sequence[str], margin: float,
     ran at those options; partial: plan()'s (a paired cell out of reach on its own is left
     out, Choice.beyond); every_cell: plan()'s (every cell decided whatever its gain; the
     campaigns' "auto" plans at gain 1), at the cell level of a table of `table` rows (None:
-    the rows' cells; plan()'s rows). None when fewer than two variants have components, or no
+    the rows' cells; plan()'s rows); every_beside: with the every-cell plan's launches per
+    side at the chosen options beside the plan (Plan.every_launches, which describe()
+    prints; campaigns' budget = "auto" line, stop 41: one option pair on the same spreads,
+    a fraction of the search). None when fewer than two variants have components, or no
     cell is common to them (plan()'s None)."""
     rows = alone_rows(rows)
     comps = components_from_rows(rows)
@@ -1005,12 +1020,19 @@ def plan_from_rows(rows: Sequence[Mapping], order: Sequence[str], margin: float,
     gated = gated_pools(tagged, compared)
     flagged = {(k[0][0], k[1]) if isinstance(k[0], tuple) else k
                for k in flagged_cells(tagged, compared, gated)}
-    made = plan(sides, margin, equivalence=True, max_launches=cap, paired=paired or None,
-                targets=targets, max_times=max_times, keep_within=keep_within,
-                own_pools=gated, own_cells=flagged, partial=partial,
-                every_cell=every_cell, rows=table)
+    kw = dict(equivalence=True, max_launches=cap, paired=paired or None,
+              keep_within=keep_within, own_pools=gated, own_cells=flagged, partial=partial,
+              rows=table)
+    made = plan(sides, margin, targets=targets, max_times=max_times, every_cell=every_cell,
+                **kw)
     if made is None:        # no cell every variant has: nothing to plan
         return None
+    if every_beside:
+        b = made.best
+        every = plan(sides, margin, targets=(b.target_pct,), max_times=(b.max_time,),
+                     every_cell=True, **kw)
+        made = replace(made, every_asked=True, every_launches=every.best.launches
+                       if every is not None else None)
     return replace(made, preempted=sum(map(preempted.stopped, rows)),
                    skipped=sum(map(preempted.skipped, rows)))
 
