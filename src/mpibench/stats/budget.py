@@ -839,12 +839,9 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
     partial: a paired cell beyond SEARCH_MAX rounds on its own leaves only itself out
     (Choice.beyond; _launches_in_view), not the whole plan (False: campaigns' "auto").
 
-    every_cell (with equivalence): the launches at which every cell is decided whatever
-    its true gain (significant at the table's least cell level, cell_level over its rows,
-    or equivalent within ±effect; decides_any_gain), not equivalence at gain 1; rows:
-    the table's rows (table_rows of every cell it holds, decided ones included: a plan for
-    the cells still undecided is tested in the whole table's family), None: the rows of
-    the cells planned. None when no cell is common."""
+    every_cell (with equivalence): every cell decided whatever its gain (decides_any_gain
+    at cell_level over `rows`, the whole table's rows: table_rows; None: the cells
+    planned), not equivalence at gain 1. None when no cell is common."""
     if not sides:
         return None
     common = set.intersection(*({c.key for c in s.cells} for s in sides))
@@ -860,32 +857,41 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
              if every_cell and equivalence else None)
     levels = dict(alpha=alpha, power=power, family=fam, equivalence=equivalence,
                   every_cell=level)
-    tried: list[Choice] = []
-    for t, max_time in ((t, m) for m in max_times for t in targets):
-        cost, samples = _launch_cost(sides, common, t, min_samples, max_time)
-        launch_s = cost / len(sides)
-        within = None if keep_within or not paired else cell_within(
-            sides, common, t, min_samples, max_time)
-        # compare tests at most THIN_LAUNCHES launches per side on every size's own part
-        # (no gate) and beyond them gated: the launches are planned the way they will be
-        # tested, whatever the pilot's count
-        k, worst, far = _launches_in_view(
-            _planned_launch_var(sides, common, views[True], t, min_samples, max_time),
-            paired, within, confidence, common, effect, levels, thin=True)
-        if k is None:
-            k, worst, far = _launches_in_view(
-                _planned_launch_var(sides, common, views[False], t, min_samples, max_time,
-                                    own_cells),
-                paired, within, confidence, common, effect, levels, thin=False,
-                partial=partial)
-            k = None if k is None else max(k, launch_stats.THIN_LAUNCHES + 1)
-        k, far = (None, frozenset()) if k is not None and k > SEARCH_MAX else (k, far)
-        tried.append(Choice(float(t), k, launch_s, k * cost if k else math.inf, samples,
-                            max_time, worst, far))
+    tried = [_choice(sides, common, views, own_cells, paired, confidence, effect, levels,
+                     partial, keep_within, min_samples, t, m)
+             for m in max_times for t in targets]
     best = _best(tried, max_launches)
     return Plan(best, tuple(tried), effect, equivalence, max_launches,
                 confidence if factor != 1.0 or paired else None, bool(paired),
                 every_cell=level)
+
+
+def _choice(sides: Sequence[Components], common: set, views: dict, own_cells: set,
+            paired: Mapping[object, PairedSpread] | None, confidence: float | None,
+            effect: float, levels: dict, partial: bool, keep_within: bool,
+            min_samples: int, t: float, max_time: float) -> Choice:
+    """plan()'s Choice at one (target, max-time) pair: its launch cost and the launches
+    per side the worst cell needs there (_launches_in_view)."""
+    cost, samples = _launch_cost(sides, common, t, min_samples, max_time)
+    launch_s = cost / len(sides)
+    within = None if keep_within or not paired else cell_within(
+        sides, common, t, min_samples, max_time)
+    # compare tests at most THIN_LAUNCHES launches per side on every size's own part
+    # (no gate) and beyond them gated: the launches are planned the way they will be
+    # tested, whatever the pilot's count
+    k, worst, far = _launches_in_view(
+        _planned_launch_var(sides, common, views[True], t, min_samples, max_time),
+        paired, within, confidence, common, effect, levels, thin=True)
+    if k is None:
+        k, worst, far = _launches_in_view(
+            _planned_launch_var(sides, common, views[False], t, min_samples, max_time,
+                                own_cells),
+            paired, within, confidence, common, effect, levels, thin=False,
+            partial=partial)
+        k = None if k is None else max(k, launch_stats.THIN_LAUNCHES + 1)
+    k, far = (None, frozenset()) if k is not None and k > SEARCH_MAX else (k, far)
+    return Choice(float(t), k, launch_s, k * cost if k else math.inf, samples, max_time,
+                  worst, far)
 
 
 def table_rows(cells: Iterable[object], candidates: int = 1) -> int:
