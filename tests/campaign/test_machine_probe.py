@@ -8,6 +8,7 @@ gate's wall time outside the launch (after-probe included) in waited_s."""
 from __future__ import annotations
 
 import json
+import os
 import socket
 import sqlite3
 import time
@@ -255,6 +256,14 @@ def test_a_launch_off_the_reference_state_is_set_aside_and_run_again(tmp_path, f
     program's reference first (here in vain: WAIT_S); every attempt is judged on the
     launch's own readings."""
     monkeypatch.setattr(machine_probe, "WAIT_S", 0.2)
+    flushed: list[str] = []
+    fsync = os.fsync
+
+    def rec_fsync(fd):
+        flushed.append(os.readlink(f"/proc/self/fd/{fd}"))
+        fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", rec_fsync)
     spec = _spec(tmp_path, 'machine_probe = "gate"', repeats=2)
     fake = [{"run": "seed", "when": "before", "median_ns": 10000.0, "samples": 500,
              "time": time.time()}] * 20
@@ -281,6 +290,11 @@ def test_a_launch_off_the_reference_state_is_set_aside_and_run_again(tmp_path, f
         for d in aside:
             assert (tmp_path / "runs" / d / "machine-probe.txt").read_text().count(
                 '"record":"probe"') >= 1
+        # every attempt's raw output was flushed where it was written, the set-aside ones'
+        # before their directory was renamed aside (files.durable_together)
+        raw = (tmp_path / "runs" / run_id).resolve()
+        for name in ("core.jsonl", "stdout.txt", "stderr.txt"):
+            assert flushed.count(str(raw / name)) == len(aside) + 1, name
         attempts = [*mp["set_aside"], mp]
         assert {a["reading"] for a in attempts} == {"launch"}
         # each attempt waits (probes again) unless its first wait-probe, on a loaded

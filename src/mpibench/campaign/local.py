@@ -70,7 +70,10 @@ class LocalPolicy:
                 p, sr, probed = self._launch(cell, options, gate, attempt)
                 if gate is None or gate.keeps(probed, attempt):
                     break
-                unsynced.sync()          # before its directory is renamed aside
+                # its raw output too (the set-aside attempt's provenance), before its
+                # directory is renamed aside
+                unsynced.add(p.cmd.stdout, p.cmd.stderr, p.cmd.jsonl)
+                unsynced.sync()
                 self._set_aside(cell, p.step.run_dir, probed, aside,
                                 gate.reference(probed.reader))
             # the raw output the launched program wrote (never through write_file): in the
