@@ -629,4 +629,5 @@ def test_the_plan_line_gives_the_launches_that_decide_every_cell_whatever_its_ga
     assert p.best == plain.best and p.every_asked
     assert p.every_launches >= p.best.launches
     assert (f"every cell decided whatever its gain (significant, or equivalent within ±5%): "
-            f"{p.every_launches} launches per side at these options") in p.describe()
+            f"{p.every_launches} launches per side at these options, for a table of this "
+            "group's cells") in p.describe()

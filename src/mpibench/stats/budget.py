@@ -640,8 +640,12 @@ class Plan:
         if self.every_asked:
             m = (f"{self.every_launches} launches per side" if self.every_launches
                  else f"more than {SEARCH_MAX} launches per side")
+            # the least cell level is this plan's cells' table's (its group's): a campaign
+            # table of more groups tests each cell at a smaller level (review s41 R4:
+            # rounds_for at 25 / 50 / 100 rows 161 / 171 / 180, about +6% per doubling)
             text += (f"; every cell decided whatever its gain (significant, or equivalent "
-                     f"within ±{100 * self.effect:g}%): {m} at these options")
+                     f"within ±{100 * self.effect:g}%): {m} at these options, for a table "
+                     "of this group's cells (a few % more per doubling of the table's rows)")
         return text
 
     def _describe(self) -> str:
