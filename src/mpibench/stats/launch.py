@@ -643,8 +643,16 @@ def expect_thin(comps: Sequence[tuple[float, float]], k: int) -> int | None:
 
 
 def _quantiles(df: float, m: int) -> np.ndarray:
-    """chi2_df / df at m equal-probability midpoints (the draws of an estimate / truth)."""
-    return np.asarray(_chi2_ppf((np.arange(m) + 0.5) / m, df), dtype=float) / df
+    """chi2_df / df at m equal-probability midpoints (the draws of an estimate / truth);
+    cached (read-only): plan_boot's grid asks for the same few (df, m) thousands of times."""
+    return _quantiles_cached(float(df), m)
+
+
+@functools.lru_cache(maxsize=1024)
+def _quantiles_cached(df: float, m: int) -> np.ndarray:
+    q = np.asarray(_chi2_ppf((np.arange(m) + 0.5) / m, df), dtype=float) / df
+    q.flags.writeable = False
+    return q
 
 
 def _expect_draws(comps: tuple, ns: tuple, k: int, j: int, grid: tuple = ()) -> tuple:
@@ -652,6 +660,16 @@ def _expect_draws(comps: tuple, ns: tuple, k: int, j: int, grid: tuple = ()) -> 
     per grid draw (plan_expect): the sides' launch parts and the thin side's cell part
     drawn around the planned truths comps, the thin launch part floored per draw; grid:
     the draws per part (EXPECT_GRID unless given)."""
+    cols = _expect_cols(comps, ns, k, j, grid)
+    shape = np.broadcast_shapes(*(np.shape(v) for v, _ in cols))
+    cols = [(np.broadcast_to(v, shape), np.broadcast_to(d, shape)) for v, d in cols]
+    return sum(v for v, _ in cols), cols
+
+
+def _expect_cols(comps: tuple, ns: tuple, k: int, j: int, grid: tuple = ()) -> list:
+    """_expect_draws's columns each at its own shape (a part drawn on one grid axis, a
+    fixed part a scalar): plan_expect's arithmetic broadcasts them, the same values
+    element by element as the full-grid columns, without building those."""
     sides = [list(comps[:k]), list(comps[k:])]
     (vt, dt), (vo, do) = sides[j][0], sides[1 - j][0]
     na, nb, nc = grid or EXPECT_GRID
@@ -665,18 +683,18 @@ def _expect_draws(comps: tuple, ns: tuple, k: int, j: int, grid: tuple = ()) -> 
         for v, d in side[1:]:
             draw = v * _quantiles(d, nc)[None, None, :] if i == j else v
             cols.append((draw, d))
-    shape = np.broadcast_shapes(*(np.shape(v) for v, _ in cols))
-    cols = [(np.broadcast_to(v, shape), np.broadcast_to(d, shape)) for v, d in cols]
-    return sum(v for v, _ in cols), cols
+    return cols
 
 
 def _expect_crit(cols: list, alpha: float) -> np.ndarray:
     """Per draw, the test's critical value (cochran_cox_crit, vectorised): Welch at the
-    Satterthwaite df where every component has >= WELCH_MIN_DF df, else Cochran-Cox."""
+    Satterthwaite df where every component has >= WELCH_MIN_DF df, else Cochran-Cox.
+    cols: _expect_draws's, or _expect_cols's (broadcast together here)."""
     tail = alpha / 2.0
     tot = sum(v for v, _ in cols)
     cc = sum(v * _t_isf_each(tail, d) for v, d in cols) / tot
-    welch = np.all([(d >= WELCH_MIN_DF) | (v <= 0) for v, d in cols], axis=0)
+    welch = functools.reduce(np.logical_and, [(d >= WELCH_MIN_DF) | (v <= 0) for v, d in cols])
+    welch = np.broadcast_to(welch, np.shape(cc))
     if not welch.any():
         return cc
     den = sum(np.where(v > 0, v * v / d, 0.0) for v, d in cols)
@@ -687,9 +705,22 @@ def _expect_crit(cols: list, alpha: float) -> np.ndarray:
 
 
 def _t_isf_each(tail: float, df: np.ndarray) -> np.ndarray:
-    """_t_isf(tail, df) for an array of df, computed once per distinct value."""
-    u, inv = np.unique(df, return_inverse=True)
-    return np.asarray(_t_isf(tail, u))[inv].reshape(np.shape(df))
+    """_t_isf(tail, df) for an array of df, computed once per distinct value; an array
+    broadcast along an axis (stride 0: _expect_draws's columns) is reduced to its own
+    values first (each element's quantile is the same elementwise call, same bits)."""
+    d = np.asarray(df)
+    if d.size == 1:     # a fixed part's df (a scalar or a column broadcast from one)
+        return np.broadcast_to(_t_isf_one(tail, float(d.flat[0])), d.shape)
+    own = d[tuple(slice(0, 1) if st == 0 and n > 1 else slice(None)
+                  for st, n in zip(d.strides, d.shape, strict=True))]
+    u, inv = np.unique(own, return_inverse=True)
+    return np.broadcast_to(np.asarray(_t_isf(tail, u))[inv].reshape(own.shape), d.shape)
+
+
+@functools.lru_cache(maxsize=1024)
+def _t_isf_one(tail: float, df: float) -> np.float64:
+    """_t_isf_each's value at one df (the same elementwise call on a 1-element array)."""
+    return np.asarray(_t_isf(tail, np.array([df])))[0]
 
 
 @functools.lru_cache(maxsize=4096)
@@ -707,15 +738,29 @@ def plan_expect(comps: tuple, ns: tuple, k: int, alpha: float,
     sigma2 = sum(v for v, _ in comps)
     if j is None or sigma2 <= 0:
         return _detectable(comps, alpha, power)
-    se2, cols = _expect_draws(comps, ns, k, j, grid)
+    cols = _expect_cols(comps, ns, k, j, grid)
+    se2 = sum(v for v, _ in cols)       # as _expect_draws's, at the columns' own shapes
     h = (_expect_crit(cols, alpha) * np.sqrt(se2)).ravel() / math.sqrt(sigma2)
 
+    # h's domain checked once, not twice per evaluation (_norm_cdf's own fast path:
+    # ndtr, same bits); np.mean as its own sum over the count (same bits, no dispatch);
+    # short(0.0) kept: brentq evaluates it again at its bracket's end
+    ndtr, fin = _special().ndtr, _finite(h) is not None
+    at0: list = []
+
     def short(x: float) -> float:
-        return float(np.mean(_norm_cdf(x - h) + _norm_cdf(-x - h))) - power
+        if x == 0.0 and at0:
+            return at0[0]
+        if fin and math.isfinite(x):
+            p = ndtr(x - h) + ndtr(-x - h)
+        else:
+            p = _norm_cdf(x - h) + _norm_cdf(-x - h)
+        return float(p.sum() / p.size) - power
 
     from scipy.optimize import brentq
     hi = float(h.max()) + 10.0
-    x = brentq(short, 0.0, hi, xtol=1e-6) if short(0.0) < 0 else 0.0
+    at0.append(short(0.0))
+    x = brentq(short, 0.0, hi, xtol=1e-6) if at0[0] < 0 else 0.0
     log_effect = x * math.sqrt(sigma2)
     return math.expm1(log_effect) if log_effect <= MAX_LOG_EFFECT else None
 
