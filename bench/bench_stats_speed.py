@@ -12,6 +12,9 @@ compare` does (the statistics only; no store, no table):
   cut-short  the few-clean scenario of stats.preempted (two sizes cut short): _cut_blocks
   aggregate  the geomean row / verdict over the 10 sizes of the paired workload (5x the
              benchmarks: each is cheap)
+  planned    2 vs 7 launches as unpaired, and every cell's 'detectable' (a 2-launch thin
+             side: plan_boot's bootstrap of plan_expect solves; 1/4 of the benchmarks:
+             each is dear)
 
 Each workload runs in a fresh process (import cost excluded: the clock starts after a warm-up
 call) and reports its user+system CPU seconds and a sha256 of the repr of every output.
@@ -37,7 +40,7 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-WORKLOADS = ("paired", "unpaired", "cut-short", "aggregate")
+WORKLOADS = ("paired", "unpaired", "cut-short", "aggregate", "planned")
 
 
 def _paired_cells(rng, rounds: int = 5, sizes: int = 10):
@@ -88,11 +91,14 @@ def run_workload(name: str, reps: int) -> dict:
         if name == "cut-short":
             b = P.few_clean_bench(rng, 5, 1.0, (1.0, 0.2), 0.3)
             return L.compare_cells(b.cells, rounds=b.rounds, sizes=list(range(10)), cut=b.cut)
+        if name == "planned":
+            ts = L.compare_cells(_unpaired_cells(rng, ns=(2, 7)), sizes=list(range(10)))
+            return ts, [t.detectable for t in ts]
         cells, where = _paired_cells(rng)
         return L.aggregate(cells, rounds=where)
 
     one()                                    # imports and first-call caches off the clock
-    reps = reps * 5 if name == "aggregate" else reps
+    reps = {"aggregate": reps * 5, "planned": max(1, reps // 4)}.get(name, reps)
     before = resource.getrusage(resource.RUSAGE_SELF)
     for _ in range(reps):
         digest.update(repr(one()).encode())
@@ -149,7 +155,7 @@ def main(argv: list[str]) -> int:
                 for c, src in (codes.items() if r % 2 == 0 else reversed(codes.items())):
                     got[(c, w)].append(_child(src, w, reps))
     print(f"CPU seconds (user+system) for {reps} benchmarks per workload (aggregate "
-          f"{5 * reps}), median of "
+          f"{5 * reps}, planned {max(1, reps // 4)}), median of "
           f"{rounds} run(s) per code, codes interleaved and alternated in order")
     head = f"{'workload':<11}" + "".join(f"{c:>14}" for c in codes)
     print(head + ("     ratio  outputs" if args.against else ""))
