@@ -659,7 +659,8 @@ def planning_section(rng: np.random.Generator, reps: int, db: Path | None = None
 def _cold_caches() -> None:
     """Every planning cache of stats.launch cleared (a cold compare, the dearest case)."""
     from mpibench.stats import launch as L
-    for f in (L._ncp_for_power, L.plan_expect, L.plan_boot, L._plan_mixed_df):
+    for f in (L._ncp_for_power, L.plan_expect, L.plan_boot, L._plan_mixed_df,
+              L._quantiles_cached, L._t_isf_one):
         f.cache_clear()
 
 
