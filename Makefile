@@ -26,7 +26,12 @@ demo: setup
 # (stop 36, fresh clone, ../shared/tools/under-load -- make test, nothing else running:
 # 13 min 56 s side by side, system 12:17 and unit 12:13 of it; the CI machine ran the
 # same commit in 580 s). Each tier prints its 15 slowest tests at its end.
-TEST_WORKERS ?= 2
+# Three workers since stop 41: the unit tier is CPU-bound and is what makes `make test` long
+# (fresh clone under ../shared/tools/under-load, nothing else running: 20:14 with two,
+# unit 18:13 beside system 14:29); on a machine shared with other work the CPU is divided per
+# runnable process, and while the system tier waits on launchers a third worker uses the
+# time. On an idle 2-core machine a third worker costs only its start-up.
+TEST_WORKERS ?= 3
 # The tests may write Python's bytecode caches (__pycache__/, ignored by git) whatever the
 # environment says: with PYTHONDONTWRITEBYTECODE set, as many CI images and this machine's
 # shells set it, every pytest process rewrote and compiled all ~200 test modules again
