@@ -30,7 +30,8 @@ demo: setup
 # (fresh clone under ../shared/tools/under-load, nothing else running: 20:14 with two,
 # unit 18:13 beside system 14:29); on a machine shared with other work the CPU is divided per
 # runnable process, and while the system tier waits on launchers a third worker uses the
-# time. On an idle 2-core machine a third worker costs only its start-up.
+# time. On an idle 2-core machine a third worker costs only its start-up. Measured the same
+# way with three (05a4eac, nothing else running): 15:51, unit 13:10 beside system 13:52.
 TEST_WORKERS ?= 3
 # The tests may write Python's bytecode caches (__pycache__/, ignored by git) whatever the
 # environment says: with PYTHONDONTWRITEBYTECODE set, as many CI images and this machine's
