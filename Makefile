@@ -27,8 +27,10 @@ demo: setup
 # 13 min 56 s side by side, system 12:17 and unit 12:13 of it; the CI machine ran the
 # same commit in 580 s). Each tier prints its 15 slowest tests at its end.
 # Three workers since stop 41: the unit tier is CPU-bound and is what makes `make test` long
-# (fresh clone under ../shared/tools/under-load, nothing else running: 20:14 with two,
-# unit 18:13 beside system 14:29); on a machine shared with other work the CPU is divided per
+# (fresh clone under ../shared/tools/under-load: 20:14 with two, unit 18:13 beside system
+# 14:29, with a reviewer's checks beside it in its first minutes, so not all of the
+# difference below is the workers'; stop 40's two-worker run, nothing else running: 18:04,
+# unit 16:23); on a machine shared with other work the CPU is divided per
 # runnable process, and while the system tier waits on launchers a third worker uses the
 # time. On an idle 2-core machine a third worker costs only its start-up. Measured the same
 # way with three (05a4eac, nothing else running): 15:51, unit 13:10 beside system 13:52.
