@@ -700,6 +700,19 @@ def run_repeats(db: Path) -> dict[str, int]:
         return {r["id"]: r["repeat"] for r in store.runs()}
 
 
+def budget_at(rows: list, cap: int, at: dict, every_cell: bool, table: int,
+              rounds: int | None = None):
+    """--to-budget's plan from the budgeted rounds' rows of the cells still undecided, at the
+    options they ran at (keep_within, partial), in the family of a table of `table` rows:
+    the call core_plan makes on a kept store and --simulate on its simulated rounds."""
+    from mpibench.stats import budget
+
+    return budget.plan_from_rows(rows, ["openmpi", "mpich"], TARGET, cap, rounds=rounds,
+                                 targets=(at["target"],), max_times=(at["max_time"],),
+                                 keep_within=True, partial=True, every_cell=every_cell,
+                                 table=table)
+
+
 def core_plan(db: Path, cap: int, rounds: int | None = None, at: dict | None = None,
               partial: bool = False, upto: int | None = None,
               leave_out: frozenset = frozenset(), every_cell: bool = False):
@@ -741,10 +754,7 @@ def core_plan(db: Path, cap: int, rounds: int | None = None, at: dict | None = N
         live = {(r["benchmark"], r["size"]) for r in rows if r["repeat"] == last}
         rows = [r for r in rows if (r["benchmark"], r["size"]) in live
                 and r["repeat"] not in leave_out]
-        return budget.plan_from_rows(rows, ["openmpi", "mpich"], TARGET, cap, rounds=rounds,
-                                     targets=(at["target"],), max_times=(at["max_time"],),
-                                     keep_within=True, partial=True, every_cell=every_cell,
-                                     table=table)
+        return budget_at(rows, cap, at, every_cell, table, rounds)
     rows = [r for r in rows if r["repeat"] not in leave_out]
     return budget.plan_from_rows(rows, ["openmpi", "mpich"], TARGET, cap, rounds=rounds,
                                  partial=partial, every_cell=every_cell, table=table)
@@ -1576,18 +1586,15 @@ def sim_run(y: dict, sizes: int, compare: int, batches: int, every: bool) -> tup
     interim = to_budget_interim(compare, batches)
     design = schedule(budget.SEARCH_MAX, compare, batches, interim)
     upto = dict.fromkeys(range(sizes), 0)
-    previous, cells = None, {}
+    previous = None
     for n in range(1, compare + 1):
         upto = {j: (n if previous is None or not previous[SimKey("PingPong", j)].decided
                     else m) for j, m in upto.items()}
         if n == compare:
             live = [j for j, m in upto.items() if m == n]
-            p = budget.plan_from_rows(sim_rows(y, range(2, compare), live),
-                                      ["openmpi", "mpich"], TARGET, budget.SEARCH_MAX,
-                                      keep_within=True, partial=True, every_cell=every,
-                                      targets=(100.0,), max_times=(0.002,),
-                                      table=budget.table_rows(
-                                          ("PingPong", j) for j in range(sizes)))
+            p = budget_at(sim_rows(y, range(2, compare), live), budget.SEARCH_MAX,
+                          {"target": 100.0, "max_time": 0.002}, every,
+                          budget.table_rows(("PingPong", j) for j in range(sizes)))
             k = p.best.launches if p is not None else None
             design = (schedule(k, compare, batches, interim) if k and k > compare
                       else schedule(compare, compare, 1, interim))
@@ -1597,11 +1604,9 @@ def sim_run(y: dict, sizes: int, compare: int, batches: int, every: bool) -> tup
         upto = {j: (n if not previous[SimKey("PingPong", j)].decided else m)
                 for j, m in upto.items()}
         _st, previous = judge(sim_family(y, upto), design, n, previous)
-        cells = previous
-        if all(c.decided for c in cells.values()):
+        if all(c.decided for c in previous.values()):
             break
-    cells = previous
-    return k, {key.size: c.status for key, c in cells.items()}
+    return k, {key.size: c.status for key, c in previous.items()}
 
 
 class SimTally(NamedTuple):
