@@ -189,8 +189,8 @@ def _capped(tmp_path, repeats):
                          "budget = { launches = 10 }", "0:3")
 
 
-def _made(spec, rows):
-    p = BudgetRule.plan_rows(spec, rows)
+def _made(spec, rows, table=None):
+    p = BudgetRule.plan_rows(spec, rows, table)
     return p.best.options(), p.describe()
 
 
@@ -528,7 +528,9 @@ def test_the_plans_seconds_and_reuse_reach_the_runs_timing_in_either_policy(tmp_
     later = [c for c in expand(spec) if c.repeat == 2]
     with Store(tmp_path / "s.db") as store:
         cid = _stored_pilot(store, spec, _pilot_rows())
-        want = _made(spec, launch_cost_rows(store, [f"{v}{r}" for v in "ab" for r in (0, 1)]))
+        # the campaign's table: its one group's 4 sizes and their geomean row
+        want = _made(spec, launch_cost_rows(store, [f"{v}{r}" for v in "ab" for r in (0, 1)]),
+                     5)
         got = []
         for _invocation in range(2):
             runner = _Runner(spec, store)
@@ -629,5 +631,51 @@ def test_the_plan_line_gives_the_launches_that_decide_every_cell_whatever_its_ga
     assert p.best == plain.best and p.every_asked
     assert p.every_launches >= p.best.launches
     assert (f"every cell decided whatever its gain (significant, or equivalent within ±5%): "
-            f"{p.every_launches} launches per side at these options, for a table of this "
-            "group's cells") in p.describe()
+            f"{p.every_launches} launches per side at these options, for a table of these "
+            "cells") in p.describe()
+
+
+def _two_groups(store, spec, rows) -> int:
+    """_stored_pilot's campaign with a second group, `bandwidth`, whose pilot measured
+    another benchmark (Allreduce) at the same sizes: the campaign's table holds both."""
+    cid = _stored_pilot(store, spec, rows)
+    other = [dict(r, run_id="x" + r["run_id"], benchmark="Allreduce") for r in rows]
+    for rid in dict.fromkeys(r["run_id"] for r in other):
+        mine = [r for r in other if r["run_id"] == rid]
+        store.create_run(rid, cid, mine[0]["variant"], grp="bandwidth",
+                         repeat=mine[0]["repeat"])
+        store.set_run(rid, "done", elapsed=mine[0]["launch_s"])
+        store.add_results(rid, [{"benchmark": r["benchmark"], "size": r["size"],
+                                 "n": r["n"], "median": r["median"], "ci_low": r["ci_low"],
+                                 "ci_high": r["ci_high"], "status": "ok",
+                                 "extra": {"elapsed_s": r["cell_s"]}} for r in mine])
+    return cid
+
+
+def test_the_every_cell_launches_are_planned_for_the_whole_campaign_table(tmp_path,
+                                                                          monkeypatch):
+    """A `decide` campaign's family is its whole comparison table (every group's cells,
+    geomean rows and verdicts), so the launches that decide every cell are planned at
+    that table's least cell level, not at the planning group's own (review s41 R4: M
+    understated by a few % per doubling of the rows). One group: the same M as planned on
+    its own rows (the table is its cells); a second group measuring another benchmark
+    doubles the table's rows (4 sizes + a geomean row each: 5 -> 10), which lowers the
+    cell level and raises M; the options (chosen at gain 1) stay the same."""
+    from mpibench.store.local import Store
+
+    monkeypatch.setenv("MPIBENCH_CACHE", str(tmp_path / "cache"))
+    spec, rows = _spec(tmp_path, "10"), _pilot_rows()
+    alone = BudgetRule.plan_rows(spec, rows)
+    assert budget.campaign_table_rows({"latency": rows}, ["a", "b"]) == 5
+    assert BudgetRule.plan_rows(spec, rows, 5).every_launches == alone.every_launches
+    lines = {}
+    for name, make in (("one", _stored_pilot), ("two", _two_groups)):
+        with Store(tmp_path / f"{name}.db") as store:
+            runner = _Runner(spec, store)
+            rule = BudgetRule(runner, make(store, spec, rows))
+            lines[name] = (rule.table_rows(), rule._plan("latency"), runner.lines[0])
+    (n1, o1, l1), (n2, o2, l2) = lines["one"], lines["two"]
+    assert (n1, n2) == (5, 10) and o1 == o2 == alone.best.options()
+    m = [int(line.split("equivalent within ±5%): ")[1].split()[0]) for line in (l1, l2)]
+    assert m[0] == alone.every_launches and m[1] > m[0], (m, l1, l2)
+    assert "for the campaign's table (10 rows: its groups' cells and geomean rows)" in l2

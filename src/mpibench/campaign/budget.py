@@ -112,7 +112,7 @@ class BudgetRule:
         return a.min if a.until == "decided" else two_stage.smallest_total(a.min, a.max)
 
     @classmethod
-    def plan_rows(cls, spec, rows):
+    def plan_rows(cls, spec, rows, table: int | None = None):
         """stats.budget's plan for a group's finished launches' rows (launch_cost_rows):
         equivalence within the campaign's margin (else 5%), at most cap() launches per
         variant; in an interleaved campaign paired by round where compare will pair the
@@ -121,14 +121,36 @@ class BudgetRule:
         more; a size short of 3 pairs even with them is planned unpaired. Only the pilot's
         rows count (repeat < PILOT): the plan is made once, from the pilot. Its line also
         gives the launches per side that decide every cell whatever its true gain at the
-        chosen options (stats.budget.plan_from_rows' every_beside; stop 41)."""
+        chosen options (stats.budget.plan_from_rows' every_beside; stop 41), at the cell
+        level of a table of `table` rows (the campaign's: table_rows; None: these rows'
+        cells' own table)."""
         rows = [r for r in rows if r.get("repeat") is not None and r["repeat"] < cls.PILOT]
         # the options are chosen at gain 1; beside them the launches that decide every cell
         # whatever its gain at those options (every_beside), for the line
         return budget.plan_from_rows(rows, [v.name for v in spec.variants],
                                      spec.equivalence or 0.05, cls.cap(spec),
                                      interleaved=getattr(spec, "order", None) == "interleaved",
-                                     rounds=cls.rounds(spec), every_beside=True)
+                                     rounds=cls.rounds(spec), every_beside=True,
+                                     table=table)
+
+    def table_rows(self) -> int | None:
+        """The rows of the campaign's comparison table the every-cell launches are planned
+        for (stats.budget.campaign_table_rows over every group's pilot launches done so
+        far: all groups' cells and geomean rows, not the planning group's alone; review
+        s41 R4). The interleaved order runs every group's pilot rounds before any group's
+        third, so a local campaign's plan sees all of them; a group whose pilot has no
+        finished launch yet (or an application's metrics, which carry no core CI) is not
+        counted. None: no group has two variants with pilot rows."""
+        from mpibench.store.report_queries import done_runs_of_campaign, launch_cost_rows
+
+        runs = [r for r in done_runs_of_campaign(self.runner.store, self.cid)
+                if r["repeat"] < self.PILOT]
+        grp = {r["id"]: r["grp"] for r in runs}
+        by_group: dict[str, list[dict]] = {}
+        for row in launch_cost_rows(self.runner.store, list(grp)):
+            by_group.setdefault(grp[row["run_id"]], []).append(row)
+        n = budget.campaign_table_rows(by_group, [v.name for v in self.spec.variants])
+        return n or None
 
     def _plan(self, group: str) -> dict | None:
         from mpibench.store.report_queries import done_runs_of_group, launch_cost_rows
@@ -138,7 +160,7 @@ class BudgetRule:
         # the pilot's launches' rows alone: plan_rows reads no other
         rows = launch_cost_rows(self.runner.store, [r["id"] for r in runs
                                                     if r["repeat"] < self.PILOT])
-        made, reused = PlanCache.plan(self.runner.spec, rows)
+        made, reused = PlanCache.plan(self.runner.spec, rows, self.table_rows())
         self.plan_s += time.monotonic() - t0
         self.reused = reused if self.reused is None else self.reused and reused
         # `campaign run --json`'s timing, at once and for both policies (the batch policy
@@ -170,12 +192,13 @@ class PlanCache:
     made from (key): the pilot's rows as the store gives them, the campaign's variants,
     margin, launch cap, order and the rounds counted towards pairing (rounds beyond the
     pilot's + stats.launch.MIN_PAIRS pair nothing more: pair_rounds counts them against
-    MIN_PAIRS only), this code (the source of mpibench/stats and this module) and the
-    numerical libraries' versions. A record is used only when its key and its checksum
-    are its own and its options are ones a plan sets (a byte changed is a plan made
-    again, never a changed plan); a record that is no small regular file (a symlink, a
-    FIFO, a directory, a device), cannot be read or written only means planning, as
-    before. The directory holds at most KEEP records: each write removes the ones used
+    MIN_PAIRS only), the campaign table's row count the line's every-cell launches are
+    planned for (BudgetRule.table_rows), this code (the source of mpibench/stats and this
+    module) and the numerical libraries' versions. A record is used only when its key and
+    its checksum are its own and its options are ones a plan sets (a byte changed is a
+    plan made again, never a changed plan); a record that is no small regular file (a
+    symlink, a FIFO, a directory, a device), cannot be read or written only means
+    planning, as before. The directory holds at most KEEP records: each write removes the ones used
     least recently beyond them (a reuse renews a record's time) and a killed writer's
     temporary files (prune)."""
 
@@ -190,14 +213,16 @@ class PlanCache:
     _code: list[str] = []
 
     @classmethod
-    def plan(cls, spec, rows: list[dict]) -> tuple[tuple[dict, str] | None, bool]:
-        """((options, describe) of the plan, or None: no plan), whether it was reused."""
-        key = cls.key(spec, rows)
+    def plan(cls, spec, rows: list[dict], table: int | None = None
+             ) -> tuple[tuple[dict, str] | None, bool]:
+        """((options, describe) of the plan, or None: no plan), whether it was reused.
+        table: the campaign table's rows (BudgetRule.table_rows; plan_rows')."""
+        key = cls.key(spec, rows, table)
         f = cls.path(key)
         got = cls.read(f, key) if f is not None else None
         if got is not None:
             return got, True
-        p = BudgetRule.plan_rows(spec, rows)
+        p = BudgetRule.plan_rows(spec, rows, table)
         if p is None:
             return None, False
         made = (p.best.options(), p.describe())
@@ -206,14 +231,15 @@ class PlanCache:
         return made, False
 
     @classmethod
-    def key(cls, spec, rows: list[dict]) -> str:
+    def key(cls, spec, rows: list[dict], table: int | None = None) -> str:
         pilot = [r for r in rows if r.get("repeat") is not None
                  and r["repeat"] < BudgetRule.PILOT]
         seen = len({r["repeat"] for r in pilot})
         rounds = min(BudgetRule.rounds(spec), seen + MIN_PAIRS)
         blob = json.dumps([cls.code(), [v.name for v in spec.variants],
                            spec.equivalence or 0.05, BudgetRule.cap(spec),
-                           getattr(spec, "order", None) == "interleaved", rounds, pilot],
+                           getattr(spec, "order", None) == "interleaved", rounds, pilot,
+                           table],
                           sort_keys=True, default=repr)
         return hashlib.sha256(blob.encode()).hexdigest()
 

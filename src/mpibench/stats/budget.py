@@ -619,6 +619,9 @@ class Plan:
     # every_asked False: not asked (describe says nothing of it)
     every_launches: int | None = None
     every_asked: bool = False
+    # the rows of the table the every-cell level counts (plan()'s rows, a campaign's whole
+    # table: campaign_table_rows); None: the planned cells' own table (table_rows)
+    table_rows: int | None = None
 
     @property
     def within_cap(self) -> bool:
@@ -640,12 +643,13 @@ class Plan:
         if self.every_asked:
             m = (f"{self.every_launches} launches per side" if self.every_launches
                  else f"more than {SEARCH_MAX} launches per side")
-            # the least cell level is this plan's cells' table's (its group's): a campaign
-            # table of more groups tests each cell at a smaller level (review s41 R4:
-            # rounds_for at 25 / 50 / 100 rows 161 / 171 / 180, about +6% per doubling)
+            # at the least cell level of the table the plan was given (a campaign's: every
+            # group's cells, review s41 R4), else of the planned cells' own table
+            table = (f"the campaign's table ({self.table_rows} rows: its groups' cells and "
+                     "geomean rows)" if self.table_rows
+                     else "a table of these cells (their geomean rows beside them)")
             text += (f"; every cell decided whatever its gain (significant, or equivalent "
-                     f"within ±{100 * self.effect:g}%): {m} at these options, for a table "
-                     "of this group's cells (a few % more per doubling of the table's rows)")
+                     f"within ±{100 * self.effect:g}%): {m} at these options, for {table}")
         return text
 
     def _describe(self) -> str:
@@ -867,7 +871,7 @@ def plan(sides: Sequence[Components], effect: float, *, alpha: float = 0.05,
     best = _best(tried, max_launches)
     return Plan(best, tuple(tried), effect, equivalence, max_launches,
                 confidence if factor != 1.0 or paired else None, bool(paired),
-                every_cell=level)
+                every_cell=level, table_rows=rows)
 
 
 def _choice(sides: Sequence[Components], common: set, views: dict, own_cells: set,
@@ -906,6 +910,26 @@ def table_rows(cells: Iterable[object], candidates: int = 1) -> int:
     for k in cells:
         per[pool_of(k)] += 1
     return max(candidates, 1) * sum(n + (n > 1) for n in per.values())
+
+
+def campaign_table_rows(rows_by_group: Mapping[object, Sequence[Mapping]],
+                        order: Sequence[str]) -> int:
+    """The rows of a campaign's comparison table (table_rows, each candidate's) from its
+    groups' launch rows (launch_cost_rows): in each group the first variant of `order`
+    present is the baseline, as plan_from_rows' and the table's; a candidate's cells are
+    the ones it and its baseline both have components of (components_from_rows, a cut
+    cell apart: alone_rows), pooled over the groups that measured them, as the table pools
+    a variant's cells. One group whose candidates share their cells: plan()'s own count."""
+    cells: dict[tuple[str, str], set] = defaultdict(set)
+    for rows in rows_by_group.values():
+        comps = components_from_rows(alone_rows(rows))
+        present = [v for v in order if v in comps]
+        if len(present) < 2:
+            continue
+        base = {c.key for c in comps[present[0]].cells}
+        for v in present[1:]:
+            cells[(present[0], v)] |= base & {c.key for c in comps[v].cells}
+    return sum(table_rows(ks) for ks in cells.values())
 
 
 def _launches_in_view(pooled: Mapping[object, float],
