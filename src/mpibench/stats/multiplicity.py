@@ -51,19 +51,31 @@ def equicorrelated_max_p(pvalues: Sequence[float], rho: float,
     is conservative: Sidak's inequality). p_adj_s = P(max_t |Z_t| >= z_s), z_s the normal
     quantile of p_s; p <= p_adj <= min(1, S p). size: the block's S when it is not the
     number of p-values given (each p's tail over a block of that many)."""
-    from scipy.special import ndtr, ndtri
-
     p = np.clip(np.asarray(pvalues, dtype=float), 1e-300, 1.0)
     s = p.size if size is None else int(size)
     if s <= 1:
         return p.copy()
+    return _max_p_at(p, _log_miss(p, rho), s)
+
+
+def _log_miss(p: np.ndarray, rho: float) -> np.ndarray:
+    """log P(|Z_t| < z_t | G) on the grid _G (rows) per p (columns, clipped as
+    equicorrelated_max_p clips them): what its tail over a block of any size raises to
+    that size, so closed_mean_p's sizes 2..S share one evaluation."""
+    from scipy.special import ndtr, ndtri
+
     r = min(max(float(rho), 0.0), RHO_MAX)
     z = -ndtri(p / 2.0)                                  # |z| with P(|Z| >= z) = p
     a, b = np.sqrt(r), np.sqrt(1.0 - r)
     ag = a * _G[:, None]
     # per coordinate, P(|Z_t| >= z | G): each t independent given G
     q = ndtr(-(z[None, :] - ag) / b) + ndtr((-z[None, :] - ag) / b)
-    tail = (_W[:, None] * -np.expm1(s * np.log1p(-np.minimum(q, 1.0 - 1e-16)))).sum(axis=0)
+    return np.log1p(-np.minimum(q, 1.0 - 1e-16))
+
+
+def _max_p_at(p: np.ndarray, log_miss: np.ndarray, s: int) -> np.ndarray:
+    """equicorrelated_max_p over a block of s >= 2 tests, from _log_miss."""
+    tail = (_W[:, None] * -np.expm1(s * log_miss)).sum(axis=0)
     return np.minimum(np.minimum(1.0, s * p), np.maximum(tail, p))
 
 
@@ -87,6 +99,9 @@ def closed_mean_p(diffs: Sequence[float], comps_k: Callable[[int], Sequence[tupl
     b = x.size
     out = np.zeros(b)
     order = np.argsort(x, kind="stable")
+    if pvalues is not None:
+        p = np.clip(np.asarray(pvalues, dtype=float), 1e-300, 1.0)
+        miss = _log_miss(p, rho) if b > 1 else None
     for k in range(1, b + 1):
         comps = tuple(comps_k(k))
         se = math.sqrt(sum(v for v, _ in comps))
@@ -98,7 +113,7 @@ def closed_mean_p(diffs: Sequence[float], comps_k: Callable[[int], Sequence[tupl
             m[s] = lo if lo > 0 else (-hi if hi < 0 else 0.0)
         pk = two_sided_p(m / k / se, comps) if se > 0 else np.where(m > 0, 0.0, 1.0)
         if pvalues is not None:
-            pm = equicorrelated_max_p(pvalues, rho, size=k)
+            pm = p.copy() if k <= 1 else _max_p_at(p, miss, k)   # equicorrelated_max_p's
             pk = np.minimum(1.0, np.minimum(pk / mean_share, pm / (1.0 - mean_share)))
         out = np.maximum(out, pk)
     return out
