@@ -124,26 +124,32 @@ def few_clean_bench(rng: np.random.Generator, rounds: int, gain: float, prone: t
     load = rng.uniform(0, 1, rounds)
     off = rng.normal(0, 0.05, rounds) + 0.3 * load
     logs, counts, samples = [], [], []
+    full = np.full(rounds, 20)
     for j in (0, 1):
         mu = off + rng.normal(0, 0.05, rounds) - j * math.log(gain)
         for s in range(sizes):
-            cut = (rng.uniform(size=rounds) < prone[j] * load) if s in big else \
-                np.zeros(rounds, bool)
-            n = np.where(cut, rng.integers(0, FEW_CLEAN, rounds), 20)
+            if s in big:
+                cut = rng.uniform(size=rounds) < prone[j] * load
+                n = np.where(cut, rng.integers(0, FEW_CLEAN, rounds), 20)
+            else:
+                rng.integers(0, FEW_CLEAN, rounds)   # drawn, unused: the stream as above
+                n = full
             logs.append(mu + rng.normal(0, 0.025, rounds))
             counts.append(n)
-            samples.append(rng.normal(0, sw, int(n.sum())))
+            samples.append(rng.normal(0, sw, int(n.sum()) if n is not full else 20 * rounds))
     n = np.array(counts)
     value = (np.array(logs) + _medians(np.concatenate(samples), n.ravel()).reshape(n.shape))
     sides: list[dict] = [{}, {}]
     few: set = set()
+    names = [[f"{p}{r}" for r in range(rounds)] for p in "bc"]
     for (j, s), v, k in zip(((j, s) for j in (0, 1) for s in range(sizes)), value.tolist(),
                             n.tolist(), strict=True):
-        sides[j][s] = {f"{'bc'[j]}{r}": None if k[r] == 0 else math.exp(v[r])
-                       for r in range(rounds)}
-        few.update((s, f"{'bc'[j]}{r}") for r in range(rounds) if k[r] < FEW_CLEAN)
+        sides[j][s] = {name: None if kr == 0 else math.exp(vr)
+                       for name, vr, kr in zip(names[j], v, k, strict=True)}
+        few.update((s, name) for name, kr in zip(names[j], k, strict=True) if kr < FEW_CLEAN)
     cells = [(sides[0][s], sides[1][s], "lower") for s in range(sizes)]
-    thin = [any(i == s for i, _k in few) for s in range(sizes)]
+    cut_sizes = {i for i, _k in few}
+    thin = [s in cut_sizes for s in range(sizes)]
     return FewCleanBench(cells, {f"{p}{r}": r for r in range(rounds) for p in "bc"}, thin, few)
 
 
