@@ -8,7 +8,8 @@ Stats level (stats.launch.compare_cells), no MPI. Prints numbers, asserts nothin
 
 Backs docs/statistics.md "Stop 37: where the excess comes from, and family (c), not taken":
 its table of mix 10-60% / 5-50% / small 35% / small 50% (per design 3v7 / 4v7 / 5v7 and
-seed 21 / 22) and the Cochran-Cox-at-3-df paragraph after it.
+seed 21 / 22) and the Cochran-Cox-at-3-df paragraph after it; and "Stop 42" there (owncc
+and cap3 at 10-60%, seeds 21-24).
 
 Draws (per rule the same ones): 10 sizes, two sides of NA and NB launches, each launch's
 value exp(launch effect + size noise), the launch effect N(0, 0.03) shared by a launch's
@@ -34,6 +35,9 @@ comparison has FEW_CELLS sizes or more; the larger side and every other case as 
                goes Cochran-Cox (the 4-launch side's launch part too).
   owncc:LO:HI  mix:LO:HI with the mixed part's df a hair (1e-6) lower: Cochran-Cox only
                where that df is exactly its own 3 (w = 1 at 4 launches).
+  cap3:LO:HI   owncc:LO:HI, and where w = 1 the own part alone on at most 3 - 1e-6 df
+               (Cochran-Cox, its t at ~3 df: at 5 launches its own 4 df read as 3; the
+               same as owncc at 3-4 launches; stop 42).
 """
 
 from __future__ import annotations
@@ -73,7 +77,9 @@ def _thin_flags(rs, level: float) -> tuple[dict, set]:
 def _mixed_part(w: float, mine: float, cur, d: float, sp, eps: float):
     a, b = w * mine, (1.0 - w) * cur.v
     df = (a + b) ** 2 / (a * a / min(d, sp.df_cell) + (b * b / cur.df if b > 0 else 0.0))
-    return L.CellPart(a + b, df - eps)
+    if eps < 0 and w >= 1.0:        # cap3: an own part alone on at most just under 3 df
+        return L.CellPart(a, min(df, L.WELCH_MIN_DF + eps))
+    return L.CellPart(a + b, df - abs(eps))
 
 
 def _mix_parts(residuals, j, sp, parts, pooled, lo: float, hi: float, eps: float) -> None:
@@ -120,19 +126,19 @@ def make_rule(spec: str):
     spec and the grammar otherwise."""
     if spec == "today":
         return None
-    m = re.fullmatch(r"(mix|cc|owncc):([0-9.]+):([0-9.]+)|small:([0-9.]+)", spec)
+    m = re.fullmatch(r"(mix|cc|owncc|cap3):([0-9.]+):([0-9.]+)|small:([0-9.]+)", spec)
     try:
         nums = [float(x) for x in m.groups()[1:] if x is not None] if m else []
     except ValueError:
         nums = []
     if not nums or not all(0.0 <= x <= 1.0 for x in nums) or (len(nums) == 2 and
                                                                nums[0] >= nums[1]):
-        raise ValueError(f"got {spec!r}, expected mix:LO:HI, cc:LO:HI, owncc:LO:HI (0 <= LO < "
+        raise ValueError(f"got {spec!r}, expected mix:LO:HI, cc:LO:HI, owncc:LO:HI, cap3:LO:HI (0 <= LO < "
                          "HI <= 1) or small:LEVEL (0-1)")
     if m.group(1) == "cc":
         return functools.partial(_cc, *nums)
     if m.group(1):
-        eps = 1e-6 if m.group(1) == "owncc" else 0.0
+        eps = {"owncc": 1e-6, "cap3": -1e-6}.get(m.group(1), 0.0)
         fill = functools.partial(_mix_parts, lo=nums[0], hi=nums[1], eps=eps)
     else:
         fill = functools.partial(_small_parts, level=nums[0])
