@@ -2199,6 +2199,12 @@ PLAN_RULES = {
     "bootown2": {**_OFF, "PLAN_OWN_EXPECT": True, "PLAN_BOOT_GRID": 3, "PLAN_BOOT_MAX_N": 2},
     "bootown2c": {**_OFF, "PLAN_OWN_EXPECT": True, "PLAN_BOOT_GRID": 3, "PLAN_BOOT_MAX_N": 2,
                   "PLAN_BOOT_DRAWS": (12, 12, 4)},
+    # stop 42 (today): the smaller side's own part mixed in at 3-5 vs more launches
+    # (stats.launch.SMALLER_MIX) and planned over the mix (SMALLER_MIX_PLAN); before42: the
+    # rule before it (no mix, so no mix to plan); mix42-noplan: the mix, planned as before
+    # (its cells by plan_expect, SMALLER_MIX_EXPECT, the others not over the mix)
+    "before42": {"SMALLER_MIX": ()},
+    "mix42-noplan": {"SMALLER_MIX_PLAN": False},
 }
 
 

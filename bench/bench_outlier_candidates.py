@@ -21,9 +21,12 @@ Printed per rule: A/A false positives at the noisy size at 2x and 3x, the worst 
 size (any factor), the alike sizes' mean false positives, and the alike sizes' raw power
 for a real 10% (mean over the 10 sizes). Monte Carlo error of a 5% rate: sqrt(.0475/reps).
 
-Rules (--rule, repeatable; 'today' always first), each swapped in for
-stats.launch.gated_spreads inside a block where the launches are unbalanced and the
-comparison has FEW_CELLS sizes or more; the larger side and every other case as today:
+Rules (--rule, repeatable; 'today' always first: since stop 42 stats.launch.SMALLER_MIX,
+cap3:0.1:0.6's rule in the module), each on the rule before stop 42 (SMALLER_MIX off) and
+swapped in for stats.launch.gated_spreads inside a block where the launches are
+unbalanced and the comparison has FEW_CELLS sizes or more; the larger side and every
+other case as that rule:
+  before       the rule before stop 42 (no mix): stop 37's 'today' column.
   mix:LO:HI    family (c): each size of the smaller side whose own part is above today's
                gets w own + (1 - w) today's, w = 1 at its own F test's p (that side's sums
                against its other sizes') <= LO, 0 at >= HI, linear between; on the
@@ -121,11 +124,31 @@ def _cc(lo: float, hi: float):
         yield
 
 
+@contextlib.contextmanager
+def _on_before(factory):
+    """factory's rule on the rule before stop 42 (stats.launch.SMALLER_MIX off): the
+    candidates were measured against it; 'today' is stop 42's mix (owncc + cap3's)."""
+    keep = L.SMALLER_MIX
+    L.SMALLER_MIX = ()
+    try:
+        with factory():
+            yield
+    finally:
+        L.SMALLER_MIX = keep
+
+
 def make_rule(spec: str):
-    """A --rule spec -> a context manager factory (None for 'today'); ValueError naming the
-    spec and the grammar otherwise."""
+    """A --rule spec -> a context manager factory (None for 'today'), every other rule on
+    the rule before stop 42 (_on_before); ValueError naming the spec and the grammar
+    otherwise."""
     if spec == "today":
         return None
+    if spec == "before":
+        return functools.partial(_on_before, contextlib.nullcontext)
+    return functools.partial(_on_before, _rule_of(spec))
+
+
+def _rule_of(spec: str):
     m = re.fullmatch(r"(mix|cc|owncc|cap3):([0-9.]+):([0-9.]+)|small:([0-9.]+)", spec)
     try:
         nums = [float(x) for x in m.groups()[1:] if x is not None] if m else []
@@ -133,8 +156,8 @@ def make_rule(spec: str):
         nums = []
     if not nums or not all(0.0 <= x <= 1.0 for x in nums) or (len(nums) == 2 and
                                                                nums[0] >= nums[1]):
-        raise ValueError(f"got {spec!r}, expected mix:LO:HI, cc:LO:HI, owncc:LO:HI, cap3:LO:HI (0 <= LO < "
-                         "HI <= 1) or small:LEVEL (0-1)")
+        raise ValueError(f"got {spec!r}, expected mix:LO:HI, cc:LO:HI, owncc:LO:HI, cap3:LO:HI "
+                         "(0 <= LO < HI <= 1), small:LEVEL (0-1) or before")
     if m.group(1) == "cc":
         return functools.partial(_cc, *nums)
     if m.group(1):

@@ -658,19 +658,22 @@ def test_outlier_candidates_rules_act_on_the_smaller_side_and_are_put_back(monke
     spec.loader.exec_module(oc)
     sds = np.full((2, oc.SIZES), oc.SD_SIZE)
     sds[0, -1] *= 4
-    today_gated, today_min = L.gated_spreads, L.WELCH_MIN_DF
+    today_gated, today_min, today_mix = L.gated_spreads, L.WELCH_MIN_DF, L.SMALLER_MIX
     for ns, changes in (((3, 7), True), ((7, 7), False)):
         cells = oc._cells(np.random.default_rng(5), ns, sds, 0.0)
-        today = L.compare_cells(cells)
+        with oc.make_rule("before")():      # the candidates run on the rule before stop 42
+            today = L.compare_cells(cells)
         for name in ("small:0.5", "mix:0.1:0.6", "cc:0.1:0.6"):
             with oc.make_rule(name)():
                 cand = L.compare_cells(cells)
             assert L.gated_spreads is today_gated and L.WELCH_MIN_DF == today_min
+            assert L.SMALLER_MIX == today_mix
             if changes and name != "cc:0.1:0.6":
                 assert cand[-1].se_log > today[-1].se_log, name
             elif not changes:
                 assert cand == today, name
-    assert L.compare_cells(cells) == today
+    with oc.make_rule("before")():
+        assert L.compare_cells(cells) == today
 
 
 def test_probe_gate_round_rule_hides_a_variant_that_moves_the_state_unguarded():
