@@ -677,6 +677,19 @@ def run_options(db: Path, repeat: int) -> dict[str, float]:
     return {}
 
 
+def budgeted_options(db: Path, compare: int) -> dict[str, float]:
+    """run_options of round `compare` (index from 1), saying on stderr when a budgeted
+    round (3 on) has none (review s42 R8: a kept store copied without its run directories
+    has no command.json, and the plan then silently came from the pilot on, every size,
+    decided ones included, not from the budgeted rounds' undecided cells)."""
+    at = run_options(db, compare - 1)
+    if not at and compare > 2:
+        print(f"note: round {compare}'s core options were not found (no command.json with "
+              f"--target in {db.parent}'s run directories): the plan is made from the "
+              "pilot on, over every size", file=sys.stderr)
+    return at
+
+
 def launch_options(db: Path) -> dict[str, str]:
     """{variant: the launcher's command line before the program} of a store's first
     launch per variant (its command.json argv): what both tools' launches ran with."""
@@ -773,7 +786,7 @@ def kept_off_of(db: Path, upto: int | None = None):
 def _plan_at(db: Path, compare: int, rounds: frozenset = frozenset()):
     """--to-budget's plan at `compare` rounds (the options of its round `compare`, rounds 3
     on), these rounds (index from 0) left out."""
-    at = run_options(db, compare - 1)
+    at = budgeted_options(db, compare)
     return core_plan(db, budget.SEARCH_MAX, at=at or None, upto=compare,
                      leave_out=frozenset(k for k in rounds if k >= 2))
 
@@ -1344,7 +1357,7 @@ def to_budget(a, core: Tool, compare: int) -> tuple[int, object]:
     continuation keeps, since a group's own `options` would make new cells), printed
     before the look at `compare`; the rounds per variant to run to (compare when the plan
     is within them or is refused), and the plan."""
-    at = run_options(core.db, compare - 1)
+    at = budgeted_options(core.db, compare)
     plans = {every: core_plan(core.db, budget.SEARCH_MAX, at=at or None, every_cell=every)
              for every in (True, False)}
     print(f"      {round_rule_budget(core.db, compare, core.seconds)}")

@@ -278,7 +278,7 @@ def test_time_to_decision_alternates_which_tool_launches_first():
     assert {ttd.first_tool("imb-first", k) for k in range(1, 5)} == {"imb"}
 
 
-def test_the_go_on_plan_is_paired_over_the_cells_still_undecided(tmp_path):
+def test_the_go_on_plan_is_paired_over_the_cells_still_undecided(tmp_path, capsys):
     # the kept run's core decided 4 and 8 KiB at round 4 and launched them no more
     # (--only-sizes): from round 3 on they have 2 rounds, and planning them with the rest
     # left the benchmark unpaired (the launch spread, where compare tests paired); the
@@ -298,6 +298,9 @@ def test_the_go_on_plan_is_paired_over_the_cells_still_undecided(tmp_path):
     # planned every size from the pilot on: the test passed without the path it names);
     # the options are given here (they change the figures, not which sizes are planned)
     assert ttd.run_options(db, rounds - 1) == {}
+    # which --replay / --to-budget now say, not plan silently from the pilot on (s42 R8)
+    assert ttd.budgeted_options(db, rounds) == {}
+    assert f"round {rounds}'s core options were not found" in capsys.readouterr().err
     p = ttd.core_plan(db, 1000, at={"target": 5.0, "max_time": 0.05})
     assert p is not None and "paired by round" in p.describe(), p.describe()
     # planned over exactly the sizes the last round still launched

@@ -666,7 +666,15 @@ def test_the_every_cell_launches_are_planned_for_the_whole_campaign_table(tmp_pa
     monkeypatch.setenv("MPIBENCH_CACHE", str(tmp_path / "cache"))
     spec, rows = _spec(tmp_path, "10"), _pilot_rows()
     alone = BudgetRule.plan_rows(spec, rows)
-    assert budget.campaign_table_rows({"latency": rows}, ["a", "b"]) == 5
+    assert budget.campaign_table_rows({("latency", None): rows}, ["a", "b"]) == 5
+    # the table keys a cell by its point and ranks too (review s42 R3): a second group of
+    # the same benchmark and sizes at another np is 4 more cells under the one geomean
+    # row; at the same np and params the table pools it with the first: no more rows
+    other = [dict(r, run_id="x" + r["run_id"]) for r in rows]
+    assert budget.campaign_table_rows({("latency", ("{}", 2)): rows,
+                                       ("wide", ("{}", 4)): other}, ["a", "b"]) == 9
+    assert budget.campaign_table_rows({("latency", ("{}", 2)): rows,
+                                       ("again", ("{}", 2)): other}, ["a", "b"]) == 5
     assert BudgetRule.plan_rows(spec, rows, 5).every_launches == alone.every_launches
     lines = {}
     for name, make in (("one", _stored_pilot), ("two", _two_groups)):

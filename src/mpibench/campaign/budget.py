@@ -137,19 +137,23 @@ class BudgetRule:
         """The rows of the campaign's comparison table the every-cell launches are planned
         for (stats.budget.campaign_table_rows over every group's pilot launches done so
         far: all groups' cells and geomean rows, not the planning group's alone; review
-        s41 R4). The interleaved order runs every group's pilot rounds before any group's
-        third, so a local campaign's plan sees all of them; a group whose pilot has no
-        finished launch yet (or an application's metrics, which carry no core CI) is not
-        counted. None: no group has two variants with pilot rows."""
+        s41 R4), a cell per benchmark, size, point (params) and ranks, as the table keys
+        it (review s42 R3). The interleaved order runs every group's pilot rounds before
+        any group's third, so a local campaign's plan sees all of them; in a campaign of
+        `order = "random"` (or a batch campaign whose stages finish apart) a group may plan
+        before another's pilot is done, and that group is not counted (review s42 R4), nor
+        are an application's metrics (no core CI). None: no group has two variants with
+        pilot rows."""
         from mpibench.store.report_queries import done_runs_of_campaign, launch_cost_rows
 
         runs = [r for r in done_runs_of_campaign(self.runner.store, self.cid)
                 if r["repeat"] < self.PILOT]
-        grp = {r["id"]: r["grp"] for r in runs}
-        by_group: dict[str, list[dict]] = {}
-        for row in launch_cost_rows(self.runner.store, list(grp)):
-            by_group.setdefault(grp[row["run_id"]], []).append(row)
-        n = budget.campaign_table_rows(by_group, [v.name for v in self.spec.variants])
+        where = {r["id"]: (r["grp"], r["params_json"] or "{}") for r in runs}
+        by_point: dict[tuple, list[dict]] = {}
+        for row in launch_cost_rows(self.runner.store, list(where)):
+            g, params = where[row["run_id"]]
+            by_point.setdefault((g, (params, row.get("np"))), []).append(row)
+        n = budget.campaign_table_rows(by_point, [v.name for v in self.spec.variants])
         return n or None
 
     def _plan(self, group: str) -> dict | None:

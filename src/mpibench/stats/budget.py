@@ -912,23 +912,28 @@ def table_rows(cells: Iterable[object], candidates: int = 1) -> int:
     return max(candidates, 1) * sum(n + (n > 1) for n in per.values())
 
 
-def campaign_table_rows(rows_by_group: Mapping[object, Sequence[Mapping]],
+def campaign_table_rows(rows_by_point: Mapping[tuple[object, object], Sequence[Mapping]],
                         order: Sequence[str]) -> int:
-    """The rows of a campaign's comparison table (table_rows, each candidate's) from its
-    groups' launch rows (launch_cost_rows): in each group the first variant of `order`
-    present is the baseline, as plan_from_rows' and the table's; a candidate's cells are
-    the ones it and its baseline both have components of (components_from_rows, a cut
-    cell apart: alone_rows), pooled over the groups that measured them, as the table pools
-    a variant's cells. One group whose candidates share their cells: plan()'s own count."""
+    """The rows of a campaign's comparison table (table_rows, each candidate's) from the
+    launch rows (launch_cost_rows) of each (group, tag): tag what tells the table's cells
+    apart beyond benchmark and size (a point's params and the ranks, CellKey's params_key
+    and np). In each group the first variant of `order` present is the baseline, as
+    plan_from_rows' and the table's; a candidate's cells are the ones it and its baseline
+    both have components of (components_from_rows, a cut cell apart: alone_rows), pooled
+    over the groups that measured them at the same tag, as the table pools a variant's
+    cells; a geomean row per benchmark. One group of one tag whose candidates share their
+    cells: plan()'s own count."""
     cells: dict[tuple[str, str], set] = defaultdict(set)
-    for rows in rows_by_group.values():
+    for (_group, tag), rows in rows_by_point.items():
         comps = components_from_rows(alone_rows(rows))
         present = [v for v in order if v in comps]
         if len(present) < 2:
             continue
         base = {c.key for c in comps[present[0]].cells}
         for v in present[1:]:
-            cells[(present[0], v)] |= base & {c.key for c in comps[v].cells}
+            # (benchmark, (size, tag)): pool_of keeps the benchmark, the geomean row's
+            cells[(present[0], v)] |= {(k[0], (k[1], tag)) if isinstance(k, tuple) else (k, tag)
+                                       for k in base & {c.key for c in comps[v].cells}}
     return sum(table_rows(ks) for ks in cells.values())
 
 

@@ -202,7 +202,7 @@ def failed_runs_beside(store: Store, run_ids: Sequence[str]) -> list:
 
 def launch_cost_rows(store: Store, run_ids: Sequence[str]) -> list[dict]:
     """The core's result rows of these launches with what stats.budget needs: run_id,
-    variant, repeat (the launch's round in its campaign), benchmark, size, n, median,
+    variant, repeat (the launch's round in its campaign), benchmark, size, np, n, median,
     ci_low, ci_high, cell_s (the core's seconds on the cell, extra_json's elapsed_s),
     launch_s (the launch's elapsed seconds), stop_reason (the core's) and status: 'ok',
     or 'skipped' (no median; with stop_reason 'preempted', stats.preempted.skipped, no
@@ -213,7 +213,8 @@ def launch_cost_rows(store: Store, run_ids: Sequence[str]) -> list[dict]:
     out: list[dict] = []
     for chunk in _chunks(run_ids):
         cur = store.db.execute(
-            "SELECT r.run_id, u.variant, u.repeat, r.benchmark, r.size, r.n, r.median, r.ci_low, "
+            "SELECT r.run_id, u.variant, u.repeat, r.benchmark, r.size, r.np, r.n, r.median, "
+            "r.ci_low, "
             "r.ci_high, json_extract(r.extra_json, '$.elapsed_s') AS cell_s, r.stop_reason, "
             "r.status, u.elapsed AS launch_s, json_extract(f.json, '$.core_options.mode') "
             "AS mode FROM results r JOIN runs u ON u.id = r.run_id "
