@@ -1478,3 +1478,17 @@ def test_an_unbalanced_test_is_planned_up_to_the_larger_side():
         t = cell(nb, nc)
         assert not L.unbalanced(t.n_base, t.n_cand)
         assert L.launches_needed_for(t, 1.0) == L.launches_needed(t.sd_log, 1.0)
+
+
+def test_the_mix_plan_of_a_side_with_no_cell_spread_is_its_pooled_part():
+    """_mix_draws with a zero pooled cell part (every residual of the side 0) divided 0 by 0
+    in its F ratio: a RuntimeWarning (an error under -W error) and NaN p's that fell back to
+    the pooled part only because NaN > 0 is False (review s42 R15). Now the pooled draws,
+    part 0 on its own df, and no warning."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        part, df = L._mix_draws(0.0, 5.0, 3, 8, (10.0, 0.1, 0.6), (0.01, 20.0, 7))
+    assert part.shape == df.shape == (1, 1, 8, L.MIX_GRID)
+    assert not part.any() and (df == 5.0).all()

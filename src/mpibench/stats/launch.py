@@ -694,6 +694,9 @@ def _mix_draws(v: float, d_pool: float, n: int, nc: int, mix: tuple,
     read as the pooled part. floor: (the other side's cell part per mean of its launches,
     its df, its launches) where the test floors a thin mixed part (_each_cell)."""
     from scipy.special import fdtrc
+    if not v > 0.0:     # no pooled part (every residual 0): nothing to mix, no 0/0 (s42 R15)
+        shape = (1, 1, nc, MIX_GRID)
+        return np.zeros(shape), np.full(shape, float(d_pool))
     cells, lo, hi = mix
     q = _quantiles(d_pool, nc)[:, None]
     x = _quantiles(n - 1, MIX_GRID)[None, :]
