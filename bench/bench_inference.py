@@ -2354,35 +2354,18 @@ CANDIDATE_RULES = (("today", None),
                    ("joint all", _joint_all))
 
 
-def _thin_side_ps(rs) -> tuple[dict, dict]:
-    """(_cell_sums of one side, {cell: the one-sided p of its sums on that side alone
-    against its other cells' pooled ones}): stats.moderate.outlying's F test, df scaled as
-    _outlying_cells scales them, as a p rather than a flag at one level."""
-    from scipy.special import fdtrc
-
-    from mpibench.stats import launch as L
-    sums = L._cell_sums(rs)
-    keys, s = list(sums), len(sums)
-    ss = np.array([sums[k][0] for k in keys])
-    d = np.array([sums[k][1] * (s - 1) / s for k in keys])
-    rest_ss, rest_d = ss.sum() - ss, d.sum() - d
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ps = fdtrc(d, rest_d, (ss / d) / (rest_ss / rest_d))
-    return sums, {k: float(p) for k, p in zip(keys, ps, strict=True) if np.isfinite(p)}
-
-
 def _smaller_mixed(lo: float, hi: float):
     """Stop 37's family (c), measured and not taken (docs/statistics.md "Stop 37"): where
     an unpaired comparison's launches are unbalanced (stats.launch.unbalanced) and it has
     FEW_CELLS sizes or more, each size of the smaller side whose own part is above today's
     gets w (own) + (1 - w) (today's), w = 1 at the smaller side's own F test p <= lo, 0 at
-    p >= hi, linear between (_thin_side_ps); its df the Welch-Satterthwaite df of that sum
+    p >= hi, linear between (stats.launch._side_ps); its df the Welch-Satterthwaite df of that sum
     (own part on its n_s - 1 df, today's on its own df). A soft version of stop 36's
     'small X%' (a hard flag at one level, own part on its own df)."""
     from mpibench.stats import launch as L
 
     def fill(residuals, j, sp, parts, pooled):
-        sums, ps = _thin_side_ps(residuals[j])
+        sums, ps = L._side_ps(residuals[j])
         for key, p in ps.items():
             w = min(1.0, max(0.0, (hi - p) / (hi - lo)))
             ss, d = sums[key]

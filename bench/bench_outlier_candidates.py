@@ -59,7 +59,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_inference import _smaller_side, _thin_side_ps  # noqa: E402
+from bench_inference import _smaller_side  # noqa: E402
 from mpibench.stats import launch as L  # noqa: E402
 from mpibench.stats import moderate as Mo  # noqa: E402
 
@@ -86,9 +86,9 @@ def _mixed_part(w: float, mine: float, cur, d: float, sp, eps: float):
 
 
 def _mix_parts(residuals, j, sp, parts, pooled, lo: float, hi: float, eps: float) -> None:
-    # bench_inference._thin_side_ps leaves out a size whose p is not finite: a NaN p gave
-    # w = 0 here, so the same sizes get a part
-    sums, ps = _thin_side_ps(residuals[j])
+    # stats.launch._side_ps leaves out a size whose p is not finite: a NaN p gave w = 0
+    # here, so the same sizes get a part
+    sums, ps = L._side_ps(residuals[j])
     for key, p in ps.items():
         w = min(1.0, max(0.0, (hi - p) / (hi - lo)))
         ss, d = sums[key]

@@ -1626,15 +1626,16 @@ def gated_spreads(sides: Sequence[Mapping[object, Mapping[Hashable, float | None
     Last, where two sides given by their launches are unbalanced (unbalanced, the smaller
     side SMALLER_MIX_MIN launches or more), the smaller side's own part is mixed into each
     size's (_smaller_mixed)."""
-    out = _gated(sides, known, thin, ordered)
-    return _smaller_mixed(sides, out) if thin and not known else out
+    residuals = [_residuals(side) for side in sides]
+    out = _gated(sides, residuals, known, thin, ordered)
+    return _smaller_mixed(sides, residuals, out) if thin and not known else out
 
 
 def _gated(sides: Sequence[Mapping[object, Mapping[Hashable, float | None]]],
-           known: Sequence[tuple[float, float]], thin: bool, ordered: bool
-           ) -> list[Spread | None]:
-    """gated_spreads without the smaller side's mix (_smaller_mixed)."""
-    residuals = [_residuals(side) for side in sides]
+           residuals: list, known: Sequence[tuple[float, float]], thin: bool,
+           ordered: bool) -> list[Spread | None]:
+    """gated_spreads without the smaller side's mix (_smaller_mixed), from the sides'
+    residuals (_residuals, made once)."""
     out = [_spread_of(rs, ordered=ordered) for rs in residuals]
     cells = max((len(side) for side in sides), default=0)
     if cells < FEW_CELLS or any(s is None for s in out):
@@ -1674,9 +1675,10 @@ SMALLER_OWN_CC = 1e-6
 
 
 def _smaller_mixed(sides: Sequence[Mapping[object, Mapping[Hashable, float | None]]],
-                   out: list) -> list:
+                   residuals: list, out: list) -> list:
     """gated_spreads' Spreads with the smaller side's own parts mixed in (SMALLER_MIX)
-    where an unpaired comparison of FEW_CELLS sizes or more is unbalanced; else out."""
+    where an unpaired comparison of FEW_CELLS sizes or more is unbalanced; else out.
+    residuals: the sides' (_residuals, gated_spreads' own)."""
     if not SMALLER_MIX or len(sides) != 2 or any(sp is None for sp in out) or \
             max(len(side) for side in sides) < FEW_CELLS or \
             not unbalanced(out[0].launches, out[1].launches):
@@ -1687,7 +1689,7 @@ def _smaller_mixed(sides: Sequence[Mapping[object, Mapping[Hashable, float | Non
         return out
     parts = dict(sp.cell_parts or {})
     pooled = CellPart(sp.ms_cell * (sp.cells - 1) / sp.cells, sp.df_cell)
-    sums, ps = _side_ps(_residuals(sides[j]))
+    sums, ps = _side_ps(residuals[j])
     lo, hi = SMALLER_MIX
     for key, p in ps.items():
         w = min(1.0, max(0.0, (hi - p) / (hi - lo)))
