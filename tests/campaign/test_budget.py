@@ -494,12 +494,13 @@ def test_plan_records_are_pruned_to_the_ones_used_last(tmp_path, monkeypatch):
     assert PlanCache.prune(tmp_path / "missing") == 0
 
 
-def _stored_pilot(store, spec, rows) -> int:
-    """A campaign in a real store whose group `latency` has these pilot launches done."""
-    cid = store.add_campaign(spec.name)
+def _stored_pilot(store, spec, rows, cid=None, group="latency") -> int:
+    """A campaign in a real store (cid's, else a new one) whose group `group` has these
+    pilot launches done."""
+    cid = store.add_campaign(spec.name) if cid is None else cid
     for rid in dict.fromkeys(r["run_id"] for r in rows):
         mine = [r for r in rows if r["run_id"] == rid]
-        store.create_run(rid, cid, mine[0]["variant"], grp="latency",
+        store.create_run(rid, cid, mine[0]["variant"], grp=group,
                          repeat=mine[0]["repeat"])
         store.set_run(rid, "done", elapsed=mine[0]["launch_s"])
         store.add_results(rid, [{"benchmark": r["benchmark"], "size": r["size"],
@@ -638,18 +639,8 @@ def test_the_plan_line_gives_the_launches_that_decide_every_cell_whatever_its_ga
 def _two_groups(store, spec, rows) -> int:
     """_stored_pilot's campaign with a second group, `bandwidth`, whose pilot measured
     another benchmark (Allreduce) at the same sizes: the campaign's table holds both."""
-    cid = _stored_pilot(store, spec, rows)
     other = [dict(r, run_id="x" + r["run_id"], benchmark="Allreduce") for r in rows]
-    for rid in dict.fromkeys(r["run_id"] for r in other):
-        mine = [r for r in other if r["run_id"] == rid]
-        store.create_run(rid, cid, mine[0]["variant"], grp="bandwidth",
-                         repeat=mine[0]["repeat"])
-        store.set_run(rid, "done", elapsed=mine[0]["launch_s"])
-        store.add_results(rid, [{"benchmark": r["benchmark"], "size": r["size"],
-                                 "n": r["n"], "median": r["median"], "ci_low": r["ci_low"],
-                                 "ci_high": r["ci_high"], "status": "ok",
-                                 "extra": {"elapsed_s": r["cell_s"]}} for r in mine])
-    return cid
+    return _stored_pilot(store, spec, other, _stored_pilot(store, spec, rows), "bandwidth")
 
 
 def test_the_every_cell_launches_are_planned_for_the_whole_campaign_table(tmp_path,
@@ -683,6 +674,18 @@ def test_the_every_cell_launches_are_planned_for_the_whole_campaign_table(tmp_pa
             rule = BudgetRule(runner, make(store, spec, rows))
             lines[name] = (rule.table_rows(), rule._plan("latency"), runner.lines[0])
     (n1, o1, l1), (n2, o2, l2) = lines["one"], lines["two"]
+    # counted once per set of done pilot launches: every group's plan asks, the count
+    # reads every group's rows (one more pilot launch done: counted again)
+    calls = []
+    real = budget.campaign_table_rows
+    monkeypatch.setattr(budget, "campaign_table_rows",
+                        lambda *a: calls.append(1) or real(*a))
+    with Store(tmp_path / "two.db") as store:
+        rule = BudgetRule(_Runner(spec, store), 1)
+        assert rule.table_rows() == rule.table_rows() == 10 and len(calls) == 1
+        _stored_pilot(store, spec, [dict(r, run_id="y" + r["run_id"], benchmark="Gather")
+                                    for r in rows if r["variant"] == "a"], 1, "solo")
+        assert rule.table_rows() == 10 and len(calls) == 2
     assert (n1, n2) == (5, 10) and o1 == o2 == alone.best.options()
     m = [int(line.split("equivalent within ±5%): ")[1].split()[0]) for line in (l1, l2)]
     assert m[0] == alone.every_launches and m[1] > m[0], (m, l1, l2)

@@ -66,6 +66,8 @@ class BudgetRule:
         # this invocation's seconds in _plan and whether every plan came from the plan
         # cache (PlanCache): `campaign run --json`'s timing (commands/campaign.py)
         self.plan_s, self.reused = 0.0, None
+        # (the done pilot launches' ids, table_rows' count of them): one count per pilot
+        self._table: tuple | None = None
 
     def options(self, cell: Cell) -> dict | None:
         """The core options of a cell's launch; None: the group's own (no pilot, no plan)."""
@@ -143,18 +145,22 @@ class BudgetRule:
         `order = "random"` (or a batch campaign whose stages finish apart) a group may plan
         before another's pilot is done, and that group is not counted (review s42 R4), nor
         are an application's metrics (no core CI). None: no group has two variants with
-        pilot rows."""
+        pilot rows. Counted again only when the done pilot launches changed (each group's
+        plan asks; the count reads every group's rows)."""
         from mpibench.store.report_queries import done_runs_of_campaign, launch_cost_rows
 
         runs = [r for r in done_runs_of_campaign(self.runner.store, self.cid)
                 if r["repeat"] < self.PILOT]
         where = {r["id"]: (r["grp"], r["params_json"] or "{}") for r in runs}
+        if self._table is not None and self._table[0] == frozenset(where):
+            return self._table[1]
         by_point: dict[tuple, list[dict]] = {}
         for row in launch_cost_rows(self.runner.store, list(where)):
             g, params = where[row["run_id"]]
             by_point.setdefault((g, (params, row.get("np"))), []).append(row)
-        n = budget.campaign_table_rows(by_point, [v.name for v in self.spec.variants])
-        return n or None
+        n = budget.campaign_table_rows(by_point, [v.name for v in self.spec.variants]) or None
+        self._table = (frozenset(where), n)
+        return n
 
     def _plan(self, group: str) -> dict | None:
         from mpibench.store.report_queries import done_runs_of_group, launch_cost_rows
