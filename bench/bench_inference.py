@@ -71,8 +71,8 @@ seeds per row (drawn from --seed), mean, standard error and range, a cell's thin
 raised together at their sum's df, at 3+3 with the launch parts (2 df) among them
 (stats.launch.plan_cell_parts, plan_launch_parts: now) and with the launch parts as
 estimated (before), on the same draws.
-`--only-planning-rows` (stats level, the flag on): the 16 thin-side rows (2 and 3 vs 7 x 10
-sizes, shared or not, the thin side as noisy, 3x, 1.7x, 1/3), exact power at the median
+`--only-planning-rows` (stats level, the flag on): the 32 smaller-side rows (2, 3, 4 and 5
+vs 7 x 10 sizes; 4 and 5 since stop 43, where the smaller side's mix acts too, shared or not, the thin side as noisy, 3x, 1.7x, 1/3), exact power at the median
 'detectable' of 10 x --reps A/A benchmarks, at 8 seeds (--seed .. --seed + 7) per row: the
 mean with its standard error over the seeds, and the range; the share of cells planned on
 an own cell part (a flagged size, a launch regime), their figure and power.
@@ -283,8 +283,8 @@ def main(argv: list[str]) -> int:
                     "the regime's one spread) against A/A at the planned rounds (--reps "
                     "pilots per row; stats level)")
     ap.add_argument("--only-planning-rows", action="store_true",
-                    help="only the 16 thin-side planning rows at the stats level (2 and 3 "
-                    "vs 7 x 10 sizes; the flag on): exact power at the median 'detectable' "
+                    help="only the 32 smaller-side planning rows at the stats level (2, 3, "
+                    "4 and 5 vs 7 x 10 sizes; the flag on): exact power at the median 'detectable' "
                     "of 10 x --reps A/A benchmarks, at seeds --seed .. --seed + 7")
     ap.add_argument("--only-hetero", action="store_true",
                     help="only the heterogeneous-sizes scenario (cell-part sd per size as "
@@ -678,8 +678,9 @@ def _compare_seconds(store, sets) -> tuple[float, str]:
 
 def plan_cost_section(rng: np.random.Generator, reps: int, plan_rule: str = "today") -> None:
     """--only-plan-cost: what the thin-side planning rule costs a `compare` (the figure
-    is computed when read; the renderings read it for every cell): 2 and 3 vs 7 launches
-    x 8 benchmarks x 10 sizes, launch effects shared, the thin side as noisy or 1/3 as
+    is computed when read; the renderings read it for every cell): 2, 3, 4 and 5 vs 7
+    launches (4 and 5 since stop 43: the plan over the smaller side's mix) x 8 benchmarks x
+    10 sizes, launch effects shared, the thin side as noisy or 1/3 as
     noisy; per design up to 3 stores, each compared under --plan-rule before and
     plan_rule, alternated 3 times on cold caches, the least of each; the ratio."""
     n = max(1, min(3, reps))
@@ -689,7 +690,7 @@ def plan_cost_section(rng: np.random.Generator, reps: int, plan_rule: str = "tod
     rules = ("before", plan_rule)
     benches = tuple(f"B{i}" for i in range(8))
     tmp = Path(tempfile.mkdtemp(prefix="bench-plancost-"))
-    for launches in ((2, 7), (3, 7)):
+    for launches in ((2, 7), (3, 7), (4, 7), (5, 7)):
         for name, scale in (("as noisy", 1.0), ("1/3", 1 / 3)):
             best = {rule: [] for rule in rules}
             for i in range(n):
@@ -840,6 +841,9 @@ OWN_DESIGNS = (("3+3 x 10 sizes", 3, 3, 10, 0.05, 0.025),
 THIN_ROWS = tuple((sh, sp, lab, f) for sh, sp in ((0.05, 0.025), (0.0, 0.05))
                   for lab, f in (("equal", 1.0), ("3x", 3.0), ("1.7x", 1.7), ("1/3", 1 / 3)))
 ROW_SEEDS = 8
+# the smaller side's launches in --only-planning-rows: 2-3 thin (launch part on 1-2 df), 4-5
+# where only the smaller side's mix makes it one (stop 43, review s42 R16)
+ROW_LAUNCHES = (2, 3, 4, 5)
 
 
 def _thin_row(seed: int, n_thin: int, shared: float, specific: float, f: float,
@@ -870,9 +874,9 @@ def _thin_row(seed: int, n_thin: int, shared: float, specific: float, f: float,
 
 def planning_rows_section(_rng: np.random.Generator, reps: int, first: int = 7,
                           own: bool = False, plan_rule: str = "today") -> None:
-    """The 16 thin-side planning rows at the stats level (stats.launch.compare_cells, the
-    flag on, as compare runs): 2 and 3 vs 7 x 10 sizes, launch effects shared or not, the
-    thin side as noisy, 3x, 1.7x or 1/3; per row the ROW_SEEDS seeds first, first + 1,
+    """The 32 smaller-side planning rows at the stats level (stats.launch.compare_cells, the
+    flag on, as compare runs): 2, 3, 4 and 5 vs 7 x 10 sizes (ROW_LAUNCHES), launch
+    effects shared or not, the smaller side as noisy, 3x, 1.7x or 1/3; per row the ROW_SEEDS seeds first, first + 1,
     ... (every row the same), reps A/A benchmarks each (_thin_row): the mean power over
     the seeds, its sd and standard error, the range, how many seeds fall in 75-85%; and
     over the seeds the cells planned on an own cell part (not plan_expect's): their
@@ -896,9 +900,9 @@ def planning_rows_section(_rng: np.random.Generator, reps: int, first: int = 7,
 
 
 def _planning_rows_of(seeds: list[int], reps: int) -> None:
-    """planning_rows_section's 16 rows at these seeds, reps A/A benchmarks each."""
+    """planning_rows_section's 32 rows at these seeds, reps A/A benchmarks each."""
     inside = 0
-    for n_thin in (2, 3):
+    for n_thin in ROW_LAUNCHES:
         for sh, sp, lab, f in THIN_ROWS:
             res = np.array([_thin_row(s, n_thin, sh, sp, f, reps) for s in seeds])
             p, fp, own = res[:, 0], res[:, 1], res[:, 2:].mean(axis=0)
@@ -910,7 +914,7 @@ def _planning_rows_of(seeds: list[int], reps: int) -> None:
                   f"{p.size} seeds in 75-85%)  A/A {100 * fp.min():4.2f}-{100 * fp.max():4.2f}%"
                   f"; own parts {100 * own[0]:4.1f}% of cells (figure x{own[1]:.2f}, power "
                   f"{100 * own[2]:4.1f}%)", flush=True)
-    print(f"  rows whose mean is in 75-85%: {inside} of {2 * len(THIN_ROWS)}")
+    print(f"  rows whose mean is in 75-85%: {inside} of {len(ROW_LAUNCHES) * len(THIN_ROWS)}")
 
 
 def _own_row(seed: int, design: tuple, reps: int, rule=None) -> float:
@@ -2205,6 +2209,12 @@ PLAN_RULES = {
     # (its cells by plan_expect, SMALLER_MIX_EXPECT, the others not over the mix)
     "before42": {"SMALLER_MIX": ()},
     "mix42-noplan": {"SMALLER_MIX_PLAN": False},
+    # stop 43 (today): the plan over the mix also at a 4-5 launch smaller side
+    # (MIX_PLAN_ANY_N), its launch part planned as a thin side's (MIX_PLAN_TRUTHS); before43:
+    # stop 42's rule (the plan over the mix only at 3 launches); mix43-estimates: over the
+    # mix at 4-5, the launch part as estimated (review s42 R16's first step)
+    "before43": {"MIX_PLAN_ANY_N": False},
+    "mix43-estimates": {"MIX_PLAN_TRUTHS": False},
 }
 
 

@@ -567,6 +567,52 @@ def test_the_detectable_of_a_thin_side_that_really_is_noisier_has_its_power(n_th
     assert band[0] <= _exact_power(d, hs, sigma) <= band[1]
 
 
+def test_the_detectable_at_4_vs_7_is_planned_over_the_smaller_sides_mix():
+    """4 vs 7 launches x 10 sizes sharing no launch effect, the 4-launch side 3x noisier:
+    the smaller side's mix (SMALLER_MIX) acts here, and the median 'detectable' (150
+    benchmarks, _median_detectable) has the test's power (_exact_power) in 75-88%: the
+    row sits far from the target's lower edge (stop 43, MIX_PLAN_ANY_N: planned over the
+    mix at 4-5 launches too: 82.2% here, seeds 43-46 81.1-82.4%; bench_inference
+    --only-planning-rows seeds 7-14 80.5-81.8%), so that edge is the bound; stop 42's rule
+    (over the mix only at 3 launches, MIX_PLAN_ANY_N off) 70.9% here (68.7-72.2% at seeds
+    43-46; 68.4-70.2% at 7-14): fails (review s42 R16)."""
+    rng = np.random.default_rng(45)
+    ts = [t for _ in range(150)
+          for t in L.compare_cells(_bench(rng, 4, 7, 10, 0.0, 0.05, noisier=3.0))]
+    d = math.log1p(_median_detectable(ts, 10))
+    hs = [math.log(t.ci_high) - t.diff_log for t in ts]
+    assert all((t.p <= 0.05) == (abs(t.diff_log) > h) for t, h in zip(ts, hs, strict=True))
+    sigma = _sigma_of(ts, 10, 0.05 * math.sqrt(9 / 4 + 1 / 7))
+    assert 0.75 <= _exact_power(d, hs, sigma) <= 0.88
+
+
+@pytest.mark.parametrize("n_small,sizes,planned", [(4, 10, True), (5, 8, True),
+                                                   (4, 5, False), (7, 10, False)])
+def test_a_4_or_5_launch_smaller_side_is_planned_as_a_thin_one_where_the_mix_acts(
+        n_small, sizes, planned):
+    """Where the smaller side's mix acts at 4-5 launches (unbalanced, FEW_CELLS sizes or
+    more: _mix_side), that side's launch part is planned as a thin side's
+    (MIX_PLAN_TRUTHS: plan_thin_launch, pooled with its floor where consistent, else the
+    part above it median-unbiased; stop 43) and the figure is plan_expect's over the mix
+    (_mix_plan names the side); below FEW_CELLS sizes or balanced, as estimated. Without
+    the truths the 4 vs 7 'shared' rows had 73.8-74.3% true power (3x, 1.7x), with them
+    79.8-80.6% (bench_inference --only-planning-rows --plan-rule mix43-estimates)."""
+    rng = np.random.default_rng(44 + n_small + sizes)
+    t = L.compare_cells(_bench(rng, n_small, 7, sizes, 0.05, 0.025, noisier=3.0))[0]
+    plan, ns = tuple(t.planned_on), (t.n_base, t.n_cand)
+    mix = L._mix_plan(t, plan, ns)
+    assert bool(mix) == planned and (not mix or mix[3] == 0)
+    v, d = t.components[0]
+    assert d == n_small - 1
+    lv, _dl, cv, dc, s = t.parts[0]
+    raw = (lv * n_small, cv * n_small / (s - 1), dc)
+    if planned:
+        assert plan[0] == pytest.approx((L.plan_thin_launch(raw[0], d, raw[1], raw[2])
+                                         / n_small, d), rel=1e-12)
+        assert t.detectable == L.plan_expect(plan, ns, len(plan) // 2, 0.05, L.POWER, (), mix)
+    else:
+        assert plan[0] == (v, d)
+
 def test_a_thin_side_is_planned_pooled_when_the_spreads_agree_else_raised():
     # one cell, 2 vs 7: the thin side's variance (0.0001, 1 df) is floored at the other's
     # (0.0049, 6 df) for the test (df 2); for planning the two agree (ratio below F(1, 6)'s

@@ -525,10 +525,21 @@ def _plan_sides(spreads: list) -> list:
                               other.ms_launch / other.cells, other.df_launch, floor)
         out.append(own._replace(ms_launch=v * own.cells, df_launch=d,
                                 cell_parts=_each_cell(own, other, floor_component)))
-        thin = own.df_launch < WELCH_MIN_DF and other.df_launch > own.df_launch
+        thin = own.df_launch < WELCH_MIN_DF and other.df_launch > own.df_launch or \
+            _mix_side(own, other)
         medians.append((own.ms_launch / own.cells, floor, own.df_cell if floor else 0.0)
                        if thin else None)
     return out + [tuple(medians)]
+
+
+def _mix_side(own: Spread, other: Spread) -> bool:
+    """Whether own is the smaller side SMALLER_MIX mixes at 4-5 launches (MIX_PLAN_TRUTHS:
+    its launch part planned as a thin side's, plan_thin_launch, for plan_expect over the
+    mix): unbalanced, FEW_CELLS sizes or more, its launch part on WELCH_MIN_DF df or more."""
+    return bool(MIX_PLAN_TRUTHS and MIX_PLAN_ANY_N and SMALLER_MIX) and \
+        own.df_launch >= WELCH_MIN_DF and own.launches >= SMALLER_MIX_MIN and \
+        own.launches < other.launches and unbalanced(own.launches, other.launches) and \
+        own.cells >= FEW_CELLS
 
 
 def _plan_cell(plan_spreads, ns: tuple[int, int], cell: object) -> list:
@@ -684,6 +695,12 @@ def _expect_draws(comps: tuple, ns: tuple, k: int, j: int, grid: tuple = ()) -> 
 # over the mix 81.2-83.8% (docs/statistics.md "Stop 42").
 SMALLER_MIX_PLAN = True
 MIX_GRID = 8
+# MIX_PLAN_ANY_N: the plan over the mix also where the smaller side has 4-5 launches (its
+# launch part on 3-4 df, so expect_thin names no side and the test floors nothing): the
+# mix acts there too, and planned without it the 'not sharing' rows had 68.5-73.2% true
+# power (review s42 R16). Stop 43.
+MIX_PLAN_ANY_N = True
+MIX_PLAN_TRUTHS = True
 
 
 def _mix_draws(v: float, d_pool: float, n: int, nc: int, mix: tuple,
@@ -697,7 +714,7 @@ def _mix_draws(v: float, d_pool: float, n: int, nc: int, mix: tuple,
     if not v > 0.0:     # no pooled part (every residual 0): nothing to mix, no 0/0 (s42 R15)
         shape = (1, 1, nc, MIX_GRID)
         return np.zeros(shape), np.full(shape, float(d_pool))
-    cells, lo, hi = mix
+    cells, lo, hi = mix[:3]
     q = _quantiles(d_pool, nc)[:, None]
     x = _quantiles(n - 1, MIX_GRID)[None, :]
     pd = v * q
@@ -729,7 +746,9 @@ def _expect_cols(comps: tuple, ns: tuple, k: int, j: int, grid: tuple = (),
     na, nb, nc = grid or EXPECT_GRID
     a = (vt * _quantiles(dt, na))[:, None, None]
     b = (vo * _quantiles(do, nb))[None, :, None]
-    floored = a * ns[j] < b * ns[1 - j]
+    # floored per draw as floor_component floors it: a launch part on fewer than
+    # WELCH_MIN_DF df against more (not the 3-4 df of a 4-5 launch side the mix names)
+    floored = (a * ns[j] < b * ns[1 - j]) & (dt < WELCH_MIN_DF and do > dt)
     thin = np.where(floored, b * ns[1 - j] / ns[j], a)
     dthin = np.where(floored, min(do, dt + 1.0), dt)
     cols = [(thin, dthin), (b, do)]
@@ -796,6 +815,8 @@ def plan_expect(comps: tuple, ns: tuple, k: int, alpha: float,
     k the baseline's number of components; grid: _expect_draws's (EXPECT_GRID unless
     given)."""
     j = expect_thin(comps, k)
+    if j is None and len(mix) > 3:      # the mix's smaller side at 4-5 launches (_mix_plan)
+        j = mix[3]
     sigma2 = sum(v for v, _ in comps)
     if j is None or sigma2 <= 0:
         return _detectable(comps, alpha, power)
@@ -859,7 +880,9 @@ PLAN_BOOT_DRAWS: tuple = (12, 12, 4)
 
 # SMALLER_MIX_EXPECT: a cell whose smaller side has a mixed part (_smaller_mixed) is
 # planned by plan_expect where that side is thin (3 launches against more), its part as
-# the test uses it (value, df: Welch or Cochran-Cox per draw). Stop 42.
+# the test uses it (value, df: Welch or Cochran-Cox per draw). Stop 42. At 4-5 launches
+# such a cell is planned by _detectable at its planned components (its launch part as a
+# thin side's: MIX_PLAN_TRUTHS); the cells without one over the mix (MIX_PLAN_ANY_N).
 SMALLER_MIX_EXPECT = True
 
 
@@ -1131,10 +1154,12 @@ def _mix_plan(t: LaunchTest, plan: tuple, ns: tuple) -> tuple:
         return ()
     k = t.base_components or len(plan) // 2
     j = expect_thin(plan, k)
+    if j is None and MIX_PLAN_ANY_N and min(ns) > WELCH_MIN_DF:
+        j = 0 if ns[0] < ns[1] else 1     # 4-5 launches: the smaller side, named (R16)
     if j is None or ns[j] < SMALLER_MIX_MIN or ns[j] > ns[1 - j] or \
             t.parts[j][4] < FEW_CELLS:
         return ()
-    return (float(t.parts[j][4]), *SMALLER_MIX)
+    return (float(t.parts[j][4]), *SMALLER_MIX, j)
 
 
 def _expects(pooled: bool, own_cell: bool, pairing: str, plan: tuple = (),
