@@ -1321,7 +1321,7 @@ def test_regimes_are_cut_in_size_order_whatever_the_cells_order():
         L.compare_cells(cells, rounds=rounds, sizes=[1, 2, 3])
 
 
-@pytest.mark.parametrize("n_thin,band", [(2, (0.30, 0.70)), (3, (0.20, 0.50))])
+@pytest.mark.parametrize("n_thin,band", [(2, (0.30, 0.70)), (3, (0.395, 0.56))])
 def test_an_alike_size_flagged_by_chance_keeps_its_power_and_alpha(n_thin, band):
     """2 or 3 vs 7 launches x 10 alike sizes, no launch effect (cell part sd 0.05), 150
     A/A benchmarks (figures below at 300: _flagged_cells_power): the outlying-size flag (one-sided F at 10% a size) marks about 8% of
@@ -1330,7 +1330,11 @@ def test_an_alike_size_flagged_by_chance_keeps_its_power_and_alpha(n_thin, band)
     power (_exact_power) over the flagged cells at the median 'detectable' of all cells
     48.8% / 32.8% (unflagged 86.3 / 82.5%; a flagged cell's estimate is a chance-high
     one: selected); on each side's own part (the rule before) 4.7% / 11.2% (fails).
-    Their false positives stay within alpha's binomial bound (0 of 261 and 0 of 244)."""
+    Their false positives stay within alpha's binomial bound (0 of 261 and 0 of 244).
+    Since stop 42's mix the 3 vs 7 figure is higher and so is the rule before's: at 150
+    benchmarks, seeds 73-80, 45.5% (sd 2.2; 46.1% at this seed) against 34.2% (sd 1.8;
+    33.8%), which passed the old band (0.20-0.50; review s43). The band is now 39.5-56%
+    (3 sd of a seed above the rule before's worst, 37.1%, and below today's)."""
     share, power, fp, n = _flagged_cells_power(np.random.default_rng(70 + n_thin), n_thin, 1.0)
     assert 0.05 <= share <= 0.11
     assert band[0] <= power <= band[1]
@@ -1361,7 +1365,8 @@ def _flagged_cells_power(rng, n_thin: int, noisier: float) -> tuple[float, float
     positives at 5%, how many). The two tests' figures above are at 300; at these 150
     (seeds 72, 73): shares 7.8-9.0%, power 47.4% / 30.3% alike, 25.1% / 33.9% thin side
     1/3 (since stop 42's mix 3 vs 7 47.2 / 46.7%; since stop 43 over two cells a benchmark,
-    _median_detectable: 47.5 / 46.1%, 24.6 / 44.9%), 0 false positives of 117-135; each side's own part (_joint_parts' sides never
+    _median_detectable: 47.5 / 46.1%, 24.6 / 44.9%; each side's own part at 3 vs 7 now
+    34.2%, failing only the stop-43 band), 0 false positives of 117-135; each side's own part (_joint_parts' sides never
     agreeing) 3.6% / 11.1%, a joint part floored (JointPart.joint False) 0.7% / 2.5%:
     both fail."""
     ts, flagged = [], []
