@@ -68,13 +68,13 @@ def test_unbalanced_unpaired_launches_warn_in_the_summary_and_the_json(tmp_path,
     cli_main(["check", "--db", db, "--baseline", "a", "--json"])
     u = json.loads(capsys.readouterr().out)["unbalanced_launches"]
     assert (u["min_launches"], u["max_launches"], u["smaller_sides"]) == (3, 7, ["a"])
-    # 5 vs 7 too (review R15), with 3-5 vs 7's figure under the smaller side's mix (stop 42)
+    # 5 vs 7 too (review R15), with 2-5 vs 7's figure under the smaller side's mix (stops 42-43)
     (tmp_path / "five").mkdir()
     db = _store(tmp_path / "five", 0.0, 48, launches=(5, 7))
     cli_main(["check", "--db", db, "--baseline", "a"])
     out = capsys.readouterr().out
     assert out.count("warning: unbalanced launches (5 vs 7, unpaired") == 1
-    assert "up to 5.9% per cell at 3-5 vs 7 launches" in out
+    assert "up to 5.9% per cell at 2-5 vs 7 launches" in out
     (tmp_path / "bal").mkdir()
     db = _store(tmp_path / "bal", 0.0, 48, launches=7)
     cli_main(["check", "--db", db, "--baseline", "a"])

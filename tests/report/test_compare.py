@@ -1201,7 +1201,7 @@ def test_unbalanced_unpaired_launches_say_so_once(tmp_path):
     assert u["cells"] == u["tested_cells"] == 4
     assert u["message"].startswith("unbalanced launches (3 vs 7, unpaired; 4 of 4 tested")
     # the one measured figure (stats.launch.UNBALANCED_FALSE_POSITIVES), README cites it
-    assert "up to 5.9% per cell at 3-5 vs 7" in u["message"]
+    assert "up to 5.9% per cell at 2-5 vs 7" in u["message"]
     assert "run both sides with the same launches" in u["message"]
     for text in (md, term):
         assert text.count("unbalanced launches (3 vs 7") == 1
@@ -1211,13 +1211,14 @@ def test_unbalanced_unpaired_launches_say_so_once(tmp_path):
 
 def test_five_against_seven_warns_with_its_own_figure(tmp_path):
     # review R15: 5 vs 7 measured 7.3% / 7.5% A/A at a size noisier on the 5-launch side;
-    # since stop 42 (the smaller side's mix) 3-5 vs 7 share one figure (README): it warns
+    # since stop 42 (the smaller side's mix) 3-5 vs 7 share one figure (README), since
+    # stop 43 2-5 vs 7: it warns
     # with it (not the rule before's 13.3%) and plans the smaller side up to 7
     from mpibench.stats import launch as L
     js, md, term, html = _unbalanced(tmp_path, "u57", (5, 7))
     u = js["unbalanced_launches"]
     assert (u["min_launches"], u["max_launches"], u["plan_launches"]) == (5, 7, 7)
-    assert "A/A false positives up to 5.9% per cell at 3-5 vs 7 launches, 5.0% at 7 + 7" \
+    assert "A/A false positives up to 5.9% per cell at 2-5 vs 7 launches, 5.0% at 7 + 7" \
         in u["message"]
     assert "13.3%" not in u["message"]
     for text in (md, term):
