@@ -2215,6 +2215,9 @@ PLAN_RULES = {
     # mix at 4-5, the launch part as estimated (review s42 R16's first step)
     "before43": {"MIX_PLAN_ANY_N": False},
     "mix43-estimates": {"MIX_PLAN_TRUTHS": False},
+    # stop 43 (mix2, today): the mix from 2 launches on the smaller side, its plan through
+    # plan_boot's 2-launch correction; mix-from3: the mix from 3 launches (the rule before)
+    "mix-from3": {"SMALLER_MIX_MIN": 3},
 }
 
 
