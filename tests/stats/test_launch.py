@@ -1261,7 +1261,9 @@ def test_the_detectable_of_a_thin_side_really_quieter_has_its_power():
     seed (seeds 7-14 of bench_inference --only-planning-rows 79.8-85.0%, mean 82.0%;
     81-86: 81.4-85.4%); the rule before planned this row at 90.6% (88.6-91.6% at those
     seeds, mean 89.9%): this test failed (stop 43, over two cells a benchmark,
-    _median_detectable: 82.7%; PLAN_BOOT_GRID 0 88.4%, fails; the figure x 0.8 58.5%)."""
+    _median_detectable: 82.7%; PLAN_BOOT_GRID 0 88.4%, fails; the figure x 0.8 58.5%).
+    Stop 43 (mix2, the mix from 2 launches): 85.5%; its mix plan straight to plan_expect,
+    not through plan_boot's correction, 88.7%: fails (bench rows: 84.8% vs 87.5%)."""
     shared, specific, f = 0.05, 0.025, 1 / 3
     rng = np.random.default_rng(7)
     ts = [t for _ in range(200)
