@@ -534,13 +534,20 @@ def _plan_sides(spreads: list) -> list:
 
 
 def _mix_side(own: Spread, other: Spread) -> bool:
-    """Whether own is the smaller side SMALLER_MIX mixes at 4-5 launches (MIX_PLAN_TRUTHS:
-    its launch part planned as a thin side's, plan_thin_launch, for plan_expect over the
-    mix): unbalanced, FEW_CELLS sizes or more, its launch part on WELCH_MIN_DF df or more."""
-    return bool(MIX_PLAN_TRUTHS and MIX_PLAN_ANY_N and SMALLER_MIX) and \
-        own.df_launch >= WELCH_MIN_DF and own.launches >= SMALLER_MIX_MIN and \
-        own.launches < other.launches and unbalanced(own.launches, other.launches) and \
-        own.cells >= FEW_CELLS
+    """Whether own is the smaller side the plan names at 4-5 launches (_mix_names) and its
+    launch part is planned as a thin side's (MIX_PLAN_TRUTHS: plan_thin_launch, for
+    plan_expect over the mix)."""
+    return bool(MIX_PLAN_TRUTHS) and _mix_names(own.launches, other.launches, own.cells)
+
+
+def _mix_names(n_small: int, n_other: int, cells: float) -> bool:
+    """Whether the plan names the smaller side (n_small launches against n_other, `cells`
+    sizes) as the mix's thin side where expect_thin names none (MIX_PLAN_ANY_N): 4-5
+    launches (a launch part on WELCH_MIN_DF df or more), unbalanced, FEW_CELLS sizes or
+    more, the mix and its plan on. The one rule of _mix_plan and _mix_side."""
+    return bool(SMALLER_MIX_PLAN and SMALLER_MIX and MIX_PLAN_ANY_N) and \
+        WELCH_MIN_DF < n_small < n_other and unbalanced(n_small, n_other) and \
+        cells >= FEW_CELLS
 
 
 def _plan_cell(plan_spreads, ns: tuple[int, int], cell: object) -> list:
@@ -817,7 +824,8 @@ def plan_expect(comps: tuple, ns: tuple, k: int, alpha: float,
     independent of the spreads), as a percentage (expm1); None as _detectable. comps:
     the planned truths (plan_thin_launch for the thin launch part), ns the launch counts,
     k the baseline's number of components; grid: _expect_draws's (EXPECT_GRID unless
-    given)."""
+    given); mix: _mix_plan's (S, lo, hi, j), the thin cell part drawn over the smaller
+    side's mix (_mix_draws), its j the thin side where expect_thin names none."""
     j = expect_thin(comps, k)
     if j is None and len(mix) > 3:      # the mix's smaller side at 4-5 launches (_mix_plan)
         j = mix[3]
@@ -1153,16 +1161,18 @@ def detectable_at(t: LaunchTest, alpha: float, power: float = POWER) -> float | 
 
 
 def _mix_plan(t: LaunchTest, plan: tuple, ns: tuple) -> tuple:
-    """(S, lo, hi) where a pooled unpaired cell without an own part is planned over
-    SMALLER_MIX's mix (SMALLER_MIX_PLAN, _mix_draws): its thin side the smaller one,
-    SMALLER_MIX_MIN launches or more, unbalanced, FEW_CELLS sizes or more; else ()."""
+    """(S, lo, hi, j) where a pooled unpaired cell without an own part is planned over
+    SMALLER_MIX's mix (SMALLER_MIX_PLAN, _mix_draws): j its thin side, the smaller one
+    (expect_thin's, or at 4-5 launches the one _mix_names names), SMALLER_MIX_MIN
+    launches or more, unbalanced, FEW_CELLS sizes or more; else ()."""
     if not (SMALLER_MIX_PLAN and SMALLER_MIX) or not t.pooled or t.own_cell or \
             t.pairing != "none" or not unbalanced(*ns) or not t.parts:
         return ()
     k = t.base_components or len(plan) // 2
     j = expect_thin(plan, k)
-    if j is None and MIX_PLAN_ANY_N and min(ns) > WELCH_MIN_DF:
-        j = 0 if ns[0] < ns[1] else 1     # 4-5 launches: the smaller side, named (R16)
+    small = 0 if ns[0] < ns[1] else 1
+    if j is None and _mix_names(ns[small], ns[1 - small], t.parts[small][4]):
+        j = small       # 4-5 launches: the smaller side, named (review s42 R16)
     if j is None or ns[j] < SMALLER_MIX_MIN or ns[j] > ns[1 - j] or \
             t.parts[j][4] < FEW_CELLS:
         return ()
