@@ -620,6 +620,25 @@ def test_a_4_or_5_launch_smaller_side_is_planned_as_a_thin_one_where_the_mix_act
         assert plan[0] == (v, d)
 
 
+def test_the_plan_over_the_mix_floors_a_launch_part_only_where_the_test_does():
+    """_expect_cols floors the thin side's launch part per draw as floor_component floors
+    it: on fewer than WELCH_MIN_DF df against more. At 3 vs 7 (2 df) the draws below the
+    other side's part are floored (one df more); at 4 vs 7, the side the mix names (3 df),
+    none is, whatever the draw: its launch part is the estimate's draw on its own df. The
+    gate moves the 4 and 5 vs 7 'not sharing, 1/3' rows by ~2 points (review s43 R2: 77.6 /
+    76.8% without it, at seeds 23-26, where the test floors nothing)."""
+    quiet = 0.0001      # the smaller side's launch part per launch: below the other's
+    for n, mix in ((3, (10.0, 0.1, 0.6)), (4, (10.0, 0.1, 0.6, 0))):
+        comps = ((quiet, n - 1.0), (0.0002, 9.0 * (n - 1)), (0.002 / 7, 6.0), (0.0004, 54.0))
+        thin, dthin = L._expect_cols(comps, (n, 7), 2, 0, (), mix)[0]
+        a = quiet * L._quantiles(n - 1.0, L.EXPECT_GRID[0])
+        thin, dthin = np.broadcast_arrays(thin, dthin)
+        if n == 3:
+            assert set(np.unique(dthin)) == {2.0, 3.0} and (thin[:, :, 0, 0] > a[:, None]).any()
+        else:
+            assert set(np.unique(dthin)) == {3.0}
+            assert np.array_equal(thin[:, :, 0, 0], np.broadcast_to(a[:, None], thin.shape[:2]))
+
 def test_a_thin_side_is_planned_pooled_when_the_spreads_agree_else_raised():
     # one cell, 2 vs 7: the thin side's variance (0.0001, 1 df) is floored at the other's
     # (0.0049, 6 df) for the test (df 2); for planning the two agree (ratio below F(1, 6)'s
