@@ -74,8 +74,8 @@ estimated (before), on the same draws.
 `--only-planning-rows` (stats level, the flag on): the 32 smaller-side rows (2, 3, 4 and 5
 vs 7 x 10 sizes; 4 and 5 since stop 43, where the smaller side's mix acts too, shared or
 not, the thin side as noisy, 3x, 1.7x, 1/3), exact power at the median 'detectable' of 10 x
---reps A/A benchmarks, at 8 seeds (--seed .. --seed + 7) per row: the
-mean with its standard error over the seeds, and the range; the share of cells planned on
+--reps A/A benchmarks, at 8 seeds (--seed .. --seed + 7) per row: the mean with its
+standard error over the seeds, and the range; the share of cells planned on
 an own cell part (a flagged size, a launch regime), their figure and power.
 `--only-planning-quiet` (stats level): stats.budget's paired plan of a noisy minority's
 quiet sizes (run-12's 11 sizes, 4 noisy, a round effect the quiet ones alone share or
@@ -879,8 +879,7 @@ def planning_rows_section(_rng: np.random.Generator, reps: int, first: int = 7,
     flag on, as compare runs): 2, 3, 4 and 5 vs 7 x 10 sizes (ROW_LAUNCHES), launch
     effects shared or not, the smaller side as noisy, 3x, 1.7x or 1/3; per row the ROW_SEEDS
     seeds first, first + 1, ... (every row the same), reps A/A benchmarks each (_thin_row):
-    the mean power over
-    the seeds, its sd and standard error, the range, how many seeds fall in 75-85%; and
+    the mean power over the seeds, its sd and standard error, the range, how many seeds fall in 75-85%; and
     over the seeds the cells planned on an own cell part (not plan_expect's): their
     share, their median figure over the others', their power at the row's median.
     own: under stop 35's rule (_every_size_own), measured and not taken; plan_rule: a
