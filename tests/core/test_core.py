@@ -866,7 +866,9 @@ def test_cpu_hogs_cut_a_fixed_count_short_for_real(core, tmp_path):
         print(r["size"], r["status"], r["stop_reason"], "kept", r["n"], "excluded",
               r["preempted"])
         short = r["preempted"] > 0 and r["n"] < 5
-        assert r["n"] + r["preempted"] == 3, r
+        # a fixed count is 3 iterations in all: 3 samples of 1, or (where the calibration
+        # or a re-batch grew the batch, as it did under ../shared/tools/under-load) 1 of 3
+        assert r["n"] + r["preempted"] == 3 // (r["batch"] or 1), r
         assert r["stop_reason"] == ("preempted" if short else "iterations"), r
         assert P.cut_short(r) == short and (r["status"] == "skipped") == (r["n"] == 0), r
     if not any(r["preempted"] for r in run.results):
